@@ -1,0 +1,71 @@
+// Everything the CPU backend implements: one line per kernel, the dtypes it covers, and where
+// the work is done. Attribute layouts are documented with each op in core/ops/.
+#include "backends/cpu/kernels.h"
+
+#include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
+
+namespace ember::cpu {
+
+using namespace ember::sdk;  // dtype masks
+
+namespace {
+constexpr uint32_t kF = kFloatingMask;
+constexpr uint32_t kN = kNumericMask;
+constexpr uint32_t kA = kAllMask;
+}  // namespace
+
+void register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
+  auto k = [&](const char* op, uint32_t dtypes, ember_kernel_fn fn) {
+    reg->kernel(reg->ctx, op, cpu, dtypes, /*priority=*/100, fn);
+  };
+  // Copies and fills (own loops).
+  k("copy", kA, copy);
+  k("fill", kA, fill);
+  // Binary arithmetic with broadcasting (own vectorized loops).
+  k("add", kA, add);
+  k("sub", kN, sub);
+  k("mul", kA, mul);
+  k("div", kF, div);
+  k("pow", kN, pow);
+  k("maximum", kA, maximum);
+  k("minimum", kA, minimum);
+  // Comparison and logic, bool results.
+  k("eq", kA, eq);
+  k("ne", kA, ne);
+  k("lt", kA, lt);
+  k("le", kA, le);
+  k("gt", kA, gt);
+  k("ge", kA, ge);
+  k("logical_and", kA, logical_and);
+  k("logical_or", kA, logical_or);
+  k("logical_not", kA, logical_not);
+  k("where", kA, where);
+  // Unary math.
+  k("neg", kN, neg);
+  k("abs", kN, abs);
+  k("sign", kN, sign);
+  k("relu", kN, relu);
+  k("clamp", kN, clamp);
+  k("exp", kF, exp);
+  k("log", kF, log);
+  k("log1p", kF, log1p);
+  k("sqrt", kF, sqrt);
+  k("rsqrt", kF, rsqrt);
+  k("sin", kF, sin);
+  k("cos", kF, cos);
+  k("tanh", kF, tanh);
+  k("sigmoid", kF, sigmoid);
+  k("gelu", kF, gelu);
+  k("silu", kF, silu);
+  k("floor", kF, floor);
+  k("ceil", kF, ceil);
+  k("round", kF, round);
+  // Reductions (reduce.cpp).
+
+  // Matrix products and softmax (oneDNN).
+
+  // Indexing and ordering (index.cpp, sort.cpp).
+}
+
+}  // namespace ember::cpu

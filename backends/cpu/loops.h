@@ -1,0 +1,124 @@
+// Strided loops for CPU kernels: dims are coalesced, contiguous runs get a unit-stride inner
+// loop the compiler vectorizes, and large iteration spaces split over the OpenMP pool that
+// oneDNN uses too (one pool for everything, see Note [One thread pool]).
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+
+#include "ember/plugin_sdk.hpp"
+
+namespace ember::cpu {
+
+/** Below this many elements a loop runs on the calling thread. */
+inline constexpr int64_t kGrainSize = 32768;
+
+/** Up to 8 operands iterated together over one shape, strides in bytes. */
+template <int N>
+struct StridedIter {
+  int ndim = 0;
+  int64_t sizes[16];
+  int64_t strides[N][16];  // bytes
+  char* base[N];
+
+  /** Builds from operand descriptors sharing `shape` (operand 0 defines it). */
+  StridedIter(const ember_tensor* const* ops) {
+    const ember_tensor& t0 = *ops[0];
+    int nd = 0;
+    // Coalesce from the innermost dim outwards: merge d into d+1 when every operand's
+    // stride(d) == stride(d+1) * size(d+1); drop size-1 dims.
+    for (int d = t0.ndim - 1; d >= 0; --d) {
+      if (t0.sizes[d] == 1) continue;
+      if (nd > 0) {
+        bool merge = true;
+        for (int k = 0; k < N; ++k) {
+          const int64_t s = ops[k]->strides[d] * static_cast<int64_t>(sdk_itemsize(ops[k]->dtype));
+          if (s != strides[k][nd - 1] * sizes[nd - 1]) merge = false;
+        }
+        if (merge) {
+          sizes[nd - 1] *= t0.sizes[d];
+          continue;
+        }
+      }
+      sizes[nd] = t0.sizes[d];
+      for (int k = 0; k < N; ++k) {
+        strides[k][nd] = ops[k]->strides[d] * static_cast<int64_t>(sdk_itemsize(ops[k]->dtype));
+      }
+      ++nd;
+    }
+    if (nd == 0) {
+      sizes[0] = 1;
+      for (int k = 0; k < N; ++k) strides[k][0] = 0;
+      nd = 1;
+    }
+    // Stored innermost-first; that is the order loops below use.
+    ndim = nd;
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data);
+  }
+
+  static size_t sdk_itemsize(int32_t dtype) {
+    constexpr size_t sz[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
+    return sz[dtype];
+  }
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= sizes[d];
+    return n;
+  }
+
+  /** Calls inner(ptrs, strides0, n) over rows of the innermost dim for linear range [begin, end). */
+  template <typename Inner>
+  void run_range(int64_t begin, int64_t end, Inner& inner) const {
+    const int64_t row = sizes[0];
+    int64_t idx[16] = {0};
+    int64_t lin = begin / row;
+    for (int d = 1; d < ndim; ++d) {
+      idx[d] = lin % sizes[d];
+      lin /= sizes[d];
+    }
+    int64_t pos = begin;
+    int64_t col = begin % row;
+    while (pos < end) {
+      std::array<char*, N> ptrs;
+      for (int k = 0; k < N; ++k) {
+        int64_t off = col * strides[k][0];
+        for (int d = 1; d < ndim; ++d) off += idx[d] * strides[k][d];
+        ptrs[k] = base[k] + off;
+      }
+      const int64_t n = std::min(row - col, end - pos);
+      std::array<int64_t, N> s0;
+      for (int k = 0; k < N; ++k) s0[k] = strides[k][0];
+      inner(ptrs, s0, n);
+      pos += n;
+      col = 0;
+      for (int d = 1; d < ndim; ++d) {
+        if (++idx[d] < sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  /** Runs inner over everything, in parallel when large. */
+  template <typename Inner>
+  void run(Inner inner) const {
+    const int64_t n = numel();
+    if (n < kGrainSize || omp_get_max_threads() == 1 || omp_in_parallel()) {
+      run_range(0, n, inner);
+      return;
+    }
+#pragma omp parallel
+    {
+      const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+      const int64_t chunk = (n + nt - 1) / nt;
+      const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+      Inner local = inner;
+      if (b < e) run_range(b, e, local);
+    }
+  }
+};
+
+}  // namespace ember::cpu

@@ -1,0 +1,367 @@
+// CPU elementwise kernels: copy/convert, fill, binary arithmetic and comparison, where, unary
+// math. One strided loop (loops.h) serves them all; contiguous operands get unit-stride inner
+// loops that the compiler vectorizes for the ISA this file is built for.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+#include "backends/cpu/loops.h"
+#include "backends/cpu/ops/ops.h"
+
+namespace ember::cpu {
+namespace {
+
+using sdk::BFloat16;
+using sdk::Compute;
+using sdk::Half;
+
+template <typename T>
+constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Applies out = f(in...) with typed pointers over a StridedIter, with a unit-stride fast path.
+template <typename Out, typename... In, typename F, size_t... I>
+void map_impl(const ember_kernel_call* call, F f, std::index_sequence<I...>) {
+  constexpr int N = 1 + sizeof...(In);
+  const ember_tensor* ops[N];
+  ops[0] = &call->outputs[0];
+  for (int i = 1; i < N; ++i) ops[i] = &call->inputs[i - 1];
+  StridedIter<N> it(ops);
+  it.run([f](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
+    const bool unit = s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In)) && ...);
+    if (unit) {
+      Out* out = reinterpret_cast<Out*>(p[0]);
+      for (int64_t i = 0; i < n; ++i) out[i] = f(reinterpret_cast<const In*>(p[I + 1])[i]...);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      *reinterpret_cast<Out*>(p[0] + i * s[0]) =
+          f(*reinterpret_cast<const In*>(p[I + 1] + i * s[I + 1])...);
+    }
+  });
+}
+
+template <typename Out, typename... In, typename F>
+void map(const ember_kernel_call* call, F f) {
+  map_impl<Out, In...>(call, f, std::index_sequence_for<In...>{});
+}
+
+// ---- copy / convert ---------------------------------------------------------------------------
+
+template <typename S, typename D>
+D convert(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<Compute<S>>(v) != Compute<S>(0);
+  } else if constexpr (kHalfType<D>) {
+    return D(static_cast<float>(static_cast<Compute<S>>(v)));
+  } else {
+    return static_cast<D>(static_cast<Compute<S>>(v));
+  }
+}
+
+}  // namespace
+
+int32_t copy(const ember_kernel_call* call) {
+  const ember_tensor& dst = call->outputs[0];
+  const ember_tensor& src = call->inputs[0];
+  if (dst.dtype == src.dtype && sdk::is_contiguous(dst) && sdk::is_contiguous(src)) {
+    const size_t bytes = static_cast<size_t>(sdk::numel(dst)) * StridedIter<1>::sdk_itemsize(dst.dtype);
+    char* d = static_cast<char*>(dst.data);
+    const char* s = static_cast<const char*>(src.data);
+    if (bytes < (size_t{1} << 20)) {
+      std::memcpy(d, s, bytes);
+    } else {
+      const int64_t chunks = 64;
+#pragma omp parallel for schedule(static)
+      for (int64_t c = 0; c < chunks; ++c) {
+        const size_t b = bytes * c / chunks, e = bytes * (c + 1) / chunks;
+        std::memcpy(d + b, s + b, e - b);
+      }
+    }
+    return EMBER_OK;
+  }
+  bool ok = sdk::visit_dtype(src.dtype, [&](auto st) {
+    using S = typename decltype(st)::type;
+    sdk::visit_dtype(dst.dtype, [&](auto dt) {
+      using D = typename decltype(dt)::type;
+      map<D, S>(call, [](S v) { return convert<S, D>(v); });
+    });
+  });
+  return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", src.dtype);
+}
+
+int32_t fill(const ember_kernel_call* call) {
+  const ember_tensor& dst = call->outputs[0];
+  const double fv = call->floats[0];
+  const int64_t iv = call->ints[0];
+  sdk::visit_dtype(dst.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T value;
+    if constexpr (std::is_same_v<T, bool>) value = fv != 0;
+    else if constexpr (std::is_integral_v<T>) value = static_cast<T>(iv);
+    else if constexpr (kHalfType<T>) value = T(static_cast<float>(fv));
+    else value = static_cast<T>(fv);
+    map<T>(call, [value]() { return value; });
+  });
+  return EMBER_OK;
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+namespace {
+
+template <typename T, typename F>
+int32_t binary_same(const ember_kernel_call* call, F f) {
+  using C = Compute<T>;
+  map<T, T, T>(call, [f](T a, T b) { return T(f(static_cast<C>(a), static_cast<C>(b))); });
+  return EMBER_OK;
+}
+
+// Dispatches a binary op whose result has the input dtype.
+template <typename Op>
+int32_t binary(const ember_kernel_call* call) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (Op::template supports<T>) status = binary_same<T>(call, Op{});
+    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "dtype not supported");
+  });
+  return status;
+}
+
+template <typename T>
+constexpr bool kNotBool = !std::is_same_v<T, bool>;
+
+struct AddOp {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>) return a || b;
+    else return a + b;
+  }
+};
+struct SubOp {
+  template <typename T> static constexpr bool supports = kNotBool<T>;
+  template <typename C> C operator()(C a, C b) const { return a - b; }
+};
+struct MulOp {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>) return a && b;
+    else return a * b;
+  }
+};
+struct DivOp {
+  template <typename T> static constexpr bool supports = sdk::kIsFloating<T>;
+  template <typename C> C operator()(C a, C b) const { return a / b; }
+};
+struct PowOp {
+  template <typename T> static constexpr bool supports = kNotBool<T>;
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::pow(a, b);
+    } else {
+      // Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
+      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+      C r = 1;
+      for (C e = b, x = a; e > 0; e >>= 1, x *= x) {
+        if (e & 1) r *= x;
+      }
+      return r;
+    }
+  }
+};
+struct MaximumOp {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
+    return a > b ? a : b;
+  }
+};
+struct MinimumOp {
+  template <typename T> static constexpr bool supports = true;
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
+    return a < b ? a : b;
+  }
+};
+
+template <typename Cmp>
+int32_t compare(const ember_kernel_call* call) {
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    map<bool, T, T>(call, [](T a, T b) { return Cmp{}(static_cast<C>(a), static_cast<C>(b)); });
+  });
+  return EMBER_OK;
+}
+
+template <typename T>
+bool truthy(T v) {
+  return static_cast<Compute<T>>(v) != Compute<T>(0);
+}
+
+}  // namespace
+
+int32_t add(const ember_kernel_call* c) { return binary<AddOp>(c); }
+int32_t sub(const ember_kernel_call* c) { return binary<SubOp>(c); }
+int32_t mul(const ember_kernel_call* c) { return binary<MulOp>(c); }
+int32_t div(const ember_kernel_call* c) { return binary<DivOp>(c); }
+int32_t pow(const ember_kernel_call* c) { return binary<PowOp>(c); }
+int32_t maximum(const ember_kernel_call* c) { return binary<MaximumOp>(c); }
+int32_t minimum(const ember_kernel_call* c) { return binary<MinimumOp>(c); }
+int32_t eq(const ember_kernel_call* c) { return compare<std::equal_to<>>(c); }
+int32_t ne(const ember_kernel_call* c) { return compare<std::not_equal_to<>>(c); }
+int32_t lt(const ember_kernel_call* c) { return compare<std::less<>>(c); }
+int32_t le(const ember_kernel_call* c) { return compare<std::less_equal<>>(c); }
+int32_t gt(const ember_kernel_call* c) { return compare<std::greater<>>(c); }
+int32_t ge(const ember_kernel_call* c) { return compare<std::greater_equal<>>(c); }
+
+int32_t logical_and(const ember_kernel_call* call) {
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T, T>(call, [](T a, T b) { return truthy(a) && truthy(b); });
+  });
+  return EMBER_OK;
+}
+int32_t logical_or(const ember_kernel_call* call) {
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T, T>(call, [](T a, T b) { return truthy(a) || truthy(b); });
+  });
+  return EMBER_OK;
+}
+int32_t logical_not(const ember_kernel_call* call) {
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T>(call, [](T a) { return !truthy(a); });
+  });
+  return EMBER_OK;
+}
+
+int32_t where(const ember_kernel_call* call) {
+  sdk::visit_dtype(call->inputs[1].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<T, bool, T, T>(call, [](bool c, T a, T b) { return c ? a : b; });
+  });
+  return EMBER_OK;
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+namespace {
+
+template <typename T, typename F>
+void unary_same(const ember_kernel_call* call, F f) {
+  using C = Compute<T>;
+  map<T, T>(call, [f](T a) { return T(f(static_cast<C>(a))); });
+}
+
+// A unary op on floating dtypes only (the core promotes integers first).
+template <typename F>
+int32_t unary_float(const ember_kernel_call* call, F f) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (sdk::kIsFloating<T>) unary_same<T>(call, f);
+    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "needs a floating dtype");
+  });
+  return status;
+}
+
+// A unary op on every numeric dtype.
+template <typename F>
+int32_t unary_numeric(const ember_kernel_call* call, F f) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) unary_same<T>(call, f);
+    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "not defined for bool");
+  });
+  return status;
+}
+
+}  // namespace
+
+#define EMBER_CPU_UNARY_FLOAT(name, expr) \
+  int32_t name(const ember_kernel_call* c) { \
+    return unary_float(c, [](auto x) { return expr; }); \
+  }
+
+EMBER_CPU_UNARY_FLOAT(exp, std::exp(x))
+EMBER_CPU_UNARY_FLOAT(log, std::log(x))
+EMBER_CPU_UNARY_FLOAT(log1p, std::log1p(x))
+EMBER_CPU_UNARY_FLOAT(sqrt, std::sqrt(x))
+EMBER_CPU_UNARY_FLOAT(rsqrt, decltype(x)(1) / std::sqrt(x))
+EMBER_CPU_UNARY_FLOAT(sin, std::sin(x))
+EMBER_CPU_UNARY_FLOAT(cos, std::cos(x))
+EMBER_CPU_UNARY_FLOAT(tanh, std::tanh(x))
+EMBER_CPU_UNARY_FLOAT(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
+EMBER_CPU_UNARY_FLOAT(silu, x / (decltype(x)(1) + std::exp(-x)))
+EMBER_CPU_UNARY_FLOAT(floor, std::floor(x))
+EMBER_CPU_UNARY_FLOAT(ceil, std::ceil(x))
+EMBER_CPU_UNARY_FLOAT(round, std::nearbyint(x))
+#undef EMBER_CPU_UNARY_FLOAT
+
+int32_t neg(const ember_kernel_call* c) {
+  return unary_numeric(c, [](auto x) { return decltype(x)(-x); });
+}
+int32_t abs(const ember_kernel_call* c) {
+  return unary_numeric(c, [](auto x) {
+    if constexpr (std::is_unsigned_v<decltype(x)>) return x;
+    else return x < 0 ? decltype(x)(-x) : x;
+  });
+}
+int32_t sign(const ember_kernel_call* c) {
+  return unary_numeric(c, [](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return C((C(0) < x) - (x < C(0)));
+  });
+}
+int32_t relu(const ember_kernel_call* c) {
+  return unary_numeric(c, [](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return x > C(0) ? x : C(0);
+  });
+}
+
+int32_t gelu(const ember_kernel_call* c) {
+  const bool tanh_form = c->num_ints > 0 && c->ints[0] == 1;
+  if (tanh_form) {
+    return unary_float(c, [](auto x) {
+      using C = decltype(x);
+      const C k = C(0.7978845608028654);  // sqrt(2/pi)
+      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    });
+  }
+  return unary_float(c, [](auto x) {
+    using C = decltype(x);
+    return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
+  });
+}
+
+int32_t clamp(const ember_kernel_call* call) {
+  const bool has_lo = call->ints[0] != 0, has_hi = call->ints[1] != 0;
+  const double lo = call->floats[0], hi = call->floats[1];
+  return unary_numeric(call, [=](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    if (has_lo && x < static_cast<C>(lo)) x = static_cast<C>(lo);
+    if (has_hi && x > static_cast<C>(hi)) x = static_cast<C>(hi);
+    return x;
+  });
+}
+
+}  // namespace ember::cpu

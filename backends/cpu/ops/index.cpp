@@ -1,0 +1,2 @@
+// CPU index kernels.
+#include "backends/cpu/ops/ops.h"

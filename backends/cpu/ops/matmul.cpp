@@ -1,0 +1,2 @@
+// CPU matmul kernels.
+#include "backends/cpu/ops/ops.h"

@@ -1,0 +1,2 @@
+// CPU reduce kernels.
+#include "backends/cpu/ops/ops.h"

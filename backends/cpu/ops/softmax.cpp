@@ -1,0 +1,2 @@
+// CPU softmax kernels.
+#include "backends/cpu/ops/ops.h"

@@ -1,0 +1,2 @@
+// CPU sort kernels.
+#include "backends/cpu/ops/ops.h"

@@ -1,0 +1,100 @@
+#include "core/dispatch/call.h"
+
+#include <string>
+
+#include "core/util/error.h"
+
+namespace ember {
+namespace {
+
+constexpr int kMaxArgs = 16;
+
+[[noreturn]] void missing_kernel(const Op& op, Device device, DType dtype) {
+  std::string have;
+  for (const DeviceTypeEntry& t : device_types()) {
+    const int16_t id = find_device_type(t.name);
+    std::string dts;
+    for (int d = 0; d < kNumDTypes; ++d) {
+      if (op.kernels().lookup(id, static_cast<DType>(d)).fn) {
+        dts += fmt::format("{}{}", dts.empty() ? "" : ", ", static_cast<DType>(d));
+      }
+    }
+    if (!dts.empty()) have += fmt::format("{}{} {{{}}}", have.empty() ? "" : "; ", t.name, dts);
+  }
+  throw Error(fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
+                          "backend plugin that provides it, see `ember ops`)",
+                          op.name(), device.str(), dtype, have.empty() ? "none" : have));
+}
+
+void describe(const Tensor& t, ember_tensor* d) {
+  const TensorImpl* impl = t.impl();
+  d->data = impl->data();
+  d->dtype = static_cast<int32_t>(impl->dtype());
+  d->ndim = static_cast<int32_t>(impl->sizes().size());
+  d->sizes = impl->sizes().data();
+  d->strides = impl->strides().data();
+  d->device_type = impl->device().type;
+  d->device_index = impl->device().index;
+}
+
+}  // namespace
+
+bool has_kernel(const Op& op, Device device, DType dtype) {
+  return op.kernels().lookup(device.type, dtype).fn != nullptr;
+}
+
+Device common_device(std::initializer_list<const Tensor*> tensors, const char* op) {
+  Device dev;
+  bool first = true;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (first) {
+      dev = t->device();
+      first = false;
+    } else {
+      EMBER_CHECK(t->device() == dev,
+                  "[{}] expected all tensors on one device: got {} and {} (move them with .to())",
+                  op, dev.str(), t->device().str());
+    }
+  }
+  return dev;
+}
+
+void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs,
+                std::span<const Tensor* const> outputs, KernelAttrs attrs) {
+  EMBER_ASSERT(inputs.size() <= kMaxArgs && outputs.size() <= kMaxArgs);
+  const Tensor* first = !outputs.empty() ? outputs[0] : inputs[0];
+  const Device device = first->device();
+  ember_tensor in[kMaxArgs], out[kMaxArgs];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(inputs[i]->device() == device,
+                "[{}] expected all tensors on one device: got {} and {} (move them with .to())",
+                op.name(), device.str(), inputs[i]->device().str());
+    describe(*inputs[i], &in[i]);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i]);
+  const KernelEntry& k = op.kernels().lookup(device.type, dtype);
+  if (__builtin_expect(k.fn == nullptr, 0)) missing_kernel(op, device, dtype);
+
+  char error[512];
+  error[0] = '\0';
+  ember_kernel_call call{};
+  call.struct_size = sizeof(call);
+  call.num_inputs = static_cast<int32_t>(inputs.size());
+  call.inputs = in;
+  call.num_outputs = static_cast<int32_t>(outputs.size());
+  call.outputs = out;
+  call.num_ints = static_cast<int32_t>(attrs.ints.size());
+  call.ints = attrs.ints.data();
+  call.num_floats = static_cast<int32_t>(attrs.floats.size());
+  call.floats = attrs.floats.data();
+  call.error = error;
+  call.error_capacity = sizeof(error);
+  const int32_t status = k.fn(&call);
+  if (__builtin_expect(status != EMBER_OK, 0)) {
+    throw Error(fmt::format("[{}] {} kernel failed for {}: {}", op.name(), device.str(), dtype,
+                            error[0] ? error : "no reason given"));
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,187 @@
+#include "core/dispatch/device_registry.h"
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/plugin/loader.h"
+#include "core/tensor/storage.h"
+#include "core/util/error.h"
+
+namespace ember {
+namespace {
+
+// Note [The built-in CPU device]
+// The core registers device type 0, "cpu", with plain 64-byte-aligned malloc before any plugin
+// loads, so that tensors can be made, filled from host data and printed even with no backend.
+// The CPU backend plugin registers "cpu" too; being a plugin it replaces the built-in table
+// (caching allocator, thread control) and keeps id 0. Kernels come only from plugins.
+void* builtin_alloc(void*, int32_t, size_t bytes) {
+  return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0));
+}
+void builtin_free(void*, int32_t, void* ptr, size_t) { std::free(ptr); }
+int32_t builtin_count(void*, char*, size_t) { return 1; }
+int32_t builtin_copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char*,
+                     size_t) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return EMBER_OK;
+}
+int32_t builtin_sync(void*, int32_t, char*, size_t) { return EMBER_OK; }
+
+ember_device_type_v1 builtin_cpu_table() {
+  ember_device_type_v1 t{};
+  t.struct_size = sizeof(t);
+  t.name = "cpu";
+  t.priority = -1000;
+  t.host_accessible = 1;
+  t.device_count = builtin_count;
+  t.alloc = builtin_alloc;
+  t.free = builtin_free;
+  t.copy = builtin_copy;
+  t.synchronize = builtin_sync;
+  return t;
+}
+
+// Note [Device entries are immutable]
+// A Storage's deleter points at the entry whose allocator made its memory. Replacing a device
+// type (a plugin taking over "cpu", a rollback) therefore installs a new entry and leaks the old
+// one, so memory is always returned to the allocator that gave it out. Entries are few and
+// small; plugins are never unloaded either (DESIGN §4).
+struct Registry {
+  std::mutex mu;
+  std::array<std::atomic<const DeviceTypeEntry*>, kMaxDeviceTypes> entries{};
+  int16_t size = 0;
+  Registry() {
+    entries[0] = new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""};
+    size = 1;
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+const DeviceTypeEntry& detail::device_type_unchecked(int16_t id) { return *registry().entries[id]; }
+
+const DeviceTypeEntry& device_type(int16_t id) {
+  Registry& r = registry();
+  EMBER_CHECK(id >= 0 && id < r.size, "[device] unknown device type id {} ({} registered)", id,
+              r.size);
+  return *r.entries[id];
+}
+
+int16_t find_device_type(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (int16_t i = 0; i < r.size; ++i) {
+    if (r.entries[i].load()->name == name) return i;
+  }
+  return -1;
+}
+
+std::vector<DeviceTypeEntry> device_types() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  std::vector<DeviceTypeEntry> out;
+  for (int16_t i = 0; i < r.size; ++i) out.push_back(*r.entries[i]);
+  return out;
+}
+
+void check_device(Device device, const char* op) {
+  const DeviceTypeEntry& e = device_type(device.type);
+  EMBER_CHECK(device.index >= 0 && device.index < e.count,
+              "[{}] device {} is not available: {} has {} device(s){}", op, device.str(), e.name,
+              e.count, e.unusable_reason.empty() ? "" : " (" + e.unusable_reason + ")");
+}
+
+void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
+  const DeviceTypeEntry& e = device_type(device.type);
+  char err[512] = {0};
+  const int32_t status = e.table.copy(e.table.ctx, device.index, dst, src, bytes, kind, err,
+                                      sizeof(err));
+  EMBER_CHECK(status == EMBER_OK, "[copy] {} copy of {} bytes failed: {}", device.str(), bytes,
+              err);
+}
+
+void synchronize(Device device) {
+  ensure_plugins_loaded();
+  const DeviceTypeEntry& e = device_type(device.type);
+  if (!e.table.synchronize) return;
+  char err[512] = {0};
+  EMBER_CHECK(e.table.synchronize(e.table.ctx, device.index, err, sizeof(err)) == EMBER_OK,
+              "[synchronize] {} failed: {}", device.str(), err);
+}
+
+int16_t detail::register_device_type(const ember_device_type_v1& table, const std::string& plugin,
+                                     std::string* conflict) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  ember_device_type_v1 t{};
+  std::memcpy(&t, &table, std::min<size_t>(table.struct_size, sizeof(t)));
+  t.struct_size = sizeof(t);
+  DeviceTypeEntry entry{t.name ? t.name : "", plugin, t, 0, ""};
+  char reason[256] = {0};
+  entry.count = t.device_count ? t.device_count(t.ctx, reason, sizeof(reason)) : 0;
+  if (entry.count <= 0) {
+    entry.count = 0;
+    entry.unusable_reason = reason[0] ? reason : "no devices";
+  }
+  for (int16_t i = 0; i < r.size; ++i) {
+    const DeviceTypeEntry& old = *r.entries[i];
+    if (old.name != entry.name) continue;
+    if (old.plugin == "core" || t.priority > old.table.priority) {
+      if (old.plugin != "core" && conflict) {
+        *conflict = fmt::format("device type '{}' of plugin {} replaced by plugin {} (priority {} > {})",
+                                entry.name, old.plugin, plugin, t.priority, old.table.priority);
+      }
+      r.entries[i] = new DeviceTypeEntry(std::move(entry));
+    } else if (conflict) {
+      *conflict = fmt::format("device type '{}' of plugin {} kept over plugin {} (priority {} >= {})",
+                              entry.name, old.plugin, plugin, old.table.priority, t.priority);
+    }
+    return i;
+  }
+  if (r.size >= kMaxDeviceTypes) return -1;
+  r.entries[r.size] = new DeviceTypeEntry(std::move(entry));
+  return r.size++;
+}
+
+void detail::unregister_device_types(const std::string& plugin) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (int16_t i = 0; i < r.size; ++i) {
+    if (r.entries[i].load()->plugin != plugin) continue;
+    if (i == 0) {
+      r.entries[0] = new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""};
+    } else if (i == r.size - 1) {
+      r.entries[i] = nullptr;
+      --r.size;
+    } else {
+      auto* dead = new DeviceTypeEntry(*r.entries[i]);  // keep ids stable; the type is unusable
+      dead->count = 0;
+      dead->unusable_reason = "its plugin failed to initialise";
+      r.entries[i] = dead;
+    }
+  }
+}
+
+Storage allocate_storage(size_t bytes, Device device) {
+  ensure_plugins_loaded();
+  if (device.type != kCpuType) check_device(device, "allocate");
+  const DeviceTypeEntry& e = detail::device_type_unchecked(device.type);
+  void* p = e.table.alloc(e.table.ctx, device.index, bytes);
+  EMBER_CHECK(p != nullptr || bytes == 0,
+              "[allocate] out of memory on {}: could not allocate {} bytes", device.str(), bytes);
+  auto deleter = [](void* ctx, void* data, size_t n, Device d) {
+    const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
+    entry->table.free(entry->table.ctx, d.index, data, n);
+  };
+  return make_intrusive<StorageImpl>(p, bytes, device, +deleter, const_cast<DeviceTypeEntry*>(&e));
+}
+
+}  // namespace ember

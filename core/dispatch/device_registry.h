@@ -1,0 +1,49 @@
+// The device types known to the core: the built-in CPU and whatever plugins register.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor/device.h"
+#include "core/util/export.h"
+#include "ember/plugin_abi.h"
+
+namespace ember {
+
+/** At most this many device types can be registered in one process. */
+inline constexpr int kMaxDeviceTypes = 16;
+
+/** One registered device type and the plugin table behind it. */
+struct DeviceTypeEntry {
+  std::string name;
+  std::string plugin;          // "core" for the built-in CPU memory
+  ember_device_type_v1 table;  // fields past the plugin's struct_size are zeroed
+  int32_t count = 0;           // devices found at registration
+  std::string unusable_reason; // why count is 0, if it is
+};
+
+/** The entry for a device type id; throws for unknown ids. */
+EMBER_API const DeviceTypeEntry& device_type(int16_t id);
+/** Id of a device type by name, or -1. */
+EMBER_API int16_t find_device_type(std::string_view name);
+/** Snapshot of all registered device types, ordered by id. */
+EMBER_API std::vector<DeviceTypeEntry> device_types();
+/** Checks that `device` exists (type registered, index < count); throws otherwise. */
+EMBER_API void check_device(Device device, const char* op);
+/** Copies bytes between a device and the host (or within a device); throws on failure. */
+EMBER_API void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind);
+/** Waits for all queued work on `device`. */
+EMBER_API void synchronize(Device device = Device::cpu());
+
+namespace detail {
+/** Registers or replaces a device type; returns its id. Loader use only. */
+int16_t register_device_type(const ember_device_type_v1& table, const std::string& plugin,
+                             std::string* conflict);
+/** Removes a device type registered by `plugin` (rollback of a failed init). */
+void unregister_device_types(const std::string& plugin);
+/** Direct table access on the allocation path; id must be valid. */
+const DeviceTypeEntry& device_type_unchecked(int16_t id);
+}  // namespace detail
+
+}  // namespace ember

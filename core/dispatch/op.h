@@ -1,0 +1,42 @@
+// Op: one operator's identity and kernel table; its semantics live in core/ops/<family>.cpp.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dispatch/kernel_table.h"
+#include "core/tensor/dtype.h"
+#include "core/util/export.h"
+
+namespace ember {
+
+/** An operator known to the core: declared by core/ops or registered by a plugin. */
+class EMBER_API Op {
+ public:
+  explicit Op(std::string name) : name_(std::move(name)) {}
+  /** The op's name, e.g. "add" or "myext::fused_gelu". */
+  const std::string& name() const { return name_; }
+  /** Its kernels. */
+  KernelTable& kernels() { return kernels_; }
+  const KernelTable& kernels() const { return kernels_; }
+
+ private:
+  std::string name_;
+  KernelTable kernels_;
+};
+
+/** The op of this name, created on first request; the reference stays valid forever. */
+EMBER_API Op& op_handle(std::string_view name);
+
+/** What `ember ops` lists for one op. */
+struct OpInfo {
+  std::string name;
+  /** Per device type that has kernels: its name and the dtypes covered. */
+  std::vector<std::pair<std::string, std::vector<DType>>> kernels;
+};
+
+/** Every op with the device types and dtypes that have kernels, sorted by name. */
+EMBER_API std::vector<OpInfo> ops();
+
+}  // namespace ember

@@ -1,0 +1,105 @@
+// Copies between layouts, dtypes and devices, and fill.
+//   "copy": inputs {src}, outputs {dst} of src's shape, any dtypes; keyed by src dtype.
+//   "fill": outputs {dst}; floats[0] = value, ints[0] = value as int64; keyed by dst dtype.
+#include <cstring>
+
+#include "core/dispatch/call.h"
+#include "core/ops/factory.h"
+#include "core/plugin/loader.h"
+
+namespace ember {
+namespace {
+
+Op& copy_op() {
+  static Op& op = op_handle("copy");
+  return op;
+}
+Op& fill_op() {
+  static Op& op = op_handle("fill");
+  return op;
+}
+
+bool host_accessible(Device d) { return device_type(d.type).table.host_accessible != 0; }
+
+}  // namespace
+
+Tensor empty(IntList sizes, TensorOptions opts) {
+  const int64_t n = shape_numel(sizes, "empty");
+  int64_t bytes = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(opts.dtype)), &bytes),
+              "[empty] {} elements of {} overflow the addressable size", n, opts.dtype);
+  Storage s = allocate_storage(static_cast<size_t>(bytes), opts.device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes),
+                                           0, opts.dtype));
+}
+
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), {t.dtype(), t.device()}); }
+
+Tensor& Tensor::copy_(const Tensor& src_in) {
+  EMBER_CHECK(defined() && src_in.defined(), "[copy_] undefined tensor");
+  Tensor src = src_in.device() == device() ? src_in : src_in.to(device());
+  if (!src.sizes().empty() || !sizes().empty()) {
+    if (!(src.sizes() == sizes())) src = src.expand(sizes());
+  }
+  if (numel() == 0) return *this;
+  run_kernel(copy_op(), src.dtype(), {&src}, {this});
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(Scalar value) {
+  if (numel() == 0) return *this;
+  const double f = value.to_double();
+  const int64_t i = value.to_int();
+  run_kernel(fill_op(), dtype(), {}, {this}, {{&i, 1}, {&f, 1}});
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = empty_like(*this);
+  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+  return out;
+}
+
+Tensor Tensor::to(DType d) const {
+  if (d == dtype()) return *this;
+  Tensor out = empty(sizes(), {d, device()});
+  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+  return out;
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  check_device(target, "to");
+  const Tensor src = contiguous();
+  Tensor out = empty(sizes(), {dtype(), target});
+  if (nbytes() == 0) return out;
+  if (host_accessible(src.device()) && host_accessible(target)) {
+    std::memcpy(out.data_ptr(), src.data_ptr(), nbytes());
+  } else if (host_accessible(src.device())) {
+    device_copy(target, out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_H2D);
+  } else if (host_accessible(target)) {
+    device_copy(src.device(), out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_D2H);
+  } else {
+    return src.to(Device::cpu()).to(target);
+  }
+  return out;
+}
+
+double Tensor::item() const {
+  EMBER_CHECK(defined() && numel() == 1,
+              "[item] a tensor with {} elements cannot be converted to a scalar (sizes {})",
+              defined() ? numel() : 0, defined() ? shape_str(sizes()) : "undefined");
+  if (!host_accessible(device())) return to(Device::cpu()).item();
+  double v = 0;
+  visit_dtype(dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = static_cast<double>(static_cast<sdk::Compute<T>>(*static_cast<const T*>(data_ptr())));
+  });
+  return v;
+}
+
+}  // namespace ember

@@ -1,0 +1,144 @@
+// Factories. Values made on the host (ranges, random numbers) are written into CPU memory
+// and moved to the target device; constant fills run the device's "fill" kernel.
+#include "core/ops/factory.h"
+
+#include <cmath>
+#include <random>
+
+namespace ember {
+namespace {
+
+// Makes a host tensor of `dtype` by calling gen(i) for each element, then moves it.
+template <typename Gen>
+Tensor host_generate(IntList sizes, TensorOptions opts, Gen&& gen) {
+  Tensor host = empty(sizes, {opts.dtype, Device::cpu()});
+  const int64_t n = host.numel();
+  visit_dtype(opts.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(host.data_ptr());
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<sdk::Compute<T>>(gen(i)));
+  });
+  return host.to(opts.device);
+}
+
+}  // namespace
+
+Tensor zeros(IntList sizes, TensorOptions opts) { return full(sizes, 0, opts); }
+Tensor ones(IntList sizes, TensorOptions opts) { return full(sizes, 1, opts); }
+Tensor full(IntList sizes, Scalar value, TensorOptions opts) {
+  Tensor t = empty(sizes, opts);
+  t.fill_(value);
+  return t;
+}
+Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), {t.dtype(), t.device()}); }
+Tensor ones_like(const Tensor& t) { return ones(t.sizes(), {t.dtype(), t.device()}); }
+Tensor full_like(const Tensor& t, Scalar v) { return full(t.sizes(), v, {t.dtype(), t.device()}); }
+
+Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions> opts) {
+  const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
+  const TensorOptions o = opts.value_or(TensorOptions(integral ? DType::Int64 : kDefaultFloat));
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  EMBER_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
+              "[arange] step must be non-zero and bounds finite: start {} end {} step {}", s, e, st);
+  EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+              "[arange] upper bound and step have inconsistent signs: start {} end {} step {}", s,
+              e, st);
+  const int64_t n = integral ? (end.to_int() - start.to_int() + step.to_int() - (st > 0 ? 1 : -1)) /
+                                   step.to_int()
+                             : static_cast<int64_t>(std::ceil((e - s) / st));
+  if (integral && is_integral(o.dtype)) {
+    const int64_t a = start.to_int(), b = step.to_int();
+    return host_generate({n}, o, [&](int64_t i) { return a + i * b; });
+  }
+  return host_generate({n}, o, [&](int64_t i) { return s + static_cast<double>(i) * st; });
+}
+
+Tensor arange(Scalar end, std::optional<TensorOptions> opts) { return arange(0, end, 1, opts); }
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
+  EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative: got {}", steps);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  // Like PyTorch: the second half counts back from `end` so both ends are exact.
+  return host_generate({steps}, opts, [&](int64_t i) {
+    return i < steps / 2 ? start + step * static_cast<double>(i)
+                         : end - step * static_cast<double>(steps - 1 - i);
+  });
+}
+
+Tensor eye(int64_t n, int64_t m, TensorOptions opts) {
+  if (m < 0) m = n;
+  EMBER_CHECK(n >= 0, "[eye] n must be non-negative: got {}", n);
+  return host_generate({n, m}, opts, [&](int64_t i) { return (i / m) == (i % m) ? 1.0 : 0.0; });
+}
+
+struct Generator::State {
+  std::mt19937_64 engine;
+  std::normal_distribution<double> normal{0.0, 1.0};
+};
+
+Generator::Generator(uint64_t seed) : state_(new State{std::mt19937_64(seed), {}}) {}
+Generator::~Generator() { delete state_; }
+void Generator::manual_seed(uint64_t seed) {
+  state_->engine.seed(seed);
+  state_->normal.reset();
+}
+uint64_t Generator::next() { return state_->engine(); }
+double Generator::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Generator::normal() { return state_->normal(state_->engine); }
+
+Generator& default_generator() {
+  static Generator g;
+  return g;
+}
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+Tensor rand(IntList sizes, TensorOptions opts, Generator* gen) {
+  EMBER_CHECK(is_floating(opts.dtype), "[rand] needs a floating dtype: got {}", opts.dtype);
+  Generator& g = gen ? *gen : default_generator();
+  return host_generate(sizes, opts, [&](int64_t) { return g.uniform(); });
+}
+
+Tensor randn(IntList sizes, TensorOptions opts, Generator* gen) {
+  EMBER_CHECK(is_floating(opts.dtype), "[randn] needs a floating dtype: got {}", opts.dtype);
+  Generator& g = gen ? *gen : default_generator();
+  return host_generate(sizes, opts, [&](int64_t) { return g.normal(); });
+}
+
+Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Generator* gen) {
+  EMBER_CHECK(low < high, "[randint] low must be below high: got low {} high {}", low, high);
+  Generator& g = gen ? *gen : default_generator();
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  return host_generate(sizes, opts, [&](int64_t) {
+    return static_cast<double>(low + static_cast<int64_t>(g.next() % range));
+  });
+}
+
+Tensor from_blob(void* data, IntList sizes, IntList strides, DType dtype,
+                 std::function<void(void*)> deleter, Device device) {
+  EMBER_CHECK(sizes.size() == strides.size(), "[from_blob] {} sizes but {} strides", sizes.size(),
+              strides.size());
+  int64_t extent = 0;
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0, "[from_blob] negative size or stride: {} {}",
+                shape_str(sizes), shape_str(strides));
+    if (sizes[i] == 0) empty = true;
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  const size_t bytes = empty ? 0 : static_cast<size_t>(extent + 1) * itemsize(dtype);
+  auto* fn = new std::function<void(void*)>(std::move(deleter));
+  auto del = [](void* ctx, void* p, size_t, Device) {
+    auto* f = static_cast<std::function<void(void*)>*>(ctx);
+    if (*f) (*f)(p);
+    delete f;
+  };
+  Storage s = make_intrusive<StorageImpl>(data, bytes, device, +del, fn);
+  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), Shape(strides), 0, dtype));
+}
+
+Tensor from_blob(void* data, IntList sizes, DType dtype, std::function<void(void*)> deleter,
+                 Device device) {
+  return from_blob(data, sizes, contiguous_strides(sizes), dtype, std::move(deleter), device);
+}
+
+}  // namespace ember

@@ -1,0 +1,1 @@
+// index ops: implemented in the next step.

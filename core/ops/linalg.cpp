@@ -1,0 +1,1 @@
+// linalg ops: implemented in the next step.

@@ -1,0 +1,1 @@
+// reduce ops: implemented in the next step.

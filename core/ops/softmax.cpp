@@ -1,0 +1,1 @@
+// softmax ops: implemented in the next step.

@@ -1,0 +1,53 @@
+// Storage: a block of device memory, its deleter and the version counter its views share.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor/device.h"
+#include "core/util/export.h"
+#include "core/util/intrusive_ptr.h"
+
+namespace ember {
+
+/** Frees a storage's memory: (context, data, bytes, device). */
+using StorageDeleter = void (*)(void* ctx, void* data, size_t bytes, Device device);
+
+/** Owns device memory; freed through its deleter when the last tensor lets go. */
+class EMBER_API StorageImpl : public RefCounted {
+ public:
+  /** Takes ownership of `data`; `deleter(ctx, data, bytes, device)` releases it. */
+  StorageImpl(void* data, size_t bytes, Device device, StorageDeleter deleter, void* ctx)
+      : data_(data), bytes_(bytes), device_(device), deleter_(deleter), ctx_(ctx) {}
+  ~StorageImpl() {
+    if (deleter_) deleter_(ctx_, data_, bytes_, device_);
+  }
+
+  /** Start of the memory block. */
+  void* data() const { return data_; }
+  /** Size of the block in bytes. */
+  size_t bytes() const { return bytes_; }
+  /** Device holding the block. */
+  Device device() const { return device_; }
+  /** Version counter, bumped by every in-place write through any view. */
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  /** Records an in-place write. */
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void* data_;
+  size_t bytes_;
+  Device device_;
+  StorageDeleter deleter_;
+  void* ctx_;
+  std::atomic<uint32_t> version_{0};
+};
+
+/** Shared handle to a StorageImpl. */
+using Storage = IntrusivePtr<StorageImpl>;
+
+/** Allocates `bytes` on `device` through its registered allocator. */
+EMBER_API Storage allocate_storage(size_t bytes, Device device);
+
+}  // namespace ember

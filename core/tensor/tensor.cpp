@@ -1,0 +1,254 @@
+// Tensor metadata and views: geometry only, no kernels.
+#include "core/tensor/tensor.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ember {
+namespace {
+
+Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  return Tensor(make_intrusive<TensorImpl>(base.storage(), std::move(sizes), std::move(strides),
+                                           offset, base.dtype()));
+}
+
+// Strides for viewing `t` with `sizes`, or nothing if its strides do not allow it
+// (the rule of PyTorch's computeStride: merge runs of dims that are contiguous with each other).
+std::optional<Shape> view_strides(const Tensor& t, IntList sizes) {
+  Shape out(sizes.size());
+  if (t.numel() == 0) return contiguous_strides(sizes);
+  const Shape& old_sizes = t.sizes();
+  const Shape& old_strides = t.strides();
+  int64_t view_d = static_cast<int64_t>(sizes.size()) - 1;
+  int64_t chunk_base_stride = old_strides.empty() ? 1 : old_strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= old_sizes[d];
+    if (d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return out;
+}
+
+Shape infer_size(IntList sizes, int64_t numel, const char* op) {
+  Shape out(sizes);
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      EMBER_CHECK(infer < 0, "[{}] only one dim can be -1: got {}", op, shape_str(sizes));
+      infer = static_cast<int64_t>(i);
+    } else {
+      EMBER_CHECK(out[i] >= 0, "[{}] invalid size {} in {}", op, out[i], shape_str(sizes));
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    EMBER_CHECK(known != 0 && numel % known == 0,
+                "[{}] shape {} is invalid for input of size {}", op, shape_str(sizes), numel);
+    out[infer] = numel / known;
+  } else {
+    EMBER_CHECK(known == numel, "[{}] shape {} is invalid for input of size {}", op,
+                shape_str(sizes), numel);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+
+Tensor Tensor::view(IntList sizes_in) const {
+  Shape sizes = infer_size(sizes_in, numel(), "view");
+  auto strides = view_strides(*this, sizes);
+  EMBER_CHECK(strides.has_value(),
+              "[view] size {} is not compatible with input sizes {} and strides {} (use "
+              ".reshape(...) instead)",
+              shape_str(sizes), shape_str(this->sizes()), shape_str(this->strides()));
+  return make_view(*this, std::move(sizes), std::move(*strides), storage_offset());
+}
+
+Tensor Tensor::reshape(IntList sizes_in) const {
+  Shape sizes = infer_size(sizes_in, numel(), "reshape");
+  if (auto strides = view_strides(*this, sizes)) {
+    return make_view(*this, std::move(sizes), std::move(*strides), storage_offset());
+  }
+  return clone().view(sizes);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim(), "transpose");
+  d1 = wrap_dim(d1, dim(), "transpose");
+  Shape sizes = this->sizes(), strides = this->strides();
+  if (dim() > 0) {
+    std::swap(sizes[d0], sizes[d1]);
+    std::swap(strides[d0], strides[d1]);
+  }
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::t() const {
+  EMBER_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dims, but got {} dims", dim());
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::permute(IntList dims) const {
+  EMBER_CHECK(static_cast<int64_t>(dims.size()) == dim(),
+              "[permute] number of dims {} does not match the tensor's {} dims", dims.size(), dim());
+  Shape sizes(dims.size()), strides(dims.size());
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], dim(), "permute");
+    EMBER_CHECK(!seen[d], "[permute] dim {} repeated in {}", d, shape_str(dims));
+    seen[d] = true;
+    sizes[i] = this->sizes()[d];
+    strides[i] = this->strides()[d];
+  }
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  EMBER_CHECK(dim() > 0, "[slice] cannot slice a 0-d tensor");
+  d = wrap_dim(d, dim(), "slice");
+  EMBER_CHECK(step > 0, "[slice] step must be positive: got {}", step);
+  const int64_t n = sizes()[d];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  Shape sizes = this->sizes(), strides = this->strides();
+  sizes[d] = (end - start + step - 1) / step;
+  strides[d] *= step;
+  return make_view(*this, std::move(sizes), std::move(strides),
+                   storage_offset() + start * this->strides()[d]);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  EMBER_CHECK(dim() > 0, "[narrow] cannot narrow a 0-d tensor");
+  d = wrap_dim(d, dim(), "narrow");
+  const int64_t n = sizes()[d];
+  if (start < 0) start += n;
+  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n,
+              "[narrow] start {} + length {} exceeds size {} of dim {}", start, length, n, d);
+  return slice(d, start, start + length);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  EMBER_CHECK(dim() > 0, "[select] cannot select on a 0-d tensor");
+  d = wrap_dim(d, dim(), "select");
+  const int64_t n = sizes()[d];
+  EMBER_CHECK(index >= -n && index < n, "[select] index {} out of range for dim {} of size {}",
+              index, d, n);
+  if (index < 0) index += n;
+  Shape sizes = this->sizes(), strides = this->strides();
+  sizes.erase(d);
+  strides.erase(d);
+  return make_view(*this, std::move(sizes), std::move(strides),
+                   storage_offset() + index * this->strides()[d]);
+}
+
+Tensor Tensor::expand(IntList target) const {
+  EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(),
+              "[expand] the number of sizes ({}) must be >= the tensor's dims ({})", target.size(),
+              dim());
+  const size_t lead = target.size() - sizes().size();
+  Shape sizes(target.size()), strides(target.size());
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (i < lead) {
+      EMBER_CHECK(target[i] >= 0, "[expand] size -1 is not allowed for a new leading dim {}", i);
+      sizes[i] = target[i];
+      strides[i] = 0;
+      continue;
+    }
+    const int64_t have = this->sizes()[i - lead];
+    const int64_t want = target[i] == -1 ? have : target[i];
+    EMBER_CHECK(have == want || have == 1,
+                "[expand] the size {} must match the existing size {} at dim {} (sizes {} to {})",
+                want, have, i, shape_str(this->sizes()), shape_str(target));
+    sizes[i] = want;
+    strides[i] = have == want ? this->strides()[i - lead] : 0;
+  }
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::squeeze() const {
+  Shape sizes, strides;
+  for (int64_t i = 0; i < dim(); ++i) {
+    if (this->sizes()[i] != 1) {
+      sizes.push_back(this->sizes()[i]);
+      strides.push_back(this->strides()[i]);
+    }
+  }
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  if (dim() == 0) return *this;
+  d = wrap_dim(d, dim(), "squeeze");
+  if (sizes()[d] != 1) return *this;
+  Shape sizes = this->sizes(), strides = this->strides();
+  sizes.erase(d);
+  strides.erase(d);
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape sizes = this->sizes(), strides = this->strides();
+  const int64_t stride = d < dim() ? this->strides()[d] * this->sizes()[d] : 1;
+  sizes.insert(d, 1);
+  strides.insert(d, stride);
+  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+}
+
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  if (dim() == 0) return reshape({1});
+  start = wrap_dim(start, dim(), "flatten");
+  end = wrap_dim(end, dim(), "flatten");
+  EMBER_CHECK(start <= end, "[flatten] start_dim {} must not come after end_dim {}", start, end);
+  Shape sizes;
+  for (int64_t i = 0; i < start; ++i) sizes.push_back(this->sizes()[i]);
+  int64_t merged = 1;
+  for (int64_t i = start; i <= end; ++i) merged *= this->sizes()[i];
+  sizes.push_back(merged);
+  for (int64_t i = end + 1; i < dim(); ++i) sizes.push_back(this->sizes()[i]);
+  return reshape(sizes);
+}
+
+Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset) const {
+  EMBER_CHECK(sizes.size() == strides.size(), "[as_strided] {} sizes but {} strides", sizes.size(),
+              strides.size());
+  const int64_t off = offset.value_or(storage_offset());
+  EMBER_CHECK(off >= 0, "[as_strided] negative storage offset {}", off);
+  // The furthest element must lie inside the storage.
+  int64_t last = off;
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0,
+                "[as_strided] sizes and strides must be non-negative: sizes {} strides {}",
+                shape_str(sizes), shape_str(strides));
+    if (sizes[i] == 0) empty = true;
+    else last += (sizes[i] - 1) * strides[i];
+  }
+  const int64_t capacity = static_cast<int64_t>(storage()->bytes() / element_size());
+  EMBER_CHECK(empty || last < capacity,
+              "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
+              shape_str(sizes), shape_str(strides), off, last, capacity);
+  return make_view(*this, Shape(sizes), Shape(strides), off);
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+}  // namespace ember

@@ -1,0 +1,43 @@
+// TensorImpl: sizes, strides, storage offset, dtype and device of one tensor.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor/dtype.h"
+#include "core/tensor/shape.h"
+#include "core/tensor/storage.h"
+#include "core/util/export.h"
+#include "core/util/intrusive_ptr.h"
+
+namespace ember {
+
+/** The state behind a Tensor handle; views share the Storage. */
+class EMBER_API TensorImpl : public RefCounted {
+ public:
+  /** A tensor over `storage` with the given geometry (offset in elements). */
+  TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype);
+
+  const Storage& storage() const { return storage_; }
+  const Shape& sizes() const { return sizes_; }
+  const Shape& strides() const { return strides_; }
+  int64_t offset() const { return offset_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  int64_t numel() const { return numel_; }
+  bool is_contiguous() const { return contiguous_; }
+  /** Address of element [0, ..., 0]. */
+  void* data() const {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
+  }
+
+ private:
+  Storage storage_;
+  Shape sizes_;
+  Shape strides_;
+  int64_t offset_;
+  int64_t numel_;
+  DType dtype_;
+  bool contiguous_;
+};
+
+}  // namespace ember
