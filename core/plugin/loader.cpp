@@ -426,7 +426,8 @@ std::vector<std::string> candidates_in(const std::string& dir) {
 std::string core_library_dir() {
   std::error_code ec;
   fs::path p = boost::dll::this_line_location(ec);
-  return ec ? std::string() : p.parent_path().string();
+  if (ec) return {};
+  return fs::weakly_canonical(p, ec).parent_path().string();
 }
 
 void discover(Loader& L) {
