@@ -1,0 +1,87 @@
+// Per-op benchmarks of the CPU backend: host overhead of one op call, elementwise bandwidth and
+// matmul throughput, with oneDNN's own sgemm as the reference for matmul.
+#include <benchmark/benchmark.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <ember/ember.h>
+
+namespace {
+
+using namespace ember;
+
+// The whole op path for a 1-element add, output allocation included (DESIGN §2 budget).
+void BM_AddOverhead(benchmark::State& state) {
+  Tensor a = ones({1}), b = ones({1});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AddOverhead);
+
+// 16M floats: add that allocates its output (what users pay, fresh memory included).
+void BM_AddAlloc(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = rand({n}), b = rand({n});
+  for (auto _ : state) benchmark::DoNotOptimize(add(a, b));
+  state.SetBytesProcessed(state.iterations() * n * 3 * int64_t{sizeof(float)});
+}
+BENCHMARK(BM_AddAlloc)->Arg(16 << 20)->UseRealTime();
+
+// 16M floats: in-place add into warm memory (the bandwidth ceiling of the loop itself).
+void BM_AddInPlace(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = rand({n}), b = rand({n});
+  for (auto _ : state) add_(a, b);
+  state.SetBytesProcessed(state.iterations() * n * 3 * int64_t{sizeof(float)});
+}
+BENCHMARK(BM_AddInPlace)->Arg(16 << 20)->UseRealTime();
+
+void BM_ReluAlloc(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = randn({n});
+  for (auto _ : state) benchmark::DoNotOptimize(relu(a));
+  state.SetBytesProcessed(state.iterations() * n * 2 * int64_t{sizeof(float)});
+}
+BENCHMARK(BM_ReluAlloc)->Arg(16 << 20)->UseRealTime();
+
+// Square matmul; sizes 256/1024/2048 as in the budget.
+void BM_Matmul(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Matmul)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
+
+// oneDNN's sgemm on the same sizes, into a preallocated output: the reference for BM_Matmul.
+void BM_DnnlSgemm(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n}), c = zeros({n, n});
+  for (auto _ : state) {
+    dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data_ptr<float>(), n, b.data_ptr<float>(), n, 0.0f,
+               c.data_ptr<float>(), n);
+    benchmark::ClobberMemory();
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations(),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_DnnlSgemm)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
+
+void BM_SumAll(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  Tensor a = rand({n});
+  for (auto _ : state) benchmark::DoNotOptimize(sum(a));
+  state.SetBytesProcessed(state.iterations() * n * int64_t{sizeof(float)});
+}
+BENCHMARK(BM_SumAll)->Arg(16 << 20)->UseRealTime();
+
+void BM_SoftmaxRows(benchmark::State& state) {
+  Tensor a = randn({4096, 1024});
+  for (auto _ : state) benchmark::DoNotOptimize(softmax(a, -1));
+  state.SetBytesProcessed(state.iterations() * 4096 * 1024 * 2 * int64_t{sizeof(float)});
+}
+BENCHMARK(BM_SoftmaxRows)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
