@@ -1,1 +1,94 @@
-// linalg ops: implemented in the next step.
+// Matrix products: matmul (NumPy semantics), mm, bmm.
+// Kernel contract ("matmul"): inputs {A [..., M, K], B [..., K, N]} of one dtype (the promoted
+// dtype of the operands; bool never reaches a kernel), with equal rank >= 2 and batch dims
+// already broadcast to the same sizes (expanded views: stride 0 where broadcast; any strides
+// in the last two dims too); outputs {C [..., M, N]} contiguous, of the same dtype. No
+// attributes. The kernel sees M, N > 0 but may see K == 0 (then C is all zeros). 1-d operands
+// never reach a kernel: the core makes them [1, K] / [K, 1] and squeezes the result.
+#include "core/ops/linalg.h"
+
+#include "core/dispatch/call.h"
+#include "core/ops/factory.h"
+
+namespace ember {
+namespace {
+
+const Op& matmul_op() {
+  static const Op& op = op_handle("matmul");
+  return op;
+}
+
+// Shared body of matmul, mm and bmm: `name` prefixes every error message.
+Tensor product(const char* name, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1,
+              "[{}] both arguments need at least 1 dimension: got {}-d and {}-d", name, a.dim(),
+              b.dim());
+  EMBER_CHECK(a.dtype() != DType::Bool && b.dtype() != DType::Bool,
+              "[{}] not implemented for bool tensors: got {} and {} (convert with .to())", name,
+              a.dtype(), b.dtype());
+  const Device device = common_device({&a, &b}, name);
+  const DType dtype = promote_types(a.dtype(), b.dtype());
+
+  // Note [1-d operands of matmul]
+  // As in NumPy, a 1-d left operand is a row vector [1, K] and a 1-d right operand a column
+  // vector [K, 1]; the added dim is removed from the result, so vector x vector is a 0-d dot
+  // product and matrix x vector is a vector.
+  const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const int64_t m = a2.size(-2), k = a2.size(-1), n = b2.size(-1);
+  EMBER_CHECK(k == b2.size(-2),
+              "[{}] shapes {} and {} cannot be multiplied: size(-1)={} but size(-2)={}", name,
+              shape_str(a.sizes()), shape_str(b.sizes()), k, b2.size(-2));
+
+  const IntList a_batch(a2.sizes().data(), a2.sizes().size() - 2);
+  const IntList b_batch(b2.sizes().data(), b2.sizes().size() - 2);
+  Shape shape = broadcast_shapes(a_batch, b_batch, name);
+  Shape a_shape = shape, b_shape = shape;
+  a_shape.push_back(m);
+  a_shape.push_back(k);
+  b_shape.push_back(k);
+  b_shape.push_back(n);
+  shape.push_back(m);
+  shape.push_back(n);
+  Tensor out = empty(shape, {dtype, device});
+  if (out.numel() > 0) {
+    if (k == 0) {
+      out.zero_();
+    } else {
+      const Tensor ax = a2.to(dtype).expand(a_shape), bx = b2.to(dtype).expand(b_shape);
+      run_kernel(matmul_op(), dtype, {&ax, &bx}, {&out});
+    }
+  }
+  if (a.dim() > 1 && b.dim() > 1) return out;
+  Shape result;
+  for (size_t i = 0; i + 2 < shape.size(); ++i) result.push_back(shape[i]);
+  if (a.dim() > 1) result.push_back(m);
+  if (b.dim() > 1) result.push_back(n);
+  return out.view(result);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  return product("matmul", a, b);
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.defined() && b.defined(), "[mm] undefined tensor argument");
+  EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "[mm] expected 2-d tensors: got shapes {} and {}",
+              shape_str(a.sizes()), shape_str(b.sizes()));
+  return product("mm", a, b);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.defined() && b.defined(), "[bmm] undefined tensor argument");
+  EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "[bmm] expected 3-d tensors: got shapes {} and {}",
+              shape_str(a.sizes()), shape_str(b.sizes()));
+  EMBER_CHECK(a.size(0) == b.size(0),
+              "[bmm] batch sizes differ: shapes {} and {} (bmm does not broadcast; use matmul)",
+              shape_str(a.sizes()), shape_str(b.sizes()));
+  return product("bmm", a, b);
+}
+
+}  // namespace ember

@@ -1,2 +1,505 @@
-// CPU matmul kernels.
+// CPU matmul: float32 (and bfloat16/float16 where this CPU's oneDNN implements them) through
+// oneDNN's matmul primitive reading the operands in place from their strides; float64, the
+// integer types and whatever oneDNN declines go through an own blocked loop (accumulating in
+// double for float64, in 64-bit integers for integers, in float for the half types). Also home
+// of the plugin's one oneDNN engine, stream and primitive cache, which softmax.cpp shares.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/allocator.h"
+#include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+
+namespace ember::cpu {
+
+// ---- engine, stream, primitive cache ----------------------------------------------------------
+
+dnnl::engine& dnnl_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  static dnnl::stream stream(dnnl_engine());
+  return stream;
+}
+
+namespace {
+
+// Note [oneDNN primitive cache]
+// oneDNN keeps its own cache of compiled kernels, but reaching it still means building an op
+// descriptor and a primitive descriptor (which walks the implementation list) on every call:
+// microseconds per matmul. Kernels here key their primitive by everything that shapes it
+// (op, dtype, dims and strides of every operand) and keep the ready primitive. The cache is a
+// small FIFO (kCacheCapacity entries) behind a mutex: lookups compare a hash first and are a
+// short scan; a miss builds the primitive outside the lock, so two threads may build the same
+// one and the second put is dropped. An empty handle is cached too: it records that oneDNN has
+// no implementation (bf16 on a CPU without AVX-512), so the kernel goes to its own loop at once.
+constexpr size_t kCacheCapacity = 256;
+
+struct CacheEntry {
+  uint64_t hash;
+  std::vector<int64_t> key;
+  dnnl::primitive prim;
+};
+
+struct PrimitiveCache {
+  std::mutex mutex;
+  std::vector<CacheEntry> entries;  // oldest first
+};
+
+PrimitiveCache& cache() {
+  static PrimitiveCache* c = new PrimitiveCache();  // never destroyed: kernels may run at exit
+  return *c;
+}
+
+uint64_t hash_key(const int64_t* key, int32_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t i = 0; i < n; ++i) h = (h ^ static_cast<uint64_t>(key[i])) * 1099511628211ull;
+  return h;
+}
+
+bool same_key(const CacheEntry& e, uint64_t h, const int64_t* key, int32_t n) {
+  return e.hash == h && e.key.size() == static_cast<size_t>(n) &&
+         std::memcmp(e.key.data(), key, sizeof(int64_t) * static_cast<size_t>(n)) == 0;
+}
+
+}  // namespace
+
+bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out) {
+  const uint64_t h = hash_key(key, n);
+  PrimitiveCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto it = c.entries.rbegin(); it != c.entries.rend(); ++it) {
+    if (same_key(*it, h, key, n)) {
+      *out = it->prim;
+      return true;
+    }
+  }
+  return false;
+}
+
+void dnnl_cache_put(const int64_t* key, int32_t n, const dnnl::primitive& prim) {
+  const uint64_t h = hash_key(key, n);
+  PrimitiveCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (const CacheEntry& e : c.entries) {
+    if (same_key(e, h, key, n)) return;
+  }
+  if (c.entries.size() >= kCacheCapacity) c.entries.erase(c.entries.begin());
+  c.entries.push_back({h, std::vector<int64_t>(key, key + n), prim});
+}
+
+namespace {
+
+// ---- geometry ---------------------------------------------------------------------------------
+
+constexpr int kMaxBatch = DNNL_MAX_NDIMS - 2;  // batch dims oneDNN takes
+constexpr int kMaxDims = 64;                   // rank the own loop takes
+
+// A matmul reduced to its essentials: batch dims with size-1 dims of C dropped and adjacent
+// dims merged where every operand allows it (outermost first), then the matrix dims.
+struct Geometry {
+  int nb = 0;
+  int64_t batch[kMaxDims];  // sizes
+  int64_t sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
+  int64_t m, n, k;
+  int64_t am, ak, bk, bn, cm, cn;  // matrix strides, elements
+  int64_t batch_count = 1;
+  bool too_many_dims = false;
+};
+
+Geometry make_geometry(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c) {
+  Geometry g;
+  const int nd = c.ndim;
+  g.m = c.sizes[nd - 2];
+  g.n = c.sizes[nd - 1];
+  g.k = a.sizes[nd - 1];
+  g.am = a.strides[nd - 2];
+  g.ak = a.strides[nd - 1];
+  g.bk = b.strides[nd - 2];
+  g.bn = b.strides[nd - 1];
+  g.cm = c.strides[nd - 2];
+  g.cn = c.strides[nd - 1];
+  // Walk the batch dims innermost first, merging dim d into the one inside it when, for each
+  // operand, both are broadcast (stride 0) or d's stride is the inner stride times its size.
+  int64_t size[kMaxDims], sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
+  int cnt = 0;
+  for (int d = nd - 3; d >= 0; --d) {
+    const int64_t s = c.sizes[d];
+    if (s == 1) continue;
+    const int64_t xa = a.strides[d], xb = b.strides[d], xc = c.strides[d];
+    if (cnt > 0) {
+      const int i = cnt - 1;
+      auto fits = [&](int64_t outer, int64_t inner) {
+        return (outer == 0 && inner == 0) || (outer != 0 && inner != 0 && outer == inner * size[i]);
+      };
+      if (fits(xa, sa[i]) && fits(xb, sb[i]) && fits(xc, sc[i])) {
+        size[i] *= s;
+        continue;
+      }
+    }
+    size[cnt] = s;
+    sa[cnt] = xa;
+    sb[cnt] = xb;
+    sc[cnt] = xc;
+    ++cnt;
+  }
+  g.too_many_dims = cnt > kMaxBatch;
+  g.nb = cnt;
+  for (int i = 0; i < g.nb; ++i) {  // store outermost first
+    const int j = cnt - 1 - i;
+    g.batch[i] = size[j];
+    g.sa[i] = sa[j];
+    g.sb[i] = sb[j];
+    g.sc[i] = sc[j];
+    g.batch_count *= size[j];
+  }
+  return g;
+}
+
+// Offsets of batch entry `index` into A, B and C.
+inline void batch_offsets(const Geometry& g, int64_t index, int64_t* oa, int64_t* ob, int64_t* oc) {
+  *oa = *ob = *oc = 0;
+  for (int d = g.nb - 1; d >= 0; --d) {
+    const int64_t i = index % g.batch[d];
+    index /= g.batch[d];
+    *oa += i * g.sa[d];
+    *ob += i * g.sb[d];
+    *oc += i * g.sc[d];
+  }
+}
+
+// ---- own blocked loop -------------------------------------------------------------------------
+
+template <typename T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double,
+                               std::conditional_t<std::is_integral_v<T>, uint64_t, float>>;
+
+template <typename T>
+inline Acc<T> to_acc(T v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<uint64_t>(static_cast<int64_t>(v));  // wraps like two's complement
+  } else {
+    return static_cast<Acc<T>>(static_cast<sdk::Compute<T>>(v));
+  }
+}
+
+template <typename T>
+inline T from_acc(Acc<T> v) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(static_cast<int64_t>(v));
+  } else if constexpr (std::is_same_v<T, sdk::Half> || std::is_same_v<T, sdk::BFloat16>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// Note [Blocked matmul loop]
+// Work splits into tasks of (batch entry, kMB rows of C, kNB columns of C). A task keeps its
+// kMB x kNB accumulators on the stack and walks K in steps of kKB, first packing the kKB x kNB
+// panel of B (converted to the accumulator type) so the innermost loop is a unit-stride AXPY
+// the compiler vectorizes, whatever B's strides are. Packing costs 1/kMB of the arithmetic.
+constexpr int64_t kMB = 16, kNB = 128, kKB = 64;
+
+template <typename T>
+void blocked_matmul(const Geometry& g, const T* a, const T* b, T* c) {
+  using A = Acc<T>;
+  const int64_t mblocks = (g.m + kMB - 1) / kMB, nblocks = (g.n + kNB - 1) / kNB;
+  const int64_t tasks = g.batch_count * mblocks * nblocks;
+  const bool parallel = g.batch_count * g.m * g.n * g.k >= kGrainSize && tasks > 1 &&
+                        omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t nbk = t % nblocks, mbk = (t / nblocks) % mblocks, bi = t / (nblocks * mblocks);
+    int64_t oa, ob, oc;
+    batch_offsets(g, bi, &oa, &ob, &oc);
+    const int64_t m0 = mbk * kMB, m1 = std::min(g.m, m0 + kMB);
+    const int64_t n0 = nbk * kNB, nn = std::min(kNB, g.n - n0);
+    A acc[kMB * kNB];
+    A panel[kKB * kNB];
+    std::fill(acc, acc + kMB * kNB, A(0));
+    for (int64_t k0 = 0; k0 < g.k; k0 += kKB) {
+      const int64_t kk = std::min(kKB, g.k - k0);
+      for (int64_t p = 0; p < kk; ++p) {
+        const T* src = b + ob + (k0 + p) * g.bk + n0 * g.bn;
+        A* dst = panel + p * kNB;
+        if (g.bn == 1) {
+          for (int64_t j = 0; j < nn; ++j) dst[j] = to_acc(src[j]);
+        } else {
+          for (int64_t j = 0; j < nn; ++j) dst[j] = to_acc(src[j * g.bn]);
+        }
+      }
+      for (int64_t i = m0; i < m1; ++i) {
+        A* row = acc + (i - m0) * kNB;
+        const T* arow = a + oa + i * g.am + k0 * g.ak;
+        for (int64_t p = 0; p < kk; ++p) {
+          const A av = to_acc(arow[p * g.ak]);
+          const A* bp = panel + p * kNB;
+          for (int64_t j = 0; j < nn; ++j) row[j] += av * bp[j];
+        }
+      }
+    }
+    for (int64_t i = m0; i < m1; ++i) {
+      T* dst = c + oc + i * g.cm + n0 * g.cn;
+      const A* row = acc + (i - m0) * kNB;
+      for (int64_t j = 0; j < nn; ++j) dst[j * g.cn] = from_acc<T>(row[j]);
+    }
+  }
+}
+
+// ---- oneDNN path ------------------------------------------------------------------------------
+
+// Note [oneDNN matmul operands]
+// oneDNN's GEMM-based matmul reads an operand in place when one of its two innermost strides is
+// 1, the other is at least the extent it steps over (a valid leading dimension), and no stride
+// is 0. Size-1 dims get normalized strides, so a row or column of a bigger matrix still
+// qualifies; broadcast batch dims (stride 0) become size-1 dims, which oneDNN broadcasts
+// itself. Anything else (a slice with a step in both inner dims, an expanded matrix) is packed
+// into a contiguous scratch buffer first. A batch dim broadcast in both A and B goes to the own
+// loop (oneDNN wants each output batch dim to come from one operand).
+struct Operand {
+  int nd;
+  dnnl::memory::dims dims, strides;
+  const void* data;
+  bool pack = false;
+};
+
+// Fills dims/strides of an operand [batch..., r, c]; false if it must be packed.
+bool describe(const Geometry& g, const int64_t* bstrides, int64_t r, int64_t c, int64_t sr,
+              int64_t sc, Operand* op) {
+  const int nd = g.nb + 2;
+  op->nd = nd;
+  op->dims.assign(static_cast<size_t>(nd), 1);
+  op->strides.assign(static_cast<size_t>(nd), 1);
+  op->dims[nd - 2] = r;
+  op->dims[nd - 1] = c;
+  bool plain = true;
+  if ((c == 1 || sc == 1) && (r == 1 || sr >= c)) {
+    op->strides[nd - 1] = 1;
+    op->strides[nd - 2] = r == 1 ? c : sr;
+  } else if ((r == 1 || sr == 1) && (c == 1 || sc >= r)) {
+    op->strides[nd - 2] = 1;
+    op->strides[nd - 1] = c == 1 ? r : sc;
+  } else {
+    plain = false;
+  }
+  for (int d = g.nb - 1; d >= 0; --d) {
+    const bool bcast = bstrides[d] == 0;
+    op->dims[d] = bcast ? 1 : g.batch[d];
+    // A size-1 dim gets the dense stride: oneDNN rejects 0 and never steps along it.
+    const int64_t dense = std::max<int64_t>(1, op->strides[d + 1] * op->dims[d + 1]);
+    op->strides[d] = bcast ? dense : bstrides[d];
+  }
+  return plain;
+}
+
+// Contiguous strides of op->dims, written into op->strides.
+void make_dense(Operand* op) {
+  int64_t s = 1;
+  for (int d = op->nd - 1; d >= 0; --d) {
+    op->strides[d] = s;
+    s *= op->dims[d];
+  }
+}
+
+// Packs an operand into `dst` (contiguous over op.dims) reading the original strides.
+void pack_operand(const ember_tensor& src, const Operand& op, const int64_t* orig_strides,
+                  void* dst) {
+  int64_t dst_strides[DNNL_MAX_NDIMS];
+  int64_t s = 1;
+  for (int d = op.nd - 1; d >= 0; --d) {
+    dst_strides[d] = s;
+    s *= op.dims[d];
+  }
+  const ember_tensor out = {dst,         src.dtype,       op.nd,           op.dims.data(),
+                            dst_strides, src.device_type, src.device_index};
+  const ember_tensor in = {const_cast<void*>(src.data),
+                           src.dtype,
+                           op.nd,
+                           op.dims.data(),
+                           orig_strides,
+                           src.device_type,
+                           src.device_index};
+  const ember_tensor* ops[2] = {&out, &in};
+  StridedIter<2> it(ops);
+  const size_t item = StridedIter<2>::sdk_itemsize(src.dtype);
+  it.run([item](const std::array<char*, 2>& p, const std::array<int64_t, 2>& st, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], p[1] + i * st[1], item);
+  });
+}
+
+dnnl::memory::data_type dnnl_type(int32_t dtype) {
+  switch (dtype) {
+    case EMBER_F32:
+      return dnnl::memory::data_type::f32;
+    case EMBER_BF16:
+      return dnnl::memory::data_type::bf16;
+    case EMBER_F16:
+      return dnnl::memory::data_type::f16;
+    default:
+      return dnnl::memory::data_type::undef;
+  }
+}
+
+enum class DnnlResult { Done, Declined };
+
+// Scratch memory: the host's when the call carries its services, else this plugin's own
+// allocator (the same kind of 64-byte aligned host memory).
+bool has_host_scratch(const ember_kernel_call* call) {
+  return call->struct_size >= offsetof(ember_kernel_call, host) + sizeof(call->host) &&
+         call->host != nullptr && call->host->scratch_alloc != nullptr &&
+         call->host->scratch_free != nullptr;
+}
+void* scratch_alloc(const ember_kernel_call* call, size_t bytes) {
+  return has_host_scratch(call) ? call->host->scratch_alloc(bytes) : cached_alloc(bytes);
+}
+void scratch_free(const ember_kernel_call* call, void* ptr, size_t bytes) {
+  if (has_host_scratch(call)) {
+    call->host->scratch_free(ptr, bytes);
+  } else {
+    cached_free(ptr, bytes);
+  }
+}
+
+// One scratch buffer, freed when the guard goes (also when oneDNN throws).
+struct ScratchGuard {
+  const ember_kernel_call* call;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  bool alloc(size_t n) {
+    bytes = n;
+    ptr = scratch_alloc(call, n);
+    return ptr != nullptr;
+  }
+  ~ScratchGuard() {
+    if (ptr) scratch_free(call, ptr, bytes);
+  }
+};
+
+// Runs C = A x B through oneDNN; Declined when oneDNN has no implementation (or the geometry
+// does not suit it) and the own loop should run instead.
+DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
+  const ember_tensor& a = call->inputs[0];
+  const ember_tensor& b = call->inputs[1];
+  const ember_tensor& c = call->outputs[0];
+  if (g.too_many_dims) return DnnlResult::Declined;
+  for (int d = 0; d < g.nb; ++d) {
+    if (g.sa[d] == 0 && g.sb[d] == 0) return DnnlResult::Declined;
+  }
+  Operand oa, ob, oc;
+  oa.pack = !describe(g, g.sa, g.m, g.k, g.am, g.ak, &oa);
+  ob.pack = !describe(g, g.sb, g.k, g.n, g.bk, g.bn, &ob);
+  describe(g, g.sc, g.m, g.n, g.cm, g.cn, &oc);  // C is contiguous: always plain
+  if (oa.pack) make_dense(&oa);
+  if (ob.pack) make_dense(&ob);
+
+  // Key: tag, dtype, rank, then dims and strides of A, B and C.
+  std::array<int64_t, 3 + 6 * DNNL_MAX_NDIMS> key;
+  int32_t kn = 0;
+  key[kn++] = 1;  // matmul
+  key[kn++] = a.dtype;
+  key[kn++] = oa.nd;
+  for (const Operand* op : {&oa, &ob, &oc}) {
+    for (int d = 0; d < op->nd; ++d) key[kn++] = op->dims[d];
+    for (int d = 0; d < op->nd; ++d) key[kn++] = op->strides[d];
+  }
+  const dnnl::memory::data_type dt = dnnl_type(a.dtype);
+  const dnnl::memory::desc amd(oa.dims, dt, oa.strides), bmd(ob.dims, dt, ob.strides),
+      cmd(oc.dims, dt, oc.strides);
+  dnnl::primitive prim;
+  if (!dnnl_cache_find(key.data(), kn, &prim)) {
+    try {
+      const dnnl::matmul::desc desc(amd, bmd, cmd);
+      prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_engine()));
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;
+      prim = dnnl::primitive();
+    }
+    dnnl_cache_put(key.data(), kn, prim);
+  }
+  if (!prim) return DnnlResult::Declined;
+
+  // Pack what oneDNN cannot read in place, in the reduced geometry: batch strides from g,
+  // matrix strides from the tensor.
+  int64_t orig[2][DNNL_MAX_NDIMS];
+  for (int d = 0; d < g.nb; ++d) {
+    orig[0][d] = g.sa[d];
+    orig[1][d] = g.sb[d];
+  }
+  orig[0][g.nb] = g.am;
+  orig[0][g.nb + 1] = g.ak;
+  orig[1][g.nb] = g.bk;
+  orig[1][g.nb + 1] = g.bn;
+  ScratchGuard scratch[2] = {{call}, {call}};
+  const void* data[2] = {a.data, b.data};
+  for (int i = 0; i < 2; ++i) {
+    const Operand& op = i == 0 ? oa : ob;
+    if (!op.pack) continue;
+    size_t n = StridedIter<1>::sdk_itemsize(a.dtype);
+    for (int d = 0; d < op.nd; ++d) n *= static_cast<size_t>(op.dims[d]);
+    if (!scratch[i].alloc(n)) throw std::bad_alloc();
+    pack_operand(i == 0 ? a : b, op, orig[i], scratch[i].ptr);
+    data[i] = scratch[i].ptr;
+  }
+  const dnnl::engine& eng = dnnl_engine();
+  dnnl::memory ma(amd, eng, const_cast<void*>(data[0])), mb(bmd, eng, const_cast<void*>(data[1])),
+      mc(cmd, eng, c.data);
+  dnnl::stream& stream = dnnl_stream();
+  prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  stream.wait();
+  return DnnlResult::Done;
+}
+
+}  // namespace
+
+int32_t matmul(const ember_kernel_call* call) {
+  const ember_tensor& a = call->inputs[0];
+  const ember_tensor& b = call->inputs[1];
+  const ember_tensor& c = call->outputs[0];
+  if (c.ndim < 2 || c.ndim > kMaxDims || a.ndim != c.ndim || b.ndim != c.ndim) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "matmul: operands of rank %d, %d and %d", a.ndim,
+                     b.ndim, c.ndim);
+  }
+  if (a.dtype != c.dtype || b.dtype != c.dtype) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "matmul: mixed dtypes %d, %d -> %d", a.dtype, b.dtype,
+                     c.dtype);
+  }
+  if (sdk::numel(c) == 0) return EMBER_OK;
+  const Geometry g = make_geometry(a, b, c);
+  try {
+    if (g.k > 0 && dnnl_type(c.dtype) != dnnl::memory::data_type::undef &&
+        dnnl_matmul(call, g) == DnnlResult::Done) {
+      return EMBER_OK;
+    }
+  } catch (const dnnl::error& e) {
+    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN matmul failed: %s (status %d)", e.what(),
+                     static_cast<int>(e.status));
+  } catch (const std::bad_alloc&) {
+    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "matmul: out of scratch memory");
+  }
+  if (c.dtype == EMBER_BOOL) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "matmul: bool is not supported");
+  }
+  const bool known = sdk::visit_dtype(c.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      blocked_matmul<T>(g, sdk::data<const T>(a), sdk::data<const T>(b), sdk::data<T>(c));
+    }
+  });
+  return known ? EMBER_OK
+               : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "matmul: unknown dtype %d", c.dtype);
+}
+
+}  // namespace ember::cpu
