@@ -1,1 +1,313 @@
-// index ops: implemented in the next step.
+// Indexing, joining and ordering ops.
+//
+// Kernel contracts (keyed by the dtype of x / src; strides of every operand may be arbitrary):
+//   "index_select": inputs {x, index (int64, 1-d)}, outputs {y}: y has x's sizes with size(dim)
+//       = index.numel(); ints[0] = dim (wrapped). The kernel range-checks every index against
+//       x.size(dim) and names the bad index and the size when one is out of range.
+//   "gather": inputs {x, index (int64, x's ndim)}, outputs {y of index's sizes}; ints[0] = dim.
+//       y[i][j] = x[index[i][j]][j] for dim 0. index.size(d) <= x.size(d) for d != dim.
+//   "scatter", "scatter_add": inputs {index, src}, outputs {y}; ints[0] = dim. The core clones x
+//       into y first; the kernel writes y[index[i][j]][j] = src[i][j] (or +=) for dim 0 over
+//       index's sizes. index.size(d) <= src.size(d) for all d and <= y.size(d) for d != dim.
+//   "count_nonzero": inputs {x}, outputs {0-d int64}: the number of non-zero elements.
+//   "nonzero": inputs {x}, outputs {[n, ndim] int64}: coordinates of the non-zero elements in
+//       row-major order; n comes from "count_nonzero".
+//   "sort": inputs {x} with the sorted dim last (a transposed view), outputs {values, indices
+//       (int64)} contiguous in that layout; ints[0] = descending. Always stable; NaN sorts as
+//       the largest value.
+//   "topk": same layout as "sort", outputs of size k in the last dim; ints = {k, largest,
+//       sorted}. k is range-checked here.
+// masked_fill, cat, stack, split and chunk are composites: where, copy_ into narrow() views,
+// and views; they need no kernel of their own.
+#include "core/ops/index.h"
+
+#include <algorithm>
+
+#include "core/dispatch/call.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+
+namespace ember {
+namespace {
+
+#define EMBER_OP(name)                      \
+  const Op& name##_op() {                   \
+    static const Op& op = op_handle(#name); \
+    return op;                              \
+  }
+EMBER_OP(index_select)
+EMBER_OP(gather)
+EMBER_OP(scatter)
+EMBER_OP(scatter_add)
+EMBER_OP(count_nonzero)
+EMBER_OP(nonzero)
+EMBER_OP(sort)
+EMBER_OP(topk)
+#undef EMBER_OP
+
+void check_index_dtype(const Tensor& index, const char* op) {
+  EMBER_CHECK(index.dtype() == DType::Int64, "[{}] index must be an int64 tensor: got {}", op,
+              index.dtype());
+}
+
+// Shared checks and kernel call of scatter and scatter_add.
+Tensor scatter_impl(const Op& op, const char* name, const Tensor& x, int64_t dim,
+                    const Tensor& index, const Tensor& src) {
+  EMBER_CHECK(x.defined() && index.defined() && src.defined(), "[{}] undefined tensor argument",
+              name);
+  check_index_dtype(index, name);
+  common_device({&x, &index, &src}, name);
+  EMBER_CHECK(src.dtype() == x.dtype(), "[{}] src must have the dtype of the input {}: got {}",
+              name, x.dtype(), src.dtype());
+  EMBER_CHECK(index.dim() == x.dim() && src.dim() == x.dim(),
+              "[{}] index and src must have the input's number of dims {}: got {} and {}", name,
+              x.dim(), index.dim(), src.dim());
+  if (x.dim() == 0) {
+    return scatter_impl(op, name, x.unsqueeze(0), dim, index.unsqueeze(0), src.unsqueeze(0))
+        .reshape({});
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), name);
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    EMBER_CHECK(index.size(i) <= src.size(i) && (i == d || index.size(i) <= x.size(i)),
+                "[{}] index sizes {} must not exceed src sizes {}, nor input sizes {} outside "
+                "dim {}",
+                name, shape_str(index.sizes()), shape_str(src.sizes()), shape_str(x.sizes()), d);
+  }
+  Tensor y = x.clone();
+  if (index.numel() > 0) run_kernel(op, x.dtype(), {&index, &src}, {&y}, {{&d, 1}, {}});
+  return y;
+}
+
+// Note [Ordering ops sort the last dim]
+// sort and topk move `dim` to the end with a transpose (a view, no copy); the kernel sees rows
+// of the last dim, reads the input through its strides and writes contiguous outputs in that
+// moved layout; the results are transposed back, so they are views of contiguous buffers.
+std::tuple<Tensor, Tensor> ordering_kernel(const Op& op, const Tensor& x, int64_t d,
+                                           int64_t out_size, KernelAttrs attrs) {
+  const Tensor xt = x.transpose(d, -1);
+  Shape sizes = xt.sizes();
+  sizes.back() = out_size;
+  Tensor values = empty(sizes, {x.dtype(), x.device()});
+  Tensor indices = empty(sizes, {DType::Int64, x.device()});
+  if (values.numel() > 0) run_kernel(op, x.dtype(), {&xt}, {&values, &indices}, attrs);
+  return {values.transpose(d, -1), indices.transpose(d, -1)};
+}
+
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  EMBER_CHECK(x.defined() && index.defined(), "[index_select] undefined tensor argument");
+  check_index_dtype(index, "index_select");
+  EMBER_CHECK(index.dim() <= 1, "[index_select] index must be a 1-d tensor: got {} dims {}",
+              index.dim(), shape_str(index.sizes()));
+  common_device({&x, &index}, "index_select");
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, "index_select");
+    EMBER_CHECK(index.numel() == 1,
+                "[index_select] a 0-d input needs exactly one index: got {} indices",
+                index.numel());
+    return index_select(x.unsqueeze(0), 0, index.reshape({1})).reshape({});
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), "index_select");
+  const Tensor idx = index.dim() == 0 ? index.reshape({1}) : index;
+  Shape sizes = x.sizes();
+  sizes[d] = idx.numel();
+  Tensor y = empty(sizes, {x.dtype(), x.device()});
+  // Note: with an empty output (another dim of size 0) the kernel still validates the indices.
+  if (idx.numel() > 0) run_kernel(index_select_op(), x.dtype(), {&x, &idx}, {&y}, {{&d, 1}, {}});
+  return y;
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  EMBER_CHECK(x.defined() && index.defined(), "[gather] undefined tensor argument");
+  check_index_dtype(index, "gather");
+  common_device({&x, &index}, "gather");
+  EMBER_CHECK(index.dim() == x.dim(),
+              "[gather] index must have the input's number of dims {}: got {} (sizes {})", x.dim(),
+              index.dim(), shape_str(index.sizes()));
+  if (x.dim() == 0) return gather(x.unsqueeze(0), dim, index.unsqueeze(0)).reshape({});
+  const int64_t d = wrap_dim(dim, x.dim(), "gather");
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    EMBER_CHECK(i == d || index.size(i) <= x.size(i),
+                "[gather] index size {} exceeds input size {} at dim {} (index {}, input {})",
+                index.size(i), x.size(i), i, shape_str(index.sizes()), shape_str(x.sizes()));
+  }
+  Tensor y = empty(index.sizes(), {x.dtype(), x.device()});
+  if (y.numel() > 0) run_kernel(gather_op(), x.dtype(), {&x, &index}, {&y}, {{&d, 1}, {}});
+  return y;
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(scatter_op(), "scatter", x, dim, index, src);
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_impl(scatter_add_op(), "scatter_add", x, dim, index, src);
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
+  EMBER_CHECK(x.defined() && mask.defined(), "[masked_fill] undefined tensor argument");
+  EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_fill] mask must be bool: got {}", mask.dtype());
+  common_device({&x, &mask}, "masked_fill");
+  broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
+  // A 0-d value of x's own dtype keeps where()'s result dtype that of x.
+  const Tensor v = detail::scalar_tensor(value, x.dtype(), x.device()).to(x.dtype());
+  return where(mask, v, x);
+}
+
+Tensor nonzero(const Tensor& x) {
+  EMBER_CHECK(x.defined(), "[nonzero] undefined tensor argument");
+  Tensor count = empty({}, {DType::Int64, x.device()});
+  if (x.numel() == 0) {
+    return empty({0, x.dim()}, {DType::Int64, x.device()});
+  }
+  run_kernel(count_nonzero_op(), x.dtype(), {&x}, {&count});
+  const int64_t n = count.to(Device::cpu()).data_ptr<int64_t>()[0];
+  Tensor out = empty({n, x.dim()}, {DType::Int64, x.device()});
+  if (out.numel() > 0) run_kernel(nonzero_op(), x.dtype(), {&x}, {&out});
+  return out;
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "[cat] expected a non-empty list of tensors");
+  // Note [cat skips empty 1-d tensors]: like PyTorch's legacy rule, a 1-d tensor of size 0
+  // joins anything (it is left out of the shape checks and the copy), but it still takes part
+  // in dtype promotion.
+  const auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.numel() == 0; };
+  const Tensor* ref = nullptr;
+  DType dtype = tensors[0].dtype();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK(t.defined(), "[cat] tensor number {} in the list is undefined", i);
+    EMBER_CHECK(t.dim() > 0, "[cat] zero-dimensional tensor (number {}) cannot be concatenated", i);
+    EMBER_CHECK(t.device() == tensors[0].device(),
+                "[cat] expected all tensors on one device: got {} and {} for tensor number {}",
+                tensors[0].device().str(), t.device().str(), i);
+    dtype = promote_types(dtype, t.dtype());
+    if (!ref && !skipped(t)) ref = &t;
+  }
+  const Device device = tensors[0].device();
+  if (!ref) return empty({0}, {dtype, device});
+  const int64_t d = wrap_dim(dim, ref->dim(), "cat");
+  Shape sizes = ref->sizes();
+  sizes[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (skipped(t)) continue;
+    EMBER_CHECK(t.dim() == ref->dim(),
+                "[cat] tensors must have the same number of dims: got {} and {} for tensor "
+                "number {} in the list",
+                ref->dim(), t.dim(), i);
+    for (int64_t j = 0; j < t.dim(); ++j) {
+      EMBER_CHECK(j == d || t.size(j) == ref->size(j),
+                  "[cat] sizes of tensors must match except in dimension {}: expected size {} "
+                  "but got size {} for tensor number {} in the list",
+                  d, ref->size(j), t.size(j), i);
+    }
+    sizes[d] += t.size(d);
+  }
+  Tensor out = empty(sizes, {dtype, device});
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped(t)) continue;
+    if (t.numel() > 0) out.narrow(d, offset, t.size(d)).copy_(t);
+    offset += t.size(d);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  EMBER_CHECK(!tensors.empty(), "[stack] expected a non-empty list of tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EMBER_CHECK(tensors[i].defined(), "[stack] tensor number {} in the list is undefined", i);
+    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(),
+                "[stack] expects each tensor to be equal size, but got {} at entry 0 and {} at "
+                "entry {}",
+                shape_str(tensors[0].sizes()), shape_str(tensors[i].sizes()), i);
+  }
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> views;
+  views.reserve(tensors.size());
+  for (const Tensor& t : tensors) views.push_back(t.unsqueeze(d));
+  return cat(views, d);
+}
+
+std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
+  EMBER_CHECK(x.defined(), "[split] undefined tensor argument");
+  EMBER_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "split");
+  const int64_t n = x.size(d);
+  EMBER_CHECK(size >= 0, "[split] split size must be non-negative: got {}", size);
+  EMBER_CHECK(size > 0 || n == 0,
+              "[split] split size can only be 0 if dim {} has size 0: its size is {}", d, n);
+  if (n == 0) return {x};
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>((n + size - 1) / size));
+  for (int64_t start = 0; start < n; start += size) {
+    out.push_back(x.narrow(d, start, std::min(size, n - start)));
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim) {
+  EMBER_CHECK(x.defined(), "[split] undefined tensor argument");
+  EMBER_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    EMBER_CHECK(s >= 0, "[split] split sizes must be non-negative: got {}", shape_str(sizes));
+    total += s;
+  }
+  EMBER_CHECK(total == x.size(d), "[split] split sizes {} must sum to the size {} of dim {}",
+              shape_str(sizes), x.size(d), d);
+  std::vector<Tensor> out;
+  out.reserve(sizes.size());
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(x.narrow(d, start, s));
+    start += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  EMBER_CHECK(x.defined(), "[chunk] undefined tensor argument");
+  EMBER_CHECK(x.dim() > 0, "[chunk] expects at least a 1-dimensional tensor");
+  EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive: got {}", chunks);
+  const int64_t d = wrap_dim(dim, x.dim(), "chunk");
+  const int64_t n = x.size(d);
+  // Like PyTorch: chunks of ceil(n / chunks), so there may be fewer than `chunks` of them;
+  // an empty dim gives `chunks` empty views.
+  if (n == 0) return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
+  return split(x, (n + chunks - 1) / chunks, d);
+}
+
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest,
+                                bool sorted) {
+  EMBER_CHECK(x.defined(), "[topk] undefined tensor argument");
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, "topk");
+    EMBER_CHECK(k == 0 || k == 1, "[topk] k ({}) is out of range for a 0-d tensor", k);
+    auto [v, i] = topk(x.unsqueeze(0), k, 0, largest, sorted);
+    return {k == 1 ? v.reshape({}) : v, k == 1 ? i.reshape({}) : i};
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), "topk");
+  EMBER_CHECK(k >= 0 && k <= x.size(d), "[topk] k ({}) is out of range for dim {} of size {}", k, d,
+              x.size(d));
+  const int64_t ints[3] = {k, largest ? 1 : 0, sorted ? 1 : 0};
+  return ordering_kernel(topk_op(), x, d, k, {ints, {}});
+}
+
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  EMBER_CHECK(x.defined(), "[sort] undefined tensor argument");
+  if (x.dim() == 0) {
+    wrap_dim(dim, 1, "sort");
+    auto [v, i] = sort(x.unsqueeze(0), 0, descending);
+    return {v.reshape({}), i.reshape({})};
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), "sort");
+  const int64_t desc = descending ? 1 : 0;
+  return ordering_kernel(sort_op(), x, d, x.size(d), {{&desc, 1}, {}});
+}
+
+}  // namespace ember

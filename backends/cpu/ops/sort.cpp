@@ -1,2 +1,166 @@
-// CPU sort kernels.
+// CPU ordering kernels: sort and topk along the last dim (see Note [Ordering ops sort the last
+// dim] in core/ops/index.cpp), one row per task, rows split over OpenMP when the work is large.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+
+namespace ember::cpu {
+namespace {
+
+using sdk::Compute;
+
+// Note [NaN sorts as the largest value]
+// As in PyTorch, NaN compares greater than every number (and equal to other NaNs), so an
+// ascending sort puts NaNs last, a descending sort puts them first, and topk(largest) picks
+// them first. These predicates are strict weak orderings even with NaNs present.
+template <typename C>
+bool less(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return !std::isnan(a) && (std::isnan(b) || a < b);
+  } else {
+    return a < b;
+  }
+}
+
+template <typename C>
+bool greater(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return !std::isnan(b) && (std::isnan(a) || a > b);
+  } else {
+    return a > b;
+  }
+}
+
+// Offset (in elements) of row `row` of t: every dim but the last, in row-major order.
+int64_t row_offset(const ember_tensor& t, int64_t row) {
+  int64_t off = 0;
+  for (int32_t d = t.ndim - 2; d >= 0; --d) {
+    off += (row % t.sizes[d]) * t.strides[d];
+    row /= t.sizes[d];
+  }
+  return off;
+}
+
+// Runs fn(buffer, row) for each row of x, in parallel when the work is large; each thread
+// keeps one (value, index) buffer of the row length.
+template <typename C, typename Fn>
+void for_rows(const ember_tensor& x, Fn&& fn) {
+  const int64_t n = x.sizes[x.ndim - 1];
+  const int64_t rows = n == 0 ? 0 : sdk::numel(x) / n;
+  const bool parallel = rows > 1 && sdk::numel(x) >= kGrainSize && !omp_in_parallel();
+#pragma omp parallel if (parallel)
+  {
+    std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(n));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) fn(buf, r);
+  }
+}
+
+// Loads row r of x into buf as (value, position) pairs.
+template <typename T, typename C>
+void load_row(const ember_tensor& x, int64_t r, std::vector<std::pair<C, int64_t>>& buf) {
+  const T* xr = sdk::data<const T>(x) + row_offset(x, r);
+  const int64_t xs = x.strides[x.ndim - 1];
+  for (size_t j = 0; j < buf.size(); ++j) {
+    buf[j] = {static_cast<C>(xr[static_cast<int64_t>(j) * xs]), static_cast<int64_t>(j)};
+  }
+}
+
+// Writes the first m entries of buf into row r of values/indices; values are copied from x so
+// half-precision bits come through unchanged.
+template <typename T, typename C>
+void store_row(const ember_tensor& x, const ember_tensor& values, const ember_tensor& indices,
+               int64_t r, const std::vector<std::pair<C, int64_t>>& buf, int64_t m) {
+  const T* xr = sdk::data<const T>(x) + row_offset(x, r);
+  const int64_t xs = x.strides[x.ndim - 1];
+  T* vr = sdk::data<T>(values) + row_offset(values, r);
+  int64_t* ir = sdk::data<int64_t>(indices) + row_offset(indices, r);
+  const int64_t vs = values.strides[values.ndim - 1], is = indices.strides[indices.ndim - 1];
+  for (int64_t j = 0; j < m; ++j) {
+    const int64_t src = buf[static_cast<size_t>(j)].second;
+    vr[j * vs] = xr[src * xs];
+    ir[j * is] = src;
+  }
+}
+
+int32_t check_layout(const ember_kernel_call* call) {
+  const ember_tensor& x = call->inputs[0];
+  if (x.ndim < 1 || call->outputs[0].ndim != x.ndim || call->outputs[1].ndim != x.ndim) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "expected inputs and outputs of one ndim >= 1");
+  }
+  if (call->outputs[1].dtype != EMBER_I64) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "indices must be int64");
+  }
+  return EMBER_OK;
+}
+
+}  // namespace
+
+int32_t sort(const ember_kernel_call* call) {
+  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  const ember_tensor& x = call->inputs[0];
+  const bool descending = call->ints[0] != 0;
+  const int64_t n = x.sizes[x.ndim - 1];
+  bool ok = sdk::visit_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    for_rows<C>(x, [&](std::vector<std::pair<C, int64_t>>& buf, int64_t r) {
+      load_row<T>(x, r, buf);
+      if (descending) {
+        std::stable_sort(buf.begin(), buf.end(),
+                         [](const auto& a, const auto& b) { return greater(a.first, b.first); });
+      } else {
+        std::stable_sort(buf.begin(), buf.end(),
+                         [](const auto& a, const auto& b) { return less(a.first, b.first); });
+      }
+      store_row<T>(x, call->outputs[0], call->outputs[1], r, buf, n);
+    });
+  });
+  return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", x.dtype);
+}
+
+int32_t topk(const ember_kernel_call* call) {
+  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  const ember_tensor& x = call->inputs[0];
+  const int64_t k = call->ints[0];
+  const bool largest = call->ints[1] != 0, sorted = call->ints[2] != 0;
+  const int64_t n = x.sizes[x.ndim - 1];
+  if (k < 0 || k > n) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "k %lld is out of range for a dim of size %lld",
+                     static_cast<long long>(k), static_cast<long long>(n));
+  }
+  bool ok = sdk::visit_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    // Ties go to the earlier position, which makes the order total and the result the first k
+    // of a stable sort.
+    const auto better = [largest](const std::pair<C, int64_t>& a, const std::pair<C, int64_t>& b) {
+      if (largest ? greater(a.first, b.first) : less(a.first, b.first)) return true;
+      if (largest ? greater(b.first, a.first) : less(b.first, a.first)) return false;
+      return a.second < b.second;
+    };
+    for_rows<C>(x, [&](std::vector<std::pair<C, int64_t>>& buf, int64_t r) {
+      load_row<T>(x, r, buf);
+      if (sorted) {
+        std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), better);
+      } else {
+        // Unsorted results keep the positions' original order.
+        if (k < n) std::nth_element(buf.begin(), buf.begin() + k, buf.end(), better);
+        std::sort(buf.begin(), buf.begin() + k,
+                  [](const auto& a, const auto& b) { return a.second < b.second; });
+      }
+      store_row<T>(x, call->outputs[0], call->outputs[1], r, buf, k);
+    });
+  });
+  return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", x.dtype);
+}
+
+}  // namespace ember::cpu

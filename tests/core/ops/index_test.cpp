@@ -1,3 +1,781 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
 #include <ember/ember.h>
+
+namespace ember {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Elements of t in row-major order, as double.
+std::vector<double> values(const Tensor& t) {
+  const Tensor c = t.to(DType::Float64).contiguous();
+  const double* p = c.data_ptr<double>();
+  return std::vector<double>(p, p + c.numel());
+}
+
+// Elements of an int64 tensor in row-major order.
+std::vector<int64_t> ints(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+Tensor i64(std::vector<int64_t> v, IntList sizes) {
+  return from_vector(v, sizes, TensorOptions(DType::Int64));
+}
+Tensor i64(std::vector<int64_t> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return from_vector(v, {n}, TensorOptions(DType::Int64));
+}
+
+// Values (37 i + 11) mod 101: small enough to be exact in every dtype, repeating every 101.
+Tensor pattern(IntList sizes, DType dtype = DType::Float32) {
+  const int64_t n = shape_numel(sizes);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 37 + 11) % 101);
+  return from_vector(v, sizes, TensorOptions(DType::Float64)).to(dtype);
+}
+
+// Values of (37 i + 11) mod 101 mod `mod` (many ties), as `dtype`.
+Tensor ties(IntList sizes, int64_t mod, DType dtype = DType::Float32) {
+  const int64_t n = shape_numel(sizes);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>((i * 37 + 11) % 101 % mod);
+  return from_vector(v, sizes, TensorOptions(DType::Float64)).to(dtype);
+}
+
+const std::vector<DType> kAllDTypes = {DType::Float32,  DType::Float64, DType::Float16,
+                                       DType::BFloat16, DType::Int64,   DType::Int32,
+                                       DType::Int8,     DType::UInt8,   DType::Bool};
+
+// Asserts fn throws ember::Error whose message contains every piece.
+void expect_error(const std::function<void()>& fn, std::vector<std::string> pieces) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ember::Error containing " << pieces[0];
+  } catch (const Error& e) {
+    for (const std::string& p : pieces) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "'" << p << "' not in: " << e.what();
+    }
+  }
+}
+
+// Row-major flat index of coordinates in sizes.
+int64_t flat(IntList sizes, const std::vector<int64_t>& c) {
+  int64_t f = 0;
+  for (size_t d = 0; d < sizes.size(); ++d) f = f * sizes[d] + c[d];
+  return f;
+}
+
+// Calls fn(coords) for every position of sizes in row-major order.
+void for_each(IntList sizes, const std::function<void(const std::vector<int64_t>&)>& fn) {
+  const int64_t n = shape_numel(sizes);
+  std::vector<int64_t> c(sizes.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    fn(c);
+    for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+      if (++c[d] < sizes[d]) break;
+      c[d] = 0;
+    }
+  }
+}
+
+// ---- index_select -----------------------------------------------------------------------------
+
+// Reference: y[..., i, ...] = x[..., index[i], ...] along dim.
+std::vector<double> index_select_ref(const Tensor& x, int64_t dim,
+                                     const std::vector<int64_t>& idx) {
+  const std::vector<double> xv = values(x);
+  Shape ys = x.sizes();
+  ys[dim] = static_cast<int64_t>(idx.size());
+  std::vector<double> out;
+  for_each(ys, [&](const std::vector<int64_t>& c) {
+    std::vector<int64_t> src = c;
+    src[dim] = idx[c[dim]];
+    out.push_back(xv[flat(x.sizes(), src)]);
+  });
+  return out;
+}
+
+TEST(Index, IndexSelectHandComputed) {
+  Tensor x = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  Tensor rows = index_select(x, 0, i64({1, 0, 1}));
+  ASSERT_EQ(rows.sizes(), Shape({3, 3}));
+  EXPECT_EQ(values(rows), (std::vector<double>{4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  Tensor cols = index_select(x, 1, i64({2, 0}));
+  ASSERT_EQ(cols.sizes(), Shape({2, 2}));
+  EXPECT_EQ(values(cols), (std::vector<double>{3, 1, 6, 4}));
+  Tensor neg = index_select(x, -1, i64({1}));
+  EXPECT_EQ(neg.sizes(), Shape({2, 1}));
+  EXPECT_EQ(values(neg), (std::vector<double>{2, 5}));
+  EXPECT_EQ(rows.dtype(), DType::Float32);
+}
+
+TEST(Index, IndexSelectMatchesReferenceAcrossDimsAndDtypes) {
+  for (DType dt : kAllDTypes) {
+    const Tensor x = pattern({4, 3, 5}, dt);
+    for (int64_t dim : {0, 1, 2, -1, -3}) {
+      const int64_t d = dim < 0 ? dim + 3 : dim;
+      std::vector<int64_t> idx = {3, 0, 3, 2, 1, 1, 4};
+      for (int64_t& v : idx) v %= x.size(d);
+      const Tensor y = index_select(x, dim, i64(idx));
+      EXPECT_EQ(y.dtype(), dt);
+      EXPECT_EQ(values(y), index_select_ref(x, d, idx)) << dtype_name(dt) << " dim " << dim;
+    }
+  }
+}
+
+TEST(Index, IndexSelectNonContiguousAndEmpty) {
+  const Tensor x = pattern({5, 6}).transpose(0, 1);              // [6, 5], strides [1, 6]
+  const Tensor idx = i64({4, 0, 1, 1, 2, 2}).slice(0, 0, 6, 2);  // {4, 1, 2}: non-contiguous
+  EXPECT_FALSE(idx.is_contiguous());
+  const Tensor y1 = index_select(x, 1, idx);
+  EXPECT_EQ(values(y1), index_select_ref(x, 1, {4, 1, 2}));
+  const Tensor y0 = index_select(x.slice(1, 0, 5, 2), 0, i64({5, 0, 3}));
+  EXPECT_EQ(values(y0), index_select_ref(x.slice(1, 0, 5, 2), 0, {5, 0, 3}));
+  // Zero-size inputs and indices.
+  EXPECT_EQ(index_select(x, 0, i64({})).sizes(), Shape({0, 5}));
+  EXPECT_EQ(index_select(zeros({0, 3}), 1, i64({2, 0})).sizes(), Shape({0, 2}));
+  // A 0-d index selects one slice but keeps the dim.
+  const Tensor y2 = index_select(x, 0, tensor(int64_t{2}));
+  EXPECT_EQ(y2.sizes(), Shape({1, 5}));
+  EXPECT_EQ(values(y2), index_select_ref(x, 0, {2}));
+}
+
+TEST(Index, IndexSelectErrors) {
+  const Tensor x = pattern({2, 3});
+  expect_error(
+      [&] {
+        index_select(x, 1, i64({0, 3}));
+      },
+      {"[index_select]", "index 3 is out of range", "size 3"});
+  expect_error([&] { index_select(x, 0, i64({-1})); },
+               {"[index_select]", "index -1 is out of range", "size 2"});
+  expect_error([&] { index_select(x, 0, i64({0}).to(DType::Int32)); },
+               {"[index_select] index must be an int64 tensor: got int32"});
+  expect_error(
+      [&] {
+        index_select(x, 0, i64({0, 1}, {1, 2}));
+      },
+      {"[index_select] index must be a 1-d tensor: got 2 dims"});
+  expect_error([&] { index_select(x, 2, i64({0})); }, {"[index_select]"});
+  // Out-of-range indices are caught even when the output is empty.
+  expect_error(
+      [&] {
+        index_select(zeros({0, 3}), 1, i64({7}));
+      },
+      {"[index_select]", "index 7 is out of range"});
+}
+
+// ---- gather / scatter -------------------------------------------------------------------------
+
+TEST(Index, GatherHandComputed) {
+  const Tensor x = tensor({{1.0, 2.0}, {3.0, 4.0}});
+  EXPECT_EQ(values(gather(x, 1, i64({0, 0, 1, 0}, {2, 2}))), (std::vector<double>{1, 1, 4, 3}));
+  EXPECT_EQ(values(gather(x, 0, i64({1, 0, 0, 0}, {2, 2}))), (std::vector<double>{3, 2, 1, 2}));
+  // The index may be smaller than x outside dim and larger along dim.
+  const Tensor y = gather(x, -1, i64({1, 1, 0}, {1, 3}));
+  EXPECT_EQ(y.sizes(), Shape({1, 3}));
+  EXPECT_EQ(values(y), (std::vector<double>{2, 2, 1}));
+}
+
+// Index of `sizes` with values in [0, limit), varying along every dim.
+Tensor index_pattern(IntList sizes, int64_t limit) {
+  std::vector<int64_t> v;
+  for_each(sizes, [&](const std::vector<int64_t>& c) {
+    int64_t s = 0;
+    for (size_t d = 0; d < c.size(); ++d) s += c[d] * static_cast<int64_t>(2 * d + 1);
+    v.push_back(s % limit);
+  });
+  return i64(v, sizes);
+}
+
+TEST(Index, GatherMatchesReference3d) {
+  for (DType dt : {DType::Float32, DType::Float16, DType::Int64, DType::Int8, DType::Bool}) {
+    for (bool transposed : {false, true}) {
+      const Tensor base = pattern({5, 4, 3}, dt);
+      const Tensor x = transposed ? base.transpose(0, 2) : base.permute({2, 1, 0}).contiguous();
+      for (int64_t dim : {0, 1, 2, -1}) {
+        const int64_t d = dim < 0 ? dim + 3 : dim;
+        const Shape isz = {2, 3, 4};  // along dim it may exceed x's size; elsewhere it must not
+        Shape sz = isz;
+        for (int64_t i = 0; i < 3; ++i) sz[i] = i == d ? 6 : std::min(isz[i], x.size(i));
+        const Tensor index = index_pattern(sz, x.size(d));
+        const Tensor y = gather(x, dim, index);
+        ASSERT_EQ(y.sizes(), sz);
+        const std::vector<double> xv = values(x);
+        const std::vector<int64_t> iv = ints(index);
+        std::vector<double> ref;
+        for_each(sz, [&](const std::vector<int64_t>& c) {
+          std::vector<int64_t> src = c;
+          src[d] = iv[flat(sz, c)];
+          ref.push_back(xv[flat(x.sizes(), src)]);
+        });
+        EXPECT_EQ(values(y), ref) << dtype_name(dt) << " dim " << dim;
+      }
+    }
+  }
+}
+
+TEST(Index, GatherErrors) {
+  const Tensor x = pattern({2, 2});
+  expect_error(
+      [&] {
+        gather(x, 1, i64({0, 2}, {1, 2}));
+      },
+      {"[gather]", "index 2 is out of range for dim 1 of size 2"});
+  expect_error(
+      [&] {
+        gather(x, 1, i64({0, 1}));
+      },
+      {"[gather] index must have the input's number of dims 2: got 1"});
+  expect_error(
+      [&] {
+        gather(x, 0, i64({0, 1}, {1, 2}).to(DType::Int32));
+      },
+      {"[gather] index must be an int64 tensor"});
+  expect_error([&] { gather(x, 0, i64({0, 0, 0}, {1, 3})); }, {"[gather] index size 3 exceeds"});
+}
+
+TEST(Index, ScatterHandComputed) {
+  // PyTorch's documentation example.
+  const Tensor src = arange(1, 11).reshape({2, 5});
+  const Tensor x = zeros({3, 5}, DType::Int64);
+  const Tensor y = scatter(x, 0, i64({0, 1, 2, 0}, {1, 4}), src);
+  EXPECT_EQ(ints(y), (std::vector<int64_t>{1, 0, 0, 4, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0}));
+  EXPECT_EQ(ints(x), std::vector<int64_t>(15, 0));  // out of place
+  const Tensor y1 = scatter(x, 1, i64({0, 1, 2, 0, 3, 4}, {2, 3}), src);
+  EXPECT_EQ(ints(y1), (std::vector<int64_t>{1, 2, 3, 0, 0, 6, 0, 0, 7, 8, 0, 0, 0, 0, 0}));
+  // Repeated indices accumulate in scatter_add.
+  const Tensor acc = scatter_add(zeros({5}), 0, i64({0, 1, 0, 4, 0}), ones({5}));
+  EXPECT_EQ(values(acc), (std::vector<double>{3, 1, 0, 0, 1}));
+}
+
+// Reference scatter: y = x; y[c with c[d] = index[c]] = src[c] (or +=).
+std::vector<double> scatter_ref(const Tensor& x, int64_t d, const Tensor& index, const Tensor& src,
+                                bool add) {
+  std::vector<double> y = values(x);
+  const std::vector<double> sv = values(src);
+  const std::vector<int64_t> iv = ints(index);
+  for_each(index.sizes(), [&](const std::vector<int64_t>& c) {
+    std::vector<int64_t> dst = c;
+    dst[d] = iv[flat(index.sizes(), c)];
+    double& t = y[flat(x.sizes(), dst)];
+    const double v = sv[flat(src.sizes(), c)];
+    t = add ? t + v : v;
+  });
+  return y;
+}
+
+TEST(Index, ScatterAndScatterAddMatchReference) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::Int64, DType::Int32}) {
+    // 2-d and 3-d, transposed src.
+    for (const Shape& xs : {Shape{4, 6}, Shape{3, 4, 5}}) {
+      const int64_t nd = static_cast<int64_t>(xs.size());
+      for (int64_t d = 0; d < nd; ++d) {
+        const Tensor x = pattern(xs, dt);
+        Shape ss = xs;
+        std::reverse(ss.begin(), ss.end());
+        const Tensor src = pattern(ss, dt).permute(nd == 2 ? Shape{1, 0} : Shape{2, 1, 0});
+        // scatter: a rotation along dim, so every target is written once.
+        Shape is = xs;
+        for (int64_t i = 0; i < nd; ++i) is[i] = i == d ? xs[i] : xs[i] - 1;
+        std::vector<int64_t> rot;
+        for_each(is, [&](const std::vector<int64_t>& c) {
+          int64_t s = 0;
+          for (int64_t v : c) s += v;
+          rot.push_back(s % xs[d]);
+        });
+        const Tensor perm = i64(rot, is);
+        EXPECT_EQ(values(scatter(x, d, perm, src)), scatter_ref(x, d, perm, src, false))
+            << dtype_name(dt) << " dim " << d;
+        // scatter_add: more indices than targets along dim, so many repeat.
+        Shape ai = is;
+        ai[d] = xs[d] + 3;
+        Shape bigger = xs;
+        bigger[d] = ai[d];
+        const Tensor src2 = pattern(bigger, dt);
+        const Tensor rep = index_pattern(ai, 2);
+        EXPECT_EQ(values(scatter_add(x, d, rep, src2)), scatter_ref(x, d, rep, src2, true))
+            << dtype_name(dt) << " dim " << d;
+      }
+    }
+  }
+}
+
+TEST(Index, ScatterAddLargeParallelMatchesReference) {
+  const Tensor x = zeros({64, 600});
+  const Tensor index = index_pattern({64, 1200}, 600);
+  const Tensor src = pattern({64, 1200});
+  EXPECT_EQ(values(scatter_add(x, 1, index, src)), scatter_ref(x, 1, index, src, true));
+  const Tensor index0 = index_pattern({128, 600}, 64);
+  const Tensor src0 = pattern({128, 600});
+  EXPECT_EQ(values(scatter_add(x, 0, index0, src0)), scatter_ref(x, 0, index0, src0, true));
+}
+
+TEST(Index, ScatterErrors) {
+  const Tensor x = zeros({2, 3});
+  expect_error([&] { scatter(x, 0, i64({0, 3}, {1, 2}), ones({1, 2})); }, {"[scatter]"});
+  expect_error(
+      [&] {
+        scatter(x, 1, i64({0, 3}, {1, 2}), ones({1, 2}));
+      },
+      {"[scatter]", "index 3 is out of range for dim 1 of size 3"});
+  expect_error(
+      [&] {
+        scatter_add(x, 1, i64({0, 1}, {1, 2}), ones({1, 2}, DType::Float64));
+      },
+      {"[scatter_add] src must have the dtype of the input float32: got float64"});
+  expect_error(
+      [&] {
+        scatter_add(x, 1, i64({0, 1}, {1, 2}).to(DType::Int32), ones({1, 2}));
+      },
+      {"[scatter_add] index must be an int64 tensor"});
+  expect_error(
+      [&] {
+        scatter(x, 1, i64({0, 1, 2}, {1, 3}), ones({1, 2}));
+      },
+      {"[scatter] index sizes [1, 3] must not exceed src sizes [1, 2]"});
+}
+
+// ---- masked_fill / nonzero --------------------------------------------------------------------
+
+TEST(Index, MaskedFillBroadcastsMask) {
+  const Tensor x = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  const Tensor row = masked_fill(x, tensor({true, false, true}), -1.0);
+  EXPECT_EQ(values(row), (std::vector<double>{-1, 2, -1, -1, 5, -1}));
+  const Tensor col = masked_fill(x, tensor({{true}, {false}}), 0);
+  EXPECT_EQ(values(col), (std::vector<double>{0, 0, 0, 4, 5, 6}));
+  EXPECT_EQ(values(x), (std::vector<double>{1, 2, 3, 4, 5, 6}));  // out of place
+  // The result keeps x's dtype; the value is converted like PyTorch does.
+  const Tensor xi = tensor({{1, 2}, {3, 4}});
+  const Tensor yi = masked_fill(xi, tensor({{false, true}, {true, false}}), 2.5);
+  EXPECT_EQ(yi.dtype(), DType::Int64);
+  EXPECT_EQ(ints(yi), (std::vector<int64_t>{1, 2, 2, 4}));
+  // A larger mask broadcasts x, and non-contiguous x works.
+  const Tensor big = masked_fill(tensor({1.0, 2.0}), tensor({{true, false}, {false, false}}), 9);
+  EXPECT_EQ(big.sizes(), Shape({2, 2}));
+  EXPECT_EQ(values(big), (std::vector<double>{9, 2, 1, 2}));
+  const Tensor xt = masked_fill(x.t(), tensor({false, true}), 0);
+  EXPECT_EQ(values(xt), (std::vector<double>{1, 0, 2, 0, 3, 0}));
+}
+
+TEST(Index, MaskedFillErrors) {
+  expect_error([&] { masked_fill(zeros({2}), ones({2}), 1); },
+               {"[masked_fill] mask must be bool: got float32"});
+  expect_error(
+      [&] {
+        masked_fill(zeros({2}), tensor({true, false, true}), 1);
+      },
+      {"[masked_fill]", "cannot be broadcast"});
+}
+
+TEST(Index, NonzeroHandComputed) {
+  const Tensor a = nonzero(tensor({0.0, 1.0, 0.0, 2.0, 3.0}));
+  ASSERT_EQ(a.sizes(), Shape({3, 1}));
+  EXPECT_EQ(a.dtype(), DType::Int64);
+  EXPECT_EQ(ints(a), (std::vector<int64_t>{1, 3, 4}));
+  const Tensor b = nonzero(tensor({{1, 0}, {0, 2}, {3, 0}}));
+  ASSERT_EQ(b.sizes(), Shape({3, 2}));
+  EXPECT_EQ(ints(b), (std::vector<int64_t>{0, 0, 1, 1, 2, 0}));
+  // Row-major order of the logical layout, not of memory.
+  const Tensor c = nonzero(tensor({{1, 0}, {0, 2}, {3, 0}}).t());
+  EXPECT_EQ(ints(c), (std::vector<int64_t>{0, 0, 0, 2, 1, 1}));
+  EXPECT_EQ(nonzero(zeros({3, 4})).sizes(), Shape({0, 2}));
+  EXPECT_EQ(nonzero(zeros({0, 4})).sizes(), Shape({0, 2}));
+  EXPECT_EQ(nonzero(tensor(5.0).reshape({})).sizes(), Shape({1, 0}));
+  // NaN is non-zero; -0.0 is zero.
+  EXPECT_EQ(ints(nonzero(tensor({-0.0, kNaN, 0.0}))), (std::vector<int64_t>{1}));
+  EXPECT_EQ(ints(nonzero(tensor({false, true, true}))), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(Index, NonzeroLargeMatchesReference) {
+  for (DType dt : {DType::Float32, DType::Int8, DType::Float16}) {
+    const Tensor x = pattern({40, 30, 50}, dt).transpose(0, 2);  // 60000 elements
+    const std::vector<double> xv = values(x);
+    std::vector<int64_t> ref;
+    for_each(x.sizes(), [&](const std::vector<int64_t>& c) {
+      if (xv[flat(x.sizes(), c)] != 0) ref.insert(ref.end(), c.begin(), c.end());
+    });
+    const Tensor y = nonzero(x);
+    ASSERT_EQ(y.sizes(), Shape({static_cast<int64_t>(ref.size() / 3), 3}));
+    EXPECT_EQ(ints(y), ref) << dtype_name(dt);
+  }
+}
+
+// ---- cat / stack / split / chunk --------------------------------------------------------------
+
+// Reference cat: concatenation of the inputs' values along d.
+std::vector<double> cat_ref(const std::vector<Tensor>& ts, int64_t d) {
+  Shape out = ts[0].sizes();
+  out[d] = 0;
+  for (const Tensor& t : ts) out[d] += t.size(d);
+  std::vector<double> ref;
+  for_each(out, [&](const std::vector<int64_t>& c) {
+    std::vector<int64_t> src = c;
+    for (const Tensor& t : ts) {
+      if (src[d] < t.size(d)) {
+        ref.push_back(values(t)[flat(t.sizes(), src)]);
+        return;
+      }
+      src[d] -= t.size(d);
+    }
+  });
+  return ref;
+}
+
+TEST(Join, CatAlongEachDim) {
+  const Tensor a = pattern({2, 3}), b = pattern({4, 3}) + 100.0, c = pattern({2, 2}) - 100.0;
+  const Tensor r0 = cat({a, b}, 0);
+  ASSERT_EQ(r0.sizes(), Shape({6, 3}));
+  EXPECT_EQ(values(r0), cat_ref({a, b}, 0));
+  const Tensor r1 = cat({a, c, a}, 1);
+  ASSERT_EQ(r1.sizes(), Shape({2, 8}));
+  EXPECT_EQ(values(r1), cat_ref({a, c, a}, 1));
+  const Tensor rm = cat({c, a}, -1);
+  EXPECT_EQ(values(rm), cat_ref({c, a}, 1));
+  EXPECT_EQ(values(cat({tensor({1.0, 2.0}), tensor({3.0})})), (std::vector<double>{1, 2, 3}));
+  // 3-d along the middle dim.
+  const Tensor p = pattern({2, 3, 4}), q = pattern({2, 1, 4}) * 2.0;
+  EXPECT_EQ(values(cat({p, q, p}, 1)), cat_ref({p, q, p}, 1));
+  // A single tensor is copied, not aliased.
+  const Tensor one = cat({a});
+  EXPECT_FALSE(one.is_same_storage(a));
+  EXPECT_EQ(values(one), values(a));
+}
+
+TEST(Join, CatPromotesMixedDtypes) {
+  const Tensor r = cat({tensor({1, 2}), tensor({0.5})});
+  EXPECT_EQ(r.dtype(), DType::Float32);
+  EXPECT_EQ(values(r), (std::vector<double>{1, 2, 0.5}));
+  const Tensor bi = cat({tensor({true, false}), tensor({7}, DType::Int32)});
+  EXPECT_EQ(bi.dtype(), DType::Int32);
+  EXPECT_EQ(values(bi), (std::vector<double>{1, 0, 7}));
+  const Tensor hf = cat({tensor({1.5}, DType::Float16), tensor({2.25}, DType::Float64)});
+  EXPECT_EQ(hf.dtype(), DType::Float64);
+  EXPECT_EQ(values(hf), (std::vector<double>{1.5, 2.25}));
+  const Tensor u8 = cat({tensor({200}, DType::UInt8), tensor({-3}, DType::Int8)});
+  EXPECT_EQ(u8.dtype(), promote_types(DType::UInt8, DType::Int8));
+}
+
+TEST(Join, CatNonContiguousAndEmptyInputs) {
+  const Tensor a = pattern({3, 2}).t();                      // [2, 3], transposed
+  const Tensor b = pattern({2, 6}).slice(1, 0, 6, 2) + 1.0;  // [2, 3], strided
+  EXPECT_FALSE(a.is_contiguous());
+  EXPECT_EQ(values(cat({a, b}, 0)), cat_ref({a, b}, 0));
+  EXPECT_EQ(values(cat({a, b}, 1)), cat_ref({a, b}, 1));
+  // Empty 1-d tensors are skipped whatever the others' shapes (but join dtype promotion).
+  const Tensor e = cat({zeros({0}, DType::Int64), a, zeros({0})}, 1);
+  EXPECT_EQ(e.sizes(), Shape({2, 3}));
+  EXPECT_EQ(values(e), values(a));
+  EXPECT_EQ(cat({zeros({0}, DType::Int64), zeros({0}, DType::Int64)}).sizes(), Shape({0}));
+  EXPECT_EQ(cat({zeros({0}, DType::Int32), tensor({1.0, 2.0}, DType::Float64)}).dtype(),
+            DType::Float64);
+  // Zero-size along the joined dim.
+  const Tensor z = cat({zeros({2, 0}), a}, 1);
+  EXPECT_EQ(values(z), values(a));
+}
+
+TEST(Join, CatErrors) {
+  expect_error(
+      [&] {
+        cat({zeros({2, 3}), zeros({2, 4})}, 0);
+      },
+      {"[cat] sizes of tensors must match except in dimension 0: expected size 3 but "
+       "got size 4 for tensor number 1 in the list"});
+  expect_error(
+      [&] {
+        cat({zeros({2, 3}), zeros({3})}, 0);
+      },
+      {"[cat] tensors must have the same number of dims: got 2 and 1"});
+  expect_error([&] { cat({}, 0); }, {"[cat] expected a non-empty list of tensors"});
+  expect_error(
+      [&] {
+        cat({zeros({}), zeros({})}, 0);
+      },
+      {"[cat] zero-dimensional tensor (number 0) cannot be concatenated"});
+  expect_error([&] { cat({zeros({2}), zeros({2})}, 1); }, {"[cat]"});
+}
+
+TEST(Join, StackAlongNewDims) {
+  const Tensor a = pattern({2, 3}), b = pattern({2, 3}) + 100.0;
+  for (int64_t dim : {0, 1, 2, -1, -3}) {
+    const int64_t d = dim < 0 ? dim + 3 : dim;
+    const Tensor s = stack({a, b, a.t().t()}, dim);
+    Shape expected = {2, 3};
+    expected.insert(static_cast<size_t>(d), 3);
+    ASSERT_EQ(s.sizes(), expected) << dim;
+    const std::vector<double> av = values(a), bv = values(b);
+    std::vector<double> ref;
+    for_each(expected, [&](const std::vector<int64_t>& c) {
+      std::vector<int64_t> rest = c;
+      rest.erase(rest.begin() + d);
+      ref.push_back((c[d] == 1 ? bv : av)[flat({2, 3}, rest)]);
+    });
+    EXPECT_EQ(values(s), ref) << dim;
+  }
+  // Non-contiguous inputs and mixed dtypes.
+  const Tensor m = stack({pattern({3, 2}).t(), tensor({{1, 2, 3}, {4, 5, 6}})}, 0);
+  EXPECT_EQ(m.dtype(), DType::Float32);
+  EXPECT_EQ(m.sizes(), Shape({2, 2, 3}));
+  EXPECT_EQ(values(stack({tensor(1.0).reshape({}), tensor(2.0).reshape({})})),
+            (std::vector<double>{1, 2}));
+}
+
+TEST(Join, StackErrors) {
+  expect_error(
+      [&] {
+        stack({zeros({2, 3}), zeros({3, 2})});
+      },
+      {"[stack] expects each tensor to be equal size, but got [2, 3] at entry 0 and "
+       "[3, 2] at entry 1"});
+  expect_error([&] { stack({}); }, {"[stack] expected a non-empty list"});
+  expect_error([&] { stack({zeros({2})}, 2); }, {"[stack]"});
+}
+
+std::vector<int64_t> sizes_along(const std::vector<Tensor>& parts, int64_t d) {
+  std::vector<int64_t> s;
+  for (const Tensor& p : parts) s.push_back(p.size(d));
+  return s;
+}
+
+TEST(Join, SplitBySizeSharesStorage) {
+  Tensor x = arange(10);
+  std::vector<Tensor> parts = split(x, 3);
+  EXPECT_EQ(sizes_along(parts, 0), (std::vector<int64_t>{3, 3, 3, 1}));
+  for (const Tensor& p : parts) EXPECT_TRUE(p.is_same_storage(x));
+  EXPECT_EQ(ints(parts[3]), (std::vector<int64_t>{9}));
+  parts[1].fill_(-1);
+  EXPECT_EQ(ints(x), (std::vector<int64_t>{0, 1, 2, -1, -1, -1, 6, 7, 8, 9}));
+  // Along dim 1 of a 2-d tensor, size larger than the dim.
+  const Tensor y = pattern({3, 5});
+  std::vector<Tensor> cols = split(y, 2, 1);
+  EXPECT_EQ(sizes_along(cols, 1), (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(values(cols[2]), values(y.narrow(1, 4, 1)));
+  EXPECT_EQ(split(y, 7, -1).size(), 1u);
+  EXPECT_EQ(split(zeros({0, 2}), 3).size(), 1u);
+  expect_error([&] { split(y, 0, 1); }, {"[split] split size can only be 0"});
+}
+
+TEST(Join, SplitBySizesAndChunk) {
+  const Tensor x = pattern({10, 2});
+  std::vector<Tensor> parts = split(x, {2, 5, 0, 3}, 0);
+  EXPECT_EQ(sizes_along(parts, 0), (std::vector<int64_t>{2, 5, 0, 3}));
+  EXPECT_EQ(values(parts[1]), values(x.narrow(0, 2, 5)));
+  EXPECT_EQ(parts[3].storage_offset(), 14);
+  expect_error(
+      [&] {
+        split(x, {2, 5}, 0);
+      },
+      {"[split] split sizes [2, 5] must sum to the size 10 of dim 0"});
+  EXPECT_EQ(sizes_along(chunk(x, 3), 0), (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(sizes_along(chunk(x, 5), 0), (std::vector<int64_t>{2, 2, 2, 2, 2}));
+  EXPECT_EQ(sizes_along(chunk(x, 4), 0), (std::vector<int64_t>{3, 3, 3, 1}));
+  EXPECT_EQ(sizes_along(chunk(pattern({5}), 4), 0), (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(sizes_along(chunk(x, 20), 0), std::vector<int64_t>(10, 1));
+  EXPECT_EQ(sizes_along(chunk(x, 2, -1), 1), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(sizes_along(chunk(zeros({0}), 3), 0), (std::vector<int64_t>{0, 0, 0}));
+  for (const Tensor& c : chunk(x, 3)) EXPECT_TRUE(c.is_same_storage(x));
+  expect_error([&] { chunk(x, 0); }, {"[chunk] number of chunks must be positive: got 0"});
+}
+
+// ---- sort / topk ------------------------------------------------------------------------------
+
+bool nan_less(double a, double b) {
+  return !std::isnan(a) && (std::isnan(b) || a < b);
+}
+
+// Reference: along d, the first k of a stable sort (NaN largest), as flat row-major values and
+// indices in x's shape with size(d) = k.
+std::pair<std::vector<double>, std::vector<int64_t>> sort_ref(const Tensor& x, int64_t d,
+                                                              bool descending, int64_t k = -1) {
+  const std::vector<double> xv = values(x);
+  const int64_t n = x.size(d);
+  if (k < 0) k = n;
+  Shape out = x.sizes();
+  out[d] = k;
+  std::vector<double> vals(static_cast<size_t>(shape_numel(out)));
+  std::vector<int64_t> idx(vals.size());
+  Shape rows = x.sizes();
+  rows[d] = 1;
+  for_each(rows, [&](const std::vector<int64_t>& c) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<int64_t> p = c;
+    const auto at = [&](int64_t j) {
+      p[d] = j;
+      return xv[flat(x.sizes(), p)];
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+      return descending ? nan_less(at(j), at(i)) : nan_less(at(i), at(j));
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      p[d] = j;
+      const int64_t o = flat(out, p);
+      idx[o] = order[j];
+      vals[o] = at(order[j]);
+    }
+  });
+  return {vals, idx};
+}
+
+// Values equal, NaN matching NaN.
+void expect_same(const std::vector<double>& got, const std::vector<double>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+    } else {
+      EXPECT_EQ(got[i], want[i]) << what << " at " << i;
+    }
+  }
+}
+
+TEST(Sort, StableWithTies) {
+  const Tensor x = tensor({3.0, 1.0, 2.0, 1.0, 3.0});
+  auto [v, i] = sort(x);
+  EXPECT_EQ(values(v), (std::vector<double>{1, 1, 2, 3, 3}));
+  EXPECT_EQ(ints(i), (std::vector<int64_t>{1, 3, 2, 0, 4}));
+  auto [vd, id] = sort(x, 0, /*descending=*/true);
+  EXPECT_EQ(values(vd), (std::vector<double>{3, 3, 2, 1, 1}));
+  EXPECT_EQ(ints(id), (std::vector<int64_t>{0, 4, 2, 1, 3}));
+  EXPECT_EQ(v.dtype(), DType::Float32);
+  EXPECT_EQ(i.dtype(), DType::Int64);
+}
+
+TEST(Sort, NaNSortsAsLargest) {
+  const Tensor x = tensor({2.0, kNaN, -1.0, kNaN, 5.0});
+  auto [v, i] = sort(x);
+  expect_same(values(v), {-1, 2, 5, kNaN, kNaN}, "ascending");
+  EXPECT_EQ(ints(i), (std::vector<int64_t>{2, 0, 4, 1, 3}));
+  auto [vd, id] = sort(x, -1, /*descending=*/true);
+  expect_same(values(vd), {kNaN, kNaN, 5, 2, -1}, "descending");
+  EXPECT_EQ(ints(id), (std::vector<int64_t>{1, 3, 4, 0, 2}));
+  auto [vh, ih] = sort(x.to(DType::Float16), 0, true);
+  expect_same(values(vh), {kNaN, kNaN, 5, 2, -1}, "float16");
+  EXPECT_EQ(ints(ih), (std::vector<int64_t>{1, 3, 4, 0, 2}));
+}
+
+TEST(Sort, MatchesReferenceAcrossDimsAndDtypes) {
+  for (DType dt : kAllDTypes) {
+    // Values mod 7 give many ties, which checks stability too.
+    const Tensor x = ties({4, 5, 6}, 7, dt).transpose(0, 2);
+    for (int64_t dim : {0, 1, 2, -1}) {
+      const int64_t d = dim < 0 ? dim + 3 : dim;
+      for (bool desc : {false, true}) {
+        auto [v, i] = sort(x, dim, desc);
+        ASSERT_EQ(v.sizes(), x.sizes());
+        auto [rv, ri] = sort_ref(x, d, desc);
+        const std::string what = fmt::format("{} dim {} desc {}", dtype_name(dt), dim, desc);
+        EXPECT_EQ(values(v), rv) << what;
+        EXPECT_EQ(ints(i), ri) << what;
+      }
+    }
+  }
+}
+
+TEST(Sort, LargeParallelWithTiesAndNaN) {
+  Generator gen(7);
+  Tensor x = round(mul(randn({96, 700}, {}, &gen), 4.0));  // ties
+  x = masked_fill(x, lt(x, -7.0), kNaN);                   // and NaNs
+  for (int64_t d : {0, 1}) {
+    for (bool desc : {false, true}) {
+      auto [v, i] = sort(x, d, desc);
+      auto [rv, ri] = sort_ref(x, d, desc);
+      expect_same(values(v), rv, fmt::format("dim {} desc {}", d, desc));
+      EXPECT_EQ(ints(i), ri) << d << " " << desc;
+    }
+    auto [tv, ti] = topk(x, 50, d);
+    auto [rv, ri] = sort_ref(x, d, true, 50);
+    expect_same(values(tv), rv, fmt::format("topk dim {}", d));
+    EXPECT_EQ(ints(ti), ri) << d;
+  }
+}
+
+TEST(Sort, EdgeCases) {
+  auto [v0, i0] = sort(tensor(4.0));
+  EXPECT_EQ(v0.dim(), 0);
+  EXPECT_EQ(v0.item(), 4.0);
+  EXPECT_EQ(i0.item(), 0.0);
+  auto [ve, ie] = sort(zeros({0, 3}), 0);
+  EXPECT_EQ(ve.sizes(), Shape({0, 3}));
+  EXPECT_EQ(ie.sizes(), Shape({0, 3}));
+  auto [vs, is] = sort(zeros({3, 0}), 1, true);
+  EXPECT_EQ(vs.sizes(), Shape({3, 0}));
+  // Results are laid out like the input after sorting along a leading dim.
+  auto [v, i] = sort(tensor({{3.0, 1.0}, {2.0, 5.0}, {1.0, 0.0}}), 0);
+  EXPECT_EQ(v.sizes(), Shape({3, 2}));
+  EXPECT_EQ(values(v), (std::vector<double>{1, 0, 2, 1, 3, 5}));
+  EXPECT_EQ(ints(i), (std::vector<int64_t>{2, 2, 1, 0, 0, 1}));
+  expect_error([&] { sort(zeros({2, 2}), 2); }, {"[sort]"});
+}
+
+TEST(Sort, TopkEveryKMatchesReference) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16, DType::Int32, DType::UInt8}) {
+    const Tensor x = ties({6, 7}, 4, dt).t();  // [7, 6], non-contiguous, with ties
+    for (int64_t d : {0, 1}) {
+      for (bool largest : {true, false}) {
+        for (int64_t k = 0; k <= x.size(d); ++k) {
+          auto [v, i] = topk(x, k, d, largest);
+          Shape expected = x.sizes();
+          expected[d] = k;
+          ASSERT_EQ(v.sizes(), expected);
+          ASSERT_EQ(i.sizes(), expected);
+          auto [rv, ri] = sort_ref(x, d, largest, k);
+          const std::string what =
+              fmt::format("{} dim {} largest {} k {}", dtype_name(dt), d, largest, k);
+          EXPECT_EQ(values(v), rv) << what;
+          EXPECT_EQ(ints(i), ri) << what;
+          if (k > 0) {
+            EXPECT_EQ(values(gather(x, d, i)), values(v)) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Sort, TopkHandComputedUnsortedAndNaN) {
+  const Tensor x = tensor({1.0, 5.0, 3.0, 5.0, 2.0});
+  auto [v, i] = topk(x, 3);
+  EXPECT_EQ(values(v), (std::vector<double>{5, 5, 3}));
+  EXPECT_EQ(ints(i), (std::vector<int64_t>{1, 3, 2}));
+  auto [vs, is] = topk(x, 2, 0, /*largest=*/false);
+  EXPECT_EQ(values(vs), (std::vector<double>{1, 2}));
+  EXPECT_EQ(ints(is), (std::vector<int64_t>{0, 4}));
+  // sorted=false: the same elements, in some order.
+  auto [vu, iu] = topk(x, 3, 0, true, /*sorted=*/false);
+  std::vector<int64_t> got = ints(iu);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(values(gather(x, 0, iu)), values(vu));
+  // NaN counts as the largest value.
+  const Tensor n = tensor({1.0, kNaN, 3.0});
+  auto [vn, in] = topk(n, 1);
+  EXPECT_TRUE(std::isnan(vn.item()));
+  EXPECT_EQ(ints(in), (std::vector<int64_t>{1}));
+  auto [vm, im] = topk(n, 2, -1, false);
+  EXPECT_EQ(values(vm), (std::vector<double>{1, 3}));
+  EXPECT_EQ(ints(im), (std::vector<int64_t>{0, 2}));
+}
+
+TEST(Sort, TopkErrors) {
+  expect_error([&] { topk(zeros({5}), 6); }, {"[topk] k (6) is out of range for dim 0 of size 5"});
+  expect_error([&] { topk(zeros({2, 3}), -1, 0); }, {"[topk] k (-1) is out of range"});
+  expect_error([&] { topk(zeros({2, 3}), 4, 1); }, {"[topk] k (4) is out of range for dim 1"});
+  expect_error([&] { topk(zeros({2, 3}), 1, 2); }, {"[topk]"});
+}
+
+}  // namespace
+}  // namespace ember
