@@ -61,11 +61,34 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   k("floor", kF, floor);
   k("ceil", kF, ceil);
   k("round", kF, round);
-  // Reductions (reduce.cpp).
+  // Reductions (reduce.cpp): own pairwise/vectorized loops, OpenMP over outputs or the
+  // reduction. sum/prod/cumsum see int64 for integer and bool inputs (the core converts).
+  k("sum", kN, sum);
+  k("prod", kN, prod);
+  k("amax", kA, amax);
+  k("amin", kA, amin);
+  k("all", kA, all);
+  k("any", kA, any);
+  k("argmax", kA, argmax);
+  k("argmin", kA, argmin);
+  k("max_dim", kA, max_dim);
+  k("min_dim", kA, min_dim);
+  k("cumsum", kN, cumsum);
 
   // Matrix products and softmax (oneDNN).
+  k("matmul", kN, matmul);            // f32 (bf16/f16 where the CPU has them): dnnl::matmul
+  k("softmax", kF, softmax);          // f32: oneDNN softmax_forward; others: own loop
+  k("log_softmax", kF, log_softmax);  // f32: oneDNN logsoftmax_forward; others: own loop
 
   // Indexing and ordering (index.cpp, sort.cpp).
+  k("index_select", kA, index_select);
+  k("gather", kA, gather);
+  k("scatter", kA, scatter);
+  k("scatter_add", kA, scatter_add);
+  k("count_nonzero", kA, count_nonzero);
+  k("nonzero", kA, nonzero);
+  k("sort", kA, sort);  // std::stable_sort per row
+  k("topk", kA, topk);  // std::partial_sort per row
 }
 
 }  // namespace ember::cpu

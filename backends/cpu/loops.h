@@ -70,7 +70,8 @@ struct StridedIter {
     return n;
   }
 
-  /** Calls inner(ptrs, strides0, n) over rows of the innermost dim for linear range [begin, end). */
+  /** Calls inner(ptrs, strides0, n) over rows of the innermost dim for linear range [begin, end).
+   */
   template <typename Inner>
   void run_range(int64_t begin, int64_t end, Inner& inner) const {
     const int64_t row = sizes[0];
@@ -106,6 +107,7 @@ struct StridedIter {
   template <typename Inner>
   void run(Inner inner) const {
     const int64_t n = numel();
+    if (n == 0) return;  // also keeps run_range from dividing by a zero-size row
     if (n < kGrainSize || omp_get_max_threads() == 1 || omp_in_parallel()) {
       run_range(0, n, inner);
       return;

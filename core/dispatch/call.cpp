@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/plugin/loader.h"
 #include "core/util/error.h"
 
 namespace ember {
@@ -73,8 +74,13 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
     describe(*inputs[i], &in[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i]);
-  const KernelEntry& k = op.kernels().lookup(device.type, dtype);
-  if (__builtin_expect(k.fn == nullptr, 0)) missing_kernel(op, device, dtype);
+  const KernelEntry* k = &op.kernels().lookup(device.type, dtype);
+  if (__builtin_expect(k->fn == nullptr, 0)) {
+    // A tensor made without allocating (from_blob, DLPack) can reach here before discovery.
+    ensure_plugins_loaded();
+    k = &op.kernels().lookup(device.type, dtype);
+    if (k->fn == nullptr) missing_kernel(op, device, dtype);
+  }
 
   char error[512];
   error[0] = '\0';
@@ -88,9 +94,10 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.ints = attrs.ints.data();
   call.num_floats = static_cast<int32_t>(attrs.floats.size());
   call.floats = attrs.floats.data();
+  call.host = detail::host_table();
   call.error = error;
   call.error_capacity = sizeof(error);
-  const int32_t status = k.fn(&call);
+  const int32_t status = k->fn(&call);
   if (__builtin_expect(status != EMBER_OK, 0)) {
     throw Error(fmt::format("[{}] {} kernel failed for {}: {}", op.name(), device.str(), dtype,
                             error[0] ? error : "no reason given"));

@@ -19,7 +19,9 @@ Op& fill_op() {
   return op;
 }
 
-bool host_accessible(Device d) { return device_type(d.type).table.host_accessible != 0; }
+bool host_accessible(Device d) {
+  return device_type(d.type).table.host_accessible != 0;
+}
 
 }  // namespace
 
@@ -29,17 +31,22 @@ Tensor empty(IntList sizes, TensorOptions opts) {
   EMBER_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(opts.dtype)), &bytes),
               "[empty] {} elements of {} overflow the addressable size", n, opts.dtype);
   Storage s = allocate_storage(static_cast<size_t>(bytes), opts.device);
-  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes),
-                                           0, opts.dtype));
+  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes), 0,
+                                           opts.dtype));
 }
 
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), {t.dtype(), t.device()}); }
+Tensor empty_like(const Tensor& t) {
+  return empty(t.sizes(), {t.dtype(), t.device()});
+}
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
   EMBER_CHECK(defined() && src_in.defined(), "[copy_] undefined tensor");
   Tensor src = src_in.device() == device() ? src_in : src_in.to(device());
-  if (!src.sizes().empty() || !sizes().empty()) {
-    if (!(src.sizes() == sizes())) src = src.expand(sizes());
+  if (!(src.sizes() == sizes())) {
+    EMBER_CHECK(broadcast_shapes(sizes(), src.sizes(), "copy_") == sizes(),
+                "[copy_] source of shape {} does not broadcast to the destination's shape {}",
+                shape_str(src.sizes()), shape_str(sizes()));
+    src = src.expand(sizes());
   }
   if (numel() == 0) return *this;
   run_kernel(copy_op(), src.dtype(), {&src}, {this});
@@ -56,7 +63,9 @@ Tensor& Tensor::fill_(Scalar value) {
   return *this;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor out = empty_like(*this);

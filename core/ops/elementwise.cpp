@@ -7,6 +7,8 @@
 // the same kernel with the output aliasing the first input.
 #include "core/ops/elementwise.h"
 
+#include <string_view>
+
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
 
@@ -15,7 +17,9 @@ namespace {
 
 enum class Kind { Arith, TrueDiv, Compare, Logical };
 
-int category(DType d) { return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2; }
+int category(DType d) {
+  return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2;
+}
 
 // PyTorch's result_type for two tensors: 0-d tensors only raise the category.
 DType result_type(const Tensor& a, const Tensor& b) {
@@ -27,21 +31,32 @@ DType result_type(const Tensor& a, const Tensor& b) {
   return dim_t.dtype();
 }
 
+// bool + bool is "or" and bool * bool is "and", as in PyTorch; subtraction and powers have no
+// bool meaning and are refused by name rather than by a missing kernel.
+void check_bool_arith(const char* name) {
+  const std::string_view n(name);
+  EMBER_CHECK(n.substr(0, 3) != "sub" && n.substr(0, 3) != "pow",
+              "[{}] not supported for bool tensors (to invert a mask use logical_not)", name);
+}
+
 Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
   EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
   const DType out_dtype = kind == Kind::Compare || kind == Kind::Logical ? DType::Bool : ct;
   const Device device = common_device({&a, &b}, name);
+  if (ct == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
   if (a.sizes() == b.sizes()) {
     Tensor out = empty(a.sizes(), {out_dtype, device});
+    if (out.numel() == 0) return out;
     const Tensor a2 = a.to(ct), b2 = b.to(ct);
     run_kernel(op, ct, {&a2, &b2}, {&out});
     return out;
   }
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  const Tensor a2 = a.to(ct).expand(shape), b2 = b.to(ct).expand(shape);
   Tensor out = empty(shape, {out_dtype, device});
+  if (out.numel() == 0) return out;
+  const Tensor a2 = a.to(ct).expand(shape), b2 = b.to(ct).expand(shape);
   run_kernel(op, ct, {&a2, &b2}, {&out});
   return out;
 }
@@ -55,9 +70,10 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
               a.dtype());
   common_device({&a, &b}, name);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  EMBER_CHECK(shape == a.sizes(),
-              "[{}] output with shape {} doesn't match the broadcast shape {}", name,
-              shape_str(a.sizes()), shape_str(shape));
+  EMBER_CHECK(shape == a.sizes(), "[{}] output with shape {} doesn't match the broadcast shape {}",
+              name, shape_str(a.sizes()), shape_str(shape));
+  if (a.dtype() == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
+  if (a.numel() == 0) return a;
   const Tensor b2 = b.to(a.dtype()).expand(a.sizes());
   // Note: with a.dtype() == ct this is exact; for a float16 `a` and float32 `b` PyTorch
   // computes in float32 and rounds once, while this rounds b first (difference <= 1 ulp).
@@ -85,10 +101,10 @@ Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
   return x;
 }
 
-#define EMBER_OP(name)                  \
-  const Op& name##_op() {               \
+#define EMBER_OP(name)                      \
+  const Op& name##_op() {                   \
     static const Op& op = op_handle(#name); \
-    return op;                          \
+    return op;                              \
   }
 EMBER_OP(add)
 EMBER_OP(sub)
@@ -142,11 +158,11 @@ Tensor detail::scalar_tensor(Scalar s, DType other, Device device) {
   return t;
 }
 
-#define EMBER_BINARY(name, kind)                                                 \
-  Tensor name(const Tensor& a, const Tensor& b) {                                \
-    return binary(name##_op(), #name, a, b, kind);                               \
-  }                                                                              \
-  Tensor name(const Tensor& a, Scalar b) {                                       \
+#define EMBER_BINARY(name, kind)                                                                 \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                \
+    return binary(name##_op(), #name, a, b, kind);                                               \
+  }                                                                                              \
+  Tensor name(const Tensor& a, Scalar b) {                                                       \
     return binary(name##_op(), #name, a, detail::scalar_tensor(b, a.dtype(), a.device()), kind); \
   }
 EMBER_BINARY(add, Kind::Arith)
@@ -212,16 +228,36 @@ Tensor relu(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
   return unary(relu_op(), "relu", x, false);
 }
-Tensor exp(const Tensor& x) { return unary(exp_op(), "exp", x, true); }
-Tensor log(const Tensor& x) { return unary(log_op(), "log", x, true); }
-Tensor log1p(const Tensor& x) { return unary(log1p_op(), "log1p", x, true); }
-Tensor sqrt(const Tensor& x) { return unary(sqrt_op(), "sqrt", x, true); }
-Tensor rsqrt(const Tensor& x) { return unary(rsqrt_op(), "rsqrt", x, true); }
-Tensor sin(const Tensor& x) { return unary(sin_op(), "sin", x, true); }
-Tensor cos(const Tensor& x) { return unary(cos_op(), "cos", x, true); }
-Tensor tanh(const Tensor& x) { return unary(tanh_op(), "tanh", x, true); }
-Tensor sigmoid(const Tensor& x) { return unary(sigmoid_op(), "sigmoid", x, true); }
-Tensor silu(const Tensor& x) { return unary(silu_op(), "silu", x, true); }
+Tensor exp(const Tensor& x) {
+  return unary(exp_op(), "exp", x, true);
+}
+Tensor log(const Tensor& x) {
+  return unary(log_op(), "log", x, true);
+}
+Tensor log1p(const Tensor& x) {
+  return unary(log1p_op(), "log1p", x, true);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(sqrt_op(), "sqrt", x, true);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary(rsqrt_op(), "rsqrt", x, true);
+}
+Tensor sin(const Tensor& x) {
+  return unary(sin_op(), "sin", x, true);
+}
+Tensor cos(const Tensor& x) {
+  return unary(cos_op(), "cos", x, true);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(tanh_op(), "tanh", x, true);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(sigmoid_op(), "sigmoid", x, true);
+}
+Tensor silu(const Tensor& x) {
+  return unary(silu_op(), "silu", x, true);
+}
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "[gelu] approximate must be 'none' or 'tanh': got '{}'", approximate);
@@ -237,7 +273,9 @@ Tensor ceil(const Tensor& x) {
 Tensor round(const Tensor& x) {
   return is_floating(x.dtype()) ? unary(round_op(), "round", x, false) : x.clone();
 }
-Tensor square(const Tensor& x) { return mul(x, x); }
+Tensor square(const Tensor& x) {
+  return mul(x, x);
+}
 
 namespace {
 struct ClampArgs {
@@ -261,16 +299,19 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
 }
 Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const ClampArgs a = clamp_args(x.dtype(), lo, hi);
+  EMBER_CHECK(a.dtype == x.dtype(),
+              "[clamp_] result type {} can't be cast to the desired output type {}", a.dtype,
+              x.dtype());
   return unary_(clamp_op(), "clamp_", x, false, {{a.ints, 2}, {a.floats, 2}});
 }
 
-#define EMBER_BINARY_INPLACE(name, kind)                                              \
-  Tensor& name##_(Tensor& a, const Tensor& b) {                                       \
-    return binary_(name##_op(), #name "_", a, b, kind);                               \
-  }                                                                                   \
-  Tensor& name##_(Tensor& a, Scalar b) {                                              \
+#define EMBER_BINARY_INPLACE(name, kind)                                                       \
+  Tensor& name##_(Tensor& a, const Tensor& b) {                                                \
+    return binary_(name##_op(), #name "_", a, b, kind);                                        \
+  }                                                                                            \
+  Tensor& name##_(Tensor& a, Scalar b) {                                                       \
     return binary_(name##_op(), #name "_", a, detail::scalar_tensor(b, a.dtype(), a.device()), \
-                   kind);                                                             \
+                   kind);                                                                      \
   }
 EMBER_BINARY_INPLACE(add, Kind::Arith)
 EMBER_BINARY_INPLACE(sub, Kind::Arith)
@@ -278,14 +319,32 @@ EMBER_BINARY_INPLACE(mul, Kind::Arith)
 EMBER_BINARY_INPLACE(div, Kind::TrueDiv)
 #undef EMBER_BINARY_INPLACE
 
-Tensor& neg_(Tensor& x) { return unary_(neg_op(), "neg_", x, false); }
-Tensor& abs_(Tensor& x) { return unary_(abs_op(), "abs_", x, false); }
-Tensor& exp_(Tensor& x) { return unary_(exp_op(), "exp_", x, true); }
-Tensor& log_(Tensor& x) { return unary_(log_op(), "log_", x, true); }
-Tensor& sqrt_(Tensor& x) { return unary_(sqrt_op(), "sqrt_", x, true); }
-Tensor& tanh_(Tensor& x) { return unary_(tanh_op(), "tanh_", x, true); }
-Tensor& sigmoid_(Tensor& x) { return unary_(sigmoid_op(), "sigmoid_", x, true); }
-Tensor& relu_(Tensor& x) { return unary_(relu_op(), "relu_", x, false); }
+Tensor& neg_(Tensor& x) {
+  EMBER_CHECK(x.dtype() != DType::Bool,
+              "[neg_] negation of a bool tensor is not supported (use logical_not)");
+  return unary_(neg_op(), "neg_", x, false);
+}
+Tensor& abs_(Tensor& x) {
+  return unary_(abs_op(), "abs_", x, false);
+}
+Tensor& exp_(Tensor& x) {
+  return unary_(exp_op(), "exp_", x, true);
+}
+Tensor& log_(Tensor& x) {
+  return unary_(log_op(), "log_", x, true);
+}
+Tensor& sqrt_(Tensor& x) {
+  return unary_(sqrt_op(), "sqrt_", x, true);
+}
+Tensor& tanh_(Tensor& x) {
+  return unary_(tanh_op(), "tanh_", x, true);
+}
+Tensor& sigmoid_(Tensor& x) {
+  return unary_(sigmoid_op(), "sigmoid_", x, true);
+}
+Tensor& relu_(Tensor& x) {
+  return unary_(relu_op(), "relu_", x, false);
+}
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_fill_] mask must be bool: got {}",
@@ -300,26 +359,56 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   return x;
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
-Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
-Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+Tensor operator+(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  return div(a, b);
+}
+Tensor operator+(const Tensor& a, Scalar b) {
+  return add(a, b);
+}
+Tensor operator-(const Tensor& a, Scalar b) {
+  return sub(a, b);
+}
+Tensor operator*(const Tensor& a, Scalar b) {
+  return mul(a, b);
+}
+Tensor operator/(const Tensor& a, Scalar b) {
+  return div(a, b);
+}
+Tensor operator+(Scalar a, const Tensor& b) {
+  return add(b, a);
+}
 Tensor operator-(Scalar a, const Tensor& b) {
   return sub(detail::scalar_tensor(a, b.dtype(), b.device()), b);
 }
-Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator*(Scalar a, const Tensor& b) {
+  return mul(b, a);
+}
 Tensor operator/(Scalar a, const Tensor& b) {
   return div(detail::scalar_tensor(a, b.dtype(), b.device()), b);
 }
-Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor& operator+=(Tensor& a, const Tensor& b) { return add_(a, b); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return sub_(a, b); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return mul_(a, b); }
-Tensor& operator/=(Tensor& a, const Tensor& b) { return div_(a, b); }
+Tensor operator-(const Tensor& a) {
+  return neg(a);
+}
+Tensor& operator+=(Tensor& a, const Tensor& b) {
+  return add_(a, b);
+}
+Tensor& operator-=(Tensor& a, const Tensor& b) {
+  return sub_(a, b);
+}
+Tensor& operator*=(Tensor& a, const Tensor& b) {
+  return mul_(a, b);
+}
+Tensor& operator/=(Tensor& a, const Tensor& b) {
+  return div_(a, b);
+}
 
 }  // namespace ember

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <random>
 
+#include "core/dispatch/call.h"
+
 namespace ember {
 namespace {
 
-// Makes a host tensor of `dtype` by calling gen(i) for each element, then moves it.
+// Makes a host tensor of `dtype` by calling gen(i) for each element, then moves it. gen may
+// return any arithmetic type; integer results reach integer dtypes without a detour via double.
 template <typename Gen>
 Tensor host_generate(IntList sizes, TensorOptions opts, Gen&& gen) {
   Tensor host = empty(sizes, {opts.dtype, Device::cpu()});
@@ -21,31 +24,63 @@ Tensor host_generate(IntList sizes, TensorOptions opts, Gen&& gen) {
   return host.to(opts.device);
 }
 
+// Significand bits of a floating dtype: a uniform draw with this many random bits is exactly
+// representable, so it can never round up to 1.
+int uniform_bits(DType d) {
+  switch (d) {
+    case DType::Float64:
+      return 53;
+    case DType::Float16:
+      return 11;
+    case DType::BFloat16:
+      return 8;
+    default:
+      return 24;
+  }
+}
+
 }  // namespace
 
-Tensor zeros(IntList sizes, TensorOptions opts) { return full(sizes, 0, opts); }
-Tensor ones(IntList sizes, TensorOptions opts) { return full(sizes, 1, opts); }
+Tensor zeros(IntList sizes, TensorOptions opts) {
+  return full(sizes, 0, opts);
+}
+Tensor ones(IntList sizes, TensorOptions opts) {
+  return full(sizes, 1, opts);
+}
 Tensor full(IntList sizes, Scalar value, TensorOptions opts) {
   Tensor t = empty(sizes, opts);
-  t.fill_(value);
+  if (t.numel() == 0) return t;
+  // The "fill" kernel directly rather than fill_(): a new tensor starts at version 0, as in
+  // PyTorch, since nothing can have saved it yet.
+  static const Op& fill = op_handle("fill");
+  const double f = value.to_double();
+  const int64_t i = value.to_int();
+  run_kernel(fill, t.dtype(), {}, {&t}, {{&i, 1}, {&f, 1}});
   return t;
 }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), {t.dtype(), t.device()}); }
-Tensor ones_like(const Tensor& t) { return ones(t.sizes(), {t.dtype(), t.device()}); }
-Tensor full_like(const Tensor& t, Scalar v) { return full(t.sizes(), v, {t.dtype(), t.device()}); }
+Tensor zeros_like(const Tensor& t) {
+  return zeros(t.sizes(), {t.dtype(), t.device()});
+}
+Tensor ones_like(const Tensor& t) {
+  return ones(t.sizes(), {t.dtype(), t.device()});
+}
+Tensor full_like(const Tensor& t, Scalar v) {
+  return full(t.sizes(), v, {t.dtype(), t.device()});
+}
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions> opts) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
   const TensorOptions o = opts.value_or(TensorOptions(integral ? DType::Int64 : kDefaultFloat));
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   EMBER_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
-              "[arange] step must be non-zero and bounds finite: start {} end {} step {}", s, e, st);
+              "[arange] step must be non-zero and bounds finite: start {} end {} step {}", s, e,
+              st);
   EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
               "[arange] upper bound and step have inconsistent signs: start {} end {} step {}", s,
               e, st);
-  const int64_t n = integral ? (end.to_int() - start.to_int() + step.to_int() - (st > 0 ? 1 : -1)) /
-                                   step.to_int()
-                             : static_cast<int64_t>(std::ceil((e - s) / st));
+  const int64_t n =
+      integral ? (end.to_int() - start.to_int() + step.to_int() - (st > 0 ? 1 : -1)) / step.to_int()
+               : static_cast<int64_t>(std::ceil((e - s) / st));
   if (integral && is_integral(o.dtype)) {
     const int64_t a = start.to_int(), b = step.to_int();
     return host_generate({n}, o, [&](int64_t i) { return a + i * b; });
@@ -53,13 +88,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions
   return host_generate({n}, o, [&](int64_t i) { return s + static_cast<double>(i) * st; });
 }
 
-Tensor arange(Scalar end, std::optional<TensorOptions> opts) { return arange(0, end, 1, opts); }
+Tensor arange(Scalar end, std::optional<TensorOptions> opts) {
+  return arange(0, end, 1, opts);
+}
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
   EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative: got {}", steps);
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   // Like PyTorch: the second half counts back from `end` so both ends are exact.
   return host_generate({steps}, opts, [&](int64_t i) {
+    if (steps == 1) return start;
     return i < steps / 2 ? start + step * static_cast<double>(i)
                          : end - step * static_cast<double>(steps - 1 - i);
   });
@@ -77,25 +115,41 @@ struct Generator::State {
 };
 
 Generator::Generator(uint64_t seed) : state_(new State{std::mt19937_64(seed), {}}) {}
-Generator::~Generator() { delete state_; }
+Generator::~Generator() {
+  delete state_;
+}
 void Generator::manual_seed(uint64_t seed) {
   state_->engine.seed(seed);
   state_->normal.reset();
 }
-uint64_t Generator::next() { return state_->engine(); }
-double Generator::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-double Generator::normal() { return state_->normal(state_->engine); }
+uint64_t Generator::next() {
+  return state_->engine();
+}
+double Generator::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
+double Generator::normal() {
+  return state_->normal(state_->engine);
+}
 
 Generator& default_generator() {
   static Generator g;
   return g;
 }
-void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+void manual_seed(uint64_t seed) {
+  default_generator().manual_seed(seed);
+}
 
 Tensor rand(IntList sizes, TensorOptions opts, Generator* gen) {
   EMBER_CHECK(is_floating(opts.dtype), "[rand] needs a floating dtype: got {}", opts.dtype);
   Generator& g = gen ? *gen : default_generator();
-  return host_generate(sizes, opts, [&](int64_t) { return g.uniform(); });
+  // Note [rand stays below 1]: a 53-bit draw cast to float32 (or narrower) rounds up to 1.0
+  // for draws within half an ulp of 1 (about 1 in 500 for bfloat16). Like PyTorch, draw only
+  // as many bits as the dtype holds.
+  const int bits = uniform_bits(opts.dtype);
+  const double scale = std::ldexp(1.0, -bits);
+  return host_generate(
+      sizes, opts, [&](int64_t) { return static_cast<double>(g.next() >> (64 - bits)) * scale; });
 }
 
 Tensor randn(IntList sizes, TensorOptions opts, Generator* gen) {
@@ -109,7 +163,7 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Gen
   Generator& g = gen ? *gen : default_generator();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   return host_generate(sizes, opts, [&](int64_t) {
-    return static_cast<double>(low + static_cast<int64_t>(g.next() % range));
+    return static_cast<int64_t>(static_cast<uint64_t>(low) + g.next() % range);
   });
 }
 

@@ -1,7 +1,20 @@
 // The printed form of a tensor, in PyTorch's style:
 //   tensor([[1.0000, 2.5000],
 //           [3.0000, 4.0000]], dtype=float64)
+//
+// Note [Printing follows torch/_tensor_str.py]
+// The rules are PyTorch's (precision 4, threshold 1000, edge items 3, line width 80):
+// - One format for the whole tensor, chosen from the elements that are printed (the edges
+//   when summarising) and, for floats, only from the finite non-zero ones: "1." when all are
+//   whole numbers, "1.0000" otherwise, "1.0000e+00" when max/min > 1000, max > 1e8, or (not
+//   whole) min < 1e-4. Every element is right-aligned to the widest formatted one.
+// - Rows wrap at 80 columns; above 1000 elements each dim longer than 6 shows its first and
+//   last 3 entries around "...".
+// - Suffixes: device if not the CPU, then for empty tensors size=(..) unless 1-d and dtype
+//   unless float32; for others dtype unless float32, int64 or bool. Dtypes print by their
+//   Ember names ("float64", not "torch.float64").
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/ops/factory.h"
@@ -10,56 +23,122 @@
 namespace ember {
 namespace {
 
-constexpr int64_t kSummarizeAbove = 1000;  // PyTorch's threshold
+constexpr int64_t kSummarizeAbove = 1000;
 constexpr int64_t kEdgeItems = 3;
+constexpr int64_t kLineWidth = 80;
 
-struct Style {
-  bool floating = false;
-  bool integral_values = true;  // every float is a whole number: print "1."
-  bool scientific = false;
-  int width = 1;
-};
-
-std::string format_value(double v, const Style& st, DType dtype) {
-  if (dtype == DType::Bool) return v != 0 ? "True" : "False";
-  if (!st.floating) return fmt::format("{}", static_cast<int64_t>(v));
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (st.scientific) return fmt::format("{:.4e}", v);
-  if (st.integral_values) return fmt::format("{:.0f}.", v);
-  return fmt::format("{:.4f}", v);
-}
-
-void render(const std::vector<double>& vals, const Shape& sizes, size_t dim, int64_t offset,
-            const Shape& strides, bool summarize, const Style& st, DType dtype, int indent,
-            std::string& out) {
-  if (sizes.empty()) {
-    out += format_value(vals[offset], st, dtype);
+// Visits the flat indices of the elements that get printed, in order.
+template <typename Fn>
+void for_each_printed(const Shape& sizes, const Shape& strides, size_t dim, int64_t offset,
+                      bool summarize, Fn&& fn) {
+  if (dim == sizes.size()) {
+    fn(offset);
     return;
   }
-  out += '[';
   const int64_t n = sizes[dim];
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
-      out += dim + 1 == sizes.size() ? "..., " : fmt::format("...,\n{:{}}", "", indent + 1);
-      i = n - kEdgeItems;
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    for_each_printed(sizes, strides, dim + 1, offset + i * strides[dim], summarize, fn);
+  }
+}
+
+class Formatter {
+ public:
+  Formatter(DType dtype, const std::vector<double>& printed) : dtype_(dtype) {
+    floating_ = is_floating(dtype);
+    if (!floating_) {
+      for (double v : printed) width_ = std::max(width_, raw(v).size());
+      return;
     }
-    if (dim + 1 == sizes.size()) {
-      std::string s = format_value(vals[offset + i * strides[dim]], st, dtype);
-      out += fmt::format("{:>{}}", s, st.width);
-      if (i + 1 < n) out += ", ";
-    } else {
-      render(vals, sizes, dim + 1, offset + i * strides[dim], strides, summarize, st, dtype,
-             indent + 1, out);
-      if (i + 1 < n) {
-        out += ',';
-        out += std::string(sizes.size() - dim - 1, '\n');
-        out += std::string(indent + 1, ' ');
-      }
+    double lo = INFINITY, hi = 0;
+    bool any = false;
+    for (double v : printed) {
+      if (!std::isfinite(v) || v == 0) continue;
+      any = true;
+      lo = std::min(lo, std::fabs(v));
+      hi = std::max(hi, std::fabs(v));
+      if (v != std::ceil(v)) int_mode_ = false;
+    }
+    if (!any) return;
+    sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!int_mode_ && lo < 1.0e-4);
+    for (double v : printed) {
+      if (std::isfinite(v) && v != 0) width_ = std::max(width_, raw(v).size());
     }
   }
-  out += ']';
-}
+
+  size_t width() const { return width_; }
+
+  /** The element right-aligned to the common width. */
+  std::string format(double v) const {
+    std::string s = raw(v);
+    if (s.size() < width_) s.insert(0, width_ - s.size(), ' ');
+    return s;
+  }
+
+ private:
+  std::string raw(double v) const {
+    if (dtype_ == DType::Bool) return v != 0 ? "True" : "False";
+    if (!floating_) return fmt::format("{}", static_cast<int64_t>(v));
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci_) return fmt::format("{:.4e}", v);
+    if (int_mode_) return fmt::format("{:.0f}.", v);
+    return fmt::format("{:.4f}", v);
+  }
+
+  DType dtype_;
+  bool floating_ = false;
+  bool int_mode_ = true;
+  bool sci_ = false;
+  size_t width_ = 1;
+};
+
+struct Printer {
+  const std::vector<double>& vals;
+  const Shape& sizes;
+  const Shape& strides;
+  bool summarize;
+  const Formatter& formatter;
+
+  std::string vector_str(int64_t offset, int64_t indent) const {
+    const int64_t n = sizes.back(), stride = strides.back();
+    const int64_t element_length = static_cast<int64_t>(formatter.width()) + 2;
+    const int64_t per_line = std::max<int64_t>(1, (kLineWidth - indent) / element_length);
+    std::vector<std::string> items;
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+        items.emplace_back(" ...");
+        i = n - kEdgeItems;
+      }
+      items.push_back(formatter.format(vals[offset + i * stride]));
+    }
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) {
+        out += i % per_line == 0 ? fmt::format(",\n{:{}}", "", indent + 1) : ", ";
+      }
+      out += items[i];
+    }
+    return out + "]";
+  }
+
+  std::string tensor_str(size_t dim, int64_t offset, int64_t indent) const {
+    if (dim + 1 == sizes.size()) return vector_str(offset, indent);
+    const int64_t n = sizes[dim];
+    const std::string sep =
+        "," + std::string(sizes.size() - dim - 1, '\n') + std::string(indent + 1, ' ');
+    std::string out = "[";
+    for (int64_t i = 0; i < n; ++i) {
+      if (i > 0) out += sep;
+      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+        out += "..." + sep;
+        i = n - kEdgeItems;
+      }
+      out += tensor_str(dim + 1, offset + i * strides[dim], indent + 1);
+    }
+    return out + "]";
+  }
+};
 
 }  // namespace
 
@@ -74,33 +153,36 @@ std::string Tensor::str() const {
       vals[i] = static_cast<double>(static_cast<sdk::Compute<T>>(p[i]));
     }
   });
-  Style st;
-  st.floating = is_floating(dtype());
-  double max_abs = 0, min_abs = INFINITY;
-  for (double v : vals) {
-    if (!std::isfinite(v)) continue;
-    if (v != std::floor(v)) st.integral_values = false;
-    max_abs = std::max(max_abs, std::fabs(v));
-    if (v != 0) min_abs = std::min(min_abs, std::fabs(v));
-  }
-  if (st.floating && (max_abs >= 1e8 || (min_abs < 1e-4 && !st.integral_values) ||
-                      (max_abs / std::max(min_abs, 1e-300) > 1000 && !st.integral_values))) {
-    st.scientific = true;
-  }
-  for (double v : vals) st.width = std::max<int>(st.width, format_value(v, st, dtype()).size());
-  std::string out = "tensor(";
+  const std::string prefix = "tensor(";
+  std::string out = prefix;
+  std::vector<std::string> suffixes;
+  if (device() != Device::cpu()) suffixes.push_back(fmt::format("device='{}'", device().str()));
   if (numel() == 0) {
     out += "[]";
-    if (dim() > 1) out += fmt::format(", size={}", shape_str(sizes()));
+    if (dim() != 1) {
+      // Python's tuple form: (0, 3)
+      const std::string s = shape_str(sizes());
+      suffixes.push_back(fmt::format("size=({})", s.substr(1, s.size() - 2)));
+    }
+    if (dtype() != kDefaultFloat) suffixes.push_back(fmt::format("dtype={}", dtype()));
   } else {
-    render(vals, sizes(), 0, 0, host.strides(), numel() > kSummarizeAbove, st, dtype(), 7, out);
+    const bool summarize = numel() > kSummarizeAbove;
+    std::vector<double> printed;
+    for_each_printed(sizes(), host.strides(), 0, 0, summarize,
+                     [&](int64_t i) { printed.push_back(vals[static_cast<size_t>(i)]); });
+    const Formatter formatter(dtype(), printed);
+    if (dim() == 0) {
+      out += formatter.format(vals[0]);
+    } else {
+      const Printer p{vals, sizes(), host.strides(), summarize, formatter};
+      out += p.tensor_str(0, 0, static_cast<int64_t>(prefix.size()));
+    }
+    if (dtype() != kDefaultFloat && dtype() != DType::Int64 && dtype() != DType::Bool) {
+      suffixes.push_back(fmt::format("dtype={}", dtype()));
+    }
   }
-  const bool default_dtype = dtype() == kDefaultFloat || dtype() == DType::Int64 ||
-                             dtype() == DType::Bool;
-  if (device() != Device::cpu()) out += fmt::format(", device='{}'", device().str());
-  if (!default_dtype) out += fmt::format(", dtype={}", dtype());
-  out += ')';
-  return out;
+  for (const std::string& s : suffixes) out += ", " + s;
+  return out + ")";
 }
 
 }  // namespace ember

@@ -17,6 +17,8 @@ Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset)
 std::optional<Shape> view_strides(const Tensor& t, IntList sizes) {
   Shape out(sizes.size());
   if (t.numel() == 0) return contiguous_strides(sizes);
+  // A 0-d tensor has one element: every view of it has only size-1 dims.
+  if (t.dim() == 0) return Shape(sizes.size(), 1);
   const Shape& old_sizes = t.sizes();
   const Shape& old_strides = t.strides();
   int64_t view_d = static_cast<int64_t>(sizes.size()) - 1;
@@ -24,7 +26,8 @@ std::optional<Shape> view_strides(const Tensor& t, IntList sizes) {
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_sizes.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_sizes[d];
-    if (d == 0 || (old_sizes[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_sizes[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || sizes[view_d] == 1)) {
         out[view_d] = view_numel * chunk_base_stride;
         view_numel *= sizes[view_d];
@@ -55,8 +58,8 @@ Shape infer_size(IntList sizes, int64_t numel, const char* op) {
     }
   }
   if (infer >= 0) {
-    EMBER_CHECK(known != 0 && numel % known == 0,
-                "[{}] shape {} is invalid for input of size {}", op, shape_str(sizes), numel);
+    EMBER_CHECK(known != 0 && numel % known == 0, "[{}] shape {} is invalid for input of size {}",
+                op, shape_str(sizes), numel);
     out[infer] = numel / known;
   } else {
     EMBER_CHECK(known == numel, "[{}] shape {} is invalid for input of size {}", op,
@@ -67,8 +70,12 @@ Shape infer_size(IntList sizes, int64_t numel, const char* op) {
 
 }  // namespace
 
-int64_t Tensor::size(int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
+int64_t Tensor::size(int64_t d) const {
+  return sizes()[wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  return strides()[wrap_dim(d, dim(), "stride")];
+}
 
 Tensor Tensor::view(IntList sizes_in) const {
   Shape sizes = infer_size(sizes_in, numel(), "view");
@@ -106,7 +113,8 @@ Tensor Tensor::t() const {
 
 Tensor Tensor::permute(IntList dims) const {
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == dim(),
-              "[permute] number of dims {} does not match the tensor's {} dims", dims.size(), dim());
+              "[permute] number of dims {} does not match the tensor's {} dims", dims.size(),
+              dim());
   Shape sizes(dims.size()), strides(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -239,16 +247,21 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
     EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0,
                 "[as_strided] sizes and strides must be non-negative: sizes {} strides {}",
                 shape_str(sizes), shape_str(strides));
-    if (sizes[i] == 0) empty = true;
-    else last += (sizes[i] - 1) * strides[i];
+    if (sizes[i] == 0)
+      empty = true;
+    else
+      last += (sizes[i] - 1) * strides[i];
   }
   const int64_t capacity = static_cast<int64_t>(storage()->bytes() / element_size());
-  EMBER_CHECK(empty || last < capacity,
-              "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
-              shape_str(sizes), shape_str(strides), off, last, capacity);
+  EMBER_CHECK(
+      empty || last < capacity,
+      "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
+      shape_str(sizes), shape_str(strides), off, last, capacity);
   return make_view(*this, Shape(sizes), Shape(strides), off);
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  return os << t.str();
+}
 
 }  // namespace ember

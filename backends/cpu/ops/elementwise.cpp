@@ -66,7 +66,8 @@ int32_t copy(const ember_kernel_call* call) {
   const ember_tensor& dst = call->outputs[0];
   const ember_tensor& src = call->inputs[0];
   if (dst.dtype == src.dtype && sdk::is_contiguous(dst) && sdk::is_contiguous(src)) {
-    const size_t bytes = static_cast<size_t>(sdk::numel(dst)) * StridedIter<1>::sdk_itemsize(dst.dtype);
+    const size_t bytes =
+        static_cast<size_t>(sdk::numel(dst)) * StridedIter<1>::sdk_itemsize(dst.dtype);
     char* d = static_cast<char*>(dst.data);
     const char* s = static_cast<const char*>(src.data);
     if (bytes < (size_t{1} << 20)) {
@@ -98,10 +99,14 @@ int32_t fill(const ember_kernel_call* call) {
   sdk::visit_dtype(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T value;
-    if constexpr (std::is_same_v<T, bool>) value = fv != 0;
-    else if constexpr (std::is_integral_v<T>) value = static_cast<T>(iv);
-    else if constexpr (kHalfType<T>) value = T(static_cast<float>(fv));
-    else value = static_cast<T>(fv);
+    if constexpr (std::is_same_v<T, bool>)
+      value = fv != 0;
+    else if constexpr (std::is_integral_v<T>)
+      value = static_cast<T>(iv);
+    else if constexpr (kHalfType<T>)
+      value = T(static_cast<float>(fv));
+    else
+      value = static_cast<T>(fv);
     map<T>(call, [value]() { return value; });
   });
   return EMBER_OK;
@@ -124,8 +129,10 @@ int32_t binary(const ember_kernel_call* call) {
   int32_t status = EMBER_OK;
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (Op::template supports<T>) status = binary_same<T>(call, Op{});
-    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "dtype not supported");
+    if constexpr (Op::template supports<T>)
+      status = binary_same<T>(call, Op{});
+    else
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "dtype not supported");
   });
   return status;
 }
@@ -134,46 +141,69 @@ template <typename T>
 constexpr bool kNotBool = !std::is_same_v<T, bool>;
 
 struct AddOp {
-  template <typename T> static constexpr bool supports = true;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>) return a || b;
-    else return a + b;
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>)
+      return a || b;
+    else
+      return a + b;
   }
 };
 struct SubOp {
-  template <typename T> static constexpr bool supports = kNotBool<T>;
-  template <typename C> C operator()(C a, C b) const { return a - b; }
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return a - b;
+  }
 };
 struct MulOp {
-  template <typename T> static constexpr bool supports = true;
-  template <typename C> C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>) return a && b;
-    else return a * b;
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>)
+      return a && b;
+    else
+      return a * b;
   }
 };
 struct DivOp {
-  template <typename T> static constexpr bool supports = sdk::kIsFloating<T>;
-  template <typename C> C operator()(C a, C b) const { return a / b; }
+  template <typename T>
+  static constexpr bool supports = sdk::kIsFloating<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return a / b;
+  }
 };
 struct PowOp {
-  template <typename T> static constexpr bool supports = kNotBool<T>;
-  template <typename C> C operator()(C a, C b) const {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) {
       return std::pow(a, b);
     } else {
       // Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
+      // Products wrap modulo 2^bits as in PyTorch; unsigned arithmetic keeps that defined.
       if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-      C r = 1;
-      for (C e = b, x = a; e > 0; e >>= 1, x *= x) {
-        if (e & 1) r *= x;
+      using U = std::make_unsigned_t<C>;
+      U r = 1, x = static_cast<U>(a);
+      for (C e = b; e > 0; e >>= 1) {
+        if (e & 1) r = static_cast<U>(r * x);
+        if (e > 1) x = static_cast<U>(x * x);
       }
-      return r;
+      return static_cast<C>(r);
     }
   }
 };
 struct MaximumOp {
-  template <typename T> static constexpr bool supports = true;
-  template <typename C> C operator()(C a, C b) const {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(a) || std::isnan(b)) return a + b;
     }
@@ -181,8 +211,10 @@ struct MaximumOp {
   }
 };
 struct MinimumOp {
-  template <typename T> static constexpr bool supports = true;
-  template <typename C> C operator()(C a, C b) const {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(a) || std::isnan(b)) return a + b;
     }
@@ -207,19 +239,45 @@ bool truthy(T v) {
 
 }  // namespace
 
-int32_t add(const ember_kernel_call* c) { return binary<AddOp>(c); }
-int32_t sub(const ember_kernel_call* c) { return binary<SubOp>(c); }
-int32_t mul(const ember_kernel_call* c) { return binary<MulOp>(c); }
-int32_t div(const ember_kernel_call* c) { return binary<DivOp>(c); }
-int32_t pow(const ember_kernel_call* c) { return binary<PowOp>(c); }
-int32_t maximum(const ember_kernel_call* c) { return binary<MaximumOp>(c); }
-int32_t minimum(const ember_kernel_call* c) { return binary<MinimumOp>(c); }
-int32_t eq(const ember_kernel_call* c) { return compare<std::equal_to<>>(c); }
-int32_t ne(const ember_kernel_call* c) { return compare<std::not_equal_to<>>(c); }
-int32_t lt(const ember_kernel_call* c) { return compare<std::less<>>(c); }
-int32_t le(const ember_kernel_call* c) { return compare<std::less_equal<>>(c); }
-int32_t gt(const ember_kernel_call* c) { return compare<std::greater<>>(c); }
-int32_t ge(const ember_kernel_call* c) { return compare<std::greater_equal<>>(c); }
+int32_t add(const ember_kernel_call* c) {
+  return binary<AddOp>(c);
+}
+int32_t sub(const ember_kernel_call* c) {
+  return binary<SubOp>(c);
+}
+int32_t mul(const ember_kernel_call* c) {
+  return binary<MulOp>(c);
+}
+int32_t div(const ember_kernel_call* c) {
+  return binary<DivOp>(c);
+}
+int32_t pow(const ember_kernel_call* c) {
+  return binary<PowOp>(c);
+}
+int32_t maximum(const ember_kernel_call* c) {
+  return binary<MaximumOp>(c);
+}
+int32_t minimum(const ember_kernel_call* c) {
+  return binary<MinimumOp>(c);
+}
+int32_t eq(const ember_kernel_call* c) {
+  return compare<std::equal_to<>>(c);
+}
+int32_t ne(const ember_kernel_call* c) {
+  return compare<std::not_equal_to<>>(c);
+}
+int32_t lt(const ember_kernel_call* c) {
+  return compare<std::less<>>(c);
+}
+int32_t le(const ember_kernel_call* c) {
+  return compare<std::less_equal<>>(c);
+}
+int32_t gt(const ember_kernel_call* c) {
+  return compare<std::greater<>>(c);
+}
+int32_t ge(const ember_kernel_call* c) {
+  return compare<std::greater_equal<>>(c);
+}
 
 int32_t logical_and(const ember_kernel_call* call) {
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
@@ -267,8 +325,10 @@ int32_t unary_float(const ember_kernel_call* call, F f) {
   int32_t status = EMBER_OK;
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (sdk::kIsFloating<T>) unary_same<T>(call, f);
-    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "needs a floating dtype");
+    if constexpr (sdk::kIsFloating<T>)
+      unary_same<T>(call, f);
+    else
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "needs a floating dtype");
   });
   return status;
 }
@@ -279,16 +339,18 @@ int32_t unary_numeric(const ember_kernel_call* call, F f) {
   int32_t status = EMBER_OK;
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) unary_same<T>(call, f);
-    else status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "not defined for bool");
+    if constexpr (!std::is_same_v<T, bool>)
+      unary_same<T>(call, f);
+    else
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "not defined for bool");
   });
   return status;
 }
 
 }  // namespace
 
-#define EMBER_CPU_UNARY_FLOAT(name, expr) \
-  int32_t name(const ember_kernel_call* c) { \
+#define EMBER_CPU_UNARY_FLOAT(name, expr)               \
+  int32_t name(const ember_kernel_call* c) {            \
     return unary_float(c, [](auto x) { return expr; }); \
   }
 
@@ -312,8 +374,10 @@ int32_t neg(const ember_kernel_call* c) {
 }
 int32_t abs(const ember_kernel_call* c) {
   return unary_numeric(c, [](auto x) {
-    if constexpr (std::is_unsigned_v<decltype(x)>) return x;
-    else return x < 0 ? decltype(x)(-x) : x;
+    if constexpr (std::is_unsigned_v<decltype(x)>)
+      return x;
+    else
+      return x < 0 ? decltype(x)(-x) : x;
   });
 }
 int32_t sign(const ember_kernel_call* c) {

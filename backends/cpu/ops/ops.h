@@ -49,9 +49,42 @@ EMBER_CPU_KERNEL(ceil);
 EMBER_CPU_KERNEL(round);
 
 // reduce.cpp
+EMBER_CPU_KERNEL(sum);
+EMBER_CPU_KERNEL(prod);
+EMBER_CPU_KERNEL(amax);
+EMBER_CPU_KERNEL(amin);
+EMBER_CPU_KERNEL(all);
+EMBER_CPU_KERNEL(any);
+EMBER_CPU_KERNEL(argmax);
+EMBER_CPU_KERNEL(argmin);
+EMBER_CPU_KERNEL(max_dim);
+EMBER_CPU_KERNEL(min_dim);
+EMBER_CPU_KERNEL(cumsum);
 
 // matmul.cpp, softmax.cpp (oneDNN)
+EMBER_CPU_KERNEL(matmul);
+EMBER_CPU_KERNEL(softmax);
+EMBER_CPU_KERNEL(log_softmax);
+// Shared oneDNN state, declared for the files that include <oneapi/dnnl/dnnl.hpp> first.
+#ifdef ONEAPI_DNNL_DNNL_HPP
+/** The plugin's one oneDNN engine (CPU, index 0), created on first use; may throw dnnl::error. */
+dnnl::engine& dnnl_engine();
+/** The plugin's one oneDNN stream on dnnl_engine(), created on first use. */
+dnnl::stream& dnnl_stream();
+/** Looks `key` up in the primitive cache (Note [oneDNN primitive cache]); true on a hit. */
+bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out);
+/** Stores a primitive (an empty handle records "no oneDNN implementation") under `key`. */
+void dnnl_cache_put(const int64_t* key, int32_t n, const dnnl::primitive& prim);
+#endif
 
 // index.cpp, sort.cpp
+EMBER_CPU_KERNEL(index_select);
+EMBER_CPU_KERNEL(gather);
+EMBER_CPU_KERNEL(scatter);
+EMBER_CPU_KERNEL(scatter_add);
+EMBER_CPU_KERNEL(count_nonzero);
+EMBER_CPU_KERNEL(nonzero);
+EMBER_CPU_KERNEL(sort);
+EMBER_CPU_KERNEL(topk);
 
 }  // namespace ember::cpu

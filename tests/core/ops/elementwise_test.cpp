@@ -1,9 +1,774 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
 #include <ember/ember.h>
 
 namespace ember {
 namespace {
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+// Every element of `t` as double in row-major order, read through its strides directly.
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(t.numel()));
+  if (t.numel() == 0) return out;
+  const int64_t nd = t.dim(), numel = t.numel();
+  const std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  const std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* base = static_cast<const T*>(t.data_ptr());
+    int64_t off = 0;
+    for (int64_t n = 0; n < numel; ++n) {
+      out.push_back(static_cast<double>(static_cast<sdk::Compute<T>>(base[off])));
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        off += strides[d];
+        if (++idx[d] < sizes[d]) break;
+        off -= idx[d] * strides[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+// A contiguous tensor of `dtype` holding `vals`, converted by the test.
+Tensor make(const std::vector<double>& vals, IntList sizes, DType dtype) {
+  Tensor t = empty(sizes, dtype);
+  EXPECT_EQ(static_cast<size_t>(t.numel()), vals.size());
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.data_ptr());
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>)
+        p[i] = vals[i] != 0;
+      else
+        p[i] = static_cast<T>(static_cast<sdk::Compute<T>>(vals[i]));
+    }
+  });
+  return t;
+}
+
+template <typename Fn>
+void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ember::Error containing " << *parts.begin();
+  } catch (const Error& e) {
+    for (const char* p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << p;
+    }
+  }
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+// Index into a row-major tensor of `in` for output element `lin` of `out` (NumPy broadcasting).
+int64_t bcast_index(const Shape& out, const Shape& in, int64_t lin) {
+  int64_t idx = 0, stride = 1;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t coord = lin % out[d];
+    lin /= out[d];
+    if (d < lead) continue;
+    const int64_t size = in[d - lead];
+    idx += (size == 1 ? 0 : coord) * stride;
+    stride *= size;
+  }
+  return idx;
+}
+
+struct Tol {
+  double atol, rtol;
+};
+
+Tol tol_for(DType d) {
+  switch (d) {
+    case DType::Float64:
+      return {1e-12, 1e-12};
+    case DType::Float32:
+      return {1e-5, 1e-5};
+    case DType::Float16:
+      return {2e-3, 2e-3};
+    case DType::BFloat16:
+      return {1e-2, 1e-2};
+    default:
+      return {0, 0};
+  }
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, Tol tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i) {
+    const double g = got[i], w = want[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!(std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w))) {
+      ADD_FAILURE() << what << " at " << i << ": got " << g << " want " << w;
+      ++bad;
+    }
+  }
+}
+
+// Deterministic values in [lo, hi), or multiples of 0.25 when `quarters` (ties for rounding).
+std::vector<double> sample(int64_t n, double lo, double hi, uint32_t seed, bool quarters = false) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (double& x : v) x = quarters ? std::round(u(rng) * 4) / 4 : u(rng);
+  return v;
+}
+
+constexpr DType kFloatTypes[] = {f32, f64, f16, bf16};
+
+// An input layout: the logical shape and how its elements are laid out in memory.
+enum class Layout { Contiguous, Transposed, Sliced };
+
+// A tensor of logical `sizes` holding `vals` in row-major order, laid out as `layout`.
+Tensor with_layout(const std::vector<double>& vals, const Shape& sizes, DType dtype,
+                   Layout layout) {
+  const size_t nd = sizes.size();
+  if (layout == Layout::Sliced && nd > 0) {
+    // Every other element of a buffer twice as long along the last dim.
+    Shape wide = sizes;
+    wide[nd - 1] *= 2;
+    std::vector<double> buf(static_cast<size_t>(numel_of(wide)), -777);
+    const int64_t last = std::max<int64_t>(sizes[nd - 1], 1);
+    for (size_t i = 0; i < vals.size(); ++i) {
+      const int64_t row = static_cast<int64_t>(i) / last, col = static_cast<int64_t>(i) % last;
+      buf[static_cast<size_t>(row * 2 * last + 2 * col)] = vals[i];
+    }
+    Tensor t = make(buf, wide, dtype).slice(-1, 0, 2 * sizes[nd - 1], 2);
+    EXPECT_EQ(t.sizes(), sizes);
+    return t;
+  }
+  if (layout == Layout::Transposed && nd >= 2) {
+    // Store the transpose of the last two dims, then transpose back: a non-contiguous view.
+    Shape ts = sizes;
+    std::swap(ts[nd - 1], ts[nd - 2]);
+    const int64_t r = sizes[nd - 2], c = sizes[nd - 1];
+    const int64_t batch = r * c == 0 ? 0 : numel_of(sizes) / (r * c);
+    std::vector<double> buf(vals.size());
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) buf[b * r * c + j * r + i] = vals[b * r * c + i * c + j];
+    Tensor t = make(buf, ts, dtype).transpose(-1, -2);
+    EXPECT_EQ(t.sizes(), sizes);
+    return t;
+  }
+  return make(vals, sizes, dtype);
+}
+
+const char* layout_name(Layout l) {
+  return l == Layout::Contiguous ? "contiguous" : l == Layout::Transposed ? "transposed" : "sliced";
+}
+
+// ---- unary ops --------------------------------------------------------------------------------
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo, hi;
+  bool ints;      // also defined on integers, keeping the dtype
+  bool quarters;  // sample on a 0.25 grid (rounding ties)
+};
+
+double gelu_erf(double x) {
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+std::vector<UnaryCase> unary_cases() {
+  auto sgn = [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; };
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; }, -5, 5, true,
+       false},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::fabs(x); }, -5, 5,
+       true, false},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, -4, 4,
+       false, false},
+      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, 0.05, 6,
+       false, false},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, [](double x) { return std::log1p(x); },
+       -0.9, 4, false, false},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 9,
+       false, false},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); },
+       0.1, 9, false, false},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, -4, 4,
+       false, false},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, -4, 4,
+       false, false},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4,
+       4, false, false},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); },
+       [](double x) { return 1 / (1 + std::exp(-x)); }, -8, 8, false, false},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; }, -3,
+       3, true, false},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_erf, -4, 4, false, false},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh, -4, 4, false,
+       false},
+      {"silu", [](const Tensor& x) { return silu(x); },
+       [](double x) { return x / (1 + std::exp(-x)); }, -6, 6, false, false},
+      {"clamp", [](const Tensor& x) { return clamp(x, -1, 2); },
+       [](double x) { return std::min(std::max(x, -1.0), 2.0); }, -4, 4, true, true},
+      {"clamp_lo", [](const Tensor& x) { return clamp(x, -0.5, std::nullopt); },
+       [](double x) { return std::max(x, -0.5); }, -2, 2, false, false},
+      {"clamp_hi", [](const Tensor& x) { return clamp(x, std::nullopt, 0.7); },
+       [](double x) { return std::min(x, 0.7); }, -2, 2, false, false},
+      {"sign", [](const Tensor& x) { return sign(x); }, sgn, -3, 3, true, true},
+      {"floor", [](const Tensor& x) { return floor(x); }, [](double x) { return std::floor(x); },
+       -4, 4, true, true},
+      {"ceil", [](const Tensor& x) { return ceil(x); }, [](double x) { return std::ceil(x); }, -4,
+       4, true, true},
+      {"round", [](const Tensor& x) { return round(x); },
+       [](double x) { return std::nearbyint(x); }, -4, 4, true, true},
+      {"square", [](const Tensor& x) { return square(x); }, [](double x) { return x * x; }, -5, 5,
+       true, false},
+  };
+}
+
+void check_unary(const UnaryCase& c, DType dtype, const Shape& sizes, Layout layout,
+                 uint32_t seed) {
+  const std::string what =
+      fmt::format("{} {} {} {}", c.name, dtype, shape_str(sizes), layout_name(layout));
+  const bool integral = is_integral(dtype);
+  std::vector<double> v = sample(numel_of(sizes), c.lo, c.hi, seed, c.quarters);
+  if (integral) {
+    for (double& x : v) x = std::round(x);
+  }
+  Tensor x = with_layout(v, sizes, dtype, layout);
+  const std::vector<double> in = values(x);  // inputs as stored (rounded to the dtype)
+  Tensor y = c.op(x);
+  const DType want_dtype = integral && !c.ints ? f32 : dtype;
+  ASSERT_EQ(y.dtype(), want_dtype) << what;
+  ASSERT_EQ(y.sizes(), sizes) << what;
+  std::vector<double> want(in.size());
+  for (size_t i = 0; i < in.size(); ++i) want[i] = c.ref(in[i]);
+  expect_close(values(y), want, tol_for(want_dtype), what);
+}
+
+TEST(ElementwiseUnary, MatchesReferenceForEveryDtypeAndLayout) {
+  const Shape shapes[] = {{3, 5}, {2, 3, 4}, {7}, {}, {0, 4}};
+  uint32_t seed = 1;
+  for (const UnaryCase& c : unary_cases()) {
+    for (DType d : {f32, f64, f16, bf16, i64, i32}) {
+      for (const Shape& s : shapes) {
+        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Sliced}) {
+          check_unary(c, d, s, l, ++seed);
+        }
+      }
+    }
+  }
+}
+
+TEST(ElementwiseUnary, LargeTensorsUseEveryThread) {
+  // > 100k elements: the kernels split the work over OpenMP (a representative few ops).
+  for (const UnaryCase& c : unary_cases()) {
+    const std::string name = c.name;
+    if (name == "exp" || name == "gelu" || name == "clamp" || name == "neg") {
+      check_unary(c, f32, {400, 300}, Layout::Contiguous, 7);
+    }
+    if (name == "sigmoid" || name == "round") {
+      check_unary(c, f64, {300, 400}, Layout::Transposed, 8);
+      check_unary(c, f16, {200, 600}, Layout::Sliced, 9);
+    }
+    if (name == "abs") check_unary(c, i32, {120001}, Layout::Contiguous, 10);
+  }
+}
+
+TEST(ElementwiseUnary, SpecialValues) {
+  Tensor x = make({NAN, INFINITY, -INFINITY, 0.0, -0.0}, {5}, f32);
+  auto v = [](const Tensor& t) { return values(t); };
+  EXPECT_TRUE(std::isnan(v(relu(x))[0]));
+  EXPECT_EQ(v(relu(x))[1], INFINITY);
+  EXPECT_EQ(v(relu(x))[2], 0);
+  EXPECT_TRUE(std::isnan(v(clamp(x, -1, 1))[0]));
+  EXPECT_EQ(v(clamp(x, -1, 1))[1], 1);
+  EXPECT_TRUE(std::isnan(v(sign(x))[0]));
+  EXPECT_EQ(v(sign(x))[2], -1);
+  EXPECT_EQ(v(sigmoid(x))[1], 1);
+  EXPECT_EQ(v(sigmoid(x))[2], 0);
+  EXPECT_EQ(v(exp(x))[2], 0);
+  EXPECT_EQ(v(log(x))[3], -INFINITY);
+  EXPECT_EQ(v(tanh(make({-100, 100}, {2}, f32))), (std::vector<double>{-1, 1}));
+  EXPECT_EQ(v(sigmoid(make({-1000, 1000}, {2}, f64))), (std::vector<double>{0, 1}));
+  const std::vector<double> s = v(silu(make({-1000}, {1}, f32)));
+  EXPECT_EQ(s[0], 0);
+  // Round half to even, like PyTorch.
+  EXPECT_EQ(v(round(make({0.5, 1.5, 2.5, -0.5, -1.5, -2.5}, {6}, f32))),
+            (std::vector<double>{0, 2, 2, -0, -2, -2}));
+  // lo > hi: every element becomes hi, as in PyTorch.
+  EXPECT_EQ(v(clamp(make({-5, 0, 5}, {3}, f32), 2, 1)), (std::vector<double>{1, 1, 1}));
+  // Integer clamp with float bounds promotes; with integer bounds keeps the dtype.
+  Tensor ci = clamp(make({-5, 0, 5}, {3}, i64), -1.5, 2.5);
+  EXPECT_EQ(ci.dtype(), f32);
+  EXPECT_EQ(v(ci), (std::vector<double>{-1.5, 0, 2.5}));
+  EXPECT_EQ(clamp(make({-5, 0, 5}, {3}, i32), -1, 2).dtype(), i32);
+  // Bool: abs and sign are the identity, neg is refused.
+  Tensor b = make({1, 0}, {2}, boolean);
+  EXPECT_EQ(v(abs(b)), (std::vector<double>{1, 0}));
+  EXPECT_EQ(v(logical_not(b)), (std::vector<double>{0, 1}));
+  EXPECT_EQ(v(logical_not(make({0, 2.5, -1}, {3}, f32))), (std::vector<double>{1, 0, 0}));
+  expect_error([&] { neg(b); }, {"[neg]", "bool"});
+  expect_error([&] { -b; }, {"[neg]"});
+  expect_error([&] { relu(b); }, {"[relu]", "bool"});
+  expect_error([&] { gelu(x, "fast"); }, {"[gelu]", "'fast'"});
+  expect_error([&] { clamp(x, std::nullopt, std::nullopt); }, {"[clamp]"});
+  expect_error([&] { clamp(b, 0, 1); }, {"[clamp]", "bool"});
+}
+
+TEST(ElementwiseUnary, InPlaceFormsWriteThroughViews) {
+  Tensor base = make(sample(24, -2, 2, 3), {4, 6}, f32);
+  const std::vector<double> before = values(base);
+  Tensor view = base.t().slice(0, 1, 6, 2);  // rows 1, 3, 5 of the transpose: base columns
+  const uint32_t v0 = base.version();
+  relu_(view);
+  EXPECT_GT(base.version(), v0);
+  const std::vector<double> after = values(base);
+  for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t j = 0; j < 6; ++j) {
+      const double b = before[i * 6 + j];
+      EXPECT_EQ(after[i * 6 + j], j % 2 == 1 ? std::max(b, 0.0) : b) << i << "," << j;
+    }
+  }
+  Tensor x = make({-1, 4, 9}, {3}, f64);
+  EXPECT_EQ(values(sqrt_(abs_(neg_(x)))), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(&sqrt_(x), &x);
+  Tensor c = make({-3, 0.5, 3}, {3}, f32);
+  clamp_(c, -1, 1);
+  EXPECT_EQ(values(c), (std::vector<double>{-1, 0.5, 1}));
+  Tensor e = make({0, 1}, {2}, f32);
+  exp_(e);
+  log_(e);
+  expect_close(values(e), {0, 1}, tol_for(f32), "exp_ log_");
+  tanh_(e);
+  sigmoid_(e);
+  expect_close(values(e), {0.5, 1 / (1 + std::exp(-std::tanh(1.0)))}, tol_for(f32),
+               "tanh_ sigmoid_");
+  Tensor i = make({1, 2}, {2}, i64);
+  expect_error([&] { exp_(i); }, {"[exp_]", "can't be cast", "int64"});
+  expect_error([&] { sqrt_(i); }, {"[sqrt_]"});
+  Tensor z = zeros({0, 3});
+  EXPECT_EQ(relu_(z).numel(), 0);
+}
+
+// ---- binary ops -------------------------------------------------------------------------------
+
+enum class Out { Same, Bool, Float };  // result dtype: the promoted one, bool, or floating
+
+struct BinaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> op;
+  std::function<double(double, double)> ref;
+  double alo, ahi, blo, bhi;
+  Out out;
+  bool ints;      // defined on integer inputs
+  bool integers;  // sample whole numbers (ties for comparisons, zeros for logic)
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }, std::plus<>(), -10, 10,
+       -10, 10, Out::Same, true, false},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }, std::minus<>(), -10, 10,
+       -10, 10, Out::Same, true, false},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }, std::multiplies<>(), -10,
+       10, -10, 10, Out::Same, true, false},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, std::divides<>(), -10, 10,
+       0.5, 10, Out::Float, true, false},
+      {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); }, 0.25, 3, -2, 3, Out::Same, false, false},
+      {"pow_int", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+       [](double a, double b) { return std::pow(a, b); }, -6, 6, 0, 5, Out::Same, true, true},
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
+       [](double a, double b) { return std::max(a, b); }, -5, 5, -5, 5, Out::Same, true, true},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
+       [](double a, double b) { return std::min(a, b); }, -5, 5, -5, 5, Out::Same, true, false},
+      {"eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); },
+       [](double a, double b) { return double(a == b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); },
+       [](double a, double b) { return double(a != b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); },
+       [](double a, double b) { return double(a < b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"le", [](const Tensor& a, const Tensor& b) { return le(a, b); },
+       [](double a, double b) { return double(a <= b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"gt", [](const Tensor& a, const Tensor& b) { return gt(a, b); },
+       [](double a, double b) { return double(a > b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"ge", [](const Tensor& a, const Tensor& b) { return ge(a, b); },
+       [](double a, double b) { return double(a >= b); }, -2, 2, -2, 2, Out::Bool, true, true},
+      {"lt_frac", [](const Tensor& a, const Tensor& b) { return lt(a, b); },
+       [](double a, double b) { return double(a < b); }, -2, 2, -2, 2, Out::Bool, false, false},
+      {"logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); },
+       [](double a, double b) { return double(a != 0 && b != 0); }, -1, 2, -1, 2, Out::Bool, true,
+       true},
+      {"logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); },
+       [](double a, double b) { return double(a != 0 || b != 0); }, -1, 2, -1, 2, Out::Bool, true,
+       true},
+  };
+}
+
+struct BinaryShapes {
+  Shape a, b;
+};
+
+void check_binary(const BinaryCase& c, DType dtype, const BinaryShapes& s, Layout la, Layout lb,
+                  uint32_t seed) {
+  const std::string what = fmt::format("{} {} {} x {} {}/{}", c.name, dtype, shape_str(s.a),
+                                       shape_str(s.b), layout_name(la), layout_name(lb));
+  const bool integral = is_integral(dtype);
+  std::vector<double> va = sample(numel_of(s.a), c.alo, c.ahi, seed, false);
+  std::vector<double> vb = sample(numel_of(s.b), c.blo, c.bhi, seed + 1000, false);
+  if (integral || c.integers) {
+    for (double& x : va) x = std::round(x);
+    for (double& x : vb) x = std::round(x);
+  }
+  Tensor a = with_layout(va, s.a, dtype, la), b = with_layout(vb, s.b, dtype, lb);
+  const std::vector<double> ina = values(a), inb = values(b);
+  Tensor y = c.op(a, b);
+  const Shape out = broadcast_shapes(s.a, s.b, "test");
+  const DType want_dtype = c.out == Out::Bool                ? boolean
+                           : c.out == Out::Float && integral ? f32
+                                                             : dtype;
+  ASSERT_EQ(y.dtype(), want_dtype) << what;
+  ASSERT_EQ(y.sizes(), out) << what;
+  const int64_t n = numel_of(out);
+  std::vector<double> want(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    want[i] = c.ref(ina[bcast_index(out, s.a, i)], inb[bcast_index(out, s.b, i)]);
+  }
+  expect_close(values(y), want, tol_for(want_dtype), what);
+}
+
+const BinaryShapes kBinaryShapes[] = {
+    {{3, 4}, {3, 4}},     // same shape
+    {{3, 1}, {1, 4}},     // row against column
+    {{2, 3, 4}, {4}},     // leading dims
+    {{4}, {2, 3, 4}},     // leading dims on the other side
+    {{3, 4}, {}},         // 0-d
+    {{}, {3, 4}},         //
+    {{}, {}},             // both 0-d
+    {{2, 1, 4}, {3, 1}},  // both broadcast
+    {{0, 4}, {1, 4}},     // zero-size
+    {{0}, {}},            //
+    {{3, 0}, {3, 0}},     //
+};
+
+TEST(ElementwiseBinary, MatchesReferenceWithBroadcasting) {
+  uint32_t seed = 100;
+  for (const BinaryCase& c : binary_cases()) {
+    for (DType d : {f32, f64, f16, bf16, i64, i32}) {
+      if (is_integral(d) && !c.ints) continue;
+      for (const BinaryShapes& s : kBinaryShapes)
+        check_binary(c, d, s, Layout::Contiguous, Layout::Contiguous, ++seed);
+    }
+  }
+}
+
+TEST(ElementwiseBinary, NonContiguousInputs) {
+  uint32_t seed = 5000;
+  const BinaryShapes shapes[] = {{{5, 6}, {5, 6}}, {{2, 3, 4}, {3, 4}}, {{4, 1}, {4, 6}}};
+  for (const BinaryCase& c : binary_cases()) {
+    for (DType d : {f32, f64, f16, bf16, i64, i32}) {
+      if (is_integral(d) && !c.ints) continue;
+      for (const BinaryShapes& s : shapes) {
+        check_binary(c, d, s, Layout::Transposed, Layout::Contiguous, ++seed);
+        check_binary(c, d, s, Layout::Contiguous, Layout::Sliced, ++seed);
+        check_binary(c, d, s, Layout::Sliced, Layout::Transposed, ++seed);
+      }
+    }
+  }
+}
+
+TEST(ElementwiseBinary, LargeTensors) {
+  // > 100k output elements: the OpenMP path, including broadcast and strided inputs.
+  for (const BinaryCase& c : binary_cases()) {
+    const std::string name = c.name;
+    if (name == "mul" || name == "div" || name == "pow" || name == "ge") {
+      check_binary(c, f32, {{500, 250}, {500, 250}}, Layout::Contiguous, Layout::Contiguous, 1);
+    }
+    if (name == "add" || name == "minimum" || name == "logical_or") {
+      check_binary(c, f32, {{500, 250}, {250}}, Layout::Transposed, Layout::Contiguous, 2);
+    }
+    if (name == "sub" || name == "lt") {
+      check_binary(c, f64, {{300, 1}, {1, 400}}, Layout::Contiguous, Layout::Sliced, 3);
+      check_binary(c, bf16, {{2, 300, 200}, {300, 1}}, Layout::Sliced, Layout::Contiguous, 4);
+      check_binary(c, i64, {{400, 300}, {400, 300}}, Layout::Sliced, Layout::Transposed, 5);
+    }
+  }
+}
+
+TEST(ElementwiseBinary, MaximumMinimumPropagateNan) {
+  Tensor a = make({NAN, 1, 2}, {3}, f32), b = make({0, NAN, 1}, {3}, f32);
+  const std::vector<double> mx = values(maximum(a, b)), mn = values(minimum(a, b));
+  EXPECT_TRUE(std::isnan(mx[0]) && std::isnan(mx[1]));
+  EXPECT_TRUE(std::isnan(mn[0]) && std::isnan(mn[1]));
+  EXPECT_EQ(mx[2], 2);
+  EXPECT_EQ(mn[2], 1);
+  EXPECT_EQ(values(eq(a, a)), (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(values(ne(a, a)), (std::vector<double>{1, 0, 0}));
+}
+
+TEST(ElementwiseBinary, IntegerPowAndDivision) {
+  Tensor base = make({2, -3, 1, -1, 0, 5}, {6}, i64);
+  EXPECT_EQ(values(pow(base, 3)), (std::vector<double>{8, -27, 1, -1, 0, 125}));
+  EXPECT_EQ(pow(base, 3).dtype(), i64);
+  EXPECT_EQ(values(pow(base, make({-1, -2, -3, -3, 0, 0}, {6}, i64))),
+            (std::vector<double>{0, 0, 1, -1, 1, 1}));
+  EXPECT_EQ(values(pow(make({3}, {1}, i64), 39)), (std::vector<double>{4052555153018976267.0}));
+  EXPECT_EQ(pow(make({3}, {1}, i64), 39).data_ptr<int64_t>()[0], 4052555153018976267LL);
+  Tensor q = div(make({1, -7, 6}, {3}, i32), make({2, 2, 3}, {3}, i32));
+  EXPECT_EQ(q.dtype(), f32);
+  EXPECT_EQ(values(q), (std::vector<double>{0.5, -3.5, 2}));
+  // Division by zero follows IEEE.
+  const std::vector<double> dz = values(div(make({1, -1, 0}, {3}, i64), make({0, 0, 0}, {3}, i64)));
+  EXPECT_EQ(dz[0], INFINITY);
+  EXPECT_EQ(dz[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(dz[2]));
+  EXPECT_EQ(values(pow(make({4, 9}, {2}, f32), 0.5)), (std::vector<double>{2, 3}));
+}
+
+TEST(ElementwiseBinary, Where) {
+  const Shape shapes[][3] = {
+      {{3, 4}, {3, 4}, {3, 4}}, {{3, 1}, {1, 4}, {}}, {{4}, {3, 1}, {2, 1, 1}}, {{0, 4}, {4}, {}}};
+  uint32_t seed = 77;
+  for (DType d : {f32, f64, f16, bf16, i64, i32, boolean}) {
+    for (const auto& s : shapes) {
+      const std::string what =
+          fmt::format("where {} {} {} {}", d, shape_str(s[0]), shape_str(s[1]), shape_str(s[2]));
+      std::vector<double> vc = sample(numel_of(s[0]), 0, 1, ++seed);
+      for (double& x : vc) x = x < 0.5;
+      std::vector<double> va = sample(numel_of(s[1]), -5, 5, ++seed),
+                          vb = sample(numel_of(s[2]), -5, 5, ++seed);
+      if (d != f32 && d != f64) {
+        for (double& x : va) x = std::round(x);
+        for (double& x : vb) x = std::round(x);
+      }
+      Tensor cond = make(vc, s[0], boolean);
+      Tensor a = with_layout(va, s[1], d, Layout::Transposed), b = make(vb, s[2], d);
+      const std::vector<double> ina = values(a), inb = values(b);
+      Tensor y = where(cond, a, b);
+      const Shape out = broadcast_shapes(broadcast_shapes(s[0], s[1], "t"), s[2], "t");
+      ASSERT_EQ(y.sizes(), out) << what;
+      ASSERT_EQ(y.dtype(), d) << what;
+      std::vector<double> want(static_cast<size_t>(numel_of(out)));
+      for (int64_t i = 0; i < numel_of(out); ++i) {
+        want[i] = vc[bcast_index(out, s[0], i)] != 0 ? ina[bcast_index(out, s[1], i)]
+                                                     : inb[bcast_index(out, s[2], i)];
+      }
+      EXPECT_EQ(values(y), want) << what;
+    }
+  }
+  // Mixed dtypes promote; a scalar `other` keeps the tensor's dtype.
+  Tensor cond = make({1, 0}, {2}, boolean);
+  EXPECT_EQ(where(cond, make({1, 2}, {2}, i64), make({0.5, 0.5}, {2}, f32)).dtype(), f32);
+  Tensor ws = where(cond, make({1, 2}, {2}, f16), 7);
+  EXPECT_EQ(ws.dtype(), f16);
+  EXPECT_EQ(values(ws), (std::vector<double>{1, 7}));
+  EXPECT_EQ(where(cond, make({1, 2}, {2}, i64), 2.5).dtype(), f32);
+  Tensor big = make(sample(120000, -1, 1, 3), {120000}, f32);
+  Tensor wb = where(gt(big, 0.0), big, 0.0);
+  expect_close(values(wb), values(relu(big)), {0, 0}, "where large");
+  expect_error(
+      [&] {
+        where(make({1, 0}, {2}, i64), cond, cond);
+      },
+      {"[where]", "condition must be bool", "int64"});
+  expect_error([&] { where(cond, zeros({3}), zeros({2})); }, {"[where]", "cannot be broadcast"});
+}
+
+// ---- type promotion ---------------------------------------------------------------------------
+
+TEST(ElementwisePromotion, FollowsPyTorchRules) {
+  Tensor i64t = make({1, 2}, {2}, i64), i32t = make({1, 2}, {2}, i32),
+         f32t = make({1, 2}, {2}, f32);
+  Tensor f16t = make({1, 2}, {2}, f16), bf16t = make({1, 2}, {2}, bf16),
+         bt = make({1, 0}, {2}, boolean);
+  Tensor u8t = make({1, 2}, {2}, u8), i8t = make({1, 2}, {2}, i8);
+  EXPECT_EQ(add(i64t, f32t).dtype(), f32);
+  EXPECT_EQ(add(f32t, i64t).dtype(), f32);
+  EXPECT_EQ(add(i32t, i64t).dtype(), i64);
+  EXPECT_EQ(add(f16t, f32t).dtype(), f32);
+  EXPECT_EQ(add(f16t, bf16t).dtype(), f32);
+  EXPECT_EQ(add(f16t, i64t).dtype(), f16);
+  EXPECT_EQ(add(bt, i32t).dtype(), i32);
+  EXPECT_EQ(add(u8t, i8t).dtype(), i32);  // no int16 here: the next signed type up
+  EXPECT_EQ(values(add(i64t, f32t)), (std::vector<double>{2, 4}));
+  // Python-like scalars.
+  Tensor s = add(i64t, 2.5);
+  EXPECT_EQ(s.dtype(), f32);
+  EXPECT_EQ(values(s), (std::vector<double>{3.5, 4.5}));
+  EXPECT_EQ(add(i32t, 2).dtype(), i32);
+  EXPECT_EQ(add(u8t, 2).dtype(), u8);
+  EXPECT_EQ(add(f16t, 2.5).dtype(), f16);
+  EXPECT_EQ(add(bt, 1).dtype(), i64);
+  EXPECT_EQ(add(bt, true).dtype(), boolean);
+  EXPECT_EQ(mul(bt, 1.5).dtype(), f32);
+  // 0-d tensors only raise the category.
+  Tensor f64_0d = make({0.5}, {}, f64);
+  Tensor r = add(f32t, f64_0d);
+  EXPECT_EQ(r.dtype(), f32);
+  EXPECT_EQ(values(r), (std::vector<double>{1.5, 2.5}));
+  EXPECT_EQ(add(f64_0d, f32t).dtype(), f32);
+  EXPECT_EQ(add(i32t, f64_0d).dtype(), f64);  // higher category: the 0-d dtype
+  EXPECT_EQ(add(i32t, make({3}, {}, i64)).dtype(), i32);
+  EXPECT_EQ(add(make({3}, {}, f32), f64_0d).dtype(), f64);  // both 0-d: plain promotion
+  // bool + bool stays bool (logical or); bool * bool is and.
+  Tensor b2 = make({1, 1}, {2}, boolean);
+  Tensor bb = add(bt, b2);
+  EXPECT_EQ(bb.dtype(), boolean);
+  EXPECT_EQ(values(bb), (std::vector<double>{1, 1}));
+  EXPECT_EQ(values(mul(bt, b2)), (std::vector<double>{1, 0}));
+  expect_error([&] { sub(bt, b2); }, {"[sub]", "bool", "logical_not"});
+  EXPECT_EQ((1 - bt).dtype(), i64);  // an integer scalar lifts bool to int64 first
+  EXPECT_EQ(values(1 - bt), (std::vector<double>{0, 1}));
+  expect_error([&] { pow(bt, b2); }, {"[pow]", "bool"});
+  // True division of integers gives the default float dtype.
+  Tensor q = div(make({1, 2, 3}, {3}, i64), make({2, 2, 2}, {3}, i64));
+  EXPECT_EQ(q.dtype(), f32);
+  EXPECT_EQ(values(q), (std::vector<double>{0.5, 1, 1.5}));
+  EXPECT_EQ(div(bt, bt).dtype(), f32);
+  EXPECT_EQ(div(i32t, 2).dtype(), f32);
+  EXPECT_EQ(div(f16t, 2).dtype(), f16);
+  // Comparisons always give bool, whatever the mix.
+  EXPECT_EQ(lt(i64t, f32t).dtype(), boolean);
+  EXPECT_EQ(values(lt(i64t, 1.5)), (std::vector<double>{1, 0}));
+  EXPECT_EQ(values(eq(i32t, 2)), (std::vector<double>{0, 1}));
+  // Transcendentals promote integers and bool to float32.
+  EXPECT_EQ(exp(i64t).dtype(), f32);
+  EXPECT_EQ(sqrt(bt).dtype(), f32);
+  EXPECT_EQ(sigmoid(u8t).dtype(), f32);
+  EXPECT_EQ(neg(i8t).dtype(), i8);
+}
+
+TEST(ElementwiseScalar, OperatorsWithScalarsOnEitherSide) {
+  Tensor x = make({1, 2, 4}, {3}, f32);
+  EXPECT_EQ(values(2 - x), (std::vector<double>{1, 0, -2}));
+  EXPECT_EQ(values(1 / x), (std::vector<double>{1, 0.5, 0.25}));
+  EXPECT_EQ(values(x - 1), (std::vector<double>{0, 1, 3}));
+  EXPECT_EQ(values(x / 2), (std::vector<double>{0.5, 1, 2}));
+  EXPECT_EQ(values(3 + x), (std::vector<double>{4, 5, 7}));
+  EXPECT_EQ(values(x * 0.5), (std::vector<double>{0.5, 1, 2}));
+  EXPECT_EQ(values(2 * x), (std::vector<double>{2, 4, 8}));
+  EXPECT_EQ(values(-x), (std::vector<double>{-1, -2, -4}));
+  EXPECT_EQ(values(x + x * x - x / x), (std::vector<double>{1, 5, 19}));
+  Tensor i = make({1, 2, 4}, {3}, i64);
+  Tensor r = 1 / i;
+  EXPECT_EQ(r.dtype(), f32);
+  EXPECT_EQ(values(r), (std::vector<double>{1, 0.5, 0.25}));
+  EXPECT_EQ((2 - i).dtype(), i64);
+  EXPECT_EQ(values(2 - i), (std::vector<double>{1, 0, -2}));
+  EXPECT_EQ((2.5 - i).dtype(), f32);
+  EXPECT_EQ((i * 2).dtype(), i64);
+  Tensor h = make({1, 2}, {2}, f16);
+  EXPECT_EQ((1 / h).dtype(), f16);
+  EXPECT_EQ(values(1 / h), (std::vector<double>{1, 0.5}));
+  EXPECT_EQ(values(pow(x, 2)), (std::vector<double>{1, 4, 16}));
+  EXPECT_EQ(values(maximum(x, make({3}, {}, f32))), (std::vector<double>{3, 3, 4}));
+  EXPECT_EQ(values(ge(x, 2)), (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(values(ne(x, 2)), (std::vector<double>{1, 0, 1}));
+}
+
+// ---- in-place ---------------------------------------------------------------------------------
+
+TEST(ElementwiseInPlace, ComputesIntoTheFirstOperand) {
+  Tensor a = make({1, 2, 3, 4, 5, 6}, {2, 3}, f32);
+  const void* p = a.data_ptr();
+  add_(a, make({10, 20, 30}, {3}, f32));
+  EXPECT_EQ(a.data_ptr(), p);
+  EXPECT_EQ(values(a), (std::vector<double>{11, 22, 33, 14, 25, 36}));
+  sub_(a, 1);
+  mul_(a, make({2}, {}, f64));  // a 0-d float64 operand does not change a's dtype
+  EXPECT_EQ(a.dtype(), f32);
+  EXPECT_EQ(values(a), (std::vector<double>{20, 42, 64, 26, 48, 70}));
+  div_(a, 2);
+  EXPECT_EQ(values(a), (std::vector<double>{10, 21, 32, 13, 24, 35}));
+  a += make({1, 1, 1}, {3}, i64);  // int into float is fine
+  a -= make({1}, {1}, f32);
+  a *= make({2, 3, 4, 5, 6, 7}, {2, 3}, f32).t().contiguous().t();
+  a /= make({2}, {1}, f32);
+  EXPECT_EQ(values(a), (std::vector<double>{10, 31.5, 64, 32.5, 72, 122.5}));
+  // Through a non-contiguous view: only the viewed elements change.
+  Tensor base = zeros({3, 4}, f64);
+  Tensor col = base.t().select(0, 2);  // column 2
+  add_(col, make({1, 2, 3}, {3}, f64));
+  EXPECT_EQ(values(base), (std::vector<double>{0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0}));
+  Tensor strided = base.slice(1, 0, 4, 2);
+  mul_(strided, 0.5);
+  add_(strided, 1);
+  EXPECT_EQ(values(base), (std::vector<double>{1, 0, 1.5, 0, 1, 0, 2, 0, 1, 0, 2.5, 0}));
+  // Integer tensors take integer operands.
+  Tensor i = make({1, 2, 3}, {3}, i32);
+  add_(i, 5);
+  mul_(i, make({2, 2, 2}, {3}, i64));
+  EXPECT_EQ(i.dtype(), i32);
+  EXPECT_EQ(values(i), (std::vector<double>{12, 14, 16}));
+  // Half types.
+  Tensor h = make({1, 2}, {2}, bf16);
+  add_(h, 0.5);
+  EXPECT_EQ(values(h), (std::vector<double>{1.5, 2.5}));
+  // Zero-size.
+  Tensor z = zeros({0, 3});
+  add_(z, make({1, 2, 3}, {3}, f32));
+  EXPECT_EQ(z.numel(), 0);
+  // Large, over the thread pool.
+  Tensor big = make(sample(150000, -1, 1, 9), {300, 500}, f32);
+  const std::vector<double> before = values(big);
+  mul_(big, 2);
+  const std::vector<double> after = values(big);
+  for (size_t k = 0; k < before.size(); ++k) ASSERT_EQ(after[k], before[k] * 2);
+}
+
+TEST(ElementwiseInPlace, RefusesWhatCannotBeStored) {
+  Tensor i = make({1, 2}, {2}, i64);
+  expect_error([&] { add_(i, 2.5); }, {"[add_]", "result type float32", "can't be cast", "int64"});
+  expect_error([&] { add_(i, make({1, 2}, {2}, f32)); }, {"[add_]", "can't be cast"});
+  expect_error([&] { div_(i, 2); }, {"[div_]", "can't be cast"});
+  expect_error([&] { i /= make({2, 2}, {2}, i64); }, {"[div_]"});
+  Tensor b = make({1, 0}, {2}, boolean);
+  expect_error([&] { add_(b, 1); }, {"[add_]", "int64", "bool"});
+  expect_error([&] { sub_(b, make({1, 0}, {2}, boolean)); }, {"[sub_]", "bool"});
+  expect_error([&] { neg_(b); }, {"[neg_]", "bool"});
+  expect_error([&] { clamp_(i, 0.5, 1.5); }, {"[clamp_]", "float32", "int64"});
+  clamp_(i, 0, 1);
+  EXPECT_EQ(values(i), (std::vector<double>{1, 1}));
+  i.copy_(make({1, 2}, {2}, i64));
+  EXPECT_EQ(values(i), (std::vector<double>{1, 2}));  // untouched
+  Tensor f = zeros({3});
+  expect_error(
+      [&] {
+        add_(f, zeros({2, 3}));
+      },
+      {"[add_]", "output with shape [3] doesn't match the broadcast shape [2, 3]"});
+  expect_error([&] { mul_(f, zeros({4})); }, {"[mul_]", "cannot be broadcast"});
+  Tensor m = zeros({2, 1});
+  expect_error([&] { m += zeros({2, 3}); }, {"[add_]", "doesn't match the broadcast shape"});
+  const uint32_t v = f.version();
+  try {
+    add_(f, zeros({2, 3}));
+  } catch (const Error&) {
+  }
+  EXPECT_EQ(f.version(), v);  // a refused op writes nothing
+}
+
+// ---- errors -----------------------------------------------------------------------------------
 
 TEST(Elementwise, AddBroadcastsRowAgainstColumn) {
   Tensor a = tensor({{1.0}, {2.0}});
@@ -23,6 +788,11 @@ TEST(Elementwise, MismatchedShapesThrowWithBothShapes) {
               std::string::npos)
         << e.what();
   }
+  expect_error([] { mul(zeros({3, 2}), zeros({2, 3})); }, {"[mul]", "[3, 2]", "[2, 3]"});
+  expect_error([] { lt(zeros({5}), zeros({0})); }, {"[lt]", "cannot be broadcast"});
+  expect_error([] { zeros({2}) + zeros({3}); }, {"[add]"});
+  expect_error([] { add(Tensor(), zeros({1})); }, {"[add]", "undefined"});
+  expect_error([] { exp(Tensor()); }, {"[exp]", "undefined"});
 }
 
 }  // namespace

@@ -1,0 +1,197 @@
+#include <gtest/gtest.h>
+
+#include <dlpack/dlpack.h>
+
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+
+namespace ember {
+namespace {
+
+template <typename Fn>
+void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ember::Error containing " << *parts.begin();
+  } catch (const Error& e) {
+    for (const char* p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << p;
+    }
+  }
+}
+
+std::vector<int64_t> dl_shape(const DLTensor& t) {
+  return {t.shape, t.shape + t.ndim};
+}
+std::vector<int64_t> dl_strides(const DLTensor& t) {
+  return {t.strides, t.strides + t.ndim};
+}
+
+TEST(DLPack, ExportsAContiguousTensorWithoutCopying) {
+  Tensor t = arange(0, 12, 1, f32).reshape({3, 4});
+  DLManagedTensor* m = to_dlpack(t);
+  ASSERT_NE(m, nullptr);
+  const DLTensor& dl = m->dl_tensor;
+  EXPECT_EQ(dl.data, t.data_ptr());
+  EXPECT_EQ(dl.byte_offset, 0u);
+  EXPECT_EQ(dl.device.device_type, kDLCPU);
+  EXPECT_EQ(dl.device.device_id, 0);
+  EXPECT_EQ(dl.ndim, 2);
+  EXPECT_EQ(dl_shape(dl), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(dl_strides(dl), (std::vector<int64_t>{4, 1}));
+  EXPECT_EQ(dl.dtype.code, kDLFloat);
+  EXPECT_EQ(dl.dtype.bits, 32);
+  EXPECT_EQ(dl.dtype.lanes, 1);
+  // The export keeps the storage alive after the tensor handle is gone.
+  float* data = static_cast<float*>(dl.data);
+  t = Tensor();
+  EXPECT_EQ(data[7], 7.0f);
+  data[7] = -1;  // still valid memory
+  m->deleter(m);
+}
+
+TEST(DLPack, ExportsAViewWithItsStridesAndOffset) {
+  Tensor base = arange(0, 24, 1, f64).reshape({4, 6});
+  Tensor v = base.slice(1, 1, 6, 2).t();  // [3, 4], strides [2, 6], offset 1
+  DLManagedTensor* m = to_dlpack(v);
+  const DLTensor& dl = m->dl_tensor;
+  EXPECT_EQ(static_cast<char*>(dl.data) + dl.byte_offset, static_cast<char*>(v.data_ptr()));
+  EXPECT_EQ(dl_shape(dl), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(dl_strides(dl), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(dl.dtype.code, kDLFloat);
+  EXPECT_EQ(dl.dtype.bits, 64);
+  // Element [i, j] read through DLPack's geometry is the view's element.
+  const double* p = reinterpret_cast<const double*>(static_cast<char*>(dl.data) + dl.byte_offset);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      EXPECT_EQ(p[i * dl.strides[0] + j * dl.strides[1]], static_cast<double>(j * 6 + 1 + 2 * i));
+  // Zero-copy: a write through the view shows in the exported memory.
+  v.fill_(5);
+  EXPECT_EQ(p[0], 5.0);
+  m->deleter(m);
+  EXPECT_EQ(base.data_ptr<double>()[1], 5.0);
+}
+
+TEST(DLPack, DtypeCodes) {
+  struct Case {
+    DType dtype;
+    uint8_t code, bits;
+  };
+  for (const Case& c : {Case{f16, kDLFloat, 16}, Case{bf16, kDLBfloat, 16}, Case{i64, kDLInt, 64},
+                        Case{i32, kDLInt, 32}, Case{i8, kDLInt, 8}, Case{u8, kDLUInt, 8}}) {
+    DLManagedTensor* m = to_dlpack(zeros({2}, c.dtype));
+    EXPECT_EQ(m->dl_tensor.dtype.code, c.code) << fmt::format("{}", c.dtype);
+    EXPECT_EQ(m->dl_tensor.dtype.bits, c.bits) << fmt::format("{}", c.dtype);
+    Tensor back = from_dlpack(m);
+    EXPECT_EQ(back.dtype(), c.dtype);
+  }
+  // 0-d tensors export with ndim 0.
+  DLManagedTensor* m = to_dlpack(full({}, 3.0));
+  EXPECT_EQ(m->dl_tensor.ndim, 0);
+  EXPECT_EQ(from_dlpack(m).item(), 3.0);
+}
+
+struct Owner {
+  std::vector<float> data = {1, 2, 3, 4, 5, 6};
+  int64_t shape[2] = {2, 3};
+  int64_t strides[2] = {1, 2};  // column-major
+  int deleted = 0;
+  DLManagedTensor managed{};
+};
+
+TEST(DLPack, ImportsAHandBuiltTensorAndCallsItsDeleterOnce) {
+  Owner o;
+  o.managed.dl_tensor.data = o.data.data();
+  o.managed.dl_tensor.device = {kDLCPU, 0};
+  o.managed.dl_tensor.ndim = 2;
+  o.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  o.managed.dl_tensor.shape = o.shape;
+  o.managed.dl_tensor.strides = o.strides;
+  o.managed.dl_tensor.byte_offset = 0;
+  o.managed.manager_ctx = &o;
+  o.managed.deleter = [](DLManagedTensor* self) {
+    ++static_cast<Owner*>(self->manager_ctx)->deleted;
+  };
+  {
+    Tensor t = from_dlpack(&o.managed);
+    EXPECT_EQ(t.data_ptr(), o.data.data());
+    EXPECT_EQ(t.sizes(), Shape({2, 3}));
+    EXPECT_EQ(t.strides(), Shape({1, 2}));
+    EXPECT_EQ(t.dtype(), f32);
+    EXPECT_EQ(t.select(0, 1).select(0, 2).item(), 6.0);
+    Tensor row = t.select(0, 0);
+    t = Tensor();
+    EXPECT_EQ(o.deleted, 0);
+    row.fill_(0);  // zero-copy: writes reach the producer's memory
+    EXPECT_EQ(o.data, (std::vector<float>{0, 2, 0, 4, 0, 6}));
+    Tensor c = row.contiguous();  // a copy does not hold the import
+    row = Tensor();
+    EXPECT_EQ(o.deleted, 1);
+    EXPECT_EQ(c.numel(), 3);
+  }
+  EXPECT_EQ(o.deleted, 1);
+}
+
+TEST(DLPack, ImportHonoursByteOffsetAndNullStrides) {
+  Owner o;
+  o.managed.dl_tensor.data = o.data.data();
+  o.managed.dl_tensor.device = {kDLCPU, 0};
+  o.managed.dl_tensor.ndim = 1;
+  o.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  o.shape[0] = 4;
+  o.managed.dl_tensor.shape = o.shape;
+  o.managed.dl_tensor.strides = nullptr;  // compact row-major
+  o.managed.dl_tensor.byte_offset = 2 * sizeof(float);
+  o.managed.manager_ctx = &o;
+  o.managed.deleter = [](DLManagedTensor* self) {
+    ++static_cast<Owner*>(self->manager_ctx)->deleted;
+  };
+  {
+    Tensor t = from_dlpack(&o.managed);
+    EXPECT_EQ(t.strides(), Shape({1}));
+    EXPECT_EQ(t.data_ptr(), o.data.data() + 2);
+    EXPECT_EQ(t.select(0, 0).item(), 3.0);
+    EXPECT_EQ(t.select(0, 3).item(), 6.0);
+  }
+  EXPECT_EQ(o.deleted, 1);
+}
+
+TEST(DLPack, RoundTripSharesData) {
+  Tensor t = arange(0, 6, 1, f32).reshape({2, 3}).t();
+  Tensor back = from_dlpack(to_dlpack(t));
+  EXPECT_EQ(back.data_ptr(), t.data_ptr());
+  EXPECT_EQ(back.sizes(), t.sizes());
+  EXPECT_EQ(back.strides(), t.strides());
+  EXPECT_EQ(back.dtype(), t.dtype());
+  back.select(0, 2).fill_(-1);
+  EXPECT_EQ(t.select(0, 2).select(0, 1).item(), -1.0);
+  // The original may go first: the import holds the storage through the export's context.
+  void* p = t.data_ptr();
+  t = Tensor();
+  EXPECT_EQ(back.data_ptr(), p);
+  EXPECT_EQ(back.select(0, 0).select(0, 1).item(), 3.0);
+}
+
+TEST(DLPack, RejectsWhatItCannotRepresent) {
+  Owner o;
+  o.managed.dl_tensor.data = o.data.data();
+  o.managed.dl_tensor.device = {kDLCPU, 0};
+  o.managed.dl_tensor.ndim = 1;
+  o.managed.dl_tensor.shape = o.shape;
+  o.managed.dl_tensor.dtype = {kDLComplex, 64, 1};
+  expect_error([&] { from_dlpack(&o.managed); }, {"[from_dlpack]", "unsupported"});
+  o.managed.dl_tensor.dtype = {kDLFloat, 32, 4};
+  expect_error([&] { from_dlpack(&o.managed); }, {"[from_dlpack]", "lanes"});
+  o.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  o.managed.dl_tensor.device = {kDLOpenCL, 0};
+  expect_error([&] { from_dlpack(&o.managed); }, {"[from_dlpack]", "device"});
+  EXPECT_EQ(o.deleted, 0);  // a refused import leaves ownership with the caller
+  expect_error([] { from_dlpack(nullptr); }, {"[from_dlpack]", "null"});
+  expect_error([] { to_dlpack(Tensor()); }, {"[to_dlpack]", "undefined"});
+}
+
+}  // namespace
+}  // namespace ember
