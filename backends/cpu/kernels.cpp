@@ -61,6 +61,7 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   k("floor", kF, floor);
   k("ceil", kF, ceil);
   k("round", kF, round);
+  k("erf", kF, erf);
   // Reductions (reduce.cpp): own pairwise/vectorized loops, OpenMP over outputs or the
   // reduction. sum/prod/cumsum see int64 for integer and bool inputs (the core converts).
   k("sum", kN, sum);

@@ -22,9 +22,10 @@ constexpr int kMaxArgs = 16;
     }
     if (!dts.empty()) have += fmt::format("{}{} {{{}}}", have.empty() ? "" : "; ", t.name, dts);
   }
-  throw Error(fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
-                          "backend plugin that provides it, see `ember ops`)",
-                          op.name(), device.str(), dtype, have.empty() ? "none" : have));
+  throw Error(
+      fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
+                  "backend plugin that provides it, see `ember ops`)",
+                  op.name(), device.str(), dtype, have.empty() ? "none" : have));
 }
 
 void describe(const Tensor& t, ember_tensor* d) {

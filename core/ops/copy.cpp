@@ -3,6 +3,9 @@
 //   "fill": outputs {dst}; floats[0] = value, ints[0] = value as int64; keyed by dst dtype.
 #include <cstring>
 
+#include "core/ops/elementwise.h"
+
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
 #include "core/plugin/loader.h"
@@ -41,6 +44,17 @@ Tensor empty_like(const Tensor& t) {
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
   EMBER_CHECK(defined() && src_in.defined(), "[copy_] undefined tensor");
+  if (autograd::any_requires_grad({this, &src_in})) {
+    // The new value is src (moved, converted, broadcast); the old value gets no gradient.
+    EMBER_CHECK(broadcast_shapes(sizes(), src_in.sizes(), "copy_") == sizes(),
+                "[copy_] source of shape {} does not broadcast to the destination's shape {}",
+                shape_str(src_in.sizes()), shape_str(sizes()));
+    const DType d = dtype();
+    const Device dev = device();
+    const Shape shape = sizes();
+    return autograd::inplace(
+        *this, "copy_", [&](const Tensor&) { return src_in.to(dev).to(d).expand(shape).clone(); });
+  }
   Tensor src = src_in.device() == device() ? src_in : src_in.to(device());
   if (!(src.sizes() == sizes())) {
     EMBER_CHECK(broadcast_shapes(sizes(), src.sizes(), "copy_") == sizes(),
@@ -55,6 +69,11 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  if (autograd::any_requires_grad({this})) {
+    // A constant: the old value gets a zero gradient, nothing else does.
+    return autograd::inplace(*this, "fill_",
+                             [&](const Tensor& old) { return add(mul(old, 0), value); });
+  }
   if (numel() == 0) return *this;
   const double f = value.to_double();
   const int64_t i = value.to_int();
@@ -68,20 +87,47 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
-  Tensor out = empty_like(*this);
-  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
-  return out;
+  return autograd::differentiable(
+      "CloneBackward", "clone", {this},
+      [&] {
+        Tensor out = empty_like(*this);
+        if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+        return out;
+      },
+      [] {
+        return [](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
+          return std::vector<Tensor>{g[0]};
+        };
+      });
 }
 
 Tensor Tensor::to(DType d) const {
   if (d == dtype()) return *this;
-  Tensor out = empty(sizes(), {d, device()});
-  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
-  return out;
+  return autograd::differentiable(
+      "ToCopyBackward", "to", {this},
+      [&] {
+        Tensor out = empty(sizes(), {d, device()});
+        if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+        return out;
+      },
+      [src = dtype()] {
+        return [src](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
+          return std::vector<Tensor>{g[0].to(src)};
+        };
+      });
 }
 
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
+  if (autograd::any_requires_grad({this})) {
+    return autograd::differentiable(
+        "ToCopyBackward", "to", {this}, [&] { return to(target); },
+        [src = device()] {
+          return [src](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
+            return std::vector<Tensor>{g[0].to(src)};
+          };
+        });
+  }
   check_device(target, "to");
   const Tensor src = contiguous();
   Tensor out = empty(sizes(), {dtype(), target});

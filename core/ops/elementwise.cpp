@@ -9,6 +9,7 @@
 
 #include <string_view>
 
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
 
@@ -61,7 +62,8 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
   return out;
 }
 
-Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind kind) {
+// The checks of an in-place binary op: the result must keep a's dtype category and shape.
+void binary_check_inplace(const Tensor& a, const Tensor& b, const char* name, Kind kind) {
   EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
@@ -72,6 +74,10 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   EMBER_CHECK(shape == a.sizes(), "[{}] output with shape {} doesn't match the broadcast shape {}",
               name, shape_str(a.sizes()), shape_str(shape));
+}
+
+Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind kind) {
+  binary_check_inplace(a, b, name, kind);
   if (a.dtype() == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
   if (a.numel() == 0) return a;
   const Tensor b2 = b.to(a.dtype()).expand(a.sizes());
@@ -142,6 +148,7 @@ EMBER_OP(sign)
 EMBER_OP(floor)
 EMBER_OP(ceil)
 EMBER_OP(round)
+EMBER_OP(erf)
 #undef EMBER_OP
 
 }  // namespace
@@ -158,31 +165,139 @@ Tensor detail::scalar_tensor(Scalar s, DType other, Device device) {
   return t;
 }
 
-#define EMBER_BINARY(name, kind)                                                                 \
-  Tensor name(const Tensor& a, const Tensor& b) {                                                \
-    return binary(name##_op(), #name, a, b, kind);                                               \
-  }                                                                                              \
-  Tensor name(const Tensor& a, Scalar b) {                                                       \
-    return binary(name##_op(), #name, a, detail::scalar_tensor(b, a.dtype(), a.device()), kind); \
+// Note [Backward formulas live with their ops]
+// Each differentiable op below records its derivative through autograd::differentiable: the
+// forward runs below autograd, and the closure (capturing SavedTensors, version-checked when
+// unpacked) maps the output gradient to input gradients. reduce_grad undoes broadcasting and
+// dtype promotion. Formulas are written with public ops, so they are differentiable again
+// (create_graph) without extra work.
+
+using autograd::differentiable;
+using autograd::LambdaNode;
+using autograd::reduce_grad;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "AddBackward", "add", {&a, &b}, [&] { return binary(add_op(), "add", a, b, Kind::Arith); },
+      [&] {
+        return [a, b](const Grads& g, const LambdaNode&) {
+          return Grads{reduce_grad(g[0], a), reduce_grad(g[0], b)};
+        };
+      });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "SubBackward", "sub", {&a, &b}, [&] { return binary(sub_op(), "sub", a, b, Kind::Arith); },
+      [&] {
+        return [a, b](const Grads& g, const LambdaNode&) {
+          return Grads{reduce_grad(g[0], a), reduce_grad(neg(g[0]), b)};
+        };
+      });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "MulBackward", "mul", {&a, &b}, [&] { return binary(mul_op(), "mul", a, b, Kind::Arith); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b), ra = a.requires_grad(),
+                rb = b.requires_grad()](const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          return Grads{ra ? reduce_grad(mul(g[0], b), a) : Tensor(),
+                       rb ? reduce_grad(mul(g[0], a), b) : Tensor()};
+        };
+      });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "DivBackward", "div", {&a, &b}, [&] { return binary(div_op(), "div", a, b, Kind::TrueDiv); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b), rb = b.requires_grad()](
+                   const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          return Grads{reduce_grad(div(g[0], b), a),
+                       rb ? reduce_grad(neg(div(mul(g[0], a), mul(b, b))), b) : Tensor()};
+        };
+      });
+}
+// d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log(a), taken as 0 where a == 0 (PyTorch's choice).
+Tensor pow(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "PowBackward", "pow", {&a, &b}, [&] { return binary(pow_op(), "pow", a, b, Kind::Arith); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b), rb = b.requires_grad()](
+                   const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          Tensor ga = mul(g[0], mul(b, pow(a, sub(b, 1))));
+          Tensor gb;
+          if (rb) {
+            const Tensor zero_base = eq(a, 0.0);
+            gb = mul(g[0], where(zero_base, zeros_like(a),
+                                 mul(pow(a, b), log(where(zero_base, ones_like(a), a)))));
+          }
+          return Grads{reduce_grad(ga, a), rb ? reduce_grad(gb, b) : Tensor()};
+        };
+      });
+}
+Tensor add(const Tensor& a, Scalar b) {
+  return add(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+Tensor sub(const Tensor& a, Scalar b) {
+  return sub(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+Tensor mul(const Tensor& a, Scalar b) {
+  return mul(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+Tensor div(const Tensor& a, Scalar b) {
+  return div(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+Tensor pow(const Tensor& a, Scalar b) {
+  return pow(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+
+#define EMBER_COMPARE(name)                                                               \
+  Tensor name(const Tensor& a, const Tensor& b) {                                         \
+    return binary(name##_op(), #name, a, b, Kind::Compare);                               \
+  }                                                                                       \
+  Tensor name(const Tensor& a, Scalar b) {                                                \
+    return binary(name##_op(), #name, a, detail::scalar_tensor(b, a.dtype(), a.device()), \
+                  Kind::Compare);                                                         \
   }
-EMBER_BINARY(add, Kind::Arith)
-EMBER_BINARY(sub, Kind::Arith)
-EMBER_BINARY(mul, Kind::Arith)
-EMBER_BINARY(div, Kind::TrueDiv)
-EMBER_BINARY(pow, Kind::Arith)
-EMBER_BINARY(eq, Kind::Compare)
-EMBER_BINARY(ne, Kind::Compare)
-EMBER_BINARY(lt, Kind::Compare)
-EMBER_BINARY(le, Kind::Compare)
-EMBER_BINARY(gt, Kind::Compare)
-EMBER_BINARY(ge, Kind::Compare)
-#undef EMBER_BINARY
+EMBER_COMPARE(eq)
+EMBER_COMPARE(ne)
+EMBER_COMPARE(lt)
+EMBER_COMPARE(le)
+EMBER_COMPARE(gt)
+EMBER_COMPARE(ge)
+#undef EMBER_COMPARE
+
+// maximum/minimum: the gradient goes to the larger (smaller) input, split evenly on ties.
+namespace {
+Tensor extremum(const Op& op, const char* name, const char* node, const Tensor& a, const Tensor& b,
+                bool is_max) {
+  return differentiable(
+      node, name, {&a, &b}, [&] { return binary(op, name, a, b, Kind::Arith); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b), is_max](const Grads& g,
+                                                                  const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          const Tensor a_wins = is_max ? gt(a, b) : lt(a, b);
+          const Tensor tie = eq(a, b);
+          const Tensor half = mul(g[0], 0.5);
+          const Tensor zero = zeros_like(g[0]);
+          const Tensor ga = where(a_wins, g[0], where(tie, half, zero));
+          const Tensor gb = where(a_wins, zero, where(tie, half, g[0]));
+          return Grads{reduce_grad(ga, a), reduce_grad(gb, b)};
+        };
+      });
+}
+}  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return binary(maximum_op(), "maximum", a, b, Kind::Arith);
+  return extremum(maximum_op(), "maximum", "MaximumBackward", a, b, true);
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return binary(minimum_op(), "minimum", a, b, Kind::Arith);
+  return extremum(minimum_op(), "minimum", "MinimumBackward", a, b, false);
 }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary(logical_and_op(), "logical_and", a, b, Kind::Logical);
@@ -200,78 +315,167 @@ Tensor logical_not(const Tensor& a) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] undefined tensor argument");
   EMBER_CHECK(cond.dtype() == DType::Bool, "[where] condition must be bool: got {}", cond.dtype());
-  const Device device = common_device({&cond, &a, &b}, "where");
-  const DType ct = result_type(a, b);
-  const Shape shape =
-      broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
-  const Tensor c2 = cond.expand(shape), a2 = a.to(ct).expand(shape), b2 = b.to(ct).expand(shape);
-  Tensor out = empty(shape, {ct, device});
-  if (out.numel() > 0) run_kernel(where_op(), ct, {&c2, &a2, &b2}, {&out});
-  return out;
+  return differentiable(
+      "WhereBackward", "where", {&a, &b},
+      [&] {
+        const Device device = common_device({&cond, &a, &b}, "where");
+        const DType ct = result_type(a, b);
+        const Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"),
+                                             b.sizes(), "where");
+        const Tensor c2 = cond.expand(shape), a2 = a.to(ct).expand(shape),
+                     b2 = b.to(ct).expand(shape);
+        Tensor out = empty(shape, {ct, device});
+        if (out.numel() > 0) run_kernel(where_op(), ct, {&c2, &a2, &b2}, {&out});
+        return out;
+      },
+      [&] {
+        return [cond, a, b](const Grads& g, const LambdaNode&) {
+          const Tensor zero = zeros_like(g[0]);
+          return Grads{reduce_grad(where(cond, g[0], zero), a),
+                       reduce_grad(where(cond, zero, g[0]), b)};
+        };
+      });
 }
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
   return where(cond, a, detail::scalar_tensor(b, a.dtype(), a.device()));
 }
 
+// 1 - t, differentiable.
+Tensor rsub_one(const Tensor& t) {
+  return add(neg(t), 1.0);
+}
+
+// Unary ops. `Save` picks what the backward needs: the input, or the output.
+namespace {
+enum class Save { Input, Output };
+
+template <typename Formula>
+Tensor unary_ad(const Op& op, const char* name, const char* node, const Tensor& x, bool to_float,
+                Save save, Formula formula, KernelAttrs attrs = {}) {
+  return differentiable(
+      node, name, {&x}, [&] { return unary(op, name, x, to_float, attrs); },
+      [&] {
+        return [sx = save == Save::Input ? SavedTensor(x) : SavedTensor(), formula](
+                   const Grads& g, const LambdaNode& self) {
+          const Tensor v = sx.defined() ? self.unpack(sx) : self.saved_output(0);
+          return Grads{formula(g[0], v)};
+        };
+      },
+      /*save_output=*/save == Save::Output);
+}
+}  // namespace
+
 Tensor neg(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool,
               "[neg] negation of a bool tensor is not supported (use logical_not)");
-  return unary(neg_op(), "neg", x, false);
+  return unary_ad(neg_op(), "neg", "NegBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor&) { return neg(g); });
 }
 Tensor abs(const Tensor& x) {
-  return x.dtype() == DType::Bool ? x.clone() : unary(abs_op(), "abs", x, false);
+  if (x.dtype() == DType::Bool) return x.clone();
+  return unary_ad(abs_op(), "abs", "AbsBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, sign(x)); });
 }
 Tensor sign(const Tensor& x) {
-  return x.dtype() == DType::Bool ? x.clone() : unary(sign_op(), "sign", x, false);
+  if (x.dtype() == DType::Bool) return x.clone();
+  return unary_ad(sign_op(), "sign", "SignBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor relu(const Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
-  return unary(relu_op(), "relu", x, false);
+  return unary_ad(
+      relu_op(), "relu", "ReluBackward", x, false, Save::Output,
+      [](const Tensor& g, const Tensor& y) { return where(gt(y, 0.0), g, zeros_like(g)); });
 }
 Tensor exp(const Tensor& x) {
-  return unary(exp_op(), "exp", x, true);
+  return unary_ad(exp_op(), "exp", "ExpBackward", x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, y); });
 }
 Tensor log(const Tensor& x) {
-  return unary(log_op(), "log", x, true);
+  return unary_ad(log_op(), "log", "LogBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return div(g, x); });
 }
 Tensor log1p(const Tensor& x) {
-  return unary(log1p_op(), "log1p", x, true);
+  return unary_ad(log1p_op(), "log1p", "Log1pBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return div(g, add(x, 1.0)); });
 }
 Tensor sqrt(const Tensor& x) {
-  return unary(sqrt_op(), "sqrt", x, true);
+  return unary_ad(sqrt_op(), "sqrt", "SqrtBackward", x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return div(g, mul(y, 2.0)); });
 }
 Tensor rsqrt(const Tensor& x) {
-  return unary(rsqrt_op(), "rsqrt", x, true);
+  // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
+  return unary_ad(rsqrt_op(), "rsqrt", "RsqrtBackward", x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, mul(pow(y, 3.0), -0.5)); });
 }
 Tensor sin(const Tensor& x) {
-  return unary(sin_op(), "sin", x, true);
+  return unary_ad(sin_op(), "sin", "SinBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, cos(x)); });
 }
 Tensor cos(const Tensor& x) {
-  return unary(cos_op(), "cos", x, true);
+  return unary_ad(cos_op(), "cos", "CosBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return neg(mul(g, sin(x))); });
 }
 Tensor tanh(const Tensor& x) {
-  return unary(tanh_op(), "tanh", x, true);
+  return unary_ad(tanh_op(), "tanh", "TanhBackward", x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, rsub_one(mul(y, y))); });
 }
 Tensor sigmoid(const Tensor& x) {
-  return unary(sigmoid_op(), "sigmoid", x, true);
+  return unary_ad(sigmoid_op(), "sigmoid", "SigmoidBackward", x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, mul(y, rsub_one(y))); });
 }
 Tensor silu(const Tensor& x) {
-  return unary(silu_op(), "silu", x, true);
+  // d x s(x) = s (1 + x (1 - s))
+  return unary_ad(silu_op(), "silu", "SiluBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) {
+                    const Tensor s = sigmoid(x);
+                    return mul(g, mul(s, add(mul(x, rsub_one(s)), 1.0)));
+                  });
+}
+Tensor erf(const Tensor& x) {
+  // d erf = 2/sqrt(pi) exp(-x^2)
+  return unary_ad(erf_op(), "erf", "ErfBackward", x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) {
+                    return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
+                  });
 }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "[gelu] approximate must be 'none' or 'tanh': got '{}'", approximate);
-  const int64_t form = approximate == "tanh" ? 1 : 0;
-  return unary(gelu_op(), "gelu", x, true, {{&form, 1}, {}});
+  const bool tanh_form = approximate == "tanh";
+  const int64_t form = tanh_form ? 1 : 0;
+  return unary_ad(gelu_op(), "gelu", "GeluBackward", x, true, Save::Input,
+                  [tanh_form](const Tensor& g, const Tensor& x) {
+                    if (tanh_form) {
+                      // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
+                      const double k = 0.7978845608028654, c = 0.044715;
+                      const Tensor t = tanh(mul(add(x, mul(pow(x, 3.0), c)), k));
+                      const Tensor du = mul(add(mul(mul(x, x), 3.0 * c), 1.0), k);
+                      const Tensor d = add(mul(add(t, 1.0), 0.5),
+                                           mul(mul(mul(x, 0.5), rsub_one(mul(t, t))), du));
+                      return mul(g, d);
+                    }
+                    // y = x Phi(x): dy = Phi(x) + x phi(x)
+                    const Tensor cdf = mul(add(erf(mul(x, 0.7071067811865476)), 1.0), 0.5);
+                    const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.3989422804014327);
+                    return mul(g, add(cdf, mul(x, pdf)));
+                  },
+                  {{&form, 1}, {}});
 }
 Tensor floor(const Tensor& x) {
-  return is_floating(x.dtype()) ? unary(floor_op(), "floor", x, false) : x.clone();
+  if (!is_floating(x.dtype())) return x.clone();
+  return unary_ad(floor_op(), "floor", "FloorBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor ceil(const Tensor& x) {
-  return is_floating(x.dtype()) ? unary(ceil_op(), "ceil", x, false) : x.clone();
+  if (!is_floating(x.dtype())) return x.clone();
+  return unary_ad(ceil_op(), "ceil", "CeilBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor round(const Tensor& x) {
-  return is_floating(x.dtype()) ? unary(round_op(), "round", x, false) : x.clone();
+  if (!is_floating(x.dtype())) return x.clone();
+  return unary_ad(round_op(), "round", "RoundBackward", x, false, Save::Input,
+                  [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor square(const Tensor& x) {
   return mul(x, x);
@@ -295,23 +499,45 @@ ClampArgs clamp_args(DType x, std::optional<Scalar> lo, std::optional<Scalar> hi
 
 Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const ClampArgs a = clamp_args(x.dtype(), lo, hi);
-  return unary(clamp_op(), "clamp", x.to(a.dtype), false, {{a.ints, 2}, {a.floats, 2}});
+  // The gradient passes where lo <= x <= hi, as in PyTorch.
+  return differentiable(
+      "ClampBackward", "clamp", {&x},
+      [&] {
+        return unary(clamp_op(), "clamp", x.to(a.dtype), false, {{a.ints, 2}, {a.floats, 2}});
+      },
+      [&] {
+        return [sx = SavedTensor(x), lo, hi](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx);
+          Tensor keep = ones_like(x).to(DType::Bool);
+          if (lo) keep = logical_and(keep, ge(x, *lo));
+          if (hi) keep = logical_and(keep, le(x, *hi));
+          return Grads{where(keep, g[0], zeros_like(g[0]))};
+        };
+      });
 }
 Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const ClampArgs a = clamp_args(x.dtype(), lo, hi);
   EMBER_CHECK(a.dtype == x.dtype(),
               "[clamp_] result type {} can't be cast to the desired output type {}", a.dtype,
               x.dtype());
+  if (autograd::any_requires_grad({&x})) {
+    return autograd::inplace(x, "clamp_", [&](const Tensor& old) { return clamp(old, lo, hi); });
+  }
   return unary_(clamp_op(), "clamp_", x, false, {{a.ints, 2}, {a.floats, 2}});
 }
 
+// In-place forms: below autograd they run the kernel into `a`; while recording they are the
+// out-of-place op on a clone written back (Note [In-place ops and CopySlices]).
 #define EMBER_BINARY_INPLACE(name, kind)                                                       \
   Tensor& name##_(Tensor& a, const Tensor& b) {                                                \
+    if (autograd::any_requires_grad({&a, &b})) {                                               \
+      binary_check_inplace(a, b, #name "_", kind);                                             \
+      return autograd::inplace(a, #name "_", [&](const Tensor& old) { return name(old, b); }); \
+    }                                                                                          \
     return binary_(name##_op(), #name "_", a, b, kind);                                        \
   }                                                                                            \
   Tensor& name##_(Tensor& a, Scalar b) {                                                       \
-    return binary_(name##_op(), #name "_", a, detail::scalar_tensor(b, a.dtype(), a.device()), \
-                   kind);                                                                      \
+    return name##_(a, detail::scalar_tensor(b, a.dtype(), a.device()));                        \
   }
 EMBER_BINARY_INPLACE(add, Kind::Arith)
 EMBER_BINARY_INPLACE(sub, Kind::Arith)
@@ -319,31 +545,29 @@ EMBER_BINARY_INPLACE(mul, Kind::Arith)
 EMBER_BINARY_INPLACE(div, Kind::TrueDiv)
 #undef EMBER_BINARY_INPLACE
 
+#define EMBER_UNARY_INPLACE(name, needs_float)                                             \
+  Tensor& name##_(Tensor& x) {                                                             \
+    if (autograd::any_requires_grad({&x})) {                                               \
+      return autograd::inplace(x, #name "_", [](const Tensor& old) { return name(old); }); \
+    }                                                                                      \
+    return unary_(name##_op(), #name "_", x, needs_float);                                 \
+  }
+EMBER_UNARY_INPLACE(abs, false)
+EMBER_UNARY_INPLACE(exp, true)
+EMBER_UNARY_INPLACE(log, true)
+EMBER_UNARY_INPLACE(sqrt, true)
+EMBER_UNARY_INPLACE(tanh, true)
+EMBER_UNARY_INPLACE(sigmoid, true)
+EMBER_UNARY_INPLACE(relu, false)
+#undef EMBER_UNARY_INPLACE
+
 Tensor& neg_(Tensor& x) {
   EMBER_CHECK(x.dtype() != DType::Bool,
               "[neg_] negation of a bool tensor is not supported (use logical_not)");
+  if (autograd::any_requires_grad({&x})) {
+    return autograd::inplace(x, "neg_", [](const Tensor& old) { return neg(old); });
+  }
   return unary_(neg_op(), "neg_", x, false);
-}
-Tensor& abs_(Tensor& x) {
-  return unary_(abs_op(), "abs_", x, false);
-}
-Tensor& exp_(Tensor& x) {
-  return unary_(exp_op(), "exp_", x, true);
-}
-Tensor& log_(Tensor& x) {
-  return unary_(log_op(), "log_", x, true);
-}
-Tensor& sqrt_(Tensor& x) {
-  return unary_(sqrt_op(), "sqrt_", x, true);
-}
-Tensor& tanh_(Tensor& x) {
-  return unary_(tanh_op(), "tanh_", x, true);
-}
-Tensor& sigmoid_(Tensor& x) {
-  return unary_(sigmoid_op(), "sigmoid_", x, true);
-}
-Tensor& relu_(Tensor& x) {
-  return unary_(relu_op(), "relu_", x, false);
 }
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
@@ -353,6 +577,10 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   EMBER_CHECK(shape == x.sizes(), "[masked_fill_] mask of shape {} does not broadcast to {}",
               shape_str(mask.sizes()), shape_str(x.sizes()));
   const Tensor v = detail::scalar_tensor(value, x.dtype(), x.device()).to(x.dtype());
+  if (autograd::any_requires_grad({&x})) {
+    return autograd::inplace(x, "masked_fill_",
+                             [&](const Tensor& old) { return where(mask, v, old); });
+  }
   const Tensor m = mask.expand(x.sizes()), vv = v.expand(x.sizes());
   if (x.numel() > 0) run_kernel(where_op(), x.dtype(), {&m, &vv, &x}, {&x});
   x.bump_version();

@@ -93,6 +93,8 @@ EMBER_API Tensor floor(const Tensor& x);
 EMBER_API Tensor ceil(const Tensor& x);
 /** Round half to even. */
 EMBER_API Tensor round(const Tensor& x);
+/** Error function. */
+EMBER_API Tensor erf(const Tensor& x);
 /** x * x. */
 EMBER_API Tensor square(const Tensor& x);
 

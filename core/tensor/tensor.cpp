@@ -1,11 +1,55 @@
 // Tensor metadata and views: geometry only, no kernels.
 #include "core/tensor/tensor.h"
 
+#include "core/autograd/record.h"
+#include "core/ops/factory.h"
+#include "core/ops/index.h"
+
 #include <algorithm>
 #include <vector>
 
 namespace ember {
 namespace {
+
+// Note [Views are differentiable]
+// A view records a backward node only when its base requires grad (checked before any closure
+// is built, so plain views stay allocation-light). The node maps the view's gradient back to
+// the base's shape; record_view also marks the result as a view of the base so in-place ops
+// on it rebase the base's history (Note [In-place ops and CopySlices]).
+template <typename MakeFn>
+Tensor track_view(const char* name, const Tensor& base, Tensor view, MakeFn&& make_fn) {
+  if (autograd::needs_grad(base)) autograd::record_view(name, base, view, make_fn());
+  return view;
+}
+
+using Grads = std::vector<Tensor>;
+
+// Backward of any view that only changes sizes: reshape back.
+auto reshape_back(const Tensor& base) {
+  return [&base] {
+    return [sizes = base.sizes()](const Grads& g, const autograd::LambdaNode&) {
+      return Grads{g[0].reshape(sizes)};
+    };
+  };
+}
+
+// Gradient of x.slice(dim, start, start + len, step) scattered back into x's shape; for step 1
+// it is built from cat, so it is differentiable again.
+Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64_t start,
+                      int64_t step) {
+  const int64_t n = in_sizes[dim], len = g.size(dim);
+  if (step == 1) {
+    Shape before = in_sizes, after = in_sizes;
+    before[dim] = start;
+    after[dim] = n - start - len;
+    return cat({zeros(before, {g.dtype(), g.device()}), g, zeros(after, {g.dtype(), g.device()})},
+               dim);
+  }
+  Tensor out = zeros(in_sizes, {g.dtype(), g.device()});
+  autograd::NoGradGuard no_grad;
+  out.slice(dim, start, start + (len - 1) * step + 1, step).copy_(g);
+  return out;
+}
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   return Tensor(make_intrusive<TensorImpl>(base.storage(), std::move(sizes), std::move(strides),
@@ -84,13 +128,17 @@ Tensor Tensor::view(IntList sizes_in) const {
               "[view] size {} is not compatible with input sizes {} and strides {} (use "
               ".reshape(...) instead)",
               shape_str(sizes), shape_str(this->sizes()), shape_str(this->strides()));
-  return make_view(*this, std::move(sizes), std::move(*strides), storage_offset());
+  return track_view("ViewBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(*strides), storage_offset()),
+                    reshape_back(*this));
 }
 
 Tensor Tensor::reshape(IntList sizes_in) const {
   Shape sizes = infer_size(sizes_in, numel(), "reshape");
   if (auto strides = view_strides(*this, sizes)) {
-    return make_view(*this, std::move(sizes), std::move(*strides), storage_offset());
+    return track_view("ViewBackward", *this,
+                      make_view(*this, std::move(sizes), std::move(*strides), storage_offset()),
+                      reshape_back(*this));
   }
   return clone().view(sizes);
 }
@@ -103,7 +151,13 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
     std::swap(sizes[d0], sizes[d1]);
     std::swap(strides[d0], strides[d1]);
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return track_view("TransposeBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                    [d0, d1] {
+                      return [d0, d1](const Grads& g, const autograd::LambdaNode&) {
+                        return Grads{g[0].transpose(d0, d1)};
+                      };
+                    });
 }
 
 Tensor Tensor::t() const {
@@ -124,7 +178,15 @@ Tensor Tensor::permute(IntList dims) const {
     sizes[i] = this->sizes()[d];
     strides[i] = this->strides()[d];
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  Shape inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], dim(), "permute")] = i;
+  return track_view("PermuteBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                    [&inverse] {
+                      return [inverse](const Grads& g, const autograd::LambdaNode&) {
+                        return Grads{g[0].permute(inverse)};
+                      };
+                    });
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
@@ -139,8 +201,15 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Shape sizes = this->sizes(), strides = this->strides();
   sizes[d] = (end - start + step - 1) / step;
   strides[d] *= step;
-  return make_view(*this, std::move(sizes), std::move(strides),
-                   storage_offset() + start * this->strides()[d]);
+  return track_view("SliceBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides),
+                              storage_offset() + start * this->strides()[d]),
+                    [&] {
+                      return [in = this->sizes(), d, start, step](const Grads& g,
+                                                                  const autograd::LambdaNode&) {
+                        return Grads{slice_backward(g[0], in, d, start, step)};
+                      };
+                    });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -163,8 +232,15 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(d);
   strides.erase(d);
-  return make_view(*this, std::move(sizes), std::move(strides),
-                   storage_offset() + index * this->strides()[d]);
+  return track_view("SelectBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides),
+                              storage_offset() + index * this->strides()[d]),
+                    [&] {
+                      return [in = this->sizes(), d, index](const Grads& g,
+                                                            const autograd::LambdaNode&) {
+                        return Grads{slice_backward(g[0].unsqueeze(d), in, d, index, 1)};
+                      };
+                    });
 }
 
 Tensor Tensor::expand(IntList target) const {
@@ -188,7 +264,12 @@ Tensor Tensor::expand(IntList target) const {
     sizes[i] = want;
     strides[i] = have == want ? this->strides()[i - lead] : 0;
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return track_view("ExpandBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()), [&] {
+                      return [in = this->sizes()](const Grads& g, const autograd::LambdaNode&) {
+                        return Grads{autograd::sum_to(g[0], in)};
+                      };
+                    });
 }
 
 Tensor Tensor::squeeze() const {
@@ -199,7 +280,9 @@ Tensor Tensor::squeeze() const {
       strides.push_back(this->strides()[i]);
     }
   }
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return track_view("SqueezeBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                    reshape_back(*this));
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -209,7 +292,9 @@ Tensor Tensor::squeeze(int64_t d) const {
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(d);
   strides.erase(d);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return track_view("SqueezeBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                    reshape_back(*this));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -218,7 +303,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t stride = d < dim() ? this->strides()[d] * this->sizes()[d] : 1;
   sizes.insert(d, 1);
   strides.insert(d, stride);
-  return make_view(*this, std::move(sizes), std::move(strides), storage_offset());
+  return track_view("UnsqueezeBackward", *this,
+                    make_view(*this, std::move(sizes), std::move(strides), storage_offset()),
+                    reshape_back(*this));
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -257,7 +344,20 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
       shape_str(sizes), shape_str(strides), off, last, capacity);
-  return make_view(*this, Shape(sizes), Shape(strides), off);
+  // Backward: the gradient written at the viewed places of a zero tensor laid out like this
+  // one's storage region (first order only; overlapping views keep one write per place).
+  return track_view("AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off),
+                    [&] {
+                      return [in = this->sizes(), base_off = storage_offset(),
+                              contiguous = is_contiguous(), sz = Shape(sizes), st = Shape(strides),
+                              off](const Grads& g, const autograd::LambdaNode&) {
+                        EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
+                        Tensor out = zeros(in, {g[0].dtype(), g[0].device()});
+                        autograd::NoGradGuard no_grad;
+                        out.as_strided(sz, st, off - base_off).copy_(g[0]);
+                        return Grads{out};
+                      };
+                    });
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -17,6 +19,11 @@
 #include "core/util/export.h"
 
 namespace ember {
+
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
 
 /** An n-dimensional array on some device; copying the handle shares the data. */
 class EMBER_API Tensor {
@@ -121,6 +128,33 @@ class EMBER_API Tensor {
   Tensor& zero_() { return fill_(0); }
   /** Records an in-place write (bumps the version counter). */
   void bump_version() const { impl_->storage()->bump_version(); }
+
+  // Autograd (core/autograd).
+  /** True if gradients flow to or through this tensor. */
+  bool requires_grad() const { return impl_->requires_grad(); }
+  /** Makes a leaf (not) require grad; floating dtypes only. */
+  Tensor& requires_grad_(bool on = true);
+  /** The accumulated gradient (undefined until a backward reaches this leaf). */
+  const Tensor& grad() const;
+  /** The gradient slot, for optimizers and zero_grad. */
+  Tensor& mutable_grad() const;
+  /** The node that produced this tensor, or null for leaves. */
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /** True for tensors made by the user rather than by a recorded op. */
+  bool is_leaf() const;
+  /** Which output of its grad_fn this tensor is. */
+  uint32_t output_nr() const;
+  /** Autograd state, or null. */
+  autograd::AutogradMeta* autograd_meta() const;
+  /** Runs backward from this tensor (a scalar unless `gradient` is given). */
+  void backward(const Tensor& gradient = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  /** Same data, cut from the graph (shares storage and version counter). */
+  Tensor detach() const;
+  /** Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it. */
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /** Keeps the gradient of a non-leaf in grad() after backward. */
+  void retain_grad() const;
 
   /** PyTorch-like printed form. */
   std::string str() const;

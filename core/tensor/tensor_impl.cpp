@@ -1,5 +1,7 @@
 #include "core/tensor/tensor_impl.h"
 
+#include "core/autograd/node.h"
+
 namespace ember {
 
 // Note [TensorImpl stays small]

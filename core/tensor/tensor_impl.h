@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/tensor/dtype.h"
 #include "core/tensor/shape.h"
@@ -11,11 +12,16 @@
 
 namespace ember {
 
+namespace autograd {
+struct AutogradMeta;
+}  // namespace autograd
+
 /** The state behind a Tensor handle; views share the Storage. */
 class EMBER_API TensorImpl : public RefCounted {
  public:
   /** A tensor over `storage` with the given geometry (offset in elements). */
   TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype);
+  ~TensorImpl();
 
   const Storage& storage() const { return storage_; }
   const Shape& sizes() const { return sizes_; }
@@ -25,6 +31,14 @@ class EMBER_API TensorImpl : public RefCounted {
   Device device() const { return storage_->device(); }
   int64_t numel() const { return numel_; }
   bool is_contiguous() const { return contiguous_; }
+  /** True if autograd tracks this tensor (a leaf that requires grad, or one with a grad_fn). */
+  bool requires_grad() const { return requires_grad_; }
+  /** Keeps requires_grad() in step with the autograd meta; autograd use only. */
+  void set_requires_grad_flag(bool on) { requires_grad_ = on; }
+  /** Autograd state, or null if the tensor never took part in autograd. */
+  autograd::AutogradMeta* autograd_meta() const { return autograd_.get(); }
+  /** Autograd state, created on first use. */
+  autograd::AutogradMeta& ensure_autograd_meta();
   /** Address of element [0, ..., 0]. */
   void* data() const {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
@@ -36,8 +50,10 @@ class EMBER_API TensorImpl : public RefCounted {
   Shape strides_;
   int64_t offset_;
   int64_t numel_;
+  std::unique_ptr<autograd::AutogradMeta> autograd_;
   DType dtype_;
   bool contiguous_;
+  bool requires_grad_ = false;
 };
 
 }  // namespace ember

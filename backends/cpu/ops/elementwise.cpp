@@ -367,6 +367,7 @@ EMBER_CPU_UNARY_FLOAT(silu, x / (decltype(x)(1) + std::exp(-x)))
 EMBER_CPU_UNARY_FLOAT(floor, std::floor(x))
 EMBER_CPU_UNARY_FLOAT(ceil, std::ceil(x))
 EMBER_CPU_UNARY_FLOAT(round, std::nearbyint(x))
+EMBER_CPU_UNARY_FLOAT(erf, std::erf(x))
 #undef EMBER_CPU_UNARY_FLOAT
 
 int32_t neg(const ember_kernel_call* c) {

@@ -47,6 +47,7 @@ EMBER_CPU_KERNEL(sign);
 EMBER_CPU_KERNEL(floor);
 EMBER_CPU_KERNEL(ceil);
 EMBER_CPU_KERNEL(round);
+EMBER_CPU_KERNEL(erf);
 
 // reduce.cpp
 EMBER_CPU_KERNEL(sum);

@@ -1,0 +1,233 @@
+#include "core/autograd/engine.h"
+
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/record.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+
+namespace ember::autograd {
+namespace {
+
+struct ReadyOrder {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
+};
+
+bool has_non_finite(const Tensor& g) {
+  if (!is_floating(g.dtype()) || g.numel() == 0) return false;
+  NoGradGuard no_grad;
+  const Tensor h = g.to(Device::cpu()).to(DType::Float64).contiguous();
+  const double* p = h.data_ptr<double>();
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    if (!std::isfinite(p[i])) return true;
+  }
+  return false;
+}
+
+// Note [The backward engine]
+// One call runs one graph task on the calling thread (so independent graphs run concurrently
+// from several threads): (1) walk the graph from the roots counting, for every node, how many
+// edges point at it; (2) if specific inputs were asked for (grad()), mark which nodes lead to
+// them and skip the rest; (3) run nodes whose count reached zero, latest-created first,
+// summing the gradients that arrive at each node's inputs in a buffer. Gradients for the
+// requested inputs are captured where they arrive instead of being accumulated into .grad.
+struct GraphTask {
+  bool retain_graph;
+  bool create_graph;
+  std::unordered_map<Node*, int> deps;
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::unordered_map<Node*, bool> needed;  // only used when capturing
+  // (node, input_nr) -> capture slot
+  std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
+  std::vector<Tensor> captured;
+  bool capturing = false;
+
+  void count_deps(const std::vector<Node*>& roots) {
+    std::vector<Node*> stack(roots.begin(), roots.end());
+    std::unordered_set<Node*> seen(roots.begin(), roots.end());
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge& e : n->next_edges) {
+        if (!e.fn) continue;
+        ++deps[e.fn.get()];
+        if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+      }
+    }
+  }
+
+  bool mark_needed(Node* n) {
+    if (auto it = needed.find(n); it != needed.end()) return it->second;
+    needed[n] = false;  // breaks cycles, which a valid graph does not have
+    bool need = captures.count(n) > 0;
+    for (const Edge& e : n->next_edges) {
+      if (e.fn && mark_needed(e.fn.get())) need = true;
+    }
+    needed[n] = need;
+    return need;
+  }
+
+  void add_to_buffer(Node* n, uint32_t input_nr, Tensor g) {
+    std::vector<Tensor>& buf = buffers[n];
+    if (buf.size() < n->outputs.size()) buf.resize(n->outputs.size());
+    if (input_nr >= buf.size()) buf.resize(input_nr + 1);
+    buf[input_nr] = buf[input_nr].defined() ? add(buf[input_nr], g) : g;
+  }
+
+  void run(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
+    // A synthetic root that fans out to the requested tensors.
+    std::vector<Node*> root_nodes;
+    for (const Edge& e : roots) root_nodes.push_back(e.fn.get());
+    count_deps(root_nodes);
+    std::unordered_set<Node*> root_set(root_nodes.begin(), root_nodes.end());
+    if (capturing) {
+      for (Node* r : root_nodes) mark_needed(r);
+    }
+    std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      add_to_buffer(roots[i].fn.get(), roots[i].input_nr, root_grads[i]);
+    }
+    for (Node* r : root_set) {
+      if (deps[r] == 0) ready.push(r);
+    }
+    // Keep nodes alive while they run even if the user dropped the outputs.
+    std::vector<std::shared_ptr<Node>> keep;
+    for (const Edge& e : roots) keep.push_back(e.fn);
+
+    AutoGradMode mode(create_graph);
+    while (!ready.empty()) {
+      Node* n = ready.top();
+      ready.pop();
+      std::vector<Tensor> inputs = std::move(buffers[n]);
+      buffers.erase(n);
+      inputs.resize(n->outputs.size());
+      if (auto it = captures.find(n); it != captures.end()) {
+        for (auto [nr, slot] : it->second) {
+          Tensor g = nr < inputs.size() ? inputs[nr] : Tensor();
+          for (const auto& [hook_nr, hook] : n->pre_hooks) {
+            if (hook_nr == nr && g.defined()) {
+              Tensor r = hook(g);
+              if (r.defined()) g = r;
+            }
+          }
+          captured[slot] = g;
+        }
+      }
+      if (capturing && !needed[n]) continue;
+      for (const auto& [nr, hook] : n->pre_hooks) {
+        if (nr < inputs.size() && inputs[nr].defined()) {
+          Tensor r = hook(inputs[nr]);
+          if (r.defined()) inputs[nr] = r;
+        }
+      }
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i].defined()) {
+          const OutputMeta& m = n->outputs[i];
+          inputs[i] = zeros(m.sizes, {m.dtype, m.device});
+        }
+      }
+      std::vector<Tensor> outs = n->apply(std::move(inputs));
+      if (!retain_graph) n->release_saved();
+      if (is_anomaly_enabled()) {
+        for (size_t i = 0; i < outs.size(); ++i) {
+          EMBER_CHECK(!(outs[i].defined() && has_non_finite(outs[i])),
+                      "[autograd] function '{}' returned nan or inf values in its {}th output; "
+                      "the forward op that created it was '{}' (anomaly mode)",
+                      n->name(), i, n->forward_op);
+        }
+      }
+      EMBER_ASSERT(outs.size() <= n->next_edges.size() || n->next_edges.empty());
+      for (size_t i = 0; i < n->next_edges.size(); ++i) {
+        const Edge& e = n->next_edges[i];
+        if (!e.fn) continue;
+        Node* next = e.fn.get();
+        if (i < outs.size() && outs[i].defined()) {
+          const OutputMeta& m = next->outputs[e.input_nr];
+          EMBER_CHECK(outs[i].sizes() == m.sizes,
+                      "[autograd] function '{}' returned a gradient of shape {} for input {}, "
+                      "which has shape {} (a backward formula is wrong: please report)",
+                      n->name(), shape_str(outs[i].sizes()), i, shape_str(m.sizes));
+          add_to_buffer(next, e.input_nr, outs[i]);
+        }
+        keep.push_back(e.fn);
+        if (--deps[next] == 0) ready.push(next);
+      }
+    }
+  }
+};
+
+std::vector<Tensor> make_root_grads(const std::vector<Tensor>& tensors,
+                                    const std::vector<Tensor>& grads, const char* op) {
+  EMBER_CHECK(grads.empty() || grads.size() == tensors.size(),
+              "[{}] got {} tensors but {} gradients", op, tensors.size(), grads.size());
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    if (!grads.empty() && grads[i].defined()) {
+      EMBER_CHECK(grads[i].sizes() == t.sizes(),
+                  "[{}] gradient {} has shape {} but the tensor has shape {}", op, i,
+                  shape_str(grads[i].sizes()), shape_str(t.sizes()));
+      out.push_back(grads[i]);
+    } else {
+      EMBER_CHECK(t.numel() == 1,
+                  "[{}] grad can be implicitly created only for scalar outputs: tensor {} has "
+                  "shape {} (pass a gradient)",
+                  op, i, shape_str(t.sizes()));
+      out.push_back(ones_like(t));
+    }
+  }
+  return out;
+}
+
+std::vector<Edge> root_edges(const std::vector<Tensor>& tensors, const char* op) {
+  std::vector<Edge> edges;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Edge e = gradient_edge(tensors[i]);
+    EMBER_CHECK(e.valid(),
+                "[{}] element {} of tensors does not require grad and does not have a grad_fn", op,
+                i);
+    edges.push_back(std::move(e));
+  }
+  return edges;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+              bool retain_graph, bool create_graph) {
+  std::vector<Edge> roots = root_edges(tensors, "backward");
+  std::vector<Tensor> grads = make_root_grads(tensors, grad_tensors, "backward");
+  GraphTask task{retain_graph || create_graph, create_graph, {}, {}, {}, {}, {}, false};
+  task.run(roots, grads);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph,
+                         bool create_graph, bool allow_unused) {
+  std::vector<Edge> roots = root_edges(outputs, "grad");
+  std::vector<Tensor> grads = make_root_grads(outputs, grad_outputs, "grad");
+  GraphTask task{retain_graph.value_or(create_graph), create_graph, {}, {}, {}, {}, {}, true};
+  task.captured.resize(inputs.size());
+  std::vector<std::shared_ptr<Node>> keep;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(inputs[i].defined() && inputs[i].requires_grad(),
+                "[grad] input {} does not require grad", i);
+    Edge e = gradient_edge(inputs[i]);
+    keep.push_back(e.fn);
+    task.captures[e.fn.get()].push_back({e.input_nr, i});
+  }
+  task.run(roots, grads);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EMBER_CHECK(allow_unused || task.captured[i].defined(),
+                "[grad] one of the differentiated tensors (input {}) appears to not have been "
+                "used in the graph (set allow_unused=true if this is intended)",
+                i);
+  }
+  return task.captured;
+}
+
+}  // namespace ember::autograd

@@ -1,0 +1,94 @@
+#include "core/autograd/node.h"
+
+#include <atomic>
+
+#include "core/autograd/grad_mode.h"
+#include "core/ops/elementwise.h"
+#include "core/util/error.h"
+
+namespace ember::autograd {
+namespace {
+std::atomic<uint64_t> g_next_sequence_nr{0};
+}  // namespace
+
+Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+std::vector<Tensor> LambdaNode::apply(std::vector<Tensor>&& grads) {
+  EMBER_CHECK(!released_,
+              "[autograd] trying to backward through {} a second time: its saved tensors were "
+              "freed after the first backward (pass retain_graph=true the first time)",
+              name_);
+  return fn_(grads, *this);
+}
+
+void LambdaNode::release_saved() {
+  fn_ = nullptr;
+  saved_outputs_.clear();
+  released_ = true;
+}
+
+Tensor LambdaNode::saved_output(size_t i) const {
+  EMBER_ASSERT(i < saved_outputs_.size());
+  return saved_outputs_[i].unpack(this);
+}
+
+AccumulateGrad::AccumulateGrad(Tensor leaf) : variable_(std::move(leaf)) {
+  sequence_nr = UINT64_MAX;  // run as soon as ready
+  outputs.push_back({variable_.sizes(), variable_.dtype(), variable_.device()});
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = std::move(grads[0]);
+  AutogradMeta* meta = variable_.autograd_meta();
+  EMBER_ASSERT(meta != nullptr);
+  std::lock_guard lock(mu_);
+  for (const GradHook& hook : meta->leaf_hooks) {
+    Tensor replaced = hook(g);
+    if (replaced.defined()) g = replaced;
+  }
+  if (!g.defined()) return {};
+  if (!is_grad_enabled()) g = g.detach();
+  // Out of place: the previous .grad may be shared with user code or another graph.
+  meta->grad = meta->grad.defined() ? add(meta->grad, g) : g;
+  return {};
+}
+
+// Note [Saving a node's own output]
+// A node that saves its own output (exp saves exp(x)) must not hold that tensor's grad_fn
+// strongly: the output's grad_fn is the node itself, a reference cycle. The output is saved as
+// a plain alias of its storage (version counter shared) plus a weak pointer to the node, and
+// unpacking rebuilds a tensor with that grad_fn so double backward still sees the history.
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;
+  version_ = t.version();
+  if (!is_output) {
+    data_ = t;
+    return;
+  }
+  data_ = t.detach();
+  grad_fn_ = t.grad_fn();
+  output_nr_ = t.output_nr();
+  requires_grad_ = t.requires_grad();
+}
+
+Tensor SavedTensor::unpack(const Node* saved_by) const {
+  if (!data_.defined()) return data_;
+  EMBER_CHECK(data_.version() == version_,
+              "[autograd] one of the tensors needed for gradient computation has been modified "
+              "by an inplace operation: [{} {}] is at version {}; expected version {} instead "
+              "(saved by {} for the forward op '{}'; clone it before modifying it in place)",
+              data_.dtype(), shape_str(data_.sizes()), data_.version(), version_,
+              saved_by ? saved_by->name() : "a backward node",
+              saved_by ? saved_by->forward_op : "?");
+  if (!is_output_) return data_;
+  std::shared_ptr<Node> fn = grad_fn_.lock();
+  if (!fn) return data_;
+  Tensor t = data_.detach();
+  AutogradMeta& m = t.impl()->ensure_autograd_meta();
+  m.grad_fn = std::move(fn);
+  m.output_nr = output_nr_;
+  t.impl()->set_requires_grad_flag(true);
+  return t;
+}
+
+}  // namespace ember::autograd

@@ -1,0 +1,106 @@
+// The autograd members of Tensor: requires_grad, grad, grad_fn, backward, detach, hooks.
+#include "core/autograd/engine.h"
+#include "core/autograd/node.h"
+#include "core/autograd/record.h"
+#include "core/ops/elementwise.h"
+#include "core/tensor/tensor.h"
+
+namespace ember {
+
+using autograd::AutogradMeta;
+
+autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
+  if (!autograd_) autograd_ = std::make_unique<AutogradMeta>();
+  return *autograd_;
+}
+
+TensorImpl::~TensorImpl() = default;
+
+Tensor& Tensor::requires_grad_(bool on) {
+  EMBER_CHECK(!on || is_floating(dtype()),
+              "[requires_grad_] only tensors of floating point dtype can require gradients: got "
+              "{}",
+              dtype());
+  AutogradMeta& m = impl_->ensure_autograd_meta();
+  EMBER_CHECK(on || !m.grad_fn,
+              "[requires_grad_] you can only change requires_grad of leaf tensors (use detach() "
+              "to get a tensor that does not require grad)");
+  m.requires_grad = on;
+  impl_->set_requires_grad_flag(on || m.grad_fn != nullptr);
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor kUndefined;
+  const AutogradMeta* m = impl_->autograd_meta();
+  if (!m) return kUndefined;
+  if (m->retains_grad && m->grad_fn && m->output_nr < m->grad_fn->retained_grads.size()) {
+    return m->grad_fn->retained_grads[m->output_nr];
+  }
+  return m->grad;
+}
+
+Tensor& Tensor::mutable_grad() const {
+  return impl_->ensure_autograd_meta().grad;
+}
+
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  const AutogradMeta* m = impl_->autograd_meta();
+  return m ? m->grad_fn : nullptr;
+}
+
+bool Tensor::is_leaf() const {
+  const AutogradMeta* m = impl_->autograd_meta();
+  return !m || !m->grad_fn;
+}
+
+uint32_t Tensor::output_nr() const {
+  const AutogradMeta* m = impl_->autograd_meta();
+  return m ? m->output_nr : 0;
+}
+
+autograd::AutogradMeta* Tensor::autograd_meta() const {
+  return impl_->autograd_meta();
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+}
+
+Tensor Tensor::detach() const {
+  return Tensor(
+      make_intrusive<TensorImpl>(storage(), sizes(), strides(), storage_offset(), dtype()));
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  EMBER_CHECK(requires_grad(),
+              "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
+  AutogradMeta* m = impl_->autograd_meta();
+  if (m->grad_fn) {
+    m->grad_fn->pre_hooks.emplace_back(m->output_nr, std::move(hook));
+  } else {
+    m->leaf_hooks.push_back(std::move(hook));
+  }
+}
+
+// Note [retain_grad stores in the node]
+// A non-leaf's retained gradient lives in its grad_fn (Node::retained_grads), written by a
+// pre-hook the node owns. Storing it in the tensor would need the hook to reference the
+// tensor, and the tensor references the node: a cycle that never frees.
+void Tensor::retain_grad() const {
+  EMBER_CHECK(requires_grad(),
+              "[retain_grad] can't retain_grad on a tensor that has requires_grad=false");
+  AutogradMeta* m = impl_->autograd_meta();
+  if (!m->grad_fn || m->retains_grad) return;  // leaves keep their grad anyway
+  m->retains_grad = true;
+  autograd::Node* node = m->grad_fn.get();
+  const uint32_t nr = m->output_nr;
+  if (node->retained_grads.size() <= nr) node->retained_grads.resize(nr + 1);
+  node->pre_hooks.emplace_back(nr, [node, nr](const Tensor& g) {
+    Tensor& slot = node->retained_grads[nr];
+    slot = slot.defined() ? slot + g.detach() : g.detach();
+    return Tensor();
+  });
+}
+
+}  // namespace ember
