@@ -1,6 +1,11 @@
 // The one header users include: tensors, ops, plugins and devices.
 #pragma once
 
+#include "core/autograd/engine.h"
+#include "core/autograd/function.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/gradcheck.h"
+#include "core/autograd/node.h"
 #include "core/dispatch/op.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"

@@ -40,7 +40,8 @@ struct GraphTask {
   bool create_graph;
   std::unordered_map<Node*, int> deps;
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
-  std::unordered_map<Node*, bool> needed;  // only used when capturing
+  std::unordered_map<Node*, bool> needed;   // only used when capturing: must run
+  std::unordered_map<Node*, bool> reaches;  // leads to a captured gradient
   // (node, input_nr) -> capture slot
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
   std::vector<Tensor> captured;
@@ -60,15 +61,19 @@ struct GraphTask {
     }
   }
 
+  // Returns whether a captured gradient is reachable from n (n itself included); records in
+  // `needed` whether n must run, i.e. whether one is reachable through n's next edges. A
+  // captured node whose inputs lead nowhere (a leaf's accumulator) is captured, not run.
   bool mark_needed(Node* n) {
-    if (auto it = needed.find(n); it != needed.end()) return it->second;
-    needed[n] = false;  // breaks cycles, which a valid graph does not have
-    bool need = captures.count(n) > 0;
+    if (auto it = reaches.find(n); it != reaches.end()) return it->second;
+    reaches[n] = false;  // breaks cycles, which a valid graph does not have
+    bool run = false;
     for (const Edge& e : n->next_edges) {
-      if (e.fn && mark_needed(e.fn.get())) need = true;
+      if (e.fn && mark_needed(e.fn.get())) run = true;
     }
-    needed[n] = need;
-    return need;
+    needed[n] = run;
+    reaches[n] = run || captures.count(n) > 0;
+    return reaches[n];
   }
 
   void add_to_buffer(Node* n, uint32_t input_nr, Tensor g) {
@@ -201,7 +206,7 @@ void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& gra
               bool retain_graph, bool create_graph) {
   std::vector<Edge> roots = root_edges(tensors, "backward");
   std::vector<Tensor> grads = make_root_grads(tensors, grad_tensors, "backward");
-  GraphTask task{retain_graph || create_graph, create_graph, {}, {}, {}, {}, {}, false};
+  GraphTask task{retain_graph || create_graph, create_graph, {}, {}, {}, {}, {}, {}, false};
   task.run(roots, grads);
 }
 
@@ -210,7 +215,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          bool create_graph, bool allow_unused) {
   std::vector<Edge> roots = root_edges(outputs, "grad");
   std::vector<Tensor> grads = make_root_grads(outputs, grad_outputs, "grad");
-  GraphTask task{retain_graph.value_or(create_graph), create_graph, {}, {}, {}, {}, {}, true};
+  GraphTask task{retain_graph.value_or(create_graph), create_graph, {}, {}, {}, {}, {}, {}, true};
   task.captured.resize(inputs.size());
   std::vector<std::shared_ptr<Node>> keep;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -71,8 +71,11 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs_
         v.reshape({-1}).narrow(0, i, 1).fill_(1.0);
       }
       Tensor fresh = fn(inputs);
-      std::vector<Tensor> g = grad({fresh}, {x}, {v}, /*retain_graph=*/false,
-                                   /*create_graph=*/false, /*allow_unused=*/true);
+      // An output with no graph (a piecewise-constant function's gradient) has a zero Jacobian.
+      std::vector<Tensor> g = fresh.requires_grad()
+                                  ? grad({fresh}, {x}, {v}, /*retain_graph=*/false,
+                                         /*create_graph=*/false, /*allow_unused=*/true)
+                                  : std::vector<Tensor>{Tensor()};
       Tensor gd;
       if (g[0].defined()) {
         NoGradGuard no_grad;
@@ -110,6 +113,9 @@ GradcheckResult gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inp
   // The function checked: (inputs, v) -> the vector-Jacobian products <v, d fn / d x_k>,
   // flattened and concatenated; its own backward exercises the double-backward formulas.
   auto vjp = [&fn, diff, n = inputs.size()](const std::vector<Tensor>& args) {
+    // gradcheck evaluates fn under NoGradGuard for finite differences; the inner grad() needs
+    // the graph of fn all the same.
+    AutoGradMode on(true);
     std::vector<Tensor> xs(args.begin(), args.begin() + static_cast<int64_t>(n));
     Tensor y = fn(xs);
     std::vector<Tensor> wrt;

@@ -48,8 +48,10 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   }
   if (!g.defined()) return {};
   if (!is_grad_enabled()) g = g.detach();
-  // Out of place: the previous .grad may be shared with user code or another graph.
-  meta->grad = meta->grad.defined() ? add(meta->grad, g) : g;
+  // Out of place: the previous .grad may be shared with user code or another graph. A first
+  // gradient that is not dense (sum's backward returns an expanded view) is made contiguous,
+  // so an optimizer's in-place update of .grad touches each element once.
+  meta->grad = meta->grad.defined() ? add(meta->grad, g) : (g.is_contiguous() ? g : g.contiguous());
   return {};
 }
 
@@ -89,6 +91,39 @@ Tensor SavedTensor::unpack(const Node* saved_by) const {
   m.output_nr = output_nr_;
   t.impl()->set_requires_grad_flag(true);
   return t;
+}
+
+}  // namespace ember::autograd
+
+#include "core/autograd/function.h"
+
+namespace ember::autograd {
+
+std::vector<Tensor> AutogradContext::get_saved_variables() const {
+  std::vector<Tensor> out;
+  for (const SavedTensor& s : saved_) out.push_back(s.unpack(node_));
+  return out;
+}
+
+void AutogradContext::mark_non_differentiable(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) non_differentiable_.push_back(t.impl());
+}
+
+bool AutogradContext::is_non_differentiable(const Tensor& t) const {
+  for (const TensorImpl* p : non_differentiable_) {
+    if (p == t.impl()) return true;
+  }
+  return false;
+}
+
+void AutogradContext::finalize(const std::vector<Tensor>& outputs, const Node* node) {
+  node_ = node;
+  for (const Tensor& t : pending_) {
+    bool is_output = false;
+    for (const Tensor& o : outputs) is_output = is_output || o.impl() == t.impl();
+    saved_.emplace_back(t, is_output);
+  }
+  pending_.clear();
 }
 
 }  // namespace ember::autograd

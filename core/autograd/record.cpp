@@ -49,7 +49,7 @@ class CopySlices : public Node {
 
 std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op,
                                         const Tensor* const* inputs, size_t n_in,
-                                        std::initializer_list<Tensor*> outputs, BackwardFn fn) {
+                                        std::span<Tensor* const> outputs, BackwardFn fn) {
   auto node = std::make_shared<LambdaNode>(std::move(name), std::move(fn));
   node->forward_op = forward_op;
   node->next_edges.reserve(n_in);
@@ -80,13 +80,22 @@ Edge gradient_edge(const Tensor& t) {
 std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
                                    std::initializer_list<const Tensor*> inputs,
                                    std::initializer_list<Tensor*> outputs, BackwardFn fn) {
-  return record_impl(std::move(name), forward_op, inputs.begin(), inputs.size(), outputs,
-                     std::move(fn));
+  return record_impl(std::move(name), forward_op, inputs.begin(), inputs.size(),
+                     std::span<Tensor* const>(outputs.begin(), outputs.size()), std::move(fn));
 }
 
 std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
                                    const std::vector<Tensor>& inputs,
                                    std::initializer_list<Tensor*> outputs, BackwardFn fn) {
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& t : inputs) ptrs.push_back(&t);
+  return record_impl(std::move(name), forward_op, ptrs.data(), ptrs.size(),
+                     std::span<Tensor* const>(outputs.begin(), outputs.size()), std::move(fn));
+}
+
+std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
+                                   const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor*>& outputs, BackwardFn fn) {
   std::vector<const Tensor*> ptrs;
   for (const Tensor& t : inputs) ptrs.push_back(&t);
   return record_impl(std::move(name), forward_op, ptrs.data(), ptrs.size(), outputs, std::move(fn));

@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/autograd/grad_mode.h"
@@ -38,6 +39,11 @@ EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forwa
 EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
                                              const std::vector<Tensor>& inputs,
                                              std::initializer_list<Tensor*> outputs, BackwardFn fn);
+
+/** record() for variable numbers of inputs and outputs. */
+EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
+                                             const std::vector<Tensor>& inputs,
+                                             const std::vector<Tensor*>& outputs, BackwardFn fn);
 
 /** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
 EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);

@@ -5,6 +5,7 @@
 
 #include "core/ops/elementwise.h"
 
+#include "core/autograd/differentiable_ops.h"
 #include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
@@ -12,6 +13,8 @@
 
 namespace ember {
 namespace {
+
+const autograd::DeclareDifferentiable kDifferentiable{"clone", "to", "copy_", "contiguous"};
 
 Op& copy_op() {
   static Op& op = op_handle("copy");

@@ -9,6 +9,7 @@
 
 #include <string_view>
 
+#include "core/autograd/differentiable_ops.h"
 #include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
@@ -173,6 +174,10 @@ Tensor detail::scalar_tensor(Scalar s, DType other, Device device) {
 // (create_graph) without extra work.
 
 using autograd::differentiable;
+const autograd::DeclareDifferentiable kDifferentiable{
+    "add",  "sub",  "mul",   "div",   "pow",   "maximum", "minimum", "where", "neg",     "abs",
+    "exp",  "log",  "log1p", "sqrt",  "rsqrt", "sin",     "cos",     "tanh",  "sigmoid", "relu",
+    "gelu", "silu", "erf",   "clamp", "sign",  "floor",   "ceil",    "round"};
 using autograd::LambdaNode;
 using autograd::reduce_grad;
 using autograd::SavedTensor;

@@ -23,6 +23,8 @@
 
 #include <algorithm>
 
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -44,6 +46,70 @@ EMBER_OP(nonzero)
 EMBER_OP(sort)
 EMBER_OP(topk)
 #undef EMBER_OP
+
+// Note [Backward of indexing ops]
+// Every formula here is linear in the output gradient and written with the ops of this file,
+// so it is differentiable again; they mirror each other: gather and index_select send the
+// gradient back with scatter_add into zeros (repeated indices accumulate), and scatter /
+// scatter_add send it to src with gather. Integer index tensors never get a gradient; they are
+// saved version-checked, since an in-place change to them would silently corrupt the formula.
+//   index_select: gx = zeros(x) scatter_add'ed along dim with the index broadcast over g
+//   gather:       gx = scatter_add(zeros(x), dim, index, g)
+//   scatter:      gx = g with the scattered places zeroed; gsrc = gather(g, dim, index)
+//   scatter_add:  gx = g;                                  gsrc = gather(g, dim, index)
+//   cat:          g_i = narrow(g, dim, offset_i, size_i)   (views, differentiable)
+//   sort, topk:   gx = scatter_add(zeros(x), dim, indices, g); indices get no history
+// gsrc covers only index's extent of src: the rest of src never reaches the output, so it is
+// padded with zeros. masked_fill, stack, split and chunk are composites of differentiable ops.
+using autograd::differentiable;
+using autograd::LambdaNode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{
+    "index_select", "gather", "scatter", "scatter_add", "masked_fill", "cat",
+    "stack",        "split",  "chunk",   "sort",        "topk"};
+
+// Gradient of index_select(x, dim, index) for x of `in_sizes`.
+Tensor index_select_backward(const Tensor& g, const Shape& in_sizes, int64_t dim,
+                             const Tensor& index) {
+  if (in_sizes.empty()) return g;  // a 0-d x was picked whole by its only valid index
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(in_sizes.size()), "index_select");
+  Shape index_sizes(in_sizes.size(), 1);
+  index_sizes[d] = index.numel();
+  const Tensor idx = index.reshape(index_sizes).expand(g.sizes());
+  return scatter_add(zeros(in_sizes, {g.dtype(), g.device()}), d, idx, g);
+}
+
+// Gradient for src of scatter / scatter_add: gather(g, dim, index), zero-padded to src's sizes.
+Tensor scatter_src_backward(const Tensor& g, int64_t dim, const Tensor& index,
+                            const Shape& src_sizes) {
+  Tensor r = gather(g, dim, index);
+  for (int64_t i = 0; i < r.dim(); ++i) {
+    if (r.size(i) < src_sizes[i]) {
+      Shape pad = r.sizes();
+      pad[i] = src_sizes[i] - r.size(i);
+      r = cat({r, zeros(pad, {r.dtype(), r.device()})}, i);
+    }
+  }
+  return r;
+}
+
+// Records the backward of the values of sort / topk: the gradient goes back to the places the
+// values came from along `dim` (distinct within a row), zeros elsewhere.
+void record_ordering(const char* node, const char* op, const Tensor& x, int64_t dim, Tensor& values,
+                     const Tensor& indices) {
+  if (!autograd::needs_grad(x) || !is_floating(values.dtype())) return;
+  autograd::record(
+      node, op, {&x}, {&values},
+      [sizes = x.sizes(), dim, si = SavedTensor(indices)](const Grads& g, const LambdaNode& self) {
+        const Tensor idx = self.unpack(si);
+        const Tensor z = zeros(sizes, {g[0].dtype(), g[0].device()});
+        // A 0-d x: its one value was taken (k = 1, or sort) or not (k = 0).
+        if (sizes.empty()) return Grads{g[0].numel() == 1 ? g[0].reshape({}) : z};
+        return Grads{scatter_add(z, dim, idx, g[0])};
+      });
+}
 
 void check_index_dtype(const Tensor& index, const char* op) {
   EMBER_CHECK(index.dtype() == DType::Int64, "[{}] index must be an int64 tensor: got {}", op,
@@ -93,9 +159,7 @@ std::tuple<Tensor, Tensor> ordering_kernel(const Op& op, const Tensor& x, int64_
   return {values.transpose(d, -1), indices.transpose(d, -1)};
 }
 
-}  // namespace
-
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor index_select_forward(const Tensor& x, int64_t dim, const Tensor& index) {
   EMBER_CHECK(x.defined() && index.defined(), "[index_select] undefined tensor argument");
   check_index_dtype(index, "index_select");
   EMBER_CHECK(index.dim() <= 1, "[index_select] index must be a 1-d tensor: got {} dims {}",
@@ -106,7 +170,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
     EMBER_CHECK(index.numel() == 1,
                 "[index_select] a 0-d input needs exactly one index: got {} indices",
                 index.numel());
-    return index_select(x.unsqueeze(0), 0, index.reshape({1})).reshape({});
+    return index_select_forward(x.unsqueeze(0), 0, index.reshape({1})).reshape({});
   }
   const int64_t d = wrap_dim(dim, x.dim(), "index_select");
   const Tensor idx = index.dim() == 0 ? index.reshape({1}) : index;
@@ -118,14 +182,14 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return y;
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor gather_forward(const Tensor& x, int64_t dim, const Tensor& index) {
   EMBER_CHECK(x.defined() && index.defined(), "[gather] undefined tensor argument");
   check_index_dtype(index, "gather");
   common_device({&x, &index}, "gather");
   EMBER_CHECK(index.dim() == x.dim(),
               "[gather] index must have the input's number of dims {}: got {} (sizes {})", x.dim(),
               index.dim(), shape_str(index.sizes()));
-  if (x.dim() == 0) return gather(x.unsqueeze(0), dim, index.unsqueeze(0)).reshape({});
+  if (x.dim() == 0) return gather_forward(x.unsqueeze(0), dim, index.unsqueeze(0)).reshape({});
   const int64_t d = wrap_dim(dim, x.dim(), "gather");
   for (int64_t i = 0; i < x.dim(); ++i) {
     EMBER_CHECK(i == d || index.size(i) <= x.size(i),
@@ -137,12 +201,61 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return y;
 }
 
+}  // namespace
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  return differentiable(
+      "IndexSelectBackward", "index_select", {&x},
+      [&] { return index_select_forward(x, dim, index); },
+      [&] {
+        return [sizes = x.sizes(), dim, si = SavedTensor(index)](const Grads& g,
+                                                                 const LambdaNode& self) {
+          return Grads{index_select_backward(g[0], sizes, dim, self.unpack(si))};
+        };
+      });
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  return differentiable(
+      "GatherBackward", "gather", {&x}, [&] { return gather_forward(x, dim, index); },
+      [&] {
+        return [sizes = x.sizes(), dim, si = SavedTensor(index)](const Grads& g,
+                                                                 const LambdaNode& self) {
+          return Grads{
+              scatter_add(zeros(sizes, {g[0].dtype(), g[0].device()}), dim, self.unpack(si), g[0])};
+        };
+      });
+}
+
+// Note: with repeated indices scatter keeps one of the written values, so its gradient for
+// src is only meaningful for distinct indices (as in PyTorch).
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl(scatter_op(), "scatter", x, dim, index, src);
+  return differentiable(
+      "ScatterBackward", "scatter", {&x, &src},
+      [&] { return scatter_impl(scatter_op(), "scatter", x, dim, index, src); },
+      [&] {
+        return [src_sizes = src.sizes(), dim, si = SavedTensor(index), rx = x.requires_grad(),
+                rs = src.requires_grad()](const Grads& g, const LambdaNode& self) {
+          const Tensor idx = self.unpack(si);
+          Tensor gx, gsrc;
+          if (rx) gx = scatter(g[0], dim, idx, zeros(src_sizes, {g[0].dtype(), g[0].device()}));
+          if (rs) gsrc = scatter_src_backward(g[0], dim, idx, src_sizes);
+          return Grads{gx, gsrc};
+        };
+      });
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  return scatter_impl(scatter_add_op(), "scatter_add", x, dim, index, src);
+  return differentiable(
+      "ScatterAddBackward", "scatter_add", {&x, &src},
+      [&] { return scatter_impl(scatter_add_op(), "scatter_add", x, dim, index, src); },
+      [&] {
+        return [src_sizes = src.sizes(), dim, si = SavedTensor(index), rs = src.requires_grad()](
+                   const Grads& g, const LambdaNode& self) {
+          return Grads{g[0],
+                       rs ? scatter_src_backward(g[0], dim, self.unpack(si), src_sizes) : Tensor()};
+        };
+      });
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
@@ -168,6 +281,51 @@ Tensor nonzero(const Tensor& x) {
   return out;
 }
 
+namespace {
+
+// Gives cat's output `out` (joined along `d`) its history when an input requires grad: the
+// gradient of each input is its narrow() of g (a skipped empty 1-d input gets an empty one).
+Tensor cat_record(const std::vector<Tensor>& tensors, Tensor out, int64_t d) {
+  if (!autograd::is_grad_enabled() || !is_floating(out.dtype())) return out;
+  struct Part {
+    bool requires_grad, skipped;
+    int64_t size;
+    DType dtype;
+  };
+  std::vector<Part> parts;
+  bool any = false;
+  for (const Tensor& t : tensors) {
+    const bool skipped = t.dim() == 1 && t.numel() == 0;
+    parts.push_back({t.requires_grad(), skipped, skipped ? 0 : t.size(d), t.dtype()});
+    any = any || t.requires_grad();
+  }
+  if (!any) return out;
+  autograd::record(
+      "CatBackward", "cat", tensors, {&out},
+      [parts = std::move(parts), d](const Grads& g, const LambdaNode&) {
+        Grads r;
+        r.reserve(parts.size());
+        int64_t offset = 0;
+        for (const Part& p : parts) {
+          if (p.skipped) {
+            r.push_back(p.requires_grad ? zeros({0}, {p.dtype, g[0].device()}) : Tensor());
+            continue;
+          }
+          if (p.requires_grad) {
+            Tensor gi = g[0].narrow(d, offset, p.size);
+            r.push_back(gi.dtype() == p.dtype ? gi : gi.to(p.dtype));
+          } else {
+            r.emplace_back();
+          }
+          offset += p.size;
+        }
+        return r;
+      });
+  return out;
+}
+
+}  // namespace
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "[cat] expected a non-empty list of tensors");
   // Note [cat skips empty 1-d tensors]: like PyTorch's legacy rule, a 1-d tensor of size 0
@@ -187,7 +345,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (!ref && !skipped(t)) ref = &t;
   }
   const Device device = tensors[0].device();
-  if (!ref) return empty({0}, {dtype, device});
+  if (!ref) return cat_record(tensors, empty({0}, {dtype, device}), 0);
   const int64_t d = wrap_dim(dim, ref->dim(), "cat");
   Shape sizes = ref->sizes();
   sizes[d] = 0;
@@ -207,13 +365,16 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     sizes[d] += t.size(d);
   }
   Tensor out = empty(sizes, {dtype, device});
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    if (skipped(t)) continue;
-    if (t.numel() > 0) out.narrow(d, offset, t.size(d)).copy_(t);
-    offset += t.size(d);
+  {
+    autograd::NoGradGuard below_autograd;
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+      if (skipped(t)) continue;
+      if (t.numel() > 0) out.narrow(d, offset, t.size(d)).copy_(t);
+      offset += t.size(d);
+    }
   }
-  return out;
+  return cat_record(tensors, std::move(out), d);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -288,26 +449,46 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   if (x.dim() == 0) {
     wrap_dim(dim, 1, "topk");
     EMBER_CHECK(k == 0 || k == 1, "[topk] k ({}) is out of range for a 0-d tensor", k);
-    auto [v, i] = topk(x.unsqueeze(0), k, 0, largest, sorted);
-    return {k == 1 ? v.reshape({}) : v, k == 1 ? i.reshape({}) : i};
+    auto [v, i] = [&] {
+      autograd::NoGradGuard below_autograd;
+      return topk(x.unsqueeze(0), k, 0, largest, sorted);
+    }();
+    Tensor values = k == 1 ? v.reshape({}) : v;
+    record_ordering("TopkBackward", "topk", x, 0, values, i);
+    return {values, k == 1 ? i.reshape({}) : i};
   }
   const int64_t d = wrap_dim(dim, x.dim(), "topk");
   EMBER_CHECK(k >= 0 && k <= x.size(d), "[topk] k ({}) is out of range for dim {} of size {}", k, d,
               x.size(d));
   const int64_t ints[3] = {k, largest ? 1 : 0, sorted ? 1 : 0};
-  return ordering_kernel(topk_op(), x, d, k, {ints, {}});
+  auto [values, indices] = [&] {
+    autograd::NoGradGuard below_autograd;
+    return ordering_kernel(topk_op(), x, d, k, {ints, {}});
+  }();
+  record_ordering("TopkBackward", "topk", x, d, values, indices);
+  return {values, indices};
 }
 
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
   EMBER_CHECK(x.defined(), "[sort] undefined tensor argument");
   if (x.dim() == 0) {
     wrap_dim(dim, 1, "sort");
-    auto [v, i] = sort(x.unsqueeze(0), 0, descending);
-    return {v.reshape({}), i.reshape({})};
+    auto [v, i] = [&] {
+      autograd::NoGradGuard below_autograd;
+      return sort(x.unsqueeze(0), 0, descending);
+    }();
+    Tensor values = v.reshape({});
+    record_ordering("SortBackward", "sort", x, 0, values, i);
+    return {values, i.reshape({})};
   }
   const int64_t d = wrap_dim(dim, x.dim(), "sort");
   const int64_t desc = descending ? 1 : 0;
-  return ordering_kernel(sort_op(), x, d, x.size(d), {{&desc, 1}, {}});
+  auto [values, indices] = [&] {
+    autograd::NoGradGuard below_autograd;
+    return ordering_kernel(sort_op(), x, d, x.size(d), {{&desc, 1}, {}});
+  }();
+  record_ordering("SortBackward", "sort", x, d, values, indices);
+  return {values, indices};
 }
 
 }  // namespace ember

@@ -5,8 +5,11 @@
 // in the last two dims too); outputs {C [..., M, N]} contiguous, of the same dtype. No
 // attributes. The kernel sees M, N > 0 but may see K == 0 (then C is all zeros). 1-d operands
 // never reach a kernel: the core makes them [1, K] / [K, 1] and squeezes the result.
+// backward (C = A B): dA = dC B^T, dB = A^T dC, summed over broadcast batch dims.
 #include "core/ops/linalg.h"
 
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
 
@@ -68,17 +71,56 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   return out.view(result);
 }
 
+const autograd::DeclareDifferentiable kDifferentiable{"matmul", "mm", "bmm"};
+
+// Note [Backward of matmul]
+// With 1-d operands viewed as [1, K] / [K, 1] (Note [1-d operands of matmul]) and the output
+// gradient viewed back to [..., M, N], the gradients are dA = dC B^T and dB = A^T dC, written
+// with the public matmul and transpose so they are differentiable again. Their batch dims are
+// the broadcast ones; reduce_grad sums them back to each operand's own batch dims and casts to
+// its own dtype (a float32 operand of a float64 product gets a float32 gradient). mm and bmm
+// are special cases and share this formula.
+Tensor differentiable_product(const char* name, const char* node, const Tensor& a,
+                              const Tensor& b) {
+  return autograd::differentiable(
+      node, name, {&a, &b}, [&] { return product(name, a, b); },
+      [&] {
+        return [sa = autograd::SavedTensor(a), sb = autograd::SavedTensor(b),
+                ra = a.requires_grad(), rb = b.requires_grad()](const std::vector<Tensor>& g,
+                                                                const autograd::LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          const Tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+          const Tensor b2 = b.dim() == 1 ? b.unsqueeze(1) : b;
+          // dC without the dims of 1-d operands: its leading dims are the batch dims.
+          const int64_t batch = g[0].dim() - (a.dim() > 1) - (b.dim() > 1);
+          Shape full;
+          for (int64_t i = 0; i < batch; ++i) full.push_back(g[0].size(i));
+          full.push_back(a2.size(-2));
+          full.push_back(b2.size(-1));
+          const Tensor g2 = g[0].reshape(full);
+          Tensor ga, gb;
+          if (ra) {
+            ga = autograd::reduce_grad(matmul(g2, b2.transpose(-1, -2)), a2).reshape(a.sizes());
+          }
+          if (rb) {
+            gb = autograd::reduce_grad(matmul(a2.transpose(-1, -2), g2), b2).reshape(b.sizes());
+          }
+          return std::vector<Tensor>{ga, gb};
+        };
+      });
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  return product("matmul", a, b);
+  return differentiable_product("matmul", "MatmulBackward", a, b);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.defined() && b.defined(), "[mm] undefined tensor argument");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "[mm] expected 2-d tensors: got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
-  return product("mm", a, b);
+  return differentiable_product("mm", "MmBackward", a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -88,7 +130,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.size(0) == b.size(0),
               "[bmm] batch sizes differ: shapes {} and {} (bmm does not broadcast; use matmul)",
               shape_str(a.sizes()), shape_str(b.sizes()));
-  return product("bmm", a, b);
+  return differentiable_product("bmm", "BmmBackward", a, b);
 }
 
 }  // namespace ember

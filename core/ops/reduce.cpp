@@ -17,6 +17,8 @@
 #include <cmath>
 #include <limits>
 
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -184,12 +186,135 @@ Tensor extremum_all(const Op& op, const char* name, const Tensor& x) {
 
 }  // namespace
 
+// Note [Backward of reductions]
+// A reduction's gradient first gets the reduced dims back as size 1 (reshape to the keepdim
+// shape; `keep_sizes` of the plan), then broadcasts against the input. Every formula is written
+// with public ops, so it is differentiable again (create_graph); masks (which element won a max,
+// which elements are zero) are constants of the formula, as in PyTorch.
+//   sum:        g expanded.
+//   amax/amin, max(x)/min(x): g split evenly among the elements equal to the result.
+//   max/min(x, dim): g goes to the element the returned index names (one-hot from the indices).
+//   prod:       Note [Product gradient with zeros].
+//   std:        var's gradient times g / (2 std), taken as 0 where std == 0 (not 0 * inf = nan).
+//   norm:       PyTorch's norm_backward; 0 where the norm is 0 (for p = 2: x / |x| at x = 0).
+//   logsumexp:  g exp(x - lse).
+//   cumsum:     the reversed running sum of g, as sum(g) - cumsum(g) + g (there is no flip).
+// mean and var are composites of differentiable ops and need no formula.
+namespace {
+
+using autograd::LambdaNode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{"sum",  "prod", "mean",      "amax",
+                                                      "amin", "max",  "min",       "var",
+                                                      "std",  "norm", "logsumexp", "cumsum"};
+
+/** A 0-d tensor of `like`'s dtype and device holding `v`. */
+Tensor scalar_like(const Tensor& like, double v) {
+  return full({}, v, {like.dtype(), like.device()});
+}
+
+/** Gradient of amax/amin: `g` (keepdim shape) split evenly among the elements equal to `yk`. */
+Tensor extremum_backward(const Tensor& gk, const Tensor& x, const Tensor& yk, IntList dims) {
+  const Tensor hit = eq(x, yk);
+  const Tensor count = sum(hit, dims, /*keepdim=*/true).to(x.dtype());
+  return where(hit, div(gk, count), scalar_like(x, 0.0));
+}
+
+// Note [Product gradient with zeros]
+// d prod(x) / d x_i is the product of the others. Without zeros that is prod / x_i (the saved
+// result over the input). With zeros, prod / x divides by 0, so the formula splits each group
+// into its nonzero part y (zeros replaced by 1, product P) and its zeros z_1..z_k:
+//   grad_i = P / y_i * E_i,  E_i = product of the zeros other than x_i.
+// E is written so that it stays exact as a function of the zeros' values (which are 0 here but
+// carry derivatives): k = 0: 1; k = 1: the zero itself (or 1 at it); k = 2: z_a z_b =
+// (s1^2 - s2) / 2 with power sums s1, s2 (or s1 - z_i at a zero). With the masks held
+// constant this is the true gradient near x, so the first and second derivatives are exact
+// (PyTorch gets the same from exclusive cumprods). For k >= 3 the gradient and its first
+// derivative are 0 and E is taken as 0; derivatives of order >= 3 at such points are not
+// tracked. Choosing the path reads one flag back to the host, as PyTorch's prod_backward does.
+Tensor prod_backward(const Tensor& gk, const Tensor& x, const Tensor& yk, IntList dims) {
+  const Tensor is_zero = eq(x, 0.0);
+  if (!any(is_zero).item<bool>()) return mul(gk, div(yk, x));
+  const Tensor zero = scalar_like(x, 0.0), one = scalar_like(x, 1.0);
+  const Tensor y = where(is_zero, one, x);
+  const Tensor z = where(is_zero, x, zero);
+  const Tensor p = prod(y, dims, /*keepdim=*/true);
+  const Tensor k = sum(is_zero, dims, /*keepdim=*/true);
+  const Tensor s1 = sum(z, dims, /*keepdim=*/true);
+  const Tensor s2 = sum(mul(z, z), dims, /*keepdim=*/true);
+  const Tensor k0 = eq(k, 0), k1 = eq(k, 1), k2 = eq(k, 2);
+  const Tensor e_nonzero =
+      where(k0, one, where(k1, s1, where(k2, mul(sub(mul(s1, s1), s2), 0.5), zero)));
+  const Tensor e_zero = where(k1, one, where(k2, sub(s1, x), zero));
+  return mul(mul(gk, div(p, y)), where(is_zero, e_zero, e_nonzero));
+}
+
+/** Gradient of var(x, dims, correction) for a gradient `gk` in the keepdim shape. */
+Tensor var_backward(const Tensor& gk, const Tensor& x, IntList dims, double denom) {
+  const Tensor centered = sub(x, mean(x, dims, /*keepdim=*/true));
+  return mul(gk, mul(centered, 2.0 / denom));
+}
+
+/** Gradient of norm(x, p) with result `yk` (keepdim shape); PyTorch's norm_backward. */
+Tensor norm_backward(const Tensor& gk, const Tensor& x, const Tensor& yk, double p, IntList dims) {
+  const Tensor zero = scalar_like(x, 0.0), one = scalar_like(x, 1.0);
+  if (p == 0) return mul(gk, zeros_like(x));  // keeps g's history: 0 again in double backward
+  if (p == 1) return mul(gk, sign(x));
+  if (std::isinf(p)) return mul(sign(x), extremum_backward(gk, abs(x), yk, dims));
+  // Where the norm is 0 the gradient is 0; the norm is replaced by 1 in the division so that
+  // the unused branch of where does not produce inf (and nan in double backward).
+  const Tensor norm_zero = eq(yk, 0.0);
+  const Tensor safe_norm = where(norm_zero, one, yk);
+  if (p == 2) return mul(x, where(norm_zero, zero, div(gk, safe_norm)));
+  const Tensor ax = abs(x);
+  if (p < 1) {
+    const Tensor x_zero = eq(x, 0.0);
+    const Tensor scaled = mul(sign(x), where(x_zero, zero, pow(where(x_zero, one, ax), p - 1)));
+    return mul(mul(scaled, gk), pow(yk, 1 - p));
+  }
+  const Tensor scaled = p < 2 ? mul(sign(x), pow(ax, p - 1)) : mul(x, pow(ax, p - 2));
+  return mul(scaled, where(norm_zero, zero, div(gk, pow(safe_norm, p - 1))));
+}
+
+/** Records the backward `formula(gk, x, yk)` of a one-output reduction of x over `dims`
+ *  (gk, yk: the output's gradient and value in the keepdim shape). */
+template <typename Forward, typename Formula>
+Tensor reduction_ad(const char* node, const char* name, const Tensor& x, IntList dims,
+                    Forward&& forward, Formula formula) {
+  return autograd::differentiable(
+      node, name, {&x}, std::forward<Forward>(forward),
+      [&] {
+        return [sx = SavedTensor(x), keep = plan(x, dims, name).keep_sizes, formula](
+                   const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx);
+          return Grads{formula(g[0].reshape(keep), x, self.saved_output(0).reshape(keep))};
+        };
+      },
+      /*save_output=*/true);
+}
+
+}  // namespace
+
 Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
-  return sum_like(sum_op(), "sum", x, dims, keepdim);
+  return autograd::differentiable(
+      "SumBackward", "sum", {&x}, [&] { return sum_like(sum_op(), "sum", x, dims, keepdim); },
+      [&] {
+        return [keep = plan(x, dims, "sum").keep_sizes, sizes = x.sizes()](const Grads& g,
+                                                                           const LambdaNode&) {
+          return Grads{g[0].reshape(keep).expand(sizes)};
+        };
+      });
 }
 
 Tensor prod(const Tensor& x, IntList dims, bool keepdim) {
-  return sum_like(prod_op(), "prod", x, dims, keepdim);
+  return reduction_ad(
+      "ProdBackward", "prod", x, dims,
+      [&] { return sum_like(prod_op(), "prod", x, dims, keepdim); },
+      [d = Shape(dims)](const Tensor& gk, const Tensor& x, const Tensor& yk) {
+        return prod_backward(gk, x, yk, d);
+      });
 }
 
 Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
@@ -202,31 +327,83 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
   return r.to(x.dtype());
 }
 
+namespace {
+Tensor amax_amin(const Op& op, const char* name, const char* node, const Tensor& x, IntList dims,
+                 bool keepdim) {
+  return reduction_ad(
+      node, name, x, dims,
+      [&] {
+        const Plan p = plan(x, dims, name);
+        check_nonempty(p, x, name);
+        return run_reduce(op, p, x.dtype(), keepdim);
+      },
+      [d = Shape(dims)](const Tensor& gk, const Tensor& x, const Tensor& yk) {
+        return extremum_backward(gk, x, yk, d);
+      });
+}
+
+/** max(x)/min(x) with history: the gradient is split evenly among ties, as in PyTorch. */
+Tensor extremum_all_ad(const Op& op, const char* name, const char* node, const Tensor& x) {
+  return reduction_ad(
+      node, name, x, {}, [&] { return extremum_all(op, name, x); },
+      [](const Tensor& gk, const Tensor& x, const Tensor& yk) {
+        return extremum_backward(gk, x, yk, {});
+      });
+}
+
+/** Gradient of max/min(x, dim): g at the element each index names, 0 elsewhere. */
+Tensor indexed_backward(const Tensor& g, const Tensor& idx, const Shape& sizes, int64_t dim) {
+  if (sizes.empty()) return g.reshape({});
+  Shape keep = sizes, pos_sizes(sizes.size(), 1);
+  keep[dim] = 1;
+  pos_sizes[dim] = sizes[dim];
+  const Tensor pos = arange(sizes[dim], TensorOptions(DType::Int64, g.device())).view(pos_sizes);
+  const Tensor hit = eq(pos, idx.reshape(keep));
+  return where(hit, g.reshape(keep), scalar_like(g, 0.0));
+}
+
+/** max/min(x, dim): the values get history, the indices never do. */
+std::tuple<Tensor, Tensor> extremum_dim_ad(const Op& op, const char* name, const char* node,
+                                           const Tensor& x, int64_t dim, bool keepdim) {
+  if (!autograd::any_requires_grad({&x})) return arg_reduce(op, name, x, dim, keepdim, true);
+  std::tuple<Tensor, Tensor> r;
+  {
+    autograd::NoGradGuard below_autograd;
+    r = arg_reduce(op, name, x, dim, keepdim, true);
+  }
+  Tensor& values = std::get<0>(r);
+  if (!is_floating(values.dtype())) return r;
+  const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), name);
+  autograd::record(node, name, {&x}, {&values},
+                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), d](
+                       const Grads& g, const LambdaNode& self) {
+                     return Grads{indexed_backward(g[0], self.unpack(si), sizes, d)};
+                   });
+  return r;
+}
+}  // namespace
+
 Tensor amax(const Tensor& x, IntList dims, bool keepdim) {
-  const Plan p = plan(x, dims, "amax");
-  check_nonempty(p, x, "amax");
-  return run_reduce(amax_op(), p, x.dtype(), keepdim);
+  return amax_amin(amax_op(), "amax", "AmaxBackward", x, dims, keepdim);
 }
 
 Tensor amin(const Tensor& x, IntList dims, bool keepdim) {
-  const Plan p = plan(x, dims, "amin");
-  check_nonempty(p, x, "amin");
-  return run_reduce(amin_op(), p, x.dtype(), keepdim);
+  return amax_amin(amin_op(), "amin", "AminBackward", x, dims, keepdim);
 }
 
 Tensor max(const Tensor& x) {
-  return extremum_all(amax_op(), "max", x);
+  return extremum_all_ad(amax_op(), "max", "MaxBackward", x);
 }
 Tensor min(const Tensor& x) {
-  return extremum_all(amin_op(), "min", x);
+  return extremum_all_ad(amin_op(), "min", "MinBackward", x);
 }
 
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return arg_reduce(max_dim_op(), "max", x, dim, keepdim, true);
+  return extremum_dim_ad(max_dim_op(), "max", "MaxBackward", x, dim, keepdim);
 }
 
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return arg_reduce(min_dim_op(), "min", x, dim, keepdim, true);
+  return extremum_dim_ad(min_dim_op(), "min", "MinBackward", x, dim, keepdim);
 }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
@@ -263,11 +440,21 @@ Tensor var(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
 }
 
 Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
-  return sqrt(variance(x, dims, correction, keepdim, "std")).to(x.dtype());
+  return reduction_ad(
+      "StdBackward", "std", x, dims,
+      [&] { return sqrt(variance(x, dims, correction, keepdim, "std")).to(x.dtype()); },
+      [d = Shape(dims), correction](const Tensor& gk, const Tensor& x, const Tensor& yk) {
+        const int64_t n = reduced_count(x, d, "std");
+        const double denom = std::max<double>(0.0, static_cast<double>(n - correction));
+        const Tensor std_zero = eq(yk, 0.0);
+        const Tensor safe = where(std_zero, scalar_like(yk, 1.0), yk);
+        const Tensor gv = where(std_zero, scalar_like(yk, 0.0), div(gk, mul(safe, 2.0)));
+        return var_backward(gv, x, d, denom);
+      });
 }
 
-Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "[norm] undefined tensor argument");
+namespace {
+Tensor norm_forward(const Tensor& x, double p, IntList dims, bool keepdim) {
   EMBER_CHECK(is_floating(x.dtype()),
               "[norm] expected a floating point tensor as input: got {} (convert with "
               ".to(float32) first)",
@@ -286,6 +473,16 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
   if (p == 2) return sqrt(sum(mul(x, x), dims, keepdim));
   return pow(sum(pow(abs(x), p), dims, keepdim), 1.0 / p);
 }
+}  // namespace
+
+Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
+  EMBER_CHECK(x.defined(), "[norm] undefined tensor argument");
+  return reduction_ad(
+      "NormBackward", "norm", x, dims, [&] { return norm_forward(x, p, dims, keepdim); },
+      [d = Shape(dims), p](const Tensor& gk, const Tensor& x, const Tensor& yk) {
+        return norm_backward(gk, x, yk, p, d);
+      });
+}
 
 Tensor all(const Tensor& x, IntList dims, bool keepdim) {
   return run_reduce(all_op(), plan(x, dims, "all"), DType::Bool, keepdim);
@@ -299,8 +496,8 @@ Tensor any(const Tensor& x, IntList dims, bool keepdim) {
 // lse = m + log(sum(exp(x - m))) with m the max over the dims, so exp never overflows. A row
 // whose max is infinite uses m = 0 instead: all -inf gives log(0) = -inf, a +inf gives +inf,
 // and neither produces inf - inf = nan. An empty reduction is log(0) = -inf.
-Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "[logsumexp] undefined tensor argument");
+namespace {
+Tensor logsumexp_forward(const Tensor& x, IntList dims, bool keepdim) {
   const Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
   const Plan p = plan(in, dims, "logsumexp");
   if (p.zero_dim >= 0) {
@@ -313,17 +510,42 @@ Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
   const Tensor r = add(s, m);
   return keepdim ? r : r.view(p.out_sizes);
 }
+}  // namespace
 
-Tensor cumsum(const Tensor& x, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[cumsum] undefined tensor argument");
+Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
+  EMBER_CHECK(x.defined(), "[logsumexp] undefined tensor argument");
+  return reduction_ad(
+      "LogsumexpBackward", "logsumexp", x, dims,
+      [&] { return logsumexp_forward(x, dims, keepdim); },
+      [](const Tensor& gk, const Tensor& x, const Tensor& yk) { return mul(gk, exp(sub(x, yk))); });
+}
+
+namespace {
+Tensor cumsum_forward(const Tensor& x, int64_t d) {
   const int64_t nd = x.dim();
-  const int64_t d = wrap_dim(dim, nd, "cumsum");
   const Tensor in = is_floating(x.dtype()) ? x : x.to(DType::Int64);
   if (nd == 0) return in.clone();
   const Tensor moved = d == nd - 1 ? in : in.transpose(d, nd - 1);
   Tensor y = empty(moved.sizes(), {in.dtype(), in.device()});
   if (y.numel() > 0) run_kernel(cumsum_op(), in.dtype(), {&moved}, {&y});
   return d == nd - 1 ? y : y.transpose(d, nd - 1);
+}
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t dim) {
+  EMBER_CHECK(x.defined(), "[cumsum] undefined tensor argument");
+  const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
+  return autograd::differentiable(
+      "CumsumBackward", "cumsum", {&x}, [&] { return cumsum_forward(x, d); },
+      [&] {
+        return [d, scalar = x.dim() == 0](const Grads& g, const LambdaNode&) {
+          if (scalar) return Grads{g[0]};
+          // The reversed running sum: out_i = sum_{j >= i} g_j.
+          const int64_t dims[1] = {d};
+          const Tensor total = sum(g[0], IntList(dims, 1), /*keepdim=*/true);
+          return Grads{add(sub(total, cumsum(g[0], d)), g[0])};
+        };
+      });
 }
 
 }  // namespace ember

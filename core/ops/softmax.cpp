@@ -4,10 +4,16 @@
 // strides; outputs {y} of x's shape and dtype, contiguous; ints[0] = dim, already wrapped into
 // [0, rank). Integer input is promoted to float32 here; bool is rejected. A 0-d input runs as
 // [1] (its softmax is 1, its log_softmax 0). Empty inputs never reach a kernel.
+// backward: softmax dx = y * (dy - sum(dy * y, dim, keepdim));
+//           log_softmax dx = dy - exp(y) * sum(dy, dim, keepdim).
 #include "core/ops/softmax.h"
 
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
+#include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
+#include "core/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -33,14 +39,42 @@ Tensor run_softmax(const Op& op, const char* name, const Tensor& x, int64_t dim)
   return x.dim() == 0 ? out.squeeze(0) : out;
 }
 
+const autograd::DeclareDifferentiable kDifferentiable{"softmax", "log_softmax"};
+
+// Note [Backward of softmax]
+// Both formulas need only the output y (saved with save_output, so the node keeps no copy of
+// x) and are written with public ops, so they are differentiable again. The reduction runs
+// over the op's dim; a 0-d input has a single element, reduced over all dims ({}).
+template <typename Formula>
+Tensor differentiable_softmax(const Op& op, const char* name, const char* node, const Tensor& x,
+                              int64_t dim, Formula formula) {
+  return autograd::differentiable(
+      node, name, {&x}, [&] { return run_softmax(op, name, x, dim); },
+      [&] {
+        const int64_t d = x.dim() == 0 ? -1 : wrap_dim(dim, x.dim(), name);
+        return [d, formula](const std::vector<Tensor>& g, const autograd::LambdaNode& self) {
+          const Tensor y = self.saved_output(0);
+          const Shape dims = d < 0 ? Shape{} : Shape{d};
+          return std::vector<Tensor>{formula(g[0], y, dims)};
+        };
+      },
+      /*save_output=*/true);
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  return run_softmax(softmax_op(), "softmax", x, dim);
+  return differentiable_softmax(softmax_op(), "softmax", "SoftmaxBackward", x, dim,
+                                [](const Tensor& dy, const Tensor& y, IntList dims) {
+                                  return mul(y, sub(dy, sum(mul(dy, y), dims, /*keepdim=*/true)));
+                                });
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return run_softmax(log_softmax_op(), "log_softmax", x, dim);
+  return differentiable_softmax(log_softmax_op(), "log_softmax", "LogSoftmaxBackward", x, dim,
+                                [](const Tensor& dy, const Tensor& y, IntList dims) {
+                                  return sub(dy, mul(exp(y), sum(dy, dims, /*keepdim=*/true)));
+                                });
 }
 
 }  // namespace ember

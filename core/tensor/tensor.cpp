@@ -1,6 +1,7 @@
 // Tensor metadata and views: geometry only, no kernels.
 #include "core/tensor/tensor.h"
 
+#include "core/autograd/differentiable_ops.h"
 #include "core/autograd/record.h"
 #include "core/ops/factory.h"
 #include "core/ops/index.h"
@@ -23,6 +24,10 @@ Tensor track_view(const char* name, const Tensor& base, Tensor view, MakeFn&& ma
 }
 
 using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{
+    "view",   "reshape", "transpose", "permute",   "slice",   "narrow",
+    "select", "expand",  "squeeze",   "unsqueeze", "flatten", "as_strided"};
 
 // Backward of any view that only changes sizes: reshape back.
 auto reshape_back(const Tensor& base) {

@@ -1,0 +1,215 @@
+// Gradcheck cases for elementwise ops, copies/conversions and views.
+#include <gtest/gtest.h>
+
+#include "tests/core/autograd/gradcheck_cases.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// Binary ops: same shapes, broadcasting against a row and a 0-d tensor, and a transposed input.
+#define BINARY_CASES(OP, LO, HI)                                                          \
+  EMBER_GRADCHECK_CASE({#OP, "same shape", [](const V& in) { return OP(in[0], in[1]); },  \
+                        [] {                                                              \
+                          return V{input({2, 3}, 1, LO, HI), input({2, 3}, 2, LO, HI)};   \
+                        }});                                                              \
+  EMBER_GRADCHECK_CASE(                                                                   \
+      {#OP, "broadcast [2,3] x [3] x 0-d",                                                \
+       [](const V& in) { return OP(OP(in[0], in[1]), in[2]); },                           \
+       [] {                                                                               \
+         return V{input({2, 3}, 3, LO, HI), input({3}, 4, LO, HI), input({}, 5, LO, HI)}; \
+       }});                                                                               \
+  EMBER_GRADCHECK_CASE({#OP, "transposed operand",                                        \
+                        [](const V& in) { return OP(in[0].t(), in[1]); },                 \
+                        [] {                                                              \
+                          return V{input({3, 2}, 6, LO, HI), input({2, 3}, 7, LO, HI)};   \
+                        }})
+
+BINARY_CASES(add, -1.0, 1.0);
+BINARY_CASES(sub, -1.0, 1.0);
+BINARY_CASES(mul, -1.0, 1.0);
+BINARY_CASES(div, 0.5, 2.0);
+BINARY_CASES(pow, 0.5, 2.0);
+BINARY_CASES(maximum, -1.0, 1.0);
+BINARY_CASES(minimum, -1.0, 1.0);
+#undef BINARY_CASES
+
+EMBER_GRADCHECK_CASE({"where", "broadcast condition",
+                      [](const V& in) { return where(gt(in[0], 0.0), in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3}, 8), input({3}, 9)};
+                      }});
+
+// Unary ops on their domains.
+#define UNARY_CASE(OP, LO, HI)                                                        \
+  EMBER_GRADCHECK_CASE({#OP, "2x3", [](const V& in) { return OP(in[0]); },            \
+                        [] {                                                          \
+                          return V{input({2, 3}, 10, LO, HI)};                        \
+                        }});                                                          \
+  EMBER_GRADCHECK_CASE({#OP, "transposed", [](const V& in) { return OP(in[0].t()); }, \
+                        [] {                                                          \
+                          return V{input({3, 2}, 11, LO, HI)};                        \
+                        }})
+
+UNARY_CASE(neg, -1.0, 1.0);
+UNARY_CASE(abs, 0.1, 1.0);
+UNARY_CASE(exp, -1.0, 1.0);
+UNARY_CASE(log, 0.5, 2.0);
+UNARY_CASE(log1p, -0.5, 2.0);
+UNARY_CASE(sqrt, 0.5, 2.0);
+UNARY_CASE(rsqrt, 0.5, 2.0);
+UNARY_CASE(sin, -2.0, 2.0);
+UNARY_CASE(cos, -2.0, 2.0);
+UNARY_CASE(tanh, -2.0, 2.0);
+UNARY_CASE(sigmoid, -3.0, 3.0);
+UNARY_CASE(relu, 0.1, 1.0);
+UNARY_CASE(silu, -3.0, 3.0);
+UNARY_CASE(erf, -2.0, 2.0);
+UNARY_CASE(sign, 0.1, 1.0);
+UNARY_CASE(floor, 0.1, 0.9);
+UNARY_CASE(ceil, 0.1, 0.9);
+UNARY_CASE(round, 0.1, 0.4);
+#undef UNARY_CASE
+
+EMBER_GRADCHECK_CASE(
+    {"relu", "both signs", [](const V& in) { return relu(in[0]); },
+     [] {
+       return V{tensor({-0.7, 0.3, -0.2, 0.9}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE({"gelu", "erf form", [](const V& in) { return gelu(in[0]); },
+                      [] {
+                        return V{input({2, 3}, 12, -3.0, 3.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"gelu", "tanh form", [](const V& in) { return gelu(in[0], "tanh"); },
+                      [] {
+                        return V{input({2, 3}, 13, -3.0, 3.0)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"clamp", "both bounds", [](const V& in) { return clamp(in[0], -0.5, 0.5); },
+     [] {
+       return V{tensor({-0.9, -0.3, 0.1, 0.45, 0.8}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE({"clamp", "lower bound only",
+                      [](const V& in) { return clamp(in[0], 0.0, std::nullopt); },
+                      [] {
+                        return V{tensor({-0.9, 0.3}, DType::Float64).requires_grad_(true)};
+                      }});
+
+// Copies and conversions.
+EMBER_GRADCHECK_CASE({"clone", "then square", [](const V& in) { return square(in[0].clone()); },
+                      [] {
+                        return V{input({2, 3}, 14)};
+                      }});
+EMBER_GRADCHECK_CASE({"contiguous", "of a transpose",
+                      [](const V& in) { return square(in[0].t().contiguous()); },
+                      [] {
+                        return V{input({2, 3}, 15)};
+                      }});
+EMBER_GRADCHECK_CASE({"to",
+                      "float64 -> float32 -> float64",
+                      [](const V& in) { return in[0].to(DType::Float32).to(DType::Float64); },
+                      [] { return V{input({4}, 16)}; },
+                      true,
+                      {1e-2, 1e-4, 1e-3}});
+EMBER_GRADCHECK_CASE({"copy_", "into a fresh tensor, broadcast",
+                      [](const V& in) {
+                        Tensor out = zeros({2, 3}, DType::Float64);
+                        out.copy_(in[0]);
+                        return mul(out, out);
+                      },
+                      [] { return V{input({3}, 17)}; }});
+
+// Views.
+EMBER_GRADCHECK_CASE({"view", "[2,3] -> [3,2]",
+                      [](const V& in) {
+                        return square(in[0].view({3, 2}));
+                      },
+                      [] {
+                        return V{input({2, 3}, 18)};
+                      }});
+EMBER_GRADCHECK_CASE({"reshape", "of a transpose (copies)",
+                      [](const V& in) { return square(in[0].t().reshape({6})); },
+                      [] {
+                        return V{input({2, 3}, 19)};
+                      }});
+EMBER_GRADCHECK_CASE({"transpose", "dims 0, 2",
+                      [](const V& in) { return mul(in[0].transpose(0, 2), in[1]); },
+                      [] {
+                        return V{input({2, 1, 3}, 20), input({3, 1, 2}, 21)};
+                      }});
+EMBER_GRADCHECK_CASE({"permute", "[2,0,1]",
+                      [](const V& in) {
+                        return square(in[0].permute({2, 0, 1}));
+                      },
+                      [] {
+                        return V{input({2, 1, 3}, 22)};
+                      }});
+EMBER_GRADCHECK_CASE({"slice", "step 1", [](const V& in) { return square(in[0].slice(1, 1, 3)); },
+                      [] {
+                        return V{input({2, 4}, 23)};
+                      }});
+EMBER_GRADCHECK_CASE({"slice", "step 2 (first order: the scatter is not recorded)",
+                      [](const V& in) { return square(in[0].slice(0, 0, 5, 2)); },
+                      [] { return V{input({5}, 24)}; }, false});
+EMBER_GRADCHECK_CASE({"narrow", "dim -1",
+                      [](const V& in) { return square(in[0].narrow(-1, 1, 2)); },
+                      [] {
+                        return V{input({2, 4}, 25)};
+                      }});
+EMBER_GRADCHECK_CASE({"select", "row 1", [](const V& in) { return square(in[0].select(0, 1)); },
+                      [] {
+                        return V{input({3, 2}, 26)};
+                      }});
+EMBER_GRADCHECK_CASE({"expand", "[3,1] -> [2,3,4]",
+                      [](const V& in) {
+                        return mul(in[0].expand({2, 3, 4}), in[1]);
+                      },
+                      [] {
+                        return V{input({3, 1}, 27), input({2, 3, 4}, 28)};
+                      }});
+EMBER_GRADCHECK_CASE({"squeeze", "all", [](const V& in) { return square(in[0].squeeze()); },
+                      [] {
+                        return V{input({1, 3, 1}, 29)};
+                      }});
+EMBER_GRADCHECK_CASE({"unsqueeze", "dim 1", [](const V& in) { return square(in[0].unsqueeze(1)); },
+                      [] { return V{input({3}, 30)}; }});
+EMBER_GRADCHECK_CASE({"flatten", "dims 1..2", [](const V& in) { return square(in[0].flatten(1)); },
+                      [] {
+                        return V{input({2, 2, 2}, 31)};
+                      }});
+EMBER_GRADCHECK_CASE({"as_strided", "overlapping-free window (first order)",
+                      [](const V& in) {
+                        return square(in[0].as_strided({2, 2}, {3, 1}, 1));
+                      },
+                      [] {
+                        return V{input({2, 3}, 32)};
+                      },
+                      false});
+
+TEST(ElementwiseGrad, MulOfSameTensorAccumulates) {
+  Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_(true);
+  sum(mul(x, x)).backward();
+  const float expected[] = {2, 4, 6};
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(x.grad().data_ptr<float>()[i], expected[i]);
+}
+
+TEST(ElementwiseGrad, PromotedInputGetsItsOwnDtype) {
+  Tensor a = tensor({1.0, 2.0}).requires_grad_(true);                  // float32
+  Tensor b = tensor({3.0, 4.0}, DType::Float64).requires_grad_(true);  // float64
+  sum(mul(a, b)).backward();
+  EXPECT_EQ(a.grad().dtype(), DType::Float32);
+  EXPECT_EQ(b.grad().dtype(), DType::Float64);
+  EXPECT_FLOAT_EQ(a.grad().data_ptr<float>()[1], 4.0f);
+}
+
+TEST(ElementwiseGrad, PowZeroBaseGivesZeroExponentGradient) {
+  Tensor a = tensor({0.0, 2.0}, DType::Float64).requires_grad_(true);
+  Tensor b = tensor({2.0, 3.0}, DType::Float64).requires_grad_(true);
+  sum(pow(a, b)).backward();
+  EXPECT_EQ(b.grad().data_ptr<double>()[0], 0.0);  // not nan
+  EXPECT_NEAR(b.grad().data_ptr<double>()[1], 8.0 * std::log(2.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace ember::testing
