@@ -1,0 +1,251 @@
+// The CUDA caching allocator's logic, run on the CPU against a fake segment source.
+#include "backends/cuda/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ember::cuda {
+namespace {
+
+// Hands out host memory as "segments", counts calls and can be told to refuse.
+class FakeSource final : public SegmentSource {
+ public:
+  ~FakeSource() override {
+    for (auto& [p, n] : live) std::free(p);
+  }
+  void* allocate(size_t bytes) override {
+    ++allocs;
+    if (refuse_all || (refuse_next > 0 && refuse_next--) || held + bytes > capacity) return nullptr;
+    void* p = std::aligned_alloc(512, bytes);
+    live[p] = bytes;
+    held += bytes;
+    return p;
+  }
+  void release(void* ptr, size_t bytes) override {
+    ++releases;
+    EXPECT_EQ(live.at(ptr), bytes);
+    live.erase(ptr);
+    held -= bytes;
+    std::free(ptr);
+  }
+  int64_t free_bytes() override { return static_cast<int64_t>(capacity - held); }
+
+  int allocs = 0, releases = 0, refuse_next = 0;
+  bool refuse_all = false;
+  size_t held = 0, capacity = size_t{1} << 30;
+  std::map<void*, size_t> live;
+};
+
+constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
+void* const kStream0 = nullptr;
+void* const kStream1 = reinterpret_cast<void*>(0x1);
+
+TEST(CudaAllocator, RoundsRequestsTo512Bytes) {
+  EXPECT_EQ(CachingAllocator::round_size(1), 512u);
+  EXPECT_EQ(CachingAllocator::round_size(512), 512u);
+  EXPECT_EQ(CachingAllocator::round_size(513), 1024u);
+  EXPECT_EQ(CachingAllocator::round_size(1000 * kKiB + 1), 1000 * kKiB + 512);
+}
+
+TEST(CudaAllocator, SegmentSizesFollowThePoolRules) {
+  EXPECT_EQ(CachingAllocator::segment_size(512), 2 * kMiB);       // small pool
+  EXPECT_EQ(CachingAllocator::segment_size(1 * kMiB), 2 * kMiB);  // still small
+  EXPECT_EQ(CachingAllocator::segment_size(1 * kMiB + 512), 20 * kMiB);
+  EXPECT_EQ(CachingAllocator::segment_size(9 * kMiB), 20 * kMiB);
+  EXPECT_EQ(CachingAllocator::segment_size(10 * kMiB), 10 * kMiB);  // own segment, 2 MiB multiple
+  EXPECT_EQ(CachingAllocator::segment_size(11 * kMiB + 1), 12 * kMiB);
+}
+
+TEST(CudaAllocator, SmallRequestsShareOneTwoMiBSegment) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  char* p = static_cast<char*>(a.allocate(100, kStream0));
+  char* q = static_cast<char*>(a.allocate(1000, kStream0));
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(src.allocs, 1);
+  EXPECT_EQ(src.live.begin()->second, 2 * kMiB);
+  EXPECT_EQ(q, p + 512);  // split from the same segment, right after p's 512-byte block
+  const ember_memory_stats s = a.stats();
+  EXPECT_EQ(s.allocated, 512u + 1024u);
+  EXPECT_EQ(s.reserved, 2 * kMiB);
+  EXPECT_EQ(s.num_allocs, 2u);
+  EXPECT_EQ(s.num_os_allocs, 1u);
+  a.free(p);
+  a.free(q);
+}
+
+TEST(CudaAllocator, LargeRequestsUseTheLargePool) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* small = a.allocate(4 * kKiB, kStream0);
+  void* mid = a.allocate(3 * kMiB, kStream0);   // 20 MiB segment, split (rest 17 MiB > 1 MiB)
+  void* mid2 = a.allocate(5 * kMiB, kStream0);  // from the rest of that segment
+  void* big = a.allocate(33 * kMiB, kStream0);  // its own 34 MiB segment
+  EXPECT_EQ(src.allocs, 3);
+  EXPECT_EQ(static_cast<char*>(mid2), static_cast<char*>(mid) + 3 * kMiB);
+  EXPECT_EQ(a.stats().reserved, 2 * kMiB + 20 * kMiB + 34 * kMiB);
+  for (void* p : {small, mid, mid2, big}) EXPECT_TRUE(a.free(p));
+  EXPECT_EQ(a.stats().allocated, 0u);
+}
+
+TEST(CudaAllocator, LargeBlockIsNotSplitForASmallRemainder) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  // 19.5 MiB gets a 20 MiB segment; the 0.5 MiB rest is too small to split off in the large
+  // pool, so the whole segment is one block and counts as allocated.
+  void* p = a.allocate(19 * kMiB + 512 * kKiB, kStream0);
+  EXPECT_EQ(a.stats().allocated, 20 * kMiB);
+  a.free(p);
+  void* q = a.allocate(19 * kMiB, kStream0);  // reuses it whole (rest 1 MiB, not > 1 MiB)
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(a.stats().allocated, 20 * kMiB);
+  EXPECT_EQ(src.allocs, 1);
+  a.free(q);
+}
+
+TEST(CudaAllocator, BestFitPicksTheSmallestFreeBlock) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* b1 = a.allocate(4 * kKiB, kStream0);
+  void* s1 = a.allocate(512, kStream0);  // separators keep the freed blocks apart
+  void* b2 = a.allocate(2 * kKiB, kStream0);
+  void* s2 = a.allocate(512, kStream0);
+  a.free(b1);
+  a.free(b2);
+  EXPECT_EQ(a.allocate(2 * kKiB, kStream0), b2);  // exact fit beats the bigger block
+  EXPECT_EQ(a.allocate(1 * kKiB, kStream0), b1);  // then the 4 KiB block, split
+  EXPECT_EQ(src.allocs, 1);
+  (void)s1;
+  (void)s2;
+}
+
+TEST(CudaAllocator, FreedNeighboursMergeBackIntoOneBlock) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(512 * kKiB, kStream0);
+  void* q = a.allocate(512 * kKiB, kStream0);
+  void* r = a.allocate(512 * kKiB, kStream0);
+  EXPECT_EQ(src.allocs, 1);
+  a.free(p);
+  a.free(r);  // merges with the free tail of the segment
+  a.free(q);  // merges with both neighbours: the segment is one free block again
+  // ... which a request for the whole segment can now take without a new segment.
+  void* whole = a.allocate(1 * kMiB, kStream0);
+  EXPECT_EQ(whole, p);
+  EXPECT_EQ(src.allocs, 1);
+  a.free(whole);
+  a.empty_cache();  // and only a fully merged segment can be released
+  EXPECT_EQ(src.releases, 1);
+  EXPECT_EQ(a.num_segments(), 0u);
+}
+
+TEST(CudaAllocator, SteadyStateNeedsNoNewSegments) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  const size_t sizes[] = {512, 3000, 64 * kKiB, 1 * kMiB, 4 * kMiB, 12 * kMiB, 40 * kMiB};
+  for (int iter = 0; iter < 5; ++iter) {
+    std::vector<void*> ptrs;
+    for (size_t s : sizes) ptrs.push_back(a.allocate(s, kStream0));
+    for (void* p : ptrs) ASSERT_NE(p, nullptr);
+    for (void* p : ptrs) a.free(p);
+    if (iter == 0) src.refuse_all = true;  // any further segment request would fail the test
+  }
+  const ember_memory_stats s = a.stats();
+  EXPECT_EQ(s.num_allocs, 5u * std::size(sizes));
+  EXPECT_EQ(s.num_os_allocs, static_cast<uint64_t>(src.live.size()));
+  EXPECT_EQ(s.allocated, 0u);
+  EXPECT_EQ(src.releases, 0);
+}
+
+TEST(CudaAllocator, BlocksAreReusedOnlyOnTheirStream) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(4 * kKiB, kStream0);
+  a.free(p);
+  void* q = a.allocate(4 * kKiB, kStream1);  // another stream: a segment of its own
+  EXPECT_NE(q, p);
+  EXPECT_EQ(src.allocs, 2);
+  void* r = a.allocate(4 * kKiB, kStream0);  // back on stream 0: the cached block
+  EXPECT_EQ(r, p);
+  EXPECT_EQ(src.allocs, 2);
+  a.free(q);
+  a.free(r);
+}
+
+TEST(CudaAllocator, OutOfMemoryFreesTheCacheAndRetriesOnce) {
+  FakeSource src;
+  src.capacity = 40 * kMiB;
+  CachingAllocator a(&src);
+  void* p = a.allocate(30 * kMiB, kStream0);  // a 30 MiB segment
+  ASSERT_NE(p, nullptr);
+  a.free(p);  // cached, still reserved
+  EXPECT_EQ(a.stats().reserved, 30 * kMiB);
+  // 32 MiB does not fit the cached block and 30 + 32 MiB exceed the capacity: the cache is
+  // released and the retry succeeds.
+  void* q = a.allocate(32 * kMiB, kStream0);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(src.releases, 1);
+  EXPECT_EQ(a.stats().reserved, 32 * kMiB);
+  EXPECT_EQ(a.last_error(), "");
+  a.free(q);
+}
+
+TEST(CudaAllocator, OutOfMemoryMessageGivesTheNumbers) {
+  FakeSource src;
+  src.capacity = 24 * kMiB;
+  CachingAllocator a(&src, /*device_index=*/1);
+  void* held = a.allocate(3 * kMiB, kStream0);  // 20 MiB segment, 3 MiB allocated
+  ASSERT_NE(held, nullptr);
+  const int before = src.allocs;
+  EXPECT_EQ(a.allocate(50 * kMiB, kStream0), nullptr);
+  EXPECT_EQ(src.allocs, before + 2);  // first try, then the retry after freeing the cache
+  const std::string msg = a.last_error();
+  EXPECT_NE(msg.find("out of memory on cuda:1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tried to allocate 50.00 MiB"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3.00 MiB allocated"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("20.00 MiB reserved"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("4.00 MiB free"), std::string::npos) << msg;
+  EXPECT_EQ(a.stats().allocated, 3 * kMiB);  // a failed request changes nothing
+  a.free(held);
+}
+
+TEST(CudaAllocator, StatsTrackPeakAndEmptyCacheReleasesOnlyFreeSegments) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(600 * kKiB, kStream0);
+  void* q = a.allocate(12 * kMiB, kStream0);
+  void* r = a.allocate(512, kStream0);
+  EXPECT_EQ(a.stats().peak_allocated, 600 * kKiB + 12 * kMiB + 512);
+  a.free(q);
+  a.free(r);
+  ember_memory_stats s = a.stats();
+  EXPECT_EQ(s.allocated, 600 * kKiB);
+  EXPECT_EQ(s.peak_allocated, 600 * kKiB + 12 * kMiB + 512);
+  EXPECT_EQ(s.reserved, 2 * kMiB + 12 * kMiB);
+  a.empty_cache();  // the 12 MiB segment goes; the small one still holds p
+  s = a.stats();
+  EXPECT_EQ(s.reserved, 2 * kMiB);
+  EXPECT_EQ(src.releases, 1);
+  a.free(p);
+  a.empty_cache();
+  EXPECT_EQ(a.stats().reserved, 0u);
+  EXPECT_EQ(src.live.size(), 0u);
+}
+
+TEST(CudaAllocator, ZeroBytesAndUnknownPointers) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  EXPECT_EQ(a.allocate(0, kStream0), nullptr);
+  EXPECT_EQ(src.allocs, 0);
+  int x = 0;
+  EXPECT_FALSE(a.free(&x));
+  EXPECT_FALSE(a.free(nullptr));
+}
+
+}  // namespace
+}  // namespace ember::cuda
