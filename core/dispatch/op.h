@@ -29,6 +29,13 @@ class EMBER_API Op {
 /** The op of this name, created on first request; the reference stays valid forever. */
 EMBER_API Op& op_handle(std::string_view name);
 
+/** Defines `const Op& <name>_op()`, the cached handle of op "<name>" (one lookup, ever). */
+#define EMBER_DEFINE_OP(name)                                 \
+  const ::ember::Op& name##_op() {                            \
+    static const ::ember::Op& op = ::ember::op_handle(#name); \
+    return op;                                                \
+  }
+
 /** What `ember ops` lists for one op. */
 struct OpInfo {
   std::string name;

@@ -32,20 +32,14 @@
 namespace ember {
 namespace {
 
-#define EMBER_OP(name)                      \
-  const Op& name##_op() {                   \
-    static const Op& op = op_handle(#name); \
-    return op;                              \
-  }
-EMBER_OP(index_select)
-EMBER_OP(gather)
-EMBER_OP(scatter)
-EMBER_OP(scatter_add)
-EMBER_OP(count_nonzero)
-EMBER_OP(nonzero)
-EMBER_OP(sort)
-EMBER_OP(topk)
-#undef EMBER_OP
+EMBER_DEFINE_OP(index_select)
+EMBER_DEFINE_OP(gather)
+EMBER_DEFINE_OP(scatter)
+EMBER_DEFINE_OP(scatter_add)
+EMBER_DEFINE_OP(count_nonzero)
+EMBER_DEFINE_OP(nonzero)
+EMBER_DEFINE_OP(sort)
+EMBER_DEFINE_OP(topk)
 
 // Note [Backward of indexing ops]
 // Every formula here is linear in the output gradient and written with the ops of this file,

@@ -26,23 +26,17 @@
 namespace ember {
 namespace {
 
-#define EMBER_OP(name)                      \
-  const Op& name##_op() {                   \
-    static const Op& op = op_handle(#name); \
-    return op;                              \
-  }
-EMBER_OP(sum)
-EMBER_OP(prod)
-EMBER_OP(amax)
-EMBER_OP(amin)
-EMBER_OP(all)
-EMBER_OP(any)
-EMBER_OP(argmax)
-EMBER_OP(argmin)
-EMBER_OP(max_dim)
-EMBER_OP(min_dim)
-EMBER_OP(cumsum)
-#undef EMBER_OP
+EMBER_DEFINE_OP(sum)
+EMBER_DEFINE_OP(prod)
+EMBER_DEFINE_OP(amax)
+EMBER_DEFINE_OP(amin)
+EMBER_DEFINE_OP(all)
+EMBER_DEFINE_OP(any)
+EMBER_DEFINE_OP(argmax)
+EMBER_DEFINE_OP(argmin)
+EMBER_DEFINE_OP(max_dim)
+EMBER_DEFINE_OP(min_dim)
+EMBER_DEFINE_OP(cumsum)
 
 /** A reduction laid out for the kernels: reduced dims moved last. */
 struct Plan {

@@ -7,21 +7,12 @@
 
 #include <ember/ember.h>
 
+#include "tests/testing/tensor_helpers.h"
+
 namespace ember {
 namespace {
 
-template <typename Fn>
-void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected ember::Error containing " << *parts.begin();
-  } catch (const Error& e) {
-    for (const char* p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message: " << e.what() << "\nmissing: " << p;
-    }
-  }
-}
+using testing::expect_error;
 
 std::vector<int64_t> dl_shape(const DLTensor& t) {
   return {t.shape, t.shape + t.ndim};

@@ -1,0 +1,75 @@
+// Test helpers shared by the suites: read tensors without the kernels under test, build them
+// likewise, and assert on ember::Error messages.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <ember/ember.h>
+
+namespace ember::testing {
+
+/** Every element of `t` (any layout, any dtype) as double in row-major order, read by walking
+ *  the strides directly so a check never depends on the copy kernel it may be testing. */
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(t.numel()));
+  if (t.numel() == 0) return out;
+  const int64_t nd = t.dim(), numel = t.numel();
+  const std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  const std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* base = static_cast<const T*>(t.data_ptr());
+    int64_t off = 0;
+    for (int64_t n = 0; n < numel; ++n) {
+      out.push_back(static_cast<double>(static_cast<sdk::Compute<T>>(base[off])));
+      for (int64_t d = nd - 1; d >= 0; --d) {
+        off += strides[d];
+        if (++idx[d] < sizes[d]) break;
+        off -= idx[d] * strides[d];
+        idx[d] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+/** A contiguous tensor of `dtype` holding `vals`, converted by the test, not the library. */
+inline Tensor make(const std::vector<double>& vals, IntList sizes, DType dtype) {
+  Tensor t = empty(sizes, dtype);
+  EXPECT_EQ(static_cast<size_t>(t.numel()), vals.size());
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.data_ptr());
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = vals[i] != 0;
+      } else {
+        p[i] = static_cast<T>(static_cast<sdk::Compute<T>>(vals[i]));
+      }
+    }
+  });
+  return t;
+}
+
+/** Runs `fn` and expects an ember::Error whose message contains every one of `parts`. */
+template <typename Fn>
+void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ember::Error containing " << *parts.begin();
+  } catch (const Error& e) {
+    for (const char* p : parts) {
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << p;
+    }
+  }
+}
+
+}  // namespace ember::testing
