@@ -28,7 +28,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
               "[{}] both arguments need at least 1 dimension: got {}-d and {}-d", name, a.dim(),
               b.dim());
   EMBER_CHECK(a.dtype() != DType::Bool && b.dtype() != DType::Bool,
-              "[{}] not implemented for bool tensors: got {} and {} (convert with .to())", name,
+              "[{}] not defined for bool tensors: got {} and {} (convert with .to())", name,
               a.dtype(), b.dtype());
   const Device device = common_device({&a, &b}, name);
   const DType dtype = promote_types(a.dtype(), b.dtype());

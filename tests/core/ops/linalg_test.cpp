@@ -199,7 +199,7 @@ TEST(Matmul, RejectsBoolAndScalars) {
     matmul(ones({2, 2}).to(DType::Bool), ones({2, 2}));
     FAIL() << "expected ember::Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[matmul] not implemented for bool"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("[matmul] not defined for bool"), std::string::npos)
         << e.what();
   }
   try {

@@ -169,7 +169,7 @@ TEST(Softmax, BadArgumentsThrow) {
   };
   expect_error([] { softmax(zeros({2, 3}), 2); }, "[softmax]");
   expect_error([] { log_softmax(zeros({2, 3}), -3); }, "[log_softmax]");
-  expect_error([] { softmax(ones({2}).to(DType::Bool), 0); }, "[softmax] not implemented for bool");
+  expect_error([] { softmax(ones({2}).to(DType::Bool), 0); }, "[softmax] not defined for bool");
 }
 
 }  // namespace
