@@ -38,8 +38,8 @@ auto reshape_back(const Tensor& base) {
   };
 }
 
-// Gradient of x.slice(dim, start, start + len, step) scattered back into x's shape; for step 1
-// it is built from cat, so it is differentiable again.
+// Gradient of x.slice(dim, start, start + len, step) put back into x's shape, built from
+// differentiable ops (cat for step 1, scatter otherwise) so it is differentiable again.
 Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64_t start,
                       int64_t step) {
   const int64_t n = in_sizes[dim], len = g.size(dim);
@@ -50,10 +50,13 @@ Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64
     return cat({zeros(before, {g.dtype(), g.device()}), g, zeros(after, {g.dtype(), g.device()})},
                dim);
   }
-  Tensor out = zeros(in_sizes, {g.dtype(), g.device()});
-  autograd::NoGradGuard no_grad;
-  out.slice(dim, start, start + (len - 1) * step + 1, step).copy_(g);
-  return out;
+  Shape index_shape(static_cast<size_t>(g.dim()), 1);
+  index_shape[dim] = len;
+  const Tensor index =
+      arange(start, start + len * step, step, TensorOptions(DType::Int64, g.device()))
+          .reshape(index_shape)
+          .expand(g.sizes());
+  return scatter(zeros(in_sizes, {g.dtype(), g.device()}), dim, index, g);
 }
 
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
