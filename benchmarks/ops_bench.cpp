@@ -48,8 +48,8 @@ void BM_Matmul(benchmark::State& state) {
   const int64_t n = state.range(0);
   Tensor a = randn({n, n}), b = randn({n, n});
   for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations(),
-                                                benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Matmul)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
 
@@ -62,8 +62,8 @@ void BM_DnnlSgemm(benchmark::State& state) {
                c.data_ptr<float>(), n);
     benchmark::ClobberMemory();
   }
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations(),
-                                                benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_DnnlSgemm)->Arg(256)->Arg(1024)->Arg(2048)->UseRealTime();
 

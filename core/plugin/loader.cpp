@@ -36,17 +36,28 @@ std::atomic<bool> detail::g_plugins_loaded{false};
 
 const char* outcome_name(PluginOutcome o) {
   switch (o) {
-    case PluginOutcome::Loaded: return "loaded";
-    case PluginOutcome::NotAPlugin: return "not_a_plugin";
-    case PluginOutcome::CorruptFile: return "corrupt_file";
-    case PluginOutcome::WrongArch: return "wrong_arch";
-    case PluginOutcome::MissingDependency: return "missing_dependency";
-    case PluginOutcome::UndefinedSymbol: return "undefined_symbol";
-    case PluginOutcome::RejectedAbi: return "rejected_abi";
-    case PluginOutcome::InitFailed: return "init_failed";
-    case PluginOutcome::Unusable: return "unusable";
-    case PluginOutcome::Shadowed: return "shadowed";
-    case PluginOutcome::Disabled: return "disabled";
+    case PluginOutcome::Loaded:
+      return "loaded";
+    case PluginOutcome::NotAPlugin:
+      return "not_a_plugin";
+    case PluginOutcome::CorruptFile:
+      return "corrupt_file";
+    case PluginOutcome::WrongArch:
+      return "wrong_arch";
+    case PluginOutcome::MissingDependency:
+      return "missing_dependency";
+    case PluginOutcome::UndefinedSymbol:
+      return "undefined_symbol";
+    case PluginOutcome::RejectedAbi:
+      return "rejected_abi";
+    case PluginOutcome::InitFailed:
+      return "init_failed";
+    case PluginOutcome::Unusable:
+      return "unusable";
+    case PluginOutcome::Shadowed:
+      return "shadowed";
+    case PluginOutcome::Disabled:
+      return "disabled";
   }
   return "unknown";
 }
@@ -62,7 +73,9 @@ void host_log(int32_t level, const char* message) {
 void* host_scratch_alloc(size_t bytes) {
   return std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
 }
-void host_scratch_free(void* p, size_t) { std::free(p); }
+void host_scratch_free(void* p, size_t) {
+  std::free(p);
+}
 
 const ember_host_v1 kHost = {sizeof(ember_host_v1), EMBER_ABI_MAJOR, EMBER_ABI_MINOR,
                              EMBER_VERSION,         host_log,        host_scratch_alloc,
@@ -94,8 +107,9 @@ bool env_flag(const char* name, bool fallback) {
 }
 
 bool matches_any(const std::vector<std::string>& globs, const std::string& name) {
-  return std::any_of(globs.begin(), globs.end(),
-                     [&](const std::string& g) { return fnmatch(g.c_str(), name.c_str(), 0) == 0; });
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
+    return fnmatch(g.c_str(), name.c_str(), 0) == 0;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,9 +304,9 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   if (desc->abi_major != EMBER_ABI_MAJOR || desc->abi_minor_min > EMBER_ABI_MINOR) {
     lp->real.clear();
     rec.outcome = PluginOutcome::RejectedAbi;
-    rec.reason = fmt::format("built for ABI {}.{}, this core provides {}.{} (rebuild it)",
-                             desc->abi_major, desc->abi_minor_min, EMBER_ABI_MAJOR,
-                             EMBER_ABI_MINOR);
+    rec.reason =
+        fmt::format("built for ABI {}.{}, this core provides {}.{} (rebuild it)", desc->abi_major,
+                    desc->abi_minor_min, EMBER_ABI_MAJOR, EMBER_ABI_MINOR);
     return rec;
   }
 
@@ -357,12 +371,13 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     ids.push_back(id);
     if (id < 0) continue;
     const DeviceTypeEntry& e = device_type(id);
-    if (e.count > 0) ++usable;
-    else unusable_reason = e.unusable_reason;
-    rec.devices.push_back(e.count > 0 ? fmt::format("{} ({} device{})", e.name, e.count,
-                                                    e.count == 1 ? "" : "s")
-                                      : fmt::format("{} (0 devices: {})", e.name,
-                                                    e.unusable_reason));
+    if (e.count > 0)
+      ++usable;
+    else
+      unusable_reason = e.unusable_reason;
+    rec.devices.push_back(
+        e.count > 0 ? fmt::format("{} ({} device{})", e.name, e.count, e.count == 1 ? "" : "s")
+                    : fmt::format("{} (0 devices: {})", e.name, e.unusable_reason));
   }
   std::set<std::string> op_names;
   for (const StagedKernel& k : staging.kernels) {
@@ -379,20 +394,19 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
       KernelEntry& slot = op.kernels().slot(static_cast<int16_t>(dt), static_cast<DType>(d));
       if (slot.fn && slot.priority >= k.priority) {
         if (slot.plugin != plugin_index) {
-          report.conflicts.push_back(fmt::format(
-              "kernel {} on {} for {}: kept {} (priority {}) over {} (priority {})", k.op,
-              device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d),
-              slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?", slot.priority, rec.name,
-              k.priority));
+          report.conflicts.push_back(
+              fmt::format("kernel {} on {} for {}: kept {} (priority {}) over {} (priority {})",
+                          k.op, device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d),
+                          slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?", slot.priority,
+                          rec.name, k.priority));
         }
         continue;
       }
       if (slot.fn && slot.plugin != plugin_index) {
         report.conflicts.push_back(fmt::format(
             "kernel {} on {} for {}: {} (priority {}) replaces {} (priority {})", k.op,
-            device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d), rec.name,
-            k.priority, slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?",
-            slot.priority));
+            device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d), rec.name, k.priority,
+            slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?", slot.priority));
       }
       slot = KernelEntry{k.fn, k.priority, plugin_index};
     }
@@ -408,8 +422,8 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
 }
 
 bool is_candidate_name(const std::string& name) {
-  return name.rfind("libember", 0) == 0 && (name.size() > 3 && (name.ends_with(".so") ||
-                                                                name.find(".so.") != std::string::npos));
+  return name.rfind("libember", 0) == 0 &&
+         (name.size() > 3 && (name.ends_with(".so") || name.find(".so.") != std::string::npos));
 }
 
 std::vector<std::string> candidates_in(const std::string& dir) {
@@ -447,7 +461,8 @@ void discover(Loader& L) {
     }
   }
   const std::string core_dir = core_library_dir();
-  if (!core_dir.empty()) report.search_path.push_back({core_dir + "/ember-plugins", "core library dir"});
+  if (!core_dir.empty())
+    report.search_path.push_back({core_dir + "/ember-plugins", "core library dir"});
   const std::string install_dir = EMBER_INSTALL_PLUGIN_DIR;
   if (!install_dir.empty() && install_dir != core_dir + "/ember-plugins") {
     report.search_path.push_back({install_dir, "install dir"});
@@ -471,9 +486,12 @@ std::string summary(const PluginReport& r) {
   std::vector<std::string> loaded, failed;
   for (const PluginRecord& p : r.plugins) {
     const std::string label = p.name.empty() ? fs::path(p.file).filename().string() : p.name;
-    if (p.outcome == PluginOutcome::Loaded) loaded.push_back(label);
-    else if (p.outcome == PluginOutcome::Unusable) loaded.push_back(label + " (unusable)");
-    else if (is_failure(p.outcome)) failed.push_back(fmt::format("{}: {}", label, outcome_name(p.outcome)));
+    if (p.outcome == PluginOutcome::Loaded)
+      loaded.push_back(label);
+    else if (p.outcome == PluginOutcome::Unusable)
+      loaded.push_back(label + " (unusable)");
+    else if (is_failure(p.outcome))
+      failed.push_back(fmt::format("{}: {}", label, outcome_name(p.outcome)));
   }
   return fmt::format("[plugin] {} loaded ({}), {} failed{}{}", loaded.size(),
                      fmt::join(loaded, ", "), failed.size(), failed.empty() ? "" : ": ",
@@ -499,7 +517,9 @@ void check_strict_and_required(const PluginReport& r) {
 
 }  // namespace
 
-const ember_host_v1* detail::host_table() { return &kHost; }
+const ember_host_v1* detail::host_table() {
+  return &kHost;
+}
 
 void detail::load_plugins_once() {
   static std::once_flag once;
@@ -518,7 +538,9 @@ void detail::load_plugins_once() {
   std::call_once(checked, [] { check_strict_and_required(loader().report); });
 }
 
-void init() { ensure_plugins_loaded(); }
+void init() {
+  ensure_plugins_loaded();
+}
 
 PluginReport plugin_report() {
   ensure_plugins_loaded();
@@ -532,8 +554,8 @@ PluginRecord load_plugin(const std::string& path) {
   Loader& L = loader();
   std::lock_guard lock(L.mu);
   PluginRecord rec = load_one(L, path);
-  log_message(is_failure(rec.outcome) ? LogLevel::Warning : LogLevel::Info, "[plugin] {} {}{}{}", rec.file,
-      outcome_name(rec.outcome), rec.reason.empty() ? "" : ": ", rec.reason);
+  log_message(is_failure(rec.outcome) ? LogLevel::Warning : LogLevel::Info, "[plugin] {} {}{}{}",
+              rec.file, outcome_name(rec.outcome), rec.reason.empty() ? "" : ": ", rec.reason);
   EMBER_CHECK(!(L.report.strict && is_failure(rec.outcome)),
               "[plugin] strict mode (EMBER_PLUGINS_STRICT=1): {} {}: {}", rec.file,
               outcome_name(rec.outcome), rec.reason);
@@ -543,17 +565,18 @@ PluginRecord load_plugin(const std::string& path) {
 std::string plugin_report_json(const PluginReport& r) {
   nlohmann::json j;
   j["search_path"] = nlohmann::json::array();
-  for (const SearchDir& d : r.search_path) j["search_path"].push_back(nlohmann::json{{"dir", d.dir}, {"source", d.source}});
+  for (const SearchDir& d : r.search_path)
+    j["search_path"].push_back(nlohmann::json{{"dir", d.dir}, {"source", d.source}});
   j["plugins"] = nlohmann::json::array();
   for (const PluginRecord& p : r.plugins) {
     j["plugins"].push_back(nlohmann::json{{"file", p.file},
-                            {"name", p.name},
-                            {"version", p.version},
-                            {"abi", p.abi},
-                            {"outcome", outcome_name(p.outcome)},
-                            {"reason", p.reason},
-                            {"devices", p.devices},
-                            {"ops", p.ops}});
+                                          {"name", p.name},
+                                          {"version", p.version},
+                                          {"abi", p.abi},
+                                          {"outcome", outcome_name(p.outcome)},
+                                          {"reason", p.reason},
+                                          {"devices", p.devices},
+                                          {"ops", p.ops}});
   }
   j["conflicts"] = r.conflicts;
   j["autoload"] = r.autoload;

@@ -65,7 +65,8 @@ class PluginDir : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 0) << r.out;
     nlohmann::json j = nlohmann::json::parse(r.out);
     std::map<std::string, nlohmann::json> by_file;
-    for (const auto& p : j["plugins"]) by_file[fs::path(p["file"].get<std::string>()).filename()] = p;
+    for (const auto& p : j["plugins"])
+      by_file[fs::path(p["file"].get<std::string>()).filename()] = p;
     return by_file;
   }
 
@@ -114,8 +115,8 @@ TEST_F(PluginDir, CpuPluginStillRunsOps) {
 }
 
 TEST_F(PluginDir, StrictModeMakesAnyFailureFatal) {
-  RunResult r = run_cli("EMBER_PLUGIN_PATH=" + dir_.string() + " EMBER_PLUGINS_STRICT=1",
-                        "plugins --json");
+  RunResult r =
+      run_cli("EMBER_PLUGIN_PATH=" + dir_.string() + " EMBER_PLUGINS_STRICT=1", "plugins --json");
   EXPECT_EQ(r.exit_code, 1);
 }
 

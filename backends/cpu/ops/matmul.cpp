@@ -105,80 +105,20 @@ namespace {
 // ---- geometry ---------------------------------------------------------------------------------
 
 constexpr int kMaxBatch = DNNL_MAX_NDIMS - 2;  // batch dims oneDNN takes
-constexpr int kMaxDims = 64;                   // rank the own loop takes
 
-// A matmul reduced to its essentials: batch dims with size-1 dims of C dropped and adjacent
-// dims merged where every operand allows it (outermost first), then the matrix dims.
-struct Geometry {
-  int nb = 0;
-  int64_t batch[kMaxDims];  // sizes
-  int64_t sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
-  int64_t m, n, k;
-  int64_t am, ak, bk, bn, cm, cn;  // matrix strides, elements
-  int64_t batch_count = 1;
+// The shared geometry (plugin SDK), plus whether oneDNN can take that many batch dims.
+struct Geometry : sdk::MatmulGeometry {
   bool too_many_dims = false;
 };
 
 Geometry make_geometry(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c) {
   Geometry g;
-  const int nd = c.ndim;
-  g.m = c.sizes[nd - 2];
-  g.n = c.sizes[nd - 1];
-  g.k = a.sizes[nd - 1];
-  g.am = a.strides[nd - 2];
-  g.ak = a.strides[nd - 1];
-  g.bk = b.strides[nd - 2];
-  g.bn = b.strides[nd - 1];
-  g.cm = c.strides[nd - 2];
-  g.cn = c.strides[nd - 1];
-  // Walk the batch dims innermost first, merging dim d into the one inside it when, for each
-  // operand, both are broadcast (stride 0) or d's stride is the inner stride times its size.
-  int64_t size[kMaxDims], sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
-  int cnt = 0;
-  for (int d = nd - 3; d >= 0; --d) {
-    const int64_t s = c.sizes[d];
-    if (s == 1) continue;
-    const int64_t xa = a.strides[d], xb = b.strides[d], xc = c.strides[d];
-    if (cnt > 0) {
-      const int i = cnt - 1;
-      auto fits = [&](int64_t outer, int64_t inner) {
-        return (outer == 0 && inner == 0) || (outer != 0 && inner != 0 && outer == inner * size[i]);
-      };
-      if (fits(xa, sa[i]) && fits(xb, sb[i]) && fits(xc, sc[i])) {
-        size[i] *= s;
-        continue;
-      }
-    }
-    size[cnt] = s;
-    sa[cnt] = xa;
-    sb[cnt] = xb;
-    sc[cnt] = xc;
-    ++cnt;
-  }
-  g.too_many_dims = cnt > kMaxBatch;
-  g.nb = cnt;
-  for (int i = 0; i < g.nb; ++i) {  // store outermost first
-    const int j = cnt - 1 - i;
-    g.batch[i] = size[j];
-    g.sa[i] = sa[j];
-    g.sb[i] = sb[j];
-    g.sc[i] = sc[j];
-    g.batch_count *= size[j];
-  }
+  static_cast<sdk::MatmulGeometry&>(g) = sdk::matmul_geometry(a, b, c);
+  g.too_many_dims = g.nb > kMaxBatch;
   return g;
 }
 
-// Offsets of batch entry `index` into A, B and C.
-inline void batch_offsets(const Geometry& g, int64_t index, int64_t* oa, int64_t* ob, int64_t* oc) {
-  *oa = *ob = *oc = 0;
-  for (int d = g.nb - 1; d >= 0; --d) {
-    const int64_t i = index % g.batch[d];
-    index /= g.batch[d];
-    *oa += i * g.sa[d];
-    *ob += i * g.sb[d];
-    *oc += i * g.sc[d];
-  }
-}
+using sdk::batch_offsets;
 
 // ---- own blocked loop -------------------------------------------------------------------------
 
@@ -468,7 +408,8 @@ int32_t matmul(const ember_kernel_call* call) {
   const ember_tensor& a = call->inputs[0];
   const ember_tensor& b = call->inputs[1];
   const ember_tensor& c = call->outputs[0];
-  if (c.ndim < 2 || c.ndim > kMaxDims || a.ndim != c.ndim || b.ndim != c.ndim) {
+  if (c.ndim < 2 || c.ndim > sdk::MatmulGeometry::kMaxDims || a.ndim != c.ndim ||
+      b.ndim != c.ndim) {
     return sdk::fail(call, EMBER_ERR_INVALID, "matmul: operands of rank %d, %d and %d", a.ndim,
                      b.ndim, c.ndim);
   }

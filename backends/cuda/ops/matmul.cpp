@@ -11,64 +11,15 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/stream.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
 
-constexpr int kMaxDims = 64;
-
-// Batch dims of C with size-1 dims dropped and adjacent dims merged where every operand
-// allows it (as the CPU plugin does), outermost first, plus the matrix dims and strides.
-struct Geometry {
-  int nb = 0;
-  int64_t batch[kMaxDims], sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
-  int64_t m, n, k;
-  int64_t am, ak, bk, bn;
-  int64_t batch_count = 1;
-};
-
-Geometry make_geometry(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c) {
-  Geometry g;
-  const int nd = c.ndim;
-  g.m = c.sizes[nd - 2];
-  g.n = c.sizes[nd - 1];
-  g.k = a.sizes[nd - 1];
-  g.am = a.strides[nd - 2];
-  g.ak = a.strides[nd - 1];
-  g.bk = b.strides[nd - 2];
-  g.bn = b.strides[nd - 1];
-  int64_t size[kMaxDims], sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
-  int cnt = 0;
-  for (int d = nd - 3; d >= 0; --d) {  // innermost first
-    const int64_t s = c.sizes[d];
-    if (s == 1) continue;
-    const int64_t xa = a.strides[d], xb = b.strides[d], xc = c.strides[d];
-    if (cnt > 0) {
-      const int i = cnt - 1;
-      auto fits = [&](int64_t outer, int64_t inner) {
-        return (outer == 0 && inner == 0) || (outer != 0 && inner != 0 && outer == inner * size[i]);
-      };
-      if (fits(xa, sa[i]) && fits(xb, sb[i]) && fits(xc, sc[i])) {
-        size[i] *= s;
-        continue;
-      }
-    }
-    size[cnt] = s;
-    sa[cnt] = xa;
-    sb[cnt] = xb;
-    sc[cnt] = xc;
-    ++cnt;
-  }
-  g.nb = cnt;
-  for (int i = 0; i < cnt; ++i) {
-    const int j = cnt - 1 - i;
-    g.batch[i] = size[j];
-    g.sa[i] = sa[j];
-    g.sb[i] = sb[j];
-    g.sc[i] = sc[j];
-    g.batch_count *= size[j];
-  }
-  return g;
+// Batch dims merged as in the CPU plugin (the SDK's MatmulGeometry).
+using Geometry = sdk::MatmulGeometry;
+inline Geometry make_geometry(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c) {
+  return sdk::matmul_geometry(a, b, c);
 }
 
 // Note [Row-major matmul on cuBLAS]
@@ -99,6 +50,7 @@ Operand describe(int64_t r, int64_t c, int64_t sr, int64_t sc) {
 Status pack(const ember_tensor& x, const Geometry& g, int64_t* bs, int64_t r, int64_t c,
             int64_t* sr, int64_t* sc, cudaStream_t stream, DeviceBuffer* buf, void** data) {
   const int nd = g.nb + 2;
+  constexpr int kMaxDims = sdk::MatmulGeometry::kMaxDims;
   int64_t sizes[kMaxDims + 2], src_strides[kMaxDims + 2], dst_strides[kMaxDims + 2];
   for (int d = 0; d < g.nb; ++d) {
     sizes[d] = g.batch[d];
@@ -130,7 +82,8 @@ Status matmul_impl(const ember_kernel_call* call) {
   const ember_tensor& a = call->inputs[0];
   const ember_tensor& b = call->inputs[1];
   const ember_tensor& c = call->outputs[0];
-  if (c.ndim < 2 || c.ndim > kMaxDims || a.ndim != c.ndim || b.ndim != c.ndim) {
+  if (c.ndim < 2 || c.ndim > sdk::MatmulGeometry::kMaxDims || a.ndim != c.ndim ||
+      b.ndim != c.ndim) {
     return status_error(EMBER_ERR_INVALID, "[cuda] matmul: operands of rank %d, %d and %d", a.ndim,
                         b.ndim, c.ndim);
   }

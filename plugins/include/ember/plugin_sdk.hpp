@@ -28,7 +28,8 @@ struct Half {
     std::memcpy(&x, &f, 4);
     const uint32_t sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
-    if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
+    if (x >= 0x7f800000u)
+      return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
     if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
     if (x < 0x38800000u) {                                               // subnormal or zero
       float a;
@@ -88,15 +89,42 @@ struct BFloat16 {
 /** Maps an ember_dtype to its C++ element type. */
 template <int D>
 struct DTypeTraits;
-template <> struct DTypeTraits<EMBER_F32> { using type = float; };
-template <> struct DTypeTraits<EMBER_F64> { using type = double; };
-template <> struct DTypeTraits<EMBER_F16> { using type = Half; };
-template <> struct DTypeTraits<EMBER_BF16> { using type = BFloat16; };
-template <> struct DTypeTraits<EMBER_I64> { using type = int64_t; };
-template <> struct DTypeTraits<EMBER_I32> { using type = int32_t; };
-template <> struct DTypeTraits<EMBER_I8> { using type = int8_t; };
-template <> struct DTypeTraits<EMBER_U8> { using type = uint8_t; };
-template <> struct DTypeTraits<EMBER_BOOL> { using type = bool; };
+template <>
+struct DTypeTraits<EMBER_F32> {
+  using type = float;
+};
+template <>
+struct DTypeTraits<EMBER_F64> {
+  using type = double;
+};
+template <>
+struct DTypeTraits<EMBER_F16> {
+  using type = Half;
+};
+template <>
+struct DTypeTraits<EMBER_BF16> {
+  using type = BFloat16;
+};
+template <>
+struct DTypeTraits<EMBER_I64> {
+  using type = int64_t;
+};
+template <>
+struct DTypeTraits<EMBER_I32> {
+  using type = int32_t;
+};
+template <>
+struct DTypeTraits<EMBER_I8> {
+  using type = int8_t;
+};
+template <>
+struct DTypeTraits<EMBER_U8> {
+  using type = uint8_t;
+};
+template <>
+struct DTypeTraits<EMBER_BOOL> {
+  using type = bool;
+};
 
 /** A tag carrying an element type through a generic lambda. */
 template <typename T>
@@ -106,32 +134,54 @@ struct TypeTag {
 
 /** True for the floating element types, half precision included. */
 template <typename T>
-inline constexpr bool kIsFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
-                                    std::is_same_v<T, BFloat16>;
+inline constexpr bool kIsFloating =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 /** Type used to compute on T: float for half types, T otherwise. */
 template <typename T>
-using Compute = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using Compute =
+    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
 /** Calls fn(TypeTag<T>{}) for the element type of `dtype`; returns false if unknown. */
 template <typename Fn>
 bool visit_dtype(int32_t dtype, Fn&& fn) {
   switch (dtype) {
-    case EMBER_F32: fn(TypeTag<float>{}); return true;
-    case EMBER_F64: fn(TypeTag<double>{}); return true;
-    case EMBER_F16: fn(TypeTag<Half>{}); return true;
-    case EMBER_BF16: fn(TypeTag<BFloat16>{}); return true;
-    case EMBER_I64: fn(TypeTag<int64_t>{}); return true;
-    case EMBER_I32: fn(TypeTag<int32_t>{}); return true;
-    case EMBER_I8: fn(TypeTag<int8_t>{}); return true;
-    case EMBER_U8: fn(TypeTag<uint8_t>{}); return true;
-    case EMBER_BOOL: fn(TypeTag<bool>{}); return true;
-    default: return false;
+    case EMBER_F32:
+      fn(TypeTag<float>{});
+      return true;
+    case EMBER_F64:
+      fn(TypeTag<double>{});
+      return true;
+    case EMBER_F16:
+      fn(TypeTag<Half>{});
+      return true;
+    case EMBER_BF16:
+      fn(TypeTag<BFloat16>{});
+      return true;
+    case EMBER_I64:
+      fn(TypeTag<int64_t>{});
+      return true;
+    case EMBER_I32:
+      fn(TypeTag<int32_t>{});
+      return true;
+    case EMBER_I8:
+      fn(TypeTag<int8_t>{});
+      return true;
+    case EMBER_U8:
+      fn(TypeTag<uint8_t>{});
+      return true;
+    case EMBER_BOOL:
+      fn(TypeTag<bool>{});
+      return true;
+    default:
+      return false;
   }
 }
 
 /** Bit mask of dtypes for kernel registration. */
-constexpr uint32_t dtype_bit(ember_dtype d) { return 1u << static_cast<uint32_t>(d); }
+constexpr uint32_t dtype_bit(ember_dtype d) {
+  return 1u << static_cast<uint32_t>(d);
+}
 /** Floating dtypes, half precision included. */
 inline constexpr uint32_t kFloatingMask =
     dtype_bit(EMBER_F32) | dtype_bit(EMBER_F64) | dtype_bit(EMBER_F16) | dtype_bit(EMBER_BF16);
@@ -177,6 +227,83 @@ inline bool is_contiguous(const ember_tensor& t) {
 template <typename T>
 T* data(const ember_tensor& t) {
   return static_cast<T*>(t.data);
+}
+
+/** A matmul C[..., M, N] = A[..., M, K] B[..., K, N] reduced to its essentials: the batch
+ *  dims of C with size-1 dims dropped and adjacent dims merged wherever every operand allows
+ *  it (outermost first), then the matrix sizes and strides (in elements). */
+struct MatmulGeometry {
+  static constexpr int kMaxDims = 64;
+  int nb = 0;               // batch dims after merging
+  int64_t batch[kMaxDims];  // their sizes
+  int64_t sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];
+  int64_t m = 0, n = 0, k = 0;
+  int64_t am = 0, ak = 0, bk = 0, bn = 0, cm = 0, cn = 0;
+  int64_t batch_count = 1;
+};
+
+/** The geometry of a matmul whose batch dims the core already broadcast to C's. */
+inline MatmulGeometry matmul_geometry(const ember_tensor& a, const ember_tensor& b,
+                                      const ember_tensor& c) {
+  MatmulGeometry g;
+  const int nd = c.ndim;
+  g.m = c.sizes[nd - 2];
+  g.n = c.sizes[nd - 1];
+  g.k = a.sizes[nd - 1];
+  g.am = a.strides[nd - 2];
+  g.ak = a.strides[nd - 1];
+  g.bk = b.strides[nd - 2];
+  g.bn = b.strides[nd - 1];
+  g.cm = c.strides[nd - 2];
+  g.cn = c.strides[nd - 1];
+  // Walk the batch dims innermost first, merging dim d into the one inside it when, for each
+  // operand, both are broadcast (stride 0) or d's stride is the inner stride times its size.
+  int64_t size[MatmulGeometry::kMaxDims], sa[MatmulGeometry::kMaxDims],
+      sb[MatmulGeometry::kMaxDims], sc[MatmulGeometry::kMaxDims];
+  int cnt = 0;
+  for (int d = nd - 3; d >= 0; --d) {
+    const int64_t s = c.sizes[d];
+    if (s == 1) continue;
+    const int64_t xa = a.strides[d], xb = b.strides[d], xc = c.strides[d];
+    if (cnt > 0) {
+      const int i = cnt - 1;
+      auto fits = [&](int64_t outer, int64_t inner) {
+        return (outer == 0 && inner == 0) || (outer != 0 && inner != 0 && outer == inner * size[i]);
+      };
+      if (fits(xa, sa[i]) && fits(xb, sb[i]) && fits(xc, sc[i])) {
+        size[i] *= s;
+        continue;
+      }
+    }
+    size[cnt] = s;
+    sa[cnt] = xa;
+    sb[cnt] = xb;
+    sc[cnt] = xc;
+    ++cnt;
+  }
+  g.nb = cnt;
+  for (int i = 0; i < cnt; ++i) {  // store outermost first
+    const int j = cnt - 1 - i;
+    g.batch[i] = size[j];
+    g.sa[i] = sa[j];
+    g.sb[i] = sb[j];
+    g.sc[i] = sc[j];
+    g.batch_count *= size[j];
+  }
+  return g;
+}
+
+/** Element offsets of batch entry `index` into A, B and C. */
+inline void batch_offsets(const MatmulGeometry& g, int64_t index, int64_t* oa, int64_t* ob,
+                          int64_t* oc) {
+  *oa = *ob = *oc = 0;
+  for (int d = g.nb - 1; d >= 0; --d) {
+    const int64_t i = index % g.batch[d];
+    index /= g.batch[d];
+    *oa += i * g.sa[d];
+    *ob += i * g.sb[d];
+    *oc += i * g.sc[d];
+  }
 }
 
 }  // namespace ember::sdk
