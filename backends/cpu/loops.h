@@ -35,7 +35,7 @@ struct StridedIter {
       if (nd > 0) {
         bool merge = true;
         for (int k = 0; k < N; ++k) {
-          const int64_t s = ops[k]->strides[d] * static_cast<int64_t>(sdk_itemsize(ops[k]->dtype));
+          const int64_t s = ops[k]->strides[d] * static_cast<int64_t>(sdk::itemsize(ops[k]->dtype));
           if (s != strides[k][nd - 1] * sizes[nd - 1]) merge = false;
         }
         if (merge) {
@@ -45,7 +45,7 @@ struct StridedIter {
       }
       sizes[nd] = t0.sizes[d];
       for (int k = 0; k < N; ++k) {
-        strides[k][nd] = ops[k]->strides[d] * static_cast<int64_t>(sdk_itemsize(ops[k]->dtype));
+        strides[k][nd] = ops[k]->strides[d] * static_cast<int64_t>(sdk::itemsize(ops[k]->dtype));
       }
       ++nd;
     }
@@ -57,11 +57,6 @@ struct StridedIter {
     // Stored innermost-first; that is the order loops below use.
     ndim = nd;
     for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data);
-  }
-
-  static size_t sdk_itemsize(int32_t dtype) {
-    constexpr size_t sz[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
-    return sz[dtype];
   }
 
   int64_t numel() const {

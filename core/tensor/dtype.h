@@ -35,8 +35,7 @@ inline constexpr DType f32 = DType::Float32, f64 = DType::Float64, f16 = DType::
 
 /** Bytes per element. */
 constexpr size_t itemsize(DType d) {
-  constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
-  return sizes[static_cast<int>(d)];
+  return sdk::itemsize(static_cast<int32_t>(d));
 }
 /** True for float32/64, float16 and bfloat16. */
 constexpr bool is_floating(DType d) {

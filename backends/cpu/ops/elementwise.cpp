@@ -17,9 +17,6 @@ using sdk::BFloat16;
 using sdk::Compute;
 using sdk::Half;
 
-template <typename T>
-constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // Applies out = f(in...) with typed pointers over a StridedIter, with a unit-stride fast path.
 template <typename Out, typename... In, typename F, size_t... I>
 void map_impl(const ember_kernel_call* call, F f, std::index_sequence<I...>) {
@@ -53,7 +50,7 @@ template <typename S, typename D>
 D convert(S v) {
   if constexpr (std::is_same_v<D, bool>) {
     return static_cast<Compute<S>>(v) != Compute<S>(0);
-  } else if constexpr (kHalfType<D>) {
+  } else if constexpr (sdk::kIsHalf<D>) {
     return D(static_cast<float>(static_cast<Compute<S>>(v)));
   } else {
     return static_cast<D>(static_cast<Compute<S>>(v));
@@ -66,8 +63,7 @@ int32_t copy(const ember_kernel_call* call) {
   const ember_tensor& dst = call->outputs[0];
   const ember_tensor& src = call->inputs[0];
   if (dst.dtype == src.dtype && sdk::is_contiguous(dst) && sdk::is_contiguous(src)) {
-    const size_t bytes =
-        static_cast<size_t>(sdk::numel(dst)) * StridedIter<1>::sdk_itemsize(dst.dtype);
+    const size_t bytes = static_cast<size_t>(sdk::numel(dst)) * sdk::itemsize(dst.dtype);
     char* d = static_cast<char*>(dst.data);
     const char* s = static_cast<const char*>(src.data);
     if (bytes < (size_t{1} << 20)) {
@@ -103,7 +99,7 @@ int32_t fill(const ember_kernel_call* call) {
       value = fv != 0;
     else if constexpr (std::is_integral_v<T>)
       value = static_cast<T>(iv);
-    else if constexpr (kHalfType<T>)
+    else if constexpr (sdk::kIsHalf<T>)
       value = T(static_cast<float>(fv));
     else
       value = static_cast<T>(fv);

@@ -19,9 +19,7 @@ using sdk::TypeTag;
 
 constexpr int kMaxDims = 16;
 
-size_t itemsize(int32_t dtype) {
-  return StridedIter<1>::sdk_itemsize(dtype);
-}
+using sdk::itemsize;
 
 // A descriptor with its own sizes and strides, for restrided views made inside a kernel.
 struct OwnedDesc {

@@ -274,7 +274,7 @@ void pack_operand(const ember_tensor& src, const Operand& op, const int64_t* ori
                            src.device_index};
   const ember_tensor* ops[2] = {&out, &in};
   StridedIter<2> it(ops);
-  const size_t item = StridedIter<2>::sdk_itemsize(src.dtype);
+  const size_t item = sdk::itemsize(src.dtype);
   it.run([item](const std::array<char*, 2>& p, const std::array<int64_t, 2>& st, int64_t n) {
     for (int64_t i = 0; i < n; ++i) std::memcpy(p[0] + i * st[0], p[1] + i * st[1], item);
   });
@@ -387,7 +387,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   for (int i = 0; i < 2; ++i) {
     const Operand& op = i == 0 ? oa : ob;
     if (!op.pack) continue;
-    size_t n = StridedIter<1>::sdk_itemsize(a.dtype);
+    size_t n = sdk::itemsize(a.dtype);
     for (int d = 0; d < op.nd; ++d) n *= static_cast<size_t>(op.dims[d]);
     if (!scratch[i].alloc(n)) throw std::bad_alloc();
     pack_operand(i == 0 ? a : b, op, orig[i], scratch[i].ptr);

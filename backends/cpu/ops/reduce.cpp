@@ -21,9 +21,6 @@ using sdk::BFloat16;
 using sdk::Compute;
 using sdk::Half;
 
-template <typename T>
-constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // ---- geometry ---------------------------------------------------------------------------------
 
 /** Coalesced dims, innermost first; strides in elements (xs: input, ys: output). */
@@ -176,7 +173,7 @@ struct SumOp {
     }
   }
   static Out finish(Acc a) {
-    if constexpr (kHalfType<T>) {
+    if constexpr (sdk::kIsHalf<T>) {
       return T(static_cast<float>(a));
     } else {
       return static_cast<T>(a);
@@ -204,7 +201,7 @@ struct ProdOp {
     return acc;
   }
   static Out finish(Acc a) {
-    if constexpr (kHalfType<T>) {
+    if constexpr (sdk::kIsHalf<T>) {
       return T(static_cast<float>(a));
     } else {
       return static_cast<T>(a);
@@ -543,7 +540,7 @@ void cumsum_typed(const ember_tensor& xd, const ember_tensor& yd) {
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (sdk::kIsFloating<T>) {
           acc += static_cast<double>(static_cast<Compute<T>>(p[i * xs]));
-          if constexpr (kHalfType<T>) {
+          if constexpr (sdk::kIsHalf<T>) {
             q[i * ys] = T(static_cast<float>(acc));
           } else {
             q[i * ys] = static_cast<T>(acc);

@@ -33,7 +33,7 @@ namespace {
 void copy_into_output(const ember_tensor& x, const ember_tensor& y) {
   const ember_tensor* ops[2] = {&y, &x};
   StridedIter<2> it(ops);
-  const size_t item = StridedIter<2>::sdk_itemsize(x.dtype);
+  const size_t item = sdk::itemsize(x.dtype);
   it.run([item](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
     if (s[0] == static_cast<int64_t>(item) && s[1] == static_cast<int64_t>(item)) {
       std::memcpy(p[0], p[1], static_cast<size_t>(n) * item);

@@ -132,15 +132,23 @@ struct TypeTag {
   using type = T;
 };
 
+/** True for the 16-bit floating types, which compute through float. */
+template <typename T>
+inline constexpr bool kIsHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 /** True for the floating element types, half precision included. */
 template <typename T>
-inline constexpr bool kIsFloating =
-    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+inline constexpr bool kIsFloating = std::is_floating_point_v<T> || kIsHalf<T>;
 
 /** Type used to compute on T: float for half types, T otherwise. */
 template <typename T>
-using Compute =
-    std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+using Compute = std::conditional_t<kIsHalf<T>, float, T>;
+
+/** Bytes per element of an ember_dtype (0 for an unknown value). */
+constexpr size_t itemsize(int32_t dtype) {
+  constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
+  return dtype >= 0 && dtype < EMBER_NUM_DTYPES ? sizes[dtype] : 0;
+}
 
 /** Calls fn(TypeTag<T>{}) for the element type of `dtype`; returns false if unknown. */
 template <typename Fn>
