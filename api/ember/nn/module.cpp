@@ -1,0 +1,1 @@
+#include "ember/nn/module.h"

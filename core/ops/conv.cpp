@@ -1,0 +1,3 @@
+#include "core/ops/conv.h"
+
+namespace ember {}  // namespace ember

@@ -1,0 +1,3 @@
+#include "core/ops/loss.h"
+
+namespace ember {}  // namespace ember

@@ -1,0 +1,3 @@
+#include "core/ops/nn.h"
+
+namespace ember {}  // namespace ember

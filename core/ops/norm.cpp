@@ -1,0 +1,3 @@
+#include "core/ops/norm.h"
+
+namespace ember {}  // namespace ember

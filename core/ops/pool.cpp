@@ -1,0 +1,3 @@
+#include "core/ops/pool.h"
+
+namespace ember {}  // namespace ember

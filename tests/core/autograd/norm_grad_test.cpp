@@ -1,0 +1,1 @@
+#include "tests/core/autograd/gradcheck_cases.h"
