@@ -90,6 +90,27 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   k("nonzero", kA, nonzero);
   k("sort", kA, sort);  // std::stable_sort per row
   k("topk", kA, topk);  // std::partial_sort per row
+
+  // Convolutions (conv.cpp): f32 through oneDNN convolution_forward / _backward_data /
+  // _backward_weights; f64 and the half types through own direct loops.
+  k("conv2d", kF, conv2d);
+  k("conv2d_backward_input", kF, conv2d_backward_input);
+  k("conv2d_backward_weight", kF, conv2d_backward_weight);
+
+  // Pooling (pool.cpp): own loops over the N * C planes, OpenMP across planes.
+  k("max_pool2d", kN, max_pool2d);  // values and flat h * W + w indices
+  k("avg_pool2d", kF, avg_pool2d);
+  k("avg_pool2d_backward", kF, avg_pool2d_backward);
+  k("adaptive_avg_pool2d", kF, adaptive_avg_pool2d);
+  k("adaptive_avg_pool2d_backward", kF, adaptive_avg_pool2d_backward);
+
+  // Normalisation (norm.cpp): own two-pass loops, OpenMP across channels / rows.
+  k("batch_norm", kF, batch_norm);
+  k("batch_norm_backward", kF, batch_norm_backward);
+  k("layer_norm", kF, layer_norm);
+  k("layer_norm_backward", kF, layer_norm_backward);
+  k("group_norm", kF, group_norm);
+  k("group_norm_backward", kF, group_norm_backward);
 }
 
 }  // namespace ember::cpu

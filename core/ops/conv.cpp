@@ -1,3 +1,300 @@
+// conv2d: y[n, o, i, j] = b[o] + sum over c of o's group and taps (a, e) of
+//   x[n, c, i*sh - ph + a*dh, j*sw - pw + e*dw] * w[o, c - first channel of the group, a, e],
+//   taps outside x read 0; OH = (H + 2*ph - dh*(kH-1) - 1) / sh + 1 (likewise OW).
+// conv_transpose2d: the adjoint of conv2d in its input (weight [C, O/groups, kH, kW] read as a
+//   conv2d weight from O to C channels), plus the bias; OH = (H-1)*sh - 2*ph + dh*(kH-1) + oph + 1.
+//
+// Kernel contract (all three: contiguous tensors of one floating dtype, rank 4; ints {stride_h,
+// stride_w, pad_h, pad_w, dil_h, dil_w, groups}, dilation in PyTorch's convention (1 = dense);
+// spatial sizes of the conv input [H, W] and output [OH, OW] are read from the tensors, and
+// taps that fall outside the input count as 0, so the input may be larger than the output needs
+// (conv_transpose2d's output_padding) or the output smaller than the input allows):
+//   "conv2d"                 inputs {x [N, C, H, W], w [O, C/g, kH, kW], optional b [O]}
+//                            outputs {y [N, O, OH, OW]}
+//   "conv2d_backward_input"  inputs {dy [N, O, OH, OW], w [O, C/g, kH, kW]} outputs {dx [N, C, H,
+//   W]} "conv2d_backward_weight" inputs {x [N, C, H, W], dy [N, O, OH, OW]} outputs {dw [O, C/g,
+//   kH, kW]}
+// Kernels never see an empty output or an empty reduction (N = 0 or C = 0 is handled here).
+//
+// backward (Note [Backward of convolutions]):
+//   conv2d:           dx = conv_transpose2d(dy, w) sized back to x, dw = W(x, dy), db = sum(dy, N,
+//   H, W) conv_transpose2d: dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast
+//   add W(x, dy) (the weight gradient, bilinear): dx = conv_transpose2d(dy, dW), d(dy) = conv2d(x,
+//   dW)
 #include "core/ops/conv.h"
 
-namespace ember {}  // namespace ember
+#include <algorithm>
+#include <array>
+
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
+#include "core/dispatch/call.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/reduce.h"
+
+namespace ember {
+namespace {
+
+const Op& conv2d_op() {
+  static const Op& op = op_handle("conv2d");
+  return op;
+}
+const Op& conv2d_backward_input_op() {
+  static const Op& op = op_handle("conv2d_backward_input");
+  return op;
+}
+const Op& conv2d_backward_weight_op() {
+  static const Op& op = op_handle("conv2d_backward_weight");
+  return op;
+}
+
+// The geometry shared by a convolution and its gradients (the kernels' ints).
+struct ConvParams {
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  std::array<int64_t, 7> ints() const { return {sh, sw, ph, pw, dh, dw, groups}; }
+};
+
+// One value per spatial dim from a list of 1 or 2 values.
+std::array<int64_t, 2> pair_of(IntList v, const char* op, const char* what) {
+  EMBER_CHECK(v.size() == 1 || v.size() == 2,
+              "[{}] {} needs 1 or 2 values (one per spatial dim): got {} values {}", op, what,
+              v.size(), shape_str(v));
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+ConvParams make_params(const char* op, IntList stride, IntList padding, IntList dilation,
+                       int64_t groups) {
+  const auto s = pair_of(stride, op, "stride");
+  const auto p = pair_of(padding, op, "padding");
+  const auto d = pair_of(dilation, op, "dilation");
+  EMBER_CHECK(s[0] >= 1 && s[1] >= 1, "[{}] stride must be >= 1: got ({}, {})", op, s[0], s[1]);
+  EMBER_CHECK(p[0] >= 0 && p[1] >= 0, "[{}] padding must be >= 0: got ({}, {})", op, p[0], p[1]);
+  EMBER_CHECK(d[0] >= 1 && d[1] >= 1, "[{}] dilation must be >= 1: got ({}, {})", op, d[0], d[1]);
+  EMBER_CHECK(groups >= 1, "[{}] groups must be >= 1: got {}", op, groups);
+  return {s[0], s[1], p[0], p[1], d[0], d[1], groups};
+}
+
+// Checks shared by both ops: defined, ranks, dtypes, devices of x, w and bias.
+void check_tensors(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  EMBER_CHECK(x.defined() && w.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
+              "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", op,
+              shape_str(x.sizes()));
+  EMBER_CHECK(w.dim() == 4, "[{}] expected a 4-d weight: got shape {}", op, shape_str(w.sizes()));
+  EMBER_CHECK(is_floating(x.dtype()),
+              "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
+              x.dtype());
+  EMBER_CHECK(x.dtype() == w.dtype(),
+              "[{}] input and weight dtypes differ: {} and {} (convert one with .to())", op,
+              x.dtype(), w.dtype());
+  EMBER_CHECK(!bias.defined() || bias.dtype() == x.dtype(),
+              "[{}] input and bias dtypes differ: {} and {} (convert one with .to())", op,
+              x.dtype(), bias.dtype());
+  common_device({&x, &w, &bias}, op);
+  EMBER_CHECK(w.size(2) >= 1 && w.size(3) >= 1, "[{}] kernel size must be positive: weight {}", op,
+              shape_str(w.sizes()));
+}
+
+void check_bias(const char* op, const Tensor& bias, int64_t out_channels) {
+  if (!bias.defined()) return;
+  EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
+              "[{}] expected a bias of shape [{}]: got {}", op, out_channels,
+              shape_str(bias.sizes()));
+}
+
+// Output size of a convolution along one dim (may be < 1: the caller checks).
+int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+// ---- below autograd: run the kernels ------------------------------------------------------------
+
+Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  const int64_t oh = conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh);
+  const int64_t ow = conv_out(x.size(3), w.size(3), p.sw, p.pw, p.dw);
+  Tensor y = empty({x.size(0), w.size(0), oh, ow}, {x.dtype(), x.device()});
+  if (y.numel() == 0) return y;
+  if (x.size(1) == 0) {  // empty reduction: the bias alone
+    y.zero_();
+    if (b.defined()) y.copy_(b.view({1, w.size(0), 1, 1}));
+    return y;
+  }
+  const Tensor xc = x.contiguous(), wc = w.contiguous();
+  const auto ints = p.ints();
+  if (b.defined()) {
+    const Tensor bc = b.contiguous();
+    run_kernel(conv2d_op(), x.dtype(), {&xc, &wc, &bc}, {&y}, {ints, {}});
+  } else {
+    run_kernel(conv2d_op(), x.dtype(), {&xc, &wc}, {&y}, {ints, {}});
+  }
+  return y;
+}
+
+// The input gradient of a conv2d with weight w whose input is [N, C, h, w_] and output dy.
+Tensor conv_input_raw(const Tensor& dy, const Tensor& w, const ConvParams& p, int64_t h,
+                      int64_t w_) {
+  Tensor dx = empty({dy.size(0), w.size(1) * p.groups, h, w_}, {dy.dtype(), dy.device()});
+  if (dx.numel() == 0) return dx;
+  if (dy.size(1) == 0) return dx.zero_();
+  const Tensor dyc = dy.contiguous(), wc = w.contiguous();
+  const auto ints = p.ints();
+  run_kernel(conv2d_backward_input_op(), dy.dtype(), {&dyc, &wc}, {&dx}, {ints, {}});
+  return dx;
+}
+
+// The weight gradient [O, C/g, kh, kw] of a conv2d with input x and output gradient dy.
+Tensor conv_weight_raw(const Tensor& x, const Tensor& dy, const ConvParams& p, int64_t kh,
+                       int64_t kw) {
+  Tensor dw = empty({dy.size(1), x.size(1) / p.groups, kh, kw}, {x.dtype(), x.device()});
+  if (dw.numel() == 0) return dw;
+  if (x.size(0) == 0 || dy.numel() == 0) return dw.zero_();
+  const Tensor xc = x.contiguous(), dyc = dy.contiguous();
+  const auto ints = p.ints();
+  run_kernel(conv2d_backward_weight_op(), x.dtype(), {&xc, &dyc}, {&dw}, {ints, {}});
+  return dw;
+}
+
+// ---- autograd -----------------------------------------------------------------------------------
+
+// Note [Backward of convolutions]
+// Three differentiable functions call each other in their backward, so every order of
+// derivative works: conv (the forward), its adjoint in the input (conv_input, which is
+// conv_transpose2d without bias) and the weight gradient W(x, dy) (conv_weight), which is
+// bilinear: <W(x, dy), G> = <conv(x, G), dy> = <x, conv_input(dy, G)>. Sizes: conv_input needs
+// the input size it restores (given explicitly, so a stride that skipped trailing rows restores
+// them as zeros); conv of a conv_input result may be longer than the tensor it is the
+// gradient of (when output_padding >= stride) and is cut with narrow.
+Tensor conv_input(const Tensor& dy, const Tensor& w, const ConvParams& p, int64_t h, int64_t w_);
+Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64_t kh, int64_t kw);
+
+Tensor cut_to(const Tensor& t, int64_t h, int64_t w) {
+  Tensor r = t;
+  if (r.size(2) != h) r = r.narrow(2, 0, h);
+  if (r.size(3) != w) r = r.narrow(3, 0, w);
+  return r;
+}
+
+Tensor conv(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  return autograd::differentiable(
+      "Conv2dBackward", "conv2d", {&x, &w, &b}, [&] { return conv2d_raw(x, w, b, p); },
+      [&] {
+        return
+            [sx = autograd::SavedTensor(x), sw = autograd::SavedTensor(w), p,
+             rx = x.requires_grad(), rw = w.requires_grad(), rb = b.defined() && b.requires_grad()](
+                const std::vector<Tensor>& g, const autograd::LambdaNode& self) {
+              const Tensor x = self.unpack(sx), w = self.unpack(sw);
+              Tensor gx, gw, gb;
+              if (rx) gx = conv_input(g[0], w, p, x.size(2), x.size(3));
+              if (rw) gw = conv_weight(x, g[0], p, w.size(2), w.size(3));
+              if (rb) gb = sum(g[0], {0, 2, 3});
+              return std::vector<Tensor>{gx, gw, gb};
+            };
+      });
+}
+
+Tensor conv_input(const Tensor& dy, const Tensor& w, const ConvParams& p, int64_t h, int64_t w_) {
+  return autograd::differentiable(
+      "ConvTranspose2dBackward", "conv_transpose2d", {&dy, &w},
+      [&] { return conv_input_raw(dy, w, p, h, w_); },
+      [&] {
+        return [sdy = autograd::SavedTensor(dy), sw = autograd::SavedTensor(w), p,
+                rdy = dy.requires_grad(), rw = w.requires_grad()](
+                   const std::vector<Tensor>& g, const autograd::LambdaNode& self) {
+          const Tensor dy = self.unpack(sdy), w = self.unpack(sw);
+          Tensor gdy, gw;
+          if (rdy) gdy = cut_to(conv(g[0], w, Tensor(), p), dy.size(2), dy.size(3));
+          if (rw) gw = conv_weight(g[0], dy, p, w.size(2), w.size(3));
+          return std::vector<Tensor>{gdy, gw};
+        };
+      });
+}
+
+Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64_t kh, int64_t kw) {
+  return autograd::differentiable(
+      "Conv2dWeightBackward", "conv2d", {&x, &dy},
+      [&] { return conv_weight_raw(x, dy, p, kh, kw); },
+      [&] {
+        return [sx = autograd::SavedTensor(x), sdy = autograd::SavedTensor(dy), p,
+                rx = x.requires_grad(), rdy = dy.requires_grad()](
+                   const std::vector<Tensor>& g, const autograd::LambdaNode& self) {
+          const Tensor x = self.unpack(sx), dy = self.unpack(sdy);
+          Tensor gx, gdy;
+          if (rx) gx = conv_input(dy, g[0], p, x.size(2), x.size(3));
+          if (rdy) gdy = cut_to(conv(x, g[0], Tensor(), p), dy.size(2), dy.size(3));
+          return std::vector<Tensor>{gx, gdy};
+        };
+      });
+}
+
+const autograd::DeclareDifferentiable kDifferentiable{"conv2d", "conv_transpose2d"};
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+              IntList padding, IntList dilation, int64_t groups) {
+  constexpr const char* kOp = "conv2d";
+  check_tensors(kOp, x, weight, bias);
+  const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
+  const bool batched = x.dim() == 4;
+  const Tensor x4 = batched ? x : x.unsqueeze(0);
+  const int64_t c = x4.size(1), o = weight.size(0);
+  EMBER_CHECK(o % groups == 0,
+              "[conv2d] weight's out channels must be divisible by groups: {} out channels, "
+              "groups {} (weight shape {})",
+              o, groups, shape_str(weight.sizes()));
+  EMBER_CHECK(c == weight.size(1) * groups,
+              "[conv2d] expected input with {} channels (weight {} in channels x groups {}): got "
+              "{} channels (input shape {}, weight shape {})",
+              weight.size(1) * groups, weight.size(1), groups, c, shape_str(x.sizes()),
+              shape_str(weight.sizes()));
+  check_bias(kOp, bias, o);
+  const int64_t oh = conv_out(x4.size(2), weight.size(2), p.sh, p.ph, p.dh);
+  const int64_t ow = conv_out(x4.size(3), weight.size(3), p.sw, p.pw, p.dw);
+  EMBER_CHECK(oh >= 1 && ow >= 1,
+              "[conv2d] computed output size is too small: input {}x{} padded to {}x{}, kernel "
+              "{}x{} dilated to {}x{}, gives output {}x{}",
+              x4.size(2), x4.size(3), x4.size(2) + 2 * p.ph, x4.size(3) + 2 * p.pw, weight.size(2),
+              weight.size(3), p.dh * (weight.size(2) - 1) + 1, p.dw * (weight.size(3) - 1) + 1, oh,
+              ow);
+  const Tensor y = conv(x4, weight, bias, p);
+  return batched ? y : y.squeeze(0);
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                        IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
+  constexpr const char* kOp = "conv_transpose2d";
+  check_tensors(kOp, x, weight, bias);
+  const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
+  const auto op = pair_of(output_padding, kOp, "output_padding");
+  EMBER_CHECK(
+      op[0] >= 0 && op[1] >= 0 && op[0] < std::max(p.sh, p.dh) && op[1] < std::max(p.sw, p.dw),
+      "[conv_transpose2d] output_padding must be >= 0 and smaller than stride or "
+      "dilation: got output_padding ({}, {}), stride ({}, {}), dilation ({}, {})",
+      op[0], op[1], p.sh, p.sw, p.dh, p.dw);
+  const bool batched = x.dim() == 4;
+  const Tensor x4 = batched ? x : x.unsqueeze(0);
+  const int64_t c = x4.size(1), o = weight.size(1) * groups;
+  EMBER_CHECK(weight.size(0) % groups == 0,
+              "[conv_transpose2d] weight's in channels must be divisible by groups: {} in "
+              "channels, groups {} (weight shape {})",
+              weight.size(0), groups, shape_str(weight.sizes()));
+  EMBER_CHECK(c == weight.size(0),
+              "[conv_transpose2d] expected input with {} channels (weight's size(0)): got {} "
+              "channels (input shape {}, weight shape {})",
+              weight.size(0), c, shape_str(x.sizes()), shape_str(weight.sizes()));
+  check_bias(kOp, bias, o);
+  const int64_t oh = (x4.size(2) - 1) * p.sh - 2 * p.ph + p.dh * (weight.size(2) - 1) + op[0] + 1;
+  const int64_t ow = (x4.size(3) - 1) * p.sw - 2 * p.pw + p.dw * (weight.size(3) - 1) + op[1] + 1;
+  EMBER_CHECK(oh >= 1 && ow >= 1,
+              "[conv_transpose2d] computed output size is too small: input {}x{}, kernel {}x{}, "
+              "stride ({}, {}), padding ({}, {}), dilation ({}, {}), output_padding ({}, {}) "
+              "give output {}x{}",
+              x4.size(2), x4.size(3), weight.size(2), weight.size(3), p.sh, p.sw, p.ph, p.pw, p.dh,
+              p.dw, op[0], op[1], oh, ow);
+  Tensor y = conv_input(x4, weight, p, oh, ow);
+  if (bias.defined()) y = add(y, bias.view({1, o, 1, 1}));
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace ember

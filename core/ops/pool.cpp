@@ -1,3 +1,294 @@
+// Pooling over NCHW planes. With windows of kernel k, stride s, padding p, dilation d:
+//   max_pool2d:          y[n,c,i,j] = max over the window's in-bounds taps of x; indices hold the
+//                        flat position h * W + w of that maximum within its plane (PyTorch's).
+//   avg_pool2d:          y = sum over the window's in-bounds taps / divisor, the divisor counting
+//                        the padding taps inside [-p, H + p) when count_include_pad, else not.
+//   adaptive_avg_pool2d: output row i averages input rows [floor(i*H/oH), ceil((i+1)*H/oH)),
+//                        likewise for columns.
+// Output size (PyTorch): o = floor_or_ceil((H + 2p - d(k-1) - 1) / s) + 1, and with ceil_mode
+// a last window that starts in the right padding is dropped: if (o-1)*s >= H + p then o -= 1.
+// Kernel contract: every input is a contiguous 4-d tensor [N, C, H, W] of a floating dtype (max
+// pooling also integers); outputs are allocated contiguous by the core and fully written by the
+// kernel. Empty tensors never reach a kernel.
+//   "max_pool2d":          {x} -> {y, indices int64}; ints {kH, kW, sH, sW, pH, pW, dH, dW}.
+//   "avg_pool2d":          {x} -> {y}; ints {kH, kW, sH, sW, pH, pW, count_include_pad}.
+//   "avg_pool2d_backward": {dy} -> {dx}; the same ints (dx's sizes give H, W).
+//   "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward": {x} -> {y}, {dy} -> {dx}; no ints.
+// backward: max: dx = scatter_add(zeros, plane, indices, dy) (differentiable again: its own
+// backward is a gather). avg and adaptive avg are linear maps whose adjoints are the *_backward
+// kernels; each of the pair is the other's backward, so both are differentiable to any order.
 #include "core/ops/pool.h"
 
-namespace ember {}  // namespace ember
+#include <array>
+
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
+#include "core/dispatch/call.h"
+#include "core/ops/factory.h"
+#include "core/ops/index.h"
+
+namespace ember {
+namespace {
+
+EMBER_DEFINE_OP(max_pool2d)
+EMBER_DEFINE_OP(avg_pool2d)
+EMBER_DEFINE_OP(avg_pool2d_backward)
+EMBER_DEFINE_OP(adaptive_avg_pool2d)
+EMBER_DEFINE_OP(adaptive_avg_pool2d_backward)
+
+using autograd::LambdaNode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{"max_pool2d_with_indices", "max_pool2d",
+                                                      "avg_pool2d", "adaptive_avg_pool2d"};
+
+/** Window geometry of one pooling call, per spatial dim (0 = height, 1 = width). */
+struct Pool {
+  std::array<int64_t, 2> k{}, s{}, p{}, d{1, 1}, in{}, out{};
+  std::array<int64_t, 8> ints() const { return {k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]}; }
+};
+
+// One value or two for an (H, W) pair; `what` names the argument in messages.
+std::array<int64_t, 2> pair_arg(const char* name, const char* what, IntList v) {
+  EMBER_CHECK(v.size() == 1 || v.size() == 2,
+              "[{}] {} must be one int or two ints (H, W): got {} values {}", name, what, v.size(),
+              shape_str(v));
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+// Checks x (3-d or 4-d, floating unless allow_int) and returns it as a contiguous 4-d tensor.
+Tensor as_batched(const char* name, const Tensor& x, bool allow_int) {
+  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
+              "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", name,
+              shape_str(x.sizes()));
+  EMBER_CHECK(is_floating(x.dtype()) || (allow_int && x.dtype() != DType::Bool),
+              "[{}] not implemented for dtype {} (convert with .to(ember::f32))", name, x.dtype());
+  EMBER_CHECK(x.size(-1) > 0 && x.size(-2) > 0 && x.size(-3) > 0,
+              "[{}] expected non-zero sizes for the C, H and W dims: got shape {}", name,
+              shape_str(x.sizes()));
+  return x.dim() == 3 ? x.unsqueeze(0) : x;
+}
+
+// PyTorch's pooling_output_shape, with the ceil_mode rule of the header comment.
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+Pool make_pool(const char* name, const Tensor& x4, IntList kernel_size, IntList stride,
+               IntList padding, IntList dilation, bool ceil_mode) {
+  Pool g;
+  g.k = pair_arg(name, "kernel_size", kernel_size);
+  g.s = stride.empty() ? g.k : pair_arg(name, "stride", stride);
+  g.p = pair_arg(name, "padding", padding);
+  g.d = pair_arg(name, "dilation", dilation);
+  EMBER_CHECK(g.k[0] > 0 && g.k[1] > 0, "[{}] kernel_size must be positive: got ({}, {})", name,
+              g.k[0], g.k[1]);
+  EMBER_CHECK(g.s[0] > 0 && g.s[1] > 0, "[{}] stride must be positive: got ({}, {})", name, g.s[0],
+              g.s[1]);
+  EMBER_CHECK(g.d[0] > 0 && g.d[1] > 0, "[{}] dilation must be positive: got ({}, {})", name,
+              g.d[0], g.d[1]);
+  for (int i = 0; i < 2; ++i) {
+    EMBER_CHECK(g.p[i] >= 0 && g.p[i] <= g.k[i] / 2,
+                "[{}] padding should be at least 0 and at most half of kernel_size: got padding "
+                "({}, {}) for kernel_size ({}, {})",
+                name, g.p[0], g.p[1], g.k[0], g.k[1]);
+    g.in[i] = x4.size(2 + i);
+    g.out[i] = out_size(g.in[i], g.k[i], g.s[i], g.p[i], g.d[i], ceil_mode);
+  }
+  EMBER_CHECK(g.out[0] > 0 && g.out[1] > 0,
+              "[{}] input of shape {} is too small: calculated output size ({}, {}) (kernel_size "
+              "({}, {}), stride ({}, {}), padding ({}, {}), dilation ({}, {}))",
+              name, shape_str(x4.sizes()), g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1],
+              g.p[0], g.p[1], g.d[0], g.d[1]);
+  return g;
+}
+
+Tensor squeeze_if(const Tensor& t, bool unbatched) {
+  return unbatched ? t.squeeze(0) : t;
+}
+
+// ---- max pooling --------------------------------------------------------------------------
+
+std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntList kernel_size,
+                                         IntList stride, IntList padding, IntList dilation,
+                                         bool ceil_mode) {
+  const Tensor x4 = as_batched(name, x, /*allow_int=*/true);
+  const Pool g = make_pool(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
+  const Shape sizes{x4.size(0), x4.size(1), g.out[0], g.out[1]};
+  Tensor y = empty(sizes, {x.dtype(), x.device()});
+  Tensor idx = empty(sizes, {DType::Int64, x.device()});
+  if (y.numel() > 0) {
+    const Tensor xc = x4.contiguous();
+    const auto ints = g.ints();
+    run_kernel(max_pool2d_op(), x.dtype(), {&xc}, {&y, &idx}, {ints, {}});
+  }
+  const bool unbatched = x.dim() == 3;
+  return {squeeze_if(y, unbatched), squeeze_if(idx, unbatched)};
+}
+
+// Note [Backward of max pooling]
+// Each output took one input element, named by its flat index within the plane, so the input
+// gradient scatters the output gradient there with scatter_add (overlapping windows may pick
+// the same element; their gradients add). Written with the public scatter_add, whose backward
+// is a gather, so the gradient is differentiable again.
+Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes) {
+  const int64_t nd = static_cast<int64_t>(in_sizes.size());
+  const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
+  const int64_t hw = in_sizes[nd - 1] * in_sizes[nd - 2];
+  const Tensor z = zeros({planes, hw}, {g.dtype(), g.device()});
+  if (g.numel() == 0) return z.view(in_sizes);
+  const Tensor gi = idx.reshape({planes, -1});
+  return scatter_add(z, 1, gi, g.reshape({planes, -1})).view(in_sizes);
+}
+
+std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntList kernel_size,
+                                       IntList stride, IntList padding, IntList dilation,
+                                       bool ceil_mode) {
+  if (!autograd::any_requires_grad({&x})) {
+    return max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+  std::tuple<Tensor, Tensor> r;
+  {
+    autograd::NoGradGuard below_autograd;
+    r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode);
+  }
+  autograd::record("MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
+                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes()](const Grads& g,
+                                                                         const LambdaNode& self) {
+                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes)};
+                   });
+  return r;
+}
+
+// ---- average pooling ----------------------------------------------------------------------
+
+struct AvgArgs {
+  Pool g;
+  bool count_include_pad = true;
+  std::array<int64_t, 7> ints() const {
+    return {g.k[0], g.k[1], g.s[0], g.s[1], g.p[0], g.p[1], count_include_pad ? 1 : 0};
+  }
+};
+
+Tensor avg_forward(const Tensor& x4, const AvgArgs& a);
+Tensor avg_backward(const Tensor& g4, const AvgArgs& a);
+
+// Note [Adjoint pairs of pooling]
+// avg_pool2d (and adaptive_avg_pool2d) is a linear map A of x; its backward is the adjoint A^T
+// applied to dy, and the adjoint of A^T is A again. So the forward records the backward kernel
+// as its gradient and the backward records the forward kernel as its own gradient, which makes
+// both differentiable to any order without a formula of their own.
+Tensor avg_forward(const Tensor& x4, const AvgArgs& a) {
+  return autograd::differentiable(
+      "AvgPool2DBackward", "avg_pool2d", {&x4},
+      [&] {
+        Tensor y =
+            empty({x4.size(0), x4.size(1), a.g.out[0], a.g.out[1]}, {x4.dtype(), x4.device()});
+        if (y.numel() > 0) {
+          const Tensor xc = x4.contiguous();
+          const auto ints = a.ints();
+          run_kernel(avg_pool2d_op(), x4.dtype(), {&xc}, {&y}, {ints, {}});
+        }
+        return y;
+      },
+      [&] {
+        return [a](const Grads& g, const LambdaNode&) { return Grads{avg_backward(g[0], a)}; };
+      });
+}
+
+Tensor avg_backward(const Tensor& g4, const AvgArgs& a) {
+  return autograd::differentiable(
+      "AvgPool2DBackwardBackward", "avg_pool2d", {&g4},
+      [&] {
+        Tensor dx =
+            empty({g4.size(0), g4.size(1), a.g.in[0], a.g.in[1]}, {g4.dtype(), g4.device()});
+        if (g4.numel() == 0) return dx.zero_();
+        const Tensor gc = g4.contiguous();
+        const auto ints = a.ints();
+        run_kernel(avg_pool2d_backward_op(), g4.dtype(), {&gc}, {&dx}, {ints, {}});
+        return dx;
+      },
+      [&] {
+        return [a](const Grads& g, const LambdaNode&) { return Grads{avg_forward(g[0], a)}; };
+      });
+}
+
+// ---- adaptive average pooling -------------------------------------------------------------
+
+Tensor adaptive_forward(const Tensor& x4, std::array<int64_t, 2> out);
+Tensor adaptive_backward(const Tensor& g4, std::array<int64_t, 2> in);
+
+// Note [Adjoint pairs of pooling] applies here too.
+Tensor adaptive_forward(const Tensor& x4, std::array<int64_t, 2> out) {
+  const std::array<int64_t, 2> in{x4.size(2), x4.size(3)};
+  return autograd::differentiable(
+      "AdaptiveAvgPool2DBackward", "adaptive_avg_pool2d", {&x4},
+      [&] {
+        Tensor y = empty({x4.size(0), x4.size(1), out[0], out[1]}, {x4.dtype(), x4.device()});
+        if (y.numel() > 0) {
+          const Tensor xc = x4.contiguous();
+          run_kernel(adaptive_avg_pool2d_op(), x4.dtype(), {&xc}, {&y});
+        }
+        return y;
+      },
+      [&] {
+        return
+            [in](const Grads& g, const LambdaNode&) { return Grads{adaptive_backward(g[0], in)}; };
+      });
+}
+
+Tensor adaptive_backward(const Tensor& g4, std::array<int64_t, 2> in) {
+  const std::array<int64_t, 2> out{g4.size(2), g4.size(3)};
+  return autograd::differentiable(
+      "AdaptiveAvgPool2DBackwardBackward", "adaptive_avg_pool2d", {&g4},
+      [&] {
+        Tensor dx = empty({g4.size(0), g4.size(1), in[0], in[1]}, {g4.dtype(), g4.device()});
+        if (g4.numel() == 0) return dx.zero_();
+        const Tensor gc = g4.contiguous();
+        run_kernel(adaptive_avg_pool2d_backward_op(), g4.dtype(), {&gc}, {&dx});
+        return dx;
+      },
+      [&] {
+        return
+            [out](const Grads& g, const LambdaNode&) { return Grads{adaptive_forward(g[0], out)}; };
+      });
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, IntList kernel_size,
+                                                   IntList stride, IntList padding,
+                                                   IntList dilation, bool ceil_mode) {
+  return max_pool_ad("max_pool2d_with_indices", x, kernel_size, stride, padding, dilation,
+                     ceil_mode);
+}
+
+Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                  IntList dilation, bool ceil_mode) {
+  return std::get<0>(
+      max_pool_ad("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                  bool ceil_mode, bool count_include_pad) {
+  const Tensor x4 = as_batched("avg_pool2d", x, /*allow_int=*/false);
+  AvgArgs a;
+  a.g = make_pool("avg_pool2d", x4, kernel_size, stride, padding, {1, 1}, ceil_mode);
+  a.count_include_pad = count_include_pad;
+  return squeeze_if(avg_forward(x4, a), x.dim() == 3);
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
+  const Tensor x4 = as_batched("adaptive_avg_pool2d", x, /*allow_int=*/false);
+  const auto out = pair_arg("adaptive_avg_pool2d", "output_size", output_size);
+  EMBER_CHECK(out[0] > 0 && out[1] > 0,
+              "[adaptive_avg_pool2d] output_size must be positive: got ({}, {})", out[0], out[1]);
+  return squeeze_if(adaptive_forward(x4, out), x.dim() == 3);
+}
+
+}  // namespace ember

@@ -1,1 +1,477 @@
+// CPU convolution: conv2d, conv2d_backward_input, conv2d_backward_weight (contract in
+// core/ops/conv.cpp). float32 runs through oneDNN's convolution_forward / _backward_data /
+// _backward_weights with the layouts oneDNN picks; float64, the half types and any geometry
+// oneDNN declines run through own direct loops split over OpenMP.
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/allocator.h"
+#include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+
+namespace ember::cpu {
+namespace {
+
+enum class Dir : int64_t { Forward = 0, BackwardData = 1, BackwardWeights = 2 };
+
+// Sizes and attributes of one convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW].
+struct Geom {
+  int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
+};
+
+// Reads the geometry from a call of direction `dir` (which tensor is which differs).
+bool read_geom(const ember_kernel_call* call, Dir dir, Geom* gm) {
+  if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) return false;
+  const ember_tensor* x = nullptr;
+  const ember_tensor* w = nullptr;
+  const ember_tensor* y = nullptr;
+  if (dir == Dir::Forward) {
+    x = &call->inputs[0], w = &call->inputs[1], y = &call->outputs[0];
+  } else if (dir == Dir::BackwardData) {
+    y = &call->inputs[0], w = &call->inputs[1], x = &call->outputs[0];
+  } else {
+    x = &call->inputs[0], y = &call->inputs[1], w = &call->outputs[0];
+  }
+  if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4) return false;
+  const int64_t* v = call->ints;
+  *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
+         y->sizes[3], w->sizes[2], w->sizes[3], v[0],        v[1],        v[2],
+         v[3],        v[4],        v[5],        v[6]};
+  return gm->g >= 1 && gm->sh >= 1 && gm->sw >= 1 && gm->dh >= 1 && gm->dw >= 1 &&
+         gm->c % gm->g == 0 && gm->o % gm->g == 0 && w->sizes[1] == gm->c / gm->g &&
+         y->sizes[0] == gm->n && y->sizes[1] == gm->o;
+}
+
+// ---- own direct loops -------------------------------------------------------------------------
+
+template <typename T>
+inline T store(sdk::Compute<T> v) {
+  if constexpr (std::is_same_v<T, sdk::Half> || std::is_same_v<T, sdk::BFloat16>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// floor(a / b) for b > 0.
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// Output positions [lo, hi) along one dim whose tap `k` lands inside an input of size `in`:
+// 0 <= i*s - p + k*d < in.
+inline void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t k, int64_t d,
+                      int64_t* lo, int64_t* hi) {
+  const int64_t off = k * d - p;  // input index of output 0
+  *lo = std::max<int64_t>(0, floor_div(-off + s - 1, s));
+  *hi = std::min<int64_t>(out, floor_div(in - 1 - off, s) + 1);
+  if (*hi < *lo) *hi = *lo;
+}
+
+bool run_parallel(int64_t work) {
+  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+// Note [Direct convolution loops]
+// Each task owns whole output planes, so no two threads write one element: the forward owns
+// y[n, o] (accumulating every (channel, tap) into a plane of Compute<T>), the input gradient
+// owns dx[n, c] (scattering every (out channel, tap)), the weight gradient owns dw[o, c] (a dot
+// product per tap over N and the output plane). The valid output range of each tap is computed
+// once (tap_range), so the inner loops carry no bounds checks. Slow next to oneDNN, but exact,
+// generic over dtypes and fast enough for gradcheck sizes and float64 work.
+template <typename T>
+void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, T* y) {
+  using C = sdk::Compute<T>;
+  const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.oh * g.ow;
+#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * plane * cg * g.kh * g.kw))
+  for (int64_t t = 0; t < g.n * g.o; ++t) {
+    const int64_t n = t / g.o, o = t % g.o, c0 = (o / og) * cg;
+    std::vector<C> acc(static_cast<size_t>(plane), b ? static_cast<C>(b[o]) : C(0));
+    for (int64_t ci = 0; ci < cg; ++ci) {
+      const T* xp = x + ((n * g.c + c0 + ci) * g.h) * g.w;
+      for (int64_t a = 0; a < g.kh; ++a) {
+        int64_t ilo, ihi;
+        tap_range(g.oh, g.h, g.sh, g.ph, a, g.dh, &ilo, &ihi);
+        for (int64_t e = 0; e < g.kw; ++e) {
+          int64_t jlo, jhi;
+          tap_range(g.ow, g.w, g.sw, g.pw, e, g.dw, &jlo, &jhi);
+          const C wv = static_cast<C>(w[((o * cg + ci) * g.kh + a) * g.kw + e]);
+          for (int64_t i = ilo; i < ihi; ++i) {
+            const T* xr = xp + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
+            C* yr = acc.data() + i * g.ow;
+            for (int64_t j = jlo; j < jhi; ++j) yr[j] += wv * static_cast<C>(xr[j * g.sw]);
+          }
+        }
+      }
+    }
+    T* yp = y + t * plane;
+    for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[static_cast<size_t>(i)]);
+  }
+}
+
+template <typename T>
+void conv_backward_data_loop(const Geom& g, const T* dy, const T* w, T* dx) {
+  using C = sdk::Compute<T>;
+  const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.h * g.w, oplane = g.oh * g.ow;
+#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw))
+  for (int64_t t = 0; t < g.n * g.c; ++t) {
+    const int64_t n = t / g.c, c = t % g.c, ci = c % cg, o0 = (c / cg) * og;
+    std::vector<C> acc(static_cast<size_t>(plane), C(0));
+    for (int64_t oi = 0; oi < og; ++oi) {
+      const int64_t o = o0 + oi;
+      const T* dyp = dy + (n * g.o + o) * oplane;
+      for (int64_t a = 0; a < g.kh; ++a) {
+        int64_t ilo, ihi;
+        tap_range(g.oh, g.h, g.sh, g.ph, a, g.dh, &ilo, &ihi);
+        for (int64_t e = 0; e < g.kw; ++e) {
+          int64_t jlo, jhi;
+          tap_range(g.ow, g.w, g.sw, g.pw, e, g.dw, &jlo, &jhi);
+          const C wv = static_cast<C>(w[((o * cg + ci) * g.kh + a) * g.kw + e]);
+          for (int64_t i = ilo; i < ihi; ++i) {
+            C* xr = acc.data() + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
+            const T* dyr = dyp + i * g.ow;
+            for (int64_t j = jlo; j < jhi; ++j) xr[j * g.sw] += wv * static_cast<C>(dyr[j]);
+          }
+        }
+      }
+    }
+    T* xp = dx + t * plane;
+    for (int64_t i = 0; i < plane; ++i) xp[i] = store<T>(acc[static_cast<size_t>(i)]);
+  }
+}
+
+template <typename T>
+void conv_backward_weight_loop(const Geom& g, const T* x, const T* dy, T* dw) {
+  using C = sdk::Compute<T>;
+  const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.h * g.w, oplane = g.oh * g.ow;
+#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw))
+  for (int64_t t = 0; t < g.o * cg; ++t) {
+    const int64_t o = t / cg, ci = t % cg, c = (o / og) * cg + ci;
+    for (int64_t a = 0; a < g.kh; ++a) {
+      int64_t ilo, ihi;
+      tap_range(g.oh, g.h, g.sh, g.ph, a, g.dh, &ilo, &ihi);
+      for (int64_t e = 0; e < g.kw; ++e) {
+        int64_t jlo, jhi;
+        tap_range(g.ow, g.w, g.sw, g.pw, e, g.dw, &jlo, &jhi);
+        C s = 0;
+        for (int64_t n = 0; n < g.n; ++n) {
+          const T* xp = x + (n * g.c + c) * plane;
+          const T* dyp = dy + (n * g.o + o) * oplane;
+          for (int64_t i = ilo; i < ihi; ++i) {
+            const T* xr = xp + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
+            const T* dyr = dyp + i * g.ow;
+            for (int64_t j = jlo; j < jhi; ++j) {
+              s += static_cast<C>(dyr[j]) * static_cast<C>(xr[j * g.sw]);
+            }
+          }
+        }
+        dw[(t * g.kh + a) * g.kw + e] = store<T>(s);
+      }
+    }
+  }
+}
+
+// ---- oneDNN path ------------------------------------------------------------------------------
+
+// Note [oneDNN convolution layouts]
+// The primitives are created with format_tag::any, so oneDNN picks its preferred (blocked,
+// e.g. nChw8c / OIhw8i8o on AVX2) layouts; user tensors are plain NCHW / OIHW (goihw with
+// groups), reordered into scratch buffers on the way in and out when the chosen layout differs.
+// A primitive plus its three reorders is cached per (direction, geometry). The weight reorder
+// runs on every call: caching the reordered weight by data pointer is unsafe under a caching
+// allocator (a freed weight's block comes back at the same address with a fresh version
+// counter), and it is small next to the convolution (O*C/G*KH*KW elements, one pass).
+struct ConvEntry {
+  uint64_t hash = 0;
+  std::array<int64_t, 17> key{};
+  bool ok = false;  // false: oneDNN declined, use the own loop
+  dnnl::primitive conv;
+  // Per operand (0: x, 1: w, 2: y): the layout the primitive wants and, when it differs from
+  // the plain user layout, the reorder user -> internal (inputs) or internal -> user (output).
+  std::array<dnnl::memory::desc, 3> internal, user;
+  std::array<dnnl::primitive, 3> reorder;
+  std::array<bool, 3> needs_reorder{};
+};
+
+struct ConvCache {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<ConvEntry>> entries;  // oldest first
+};
+
+ConvCache& conv_cache() {
+  static ConvCache* c = new ConvCache();  // never destroyed: kernels may run at exit
+  return *c;
+}
+
+constexpr size_t kConvCacheCapacity = 128;
+
+std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias) {
+  return {static_cast<int64_t>(dir),
+          g.n,
+          g.c,
+          g.h,
+          g.w,
+          g.o,
+          g.oh,
+          g.ow,
+          g.kh,
+          g.kw,
+          g.sh,
+          g.sw,
+          g.ph,
+          g.pw,
+          g.dh,
+          g.dw,
+          g.g * 2 + (bias ? 1 : 0)};
+}
+
+uint64_t hash_of(const std::array<int64_t, 17>& key) {
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return h;
+}
+
+using dims = dnnl::memory::dims;
+using tag = dnnl::memory::format_tag;
+constexpr auto kF32 = dnnl::memory::data_type::f32;
+
+// Builds the primitive and reorders for one geometry; ok = false when oneDNN declines it.
+std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias) {
+  auto e = std::make_shared<ConvEntry>();
+  const dnnl::engine& eng = dnnl_engine();
+  const dims xd = {g.n, g.c, g.h, g.w}, yd = {g.n, g.o, g.oh, g.ow};
+  const dims wd =
+      g.g > 1 ? dims{g.g, g.o / g.g, g.c / g.g, g.kh, g.kw} : dims{g.o, g.c / g.g, g.kh, g.kw};
+  const tag wtag = g.g > 1 ? tag::goihw : tag::oihw;
+  e->user = {dnnl::memory::desc(xd, kF32, tag::nchw), dnnl::memory::desc(wd, kF32, wtag),
+             dnnl::memory::desc(yd, kF32, tag::nchw)};
+  const dnnl::memory::desc xa(xd, kF32, tag::any), wa(wd, kF32, tag::any), ya(yd, kF32, tag::any);
+  const dnnl::memory::desc ba =
+      bias ? dnnl::memory::desc({g.o}, kF32, tag::x) : dnnl::memory::desc();
+  // oneDNN's dilation counts the gaps (PyTorch's minus 1); the right padding is whatever makes
+  // the sizes consistent, which oneDNN accepts down to 1 - stride.
+  const dims strides = {g.sh, g.sw}, dil = {g.dh - 1, g.dw - 1}, pad_l = {g.ph, g.pw};
+  const dims pad_r = {(g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1 - g.h - g.ph,
+                      (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
+  if (pad_r[0] + g.sh <= 0 || pad_r[1] + g.sw <= 0) return e;
+  try {
+    const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training,
+                                              dnnl::algorithm::convolution_direct, xa, wa, ba, ya,
+                                              strides, dil, pad_l, pad_r);
+    const dnnl::convolution_forward::primitive_desc fpd(fwd, eng);
+    if (dir == Dir::Forward) {
+      e->internal = {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()};
+      e->conv = dnnl::convolution_forward(fpd);
+    } else if (dir == Dir::BackwardData) {
+      const dnnl::convolution_backward_data::desc bwd(dnnl::algorithm::convolution_direct, xa, wa,
+                                                      ya, strides, dil, pad_l, pad_r);
+      const dnnl::convolution_backward_data::primitive_desc bpd(bwd, eng, fpd);
+      e->internal = {bpd.diff_src_desc(), bpd.weights_desc(), bpd.diff_dst_desc()};
+      e->conv = dnnl::convolution_backward_data(bpd);
+    } else {
+      const dnnl::convolution_backward_weights::desc bwd(dnnl::algorithm::convolution_direct, xa,
+                                                         wa, ya, strides, dil, pad_l, pad_r);
+      const dnnl::convolution_backward_weights::primitive_desc bpd(bwd, eng, fpd);
+      e->internal = {bpd.src_desc(), bpd.diff_weights_desc(), bpd.diff_dst_desc()};
+      e->conv = dnnl::convolution_backward_weights(bpd);
+    }
+  } catch (const dnnl::error& err) {
+    if (err.status != dnnl_unimplemented && err.status != dnnl_invalid_arguments) throw;
+    return e;
+  }
+  // Which operand is the output: y forward, x backward-data, w backward-weights.
+  const int out = dir == Dir::Forward ? 2 : dir == Dir::BackwardData ? 0 : 1;
+  for (int i = 0; i < 3; ++i) {
+    e->needs_reorder[i] = e->internal[i] != e->user[i];
+    if (!e->needs_reorder[i]) continue;
+    const auto& from = i == out ? e->internal[i] : e->user[i];
+    const auto& to = i == out ? e->user[i] : e->internal[i];
+    e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to));
+  }
+  e->ok = true;
+  return e;
+}
+
+std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias) {
+  const auto key = make_key(dir, g, bias);
+  const uint64_t h = hash_of(key);
+  ConvCache& c = conv_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto it = c.entries.rbegin(); it != c.entries.rend(); ++it) {
+      if ((*it)->hash == h && (*it)->key == key) return *it;
+    }
+  }
+  auto e = build_entry(dir, g, bias);  // outside the lock (Note [oneDNN primitive cache])
+  e->hash = h;
+  e->key = key;
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.entries.size() >= kConvCacheCapacity) c.entries.erase(c.entries.begin());
+  c.entries.push_back(e);
+  return e;
+}
+
+// Scratch memory: the host's when the call carries its services, else the plugin's allocator.
+struct Scratch {
+  const ember_kernel_call* call;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  bool host() const {
+    return call->struct_size >= offsetof(ember_kernel_call, host) + sizeof(call->host) &&
+           call->host != nullptr && call->host->scratch_alloc != nullptr &&
+           call->host->scratch_free != nullptr;
+  }
+  void* alloc(size_t n) {
+    bytes = n;
+    ptr = host() ? call->host->scratch_alloc(n) : cached_alloc(n);
+    if (!ptr) throw std::bad_alloc();
+    return ptr;
+  }
+  ~Scratch() {
+    if (!ptr) return;
+    if (host()) {
+      call->host->scratch_free(ptr, bytes);
+    } else {
+      cached_free(ptr, bytes);
+    }
+  }
+};
+
+// Runs one direction through oneDNN; false when oneDNN declined the geometry.
+bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
+  const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
+  const auto e = find_entry(dir, g, bias);
+  if (!e->ok) return false;
+  // The user pointers in the order (x, w, y).
+  void* user[3];
+  if (dir == Dir::Forward) {
+    user[0] = call->inputs[0].data, user[1] = call->inputs[1].data, user[2] = call->outputs[0].data;
+  } else if (dir == Dir::BackwardData) {
+    user[2] = call->inputs[0].data, user[1] = call->inputs[1].data, user[0] = call->outputs[0].data;
+  } else {
+    user[0] = call->inputs[0].data, user[2] = call->inputs[1].data, user[1] = call->outputs[0].data;
+  }
+  const int out = dir == Dir::Forward ? 2 : dir == Dir::BackwardData ? 0 : 1;
+  const dnnl::engine& eng = dnnl_engine();
+  dnnl::stream& stream = dnnl_stream();
+  Scratch scratch[3] = {{call}, {call}, {call}};
+  dnnl::memory mem[3];
+  for (int i = 0; i < 3; ++i) {
+    const dnnl::memory um(e->user[i], eng, user[i]);
+    if (!e->needs_reorder[i]) {
+      mem[i] = um;
+      continue;
+    }
+    mem[i] = dnnl::memory(e->internal[i], eng, scratch[i].alloc(e->internal[i].get_size()));
+    if (i != out) e->reorder[i].execute(stream, {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, mem[i]}});
+  }
+  if (dir == Dir::Forward) {
+    std::unordered_map<int, dnnl::memory> args = {
+        {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+    if (bias) {
+      args[DNNL_ARG_BIAS] = dnnl::memory(dnnl::memory::desc({g.o}, kF32, tag::x), eng,
+                                         const_cast<void*>(call->inputs[2].data));
+    }
+    e->conv.execute(stream, args);
+  } else if (dir == Dir::BackwardData) {
+    e->conv.execute(
+        stream,
+        {{DNNL_ARG_DIFF_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DIFF_DST, mem[2]}});
+  } else {
+    e->conv.execute(
+        stream,
+        {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_DIFF_WEIGHTS, mem[1]}, {DNNL_ARG_DIFF_DST, mem[2]}});
+  }
+  if (e->needs_reorder[out]) {
+    const dnnl::memory um(e->user[out], eng, user[out]);
+    e->reorder[out].execute(stream, {{DNNL_ARG_FROM, mem[out]}, {DNNL_ARG_TO, um}});
+  }
+  stream.wait();
+  return true;
+}
+
+const char* dir_name(Dir dir) {
+  return dir == Dir::Forward        ? "conv2d"
+         : dir == Dir::BackwardData ? "conv2d_backward_input"
+                                    : "conv2d_backward_weight";
+}
+
+int32_t run_conv(const ember_kernel_call* call, Dir dir) {
+  Geom g;
+  if (!read_geom(call, dir, &g)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
+                     dir_name(dir));
+  }
+  const int32_t dtype = call->outputs[0].dtype;
+  const int nin = dir == Dir::Forward ? std::min(call->num_inputs, 3) : 2;
+  for (int i = 0; i < nin; ++i) {
+    if (call->inputs[i].dtype != dtype || !sdk::is_contiguous(call->inputs[i])) {
+      return sdk::fail(call, EMBER_ERR_INVALID, "%s: input %d must be contiguous and of dtype %d",
+                       dir_name(dir), i, dtype);
+    }
+  }
+  if (!sdk::is_contiguous(call->outputs[0])) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: output must be contiguous", dir_name(dir));
+  }
+  if (sdk::numel(call->outputs[0]) == 0) return EMBER_OK;
+  try {
+    if (dtype == EMBER_F32 && dnnl_conv(call, dir, g)) return EMBER_OK;
+  } catch (const dnnl::error& e) {
+    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", dir_name(dir),
+                     e.what(), static_cast<int>(e.status));
+  } catch (const std::bad_alloc&) {
+    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: out of scratch memory", dir_name(dir));
+  }
+  bool floating = false;
+  const bool known = sdk::visit_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, sdk::Half> ||
+                  std::is_same_v<T, sdk::BFloat16>) {
+      floating = true;
+      const T* a = sdk::data<const T>(call->inputs[0]);
+      const T* b = sdk::data<const T>(call->inputs[1]);
+      T* out = sdk::data<T>(call->outputs[0]);
+      if (dir == Dir::Forward) {
+        const T* bias = call->num_inputs >= 3 ? sdk::data<const T>(call->inputs[2]) : nullptr;
+        conv_forward_loop<T>(g, a, b, bias, out);
+      } else if (dir == Dir::BackwardData) {
+        conv_backward_data_loop<T>(g, a, b, out);
+      } else {
+        conv_backward_weight_loop<T>(g, a, b, out);
+      }
+    }
+  });
+  if (!known || !floating) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not supported", dir_name(dir),
+                     dtype);
+  }
+  return EMBER_OK;
+}
+
+}  // namespace
+
+int32_t conv2d(const ember_kernel_call* call) {
+  return run_conv(call, Dir::Forward);
+}
+
+int32_t conv2d_backward_input(const ember_kernel_call* call) {
+  return run_conv(call, Dir::BackwardData);
+}
+
+int32_t conv2d_backward_weight(const ember_kernel_call* call) {
+  return run_conv(call, Dir::BackwardWeights);
+}
+
+}  // namespace ember::cpu

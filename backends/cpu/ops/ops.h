@@ -88,4 +88,24 @@ EMBER_CPU_KERNEL(nonzero);
 EMBER_CPU_KERNEL(sort);
 EMBER_CPU_KERNEL(topk);
 
+// conv.cpp (oneDNN convolution for float32, own loops otherwise)
+EMBER_CPU_KERNEL(conv2d);
+EMBER_CPU_KERNEL(conv2d_backward_input);
+EMBER_CPU_KERNEL(conv2d_backward_weight);
+
+// pool.cpp: max, average and adaptive average pooling (own loops)
+EMBER_CPU_KERNEL(max_pool2d);
+EMBER_CPU_KERNEL(avg_pool2d);
+EMBER_CPU_KERNEL(avg_pool2d_backward);
+EMBER_CPU_KERNEL(adaptive_avg_pool2d);
+EMBER_CPU_KERNEL(adaptive_avg_pool2d_backward);
+
+// norm.cpp: batch, layer and group normalisation (own loops)
+EMBER_CPU_KERNEL(batch_norm);
+EMBER_CPU_KERNEL(batch_norm_backward);
+EMBER_CPU_KERNEL(layer_norm);
+EMBER_CPU_KERNEL(layer_norm_backward);
+EMBER_CPU_KERNEL(group_norm);
+EMBER_CPU_KERNEL(group_norm_backward);
+
 }  // namespace ember::cpu

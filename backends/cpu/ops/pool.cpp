@@ -1,1 +1,334 @@
+// CPU pooling: max, average and adaptive average over contiguous [N, C, H, W], forward and
+// backward, as own loops parallel over the N * C planes (contract in core/ops/pool.cpp).
+//
+// Note [Why pooling does not use oneDNN]
+// oneDNN's max pooling returns a workspace in its own format, not PyTorch's flat h * W + w
+// indices that max_pool2d_with_indices must return and its backward scatters through; and its
+// average pooling has no equivalent of a ceil_mode window that runs past the padding (PyTorch
+// divides such a window by its clipped size even with count_include_pad). The loops below
+// follow PyTorch's windows exactly; each plane is a small dense array, so the inner loops over
+// kernel taps have their bounds hoisted and run without branches.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
+
+namespace ember::cpu {
+namespace {
+
+template <typename T>
+inline T store(double v) {
+  if constexpr (sdk::kIsHalf<T>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+/** True when `work` elements are worth an OpenMP team. */
+inline bool go_parallel(int64_t work) {
+  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+// Valid tap range [lo, hi) of a window starting at `start` with k taps d apart over [0, n).
+inline void tap_range(int64_t start, int64_t k, int64_t d, int64_t n, int64_t* lo, int64_t* hi) {
+  *lo = start >= 0 ? 0 : (-start + d - 1) / d;
+  const int64_t rem = n - start;  // taps t with start + t*d < n
+  *hi = rem <= 0 ? 0 : std::min(k, (rem + d - 1) / d);
+}
+
+bool dense4(const ember_tensor& t) {
+  return t.ndim == 4 && sdk::is_contiguous(t);
+}
+
+template <typename T>
+void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, int64_t W,
+                     int64_t oH, int64_t oW, const int64_t* a) {
+  using C = sdk::Compute<T>;
+  const int64_t kH = a[0], kW = a[1], sH = a[2], sW = a[3], pH = a[4], pW = a[5], dH = a[6],
+                dW = a[7];
+  const bool simple2x2 = kH == 2 && kW == 2 && sH == 2 && sW == 2 && pH == 0 && pW == 0 &&
+                         dH == 1 && dW == 1 && 2 * oH <= H && 2 * oW <= W;
+#pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = x + pl * H * W;
+    T* yp = y + pl * oH * oW;
+    int64_t* ip = idx + pl * oH * oW;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (simple2x2) {
+        // The common case, every window inside the plane: no bounds to compute.
+        for (int64_t i = 0; i < oH; ++i) {
+          const T* r0 = xp + 2 * i * W;
+          const T* r1 = r0 + W;
+          T* yr = yp + i * oW;
+          int64_t* ir = ip + i * oW;
+          const int64_t base = 2 * i * W;
+          // Branch-free selects (NaN wins, the first maximum wins ties) so the loop vectorises.
+          for (int64_t j = 0; j < oW; ++j) {
+            const int64_t w = 2 * j;
+            T best = r0[w];
+            int64_t off = 0;
+            const T v1 = r0[w + 1], v2 = r1[w], v3 = r1[w + 1];
+            const bool t1 = v1 > best || v1 != v1;
+            best = t1 ? v1 : best;
+            off = t1 ? 1 : off;
+            const bool t2 = v2 > best || v2 != v2;
+            best = t2 ? v2 : best;
+            off = t2 ? W : off;
+            const bool t3 = v3 > best || v3 != v3;
+            best = t3 ? v3 : best;
+            off = t3 ? W + 1 : off;
+            yr[j] = best;
+            ir[j] = base + w + off;
+          }
+        }
+        continue;
+      }
+    }
+    for (int64_t i = 0; i < oH; ++i) {
+      const int64_t h0 = i * sH - pH;
+      int64_t ylo, yhi;
+      tap_range(h0, kH, dH, H, &ylo, &yhi);
+      for (int64_t j = 0; j < oW; ++j) {
+        const int64_t w0 = j * sW - pW;
+        int64_t xlo, xhi;
+        tap_range(w0, kW, dW, W, &xlo, &xhi);
+        C best = std::numeric_limits<C>::lowest();
+        int64_t bi = -1;
+        for (int64_t ty = ylo; ty < yhi; ++ty) {
+          const int64_t h = h0 + ty * dH;
+          for (int64_t tx = xlo; tx < xhi; ++tx) {
+            const int64_t at = h * W + w0 + tx * dW;
+            const C v = static_cast<C>(xp[at]);
+            // NaN wins (and propagates) as in PyTorch; the first maximum wins ties.
+            if (bi < 0 || v > best || v != v) {
+              best = v;
+              bi = at;
+            }
+          }
+        }
+        yp[i * oW + j] = static_cast<T>(best);
+        ip[i * oW + j] = bi;
+      }
+    }
+  }
+}
+
+// Average pooling windows (PyTorch's): the divisor counts padding taps inside [-p, n + p) when
+// count_include_pad, only in-bounds taps otherwise.
+struct AvgWindow {
+  int64_t lo, hi, size;
+};
+inline AvgWindow avg_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t n) {
+  int64_t lo = o * s - p;
+  int64_t hi = std::min(lo + k, n + p);
+  const int64_t size = hi - lo;
+  lo = std::max<int64_t>(lo, 0);
+  hi = std::min(hi, n);
+  return {lo, hi, size};
+}
+
+template <typename T, bool Backward>
+void avg_pool_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH,
+                     int64_t oW, const int64_t* a) {
+  using C = sdk::Compute<T>;
+  const int64_t kH = a[0], kW = a[1], sH = a[2], sW = a[3], pH = a[4], pW = a[5];
+  const bool include_pad = a[6] != 0;
+#pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const T* xp = Backward ? nullptr : src + pl * H * W;
+    const T* gp = Backward ? src + pl * oH * oW : nullptr;
+    T* yp = Backward ? nullptr : dst + pl * oH * oW;
+    C* acc = nullptr;
+    T* dxp = Backward ? dst + pl * H * W : nullptr;
+    if constexpr (Backward) {
+      if constexpr (std::is_same_v<T, C>) {
+        acc = dxp;
+        std::fill(acc, acc + H * W, C(0));
+      } else {
+        acc = new C[static_cast<size_t>(H * W)]();
+      }
+    }
+    for (int64_t i = 0; i < oH; ++i) {
+      const AvgWindow wh = avg_window(i, kH, sH, pH, H);
+      for (int64_t j = 0; j < oW; ++j) {
+        const AvgWindow ww = avg_window(j, kW, sW, pW, W);
+        const int64_t div = include_pad ? wh.size * ww.size : (wh.hi - wh.lo) * (ww.hi - ww.lo);
+        if constexpr (Backward) {
+          const C g = static_cast<C>(gp[i * oW + j]) / static_cast<C>(div);
+          for (int64_t h = wh.lo; h < wh.hi; ++h) {
+            for (int64_t w = ww.lo; w < ww.hi; ++w) acc[h * W + w] += g;
+          }
+        } else {
+          C sum = 0;
+          for (int64_t h = wh.lo; h < wh.hi; ++h) {
+            for (int64_t w = ww.lo; w < ww.hi; ++w) sum += static_cast<C>(xp[h * W + w]);
+          }
+          yp[i * oW + j] = store<T>(sum / static_cast<C>(div));
+        }
+      }
+    }
+    if constexpr (Backward && !std::is_same_v<T, C>) {
+      for (int64_t e = 0; e < H * W; ++e) dxp[e] = store<T>(acc[e]);
+      delete[] acc;
+    }
+  }
+}
+
+// Adaptive windows: [floor(o * n / on), ceil((o + 1) * n / on)).
+inline int64_t ad_lo(int64_t o, int64_t n, int64_t on) {
+  return o * n / on;
+}
+inline int64_t ad_hi(int64_t o, int64_t n, int64_t on) {
+  return ((o + 1) * n + on - 1) / on;
+}
+
+template <typename T, bool Backward>
+void adaptive_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH,
+                     int64_t oW) {
+  using C = sdk::Compute<T>;
+#pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    C* acc = nullptr;
+    T* dxp = Backward ? dst + pl * H * W : nullptr;
+    if constexpr (Backward) {
+      if constexpr (std::is_same_v<T, C>) {
+        acc = dxp;
+        std::fill(acc, acc + H * W, C(0));
+      } else {
+        acc = new C[static_cast<size_t>(H * W)]();
+      }
+    }
+    for (int64_t i = 0; i < oH; ++i) {
+      const int64_t h0 = ad_lo(i, H, oH), h1 = ad_hi(i, H, oH);
+      for (int64_t j = 0; j < oW; ++j) {
+        const int64_t w0 = ad_lo(j, W, oW), w1 = ad_hi(j, W, oW);
+        const C div = static_cast<C>((h1 - h0) * (w1 - w0));
+        if constexpr (Backward) {
+          const C g = static_cast<C>(src[pl * oH * oW + i * oW + j]) / div;
+          for (int64_t h = h0; h < h1; ++h) {
+            for (int64_t w = w0; w < w1; ++w) acc[h * W + w] += g;
+          }
+        } else {
+          const T* xp = src + pl * H * W;
+          C sum = 0;
+          for (int64_t h = h0; h < h1; ++h) {
+            for (int64_t w = w0; w < w1; ++w) sum += static_cast<C>(xp[h * W + w]);
+          }
+          dst[pl * oH * oW + i * oW + j] = store<T>(sum / div);
+        }
+      }
+    }
+    if constexpr (Backward && !std::is_same_v<T, C>) {
+      for (int64_t e = 0; e < H * W; ++e) dxp[e] = store<T>(acc[e]);
+      delete[] acc;
+    }
+  }
+}
+
+int32_t bad(const ember_kernel_call* call, const char* name) {
+  return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (%d inputs, %d outputs, %d ints)",
+                   name, call->num_inputs, call->num_outputs, call->num_ints);
+}
+
+// Shared shape of the avg/adaptive kernels: {src} -> {dst}, both dense 4-d, same dtype.
+template <template <typename> class Run>
+int32_t planes_kernel(const ember_kernel_call* call, const char* name, int32_t nints) {
+  if (call->num_inputs != 1 || call->num_outputs != 1 || call->num_ints < nints) {
+    return bad(call, name);
+  }
+  const ember_tensor& s = call->inputs[0];
+  const ember_tensor& d = call->outputs[0];
+  if (!dense4(s) || !dense4(d) || s.dtype != d.dtype || s.sizes[0] != d.sizes[0] ||
+      s.sizes[1] != d.sizes[1]) {
+    return bad(call, name);
+  }
+  bool ok = false;
+  sdk::visit_dtype(s.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (sdk::kIsFloating<T>) {
+      ok = true;
+      Run<T>::run(call, static_cast<const T*>(s.data), static_cast<T*>(d.data),
+                  s.sizes[0] * s.sizes[1], s, d);
+    }
+  });
+  return ok ? EMBER_OK
+            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name, s.dtype);
+}
+
+template <typename T>
+struct AvgFwd {
+  static void run(const ember_kernel_call* c, const T* s, T* d, int64_t pl, const ember_tensor& x,
+                  const ember_tensor& y) {
+    avg_pool_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3], c->ints);
+  }
+};
+template <typename T>
+struct AvgBwd {
+  static void run(const ember_kernel_call* c, const T* s, T* d, int64_t pl, const ember_tensor& dy,
+                  const ember_tensor& dx) {
+    avg_pool_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3], c->ints);
+  }
+};
+template <typename T>
+struct AdFwd {
+  static void run(const ember_kernel_call*, const T* s, T* d, int64_t pl, const ember_tensor& x,
+                  const ember_tensor& y) {
+    adaptive_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3]);
+  }
+};
+template <typename T>
+struct AdBwd {
+  static void run(const ember_kernel_call*, const T* s, T* d, int64_t pl, const ember_tensor& dy,
+                  const ember_tensor& dx) {
+    adaptive_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3]);
+  }
+};
+
+}  // namespace
+
+int32_t max_pool2d(const ember_kernel_call* call) {
+  if (call->num_inputs != 1 || call->num_outputs != 2 || call->num_ints < 8) {
+    return bad(call, "max_pool2d");
+  }
+  const ember_tensor& x = call->inputs[0];
+  const ember_tensor& y = call->outputs[0];
+  const ember_tensor& idx = call->outputs[1];
+  if (!dense4(x) || !dense4(y) || !dense4(idx) || y.dtype != x.dtype || idx.dtype != EMBER_I64) {
+    return bad(call, "max_pool2d");
+  }
+  bool ok = false;
+  sdk::visit_dtype(x.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      ok = true;
+      max_pool_planes<T>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
+                         static_cast<int64_t*>(idx.data), x.sizes[0] * x.sizes[1], x.sizes[2],
+                         x.sizes[3], y.sizes[2], y.sizes[3], call->ints);
+    }
+  });
+  return ok ? EMBER_OK
+            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "max_pool2d: dtype %d unsupported", x.dtype);
+}
+
+int32_t avg_pool2d(const ember_kernel_call* call) {
+  return planes_kernel<AvgFwd>(call, "avg_pool2d", 7);
+}
+int32_t avg_pool2d_backward(const ember_kernel_call* call) {
+  return planes_kernel<AvgBwd>(call, "avg_pool2d_backward", 7);
+}
+int32_t adaptive_avg_pool2d(const ember_kernel_call* call) {
+  return planes_kernel<AdFwd>(call, "adaptive_avg_pool2d", 0);
+}
+int32_t adaptive_avg_pool2d_backward(const ember_kernel_call* call) {
+  return planes_kernel<AdBwd>(call, "adaptive_avg_pool2d_backward", 0);
+}
+
+}  // namespace ember::cpu

@@ -1,1 +1,101 @@
+// Gradients of conv2d and conv_transpose2d: gradcheck cases (first and second order) over
+// stride (also one that skips trailing rows), padding, dilation, groups, bias, output_padding
+// (also >= stride, allowed below the dilation), unbatched input and non-contiguous operands.
+#include <gtest/gtest.h>
+
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// ---- conv2d -------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"conv2d", "3x3, no padding", [](const V& in) { return conv2d(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 2, 5, 4}, 1), input({3, 2, 3, 3}, 2)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "bias, padding 1",
+                      [](const V& in) { return conv2d(in[0], in[1], in[2], {1}, {1}); },
+                      [] {
+                        return V{input({2, 2, 4, 4}, 3), input({3, 2, 3, 3}, 4), input({3}, 5)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "stride (2, 3) skipping trailing rows, padding (1, 0)",
+                      [](const V& in) {
+                        return conv2d(in[0], in[1], in[2], {2, 3}, {1, 0});
+                      },
+                      [] {
+                        return V{input({1, 2, 6, 7}, 6), input({2, 2, 2, 3}, 7), input({2}, 8)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "dilation (2, 1), padding 2",
+                      [](const V& in) {
+                        return conv2d(in[0], in[1], {}, {1}, {2}, {2, 1});
+                      },
+                      [] {
+                        return V{input({1, 2, 5, 5}, 9), input({2, 2, 3, 2}, 10)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "groups 2, stride 2",
+                      [](const V& in) { return conv2d(in[0], in[1], in[2], {2}, {1}, {1}, 2); },
+                      [] {
+                        return V{input({2, 4, 5, 5}, 11), input({4, 2, 3, 3}, 12), input({4}, 13)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "depthwise (groups = channels)",
+                      [](const V& in) { return conv2d(in[0], in[1], {}, {1}, {1}, {1}, 3); },
+                      [] {
+                        return V{input({1, 3, 4, 4}, 14), input({3, 1, 3, 3}, 15)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "unbatched 3-d input",
+                      [](const V& in) { return conv2d(in[0], in[1], in[2], {1}, {1}); },
+                      [] {
+                        return V{input({2, 4, 4}, 16), input({2, 2, 3, 3}, 17), input({2}, 18)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv2d", "transposed input view",
+                      [](const V& in) { return conv2d(in[0].transpose(2, 3), in[1]); },
+                      [] {
+                        return V{input({1, 2, 5, 4}, 19), input({2, 2, 2, 2}, 20)};
+                      }});
+
+// ---- conv_transpose2d ---------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "3x3",
+                      [](const V& in) { return conv_transpose2d(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 2, 3, 3}, 21), input({2, 3, 3, 3}, 22)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "bias, stride 2, padding 1, output_padding 1",
+                      [](const V& in) {
+                        return conv_transpose2d(in[0], in[1], in[2], {2}, {1}, {1});
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 3}, 23), input({2, 2, 3, 3}, 24), input({2}, 25)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "stride (3, 2), output_padding (2, 0), kernel 2x3",
+                      [](const V& in) {
+                        return conv_transpose2d(in[0], in[1], {}, {3, 2}, {0, 1}, {2, 0});
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 3}, 26), input({2, 2, 2, 3}, 27)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "dilation 2, output_padding 1 >= stride 1",
+                      [](const V& in) {
+                        return conv_transpose2d(in[0], in[1], {}, {1}, {1}, {1}, 1, {2});
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 3}, 28), input({2, 2, 2, 2}, 29)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "groups 2, bias",
+                      [](const V& in) {
+                        return conv_transpose2d(in[0], in[1], in[2], {2}, {1}, {0}, 2);
+                      },
+                      [] {
+                        return V{input({1, 4, 3, 3}, 30), input({4, 1, 3, 3}, 31), input({2}, 32)};
+                      }});
+EMBER_GRADCHECK_CASE({"conv_transpose2d", "unbatched 3-d input",
+                      [](const V& in) { return conv_transpose2d(in[0], in[1], {}, {2}); },
+                      [] {
+                        return V{input({2, 2, 3}, 33), input({2, 2, 2, 2}, 34)};
+                      }});
+
+}  // namespace
+}  // namespace ember::testing

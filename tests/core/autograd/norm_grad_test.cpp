@@ -1,1 +1,132 @@
+// Gradients of the normalisation layers: gradcheck cases (first and second order) for
+// batch_norm in training and eval, with and without affine parameters, 2-d to 4-d;
+// layer_norm over one and two trailing dims; group_norm with several group counts. Also checks
+// that the fused backward kernels and the differentiable formulas (used under create_graph)
+// give the same gradients, and that running statistics are updated without history.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// ---- batch_norm ---------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"batch_norm", "training, 4-d, weight and bias",
+                      [](const V& in) {
+                        Tensor rm = zeros({3}, {f64}), rv = ones({3}, {f64});
+                        return batch_norm(in[0], in[1], in[2], rm, rv, true, 0.1, 1e-3);
+                      },
+                      [] {
+                        return V{input({2, 3, 2, 3}, 1), input({3}, 2), input({3}, 3)};
+                      }});
+EMBER_GRADCHECK_CASE({"batch_norm", "training, 2-d, no affine",
+                      [](const V& in) { return batch_norm(in[0], {}, {}, {}, {}, true); },
+                      [] {
+                        return V{input({5, 3}, 4)};
+                      }});
+EMBER_GRADCHECK_CASE({"batch_norm", "training, 3-d transposed input, weight only",
+                      [](const V& in) {
+                        return batch_norm(in[0].transpose(0, 2), in[1], {}, {}, {}, true);
+                      },
+                      [] {
+                        return V{input({4, 2, 3}, 5), input({2}, 6)};
+                      }});
+EMBER_GRADCHECK_CASE({"batch_norm", "eval, running statistics",
+                      [](const V& in) {
+                        const Tensor rm = make({0.1, -0.2, 0.3}, {3}, f64);
+                        const Tensor rv = make({0.5, 1.5, 2.0}, {3}, f64);
+                        return batch_norm(in[0], in[1], in[2], rm, rv, false);
+                      },
+                      [] {
+                        return V{input({2, 3, 4}, 7), input({3}, 8), input({3}, 9)};
+                      }});
+
+// ---- layer_norm ---------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"layer_norm", "last dim, weight and bias",
+                      [](const V& in) { return layer_norm(in[0], {4}, in[1], in[2], 1e-3); },
+                      [] {
+                        return V{input({2, 3, 4}, 10), input({4}, 11), input({4}, 12)};
+                      }});
+EMBER_GRADCHECK_CASE({"layer_norm", "two trailing dims, no affine, transposed input",
+                      [](const V& in) {
+                        return layer_norm(in[0].transpose(0, 1), {3, 2});
+                      },
+                      [] {
+                        return V{input({3, 2, 2}, 13)};
+                      }});
+
+// ---- group_norm ---------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"group_norm", "2 groups of 2 channels, weight and bias",
+                      [](const V& in) { return group_norm(in[0], 2, in[1], in[2], 1e-3); },
+                      [] {
+                        return V{input({2, 4, 3}, 14), input({4}, 15), input({4}, 16)};
+                      }});
+EMBER_GRADCHECK_CASE({"group_norm", "1 group (layer norm over C, H, W), weight only",
+                      [](const V& in) { return group_norm(in[0], 1, in[1]); },
+                      [] {
+                        return V{input({2, 3, 2, 2}, 17), input({3}, 18)};
+                      }});
+EMBER_GRADCHECK_CASE({"group_norm", "one group per channel (instance norm)",
+                      [](const V& in) { return group_norm(in[0], 4); },
+                      [] {
+                        return V{input({3, 4, 3}, 19)};
+                      }});
+
+// Gradients of sum(y * r) through the kernels (no create_graph) and the formulas (create_graph).
+void expect_paths_agree(const std::function<Tensor(const V&)>& fn, const V& in) {
+  const Tensor y = fn(in);
+  const Tensor r = rand(y.sizes(), {f64});
+  const V fused = autograd::grad({sum(mul(y, r))}, in);
+  const Tensor y2 = fn(in);
+  const V formula = autograd::grad({sum(mul(y2, r))}, in, {}, {}, /*create_graph=*/true);
+  ASSERT_EQ(fused.size(), formula.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    const std::vector<double> a = values(fused[i]), b = values(formula[i]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(a[e], b[e], 1e-10) << i << " at " << e;
+  }
+}
+
+TEST(NormGradTest, FusedBackwardMatchesFormula) {
+  expect_paths_agree([](const V& in) { return batch_norm(in[0], in[1], in[2], {}, {}, true); },
+                     {input({4, 3, 5}, 20), input({3}, 21), input({3}, 22)});
+  expect_paths_agree(
+      [](const V& in) {
+        return batch_norm(in[0], in[1], in[2], zeros({3}, {f64}), ones({3}, {f64}), false);
+      },
+      {input({4, 3, 5}, 23), input({3}, 24), input({3}, 25)});
+  expect_paths_agree([](const V& in) { return layer_norm(in[0], {6}, in[1], in[2]); },
+                     {input({5, 6}, 26), input({6}, 27), input({6}, 28)});
+  expect_paths_agree([](const V& in) { return group_norm(in[0], 3, in[1], in[2]); },
+                     {input({2, 6, 7}, 29), input({6}, 30), input({6}, 31)});
+}
+
+TEST(NormGradTest, RunningStatsHaveNoHistory) {
+  Tensor x = input({4, 2, 3}, 32);
+  Tensor rm = zeros({2}, {f64}), rv = ones({2}, {f64});
+  const Tensor y = batch_norm(x, {}, {}, rm, rv, true);
+  EXPECT_TRUE(y.requires_grad());
+  EXPECT_FALSE(rm.requires_grad());
+  EXPECT_FALSE(rv.requires_grad());
+  autograd::backward({sum(mul(y, y))});
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(NormGradTest, EmptyBatchGivesZeroGradients) {
+  Tensor x = zeros({0, 3, 2}, {f64}).requires_grad_(true);
+  Tensor w = ones({3}, {f64}).requires_grad_(true);
+  autograd::backward({sum(batch_norm(x, w, {}, {}, {}, true))});
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{0, 0, 0}));
+  Tensor w2 = ones({3}, {f64}).requires_grad_(true);
+  autograd::backward({sum(group_norm(x, 3, w2))});
+  EXPECT_EQ(values(w2.grad()), (std::vector<double>{0, 0, 0}));
+}
+
+}  // namespace
+}  // namespace ember::testing

@@ -1,1 +1,104 @@
+// Gradients of pooling: gradcheck cases (first and second order) for max pooling with stride,
+// padding, dilation and ceil_mode variants, average pooling with and without
+// count_include_pad, adaptive average pooling with uneven windows; unbatched and strided
+// inputs; a hand-checked max-pool gradient where overlapping windows pick the same element.
+#include <gtest/gtest.h>
+
+#include <tuple>
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// ---- max pooling --------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"max_pool2d", "2x2", [](const V& in) { return max_pool2d(in[0], {2}); },
+                      [] {
+                        return V{input({2, 2, 4, 4}, 1)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool2d", "3x3 stride 2 padding 1 (overlapping windows)",
+                      [](const V& in) { return max_pool2d(in[0], {3}, {2}, {1}); },
+                      [] {
+                        return V{input({1, 2, 5, 6}, 2)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool2d", "dilation 2, ceil_mode",
+                      [](const V& in) { return max_pool2d(in[0], {2}, {2}, {1}, {2}, true); },
+                      [] {
+                        return V{input({1, 1, 6, 5}, 3)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool2d", "unbatched, transposed input",
+                      [](const V& in) {
+                        return max_pool2d(in[0].transpose(1, 2), {2, 3}, {1, 2});
+                      },
+                      [] {
+                        return V{input({2, 5, 4}, 4)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool2d_with_indices", "values, 3x3 stride 1",
+                      [](const V& in) {
+                        return std::get<0>(max_pool2d_with_indices(in[0], {3}, {1}, {1}));
+                      },
+                      [] {
+                        return V{input({1, 2, 4, 4}, 5)};
+                      }});
+
+// ---- average pooling ----------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"avg_pool2d", "2x2", [](const V& in) { return avg_pool2d(in[0], {2}); },
+                      [] {
+                        return V{input({2, 2, 4, 4}, 6)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool2d", "3x3 stride 2 padding 1, count_include_pad",
+                      [](const V& in) { return avg_pool2d(in[0], {3}, {2}, {1}, false, true); },
+                      [] {
+                        return V{input({1, 2, 5, 6}, 7)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool2d", "ceil_mode, padding excluded",
+                      [](const V& in) {
+                        return avg_pool2d(in[0], {3, 2}, {2}, {1}, true, false);
+                      },
+                      [] {
+                        return V{input({1, 1, 6, 5}, 8)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool2d", "unbatched, transposed input",
+                      [](const V& in) { return avg_pool2d(in[0].transpose(1, 2), {2}, {1}); },
+                      [] {
+                        return V{input({2, 4, 3}, 9)};
+                      }});
+
+// ---- adaptive average pooling -------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"adaptive_avg_pool2d", "uneven windows 5x7 -> 3x2",
+                      [](const V& in) {
+                        return adaptive_avg_pool2d(in[0], {3, 2});
+                      },
+                      [] {
+                        return V{input({2, 2, 5, 7}, 10)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_avg_pool2d", "larger output 3x2 -> 4x5, unbatched",
+                      [](const V& in) {
+                        return adaptive_avg_pool2d(in[0], {4, 5});
+                      },
+                      [] {
+                        return V{input({2, 3, 2}, 11)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_avg_pool2d", "global 1x1",
+                      [](const V& in) { return adaptive_avg_pool2d(in[0], {1}); },
+                      [] {
+                        return V{input({2, 3, 3, 4}, 12)};
+                      }});
+
+TEST(PoolGradTest, OverlappingMaxWindowsAccumulate) {
+  // Stride 1 windows over [[1, 2, 3], [4, 9, 5], [6, 7, 8]]: the 9 wins all four windows.
+  Tensor x = make({1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 1, 3, 3}, f64).requires_grad_(true);
+  autograd::backward({sum(max_pool2d(x, {2}, {1}))});
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 0, 0, 0, 4, 0, 0, 0, 0}));
+  // Average pooling with count_include_pad spreads 1 / 4 per window, per in-bounds tap.
+  Tensor y = make({1, 2, 3, 4}, {1, 1, 2, 2}, f64).requires_grad_(true);
+  autograd::backward({sum(avg_pool2d(y, {2}, {1}, {1}))});
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{1, 1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace ember::testing

@@ -1,3 +1,399 @@
+// conv2d and conv_transpose2d: hand-computed cases, float64 reference loops over strides,
+// padding, dilation, groups and bias (float32 through oneDNN, float64 through the own loops),
+// float32 gradients against float64 ones, unbatched, non-contiguous and zero-size inputs, and
+// every argument check.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <ember/ember.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+struct Cfg {
+  int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, g;
+  bool bias;
+  int64_t oph = 0, opw = 0;  // conv_transpose2d only
+  std::string str() const {
+    return fmt::format("N{} C{} {}x{} O{} k{}x{} s{},{} p{},{} d{},{} g{} bias{} op{},{}", n, c, h,
+                       w, o, kh, kw, sh, sw, ph, pw, dh, dw, g, bias, oph, opw);
+  }
+};
+
+Tensor random(IntList sizes, DType dtype, uint64_t seed) {
+  Generator gen(seed);
+  return add(mul(rand(sizes, DType::Float64, &gen), 2.0), -1.0).to(dtype);
+}
+
+// y[n,o,i,j] = b[o] + sum x[n, c, i*sh-ph+a*dh, j*sw-pw+e*dw] w[o, c%cg, a, e], taps in range.
+std::vector<double> conv_ref(const std::vector<double>& x, const std::vector<double>& w,
+                             const std::vector<double>& b, const Cfg& k, int64_t oh, int64_t ow) {
+  const int64_t cg = k.c / k.g, og = k.o / k.g;
+  std::vector<double> y(static_cast<size_t>(k.n * k.o * oh * ow), 0.0);
+  for (int64_t n = 0; n < k.n; ++n) {
+    for (int64_t o = 0; o < k.o; ++o) {
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          double s = b.empty() ? 0.0 : b[static_cast<size_t>(o)];
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            const int64_t c = (o / og) * cg + ci;
+            for (int64_t a = 0; a < k.kh; ++a) {
+              for (int64_t e = 0; e < k.kw; ++e) {
+                const int64_t ih = i * k.sh - k.ph + a * k.dh, iw = j * k.sw - k.pw + e * k.dw;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                s += x[static_cast<size_t>(((n * k.c + c) * k.h + ih) * k.w + iw)] *
+                     w[static_cast<size_t>(((o * cg + ci) * k.kh + a) * k.kw + e)];
+              }
+            }
+          }
+          y[static_cast<size_t>(((n * k.o + o) * oh + i) * ow + j)] = s;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+// Transposed convolution by scattering: every x[n, c, i, j] adds x * w[c, o%og, a, e] to
+// y[n, o, i*sh-ph+a*dh, j*sw-pw+e*dw] for o in c's group; here k.c is the input channel count
+// and k.o the output one, w is [C, O/g, kh, kw].
+std::vector<double> conv_transpose_ref(const std::vector<double>& x, const std::vector<double>& w,
+                                       const std::vector<double>& b, const Cfg& k, int64_t oh,
+                                       int64_t ow) {
+  const int64_t cg = k.c / k.g, og = k.o / k.g;
+  std::vector<double> y(static_cast<size_t>(k.n * k.o * oh * ow), 0.0);
+  for (int64_t n = 0; n < k.n; ++n) {
+    for (int64_t c = 0; c < k.c; ++c) {
+      for (int64_t i = 0; i < k.h; ++i) {
+        for (int64_t j = 0; j < k.w; ++j) {
+          const double xv = x[static_cast<size_t>(((n * k.c + c) * k.h + i) * k.w + j)];
+          for (int64_t oi = 0; oi < og; ++oi) {
+            const int64_t o = (c / cg) * og + oi;
+            for (int64_t a = 0; a < k.kh; ++a) {
+              for (int64_t e = 0; e < k.kw; ++e) {
+                const int64_t yh = i * k.sh - k.ph + a * k.dh, yw = j * k.sw - k.pw + e * k.dw;
+                if (yh < 0 || yh >= oh || yw < 0 || yw >= ow) continue;
+                y[static_cast<size_t>(((n * k.o + o) * oh + yh) * ow + yw)] +=
+                    xv * w[static_cast<size_t>(((c * og + oi) * k.kh + a) * k.kw + e)];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!b.empty()) {
+    for (size_t i = 0; i < y.size(); ++i) {
+      y[i] += b[(i / static_cast<size_t>(oh * ow)) % static_cast<size_t>(k.o)];
+    }
+  }
+  return y;
+}
+
+void expect_close(const Tensor& got, const std::vector<double>& want, double tol,
+                  const std::string& what) {
+  const std::vector<double> v = values(got);
+  ASSERT_EQ(v.size(), want.size()) << what;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_NEAR(v[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
+  }
+}
+
+const std::vector<Cfg> kConvCases = {
+    {2, 3, 7, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false},
+    {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
+    {1, 4, 9, 8, 6, 3, 2, 2, 3, 1, 0, 1, 1, 1, true},    // stride skips trailing rows
+    {2, 4, 10, 9, 4, 3, 3, 1, 2, 2, 1, 2, 3, 1, false},  // dilation
+    {2, 6, 8, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, true},    // groups
+    {1, 8, 8, 7, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, true},    // depthwise
+    {3, 16, 12, 12, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},
+    {1, 2, 3, 3, 3, 5, 5, 1, 1, 2, 2, 1, 1, 1, true},  // kernel larger than the input
+    {2, 16, 14, 14, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
+};
+
+Tensor run_conv(const Cfg& k, const Tensor& x, const Tensor& w, const Tensor& b) {
+  return conv2d(x, w, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.g);
+}
+
+TEST(Conv2d, HandComputed) {
+  const Tensor x = make({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, f32);
+  const Tensor w = make({1, 0, 0, 1}, {1, 1, 2, 2}, f32);
+  const Tensor b = make({1}, {1}, f32);
+  const Tensor y = conv2d(x, w, b);
+  EXPECT_EQ(y.sizes(), Shape({1, 1, 2, 2}));
+  expect_close(y, {7, 9, 13, 15}, 0, "diagonal kernel");
+  // Padding 1, stride 2: the corners of the padded image.
+  const Tensor ones_w = make({1, 1, 1, 1}, {1, 1, 2, 2}, f64);
+  expect_close(conv2d(x.to(f64), ones_w, {}, {2, 2}, {1, 1}), {1, 5, 11, 28}, 0, "stride 2 pad 1");
+}
+
+TEST(Conv2d, MatchesReference) {
+  for (DType dt : {f32, f64}) {
+    uint64_t seed = 1;
+    for (const Cfg& k : kConvCases) {
+      const Tensor x = random({k.n, k.c, k.h, k.w}, dt, seed++);
+      const Tensor w = random({k.o, k.c / k.g, k.kh, k.kw}, dt, seed++);
+      const Tensor b = k.bias ? random({k.o}, dt, seed++) : Tensor();
+      const Tensor y = run_conv(k, x, w, b);
+      const int64_t oh = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
+      const int64_t ow = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
+      ASSERT_EQ(y.sizes(), Shape({k.n, k.o, oh, ow})) << k.str();
+      EXPECT_EQ(y.dtype(), dt);
+      expect_close(y,
+                   conv_ref(values(x), values(w), b.defined() ? values(b) : std::vector<double>{},
+                            k, oh, ow),
+                   dt == f32 ? 1e-5 : 1e-12, k.str() + " " + std::string(dtype_name(dt)));
+    }
+  }
+}
+
+TEST(Conv2d, HalfTypes) {
+  const Cfg k = {2, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, true};
+  for (DType dt : {bf16, f16}) {
+    const Tensor x = random({2, 4, 6, 6}, dt, 3), w = random({4, 2, 3, 3}, dt, 4),
+                 b = random({4}, dt, 5);
+    const Tensor y = run_conv(k, x, w, b);
+    EXPECT_EQ(y.dtype(), dt);
+    expect_close(y, conv_ref(values(x), values(w), values(b), k, 6, 6), 2e-2, "half types");
+  }
+}
+
+TEST(Conv2d, UnbatchedInput) {
+  const Tensor x = random({3, 5, 5}, f32, 7), w = random({2, 3, 3, 3}, f32, 8);
+  const Tensor y = conv2d(x, w, {}, {1}, {1});
+  EXPECT_EQ(y.sizes(), Shape({2, 5, 5}));
+  const Cfg k = {1, 3, 5, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, false};
+  expect_close(y, conv_ref(values(x), values(w), {}, k, 5, 5), 1e-5, "unbatched");
+}
+
+TEST(Conv2d, NonContiguousInputs) {
+  // x as a transposed view (H and W swapped) and a weight sliced out of a bigger one.
+  const Tensor xt = random({2, 3, 6, 5}, f32, 9).transpose(2, 3);
+  const Tensor wb = random({4, 6, 3, 3}, f32, 10);
+  const Tensor w = wb.slice(1, 0, 6, 2);
+  ASSERT_FALSE(xt.is_contiguous());
+  ASSERT_FALSE(w.is_contiguous());
+  const Tensor y = conv2d(xt, w, {}, {1, 2}, {1, 0});
+  const Cfg k = {2, 3, 5, 6, 4, 3, 3, 1, 2, 1, 0, 1, 1, 1, false};
+  expect_close(y, conv_ref(values(xt), values(w), {}, k, 5, 2), 1e-5, "non-contiguous");
+}
+
+TEST(Conv2d, ZeroSizeBatch) {
+  const Tensor x = empty({0, 3, 5, 5}, f32);
+  Tensor w = random({4, 3, 3, 3}, f32, 11);
+  w.requires_grad_(true);
+  const Tensor y = conv2d(x, w, {}, {2}, {1});
+  EXPECT_EQ(y.sizes(), Shape({0, 4, 3, 3}));
+  sum(y).backward();
+  ASSERT_TRUE(w.grad().defined());
+  for (double v : values(w.grad())) EXPECT_EQ(v, 0.0);
+}
+
+TEST(Conv2d, Float32GradientsMatchFloat64) {
+  // The float32 gradients come from oneDNN's backward primitives, the float64 ones from the
+  // own loops (which gradcheck verifies).
+  uint64_t seed = 100;
+  for (const Cfg& k : kConvCases) {
+    const Tensor x64 = random({k.n, k.c, k.h, k.w}, f64, seed++);
+    const Tensor w64 = random({k.o, k.c / k.g, k.kh, k.kw}, f64, seed++);
+    const Tensor b64 = random({k.o}, f64, seed++);
+    std::vector<std::vector<double>> grads[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      const DType dt = pass == 0 ? f64 : f32;
+      Tensor x = x64.detach().to(dt), w = w64.detach().to(dt), b = b64.detach().to(dt);
+      x.requires_grad_(true);
+      w.requires_grad_(true);
+      b.requires_grad_(true);
+      const Tensor y = run_conv(k, x, w, b);
+      const Tensor r = random(y.sizes(), dt, seed);
+      sum(mul(y, r)).backward();
+      grads[pass] = {values(x.grad()), values(w.grad()), values(b.grad())};
+    }
+    ++seed;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(grads[0][i].size(), grads[1][i].size());
+      for (size_t j = 0; j < grads[0][i].size(); ++j) {
+        ASSERT_NEAR(grads[1][i][j], grads[0][i][j], 1e-4 * (1 + std::abs(grads[0][i][j])))
+            << k.str() << " grad " << i << " at " << j;
+      }
+    }
+  }
+}
+
+TEST(Conv2d, RepeatedCallsReuseCachedPrimitives) {
+  // Same shapes, different data: the cached primitive must read the new operands.
+  const Cfg k = kConvCases[1];
+  for (uint64_t s = 0; s < 3; ++s) {
+    const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 200 + s);
+    const Tensor w = random({k.o, k.c, k.kh, k.kw}, f32, 300 + s);
+    const Tensor b = random({k.o}, f32, 400 + s);
+    expect_close(run_conv(k, x, w, b), conv_ref(values(x), values(w), values(b), k, k.h, k.w), 1e-5,
+                 "repeat");
+  }
+}
+
+TEST(Conv2d, BadArguments) {
+  const Tensor x = random({1, 4, 5, 5}, f32, 1), w = random({2, 4, 3, 3}, f32, 2);
+  expect_error([&] { conv2d(random({4, 5}, f32, 1), w); }, {"[conv2d]", "3-d", "[4, 5]"});
+  expect_error(
+      [&] {
+        conv2d(x, random({2, 4, 3}, f32, 1));
+      },
+      {"[conv2d]", "4-d weight", "[2, 4, 3]"});
+  expect_error([&] { conv2d(x.to(i64), w.to(i64)); }, {"[conv2d]", "floating", "int64"});
+  expect_error([&] { conv2d(x, w.to(f64)); }, {"[conv2d]", "dtypes differ", "float32", "float64"});
+  expect_error([&] { conv2d(x, w, random({2}, f64, 3)); }, {"[conv2d]", "bias dtypes differ"});
+  expect_error(
+      [&] {
+        conv2d(x, random({2, 3, 3, 3}, f32, 1));
+      },
+      {"[conv2d]", "expected input with 3 channels", "got 4 channels"});
+  expect_error(
+      [&] {
+        conv2d(x, random({3, 2, 3, 3}, f32, 1), {}, {1}, {0}, {1}, 2);
+      },
+      {"[conv2d]", "divisible by groups", "3 out channels", "groups 2"});
+  expect_error([&] { conv2d(x, w, random({3}, f32, 1)); },
+               {"[conv2d]", "bias of shape [2]", "[3]"});
+  expect_error([&] { conv2d(x, w, {}, {0}); }, {"[conv2d]", "stride must be >= 1", "(0, 0)"});
+  expect_error(
+      [&] {
+        conv2d(x, w, {}, {1}, {-1, 0});
+      },
+      {"[conv2d]", "padding must be >= 0", "(-1, 0)"});
+  expect_error(
+      [&] {
+        conv2d(x, w, {}, {1}, {0}, {1, 0});
+      },
+      {"[conv2d]", "dilation must be >= 1", "(1, 0)"});
+  expect_error([&] { conv2d(x, w, {}, {1}, {0}, {1}, 0); },
+               {"[conv2d]", "groups must be >= 1", "got 0"});
+  expect_error(
+      [&] {
+        conv2d(x, w, {}, {1, 2, 3});
+      },
+      {"[conv2d]", "stride needs 1 or 2 values", "3 values"});
+  expect_error(
+      [&] {
+        conv2d(x, random({2, 4, 7, 3}, f32, 1));
+      },
+      {"[conv2d]", "computed output size is too small", "input 5x5", "kernel 7x3", "output -1x3"});
+  expect_error([&] { conv2d(x, w, {}, {1}, {0}, {3}); },
+               {"[conv2d]", "computed output size is too small", "dilated to 7x7"});
+  expect_error(
+      [&] {
+        conv2d(x, random({2, 4, 0, 3}, f32, 1));
+      },
+      {"[conv2d]", "kernel size must be positive"});
+  expect_error([&] { conv2d(Tensor(), w); }, {"[conv2d]", "undefined"});
+}
+
+// ---- conv_transpose2d ---------------------------------------------------------------------------
+
+const std::vector<Cfg> kTransposeCases = {
+    {2, 3, 5, 4, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false},
+    {2, 3, 5, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, true, 1, 0},
+    {1, 4, 4, 5, 6, 3, 2, 3, 2, 1, 0, 1, 1, 1, true, 2, 1},
+    {2, 4, 5, 5, 4, 3, 3, 1, 1, 2, 1, 2, 3, 1, false, 1, 2},  // output_padding < dilation
+    {2, 6, 4, 4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2, true, 1, 1},   // groups
+    {1, 8, 6, 6, 8, 3, 3, 2, 1, 1, 1, 1, 1, 8, false, 1, 0},  // depthwise
+    {2, 16, 7, 7, 24, 4, 4, 2, 2, 1, 1, 1, 1, 1, true},
+};
+
+Tensor run_transpose(const Cfg& k, const Tensor& x, const Tensor& w, const Tensor& b) {
+  return conv_transpose2d(x, w, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.oph, k.opw}, k.g, {k.dh, k.dw});
+}
+
+TEST(ConvTranspose2d, HandComputed) {
+  // Stride 2 spreads each input over a 2x2 block of the 1x1 kernel's output: a zero-stuffed copy.
+  const Tensor x = make({1, 2, 3, 4}, {1, 1, 2, 2}, f64);
+  const Tensor w = make({2}, {1, 1, 1, 1}, f64);
+  const Tensor y = conv_transpose2d(x, w, {}, {2}, {0}, {1});
+  EXPECT_EQ(y.sizes(), Shape({1, 1, 4, 4}));
+  expect_close(y, {2, 0, 4, 0, 0, 0, 0, 0, 6, 0, 8, 0, 0, 0, 0, 0}, 0, "zero stuffing");
+}
+
+TEST(ConvTranspose2d, MatchesReference) {
+  for (DType dt : {f32, f64}) {
+    uint64_t seed = 50;
+    for (const Cfg& k : kTransposeCases) {
+      const Tensor x = random({k.n, k.c, k.h, k.w}, dt, seed++);
+      const Tensor w = random({k.c, k.o / k.g, k.kh, k.kw}, dt, seed++);
+      const Tensor b = k.bias ? random({k.o}, dt, seed++) : Tensor();
+      const Tensor y = run_transpose(k, x, w, b);
+      const int64_t oh = (k.h - 1) * k.sh - 2 * k.ph + k.dh * (k.kh - 1) + k.oph + 1;
+      const int64_t ow = (k.w - 1) * k.sw - 2 * k.pw + k.dw * (k.kw - 1) + k.opw + 1;
+      ASSERT_EQ(y.sizes(), Shape({k.n, k.o, oh, ow})) << k.str();
+      expect_close(y,
+                   conv_transpose_ref(values(x), values(w),
+                                      b.defined() ? values(b) : std::vector<double>{}, k, oh, ow),
+                   dt == f32 ? 1e-5 : 1e-12, k.str() + " " + std::string(dtype_name(dt)));
+    }
+  }
+}
+
+TEST(ConvTranspose2d, Float32GradientsMatchFloat64) {
+  uint64_t seed = 500;
+  for (const Cfg& k : kTransposeCases) {
+    const Tensor x64 = random({k.n, k.c, k.h, k.w}, f64, seed++);
+    const Tensor w64 = random({k.c, k.o / k.g, k.kh, k.kw}, f64, seed++);
+    std::vector<std::vector<double>> grads[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      const DType dt = pass == 0 ? f64 : f32;
+      Tensor x = x64.detach().to(dt), w = w64.detach().to(dt);
+      x.requires_grad_(true);
+      w.requires_grad_(true);
+      const Tensor y = run_transpose(k, x, w, {});
+      sum(mul(y, random(y.sizes(), dt, seed))).backward();
+      grads[pass] = {values(x.grad()), values(w.grad())};
+    }
+    ++seed;
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(grads[0][i].size(), grads[1][i].size());
+      for (size_t j = 0; j < grads[0][i].size(); ++j) {
+        ASSERT_NEAR(grads[1][i][j], grads[0][i][j], 1e-4 * (1 + std::abs(grads[0][i][j])))
+            << k.str() << " grad " << i << " at " << j;
+      }
+    }
+  }
+}
+
+TEST(ConvTranspose2d, UnbatchedAndZeroSize) {
+  const Tensor x = random({3, 4, 4}, f32, 21), w = random({3, 2, 3, 3}, f32, 22);
+  const Tensor y = conv_transpose2d(x, w, {}, {2}, {1}, {1});
+  EXPECT_EQ(y.sizes(), Shape({2, 8, 8}));
+  const Cfg k = {1, 3, 4, 4, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, false, 1, 1};
+  expect_close(y, conv_transpose_ref(values(x), values(w), {}, k, 8, 8), 1e-5, "unbatched");
+  EXPECT_EQ(conv_transpose2d(empty({0, 3, 4, 4}, f32), w).sizes(), Shape({0, 2, 6, 6}));
+}
+
+TEST(ConvTranspose2d, BadArguments) {
+  const Tensor x = random({1, 4, 5, 5}, f32, 1), w = random({4, 2, 3, 3}, f32, 2);
+  expect_error(
+      [&] {
+        conv_transpose2d(x, random({3, 2, 3, 3}, f32, 1));
+      },
+      {"[conv_transpose2d]", "expected input with 3 channels", "got 4 channels"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {2}, {0}, {2}); },
+               {"[conv_transpose2d]", "output_padding", "(2, 2)", "stride (2, 2)"});
+  expect_error(
+      [&] {
+        conv_transpose2d(x, random({4, 2, 3, 3}, f32, 1), {}, {1}, {0}, {0}, 3);
+      },
+      {"[conv_transpose2d]", "divisible by groups", "groups 3"});
+  expect_error([&] { conv_transpose2d(x, w, random({4}, f32, 1)); },
+               {"[conv_transpose2d]", "bias of shape [2]", "[4]"});
+  expect_error([&] { conv_transpose2d(x, w, {}, {1}, {4}); },
+               {"[conv_transpose2d]", "computed output size is too small", "output -1x-1"});
+  expect_error([&] { conv_transpose2d(x.to(f64), w); }, {"[conv_transpose2d]", "dtypes differ"});
+  expect_error([&] { conv_transpose2d(x.to(i32), w.to(i32)); },
+               {"[conv_transpose2d]", "floating", "int32"});
+}
+
+}  // namespace
+}  // namespace ember::testing
