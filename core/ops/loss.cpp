@@ -1,3 +1,414 @@
+// Loss functions, all composites of public ops (no kernel of their own).
+//
+// nll_loss:      l_i = -w[t_i] * logp[i, t_i] (0 where t_i == ignore_index); mean divides the
+//                sum by sum_i w[t_i] over the non-ignored targets (all ignored: 0 / 0 = nan).
+//                Forward: a host pass over the targets (range check, ignored -> class 0), one
+//                gather, then the weighting and the reduction. backward (Note [Backward of
+//                nll_loss]): dlogp = zeros with -dl_i * w[t_i] / denominator scatter_add'ed at
+//                (i, t_i).
+// cross_entropy: nll_loss(log_softmax(x, 1)); label smoothing eps: (1 - eps) * nll +
+//                eps / C * sum_c -w_c logp_c (reduced like nll, ignored targets dropped).
+//                Probability targets q: -sum_c w_c q_c logp_c, with q smoothed to
+//                (1 - eps) q + eps / C; mean divides by numel / C.
+// mse_loss:      (x - t)^2; l1_loss: |x - t| (same shapes required, as in PyTorch without its
+//                broadcasting warning).
+// binary_cross_entropy: -w (t max(log p, -100) + (1 - t) max(log(1 - p), -100)); backward as
+//                PyTorch: dp = w (p - t) / max(p (1 - p), 1e-12), dt = w (log(1-p) - log p).
+// binary_cross_entropy_with_logits: with lw = 1 + (pos_weight - 1) t and
+//                sp = softplus(-x) = log1p(exp(-|x|)) + max(-x, 0) (stable for any |x|):
+//                l = w ((1 - t) x + lw sp); dx = w ((1 - t) - lw sigmoid(-x)),
+//                dt = w (-x + (pos_weight - 1) sp).
 #include "core/ops/loss.h"
 
-namespace ember {}  // namespace ember
+#include <string>
+#include <vector>
+
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/record.h"
+#include "core/dispatch/call.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/index.h"
+#include "core/ops/reduce.h"
+#include "core/ops/softmax.h"
+
+namespace ember {
+namespace {
+
+using autograd::LambdaNode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{
+    "nll_loss", "cross_entropy",        "mse_loss",
+    "l1_loss",  "binary_cross_entropy", "binary_cross_entropy_with_logits"};
+
+Tensor reduce_loss(const Tensor& l, Reduction r) {
+  switch (r) {
+    case Reduction::Sum:
+      return sum(l);
+    case Reduction::Mean:
+      return mean(l);
+    default:
+      return l;
+  }
+}
+
+// ---- nll_loss ---------------------------------------------------------------------------------
+
+// What the targets of an nll_loss say, read once on the host.
+struct NllPlan {
+  Tensor idx;    // int64 [N, 1, d...] on the device; ignored targets point at class 0
+  Tensor valid;  // [N, d...] of the input's dtype, 1 / 0; undefined when nothing is ignored
+  Tensor ws;     // per-target weight w[t] * valid; undefined when it would be all ones
+  int64_t n_valid = 0;
+  bool weighted = false;
+};
+
+// Checks shapes and dtypes of logp [N, C, d...] (already at least 2-d) and target [N, d...],
+// range-checks every target and builds the plan.
+NllPlan plan_nll(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
+                 int64_t ignore_index) {
+  const int64_t c = logp.size(1);
+  bool shape_ok = target.dim() == logp.dim() - 1 && target.size(0) == logp.size(0);
+  for (int64_t i = 1; shape_ok && i < target.dim(); ++i)
+    shape_ok = target.size(i) == logp.size(i + 1);
+  EMBER_CHECK(shape_ok,
+              "[{}] target shape {} does not match input shape {} (expected the input's shape "
+              "without the class dim 1)",
+              name, shape_str(target.sizes()), shape_str(logp.sizes()));
+  if (weight.defined()) {
+    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c,
+                "[{}] weight must be 1-d with one value per class (C={}): got shape {}", name, c,
+                shape_str(weight.sizes()));
+  }
+  NllPlan plan;
+  const Tensor host = target.to(Device::cpu()).to(DType::Int64).contiguous();
+  const int64_t n = host.numel();
+  Tensor idx = empty(host.sizes(), {DType::Int64, Device::cpu()});
+  const int64_t* t = host.data_ptr<int64_t>();
+  int64_t* out = idx.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (t[i] == ignore_index) {
+      out[i] = 0;
+      continue;
+    }
+    EMBER_CHECK(t[i] >= 0 && t[i] < c,
+                "[{}] target {} is out of bounds for C={} classes (targets must be in [0, {}) or "
+                "equal ignore_index={})",
+                name, t[i], c, c, ignore_index);
+    out[i] = t[i];
+    ++plan.n_valid;
+  }
+  const Device device = logp.device();
+  plan.idx = idx.to(device).unsqueeze(1);
+  if (plan.n_valid < n) {
+    Tensor valid = empty(host.sizes(), {logp.dtype(), Device::cpu()});
+    visit_dtype(logp.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* v = static_cast<T*>(valid.data_ptr());
+      for (int64_t i = 0; i < n; ++i) {
+        v[i] = static_cast<T>(static_cast<sdk::Compute<T>>(t[i] == ignore_index ? 0.0 : 1.0));
+      }
+    });
+    plan.valid = valid.to(device);
+    plan.ws = plan.valid;
+  }
+  if (weight.defined()) {
+    autograd::NoGradGuard no_grad;  // like PyTorch, nll_loss gives no gradient to weight
+    plan.weighted = true;
+    Tensor ws =
+        index_select(weight.to(logp.dtype()), 0, idx.view({-1}).to(device)).view(target.sizes());
+    plan.ws = plan.valid.defined() ? mul(ws, plan.valid) : ws;
+  }
+  return plan;
+}
+
+// Note [Backward of nll_loss]
+// The loss is linear in logp and touches one class per target, so the gradient is a scatter:
+// dlogp[i, t_i] = -dl_i * ws_i / denominator (dl broadcast from a 0-d gradient when reduced;
+// denominator 1 unless the mean). Ignored targets have ws_i = 0 and point at class 0, so they
+// add 0 there. Written with public ops, the formula is differentiable again (in dl; its
+// derivative in logp is 0).
+Tensor nll_core(const Tensor& logp, const NllPlan& plan, Reduction r) {
+  Tensor denom;  // sum of ws for a weighted mean
+  return autograd::differentiable(
+      "NllLossBackward", "nll_loss", {&logp},
+      [&] {
+        const Tensor picked = gather(logp, 1, plan.idx).squeeze(1);
+        const Tensor terms = plan.ws.defined() ? mul(picked, plan.ws) : picked;
+        if (r == Reduction::None) return neg(terms);
+        if (r == Reduction::Sum) return neg(sum(terms));
+        if (plan.weighted) {
+          denom = sum(plan.ws);
+          return div(neg(sum(terms)), denom);
+        }
+        return mul(sum(terms), -1.0 / static_cast<double>(plan.n_valid));
+      },
+      [&] {
+        return [idx = plan.idx, ws = plan.ws, denom, n_valid = plan.n_valid, r,
+                sizes = logp.sizes()](const Grads& g, const LambdaNode&) {
+          Tensor coef;
+          if (r != Reduction::Mean) {
+            coef = neg(g[0]);
+          } else if (denom.defined()) {
+            coef = div(neg(g[0]), denom);
+          } else {
+            coef = mul(g[0], -1.0 / static_cast<double>(n_valid));
+          }
+          Shape tsizes = idx.sizes();
+          tsizes.erase(1);
+          const Tensor src = ws.defined() ? mul(coef, ws) : coef.expand(tsizes);
+          const Tensor z = zeros(sizes, {g[0].dtype(), g[0].device()});
+          return Grads{scatter_add(z, 1, idx, src.unsqueeze(1))};
+        };
+      });
+}
+
+void check_nll_args(const char* name, const Tensor& input, const Tensor& target) {
+  EMBER_CHECK(input.defined() && target.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(is_floating(input.dtype()), "[{}] input must be a floating tensor: got {}", name,
+              input.dtype());
+  EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim (the classes): got 0-d", name);
+  common_device({&input, &target}, name);
+}
+
+void check_class_target(const char* name, const Tensor& target) {
+  EMBER_CHECK(target.dtype() == DType::Int64 || target.dtype() == DType::Int32,
+              "[{}] target must hold int64 class indices: got {}", name, target.dtype());
+}
+
+// nll_loss on logp [C] / [N, C, d...] with the errors named `name`.
+Tensor nll(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
+           int64_t ignore_index, Reduction r) {
+  if (logp.dim() == 1) {
+    EMBER_CHECK(target.dim() == 0,
+                "[{}] an unbatched input of shape {} needs a 0-d target: got shape {}", name,
+                shape_str(logp.sizes()), shape_str(target.sizes()));
+    const Tensor l = nll(name, logp.unsqueeze(0), target.unsqueeze(0), weight, ignore_index, r);
+    return r == Reduction::None ? l.squeeze(0) : l;
+  }
+  const NllPlan plan = plan_nll(name, logp, target, weight, ignore_index);
+  return nll_core(logp, plan, r);
+}
+
+// Weight viewed to broadcast along the class dim 1 of a rank-`nd` input.
+Tensor class_weight_view(const Tensor& weight, int64_t nd) {
+  Shape s(static_cast<size_t>(nd), 1);
+  s[1] = weight.size(0);
+  return weight.view(s);
+}
+
+// ---- binary cross entropy ---------------------------------------------------------------------
+
+void check_same_shape(const char* name, const Tensor& x, const Tensor& target) {
+  EMBER_CHECK(x.defined() && target.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(x.sizes() == target.sizes(),
+              "[{}] input shape {} and target shape {} differ (they must be the same; no "
+              "broadcasting)",
+              name, shape_str(x.sizes()), shape_str(target.sizes()));
+  EMBER_CHECK(is_floating(x.dtype()), "[{}] input must be a floating tensor: got {}", name,
+              x.dtype());
+  EMBER_CHECK(target.dtype() != DType::Bool,
+              "[{}] not defined for a bool target (convert with .to(ember::f32))", name);
+}
+
+void check_broadcasts_to(const char* name, const char* what, const Tensor& w, const Tensor& x) {
+  if (!w.defined()) return;
+  bool ok = w.dim() <= x.dim();
+  for (int64_t i = 1; ok && i <= w.dim(); ++i) {
+    ok = w.size(-i) == 1 || w.size(-i) == x.size(-i);
+  }
+  EMBER_CHECK(ok, "[{}] {} of shape {} does not broadcast to the input shape {}", name, what,
+              shape_str(w.sizes()), shape_str(x.sizes()));
+}
+
+}  // namespace
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                int64_t ignore_index, Reduction reduction) {
+  check_nll_args("nll_loss", log_probs, target);
+  check_class_target("nll_loss", target);
+  return nll("nll_loss", log_probs, target, weight, ignore_index, reduction);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                     int64_t ignore_index, Reduction reduction, double label_smoothing) {
+  const char* name = "cross_entropy";
+  check_nll_args(name, logits, target);
+  EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+              "[cross_entropy] label_smoothing must be in [0, 1]: got {}", label_smoothing);
+  const int64_t cdim = logits.dim() == 1 ? 0 : 1;
+  const int64_t c = logits.size(cdim);
+  if (weight.defined()) {
+    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c,
+                "[cross_entropy] weight must be 1-d with one value per class (C={}): got shape {}",
+                c, shape_str(weight.sizes()));
+  }
+  const double eps = label_smoothing;
+  if (is_floating(target.dtype())) {
+    // Probability targets.
+    EMBER_CHECK(target.sizes() == logits.sizes(),
+                "[cross_entropy] probability targets must have the input's shape {}: got {}",
+                shape_str(logits.sizes()), shape_str(target.sizes()));
+    const Tensor logp = log_softmax(logits, cdim);
+    Tensor q = eps > 0 ? add(mul(target, 1.0 - eps), eps / static_cast<double>(c)) : target;
+    if (weight.defined()) {
+      q = mul(q, logits.dim() == 1 ? weight : class_weight_view(weight, logits.dim()));
+    }
+    const Tensor prod = mul(logp, q);
+    switch (reduction) {
+      case Reduction::None:
+        return neg(sum(prod, {cdim}));
+      case Reduction::Sum:
+        return neg(sum(prod));
+      default:
+        return mul(sum(prod), -1.0 / (static_cast<double>(logits.numel()) / c));
+    }
+  }
+  check_class_target(name, target);
+  const Tensor logp = log_softmax(logits, cdim);
+  if (eps == 0.0) return nll(name, logp, target, weight, ignore_index, reduction);
+  // Label smoothing (PyTorch's formula), on the batched form.
+  const bool unbatched = logits.dim() == 1;
+  if (unbatched) {
+    EMBER_CHECK(target.dim() == 0,
+                "[cross_entropy] an unbatched input of shape {} needs a 0-d target: got shape {}",
+                shape_str(logits.sizes()), shape_str(target.sizes()));
+  }
+  const Tensor lp = unbatched ? logp.unsqueeze(0) : logp;
+  const Tensor tg = unbatched ? target.unsqueeze(0) : target;
+  const NllPlan plan = plan_nll(name, lp, tg, weight, ignore_index);
+  const Tensor nll_l = nll_core(lp, plan, reduction);
+  Tensor smooth = sum(weight.defined() ? mul(lp, class_weight_view(weight, lp.dim())) : lp, {1});
+  if (plan.valid.defined()) smooth = mul(smooth, plan.valid);
+  switch (reduction) {
+    case Reduction::None:
+      smooth = neg(smooth);
+      break;
+    case Reduction::Sum:
+      smooth = neg(sum(smooth));
+      break;
+    default:
+      smooth = plan.weighted ? div(neg(sum(smooth)), sum(plan.ws))
+                             : mul(sum(smooth), -1.0 / static_cast<double>(plan.n_valid));
+  }
+  const Tensor l = add(mul(nll_l, 1.0 - eps), mul(smooth, eps / static_cast<double>(c)));
+  return unbatched && reduction == Reduction::None ? l.squeeze(0) : l;
+}
+
+Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  check_same_shape("mse_loss", x, target);
+  common_device({&x, &target}, "mse_loss");
+  return reduce_loss(square(sub(x, target)), reduction);
+}
+
+Tensor l1_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  check_same_shape("l1_loss", x, target);
+  common_device({&x, &target}, "l1_loss");
+  return reduce_loss(abs(sub(x, target)), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor& weight,
+                            Reduction reduction) {
+  const char* name = "binary_cross_entropy";
+  check_same_shape(name, p, target);
+  check_broadcasts_to(name, "weight", weight, p);
+  common_device({&p, &target, &weight}, name);
+  // Unweighted elementwise loss from log p and log(1 - p), both clamped at -100.
+  auto unweighted = [](const Tensor& p, const Tensor& t) {
+    const Tensor lp = clamp(log(p), -100.0, std::nullopt);
+    const Tensor l1p = clamp(log1p(neg(p)), -100.0, std::nullopt);
+    return sub(mul(sub(t, 1.0), l1p), mul(t, lp));
+  };
+  const Tensor l = autograd::differentiable(
+      "BinaryCrossEntropyBackward", name, {&p, &target, &weight},
+      [&] {
+        const Tensor u = unweighted(p, target);
+        return weight.defined() ? mul(u, weight) : u;
+      },
+      [&] {
+        return [sp = SavedTensor(p), st = SavedTensor(target), sw = SavedTensor(weight), unweighted,
+                has_w = weight.defined(), rp = p.requires_grad(), rt = target.requires_grad(),
+                rw = weight.defined() && weight.requires_grad()](const Grads& g,
+                                                                 const LambdaNode& self) {
+          const Tensor p = self.unpack(sp), t = self.unpack(st);
+          const Tensor w = has_w ? self.unpack(sw) : Tensor();
+          const Tensor gw_ = has_w ? mul(g[0], w) : g[0];
+          Tensor gp, gt, gw;
+          if (rp) {
+            const Tensor den = clamp(mul((1.0 - p), p), 1e-12, std::nullopt);
+            gp = autograd::reduce_grad(div(mul(gw_, sub(p, t)), den), p);
+          }
+          if (rt) {
+            const Tensor lp = clamp(log(p), -100.0, std::nullopt);
+            const Tensor l1p = clamp(log1p(neg(p)), -100.0, std::nullopt);
+            gt = autograd::reduce_grad(mul(gw_, sub(l1p, lp)), t);
+          }
+          if (rw) {
+            gw = autograd::reduce_grad(mul(g[0], unweighted(p, t)), w);
+          }
+          return Grads{gp, gt, gw};
+        };
+      });
+  return reduce_loss(l, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, Reduction reduction) {
+  const char* name = "binary_cross_entropy_with_logits";
+  check_same_shape(name, x, target);
+  check_broadcasts_to(name, "weight", weight, x);
+  check_broadcasts_to(name, "pos_weight", pos_weight, x);
+  common_device({&x, &target, &weight, &pos_weight}, name);
+  // softplus(-x) = log(1 + e^-x), stable for any |x|.
+  auto softplus_neg = [](const Tensor& x) { return add(log1p(exp(neg(abs(x)))), relu(neg(x))); };
+  const Tensor l = autograd::differentiable(
+      "BinaryCrossEntropyWithLogitsBackward", name, {&x, &target, &weight, &pos_weight},
+      [&] {
+        const Tensor sp = softplus_neg(x);
+        const Tensor lw_sp =
+            pos_weight.defined() ? mul(add(mul(sub(pos_weight, 1.0), target), 1.0), sp) : sp;
+        const Tensor u = add(mul((1.0 - target), x), lw_sp);
+        return weight.defined() ? mul(u, weight) : u;
+      },
+      [&] {
+        return [sx = SavedTensor(x), st = SavedTensor(target), sw = SavedTensor(weight),
+                spw = SavedTensor(pos_weight), has_w = weight.defined(),
+                has_pw = pos_weight.defined(), rx = x.requires_grad(), rt = target.requires_grad(),
+                rw = weight.defined() && weight.requires_grad(),
+                rpw = pos_weight.defined() && pos_weight.requires_grad(),
+                softplus_neg](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx), t = self.unpack(st);
+          const Tensor w = has_w ? self.unpack(sw) : Tensor();
+          const Tensor pw = has_pw ? self.unpack(spw) : Tensor();
+          const Tensor gw_ = has_w ? mul(g[0], w) : g[0];
+          Tensor gx, gt, gww, gpw;
+          if (rx) {
+            const Tensor d =
+                has_pw ? sub((1.0 - t), mul(add(mul(sub(pw, 1.0), t), 1.0), sigmoid(neg(x))))
+                       : sub(sigmoid(x), t);
+            gx = autograd::reduce_grad(mul(gw_, d), x);
+          }
+          if (rt) {
+            const Tensor d = has_pw ? sub(mul(sub(pw, 1.0), softplus_neg(x)), x) : neg(x);
+            gt = autograd::reduce_grad(mul(gw_, d), t);
+          }
+          if (rw || rpw) {
+            const Tensor sp = softplus_neg(x);
+            if (rw) {
+              const Tensor lw_sp = has_pw ? mul(add(mul(sub(pw, 1.0), t), 1.0), sp) : sp;
+              gww = autograd::reduce_grad(mul(g[0], add(mul((1.0 - t), x), lw_sp)), w);
+            }
+            if (rpw) {
+              gpw = autograd::reduce_grad(mul(gw_, mul(t, sp)), pw);
+            }
+          }
+          return Grads{gx, gt, gww, gpw};
+        };
+      });
+  return reduce_loss(l, reduction);
+}
+
+}  // namespace ember

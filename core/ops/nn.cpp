@@ -1,3 +1,379 @@
+// Layers' ops that are not convolutions, pooling or norms. All are composites of public ops;
+// none has a kernel of its own.
+//
+// linear:      y = x W^T + b for x [..., in], W [out, in], b [out]. Forward: one matmul of x
+//              (viewed as [rows, in]) with the transposed view of W, read in place, then the
+//              bias added in place into that result: two kernels, one temporary (the output).
+//              backward: dx = dy W, dW = dy^T x, db = sum of dy over all but the last dim
+//              (two matmuls and one sum, all public ops, so differentiable again).
+// dropout:     y = x * m with m = 0 (probability p) or 1 / (1 - p), drawn on the host from the
+//              generator in x's dtype and moved to x's device; one mul kernel. backward: dy * m
+//              (the mul's own). p = 0 or training = false: x itself; p = 1: x * 0.
+// embedding:   y[..., :] = W[i[...], :]: one index_select of the flattened indices.
+//              backward: dW = zeros scatter_add'ed with dy at the indexed rows (repeats
+//              accumulate); rows at padding_idx get nothing (their dy is zeroed first).
+// pad:         constant: fill, then one copy of the overlapping window; backward: pad of dy
+//              with the negated pads (a crop, zero-filled where the forward cropped).
+//              reflect/replicate/circular: one index_select per padded dim with a source index
+//              per output position (their backward is index_select's scatter_add).
+// interpolate: nearest: one index_select per spatial dim, source = floor(dst * in / out).
+//              bilinear: separable, per spatial dim y = x[i0] * (1 - l) + x[i1] * l with
+//              PyTorch's source coordinate (align_corners: dst * (in - 1) / (out - 1); else
+//              (dst + 0.5) * in / out - 0.5 clamped at 0). Both differentiable through their ops.
 #include "core/ops/nn.h"
 
-namespace ember {}  // namespace ember
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/autograd/differentiable_ops.h"
+#include "core/autograd/record.h"
+#include "core/dispatch/call.h"
+#include "core/ops/elementwise.h"
+#include "core/ops/factory.h"
+#include "core/ops/index.h"
+#include "core/ops/linalg.h"
+#include "core/ops/reduce.h"
+
+namespace ember {
+namespace {
+
+using autograd::LambdaNode;
+using autograd::SavedTensor;
+using Grads = std::vector<Tensor>;
+
+const autograd::DeclareDifferentiable kDifferentiable{"linear", "dropout", "embedding", "pad",
+                                                      "interpolate"};
+
+// A host-made int64 index tensor on `device`.
+Tensor index_tensor(const std::vector<int64_t>& v, Device device) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, {DType::Int64, Device::cpu()});
+  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
+  return t.to(device);
+}
+
+// A host-made 1-d tensor of `dtype` on `device` holding `v`.
+Tensor value_tensor(const std::vector<double>& v, DType dtype, Device device) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, {dtype, Device::cpu()});
+  visit_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = static_cast<T*>(t.data_ptr());
+    for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<T>(static_cast<sdk::Compute<T>>(v[i]));
+  });
+  return t.to(device);
+}
+
+// ---- linear -----------------------------------------------------------------------------------
+
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType dtype) {
+  const int64_t in = w.size(1), out = w.size(0);
+  const Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, in});
+  Tensor y = matmul(x2.to(dtype), w.to(dtype).t());
+  if (b.defined()) add_(y, b.to(dtype));
+  Shape sizes = x.sizes();
+  sizes[sizes.size() - 1] = out;
+  return x.dim() == 2 ? y : y.view(sizes);
+}
+
+// ---- pad --------------------------------------------------------------------------------------
+
+// Source position along a dim of size n for output position o of a dim padded by `left`, or
+// -1 when none exists (the caller checked the sizes, so this does not happen).
+int64_t pad_source(int64_t o, int64_t left, int64_t n, std::string_view mode) {
+  int64_t s = o - left;
+  if (mode == "reflect") {
+    if (s < 0) s = -s;
+    if (s >= n) s = 2 * (n - 1) - s;
+  } else if (mode == "replicate") {
+    s = std::clamp<int64_t>(s, 0, n - 1);
+  } else {  // circular
+    s = ((s % n) + n) % n;
+  }
+  return s;
+}
+
+Tensor pad_constant(const Tensor& x, const Shape& pads, double value) {
+  const int64_t nd = x.dim();
+  Shape sizes = x.sizes();
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(i);
+    sizes[d] += pads[2 * i] + pads[2 * i + 1];
+    EMBER_CHECK(sizes[d] >= 0,
+                "[pad] padding ({}, {}) of dim {} of size {} gives a negative size {} (cropping "
+                "cannot remove more than the dim holds)",
+                pads[2 * i], pads[2 * i + 1], d, x.size(d), sizes[d]);
+  }
+  Tensor out = full(sizes, value, {x.dtype(), x.device()});
+  Tensor dst = out, src = x;
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(i);
+    const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
+    // The window of x that survives and where it lands in out.
+    const int64_t src_begin = std::max<int64_t>(0, -l), src_end = std::min(n, n + r);
+    const int64_t len = std::max<int64_t>(0, src_end - src_begin);
+    src = src.narrow(d, std::min(src_begin, n), len);
+    dst = dst.narrow(d, std::min(std::max<int64_t>(0, l), sizes[d]), len);
+  }
+  if (dst.numel() > 0) dst.copy_(src);
+  return out;
+}
+
+Tensor pad_indexed(const Tensor& x, const Shape& pads, std::string_view mode) {
+  Tensor y = x;
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    const int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
+    const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
+    if (l == 0 && r == 0) continue;
+    const int64_t m = n + l + r;
+    EMBER_CHECK(m >= 0,
+                "[pad] padding ({}, {}) of dim {} of size {} gives a negative size {} (cropping "
+                "cannot remove more than the dim holds)",
+                l, r, d, n, m);
+    EMBER_CHECK(n > 0, "[pad] {} padding of dim {} needs a non-empty dim: got size 0", mode, d);
+    if (mode == "reflect") {
+      EMBER_CHECK(l < n && r < n,
+                  "[pad] reflect padding ({}, {}) of dim {} must be smaller than its size {}", l, r,
+                  d, n);
+    } else if (mode == "circular") {
+      EMBER_CHECK(l <= n && r <= n,
+                  "[pad] circular padding ({}, {}) of dim {} must not exceed its size {}", l, r, d,
+                  n);
+    }
+    std::vector<int64_t> idx(static_cast<size_t>(m));
+    for (int64_t o = 0; o < m; ++o) idx[static_cast<size_t>(o)] = pad_source(o, l, n, mode);
+    y = index_select(y, d, index_tensor(idx, x.device()));
+  }
+  return y;
+}
+
+// ---- interpolate ------------------------------------------------------------------------------
+
+// Note [Source coordinates of interpolate]
+// PyTorch's scale for a dim resized from `in` to `out` is in / out, or 1 / scale_factor when
+// the caller gave a scale factor (recompute_scale_factor unset). nearest picks
+// min(floor(dst * scale), in - 1). bilinear with align_corners maps the corner pixels onto each
+// other: src = dst * (in - 1) / (out - 1) (0 for out = 1); without it, pixel centres:
+// src = (dst + 0.5) * scale - 0.5, clamped at 0. Then i0 = floor(src), i1 = min(i0 + 1, in - 1),
+// l = src - i0. Bilinear is separable, so the two dims are resized one after the other.
+Tensor resize_dim(const Tensor& x, int64_t d, int64_t out, double scale, bool bilinear,
+                  bool align_corners) {
+  const int64_t in = x.size(d);
+  if (!bilinear) {
+    std::vector<int64_t> idx(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o) {
+      const auto s = static_cast<int64_t>(std::floor(static_cast<double>(o) * scale));
+      idx[static_cast<size_t>(o)] = std::min(s, in - 1);
+    }
+    return index_select(x, d, index_tensor(idx, x.device()));
+  }
+  std::vector<int64_t> i0(static_cast<size_t>(out)), i1(static_cast<size_t>(out));
+  std::vector<double> lambda(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    double src;
+    if (align_corners) {
+      src = out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) /
+                          static_cast<double>(out - 1)
+                    : 0.0;
+    } else {
+      src = std::max(0.0, (static_cast<double>(o) + 0.5) * scale - 0.5);
+    }
+    const int64_t a = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+    i0[static_cast<size_t>(o)] = a;
+    i1[static_cast<size_t>(o)] = std::min(a + 1, in - 1);
+    lambda[static_cast<size_t>(o)] = src - static_cast<double>(a);
+  }
+  Shape lsizes(static_cast<size_t>(x.dim()), 1);
+  lsizes[d] = out;
+  const Tensor l = value_tensor(lambda, x.dtype(), x.device()).view(lsizes);
+  const Tensor lo = index_select(x, d, index_tensor(i0, x.device()));
+  const Tensor hi = index_select(x, d, index_tensor(i1, x.device()));
+  return add(lo, mul(sub(hi, lo), l));
+}
+
+Tensor interpolate_impl(const Tensor& x, int64_t oh, int64_t ow, double sh, double sw,
+                        std::string_view mode, bool align_corners) {
+  const bool bilinear = mode == "bilinear";
+  if (bilinear) {
+    EMBER_CHECK(is_floating(x.dtype()),
+                "[interpolate] bilinear mode needs a floating tensor: got {} (convert with "
+                ".to(ember::f32))",
+                x.dtype());
+  }
+  EMBER_CHECK(x.size(2) > 0 && x.size(3) > 0,
+              "[interpolate] input spatial sizes must be positive: got shape {}",
+              shape_str(x.sizes()));
+  return resize_dim(resize_dim(x, 2, oh, sh, bilinear, align_corners), 3, ow, sw, bilinear,
+                    align_corners);
+}
+
+void check_interpolate(const Tensor& x, std::string_view mode, bool align_corners) {
+  EMBER_CHECK(x.defined(), "[interpolate] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 4,
+              "[interpolate] expected a 4-d input [N, C, H, W]: got {}-d shape {} (unsqueeze an "
+              "unbatched input)",
+              x.dim(), shape_str(x.sizes()));
+  EMBER_CHECK(mode == "nearest" || mode == "bilinear",
+              "[interpolate] unknown mode '{}' (expected 'nearest' or 'bilinear')", mode);
+  EMBER_CHECK(!align_corners || mode == "bilinear",
+              "[interpolate] align_corners only applies to bilinear mode: got mode '{}'", mode);
+  EMBER_CHECK(x.dtype() != DType::Bool, "[interpolate] not defined for bool tensors");
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_CHECK(x.defined() && weight.defined(), "[linear] undefined tensor argument");
+  EMBER_CHECK(weight.dim() == 2, "[linear] weight must be 2-d [out, in]: got shape {}",
+              shape_str(weight.sizes()));
+  EMBER_CHECK(x.dim() >= 1, "[linear] input must have at least 1 dimension: got a 0-d tensor");
+  EMBER_CHECK(x.size(-1) == weight.size(1),
+              "[linear] input size(-1)={} does not match weight size(1)={} (input shape {}, "
+              "weight shape {})",
+              x.size(-1), weight.size(1), shape_str(x.sizes()), shape_str(weight.sizes()));
+  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
+              "[linear] bias must be 1-d of size {} (weight size(0)): got shape {}", weight.size(0),
+              bias.defined() ? shape_str(bias.sizes()) : std::string("[]"));
+  EMBER_CHECK(x.dtype() != DType::Bool && weight.dtype() != DType::Bool &&
+                  (!bias.defined() || bias.dtype() != DType::Bool),
+              "[linear] not defined for bool tensors (convert with .to(ember::f32))");
+  common_device({&x, &weight, &bias}, "linear");
+  DType dtype = promote_types(x.dtype(), weight.dtype());
+  if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
+  return autograd::differentiable(
+      "LinearBackward", "linear", {&x, &weight, &bias},
+      [&] { return linear_forward(x, weight, bias, dtype); },
+      [&] {
+        return [sx = SavedTensor(x), sw = SavedTensor(weight), rx = x.requires_grad(),
+                rw = weight.requires_grad(), rb = bias.defined() && bias.requires_grad(),
+                bdtype = bias.defined() ? bias.dtype() : dtype,
+                dtype](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx), w = self.unpack(sw);
+          const int64_t in = w.size(1), out = w.size(0);
+          const Tensor g2 = g[0].reshape({-1, out});
+          Tensor gx, gw, gb;
+          if (rx) gx = matmul(g2, w.to(dtype)).reshape(x.sizes()).to(x.dtype());
+          if (rw) gw = matmul(g2.t(), x.reshape({-1, in}).to(dtype)).to(w.dtype());
+          if (rb) gb = sum(g2, {0}).to(bdtype);
+          return Grads{gx, gw, gb};
+        };
+      });
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
+  EMBER_CHECK(x.defined(), "[dropout] undefined tensor argument");
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[dropout] probability p must be in [0, 1]: got {}", p);
+  EMBER_CHECK(is_floating(x.dtype()),
+              "[dropout] needs a floating tensor: got {} (convert with .to(ember::f32))",
+              x.dtype());
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, 0.0);
+  // Note [Dropout mask on the host]
+  // The mask is drawn like rand(): on the host from the generator, so a seeded generator
+  // repeats it on any device. It holds the kept elements' scale directly, so the forward is one
+  // mul and the backward (mul's own) reuses the same mask.
+  Generator& g = gen ? *gen : default_generator();
+  const double scale = 1.0 / (1.0 - p);
+  Tensor mask = empty(x.sizes(), {x.dtype(), Device::cpu()});
+  const int64_t n = mask.numel();
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* m = static_cast<T*>(mask.data_ptr());
+    const T keep = static_cast<T>(static_cast<sdk::Compute<T>>(scale));
+    const T drop = static_cast<T>(static_cast<sdk::Compute<T>>(0.0));
+    for (int64_t i = 0; i < n; ++i) m[i] = g.uniform() < p ? drop : keep;
+  });
+  return mul(x, mask.to(x.device()));
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+  EMBER_CHECK(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");
+  EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num, dim]: got shape {}",
+              shape_str(weight.sizes()));
+  EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
+              "[embedding] indices must be an int64 or int32 tensor: got {}", indices.dtype());
+  common_device({&weight, &indices}, "embedding");
+  const int64_t num = weight.size(0), dim = weight.size(1);
+  std::optional<int64_t> pad;
+  if (padding_idx) {
+    EMBER_CHECK(*padding_idx >= -num && *padding_idx < num,
+                "[embedding] padding_idx={} is out of range for {} rows", *padding_idx, num);
+    pad = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
+  }
+  const Tensor idx = indices.to(DType::Int64).reshape({-1});
+  {
+    const Tensor host = idx.to(Device::cpu()).contiguous();
+    const int64_t* p = host.data_ptr<int64_t>();
+    for (int64_t i = 0; i < host.numel(); ++i) {
+      EMBER_CHECK(p[i] >= 0 && p[i] < num,
+                  "[embedding] index {} is out of range for a weight of {} rows (indices must be "
+                  "in [0, {}))",
+                  p[i], num, num);
+    }
+  }
+  Shape sizes = indices.sizes();
+  sizes.push_back(dim);
+  return autograd::differentiable(
+      "EmbeddingBackward", "embedding", {&weight},
+      [&] { return index_select(weight, 0, idx).view(sizes); },
+      [&] {
+        return [idx, pad, num, dim](const Grads& g, const LambdaNode&) {
+          const int64_t n = idx.numel();
+          Tensor g2 = g[0].reshape({n, dim});
+          if (pad) g2 = where(ne(idx, *pad).view({n, 1}), g2, 0.0);
+          const Tensor z = zeros({num, dim}, {g2.dtype(), g2.device()});
+          return Grads{scatter_add(z, 0, idx.view({n, 1}).expand({n, dim}), g2)};
+        };
+      });
+}
+
+Tensor pad(const Tensor& x, IntList pads, std::string_view mode, double value) {
+  EMBER_CHECK(x.defined(), "[pad] undefined tensor argument");
+  EMBER_CHECK(pads.size() % 2 == 0,
+              "[pad] the padding list must have an even length (pairs per dim): got {} values",
+              pads.size());
+  EMBER_CHECK(static_cast<int64_t>(pads.size()) <= 2 * x.dim(),
+              "[pad] a padding list of {} values pads {} dims but the input has only {} (shape "
+              "{})",
+              pads.size(), pads.size() / 2, x.dim(), shape_str(x.sizes()));
+  EMBER_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
+              "[pad] unknown mode '{}' (expected 'constant', 'reflect', 'replicate' or "
+              "'circular')",
+              mode);
+  const Shape p(pads);
+  if (mode != "constant") return pad_indexed(x, p, mode);
+  return autograd::differentiable(
+      "PadBackward", "pad", {&x}, [&] { return pad_constant(x, p, value); },
+      [&] {
+        return [p](const Grads& g, const LambdaNode&) {
+          Shape neg_p(p.size());
+          for (size_t i = 0; i < p.size(); ++i) neg_p[i] = -p[i];
+          return Grads{pad(g[0], neg_p, "constant", 0.0)};
+        };
+      });
+}
+
+Tensor interpolate(const Tensor& x, IntList size, std::string_view mode, bool align_corners) {
+  check_interpolate(x, mode, align_corners);
+  EMBER_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0,
+              "[interpolate] size must hold two positive sizes (H, W): got {}", shape_str(size));
+  return interpolate_impl(
+      x, size[0], size[1], static_cast<double>(x.size(2)) / static_cast<double>(size[0]),
+      static_cast<double>(x.size(3)) / static_cast<double>(size[1]), mode, align_corners);
+}
+
+Tensor interpolate(const Tensor& x, double scale_factor, std::string_view mode,
+                   bool align_corners) {
+  check_interpolate(x, mode, align_corners);
+  EMBER_CHECK(scale_factor > 0 && std::isfinite(scale_factor),
+              "[interpolate] scale_factor must be positive and finite: got {}", scale_factor);
+  const auto oh = static_cast<int64_t>(std::floor(static_cast<double>(x.size(2)) * scale_factor));
+  const auto ow = static_cast<int64_t>(std::floor(static_cast<double>(x.size(3)) * scale_factor));
+  EMBER_CHECK(oh > 0 && ow > 0,
+              "[interpolate] scale_factor {} turns spatial sizes ({}, {}) into ({}, {}); the "
+              "output must not be empty",
+              scale_factor, x.size(2), x.size(3), oh, ow);
+  return interpolate_impl(x, oh, ow, 1.0 / scale_factor, 1.0 / scale_factor, mode, align_corners);
+}
+
+}  // namespace ember

@@ -1,1 +1,179 @@
+// Gradients of the losses: gradcheck cases (first and second order) for every reduction,
+// class weights, ignore_index, label smoothing, spatial dims, unbatched and probability
+// targets, and for the binary losses' weights and pos_weight; value tests for nll_loss's
+// scatter-shaped gradient.
+#include <gtest/gtest.h>
+
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+Tensor targets_2x3() {
+  return tensor({{0, 2, 1}, {-100, 2, 0}});  // [N=2, d=3]
+}
+
+// ---- nll_loss ---------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"nll_loss", "mean",
+                      [](const V& in) {
+                        return nll_loss(in[0], tensor({1, 0, 2}));
+                      },
+                      [] {
+                        return V{input({3, 4}, 1)};
+                      }});
+EMBER_GRADCHECK_CASE({"nll_loss", "sum, weights",
+                      [](const V& in) {
+                        return nll_loss(in[0], tensor({1, 0, 2}), tensor({0.5, 2., 1., 3.}, f64),
+                                        -100, Reduction::Sum);
+                      },
+                      [] {
+                        return V{input({3, 4}, 2)};
+                      }});
+EMBER_GRADCHECK_CASE({"nll_loss", "none, ignore_index",
+                      [](const V& in) {
+                        return nll_loss(in[0], tensor({1, 3, 2}), Tensor(), 3, Reduction::None);
+                      },
+                      [] {
+                        return V{input({3, 4}, 3)};
+                      }});
+EMBER_GRADCHECK_CASE({"nll_loss", "mean, weights, ignore_index, [N, C, d]",
+                      [](const V& in) {
+                        return nll_loss(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64));
+                      },
+                      [] {
+                        return V{input({2, 3, 3}, 4)};
+                      }});
+EMBER_GRADCHECK_CASE({"nll_loss", "unbatched",
+                      [](const V& in) { return nll_loss(in[0], tensor({2}).reshape({})); },
+                      [] { return V{input({4}, 5)}; }});
+
+// ---- cross_entropy ----------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"cross_entropy", "mean",
+                      [](const V& in) {
+                        return cross_entropy(in[0], tensor({1, 0, 2}));
+                      },
+                      [] {
+                        return V{input({3, 4}, 10)};
+                      }});
+EMBER_GRADCHECK_CASE({"cross_entropy", "none, weights, ignore_index, [N, C, d]",
+                      [](const V& in) {
+                        return cross_entropy(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64), -100,
+                                             Reduction::None);
+                      },
+                      [] {
+                        return V{input({2, 3, 3}, 11)};
+                      }});
+EMBER_GRADCHECK_CASE({"cross_entropy", "mean, label smoothing, weights, ignore_index",
+                      [](const V& in) {
+                        return cross_entropy(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64), -100,
+                                             Reduction::Mean, 0.2);
+                      },
+                      [] {
+                        return V{input({2, 3, 3}, 12)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"cross_entropy", "sum, label smoothing",
+     [](const V& in) {
+       return cross_entropy(in[0], tensor({3, 1}), Tensor(), -100, Reduction::Sum, 0.1);
+     },
+     [] {
+       return V{input({2, 4}, 13)};
+     }});
+EMBER_GRADCHECK_CASE({"cross_entropy", "probability targets, weights, smoothing",
+                      [](const V& in) {
+                        return cross_entropy(in[0], softmax(in[1], 1), tensor({0.5, 2., 1.}, f64),
+                                             -100, Reduction::Mean, 0.1);
+                      },
+                      [] {
+                        return V{input({2, 3}, 14), input({2, 3}, 15)};
+                      }});
+EMBER_GRADCHECK_CASE({"cross_entropy", "unbatched, transposed-free 1-d",
+                      [](const V& in) { return cross_entropy(in[0], tensor({0}).reshape({})); },
+                      [] { return V{input({3}, 16)}; }});
+
+// ---- mse, l1 ----------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"mse_loss", "mean, both require grad",
+                      [](const V& in) { return mse_loss(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3}, 20), input({2, 3}, 21)};
+                      }});
+EMBER_GRADCHECK_CASE({"mse_loss", "none, transposed target",
+                      [](const V& in) { return mse_loss(in[0], in[1].t(), Reduction::None); },
+                      [] {
+                        return V{input({2, 3}, 22), input({3, 2}, 23)};
+                      }});
+// x and target kept apart so |x - t| has no kink within the finite-difference step.
+EMBER_GRADCHECK_CASE({"l1_loss", "sum",
+                      [](const V& in) { return l1_loss(in[0], in[1], Reduction::Sum); },
+                      [] {
+                        return V{input({2, 3}, 24, 0.5, 1.0), input({2, 3}, 25, -1.0, 0.0)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"l1_loss", "mean, mixed signs", [](const V& in) { return l1_loss(in[0], in[1].detach()); },
+     [] {
+       return V{tensor({0.5, -0.7, 0.9}, f64).requires_grad_(true), tensor({0.1, 0.3, -0.2}, f64)};
+     }});
+
+// ---- binary losses ----------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"binary_cross_entropy", "mean, p and target require grad",
+                      [](const V& in) { return binary_cross_entropy(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3}, 30, 0.1, 0.9), input({2, 3}, 31, 0.0, 1.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"binary_cross_entropy", "none, broadcast weight requiring grad",
+                      [](const V& in) {
+                        return binary_cross_entropy(in[0], in[1], in[2], Reduction::None);
+                      },
+                      [] {
+                        return V{input({2, 3}, 32, 0.1, 0.9), input({2, 3}, 33, 0.0, 1.0).detach(),
+                                 input({3}, 34, 0.5, 2.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"binary_cross_entropy_with_logits", "mean",
+                      [](const V& in) { return binary_cross_entropy_with_logits(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3}, 40, -3.0, 3.0), input({2, 3}, 41, 0.0, 1.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"binary_cross_entropy_with_logits", "sum, weight and pos_weight",
+                      [](const V& in) {
+                        return binary_cross_entropy_with_logits(in[0], in[1], in[2], in[3],
+                                                                Reduction::Sum);
+                      },
+                      [] {
+                        return V{input({2, 3}, 42, -3.0, 3.0), input({2, 3}, 43, 0.0, 1.0),
+                                 input({2, 1}, 44, 0.5, 2.0), input({3}, 45, 0.5, 3.0)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"binary_cross_entropy_with_logits", "none, large |x|",
+     [](const V& in) {
+       return binary_cross_entropy_with_logits(in[0], in[1].detach(), {}, {}, Reduction::None);
+     },
+     [] {
+       return V{tensor({40., -40., 25.}, f64).requires_grad_(true), tensor({0.2, 0.7, 1.0}, f64)};
+     }});
+
+// ---- value tests ------------------------------------------------------------------------------
+
+TEST(LossGrad, NllLossGradientIsAScatterOfWeightsOverTheirSum) {
+  Tensor x = zeros({3, 3}, f64).requires_grad_(true);
+  nll_loss(x, tensor({2, 0, -100}), tensor({1., 2., 3.}, f64)).backward();
+  // denominator w[2] + w[0] = 4; the ignored row gets nothing.
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 0, -0.75, -0.25, 0, 0, 0, 0, 0}));
+}
+
+TEST(LossGrad, CrossEntropyGradientIsSoftmaxMinusOneHot) {
+  Tensor x = tensor({{1., 2., 3.}}, f64).requires_grad_(true);
+  cross_entropy(x, tensor({2})).backward();
+  const std::vector<double> s = values(softmax(x.detach(), 1));
+  const std::vector<double> g = values(x.grad());
+  EXPECT_NEAR(g[0], s[0], 1e-12);
+  EXPECT_NEAR(g[1], s[1], 1e-12);
+  EXPECT_NEAR(g[2], s[2] - 1, 1e-12);
+}
+
+}  // namespace
+}  // namespace ember::testing

@@ -1,1 +1,200 @@
+// Gradients of linear, dropout, embedding, pad and interpolate: gradcheck cases (first and
+// second order) for their variants, and value tests for embedding's padding row and repeated
+// indices and for dropout's mask reuse.
+#include <gtest/gtest.h>
+
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+using V = std::vector<Tensor>;
+
+// ---- linear -----------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"linear", "2-d with bias",
+                      [](const V& in) { return linear(in[0], in[1], in[2]); },
+                      [] {
+                        return V{input({3, 4}, 1), input({2, 4}, 2), input({2}, 3)};
+                      }});
+EMBER_GRADCHECK_CASE({"linear", "2-d without bias",
+                      [](const V& in) { return linear(in[0], in[1]); },
+                      [] {
+                        return V{input({3, 4}, 4), input({2, 4}, 5)};
+                      }});
+EMBER_GRADCHECK_CASE({"linear", "3-d input",
+                      [](const V& in) { return linear(in[0], in[1], in[2]); },
+                      [] {
+                        return V{input({2, 3, 4}, 6), input({2, 4}, 7), input({2}, 8)};
+                      }});
+EMBER_GRADCHECK_CASE({"linear", "1-d input",
+                      [](const V& in) { return linear(in[0], in[1], in[2]); },
+                      [] {
+                        return V{input({4}, 9), input({3, 4}, 10), input({3}, 11)};
+                      }});
+EMBER_GRADCHECK_CASE({"linear", "transposed input and weight",
+                      [](const V& in) { return linear(in[0].t(), in[1].t(), in[2]); },
+                      [] {
+                        return V{input({4, 3}, 12), input({4, 2}, 13), input({2}, 14)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"linear", "only the weight requires grad",
+     [](const V& in) { return linear(in[0], in[1], in[2]); },
+     [] {
+       return V{input({3, 4}, 15).detach(), input({2, 4}, 16), input({2}, 17).detach()};
+     }});
+
+// ---- dropout ----------------------------------------------------------------------------------
+// A generator seeded inside fn draws the same mask on every evaluation.
+EMBER_GRADCHECK_CASE({"dropout", "p = 0.4, seeded mask",
+                      [](const V& in) {
+                        Generator g(5);
+                        return dropout(in[0], 0.4, true, &g);
+                      },
+                      [] {
+                        return V{input({4, 5}, 20)};
+                      }});
+EMBER_GRADCHECK_CASE({"dropout", "not training",
+                      [](const V& in) { return mul(dropout(in[0], 0.4, false), 2.0); },
+                      [] { return V{input({3}, 21)}; }});
+EMBER_GRADCHECK_CASE({"dropout", "p = 1", [](const V& in) { return dropout(in[0], 1.0); },
+                      [] { return V{input({3}, 22)}; }});
+
+// ---- embedding --------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"embedding", "repeated indices",
+                      [](const V& in) {
+                        return embedding(in[0], tensor({{1, 3, 1}, {0, 3, 3}}));
+                      },
+                      [] {
+                        return V{input({5, 2}, 30)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"embedding", "padding_idx",
+     [](const V& in) {
+       // The padding row is a constant so the numerical gradient is 0 there
+       // too: that row reaches the output but gets no gradient by design.
+       const Tensor w = cat({in[0].narrow(0, 0, 3), zeros({1, 2}, f64), in[0].narrow(0, 4, 1)});
+       return embedding(w, tensor({{1, 3, 1}, {0, 3, 3}}), 3);
+     },
+     [] {
+       return V{input({5, 2}, 31)};
+     }});
+EMBER_GRADCHECK_CASE({"embedding", "transposed weight, negative padding_idx",
+                      [](const V& in) {
+                        const Tensor w = cat({in[0].narrow(1, 0, 4), zeros({3, 1}, f64)}, 1);
+                        return embedding(w.t(), tensor({4, 0, 4, 2}), -1);
+                      },
+                      [] {
+                        return V{input({3, 5}, 32)};
+                      }});
+
+// ---- pad --------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"pad", "constant",
+                      [](const V& in) {
+                        return pad(in[0], {1, 2, 0, 1});
+                      },
+                      [] {
+                        return V{input({2, 2, 3}, 40)};
+                      }});
+EMBER_GRADCHECK_CASE({"pad", "constant with cropping",
+                      [](const V& in) {
+                        return pad(in[0], {-1, 2, 1, -1}, "constant", 3.0);
+                      },
+                      [] {
+                        return V{input({2, 3, 4}, 41)};
+                      }});
+EMBER_GRADCHECK_CASE({"pad", "reflect",
+                      [](const V& in) {
+                        return pad(in[0], {2, 1, 1, 2}, "reflect");
+                      },
+                      [] {
+                        return V{input({2, 3, 4}, 42)};
+                      }});
+EMBER_GRADCHECK_CASE({"pad", "replicate",
+                      [](const V& in) {
+                        return pad(in[0], {3, 1, 0, 2}, "replicate");
+                      },
+                      [] {
+                        return V{input({2, 3, 2}, 43)};
+                      }});
+EMBER_GRADCHECK_CASE({"pad", "circular",
+                      [](const V& in) {
+                        return pad(in[0], {2, 3, 1, 1}, "circular");
+                      },
+                      [] {
+                        return V{input({2, 3, 3}, 44)};
+                      }});
+EMBER_GRADCHECK_CASE({"pad", "transposed input",
+                      [](const V& in) {
+                        return pad(in[0].t(), {1, 1}, "reflect");
+                      },
+                      [] {
+                        return V{input({3, 2}, 45)};
+                      }});
+
+// ---- interpolate ------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"interpolate", "nearest, up",
+                      [](const V& in) {
+                        return interpolate(in[0], {5, 3});
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 2}, 50)};
+                      }});
+EMBER_GRADCHECK_CASE({"interpolate", "nearest, down",
+                      [](const V& in) {
+                        return interpolate(in[0], {2, 1});
+                      },
+                      [] {
+                        return V{input({2, 1, 4, 3}, 51)};
+                      }});
+EMBER_GRADCHECK_CASE({"interpolate", "bilinear",
+                      [](const V& in) {
+                        return interpolate(in[0], {5, 4}, "bilinear");
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 3}, 52)};
+                      }});
+EMBER_GRADCHECK_CASE({"interpolate", "bilinear, align_corners",
+                      [](const V& in) {
+                        return interpolate(in[0], {5, 2}, "bilinear", true);
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 3}, 53)};
+                      }});
+EMBER_GRADCHECK_CASE({"interpolate", "bilinear, scale factor, down",
+                      [](const V& in) { return interpolate(in[0], 0.6, "bilinear"); },
+                      [] {
+                        return V{input({1, 1, 5, 4}, 54)};
+                      }});
+
+// ---- value tests ------------------------------------------------------------------------------
+
+TEST(NnGrad, EmbeddingAccumulatesRepeatsAndSkipsThePaddingRow) {
+  Tensor w = zeros({4, 2}, f64).requires_grad_(true);
+  const Tensor idx = tensor({{1, 2, 1}, {1, 0, 2}});
+  sum(embedding(w, idx, 2)).backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{1, 1, 3, 3, 0, 0, 0, 0}));
+  Tensor w2 = zeros({4, 2}, f64).requires_grad_(true);
+  sum(embedding(w2, idx)).backward();
+  EXPECT_EQ(values(w2.grad()), (std::vector<double>{1, 1, 3, 3, 2, 2, 0, 0}));
+}
+
+TEST(NnGrad, DropoutGradientIsTheForwardMask) {
+  Tensor x = ones({1000}, f64).requires_grad_(true);
+  Generator g(9);
+  const Tensor y = dropout(x, 0.25, true, &g);
+  sum(y).backward();
+  EXPECT_EQ(values(x.grad()), values(y));
+}
+
+TEST(NnGrad, LinearBiasGradientSumsRows) {
+  Tensor b = zeros({2}, f64).requires_grad_(true);
+  const Tensor x = ones({2, 3, 4}, f64), w = ones({2, 4}, f64);
+  sum(linear(x, w, b)).backward();
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{6, 6}));
+}
+
+}  // namespace
+}  // namespace ember::testing

@@ -1,3 +1,384 @@
+// linear, dropout, embedding, pad and interpolate against float64 reference loops and
+// hand-computed cases, across dtypes and non-contiguous inputs, plus every argument check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <ember/ember.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::testing {
+namespace {
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+Tensor uniform(IntList sizes, uint64_t seed, DType dtype = f64) {
+  Generator g(seed);
+  return add(mul(rand(sizes, f64, &g), 2.0), -1.0).to(dtype);
+}
+
+// ---- linear -----------------------------------------------------------------------------------
+
+// y[r, o] = sum_i x[r, i] w[o, i] + b[o] over the rows r of x viewed as [rows, in].
+std::vector<double> linear_ref(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const std::vector<double> xv = values(x), wv = values(w);
+  const std::vector<double> bv = b.defined() ? values(b) : std::vector<double>();
+  const int64_t in = w.size(1), out = w.size(0), rows = x.numel() / std::max<int64_t>(in, 1);
+  std::vector<double> y(static_cast<size_t>(rows * out));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t o = 0; o < out; ++o) {
+      double s = bv.empty() ? 0.0 : bv[static_cast<size_t>(o)];
+      for (int64_t i = 0; i < in; ++i) {
+        s += xv[static_cast<size_t>(r * in + i)] * wv[static_cast<size_t>(o * in + i)];
+      }
+      y[static_cast<size_t>(r * out + o)] = s;
+    }
+  }
+  return y;
+}
+
+TEST(Linear, HandComputed) {
+  const Tensor x = tensor({{1., 2.}, {3., 4.}});
+  const Tensor w = tensor({{1., 0.}, {0., 1.}, {1., 1.}});
+  const Tensor b = tensor({10., 20., 30.});
+  const Tensor y = linear(x, w, b);
+  EXPECT_EQ(y.sizes(), Shape({2, 3}));
+  expect_near(values(y), {11, 22, 33, 13, 24, 37}, 1e-6);
+}
+
+TEST(Linear, MatchesReferenceAcrossShapesAndDtypes) {
+  for (DType dt : {f32, f64}) {
+    const double tol = dt == f64 ? 1e-12 : 1e-4;
+    const Tensor w = uniform({5, 7}, 1, dt), b = uniform({5}, 2, dt);
+    for (const Shape& xs : {Shape{3, 7}, Shape{2, 4, 7}, Shape{7}, Shape{2, 1, 3, 7}}) {
+      const Tensor x = uniform(xs, 3, dt);
+      Tensor y = linear(x, w, b);
+      Shape want = xs;
+      want[want.size() - 1] = 5;
+      EXPECT_EQ(y.sizes(), want);
+      EXPECT_EQ(y.dtype(), dt);
+      expect_near(values(y), linear_ref(x, w, b), tol);
+      expect_near(values(linear(x, w)), linear_ref(x, w, Tensor()), tol);
+    }
+  }
+}
+
+TEST(Linear, NonContiguousOperandsAndFloat32AgreesWithFloat64) {
+  const Tensor xt = uniform({7, 6}, 4).t();              // [6, 7] transposed view
+  const Tensor wt = uniform({7, 5}, 5).t();              // [5, 7] transposed view
+  const Tensor b = uniform({10}, 6).slice(0, 0, 10, 2);  // strided [5]
+  expect_near(values(linear(xt, wt, b)), linear_ref(xt, wt, b), 1e-12);
+  const Tensor y32 = linear(xt.to(f32), wt.to(f32), b.to(f32));
+  expect_near(values(y32), values(linear(xt, wt, b)), 1e-5);
+  // A 3-d input that is not viewable as [rows, in].
+  const Tensor x3 = uniform({4, 2, 7}, 7).transpose(0, 1);
+  expect_near(values(linear(x3, wt, b)), linear_ref(x3.contiguous(), wt, b), 1e-12);
+}
+
+TEST(Linear, ZeroSizes) {
+  const Tensor w = uniform({3, 4}, 8), b = uniform({3}, 9);
+  EXPECT_EQ(linear(empty({0, 4}, f64), w, b).sizes(), Shape({0, 3}));
+  // in == 0: the product is empty, the result is the bias.
+  const Tensor y = linear(empty({2, 0}, f64), empty({3, 0}, f64), b);
+  expect_near(values(y),
+              {values(b)[0], values(b)[1], values(b)[2], values(b)[0], values(b)[1], values(b)[2]},
+              0);
+}
+
+TEST(Linear, BadArguments) {
+  const Tensor w = uniform({3, 4}, 10);
+  expect_error(
+      [&] {
+        linear(uniform({2, 5}, 11), w);
+      },
+      {"[linear]", "input size(-1)=5 does not match weight size(1)=4"});
+  expect_error([&] { linear(uniform({2, 4}, 11), uniform({4}, 12)); }, {"[linear]", "2-d"});
+  expect_error(
+      [&] {
+        linear(uniform({2, 4}, 11), w, uniform({4}, 12));
+      },
+      {"[linear]", "bias", "3"});
+  expect_error([&] { linear(uniform({2, 4}, 11).to(DType::Bool), w); }, {"[linear]", "bool"});
+}
+
+// ---- dropout ----------------------------------------------------------------------------------
+
+TEST(Dropout, IdentityWhenNotTrainingOrPZero) {
+  const Tensor x = uniform({4, 5}, 20);
+  EXPECT_TRUE(dropout(x, 0.5, /*training=*/false).is_same(x));
+  EXPECT_TRUE(dropout(x, 0.0).is_same(x));
+}
+
+TEST(Dropout, POneGivesZeros) {
+  const Tensor x = uniform({4, 5}, 21);
+  for (double v : values(dropout(x, 1.0))) EXPECT_EQ(v, 0.0);
+}
+
+TEST(Dropout, ScalesKeptElementsAndRepeatsWithASeededGenerator) {
+  for (DType dt : {f32, f64}) {
+    const Tensor x = add(uniform({1000}, 22, dt), 2.0);  // no zeros in x
+    Generator g1(7), g2(7);
+    const std::vector<double> a = values(dropout(x, 0.3, true, &g1));
+    const std::vector<double> b = values(dropout(x, 0.3, true, &g2));
+    EXPECT_EQ(a, b);
+    const std::vector<double> xv = values(x);
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] != 0.0) {
+        EXPECT_NEAR(a[i], xv[i] / 0.7, 1e-5 * std::abs(xv[i]));
+      }
+    }
+  }
+}
+
+TEST(Dropout, FractionOfZerosIsP) {
+  const Tensor x = ones({200000});
+  Generator g(3);
+  for (double p : {0.1, 0.5, 0.9}) {
+    const std::vector<double> v = values(dropout(x, p, true, &g));
+    const double zeros_frac =
+        static_cast<double>(std::count(v.begin(), v.end(), 0.0)) / static_cast<double>(v.size());
+    // Binomial standard deviation is below 0.0012 here; allow 5 of them.
+    EXPECT_NEAR(zeros_frac, p, 0.006) << "p=" << p;
+  }
+}
+
+TEST(Dropout, BadArguments) {
+  const Tensor x = uniform({3}, 23);
+  expect_error([&] { dropout(x, -0.1); }, {"[dropout]", "[0, 1]", "-0.1"});
+  expect_error([&] { dropout(x, 1.5); }, {"[dropout]", "1.5"});
+  expect_error([&] { dropout(arange(3), 0.5); }, {"[dropout]", "floating"});
+}
+
+// ---- embedding --------------------------------------------------------------------------------
+
+TEST(Embedding, PicksRowsForAnyIndexShape) {
+  const Tensor w = uniform({5, 3}, 30);
+  const Tensor idx = tensor({{4, 0, 4}, {1, 1, 2}});
+  const Tensor y = embedding(w, idx);
+  EXPECT_EQ(y.sizes(), Shape({2, 3, 3}));
+  const std::vector<double> wv = values(w), yv = values(y);
+  const std::vector<int64_t> iv = {4, 0, 4, 1, 1, 2};
+  for (size_t k = 0; k < iv.size(); ++k) {
+    for (size_t j = 0; j < 3; ++j) {
+      EXPECT_EQ(yv[k * 3 + j], wv[static_cast<size_t>(iv[k]) * 3 + j]);
+    }
+  }
+  // int32 indices, a 0-d index, a transposed weight and float32 agree.
+  expect_near(values(embedding(w, idx.to(DType::Int32))), yv, 0);
+  EXPECT_EQ(embedding(w, tensor({3}).reshape({})).sizes(), Shape({3}));
+  const Tensor wt = uniform({3, 5}, 31).t();
+  expect_near(values(embedding(wt.to(f32), idx)), values(embedding(wt, idx)), 1e-6);
+  EXPECT_EQ(embedding(w, empty({0, 2}, i64)).sizes(), Shape({0, 2, 3}));
+}
+
+TEST(Embedding, BadArguments) {
+  const Tensor w = uniform({5, 3}, 32);
+  expect_error([&] { embedding(w, tensor({1., 2.})); }, {"[embedding]", "int64", "float32"});
+  expect_error([&] { embedding(w, tensor({1, 7})); }, {"[embedding]", "index 7", "5 rows"});
+  expect_error([&] { embedding(w, tensor({-1})); }, {"[embedding]", "index -1", "5 rows"});
+  expect_error([&] { embedding(w, tensor({1}), 5); }, {"[embedding]", "padding_idx=5"});
+  expect_error([&] { embedding(uniform({5}, 33), tensor({1})); }, {"[embedding]", "2-d"});
+}
+
+// ---- pad --------------------------------------------------------------------------------------
+
+// Pads x (row-major values of `sizes`) in float64: per padded dim, the source index of each
+// output position by the mode's rule, -1 meaning the constant.
+std::vector<double> pad_ref(const Tensor& x, const std::vector<int64_t>& pads,
+                            const std::string& mode, double value, Shape* out_sizes) {
+  const std::vector<double> v = values(x);
+  const int64_t nd = x.dim();
+  Shape in = x.sizes(), out = x.sizes();
+  std::vector<int64_t> left(static_cast<size_t>(nd), 0);
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(i);
+    left[static_cast<size_t>(d)] = pads[2 * i];
+    out[d] = in[d] + pads[2 * i] + pads[2 * i + 1];
+  }
+  *out_sizes = out;
+  int64_t total = 1;
+  for (int64_t s : out) total *= s;
+  std::vector<double> r(static_cast<size_t>(total));
+  for (int64_t k = 0; k < total; ++k) {
+    int64_t rem = k, src = 0, stride = 1;
+    bool constant = false;
+    std::vector<int64_t> o(static_cast<size_t>(nd));
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      o[static_cast<size_t>(d)] = rem % out[d];
+      rem /= out[d];
+    }
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      const int64_t n = in[d];
+      int64_t s = o[static_cast<size_t>(d)] - left[static_cast<size_t>(d)];
+      if (mode == "constant") {
+        if (s < 0 || s >= n) constant = true;
+      } else if (mode == "reflect") {
+        s = s < 0 ? -s : s;
+        s = s >= n ? 2 * (n - 1) - s : s;
+      } else if (mode == "replicate") {
+        s = std::clamp<int64_t>(s, 0, n - 1);
+      } else {
+        s = ((s % n) + n) % n;
+      }
+      src += s * stride;
+      stride *= n;
+    }
+    r[static_cast<size_t>(k)] = constant ? value : v[static_cast<size_t>(src)];
+  }
+  return r;
+}
+
+TEST(Pad, AllModesMatchReference) {
+  const Tensor x = uniform({2, 3, 4}, 40);
+  const std::vector<std::vector<int64_t>> cases = {
+      {1, 2}, {2, 1, 1, 2}, {0, 3, 2, 0}, {1, 1, 1, 1, 1, 0}, {3, 3}};
+  for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
+    for (const auto& p : cases) {
+      Shape want;
+      const std::vector<double> ref = pad_ref(x, p, mode, 0.5, &want);
+      const Tensor y = pad(x, p, mode, 0.5);
+      EXPECT_EQ(y.sizes(), want) << mode;
+      expect_near(values(y), ref, 0);
+    }
+  }
+}
+
+TEST(Pad, HandComputedModes) {
+  const Tensor x = tensor({1., 2., 3.});
+  expect_near(values(pad(x, {2, 1}, "constant", 9.0)), {9, 9, 1, 2, 3, 9}, 0);
+  expect_near(values(pad(x, {2, 2}, "reflect")), {3, 2, 1, 2, 3, 2, 1}, 0);
+  expect_near(values(pad(x, {2, 1}, "replicate")), {1, 1, 1, 2, 3, 3}, 0);
+  expect_near(values(pad(x, {2, 3}, "circular")), {2, 3, 1, 2, 3, 1, 2, 3}, 0);
+}
+
+TEST(Pad, NegativePaddingCrops) {
+  const Tensor x = tensor({{1., 2., 3., 4.}, {5., 6., 7., 8.}});
+  expect_near(values(pad(x, {-1, 2})), {2, 3, 4, 0, 0, 6, 7, 8, 0, 0}, 0);
+  expect_near(values(pad(x, {-1, -2, 1, -1})), {0, 2}, 0);
+  EXPECT_EQ(pad(x, {-2, -2}).sizes(), Shape({2, 0}));
+  // Non-contiguous input, float32 and int64 keep their dtype.
+  const Tensor xt = uniform({4, 3}, 41).t();
+  Shape want;
+  expect_near(values(pad(xt, {1, -1, -1, 2}, "constant", 0.0)),
+              pad_ref(xt.contiguous(), {1, -1, -1, 2}, "constant", 0.0, &want), 0);
+  EXPECT_EQ(pad(x.to(f32), {1, 1}).dtype(), f32);
+  expect_near(values(pad(arange(3), {1, 0}, "constant", 7)), {7, 0, 1, 2}, 0);
+}
+
+TEST(Pad, BadArguments) {
+  const Tensor x = uniform({2, 3}, 42);
+  expect_error([&] { pad(x, {1, 2, 3}); }, {"[pad]", "even", "3 values"});
+  expect_error([&] { pad(x, {1, 1, 1, 1, 1, 1}); }, {"[pad]", "6 values", "only 2"});
+  expect_error([&] { pad(x, {3, 0}, "reflect"); }, {"[pad]", "reflect", "3", "size 3"});
+  expect_error([&] { pad(x, {1, 1}, "wrap"); }, {"[pad]", "unknown mode 'wrap'"});
+  expect_error([&] { pad(x, {-2, -2}); }, {"[pad]", "negative size -1"});
+  expect_error([&] { pad(x, {4, 0}, "circular"); }, {"[pad]", "circular", "size 3"});
+}
+
+// ---- interpolate ------------------------------------------------------------------------------
+
+// PyTorch's interpolation in float64 straight from the 2-d formulas.
+std::vector<double> interp_ref(const Tensor& x, int64_t oh, int64_t ow, double sh, double sw,
+                               bool bilinear, bool align) {
+  const std::vector<double> v = values(x);
+  const int64_t nc = x.size(0) * x.size(1), ih = x.size(2), iw = x.size(3);
+  std::vector<double> r;
+  auto src = [&](int64_t o, int64_t in, int64_t out, double scale) {
+    if (align) return out > 1 ? static_cast<double>(o) * (in - 1) / (out - 1) : 0.0;
+    return std::max(0.0, (o + 0.5) * scale - 0.5);
+  };
+  for (int64_t p = 0; p < nc; ++p) {
+    const double* img = v.data() + p * ih * iw;
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        if (!bilinear) {
+          const int64_t y = std::min(static_cast<int64_t>(std::floor(i * sh)), ih - 1);
+          const int64_t xx = std::min(static_cast<int64_t>(std::floor(j * sw)), iw - 1);
+          r.push_back(img[y * iw + xx]);
+          continue;
+        }
+        const double sy = src(i, ih, oh, sh), sx = src(j, iw, ow, sw);
+        const int64_t y0 = std::min(static_cast<int64_t>(sy), ih - 1),
+                      y1 = std::min(y0 + 1, ih - 1);
+        const int64_t x0 = std::min(static_cast<int64_t>(sx), iw - 1),
+                      x1 = std::min(x0 + 1, iw - 1);
+        const double ly = sy - y0, lx = sx - x0;
+        r.push_back((1 - ly) * ((1 - lx) * img[y0 * iw + x0] + lx * img[y0 * iw + x1]) +
+                    ly * ((1 - lx) * img[y1 * iw + x0] + lx * img[y1 * iw + x1]));
+      }
+    }
+  }
+  return r;
+}
+
+TEST(Interpolate, NearestMatchesReference) {
+  const Tensor x = uniform({2, 3, 5, 4}, 50);
+  for (const Shape& s : {Shape{10, 8}, Shape{3, 7}, Shape{5, 4}, Shape{1, 1}}) {
+    const Tensor y = interpolate(x, s);
+    EXPECT_EQ(y.sizes(), Shape({2, 3, s[0], s[1]}));
+    expect_near(values(y), interp_ref(x, s[0], s[1], 5.0 / s[0], 4.0 / s[1], false, false), 0);
+  }
+  // Hand-computed: [0 1 2] to 5 picks floor(j * 3 / 5) = 0 0 1 1 2.
+  const Tensor row = tensor({0., 1., 2.}).view({1, 1, 1, 3});
+  expect_near(values(interpolate(row, {1, 5})), {0, 0, 1, 1, 2}, 0);
+  // Integer tensors and scale factors.
+  expect_near(values(interpolate(arange(4).view({1, 1, 2, 2}), 2.0)),
+              {0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3}, 0);
+}
+
+TEST(Interpolate, BilinearMatchesReference) {
+  const Tensor x = uniform({2, 2, 4, 5}, 51);
+  for (bool align : {false, true}) {
+    for (const Shape& s : {Shape{8, 10}, Shape{3, 3}, Shape{7, 2}, Shape{1, 1}, Shape{4, 5}}) {
+      const Tensor y = interpolate(x, s, "bilinear", align);
+      expect_near(values(y), interp_ref(x, s[0], s[1], 4.0 / s[0], 5.0 / s[1], true, align), 1e-12);
+      expect_near(values(interpolate(x.to(f32), s, "bilinear", align)), values(y), 1e-5);
+    }
+    // Scale factor: output floor(in * s), source scale 1 / s.
+    const Tensor y = interpolate(x, 1.5, "bilinear", align);
+    EXPECT_EQ(y.sizes(), Shape({2, 2, 6, 7}));
+    expect_near(values(y), interp_ref(x, 6, 7, 1 / 1.5, 1 / 1.5, true, align), 1e-12);
+  }
+  // Hand-computed: [0 1] to 4 without align_corners: src = (j + .5) / 2 - .5 -> 0, .25, .75, 1.
+  const Tensor row = tensor({0., 1.}, f64).view({1, 1, 1, 2});
+  expect_near(values(interpolate(row, {1, 4}, "bilinear")), {0, 0.25, 0.75, 1}, 1e-12);
+  expect_near(values(interpolate(row, {1, 4}, "bilinear", true)), {0, 1. / 3, 2. / 3, 1}, 1e-12);
+  // Non-contiguous input and an empty batch.
+  const Tensor xp = uniform({4, 5, 2, 2}, 52).permute({2, 3, 0, 1});
+  expect_near(values(interpolate(xp, {6, 3}, "bilinear")),
+              interp_ref(xp.contiguous(), 6, 3, 4.0 / 6, 5.0 / 3, true, false), 1e-12);
+  EXPECT_EQ(interpolate(empty({0, 2, 3, 3}, f64), {6, 6}, "bilinear").sizes(), Shape({0, 2, 6, 6}));
+}
+
+TEST(Interpolate, BadArguments) {
+  const Tensor x = uniform({1, 1, 3, 3}, 53);
+  expect_error(
+      [&] {
+        interpolate(uniform({1, 3, 3}, 54), {6, 6});
+      },
+      {"[interpolate]", "4-d", "3-d"});
+  expect_error([&] { interpolate(x, {6, 6}, "bicubic"); }, {"[interpolate]", "'bicubic'"});
+  expect_error([&] { interpolate(x, Shape{6}); }, {"[interpolate]", "two positive sizes"});
+  expect_error([&] { interpolate(x, {0, 6}); }, {"[interpolate]", "two positive sizes"});
+  expect_error([&] { interpolate(x, -1.0); }, {"[interpolate]", "scale_factor"});
+  expect_error(
+      [&] {
+        interpolate(x, {6, 6}, "nearest", true);
+      },
+      {"[interpolate]", "align_corners"});
+  expect_error(
+      [&] {
+        interpolate(arange(9).view({1, 1, 3, 3}), {6, 6}, "bilinear");
+      },
+      {"[interpolate]", "floating", "int64"});
+}
+
+}  // namespace
+}  // namespace ember::testing
