@@ -1,0 +1,9 @@
+// ember::optim: optimizers (SGD, Adam, AdamW, RMSprop), LR schedulers and gradient clipping.
+#pragma once
+
+#include "ember/optim/adam.h"
+#include "ember/optim/clip_grad.h"
+#include "ember/optim/lr_scheduler.h"
+#include "ember/optim/optimizer.h"
+#include "ember/optim/rmsprop.h"
+#include "ember/optim/sgd.h"

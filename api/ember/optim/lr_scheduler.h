@@ -1,0 +1,166 @@
+// Learning-rate schedulers: they set the lr of every param group of an optimizer.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ember/optim/optimizer.h"
+
+namespace ember::optim {
+
+/** Base of epoch-driven schedulers: step() advances one epoch (or batch) and sets the lrs. */
+class LRScheduler {
+ public:
+  virtual ~LRScheduler() = default;
+  LRScheduler(const LRScheduler&) = delete;
+  LRScheduler& operator=(const LRScheduler&) = delete;
+
+  /** Advances by one and writes the new learning rates into the optimizer. */
+  void step();
+  /** The learning rates set by the last step (one per param group). */
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  /** Steps taken; 0 right after construction, like PyTorch's last_epoch. */
+  int64_t last_epoch() const { return last_epoch_; }
+  /** The learning rates of the groups when the scheduler was made. */
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+
+ protected:
+  /** Attaches to `optimizer` (which must outlive the scheduler); subclasses then call init(). */
+  explicit LRScheduler(Optimizer& optimizer);
+  /** Takes the initial step (last_epoch 0), as PyTorch's constructors do. */
+  void init();
+  /** The learning rates for the current last_epoch(). */
+  virtual std::vector<double> compute_lr() const = 0;
+
+  /** The optimizer being scheduled. */
+  Optimizer& optimizer_;
+  /** The lr of each group at construction. */
+  std::vector<double> base_lrs_;
+
+ private:
+  int64_t last_epoch_ = -1;
+  std::vector<double> last_lr_;
+};
+
+/** Multiplies the lr by gamma every step_size epochs: base_lr * gamma^(epoch / step_size). */
+class StepLR : public LRScheduler {
+ public:
+  /** Decays every `step_size` (> 0) epochs by `gamma`. */
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  /** PyTorch's recurrence: multiply by gamma when the epoch is a positive multiple of step_size. */
+  std::vector<double> compute_lr() const override;
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+/** Cosine annealing from base_lr to eta_min over T_max epochs (no restarts). */
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  /** Anneals over `T_max` (> 0) epochs down to `eta_min`. */
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
+
+ protected:
+  /** eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2. */
+  std::vector<double> compute_lr() const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/** How OneCycleLR interpolates within a phase. */
+enum class AnnealStrategy { Cos, Linear };
+
+/** OneCycleLR options (torch.optim.lr_scheduler.OneCycleLR's defaults; two phases). */
+struct OneCycleOptions {
+  /** Fraction of the steps spent increasing the lr. */
+  double pct_start = 0.3;
+  /** Interpolation within each phase. */
+  AnnealStrategy anneal_strategy = AnnealStrategy::Cos;
+  /** initial_lr = max_lr / div_factor. */
+  double div_factor = 25.0;
+  /** min_lr = initial_lr / final_div_factor. */
+  double final_div_factor = 1e4;
+};
+
+/**
+ * The 1cycle policy (Smith & Topin): lr rises from max_lr / div_factor to max_lr, then anneals
+ * to initial_lr / final_div_factor over total_steps steps. Momentum is not cycled.
+ */
+class OneCycleLR : public LRScheduler {
+ public:
+  /** The same max_lr for every group. */
+  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps,
+             OneCycleOptions options = {});
+  /** One max_lr per param group. */
+  OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_t total_steps,
+             OneCycleOptions options = {});
+
+ protected:
+  /** The lr of step last_epoch() on the two-phase schedule (throws past total_steps). */
+  std::vector<double> compute_lr() const override;
+
+ private:
+  std::vector<double> max_lrs_;
+  int64_t total_steps_;
+  OneCycleOptions options_;
+};
+
+/** Whether ReduceLROnPlateau looks for a decreasing or an increasing metric. */
+enum class PlateauMode { Min, Max };
+/** Whether ReduceLROnPlateau's threshold is relative to the best value or absolute. */
+enum class ThresholdMode { Rel, Abs };
+
+/** ReduceLROnPlateau options (PyTorch's defaults). */
+struct PlateauOptions {
+  /** Min: the metric should decrease (a loss); Max: increase (an accuracy). */
+  PlateauMode mode = PlateauMode::Min;
+  /** new_lr = lr * factor (must be < 1). */
+  double factor = 0.1;
+  /** Epochs without improvement tolerated before the lr is reduced. */
+  int64_t patience = 10;
+  /** Minimum change that counts as an improvement. */
+  double threshold = 1e-4;
+  /** Rel: best * (1 -/+ threshold); Abs: best -/+ threshold. */
+  ThresholdMode threshold_mode = ThresholdMode::Rel;
+  /** Epochs to wait after a reduction before counting bad epochs again. */
+  int64_t cooldown = 0;
+  /** Lower bound of the lr. */
+  double min_lr = 0.0;
+  /** Reductions smaller than this are skipped. */
+  double eps = 1e-8;
+};
+
+/** Reduces the lr by `factor` when a metric has stopped improving for `patience` epochs. */
+class ReduceLROnPlateau {
+ public:
+  /** Watches the metric passed to step(); `optimizer` must outlive the scheduler. */
+  explicit ReduceLROnPlateau(Optimizer& optimizer, PlateauOptions options = {});
+
+  /** Records this epoch's metric and reduces the lrs if it has plateaued. */
+  void step(double metric);
+  /** The learning rates after the last step (one per param group). */
+  const std::vector<double>& get_last_lr() const { return last_lr_; }
+  /** The best metric seen so far. */
+  double best() const { return best_; }
+  /** Consecutive epochs without improvement. */
+  int64_t num_bad_epochs() const { return num_bad_epochs_; }
+
+ private:
+  bool is_better(double a) const;
+
+  Optimizer& optimizer_;
+  PlateauOptions options_;
+  double best_;
+  int64_t num_bad_epochs_ = 0;
+  int64_t cooldown_counter_ = 0;
+  int64_t last_epoch_ = 0;
+  std::vector<double> last_lr_;
+};
+
+}  // namespace ember::optim

@@ -1,0 +1,218 @@
+// LR schedulers against hand-computed values, and gradient clipping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include <ember/ember.h>
+#include <ember/optim.h>
+
+namespace ember::optim {
+namespace {
+
+using Vec = std::vector<double>;
+
+Tensor make(const Vec& v) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, DType::Float64);
+  std::copy(v.begin(), v.end(), t.data_ptr<double>());
+  return t.to(DType::Float32);
+}
+
+Vec values(const Tensor& t) {
+  Tensor c = t.detach().to(DType::Float64).contiguous();
+  return Vec(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+template <typename Fn>
+void expect_error(Fn&& fn, const std::string& msg) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error, expected: " << msg;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(msg), std::string::npos) << e.what();
+  }
+}
+
+TEST(OptimStepLR, DecaysEveryStepSize) {
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  StepLR sched(opt, /*step_size=*/2, /*gamma=*/0.5);
+  const Vec want = {1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.125};
+  for (size_t e = 0; e < want.size(); ++e) {
+    EXPECT_EQ(sched.last_epoch(), static_cast<int64_t>(e));
+    EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], want[e]) << "epoch " << e;
+    EXPECT_DOUBLE_EQ(opt.param_groups()[0].lr(), want[e]);
+    opt.step();
+    sched.step();
+  }
+  expect_error([&] { StepLR(opt, 0); }, "[optim.StepLR] invalid step_size: 0 (must be > 0)");
+}
+
+TEST(OptimStepLR, ActsOnEveryGroupAndOnTheUpdate) {
+  Tensor p = make({0.0}).requires_grad_();
+  Tensor q = make({0.0}).requires_grad_();
+  SGD opt(std::vector<ParamGroup>{{.params = {p}}, {.params = {q}, .options = {{"lr", 0.2}}}},
+          {.lr = 1.0});
+  StepLR sched(opt, 1, 0.1);
+  sched.step();
+  EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], 0.1);
+  EXPECT_DOUBLE_EQ(sched.get_last_lr()[1], 0.02);
+  p.mutable_grad() = make({1.0});
+  opt.step();
+  EXPECT_NEAR(values(p)[0], -0.1, 1e-7);
+}
+
+TEST(OptimCosineAnnealingLR, ClosedForm) {
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  CosineAnnealingLR sched(opt, /*T_max=*/10, /*eta_min=*/0.1);
+  EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], 1.0);
+  for (int e = 1; e <= 10; ++e) {
+    sched.step();
+    const double want = 0.1 + 0.9 * (1 + std::cos(std::numbers::pi * e / 10)) / 2;
+    EXPECT_NEAR(sched.get_last_lr()[0], want, 1e-12) << "epoch " << e;
+    if (e == 5) {
+      EXPECT_NEAR(sched.get_last_lr()[0], 0.55, 1e-12);
+    }
+  }
+  EXPECT_NEAR(opt.param_groups()[0].lr(), 0.1, 1e-12);
+  expect_error([&] { CosineAnnealingLR(opt, 0); }, "[optim.CosineAnnealingLR] invalid T_max: 0");
+}
+
+TEST(OptimOneCycleLR, TwoPhasesByHand) {
+  Tensor p = make({1.0}).requires_grad_();
+  Adam opt({p});
+  OneCycleLR sched(opt, /*max_lr=*/1.0, /*total_steps=*/10);
+  // initial = 1 / 25 = 0.04, min = 0.04 / 1e4; phase one ends at step 0.3 * 10 - 1 = 2,
+  // phase two at step 9.
+  const double initial = 0.04, min_lr = 4e-6;
+  auto cos_anneal = [](double start, double end, double pct) {
+    return end + (start - end) / 2 * (std::cos(std::numbers::pi * pct) + 1);
+  };
+  std::vector<double> got;
+  got.push_back(sched.get_last_lr()[0]);
+  for (int s = 1; s < 10; ++s) {
+    sched.step();
+    got.push_back(sched.get_last_lr()[0]);
+  }
+  EXPECT_NEAR(got[0], initial, 1e-15);
+  EXPECT_NEAR(got[1], 0.52, 1e-12);  // halfway up: 1 + (0.04 - 1) / 2
+  EXPECT_NEAR(got[2], 1.0, 1e-12);
+  for (int s = 3; s < 10; ++s) {
+    EXPECT_NEAR(got[s], cos_anneal(1.0, min_lr, (s - 2) / 7.0), 1e-12) << "step " << s;
+  }
+  EXPECT_NEAR(got[9], min_lr, 1e-15);
+  sched.step();  // step 10 is still allowed, as in PyTorch
+  expect_error([&] { sched.step(); },
+               "[optim.OneCycleLR] tried to step 11 times; the schedule has total_steps = 10");
+}
+
+TEST(OptimOneCycleLR, LinearAndPerGroup) {
+  Tensor p = make({1.0}).requires_grad_();
+  Tensor q = make({1.0}).requires_grad_();
+  SGD opt(std::vector<ParamGroup>{{.params = {p}}, {.params = {q}}});
+  OneCycleLR sched(opt, Vec{1.0, 2.0}, 5,
+                   {.pct_start = 0.4,
+                    .anneal_strategy = AnnealStrategy::Linear,
+                    .div_factor = 10,
+                    .final_div_factor = 100});
+  // Phase one ends at step 1: lrs 0.1 -> 1 (and 0.2 -> 2); then linear to 0.001 (0.002) at 4.
+  EXPECT_NEAR(sched.get_last_lr()[0], 0.1, 1e-12);
+  EXPECT_NEAR(sched.get_last_lr()[1], 0.2, 1e-12);
+  sched.step();
+  EXPECT_NEAR(sched.get_last_lr()[0], 1.0, 1e-12);
+  sched.step();
+  EXPECT_NEAR(sched.get_last_lr()[0], 1.0 + (0.001 - 1.0) / 3, 1e-12);
+  sched.step();
+  sched.step();
+  EXPECT_NEAR(sched.get_last_lr()[0], 0.001, 1e-12);
+  EXPECT_NEAR(sched.get_last_lr()[1], 0.002, 1e-12);
+  expect_error([&] { OneCycleLR(opt, Vec{1.0}, 5); },
+               "[optim.OneCycleLR] got 1 max_lr values for 2 param groups");
+  expect_error([&] { OneCycleLR(opt, 1.0, 0); }, "[optim.OneCycleLR] invalid total_steps: 0");
+}
+
+TEST(OptimReduceLROnPlateau, MinModeWithPatienceAndCooldown) {
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  ReduceLROnPlateau sched(opt, {.factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = 0.2});
+  // 10 then 9 improve; three 9s in a row exceed patience 2 -> lr 0.5.
+  const Vec metrics = {10, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9};
+  const Vec want = {1, 1, 1, 1, 0.5, 0.5, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 0.2, 0.2};
+  for (size_t e = 0; e < metrics.size(); ++e) {
+    sched.step(metrics[e]);
+    EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], want[e]) << "epoch " << e;
+  }
+  EXPECT_EQ(sched.best(), 9);
+  // An improvement smaller than the relative threshold (1e-4) is not one.
+  sched.step(9 * (1 - 0.5e-4));
+  EXPECT_EQ(sched.best(), 9);
+  sched.step(8);
+  EXPECT_EQ(sched.best(), 8);
+  EXPECT_EQ(sched.num_bad_epochs(), 0);
+}
+
+TEST(OptimReduceLROnPlateau, MaxModeAbsThreshold) {
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 0.1});
+  ReduceLROnPlateau sched(opt, {.mode = PlateauMode::Max,
+                                .patience = 0,
+                                .threshold = 0.05,
+                                .threshold_mode = ThresholdMode::Abs});
+  sched.step(0.5);
+  EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], 0.1);
+  sched.step(0.6);  // better by 0.1 > 0.05
+  EXPECT_DOUBLE_EQ(sched.get_last_lr()[0], 0.1);
+  sched.step(0.62);  // not better by 0.05: one bad epoch > patience 0
+  EXPECT_NEAR(sched.get_last_lr()[0], 0.01, 1e-15);
+  expect_error([&] { ReduceLROnPlateau(opt, {.factor = 1.0}); },
+               "[optim.ReduceLROnPlateau] invalid factor: 1 (must be in [0, 1))");
+}
+
+TEST(OptimClipGradNorm, ScalesToMaxNorm) {
+  Tensor a = make({3.0, 4.0}).requires_grad_();
+  Tensor b = make({12.0}).requires_grad_();
+  Tensor c = make({100.0}).requires_grad_();  // no gradient: ignored
+  auto reset = [&] {
+    a.mutable_grad() = make({3.0, -4.0});
+    b.mutable_grad() = make({12.0});
+  };
+  reset();
+  EXPECT_NEAR(clip_grad_norm_({a, b, c}, 6.5), 13.0, 1e-5);
+  const double k = 6.5 / (13.0 + 1e-6);
+  EXPECT_NEAR(values(a.grad())[0], 3 * k, 1e-6);
+  EXPECT_NEAR(values(a.grad())[1], -4 * k, 1e-6);
+  EXPECT_NEAR(values(b.grad())[0], 12 * k, 1e-5);
+  EXPECT_FALSE(c.grad().defined());
+  // Below max_norm: unchanged.
+  reset();
+  EXPECT_NEAR(clip_grad_norm_({a, b}, 100.0), 13.0, 1e-5);
+  EXPECT_EQ(values(a.grad()), (Vec{3.0, -4.0}));
+  // Other norms.
+  reset();
+  EXPECT_NEAR(clip_grad_norm_({a, b}, 100.0, 1.0), 19.0, 1e-5);
+  EXPECT_NEAR(clip_grad_norm_({a, b}, 6.0, std::numeric_limits<double>::infinity()), 12.0, 1e-6);
+  EXPECT_NEAR(values(b.grad())[0], 12.0 * 6.0 / (12.0 + 1e-6), 1e-5);
+  reset();
+  EXPECT_NEAR(clip_grad_norm_({a, b}, 100.0, 3.0), std::cbrt(27.0 + 64.0 + 1728.0), 1e-4);
+  EXPECT_EQ(clip_grad_norm_({c}, 1.0), 0.0);
+  // Non-finite norms.
+  a.mutable_grad() = make({std::numeric_limits<double>::infinity(), 1.0});
+  expect_error([&] { clip_grad_norm_({a}, 1.0, 2.0, /*error_if_nonfinite=*/true); },
+               "[optim.clip_grad_norm_] the total norm of order 2 of the gradients is inf");
+  expect_error([&] { clip_grad_norm_({a}, 1.0, -1.0); },
+               "[optim.clip_grad_norm_] invalid norm_type: -1");
+}
+
+TEST(OptimClipGradValue, ClampsEachElement) {
+  Tensor a = make({3.0, -4.0, 0.5}).requires_grad_();
+  a.mutable_grad() = make({3.0, -4.0, 0.5});
+  clip_grad_value_({a}, 1.0);
+  EXPECT_EQ(values(a.grad()), (Vec{1.0, -1.0, 0.5}));
+  expect_error([&] { clip_grad_value_({a}, -1.0); }, "[optim.clip_grad_value_] invalid clip_value");
+}
+
+}  // namespace
+}  // namespace ember::optim
