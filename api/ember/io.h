@@ -1,0 +1,4 @@
+// ember::io: saving and loading named tensors (safetensors files).
+#pragma once
+
+#include "ember/io/safetensors.h"

@@ -1,0 +1,29 @@
+// safetensors files: named tensors and string metadata, read and written without Python.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "ember/state_dict.h"
+
+namespace ember::io {
+
+/** String key/value pairs stored under "__metadata__" in a safetensors header. */
+using Metadata = std::map<std::string, std::string>;
+
+/** Writes `tensors` (any device, any strides) to `path` atomically; the old file survives a
+ * failure. */
+void save(const std::string& path, const StateDict& tensors, const Metadata& metadata = {});
+/** Reads every tensor of a safetensors file onto the CPU, validating the whole header first. */
+StateDict load(const std::string& path);
+/** Reads only the "__metadata__" of a safetensors file (the header is validated as by load). */
+Metadata load_metadata(const std::string& path);
+
+namespace testing {
+/** Test hook: save() fails with ENOSPC after writing `bytes` bytes of its file (nullopt: off). */
+void fail_writes_after(std::optional<int64_t> bytes);
+}  // namespace testing
+
+}  // namespace ember::io

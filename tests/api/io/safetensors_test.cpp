@@ -1,0 +1,524 @@
+// ember::io safetensors: byte-exact output, bit-exact round trips, atomic saves, hostile files.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include "ember/io.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+
+/** A fresh directory under the system temp dir, removed with everything in it. */
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ember_io_XXXXXX").string();
+    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  /** Names of the entries in the directory, sorted. */
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  fs::path path_;
+};
+
+/** True if `s` contains `part`. */
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string le64(uint64_t n) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return s;
+}
+
+/** A safetensors file as the spec describes it: length, header, data. */
+std::string st_file(const std::string& header, const std::string& data = "") {
+  return le64(header.size()) + header + data;
+}
+
+template <typename T>
+std::string raw(std::initializer_list<T> values) {
+  std::string s;
+  for (T v : values) s.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  return s;
+}
+
+std::string tensor_bytes(const Tensor& t) {
+  Tensor c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
+/** Expects `fn` to throw ember::Error whose message contains every one of `parts`. */
+template <typename Fn>
+void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no ember::Error thrown; expected one containing '" << *parts.begin() << "'";
+  } catch (const Error& e) {
+    for (const std::string& p : parts) EXPECT_PRED2(contains, e.what(), p);
+  }
+}
+
+// --- What we write is what the spec (and the reference implementation) prescribes. -----------
+
+TEST(Safetensors, WritesTheReferenceBytesForTheSpecExample) {
+  // huggingface/safetensors bindings/python/tests/test_simple.py, test_serialization: a 2x2
+  // int32 zero tensor named "test" serializes to exactly these bytes (header padded to 64).
+  TempDir dir;
+  io::save(dir.file("a.safetensors"), {{"test", zeros({2, 2}, DType::Int32)}});
+  std::string expected = std::string("@\0\0\0\0\0\0\0", 8) +
+                         R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})" +
+                         "    " + std::string(16, '\0');
+  EXPECT_EQ(read_bytes(dir.file("a.safetensors")), expected);
+}
+
+TEST(Safetensors, WritesMetadataFirstSortedNamesAndSpacePadding) {
+  TempDir dir;
+  Tensor b = tensor({1.5, -2.0});
+  Tensor a = tensor({{7, 8, 9}}, DType::Int64);
+  Tensor s = tensor(3.0, DType::Float64);
+  io::save(dir.file("m.safetensors"), {{"b", b}, {"a", a}, {"s", s}},
+           {{"z", "last"}, {"format", "pt"}});
+  std::string header = R"({"__metadata__":{"format":"pt","z":"last"},)"
+                       R"("a":{"dtype":"I64","shape":[1,3],"data_offsets":[0,24]},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[24,32]},)"
+                       R"("s":{"dtype":"F64","shape":[],"data_offsets":[32,40]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  ASSERT_EQ(header.size() % 8, 0u);
+  std::string data = raw<int64_t>({7, 8, 9}) + raw<float>({1.5f, -2.0f}) + raw<double>({3.0});
+  EXPECT_EQ(read_bytes(dir.file("m.safetensors")), st_file(header, data));
+}
+
+TEST(Safetensors, EscapesNamesAsJson) {
+  TempDir dir;
+  std::string name = "layer \"1\"\\weight\n\xc3\xa9";
+  io::save(dir.file("e.safetensors"), {{name, ones({1})}}, {{"k\t", "v\""}});
+  std::string bytes = read_bytes(dir.file("e.safetensors"));
+  EXPECT_PRED2(contains, bytes, R"("layer \"1\"\\weight\n)");
+  EXPECT_PRED2(contains, bytes, R"({"k\t":"v\""})");
+  StateDict back = io::load(dir.file("e.safetensors"));
+  ASSERT_EQ(back.count(name), 1u);
+  EXPECT_EQ(io::load_metadata(dir.file("e.safetensors")).at("k\t"), "v\"");
+}
+
+// --- Hand-built files load to the right values. -------------------------------------------------
+
+TEST(Safetensors, LoadsHandBuiltSpecFiles) {
+  TempDir dir;
+  // test_simple.py's load-with-metadata fixture, with non-zero values.
+  std::string header =
+      R"({"__metadata__":{"framework":"pt"},"test1":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}}       )";
+  ASSERT_EQ(header.size(), 102u);  // 'f' in the fixture's length byte
+  write_bytes(dir.file("x.safetensors"), st_file(header, raw<int32_t>({1, -2, 3, 2147483647})));
+  StateDict d = io::load(dir.file("x.safetensors"));
+  ASSERT_EQ(d.size(), 1u);
+  const Tensor& t = d.at("test1");
+  EXPECT_EQ(t.dtype(), DType::Int32);
+  EXPECT_EQ(t.sizes(), Shape({2, 2}));
+  const int32_t* p = t.data_ptr<int32_t>();
+  EXPECT_EQ(p[0], 1);
+  EXPECT_EQ(p[1], -2);
+  EXPECT_EQ(p[2], 3);
+  EXPECT_EQ(p[3], 2147483647);
+  EXPECT_EQ(io::load_metadata(dir.file("x.safetensors")), io::Metadata({{"framework", "pt"}}));
+
+  // Every dtype, unsorted keys, pretty-printed JSON, data in a different order than the keys.
+  std::string h2 = R"({
+    "h": {"dtype": "F16", "shape": [2], "data_offsets": [8, 12]},
+    "f": {"data_offsets": [0, 8], "shape": [2], "dtype": "F32"},
+    "bf": {"dtype": "BF16", "shape": [1], "data_offsets": [12, 14]},
+    "flag": {"dtype": "BOOL", "shape": [3], "data_offsets": [14, 17]},
+    "i8": {"dtype": "I8", "shape": [1], "data_offsets": [17, 18]},
+    "u8": {"dtype": "U8", "shape": [1], "data_offsets": [18, 19]},
+    "d": {"dtype": "F64", "shape": [], "data_offsets": [19, 27]},
+    "none": {"dtype": "F32", "shape": [0, 4], "data_offsets": [27, 27]}
+  })";
+  std::string data = raw<float>({0.25f, -8.0f}) + raw<uint16_t>({0x3C00, 0xC000}) +
+                     raw<uint16_t>({0x3F80}) + raw<uint8_t>({1, 0, 1}) + raw<int8_t>({-128}) +
+                     raw<uint8_t>({255}) + raw<double>({-1e300});
+  write_bytes(dir.file("y.safetensors"), st_file(h2, data));
+  StateDict e = io::load(dir.file("y.safetensors"));
+  ASSERT_EQ(e.size(), 8u);
+  EXPECT_EQ(e.at("f").data_ptr<float>()[0], 0.25f);
+  EXPECT_EQ(e.at("f").data_ptr<float>()[1], -8.0f);
+  EXPECT_EQ(e.at("h").dtype(), DType::Float16);
+  EXPECT_EQ(e.at("h").to(DType::Float64).select(0, 0).item(), 1.0);
+  EXPECT_EQ(e.at("h").to(DType::Float64).select(0, 1).item(), -2.0);
+  EXPECT_EQ(e.at("bf").dtype(), DType::BFloat16);
+  EXPECT_EQ(e.at("bf").to(DType::Float64).item(), 1.0);
+  EXPECT_EQ(tensor_bytes(e.at("flag")), std::string("\1\0\1", 3));
+  EXPECT_EQ(e.at("i8").item(), -128.0);
+  EXPECT_EQ(e.at("u8").item(), 255.0);
+  EXPECT_EQ(e.at("d").dim(), 0);
+  EXPECT_EQ(e.at("d").item(), -1e300);
+  EXPECT_EQ(e.at("none").sizes(), Shape({0, 4}));
+  EXPECT_TRUE(io::load_metadata(dir.file("y.safetensors")).empty());
+}
+
+// --- Round trips. ------------------------------------------------------------------------------
+
+/** A tensor of `dtype` filled with random bit patterns (0/1 for bool). */
+Tensor random_bits(DType dtype, IntList sizes, std::mt19937& rng) {
+  Tensor t = empty(sizes, TensorOptions(dtype));
+  auto* p = static_cast<unsigned char*>(t.data_ptr());
+  for (size_t i = 0; i < t.nbytes(); ++i) {
+    p[i] = static_cast<unsigned char>(dtype == DType::Bool ? rng() % 2 : rng() % 256);
+  }
+  return t;
+}
+
+TEST(Safetensors, RoundTripsEveryDtypeBitExactly) {
+  TempDir dir;
+  std::mt19937 rng(7);
+  const DType dtypes[] = {DType::Float32,  DType::Float64, DType::Float16,
+                          DType::BFloat16, DType::Int64,   DType::Int32,
+                          DType::Int8,     DType::UInt8,   DType::Bool};
+  StateDict in;
+  for (DType d : dtypes) {
+    std::string n(dtype_name(d));
+    in[n] = random_bits(d, {3, 5, 2}, rng);
+    in[n + ".scalar"] = random_bits(d, {}, rng);
+    in[n + ".empty"] = empty({0}, TensorOptions(d));
+    in[n + ".empty3"] = empty({2, 0, 3}, TensorOptions(d));
+  }
+  // Float special values, whatever random bits gave: NaN payloads, -0, infinities, denormals.
+  in["specials"] = from_vector<float>(
+      {-0.0f, INFINITY, -INFINITY, std::nanf("0x12345"), 1e-45f, 3.4028235e38f}, {6}, {});
+  const std::string path = dir.file("all.safetensors");
+  io::save(path, in);
+  StateDict out = io::load(path);
+  ASSERT_EQ(out.size(), in.size());
+  for (const auto& [name, t] : in) {
+    SCOPED_TRACE(name);
+    ASSERT_EQ(out.count(name), 1u);
+    const Tensor& u = out.at(name);
+    EXPECT_EQ(u.dtype(), t.dtype());
+    EXPECT_EQ(u.sizes(), t.sizes());
+    EXPECT_EQ(u.device(), Device::cpu());
+    EXPECT_TRUE(u.is_contiguous());
+    EXPECT_EQ(tensor_bytes(u), tensor_bytes(t));
+  }
+  // Saving what was loaded reproduces the file byte for byte.
+  io::save(dir.file("again.safetensors"), out);
+  EXPECT_EQ(read_bytes(dir.file("again.safetensors")), read_bytes(path));
+}
+
+TEST(Safetensors, SavesNonContiguousInputsAsTheirValues) {
+  TempDir dir;
+  Tensor base = arange(24, TensorOptions(DType::Float32)).reshape({2, 3, 4});
+  StateDict in = {
+      {"transposed", base.transpose(0, 2)},
+      {"strided", base.slice(2, 0, 4, 3)},
+      {"selected", base.select(1, 2)},
+      {"expanded", tensor({1.0, 2.0}).unsqueeze(0).expand({3, 2})},
+      {"grad", ones({2}).requires_grad_()},
+  };
+  io::save(dir.file("v.safetensors"), in);
+  StateDict out = io::load(dir.file("v.safetensors"));
+  for (const auto& [name, t] : in) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(out.at(name).sizes(), t.sizes());
+    EXPECT_EQ(tensor_bytes(out.at(name)), tensor_bytes(t.detach().contiguous()));
+    EXPECT_FALSE(out.at(name).requires_grad());
+  }
+  // The transposed [4, 3, 2] view: out[k][j][i] = base[i][j][k] = 12 i + 4 j + k.
+  const float* p = out.at("transposed").data_ptr<float>();
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i) EXPECT_EQ(p[(k * 3 + j) * 2 + i], 12 * i + 4 * j + k);
+}
+
+TEST(Safetensors, EmptyDictAndMetadataOnly) {
+  TempDir dir;
+  io::save(dir.file("e.safetensors"), {});
+  EXPECT_EQ(read_bytes(dir.file("e.safetensors")), st_file("{}      "));
+  EXPECT_TRUE(io::load(dir.file("e.safetensors")).empty());
+  io::save(dir.file("m.safetensors"), {}, {{"epoch", "3"}});
+  EXPECT_TRUE(io::load(dir.file("m.safetensors")).empty());
+  EXPECT_EQ(io::load_metadata(dir.file("m.safetensors")), io::Metadata({{"epoch", "3"}}));
+}
+
+// --- Saving is atomic. -------------------------------------------------------------------------
+
+/** Turns the write-failure hook off again when a test ends, however it ends. */
+struct FaultGuard {
+  explicit FaultGuard(int64_t bytes) { io::testing::fail_writes_after(bytes); }
+  ~FaultGuard() { io::testing::fail_writes_after(std::nullopt); }
+};
+
+TEST(Safetensors, FailedWriteLeavesTheOldFileAndNoTemporary) {
+  TempDir dir;
+  const std::string path = dir.file("model.safetensors");
+  io::save(path, {{"w", full({4}, 1.0)}}, {{"version", "1"}});
+  const std::string old_bytes = read_bytes(path);
+  StateDict bigger = {{"w", full({1000}, 2.0)}, {"b", zeros({10})}};
+  // Fail at the length, inside the header, at its end, and in the middle of the data.
+  for (int64_t fail_at : {0, 5, 8, 40, 120, 3000}) {
+    SCOPED_TRACE(fail_at);
+    FaultGuard guard(fail_at);
+    expect_error(
+        [&] {
+          io::save(path, bigger, {{"version", "2"}});
+        },
+        {"[io.save] " + path, "No space left on device", fmt::format("after {} bytes", fail_at)});
+    EXPECT_EQ(read_bytes(path), old_bytes);
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.safetensors"});
+  }
+  EXPECT_EQ(io::load_metadata(path).at("version"), "1");
+  io::save(path, bigger, {{"version", "2"}});  // hook off: it works
+  EXPECT_EQ(io::load(path).at("w").sizes(), Shape({1000}));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.safetensors"});
+}
+
+TEST(Safetensors, FailedRenameLeavesNoTemporary) {
+  TempDir dir;
+  fs::create_directory(dir.file("taken"));
+  write_bytes(dir.file("taken") + "/inside", "keep");
+  expect_error(
+      [&] {
+        io::save(dir.file("taken"), {{"w", ones({2})}});
+      },
+      {"[io.save] " + dir.file("taken"), "cannot replace it"});
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"taken"});
+  EXPECT_EQ(read_bytes(dir.file("taken") + "/inside"), "keep");
+}
+
+TEST(Safetensors, SaveIntoMissingOrReadOnlyDirectoryThrows) {
+  TempDir dir;
+  const std::string missing = dir.file("no/such/dir/m.safetensors");
+  expect_error(
+      [&] {
+        io::save(missing, {{"w", ones({2})}});
+      },
+      {"[io.save] " + missing, "cannot create a temporary file", "No such file"});
+  if (::geteuid() == 0) return;  // root writes anywhere; the fault hook above covers failures
+  fs::create_directory(dir.file("ro"));
+  const std::string path = dir.file("ro/m.safetensors");
+  io::save(path, {{"w", ones({2})}});
+  fs::permissions(dir.file("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+  expect_error([&] { io::save(path, {{"w", zeros({3})}}); }, {"[io.save] " + path});
+  fs::permissions(dir.file("ro"), fs::perms::owner_all);
+  EXPECT_EQ(io::load(path).at("w").sizes(), Shape({2}));
+}
+
+TEST(Safetensors, KeepsThePermissionsOfTheFileItReplaces) {
+  TempDir dir;
+  const std::string path = dir.file("p.safetensors");
+  io::save(path, {{"w", ones({2})}});
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  io::save(path, {{"w", ones({3})}});
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+}
+
+TEST(Safetensors, SaveRejectsBadInputBeforeWriting) {
+  TempDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  expect_error(
+      [&] {
+        io::save(path, {{"w", Tensor()}});
+      },
+      {"[io.save] " + path, "tensor 'w' is undefined"});
+  expect_error(
+      [&] {
+        io::save(path, {{"__metadata__", ones({1})}});
+      },
+      {"'__metadata__' is reserved"});
+  expect_error([&] { io::save(path, {{std::string("bad\xff"), ones({1})}}); }, {"not valid UTF-8"});
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+// --- Hostile files: a clear error, never a crash or an out-of-bounds read. -----------------------
+
+struct BadFile {
+  const char* what;
+  std::string bytes;
+  std::string message;
+};
+
+std::string f32_header(const std::string& entry) {
+  return "{\"a\":" + entry + "}";
+}
+
+TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
+  const std::string ok_entry = R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string eight(8, '\0');
+  const std::vector<BadFile> cases = {
+      {"empty", "", "file too short: 0 bytes"},
+      {"seven bytes", std::string(7, '\0'), "file too short: 7 bytes"},
+      {"4 GiB header", le64(uint64_t{1} << 32) + "{}", "header length 4294967296 is absurd"},
+      {"huge header", le64(UINT64_MAX) + "{}", "is absurd"},
+      {"header past the end", le64(100) + "{}", "header length 100 is larger than the 2 bytes"},
+      {"invalid JSON", st_file(R"({"a":)"), "invalid JSON header"},
+      {"trailing garbage", st_file("{} x"), "invalid JSON header"},
+      {"not an object", st_file("[1, 2]"), "must be a JSON object"},
+      {"leading space", st_file(" {}"), "must be a JSON object"},
+      {"entry not an object", st_file(f32_header("3")), "tensor 'a': entry is a JSON number"},
+      {"missing dtype", st_file(f32_header(R"({"shape":[2],"data_offsets":[0,8]})"), eight),
+       "tensor 'a': missing dtype"},
+      {"unknown dtype",
+       st_file(f32_header(R"({"dtype":"F7","shape":[2],"data_offsets":[0,8]})"), eight),
+       "unsupported dtype 'F7'"},
+      {"unsupported dtype",
+       st_file(f32_header(R"({"dtype":"U16","shape":[4],"data_offsets":[0,8]})"), eight),
+       "unsupported dtype 'U16'"},
+      {"dtype not a string",
+       st_file(f32_header(R"({"dtype":32,"shape":[2],"data_offsets":[0,8]})"), eight),
+       "dtype is a JSON number"},
+      {"missing shape", st_file(f32_header(R"({"dtype":"F32","data_offsets":[0,8]})"), eight),
+       "missing shape"},
+      {"shape not an array",
+       st_file(f32_header(R"({"dtype":"F32","shape":2,"data_offsets":[0,8]})"), eight),
+       "shape is a JSON number"},
+      {"negative dim",
+       st_file(f32_header(R"({"dtype":"F32","shape":[-1,-2],"data_offsets":[0,8]})"), eight),
+       "shape [-1,-2] has a negative dim"},
+      {"fractional dim",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2.0],"data_offsets":[0,8]})"), eight),
+       "non-integer dim"},
+      {"overflowing shape",
+       st_file(
+           f32_header(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})")),
+       "overflows int64"},
+      {"overflowing bytes",
+       st_file(f32_header(R"({"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]})")),
+       "overflows int64"},
+      {"dim above int64",
+       st_file(f32_header(R"({"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,8]})")),
+       "too large"},
+      {"missing offsets", st_file(f32_header(R"({"dtype":"F32","shape":[2]})"), eight),
+       "missing data_offsets"},
+      {"offsets not a pair",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})"), eight),
+       "data_offsets must be [begin, end]"},
+      {"negative offset",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2],"data_offsets":[-8,0]})"), eight),
+       "data_offsets must be [begin, end]"},
+      {"offsets backwards",
+       st_file(f32_header(R"({"dtype":"F32","shape":[0],"data_offsets":[8,0]})"), eight),
+       "end before they begin"},
+      {"size mismatch",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})"), eight),
+       "data_offsets [0, 4] cover 4 bytes but F32 [2] needs 8"},
+      {"past the end", st_file(f32_header(ok_entry), std::string(7, '\0')),
+       "run past the end of the file: the data section has 7 bytes"},
+      {"overlap",
+       st_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+               R"("b":{"dtype":"I32","shape":[2],"data_offsets":[4,12]}})",
+               std::string(12, '\0')),
+       "tensors 'a' [0, 8] and 'b' [4, 12] overlap"},
+      {"duplicate name",
+       st_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+               R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+               std::string(16, '\0')),
+       "duplicate key 'a'"},
+      {"duplicate field",
+       st_file(f32_header(R"({"dtype":"F32","dtype":"F32","shape":[2],"data_offsets":[0,8]})"),
+               eight),
+       "duplicate key 'dtype'"},
+      {"unknown field",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1})"), eight),
+       "unknown field 'x'"},
+      {"metadata not an object", st_file(R"({"__metadata__":[]})"), "__metadata__ is a JSON array"},
+      {"metadata value not a string", st_file(R"({"__metadata__":{"epoch":3}})"),
+       "__metadata__ value of 'epoch' is a JSON number"},
+      {"nested too deep", st_file(R"({"a":{"shape":[[[1]]]}})"), "nested deeper than 3"},
+      {"bool byte 2",
+       st_file(R"({"a":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
+               std::string("\1\2\0", 3)),
+       "BOOL element 1 has byte value 2"},
+  };
+  TempDir dir;
+  for (const BadFile& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string path = dir.file("bad.safetensors");
+    write_bytes(path, c.bytes);
+    expect_error([&] { io::load(path); }, {"[io.load] " + path + ": ", c.message});
+    if (c.message.find("BOOL") == std::string::npos) {
+      expect_error([&] { io::load_metadata(path); }, {"[io.load] " + path + ": ", c.message});
+    }
+  }
+}
+
+TEST(Safetensors, RejectsMissingFilesAndDirectories) {
+  TempDir dir;
+  expect_error([&] { io::load(dir.file("nope")); },
+               {"[io.load] " + dir.file("nope") + ": cannot open: No such file"});
+  fs::create_directory(dir.file("d"));
+  expect_error([&] { io::load(dir.file("d")); }, {"not a regular file"});
+}
+
+TEST(Safetensors, EveryTruncationAndByteFlipFailsCleanly) {
+  TempDir dir;
+  const std::string good_path = dir.file("good.safetensors");
+  io::save(good_path,
+           {{"a", arange(6, TensorOptions(DType::Float32)).reshape({2, 3})},
+            {"b", tensor({true, false}, DType::Bool)},
+            {"c", tensor({{1, 2}}, DType::Int64)}},
+           {{"k", "v"}});
+  const std::string good = read_bytes(good_path);
+  const std::string path = dir.file("t.safetensors");
+  for (size_t n = 0; n < good.size(); ++n) {
+    write_bytes(path, good.substr(0, n));
+    EXPECT_THROW(io::load(path), Error) << "truncated to " << n << " bytes";
+  }
+  // Flipping header bytes must either still load or throw ember::Error; nothing else.
+  std::mt19937 rng(3);
+  const size_t header_end = 8 + static_cast<unsigned char>(good[0]) +
+                            256 * static_cast<size_t>(static_cast<unsigned char>(good[1]));
+  ASSERT_LT(header_end, good.size());
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string bytes = good;
+    size_t pos = rng() % header_end;
+    bytes[pos] = static_cast<char>(rng() % 256);
+    write_bytes(path, bytes);
+    try {
+      io::load(path);
+    } catch (const Error& e) {
+      EXPECT_PRED2(contains, e.what(), "[io.load]");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember
