@@ -1,0 +1,39 @@
+// Reference models: LeNet-5, a small batch-norm CNN for 28x28 images, an MLP, and ResNet-18.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/nn.h"
+
+namespace ember::models {
+
+/** LeNet-5 for 1x28x28 inputs (the first convolution pads by 2): 10 logits. */
+std::shared_ptr<nn::Sequential> lenet5(int64_t num_classes = 10);
+/** Two conv-batchnorm-relu-pool stages (32 and 64 channels) and two linear layers, for
+ *  1x28x28 inputs: the default model of `ember train`. */
+std::shared_ptr<nn::Sequential> fashion_cnn(int64_t num_classes = 10);
+/** Linear layers of the given sizes with ReLU between them (sizes = {784, 512, 512, 10}). */
+std::shared_ptr<nn::Sequential> mlp(const std::vector<int64_t>& sizes);
+
+/** The two-convolution residual block of ResNet-18 and ResNet-34. */
+class BasicBlock : public nn::Module {
+ public:
+  /** A block from `in` to `out` channels; stride 2 (or a channel change) adds a projection. */
+  BasicBlock(int64_t in, int64_t out, int64_t stride);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  std::shared_ptr<nn::Conv2d> conv1_, conv2_;
+  std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_;
+  std::shared_ptr<nn::Sequential> downsample_;
+};
+
+/** ResNet-18 as torchvision builds it (7x7 stem, max pool, 4 stages of 2 blocks). */
+std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes = 1000, int64_t in_channels = 3);
+
+/** A model by name ("lenet", "cnn", "mlp", "resnet18") for 1x28x28 inputs and 10 classes. */
+std::shared_ptr<nn::Sequential> by_name(const std::string& name);
+
+}  // namespace ember::models

@@ -1,0 +1,8 @@
+// ember::nn: modules, layers, containers, losses and initialisers.
+#pragma once
+
+#include "ember/nn/container.h"
+#include "ember/nn/init.h"
+#include "ember/nn/layers.h"
+#include "ember/nn/loss.h"
+#include "ember/nn/module.h"

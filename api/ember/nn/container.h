@@ -1,0 +1,52 @@
+// Containers: Sequential (runs its modules in order) and ModuleList (holds them).
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "ember/nn/module.h"
+
+namespace ember::nn {
+
+/** Runs its modules one after another; they are named "0", "1", ... */
+class Sequential : public Module {
+ public:
+  Sequential() : Module("Sequential") {}
+  /** A Sequential of `modules`, in order. */
+  Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+  /** Appends a module. */
+  void push_back(std::shared_ptr<Module> module);
+  /** Feeds x through every module in order. */
+  Tensor forward(const Tensor& x) override;
+  /** The i-th module (negative counts from the end). */
+  std::shared_ptr<Module> operator[](int64_t i) const;
+  /** Number of modules. */
+  int64_t size() const { return static_cast<int64_t>(modules_.size()); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+/** Holds modules by index ("0", "1", ...) so their parameters are registered; no forward. */
+class ModuleList : public Module {
+ public:
+  ModuleList() : Module("ModuleList") {}
+  /** A list of `modules`. */
+  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+  /** Appends a module. */
+  void push_back(std::shared_ptr<Module> module);
+  /** The i-th module (negative counts from the end). */
+  std::shared_ptr<Module> operator[](int64_t i) const;
+  /** Number of modules. */
+  int64_t size() const { return static_cast<int64_t>(modules_.size()); }
+  /** Iteration over the modules. */
+  auto begin() const { return modules_.begin(); }
+  /** End of iteration. */
+  auto end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+}  // namespace ember::nn

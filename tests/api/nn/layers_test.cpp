@@ -1,0 +1,233 @@
+// Layers: shapes, PyTorch's default initialisation, modes, and values against references.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <ember/ember.h>
+#include <ember/nn.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::nn {
+namespace {
+
+using ember::testing::expect_error;
+using ember::testing::values;
+
+struct Stats {
+  double min, max, mean, var;
+};
+
+Stats stats(const Tensor& t) {
+  const std::vector<double> v = values(t);
+  Stats s{*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()), 0, 0};
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  for (double x : v) s.var += (x - s.mean) * (x - s.mean);
+  s.var /= static_cast<double>(v.size());
+  return s;
+}
+
+// U(-b, b): inside the bound, reaching close to it, with variance b^2 / 3.
+void expect_uniform(const Tensor& t, double bound) {
+  const Stats s = stats(t);
+  EXPECT_GE(s.min, -bound);
+  EXPECT_LE(s.max, bound);
+  EXPECT_GT(s.max, 0.95 * bound);
+  EXPECT_LT(s.min, -0.95 * bound);
+  EXPECT_NEAR(s.var, bound * bound / 3, 0.1 * bound * bound / 3);
+}
+
+TEST(Linear, DefaultInitIsUniformWithBoundOneOverSqrtFanIn) {
+  manual_seed(1);
+  Linear fc(784, 100);
+  EXPECT_EQ(fc.weight.sizes(), (Shape{100, 784}));
+  EXPECT_EQ(fc.bias.sizes(), (Shape{100}));
+  expect_uniform(fc.weight, 1.0 / std::sqrt(784.0));
+  const Stats b = stats(fc.bias);
+  EXPECT_LE(b.max, 1.0 / std::sqrt(784.0));
+  EXPECT_GE(b.min, -1.0 / std::sqrt(784.0));
+  EXPECT_EQ(fc.extra_repr(), "in_features=784, out_features=100, bias=true");
+  expect_error([] { Linear(0, 3); }, {"[nn.Linear]", "in_features", "0"});
+}
+
+TEST(Linear, AppliesToBatchedAndUnbatchedInputs) {
+  Linear fc(3, 2);
+  const Tensor x = randn({4, 5, 3});
+  const Tensor y = fc(x);
+  EXPECT_EQ(y.sizes(), (Shape{4, 5, 2}));
+  const auto yv = values(y), xv = values(x), w = values(fc.weight), b = values(fc.bias);
+  for (int r = 0; r < 20; ++r) {
+    for (int o = 0; o < 2; ++o) {
+      double s = b[o];
+      for (int i = 0; i < 3; ++i) s += xv[r * 3 + i] * w[o * 3 + i];
+      EXPECT_NEAR(yv[r * 2 + o], s, 1e-5);
+    }
+  }
+  EXPECT_EQ(fc(randn({3})).sizes(), (Shape{2}));
+}
+
+TEST(Conv2d, DefaultInitAndShapes) {
+  manual_seed(2);
+  Conv2d conv(16, 32, 3, {.stride = 2, .padding = 1});
+  EXPECT_EQ(conv.weight.sizes(), (Shape{32, 16, 3, 3}));
+  expect_uniform(conv.weight, 1.0 / std::sqrt(16.0 * 9));
+  EXPECT_EQ(conv(randn({2, 16, 9, 9})).sizes(), (Shape{2, 32, 5, 5}));
+  Conv2d grouped(8, 4, {3, 1}, {.groups = 4, .bias = false});
+  EXPECT_EQ(grouped.weight.sizes(), (Shape{4, 2, 3, 1}));
+  EXPECT_FALSE(grouped.bias.defined());
+  EXPECT_EQ(grouped.parameters().size(), 1u);
+  EXPECT_EQ(grouped.extra_repr(), "8, 4, kernel_size=(3, 1), stride=1, groups=4, bias=false");
+  expect_error([] { Conv2d(6, 4, 3, {.groups = 4}); }, {"[nn.Conv2d]", "divisible by groups=4"});
+}
+
+TEST(ConvTranspose2d, WeightLayoutInitAndShapes) {
+  manual_seed(3);
+  ConvTranspose2d up(32, 16, 2, {.stride = 2});
+  EXPECT_EQ(up.weight.sizes(), (Shape{32, 16, 2, 2}));
+  expect_uniform(up.weight, 1.0 / std::sqrt(16.0 * 4));  // fan_in from weight.size(1)
+  EXPECT_EQ(up(randn({1, 32, 7, 7})).sizes(), (Shape{1, 16, 14, 14}));
+}
+
+TEST(BatchNorm2d, TrainingUpdatesRunningStatsAndEvalUsesThem) {
+  BatchNorm2d bn(2);
+  EXPECT_EQ(values(bn.weight), (std::vector<double>{1, 1}));
+  EXPECT_EQ(values(bn.bias), (std::vector<double>{0, 0}));
+  const Tensor x = randn({4, 2, 3, 3}, DType::Float64);
+  const Tensor y = bn(x);
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  const auto xv = values(x), yv = values(y), rm = values(bn.running_mean),
+             rv = values(bn.running_var);
+  for (int c = 0; c < 2; ++c) {
+    double mean = 0, var = 0;
+    std::vector<int> idx;
+    for (int n = 0; n < 4; ++n) {
+      for (int i = 0; i < 9; ++i) idx.push_back((n * 2 + c) * 9 + i);
+    }
+    for (int i : idx) mean += xv[i];
+    mean /= 36;
+    for (int i : idx) var += (xv[i] - mean) * (xv[i] - mean);
+    EXPECT_NEAR(rm[c], 0.1 * mean, 1e-6);
+    EXPECT_NEAR(rv[c], 0.9 + 0.1 * var / 35, 1e-6);  // unbiased variance in the running stat
+    for (int i : idx) EXPECT_NEAR(yv[i], (xv[i] - mean) / std::sqrt(var / 36 + 1e-5), 1e-6);
+  }
+  bn.eval();
+  const auto ev = values(bn(x));
+  for (int c = 0; c < 2; ++c) {
+    for (int n = 0; n < 4; ++n) {
+      const int i = (n * 2 + c) * 9;
+      EXPECT_NEAR(ev[i], (xv[i] - rm[c]) / std::sqrt(rv[c] + 1e-5), 1e-6);
+    }
+  }
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  expect_error([&] { bn(randn({2, 2})); }, {"[nn.BatchNorm2d]", "4-d", "[2, 2]"});
+  EXPECT_EQ(bn.state_dict().size(), 5u);
+}
+
+TEST(BatchNorm1d, AcceptsTwoAndThreeDims) {
+  BatchNorm1d bn(3, {.affine = false});
+  EXPECT_EQ(bn.parameters().size(), 0u);
+  EXPECT_EQ(bn(randn({4, 3})).sizes(), (Shape{4, 3}));
+  EXPECT_EQ(bn(randn({4, 3, 5})).sizes(), (Shape{4, 3, 5}));
+}
+
+TEST(LayerNormAndGroupNorm, NormaliseAndHaveAffineParameters) {
+  LayerNorm ln({4});
+  const Tensor x = randn({2, 4}, DType::Float64);
+  const auto y = values(ln(x));
+  const auto xv = values(x);
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 4; ++i) mean += xv[r * 4 + i] / 4;
+    for (int i = 0; i < 4; ++i) var += (xv[r * 4 + i] - mean) * (xv[r * 4 + i] - mean) / 4;
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(y[r * 4 + i], (xv[r * 4 + i] - mean) / std::sqrt(var + 1e-5), 1e-6);
+    }
+  }
+  GroupNorm gn(2, 4);
+  EXPECT_EQ(gn(randn({3, 4, 5, 5})).sizes(), (Shape{3, 4, 5, 5}));
+  EXPECT_EQ(gn.weight.sizes(), (Shape{4}));
+  expect_error([] { GroupNorm(3, 4); }, {"[nn.GroupNorm]", "num_channels=4", "num_groups=3"});
+}
+
+TEST(Dropout, ZeroesInTrainingAndIsIdentityInEval) {
+  Dropout d(0.5);
+  const Tensor x = ones({1000});
+  const auto y = values(d(x));
+  const auto zeros_n = std::count(y.begin(), y.end(), 0.0);
+  EXPECT_GT(zeros_n, 400);
+  EXPECT_LT(zeros_n, 600);
+  for (double v : y) EXPECT_TRUE(v == 0.0 || v == 2.0);
+  d.eval();
+  EXPECT_EQ(values(d(x)), values(x));
+  expect_error([] { Dropout(1.5); }, {"[nn.Dropout]", "1.5"});
+}
+
+TEST(Embedding, LooksUpRowsAndZeroesThePaddingRow) {
+  manual_seed(4);
+  Embedding emb(100, 64, /*padding_idx=*/0);
+  const Stats s = stats(emb.weight.slice(0, 1, 100));
+  EXPECT_NEAR(s.mean, 0.0, 0.05);
+  EXPECT_NEAR(s.var, 1.0, 0.1);
+  for (double v : values(emb.weight.select(0, 0))) EXPECT_EQ(v, 0.0);
+  const Tensor idx = tensor({{3, 0}, {7, 3}});
+  const Tensor y = emb(idx);
+  EXPECT_EQ(y.sizes(), (Shape{2, 2, 64}));
+  EXPECT_EQ(values(y.select(0, 1).select(0, 0)), values(emb.weight.select(0, 7)));
+}
+
+TEST(Pooling, ModulesForwardTheirOptions) {
+  const Tensor x = randn({1, 2, 8, 8});
+  EXPECT_EQ(MaxPool2d(2)(x).sizes(), (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(MaxPool2d(3, {.stride = 2, .padding = 1})(x).sizes(), (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(AvgPool2d(2)(x).sizes(), (Shape{1, 2, 4, 4}));
+  EXPECT_EQ(AdaptiveAvgPool2d(1)(x).sizes(), (Shape{1, 2, 1, 1}));
+  const auto pooled = values(AdaptiveAvgPool2d(1)(x)), means = values(mean(x, {2, 3}, true));
+  for (size_t i = 0; i < pooled.size(); ++i) EXPECT_NEAR(pooled[i], means[i], 1e-6);
+  EXPECT_EQ(Flatten()(x).sizes(), (Shape{1, 128}));
+}
+
+TEST(Activations, MatchTheirOps) {
+  const Tensor x = randn({10});
+  EXPECT_EQ(values(ReLU()(x)), values(relu(x)));
+  EXPECT_EQ(values(GELU("tanh")(x)), values(gelu(x, "tanh")));
+  EXPECT_EQ(values(SiLU()(x)), values(silu(x)));
+  EXPECT_EQ(values(Sigmoid()(x)), values(sigmoid(x)));
+  EXPECT_EQ(values(Tanh()(x)), values(tanh(x)));
+  EXPECT_EQ(values(Softmax(0)(x)), values(softmax(x, 0)));
+  expect_error([] { GELU("fast"); }, {"[nn.GELU]", "'fast'"});
+}
+
+TEST(Losses, ModulesCallTheirOps) {
+  const Tensor logits = randn({4, 3});
+  const Tensor target = tensor({0, 2, 1, 2});
+  EXPECT_EQ(CrossEntropyLoss()(logits, target).item(), cross_entropy(logits, target).item());
+  EXPECT_EQ(CrossEntropyLoss({}, -100, Reduction::Mean, 0.1)(logits, target).item(),
+            cross_entropy(logits, target, {}, -100, Reduction::Mean, 0.1).item());
+  EXPECT_EQ(NLLLoss()(log_softmax(logits, 1), target).item(), cross_entropy(logits, target).item());
+  const Tensor a = randn({5}), b = randn({5});
+  EXPECT_NEAR(MSELoss()(a, b).item(), mean(square(a - b)).item(), 1e-6);
+  EXPECT_NEAR(L1Loss(Reduction::Sum)(a, b).item(), sum(abs(a - b)).item(), 1e-5);
+  EXPECT_EQ(BCEWithLogitsLoss()(a, sigmoid(b)).item(),
+            binary_cross_entropy_with_logits(a, sigmoid(b)).item());
+}
+
+TEST(Init, GainsAndFansFollowPyTorch) {
+  EXPECT_DOUBLE_EQ(init::calculate_gain("relu"), std::sqrt(2.0));
+  EXPECT_DOUBLE_EQ(init::calculate_gain("tanh"), 5.0 / 3);
+  EXPECT_DOUBLE_EQ(init::calculate_gain("leaky_relu", 0.2), std::sqrt(2.0 / 1.04));
+  const Tensor w = empty({8, 4, 3, 3});
+  EXPECT_EQ(init::calculate_fan_in_and_fan_out(w), (std::pair<int64_t, int64_t>{36, 72}));
+  expect_error([] { init::calculate_gain("swish"); }, {"[nn.init]", "'swish'"});
+  Tensor big = empty({256, 512});
+  init::kaiming_normal_(big, 0.0, init::FanMode::FanIn, "relu");
+  EXPECT_NEAR(stats(big).var, 2.0 / 512, 0.05 * 2.0 / 512);
+  init::xavier_uniform_(big);
+  expect_uniform(big, std::sqrt(6.0 / (256 + 512)));
+  init::zeros_(big);
+  EXPECT_EQ(stats(big).max, 0.0);
+}
+
+}  // namespace
+}  // namespace ember::nn
