@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "core/plugin/loader.h"
 #include "core/tensor/storage.h"
@@ -168,6 +169,48 @@ void detail::unregister_device_types(const std::string& plugin) {
       r.entries[i] = dead;
     }
   }
+}
+
+namespace {
+std::mutex g_default_mu;
+std::optional<Device> g_default_device;
+}  // namespace
+
+Device default_device() {
+  ensure_plugins_loaded();
+  {
+    std::lock_guard lock(g_default_mu);
+    if (g_default_device) return *g_default_device;
+  }
+  if (const char* env = std::getenv("EMBER_DEVICE"); env && *env) {
+    const int16_t id =
+        find_device_type(std::string_view(env).substr(0, std::string_view(env).find(':')));
+    EMBER_CHECK(id >= 0, "[device] EMBER_DEVICE={}: no device type of that name is registered",
+                env);
+    const Device d(env);
+    check_device(d, "EMBER_DEVICE");
+    return d;
+  }
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  int16_t best = kCpuType;
+  for (int16_t i = 0; i < r.size; ++i) {
+    const DeviceTypeEntry& e = *r.entries[i];
+    if (e.count > 0 && e.table.priority > r.entries[best].load()->table.priority) best = i;
+  }
+  return Device(best, 0);
+}
+
+void set_default_device(Device device) {
+  ensure_plugins_loaded();
+  check_device(device, "set_default_device");
+  std::lock_guard lock(g_default_mu);
+  g_default_device = device;
+}
+
+void reset_default_device() {
+  std::lock_guard lock(g_default_mu);
+  g_default_device.reset();
 }
 
 Storage allocate_storage(size_t bytes, Device device) {

@@ -36,6 +36,19 @@ EMBER_API void device_copy(Device device, void* dst, const void* src, size_t byt
 /** Waits for all queued work on `device`. */
 EMBER_API void synchronize(Device device = Device::cpu());
 
+// Note [The default device]
+// default_device() is, in order: the device given to set_default_device(); else EMBER_DEVICE
+// ("cuda", "cuda:1", "cpu"); else device 0 of the available device type (count > 0) with the
+// highest plugin-declared priority (ember_device_type_v1::priority: CUDA declares 200, the CPU
+// plugin 100), so an accelerator is preferred over the CPU when one works. Ties go to the type
+// registered first. Factories still default to the CPU; callers ask for this explicitly.
+/** The device to use when the caller has no preference (see Note [The default device]). */
+EMBER_API Device default_device();
+/** Makes `device` the default; throws if it is not available. */
+EMBER_API void set_default_device(Device device);
+/** Forgets set_default_device(): back to EMBER_DEVICE or the best available type. */
+EMBER_API void reset_default_device();
+
 namespace detail {
 /** Registers or replaces a device type; returns its id. Loader use only. */
 int16_t register_device_type(const ember_device_type_v1& table, const std::string& plugin,

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/dispatch/extension_ops.h"
 #include "core/plugin/loader.h"
 
 namespace ember {
@@ -37,10 +38,15 @@ std::vector<OpInfo> ops() {
   ensure_plugins_loaded();
   OpRegistry& r = op_registry();
   std::vector<DeviceTypeEntry> types = device_types();
+  // Read before taking the op registry's lock: committing a schema takes the extension
+  // registry's lock and then this one.
+  std::unordered_map<std::string, std::string> extension;
+  for (const ExtensionOp* e : extension_ops()) extension[e->name] = describe_extension_op(*e);
   std::vector<OpInfo> out;
   std::lock_guard lock(r.mu);
   for (const Op& op : r.ops) {
-    OpInfo info{op.name(), {}};
+    OpInfo info{op.name(), {}, {}};
+    if (auto it = extension.find(op.name()); it != extension.end()) info.extension = it->second;
     for (size_t t = 0; t < types.size(); ++t) {
       std::vector<DType> dtypes;
       for (int d = 0; d < kNumDTypes; ++d) {

@@ -41,6 +41,8 @@ struct OpInfo {
   std::string name;
   /** Per device type that has kernels: its name and the dtypes covered. */
   std::vector<std::pair<std::string, std::vector<DType>>> kernels;
+  /** For an op a plugin defined (ABI 1.1): who defined it, its arity and backward; else "". */
+  std::string extension;
 };
 
 /** Every op with the device types and dtypes that have kernels, sorted by name. */

@@ -11,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "core/dispatch/device_registry.h"
+#include "core/dispatch/extension_ops.h"
 #include "core/dispatch/op.h"
 #include "core/plugin/elf_check.h"
 #include "core/util/error.h"
@@ -58,6 +60,10 @@ const char* outcome_name(PluginOutcome o) {
       return "shadowed";
     case PluginOutcome::Disabled:
       return "disabled";
+    case PluginOutcome::Unreadable:
+      return "unreadable";
+    case PluginOutcome::Crashed:
+      return "crashed";
   }
   return "unknown";
 }
@@ -130,6 +136,7 @@ struct Staging {
   std::vector<ember_device_type_v1> device_types;
   std::vector<std::string> device_names;  // owned copies of the names
   std::vector<StagedKernel> kernels;
+  detail::StagedOpSchemas op_schemas;  // ABI 1.1: ops the plugin defines
   std::string error;
 };
 
@@ -164,6 +171,18 @@ int32_t stage_find_device_type(void* ctx, const char* name) {
   return find_device_type(name);
 }
 
+// ABI 1.1, ops defined by plugins: the schema logic lives in core/dispatch/extension_ops.cpp.
+// A malformed schema fails init, like an incomplete device table.
+int32_t stage_op_schema(void* ctx, const ember_op_schema_v1* schema, char* error, size_t cap) {
+  auto* s = static_cast<Staging*>(ctx);
+  const int32_t status = detail::stage_op_schema(s->op_schemas, schema);
+  if (status != EMBER_OK) {
+    if (s->error.empty()) s->error = s->op_schemas.error;
+    if (error && cap > 0) std::snprintf(error, cap, "%s", s->op_schemas.error.c_str());
+  }
+  return status;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The loader state.
 
@@ -178,8 +197,12 @@ struct LoadedPlugin {
 struct Loader {
   std::mutex mu;
   PluginReport report;
-  std::vector<LoadedPlugin*> loaded;  // never freed: plugins are not unloaded
-  std::vector<std::string> disabled, only;
+  std::vector<LoadedPlugin*> loaded;     // never freed: plugins are not unloaded
+  std::optional<PluginOptions> options;  // from init(options), before discovery
+  std::string disabled_by = "EMBER_PLUGINS_DISABLE", only_by = "EMBER_PLUGINS_ONLY";
+  int discoveries = 0;
+  bool shut_down = false;
+  std::string fatal;  // strict-mode or required-device failure, rethrown on every use
 };
 
 Loader& loader() {
@@ -213,6 +236,13 @@ void classify_dlopen_failure(const std::string& path, PluginRecord& rec) {
     if (dep != base) {
       rec.outcome = PluginOutcome::MissingDependency;
       rec.reason = fmt::format("missing dependency {}", dep);
+      // dlopen names the first library it could not find; the scan names them all.
+      std::vector<std::string> others;
+      for (const std::string& m : scan_dependencies(path).missing) {
+        if (m.rfind(dep + " ", 0) != 0) others.push_back(m);
+      }
+      if (!others.empty())
+        rec.reason += fmt::format(" (also missing: {})", fmt::join(others, ", "));
       return;
     }
   }
@@ -237,6 +267,28 @@ std::string real_path(const std::string& p) {
   return ec ? p : r.string();
 }
 
+// When a plugin took over device type `id` from plugin `loser`, the loser's kernels for the type
+// would run on memory they did not allocate: they are removed (the winner registers its own
+// right after). The built-in "core" CPU entry is plain host memory and has no kernels.
+void drop_kernels_of_replaced_type(PluginReport& report, int16_t id, const std::string& loser) {
+  for (size_t owner = 0; owner < report.plugins.size(); ++owner) {
+    const PluginRecord& rec = report.plugins[owner];
+    if (rec.name != loser) continue;
+    for (const std::string& name : rec.ops) {
+      Op& op = op_handle(name);
+      for (int d = 0; d < kNumDTypes; ++d) {
+        KernelEntry& slot = op.kernels().slot(id, static_cast<DType>(d));
+        if (!slot.fn || slot.plugin != static_cast<int16_t>(owner)) continue;
+        report.conflicts.push_back(fmt::format(
+            "kernel {} on {} for {} of plugin {} dropped: its device type was replaced by plugin "
+            "{}",
+            name, device_type(id).name, static_cast<DType>(d), rec.name, device_type(id).plugin));
+        slot = KernelEntry{};
+      }
+    }
+  }
+}
+
 // Loads one file; appends its record. Caller holds the loader mutex.
 PluginRecord& load_one(Loader& L, const std::string& path_in) {
   PluginReport& report = L.report;
@@ -253,6 +305,21 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
       rec.outcome = PluginOutcome::Shadowed;
       rec.reason = fmt::format("same file as {}, already loaded", p->file);
       return rec;
+    }
+  }
+
+  // 1b. Disabled by the name in its file name (libember-<name>.so): skipped before dlopen, so a
+  // disabled plugin costs nothing (loading the CUDA plugin maps the CUDA libraries, ~0.1 s).
+  {
+    std::string stem = fs::path(path).filename().string();
+    if (stem.rfind("libember-", 0) == 0 && stem.find(".so") != std::string::npos) {
+      stem = stem.substr(9, stem.find(".so") - 9);
+      if (matches_any(report.disabled, stem)) {
+        rec.name = stem;
+        rec.outcome = PluginOutcome::Disabled;
+        rec.reason = "disabled by " + L.disabled_by + " (file name, not loaded)";
+        return rec;
+      }
     }
   }
 
@@ -317,11 +384,13 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     rec.reason = "descriptor lacks a name or an init callback";
     return rec;
   }
-  if (matches_any(L.disabled, rec.name) || (!L.only.empty() && !matches_any(L.only, rec.name))) {
+  const std::vector<std::string>& disabled = report.disabled;
+  const std::vector<std::string>& only = report.only;
+  if (matches_any(disabled, rec.name) || (!only.empty() && !matches_any(only, rec.name))) {
     lp->real.clear();
     rec.outcome = PluginOutcome::Disabled;
-    rec.reason = matches_any(L.disabled, rec.name) ? "disabled by EMBER_PLUGINS_DISABLE"
-                                                   : "not in EMBER_PLUGINS_ONLY";
+    rec.reason =
+        matches_any(disabled, rec.name) ? "disabled by " + L.disabled_by : "not in " + L.only_by;
     return rec;
   }
   for (const LoadedPlugin* p : L.loaded) {
@@ -335,8 +404,9 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
 
   // 7. init against a staging registrar; commit only on success.
   Staging staging;
-  ember_registrar_v1 reg{sizeof(ember_registrar_v1), &staging, stage_device_type, stage_kernel,
-                         stage_find_device_type};
+  ember_registrar_v1 reg{sizeof(ember_registrar_v1), &staging,
+                         stage_device_type,          stage_kernel,
+                         stage_find_device_type,     stage_op_schema};
   char err[1024] = {0};
   int32_t status = EMBER_ERR_INTERNAL;
   try {
@@ -356,6 +426,22 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     rec.reason = fmt::format("init failed: {}", err[0] ? err : "no reason given");
     return rec;
   }
+  // ABI 1.1: commit the plugin's op schemas (all, or none and init counts as failed) before
+  // anything else; kernels it staged for an op another plugin defined first are dropped with
+  // the rejected schema (Note [Names of ops defined by plugins]).
+  {
+    detail::CommittedOpSchemas schemas = detail::commit_op_schemas(staging.op_schemas, rec.name);
+    if (!schemas.error.empty()) {
+      lp->real.clear();
+      rec.outcome = PluginOutcome::InitFailed;
+      rec.reason = fmt::format("init failed: {}", schemas.error);
+      return rec;
+    }
+    report.conflicts.insert(report.conflicts.end(), schemas.conflicts.begin(),
+                            schemas.conflicts.end());
+    std::erase_if(staging.kernels,
+                  [&](const StagedKernel& k) { return schemas.rejected.count(k.op) > 0; });
+  }
   lp->name = rec.name;
   lp->desc = desc;
   const int16_t plugin_index = static_cast<int16_t>(report.plugins.size() - 1);
@@ -366,8 +452,22 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   for (size_t i = 0; i < staging.device_types.size(); ++i) {
     staging.device_types[i].name = staging.device_names[i].c_str();
     std::string conflict;
+    const int16_t before = find_device_type(staging.device_names[i]);
+    const std::string old_owner = before >= 0 ? device_type(before).plugin : "";
     const int16_t id = detail::register_device_type(staging.device_types[i], rec.name, &conflict);
     if (!conflict.empty()) report.conflicts.push_back(conflict);
+    if (id >= 0 && device_type(id).plugin != rec.name) {
+      // Note [A device type that lost its name keeps no kernels]
+      // The kernels this plugin staged for its own device type expect its own memory; the
+      // winner's memory is not it. They are dropped rather than attached to the winner.
+      report.conflicts.push_back(fmt::format(
+          "kernels of plugin {} for device type '{}' dropped: that device type belongs to {}",
+          rec.name, staging.device_names[i], device_type(id).plugin));
+      ids.push_back(-1);
+      continue;
+    }
+    if (id >= 0 && !old_owner.empty() && old_owner != "core" && old_owner != rec.name)
+      drop_kernels_of_replaced_type(report, id, old_owner);
     ids.push_back(id);
     if (id < 0) continue;
     const DeviceTypeEntry& e = device_type(id);
@@ -380,15 +480,25 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
                     : fmt::format("{} (0 devices: {})", e.name, e.unusable_reason));
   }
   std::set<std::string> op_names;
+  const int32_t num_types = static_cast<int32_t>(device_types().size());
   for (const StagedKernel& k : staging.kernels) {
     int32_t dt = k.device_type;
     if (dt >= kStagedBase) {
       const size_t idx = static_cast<size_t>(dt - kStagedBase);
       dt = idx < ids.size() ? ids[idx] : -1;
     }
-    if (dt < 0 || dt >= kMaxDeviceTypes) continue;
+    if (dt < 0 || dt >= kMaxDeviceTypes || dt >= num_types) {
+      continue;
+    }
     Op& op = op_handle(k.op);
     op_names.insert(k.op);
+    std::vector<std::string_view> dtype_names;
+    for (int d = 0; d < kNumDTypes; ++d) {
+      if (k.dtype_mask & (1u << d)) dtype_names.push_back(dtype_name(static_cast<DType>(d)));
+    }
+    rec.kernels.push_back(fmt::format("{} on {}: {} (priority {})", k.op,
+                                      device_type(static_cast<int16_t>(dt)).name,
+                                      fmt::join(dtype_names, ", "), k.priority));
     for (int d = 0; d < kNumDTypes; ++d) {
       if (!(k.dtype_mask & (1u << d))) continue;
       KernelEntry& slot = op.kernels().slot(static_cast<int16_t>(dt), static_cast<DType>(d));
@@ -444,35 +554,73 @@ std::string core_library_dir() {
   return fs::weakly_canonical(p, ec).parent_path().string();
 }
 
-void discover(Loader& L) {
-  PluginReport& report = L.report;
-  report.autoload = env_flag("EMBER_PLUGIN_AUTOLOAD", true);
-  report.strict = env_flag("EMBER_PLUGINS_STRICT", false);
-  L.disabled = split(std::getenv("EMBER_PLUGINS_DISABLE"), ',');
-  L.only = split(std::getenv("EMBER_PLUGINS_ONLY"), ',');
+// Reads the controls: PluginOptions fields win over the environment (Note [Plugin options: API
+// over environment]); each decision is noted in report.controls.
+struct SearchPlan {
+  std::vector<std::string> files;  // explicit files, in order
+};
 
-  std::vector<std::string> files;  // explicit files from EMBER_PLUGIN_PATH
-  for (const std::string& entry : split(std::getenv("EMBER_PLUGIN_PATH"), ':')) {
+SearchPlan plan_search(Loader& L) {
+  PluginReport& report = L.report;
+  const PluginOptions opts = L.options.value_or(PluginOptions{});
+  auto from = [](bool api) { return api ? "API" : "environment"; };
+  report.autoload = opts.autoload.value_or(env_flag("EMBER_PLUGIN_AUTOLOAD", true));
+  report.strict = opts.strict.value_or(env_flag("EMBER_PLUGINS_STRICT", false));
+  report.disabled = opts.disable.value_or(split(std::getenv("EMBER_PLUGINS_DISABLE"), ','));
+  report.only = opts.only.value_or(split(std::getenv("EMBER_PLUGINS_ONLY"), ','));
+  const char* req = std::getenv("EMBER_REQUIRE_DEVICE");
+  report.require_device = opts.require_device.value_or(req ? req : "");
+  L.disabled_by = opts.disable ? "PluginOptions::disable" : "EMBER_PLUGINS_DISABLE";
+  L.only_by = opts.only ? "PluginOptions::only" : "EMBER_PLUGINS_ONLY";
+  report.controls = {
+      fmt::format("autoload={} ({})", report.autoload ? 1 : 0, from(opts.autoload.has_value())),
+      fmt::format("strict={} ({})", report.strict ? 1 : 0, from(opts.strict.has_value())),
+      fmt::format("disable=[{}] ({})", fmt::join(report.disabled, ","),
+                  from(opts.disable.has_value())),
+      fmt::format("only=[{}] ({})", fmt::join(report.only, ","), from(opts.only.has_value())),
+      fmt::format("require_device={} ({})",
+                  report.require_device.empty() ? "-" : report.require_device,
+                  from(opts.require_device.has_value()))};
+
+  SearchPlan plan;
+  auto add_entry = [&](const std::string& entry, const char* source) {
     std::error_code ec;
     if (fs::is_directory(entry, ec)) {
-      report.search_path.push_back({fs::absolute(entry, ec).string(), "EMBER_PLUGIN_PATH"});
+      report.search_path.push_back({fs::absolute(entry, ec).lexically_normal().string(), source});
     } else {
-      files.push_back(entry);
+      plan.files.push_back(entry);
+    }
+  };
+  for (const std::string& entry : opts.paths) add_entry(entry, "API");
+  for (const std::string& entry : split(std::getenv("EMBER_PLUGIN_PATH"), ':'))
+    add_entry(entry, "EMBER_PLUGIN_PATH");
+  if (report.autoload) {
+    const std::string core_dir = core_library_dir();
+    if (!core_dir.empty())
+      report.search_path.push_back({core_dir + "/ember-plugins", "core library dir"});
+    const std::string install_dir = EMBER_INSTALL_PLUGIN_DIR;
+    if (!install_dir.empty() && install_dir != core_dir + "/ember-plugins") {
+      report.search_path.push_back({install_dir, "install dir"});
     }
   }
-  const std::string core_dir = core_library_dir();
-  if (!core_dir.empty())
-    report.search_path.push_back({core_dir + "/ember-plugins", "core library dir"});
-  const std::string install_dir = EMBER_INSTALL_PLUGIN_DIR;
-  if (!install_dir.empty() && install_dir != core_dir + "/ember-plugins") {
-    report.search_path.push_back({install_dir, "install dir"});
+  for (SearchDir& d : report.search_path) {
+    std::error_code ec;
+    d.exists = fs::is_directory(d.dir, ec);
+    d.candidates = static_cast<int>(candidates_in(d.dir).size());
   }
-  if (!report.autoload) {
-    for (const std::string& f : files) load_one(L, f);
-    return;
-  }
-  for (const std::string& f : files) load_one(L, f);
-  for (const SearchDir& d : report.search_path) {
+  return plan;
+}
+
+// Note [Autoload off]
+// EMBER_PLUGIN_AUTOLOAD=0 (or PluginOptions::autoload = false) skips the directories next to the
+// core and the install dir; paths named explicitly (the API, EMBER_PLUGIN_PATH, load_plugin)
+// still load. With nothing loaded the built-in CPU device still makes and copies tensors but no
+// op has a kernel.
+void discover(Loader& L) {
+  ++L.discoveries;
+  const SearchPlan plan = plan_search(L);
+  for (const std::string& f : plan.files) load_one(L, f);
+  for (const SearchDir& d : L.report.search_path) {
     for (const std::string& f : candidates_in(d.dir)) load_one(L, f);
   }
 }
@@ -482,37 +630,57 @@ bool is_failure(PluginOutcome o) {
          o != PluginOutcome::Disabled && o != PluginOutcome::Unusable;
 }
 
+std::string file_label(const PluginRecord& p) {
+  return fs::path(p.file).filename().string();
+}
+
 std::string summary(const PluginReport& r) {
   std::vector<std::string> loaded, failed;
+  int shadowed = 0, disabled = 0;
   for (const PluginRecord& p : r.plugins) {
-    const std::string label = p.name.empty() ? fs::path(p.file).filename().string() : p.name;
+    const std::string label = p.name.empty() ? file_label(p) : p.name;
     if (p.outcome == PluginOutcome::Loaded)
       loaded.push_back(label);
     else if (p.outcome == PluginOutcome::Unusable)
-      loaded.push_back(label + " (unusable)");
-    else if (is_failure(p.outcome))
-      failed.push_back(fmt::format("{}: {}", label, outcome_name(p.outcome)));
+      loaded.push_back(label + " (0 devices)");
+    else if (p.outcome == PluginOutcome::Shadowed)
+      ++shadowed;
+    else if (p.outcome == PluginOutcome::Disabled)
+      ++disabled;
+    else
+      failed.push_back(fmt::format("{}: {}", file_label(p), outcome_name(p.outcome)));
   }
-  return fmt::format("[plugin] {} loaded ({}), {} failed{}{}", loaded.size(),
-                     fmt::join(loaded, ", "), failed.size(), failed.empty() ? "" : ": ",
-                     fmt::join(failed, "; "));
+  return fmt::format(
+      "[plugin] {} loaded ({}), {} failed{}{}, {} shadowed, {} disabled "
+      "(`ember plugins` for details)",
+      loaded.size(), fmt::join(loaded, ", "), failed.size(), failed.empty() ? "" : ": ",
+      fmt::join(failed, "; "), shadowed, disabled);
 }
 
-void check_strict_and_required(const PluginReport& r) {
+std::string not_loaded_line(const PluginRecord& p) {
+  return fmt::format("[plugin] {} not loaded: {}", file_label(p), p.reason);
+}
+
+// Strict mode and a required device; returns the fatal message, or "".
+std::string strict_and_required(const PluginReport& r) {
   if (r.strict) {
     for (const PluginRecord& p : r.plugins) {
-      EMBER_CHECK(!is_failure(p.outcome),
-                  "[plugin] strict mode (EMBER_PLUGINS_STRICT=1): {} {}: {}\n{}", p.file,
-                  outcome_name(p.outcome), p.reason, plugin_report_json(r));
+      if (is_failure(p.outcome)) {
+        return fmt::format("{} (fatal: strict mode, EMBER_PLUGINS_STRICT=1; file {})",
+                           not_loaded_line(p), p.file);
+      }
     }
   }
-  if (const char* req = std::getenv("EMBER_REQUIRE_DEVICE"); req && *req) {
-    const int16_t id = find_device_type(req);
-    EMBER_CHECK(id >= 0 && device_type(id).count > 0,
-                "[plugin] EMBER_REQUIRE_DEVICE={} but {} (see `ember plugins`)", req,
-                id < 0 ? std::string("no plugin provides it")
-                       : "it has 0 devices: " + device_type(id).unusable_reason);
+  if (!r.require_device.empty()) {
+    const int16_t id = find_device_type(r.require_device);
+    if (id < 0 || device_type(id).count == 0) {
+      return fmt::format("[plugin] EMBER_REQUIRE_DEVICE={} but {} (see `ember plugins`)",
+                         r.require_device,
+                         id < 0 ? std::string("no plugin provides it")
+                                : "it has 0 devices: " + device_type(id).unusable_reason);
+    }
   }
+  return {};
 }
 
 }  // namespace
@@ -521,6 +689,17 @@ const ember_host_v1* detail::host_table() {
   return &kHost;
 }
 
+int detail::discovery_runs() {
+  Loader& L = loader();
+  std::lock_guard lock(L.mu);
+  return L.discoveries;
+}
+
+// Note [Discovery runs once]
+// The first caller of ensure_plugins_loaded (any op, allocation, init or report) runs discovery
+// under std::call_once; concurrent callers wait for it and see the finished report. A strict-mode
+// or required-device failure is remembered and thrown to every later caller as well, so no
+// thread runs on a half-trusted set of plugins.
 void detail::load_plugins_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -528,17 +707,33 @@ void detail::load_plugins_once() {
     {
       std::lock_guard lock(L.mu);
       discover(L);
+      for (const PluginRecord& p : L.report.plugins) {
+        if (is_failure(p.outcome)) log_message(LogLevel::Warning, "{}", not_loaded_line(p));
+      }
       const bool bad = std::any_of(L.report.plugins.begin(), L.report.plugins.end(),
                                    [](const PluginRecord& p) { return is_failure(p.outcome); });
       log_message(bad ? LogLevel::Warning : LogLevel::Info, "{}", summary(L.report));
+      L.fatal = strict_and_required(L.report);
     }
-    g_plugins_loaded.store(true, std::memory_order_release);
+    g_plugins_loaded.store(loader().fatal.empty(), std::memory_order_release);
   });
-  static std::once_flag checked;
-  std::call_once(checked, [] { check_strict_and_required(loader().report); });
+  const std::string& fatal = loader().fatal;
+  EMBER_CHECK(fatal.empty(), "{}", fatal);
 }
 
 void init() {
+  ensure_plugins_loaded();
+}
+
+void init(const PluginOptions& options) {
+  Loader& L = loader();
+  {
+    std::lock_guard lock(L.mu);
+    EMBER_CHECK(L.discoveries == 0,
+                "[plugin] init(options) called after plugins were loaded: call it before the "
+                "first tensor, op or plugin query");
+    L.options = options;
+  }
   ensure_plugins_loaded();
 }
 
@@ -549,17 +744,57 @@ PluginReport plugin_report() {
   return L.report;
 }
 
+std::vector<std::string> plugin_candidates() {
+  Loader& L = loader();
+  std::lock_guard lock(L.mu);
+  // A scratch loader state computes the plan with the same controls without loading anything.
+  Loader scratch;
+  scratch.options = L.options;
+  const SearchPlan plan = plan_search(scratch);
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& f) {
+    std::error_code ec;
+    const std::string abs = fs::absolute(f, ec).lexically_normal().string();
+    if (seen.insert(abs).second) out.push_back(abs);
+  };
+  for (const std::string& f : plan.files) add(f);
+  for (const SearchDir& d : scratch.report.search_path) {
+    for (const std::string& f : candidates_in(d.dir)) add(f);
+  }
+  return out;
+}
+
 PluginRecord load_plugin(const std::string& path) {
   ensure_plugins_loaded();
   Loader& L = loader();
   std::lock_guard lock(L.mu);
   PluginRecord rec = load_one(L, path);
-  log_message(is_failure(rec.outcome) ? LogLevel::Warning : LogLevel::Info, "[plugin] {} {}{}{}",
-              rec.file, outcome_name(rec.outcome), rec.reason.empty() ? "" : ": ", rec.reason);
+  if (is_failure(rec.outcome)) {
+    log_message(LogLevel::Warning, "{}", not_loaded_line(rec));
+  } else {
+    log_message(LogLevel::Info, "[plugin] {} {}{}{}", file_label(rec), outcome_name(rec.outcome),
+                rec.reason.empty() ? "" : ": ", rec.reason);
+  }
   EMBER_CHECK(!(L.report.strict && is_failure(rec.outcome)),
-              "[plugin] strict mode (EMBER_PLUGINS_STRICT=1): {} {}: {}", rec.file,
-              outcome_name(rec.outcome), rec.reason);
+              "{} (fatal: strict mode, EMBER_PLUGINS_STRICT=1; file {})", not_loaded_line(rec),
+              rec.file);
   return rec;
+}
+
+// Note [Shutdown reads only what the plugin declared]
+// `shutdown` sits after `init` in ember_plugin_v1; a plugin whose struct_size ends before it
+// (an older, shorter descriptor) has no shutdown to call, whatever bytes follow its table.
+void shutdown_plugins() {
+  Loader& L = loader();
+  std::lock_guard lock(L.mu);
+  if (L.shut_down) return;
+  L.shut_down = true;
+  for (auto it = L.loaded.rbegin(); it != L.loaded.rend(); ++it) {
+    const ember_plugin_v1* d = (*it)->desc;
+    if (!d || d->struct_size < offsetof(ember_plugin_v1, shutdown) + sizeof(d->shutdown)) continue;
+    if (d->shutdown) d->shutdown();
+  }
 }
 
 std::string plugin_report_json(const PluginReport& r) {
@@ -573,14 +808,24 @@ std::string plugin_report_json(const PluginReport& r) {
                                           {"name", p.name},
                                           {"version", p.version},
                                           {"abi", p.abi},
+                                          {"build_info", p.build_info},
                                           {"outcome", outcome_name(p.outcome)},
                                           {"reason", p.reason},
                                           {"devices", p.devices},
-                                          {"ops", p.ops}});
+                                          {"ops", p.ops},
+                                          {"kernels", p.kernels}});
+  }
+  for (size_t i = 0; i < r.search_path.size(); ++i) {
+    j["search_path"][i]["exists"] = r.search_path[i].exists;
+    j["search_path"][i]["candidates"] = r.search_path[i].candidates;
   }
   j["conflicts"] = r.conflicts;
   j["autoload"] = r.autoload;
   j["strict"] = r.strict;
+  j["disabled"] = r.disabled;
+  j["only"] = r.only;
+  j["require_device"] = r.require_device;
+  j["controls"] = r.controls;
   return j.dump(2);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ enum class PluginOutcome {
   Unusable,
   Shadowed,
   Disabled,
+  Unreadable,
+  Crashed,  // only `ember plugins doctor` sees this: the candidate killed its child process
 };
 
 /** The outcome as the report spells it: "loaded", "missing_dependency", ... */
@@ -31,7 +34,9 @@ EMBER_API const char* outcome_name(PluginOutcome o);
 /** One directory searched, and why it was searched. */
 struct SearchDir {
   std::string dir;
-  std::string source;  // "EMBER_PLUGIN_PATH", "core library dir", "install dir"
+  std::string source;  // "EMBER_PLUGIN_PATH", "core library dir", "install dir", "API"
+  bool exists = false;
+  int candidates = 0;  // files named like plugins (libember*.so*) found in it
 };
 
 /** One candidate file and its fate. */
@@ -45,6 +50,7 @@ struct PluginRecord {
   std::string reason;
   std::vector<std::string> devices;  // "cpu (1 device)", "cuda (0 devices: no CUDA device)"
   std::vector<std::string> ops;      // op names it registered kernels for
+  std::vector<std::string> kernels;  // "add on cpu: float32, float64 (priority 0)"
 };
 
 /** Everything discovery saw and decided. */
@@ -54,10 +60,36 @@ struct PluginReport {
   std::vector<std::string> conflicts;
   bool autoload = true;
   bool strict = false;
+  std::vector<std::string> disabled;  // globs
+  std::vector<std::string> only;      // globs; empty: all allowed
+  std::string require_device;
+  std::vector<std::string> controls;  // where each control came from: "strict=1 (API)"
+};
+
+// Note [Plugin options: API over environment]
+// Every control can be given through the environment (EMBER_PLUGIN_PATH, EMBER_PLUGINS_DISABLE,
+// EMBER_PLUGINS_ONLY, EMBER_PLUGIN_AUTOLOAD, EMBER_PLUGINS_STRICT, EMBER_REQUIRE_DEVICE) or
+// through PluginOptions passed to ember::init(options) before first use. A field set in the
+// options wins over the variable; an unset field (nullopt) falls back to the environment.
+// Paths are the exception that adds up: options.paths are searched before EMBER_PLUGIN_PATH.
+/** Plugin controls given through the API; unset fields fall back to the environment. */
+struct PluginOptions {
+  std::vector<std::string> paths;                   // files or directories, searched first
+  std::optional<std::vector<std::string>> disable;  // overrides EMBER_PLUGINS_DISABLE
+  std::optional<std::vector<std::string>> only;     // overrides EMBER_PLUGINS_ONLY
+  std::optional<bool> autoload;                     // overrides EMBER_PLUGIN_AUTOLOAD
+  std::optional<bool> strict;                       // overrides EMBER_PLUGINS_STRICT
+  std::optional<std::string> require_device;        // overrides EMBER_REQUIRE_DEVICE
 };
 
 /** Runs discovery once (thread-safe); later calls return at once. Honours EMBER_* controls. */
 EMBER_API void init();
+/** Runs discovery with `options` (API over environment); throws if discovery already ran. */
+EMBER_API void init(const PluginOptions& options);
+/** Every file discovery considers (or considered), in search order, with the current controls. */
+EMBER_API std::vector<std::string> plugin_candidates();
+/** Calls each loaded plugin's shutdown (if its descriptor has one), last loaded first; once. */
+EMBER_API void shutdown_plugins();
 /** A snapshot of the plugin report (runs discovery first). */
 EMBER_API PluginReport plugin_report();
 /** The report as JSON: {"search_path":[...],"plugins":[...],"conflicts":[...]}. */
@@ -71,6 +103,8 @@ EMBER_API extern std::atomic<bool> g_plugins_loaded;
 EMBER_API void load_plugins_once();
 /** The host services table handed to plugins and kernels. */
 EMBER_API const ember_host_v1* host_table();
+/** How many times discovery has run in this process (0 or 1). */
+EMBER_API int discovery_runs();
 }  // namespace detail
 
 /** Makes sure discovery has run; one relaxed load on the hot path. */
