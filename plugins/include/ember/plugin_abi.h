@@ -21,8 +21,9 @@ extern "C" {
 
 /** ABI major version: plugins with another major are rejected. */
 #define EMBER_ABI_MAJOR 1
-/** ABI minor version this header describes; tables grow with it. */
-#define EMBER_ABI_MINOR 0
+/** ABI minor version this header describes; tables grow with it.
+ *  1.0: devices and kernels. 1.1: ops defined by plugins (ember_registrar_v1::op_schema). */
+#define EMBER_ABI_MINOR 1
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`. */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
 
@@ -143,6 +144,77 @@ typedef struct ember_host_v1 {
   void (*scratch_free)(void* ptr, size_t bytes);
 } ember_host_v1;
 
+/* ---- ABI 1.1: operators defined by plugins --------------------------------------------- */
+
+/** Most dimensions an inferred output may have. */
+#define EMBER_MAX_DIMS 64
+
+/** One output as an infer callback describes it; the core allocates it accordingly. */
+typedef struct ember_output_info {
+  int32_t dtype; /* preset to the dtype of input 0 (EMBER_F32 without inputs) */
+  int32_t ndim;  /* preset to -1; infer must set it (0 for a scalar) */
+  int64_t sizes[EMBER_MAX_DIMS];
+} ember_output_info;
+
+/** What an infer callback receives: the inputs' metadata (data is NULL), the attributes, and
+ *  one ember_output_info per output to fill. */
+typedef struct ember_infer_call {
+  uint32_t struct_size;
+  const char* op; /* the op being called, for messages */
+  int32_t num_inputs;
+  const ember_tensor* inputs; /* dtype, ndim, sizes, strides, device; data == NULL */
+  int32_t num_outputs;
+  ember_output_info* outputs;
+  int32_t num_ints;
+  const int64_t* ints;
+  int32_t num_floats;
+  const double* floats;
+  char* error; /* message buffer for rejected inputs, error_capacity bytes */
+  size_t error_capacity;
+} ember_infer_call;
+
+/** Shape and dtype inference: fills call->outputs or writes why the inputs are rejected and
+ *  returns EMBER_ERR_INVALID. Runs on every call, before any allocation; may not throw. */
+typedef int32_t (*ember_infer_fn)(const ember_infer_call* call);
+
+/** Flags of an op schema. */
+enum {
+  /* The core hands the kernels dense row-major inputs (copying strided ones first). */
+  EMBER_OP_CONTIGUOUS_INPUTS = 1u << 0
+};
+
+/** Most inputs or outputs of an op defined by a plugin (the masks below are 32 bits, the
+ *  kernel call carries at most 16 of each). */
+#define EMBER_OP_MAX_ARGS 16
+
+/** A new operator: its name, arity, shape inference and (optionally) its backward.
+ *
+ *  Note [Backward of an op defined by a plugin]
+ *  `backward_op` names another op with a schema (usually registered by the same plugin) whose
+ *  inputs are, in order: the gradient of every output, then the inputs selected by
+ *  `saved_inputs`, then the outputs selected by `saved_outputs` (each in index order); it gets
+ *  the forward call's ints and floats, and has one output per input selected by
+ *  `differentiable_inputs` (in index order): that input's gradient, of its shape and dtype.
+ *  Gradients of outputs that received none arrive as zeros. The backward op is itself not
+ *  differentiable (first order only). */
+typedef struct ember_op_schema_v1 {
+  uint32_t struct_size;
+  const char* name; /* "namespace::op"; names without a namespace and "ember::" are the core's */
+  const char* doc;  /* one line for `ember ops` and error messages, or NULL */
+  int32_t num_inputs;  /* exact, 0..EMBER_OP_MAX_ARGS */
+  int32_t num_outputs; /* exact, 1..EMBER_OP_MAX_ARGS */
+  int32_t num_ints;    /* integer attributes required, or -1 for any number */
+  int32_t num_floats;  /* floating attributes required, or -1 for any number */
+  uint32_t flags;      /* EMBER_OP_* */
+  ember_infer_fn infer;
+  /* Kernels are looked up by the dtype of input 0 (of output 0 without inputs) on the device
+   * of the inputs; register them with ember_registrar_v1::kernel under `name`. */
+  const char* backward_op;        /* NULL: not differentiable */
+  uint32_t differentiable_inputs; /* bit i: input i gets a gradient */
+  uint32_t saved_inputs;          /* bit i: backward_op receives input i */
+  uint32_t saved_outputs;         /* bit i: backward_op receives output i */
+} ember_op_schema_v1;
+
 /** What a plugin registers during init, staged and committed only if init succeeds. */
 typedef struct ember_registrar_v1 {
   uint32_t struct_size;
@@ -155,6 +227,12 @@ typedef struct ember_registrar_v1 {
                     int32_t priority, ember_kernel_fn fn);
   /* Looks up a device type id by name (registered by this or another plugin), or -1. */
   int32_t (*find_device_type)(void* ctx, const char* name);
+  /* ABI 1.1 (present when struct_size covers it). Declares a new op; the schema and its
+   * strings are copied. Returns EMBER_OK, or EMBER_ERR_INVALID with the reason in `error` for
+   * a malformed schema (which also fails the plugin's init). A name another plugin already
+   * defined is not an error here: the first definition stays, the conflict is recorded. */
+  int32_t (*op_schema)(void* ctx, const ember_op_schema_v1* schema, char* error,
+                       size_t error_capacity);
 } ember_registrar_v1;
 
 /** The static descriptor a plugin's entry symbol returns. */
@@ -173,6 +251,14 @@ typedef struct ember_plugin_v1 {
 
 /** Type of the entry symbol. */
 typedef const ember_plugin_v1* (*ember_plugin_entry_fn)(void);
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+/* The layout is the ABI: fields only ever get appended. */
+static_assert(offsetof(ember_registrar_v1, find_device_type) == 4 * sizeof(void*),
+              "ember_registrar_v1 v1.0 layout changed");
+static_assert(offsetof(ember_registrar_v1, op_schema) == 5 * sizeof(void*),
+              "ember_registrar_v1::op_schema must follow the v1.0 fields");
+#endif
 
 #ifdef __cplusplus
 } /* extern "C" */

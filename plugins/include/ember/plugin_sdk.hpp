@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include "ember/plugin_abi.h"
@@ -312,6 +314,124 @@ inline void batch_offsets(const MatmulGeometry& g, int64_t index, int64_t* oa, i
     *ob += i * g.sb[d];
     *oc += i * g.sc[d];
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ops defined by plugins (ABI 1.1): schemas and shape inference.
+
+/** A schema with the common defaults: no attributes, no flags, not differentiable. */
+inline ember_op_schema_v1 op_schema(const char* name, int32_t num_inputs, int32_t num_outputs,
+                                    ember_infer_fn infer, const char* doc = nullptr) {
+  ember_op_schema_v1 s{};
+  s.struct_size = sizeof(s);
+  s.name = name;
+  s.doc = doc;
+  s.num_inputs = num_inputs;
+  s.num_outputs = num_outputs;
+  s.infer = infer;
+  return s;
+}
+
+/** Bit i set for each listed index: mask({0, 1}) == 0b11, for the schema's input masks. */
+constexpr uint32_t mask(std::initializer_list<int> bits) {
+  uint32_t m = 0;
+  for (int b : bits) m |= 1u << b;
+  return m;
+}
+
+/** True if this core's registrar has op_schema (ABI >= 1.1). */
+inline bool has_op_schema(const ember_registrar_v1* reg) {
+  return reg->struct_size >= offsetof(ember_registrar_v1, op_schema) + sizeof(reg->op_schema) &&
+         reg->op_schema != nullptr;
+}
+
+/** Registers `schema`, writing the reason into `error` on failure (an older core, or the
+ *  core's reason for rejecting the schema); returns the status for init to return. */
+inline int32_t register_op(const ember_registrar_v1* reg, const ember_op_schema_v1& schema,
+                           char* error, size_t error_capacity) {
+  if (!has_op_schema(reg)) {
+    std::snprintf(error, error_capacity, "this Ember core predates ABI 1.1: cannot define op %s",
+                  schema.name ? schema.name : "?");
+    return EMBER_ERR_UNSUPPORTED;
+  }
+  return reg->op_schema(reg->ctx, &schema, error, error_capacity);
+}
+
+/** Writes a printf-style message into the infer call's error buffer; returns
+ *  EMBER_ERR_INVALID. The core prefixes it with "[op] ". */
+inline int32_t infer_fail(const ember_infer_call* call, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+inline int32_t infer_fail(const ember_infer_call* call, const char* fmt, ...) {
+  if (call->error && call->error_capacity > 0) {
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(call->error, call->error_capacity, fmt, args);
+    va_end(args);
+  }
+  return EMBER_ERR_INVALID;
+}
+
+/** Sizes formatted as "[2, 3]" for messages. */
+struct SizesStr {
+  char text[256];
+  /** The formatted text. */
+  const char* c_str() const { return text; }
+};
+
+/** Formats `ndim` sizes as "[2, 3]" (cut short with "...]" if very long). */
+inline SizesStr sizes_str(int32_t ndim, const int64_t* sizes) {
+  SizesStr out{};
+  constexpr size_t cap = sizeof(out.text);
+  size_t pos = 0;
+  out.text[pos++] = '[';
+  for (int32_t i = 0; i < ndim && pos < cap; ++i) {
+    const int n = std::snprintf(out.text + pos, cap - pos, i == 0 ? "%lld" : ", %lld",
+                                static_cast<long long>(sizes[i]));
+    pos = n < 0 ? cap : pos + static_cast<size_t>(n);
+  }
+  if (pos + 2 <= cap) {
+    out.text[pos] = ']';
+    out.text[pos + 1] = '\0';
+  } else {
+    std::memcpy(out.text + cap - 5, "...]", 5);
+  }
+  return out;
+}
+
+/** Sizes of a descriptor formatted as "[2, 3]". */
+inline SizesStr sizes_str(const ember_tensor& t) {
+  return sizes_str(t.ndim, t.sizes);
+}
+
+/** Name of a dtype for messages ("float32", ...). */
+inline const char* dtype_name(int32_t dtype) {
+  constexpr const char* names[] = {"float32", "float64", "float16", "bfloat16", "int64",
+                                   "int32",   "int8",    "uint8",   "bool"};
+  return dtype >= 0 && dtype < EMBER_NUM_DTYPES ? names[dtype] : "unknown dtype";
+}
+
+/** Sets output `i` to `ndim` sizes and `dtype`. */
+inline void set_output(const ember_infer_call* call, int32_t i, int32_t dtype, int32_t ndim,
+                       const int64_t* sizes) {
+  ember_output_info& o = call->outputs[i];
+  o.dtype = dtype;
+  o.ndim = ndim;
+  for (int32_t d = 0; d < ndim && d < EMBER_MAX_DIMS; ++d) o.sizes[d] = sizes[d];
+}
+
+/** Sets output `out` to the shape and dtype of input `in`. */
+inline void output_like_input(const ember_infer_call* call, int32_t out, int32_t in) {
+  const ember_tensor& t = call->inputs[in];
+  set_output(call, out, t.dtype, t.ndim, t.sizes);
+}
+
+/** True if two descriptors have the same sizes. */
+inline bool same_sizes(const ember_tensor& a, const ember_tensor& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int32_t i = 0; i < a.ndim; ++i) {
+    if (a.sizes[i] != b.sizes[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace ember::sdk
