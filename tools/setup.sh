@@ -8,8 +8,8 @@ packages=(
   libdnnl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   file binutils
+  dataset-fashion-mnist
 )
-[[ "${EMBER_WITH_DATA:-0}" == 1 ]] && packages+=(dataset-fashion-mnist)
 
 missing=()
 for p in "${packages[@]}"; do

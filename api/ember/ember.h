@@ -1,4 +1,5 @@
-// The one header users include: tensors, ops, plugins and devices.
+// The one header users include: tensors, ops, autograd, plugins and devices, and the user
+// library (nn, optim, data, io, models).
 #pragma once
 
 #include "core/autograd/engine.h"
@@ -6,6 +7,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/gradcheck.h"
 #include "core/autograd/node.h"
+#include "core/dispatch/extension_ops.h"
 #include "core/dispatch/op.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
@@ -22,3 +24,9 @@
 #include "core/plugin/loader.h"
 #include "core/tensor/dlpack.h"
 #include "core/tensor/tensor.h"
+// The user library on top of the core: modules, optimizers, data loading, checkpoints, models.
+#include "ember/data.h"
+#include "ember/io.h"
+#include "ember/models.h"
+#include "ember/nn.h"
+#include "ember/optim.h"

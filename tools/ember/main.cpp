@@ -1,6 +1,18 @@
-// The `ember` command: devices, plugins, ops.
+// The `ember` command: devices, plugins, ops, train.
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <ember/ember.h>
@@ -8,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dispatch/device_registry.h"
+#include "core/plugin/elf_check.h"
+#include "tools/ember/train.h"
 
 namespace {
 
@@ -27,28 +41,195 @@ int cmd_devices() {
     }
     fmt::print("{:<12} {:<8} {:<10} {}\n", e.name, e.count, e.plugin, details);
   }
+  fmt::print("\ndefault device: {}\n", ember::default_device());
   return 0;
 }
 
-int cmd_plugins(bool json) {
+int cmd_plugins(bool json, bool verbose) {
   const ember::PluginReport r = ember::plugin_report();
   if (json) {
     std::cout << ember::plugin_report_json(r) << "\n";
     return 0;
   }
   fmt::print("Search path:\n");
-  for (const auto& d : r.search_path) fmt::print("  {}  ({})\n", d.dir, d.source);
+  for (const auto& d : r.search_path) {
+    if (verbose) {
+      fmt::print("  {}  ({}; {})\n", d.dir, d.source,
+                 d.exists ? fmt::format("{} candidate file(s)", d.candidates) : "does not exist");
+    } else {
+      fmt::print("  {}  ({})\n", d.dir, d.source);
+    }
+  }
+  if (verbose) {
+    fmt::print("Controls: {}\n", fmt::join(r.controls, ", "));
+    fmt::print("Default device: {}\n", ember::default_device());
+  }
   fmt::print("\n{:<10} {:<9} {:<5} {:<19} {}\n", "NAME", "VERSION", "ABI", "OUTCOME", "FILE");
   for (const auto& p : r.plugins) {
     fmt::print("{:<10} {:<9} {:<5} {:<19} {}\n", p.name.empty() ? "-" : p.name,
                p.version.empty() ? "-" : p.version, p.abi.empty() ? "-" : p.abi,
                ember::outcome_name(p.outcome), p.file);
     if (!p.reason.empty()) fmt::print("{:>47}{}\n", "reason: ", p.reason);
+    if (verbose && !p.build_info.empty()) fmt::print("{:>47}{}\n", "build: ", p.build_info);
     if (!p.devices.empty()) fmt::print("{:>47}{}\n", "devices: ", fmt::join(p.devices, ", "));
-    if (!p.ops.empty()) fmt::print("{:>47}{} ops\n", "kernels: ", p.ops.size());
+    if (verbose) {
+      for (const auto& k : p.kernels) fmt::print("{:>47}{}\n", "kernel: ", k);
+    } else if (!p.ops.empty()) {
+      fmt::print("{:>47}{} ops\n", "kernels: ", p.ops.size());
+    }
   }
   for (const auto& c : r.conflicts) fmt::print("conflict: {}\n", c);
   return 0;
+}
+
+// `ember __load-one <file>` (hidden): loads one file with autoload, strict mode and required
+// devices off, and prints its record as JSON. The doctor runs it in a child process.
+int cmd_load_one(const std::string& file) {
+  ::unsetenv("EMBER_PLUGIN_PATH");
+  ember::PluginOptions opts;
+  opts.autoload = false;
+  opts.strict = false;
+  opts.require_device = "";
+  ember::init(opts);
+  const ember::PluginRecord rec = ember::load_plugin(file);
+  nlohmann::json j{{"file", rec.file},
+                   {"name", rec.name},
+                   {"outcome", ember::outcome_name(rec.outcome)},
+                   {"reason", rec.reason},
+                   {"devices", rec.devices},
+                   {"build_info", rec.build_info}};
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+struct ChildResult {
+  int status = 0;
+  bool timed_out = false;
+  std::string out;
+};
+
+// Runs this executable with `args` in a child process; captures stdout; kills it after
+// `timeout_s` seconds.
+ChildResult run_self(const std::vector<std::string>& args, int timeout_s) {
+  ChildResult res;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw std::runtime_error(fmt::format("cannot start a child process: {}", std::strerror(rc)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  char buf[4096];
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    const int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          deadline - std::chrono::steady_clock::now())
+                                          .count());
+    if (left <= 0) {
+      ::kill(pid, SIGKILL);
+      res.timed_out = true;
+      break;
+    }
+    if (::poll(&p, 1, left) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
+    if (n <= 0) break;
+    res.out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  while (::waitpid(pid, &res.status, 0) < 0 && errno == EINTR) {
+  }
+  return res;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+// Note [The doctor loads in a child]
+// A plugin can crash the process that loads it (a null dereference in a static initialiser,
+// an abort in a vendor library's constructor) before the loader gets a say. The doctor loads
+// each candidate in a child process running this executable, so a crash becomes a line of the
+// report, and it lists every missing shared library from the ELF files themselves (dlopen
+// stops at the first).
+int cmd_doctor(std::vector<std::string> paths, bool json) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  if (paths.empty()) {
+    files = ember::plugin_candidates();
+  } else {
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      if (fs::is_directory(p, ec) && !fs::path(p).filename().string().starts_with("libember")) {
+        std::vector<std::string> in_dir;
+        for (const auto& e : fs::directory_iterator(p, ec)) {
+          const std::string n = e.path().filename().string();
+          if (n.starts_with("libember") && n.find(".so") != std::string::npos)
+            in_dir.push_back(e.path().string());
+        }
+        std::sort(in_dir.begin(), in_dir.end());
+        files.insert(files.end(), in_dir.begin(), in_dir.end());
+      } else {
+        files.push_back(fs::absolute(p, ec).lexically_normal().string());
+      }
+    }
+  }
+  nlohmann::json all = nlohmann::json::array();
+  int problems = 0;
+  for (const std::string& f : files) {
+    const ChildResult c = run_self({"ember", "__load-one", f}, 60);
+    nlohmann::json rec{{"file", f}};
+    if (c.timed_out) {
+      rec["outcome"] = "crashed";
+      rec["reason"] = "hung during load, killed after 60 s";
+    } else if (WIFSIGNALED(c.status)) {
+      rec["outcome"] = "crashed";
+      rec["reason"] = fmt::format("{} during load", signal_name(WTERMSIG(c.status)));
+    } else {
+      try {
+        const nlohmann::json child = nlohmann::json::parse(c.out);
+        rec.update(child);
+        rec["file"] = f;
+      } catch (const std::exception&) {
+        rec["outcome"] = "crashed";
+        rec["reason"] = fmt::format("the loading process exited with status {} and no report",
+                                    WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1);
+      }
+    }
+    const ember::DependencyScan deps = ember::scan_dependencies(f);
+    rec["missing_libraries"] = deps.missing;
+    const std::string outcome = rec.value("outcome", "");
+    if (!(outcome == "loaded" || outcome == "unusable" || outcome == "shadowed" ||
+          outcome == "disabled") ||
+        !deps.missing.empty()) {
+      ++problems;
+    }
+    all.push_back(rec);
+  }
+  if (json) {
+    std::cout << all.dump(2) << "\n";
+  } else {
+    for (const auto& r : all) {
+      fmt::print("{}\n  {}{}{}\n", r["file"].get<std::string>(), r.value("outcome", ""),
+                 r.value("reason", "").empty() ? "" : ": ", r.value("reason", ""));
+      for (const auto& m : r["missing_libraries"])
+        fmt::print("  missing library: {}\n", m.get<std::string>());
+      for (const auto& d : r.value("devices", nlohmann::json::array()))
+        fmt::print("  device: {}\n", d.get<std::string>());
+    }
+    fmt::print("{} candidate(s) checked, {} with problems\n", all.size(), problems);
+  }
+  return problems == 0 ? 0 : 1;
 }
 
 int cmd_ops(bool json) {
@@ -62,7 +243,9 @@ int cmd_ops(bool json) {
         for (ember::DType d : dtypes) names.emplace_back(ember::dtype_name(d));
         kernels[dev] = names;
       }
-      j.push_back(nlohmann::json{{"name", op.name}, {"kernels", kernels}});
+      nlohmann::json entry{{"name", op.name}, {"kernels", kernels}};
+      if (!op.extension.empty()) entry["extension"] = op.extension;
+      j.push_back(entry);
     }
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -75,6 +258,7 @@ int cmd_ops(bool json) {
       where += fmt::format("{}{} [{}]", where.empty() ? "" : "; ", dev, fmt::join(names, ", "));
     }
     fmt::print("{:<16} {}\n", op.name, where.empty() ? "(no kernels)" : where);
+    if (!op.extension.empty()) fmt::print("{:<16} {}\n", "", op.extension);
   }
   return 0;
 }
@@ -86,15 +270,57 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   bool json = false;
   auto* devices = app.add_subcommand("devices", "List device types and devices");
-  auto* plugins = app.add_subcommand("plugins", "Show plugin discovery: every candidate and its outcome");
+  auto* plugins =
+      app.add_subcommand("plugins", "Show plugin discovery: every candidate and its outcome");
   plugins->add_flag("--json", json, "Machine-readable report");
+  bool verbose = false;
+  plugins->add_flag("-v,--verbose", verbose,
+                    "Also build info, kernels per op, search-dir details and controls");
+  auto* doctor = plugins->add_subcommand(
+      "doctor", "Load each candidate in a child process; report crashes and all missing libraries");
+  std::vector<std::string> doctor_paths;
+  doctor->add_option("paths", doctor_paths, "Plugin files or directories (default: discovery's)");
+  doctor->add_flag("--json", json, "Machine-readable report");
+  std::string load_one_file;
+  auto* load_one = app.add_subcommand("__load-one", "")->group("");
+  load_one->add_option("file", load_one_file)->required();
   auto* ops = app.add_subcommand("ops", "List ops and the device types/dtypes with kernels");
   ops->add_flag("--json", json, "Machine-readable list");
+  ember::tools::TrainOptions t;
+  auto* train =
+      app.add_subcommand("train", "Train a CNN on Fashion-MNIST; save a checkpoint and curves");
+  train->add_option("--model", t.model, "lenet, cnn (LeNet-sized with batch norm), mlp, resnet18")
+      ->capture_default_str();
+  train->add_option("--device", t.device, "cpu, cuda, cuda:1, ... (default: the best available)");
+  train->add_option("--data", t.data,
+                    "Fashion-MNIST directory (default: $EMBER_DATA_DIR or the "
+                    "dataset-fashion-mnist package)");
+  train->add_option("--out", t.out, "Directory for the checkpoint and the curve")
+      ->capture_default_str();
+  train->add_option("--optimizer", t.optimizer, "sgd (with momentum) or adam")
+      ->capture_default_str();
+  train->add_option("--epochs", t.epochs, "Passes over the training set")->capture_default_str();
+  train->add_option("--batch-size", t.batch_size, "Examples per step")->capture_default_str();
+  train->add_option("--lr", t.lr, "Learning rate")->capture_default_str();
+  train->add_option("--momentum", t.momentum, "SGD momentum")->capture_default_str();
+  train->add_option("--limit", t.limit, "Train on the first N examples only (0: all)");
+  train->add_option("--test-limit", t.test_limit, "Evaluate on the first N examples only (0: all)");
+  train->add_option("--seed", t.seed, "Seed for initialisation and shuffling")
+      ->capture_default_str();
+  train->add_option("--threads", t.threads, "CPU threads (0: all cores)");
+  train->add_option("--workers", t.workers, "Data-loader threads")->capture_default_str();
+  train->add_flag("!--no-progress", t.progress, "Plain lines instead of a progress bar");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*devices) return cmd_devices();
-    if (*plugins) return cmd_plugins(json);
+    if (*load_one) return cmd_load_one(load_one_file);
+    if (*doctor) return cmd_doctor(doctor_paths, json);
+    if (*plugins) return cmd_plugins(json, verbose);
     if (*ops) return cmd_ops(json);
+    if (*train) {
+      ember::tools::train(t);
+      return 0;
+    }
   } catch (const ember::Error& e) {
     fmt::print(stderr, "ember: {}\n", e.what());
     return 1;

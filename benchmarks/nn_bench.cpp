@@ -1,0 +1,102 @@
+// Model-level benchmarks: convolution forward and forward+backward, an MLP training step, a
+// ResNet-18 training step and a LeNet-5 epoch on Fashion-MNIST. Threads come from
+// --benchmark_filter and EMBER_NUM_THREADS / OMP_NUM_THREADS; peak RSS is reported per run.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <ember/data.h>
+#include <ember/ember.h>
+#include <ember/models.h>
+#include <ember/optim.h>
+
+namespace {
+
+using namespace ember;
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+void set_threads(benchmark::State& state) {
+  set_num_threads(static_cast<int>(state.range(0)));
+}
+
+// conv2d forward: N=8, C=64->64, 56x56, 3x3, padding 1 (NCHW), as a ResNet stage-1 layer.
+void BM_Conv2dForward(benchmark::State& state) {
+  set_threads(state);
+  const Tensor x = randn({8, 64, 56, 56}), w = randn({64, 64, 3, 3});
+  for (auto _ : state) benchmark::DoNotOptimize(conv2d(x, w, {}, {1, 1}, {1, 1}));
+  const double flop = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Conv2dForward)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// conv2d forward + backward to input and weight.
+void BM_Conv2dForwardBackward(benchmark::State& state) {
+  set_threads(state);
+  const Tensor x = randn({8, 64, 56, 56}).requires_grad_(true);
+  const Tensor w = randn({64, 64, 3, 3}).requires_grad_(true);
+  for (auto _ : state) {
+    sum(conv2d(x, w, {}, {1, 1}, {1, 1})).backward();
+    x.mutable_grad() = Tensor();
+    w.mutable_grad() = Tensor();
+  }
+  const double flop = 3 * 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
+  state.counters["FLOP/s"] =
+      benchmark::Counter(flop, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Conv2dForwardBackward)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One SGD step of a model on a fixed batch.
+void train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
+  const Tensor loss = cross_entropy(model(x), y);
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+}
+
+// MLP 784-512-512-10, batch 128, SGD.
+void BM_MlpTrainStep(benchmark::State& state) {
+  set_threads(state);
+  auto model = models::mlp({784, 512, 512, 10});
+  optim::SGD opt(model->parameters(), {.lr = 0.01});
+  const Tensor x = randn({128, 784}), y = randint(0, 10, {128});
+  for (auto _ : state) train_step(*model, opt, x, y);
+  state.SetItemsProcessed(state.iterations() * 128);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+BENCHMARK(BM_MlpTrainStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ResNet-18 (torchvision layout, 10 classes), 3x32x32, batch 32, SGD with momentum.
+void BM_ResNet18TrainStep(benchmark::State& state) {
+  set_threads(state);
+  auto model = models::resnet18(10);
+  optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+  const Tensor x = randn({32, 3, 32, 32}), y = randint(0, 10, {32});
+  for (auto _ : state) train_step(*model, opt, x, y);
+  state.SetItemsProcessed(state.iterations() * 32);
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+BENCHMARK(BM_ResNet18TrainStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One LeNet-5 epoch over the 60000 Fashion-MNIST training images (batch 64, SGD momentum 0.9).
+void BM_LeNetEpoch(benchmark::State& state) {
+  set_threads(state);
+  auto train = std::make_shared<data::MNIST>(data::find_fashion_mnist(std::nullopt), true);
+  data::DataLoader loader(train, {.batch_size = 64, .shuffle = true, .num_workers = 1});
+  auto model = models::lenet5();
+  optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+  for (auto _ : state) {
+    for (const std::vector<Tensor>& batch : loader) train_step(*model, opt, batch[0], batch[1]);
+  }
+  state.SetItemsProcessed(state.iterations() * train->size());
+  state.counters["peak_rss_MiB"] = peak_rss_mib();
+}
+BENCHMARK(BM_LeNetEpoch)->Arg(1)->Arg(2)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
