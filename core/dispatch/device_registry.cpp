@@ -22,14 +22,20 @@ namespace {
 void* builtin_alloc(void*, int32_t, size_t bytes) {
   return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0));
 }
-void builtin_free(void*, int32_t, void* ptr, size_t) { std::free(ptr); }
-int32_t builtin_count(void*, char*, size_t) { return 1; }
+void builtin_free(void*, int32_t, void* ptr, size_t) {
+  std::free(ptr);
+}
+int32_t builtin_count(void*, char*, size_t) {
+  return 1;
+}
 int32_t builtin_copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char*,
                      size_t) {
   if (bytes) std::memmove(dst, src, bytes);
   return EMBER_OK;
 }
-int32_t builtin_sync(void*, int32_t, char*, size_t) { return EMBER_OK; }
+int32_t builtin_sync(void*, int32_t, char*, size_t) {
+  return EMBER_OK;
+}
 
 ember_device_type_v1 builtin_cpu_table() {
   ember_device_type_v1 t{};
@@ -67,7 +73,9 @@ Registry& registry() {
 
 }  // namespace
 
-const DeviceTypeEntry& detail::device_type_unchecked(int16_t id) { return *registry().entries[id]; }
+const DeviceTypeEntry& detail::device_type_unchecked(int16_t id) {
+  return *registry().entries[id];
+}
 
 const DeviceTypeEntry& device_type(int16_t id) {
   Registry& r = registry();
@@ -103,8 +111,8 @@ void check_device(Device device, const char* op) {
 void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
   const DeviceTypeEntry& e = device_type(device.type);
   char err[512] = {0};
-  const int32_t status = e.table.copy(e.table.ctx, device.index, dst, src, bytes, kind, err,
-                                      sizeof(err));
+  const int32_t status =
+      e.table.copy(e.table.ctx, device.index, dst, src, bytes, kind, err, sizeof(err));
   EMBER_CHECK(status == EMBER_OK, "[copy] {} copy of {} bytes failed: {}", device.str(), bytes,
               err);
 }
@@ -137,13 +145,15 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
     if (old.name != entry.name) continue;
     if (old.plugin == "core" || t.priority > old.table.priority) {
       if (old.plugin != "core" && conflict) {
-        *conflict = fmt::format("device type '{}' of plugin {} replaced by plugin {} (priority {} > {})",
-                                entry.name, old.plugin, plugin, t.priority, old.table.priority);
+        *conflict =
+            fmt::format("device type '{}' of plugin {} replaced by plugin {} (priority {} > {})",
+                        entry.name, old.plugin, plugin, t.priority, old.table.priority);
       }
       r.entries[i] = new DeviceTypeEntry(std::move(entry));
     } else if (conflict) {
-      *conflict = fmt::format("device type '{}' of plugin {} kept over plugin {} (priority {} >= {})",
-                              entry.name, old.plugin, plugin, old.table.priority, t.priority);
+      *conflict =
+          fmt::format("device type '{}' of plugin {} kept over plugin {} (priority {} >= {})",
+                      entry.name, old.plugin, plugin, old.table.priority, t.priority);
     }
     return i;
   }

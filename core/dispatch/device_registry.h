@@ -17,10 +17,10 @@ inline constexpr int kMaxDeviceTypes = 16;
 /** One registered device type and the plugin table behind it. */
 struct DeviceTypeEntry {
   std::string name;
-  std::string plugin;          // "core" for the built-in CPU memory
-  ember_device_type_v1 table;  // fields past the plugin's struct_size are zeroed
-  int32_t count = 0;           // devices found at registration
-  std::string unusable_reason; // why count is 0, if it is
+  std::string plugin;           // "core" for the built-in CPU memory
+  ember_device_type_v1 table;   // fields past the plugin's struct_size are zeroed
+  int32_t count = 0;            // devices found at registration
+  std::string unusable_reason;  // why count is 0, if it is
 };
 
 /** The entry for a device type id; throws for unknown ids. */

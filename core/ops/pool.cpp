@@ -64,7 +64,7 @@ Tensor as_batched(const char* name, const Tensor& x, bool allow_int) {
               "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", name,
               shape_str(x.sizes()));
   EMBER_CHECK(is_floating(x.dtype()) || (allow_int && x.dtype() != DType::Bool),
-              "[{}] not implemented for dtype {} (convert with .to(ember::f32))", name, x.dtype());
+              "[{}] not defined for dtype {} (convert with .to(ember::f32))", name, x.dtype());
   EMBER_CHECK(x.size(-1) > 0 && x.size(-2) > 0 && x.size(-3) > 0,
               "[{}] expected non-zero sizes for the C, H and W dims: got shape {}", name,
               shape_str(x.sizes()));

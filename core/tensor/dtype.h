@@ -61,16 +61,26 @@ using cpp_type_t = typename sdk::DTypeTraits<static_cast<int>(D)>::type;
 /** The DType of a C++ element type. */
 template <typename T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_same_v<T, sdk::Half>) return DType::Float16;
-  else if constexpr (std::is_same_v<T, sdk::BFloat16>) return DType::BFloat16;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
-  else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else static_assert(sizeof(T) == 0, "no DType for this C++ type");
+  if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else if constexpr (std::is_same_v<T, sdk::Half>)
+    return DType::Float16;
+  else if constexpr (std::is_same_v<T, sdk::BFloat16>)
+    return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::Int8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else
+    static_assert(sizeof(T) == 0, "no DType for this C++ type");
 }
 
 /** Calls fn(tag) with tag::type the C++ element type of `d`. */

@@ -23,7 +23,8 @@ extern "C" {
 #define EMBER_ABI_MAJOR 1
 /** ABI minor version this header describes; tables grow with it. */
 #define EMBER_ABI_MINOR 0
-/** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`. */
+/** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
+ */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
 
 /** Exports a symbol from a plugin built with hidden visibility. */
@@ -50,10 +51,10 @@ typedef enum ember_dtype {
 /** Status codes returned by every call across the boundary. */
 typedef enum ember_status {
   EMBER_OK = 0,
-  EMBER_ERR_INVALID = 1,      /* bad arguments the core did not catch */
-  EMBER_ERR_UNSUPPORTED = 2,  /* this kernel cannot handle these inputs */
+  EMBER_ERR_INVALID = 1,     /* bad arguments the core did not catch */
+  EMBER_ERR_UNSUPPORTED = 2, /* this kernel cannot handle these inputs */
   EMBER_ERR_OUT_OF_MEMORY = 3,
-  EMBER_ERR_DEVICE = 4,       /* the device or a vendor library failed */
+  EMBER_ERR_DEVICE = 4, /* the device or a vendor library failed */
   EMBER_ERR_INTERNAL = 5
 } ember_status;
 
@@ -111,8 +112,8 @@ typedef struct ember_device_props {
 /** A device type a plugin provides: memory, copies, synchronisation. */
 typedef struct ember_device_type_v1 {
   uint32_t struct_size;
-  const char* name; /* "cpu", "cuda", "reference", ... */
-  int32_t priority; /* higher wins a name conflict and default device selection */
+  const char* name;        /* "cpu", "cuda", "reference", ... */
+  int32_t priority;        /* higher wins a name conflict and default device selection */
   int32_t host_accessible; /* nonzero if the core may read its memory directly */
   void* ctx;
   int32_t (*device_count)(void* ctx, char* reason, size_t reason_capacity);
@@ -139,7 +140,7 @@ typedef struct ember_host_v1 {
   uint16_t abi_minor;
   const char* core_version;
   void (*log)(int32_t level, const char* message); /* 0 debug, 1 info, 2 warning, 3 error */
-  void* (*scratch_alloc)(size_t bytes); /* 64-byte aligned host memory */
+  void* (*scratch_alloc)(size_t bytes);            /* 64-byte aligned host memory */
   void (*scratch_free)(void* ptr, size_t bytes);
 } ember_host_v1;
 
