@@ -19,7 +19,7 @@
 namespace ember::nn {
 namespace {
 
-Tensor make_empty(std::initializer_list<int64_t> sizes) {
+Tensor empty(std::initializer_list<int64_t> sizes) {
   return empty(IntList(sizes));
 }
 
@@ -59,10 +59,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
     : Module("Linear"),
       in_features(in),
       out_features(out),
-      weight(register_parameter(
-          "weight", (check_positive("Linear", "in_features", in),
-                     check_positive("Linear", "out_features", out), make_empty({out, in})))),
-      bias(register_parameter("bias", with_bias ? make_empty({out}) : Tensor())) {
+      weight(register_parameter("weight",
+                                (check_positive("Linear", "in_features", in),
+                                 check_positive("Linear", "out_features", out), empty({out, in})))),
+      bias(register_parameter("bias", with_bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }
 
@@ -116,9 +116,9 @@ Conv2d::Conv2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
       out_channels(out),
       kernel_size(k),
       options(o),
-      weight(register_parameter("weight", (check_conv("Conv2d", in, out, k, o),
-                                           make_empty({out, in / o.groups, k.h, k.w})))),
-      bias(register_parameter("bias", o.bias ? make_empty({out}) : Tensor())) {
+      weight(register_parameter(
+          "weight", (check_conv("Conv2d", in, out, k, o), empty({out, in / o.groups, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }
 
@@ -143,8 +143,8 @@ ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions 
       kernel_size(k),
       options(o),
       weight(register_parameter("weight", (check_conv("ConvTranspose2d", in, out, k, o),
-                                           make_empty({in, out / o.groups, k.h, k.w})))),
-      bias(register_parameter("bias", o.bias ? make_empty({out}) : Tensor())) {
+                                           empty({in, out / o.groups, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }
 
@@ -253,7 +253,7 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
       padding_idx(pad && *pad < 0 ? *pad + num : pad),
       weight(register_parameter(
           "weight", (check_positive("Embedding", "num_embeddings", num),
-                     check_positive("Embedding", "embedding_dim", dim), make_empty({num, dim})))) {
+                     check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
   EMBER_CHECK(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
               "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
   init::normal_(weight);

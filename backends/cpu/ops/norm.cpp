@@ -348,20 +348,14 @@ int32_t batch_norm_kernel(const ember_kernel_call* call, const char* name) {
                                               : call->num_inputs == 5 && call->num_outputs == 1);
   if (!shapes_ok || x.ndim != 3) return bad(call, name);
   const int64_t N = x.sizes[0], Cn = x.sizes[1], S = x.sizes[2];
-  bool ok = false;
-  sdk::visit_dtype(x.dtype, [&](auto tag) {
+  return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (sdk::kIsFloating<T>) {
-      ok = true;
-      if constexpr (Backward) {
-        bn_backward<T>(call, N, Cn, S, training);
-      } else {
-        bn_forward<T>(call, N, Cn, S, training);
-      }
+    if constexpr (Backward) {
+      bn_backward<T>(call, N, Cn, S, training);
+    } else {
+      bn_forward<T>(call, N, Cn, S, training);
     }
   });
-  return ok ? EMBER_OK
-            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name, x.dtype);
 }
 
 template <bool Backward>
@@ -377,20 +371,14 @@ int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
     return bad(call, name);
   }
   const int64_t R = n / (K * S);
-  bool ok = false;
-  sdk::visit_dtype(x.dtype, [&](auto tag) {
+  return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (sdk::kIsFloating<T>) {
-      ok = true;
-      if constexpr (Backward) {
-        rows_backward<T>(call, R, G, K, S);
-      } else {
-        rows_forward<T>(call, R, G, K, S);
-      }
+    if constexpr (Backward) {
+      rows_backward<T>(call, R, G, K, S);
+    } else {
+      rows_forward<T>(call, R, G, K, S);
     }
   });
-  return ok ? EMBER_OK
-            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name, x.dtype);
 }
 
 }  // namespace

@@ -250,17 +250,11 @@ int32_t planes_kernel(const ember_kernel_call* call, const char* name, int32_t n
       s.sizes[1] != d.sizes[1]) {
     return bad(call, name);
   }
-  bool ok = false;
-  sdk::visit_dtype(s.dtype, [&](auto tag) {
+  return sdk::visit_floating(call, s.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (sdk::kIsFloating<T>) {
-      ok = true;
-      Run<T>::run(call, static_cast<const T*>(s.data), static_cast<T*>(d.data),
-                  s.sizes[0] * s.sizes[1], s, d);
-    }
+    Run<T>::run(call, static_cast<const T*>(s.data), static_cast<T*>(d.data),
+                s.sizes[0] * s.sizes[1], s, d);
   });
-  return ok ? EMBER_OK
-            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name, s.dtype);
 }
 
 template <typename T>

@@ -191,17 +191,10 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
       return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
     }
   }
-  bool floating = false;
-  sdk::visit_dtype(x.dtype, [&](auto tag) {
+  return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (sdk::kIsFloating<T>) {
-      floating = true;
-      softmax_loop<T, Log>(static_cast<const T*>(src), static_cast<T*>(y.data), outer, len, inner);
-    }
+    softmax_loop<T, Log>(static_cast<const T*>(src), static_cast<T*>(y.data), outer, len, inner);
   });
-  return floating ? EMBER_OK
-                  : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name,
-                              x.dtype);
 }
 
 }  // namespace

@@ -216,6 +216,21 @@ inline int32_t fail(const ember_kernel_call* call, int32_t status, const char* f
   return status;
 }
 
+/** Runs fn(tag) for a floating `dtype` and returns EMBER_OK; for any other dtype returns
+ *  EMBER_ERR_UNSUPPORTED with "<name>: dtype <d> is not floating". */
+template <typename Fn>
+int32_t visit_floating(const ember_kernel_call* call, int32_t dtype, const char* name, Fn&& fn) {
+  bool floating = false;
+  visit_dtype(dtype, [&](auto tag) {
+    if constexpr (kIsFloating<typename decltype(tag)::type>) {
+      floating = true;
+      fn(tag);
+    }
+  });
+  return floating ? EMBER_OK
+                  : fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not floating", name, dtype);
+}
+
 /** Number of elements of a tensor descriptor. */
 inline int64_t numel(const ember_tensor& t) {
   int64_t n = 1;
