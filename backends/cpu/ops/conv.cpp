@@ -270,20 +270,20 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias) {
     const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training,
                                               dnnl::algorithm::convolution_direct, xa, wa, ba, ya,
                                               strides, dil, pad_l, pad_r);
-    const dnnl::convolution_forward::primitive_desc fpd(fwd, eng);
+    const dnnl::convolution_forward::primitive_desc fpd(fwd, dnnl_attr(), eng);
     if (dir == Dir::Forward) {
       e->internal = {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()};
       e->conv = dnnl::convolution_forward(fpd);
     } else if (dir == Dir::BackwardData) {
       const dnnl::convolution_backward_data::desc bwd(dnnl::algorithm::convolution_direct, xa, wa,
                                                       ya, strides, dil, pad_l, pad_r);
-      const dnnl::convolution_backward_data::primitive_desc bpd(bwd, eng, fpd);
+      const dnnl::convolution_backward_data::primitive_desc bpd(bwd, dnnl_attr(), eng, fpd);
       e->internal = {bpd.diff_src_desc(), bpd.weights_desc(), bpd.diff_dst_desc()};
       e->conv = dnnl::convolution_backward_data(bpd);
     } else {
       const dnnl::convolution_backward_weights::desc bwd(dnnl::algorithm::convolution_direct, xa,
                                                          wa, ya, strides, dil, pad_l, pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc bpd(bwd, eng, fpd);
+      const dnnl::convolution_backward_weights::primitive_desc bpd(bwd, dnnl_attr(), eng, fpd);
       e->internal = {bpd.src_desc(), bpd.diff_weights_desc(), bpd.diff_dst_desc()};
       e->conv = dnnl::convolution_backward_weights(bpd);
     }
@@ -298,7 +298,7 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias) {
     if (!e->needs_reorder[i]) continue;
     const auto& from = i == out ? e->internal[i] : e->user[i];
     const auto& to = i == out ? e->user[i] : e->internal[i];
-    e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to));
+    e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to, dnnl_attr()));
   }
   e->ok = true;
   return e;
@@ -323,32 +323,6 @@ std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias) {
   return e;
 }
 
-// Scratch memory: the host's when the call carries its services, else the plugin's allocator.
-struct Scratch {
-  const ember_kernel_call* call;
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  bool host() const {
-    return call->struct_size >= offsetof(ember_kernel_call, host) + sizeof(call->host) &&
-           call->host != nullptr && call->host->scratch_alloc != nullptr &&
-           call->host->scratch_free != nullptr;
-  }
-  void* alloc(size_t n) {
-    bytes = n;
-    ptr = host() ? call->host->scratch_alloc(n) : cached_alloc(n);
-    if (!ptr) throw std::bad_alloc();
-    return ptr;
-  }
-  ~Scratch() {
-    if (!ptr) return;
-    if (host()) {
-      call->host->scratch_free(ptr, bytes);
-    } else {
-      cached_free(ptr, bytes);
-    }
-  }
-};
-
 // Runs one direction through oneDNN; false when oneDNN declined the geometry.
 bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
@@ -365,8 +339,7 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   }
   const int out = dir == Dir::Forward ? 2 : dir == Dir::BackwardData ? 0 : 1;
   const dnnl::engine& eng = dnnl_engine();
-  dnnl::stream& stream = dnnl_stream();
-  Scratch scratch[3] = {{call}, {call}, {call}};
+  ScratchGuard scratch[3] = {{call}, {call}, {call}};
   dnnl::memory mem[3];
   for (int i = 0; i < 3; ++i) {
     const dnnl::memory um(e->user[i], eng, user[i]);
@@ -374,8 +347,9 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
       mem[i] = um;
       continue;
     }
-    mem[i] = dnnl::memory(e->internal[i], eng, scratch[i].alloc(e->internal[i].get_size()));
-    if (i != out) e->reorder[i].execute(stream, {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, mem[i]}});
+    if (!scratch[i].alloc(e->internal[i].get_size())) throw std::bad_alloc();
+    mem[i] = dnnl::memory(e->internal[i], eng, scratch[i].ptr);
+    if (i != out) dnnl_execute(call, e->reorder[i], {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, mem[i]}});
   }
   if (dir == Dir::Forward) {
     std::unordered_map<int, dnnl::memory> args = {
@@ -384,21 +358,20 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
       args[DNNL_ARG_BIAS] = dnnl::memory(dnnl::memory::desc({g.o}, kF32, tag::x), eng,
                                          const_cast<void*>(call->inputs[2].data));
     }
-    e->conv.execute(stream, args);
+    dnnl_execute(call, e->conv, std::move(args));
   } else if (dir == Dir::BackwardData) {
-    e->conv.execute(
-        stream,
+    dnnl_execute(
+        call, e->conv,
         {{DNNL_ARG_DIFF_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DIFF_DST, mem[2]}});
   } else {
-    e->conv.execute(
-        stream,
+    dnnl_execute(
+        call, e->conv,
         {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_DIFF_WEIGHTS, mem[1]}, {DNNL_ARG_DIFF_DST, mem[2]}});
   }
   if (e->needs_reorder[out]) {
     const dnnl::memory um(e->user[out], eng, user[out]);
-    e->reorder[out].execute(stream, {{DNNL_ARG_FROM, mem[out]}, {DNNL_ARG_TO, um}});
+    dnnl_execute(call, e->reorder[out], {{DNNL_ARG_FROM, mem[out]}, {DNNL_ARG_TO, um}});
   }
-  stream.wait();
   return true;
 }
 

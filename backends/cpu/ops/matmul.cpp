@@ -29,9 +29,56 @@ dnnl::engine& dnnl_engine() {
   return engine;
 }
 
+// Note [oneDNN from many threads]
+// Debian's oneDNN is built with the library scratchpad shared by all primitives, which may
+// then neither run concurrently nor move between threads: one cached primitive run from two
+// user threads at once corrupted that scratchpad and hung convolution backward. So every
+// primitive is made with a user-managed scratchpad (dnnl_attr()), dnnl_execute() hands each
+// execution its own from scratch memory, and each thread has its own stream.
 dnnl::stream& dnnl_stream() {
-  static dnnl::stream stream(dnnl_engine());
+  thread_local dnnl::stream stream(dnnl_engine());
   return stream;
+}
+
+dnnl::primitive_attr dnnl_attr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// Scratch memory: the host's when the call carries its services, else this plugin's own
+// allocator (the same kind of 64-byte aligned host memory).
+bool has_host_scratch(const ember_kernel_call* call) {
+  return call->struct_size >= offsetof(ember_kernel_call, host) + sizeof(call->host) &&
+         call->host != nullptr && call->host->scratch_alloc != nullptr &&
+         call->host->scratch_free != nullptr;
+}
+void* scratch_alloc(const ember_kernel_call* call, size_t bytes) {
+  return has_host_scratch(call) ? call->host->scratch_alloc(bytes) : cached_alloc(bytes);
+}
+void scratch_free(const ember_kernel_call* call, void* ptr, size_t bytes) {
+  if (has_host_scratch(call)) {
+    call->host->scratch_free(ptr, bytes);
+  } else {
+    cached_free(ptr, bytes);
+  }
+}
+
+void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
+                  std::unordered_map<int, dnnl::memory> args) {
+  const dnnl_memory_desc_t* md =
+      dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+  ScratchGuard scratch{call};
+  if (md != nullptr && md->ndims > 0) {
+    const dnnl::memory::desc sd(*md);
+    if (const size_t bytes = sd.get_size(); bytes > 0) {
+      if (!scratch.alloc(bytes)) throw std::bad_alloc();
+      args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(sd, dnnl_engine(), scratch.ptr);
+    }
+  }
+  dnnl::stream& stream = dnnl_stream();
+  prim.execute(stream, args);
+  stream.wait();
 }
 
 namespace {
@@ -295,39 +342,6 @@ dnnl::memory::data_type dnnl_type(int32_t dtype) {
 
 enum class DnnlResult { Done, Declined };
 
-// Scratch memory: the host's when the call carries its services, else this plugin's own
-// allocator (the same kind of 64-byte aligned host memory).
-bool has_host_scratch(const ember_kernel_call* call) {
-  return call->struct_size >= offsetof(ember_kernel_call, host) + sizeof(call->host) &&
-         call->host != nullptr && call->host->scratch_alloc != nullptr &&
-         call->host->scratch_free != nullptr;
-}
-void* scratch_alloc(const ember_kernel_call* call, size_t bytes) {
-  return has_host_scratch(call) ? call->host->scratch_alloc(bytes) : cached_alloc(bytes);
-}
-void scratch_free(const ember_kernel_call* call, void* ptr, size_t bytes) {
-  if (has_host_scratch(call)) {
-    call->host->scratch_free(ptr, bytes);
-  } else {
-    cached_free(ptr, bytes);
-  }
-}
-
-// One scratch buffer, freed when the guard goes (also when oneDNN throws).
-struct ScratchGuard {
-  const ember_kernel_call* call;
-  void* ptr = nullptr;
-  size_t bytes = 0;
-  bool alloc(size_t n) {
-    bytes = n;
-    ptr = scratch_alloc(call, n);
-    return ptr != nullptr;
-  }
-  ~ScratchGuard() {
-    if (ptr) scratch_free(call, ptr, bytes);
-  }
-};
-
 // Runs C = A x B through oneDNN; Declined when oneDNN has no implementation (or the geometry
 // does not suit it) and the own loop should run instead.
 DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
@@ -362,7 +376,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   if (!dnnl_cache_find(key.data(), kn, &prim)) {
     try {
       const dnnl::matmul::desc desc(amd, bmd, cmd);
-      prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_engine()));
+      prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_attr(), dnnl_engine()));
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
       prim = dnnl::primitive();
@@ -396,9 +410,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   const dnnl::engine& eng = dnnl_engine();
   dnnl::memory ma(amd, eng, const_cast<void*>(data[0])), mb(bmd, eng, const_cast<void*>(data[1])),
       mc(cmd, eng, c.data);
-  dnnl::stream& stream = dnnl_stream();
-  prim.execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-  stream.wait();
+  dnnl_execute(call, prim, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
   return DnnlResult::Done;
 }
 

@@ -1,6 +1,8 @@
 // Every CPU kernel, one C-ABI function each; kernels.cpp registers them.
 #pragma once
 
+#include <cstddef>
+
 #include "ember/plugin_abi.h"
 
 namespace ember::cpu {
@@ -68,15 +70,43 @@ EMBER_CPU_KERNEL(softmax);
 EMBER_CPU_KERNEL(log_softmax);
 // Shared oneDNN state, declared for the files that include <oneapi/dnnl/dnnl.hpp> first.
 #ifdef ONEAPI_DNNL_DNNL_HPP
+#include <unordered_map>
 /** The plugin's one oneDNN engine (CPU, index 0), created on first use; may throw dnnl::error. */
 dnnl::engine& dnnl_engine();
-/** The plugin's one oneDNN stream on dnnl_engine(), created on first use. */
+/** This thread's oneDNN stream on dnnl_engine() (Note [oneDNN from many threads]). */
 dnnl::stream& dnnl_stream();
+/** Attributes every cached primitive is made with: a user-managed scratchpad. */
+dnnl::primitive_attr dnnl_attr();
+/** Runs `prim` on this thread's stream with a scratchpad of its own, and waits. */
+void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
+                  std::unordered_map<int, dnnl::memory> args);
 /** Looks `key` up in the primitive cache (Note [oneDNN primitive cache]); true on a hit. */
 bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out);
 /** Stores a primitive (an empty handle records "no oneDNN implementation") under `key`. */
 void dnnl_cache_put(const int64_t* key, int32_t n, const dnnl::primitive& prim);
 #endif
+
+/** Scratch memory for a kernel: the host's when the call carries its services, else the
+ * plugin's caching allocator. */
+void* scratch_alloc(const ember_kernel_call* call, size_t bytes);
+/** Returns memory from scratch_alloc(). */
+void scratch_free(const ember_kernel_call* call, void* ptr, size_t bytes);
+
+/** One scratch buffer, freed when the guard goes (also when oneDNN throws). */
+struct ScratchGuard {
+  const ember_kernel_call* call;
+  void* ptr = nullptr;
+  size_t bytes = 0;
+  /** Allocates `n` bytes; false when there is no memory. */
+  bool alloc(size_t n) {
+    bytes = n;
+    ptr = scratch_alloc(call, n);
+    return ptr != nullptr;
+  }
+  ~ScratchGuard() {
+    if (ptr) scratch_free(call, ptr, bytes);
+  }
+};
 
 // index.cpp, sort.cpp
 EMBER_CPU_KERNEL(index_select);

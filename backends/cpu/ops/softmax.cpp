@@ -123,7 +123,8 @@ void softmax_loop(const T* src, T* dst, int64_t outer, int64_t len, int64_t inne
 
 // float32 through oneDNN; false when oneDNN has no implementation for this geometry.
 template <bool Log>
-bool dnnl_softmax(const float* src, float* dst, int64_t outer, int64_t len, int64_t inner) {
+bool dnnl_softmax(const ember_kernel_call* call, const float* src, float* dst, int64_t outer,
+                  int64_t len, int64_t inner) {
   const int64_t key[] = {Log ? 3 : 2, outer, len, inner};  // Note [oneDNN primitive cache]
   const int32_t kn = static_cast<int32_t>(sizeof(key) / sizeof(key[0]));
   const dnnl::memory::desc md =
@@ -137,10 +138,11 @@ bool dnnl_softmax(const float* src, float* dst, int64_t outer, int64_t len, int6
       const dnnl::engine& eng = dnnl_engine();
       if constexpr (Log) {
         const dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-        prim = dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(desc, eng));
+        prim = dnnl::logsoftmax_forward(
+            dnnl::logsoftmax_forward::primitive_desc(desc, dnnl_attr(), eng));
       } else {
         const dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-        prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, eng));
+        prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, dnnl_attr(), eng));
       }
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
@@ -151,9 +153,7 @@ bool dnnl_softmax(const float* src, float* dst, int64_t outer, int64_t len, int6
   if (!prim) return false;
   const dnnl::engine& eng = dnnl_engine();
   dnnl::memory ms(md, eng, const_cast<float*>(src)), md_out(md, eng, dst);
-  dnnl::stream& stream = dnnl_stream();
-  prim.execute(stream, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md_out}});
-  stream.wait();
+  dnnl_execute(call, prim, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DST, md_out}});
   return true;
 }
 
@@ -180,8 +180,8 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
   }
   if (x.dtype == EMBER_F32 && inner == 1) {
     try {
-      if (dnnl_softmax<Log>(static_cast<const float*>(src), static_cast<float*>(y.data), outer, len,
-                            inner)) {
+      if (dnnl_softmax<Log>(call, static_cast<const float*>(src), static_cast<float*>(y.data),
+                            outer, len, inner)) {
         return EMBER_OK;
       }
     } catch (const dnnl::error& e) {
