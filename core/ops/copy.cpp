@@ -35,7 +35,9 @@ Tensor empty(IntList sizes, TensorOptions opts) {
   const int64_t n = shape_numel(sizes, "empty");
   int64_t bytes = 0;
   EMBER_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(opts.dtype)), &bytes),
-              "[empty] {} elements of {} overflow the addressable size", n, opts.dtype);
+              "[empty] {} elements of {} exceed the addressable size (their byte count overflows "
+              "int64): sizes {}",
+              n, opts.dtype, shape_str(sizes));
   Storage s = allocate_storage(static_cast<size_t>(bytes), opts.device);
   return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes), 0,
                                            opts.dtype));
@@ -72,6 +74,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
+  EMBER_CHECK(defined(), "[fill_] called on an undefined tensor");
   if (autograd::any_requires_grad({this})) {
     // A constant: the old value gets a zero gradient, nothing else does.
     return autograd::inplace(*this, "fill_",
@@ -86,10 +89,12 @@ Tensor& Tensor::fill_(Scalar value) {
 }
 
 Tensor Tensor::contiguous() const {
+  EMBER_CHECK(defined(), "[contiguous] called on an undefined tensor");
   return is_contiguous() ? *this : clone();
 }
 
 Tensor Tensor::clone() const {
+  EMBER_CHECK(defined(), "[clone] called on an undefined tensor");
   return autograd::differentiable(
       "CloneBackward", "clone", {this},
       [&] {
@@ -105,6 +110,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType d) const {
+  EMBER_CHECK(defined(), "[to] called on an undefined tensor (to {})", d);
   if (d == dtype()) return *this;
   return autograd::differentiable(
       "ToCopyBackward", "to", {this},
@@ -121,6 +127,7 @@ Tensor Tensor::to(DType d) const {
 }
 
 Tensor Tensor::to(Device target) const {
+  EMBER_CHECK(defined(), "[to] called on an undefined tensor (to {})", target.str());
   if (target == device()) return *this;
   if (autograd::any_requires_grad({this})) {
     return autograd::differentiable(

@@ -78,9 +78,16 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions
   EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
               "[arange] upper bound and step have inconsistent signs: start {} end {} step {}", s,
               e, st);
+  // The count in double first: a range like [0, 1e30) in steps of 1e-30 must be an error, not
+  // a double-to-int64 conversion that wraps around.
+  const double count = std::ceil((e - s) / st);
+  EMBER_CHECK(count < 0x1p62, "[arange] {} elements exceed int64: start {} end {} step {}", count,
+              s, e, st);
   const int64_t n =
-      integral ? (end.to_int() - start.to_int() + step.to_int() - (st > 0 ? 1 : -1)) / step.to_int()
-               : static_cast<int64_t>(std::ceil((e - s) / st));
+      integral ? static_cast<int64_t>((static_cast<__int128>(end.to_int()) - start.to_int() +
+                                       step.to_int() - (st > 0 ? 1 : -1)) /
+                                      step.to_int())
+               : static_cast<int64_t>(count);
   if (integral && is_integral(o.dtype)) {
     const int64_t a = start.to_int(), b = step.to_int();
     return host_generate({n}, o, [&](int64_t i) { return a + i * b; });
@@ -177,8 +184,13 @@ Tensor from_blob(void* data, IntList sizes, IntList strides, DType dtype,
     EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0, "[from_blob] negative size or stride: {} {}",
                 shape_str(sizes), shape_str(strides));
     if (sizes[i] == 0) empty = true;
-    extent += (sizes[i] - 1) * strides[i];
+    int64_t reach = 0;
+    EMBER_CHECK(sizes[i] == 0 || (!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
+                                  !__builtin_add_overflow(extent, reach, &extent)),
+                "[from_blob] sizes {} strides {} reach past int64", shape_str(sizes),
+                shape_str(strides));
   }
+  shape_numel(sizes, "from_blob");
   const size_t bytes = empty ? 0 : static_cast<size_t>(extent + 1) * itemsize(dtype);
   auto* fn = new std::function<void(void*)>(std::move(deleter));
   auto del = [](void* ctx, void* p, size_t, Device) {

@@ -348,13 +348,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     if (skipped(t)) continue;
     EMBER_CHECK(t.dim() == ref->dim(),
                 "[cat] tensors must have the same number of dims: got {} and {} for tensor "
-                "number {} in the list",
-                ref->dim(), t.dim(), i);
+                "number {} in the list (shapes {} and {})",
+                ref->dim(), t.dim(), i, shape_str(ref->sizes()), shape_str(t.sizes()));
     for (int64_t j = 0; j < t.dim(); ++j) {
       EMBER_CHECK(j == d || t.size(j) == ref->size(j),
                   "[cat] sizes of tensors must match except in dimension {}: expected size {} "
-                  "but got size {} for tensor number {} in the list",
-                  d, ref->size(j), t.size(j), i);
+                  "but got size {} for tensor number {} in the list (shapes {} and {})",
+                  d, ref->size(j), t.size(j), i, shape_str(ref->sizes()), shape_str(t.sizes()));
     }
     sizes[d] += t.size(d);
   }
@@ -387,6 +387,13 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return cat(views, d);
 }
 
+// Note [Pieces of an empty tensor]
+// split and chunk return one view per piece. For a tensor holding data the count is bounded by
+// its element count, but an empty tensor can have a dim of 2^40 (next to a 0) or be cut into
+// any number of empty chunks: past this many pieces the list could never be built, so it is an
+// error rather than std::bad_alloc.
+constexpr int64_t kMaxEmptyChunks = int64_t{1} << 20;
+
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
   EMBER_CHECK(x.defined(), "[split] undefined tensor argument");
   EMBER_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
@@ -397,7 +404,11 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
               "[split] split size can only be 0 if dim {} has size 0: its size is {}", d, n);
   if (n == 0) return {x};
   std::vector<Tensor> out;
-  out.reserve(static_cast<size_t>((n + size - 1) / size));
+  const int64_t pieces = n / size + (n % size != 0);  // n + size - 1 may overflow
+  EMBER_CHECK(x.numel() > 0 || pieces <= kMaxEmptyChunks,
+              "[split] {} pieces of the empty tensor of shape {} exceed the {} that can be listed",
+              pieces, shape_str(x.sizes()), kMaxEmptyChunks);
+  out.reserve(static_cast<size_t>(pieces));
   for (int64_t start = 0; start < n; start += size) {
     out.push_back(x.narrow(d, start, std::min(size, n - start)));
   }
@@ -411,7 +422,10 @@ std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim) {
   int64_t total = 0;
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, "[split] split sizes must be non-negative: got {}", shape_str(sizes));
-    total += s;
+    EMBER_CHECK(
+        !__builtin_add_overflow(total, s, &total),
+        "[split] split sizes {} must sum to the size {} of dim {}: their sum overflows int64",
+        shape_str(sizes), x.size(d), d);
   }
   EMBER_CHECK(total == x.size(d), "[split] split sizes {} must sum to the size {} of dim {}",
               shape_str(sizes), x.size(d), d);
@@ -433,8 +447,14 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   const int64_t n = x.size(d);
   // Like PyTorch: chunks of ceil(n / chunks), so there may be fewer than `chunks` of them;
   // an empty dim gives `chunks` empty views.
-  if (n == 0) return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
-  return split(x, (n + chunks - 1) / chunks, d);
+  if (n == 0) {
+    // Note [Pieces of an empty tensor]
+    EMBER_CHECK(chunks <= kMaxEmptyChunks,
+                "[chunk] {} chunks of the empty dim {} exceed the {} that can be listed", chunks, d,
+                kMaxEmptyChunks);
+    return split(x, std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
+  }
+  return split(x, n / chunks + (n % chunks != 0), d);  // n + chunks - 1 may overflow
 }
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest,

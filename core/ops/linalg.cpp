@@ -8,6 +8,8 @@
 // backward (C = A B): dA = dC B^T, dB = A^T dC, summed over broadcast batch dims.
 #include "core/ops/linalg.h"
 
+#include <algorithm>
+
 #include "core/autograd/differentiable_ops.h"
 #include "core/autograd/record.h"
 #include "core/dispatch/call.h"
@@ -46,6 +48,13 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
 
   const IntList a_batch(a2.sizes().data(), a2.sizes().size() - 2);
   const IntList b_batch(b2.sizes().data(), b2.sizes().size() - 2);
+  for (size_t i = 1; i <= std::min(a_batch.size(), b_batch.size()); ++i) {
+    const int64_t da = a_batch[a_batch.size() - i], db = b_batch[b_batch.size() - i];
+    EMBER_CHECK(da == db || da == 1 || db == 1,
+                "[{}] shapes {} and {} cannot be multiplied: batch dims {} and {} do not broadcast",
+                name, shape_str(a.sizes()), shape_str(b.sizes()), shape_str(a_batch),
+                shape_str(b_batch));
+  }
   Shape shape = broadcast_shapes(a_batch, b_batch, name);
   Shape a_shape = shape, b_shape = shape;
   a_shape.push_back(m);

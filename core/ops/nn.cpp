@@ -203,6 +203,11 @@ Tensor interpolate_impl(const Tensor& x, int64_t oh, int64_t ow, double sh, doub
   EMBER_CHECK(x.size(2) > 0 && x.size(3) > 0,
               "[interpolate] input spatial sizes must be positive: got shape {}",
               shape_str(x.sizes()));
+  // The host-side index lists grow with oh and ow: the output is allocated first (and handed
+  // back at once), so an impossible size is an [empty]/[allocate] error, not std::bad_alloc.
+  const Shape out_sizes{x.size(0), x.size(1), oh, ow};
+  if (shape_numel(out_sizes, "interpolate") == 0) return empty(out_sizes, {x.dtype(), x.device()});
+  empty(out_sizes, {x.dtype(), x.device()});
   return resize_dim(resize_dim(x, 2, oh, sh, bilinear, align_corners), 3, ow, sw, bilinear,
                     align_corners);
 }

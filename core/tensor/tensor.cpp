@@ -25,6 +25,11 @@ Tensor track_view(const char* name, const Tensor& base, Tensor view, MakeFn&& ma
 
 using Grads = std::vector<Tensor>;
 
+// Views read sizes and strides first: an undefined tensor must fail here, not dereference null.
+void check_defined(const Tensor& t, const char* op) {
+  EMBER_CHECK(t.defined(), "[{}] called on an undefined tensor", op);
+}
+
 const autograd::DeclareDifferentiable kDifferentiable{
     "view",   "reshape", "transpose", "permute",   "slice",   "narrow",
     "select", "expand",  "squeeze",   "unsqueeze", "flatten", "as_strided"};
@@ -59,6 +64,11 @@ Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64
   return scatter(zeros(in_sizes, {g.dtype(), g.device()}), dim, index, g);
 }
 
+// Note [Sizes never wrap around]
+// Every size list that becomes a tensor passes through an overflow-checked product
+// (shape_numel, or infer_size for view/reshape), so numel(), nbytes() and the kernels' index
+// arithmetic never see a wrapped-around count: a shape like [2^40, 2^40] is an ember::Error
+// naming the op, even for views (expand, as_strided) that allocate nothing.
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
   return Tensor(make_intrusive<TensorImpl>(base.storage(), std::move(sizes), std::move(strides),
                                            offset, base.dtype()));
@@ -106,7 +116,8 @@ Shape infer_size(IntList sizes, int64_t numel, const char* op) {
       infer = static_cast<int64_t>(i);
     } else {
       EMBER_CHECK(out[i] >= 0, "[{}] invalid size {} in {}", op, out[i], shape_str(sizes));
-      known *= out[i];
+      EMBER_CHECK(!__builtin_mul_overflow(known, out[i], &known),
+                  "[{}] number of elements of shape {} overflows int64", op, shape_str(sizes));
     }
   }
   if (infer >= 0) {
@@ -123,13 +134,16 @@ Shape infer_size(IntList sizes, int64_t numel, const char* op) {
 }  // namespace
 
 int64_t Tensor::size(int64_t d) const {
+  check_defined(*this, "size");
   return sizes()[wrap_dim(d, dim(), "size")];
 }
 int64_t Tensor::stride(int64_t d) const {
+  check_defined(*this, "stride");
   return strides()[wrap_dim(d, dim(), "stride")];
 }
 
 Tensor Tensor::view(IntList sizes_in) const {
+  check_defined(*this, "view");
   Shape sizes = infer_size(sizes_in, numel(), "view");
   auto strides = view_strides(*this, sizes);
   EMBER_CHECK(strides.has_value(),
@@ -142,6 +156,7 @@ Tensor Tensor::view(IntList sizes_in) const {
 }
 
 Tensor Tensor::reshape(IntList sizes_in) const {
+  check_defined(*this, "reshape");
   Shape sizes = infer_size(sizes_in, numel(), "reshape");
   if (auto strides = view_strides(*this, sizes)) {
     return track_view("ViewBackward", *this,
@@ -152,6 +167,7 @@ Tensor Tensor::reshape(IntList sizes_in) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  check_defined(*this, "transpose");
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
   Shape sizes = this->sizes(), strides = this->strides();
@@ -169,14 +185,17 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::t() const {
+  check_defined(*this, "t");
   EMBER_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dims, but got {} dims", dim());
   return dim() < 2 ? *this : transpose(0, 1);
 }
 
 Tensor Tensor::permute(IntList dims) const {
-  EMBER_CHECK(static_cast<int64_t>(dims.size()) == dim(),
-              "[permute] number of dims {} does not match the tensor's {} dims", dims.size(),
-              dim());
+  check_defined(*this, "permute");
+  EMBER_CHECK(
+      static_cast<int64_t>(dims.size()) == dim(),
+      "[permute] number of dims {} does not match the tensor's {} dims: dims {} for sizes {}",
+      dims.size(), dim(), shape_str(dims), shape_str(sizes()));
   Shape sizes(dims.size()), strides(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -198,17 +217,21 @@ Tensor Tensor::permute(IntList dims) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  check_defined(*this, "slice");
   EMBER_CHECK(dim() > 0, "[slice] cannot slice a 0-d tensor");
   d = wrap_dim(d, dim(), "slice");
-  EMBER_CHECK(step > 0, "[slice] step must be positive: got {}", step);
+  EMBER_CHECK(step > 0, "[slice] step must be positive: got step {}", step);
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   Shape sizes = this->sizes(), strides = this->strides();
-  sizes[d] = (end - start + step - 1) / step;
-  strides[d] *= step;
+  // (len - 1) / step + 1 rather than (len + step - 1) / step, which wraps around for a huge step;
+  // a stride is only scaled when the dim keeps two or more elements (then step < n, no overflow).
+  const int64_t len = end - start;
+  sizes[d] = len == 0 ? 0 : (len - 1) / step + 1;
+  if (sizes[d] > 1) strides[d] *= step;
   return track_view("SliceBackward", *this,
                     make_view(*this, std::move(sizes), std::move(strides),
                               storage_offset() + start * this->strides()[d]),
@@ -221,6 +244,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  check_defined(*this, "narrow");
   EMBER_CHECK(dim() > 0, "[narrow] cannot narrow a 0-d tensor");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
@@ -231,6 +255,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  check_defined(*this, "select");
   EMBER_CHECK(dim() > 0, "[select] cannot select on a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = sizes()[d];
@@ -252,14 +277,16 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::expand(IntList target) const {
+  check_defined(*this, "expand");
   EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(),
-              "[expand] the number of sizes ({}) must be >= the tensor's dims ({})", target.size(),
-              dim());
+              "[expand] the number of sizes ({}) must be >= the tensor's dims ({}): sizes {} to {}",
+              target.size(), dim(), shape_str(sizes()), shape_str(target));
   const size_t lead = target.size() - sizes().size();
   Shape sizes(target.size()), strides(target.size());
   for (size_t i = 0; i < target.size(); ++i) {
     if (i < lead) {
-      EMBER_CHECK(target[i] >= 0, "[expand] size -1 is not allowed for a new leading dim {}", i);
+      EMBER_CHECK(target[i] >= 0, "[expand] size {} is not allowed for a new leading dim {} ({})",
+                  target[i], i, shape_str(target));
       sizes[i] = target[i];
       strides[i] = 0;
       continue;
@@ -272,6 +299,7 @@ Tensor Tensor::expand(IntList target) const {
     sizes[i] = want;
     strides[i] = have == want ? this->strides()[i - lead] : 0;
   }
+  shape_numel(sizes, "expand");  // Note [Sizes never wrap around]
   return track_view("ExpandBackward", *this,
                     make_view(*this, std::move(sizes), std::move(strides), storage_offset()), [&] {
                       return [in = this->sizes()](const Grads& g, const autograd::LambdaNode&) {
@@ -281,6 +309,7 @@ Tensor Tensor::expand(IntList target) const {
 }
 
 Tensor Tensor::squeeze() const {
+  check_defined(*this, "squeeze");
   Shape sizes, strides;
   for (int64_t i = 0; i < dim(); ++i) {
     if (this->sizes()[i] != 1) {
@@ -294,6 +323,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  check_defined(*this, "squeeze");
   if (dim() == 0) return *this;
   d = wrap_dim(d, dim(), "squeeze");
   if (sizes()[d] != 1) return *this;
@@ -306,6 +336,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  check_defined(*this, "unsqueeze");
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sizes = this->sizes(), strides = this->strides();
   const int64_t stride = d < dim() ? this->strides()[d] * this->sizes()[d] : 1;
@@ -317,6 +348,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  check_defined(*this, "flatten");
   if (dim() == 0) return reshape({1});
   start = wrap_dim(start, dim(), "flatten");
   end = wrap_dim(end, dim(), "flatten");
@@ -331,8 +363,10 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset) const {
-  EMBER_CHECK(sizes.size() == strides.size(), "[as_strided] {} sizes but {} strides", sizes.size(),
-              strides.size());
+  check_defined(*this, "as_strided");
+  EMBER_CHECK(sizes.size() == strides.size(),
+              "[as_strided] {} sizes but {} strides: sizes {} strides {}", sizes.size(),
+              strides.size(), shape_str(sizes), shape_str(strides));
   const int64_t off = offset.value_or(storage_offset());
   EMBER_CHECK(off >= 0, "[as_strided] negative storage offset {}", off);
   // The furthest element must lie inside the storage.
@@ -342,11 +376,17 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
     EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0,
                 "[as_strided] sizes and strides must be non-negative: sizes {} strides {}",
                 shape_str(sizes), shape_str(strides));
-    if (sizes[i] == 0)
+    int64_t reach = 0;
+    if (sizes[i] == 0) {
       empty = true;
-    else
-      last += (sizes[i] - 1) * strides[i];
+      continue;
+    }
+    EMBER_CHECK(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) &&
+                    !__builtin_add_overflow(last, reach, &last),
+                "[as_strided] sizes {} strides {} offset {} reach past int64", shape_str(sizes),
+                shape_str(strides), off);
   }
+  shape_numel(sizes, "as_strided");
   const int64_t capacity = static_cast<int64_t>(storage()->bytes() / element_size());
   EMBER_CHECK(
       empty || last < capacity,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/autograd/grad_mode.h"
+#include "core/autograd/node.h"
 #include "core/ops/factory.h"
 #include "core/util/error.h"
 
@@ -44,6 +45,11 @@ void Optimizer::add_param_group(ParamGroup group) {
                 "[{}] parameter {} of param group {} has dtype {}: only floating tensors can be "
                 "optimized",
                 name_, i, index, p.dtype());
+    // As in PyTorch: a step writes the parameter in place, which a non-leaf cannot take.
+    EMBER_CHECK(p.is_leaf(),
+                "[{}] parameter {} of param group {} is not a leaf tensor (it has grad_fn {}): "
+                "optimize the leaf it was computed from, or detach() it",
+                name_, i, index, p.grad_fn() ? p.grad_fn()->name() : "none");
     for (const auto& g : groups_) {
       for (const auto& q : g.params) {
         EMBER_CHECK(!q.is_same(p), "[{}] a parameter appears in more than one param group", name_);
