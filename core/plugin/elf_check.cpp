@@ -98,7 +98,11 @@ ElfCheck check(const ReadAt& read_at, uint64_t size) {
     return fail(PluginOutcome::CorruptFile, fmt::format("corrupt: {} of {} bytes", size, needed));
   }
   if (eh.e_shnum > 0) {
-    const uint64_t sh_end = eh.e_shoff + uint64_t{eh.e_shnum} * eh.e_shentsize;
+    // An offset near 2^64 would wrap the end around to a small number that "fits".
+    uint64_t sh_end = 0;
+    if (__builtin_add_overflow(eh.e_shoff, uint64_t{eh.e_shnum} * eh.e_shentsize, &sh_end)) {
+      return fail(PluginOutcome::CorruptFile, "corrupt: implausible section header table");
+    }
     needed = std::max(needed, sh_end);
   }
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {

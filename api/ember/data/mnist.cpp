@@ -110,16 +110,20 @@ Tensor read_idx(const std::string& path) {
               "bytes follow",
               path, m, ndim, raw_dims.size(), dim_bytes);
   std::vector<int64_t> dims(ndim);
-  uint64_t expected = 1;
-  bool overflow = false;
+  // The product of the non-zero dims must fit in int64 even when a zero dim makes the tensor
+  // empty: the tensor's strides are made of it.
+  uint64_t span = 1;
+  bool overflow = false, has_zero = false;
   for (size_t d = 0; d < ndim; ++d) {
     const unsigned char* p = &raw_dims[4 * d];
     dims[d] = (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3];
-    overflow =
-        overflow || __builtin_mul_overflow(expected, static_cast<uint64_t>(dims[d]), &expected);
+    if (dims[d] == 0) has_zero = true;
+    if (dims[d] != 0)
+      overflow = overflow || __builtin_mul_overflow(span, static_cast<uint64_t>(dims[d]), &span);
   }
-  EMBER_CHECK(!overflow && expected <= static_cast<uint64_t>(INT64_MAX),
-              "[data.idx] {}: header says {}, which overflows int64 bytes", path, describe(dims));
+  EMBER_CHECK(!overflow && span <= static_cast<uint64_t>(INT64_MAX),
+              "[data.idx] {}: header says {}, which overflows int64", path, describe(dims));
+  const uint64_t expected = has_zero ? 0 : span;
 
   // Grow the buffer only as data arrives, up to what the header announces.
   auto data = std::make_shared<std::vector<unsigned char>>();

@@ -172,8 +172,11 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   EMBER_CHECK(sh != v.end(), "{} {}: tensor '{}': missing shape", op, path, name);
   EMBER_CHECK(sh->is_array(), "{} {}: tensor '{}': shape is a JSON {}, not an array", op, path,
               name, sh->type_name());
-  int64_t numel = 1;
-  bool overflow = false;
+  // Note [A zero dim does not excuse huge ones]
+  // A zero dim makes a tensor empty, but its strides are still products of the other dims, so
+  // those must fit in int64 too: [0, 2^62, 4] is refused rather than overflowing the strides.
+  int64_t numel = 1;  // of the non-zero dims
+  bool overflow = false, has_zero = false;
   for (const json& d : *sh) {
     EMBER_CHECK(d.is_number_integer(), "{} {}: tensor '{}': shape {} has a non-integer dim", op,
                 path, name, sh->dump());
@@ -184,15 +187,19 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
                 op, path, name, u);
     int64_t s = static_cast<int64_t>(u);
     e.shape.push_back(s);
-    overflow = overflow || __builtin_mul_overflow(numel, s, &numel);
+    if (s == 0) {
+      has_zero = true;
+    } else {
+      overflow = overflow || __builtin_mul_overflow(numel, s, &numel);
+    }
   }
   int64_t nbytes = 0;
-  overflow =
-      overflow || __builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(e.dtype)), &nbytes);
-  // A zero dim makes any product zero, even one that overflowed on the way.
-  if (std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end()) overflow = false, nbytes = 0;
-  EMBER_CHECK(!overflow, "{} {}: tensor '{}': shape {} of {} overflows int64 bytes", op, path, name,
-              sh->dump(), dt->get<std::string>());
+  if (!has_zero) {
+    overflow =
+        overflow || __builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(e.dtype)), &nbytes);
+  }
+  EMBER_CHECK(!overflow, "{} {}: tensor '{}': shape {} of {} overflows int64 {}", op, path, name,
+              sh->dump(), dt->get<std::string>(), has_zero ? "strides" : "bytes");
 
   auto off = v.find("data_offsets");
   EMBER_CHECK(off != v.end(), "{} {}: tensor '{}': missing data_offsets", op, path, name);

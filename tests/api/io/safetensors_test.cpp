@@ -423,6 +423,10 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
       {"overflowing bytes",
        st_file(f32_header(R"({"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]})")),
        "overflows int64"},
+      {"zero-size but huge dims",
+       st_file(
+           f32_header(R"({"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]})")),
+       "shape [0,4611686018427387904,4] of F32 overflows int64 strides"},
       {"dim above int64",
        st_file(f32_header(R"({"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,8]})")),
        "too large"},
@@ -447,6 +451,15 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
                R"("b":{"dtype":"I32","shape":[2],"data_offsets":[4,12]}})",
                std::string(12, '\0')),
        "tensors 'a' [0, 8] and 'b' [4, 12] overlap"},
+      {"overlap inside an enclosing tensor",
+       st_file(R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]},)"
+               R"("b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]},)"
+               R"("c":{"dtype":"U8","shape":[4],"data_offsets":[12,16]}})",
+               std::string(16, '\0')),
+       "tensors 'a' [0, 16] and 'b' [8, 12] overlap"},
+      {"header length exactly 4 GiB - 1", le64(0xffffffffu) + "{}", "is absurd"},
+      {"header length just over the limit", le64(100'000'001) + "{}",
+       "header length 100000001 is absurd (the limit is 100000000 bytes)"},
       {"duplicate name",
        st_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
                R"("a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
