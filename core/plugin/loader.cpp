@@ -2,6 +2,10 @@
 
 #include <dlfcn.h>
 #include <fnmatch.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -62,6 +66,8 @@ const char* outcome_name(PluginOutcome o) {
       return "disabled";
     case PluginOutcome::Unreadable:
       return "unreadable";
+    case PluginOutcome::Insecure:
+      return "insecure";
     case PluginOutcome::Crashed:
       return "crashed";
   }
@@ -267,6 +273,78 @@ std::string real_path(const std::string& p) {
   return ec ? p : r.string();
 }
 
+// Note [Who may write a plugin]
+// Loading a plugin runs its code in this process, so whoever can replace the file, or add a file
+// next to it, can run code as us. A plugin file or its directory that is writable by group or
+// other (mode & 022), or owned by a user other than us and root, is such a hole. The check covers
+// the path as named and, through symlinks, the file it resolves to and that file's directory.
+// Strict mode refuses the file (outcome "insecure", fatal like every strict failure); otherwise
+// it loads with a warning in its report entry and in the log, so a group-writable build tree
+// keeps working. Only the immediate directory is checked: ancestors are the system's business.
+// Note [User private groups]
+// Debian gives each user a group of their own name (the user private group) and many set umask
+// 002, so every file they make is group-writable by a group with only them in it. Group write
+// is a hole only when the group is not the owner's private group: its name differs from the
+// owner's, or it has other listed members.
+/** Whether `gid` is the private group of user `uid` (named as the user, no other members). */
+bool is_private_group(uid_t uid, gid_t gid) {
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* pwp = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &pwp) != 0 || !pwp) return false;
+  if (pw.pw_gid != gid) return false;
+  const std::string user = pw.pw_name;
+  struct group gr {};
+  struct group* grp = nullptr;
+  if (::getgrgid_r(gid, &gr, buf.data(), buf.size(), &grp) != 0 || !grp) return false;
+  if (user != gr.gr_name) return false;
+  for (char** m = gr.gr_mem; m && *m; ++m) {
+    if (user != *m) return false;
+  }
+  return true;
+}
+
+/** Why `path` (a plugin file) could be replaced by someone else; empty if it could not. */
+std::string write_access_problem(const std::string& path) {
+  std::vector<std::pair<std::string, const char*>> checks;  // path, what it is
+  auto add = [&](const fs::path& p, const char* what) {
+    const std::string s = p.empty() ? std::string(".") : p.string();
+    for (const auto& c : checks) {
+      if (c.first == s) return;
+    }
+    checks.emplace_back(s, what);
+  };
+  const fs::path named(path);
+  add(named, "file");
+  add(named.parent_path(), "directory");
+  const fs::path real(real_path(path));
+  add(real, "file");
+  add(real.parent_path(), "directory");
+  const uid_t me = ::geteuid();
+  std::vector<std::string> problems;
+  for (const auto& [p, what] : checks) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0) continue;  // the ELF check reports a missing file
+    const bool group = (st.st_mode & 020) != 0 && !is_private_group(st.st_uid, st.st_gid);
+    const bool other = (st.st_mode & 002) != 0;
+    if (group || other) {
+      problems.push_back(fmt::format("{} {} is writable by {} (mode {:04o})", what, p,
+                                     group && other ? "group and other"
+                                     : group        ? "group"
+                                                    : "other",
+                                     st.st_mode & 07777));
+    }
+    if (st.st_uid != 0 && st.st_uid != me) {
+      problems.push_back(fmt::format("{} {} is owned by uid {}, not by this user (uid {}) or root",
+                                     what, p, static_cast<unsigned>(st.st_uid),
+                                     static_cast<unsigned>(me)));
+    }
+  }
+  if (problems.empty()) return {};
+  return fmt::format("{}: another user could replace it and run code in this process",
+                     fmt::join(problems, "; "));
+}
+
 // When a plugin took over device type `id` from plugin `loser`, the loser's kernels for the type
 // would run on memory they did not allocate: they are removed (the winner registers its own
 // right after). The built-in "core" CPU entry is plain host memory and has no kernels.
@@ -329,6 +407,16 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     rec.outcome = elf.outcome;
     rec.reason = elf.reason;
     return rec;
+  }
+
+  // 2b. Who else could have written it (Note [Who may write a plugin]).
+  if (std::string problem = write_access_problem(path); !problem.empty()) {
+    if (report.strict) {
+      rec.outcome = PluginOutcome::Insecure;
+      rec.reason = "refused: " + problem;
+      return rec;
+    }
+    rec.warning = problem;
   }
 
   // 3. dlopen with immediate binding, local symbols, absolute path.
@@ -661,6 +749,10 @@ std::string not_loaded_line(const PluginRecord& p) {
   return fmt::format("[plugin] {} not loaded: {}", file_label(p), p.reason);
 }
 
+std::string warning_line(const PluginRecord& p) {
+  return fmt::format("[plugin] {} warning: {}", file_label(p), p.warning);
+}
+
 // Strict mode and a required device; returns the fatal message, or "".
 std::string strict_and_required(const PluginReport& r) {
   if (r.strict) {
@@ -709,6 +801,7 @@ void detail::load_plugins_once() {
       discover(L);
       for (const PluginRecord& p : L.report.plugins) {
         if (is_failure(p.outcome)) log_message(LogLevel::Warning, "{}", not_loaded_line(p));
+        if (!p.warning.empty()) log_message(LogLevel::Warning, "{}", warning_line(p));
       }
       const bool bad = std::any_of(L.report.plugins.begin(), L.report.plugins.end(),
                                    [](const PluginRecord& p) { return is_failure(p.outcome); });
@@ -770,6 +863,7 @@ PluginRecord load_plugin(const std::string& path) {
   Loader& L = loader();
   std::lock_guard lock(L.mu);
   PluginRecord rec = load_one(L, path);
+  if (!rec.warning.empty()) log_message(LogLevel::Warning, "{}", warning_line(rec));
   if (is_failure(rec.outcome)) {
     log_message(LogLevel::Warning, "{}", not_loaded_line(rec));
   } else {
@@ -811,6 +905,7 @@ std::string plugin_report_json(const PluginReport& r) {
                                           {"build_info", p.build_info},
                                           {"outcome", outcome_name(p.outcome)},
                                           {"reason", p.reason},
+                                          {"warning", p.warning},
                                           {"devices", p.devices},
                                           {"ops", p.ops},
                                           {"kernels", p.kernels}});

@@ -25,7 +25,9 @@ enum class PluginOutcome {
   Shadowed,
   Disabled,
   Unreadable,
-  Crashed,  // only `ember plugins doctor` sees this: the candidate killed its child process
+  Insecure,  // strict mode: the file or its directory is writable by others (Note [Who may
+             // write a plugin] in loader.cpp)
+  Crashed,   // only `ember plugins doctor` sees this: the candidate killed its child process
 };
 
 /** The outcome as the report spells it: "loaded", "missing_dependency", ... */
@@ -48,6 +50,7 @@ struct PluginRecord {
   std::string build_info;
   PluginOutcome outcome = PluginOutcome::NotAPlugin;
   std::string reason;
+  std::string warning;  // set when it loaded despite a problem: "file ... is writable by group"
   std::vector<std::string> devices;  // "cpu (1 device)", "cuda (0 devices: no CUDA device)"
   std::vector<std::string> ops;      // op names it registered kernels for
   std::vector<std::string> kernels;  // "add on cpu: float32, float64 (priority 0)"

@@ -70,6 +70,7 @@ int cmd_plugins(bool json, bool verbose) {
                p.version.empty() ? "-" : p.version, p.abi.empty() ? "-" : p.abi,
                ember::outcome_name(p.outcome), p.file);
     if (!p.reason.empty()) fmt::print("{:>47}{}\n", "reason: ", p.reason);
+    if (!p.warning.empty()) fmt::print("{:>47}{}\n", "warning: ", p.warning);
     if (verbose && !p.build_info.empty()) fmt::print("{:>47}{}\n", "build: ", p.build_info);
     if (!p.devices.empty()) fmt::print("{:>47}{}\n", "devices: ", fmt::join(p.devices, ", "));
     if (verbose) {
