@@ -1,0 +1,363 @@
+// Reference elementwise kernels: copy/convert, fill, binary arithmetic and comparison, where,
+// unary math. The core hands every input already expanded to the output's shape (stride 0
+// where broadcast) and in the output's dtype (bool for a where condition), so each kernel is
+// one walk over the output's indices: out[i] = f(in0[i], in1[i], ...). Arithmetic happens in
+// the compute type (float for the half types), exactly as a pointwise formula reads.
+#include <cmath>
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+#include "backends/reference/ops/ops.h"
+#include "backends/reference/walk.h"
+
+namespace ember::reference {
+namespace {
+
+using sdk::Compute;
+
+/** outputs[0][i] = f(inputs[0][i], ...) with In... the input element types. */
+template <typename Out, typename... In, typename F, size_t... I>
+void map_impl(const ember_kernel_call* call, F f, std::index_sequence<I...>) {
+  const ember_tensor& y = call->outputs[0];
+  for_each_index(y.ndim, y.sizes,
+                 [&](const int64_t* idx) { at<Out>(y, idx) = f(at<In>(call->inputs[I], idx)...); });
+}
+
+template <typename Out, typename... In, typename F>
+void map(const ember_kernel_call* call, F f) {
+  map_impl<Out, In...>(call, f, std::index_sequence_for<In...>{});
+}
+
+/** Converts one element between dtypes: to bool by != 0, otherwise through the compute type. */
+template <typename S, typename D>
+D convert(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return truthy(v);
+  } else if constexpr (sdk::kIsHalf<D>) {
+    return D(static_cast<float>(static_cast<Compute<S>>(v)));
+  } else {
+    return static_cast<D>(static_cast<Compute<S>>(v));
+  }
+}
+
+/** A binary op whose result has the input dtype; Op::supports<T> says which dtypes. */
+template <typename Op>
+int32_t binary(const ember_kernel_call* call, const char* name) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    if constexpr (Op::template supports<T>) {
+      map<T, T, T>(call, [](T a, T b) { return T(Op{}(static_cast<C>(a), static_cast<C>(b))); });
+    } else {
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %s is not supported", name,
+                         sdk::dtype_name(call->inputs[0].dtype));
+    }
+  });
+  return status;
+}
+
+template <typename T>
+constexpr bool kNotBool = !std::is_same_v<T, bool>;
+
+struct AddOp {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>)
+      return a || b;
+    else
+      return a + b;
+  }
+};
+struct SubOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return a - b;
+  }
+};
+struct MulOp {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_same_v<C, bool>)
+      return a && b;
+    else
+      return a * b;
+  }
+};
+struct DivOp {
+  template <typename T>
+  static constexpr bool supports = sdk::kIsFloating<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return a / b;
+  }
+};
+// Integer powers: repeated multiplication modulo 2^bits (as PyTorch wraps); a negative exponent
+// gives 0 except for the bases 1 and -1.
+struct PowOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::pow(a, b);
+    } else {
+      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+      using U = std::make_unsigned_t<C>;
+      U r = 1, x = static_cast<U>(a);  // square-and-multiply over the exponent's bits
+      for (C e = b; e > 0; e >>= 1) {
+        if (e & 1) r = static_cast<U>(r * x);
+        x = static_cast<U>(x * x);
+      }
+      return static_cast<C>(r);
+    }
+  }
+};
+// maximum/minimum: a NaN on either side gives NaN.
+struct MaximumOp {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
+    return a > b ? a : b;
+  }
+};
+struct MinimumOp {
+  template <typename T>
+  static constexpr bool supports = true;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(a) || std::isnan(b)) return a + b;
+    }
+    return a < b ? a : b;
+  }
+};
+
+/** A comparison in the compute type, bool result. */
+template <typename Cmp>
+int32_t compare(const ember_kernel_call* call, const char* name) {
+  return visit_any(call, call->inputs[0].dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    map<bool, T, T>(call, [](T a, T b) { return Cmp{}(static_cast<C>(a), static_cast<C>(b)); });
+  });
+}
+
+/** A unary op y = f(x) in the compute type; kFloatOnly rejects integers, bool is always out. */
+template <bool kFloatOnly, typename F>
+int32_t unary(const ember_kernel_call* call, const char* name, F f) {
+  bool ok = false;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = Compute<T>;
+    if constexpr (!std::is_same_v<T, bool> && (!kFloatOnly || sdk::kIsFloating<T>)) {
+      ok = true;
+      map<T, T>(call, [f](T a) { return T(f(static_cast<C>(a))); });
+    }
+  });
+  return ok ? EMBER_OK
+            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %s is not supported", name,
+                        sdk::dtype_name(call->inputs[0].dtype));
+}
+
+}  // namespace
+
+// ---- copy / fill ------------------------------------------------------------------------------
+
+int32_t copy(const ember_kernel_call* call) {
+  const int32_t sd = call->inputs[0].dtype, dd = call->outputs[0].dtype;
+  return visit_any(call, sd, "copy", [&](auto st) {
+    using S = typename decltype(st)::type;
+    sdk::visit_dtype(dd, [&](auto dt) {
+      using D = typename decltype(dt)::type;
+      map<D, S>(call, [](S v) { return convert<S, D>(v); });
+    });
+  });
+}
+
+// ints[0]: the value for integer dtypes; floats[0]: for floating ones and bool (!= 0).
+int32_t fill(const ember_kernel_call* call) {
+  const ember_tensor& y = call->outputs[0];
+  const double fv = call->floats[0];
+  const int64_t iv = call->ints[0];
+  return visit_any(call, y.dtype, "fill", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T value;
+    if constexpr (std::is_same_v<T, bool>) {
+      value = fv != 0;
+    } else if constexpr (std::is_integral_v<T>) {
+      value = static_cast<T>(iv);
+    } else {
+      value = from_double<T>(fv);
+    }
+    for_each_index(y.ndim, y.sizes, [&](const int64_t* idx) { at<T>(y, idx) = value; });
+  });
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+int32_t add(const ember_kernel_call* c) {
+  return binary<AddOp>(c, "add");
+}
+int32_t sub(const ember_kernel_call* c) {
+  return binary<SubOp>(c, "sub");
+}
+int32_t mul(const ember_kernel_call* c) {
+  return binary<MulOp>(c, "mul");
+}
+int32_t div(const ember_kernel_call* c) {
+  return binary<DivOp>(c, "div");
+}
+int32_t pow(const ember_kernel_call* c) {
+  return binary<PowOp>(c, "pow");
+}
+int32_t maximum(const ember_kernel_call* c) {
+  return binary<MaximumOp>(c, "maximum");
+}
+int32_t minimum(const ember_kernel_call* c) {
+  return binary<MinimumOp>(c, "minimum");
+}
+
+int32_t eq(const ember_kernel_call* c) {
+  return compare<std::equal_to<>>(c, "eq");
+}
+int32_t ne(const ember_kernel_call* c) {
+  return compare<std::not_equal_to<>>(c, "ne");
+}
+int32_t lt(const ember_kernel_call* c) {
+  return compare<std::less<>>(c, "lt");
+}
+int32_t le(const ember_kernel_call* c) {
+  return compare<std::less_equal<>>(c, "le");
+}
+int32_t gt(const ember_kernel_call* c) {
+  return compare<std::greater<>>(c, "gt");
+}
+int32_t ge(const ember_kernel_call* c) {
+  return compare<std::greater_equal<>>(c, "ge");
+}
+
+int32_t logical_and(const ember_kernel_call* call) {
+  return visit_any(call, call->inputs[0].dtype, "logical_and", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T, T>(call, [](T a, T b) { return truthy(a) && truthy(b); });
+  });
+}
+int32_t logical_or(const ember_kernel_call* call) {
+  return visit_any(call, call->inputs[0].dtype, "logical_or", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T, T>(call, [](T a, T b) { return truthy(a) || truthy(b); });
+  });
+}
+int32_t logical_not(const ember_kernel_call* call) {
+  return visit_any(call, call->inputs[0].dtype, "logical_not", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<bool, T>(call, [](T a) { return !truthy(a); });
+  });
+}
+
+// inputs: {cond (bool), a, b}; dispatched on the dtype of a.
+int32_t where(const ember_kernel_call* call) {
+  return visit_any(call, call->inputs[1].dtype, "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map<T, bool, T, T>(call, [](bool c, T a, T b) { return c ? a : b; });
+  });
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+#define EMBER_REF_UNARY_FLOAT(name, expr)                      \
+  int32_t name(const ember_kernel_call* c) {                   \
+    return unary<true>(c, #name, [](auto x) { return expr; }); \
+  }
+
+EMBER_REF_UNARY_FLOAT(exp, std::exp(x))
+EMBER_REF_UNARY_FLOAT(log, std::log(x))
+EMBER_REF_UNARY_FLOAT(log1p, std::log1p(x))
+EMBER_REF_UNARY_FLOAT(sqrt, std::sqrt(x))
+EMBER_REF_UNARY_FLOAT(rsqrt, decltype(x)(1) / std::sqrt(x))
+EMBER_REF_UNARY_FLOAT(sin, std::sin(x))
+EMBER_REF_UNARY_FLOAT(cos, std::cos(x))
+EMBER_REF_UNARY_FLOAT(tanh, std::tanh(x))
+EMBER_REF_UNARY_FLOAT(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
+EMBER_REF_UNARY_FLOAT(silu, x / (decltype(x)(1) + std::exp(-x)))
+EMBER_REF_UNARY_FLOAT(floor, std::floor(x))
+EMBER_REF_UNARY_FLOAT(ceil, std::ceil(x))
+EMBER_REF_UNARY_FLOAT(round, std::nearbyint(x))  // halves to even
+EMBER_REF_UNARY_FLOAT(erf, std::erf(x))
+#undef EMBER_REF_UNARY_FLOAT
+
+int32_t neg(const ember_kernel_call* c) {
+  return unary<false>(c, "neg", [](auto x) { return decltype(x)(-x); });
+}
+int32_t abs(const ember_kernel_call* c) {
+  return unary<false>(c, "abs", [](auto x) {
+    if constexpr (std::is_unsigned_v<decltype(x)>)
+      return x;
+    else
+      return x < 0 ? decltype(x)(-x) : x;
+  });
+}
+// sign: -1, 0 or 1; NaN stays NaN.
+int32_t sign(const ember_kernel_call* c) {
+  return unary<false>(c, "sign", [](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return C((C(0) < x) - (x < C(0)));
+  });
+}
+// relu: max(x, 0); NaN stays NaN.
+int32_t relu(const ember_kernel_call* c) {
+  return unary<false>(c, "relu", [](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    return x > C(0) ? x : C(0);
+  });
+}
+
+// ints[0] == 1: the tanh approximation; otherwise the exact erf form.
+int32_t gelu(const ember_kernel_call* c) {
+  if (c->num_ints > 0 && c->ints[0] == 1) {
+    return unary<true>(c, "gelu", [](auto x) {
+      using C = decltype(x);
+      const C k = C(0.7978845608028654);  // sqrt(2/pi)
+      return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+    });
+  }
+  return unary<true>(c, "gelu", [](auto x) {
+    using C = decltype(x);
+    return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));  // 1/sqrt(2)
+  });
+}
+
+// ints: {has_lo, has_hi}; floats: {lo, hi}. NaN stays NaN.
+int32_t clamp(const ember_kernel_call* call) {
+  const bool has_lo = call->ints[0] != 0, has_hi = call->ints[1] != 0;
+  const double lo = call->floats[0], hi = call->floats[1];
+  return unary<false>(call, "clamp", [=](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    if (has_lo && x < static_cast<C>(lo)) x = static_cast<C>(lo);
+    if (has_hi && x > static_cast<C>(hi)) x = static_cast<C>(hi);
+    return x;
+  });
+}
+
+}  // namespace ember::reference

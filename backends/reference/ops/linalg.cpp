@@ -1,0 +1,109 @@
+// Reference matmul and softmax. matmul: C[..., m, n] = sum_k A[..., m, k] B[..., k, n] with the
+// batch dims already broadcast to C's by the core; every dot product is accumulated in double
+// (int64 for integers, wrapping). softmax/log_softmax along ints[0]: max-subtracted, the
+// exponential sum in double.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "backends/reference/ops/ops.h"
+#include "backends/reference/walk.h"
+
+namespace ember::reference {
+
+int32_t matmul(const ember_kernel_call* call) {
+  const ember_tensor& a = call->inputs[0];
+  const ember_tensor& b = call->inputs[1];
+  const ember_tensor& c = call->outputs[0];
+  if (c.ndim < 2 || a.ndim != c.ndim || b.ndim != c.ndim) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "matmul: operands of rank %d, %d and %d", a.ndim,
+                     b.ndim, c.ndim);
+  }
+  if (a.dtype != c.dtype || b.dtype != c.dtype) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "matmul: mixed dtypes %d, %d -> %d", a.dtype, b.dtype,
+                     c.dtype);
+  }
+  const int32_t nd = c.ndim;
+  const int64_t k_size = a.sizes[nd - 1];
+  return visit_numeric(call, c.dtype, "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<int64_t> ia(static_cast<size_t>(nd)), ib(static_cast<size_t>(nd));
+    for_each_index(nd, c.sizes, [&](const int64_t* ic) {
+      // A at (batch, m, k) and B at (batch, k, n), k walking the shared dim.
+      for (int32_t d = 0; d < nd; ++d)
+        ia[static_cast<size_t>(d)] = ib[static_cast<size_t>(d)] = ic[d];
+      double facc = 0;
+      int64_t iacc = 0;
+      for (int64_t k = 0; k < k_size; ++k) {
+        ia[static_cast<size_t>(nd - 1)] = k;
+        ib[static_cast<size_t>(nd - 2)] = k;
+        const T av = at<T>(a, ia.data()), bv = at<T>(b, ib.data());
+        if constexpr (sdk::kIsFloating<T>) {
+          facc += to_double(av) * to_double(bv);
+        } else {
+          iacc = static_cast<int64_t>(static_cast<uint64_t>(iacc) +
+                                      static_cast<uint64_t>(static_cast<int64_t>(av)) *
+                                          static_cast<uint64_t>(static_cast<int64_t>(bv)));
+        }
+      }
+      if constexpr (sdk::kIsFloating<T>) {
+        at<T>(c, ic) = from_double<T>(facc);
+      } else {
+        at<T>(c, ic) = static_cast<T>(iacc);
+      }
+    });
+  });
+}
+
+namespace {
+
+/** softmax (kLog false) or log_softmax of x along `dim` into y (same shape). A NaN in a slice
+ *  makes the whole slice NaN. */
+template <bool kLog>
+int32_t softmax_kernel(const ember_kernel_call* call, const char* name) {
+  const ember_tensor& x = call->inputs[0];
+  const ember_tensor& y = call->outputs[0];
+  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
+  if (x.ndim < 1 || dim < 0 || dim >= x.ndim || y.ndim != x.ndim || y.dtype != x.dtype) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (rank %d, dim %lld)", name, x.ndim,
+                     static_cast<long long>(dim));
+  }
+  return visit_floating(call, x.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t len = x.sizes[dim];
+    // Walk every slice: all dims but `dim` (whose size is set to 1 for the walk).
+    std::vector<int64_t> outer(x.sizes, x.sizes + x.ndim);
+    outer[static_cast<size_t>(dim)] = 1;
+    std::vector<int64_t> idx(static_cast<size_t>(x.ndim));
+    for_each_index(x.ndim, outer.data(), [&](const int64_t* pos) {
+      idx.assign(pos, pos + x.ndim);
+      auto value = [&](int64_t l) {
+        idx[static_cast<size_t>(dim)] = l;
+        return to_double(at<T>(x, idx.data()));
+      };
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t l = 0; l < len; ++l) {
+        const double v = value(l);
+        if (v > m || v != v) m = v;
+      }
+      double sum = 0;
+      for (int64_t l = 0; l < len; ++l) sum += std::exp(value(l) - m);
+      for (int64_t l = 0; l < len; ++l) {
+        const double r = kLog ? value(l) - m - std::log(sum) : std::exp(value(l) - m) / sum;
+        at<T>(y, idx.data()) = from_double<T>(r);  // idx[dim] == l after value(l)
+      }
+    });
+  });
+}
+
+}  // namespace
+
+int32_t softmax(const ember_kernel_call* call) {
+  return softmax_kernel<false>(call, "softmax");
+}
+int32_t log_softmax(const ember_kernel_call* call) {
+  return softmax_kernel<true>(call, "log_softmax");
+}
+
+}  // namespace ember::reference

@@ -1,0 +1,132 @@
+// The reference backend plugin: the entry symbol, the descriptor and the device table. Memory is
+// plain aligned host memory, copies are memcpy, there is one device and no stream.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/reference/kernels.h"
+#include "ember/plugin_sdk.hpp"
+
+namespace ember::reference {
+namespace {
+
+// Below the CPU's 100, so the default device (Note [The default device]) stays the CPU.
+constexpr int32_t kPriority = 10;
+
+struct Stats {
+  std::atomic<uint64_t> allocated{0}, peak{0}, num_allocs{0};
+};
+Stats& stats() {
+  static Stats* s = new Stats();  // leaked: outlives every static tensor at exit
+  return *s;
+}
+
+size_t rounded(size_t bytes) {
+  return (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0);
+}
+
+int32_t device_count(void*, char*, size_t) {
+  return 1;
+}
+
+int32_t device_props(void*, int32_t, ember_device_props* out) {
+  std::memset(out, 0, sizeof(*out));
+  std::snprintf(out->name, sizeof(out->name), "reference (host memory, plain loops)");
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  out->total_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
+  out->num_cores = 1;  // single-threaded by design
+  return EMBER_OK;
+}
+
+void* alloc(void*, int32_t, size_t bytes) {
+  void* p = std::aligned_alloc(64, rounded(bytes));
+  if (!p) return nullptr;
+  Stats& s = stats();
+  const uint64_t now = s.allocated += rounded(bytes);
+  ++s.num_allocs;
+  uint64_t peak = s.peak.load();
+  while (now > peak && !s.peak.compare_exchange_weak(peak, now)) {
+  }
+  return p;
+}
+
+void free_block(void*, int32_t, void* ptr, size_t bytes) {
+  if (!ptr) return;
+  std::free(ptr);
+  stats().allocated -= rounded(bytes);
+}
+
+// Host memory on both sides: every copy kind is a memmove.
+int32_t copy_bytes(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char*,
+                   size_t) {
+  if (bytes) std::memmove(dst, src, bytes);
+  return EMBER_OK;
+}
+
+int32_t synchronize(void*, int32_t, char*, size_t) {
+  return EMBER_OK;
+}
+
+int32_t memory_stats(void*, int32_t, ember_memory_stats* out) {
+  Stats& s = stats();
+  *out = {};
+  out->allocated = s.allocated.load();
+  out->reserved = out->allocated;  // no cache
+  out->peak_allocated = s.peak.load();
+  out->num_allocs = s.num_allocs.load();
+  out->num_os_allocs = out->num_allocs;
+  return EMBER_OK;
+}
+
+void empty_cache(void*, int32_t) {}
+
+int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
+  if (!host || host->abi_major != EMBER_ABI_MAJOR) {
+    std::snprintf(error, cap, "unexpected host ABI");
+    return EMBER_ERR_INVALID;
+  }
+  static const ember_device_type_v1 table = [] {
+    ember_device_type_v1 t{};
+    t.struct_size = sizeof(t);
+    t.name = "reference";
+    t.priority = kPriority;
+    t.host_accessible = 1;
+    t.device_count = device_count;
+    t.device_props = device_props;
+    t.alloc = alloc;
+    t.free = free_block;
+    t.copy = copy_bytes;
+    t.synchronize = synchronize;
+    t.memory_stats = memory_stats;
+    t.empty_cache = empty_cache;
+    return t;  // no thread controls: the reference runs on the calling thread
+  }();
+  const int32_t id = reg->device_type(reg->ctx, &table);
+  if (id < 0) {
+    std::snprintf(error, cap, "could not register device type reference");
+    return EMBER_ERR_INTERNAL;
+  }
+  register_kernels(reg, id);
+  return EMBER_OK;
+}
+
+const ember_plugin_v1 kDescriptor = {
+    sizeof(ember_plugin_v1),
+    EMBER_ABI_MAJOR,
+    0,
+    "reference",
+    "0.1.0",
+    "plain single-threaded loops, " __VERSION__,
+    init,
+    nullptr,
+};
+
+}  // namespace
+}  // namespace ember::reference
+
+extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
+  return &ember::reference::kDescriptor;
+}
