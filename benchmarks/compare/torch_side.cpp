@@ -1,0 +1,264 @@
+// The PyTorch side of the comparison: `compare_torch <workload> <threads>` runs the libtorch
+// equivalent of one workload of workloads.h (same shapes, layers, optimizer settings, seeds and
+// thread count as ember_side.cpp) and prints its samples.
+#include <zlib.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "benchmarks/compare/workloads.h"
+
+namespace {
+
+using compare::sample;
+using compare::Workload;
+namespace nn = torch::nn;
+
+/** One SGD step of `model` on a fixed batch. */
+template <typename M>
+void train_step(M& model, torch::optim::Optimizer& opt, const torch::Tensor& x,
+                const torch::Tensor& y) {
+  const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+  opt.zero_grad();
+  loss.backward();
+  opt.step();
+}
+
+/** Linear layers with ReLU between them, as ember::models::mlp. */
+nn::Sequential mlp(const std::vector<int64_t>& sizes) {
+  nn::Sequential net;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    if (i > 0) net->push_back(nn::ReLU());
+    net->push_back(nn::Linear(sizes[i], sizes[i + 1]));
+  }
+  return net;
+}
+
+/** LeNet-5 for 1x28x28 inputs, as ember::models::lenet5. */
+nn::Sequential lenet5() {
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2)), nn::ReLU(),
+                        nn::MaxPool2d(2), nn::Conv2d(6, 16, 5), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Flatten(), nn::Linear(16 * 5 * 5, 120), nn::ReLU(), nn::Linear(120, 84),
+                        nn::ReLU(), nn::Linear(84, 10));
+}
+
+/** The two-convolution residual block of ResNet-18, as ember::models::BasicBlock. */
+struct BasicBlockImpl : nn::Module {
+  BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
+      : conv1(register_module(
+            "conv1",
+            nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
+        bn1(register_module("bn1", nn::BatchNorm2d(out))),
+        conv2(register_module("conv2",
+                              nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)))),
+        bn2(register_module("bn2", nn::BatchNorm2d(out))) {
+    if (stride != 1 || in != out) {
+      downsample = register_module(
+          "downsample",
+          nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
+                         nn::BatchNorm2d(out)));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::relu(bn1->forward(conv1->forward(x)));
+    y = bn2->forward(conv2->forward(y));
+    return torch::relu(y + (downsample ? downsample->forward(x) : x));
+  }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Sequential downsample{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+/** ResNet-18 as torchvision builds it, as ember::models::resnet18. */
+nn::Sequential resnet18(int64_t num_classes) {
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)),
+                     nn::BatchNorm2d(64), nn::ReLU(),
+                     nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+  int64_t in = 64;
+  for (int64_t out : {64, 128, 256, 512}) {
+    net->push_back(BasicBlock(in, out, out == 64 ? 1 : 2));
+    net->push_back(BasicBlock(out, out, 1));
+    in = out;
+  }
+  net->push_back(nn::AdaptiveAvgPool2d(1));
+  net->push_back(nn::Flatten());
+  net->push_back(nn::Linear(512, num_classes));
+  return net;
+}
+
+/** An IDX file (gzip or plain) as a uint8 tensor of its dimensions. */
+torch::Tensor read_idx(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot open " + path);
+  unsigned char head[4];
+  std::vector<int64_t> dims;
+  bool ok = gzread(f, head, 4) == 4 && head[2] == 0x08;
+  for (int d = 0; ok && d < head[3]; ++d) {
+    unsigned char b[4];
+    ok = gzread(f, b, 4) == 4;
+    dims.push_back((int64_t{b[0]} << 24) | (b[1] << 16) | (b[2] << 8) | b[3]);
+  }
+  torch::Tensor t = ok ? torch::empty(dims, torch::kUInt8) : torch::Tensor();
+  ok = ok && gzread(f, t.data_ptr<uint8_t>(), static_cast<unsigned>(t.numel())) == t.numel();
+  gzclose(f);
+  if (!ok) throw std::runtime_error("not a uint8 IDX file: " + path);
+  return t;
+}
+
+/** The Fashion-MNIST directory: $EMBER_DATA_DIR (or its fashion-mnist/), else Debian's. */
+std::string fashion_mnist_dir() {
+  const char* env = std::getenv("EMBER_DATA_DIR");
+  std::vector<std::string> dirs;
+  if (env && *env) dirs = {env, std::string(env) + "/fashion-mnist"};
+  dirs.push_back("/usr/share/datasets/fashion-mnist");
+  for (const std::string& d : dirs) {
+    if (gzFile f = gzopen((d + "/train-images-idx3-ubyte.gz").c_str(), "rb")) {
+      gzclose(f);
+      return d;
+    }
+  }
+  throw std::runtime_error("Fashion-MNIST not found (install dataset-fashion-mnist)");
+}
+
+std::vector<double> run(const Workload& w) {
+  const std::string name = w.name;
+  if (name == "add_1" || name == "add_1_grad") {
+    const bool grad = name == "add_1_grad";
+    torch::Tensor a = torch::ones({1}).requires_grad_(grad);
+    torch::Tensor b = torch::ones({1}).requires_grad_(grad);
+    return sample(w, [&] { torch::Tensor c = torch::add(a, b); });
+  }
+  if (name == "backward_1") {
+    torch::Tensor a = torch::ones({1}).requires_grad_(true);
+    torch::Tensor b = torch::ones({1}).requires_grad_(true);
+    std::vector<torch::Tensor> roots;
+    auto build = [&](int64_t n) {
+      roots.clear();
+      for (int64_t i = 0; i < n; ++i) roots.push_back(torch::mul(a, b));
+    };
+    build(w.inner);
+    for (torch::Tensor& r : roots) r.backward();
+    std::vector<double> out;
+    for (int rep = 0; rep < w.reps; ++rep) {
+      build(w.inner);
+      const double t0 = compare::now_s();
+      for (torch::Tensor& r : roots) r.backward();
+      out.push_back((compare::now_s() - t0) / static_cast<double>(w.inner));
+    }
+    return out;
+  }
+  if (name == "add_16m" || name == "mul_16m") {
+    const torch::Tensor a = torch::rand({compare::kBig}), b = torch::rand({compare::kBig});
+    if (name == "add_16m") return sample(w, [&] { torch::Tensor c = torch::add(a, b); });
+    return sample(w, [&] { torch::Tensor c = torch::mul(a, b); });
+  }
+  if (name == "relu_16m") {
+    const torch::Tensor a = torch::randn({compare::kBig});
+    return sample(w, [&] { torch::Tensor c = torch::relu(a); });
+  }
+  if (name == "sum_16m") {
+    const torch::Tensor a = torch::rand({compare::kBig});
+    return sample(w, [&] { torch::Tensor c = torch::sum(a); });
+  }
+  if (name == "softmax") {
+    const torch::Tensor a = torch::randn({compare::kSoftmaxRows, compare::kSoftmaxCols});
+    return sample(w, [&] { torch::Tensor c = torch::softmax(a, -1); });
+  }
+  if (name.starts_with("matmul_")) {
+    const int64_t n = std::stoll(name.substr(7));
+    const torch::Tensor a = torch::randn({n, n}), b = torch::randn({n, n});
+    return sample(w, [&] { torch::Tensor c = torch::matmul(a, b); });
+  }
+  if (name == "conv_fwd") {
+    const torch::Tensor x = torch::randn({8, 64, 56, 56}), k = torch::randn({64, 64, 3, 3});
+    return sample(w, [&] { torch::Tensor y = torch::conv2d(x, k, {}, 1, 1); });
+  }
+  if (name == "conv_fwd_bwd") {
+    torch::Tensor x = torch::randn({8, 64, 56, 56}).requires_grad_(true);
+    torch::Tensor k = torch::randn({64, 64, 3, 3}).requires_grad_(true);
+    return sample(w, [&] {
+      torch::sum(torch::conv2d(x, k, {}, 1, 1)).backward();
+      x.mutable_grad() = torch::Tensor();
+      k.mutable_grad() = torch::Tensor();
+    });
+  }
+  if (name == "mlp_step") {
+    nn::Sequential model = mlp({784, 512, 512, 10});
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01));
+    const torch::Tensor x = torch::randn({128, 784}), y = torch::randint(0, 10, {128});
+    return sample(w, [&] { train_step(model, opt, x, y); });
+  }
+  if (name == "resnet18_step") {
+    nn::Sequential model = resnet18(10);
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    const torch::Tensor x = torch::randn({32, 3, 32, 32}), y = torch::randint(0, 10, {32});
+    return sample(w, [&] { train_step(model, opt, x, y); });
+  }
+  if (name == "lenet_epoch") {
+    // The whole training set in memory as x / 255 (as ToTensor), batches gathered from a new
+    // random permutation each epoch: what a DataLoader over a tensor dataset does.
+    const std::string dir = fashion_mnist_dir();
+    const torch::Tensor images =
+        read_idx(dir + "/train-images-idx3-ubyte.gz").unsqueeze(1).to(torch::kFloat32) / 255.0;
+    const torch::Tensor labels = read_idx(dir + "/train-labels-idx1-ubyte.gz").to(torch::kInt64);
+    nn::Sequential model = lenet5();
+    torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    const int64_t n = images.size(0);
+    torch::Tensor order = torch::randperm(n);
+    int64_t pos = 0;
+    auto step = [&] {
+      if (pos >= n) {
+        order = torch::randperm(n);
+        pos = 0;
+      }
+      const torch::Tensor idx = order.slice(0, pos, std::min(pos + 64, n));
+      pos += 64;
+      train_step(model, opt, images.index_select(0, idx), labels.index_select(0, idx));
+    };
+    for (int i = 0; i < 10; ++i) step();  // warm-up steps
+    std::vector<double> out;
+    for (int rep = 0; rep < w.reps; ++rep) {
+      const double t0 = compare::now_s();
+      for (int64_t i = 0; i < compare::kLeNetStepsPerSample; ++i) step();
+      out.push_back((compare::now_s() - t0) * compare::kLeNetBatches /
+                    compare::kLeNetStepsPerSample);
+    }
+    return out;
+  }
+  if (name == "startup") {
+    return sample(w, [] {
+      if (!compare::spawn_child()) std::exit(3);
+    });
+  }
+  std::fprintf(stderr, "compare_torch: no PyTorch version of workload %s\n", w.name);
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--child") == 0) {
+    return torch::add(torch::ones({1}), torch::ones({1})).item<float>() == 2.0f ? 0 : 1;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
+    std::printf("%s\n", TORCH_VERSION);
+    return 0;
+  }
+  int threads = 0;
+  const Workload* w = compare::parse_args(argc, argv, threads);
+  if (!w) {
+    std::fprintf(stderr, "usage: compare_torch <workload> <threads> | --version\n");
+    return 2;
+  }
+  torch::set_num_threads(threads);
+  torch::manual_seed(0);
+  compare::print_samples(run(*w));
+  return 0;
+}
