@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "core/plugin/loader.h"
 #include "core/tensor/storage.h"
@@ -53,13 +54,18 @@ ember_device_type_v1 builtin_cpu_table() {
 
 // Note [Device entries are immutable]
 // A Storage's deleter points at the entry whose allocator made its memory. Replacing a device
-// type (a plugin taking over "cpu", a rollback) therefore installs a new entry and leaks the old
+// type (a plugin taking over "cpu", a rollback) therefore installs a new entry and keeps the old
 // one, so memory is always returned to the allocator that gave it out. Entries are few and
 // small; plugins are never unloaded either (DESIGN §4).
 struct Registry {
   std::mutex mu;
   std::array<std::atomic<const DeviceTypeEntry*>, kMaxDeviceTypes> entries{};
   int16_t size = 0;
+  std::vector<const DeviceTypeEntry*> replaced;  // kept, never freed (see above)
+  /** Installs `e` as type `i`, keeping the entry it replaces. */
+  void set(int16_t i, const DeviceTypeEntry* e) {
+    if (const DeviceTypeEntry* old = entries[i].exchange(e)) replaced.push_back(old);
+  }
   Registry() {
     entries[0] = new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""};
     size = 1;
@@ -67,8 +73,8 @@ struct Registry {
 };
 
 Registry& registry() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry();  // never destroyed: storages may be freed at exit
+  return *r;
 }
 
 }  // namespace
@@ -149,7 +155,7 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
             fmt::format("device type '{}' of plugin {} replaced by plugin {} (priority {} > {})",
                         entry.name, old.plugin, plugin, t.priority, old.table.priority);
       }
-      r.entries[i] = new DeviceTypeEntry(std::move(entry));
+      r.set(i, new DeviceTypeEntry(std::move(entry)));
     } else if (conflict) {
       *conflict =
           fmt::format("device type '{}' of plugin {} kept over plugin {} (priority {} >= {})",
@@ -158,7 +164,7 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
     return i;
   }
   if (r.size >= kMaxDeviceTypes) return -1;
-  r.entries[r.size] = new DeviceTypeEntry(std::move(entry));
+  r.set(r.size, new DeviceTypeEntry(std::move(entry)));
   return r.size++;
 }
 
@@ -168,15 +174,15 @@ void detail::unregister_device_types(const std::string& plugin) {
   for (int16_t i = 0; i < r.size; ++i) {
     if (r.entries[i].load()->plugin != plugin) continue;
     if (i == 0) {
-      r.entries[0] = new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""};
+      r.set(0, new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""});
     } else if (i == r.size - 1) {
-      r.entries[i] = nullptr;
+      r.set(i, nullptr);
       --r.size;
     } else {
       auto* dead = new DeviceTypeEntry(*r.entries[i]);  // keep ids stable; the type is unusable
       dead->count = 0;
       dead->unusable_reason = "its plugin failed to initialise";
-      r.entries[i] = dead;
+      r.set(i, dead);
     }
   }
 }

@@ -212,8 +212,8 @@ struct Loader {
 };
 
 Loader& loader() {
-  static Loader l;
-  return l;
+  static Loader* l = new Loader();  // never destroyed: plugins and their kernels outlive exit
+  return *l;
 }
 
 // Note [Why a second dlopen for the reason]
