@@ -15,7 +15,11 @@ function(ember_add_plugin name)
     LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR}
     CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_link_libraries(${target} PRIVATE ember::plugin_sdk ${ARG_LIBS})
-  target_link_options(${target} PRIVATE
-    -Wl,--version-script=${EMBER_PLUGIN_VERSION_SCRIPT} -Wl,--no-undefined -Wl,-z,defs)
+  target_link_options(${target} PRIVATE -Wl,--version-script=${EMBER_PLUGIN_VERSION_SCRIPT})
+  # A plugin resolves nothing from the core, so every undefined symbol is an error; except
+  # under clang's sanitizers, whose runtime lives in the executable, not in shared libraries.
+  if(NOT (EMBER_SANITIZED AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang"))
+    target_link_options(${target} PRIVATE -Wl,--no-undefined -Wl,-z,defs)
+  endif()
   ember_target_defaults(${target})
 endfunction()

@@ -243,7 +243,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
           shape_str(slot->sizes())));
     }
   }
-  for (const auto& [name, t] : state) {
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
     if (std::none_of(slots.begin(), slots.end(), [&](const auto& s) { return s.first == name; })) {
       unexpected.push_back(name);
     }
