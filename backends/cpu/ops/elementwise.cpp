@@ -9,6 +9,7 @@
 
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk_binary_ops.hpp"
 
 namespace ember::cpu {
 namespace {
@@ -133,90 +134,8 @@ int32_t binary(const ember_kernel_call* call) {
   return status;
 }
 
-template <typename T>
-constexpr bool kNotBool = !std::is_same_v<T, bool>;
-
-struct AddOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>)
-      return a || b;
-    else
-      return a + b;
-  }
-};
-struct SubOp {
-  template <typename T>
-  static constexpr bool supports = kNotBool<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    return a - b;
-  }
-};
-struct MulOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>)
-      return a && b;
-    else
-      return a * b;
-  }
-};
-struct DivOp {
-  template <typename T>
-  static constexpr bool supports = sdk::kIsFloating<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    return a / b;
-  }
-};
-struct PowOp {
-  template <typename T>
-  static constexpr bool supports = kNotBool<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      return std::pow(a, b);
-    } else {
-      // Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
-      // Products wrap modulo 2^bits as in PyTorch; unsigned arithmetic keeps that defined.
-      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-      using U = std::make_unsigned_t<C>;
-      U r = 1, x = static_cast<U>(a);
-      for (C e = b; e > 0; e >>= 1) {
-        if (e & 1) r = static_cast<U>(r * x);
-        if (e > 1) x = static_cast<U>(x * x);
-      }
-      return static_cast<C>(r);
-    }
-  }
-};
-struct MaximumOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;
-    }
-    return a > b ? a : b;
-  }
-};
-struct MinimumOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;
-    }
-    return a < b ? a : b;
-  }
-};
+using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp;
+using sdk::kNotBool;
 
 template <typename Cmp>
 int32_t compare(const ember_kernel_call* call) {

@@ -10,6 +10,7 @@
 
 #include "backends/reference/ops/ops.h"
 #include "backends/reference/walk.h"
+#include "ember/plugin_sdk_binary_ops.hpp"
 
 namespace ember::reference {
 namespace {
@@ -58,93 +59,9 @@ int32_t binary(const ember_kernel_call* call, const char* name) {
   return status;
 }
 
-template <typename T>
-constexpr bool kNotBool = !std::is_same_v<T, bool>;
+using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp;
+using sdk::kNotBool;
 
-struct AddOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>)
-      return a || b;
-    else
-      return a + b;
-  }
-};
-struct SubOp {
-  template <typename T>
-  static constexpr bool supports = kNotBool<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    return a - b;
-  }
-};
-struct MulOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_same_v<C, bool>)
-      return a && b;
-    else
-      return a * b;
-  }
-};
-struct DivOp {
-  template <typename T>
-  static constexpr bool supports = sdk::kIsFloating<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    return a / b;
-  }
-};
-// Integer powers: repeated multiplication modulo 2^bits (as PyTorch wraps); a negative exponent
-// gives 0 except for the bases 1 and -1.
-struct PowOp {
-  template <typename T>
-  static constexpr bool supports = kNotBool<T>;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      return std::pow(a, b);
-    } else {
-      if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-      using U = std::make_unsigned_t<C>;
-      U r = 1, x = static_cast<U>(a);  // square-and-multiply over the exponent's bits
-      for (C e = b; e > 0; e >>= 1) {
-        if (e & 1) r = static_cast<U>(r * x);
-        x = static_cast<U>(x * x);
-      }
-      return static_cast<C>(r);
-    }
-  }
-};
-// maximum/minimum: a NaN on either side gives NaN.
-struct MaximumOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;
-    }
-    return a > b ? a : b;
-  }
-};
-struct MinimumOp {
-  template <typename T>
-  static constexpr bool supports = true;
-  template <typename C>
-  C operator()(C a, C b) const {
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(a) || std::isnan(b)) return a + b;
-    }
-    return a < b ? a : b;
-  }
-};
-
-/** A comparison in the compute type, bool result. */
 template <typename Cmp>
 int32_t compare(const ember_kernel_call* call, const char* name) {
   return visit_any(call, call->inputs[0].dtype, name, [&](auto tag) {
