@@ -26,19 +26,23 @@ ctest --preset "$preset" -j "$jobs"
 # ASan would otherwise turn into a report. handle_segv=0: the doctor tests need a child that
 # crashes to die by SIGSEGV, as it would in production, not exit with ASan's status. Leaks are
 # checked (LeakSanitizer); plugins stay loaded for the life of a process, which is no leak.
-# OMP_NUM_THREADS=1: LeakSanitizer's exit-time tracer (GCC 12, glibc 2.36) faults while walking
-# the threads of a process whose dlopen'ed plugins hold thread-local state (OpenMP's workers,
-# oneDNN's per-thread streams), so the pass runs every loop on its caller's thread (the same
-# code), and the Concurrency tests, which end with many such threads, run without the leak check
-# (their memory errors are still checked here, their races under TSan below).
+# use_tls=0: LeakSanitizer in GCC 12 records the dynamic TLS blocks of dlopen'ed libraries by
+# intercepting __tls_get_addr, and with glibc 2.36 it records bogus ranges for some of them
+# (seen: "DTLS 7 at 0x0001000004f7-0x0025000015f9" on an OpenMP worker of oneDNN), so its
+# exit-time tracer faults while scanning them ("Tracer caught signal 11") and the test fails
+# after passing. Which threads get such a block depends on the CPU (oneDNN's JIT picks its code
+# by ISA), so no test filter or thread count avoids it everywhere. Not scanning TLS avoids it;
+# the price is that memory reachable only from TLS looks leaked: Ember's thread_local objects are
+# destroyed before the check (none shows up in the whole suite), and the system libraries that
+# keep such memory are listed, by library, in tools/lsan.supp.
 section "AddressSanitizer + UndefinedBehaviorSanitizer: the whole suite"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1:handle_segv=0:strict_string_checks=1:detect_stack_use_after_return=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-use_tls=0:suppressions=$PWD/tools/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cmake --preset asan -DEMBER_BUILD_TESTS=ON >/dev/null
 cmake --build --preset asan -j "$jobs"
-OMP_NUM_THREADS=1 ctest --preset asan -j "$jobs" -E '^Concurrency\.'
-OMP_NUM_THREADS=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 ctest --preset asan -j "$jobs" -R '^Concurrency\.'
-unset ASAN_OPTIONS
+ctest --preset asan -j "$jobs"
+unset ASAN_OPTIONS LSAN_OPTIONS
 
 # Only what the concurrency tests need is built; OpenMP's own threads are not instrumented, so
 # they run with one OpenMP thread per caller (the callers are the threads under test).
