@@ -24,8 +24,16 @@ namespace ember::cuda {
 //  - when the source refuses, every fully free cached segment is returned and the request is
 //    retried once; if that fails too, the request fails with a message giving the request,
 //    the memory held by tensors, the memory reserved and the device's free memory.
-// In steady state (the same sizes requested again) no call reaches the source. Using a block
-// on a second stream (PyTorch's record_stream) is not supported yet.
+// In steady state (the same sizes requested again) no call reaches the source.
+//
+// Note [Blocks used on other streams]
+// A block read or written by work on a stream other than its own (PyTorch's record_stream)
+// must not be reused by its stream as soon as the host frees it: that other stream's work may
+// still be queued. record_stream() adds the stream to the block's uses; free() then records
+// one event per such stream (SegmentSource::record_event) and parks the block in pending_
+// instead of the pool. Each allocate(), empty_cache() and out-of-memory retry first polls the
+// parked blocks (event_done, never blocking) and returns those whose events have all
+// completed to the pool. A parked block still counts as allocated.
 struct CachingAllocator::Block {
   char* ptr;
   size_t size;
@@ -34,6 +42,7 @@ struct CachingAllocator::Block {
   bool allocated = false;
   Block* prev = nullptr;  // neighbours within the same segment
   Block* next = nullptr;
+  std::vector<void*> stream_uses;  // other streams that used the block (record_stream)
 };
 
 bool CachingAllocator::BlockLess::operator()(const Block* a, const Block* b) const {
@@ -63,6 +72,10 @@ CachingAllocator::CachingAllocator(SegmentSource* source, int device_index)
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mu_);
+  for (Pending& p : pending_) {  // the owner is going away: nothing waits on these any more
+    for (void* e : p.events) source_->destroy_event(e);
+  }
+  pending_.clear();
   release_cached_locked();
   for (auto& [base, head] : segments_) {
     for (Block* b = head; b;) {
@@ -99,12 +112,14 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
   const bool small = size <= kSmallSize;
   std::lock_guard lock(mu_);
   ++stats_.num_allocs;
+  process_pending_locked();
   Pool& pool = small ? small_ : large_;
   Block* b = find_free(pool, stream, size);
   if (!b) {
     const size_t seg = segment_size(size);
     void* p = source_->allocate(seg);
     if (!p) {
+      process_pending_locked();
       release_cached_locked();
       p = source_->allocate(seg);
     }
@@ -146,6 +161,55 @@ bool CachingAllocator::free(void* ptr) {
   if (it == live_.end()) return false;
   Block* b = it->second;
   live_.erase(it);
+  if (!b->stream_uses.empty()) {  // Note [Blocks used on other streams]
+    Pending p{b, {}};
+    for (void* s : b->stream_uses) {
+      if (void* e = source_->record_event(s)) p.events.push_back(e);
+    }
+    b->stream_uses.clear();
+    if (!p.events.empty()) {
+      pending_.push_back(std::move(p));
+      return true;
+    }
+  }
+  free_block_locked(b);
+  return true;
+}
+
+bool CachingAllocator::record_stream(void* ptr, void* stream) {
+  std::lock_guard lock(mu_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return false;
+  Block* b = it->second;
+  if (stream != b->stream &&
+      std::find(b->stream_uses.begin(), b->stream_uses.end(), stream) == b->stream_uses.end()) {
+    b->stream_uses.push_back(stream);
+  }
+  return true;
+}
+
+size_t CachingAllocator::num_pending_frees() const {
+  std::lock_guard lock(mu_);
+  return pending_.size();
+}
+
+void CachingAllocator::process_pending_locked() {
+  for (size_t i = 0; i < pending_.size();) {
+    Pending& p = pending_[i];
+    bool done = true;
+    for (void* e : p.events) done = done && source_->event_done(e);
+    if (!done) {
+      ++i;
+      continue;
+    }
+    for (void* e : p.events) source_->destroy_event(e);
+    Block* b = p.block;
+    pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    free_block_locked(b);
+  }
+}
+
+void CachingAllocator::free_block_locked(Block* b) {
   stats_.allocated -= b->size;
   b->allocated = false;
   Pool& pool = b->small ? small_ : large_;
@@ -165,7 +229,6 @@ bool CachingAllocator::free(void* ptr) {
     delete n;
   }
   pool.insert(b);
-  return true;
 }
 
 void CachingAllocator::release_cached_locked() {
@@ -192,6 +255,7 @@ ember_memory_stats CachingAllocator::stats() const {
 
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mu_);
+  process_pending_locked();
   release_cached_locked();
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "ember/plugin_abi.h"
 
@@ -25,6 +26,19 @@ class SegmentSource {
   virtual void release(void* ptr, size_t bytes) = 0;
   /** Free bytes as the device reports them, or -1 if unknown (for out-of-memory messages). */
   virtual int64_t free_bytes() { return -1; }
+  /** An event marking the work queued on `stream` so far, or nullptr once that work is known
+   * to be complete (a source without events, or one that waited instead). */
+  virtual void* record_event(void* stream) {
+    (void)stream;
+    return nullptr;
+  }
+  /** True once the work before `event` (from record_event) has completed; never blocks. */
+  virtual bool event_done(void* event) {
+    (void)event;
+    return true;
+  }
+  /** Destroys an event from record_event. */
+  virtual void destroy_event(void* event) { (void)event; }
 };
 
 /** Allocation granularity: every block size is a multiple of this. */
@@ -52,8 +66,14 @@ class CachingAllocator {
 
   /** Memory for `bytes` usable on `stream`; nullptr (and last_error()) when out of memory. */
   void* allocate(size_t bytes, void* stream);
-  /** Returns a block from allocate() to the cache; unknown pointers are ignored (false). */
+  /** Returns a block from allocate() to the cache; unknown pointers are ignored (false). A
+   * block used on other streams (record_stream) is reused only once their work is done. */
   bool free(void* ptr);
+  /** Marks the live block at `ptr` as used by `stream` too (PyTorch's record_stream); false
+   * for unknown pointers. Recording the block's own stream does nothing. */
+  bool record_stream(void* ptr, void* stream);
+  /** Number of freed blocks still waiting for work on other streams. */
+  size_t num_pending_frees() const;
   /** allocated/reserved/peak/num_allocs/num_os_allocs. */
   ember_memory_stats stats() const;
   /** Returns every segment with no block in use to the source. */
@@ -78,6 +98,13 @@ class CachingAllocator {
   Block* find_free(Pool& pool, void* stream, size_t size);
   void release_cached_locked();
   void* finish_alloc_locked(Block* block, Pool& pool, size_t size);
+  void free_block_locked(Block* block);
+  void process_pending_locked();
+
+  struct Pending {
+    Block* block;
+    std::vector<void*> events;
+  };
 
   SegmentSource* source_;
   int device_index_;
@@ -85,6 +112,7 @@ class CachingAllocator {
   Pool small_, large_;                      // free blocks, ordered (stream, size, address)
   std::unordered_map<void*, Block*> live_;  // blocks in use, by address
   std::map<void*, Block*> segments_;        // first block of each segment
+  std::vector<Pending> pending_;            // freed, waiting for other streams' work
   ember_memory_stats stats_{};
   std::string last_error_;
 };

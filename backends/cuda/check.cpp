@@ -1,5 +1,7 @@
 #include "backends/cuda/check.h"
 
+#include "backends/cuda/lazy_cublas.h"
+
 #include <cstdarg>
 #include <cstring>
 
@@ -37,8 +39,14 @@ Status cuda_failure(cudaError_t err, const char* expr, const char* file, int lin
 Status cublas_failure(cublasStatus_t err, const char* expr, const char* file, int line) {
   const int32_t code =
       err == CUBLAS_STATUS_ALLOC_FAILED ? EMBER_ERR_OUT_OF_MEMORY : EMBER_ERR_DEVICE;
+  // A cuBLAS status can only come from a loaded cuBLAS (Note [Lazy cuBLAS]); the numeric
+  // fallback keeps this safe anyway.
+  const CublasApi* api = cublas_api_if_loaded();
+  char number[32];
+  std::snprintf(number, sizeof(number), "cublasStatus_t %d", static_cast<int>(err));
   return status_error(code, "[cuda] %s failed: %s (%s) (%s:%d)", call_name(expr).c_str(),
-                      cublasGetStatusString(err), cublasGetStatusName(err), base_name(file), line);
+                      api ? api->status_string(err) : "cuBLAS error",
+                      api ? api->status_name(err) : number, base_name(file), line);
 }
 
 Status cudnn_failure(cudnnStatus_t err, const char* expr, const char* file, int line) {

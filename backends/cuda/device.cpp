@@ -34,13 +34,37 @@ class CudaSegmentSource final : public SegmentSource {
     if (!set_device(index_).ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
     return static_cast<int64_t>(free);
   }
+  // Note [Blocks used on other streams] (allocator.cpp). When an event cannot be recorded the
+  // stream is waited for instead, so the block is safe to reuse at once.
+  void* record_event(void* stream) override {
+    if (!set_device(index_).ok()) return nullptr;
+    const auto s = static_cast<cudaStream_t>(stream);
+    cudaEvent_t e = nullptr;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventRecord(e, s) != cudaSuccess) {
+      cudaGetLastError();
+      if (e) cudaEventDestroy(e);
+      cudaStreamSynchronize(s);
+      return nullptr;
+    }
+    return e;
+  }
+  bool event_done(void* event) override {
+    const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+    if (err == cudaErrorNotReady) {
+      cudaGetLastError();  // not an error: clear it
+      return false;
+    }
+    return true;  // complete, or failed (the failure surfaces at the next synchronize)
+  }
+  void destroy_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
  private:
   int index_;
 };
 
 // Note [Per-device state is never destroyed]
-// Allocators, sources and cuBLAS handles are created on first use and deliberately leaked:
+// Allocators, sources, cuBLAS and cuDNN handles are created on first use and deliberately leaked:
 // tensors may be freed by static destructors after the CUDA runtime began tearing itself
 // down, and a cudaFree or cublasDestroy then fails or crashes.
 struct DeviceState {
@@ -49,6 +73,8 @@ struct DeviceState {
   CachingAllocator* allocator = nullptr;
   std::mutex blas_mu;
   cublasHandle_t blas = nullptr;
+  std::mutex dnn_mu;
+  cudnnHandle_t dnn = nullptr;
 };
 
 DeviceState g_devices[kMaxDevices];
@@ -75,10 +101,18 @@ CachingAllocator& device_allocator(int index) {
   return *d.allocator;
 }
 
-Status cublas_handle(int index, cublasHandle_t* out, std::unique_lock<std::mutex>* lock) {
+bool record_stream(int index, void* ptr, cudaStream_t stream) {
+  if (index < 0 || index >= kMaxDevices) return false;
+  return device_allocator(index).record_stream(ptr, stream);
+}
+
+Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
+                     std::unique_lock<std::mutex>* lock) {
   if (index < 0 || index >= kMaxDevices) {
     return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
   }
+  const CublasApi* blas = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(cublas_api(op, &blas));
   DeviceState& d = g_devices[index];
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
@@ -86,18 +120,42 @@ Status cublas_handle(int index, cublasHandle_t* out, std::unique_lock<std::mutex
   if (!d.blas) {
     EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
     cublasHandle_t h = nullptr;
-    EMBER_CUBLAS_CHECK(cublasCreate(&h));
+    EMBER_CUBLAS_CHECK(blas->create(&h));
     // Note [TF32 is off by default]
     // float32 matmul must give float32 results (the CPU plugin's and PyTorch's default), so the
     // handle uses pedantic-free default math; EMBER_CUDA_ALLOW_TF32=1 opts into TF32 tensor cores.
     const char* tf32 = std::getenv("EMBER_CUDA_ALLOW_TF32");
     const bool allow_tf32 = tf32 && std::strcmp(tf32, "1") == 0;
-    EMBER_CUBLAS_CHECK(
-        cublasSetMathMode(h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // Note [Half matmul accumulates in float32] (ops/matmul.cpp): no reduced-precision
+    // reductions for the half types either.
+    const int mode =
+        static_cast<int>(allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+        static_cast<int>(CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    EMBER_CUBLAS_CHECK(blas->set_math_mode(h, static_cast<cublasMath_t>(mode)));
     d.blas = h;
   }
-  EMBER_CUBLAS_CHECK(cublasSetStream(d.blas, stream));
+  EMBER_CUBLAS_CHECK(blas->set_stream(d.blas, stream));
   *out = d.blas;
+  *api = blas;
+  return {};
+}
+
+Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock) {
+  if (index < 0 || index >= kMaxDevices) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
+  }
+  DeviceState& d = g_devices[index];
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  *lock = std::unique_lock(d.dnn_mu);  // one handle per device: calls on it take turns
+  if (!d.dnn) {
+    EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+    cudnnHandle_t h = nullptr;
+    EMBER_CUDNN_CHECK(cudnnCreate(&h));
+    d.dnn = h;
+  }
+  EMBER_CUDNN_CHECK(cudnnSetStream(d.dnn, stream));
+  *out = d.dnn;
   return {};
 }
 

@@ -1,13 +1,17 @@
 // Per-device state of the plugin: the caching allocator over cudaMalloc/cudaFree and the
-// cuBLAS handle, each created on first use and kept for the life of the process.
+// cuBLAS and cuDNN handles (libcublas itself loaded lazily, Note [Lazy cuBLAS]), each created on
+// first use and kept for the life of the process.
 #pragma once
 
 #include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <mutex>
 
 #include "backends/cuda/allocator.h"
 #include "backends/cuda/check.h"
+#include "backends/cuda/lazy_cublas.h"
 #include "ember/plugin_abi.h"
 
 namespace ember::cuda {
@@ -19,9 +23,19 @@ void log(int32_t level, const char* message);
 
 /** The caching allocator of device `index` (0 <= index < kMaxDevices). */
 CachingAllocator& device_allocator(int index);
-/** The cuBLAS handle of device `index`, bound to its current stream; `lock` holds it for the
+/** Marks memory from device `index`'s allocator as used by `stream` as well, so its block is
+ * reused only after the work queued there so far (Note [Blocks used on other streams]);
+ * false for memory the allocator does not know. */
+bool record_stream(int index, void* ptr, cudaStream_t stream);
+/** The cuBLAS handle of device `index`, bound to its current stream, and the cuBLAS entry
+ * points (loading libcublas on first use; `op` names the failing op if it is missing); `lock`
+ * holds the handle for the caller. */
+Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
+                     std::unique_lock<std::mutex>* lock);
+
+/** The cuDNN handle of device `index`, bound to its current stream; `lock` holds it for the
  * caller. */
-Status cublas_handle(int index, cublasHandle_t* out, std::unique_lock<std::mutex>* lock);
+Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock);
 
 /** Device memory from the caching allocator, returned on destruction (scratch buffers). */
 class DeviceBuffer {

@@ -11,8 +11,8 @@ using namespace ember::sdk;  // dtype masks
 
 namespace {
 constexpr uint32_t kF = kFloatingMask;
+constexpr uint32_t kN = kNumericMask;
 constexpr uint32_t kA = kAllMask;
-constexpr uint32_t kF32F64 = dtype_bit(EMBER_F32) | dtype_bit(EMBER_F64);
 }  // namespace
 
 void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
@@ -22,17 +22,97 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   // Copies and fills (ops/elementwise.cu): strided, any dtype to any dtype.
   k("copy", kA, copy);
   k("fill", kA, fill);
-  // Binary arithmetic with broadcasting (ops/elementwise.cu), computed in float for f16/bf16.
-  k("add", kF, add);
-  k("sub", kF, sub);
-  k("mul", kF, mul);
+  // Binary arithmetic with broadcasting (ops/elementwise.cu), computed in float for f16/bf16;
+  // integer and bool arithmetic as the CPU plugin's (plugin_sdk_binary_ops.hpp).
+  k("add", kA, add);
+  k("sub", kN, sub);
+  k("mul", kA, mul);
   k("div", kF, div);
+  k("pow", kN, pow);
+  k("maximum", kA, maximum);
+  k("minimum", kA, minimum);
+  // Comparison and logic, bool results (ops/elementwise.cu).
+  k("eq", kA, eq);
+  k("ne", kA, ne);
+  k("lt", kA, lt);
+  k("le", kA, le);
+  k("gt", kA, gt);
+  k("ge", kA, ge);
+  k("logical_and", kA, logical_and);
+  k("logical_or", kA, logical_or);
+  k("logical_not", kA, logical_not);
+  k("where", kA, where);
   // Unary math (ops/elementwise.cu).
-  k("neg", kF, neg);
+  k("neg", kN, neg);
+  k("abs", kN, abs);
+  k("sign", kN, sign);
+  k("relu", kN, relu);
+  k("clamp", kN, clamp);
   k("exp", kF, exp);
-  k("relu", kF, relu);
-  // Matrix products (ops/matmul.cpp): cuBLAS strided-batched GEMM, TF32 off.
-  k("matmul", kF32F64, matmul);
+  k("log", kF, log);
+  k("log1p", kF, log1p);
+  k("sqrt", kF, sqrt);
+  k("rsqrt", kF, rsqrt);
+  k("sin", kF, sin);
+  k("cos", kF, cos);
+  k("tanh", kF, tanh);
+  k("sigmoid", kF, sigmoid);
+  k("gelu", kF, gelu);
+  k("silu", kF, silu);
+  k("floor", kF, floor);
+  k("ceil", kF, ceil);
+  k("round", kF, round);
+  k("erf", kF, erf);
+  // Reductions (ops/reduce.cu): a group of 1, 32 or 256 threads per output, double
+  // accumulation for floating sums/products. sum/prod/cumsum see int64 for integer and bool
+  // inputs (the core converts).
+  k("sum", kN, sum);
+  k("prod", kN, prod);
+  k("amax", kA, amax);
+  k("amin", kA, amin);
+  k("all", kA, all);
+  k("any", kA, any);
+  k("argmax", kA, argmax);
+  k("argmin", kA, argmin);
+  k("max_dim", kA, max_dim);
+  k("min_dim", kA, min_dim);
+  k("cumsum", kN, cumsum);
+  // Softmax along one dim (ops/softmax.cu): own kernel, compute type float (double for f64).
+  k("softmax", kF, softmax);
+  k("log_softmax", kF, log_softmax);
+  // Indexing (ops/index.cu): indices range-checked on the device before anything is written.
+  k("index_select", kA, index_select);
+  k("gather", kA, gather);
+  k("scatter", kA, scatter);
+  k("scatter_add", kA, scatter_add);
+  // Ordering and counting (ops/sort.cu): one Thrust stable sort of every row, NaN last;
+  // nonzero in two passes (a prefix sum of the flags, then the coordinates).
+  k("count_nonzero", kA, count_nonzero);
+  k("nonzero", kA, nonzero);
+  k("sort", kA, sort);
+  k("topk", kA, topk);
+  // Convolutions (ops/conv.cpp): cuDNN forward / backward data / backward filter, groups,
+  // stride, padding, dilation; heuristic algorithm cached per shape, no TF32 for float32.
+  k("conv2d", kF, conv2d);
+  k("conv2d_backward_input", kF, conv2d_backward_input);
+  k("conv2d_backward_weight", kF, conv2d_backward_weight);
+  // Pooling (ops/pool.cu): own kernels, one thread per output (forward) or per input
+  // (backward); max pooling's flat h * W + w indices as the CPU plugin's.
+  k("max_pool2d", kN, max_pool2d);
+  k("avg_pool2d", kF, avg_pool2d);
+  k("avg_pool2d_backward", kF, avg_pool2d_backward);
+  k("adaptive_avg_pool2d", kF, adaptive_avg_pool2d);
+  k("adaptive_avg_pool2d_backward", kF, adaptive_avg_pool2d_backward);
+  // Normalisation (ops/norm.cu): a block per channel / row, two-pass statistics in double.
+  k("batch_norm", kF, batch_norm);
+  k("batch_norm_backward", kF, batch_norm_backward);
+  k("layer_norm", kF, layer_norm);
+  k("layer_norm_backward", kF, layer_norm_backward);
+  k("group_norm", kF, group_norm);
+  k("group_norm_backward", kF, group_norm_backward);
+  // Matrix products (ops/matmul.cpp): cuBLAS strided-batched GEMM (libcublas loaded on first
+  // use, Note [Lazy cuBLAS]), TF32 off; f16/bf16 accumulate in float32.
+  k("matmul", kF, matmul);
 }
 
 }  // namespace ember::cuda

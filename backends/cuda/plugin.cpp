@@ -84,8 +84,8 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
       return {};
     case EMBER_COPY_D2H:
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
-      EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host reads dst next
-      return {};
+      // The host reads dst next. Note [Asynchronous errors name the last launch]
+      return wait_stream(index, stream, "copy to the host");
     case EMBER_COPY_D2D:
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
       return {};
@@ -102,8 +102,18 @@ int32_t copy_bytes(void*, int32_t index, void* dst, const void* src, size_t byte
 Status synchronize_impl(int32_t index) {
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
-  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
-  EMBER_CUDA_CHECK(cudaDeviceSynchronize());
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  // Note [Asynchronous errors name the last launch]
+  EMBER_CUDA_RETURN_IF_ERROR(wait_stream(index, stream, "synchronize"));
+  const cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return status_error(EMBER_ERR_DEVICE,
+                        "[cuda] synchronize on cuda:%d failed: %s (%s); the last op launched on "
+                        "cuda:%d was '%s'",
+                        index, cudaGetErrorString(err), cudaGetErrorName(err), index,
+                        last_launch(index));
+  }
   return {};
 }
 

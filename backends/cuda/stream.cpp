@@ -56,6 +56,42 @@ void set_current_stream(int index, cudaStream_t stream) {
   g_streams[index].current.store(stream, std::memory_order_release);
 }
 
+// Note [Asynchronous errors name the last launch]
+// A kernel that faults (an illegal address, a device-side assert) fails asynchronously: the
+// launch itself succeeds, and the error appears at the next call that waits for the device,
+// typically a D2H copy or synchronize, long after the kernel's op returned. Every launch goes
+// through launch_status (ops/common.cuh: cudaGetLastError right after the launch, which
+// catches configuration errors at once), and it records the op's name here per device;
+// cuBLAS and cuDNN calls record theirs too. wait_stream then reports
+// "[cuda] <what> on cuda:N failed: <error>; ... the last op launched on cuda:N was '<op>'",
+// which names the culprit whenever the failing work is the last queued, the usual case when
+// debugging with EMBER's eager ops.
+std::atomic<const char*> g_last_launch[kMaxDevices];
+
+void note_launch(const char* op) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return;
+  g_last_launch[dev].store(op, std::memory_order_relaxed);
+}
+
+const char* last_launch(int index) {
+  if (index < 0 || index >= kMaxDevices) return "(none)";
+  const char* op = g_last_launch[index].load(std::memory_order_relaxed);
+  return op ? op : "(none)";
+}
+
+Status wait_stream(int index, cudaStream_t stream, const char* what) {
+  cudaError_t err = cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) err = cudaGetLastError();  // an error not reported yet
+  if (err == cudaSuccess) return {};
+  cudaGetLastError();  // clear it if it is not sticky
+  return status_error(err == cudaErrorMemoryAllocation ? EMBER_ERR_OUT_OF_MEMORY : EMBER_ERR_DEVICE,
+                      "[cuda] %s on cuda:%d failed: %s (%s); this may be an asynchronous error "
+                      "of earlier work: the last op launched on cuda:%d was '%s'",
+                      what, index, cudaGetErrorString(err), cudaGetErrorName(err), index,
+                      last_launch(index));
+}
+
 Status event_create(CudaEvent* out, bool timing) {
   cudaEvent_t e = nullptr;
   EMBER_CUDA_CHECK(

@@ -57,6 +57,14 @@ Status set_device(int index);
 Status current_stream(int index, cudaStream_t* out);
 /** Makes `stream` (owned by the caller, or nullptr for the legacy default stream) current. */
 void set_current_stream(int index, cudaStream_t stream);
+/** Remembers `op` (a string with static storage) as the last work launched on the calling
+ * thread's current device (Note [Asynchronous errors name the last launch]). */
+void note_launch(const char* op);
+/** The op last launched on device `index`, or "(none)". */
+const char* last_launch(int index);
+/** Waits for `stream` of device `index`, then collects any error not yet reported
+ * (cudaGetLastError); a failure names `what` and the last launch on the device. */
+Status wait_stream(int index, cudaStream_t stream, const char* what);
 /** A new event (timing disabled unless asked). */
 Status event_create(CudaEvent* out, bool timing = false);
 /** Records `event` on the current stream of `index`. */

@@ -1,96 +1,23 @@
-// CUDA elementwise kernels: copy/convert, fill, binary arithmetic with broadcasting and unary
-// math. One grid-stride loop per arity serves them all: the host coalesces the operands' dims
-// (Note [Coalesced geometry]) and a warp-uniform flag picks the unit-stride path when every
-// operand is dense, so each (op, dtype) instantiates a single kernel.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
+// CUDA elementwise kernels: copy/convert, fill, binary arithmetic and comparison with
+// broadcasting, where, unary math. One grid-stride loop per arity serves them all: the host
+// coalesces the operands' dims (Note [Coalesced geometry]); when every operand is dense and
+// 16-byte aligned a vectorized kernel reads and writes whole 16-byte packs
+// (Note [Vectorized dense path]), otherwise a strided kernel computes offsets per element. The
+// scalar semantics are the CPU plugin's (plugin_sdk_binary_ops.hpp, backends/cpu/ops).
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
 
-#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
-#include "backends/cuda/stream.h"
 
 namespace ember::cuda {
 namespace {
 
-// ---- element types ----------------------------------------------------------------------------
-
-template <typename T>
-struct Tag {
-  using type = T;
-};
-
-// Calls fn(Tag<T>{}) with the device element type of `dtype`; false if unknown.
-template <typename Fn>
-bool visit(int32_t dtype, Fn&& fn) {
-  switch (dtype) {
-    case EMBER_F32:
-      fn(Tag<float>{});
-      return true;
-    case EMBER_F64:
-      fn(Tag<double>{});
-      return true;
-    case EMBER_F16:
-      fn(Tag<__half>{});
-      return true;
-    case EMBER_BF16:
-      fn(Tag<__nv_bfloat16>{});
-      return true;
-    case EMBER_I64:
-      fn(Tag<int64_t>{});
-      return true;
-    case EMBER_I32:
-      fn(Tag<int32_t>{});
-      return true;
-    case EMBER_I8:
-      fn(Tag<int8_t>{});
-      return true;
-    case EMBER_U8:
-      fn(Tag<uint8_t>{});
-      return true;
-    case EMBER_BOOL:
-      fn(Tag<bool>{});
-      return true;
-    default:
-      return false;
-  }
-}
-
-template <typename T>
-constexpr bool kHalf = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-template <typename T>
-constexpr bool kFloating = kHalf<T> || std::is_floating_point_v<T>;
-
-// The type arithmetic on T happens in: float for the half types, T otherwise.
-template <typename T>
-using Acc = std::conditional_t<kHalf<T>, float, T>;
-
-template <typename T>
-__host__ __device__ __forceinline__ Acc<T> widen(T v) {
-  if constexpr (std::is_same_v<T, __half>)
-    return __half2float(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return v;
-}
-
-// Converts a widened value to D as the CPU plugin does: != 0 for bool, through float for the
-// half types (rounding to nearest even), a C++ conversion otherwise.
-template <typename D, typename A>
-__host__ __device__ __forceinline__ D narrow(A v) {
-  if constexpr (std::is_same_v<D, bool>)
-    return v != A(0);
-  else if constexpr (std::is_same_v<D, __half>)
-    return __float2half_rn(static_cast<float>(v));
-  else if constexpr (std::is_same_v<D, __nv_bfloat16>)
-    return __float2bfloat16_rn(static_cast<float>(v));
-  else
-    return static_cast<D>(v);
-}
+using namespace kern;  // NOLINT: the shared kernel helpers
 
 // ---- geometry ---------------------------------------------------------------------------------
 
@@ -163,9 +90,25 @@ __device__ __forceinline__ void offsets(const Geometry<N>& g, int64_t i, int64_t
 
 // ---- kernels ----------------------------------------------------------------------------------
 
-#define EMBER_GRID_STRIDE_LOOP(i, n)                                                     \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+// Note [Vectorized dense path]
+// When the geometry is dense, every pointer is aligned to its pack and the op has V > 1
+// elements per 16 bytes of its widest operand, each thread moves Pack<T, V> values (one
+// 128-bit load per operand of that widest type, narrower ones load less) and a grid-stride
+// tail finishes the last n % V elements. V is chosen on the host (vec_width), so a kernel is
+// instantiated per (op, dtypes, V) and the branch is not taken per element.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+// Elements per 16 bytes of the widest of the given types.
+template <typename... T>
+constexpr int kVec = static_cast<int>(16 / std::max({sizeof(T)...}));
+
+template <int V, typename... T>
+bool aligned(const T*... p) {
+  return ((reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V) == 0) && ...);
+}
 
 template <typename D, typename F>
 __global__ void nullary_kernel(Geometry<1> g, D* out, F f) {
@@ -193,8 +136,24 @@ __global__ void unary_kernel(Geometry<2> g, D* out, const S* in, F f) {
   }
 }
 
-template <typename T, typename F>
-__global__ void binary_kernel(Geometry<3> g, T* out, const T* a, const T* b, F f) {
+template <int V, typename D, typename S, typename F>
+__global__ void unary_vec_kernel(int64_t n, D* out, const S* in, F f) {
+  const int64_t nv = n / V;
+  EMBER_GRID_STRIDE_LOOP(i, nv) {
+    const Pack<S, V> x = reinterpret_cast<const Pack<S, V>*>(in)[i];
+    Pack<D, V> y;
+#pragma unroll
+    for (int k = 0; k < V; ++k) y.v[k] = f(x.v[k]);
+    reinterpret_cast<Pack<D, V>*>(out)[i] = y;
+  }
+  EMBER_GRID_STRIDE_LOOP(j, n - nv * V) {
+    const int64_t i = nv * V + j;
+    out[i] = f(in[i]);
+  }
+}
+
+template <typename D, typename A, typename B, typename F>
+__global__ void binary_kernel(Geometry<3> g, D* out, const A* a, const B* b, F f) {
   EMBER_GRID_STRIDE_LOOP(i, g.n) {
     if (g.dense) {
       out[i] = f(a[i], b[i]);
@@ -206,27 +165,75 @@ __global__ void binary_kernel(Geometry<3> g, T* out, const T* a, const T* b, F f
   }
 }
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 16;
-
-template <typename Kernel, typename... Args>
-Status launch(const char* name, int64_t n, cudaStream_t stream, Kernel kernel, Args... args) {
-  if (n == 0) return {};
-  const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks);
-  kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args...);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) {
-    return status_error(EMBER_ERR_DEVICE, "[cuda] %s kernel launch failed: %s (%s)", name,
-                        cudaGetErrorString(err), cudaGetErrorName(err));
+template <int V, typename D, typename A, typename B, typename F>
+__global__ void binary_vec_kernel(int64_t n, D* out, const A* a, const B* b, F f) {
+  const int64_t nv = n / V;
+  EMBER_GRID_STRIDE_LOOP(i, nv) {
+    const Pack<A, V> x = reinterpret_cast<const Pack<A, V>*>(a)[i];
+    const Pack<B, V> y = reinterpret_cast<const Pack<B, V>*>(b)[i];
+    Pack<D, V> z;
+#pragma unroll
+    for (int k = 0; k < V; ++k) z.v[k] = f(x.v[k], y.v[k]);
+    reinterpret_cast<Pack<D, V>*>(out)[i] = z;
   }
-  return {};
+  EMBER_GRID_STRIDE_LOOP(j, n - nv * V) {
+    const int64_t i = nv * V + j;
+    out[i] = f(a[i], b[i]);
+  }
 }
 
-// The stream of the call's output device, made current.
-Status prepare(const ember_kernel_call* call, cudaStream_t* stream) {
-  const int index = call->num_outputs > 0 ? call->outputs[0].device_index : 0;
-  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
-  return current_stream(index, stream);
+template <typename D, typename C, typename A, typename B, typename F>
+__global__ void ternary_kernel(Geometry<4> g, D* out, const C* c, const A* a, const B* b, F f) {
+  EMBER_GRID_STRIDE_LOOP(i, g.n) {
+    if (g.dense) {
+      out[i] = f(c[i], a[i], b[i]);
+    } else {
+      int64_t o[4];
+      offsets(g, i, o);
+      out[o[0]] = f(c[o[1]], a[o[2]], b[o[3]]);
+    }
+  }
+}
+
+// out = f(in) over the call's output and input 0, vectorized where dense and aligned.
+template <typename D, typename S, typename F>
+Status run_unary(const char* name, const ember_tensor& out, const ember_tensor& in,
+                 cudaStream_t stream, F f) {
+  Geometry<2> g;
+  const ember_tensor* const ops[2] = {&out, &in};
+  EMBER_CUDA_RETURN_IF_ERROR(make_geometry(ops, &g));
+  D* po = static_cast<D*>(out.data);
+  const S* pi = static_cast<const S*>(in.data);
+  constexpr int V = kVec<D, S>;
+  if constexpr (V > 1) {
+    if (g.dense && g.n >= V && aligned<V>(static_cast<const D*>(po), pi)) {
+      return launch(name, g.n / V, stream, unary_vec_kernel<V, D, S, F>, g.n, po, pi, f);
+    }
+  }
+  return launch(name, g.n, stream, unary_kernel<D, S, F>, g, po, pi, f);
+}
+
+// out = f(a, b) with broadcasting, vectorized where dense and aligned.
+template <typename D, typename A, typename B, typename F>
+Status run_binary(const char* name, const ember_kernel_call* call, cudaStream_t stream, F f) {
+  const ember_tensor &out = call->outputs[0], &a = call->inputs[0], &b = call->inputs[1];
+  Geometry<3> g;
+  const ember_tensor* const ops[3] = {&out, &a, &b};
+  EMBER_CUDA_RETURN_IF_ERROR(make_geometry(ops, &g));
+  D* po = static_cast<D*>(out.data);
+  const A* pa = static_cast<const A*>(a.data);
+  const B* pb = static_cast<const B*>(b.data);
+  constexpr int V = kVec<D, A, B>;
+  if constexpr (V > 1) {
+    if (g.dense && g.n >= V && aligned<V>(static_cast<const D*>(po), pa, pb)) {
+      return launch(name, g.n / V, stream, binary_vec_kernel<V, D, A, B, F>, g.n, po, pa, pb, f);
+    }
+  }
+  return launch(name, g.n, stream, binary_kernel<D, A, B, F>, g, po, pa, pb, f);
+}
+
+Status dtype_error(const char* name, int32_t dtype) {
+  return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", name, dtype);
 }
 
 // ---- functors ---------------------------------------------------------------------------------
@@ -242,22 +249,29 @@ struct FillOp {
   __device__ T operator()() const { return value; }
 };
 
+// Binary ops on the compute type A (plugin_sdk_binary_ops.hpp, Note [Binary op semantics]).
 struct AddOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
-    return a + b;
+    if constexpr (std::is_same_v<A, bool>)
+      return a || b;
+    else
+      return static_cast<A>(a + b);
   }
 };
 struct SubOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
-    return a - b;
+    return static_cast<A>(a - b);
   }
 };
 struct MulOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
-    return a * b;
+    if constexpr (std::is_same_v<A, bool>)
+      return a && b;
+    else
+      return static_cast<A>(a * b);
   }
 };
 struct DivOp {
@@ -266,82 +280,273 @@ struct DivOp {
     return a / b;
   }
 };
+struct PowOp {
+  __device__ float operator()(float a, float b) const { return powf(a, b); }
+  __device__ double operator()(double a, double b) const { return ::pow(a, b); }
+  template <typename A>
+  __device__ A operator()(A a, A b) const {  // integers: wrap, negative exponents as PyTorch
+    if constexpr (std::is_signed_v<A>) {
+      if (b < 0) return a == 1 ? A(1) : (a == -1 ? ((b & 1) ? A(-1) : A(1)) : A(0));
+    }
+    using U = std::make_unsigned_t<A>;
+    U r = 1, x = static_cast<U>(a);
+    for (A e = b; e > 0; e >>= 1) {
+      if (e & 1) r = static_cast<U>(r * x);
+      if (e > 1) x = static_cast<U>(x * x);
+    }
+    return static_cast<A>(r);
+  }
+};
+struct MaximumOp {
+  template <typename A>
+  __device__ A operator()(A a, A b) const {
+    if (is_nan(a) || is_nan(b)) return a + b;
+    return a > b ? a : b;
+  }
+};
+struct MinimumOp {
+  template <typename A>
+  __device__ A operator()(A a, A b) const {
+    if (is_nan(a) || is_nan(b)) return a + b;
+    return a < b ? a : b;
+  }
+};
+
+// Comparisons and logic: bool results.
+struct EqOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a == b;
+  }
+};
+struct NeOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a != b;
+  }
+};
+struct LtOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a < b;
+  }
+};
+struct LeOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a <= b;
+  }
+};
+struct GtOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a > b;
+  }
+};
+struct GeOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a >= b;
+  }
+};
+struct AndOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a != A(0) && b != A(0);
+  }
+};
+struct OrOp {
+  template <typename A>
+  __device__ bool operator()(A a, A b) const {
+    return a != A(0) || b != A(0);
+  }
+};
+
+// Unary math on float / double (the half types compute in float).
+#define EMBER_CUDA_FLOAT_OP(Name, fexpr, dexpr)                    \
+  struct Name {                                                    \
+    __device__ float operator()(float x) const { return fexpr; }   \
+    __device__ double operator()(double x) const { return dexpr; } \
+  }
+EMBER_CUDA_FLOAT_OP(ExpOp, expf(x), ::exp(x));
+EMBER_CUDA_FLOAT_OP(LogOp, logf(x), ::log(x));
+EMBER_CUDA_FLOAT_OP(Log1pOp, log1pf(x), ::log1p(x));
+EMBER_CUDA_FLOAT_OP(SqrtOp, sqrtf(x), ::sqrt(x));
+EMBER_CUDA_FLOAT_OP(RsqrtOp, 1.0f / sqrtf(x), 1.0 / ::sqrt(x));
+EMBER_CUDA_FLOAT_OP(SinOp, sinf(x), ::sin(x));
+EMBER_CUDA_FLOAT_OP(CosOp, cosf(x), ::cos(x));
+EMBER_CUDA_FLOAT_OP(TanhOp, tanhf(x), ::tanh(x));
+EMBER_CUDA_FLOAT_OP(SigmoidOp, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)));
+EMBER_CUDA_FLOAT_OP(SiluOp, x / (1.0f + expf(-x)), x / (1.0 + ::exp(-x)));
+EMBER_CUDA_FLOAT_OP(FloorOp, floorf(x), ::floor(x));
+EMBER_CUDA_FLOAT_OP(CeilOp, ceilf(x), ::ceil(x));
+EMBER_CUDA_FLOAT_OP(RoundOp, rintf(x), ::rint(x));  // half to even, as std::nearbyint
+EMBER_CUDA_FLOAT_OP(ErfOp, erff(x), ::erf(x));
+EMBER_CUDA_FLOAT_OP(GeluErfOp, 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)),
+                    0.5 * x * (1.0 + ::erf(x * 0.7071067811865476)));
+EMBER_CUDA_FLOAT_OP(GeluTanhOp,
+                    0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))),
+                    0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+#undef EMBER_CUDA_FLOAT_OP
+
+// Unary ops on every numeric compute type.
 struct NegOp {
   template <typename A>
   __device__ A operator()(A x) const {
-    return -x;
+    return static_cast<A>(-x);
   }
 };
-struct ExpOp {
-  __device__ float operator()(float x) const { return expf(x); }
-  __device__ double operator()(double x) const { return ::exp(x); }
+struct AbsOp {
+  template <typename A>
+  __device__ A operator()(A x) const {
+    if constexpr (std::is_unsigned_v<A>)
+      return x;
+    else
+      return x < A(0) ? static_cast<A>(-x) : x;
+  }
+};
+struct SignOp {
+  template <typename A>
+  __device__ A operator()(A x) const {
+    if constexpr (std::is_unsigned_v<A>) {
+      return x > A(0) ? A(1) : A(0);
+    } else {
+      if (is_nan(x)) return x;
+      return static_cast<A>((A(0) < x) - (x < A(0)));
+    }
+  }
 };
 struct ReluOp {
   template <typename A>
   __device__ A operator()(A x) const {
-    return x != x ? x : (x > A(0) ? x : A(0));
-  }  // NaN stays
+    if (is_nan(x)) return x;  // NaN stays
+    return x > A(0) ? x : A(0);
+  }
+};
+// A bound as A, saturating at an integer A's range, as sdk::saturating_bound on the host (a
+// plain cast of an out-of-range double is undefined); NaN bounds are dropped by the caller.
+template <typename A>
+__device__ A clamp_bound(double v) {
+  if constexpr (cuda::std::is_integral_v<A>) {
+    if (v <= static_cast<double>(cuda::std::numeric_limits<A>::min())) {
+      return cuda::std::numeric_limits<A>::min();
+    }
+    if (v >= static_cast<double>(cuda::std::numeric_limits<A>::max())) {
+      return cuda::std::numeric_limits<A>::max();
+    }
+  }
+  return static_cast<A>(v);
+}
+
+struct ClampOp {
+  bool has_lo, has_hi;
+  double lo, hi;
+  template <typename A>
+  __device__ A operator()(A x) const {
+    if (is_nan(x)) return x;
+    if (has_lo && x < clamp_bound<A>(lo)) x = clamp_bound<A>(lo);
+    if (has_hi && x > clamp_bound<A>(hi)) x = clamp_bound<A>(hi);
+    return x;
+  }
 };
 
-// Applies an Acc-typed functor to T values: widen, compute, round once.
+// Applies a compute-type functor to T values: widen, compute, round once.
 template <typename T, typename F>
 struct Widened {
   F f;
   __device__ T operator()(T a, T b) const { return narrow<T>(f(widen(a), widen(b))); }
   __device__ T operator()(T x) const { return narrow<T>(f(widen(x))); }
 };
+// Same for a functor with a bool result.
+template <typename T, typename F>
+struct WidenedPredicate {
+  F f;
+  __device__ bool operator()(T a, T b) const { return f(widen(a), widen(b)); }
+  __device__ bool operator()(T x) const { return f(widen(x)); }
+};
 
-template <typename F>
-int32_t binary_float(const ember_kernel_call* call, const char* name) {
-  const ember_tensor &out = call->outputs[0], &a = call->inputs[0], &b = call->inputs[1];
-  if (a.dtype != out.dtype || b.dtype != out.dtype) {
-    return write_status(status_error(EMBER_ERR_INVALID, "[cuda] %s: mixed dtypes %d, %d -> %d",
-                                     name, a.dtype, b.dtype, out.dtype),
-                        call);
+struct NotOp {
+  template <typename A>
+  __device__ bool operator()(A x) const {
+    return x == A(0);
   }
-  Status s;
-  cudaStream_t stream = nullptr;
-  s = prepare(call, &stream);
-  Geometry<3> g;
-  const ember_tensor* const ops[3] = {&out, &a, &b};
-  if (s.ok()) s = make_geometry(ops, &g);
-  if (!s.ok()) return write_status(s, call);
-  visit(out.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (kFloating<T>) {
-      s = launch(name, g.n, stream, binary_kernel<T, Widened<T, F>>, g, static_cast<T*>(out.data),
-                 static_cast<const T*>(a.data), static_cast<const T*>(b.data), Widened<T, F>{F{}});
-    } else {
-      s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", name,
-                       out.dtype);
+};
+
+template <typename T>
+struct WhereOp {
+  __device__ T operator()(bool c, T a, T b) const { return c ? a : b; }
+};
+
+// Which storage dtypes an op takes, as the CPU plugin's registrations.
+enum class Kinds { kAll, kNumeric, kFloating };
+
+template <typename T>
+constexpr bool admits(Kinds k) {
+  return k == Kinds::kAll || (k == Kinds::kNumeric && !std::is_same_v<T, bool>) ||
+         (k == Kinds::kFloating && kFloating<T>);
+}
+
+// Checks that every operand of `call` has `dtype` (output: `out_dtype`).
+Status check_dtypes(const ember_kernel_call* call, const char* name, int32_t dtype,
+                    int32_t out_dtype, int first_input = 0) {
+  for (int i = first_input; i < call->num_inputs; ++i) {
+    if (call->inputs[i].dtype != dtype) {
+      return status_error(EMBER_ERR_INVALID, "[cuda] %s: input %d has dtype %d, expected %d", name,
+                          i, call->inputs[i].dtype, dtype);
     }
+  }
+  if (call->outputs[0].dtype != out_dtype) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: output dtype %d, expected %d", name,
+                        call->outputs[0].dtype, out_dtype);
+  }
+  return {};
+}
+
+// A binary op whose result has the input dtype.
+template <Kinds K, typename F>
+int32_t binary_same(const ember_kernel_call* call, const char* name) {
+  const int32_t dtype = call->inputs[0].dtype;
+  cudaStream_t stream = nullptr;
+  Status s = check_dtypes(call, name, dtype, dtype);
+  if (s.ok()) s = prepare(call, &stream);
+  if (!s.ok()) return write_status(s, call);
+  s = dtype_error(name, dtype);
+  visit(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (admits<T>(K)) s = run_binary<T, T, T>(name, call, stream, Widened<T, F>{F{}});
   });
   return write_status(s, call);
 }
 
+// A binary op with a bool result (comparisons, logic).
 template <typename F>
-int32_t unary_float(const ember_kernel_call* call, const char* name) {
-  const ember_tensor &out = call->outputs[0], &x = call->inputs[0];
-  if (x.dtype != out.dtype) {
-    return write_status(
-        status_error(EMBER_ERR_INVALID, "[cuda] %s: dtype %d -> %d", name, x.dtype, out.dtype),
-        call);
-  }
-  Status s;
+int32_t binary_predicate(const ember_kernel_call* call, const char* name) {
+  const int32_t dtype = call->inputs[0].dtype;
   cudaStream_t stream = nullptr;
-  s = prepare(call, &stream);
-  Geometry<2> g;
-  const ember_tensor* const ops[2] = {&out, &x};
-  if (s.ok()) s = make_geometry(ops, &g);
+  Status s = check_dtypes(call, name, dtype, EMBER_BOOL);
+  if (s.ok()) s = prepare(call, &stream);
   if (!s.ok()) return write_status(s, call);
-  visit(out.dtype, [&](auto tag) {
+  s = dtype_error(name, dtype);
+  visit(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (kFloating<T>) {
-      s = launch(name, g.n, stream, unary_kernel<T, T, Widened<T, F>>, g, static_cast<T*>(out.data),
-                 static_cast<const T*>(x.data), Widened<T, F>{F{}});
-    } else {
-      s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", name,
-                       out.dtype);
+    s = run_binary<bool, T, T>(name, call, stream, WidenedPredicate<T, F>{F{}});
+  });
+  return write_status(s, call);
+}
+
+// A unary op whose result has the input dtype.
+template <Kinds K, typename F>
+int32_t unary_same(const ember_kernel_call* call, const char* name, F f = F{}) {
+  const int32_t dtype = call->inputs[0].dtype;
+  cudaStream_t stream = nullptr;
+  Status s = check_dtypes(call, name, dtype, dtype);
+  if (s.ok()) s = prepare(call, &stream);
+  if (!s.ok()) return write_status(s, call);
+  s = dtype_error(name, dtype);
+  visit(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (admits<T>(K)) {
+      s = run_unary<T, T>(name, call->outputs[0], call->inputs[0], stream, Widened<T, F>{f});
     }
   });
   return write_status(s, call);
@@ -368,8 +573,7 @@ Status launch_copy(const ember_tensor& dst, const ember_tensor& src, cudaStream_
     using S = typename decltype(st)::type;
     visit(dst.dtype, [&](auto dt) {
       using D = typename decltype(dt)::type;
-      s = launch("copy", g.n, stream, unary_kernel<D, S, ConvertOp<S, D>>, g,
-                 static_cast<D*>(dst.data), static_cast<const S*>(src.data), ConvertOp<S, D>{});
+      s = run_unary<D, S>("copy", dst, src, stream, ConvertOp<S, D>{});
     });
   });
   return s;
@@ -408,26 +612,110 @@ int32_t fill(const ember_kernel_call* call) {
   return write_status(s, call);
 }
 
-int32_t add(const ember_kernel_call* call) {
-  return binary_float<AddOp>(call, "add");
+int32_t where(const ember_kernel_call* call) {
+  const ember_tensor &out = call->outputs[0], &c = call->inputs[0], &a = call->inputs[1],
+                     &b = call->inputs[2];
+  cudaStream_t stream = nullptr;
+  Status s = c.dtype == EMBER_BOOL
+                 ? check_dtypes(call, "where", a.dtype, a.dtype, /*first_input=*/1)
+                 : status_error(EMBER_ERR_INVALID, "[cuda] where: condition dtype %d", c.dtype);
+  if (s.ok()) s = prepare(call, &stream);
+  Geometry<4> g;
+  const ember_tensor* const ops[4] = {&out, &c, &a, &b};
+  if (s.ok()) s = make_geometry(ops, &g);
+  if (!s.ok()) return write_status(s, call);
+  s = dtype_error("where", a.dtype);
+  visit(a.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    s = launch("where", g.n, stream, ternary_kernel<T, bool, T, T, WhereOp<T>>, g,
+               static_cast<T*>(out.data), static_cast<const bool*>(c.data),
+               static_cast<const T*>(a.data), static_cast<const T*>(b.data), WhereOp<T>{});
+  });
+  return write_status(s, call);
 }
-int32_t sub(const ember_kernel_call* call) {
-  return binary_float<SubOp>(call, "sub");
+
+int32_t logical_not(const ember_kernel_call* call) {
+  const int32_t dtype = call->inputs[0].dtype;
+  cudaStream_t stream = nullptr;
+  Status s = check_dtypes(call, "logical_not", dtype, EMBER_BOOL);
+  if (s.ok()) s = prepare(call, &stream);
+  if (!s.ok()) return write_status(s, call);
+  s = dtype_error("logical_not", dtype);
+  visit(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    s = run_unary<bool, T>("logical_not", call->outputs[0], call->inputs[0], stream,
+                           WidenedPredicate<T, NotOp>{NotOp{}});
+  });
+  return write_status(s, call);
 }
-int32_t mul(const ember_kernel_call* call) {
-  return binary_float<MulOp>(call, "mul");
+
+int32_t gelu(const ember_kernel_call* call) {
+  const bool tanh_form = call->num_ints > 0 && call->ints[0] == 1;
+  return tanh_form ? unary_same<Kinds::kFloating, GeluTanhOp>(call, "gelu")
+                   : unary_same<Kinds::kFloating, GeluErfOp>(call, "gelu");
 }
-int32_t div(const ember_kernel_call* call) {
-  return binary_float<DivOp>(call, "div");
+
+int32_t clamp(const ember_kernel_call* call) {
+  if (call->num_ints < 2 || call->num_floats < 2) {
+    return write_status(status_error(EMBER_ERR_INVALID, "[cuda] clamp: expects 2 ints, 2 floats"),
+                        call);
+  }
+  // A NaN bound clamps nothing (every comparison with it is false), as on the CPU.
+  const double lo = call->floats[0], hi = call->floats[1];
+  const ClampOp op{call->ints[0] != 0 && !std::isnan(lo), call->ints[1] != 0 && !std::isnan(hi),
+                   lo, hi};
+  return unary_same<Kinds::kNumeric, ClampOp>(call, "clamp", op);
 }
-int32_t neg(const ember_kernel_call* call) {
-  return unary_float<NegOp>(call, "neg");
-}
-int32_t exp(const ember_kernel_call* call) {
-  return unary_float<ExpOp>(call, "exp");
-}
-int32_t relu(const ember_kernel_call* call) {
-  return unary_float<ReluOp>(call, "relu");
-}
+
+#define EMBER_CUDA_BINARY(name, kinds, Op)      \
+  int32_t name(const ember_kernel_call* call) { \
+    return binary_same<kinds, Op>(call, #name); \
+  }
+EMBER_CUDA_BINARY(add, Kinds::kAll, AddOp)
+EMBER_CUDA_BINARY(sub, Kinds::kNumeric, SubOp)
+EMBER_CUDA_BINARY(mul, Kinds::kAll, MulOp)
+EMBER_CUDA_BINARY(div, Kinds::kFloating, DivOp)
+EMBER_CUDA_BINARY(pow, Kinds::kNumeric, PowOp)
+EMBER_CUDA_BINARY(maximum, Kinds::kAll, MaximumOp)
+EMBER_CUDA_BINARY(minimum, Kinds::kAll, MinimumOp)
+#undef EMBER_CUDA_BINARY
+
+#define EMBER_CUDA_PREDICATE(name, Op)          \
+  int32_t name(const ember_kernel_call* call) { \
+    return binary_predicate<Op>(call, #name);   \
+  }
+EMBER_CUDA_PREDICATE(eq, EqOp)
+EMBER_CUDA_PREDICATE(ne, NeOp)
+EMBER_CUDA_PREDICATE(lt, LtOp)
+EMBER_CUDA_PREDICATE(le, LeOp)
+EMBER_CUDA_PREDICATE(gt, GtOp)
+EMBER_CUDA_PREDICATE(ge, GeOp)
+EMBER_CUDA_PREDICATE(logical_and, AndOp)
+EMBER_CUDA_PREDICATE(logical_or, OrOp)
+#undef EMBER_CUDA_PREDICATE
+
+#define EMBER_CUDA_UNARY(name, kinds, Op)       \
+  int32_t name(const ember_kernel_call* call) { \
+    return unary_same<kinds, Op>(call, #name);  \
+  }
+EMBER_CUDA_UNARY(neg, Kinds::kNumeric, NegOp)
+EMBER_CUDA_UNARY(abs, Kinds::kNumeric, AbsOp)
+EMBER_CUDA_UNARY(sign, Kinds::kNumeric, SignOp)
+EMBER_CUDA_UNARY(relu, Kinds::kNumeric, ReluOp)
+EMBER_CUDA_UNARY(exp, Kinds::kFloating, ExpOp)
+EMBER_CUDA_UNARY(log, Kinds::kFloating, LogOp)
+EMBER_CUDA_UNARY(log1p, Kinds::kFloating, Log1pOp)
+EMBER_CUDA_UNARY(sqrt, Kinds::kFloating, SqrtOp)
+EMBER_CUDA_UNARY(rsqrt, Kinds::kFloating, RsqrtOp)
+EMBER_CUDA_UNARY(sin, Kinds::kFloating, SinOp)
+EMBER_CUDA_UNARY(cos, Kinds::kFloating, CosOp)
+EMBER_CUDA_UNARY(tanh, Kinds::kFloating, TanhOp)
+EMBER_CUDA_UNARY(sigmoid, Kinds::kFloating, SigmoidOp)
+EMBER_CUDA_UNARY(silu, Kinds::kFloating, SiluOp)
+EMBER_CUDA_UNARY(floor, Kinds::kFloating, FloorOp)
+EMBER_CUDA_UNARY(ceil, Kinds::kFloating, CeilOp)
+EMBER_CUDA_UNARY(round, Kinds::kFloating, RoundOp)
+EMBER_CUDA_UNARY(erf, Kinds::kFloating, ErfOp)
+#undef EMBER_CUDA_UNARY
 
 }  // namespace ember::cuda

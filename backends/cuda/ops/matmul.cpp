@@ -1,6 +1,14 @@
-// CUDA matmul: float32 and float64 through cuBLAS' strided-batched GEMM, reading operands in
-// place where their strides allow (Note [Row-major matmul on cuBLAS]) and packing them into
-// contiguous scratch memory otherwise. TF32 is off unless EMBER_CUDA_ALLOW_TF32=1.
+// CUDA matmul: every floating dtype through cuBLAS' strided-batched GEMM (libcublas loaded on
+// first use, Note [Lazy cuBLAS]), reading operands in place where their strides allow
+// (Note [Row-major matmul on cuBLAS]) and packing them into contiguous scratch memory
+// otherwise. TF32 is off unless EMBER_CUDA_ALLOW_TF32=1.
+//
+// Note [Half matmul accumulates in float32]
+// float16 and bfloat16 operands and results use CUBLAS_COMPUTE_32F (float alpha and beta):
+// products are summed in float32 and rounded to the half type once, as the CPU plugin does,
+// and the handle forbids reduced-precision reductions
+// (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION, set in device.cpp), so split-K partial
+// sums are not rounded to the half type either.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -31,6 +39,25 @@ inline Geometry make_geometry(const ember_tensor& a, const ember_tensor& b, cons
 // Size-1 dims may have any stride. Anything else (a step in both dims, an expanded matrix) is
 // packed into contiguous scratch memory first. Batch dims become one cuBLAS batch stride per
 // operand (0 where broadcast); more than one batch dim after merging loops over the outer ones.
+// Bytes per element of the floating dtypes matmul takes.
+size_t item_size(int32_t dtype) {
+  return dtype == EMBER_F64 ? 8 : (dtype == EMBER_F32 ? 4 : 2);
+}
+
+// cuBLAS' data type of a floating dtype.
+cudaDataType_t data_type(int32_t dtype) {
+  switch (dtype) {
+    case EMBER_F64:
+      return CUDA_R_64F;
+    case EMBER_F16:
+      return CUDA_R_16F;
+    case EMBER_BF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
+  }
+}
+
 struct Operand {
   cublasOperation_t op;
   int64_t ld;
@@ -65,7 +92,7 @@ Status pack(const ember_tensor& x, const Geometry& g, int64_t* bs, int64_t r, in
     dst_strides[d] = s;
     s *= sizes[d];
   }
-  const size_t item = x.dtype == EMBER_F64 ? 8 : 4;
+  const size_t item = item_size(x.dtype);
   EMBER_CUDA_RETURN_IF_ERROR(buf->allocate(x.device_index, static_cast<size_t>(s) * item));
   const ember_tensor src{x.data, x.dtype, nd, sizes, src_strides, x.device_type, x.device_index};
   const ember_tensor dst{buf->get(),    x.dtype,       nd, sizes, dst_strides,
@@ -87,9 +114,11 @@ Status matmul_impl(const ember_kernel_call* call) {
     return status_error(EMBER_ERR_INVALID, "[cuda] matmul: operands of rank %d, %d and %d", a.ndim,
                         b.ndim, c.ndim);
   }
-  if (a.dtype != c.dtype || b.dtype != c.dtype || (c.dtype != EMBER_F32 && c.dtype != EMBER_F64)) {
+  const bool floating =
+      c.dtype == EMBER_F32 || c.dtype == EMBER_F64 || c.dtype == EMBER_F16 || c.dtype == EMBER_BF16;
+  if (a.dtype != c.dtype || b.dtype != c.dtype || !floating) {
     return status_error(EMBER_ERR_UNSUPPORTED,
-                        "[cuda] matmul: dtypes %d, %d -> %d (float32 and float64 only)", a.dtype,
+                        "[cuda] matmul: dtypes %d, %d -> %d (floating dtypes only)", a.dtype,
                         b.dtype, c.dtype);
   }
   int64_t numel = 1;
@@ -108,8 +137,8 @@ Status matmul_impl(const ember_kernel_call* call) {
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
   Geometry g = make_geometry(a, b, c);
   if (g.k == 0) {  // the core zeroes C itself, but stay correct if called anyway
-    EMBER_CUDA_CHECK(cudaMemsetAsync(
-        c.data, 0, static_cast<size_t>(numel) * (c.dtype == EMBER_F64 ? 8 : 4), stream));
+    EMBER_CUDA_CHECK(
+        cudaMemsetAsync(c.data, 0, static_cast<size_t>(numel) * item_size(c.dtype), stream));
     return {};
   }
   if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX || g.batch_count > INT_MAX) {
@@ -133,11 +162,12 @@ Status matmul_impl(const ember_kernel_call* call) {
   }
 
   cublasHandle_t handle = nullptr;
+  const CublasApi* blas = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cublas_handle(index, &handle, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cublas_handle(index, "matmul", &blas, &handle, &lock));
   const bool f64 = c.dtype == EMBER_F64;
-  const size_t item = f64 ? 8 : 4;
-  const cudaDataType_t type = f64 ? CUDA_R_64F : CUDA_R_32F;
+  const size_t item = item_size(c.dtype);
+  const cudaDataType_t type = data_type(c.dtype);  // Note [Half matmul accumulates in float32]
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
   const double one64 = 1.0, zero64 = 0.0;
   const float one32 = 1.0f, zero32 = 0.0f;
@@ -162,7 +192,8 @@ Status matmul_impl(const ember_kernel_call* call) {
     const char* A = static_cast<const char*>(pa) + off_a * static_cast<int64_t>(item);
     const char* B = static_cast<const char*>(pb) + off_b * static_cast<int64_t>(item);
     char* C = static_cast<char*>(c.data) + off_c * static_cast<int64_t>(item);
-    EMBER_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+    note_launch("matmul");
+    EMBER_CUBLAS_CHECK(blas->gemm_strided_batched_ex(
         handle, ob.op, oa.op, static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k),
         alpha, B, type, static_cast<int>(ob.ld), stride_b, A, type, static_cast<int>(oa.ld),
         stride_a, beta, C, type, static_cast<int>(g.n), stride_c, static_cast<int>(count), compute,

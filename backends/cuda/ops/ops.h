@@ -19,11 +19,90 @@ EMBER_CUDA_KERNEL(add);
 EMBER_CUDA_KERNEL(sub);
 EMBER_CUDA_KERNEL(mul);
 EMBER_CUDA_KERNEL(div);
+EMBER_CUDA_KERNEL(pow);
+EMBER_CUDA_KERNEL(maximum);
+EMBER_CUDA_KERNEL(minimum);
+EMBER_CUDA_KERNEL(eq);
+EMBER_CUDA_KERNEL(ne);
+EMBER_CUDA_KERNEL(lt);
+EMBER_CUDA_KERNEL(le);
+EMBER_CUDA_KERNEL(gt);
+EMBER_CUDA_KERNEL(ge);
+EMBER_CUDA_KERNEL(logical_and);
+EMBER_CUDA_KERNEL(logical_or);
+EMBER_CUDA_KERNEL(logical_not);
+EMBER_CUDA_KERNEL(where);
 EMBER_CUDA_KERNEL(neg);
-EMBER_CUDA_KERNEL(exp);
+EMBER_CUDA_KERNEL(abs);
+EMBER_CUDA_KERNEL(sign);
 EMBER_CUDA_KERNEL(relu);
+EMBER_CUDA_KERNEL(clamp);
+EMBER_CUDA_KERNEL(exp);
+EMBER_CUDA_KERNEL(log);
+EMBER_CUDA_KERNEL(log1p);
+EMBER_CUDA_KERNEL(sqrt);
+EMBER_CUDA_KERNEL(rsqrt);
+EMBER_CUDA_KERNEL(sin);
+EMBER_CUDA_KERNEL(cos);
+EMBER_CUDA_KERNEL(tanh);
+EMBER_CUDA_KERNEL(sigmoid);
+EMBER_CUDA_KERNEL(gelu);
+EMBER_CUDA_KERNEL(silu);
+EMBER_CUDA_KERNEL(floor);
+EMBER_CUDA_KERNEL(ceil);
+EMBER_CUDA_KERNEL(round);
+EMBER_CUDA_KERNEL(erf);
 
-// matmul.cpp (cuBLAS)
+// reduce.cu
+EMBER_CUDA_KERNEL(sum);
+EMBER_CUDA_KERNEL(prod);
+EMBER_CUDA_KERNEL(amax);
+EMBER_CUDA_KERNEL(amin);
+EMBER_CUDA_KERNEL(all);
+EMBER_CUDA_KERNEL(any);
+EMBER_CUDA_KERNEL(argmax);
+EMBER_CUDA_KERNEL(argmin);
+EMBER_CUDA_KERNEL(max_dim);
+EMBER_CUDA_KERNEL(min_dim);
+EMBER_CUDA_KERNEL(cumsum);
+
+// softmax.cu
+EMBER_CUDA_KERNEL(softmax);
+EMBER_CUDA_KERNEL(log_softmax);
+
+// index.cu
+EMBER_CUDA_KERNEL(index_select);
+EMBER_CUDA_KERNEL(gather);
+EMBER_CUDA_KERNEL(scatter);
+EMBER_CUDA_KERNEL(scatter_add);
+
+// pool.cu
+EMBER_CUDA_KERNEL(max_pool2d);
+EMBER_CUDA_KERNEL(avg_pool2d);
+EMBER_CUDA_KERNEL(avg_pool2d_backward);
+EMBER_CUDA_KERNEL(adaptive_avg_pool2d);
+EMBER_CUDA_KERNEL(adaptive_avg_pool2d_backward);
+
+// norm.cu
+EMBER_CUDA_KERNEL(batch_norm);
+EMBER_CUDA_KERNEL(batch_norm_backward);
+EMBER_CUDA_KERNEL(layer_norm);
+EMBER_CUDA_KERNEL(layer_norm_backward);
+EMBER_CUDA_KERNEL(group_norm);
+EMBER_CUDA_KERNEL(group_norm_backward);
+
+// sort.cu
+EMBER_CUDA_KERNEL(sort);
+EMBER_CUDA_KERNEL(topk);
+EMBER_CUDA_KERNEL(count_nonzero);
+EMBER_CUDA_KERNEL(nonzero);
+
+// conv.cpp (cuDNN)
+EMBER_CUDA_KERNEL(conv2d);
+EMBER_CUDA_KERNEL(conv2d_backward_input);
+EMBER_CUDA_KERNEL(conv2d_backward_weight);
+
+// matmul.cpp (cuBLAS, loaded on first use)
 EMBER_CUDA_KERNEL(matmul);
 
 /** Enqueues dst = src (any strides, dtype conversion) on `stream`; used to pack operands. */

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,11 +35,33 @@ class FakeSource final : public SegmentSource {
     std::free(ptr);
   }
   int64_t free_bytes() override { return static_cast<int64_t>(capacity - held); }
+  // Events: each one stays incomplete until complete_events(); `with_events = false` behaves
+  // like a source without events (the base class).
+  void* record_event(void* stream) override {
+    if (!with_events) return SegmentSource::record_event(stream);
+    event_streams.push_back(stream);
+    void* e = reinterpret_cast<void*>(static_cast<uintptr_t>(++next_event) << 4);
+    incomplete.insert(e);
+    outstanding.insert(e);
+    return e;
+  }
+  bool event_done(void* event) override { return incomplete.count(event) == 0; }
+  void destroy_event(void* event) override {
+    EXPECT_EQ(outstanding.erase(event), 1u) << "destroyed twice or unknown";
+    EXPECT_EQ(incomplete.count(event), 0u) << "destroyed before completing";
+    ++events_destroyed;
+  }
+  void complete_events() { incomplete.clear(); }
 
   int allocs = 0, releases = 0, refuse_next = 0;
   bool refuse_all = false;
   size_t held = 0, capacity = size_t{1} << 30;
   std::map<void*, size_t> live;
+  bool with_events = true;
+  uintptr_t next_event = 0;
+  int events_destroyed = 0;
+  std::vector<void*> event_streams;
+  std::set<void*> incomplete, outstanding;
 };
 
 constexpr size_t kKiB = 1024, kMiB = 1024 * 1024;
@@ -245,6 +269,97 @@ TEST(CudaAllocator, ZeroBytesAndUnknownPointers) {
   int x = 0;
   EXPECT_FALSE(a.free(&x));
   EXPECT_FALSE(a.free(nullptr));
+}
+
+// Note [Blocks used on other streams]
+TEST(CudaAllocator, BlockUsedOnAnotherStreamWaitsForItsWorkBeforeReuse) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(4 * kKiB, kStream0);
+  EXPECT_TRUE(a.record_stream(p, kStream1));
+  EXPECT_TRUE(a.record_stream(p, kStream1));  // recorded once
+  EXPECT_TRUE(a.free(p));
+  EXPECT_FALSE(a.free(p));  // no longer live
+  ASSERT_EQ(src.event_streams.size(), 1u);
+  EXPECT_EQ(src.event_streams[0], kStream1);
+  EXPECT_EQ(a.num_pending_frees(), 1u);
+  EXPECT_EQ(a.stats().allocated, 4 * kKiB);  // still in use by stream 1's work
+
+  void* q = a.allocate(4 * kKiB, kStream0);  // the event is not done: p is not handed out
+  EXPECT_NE(q, p);
+  EXPECT_EQ(a.num_pending_frees(), 1u);
+
+  src.complete_events();
+  void* r = a.allocate(4 * kKiB, kStream0);  // polled: p is back in the pool, the best fit
+  EXPECT_EQ(r, p);
+  EXPECT_EQ(a.num_pending_frees(), 0u);
+  EXPECT_EQ(src.events_destroyed, 1);
+  EXPECT_EQ(a.stats().allocated, 8 * kKiB);
+  a.free(q);
+  a.free(r);
+  EXPECT_EQ(src.allocs, 1);  // everything came from the one small segment
+}
+
+TEST(CudaAllocator, RecordingTheOwnStreamOrUnknownMemoryDefersNothing) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(kKiB, kStream1);
+  EXPECT_TRUE(a.record_stream(p, kStream1));  // its own stream
+  int dummy = 0;
+  EXPECT_FALSE(a.record_stream(&dummy, kStream0));
+  EXPECT_FALSE(a.record_stream(nullptr, kStream0));
+  EXPECT_TRUE(a.free(p));
+  EXPECT_TRUE(src.event_streams.empty());
+  EXPECT_EQ(a.num_pending_frees(), 0u);
+  EXPECT_EQ(a.allocate(kKiB, kStream1), p);
+}
+
+TEST(CudaAllocator, SourceWithoutEventsReusesAtOnce) {
+  FakeSource src;
+  src.with_events = false;
+  CachingAllocator a(&src);
+  void* p = a.allocate(kKiB, kStream0);
+  a.record_stream(p, kStream1);
+  a.free(p);
+  EXPECT_EQ(a.num_pending_frees(), 0u);
+  EXPECT_EQ(a.stats().allocated, 0u);
+  EXPECT_EQ(a.allocate(kKiB, kStream0), p);
+}
+
+TEST(CudaAllocator, EmptyCacheKeepsSegmentsWithPendingBlocksUntilTheirWorkIsDone) {
+  FakeSource src;
+  CachingAllocator a(&src);
+  void* p = a.allocate(kKiB, kStream0);
+  void* q = a.allocate(kKiB, kStream0);
+  a.record_stream(p, kStream1);
+  a.record_stream(q, reinterpret_cast<void*>(0x2));
+  a.free(p);
+  a.free(q);
+  EXPECT_EQ(src.event_streams.size(), 2u);
+  a.empty_cache();
+  EXPECT_EQ(a.num_segments(), 1u);  // both blocks still wait
+  EXPECT_EQ(src.releases, 0);
+  src.complete_events();
+  a.empty_cache();
+  EXPECT_EQ(a.num_segments(), 0u);
+  EXPECT_EQ(src.releases, 1);
+  EXPECT_EQ(src.events_destroyed, 2);
+  EXPECT_EQ(a.stats().allocated, 0u);
+  EXPECT_EQ(a.stats().reserved, 0u);
+}
+
+TEST(CudaAllocator, OutOfMemoryRetryReclaimsFinishedPendingBlocks) {
+  FakeSource src;
+  src.capacity = 20 * kMiB;
+  CachingAllocator a(&src);
+  void* p = a.allocate(8 * kMiB, kStream0);  // the whole 20 MiB capacity as one segment
+  a.record_stream(p, kStream1);
+  a.free(p);
+  src.complete_events();
+  // A request for another stream needs a new segment: the retry polls the finished block,
+  // returns the now free segment and succeeds.
+  EXPECT_NE(a.allocate(8 * kMiB, kStream1), nullptr);
+  EXPECT_EQ(src.releases, 1);
 }
 
 }  // namespace

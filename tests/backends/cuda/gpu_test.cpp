@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,24 @@ double max_rel_diff(const Tensor& a, const Tensor& b) {
   const double* px = x.data_ptr<double>();
   const double* py = y.data_ptr<double>();
   double m = 0;
-  for (int64_t i = 0; i < x.numel(); ++i)
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (std::isnan(px[i]) || std::isnan(py[i])) {  // NaN must match NaN
+      if (std::isnan(px[i]) != std::isnan(py[i])) return INFINITY;
+      continue;
+    }
+    if (px[i] == py[i]) continue;  // equal infinities
     m = std::max(m, std::abs(px[i] - py[i]) / (1 + std::abs(py[i])));
+  }
   return m;
+}
+
+// Per-dtype tolerance of a result computed in float (or double) and rounded once: the GPU's
+// math functions may differ from the CPU's by an ulp, which can flip a half rounding.
+double tol_for(DType d) {
+  return d == DType::Float64   ? 1e-13
+         : d == DType::Float32 ? 1e-5
+         : d == DType::Float16 ? 2e-3
+                               : 1.6e-2;
 }
 
 const DType kFloatTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
@@ -105,8 +122,10 @@ TEST(CudaGpu, FillAndZeroSizedTensors) {
 
 TEST(CudaGpu, MatmulMatchesCpu) {
   EMBER_REQUIRE_CUDA();
-  for (DType d : {DType::Float32, DType::Float64}) {
-    const double tol = d == DType::Float64 ? 1e-12 : 1e-4;
+  for (DType d : kFloatTypes) {
+    // Half types accumulate in float32 on both sides (Note [Half matmul accumulates in
+    // float32]); only the summation order and the final rounding may differ.
+    const double tol = d == DType::Float64 ? 1e-12 : d == DType::Float32 ? 1e-4 : 2e-2;
     const Tensor a = randn({3, 37, 19}).to(d);
     const Tensor b = randn({19, 23}).to(d);
     const Tensor bt = randn({23, 19}).to(d).transpose(0, 1);        // read transposed in place
@@ -118,6 +137,520 @@ TEST(CudaGpu, MatmulMatchesCpu) {
     const Tensor v = randn({19}).to(d);
     EXPECT_LE(max_rel_diff(matmul(a.to(g), v.to(g)), matmul(a, v)), tol) << fmt::format("{}", d);
   }
+}
+
+// An input with NaN, +-inf, ties and exact zeros among random values, in dtype d.
+Tensor special_values(DType d, int64_t n) {
+  Tensor x = mul(randn({n}), 3).to(DType::Float64).contiguous();
+  double* p = x.data_ptr<double>();
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 0.5, -2.5, 1.0};
+  for (int64_t i = 0; i < n; i += 17) p[i] = specials[(i / 17) % 8];
+  return x.to(d);
+}
+
+TEST(CudaGpu, EveryUnaryFloatOpMatchesCpuOnTheVectorizedAndStridedPaths) {
+  EMBER_REQUIRE_CUDA();
+  using Fn = std::function<Tensor(const Tensor&)>;
+  const std::pair<const char*, Fn> ops[] = {
+      {"exp", [](const Tensor& t) { return exp(t); }},
+      {"log", [](const Tensor& t) { return log(abs(t)); }},
+      {"log1p", [](const Tensor& t) { return log1p(abs(t)); }},
+      {"sqrt", [](const Tensor& t) { return sqrt(abs(t)); }},
+      {"rsqrt", [](const Tensor& t) { return rsqrt(abs(t)); }},
+      {"sin", [](const Tensor& t) { return sin(t); }},
+      {"cos", [](const Tensor& t) { return cos(t); }},
+      {"tanh", [](const Tensor& t) { return tanh(t); }},
+      {"sigmoid", [](const Tensor& t) { return sigmoid(t); }},
+      {"silu", [](const Tensor& t) { return silu(t); }},
+      {"gelu", [](const Tensor& t) { return gelu(t); }},
+      {"gelu_tanh", [](const Tensor& t) { return gelu(t, "tanh"); }},
+      {"floor", [](const Tensor& t) { return floor(t); }},
+      {"ceil", [](const Tensor& t) { return ceil(t); }},
+      {"round", [](const Tensor& t) { return round(t); }},
+      {"erf", [](const Tensor& t) { return erf(t); }},
+      {"neg", [](const Tensor& t) { return neg(t); }},
+      {"abs", [](const Tensor& t) { return abs(t); }},
+      {"sign", [](const Tensor& t) { return sign(t); }},
+      {"relu", [](const Tensor& t) { return relu(t); }},
+      {"clamp", [](const Tensor& t) { return clamp(t, -0.5, 1.5); }},
+      {"clamp_lo", [](const Tensor& t) { return clamp(t, 0.25, std::nullopt); }},
+  };
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const Tensor x = special_values(d, 1003);  // not a multiple of the pack width: a tail
+    const Tensor gx = x.to(g);
+    for (const auto& [name, f] : ops) {
+      // dense (vectorized), misaligned by one element, and strided inputs
+      EXPECT_LE(max_rel_diff(f(gx), f(x)), tol_for(d)) << name << " " << fmt::format("{}", d);
+      EXPECT_LE(max_rel_diff(f(gx.slice(0, 1, 1003)), f(x.slice(0, 1, 1003))), tol_for(d))
+          << name << " misaligned " << fmt::format("{}", d);
+      EXPECT_LE(max_rel_diff(f(gx.slice(0, 0, 1003, 3)), f(x.slice(0, 0, 1003, 3))), tol_for(d))
+          << name << " strided " << fmt::format("{}", d);
+    }
+  }
+}
+
+TEST(CudaGpu, BinaryOpsComparisonsAndWhereMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const Tensor a = special_values(d, 64 * 33).view({64, 33});
+    const Tensor b = randn({33}).to(d);
+    const Tensor c = randn({33, 64}).to(d).transpose(0, 1);
+    const Tensor ga = a.to(g), gb = b.to(g), gc = c.to(g);
+    const double tol = tol_for(d);
+    EXPECT_LE(max_rel_diff(pow(abs(ga), gb), pow(abs(a), b)), tol) << fmt::format("{}", d);
+    EXPECT_EQ(max_rel_diff(maximum(ga, gc), maximum(a, c)), 0.0) << fmt::format("{}", d);
+    EXPECT_EQ(max_rel_diff(minimum(ga, gb), minimum(a, b)), 0.0) << fmt::format("{}", d);
+    EXPECT_EQ(max_rel_diff(eq(ga, gb), eq(a, b)), 0.0);
+    EXPECT_EQ(max_rel_diff(ne(ga, gc), ne(a, c)), 0.0);
+    EXPECT_EQ(max_rel_diff(lt(ga, gb), lt(a, b)), 0.0);
+    EXPECT_EQ(max_rel_diff(le(ga, gc), le(a, c)), 0.0);
+    EXPECT_EQ(max_rel_diff(gt(ga, gb), gt(a, b)), 0.0);
+    EXPECT_EQ(max_rel_diff(ge(ga, gc), ge(a, c)), 0.0);
+    EXPECT_EQ(max_rel_diff(logical_and(ga, gc), logical_and(a, c)), 0.0);
+    EXPECT_EQ(max_rel_diff(logical_or(ga, gb), logical_or(a, b)), 0.0);
+    EXPECT_EQ(max_rel_diff(logical_not(ga), logical_not(a)), 0.0);
+    const Tensor cond = gt(a, c);
+    EXPECT_EQ(max_rel_diff(where(cond.to(g), ga, gb), where(cond, a, b)), 0.0);
+  }
+}
+
+TEST(CudaGpu, IntegerAndBoolArithmeticMatchesCpuExactly) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Int64, DType::Int32, DType::Int8, DType::UInt8}) {
+    const Tensor a = randint(0, 120, {40, 31}).to(d);
+    const Tensor b = randint(0, 7, {31}).to(d);
+    const Tensor ga = a.to(g), gb = b.to(g);
+    const std::string n = fmt::format("{}", d);
+    EXPECT_EQ(max_rel_diff(add(ga, gb), add(a, b)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(sub(ga, gb), sub(a, b)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(mul(ga, gb), mul(a, b)), 0.0) << n;  // int8/uint8 wrap
+    EXPECT_EQ(max_rel_diff(pow(ga, gb), pow(a, b)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(maximum(ga, gb), maximum(a, b)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(neg(ga), neg(a)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(abs(sub(ga, 60)), abs(sub(a, 60))), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(sign(sub(ga, 60)), sign(sub(a, 60))), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(relu(sub(ga, 60)), relu(sub(a, 60))), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(clamp(ga, 10, 90), clamp(a, 10, 90)), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(lt(ga, gb), lt(a, b)), 0.0) << n;
+  }
+  const Tensor p = gt(randn({300}), 0), q = gt(randn({300}), 0);
+  EXPECT_EQ(max_rel_diff(add(p.to(g), q.to(g)), add(p, q)), 0.0);
+  EXPECT_EQ(max_rel_diff(mul(p.to(g), q.to(g)), mul(p, q)), 0.0);
+  // Negative integer exponents as PyTorch: 0 except for the bases 1 and -1.
+  const Tensor base = arange(-3, 4, 1, TensorOptions{DType::Int64});
+  const Tensor e = full({7}, -3, {DType::Int64});
+  EXPECT_EQ(max_rel_diff(pow(base.to(g), e.to(g)), pow(base, e)), 0.0);
+  // Float to integer conversion of NaN and out-of-range values (INT64_MIN, low bits).
+  const Tensor f = mul(special_values(DType::Float32, 100), 1e20);
+  EXPECT_EQ(max_rel_diff(f.to(g).to(DType::Int64), f.to(DType::Int64)), 0.0);
+  EXPECT_EQ(max_rel_diff(f.to(g).to(DType::Int8), f.to(DType::Int8)), 0.0);
+}
+
+TEST(CudaGpu, ReductionsMatchCpuOverEveryDimLayout) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const std::string n = fmt::format("{}", d);
+    for (const auto& sizes : {std::vector<int64_t>{37, 129}, std::vector<int64_t>{3, 5000},
+                              std::vector<int64_t>{700, 9}}) {
+      const Tensor x = randn(IntList(sizes)).to(d);
+      const Tensor xt = randn({sizes[1], sizes[0]}).to(d).transpose(0, 1);  // strided
+      for (const Tensor& t : {x, xt}) {
+        const Tensor gt_ = t.to(g);
+        for (const std::vector<int64_t>& dims :
+             {std::vector<int64_t>{}, std::vector<int64_t>{0}, std::vector<int64_t>{1}}) {
+          const IntList dl(dims);
+          EXPECT_LE(max_rel_diff(sum(gt_, dl), sum(t, dl)), tol_for(d) * 10) << n;
+          EXPECT_EQ(max_rel_diff(amax(gt_, dl), amax(t, dl)), 0.0) << n;
+          EXPECT_EQ(max_rel_diff(amin(gt_, dl, true), amin(t, dl, true)), 0.0) << n;
+          EXPECT_EQ(max_rel_diff(all(gt_, dl), all(t, dl)), 0.0) << n;
+          EXPECT_EQ(max_rel_diff(any(gt(gt_, 2.0), dl), any(gt(t, 2.0), dl)), 0.0) << n;
+        }
+        EXPECT_LE(max_rel_diff(prod(gt_.slice(1, 0, 6), {1}), prod(t.slice(1, 0, 6), {1})),
+                  tol_for(d) * 10)
+            << n;
+        EXPECT_LE(max_rel_diff(cumsum(gt_, 1), cumsum(t, 1)), tol_for(d) * 10) << n;
+        EXPECT_LE(max_rel_diff(cumsum(gt_, 0), cumsum(t, 0)), tol_for(d) * 10) << n;
+      }
+    }
+    // NaN propagates through amax/amin.
+    const Tensor s = special_values(d, 200).view({10, 20});
+    EXPECT_EQ(max_rel_diff(amax(s.to(g), {1}), amax(s, {1})), 0.0) << n;
+    EXPECT_EQ(max_rel_diff(amin(s.to(g), {0}), amin(s, {0})), 0.0) << n;
+  }
+  const Tensor i = randint(-50, 50, {33, 70}).to(DType::Int64);
+  EXPECT_EQ(max_rel_diff(sum(i.to(g), {1}), sum(i, {1})), 0.0);
+  EXPECT_EQ(max_rel_diff(amax(i.to(g), {0}), amax(i, {0})), 0.0);
+  EXPECT_EQ(max_rel_diff(cumsum(i.to(g), 1), cumsum(i, 1)), 0.0);
+  // Zero-size reduced dim: sum is 0, prod is 1.
+  const Tensor e = zeros({4, 0}, {DType::Float32, g});
+  EXPECT_EQ(max_rel_diff(sum(e, {1}), zeros({4})), 0.0);
+  EXPECT_EQ(max_rel_diff(prod(e, {1}), ones({4})), 0.0);
+}
+
+TEST(CudaGpu, ArgReductionsKeepTheFirstIndexAndLetNanWin) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
+                  DType::Int8, DType::Bool}) {
+    const std::string n = fmt::format("{}", d);
+    for (const auto& sizes : {std::vector<int64_t>{41, 13}, std::vector<int64_t>{4, 3000},
+                              std::vector<int64_t>{300, 70}}) {
+      // Few distinct values: many ties.
+      const Tensor x = randint(0, 4, IntList(sizes)).to(d);
+      const Tensor xt = randint(0, 4, {sizes[1], sizes[0]}).to(d).transpose(0, 1);
+      for (const Tensor& t : {x, xt}) {
+        for (int64_t dim : {0, 1}) {
+          EXPECT_EQ(max_rel_diff(argmax(t.to(g), dim), argmax(t, dim)), 0.0) << n << dim;
+          EXPECT_EQ(max_rel_diff(argmin(t.to(g), dim), argmin(t, dim)), 0.0) << n << dim;
+          const auto [gv, gi] = max(t.to(g), dim);
+          const auto [cv, ci] = max(t, dim);
+          EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << n;
+          EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << n;
+          const auto [gv2, gi2] = min(t.to(g), dim, true);
+          const auto [cv2, ci2] = min(t, dim, true);
+          EXPECT_EQ(max_rel_diff(gv2, cv2), 0.0) << n;
+          EXPECT_EQ(max_rel_diff(gi2, ci2), 0.0) << n;
+        }
+        EXPECT_EQ(max_rel_diff(argmax(t.to(g)), argmax(t)), 0.0) << n;
+      }
+    }
+  }
+  for (DType d : kFloatTypes) {
+    const Tensor s = special_values(d, 34 * 40).view({34, 40});
+    EXPECT_EQ(max_rel_diff(argmax(s.to(g), 1), argmax(s, 1)), 0.0);
+    EXPECT_EQ(max_rel_diff(argmin(s.to(g), 0), argmin(s, 0)), 0.0);
+  }
+}
+
+TEST(CudaGpu, SoftmaxAndLogSoftmaxMatchCpuAlongEveryDim) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const std::string n = fmt::format("{}", d);
+    for (const auto& sizes : {std::vector<int64_t>{6, 50, 7}, std::vector<int64_t>{3, 4000, 1},
+                              std::vector<int64_t>{2, 9, 300}}) {
+      const Tensor x = mul(randn(IntList(sizes)), 4).to(d);
+      const Tensor xt = randn({sizes[2], sizes[1], sizes[0]}).to(d).permute({2, 1, 0});
+      for (const Tensor& t : {x, xt}) {
+        for (int64_t dim : {0, 1, 2}) {
+          EXPECT_LE(max_rel_diff(softmax(t.to(g), dim), softmax(t, dim)), tol_for(d)) << n << dim;
+          EXPECT_LE(max_rel_diff(log_softmax(t.to(g), dim), log_softmax(t, dim)), tol_for(d) * 4)
+              << n << dim;
+        }
+      }
+    }
+    // A row with NaN or -inf.
+    const Tensor s = special_values(d, 17 * 8).view({8, 17});
+    EXPECT_LE(max_rel_diff(softmax(s.to(g), 1), softmax(s, 1)), tol_for(d)) << n;
+  }
+}
+
+TEST(CudaGpu, IndexSelectGatherScatterMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
+                  DType::Int8, DType::Bool}) {
+    const std::string n = fmt::format("{}", d);
+    const Tensor x = randint(0, 5, {9, 13}).to(d);
+    const Tensor xt = randint(0, 5, {13, 9}).to(d).transpose(0, 1);
+    const Tensor idx = randint(0, 9, {20}).to(DType::Int64);  // repeats
+    for (const Tensor& t : {x, xt}) {
+      EXPECT_EQ(max_rel_diff(index_select(t.to(g), 0, idx.to(g)), index_select(t, 0, idx)), 0.0)
+          << n;
+      const Tensor gi = randint(0, 13, {9, 30}).to(DType::Int64);
+      EXPECT_EQ(max_rel_diff(gather(t.to(g), 1, gi.to(g)), gather(t, 1, gi)), 0.0) << n;
+      const Tensor si = randint(0, 9, {6, 13}).to(DType::Int64);
+      const Tensor src = randint(0, 5, {6, 13}).to(d);
+      EXPECT_EQ(max_rel_diff(scatter(t.to(g), 0, si.to(g), src.to(g)), scatter(t, 0, si, src)), 0.0)
+          << n;
+      if (d != DType::Bool) {
+        EXPECT_EQ(
+            max_rel_diff(scatter_add(t.to(g), 0, si.to(g), src.to(g)), scatter_add(t, 0, si, src)),
+            0.0)
+            << n;
+      }
+    }
+  }
+  // A bad index fails the call, naming it, and writes nothing.
+  const Tensor x = randn({4, 5}).to(g);
+  try {
+    index_select(x, 0, full({3}, 7, {DType::Int64}).to(g));
+    ADD_FAILURE() << "no error for an out-of-range index";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaGpu, ConvolutionsAndTheirGradientsMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  struct Case {
+    int64_t stride, pad, dil, groups;
+  };
+  for (DType d : kFloatTypes) {
+    const std::string n = fmt::format("{}", d);
+    const double tol = d == DType::Float64 ? 1e-12 : d == DType::Float32 ? 1e-4 : 2e-2;
+    for (const Case& c : {Case{1, 0, 1, 1}, Case{2, 1, 1, 1}, Case{1, 2, 2, 2}, Case{3, 1, 1, 4}}) {
+      const Tensor x = randn({2, 4, 11, 10}).to(d);
+      const Tensor w = randn({8, 4 / c.groups, 3, 3}).to(d);
+      const Tensor b = randn({8}).to(d);
+      auto run = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
+        Tensor xl = xx.detach().requires_grad_();
+        Tensor wl = ww.detach().requires_grad_();
+        const Tensor y =
+            conv2d(xl, wl, bb, {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil}, c.groups);
+        sum(mul(y, y)).backward();
+        return std::tuple<Tensor, Tensor, Tensor>(y, xl.grad(), wl.grad());
+      };
+      const auto [gy, gdx, gdw] = run(x.to(g), w.to(g), b.to(g));
+      const auto [cy, cdx, cdw] = run(x, w, b);
+      const std::string what =
+          fmt::format("{} stride {} pad {} dil {} groups {}", n, c.stride, c.pad, c.dil, c.groups);
+      EXPECT_LE(max_rel_diff(gy, cy), tol) << what;
+      EXPECT_LE(max_rel_diff(gdx, cdx), tol * 10) << what;
+      EXPECT_LE(max_rel_diff(gdw, cdw), tol * 10) << what;
+    }
+    // conv_transpose2d with output_padding: the backward-data kernel with a larger input.
+    const Tensor x = randn({2, 6, 5, 5}).to(d);
+    const Tensor w = randn({6, 3, 3, 3}).to(d);
+    EXPECT_LE(max_rel_diff(conv_transpose2d(x.to(g), w.to(g), {}, {2, 2}, {1, 1}, {1, 1}),
+                           conv_transpose2d(x, w, {}, {2, 2}, {1, 1}, {1, 1})),
+              tol)
+        << n;
+  }
+}
+
+TEST(CudaGpu, MaxPoolValuesAndIndicesMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
+                  DType::Int8}) {
+    const std::string n = fmt::format("{}", d);
+    // Few distinct values (ties) and, for floating dtypes, NaN and infinities.
+    const Tensor x = (d == DType::Int64 || d == DType::Int8)
+                         ? randint(0, 3, {2, 3, 11, 12}).to(d)
+                         : special_values(d, 2 * 3 * 11 * 12).view({2, 3, 11, 12});
+    for (const auto& [k, st, pad, dil, ceil] :
+         {std::tuple<int64_t, int64_t, int64_t, int64_t, bool>{2, 2, 0, 1, false},
+          {3, 2, 1, 1, true},
+          {3, 1, 1, 2, false}}) {
+      const auto [gv, gi] =
+          max_pool2d_with_indices(x.to(g), {k, k}, {st, st}, {pad, pad}, {dil, dil}, ceil);
+      const auto [cv, ci] =
+          max_pool2d_with_indices(x, {k, k}, {st, st}, {pad, pad}, {dil, dil}, ceil);
+      EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << n << " k " << k;
+      EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << n << " k " << k;
+    }
+  }
+}
+
+// y and the gradient of sum(y * r) (r random, fixed) with respect to each of `params`, where
+// y = fn(params...) on the device of the params.
+template <typename Fn>
+std::vector<Tensor> value_and_grads(Fn&& fn, const std::vector<Tensor>& params, const Tensor& r) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& p : params) leaves.push_back(p.detach().requires_grad_());
+  const Tensor y = fn(leaves);
+  sum(mul(y, r.to(y.device()))).backward();
+  std::vector<Tensor> out{y};
+  for (const Tensor& l : leaves) out.push_back(l.grad());
+  return out;
+}
+
+// Compares every tensor of a (GPU) with b (CPU) within tol; `what` labels failures.
+void expect_all_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol,
+                      const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(a[i].defined() && b[i].defined()) << what << " #" << i;
+    EXPECT_LE(max_rel_diff(a[i], b[i]), tol) << what << " #" << i;
+  }
+}
+
+TEST(CudaGpu, AvgPoolingAndItsGradientMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  struct Case {
+    int64_t k, s, p;
+    bool ceil, include_pad;
+  };
+  for (DType d : kFloatTypes) {
+    const Tensor x = randn({2, 3, 11, 12}).to(d);
+    for (const Case& c :
+         {Case{2, 2, 0, false, true}, Case{3, 2, 1, true, true}, Case{3, 2, 1, true, false},
+          Case{3, 1, 1, false, false}, Case{4, 3, 2, true, true}}) {
+      auto fn = [&](const std::vector<Tensor>& p) {
+        return avg_pool2d(p[0], {c.k, c.k}, {c.s, c.s}, {c.p, c.p}, c.ceil, c.include_pad);
+      };
+      const Tensor r = randn(fn({x}).sizes()).to(d);
+      const std::string what = fmt::format("{} k {} s {} p {} ceil {} include_pad {}", d, c.k, c.s,
+                                           c.p, c.ceil, c.include_pad);
+      expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
+                       what);
+    }
+    // A non-contiguous input (the core makes it contiguous for the kernel).
+    const Tensor xt = randn({2, 3, 12, 11}).to(d).transpose(2, 3);
+    EXPECT_LE(max_rel_diff(avg_pool2d(xt.to(g), {3, 3}), avg_pool2d(xt, {3, 3})), tol_for(d))
+        << fmt::format("{}", d);
+  }
+}
+
+TEST(CudaGpu, AdaptiveAvgPoolingAndItsGradientMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const Tensor x = randn({2, 3, 11, 12}).to(d);
+    for (const auto& [oh, ow] :
+         {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {11, 12}, {4, 5}, {13, 17}}) {
+      auto fn = [&](const std::vector<Tensor>& p) { return adaptive_avg_pool2d(p[0], {oh, ow}); };
+      const Tensor r = randn({2, 3, oh, ow}).to(d);
+      expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
+                       fmt::format("{} to {}x{}", d, oh, ow));
+    }
+  }
+}
+
+// Statistics and gradients sum many terms: the GPU adds them in another order (in double).
+double norm_tol(DType d) {
+  return d == DType::Float64   ? 1e-10
+         : d == DType::Float32 ? 1e-4
+         : d == DType::Float16 ? 1e-2
+                               : 4e-2;
+}
+
+TEST(CudaGpu, BatchNormTrainingEvalAndGradientsMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    // A large mean (the two-pass statistics must not cancel) and an odd spatial size.
+    const Tensor x = add(randn({4, 5, 7, 3}), 3).to(d);
+    const Tensor w = randn({5}).to(d), b = randn({5}).to(d);
+    const Tensor r = randn({4, 5, 7, 3}).to(d);
+    for (bool training : {true, false}) {
+      const Tensor rm0 = randn({5}).to(d), rv0 = add(abs(randn({5})), 0.5).to(d);
+      Tensor grm = rm0.to(g).clone(), grv = rv0.to(g).clone();
+      Tensor crm = rm0.clone(), crv = rv0.clone();
+      auto on = [&](Tensor& rm, Tensor& rv) {
+        return [&, training](const std::vector<Tensor>& p) {
+          return batch_norm(p[0], p[1], p[2], rm, rv, training, 0.1, 1e-5);
+        };
+      };
+      const std::string what = fmt::format("{} training {}", d, training);
+      expect_all_close(value_and_grads(on(grm, grv), {x.to(g), w.to(g), b.to(g)}, r),
+                       value_and_grads(on(crm, crv), {x, w, b}, r), norm_tol(d), what);
+      EXPECT_LE(max_rel_diff(grm, crm), norm_tol(d)) << what << " running_mean";
+      EXPECT_LE(max_rel_diff(grv, crv), norm_tol(d)) << what << " running_var";
+    }
+  }
+}
+
+TEST(CudaGpu, LayerNormAndGroupNormWithGradientsMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const Tensor x = add(randn({4, 6, 10}), 2).to(d);
+    const Tensor r = randn({4, 6, 10}).to(d);
+    // Normalized over the last dim (the CPU's S == 1 path) and over the last two.
+    for (const std::vector<int64_t>& shape : {std::vector<int64_t>{10}, {6, 10}}) {
+      const std::vector<int64_t> ws = shape;
+      const Tensor w = randn(ws).to(d), b = randn(ws).to(d);
+      auto fn = [&](const std::vector<Tensor>& p) { return layer_norm(p[0], shape, p[1], p[2]); };
+      expect_all_close(value_and_grads(fn, {x.to(g), w.to(g), b.to(g)}, r),
+                       value_and_grads(fn, {x, w, b}, r), norm_tol(d),
+                       fmt::format("layer_norm {} over {} dims", d, shape.size()));
+    }
+    // group_norm: 3 groups of 2 channels, spatial 5 x 4 (S > 1), and groups of one channel
+    // without spatial dims (S == 1).
+    const Tensor xg = randn({3, 6, 5, 4}).to(d), rg = randn({3, 6, 5, 4}).to(d);
+    const Tensor wg = randn({6}).to(d), bg = randn({6}).to(d);
+    auto gn = [&](const std::vector<Tensor>& p) { return group_norm(p[0], 3, p[1], p[2]); };
+    expect_all_close(value_and_grads(gn, {xg.to(g), wg.to(g), bg.to(g)}, rg),
+                     value_and_grads(gn, {xg, wg, bg}, rg), norm_tol(d),
+                     fmt::format("group_norm {}", d));
+    const Tensor x2 = randn({8, 6}).to(d), r2 = randn({8, 6}).to(d);
+    auto gn1 = [&](const std::vector<Tensor>& p) { return group_norm(p[0], 2, p[1], p[2]); };
+    expect_all_close(value_and_grads(gn1, {x2.to(g), wg.to(g), bg.to(g)}, r2),
+                     value_and_grads(gn1, {x2, wg, bg}, r2), norm_tol(d),
+                     fmt::format("group_norm {} without spatial dims", d));
+  }
+}
+
+const DType kAllTypes[] = {DType::Float32,  DType::Float64, DType::Float16,
+                           DType::BFloat16, DType::Int64,   DType::Int32,
+                           DType::Int8,     DType::UInt8,   DType::Bool};
+
+// Few distinct values (many ties); NaN and infinities for the floating dtypes.
+Tensor ordering_input(DType d, std::vector<int64_t> sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  const bool floating =
+      d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
+  const Tensor base = floating ? special_values(d, n).to(DType::Float64) : randint(0, 4, {n});
+  return (floating ? round(base) : base).to(d).view(sizes);
+}
+
+TEST(CudaGpu, SortAndTopkAreStableWithNanLastAsOnCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kAllTypes) {
+    const Tensor x = ordering_input(d, {6, 50});
+    const Tensor gx = x.to(g);
+    for (int64_t dim : {1, 0}) {  // dim 0: the kernel sees a transposed (strided) view
+      for (bool desc : {false, true}) {
+        const auto [gv, gi] = sort(gx, dim, desc);
+        const auto [cv, ci] = sort(x, dim, desc);
+        const std::string what = fmt::format("{} dim {} descending {}", d, dim, desc);
+        EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << what;
+        EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << what;
+      }
+      const int64_t k = dim == 1 ? 7 : 4;
+      for (bool largest : {true, false}) {
+        for (bool sorted : {true, false}) {
+          const auto [gv, gi] = topk(gx, k, dim, largest, sorted);
+          const auto [cv, ci] = topk(x, k, dim, largest, sorted);
+          const std::string what =
+              fmt::format("{} dim {} k {} largest {} sorted {}", d, dim, k, largest, sorted);
+          EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << what;
+          EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << what;
+        }
+      }
+    }
+  }
+  // One long row and many short ones (Thrust's multi-block paths).
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{1, 100000}, {20000, 5}}) {
+    const Tensor x = ordering_input(DType::Float32, sizes);
+    const auto [gv, gi] = sort(x.to(g), -1, false);
+    const auto [cv, ci] = sort(x, -1, false);
+    EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << sizes[0];
+    EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << sizes[0];
+    const auto [tv, ti] = topk(x.to(g), 3, -1, true, false);
+    const auto [uv, ui] = topk(x, 3, -1, true, false);
+    EXPECT_EQ(max_rel_diff(tv, uv), 0.0) << sizes[0];
+    EXPECT_EQ(max_rel_diff(ti, ui), 0.0) << sizes[0];
+  }
+}
+
+TEST(CudaGpu, NonzeroMatchesCpuInRowMajorOrder) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kAllTypes) {
+    const Tensor x = ordering_input(d, {7, 9, 11});
+    EXPECT_EQ(max_rel_diff(nonzero(x.to(g)), nonzero(x)), 0.0) << fmt::format("{}", d);
+    const Tensor xt = x.transpose(0, 2);  // strided
+    EXPECT_EQ(max_rel_diff(nonzero(x.to(g).transpose(0, 2)), nonzero(xt)), 0.0)
+        << fmt::format("{}", d);
+    EXPECT_EQ(max_rel_diff(nonzero(x.to(g).slice(1, 1, 9, 3)), nonzero(x.slice(1, 1, 9, 3))), 0.0)
+        << fmt::format("{}", d);
+  }
+  // Large (many blocks), all zero, 0-d.
+  const Tensor big = ordering_input(DType::Float32, {300000});
+  EXPECT_EQ(max_rel_diff(nonzero(big.to(g)), nonzero(big)), 0.0);
+  EXPECT_EQ(nonzero(zeros({5, 4}, {DType::Float32, g})).size(0), 0);
+  EXPECT_EQ(nonzero(full({}, 2.0, {DType::Float32, g})).sizes(), nonzero(full({}, 2.0)).sizes());
 }
 
 }  // namespace

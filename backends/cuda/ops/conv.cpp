@@ -1,0 +1,388 @@
+// CUDA conv2d and its two backward passes through cuDNN's convolution API (forward, backward
+// data, backward filter) on the core's contract (core/ops/conv.cpp: contiguous NCHW tensors of
+// one floating dtype; ints {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}; taps
+// outside the input read 0, and the input may be larger than the output needs). Algorithms
+// come from cuDNN's heuristics (cudnnGet*Algorithm_v7), cached per shape; workspaces from the
+// caching allocator. The bias gradient is a sum in the core.
+#include <cudnn.h>
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "backends/cuda/device.h"
+#include "backends/cuda/ops/ops.h"
+#include "backends/cuda/stream.h"
+
+namespace ember::cuda {
+namespace {
+
+enum class Dir { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
+
+using TensorDesc = UniqueHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
+using FilterDesc = UniqueHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
+using ConvDesc = UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
+
+// Sizes and attributes of one convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW];
+// fh, fw: the output size cuDNN derives from the input (>= OH, OW).
+struct Geom {
+  int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g, fh, fw;
+};
+
+bool dense(const ember_tensor& t) {
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom* gm) {
+  if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output, 7 ints", name);
+  }
+  const ember_tensor *x, *w, *y;
+  if (dir == Dir::kForward) {
+    x = &call->inputs[0], w = &call->inputs[1], y = &call->outputs[0];
+  } else if (dir == Dir::kBackwardData) {
+    y = &call->inputs[0], w = &call->inputs[1], x = &call->outputs[0];
+  } else {
+    x = &call->inputs[0], y = &call->inputs[1], w = &call->outputs[0];
+  }
+  if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 || x->dtype != w->dtype ||
+      y->dtype != x->dtype || !dense(*x) || !dense(*w) || !dense(*y)) {
+    return status_error(EMBER_ERR_INVALID,
+                        "[cuda] %s: expects contiguous rank-4 tensors of one dtype", name);
+  }
+  const int64_t* v = call->ints;
+  *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
+         y->sizes[3], w->sizes[2], w->sizes[3], v[0],        v[1],        v[2],
+         v[3],        v[4],        v[5],        v[6],        0,           0};
+  const bool ok = gm->g >= 1 && gm->sh >= 1 && gm->sw >= 1 && gm->dh >= 1 && gm->dw >= 1 &&
+                  gm->ph >= 0 && gm->pw >= 0 && gm->c % gm->g == 0 && gm->o % gm->g == 0 &&
+                  w->sizes[1] == gm->c / gm->g && y->sizes[0] == gm->n && y->sizes[1] == gm->o;
+  if (!ok) return status_error(EMBER_ERR_INVALID, "[cuda] %s: inconsistent shapes", name);
+  gm->fh = (gm->h + 2 * gm->ph - gm->dh * (gm->kh - 1) - 1) / gm->sh + 1;
+  gm->fw = (gm->w + 2 * gm->pw - gm->dw * (gm->kw - 1) - 1) / gm->sw + 1;
+  if (gm->fh < gm->oh || gm->fw < gm->ow) {
+    return status_error(EMBER_ERR_UNSUPPORTED,
+                        "[cuda] %s: output %lldx%lld larger than the input allows (%lldx%lld)",
+                        name, static_cast<long long>(gm->oh), static_cast<long long>(gm->ow),
+                        static_cast<long long>(gm->fh), static_cast<long long>(gm->fw));
+  }
+  for (int64_t s : {gm->n, gm->c, gm->h, gm->w, gm->o, gm->fh, gm->fw, gm->kh, gm->kw, gm->ph,
+                    gm->pw, gm->sh, gm->sw, gm->dh, gm->dw, gm->g}) {
+    if (s > INT_MAX) {
+      return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: sizes beyond 32 bits", name);
+    }
+  }
+  return {};
+}
+
+Status data_type(int32_t dtype, cudnnDataType_t* data, cudnnDataType_t* compute) {
+  switch (dtype) {
+    case EMBER_F32:
+      *data = CUDNN_DATA_FLOAT, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    case EMBER_F64:
+      *data = CUDNN_DATA_DOUBLE, *compute = CUDNN_DATA_DOUBLE;
+      return {};
+    case EMBER_F16:
+      *data = CUDNN_DATA_HALF, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    case EMBER_BF16:
+      *data = CUDNN_DATA_BFLOAT16, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    default:
+      return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] conv2d: dtype %d is not supported", dtype);
+  }
+}
+
+// Note [TF32 in cuDNN convolutions]
+// cuDNN's default math mode allows TF32 tensor cores for float32 on Ampere and newer, which
+// would make float32 convolutions differ from the CPU's in the 3rd digit. float32 therefore
+// only takes algorithms whose math type is plain FMA (EMBER_CUDA_ALLOW_TF32=1 lifts that, as
+// for matmul); float64 has no tensor-op path; the half types may use tensor cores (they
+// accumulate in float).
+bool allow_tf32() {
+  const char* v = std::getenv("EMBER_CUDA_ALLOW_TF32");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+struct Descriptors {
+  TensorDesc x, y;  // y: the full [N, O, fh, fw] output
+  FilterDesc w;
+  ConvDesc conv;
+};
+
+Status make_descriptors(const Geom& gm, cudnnDataType_t data, cudnnDataType_t compute,
+                        Descriptors* d) {
+  cudnnTensorDescriptor_t t = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+  d->x = TensorDesc(t);
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(gm.n),
+                                               static_cast<int>(gm.c), static_cast<int>(gm.h),
+                                               static_cast<int>(gm.w)));
+  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+  d->y = TensorDesc(t);
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(gm.n),
+                                               static_cast<int>(gm.o), static_cast<int>(gm.fh),
+                                               static_cast<int>(gm.fw)));
+  cudnnFilterDescriptor_t f = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
+  d->w = FilterDesc(f);
+  EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, data, CUDNN_TENSOR_NCHW, static_cast<int>(gm.o),
+                                               static_cast<int>(gm.c / gm.g),
+                                               static_cast<int>(gm.kh), static_cast<int>(gm.kw)));
+  cudnnConvolutionDescriptor_t c = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&c));
+  d->conv = ConvDesc(c);
+  EMBER_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+      c, static_cast<int>(gm.ph), static_cast<int>(gm.pw), static_cast<int>(gm.sh),
+      static_cast<int>(gm.sw), static_cast<int>(gm.dh), static_cast<int>(gm.dw),
+      CUDNN_CROSS_CORRELATION, compute));
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionGroupCount(c, static_cast<int>(gm.g)));
+  return {};
+}
+
+// The algorithm chosen for one (direction, dtype, device, geometry), with its math type.
+struct Choice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+using Key = std::array<int64_t, 22>;
+
+std::mutex g_cache_mu;
+std::map<Key, Choice> g_cache;  // Note [Per-device state is never destroyed]: never freed
+
+bool acceptable(cudnnStatus_t status, cudnnMathType_t math, int32_t dtype, bool tf32) {
+  if (status != CUDNN_STATUS_SUCCESS) return false;
+  if (dtype == EMBER_F32 && !tf32)
+    return math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  return true;
+}
+
+// Picks the first acceptable algorithm of cuDNN's heuristic ranking for `dir`.
+Status choose(cudnnHandle_t h, Dir dir, int32_t dtype, const Descriptors& d, Choice* out) {
+  const bool tf32 = allow_tf32();
+  int n = 0;
+  if (dir == Dir::kForward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(
+        cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
+    for (int i = 0; i < n; ++i) {
+      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
+        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
+        return {};
+      }
+    }
+  } else if (dir == Dir::kBackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+        perf));
+    for (int i = 0; i < n; ++i) {
+      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
+        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
+        return {};
+      }
+    }
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+        &n, perf));
+    for (int i = 0; i < n; ++i) {
+      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
+        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
+        return {};
+      }
+    }
+  }
+  return status_error(EMBER_ERR_UNSUPPORTED,
+                      "[cuda] conv2d: cuDNN offers no algorithm for this convolution (dtype %d)",
+                      dtype);
+}
+
+// The [n, ch, rows, cols] top-left block of a dense [n, ch, full_rows, full_cols] array at
+// `data`, with `like`'s dtype and device (for strided copies).
+ember_tensor view4(void* data, const ember_tensor& like, int64_t* sizes, int64_t* strides,
+                   int64_t n, int64_t ch, int64_t rows, int64_t cols, int64_t full_rows,
+                   int64_t full_cols) {
+  sizes[0] = n, sizes[1] = ch, sizes[2] = rows, sizes[3] = cols;
+  strides[3] = 1, strides[2] = full_cols, strides[1] = full_rows * full_cols,
+  strides[0] = ch * full_rows * full_cols;
+  return ember_tensor{data, like.dtype, 4, sizes, strides, like.device_type, like.device_index};
+}
+
+size_t item_size(int32_t dtype) {
+  return dtype == EMBER_F64 ? 8 : dtype == EMBER_F32 ? 4 : 2;
+}
+
+Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
+  Geom gm{};
+  EMBER_CUDA_RETURN_IF_ERROR(read_geom(call, dir, name, &gm));
+  const ember_tensor& out = call->outputs[0];
+  const int32_t dtype = out.dtype;
+  const int index = out.device_index;
+  cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  EMBER_CUDA_RETURN_IF_ERROR(data_type(dtype, &data, &compute));
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  Descriptors d;
+  EMBER_CUDA_RETURN_IF_ERROR(make_descriptors(gm, data, compute, &d));
+
+  cudnnHandle_t h = nullptr;
+  std::unique_lock<std::mutex> lock;
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, &h, &lock));
+  const Key key = {static_cast<int64_t>(dir),
+                   dtype,
+                   index,
+                   gm.n,
+                   gm.c,
+                   gm.h,
+                   gm.w,
+                   gm.o,
+                   gm.kh,
+                   gm.kw,
+                   gm.fh,
+                   gm.fw,
+                   gm.sh,
+                   gm.sw,
+                   gm.ph,
+                   gm.pw,
+                   gm.dh,
+                   gm.dw,
+                   gm.g,
+                   allow_tf32() ? 1 : 0,
+                   0,
+                   0};
+  Choice choice;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> guard(g_cache_mu);
+    const auto it = g_cache.find(key);
+    if (it != g_cache.end()) choice = it->second, cached = true;
+  }
+  // Note [TF32 in cuDNN convolutions]: cuDNN's default math permits TF32 on this hardware, so
+  // float32 asks for FMA math (heuristics then rank only algorithms that honour it).
+  const bool fma_only = dtype == EMBER_F32 && !allow_tf32();
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      d.conv.get(), fma_only                                      ? CUDNN_FMA_MATH
+                    : (dtype == EMBER_F16 || dtype == EMBER_BF16) ? CUDNN_TENSOR_OP_MATH
+                                                                  : CUDNN_DEFAULT_MATH));
+  if (!cached) {
+    EMBER_CUDA_RETURN_IF_ERROR(choose(h, dir, dtype, d, &choice));
+    std::lock_guard<std::mutex> guard(g_cache_mu);
+    g_cache.emplace(key, choice);
+  }
+  EMBER_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : choice.math));
+
+  size_t ws_bytes = 0;
+  if (dir == Dir::kForward) {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+        h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws_bytes));
+  } else if (dir == Dir::kBackwardData) {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws_bytes));
+  } else {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &ws_bytes));
+  }
+  DeviceBuffer workspace;
+  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes));
+
+  // Note [Outputs smaller than the input allows]
+  // cuDNN's y is always the full [N, O, fh, fw]. When the op's y is smaller (the contract
+  // allows it), the forward pass writes a scratch full-size y and copies the top-left block
+  // out; the backward passes read a scratch full-size dy, zero outside the op's block: the
+  // extra outputs do not exist, so they contribute nothing to dx or dw.
+  const bool full = gm.fh == gm.oh && gm.fw == gm.ow;
+  const size_t item = item_size(dtype);
+  DeviceBuffer scratch;
+  int64_t vs[4], vst[4], fs[4], fst[4];
+  void* y = nullptr;  // cuDNN's full-size y or dy
+  const ember_tensor& op_y = dir == Dir::kForward        ? call->outputs[0]
+                             : dir == Dir::kBackwardData ? call->inputs[0]
+                                                         : call->inputs[1];
+  if (full) {
+    y = op_y.data;
+  } else {
+    const size_t bytes = static_cast<size_t>(gm.n * gm.o * gm.fh * gm.fw) * item;
+    EMBER_CUDA_RETURN_IF_ERROR(scratch.allocate(index, bytes));
+    y = scratch.get();
+    if (dir != Dir::kForward) {
+      EMBER_CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, stream));
+      const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
+      const ember_tensor src =
+          view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
+      EMBER_CUDA_RETURN_IF_ERROR(launch_copy(block, src, stream));
+    }
+  }
+
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const double one_d = 1.0, zero_d = 0.0;
+  const bool f64 = dtype == EMBER_F64;
+  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  if (dir == Dir::kForward) {
+    note_launch(name);
+    EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, one, d.x.get(), call->inputs[0].data, d.w.get(),
+                                              call->inputs[1].data, d.conv.get(),
+                                              static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo),
+                                              workspace.get(), ws_bytes, zero, d.y.get(), y));
+    if (call->num_inputs >= 3 && call->inputs[2].data && call->inputs[2].ndim == 1) {
+      TensorDesc bias;
+      cudnnTensorDescriptor_t t = nullptr;
+      EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+      bias = TensorDesc(t);
+      EMBER_CUDNN_CHECK(
+          cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, 1, static_cast<int>(gm.o), 1, 1));
+      EMBER_CUDNN_CHECK(cudnnAddTensor(h, one, t, call->inputs[2].data, one, d.y.get(), y));
+    }
+    if (!full) {
+      const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
+      const ember_tensor dst =
+          view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
+      EMBER_CUDA_RETURN_IF_ERROR(launch_copy(dst, block, stream));
+    }
+  } else if (dir == Dir::kBackwardData) {
+    note_launch(name);
+    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        h, one, d.w.get(), call->inputs[1].data, d.y.get(), y, d.conv.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace.get(), ws_bytes, zero,
+        d.x.get(), call->outputs[0].data));
+  } else {
+    note_launch(name);
+    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        h, one, d.x.get(), call->inputs[0].data, d.y.get(), y, d.conv.get(),
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace.get(), ws_bytes, zero,
+        d.w.get(), call->outputs[0].data));
+  }
+  return {};
+}
+
+}  // namespace
+
+int32_t conv2d(const ember_kernel_call* call) {
+  return write_status(conv_impl(call, Dir::kForward, "conv2d"), call);
+}
+int32_t conv2d_backward_input(const ember_kernel_call* call) {
+  return write_status(conv_impl(call, Dir::kBackwardData, "conv2d_backward_input"), call);
+}
+int32_t conv2d_backward_weight(const ember_kernel_call* call) {
+  return write_status(conv_impl(call, Dir::kBackwardFilter, "conv2d_backward_weight"), call);
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,241 @@
+// CUDA index kernels on the core's contracts (core/ops/index.cpp): index_select, gather,
+// scatter, scatter_add, any dtype, arbitrary strides, int64 indices. As on the CPU, every index
+// is range-checked before anything is written, and a bad one fails the call naming it: a small
+// check kernel records the first bad value found and the host waits for that one flag.
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/device.h"
+#include "backends/cuda/ops/common.cuh"
+#include "backends/cuda/ops/ops.h"
+
+namespace ember::cuda {
+namespace {
+
+using namespace kern;  // NOLINT: the shared kernel helpers
+
+constexpr int kMaxDims = 12;
+
+// A shape with up to three operands' strides over it (elements).
+struct Shape3 {
+  int ndim = 0;
+  int64_t n = 1;
+  int64_t sizes[kMaxDims];
+  int64_t s[3][kMaxDims];
+};
+
+// ---- index range check ------------------------------------------------------------------------
+
+struct BadIndex {
+  int32_t found;
+  int32_t pad;
+  int64_t value;
+};
+
+__global__ void check_kernel(Shape3 g, const int64_t* index, int64_t limit, BadIndex* bad) {
+  EMBER_GRID_STRIDE_LOOP(i, g.n) {
+    int64_t rem = i, off = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      off += (rem % g.sizes[d]) * g.s[0][d];
+      rem /= g.sizes[d];
+    }
+    const int64_t v = index[off];
+    if ((v < 0 || v >= limit) && atomicCAS(&bad->found, 0, 1) == 0) bad->value = v;
+  }
+}
+
+Status check_indices(const ember_tensor& index, int64_t limit, int64_t dim, const char* name,
+                     cudaStream_t stream) {
+  if (index.dtype != EMBER_I64) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: index must be int64: got dtype %d", name,
+                        index.dtype);
+  }
+  if (index.ndim > kMaxDims) {
+    return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: at most %d dims: got %d", name, kMaxDims,
+                        index.ndim);
+  }
+  Shape3 g;
+  g.ndim = index.ndim;
+  for (int d = 0; d < index.ndim; ++d) {
+    g.sizes[d] = index.sizes[d];
+    g.s[0][d] = index.strides[d];
+    g.n *= index.sizes[d];
+  }
+  if (g.n == 0) return {};
+  DeviceBuffer buf;
+  EMBER_CUDA_RETURN_IF_ERROR(buf.allocate(index.device_index, sizeof(BadIndex)));
+  auto* bad = static_cast<BadIndex*>(buf.get());
+  EMBER_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(BadIndex), stream));
+  EMBER_CUDA_RETURN_IF_ERROR(launch(name, g.n, stream, check_kernel, g,
+                                    static_cast<const int64_t*>(index.data), limit, bad));
+  BadIndex host{};
+  EMBER_CUDA_CHECK(cudaMemcpyAsync(&host, bad, sizeof(host), cudaMemcpyDeviceToHost, stream));
+  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (host.found) {
+    return status_error(EMBER_ERR_INVALID,
+                        "[cuda] %s: index %lld is out of range for dim %lld of size %lld", name,
+                        static_cast<long long>(host.value), static_cast<long long>(dim),
+                        static_cast<long long>(limit));
+  }
+  return {};
+}
+
+// Calls fn(Tag<U>{}) with an unsigned type of `bytes` bytes (moves only, any dtype).
+template <typename Fn>
+bool visit_size(size_t bytes, Fn&& fn) {
+  switch (bytes) {
+    case 1:
+      fn(Tag<uint8_t>{});
+      return true;
+    case 2:
+      fn(Tag<uint16_t>{});
+      return true;
+    case 4:
+      fn(Tag<uint32_t>{});
+      return true;
+    case 8:
+      fn(Tag<uint64_t>{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t item_size(int32_t dtype) {
+  constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
+  return dtype >= 0 && dtype < EMBER_NUM_DTYPES ? sizes[dtype] : 0;
+}
+
+// ---- index_select / gather --------------------------------------------------------------------
+
+// Over y's shape: i = index[coords . s[2]]; y[coords . s[0]] = x[coords . s[1] (dim excluded)
+// + i * x_dim_stride].
+template <typename U>
+__global__ void gather_kernel(Shape3 g, int dim, int64_t x_dim_stride, U* y, const U* x,
+                              const int64_t* index) {
+  EMBER_GRID_STRIDE_LOOP(i, g.n) {
+    int64_t rem = i, oy = 0, ox = 0, oi = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      const int64_t c = rem % g.sizes[d];
+      rem /= g.sizes[d];
+      oy += c * g.s[0][d];
+      if (d != dim) ox += c * g.s[1][d];
+      oi += c * g.s[2][d];
+    }
+    y[oy] = x[ox + index[oi] * x_dim_stride];
+  }
+}
+
+Status gather_impl(const ember_kernel_call* call, bool select, const char* name) {
+  const ember_tensor &x = call->inputs[0], &index = call->inputs[1], &y = call->outputs[0];
+  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
+  if (dim < 0 || dim >= x.ndim || y.ndim != x.ndim || x.ndim > kMaxDims || y.dtype != x.dtype ||
+      (select ? index.ndim != 1 : index.ndim != x.ndim)) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
+                        x.ndim, static_cast<long long>(dim));
+  }
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
+  EMBER_CUDA_RETURN_IF_ERROR(check_indices(index, x.sizes[dim], dim, name, stream));
+  Shape3 g;
+  g.ndim = y.ndim;
+  for (int d = 0; d < y.ndim; ++d) {
+    g.sizes[d] = y.sizes[d];
+    g.n *= y.sizes[d];
+    g.s[0][d] = y.strides[d];
+    g.s[1][d] = x.strides[d];
+    g.s[2][d] = select ? (d == dim ? index.strides[0] : 0) : index.strides[d];
+  }
+  if (g.n == 0) return {};
+  Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d", name, x.dtype);
+  visit_size(item_size(x.dtype), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    s = launch(name, g.n, stream, gather_kernel<U>, g, static_cast<int>(dim), x.strides[dim],
+               static_cast<U*>(y.data), static_cast<const U*>(x.data),
+               static_cast<const int64_t*>(index.data));
+  });
+  return s;
+}
+
+// ---- scatter / scatter_add --------------------------------------------------------------------
+
+// Note [Scatter rows never collide] (as in the CPU plugin): a row is one position of every dim
+// but `dim`; two rows write to y elements that differ outside `dim`, so one thread per row
+// runs without atomics, and repeated indices inside a row are applied in order by that thread,
+// exactly as on the CPU.
+template <typename T, bool kAdd>
+__global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, T* y, const T* src,
+                               const int64_t* index) {
+  const int64_t len = g.sizes[dim];
+  EMBER_GRID_STRIDE_LOOP(r, rows) {
+    int64_t rem = r, oy = 0, os = 0, oi = 0;
+    for (int d = g.ndim - 1; d >= 0; --d) {
+      if (d == dim) continue;
+      const int64_t c = rem % g.sizes[d];
+      rem /= g.sizes[d];
+      oy += c * g.s[0][d];
+      os += c * g.s[1][d];
+      oi += c * g.s[2][d];
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      T& dst = y[oy + index[oi + j * g.s[2][dim]] * g.s[0][dim]];
+      const T v = src[os + j * g.s[1][dim]];
+      if constexpr (!kAdd)
+        dst = v;
+      else if constexpr (std::is_same_v<T, bool>)
+        dst = dst || v;
+      else
+        dst = narrow<T>(widen(dst) + widen(v));
+    }
+  }
+}
+
+template <bool kAdd>
+Status scatter_impl(const ember_kernel_call* call, const char* name) {
+  const ember_tensor &index = call->inputs[0], &src = call->inputs[1], &y = call->outputs[0];
+  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
+  if (dim < 0 || dim >= y.ndim || index.ndim != y.ndim || src.ndim != y.ndim || y.ndim > kMaxDims ||
+      src.dtype != y.dtype) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
+                        y.ndim, static_cast<long long>(dim));
+  }
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
+  EMBER_CUDA_RETURN_IF_ERROR(check_indices(index, y.sizes[dim], dim, name, stream));
+  Shape3 g;
+  g.ndim = index.ndim;
+  for (int d = 0; d < index.ndim; ++d) {
+    g.sizes[d] = index.sizes[d];
+    g.n *= index.sizes[d];
+    g.s[0][d] = y.strides[d];
+    g.s[1][d] = src.strides[d];
+    g.s[2][d] = index.strides[d];
+  }
+  if (g.n == 0) return {};
+  const int64_t rows = g.n / index.sizes[dim];
+  Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d", name, y.dtype);
+  visit(y.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    s = launch(name, rows, stream, scatter_kernel<T, kAdd>, g, static_cast<int>(dim), rows,
+               static_cast<T*>(y.data), static_cast<const T*>(src.data),
+               static_cast<const int64_t*>(index.data));
+  });
+  return s;
+}
+
+}  // namespace
+
+int32_t index_select(const ember_kernel_call* call) {
+  return write_status(gather_impl(call, /*select=*/true, "index_select"), call);
+}
+int32_t gather(const ember_kernel_call* call) {
+  return write_status(gather_impl(call, /*select=*/false, "gather"), call);
+}
+int32_t scatter(const ember_kernel_call* call) {
+  return write_status(scatter_impl<false>(call, "scatter"), call);
+}
+int32_t scatter_add(const ember_kernel_call* call) {
+  return write_status(scatter_impl<true>(call, "scatter_add"), call);
+}
+
+}  // namespace ember::cuda
