@@ -60,8 +60,10 @@ struct Cache {
     return p;
   }
   static void os_free(void* p, size_t rounded) {
-    if (rounded <= kSmallLimit) std::free(p);
-    else munmap(p, rounded);
+    if (rounded <= kSmallLimit)
+      std::free(p);
+    else
+      munmap(p, rounded);
   }
   void release_all_locked() {
     for (int c = 0; c < kNumSmallClasses; ++c) {
@@ -89,11 +91,11 @@ size_t round_size(size_t bytes) {
 
 }  // namespace
 
-void* cached_alloc(size_t bytes) {
+void* cached_alloc(size_t bytes, bool scratch) {
   Cache& c = cache();
   const size_t rounded = round_size(bytes);
   std::lock_guard lock(c.mu);
-  ++c.stats.num_allocs;
+  if (!scratch) ++c.stats.num_allocs;
   void* p = nullptr;
   if (rounded <= kSmallLimit) {
     auto& list = c.small[small_class(rounded)];
@@ -116,25 +118,29 @@ void* cached_alloc(size_t bytes) {
     }
     c.stats.reserved += rounded;
   }
-  c.stats.allocated += rounded;
-  c.stats.peak_allocated = std::max(c.stats.peak_allocated, c.stats.allocated);
+  if (!scratch) {
+    c.stats.allocated += rounded;
+    c.stats.peak_allocated = std::max(c.stats.peak_allocated, c.stats.allocated);
+  }
   return p;
 }
 
-void cached_free(void* ptr, size_t bytes) {
+void cached_free(void* ptr, size_t bytes, bool scratch) {
   if (!ptr) return;
   Cache& c = cache();
   const size_t rounded = round_size(bytes);
   std::lock_guard lock(c.mu);
-  c.stats.allocated -= rounded;
+  if (!scratch) c.stats.allocated -= rounded;
   if (c.cached_bytes + rounded > cache_limit()) {
     Cache::os_free(ptr, rounded);
     c.stats.reserved -= rounded;
     return;
   }
   c.cached_bytes += rounded;
-  if (rounded <= kSmallLimit) c.small[small_class(rounded)].push_back(ptr);
-  else c.large[rounded].push_back(ptr);
+  if (rounded <= kSmallLimit)
+    c.small[small_class(rounded)].push_back(ptr);
+  else
+    c.large[rounded].push_back(ptr);
 }
 
 ember_memory_stats cached_stats() {

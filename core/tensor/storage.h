@@ -19,7 +19,7 @@ class EMBER_API StorageImpl : public RefCounted {
  public:
   /** Takes ownership of `data`; `deleter(ctx, data, bytes, device)` releases it. */
   StorageImpl(void* data, size_t bytes, Device device, StorageDeleter deleter, void* ctx)
-      : data_(data), bytes_(bytes), device_(device), deleter_(deleter), ctx_(ctx) {}
+      : data_(data), bytes_(bytes), device_(device), deleter_(deleter), ctx_(ctx), id_(next_id()) {}
   ~StorageImpl() {
     if (deleter_) deleter_(ctx_, data_, bytes_, device_);
   }
@@ -34,6 +34,9 @@ class EMBER_API StorageImpl : public RefCounted {
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   /** Records an in-place write. */
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /** Process-wide identity of this storage, never reused (Note [Tensor identities] in
+   *  plugin_abi.h): unlike data(), a block recycled by a caching allocator gets a new one. */
+  uint64_t id() const { return id_; }
 
  private:
   void* data_;
@@ -42,6 +45,13 @@ class EMBER_API StorageImpl : public RefCounted {
   StorageDeleter deleter_;
   void* ctx_;
   std::atomic<uint32_t> version_{0};
+  uint64_t id_;
+
+  // Only the core makes storages, so this one counter (in libember_core) numbers them all.
+  static uint64_t next_id() {
+    static std::atomic<uint64_t> counter{0};
+    return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 /** Shared handle to a StorageImpl. */

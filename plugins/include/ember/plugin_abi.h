@@ -22,8 +22,9 @@ extern "C" {
 /** ABI major version: plugins with another major are rejected. */
 #define EMBER_ABI_MAJOR 1
 /** ABI minor version this header describes; tables grow with it.
- *  1.0: devices and kernels. 1.1: ops defined by plugins (ember_registrar_v1::op_schema). */
-#define EMBER_ABI_MINOR 1
+ *  1.0: devices and kernels. 1.1: ops defined by plugins (ember_registrar_v1::op_schema).
+ *  1.2: tensor identities in kernel calls (ember_kernel_call::input_ids / output_ids). */
+#define EMBER_ABI_MINOR 2
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
  */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
@@ -72,6 +73,23 @@ typedef struct ember_tensor {
 
 struct ember_host_v1;
 
+/** ABI 1.2: who a tensor's memory belongs to and how often it was written in place.
+ *
+ *  Note [Tensor identities]
+ *  ember_tensor is passed in arrays, so it cannot grow without breaking plugins built against
+ *  1.0 (they would index the array with the old element size); the identities travel in
+ *  parallel arrays appended to ember_kernel_call instead. `storage_id` names the storage
+ *  (the memory block) the tensor views: taken from a process-wide counter when the storage is
+ *  made and never reused, even when a caching allocator hands the same address to a new
+ *  storage. `version` counts in-place writes made through Ember (in-place ops, copy_, fill_,
+ *  optimizer steps; code writing through a raw data pointer must call bump_version()). So
+ *  (storage_id, version, data) identifies a tensor's contents: a kernel may keep something
+ *  derived from an input (a weight in another layout) and reuse it while all three match. */
+typedef struct ember_tensor_identity {
+  uint64_t storage_id; /* 0: unknown, never reuse anything derived from this tensor */
+  uint64_t version;
+} ember_tensor_identity;
+
 /** Everything a kernel call receives; outputs are allocated by the core beforehand. */
 typedef struct ember_kernel_call {
   uint32_t struct_size;
@@ -87,6 +105,10 @@ typedef struct ember_kernel_call {
   const struct ember_host_v1* host;
   char* error; /* message buffer for a failing kernel, error_capacity bytes */
   size_t error_capacity;
+  /* ABI 1.2 (read only when struct_size covers them, see Note [Tensor identities]): one
+   * identity per input and per output, in the order of inputs / outputs, or NULL. */
+  const ember_tensor_identity* input_ids;
+  const ember_tensor_identity* output_ids;
 } ember_kernel_call;
 
 /** A kernel: reads call->inputs, writes call->outputs, returns a status. */
@@ -259,6 +281,9 @@ static_assert(offsetof(ember_registrar_v1, find_device_type) == 4 * sizeof(void*
               "ember_registrar_v1 v1.0 layout changed");
 static_assert(offsetof(ember_registrar_v1, op_schema) == 5 * sizeof(void*),
               "ember_registrar_v1::op_schema must follow the v1.0 fields");
+static_assert(offsetof(ember_kernel_call, input_ids) ==
+                  offsetof(ember_kernel_call, error_capacity) + sizeof(size_t),
+              "ember_kernel_call::input_ids must follow the v1.0 fields");
 #endif
 
 #ifdef __cplusplus

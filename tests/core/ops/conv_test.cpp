@@ -237,6 +237,112 @@ TEST(Conv2d, RepeatedCallsReuseCachedPrimitives) {
   }
 }
 
+// Note [Testing the reordered weight cache]: float32 convolutions keep the weight reordered into
+// oneDNN's layout between calls, keyed by the weight's storage identity and version. These
+// tests change the weight between calls in every way a training loop does (in place, through a
+// view, by an optimizer step) and recycle its memory block, and check each result against the
+// float64 reference of the weight's current values. The geometry is one oneDNN runs blocked.
+// A weight is kept on its second sight, so every state runs kSights times: the first call
+// remembers it, the second keeps the reordered copy, the third reads that copy.
+constexpr int kSights = 3;
+TEST(Conv2d, WeightWrittenInPlaceBetweenCallsIsSeen) {
+  const Cfg k = kConvCases[8];
+  const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 500);
+  Tensor w = random({k.o, k.c, k.kh, k.kw}, f32, 501);
+  const Tensor b = random({k.o}, f32, 502);
+  const auto check = [&](const std::string& what) {
+    const std::vector<double> ref = conv_ref(values(x), values(w), values(b), k, k.h, k.w);
+    for (int sight = 0; sight < kSights; ++sight) {
+      expect_close(run_conv(k, x, w, b), ref, 1e-5, fmt::format("{}, call {}", what, sight));
+    }
+  };
+  check("first call");
+  check("same weight again");
+  add_(w, 1.0);
+  check("after add_");
+  Tensor rows = w.narrow(0, 2, 5);
+  mul_(rows, -2.0);
+  check("after mul_ of a view");
+  w.copy_(random({k.o, k.c, k.kh, k.kw}, f32, 503));
+  check("after copy_");
+}
+
+TEST(Conv2d, OptimizerStepBetweenCallsIsSeen) {
+  const Cfg k = kConvCases[8];
+  const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 510);
+  Tensor w = random({k.o, k.c, k.kh, k.kw}, f32, 511).requires_grad_(true);
+  const Tensor b = random({k.o}, f32, 512);
+  const Tensor r = random({k.n, k.o, k.h, k.w}, f32, 513);
+  optim::SGD opt({w}, {.lr = 1e-3, .momentum = 0.9});
+  std::vector<double> before;
+  for (int step = 0; step < 3; ++step) {
+    // A stale weight would be off by the step (about 0.1 per weight, O(1) per output).
+    const std::vector<double> ref = conv_ref(values(x), values(w), values(b), k, k.h, k.w);
+    for (int sight = 0; sight < kSights - 1; ++sight) {
+      autograd::NoGradGuard no_grad;  // evaluation between steps
+      expect_close(run_conv(k, x, w, b), ref, 2e-5, fmt::format("evaluation of step {}", step));
+    }
+    const Tensor y = run_conv(k, x, w, b);
+    expect_close(y, ref, 2e-5, fmt::format("forward of step {}", step));
+    opt.zero_grad();
+    sum(mul(y, r)).backward();
+    before = values(w);
+    opt.step();
+    EXPECT_NE(values(w), before) << "the step did not change the weight";
+  }
+}
+
+TEST(Conv2d, InputGradientSeesWeightChange) {
+  // The backward-data primitive caches its own reordered weight: compare the float32 input
+  // gradient with the float64 one (own loops) before and after the weight changes.
+  const Cfg k = kConvCases[8];
+  const Tensor x64 = random({k.n, k.c, k.h, k.w}, f64, 520);
+  Tensor w64 = random({k.o, k.c, k.kh, k.kw}, f64, 521);
+  Tensor w32 = w64.to(f32);
+  const Tensor r64 = random({k.n, k.o, k.h, k.w}, f64, 522);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<double> grads[1 + kSights];
+    for (int pass = 0; pass < 1 + kSights; ++pass) {
+      const DType dt = pass == 0 ? f64 : f32;
+      Tensor x = x64.detach().to(dt).requires_grad_(true);
+      const Tensor y = run_conv(k, x, pass == 0 ? w64 : w32, Tensor());
+      sum(mul(y, r64.to(dt))).backward();
+      grads[pass] = values(x.grad());
+    }
+    for (int pass = 1; pass < 1 + kSights; ++pass) {
+      ASSERT_EQ(grads[0].size(), grads[pass].size());
+      for (size_t j = 0; j < grads[0].size(); ++j) {
+        ASSERT_NEAR(grads[pass][j], grads[0][j], 1e-4 * (1 + std::abs(grads[0][j])))
+            << "round " << round << ", call " << pass << " at " << j;
+      }
+    }
+    add_(w64, 0.25 * (round + 1));
+    add_(w32, 0.25 * (round + 1));
+  }
+}
+
+TEST(Conv2d, RecycledWeightBlockIsNotMistakenForTheOldWeight) {
+  // Each weight is a fresh tensor with the same size and version as the one freed just before
+  // it, so the caching allocator hands it the same block: only the storage identity differs.
+  const Cfg k = kConvCases[8];
+  const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 530);
+  std::vector<Tensor> sources;
+  for (uint64_t s = 0; s < 4; ++s) sources.push_back(random({k.o, k.c, k.kh, k.kw}, f32, 531 + s));
+  const void* last = nullptr;
+  int reused = 0;
+  for (const Tensor& src : sources) {
+    Tensor w = empty({k.o, k.c, k.kh, k.kw}, f32);
+    w.copy_(src);
+    reused += w.data_ptr() == last ? 1 : 0;
+    last = w.data_ptr();
+    const std::vector<double> ref = conv_ref(values(x), values(w), {}, k, k.h, k.w);
+    for (int sight = 0; sight < kSights; ++sight) {
+      expect_close(run_conv(k, x, w, Tensor()), ref, 1e-5, "recycled weight");
+    }
+  }
+  EXPECT_GT(reused, 0) << "no weight reused a freed block: the test lost its point";
+}
+
 TEST(Conv2d, BadArguments) {
   const Tensor x = random({1, 4, 5, 5}, f32, 1), w = random({2, 4, 3, 3}, f32, 2);
   expect_error([&] { conv2d(random({4, 5}, f32, 1), w); }, {"[conv2d]", "3-d", "[4, 5]"});
