@@ -34,8 +34,8 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs_
       inputs.push_back(t);
       continue;
     }
-    EMBER_CHECK(t.dtype() == DType::Float64,
-                "[gradcheck] inputs that require grad must be float64: got {}", t.dtype());
+    EMBER_CHECK_TYPE(t.dtype() == DType::Float64,
+                     "[gradcheck] inputs that require grad must be float64: got {}", t.dtype());
     inputs.push_back(t);
   }
   Tensor out = fn(inputs);

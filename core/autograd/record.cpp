@@ -146,9 +146,10 @@ void rebase_history(Tensor& x, const Tensor& r) {
     return;
   }
   Tensor base = m->base;
-  EMBER_CHECK(base.is_contiguous(),
-              "[autograd] in-place operation on a view of a non-contiguous tensor that requires "
-              "grad is not supported (make the base contiguous first)");
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      base.is_contiguous(),
+      "[autograd] in-place operation on a view of a non-contiguous tensor that requires "
+      "grad is not supported (make the base contiguous first)");
   const int64_t offset = x.storage_offset() - base.storage_offset();
   auto cs = std::make_shared<CopySlices>(x.sizes(), x.strides(), offset);
   cs->forward_op = r.grad_fn() ? r.grad_fn()->forward_op : "copy_";

@@ -17,10 +17,11 @@ autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
 TensorImpl::~TensorImpl() = default;
 
 Tensor& Tensor::requires_grad_(bool on) {
-  EMBER_CHECK(!on || is_floating(dtype()),
-              "[requires_grad_] only tensors of floating point dtype can require gradients: got "
-              "{}",
-              dtype());
+  EMBER_CHECK_TYPE(
+      !on || is_floating(dtype()),
+      "[requires_grad_] only tensors of floating point dtype can require gradients: got "
+      "{}",
+      dtype());
   AutogradMeta& m = impl_->ensure_autograd_meta();
   EMBER_CHECK(on || !m.grad_fn,
               "[requires_grad_] you can only change requires_grad of leaf tensors (use detach() "

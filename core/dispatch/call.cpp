@@ -22,14 +22,16 @@ constexpr int kMaxArgs = 16;
     }
     if (!dts.empty()) have += fmt::format("{}{} {{{}}}", have.empty() ? "" : "; ", t.name, dts);
   }
-  throw Error(
+  throw NotImplementedError(
       fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
                   "backend plugin that provides it, see `ember ops`)",
                   op.name(), device.str(), dtype, have.empty() ? "none" : have));
 }
 
-void describe(const Tensor& t, ember_tensor* d) {
+void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
   const TensorImpl* impl = t.impl();
+  const StorageImpl* s = impl->storage().get();
+  *id = s ? ember_tensor_identity{s->id(), s->version()} : ember_tensor_identity{0, 0};
   d->data = impl->data();
   d->dtype = static_cast<int32_t>(impl->dtype());
   d->ndim = static_cast<int32_t>(impl->sizes().size());
@@ -54,9 +56,10 @@ Device common_device(std::initializer_list<const Tensor*> tensors, const char* o
       dev = t->device();
       first = false;
     } else {
-      EMBER_CHECK(t->device() == dev,
-                  "[{}] expected all tensors on one device: got {} and {} (move them with .to())",
-                  op, dev.str(), t->device().str());
+      EMBER_CHECK_TYPE(
+          t->device() == dev,
+          "[{}] expected all tensors on one device: got {} and {} (move them with .to())", op,
+          dev.str(), t->device().str());
     }
   }
   return dev;
@@ -68,13 +71,15 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   const Tensor* first = !outputs.empty() ? outputs[0] : inputs[0];
   const Device device = first->device();
   ember_tensor in[kMaxArgs], out[kMaxArgs];
+  ember_tensor_identity in_id[kMaxArgs], out_id[kMaxArgs];
   for (size_t i = 0; i < inputs.size(); ++i) {
-    EMBER_CHECK(inputs[i]->device() == device,
-                "[{}] expected all tensors on one device: got {} and {} (move them with .to())",
-                op.name(), device.str(), inputs[i]->device().str());
-    describe(*inputs[i], &in[i]);
+    EMBER_CHECK_TYPE(
+        inputs[i]->device() == device,
+        "[{}] expected all tensors on one device: got {} and {} (move them with .to())", op.name(),
+        device.str(), inputs[i]->device().str());
+    describe(*inputs[i], &in[i], &in_id[i]);
   }
-  for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i], &out_id[i]);
   const KernelEntry* k = &op.kernels().lookup(device.type, dtype);
   if (__builtin_expect(k->fn == nullptr, 0)) {
     // A tensor made without allocating (from_blob, DLPack) can reach here before discovery.
@@ -98,9 +103,13 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.host = detail::host_table();
   call.error = error;
   call.error_capacity = sizeof(error);
+  call.input_ids = in_id;
+  call.output_ids = out_id;
   const int32_t status = k->fn(&call);
   if (__builtin_expect(status != EMBER_OK, 0)) {
-    throw Error(fmt::format("[{}] {} kernel failed for {}: {}", op.name(), device.str(), dtype,
+    // The kernel's status picks the kind (Note [Error kinds]); the message is the same for all.
+    throw_error(status_error_kind(status),
+                fmt::format("[{}] {} kernel failed for {}: {}", op.name(), device.str(), dtype,
                             error[0] ? error : "no reason given"));
   }
 }

@@ -85,8 +85,8 @@ const DeviceTypeEntry& detail::device_type_unchecked(int16_t id) {
 
 const DeviceTypeEntry& device_type(int16_t id) {
   Registry& r = registry();
-  EMBER_CHECK(id >= 0 && id < r.size, "[device] unknown device type id {} ({} registered)", id,
-              r.size);
+  EMBER_CHECK_DEVICE(id >= 0 && id < r.size, "[device] unknown device type id {} ({} registered)",
+                     id, r.size);
   return *r.entries[id];
 }
 
@@ -109,9 +109,10 @@ std::vector<DeviceTypeEntry> device_types() {
 
 void check_device(Device device, const char* op) {
   const DeviceTypeEntry& e = device_type(device.type);
-  EMBER_CHECK(device.index >= 0 && device.index < e.count,
-              "[{}] device {} is not available: {} has {} device(s){}", op, device.str(), e.name,
-              e.count, e.unusable_reason.empty() ? "" : " (" + e.unusable_reason + ")");
+  EMBER_CHECK_DEVICE(device.index >= 0 && device.index < e.count,
+                     "[{}] device {} is not available: {} has {} device(s){}", op, device.str(),
+                     e.name, e.count,
+                     e.unusable_reason.empty() ? "" : " (" + e.unusable_reason + ")");
 }
 
 void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
@@ -119,8 +120,10 @@ void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_
   char err[512] = {0};
   const int32_t status =
       e.table.copy(e.table.ctx, device.index, dst, src, bytes, kind, err, sizeof(err));
-  EMBER_CHECK(status == EMBER_OK, "[copy] {} copy of {} bytes failed: {}", device.str(), bytes,
-              err);
+  if (status != EMBER_OK) {
+    throw_error(status_error_kind(status),
+                fmt::format("[copy] {} copy of {} bytes failed: {}", device.str(), bytes, err));
+  }
 }
 
 void synchronize(Device device) {
@@ -128,8 +131,11 @@ void synchronize(Device device) {
   const DeviceTypeEntry& e = device_type(device.type);
   if (!e.table.synchronize) return;
   char err[512] = {0};
-  EMBER_CHECK(e.table.synchronize(e.table.ctx, device.index, err, sizeof(err)) == EMBER_OK,
-              "[synchronize] {} failed: {}", device.str(), err);
+  const int32_t status = e.table.synchronize(e.table.ctx, device.index, err, sizeof(err));
+  if (status != EMBER_OK) {
+    throw_error(status_error_kind(status),
+                fmt::format("[synchronize] {} failed: {}", device.str(), err));
+  }
 }
 
 int16_t detail::register_device_type(const ember_device_type_v1& table, const std::string& plugin,
@@ -201,8 +207,8 @@ Device default_device() {
   if (const char* env = std::getenv("EMBER_DEVICE"); env && *env) {
     const int16_t id =
         find_device_type(std::string_view(env).substr(0, std::string_view(env).find(':')));
-    EMBER_CHECK(id >= 0, "[device] EMBER_DEVICE={}: no device type of that name is registered",
-                env);
+    EMBER_CHECK_DEVICE(id >= 0,
+                       "[device] EMBER_DEVICE={}: no device type of that name is registered", env);
     const Device d(env);
     check_device(d, "EMBER_DEVICE");
     return d;
@@ -234,8 +240,9 @@ Storage allocate_storage(size_t bytes, Device device) {
   if (device.type != kCpuType) check_device(device, "allocate");
   const DeviceTypeEntry& e = detail::device_type_unchecked(device.type);
   void* p = e.table.alloc(e.table.ctx, device.index, bytes);
-  EMBER_CHECK(p != nullptr || bytes == 0,
-              "[allocate] out of memory on {}: could not allocate {} bytes", device.str(), bytes);
+  EMBER_CHECK_OOM(p != nullptr || bytes == 0,
+                  "[allocate] out of memory on {}: could not allocate {} bytes", device.str(),
+                  bytes);
   auto deleter = [](void* ctx, void* data, size_t n, Device d) {
     const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
     entry->table.free(entry->table.ctx, d.index, data, n);

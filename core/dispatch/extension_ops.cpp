@@ -79,12 +79,12 @@ std::string arg_list(int n, const char* word) {
   std::vector<std::string> known;
   for (const ExtensionOp* e : extension_ops()) known.push_back(e->name);
   if (name.find("::") == std::string_view::npos) {
-    throw Error(fmt::format(
+    throw PluginError(fmt::format(
         "[{}] not an op defined by a plugin: ops without a namespace are the core's, call them "
         "through their C++ functions (ember::{}(...)); ops defined by plugins: {}",
         name, name, known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
   }
-  throw Error(fmt::format(
+  throw NotImplementedError(fmt::format(
       "[{}] unknown op: no loaded plugin defines it (ops defined by plugins: {}; load the "
       "plugin that defines it with ember::load_plugin(path) or EMBER_PLUGIN_PATH, see `ember "
       "plugins`)",
@@ -131,7 +131,7 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
     autograd::record(
         node_name, e.name.c_str(), inputs, outs,
         [name](const std::vector<Tensor>&, const autograd::LambdaNode&) -> std::vector<Tensor> {
-          throw Error(
+          throw NotImplementedError(
               fmt::format("[{}] is not differentiable: its schema names no backward op (an "
                           "input required grad)",
                           name));
@@ -163,10 +163,11 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
         for (int i = 0; i < fw->num_inputs; ++i) {
           if (!(fw->differentiable_inputs & (1u << i))) continue;
           Tensor gi = std::move(g[k++]);
-          EMBER_CHECK(gi.sizes() == sizes[i],
-                      "[{}] gradient for input {} of {} has shape {}, the input has {} (the "
-                      "backward op's shape inference must give each gradient its input's shape)",
-                      fw->backward->name, i, fw->name, shape_str(gi.sizes()), shape_str(sizes[i]));
+          EMBER_CHECK_PLUGIN(
+              gi.sizes() == sizes[i],
+              "[{}] gradient for input {} of {} has shape {}, the input has {} (the "
+              "backward op's shape inference must give each gradient its input's shape)",
+              fw->backward->name, i, fw->name, shape_str(gi.sizes()), shape_str(sizes[i]));
           result[i] = gi.dtype() == dtypes[i] ? gi : gi.to(dtypes[i]);
         }
         return result;
@@ -179,23 +180,25 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
 std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
                         const std::vector<int64_t>& ints, const std::vector<double>& floats) {
   const char* name = e.name.c_str();
-  EMBER_CHECK(static_cast<int32_t>(inputs.size()) == e.num_inputs, "[{}] expected {}, got {}{}",
-              name, arg_list(e.num_inputs, "input"), inputs.size(), doc_hint(e));
-  EMBER_CHECK(e.num_ints < 0 || static_cast<int32_t>(ints.size()) == e.num_ints,
-              "[{}] expected {}, got {}{}", name, arg_list(e.num_ints, "integer attribute"),
-              ints.size(), doc_hint(e));
-  EMBER_CHECK(e.num_floats < 0 || static_cast<int32_t>(floats.size()) == e.num_floats,
-              "[{}] expected {}, got {}{}", name, arg_list(e.num_floats, "floating attribute"),
-              floats.size(), doc_hint(e));
+  EMBER_CHECK_PLUGIN(static_cast<int32_t>(inputs.size()) == e.num_inputs,
+                     "[{}] expected {}, got {}{}", name, arg_list(e.num_inputs, "input"),
+                     inputs.size(), doc_hint(e));
+  EMBER_CHECK_PLUGIN(e.num_ints < 0 || static_cast<int32_t>(ints.size()) == e.num_ints,
+                     "[{}] expected {}, got {}{}", name, arg_list(e.num_ints, "integer attribute"),
+                     ints.size(), doc_hint(e));
+  EMBER_CHECK_PLUGIN(e.num_floats < 0 || static_cast<int32_t>(floats.size()) == e.num_floats,
+                     "[{}] expected {}, got {}{}", name,
+                     arg_list(e.num_floats, "floating attribute"), floats.size(), doc_hint(e));
   Device device;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    EMBER_CHECK(inputs[i].defined(), "[{}] input {} is an undefined tensor", name, i);
+    EMBER_CHECK_TYPE(inputs[i].defined(), "[{}] input {} is an undefined tensor", name, i);
     if (i == 0) {
       device = inputs[0].device();
     } else {
-      EMBER_CHECK(inputs[i].device() == device,
-                  "[{}] expected all tensors on one device: got {} and {} (move them with .to())",
-                  name, device.str(), inputs[i].device().str());
+      EMBER_CHECK_TYPE(
+          inputs[i].device() == device,
+          "[{}] expected all tensors on one device: got {} and {} (move them with .to())", name,
+          device.str(), inputs[i].device().str());
     }
   }
 
@@ -228,12 +231,12 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
               error[0] ? error : "inputs rejected by shape inference (no reason given)");
   for (int j = 0; j < e.num_outputs; ++j) {
     const ember_output_info& o = info[j];
-    EMBER_CHECK(o.ndim >= 0 && o.ndim <= EMBER_MAX_DIMS && o.dtype >= 0 &&
-                    o.dtype < EMBER_NUM_DTYPES &&
-                    std::all_of(o.sizes, o.sizes + o.ndim, [](int64_t s) { return s >= 0; }),
-                "[{}] shape inference of plugin {} gave output {} an invalid shape or dtype "
-                "(ndim {}, dtype {}): a bug in the plugin",
-                name, e.plugin, j, o.ndim, o.dtype);
+    EMBER_CHECK_PLUGIN(o.ndim >= 0 && o.ndim <= EMBER_MAX_DIMS && o.dtype >= 0 &&
+                           o.dtype < EMBER_NUM_DTYPES &&
+                           std::all_of(o.sizes, o.sizes + o.ndim, [](int64_t s) { return s >= 0; }),
+                       "[{}] shape inference of plugin {} gave output {} an invalid shape or dtype "
+                       "(ndim {}, dtype {}): a bug in the plugin",
+                       name, e.plugin, j, o.ndim, o.dtype);
   }
 
   bool needs_grad = false;
@@ -311,8 +314,8 @@ std::vector<Tensor> call(std::string_view op, std::vector<Tensor> inputs, std::v
 Tensor call_one(std::string_view op, std::vector<Tensor> inputs, std::vector<int64_t> ints,
                 std::vector<double> floats) {
   const ExtensionOp& e = lookup(op);
-  EMBER_CHECK(e.num_outputs == 1, "[{}] has {}: use ember::call, which returns them all", e.name,
-              arg_list(e.num_outputs, "output"));
+  EMBER_CHECK_PLUGIN(e.num_outputs == 1, "[{}] has {}: use ember::call, which returns them all",
+                     e.name, arg_list(e.num_outputs, "output"));
   return std::move(run(e, inputs, ints, floats)[0]);
 }
 
@@ -333,8 +336,8 @@ std::vector<Tensor> OpHandle::call(std::vector<Tensor> inputs, std::vector<int64
 Tensor OpHandle::call_one(std::vector<Tensor> inputs, std::vector<int64_t> ints,
                           std::vector<double> floats) const {
   const ExtensionOp& e = schema();
-  EMBER_CHECK(e.num_outputs == 1, "[{}] has {}: use OpHandle::call, which returns them all", e.name,
-              arg_list(e.num_outputs, "output"));
+  EMBER_CHECK_PLUGIN(e.num_outputs == 1, "[{}] has {}: use OpHandle::call, which returns them all",
+                     e.name, arg_list(e.num_outputs, "output"));
   return std::move(run(e, inputs, ints, floats)[0]);
 }
 

@@ -77,20 +77,20 @@ ConvParams make_params(const char* op, IntList stride, IntList padding, IntList 
 
 // Checks shared by both ops: defined, ranks, dtypes, devices of x, w and bias.
 void check_tensors(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  EMBER_CHECK(x.defined() && w.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK_TYPE(x.defined() && w.defined(), "[{}] undefined tensor argument", op);
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
               "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", op,
               shape_str(x.sizes()));
   EMBER_CHECK(w.dim() == 4, "[{}] expected a 4-d weight: got shape {}", op, shape_str(w.sizes()));
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
-              x.dtype());
-  EMBER_CHECK(x.dtype() == w.dtype(),
-              "[{}] input and weight dtypes differ: {} and {} (convert one with .to())", op,
-              x.dtype(), w.dtype());
-  EMBER_CHECK(!bias.defined() || bias.dtype() == x.dtype(),
-              "[{}] input and bias dtypes differ: {} and {} (convert one with .to())", op,
-              x.dtype(), bias.dtype());
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
+                   x.dtype());
+  EMBER_CHECK_TYPE(x.dtype() == w.dtype(),
+                   "[{}] input and weight dtypes differ: {} and {} (convert one with .to())", op,
+                   x.dtype(), w.dtype());
+  EMBER_CHECK_TYPE(!bias.defined() || bias.dtype() == x.dtype(),
+                   "[{}] input and bias dtypes differ: {} and {} (convert one with .to())", op,
+                   x.dtype(), bias.dtype());
   common_device({&x, &w, &bias}, op);
   EMBER_CHECK(w.size(2) >= 1 && w.size(3) >= 1, "[{}] kernel size must be positive: weight {}", op,
               shape_str(w.sizes()));

@@ -48,7 +48,7 @@ Tensor empty_like(const Tensor& t) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
-  EMBER_CHECK(defined() && src_in.defined(), "[copy_] undefined tensor");
+  EMBER_CHECK_TYPE(defined() && src_in.defined(), "[copy_] undefined tensor");
   if (autograd::any_requires_grad({this, &src_in})) {
     // The new value is src (moved, converted, broadcast); the old value gets no gradient.
     EMBER_CHECK(broadcast_shapes(sizes(), src_in.sizes(), "copy_") == sizes(),
@@ -74,7 +74,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 }
 
 Tensor& Tensor::fill_(Scalar value) {
-  EMBER_CHECK(defined(), "[fill_] called on an undefined tensor");
+  EMBER_CHECK_TYPE(defined(), "[fill_] called on an undefined tensor");
   if (autograd::any_requires_grad({this})) {
     // A constant: the old value gets a zero gradient, nothing else does.
     return autograd::inplace(*this, "fill_",
@@ -89,12 +89,12 @@ Tensor& Tensor::fill_(Scalar value) {
 }
 
 Tensor Tensor::contiguous() const {
-  EMBER_CHECK(defined(), "[contiguous] called on an undefined tensor");
+  EMBER_CHECK_TYPE(defined(), "[contiguous] called on an undefined tensor");
   return is_contiguous() ? *this : clone();
 }
 
 Tensor Tensor::clone() const {
-  EMBER_CHECK(defined(), "[clone] called on an undefined tensor");
+  EMBER_CHECK_TYPE(defined(), "[clone] called on an undefined tensor");
   return autograd::differentiable(
       "CloneBackward", "clone", {this},
       [&] {
@@ -110,7 +110,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType d) const {
-  EMBER_CHECK(defined(), "[to] called on an undefined tensor (to {})", d);
+  EMBER_CHECK_TYPE(defined(), "[to] called on an undefined tensor (to {})", d);
   if (d == dtype()) return *this;
   return autograd::differentiable(
       "ToCopyBackward", "to", {this},
@@ -127,7 +127,7 @@ Tensor Tensor::to(DType d) const {
 }
 
 Tensor Tensor::to(Device target) const {
-  EMBER_CHECK(defined(), "[to] called on an undefined tensor (to {})", target.str());
+  EMBER_CHECK_TYPE(defined(), "[to] called on an undefined tensor (to {})", target.str());
   if (target == device()) return *this;
   if (autograd::any_requires_grad({this})) {
     return autograd::differentiable(
@@ -155,14 +155,23 @@ Tensor Tensor::to(Device target) const {
 }
 
 double Tensor::item() const {
+  return item_scalar().to_double();
+}
+
+Scalar Tensor::item_scalar() const {
   EMBER_CHECK(defined() && numel() == 1,
               "[item] a tensor with {} elements cannot be converted to a scalar (sizes {})",
               defined() ? numel() : 0, defined() ? shape_str(sizes()) : "undefined");
-  if (!host_accessible(device())) return to(Device::cpu()).item();
-  double v = 0;
+  if (!host_accessible(device())) return to(Device::cpu()).item_scalar();
+  Scalar v;
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    v = static_cast<double>(static_cast<sdk::Compute<T>>(*static_cast<const T*>(data_ptr())));
+    const T x = *static_cast<const T*>(data_ptr());
+    if constexpr (std::is_same_v<T, bool> || std::is_integral_v<T>) {
+      v = Scalar(x);
+    } else {
+      v = Scalar(static_cast<double>(static_cast<sdk::Compute<T>>(x)));
+    }
   });
   return v;
 }

@@ -37,12 +37,12 @@ DType result_type(const Tensor& a, const Tensor& b) {
 // bool meaning and are refused by name rather than by a missing kernel.
 void check_bool_arith(const char* name) {
   const std::string_view n(name);
-  EMBER_CHECK(n.substr(0, 3) != "sub" && n.substr(0, 3) != "pow",
-              "[{}] not supported for bool tensors (to invert a mask use logical_not)", name);
+  EMBER_CHECK_TYPE(n.substr(0, 3) != "sub" && n.substr(0, 3) != "pow",
+                   "[{}] not supported for bool tensors (to invert a mask use logical_not)", name);
 }
 
 Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
-  EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
   const DType out_dtype = kind == Kind::Compare || kind == Kind::Logical ? DType::Bool : ct;
@@ -65,12 +65,12 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
 
 // The checks of an in-place binary op: the result must keep a's dtype category and shape.
 void binary_check_inplace(const Tensor& a, const Tensor& b, const char* name, Kind kind) {
-  EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
-  EMBER_CHECK(category(ct) <= category(a.dtype()),
-              "[{}] result type {} can't be cast to the desired output type {}", name, ct,
-              a.dtype());
+  EMBER_CHECK_TYPE(category(ct) <= category(a.dtype()),
+                   "[{}] result type {} can't be cast to the desired output type {}", name, ct,
+                   a.dtype());
   common_device({&a, &b}, name);
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   EMBER_CHECK(shape == a.sizes(), "[{}] output with shape {} doesn't match the broadcast shape {}",
@@ -91,7 +91,7 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
 
 Tensor unary(const Op& op, const char* name, const Tensor& x, bool promote_to_float,
              KernelAttrs attrs = {}) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(kDefaultFloat) : x;
   Tensor out = empty(in.sizes(), {in.dtype(), in.device()});
   if (out.numel() > 0) run_kernel(op, in.dtype(), {&in}, {&out}, attrs);
@@ -100,9 +100,9 @@ Tensor unary(const Op& op, const char* name, const Tensor& x, bool promote_to_fl
 
 Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
                KernelAttrs attrs = {}) {
-  EMBER_CHECK(!needs_float || is_floating(x.dtype()),
-              "[{}] result type float32 can't be cast to the desired output type {}", name,
-              x.dtype());
+  EMBER_CHECK_TYPE(!needs_float || is_floating(x.dtype()),
+                   "[{}] result type float32 can't be cast to the desired output type {}", name,
+                   x.dtype());
   if (x.numel() > 0) run_kernel(op, x.dtype(), {&x}, {&x}, attrs);
   x.bump_version();
   return x;
@@ -305,15 +305,17 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
   return binary(logical_or_op(), "logical_or", a, b, Kind::Logical);
 }
 Tensor logical_not(const Tensor& a) {
-  EMBER_CHECK(a.defined(), "[logical_not] undefined tensor argument");
+  EMBER_CHECK_TYPE(a.defined(), "[logical_not] undefined tensor argument");
   Tensor out = empty(a.sizes(), {DType::Bool, a.device()});
   if (out.numel() > 0) run_kernel(logical_not_op(), a.dtype(), {&a}, {&out});
   return out;
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] undefined tensor argument");
-  EMBER_CHECK(cond.dtype() == DType::Bool, "[where] condition must be bool: got {}", cond.dtype());
+  EMBER_CHECK_TYPE(cond.defined() && a.defined() && b.defined(),
+                   "[where] undefined tensor argument");
+  EMBER_CHECK_TYPE(cond.dtype() == DType::Bool, "[where] condition must be bool: got {}",
+                   cond.dtype());
   return differentiable(
       "WhereBackward", "where", {&a, &b},
       [&] {
@@ -365,8 +367,8 @@ Tensor unary_ad(const Op& op, const char* name, const char* node, const Tensor& 
 }  // namespace
 
 Tensor neg(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool,
-              "[neg] negation of a bool tensor is not supported (use logical_not)");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
+                   "[neg] negation of a bool tensor is not supported (use logical_not)");
   return unary_ad(neg_op(), "neg", "NegBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return neg(g); });
 }
@@ -381,7 +383,7 @@ Tensor sign(const Tensor& x) {
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor relu(const Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
   return unary_ad(
       relu_op(), "relu", "ReluBackward", x, false, Save::Output,
       [](const Tensor& g, const Tensor& y) { return where(gt(y, 0.0), g, zeros_like(g)); });
@@ -491,7 +493,7 @@ ClampArgs clamp_args(DType x, std::optional<Scalar> lo, std::optional<Scalar> hi
   DType d = x;
   if (lo) d = detail::promote_with_scalar(d, *lo);
   if (hi) d = detail::promote_with_scalar(d, *hi);
-  EMBER_CHECK(x != DType::Bool, "[clamp] not defined for bool tensors");
+  EMBER_CHECK_TYPE(x != DType::Bool, "[clamp] not defined for bool tensors");
   return {{lo ? 1 : 0, hi ? 1 : 0}, {lo ? lo->to_double() : 0.0, hi ? hi->to_double() : 0.0}, d};
 }
 }  // namespace
@@ -516,9 +518,9 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
 }
 Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   const ClampArgs a = clamp_args(x.dtype(), lo, hi);
-  EMBER_CHECK(a.dtype == x.dtype(),
-              "[clamp_] result type {} can't be cast to the desired output type {}", a.dtype,
-              x.dtype());
+  EMBER_CHECK_TYPE(a.dtype == x.dtype(),
+                   "[clamp_] result type {} can't be cast to the desired output type {}", a.dtype,
+                   x.dtype());
   if (autograd::any_requires_grad({&x})) {
     return autograd::inplace(x, "clamp_", [&](const Tensor& old) { return clamp(old, lo, hi); });
   }
@@ -561,8 +563,8 @@ EMBER_UNARY_INPLACE(relu, false)
 #undef EMBER_UNARY_INPLACE
 
 Tensor& neg_(Tensor& x) {
-  EMBER_CHECK(x.dtype() != DType::Bool,
-              "[neg_] negation of a bool tensor is not supported (use logical_not)");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
+                   "[neg_] negation of a bool tensor is not supported (use logical_not)");
   if (autograd::any_requires_grad({&x})) {
     return autograd::inplace(x, "neg_", [](const Tensor& old) { return neg(old); });
   }
@@ -570,8 +572,8 @@ Tensor& neg_(Tensor& x) {
 }
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
-  EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_fill_] mask must be bool: got {}",
-              mask.dtype());
+  EMBER_CHECK_TYPE(mask.dtype() == DType::Bool, "[masked_fill_] mask must be bool: got {}",
+                   mask.dtype());
   const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill_");
   EMBER_CHECK(shape == x.sizes(), "[masked_fill_] mask of shape {} does not broadcast to {}",
               shape_str(mask.sizes()), shape_str(x.sizes()));

@@ -148,7 +148,7 @@ void manual_seed(uint64_t seed) {
 }
 
 Tensor rand(IntList sizes, TensorOptions opts, Generator* gen) {
-  EMBER_CHECK(is_floating(opts.dtype), "[rand] needs a floating dtype: got {}", opts.dtype);
+  EMBER_CHECK_TYPE(is_floating(opts.dtype), "[rand] needs a floating dtype: got {}", opts.dtype);
   Generator& g = gen ? *gen : default_generator();
   // Note [rand stays below 1]: a 53-bit draw cast to float32 (or narrower) rounds up to 1.0
   // for draws within half an ulp of 1 (about 1 in 500 for bfloat16). Like PyTorch, draw only
@@ -160,7 +160,7 @@ Tensor rand(IntList sizes, TensorOptions opts, Generator* gen) {
 }
 
 Tensor randn(IntList sizes, TensorOptions opts, Generator* gen) {
-  EMBER_CHECK(is_floating(opts.dtype), "[randn] needs a floating dtype: got {}", opts.dtype);
+  EMBER_CHECK_TYPE(is_floating(opts.dtype), "[randn] needs a floating dtype: got {}", opts.dtype);
   Generator& g = gen ? *gen : default_generator();
   return host_generate(sizes, opts, [&](int64_t) { return g.normal(); });
 }

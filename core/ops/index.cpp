@@ -106,19 +106,19 @@ void record_ordering(const char* node, const char* op, const Tensor& x, int64_t 
 }
 
 void check_index_dtype(const Tensor& index, const char* op) {
-  EMBER_CHECK(index.dtype() == DType::Int64, "[{}] index must be an int64 tensor: got {}", op,
-              index.dtype());
+  EMBER_CHECK_TYPE(index.dtype() == DType::Int64, "[{}] index must be an int64 tensor: got {}", op,
+                   index.dtype());
 }
 
 // Shared checks and kernel call of scatter and scatter_add.
 Tensor scatter_impl(const Op& op, const char* name, const Tensor& x, int64_t dim,
                     const Tensor& index, const Tensor& src) {
-  EMBER_CHECK(x.defined() && index.defined() && src.defined(), "[{}] undefined tensor argument",
-              name);
+  EMBER_CHECK_TYPE(x.defined() && index.defined() && src.defined(),
+                   "[{}] undefined tensor argument", name);
   check_index_dtype(index, name);
   common_device({&x, &index, &src}, name);
-  EMBER_CHECK(src.dtype() == x.dtype(), "[{}] src must have the dtype of the input {}: got {}",
-              name, x.dtype(), src.dtype());
+  EMBER_CHECK_TYPE(src.dtype() == x.dtype(), "[{}] src must have the dtype of the input {}: got {}",
+                   name, x.dtype(), src.dtype());
   EMBER_CHECK(index.dim() == x.dim() && src.dim() == x.dim(),
               "[{}] index and src must have the input's number of dims {}: got {} and {}", name,
               x.dim(), index.dim(), src.dim());
@@ -154,7 +154,7 @@ std::tuple<Tensor, Tensor> ordering_kernel(const Op& op, const Tensor& x, int64_
 }
 
 Tensor index_select_forward(const Tensor& x, int64_t dim, const Tensor& index) {
-  EMBER_CHECK(x.defined() && index.defined(), "[index_select] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined() && index.defined(), "[index_select] undefined tensor argument");
   check_index_dtype(index, "index_select");
   EMBER_CHECK(index.dim() <= 1, "[index_select] index must be a 1-d tensor: got {} dims {}",
               index.dim(), shape_str(index.sizes()));
@@ -177,7 +177,7 @@ Tensor index_select_forward(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather_forward(const Tensor& x, int64_t dim, const Tensor& index) {
-  EMBER_CHECK(x.defined() && index.defined(), "[gather] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined() && index.defined(), "[gather] undefined tensor argument");
   check_index_dtype(index, "gather");
   common_device({&x, &index}, "gather");
   EMBER_CHECK(index.dim() == x.dim(),
@@ -253,8 +253,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
-  EMBER_CHECK(x.defined() && mask.defined(), "[masked_fill] undefined tensor argument");
-  EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_fill] mask must be bool: got {}", mask.dtype());
+  EMBER_CHECK_TYPE(x.defined() && mask.defined(), "[masked_fill] undefined tensor argument");
+  EMBER_CHECK_TYPE(mask.dtype() == DType::Bool, "[masked_fill] mask must be bool: got {}",
+                   mask.dtype());
   common_device({&x, &mask}, "masked_fill");
   broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
   // A 0-d value of x's own dtype keeps where()'s result dtype that of x.
@@ -263,7 +264,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
 }
 
 Tensor nonzero(const Tensor& x) {
-  EMBER_CHECK(x.defined(), "[nonzero] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[nonzero] undefined tensor argument");
   Tensor count = empty({}, {DType::Int64, x.device()});
   if (x.numel() == 0) {
     return empty({0, x.dim()}, {DType::Int64, x.device()});
@@ -330,11 +331,11 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   DType dtype = tensors[0].dtype();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    EMBER_CHECK(t.defined(), "[cat] tensor number {} in the list is undefined", i);
+    EMBER_CHECK_TYPE(t.defined(), "[cat] tensor number {} in the list is undefined", i);
     EMBER_CHECK(t.dim() > 0, "[cat] zero-dimensional tensor (number {}) cannot be concatenated", i);
-    EMBER_CHECK(t.device() == tensors[0].device(),
-                "[cat] expected all tensors on one device: got {} and {} for tensor number {}",
-                tensors[0].device().str(), t.device().str(), i);
+    EMBER_CHECK_TYPE(t.device() == tensors[0].device(),
+                     "[cat] expected all tensors on one device: got {} and {} for tensor number {}",
+                     tensors[0].device().str(), t.device().str(), i);
     dtype = promote_types(dtype, t.dtype());
     if (!ref && !skipped(t)) ref = &t;
   }
@@ -374,7 +375,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "[stack] expected a non-empty list of tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
-    EMBER_CHECK(tensors[i].defined(), "[stack] tensor number {} in the list is undefined", i);
+    EMBER_CHECK_TYPE(tensors[i].defined(), "[stack] tensor number {} in the list is undefined", i);
     EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(),
                 "[stack] expects each tensor to be equal size, but got {} at entry 0 and {} at "
                 "entry {}",
@@ -395,7 +396,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 constexpr int64_t kMaxEmptyChunks = int64_t{1} << 20;
 
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[split] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[split] undefined tensor argument");
   EMBER_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
   const int64_t d = wrap_dim(dim, x.dim(), "split");
   const int64_t n = x.size(d);
@@ -416,7 +417,7 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[split] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[split] undefined tensor argument");
   EMBER_CHECK(x.dim() > 0, "[split] expects at least a 1-dimensional tensor");
   const int64_t d = wrap_dim(dim, x.dim(), "split");
   int64_t total = 0;
@@ -440,7 +441,7 @@ std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim) {
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[chunk] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[chunk] undefined tensor argument");
   EMBER_CHECK(x.dim() > 0, "[chunk] expects at least a 1-dimensional tensor");
   EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive: got {}", chunks);
   const int64_t d = wrap_dim(dim, x.dim(), "chunk");
@@ -459,7 +460,7 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
-  EMBER_CHECK(x.defined(), "[topk] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[topk] undefined tensor argument");
   if (x.dim() == 0) {
     wrap_dim(dim, 1, "topk");
     EMBER_CHECK(k == 0 || k == 1, "[topk] k ({}) is out of range for a 0-d tensor", k);
@@ -484,7 +485,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
 }
 
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
-  EMBER_CHECK(x.defined(), "[sort] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[sort] undefined tensor argument");
   if (x.dim() == 0) {
     wrap_dim(dim, 1, "sort");
     auto [v, i] = [&] {

@@ -25,13 +25,13 @@ const Op& matmul_op() {
 
 // Shared body of matmul, mm and bmm: `name` prefixes every error message.
 Tensor product(const char* name, const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1,
               "[{}] both arguments need at least 1 dimension: got {}-d and {}-d", name, a.dim(),
               b.dim());
-  EMBER_CHECK(a.dtype() != DType::Bool && b.dtype() != DType::Bool,
-              "[{}] not defined for bool tensors: got {} and {} (convert with .to())", name,
-              a.dtype(), b.dtype());
+  EMBER_CHECK_TYPE(a.dtype() != DType::Bool && b.dtype() != DType::Bool,
+                   "[{}] not defined for bool tensors: got {} and {} (convert with .to())", name,
+                   a.dtype(), b.dtype());
   const Device device = common_device({&a, &b}, name);
   const DType dtype = promote_types(a.dtype(), b.dtype());
 
@@ -126,14 +126,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.defined() && b.defined(), "[mm] undefined tensor argument");
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[mm] undefined tensor argument");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "[mm] expected 2-d tensors: got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
   return differentiable_product("mm", "MmBackward", a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.defined() && b.defined(), "[bmm] undefined tensor argument");
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[bmm] undefined tensor argument");
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "[bmm] expected 3-d tensors: got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
   EMBER_CHECK(a.size(0) == b.size(0),

@@ -94,10 +94,11 @@ NllPlan plan_nll(const char* name, const Tensor& logp, const Tensor& target, con
       out[i] = 0;
       continue;
     }
-    EMBER_CHECK(t[i] >= 0 && t[i] < c,
-                "[{}] target {} is out of bounds for C={} classes (targets must be in [0, {}) or "
-                "equal ignore_index={})",
-                name, t[i], c, c, ignore_index);
+    EMBER_CHECK_INDEX(
+        t[i] >= 0 && t[i] < c,
+        "[{}] target {} is out of bounds for C={} classes (targets must be in [0, {}) or "
+        "equal ignore_index={})",
+        name, t[i], c, c, ignore_index);
     out[i] = t[i];
     ++plan.n_valid;
   }
@@ -167,16 +168,16 @@ Tensor nll_core(const Tensor& logp, const NllPlan& plan, Reduction r) {
 }
 
 void check_nll_args(const char* name, const Tensor& input, const Tensor& target) {
-  EMBER_CHECK(input.defined() && target.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(is_floating(input.dtype()), "[{}] input must be a floating tensor: got {}", name,
-              input.dtype());
+  EMBER_CHECK_TYPE(input.defined() && target.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(is_floating(input.dtype()), "[{}] input must be a floating tensor: got {}", name,
+                   input.dtype());
   EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim (the classes): got 0-d", name);
   common_device({&input, &target}, name);
 }
 
 void check_class_target(const char* name, const Tensor& target) {
-  EMBER_CHECK(target.dtype() == DType::Int64 || target.dtype() == DType::Int32,
-              "[{}] target must hold int64 class indices: got {}", name, target.dtype());
+  EMBER_CHECK_TYPE(target.dtype() == DType::Int64 || target.dtype() == DType::Int32,
+                   "[{}] target must hold int64 class indices: got {}", name, target.dtype());
 }
 
 // nll_loss on logp [C] / [N, C, d...] with the errors named `name`.
@@ -203,15 +204,15 @@ Tensor class_weight_view(const Tensor& weight, int64_t nd) {
 // ---- binary cross entropy ---------------------------------------------------------------------
 
 void check_same_shape(const char* name, const Tensor& x, const Tensor& target) {
-  EMBER_CHECK(x.defined() && target.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined() && target.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK(x.sizes() == target.sizes(),
               "[{}] input shape {} and target shape {} differ (they must be the same; no "
               "broadcasting)",
               name, shape_str(x.sizes()), shape_str(target.sizes()));
-  EMBER_CHECK(is_floating(x.dtype()), "[{}] input must be a floating tensor: got {}", name,
-              x.dtype());
-  EMBER_CHECK(target.dtype() != DType::Bool,
-              "[{}] not defined for a bool target (convert with .to(ember::f32))", name);
+  EMBER_CHECK_TYPE(is_floating(x.dtype()), "[{}] input must be a floating tensor: got {}", name,
+                   x.dtype());
+  EMBER_CHECK_TYPE(target.dtype() != DType::Bool,
+                   "[{}] not defined for a bool target (convert with .to(ember::f32))", name);
 }
 
 void check_broadcasts_to(const char* name, const char* what, const Tensor& w, const Tensor& x) {

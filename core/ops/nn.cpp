@@ -195,10 +195,10 @@ Tensor interpolate_impl(const Tensor& x, int64_t oh, int64_t ow, double sh, doub
                         std::string_view mode, bool align_corners) {
   const bool bilinear = mode == "bilinear";
   if (bilinear) {
-    EMBER_CHECK(is_floating(x.dtype()),
-                "[interpolate] bilinear mode needs a floating tensor: got {} (convert with "
-                ".to(ember::f32))",
-                x.dtype());
+    EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                     "[interpolate] bilinear mode needs a floating tensor: got {} (convert with "
+                     ".to(ember::f32))",
+                     x.dtype());
   }
   EMBER_CHECK(x.size(2) > 0 && x.size(3) > 0,
               "[interpolate] input spatial sizes must be positive: got shape {}",
@@ -213,7 +213,7 @@ Tensor interpolate_impl(const Tensor& x, int64_t oh, int64_t ow, double sh, doub
 }
 
 void check_interpolate(const Tensor& x, std::string_view mode, bool align_corners) {
-  EMBER_CHECK(x.defined(), "[interpolate] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[interpolate] undefined tensor argument");
   EMBER_CHECK(x.dim() == 4,
               "[interpolate] expected a 4-d input [N, C, H, W]: got {}-d shape {} (unsqueeze an "
               "unbatched input)",
@@ -222,13 +222,13 @@ void check_interpolate(const Tensor& x, std::string_view mode, bool align_corner
               "[interpolate] unknown mode '{}' (expected 'nearest' or 'bilinear')", mode);
   EMBER_CHECK(!align_corners || mode == "bilinear",
               "[interpolate] align_corners only applies to bilinear mode: got mode '{}'", mode);
-  EMBER_CHECK(x.dtype() != DType::Bool, "[interpolate] not defined for bool tensors");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[interpolate] not defined for bool tensors");
 }
 
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  EMBER_CHECK(x.defined() && weight.defined(), "[linear] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[linear] undefined tensor argument");
   EMBER_CHECK(weight.dim() == 2, "[linear] weight must be 2-d [out, in]: got shape {}",
               shape_str(weight.sizes()));
   EMBER_CHECK(x.dim() >= 1, "[linear] input must have at least 1 dimension: got a 0-d tensor");
@@ -239,9 +239,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
               "[linear] bias must be 1-d of size {} (weight size(0)): got shape {}", weight.size(0),
               bias.defined() ? shape_str(bias.sizes()) : std::string("[]"));
-  EMBER_CHECK(x.dtype() != DType::Bool && weight.dtype() != DType::Bool &&
-                  (!bias.defined() || bias.dtype() != DType::Bool),
-              "[linear] not defined for bool tensors (convert with .to(ember::f32))");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool && weight.dtype() != DType::Bool &&
+                       (!bias.defined() || bias.dtype() != DType::Bool),
+                   "[linear] not defined for bool tensors (convert with .to(ember::f32))");
   common_device({&x, &weight, &bias}, "linear");
   DType dtype = promote_types(x.dtype(), weight.dtype());
   if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
@@ -266,11 +266,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
-  EMBER_CHECK(x.defined(), "[dropout] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[dropout] undefined tensor argument");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[dropout] probability p must be in [0, 1]: got {}", p);
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[dropout] needs a floating tensor: got {} (convert with .to(ember::f32))",
-              x.dtype());
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[dropout] needs a floating tensor: got {} (convert with .to(ember::f32))",
+                   x.dtype());
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
   // Note [Dropout mask on the host]
@@ -292,17 +292,17 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
-  EMBER_CHECK(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");
+  EMBER_CHECK_TYPE(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");
   EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num, dim]: got shape {}",
               shape_str(weight.sizes()));
-  EMBER_CHECK(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
-              "[embedding] indices must be an int64 or int32 tensor: got {}", indices.dtype());
+  EMBER_CHECK_TYPE(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
+                   "[embedding] indices must be an int64 or int32 tensor: got {}", indices.dtype());
   common_device({&weight, &indices}, "embedding");
   const int64_t num = weight.size(0), dim = weight.size(1);
   std::optional<int64_t> pad;
   if (padding_idx) {
-    EMBER_CHECK(*padding_idx >= -num && *padding_idx < num,
-                "[embedding] padding_idx={} is out of range for {} rows", *padding_idx, num);
+    EMBER_CHECK_INDEX(*padding_idx >= -num && *padding_idx < num,
+                      "[embedding] padding_idx={} is out of range for {} rows", *padding_idx, num);
     pad = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
   }
   const Tensor idx = indices.to(DType::Int64).reshape({-1});
@@ -310,10 +310,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
     const Tensor host = idx.to(Device::cpu()).contiguous();
     const int64_t* p = host.data_ptr<int64_t>();
     for (int64_t i = 0; i < host.numel(); ++i) {
-      EMBER_CHECK(p[i] >= 0 && p[i] < num,
-                  "[embedding] index {} is out of range for a weight of {} rows (indices must be "
-                  "in [0, {}))",
-                  p[i], num, num);
+      EMBER_CHECK_INDEX(
+          p[i] >= 0 && p[i] < num,
+          "[embedding] index {} is out of range for a weight of {} rows (indices must be "
+          "in [0, {}))",
+          p[i], num, num);
     }
   }
   Shape sizes = indices.sizes();
@@ -333,7 +334,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
 }
 
 Tensor pad(const Tensor& x, IntList pads, std::string_view mode, double value) {
-  EMBER_CHECK(x.defined(), "[pad] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[pad] undefined tensor argument");
   EMBER_CHECK(pads.size() % 2 == 0,
               "[pad] the padding list must have an even length (pairs per dim): got {} values",
               pads.size());

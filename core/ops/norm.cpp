@@ -53,10 +53,10 @@ using Grads = std::vector<Tensor>;
 const autograd::DeclareDifferentiable kDifferentiable{"batch_norm", "layer_norm", "group_norm"};
 
 void check_input(const char* name, const Tensor& x, double eps) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[{}] expected a floating input: got dtype {} (convert with .to(ember::f32))", name,
-              x.dtype());
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[{}] expected a floating input: got dtype {} (convert with .to(ember::f32))",
+                   name, x.dtype());
   EMBER_CHECK(eps > 0, "[{}] eps must be positive: got {}", name, eps);
 }
 
@@ -65,8 +65,8 @@ void check_param(const char* name, const char* what, const Tensor& t, IntList si
   if (!t.defined()) return;
   EMBER_CHECK(t.sizes() == Shape(sizes), "[{}] {} should have shape {}: got shape {}", name, what,
               shape_str(sizes), shape_str(t.sizes()));
-  EMBER_CHECK(is_floating(t.dtype()), "[{}] {} must be floating: got dtype {}", name, what,
-              t.dtype());
+  EMBER_CHECK_TYPE(is_floating(t.dtype()), "[{}] {} must be floating: got dtype {}", name, what,
+                   t.dtype());
 }
 
 // `t` as a contiguous [n] tensor of `dtype`, or `fill` when undefined.

@@ -59,12 +59,12 @@ std::array<int64_t, 2> pair_arg(const char* name, const char* what, IntList v) {
 
 // Checks x (3-d or 4-d, floating unless allow_int) and returns it as a contiguous 4-d tensor.
 Tensor as_batched(const char* name, const Tensor& x, bool allow_int) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
               "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", name,
               shape_str(x.sizes()));
-  EMBER_CHECK(is_floating(x.dtype()) || (allow_int && x.dtype() != DType::Bool),
-              "[{}] not defined for dtype {} (convert with .to(ember::f32))", name, x.dtype());
+  EMBER_CHECK_TYPE(is_floating(x.dtype()) || (allow_int && x.dtype() != DType::Bool),
+                   "[{}] not defined for dtype {} (convert with .to(ember::f32))", name, x.dtype());
   EMBER_CHECK(x.size(-1) > 0 && x.size(-2) > 0 && x.size(-3) > 0,
               "[{}] expected non-zero sizes for the C, H and W dims: got shape {}", name,
               shape_str(x.sizes()));

@@ -49,9 +49,10 @@ struct Plan {
 };
 
 Plan plan(const Tensor& x, IntList dims, const char* name) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const int64_t nd = x.dim();
-  EMBER_CHECK(nd <= 64, "[{}] tensors of more than 64 dims are not supported: got {}", name, nd);
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      nd <= 64, "[{}] tensors of more than 64 dims are not supported: got {}", name, nd);
   const uint64_t all_dims = nd == 64 ? ~uint64_t{0} : (uint64_t{1} << nd) - 1;
   uint64_t reduced = dims.empty() ? all_dims : 0;
   for (int64_t d : dims) {
@@ -104,11 +105,11 @@ void check_nonempty(const Plan& p, const Tensor& x, const char* name) {
 }
 
 void check_floating(const Tensor& x, const char* name) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[{}] could not infer output dtype: input dtype must be floating point, got {} "
-              "(convert with .to(float32) first)",
-              name, x.dtype());
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[{}] could not infer output dtype: input dtype must be floating point, got {} "
+                   "(convert with .to(float32) first)",
+                   name, x.dtype());
 }
 
 bool is_half(DType d) {
@@ -117,7 +118,7 @@ bool is_half(DType d) {
 
 /** sum or prod: integers and bool accumulate in int64. */
 Tensor sum_like(const Op& op, const char* name, const Tensor& x, IntList dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const Tensor in = is_floating(x.dtype()) ? x : x.to(DType::Int64);
   const Plan p = plan(in, dims, name);
   return run_reduce(op, p, in.dtype(), keepdim);
@@ -131,7 +132,7 @@ int64_t reduced_count(const Tensor& x, IntList dims, const char* name) {
 /** (values, indices) or indices alone along one dim. */
 std::tuple<Tensor, Tensor> arg_reduce(const Op& op, const char* name, const Tensor& x, int64_t dim,
                                       bool keepdim, bool values) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const int64_t nd = x.dim();
   const int64_t d = wrap_dim(dim, nd, name);
   // A 0-d tensor reduces like a 1-element vector; the result stays 0-d.
@@ -158,7 +159,7 @@ std::tuple<Tensor, Tensor> arg_reduce(const Op& op, const char* name, const Tens
 
 Tensor arg_reduce_flat(const Op& op, const char* name, const Tensor& x, std::optional<int64_t> dim,
                        bool keepdim) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   if (dim) return std::get<1>(arg_reduce(op, name, x, *dim, keepdim, false));
   EMBER_CHECK(x.numel() > 0,
               "[{}] cannot reduce over a zero-size dim: input of shape {} has no elements "
@@ -170,7 +171,7 @@ Tensor arg_reduce_flat(const Op& op, const char* name, const Tensor& x, std::opt
 
 /** max(x)/min(x) over all elements. */
 Tensor extremum_all(const Op& op, const char* name, const Tensor& x) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK(x.numel() > 0,
               "[{}] cannot reduce over a zero-size dim: input of shape {} has no elements "
               "(specify a dim)",
@@ -415,11 +416,11 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 namespace {
 /** Variance in x's dtype, or float32 for the half types (callers cast back). */
 Tensor variance(const Tensor& x, IntList dims, int64_t correction, bool keepdim, const char* name) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[{}] std and var only support floating point dtypes: got {} (convert with "
-              ".to(float32) first)",
-              name, x.dtype());
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[{}] std and var only support floating point dtypes: got {} (convert with "
+                   ".to(float32) first)",
+                   name, x.dtype());
   const Tensor in = is_half(x.dtype()) ? x.to(DType::Float32) : x;
   const int64_t n = reduced_count(in, dims, name);
   const Tensor centered = sub(in, mean(in, dims, /*keepdim=*/true));
@@ -449,10 +450,10 @@ Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
 
 namespace {
 Tensor norm_forward(const Tensor& x, double p, IntList dims, bool keepdim) {
-  EMBER_CHECK(is_floating(x.dtype()),
-              "[norm] expected a floating point tensor as input: got {} (convert with "
-              ".to(float32) first)",
-              x.dtype());
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[norm] expected a floating point tensor as input: got {} (convert with "
+                   ".to(float32) first)",
+                   x.dtype());
   EMBER_CHECK(!std::isnan(p), "[norm] the order p must not be nan");
   const Plan pl = plan(x, dims, "norm");  // checks dims under this op's name
   if (std::isinf(p)) {
@@ -470,7 +471,7 @@ Tensor norm_forward(const Tensor& x, double p, IntList dims, bool keepdim) {
 }  // namespace
 
 Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "[norm] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[norm] undefined tensor argument");
   return reduction_ad(
       "NormBackward", "norm", x, dims, [&] { return norm_forward(x, p, dims, keepdim); },
       [d = Shape(dims), p](const Tensor& gk, const Tensor& x, const Tensor& yk) {
@@ -507,7 +508,7 @@ Tensor logsumexp_forward(const Tensor& x, IntList dims, bool keepdim) {
 }  // namespace
 
 Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
-  EMBER_CHECK(x.defined(), "[logsumexp] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[logsumexp] undefined tensor argument");
   return reduction_ad(
       "LogsumexpBackward", "logsumexp", x, dims,
       [&] { return logsumexp_forward(x, dims, keepdim); },
@@ -527,7 +528,7 @@ Tensor cumsum_forward(const Tensor& x, int64_t d) {
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[cumsum] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.defined(), "[cumsum] undefined tensor argument");
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   return autograd::differentiable(
       "CumsumBackward", "cumsum", {&x}, [&] { return cumsum_forward(x, d); },

@@ -28,9 +28,9 @@ const Op& log_softmax_op() {
 }
 
 Tensor run_softmax(const Op& op, const char* name, const Tensor& x, int64_t dim) {
-  EMBER_CHECK(x.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(x.dtype() != DType::Bool,
-              "[{}] not defined for bool tensors (convert with .to(ember::f32))", name);
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
+                   "[{}] not defined for bool tensors (convert with .to(ember::f32))", name);
   const int64_t d = wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), name);
   const Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
   const Tensor in1 = in.dim() == 0 ? in.unsqueeze(0) : in;

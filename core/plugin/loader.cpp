@@ -811,7 +811,7 @@ void detail::load_plugins_once() {
     g_plugins_loaded.store(loader().fatal.empty(), std::memory_order_release);
   });
   const std::string& fatal = loader().fatal;
-  EMBER_CHECK(fatal.empty(), "{}", fatal);
+  EMBER_CHECK_PLUGIN(fatal.empty(), "{}", fatal);
 }
 
 void init() {
@@ -822,9 +822,10 @@ void init(const PluginOptions& options) {
   Loader& L = loader();
   {
     std::lock_guard lock(L.mu);
-    EMBER_CHECK(L.discoveries == 0,
-                "[plugin] init(options) called after plugins were loaded: call it before the "
-                "first tensor, op or plugin query");
+    EMBER_CHECK_PLUGIN(
+        L.discoveries == 0,
+        "[plugin] init(options) called after plugins were loaded: call it before the "
+        "first tensor, op or plugin query");
     L.options = options;
   }
   ensure_plugins_loaded();
@@ -870,9 +871,9 @@ PluginRecord load_plugin(const std::string& path) {
     log_message(LogLevel::Info, "[plugin] {} {}{}{}", file_label(rec), outcome_name(rec.outcome),
                 rec.reason.empty() ? "" : ": ", rec.reason);
   }
-  EMBER_CHECK(!(L.report.strict && is_failure(rec.outcome)),
-              "{} (fatal: strict mode, EMBER_PLUGINS_STRICT=1; file {})", not_loaded_line(rec),
-              rec.file);
+  EMBER_CHECK_PLUGIN(!(L.report.strict && is_failure(rec.outcome)),
+                     "{} (fatal: strict mode, EMBER_PLUGINS_STRICT=1; file {})",
+                     not_loaded_line(rec), rec.file);
   return rec;
 }
 

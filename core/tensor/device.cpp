@@ -23,9 +23,10 @@ Device::Device(std::string_view spec) {
   if (id < 0) {
     std::string known;
     for (const DeviceTypeEntry& e : device_types()) known += (known.empty() ? "" : ", ") + e.name;
-    throw Error(fmt::format("[device] unknown device type '{}': registered types are {} (is its "
-                            "plugin loaded? see `ember plugins`)",
-                            name, known));
+    throw DeviceError(
+        fmt::format("[device] unknown device type '{}': registered types are {} (is its "
+                    "plugin loaded? see `ember plugins`)",
+                    name, known));
   }
   type = id;
   this->index = static_cast<int16_t>(index);

@@ -4,12 +4,22 @@
 
 namespace ember {
 
+// Note [Zero-size shapes with huge dims]
+// A zero dim makes the element count 0 whatever the other dims are, but a contiguous tensor's
+// strides are the products of the dims after each one (zero dims counted as 1), and those must
+// fit int64 too: [0, 2^62, 4] has 0 elements and a stride of 2^64 for dim 0. Such shapes are
+// rejected here, where every allocation's shape is checked, rather than wrapping in
+// contiguous_strides (found by the op fuzzer: empty() of such a shape).
 int64_t shape_numel(IntList sizes, const char* op) {
-  int64_t n = 1;
+  int64_t n = 1, span = 1;  // span: the product of the dims with zeros counted as 1
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, "[{}] sizes must be non-negative: got {}", op, shape_str(sizes));
     EMBER_CHECK(!__builtin_mul_overflow(n, s, &n),
                 "[{}] number of elements overflows int64: sizes {}", op, shape_str(sizes));
+    EMBER_CHECK(!__builtin_mul_overflow(span, s > 0 ? s : 1, &span),
+                "[{}] strides overflow int64: sizes {} (the non-zero dims' product must fit "
+                "even when a zero dim makes the tensor empty)",
+                op, shape_str(sizes));
   }
   return n;
 }
@@ -40,11 +50,14 @@ Shape broadcast_shapes(IntList a, IntList b, const char* op) {
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   const int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
-  EMBER_CHECK(dim >= lo && dim <= hi, "[{}] dim {} out of range for a {}-d tensor (expected {}..{})",
-              op, dim, ndim, lo, hi);
+  EMBER_CHECK_INDEX(dim >= lo && dim <= hi,
+                    "[{}] dim {} out of range for a {}-d tensor (expected {}..{})", op, dim, ndim,
+                    lo, hi);
   return dim < 0 ? dim + (ndim == 0 ? 1 : ndim) : dim;
 }
 
-std::string shape_str(IntList sizes) { return fmt::format("[{}]", fmt::join(sizes, ", ")); }
+std::string shape_str(IntList sizes) {
+  return fmt::format("[{}]", fmt::join(sizes, ", "));
+}
 
 }  // namespace ember

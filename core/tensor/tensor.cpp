@@ -27,7 +27,7 @@ using Grads = std::vector<Tensor>;
 
 // Views read sizes and strides first: an undefined tensor must fail here, not dereference null.
 void check_defined(const Tensor& t, const char* op) {
-  EMBER_CHECK(t.defined(), "[{}] called on an undefined tensor", op);
+  EMBER_CHECK_TYPE(t.defined(), "[{}] called on an undefined tensor", op);
 }
 
 const autograd::DeclareDifferentiable kDifferentiable{
@@ -249,8 +249,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
-  EMBER_CHECK(start >= 0 && length >= 0 && start + length <= n,
-              "[narrow] start {} + length {} exceeds size {} of dim {}", start, length, n, d);
+  EMBER_CHECK_INDEX(start >= 0 && length >= 0 && start + length <= n,
+                    "[narrow] start {} + length {} exceeds size {} of dim {}", start, length, n, d);
   return slice(d, start, start + length);
 }
 
@@ -259,8 +259,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   EMBER_CHECK(dim() > 0, "[select] cannot select on a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = sizes()[d];
-  EMBER_CHECK(index >= -n && index < n, "[select] index {} out of range for dim {} of size {}",
-              index, d, n);
+  EMBER_CHECK_INDEX(index >= -n && index < n,
+                    "[select] index {} out of range for dim {} of size {}", index, d, n);
   if (index < 0) index += n;
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(d);

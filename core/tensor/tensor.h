@@ -59,8 +59,8 @@ class EMBER_API Tensor {
   /** Typed address of element [0, ..., 0]; checks the dtype. */
   template <typename T>
   T* data_ptr() const {
-    EMBER_CHECK(dtype_of<T>() == dtype(), "[data_ptr] requested {} but the tensor is {}",
-                dtype_of<T>(), dtype());
+    EMBER_CHECK_TYPE(dtype_of<T>() == dtype(), "[data_ptr] requested {} but the tensor is {}",
+                     dtype_of<T>(), dtype());
     return static_cast<T*>(data_ptr());
   }
   /** The storage shared with views. */
@@ -115,10 +115,18 @@ class EMBER_API Tensor {
   Tensor to(Device device) const;
   /** The one element as a double; throws unless numel() == 1. */
   double item() const;
-  /** The one element converted to T. */
+  /** The one element as a Scalar: exact for integer and bool dtypes. */
+  Scalar item_scalar() const;
+  /** The one element converted to T: integers are read exactly (not through a double), and
+   *  a floating element becomes an integer T as Note [Float to integer conversion] says. */
   template <typename T>
   T item() const {
-    return static_cast<T>(item());
+    const Scalar s = item_scalar();
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(s.to_int());
+    } else {
+      return static_cast<T>(s.to_double());
+    }
   }
   /** Copies `src` (broadcast, converted) into this tensor in place. */
   Tensor& copy_(const Tensor& src);

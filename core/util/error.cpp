@@ -1,9 +1,91 @@
 #include "core/util/error.h"
 
-namespace ember::detail {
+#include "ember/plugin_abi.h"
 
-void assert_fail(const char* cond, const char* file, int line) {
-  throw Error(fmt::format("internal error: {} at {}:{} (please report)", cond, file, line));
+namespace ember {
+
+// The destructors are the key functions: each class's typeinfo lives in the core library, so
+// catching by type and dynamic_cast work from any library that includes this header.
+Error::~Error() = default;
+ValueError::~ValueError() = default;
+TypeError::~TypeError() = default;
+IndexError::~IndexError() = default;
+NotImplementedError::~NotImplementedError() = default;
+OutOfMemoryError::~OutOfMemoryError() = default;
+DeviceError::~DeviceError() = default;
+IoError::~IoError() = default;
+PluginError::~PluginError() = default;
+InternalError::~InternalError() = default;
+
+const char* kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::Value:
+      return "Value";
+    case ErrorKind::Type:
+      return "Type";
+    case ErrorKind::Index:
+      return "Index";
+    case ErrorKind::NotImplemented:
+      return "NotImplemented";
+    case ErrorKind::OutOfMemory:
+      return "OutOfMemory";
+    case ErrorKind::Device:
+      return "Device";
+    case ErrorKind::Io:
+      return "Io";
+    case ErrorKind::Plugin:
+      return "Plugin";
+    case ErrorKind::Internal:
+      return "Internal";
+  }
+  return "Unknown";
 }
 
-}  // namespace ember::detail
+void throw_error(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::Value:
+      throw ValueError(message);
+    case ErrorKind::Type:
+      throw TypeError(message);
+    case ErrorKind::Index:
+      throw IndexError(message);
+    case ErrorKind::NotImplemented:
+      throw NotImplementedError(message);
+    case ErrorKind::OutOfMemory:
+      throw OutOfMemoryError(message);
+    case ErrorKind::Device:
+      throw DeviceError(message);
+    case ErrorKind::Io:
+      throw IoError(message);
+    case ErrorKind::Plugin:
+      throw PluginError(message);
+    case ErrorKind::Internal:
+      throw InternalError(message);
+  }
+  throw Error(message, kind);
+}
+
+ErrorKind status_error_kind(int32_t status) {
+  switch (status) {
+    case EMBER_ERR_INVALID:
+      return ErrorKind::Value;
+    case EMBER_ERR_UNSUPPORTED:
+      return ErrorKind::NotImplemented;
+    case EMBER_ERR_OUT_OF_MEMORY:
+      return ErrorKind::OutOfMemory;
+    case EMBER_ERR_DEVICE:
+      return ErrorKind::Device;
+    default:  // EMBER_ERR_INTERNAL, and codes from a newer ABI this core does not know
+      return ErrorKind::Internal;
+  }
+}
+
+namespace detail {
+
+void assert_fail(const char* cond, const char* file, int line) {
+  throw InternalError(fmt::format("internal error: {} at {}:{} (please report)", cond, file, line));
+}
+
+}  // namespace detail
+
+}  // namespace ember

@@ -30,7 +30,7 @@ std::vector<Tensor> Dataset::get_batch(const std::vector<int64_t>& indices) cons
 TensorDataset::TensorDataset(std::vector<Tensor> fields) : fields_(std::move(fields)) {
   EMBER_CHECK(!fields_.empty(), "[data.TensorDataset] needs at least one field");
   for (size_t f = 0; f < fields_.size(); ++f) {
-    EMBER_CHECK(fields_[f].defined(), "[data.TensorDataset] field {} is undefined", f);
+    EMBER_CHECK_TYPE(fields_[f].defined(), "[data.TensorDataset] field {} is undefined", f);
     EMBER_CHECK(fields_[f].dim() >= 1,
                 "[data.TensorDataset] field {} is 0-d: fields need a dim 0 indexing examples", f);
     EMBER_CHECK(fields_[f].size(0) == fields_[0].size(0),
@@ -45,8 +45,8 @@ int64_t TensorDataset::size() const {
 }
 
 std::vector<Tensor> TensorDataset::get(int64_t i) const {
-  EMBER_CHECK(i >= 0 && i < size(), "[data.TensorDataset] index {} out of range for {} examples", i,
-              size());
+  EMBER_CHECK_INDEX(i >= 0 && i < size(),
+                    "[data.TensorDataset] index {} out of range for {} examples", i, size());
   std::vector<Tensor> out;
   out.reserve(fields_.size());
   for (const Tensor& f : fields_) out.push_back(f.select(0, i));
@@ -55,8 +55,8 @@ std::vector<Tensor> TensorDataset::get(int64_t i) const {
 
 std::vector<Tensor> TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   for (int64_t i : indices) {
-    EMBER_CHECK(i >= 0 && i < size(), "[data.TensorDataset] index {} out of range for {} examples",
-                i, size());
+    EMBER_CHECK_INDEX(i >= 0 && i < size(),
+                      "[data.TensorDataset] index {} out of range for {} examples", i, size());
   }
   Tensor index =
       from_vector(indices, {static_cast<int64_t>(indices.size())}, TensorOptions(DType::Int64));

@@ -45,7 +45,7 @@ size_t read_some(gzFile f, const std::string& path, unsigned char* dst, size_t b
       gzerror(f, &code);
       // A gzip stream cut short reads as the end of the data; the size checks then report it.
       if (code == Z_BUF_ERROR) break;
-      EMBER_CHECK(false, "[data.idx] {}: cannot read: {}", path, gz_error(f));
+      EMBER_CHECK_IO(false, "[data.idx] {}: cannot read: {}", path, gz_error(f));
     }
     if (got == 0) break;
     done += static_cast<size_t>(got);
@@ -88,27 +88,28 @@ std::string check_dir(const fs::path& dir) {
 Tensor read_idx(const std::string& path) {
   errno = 0;
   GzFile f(gzopen(path.c_str(), "rb"));
-  EMBER_CHECK(f != nullptr, "[data.idx] {}: cannot open: {}", path,
-              errno ? std::strerror(errno) : "out of memory");
+  EMBER_CHECK_IO(f != nullptr, "[data.idx] {}: cannot open: {}", path,
+                 errno ? std::strerror(errno) : "out of memory");
   unsigned char magic[4];
   const size_t got = read_some(f.get(), path, magic, 4);
-  EMBER_CHECK(
+  EMBER_CHECK_IO(
       got == 4,
       "[data.idx] {}: truncated: {} bytes, but an IDX file starts with a 4-byte magic number", path,
       got);
   const uint32_t m = (uint32_t{magic[0]} << 24) | (uint32_t{magic[1]} << 16) |
                      (uint32_t{magic[2]} << 8) | magic[3];
-  EMBER_CHECK(m == 0x803 || m == 0x801,
-              "[data.idx] {}: bad magic number 0x{:08x}: expected 0x00000803 (images) or "
-              "0x00000801 (labels)",
-              path, m);
+  EMBER_CHECK_IO(m == 0x803 || m == 0x801,
+                 "[data.idx] {}: bad magic number 0x{:08x}: expected 0x00000803 (images) or "
+                 "0x00000801 (labels)",
+                 path, m);
   const size_t ndim = m & 0xff;
   std::vector<unsigned char> raw_dims(4 * ndim);
   const size_t dim_bytes = read_some(f.get(), path, raw_dims.data(), raw_dims.size());
-  EMBER_CHECK(dim_bytes == raw_dims.size(),
-              "[data.idx] {}: truncated: magic 0x{:08x} announces {} dims ({} bytes) but only {} "
-              "bytes follow",
-              path, m, ndim, raw_dims.size(), dim_bytes);
+  EMBER_CHECK_IO(
+      dim_bytes == raw_dims.size(),
+      "[data.idx] {}: truncated: magic 0x{:08x} announces {} dims ({} bytes) but only {} "
+      "bytes follow",
+      path, m, ndim, raw_dims.size(), dim_bytes);
   std::vector<int64_t> dims(ndim);
   // The product of the non-zero dims must fit in int64 even when a zero dim makes the tensor
   // empty: the tensor's strides are made of it.
@@ -121,8 +122,8 @@ Tensor read_idx(const std::string& path) {
     if (dims[d] != 0)
       overflow = overflow || __builtin_mul_overflow(span, static_cast<uint64_t>(dims[d]), &span);
   }
-  EMBER_CHECK(!overflow && span <= static_cast<uint64_t>(INT64_MAX),
-              "[data.idx] {}: header says {}, which overflows int64", path, describe(dims));
+  EMBER_CHECK_IO(!overflow && span <= static_cast<uint64_t>(INT64_MAX),
+                 "[data.idx] {}: header says {}, which overflows int64", path, describe(dims));
   const uint64_t expected = has_zero ? 0 : span;
 
   // Grow the buffer only as data arrives, up to what the header announces.
@@ -135,13 +136,15 @@ Tensor read_idx(const std::string& path) {
     have += n;
     if (n < want) break;
   }
-  EMBER_CHECK(have == expected, "[data.idx] {}: truncated: header says {} but only {} bytes follow",
-              path, describe(dims), have);
+  EMBER_CHECK_IO(have == expected,
+                 "[data.idx] {}: truncated: header says {} but only {} bytes follow", path,
+                 describe(dims), have);
   unsigned char extra[4096];
   size_t trailing = 0;
   for (size_t n; (n = read_some(f.get(), path, extra, sizeof(extra))) > 0;) trailing += n;
-  EMBER_CHECK(trailing == 0, "[data.idx] {}: {} unexpected bytes after the {} the header announces",
-              path, trailing, describe(dims));
+  EMBER_CHECK_IO(trailing == 0,
+                 "[data.idx] {}: {} unexpected bytes after the {} the header announces", path,
+                 trailing, describe(dims));
 
   const IntList sizes(dims);
   if (expected == 0) return empty(sizes, TensorOptions(DType::UInt8));
@@ -154,8 +157,8 @@ std::string find_fashion_mnist(std::optional<std::string> root) {
       "or set EMBER_DATA_DIR to a directory holding the four IDX files";
   if (root) {
     const std::string problem = check_dir(*root);
-    EMBER_CHECK(problem.empty(), "[data.fashion_mnist] Fashion-MNIST not found in {}: {} ({})",
-                *root, problem, install);
+    EMBER_CHECK_IO(problem.empty(), "[data.fashion_mnist] Fashion-MNIST not found in {}: {} ({})",
+                   *root, problem, install);
     return *root;
   }
   std::vector<std::string> looked;
@@ -173,8 +176,8 @@ std::string find_fashion_mnist(std::optional<std::string> root) {
     if (problem.empty()) return dir.string();
     looked.push_back(fmt::format("{} ({})", dir.string(), problem));
   }
-  EMBER_CHECK(false, "[data.fashion_mnist] Fashion-MNIST not found; looked in: {}; {}",
-              fmt::join(looked, "; "), install);
+  EMBER_CHECK_IO(false, "[data.fashion_mnist] Fashion-MNIST not found; looked in: {}; {}",
+                 fmt::join(looked, "; "), install);
   return {};
 }
 
@@ -186,20 +189,20 @@ TensorDataset MNIST::read(const std::string& root, bool train, std::optional<int
   const std::string split = train ? "train" : "t10k";
   auto path_of = [&](const std::string& stem) {
     std::optional<std::string> p = find_file(root, stem);
-    EMBER_CHECK(p.has_value(), "[data.MNIST] {}: neither {}.gz nor {} exists", root, stem, stem);
+    EMBER_CHECK_IO(p.has_value(), "[data.MNIST] {}: neither {}.gz nor {} exists", root, stem, stem);
     return *p;
   };
   const std::string image_path = path_of(split + "-images-idx3-ubyte");
   const std::string label_path = path_of(split + "-labels-idx1-ubyte");
   Tensor images = read_idx(image_path);
   Tensor labels = read_idx(label_path);
-  EMBER_CHECK(images.dim() == 3, "[data.MNIST] {}: expected images [N, rows, cols], got {}",
-              image_path, images.sizes());
-  EMBER_CHECK(labels.dim() == 1, "[data.MNIST] {}: expected labels [N], got {}", label_path,
-              labels.sizes());
-  EMBER_CHECK(images.size(0) == labels.size(0),
-              "[data.MNIST] {} has {} images but {} has {} labels", image_path, images.size(0),
-              label_path, labels.size(0));
+  EMBER_CHECK_IO(images.dim() == 3, "[data.MNIST] {}: expected images [N, rows, cols], got {}",
+                 image_path, images.sizes());
+  EMBER_CHECK_IO(labels.dim() == 1, "[data.MNIST] {}: expected labels [N], got {}", label_path,
+                 labels.sizes());
+  EMBER_CHECK_IO(images.size(0) == labels.size(0),
+                 "[data.MNIST] {} has {} images but {} has {} labels", image_path, images.size(0),
+                 label_path, labels.size(0));
 
   const int64_t n = limit ? std::min(*limit, images.size(0)) : images.size(0);
   const int64_t rows = images.size(1), cols = images.size(2);
@@ -207,8 +210,9 @@ TensorDataset MNIST::read(const std::string& root, bool train, std::optional<int
   Tensor y = empty({n}, TensorOptions(DType::Int64));
   int64_t* label_dst = y.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
-    EMBER_CHECK(label_src[i] <= 9, "[data.MNIST] {}: label {} of example {} is not a class (0..9)",
-                label_path, static_cast<int>(label_src[i]), i);
+    EMBER_CHECK_IO(label_src[i] <= 9,
+                   "[data.MNIST] {}: label {} of example {} is not a class (0..9)", label_path,
+                   static_cast<int>(label_src[i]), i);
     label_dst[i] = label_src[i];
   }
   // As torchvision's ToTensor: x / 255 in float32.

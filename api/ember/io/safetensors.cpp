@@ -147,44 +147,45 @@ bool is_uint(const json& v) {
 Entry parse_entry(const std::string& path, const std::string& name, const json& v,
                   uint64_t data_bytes) {
   const char* op = "[io.load]";
-  EMBER_CHECK(v.is_object(), "{} {}: tensor '{}': entry is a JSON {}, not an object", op, path,
-              name, v.type_name());
+  EMBER_CHECK_IO(v.is_object(), "{} {}: tensor '{}': entry is a JSON {}, not an object", op, path,
+                 name, v.type_name());
   for (const auto& [field, _] : v.items()) {
-    EMBER_CHECK(field == "dtype" || field == "shape" || field == "data_offsets",
-                "{} {}: tensor '{}': unknown field '{}' (expected dtype, shape, data_offsets)", op,
-                path, name, field);
+    EMBER_CHECK_IO(field == "dtype" || field == "shape" || field == "data_offsets",
+                   "{} {}: tensor '{}': unknown field '{}' (expected dtype, shape, data_offsets)",
+                   op, path, name, field);
   }
   Entry e;
   e.name = name;
 
   auto dt = v.find("dtype");
-  EMBER_CHECK(dt != v.end(), "{} {}: tensor '{}': missing dtype", op, path, name);
-  EMBER_CHECK(dt->is_string(), "{} {}: tensor '{}': dtype is a JSON {}, not a string", op, path,
-              name, dt->type_name());
+  EMBER_CHECK_IO(dt != v.end(), "{} {}: tensor '{}': missing dtype", op, path, name);
+  EMBER_CHECK_IO(dt->is_string(), "{} {}: tensor '{}': dtype is a JSON {}, not a string", op, path,
+                 name, dt->type_name());
   std::optional<DType> dtype = parse_safetensors_dtype(dt->get<std::string>());
-  EMBER_CHECK(dtype.has_value(),
-              "{} {}: tensor '{}': unsupported dtype '{}' (Ember reads F64, F32, F16, BF16, I64, "
-              "I32, I8, U8, BOOL)",
-              op, path, name, dt->get<std::string>());
+  EMBER_CHECK_IO(
+      dtype.has_value(),
+      "{} {}: tensor '{}': unsupported dtype '{}' (Ember reads F64, F32, F16, BF16, I64, "
+      "I32, I8, U8, BOOL)",
+      op, path, name, dt->get<std::string>());
   e.dtype = *dtype;
 
   auto sh = v.find("shape");
-  EMBER_CHECK(sh != v.end(), "{} {}: tensor '{}': missing shape", op, path, name);
-  EMBER_CHECK(sh->is_array(), "{} {}: tensor '{}': shape is a JSON {}, not an array", op, path,
-              name, sh->type_name());
+  EMBER_CHECK_IO(sh != v.end(), "{} {}: tensor '{}': missing shape", op, path, name);
+  EMBER_CHECK_IO(sh->is_array(), "{} {}: tensor '{}': shape is a JSON {}, not an array", op, path,
+                 name, sh->type_name());
   // Note [A zero dim does not excuse huge ones]
   // A zero dim makes a tensor empty, but its strides are still products of the other dims, so
   // those must fit in int64 too: [0, 2^62, 4] is refused rather than overflowing the strides.
   int64_t numel = 1;  // of the non-zero dims
   bool overflow = false, has_zero = false;
   for (const json& d : *sh) {
-    EMBER_CHECK(d.is_number_integer(), "{} {}: tensor '{}': shape {} has a non-integer dim", op,
-                path, name, sh->dump());
-    EMBER_CHECK(is_uint(d), "{} {}: tensor '{}': shape {} has a negative dim", op, path, name,
-                sh->dump());
+    EMBER_CHECK_IO(d.is_number_integer(), "{} {}: tensor '{}': shape {} has a non-integer dim", op,
+                   path, name, sh->dump());
+    EMBER_CHECK_IO(is_uint(d), "{} {}: tensor '{}': shape {} has a negative dim", op, path, name,
+                   sh->dump());
     uint64_t u = checked_uint(d);
-    EMBER_CHECK(u <= static_cast<uint64_t>(INT64_MAX), "{} {}: tensor '{}': dim {} is too large",
-                op, path, name, u);
+    EMBER_CHECK_IO(u <= static_cast<uint64_t>(INT64_MAX), "{} {}: tensor '{}': dim {} is too large",
+                   op, path, name, u);
     int64_t s = static_cast<int64_t>(u);
     e.shape.push_back(s);
     if (s == 0) {
@@ -198,55 +199,57 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
     overflow =
         overflow || __builtin_mul_overflow(numel, static_cast<int64_t>(itemsize(e.dtype)), &nbytes);
   }
-  EMBER_CHECK(!overflow, "{} {}: tensor '{}': shape {} of {} overflows int64 {}", op, path, name,
-              sh->dump(), dt->get<std::string>(), has_zero ? "strides" : "bytes");
+  EMBER_CHECK_IO(!overflow, "{} {}: tensor '{}': shape {} of {} overflows int64 {}", op, path, name,
+                 sh->dump(), dt->get<std::string>(), has_zero ? "strides" : "bytes");
 
   auto off = v.find("data_offsets");
-  EMBER_CHECK(off != v.end(), "{} {}: tensor '{}': missing data_offsets", op, path, name);
-  EMBER_CHECK(off->is_array() && off->size() == 2 && is_uint((*off)[0]) && is_uint((*off)[1]),
-              "{} {}: tensor '{}': data_offsets must be [begin, end] non-negative integers, got {}",
-              op, path, name, off->dump());
+  EMBER_CHECK_IO(off != v.end(), "{} {}: tensor '{}': missing data_offsets", op, path, name);
+  EMBER_CHECK_IO(
+      off->is_array() && off->size() == 2 && is_uint((*off)[0]) && is_uint((*off)[1]),
+      "{} {}: tensor '{}': data_offsets must be [begin, end] non-negative integers, got {}", op,
+      path, name, off->dump());
   e.begin = checked_uint((*off)[0]);
   e.end = checked_uint((*off)[1]);
-  EMBER_CHECK(e.begin <= e.end, "{} {}: tensor '{}': data_offsets [{}, {}] end before they begin",
-              op, path, name, e.begin, e.end);
-  EMBER_CHECK(e.end - e.begin == static_cast<uint64_t>(nbytes),
-              "{} {}: tensor '{}': data_offsets [{}, {}] cover {} bytes but {} {} needs {}", op,
-              path, name, e.begin, e.end, e.end - e.begin, dt->get<std::string>(), sh->dump(),
-              nbytes);
-  EMBER_CHECK(e.end <= data_bytes,
-              "{} {}: tensor '{}': data_offsets [{}, {}] run past the end of the file: the data "
-              "section has {} bytes",
-              op, path, name, e.begin, e.end, data_bytes);
+  EMBER_CHECK_IO(e.begin <= e.end,
+                 "{} {}: tensor '{}': data_offsets [{}, {}] end before they begin", op, path, name,
+                 e.begin, e.end);
+  EMBER_CHECK_IO(e.end - e.begin == static_cast<uint64_t>(nbytes),
+                 "{} {}: tensor '{}': data_offsets [{}, {}] cover {} bytes but {} {} needs {}", op,
+                 path, name, e.begin, e.end, e.end - e.begin, dt->get<std::string>(), sh->dump(),
+                 nbytes);
+  EMBER_CHECK_IO(e.end <= data_bytes,
+                 "{} {}: tensor '{}': data_offsets [{}, {}] run past the end of the file: the data "
+                 "section has {} bytes",
+                 op, path, name, e.begin, e.end, data_bytes);
   return e;
 }
 
 Header read_header(const std::string& path, FILE* f) {
   const char* op = "[io.load]";
   struct stat st {};
-  EMBER_CHECK(fstat(fileno(f), &st) == 0, "{} {}: cannot stat: {}", op, path, errno_str(errno));
-  EMBER_CHECK(S_ISREG(st.st_mode), "{} {}: not a regular file", op, path);
+  EMBER_CHECK_IO(fstat(fileno(f), &st) == 0, "{} {}: cannot stat: {}", op, path, errno_str(errno));
+  EMBER_CHECK_IO(S_ISREG(st.st_mode), "{} {}: not a regular file", op, path);
   const uint64_t file_bytes = static_cast<uint64_t>(st.st_size);
-  EMBER_CHECK(file_bytes >= 8,
-              "{} {}: file too short: {} bytes, but a safetensors file starts with an 8-byte "
-              "header length",
-              op, path, file_bytes);
+  EMBER_CHECK_IO(file_bytes >= 8,
+                 "{} {}: file too short: {} bytes, but a safetensors file starts with an 8-byte "
+                 "header length",
+                 op, path, file_bytes);
 
   unsigned char len_bytes[8];
-  EMBER_CHECK(std::fread(len_bytes, 1, 8, f) == 8, "{} {}: cannot read the header length: {}", op,
-              path, errno_str(errno));
+  EMBER_CHECK_IO(std::fread(len_bytes, 1, 8, f) == 8, "{} {}: cannot read the header length: {}",
+                 op, path, errno_str(errno));
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
-  EMBER_CHECK(n <= kMaxHeaderBytes, "{} {}: header length {} is absurd (the limit is {} bytes)", op,
-              path, n, kMaxHeaderBytes);
-  EMBER_CHECK(n <= file_bytes - 8,
-              "{} {}: header length {} is larger than the {} bytes that follow it", op, path, n,
-              file_bytes - 8);
+  EMBER_CHECK_IO(n <= kMaxHeaderBytes, "{} {}: header length {} is absurd (the limit is {} bytes)",
+                 op, path, n, kMaxHeaderBytes);
+  EMBER_CHECK_IO(n <= file_bytes - 8,
+                 "{} {}: header length {} is larger than the {} bytes that follow it", op, path, n,
+                 file_bytes - 8);
 
   std::string text(n, '\0');
-  EMBER_CHECK(std::fread(text.data(), 1, n, f) == n, "{} {}: cannot read the {}-byte header: {}",
-              op, path, n, errno_str(errno));
-  EMBER_CHECK(
+  EMBER_CHECK_IO(std::fread(text.data(), 1, n, f) == n, "{} {}: cannot read the {}-byte header: {}",
+                 op, path, n, errno_str(errno));
+  EMBER_CHECK_IO(
       !text.empty() && text[0] == '{',
       "{} {}: the header must be a JSON object starting with '{{', it starts with {}", op, path,
       text.empty() ? std::string("nothing")
@@ -254,27 +257,28 @@ Header read_header(const std::string& path, FILE* f) {
 
   KeyChecker checker;
   bool ok = json::sax_parse(text, &checker, json::input_format_t::json, /*strict=*/true);
-  EMBER_CHECK(ok, "{} {}: {}", op, path,
-              checker.error.empty() ? std::string("invalid JSON header") : checker.error);
+  EMBER_CHECK_IO(ok, "{} {}: {}", op, path,
+                 checker.error.empty() ? std::string("invalid JSON header") : checker.error);
   json root;
   try {
     root = json::parse(text);
   } catch (const json::exception& ex) {
-    EMBER_CHECK(false, "{} {}: invalid JSON header: {}", op, path, ex.what());
+    EMBER_CHECK_IO(false, "{} {}: invalid JSON header: {}", op, path, ex.what());
   }
-  EMBER_CHECK(root.is_object(), "{} {}: the header is a JSON {}, not an object", op, path,
-              root.type_name());
+  EMBER_CHECK_IO(root.is_object(), "{} {}: the header is a JSON {}, not an object", op, path,
+                 root.type_name());
 
   Header h;
   h.data_start = 8 + n;
   const uint64_t data_bytes = file_bytes - h.data_start;
   for (const auto& [key, value] : root.items()) {
     if (key == kMetadataKey) {
-      EMBER_CHECK(value.is_object(), "{} {}: __metadata__ is a JSON {}, not an object", op, path,
-                  value.type_name());
+      EMBER_CHECK_IO(value.is_object(), "{} {}: __metadata__ is a JSON {}, not an object", op, path,
+                     value.type_name());
       for (const auto& [mk, mv] : value.items()) {
-        EMBER_CHECK(mv.is_string(), "{} {}: __metadata__ value of '{}' is a JSON {}, not a string",
-                    op, path, mk, mv.type_name());
+        EMBER_CHECK_IO(mv.is_string(),
+                       "{} {}: __metadata__ value of '{}' is a JSON {}, not a string", op, path, mk,
+                       mv.type_name());
         h.metadata.emplace(mk, mv.get<std::string>());
       }
       continue;
@@ -292,15 +296,15 @@ Header read_header(const std::string& path, FILE* f) {
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const Entry& a = *by_offset[i - 1];
     const Entry& b = *by_offset[i];
-    EMBER_CHECK(b.begin >= a.end, "{} {}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", op,
-                path, a.name, a.begin, a.end, b.name, b.begin, b.end);
+    EMBER_CHECK_IO(b.begin >= a.end, "{} {}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", op,
+                   path, a.name, a.begin, a.end, b.name, b.begin, b.end);
   }
   return h;
 }
 
 FilePtr open_for_reading(const std::string& path) {
   FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  EMBER_CHECK(f != nullptr, "[io.load] {}: cannot open: {}", path, errno_str(errno));
+  EMBER_CHECK_IO(f != nullptr, "[io.load] {}: cannot open: {}", path, errno_str(errno));
   return f;
 }
 
@@ -325,8 +329,8 @@ class TempFile {
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (fd_ >= 0 || errno != EEXIST) break;
     }
-    EMBER_CHECK(fd_ >= 0, "[io.save] {}: cannot create a temporary file in {}: {}", target_, dir_,
-                errno_str(errno));
+    EMBER_CHECK_IO(fd_ >= 0, "[io.save] {}: cannot create a temporary file in {}: {}", target_,
+                   dir_, errno_str(errno));
     // Replacing a file keeps its permissions.
     struct stat st {};
     if (::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
@@ -361,13 +365,13 @@ class TempFile {
 
   /** Flushes to disk and renames over the target; the temporary is gone either way. */
   void commit() {
-    EMBER_CHECK(::fsync(fd_) == 0, "[io.save] {}: cannot flush {} to disk: {}", target_, path_,
-                errno_str(errno));
+    EMBER_CHECK_IO(::fsync(fd_) == 0, "[io.save] {}: cannot flush {} to disk: {}", target_, path_,
+                   errno_str(errno));
     int fd = std::exchange(fd_, -1);
-    EMBER_CHECK(::close(fd) == 0, "[io.save] {}: cannot close {}: {}", target_, path_,
-                errno_str(errno));
-    EMBER_CHECK(::rename(path_.c_str(), target_.c_str()) == 0,
-                "[io.save] {}: cannot replace it with {}: {}", target_, path_, errno_str(errno));
+    EMBER_CHECK_IO(::close(fd) == 0, "[io.save] {}: cannot close {}: {}", target_, path_,
+                   errno_str(errno));
+    EMBER_CHECK_IO(::rename(path_.c_str(), target_.c_str()) == 0,
+                   "[io.save] {}: cannot replace it with {}: {}", target_, path_, errno_str(errno));
     committed_ = true;
     // Make the rename itself durable; a failure here leaves a complete file, so it is ignored.
     int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -379,8 +383,8 @@ class TempFile {
 
  private:
   [[noreturn]] void fail_write(int err) {
-    throw Error(fmt::format("[io.save] {}: write to {} failed after {} bytes: {}", target_, path_,
-                            written_, errno_str(err)));
+    throw IoError(fmt::format("[io.save] {}: write to {} failed after {} bytes: {}", target_, path_,
+                              written_, errno_str(err)));
   }
 
   std::string target_, dir_, path_;
@@ -427,7 +431,7 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
   for (const auto& [name, t] : tensors) {
     EMBER_CHECK(name != kMetadataKey, "[io.save] {}: '{}' is reserved for metadata, not a tensor",
                 path, name);
-    EMBER_CHECK(t.defined(), "[io.save] {}: tensor '{}' is undefined", path, name);
+    EMBER_CHECK_TYPE(t.defined(), "[io.save] {}: tensor '{}' is undefined", path, name);
     Tensor host = t.detach().to(Device::cpu()).contiguous();
     std::string shape;
     for (size_t i = 0; i < host.sizes().size(); ++i) {
@@ -463,18 +467,19 @@ StateDict load(const std::string& path) {
     Tensor t = empty(e.shape, TensorOptions(e.dtype));
     const size_t nbytes = e.end - e.begin;
     if (nbytes > 0) {
-      EMBER_CHECK(::fseeko(f.get(), static_cast<off_t>(h.data_start + e.begin), SEEK_SET) == 0 &&
-                      std::fread(t.data_ptr(), 1, nbytes, f.get()) == nbytes,
-                  "[io.load] {}: tensor '{}': cannot read {} bytes at offset {} (file changed "
-                  "while reading?)",
-                  path, e.name, nbytes, h.data_start + e.begin);
+      EMBER_CHECK_IO(::fseeko(f.get(), static_cast<off_t>(h.data_start + e.begin), SEEK_SET) == 0 &&
+                         std::fread(t.data_ptr(), 1, nbytes, f.get()) == nbytes,
+                     "[io.load] {}: tensor '{}': cannot read {} bytes at offset {} (file changed "
+                     "while reading?)",
+                     path, e.name, nbytes, h.data_start + e.begin);
     }
     if (e.dtype == DType::Bool) {
       const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
       const auto* bad = std::find_if(bytes, bytes + nbytes, [](unsigned char b) { return b > 1; });
-      EMBER_CHECK(bad == bytes + nbytes,
-                  "[io.load] {}: tensor '{}': BOOL element {} has byte value {} (must be 0 or 1)",
-                  path, e.name, bad - bytes, static_cast<int>(bad < bytes + nbytes ? *bad : 0));
+      EMBER_CHECK_IO(
+          bad == bytes + nbytes,
+          "[io.load] {}: tensor '{}': BOOL element {} has byte value {} (must be 0 or 1)", path,
+          e.name, bad - bytes, static_cast<int>(bad < bytes + nbytes ? *bad : 0));
     }
     out.emplace(e.name, std::move(t));
   }

@@ -10,7 +10,7 @@ namespace {
 std::shared_ptr<Module> at(const std::vector<std::shared_ptr<Module>>& list, int64_t i,
                            const char* type) {
   const auto n = static_cast<int64_t>(list.size());
-  EMBER_CHECK(i >= -n && i < n, "[nn.{}] index {} out of range for {} modules", type, i, n);
+  EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.{}] index {} out of range for {} modules", type, i, n);
   return list[static_cast<size_t>(i < 0 ? i + n : i)];
 }
 

@@ -42,9 +42,9 @@ Tensor& assign(Tensor& t, const Tensor& value) {
 }
 
 void check_defined(const Tensor& t, const char* fn) {
-  EMBER_CHECK(t.defined(), "[nn.init.{}] undefined tensor", fn);
-  EMBER_CHECK(is_floating(t.dtype()), "[nn.init.{}] needs a floating tensor: got {}", fn,
-              t.dtype());
+  EMBER_CHECK_TYPE(t.defined(), "[nn.init.{}] undefined tensor", fn);
+  EMBER_CHECK_TYPE(is_floating(t.dtype()), "[nn.init.{}] needs a floating tensor: got {}", fn,
+                   t.dtype());
 }
 
 int64_t fan(const Tensor& t, FanMode mode) {

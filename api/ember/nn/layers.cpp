@@ -254,8 +254,8 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
       weight(register_parameter(
           "weight", (check_positive("Embedding", "num_embeddings", num),
                      check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
-  EMBER_CHECK(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
-              "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
+  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
+                    "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
   init::normal_(weight);
   if (padding_idx) {
     autograd::NoGradGuard no_grad;

@@ -187,8 +187,8 @@ void Module::to(Device device) {
 }
 
 void Module::to(DType dtype) {
-  EMBER_CHECK(is_floating(dtype), "[nn.{}] to({}): modules convert to floating dtypes only",
-              type_name_, dtype);
+  EMBER_CHECK_TYPE(is_floating(dtype), "[nn.{}] to({}): modules convert to floating dtypes only",
+                   type_name_, dtype);
   apply_to_slots([&](const Tensor& t) {
     return (!is_floating(t.dtype()) || t.dtype() == dtype) ? t : t.to(dtype);
   });

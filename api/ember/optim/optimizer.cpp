@@ -39,12 +39,13 @@ void Optimizer::add_param_group(ParamGroup group) {
   for (const auto& [key, value] : defaults_) group.options.try_emplace(key, value);
   for (size_t i = 0; i < group.params.size(); ++i) {
     const Tensor& p = group.params[i];
-    EMBER_CHECK(p.defined(), "[{}] parameter {} of param group {} is an undefined tensor", name_, i,
-                index);
-    EMBER_CHECK(is_floating(p.dtype()),
-                "[{}] parameter {} of param group {} has dtype {}: only floating tensors can be "
-                "optimized",
-                name_, i, index, p.dtype());
+    EMBER_CHECK_TYPE(p.defined(), "[{}] parameter {} of param group {} is an undefined tensor",
+                     name_, i, index);
+    EMBER_CHECK_TYPE(
+        is_floating(p.dtype()),
+        "[{}] parameter {} of param group {} has dtype {}: only floating tensors can be "
+        "optimized",
+        name_, i, index, p.dtype());
     // As in PyTorch: a step writes the parameter in place, which a non-leaf cannot take.
     EMBER_CHECK(p.is_leaf(),
                 "[{}] parameter {} of param group {} is not a leaf tensor (it has grad_fn {}): "
@@ -166,7 +167,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
   for (const auto& [key, value] : dict) {
     std::string_view rest;
     size_t index = 0;
-    EMBER_CHECK(value.defined(), "{} entry '{}' is an undefined tensor", who, key);
+    EMBER_CHECK_TYPE(value.defined(), "{} entry '{}' is an undefined tensor", who, key);
     if (key.rfind("param_groups.", 0) == 0) {
       EMBER_CHECK(split_index(std::string_view(key).substr(13), index, rest),
                   "{} unexpected entry '{}'", who, key);

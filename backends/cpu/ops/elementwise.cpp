@@ -2,8 +2,10 @@
 // math. One strided loop (loops.h) serves them all; contiguous operands get unit-stride inner
 // loops that the compiler vectorizes for the ISA this file is built for.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -47,12 +49,25 @@ void map(const ember_kernel_call* call, F f) {
 
 // ---- copy / convert ---------------------------------------------------------------------------
 
+// A floating value as an integer dtype D, defined for every input as the core's Scalar does
+// (Note [Float to integer conversion] in core/tensor/scalar.h): truncation toward zero, NaN,
+// +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep the low bits of
+// that int64. A plain static_cast is undefined behaviour for those inputs.
+template <typename D>
+D float_to_int(double v) {
+  const int64_t i =
+      (v >= -0x1p63 && v < 0x1p63) ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
+  return static_cast<D>(i);
+}
+
 template <typename S, typename D>
 D convert(S v) {
   if constexpr (std::is_same_v<D, bool>) {
     return static_cast<Compute<S>>(v) != Compute<S>(0);
   } else if constexpr (sdk::kIsHalf<D>) {
     return D(static_cast<float>(static_cast<Compute<S>>(v)));
+  } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
+    return float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
   } else {
     return static_cast<D>(static_cast<Compute<S>>(v));
   }
@@ -331,15 +346,17 @@ int32_t gelu(const ember_kernel_call* c) {
 }
 
 int32_t clamp(const ember_kernel_call* call) {
-  const bool has_lo = call->ints[0] != 0, has_hi = call->ints[1] != 0;
+  // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
   const double lo = call->floats[0], hi = call->floats[1];
+  const bool has_lo = call->ints[0] != 0 && !std::isnan(lo);
+  const bool has_hi = call->ints[1] != 0 && !std::isnan(hi);
   return unary_numeric(call, [=](auto x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(x)) return x;
     }
-    if (has_lo && x < static_cast<C>(lo)) x = static_cast<C>(lo);
-    if (has_hi && x > static_cast<C>(hi)) x = static_cast<C>(hi);
+    if (has_lo && x < sdk::saturating_bound<C>(lo)) x = sdk::saturating_bound<C>(lo);
+    if (has_hi && x > sdk::saturating_bound<C>(hi)) x = sdk::saturating_bound<C>(hi);
     return x;
   });
 }

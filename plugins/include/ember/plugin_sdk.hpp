@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <type_traits>
 
 #include "ember/plugin_abi.h"
@@ -145,6 +146,23 @@ inline constexpr bool kIsFloating = std::is_floating_point_v<T> || kIsHalf<T>;
 /** Type used to compute on T: float for half types, T otherwise. */
 template <typename T>
 using Compute = std::conditional_t<kIsHalf<T>, float, T>;
+
+/** A non-NaN double bound (e.g. clamp's) as C, saturating at C's range for integer C: a plain
+ *  cast of a double outside an integer type's range is undefined behaviour. */
+template <typename C>
+inline C saturating_bound(double v) {
+  if constexpr (std::is_integral_v<C>) {
+    // Both limits are exact powers of two (or 0/1 for bool) as doubles; >= max also catches
+    // 2^63, which is what INT64_MAX rounds to.
+    if (v <= static_cast<double>(std::numeric_limits<C>::min())) {
+      return std::numeric_limits<C>::min();
+    }
+    if (v >= static_cast<double>(std::numeric_limits<C>::max())) {
+      return std::numeric_limits<C>::max();
+    }
+  }
+  return static_cast<C>(v);
+}
 
 /** Bytes per element of an ember_dtype (0 for an unknown value). */
 constexpr size_t itemsize(int32_t dtype) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -242,6 +243,30 @@ TEST(ElementwiseUnary, LargeTensorsUseEveryThread) {
     }
     if (name == "abs") check_unary(c, i32, {120001}, Layout::Contiguous, 10);
   }
+}
+
+TEST(ElementwiseUnary, IntegerClampWithBoundsAtTheTypesLimits) {
+  // INT64_MAX is 2^63 as the double the kernel receives: the bound saturates at the type's
+  // range instead of an undefined cast (values checked against int64 arithmetic by hand).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const Tensor x = arange(-3, 4);  // int64
+  const std::vector<int64_t> same = {-3, -2, -1, 0, 1, 2, 3};
+  const auto ints = [](const Tensor& t) {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(t.select(0, i).item<int64_t>());
+    return out;
+  };
+  EXPECT_EQ(ints(clamp(x, std::nullopt, kMax)), same);
+  EXPECT_EQ(ints(clamp(x, kMin, std::nullopt)), same);
+  EXPECT_EQ(ints(clamp(x, kMin, kMax)), same);
+  EXPECT_EQ(ints(clamp(x, kMax, std::nullopt)), std::vector<int64_t>(7, kMax));
+  EXPECT_EQ(ints(clamp(x, std::nullopt, kMin)), std::vector<int64_t>(7, kMin));
+  // An int32 tensor with int64 bounds past its range: clamped at int32's limits.
+  const Tensor y = x.to(i32);
+  EXPECT_EQ(ints(clamp(y, int64_t{1} << 40, std::nullopt).to(DType::Int64)),
+            std::vector<int64_t>(7, std::numeric_limits<int32_t>::max()));
+  EXPECT_EQ(ints(clamp(y, -(int64_t{1} << 40), int64_t{1} << 40).to(DType::Int64)), same);
 }
 
 TEST(ElementwiseUnary, SpecialValues) {

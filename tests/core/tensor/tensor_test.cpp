@@ -782,5 +782,152 @@ TEST(Print, LargeTensorsAreSummarised) {
   EXPECT_EQ(zeros({1000}).str().find("..."), std::string::npos);  // 1000 is not above the limit
 }
 
+// ---- float -> integer conversion (Note [Float to integer conversion]) -------------------------
+
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+const double kNaN = std::nan("");
+const double kInf = std::numeric_limits<double>::infinity();
+
+/** The elements of an integer tensor, read exactly (values() goes through double). */
+std::vector<int64_t> ints(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<int64_t> out;
+  visit_dtype(c.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      const T* p = static_cast<const T*>(c.data_ptr());
+      for (int64_t i = 0; i < c.numel(); ++i) out.push_back(static_cast<int64_t>(p[i]));
+    } else {
+      ADD_FAILURE() << "not an integer tensor: " << dtype_name(c.dtype());
+    }
+  });
+  return out;
+}
+
+TEST(FloatToInt, ScalarToIntIsDefinedForEveryDouble) {
+  EXPECT_EQ(Scalar(kNaN).to_int(), kI64Min);
+  EXPECT_EQ(Scalar(kInf).to_int(), kI64Min);
+  EXPECT_EQ(Scalar(-kInf).to_int(), kI64Min);
+  EXPECT_EQ(Scalar(1e30).to_int(), kI64Min);
+  EXPECT_EQ(Scalar(-1e30).to_int(), kI64Min);
+  EXPECT_EQ(Scalar(0x1p63).to_int(), kI64Min);   // 2^63 is one past INT64_MAX
+  EXPECT_EQ(Scalar(-0x1p63).to_int(), kI64Min);  // exactly INT64_MIN, in range
+  EXPECT_EQ(Scalar(0x1.fffffffffffffp62).to_int(), int64_t{9223372036854774784});
+  EXPECT_EQ(Scalar(2.9).to_int(), 2);
+  EXPECT_EQ(Scalar(-2.9).to_int(), -2);
+  EXPECT_EQ(Scalar(-0.5).to_int(), 0);
+  EXPECT_EQ(Scalar(int64_t{-7}).to_int(), -7);
+  EXPECT_EQ(float_to_int64(3.0), 3);
+}
+
+TEST(FloatToInt, ToInt64OfNanInfAndHugeIsInt64Min) {
+  const std::vector<double> v = {kNaN, kInf, -kInf, 1e30, -1e30, 2.9, -2.9, 0x1.fffffffffffffp62};
+  const std::vector<int64_t> want = {kI64Min, kI64Min, kI64Min, kI64Min,
+                                     kI64Min, 2,       -2,      int64_t{9223372036854774784}};
+  EXPECT_EQ(ints(make(v, {8}, f64).to(i64)), want);
+  // float32 holds every one of these but the last, which rounds up to 2^63: out of range.
+  std::vector<int64_t> want32 = want;
+  want32.back() = kI64Min;
+  EXPECT_EQ(ints(make(v, {8}, f32).to(i64)), want32);
+}
+
+TEST(FloatToInt, HalfTypesConvertTheSameWay) {
+  // In float16 1e30 overflows to inf; either way the result is INT64_MIN.
+  const std::vector<double> v = {kNaN, kInf, -kInf, 1e30, 2.5, -3.5};
+  const std::vector<int64_t> want = {kI64Min, kI64Min, kI64Min, kI64Min, 2, -3};
+  EXPECT_EQ(ints(make(v, {6}, f16).to(i64)), want);
+  EXPECT_EQ(ints(make(v, {6}, bf16).to(i64)), want);
+}
+
+TEST(FloatToInt, NarrowIntegersKeepTheLowBitsOfTheInt64) {
+  const std::vector<double> v = {kNaN, 3e9, 300.7, -1.5, 256.0, 1e30, 2.9};
+  // int64 values: INT64_MIN, 3000000000, 300, -1, 256, INT64_MIN, 2.
+  EXPECT_EQ(ints(make(v, {7}, f64).to(i32)),
+            (std::vector<int64_t>{0, 3000000000 - (int64_t{1} << 32), 300, -1, 256, 0, 2}));
+  EXPECT_EQ(ints(make(v, {7}, f64).to(i8)), (std::vector<int64_t>{0, 0, 44, -1, 0, 0, 2}));
+  EXPECT_EQ(ints(make(v, {7}, f64).to(u8)), (std::vector<int64_t>{0, 0, 44, 255, 0, 0, 2}));
+  // Whatever the path, x.to(int32) == x.to(int64).to(int32).
+  EXPECT_EQ(ints(make(v, {7}, f64).to(i64).to(i32)), ints(make(v, {7}, f64).to(i32)));
+}
+
+TEST(FloatToInt, NonContiguousAndZeroSizeInputs) {
+  // A transposed view: [[nan, 1e30], [2.5, -inf]] read column-major.
+  const Tensor x = make({kNaN, 1e30, 2.5, -kInf}, {2, 2}, f64).t();
+  EXPECT_EQ(ints(x.to(i64)), (std::vector<int64_t>{kI64Min, 2, kI64Min, kI64Min}));
+  // A strided slice: every second element.
+  const Tensor y = make({kInf, 0, -7.9, 0, kNaN, 0}, {6}, f32).slice(0, 0, 6, 2);
+  EXPECT_EQ(ints(y.to(i32)), (std::vector<int64_t>{0, -7, 0}));
+  EXPECT_EQ(make({}, {0}, f64).to(i64).numel(), 0);
+}
+
+TEST(FloatToInt, FillWithNanOnIntegerTensors) {
+  Tensor a = zeros({3}, i64);
+  a.fill_(kNaN);
+  EXPECT_EQ(ints(a), (std::vector<int64_t>(3, kI64Min)));
+  Tensor b = zeros({2, 2}, i32).t();
+  b.fill_(-kInf);
+  EXPECT_EQ(ints(b), (std::vector<int64_t>(4, 0)));  // low 32 bits of INT64_MIN
+  Tensor c = zeros({2}, u8);
+  c.fill_(1e30);
+  EXPECT_EQ(ints(c), (std::vector<int64_t>(2, 0)));
+  EXPECT_EQ(ints(full({2}, kNaN, i64)), (std::vector<int64_t>(2, kI64Min)));
+  EXPECT_EQ(ints(full({2}, 7.9, i64)), (std::vector<int64_t>(2, 7)));
+}
+
+TEST(FloatToInt, ReferenceBackendAgreesWithCpu) {
+  if (find_device_type("reference") < 0) GTEST_SKIP() << "the reference backend is not loaded";
+  const Device ref("reference");
+  const std::vector<double> v = {kNaN, kInf, -kInf, 1e30, -1e30, 3e9, 300.7, -1.5, 2.9};
+  for (DType src : {f64, f32, f16, bf16}) {
+    const Tensor x = make(v, {9}, src);
+    for (DType dst : {i64, i32, i8, u8}) {
+      EXPECT_EQ(ints(x.to(ref).to(dst).to(Device::cpu())), ints(x.to(dst)))
+          << dtype_name(src) << " -> " << dtype_name(dst);
+    }
+  }
+  Tensor filled = zeros({3}, {i64, ref});
+  filled.fill_(kNaN);
+  EXPECT_EQ(ints(filled.to(Device::cpu())), (std::vector<int64_t>(3, kI64Min)));
+}
+
+// The op fuzzer found pow(x, nan) converting the NaN scalar to int64 (undefined behaviour;
+// tests/fuzz/corpus/op_fuzz/crash-pow-nan-scalar-to-int). 1^nan = 1, anything else^nan is NaN.
+TEST(FloatToInt, PowByNan) {
+  const std::vector<double> f = values(pow(make({0, 1, 2}, {3}, f32), kNaN));
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_TRUE(std::isnan(f[0]));
+  EXPECT_EQ(f[1], 1.0);
+  EXPECT_TRUE(std::isnan(f[2]));
+
+  // An integer tensor to a NaN power gives a floating result, as in PyTorch.
+  const Tensor r = pow(make({0, 1, 2}, {3}, i64), kNaN);
+  EXPECT_TRUE(is_floating(r.dtype())) << dtype_name(r.dtype());
+  const std::vector<double> got = values(r);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(std::isnan(got[0]));
+  EXPECT_EQ(got[1], 1.0);
+  EXPECT_TRUE(std::isnan(got[2]));
+}
+
+TEST(Item, IntegersAreReadExactly) {
+  // Through a double, 2^53 + 1 and INT64_MAX would round (and INT64_MAX overflow on the way back).
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t odd = (int64_t{1} << 53) + 1;
+  const Tensor t = full({1}, kMax, DType::Int64);
+  EXPECT_EQ(t.item<int64_t>(), kMax);
+  EXPECT_EQ(full({}, odd, DType::Int64).item<int64_t>(), odd);
+  EXPECT_EQ(full({}, std::numeric_limits<int64_t>::min(), DType::Int64).item<int64_t>(),
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(t.item_scalar().kind(), Scalar::Kind::Int);
+  EXPECT_EQ(full({}, true, DType::Bool).item_scalar().kind(), Scalar::Kind::Bool);
+  EXPECT_EQ(full({}, 255, DType::UInt8).item<int>(), 255);
+  EXPECT_EQ(full({}, -7, DType::Int32).item<int64_t>(), -7);
+  // Floating elements follow Note [Float to integer conversion].
+  EXPECT_EQ(full({}, 2.75, DType::Float32).item<int64_t>(), 2);
+  EXPECT_EQ(full({}, NAN, DType::Float64).item<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_DOUBLE_EQ(full({}, 2.75, DType::Float32).item<double>(), 2.75);
+  EXPECT_THROW(full({2}, 1, DType::Int64).item<int64_t>(), Error);
+}
+
 }  // namespace
 }  // namespace ember
