@@ -427,12 +427,12 @@ struct ReluOp {
 // plain cast of an out-of-range double is undefined); NaN bounds are dropped by the caller.
 template <typename A>
 __device__ A clamp_bound(double v) {
-  if constexpr (cuda::std::is_integral_v<A>) {
-    if (v <= static_cast<double>(cuda::std::numeric_limits<A>::min())) {
-      return cuda::std::numeric_limits<A>::min();
+  if constexpr (::cuda::std::is_integral_v<A>) {
+    if (v <= static_cast<double>(::cuda::std::numeric_limits<A>::min())) {
+      return ::cuda::std::numeric_limits<A>::min();
     }
-    if (v >= static_cast<double>(cuda::std::numeric_limits<A>::max())) {
-      return cuda::std::numeric_limits<A>::max();
+    if (v >= static_cast<double>(::cuda::std::numeric_limits<A>::max())) {
+      return ::cuda::std::numeric_limits<A>::max();
     }
   }
   return static_cast<A>(v);
