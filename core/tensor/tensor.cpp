@@ -249,7 +249,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
-  EMBER_CHECK_INDEX(start >= 0 && length >= 0 && start + length <= n,
+  // length <= n - start, not start + length <= n: the sum overflows for huge lengths.
+  EMBER_CHECK_INDEX(start >= 0 && length >= 0 && length <= n - start,
                     "[narrow] start {} + length {} exceeds size {} of dim {}", start, length, n, d);
   return slice(d, start, start + length);
 }

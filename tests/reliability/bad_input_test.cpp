@@ -130,6 +130,8 @@ std::vector<Row> rows() {
       ROW("zeros_negative_size", Value, "[empty]", zeros({-1}), "non-negative", "[-1]"),
       ROW("empty_overflow_2p40_squared", Value, "[empty]", empty({kTera, kTera}), "overflows int64",
           "[1099511627776, 1099511627776]"),
+      ROW("narrow_length_int64max", Index, "[narrow]", f32({4}).narrow(0, 3, kMax),
+          "start 3 + length 9223372036854775807 exceeds size 4"),
       ROW("empty_zero_dim_huge_strides", Value, "[empty]", empty({0, kMax, 3}),
           "strides overflow int64", "[0, 9223372036854775807, 3]"),
       ROW("zeros_int64max_x2", Value, "[empty]", zeros({kMax, 2}), "overflows int64",
