@@ -98,7 +98,11 @@ Tensor pad_constant(const Tensor& x, const Shape& pads, double value) {
   Shape sizes = x.sizes();
   for (size_t i = 0; i < pads.size() / 2; ++i) {
     const int64_t d = nd - 1 - static_cast<int64_t>(i);
-    sizes[d] += pads[2 * i] + pads[2 * i + 1];
+    // Overflow-checked: pads are user values and may be anywhere in int64.
+    const bool overflow = __builtin_add_overflow(sizes[d], pads[2 * i], &sizes[d]) ||
+                          __builtin_add_overflow(sizes[d], pads[2 * i + 1], &sizes[d]);
+    EMBER_CHECK(!overflow, "[pad] padding ({}, {}) of dim {} of size {} overflows int64",
+                pads[2 * i], pads[2 * i + 1], d, x.size(d));
     EMBER_CHECK(sizes[d] >= 0,
                 "[pad] padding ({}, {}) of dim {} of size {} gives a negative size {} (cropping "
                 "cannot remove more than the dim holds)",
@@ -110,7 +114,8 @@ Tensor pad_constant(const Tensor& x, const Shape& pads, double value) {
     const int64_t d = nd - 1 - static_cast<int64_t>(i);
     const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
     // The window of x that survives and where it lands in out.
-    const int64_t src_begin = std::max<int64_t>(0, -l), src_end = std::min(n, n + r);
+    // Written so that no term overflows for any l and r the size check let through.
+    const int64_t src_begin = l >= 0 ? 0 : l < -n ? n : -l, src_end = r >= 0 ? n : n + r;
     const int64_t len = std::max<int64_t>(0, src_end - src_begin);
     src = src.narrow(d, std::min(src_begin, n), len);
     dst = dst.narrow(d, std::min(std::max<int64_t>(0, l), sizes[d]), len);
@@ -125,7 +130,9 @@ Tensor pad_indexed(const Tensor& x, const Shape& pads, std::string_view mode) {
     const int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
     const int64_t l = pads[2 * i], r = pads[2 * i + 1], n = x.size(d);
     if (l == 0 && r == 0) continue;
-    const int64_t m = n + l + r;
+    int64_t m = 0;
+    EMBER_CHECK(!__builtin_add_overflow(n, l, &m) && !__builtin_add_overflow(m, r, &m),
+                "[pad] padding ({}, {}) of dim {} of size {} overflows int64", l, r, d, n);
     EMBER_CHECK(m >= 0,
                 "[pad] padding ({}, {}) of dim {} of size {} gives a negative size {} (cropping "
                 "cannot remove more than the dim holds)",
@@ -140,9 +147,11 @@ Tensor pad_indexed(const Tensor& x, const Shape& pads, std::string_view mode) {
                   "[pad] circular padding ({}, {}) of dim {} must not exceed its size {}", l, r, d,
                   n);
     }
-    std::vector<int64_t> idx(static_cast<size_t>(m));
-    for (int64_t o = 0; o < m; ++o) idx[static_cast<size_t>(o)] = pad_source(o, l, n, mode);
-    y = index_select(y, d, index_tensor(idx, x.device()));
+    // The indices live in a tensor: a huge m is a clear out-of-memory error, not length_error.
+    Tensor idx = empty({m}, DType::Int64);
+    int64_t* src = idx.data_ptr<int64_t>();
+    for (int64_t o = 0; o < m; ++o) src[o] = pad_source(o, l, n, mode);
+    y = index_select(y, d, idx.to(x.device()));
   }
   return y;
 }

@@ -132,6 +132,8 @@ std::vector<Row> rows() {
           "[1099511627776, 1099511627776]"),
       ROW("narrow_length_int64max", Index, "[narrow]", f32({4}).narrow(0, 3, kMax),
           "start 3 + length 9223372036854775807 exceeds size 4"),
+      ROW("pad_overflowing_padding", Value, "[pad]",
+          pad(f32({2, 3}), {std::numeric_limits<int64_t>::min(), -4}), "overflows int64"),
       ROW("empty_zero_dim_huge_strides", Value, "[empty]", empty({0, kMax, 3}),
           "strides overflow int64", "[0, 9223372036854775807, 3]"),
       ROW("zeros_int64max_x2", Value, "[empty]", zeros({kMax, 2}), "overflows int64",
