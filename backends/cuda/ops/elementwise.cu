@@ -662,8 +662,8 @@ int32_t clamp(const ember_kernel_call* call) {
   }
   // A NaN bound clamps nothing (every comparison with it is false), as on the CPU.
   const double lo = call->floats[0], hi = call->floats[1];
-  const ClampOp op{call->ints[0] != 0 && !std::isnan(lo), call->ints[1] != 0 && !std::isnan(hi),
-                   lo, hi};
+  const ClampOp op{call->ints[0] != 0 && !std::isnan(lo), call->ints[1] != 0 && !std::isnan(hi), lo,
+                   hi};
   return unary_same<Kinds::kNumeric, ClampOp>(call, "clamp", op);
 }
 
