@@ -301,14 +301,14 @@ EMBER_CPU_UNARY_FLOAT(erf, std::erf(x))
 #undef EMBER_CPU_UNARY_FLOAT
 
 int32_t neg(const ember_kernel_call* c) {
-  return unary_numeric(c, [](auto x) { return decltype(x)(-x); });
+  return unary_numeric(c, [](auto x) { return sdk::wrap_neg(x); });
 }
 int32_t abs(const ember_kernel_call* c) {
   return unary_numeric(c, [](auto x) {
     if constexpr (std::is_unsigned_v<decltype(x)>)
       return x;
     else
-      return x < 0 ? decltype(x)(-x) : x;
+      return x < 0 ? sdk::wrap_neg(x) : x;
   });
 }
 int32_t sign(const ember_kernel_call* c) {

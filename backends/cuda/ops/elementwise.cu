@@ -13,6 +13,7 @@
 
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk_binary_ops.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -256,13 +257,13 @@ struct AddOp {
     if constexpr (std::is_same_v<A, bool>)
       return a || b;
     else
-      return static_cast<A>(a + b);
+      return sdk::wrap_add(a, b);
   }
 };
 struct SubOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
-    return static_cast<A>(a - b);
+    return sdk::wrap_sub(a, b);
   }
 };
 struct MulOp {
@@ -271,7 +272,7 @@ struct MulOp {
     if constexpr (std::is_same_v<A, bool>)
       return a && b;
     else
-      return static_cast<A>(a * b);
+      return sdk::wrap_mul(a, b);
   }
 };
 struct DivOp {
@@ -288,13 +289,12 @@ struct PowOp {
     if constexpr (std::is_signed_v<A>) {
       if (b < 0) return a == 1 ? A(1) : (a == -1 ? ((b & 1) ? A(-1) : A(1)) : A(0));
     }
-    using U = std::make_unsigned_t<A>;
-    U r = 1, x = static_cast<U>(a);
+    A r = 1, x = a;
     for (A e = b; e > 0; e >>= 1) {
-      if (e & 1) r = static_cast<U>(r * x);
-      if (e > 1) x = static_cast<U>(x * x);
+      if (e & 1) r = sdk::wrap_mul(r, x);
+      if (e > 1) x = sdk::wrap_mul(x, x);
     }
-    return static_cast<A>(r);
+    return r;
   }
 };
 struct MaximumOp {
@@ -393,7 +393,7 @@ EMBER_CUDA_FLOAT_OP(GeluTanhOp,
 struct NegOp {
   template <typename A>
   __device__ A operator()(A x) const {
-    return static_cast<A>(-x);
+    return sdk::wrap_neg(x);
   }
 };
 struct AbsOp {
@@ -402,7 +402,7 @@ struct AbsOp {
     if constexpr (std::is_unsigned_v<A>)
       return x;
     else
-      return x < A(0) ? static_cast<A>(-x) : x;
+      return x < A(0) ? sdk::wrap_neg(x) : x;
   }
 };
 struct SignOp {

@@ -231,14 +231,14 @@ EMBER_REF_UNARY_FLOAT(erf, std::erf(x))
 #undef EMBER_REF_UNARY_FLOAT
 
 int32_t neg(const ember_kernel_call* c) {
-  return unary<false>(c, "neg", [](auto x) { return decltype(x)(-x); });
+  return unary<false>(c, "neg", [](auto x) { return sdk::wrap_neg(x); });
 }
 int32_t abs(const ember_kernel_call* c) {
   return unary<false>(c, "abs", [](auto x) {
     if constexpr (std::is_unsigned_v<decltype(x)>)
       return x;
     else
-      return x < 0 ? decltype(x)(-x) : x;
+      return x < 0 ? sdk::wrap_neg(x) : x;
   });
 }
 // sign: -1, 0 or 1; NaN stays NaN.

@@ -15,6 +15,54 @@ namespace ember::sdk {
 // dtypes the op takes. Backends differ in how they loop, vectorise and thread, not in this, so
 // the reference backend checks the loops while these definitions are pinned by core tests.
 
+// Note [Integer overflow wraps]
+// PyTorch's integer add/sub/mul/neg/abs wrap modulo 2^bits (two's complement), so
+// INT64_MAX + 1 is INT64_MIN and -INT64_MIN is INT64_MIN. In C++ signed overflow is undefined
+// behaviour (and the optimiser uses that), so the wrapping forms below compute in the unsigned
+// type, where the result is defined, and convert back (modular since C++20). Types narrower
+// than int are promoted first, so an int16 product is done in unsigned int, not in uint16
+// promoted back to (overflowing) int.
+
+/** The unsigned type integer arithmetic on C is done in (C promoted first); C for others. */
+template <typename C>
+using WrapType =
+    typename std::conditional_t<std::is_integral_v<C> && !std::is_same_v<C, bool>,
+                                std::make_unsigned<decltype(C() + 0)>, std::type_identity<C>>::type;
+
+// The wrapping forms are also device functions, so the CUDA plugin's kernels share them.
+#ifdef __CUDACC__
+#define EMBER_SDK_HD __host__ __device__
+#else
+#define EMBER_SDK_HD
+#endif
+
+/** a + b, wrapping for integers (Note [Integer overflow wraps]). */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_add(C a, C b) {
+  using U = WrapType<C>;
+  return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+/** a - b, wrapping for integers. */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_sub(C a, C b) {
+  using U = WrapType<C>;
+  return static_cast<C>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+}
+/** a * b, wrapping for integers. */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_mul(C a, C b) {
+  using U = WrapType<C>;
+  return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+}
+/** -a, wrapping for integers (-INT64_MIN is INT64_MIN). */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_neg(C a) {
+  if constexpr (std::is_integral_v<C>)
+    return wrap_sub(C(0), a);
+  else
+    return -a;
+}
+
 /** Every dtype but bool. */
 template <typename T>
 constexpr bool kNotBool = !std::is_same_v<T, bool>;
@@ -28,7 +76,7 @@ struct AddOp {
     if constexpr (std::is_same_v<C, bool>)
       return a || b;
     else
-      return a + b;
+      return wrap_add(a, b);
   }
 };
 /** a - b; not bool. */
@@ -37,7 +85,7 @@ struct SubOp {
   static constexpr bool supports = kNotBool<T>;
   template <typename C>
   C operator()(C a, C b) const {
-    return a - b;
+    return wrap_sub(a, b);
   }
 };
 /** a * b (bool: and). */
@@ -49,7 +97,7 @@ struct MulOp {
     if constexpr (std::is_same_v<C, bool>)
       return a && b;
     else
-      return a * b;
+      return wrap_mul(a, b);
   }
 };
 /** a / b; floating dtypes only (the core promotes integers). */
@@ -71,15 +119,14 @@ struct PowOp {
       return std::pow(a, b);
     } else {
       // Integer power by squaring; negative exponents give 0 except for bases 1 and -1.
-      // Products wrap modulo 2^bits as in PyTorch; unsigned arithmetic keeps that defined.
+      // Products wrap modulo 2^bits as in PyTorch (Note [Integer overflow wraps]).
       if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
-      using U = std::make_unsigned_t<C>;
-      U r = 1, x = static_cast<U>(a);
+      C r = 1, x = a;
       for (C e = b; e > 0; e >>= 1) {
-        if (e & 1) r = static_cast<U>(r * x);
-        if (e > 1) x = static_cast<U>(x * x);
+        if (e & 1) r = wrap_mul(r, x);
+        if (e > 1) x = wrap_mul(x, x);
       }
-      return static_cast<C>(r);
+      return r;
     }
   }
 };

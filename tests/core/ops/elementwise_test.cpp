@@ -520,6 +520,38 @@ TEST(ElementwiseBinary, IntegerPowAndDivision) {
   EXPECT_EQ(values(pow(make({4, 9}, {2}, f32), 0.5)), (std::vector<double>{2, 3}));
 }
 
+// Note [Integer overflow wraps]: integer arithmetic wraps modulo 2^bits, as in PyTorch.
+TEST(ElementwiseBinary, IntegerOverflowWraps) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  Tensor a = make({0, 0, 0}, {3}, i64), b = make({1, 1, 2}, {3}, i64);
+  int64_t* pa = a.data_ptr<int64_t>();
+  pa[0] = kMax;
+  pa[1] = kMin;
+  pa[2] = kMax;
+  auto ints = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  };
+  EXPECT_EQ(ints(add(a, b)), (std::vector<int64_t>{kMin, kMin + 1, kMin + 1}));
+  EXPECT_EQ(ints(sub(b, a)), (std::vector<int64_t>{kMin + 2, kMin + 1, kMin + 3}));
+  EXPECT_EQ(ints(sub(a, b)), (std::vector<int64_t>{kMax - 1, kMax, kMax - 2}));
+  EXPECT_EQ(ints(mul(a, b)), (std::vector<int64_t>{kMax, kMin, -2}));
+  EXPECT_EQ(ints(neg(a)), (std::vector<int64_t>{-kMax, kMin, -kMax}));
+  EXPECT_EQ(ints(abs(a)), (std::vector<int64_t>{kMax, kMin, kMax}));
+  EXPECT_EQ(ints(add(a, 1)), (std::vector<int64_t>{kMin, kMin + 1, kMin}));
+  EXPECT_EQ(ints(pow(a, 2)), (std::vector<int64_t>{1, 0, 1}));
+  // int32: 65536 * 65536 is 2^32, which wraps to 0; 46341^2 wraps negative.
+  Tensor c = make({65536, 46341, -2147483648.0}, {3}, i32);
+  const Tensor sq = mul(c, c), ng = neg(c);
+  EXPECT_EQ(sq.data_ptr<int32_t>()[0], 0);
+  EXPECT_EQ(sq.data_ptr<int32_t>()[1], static_cast<int32_t>(46341LL * 46341LL - (1LL << 32)));
+  EXPECT_EQ(ng.data_ptr<int32_t>()[2], std::numeric_limits<int32_t>::min());
+  // int8 promotes before it multiplies, then wraps.
+  EXPECT_EQ(values(mul(make({100, -128}, {2}, i8), make({3, -1}, {2}, i8))),
+            (std::vector<double>{44, -128}));
+}
+
 TEST(ElementwiseBinary, Where) {
   const Shape shapes[][3] = {
       {{3, 4}, {3, 4}, {3, 4}}, {{3, 1}, {1, 4}, {}}, {{4}, {3, 1}, {2, 1, 1}}, {{0, 4}, {4}, {}}};
