@@ -389,6 +389,12 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
   }
   shape_numel(sizes, "as_strided");
   const int64_t capacity = static_cast<int64_t>(storage()->bytes() / element_size());
+  // An empty view reads nothing, but its data pointer is still base + offset: keep that inside
+  // (or one past) the storage, as narrow's empty views are, so no address is ever formed
+  // beyond the allocation (or overflows computing offset * itemsize).
+  EMBER_CHECK(!empty || off <= capacity,
+              "[as_strided] empty view at offset {} is past the end of the storage ({} elements)",
+              off, capacity);
   EMBER_CHECK(
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",

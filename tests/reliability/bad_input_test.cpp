@@ -188,6 +188,8 @@ std::vector<Row> rows() {
       ROW("flatten_start_after_end", Value, "[flatten]", f32({2, 3, 4}).flatten(2, 1), "2", "1"),
       ROW("as_strided_negative_stride", Value, "[as_strided]", f32({4}).as_strided({2}, {-1}), "-1"),
       ROW("as_strided_out_of_storage", Value, "[as_strided]", f32({4}).as_strided({3}, {2}), "storage"),
+      ROW("as_strided_empty_offset_past_storage", Value, "[as_strided]",
+          f32({4}).as_strided({0}, {1}, kMax), "past the end", "9223372036854775807"),
       ROW("as_strided_size_stride_count", Value, "[as_strided]", f32({4}).as_strided({2, 2}, {1}),
           "[2, 2]", "[1]"),
       ROW("item_many_elements", Value, "[item]", f32({2, 2}).item(), "4 elements"),
