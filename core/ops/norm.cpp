@@ -352,12 +352,15 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
               num_groups, c);
   check_param(name, "weight", weight, {c});
   check_param(name, "bias", bias, {c});
-  const int64_t s = n * c == 0 ? 0 : x.numel() / (n * c);
+  // An empty input has no rows; with C = 0 any num_groups divides C, so n * num_groups could
+  // overflow (n * c cannot: a tensor's non-zero dims multiply within int64).
+  const bool empty = x.numel() == 0;
+  const int64_t s = empty ? 0 : x.numel() / (n * c);
   const RowNorm p{name,
                   "NativeGroupNormBackward",
                   &group_norm_op(),
                   &group_norm_backward_op(),
-                  n * num_groups,
+                  empty ? 0 : n * num_groups,
                   num_groups,
                   c / num_groups,
                   s};

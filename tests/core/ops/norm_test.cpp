@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <ember/ember.h>
@@ -247,6 +248,9 @@ TEST(NormTest, GroupNormMatchesReference) {
   auto set_t = [](size_t e) { return static_cast<int64_t>(e / 32); };
   expect_near(values(group_norm(xt, 2)), ref_norm(values(xt), 6, set_t, set_t, {}, {}, 1e-5), 1e-5);
   EXPECT_EQ(group_norm(zeros({0, 4, 3}), 2).sizes(), (Shape{0, 4, 3}));
+  // No channels: every num_groups divides C = 0, even one whose product with N overflows.
+  EXPECT_EQ(group_norm(zeros({5, 0, 3}), std::numeric_limits<int64_t>::max()).sizes(),
+            (Shape{5, 0, 3}));
 }
 
 TEST(NormTest, GroupNormBadArguments) {
