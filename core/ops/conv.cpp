@@ -32,6 +32,7 @@
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/reduce.h"
+#include "core/ops/size_math.h"
 
 namespace ember {
 namespace {
@@ -103,16 +104,29 @@ void check_bias(const char* op, const Tensor& bias, int64_t out_channels) {
               shape_str(bias.sizes()));
 }
 
-// Output size of a convolution along one dim (may be < 1: the caller checks).
-int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+// Output size of a convolution along one dim (may be < 1: the caller checks), exact
+// (Note [Output sizes in 128 bits]).
+WideInt conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (WideInt(in) + 2 * WideInt(p) - WideInt(d) * (k - 1) - 1) / s + 1;
+}
+
+// The padded image and the dilated kernel of the convolution over an h x w image (for the
+// transpose, its output) fit int64, so no kernel's index arithmetic can wrap; the output
+// size, which is smaller, then fits too.
+void check_extents(const char* op, int64_t h, int64_t w, const Tensor& weight,
+                   const ConvParams& p) {
+  fit_int64(h + 2 * WideInt(p.ph), op, "padded height");
+  fit_int64(w + 2 * WideInt(p.pw), op, "padded width");
+  fit_int64(WideInt(p.dh) * (weight.size(2) - 1) + 1, op, "dilated kernel height");
+  fit_int64(WideInt(p.dw) * (weight.size(3) - 1) + 1, op, "dilated kernel width");
 }
 
 // ---- below autograd: run the kernels ------------------------------------------------------------
 
 Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
-  const int64_t oh = conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh);
-  const int64_t ow = conv_out(x.size(3), w.size(3), p.sw, p.pw, p.dw);
+  // The public ops checked these sizes (and the padded and dilated extents) fit int64.
+  const auto oh = static_cast<int64_t>(conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh));
+  const auto ow = static_cast<int64_t>(conv_out(x.size(3), w.size(3), p.sw, p.pw, p.dw));
   Tensor y = empty({x.size(0), w.size(0), oh, ow}, {x.dtype(), x.device()});
   if (y.numel() == 0) return y;
   if (x.size(1) == 0) {  // empty reduction: the bias alone
@@ -243,20 +257,22 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
               "[conv2d] weight's out channels must be divisible by groups: {} out channels, "
               "groups {} (weight shape {})",
               o, groups, shape_str(weight.sizes()));
-  EMBER_CHECK(c == weight.size(1) * groups,
+  EMBER_CHECK(c == WideInt(weight.size(1)) * groups,
               "[conv2d] expected input with {} channels (weight {} in channels x groups {}): got "
               "{} channels (input shape {}, weight shape {})",
-              weight.size(1) * groups, weight.size(1), groups, c, shape_str(x.sizes()),
+              WideInt(weight.size(1)) * groups, weight.size(1), groups, c, shape_str(x.sizes()),
               shape_str(weight.sizes()));
   check_bias(kOp, bias, o);
-  const int64_t oh = conv_out(x4.size(2), weight.size(2), p.sh, p.ph, p.dh);
-  const int64_t ow = conv_out(x4.size(3), weight.size(3), p.sw, p.pw, p.dw);
+  const WideInt oh = conv_out(x4.size(2), weight.size(2), p.sh, p.ph, p.dh);
+  const WideInt ow = conv_out(x4.size(3), weight.size(3), p.sw, p.pw, p.dw);
   EMBER_CHECK(oh >= 1 && ow >= 1,
               "[conv2d] computed output size is too small: input {}x{} padded to {}x{}, kernel "
               "{}x{} dilated to {}x{}, gives output {}x{}",
-              x4.size(2), x4.size(3), x4.size(2) + 2 * p.ph, x4.size(3) + 2 * p.pw, weight.size(2),
-              weight.size(3), p.dh * (weight.size(2) - 1) + 1, p.dw * (weight.size(3) - 1) + 1, oh,
-              ow);
+              x4.size(2), x4.size(3), x4.size(2) + 2 * WideInt(p.ph),
+              x4.size(3) + 2 * WideInt(p.pw), weight.size(2), weight.size(3),
+              WideInt(p.dh) * (weight.size(2) - 1) + 1, WideInt(p.dw) * (weight.size(3) - 1) + 1,
+              oh, ow);
+  check_extents(kOp, x4.size(2), x4.size(3), weight, p);
   const Tensor y = conv(x4, weight, bias, p);
   return batched ? y : y.squeeze(0);
 }
@@ -274,7 +290,8 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
       op[0], op[1], p.sh, p.sw, p.dh, p.dw);
   const bool batched = x.dim() == 4;
   const Tensor x4 = batched ? x : x.unsqueeze(0);
-  const int64_t c = x4.size(1), o = weight.size(1) * groups;
+  const int64_t c = x4.size(1), o = fit_int64(WideInt(weight.size(1)) * groups, kOp,
+                                              "out channels (weight size(1) x groups)");
   EMBER_CHECK(weight.size(0) % groups == 0,
               "[conv_transpose2d] weight's in channels must be divisible by groups: {} in "
               "channels, groups {} (weight shape {})",
@@ -284,14 +301,19 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
               "channels (input shape {}, weight shape {})",
               weight.size(0), c, shape_str(x.sizes()), shape_str(weight.sizes()));
   check_bias(kOp, bias, o);
-  const int64_t oh = (x4.size(2) - 1) * p.sh - 2 * p.ph + p.dh * (weight.size(2) - 1) + op[0] + 1;
-  const int64_t ow = (x4.size(3) - 1) * p.sw - 2 * p.pw + p.dw * (weight.size(3) - 1) + op[1] + 1;
-  EMBER_CHECK(oh >= 1 && ow >= 1,
+  const WideInt oh_wide = WideInt(x4.size(2) - 1) * p.sh - 2 * WideInt(p.ph) +
+                          WideInt(p.dh) * (weight.size(2) - 1) + op[0] + 1;
+  const WideInt ow_wide = WideInt(x4.size(3) - 1) * p.sw - 2 * WideInt(p.pw) +
+                          WideInt(p.dw) * (weight.size(3) - 1) + op[1] + 1;
+  EMBER_CHECK(oh_wide >= 1 && ow_wide >= 1,
               "[conv_transpose2d] computed output size is too small: input {}x{}, kernel {}x{}, "
               "stride ({}, {}), padding ({}, {}), dilation ({}, {}), output_padding ({}, {}) "
               "give output {}x{}",
               x4.size(2), x4.size(3), weight.size(2), weight.size(3), p.sh, p.sw, p.ph, p.pw, p.dh,
-              p.dw, op[0], op[1], oh, ow);
+              p.dw, op[0], op[1], oh_wide, ow_wide);
+  const int64_t oh = fit_int64(oh_wide, kOp, "output height");
+  const int64_t ow = fit_int64(ow_wide, kOp, "output width");
+  check_extents(kOp, oh, ow, weight, p);
   Tensor y = conv_input(x4, weight, p, oh, ow);
   if (bias.defined()) y = add(y, bias.view({1, o, 1, 1}));
   return batched ? y : y.squeeze(0);

@@ -26,6 +26,7 @@
 #include "core/dispatch/call.h"
 #include "core/ops/factory.h"
 #include "core/ops/index.h"
+#include "core/ops/size_math.h"
 
 namespace ember {
 namespace {
@@ -71,17 +72,20 @@ Tensor as_batched(const char* name, const Tensor& x, bool allow_int) {
   return x.dim() == 3 ? x.unsqueeze(0) : x;
 }
 
-// PyTorch's pooling_output_shape, with the ceil_mode rule of the header comment.
-int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
-  const int64_t num = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
-  int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-  if (ceil_mode && (o - 1) * s >= in + p) --o;
+// PyTorch's pooling_output_shape, with the ceil_mode rule of the header comment, exact
+// (Note [Output sizes in 128 bits]).
+WideInt out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const WideInt num =
+      WideInt(in) + 2 * WideInt(p) - WideInt(d) * (k - 1) - 1 + (ceil_mode ? WideInt(s) - 1 : 0);
+  WideInt o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
+  if (ceil_mode && (o - 1) * s >= WideInt(in) + p) --o;
   return o;
 }
 
 Pool make_pool(const char* name, const Tensor& x4, IntList kernel_size, IntList stride,
                IntList padding, IntList dilation, bool ceil_mode) {
   Pool g;
+  std::array<WideInt, 2> out{};
   g.k = pair_arg(name, "kernel_size", kernel_size);
   g.s = stride.empty() ? g.k : pair_arg(name, "stride", stride);
   g.p = pair_arg(name, "padding", padding);
@@ -98,13 +102,20 @@ Pool make_pool(const char* name, const Tensor& x4, IntList kernel_size, IntList 
                 "({}, {}) for kernel_size ({}, {})",
                 name, g.p[0], g.p[1], g.k[0], g.k[1]);
     g.in[i] = x4.size(2 + i);
-    g.out[i] = out_size(g.in[i], g.k[i], g.s[i], g.p[i], g.d[i], ceil_mode);
+    out[i] = out_size(g.in[i], g.k[i], g.s[i], g.p[i], g.d[i], ceil_mode);
+    // As for convolution: the padded input and the dilated window fit int64, so the kernels'
+    // window arithmetic cannot wrap.
+    fit_int64(WideInt(g.in[i]) + 2 * WideInt(g.p[i]), name,
+              i == 0 ? "padded height" : "padded width");
+    fit_int64(WideInt(g.d[i]) * (g.k[i] - 1) + 1, name,
+              i == 0 ? "dilated window height" : "dilated window width");
   }
-  EMBER_CHECK(g.out[0] > 0 && g.out[1] > 0,
+  EMBER_CHECK(out[0] > 0 && out[1] > 0,
               "[{}] input of shape {} is too small: calculated output size ({}, {}) (kernel_size "
               "({}, {}), stride ({}, {}), padding ({}, {}), dilation ({}, {}))",
-              name, shape_str(x4.sizes()), g.out[0], g.out[1], g.k[0], g.k[1], g.s[0], g.s[1],
-              g.p[0], g.p[1], g.d[0], g.d[1]);
+              name, shape_str(x4.sizes()), out[0], out[1], g.k[0], g.k[1], g.s[0], g.s[1], g.p[0],
+              g.p[1], g.d[0], g.d[1]);
+  g.out = {static_cast<int64_t>(out[0]), static_cast<int64_t>(out[1])};  // <= the padded input
   return g;
 }
 
