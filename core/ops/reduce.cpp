@@ -425,7 +425,7 @@ Tensor variance(const Tensor& x, IntList dims, int64_t correction, bool keepdim,
   const int64_t n = reduced_count(in, dims, name);
   const Tensor centered = sub(in, mean(in, dims, /*keepdim=*/true));
   const Tensor ss = sum(mul(centered, centered), dims, keepdim);
-  const double denom = std::max<double>(0.0, static_cast<double>(n - correction));
+  const double denom = std::max(0.0, static_cast<double>(n) - static_cast<double>(correction));
   return div(ss, denom);
 }
 }  // namespace
@@ -440,7 +440,8 @@ Tensor std(const Tensor& x, IntList dims, int64_t correction, bool keepdim) {
       [&] { return sqrt(variance(x, dims, correction, keepdim, "std")).to(x.dtype()); },
       [d = Shape(dims), correction](const Tensor& gk, const Tensor& x, const Tensor& yk) {
         const int64_t n = reduced_count(x, d, "std");
-        const double denom = std::max<double>(0.0, static_cast<double>(n - correction));
+        const double denom =
+            std::max(0.0, static_cast<double>(n) - static_cast<double>(correction));
         const Tensor std_zero = eq(yk, 0.0);
         const Tensor safe = where(std_zero, scalar_like(yk, 1.0), yk);
         const Tensor gv = where(std_zero, scalar_like(yk, 0.0), div(gk, mul(safe, 2.0)));

@@ -477,6 +477,10 @@ TEST(ReduceVar, StableForLargeMeanAndDegenerateCounts) {
   EXPECT_NEAR(ember::std(x, {}, 0).item(), std::sqrt(2.0 / 3.0), 1e-6);
   EXPECT_TRUE(std::isnan(var(tensor({3.0})).item()));  // 0 / 0
   EXPECT_TRUE(std::isinf(var(tensor({1.0, 2.0}), {}, 2).item()));
+  // n - correction is taken in double, so extreme corrections neither wrap nor flip sign.
+  const double huge = var(tensor({1.0, 3.0}), {}, std::numeric_limits<int64_t>::min()).item();
+  EXPECT_NEAR(huge * (2.0 + 9223372036854775808.0), 2.0, 1e-9);
+  EXPECT_TRUE(std::isinf(var(tensor({1.0, 3.0}), {}, std::numeric_limits<int64_t>::max()).item()));
   EXPECT_ERROR(var(zeros({2}, DType::Int64)), "[var] std and var only support floating point");
   EXPECT_ERROR(ember::std(zeros({2}, DType::Int32)), "[std]");
 }
