@@ -35,6 +35,7 @@
 #include "core/ops/index.h"
 #include "core/ops/linalg.h"
 #include "core/ops/reduce.h"
+#include "core/ops/size_math.h"
 
 namespace ember {
 namespace {
@@ -79,18 +80,20 @@ Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType d
 // ---- pad --------------------------------------------------------------------------------------
 
 // Source position along a dim of size n for output position o of a dim padded by `left`, or
-// -1 when none exists (the caller checked the sizes, so this does not happen).
+// -1 when none exists (the caller checked the sizes, so this does not happen). o - left is
+// taken in 128 bits: a replicate padding may be near INT64_MIN when the other side makes up
+// for it (Note [Output sizes in 128 bits]).
 int64_t pad_source(int64_t o, int64_t left, int64_t n, std::string_view mode) {
-  int64_t s = o - left;
+  WideInt s = WideInt(o) - left;
   if (mode == "reflect") {
     if (s < 0) s = -s;
-    if (s >= n) s = 2 * (n - 1) - s;
+    if (s >= n) s = 2 * WideInt(n - 1) - s;
   } else if (mode == "replicate") {
-    s = std::clamp<int64_t>(s, 0, n - 1);
+    s = std::clamp<WideInt>(s, 0, n - 1);
   } else {  // circular
     s = ((s % n) + n) % n;
   }
-  return s;
+  return static_cast<int64_t>(s);
 }
 
 Tensor pad_constant(const Tensor& x, const Shape& pads, double value) {

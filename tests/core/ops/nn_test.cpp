@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -270,6 +271,12 @@ TEST(Pad, NegativePaddingCrops) {
               pad_ref(xt.contiguous(), {1, -1, -1, 2}, "constant", 0.0, &want), 0);
   EXPECT_EQ(pad(x.to(f32), {1, 1}).dtype(), f32);
   expect_near(values(pad(arange(3), {1, 0}, "constant", 7)), {7, 0, 1, 2}, 0);
+  // Extreme pads that cancel: INT64_MIN crops everything on the left and INT64_MAX replicates
+  // on the right, leaving n - 1 copies of the last element (no wrap in o - left).
+  expect_near(values(pad(tensor({1., 2., 3.}),
+                         {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()},
+                         "replicate")),
+              {3, 3}, 0);
 }
 
 TEST(Pad, BadArguments) {
