@@ -47,6 +47,7 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   k("abs", kN, abs);
   k("sign", kN, sign);
   k("relu", kN, relu);
+  k("relu_backward", kN, relu_backward);
   k("clamp", kN, clamp);
   k("exp", kF, exp);
   k("log", kF, log);

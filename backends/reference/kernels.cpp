@@ -67,6 +67,7 @@ void register_kernels(const ember_registrar_v1* reg, int32_t device) {
   k("abs", kN, safe<abs>);
   k("sign", kN, safe<sign>);
   k("relu", kN, safe<relu>);
+  k("relu_backward", kN, safe<relu_backward>);
   k("clamp", kN, safe<clamp>);
   k("exp", kF, safe<exp>);
   k("log", kF, safe<log>);

@@ -3,8 +3,9 @@
 // the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
 // {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
 // {x}, outputs {y} of x's dtype; "clamp": ints {has_lo, has_hi}, floats {lo, hi}; "gelu":
-// ints {0 = erf form, 1 = tanh form}. "where": inputs {cond (bool), a, b}. In-place forms run
-// the same kernel with the output aliasing the first input.
+// ints {0 = erf form, 1 = tanh form}. "where": inputs {cond (bool), a, b}. "relu_backward"
+// (optional for a backend): inputs {g, y} of one dtype and shape, outputs {g where y > 0, else
+// 0}. In-place forms run the same kernel with the output aliasing the first input.
 #include "core/ops/elementwise.h"
 
 #include <string_view>
@@ -137,6 +138,7 @@ EMBER_DEFINE_OP(cos)
 EMBER_DEFINE_OP(tanh)
 EMBER_DEFINE_OP(sigmoid)
 EMBER_DEFINE_OP(relu)
+EMBER_DEFINE_OP(relu_backward)
 EMBER_DEFINE_OP(gelu)
 EMBER_DEFINE_OP(silu)
 EMBER_DEFINE_OP(clamp)
@@ -382,11 +384,28 @@ Tensor sign(const Tensor& x) {
   return unary_ad(sign_op(), "sign", "SignBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
+// Note [Fused ReLU backward]
+// ReLU's gradient is g where the output y > 0, else 0 (a NaN y passes g, as PyTorch's
+// threshold_backward). As public ops that is a bool mask, a zero tensor and a where: three
+// passes and two temporaries per ReLU per step, a visible share of an MLP step. Backends may
+// provide "relu_backward", which does it in one pass; it is used when the backward itself
+// needs no graph (no create_graph) and the backend has the kernel, and the composite form,
+// which is differentiable and runs anywhere, otherwise.
+namespace {
+Tensor relu_grad(const Tensor& g, const Tensor& y) {
+  if (!autograd::is_grad_enabled() && g.dtype() == y.dtype() && g.sizes() == y.sizes() &&
+      g.device() == y.device() && has_kernel(relu_backward_op(), y.device(), y.dtype())) {
+    Tensor out = empty(y.sizes(), {y.dtype(), y.device()});
+    if (out.numel() > 0) run_kernel(relu_backward_op(), y.dtype(), {&g, &y}, {&out});
+    return out;
+  }
+  return where(le(y, 0.0), zeros_like(g), g);
+}
+}  // namespace
+
 Tensor relu(const Tensor& x) {
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
-  return unary_ad(
-      relu_op(), "relu", "ReluBackward", x, false, Save::Output,
-      [](const Tensor& g, const Tensor& y) { return where(gt(y, 0.0), g, zeros_like(g)); });
+  return unary_ad(relu_op(), "relu", "ReluBackward", x, false, Save::Output, relu_grad);
 }
 Tensor exp(const Tensor& x) {
   return unary_ad(exp_op(), "exp", "ExpBackward", x, true, Save::Output,

@@ -243,7 +243,9 @@ std::vector<Case> make_cases() {
   c.push_back(unary("abs", [](const Tensor& x) { return abs(x); }, {}));
   c.push_back(unary(
       "sign", [](const Tensor& x) { return sign(x); }, {}, /*grad=*/false));
-  c.push_back(unary("relu", [](const Tensor& x) { return relu(x); }, {}));
+  Case relu_case = unary("relu", [](const Tensor& x) { return relu(x); }, {});
+  relu_case.kernels.push_back("relu_backward");  // the gradient check runs the fused backward
+  c.push_back(relu_case);
   c.push_back(unary("clamp",
                     [](const Tensor& x) {
                       return is_floating(x.dtype()) ? clamp(x, -0.5, 0.7) : clamp(x, -2, 3);

@@ -297,6 +297,12 @@ struct PowOp {
     return r;
   }
 };
+struct ReluBackwardOp {  // inputs {g, y}: g where y > 0 (NaN y passes g, as PyTorch)
+  template <typename A>
+  __device__ A operator()(A g, A y) const {
+    return y <= A(0) ? A(0) : g;
+  }
+};
 struct MaximumOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
@@ -678,6 +684,7 @@ EMBER_CUDA_BINARY(div, Kinds::kFloating, DivOp)
 EMBER_CUDA_BINARY(pow, Kinds::kNumeric, PowOp)
 EMBER_CUDA_BINARY(maximum, Kinds::kAll, MaximumOp)
 EMBER_CUDA_BINARY(minimum, Kinds::kAll, MinimumOp)
+EMBER_CUDA_BINARY(relu_backward, Kinds::kNumeric, ReluBackwardOp)
 #undef EMBER_CUDA_BINARY
 
 #define EMBER_CUDA_PREDICATE(name, Op)          \

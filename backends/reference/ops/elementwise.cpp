@@ -74,7 +74,8 @@ int32_t binary(const ember_kernel_call* call, const char* name) {
   return status;
 }
 
-using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp;
+using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp,
+    sdk::ReluBackwardOp;
 using sdk::kNotBool;
 
 template <typename Cmp>
@@ -159,6 +160,9 @@ int32_t maximum(const ember_kernel_call* c) {
 }
 int32_t minimum(const ember_kernel_call* c) {
   return binary<MinimumOp>(c, "minimum");
+}
+int32_t relu_backward(const ember_kernel_call* c) {
+  return binary<ReluBackwardOp>(c, "relu_backward");
 }
 
 int32_t eq(const ember_kernel_call* c) {

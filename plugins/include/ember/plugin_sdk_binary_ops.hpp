@@ -130,6 +130,16 @@ struct PowOp {
     }
   }
 };
+/** ReLU's gradient: g where the ReLU's output y is > 0, else 0 (PyTorch's threshold_backward:
+ *  a NaN y passes g through). Inputs {g, y}. */
+struct ReluBackwardOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  C operator()(C g, C y) const {
+    return y <= C(0) ? C(0) : g;
+  }
+};
 /** The larger of a and b; NaN if either is. */
 struct MaximumOp {
   template <typename T>

@@ -1,7 +1,11 @@
 // Gradcheck cases for elementwise ops, copies/conversions and views.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
 namespace {
@@ -206,6 +210,26 @@ TEST(ElementwiseGrad, PromotedInputGetsItsOwnDtype) {
   EXPECT_EQ(a.grad().dtype(), DType::Float32);
   EXPECT_EQ(b.grad().dtype(), DType::Float64);
   EXPECT_FLOAT_EQ(a.grad().data_ptr<float>()[1], 4.0f);
+}
+
+// Note [Fused ReLU backward]: the one-pass kernel (plain backward) and the composite form
+// (create_graph) agree, and follow PyTorch's threshold_backward at 0 and NaN.
+TEST(ElementwiseGrad, ReluBackwardFusedMatchesComposite) {
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    Tensor x = tensor({-1.0, 0.0, 2.0, NAN, 3.5, -0.25}, dt).requires_grad_(true);
+    const Tensor w = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, dt);
+    const Tensor fused = autograd::grad({sum(mul(relu(x), w))}, {x})[0];
+    const Tensor composite =
+        autograd::grad({sum(mul(relu(x), w))}, {x}, {}, {}, /*create_graph=*/true)[0];
+    const std::vector<double> want = {0, 0, 3, 4, 5, 0};  // y <= 0: 0; NaN y passes g
+    EXPECT_EQ(values(fused), want) << dtype_name(dt);
+    EXPECT_EQ(values(composite), want) << dtype_name(dt);
+    EXPECT_EQ(fused.dtype(), dt);
+  }
+  // A broadcast (stride-0) incoming gradient goes through the kernel's strided path.
+  Tensor x = tensor({{-1.0, 2.0}, {3.0, -4.0}}).requires_grad_(true);
+  sum(relu(x)).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 1, 1, 0}));
 }
 
 TEST(ElementwiseGrad, PowZeroBaseGivesZeroExponentGradient) {
