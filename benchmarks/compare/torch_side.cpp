@@ -180,6 +180,12 @@ std::vector<double> run(const Workload& w) {
     const torch::Tensor x = torch::randn({8, 64, 56, 56}), k = torch::randn({64, 64, 3, 3});
     return sample(w, [&] { torch::Tensor y = torch::conv2d(x, k, {}, 1, 1); });
   }
+  if (name == "conv_fwd_cl") {  // PyTorch's fastest CPU layout, against Ember's NCHW row
+    const auto cl = torch::MemoryFormat::ChannelsLast;
+    const torch::Tensor x = torch::randn({8, 64, 56, 56}).contiguous(cl);
+    const torch::Tensor k = torch::randn({64, 64, 3, 3}).contiguous(cl);
+    return sample(w, [&] { torch::Tensor y = torch::conv2d(x, k, {}, 1, 1); });
+  }
   if (name == "conv_fwd_bwd") {
     torch::Tensor x = torch::randn({8, 64, 56, 56}).requires_grad_(true);
     torch::Tensor k = torch::randn({64, 64, 3, 3}).requires_grad_(true);
