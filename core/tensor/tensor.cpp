@@ -69,7 +69,17 @@ Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64
 // (shape_numel, or infer_size for view/reshape), so numel(), nbytes() and the kernels' index
 // arithmetic never see a wrapped-around count: a shape like [2^40, 2^40] is an ember::Error
 // naming the op, even for views (expand, as_strided) that allocate nothing.
+// Note [Empty views stay inside their storage]
+// A view with a zero dim reads nothing, but data() still forms base + offset * itemsize. Slicing
+// an empty tensor along one of its other dims can put the offset anywhere below that dim's size
+// (up to 2^63 for shapes like [2^62, 0]), past the allocation and, times the itemsize, past
+// int64. An empty view's offset is therefore clamped to one past the end of the storage; it
+// addresses no element, so nothing else changes (storage_offset() reports the clamped value).
 Tensor make_view(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
+  if (offset > 0 && std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) {
+    offset = std::min<int64_t>(offset,
+                               static_cast<int64_t>(base.storage()->bytes() / base.element_size()));
+  }
   return Tensor(make_intrusive<TensorImpl>(base.storage(), std::move(sizes), std::move(strides),
                                            offset, base.dtype()));
 }

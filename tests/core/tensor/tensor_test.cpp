@@ -397,6 +397,21 @@ TEST(View, AsStridedChecksBounds) {
   expect_error([&] { t.as_strided({2, 2}, {1}); }, {"[as_strided]", "2 sizes but 1 strides"});
 }
 
+// Note [Empty views stay inside their storage]
+TEST(View, EmptyViewsStayInsideTheirStorage) {
+  constexpr int64_t kBig = int64_t{1} << 62;
+  const Tensor e = empty({kBig, 0}, DType::Float16);  // no elements, no bytes
+  const Tensor v = e.narrow(0, kBig - 1, 1);
+  EXPECT_EQ(v.sizes(), (Shape{1, 0}));
+  EXPECT_EQ(v.storage_offset(), 0);  // not kBig - 1: that times 2 bytes overflows int64
+  EXPECT_EQ(v.contiguous().numel(), 0);
+  EXPECT_EQ(e.select(0, kBig - 2).storage_offset(), 0);
+  // Inside the storage nothing changes: an empty slice at the end keeps its offset.
+  const Tensor t = arange(10);
+  EXPECT_EQ(t.slice(0, 7, 7).storage_offset(), 7);
+  EXPECT_EQ(t.slice(0, 10, 10).storage_offset(), 10);
+}
+
 TEST(View, WritesThroughOneViewAreVisibleThroughAnother) {
   Tensor base = zeros({4, 4});
   Tensor cols = base.slice(1, 1, 3);
