@@ -410,7 +410,9 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
               "[split] {} pieces of the empty tensor of shape {} exceed the {} that can be listed",
               pieces, shape_str(x.sizes()), kMaxEmptyChunks);
   out.reserve(static_cast<size_t>(pieces));
-  for (int64_t start = 0; start < n; start += size) {
+  // Counted by piece: start + size after the last piece may overflow (n, size near 2^63).
+  for (int64_t i = 0; i < pieces; ++i) {
+    const int64_t start = i * size;  // < n
     out.push_back(x.narrow(d, start, std::min(size, n - start)));
   }
   return out;

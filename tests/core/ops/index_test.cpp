@@ -587,6 +587,9 @@ TEST(Join, SplitBySizesAndChunk) {
   EXPECT_EQ(sizes_along(chunk(zeros({0}), 3), 0), (std::vector<int64_t>{0, 0, 0}));
   for (const Tensor& c : chunk(x, 3)) EXPECT_TRUE(c.is_same_storage(x));
   expect_error([&] { chunk(x, 0); }, {"[chunk] number of chunks must be positive: got 0"});
+  // A dim near 2^63 (in an empty tensor): the last piece's end would overflow int64.
+  constexpr int64_t kN = std::numeric_limits<int64_t>::max(), kHalf = int64_t{1} << 62;
+  EXPECT_EQ(sizes_along(chunk(empty({0, kN}), 2, 1), 1), (std::vector<int64_t>{kHalf, kHalf - 1}));
 }
 
 // ---- sort / topk ------------------------------------------------------------------------------
