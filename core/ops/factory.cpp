@@ -90,7 +90,11 @@ Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions
                : static_cast<int64_t>(count);
   if (integral && is_integral(o.dtype)) {
     const int64_t a = start.to_int(), b = step.to_int();
-    return host_generate({n}, o, [&](int64_t i) { return a + i * b; });
+    // Every value lies in [start, end), so fits int64, but i * step alone may not (a range
+    // from near INT64_MIN in steps near INT64_MAX): the product is taken in 128 bits.
+    return host_generate({n}, o, [&](int64_t i) {
+      return static_cast<int64_t>(static_cast<__int128>(a) + static_cast<__int128>(i) * b);
+    });
   }
   return host_generate({n}, o, [&](int64_t i) { return s + static_cast<double>(i) * st; });
 }

@@ -515,6 +515,12 @@ TEST(Factory, ArangeIntegerAndFloating) {
   expect_error([] { arange(0.0, 1.0, 0.0); }, {"[arange]", "non-zero"});
   expect_error([] { arange(0, 10, -1); }, {"[arange]", "inconsistent signs"});
   expect_error([] { arange(0.0, INFINITY); }, {"[arange]", "finite"});
+  // The values fit int64 even where index * step does not.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const Tensor wide = arange(-kMax, kMax, kMax);
+  ASSERT_EQ(wide.numel(), 2);
+  EXPECT_EQ(wide.data_ptr<int64_t>()[0], -kMax);
+  EXPECT_EQ(wide.data_ptr<int64_t>()[1], 0);
 }
 
 TEST(Factory, LinspaceEndpointsAreExact) {
