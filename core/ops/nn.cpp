@@ -331,6 +331,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   }
   Shape sizes = indices.sizes();
   sizes.push_back(dim);
+  shape_numel(sizes, "embedding");  // an empty index shape with a huge embedding dim
   return autograd::differentiable(
       "EmbeddingBackward", "embedding", {&weight},
       [&] { return index_select(weight, 0, idx).view(sizes); },

@@ -138,6 +138,9 @@ Shape infer_size(IntList sizes, int64_t numel, const char* op) {
     EMBER_CHECK(known == numel, "[{}] shape {} is invalid for input of size {}", op,
                 shape_str(sizes), numel);
   }
+  // A zero dim makes `known` 0 however large the others are; their product must still fit
+  // (Note [Zero-size shapes with huge dims]), or the strides computed from it wrap around.
+  shape_numel(out, op);
   return out;
 }
 
