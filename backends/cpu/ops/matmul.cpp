@@ -257,31 +257,48 @@ struct Operand {
   dnnl::memory::dims dims, strides;
   const void* data;
   bool pack = false;
-  bool pad_rows = false;  // copied row by row to a padded leading dimension
+  bool pad_rows = false;  // its stored rows are copied to a padded leading dimension
+  int64_t stored_ld = 0;  // the leading dimension in the tensor, when pad_rows
 };
 
 // Note [Power-of-two leading dimensions]
-// oneDNN 2.6's AVX2 GEMM streams B along its rows; when B is row-major and a row is a multiple
-// of 2 KiB (N = 512, 1024... floats: every weight matrix of a 512-wide layer), the rows it
-// reads together map to the same L1/L2 cache sets and evict each other. Measured on a Linear
+// oneDNN 2.6's AVX2 GEMM streams a row-major B along its rows and a transposed A (A^T stored
+// row-major, as in a Linear layer's weight gradient g^T x) along its columns; when those stored
+// rows are a multiple of 2 KiB (N = 512, 1024... floats: every 512-wide layer), the rows it
+// reads together map to the same cache sets and evict each other. Measured on a Linear
 // layer's backward shapes (1 thread, AVX2): [128x512]x[512x512] ran at 58 GFLOP/s with B in
-// place and 74 with B copied to a leading dimension of 528, [512x128]x[128x512] at 59 and 89;
-// the copy costs 1-5% of the product. So such a B (big enough to matter) is copied row by row
-// to a leading dimension padded by 64 bytes first. A transposed B (the forward pass's W^T)
-// and A are not affected and stay in place.
-bool wants_padded_rows(const Geometry& g, const Operand& b, size_t item) {
-  if (g.nb != 0 || b.pack || g.m < 16 || g.k < 16 || g.n < 16) return false;
-  if (b.strides[1] != 1 || g.k == 1) return false;  // row-major B only
-  return (static_cast<size_t>(b.strides[0]) * item) % 2048 == 0;
+// place and 74 with B copied to a leading dimension of 528, [512x128]x[128x512] at 59 and 89,
+// and g^T x (A transposed too) at 49-63 with only B padded and 67-69 with both. The copy costs
+// 1-5% of the product. So such an operand (big enough to matter) is copied row by row to a
+// leading dimension padded by 64 bytes first. A row-major A and a transposed B (the forward
+// pass's W^T) run at full speed in place.
+
+// The stored-row axis of a 2-D operand that pads (0: rows of a row-major matrix, 1: columns of
+// a column-major one), or -1 if it stays in place.
+int padded_axis(const Geometry& g, const Operand& op, bool is_b, size_t item) {
+  if (g.nb != 0 || op.pack || g.m < 16 || g.k < 16 || g.n < 16) return -1;
+  const int axis = is_b ? 0 : 1;  // B: row-major rows; A: columns of a transposed A
+  if (op.strides[1 - axis] != 1) return -1;
+  return (static_cast<size_t>(op.strides[axis]) * item) % 2048 == 0 ? axis : -1;
 }
 
-// The padded leading dimension for a row of n items: n plus 64 bytes, plus 64 more if that is
-// again a multiple of 2 KiB.
+// The padded leading dimension for stored rows of n items: n plus 64 bytes, plus 64 more if
+// that is again a multiple of 2 KiB.
 int64_t padded_ld(int64_t n, size_t item) {
   const auto pad = static_cast<int64_t>(64 / item);
   int64_t ld = n + pad;
   if ((static_cast<size_t>(ld) * item) % 2048 == 0) ld += pad;
   return ld;
+}
+
+// Copies `rows` stored rows of `n` items from a leading dimension ld_in to ld_out.
+void copy_rows(const void* src, int64_t ld_in, void* dst, int64_t ld_out, int64_t rows, int64_t n,
+               size_t item) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(r * ld_out) * item,
+                static_cast<const char*>(src) + static_cast<size_t>(r * ld_in) * item,
+                static_cast<size_t>(n) * item);
+  }
 }
 
 // Fills dims/strides of an operand [batch..., r, c]; false if it must be packed.
@@ -380,10 +397,13 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   if (oa.pack) make_dense(&oa);
   if (ob.pack) make_dense(&ob);
   const size_t item = sdk::itemsize(a.dtype);
-  const int64_t b_ld = ob.strides[0];  // B's row stride in the tensor (2-D case)
-  if (wants_padded_rows(g, ob, item)) {
-    ob.pad_rows = true;
-    ob.strides[0] = padded_ld(g.n, item);
+  for (const bool is_b : {false, true}) {
+    Operand& op = is_b ? ob : oa;
+    const int axis = padded_axis(g, op, is_b, item);
+    if (axis < 0) continue;
+    op.pad_rows = true;
+    op.stored_ld = op.strides[axis];
+    op.strides[axis] = padded_ld(op.dims[1 - axis], item);
   }
 
   // Key: tag, dtype, rank, then dims and strides of A, B and C.
@@ -425,16 +445,15 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   orig[1][g.nb + 1] = g.bn;
   ScratchGuard scratch[2] = {{call}, {call}};
   const void* data[2] = {a.data, b.data};
-  if (ob.pad_rows) {
-    const size_t row = static_cast<size_t>(g.n) * item;
-    if (!scratch[1].alloc(static_cast<size_t>(g.k * ob.strides[0]) * item)) throw std::bad_alloc();
-    auto* dst = static_cast<char*>(scratch[1].ptr);
-    const auto* src = static_cast<const char*>(b.data);
-    for (int64_t r = 0; r < g.k; ++r) {
-      std::memcpy(dst + static_cast<size_t>(r * ob.strides[0]) * item,
-                  src + static_cast<size_t>(r * b_ld) * item, row);
-    }
-    data[1] = scratch[1].ptr;
+  for (int i = 0; i < 2; ++i) {
+    const Operand& op = i == 0 ? oa : ob;
+    if (!op.pad_rows) continue;
+    // Stored rows: B's rows (axis 0) or a transposed A's columns (axis 1).
+    const int axis = op.strides[0] == 1 ? 1 : 0;
+    const int64_t ld = op.strides[axis], rows = op.dims[axis], n = op.dims[1 - axis];
+    if (!scratch[i].alloc(static_cast<size_t>(rows * ld) * item)) throw std::bad_alloc();
+    copy_rows(data[i], op.stored_ld, scratch[i].ptr, ld, rows, n, item);
+    data[i] = scratch[i].ptr;
   }
   for (int i = 0; i < 2; ++i) {
     const Operand& op = i == 0 ? oa : ob;

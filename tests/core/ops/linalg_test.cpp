@@ -179,14 +179,16 @@ TEST(Matmul, RepeatedShapesReuseAndStayCorrect) {
   }
 }
 
-// Note [Power-of-two leading dimensions]: a row-major B whose rows are a multiple of 2 KiB is
-// copied to a padded leading dimension first; the results must not change.
-TEST(Matmul, PowerOfTwoRowsOfBArePaddedAndStayCorrect) {
+// Note [Power-of-two leading dimensions]: a row-major B or a transposed A whose stored rows are
+// a multiple of 2 KiB is copied to a padded leading dimension first; results must not change.
+TEST(Matmul, PowerOfTwoRowsArePaddedAndStayCorrect) {
   for (int rep = 0; rep < 2; ++rep) {  // the second pass runs the cached primitives
     const Tensor a = randn({32, 64}), b = randn({64, 512});
     expect_matches(matmul(a, b), reference_matmul(a, b), 1e-4, "f32, ld 512");
     const Tensor at = randn({64, 32}).t();  // transposed A with a padded B
     expect_matches(matmul(at, b), reference_matmul(at, b), 1e-4, "f32, A^T, ld 512");
+    const Tensor gt = randn({64, 512}).t();  // a transposed A with 2 KiB stored rows
+    expect_matches(matmul(gt, b), reference_matmul(gt, b), 1e-4, "f32, A^T and B padded");
     const Tensor wide = randn({64, 1024}).narrow(1, 8, 1000);  // ld 1024, 1000 columns
     expect_matches(matmul(a, wide), reference_matmul(a, wide), 1e-4, "f32, narrowed, ld 1024");
     const Tensor a64 = randn({20, 48}, TensorOptions(DType::Float64)),
