@@ -190,6 +190,30 @@ TEST(CudaGpu, EveryUnaryFloatOpMatchesCpuOnTheVectorizedAndStridedPaths) {
   }
 }
 
+// The fused relu_backward kernel (Note [Fused ReLU backward]) against the CPU's, on dense and
+// strided gradients, NaN and zero outputs included.
+TEST(CudaGpu, ReluBackwardMatchesCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const Tensor x = special_values(d, 1003);
+    const Tensor w = randn({1003}).to(d);
+    auto grad_of = [&](const Tensor& in, const Tensor& weight) {
+      Tensor leaf = in.detach().requires_grad_(true);
+      sum(mul(relu(leaf), weight)).backward();
+      return leaf.grad();
+    };
+    EXPECT_LE(max_rel_diff(grad_of(x.to(g), w.to(g)), grad_of(x, w)), tol_for(d))
+        << fmt::format("{}", d);
+    auto strided = [&](const Tensor& in) {  // a broadcast (stride-0) incoming gradient
+      Tensor leaf = in.detach().requires_grad_(true);
+      sum(relu(leaf)).backward();
+      return leaf.grad();
+    };
+    EXPECT_EQ(max_rel_diff(strided(x.to(g)), strided(x)), 0.0) << fmt::format("{}", d);
+  }
+}
+
 TEST(CudaGpu, BinaryOpsComparisonsAndWhereMatchCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
