@@ -69,6 +69,7 @@ Tensor slice_backward(const Tensor& g, const Shape& in_sizes, int64_t dim, int64
 // (shape_numel, or infer_size for view/reshape), so numel(), nbytes() and the kernels' index
 // arithmetic never see a wrapped-around count: a shape like [2^40, 2^40] is an ember::Error
 // naming the op, even for views (expand, as_strided) that allocate nothing.
+
 // Note [Empty views stay inside their storage]
 // A view with a zero dim reads nothing, but data() still forms base + offset * itemsize. Slicing
 // an empty tensor along one of its other dims can put the offset anywhere below that dim's size
