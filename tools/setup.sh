@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libdnnl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
+  libdnnl-dev ocl-icd-opencl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   file binutils
   dataset-fashion-mnist
