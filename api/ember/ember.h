@@ -9,6 +9,7 @@
 #include "core/autograd/node.h"
 #include "core/dispatch/extension_ops.h"
 #include "core/dispatch/op.h"
+#include "core/dispatch/stream.h"
 #include "core/ops/conv.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"

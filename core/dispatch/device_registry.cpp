@@ -126,6 +126,22 @@ void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_
   }
 }
 
+void device_copy_async(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
+  const DeviceTypeEntry& e = device_type(device.type);
+  if (!e.table.copy_async) {
+    device_copy(device, dst, src, bytes, kind);
+    return;
+  }
+  char err[512] = {0};
+  const int32_t status =
+      e.table.copy_async(e.table.ctx, device.index, dst, src, bytes, kind, err, sizeof(err));
+  if (status != EMBER_OK) {
+    throw_error(status_error_kind(status),
+                fmt::format("[copy] {} asynchronous copy of {} bytes failed: {}", device.str(),
+                            bytes, err));
+  }
+}
+
 void synchronize(Device device) {
   ensure_plugins_loaded();
   const DeviceTypeEntry& e = device_type(device.type);
@@ -240,14 +256,102 @@ Storage allocate_storage(size_t bytes, Device device) {
   if (device.type != kCpuType) check_device(device, "allocate");
   const DeviceTypeEntry& e = detail::device_type_unchecked(device.type);
   void* p = e.table.alloc(e.table.ctx, device.index, bytes);
-  EMBER_CHECK_OOM(p != nullptr || bytes == 0,
-                  "[allocate] out of memory on {}: could not allocate {} bytes", device.str(),
-                  bytes);
+  if (__builtin_expect(p == nullptr && bytes > 0, 0)) {
+    // Ask again through alloc_checked, which says why (a caching allocator: requested,
+    // allocated, reserved and free bytes); the failure path only, so the hot path stays one call.
+    char why[512] = {0};
+    if (e.table.alloc_checked) {
+      p = e.table.alloc_checked(e.table.ctx, device.index, bytes, why, sizeof(why));
+    }
+    EMBER_CHECK_OOM(p != nullptr, "[allocate] out of memory on {}: could not allocate {} bytes{}{}",
+                    device.str(), bytes, why[0] ? ": " : "", why);
+  }
   auto deleter = [](void* ctx, void* data, size_t n, Device d) {
     const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
     entry->table.free(entry->table.ctx, d.index, data, n);
   };
   return make_intrusive<StorageImpl>(p, bytes, device, +deleter, const_cast<DeviceTypeEntry*>(&e));
+}
+
+}  // namespace ember
+
+namespace ember {
+
+int16_t pinned_memory_device_type() {
+  ensure_plugins_loaded();
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  int16_t best = -1;
+  for (int16_t i = 0; i < r.size; ++i) {
+    const DeviceTypeEntry& e = *r.entries[i];
+    if (e.count > 0 && e.table.host_alloc && e.table.host_free &&
+        (best < 0 || e.table.priority > r.entries[best].load()->table.priority)) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+Storage allocate_pinned_storage(size_t bytes, int16_t type) {
+  ensure_plugins_loaded();
+  if (type < 0) type = pinned_memory_device_type();
+  if (type < 0) {
+    std::string why;
+    for (const DeviceTypeEntry& e : device_types()) {
+      if (!e.table.host_alloc) continue;
+      why += fmt::format("; {} offers it but has no devices ({})", e.name, e.unusable_reason);
+    }
+    throw DeviceError(fmt::format(
+        "[pin_memory] no loaded backend with a device offers pinned host memory{} (pinned memory "
+        "is page-locked for an accelerator's copy engine; without one, use ordinary tensors)",
+        why.empty() ? ": no backend has host_alloc" : why));
+  }
+  const DeviceTypeEntry& e = device_type(type);
+  EMBER_CHECK_NOT_IMPLEMENTED(e.table.host_alloc && e.table.host_free,
+                              "[pin_memory] device type '{}' offers no pinned host memory", e.name);
+  char why[512] = {0};
+  void* p = bytes ? e.table.host_alloc(e.table.ctx, bytes, why, sizeof(why)) : nullptr;
+  EMBER_CHECK_OOM(p != nullptr || bytes == 0,
+                  "[pin_memory] could not allocate {} bytes of pinned host memory from {}: {}",
+                  bytes, e.name, why[0] ? why : "no reason given");
+  auto deleter = [](void* ctx, void* data, size_t n, Device) {
+    const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
+    if (data) entry->table.host_free(entry->table.ctx, data, n);
+  };
+  return make_intrusive<StorageImpl>(p, bytes, Device::cpu(), +deleter,
+                                     const_cast<DeviceTypeEntry*>(&e), /*pinned=*/true);
+}
+
+void set_backend_option(std::string_view type, std::string_view key, std::string_view value) {
+  ensure_plugins_loaded();
+  const int16_t id = find_device_type(type);
+  EMBER_CHECK_DEVICE(id >= 0, "[set_backend_option] no device type '{}' is registered", type);
+  const DeviceTypeEntry& e = device_type(id);
+  EMBER_CHECK_NOT_IMPLEMENTED(e.table.set_option != nullptr,
+                              "[set_backend_option] the {} backend ({}) has no options", e.name,
+                              e.plugin);
+  const std::string k(key), v(value);
+  char err[512] = {0};
+  const int32_t status = e.table.set_option(e.table.ctx, k.c_str(), v.c_str(), err, sizeof(err));
+  if (status != EMBER_OK) {
+    throw_error(status_error_kind(status), fmt::format("[set_backend_option] {} {}={}: {}", e.name,
+                                                       k, v, err[0] ? err : "rejected"));
+  }
+}
+
+std::string backend_option(std::string_view type, std::string_view key) {
+  ensure_plugins_loaded();
+  const int16_t id = find_device_type(type);
+  EMBER_CHECK_DEVICE(id >= 0, "[backend_option] no device type '{}' is registered", type);
+  const DeviceTypeEntry& e = device_type(id);
+  EMBER_CHECK_NOT_IMPLEMENTED(e.table.get_option != nullptr,
+                              "[backend_option] the {} backend ({}) has no options", e.name,
+                              e.plugin);
+  const std::string k(key);
+  char value[256] = {0};
+  EMBER_CHECK(e.table.get_option(e.table.ctx, k.c_str(), value, sizeof(value)) == EMBER_OK,
+              "[backend_option] the {} backend has no option '{}'", e.name, k);
+  return value;
 }
 
 }  // namespace ember

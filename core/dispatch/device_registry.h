@@ -33,8 +33,21 @@ EMBER_API std::vector<DeviceTypeEntry> device_types();
 EMBER_API void check_device(Device device, const char* op);
 /** Copies bytes between a device and the host (or within a device); throws on failure. */
 EMBER_API void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind);
+/** Like device_copy, but may return before the bytes moved when the host side is pinned memory
+ *  (ember_device_type_v1::copy_async; a plain copy where the backend has none). */
+EMBER_API void device_copy_async(Device device, void* dst, const void* src, size_t bytes,
+                                 int32_t kind);
 /** Waits for all queued work on `device`. */
 EMBER_API void synchronize(Device device = Device::cpu());
+/** The available device type whose host_alloc pinned memory comes from (highest priority), or
+ *  -1 if no loaded backend with devices offers pinned memory. */
+EMBER_API int16_t pinned_memory_device_type();
+/** Sets an option of device type `type`'s backend (the "cuda" backend: "matmul.allow_tf32",
+ *  "cudnn.allow_tf32", "cudnn.benchmark", each "0" or "1"); throws for unknown keys or values. */
+EMBER_API void set_backend_option(std::string_view type, std::string_view key,
+                                  std::string_view value);
+/** The current value of a backend option; throws for unknown keys. */
+EMBER_API std::string backend_option(std::string_view type, std::string_view key);
 
 // Note [The default device]
 // default_device() is, in order: the device given to set_default_device(); else EMBER_DEVICE

@@ -8,6 +8,7 @@
 #include "core/autograd/differentiable_ops.h"
 #include "core/autograd/record.h"
 #include "core/dispatch/call.h"
+#include "core/dispatch/stream.h"
 #include "core/ops/factory.h"
 #include "core/plugin/loader.h"
 
@@ -38,6 +39,14 @@ Tensor empty(IntList sizes, TensorOptions opts) {
               "[empty] {} elements of {} exceed the addressable size (their byte count overflows "
               "int64): sizes {}",
               n, opts.dtype, shape_str(sizes));
+  if (__builtin_expect(opts.pinned, 0)) {
+    EMBER_CHECK_TYPE(opts.device.type == kCpuType,
+                     "[empty] pinned memory is CPU memory: got pinned_memory with device {}",
+                     opts.device.str());
+    Storage s = allocate_pinned_storage(static_cast<size_t>(bytes));
+    return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes),
+                                             0, opts.dtype));
+  }
   Storage s = allocate_storage(static_cast<size_t>(bytes), opts.device);
   return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes), 0,
                                            opts.dtype));
@@ -127,11 +136,25 @@ Tensor Tensor::to(DType d) const {
 }
 
 Tensor Tensor::to(Device target) const {
+  return to(target, /*non_blocking=*/false);
+}
+
+// Note [Non-blocking copies]
+// to(device, non_blocking=true) follows PyTorch. Host to device: from pinned memory the copy is
+// queued on the device's current stream and the call returns at once (from pageable memory
+// the driver stages the bytes first, so it returns once they are staged); kernels queued
+// later on that stream see the data. Device to host: the result is allocated in pinned memory
+// from the source's backend and the copy is queued without waiting, so its values are valid
+// only after a synchronize (of the device, the stream, or an event recorded after the copy).
+// The pinned source or destination is not reused by the allocator before the copy completes
+// (the backend tracks it, Note [Pinned host memory]), so dropping the tensor early is safe;
+// writing into a pinned source before the copy completed is not, exactly as in PyTorch.
+Tensor Tensor::to(Device target, bool non_blocking) const {
   EMBER_CHECK_TYPE(defined(), "[to] called on an undefined tensor (to {})", target.str());
   if (target == device()) return *this;
   if (autograd::any_requires_grad({this})) {
     return autograd::differentiable(
-        "ToCopyBackward", "to", {this}, [&] { return to(target); },
+        "ToCopyBackward", "to", {this}, [&] { return to(target, non_blocking); },
         [src = device()] {
           return [src](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
             return std::vector<Tensor>{g[0].to(src)};
@@ -140,18 +163,63 @@ Tensor Tensor::to(Device target) const {
   }
   check_device(target, "to");
   const Tensor src = contiguous();
-  Tensor out = empty(sizes(), {dtype(), target});
-  if (nbytes() == 0) return out;
-  if (host_accessible(src.device()) && host_accessible(target)) {
-    std::memcpy(out.data_ptr(), src.data_ptr(), nbytes());
-  } else if (host_accessible(src.device())) {
-    device_copy(target, out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_H2D);
-  } else if (host_accessible(target)) {
-    device_copy(src.device(), out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_D2H);
+  const bool from_host = host_accessible(src.device()), to_host = host_accessible(target);
+  Tensor out;
+  if (non_blocking && !from_host && to_host && target.type == kCpuType &&
+      device_type(src.device().type).table.host_alloc && nbytes() > 0) {
+    out =
+        Tensor(make_intrusive<TensorImpl>(allocate_pinned_storage(nbytes(), src.device().type),
+                                          Shape(sizes()), contiguous_strides(sizes()), 0, dtype()));
   } else {
-    return src.to(Device::cpu()).to(target);
+    out = empty(sizes(), {dtype(), target});
+  }
+  if (nbytes() == 0) return out;
+  if (from_host && to_host) {
+    std::memcpy(out.data_ptr(), src.data_ptr(), nbytes());
+  } else if (from_host) {
+    (non_blocking ? device_copy_async : device_copy)(target, out.data_ptr(), src.data_ptr(),
+                                                     nbytes(), EMBER_COPY_H2D);
+  } else if (to_host) {
+    (non_blocking && out.is_pinned() ? device_copy_async : device_copy)(
+        src.device(), out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_D2H);
+  } else {
+    return src.to(Device::cpu()).to(target, non_blocking);
   }
   return out;
+}
+
+Tensor Tensor::pin_memory() const {
+  EMBER_CHECK_TYPE(defined(), "[pin_memory] called on an undefined tensor");
+  EMBER_CHECK_TYPE(device().type == kCpuType,
+                   "[pin_memory] only CPU tensors can be pinned: got a tensor on {}",
+                   device().str());
+  EMBER_CHECK_TYPE(!requires_grad(),
+                   "[pin_memory] pins data, not autograd history: the tensor requires grad (pin "
+                   "its .detach() instead)");
+  if (is_pinned()) return *this;
+  Tensor out = empty(sizes(), TensorOptions(dtype()).pinned_memory());
+  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+  return out;
+}
+
+bool Tensor::is_pinned() const {
+  return defined() && storage() && storage()->pinned();
+}
+
+void Tensor::record_stream(const Stream& stream) const {
+  EMBER_CHECK_TYPE(defined(), "[record_stream] called on an undefined tensor");
+  EMBER_CHECK_TYPE(stream.device() == device(),
+                   "[record_stream] a tensor on {} cannot be used by a stream of {}",
+                   device().str(), stream.device().str());
+  const ember_device_type_v1& t = device_type(device().type).table;
+  if (!t.record_stream || !storage() || !storage()->data()) return;  // nothing is cached
+  char err[512] = {0};
+  const int32_t status =
+      t.record_stream(t.ctx, device().index, storage()->data(), stream.handle(), err, sizeof(err));
+  if (status != EMBER_OK) {
+    throw_error(status_error_kind(status),
+                fmt::format("[record_stream] {} failed: {}", device().str(), err));
+  }
 }
 
 double Tensor::item() const {

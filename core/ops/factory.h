@@ -3,9 +3,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <type_traits>
-#include <initializer_list>
 #include <vector>
 
 #include "core/tensor/tensor.h"
@@ -16,10 +16,18 @@ namespace ember {
 struct TensorOptions {
   DType dtype = kDefaultFloat;
   Device device = Device::cpu();
+  /** CPU memory page-locked for an accelerator (Note [Pinned host memory] in plugin_abi.h). */
+  bool pinned = false;
   TensorOptions() = default;
   TensorOptions(DType d) : dtype(d) {}  // NOLINT(google-explicit-constructor)
   TensorOptions(DType d, Device dev) : dtype(d), device(dev) {}
   TensorOptions(Device dev) : device(dev) {}  // NOLINT(google-explicit-constructor)
+  /** These options with pinned host memory on or off (libtorch's pinned_memory). */
+  TensorOptions pinned_memory(bool on = true) const {
+    TensorOptions o = *this;
+    o.pinned = on;
+    return o;
+  }
 };
 
 /** Uninitialised contiguous tensor. */
@@ -39,7 +47,8 @@ EMBER_API Tensor ones_like(const Tensor& t);
 /** Same sizes, dtype and device as `t`, filled with `value`. */
 EMBER_API Tensor full_like(const Tensor& t, Scalar value);
 /** start, start+step, ... < end; int64 if all arguments are integers, else float32. */
-EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1, std::optional<TensorOptions> opts = {});
+EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1,
+                        std::optional<TensorOptions> opts = {});
 /** 0, 1, ..., end-1 as int64 (or `opts`). */
 EMBER_API Tensor arange(Scalar end, std::optional<TensorOptions> opts = {});
 /** `steps` evenly spaced values from start to end inclusive. */
@@ -111,7 +120,7 @@ struct NestedList {
                             (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
                              std::is_integral_v<U> && !std::is_same_v<U, bool>) ||
                             (std::is_same_v<T, bool> && std::is_same_v<U, bool>)>>
-  NestedList(U v) : values{static_cast<T>(v)} {}  // NOLINT(google-explicit-constructor)
+  NestedList(U v) : values{static_cast<T>(v)} {}        // NOLINT(google-explicit-constructor)
   NestedList(std::initializer_list<NestedList> rows) {  // NOLINT(google-explicit-constructor)
     sizes.push_back(static_cast<int64_t>(rows.size()));
     bool first = true;
@@ -132,11 +141,15 @@ struct NestedList {
 
 /** A tensor from (nested) floating values: float32 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<double> data, TensorOptions opts = {}) {
-  return from_vector(data.values, data.sizes, TensorOptions(DType::Float64)).to(opts.dtype).to(opts.device);
+  return from_vector(data.values, data.sizes, TensorOptions(DType::Float64))
+      .to(opts.dtype)
+      .to(opts.device);
 }
 /** A tensor from (nested) integer values: int64 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<int64_t> data, TensorOptions opts = TensorOptions(DType::Int64)) {
-  return from_vector(data.values, data.sizes, TensorOptions(DType::Int64)).to(opts.dtype).to(opts.device);
+  return from_vector(data.values, data.sizes, TensorOptions(DType::Int64))
+      .to(opts.dtype)
+      .to(opts.device);
 }
 /** A tensor from (nested) booleans. */
 inline Tensor tensor(NestedList<bool> data, TensorOptions opts = TensorOptions(DType::Bool)) {

@@ -20,6 +20,8 @@
 
 namespace ember {
 
+class Stream;
+
 namespace autograd {
 class Node;
 struct AutogradMeta;
@@ -113,6 +115,18 @@ class EMBER_API Tensor {
   Tensor to(DType dtype) const;
   /** Copied to `device` (this tensor if already there). */
   Tensor to(Device device) const;
+  /** Copied to `device`; with `non_blocking`, a copy between pinned host memory and a device
+   *  may still be in flight on return (Note [Non-blocking copies]): synchronize before the host
+   *  reads a copy to the CPU, which then lands in pinned memory. */
+  Tensor to(Device device, bool non_blocking) const;
+  /** A copy in page-locked host memory (this tensor if already pinned); needs a CPU tensor and a
+   *  loaded accelerator backend that offers pinned memory. */
+  Tensor pin_memory() const;
+  /** True if the tensor's memory is page-locked host memory. */
+  bool is_pinned() const;
+  /** Marks the memory as used by work on `stream` too, so the caching allocator does not hand it
+   *  out again until that work has completed (PyTorch's record_stream). */
+  void record_stream(const Stream& stream) const;
   /** The one element as a double; throws unless numel() == 1. */
   double item() const;
   /** The one element as a Scalar: exact for integer and bool dtypes. */

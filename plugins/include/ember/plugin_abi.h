@@ -23,8 +23,11 @@ extern "C" {
 #define EMBER_ABI_MAJOR 1
 /** ABI minor version this header describes; tables grow with it.
  *  1.0: devices and kernels. 1.1: ops defined by plugins (ember_registrar_v1::op_schema).
- *  1.2: tensor identities in kernel calls (ember_kernel_call::input_ids / output_ids). */
-#define EMBER_ABI_MINOR 2
+ *  1.2: tensor identities in kernel calls (ember_kernel_call::input_ids / output_ids).
+ *  1.3: device types with allocation messages, page-locked host memory, asynchronous copies,
+ *  streams and events, stream-aware frees and options (ember_device_type_v1, from alloc_checked).
+ */
+#define EMBER_ABI_MINOR 3
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
  */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
@@ -132,6 +135,28 @@ typedef struct ember_device_props {
   int32_t num_cores; /* threads or multiprocessors */
 } ember_device_props;
 
+/* Note [Streams and events through the ABI]
+ * A stream is a queue of device work; an event marks a point in one. The core knows neither:
+ * it passes the backend's opaque handles around (ember::Stream, ember::Event in
+ * core/dispatch/stream.h), as PyTorch's c10::Stream does with its DeviceGuardImpl. Each thread
+ * has a current stream per device (the device's default stream until it sets another), and
+ * everything the thread does on that device goes there: kernels, allocations (a caching
+ * allocator keeps blocks per stream) and copies. Pool streams are never destroyed, so a handle
+ * stays valid for the life of the process and a cached block can never meet a new stream that
+ * reuses an old stream's handle; events are owned and destroyed by the core. A memory block that
+ * other streams use as well is named with record_stream, so it is not reused while their work
+ * may still read it. A device type without streams leaves these NULL: its one implicit stream is
+ * always complete, and the core treats it so.
+ *
+ * Note [Pinned host memory]
+ * Copies from pageable host memory are staged by the driver: H2D returns once the bytes are in a
+ * staging buffer, D2H waits. Page-locked memory from host_alloc is read and written by the copy
+ * engine directly, which is faster and lets copy_async return at once, so a DataLoader can move
+ * the next batch while kernels run. The price is a lifetime rule: the host bytes must not change
+ * (H2D) or be read (D2H) until the copy is done, and host_free must not hand the block out again
+ * before that either: the backend records an event for every asynchronous copy touching a block
+ * and reuses the block only once those events completed (PyTorch's CachingHostAllocator). */
+
 /** A device type a plugin provides: memory, copies, synchronisation. */
 typedef struct ember_device_type_v1 {
   uint32_t struct_size;
@@ -151,7 +176,77 @@ typedef struct ember_device_type_v1 {
   void (*empty_cache)(void* ctx, int32_t index);
   void (*set_num_threads)(void* ctx, int32_t n); /* may be NULL */
   int32_t (*get_num_threads)(void* ctx);         /* may be NULL */
+
+  /* ---- ABI 1.3 (Note [Streams and events through the ABI]). Every field may be NULL; the
+   * core reads one only when struct_size covers it and it is set. ---- */
+  /* alloc that says why it failed (for a caching allocator: requested, allocated, reserved and
+   * free bytes) in `error` when it returns NULL for bytes > 0. */
+  void* (*alloc_checked)(void* ctx, int32_t index, size_t bytes, char* error,
+                         size_t error_capacity);
+  /* Page-locked host memory that copies with this device type can read and write without
+   * staging, and asynchronously (Note [Pinned host memory]); NULL with a reason on failure. */
+  void* (*host_alloc)(void* ctx, size_t bytes, char* error, size_t error_capacity);
+  /* Returns memory from host_alloc; it is reused only after every asynchronous copy queued on
+   * it so far has completed. */
+  void (*host_free)(void* ctx, void* ptr, size_t bytes);
+  /* copy that may return before the bytes have moved, when the host side comes from host_alloc
+   * (otherwise it behaves as copy). Ordered on the current stream of `index`; the host memory
+   * must not be read (D2H) or written (H2D) until that stream has been waited for. */
+  int32_t (*copy_async)(void* ctx, int32_t index, void* dst, const void* src, size_t bytes,
+                        int32_t kind, char* error, size_t error_capacity);
+  /* The calling thread's current stream of device `index` (which == EMBER_STREAM_CURRENT) or
+   * the device's default stream (EMBER_STREAM_DEFAULT). Handles are opaque and never freed. */
+  void* (*stream_get)(void* ctx, int32_t index, int32_t which);
+  /* A stream from the device's pool (created on first use, handed out round-robin, never
+   * destroyed), of high priority when `high_priority` is nonzero. */
+  int32_t (*stream_from_pool)(void* ctx, int32_t index, int32_t high_priority, void** out,
+                              char* error, size_t error_capacity);
+  /* Makes `stream` (from stream_get or stream_from_pool) the calling thread's current stream of
+   * device `index`: kernels, allocations and copies from this thread go there. */
+  int32_t (*stream_set_current)(void* ctx, int32_t index, void* stream, char* error,
+                                size_t error_capacity);
+  /* Waits until all work queued on `stream` has completed. */
+  int32_t (*stream_synchronize)(void* ctx, int32_t index, void* stream, char* error,
+                                size_t error_capacity);
+  /* Writes 1 to `done` if all work queued on `stream` has completed, else 0; never blocks. */
+  int32_t (*stream_query)(void* ctx, int32_t index, void* stream, int32_t* done, char* error,
+                          size_t error_capacity);
+  /* Makes work queued on `stream` from now on wait for `event` (the host does not wait). */
+  int32_t (*stream_wait_event)(void* ctx, int32_t index, void* stream, void* event, char* error,
+                               size_t error_capacity);
+  /* A new event; flags: EMBER_EVENT_TIMING to measure elapsed time with it. */
+  int32_t (*event_create)(void* ctx, int32_t index, int32_t flags, void** out, char* error,
+                          size_t error_capacity);
+  /* Destroys an event from event_create (work it marks may still be pending). */
+  void (*event_destroy)(void* ctx, int32_t index, void* event);
+  /* Marks the work queued on `stream` so far. */
+  int32_t (*event_record)(void* ctx, int32_t index, void* event, void* stream, char* error,
+                          size_t error_capacity);
+  /* Waits until the work `event` marks has completed (at once if never recorded). */
+  int32_t (*event_synchronize)(void* ctx, int32_t index, void* event, char* error,
+                               size_t error_capacity);
+  /* Writes 1 to `done` if the work `event` marks has completed, else 0; never blocks. */
+  int32_t (*event_query)(void* ctx, int32_t index, void* event, int32_t* done, char* error,
+                         size_t error_capacity);
+  /* Milliseconds between two completed timing events. */
+  int32_t (*event_elapsed_ms)(void* ctx, int32_t index, void* start, void* end, double* ms,
+                              char* error, size_t error_capacity);
+  /* Marks the block at `ptr` (an address alloc returned) as used by `stream` as well: when it is
+   * freed, it is reused only after the work queued on `stream` by then has completed. */
+  int32_t (*record_stream)(void* ctx, int32_t index, void* ptr, void* stream, char* error,
+                           size_t error_capacity);
+  /* Sets a backend option (key and value are strings the backend documents); EMBER_ERR_INVALID
+   * with a reason for an unknown key or a bad value. */
+  int32_t (*set_option)(void* ctx, const char* key, const char* value, char* error,
+                        size_t error_capacity);
+  /* Writes an option's current value into `value`; EMBER_ERR_INVALID for an unknown key. */
+  int32_t (*get_option)(void* ctx, const char* key, char* value, size_t value_capacity);
 } ember_device_type_v1;
+
+/** Which stream ember_device_type_v1::stream_get returns. */
+enum { EMBER_STREAM_CURRENT = 0, EMBER_STREAM_DEFAULT = 1 };
+/** Flags of ember_device_type_v1::event_create. */
+enum { EMBER_EVENT_TIMING = 1 };
 
 /** Copy kinds for ember_device_type_v1::copy. */
 enum { EMBER_COPY_H2D = 0, EMBER_COPY_D2H = 1, EMBER_COPY_D2D = 2 };
@@ -281,6 +376,9 @@ static_assert(offsetof(ember_registrar_v1, find_device_type) == 4 * sizeof(void*
               "ember_registrar_v1 v1.0 layout changed");
 static_assert(offsetof(ember_registrar_v1, op_schema) == 5 * sizeof(void*),
               "ember_registrar_v1::op_schema must follow the v1.0 fields");
+static_assert(offsetof(ember_device_type_v1, alloc_checked) ==
+                  offsetof(ember_device_type_v1, get_num_threads) + sizeof(void*),
+              "ember_device_type_v1::alloc_checked must follow the v1.0 fields");
 static_assert(offsetof(ember_kernel_call, input_ids) ==
                   offsetof(ember_kernel_call, error_capacity) + sizeof(size_t),
               "ember_kernel_call::input_ids must follow the v1.0 fields");
