@@ -106,7 +106,7 @@ CachingAllocator::Block* CachingAllocator::find_free(Pool& pool, void* stream, s
   return b;
 }
 
-void* CachingAllocator::allocate(size_t bytes, void* stream) {
+void* CachingAllocator::allocate(size_t bytes, void* stream, std::string* error) {
   if (bytes == 0) return nullptr;
   const size_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
@@ -132,6 +132,7 @@ void* CachingAllocator::allocate(size_t bytes, void* stream) {
           format_bytes(stats_.reserved) + " reserved by the allocator, " +
           (free_dev >= 0 ? format_bytes(static_cast<uint64_t>(free_dev)) : std::string("unknown")) +
           " free on the device (free tensors or use smaller batches)";
+      if (error) *error = last_error_;
       return nullptr;
     }
     ++stats_.num_os_allocs;

@@ -64,8 +64,9 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  /** Memory for `bytes` usable on `stream`; nullptr (and last_error()) when out of memory. */
-  void* allocate(size_t bytes, void* stream);
+  /** Memory for `bytes` usable on `stream`; nullptr when out of memory, with the reason in
+   * `error` (if given) and last_error(). */
+  void* allocate(size_t bytes, void* stream, std::string* error = nullptr);
   /** Returns a block from allocate() to the cache; unknown pointers are ignored (false). A
    * block used on other streams (record_stream) is reused only once their work is done. */
   bool free(void* ptr);

@@ -2,7 +2,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -13,31 +12,12 @@ namespace {
 
 const ember_host_v1* g_host = nullptr;
 
-// Segments straight from the driver for one device.
-class CudaSegmentSource final : public SegmentSource {
+// The event half of a SegmentSource over CUDA events, shared by device segments and pinned
+// host blocks. Note [Blocks used on other streams] (allocator.cpp): when an event cannot be
+// recorded the stream is waited for instead, so the block is safe to reuse at once.
+class CudaEventSource : public SegmentSource {
  public:
-  explicit CudaSegmentSource(int index) : index_(index) {}
-  void* allocate(size_t bytes) override {
-    if (!set_device(index_).ok()) return nullptr;
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
-      cudaGetLastError();  // clear the (non-sticky) allocation error
-      return nullptr;
-    }
-    return p;
-  }
-  void release(void* ptr, size_t) override {
-    if (set_device(index_).ok()) cudaFree(ptr);  // synchronizes the device first
-  }
-  int64_t free_bytes() override {
-    size_t free = 0, total = 0;
-    if (!set_device(index_).ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
-    return static_cast<int64_t>(free);
-  }
-  // Note [Blocks used on other streams] (allocator.cpp). When an event cannot be recorded the
-  // stream is waited for instead, so the block is safe to reuse at once.
   void* record_event(void* stream) override {
-    if (!set_device(index_).ok()) return nullptr;
     const auto s = static_cast<cudaStream_t>(stream);
     cudaEvent_t e = nullptr;
     if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
@@ -58,9 +38,51 @@ class CudaSegmentSource final : public SegmentSource {
     return true;  // complete, or failed (the failure surfaces at the next synchronize)
   }
   void destroy_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
+};
+
+// Segments straight from the driver for one device.
+class CudaSegmentSource final : public CudaEventSource {
+ public:
+  explicit CudaSegmentSource(int index) : index_(index) {}
+  void* allocate(size_t bytes) override {
+    if (!set_device(index_).ok()) return nullptr;
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();  // clear the (non-sticky) allocation error
+      return nullptr;
+    }
+    return p;
+  }
+  void release(void* ptr, size_t) override {
+    if (set_device(index_).ok()) cudaFree(ptr);  // synchronizes the device first
+  }
+  int64_t free_bytes() override {
+    size_t free = 0, total = 0;
+    if (!set_device(index_).ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
+    return static_cast<int64_t>(free);
+  }
+  void* record_event(void* stream) override {
+    if (!set_device(index_).ok()) return nullptr;
+    return CudaEventSource::record_event(stream);
+  }
 
  private:
   int index_;
+};
+
+// Page-locked host blocks (Note [Caching pinned host memory]). Events are recorded with the
+// stream's device current: copy_async makes it current before it records a use.
+class PinnedSource final : public CudaEventSource {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void release(void* ptr, size_t) override { cudaFreeHost(ptr); }
 };
 
 // Note [Per-device state is never destroyed]
@@ -90,6 +112,11 @@ void log(int32_t level, const char* message) {
       g_host->log) {
     g_host->log(level, message);
   }
+}
+
+HostAllocator& host_allocator() {
+  static HostAllocator* a = new HostAllocator(new PinnedSource());  // never destroyed
+  return *a;
 }
 
 CachingAllocator& device_allocator(int index) {
@@ -123,14 +150,12 @@ Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHan
     EMBER_CUBLAS_CHECK(blas->create(&h));
     // Note [TF32 is off by default]
     // float32 matmul must give float32 results (the CPU plugin's and PyTorch's default), so the
-    // handle uses pedantic-free default math; EMBER_CUDA_ALLOW_TF32=1 opts into TF32 tensor cores.
-    const char* tf32 = std::getenv("EMBER_CUDA_ALLOW_TF32");
-    const bool allow_tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+    // handle keeps cuBLAS' default math; the option matmul.allow_tf32 (or EMBER_CUDA_ALLOW_TF32=1)
+    // asks for CUBLAS_COMPUTE_32F_FAST_TF32 per call instead (ops/matmul.cpp).
     // Note [Half matmul accumulates in float32] (ops/matmul.cpp): no reduced-precision
     // reductions for the half types either.
-    const int mode =
-        static_cast<int>(allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
-        static_cast<int>(CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    const int mode = static_cast<int>(CUBLAS_DEFAULT_MATH) |
+                     static_cast<int>(CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     EMBER_CUBLAS_CHECK(blas->set_math_mode(h, static_cast<cublasMath_t>(mode)));
     d.blas = h;
   }
@@ -167,10 +192,9 @@ Status DeviceBuffer::allocate(int index, size_t bytes) {
   index_ = index;
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
-  CachingAllocator& a = device_allocator(index);
-  ptr_ = a.allocate(bytes, stream);
-  if (!ptr_ && bytes > 0)
-    return status_error(EMBER_ERR_OUT_OF_MEMORY, "[cuda] %s", a.last_error().c_str());
+  std::string why;
+  ptr_ = device_allocator(index).allocate(bytes, stream, &why);
+  if (!ptr_ && bytes > 0) return status_error(EMBER_ERR_OUT_OF_MEMORY, "[cuda] %s", why.c_str());
   return {};
 }
 

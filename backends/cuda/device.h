@@ -1,6 +1,6 @@
-// Per-device state of the plugin: the caching allocator over cudaMalloc/cudaFree and the
-// cuBLAS and cuDNN handles (libcublas itself loaded lazily, Note [Lazy cuBLAS]), each created on
-// first use and kept for the life of the process.
+// Per-device state of the plugin: the caching allocator over cudaMalloc/cudaFree, the pinned
+// host memory cache, and the cuBLAS and cuDNN handles (libcublas itself loaded lazily, Note
+// [Lazy cuBLAS]), each created on first use and kept for the life of the process.
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,6 +11,7 @@
 
 #include "backends/cuda/allocator.h"
 #include "backends/cuda/check.h"
+#include "backends/cuda/host_allocator.h"
 #include "backends/cuda/lazy_cublas.h"
 #include "ember/plugin_abi.h"
 
@@ -21,6 +22,8 @@ void set_host(const ember_host_v1* host);
 /** Logs through the host at `level` (0 debug .. 3 error), if the host offers logging. */
 void log(int32_t level, const char* message);
 
+/** The process's cache of pinned host memory (cudaHostAlloc). */
+HostAllocator& host_allocator();
 /** The caching allocator of device `index` (0 <= index < kMaxDevices). */
 CachingAllocator& device_allocator(int index);
 /** Marks memory from device `index`'s allocator as used by `stream` as well, so its block is

@@ -5,9 +5,11 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/kernels.h"
+#include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
 
 namespace ember::cuda {
@@ -53,17 +55,25 @@ int32_t device_props(void*, int32_t index, ember_device_props* out) {
   return EMBER_OK;
 }
 
-void* alloc(void*, int32_t index, size_t bytes) {
+void* alloc_impl(int32_t index, size_t bytes, std::string* why) {
   if (bytes == 0) return nullptr;
   cudaStream_t stream = nullptr;
   const Status s = current_stream(index, &stream);
   if (!s.ok()) {
-    log(3, s.message.c_str());
+    if (why) *why = s.message;
     return nullptr;
   }
-  CachingAllocator& a = device_allocator(index);
-  void* p = a.allocate(bytes, stream);
-  if (!p) log(3, ("[cuda] " + a.last_error()).c_str());  // the ABI's alloc has no message slot
+  return device_allocator(index).allocate(bytes, stream, why);
+}
+
+void* alloc(void*, int32_t index, size_t bytes) {
+  return alloc_impl(index, bytes, nullptr);
+}
+
+void* alloc_checked(void*, int32_t index, size_t bytes, char* error, size_t cap) {
+  std::string why;
+  void* p = alloc_impl(index, bytes, &why);
+  if (!p && bytes > 0) std::snprintf(error, cap, "%s", why.c_str());
   return p;
 }
 
@@ -71,7 +81,23 @@ void free_block(void*, int32_t index, void* ptr, size_t) {
   if (ptr) device_allocator(index).free(ptr);
 }
 
-Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_t kind) {
+void* host_alloc(void*, size_t bytes, char* error, size_t cap) {
+  std::string why;
+  void* p = host_allocator().allocate(bytes, &why);
+  if (!p && bytes > 0) std::snprintf(error, cap, "[cuda] %s", why.c_str());
+  return p;
+}
+
+void host_free(void*, void* ptr, size_t) {
+  host_allocator().free(ptr);
+}
+
+// Note [Pinned host memory] (plugin_abi.h): from or into pinned memory, cudaMemcpyAsync returns
+// before the copy engine touched the host bytes. A blocking copy then waits for the stream; an
+// asynchronous one records the use on the pinned block instead, so the block is not handed out
+// again before the copy is done.
+Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
+                 bool async) {
   if (bytes == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
@@ -81,9 +107,12 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
       // From pageable host memory the call returns once the source has been staged, so the
       // caller may reuse it at once; the kernels that read dst run later on the same stream.
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+      if (async && host_allocator().record_use(src, stream)) return {};
+      if (host_allocator().contains(src)) return wait_stream(index, stream, "copy from the host");
       return {};
     case EMBER_COPY_D2H:
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+      if (async && host_allocator().record_use(dst, stream)) return {};
       // The host reads dst next. Note [Asynchronous errors name the last launch]
       return wait_stream(index, stream, "copy to the host");
     case EMBER_COPY_D2D:
@@ -96,7 +125,12 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
 
 int32_t copy_bytes(void*, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
                    char* error, size_t cap) {
-  return write_status(copy_impl(index, dst, src, bytes, kind), error, cap);
+  return write_status(copy_impl(index, dst, src, bytes, kind, /*async=*/false), error, cap);
+}
+
+int32_t copy_async(void*, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
+                   char* error, size_t cap) {
+  return write_status(copy_impl(index, dst, src, bytes, kind, /*async=*/true), error, cap);
 }
 
 Status synchronize_impl(int32_t index) {
@@ -130,6 +164,161 @@ void empty_cache(void*, int32_t index) {
   if (set_device(index).ok()) device_allocator(index).empty_cache();
 }
 
+// ---- Streams and events (Note [Streams and events through the ABI]) -------------------------
+
+// A null handle names the device's default stream.
+Status resolve_stream(int32_t index, void* handle, cudaStream_t* out) {
+  if (handle) {
+    *out = static_cast<cudaStream_t>(handle);
+    return {};
+  }
+  return default_stream(index, out);
+}
+
+void* stream_get(void*, int32_t index, int32_t which) {
+  cudaStream_t s = nullptr;
+  const Status st =
+      which == EMBER_STREAM_DEFAULT ? default_stream(index, &s) : current_stream(index, &s);
+  return st.ok() ? s : nullptr;
+}
+
+int32_t stream_from_pool(void*, int32_t index, int32_t high_priority, void** out, char* error,
+                         size_t cap) {
+  cudaStream_t s = nullptr;
+  const Status st = pool_stream(index, high_priority != 0, &s);
+  if (st.ok()) *out = s;
+  return write_status(st, error, cap);
+}
+
+int32_t stream_set_current(void*, int32_t index, void* stream, char* error, size_t cap) {
+  return write_status(set_current_stream(index, static_cast<cudaStream_t>(stream)), error, cap);
+}
+
+Status stream_synchronize_impl(int32_t index, void* handle) {
+  cudaStream_t s = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  return wait_stream(index, s, "stream synchronize");
+}
+
+int32_t stream_synchronize(void*, int32_t index, void* stream, char* error, size_t cap) {
+  return write_status(stream_synchronize_impl(index, stream), error, cap);
+}
+
+// cudaStreamQuery / cudaEventQuery: done, pending (not an error), or a failure naming `what`.
+Status query_result(int32_t index, cudaError_t err, const char* what, int32_t* done) {
+  if (err == cudaSuccess) {
+    *done = 1;
+    return {};
+  }
+  cudaGetLastError();
+  if (err == cudaErrorNotReady) {
+    *done = 0;
+    return {};
+  }
+  return status_error(
+      EMBER_ERR_DEVICE, "[cuda] %s on cuda:%d failed: %s (%s); the last op launched there was '%s'",
+      what, index, cudaGetErrorString(err), cudaGetErrorName(err), last_launch(index));
+}
+
+Status stream_query_impl(int32_t index, void* handle, int32_t* done) {
+  cudaStream_t s = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  return query_result(index, cudaStreamQuery(s), "stream query", done);
+}
+
+int32_t stream_query(void*, int32_t index, void* stream, int32_t* done, char* error, size_t cap) {
+  return write_status(stream_query_impl(index, stream, done), error, cap);
+}
+
+Status stream_wait_event_impl(int32_t index, void* handle, void* event) {
+  cudaStream_t s = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  EMBER_CUDA_CHECK(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(event), 0));
+  return {};
+}
+
+int32_t stream_wait_event(void*, int32_t index, void* stream, void* event, char* error,
+                          size_t cap) {
+  return write_status(stream_wait_event_impl(index, stream, event), error, cap);
+}
+
+Status event_create_impl(int32_t index, int32_t flags, void** out) {
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  cudaEvent_t e = nullptr;
+  EMBER_CUDA_CHECK(cudaEventCreateWithFlags(
+      &e, (flags & EMBER_EVENT_TIMING) ? cudaEventDefault : cudaEventDisableTiming));
+  *out = e;
+  return {};
+}
+
+int32_t event_create(void*, int32_t index, int32_t flags, void** out, char* error, size_t cap) {
+  return write_status(event_create_impl(index, flags, out), error, cap);
+}
+
+void event_destroy(void*, int32_t, void* event) {
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+Status event_record_impl(int32_t index, void* event, void* handle) {
+  cudaStream_t s = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  EMBER_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
+  return {};
+}
+
+int32_t event_record(void*, int32_t index, void* event, void* stream, char* error, size_t cap) {
+  return write_status(event_record_impl(index, event, stream), error, cap);
+}
+
+Status event_synchronize_impl(int32_t index, void* event) {
+  const cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(event));
+  if (err == cudaSuccess) return {};
+  cudaGetLastError();
+  return status_error(EMBER_ERR_DEVICE,
+                      "[cuda] event synchronize on cuda:%d failed: %s (%s); this may be an "
+                      "asynchronous error of earlier work: the last op launched on cuda:%d was "
+                      "'%s'",
+                      index, cudaGetErrorString(err), cudaGetErrorName(err), index,
+                      last_launch(index));
+}
+
+int32_t event_synchronize(void*, int32_t index, void* event, char* error, size_t cap) {
+  return write_status(event_synchronize_impl(index, event), error, cap);
+}
+
+int32_t event_query(void*, int32_t index, void* event, int32_t* done, char* error, size_t cap) {
+  return write_status(
+      query_result(index, cudaEventQuery(static_cast<cudaEvent_t>(event)), "event query", done),
+      error, cap);
+}
+
+Status event_elapsed_impl(void* start, void* end, double* ms) {
+  float f = 0;
+  EMBER_CUDA_CHECK(
+      cudaEventElapsedTime(&f, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
+  *ms = f;
+  return {};
+}
+
+int32_t event_elapsed_ms(void*, int32_t, void* start, void* end, double* ms, char* error,
+                         size_t cap) {
+  return write_status(event_elapsed_impl(start, end, ms), error, cap);
+}
+
+Status record_stream_impl(int32_t index, void* ptr, void* handle) {
+  cudaStream_t s = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  record_stream(index, ptr, s);  // memory the allocator does not own needs no tracking
+  return {};
+}
+
+int32_t record_stream_fn(void*, int32_t index, void* ptr, void* stream, char* error, size_t cap) {
+  return write_status(record_stream_impl(index, ptr, stream), error, cap);
+}
+
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   if (!host || host->abi_major != EMBER_ABI_MAJOR) {
     std::snprintf(error, cap, "unexpected host ABI");
@@ -150,6 +339,25 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
     t.synchronize = synchronize;
     t.memory_stats = memory_stats;
     t.empty_cache = empty_cache;
+    t.alloc_checked = alloc_checked;
+    t.host_alloc = host_alloc;
+    t.host_free = host_free;
+    t.copy_async = copy_async;
+    t.stream_get = stream_get;
+    t.stream_from_pool = stream_from_pool;
+    t.stream_set_current = stream_set_current;
+    t.stream_synchronize = stream_synchronize;
+    t.stream_query = stream_query;
+    t.stream_wait_event = stream_wait_event;
+    t.event_create = event_create;
+    t.event_destroy = event_destroy;
+    t.event_record = event_record;
+    t.event_synchronize = event_synchronize;
+    t.event_query = event_query;
+    t.event_elapsed_ms = event_elapsed_ms;
+    t.record_stream = record_stream_fn;
+    t.set_option = set_option;
+    t.get_option = get_option;
     return t;
   }();
   const int32_t id = reg->device_type(reg->ctx, &table);

@@ -7,17 +7,34 @@ namespace ember::cuda {
 namespace {
 
 // Note [Current stream per device]
-// Every device gets one non-blocking stream of its own, created the first time anything runs
-// there, so Ember's work never serializes with the legacy default stream of other libraries.
-// The created streams live until the process ends (never destroyed: the CUDA runtime may
-// already be torn down when static destructors run). set_current_stream swaps in another one.
-struct StreamSlot {
-  std::atomic<cudaStream_t> current{nullptr};
-  bool explicitly_set = false;
+// Every device gets a non-blocking default stream of its own, created the first time anything
+// runs there, so Ember's work never serializes with the legacy default stream of other
+// libraries. Each thread's current stream of a device starts as that default stream and can be
+// switched to a pool stream (set_current_stream), as PyTorch's thread-local current stream. The
+// pool holds kStreamsPerPool streams per priority, created on the first request and handed out
+// round-robin. No stream is ever destroyed: the caching allocator keys cached blocks by stream
+// handle, and a destroyed stream's handle could come back for a new stream that then reused
+// blocks the old one's pending work still reads; the CUDA runtime may also be gone by the time
+// static destructors run.
+struct DeviceStreams {
+  std::once_flag default_once;
+  cudaStream_t default_stream = nullptr;
+  cudaError_t default_error = cudaSuccess;
+  std::once_flag pool_once[2];
+  cudaStream_t pool[2][kStreamsPerPool] = {};
+  cudaError_t pool_error[2] = {cudaSuccess, cudaSuccess};
+  std::atomic<uint32_t> next[2] = {0, 0};
 };
 
-StreamSlot g_streams[kMaxDevices];
-std::mutex g_stream_mu;
+DeviceStreams g_streams[kMaxDevices];
+thread_local cudaStream_t t_current[kMaxDevices];  // nullptr: the device's default stream
+
+Status check_index(int index) {
+  if (index < 0 || index >= kMaxDevices) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
+  }
+  return {};
+}
 
 }  // namespace
 
@@ -28,32 +45,68 @@ Status set_device(int index) {
   return {};
 }
 
-Status current_stream(int index, cudaStream_t* out) {
-  if (index < 0 || index >= kMaxDevices) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
+Status default_stream(int index, cudaStream_t* out) {
+  EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
+  DeviceStreams& d = g_streams[index];
+  std::call_once(d.default_once, [&] {
+    int prev = 0;
+    cudaGetDevice(&prev);
+    d.default_error = cudaSetDevice(index);
+    if (d.default_error == cudaSuccess)
+      d.default_error = cudaStreamCreateWithFlags(&d.default_stream, cudaStreamNonBlocking);
+    if (d.default_error != cudaSuccess) cudaGetLastError();
+    cudaSetDevice(prev);
+  });
+  if (d.default_error != cudaSuccess) {
+    return status_error(EMBER_ERR_DEVICE,
+                        "[cuda] creating the default stream of cuda:%d failed: %s", index,
+                        cudaGetErrorString(d.default_error));
   }
-  StreamSlot& slot = g_streams[index];
-  cudaStream_t s = slot.current.load(std::memory_order_acquire);
-  if (s || slot.explicitly_set) {
-    *out = s;
-    return {};
-  }
-  std::lock_guard lock(g_stream_mu);
-  s = slot.current.load(std::memory_order_acquire);
-  if (!s && !slot.explicitly_set) {
-    EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
-    EMBER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    slot.current.store(s, std::memory_order_release);
-  }
-  *out = s;
+  *out = d.default_stream;
   return {};
 }
 
-void set_current_stream(int index, cudaStream_t stream) {
-  if (index < 0 || index >= kMaxDevices) return;
-  std::lock_guard lock(g_stream_mu);
-  g_streams[index].explicitly_set = true;
-  g_streams[index].current.store(stream, std::memory_order_release);
+Status current_stream(int index, cudaStream_t* out) {
+  EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
+  if (cudaStream_t s = t_current[index]) {
+    *out = s;
+    return {};
+  }
+  return default_stream(index, out);
+}
+
+Status set_current_stream(int index, cudaStream_t stream) {
+  EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
+  cudaStream_t def = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(default_stream(index, &def));
+  t_current[index] = stream == def ? nullptr : stream;
+  return {};
+}
+
+Status pool_stream(int index, bool high_priority, cudaStream_t* out) {
+  EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
+  DeviceStreams& d = g_streams[index];
+  const int p = high_priority ? 1 : 0;
+  std::call_once(d.pool_once[p], [&] {
+    int prev = 0;
+    cudaGetDevice(&prev);
+    int least = 0, greatest = 0;  // numerically lower is higher priority
+    cudaError_t err = cudaSetDevice(index);
+    if (err == cudaSuccess) err = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    for (int i = 0; err == cudaSuccess && i < kStreamsPerPool; ++i) {
+      err = cudaStreamCreateWithPriority(&d.pool[p][i], cudaStreamNonBlocking,
+                                         high_priority ? greatest : least);
+    }
+    if (err != cudaSuccess) cudaGetLastError();
+    d.pool_error[p] = err;
+    cudaSetDevice(prev);
+  });
+  if (d.pool_error[p] != cudaSuccess) {
+    return status_error(EMBER_ERR_DEVICE, "[cuda] creating the stream pool of cuda:%d failed: %s",
+                        index, cudaGetErrorString(d.pool_error[p]));
+  }
+  *out = d.pool[p][d.next[p].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool];
+  return {};
 }
 
 // Note [Asynchronous errors name the last launch]

@@ -1,5 +1,6 @@
-// Streams and events: one RAII wrapper for every foreign handle, and the current stream of
-// each device (a non-blocking stream created on first use).
+// Streams and events: one RAII wrapper for every foreign handle, each device's default stream
+// (non-blocking, created on first use), a pool of further streams, and the calling thread's
+// current stream per device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,12 +52,23 @@ using CudaEvent = UniqueHandle<cudaEvent_t, cudaEventDestroy>;
 /** Most devices one process handles. */
 inline constexpr int kMaxDevices = 64;
 
+/** Streams per priority in each device's pool (PyTorch's kStreamsPerPool). */
+inline constexpr int kStreamsPerPool = 32;
+
 /** Makes `index` the calling thread's CUDA device (a no-op if it already is). */
 Status set_device(int index);
-/** The current stream of device `index`, creating it (non-blocking) on first use. */
+/** The default stream of device `index` (non-blocking, shared by all threads), created on first
+ * use (Note [Current stream per device]). */
+Status default_stream(int index, cudaStream_t* out);
+/** The calling thread's current stream of device `index`: the last one it set, else the
+ * device's default stream. */
 Status current_stream(int index, cudaStream_t* out);
-/** Makes `stream` (owned by the caller, or nullptr for the legacy default stream) current. */
-void set_current_stream(int index, cudaStream_t stream);
+/** Makes `stream` the calling thread's current stream of device `index`; nullptr goes back to
+ * the device's default stream. */
+Status set_current_stream(int index, cudaStream_t stream);
+/** A stream of device `index`'s pool, handed out round-robin (created on first use, never
+ * destroyed); of the highest priority the device offers when `high_priority`. */
+Status pool_stream(int index, bool high_priority, cudaStream_t* out);
 /** Remembers `op` (a string with static storage) as the last work launched on the calling
  * thread's current device (Note [Asynchronous errors name the last launch]). */
 void note_launch(const char* op);

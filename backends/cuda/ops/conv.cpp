@@ -2,20 +2,21 @@
 // data, backward filter) on the core's contract (core/ops/conv.cpp: contiguous NCHW tensors of
 // one floating dtype; ints {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}; taps
 // outside the input read 0, and the input may be larger than the output needs). Algorithms
-// come from cuDNN's heuristics (cudnnGet*Algorithm_v7), cached per shape; workspaces from the
-// caching allocator. The bias gradient is a sum in the core.
+// come from cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark,
+// from timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), cached per shape;
+// workspaces from the caching allocator. The bias gradient is a sum in the core.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops/ops.h"
+#include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
 
 namespace ember::cuda {
@@ -107,11 +108,10 @@ Status data_type(int32_t dtype, cudnnDataType_t* data, cudnnDataType_t* compute)
 // cuDNN's default math mode allows TF32 tensor cores for float32 on Ampere and newer, which
 // would make float32 convolutions differ from the CPU's in the 3rd digit. float32 therefore
 // only takes algorithms whose math type is plain FMA (EMBER_CUDA_ALLOW_TF32=1 lifts that, as
-// for matmul); float64 has no tensor-op path; the half types may use tensor cores (they
-// accumulate in float).
+// for matmul, and so does the option cudnn.allow_tf32); float64 has no tensor-op path; the half
+// types may use tensor cores (they accumulate in float).
 bool allow_tf32() {
-  const char* v = std::getenv("EMBER_CUDA_ALLOW_TF32");
-  return v && std::strcmp(v, "1") == 0;
+  return options().cudnn_allow_tf32.load(std::memory_order_relaxed);
 }
 
 struct Descriptors {
@@ -167,47 +167,124 @@ bool acceptable(cudnnStatus_t status, cudnnMathType_t math, int32_t dtype, bool 
   return true;
 }
 
+// The first acceptable algorithm of a ranking (cuDNN's heuristics or timings).
+template <typename Perf>
+bool pick(const Perf* perf, int n, int32_t dtype, bool tf32, Choice* out) {
+  for (int i = 0; i < n; ++i) {
+    if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
+      *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
+      return true;
+    }
+  }
+  return false;
+}
+
 // Picks the first acceptable algorithm of cuDNN's heuristic ranking for `dir`.
-Status choose(cudnnHandle_t h, Dir dir, int32_t dtype, const Descriptors& d, Choice* out) {
-  const bool tf32 = allow_tf32();
+Status choose(cudnnHandle_t h, Dir dir, int32_t dtype, bool tf32, const Descriptors& d,
+              Choice* out) {
   int n = 0;
+  bool found = false;
   if (dir == Dir::kForward) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     EMBER_CUDNN_CHECK(
         cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-    for (int i = 0; i < n; ++i) {
-      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
-        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
-        return {};
-      }
-    }
+    found = pick(perf, n, dtype, tf32, out);
   } else if (dir == Dir::kBackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
         perf));
-    for (int i = 0; i < n; ++i) {
-      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
-        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
-        return {};
-      }
-    }
+    found = pick(perf, n, dtype, tf32, out);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
         &n, perf));
-    for (int i = 0; i < n; ++i) {
-      if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
-        *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
-        return {};
-      }
-    }
+    found = pick(perf, n, dtype, tf32, out);
   }
+  if (found) return {};
   return status_error(EMBER_ERR_UNSUPPORTED,
                       "[cuda] conv2d: cuDNN offers no algorithm for this convolution (dtype %d)",
                       dtype);
+}
+
+// Note [cuDNN benchmark mode]
+// With cudnn.benchmark on (PyTorch's torch.backends.cudnn.benchmark), the first call of each
+// shape runs every algorithm cuDNN offers on the call's own buffers (cudnnFind*AlgorithmEx
+// writes only the output, which the real call then overwrites) and keeps the fastest acceptable
+// one (Note [TF32 in cuDNN convolutions]). The workspace offered is the largest any algorithm
+// asks for, halved until the caching allocator can give it, so an algorithm that needs more
+// than fits is simply not chosen. The cost is paid once per shape, in the first iteration.
+struct Buffers {
+  const void* x;  // read by forward and backward filter
+  const void* w;  // read by forward and backward data
+  const void* y;  // dy, read by the backward passes
+  void* out;      // written: y, dx or dw
+};
+
+// The largest workspace any algorithm of `dir` needs (failures count as 0).
+size_t max_workspace(cudnnHandle_t h, Dir dir, const Descriptors& d) {
+  size_t most = 0, bytes = 0;
+  if (dir == Dir::kForward) {
+    for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+      if (cudnnGetConvolutionForwardWorkspaceSize(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(a),
+                                                  &bytes) == CUDNN_STATUS_SUCCESS)
+        most = std::max(most, bytes);
+    }
+  } else if (dir == Dir::kBackwardData) {
+    for (int a = 0; a < CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT; ++a) {
+      if (cudnnGetConvolutionBackwardDataWorkspaceSize(
+              h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+              static_cast<cudnnConvolutionBwdDataAlgo_t>(a), &bytes) == CUDNN_STATUS_SUCCESS)
+        most = std::max(most, bytes);
+    }
+  } else {
+    for (int a = 0; a < CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT; ++a) {
+      if (cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+              static_cast<cudnnConvolutionBwdFilterAlgo_t>(a), &bytes) == CUDNN_STATUS_SUCCESS)
+        most = std::max(most, bytes);
+    }
+  }
+  return most;
+}
+
+// Times cuDNN's algorithms for `dir` on the call's buffers and picks the fastest acceptable one.
+Status find(cudnnHandle_t h, int index, Dir dir, int32_t dtype, bool tf32, const Descriptors& d,
+            const Buffers& b, Choice* out) {
+  DeviceBuffer ws;
+  size_t ws_bytes = max_workspace(h, dir, d);
+  while (ws_bytes > 0 && !ws.allocate(index, ws_bytes).ok()) ws_bytes /= 2;
+  if (ws_bytes > 0 && !ws.get()) ws_bytes = 0;
+  int n = 0;
+  bool found = false;
+  note_launch("conv2d (cudnn.benchmark search)");
+  if (dir == Dir::kForward) {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+        h, d.x.get(), b.x, d.w.get(), b.w, d.conv.get(), d.y.get(), b.out,
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
+    found = pick(perf, n, dtype, tf32, out);
+  } else if (dir == Dir::kBackwardData) {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+        h, d.w.get(), b.w, d.y.get(), b.y, d.conv.get(), d.x.get(), b.out,
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
+    found = pick(perf, n, dtype, tf32, out);
+  } else {
+    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+        h, d.x.get(), b.x, d.y.get(), b.y, d.conv.get(), d.w.get(), b.out,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
+    found = pick(perf, n, dtype, tf32, out);
+  }
+  if (found) return {};
+  return status_error(EMBER_ERR_UNSUPPORTED,
+                      "[cuda] conv2d: no cuDNN algorithm ran for this convolution (dtype %d, %zu "
+                      "bytes of workspace offered)",
+                      dtype, ws_bytes);
 }
 
 // The [n, ch, rows, cols] top-left block of a dense [n, ch, full_rows, full_cols] array at
@@ -242,6 +319,8 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
   EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, &h, &lock));
+  const bool benchmark = options().cudnn_benchmark.load(std::memory_order_relaxed);
+  const bool tf32 = allow_tf32();
   const Key key = {static_cast<int64_t>(dir),
                    dtype,
                    index,
@@ -261,48 +340,9 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
                    gm.dh,
                    gm.dw,
                    gm.g,
-                   allow_tf32() ? 1 : 0,
-                   0,
+                   tf32 ? 1 : 0,
+                   benchmark ? 1 : 0,
                    0};
-  Choice choice;
-  bool cached = false;
-  {
-    std::lock_guard<std::mutex> guard(g_cache_mu);
-    const auto it = g_cache.find(key);
-    if (it != g_cache.end()) choice = it->second, cached = true;
-  }
-  // Note [TF32 in cuDNN convolutions]: cuDNN's default math permits TF32 on this hardware, so
-  // float32 asks for FMA math (heuristics then rank only algorithms that honour it).
-  const bool fma_only = dtype == EMBER_F32 && !allow_tf32();
-  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(
-      d.conv.get(), fma_only                                      ? CUDNN_FMA_MATH
-                    : (dtype == EMBER_F16 || dtype == EMBER_BF16) ? CUDNN_TENSOR_OP_MATH
-                                                                  : CUDNN_DEFAULT_MATH));
-  if (!cached) {
-    EMBER_CUDA_RETURN_IF_ERROR(choose(h, dir, dtype, d, &choice));
-    std::lock_guard<std::mutex> guard(g_cache_mu);
-    g_cache.emplace(key, choice);
-  }
-  EMBER_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : choice.math));
-
-  size_t ws_bytes = 0;
-  if (dir == Dir::kForward) {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-        h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
-        static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws_bytes));
-  } else if (dir == Dir::kBackwardData) {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws_bytes));
-  } else {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &ws_bytes));
-  }
-  DeviceBuffer workspace;
-  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes));
-
   // Note [Outputs smaller than the input allows]
   // cuDNN's y is always the full [N, O, fh, fw]. When the op's y is smaller (the contract
   // allows it), the forward pass writes a scratch full-size y and copies the top-left block
@@ -330,6 +370,54 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
       EMBER_CUDA_RETURN_IF_ERROR(launch_copy(block, src, stream));
     }
   }
+
+  Choice choice;
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> guard(g_cache_mu);
+    const auto it = g_cache.find(key);
+    if (it != g_cache.end()) choice = it->second, cached = true;
+  }
+  // Note [TF32 in cuDNN convolutions]: cuDNN's default math permits TF32 on this hardware, so
+  // float32 asks for FMA math (heuristics then rank only algorithms that honour it).
+  const bool fma_only = dtype == EMBER_F32 && !tf32;
+  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      d.conv.get(), fma_only                                      ? CUDNN_FMA_MATH
+                    : (dtype == EMBER_F16 || dtype == EMBER_BF16) ? CUDNN_TENSOR_OP_MATH
+                                                                  : CUDNN_DEFAULT_MATH));
+  if (!cached) {
+    if (benchmark) {
+      const Buffers bufs = dir == Dir::kForward
+                               ? Buffers{call->inputs[0].data, call->inputs[1].data, nullptr, y}
+                           : dir == Dir::kBackwardData
+                               ? Buffers{nullptr, call->inputs[1].data, y, call->outputs[0].data}
+                               : Buffers{call->inputs[0].data, nullptr, y, call->outputs[0].data};
+      EMBER_CUDA_RETURN_IF_ERROR(find(h, index, dir, dtype, tf32, d, bufs, &choice));
+    } else {
+      EMBER_CUDA_RETURN_IF_ERROR(choose(h, dir, dtype, tf32, d, &choice));
+    }
+    std::lock_guard<std::mutex> guard(g_cache_mu);
+    g_cache.emplace(key, choice);
+  }
+  EMBER_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : choice.math));
+
+  size_t ws_bytes = 0;
+  if (dir == Dir::kForward) {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+        h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws_bytes));
+  } else if (dir == Dir::kBackwardData) {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+        h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws_bytes));
+  } else {
+    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &ws_bytes));
+  }
+  DeviceBuffer workspace;
+  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes));
 
   const float one_f = 1.0f, zero_f = 0.0f;
   const double one_d = 1.0, zero_d = 0.0;

@@ -1,7 +1,7 @@
 // CUDA matmul: every floating dtype through cuBLAS' strided-batched GEMM (libcublas loaded on
 // first use, Note [Lazy cuBLAS]), reading operands in place where their strides allow
 // (Note [Row-major matmul on cuBLAS]) and packing them into contiguous scratch memory
-// otherwise. TF32 is off unless EMBER_CUDA_ALLOW_TF32=1.
+// otherwise. TF32 is off unless the option matmul.allow_tf32 (or EMBER_CUDA_ALLOW_TF32=1) is on.
 //
 // Note [Half matmul accumulates in float32]
 // float16 and bfloat16 operands and results use CUBLAS_COMPUTE_32F (float alpha and beta):
@@ -18,6 +18,7 @@
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops/ops.h"
+#include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
 #include "ember/plugin_sdk.hpp"
 
@@ -168,7 +169,12 @@ Status matmul_impl(const ember_kernel_call* call) {
   const bool f64 = c.dtype == EMBER_F64;
   const size_t item = item_size(c.dtype);
   const cudaDataType_t type = data_type(c.dtype);  // Note [Half matmul accumulates in float32]
-  const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  // Note [TF32 is off by default] (device.cpp)
+  const bool tf32 =
+      c.dtype == EMBER_F32 && options().matmul_allow_tf32.load(std::memory_order_relaxed);
+  const cublasComputeType_t compute = f64    ? CUBLAS_COMPUTE_64F
+                                      : tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                             : CUBLAS_COMPUTE_32F;
   const double one64 = 1.0, zero64 = 0.0;
   const float one32 = 1.0f, zero32 = 0.0f;
   const void* alpha = f64 ? static_cast<const void*>(&one64) : &one32;

@@ -1,0 +1,29 @@
+// The CUDA backend's options, set through ember::set_backend_option("cuda", key, value)
+// (ember_device_type_v1::set_option) or, for their initial values, the environment.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ember::cuda {
+
+/** Switches read by the kernels on every call (relaxed atomics: a change applies to later ops). */
+struct Options {
+  /** "matmul.allow_tf32": float32 matmul may use TF32 tensor cores (EMBER_CUDA_ALLOW_TF32=1). */
+  std::atomic<bool> matmul_allow_tf32{false};
+  /** "cudnn.allow_tf32": float32 convolutions may use TF32 (EMBER_CUDA_ALLOW_TF32=1). */
+  std::atomic<bool> cudnn_allow_tf32{false};
+  /** "cudnn.benchmark": time cuDNN's algorithms once per shape (EMBER_CUDNN_BENCHMARK=1). */
+  std::atomic<bool> cudnn_benchmark{false};
+};
+
+/** The process's options, read from the environment on first use. */
+Options& options();
+
+/** ember_device_type_v1::set_option: "1"/"true"/"on" or "0"/"false"/"off" for each key. */
+int32_t set_option(void* ctx, const char* key, const char* value, char* error, size_t cap);
+/** ember_device_type_v1::get_option: "1" or "0". */
+int32_t get_option(void* ctx, const char* key, char* value, size_t cap);
+
+}  // namespace ember::cuda
