@@ -8,6 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/dispatch/device_registry.h"
+#include "core/util/log.h"
+
 namespace ember::data {
 
 namespace detail {
@@ -31,6 +34,7 @@ struct Epoch {
   int64_t batch_size = 1;
   int64_t num_batches = 0;
   int64_t capacity = 0;
+  bool pin = false;  // copy every batch into pinned memory
 
   // Consumer side: the batch it is at and, once fetched, that batch.
   int64_t position = 0;  // written under `mu` when there are workers
@@ -65,6 +69,9 @@ struct Epoch {
     Result r;
     try {
       r.batch = dataset->get_batch(batch_indices(b));
+      if (pin) {
+        for (Tensor& t : r.batch) t = t.pin_memory();
+      }
     } catch (...) {
       r.error = std::current_exception();
     }
@@ -161,6 +168,17 @@ DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions optio
   } else {
     sampler_ = std::make_shared<SequentialSampler>();
   }
+  if (options_.pin_memory) {
+    pin_ = pinned_memory_device_type() >= 0;
+    if (!pin_) {
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        log_message(LogLevel::Warning,
+                    "[data.DataLoader] pin_memory=true but no loaded backend with a device offers "
+                    "pinned memory (no GPU?): batches stay in ordinary memory");
+      });
+    }
+  }
 }
 
 static int64_t batches_for(int64_t examples, int64_t batch_size, bool drop_last) {
@@ -182,6 +200,7 @@ DataLoader::Iterator DataLoader::begin() {
   epoch->num_batches = batches_for(static_cast<int64_t>(epoch->order.size()), options_.batch_size,
                                    options_.drop_last);
   epoch->capacity = options_.num_workers * options_.prefetch_factor;
+  epoch->pin = pin_;
   const int64_t threads = std::min(options_.num_workers, epoch->num_batches);
   for (int64_t w = 0; w < threads; ++w) {
     epoch->workers.emplace_back([e = epoch.get()] { e->work(); });

@@ -28,6 +28,10 @@ struct DataLoaderOptions {
   uint64_t seed = 0;
   /** A custom order; overrides shuffle and seed when set. */
   std::shared_ptr<Sampler> sampler = nullptr;
+  /** Hand out batches in pinned host memory (made by the workers), so that
+   *  `to(device, true)` (non_blocking) copies them asynchronously. Without a backend that
+   *  offers pinned memory (no GPU) the loader warns once and hands out ordinary tensors. */
+  bool pin_memory = false;
 };
 
 namespace detail {
@@ -88,6 +92,7 @@ class DataLoader {
   DataLoaderOptions options_;
   std::shared_ptr<Sampler> sampler_;
   uint64_t epoch_ = 0;
+  bool pin_ = false;  // options_.pin_memory and a backend offers pinned memory
 };
 
 }  // namespace ember::data

@@ -271,5 +271,29 @@ TEST(DataLoader, RejectsBadOptions) {
   expect_error([&] { (void)*DataLoader::Iterator(); }, "default-constructed iterator");
 }
 
+// Where no backend offers pinned memory (CI has no GPU) the loader warns and hands out the same
+// batches in ordinary memory; with one (a GPU machine), the batches are pinned. The fixture
+// device that offers pinned memory without a GPU is tested in tests/core/dispatch/.
+TEST(DataLoader, PinMemoryPinsWhereABackendCanAndOtherwiseKeepsTheBatches) {
+  init();
+  const bool can_pin = pinned_memory_device_type() >= 0;
+  auto ds = numbered(7);
+  DataLoader plain(ds, {.batch_size = 3});
+  DataLoader pinned(ds, {.batch_size = 3, .num_workers = 1, .pin_memory = true});
+  EXPECT_EQ(epoch_of(pinned), epoch_of(plain));
+  for (const std::vector<Tensor>& batch : pinned) {
+    for (const Tensor& t : batch) EXPECT_EQ(t.is_pinned(), can_pin);
+  }
+  if (!can_pin) {
+    try {
+      (void)arange(3).pin_memory();
+      ADD_FAILURE() << "pinned memory without a backend that offers it";
+    } catch (const DeviceError& e) {
+      EXPECT_PRED2(contains, e.what(),
+                   "[pin_memory] no loaded backend with a device offers pinned host memory");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember::data
