@@ -111,6 +111,9 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   k("layer_norm_backward", kF, layer_norm_backward);
   k("group_norm", kF, group_norm);
   k("group_norm_backward", kF, group_norm_backward);
+  // Random numbers (ops/random.cu): Philox blocks, one thread each, the SDK's mapping, so the
+  // values equal the core's host path (Note [Random numbers on every device]).
+  k("random", kF, random);
   // Matrix products (ops/matmul.cpp): cuBLAS strided-batched GEMM (libcublas loaded on first
   // use, Note [Lazy cuBLAS]), TF32 off; f16/bf16 accumulate in float32.
   k("matmul", kF, matmul);

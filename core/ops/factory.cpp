@@ -2,10 +2,15 @@
 // and moved to the target device; constant fills run the device's "fill" kernel.
 #include "core/ops/factory.h"
 
+#include <atomic>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <random>
 
 #include "core/dispatch/call.h"
+#include "ember/plugin_sdk_random.hpp"
 
 namespace ember {
 namespace {
@@ -22,21 +27,6 @@ Tensor host_generate(IntList sizes, TensorOptions opts, Gen&& gen) {
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<sdk::Compute<T>>(gen(i)));
   });
   return host.to(opts.device);
-}
-
-// Significand bits of a floating dtype: a uniform draw with this many random bits is exactly
-// representable, so it can never round up to 1.
-int uniform_bits(DType d) {
-  switch (d) {
-    case DType::Float64:
-      return 53;
-    case DType::Float16:
-      return 11;
-    case DType::BFloat16:
-      return 8;
-    default:
-      return 24;
-  }
 }
 
 }  // namespace
@@ -123,15 +113,25 @@ Tensor eye(int64_t n, int64_t m, TensorOptions opts) {
 struct Generator::State {
   std::mt19937_64 engine;
   std::normal_distribution<double> normal{0.0, 1.0};
+  std::atomic<uint64_t> seed;
+  std::atomic<uint64_t> philox_offset{0};
 };
 
-Generator::Generator(uint64_t seed) : state_(new State{std::mt19937_64(seed), {}}) {}
+Generator::Generator(uint64_t seed) : state_(new State{std::mt19937_64(seed), {}, {seed}}) {}
 Generator::~Generator() {
   delete state_;
 }
 void Generator::manual_seed(uint64_t seed) {
   state_->engine.seed(seed);
   state_->normal.reset();
+  state_->seed.store(seed, std::memory_order_relaxed);
+  state_->philox_offset.store(0, std::memory_order_relaxed);
+}
+uint64_t Generator::seed() const {
+  return state_->seed.load(std::memory_order_relaxed);
+}
+uint64_t Generator::philox_reserve(uint64_t blocks) {
+  return state_->philox_offset.fetch_add(blocks, std::memory_order_relaxed);
 }
 uint64_t Generator::next() {
   return state_->engine();
@@ -143,30 +143,98 @@ double Generator::normal() {
   return state_->normal(state_->engine);
 }
 
-Generator& default_generator() {
-  static Generator g;
-  return g;
+namespace {
+
+// The default generators: the CPU's, and one per (device type, index) made on first use with
+// the seed last given to manual_seed. Never destroyed (tensors may be drawn from at exit).
+struct DefaultGenerators {
+  std::mutex mu;
+  std::atomic<uint64_t> seed{Generator::kDefaultSeed};
+  Generator cpu;
+  std::map<std::pair<int16_t, int16_t>, std::unique_ptr<Generator>> devices;
+};
+
+DefaultGenerators& default_generators() {
+  static DefaultGenerators* g = new DefaultGenerators();
+  return *g;
 }
+
+const Op& random_op() {
+  static const Op& op = op_handle("random");
+  return op;
+}
+
+// Note [Random numbers on every device]
+// rand, randn and dropout masks are Philox4x32-10 (plugin_sdk_random.hpp): element i of a draw
+// is word i % 4 (float64: a pair of words) of the block at counter offset + i / 4 under the
+// generator's seed, mapped to the dtype by random_value. A draw reserves its blocks from the
+// generator first (philox_reserve), so the values depend only on (seed, counter, index), not
+// on who computes them: a backend with a "random" kernel (ints {kind, seed, offset}, floats
+// {p, scale}) fills the tensor on its device in parallel; for any other device the core fills
+// it on the host with the same function and copies it there. The same seed therefore gives the
+// same tensor on the CPU, on a GPU and on the reference backend (normal values up to the last
+// bit of the device's log/sin/cos). Each device has its own default generator, so drawing on a
+// GPU does not move the CPU's stream, and manual_seed seeds them all, as PyTorch's does.
+Tensor philox_tensor(const char* op, IntList sizes, TensorOptions opts, Generator* gen,
+                     int64_t kind, double p, double scale) {
+  Generator& g = gen ? *gen : default_generator(opts.device);
+  const int64_t n = shape_numel(sizes, op);
+  const bool f64 = opts.dtype == DType::Float64;
+  const uint64_t seed = g.seed();
+  const uint64_t offset = n > 0 ? g.philox_reserve(sdk::random_blocks(n, f64)) : 0;
+  if (n > 0 && has_kernel(random_op(), opts.device, opts.dtype)) {
+    Tensor out = empty(sizes, {opts.dtype, opts.device});
+    const int64_t ints[3] = {kind, static_cast<int64_t>(seed), static_cast<int64_t>(offset)};
+    const double floats[2] = {p, scale};
+    run_kernel(random_op(), opts.dtype, {}, {&out}, {{ints, 3}, {floats, 2}});
+    return out;
+  }
+  const int bits = sdk::random_bits(static_cast<int32_t>(opts.dtype));
+  const int per = sdk::random_per_block(f64);
+  return host_generate(sizes, opts, [&, block = sdk::PhiloxBlock{}](int64_t i) mutable {
+    if (i % per == 0) block = sdk::random_block(seed, offset, static_cast<uint64_t>(i / per));
+    return sdk::random_value(block, static_cast<int>(i % per), bits, kind, p, scale);
+  });
+}
+
+}  // namespace
+
+Generator& default_generator() {
+  return default_generators().cpu;
+}
+
+Generator& default_generator(Device device) {
+  if (device.type == kCpuType) return default_generator();
+  DefaultGenerators& d = default_generators();
+  std::lock_guard lock(d.mu);
+  std::unique_ptr<Generator>& g = d.devices[{device.type, device.index}];
+  if (!g) g = std::make_unique<Generator>(d.seed.load(std::memory_order_relaxed));
+  return *g;
+}
+
 void manual_seed(uint64_t seed) {
-  default_generator().manual_seed(seed);
+  DefaultGenerators& d = default_generators();
+  std::lock_guard lock(d.mu);
+  d.seed.store(seed, std::memory_order_relaxed);
+  d.cpu.manual_seed(seed);
+  for (auto& [device, g] : d.devices) g->manual_seed(seed);
 }
 
 Tensor rand(IntList sizes, TensorOptions opts, Generator* gen) {
   EMBER_CHECK_TYPE(is_floating(opts.dtype), "[rand] needs a floating dtype: got {}", opts.dtype);
-  Generator& g = gen ? *gen : default_generator();
-  // Note [rand stays below 1]: a 53-bit draw cast to float32 (or narrower) rounds up to 1.0
-  // for draws within half an ulp of 1 (about 1 in 500 for bfloat16). Like PyTorch, draw only
-  // as many bits as the dtype holds.
-  const int bits = uniform_bits(opts.dtype);
-  const double scale = std::ldexp(1.0, -bits);
-  return host_generate(
-      sizes, opts, [&](int64_t) { return static_cast<double>(g.next() >> (64 - bits)) * scale; });
+  // Note [rand stays below 1]: a draw with more bits than the dtype's significand could round up
+  // to 1.0 (about 1 in 500 for bfloat16), so, like PyTorch, only that many bits are drawn.
+  return philox_tensor("rand", sizes, opts, gen, sdk::kRandomUniform, 0, 0);
 }
 
 Tensor randn(IntList sizes, TensorOptions opts, Generator* gen) {
   EMBER_CHECK_TYPE(is_floating(opts.dtype), "[randn] needs a floating dtype: got {}", opts.dtype);
-  Generator& g = gen ? *gen : default_generator();
-  return host_generate(sizes, opts, [&](int64_t) { return g.normal(); });
+  return philox_tensor("randn", sizes, opts, gen, sdk::kRandomNormal, 0, 0);
+}
+
+Tensor detail::dropout_mask(IntList sizes, TensorOptions opts, double p, double scale,
+                            Generator* gen) {
+  return philox_tensor("dropout", sizes, opts, gen, sdk::kRandomDropoutMask, p, scale);
 }
 
 Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Generator* gen) {

@@ -56,16 +56,23 @@ EMBER_API Tensor linspace(double start, double end, int64_t steps, TensorOptions
 /** n x m identity (m defaults to n). */
 EMBER_API Tensor eye(int64_t n, int64_t m = -1, TensorOptions opts = {});
 
-/** A seedable random-number generator (Philox-free: a 64-bit Mersenne twister). */
+/** A seedable random-number generator: a seed and a Philox counter for tensors (rand, randn,
+ *  dropout; Note [Random numbers on every device]) and a 64-bit Mersenne twister for host draws
+ *  (next, uniform, normal, randint). Philox reservations are thread-safe; host draws are not. */
 class EMBER_API Generator {
  public:
   /** Seeded generator. */
-  explicit Generator(uint64_t seed = 67280421310721ull);
+  explicit Generator(uint64_t seed = kDefaultSeed);
   ~Generator();
   Generator(const Generator&) = delete;
   Generator& operator=(const Generator&) = delete;
-  /** Reseeds. */
+  /** Reseeds (and restarts the Philox counter). */
   void manual_seed(uint64_t seed);
+  /** The seed last set. */
+  uint64_t seed() const;
+  /** Reserves `blocks` Philox blocks: returns the counter they start at; the next reservation
+   *  starts past them, so no two draws share a block. */
+  uint64_t philox_reserve(uint64_t blocks);
   /** Next raw 64 random bits. */
   uint64_t next();
   /** Uniform in [0, 1). */
@@ -73,14 +80,19 @@ class EMBER_API Generator {
   /** Standard normal. */
   double normal();
 
+  /** The seed a default-constructed generator (and every default generator) starts with. */
+  static constexpr uint64_t kDefaultSeed = 67280421310721ull;
+
  private:
   struct State;
   State* state_;
 };
 
-/** The process-wide default generator. */
+/** The process-wide default generator of the CPU. */
 EMBER_API Generator& default_generator();
-/** Seeds the default generator. */
+/** The default generator of `device` (each device has its own, as in PyTorch). */
+EMBER_API Generator& default_generator(Device device);
+/** Seeds the default generators of every device, including those created later. */
 EMBER_API void manual_seed(uint64_t seed);
 
 /** Uniform in [0, 1). */
@@ -91,6 +103,11 @@ EMBER_API Tensor randn(IntList sizes, TensorOptions opts = {}, Generator* gen = 
 EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
                          TensorOptions opts = TensorOptions(DType::Int64),
                          Generator* gen = nullptr);
+
+namespace detail {
+/** A dropout mask of `sizes`: 0 with probability p, else `scale` (core/ops/nn.cpp's dropout). */
+Tensor dropout_mask(IntList sizes, TensorOptions opts, double p, double scale, Generator* gen);
+}  // namespace detail
 
 /** Wraps foreign host memory without copying; `deleter(data)` runs when the last view goes. */
 EMBER_API Tensor from_blob(void* data, IntList sizes, IntList strides, DType dtype,

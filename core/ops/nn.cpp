@@ -6,8 +6,9 @@
 //              bias added in place into that result: two kernels, one temporary (the output).
 //              backward: dx = dy W, dW = dy^T x, db = sum of dy over all but the last dim
 //              (two matmuls and one sum, all public ops, so differentiable again).
-// dropout:     y = x * m with m = 0 (probability p) or 1 / (1 - p), drawn on the host from the
-//              generator in x's dtype and moved to x's device; one mul kernel. backward: dy * m
+// dropout:     y = x * m with m = 0 (probability p) or 1 / (1 - p), a Philox draw of the
+//              generator (the device's default) in x's dtype on x's device; one mul kernel.
+//              backward: dy * m
 //              (the mul's own). p = 0 or training = false: x itself; p = 1: x * 0.
 // embedding:   y[..., :] = W[i[...], :]: one index_select of the flattened indices.
 //              backward: dW = zeros scatter_add'ed with dy at the indexed rows (repeats
@@ -285,22 +286,13 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
                    x.dtype());
   if (!training || p == 0.0) return x;
   if (p == 1.0) return mul(x, 0.0);
-  // Note [Dropout mask on the host]
-  // The mask is drawn like rand(): on the host from the generator, so a seeded generator
-  // repeats it on any device. It holds the kept elements' scale directly, so the forward is one
-  // mul and the backward (mul's own) reuses the same mask.
-  Generator& g = gen ? *gen : default_generator();
-  const double scale = 1.0 / (1.0 - p);
-  Tensor mask = empty(x.sizes(), {x.dtype(), Device::cpu()});
-  const int64_t n = mask.numel();
-  visit_dtype(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* m = static_cast<T*>(mask.data_ptr());
-    const T keep = static_cast<T>(static_cast<sdk::Compute<T>>(scale));
-    const T drop = static_cast<T>(static_cast<sdk::Compute<T>>(0.0));
-    for (int64_t i = 0; i < n; ++i) m[i] = g.uniform() < p ? drop : keep;
-  });
-  return mul(x, mask.to(x.device()));
+  // The mask holds the kept elements' scale directly, so the forward is one mul and the
+  // backward (mul's own) reuses it. It is drawn as rand() is (Note [Random numbers on every
+  // device]): by the device's "random" kernel where it has one, else on the host, with the same
+  // values either way.
+  const Tensor mask =
+      detail::dropout_mask(x.sizes(), {x.dtype(), x.device()}, p, 1.0 / (1.0 - p), gen);
+  return mul(x, mask);
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {

@@ -146,7 +146,7 @@ std::vector<Row> rows() {
           "out of memory", "140737488355328 bytes"),
       ROW("full_huge_oom", OutOfMemory, "[allocate]", full({int64_t{1} << 44, 4}, 1.0), "out of memory",
           "281474976710656 bytes"),
-      ROW("rand_overflow", Value, "[empty]", rand({kTera, kTera}), "overflows int64"),
+      ROW("rand_overflow", Value, "[rand]", rand({kTera, kTera}), "overflows int64"),
       ROW("arange_zero_step", Value, "[arange]", arange(0, 10, 0), "step must be non-zero", "step 0"),
       ROW("arange_wrong_sign", Value, "[arange]", arange(0, 10, -1), "inconsistent signs", "end 10"),
       ROW("arange_huge_count", Value, "[arange]", arange(0.0, 1e30, 1e-30), "1e+60"),

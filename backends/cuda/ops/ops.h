@@ -98,6 +98,9 @@ EMBER_CUDA_KERNEL(topk);
 EMBER_CUDA_KERNEL(count_nonzero);
 EMBER_CUDA_KERNEL(nonzero);
 
+// random.cu
+EMBER_CUDA_KERNEL(random);
+
 // conv.cpp (cuDNN)
 EMBER_CUDA_KERNEL(conv2d);
 EMBER_CUDA_KERNEL(conv2d_backward_input);

@@ -1,0 +1,119 @@
+// Philox random numbers (plugin_sdk_random.hpp, Note [Random numbers on every device]): the
+// generator against Random123's known answers, rand/randn/dropout against the documented
+// mapping, the same tensor on every device, and per-device default generators.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <ember/ember.h>
+
+#include "ember/plugin_sdk_random.hpp"
+
+namespace ember {
+namespace {
+
+std::vector<double> values(const Tensor& t) {
+  const Tensor h = t.to(Device::cpu()).to(DType::Float64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+TEST(Philox, MatchesRandom123KnownAnswers) {
+  struct Kat {
+    uint32_t c[4], k[2], want[4];
+  };
+  const Kat kats[] = {
+      {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+      {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+       {0xffffffff, 0xffffffff},
+       {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+      {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+       {0xa4093822, 0x299f31d0},
+       {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+  };
+  for (const Kat& t : kats) {
+    const sdk::PhiloxBlock b = sdk::philox4x32_10(t.c[0], t.c[1], t.c[2], t.c[3], t.k[0], t.k[1]);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(b.w[i], t.want[i]) << "word " << i;
+  }
+}
+
+TEST(Philox, RandIsTheDocumentedMappingOfTheGeneratorsBlocks) {
+  const uint64_t seed = 0x123456789abcdefull;
+  Generator g(seed);
+  const std::vector<double> first = values(rand({10}, DType::Float32, &g));
+  const std::vector<double> second = values(rand({3}, DType::Float32, &g));
+  for (int64_t i = 0; i < 10; ++i) {
+    const sdk::PhiloxBlock b = sdk::random_block(seed, 0, static_cast<uint64_t>(i / 4));
+    EXPECT_EQ(first[i], static_cast<double>(b.w[i % 4] >> 8) * 0x1p-24) << i;
+  }
+  // 10 elements used 3 blocks: the next draw starts at counter 3.
+  const sdk::PhiloxBlock b3 = sdk::random_block(seed, 3, 0);
+  EXPECT_EQ(second[0], static_cast<double>(b3.w[0] >> 8) * 0x1p-24);
+  EXPECT_EQ(g.philox_reserve(0), 4u);
+  // float64 takes 53 bits from a pair of words, two elements per block.
+  Generator h(seed);
+  const std::vector<double> d = values(rand({3}, DType::Float64, &h));
+  const sdk::PhiloxBlock b0 = sdk::random_block(seed, 0, 0), b1 = sdk::random_block(seed, 0, 1);
+  EXPECT_EQ(d[0], sdk::random_unit53(b0.w[0], b0.w[1]));
+  EXPECT_EQ(d[1], sdk::random_unit53(b0.w[2], b0.w[3]));
+  EXPECT_EQ(d[2], sdk::random_unit53(b1.w[0], b1.w[1]));
+  EXPECT_EQ(h.philox_reserve(0), 2u);
+}
+
+TEST(Philox, RandnIsBoxMullerOnPairsOfWords) {
+  const uint64_t seed = 99;
+  Generator g(seed);
+  const std::vector<double> z = values(randn({4}, DType::Float64, &g));
+  const sdk::PhiloxBlock b = sdk::random_block(seed, 0, 0);
+  const double u1 = 1.0 - sdk::random_unit53(b.w[0], b.w[1]);
+  const double u2 = sdk::random_unit53(b.w[2], b.w[3]);
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  EXPECT_DOUBLE_EQ(z[0], r * std::cos(2 * M_PI * u2));
+  EXPECT_DOUBLE_EQ(z[1], r * std::sin(2 * M_PI * u2));
+  // A zero word gives u1 = 2^-32, not log(0).
+  sdk::PhiloxBlock zero{{0, 0, 0, 0}};
+  EXPECT_TRUE(std::isfinite(sdk::random_value(zero, 0, 24, sdk::kRandomNormal, 0, 0)));
+}
+
+TEST(Philox, TheSameSeedGivesTheSameTensorOnEveryDevice) {
+  init();
+  const int16_t ref = find_device_type("reference");
+  ASSERT_GE(ref, 0) << "the reference backend is not loaded";
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+    Generator a(5), b(5);
+    EXPECT_EQ(values(rand({1001}, {d, Device::cpu()}, &a)),
+              values(rand({1001}, {d, Device(ref, 0)}, &b)));
+    EXPECT_EQ(values(randn({33}, {d, Device::cpu()}, &a)),
+              values(randn({33}, {d, Device(ref, 0)}, &b)));
+    const Tensor x = ones({500}, d);
+    EXPECT_EQ(values(dropout(x, 0.25, true, &a)),
+              values(dropout(x.to(Device(ref, 0)), 0.25, true, &b)));
+  }
+}
+
+TEST(Philox, EachDeviceHasItsOwnDefaultGeneratorAndManualSeedSeedsAll) {
+  init();
+  const Device ref(find_device_type("reference"), 0);
+  manual_seed(42);
+  const std::vector<double> cpu_first = values(rand({8}));
+  const std::vector<double> ref_first = values(rand({8}, {DType::Float32, ref}));
+  EXPECT_EQ(cpu_first, ref_first);  // same seed, same counter, another generator
+  manual_seed(42);
+  (void)rand({1000}, {DType::Float32, ref});  // moves the reference's generator only
+  EXPECT_EQ(values(rand({8})), cpu_first);
+  EXPECT_NE(&default_generator(ref), &default_generator());
+  EXPECT_EQ(&default_generator(Device::cpu()), &default_generator());
+  EXPECT_EQ(default_generator(ref).seed(), 42u);
+}
+
+TEST(Philox, DropoutMaskDecidesWith24BitsWhateverTheDtype) {
+  // bfloat16 keeps 8 bits of a uniform, but its dropout mask still keeps 1 - p of the elements.
+  Generator g(11);
+  const std::vector<double> v = values(dropout(ones({200000}, DType::BFloat16), 0.3, true, &g));
+  double zeros = 0;
+  for (double x : v) zeros += x == 0.0;
+  EXPECT_NEAR(zeros / static_cast<double>(v.size()), 0.3, 0.006);
+}
+
+}  // namespace
+}  // namespace ember
