@@ -115,8 +115,9 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   // values equal the core's host path (Note [Random numbers on every device]).
   k("random", kF, random);
   // Matrix products (ops/matmul.cpp): cuBLAS strided-batched GEMM (libcublas loaded on first
-  // use, Note [Lazy cuBLAS]), TF32 off; f16/bf16 accumulate in float32.
-  k("matmul", kF, matmul);
+  // use, Note [Lazy cuBLAS]), TF32 off; f16/bf16 accumulate in float32; integers through an own
+  // tiled kernel that wraps as the CPU's (ops/matmul_int.cu).
+  k("matmul", kN, matmul);
 }
 
 }  // namespace ember::cuda

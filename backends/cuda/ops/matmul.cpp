@@ -117,10 +117,15 @@ Status matmul_impl(const ember_kernel_call* call) {
   }
   const bool floating =
       c.dtype == EMBER_F32 || c.dtype == EMBER_F64 || c.dtype == EMBER_F16 || c.dtype == EMBER_BF16;
-  if (a.dtype != c.dtype || b.dtype != c.dtype || !floating) {
-    return status_error(EMBER_ERR_UNSUPPORTED,
-                        "[cuda] matmul: dtypes %d, %d -> %d (floating dtypes only)", a.dtype,
+  if (a.dtype != c.dtype || b.dtype != c.dtype || c.dtype == EMBER_BOOL) {
+    return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] matmul: dtypes %d, %d -> %d", a.dtype,
                         b.dtype, c.dtype);
+  }
+  if (!floating) {  // Note [Integer matmul on the GPU]
+    cudaStream_t stream = nullptr;
+    EMBER_CUDA_RETURN_IF_ERROR(set_device(c.device_index));
+    EMBER_CUDA_RETURN_IF_ERROR(current_stream(c.device_index, &stream));
+    return launch_integer_matmul(a, b, c, stream);
   }
   int64_t numel = 1;
   for (int d = 0; d < c.ndim; ++d) numel *= c.sizes[d];

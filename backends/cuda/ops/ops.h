@@ -109,6 +109,10 @@ EMBER_CUDA_KERNEL(conv2d_backward_weight);
 // matmul.cpp (cuBLAS, loaded on first use)
 EMBER_CUDA_KERNEL(matmul);
 
+/** Enqueues C = A B for integer dtypes (matmul_int.cu, Note [Integer matmul on the GPU]). */
+Status launch_integer_matmul(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c,
+                             cudaStream_t stream);
+
 /** Enqueues dst = src (any strides, dtype conversion) on `stream`; used to pack operands. */
 Status launch_copy(const ember_tensor& dst, const ember_tensor& src, cudaStream_t stream);
 

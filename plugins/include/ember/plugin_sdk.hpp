@@ -14,6 +14,13 @@
 
 #include "ember/plugin_abi.h"
 
+/** Marks an SDK helper that CUDA kernels may call too (host and device code under nvcc). */
+#if defined(__CUDACC__)
+#define EMBER_SDK_HOST_DEVICE __host__ __device__
+#else
+#define EMBER_SDK_HOST_DEVICE
+#endif
+
 namespace ember::sdk {
 
 /** IEEE 754 binary16 stored as bits; arithmetic goes through float. */
@@ -337,8 +344,8 @@ inline MatmulGeometry matmul_geometry(const ember_tensor& a, const ember_tensor&
 }
 
 /** Element offsets of batch entry `index` into A, B and C. */
-inline void batch_offsets(const MatmulGeometry& g, int64_t index, int64_t* oa, int64_t* ob,
-                          int64_t* oc) {
+EMBER_SDK_HOST_DEVICE inline void batch_offsets(const MatmulGeometry& g, int64_t index, int64_t* oa,
+                                                int64_t* ob, int64_t* oc) {
   *oa = *ob = *oc = 0;
   for (int d = g.nb - 1; d >= 0; --d) {
     const int64_t i = index % g.batch[d];

@@ -7,11 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define EMBER_RANDOM_FN __host__ __device__ __forceinline__
-#else
-#define EMBER_RANDOM_FN inline
-#endif
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::sdk {
 
@@ -22,8 +18,8 @@ struct PhiloxBlock {
 
 /** Philox4x32 with 10 rounds (Salmon et al., SC 2011) of counter c under key k: Random123's
  *  philox4x32_10, known-answer-tested against its kat_vectors. */
-EMBER_RANDOM_FN PhiloxBlock philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                                          uint32_t k0, uint32_t k1) {
+EMBER_SDK_HOST_DEVICE inline PhiloxBlock philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2,
+                                                       uint32_t c3, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
       k0 += 0x9E3779B9u;
@@ -49,19 +45,19 @@ enum RandomKind : int64_t {
 };
 
 /** Elements per Philox block: 4 for float32 and the half types, 2 for float64. */
-EMBER_RANDOM_FN int random_per_block(bool f64) {
+EMBER_SDK_HOST_DEVICE inline int random_per_block(bool f64) {
   return f64 ? 2 : 4;
 }
 
 /** Philox blocks that `n` elements use. */
-EMBER_RANDOM_FN uint64_t random_blocks(int64_t n, bool f64) {
+EMBER_SDK_HOST_DEVICE inline uint64_t random_blocks(int64_t n, bool f64) {
   const uint64_t per = static_cast<uint64_t>(random_per_block(f64));
   return (static_cast<uint64_t>(n) + per - 1) / per;
 }
 
 /** Block `j` of a draw that starts at counter `offset` under `seed`: counter offset + j (64
  *  bits, low word first) followed by two zero words; key the seed's two words. */
-EMBER_RANDOM_FN PhiloxBlock random_block(uint64_t seed, uint64_t offset, uint64_t j) {
+EMBER_SDK_HOST_DEVICE inline PhiloxBlock random_block(uint64_t seed, uint64_t offset, uint64_t j) {
   const uint64_t c = offset + j;
   return philox4x32_10(static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), 0u, 0u,
                        static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
@@ -69,20 +65,20 @@ EMBER_RANDOM_FN PhiloxBlock random_block(uint64_t seed, uint64_t offset, uint64_
 
 /** Significand bits of a floating dtype (EMBER_F32 ...): a uniform draw with that many random
  *  bits is exact in the dtype, so it never rounds up to 1. */
-EMBER_RANDOM_FN int random_bits(int32_t dtype) {
+EMBER_SDK_HOST_DEVICE inline int random_bits(int32_t dtype) {
   return dtype == 1 /* F64 */ ? 53 : dtype == 2 /* F16 */ ? 11 : dtype == 3 /* BF16 */ ? 8 : 24;
 }
 
 /** 53 random bits of two words as a double in [0, 1). */
-EMBER_RANDOM_FN double random_unit53(uint32_t hi, uint32_t lo) {
+EMBER_SDK_HOST_DEVICE inline double random_unit53(uint32_t hi, uint32_t lo) {
   const uint64_t bits = (static_cast<uint64_t>(hi) << 21) | (lo >> 11);
   return static_cast<double>(bits) * 0x1p-53;
 }
 
 /** Element k (0 <= k < random_per_block) of block `b`, as a double, for a dtype with `bits`
  *  significand bits (random_bits) and the op's kind and floats (p, scale). */
-EMBER_RANDOM_FN double random_value(const PhiloxBlock& b, int k, int bits, int64_t kind, double p,
-                                    double scale) {
+EMBER_SDK_HOST_DEVICE inline double random_value(const PhiloxBlock& b, int k, int bits,
+                                                 int64_t kind, double p, double scale) {
   const bool f64 = bits > 24;
   if (kind == kRandomNormal) {
     // Box-Muller on a pair of uniforms: u1 in (0, 1] (never log(0)), u2 in [0, 1); the pair's
