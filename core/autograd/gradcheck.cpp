@@ -4,6 +4,7 @@
 
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
+#include "core/dispatch/device_registry.h"
 #include "core/ops/elementwise.h"
 #include "core/ops/factory.h"
 #include "core/ops/index.h"
@@ -11,16 +12,22 @@
 namespace ember::autograd {
 namespace {
 
-// Writes element `i` of a contiguous float64 tensor in place, without recording.
+// Writes element `i` of a contiguous float64 tensor in place, without recording; on a device
+// the host cannot address, through an 8-byte copy.
 void set(const Tensor& t, int64_t i, double v) {
-  Tensor flat = t.reshape({-1});
-  flat.data_ptr<double>()[i] = v;
+  double* p = static_cast<double*>(t.data_ptr()) + i;
+  if (device_type(t.device().type).table.host_accessible) {
+    *p = v;
+  } else {
+    device_copy(t.device(), p, &v, sizeof(v), EMBER_COPY_H2D);
+  }
   t.bump_version();
 }
 
+// fn's output as a flat float64 tensor on the CPU.
 Tensor flat_output(const TensorFn& fn, const std::vector<Tensor>& inputs) {
   NoGradGuard no_grad;
-  return fn(inputs).to(DType::Float64).contiguous().reshape({-1}).clone();
+  return fn(inputs).to(DType::Float64).to(Device::cpu()).contiguous().reshape({-1}).clone();
 }
 
 }  // namespace
@@ -49,10 +56,11 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs_
                 "fn instead)",
                 k);
     const int64_t n_in = x.numel();
+    const Tensor host_x = x.detach().to(Device::cpu()).contiguous();  // the unperturbed values
     // Numerical Jacobian column by column.
     std::vector<double> numeric(static_cast<size_t>(n_in * n_out));
     for (int64_t j = 0; j < n_in; ++j) {
-      const double orig = x.data_ptr<double>()[j];
+      const double orig = host_x.data_ptr<double>()[j];
       set(x, j, orig + opts.eps);
       Tensor plus = flat_output(fn, inputs);
       set(x, j, orig - opts.eps);
@@ -79,7 +87,7 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs_
       Tensor gd;
       if (g[0].defined()) {
         NoGradGuard no_grad;
-        gd = g[0].to(DType::Float64).contiguous();
+        gd = g[0].to(DType::Float64).to(Device::cpu()).contiguous();
       }
       for (int64_t j = 0; j < n_in; ++j) {
         const double a = gd.defined() ? gd.data_ptr<double>()[j] : 0.0;

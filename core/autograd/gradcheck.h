@@ -26,7 +26,7 @@ struct GradcheckResult {
 };
 
 /** Compares the analytical Jacobian of fn (via backward) with central finite differences at
- *  `inputs` (float64 tensors; those with requires_grad are checked). */
+ *  `inputs` (float64 tensors on any one device; those with requires_grad are checked). */
 EMBER_API GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
                                     GradcheckOptions opts = {});
 

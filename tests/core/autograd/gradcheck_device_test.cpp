@@ -1,0 +1,85 @@
+// Every registered gradcheck case again on another device: the inputs move there, and the
+// backward formulas (which live in the core) run on that backend's kernels. On the reference
+// backend this runs everywhere (and proves gradcheck itself works off the CPU); on cuda:0 it
+// skips with the reason where there is no GPU (CI has none, so it proves nothing there).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/autograd/gradcheck.h"
+#include "tests/core/autograd/gradcheck_cases.h"
+
+namespace ember::testing {
+namespace {
+
+// A case whose function makes tensors of its own on the CPU (indices, constants) cannot run on
+// another device unchanged; it fails with the core's "one device" error and is listed, not
+// counted. Everything else must pass.
+bool is_device_mix(const std::string& what) {
+  return what.find("expected all tensors on one device") != std::string::npos;
+}
+
+// The device of type `name`, or a reason to skip.
+std::string find_device(const char* name, Device* out) {
+  init();
+  const int16_t type = find_device_type(name);
+  if (type < 0) return std::string("the ") + name + " plugin is not loaded";
+  if (device_type(type).count == 0) return device_type(type).unusable_reason;
+  *out = Device(type, 0);
+  return "";
+}
+
+void run_all_on(Device dev, bool second_order) {
+  int ran = 0, total = 0;
+  std::vector<std::string> not_portable;
+  for (const GradcheckCase& c : gradcheck_cases()) {
+    if (second_order && !c.second_order) continue;
+    ++total;
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : c.inputs()) {
+      inputs.push_back(t.defined() ? t.detach().to(dev).requires_grad_(t.requires_grad()) : t);
+    }
+    autograd::GradcheckResult r;
+    try {
+      r = second_order ? autograd::gradgradcheck(c.fn, inputs, c.opts)
+                       : autograd::gradcheck(c.fn, inputs, c.opts);
+    } catch (const Error& e) {
+      if (is_device_mix(e.what())) {
+        not_portable.push_back(c.op + " (" + c.label + ")");
+        continue;
+      }
+      r = {false, e.what()};
+    }
+    ++ran;
+    EXPECT_TRUE(r.ok) << c.op << " (" << c.label << ") on " << dev.str() << ": " << r.message;
+  }
+  std::printf("[gradcheck on %s] %d of %d cases ran; %zu make CPU tensors of their own:\n  %s\n",
+              dev.str().c_str(), ran, total, not_portable.size(),
+              fmt::format("{}", fmt::join(not_portable, "\n  ")).c_str());
+  EXPECT_GE(ran * 4, total * 3) << "fewer than 3 in 4 gradcheck cases could run on the GPU";
+}
+
+TEST(GradcheckOnReference, AllCasesFirstOrder) {
+  Device dev;
+  const std::string why = find_device("reference", &dev);
+  ASSERT_TRUE(why.empty()) << why;  // the reference backend is part of every build
+  run_all_on(dev, /*second_order=*/false);
+}
+
+TEST(GradcheckCuda, AllCasesFirstOrder) {
+  Device dev;
+  const std::string why = find_device("cuda", &dev);
+  if (!why.empty()) GTEST_SKIP() << why;
+  run_all_on(dev, /*second_order=*/false);
+}
+
+TEST(GradcheckCuda, AllCasesSecondOrder) {
+  Device dev;
+  const std::string why = find_device("cuda", &dev);
+  if (!why.empty()) GTEST_SKIP() << why;
+  run_all_on(dev, /*second_order=*/true);
+}
+
+}  // namespace
+}  // namespace ember::testing
