@@ -10,57 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/backends/cuda/gpu_test_util.h"
+
 namespace ember {
 namespace {
 
-bool cuda_available(std::string* why) {
-  init();
-  const int16_t t = find_device_type("cuda");
-  if (t < 0) {
-    *why = "the cuda plugin is not loaded";
-    return false;
-  }
-  const DeviceTypeEntry& e = device_type(t);
-  if (e.count == 0) {
-    *why = e.unusable_reason;
-    return false;
-  }
-  return true;
-}
-
-#define EMBER_REQUIRE_CUDA()                          \
-  do {                                                \
-    std::string why_;                                 \
-    if (!cuda_available(&why_)) GTEST_SKIP() << why_; \
-  } while (0)
-
-// Max |a - b| / (1 + |b|) over all elements, computed in float64 on the CPU.
-double max_rel_diff(const Tensor& a, const Tensor& b) {
-  const Tensor x = a.to(Device::cpu()).to(DType::Float64).contiguous();
-  const Tensor y = b.to(Device::cpu()).to(DType::Float64).contiguous();
-  EXPECT_EQ(x.sizes(), y.sizes());
-  const double* px = x.data_ptr<double>();
-  const double* py = y.data_ptr<double>();
-  double m = 0;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    if (std::isnan(px[i]) || std::isnan(py[i])) {  // NaN must match NaN
-      if (std::isnan(px[i]) != std::isnan(py[i])) return INFINITY;
-      continue;
-    }
-    if (px[i] == py[i]) continue;  // equal infinities
-    m = std::max(m, std::abs(px[i] - py[i]) / (1 + std::abs(py[i])));
-  }
-  return m;
-}
-
-// Per-dtype tolerance of a result computed in float (or double) and rounded once: the GPU's
-// math functions may differ from the CPU's by an ulp, which can flip a half rounding.
-double tol_for(DType d) {
-  return d == DType::Float64   ? 1e-13
-         : d == DType::Float32 ? 1e-5
-         : d == DType::Float16 ? 2e-3
-                               : 1.6e-2;
-}
+using namespace gpu_test;
 
 const DType kFloatTypes[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 
