@@ -33,6 +33,12 @@ TEST(Models, ShapesAndParameterCountsMatchTheirDefinitions) {
   EXPECT_EQ((*resnet)(randn({2, 3, 32, 32})).sizes(), (Shape{2, 10}));
   // torchvision's resnet18 has 11,689,512 parameters with 1000 classes: 512*990 fewer here.
   EXPECT_EQ(resnet->num_parameters(), 11689512 - 512 * 990 - 990);
+  // torchvision's resnet50 has 25,557,032 parameters with 1000 classes.
+  auto resnet50 = models::resnet50();
+  EXPECT_EQ(resnet50->num_parameters(), 25557032);
+  auto small50 = models::by_name("resnet50");
+  EXPECT_EQ((*small50)(randn({2, 1, 28, 28})).sizes(), (Shape{2, 10}));
+  EXPECT_EQ(small50->num_parameters(), 25557032 - 2048 * 990 - 990 - 64 * 2 * 49);
   expect_error([] { models::by_name("vgg"); }, {"[models]", "'vgg'"});
 }
 
