@@ -9,7 +9,7 @@ namespace ember::tools {
 
 /** Everything `ember train` can be told on its command line. */
 struct TrainOptions {
-  std::string model = "cnn";        ///< lenet, cnn, mlp or resnet18
+  std::string model = "cnn";        ///< lenet, cnn, mlp, resnet18 or resnet50
   std::string device;               ///< empty: the best available device
   std::optional<std::string> data;  ///< dataset directory; default: the Debian package's
   std::string out = "ember-train";  ///< where the checkpoint and the curve go
