@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# The CUDA backend on a real GPU: the GPU test suites, `ember plugins`, a short `ember train
+# --device cuda`, the GPU benchmarks and (where PyTorch with CUDA is installed) the same
+# workloads in PyTorch; a short table is printed last.
+#
+#   tools/gpu-check.sh            on a machine with a GPU: runs everything
+#   tools/gpu-check.sh pack       on a build machine (no GPU needed): builds what the check needs
+#                                 and packs it into .gpu/bundle.tar.xz
+#
+# Note [Two ways to run the GPU check]
+# A GPU machine with Ember's build dependencies (tools/setup.sh's packages) builds in place:
+# the run mode builds the release targets it needs when no bundle is present. A GPU machine
+# without them (a CUDA image with nvcc, cuBLAS and cuDNN but no Debian packages or network)
+# runs a bundle made elsewhere by `pack`: the binaries, the Ember libraries and plugins, the
+# non-CUDA shared libraries they need (`ldd`: fmt, oneDNN, OpenMP, OpenCL's loader, Google
+# Benchmark), a Fashion-MNIST subset, and the two Python helpers; xz keeps it near 20 MiB.
+# glibc, libstdc++ and zlib come from the GPU machine, whose are as new or newer.
+# The CUDA libraries themselves (cudart 13, cuDNN 9, cuBLAS 13) come from the GPU machine: the
+# toolkit's lib64 and NVIDIA's Python packages are searched, and the CUDA plugin names them as
+# DT_NEEDED / dlopen sonames only. EMBER_GPU_CHECK_SECONDS bounds each step (default 240 s).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+mode=${1:-run}
+bundle=$root/.gpu/bundle.tar.xz
+targets=(ember_cli ember-plugin-cpu ember-plugin-cuda ember-plugin-reference cuda_gpu_tests
+         autograd_tests cuda_bench)
+
+build_release() {
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ember-ccache}
+  cmake --preset release -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=ON >/dev/null &&
+    cmake --build --preset release -j "$(nproc)" --target "${targets[@]}"
+}
+
+# Copies the first `limit` records of an IDX file (gzipped) into `dst`, fixing the count.
+idx_head() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import gzip, struct, sys
+src, dst, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = gzip.open(src).read()
+ndim = data[3]
+dims = list(struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim]))
+per = 1
+for d in dims[1:]:
+    per *= d
+dims[0] = min(dims[0], limit)
+head = data[:4] + struct.pack(">" + "I" * ndim, *dims)
+with gzip.open(dst, "wb") as f:
+    f.write(head + data[4 + 4 * ndim:4 + 4 * ndim + dims[0] * per])
+PY
+}
+
+if [[ $mode == pack ]]; then
+  tools/setup.sh
+  build_release || exit 1
+  stage=$root/.gpu/stage
+  rm -rf "$stage" && mkdir -p "$stage"/{bin,lib,sys,data/fashion-mnist,scripts}
+  b=$root/build/release
+  cp "$b"/bin/{ember,cuda_gpu_tests,autograd_tests,cuda_bench} "$stage/bin/"
+  cp -a "$b"/lib/libember*.so* "$stage/lib/"
+  mkdir -p "$stage/lib/ember-plugins"
+  cp "$b"/lib/ember-plugins/libember-{cpu,cuda,reference}.so "$stage/lib/ember-plugins/"
+  # Every non-CUDA, non-glibc library the binaries and plugins load.
+  ldd "$stage"/bin/* "$stage"/lib/ember-plugins/*.so 2>/dev/null | awk '$3 ~ /^\// {print $3}' |
+    sort -u | grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz|ld-linux[^/]*|libcuda[^/]*|libcudnn[^/]*|libcublas[^/]*)\.so' |
+    grep -v "$stage" | while read -r lib; do cp -L "$lib" "$stage/sys/"; done
+  src=/usr/share/datasets/fashion-mnist
+  idx_head "$src/train-images-idx3-ubyte.gz" "$stage/data/fashion-mnist/train-images-idx3-ubyte.gz" 25600
+  idx_head "$src/train-labels-idx1-ubyte.gz" "$stage/data/fashion-mnist/train-labels-idx1-ubyte.gz" 25600
+  cp "$src"/t10k-*.gz "$stage/data/fashion-mnist/"
+  cp benchmarks/cuda/*.py "$stage/scripts/"
+  tar -C "$stage" -cJf "$bundle" . && rm -rf "$stage"
+  echo "[gpu-check] packed $(du -h "$bundle" | cut -f1) into $bundle"
+  exit 0
+fi
+
+out=${OUT:-$root/.gpu/out}
+mkdir -p "$out"
+limit=${EMBER_GPU_CHECK_SECONDS:-240}
+if [[ -f $bundle ]]; then
+  work=$(mktemp -d /tmp/ember-gpu.XXXXXX)
+  tar -C "$work" -xJf "$bundle"
+  bin=$work/bin
+  scripts=$work/scripts
+  export EMBER_DATA_DIR=$work/data/fashion-mnist
+  sys_libs=$work/sys
+else
+  echo "[gpu-check] no bundle: building here"
+  build_release || exit 1
+  bin=$root/build/release/bin
+  scripts=$root/benchmarks/cuda
+  sys_libs=
+fi
+# The CUDA libraries of this machine: the toolkit's, then NVIDIA's Python packages.
+cuda_dirs=()
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [[ -d $d ]] && cuda_dirs+=("$d"); done
+py_roots=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+for name in libcudnn.so.9 libcublas.so.13 libcudart.so.13; do
+  # shellcheck disable=SC2086
+  found=$(find $py_roots /opt /usr/local/lib -name "$name" -path '*nvidia*' 2>/dev/null | head -n 1)
+  [[ -n $found ]] && cuda_dirs+=("$(dirname "$found")")
+done
+LD_LIBRARY_PATH=$(IFS=:; echo "${sys_libs:+$sys_libs:}${cuda_dirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH
+
+declare -A status
+step() {  # step NAME COMMAND...: runs with a time limit, logs to $out/NAME.log, keeps the tail
+  local name=$1
+  shift
+  echo "==== $name ($(date +%T))"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$out/$name.log"
+  status[$name]=$([[ $rc == 0 ]] && echo ok || echo "failed (exit $rc)")
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 2
+"$bin/ember" devices | tee "$out/devices.log"
+if ! awk '$1 == "cuda" && $2 > 0 {found = 1} END {exit !found}' "$out/devices.log"; then
+  echo "[gpu-check] no usable CUDA device (see the cuda line above): nothing to check here"
+  exit 2
+fi
+step plugins "$bin/ember" plugins
+step gpu_tests "$bin/cuda_gpu_tests" --gtest_brief=1
+step gradcheck_cuda "$bin/autograd_tests" --gtest_filter='GradcheckCuda.*'
+step train "$bin/ember" train --device cuda --epochs 1 --limit 25600 --test-limit 10000 \
+  --no-progress --out "$out/train"
+step ember_bench "$bin/cuda_bench" --benchmark_out="$out/ember_cuda.json" \
+  --benchmark_out_format=json --benchmark_min_time=0.3
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  step torch_bench sh -c "python3 '$scripts/torch_cuda_bench.py' > '$out/torch_cuda.json'"
+else
+  status[torch_bench]="skipped (no PyTorch with CUDA)"
+fi
+
+echo
+echo "==== summary"
+for s in plugins gpu_tests gradcheck_cuda train ember_bench torch_bench; do
+  printf '%-16s %s\n' "$s" "${status[$s]:-not run}"
+done
+grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/gpu_tests.log" | head -n 5
+grep -E 'test accuracy' "$out/train.log" | tail -n 1
+[[ -f $out/ember_cuda.json ]] && python3 "$scripts/gpu_table.py" "$out/ember_cuda.json" \
+  "$out/torch_cuda.json" | tee "$out/table.md"
+for s in plugins gpu_tests gradcheck_cuda train ember_bench; do
+  [[ ${status[$s]:-} == ok ]] || exit 1
+done
