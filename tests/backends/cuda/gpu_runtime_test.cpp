@@ -147,6 +147,8 @@ TEST(CudaRuntime, EmptyCacheReturnsFreeSegments) {
 TEST(CudaRuntime, RecordStreamKeepsABlockFromReuseWhileAnotherStreamReadsIt) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
+  synchronize(g);
+  empty_cache(g);  // no cached 16 MiB block but x's, so the reuse below is x's block or none
   const Stream side = stream_from_pool(g);
   Tensor x = randn({2048, 2048}, {DType::Float32, g});
   synchronize(g);
