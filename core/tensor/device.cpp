@@ -7,12 +7,40 @@
 #include "core/util/error.h"
 
 namespace ember {
+namespace {
+
+// Note [The current device]
+// Each thread has a current index per device type (0 until set_current_device), and a device
+// named without an index ("cuda") means it, as torch.device("cuda") means the current CUDA
+// device. Tensors always carry a full Device, so the current device only matters where a name
+// is parsed; kernels make their tensors' device current in their backend themselves.
+thread_local int16_t t_current_index[kMaxDeviceTypes] = {};
+
+}  // namespace
+
+int16_t current_device_index(int16_t type) {
+  return type >= 0 && type < kMaxDeviceTypes ? t_current_index[type] : 0;
+}
+
+void set_current_device(Device device) {
+  check_device(device, "set_current_device");
+  t_current_index[device.type] = device.index;
+}
+
+DeviceGuard::DeviceGuard(Device device)
+    : previous_(device.type, current_device_index(device.type)) {
+  set_current_device(device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  t_current_index[previous_.type] = previous_.index;
+}
 
 Device::Device(std::string_view spec) {
   ensure_plugins_loaded();
   const size_t colon = spec.find(':');
   const std::string_view name = spec.substr(0, colon);
-  int index = 0;
+  int index = -1;
   if (colon != std::string_view::npos) {
     const std::string_view num = spec.substr(colon + 1);
     auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
@@ -29,7 +57,7 @@ Device::Device(std::string_view spec) {
                     name, known));
   }
   type = id;
-  this->index = static_cast<int16_t>(index);
+  this->index = index < 0 ? current_device_index(id) : static_cast<int16_t>(index);
 }
 
 std::string Device::str() const {

@@ -22,9 +22,11 @@ struct EMBER_API Device {
   Device() = default;
   /** A device by id. */
   constexpr Device(int16_t t, int16_t i) : type(t), index(i) {}
-  /** Parses "cpu", "cuda", "cuda:1"; throws if no such device type is registered. */
+  /** Parses "cpu", "cuda", "cuda:1"; a name without an index means the calling thread's current
+   *  device of that type (index 0 unless set_current_device said otherwise); throws if no such
+   *  device type is registered. */
   Device(std::string_view spec);  // NOLINT(google-explicit-constructor)
-  Device(const char* spec) : Device(std::string_view(spec)) {}  // NOLINT
+  Device(const char* spec) : Device(std::string_view(spec)) {}         // NOLINT
   Device(const std::string& spec) : Device(std::string_view(spec)) {}  // NOLINT
 
   /** The CPU. */
@@ -34,6 +36,26 @@ struct EMBER_API Device {
   /** Name of the device type: "cpu", "cuda". */
   std::string_view type_name() const;
   bool operator==(const Device&) const = default;
+};
+
+/** The calling thread's current device index of device type `type` (0 unless set). */
+EMBER_API int16_t current_device_index(int16_t type);
+/** Makes `device` the calling thread's current device of its type, so that "cuda" names it (as
+ *  torch.cuda.set_device); throws if the device is not available. */
+EMBER_API void set_current_device(Device device);
+
+/** Makes a device current for the calling thread until the guard goes out of scope. */
+class EMBER_API DeviceGuard {
+ public:
+  /** Makes `device` current, remembering the device it replaces. */
+  explicit DeviceGuard(Device device);
+  /** Restores the device that was current before. */
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  Device previous_;
 };
 
 }  // namespace ember

@@ -65,6 +65,24 @@ TEST(CpuStream, IsNullAlwaysIdleAndHasNoPoolOrEvents) {
   EXPECT_THROW(set_current_stream(Stream(Device::cpu(), &dummy)), TypeError);
 }
 
+TEST(QueueDevice, ANameWithoutAnIndexMeansTheThreadsCurrentDevice) {
+  const Device q = queue();
+  EXPECT_EQ(q.index, 0);
+  EXPECT_EQ(current_device_index(q.type), 0);
+  {
+    DeviceGuard guard(Device("queue:1"));
+    EXPECT_EQ(Device("queue").index, 1);
+    EXPECT_EQ(Device("queue:0").index, 0);  // an explicit index wins
+    int16_t elsewhere = -1;
+    std::thread([&] { elsewhere = Device("queue").index; }).join();
+    EXPECT_EQ(elsewhere, 0);
+    EXPECT_EQ(empty({3}, TensorOptions(DType::Float32, Device("queue"))).device().index, 1);
+  }
+  EXPECT_EQ(Device("queue").index, 0);
+  EXPECT_THROW(set_current_device(Device(q.type, 2)), DeviceError);  // it has two devices
+  EXPECT_EQ(Device("queue").index, 0);
+}
+
 TEST(QueueStream, PoolStreamsBecomeCurrentForTheCallingThreadOnly) {
   const Device q = queue();
   const Stream def = default_stream(q);
