@@ -14,6 +14,8 @@
 #include <ember/models.h>
 #include <ember/optim.h>
 
+#include "benchmarks/train_step.h"
+
 namespace {
 
 using namespace ember;
@@ -144,13 +146,7 @@ void BM_CudaAllocFree(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaAllocFree)->Arg(1 << 10)->Arg(1 << 20)->Arg(64 << 20);
 
-// One SGD step (momentum 0.9) of `model` on a fixed batch, waited for.
-void train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
-  const Tensor loss = cross_entropy(model(x), y);
-  opt.zero_grad();
-  loss.backward();
-  opt.step();
-}
+using bench::train_step;
 
 // ResNet training throughput at 3x224x224, batch 64, float32, cudnn.benchmark on; arg: depth.
 void BM_CudaResNetTrain(benchmark::State& state) {

@@ -9,6 +9,8 @@
 #include <ember/models.h>
 #include <ember/optim.h>
 
+#include "benchmarks/train_step.h"
+
 namespace {
 
 using namespace ember;
@@ -50,13 +52,7 @@ void BM_Conv2dForwardBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_Conv2dForwardBackward)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// One SGD step of a model on a fixed batch.
-void train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y) {
-  const Tensor loss = cross_entropy(model(x), y);
-  opt.zero_grad();
-  loss.backward();
-  opt.step();
-}
+using bench::train_step;
 
 // MLP 784-512-512-10, batch 128, SGD.
 void BM_MlpTrainStep(benchmark::State& state) {

@@ -322,14 +322,26 @@ Storage allocate_pinned_storage(size_t bytes, int16_t type) {
                                      const_cast<DeviceTypeEntry*>(&e), /*pinned=*/true);
 }
 
-void set_backend_option(std::string_view type, std::string_view key, std::string_view value) {
+namespace {
+
+// The entry of device type `type`, whose backend must have the option slot `has`.
+const DeviceTypeEntry& backend_with_options(std::string_view type,
+                                            bool (*has)(const DeviceTypeEntry&), const char* op) {
   ensure_plugins_loaded();
   const int16_t id = find_device_type(type);
-  EMBER_CHECK_DEVICE(id >= 0, "[set_backend_option] no device type '{}' is registered", type);
+  EMBER_CHECK_DEVICE(id >= 0, "[{}] no device type '{}' is registered", op, type);
   const DeviceTypeEntry& e = device_type(id);
-  EMBER_CHECK_NOT_IMPLEMENTED(e.table.set_option != nullptr,
-                              "[set_backend_option] the {} backend ({}) has no options", e.name,
+  EMBER_CHECK_NOT_IMPLEMENTED(has(e), "[{}] the {} backend ({}) has no options", op, e.name,
                               e.plugin);
+  return e;
+}
+
+}  // namespace
+
+void set_backend_option(std::string_view type, std::string_view key, std::string_view value) {
+  const DeviceTypeEntry& e = backend_with_options(
+      type, [](const DeviceTypeEntry& d) { return d.table.set_option != nullptr; },
+      "set_backend_option");
   const std::string k(key), v(value);
   char err[512] = {0};
   const int32_t status = e.table.set_option(e.table.ctx, k.c_str(), v.c_str(), err, sizeof(err));
@@ -340,13 +352,9 @@ void set_backend_option(std::string_view type, std::string_view key, std::string
 }
 
 std::string backend_option(std::string_view type, std::string_view key) {
-  ensure_plugins_loaded();
-  const int16_t id = find_device_type(type);
-  EMBER_CHECK_DEVICE(id >= 0, "[backend_option] no device type '{}' is registered", type);
-  const DeviceTypeEntry& e = device_type(id);
-  EMBER_CHECK_NOT_IMPLEMENTED(e.table.get_option != nullptr,
-                              "[backend_option] the {} backend ({}) has no options", e.name,
-                              e.plugin);
+  const DeviceTypeEntry& e = backend_with_options(
+      type, [](const DeviceTypeEntry& d) { return d.table.get_option != nullptr; },
+      "backend_option");
   const std::string k(key);
   char value[256] = {0};
   EMBER_CHECK(e.table.get_option(e.table.ctx, k.c_str(), value, sizeof(value)) == EMBER_OK,

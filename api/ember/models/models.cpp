@@ -57,6 +57,18 @@ std::shared_ptr<nn::Sequential> mlp(const std::vector<int64_t>& sizes) {
   return net;
 }
 
+namespace {
+
+// The shortcut of a residual block that changes the resolution or the channels: a strided 1x1
+// convolution and a batch norm.
+std::shared_ptr<nn::Sequential> projection(int64_t in, int64_t out, int64_t stride) {
+  return make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      make_shared<nn::Conv2d>(in, out, 1, nn::Conv2dOptions{.stride = stride, .bias = false}),
+      make_shared<nn::BatchNorm2d>(out)});
+}
+
+}  // namespace
+
 BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicBlock") {
   conv1_ = register_module(
       "conv1", make_shared<nn::Conv2d>(
@@ -66,13 +78,8 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicB
       "conv2",
       make_shared<nn::Conv2d>(out, out, 3, nn::Conv2dOptions{.padding = 1, .bias = false}));
   bn2_ = register_module("bn2", make_shared<nn::BatchNorm2d>(out));
-  if (stride != 1 || in != out) {
-    downsample_ = register_module(
-        "downsample",
-        make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-            make_shared<nn::Conv2d>(in, out, 1, nn::Conv2dOptions{.stride = stride, .bias = false}),
-            make_shared<nn::BatchNorm2d>(out)}));
-  }
+  if (stride != 1 || in != out)
+    downsample_ = register_module("downsample", projection(in, out, stride));
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
@@ -94,13 +101,8 @@ Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bott
   conv3_ = register_module(
       "conv3", make_shared<nn::Conv2d>(width, out, 1, nn::Conv2dOptions{.bias = false}));
   bn3_ = register_module("bn3", make_shared<nn::BatchNorm2d>(out));
-  if (stride != 1 || in != out) {
-    downsample_ = register_module(
-        "downsample",
-        make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-            make_shared<nn::Conv2d>(in, out, 1, nn::Conv2dOptions{.stride = stride, .bias = false}),
-            make_shared<nn::BatchNorm2d>(out)}));
-  }
+  if (stride != 1 || in != out)
+    downsample_ = register_module("downsample", projection(in, out, stride));
 }
 
 Tensor Bottleneck::forward(const Tensor& x) {
