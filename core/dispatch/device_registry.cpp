@@ -273,10 +273,6 @@ Storage allocate_storage(size_t bytes, Device device) {
   return make_intrusive<StorageImpl>(p, bytes, device, +deleter, const_cast<DeviceTypeEntry*>(&e));
 }
 
-}  // namespace ember
-
-namespace ember {
-
 int16_t pinned_memory_device_type() {
   ensure_plugins_loaded();
   Registry& r = registry();
