@@ -191,9 +191,14 @@ Tensor philox_tensor(const char* op, IntList sizes, TensorOptions opts, Generato
   }
   const int bits = sdk::random_bits(static_cast<int32_t>(opts.dtype));
   const int per = sdk::random_per_block(f64);
-  return host_generate(sizes, opts, [&, block = sdk::PhiloxBlock{}](int64_t i) mutable {
-    if (i % per == 0) block = sdk::random_block(seed, offset, static_cast<uint64_t>(i / per));
-    return sdk::random_value(block, static_cast<int>(i % per), bits, kind, p, scale);
+  sdk::PhiloxBlock block{};
+  sdk::NormalPair pair{};
+  return host_generate(sizes, opts, [&](int64_t i) {
+    const int k = static_cast<int>(i % per);
+    if (k == 0) block = sdk::random_block(seed, offset, static_cast<uint64_t>(i / per));
+    if (kind != sdk::kRandomNormal) return sdk::random_value(block, k, bits, kind, p, scale);
+    if (k % 2 == 0) pair = sdk::random_normal_pair(block, k / 2, f64);  // one log per pair
+    return k % 2 == 0 ? pair.first : pair.second;
   });
 }
 

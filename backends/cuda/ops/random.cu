@@ -23,9 +23,18 @@ __global__ void random_kernel(T* dst, int64_t n, uint64_t seed, uint64_t offset,
   EMBER_GRID_STRIDE_LOOP(j, blocks) {
     const sdk::PhiloxBlock b = sdk::random_block(seed, offset, static_cast<uint64_t>(j));
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
+    for (int k = 0; k < kPer; k += 2) {
+      double v0, v1;
+      if (kind == sdk::kRandomNormal) {  // one log and one sincos per pair
+        const sdk::NormalPair z = sdk::random_normal_pair(b, k / 2, kF64);
+        v0 = z.first, v1 = z.second;
+      } else {
+        v0 = sdk::random_value(b, k, bits, kind, p, scale);
+        v1 = sdk::random_value(b, k + 1, bits, kind, p, scale);
+      }
       const int64_t i = j * kPer + k;
-      if (i < n) dst[i] = narrow<T>(sdk::random_value(b, k, bits, kind, p, scale));
+      if (i < n) dst[i] = narrow<T>(v0);
+      if (i + 1 < n) dst[i + 1] = narrow<T>(v1);
     }
   }
 }

@@ -75,26 +75,37 @@ EMBER_SDK_HOST_DEVICE inline double random_unit53(uint32_t hi, uint32_t lo) {
   return static_cast<double>(bits) * 0x1p-53;
 }
 
+/** The two standard normal values of pair `pair` of block `b` (Box-Muller): float64 has one pair
+ *  per block (words 0-1 and 2-3 as two 53-bit uniforms), the narrower dtypes two (words 2 * pair
+ *  and 2 * pair + 1). u1 lies in (0, 1], so log(u1) is finite; the pair's first element takes
+ *  the cosine, the second the sine. */
+struct NormalPair {
+  double first, second;
+};
+EMBER_SDK_HOST_DEVICE inline NormalPair random_normal_pair(const PhiloxBlock& b, int pair,
+                                                           bool f64) {
+  double u1, u2;
+  if (f64) {
+    u1 = 1.0 - random_unit53(b.w[0], b.w[1]);
+    u2 = random_unit53(b.w[2], b.w[3]);
+  } else {
+    u1 = (static_cast<double>(b.w[2 * pair]) + 1.0) * 0x1p-32;
+    u2 = static_cast<double>(b.w[2 * pair + 1]) * 0x1p-32;
+  }
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double angle = 6.283185307179586477 * u2;
+  return {r * std::cos(angle), r * std::sin(angle)};
+}
+
 /** Element k (0 <= k < random_per_block) of block `b`, as a double, for a dtype with `bits`
- *  significand bits (random_bits) and the op's kind and floats (p, scale). */
+ *  significand bits (random_bits) and the op's kind and floats (p, scale). For normal values,
+ *  callers filling whole pairs call random_normal_pair once per pair instead (same values). */
 EMBER_SDK_HOST_DEVICE inline double random_value(const PhiloxBlock& b, int k, int bits,
                                                  int64_t kind, double p, double scale) {
   const bool f64 = bits > 24;
   if (kind == kRandomNormal) {
-    // Box-Muller on a pair of uniforms: u1 in (0, 1] (never log(0)), u2 in [0, 1); the pair's
-    // first element takes the cosine, the second the sine.
-    double u1, u2;
-    if (f64) {
-      u1 = 1.0 - random_unit53(b.w[0], b.w[1]);
-      u2 = random_unit53(b.w[2], b.w[3]);
-    } else {
-      const int pair = k / 2;
-      u1 = (static_cast<double>(b.w[2 * pair]) + 1.0) * 0x1p-32;
-      u2 = static_cast<double>(b.w[2 * pair + 1]) * 0x1p-32;
-    }
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double angle = 6.283185307179586477 * u2;
-    return (k % 2 == 0) ? r * std::cos(angle) : r * std::sin(angle);
+    const NormalPair z = random_normal_pair(b, k / 2, f64);
+    return k % 2 == 0 ? z.first : z.second;
   }
   // Dropout masks decide with 24 bits (53 for float64) whatever the dtype's precision.
   const int used = kind == kRandomDropoutMask ? (f64 ? 53 : 24) : bits;
