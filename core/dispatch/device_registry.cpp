@@ -116,14 +116,12 @@ void check_device(Device device, const char* op) {
 }
 
 void device_copy(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
-  const DeviceTypeEntry& e = device_type(device.type);
-  char err[512] = {0};
-  const int32_t status =
-      e.table.copy(e.table.ctx, device.index, dst, src, bytes, kind, err, sizeof(err));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status),
-                fmt::format("[copy] {} copy of {} bytes failed: {}", device.str(), bytes, err));
-  }
+  const ember_device_type_v1& t = device_type(device.type).table;
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.copy(t.ctx, device.index, dst, src, bytes, kind, e, cap);
+      },
+      "[copy] {} copy of {} bytes failed", device.str(), bytes);
 }
 
 void device_copy_async(Device device, void* dst, const void* src, size_t bytes, int32_t kind) {
@@ -132,26 +130,22 @@ void device_copy_async(Device device, void* dst, const void* src, size_t bytes, 
     device_copy(device, dst, src, bytes, kind);
     return;
   }
-  char err[512] = {0};
-  const int32_t status =
-      e.table.copy_async(e.table.ctx, device.index, dst, src, bytes, kind, err, sizeof(err));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status),
-                fmt::format("[copy] {} asynchronous copy of {} bytes failed: {}", device.str(),
-                            bytes, err));
-  }
+  detail::call_checked(
+      [&](char* err, size_t cap) {
+        return e.table.copy_async(e.table.ctx, device.index, dst, src, bytes, kind, err, cap);
+      },
+      "[copy] {} asynchronous copy of {} bytes failed", device.str(), bytes);
 }
 
 void synchronize(Device device) {
   ensure_plugins_loaded();
   const DeviceTypeEntry& e = device_type(device.type);
   if (!e.table.synchronize) return;
-  char err[512] = {0};
-  const int32_t status = e.table.synchronize(e.table.ctx, device.index, err, sizeof(err));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status),
-                fmt::format("[synchronize] {} failed: {}", device.str(), err));
-  }
+  detail::call_checked(
+      [&](char* err, size_t cap) {
+        return e.table.synchronize(e.table.ctx, device.index, err, cap);
+      },
+      "[synchronize] {} failed", device.str());
 }
 
 int16_t detail::register_device_type(const ember_device_type_v1& table, const std::string& plugin,
@@ -339,12 +333,11 @@ void set_backend_option(std::string_view type, std::string_view key, std::string
       type, [](const DeviceTypeEntry& d) { return d.table.set_option != nullptr; },
       "set_backend_option");
   const std::string k(key), v(value);
-  char err[512] = {0};
-  const int32_t status = e.table.set_option(e.table.ctx, k.c_str(), v.c_str(), err, sizeof(err));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status), fmt::format("[set_backend_option] {} {}={}: {}", e.name,
-                                                       k, v, err[0] ? err : "rejected"));
-  }
+  detail::call_checked(
+      [&](char* err, size_t cap) {
+        return e.table.set_option(e.table.ctx, k.c_str(), v.c_str(), err, cap);
+      },
+      "[set_backend_option] {} {}={}", e.name, k, v);
 }
 
 std::string backend_option(std::string_view type, std::string_view key) {

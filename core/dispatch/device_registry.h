@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor/device.h"
+#include "core/util/error.h"
 #include "core/util/export.h"
 #include "ember/plugin_abi.h"
 
@@ -63,6 +65,18 @@ EMBER_API void set_default_device(Device device);
 EMBER_API void reset_default_device();
 
 namespace detail {
+/** Runs a plugin call `fn(reason, capacity)` that returns an ABI status; on failure throws the
+ *  error kind of the status with "<what>: <reason>" (`what` is formatted only then). */
+template <typename Fn, typename... Args>
+void call_checked(Fn&& fn, fmt::format_string<Args...> what, Args&&... args) {
+  char reason[512] = {0};
+  const int32_t status = fn(reason, sizeof(reason));
+  if (__builtin_expect(status != EMBER_OK, 0)) {
+    throw_error(status_error_kind(status),
+                fmt::format("{}: {}", fmt::format(what, std::forward<Args>(args)...),
+                            reason[0] ? reason : "no reason given"));
+  }
+}
 /** Registers or replaces a device type; returns its id. Loader use only. */
 int16_t register_device_type(const ember_device_type_v1& table, const std::string& plugin,
                              std::string* conflict);

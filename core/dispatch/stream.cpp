@@ -16,17 +16,6 @@ const ember_device_type_v1& table_of(Device device, const char* op) {
   return device_type(device.type).table;
 }
 
-// Runs a table call that writes a reason into its buffer; throws with that reason on failure.
-template <typename Fn>
-void call_checked(const char* op, Device device, Fn&& fn) {
-  char error[512] = {0};
-  const int32_t status = fn(error, sizeof(error));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status), fmt::format("[{}] {} failed: {}", op, device.str(),
-                                                       error[0] ? error : "no reason given"));
-  }
-}
-
 }  // namespace
 
 void Stream::synchronize() const {
@@ -35,18 +24,22 @@ void Stream::synchronize() const {
     ember::synchronize(device_);
     return;
   }
-  call_checked("Stream.synchronize", device_, [&](char* e, size_t cap) {
-    return t.stream_synchronize(t.ctx, device_.index, handle_, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.stream_synchronize(t.ctx, device_.index, handle_, e, cap);
+      },
+      "[Stream.synchronize] {} failed", device_.str());
 }
 
 bool Stream::query() const {
   const ember_device_type_v1& t = table_of(device_, "Stream.query");
   if (!t.stream_query) return true;
   int32_t done = 0;
-  call_checked("Stream.query", device_, [&](char* e, size_t cap) {
-    return t.stream_query(t.ctx, device_.index, handle_, &done, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.stream_query(t.ctx, device_.index, handle_, &done, e, cap);
+      },
+      "[Stream.query] {} failed", device_.str());
   return done != 0;
 }
 
@@ -60,9 +53,11 @@ void Stream::wait(const Event& event) const {
     event.synchronize();
     return;
   }
-  call_checked("Stream.wait", device_, [&](char* e, size_t cap) {
-    return t.stream_wait_event(t.ctx, device_.index, handle_, event.handle(), e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.stream_wait_event(t.ctx, device_.index, handle_, event.handle(), e, cap);
+      },
+      "[Stream.wait] {} failed", device_.str());
 }
 
 void Stream::wait(const Stream& other) const {
@@ -96,9 +91,11 @@ Stream stream_from_pool(Device device, bool high_priority) {
                               "synchronously; use current_stream({}))",
                               device.type_name(), device.str());
   void* handle = nullptr;
-  call_checked("stream_from_pool", device, [&](char* e, size_t cap) {
-    return t.stream_from_pool(t.ctx, device.index, high_priority ? 1 : 0, &handle, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.stream_from_pool(t.ctx, device.index, high_priority ? 1 : 0, &handle, e, cap);
+      },
+      "[stream_from_pool] {} failed", device.str());
   return Stream(device, handle);
 }
 
@@ -112,9 +109,11 @@ void set_current_stream(const Stream& stream) {
                      device.type_name(), stream.handle());
     return;
   }
-  call_checked("set_current_stream", device, [&](char* e, size_t cap) {
-    return t.stream_set_current(t.ctx, device.index, stream.handle(), e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.stream_set_current(t.ctx, device.index, stream.handle(), e, cap);
+      },
+      "[set_current_stream] {} failed", device.str());
 }
 
 StreamGuard::StreamGuard(const Stream& stream) : previous_(current_stream(stream.device())) {
@@ -138,10 +137,12 @@ Event::Event(Device device, bool enable_timing) : device_(device), timing_(enabl
                      "[Event] the plugin of device type '{}' offers event_create but not all of "
                      "event_destroy, event_record, event_query and event_synchronize",
                      device.type_name());
-  call_checked("Event", device, [&](char* e, size_t cap) {
-    return t.event_create(t.ctx, device.index, enable_timing ? EMBER_EVENT_TIMING : 0, &handle_, e,
-                          cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.event_create(t.ctx, device.index, enable_timing ? EMBER_EVENT_TIMING : 0, &handle_,
+                              e, cap);
+      },
+      "[Event] {} failed", device.str());
 }
 
 Event::~Event() {
@@ -176,27 +177,33 @@ void Event::record(const Stream& stream) {
                    "the stream's device)",
                    device_.str(), stream.device().str());
   const ember_device_type_v1& t = device_type(device_.type).table;
-  call_checked("Event.record", device_, [&](char* e, size_t cap) {
-    return t.event_record(t.ctx, device_.index, handle_, stream.handle(), e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.event_record(t.ctx, device_.index, handle_, stream.handle(), e, cap);
+      },
+      "[Event.record] {} failed", device_.str());
 }
 
 bool Event::query() const {
   EMBER_CHECK_TYPE(handle_ != nullptr, "[Event.query] the event was moved from");
   const ember_device_type_v1& t = device_type(device_.type).table;
   int32_t done = 0;
-  call_checked("Event.query", device_, [&](char* e, size_t cap) {
-    return t.event_query(t.ctx, device_.index, handle_, &done, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.event_query(t.ctx, device_.index, handle_, &done, e, cap);
+      },
+      "[Event.query] {} failed", device_.str());
   return done != 0;
 }
 
 void Event::synchronize() const {
   EMBER_CHECK_TYPE(handle_ != nullptr, "[Event.synchronize] the event was moved from");
   const ember_device_type_v1& t = device_type(device_.type).table;
-  call_checked("Event.synchronize", device_, [&](char* e, size_t cap) {
-    return t.event_synchronize(t.ctx, device_.index, handle_, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.event_synchronize(t.ctx, device_.index, handle_, e, cap);
+      },
+      "[Event.synchronize] {} failed", device_.str());
 }
 
 double Event::elapsed_ms(const Event& end) const {
@@ -213,9 +220,11 @@ double Event::elapsed_ms(const Event& end) const {
                               "[Event.elapsed_ms] device type '{}' cannot time events",
                               device_.type_name());
   double ms = 0;
-  call_checked("Event.elapsed_ms", device_, [&](char* e, size_t cap) {
-    return t.event_elapsed_ms(t.ctx, device_.index, handle_, end.handle_, &ms, e, cap);
-  });
+  detail::call_checked(
+      [&](char* e, size_t cap) {
+        return t.event_elapsed_ms(t.ctx, device_.index, handle_, end.handle_, &ms, e, cap);
+      },
+      "[Event.elapsed_ms] {} failed", device_.str());
   return ms;
 }
 

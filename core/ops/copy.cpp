@@ -213,13 +213,11 @@ void Tensor::record_stream(const Stream& stream) const {
                    device().str(), stream.device().str());
   const ember_device_type_v1& t = device_type(device().type).table;
   if (!t.record_stream || !storage() || !storage()->data()) return;  // nothing is cached
-  char err[512] = {0};
-  const int32_t status =
-      t.record_stream(t.ctx, device().index, storage()->data(), stream.handle(), err, sizeof(err));
-  if (status != EMBER_OK) {
-    throw_error(status_error_kind(status),
-                fmt::format("[record_stream] {} failed: {}", device().str(), err));
-  }
+  detail::call_checked(
+      [&](char* err, size_t cap) {
+        return t.record_stream(t.ctx, device().index, storage()->data(), stream.handle(), err, cap);
+      },
+      "[record_stream] {} failed", device().str());
 }
 
 double Tensor::item() const {
