@@ -1,6 +1,7 @@
 // GPU benchmarks of the CUDA backend, all through the public API: matmul TFLOP/s (float32,
 // TF32, bfloat16 at 8192), convolution forward and forward+backward (a ResNet stage-1 layer at
-// batch 64), elementwise bandwidth beside the device's own copy bandwidth, the caching
+// batch 64), batch norm, softmax and average pooling through cuDNN and through own kernels,
+// elementwise bandwidth beside the device's own copy bandwidth, the caching
 // allocator's cost per allocation, ResNet-18/ResNet-50 training throughput, and the first
 // training step against the steady state (the caching allocator's effect). Device work is timed
 // with CUDA events (ember::Event); without a device every benchmark reports why and stops.
@@ -92,6 +93,48 @@ void BM_CudaConv2d(benchmark::State& state) {
       benchmark::Counter(flop / 1e12, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CudaConv2d)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// Layers with a cuDNN path and an own kernel (Note [cuDNN where own kernels exist too]), on a
+// ResNet stage-1 activation [64, 64, 56, 56] in float32; arg 0: batch_norm (training) forward
+// and backward, 1: softmax over the channels, 2: avg_pool2d 2x2 forward and backward; arg 1:
+// cudnn.enabled. GB/s counts each tensor the layer must read or write once.
+void BM_CudaLayer(benchmark::State& state) {
+  Device g;
+  if (!cuda_device(state, &g)) return;
+  const int op = static_cast<int>(state.range(0));
+  const bool cudnn = state.range(1) == 1;
+  set_backend_option("cuda", "cudnn.enabled", cudnn ? "1" : "0");
+  const Tensor x = randn({64, 64, 56, 56}, {DType::Float32, g}).requires_grad_(op != 1);
+  const Tensor w = ones({64}, {DType::Float32, g}).requires_grad_(true);
+  const Tensor b = zeros({64}, {DType::Float32, g}).requires_grad_(true);
+  Tensor rm = zeros({64}, {DType::Float32, g}), rv = ones({64}, {DType::Float32, g});
+  const Tensor dy = randn({64, 64, 56, 56}, {DType::Float32, g});
+  const Tensor dp = randn({64, 64, 28, 28}, {DType::Float32, g});
+  timed_loop(state, g, [&] {
+    if (op == 0) {
+      (batch_norm(x, w, b, rm, rv, /*training=*/true)).backward(dy);
+    } else if (op == 1) {
+      benchmark::DoNotOptimize(softmax(x, 1));
+    } else {
+      avg_pool2d(x, {2, 2}).backward(dp);
+    }
+    x.mutable_grad() = Tensor();
+    w.mutable_grad() = Tensor();
+    b.mutable_grad() = Tensor();
+  });
+  set_backend_option("cuda", "cudnn.enabled", "1");
+  const char* names[] = {"batch_norm fwd+bwd", "softmax", "avg_pool2d fwd+bwd"};
+  state.SetLabel(std::string(names[op]) + (cudnn ? " cudnn" : " own"));
+  // batch_norm: x, y forward; dy, x, dx backward. softmax: x, y. avg_pool2d: x, y/4 forward,
+  // dy/4, dx backward.
+  const double tensors[] = {5.0, 2.0, 2.5};
+  state.counters["GB/s"] = benchmark::Counter(tensors[op] * static_cast<double>(dy.nbytes()) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CudaLayer)
+    ->ArgsProduct({{0, 1, 2}, {1, 0}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Bandwidth over 2^28 float32 elements (1 GiB per tensor): arg 0: the device's own copy
 // (cudaMemcpyAsync device to device, the ceiling), 1: copy kernel (clone), 2: add, 3: mul by a

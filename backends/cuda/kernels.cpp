@@ -78,7 +78,9 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   k("max_dim", kA, max_dim);
   k("min_dim", kA, min_dim);
   k("cumsum", kN, cumsum);
-  // Softmax along one dim (ops/softmax.cu): own kernel, compute type float (double for f64).
+  // Softmax along one dim (ops/softmax.cu): cuDNN for dense inputs, else (or with cudnn.enabled
+  // off) an own kernel, compute type float (double for f64) (ops/cudnn_ops.cpp, Note [cuDNN
+  // where own kernels exist too]).
   k("softmax", kF, softmax);
   k("log_softmax", kF, log_softmax);
   // Indexing (ops/index.cu): indices range-checked on the device before anything is written.
@@ -97,14 +99,17 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   k("conv2d", kF, conv2d);
   k("conv2d_backward_input", kF, conv2d_backward_input);
   k("conv2d_backward_weight", kF, conv2d_backward_weight);
-  // Pooling (ops/pool.cu): own kernels, one thread per output (forward) or per input
-  // (backward); max pooling's flat h * W + w indices as the CPU plugin's.
+  // Pooling (ops/pool.cu): average pooling through cuDNN for floor-mode and evenly divided
+  // adaptive windows; own kernels otherwise, one thread per output (forward) or per input
+  // (backward); max pooling always own, for the CPU plugin's flat h * W + w indices.
   k("max_pool2d", kN, max_pool2d);
   k("avg_pool2d", kF, avg_pool2d);
   k("avg_pool2d_backward", kF, avg_pool2d_backward);
   k("adaptive_avg_pool2d", kF, adaptive_avg_pool2d);
   k("adaptive_avg_pool2d_backward", kF, adaptive_avg_pool2d_backward);
-  // Normalisation (ops/norm.cu): a block per channel / row, two-pass statistics in double.
+  // Normalisation (ops/norm.cu): batch_norm through cuDNN (Note [Batch norm through cuDNN])
+  // except the eval-mode backward; own kernels, a block per channel / row, two-pass statistics
+  // in double, for the rest and for layer_norm / group_norm.
   k("batch_norm", kF, batch_norm);
   k("batch_norm_backward", kF, batch_norm_backward);
   k("layer_norm", kF, layer_norm);

@@ -9,9 +9,9 @@
 namespace ember::cuda {
 namespace {
 
-bool env_on(const char* name) {
+bool env_is(const char* name, const char* value) {
   const char* v = std::getenv(name);
-  return v && std::strcmp(v, "1") == 0;
+  return v && std::strcmp(v, value) == 0;
 }
 
 struct Entry {
@@ -23,7 +23,10 @@ constexpr Entry kEntries[] = {
     {"matmul.allow_tf32", &Options::matmul_allow_tf32},
     {"cudnn.allow_tf32", &Options::cudnn_allow_tf32},
     {"cudnn.benchmark", &Options::cudnn_benchmark},
+    {"cudnn.enabled", &Options::cudnn_enabled},
 };
+
+constexpr const char* kFallbacks = "cudnn.fallbacks";
 
 const Entry* find(const char* key) {
   for (const Entry& e : kEntries) {
@@ -49,10 +52,11 @@ int parse(const char* v) {
 Options& options() {
   static Options* o = [] {
     auto* opts = new Options();  // Note [Per-device state is never destroyed]
-    const bool tf32 = env_on("EMBER_CUDA_ALLOW_TF32");
+    const bool tf32 = env_is("EMBER_CUDA_ALLOW_TF32", "1");
     opts->matmul_allow_tf32 = tf32;
     opts->cudnn_allow_tf32 = tf32;
-    opts->cudnn_benchmark = env_on("EMBER_CUDNN_BENCHMARK");
+    opts->cudnn_benchmark = env_is("EMBER_CUDNN_BENCHMARK", "1");
+    opts->cudnn_enabled = !env_is("EMBER_CUDNN_ENABLED", "0");
     return opts;
   }();
   return *o;
@@ -60,10 +64,14 @@ Options& options() {
 
 int32_t set_option(void*, const char* key, const char* value, char* error, size_t cap) {
   const Entry* e = find(key);
+  if (!e && key && std::strcmp(key, kFallbacks) == 0) {
+    std::snprintf(error, cap, "option %s is a counter and cannot be set", key);
+    return EMBER_ERR_INVALID;
+  }
   if (!e) {
     std::snprintf(error, cap,
                   "unknown option '%s' (the cuda backend has matmul.allow_tf32, cudnn.allow_tf32, "
-                  "cudnn.benchmark)",
+                  "cudnn.benchmark, cudnn.enabled, and the counter cudnn.fallbacks)",
                   key ? key : "(null)");
     return EMBER_ERR_INVALID;
   }
@@ -78,6 +86,12 @@ int32_t set_option(void*, const char* key, const char* value, char* error, size_
 }
 
 int32_t get_option(void*, const char* key, char* value, size_t cap) {
+  if (key && std::strcmp(key, kFallbacks) == 0) {
+    std::snprintf(
+        value, cap, "%llu",
+        static_cast<unsigned long long>(options().cudnn_fallbacks.load(std::memory_order_relaxed)));
+    return EMBER_OK;
+  }
   const Entry* e = find(key);
   if (!e) return EMBER_ERR_INVALID;
   std::snprintf(value, cap, "%d", (options().*(e->field)).load(std::memory_order_relaxed) ? 1 : 0);

@@ -16,6 +16,12 @@ struct Options {
   std::atomic<bool> cudnn_allow_tf32{false};
   /** "cudnn.benchmark": time cuDNN's algorithms once per shape (EMBER_CUDNN_BENCHMARK=1). */
   std::atomic<bool> cudnn_benchmark{false};
+  /** "cudnn.enabled": batch norm, softmax and average pooling run through cuDNN where it fits
+   * (EMBER_CUDNN_ENABLED=0 turns it off); off, or where it does not fit, own kernels run.
+   * Convolutions always use cuDNN (Note [cuDNN where own kernels exist too]). */
+  std::atomic<bool> cudnn_enabled{true};
+  /** "cudnn.fallbacks" (read-only): calls a cuDNN path declined to an own kernel while enabled. */
+  std::atomic<uint64_t> cudnn_fallbacks{0};
 };
 
 /** The process's options, read from the environment on first use. */
@@ -23,7 +29,7 @@ Options& options();
 
 /** ember_device_type_v1::set_option: "1"/"true"/"on" or "0"/"false"/"off" for each key. */
 int32_t set_option(void* ctx, const char* key, const char* value, char* error, size_t cap);
-/** ember_device_type_v1::get_option: "1" or "0". */
+/** ember_device_type_v1::get_option: "1" or "0" for switches, a decimal count for counters. */
 int32_t get_option(void* ctx, const char* key, char* value, size_t cap);
 
 }  // namespace ember::cuda

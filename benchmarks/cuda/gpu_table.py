@@ -21,6 +21,8 @@ def ember_rows(path):
             rows[f"matmul 8192 {label}"] = (b["TFLOP/s"], "TFLOP/s", "higher")
         elif name.startswith("BM_CudaConv2d"):
             rows[f"conv {label}"] = (b["TFLOP/s"], "TFLOP/s", "higher")
+        elif name.startswith("BM_CudaLayer"):
+            rows[label] = (b["GB/s"], "GB/s", "higher")
         elif name.startswith("BM_CudaBandwidth"):
             rows[f"bandwidth {label}"] = (b["GB/s"], "GB/s", "higher")
         elif name.startswith("BM_CudaAllocFree"):
@@ -41,6 +43,9 @@ def torch_key(key):
         return key
     if key.startswith("conv"):
         return "conv " + key.split(" ", 1)[1]
+    for impl in (" cudnn", " own"):  # both of Ember's layer implementations face PyTorch's
+        if key.endswith(impl):
+            return key[: -len(impl)]
     return key
 
 

@@ -15,6 +15,7 @@ import torch
 
 UNITS = {
     "matmul": "TFLOP/s", "conv": "TFLOP/s", "bandwidth": "GB/s", "alloc": "ns",
+    "batch_norm": "GB/s", "softmax": "GB/s", "avg_pool2d": "GB/s",
     "train": "images/s", "first_ms": "ms", "steady_ms": "ms",
 }
 
@@ -66,6 +67,29 @@ def main():
         wg.grad = None
     ms = timed_ms(fwd_bwd, 20)
     out["conv forward+backward"] = 3 * flop / (ms / 1e3) / 1e12
+
+    torch.backends.cudnn.benchmark = False
+    act = 64 * 64 * 56 * 56 * 4
+    xl = torch.randn(64, 64, 56, 56, device=dev, requires_grad=True)
+    bn = torch.nn.BatchNorm2d(64).to(dev)
+    dy = torch.randn(64, 64, 56, 56, device=dev)
+    dp = torch.randn(64, 64, 28, 28, device=dev)
+
+    def bn_step():
+        bn(xl).backward(dy)
+        xl.grad = None
+        bn.zero_grad(set_to_none=True)
+
+    def pool_step():
+        torch.nn.functional.avg_pool2d(xl, 2).backward(dp)
+        xl.grad = None
+    for label, fn, tensors in (("batch_norm fwd+bwd", bn_step, 5.0),
+                               ("softmax", lambda: torch.softmax(xl.detach(), 1), 2.0),
+                               ("avg_pool2d fwd+bwd", pool_step, 2.5)):
+        ms = timed_ms(fn, 20)
+        out[label] = tensors * act / (ms / 1e3) / 1e9
+    del xl, bn, dy, dp
+    torch.backends.cudnn.benchmark = True
 
     m = 1 << 28
     a = torch.randn(m, device=dev)

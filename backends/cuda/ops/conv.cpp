@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "backends/cuda/device.h"
+#include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
@@ -24,7 +25,6 @@ namespace {
 
 enum class Dir { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
 
-using TensorDesc = UniqueHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 using FilterDesc = UniqueHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvDesc = UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
@@ -85,25 +85,6 @@ Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom*
   return {};
 }
 
-Status data_type(int32_t dtype, cudnnDataType_t* data, cudnnDataType_t* compute) {
-  switch (dtype) {
-    case EMBER_F32:
-      *data = CUDNN_DATA_FLOAT, *compute = CUDNN_DATA_FLOAT;
-      return {};
-    case EMBER_F64:
-      *data = CUDNN_DATA_DOUBLE, *compute = CUDNN_DATA_DOUBLE;
-      return {};
-    case EMBER_F16:
-      *data = CUDNN_DATA_HALF, *compute = CUDNN_DATA_FLOAT;
-      return {};
-    case EMBER_BF16:
-      *data = CUDNN_DATA_BFLOAT16, *compute = CUDNN_DATA_FLOAT;
-      return {};
-    default:
-      return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] conv2d: dtype %d is not supported", dtype);
-  }
-}
-
 // Note [TF32 in cuDNN convolutions]
 // cuDNN's default math mode allows TF32 tensor cores for float32 on Ampere and newer, which
 // would make float32 convolutions differ from the CPU's in the 3rd digit. float32 therefore
@@ -122,17 +103,8 @@ struct Descriptors {
 
 Status make_descriptors(const Geom& gm, cudnnDataType_t data, cudnnDataType_t compute,
                         Descriptors* d) {
-  cudnnTensorDescriptor_t t = nullptr;
-  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
-  d->x = TensorDesc(t);
-  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(gm.n),
-                                               static_cast<int>(gm.c), static_cast<int>(gm.h),
-                                               static_cast<int>(gm.w)));
-  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
-  d->y = TensorDesc(t);
-  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(gm.n),
-                                               static_cast<int>(gm.o), static_cast<int>(gm.fh),
-                                               static_cast<int>(gm.fw)));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.c, gm.h, gm.w, &d->x));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.o, gm.fh, gm.fw, &d->y));
   cudnnFilterDescriptor_t f = nullptr;
   EMBER_CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
   d->w = FilterDesc(f);
@@ -309,7 +281,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   const int32_t dtype = out.dtype;
   const int index = out.device_index;
   cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
-  EMBER_CUDA_RETURN_IF_ERROR(data_type(dtype, &data, &compute));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(dtype, name, &data, &compute));
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
@@ -419,11 +391,8 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   DeviceBuffer workspace;
   EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes));
 
-  const float one_f = 1.0f, zero_f = 0.0f;
-  const double one_d = 1.0, zero_d = 0.0;
-  const bool f64 = dtype == EMBER_F64;
-  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
-  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  const Blend blend = blend_for(dtype);
+  const void *one = blend.one, *zero = blend.zero;
   if (dir == Dir::kForward) {
     note_launch(name);
     EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, one, d.x.get(), call->inputs[0].data, d.w.get(),
@@ -432,12 +401,9 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
                                               workspace.get(), ws_bytes, zero, d.y.get(), y));
     if (call->num_inputs >= 3 && call->inputs[2].data && call->inputs[2].ndim == 1) {
       TensorDesc bias;
-      cudnnTensorDescriptor_t t = nullptr;
-      EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
-      bias = TensorDesc(t);
+      EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &bias));
       EMBER_CUDNN_CHECK(
-          cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, 1, static_cast<int>(gm.o), 1, 1));
-      EMBER_CUDNN_CHECK(cudnnAddTensor(h, one, t, call->inputs[2].data, one, d.y.get(), y));
+          cudnnAddTensor(h, one, bias.get(), call->inputs[2].data, one, d.y.get(), y));
     }
     if (!full) {
       const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);

@@ -13,11 +13,13 @@
 // the backward kernels read them back from there, as the CPU does. Row-norm parameter
 // gradients (dweight, dbias) sum over every row sharing the parameter: one block per
 // parameter, a separate launch. Running statistics of training batch_norm are updated by the
-// core from the mean/var outputs.
+// core from the mean/var outputs. batch_norm tries cuDNN first (cudnn_ops.cpp, Note [Batch
+// norm through cuDNN]); these kernels run when it declines.
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/ops/common.cuh"
+#include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
 
 namespace ember::cuda {
@@ -318,6 +320,9 @@ Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
   if (g.n * g.c * g.s == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
+  bool done = false;  // Note [cuDNN where own kernels exist too]
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_batch_norm(call, Backward, &done));
+  if (done) return {};
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, x.dtype);
   const ember_tensor* in = call->inputs;
   const ember_tensor* out = call->outputs;
@@ -385,6 +390,42 @@ Status rows_impl(const ember_kernel_call* call, const char* name) {
   return st;
 }
 
+// The cuDNN path's per-channel conversions (cudnn_ops.cpp, Note [Batch norm through cuDNN]).
+// P is cuDNN's parameter type: double for float64, float otherwise.
+template <typename T, typename P>
+__global__ void bn_from_cudnn_kernel(const P* mean, const P* unbiased, int64_t c, double scale,
+                                     T* out_mean, T* out_var) {
+  EMBER_GRID_STRIDE_LOOP(i, c) {
+    const P mu = mean[i], v = unbiased[i];
+    out_mean[i] = narrow<T>(mu);
+    out_var[i] = narrow<T>(static_cast<P>(v * scale));
+  }
+}
+
+template <typename T, typename P>
+__global__ void bn_to_cudnn_kernel(const T* mean, const T* var, int64_t c, double eps,
+                                   P* saved_mean, P* saved_invstd) {
+  EMBER_GRID_STRIDE_LOOP(i, c) {
+    saved_mean[i] = static_cast<P>(widen(mean[i]));
+    const P v = static_cast<P>(widen(var[i])) + static_cast<P>(eps);
+    saved_invstd[i] = P(1) / ::sqrt(v);
+  }
+}
+
+// Runs fn(Tag<T>, Tag<P>) for a floating dtype.
+template <typename Fn>
+Status with_param_type(int32_t dtype, const char* name, Fn&& fn) {
+  Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, dtype);
+  visit(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kFloating<T>) {
+      using P = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      st = fn(tag, Tag<P>{});
+    }
+  });
+  return st;
+}
+
 }  // namespace
 
 int32_t batch_norm(const ember_kernel_call* call) {
@@ -404,6 +445,33 @@ int32_t group_norm(const ember_kernel_call* call) {
 }
 int32_t group_norm_backward(const ember_kernel_call* call) {
   return write_status(rows_impl<true>(call, "group_norm_backward"), call);
+}
+
+Status launch_bn_stats_from_cudnn(int32_t dtype, const void* mean, const void* unbiased_var,
+                                  int64_t c, int64_t m, void* out_mean, void* out_var,
+                                  cudaStream_t stream) {
+  const char* name = "batch_norm (statistics)";
+  return with_param_type(dtype, name, [&](auto t, auto p) {
+    using T = typename decltype(t)::type;
+    using P = typename decltype(p)::type;
+    const double scale = static_cast<double>(m - 1) / static_cast<double>(m);
+    return launch(name, c, stream, bn_from_cudnn_kernel<T, P>, static_cast<const P*>(mean),
+                  static_cast<const P*>(unbiased_var), c, scale, static_cast<T*>(out_mean),
+                  static_cast<T*>(out_var));
+  });
+}
+
+Status launch_bn_stats_to_cudnn(int32_t dtype, const void* mean, const void* var, int64_t c,
+                                double eps, void* saved_mean, void* saved_invstd,
+                                cudaStream_t stream) {
+  const char* name = "batch_norm_backward (statistics)";
+  return with_param_type(dtype, name, [&](auto t, auto p) {
+    using T = typename decltype(t)::type;
+    using P = typename decltype(p)::type;
+    return launch(name, c, stream, bn_to_cudnn_kernel<T, P>, static_cast<const T*>(mean),
+                  static_cast<const T*>(var), c, eps, static_cast<P*>(saved_mean),
+                  static_cast<P*>(saved_invstd));
+  });
 }
 
 }  // namespace ember::cuda

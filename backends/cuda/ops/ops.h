@@ -113,6 +113,17 @@ EMBER_CUDA_KERNEL(matmul);
 Status launch_integer_matmul(const ember_tensor& a, const ember_tensor& b, const ember_tensor& c,
                              cudaStream_t stream);
 
+/** Writes batch_norm's mean and biased variance (x's `dtype`) from cuDNN's per-channel mean
+ * and unbiased variance (double for float64, float otherwise) over `m` values per channel. */
+Status launch_bn_stats_from_cudnn(int32_t dtype, const void* mean, const void* unbiased_var,
+                                  int64_t c, int64_t m, void* out_mean, void* out_var,
+                                  cudaStream_t stream);
+/** Writes cuDNN's saved mean and 1 / sqrt(var + eps) (double for float64, float otherwise)
+ * from batch_norm's statistics in x's `dtype`. */
+Status launch_bn_stats_to_cudnn(int32_t dtype, const void* mean, const void* var, int64_t c,
+                                double eps, void* saved_mean, void* saved_invstd,
+                                cudaStream_t stream);
+
 /** Enqueues dst = src (any strides, dtype conversion) on `stream`; used to pack operands. */
 Status launch_copy(const ember_tensor& dst, const ember_tensor& src, cudaStream_t stream);
 

@@ -5,12 +5,15 @@
 //    order with its rule (NaN wins and propagates, the first maximum wins ties). Its backward is
 //    a scatter_add in the core.
 //  - avg_pool2d (ints {kH, kW, sH, sW, pH, pW, count_include_pad}) and adaptive_avg_pool2d,
-//    one thread per output, and their backward kernels (Note [Pooling backward as a gather]).
+//    one thread per output, and their backward kernels (Note [Pooling backward as a gather]);
+//    floor-mode and evenly divided adaptive windows go through cuDNN first (cudnn_ops.cpp,
+//    Note [cuDNN where own kernels exist too]).
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/ops/common.cuh"
+#include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
 
 namespace ember::cuda {
@@ -271,6 +274,13 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   }
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
+  // Note [cuDNN where own kernels exist too]; an empty side (a backward then writes zeros) is
+  // the own kernels' case.
+  bool done = false;
+  if (pg.planes * pg.h * pg.w > 0 && pg.planes * pg.oh * pg.ow > 0) {
+    EMBER_CUDA_RETURN_IF_ERROR(cudnn_avg_pool2d(call, !avg, backward, &done));
+  }
+  if (done) return {};
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, s.dtype);
   visit(s.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

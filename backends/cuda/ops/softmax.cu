@@ -1,12 +1,14 @@
 // CUDA softmax and log_softmax along one dim (core/ops/softmax.cpp: any input strides, a
 // contiguous output of x's shape and dtype, ints[0] = dim in [0, rank)), computed as the CPU
 // plugin's own loop: max (NaN wins), sum of exp(x - max) in the compute type (float for
-// float32 and the half types, double for float64), one rounding per output. The backward
+// float32 and the half types, double for float64), one rounding per output. Dense inputs go
+// through cuDNN first (cudnn_ops.cpp, Note [cuDNN where own kernels exist too]). The backward
 // passes are composites in the core.
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/ops/common.cuh"
+#include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
 
 namespace ember::cuda {
@@ -122,6 +124,9 @@ int32_t softmax_impl(const ember_kernel_call* call) {
   Status s = prepare(call, &stream);
   if (!s.ok()) return write_status(s, call);
   if (numel(x) == 0) return EMBER_OK;
+  bool done = false;  // Note [cuDNN where own kernels exist too]
+  s = cudnn_softmax(call, kLog, &done);
+  if (!s.ok() || done) return write_status(s, call);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.sizes[d];
   for (int d = static_cast<int>(dim) + 1; d < x.ndim; ++d) inner *= x.sizes[d];

@@ -1,12 +1,13 @@
 // The CUDA backend's runtime on a GPU: random numbers against the host path, integer matmul, the
 // caching allocator (steady state without cudaMalloc, split and merge, the out-of-memory
 // message, empty_cache, record_stream), streams and events, pinned memory and non-blocking
-// copies, the TF32 and cudnn.benchmark options, and a short Fashion-MNIST training run. Every
-// test skips with the reason where no CUDA device exists (CI has none).
+// copies, the TF32, cudnn.benchmark and cudnn.enabled options, and a short Fashion-MNIST training
+// run. Every test skips with the reason where no CUDA device exists (CI has none).
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,18 +23,6 @@ const DType kFloating[] = {DType::Float32, DType::Float64, DType::Float16, DType
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
-
-// Restores a cuda backend option when the test ends.
-class OptionGuard {
- public:
-  OptionGuard(const char* key, const char* value) : key_(key), old_(backend_option("cuda", key)) {
-    set_backend_option("cuda", key_, value);
-  }
-  ~OptionGuard() { set_backend_option("cuda", key_, old_); }
-
- private:
-  std::string key_, old_;
-};
 
 TEST(CudaRuntime, RandomNumbersEqualTheHostPathBitForBit) {
   EMBER_REQUIRE_CUDA();
@@ -251,6 +240,57 @@ TEST(CudaRuntime, Tf32IsOffByDefaultAndSwitchable) {
   EXPECT_GT(tf32, 1e-4) << "TF32 (10-bit mantissas) should show in a 4096-long dot product";
   EXPECT_LT(tf32, 2e-2);
   EXPECT_THROW(set_backend_option("cuda", "matmul.allow_tf32", "maybe"), ValueError);
+}
+
+// Note [cuDNN where own kernels exist too]: the common cases of batch norm, softmax and average
+// pooling run through cuDNN (no fallback counted); the cases outside cuDNN's meaning decline
+// to the own kernels and are counted; with cudnn.enabled off nothing is counted.
+TEST(CudaRuntime, CudnnRunsBatchNormSoftmaxAndAveragePoolingInTheCommonCases) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : kFloating) {
+    const Tensor x = randn({8, 16, 14, 14}, {d, g});
+    const Tensor w = ones({16}, {d, g}).requires_grad_(true), b = zeros({16}, {d, g});
+    Tensor rm = zeros({16}, {d, g}), rv = ones({16}, {d, g});
+    const uint64_t before = cudnn_fallbacks();
+    {
+      const Tensor xg = x.detach().requires_grad_(true);
+      const Tensor y = batch_norm(xg, w, b, rm, rv, /*training=*/true);
+      const Tensor p = avg_pool2d(y, {2, 2});
+      const Tensor q = adaptive_avg_pool2d(y, {7, 7});
+      const Tensor s = add(sum(log_softmax(p.flatten(1), 1)), sum(softmax(q, 1)));
+      s.backward();
+      autograd::NoGradGuard no_grad;
+      (void)batch_norm(x, w, b, rm, rv, /*training=*/false);
+      synchronize(g);
+    }
+    const uint64_t common = cudnn_fallbacks() - before;
+    std::printf("[ cudnn    ] %s: %llu fallbacks in the common cases\n",
+                fmt::format("{}", d).c_str(), static_cast<unsigned long long>(common));
+    // bfloat16 support differs between cuDNN builds; the own kernels cover it either way.
+    if (d != DType::BFloat16) {
+      EXPECT_EQ(common, 0u) << fmt::format("{}", d);
+    }
+
+    // Outside cuDNN's meaning: a strided softmax input, a ceil-mode window, uneven adaptive
+    // windows, the eval-mode backward.
+    const uint64_t start = cudnn_fallbacks();
+    (void)softmax(x.transpose(1, 3), 1);
+    (void)avg_pool2d(x, {3, 3}, {2, 2}, {0, 0}, /*ceil_mode=*/true);
+    (void)adaptive_avg_pool2d(x, {5, 5});
+    {
+      const Tensor xg = x.detach().requires_grad_(true);
+      sum(batch_norm(xg, w, b, rm, rv, /*training=*/false)).backward();
+    }
+    EXPECT_GE(cudnn_fallbacks() - start, 4u) << fmt::format("{}", d);
+
+    OptionGuard off("cudnn.enabled", "0");
+    const uint64_t disabled = cudnn_fallbacks();
+    (void)batch_norm(x, w, b, rm, rv, /*training=*/true);
+    (void)softmax(x, 1);
+    (void)avg_pool2d(x, {2, 2});
+    EXPECT_EQ(cudnn_fallbacks(), disabled) << "a disabled cuDNN path is not a fallback";
+  }
 }
 
 TEST(CudaRuntime, CudnnBenchmarkModeAgreesWithTheHeuristicChoice) {

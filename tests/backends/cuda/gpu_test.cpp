@@ -308,23 +308,26 @@ TEST(CudaGpu, ArgReductionsKeepTheFirstIndexAndLetNanWin) {
 TEST(CudaGpu, SoftmaxAndLogSoftmaxMatchCpuAlongEveryDim) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
-  for (DType d : kFloatTypes) {
-    const std::string n = fmt::format("{}", d);
-    for (const auto& sizes : {std::vector<int64_t>{6, 50, 7}, std::vector<int64_t>{3, 4000, 1},
-                              std::vector<int64_t>{2, 9, 300}}) {
-      const Tensor x = mul(randn(IntList(sizes)), 4).to(d);
-      const Tensor xt = randn({sizes[2], sizes[1], sizes[0]}).to(d).permute({2, 1, 0});
-      for (const Tensor& t : {x, xt}) {
-        for (int64_t dim : {0, 1, 2}) {
-          EXPECT_LE(max_rel_diff(softmax(t.to(g), dim), softmax(t, dim)), tol_for(d)) << n << dim;
-          EXPECT_LE(max_rel_diff(log_softmax(t.to(g), dim), log_softmax(t, dim)), tol_for(d) * 4)
-              << n << dim;
+  for (const char* cudnn : kCudnnSettings) {
+    OptionGuard use("cudnn.enabled", cudnn);
+    for (DType d : kFloatTypes) {
+      const std::string n = fmt::format("{} cudnn {}", d, cudnn);
+      for (const auto& sizes : {std::vector<int64_t>{6, 50, 7}, std::vector<int64_t>{3, 4000, 1},
+                                std::vector<int64_t>{2, 9, 300}}) {
+        const Tensor x = mul(randn(IntList(sizes)), 4).to(d);
+        const Tensor xt = randn({sizes[2], sizes[1], sizes[0]}).to(d).permute({2, 1, 0});
+        for (const Tensor& t : {x, xt}) {
+          for (int64_t dim : {0, 1, 2}) {
+            EXPECT_LE(max_rel_diff(softmax(t.to(g), dim), softmax(t, dim)), tol_for(d)) << n << dim;
+            EXPECT_LE(max_rel_diff(log_softmax(t.to(g), dim), log_softmax(t, dim)), tol_for(d) * 4)
+                << n << dim;
+          }
         }
       }
+      // A row with NaN or -inf.
+      const Tensor s = special_values(d, 17 * 8).view({8, 17});
+      EXPECT_LE(max_rel_diff(softmax(s.to(g), 1), softmax(s, 1)), tol_for(d)) << n;
     }
-    // A row with NaN or -inf.
-    const Tensor s = special_values(d, 17 * 8).view({8, 17});
-    EXPECT_LE(max_rel_diff(softmax(s.to(g), 1), softmax(s, 1)), tol_for(d)) << n;
   }
 }
 
@@ -457,38 +460,44 @@ TEST(CudaGpu, AvgPoolingAndItsGradientMatchCpu) {
     int64_t k, s, p;
     bool ceil, include_pad;
   };
-  for (DType d : kFloatTypes) {
-    const Tensor x = randn({2, 3, 11, 12}).to(d);
-    for (const Case& c :
-         {Case{2, 2, 0, false, true}, Case{3, 2, 1, true, true}, Case{3, 2, 1, true, false},
-          Case{3, 1, 1, false, false}, Case{4, 3, 2, true, true}}) {
-      auto fn = [&](const std::vector<Tensor>& p) {
-        return avg_pool2d(p[0], {c.k, c.k}, {c.s, c.s}, {c.p, c.p}, c.ceil, c.include_pad);
-      };
-      const Tensor r = randn(fn({x}).sizes()).to(d);
-      const std::string what = fmt::format("{} k {} s {} p {} ceil {} include_pad {}", d, c.k, c.s,
-                                           c.p, c.ceil, c.include_pad);
-      expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
-                       what);
+  for (const char* cudnn : kCudnnSettings) {
+    OptionGuard use("cudnn.enabled", cudnn);
+    for (DType d : kFloatTypes) {
+      const Tensor x = randn({2, 3, 11, 12}).to(d);
+      for (const Case& c :
+           {Case{2, 2, 0, false, true}, Case{3, 2, 1, true, true}, Case{3, 2, 1, true, false},
+            Case{3, 1, 1, false, false}, Case{4, 3, 2, true, true}}) {
+        auto fn = [&](const std::vector<Tensor>& p) {
+          return avg_pool2d(p[0], {c.k, c.k}, {c.s, c.s}, {c.p, c.p}, c.ceil, c.include_pad);
+        };
+        const Tensor r = randn(fn({x}).sizes()).to(d);
+        const std::string what = fmt::format("{} k {} s {} p {} ceil {} include_pad {} cudnn {}", d,
+                                             c.k, c.s, c.p, c.ceil, c.include_pad, cudnn);
+        expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
+                         what);
+      }
+      // A non-contiguous input (the core makes it contiguous for the kernel).
+      const Tensor xt = randn({2, 3, 12, 11}).to(d).transpose(2, 3);
+      EXPECT_LE(max_rel_diff(avg_pool2d(xt.to(g), {3, 3}), avg_pool2d(xt, {3, 3})), tol_for(d))
+          << fmt::format("{} cudnn {}", d, cudnn);
     }
-    // A non-contiguous input (the core makes it contiguous for the kernel).
-    const Tensor xt = randn({2, 3, 12, 11}).to(d).transpose(2, 3);
-    EXPECT_LE(max_rel_diff(avg_pool2d(xt.to(g), {3, 3}), avg_pool2d(xt, {3, 3})), tol_for(d))
-        << fmt::format("{}", d);
   }
 }
 
 TEST(CudaGpu, AdaptiveAvgPoolingAndItsGradientMatchCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
-  for (DType d : kFloatTypes) {
-    const Tensor x = randn({2, 3, 11, 12}).to(d);
-    for (const auto& [oh, ow] :
-         {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {11, 12}, {4, 5}, {13, 17}}) {
-      auto fn = [&](const std::vector<Tensor>& p) { return adaptive_avg_pool2d(p[0], {oh, ow}); };
-      const Tensor r = randn({2, 3, oh, ow}).to(d);
-      expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
-                       fmt::format("{} to {}x{}", d, oh, ow));
+  for (const char* cudnn : kCudnnSettings) {
+    OptionGuard use("cudnn.enabled", cudnn);
+    for (DType d : kFloatTypes) {
+      const Tensor x = randn({2, 3, 11, 12}).to(d);
+      for (const auto& [oh, ow] :
+           {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {11, 12}, {4, 5}, {13, 17}}) {
+        auto fn = [&](const std::vector<Tensor>& p) { return adaptive_avg_pool2d(p[0], {oh, ow}); };
+        const Tensor r = randn({2, 3, oh, ow}).to(d);
+        expect_all_close(value_and_grads(fn, {x.to(g)}, r), value_and_grads(fn, {x}, r), tol_for(d),
+                         fmt::format("{} to {}x{} cudnn {}", d, oh, ow, cudnn));
+      }
     }
   }
 }
@@ -504,25 +513,28 @@ double norm_tol(DType d) {
 TEST(CudaGpu, BatchNormTrainingEvalAndGradientsMatchCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
-  for (DType d : kFloatTypes) {
-    // A large mean (the two-pass statistics must not cancel) and an odd spatial size.
-    const Tensor x = add(randn({4, 5, 7, 3}), 3).to(d);
-    const Tensor w = randn({5}).to(d), b = randn({5}).to(d);
-    const Tensor r = randn({4, 5, 7, 3}).to(d);
-    for (bool training : {true, false}) {
-      const Tensor rm0 = randn({5}).to(d), rv0 = add(abs(randn({5})), 0.5).to(d);
-      Tensor grm = rm0.to(g).clone(), grv = rv0.to(g).clone();
-      Tensor crm = rm0.clone(), crv = rv0.clone();
-      auto on = [&](Tensor& rm, Tensor& rv) {
-        return [&, training](const std::vector<Tensor>& p) {
-          return batch_norm(p[0], p[1], p[2], rm, rv, training, 0.1, 1e-5);
+  for (const char* cudnn : kCudnnSettings) {
+    OptionGuard use("cudnn.enabled", cudnn);
+    for (DType d : kFloatTypes) {
+      // A large mean (the two-pass statistics must not cancel) and an odd spatial size.
+      const Tensor x = add(randn({4, 5, 7, 3}), 3).to(d);
+      const Tensor w = randn({5}).to(d), b = randn({5}).to(d);
+      const Tensor r = randn({4, 5, 7, 3}).to(d);
+      for (bool training : {true, false}) {
+        const Tensor rm0 = randn({5}).to(d), rv0 = add(abs(randn({5})), 0.5).to(d);
+        Tensor grm = rm0.to(g).clone(), grv = rv0.to(g).clone();
+        Tensor crm = rm0.clone(), crv = rv0.clone();
+        auto on = [&](Tensor& rm, Tensor& rv) {
+          return [&, training](const std::vector<Tensor>& p) {
+            return batch_norm(p[0], p[1], p[2], rm, rv, training, 0.1, 1e-5);
+          };
         };
-      };
-      const std::string what = fmt::format("{} training {}", d, training);
-      expect_all_close(value_and_grads(on(grm, grv), {x.to(g), w.to(g), b.to(g)}, r),
-                       value_and_grads(on(crm, crv), {x, w, b}, r), norm_tol(d), what);
-      EXPECT_LE(max_rel_diff(grm, crm), norm_tol(d)) << what << " running_mean";
-      EXPECT_LE(max_rel_diff(grv, crv), norm_tol(d)) << what << " running_var";
+        const std::string what = fmt::format("{} training {} cudnn {}", d, training, cudnn);
+        expect_all_close(value_and_grads(on(grm, grv), {x.to(g), w.to(g), b.to(g)}, r),
+                         value_and_grads(on(crm, crv), {x, w, b}, r), norm_tol(d), what);
+        EXPECT_LE(max_rel_diff(grm, crm), norm_tol(d)) << what << " running_mean";
+        EXPECT_LE(max_rel_diff(grv, crv), norm_tol(d)) << what << " running_var";
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 namespace ember::gpu_test {
@@ -58,5 +59,28 @@ inline double tol_for(DType d) {
          : d == DType::Float16 ? 2e-3
                                : 1.6e-2;
 }
+
+// Sets a cuda backend option for the scope and restores the old value.
+class OptionGuard {
+ public:
+  OptionGuard(const char* key, const char* value) : key_(key), old_(backend_option("cuda", key)) {
+    set_backend_option("cuda", key_, value);
+  }
+  ~OptionGuard() { set_backend_option("cuda", key_, old_); }
+  OptionGuard(const OptionGuard&) = delete;
+  OptionGuard& operator=(const OptionGuard&) = delete;
+
+ private:
+  std::string key_, old_;
+};
+
+// How often a cuDNN path declined to an own kernel so far (the counter cudnn.fallbacks).
+inline uint64_t cudnn_fallbacks() {
+  return std::stoull(backend_option("cuda", "cudnn.fallbacks"));
+}
+
+// Both implementations of the ops that have a cuDNN path and an own kernel
+// (Note [cuDNN where own kernels exist too]): "1" runs cuDNN, "0" the own kernels.
+inline constexpr const char* kCudnnSettings[] = {"1", "0"};
 
 }  // namespace ember::gpu_test

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "ember/plugin_abi.h"
@@ -18,7 +20,8 @@ std::string get(const char* key) {
 
 TEST(CudaOptions, EveryKeyTurnsOnAndOffAndReadsBack) {
   char error[256] = {0};
-  for (const char* key : {"matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark"}) {
+  for (const char* key :
+       {"matmul.allow_tf32", "cudnn.allow_tf32", "cudnn.benchmark", "cudnn.enabled"}) {
     const std::string before = get(key);
     for (const char* on : {"1", "true", "on"}) {
       ASSERT_EQ(set_option(nullptr, key, on, error, sizeof(error)), EMBER_OK) << error;
@@ -35,6 +38,26 @@ TEST(CudaOptions, EveryKeyTurnsOnAndOffAndReadsBack) {
   EXPECT_TRUE(options().cudnn_benchmark.load());
   set_option(nullptr, "cudnn.benchmark", "0", error, sizeof(error));
   EXPECT_FALSE(options().cudnn_benchmark.load());
+  set_option(nullptr, "cudnn.enabled", "0", error, sizeof(error));
+  EXPECT_FALSE(options().cudnn_enabled.load());
+  set_option(nullptr, "cudnn.enabled", "1", error, sizeof(error));
+  EXPECT_TRUE(options().cudnn_enabled.load());
+}
+
+TEST(CudaOptions, CudnnIsOnUnlessTheEnvironmentSaysZero) {
+  const char* env = std::getenv("EMBER_CUDNN_ENABLED");
+  EXPECT_EQ(get("cudnn.enabled"), env && std::string(env) == "0" ? "0" : "1");
+}
+
+TEST(CudaOptions, CudnnFallbacksIsAReadOnlyCounter) {
+  const uint64_t before = options().cudnn_fallbacks.load();
+  EXPECT_EQ(get("cudnn.fallbacks"), std::to_string(before));
+  options().cudnn_fallbacks.fetch_add(41);
+  EXPECT_EQ(get("cudnn.fallbacks"), std::to_string(before + 41));
+  char error[256] = {0};
+  EXPECT_EQ(set_option(nullptr, "cudnn.fallbacks", "0", error, sizeof(error)), EMBER_ERR_INVALID);
+  EXPECT_NE(std::string(error).find("counter"), std::string::npos) << error;
+  EXPECT_EQ(options().cudnn_fallbacks.load(), before + 41);
 }
 
 TEST(CudaOptions, UnknownKeysAndBadValuesAreRejectedWithAReason) {
@@ -42,6 +65,7 @@ TEST(CudaOptions, UnknownKeysAndBadValuesAreRejectedWithAReason) {
   EXPECT_EQ(set_option(nullptr, "cudnn.fast", "1", error, sizeof(error)), EMBER_ERR_INVALID);
   EXPECT_NE(std::string(error).find("unknown option 'cudnn.fast'"), std::string::npos) << error;
   EXPECT_NE(std::string(error).find("cudnn.benchmark"), std::string::npos) << error;
+  EXPECT_NE(std::string(error).find("cudnn.enabled"), std::string::npos) << error;
   EXPECT_EQ(set_option(nullptr, "cudnn.benchmark", "maybe", error, sizeof(error)),
             EMBER_ERR_INVALID);
   EXPECT_NE(std::string(error).find("got 'maybe'"), std::string::npos) << error;
