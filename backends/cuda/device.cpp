@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 
 #include "backends/cuda/stream.h"
@@ -89,14 +90,27 @@ class PinnedSource final : public CudaEventSource {
 // Allocators, sources, cuBLAS and cuDNN handles are created on first use and deliberately leaked:
 // tensors may be freed by static destructors after the CUDA runtime began tearing itself
 // down, and a cudaFree or cublasDestroy then fails or crashes.
+//
+// Note [Library handles per stream]
+// cuBLAS keeps a workspace per handle: two streams sharing one handle could run two GEMMs at
+// once over the same workspace. So, as PyTorch does, each stream of a device gets its own
+// cuBLAS and cuDNN handles, created on the stream's first use and bound to it. The streams
+// are the device's default stream and its pool (never destroyed, Note [Current stream per
+// device]), so there are at most 1 + 2 * kStreamsPerPool handles of each kind per device.
+// Threads that issue work on one stream share its handles and take turns (a mutex per
+// stream); threads on different streams never wait for each other.
+struct StreamHandles {
+  std::mutex mu;  // held by the caller while it uses the handles
+  cublasHandle_t blas = nullptr;
+  cudnnHandle_t dnn = nullptr;
+};
+
 struct DeviceState {
   std::once_flag once;
   CudaSegmentSource* source = nullptr;
   CachingAllocator* allocator = nullptr;
-  std::mutex blas_mu;
-  cublasHandle_t blas = nullptr;
-  std::mutex dnn_mu;
-  cudnnHandle_t dnn = nullptr;
+  std::mutex handles_mu;  // guards `handles`
+  std::map<cudaStream_t, StreamHandles*> handles;
 };
 
 DeviceState g_devices[kMaxDevices];
@@ -133,18 +147,38 @@ bool record_stream(int index, void* ptr, cudaStream_t stream) {
   return device_allocator(index).record_stream(ptr, stream);
 }
 
-Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
-                     std::unique_lock<std::mutex>* lock) {
+namespace {
+
+// The handles of device `index`'s current stream, locked for the caller.
+Status stream_handles(int index, StreamHandles** out, cudaStream_t* stream,
+                      std::unique_lock<std::mutex>* lock) {
   if (index < 0 || index >= kMaxDevices) {
     return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
   }
+  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, stream));
+  DeviceState& d = g_devices[index];
+  StreamHandles* h = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(d.handles_mu);
+    StreamHandles*& slot = d.handles[*stream];
+    if (!slot) slot = new StreamHandles();  // Note [Per-device state is never destroyed]
+    h = slot;
+  }
+  *lock = std::unique_lock(h->mu);
+  *out = h;
+  return {};
+}
+
+}  // namespace
+
+Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
+                     std::unique_lock<std::mutex>* lock) {
   const CublasApi* blas = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(cublas_api(op, &blas));
-  DeviceState& d = g_devices[index];
+  StreamHandles* sh = nullptr;
   cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
-  *lock = std::unique_lock(d.blas_mu);  // one handle per device: calls on it take turns
-  if (!d.blas) {
+  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, &sh, &stream, lock));
+  if (!sh->blas) {
     EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
     cublasHandle_t h = nullptr;
     EMBER_CUBLAS_CHECK(blas->create(&h));
@@ -157,30 +191,26 @@ Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHan
     const int mode = static_cast<int>(CUBLAS_DEFAULT_MATH) |
                      static_cast<int>(CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     EMBER_CUBLAS_CHECK(blas->set_math_mode(h, static_cast<cublasMath_t>(mode)));
-    d.blas = h;
+    EMBER_CUBLAS_CHECK(blas->set_stream(h, stream));
+    sh->blas = h;
   }
-  EMBER_CUBLAS_CHECK(blas->set_stream(d.blas, stream));
-  *out = d.blas;
+  *out = sh->blas;
   *api = blas;
   return {};
 }
 
 Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock) {
-  if (index < 0 || index >= kMaxDevices) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
-  }
-  DeviceState& d = g_devices[index];
+  StreamHandles* sh = nullptr;
   cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
-  *lock = std::unique_lock(d.dnn_mu);  // one handle per device: calls on it take turns
-  if (!d.dnn) {
+  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, &sh, &stream, lock));
+  if (!sh->dnn) {
     EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
     cudnnHandle_t h = nullptr;
     EMBER_CUDNN_CHECK(cudnnCreate(&h));
-    d.dnn = h;
+    EMBER_CUDNN_CHECK(cudnnSetStream(h, stream));
+    sh->dnn = h;
   }
-  EMBER_CUDNN_CHECK(cudnnSetStream(d.dnn, stream));
-  *out = d.dnn;
+  *out = sh->dnn;
   return {};
 }
 

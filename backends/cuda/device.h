@@ -1,6 +1,6 @@
 // Per-device state of the plugin: the caching allocator over cudaMalloc/cudaFree, the pinned
-// host memory cache, and the cuBLAS and cuDNN handles (libcublas itself loaded lazily, Note
-// [Lazy cuBLAS]), each created on first use and kept for the life of the process.
+// host memory cache, and the cuBLAS and cuDNN handles of each stream (libcublas itself loaded
+// lazily, Note [Lazy cuBLAS]), each created on first use and kept for the life of the process.
 #pragma once
 
 #include <cublas_v2.h>
@@ -30,14 +30,14 @@ CachingAllocator& device_allocator(int index);
  * reused only after the work queued there so far (Note [Blocks used on other streams]);
  * false for memory the allocator does not know. */
 bool record_stream(int index, void* ptr, cudaStream_t stream);
-/** The cuBLAS handle of device `index`, bound to its current stream, and the cuBLAS entry
- * points (loading libcublas on first use; `op` names the failing op if it is missing); `lock`
- * holds the handle for the caller. */
+/** The cuBLAS handle of device `index`'s current stream (Note [Library handles per stream]),
+ * and the cuBLAS entry points (loading libcublas on first use; `op` names the failing op if it
+ * is missing); `lock` holds the handle for the caller. */
 Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
                      std::unique_lock<std::mutex>* lock);
 
-/** The cuDNN handle of device `index`, bound to its current stream; `lock` holds it for the
- * caller. */
+/** The cuDNN handle of device `index`'s current stream (Note [Library handles per stream]);
+ * `lock` holds it for the caller. */
 Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock);
 
 /** Device memory from the caching allocator, returned on destruction (scratch buffers). */
