@@ -37,6 +37,12 @@ inline Tensor input(IntList sizes, uint64_t seed, double lo = -1.0, double hi = 
   return t.requires_grad_(true);
 }
 
+/** `t` on the device of `like` (one of the case's inputs): a case that makes tensors of its own
+ * (indices, masks, constants) then runs unchanged on any device (gradcheck_device_test.cpp). */
+inline Tensor on(const Tensor& like, const Tensor& t) {
+  return t.to(like.device());
+}
+
 }  // namespace ember::testing
 
 #define EMBER_GRADCHECK_CONCAT_(a, b) a##b

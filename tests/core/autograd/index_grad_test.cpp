@@ -22,103 +22,110 @@ std::vector<double> values(const Tensor& t) {
 // index_select
 EMBER_GRADCHECK_CASE({"index_select", "dim 0, repeated indices",
                       [](const V& in) {
-                        return index_select(in[0], 0, tensor({2, 0, 2, 3}));
+                        return index_select(in[0], 0, on(in[0], tensor({2, 0, 2, 3})));
                       },
                       [] {
                         return V{input({4, 3}, 101)};
                       }});
 EMBER_GRADCHECK_CASE({"index_select", "negative dim, transposed input",
                       [](const V& in) {
-                        return index_select(in[0].t(), -1, tensor({1, 1, 0}));
+                        return index_select(in[0].t(), -1, on(in[0], tensor({1, 1, 0})));
                       },
                       [] {
                         return V{input({3, 4}, 102)};
                       }});
-EMBER_GRADCHECK_CASE(
-    {"index_select", "3-d middle dim, sliced and permuted input",
-     [](const V& in) {
-       return index_select(in[0].slice(2, 1, 3).permute({2, 1, 0}), 1, tensor({2, 0, 0, 1}));
-     },
-     [] {
-       return V{input({2, 3, 3}, 103)};
-     }});
+EMBER_GRADCHECK_CASE({"index_select", "3-d middle dim, sliced and permuted input",
+                      [](const V& in) {
+                        return index_select(in[0].slice(2, 1, 3).permute({2, 1, 0}), 1,
+                                            on(in[0], tensor({2, 0, 0, 1})));
+                      },
+                      [] {
+                        return V{input({2, 3, 3}, 103)};
+                      }});
 EMBER_GRADCHECK_CASE({"index_select", "0-d input",
-                      [](const V& in) { return index_select(in[0], 0, tensor({0})); },
+                      [](const V& in) { return index_select(in[0], 0, on(in[0], tensor({0}))); },
                       [] { return V{input({}, 104)}; }});
 
 // ---------------------------------------------------------------------------------------------
 // gather
-EMBER_GRADCHECK_CASE({"gather", "dim 0, repeated indices, index longer than input",
-                      [](const V& in) {
-                        return gather(in[0], 0, tensor({{0, 1}, {2, 0}, {0, 0}, {1, 1}}));
-                      },
-                      [] {
-                        return V{input({3, 2}, 111)};
-                      }});
+EMBER_GRADCHECK_CASE(
+    {"gather", "dim 0, repeated indices, index longer than input",
+     [](const V& in) {
+       return gather(in[0], 0, on(in[0], tensor({{0, 1}, {2, 0}, {0, 0}, {1, 1}})));
+     },
+     [] {
+       return V{input({3, 2}, 111)};
+     }});
 EMBER_GRADCHECK_CASE({"gather", "negative dim, smaller index, transposed input",
                       [](const V& in) {
-                        return gather(in[0].t(), -1, tensor({{2, 2}, {0, 1}, {1, 0}}));
+                        return gather(in[0].t(), -1, on(in[0], tensor({{2, 2}, {0, 1}, {1, 0}})));
                       },
                       [] {
                         return V{input({3, 4}, 112)};
                       }});
-EMBER_GRADCHECK_CASE({"gather", "3-d dim 1",
-                      [](const V& in) {
-                        return gather(in[0], 1, tensor({{{1, 0}, {1, 1}}, {{0, 0}, {2, 1}}}));
-                      },
-                      [] {
-                        return V{input({2, 3, 2}, 113)};
-                      }});
+EMBER_GRADCHECK_CASE(
+    {"gather", "3-d dim 1",
+     [](const V& in) {
+       return gather(in[0], 1, on(in[0], tensor({{{1, 0}, {1, 1}}, {{0, 0}, {2, 1}}})));
+     },
+     [] {
+       return V{input({2, 3, 2}, 113)};
+     }});
 EMBER_GRADCHECK_CASE({"gather", "0-d input",
-                      [](const V& in) { return gather(in[0], 0, tensor(0).reshape({})); },
+                      [](const V& in) {
+                        return gather(in[0], 0, on(in[0], tensor(0).reshape({})));
+                      },
                       [] { return V{input({}, 114)}; }});
 
 // ---------------------------------------------------------------------------------------------
 // scatter: indices distinct per destination (with repeats the kept value is unspecified).
-EMBER_GRADCHECK_CASE({"scatter", "dim 0",
-                      [](const V& in) {
-                        return scatter(in[0], 0, tensor({{0, 2, 1, 0}, {2, 1, 0, 1}}), in[1]);
-                      },
-                      [] {
-                        return V{input({3, 4}, 121), input({2, 4}, 122)};
-                      }});
-EMBER_GRADCHECK_CASE({"scatter", "negative dim, src larger than index, transposed input",
-                      [](const V& in) {
-                        return scatter(in[0].t(), -1, tensor({{3, 0}, {1, 2}, {0, 3}}), in[1]);
-                      },
-                      [] {
-                        return V{input({4, 3}, 123), input({3, 3}, 124)};
-                      }});
 EMBER_GRADCHECK_CASE(
-    {"scatter", "only x requires grad",
+    {"scatter", "dim 0",
      [](const V& in) {
-       return scatter(in[0], 1, tensor({{1}, {0}}), full({2, 1}, 0.25, DType::Float64));
+       return scatter(in[0], 0, on(in[0], tensor({{0, 2, 1, 0}, {2, 1, 0, 1}})), in[1]);
      },
      [] {
-       return V{input({2, 3}, 125)};
+       return V{input({3, 4}, 121), input({2, 4}, 122)};
      }});
+EMBER_GRADCHECK_CASE(
+    {"scatter", "negative dim, src larger than index, transposed input",
+     [](const V& in) {
+       return scatter(in[0].t(), -1, on(in[0], tensor({{3, 0}, {1, 2}, {0, 3}})), in[1]);
+     },
+     [] {
+       return V{input({4, 3}, 123), input({3, 3}, 124)};
+     }});
+EMBER_GRADCHECK_CASE({"scatter", "only x requires grad",
+                      [](const V& in) {
+                        return scatter(in[0], 1, on(in[0], tensor({{1}, {0}})),
+                                       on(in[0], full({2, 1}, 0.25, DType::Float64)));
+                      },
+                      [] {
+                        return V{input({2, 3}, 125)};
+                      }});
 
 // ---------------------------------------------------------------------------------------------
 // scatter_add
 EMBER_GRADCHECK_CASE(
     {"scatter_add", "dim 0, repeated indices",
      [](const V& in) {
-       return scatter_add(in[0], 0, tensor({{0, 1}, {0, 0}, {2, 1}, {0, 1}}), in[1]);
+       return scatter_add(in[0], 0, on(in[0], tensor({{0, 1}, {0, 0}, {2, 1}, {0, 1}})), in[1]);
      },
      [] {
        return V{input({3, 2}, 131), input({4, 2}, 132)};
      }});
-EMBER_GRADCHECK_CASE({"scatter_add", "negative dim, src larger than index, transposed src",
-                      [](const V& in) {
-                        return scatter_add(in[0], -1, tensor({{1, 1}, {2, 0}}), in[1].t());
-                      },
-                      [] {
-                        return V{input({2, 3}, 133), input({4, 2}, 134)};
-                      }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_add", "negative dim, src larger than index, transposed src",
+     [](const V& in) {
+       return scatter_add(in[0], -1, on(in[0], tensor({{1, 1}, {2, 0}})), in[1].t());
+     },
+     [] {
+       return V{input({2, 3}, 133), input({4, 2}, 134)};
+     }});
 EMBER_GRADCHECK_CASE(
     {"scatter_add", "3-d dim 2, result used twice",
      [](const V& in) {
-       const Tensor y = scatter_add(in[0], 2, tensor({{{0, 0, 0}}, {{1, 0, 1}}}), in[1]);
+       const Tensor y = scatter_add(in[0], 2, on(in[0], tensor({{{0, 0, 0}}, {{1, 0, 1}}})), in[1]);
        return mul(y, y);
      },
      [] {
@@ -129,19 +136,20 @@ EMBER_GRADCHECK_CASE(
 // masked_fill (differentiable through where)
 EMBER_GRADCHECK_CASE({"masked_fill", "broadcast mask",
                       [](const V& in) {
-                        return masked_fill(in[0], tensor({true, false, true}), 0.5);
+                        return masked_fill(in[0], on(in[0], tensor({true, false, true})), 0.5);
                       },
                       [] {
                         return V{input({2, 3}, 141)};
                       }});
-EMBER_GRADCHECK_CASE(
-    {"masked_fill", "transposed input",
-     [](const V& in) {
-       return masked_fill(in[0].t(), tensor({{false, true, true}, {true, false, false}}), -2.0);
-     },
-     [] {
-       return V{input({3, 2}, 142)};
-     }});
+EMBER_GRADCHECK_CASE({"masked_fill", "transposed input",
+                      [](const V& in) {
+                        return masked_fill(
+                            in[0].t(),
+                            on(in[0], tensor({{false, true, true}, {true, false, false}})), -2.0);
+                      },
+                      [] {
+                        return V{input({3, 2}, 142)};
+                      }});
 
 // ---------------------------------------------------------------------------------------------
 // cat
@@ -154,18 +162,19 @@ EMBER_GRADCHECK_CASE({"cat", "dim 0, three inputs",
                       }});
 EMBER_GRADCHECK_CASE({"cat", "negative dim, transposed input, skipped empty 1-d input",
                       [](const V& in) {
-                        return cat({in[0].t(), zeros({0}, DType::Float64), in[1]}, -1);
+                        return cat({in[0].t(), on(in[0], zeros({0}, DType::Float64)), in[1]}, -1);
                       },
                       [] {
                         return V{input({3, 2}, 154), input({2, 2}, 155)};
                       }});
-EMBER_GRADCHECK_CASE({"cat", "an input without grad, the same input twice",
-                      [](const V& in) {
-                        return cat({in[0], ones({2, 1}, DType::Float64), mul(in[0], in[0])}, 1);
-                      },
-                      [] {
-                        return V{input({2, 2}, 156)};
-                      }});
+EMBER_GRADCHECK_CASE(
+    {"cat", "an input without grad, the same input twice",
+     [](const V& in) {
+       return cat({in[0], on(in[0], ones({2, 1}, DType::Float64)), mul(in[0], in[0])}, 1);
+     },
+     [] {
+       return V{input({2, 2}, 156)};
+     }});
 
 // ---------------------------------------------------------------------------------------------
 // stack (cat of unsqueezed views)

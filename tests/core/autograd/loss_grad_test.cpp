@@ -21,48 +21,54 @@ Tensor targets_2x3() {
 // ---- nll_loss ---------------------------------------------------------------------------------
 EMBER_GRADCHECK_CASE({"nll_loss", "mean",
                       [](const V& in) {
-                        return nll_loss(in[0], tensor({1, 0, 2}));
+                        return nll_loss(in[0], on(in[0], tensor({1, 0, 2})));
                       },
                       [] {
                         return V{input({3, 4}, 1)};
                       }});
 EMBER_GRADCHECK_CASE({"nll_loss", "sum, weights",
                       [](const V& in) {
-                        return nll_loss(in[0], tensor({1, 0, 2}), tensor({0.5, 2., 1., 3.}, f64),
-                                        -100, Reduction::Sum);
+                        return nll_loss(in[0], on(in[0], tensor({1, 0, 2})),
+                                        on(in[0], tensor({0.5, 2., 1., 3.}, f64)), -100,
+                                        Reduction::Sum);
                       },
                       [] {
                         return V{input({3, 4}, 2)};
                       }});
-EMBER_GRADCHECK_CASE({"nll_loss", "none, ignore_index",
-                      [](const V& in) {
-                        return nll_loss(in[0], tensor({1, 3, 2}), Tensor(), 3, Reduction::None);
-                      },
-                      [] {
-                        return V{input({3, 4}, 3)};
-                      }});
-EMBER_GRADCHECK_CASE({"nll_loss", "mean, weights, ignore_index, [N, C, d]",
-                      [](const V& in) {
-                        return nll_loss(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64));
-                      },
-                      [] {
-                        return V{input({2, 3, 3}, 4)};
-                      }});
+EMBER_GRADCHECK_CASE(
+    {"nll_loss", "none, ignore_index",
+     [](const V& in) {
+       return nll_loss(in[0], on(in[0], tensor({1, 3, 2})), Tensor(), 3, Reduction::None);
+     },
+     [] {
+       return V{input({3, 4}, 3)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"nll_loss", "mean, weights, ignore_index, [N, C, d]",
+     [](const V& in) {
+       return nll_loss(in[0], on(in[0], targets_2x3()), on(in[0], tensor({0.5, 2., 1.}, f64)));
+     },
+     [] {
+       return V{input({2, 3, 3}, 4)};
+     }});
 EMBER_GRADCHECK_CASE({"nll_loss", "unbatched",
-                      [](const V& in) { return nll_loss(in[0], tensor({2}).reshape({})); },
+                      [](const V& in) {
+                        return nll_loss(in[0], on(in[0], tensor({2}).reshape({})));
+                      },
                       [] { return V{input({4}, 5)}; }});
 
 // ---- cross_entropy ----------------------------------------------------------------------------
 EMBER_GRADCHECK_CASE({"cross_entropy", "mean",
                       [](const V& in) {
-                        return cross_entropy(in[0], tensor({1, 0, 2}));
+                        return cross_entropy(in[0], on(in[0], tensor({1, 0, 2})));
                       },
                       [] {
                         return V{input({3, 4}, 10)};
                       }});
 EMBER_GRADCHECK_CASE({"cross_entropy", "none, weights, ignore_index, [N, C, d]",
                       [](const V& in) {
-                        return cross_entropy(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64), -100,
+                        return cross_entropy(in[0], on(in[0], targets_2x3()),
+                                             on(in[0], tensor({0.5, 2., 1.}, f64)), -100,
                                              Reduction::None);
                       },
                       [] {
@@ -70,7 +76,8 @@ EMBER_GRADCHECK_CASE({"cross_entropy", "none, weights, ignore_index, [N, C, d]",
                       }});
 EMBER_GRADCHECK_CASE({"cross_entropy", "mean, label smoothing, weights, ignore_index",
                       [](const V& in) {
-                        return cross_entropy(in[0], targets_2x3(), tensor({0.5, 2., 1.}, f64), -100,
+                        return cross_entropy(in[0], on(in[0], targets_2x3()),
+                                             on(in[0], tensor({0.5, 2., 1.}, f64)), -100,
                                              Reduction::Mean, 0.2);
                       },
                       [] {
@@ -79,21 +86,24 @@ EMBER_GRADCHECK_CASE({"cross_entropy", "mean, label smoothing, weights, ignore_i
 EMBER_GRADCHECK_CASE(
     {"cross_entropy", "sum, label smoothing",
      [](const V& in) {
-       return cross_entropy(in[0], tensor({3, 1}), Tensor(), -100, Reduction::Sum, 0.1);
+       return cross_entropy(in[0], on(in[0], tensor({3, 1})), Tensor(), -100, Reduction::Sum, 0.1);
      },
      [] {
        return V{input({2, 4}, 13)};
      }});
 EMBER_GRADCHECK_CASE({"cross_entropy", "probability targets, weights, smoothing",
                       [](const V& in) {
-                        return cross_entropy(in[0], softmax(in[1], 1), tensor({0.5, 2., 1.}, f64),
-                                             -100, Reduction::Mean, 0.1);
+                        return cross_entropy(in[0], softmax(in[1], 1),
+                                             on(in[0], tensor({0.5, 2., 1.}, f64)), -100,
+                                             Reduction::Mean, 0.1);
                       },
                       [] {
                         return V{input({2, 3}, 14), input({2, 3}, 15)};
                       }});
 EMBER_GRADCHECK_CASE({"cross_entropy", "unbatched, transposed-free 1-d",
-                      [](const V& in) { return cross_entropy(in[0], tensor({0}).reshape({})); },
+                      [](const V& in) {
+                        return cross_entropy(in[0], on(in[0], tensor({0}).reshape({})));
+                      },
                       [] { return V{input({3}, 16)}; }});
 
 // ---- mse, l1 ----------------------------------------------------------------------------------

@@ -65,30 +65,31 @@ EMBER_GRADCHECK_CASE({"dropout", "p = 1", [](const V& in) { return dropout(in[0]
 // ---- embedding --------------------------------------------------------------------------------
 EMBER_GRADCHECK_CASE({"embedding", "repeated indices",
                       [](const V& in) {
-                        return embedding(in[0], tensor({{1, 3, 1}, {0, 3, 3}}));
+                        return embedding(in[0], on(in[0], tensor({{1, 3, 1}, {0, 3, 3}})));
                       },
                       [] {
                         return V{input({5, 2}, 30)};
                       }});
-EMBER_GRADCHECK_CASE(
-    {"embedding", "padding_idx",
-     [](const V& in) {
-       // The padding row is a constant so the numerical gradient is 0 there
-       // too: that row reaches the output but gets no gradient by design.
-       const Tensor w = cat({in[0].narrow(0, 0, 3), zeros({1, 2}, f64), in[0].narrow(0, 4, 1)});
-       return embedding(w, tensor({{1, 3, 1}, {0, 3, 3}}), 3);
-     },
-     [] {
-       return V{input({5, 2}, 31)};
-     }});
-EMBER_GRADCHECK_CASE({"embedding", "transposed weight, negative padding_idx",
+EMBER_GRADCHECK_CASE({"embedding", "padding_idx",
                       [](const V& in) {
-                        const Tensor w = cat({in[0].narrow(1, 0, 4), zeros({3, 1}, f64)}, 1);
-                        return embedding(w.t(), tensor({4, 0, 4, 2}), -1);
+                        // The padding row is a constant so the numerical gradient is 0 there
+                        // too: that row reaches the output but gets no gradient by design.
+                        const Tensor w = cat({in[0].narrow(0, 0, 3), on(in[0], zeros({1, 2}, f64)),
+                                              in[0].narrow(0, 4, 1)});
+                        return embedding(w, on(in[0], tensor({{1, 3, 1}, {0, 3, 3}})), 3);
                       },
                       [] {
-                        return V{input({3, 5}, 32)};
+                        return V{input({5, 2}, 31)};
                       }});
+EMBER_GRADCHECK_CASE(
+    {"embedding", "transposed weight, negative padding_idx",
+     [](const V& in) {
+       const Tensor w = cat({in[0].narrow(1, 0, 4), on(in[0], zeros({3, 1}, f64))}, 1);
+       return embedding(w.t(), on(in[0], tensor({4, 0, 4, 2})), -1);
+     },
+     [] {
+       return V{input({3, 5}, 32)};
+     }});
 
 // ---- pad --------------------------------------------------------------------------------------
 EMBER_GRADCHECK_CASE({"pad", "constant",

@@ -19,7 +19,7 @@ using V = std::vector<Tensor>;
 // ---- batch_norm ---------------------------------------------------------------------------
 EMBER_GRADCHECK_CASE({"batch_norm", "training, 4-d, weight and bias",
                       [](const V& in) {
-                        Tensor rm = zeros({3}, {f64}), rv = ones({3}, {f64});
+                        Tensor rm = on(in[0], zeros({3}, {f64})), rv = on(in[0], ones({3}, {f64}));
                         return batch_norm(in[0], in[1], in[2], rm, rv, true, 0.1, 1e-3);
                       },
                       [] {
@@ -39,8 +39,8 @@ EMBER_GRADCHECK_CASE({"batch_norm", "training, 3-d transposed input, weight only
                       }});
 EMBER_GRADCHECK_CASE({"batch_norm", "eval, running statistics",
                       [](const V& in) {
-                        const Tensor rm = make({0.1, -0.2, 0.3}, {3}, f64);
-                        const Tensor rv = make({0.5, 1.5, 2.0}, {3}, f64);
+                        const Tensor rm = on(in[0], make({0.1, -0.2, 0.3}, {3}, f64));
+                        const Tensor rv = on(in[0], make({0.5, 1.5, 2.0}, {3}, f64));
                         return batch_norm(in[0], in[1], in[2], rm, rv, false);
                       },
                       [] {
