@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/backends/cuda/gpu_test_util.h"
@@ -187,6 +188,42 @@ TEST(CudaRuntime, EventsOrderStreamsAndTimeWork) {
   s2.synchronize();
   EXPECT_TRUE(s2.query());
   EXPECT_LE(max_rel_diff(b, add(a, 1.0)), 1e-6);
+}
+
+// Note [Library handles per stream]: threads driving matmuls and convolutions on streams of
+// their own, at the same time, each get the results the CPU gets (a shared cuBLAS workspace
+// would let concurrent GEMMs overwrite each other's partial sums).
+TEST(CudaRuntime, ConcurrentStreamsRunLibraryCallsOnTheirOwnHandles) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  constexpr int kThreadsUsed = 4;
+  std::vector<Tensor> a, w, want_mm, want_conv;
+  for (int t = 0; t < kThreadsUsed; ++t) {
+    a.push_back(randn({512, 2048}));
+    w.push_back(randn({8, 4, 3, 3}));
+  }
+  for (int t = 0; t < kThreadsUsed; ++t) {
+    want_mm.push_back(matmul(a[t], a[t].t()));
+    want_conv.push_back(conv2d(a[t].view({16, 4, 128, 128}), w[t], {}, {1, 1}, {1, 1}));
+  }
+  std::vector<Tensor> got_mm(kThreadsUsed), got_conv(kThreadsUsed);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreadsUsed; ++t) {
+    threads.emplace_back([&, t] {
+      const StreamGuard guard(stream_from_pool(g));
+      const Tensor x = a[t].to(g), k = w[t].to(g);
+      for (int i = 0; i < 20; ++i) {
+        got_mm[t] = matmul(x, x.t());
+        got_conv[t] = conv2d(x.view({16, 4, 128, 128}), k, {}, {1, 1}, {1, 1});
+      }
+      current_stream(g).synchronize();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreadsUsed; ++t) {
+    EXPECT_LE(max_rel_diff(got_mm[t], want_mm[t]), 1e-4) << "thread " << t;
+    EXPECT_LE(max_rel_diff(got_conv[t], want_conv[t]), 1e-4) << "thread " << t;
+  }
 }
 
 TEST(CudaRuntime, PinnedMemoryAndNonBlockingCopies) {
