@@ -15,7 +15,7 @@
 #include <mutex>
 
 #include "backends/cuda/device.h"
-#include "backends/cuda/ops/cudnn_ops.h"
+#include "backends/cuda/ops/cudnn_plan.h"
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"

@@ -1,0 +1,190 @@
+#include "backends/cuda/ops/cudnn_plan.h"
+
+#include <climits>
+
+namespace ember::cuda {
+namespace {
+
+bool fits_int(int64_t v) {
+  return v >= 0 && v <= INT_MAX;
+}
+
+bool dense(const ember_tensor& t) {
+  int64_t expected = 1;
+  for (int d = t.ndim - 1; d >= 0; --d) {
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+constexpr const char* kBeyond32Bits = "sizes beyond 32 bits";
+
+}  // namespace
+
+/** Runs a cuDNN planning call: a "not this case" answer sets plan->why and returns, any other
+ * failure is an error. */
+#define EMBER_CUDNN_PLAN(expr)                                                           \
+  do {                                                                                   \
+    const cudnnStatus_t ember_cudnn_st_ = (expr);                                        \
+    if (ember_cudnn_st_ != CUDNN_STATUS_SUCCESS) {                                       \
+      if (!declined_by_cudnn(ember_cudnn_st_))                                           \
+        return ::ember::cuda::cudnn_failure(ember_cudnn_st_, #expr, __FILE__, __LINE__); \
+      plan->why = cudnnGetErrorString(ember_cudnn_st_);                                  \
+      return {};                                                                         \
+    }                                                                                    \
+  } while (0)
+
+Status cudnn_types(int32_t dtype, const char* op, cudnnDataType_t* data, cudnnDataType_t* compute) {
+  switch (dtype) {
+    case EMBER_F32:
+      *data = CUDNN_DATA_FLOAT, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    case EMBER_F64:
+      *data = CUDNN_DATA_DOUBLE, *compute = CUDNN_DATA_DOUBLE;
+      return {};
+    case EMBER_F16:
+      *data = CUDNN_DATA_HALF, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    case EMBER_BF16:
+      *data = CUDNN_DATA_BFLOAT16, *compute = CUDNN_DATA_FLOAT;
+      return {};
+    default:
+      return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", op, dtype);
+  }
+}
+
+Status make_tensor_desc(cudnnDataType_t data, int64_t n, int64_t c, int64_t h, int64_t w,
+                        TensorDesc* out) {
+  cudnnTensorDescriptor_t t = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+  *out = TensorDesc(t);
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(n),
+                                               static_cast<int>(c), static_cast<int>(h),
+                                               static_cast<int>(w)));
+  return {};
+}
+
+Blend blend_for(int32_t dtype) {
+  static const float one_f = 1.0f, zero_f = 0.0f;
+  static const double one_d = 1.0, zero_d = 0.0;
+  if (dtype == EMBER_F64) return {&one_d, &zero_d};
+  return {&one_f, &zero_f};
+}
+
+bool declined_by_cudnn(cudnnStatus_t status) {
+  const int category = static_cast<int>(status) / 1000;
+  return category == 2 || category == 3;
+}
+
+Status plan_softmax(const ember_tensor& x, int64_t dim, SoftmaxPlan* plan) {
+  if (!dense(x)) {
+    plan->why = "a strided input";
+    return {};
+  }
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= x.sizes[d];
+  for (int d = static_cast<int>(dim) + 1; d < x.ndim; ++d) inner *= x.sizes[d];
+  const int64_t len = x.sizes[dim];
+  if (!fits_int(outer) || !fits_int(len) || !fits_int(inner) || outer * len * inner > INT_MAX) {
+    plan->why = kBeyond32Bits;
+    return {};
+  }
+  cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(x.dtype, "softmax", &data, &compute));
+  // [outer, len, inner, 1] with CHANNEL mode: a softmax over len for every (outer, inner).
+  return make_tensor_desc(data, outer, len, inner, 1, &plan->desc);
+}
+
+Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y, const int64_t* ints,
+                       PoolPlan* plan) {
+  const int64_t n = x.sizes[0], c = x.sizes[1], ih = x.sizes[2], iw = x.sizes[3];
+  const int64_t oh = y.sizes[2], ow = y.sizes[3];
+  int64_t kh, kw, sh, sw, ph = 0, pw = 0;
+  bool include_pad = true;
+  if (!ints) {
+    // Adaptive windows [floor(i H / oH), ceil((i + 1) H / oH)) are the plain k = H / oH
+    // windows when oH divides H.
+    if (oh <= 0 || ow <= 0 || ih % oh != 0 || iw % ow != 0) {
+      plan->why = "uneven adaptive windows";
+      return {};
+    }
+    kh = sh = ih / oh;
+    kw = sw = iw / ow;
+  } else {
+    kh = ints[0], kw = ints[1], sh = ints[2], sw = ints[3], ph = ints[4], pw = ints[5];
+    include_pad = ints[6] != 0;
+  }
+  for (int64_t v : {n, c, ih, iw, oh, ow, kh, kw, sh, sw, ph, pw}) {
+    if (!fits_int(v)) {
+      plan->why = kBeyond32Bits;
+      return {};
+    }
+  }
+  if (n * c * ih * iw > INT_MAX || n * c * oh * ow > INT_MAX) {
+    plan->why = kBeyond32Bits;
+    return {};
+  }
+  cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(x.dtype, "avg_pool2d", &data, &compute));
+  cudnnPoolingDescriptor_t p = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&p));
+  plan->pool = PoolDesc(p);
+  EMBER_CUDNN_PLAN(cudnnSetPooling2dDescriptor(
+      p,
+      include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                  : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+      CUDNN_PROPAGATE_NAN, static_cast<int>(kh), static_cast<int>(kw), static_cast<int>(ph),
+      static_cast<int>(pw), static_cast<int>(sh), static_cast<int>(sw)));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, n, c, ih, iw, &plan->x));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, n, c, oh, ow, &plan->y));
+  // cuDNN forms the floor-mode windows. A ceil-mode output with an extra, clipped window has
+  // a divisor cuDNN does not compute as PyTorch does; a ceil-mode output without one is the
+  // floor-mode output.
+  int dn = 0, dc = 0, dh = 0, dw = 0;
+  EMBER_CUDNN_PLAN(cudnnGetPooling2dForwardOutputDim(p, plan->x.get(), &dn, &dc, &dh, &dw));
+  if (dh != oh || dw != ow) plan->why = "ceil-mode windows";
+  return {};
+}
+
+Status plan_batch_norm(const ember_tensor& x, bool training, bool backward, double eps,
+                       BatchNormPlan* plan) {
+  if (backward && !training) {
+    plan->why = "the eval-mode backward";  // cuDNN's backward differentiates batch statistics
+    return {};
+  }
+  const int64_t n = x.sizes[0], c = x.sizes[1], s = x.sizes[2];
+  if (!fits_int(n) || !fits_int(c) || !fits_int(s) || n * c * s > INT_MAX) {
+    plan->why = kBeyond32Bits;
+    return {};
+  }
+  if (!(eps >= CUDNN_BN_MIN_EPSILON)) {
+    plan->why = "epsilon below cuDNN's minimum";
+    return {};
+  }
+  if (training && n * s < 2) {
+    plan->why = "one value per channel";
+    return {};
+  }
+  cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(x.dtype, "batch_norm", &data, &compute));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, n, c, s, 1, &plan->x));
+  cudnnTensorDescriptor_t t = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+  plan->param = TensorDesc(t);
+  EMBER_CUDNN_PLAN(cudnnDeriveBNTensorDescriptor(t, plan->x.get(), CUDNN_BATCHNORM_SPATIAL));
+  cudnnDataType_t ptype = CUDNN_DATA_FLOAT;
+  int dims[4], strides[4];
+  EMBER_CUDNN_CHECK(cudnnGetTensor4dDescriptor(t, &ptype, &dims[0], &dims[1], &dims[2], &dims[3],
+                                               &strides[0], &strides[1], &strides[2], &strides[3]));
+  if (ptype == CUDNN_DATA_DOUBLE) {
+    plan->param_dtype = EMBER_F64;
+  } else if (ptype == CUDNN_DATA_FLOAT) {
+    plan->param_dtype = EMBER_F32;
+  } else {
+    plan->why = "an unexpected parameter type";
+  }
+  return {};
+}
+
+}  // namespace ember::cuda
