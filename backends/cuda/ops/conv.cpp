@@ -19,6 +19,7 @@
 #include "backends/cuda/ops/ops.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -34,15 +35,6 @@ struct Geom {
   int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g, fh, fw;
 };
 
-bool dense(const ember_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom* gm) {
   if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output, 7 ints", name);
@@ -56,7 +48,8 @@ Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom*
     x = &call->inputs[0], y = &call->inputs[1], w = &call->outputs[0];
   }
   if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 || x->dtype != w->dtype ||
-      y->dtype != x->dtype || !dense(*x) || !dense(*w) || !dense(*y)) {
+      y->dtype != x->dtype || !sdk::is_contiguous(*x) || !sdk::is_contiguous(*w) ||
+      !sdk::is_contiguous(*y)) {
     return status_error(EMBER_ERR_INVALID,
                         "[cuda] %s: expects contiguous rank-4 tensors of one dtype", name);
   }

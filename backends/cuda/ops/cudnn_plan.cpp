@@ -1,4 +1,5 @@
 #include "backends/cuda/ops/cudnn_plan.h"
+#include "ember/plugin_sdk.hpp"
 
 #include <climits>
 
@@ -7,15 +8,6 @@ namespace {
 
 bool fits_int(int64_t v) {
   return v >= 0 && v <= INT_MAX;
-}
-
-bool dense(const ember_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
 }
 
 constexpr const char* kBeyond32Bits = "sizes beyond 32 bits";
@@ -78,7 +70,7 @@ bool declined_by_cudnn(cudnnStatus_t status) {
 }
 
 Status plan_softmax(const ember_tensor& x, int64_t dim, SoftmaxPlan* plan) {
-  if (!dense(x)) {
+  if (!sdk::is_contiguous(x)) {
     plan->why = "a strided input";
     return {};
   }

@@ -21,6 +21,7 @@
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -275,22 +276,15 @@ __global__ void rows_backward_params_kernel(RowGeom g, const T* dy, const T* x, 
 
 // ---- entry points -------------------------------------------------------------------------
 
-bool dense(const ember_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 // Every operand contiguous and of input 0's dtype (the CPU's all_dense).
 bool all_dense(const ember_kernel_call* call) {
   for (int32_t i = 0; i < call->num_inputs; ++i) {
-    if (!dense(call->inputs[i]) || call->inputs[i].dtype != call->inputs[0].dtype) return false;
+    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != call->inputs[0].dtype)
+      return false;
   }
   for (int32_t i = 0; i < call->num_outputs; ++i) {
-    if (!dense(call->outputs[i]) || call->outputs[i].dtype != call->inputs[0].dtype) return false;
+    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != call->inputs[0].dtype)
+      return false;
   }
   return true;
 }

@@ -15,6 +15,7 @@
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -191,13 +192,7 @@ __global__ void adaptive_backward_kernel(PoolGeom g, const T* dy, T* dx) {
 }
 
 bool dense4(const ember_tensor& t) {
-  if (t.ndim != 4) return false;
-  int64_t expected = 1;
-  for (int d = 3; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
+  return t.ndim == 4 && sdk::is_contiguous(t);
 }
 
 Status max_pool_impl(const ember_kernel_call* call) {

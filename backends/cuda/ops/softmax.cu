@@ -10,6 +10,7 @@
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -98,15 +99,6 @@ __global__ void softmax_kernel(const T* x, T* y, int64_t rows, int64_t len, int6
   }
 }
 
-bool is_dense(const ember_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 template <bool kLog>
 int32_t softmax_impl(const ember_kernel_call* call) {
   const char* name = kLog ? "log_softmax" : "softmax";
@@ -114,7 +106,7 @@ int32_t softmax_impl(const ember_kernel_call* call) {
   const ember_tensor& y = call->outputs[0];
   const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
   if (x.ndim < 1 || dim < 0 || dim >= x.ndim || y.ndim != x.ndim || y.dtype != x.dtype ||
-      !is_dense(y)) {
+      !sdk::is_contiguous(y)) {
     return write_status(
         status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
                      x.ndim, static_cast<long long>(dim)),
@@ -132,7 +124,8 @@ int32_t softmax_impl(const ember_kernel_call* call) {
   for (int d = static_cast<int>(dim) + 1; d < x.ndim; ++d) inner *= x.sizes[d];
   const int64_t len = x.sizes[dim], rows = outer * inner;
   const void* src = x.data;
-  if (!is_dense(x)) {  // copy into the output and run in place there (Note [Softmax grid])
+  if (!sdk::is_contiguous(
+          x)) {  // copy into the output and run in place there (Note [Softmax grid])
     s = launch_copy(y, x, stream);
     if (!s.ok()) return write_status(s, call);
     src = y.data;

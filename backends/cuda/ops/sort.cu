@@ -30,6 +30,7 @@
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -100,15 +101,6 @@ __global__ void take_first_kernel(const int64_t* pos, int64_t rows, int64_t n, i
   }
 }
 
-bool dense(const ember_tensor& t) {
-  int64_t expected = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 size_t item_size(int32_t dtype) {
   size_t s = 0;
   visit(dtype, [&](auto tag) { s = sizeof(typename decltype(tag)::type); });
@@ -128,7 +120,7 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
   if (indices.dtype != EMBER_I64 || values.dtype != x.dtype) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: indices must be int64", name);
   }
-  if (!dense(values) || !dense(indices)) {
+  if (!sdk::is_contiguous(values) || !sdk::is_contiguous(indices)) {
     return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: outputs must be contiguous", name);
   }
   const int64_t n = x.sizes[x.ndim - 1];
@@ -153,7 +145,7 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
   // x contiguous: packed in the same row-major layout.
   DeviceBuffer packed_buf, pos_buf, sel_buf;
   const void* packed = x.data;
-  if (!dense(x)) {
+  if (!sdk::is_contiguous(x)) {
     EMBER_CUDA_RETURN_IF_ERROR(packed_buf.allocate(index, static_cast<size_t>(total) * item));
     int64_t strides[EMBER_MAX_DIMS];
     int64_t s = 1;
