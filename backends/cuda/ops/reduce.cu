@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "backends/cuda/device.h"
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
 
@@ -231,11 +232,90 @@ __global__ void reduce_kernel(Geometry g, const T* x, typename R::Out* y) {
   }
 }
 
+// Note [Split reductions]
+// A group per output leaves the GPU idle when there are few outputs and long reductions (a
+// full sum is one block on one SM): sum(y) over a 12.8M-element activation would take as long
+// as the convolution that made it. Then each output's range is split into `splits` chunks of
+// at least kMinChunk elements, aiming at about kSplitBlocks blocks in all: the first pass
+// folds one chunk per block into a partial (in the reducer's accumulator type), the second
+// folds each output's partials in chunk order, one thread per output. The split depends only
+// on the shape, so results are the same on every run. Vertical reductions (strided reduced
+// dims, neighbouring outputs adjacent) keep one thread per output: a block per chunk would
+// read them uncoalesced.
+constexpr int64_t kMinChunk = 4096;
+constexpr int64_t kSplitBlocks = 2048;
+
+// How many chunks each output's reduction is cut into (1: no split).
+int64_t pick_splits(const Geometry& g, int group) {
+  if (group != kThreads || g.n_out >= kSplitBlocks / 4) return 1;
+  const int64_t by_blocks = kSplitBlocks / g.n_out;
+  const int64_t by_length = g.n_red / kMinChunk;
+  return std::max<int64_t>(1, std::min(by_blocks, by_length));
+}
+
 template <typename R, typename T>
-Status run_reduce(const char* name, const Geometry& g, const T* x, typename R::Out* y,
+__global__ void reduce_chunks_kernel(Geometry g, int64_t splits, int64_t chunk, const T* x,
+                                     typename R::Acc* partial) {
+  using Acc = typename R::Acc;
+  __shared__ Acc sh[kThreads];
+  const int64_t blocks = g.n_out * splits;
+  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
+    const int64_t o = b / splits, part = b % splits;
+    int64_t ox = 0, oy = 0;
+    outer_offsets(g.outer, o, &ox, &oy);
+    const int64_t end = (part + 1) * chunk < g.n_red ? (part + 1) * chunk : g.n_red;
+    Acc acc = R::identity();
+    for (int64_t r = part * chunk + threadIdx.x; r < end; r += kThreads) {
+      acc = R::combine(acc, R::lift(x[ox + inner_offset(g.inner, r)]));
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int st = kThreads / 2; st > 0; st >>= 1) {
+      if (static_cast<int>(threadIdx.x) < st) {
+        sh[threadIdx.x] = R::combine(sh[threadIdx.x], sh[threadIdx.x + st]);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[b] = sh[0];
+    __syncthreads();
+  }
+}
+
+template <typename R>
+__global__ void reduce_partials_kernel(Geometry g, int64_t splits, const typename R::Acc* partial,
+                                       typename R::Out* y) {
+  EMBER_GRID_STRIDE_LOOP(o, g.n_out) {
+    typename R::Acc acc = R::identity();
+    for (int64_t part = 0; part < splits; ++part) acc = R::combine(acc, partial[o * splits + part]);
+    int64_t ox = 0, oy = 0;
+    outer_offsets(g.outer, o, &ox, &oy);
+    y[oy] = R::finish(acc);
+  }
+}
+
+template <typename R, typename T>
+Status run_split(const char* name, const Geometry& g, int64_t splits, const T* x,
+                 typename R::Out* y, int device, cudaStream_t stream) {
+  DeviceBuffer partial;
+  EMBER_CUDA_RETURN_IF_ERROR(
+      partial.allocate(device, static_cast<size_t>(g.n_out * splits) * sizeof(typename R::Acc)));
+  auto* p = static_cast<typename R::Acc*>(partial.get());
+  const int64_t chunk = (g.n_red + splits - 1) / splits;
+  const int64_t blocks = std::min<int64_t>(g.n_out * splits, kMaxBlocks);
+  reduce_chunks_kernel<R, T>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  EMBER_CUDA_RETURN_IF_ERROR(launch_status(name));
+  return launch(name, g.n_out, stream, reduce_partials_kernel<R>, g, splits,
+                static_cast<const typename R::Acc*>(p), y);
+}
+
+template <typename R, typename T>
+Status run_reduce(const char* name, const Geometry& g, const T* x, typename R::Out* y, int device,
                   cudaStream_t stream) {
   if (g.n_out == 0) return {};
   const int group = pick_group(g);
+  const int64_t splits = g.n_red > 0 ? pick_splits(g, group) : 1;
+  if (splits > 1) return run_split<R>(name, g, splits, x, y, device, stream);
   const unsigned blocks = static_cast<unsigned>(blocks_for(g.n_out, group));
   if (group == 1)
     reduce_kernel<R, T, 1><<<blocks, kThreads, 0, stream>>>(g, x, y);
@@ -273,7 +353,8 @@ int32_t reduce(const ember_kernel_call* call, const char* name) {
                          y.dtype, want);
         return;
       }
-      s = run_reduce<R>(name, g, static_cast<const T*>(x.data), static_cast<Out*>(y.data), stream);
+      s = run_reduce<R>(name, g, static_cast<const T*>(x.data), static_cast<Out*>(y.data),
+                        y.device_index, stream);
     }
   });
   return write_status(s, call);

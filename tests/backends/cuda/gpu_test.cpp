@@ -270,6 +270,41 @@ TEST(CudaGpu, ReductionsMatchCpuOverEveryDimLayout) {
   EXPECT_EQ(max_rel_diff(prod(e, {1}), ones({4})), 0.0);
 }
 
+// Note [Split reductions]: few outputs over long ranges take the two-pass path (chunk partials,
+// then one fold per output), which must agree with the CPU, propagate a NaN from any chunk
+// and handle a range that is not a multiple of the chunk.
+TEST(CudaGpu, SplitReductionsOfFewLongRowsMatchCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    const std::string n = fmt::format("{}", d);
+    for (const auto& sizes : {std::vector<int64_t>{(1 << 22) + 7}, std::vector<int64_t>{3, 300001},
+                              std::vector<int64_t>{2, 64, 4099}}) {
+      const Tensor x = randn(IntList(sizes)).to(d);
+      const Tensor gx = x.to(g);
+      const int64_t last = static_cast<int64_t>(sizes.size()) - 1;
+      for (const std::vector<int64_t>& dims :
+           {std::vector<int64_t>{}, std::vector<int64_t>{last}}) {
+        const IntList dl(dims);
+        EXPECT_LE(max_rel_diff(sum(gx, dl), sum(x, dl)), tol_for(d) * 10) << n;
+        EXPECT_EQ(max_rel_diff(amax(gx, dl), amax(x, dl)), 0.0) << n;
+        EXPECT_EQ(max_rel_diff(amin(gx, dl), amin(x, dl)), 0.0) << n;
+        EXPECT_EQ(max_rel_diff(any(gt(gx, 4.5), dl), any(gt(x, 4.5), dl)), 0.0) << n;
+        EXPECT_EQ(max_rel_diff(all(gt(gx, -6.0), dl), all(gt(x, -6.0), dl)), 0.0) << n;
+      }
+      // A NaN in the last chunk reaches the result.
+      Tensor with_nan = x.clone();
+      with_nan.view({-1}).narrow(0, with_nan.numel() - 3, 1).fill_(NAN);
+      EXPECT_EQ(max_rel_diff(amax(with_nan.to(g)), amax(with_nan)), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(sum(with_nan.to(g)), sum(with_nan)), 0.0) << n;
+    }
+  }
+  // Exact integer sums across chunks.
+  const Tensor i = randint(-1000, 1000, {5, 200000}).to(DType::Int64);
+  EXPECT_EQ(max_rel_diff(sum(i.to(g), {1}), sum(i, {1})), 0.0);
+  EXPECT_EQ(max_rel_diff(sum(i.to(g)), sum(i)), 0.0);
+}
+
 TEST(CudaGpu, ArgReductionsKeepTheFirstIndexAndLetNanWin) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
