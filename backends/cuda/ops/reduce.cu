@@ -101,10 +101,14 @@ __device__ __forceinline__ int64_t inner_offset(const Dims& d, int64_t i) {
   return x;
 }
 
+// Reduced dims strided, neighbouring outputs neighbours in memory (Note [Reduction grid]).
+bool is_vertical(const Geometry& g) {
+  return g.outer.n > 0 && g.outer.xs[0] == 1 && g.inner.n > 0 && g.inner.xs[0] != 1 &&
+         g.outer.size[0] >= 32;
+}
+
 int pick_group(const Geometry& g) {
-  const bool vertical = g.outer.n > 0 && g.outer.xs[0] == 1 && g.inner.n > 0 &&
-                        g.inner.xs[0] != 1 && g.outer.size[0] >= 32;
-  if (vertical || g.n_red <= 16) return 1;
+  if (is_vertical(g) || g.n_red <= 16) return 1;
   return g.n_red >= 2048 ? 256 : 32;
 }
 
@@ -239,18 +243,66 @@ __global__ void reduce_kernel(Geometry g, const T* x, typename R::Out* y) {
 // at least kMinChunk elements, aiming at about kSplitBlocks blocks in all: the first pass
 // folds one chunk per block into a partial (in the reducer's accumulator type), the second
 // folds each output's partials in chunk order, one thread per output. The split depends only
-// on the shape, so results are the same on every run. Vertical reductions (strided reduced
-// dims, neighbouring outputs adjacent) keep one thread per output: a block per chunk would
-// read them uncoalesced.
+// on the shape, so results are the same on every run. Vertical reductions (sum over dim 0 of
+// [32768, 768], a linear layer's bias gradient) would leave one thread per output walking its
+// whole column: they split too, a block covering 32 neighbouring outputs (one warp reads 32
+// adjacent elements of a row) by 8 row lanes over a chunk of at least kMinRows rows.
 constexpr int64_t kMinChunk = 4096;
+constexpr int64_t kMinRows = 256;
 constexpr int64_t kSplitBlocks = 2048;
+constexpr int kColumns = 32;  // outputs per block of the vertical first pass
 
 // How many chunks each output's reduction is cut into (1: no split).
 int64_t pick_splits(const Geometry& g, int group) {
+  if (is_vertical(g)) {
+    const int64_t tiles = (g.n_out + kColumns - 1) / kColumns;
+    if (tiles >= kSplitBlocks / 4) return 1;
+    return std::max<int64_t>(1, std::min(kSplitBlocks / tiles, g.n_red / kMinRows));
+  }
   if (group != kThreads || g.n_out >= kSplitBlocks / 4) return 1;
   const int64_t by_blocks = kSplitBlocks / g.n_out;
   const int64_t by_length = g.n_red / kMinChunk;
   return std::max<int64_t>(1, std::min(by_blocks, by_length));
+}
+
+// The end of chunk `part` of a range of n cut into chunks of `chunk`.
+__device__ __forceinline__ int64_t chunk_end(int64_t part, int64_t chunk, int64_t n) {
+  return (part + 1) * chunk < n ? (part + 1) * chunk : n;
+}
+
+// The vertical first pass: block b covers outputs [tile * 32, tile * 32 + 32) over chunk `part`.
+template <typename R, typename T>
+__global__ void reduce_column_chunks_kernel(Geometry g, int64_t splits, int64_t chunk, const T* x,
+                                            typename R::Acc* partial) {
+  using Acc = typename R::Acc;
+  constexpr int kLanes = kThreads / kColumns;
+  __shared__ Acc sh[kThreads];
+  const int tx = static_cast<int>(threadIdx.x) % kColumns;
+  const int ty = static_cast<int>(threadIdx.x) / kColumns;
+  const int64_t tiles = (g.n_out + kColumns - 1) / kColumns;
+  for (int64_t b = blockIdx.x; b < tiles * splits; b += gridDim.x) {
+    const int64_t tile = b / splits, part = b % splits;
+    const int64_t o = tile * kColumns + tx;
+    Acc acc = R::identity();
+    if (o < g.n_out) {
+      int64_t ox = 0, oy = 0;
+      outer_offsets(g.outer, o, &ox, &oy);
+      const int64_t end = chunk_end(part, chunk, g.n_red);
+      for (int64_t r = part * chunk + ty; r < end; r += kLanes) {
+        acc = R::combine(acc, R::lift(x[ox + inner_offset(g.inner, r)]));
+      }
+    }
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int st = kLanes / 2; st > 0; st >>= 1) {
+      if (ty < st) {
+        sh[threadIdx.x] = R::combine(sh[threadIdx.x], sh[threadIdx.x + st * kColumns]);
+      }
+      __syncthreads();
+    }
+    if (ty == 0 && o < g.n_out) partial[o * splits + part] = sh[tx];
+    __syncthreads();
+  }
 }
 
 template <typename R, typename T>
@@ -263,7 +315,7 @@ __global__ void reduce_chunks_kernel(Geometry g, int64_t splits, int64_t chunk, 
     const int64_t o = b / splits, part = b % splits;
     int64_t ox = 0, oy = 0;
     outer_offsets(g.outer, o, &ox, &oy);
-    const int64_t end = (part + 1) * chunk < g.n_red ? (part + 1) * chunk : g.n_red;
+    const int64_t end = chunk_end(part, chunk, g.n_red);
     Acc acc = R::identity();
     for (int64_t r = part * chunk + threadIdx.x; r < end; r += kThreads) {
       acc = R::combine(acc, R::lift(x[ox + inner_offset(g.inner, r)]));
@@ -301,9 +353,16 @@ Status run_split(const char* name, const Geometry& g, int64_t splits, const T* x
       partial.allocate(device, static_cast<size_t>(g.n_out * splits) * sizeof(typename R::Acc)));
   auto* p = static_cast<typename R::Acc*>(partial.get());
   const int64_t chunk = (g.n_red + splits - 1) / splits;
-  const int64_t blocks = std::min<int64_t>(g.n_out * splits, kMaxBlocks);
-  reduce_chunks_kernel<R, T>
-      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  if (is_vertical(g)) {
+    const int64_t tiles = (g.n_out + kColumns - 1) / kColumns;
+    const int64_t blocks = std::min<int64_t>(tiles * splits, kMaxBlocks);
+    reduce_column_chunks_kernel<R, T>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  } else {
+    const int64_t blocks = std::min<int64_t>(g.n_out * splits, kMaxBlocks);
+    reduce_chunks_kernel<R, T>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  }
   EMBER_CUDA_RETURN_IF_ERROR(launch_status(name));
   return launch(name, g.n_out, stream, reduce_partials_kernel<R>, g, splits,
                 static_cast<const typename R::Acc*>(p), y);

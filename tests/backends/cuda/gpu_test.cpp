@@ -299,10 +299,21 @@ TEST(CudaGpu, SplitReductionsOfFewLongRowsMatchCpu) {
       EXPECT_EQ(max_rel_diff(sum(with_nan.to(g)), sum(with_nan)), 0.0) << n;
     }
   }
+  // Vertical: columns of a row-major matrix (a bias gradient), 32 outputs per block.
+  for (DType d : {DType::Float32, DType::Float16}) {
+    for (const auto& sizes : {std::vector<int64_t>{40000, 96}, std::vector<int64_t>{300001, 33}}) {
+      const Tensor x = randn(IntList(sizes)).to(d);
+      const std::string n = fmt::format("{} {}x{}", d, sizes[0], sizes[1]);
+      EXPECT_LE(max_rel_diff(sum(x.to(g), {0}), sum(x, {0})), tol_for(d) * 10) << n;
+      EXPECT_EQ(max_rel_diff(amax(x.to(g), {0}), amax(x, {0})), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(amin(x.to(g), {0}, true), amin(x, {0}, true)), 0.0) << n;
+    }
+  }
   // Exact integer sums across chunks.
   const Tensor i = randint(-1000, 1000, {5, 200000}).to(DType::Int64);
   EXPECT_EQ(max_rel_diff(sum(i.to(g), {1}), sum(i, {1})), 0.0);
   EXPECT_EQ(max_rel_diff(sum(i.to(g)), sum(i)), 0.0);
+  EXPECT_EQ(max_rel_diff(sum(i.t().contiguous().to(g), {0}), sum(i.t().contiguous(), {0})), 0.0);
 }
 
 TEST(CudaGpu, ArgReductionsKeepTheFirstIndexAndLetNanWin) {
