@@ -557,6 +557,84 @@ __global__ void cumsum_kernel(Dims outer, int64_t rows, int64_t n, int64_t xs, i
   }
 }
 
+// Note [Long cumsums]
+// One thread per row leaves a few long rows (a cumsum over 16M elements) to a few threads. Such
+// rows are cut into chunks as in Note [Split reductions]: the first pass sums each chunk (the
+// split reduction's chunk kernel), a second turns each row's chunk sums into exclusive offsets
+// in order, and the third scans every chunk in tiles of kThreads elements (a shared-memory
+// scan per tile, a running carry from the chunk's offset), accumulating as the one-thread
+// kernel does (double for floating dtypes, wrapping int64 for integers, rounded per output).
+// The sums are regrouped, so floating results may differ from the CPU's in the last bit of
+// the double accumulator, which rounding to the dtype almost always hides.
+template <typename T>
+__global__ void cumsum_offsets_kernel(int64_t rows, int64_t splits,
+                                      typename SumOp<T>::Acc* partial) {
+  using R = SumOp<T>;
+  EMBER_GRID_STRIDE_LOOP(r, rows) {
+    typename R::Acc run = R::identity();
+    for (int64_t part = 0; part < splits; ++part) {
+      const typename R::Acc v = partial[r * splits + part];
+      partial[r * splits + part] = run;
+      run = R::combine(run, v);
+    }
+  }
+}
+
+template <typename T>
+__global__ void cumsum_chunks_kernel(Dims outer, int64_t rows, int64_t splits, int64_t chunk,
+                                     int64_t n, int64_t xs, int64_t ys, const T* x,
+                                     const typename SumOp<T>::Acc* offsets, T* y) {
+  using R = SumOp<T>;
+  using A = typename R::Acc;
+  __shared__ A sh[kThreads];
+  const int t = static_cast<int>(threadIdx.x);
+  for (int64_t b = blockIdx.x; b < rows * splits; b += gridDim.x) {
+    const int64_t row = b / splits, part = b % splits;
+    int64_t ox = 0, oy = 0;
+    outer_offsets(outer, row, &ox, &oy);
+    A carry = offsets[b];
+    const int64_t end = chunk_end(part, chunk, n);
+    for (int64_t base = part * chunk; base < end; base += kThreads) {
+      const int64_t i = base + t;
+      sh[t] = i < end ? R::lift(x[ox + i * xs]) : R::identity();
+      __syncthreads();
+      for (int off = 1; off < kThreads; off <<= 1) {  // inclusive scan of the tile
+        const A before = t >= off ? sh[t - off] : R::identity();
+        __syncthreads();
+        sh[t] = R::combine(before, sh[t]);
+        __syncthreads();
+      }
+      if (i < end) y[oy + i * ys] = R::finish(R::combine(carry, sh[t]));
+      carry = R::combine(carry, sh[kThreads - 1]);
+      __syncthreads();
+    }
+  }
+}
+
+template <typename T>
+Status run_cumsum_split(const Dims& outer, int64_t rows, int64_t splits, int64_t n, int64_t xs,
+                        int64_t ys, const T* x, T* y, int device, cudaStream_t stream) {
+  using A = typename SumOp<T>::Acc;
+  const char* name = "cumsum";
+  DeviceBuffer partial;
+  EMBER_CUDA_RETURN_IF_ERROR(
+      partial.allocate(device, static_cast<size_t>(rows * splits) * sizeof(A)));
+  A* p = static_cast<A*>(partial.get());
+  Geometry g;
+  g.outer = outer;
+  push(&g.inner, n, xs, 0);
+  g.n_out = rows;
+  g.n_red = n;
+  const int64_t chunk = (n + splits - 1) / splits;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows * splits, kMaxBlocks));
+  reduce_chunks_kernel<SumOp<T>, T><<<blocks, kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  EMBER_CUDA_RETURN_IF_ERROR(launch_status(name));
+  EMBER_CUDA_RETURN_IF_ERROR(launch(name, rows, stream, cumsum_offsets_kernel<T>, rows, splits, p));
+  cumsum_chunks_kernel<T>
+      <<<blocks, kThreads, 0, stream>>>(outer, rows, splits, chunk, n, xs, ys, x, p, y);
+  return launch_status(name);
+}
+
 }  // namespace
 
 int32_t sum(const ember_kernel_call* c) {
@@ -616,8 +694,16 @@ int32_t cumsum(const ember_kernel_call* call) {
   visit(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
-      s = launch("cumsum", rows, stream, cumsum_kernel<T>, outer, rows, n, xs, ys,
-                 static_cast<const T*>(x.data), static_cast<T*>(y.data));
+      const auto* px = static_cast<const T*>(x.data);
+      auto* py = static_cast<T*>(y.data);
+      // Note [Long cumsums]: few long rows are split into chunks.
+      const int64_t splits =
+          rows >= kSplitBlocks / 4 ? 1 : std::min(kSplitBlocks / rows, n / kMinChunk);
+      if (splits > 1) {
+        s = run_cumsum_split<T>(outer, rows, splits, n, xs, ys, px, py, y.device_index, stream);
+      } else {
+        s = launch("cumsum", rows, stream, cumsum_kernel<T>, outer, rows, n, xs, ys, px, py);
+      }
     }
   });
   return write_status(s, call);

@@ -270,9 +270,9 @@ TEST(CudaGpu, ReductionsMatchCpuOverEveryDimLayout) {
   EXPECT_EQ(max_rel_diff(prod(e, {1}), ones({4})), 0.0);
 }
 
-// Note [Split reductions]: few outputs over long ranges take the two-pass path (chunk partials,
-// then one fold per output), which must agree with the CPU, propagate a NaN from any chunk
-// and handle a range that is not a multiple of the chunk.
+// Note [Split reductions], Note [Long cumsums]: few outputs over long ranges take the chunked
+// paths, which must agree with the CPU, propagate a NaN from any chunk and handle a range that
+// is not a multiple of the chunk.
 TEST(CudaGpu, SplitReductionsOfFewLongRowsMatchCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
@@ -292,6 +292,8 @@ TEST(CudaGpu, SplitReductionsOfFewLongRowsMatchCpu) {
         EXPECT_EQ(max_rel_diff(any(gt(gx, 4.5), dl), any(gt(x, 4.5), dl)), 0.0) << n;
         EXPECT_EQ(max_rel_diff(all(gt(gx, -6.0), dl), all(gt(x, -6.0), dl)), 0.0) << n;
       }
+      // Note [Long cumsums]: the same rows scanned in chunks.
+      EXPECT_LE(max_rel_diff(cumsum(gx, last), cumsum(x, last)), tol_for(d) * 10) << n;
       // A NaN in the last chunk reaches the result.
       Tensor with_nan = x.clone();
       with_nan.view({-1}).narrow(0, with_nan.numel() - 3, 1).fill_(NAN);
@@ -314,6 +316,10 @@ TEST(CudaGpu, SplitReductionsOfFewLongRowsMatchCpu) {
   EXPECT_EQ(max_rel_diff(sum(i.to(g), {1}), sum(i, {1})), 0.0);
   EXPECT_EQ(max_rel_diff(sum(i.to(g)), sum(i)), 0.0);
   EXPECT_EQ(max_rel_diff(sum(i.t().contiguous().to(g), {0}), sum(i.t().contiguous(), {0})), 0.0);
+  EXPECT_EQ(max_rel_diff(cumsum(i.to(g), 1), cumsum(i, 1)), 0.0);
+  // A strided long row: the transposed matrix scanned along its rows.
+  const Tensor it = i.t().contiguous().t();
+  EXPECT_EQ(max_rel_diff(cumsum(it.to(g), 1), cumsum(it, 1)), 0.0);
 }
 
 TEST(CudaGpu, ArgReductionsKeepTheFirstIndexAndLetNanWin) {
