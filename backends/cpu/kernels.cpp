@@ -99,7 +99,8 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   k("conv2d_backward_weight", kF, conv2d_backward_weight);
 
   // Pooling (pool.cpp): own loops over the N * C planes, OpenMP across planes.
-  k("max_pool2d", kN, max_pool2d);  // values and flat h * W + w indices
+  k("max_pool2d", kN, max_pool2d);                    // values and flat h * W + w indices
+  k("max_pool2d_backward", kF, max_pool2d_backward);  // the indices' scatter, plane by plane
   k("avg_pool2d", kF, avg_pool2d);
   k("avg_pool2d_backward", kF, avg_pool2d_backward);
   k("adaptive_avg_pool2d", kF, adaptive_avg_pool2d);

@@ -103,6 +103,7 @@ void register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   // adaptive windows; own kernels otherwise, one thread per output (forward) or per input
   // (backward); max pooling always own, for the CPU plugin's flat h * W + w indices.
   k("max_pool2d", kN, max_pool2d);
+  k("max_pool2d_backward", kF, max_pool2d_backward);  // a gather: one thread per input element
   k("avg_pool2d", kF, avg_pool2d);
   k("avg_pool2d_backward", kF, avg_pool2d_backward);
   k("adaptive_avg_pool2d", kF, adaptive_avg_pool2d);

@@ -114,7 +114,8 @@ void register_kernels(const ember_registrar_v1* reg, int32_t device) {
   k("conv2d_backward_input", kF, safe<conv2d_backward_input>);
   k("conv2d_backward_weight", kF, safe<conv2d_backward_weight>);
   // Pooling (pool.cpp).
-  k("max_pool2d", kN, safe<max_pool2d>);  // values and flat h * W + w indices
+  k("max_pool2d", kN, safe<max_pool2d>);                    // values and flat h * W + w indices
+  k("max_pool2d_backward", kF, safe<max_pool2d_backward>);  // each gradient added at its index
   k("avg_pool2d", kF, safe<avg_pool2d>);
   k("avg_pool2d_backward", kF, safe<avg_pool2d_backward>);
   k("adaptive_avg_pool2d", kF, safe<adaptive_avg_pool2d>);

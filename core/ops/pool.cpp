@@ -14,9 +14,13 @@
 //   "avg_pool2d":          {x} -> {y}; ints {kH, kW, sH, sW, pH, pW, count_include_pad}.
 //   "avg_pool2d_backward": {dy} -> {dx}; the same ints (dx's sizes give H, W).
 //   "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward": {x} -> {y}, {dy} -> {dx}; no ints.
+//   "max_pool2d_backward" (optional): {dy, indices int64} -> {dx}, floating; max_pool2d's ints
+//     (dx's sizes give H, W). dx = scatter_add(zeros, plane, indices, dy), the outputs of a plane
+//     added in order; an index outside [0, H * W) adds nothing.
 // backward: max: dx = scatter_add(zeros, plane, indices, dy) (differentiable again: its own
-// backward is a gather). avg and adaptive avg are linear maps whose adjoints are the *_backward
-// kernels; each of the pair is the other's backward, so both are differentiable to any order.
+// backward is a gather), or the max_pool2d_backward kernel (Note [Backward of max pooling]). avg
+// and adaptive avg are linear maps whose adjoints are the *_backward kernels; each of the pair is
+// the other's backward, so both are differentiable to any order.
 #include "core/ops/pool.h"
 
 #include <array>
@@ -32,6 +36,7 @@ namespace ember {
 namespace {
 
 EMBER_DEFINE_OP(max_pool2d)
+EMBER_DEFINE_OP(max_pool2d_backward)
 EMBER_DEFINE_OP(avg_pool2d)
 EMBER_DEFINE_OP(avg_pool2d_backward)
 EMBER_DEFINE_OP(adaptive_avg_pool2d)
@@ -127,9 +132,10 @@ Tensor squeeze_if(const Tensor& t, bool unbatched) {
 
 std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntList kernel_size,
                                          IntList stride, IntList padding, IntList dilation,
-                                         bool ceil_mode) {
+                                         bool ceil_mode, std::array<int64_t, 8>* ints_out) {
   const Tensor x4 = as_batched(name, x, /*allow_int=*/true);
   const Pool g = make_pool(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
+  if (ints_out) *ints_out = g.ints();
   const Shape sizes{x4.size(0), x4.size(1), g.out[0], g.out[1]};
   Tensor y = empty(sizes, {x.dtype(), x.device()});
   Tensor idx = empty(sizes, {DType::Int64, x.device()});
@@ -146,12 +152,27 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
 // Each output took one input element, named by its flat index within the plane, so the input
 // gradient scatters the output gradient there with scatter_add (overlapping windows may pick
 // the same element; their gradients add). Written with the public scatter_add, whose backward
-// is a gather, so the gradient is differentiable again.
-Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes) {
+// is a gather, so the gradient is differentiable again. A scatter must visit a plane's outputs
+// in order, which a GPU can only spread over the planes; so a backend may provide
+// "max_pool2d_backward", computing the same sums in the same order in whatever way suits it
+// (the CUDA plugin gathers: one thread per input element visits the windows that cover it).
+// The kernel is used when the backward needs no graph (no create_graph), the composite
+// otherwise, as for Note [Fused ReLU backward].
+Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
+                         const std::array<int64_t, 8>& ints) {
   const int64_t nd = static_cast<int64_t>(in_sizes.size());
   const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
-  const int64_t hw = in_sizes[nd - 1] * in_sizes[nd - 2];
-  const Tensor z = zeros({planes, hw}, {g.dtype(), g.device()});
+  const int64_t h = in_sizes[nd - 2], w = in_sizes[nd - 1];
+  if (g.numel() > 0 && !autograd::is_grad_enabled() && is_floating(g.dtype()) &&
+      g.device() == idx.device() && has_kernel(max_pool2d_backward_op(), g.device(), g.dtype())) {
+    const int64_t oh = g.size(g.dim() - 2), ow = g.size(g.dim() - 1);
+    const Tensor g4 = g.reshape({planes, 1, oh, ow}).contiguous();
+    const Tensor i4 = idx.reshape({planes, 1, oh, ow}).contiguous();
+    Tensor dx = empty({planes, 1, h, w}, {g.dtype(), g.device()});
+    run_kernel(max_pool2d_backward_op(), g.dtype(), {&g4, &i4}, {&dx}, {ints, {}});
+    return dx.view(in_sizes);
+  }
+  const Tensor z = zeros({planes, h * w}, {g.dtype(), g.device()});
   if (g.numel() == 0) return z.view(in_sizes);
   const Tensor gi = idx.reshape({planes, -1});
   return scatter_add(z, 1, gi, g.reshape({planes, -1})).view(in_sizes);
@@ -161,17 +182,18 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
                                        IntList stride, IntList padding, IntList dilation,
                                        bool ceil_mode) {
   if (!autograd::any_requires_grad({&x})) {
-    return max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode);
+    return max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, nullptr);
   }
   std::tuple<Tensor, Tensor> r;
+  std::array<int64_t, 8> ints{};
   {
     autograd::NoGradGuard below_autograd;
-    r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode);
+    r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, &ints);
   }
   autograd::record("MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
-                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes()](const Grads& g,
-                                                                         const LambdaNode& self) {
-                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes)};
+                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), ints](
+                       const Grads& g, const LambdaNode& self) {
+                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes, ints)};
                    });
   return r;
 }

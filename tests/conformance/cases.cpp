@@ -584,13 +584,15 @@ std::vector<Case> make_cases() {
       {"empty", [](Gen& g) {
          return Inputs{g({0, 3, 8, 7})};
        }}};
-  c.push_back({"max_pool2d", {"max_pool2d"}, pool_variants, [](const Inputs& in) {
-                 auto [v0, i0] = max_pool2d_with_indices(in[0], {2, 2});
-                 auto [v1, i1] = max_pool2d_with_indices(in[0], {3, 3}, {2, 2}, {1, 1}, {1, 1},
-                                                         /*ceil_mode=*/true);
-                 auto [v2, i2] = max_pool2d_with_indices(in[0], {2, 3}, {1, 2}, {0, 1}, {2, 1});
-                 return Inputs{v0, i0, v1, i1, v2, i2};
-               }});
+  // The gradient check runs max_pool2d_backward (Note [Backward of max pooling]).
+  c.push_back(
+      {"max_pool2d", {"max_pool2d", "max_pool2d_backward"}, pool_variants, [](const Inputs& in) {
+         auto [v0, i0] = max_pool2d_with_indices(in[0], {2, 2});
+         auto [v1, i1] = max_pool2d_with_indices(in[0], {3, 3}, {2, 2}, {1, 1}, {1, 1},
+                                                 /*ceil_mode=*/true);
+         auto [v2, i2] = max_pool2d_with_indices(in[0], {2, 3}, {1, 2}, {0, 1}, {2, 1});
+         return Inputs{v0, i0, v1, i1, v2, i2};
+       }});
   c.push_back(
       {"avg_pool2d", {"avg_pool2d", "avg_pool2d_backward"}, pool_variants, [](const Inputs& in) {
          return Inputs{avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}),

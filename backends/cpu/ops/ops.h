@@ -126,6 +126,7 @@ EMBER_CPU_KERNEL(conv2d_backward_weight);
 
 // pool.cpp: max, average and adaptive average pooling (own loops)
 EMBER_CPU_KERNEL(max_pool2d);
+EMBER_CPU_KERNEL(max_pool2d_backward);
 EMBER_CPU_KERNEL(avg_pool2d);
 EMBER_CPU_KERNEL(avg_pool2d_backward);
 EMBER_CPU_KERNEL(adaptive_avg_pool2d);

@@ -312,6 +312,42 @@ int32_t max_pool2d(const ember_kernel_call* call) {
             : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "max_pool2d: dtype %d unsupported", x.dtype);
 }
 
+// {dy, indices} -> {dx}: each plane's output gradients added at their indices in output order,
+// rounding as scatter_add does (Note [Backward of max pooling] in core/ops/pool.cpp).
+int32_t max_pool2d_backward(const ember_kernel_call* call) {
+  const char* name = "max_pool2d_backward";
+  if (call->num_inputs != 2 || call->num_outputs != 1) return bad(call, name);
+  const ember_tensor& dy = call->inputs[0];
+  const ember_tensor& idx = call->inputs[1];
+  const ember_tensor& dx = call->outputs[0];
+  if (!dense4(dy) || !dense4(idx) || !dense4(dx) || dx.dtype != dy.dtype ||
+      idx.dtype != EMBER_I64 || sdk::numel(idx) != sdk::numel(dy) ||
+      dy.sizes[0] * dy.sizes[1] != dx.sizes[0] * dx.sizes[1]) {
+    return bad(call, name);
+  }
+  const int64_t planes = dx.sizes[0] * dx.sizes[1], hw = dx.sizes[2] * dx.sizes[3];
+  const int64_t ohw = dy.sizes[2] * dy.sizes[3];
+  return sdk::visit_floating(call, dy.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = sdk::Compute<T>;
+    const T* g = static_cast<const T*>(dy.data);
+    const int64_t* at = static_cast<const int64_t*>(idx.data);
+    T* out = static_cast<T*>(dx.data);
+#pragma omp parallel for schedule(static) if (go_parallel(planes * (hw + ohw)))
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      T* d = out + pl * hw;
+      std::fill(d, d + hw, T(0));
+      const T* gp = g + pl * ohw;
+      const int64_t* ip = at + pl * ohw;
+      for (int64_t j = 0; j < ohw; ++j) {
+        const int64_t i = ip[j];
+        if (i >= 0 && i < hw)
+          d[i] = T(static_cast<C>(static_cast<C>(d[i]) + static_cast<C>(gp[j])));
+      }
+    }
+  });
+}
+
 int32_t avg_pool2d(const ember_kernel_call* call) {
   return planes_kernel<AvgFwd>(call, "avg_pool2d", 7);
 }

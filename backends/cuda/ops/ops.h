@@ -79,6 +79,7 @@ EMBER_CUDA_KERNEL(scatter_add);
 
 // pool.cu
 EMBER_CUDA_KERNEL(max_pool2d);
+EMBER_CUDA_KERNEL(max_pool2d_backward);
 EMBER_CUDA_KERNEL(avg_pool2d);
 EMBER_CUDA_KERNEL(avg_pool2d_backward);
 EMBER_CUDA_KERNEL(adaptive_avg_pool2d);

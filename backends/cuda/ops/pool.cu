@@ -2,8 +2,8 @@
 // computing as the CPU plugin's loops (backends/cpu/ops/pool.cpp):
 //  - max_pool2d with PyTorch's flat h * W + w indices (ints {kH, kW, sH, sW, pH, pW, dH, dW}).
 //    cuDNN's max pooling gives no indices: one thread per output, the taps visited in the CPU's
-//    order with its rule (NaN wins and propagates, the first maximum wins ties). Its backward is
-//    a scatter_add in the core.
+//    order with its rule (NaN wins and propagates, the first maximum wins ties). Its backward,
+//    max_pool2d_backward, gathers (Note [Max pooling backward as a gather]).
 //  - avg_pool2d (ints {kH, kW, sH, sW, pH, pW, count_include_pad}) and adaptive_avg_pool2d,
 //    one thread per output, and their backward kernels (Note [Pooling backward as a gather]);
 //    floor-mode and evenly divided adaptive windows go through cuDNN first (cudnn_ops.cpp,
@@ -232,6 +232,82 @@ Status max_pool_impl(const ember_kernel_call* call) {
   return s;
 }
 
+// Note [Max pooling backward as a gather]
+// The core's max-pool backward scatters each plane's output gradients to their indices in
+// output order (Note [Backward of max pooling]), which would leave one thread per plane. Here
+// one thread per input element (h, w) visits the outputs whose windows can hold it, rows then
+// columns ascending (the plane's output order), and adds the gradients of those whose index
+// names it, rounding after every addition as scatter_add does: the CPU's sums exactly,
+// without atomics.
+template <typename T>
+__global__ void max_pool_backward_kernel(PoolGeom g, const T* dy, const int64_t* idx, T* dx) {
+  const int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
+  const int64_t span_h = (g.kh - 1) * g.dh, span_w = (g.kw - 1) * g.dw;
+  EMBER_GRID_STRIDE_LOOP(i, g.planes * hw) {
+    const int64_t at = i % hw, h = at / g.w, w = at % g.w;
+    const T* gp = dy + (i / hw) * ohw;
+    const int64_t* ip = idx + (i / hw) * ohw;
+    // Output o's window covers [o * s - p, o * s - p + span].
+    const int64_t lo_h = h + g.ph - span_h, lo_w = w + g.pw - span_w;
+    const int64_t oh0 = lo_h <= 0 ? 0 : (lo_h + g.sh - 1) / g.sh;
+    const int64_t ow0 = lo_w <= 0 ? 0 : (lo_w + g.sw - 1) / g.sw;
+    const int64_t oh1 = min((h + g.ph) / g.sh, g.oh - 1);
+    const int64_t ow1 = min((w + g.pw) / g.sw, g.ow - 1);
+    T acc = narrow<T>(Acc<T>(0));
+    for (int64_t oh = oh0; oh <= oh1; ++oh) {
+      for (int64_t ow = ow0; ow <= ow1; ++ow) {
+        const int64_t j = oh * g.ow + ow;
+        if (ip[j] == at) acc = narrow<T>(widen(acc) + widen(gp[j]));
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
+// {dy, indices} -> {dx} (contract in core/ops/pool.cpp), max_pool2d's ints.
+Status max_pool_backward_impl(const ember_kernel_call* call) {
+  const char* name = "max_pool2d_backward";
+  if (call->num_inputs != 2 || call->num_outputs != 1 || call->num_ints < 8) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output, 8 ints", name);
+  }
+  const ember_tensor &dy = call->inputs[0], &idx = call->inputs[1], &dx = call->outputs[0];
+  if (!dense4(dy) || !dense4(idx) || !dense4(dx) || dx.dtype != dy.dtype ||
+      idx.dtype != EMBER_I64 || dy.sizes[0] * dy.sizes[1] != dx.sizes[0] * dx.sizes[1] ||
+      idx.sizes[2] != dy.sizes[2] || idx.sizes[3] != dy.sizes[3]) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments", name);
+  }
+  const int64_t* a = call->ints;
+  const PoolGeom g{dx.sizes[0] * dx.sizes[1],
+                   dx.sizes[2],
+                   dx.sizes[3],
+                   dy.sizes[2],
+                   dy.sizes[3],
+                   a[0],
+                   a[1],
+                   a[2],
+                   a[3],
+                   a[4],
+                   a[5],
+                   a[6],
+                   a[7]};
+  if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0 || g.ph < 0 ||
+      g.pw < 0) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad window", name);
+  }
+  cudaStream_t stream = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
+  Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, dy.dtype);
+  visit(dy.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (kFloating<T>) {
+      s = launch(name, g.planes * g.h * g.w, stream, max_pool_backward_kernel<T>, g,
+                 static_cast<const T*>(dy.data), static_cast<const int64_t*>(idx.data),
+                 static_cast<T*>(dx.data));
+    }
+  });
+  return s;
+}
+
 enum class AvgKind { kAvg, kAvgBackward, kAdaptive, kAdaptiveBackward };
 
 // {src} -> {dst}, both dense 4-d of one floating dtype with the same N and C (the CPU's
@@ -320,6 +396,9 @@ int32_t adaptive_avg_pool2d_backward(const ember_kernel_call* call) {
 
 int32_t max_pool2d(const ember_kernel_call* call) {
   return write_status(max_pool_impl(call), call);
+}
+int32_t max_pool2d_backward(const ember_kernel_call* call) {
+  return write_status(max_pool_backward_impl(call), call);
 }
 
 }  // namespace ember::cuda

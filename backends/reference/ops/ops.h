@@ -85,6 +85,7 @@ EMBER_REF_KERNEL(conv2d_backward_weight);
 
 // pool.cpp
 EMBER_REF_KERNEL(max_pool2d);
+EMBER_REF_KERNEL(max_pool2d_backward);
 EMBER_REF_KERNEL(avg_pool2d);
 EMBER_REF_KERNEL(avg_pool2d_backward);
 EMBER_REF_KERNEL(adaptive_avg_pool2d);

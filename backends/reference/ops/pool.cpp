@@ -6,7 +6,8 @@
 //               min(o*s - p + k, n + p)) clipped to the image; the divisor is the unclipped
 //               size with count_include_pad, the clipped one without.
 //  adaptive     windows [floor(o * n / on), ceil((o + 1) * n / on)).
-// Backward ops spread each output gradient evenly over its window. Sums are in double.
+// Backward ops spread each output gradient evenly over its window; max_pool2d_backward adds
+// each output gradient at its index. Sums are in double.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
@@ -140,6 +141,36 @@ int32_t max_pool2d(const ember_kernel_call* call) {
             at4<T>(y, n, c, i, j) = T(best);
             at4<int64_t>(ind, n, c, i, j) = best_at;
           }
+  });
+}
+
+int32_t max_pool2d_backward(const ember_kernel_call* call) {
+  if (call->num_inputs != 2 || call->num_outputs != 1 || call->inputs[0].ndim != 4 ||
+      call->inputs[1].ndim != 4 || call->outputs[0].ndim != 4 ||
+      call->inputs[1].dtype != EMBER_I64) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "max_pool2d_backward: bad arguments");
+  }
+  const ember_tensor& dy = call->inputs[0];
+  const ember_tensor& ind = call->inputs[1];
+  const ember_tensor& dx = call->outputs[0];
+  const int64_t N = dx.sizes[0], C = dx.sizes[1], H = dx.sizes[2], W = dx.sizes[3];
+  const int64_t OH = dy.sizes[2], OW = dy.sizes[3];
+  return visit_floating(call, dy.dtype, "max_pool2d_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<double> sums(static_cast<size_t>(H * W));
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        std::fill(sums.begin(), sums.end(), 0.0);
+        for (int64_t i = 0; i < OH; ++i)
+          for (int64_t j = 0; j < OW; ++j) {
+            const int64_t at = at4<int64_t>(ind, n, c, i, j);
+            if (at >= 0 && at < H * W) sums[at] += static_cast<double>(at4<T>(dy, n, c, i, j));
+          }
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            at4<T>(dx, n, c, h, w) = T(static_cast<sdk::Compute<T>>(sums[h * W + w]));
+          }
+      }
   });
 }
 

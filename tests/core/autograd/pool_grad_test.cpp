@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/dispatch/call.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 #include "tests/testing/tensor_helpers.h"
 
@@ -98,6 +99,41 @@ TEST(PoolGradTest, OverlappingMaxWindowsAccumulate) {
   Tensor y = make({1, 2, 3, 4}, {1, 1, 2, 2}, f64).requires_grad_(true);
   autograd::backward({sum(avg_pool2d(y, {2}, {1}, {1}))});
   EXPECT_EQ(values(y.grad()), (std::vector<double>{1, 1, 1, 1}));
+}
+
+// Note [Backward of max pooling]: the max_pool2d_backward kernel (first-order backward) adds
+// exactly what the scatter_add composite (used when the backward is recorded) adds, in the same
+// order, so the two gradients are equal bit for bit, ties and overlapping windows included.
+TEST(PoolGradTest, MaxPoolBackwardKernelEqualsTheScatterComposite) {
+  init();  // load the plugins
+  ASSERT_TRUE(has_kernel(op_handle("max_pool2d_backward"), Device::cpu(), DType::Float32));
+  for (DType d : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    // Few distinct values: many ties, and windows that share their maximum.
+    const Tensor base = round(mul(randn({2, 3, 13, 11}), 2.0)).to(d);
+    struct Case {
+      std::vector<int64_t> k, s, p, dil;
+      bool ceil;
+    };
+    for (const Case& c : {Case{{3}, {1}, {1}, {1}, false}, Case{{2}, {2}, {0}, {1}, false},
+                          Case{{3, 2}, {2, 1}, {1, 0}, {2, 1}, true}}) {
+      const Tensor g = randn(max_pool2d(base, c.k, c.s, c.p, c.dil, c.ceil).sizes()).to(d);
+      const Tensor x1 = base.detach().requires_grad_(true);
+      const Tensor k1 =
+          autograd::grad({max_pool2d(x1, c.k, c.s, c.p, c.dil, c.ceil)}, {x1}, {g})[0];
+      const Tensor x2 = base.detach().requires_grad_(true);
+      // With create_graph and a g that requires grad, the backward is recorded: the composite.
+      const Tensor gg = g.detach().requires_grad_(true);
+      const Tensor k2 = autograd::grad({max_pool2d(x2, c.k, c.s, c.p, c.dil, c.ceil)}, {x2}, {gg},
+                                       /*retain_graph=*/true, /*create_graph=*/true)[0];
+      ASSERT_TRUE(k2.requires_grad()) << "the recorded backward is the composite";
+      EXPECT_EQ(values(k1), values(k2.detach())) << fmt::format("{} k {}", d, shape_str(c.k));
+      // And both are the scatter of g at the indices.
+      const auto [y, idx] = max_pool2d_with_indices(base, c.k, c.s, c.p, c.dil, c.ceil);
+      const Tensor want =
+          scatter_add(zeros({6, 13 * 11}, d), 1, idx.reshape({6, -1}), g.reshape({6, -1}));
+      EXPECT_EQ(values(k1), values(want)) << fmt::format("{}", d);
+    }
+  }
 }
 
 }  // namespace
