@@ -478,6 +478,14 @@ TEST(CudaGpu, MaxPoolValuesAndIndicesMatchCpu) {
           max_pool2d_with_indices(x, {k, k}, {st, st}, {pad, pad}, {dil, dil}, ceil);
       EXPECT_EQ(max_rel_diff(gv, cv), 0.0) << n << " k " << k;
       EXPECT_EQ(max_rel_diff(gi, ci), 0.0) << n << " k " << k;
+      if (!is_floating(d)) continue;
+      // The gradient: max_pool2d_backward's gather on the GPU, the CPU's scatter; the same
+      // additions in the same order (Note [Max pooling backward as a gather]).
+      const Tensor r = randn(cv.sizes()).to(d);
+      const Tensor gx = x.to(g).requires_grad_(true), cx = x.detach().requires_grad_(true);
+      sum(mul(max_pool2d(gx, {k, k}, {st, st}, {pad, pad}, {dil, dil}, ceil), r.to(g))).backward();
+      sum(mul(max_pool2d(cx, {k, k}, {st, st}, {pad, pad}, {dil, dil}, ceil), r)).backward();
+      EXPECT_EQ(max_rel_diff(gx.grad(), cx.grad()), 0.0) << n << " k " << k << " gradient";
     }
   }
 }
