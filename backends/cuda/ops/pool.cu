@@ -195,6 +195,24 @@ bool dense4(const ember_tensor& t) {
   return t.ndim == 4 && sdk::is_contiguous(t);
 }
 
+// The geometry of a max pooling from `x` [N, C, H, W] to `y` [N, C, oH, oW] with max_pool2d's
+// ints {kH, kW, sH, sW, pH, pW, dH, dW}.
+PoolGeom max_pool_geom(const ember_tensor& x, const ember_tensor& y, const int64_t* a) {
+  return PoolGeom{x.sizes[0] * x.sizes[1],
+                  x.sizes[2],
+                  x.sizes[3],
+                  y.sizes[2],
+                  y.sizes[3],
+                  a[0],
+                  a[1],
+                  a[2],
+                  a[3],
+                  a[4],
+                  a[5],
+                  a[6],
+                  a[7]};
+}
+
 Status max_pool_impl(const ember_kernel_call* call) {
   if (call->num_inputs != 1 || call->num_outputs != 2 || call->num_ints < 8) {
     return status_error(EMBER_ERR_INVALID, "[cuda] max_pool2d: expects 1 input, 2 outputs, 8 ints");
@@ -203,20 +221,7 @@ Status max_pool_impl(const ember_kernel_call* call) {
   if (!dense4(x) || !dense4(y) || !dense4(idx) || y.dtype != x.dtype || idx.dtype != EMBER_I64) {
     return status_error(EMBER_ERR_INVALID, "[cuda] max_pool2d: bad arguments");
   }
-  const int64_t* a = call->ints;
-  const PoolGeom g{x.sizes[0] * x.sizes[1],
-                   x.sizes[2],
-                   x.sizes[3],
-                   y.sizes[2],
-                   y.sizes[3],
-                   a[0],
-                   a[1],
-                   a[2],
-                   a[3],
-                   a[4],
-                   a[5],
-                   a[6],
-                   a[7]};
+  const PoolGeom g = max_pool_geom(x, y, call->ints);
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
   Status s =
@@ -276,20 +281,7 @@ Status max_pool_backward_impl(const ember_kernel_call* call) {
       idx.sizes[2] != dy.sizes[2] || idx.sizes[3] != dy.sizes[3]) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments", name);
   }
-  const int64_t* a = call->ints;
-  const PoolGeom g{dx.sizes[0] * dx.sizes[1],
-                   dx.sizes[2],
-                   dx.sizes[3],
-                   dy.sizes[2],
-                   dy.sizes[3],
-                   a[0],
-                   a[1],
-                   a[2],
-                   a[3],
-                   a[4],
-                   a[5],
-                   a[6],
-                   a[7]};
+  const PoolGeom g = max_pool_geom(dx, dy, call->ints);
   if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0 || g.ph < 0 ||
       g.pw < 0) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad window", name);
