@@ -163,8 +163,8 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_siz
   const int64_t nd = static_cast<int64_t>(in_sizes.size());
   const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
   const int64_t h = in_sizes[nd - 2], w = in_sizes[nd - 1];
-  if (g.numel() > 0 && !autograd::is_grad_enabled() && is_floating(g.dtype()) &&
-      g.device() == idx.device() && has_kernel(max_pool2d_backward_op(), g.device(), g.dtype())) {
+  if (g.numel() > 0 && !autograd::is_grad_enabled() &&
+      has_kernel(max_pool2d_backward_op(), g.device(), g.dtype())) {
     const int64_t oh = g.size(g.dim() - 2), ow = g.size(g.dim() - 1);
     const Tensor g4 = g.reshape({planes, 1, oh, ow}).contiguous();
     const Tensor i4 = idx.reshape({planes, 1, oh, ow}).contiguous();

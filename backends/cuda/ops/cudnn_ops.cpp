@@ -140,7 +140,8 @@ Status cudnn_avg_pool2d(const ember_kernel_call* call, bool adaptive, bool backw
 //    1 / sqrt(var + eps) that a small kernel derives from the op's statistics;
 //  - float16 and bfloat16 parameters and parameter gradients are converted to and from float.
 // x is viewed as NCHW [N, C, S, 1], statistics per channel (CUDNN_BATCHNORM_SPATIAL).
-Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, bool* done) {
+Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, cudaStream_t stream,
+                        bool* done) {
   *done = false;
   if (!enabled()) return {};
   const char* op = backward ? "batch_norm_backward" : "batch_norm";
@@ -159,9 +160,6 @@ Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, bool* done
     return decline(op, "an unexpected parameter type", done);
   }
   const int index = out[0].device_index;
-  cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
 
   // Per-channel scratch in the parameter type: weight, bias, mean, var (or invstd), dw, db.
   const int32_t ptype = plan.param_dtype;

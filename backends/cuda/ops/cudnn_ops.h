@@ -3,6 +3,8 @@
 // softmax.cu / pool.cu then runs instead (Note [cuDNN where own kernels exist too]).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include "backends/cuda/check.h"
 #include "ember/plugin_abi.h"
 
@@ -17,7 +19,9 @@ Status cudnn_softmax(const ember_kernel_call* call, bool log, bool* done);
 Status cudnn_avg_pool2d(const ember_kernel_call* call, bool adaptive, bool backward, bool* done);
 
 /** batch_norm (training and eval) and its training backward (the contract of norm.cu) through
- * cuDNN's batch normalization; `*done` as above. */
-Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, bool* done);
+ * cuDNN's batch normalization, on `stream` (the output device's current stream, which the
+ * caller made current); `*done` as above. */
+Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, cudaStream_t stream,
+                        bool* done);
 
 }  // namespace ember::cuda

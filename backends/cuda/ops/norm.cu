@@ -315,7 +315,7 @@ Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
   bool done = false;  // Note [cuDNN where own kernels exist too]
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_batch_norm(call, Backward, &done));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_batch_norm(call, Backward, stream, &done));
   if (done) return {};
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, x.dtype);
   const ember_tensor* in = call->inputs;
