@@ -9,7 +9,8 @@ namespace {
 
 using namespace ember;
 
-// The whole op path for a 1-element add, output allocation included (DESIGN §2 budget).
+// The whole op path for a 1-element add, output allocation included (ARCHITECTURE.md, "The path of
+// one op call": its budget).
 void BM_AddOverhead(benchmark::State& state) {
   Tensor a = ones({1}), b = ones({1});
   for (auto _ : state) benchmark::DoNotOptimize(add(a, b));

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/util/export.h"
+#include "ember/util/export.h"
 
 namespace ember::autograd {
 

@@ -1,14 +1,14 @@
-#include "core/autograd/engine.h"
+#include "ember/autograd/engine.h"
 
 #include <cmath>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/record.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
 
 namespace ember::autograd {
 namespace {

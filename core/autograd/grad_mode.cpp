@@ -1,4 +1,4 @@
-#include "core/autograd/grad_mode.h"
+#include "ember/autograd/grad_mode.h"
 
 #include <atomic>
 

@@ -1,13 +1,13 @@
-#include "core/autograd/gradcheck.h"
+#include "ember/autograd/gradcheck.h"
 
 #include <cmath>
 
-#include "core/autograd/engine.h"
-#include "core/autograd/grad_mode.h"
-#include "core/dispatch/device_registry.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/index.h"
+#include "ember/autograd/engine.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
 
 namespace ember::autograd {
 namespace {

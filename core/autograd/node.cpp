@@ -1,10 +1,10 @@
-#include "core/autograd/node.h"
+#include "ember/autograd/node.h"
 
 #include <atomic>
 
-#include "core/autograd/grad_mode.h"
-#include "core/ops/elementwise.h"
-#include "core/util/error.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/ops/elementwise.h"
+#include "ember/util/error.h"
 
 namespace ember::autograd {
 namespace {
@@ -95,7 +95,7 @@ Tensor SavedTensor::unpack(const Node* saved_by) const {
 
 }  // namespace ember::autograd
 
-#include "core/autograd/function.h"
+#include "ember/autograd/function.h"
 
 namespace ember::autograd {
 

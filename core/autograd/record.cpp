@@ -1,9 +1,9 @@
-#include "core/autograd/record.h"
+#include "ember/autograd/record.h"
 
 #include <mutex>
 
-#include "core/ops/factory.h"
-#include "core/ops/reduce.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember::autograd {
 namespace {

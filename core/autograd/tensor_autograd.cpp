@@ -1,9 +1,9 @@
 // The autograd members of Tensor: requires_grad, grad, grad_fn, backward, detach, hooks.
-#include "core/autograd/engine.h"
-#include "core/autograd/node.h"
-#include "core/autograd/record.h"
-#include "core/ops/elementwise.h"
-#include "core/tensor/tensor.h"
+#include "ember/autograd/engine.h"
+#include "ember/autograd/node.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/tensor/tensor.h"
 
 namespace ember {
 

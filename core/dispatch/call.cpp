@@ -1,14 +1,37 @@
 #include "core/dispatch/call.h"
 
 #include <string>
+#include <vector>
 
-#include "core/plugin/loader.h"
-#include "core/util/error.h"
+#include <fmt/ranges.h>
+
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
 
 namespace ember {
 namespace {
 
 constexpr int kMaxArgs = 16;
+
+// Note [No backend installed]
+// The core alone computes nothing: every kernel comes from a plugin. When no loaded plugin has
+// registered a single kernel (a deployment that installed libember0 but no backend package, or
+// moved the libraries without their ember-plugins/ directory), the error says so and names what
+// to install and where, instead of a "no kernel for add" that reads like a missing op.
+void no_backend_installed(const Op& op) {
+  const PluginReport r = plugin_report();
+  for (const PluginRecord& p : r.plugins) {
+    if (!p.ops.empty()) return;  // some backend is there: the usual missing-kernel message
+  }
+  std::vector<std::string> dirs;
+  for (const SearchDir& d : r.search_path) dirs.push_back(d.dir);
+  throw NotImplementedError(fmt::format(
+      "[{}] no backend is installed: {} plugin file(s) found in [{}], none registered a kernel "
+      "(install a backend next to the core library: the ember-backend-cpu or "
+      "ember-backend-reference package, or lib/ember-plugins/libember-cpu.so of an Ember "
+      "install; or name one in EMBER_PLUGIN_PATH; `ember plugins` shows what was found)",
+      op.name(), r.plugins.size(), fmt::join(dirs, ", ")));
+}
 
 [[noreturn]] void missing_kernel(const Op& op, Device device, DType dtype) {
   std::string have;
@@ -22,6 +45,7 @@ constexpr int kMaxArgs = 16;
     }
     if (!dts.empty()) have += fmt::format("{}{} {{{}}}", have.empty() ? "" : "; ", t.name, dts);
   }
+  if (have.empty()) no_backend_installed(op);
   throw NotImplementedError(
       fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
                   "backend plugin that provides it, see `ember ops`)",

@@ -4,9 +4,9 @@
 #include <initializer_list>
 #include <span>
 
-#include "core/dispatch/op.h"
-#include "core/tensor/tensor.h"
-#include "core/util/export.h"
+#include "ember/dispatch/op.h"
+#include "ember/tensor/tensor.h"
+#include "ember/util/export.h"
 
 namespace ember {
 
@@ -27,9 +27,6 @@ inline void run_kernel(const Op& op, DType dtype, std::initializer_list<const Te
   run_kernel(op, dtype, std::span<const Tensor* const>(inputs.begin(), inputs.size()),
              std::span<const Tensor* const>(outputs.begin(), outputs.size()), attrs);
 }
-
-/** True if `op` has a kernel for (device type, dtype). */
-EMBER_API bool has_kernel(const Op& op, Device device, DType dtype);
 
 /** Checks that all defined tensors share one device; returns it. */
 EMBER_API Device common_device(std::initializer_list<const Tensor*> tensors, const char* op);

@@ -1,4 +1,4 @@
-#include "core/dispatch/device_registry.h"
+#include "ember/dispatch/device_registry.h"
 
 #include <array>
 #include <atomic>
@@ -8,9 +8,9 @@
 #include <optional>
 #include <vector>
 
-#include "core/plugin/loader.h"
-#include "core/tensor/storage.h"
-#include "core/util/error.h"
+#include "ember/plugin/loader.h"
+#include "ember/tensor/storage.h"
+#include "ember/util/error.h"
 
 namespace ember {
 namespace {
@@ -56,7 +56,7 @@ ember_device_type_v1 builtin_cpu_table() {
 // A Storage's deleter points at the entry whose allocator made its memory. Replacing a device
 // type (a plugin taking over "cpu", a rollback) therefore installs a new entry and keeps the old
 // one, so memory is always returned to the allocator that gave it out. Entries are few and
-// small; plugins are never unloaded either (DESIGN §4).
+// small; plugins are never unloaded either (ARCHITECTURE.md, "Discovery and loading").
 struct Registry {
   std::mutex mu;
   std::array<std::atomic<const DeviceTypeEntry*>, kMaxDeviceTypes> entries{};

@@ -1,4 +1,4 @@
-#include "core/dispatch/extension_ops.h"
+#include "ember/dispatch/extension_ops.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,12 +11,12 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/factory.h"
-#include "core/plugin/loader.h"
-#include "core/util/error.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
 
 namespace ember {
 namespace {

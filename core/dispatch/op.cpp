@@ -1,12 +1,12 @@
-#include "core/dispatch/op.h"
+#include "ember/dispatch/op.h"
 
 #include <algorithm>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
 
-#include "core/dispatch/extension_ops.h"
-#include "core/plugin/loader.h"
+#include "ember/dispatch/extension_ops.h"
+#include "ember/plugin/loader.h"
 
 namespace ember {
 namespace {

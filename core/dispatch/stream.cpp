@@ -1,10 +1,10 @@
-#include "core/dispatch/stream.h"
+#include "ember/dispatch/stream.h"
 
 #include <utility>
 
-#include "core/dispatch/device_registry.h"
-#include "core/plugin/loader.h"
-#include "core/util/error.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
 
 namespace ember {
 namespace {

@@ -21,18 +21,18 @@
 //   H, W) conv_transpose2d: dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast
 //   add W(x, dy) (the weight gradient, bilinear): dx = conv_transpose2d(dy, dW), d(dy) = conv2d(x,
 //   dW)
-#include "core/ops/conv.h"
+#include "ember/ops/conv.h"
 
 #include <algorithm>
 #include <array>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/reduce.h"
 #include "core/ops/size_math.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {

@@ -3,14 +3,14 @@
 //   "fill": outputs {dst}; floats[0] = value, ints[0] = value as int64; keyed by dst dtype.
 #include <cstring>
 
-#include "core/ops/elementwise.h"
+#include "ember/ops/elementwise.h"
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/dispatch/stream.h"
-#include "core/ops/factory.h"
-#include "core/plugin/loader.h"
+#include "ember/autograd/record.h"
+#include "ember/dispatch/stream.h"
+#include "ember/ops/factory.h"
+#include "ember/plugin/loader.h"
 
 namespace ember {
 namespace {

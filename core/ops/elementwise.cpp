@@ -6,14 +6,14 @@
 // ints {0 = erf form, 1 = tanh form}. "where": inputs {cond (bool), a, b}. "relu_backward"
 // (optional for a backend): inputs {g, y} of one dtype and shape, outputs {g where y > 0, else
 // 0}. In-place forms run the same kernel with the output aliasing the first input.
-#include "core/ops/elementwise.h"
+#include "ember/ops/elementwise.h"
 
 #include <string_view>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/factory.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
 
 namespace ember {
 namespace {

@@ -1,6 +1,6 @@
 // Factories. Values made on the host (ranges, random numbers) are written into CPU memory
 // and moved to the target device; constant fills run the device's "fill" kernel.
-#include "core/ops/factory.h"
+#include "ember/ops/factory.h"
 
 #include <atomic>
 #include <cmath>

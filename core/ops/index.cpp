@@ -19,15 +19,15 @@
 //       sorted}. k is range-checked here.
 // masked_fill, cat, stack, split and chunk are composites: where, copy_ into narrow() views,
 // and views; they need no kernel of their own.
-#include "core/ops/index.h"
+#include "ember/ops/index.h"
 
 #include <algorithm>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
 
 namespace ember {
 namespace {

@@ -6,14 +6,14 @@
 // attributes. The kernel sees M, N > 0 but may see K == 0 (then C is all zeros). 1-d operands
 // never reach a kernel: the core makes them [1, K] / [K, 1] and squeezes the result.
 // backward (C = A B): dA = dC B^T, dB = A^T dC, summed over broadcast batch dims.
-#include "core/ops/linalg.h"
+#include "ember/ops/linalg.h"
 
 #include <algorithm>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/factory.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
 
 namespace ember {
 namespace {

@@ -18,20 +18,20 @@
 //                sp = softplus(-x) = log1p(exp(-|x|)) + max(-x, 0) (stable for any |x|):
 //                l = w ((1 - t) x + lw sp); dx = w ((1 - t) - lw sigmoid(-x)),
 //                dt = w (-x + (pos_weight - 1) sp).
-#include "core/ops/loss.h"
+#include "ember/ops/loss.h"
 
 #include <string>
 #include <vector>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/grad_mode.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/index.h"
-#include "core/ops/reduce.h"
-#include "core/ops/softmax.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/reduce.h"
+#include "ember/ops/softmax.h"
 
 namespace ember {
 namespace {

@@ -1,9 +1,9 @@
 // Memory statistics and thread control, forwarded to every backend that offers them.
-#include "core/ops/memory.h"
+#include "ember/ops/memory.h"
 
-#include "core/dispatch/device_registry.h"
-#include "core/plugin/loader.h"
-#include "core/util/error.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
 
 namespace ember {
 

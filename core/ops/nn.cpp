@@ -21,7 +21,7 @@
 //              bilinear: separable, per spatial dim y = x[i0] * (1 - l) + x[i1] * l with
 //              PyTorch's source coordinate (align_corners: dst * (in - 1) / (out - 1); else
 //              (dst + 0.5) * in / out - 0.5 clamped at 0). Both differentiable through their ops.
-#include "core/ops/nn.h"
+#include "ember/ops/nn.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,14 +29,14 @@
 #include <vector>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/index.h"
-#include "core/ops/linalg.h"
-#include "core/ops/reduce.h"
 #include "core/ops/size_math.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {

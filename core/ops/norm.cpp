@@ -25,16 +25,16 @@
 // backward (per normalised set of m elements, g = dy * weight):
 //   dx = invstd * (g - mean(g) - xhat * mean(g * xhat)),  dweight = sum(dy * xhat),
 //   dbias = sum(dy), the sums running over every set that shares the parameter.
-#include "core/ops/norm.h"
+#include "ember/ops/norm.h"
 
 #include <array>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/reduce.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {

@@ -21,16 +21,16 @@
 // backward is a gather), or the max_pool2d_backward kernel (Note [Backward of max pooling]). avg
 // and adaptive avg are linear maps whose adjoints are the *_backward kernels; each of the pair is
 // the other's backward, so both are differentiable to any order.
-#include "core/ops/pool.h"
+#include "ember/ops/pool.h"
 
 #include <array>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/factory.h"
-#include "core/ops/index.h"
 #include "core/ops/size_math.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
 
 namespace ember {
 namespace {

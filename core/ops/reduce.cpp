@@ -11,17 +11,17 @@
 //   "cumsum": the core moves the dim last with a transpose; y has the moved shape, contiguous,
 //     x's dtype (integer and bool inputs are converted to int64 first); ints unused.
 // Kernels are keyed by x's dtype. mean, var, std, norm, logsumexp, max/min are composites.
-#include "core/ops/reduce.h"
+#include "ember/ops/reduce.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
 
 namespace ember {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/util/error.h"
+#include "ember/util/error.h"
 
 namespace ember {
 

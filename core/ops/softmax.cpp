@@ -6,14 +6,14 @@
 // [1] (its softmax is 1, its log_softmax 0). Empty inputs never reach a kernel.
 // backward: softmax dx = y * (dy - sum(dy * y, dim, keepdim));
 //           log_softmax dx = dy - exp(y) * sum(dy, dim, keepdim).
-#include "core/ops/softmax.h"
+#include "ember/ops/softmax.h"
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
 #include "core/dispatch/call.h"
-#include "core/ops/elementwise.h"
-#include "core/ops/factory.h"
-#include "core/ops/reduce.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/plugin/loader.h"
-#include "core/util/export.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/export.h"
 
 namespace ember {
 

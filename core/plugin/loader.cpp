@@ -1,4 +1,4 @@
-#include "core/plugin/loader.h"
+#include "ember/plugin/loader.h"
 
 #include <dlfcn.h>
 #include <fnmatch.h>
@@ -20,19 +20,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/dispatch/device_registry.h"
-#include "core/dispatch/extension_ops.h"
-#include "core/dispatch/op.h"
 #include "core/plugin/elf_check.h"
-#include "core/util/error.h"
 #include "core/util/log.h"
-
-#ifndef EMBER_INSTALL_PLUGIN_DIR
-#define EMBER_INSTALL_PLUGIN_DIR ""
-#endif
-#ifndef EMBER_VERSION
-#define EMBER_VERSION "0.1.0"
-#endif
+#include "ember/dispatch/device_registry.h"
+#include "ember/dispatch/extension_ops.h"
+#include "ember/dispatch/op.h"
+#include "ember/util/error.h"
+#include "ember/version.h"
 
 namespace fs = std::filesystem;
 
@@ -90,8 +84,27 @@ void host_scratch_free(void* p, size_t) {
 }
 
 const ember_host_v1 kHost = {sizeof(ember_host_v1), EMBER_ABI_MAJOR, EMBER_ABI_MINOR,
-                             EMBER_VERSION,         host_log,        host_scratch_alloc,
+                             EMBER_VERSION_STRING,  host_log,        host_scratch_alloc,
                              host_scratch_free};
+
+// Note [Version compatibility]
+// Three versions meet at run time; each promise is kept where it is checked.
+// - Ember's version (MAJOR.MINOR.PATCH: <ember/version.h>, ember::version(), `ember --version`).
+//   The libraries' SONAMEs carry the major (libember_core.so.0, libember.so.0): a program built
+//   against Ember X.y runs with any X.z, z >= y, and the dynamic linker refuses another major.
+//   The CMake package accepts a request of its own major that is not newer than itself
+//   (SameMajorVersion): an 0.1.0 install satisfies find_package(Ember 0.1) and refuses
+//   find_package(Ember 1.0) and find_package(Ember 0.2), naming its version.
+// - The plugin ABI (EMBER_ABI_MAJOR.EMBER_ABI_MINOR, <ember/plugin_abi.h>). A plugin declares the
+//   major it was built for and the oldest minor it needs. The core loads it when the majors are
+//   equal and its own minor is at least that one: tables only grow at their end, and neither side
+//   reads a field past the other's struct_size. So a plugin built for 1.0 loads in every 1.x
+//   core; one that needs 1.3 is refused by a 1.2 core ("needs ABI 1.3, this core provides 1.2
+//   (update Ember)"); a 2.x plugin is refused by a 1.x core and the other way round ("built for
+//   ABI 2.0, this core provides 1.3 (rebuild it against this Ember)"). The refusal comes before
+//   any plugin code beyond the entry getter runs. Ember's own version does not enter: a plugin
+//   built against Ember 0.1's headers loads in any later Ember of the same ABI major.
+// - A plugin's own version is reported (`ember --version`, `ember plugins`), never compared.
 
 // ---------------------------------------------------------------------------------------------
 // Controls from the environment.
@@ -126,7 +139,7 @@ bool matches_any(const std::vector<std::string>& globs, const std::string& name)
 
 // ---------------------------------------------------------------------------------------------
 // Staging registrar: what a plugin registers during init is kept aside and committed only if
-// init returns EMBER_OK (DESIGN §4).
+// init returns EMBER_OK (ARCHITECTURE.md, "The plugin seam and ABI").
 
 struct StagedKernel {
   std::string op;
@@ -433,7 +446,7 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   if (!lp->lib.has(EMBER_PLUGIN_ENTRY)) {
     rec.outcome = PluginOutcome::NotAPlugin;
     rec.reason = fmt::format("not an Ember plugin: no symbol {}", EMBER_PLUGIN_ENTRY);
-    L.loaded.push_back(lp);  // keep the library mapped: never dlclose (DESIGN §4)
+    L.loaded.push_back(lp);  // keep the library mapped: never dlclose
     lp->real.clear();
     return rec;
   }
@@ -455,13 +468,16 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   rec.build_info = desc->build_info ? desc->build_info : "";
   rec.abi = fmt::format("{}.{}", desc->abi_major, desc->abi_minor_min);
 
-  // 5. ABI check before any plugin code beyond the entry getter runs.
+  // 5. ABI check before any plugin code beyond the entry getter runs (Note [Version
+  // compatibility]).
   if (desc->abi_major != EMBER_ABI_MAJOR || desc->abi_minor_min > EMBER_ABI_MINOR) {
     lp->real.clear();
     rec.outcome = PluginOutcome::RejectedAbi;
+    const bool major = desc->abi_major != EMBER_ABI_MAJOR;
     rec.reason =
-        fmt::format("built for ABI {}.{}, this core provides {}.{} (rebuild it)", desc->abi_major,
-                    desc->abi_minor_min, EMBER_ABI_MAJOR, EMBER_ABI_MINOR);
+        fmt::format("{} ABI {}.{}, this core provides {}.{} ({})", major ? "built for" : "needs",
+                    desc->abi_major, desc->abi_minor_min, EMBER_ABI_MAJOR, EMBER_ABI_MINOR,
+                    major ? "rebuild it against this Ember" : "update Ember");
     return rec;
   }
 
@@ -635,6 +651,12 @@ std::vector<std::string> candidates_in(const std::string& dir) {
   return out;
 }
 
+// Note [Plugins live next to the core]
+// The only automatic search directory is ember-plugins/ beside the libember_core.so this process
+// actually mapped (its path read back from the loaded image, symlinks resolved). No absolute
+// path is compiled in: an installed tree (cmake --install, the Debian packages, a tarball) keeps
+// working when copied elsewhere, a build tree never picks up an installed tree's plugins, and
+// which backends a machine has is decided by which files are in that one directory.
 std::string core_library_dir() {
   std::error_code ec;
   fs::path p = boost::dll::this_line_location(ec);
@@ -686,10 +708,6 @@ SearchPlan plan_search(Loader& L) {
     const std::string core_dir = core_library_dir();
     if (!core_dir.empty())
       report.search_path.push_back({core_dir + "/ember-plugins", "core library dir"});
-    const std::string install_dir = EMBER_INSTALL_PLUGIN_DIR;
-    if (!install_dir.empty() && install_dir != core_dir + "/ember-plugins") {
-      report.search_path.push_back({install_dir, "install dir"});
-    }
   }
   for (SearchDir& d : report.search_path) {
     std::error_code ec;
@@ -700,10 +718,10 @@ SearchPlan plan_search(Loader& L) {
 }
 
 // Note [Autoload off]
-// EMBER_PLUGIN_AUTOLOAD=0 (or PluginOptions::autoload = false) skips the directories next to the
-// core and the install dir; paths named explicitly (the API, EMBER_PLUGIN_PATH, load_plugin)
-// still load. With nothing loaded the built-in CPU device still makes and copies tensors but no
-// op has a kernel.
+// EMBER_PLUGIN_AUTOLOAD=0 (or PluginOptions::autoload = false) skips the directory next to the
+// core (Note [Plugins live next to the core]); paths named explicitly (the API, EMBER_PLUGIN_PATH,
+// load_plugin) still load. With nothing loaded the built-in CPU device still makes and copies
+// tensors but no op has a kernel.
 void discover(Loader& L) {
   ++L.discoveries;
   const SearchPlan plan = plan_search(L);
@@ -776,6 +794,10 @@ std::string strict_and_required(const PluginReport& r) {
 }
 
 }  // namespace
+
+const char* version() {
+  return EMBER_VERSION_STRING;
+}
 
 const ember_host_v1* detail::host_table() {
   return &kHost;

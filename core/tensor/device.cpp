@@ -1,10 +1,10 @@
-#include "core/tensor/device.h"
+#include "ember/tensor/device.h"
 
 #include <charconv>
 
-#include "core/dispatch/device_registry.h"
-#include "core/plugin/loader.h"
-#include "core/util/error.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
 
 namespace ember {
 namespace {

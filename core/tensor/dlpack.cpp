@@ -1,9 +1,9 @@
 // DLPack (v0.6) export and import, zero-copy in both directions.
-#include "core/tensor/dlpack.h"
+#include "ember/tensor/dlpack.h"
 
 #include <dlpack/dlpack.h>
 
-#include "core/ops/factory.h"
+#include "ember/ops/factory.h"
 
 namespace ember {
 namespace {

@@ -1,6 +1,6 @@
-#include "core/tensor/dtype.h"
+#include "ember/tensor/dtype.h"
 
-#include "core/util/error.h"
+#include "ember/util/error.h"
 
 namespace ember {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/ops/factory.h"
-#include "core/tensor/tensor.h"
+#include "ember/ops/factory.h"
+#include "ember/tensor/tensor.h"
 
 namespace ember {
 namespace {

@@ -1,6 +1,6 @@
-#include "core/tensor/shape.h"
+#include "ember/tensor/shape.h"
 
-#include "core/util/error.h"
+#include "ember/util/error.h"
 
 namespace ember {
 

@@ -1,10 +1,10 @@
 // Tensor metadata and views: geometry only, no kernels.
-#include "core/tensor/tensor.h"
+#include "ember/tensor/tensor.h"
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/record.h"
-#include "core/ops/factory.h"
-#include "core/ops/index.h"
+#include "ember/autograd/record.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,13 +1,13 @@
-#include "core/tensor/tensor_impl.h"
+#include "ember/tensor/tensor_impl.h"
 
-#include "core/autograd/node.h"
+#include "ember/autograd/node.h"
 
 namespace ember {
 
 // Note [TensorImpl stays small]
 // One TensorImpl is allocated per op output, so its size is part of the op overhead budget
-// (DESIGN §2). Sizes and strides keep up to 6 dims inline; numel and contiguity are cached
-// because every kernel call asks for them.
+// (ARCHITECTURE.md, "The path of one op call"). Sizes and strides keep up to 6 dims inline; numel
+// and contiguity are cached because every kernel call asks for them.
 static_assert(sizeof(TensorImpl) <= 192, "TensorImpl grew: check Note [TensorImpl stays small]");
 
 static bool compute_contiguous(const Shape& sizes, const Shape& strides) {

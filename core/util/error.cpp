@@ -1,4 +1,4 @@
-#include "core/util/error.h"
+#include "ember/util/error.h"
 
 #include "ember/plugin_abi.h"
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/util/export.h"
+#include "ember/util/export.h"
 
 namespace ember {
 

@@ -53,7 +53,7 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   ember_op_schema_v1 schema = sdk::op_schema(kOp, 2, 1, infer, "(x, y; alpha) -> x + alpha * y");
   schema.num_floats = 1;
   schema.flags = EMBER_OP_CONTIGUOUS_INPUTS;
-  // To make it differentiable, name a backward op here (see plugins/examples/fused_bias_gelu).
+  // To make it differentiable, name a backward op here (see examples/custom_op).
   if (int32_t s = sdk::register_op(reg, schema, error, cap); s != EMBER_OK) return s;
 
   const int32_t cpu = reg->find_device_type(reg->ctx, "cpu");

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "core/dispatch/device_registry.h"
+#include "ember/dispatch/device_registry.h"
 #include "tests/plugin/plugin_test_util.h"
 
 namespace ember {

@@ -1,6 +1,7 @@
-// The DESIGN §4 failure table: every row has a fixture built by CMake. For each, the process
-// survives, the CPU plugin still runs an op, the report names the outcome and the cause, and
-// with EMBER_PLUGINS_STRICT=1 the same fixture is fatal with a clear message.
+// The failure table of ARCHITECTURE.md ("Discovery and loading"): every row has a fixture built by
+// CMake. For each, the process survives, the CPU plugin still runs an op, the report names the
+// outcome and the cause, and with EMBER_PLUGINS_STRICT=1 the same fixture is fatal with a clear
+// message.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -92,10 +93,11 @@ TEST_F(FailureTable, CpuStillRunsAnOp) {
 
 TEST_F(FailureTable, AbiVersionsAreBothInTheMessage) {
   const std::string minor = std::to_string(EMBER_ABI_MINOR);
-  EXPECT_EQ(row("libember-fixture-abi2.so")["reason"],
-            "built for ABI 2.0, this core provides 1." + minor + " (rebuild it)");
+  EXPECT_EQ(
+      row("libember-fixture-abi2.so")["reason"],
+      "built for ABI 2.0, this core provides 1." + minor + " (rebuild it against this Ember)");
   EXPECT_EQ(row("libember-fixture-newminor.so")["reason"],
-            "built for ABI 1.99, this core provides 1." + minor + " (rebuild it)");
+            "needs ABI 1.99, this core provides 1." + minor + " (update Ember)");
 }
 
 TEST_F(FailureTable, MissingDependencyNamesEveryMissingLibrary) {
@@ -187,7 +189,7 @@ TEST(StrictMode, EveryFailingRowIsFatalWithAClearMessage) {
   fs::remove_all(scratch);
 }
 
-// Shadowing and conflicts are outcomes, not failures: DESIGN §4 says "never fatal".
+// Shadowing and conflicts are outcomes, not failures: never fatal.
 TEST(StrictMode, DuplicatesAndConflictsAreNotFatal) {
   const std::string files =
       std::string(EMBER_FIXTURE_DIR) + "/libember-fixture-good.so:" + EMBER_FIXTURE_DIR +

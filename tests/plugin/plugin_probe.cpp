@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dispatch/call.h"
-#include "core/dispatch/device_registry.h"
-#include "core/ops/memory.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/ops/memory.h"
 
 namespace {
 

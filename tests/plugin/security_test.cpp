@@ -114,14 +114,12 @@ void expect_never_looked_in(const nlohmann::json& report, const std::string& dir
   }
 }
 
-TEST(PluginSecurity, DefaultSearchPathIsOnlyTheCoreDirAndInstallDir) {
+TEST(PluginSecurity, DefaultSearchPathIsOnlyTheCoreDir) {
   const PluginReport r = plugin_report();
   const fs::path cwd = fs::current_path();
   const fs::path exe_dir = fs::canonical("/proc/self/exe").parent_path();
   for (const SearchDir& d : r.search_path) {
-    EXPECT_TRUE(d.source == "core library dir" || d.source == "install dir" ||
-                d.source == "EMBER_PLUGIN_PATH")
-        << d.source;
+    EXPECT_TRUE(d.source == "core library dir" || d.source == "EMBER_PLUGIN_PATH") << d.source;
     EXPECT_TRUE(fs::path(d.dir).is_absolute()) << d.dir;
     std::error_code ec;
     EXPECT_FALSE(fs::equivalent(d.dir, cwd, ec)) << d.dir << " is the working directory";

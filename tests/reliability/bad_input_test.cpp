@@ -22,9 +22,9 @@ namespace fs = std::filesystem;
 
 // Note [What a catalogue row asserts]
 // An ember::Error says what went wrong twice over: its kind (Note [Error kinds] in
-// core/util/error.h), both as Error::kind() and as its C++ type (ember::IndexError, ...), and
-// the op it came from, as the "[op]" prefix of its message. A row therefore asserts (1) that an
-// ember::Error escapes (std::bad_alloc, std::out_of_range, a crash or no error at all are
+// core/include/ember/util/error.h), both as Error::kind() and as its C++ type (ember::IndexError,
+// ...), and the op it came from, as the "[op]" prefix of its message. A row therefore asserts (1)
+// that an ember::Error escapes (std::bad_alloc, std::out_of_range, a crash or no error at all are
 // failures), (2) that its kind() is the row's ErrorKind and that it is an instance of that
 // kind's subclass, so catching by type works, (3) that the message starts with the row's "[op]"
 // and (4) that it contains every expected substring, which are chosen to be the observed values
@@ -153,7 +153,7 @@ std::vector<Row> rows() {
       ROW("linspace_negative_steps", Value, "[linspace]", linspace(0, 1, -2), "-2"),
       ROW("eye_negative", Value, "[eye]", eye(-3), "-3"),
       ROW("randint_empty_range", Value, "[randint]", randint(5, 5, {3}), "low 5 high 5"),
-      // Pinned memory, streams, events and backend options (core/dispatch/stream.h).
+      // Pinned memory, streams, events and backend options (core/include/ember/dispatch/stream.h).
       ROW("pin_memory_requires_grad", Type, "[pin_memory]",
           (void)ones({2}).requires_grad_(true).pin_memory(), "requires grad", ".detach()"),
       ROW("pinned_empty_off_the_cpu", Type, "[empty]",

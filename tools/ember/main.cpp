@@ -1,4 +1,4 @@
-// The `ember` command: devices, plugins, ops, train.
+// The `ember` command: devices, plugins, ops, conformance, train, --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,8 +19,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/dispatch/device_registry.h"
 #include "core/plugin/elf_check.h"
+#include "ember/dispatch/device_registry.h"
+#include "tools/ember/conformance.h"
 #include "tools/ember/train.h"
 
 namespace {
@@ -42,6 +43,29 @@ int cmd_devices() {
     fmt::print("{:<12} {:<8} {:<10} {}\n", e.name, e.count, e.plugin, details);
   }
   fmt::print("\ndefault device: {}\n", ember::default_device());
+  return 0;
+}
+
+// `ember --version`: Ember's version, the plugin ABI this core speaks (Note [Version
+// compatibility]) and the version of every plugin that loaded.
+int cmd_version() {
+  fmt::print("ember {}\n", EMBER_VERSION_STRING);
+  if (std::string(ember::version()) != EMBER_VERSION_STRING) {
+    fmt::print("  running with libember_core {}\n", ember::version());
+  }
+  fmt::print("plugin ABI {}.{} (loads plugins of ABI {}.x that need at most {}.{})\n",
+             EMBER_ABI_MAJOR, EMBER_ABI_MINOR, EMBER_ABI_MAJOR, EMBER_ABI_MAJOR, EMBER_ABI_MINOR);
+  const ember::PluginReport r = ember::plugin_report();
+  for (const auto& d : r.search_path) {
+    if (d.source == "core library dir") fmt::print("plugin directory {}\n", d.dir);
+  }
+  for (const auto& p : r.plugins) {
+    if (p.outcome != ember::PluginOutcome::Loaded && p.outcome != ember::PluginOutcome::Unusable) {
+      continue;
+    }
+    fmt::print("plugin {} {} (ABI {}{}) {}\n", p.name, p.version, p.abi,
+               p.outcome == ember::PluginOutcome::Unusable ? ", 0 devices" : "", p.file);
+  }
   return 0;
 }
 
@@ -268,7 +292,10 @@ int cmd_ops(bool json) {
 
 int main(int argc, char** argv) {
   CLI::App app{"ember: an eager deep-learning runtime with plugin backends"};
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("-V,--version", version,
+               "Print Ember's version, its plugin ABI and the loaded plugins' versions");
   bool json = false;
   auto* devices = app.add_subcommand("devices", "List device types and devices");
   auto* plugins =
@@ -287,6 +314,18 @@ int main(int argc, char** argv) {
   load_one->add_option("file", load_one_file)->required();
   auto* ops = app.add_subcommand("ops", "List ops and the device types/dtypes with kernels");
   ops->add_flag("--json", json, "Machine-readable list");
+  ember::conformance::Options conf;
+  auto* conformance = app.add_subcommand(
+      "conformance",
+      "Compare a backend with the reference backend, op by op (values and gradients)");
+  conformance->add_option("--device", conf.devices,
+                          "Device type(s) to check (default: every loaded one but reference)");
+  conformance->add_option("--filter", conf.filter, "Only cases whose name contains this");
+  conformance->add_flag("--all", conf.all,
+                        "Every case must be claimed (a complete backend), not only those whose "
+                        "ops the device has");
+  conformance->add_flag("!--no-grad", conf.grad, "Compare values only, not gradients");
+  conformance->add_flag("-v,--verbose", conf.verbose, "List passing and unclaimed cases too");
   ember::tools::TrainOptions t;
   auto* train =
       app.add_subcommand("train", "Train a CNN on Fashion-MNIST; save a checkpoint and curves");
@@ -314,12 +353,18 @@ int main(int argc, char** argv) {
   train->add_option("--workers", t.workers, "Data-loader threads")->capture_default_str();
   train->add_flag("!--no-progress", t.progress, "Plain lines instead of a progress bar");
   CLI11_PARSE(app, argc, argv);
+  if (!version && app.get_subcommands().empty()) {
+    std::cerr << app.help() << "a command is required\n";
+    return 106;  // CLI11's RequiredError, as before --version allowed no command
+  }
   try {
+    if (version) return cmd_version();
     if (*devices) return cmd_devices();
     if (*load_one) return cmd_load_one(load_one_file);
     if (*doctor) return cmd_doctor(doctor_paths, json);
     if (*plugins) return cmd_plugins(json, verbose);
     if (*ops) return cmd_ops(json);
+    if (*conformance) return ember::conformance::run_cli(conf);
     if (*train) {
       ember::tools::train(t);
       return 0;

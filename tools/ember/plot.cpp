@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/util/error.h"
+#include "ember/util/error.h"
 
 namespace ember::tools {
 namespace {

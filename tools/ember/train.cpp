@@ -14,7 +14,7 @@
 #include <ember/optim.h>
 #include <fmt/format.h>
 
-#include "core/dispatch/device_registry.h"
+#include "ember/dispatch/device_registry.h"
 #include "tools/ember/plot.h"
 
 namespace ember::tools {

@@ -50,7 +50,8 @@ void map(const ember_kernel_call* call, F f) {
 // ---- copy / convert ---------------------------------------------------------------------------
 
 // A floating value as an integer dtype D, defined for every input as the core's Scalar does
-// (Note [Float to integer conversion] in core/tensor/scalar.h): truncation toward zero, NaN,
+// (Note [Float to integer conversion] in core/include/ember/tensor/scalar.h): truncation toward
+// zero, NaN,
 // +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep the low bits of
 // that int64. A plain static_cast is undefined behaviour for those inputs.
 template <typename D>

@@ -92,7 +92,7 @@ __host__ __device__ __forceinline__ D narrow(A v) {
   } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
     return __float2bfloat16_rn(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<A>) {
-    // Note [Float to integer conversion] (core/tensor/scalar.h): truncation toward zero; NaN,
+    // Note [Float to integer conversion] (core/include/ember/tensor/scalar.h): truncation toward zero; NaN,
     // +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep its low bits.
     // A plain cast saturates on the GPU instead.
     const double d = static_cast<double>(v);

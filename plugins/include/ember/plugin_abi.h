@@ -138,9 +138,9 @@ typedef struct ember_device_props {
 /* Note [Streams and events through the ABI]
  * A stream is a queue of device work; an event marks a point in one. The core knows neither:
  * it passes the backend's opaque handles around (ember::Stream, ember::Event in
- * core/dispatch/stream.h), as PyTorch's c10::Stream does with its DeviceGuardImpl. Each thread
- * has a current stream per device (the device's default stream until it sets another), and
- * everything the thread does on that device goes there: kernels, allocations (a caching
+ * core/include/ember/dispatch/stream.h), as PyTorch's c10::Stream does with its DeviceGuardImpl.
+ * Each thread has a current stream per device (the device's default stream until it sets another),
+ * and everything the thread does on that device goes there: kernels, allocations (a caching
  * allocator keeps blocks per stream) and copies. Pool streams are never destroyed, so a handle
  * stays valid for the life of the process and a cached block can never meet a new stream that
  * reuses an old stream's handle; events are owned and destroyed by the core. A memory block that

@@ -1,6 +1,7 @@
-// Loading the CUDA plugin through `ember plugins --json` (DESIGN §4 failure table): on a host
-// with the CUDA libraries but no GPU it loads with 0 devices and a reason; with libcudnn
-// hidden from the loader it is reported as a missing dependency; the CPU plugin loads anyway.
+// Loading the CUDA plugin through `ember plugins --json` (the failure table of ARCHITECTURE.md,
+// "Discovery and loading"): on a host with the CUDA libraries but no GPU it loads with 0 devices
+// and a reason; with libcudnn hidden from the loader it is reported as a missing dependency; the
+// CPU plugin loads anyway.
 #include <sys/wait.h>
 #include <unistd.h>
 

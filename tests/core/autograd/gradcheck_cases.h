@@ -8,7 +8,7 @@
 
 #include <ember/ember.h>
 
-#include "core/autograd/record.h"
+#include "ember/autograd/record.h"
 
 namespace ember::testing {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd/gradcheck.h"
+#include "ember/autograd/gradcheck.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 
 namespace ember::testing {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "core/autograd/differentiable_ops.h"
-#include "core/autograd/gradcheck.h"
+#include "ember/autograd/gradcheck.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 
 namespace ember::testing {

@@ -1,6 +1,7 @@
-// Streams, events, pinned memory and non-blocking copies (ABI 1.3, core/dispatch/stream.h)
-// against the "queue" fixture device (queue_device_plugin.cpp), whose asynchronous copies wait in
-// their stream until something waits for them; and the same API on the CPU, which has no streams.
+// Streams, events, pinned memory and non-blocking copies (ABI 1.3,
+// core/include/ember/dispatch/stream.h) against the "queue" fixture device
+// (queue_device_plugin.cpp), whose asynchronous copies wait in their stream until something waits
+// for them; and the same API on the CPU, which has no streams.
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 

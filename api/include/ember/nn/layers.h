@@ -1,0 +1,303 @@
+// Layers: linear, convolution, normalisation, dropout, embedding, pooling and activations.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/nn/module.h"
+#include "ember/ops/factory.h"
+
+namespace ember::nn {
+
+/** A size given once for both spatial dims (3) or per dim ({3, 5}). */
+struct Pair {
+  int64_t h, w;
+  /** The same value for height and width. */
+  Pair(int64_t v) : h(v), w(v) {}  // NOLINT(google-explicit-constructor)
+  /** Height and width. */
+  Pair(int64_t h_, int64_t w_) : h(h_), w(w_) {}
+};
+
+/** y = x W^T + b; weight [out, in] and bias [out] from U(-1/sqrt(in), 1/sqrt(in)). */
+class Linear : public Module {
+ public:
+  /** A layer from `in_features` to `out_features`, with a bias unless `bias` is false. */
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_features, out_features;
+  Tensor& weight;  ///< [out_features, in_features]
+  Tensor& bias;    ///< [out_features], undefined without bias
+};
+
+/** Options of Conv2d and ConvTranspose2d beyond channel counts and kernel size. */
+struct Conv2dOptions {
+  Pair stride = 1;          ///< step between windows
+  Pair padding = 0;         ///< zeros added on each side
+  Pair dilation = 1;        ///< spacing between kernel taps
+  int64_t groups = 1;       ///< channel groups (in and out channels divisible by it)
+  bool bias = true;         ///< whether to add a learned bias
+  Pair output_padding = 0;  ///< ConvTranspose2d only: extra rows/columns on one side
+};
+
+/** 2-d convolution over [N, C, H, W]; weight [out, in/groups, kH, kW], PyTorch's init. */
+class Conv2d : public Module {
+ public:
+  /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
+  Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel_size, Conv2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels;
+  const Pair kernel_size;
+  const Conv2dOptions options;
+  Tensor& weight;  ///< [out, in/groups, kH, kW]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
+/** Transposed 2-d convolution; weight [in, out/groups, kH, kW], PyTorch's init. */
+class ConvTranspose2d : public Module {
+ public:
+  /** A transposed convolution from `in_channels` to `out_channels`. */
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, Pair kernel_size,
+                  Conv2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels;
+  const Pair kernel_size;
+  const Conv2dOptions options;
+  Tensor& weight;  ///< [in, out/groups, kH, kW]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
+/** Options of the batch-norm layers. */
+struct BatchNormOptions {
+  double eps = 1e-5;                ///< added to the variance
+  double momentum = 0.1;            ///< running-statistics update rate
+  bool affine = true;               ///< learn weight and bias
+  bool track_running_stats = true;  ///< keep running mean/var (used in eval)
+};
+
+/** Batch normalisation over channel dim 1, shared by BatchNorm1d and BatchNorm2d. */
+class BatchNorm : public Module {
+ public:
+  /** Normalises `num_features` channels of inputs of rank `ranks` (e.g. {2, 3} or {4}). */
+  BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t num_features,
+            BatchNormOptions options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_features;
+  const BatchNormOptions options;
+  Tensor& weight;               ///< [C] (ones), undefined unless affine
+  Tensor& bias;                 ///< [C] (zeros), undefined unless affine
+  Tensor& running_mean;         ///< [C], undefined unless tracking
+  Tensor& running_var;          ///< [C], undefined unless tracking
+  Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
+
+ private:
+  std::vector<int64_t> ranks_;
+};
+
+/** Batch normalisation of [N, C] or [N, C, L]. */
+class BatchNorm1d : public BatchNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit BatchNorm1d(int64_t num_features, BatchNormOptions options = {})
+      : BatchNorm("BatchNorm1d", {2, 3}, num_features, options) {}
+};
+
+/** Batch normalisation of [N, C, H, W]. */
+class BatchNorm2d : public BatchNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit BatchNorm2d(int64_t num_features, BatchNormOptions options = {})
+      : BatchNorm("BatchNorm2d", {4}, num_features, options) {}
+};
+
+/** Layer normalisation over the trailing `normalized_shape`. */
+class LayerNorm : public Module {
+ public:
+  /** Normalises over the trailing dims `normalized_shape`, with elementwise affine. */
+  explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
+                     bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const std::vector<int64_t> normalized_shape;
+  const double eps;
+  Tensor& weight;  ///< normalized_shape (ones), undefined without affine
+  Tensor& bias;    ///< normalized_shape (zeros), undefined without affine
+};
+
+/** Group normalisation of [N, C, ...] in `num_groups` groups. */
+class GroupNorm : public Module {
+ public:
+  /** Normalises `num_channels` channels in `num_groups` groups. */
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_groups, num_channels;
+  const double eps;
+  Tensor& weight;  ///< [C] (ones), undefined without affine
+  Tensor& bias;    ///< [C] (zeros), undefined without affine
+};
+
+/** Zeroes elements with probability p in training (scaling the rest); identity in eval. */
+class Dropout : public Module {
+ public:
+  /** Dropout with probability `p`. */
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double p;
+};
+
+/** A lookup table of `num_embeddings` vectors of size `embedding_dim`, from N(0, 1). */
+class Embedding : public Module {
+ public:
+  /** A table; the row at `padding_idx` (if any) starts at zero and gets no gradient. */
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
+  Tensor forward(const Tensor& indices) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_embeddings, embedding_dim;
+  const std::optional<int64_t> padding_idx;
+  Tensor& weight;  ///< [num_embeddings, embedding_dim]
+};
+
+/** Options of the pooling layers. */
+struct Pool2dOptions {
+  std::optional<Pair> stride;     ///< defaults to the kernel size
+  Pair padding = 0;               ///< implicit padding on each side
+  Pair dilation = 1;              ///< MaxPool2d only
+  bool ceil_mode = false;         ///< round the output size up
+  bool count_include_pad = true;  ///< AvgPool2d only: divide by the padded window size
+};
+
+/** Max pooling over [N, C, H, W]. */
+class MaxPool2d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit MaxPool2d(Pair kernel_size, Pool2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair kernel_size;
+  const Pool2dOptions options;
+};
+
+/** Average pooling over [N, C, H, W]. */
+class AvgPool2d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit AvgPool2d(Pair kernel_size, Pool2dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair kernel_size;
+  const Pool2dOptions options;
+};
+
+/** Average pooling to a fixed output size. */
+class AdaptiveAvgPool2d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveAvgPool2d(Pair output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair output_size;
+};
+
+/** Flattens dims start_dim..end_dim into one. */
+class Flatten : public Module {
+ public:
+  /** Flattens dims `start_dim`..`end_dim` (by default all but the batch dim). */
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t start_dim, end_dim;
+};
+
+/** Returns its input. */
+class Identity : public Module {
+ public:
+  Identity() : Module("Identity") {}
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
+/** max(x, 0). */
+class ReLU : public Module {
+ public:
+  ReLU() : Module("ReLU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** x * Phi(x), or its tanh approximation with approximate = "tanh". */
+class GELU : public Module {
+ public:
+  /** GELU, exact ("none") or "tanh". */
+  explicit GELU(std::string approximate = "none");
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const std::string approximate;
+};
+
+/** x * sigmoid(x). */
+class SiLU : public Module {
+ public:
+  SiLU() : Module("SiLU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** tanh(x). */
+class Tanh : public Module {
+ public:
+  Tanh() : Module("Tanh") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** 1 / (1 + exp(-x)). */
+class Sigmoid : public Module {
+ public:
+  Sigmoid() : Module("Sigmoid") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** softmax along `dim`. */
+class Softmax : public Module {
+ public:
+  /** Softmax along `dim`. */
+  explicit Softmax(int64_t dim) : Module("Softmax"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+/** log_softmax along `dim`. */
+class LogSoftmax : public Module {
+ public:
+  /** Log-softmax along `dim`. */
+  explicit LogSoftmax(int64_t dim) : Module("LogSoftmax"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+}  // namespace ember::nn

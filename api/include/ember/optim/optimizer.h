@@ -1,0 +1,112 @@
+// Optimizer: parameter groups with their hyperparameters, per-parameter state, zero_grad and
+// a flat state dict.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/state_dict.h"
+#include "ember/tensor/tensor.h"
+
+namespace ember::optim {
+
+/** Hyperparameters by name ("lr", "momentum", ...), like the keys of a PyTorch param group. */
+using Options = std::map<std::string, double>;
+
+/** Parameters updated with the same hyperparameters; `options` overrides the defaults. */
+struct ParamGroup {
+  /** The tensors this group updates in place. */
+  std::vector<Tensor> params;
+  /** Hyperparameters; the optimizer fills in every one the group does not set. */
+  Options options = {};
+
+  /** The learning rate of this group. */
+  double lr() const { return get("lr"); }
+  /** Sets the learning rate of this group (what schedulers do). */
+  void set_lr(double lr) { set("lr", lr); }
+  /** The hyperparameter `name`; throws ember::Error if the group has none of that name. */
+  double get(const std::string& name) const;
+  /** Sets the hyperparameter `name` (unchecked: the next step uses it as is). */
+  void set(const std::string& name, double value) { options[name] = value; }
+};
+
+/** One parameter's state: its step count and the buffers its optimizer keeps. */
+struct ParamState {
+  /** Number of updates applied to this parameter. */
+  int64_t step = 0;
+  /** Buffers in the order of the optimizer's buffer names; undefined until first needed. */
+  std::vector<Tensor> buffers;
+};
+
+/** Base of all optimizers: holds the groups and state; subclasses implement step(). */
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /** Applies one update to every parameter that has a gradient. */
+  virtual void step() = 0;
+  /** Clears the gradients: resets them to undefined, or fills them with zeros. */
+  void zero_grad(bool set_to_none = true);
+
+  /** The parameter groups (mutable, so that lr and other hyperparameters can change). */
+  std::vector<ParamGroup>& param_groups() { return groups_; }
+  /** The parameter groups. */
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /** Adds a group, filling in the defaults and checking its hyperparameters. */
+  void add_param_group(ParamGroup group);
+  /** The default hyperparameters of new groups. */
+  const Options& defaults() const { return defaults_; }
+
+  /** The state of `param`, or null if it was never updated. */
+  const ParamState* state(const Tensor& param) const;
+
+  /** A copy of the state: "state.<i>.<buffer>", "state.<i>.step" and "param_groups.<g>.<hyper>". */
+  StateDict state_dict() const;
+  /** Replaces hyperparameters and state with those of `dict` (after checking all of it). */
+  void load_state_dict(const StateDict& dict);
+
+  /** The name used in error messages, e.g. "optim.SGD". */
+  const std::string& name() const { return name_; }
+
+ protected:
+  /** Makes an optimizer called `name` whose state has the given buffers (and a step count). */
+  Optimizer(std::string name, Options defaults, std::vector<std::string> buffer_names,
+            bool counts_steps);
+  /** Adds the groups; call from the subclass constructor once validate() can run. */
+  void init_groups(std::vector<ParamGroup> groups);
+  /** Throws ember::Error if the group's hyperparameters are out of range. */
+  virtual void validate(const ParamGroup& group) const = 0;
+  /** The state of `param`, created (buffers undefined) if it has none yet. */
+  ParamState& state_for(const Tensor& param);
+
+ private:
+  std::string name_;
+  Options defaults_;
+  std::vector<std::string> buffer_names_;
+  bool counts_steps_;
+  std::vector<ParamGroup> groups_;
+  std::unordered_map<const TensorImpl*, ParamState> state_;
+};
+
+namespace detail {
+/** True if the update of `param` may run as a fused loop on the host (contiguous CPU f32/f64). */
+bool fusable(const Tensor& param);
+/** The gradient of `param` as a contiguous tensor of param's dtype (copies only if needed). */
+Tensor dense_grad(const Tensor& param);
+/** Calls `fn(T{})` with T = float or double, the dtype of a fusable tensor. */
+template <typename Fn>
+void visit_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::Float32) {
+    fn(float{});
+  } else {
+    fn(double{});
+  }
+}
+}  // namespace detail
+
+}  // namespace ember::optim

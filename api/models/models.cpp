@@ -1,0 +1,178 @@
+#include "ember/models.h"
+
+#include "ember/ops/elementwise.h"
+#include "ember/util/error.h"
+
+namespace ember::models {
+
+using nn::Pair;
+using std::make_shared;
+
+std::shared_ptr<nn::Sequential> lenet5(int64_t num_classes) {
+  // Note [LeNet-5 on 28x28]: LeCun's LeNet-5 takes 32x32 images; padding the first
+  // convolution by 2 gives 28x28 inputs the same geometry (6x28x28 -> 16x10x10 -> 400).
+  return make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      make_shared<nn::Conv2d>(1, 6, 5, nn::Conv2dOptions{.padding = 2}),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::MaxPool2d>(2),
+      make_shared<nn::Conv2d>(6, 16, 5),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::MaxPool2d>(2),
+      make_shared<nn::Flatten>(),
+      make_shared<nn::Linear>(16 * 5 * 5, 120),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::Linear>(120, 84),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::Linear>(84, num_classes),
+  });
+}
+
+std::shared_ptr<nn::Sequential> fashion_cnn(int64_t num_classes) {
+  const nn::Conv2dOptions same{.padding = 1, .bias = false};  // batch norm supplies the bias
+  return make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      make_shared<nn::Conv2d>(1, 32, 3, same),
+      make_shared<nn::BatchNorm2d>(32),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::MaxPool2d>(2),
+      make_shared<nn::Conv2d>(32, 64, 3, same),
+      make_shared<nn::BatchNorm2d>(64),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::MaxPool2d>(2),
+      make_shared<nn::Flatten>(),
+      make_shared<nn::Linear>(64 * 7 * 7, 128),
+      make_shared<nn::ReLU>(),
+      make_shared<nn::Dropout>(0.25),
+      make_shared<nn::Linear>(128, num_classes),
+  });
+}
+
+std::shared_ptr<nn::Sequential> mlp(const std::vector<int64_t>& sizes) {
+  EMBER_CHECK(sizes.size() >= 2, "[models.mlp] needs at least an input and an output size: got {}",
+              sizes.size());
+  auto net = make_shared<nn::Sequential>();
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    if (i > 0) net->push_back(make_shared<nn::ReLU>());
+    net->push_back(make_shared<nn::Linear>(sizes[i], sizes[i + 1]));
+  }
+  return net;
+}
+
+namespace {
+
+// The shortcut of a residual block that changes the resolution or the channels: a strided 1x1
+// convolution and a batch norm.
+std::shared_ptr<nn::Sequential> projection(int64_t in, int64_t out, int64_t stride) {
+  return make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      make_shared<nn::Conv2d>(in, out, 1, nn::Conv2dOptions{.stride = stride, .bias = false}),
+      make_shared<nn::BatchNorm2d>(out)});
+}
+
+}  // namespace
+
+BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicBlock") {
+  conv1_ = register_module(
+      "conv1", make_shared<nn::Conv2d>(
+                   in, out, 3, nn::Conv2dOptions{.stride = stride, .padding = 1, .bias = false}));
+  bn1_ = register_module("bn1", make_shared<nn::BatchNorm2d>(out));
+  conv2_ = register_module(
+      "conv2",
+      make_shared<nn::Conv2d>(out, out, 3, nn::Conv2dOptions{.padding = 1, .bias = false}));
+  bn2_ = register_module("bn2", make_shared<nn::BatchNorm2d>(out));
+  if (stride != 1 || in != out)
+    downsample_ = register_module("downsample", projection(in, out, stride));
+}
+
+Tensor BasicBlock::forward(const Tensor& x) {
+  Tensor y = relu((*bn1_)((*conv1_)(x)));
+  y = (*bn2_)((*conv2_)(y));
+  return relu(add(y, downsample_ ? (*downsample_)(x) : x));
+}
+
+Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bottleneck") {
+  const int64_t out = 4 * width;
+  conv1_ = register_module("conv1",
+                           make_shared<nn::Conv2d>(in, width, 1, nn::Conv2dOptions{.bias = false}));
+  bn1_ = register_module("bn1", make_shared<nn::BatchNorm2d>(width));
+  conv2_ = register_module(
+      "conv2",
+      make_shared<nn::Conv2d>(width, width, 3,
+                              nn::Conv2dOptions{.stride = stride, .padding = 1, .bias = false}));
+  bn2_ = register_module("bn2", make_shared<nn::BatchNorm2d>(width));
+  conv3_ = register_module(
+      "conv3", make_shared<nn::Conv2d>(width, out, 1, nn::Conv2dOptions{.bias = false}));
+  bn3_ = register_module("bn3", make_shared<nn::BatchNorm2d>(out));
+  if (stride != 1 || in != out)
+    downsample_ = register_module("downsample", projection(in, out, stride));
+}
+
+Tensor Bottleneck::forward(const Tensor& x) {
+  Tensor y = relu((*bn1_)((*conv1_)(x)));
+  y = relu((*bn2_)((*conv2_)(y)));
+  y = (*bn3_)((*conv3_)(y));
+  return relu(add(y, downsample_ ? (*downsample_)(x) : x));
+}
+
+namespace {
+
+// The ResNet stem (7x7/2 convolution, batch norm, ReLU, 3x3/2 max pool) and head (global average
+// pool, linear) around `stages`.
+std::shared_ptr<nn::Sequential> resnet(int64_t in_channels, int64_t features, int64_t num_classes,
+                                       const std::function<void(nn::Sequential&)>& stages) {
+  auto net = make_shared<nn::Sequential>();
+  net->push_back(make_shared<nn::Conv2d>(
+      in_channels, 64, 7, nn::Conv2dOptions{.stride = 2, .padding = 3, .bias = false}));
+  net->push_back(make_shared<nn::BatchNorm2d>(64));
+  net->push_back(make_shared<nn::ReLU>());
+  net->push_back(make_shared<nn::MaxPool2d>(3, nn::Pool2dOptions{.stride = Pair(2), .padding = 1}));
+  stages(*net);
+  net->push_back(make_shared<nn::AdaptiveAvgPool2d>(1));
+  net->push_back(make_shared<nn::Flatten>());
+  net->push_back(make_shared<nn::Linear>(features, num_classes));
+  return net;
+}
+
+}  // namespace
+
+std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes, int64_t in_channels) {
+  return resnet(in_channels, 2048, num_classes, [](nn::Sequential& net) {
+    int64_t in = 64;
+    const int64_t blocks[] = {3, 4, 6, 3};
+    for (int s = 0; s < 4; ++s) {
+      const int64_t width = int64_t{64} << s;
+      for (int64_t b = 0; b < blocks[s]; ++b) {
+        net.push_back(make_shared<Bottleneck>(in, width, b == 0 && s > 0 ? 2 : 1));
+        in = 4 * width;
+      }
+    }
+  });
+}
+
+std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes, int64_t in_channels) {
+  return resnet(in_channels, 512, num_classes, [](nn::Sequential& net) {
+    int64_t in = 64;
+    for (int64_t out : {64, 128, 256, 512}) {
+      const int64_t stride = out == 64 ? 1 : 2;
+      net.push_back(make_shared<BasicBlock>(in, out, stride));
+      net.push_back(make_shared<BasicBlock>(out, out, 1));
+      in = out;
+    }
+  });
+}
+
+std::shared_ptr<nn::Sequential> by_name(const std::string& name) {
+  if (name == "lenet") return lenet5(10);
+  if (name == "cnn") return fashion_cnn(10);
+  if (name == "mlp") {
+    auto net = mlp({784, 512, 512, 10});
+    auto flat = make_shared<nn::Sequential>();
+    flat->push_back(make_shared<nn::Flatten>());
+    for (int64_t i = 0; i < net->size(); ++i) flat->push_back((*net)[i]);
+    return flat;
+  }
+  if (name == "resnet18") return resnet18(10, 1);
+  if (name == "resnet50") return resnet50(10, 1);
+  EMBER_CHECK(false, "[models] unknown model '{}' (lenet, cnn, mlp, resnet18, resnet50)", name);
+  return nullptr;
+}
+
+}  // namespace ember::models

@@ -1,0 +1,118 @@
+#include "ember/nn/init.h"
+
+#include <cmath>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/ops/elementwise.h"
+#include "ember/util/error.h"
+
+namespace ember::nn::init {
+
+std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
+  EMBER_CHECK(t.defined() && t.dim() >= 2,
+              "[nn.init] fan in and fan out need a tensor with at least 2 dims: got {}-d",
+              t.defined() ? t.dim() : 0);
+  int64_t receptive = 1;
+  for (int64_t d = 2; d < t.dim(); ++d) receptive *= t.size(d);
+  return {t.size(1) * receptive, t.size(0) * receptive};
+}
+
+double calculate_gain(std::string_view nonlinearity, double param) {
+  if (nonlinearity == "linear" || nonlinearity == "sigmoid" || nonlinearity.starts_with("conv")) {
+    return 1.0;
+  }
+  if (nonlinearity == "tanh") return 5.0 / 3.0;
+  if (nonlinearity == "relu") return std::sqrt(2.0);
+  if (nonlinearity == "leaky_relu") return std::sqrt(2.0 / (1.0 + param * param));
+  if (nonlinearity == "selu") return 3.0 / 4.0;
+  EMBER_CHECK(false,
+              "[nn.init] unknown nonlinearity '{}' (linear, conv2d, sigmoid, tanh, relu, "
+              "leaky_relu, selu)",
+              nonlinearity);
+  return 0.0;
+}
+
+namespace {
+
+// Writes `value` (made under no-grad) into t, keeping t's identity, dtype and device.
+Tensor& assign(Tensor& t, const Tensor& value) {
+  autograd::NoGradGuard no_grad;
+  t.copy_(value);
+  return t;
+}
+
+void check_defined(const Tensor& t, const char* fn) {
+  EMBER_CHECK_TYPE(t.defined(), "[nn.init.{}] undefined tensor", fn);
+  EMBER_CHECK_TYPE(is_floating(t.dtype()), "[nn.init.{}] needs a floating tensor: got {}", fn,
+                   t.dtype());
+}
+
+int64_t fan(const Tensor& t, FanMode mode) {
+  auto [in, out] = calculate_fan_in_and_fan_out(t);
+  return mode == FanMode::FanIn ? in : out;
+}
+
+}  // namespace
+
+Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
+  check_defined(t, "uniform_");
+  EMBER_CHECK(a <= b, "[nn.init.uniform_] empty range: a={} > b={}", a, b);
+  autograd::NoGradGuard no_grad;
+  return assign(t, add(mul(rand(t.sizes(), {DType::Float64, Device::cpu()}, gen), b - a), a));
+}
+
+Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
+  check_defined(t, "normal_");
+  EMBER_CHECK(std >= 0, "[nn.init.normal_] negative standard deviation: {}", std);
+  autograd::NoGradGuard no_grad;
+  return assign(t, add(mul(randn(t.sizes(), {DType::Float64, Device::cpu()}, gen), std), mean));
+}
+
+Tensor& constant_(Tensor& t, double value) {
+  check_defined(t, "constant_");
+  autograd::NoGradGuard no_grad;
+  t.fill_(value);
+  return t;
+}
+
+Tensor& zeros_(Tensor& t) {
+  return constant_(t, 0.0);
+}
+
+Tensor& ones_(Tensor& t) {
+  return constant_(t, 1.0);
+}
+
+Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+  check_defined(t, "xavier_uniform_");
+  auto [in, out] = calculate_fan_in_and_fan_out(t);
+  const double bound = gain * std::sqrt(6.0 / static_cast<double>(in + out));
+  return uniform_(t, -bound, bound, gen);
+}
+
+Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
+  check_defined(t, "xavier_normal_");
+  auto [in, out] = calculate_fan_in_and_fan_out(t);
+  return normal_(t, 0.0, gain * std::sqrt(2.0 / static_cast<double>(in + out)), gen);
+}
+
+Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, std::string_view nonlinearity,
+                         Generator* gen) {
+  check_defined(t, "kaiming_uniform_");
+  const int64_t f = fan(t, mode);
+  EMBER_CHECK(f > 0, "[nn.init.kaiming_uniform_] zero fan for a tensor of shape {}",
+              shape_str(t.sizes()));
+  const double bound = calculate_gain(nonlinearity, a) * std::sqrt(3.0 / static_cast<double>(f));
+  return uniform_(t, -bound, bound, gen);
+}
+
+Tensor& kaiming_normal_(Tensor& t, double a, FanMode mode, std::string_view nonlinearity,
+                        Generator* gen) {
+  check_defined(t, "kaiming_normal_");
+  const int64_t f = fan(t, mode);
+  EMBER_CHECK(f > 0, "[nn.init.kaiming_normal_] zero fan for a tensor of shape {}",
+              shape_str(t.sizes()));
+  return normal_(t, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(f)), gen);
+}
+
+}  // namespace ember::nn::init

@@ -1,0 +1,374 @@
+#include "ember/nn/layers.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/nn/init.h"
+#include "ember/ops/conv.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/nn.h"
+#include "ember/ops/norm.h"
+#include "ember/ops/pool.h"
+#include "ember/ops/softmax.h"
+#include "ember/util/error.h"
+
+namespace ember::nn {
+namespace {
+
+Tensor empty(std::initializer_list<int64_t> sizes) {
+  return empty(IntList(sizes));
+}
+
+std::string pair_str(Pair p) {
+  return p.h == p.w ? fmt::format("{}", p.h) : fmt::format("({}, {})", p.h, p.w);
+}
+
+void check_positive(const char* module, const char* what, int64_t v) {
+  EMBER_CHECK(v > 0, "[nn.{}] {} must be positive: got {}", module, what, v);
+}
+
+// Note [Default initialisation of linear and convolution layers]
+// PyTorch initialises the weight with kaiming_uniform_(a = sqrt(5)), which works out to
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias with the same bound. fan_in is computed
+// from the weight as stored, so for ConvTranspose2d it is (out/groups) * kH * kW.
+void reset_weight_and_bias(Tensor& weight, Tensor& bias) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+void check_groups(int64_t groups, int64_t channels) {
+  check_positive("GroupNorm", "num_groups", groups);
+  EMBER_CHECK(channels % groups == 0,
+              "[nn.GroupNorm] num_channels={} must be divisible by num_groups={}", channels,
+              groups);
+}
+
+}  // namespace
+
+// Linear ----------------------------------------------------------------------------------------
+
+Linear::Linear(int64_t in, int64_t out, bool with_bias)
+    : Module("Linear"),
+      in_features(in),
+      out_features(out),
+      weight(register_parameter("weight",
+                                (check_positive("Linear", "in_features", in),
+                                 check_positive("Linear", "out_features", out), empty({out, in})))),
+      bias(register_parameter("bias", with_bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Linear::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor Linear::forward(const Tensor& x) {
+  return linear(x, weight, bias);
+}
+
+std::string Linear::extra_repr() const {
+  return fmt::format("in_features={}, out_features={}, bias={}", in_features, out_features,
+                     bias.defined());
+}
+
+// Convolutions ----------------------------------------------------------------------------------
+
+namespace {
+
+void check_conv(const char* module, int64_t in, int64_t out, Pair k, const Conv2dOptions& o) {
+  check_positive(module, "in_channels", in);
+  check_positive(module, "out_channels", out);
+  check_positive(module, "groups", o.groups);
+  EMBER_CHECK(k.h > 0 && k.w > 0, "[nn.{}] kernel_size must be positive: got {}", module,
+              pair_str(k));
+  EMBER_CHECK(in % o.groups == 0 && out % o.groups == 0,
+              "[nn.{}] in_channels={} and out_channels={} must be divisible by groups={}", module,
+              in, out, o.groups);
+}
+
+std::string conv_repr(int64_t in, int64_t out, Pair k, const Conv2dOptions& o, bool transposed,
+                      bool has_bias) {
+  std::string s =
+      fmt::format("{}, {}, kernel_size={}, stride={}", in, out, pair_str(k), pair_str(o.stride));
+  if (o.padding.h || o.padding.w) s += ", padding=" + pair_str(o.padding);
+  if (transposed && (o.output_padding.h || o.output_padding.w)) {
+    s += ", output_padding=" + pair_str(o.output_padding);
+  }
+  if (o.dilation.h != 1 || o.dilation.w != 1) s += ", dilation=" + pair_str(o.dilation);
+  if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
+  if (!has_bias) s += ", bias=false";
+  return s;
+}
+
+}  // namespace
+
+Conv2d::Conv2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
+    : Module("Conv2d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter(
+          "weight", (check_conv("Conv2d", in, out, k, o), empty({out, in / o.groups, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Conv2d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  const Conv2dOptions& o = options;
+  return conv2d(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
+                {o.dilation.h, o.dilation.w}, o.groups);
+}
+
+std::string Conv2d::extra_repr() const {
+  return conv_repr(in_channels, out_channels, kernel_size, options, false, bias.defined());
+}
+
+ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
+    : Module("ConvTranspose2d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter("weight", (check_conv("ConvTranspose2d", in, out, k, o),
+                                           empty({in, out / o.groups, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void ConvTranspose2d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  const Conv2dOptions& o = options;
+  return conv_transpose2d(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
+                          {o.output_padding.h, o.output_padding.w}, o.groups,
+                          {o.dilation.h, o.dilation.w});
+}
+
+std::string ConvTranspose2d::extra_repr() const {
+  return conv_repr(in_channels, out_channels, kernel_size, options, true, bias.defined());
+}
+
+// Normalisation ---------------------------------------------------------------------------------
+
+BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t c,
+                     BatchNormOptions o)
+    : Module(std::move(type_name)),
+      num_features(c),
+      options(o),
+      weight(register_parameter("weight", (check_positive("BatchNorm", "num_features", c),
+                                           o.affine ? ones({c}) : Tensor()))),
+      bias(register_parameter("bias", o.affine ? zeros({c}) : Tensor())),
+      running_mean(register_buffer("running_mean", o.track_running_stats ? zeros({c}) : Tensor())),
+      running_var(register_buffer("running_var", o.track_running_stats ? ones({c}) : Tensor())),
+      num_batches_tracked(register_buffer(
+          "num_batches_tracked", o.track_running_stats ? zeros({}, DType::Int64) : Tensor())),
+      ranks_(std::move(ranks)) {}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  EMBER_CHECK(x.defined() && std::find(ranks_.begin(), ranks_.end(), x.dim()) != ranks_.end(),
+              "[nn.{}] expected a {}-d input: got {}-d input of shape {}", type_name(),
+              fmt::join(ranks_, "-d or "), x.defined() ? x.dim() : 0,
+              x.defined() ? shape_str(x.sizes()) : std::string("undefined"));
+  // As in PyTorch: without running statistics, eval also normalises with the batch's own.
+  const bool use_batch_stats = is_training() || !running_mean.defined();
+  if (is_training() && num_batches_tracked.defined()) {
+    autograd::NoGradGuard no_grad;
+    add_(num_batches_tracked, 1);
+  }
+  return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, options.momentum,
+                    options.eps);
+}
+
+std::string BatchNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features,
+                     options.eps, options.momentum, options.affine, options.track_running_stats);
+}
+
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
+    : Module("LayerNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      weight(register_parameter("weight", affine ? ones(normalized_shape) : Tensor())),
+      bias(register_parameter("bias", affine ? zeros(normalized_shape) : Tensor())) {}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  return layer_norm(x, normalized_shape, weight, bias, eps);
+}
+
+std::string LayerNorm::extra_repr() const {
+  return fmt::format("[{}], eps={}, elementwise_affine={}", fmt::join(normalized_shape, ", "), eps,
+                     weight.defined());
+}
+
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine)
+    : Module("GroupNorm"),
+      num_groups(groups),
+      num_channels(channels),
+      eps(eps_),
+      weight(register_parameter(
+          "weight", (check_groups(groups, channels), affine ? ones({channels}) : Tensor()))),
+      bias(register_parameter("bias", affine ? zeros({channels}) : Tensor())) {}
+
+Tensor GroupNorm::forward(const Tensor& x) {
+  return group_norm(x, num_groups, weight, bias, eps);
+}
+
+std::string GroupNorm::extra_repr() const {
+  return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, eps, weight.defined());
+}
+
+// Dropout and embedding -------------------------------------------------------------------------
+
+Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[nn.Dropout] probability must be in [0, 1]: got {}", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  return dropout(x, p, is_training());
+}
+
+std::string Dropout::extra_repr() const {
+  return fmt::format("p={}", p);
+}
+
+Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
+    : Module("Embedding"),
+      num_embeddings(num),
+      embedding_dim(dim),
+      padding_idx(pad && *pad < 0 ? *pad + num : pad),
+      weight(register_parameter(
+          "weight", (check_positive("Embedding", "num_embeddings", num),
+                     check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
+  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
+                    "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
+  init::normal_(weight);
+  if (padding_idx) {
+    autograd::NoGradGuard no_grad;
+    weight.select(0, *padding_idx).zero_();
+  }
+}
+
+Tensor Embedding::forward(const Tensor& indices) {
+  return embedding(weight, indices, padding_idx);
+}
+
+std::string Embedding::extra_repr() const {
+  std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
+  if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
+  return s;
+}
+
+// Pooling and reshaping -------------------------------------------------------------------------
+
+MaxPool2d::MaxPool2d(Pair k, Pool2dOptions o) : Module("MaxPool2d"), kernel_size(k), options(o) {}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  const Pair s = options.stride.value_or(kernel_size);
+  return max_pool2d(x, {kernel_size.h, kernel_size.w}, {s.h, s.w},
+                    {options.padding.h, options.padding.w},
+                    {options.dilation.h, options.dilation.w}, options.ceil_mode);
+}
+
+std::string MaxPool2d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                     pair_str(kernel_size), pair_str(options.stride.value_or(kernel_size)),
+                     pair_str(options.padding), pair_str(options.dilation), options.ceil_mode);
+}
+
+AvgPool2d::AvgPool2d(Pair k, Pool2dOptions o) : Module("AvgPool2d"), kernel_size(k), options(o) {}
+
+Tensor AvgPool2d::forward(const Tensor& x) {
+  const Pair s = options.stride.value_or(kernel_size);
+  return avg_pool2d(x, {kernel_size.h, kernel_size.w}, {s.h, s.w},
+                    {options.padding.h, options.padding.w}, options.ceil_mode,
+                    options.count_include_pad);
+}
+
+std::string AvgPool2d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}", pair_str(kernel_size),
+                     pair_str(options.stride.value_or(kernel_size)), pair_str(options.padding));
+}
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(Pair size) : Module("AdaptiveAvgPool2d"), output_size(size) {}
+
+Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
+  return adaptive_avg_pool2d(x, {output_size.h, output_size.w});
+}
+
+std::string AdaptiveAvgPool2d::extra_repr() const {
+  return "output_size=" + pair_str(output_size);
+}
+
+Flatten::Flatten(int64_t start, int64_t end) : Module("Flatten"), start_dim(start), end_dim(end) {}
+
+Tensor Flatten::forward(const Tensor& x) {
+  return x.flatten(start_dim, end_dim);
+}
+
+std::string Flatten::extra_repr() const {
+  return fmt::format("start_dim={}, end_dim={}", start_dim, end_dim);
+}
+
+// Activations -----------------------------------------------------------------------------------
+
+Tensor ReLU::forward(const Tensor& x) {
+  return relu(x);
+}
+
+GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh",
+              "[nn.GELU] approximate must be 'none' or 'tanh': got '{}'", approximate);
+}
+
+Tensor GELU::forward(const Tensor& x) {
+  return gelu(x, approximate);
+}
+
+std::string GELU::extra_repr() const {
+  return "approximate='" + approximate + "'";
+}
+
+Tensor SiLU::forward(const Tensor& x) {
+  return silu(x);
+}
+
+Tensor Tanh::forward(const Tensor& x) {
+  return tanh(x);
+}
+
+Tensor Sigmoid::forward(const Tensor& x) {
+  return sigmoid(x);
+}
+
+Tensor Softmax::forward(const Tensor& x) {
+  return softmax(x, dim);
+}
+
+std::string Softmax::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+Tensor LogSoftmax::forward(const Tensor& x) {
+  return log_softmax(x, dim);
+}
+
+std::string LogSoftmax::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,301 @@
+#include "ember/nn/module.h"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/util/error.h"
+
+namespace ember::nn {
+
+void HookHandle::remove() {
+  if (remove_ && !alive_.expired()) remove_();
+  remove_ = nullptr;
+}
+
+Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+
+Module::~Module() = default;
+
+Tensor Module::forward(const Tensor&) {
+  EMBER_CHECK(false,
+              "[nn.{}] forward(Tensor) is not defined for this module (call the overload it "
+              "provides, e.g. forward(input, target) for losses)",
+              type_name_);
+  return {};
+}
+
+Tensor Module::operator()(const Tensor& input) {
+  if (pre_hooks_.empty() && hooks_.empty()) return forward(input);
+  Tensor in = input;
+  for (auto& [id, hook] : std::vector(pre_hooks_)) {
+    Tensor replaced = hook(*this, in);
+    if (replaced.defined()) in = std::move(replaced);
+  }
+  Tensor out = forward(in);
+  for (auto& [id, hook] : std::vector(hooks_)) hook(*this, in, out);
+  return out;
+}
+
+void Module::check_new_name(const std::string& name) const {
+  EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos,
+              "[nn.{}] invalid name '{}': names are non-empty and have no '.'", type_name_, name);
+  auto taken = [&](const auto& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& s) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(s)>, Slot>) {
+        return s.name == name;
+      } else {
+        return s.first == name;
+      }
+    });
+  };
+  EMBER_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_),
+              "[nn.{}] name '{}' is already registered in this module", type_name_, name);
+}
+
+Tensor& Module::register_parameter(std::string name, Tensor value, bool requires_grad) {
+  check_new_name(name);
+  if (value.defined()) {
+    value = value.detach();
+    value.requires_grad_(requires_grad && is_floating(value.dtype()));
+  }
+  Tensor& slot = storage_.emplace_back(std::move(value));
+  params_.push_back({std::move(name), &slot});
+  return slot;
+}
+
+Tensor& Module::register_buffer(std::string name, Tensor value) {
+  check_new_name(name);
+  Tensor& slot = storage_.emplace_back(value.defined() ? value.detach() : value);
+  buffers_.push_back({std::move(name), &slot});
+  return slot;
+}
+
+void Module::add_child(std::string name, std::shared_ptr<Module> module) {
+  EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
+  check_new_name(name);
+  children_.emplace_back(std::move(name), std::move(module));
+}
+
+template <typename Fn>
+void Module::visit_tensors(const std::string& prefix, bool params, bool buffers, bool recurse,
+                           Fn&& fn) const {
+  if (params) {
+    for (const Slot& s : params_) {
+      if (s.tensor->defined()) fn(prefix + s.name, *s.tensor);
+    }
+  }
+  if (buffers) {
+    for (const Slot& s : buffers_) {
+      if (s.tensor->defined()) fn(prefix + s.name, *s.tensor);
+    }
+  }
+  if (!recurse) return;
+  for (const auto& [name, child] : children_) {
+    child->visit_tensors(prefix + name + ".", params, buffers, true, fn);
+  }
+}
+
+std::vector<NamedTensor> Module::named_parameters(bool recurse) const {
+  std::vector<NamedTensor> out;
+  visit_tensors("", true, false, recurse,
+                [&](std::string name, const Tensor& t) { out.emplace_back(std::move(name), t); });
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  visit_tensors("", true, false, recurse, [&](const std::string&, const Tensor& t) {
+    // Note: a module reachable twice (weight sharing) lists its parameters once.
+    if (std::none_of(out.begin(), out.end(), [&](const Tensor& o) { return o.is_same(t); })) {
+      out.push_back(t);
+    }
+  });
+  return out;
+}
+
+std::vector<NamedTensor> Module::named_buffers(bool recurse) const {
+  std::vector<NamedTensor> out;
+  visit_tensors("", false, true, recurse,
+                [&](std::string name, const Tensor& t) { out.emplace_back(std::move(name), t); });
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_buffers(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [name, child] : children_) out.push_back(child);
+  return out;
+}
+
+std::vector<NamedModule> Module::named_children() const {
+  return children_;
+}
+
+std::vector<NamedModule> Module::named_modules() {
+  std::vector<NamedModule> out;
+  std::function<void(const std::string&, const std::shared_ptr<Module>&)> walk =
+      [&](const std::string& prefix, const std::shared_ptr<Module>& m) {
+        out.emplace_back(prefix, m);
+        for (const auto& [name, child] : m->children_) {
+          walk(prefix.empty() ? name : prefix + "." + name, child);
+        }
+      };
+  // Note: a module not owned by a shared_ptr (on the stack) is listed through an aliasing
+  // pointer that does not own it.
+  std::shared_ptr<Module> self = weak_from_this().lock();
+  if (!self) self = std::shared_ptr<Module>(std::shared_ptr<Module>{}, this);
+  walk("", self);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::apply_to_slots(const std::function<Tensor(const Tensor&)>& convert) {
+  autograd::NoGradGuard no_grad;
+  for (Slot& s : params_) {
+    if (!s.tensor->defined()) continue;
+    const bool rg = s.tensor->requires_grad();
+    Tensor moved = convert(*s.tensor).detach();
+    if (!moved.is_same(*s.tensor)) *s.tensor = moved.requires_grad_(rg);
+  }
+  for (Slot& s : buffers_) {
+    if (s.tensor->defined()) *s.tensor = convert(*s.tensor).detach();
+  }
+  for (auto& [name, child] : children_) child->apply_to_slots(convert);
+}
+
+void Module::to(Device device) {
+  apply_to_slots([&](const Tensor& t) { return t.device() == device ? t : t.to(device); });
+}
+
+void Module::to(DType dtype) {
+  EMBER_CHECK_TYPE(is_floating(dtype), "[nn.{}] to({}): modules convert to floating dtypes only",
+                   type_name_, dtype);
+  apply_to_slots([&](const Tensor& t) {
+    return (!is_floating(t.dtype()) || t.dtype() == dtype) ? t : t.to(dtype);
+  });
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) {
+    Tensor& g = p.mutable_grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      g = Tensor();
+    } else {
+      autograd::NoGradGuard no_grad;
+      g = g.detach();
+      g.zero_();
+    }
+  }
+}
+
+StateDict Module::state_dict() const {
+  StateDict out;
+  visit_tensors("", true, true, true, [&](std::string name, const Tensor& t) {
+    out.emplace(std::move(name), t.detach());
+  });
+  return out;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  std::vector<std::pair<std::string, Tensor*>> slots;
+  std::function<void(const Module&, const std::string&)> collect = [&](const Module& m,
+                                                                       const std::string& prefix) {
+    for (const Slot& s : m.params_) {
+      if (s.tensor->defined()) slots.emplace_back(prefix + s.name, s.tensor);
+    }
+    for (const Slot& s : m.buffers_) {
+      if (s.tensor->defined()) slots.emplace_back(prefix + s.name, s.tensor);
+    }
+    for (const auto& [name, child] : m.children_) collect(*child, prefix + name + ".");
+  };
+  collect(*this, "");
+
+  // Check everything before changing anything, so a failed load leaves the module as it was.
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& [name, slot] : slots) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      missing.push_back(name);
+    } else if (!it->second.defined() || it->second.sizes() != slot->sizes()) {
+      mismatched.push_back(fmt::format(
+          "{}: checkpoint {} vs module {}", name,
+          it->second.defined() ? shape_str(it->second.sizes()) : std::string("undefined"),
+          shape_str(slot->sizes())));
+    }
+  }
+  for (const auto& entry : state) {
+    const std::string& name = entry.first;  // not a structured binding: clang 14 cannot capture one
+    if (std::none_of(slots.begin(), slots.end(), [&](const auto& s) { return s.first == name; })) {
+      unexpected.push_back(name);
+    }
+  }
+  EMBER_CHECK(mismatched.empty(), "[nn.{}] load_state_dict: size mismatch for {}", type_name_,
+              fmt::join(mismatched, "; "));
+  EMBER_CHECK(!strict || (missing.empty() && unexpected.empty()),
+              "[nn.{}] load_state_dict: missing keys [{}], unexpected keys [{}] (pass "
+              "strict=false to load a subset)",
+              type_name_, fmt::join(missing, ", "), fmt::join(unexpected, ", "));
+  autograd::NoGradGuard no_grad;
+  for (auto& [name, slot] : slots) {
+    auto it = state.find(name);
+    if (it != state.end()) slot->copy_(it->second);
+  }
+}
+
+HookHandle Module::register_forward_hook(ForwardHook hook) {
+  const int64_t id = next_hook_id_++;
+  hooks_.emplace_back(id, std::move(hook));
+  return HookHandle(
+      alive_, [this, id] { std::erase_if(hooks_, [id](const auto& h) { return h.first == id; }); });
+}
+
+HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+  const int64_t id = next_hook_id_++;
+  pre_hooks_.emplace_back(id, std::move(hook));
+  return HookHandle(alive_, [this, id] {
+    std::erase_if(pre_hooks_, [id](const auto& h) { return h.first == id; });
+  });
+}
+
+std::string Module::repr() const {
+  std::string out = type_name_ + "(" + extra_repr();
+  if (children_.empty()) return out + ")";
+  out += "\n";
+  for (const auto& [name, child] : children_) {
+    std::string sub = child->repr();
+    // Indent the child's continuation lines by two spaces.
+    std::string indented;
+    for (char c : sub) {
+      indented += c;
+      if (c == '\n') indented += "  ";
+    }
+    out += "  (" + name + "): " + indented + "\n";
+  }
+  return out + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) {
+  return os << m.repr();
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,160 @@
+#include "ember/optim/lr_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "ember/util/error.h"
+
+namespace ember::optim {
+
+LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
+  for (const auto& g : optimizer_.param_groups()) base_lrs_.push_back(g.lr());
+}
+
+void LRScheduler::init() {
+  step();
+}
+
+void LRScheduler::step() {
+  ++last_epoch_;
+  std::vector<double> lrs = compute_lr();
+  auto& groups = optimizer_.param_groups();
+  EMBER_ASSERT(lrs.size() == groups.size());
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].set_lr(lrs[i]);
+  last_lr_ = std::move(lrs);
+}
+
+StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
+    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+  EMBER_CHECK(step_size > 0, "[optim.StepLR] invalid step_size: {} (must be > 0)", step_size);
+  init();
+}
+
+std::vector<double> StepLR::compute_lr() const {
+  std::vector<double> lrs;
+  const bool decay = last_epoch() > 0 && last_epoch() % step_size_ == 0;
+  for (const auto& g : optimizer_.param_groups()) lrs.push_back(decay ? g.lr() * gamma_ : g.lr());
+  return lrs;
+}
+
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
+    : LRScheduler(optimizer), t_max_(T_max), eta_min_(eta_min) {
+  EMBER_CHECK(T_max > 0, "[optim.CosineAnnealingLR] invalid T_max: {} (must be > 0)", T_max);
+  init();
+}
+
+std::vector<double> CosineAnnealingLR::compute_lr() const {
+  std::vector<double> lrs;
+  const double c =
+      std::cos(std::numbers::pi * static_cast<double>(last_epoch()) / static_cast<double>(t_max_));
+  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + c) / 2);
+  return lrs;
+}
+
+OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps,
+                       OneCycleOptions options)
+    : OneCycleLR(optimizer, std::vector<double>(optimizer.param_groups().size(), max_lr),
+                 total_steps, options) {}
+
+OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_t total_steps,
+                       OneCycleOptions options)
+    : LRScheduler(optimizer),
+      max_lrs_(std::move(max_lrs)),
+      total_steps_(total_steps),
+      options_(options) {
+  EMBER_CHECK(total_steps > 0, "[optim.OneCycleLR] invalid total_steps: {} (must be > 0)",
+              total_steps);
+  EMBER_CHECK(options.pct_start >= 0 && options.pct_start <= 1,
+              "[optim.OneCycleLR] invalid pct_start: {} (must be in [0, 1])", options.pct_start);
+  EMBER_CHECK(options.div_factor > 0 && options.final_div_factor > 0,
+              "[optim.OneCycleLR] div_factor and final_div_factor must be > 0, got {} and {}",
+              options.div_factor, options.final_div_factor);
+  EMBER_CHECK(max_lrs_.size() == optimizer.param_groups().size(),
+              "[optim.OneCycleLR] got {} max_lr values for {} param groups", max_lrs_.size(),
+              optimizer.param_groups().size());
+  for (double m : max_lrs_) {
+    EMBER_CHECK(m >= 0, "[optim.OneCycleLR] invalid max_lr: {} (must be >= 0)", m);
+  }
+  // The schedule starts at max_lr / div_factor whatever lr the groups had.
+  for (size_t i = 0; i < max_lrs_.size(); ++i) base_lrs_[i] = max_lrs_[i] / options.div_factor;
+  init();
+}
+
+std::vector<double> OneCycleLR::compute_lr() const {
+  const int64_t step = last_epoch();
+  EMBER_CHECK(step <= total_steps_,
+              "[optim.OneCycleLR] tried to step {} times; the schedule has total_steps = {}", step,
+              total_steps_);
+  // Note [OneCycleLR phases]: as in PyTorch, phase one ends at step pct_start * total - 1
+  // (a float), phase two at total - 1; a step past the last phase end stays in phase two.
+  const double end1 = options_.pct_start * static_cast<double>(total_steps_) - 1;
+  const double end2 = static_cast<double>(total_steps_) - 1;
+  const double s = static_cast<double>(step);
+  auto anneal = [&](double start, double end, double pct) {
+    if (options_.anneal_strategy == AnnealStrategy::Linear) return (end - start) * pct + start;
+    return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
+  };
+  std::vector<double> lrs;
+  for (size_t i = 0; i < max_lrs_.size(); ++i) {
+    const double initial = base_lrs_[i], peak = max_lrs_[i];
+    const double min_lr = initial / options_.final_div_factor;
+    if (s <= end1) {
+      lrs.push_back(anneal(initial, peak, end1 > 0 ? s / end1 : 0.0));
+    } else {
+      lrs.push_back(anneal(peak, min_lr, (s - end1) / (end2 - end1)));
+    }
+  }
+  return lrs;
+}
+
+ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, PlateauOptions options)
+    : optimizer_(optimizer), options_(options) {
+  EMBER_CHECK(options.factor < 1 && options.factor >= 0,
+              "[optim.ReduceLROnPlateau] invalid factor: {} (must be in [0, 1))", options.factor);
+  EMBER_CHECK(options.patience >= 0,
+              "[optim.ReduceLROnPlateau] invalid patience: {} (must be >= 0)", options.patience);
+  EMBER_CHECK(options.cooldown >= 0,
+              "[optim.ReduceLROnPlateau] invalid cooldown: {} (must be >= 0)", options.cooldown);
+  EMBER_CHECK(options.threshold >= 0,
+              "[optim.ReduceLROnPlateau] invalid threshold: {} (must be >= 0)", options.threshold);
+  EMBER_CHECK(options.min_lr >= 0, "[optim.ReduceLROnPlateau] invalid min_lr: {} (must be >= 0)",
+              options.min_lr);
+  best_ = options.mode == PlateauMode::Min ? std::numeric_limits<double>::infinity()
+                                           : -std::numeric_limits<double>::infinity();
+  for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.lr());
+}
+
+bool ReduceLROnPlateau::is_better(double a) const {
+  const double t = options_.threshold;
+  const bool rel = options_.threshold_mode == ThresholdMode::Rel;
+  if (options_.mode == PlateauMode::Min) return a < (rel ? best_ * (1 - t) : best_ - t);
+  return a > (rel ? best_ * (1 + t) : best_ + t);
+}
+
+void ReduceLROnPlateau::step(double metric) {
+  ++last_epoch_;
+  if (is_better(metric)) {
+    best_ = metric;
+    num_bad_epochs_ = 0;
+  } else {
+    ++num_bad_epochs_;
+  }
+  if (cooldown_counter_ > 0) {
+    --cooldown_counter_;
+    num_bad_epochs_ = 0;
+  }
+  if (num_bad_epochs_ > options_.patience) {
+    for (auto& g : optimizer_.param_groups()) {
+      const double old_lr = g.lr();
+      const double new_lr = std::max(old_lr * options_.factor, options_.min_lr);
+      if (old_lr - new_lr > options_.eps) g.set_lr(new_lr);
+    }
+    cooldown_counter_ = options_.cooldown;
+    num_bad_epochs_ = 0;
+  }
+  last_lr_.clear();
+  for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.lr());
+}
+
+}  // namespace ember::optim

@@ -1,0 +1,99 @@
+// Recording autograd history from the op layer: the one place ops talk to the engine.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/node.h"
+#include "ember/tensor/tensor.h"
+
+namespace ember::autograd {
+
+/** True if an op on these tensors must record: grad mode is on and one requires grad. */
+template <typename... Ts>
+bool needs_grad(const Ts&... ts) {
+  return is_grad_enabled() && (... || (ts.defined() && ts.requires_grad()));
+}
+
+/** needs_grad over a list of tensor pointers (null and undefined entries are skipped). */
+inline bool any_requires_grad(std::initializer_list<const Tensor*> ts) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor* t : ts) {
+    if (t && t->defined() && t->requires_grad()) return true;
+  }
+  return false;
+}
+
+/** The edge a gradient for `t` flows into: its grad_fn, its accumulator, or none. */
+EMBER_API Edge gradient_edge(const Tensor& t);
+
+/** Records `fn` as the backward of op `forward_op`: a node named `name` with edges to
+ *  `inputs` (undefined ones get none) becomes the grad_fn of every output. */
+EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
+                                             std::initializer_list<const Tensor*> inputs,
+                                             std::initializer_list<Tensor*> outputs, BackwardFn fn);
+/** record() for a variable number of inputs. */
+EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
+                                             const std::vector<Tensor>& inputs,
+                                             std::initializer_list<Tensor*> outputs, BackwardFn fn);
+
+/** record() for variable numbers of inputs and outputs. */
+EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
+                                             const std::vector<Tensor>& inputs,
+                                             const std::vector<Tensor*>& outputs, BackwardFn fn);
+
+/** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
+EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);
+
+/** Rejects an in-place op on a leaf that requires grad (or a view of one) while recording. */
+EMBER_API void check_inplace(const Tensor& t, const char* op);
+
+/** After an in-place op wrote `r` (its out-of-place result) into `x`: x takes over r's history,
+ *  and if x is a view of a base that requires grad, the base is rebased (CopySlices). */
+EMBER_API void rebase_history(Tensor& x, const Tensor& r);
+
+/** Records an in-place op on `x` as out_of_place(x.clone()) written back into x. */
+template <typename OutOfPlace>
+Tensor& inplace(Tensor& x, const char* op, OutOfPlace&& out_of_place) {
+  check_inplace(x, op);
+  Tensor r = out_of_place(x.clone());
+  EMBER_CHECK(r.sizes() == x.sizes(),
+              "[{}] output with shape {} doesn't match the broadcast shape {}", op,
+              shape_str(x.sizes()), shape_str(r.sizes()));
+  if (r.dtype() != x.dtype()) r = r.to(x.dtype());
+  {
+    NoGradGuard no_grad;
+    x.copy_(r);
+  }
+  rebase_history(x, r);
+  return x;
+}
+
+/** Marks `view` as an autograd view of `base` and records its backward `fn` (named `name`). */
+EMBER_API void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn);
+
+/** Runs `forward()` below autograd and, if an input requires grad, records the backward made
+ *  by `make_backward()` (called only then, so saving costs nothing otherwise). With
+ *  `save_output`, the node also keeps the result for its backward (LambdaNode::saved_output). */
+template <typename Forward, typename MakeBackward>
+Tensor differentiable(const char* node, const char* op, std::initializer_list<const Tensor*> inputs,
+                      Forward&& forward, MakeBackward&& make_backward, bool save_output = false) {
+  if (!any_requires_grad(inputs)) return forward();
+  Tensor out;
+  {
+    NoGradGuard below_autograd;
+    out = forward();
+  }
+  if (!is_floating(out.dtype())) return out;  // integer and bool results carry no gradient
+  auto n = record(node, op, inputs, {&out}, make_backward());
+  if (save_output) n->save_output(out);
+  return out;
+}
+
+/** Gradient for input `t` from a gradient of the (broadcast, promoted) result. */
+EMBER_API Tensor reduce_grad(const Tensor& grad, const Tensor& t);
+
+}  // namespace ember::autograd

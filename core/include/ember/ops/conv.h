@@ -1,0 +1,21 @@
+// Convolutions over NCHW images: conv2d and conv_transpose2d.
+#pragma once
+
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+/** 2-d convolution of x [N, C, H, W] (or [C, H, W]) with weight [O, C/groups, kH, kW] and an
+ *  optional bias [O]; stride, padding and dilation are one value or one per spatial dim. */
+EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        IntList stride = {1, 1}, IntList padding = {0, 0},
+                        IntList dilation = {1, 1}, int64_t groups = 1);
+
+/** Transposed 2-d convolution (the gradient of conv2d with respect to its input) of x
+ *  [N, C, H, W] with weight [C, O/groups, kH, kW] and an optional bias [O]. */
+EMBER_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                                  IntList stride = {1, 1}, IntList padding = {0, 0},
+                                  IntList output_padding = {0, 0}, int64_t groups = 1,
+                                  IntList dilation = {1, 1});
+
+}  // namespace ember

@@ -1,0 +1,152 @@
+// Elementwise ops: broadcasting binary arithmetic and comparison, unary math, in-place forms.
+#pragma once
+
+#include <optional>
+
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+/** a + b, broadcast and promoted. */
+EMBER_API Tensor add(const Tensor& a, const Tensor& b);
+EMBER_API Tensor add(const Tensor& a, Scalar b);
+/** a - b. */
+EMBER_API Tensor sub(const Tensor& a, const Tensor& b);
+EMBER_API Tensor sub(const Tensor& a, Scalar b);
+/** a * b. */
+EMBER_API Tensor mul(const Tensor& a, const Tensor& b);
+EMBER_API Tensor mul(const Tensor& a, Scalar b);
+/** a / b, true division (integers promote to float32). */
+EMBER_API Tensor div(const Tensor& a, const Tensor& b);
+EMBER_API Tensor div(const Tensor& a, Scalar b);
+/** a ** b. */
+EMBER_API Tensor pow(const Tensor& a, const Tensor& b);
+EMBER_API Tensor pow(const Tensor& a, Scalar b);
+/** Elementwise larger (NaN propagates). */
+EMBER_API Tensor maximum(const Tensor& a, const Tensor& b);
+/** Elementwise smaller (NaN propagates). */
+EMBER_API Tensor minimum(const Tensor& a, const Tensor& b);
+
+/** a == b as bool. */
+EMBER_API Tensor eq(const Tensor& a, const Tensor& b);
+EMBER_API Tensor eq(const Tensor& a, Scalar b);
+/** a != b as bool. */
+EMBER_API Tensor ne(const Tensor& a, const Tensor& b);
+EMBER_API Tensor ne(const Tensor& a, Scalar b);
+/** a < b as bool. */
+EMBER_API Tensor lt(const Tensor& a, const Tensor& b);
+EMBER_API Tensor lt(const Tensor& a, Scalar b);
+/** a <= b as bool. */
+EMBER_API Tensor le(const Tensor& a, const Tensor& b);
+EMBER_API Tensor le(const Tensor& a, Scalar b);
+/** a > b as bool. */
+EMBER_API Tensor gt(const Tensor& a, const Tensor& b);
+EMBER_API Tensor gt(const Tensor& a, Scalar b);
+/** a >= b as bool. */
+EMBER_API Tensor ge(const Tensor& a, const Tensor& b);
+EMBER_API Tensor ge(const Tensor& a, Scalar b);
+/** Truthiness of a and b. */
+EMBER_API Tensor logical_and(const Tensor& a, const Tensor& b);
+/** Truthiness of a or b. */
+EMBER_API Tensor logical_or(const Tensor& a, const Tensor& b);
+/** Not truthiness of a. */
+EMBER_API Tensor logical_not(const Tensor& a);
+/** cond ? a : b, broadcast over all three. */
+EMBER_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+EMBER_API Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+
+/** -x. */
+EMBER_API Tensor neg(const Tensor& x);
+/** |x|. */
+EMBER_API Tensor abs(const Tensor& x);
+/** e^x (integers promote to float32, as for every transcendental below). */
+EMBER_API Tensor exp(const Tensor& x);
+/** Natural logarithm. */
+EMBER_API Tensor log(const Tensor& x);
+/** log(1 + x), accurate near 0. */
+EMBER_API Tensor log1p(const Tensor& x);
+/** Square root. */
+EMBER_API Tensor sqrt(const Tensor& x);
+/** 1 / sqrt(x). */
+EMBER_API Tensor rsqrt(const Tensor& x);
+/** Sine. */
+EMBER_API Tensor sin(const Tensor& x);
+/** Cosine. */
+EMBER_API Tensor cos(const Tensor& x);
+/** Hyperbolic tangent. */
+EMBER_API Tensor tanh(const Tensor& x);
+/** 1 / (1 + e^-x). */
+EMBER_API Tensor sigmoid(const Tensor& x);
+/** max(x, 0). */
+EMBER_API Tensor relu(const Tensor& x);
+/** x * Phi(x); approximate="tanh" uses the tanh form. */
+EMBER_API Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+/** x * sigmoid(x). */
+EMBER_API Tensor silu(const Tensor& x);
+/** min(max(x, lo), hi); either bound may be absent. */
+EMBER_API Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/** -1, 0 or 1. */
+EMBER_API Tensor sign(const Tensor& x);
+/** Round down. */
+EMBER_API Tensor floor(const Tensor& x);
+/** Round up. */
+EMBER_API Tensor ceil(const Tensor& x);
+/** Round half to even. */
+EMBER_API Tensor round(const Tensor& x);
+/** Error function. */
+EMBER_API Tensor erf(const Tensor& x);
+/** x * x. */
+EMBER_API Tensor square(const Tensor& x);
+
+/** In place: a += b (b broadcast to a; result must keep a's dtype). */
+EMBER_API Tensor& add_(Tensor& a, const Tensor& b);
+EMBER_API Tensor& add_(Tensor& a, Scalar b);
+/** In place: a -= b. */
+EMBER_API Tensor& sub_(Tensor& a, const Tensor& b);
+EMBER_API Tensor& sub_(Tensor& a, Scalar b);
+/** In place: a *= b. */
+EMBER_API Tensor& mul_(Tensor& a, const Tensor& b);
+EMBER_API Tensor& mul_(Tensor& a, Scalar b);
+/** In place: a /= b. */
+EMBER_API Tensor& div_(Tensor& a, const Tensor& b);
+EMBER_API Tensor& div_(Tensor& a, Scalar b);
+/** In place unary ops. */
+EMBER_API Tensor& neg_(Tensor& x);
+EMBER_API Tensor& abs_(Tensor& x);
+EMBER_API Tensor& exp_(Tensor& x);
+EMBER_API Tensor& log_(Tensor& x);
+EMBER_API Tensor& sqrt_(Tensor& x);
+EMBER_API Tensor& tanh_(Tensor& x);
+EMBER_API Tensor& sigmoid_(Tensor& x);
+EMBER_API Tensor& relu_(Tensor& x);
+EMBER_API Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/** In place: x = where(mask, value, x). */
+EMBER_API Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
+
+/** Operators as in PyTorch. */
+EMBER_API Tensor operator+(const Tensor& a, const Tensor& b);
+EMBER_API Tensor operator-(const Tensor& a, const Tensor& b);
+EMBER_API Tensor operator*(const Tensor& a, const Tensor& b);
+EMBER_API Tensor operator/(const Tensor& a, const Tensor& b);
+EMBER_API Tensor operator+(const Tensor& a, Scalar b);
+EMBER_API Tensor operator-(const Tensor& a, Scalar b);
+EMBER_API Tensor operator*(const Tensor& a, Scalar b);
+EMBER_API Tensor operator/(const Tensor& a, Scalar b);
+EMBER_API Tensor operator+(Scalar a, const Tensor& b);
+EMBER_API Tensor operator-(Scalar a, const Tensor& b);
+EMBER_API Tensor operator*(Scalar a, const Tensor& b);
+EMBER_API Tensor operator/(Scalar a, const Tensor& b);
+EMBER_API Tensor operator-(const Tensor& a);
+EMBER_API Tensor& operator+=(Tensor& a, const Tensor& b);
+EMBER_API Tensor& operator-=(Tensor& a, const Tensor& b);
+EMBER_API Tensor& operator*=(Tensor& a, const Tensor& b);
+EMBER_API Tensor& operator/=(Tensor& a, const Tensor& b);
+
+namespace detail {
+/** A 0-d tensor holding `s`, on `device`, with the dtype it promotes to against `other`. */
+EMBER_API Tensor scalar_tensor(Scalar s, DType other, Device device);
+/** Result dtype of a binary op between a tensor and a scalar, on PyTorch's rules. */
+EMBER_API DType promote_with_scalar(DType t, Scalar s);
+}  // namespace detail
+
+}  // namespace ember

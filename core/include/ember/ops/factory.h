@@ -1,0 +1,178 @@
+// Factories: tensors made from sizes, ranges, random numbers, host data or foreign memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+/** dtype and device for a new tensor (float32 on the CPU unless told otherwise). */
+struct TensorOptions {
+  DType dtype = kDefaultFloat;
+  Device device = Device::cpu();
+  /** CPU memory page-locked for an accelerator (Note [Pinned host memory] in plugin_abi.h). */
+  bool pinned = false;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype(d) {}  // NOLINT(google-explicit-constructor)
+  TensorOptions(DType d, Device dev) : dtype(d), device(dev) {}
+  TensorOptions(Device dev) : device(dev) {}  // NOLINT(google-explicit-constructor)
+  /** These options with pinned host memory on or off (libtorch's pinned_memory). */
+  TensorOptions pinned_memory(bool on = true) const {
+    TensorOptions o = *this;
+    o.pinned = on;
+    return o;
+  }
+};
+
+/** Uninitialised contiguous tensor. */
+EMBER_API Tensor empty(IntList sizes, TensorOptions opts = {});
+/** Zeros. */
+EMBER_API Tensor zeros(IntList sizes, TensorOptions opts = {});
+/** Ones. */
+EMBER_API Tensor ones(IntList sizes, TensorOptions opts = {});
+/** Every element `value`. */
+EMBER_API Tensor full(IntList sizes, Scalar value, TensorOptions opts = {});
+/** Same sizes, dtype and device as `t`, uninitialised. */
+EMBER_API Tensor empty_like(const Tensor& t);
+/** Same sizes, dtype and device as `t`, zeros. */
+EMBER_API Tensor zeros_like(const Tensor& t);
+/** Same sizes, dtype and device as `t`, ones. */
+EMBER_API Tensor ones_like(const Tensor& t);
+/** Same sizes, dtype and device as `t`, filled with `value`. */
+EMBER_API Tensor full_like(const Tensor& t, Scalar value);
+/** start, start+step, ... < end; int64 if all arguments are integers, else float32. */
+EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1,
+                        std::optional<TensorOptions> opts = {});
+/** 0, 1, ..., end-1 as int64 (or `opts`). */
+EMBER_API Tensor arange(Scalar end, std::optional<TensorOptions> opts = {});
+/** `steps` evenly spaced values from start to end inclusive. */
+EMBER_API Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {});
+/** n x m identity (m defaults to n). */
+EMBER_API Tensor eye(int64_t n, int64_t m = -1, TensorOptions opts = {});
+
+/** A seedable random-number generator: a seed and a Philox counter for tensors (rand, randn,
+ *  dropout; Note [Random numbers on every device]) and a 64-bit Mersenne twister for host draws
+ *  (next, uniform, normal, randint). Philox reservations are thread-safe; host draws are not. */
+class EMBER_API Generator {
+ public:
+  /** Seeded generator. */
+  explicit Generator(uint64_t seed = kDefaultSeed);
+  ~Generator();
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+  /** Reseeds (and restarts the Philox counter). */
+  void manual_seed(uint64_t seed);
+  /** The seed last set. */
+  uint64_t seed() const;
+  /** Reserves `blocks` Philox blocks: returns the counter they start at; the next reservation
+   *  starts past them, so no two draws share a block. */
+  uint64_t philox_reserve(uint64_t blocks);
+  /** Next raw 64 random bits. */
+  uint64_t next();
+  /** Uniform in [0, 1). */
+  double uniform();
+  /** Standard normal. */
+  double normal();
+
+  /** The seed a default-constructed generator (and every default generator) starts with. */
+  static constexpr uint64_t kDefaultSeed = 67280421310721ull;
+
+ private:
+  struct State;
+  State* state_;
+};
+
+/** The process-wide default generator of the CPU. */
+EMBER_API Generator& default_generator();
+/** The default generator of `device` (each device has its own, as in PyTorch). */
+EMBER_API Generator& default_generator(Device device);
+/** Seeds the default generators of every device, including those created later. */
+EMBER_API void manual_seed(uint64_t seed);
+
+/** Uniform in [0, 1). */
+EMBER_API Tensor rand(IntList sizes, TensorOptions opts = {}, Generator* gen = nullptr);
+/** Standard normal. */
+EMBER_API Tensor randn(IntList sizes, TensorOptions opts = {}, Generator* gen = nullptr);
+/** Integers uniform in [low, high); int64 unless told otherwise. */
+EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
+                         TensorOptions opts = TensorOptions(DType::Int64),
+                         Generator* gen = nullptr);
+
+namespace detail {
+/** A dropout mask of `sizes`: 0 with probability p, else `scale` (core/ops/nn.cpp's dropout). */
+Tensor dropout_mask(IntList sizes, TensorOptions opts, double p, double scale, Generator* gen);
+}  // namespace detail
+
+/** Wraps foreign host memory without copying; `deleter(data)` runs when the last view goes. */
+EMBER_API Tensor from_blob(void* data, IntList sizes, IntList strides, DType dtype,
+                           std::function<void(void*)> deleter, Device device = Device::cpu());
+/** from_blob with contiguous strides. */
+EMBER_API Tensor from_blob(void* data, IntList sizes, DType dtype,
+                           std::function<void(void*)> deleter = {}, Device device = Device::cpu());
+
+/** Copies host values of type T into a new tensor of `sizes`. */
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, IntList sizes, TensorOptions opts) {
+  Tensor host = empty(sizes, TensorOptions(dtype_of<T>()));
+  EMBER_CHECK(static_cast<size_t>(host.numel()) == values.size(),
+              "[tensor] {} values cannot fill sizes {}", values.size(), shape_str(sizes));
+  std::copy(values.begin(), values.end(), host.data_ptr<T>());
+  return host.to(opts.dtype).to(opts.device);
+}
+
+/** Nested initializer lists, as in tensor({{1., 2.}, {3., 4.}}). */
+template <typename T>
+struct NestedList {
+  std::vector<T> values;
+  Shape sizes;
+  /** A leaf value; only literals of T's kind (floating, integer or bool) match. */
+  template <typename U, typename = std::enable_if_t<
+                            (std::is_floating_point_v<T> && std::is_floating_point_v<U>) ||
+                            (std::is_integral_v<T> && !std::is_same_v<T, bool> &&
+                             std::is_integral_v<U> && !std::is_same_v<U, bool>) ||
+                            (std::is_same_v<T, bool> && std::is_same_v<U, bool>)>>
+  NestedList(U v) : values{static_cast<T>(v)} {}        // NOLINT(google-explicit-constructor)
+  NestedList(std::initializer_list<NestedList> rows) {  // NOLINT(google-explicit-constructor)
+    sizes.push_back(static_cast<int64_t>(rows.size()));
+    bool first = true;
+    for (const NestedList& r : rows) {
+      if (first) {
+        for (int64_t s : r.sizes) sizes.push_back(s);
+        first = false;
+      } else {
+        EMBER_CHECK(r.sizes.size() + 1 == sizes.size() &&
+                        std::equal(r.sizes.begin(), r.sizes.end(), sizes.begin() + 1),
+                    "[tensor] ragged nested list: rows of sizes {} and {}",
+                    shape_str(IntList(sizes.data() + 1, sizes.size() - 1)), shape_str(r.sizes));
+      }
+      values.insert(values.end(), r.values.begin(), r.values.end());
+    }
+  }
+};
+
+/** A tensor from (nested) floating values: float32 unless `opts` says otherwise. */
+inline Tensor tensor(NestedList<double> data, TensorOptions opts = {}) {
+  return from_vector(data.values, data.sizes, TensorOptions(DType::Float64))
+      .to(opts.dtype)
+      .to(opts.device);
+}
+/** A tensor from (nested) integer values: int64 unless `opts` says otherwise. */
+inline Tensor tensor(NestedList<int64_t> data, TensorOptions opts = TensorOptions(DType::Int64)) {
+  return from_vector(data.values, data.sizes, TensorOptions(DType::Int64))
+      .to(opts.dtype)
+      .to(opts.device);
+}
+/** A tensor from (nested) booleans. */
+inline Tensor tensor(NestedList<bool> data, TensorOptions opts = TensorOptions(DType::Bool)) {
+  std::vector<uint8_t> bytes(data.values.begin(), data.values.end());
+  Tensor t = from_vector(bytes, data.sizes, TensorOptions(DType::UInt8));
+  return t.to(DType::Bool).to(opts.dtype).to(opts.device);
+}
+
+}  // namespace ember

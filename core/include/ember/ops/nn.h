@@ -1,0 +1,34 @@
+// Layers' ops that are not convolutions, pooling or norms: linear, dropout, embedding, pad,
+// interpolate.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "ember/ops/factory.h"
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+/** x W^T + b for x [..., in], weight [out, in] and an optional bias [out]. */
+EMBER_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+/** Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training;
+ *  the identity otherwise. */
+EMBER_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
+                         Generator* gen = nullptr);
+/** Rows of weight [num, dim] picked by integer indices of any shape: result [..., dim]. Rows
+ *  at padding_idx get no gradient. */
+EMBER_API Tensor embedding(const Tensor& weight, const Tensor& indices,
+                           std::optional<int64_t> padding_idx = {});
+/** Pads the last dims: pad = {left, right, top, bottom, ...} as in PyTorch; mode is
+ *  "constant" (with value), "reflect", "replicate" or "circular". */
+EMBER_API Tensor pad(const Tensor& x, IntList pad, std::string_view mode = "constant",
+                     double value = 0.0);
+/** Resizes the spatial dims of x [N, C, H, W] to `size` ("nearest" or "bilinear"). */
+EMBER_API Tensor interpolate(const Tensor& x, IntList size, std::string_view mode = "nearest",
+                             bool align_corners = false);
+/** Resizes the spatial dims of x [N, C, H, W] by `scale_factor` (output = floor(in * scale)). */
+EMBER_API Tensor interpolate(const Tensor& x, double scale_factor,
+                             std::string_view mode = "nearest", bool align_corners = false);
+
+}  // namespace ember

@@ -1,0 +1,23 @@
+// Normalisation layers' ops: batch_norm, layer_norm, group_norm.
+#pragma once
+
+#include "ember/tensor/tensor.h"
+
+namespace ember {
+
+/** Batch normalisation of x [N, C, ...] over every dim but 1. Training uses the batch
+ *  statistics and, when given, updates running_mean/running_var in place (unbiased variance,
+ *  new = (1 - momentum) * old + momentum * batch); eval uses the running statistics. */
+EMBER_API Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Tensor& running_mean, const Tensor& running_var, bool training,
+                            double momentum = 0.1, double eps = 1e-5);
+/** Layer normalisation over the trailing dims `normalized_shape`, with optional elementwise
+ *  weight and bias of that shape. */
+EMBER_API Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight = {},
+                            const Tensor& bias = {}, double eps = 1e-5);
+/** Group normalisation of x [N, C, ...] over `num_groups` groups of channels, with optional
+ *  per-channel weight and bias [C]. */
+EMBER_API Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},
+                            const Tensor& bias = {}, double eps = 1e-5);
+
+}  // namespace ember

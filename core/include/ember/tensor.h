@@ -1,0 +1,28 @@
+// The core in one header: tensors, every op family, autograd, devices, streams and plugins.
+// Everything here lives in libember_core.so (CMake target Ember::core).
+#pragma once
+
+#include "ember/autograd/engine.h"
+#include "ember/autograd/function.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/autograd/gradcheck.h"
+#include "ember/autograd/node.h"
+#include "ember/dispatch/extension_ops.h"
+#include "ember/dispatch/op.h"
+#include "ember/dispatch/stream.h"
+#include "ember/ops/conv.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/loss.h"
+#include "ember/ops/memory.h"
+#include "ember/ops/nn.h"
+#include "ember/ops/norm.h"
+#include "ember/ops/pool.h"
+#include "ember/ops/reduce.h"
+#include "ember/ops/softmax.h"
+#include "ember/plugin/loader.h"
+#include "ember/tensor/dlpack.h"
+#include "ember/tensor/tensor.h"
+#include "ember/version.h"

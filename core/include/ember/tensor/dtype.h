@@ -1,0 +1,100 @@
+// DType: the element type of a tensor; values match ember_dtype in the plugin ABI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "ember/plugin_sdk.hpp"
+#include "ember/util/export.h"
+
+namespace ember {
+
+/** Element types, numbered as in the plugin ABI. */
+enum class DType : int8_t {
+  Float32 = EMBER_F32,
+  Float64 = EMBER_F64,
+  Float16 = EMBER_F16,
+  BFloat16 = EMBER_BF16,
+  Int64 = EMBER_I64,
+  Int32 = EMBER_I32,
+  Int8 = EMBER_I8,
+  UInt8 = EMBER_U8,
+  Bool = EMBER_BOOL,
+};
+
+/** Number of dtypes. */
+inline constexpr int kNumDTypes = EMBER_NUM_DTYPES;
+
+/** Short aliases, as users write them: ember::f32. */
+inline constexpr DType f32 = DType::Float32, f64 = DType::Float64, f16 = DType::Float16,
+                       bf16 = DType::BFloat16, i64 = DType::Int64, i32 = DType::Int32,
+                       i8 = DType::Int8, u8 = DType::UInt8, boolean = DType::Bool;
+
+/** Bytes per element. */
+constexpr size_t itemsize(DType d) {
+  return sdk::itemsize(static_cast<int32_t>(d));
+}
+/** True for float32/64, float16 and bfloat16. */
+constexpr bool is_floating(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
+}
+/** True for the integer types (bool excluded). */
+constexpr bool is_integral(DType d) {
+  return d == DType::Int64 || d == DType::Int32 || d == DType::Int8 || d == DType::UInt8;
+}
+/** Name as PyTorch prints it: "float32", "int64", "bool". */
+EMBER_API std::string_view dtype_name(DType d);
+/** The dtype two operands promote to, on PyTorch's rules. */
+EMBER_API DType promote_types(DType a, DType b);
+/** Parses a dtype name ("float32", "f32", "int64", ...); throws on unknown names. */
+EMBER_API DType parse_dtype(std::string_view name);
+/** The default floating dtype (float32). */
+inline constexpr DType kDefaultFloat = DType::Float32;
+
+/** The C++ element type of a DType. */
+template <DType D>
+using cpp_type_t = typename sdk::DTypeTraits<static_cast<int>(D)>::type;
+
+/** The DType of a C++ element type. */
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::Float64;
+  else if constexpr (std::is_same_v<T, sdk::Half>)
+    return DType::Float16;
+  else if constexpr (std::is_same_v<T, sdk::BFloat16>)
+    return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::Int8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DType::Bool;
+  else
+    static_assert(sizeof(T) == 0, "no DType for this C++ type");
+}
+
+/** Calls fn(tag) with tag::type the C++ element type of `d`. */
+template <typename Fn>
+void visit_dtype(DType d, Fn&& fn) {
+  sdk::visit_dtype(static_cast<int32_t>(d), std::forward<Fn>(fn));
+}
+
+}  // namespace ember
+
+/** Formats a DType by name. */
+template <>
+struct fmt::formatter<ember::DType> : fmt::formatter<std::string_view> {
+  auto format(ember::DType d, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(ember::dtype_name(d), ctx);
+  }
+};

@@ -1,0 +1,199 @@
+// Tensor: the cheap-to-copy handle users hold; views and metadata live here, math in core/ops.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "ember/tensor/device.h"
+#include "ember/tensor/dtype.h"
+#include "ember/tensor/scalar.h"
+#include "ember/tensor/shape.h"
+#include "ember/tensor/tensor_impl.h"
+#include "ember/util/error.h"
+#include "ember/util/export.h"
+
+namespace ember {
+
+class Stream;
+
+namespace autograd {
+class Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+/** An n-dimensional array on some device; copying the handle shares the data. */
+class EMBER_API Tensor {
+ public:
+  /** An undefined tensor (no storage). */
+  Tensor() = default;
+  /** Wraps an impl. */
+  explicit Tensor(IntrusivePtr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  /** True unless default-constructed. */
+  bool defined() const { return static_cast<bool>(impl_); }
+  /** The impl, for the core's own use. */
+  TensorImpl* impl() const { return impl_.get(); }
+
+  const Shape& sizes() const { return impl_->sizes(); }
+  const Shape& strides() const { return impl_->strides(); }
+  /** Size of one dim (negative dims count from the end). */
+  int64_t size(int64_t dim) const;
+  /** Stride of one dim (negative dims count from the end). */
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return static_cast<int64_t>(impl_->sizes().size()); }
+  int64_t numel() const { return impl_->numel(); }
+  DType dtype() const { return impl_->dtype(); }
+  Device device() const { return impl_->device(); }
+  /** Storage offset in elements. */
+  int64_t storage_offset() const { return impl_->offset(); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  size_t element_size() const { return itemsize(dtype()); }
+  /** Bytes covered by numel() elements. */
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  /** Address of element [0, ..., 0]. */
+  void* data_ptr() const { return impl_->data(); }
+  /** Typed address of element [0, ..., 0]; checks the dtype. */
+  template <typename T>
+  T* data_ptr() const {
+    EMBER_CHECK_TYPE(dtype_of<T>() == dtype(), "[data_ptr] requested {} but the tensor is {}",
+                     dtype_of<T>(), dtype());
+    return static_cast<T*>(data_ptr());
+  }
+  /** The storage shared with views. */
+  const Storage& storage() const { return impl_->storage(); }
+  /** Version counter of the storage, bumped by in-place ops. */
+  uint32_t version() const { return impl_->storage()->version(); }
+  /** True if both handles share the same storage. */
+  bool is_same_storage(const Tensor& o) const { return storage().get() == o.storage().get(); }
+  /** True if both handles point at the same impl. */
+  bool is_same(const Tensor& o) const { return impl_.get() == o.impl_.get(); }
+
+  // Views: share storage, no kernel runs.
+  /** Same data with new sizes (one may be -1); needs compatible strides. */
+  Tensor view(IntList sizes) const;
+  /** A view when strides allow, otherwise a contiguous copy. */
+  Tensor reshape(IntList sizes) const;
+  /** Swaps two dims. */
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  /** Transpose of a 2-d (or lower) tensor. */
+  Tensor t() const;
+  /** Reorders dims. */
+  Tensor permute(IntList dims) const;
+  /** Elements start, start+step, ... < end along dim (bounds clamp like Python). */
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  /** `length` elements from `start` along dim. */
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  /** Removes dim by picking one index. */
+  Tensor select(int64_t dim, int64_t index) const;
+  /** Broadcasts size-1 dims to `sizes` (-1 keeps a size) with stride 0. */
+  Tensor expand(IntList sizes) const;
+  /** Broadcasts to the shape of `other`. */
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  /** Drops all size-1 dims. */
+  Tensor squeeze() const;
+  /** Drops dim if its size is 1. */
+  Tensor squeeze(int64_t dim) const;
+  /** Inserts a size-1 dim at `dim`. */
+  Tensor unsqueeze(int64_t dim) const;
+  /** Merges dims start..end into one. */
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /** A view with explicit geometry over the same storage. */
+  Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset = {}) const;
+
+  // Copies and conversions.
+  /** This tensor if already contiguous, otherwise a contiguous copy. */
+  Tensor contiguous() const;
+  /** A contiguous copy. */
+  Tensor clone() const;
+  /** Converted to `dtype` (this tensor if already of that dtype). */
+  Tensor to(DType dtype) const;
+  /** Copied to `device` (this tensor if already there). */
+  Tensor to(Device device) const;
+  /** Copied to `device`; with `non_blocking`, a copy between pinned host memory and a device
+   *  may still be in flight on return (Note [Non-blocking copies]): synchronize before the host
+   *  reads a copy to the CPU, which then lands in pinned memory. */
+  Tensor to(Device device, bool non_blocking) const;
+  /** A copy in page-locked host memory (this tensor if already pinned); needs a CPU tensor and a
+   *  loaded accelerator backend that offers pinned memory. */
+  Tensor pin_memory() const;
+  /** True if the tensor's memory is page-locked host memory. */
+  bool is_pinned() const;
+  /** Marks the memory as used by work on `stream` too, so the caching allocator does not hand it
+   *  out again until that work has completed (PyTorch's record_stream). */
+  void record_stream(const Stream& stream) const;
+  /** The one element as a double; throws unless numel() == 1. */
+  double item() const;
+  /** The one element as a Scalar: exact for integer and bool dtypes. */
+  Scalar item_scalar() const;
+  /** The one element converted to T: integers are read exactly (not through a double), and
+   *  a floating element becomes an integer T as Note [Float to integer conversion] says. */
+  template <typename T>
+  T item() const {
+    const Scalar s = item_scalar();
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(s.to_int());
+    } else {
+      return static_cast<T>(s.to_double());
+    }
+  }
+  /** Copies `src` (broadcast, converted) into this tensor in place. */
+  Tensor& copy_(const Tensor& src);
+  /** Sets every element to `value` in place. */
+  Tensor& fill_(Scalar value);
+  /** Sets every element to zero in place. */
+  Tensor& zero_() { return fill_(0); }
+  /** Records an in-place write (bumps the version counter). */
+  void bump_version() const { impl_->storage()->bump_version(); }
+
+  // Autograd (core/autograd).
+  /** True if gradients flow to or through this tensor. */
+  bool requires_grad() const { return impl_->requires_grad(); }
+  /** Makes a leaf (not) require grad; floating dtypes only. */
+  Tensor& requires_grad_(bool on = true);
+  /** The accumulated gradient (undefined until a backward reaches this leaf). */
+  const Tensor& grad() const;
+  /** The gradient slot, for optimizers and zero_grad. */
+  Tensor& mutable_grad() const;
+  /** The node that produced this tensor, or null for leaves. */
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /** True for tensors made by the user rather than by a recorded op. */
+  bool is_leaf() const;
+  /** Which output of its grad_fn this tensor is. */
+  uint32_t output_nr() const;
+  /** Autograd state, or null. */
+  autograd::AutogradMeta* autograd_meta() const;
+  /** Runs backward from this tensor (a scalar unless `gradient` is given). */
+  void backward(const Tensor& gradient = {}, bool retain_graph = false,
+                bool create_graph = false) const;
+  /** Same data, cut from the graph (shares storage and version counter). */
+  Tensor detach() const;
+  /** Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it. */
+  void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /** Keeps the gradient of a non-leaf in grad() after backward. */
+  void retain_grad() const;
+
+  /** PyTorch-like printed form. */
+  std::string str() const;
+
+ private:
+  IntrusivePtr<TensorImpl> impl_;
+};
+
+/** Prints like PyTorch: tensor([[1., 2.], ...], dtype=...). */
+EMBER_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace ember
+
+/** Formats a Tensor in its printed form. */
+template <>
+struct fmt::formatter<ember::Tensor> : fmt::formatter<std::string> {
+  auto format(const ember::Tensor& t, format_context& ctx) const {
+    return fmt::formatter<std::string>::format(t.str(), ctx);
+  }
+};

@@ -1,0 +1,712 @@
+// The conformance cases: every kernel the CPU backend registers is run by at least one case
+// (conformance_test.cpp checks that), on several shapes: broadcasting, non-contiguous views,
+// 0-d and zero-size inputs. Integer-valued inputs appear where ties or zeros matter (sort
+// stability, argmax's first index, nonzero).
+#include <cmath>
+#include <tuple>
+
+#include "tools/ember/conformance.h"
+
+namespace ember::conformance {
+namespace {
+
+using Inputs = std::vector<Tensor>;
+using Fn = std::function<Inputs(const Inputs&)>;
+
+/** A case function with one output. */
+Fn one(std::function<Tensor(const Inputs&)> f) {
+  return [f](const Inputs& in) { return Inputs{f(in)}; };
+}
+
+/** Whole numbers in [lo, hi] of the dtype under test (ties and zeros on purpose). */
+Tensor whole(Gen& g, IntList sizes, double lo, double hi) {
+  return g.as(DType::Int64, sizes, lo, hi).to(g.dtype());
+}
+
+/** The range to draw from: [lo, hi] for floating dtypes, [ilo, ihi] for integer ones. */
+struct Range {
+  double lo = -1, hi = 1, ilo = -5, ihi = 5;
+};
+Tensor draw(Gen& g, IntList sizes, Range r) {
+  return is_floating(g.dtype()) ? g(sizes, r.lo, r.hi) : g(sizes, r.ilo, r.ihi);
+}
+
+std::vector<Variant> unary_variants(Range r) {
+  return {
+      {"contiguous",
+       [r](Gen& g) {
+         return Inputs{draw(g, {3, 5}, r)};
+       }},
+      {"transposed",
+       [r](Gen& g) {
+         return Inputs{draw(g, {5, 4}, r).transpose(0, 1)};
+       }},
+      {"sliced",
+       [r](Gen& g) {
+         return Inputs{draw(g, {4, 9}, r).slice(1, 1, 9, 2)};
+       }},
+      {"scalar", [r](Gen& g) { return Inputs{draw(g, {}, r)}; }},
+      {"empty",
+       [r](Gen& g) {
+         return Inputs{draw(g, {0, 4}, r)};
+       }},
+  };
+}
+
+std::vector<Variant> binary_variants(Range ra, Range rb) {
+  return {
+      {"same",
+       [=](Gen& g) {
+         return Inputs{draw(g, {3, 4}, ra), draw(g, {3, 4}, rb)};
+       }},
+      {"broadcast",
+       [=](Gen& g) {
+         return Inputs{draw(g, {2, 3, 4}, ra), draw(g, {3, 1}, rb)};
+       }},
+      {"transposed_sliced",
+       [=](Gen& g) {
+         return Inputs{draw(g, {4, 3}, ra).transpose(0, 1), draw(g, {3, 8}, rb).slice(1, 0, 8, 2)};
+       }},
+      {"scalar",
+       [=](Gen& g) {
+         return Inputs{draw(g, {3, 4}, ra), draw(g, {}, rb)};
+       }},
+      {"empty",
+       [=](Gen& g) {
+         return Inputs{draw(g, {0, 3}, ra), draw(g, {1, 3}, rb)};
+       }},
+  };
+}
+
+/** Variants of whole-number values (comparisons, logic): equal elements are common. */
+std::vector<Variant> whole_binary_variants() {
+  return {
+      {"same",
+       [](Gen& g) {
+         return Inputs{whole(g, {3, 4}, -2, 2), whole(g, {3, 4}, -2, 2)};
+       }},
+      {"broadcast",
+       [](Gen& g) {
+         return Inputs{whole(g, {2, 3, 4}, -2, 2), whole(g, {4}, -2, 2)};
+       }},
+      {"transposed",
+       [](Gen& g) {
+         return Inputs{whole(g, {4, 3}, -2, 2).transpose(0, 1), whole(g, {3, 4}, -2, 2)};
+       }},
+      {"empty",
+       [](Gen& g) {
+         return Inputs{whole(g, {0, 2}, -2, 2), whole(g, {0, 2}, -2, 2)};
+       }},
+  };
+}
+
+/** Reduction inputs: [3, 4, 5] plain and permuted, zero-size kept or (optionally) reduced dims. */
+std::vector<Variant> reduce_variants(Range r, bool empty_reduction, bool whole_values = false) {
+  auto make = [=](Gen& g, IntList sizes) {
+    return whole_values ? whole(g, sizes, -3, 3) : draw(g, sizes, r);
+  };
+  std::vector<Variant> v = {
+      {"contiguous",
+       [=](Gen& g) {
+         return Inputs{make(g, {3, 4, 5})};
+       }},
+      {"permuted",
+       [=](Gen& g) {
+         return Inputs{make(g, {5, 4, 3}).permute({2, 1, 0})};
+       }},
+      {"empty_kept",
+       [=](Gen& g) {
+         return Inputs{make(g, {0, 4, 5})};
+       }},
+  };
+  if (empty_reduction) {
+    v.push_back({"empty_reduced", [=](Gen& g) { return Inputs{make(g, {3, 0, 5})}; }});
+  }
+  return v;
+}
+
+Case unary(const std::string& name, std::function<Tensor(const Tensor&)> f, Range r,
+           bool grad = true) {
+  return {name, {name}, unary_variants(r), one([f](const Inputs& in) { return f(in[0]); }), grad};
+}
+
+Case binary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+            Range ra = {}, Range rb = {}, bool grad = true) {
+  return {name,
+          {name},
+          binary_variants(ra, rb),
+          one([f](const Inputs& in) { return f(in[0], in[1]); }),
+          grad};
+}
+
+Case compare(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f) {
+  return {name,
+          {name},
+          whole_binary_variants(),
+          one([f](const Inputs& in) { return f(in[0], in[1]); }),
+          /*grad=*/false};
+}
+
+const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
+const std::vector<DType> kF32F64 = {DType::Float32, DType::Float64};
+
+std::vector<int64_t> shape_of(const Tensor& t) {
+  return std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
+}
+
+std::vector<Case> make_cases() {
+  std::vector<Case> c;
+  const Range pos{0.1, 3.0, 1, 5};
+
+  // ---- copies and fills -----------------------------------------------------------------------
+  c.push_back({"copy", {"copy"}, unary_variants({}), [](const Inputs& in) {
+                 const Tensor& x = in[0];
+                 return Inputs{x.contiguous(),       x.clone(),          x.to(DType::Float32),
+                               x.to(DType::Float16), x.to(DType::Int64), x.to(DType::Int8),
+                               x.to(DType::Bool)};
+               }});
+  c.push_back({"fill",
+               {"fill"},
+               unary_variants({}),
+               [](const Inputs& in) {
+                 return Inputs{full_like(in[0], 3), zeros_like(in[0]), ones_like(in[0])};
+               },
+               /*grad=*/false});
+
+  // ---- binary arithmetic ----------------------------------------------------------------------
+  c.push_back(binary("add", [](const Tensor& a, const Tensor& b) { return add(a, b); }));
+  c.push_back(binary("sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }));
+  c.push_back(binary("mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }));
+  c.push_back(binary("div", [](const Tensor& a, const Tensor& b) { return div(a, b); }, {},
+                     {0.5, 2.0, 1, 3}));
+  c.push_back(binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
+                     {0.5, 2.0, -3, 3}, {-2.0, 2.0, 0, 4}));
+  c.push_back(binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }));
+  c.push_back(binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }));
+  c.push_back({"scalar_ops", {"add", "mul", "sub"}, unary_variants({}), one([](const Inputs& in) {
+                 return add(mul(in[0], 3), 2) - 1;
+               })});
+
+  // ---- comparison and logic -------------------------------------------------------------------
+  c.push_back(compare("eq", [](const Tensor& a, const Tensor& b) { return eq(a, b); }));
+  c.push_back(compare("ne", [](const Tensor& a, const Tensor& b) { return ne(a, b); }));
+  c.push_back(compare("lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); }));
+  c.push_back(compare("le", [](const Tensor& a, const Tensor& b) { return le(a, b); }));
+  c.push_back(compare("gt", [](const Tensor& a, const Tensor& b) { return gt(a, b); }));
+  c.push_back(compare("ge", [](const Tensor& a, const Tensor& b) { return ge(a, b); }));
+  c.push_back(
+      compare("logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }));
+  c.push_back(
+      compare("logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }));
+  c.push_back({"logical_not",
+               {"logical_not"},
+               {{"contiguous",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {3, 4}, -1, 1)};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {4, 3}, -1, 1).t()};
+                 }},
+                {"empty", [](Gen& g) { return Inputs{whole(g, {0}, -1, 1)}; }}},
+               one([](const Inputs& in) { return logical_not(in[0]); }),
+               /*grad=*/false});
+  c.push_back({"where",
+               {"where"},
+               {{"same",
+                 [](Gen& g) {
+                   return Inputs{g.mask({3, 4}), g({3, 4}), g({3, 4})};
+                 }},
+                {"broadcast",
+                 [](Gen& g) {
+                   return Inputs{g.mask({3, 1}), g({2, 3, 4}), g({4})};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{g.mask({4, 3}).t(), g({4, 3}).t(), g({3, 4})};
+                 }},
+                {"empty",
+                 [](Gen& g) {
+                   return Inputs{g.mask({0, 2}), g({0, 2}), g({2})};
+                 }}},
+               one([](const Inputs& in) { return where(in[0], in[1], in[2]); })});
+  c.push_back({"masked_fill",
+               {"where"},
+               {{"broadcast",
+                 [](Gen& g) {
+                   return Inputs{g({3, 4}), g.mask({4})};
+                 }}},
+               one([](const Inputs& in) { return masked_fill(in[0], in[1], 1); })});
+
+  // ---- unary math -----------------------------------------------------------------------------
+  c.push_back(unary("neg", [](const Tensor& x) { return neg(x); }, {}));
+  c.push_back(unary("abs", [](const Tensor& x) { return abs(x); }, {}));
+  c.push_back(unary(
+      "sign", [](const Tensor& x) { return sign(x); }, {}, /*grad=*/false));
+  Case relu_case = unary("relu", [](const Tensor& x) { return relu(x); }, {});
+  relu_case.kernels.push_back("relu_backward");  // the gradient check runs the fused backward
+  c.push_back(relu_case);
+  c.push_back(unary("clamp",
+                    [](const Tensor& x) {
+                      return is_floating(x.dtype()) ? clamp(x, -0.5, 0.7) : clamp(x, -2, 3);
+                    },
+                    {}));
+  c.push_back(unary("exp", [](const Tensor& x) { return exp(x); }, {-2, 2}));
+  c.push_back(unary(
+      "log", [](const Tensor& x) { return log(x); }, pos));
+  c.push_back(unary("log1p", [](const Tensor& x) { return log1p(x); }, {0, 3}));
+  c.push_back(unary(
+      "sqrt", [](const Tensor& x) { return sqrt(x); }, pos));
+  c.push_back(unary(
+      "rsqrt", [](const Tensor& x) { return rsqrt(x); }, pos));
+  c.push_back(unary("sin", [](const Tensor& x) { return sin(x); }, {-3, 3}));
+  c.push_back(unary("cos", [](const Tensor& x) { return cos(x); }, {-3, 3}));
+  c.push_back(unary("tanh", [](const Tensor& x) { return tanh(x); }, {-3, 3}));
+  c.push_back(unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }, {-4, 4}));
+  c.push_back(unary("gelu", [](const Tensor& x) { return gelu(x); }, {-3, 3}));
+  c.push_back(unary("gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, {-3, 3}));
+  c.back().kernels = {"gelu"};
+  c.push_back(unary("silu", [](const Tensor& x) { return silu(x); }, {-3, 3}));
+  c.push_back(unary(
+      "floor", [](const Tensor& x) { return floor(x); }, {-3, 3}, false));
+  c.push_back(unary(
+      "ceil", [](const Tensor& x) { return ceil(x); }, {-3, 3}, false));
+  c.push_back(unary(
+      "round", [](const Tensor& x) { return round(x); }, {-3, 3}, false));
+  c.push_back(unary("erf", [](const Tensor& x) { return erf(x); }, {-2, 2}));
+
+  // ---- reductions -----------------------------------------------------------------------------
+  c.push_back({"sum", {"sum"}, reduce_variants({}, /*empty_reduction=*/true), [](const Inputs& in) {
+                 return Inputs{sum(in[0], {1}), sum(in[0], {0, 2}, /*keepdim=*/true), sum(in[0])};
+               }});
+  c.push_back({"mean_var",
+               {"sum"},
+               reduce_variants({}, /*empty_reduction=*/false),
+               [](const Inputs& in) {
+                 return Inputs{mean(in[0], {1}), var(in[0], {2}), logsumexp(in[0], {0})};
+               },
+               true,
+               kFloat});
+  c.push_back({"prod",
+               {"prod"},
+               reduce_variants({0.5, 1.5, -2, 2}, /*empty_reduction=*/true),
+               [](const Inputs& in) {
+                 return Inputs{prod(in[0], {1}), prod(in[0], {0, 2})};
+               }});
+  c.push_back({"amax", {"amax"}, reduce_variants({}, false), [](const Inputs& in) {
+                 return Inputs{amax(in[0], {1}), amax(in[0], {1, 2})};
+               }});
+  c.push_back({"amin", {"amin"}, reduce_variants({}, false), [](const Inputs& in) {
+                 return Inputs{amin(in[0], {2}), amin(in[0], {1}, true)};
+               }});
+  c.push_back({"full_reductions",
+               {"amax", "amin", "argmax", "argmin"},
+               {{"contiguous",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {3, 4, 5}, -3, 3)};
+                 }},
+                {"permuted",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {5, 4, 3}, -3, 3).permute({2, 1, 0})};
+                 }},
+                {"scalar", [](Gen& g) { return Inputs{g({})}; }}},
+               [](const Inputs& in) {
+                 return Inputs{amax(in[0]), amin(in[0]), argmax(in[0]), argmin(in[0])};
+               },
+               false});
+  c.push_back({"all",
+               {"all"},
+               reduce_variants({}, true, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 return Inputs{all(in[0], {1}), all(in[0])};
+               },
+               false});
+  c.push_back({"any",
+               {"any"},
+               reduce_variants({}, true, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 return Inputs{any(in[0], {1}), any(in[0])};
+               },
+               false});
+  c.push_back({"argmax",
+               {"argmax"},
+               reduce_variants({}, false, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 return Inputs{argmax(in[0], 1), argmax(in[0], 2, true)};
+               },
+               false});
+  c.push_back({"argmin",
+               {"argmin"},
+               reduce_variants({}, false, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 return Inputs{argmin(in[0], 2, true), argmin(in[0], 1)};
+               },
+               false});
+  c.push_back({"max_dim",
+               {"max_dim"},
+               reduce_variants({}, false, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 auto [v, i] = max(in[0], 1);
+                 return Inputs{v, i};
+               }});
+  c.push_back({"min_dim",
+               {"min_dim"},
+               reduce_variants({}, false, /*whole_values=*/true),
+               [](const Inputs& in) {
+                 auto [v, i] = min(in[0], 2, /*keepdim=*/true);
+                 return Inputs{v, i};
+               }});
+  c.push_back({"cumsum", {"cumsum"}, reduce_variants({}, true), [](const Inputs& in) {
+                 return Inputs{cumsum(in[0], 1), cumsum(in[0], 0)};
+               }});
+
+  // ---- matmul, softmax and composites ---------------------------------------------------------
+  const Range mm{-1, 1, -3, 3};
+  c.push_back({"matmul",
+               {"matmul"},
+               {{"2d",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {3, 4}, mm), draw(g, {4, 5}, mm)};
+                 }},
+                {"batched_broadcast",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {2, 3, 4}, mm), draw(g, {4, 5}, mm)};
+                 }},
+                {"batch_dims_broadcast",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {2, 1, 3, 4}, mm), draw(g, {3, 4, 2}, mm)};
+                 }},
+                {"transposed",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {4, 3}, mm).t(), draw(g, {8, 5}, mm).slice(0, 0, 8, 2)};
+                 }},
+                {"inner_zero",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {3, 0}, mm), draw(g, {0, 5}, mm)};
+                 }},
+                {"empty",
+                 [=](Gen& g) {
+                   return Inputs{draw(g, {0, 4}, mm), draw(g, {4, 5}, mm)};
+                 }}},
+               one([](const Inputs& in) { return matmul(in[0], in[1]); })});
+  c.push_back({"linear",
+               {"matmul"},
+               {{"2d",
+                 [](Gen& g) {
+                   return Inputs{g({5, 4}), g({3, 4}), g({3})};
+                 }},
+                {"3d",
+                 [](Gen& g) {
+                   return Inputs{g({2, 5, 4}), g({3, 4}), g({3})};
+                 }}},
+               one([](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
+               true,
+               kF32F64});
+  const std::vector<Variant> softmax_variants = {
+      {"2d",
+       [](Gen& g) {
+         return Inputs{g({4, 7}, -3, 3)};
+       }},
+      {"3d_transposed",
+       [](Gen& g) {
+         return Inputs{g({5, 3, 2}, -3, 3).transpose(0, 2)};
+       }},
+      {"empty", [](Gen& g) {
+         return Inputs{g({0, 5}, -3, 3)};
+       }}};
+  c.push_back({"softmax", {"softmax"}, softmax_variants, [](const Inputs& in) {
+                 return Inputs{softmax(in[0], 1), softmax(in[0], 0), softmax(in[0], -1)};
+               }});
+  c.push_back({"log_softmax", {"log_softmax"}, softmax_variants, [](const Inputs& in) {
+                 return Inputs{log_softmax(in[0], 1), log_softmax(in[0], 0)};
+               }});
+  c.push_back({"cross_entropy",
+               {"log_softmax"},
+               {{"classes",
+                 [](Gen& g) {
+                   return Inputs{g({6, 5}, -2, 2), g.index({6}, 5)};
+                 }}},
+               one([](const Inputs& in) { return cross_entropy(in[0], in[1]); }),
+               true,
+               kF32F64});
+  c.push_back({"mse_loss",
+               {"sub"},
+               {{"same",
+                 [](Gen& g) {
+                   return Inputs{g({4, 3}), g({4, 3})};
+                 }}},
+               one([](const Inputs& in) { return mse_loss(in[0], in[1]); }),
+               true,
+               kF32F64});
+
+  // ---- indexing and ordering ------------------------------------------------------------------
+  c.push_back({"index_select",
+               {"index_select"},
+               {{"contiguous",
+                 [](Gen& g) {
+                   return Inputs{g({5, 4}, -3, 3), g.index({3}, 5), g.index({6}, 4)};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{g({4, 5}, -3, 3).t(), g.index({7}, 5), g.index({2}, 4)};
+                 }},
+                {"empty_index",
+                 [](Gen& g) {
+                   return Inputs{g({5, 4}, -3, 3), g.index({0}, 5), g.index({0}, 4)};
+                 }}},
+               [](const Inputs& in) {
+                 return Inputs{index_select(in[0], 0, in[1]), index_select(in[0], 1, in[2])};
+               }});
+  c.push_back({"gather",
+               {"gather"},
+               {{"contiguous",
+                 [](Gen& g) {
+                   return Inputs{g({4, 5}, -3, 3), g.index({4, 3}, 5), g.index({2, 5}, 4)};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{g({5, 4}, -3, 3).t(), g.index({4, 2}, 5), g.index({3, 5}, 4)};
+                 }},
+                {"empty",
+                 [](Gen& g) {
+                   return Inputs{g({4, 5}, -3, 3), g.index({4, 0}, 5), g.index({0, 5}, 4)};
+                 }}},
+               [](const Inputs& in) {
+                 return Inputs{gather(in[0], 1, in[1]), gather(in[0], 0, in[2])};
+               }});
+  const std::vector<Variant> scatter_variants = {
+      {"contiguous",
+       [](Gen& g) {
+         return Inputs{g({4, 5}, -3, 3), g.index({4, 3}, 5), g({4, 3}, -3, 3)};
+       }},
+      {"transposed",
+       [](Gen& g) {
+         return Inputs{g({5, 4}, -3, 3).t(), g.index({4, 6}, 5), g({6, 4}, -3, 3).t()};
+       }},
+      {"empty", [](Gen& g) {
+         return Inputs{g({4, 5}), g.index({4, 0}, 5), g({4, 0})};
+       }}};
+  c.push_back({"scatter", {"scatter"}, scatter_variants, one([](const Inputs& in) {
+                 return scatter(in[0], 1, in[1], in[2]);
+               })});
+  c.push_back({"scatter_add", {"scatter_add"}, scatter_variants, one([](const Inputs& in) {
+                 return scatter_add(in[0], 1, in[1], in[2]);
+               })});
+  c.push_back({"nonzero",
+               {"nonzero", "count_nonzero"},
+               {{"2d",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {3, 4}, -1, 1)};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {2, 4, 3}, -1, 1).transpose(0, 2)};
+                 }},
+                {"empty",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {0, 3}, -1, 1)};
+                 }}},
+               one([](const Inputs& in) { return nonzero(in[0]); }),
+               false});
+  const std::vector<Variant> order_variants = {{"random",
+                                                [](Gen& g) {
+                                                  return Inputs{g({4, 6}, -3, 3)};
+                                                }},
+                                               {"ties",
+                                                [](Gen& g) {
+                                                  return Inputs{whole(g, {3, 7}, -2, 2)};
+                                                }},
+                                               {"transposed",
+                                                [](Gen& g) {
+                                                  return Inputs{whole(g, {6, 4}, -2, 2).t()};
+                                                }},
+                                               {"empty_rows", [](Gen& g) {
+                                                  return Inputs{g({0, 6})};
+                                                }}};
+  c.push_back({"sort", {"sort"}, order_variants, [](const Inputs& in) {
+                 auto [v0, i0] = sort(in[0], -1);
+                 auto [v1, i1] = sort(in[0], 0, /*descending=*/true);
+                 return Inputs{v0, i0, v1, i1};
+               }});
+  c.push_back({"topk", {"topk"}, order_variants, [](const Inputs& in) {
+                 auto [v0, i0] = topk(in[0], 3);
+                 auto [v1, i1] = topk(in[0], 2, -1, /*largest=*/false, /*sorted=*/false);
+                 auto [v2, i2] = topk(in[0], 0, 0);
+                 return Inputs{v0, i0, v1, i1, v2, i2};
+               }});
+
+  // ---- convolution ----------------------------------------------------------------------------
+  const std::vector<std::string> conv_kernels = {"conv2d", "conv2d_backward_input",
+                                                 "conv2d_backward_weight"};
+  c.push_back({"conv2d",
+               conv_kernels,
+               {{"basic",
+                 [](Gen& g) {
+                   return Inputs{g({2, 3, 7, 6}), g({4, 3, 3, 3}), g({4})};
+                 }},
+                {"transposed_input",
+                 [](Gen& g) {
+                   return Inputs{g({2, 3, 6, 7}).transpose(2, 3), g({4, 3, 3, 3}), g({4})};
+                 }},
+                {"empty_batch",
+                 [](Gen& g) {
+                   return Inputs{g({0, 3, 7, 6}), g({4, 3, 3, 3}), g({4})};
+                 }}},
+               one([](const Inputs& in) {
+                 return conv2d(in[0], in[1], in[2], {1, 1}, {1, 1});
+               }),
+               true,
+               {},
+               4.0});
+  c.push_back({"conv2d_strided_grouped",
+               conv_kernels,
+               {{"groups2",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 9, 8}), g({6, 2, 3, 2})};
+                 }}},
+               one([](const Inputs& in) {
+                 return conv2d(in[0], in[1], {}, {2, 1}, {1, 0}, {2, 1}, /*groups=*/2);
+               }),
+               true,
+               {},
+               4.0});
+
+  // ---- pooling --------------------------------------------------------------------------------
+  const std::vector<Variant> pool_variants = {
+      {"basic",
+       [](Gen& g) {
+         return Inputs{g({2, 3, 8, 7}, -3, 3)};
+       }},
+      {"transposed",
+       [](Gen& g) {
+         return Inputs{g({2, 3, 7, 8}, -3, 3).transpose(2, 3)};
+       }},
+      {"empty", [](Gen& g) {
+         return Inputs{g({0, 3, 8, 7})};
+       }}};
+  // The gradient check runs max_pool2d_backward (Note [Backward of max pooling]).
+  c.push_back(
+      {"max_pool2d", {"max_pool2d", "max_pool2d_backward"}, pool_variants, [](const Inputs& in) {
+         auto [v0, i0] = max_pool2d_with_indices(in[0], {2, 2});
+         auto [v1, i1] = max_pool2d_with_indices(in[0], {3, 3}, {2, 2}, {1, 1}, {1, 1},
+                                                 /*ceil_mode=*/true);
+         auto [v2, i2] = max_pool2d_with_indices(in[0], {2, 3}, {1, 2}, {0, 1}, {2, 1});
+         return Inputs{v0, i0, v1, i1, v2, i2};
+       }});
+  c.push_back(
+      {"avg_pool2d", {"avg_pool2d", "avg_pool2d_backward"}, pool_variants, [](const Inputs& in) {
+         return Inputs{avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}),
+                       avg_pool2d(in[0], {3, 2}, {2, 2}, {1, 1}, /*ceil_mode=*/true,
+                                  /*count_include_pad=*/false),
+                       avg_pool2d(in[0], {2, 2})};
+       }});
+  c.push_back({"adaptive_avg_pool2d",
+               {"adaptive_avg_pool2d", "adaptive_avg_pool2d_backward"},
+               pool_variants,
+               [](const Inputs& in) {
+                 return Inputs{adaptive_avg_pool2d(in[0], {3, 4}),
+                               adaptive_avg_pool2d(in[0], {1, 1}),
+                               adaptive_avg_pool2d(in[0], {5, 5})};
+               }});
+
+  // ---- normalisation --------------------------------------------------------------------------
+  const std::vector<std::string> bn_kernels = {"batch_norm", "batch_norm_backward"};
+  c.push_back({"batch_norm_train",
+               bn_kernels,
+               {{"4d",
+                 [](Gen& g) {
+                   return Inputs{g({4, 3, 5, 5}, -2, 3), g({3}), g({3})};
+                 }},
+                {"2d",
+                 [](Gen& g) {
+                   return Inputs{g({6, 3}, -2, 3), g({3}), g({3})};
+                 }},
+                {"3d_transposed",
+                 [](Gen& g) {
+                   return Inputs{g({4, 5, 3}, -2, 3).transpose(1, 2), g({3}), g({3})};
+                 }}},
+               one([](const Inputs& in) {
+                 return batch_norm(in[0], in[1], in[2], {}, {}, /*training=*/true);
+               }),
+               true,
+               {},
+               2.0});
+  c.push_back(
+      {"batch_norm_eval",
+       bn_kernels,
+       {{"4d",
+         [](Gen& g) {
+           return Inputs{g({4, 3, 5, 5}, -2, 3), g({3}), g({3}), g({3}, -0.5, 0.5), g({3}, 0.5, 2)};
+         }}},
+       one([](const Inputs& in) {
+         return batch_norm(in[0], in[1], in[2], in[3].detach(), in[4].detach(),
+                           /*training=*/false);
+       })});
+  c.push_back(
+      {"layer_norm",
+       {"layer_norm", "layer_norm_backward"},
+       {{"last_dim",
+         [](Gen& g) {
+           return Inputs{g({4, 6}, -2, 3), g({6}), g({6})};
+         }},
+        {"two_dims",
+         [](Gen& g) {
+           return Inputs{g({2, 3, 4}, -2, 3), g({3, 4}), g({3, 4})};
+         }},
+        {"transposed",
+         [](Gen& g) {
+           return Inputs{g({6, 4}, -2, 3).t(), g({6}), g({6})};
+         }}},
+       one([](const Inputs& in) { return layer_norm(in[0], shape_of(in[1]), in[1], in[2]); }),
+       true,
+       {},
+       2.0});
+  c.push_back({"group_norm",
+               {"group_norm", "group_norm_backward"},
+               {{"4d",
+                 [](Gen& g) {
+                   return Inputs{g({2, 6, 4, 4}, -2, 3), g({6}), g({6})};
+                 }},
+                {"3d",
+                 [](Gen& g) {
+                   return Inputs{g({3, 6, 5}, -2, 3), g({6}), g({6})};
+                 }}},
+               one([](const Inputs& in) { return group_norm(in[0], 3, in[1], in[2]); }),
+               true,
+               {},
+               2.0});
+  return c;
+}
+
+}  // namespace
+
+Tensor Gen::as(DType dtype, IntList sizes, double lo, double hi) {
+  Generator gen(seed_ * 1000003 + drawn_++);
+  Tensor t;
+  if (dtype == DType::Bool) {
+    t = randint(0, 2, sizes, DType::Int64, &gen).to(DType::Bool);
+  } else if (!is_floating(dtype)) {
+    const int64_t ilo = dtype == DType::UInt8 && lo < 0 ? 0 : static_cast<int64_t>(std::ceil(lo));
+    const int64_t ihi = static_cast<int64_t>(std::floor(hi)) + 1;
+    t = randint(ilo, ihi, sizes, DType::Int64, &gen).to(dtype);
+  } else {
+    t = add(mul(rand(sizes, DType::Float64, &gen), hi - lo), lo).to(dtype);
+  }
+  return t.to(device_);
+}
+
+Tensor Gen::index(IntList sizes, int64_t n) {
+  Generator gen(seed_ * 1000003 + drawn_++);
+  return randint(0, n, sizes, DType::Int64, &gen).to(device_);
+}
+
+Tensor Gen::mask(IntList sizes) {
+  return as(DType::Bool, sizes);
+}
+
+const std::vector<Case>& all_cases() {
+  static const std::vector<Case> cases = make_cases();
+  return cases;
+}
+
+}  // namespace ember::conformance
