@@ -1,0 +1,67 @@
+# Debian packages, one per install component (tools/package.sh runs cpack into build/packages/).
+# Installing only the packages a machine needs is how a deployment picks its backends: a CPU
+# server gets ember-backend-cpu, a GPU server adds ember-backend-cuda. Library dependencies of
+# every package are computed by dpkg-shlibdeps; the dependencies between Ember's own packages
+# are declared here.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME ember)
+set(CPACK_PACKAGE_VENDOR "The Ember developers")
+set(CPACK_PACKAGE_CONTACT "The Ember developers <ember-dev@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eager deep-learning runtime with backend plugins")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/cpack)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# libember_core.so.0 is found here while the packages that hold it are being made.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
+
+set(CPACK_COMPONENTS_ALL runtime dev tools)
+foreach(backend ${EMBER_BACKENDS})
+  list(APPEND CPACK_COMPONENTS_ALL backend_${backend})
+endforeach()
+set(ember_exact "(= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE})")
+
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libember${PROJECT_VERSION_MAJOR})
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "ember-backend-cpu")
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
+    "Ember runtime libraries\n libember_core (tensors, ops, autograd, plugin loader) and libember\n (nn, optim, data, io, models). Backends come in the ember-backend-* packages.")
+
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libember-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} ${ember_exact}, libfmt-dev")
+set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
+set(CPACK_COMPONENT_DEV_DESCRIPTION
+    "Ember development files\n Headers (<ember/...>), the CMake package (find_package(Ember)),\n pkg-config files and the plugin SDK with ember_add_plugin().")
+
+set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ember-tools)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} ${ember_exact}")
+set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "ember-backend-cpu")
+set(CPACK_COMPONENT_TOOLS_DESCRIPTION
+    "Ember command line\n ember devices, plugins, ops, conformance and train.")
+
+set(backend_cpu_summary "CPU backend (oneDNN and vectorized OpenMP loops)")
+set(backend_reference_summary "reference backend (plain float64-accumulating loops, the oracle)")
+set(backend_cuda_summary "CUDA backend (cuBLAS, cuDNN and own kernels)")
+foreach(backend ${EMBER_BACKENDS})
+  string(TOUPPER backend_${backend} comp)
+  set(CPACK_DEBIAN_${comp}_PACKAGE_NAME ember-backend-${backend})
+  set(CPACK_DEBIAN_${comp}_PACKAGE_SECTION science)
+  set(CPACK_DEBIAN_${comp}_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION})")
+  set(CPACK_COMPONENT_${comp}_DESCRIPTION
+      "Ember ${backend_${backend}_summary}\n A plugin in Ember's plugin directory; found at start-up.")
+endforeach()
+# The CUDA libraries come from NVIDIA's distribution, not from Debian packages that
+# dpkg-shlibdeps could name: they are recommended, and the plugin reports which one is missing.
+if(TARGET ember-plugin-cuda)
+  set(CPACK_DEBIAN_BACKEND_CUDA_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_BACKEND_CUDA_PACKAGE_DEPENDS
+      "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION}), libc6, libstdc++6, libgcc-s1")
+  set(CPACK_DEBIAN_BACKEND_CUDA_PACKAGE_RECOMMENDS "cuda-cudart-13-0, libcudnn9-cuda-13")
+endif()
+include(CPack)
