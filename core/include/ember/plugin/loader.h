@@ -25,8 +25,8 @@ enum class PluginOutcome {
   Shadowed,
   Disabled,
   Unreadable,
-  Insecure,  // strict mode: the file or its directory is writable by others (Note [Who may
-             // write a plugin] in loader.cpp)
+  Insecure,  // strict mode: the file or its directory is writable by others or owned by
+             // another user (Note [Who may write a plugin] in loader.cpp)
   Crashed,   // only `ember plugins doctor` sees this: the candidate killed its child process
 };
 
@@ -110,7 +110,7 @@ EMBER_API const ember_host_v1* host_table();
 EMBER_API int discovery_runs();
 }  // namespace detail
 
-/** Makes sure discovery has run; one relaxed load on the hot path. */
+/** Makes sure discovery has run; one acquire load on the hot path. */
 inline void ensure_plugins_loaded() {
   if (__builtin_expect(!detail::g_plugins_loaded.load(std::memory_order_acquire), 0)) {
     detail::load_plugins_once();
