@@ -16,6 +16,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # libember0's shlibs file, for packages built on it
+set(CPACK_STRIP_FILES ON)
 # libember_core.so.0 is found here while the packages that hold it are being made.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
 
@@ -26,24 +28,24 @@ endforeach()
 set(ember_exact "(= ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE})")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME libember${PROJECT_VERSION_MAJOR})
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "ember-backend-cpu")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-    "Ember runtime libraries\n libember_core (tensors, ops, autograd, plugin loader) and libember\n (nn, optim, data, io, models). Backends come in the ember-backend-* packages.")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/deb/triggers)  # ldconfig
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
+    "Ember runtime libraries\nlibember_core (tensors, ops, autograd, plugin loader) and libember\n(nn, optim, data, io, models). Backends come in the ember-backend-* packages.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libember-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} ${ember_exact}, libfmt-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-    "Ember development files\n Headers (<ember/...>), the CMake package (find_package(Ember)),\n pkg-config files and the plugin SDK with ember_add_plugin().")
+set(CPACK_DEBIAN_DEV_DESCRIPTION
+    "Ember development files\nHeaders (<ember/...>), the CMake package (find_package(Ember)),\npkg-config files and the plugin SDK with ember_add_plugin().")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME ember-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} ${ember_exact}")
 set(CPACK_DEBIAN_TOOLS_PACKAGE_RECOMMENDS "ember-backend-cpu")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION
-    "Ember command line\n ember devices, plugins, ops, conformance and train.")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION
+    "Ember command line\nember devices, plugins, ops, conformance and train.")
 
 set(backend_cpu_summary "CPU backend (oneDNN and vectorized OpenMP loops)")
 set(backend_reference_summary "reference backend (plain float64-accumulating loops, the oracle)")
@@ -53,8 +55,8 @@ foreach(backend ${EMBER_BACKENDS})
   set(CPACK_DEBIAN_${comp}_PACKAGE_NAME ember-backend-${backend})
   set(CPACK_DEBIAN_${comp}_PACKAGE_SECTION science)
   set(CPACK_DEBIAN_${comp}_PACKAGE_DEPENDS "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION})")
-  set(CPACK_COMPONENT_${comp}_DESCRIPTION
-      "Ember ${backend_${backend}_summary}\n A plugin in Ember's plugin directory; found at start-up.")
+  set(CPACK_DEBIAN_${comp}_DESCRIPTION
+      "Ember ${backend_${backend}_summary}\nA plugin in Ember's plugin directory; found at start-up.")
 endforeach()
 # The CUDA libraries come from NVIDIA's distribution, not from Debian packages that
 # dpkg-shlibdeps could name: they are recommended, and the plugin reports which one is missing.

@@ -56,7 +56,7 @@ bool close(const Tensor& a, const Tensor& b) {
 }
 
 int compare(const std::string& a, const std::string& b) {
-  const io::StateDict x = io::load(a), y = io::load(b);
+  const StateDict x = io::load(a), y = io::load(b);
   if (x.size() != y.size()) {
     std::printf("%s has %zu tensors, %s has %zu\n", a.c_str(), x.size(), b.c_str(), y.size());
     return 1;

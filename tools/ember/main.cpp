@@ -33,6 +33,8 @@ int cmd_devices() {
     std::string details;
     if (e.count == 0) {
       details = e.unusable_reason;
+    } else if (e.plugin == "core") {
+      details = "host memory only, no kernels (no CPU backend installed: ember-backend-cpu)";
     } else if (e.table.device_props) {
       ember_device_props props{};
       if (e.table.device_props(e.table.ctx, 0, &props) == EMBER_OK) {
@@ -63,7 +65,7 @@ int cmd_version() {
     if (p.outcome != ember::PluginOutcome::Loaded && p.outcome != ember::PluginOutcome::Unusable) {
       continue;
     }
-    fmt::print("plugin {} {} (ABI {}{}) {}\n", p.name, p.version, p.abi,
+    fmt::print("plugin {} {} (needs ABI {}{}) {}\n", p.name, p.version, p.abi,
                p.outcome == ember::PluginOutcome::Unusable ? ", 0 devices" : "", p.file);
   }
   return 0;

@@ -19,15 +19,21 @@ namespace ember::sdk {
 // PyTorch's integer add/sub/mul/neg/abs wrap modulo 2^bits (two's complement), so
 // INT64_MAX + 1 is INT64_MIN and -INT64_MIN is INT64_MIN. In C++ signed overflow is undefined
 // behaviour (and the optimiser uses that), so the wrapping forms below compute in the unsigned
-// type, where the result is defined, and convert back (modular since C++20). Types narrower
-// than int are promoted first, so an int16 product is done in unsigned int, not in uint16
-// promoted back to (overflowing) int.
+// type, where the result is defined, and convert back (modular since C++20, and in every
+// compiler the SDK supports before it). Types narrower than int are promoted first, so an int16
+// product is done in unsigned int, not in uint16 promoted back to (overflowing) int.
+
+/** C itself, as a type trait (std::type_identity is C++20; the SDK is C++17). */
+template <typename C>
+struct SameType {
+  using type = C;
+};
 
 /** The unsigned type integer arithmetic on C is done in (C promoted first); C for others. */
 template <typename C>
 using WrapType =
     typename std::conditional_t<std::is_integral_v<C> && !std::is_same_v<C, bool>,
-                                std::make_unsigned<decltype(C() + 0)>, std::type_identity<C>>::type;
+                                std::make_unsigned<decltype(C() + 0)>, SameType<C>>::type;
 
 // The wrapping forms are also device functions, so the CUDA plugin's kernels share them.
 #ifdef __CUDACC__
