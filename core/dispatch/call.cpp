@@ -26,11 +26,12 @@ void no_backend_installed(const Op& op) {
   std::vector<std::string> dirs;
   for (const SearchDir& d : r.search_path) dirs.push_back(d.dir);
   throw NotImplementedError(fmt::format(
-      "[{}] no backend is installed: {} plugin file(s) found in [{}], none registered a kernel "
+      "[{}] no backend is installed: {} plugin file(s) found in [{}]{}, none registered a kernel "
       "(install a backend next to the core library: the ember-backend-cpu or "
       "ember-backend-reference package, or lib/ember-plugins/libember-cpu.so of an Ember "
       "install; or name one in EMBER_PLUGIN_PATH; `ember plugins` shows what was found)",
-      op.name(), r.plugins.size(), fmt::join(dirs, ", ")));
+      op.name(), r.plugins.size(), fmt::join(dirs, ", "),
+      r.autoload ? "" : " (autoload is off: EMBER_PLUGIN_AUTOLOAD=0)"));
 }
 
 [[noreturn]] void missing_kernel(const Op& op, Device device, DType dtype) {

@@ -87,6 +87,13 @@ for ex in hello train_mnist custom_op custom_backend; do
   configure_build "$root/examples/$ex" "$work/examples/$ex"
   echo "built examples/$ex"
 done
+# ember_add_plugin outside the tree builds as inside: one exported symbol, no link to the core.
+for plugin in "$work/examples/custom_op/libember-fused_bias_gelu.so" \
+  "$work/examples/custom_backend/libember-toy.so"; do
+  exported=$(nm -D --defined-only "$plugin" | awk '{print $3}')
+  [[ $exported == ember_plugin_entry_v1 ]] || fail "$(basename "$plugin") exports: $exported"
+  ! readelf -d "$plugin" | grep -q 'NEEDED.*libember' || fail "$(basename "$plugin") links Ember"
+done
 "$work/examples/hello/hello"
 "$work/examples/train_mnist/train_mnist" --epochs 1 --limit 6000 --test-limit 2000 --min-accuracy 0.70
 EMBER_PLUGIN_PATH=$work/examples/custom_op "$work/examples/custom_op/custom_op_demo"

@@ -41,7 +41,7 @@ const std::vector<Row>& failing_rows() {
       {"libember-noentry.so", "not_a_plugin",
        "not an Ember plugin: no symbol ember_plugin_entry_v1"},
       {"libember-fixture-abi2.so", "rejected_abi", "built for ABI 2.0, this core provides 1."},
-      {"libember-fixture-newminor.so", "rejected_abi", "built for ABI 1.99, this core provides 1."},
+      {"libember-fixture-newminor.so", "rejected_abi", "needs ABI 1.99, this core provides 1."},
       {"libember-fixture-needsdep.so", "missing_dependency",
        "missing dependency libember_phantom_dep"},
       {"libember-fixture-undefined.so", "undefined_symbol",
