@@ -39,6 +39,9 @@ TEST_P(OpCase, Matches) {
   for (const std::string& k : r.missing) {
     ADD_FAILURE() << "backend '" << device << "' has no kernel for op '" << k << "'";
   }
+  for (const std::string& u : r.unclaimed_dtypes) {
+    ADD_FAILURE() << "backend '" << device << "' cannot run the case for " << u;
+  }
   for (const std::string& f : r.failures) ADD_FAILURE() << f;
   if (r.claimed()) {
     EXPECT_GT(r.checked, 0) << c.name << ": no dtype of '" << c.kernels[0] << "' ran on " << device;

@@ -95,7 +95,8 @@ for plugin in "$work/examples/custom_op/libember-fused_bias_gelu.so" \
   ! readelf -d "$plugin" | grep -q 'NEEDED.*libember' || fail "$(basename "$plugin") links Ember"
 done
 "$work/examples/hello/hello"
-"$work/examples/train_mnist/train_mnist" --epochs 1 --limit 6000 --test-limit 2000 --min-accuracy 0.70
+"$work/examples/train_mnist/train_mnist" --epochs 1 --limit 6000 --test-limit 2000 --min-accuracy 0.70 \
+  --out "$work/train_mnist.safetensors"
 EMBER_PLUGIN_PATH=$work/examples/custom_op "$work/examples/custom_op/custom_op_demo"
 EMBER_PLUGIN_PATH=$work/examples/custom_backend "$prefix/bin/ember" conformance --device toy
 EMBER_PLUGIN_PATH=$work/examples/custom_backend "$work/examples/custom_backend/toy_demo"
