@@ -75,6 +75,8 @@ ErrorKind status_error_kind(int32_t status) {
       return ErrorKind::OutOfMemory;
     case EMBER_ERR_DEVICE:
       return ErrorKind::Device;
+    case EMBER_ERR_INDEX:
+      return ErrorKind::Index;
     default:  // EMBER_ERR_INTERNAL, and codes from a newer ABI this core does not know
       return ErrorKind::Internal;
   }

@@ -26,8 +26,9 @@ extern "C" {
  *  1.2: tensor identities in kernel calls (ember_kernel_call::input_ids / output_ids).
  *  1.3: device types with allocation messages, page-locked host memory, asynchronous copies,
  *  streams and events, stream-aware frees and options (ember_device_type_v1, from alloc_checked).
+ *  1.4: EMBER_ERR_INDEX, and ember_kernel_call::stream set to the device's current stream.
  */
-#define EMBER_ABI_MINOR 3
+#define EMBER_ABI_MINOR 4
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
  */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
@@ -60,7 +61,9 @@ typedef enum ember_status {
   EMBER_ERR_UNSUPPORTED = 2, /* this kernel cannot handle these inputs */
   EMBER_ERR_OUT_OF_MEMORY = 3,
   EMBER_ERR_DEVICE = 4, /* the device or a vendor library failed */
-  EMBER_ERR_INTERNAL = 5
+  EMBER_ERR_INTERNAL = 5,
+  EMBER_ERR_INDEX = 6 /* ABI 1.4: an index value out of range (an older core reports it as an
+                        internal error, so kernels may return it to any 1.x core) */
 } ember_status;
 
 /** A strided view of device memory handed to a kernel. Strides are in elements. */

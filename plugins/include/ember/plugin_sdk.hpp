@@ -213,6 +213,32 @@ bool visit_dtype(int32_t dtype, Fn&& fn) {
   }
 }
 
+// Note [Float to integer conversion]
+// C++ leaves converting a NaN, an infinity or an out-of-range double to an integer undefined
+// (the op fuzzer reached it through pow(int tensor, nan) -> fill_), and a GPU's conversion
+// saturates instead. Ember defines it as PyTorch behaves on x86 for int64, which is what the
+// cvttsd2si instruction gives: truncation toward zero, and INT64_MIN (the "integer indefinite"
+// value) for NaN, +-inf and anything outside [-2^63, 2^63). Narrower integer dtypes take the low
+// bits of that int64, as a static_cast from int64 does, so x.to(int32) == x.to(int64).to(int32)
+// and fill_ (which passes kernels the int64 of its scalar) agrees with to(). (PyTorch's 32-bit
+// conversions give INT32_MIN instead, in some paths only; one rule everywhere is worth that
+// difference.) The core's Scalar and every backend's conversions call these two functions, so
+// the conformance kit sees one answer.
+
+/** A double as int64 by Note [Float to integer conversion] (NaN, out of range -> INT64_MIN). */
+EMBER_SDK_HOST_DEVICE inline int64_t float_to_int64(double v) {
+  // 0x1p63 is 2^63; the negated test is also true for NaN.
+  if (!(v >= -0x1p63 && v < 0x1p63)) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+/** A double as the integer type D by Note [Float to integer conversion]: the low bits of
+ *  float_to_int64(v). */
+template <typename D>
+EMBER_SDK_HOST_DEVICE inline D float_to_int(double v) {
+  return static_cast<D>(float_to_int64(v));
+}
+
 /** Bit mask of dtypes for kernel registration. */
 constexpr uint32_t dtype_bit(ember_dtype d) {
   return 1u << static_cast<uint32_t>(d);

@@ -9,24 +9,9 @@
 
 namespace ember {
 
-// Note [Float to integer conversion]
-// C++ leaves converting a NaN, an infinity or an out-of-range double to an integer undefined
-// (the op fuzzer reached it through pow(int tensor, nan) -> fill_). Ember defines it as PyTorch
-// behaves on x86 for int64, which is what the cvttsd2si instruction gives: truncation toward
-// zero, and INT64_MIN (the "integer indefinite" value) for NaN, +-inf and anything outside
-// [-2^63, 2^63). Narrower integer dtypes take the low bits of that int64, as a static_cast from
-// int64 does, so x.to(int32) == x.to(int64).to(int32) and fill_ (which passes kernels the int64
-// of its scalar) agrees with to(). (PyTorch's 32-bit conversions give INT32_MIN instead, in
-// some paths only; one rule everywhere is worth that difference.) The CPU and reference backends
-// convert float elements to integers with this same rule (float_to_int in their elementwise
-// kernels), so the conformance kit sees one answer.
-
-/** A double as int64 by Note [Float to integer conversion] (NaN, out of range -> INT64_MIN). */
-inline int64_t float_to_int64(double v) {
-  // 0x1p63 is 2^63; the negated test is also true for NaN.
-  if (!(v >= -0x1p63 && v < 0x1p63)) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
+/** A double as int64 by Note [Float to integer conversion] in <ember/plugin_sdk.hpp> (NaN, out
+ *  of range -> INT64_MIN): the rule every backend uses too. */
+using sdk::float_to_int64;
 
 /** A Python-like number: bool, integer or floating. */
 class Scalar {

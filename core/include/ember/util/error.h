@@ -33,9 +33,9 @@ namespace ember {
 //   Plugin          plugin loading and plugin API misuse (strict-mode failures, bad schemas, a
 //                   plugin op called with the wrong arguments).
 //   Internal        Ember's own bugs: EMBER_ASSERT and EMBER_ERR_INTERNAL from a kernel.
-// A kernel's ABI status maps to a kind in status_error_kind(). The ABI has no status for an index
-// out of range, so index values checked inside a kernel (index_select, gather, scatter) come
-// back as Value; indices checked in core (select, embedding, nll_loss targets) are Index.
+// A kernel's ABI status maps to a kind in status_error_kind(): an index value a kernel finds out
+// of range (index_select, gather, scatter) answers EMBER_ERR_INDEX (ABI 1.4) and is Index, as
+// the indices checked in the core (select, embedding, nll_loss targets) are.
 
 /** What went wrong, coarsely; see Note [Error kinds]. */
 enum class ErrorKind : uint8_t {

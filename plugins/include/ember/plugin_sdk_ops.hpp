@@ -1,0 +1,307 @@
+// The core's ops as the SDK sees them, all made from one list (ember/ops.def): op ids and their
+// arity, dtypes and flags; attribute structs that kernels read by name; the boundary every
+// plugin entry point goes through; and kernel registration for backends. C++17, header-only.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <stdexcept>
+
+#include "ember/plugin_abi.h"
+#include "ember/plugin_sdk.hpp"
+
+// Note [One op list]
+// Everything about a core op that is not its semantics is written once, in ember/ops.def: its
+// name, how many inputs and outputs its kernels take, its named and typed attributes, the dtypes
+// its kernels cover and whether it is differentiable or optional for a backend. The list is an
+// X-macro rather than generated code: it needs no generator in the build, every user expands it
+// in its own terms with the preprocessor it already has (the core its op handles and schemas,
+// this header the op ids and attribute structs, each backend its kernel declarations and
+// registration), a reader greps one file, and a static_assert ties each table made from it to
+// the same count. The semantics stay in core/ops/<family>.cpp, where the kernel contract at the
+// top of the file says what each input, output and attribute means.
+
+/** Dtype sets of ops.def: every dtype, every one but bool, the floating ones. */
+#define EMBER_DT_ALL (::ember::sdk::kAllMask)
+#define EMBER_DT_NUMERIC (::ember::sdk::kNumericMask)
+#define EMBER_DT_FLOATING (::ember::sdk::kFloatingMask)
+/** Flags of ops.def: differentiable; optional for a backend (the core has a composite). */
+#define EMBER_OPF_GRAD 1u
+#define EMBER_OPF_OPTIONAL 2u
+
+namespace ember::ops {
+
+/** The id of a core op: its row in ops.def. Ids are not part of the ABI (kernels are registered
+ *  by name), so rows may be added anywhere. */
+enum Id : int32_t {
+#define EMBER_OP(name, ...) name,
+#include "ember/ops.def"
+#undef EMBER_OP
+  kCount
+};
+
+namespace detail {
+// The attribute counts, one pass each (an expansion can count only one kind).
+inline constexpr int32_t kNumInts[] = {
+#define EMBER_INT(n) +1
+#define EMBER_FLOAT(n)
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) 0 __VA_ARGS__,
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_INT
+#undef EMBER_FLOAT
+};
+inline constexpr int32_t kNumFloats[] = {
+#define EMBER_INT(n)
+#define EMBER_FLOAT(n) +1
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) 0 __VA_ARGS__,
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_INT
+#undef EMBER_FLOAT
+};
+}  // namespace detail
+
+/** What ops.def says about one op. */
+struct Info {
+  const char* name;
+  int32_t min_inputs, max_inputs, min_outputs, max_outputs;
+  uint32_t dtypes;  // ember_dtype bits its kernels cover
+  uint32_t flags;   // EMBER_OPF_*
+  int32_t num_ints, num_floats;
+};
+
+/** Every core op, indexed by Id. */
+inline constexpr Info kInfo[] = {
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) \
+  {#name,                                                                    \
+   min_in,                                                                   \
+   max_in,                                                                   \
+   min_out,                                                                  \
+   max_out,                                                                  \
+   dtypes,                                                                   \
+   flags,                                                                    \
+   detail::kNumInts[name],                                                   \
+   detail::kNumFloats[name]},
+#include "ember/ops.def"
+#undef EMBER_OP
+};
+static_assert(sizeof(kInfo) / sizeof(kInfo[0]) == kCount, "ops.def: one Info per op");
+
+/** True if a backend may leave `op` out. */
+constexpr bool is_optional(Id op) {
+  return (kInfo[op].flags & EMBER_OPF_OPTIONAL) != 0;
+}
+
+/** The id of the core op named `name`, or -1. */
+inline int32_t find(const char* name) {
+  for (int32_t i = 0; i < kCount; ++i) {
+    if (std::strcmp(kInfo[i].name, name) == 0) return i;
+  }
+  return -1;
+}
+
+}  // namespace ember::ops
+
+namespace ember::attrs {
+
+// One struct per core op with its attributes as named fields, in ops.def's order:
+// attrs::conv2d{...}.stride_h. read() takes them from a kernel call, write() lays them out for
+// one, so the core and every kernel agree on the positions without writing them down.
+#define EMBER_INT(n) int64_t n = 0;
+#define EMBER_FLOAT(n) double n = 0;
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) \
+  struct name {                                                              \
+    __VA_ARGS__                                                              \
+    static constexpr ::ember::ops::Id kOp = ::ember::ops::name;              \
+    static name read(const ember_kernel_call* call);                         \
+    void write(int64_t* ints, double* floats) const;                         \
+  };
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_INT
+#undef EMBER_FLOAT
+
+#define EMBER_INT(n) a.n = call->ints[i++];
+#define EMBER_FLOAT(n) a.n = call->floats[f++];
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) \
+  inline name name::read(const ember_kernel_call* call) {                    \
+    name a;                                                                  \
+    [[maybe_unused]] int i = 0, f = 0;                                       \
+    (void)call;                                                              \
+    __VA_ARGS__                                                              \
+    return a;                                                                \
+  }
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_INT
+#undef EMBER_FLOAT
+
+#define EMBER_INT(n) ints[i++] = n;
+#define EMBER_FLOAT(n) floats[f++] = n;
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) \
+  inline void name::write(int64_t* ints, double* floats) const {             \
+    [[maybe_unused]] int i = 0, f = 0;                                       \
+    (void)ints;                                                              \
+    (void)floats;                                                            \
+    __VA_ARGS__                                                              \
+  }
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_INT
+#undef EMBER_FLOAT
+
+}  // namespace ember::attrs
+
+namespace ember::sdk {
+
+/** The attributes of the op a kernel implements: `auto a = sdk::attrs<attrs::conv2d>(call);`. */
+template <typename A>
+A attrs(const ember_kernel_call* call) {
+  return A::read(call);
+}
+
+// Note [One boundary for every plugin entry point]
+// A plugin is called through C function pointers, so an exception leaving one (a std::bad_alloc
+// from a std::vector, an exception from a vendor's C++ API, one thrown on an OpenMP worker) is
+// undefined behaviour and in practice std::terminate: the whole process dies. Every entry point
+// therefore runs its body through guard(), which turns an exception into a status and a
+// message: std::bad_alloc becomes EMBER_ERR_OUT_OF_MEMORY, anything else EMBER_ERR_INTERNAL
+// with its what(). Kernels get it from register_kernel (guarded<>); init, device-table slots
+// and infer callbacks call guard() themselves; loops run on other threads catch into a
+// ParallelFailure and report after the join. EMBER_TESTING_KERNEL_FAULT=<op>:<throw|oom> makes
+// the guard of that op's kernels throw (read once per plugin), so tests see every backend's
+// boundary work without breaking a kernel on purpose.
+
+/** Writes a printf-style message into `error` (if any) and returns `status`. */
+inline int32_t fail_into(char* error, size_t capacity, int32_t status, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+inline int32_t fail_into(char* error, size_t capacity, int32_t status, const char* fmt, ...) {
+  if (error && capacity > 0) {
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(error, capacity, fmt, args);
+    va_end(args);
+  }
+  return status;
+}
+
+/** Runs `body` (returning a status) and turns any exception into a status with a message in
+ *  `error` (Note [One boundary for every plugin entry point]). */
+template <typename Body>
+int32_t guard(char* error, size_t capacity, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail_into(error, capacity, EMBER_ERR_OUT_OF_MEMORY,
+                     "out of host memory (std::bad_alloc)");
+  } catch (const std::exception& e) {
+    return fail_into(error, capacity, EMBER_ERR_INTERNAL, "unexpected exception: %s", e.what());
+  } catch (...) {
+    return fail_into(error, capacity, EMBER_ERR_INTERNAL, "unexpected exception of unknown type");
+  }
+}
+
+/** guard() for a function with no status: runs it, and on an exception returns `fallback`
+ *  (a NULL pointer, 0 devices) after writing the message into `error`. */
+template <typename R, typename Body>
+R guard_value(char* error, size_t capacity, R fallback, Body&& body) noexcept {
+  R out = fallback;
+  guard(error, capacity, [&] {
+    out = body();
+    return EMBER_OK;
+  });
+  return out;
+}
+
+/** The first exception thrown on any thread of a parallel loop, reported after the join:
+ *  `ParallelFailure pf; #pragma omp parallel for ... pf.run([&] { ... });` then
+ *  `if (pf.failed()) return pf.report(call);`. */
+class ParallelFailure {
+ public:
+  /** Runs `body`, catching what it throws; once a thread failed the others skip their work. */
+  template <typename Body>
+  void run(Body&& body) noexcept {
+    if (failed_) return;
+    status_ = guard(message_, sizeof(message_), [&] {
+      body();
+      return EMBER_OK;
+    });
+    if (status_ != EMBER_OK) failed_ = true;
+  }
+  /** True once a body threw. */
+  bool failed() const { return failed_; }
+  /** Copies the message into the kernel call and returns its status. */
+  int32_t report(const ember_kernel_call* call) const {
+    return fail(call, status_, "%s", message_);
+  }
+
+ private:
+  volatile bool failed_ = false;  // racy by design: a late reader at worst does its work
+  int32_t status_ = EMBER_OK;
+  char message_[256] = {0};
+};
+
+namespace detail {
+
+/** The fault EMBER_TESTING_KERNEL_FAULT asks for on `op`: 0 none, 1 throw, 2 out of memory. */
+inline int injected_fault(ops::Id op) {
+  static const char* const spec = std::getenv("EMBER_TESTING_KERNEL_FAULT");
+  if (spec == nullptr) return 0;
+  const char* colon = std::strchr(spec, ':');
+  const size_t len = colon ? static_cast<size_t>(colon - spec) : std::strlen(spec);
+  if (std::strlen(ops::kInfo[op].name) != len ||
+      std::strncmp(spec, ops::kInfo[op].name, len) != 0) {
+    return 0;
+  }
+  return colon && std::strcmp(colon + 1, "oom") == 0 ? 2 : 1;
+}
+
+}  // namespace detail
+
+/** Kernel `fn` of core op `op` behind the boundary: the function a backend registers. */
+template <ops::Id op, ember_kernel_fn fn>
+int32_t guarded(const ember_kernel_call* call) noexcept {
+  return guard(call->error, call->error_capacity, [&]() -> int32_t {
+    if (const int fault = detail::injected_fault(op); fault != 0) {
+      if (fault == 2) throw std::bad_alloc();
+      throw std::runtime_error("fault injected by EMBER_TESTING_KERNEL_FAULT");
+    }
+    return fn(call);
+  });
+}
+
+/** Registers `fn` as the kernel of core op `op` on `device_type`, for the op's dtypes unless
+ *  told otherwise, behind the boundary. */
+template <ops::Id op, ember_kernel_fn fn>
+int32_t register_kernel(const ember_registrar_v1* reg, int32_t device_type, int32_t priority,
+                        uint32_t dtypes = ops::kInfo[op].dtypes) {
+  return reg->kernel(reg->ctx, ops::kInfo[op].name, device_type, dtypes, priority,
+                     &guarded<op, fn>);
+}
+
+}  // namespace ember::sdk
+
+// Note [Kernels of a backend]
+// A backend declares one function per core op in its namespace with
+//   #define EMBER_OP(name, ...) EMBER_KERNEL(name);
+//   #include "ember/ops.def"
+//   #undef EMBER_OP
+// defines those it implements, and registers every mandatory one with
+//   #define EMBER_OP(name, ...) EMBER_REGISTER_KERNEL(reg, device_type, priority, name)
+//   #include "ember/ops.def"
+//   #undef EMBER_OP
+// plus the optional ones it has with sdk::register_kernel. A mandatory kernel it lacks is a link
+// error, not a gap found at run time.
+/** Declares the kernel function of core op `name`. */
+#define EMBER_KERNEL(name) int32_t name(const ember_kernel_call* call)
+/** Registers kernel `name` of core op `name` unless the op is optional. */
+#define EMBER_REGISTER_KERNEL(reg, device_type, priority, name)                           \
+  if constexpr (!::ember::ops::is_optional(::ember::ops::name)) {                         \
+    ::ember::sdk::register_kernel<::ember::ops::name, &name>(reg, device_type, priority); \
+  }
