@@ -11,6 +11,7 @@
 #include <exception>
 #include <new>
 #include <stdexcept>
+#include <type_traits>
 
 #include "ember/plugin_abi.h"
 #include "ember/plugin_sdk.hpp"
@@ -172,11 +173,14 @@ A attrs(const ember_kernel_call* call) {
 // undefined behaviour and in practice std::terminate: the whole process dies. Every entry point
 // therefore runs its body through guard(), which turns an exception into a status and a
 // message: std::bad_alloc becomes EMBER_ERR_OUT_OF_MEMORY, anything else EMBER_ERR_INTERNAL
-// with its what(). Kernels get it from register_kernel (guarded<>); init, device-table slots
-// and infer callbacks call guard() themselves; loops run on other threads catch into a
-// ParallelFailure and report after the join. EMBER_TESTING_KERNEL_FAULT=<op>:<throw|oom> makes
-// the guard of that op's kernels throw (read once per plugin), so tests see every backend's
-// boundary work without breaking a kernel on purpose.
+// with its what(). Kernels get it from register_kernel (guarded<>), which also checks that the
+// call carries the attributes ops.def declares before the kernel reads them by name; init,
+// device-table slots and infer callbacks call guard() or guard_value() themselves. Code run on
+// other threads (an OpenMP loop) cannot be reached by a guard on the calling thread: it must not
+// throw, so it allocates before the parallel region. EMBER_TESTING_KERNEL_FAULT=<op>:<throw|oom>
+// makes the guard of that op's kernels throw (read once per plugin), so tests see every
+// backend's boundary work without breaking a kernel on purpose. A guarded body that returns both
+// EMBER_OK and an int32_t status spells its return type (-> int32_t): EMBER_OK is an enum.
 
 /** Writes a printf-style message into `error` (if any) and returns `status`. */
 inline int32_t fail_into(char* error, size_t capacity, int32_t status, const char* fmt, ...)
@@ -208,44 +212,17 @@ int32_t guard(char* error, size_t capacity, Body&& body) noexcept {
 }
 
 /** guard() for a function with no status: runs it, and on an exception returns `fallback`
- *  (a NULL pointer, 0 devices) after writing the message into `error`. */
-template <typename R, typename Body>
-R guard_value(char* error, size_t capacity, R fallback, Body&& body) noexcept {
-  R out = fallback;
+ *  (a NULL pointer, 0 devices) after writing the message into `error` (if any). */
+template <typename Body>
+auto guard_value(char* error, size_t capacity, std::invoke_result_t<Body&> fallback,
+                 Body&& body) noexcept {
+  std::invoke_result_t<Body&> out = fallback;
   guard(error, capacity, [&] {
     out = body();
     return EMBER_OK;
   });
   return out;
 }
-
-/** The first exception thrown on any thread of a parallel loop, reported after the join:
- *  `ParallelFailure pf; #pragma omp parallel for ... pf.run([&] { ... });` then
- *  `if (pf.failed()) return pf.report(call);`. */
-class ParallelFailure {
- public:
-  /** Runs `body`, catching what it throws; once a thread failed the others skip their work. */
-  template <typename Body>
-  void run(Body&& body) noexcept {
-    if (failed_) return;
-    status_ = guard(message_, sizeof(message_), [&] {
-      body();
-      return EMBER_OK;
-    });
-    if (status_ != EMBER_OK) failed_ = true;
-  }
-  /** True once a body threw. */
-  bool failed() const { return failed_; }
-  /** Copies the message into the kernel call and returns its status. */
-  int32_t report(const ember_kernel_call* call) const {
-    return fail(call, status_, "%s", message_);
-  }
-
- private:
-  volatile bool failed_ = false;  // racy by design: a late reader at worst does its work
-  int32_t status_ = EMBER_OK;
-  char message_[256] = {0};
-};
 
 namespace detail {
 
@@ -264,9 +241,16 @@ inline int injected_fault(ops::Id op) {
 
 }  // namespace detail
 
-/** Kernel `fn` of core op `op` behind the boundary: the function a backend registers. */
+/** Kernel `fn` of core op `op` behind the boundary: the function a backend registers. It also
+ *  refuses a call that carries fewer attributes than ops.def declares, so `fn` may read them. */
 template <ops::Id op, ember_kernel_fn fn>
 int32_t guarded(const ember_kernel_call* call) noexcept {
+  constexpr ops::Info info = ops::kInfo[op];
+  if (call->num_ints < info.num_ints || call->num_floats < info.num_floats) {
+    return fail(call, EMBER_ERR_INVALID,
+                "%s: expected %d int and %d float attributes, got %d and %d", info.name,
+                info.num_ints, info.num_floats, call->num_ints, call->num_floats);
+  }
   return guard(call->error, call->error_capacity, [&]() -> int32_t {
     if (const int fault = detail::injected_fault(op); fault != 0) {
       if (fault == 2) throw std::bad_alloc();
@@ -279,8 +263,8 @@ int32_t guarded(const ember_kernel_call* call) noexcept {
 /** Registers `fn` as the kernel of core op `op` on `device_type`, for the op's dtypes unless
  *  told otherwise, behind the boundary. */
 template <ops::Id op, ember_kernel_fn fn>
-int32_t register_kernel(const ember_registrar_v1* reg, int32_t device_type, int32_t priority,
-                        uint32_t dtypes = ops::kInfo[op].dtypes) {
+[[nodiscard]] int32_t register_kernel(const ember_registrar_v1* reg, int32_t device_type,
+                                      int32_t priority, uint32_t dtypes = ops::kInfo[op].dtypes) {
   return reg->kernel(reg->ctx, ops::kInfo[op].name, device_type, dtypes, priority,
                      &guarded<op, fn>);
 }
@@ -292,16 +276,29 @@ int32_t register_kernel(const ember_registrar_v1* reg, int32_t device_type, int3
 //   #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 //   #include "ember/ops.def"
 //   #undef EMBER_OP
-// defines those it implements, and registers every mandatory one with
-//   #define EMBER_OP(name, ...) EMBER_REGISTER_KERNEL(reg, device_type, priority, name)
+// defines those it implements, and registers them in a function returning int32_t with
+//   #define EMBER_OP(name, ...) EMBER_REGISTER_MANDATORY_KERNEL(reg, device_type, priority, name)
 //   #include "ember/ops.def"
 //   #undef EMBER_OP
-// plus the optional ones it has with sdk::register_kernel. A mandatory kernel it lacks is a link
-// error, not a gap found at run time.
+//   EMBER_REGISTER_KERNEL(reg, device_type, priority, relu_backward)  // each optional one it has
+// A mandatory kernel it lacks is a link error, not a gap found at run time; a registration the
+// core refuses returns its status from that function. `name` is looked up unqualified, in the
+// backend's namespace: a local variable of the registering function named like an op (copy,
+// fill, sort, where, ...) would be taken instead, so that function keeps to a few locals. The
+// declarations also hide library functions of the same names (abs, exp, floor, round, ...) from
+// unqualified calls in the backend's namespace: call std::abs, not abs.
 /** Declares the kernel function of core op `name`. */
 #define EMBER_KERNEL(name) int32_t name(const ember_kernel_call* call)
-/** Registers kernel `name` of core op `name` unless the op is optional. */
-#define EMBER_REGISTER_KERNEL(reg, device_type, priority, name)                           \
-  if constexpr (!::ember::ops::is_optional(::ember::ops::name)) {                         \
-    ::ember::sdk::register_kernel<::ember::ops::name, &name>(reg, device_type, priority); \
+/** Registers kernel `name` of core op `name`; returns a refused registration's status from the
+ *  enclosing function. */
+#define EMBER_REGISTER_KERNEL(reg, device_type, priority, name)                                 \
+  if (const int32_t ember_status_ =                                                             \
+          ::ember::sdk::register_kernel<::ember::ops::name, &name>(reg, device_type, priority); \
+      ember_status_ != EMBER_OK) {                                                              \
+    return ember_status_;                                                                       \
+  }
+/** EMBER_REGISTER_KERNEL unless the op is optional: for the expansion of ops.def. */
+#define EMBER_REGISTER_MANDATORY_KERNEL(reg, device_type, priority, name) \
+  if constexpr (!::ember::ops::is_optional(::ember::ops::name)) {         \
+    EMBER_REGISTER_KERNEL(reg, device_type, priority, name)               \
   }
