@@ -5,7 +5,8 @@
 
 namespace ember::reference {
 
-/** Registers every reference kernel for device type id `device`. */
-void register_kernels(const ember_registrar_v1* reg, int32_t device);
+/** Registers every reference kernel for device type id `device`; the status of the first
+ *  registration the core refuses, else EMBER_OK. */
+int32_t register_kernels(const ember_registrar_v1* reg, int32_t device);
 
 }  // namespace ember::reference

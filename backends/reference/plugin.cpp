@@ -1,5 +1,7 @@
 // The reference backend plugin: the entry symbol, the descriptor and the device table. Memory is
-// plain aligned host memory, copies are memcpy, there is one device and no stream.
+// plain aligned host memory, copies are memcpy, there is one device and no stream. Every entry
+// point runs its body through sdk::guard / sdk::guard_value (Note [One boundary for every
+// plugin entry point]); the kernels get the same from their registration.
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +11,7 @@
 
 #include "backends/reference/kernels.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::reference {
 namespace {
@@ -28,89 +31,108 @@ size_t rounded(size_t bytes) {
   return (bytes + 63) / 64 * 64 + (bytes == 0 ? 64 : 0);
 }
 
-int32_t device_count(void*, char*, size_t) {
-  return 1;
+// The device table. Slots without an error buffer (device_props, alloc, free, memory_stats,
+// empty_cache) guard with none: the core sees the status or the NULL.
+int32_t device_count(void*, char* reason, size_t cap) {
+  return sdk::guard_value(reason, cap, 0, [] { return 1; });
 }
 
 int32_t device_props(void*, int32_t, ember_device_props* out) {
-  std::memset(out, 0, sizeof(*out));
-  std::snprintf(out->name, sizeof(out->name), "reference (host memory, plain loops)");
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  out->total_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
-  out->num_cores = 1;  // single-threaded by design
-  return EMBER_OK;
+  return sdk::guard(nullptr, 0, [&] {
+    std::memset(out, 0, sizeof(*out));
+    std::snprintf(out->name, sizeof(out->name), "reference (host memory, plain loops)");
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    out->total_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
+    out->num_cores = 1;  // single-threaded by design
+    return EMBER_OK;
+  });
 }
 
 void* alloc(void*, int32_t, size_t bytes) {
-  void* p = std::aligned_alloc(64, rounded(bytes));
-  if (!p) return nullptr;
-  Stats& s = stats();
-  const uint64_t now = s.allocated += rounded(bytes);
-  ++s.num_allocs;
-  uint64_t peak = s.peak.load();
-  while (now > peak && !s.peak.compare_exchange_weak(peak, now)) {
-  }
-  return p;
+  return sdk::guard_value(nullptr, 0, nullptr, [&]() -> void* {
+    void* p = std::aligned_alloc(64, rounded(bytes));
+    if (!p) return nullptr;
+    Stats& s = stats();
+    const uint64_t now = s.allocated += rounded(bytes);
+    ++s.num_allocs;
+    uint64_t peak = s.peak.load();
+    while (now > peak && !s.peak.compare_exchange_weak(peak, now)) {
+    }
+    return p;
+  });
 }
 
 void free_block(void*, int32_t, void* ptr, size_t bytes) {
-  if (!ptr) return;
-  std::free(ptr);
-  stats().allocated -= rounded(bytes);
+  sdk::guard(nullptr, 0, [&] {
+    if (!ptr) return EMBER_OK;
+    std::free(ptr);
+    stats().allocated -= rounded(bytes);
+    return EMBER_OK;
+  });
 }
 
 // Host memory on both sides: every copy kind is a memmove.
-int32_t copy_bytes(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char*,
-                   size_t) {
-  if (bytes) std::memmove(dst, src, bytes);
-  return EMBER_OK;
+int32_t copy_bytes(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char* error,
+                   size_t cap) {
+  return sdk::guard(error, cap, [&] {
+    if (bytes) std::memmove(dst, src, bytes);
+    return EMBER_OK;
+  });
 }
 
-int32_t synchronize(void*, int32_t, char*, size_t) {
-  return EMBER_OK;
+int32_t synchronize(void*, int32_t, char* error, size_t cap) {
+  return sdk::guard(error, cap, [] { return EMBER_OK; });  // no stream: nothing is pending
 }
 
 int32_t memory_stats(void*, int32_t, ember_memory_stats* out) {
-  Stats& s = stats();
-  *out = {};
-  out->allocated = s.allocated.load();
-  out->reserved = out->allocated;  // no cache
-  out->peak_allocated = s.peak.load();
-  out->num_allocs = s.num_allocs.load();
-  out->num_os_allocs = out->num_allocs;
-  return EMBER_OK;
+  return sdk::guard(nullptr, 0, [&] {
+    Stats& s = stats();
+    *out = {};
+    out->allocated = s.allocated.load();
+    out->reserved = out->allocated;  // no cache
+    out->peak_allocated = s.peak.load();
+    out->num_allocs = s.num_allocs.load();
+    out->num_os_allocs = out->num_allocs;
+    return EMBER_OK;
+  });
 }
 
-void empty_cache(void*, int32_t) {}
+void empty_cache(void*, int32_t) {
+  sdk::guard(nullptr, 0, [] { return EMBER_OK; });  // no cache: nothing to return
+}
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
-  if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-    std::snprintf(error, cap, "unexpected host ABI");
-    return EMBER_ERR_INVALID;
-  }
-  static const ember_device_type_v1 table = [] {
-    ember_device_type_v1 t{};
-    t.struct_size = sizeof(t);
-    t.name = "reference";
-    t.priority = kPriority;
-    t.host_accessible = 1;
-    t.device_count = device_count;
-    t.device_props = device_props;
-    t.alloc = alloc;
-    t.free = free_block;
-    t.copy = copy_bytes;
-    t.synchronize = synchronize;
-    t.memory_stats = memory_stats;
-    t.empty_cache = empty_cache;
-    return t;  // no thread controls: the reference runs on the calling thread
-  }();
-  const int32_t id = reg->device_type(reg->ctx, &table);
-  if (id < 0) {
-    std::snprintf(error, cap, "could not register device type reference");
-    return EMBER_ERR_INTERNAL;
-  }
-  register_kernels(reg, id);
-  return EMBER_OK;
+  return sdk::guard(error, cap, [&]() -> int32_t {
+    if (!host || host->abi_major != EMBER_ABI_MAJOR) {
+      return sdk::fail_into(error, cap, EMBER_ERR_INVALID, "unexpected host ABI");
+    }
+    static const ember_device_type_v1 table = [] {
+      ember_device_type_v1 t{};
+      t.struct_size = sizeof(t);
+      t.name = "reference";
+      t.priority = kPriority;
+      t.host_accessible = 1;
+      t.device_count = device_count;
+      t.device_props = device_props;
+      t.alloc = alloc;
+      t.free = free_block;
+      t.copy = copy_bytes;
+      t.synchronize = synchronize;
+      t.memory_stats = memory_stats;
+      t.empty_cache = empty_cache;
+      return t;  // no thread controls: the reference runs on the calling thread
+    }();
+    const int32_t id = reg->device_type(reg->ctx, &table);
+    if (id < 0) {
+      return sdk::fail_into(error, cap, EMBER_ERR_INTERNAL,
+                            "could not register device type reference");
+    }
+    if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
+      return sdk::fail_into(error, cap, status,
+                            "could not register the reference kernels (status %d)", status);
+    }
+    return EMBER_OK;
+  });
 }
 
 const ember_plugin_v1 kDescriptor = {

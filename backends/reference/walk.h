@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::reference {
 

@@ -1,8 +1,8 @@
 // Reference 2-d convolution, forward and both backward ops (contract in core/ops/conv.cpp):
-// x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]; ints {stride_h, stride_w, pad_h, pad_w,
-// dilation_h, dilation_w, groups}. Output o reads input channels g * C/G .. (g + 1) * C/G - 1
+// x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW]; attributes stride_h, stride_w, pad_h,
+// pad_w, dil_h, dil_w, groups (G). Output o reads input channels g * C/G .. (g + 1) * C/G - 1
 // of its group g = o / (O/G), and tap (a, e) of output (i, j) reads input
-// (i * stride_h - pad_h + a * dilation_h, j * stride_w - pad_w + e * dilation_w) when inside.
+// (i * stride_h - pad_h + a * dil_h, j * stride_w - pad_w + e * dil_w) when inside.
 // All three directions walk that same seven-deep loop nest and accumulate in double.
 #include <vector>
 
@@ -43,8 +43,11 @@ void for_each_tap(const Geom& g, Fn&& fn) {
               }
 }
 
-int32_t run(const ember_kernel_call* call, Dir dir, const char* name) {
-  if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) {
+/** One direction of op A (conv2d or one of its backward ops, which share its attributes). */
+template <typename A>
+int32_t run(const ember_kernel_call* call, Dir dir) {
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs < 2 || call->num_outputs < 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   }
   // Which descriptor is which differs by direction.
@@ -59,10 +62,10 @@ int32_t run(const ember_kernel_call* call, Dir dir, const char* name) {
   if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: operands must be 4-d", name);
   }
-  const int64_t* v = call->ints;
-  const Geom g{x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
-               y->sizes[3], w->sizes[2], w->sizes[3], v[0],        v[1],        v[2],
-               v[3],        v[4],        v[5],        v[6]};
+  const auto attr = sdk::attrs<A>(call);
+  const Geom g{x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3],   w->sizes[0],   y->sizes[2],
+               y->sizes[3], w->sizes[2], w->sizes[3], attr.stride_h, attr.stride_w, attr.pad_h,
+               attr.pad_w,  attr.dil_h,  attr.dil_w,  attr.groups};
   if (g.g < 1 || g.c % g.g != 0 || g.o % g.g != 0 || w->sizes[1] != g.c / g.g ||
       y->sizes[0] != g.n || y->sizes[1] != g.o) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
@@ -103,13 +106,13 @@ int32_t run(const ember_kernel_call* call, Dir dir, const char* name) {
 }  // namespace
 
 int32_t conv2d(const ember_kernel_call* call) {
-  return run(call, Dir::Forward, "conv2d");
+  return run<attrs::conv2d>(call, Dir::Forward);
 }
 int32_t conv2d_backward_input(const ember_kernel_call* call) {
-  return run(call, Dir::BackwardInput, "conv2d_backward_input");
+  return run<attrs::conv2d_backward_input>(call, Dir::BackwardInput);
 }
 int32_t conv2d_backward_weight(const ember_kernel_call* call) {
-  return run(call, Dir::BackwardWeight, "conv2d_backward_weight");
+  return run<attrs::conv2d_backward_weight>(call, Dir::BackwardWeight);
 }
 
 }  // namespace ember::reference

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -32,19 +31,8 @@ void map(const ember_kernel_call* call, F f) {
   map_impl<Out, In...>(call, f, std::index_sequence_for<In...>{});
 }
 
-/** Converts one element between dtypes: to bool by != 0, otherwise through the compute type. */
-// A floating value as an integer dtype D, defined for every input as the core's Scalar does
-// (Note [Float to integer conversion] in core/include/ember/tensor/scalar.h): truncation toward
-// zero, NaN,
-// +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep the low bits of
-// that int64. A plain static_cast is undefined behaviour for those inputs.
-template <typename D>
-D float_to_int(double v) {
-  const int64_t i =
-      (v >= -0x1p63 && v < 0x1p63) ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
-  return static_cast<D>(i);
-}
-
+/** Converts one element between dtypes: to bool by != 0, floating to integer by Note [Float to
+ *  integer conversion] (sdk::float_to_int), otherwise through the compute type. */
 template <typename S, typename D>
 D convert(S v) {
   if constexpr (std::is_same_v<D, bool>) {
@@ -52,7 +40,7 @@ D convert(S v) {
   } else if constexpr (sdk::kIsHalf<D>) {
     return D(static_cast<float>(static_cast<Compute<S>>(v)));
   } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
-    return float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
+    return sdk::float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
   } else {
     return static_cast<D>(static_cast<Compute<S>>(v));
   }
@@ -120,20 +108,19 @@ int32_t copy(const ember_kernel_call* call) {
   });
 }
 
-// ints[0]: the value for integer dtypes; floats[0]: for floating ones and bool (!= 0).
+// int_value: the value for integer dtypes; value: for floating ones and bool (!= 0).
 int32_t fill(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::fill>(call);
   const ember_tensor& y = call->outputs[0];
-  const double fv = call->floats[0];
-  const int64_t iv = call->ints[0];
   return visit_any(call, y.dtype, "fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T value;
     if constexpr (std::is_same_v<T, bool>) {
-      value = fv != 0;
+      value = a.value != 0;
     } else if constexpr (std::is_integral_v<T>) {
-      value = static_cast<T>(iv);
+      value = static_cast<T>(a.int_value);
     } else {
-      value = from_double<T>(fv);
+      value = from_double<T>(a.value);
     }
     for_each_index(y.ndim, y.sizes, [&](const int64_t* idx) { at<T>(y, idx) = value; });
   });
@@ -267,9 +254,9 @@ int32_t relu(const ember_kernel_call* c) {
   });
 }
 
-// ints[0] == 1: the tanh approximation; otherwise the exact erf form.
+// tanh_form == 1: the tanh approximation; otherwise the exact erf form.
 int32_t gelu(const ember_kernel_call* c) {
-  if (c->num_ints > 0 && c->ints[0] == 1) {
+  if (sdk::attrs<attrs::gelu>(c).tanh_form == 1) {
     return unary<true>(c, "gelu", [](auto x) {
       using C = decltype(x);
       const C k = C(0.7978845608028654);  // sqrt(2/pi)
@@ -282,12 +269,13 @@ int32_t gelu(const ember_kernel_call* c) {
   });
 }
 
-// ints: {has_lo, has_hi}; floats: {lo, hi}. NaN stays NaN.
+// Bounds lo (if has_lo) and hi (if has_hi). NaN stays NaN.
 int32_t clamp(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::clamp>(call);
   // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
-  const double lo = call->floats[0], hi = call->floats[1];
-  const bool has_lo = call->ints[0] != 0 && !std::isnan(lo);
-  const bool has_hi = call->ints[1] != 0 && !std::isnan(hi);
+  const double lo = a.lo, hi = a.hi;
+  const bool has_lo = a.has_lo != 0 && !std::isnan(lo);
+  const bool has_hi = a.has_hi != 0 && !std::isnan(hi);
   return unary<false>(call, "clamp", [=](auto x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {

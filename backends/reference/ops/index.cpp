@@ -1,6 +1,7 @@
 // Reference index and ordering kernels: index_select, gather, scatter, scatter_add,
 // count_nonzero, nonzero, sort, topk (contracts in core/ops/index.cpp). Index tensors are
-// int64 and are all checked before anything is written, so a bad index fails the call cleanly.
+// int64 and are all checked before anything is written, so a bad index fails the call cleanly
+// (EMBER_ERR_INDEX for a value out of range, EMBER_ERR_INVALID for a wrong dtype or rank).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -15,7 +16,8 @@ namespace {
 
 using sdk::Compute;
 
-/** Checks every element of an int64 index tensor lies in [0, limit). */
+/** Checks every element of an int64 index tensor lies in [0, limit): EMBER_ERR_INDEX if one
+ *  does not. */
 int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, int64_t limit,
                       int64_t dim) {
   if (index.dtype != EMBER_I64) {
@@ -31,8 +33,7 @@ int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, 
     }
   });
   if (bad) {
-    return sdk::fail(call, EMBER_ERR_INVALID,
-                     "index %lld is out of range for dim %lld of size %lld",
+    return sdk::fail(call, EMBER_ERR_INDEX, "index %lld is out of range for dim %lld of size %lld",
                      static_cast<long long>(bad_value), static_cast<long long>(dim),
                      static_cast<long long>(limit));
   }
@@ -41,12 +42,13 @@ int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, 
 
 /** scatter (kAdd false: y[.., index[i], ..] = src[i]) or scatter_add (+=), walking the index in
  *  row-major order so a repeated index keeps the last write / adds in order. */
-template <bool kAdd>
-int32_t scatter_kernel(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kAdd>
+int32_t scatter_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
   const ember_tensor& index = call->inputs[0];
   const ember_tensor& src = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
+  const int32_t d = static_cast<int32_t>(sdk::attrs<A>(call).dim);
   if (const int32_t st = check_indices(call, index, y.sizes[d], d); st != EMBER_OK) return st;
   std::vector<int64_t> target(static_cast<size_t>(y.ndim));
   return visit_any(call, y.dtype, name, [&](auto tag) {
@@ -139,12 +141,12 @@ int32_t check_layout(const ember_kernel_call* call) {
 
 }  // namespace
 
-// inputs {x, index (1-d)}, ints {dim}: y[.., i, ..] = x[.., index[i], ..].
+// inputs {x, index (1-d)}: y[.., i, ..] = x[.., index[i], ..] along dim.
 int32_t index_select(const ember_kernel_call* call) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
+  const int32_t d = static_cast<int32_t>(sdk::attrs<attrs::index_select>(call).dim);
   if (index.ndim != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "index must be 1-d: got %d dims", index.ndim);
   }
@@ -160,12 +162,12 @@ int32_t index_select(const ember_kernel_call* call) {
   });
 }
 
-// inputs {x, index (y's shape)}, ints {dim}: y[i] = x[i with i[dim] = index[i]].
+// inputs {x, index (y's shape)}: y[i] = x[i with i[dim] = index[i]].
 int32_t gather(const ember_kernel_call* call) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
+  const int32_t d = static_cast<int32_t>(sdk::attrs<attrs::gather>(call).dim);
   if (const int32_t st = check_indices(call, index, x.sizes[d], d); st != EMBER_OK) return st;
   std::vector<int64_t> src(static_cast<size_t>(y.ndim));
   return visit_any(call, y.dtype, "gather", [&](auto tag) {
@@ -178,12 +180,12 @@ int32_t gather(const ember_kernel_call* call) {
   });
 }
 
-// inputs {index, src}, output y (holding x already), ints {dim}.
+// inputs {index, src}, output y (holding x already), along dim.
 int32_t scatter(const ember_kernel_call* call) {
-  return scatter_kernel<false>(call, "scatter");
+  return scatter_kernel<attrs::scatter, false>(call);
 }
 int32_t scatter_add(const ember_kernel_call* call) {
-  return scatter_kernel<true>(call, "scatter_add");
+  return scatter_kernel<attrs::scatter_add, true>(call);
 }
 
 // output: a 0-d int64, the number of non-zero elements.
@@ -224,12 +226,12 @@ int32_t nonzero(const ember_kernel_call* call) {
   return EMBER_OK;
 }
 
-// Along the last dim; ints {descending}; outputs {values, indices}. Stable: equal values keep
+// Along the last dim, descending if asked; outputs {values, indices}. Stable: equal values keep
 // their order.
 int32_t sort(const ember_kernel_call* call) {
   if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
-  const bool descending = call->ints[0] != 0;
+  const bool descending = sdk::attrs<attrs::sort>(call).descending != 0;
   const int64_t n = x.sizes[x.ndim - 1];
   return visit_any(call, x.dtype, "sort", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -240,13 +242,14 @@ int32_t sort(const ember_kernel_call* call) {
   });
 }
 
-// Along the last dim; ints {k, largest, sorted}: the first k of a stable sort (descending for
-// largest), so ties go to the earlier position; unsorted results are in position order.
+// Along the last dim: the first k of a stable sort (descending for largest), so ties go to the
+// earlier position; unsorted results are in position order.
 int32_t topk(const ember_kernel_call* call) {
   if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  const auto a = sdk::attrs<attrs::topk>(call);
   const ember_tensor& x = call->inputs[0];
-  const int64_t k = call->ints[0];
-  const bool largest = call->ints[1] != 0, sorted = call->ints[2] != 0;
+  const int64_t k = a.k;
+  const bool largest = a.largest != 0, sorted = a.sorted != 0;
   const int64_t n = x.sizes[x.ndim - 1];
   if (k < 0 || k > n) {
     return sdk::fail(call, EMBER_ERR_INVALID, "k %lld is out of range for a dim of size %lld",

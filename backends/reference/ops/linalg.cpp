@@ -1,6 +1,6 @@
 // Reference matmul and softmax. matmul: C[..., m, n] = sum_k A[..., m, k] B[..., k, n] with the
 // batch dims already broadcast to C's by the core; every dot product is accumulated in double
-// (int64 for integers, wrapping). softmax/log_softmax along ints[0]: max-subtracted, the
+// (int64 for integers, wrapping). softmax/log_softmax along `dim`: max-subtracted, the
 // exponential sum in double.
 #include <cmath>
 #include <limits>
@@ -60,11 +60,12 @@ namespace {
 
 /** softmax (kLog false) or log_softmax of x along `dim` into y (same shape). A NaN in a slice
  *  makes the whole slice NaN. */
-template <bool kLog>
-int32_t softmax_kernel(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kLog>
+int32_t softmax_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  const int64_t dim = sdk::attrs<A>(call).dim;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
   if (x.ndim < 1 || dim < 0 || dim >= x.ndim || y.ndim != x.ndim || y.dtype != x.dtype) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (rank %d, dim %lld)", name, x.ndim,
                      static_cast<long long>(dim));
@@ -100,10 +101,10 @@ int32_t softmax_kernel(const ember_kernel_call* call, const char* name) {
 }  // namespace
 
 int32_t softmax(const ember_kernel_call* call) {
-  return softmax_kernel<false>(call, "softmax");
+  return softmax_kernel<attrs::softmax, false>(call);
 }
 int32_t log_softmax(const ember_kernel_call* call) {
-  return softmax_kernel<true>(call, "log_softmax");
+  return softmax_kernel<attrs::log_softmax, true>(call);
 }
 
 }  // namespace ember::reference

@@ -1,10 +1,11 @@
 // Reference normalisation kernels (contract in core/ops/norm.cpp); dense inputs, statistics in
 // double with two passes (the mean, then the squared deviations), variance biased.
-//  batch_norm           x [N, C, S]; ints {training}; floats {eps}.
+//  batch_norm           x [N, C, S]; attributes training, eps.
 //                       training: inputs {x, w, b}, outputs {y, mean, var} (batch statistics);
 //                       eval: inputs {x, w, b, running_mean, running_var}, outputs {y}.
-//  batch_norm_backward  inputs {dy, x, w, mean, var}, outputs {dx, dw, db}; ints {training}.
-//  layer_norm / group_norm  x as rows [R, K * S]; ints {G, K, S}; floats {eps}; row r uses
+//  batch_norm_backward  inputs {dy, x, w, mean, var}, outputs {dx, dw, db}; training, eps.
+//  layer_norm / group_norm  x as rows [R, K * S]; attributes groups (G), group_size (K),
+//                       spatial (S), eps; row r uses
 //                       weight and bias entries (r % G) * K + k for its k-th group of S
 //                       elements; outputs {y, mean[R], rstd[R]}.
 //  *_backward           inputs {dy, x, w, mean, rstd}, outputs {dx, dw[G*K], db[G*K]}.
@@ -47,8 +48,8 @@ void out(const ember_kernel_call* call, int i, int64_t e, double v) {
 }
 
 template <typename T>
-void bn_forward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S, bool training) {
-  const double eps = call->floats[0];
+void bn_forward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S, bool training,
+                double eps) {
   const double m = static_cast<double>(N * S);
   for (int64_t c = 0; c < C; ++c) {
     auto x_at = [&](int64_t n, int64_t s) { return (n * C + c) * S + s; };
@@ -80,8 +81,8 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S, 
 // xhat = (x - mean) * invstd; dw = sum(dy * xhat), db = sum(dy);
 // training: dx = w * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)); eval: dx = w * invstd * dy.
 template <typename T>
-void bn_backward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S, bool training) {
-  const double eps = call->floats[0];
+void bn_backward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S, bool training,
+                 double eps) {
   const double m = static_cast<double>(N * S);
   for (int64_t c = 0; c < C; ++c) {
     auto at_ = [&](int64_t n, int64_t s) { return (n * C + c) * S + s; };
@@ -109,8 +110,8 @@ void bn_backward(const ember_kernel_call* call, int64_t N, int64_t C, int64_t S,
 }
 
 template <typename T>
-void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S) {
-  const double eps = call->floats[0];
+void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S,
+                  double eps) {
   const int64_t D = K * S;
   for (int64_t r = 0; r < R; ++r) {
     double sum = 0;
@@ -169,12 +170,12 @@ void rows_backward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t 
   }
 }
 
-template <bool kBackward>
-int32_t batch_norm_kernel(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs < 3 || call->num_ints < 1 || call->num_floats < 1 || !all_dense(call)) {
-    return bad(call, name);
-  }
-  const bool training = call->ints[0] != 0;
+template <typename A, bool kBackward>
+int32_t batch_norm_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  const auto a = sdk::attrs<A>(call);
+  const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[kBackward ? 1 : 0];
   const bool arity_ok = kBackward ? call->num_inputs == 5 && call->num_outputs == 3
                                   : (training ? call->num_inputs == 3 && call->num_outputs == 3
@@ -183,21 +184,22 @@ int32_t batch_norm_kernel(const ember_kernel_call* call, const char* name) {
   return visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kBackward) {
-      bn_backward<T>(call, x.sizes[0], x.sizes[1], x.sizes[2], training);
+      bn_backward<T>(call, x.sizes[0], x.sizes[1], x.sizes[2], training, a.eps);
     } else {
-      bn_forward<T>(call, x.sizes[0], x.sizes[1], x.sizes[2], training);
+      bn_forward<T>(call, x.sizes[0], x.sizes[1], x.sizes[2], training, a.eps);
     }
   });
 }
 
-template <bool kBackward>
-int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs != (kBackward ? 5 : 3) || call->num_outputs != 3 || call->num_ints < 3 ||
-      call->num_floats < 1 || !all_dense(call)) {
+template <typename A, bool kBackward>
+int32_t rows_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs != (kBackward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
     return bad(call, name);
   }
+  const auto a = sdk::attrs<A>(call);
   const ember_tensor& x = call->inputs[kBackward ? 1 : 0];
-  const int64_t G = call->ints[0], K = call->ints[1], S = call->ints[2];
+  const int64_t G = a.groups, K = a.group_size, S = a.spatial;
   const int64_t n = sdk::numel(x);
   if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
     return bad(call, name);
@@ -207,7 +209,7 @@ int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
     if constexpr (kBackward) {
       rows_backward<T>(call, n / (K * S), G, K, S);
     } else {
-      rows_forward<T>(call, n / (K * S), G, K, S);
+      rows_forward<T>(call, n / (K * S), G, K, S, a.eps);
     }
   });
 }
@@ -215,22 +217,22 @@ int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
 }  // namespace
 
 int32_t batch_norm(const ember_kernel_call* call) {
-  return batch_norm_kernel<false>(call, "batch_norm");
+  return batch_norm_kernel<attrs::batch_norm, false>(call);
 }
 int32_t batch_norm_backward(const ember_kernel_call* call) {
-  return batch_norm_kernel<true>(call, "batch_norm_backward");
+  return batch_norm_kernel<attrs::batch_norm_backward, true>(call);
 }
 int32_t layer_norm(const ember_kernel_call* call) {
-  return rows_kernel<false>(call, "layer_norm");
+  return rows_kernel<attrs::layer_norm, false>(call);
 }
 int32_t layer_norm_backward(const ember_kernel_call* call) {
-  return rows_kernel<true>(call, "layer_norm_backward");
+  return rows_kernel<attrs::layer_norm_backward, true>(call);
 }
 int32_t group_norm(const ember_kernel_call* call) {
-  return rows_kernel<false>(call, "group_norm");
+  return rows_kernel<attrs::group_norm, false>(call);
 }
 int32_t group_norm_backward(const ember_kernel_call* call) {
-  return rows_kernel<true>(call, "group_norm_backward");
+  return rows_kernel<attrs::group_norm_backward, true>(call);
 }
 
 }  // namespace ember::reference

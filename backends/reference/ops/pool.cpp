@@ -1,8 +1,8 @@
 // Reference pooling over [N, C, H, W] (contract in core/ops/pool.cpp), PyTorch's windows:
-//  max_pool2d   ints {kH, kW, sH, sW, pH, pW, dH, dW}; outputs {values, indices}, the indices
+//  max_pool2d   kernel_h/w, stride_h/w, pad_h/w, dil_h/w; outputs {values, indices}, the indices
 //               flat h * W + w within the plane; NaN wins, the first maximum wins ties, an
 //               empty window gives the lowest value and index -1.
-//  avg_pool2d   ints {kH, kW, sH, sW, pH, pW, count_include_pad}: the window [o*s - p,
+//  avg_pool2d   kernel_h/w, stride_h/w, pad_h/w, count_include_pad: the window [o*s - p,
 //               min(o*s - p + k, n + p)) clipped to the image; the divisor is the unclipped
 //               size with count_include_pad, the clipped one without.
 //  adaptive     windows [floor(o * n / on), ceil((o + 1) * n / on)).
@@ -91,12 +91,13 @@ int32_t average(const ember_kernel_call* call, const char* name, WindowFn window
   });
 }
 
-/** The avg_pool2d window function for the call's attributes. */
+/** The window function for the attributes of A (avg_pool2d or its backward). */
+template <typename A>
 auto avg_windows(const ember_kernel_call* call) {
-  const int64_t* a = call->ints;
+  const auto a = sdk::attrs<A>(call);
   return [a](int64_t o, int64_t n, int64_t, bool height) {
-    return height ? avg_window(o, a[0], a[2], a[4], n, a[6] != 0)
-                  : avg_window(o, a[1], a[3], a[5], n, a[6] != 0);
+    return height ? avg_window(o, a.kernel_h, a.stride_h, a.pad_h, n, a.count_include_pad != 0)
+                  : avg_window(o, a.kernel_w, a.stride_w, a.pad_w, n, a.count_include_pad != 0);
   };
 }
 
@@ -107,16 +108,15 @@ auto adaptive_windows() {
 }  // namespace
 
 int32_t max_pool2d(const ember_kernel_call* call) {
-  if (!four_d(call) || call->num_outputs != 2 || call->num_ints < 8 ||
-      call->outputs[1].dtype != EMBER_I64) {
+  if (!four_d(call) || call->num_outputs != 2 || call->outputs[1].dtype != EMBER_I64) {
     return sdk::fail(call, EMBER_ERR_INVALID, "max_pool2d: bad arguments");
   }
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
   const ember_tensor& ind = call->outputs[1];
-  const int64_t* a = call->ints;
-  const int64_t kH = a[0], kW = a[1], sH = a[2], sW = a[3], pH = a[4], pW = a[5], dH = a[6],
-                dW = a[7];
+  const auto a = sdk::attrs<attrs::max_pool2d>(call);
+  const int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w, pH = a.pad_h,
+                pW = a.pad_w, dH = a.dil_h, dW = a.dil_w;
   const int64_t N = x.sizes[0], C = x.sizes[1], H = x.sizes[2], W = x.sizes[3];
   const int64_t OH = y.sizes[2], OW = y.sizes[3];
   return visit_numeric(call, x.dtype, "max_pool2d", [&](auto tag) {
@@ -175,14 +175,10 @@ int32_t max_pool2d_backward(const ember_kernel_call* call) {
 }
 
 int32_t avg_pool2d(const ember_kernel_call* call) {
-  if (call->num_ints < 7) return sdk::fail(call, EMBER_ERR_INVALID, "avg_pool2d: bad arguments");
-  return average<false>(call, "avg_pool2d", avg_windows(call));
+  return average<false>(call, "avg_pool2d", avg_windows<attrs::avg_pool2d>(call));
 }
 int32_t avg_pool2d_backward(const ember_kernel_call* call) {
-  if (call->num_ints < 7) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "avg_pool2d_backward: bad arguments");
-  }
-  return average<true>(call, "avg_pool2d_backward", avg_windows(call));
+  return average<true>(call, "avg_pool2d_backward", avg_windows<attrs::avg_pool2d_backward>(call));
 }
 int32_t adaptive_avg_pool2d(const ember_kernel_call* call) {
   return average<false>(call, "adaptive_avg_pool2d", adaptive_windows());

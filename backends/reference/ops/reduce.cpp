@@ -1,5 +1,5 @@
 // Reference reductions. Layout contract (core/ops/reduce.cpp): the reduced dims are the last
-// ints[0] dims of the input (any strides) and the output holds the kept dims. Each output is
+// reduced_dims dims of the input (any strides) and the output holds the kept dims. Each output is
 // one plain loop over its reduced positions: floating sums and products in double, integer
 // ones in int64 (wrapping modulo 2^64 like PyTorch), then rounded once to the output dtype.
 #include <cmath>
@@ -45,11 +45,12 @@ int64_t wrap_mul(int64_t a, int64_t b) {
 }
 
 /** sum (kProd false) or prod of the reduced positions. */
-template <bool kProd>
-int32_t sum_or_prod(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kProd>
+int32_t sum_or_prod(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  const int64_t k = sdk::attrs<A>(call).reduced_dims;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t k = call->num_ints > 0 ? call->ints[0] : 0;
   return visit_numeric(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* out = sdk::data<T>(y);
@@ -72,11 +73,12 @@ int32_t sum_or_prod(const ember_kernel_call* call, const char* name) {
 
 /** amax (kMax) or amin: the first NaN met wins, else the extreme value; an empty reduction
  *  gives -inf/+inf (floating) or the type's lowest/highest value. */
-template <bool kMax>
-int32_t extremum(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kMax>
+int32_t extremum(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  const int64_t k = sdk::attrs<A>(call).reduced_dims;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t k = call->num_ints > 0 ? call->ints[0] : 0;
   return visit_any(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
@@ -105,11 +107,12 @@ int32_t extremum(const ember_kernel_call* call, const char* name) {
 }
 
 /** all (kAll) or any: a bool per output, true/false for an empty reduction. */
-template <bool kAll>
-int32_t logical_reduce(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kAll>
+int32_t logical_reduce(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  const int64_t k = sdk::attrs<A>(call).reduced_dims;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t k = call->num_ints > 0 ? call->ints[0] : 0;
   return visit_any(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     bool* out = sdk::data<bool>(y);
@@ -124,13 +127,14 @@ int32_t logical_reduce(const ember_kernel_call* call, const char* name) {
 /** argmax/argmin ({indices}) or max_dim/min_dim ({values, indices}) over the one trailing
  *  reduced dim: the first NaN wins, else the first extreme value (ties go to the lowest
  *  index). Indices are int64. */
-template <bool kMax, bool kValues>
-int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
+template <typename A, bool kMax, bool kValues>
+int32_t arg_reduce(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
   const int nout = kValues ? 2 : 1;
   if (call->num_inputs != 1 || call->num_outputs != nout) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and %d outputs", name, nout);
   }
-  if (call->num_ints < 1 || call->ints[0] != 1) {
+  if (sdk::attrs<A>(call).reduced_dims != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects exactly one trailing reduced dim", name);
   }
   const ember_tensor& x = call->inputs[0];
@@ -176,34 +180,34 @@ int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
 }  // namespace
 
 int32_t sum(const ember_kernel_call* c) {
-  return sum_or_prod<false>(c, "sum");
+  return sum_or_prod<attrs::sum, false>(c);
 }
 int32_t prod(const ember_kernel_call* c) {
-  return sum_or_prod<true>(c, "prod");
+  return sum_or_prod<attrs::prod, true>(c);
 }
 int32_t amax(const ember_kernel_call* c) {
-  return extremum<true>(c, "amax");
+  return extremum<attrs::amax, true>(c);
 }
 int32_t amin(const ember_kernel_call* c) {
-  return extremum<false>(c, "amin");
+  return extremum<attrs::amin, false>(c);
 }
 int32_t all(const ember_kernel_call* c) {
-  return logical_reduce<true>(c, "all");
+  return logical_reduce<attrs::all, true>(c);
 }
 int32_t any(const ember_kernel_call* c) {
-  return logical_reduce<false>(c, "any");
+  return logical_reduce<attrs::any, false>(c);
 }
 int32_t argmax(const ember_kernel_call* c) {
-  return arg_reduce<true, false>(c, "argmax");
+  return arg_reduce<attrs::argmax, true, false>(c);
 }
 int32_t argmin(const ember_kernel_call* c) {
-  return arg_reduce<false, false>(c, "argmin");
+  return arg_reduce<attrs::argmin, false, false>(c);
 }
 int32_t max_dim(const ember_kernel_call* c) {
-  return arg_reduce<true, true>(c, "max_dim");
+  return arg_reduce<attrs::max_dim, true, true>(c);
 }
 int32_t min_dim(const ember_kernel_call* c) {
-  return arg_reduce<false, true>(c, "min_dim");
+  return arg_reduce<attrs::min_dim, false, true>(c);
 }
 
 // Running sum along the last dim (a 0-d input is its own sum): double for floating dtypes,
