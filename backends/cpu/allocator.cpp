@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace ember::cpu {
@@ -64,6 +65,19 @@ struct Cache {
       std::free(p);
     else
       munmap(p, rounded);
+  }
+  // Puts a freed block on its list; false (the caller returns it to the system) when the list
+  // cannot grow. Never throws: frees run in destructors (ScratchGuard) and during unwinding.
+  bool keep(void* p, size_t rounded) noexcept {
+    try {
+      if (rounded <= kSmallLimit)
+        small[small_class(rounded)].push_back(p);
+      else
+        large[rounded].push_back(p);
+      return true;
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
   }
   void release_all_locked() {
     for (int c = 0; c < kNumSmallClasses; ++c) {
@@ -131,16 +145,12 @@ void cached_free(void* ptr, size_t bytes, bool scratch) {
   const size_t rounded = round_size(bytes);
   std::lock_guard lock(c.mu);
   if (!scratch) c.stats.allocated -= rounded;
-  if (c.cached_bytes + rounded > cache_limit()) {
-    Cache::os_free(ptr, rounded);
-    c.stats.reserved -= rounded;
+  if (c.cached_bytes + rounded <= cache_limit() && c.keep(ptr, rounded)) {
+    c.cached_bytes += rounded;
     return;
   }
-  c.cached_bytes += rounded;
-  if (rounded <= kSmallLimit)
-    c.small[small_class(rounded)].push_back(ptr);
-  else
-    c.large[rounded].push_back(ptr);
+  Cache::os_free(ptr, rounded);
+  c.stats.reserved -= rounded;
 }
 
 ember_memory_stats cached_stats() {

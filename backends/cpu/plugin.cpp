@@ -10,80 +10,120 @@
 #include "backends/cpu/allocator.h"
 #include "backends/cpu/kernels.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cpu {
 namespace {
 
-int32_t device_count(void*, char*, size_t) { return 1; }
+// Every entry point below runs its body through the SDK's boundary (Note [One boundary for
+// every plugin entry point]): an exception (std::bad_alloc from a std::string or the
+// allocator's lists) becomes a status, a null block or no devices instead of std::terminate.
+// The slots without an error buffer lose the message; those without a result lose nothing.
+
+int32_t device_count(void*, char* reason, size_t cap) {
+  return sdk::guard_value(reason, cap, 0, [] { return 1; });
+}
 
 int32_t device_props(void*, int32_t, ember_device_props* out) {
-  std::memset(out, 0, sizeof(*out));
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line, name = "CPU";
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      name = line.substr(line.find(':') + 2);
-      break;
+  return sdk::guard(nullptr, 0, [&]() -> int32_t {
+    std::memset(out, 0, sizeof(*out));
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, name = "CPU";
+    while (std::getline(cpuinfo, line)) {
+      if (line.rfind("model name", 0) == 0) {
+        name = line.substr(line.find(':') + 2);
+        break;
+      }
     }
-  }
-  std::snprintf(out->name, sizeof(out->name), "%s", name.c_str());
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  out->total_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
-  out->num_cores = static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN));
-  return EMBER_OK;
+    std::snprintf(out->name, sizeof(out->name), "%s", name.c_str());
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    out->total_memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * page : 0;
+    out->num_cores = static_cast<int32_t>(sysconf(_SC_NPROCESSORS_ONLN));
+    return EMBER_OK;
+  });
 }
 
-void* alloc(void*, int32_t, size_t bytes) { return cached_alloc(bytes); }
-void free_block(void*, int32_t, void* ptr, size_t bytes) { cached_free(ptr, bytes); }
-
-int32_t copy_bytes(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char*,
-                   size_t) {
-  if (bytes) std::memmove(dst, src, bytes);
-  return EMBER_OK;
+void* alloc(void*, int32_t, size_t bytes) {
+  return sdk::guard_value(nullptr, 0, nullptr, [&] { return cached_alloc(bytes); });
 }
-int32_t synchronize(void*, int32_t, char*, size_t) { return EMBER_OK; }
+void free_block(void*, int32_t, void* ptr, size_t bytes) {
+  sdk::guard(nullptr, 0, [&]() -> int32_t {
+    cached_free(ptr, bytes);
+    return EMBER_OK;
+  });
+}
+
+int32_t copy_bytes(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, char* error,
+                   size_t cap) {
+  return sdk::guard(error, cap, [&]() -> int32_t {
+    if (bytes) std::memmove(dst, src, bytes);
+    return EMBER_OK;
+  });
+}
+int32_t synchronize(void*, int32_t, char* error, size_t cap) {
+  return sdk::guard(error, cap, []() -> int32_t { return EMBER_OK; });
+}
 int32_t memory_stats(void*, int32_t, ember_memory_stats* out) {
-  *out = cached_stats();
-  return EMBER_OK;
+  return sdk::guard(nullptr, 0, [&]() -> int32_t {
+    *out = cached_stats();
+    return EMBER_OK;
+  });
 }
-void empty_cache(void*, int32_t) { cached_release_all(); }
+void empty_cache(void*, int32_t) {
+  sdk::guard(nullptr, 0, []() -> int32_t {
+    cached_release_all();
+    return EMBER_OK;
+  });
+}
 
 // Note [One thread pool]
 // oneDNN in Debian is built with OpenMP (libgomp), and every parallel loop of this plugin uses
 // OpenMP too, so there is exactly one pool of worker threads; set_num_threads sizes it.
-void set_num_threads(void*, int32_t n) { omp_set_num_threads(n); }
-int32_t get_num_threads(void*) { return omp_get_max_threads(); }
+void set_num_threads(void*, int32_t n) {
+  sdk::guard(nullptr, 0, [n]() -> int32_t {
+    omp_set_num_threads(n);
+    return EMBER_OK;
+  });
+}
+int32_t get_num_threads(void*) {
+  return sdk::guard_value(nullptr, 0, 1, [] { return omp_get_max_threads(); });
+}
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
-  if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-    std::snprintf(error, cap, "unexpected host ABI");
-    return EMBER_ERR_INVALID;
-  }
-  static const ember_device_type_v1 table = [] {
-    ember_device_type_v1 t{};
-    t.struct_size = sizeof(t);
-    t.name = "cpu";
-    t.priority = 100;
-    t.host_accessible = 1;
-    t.device_count = device_count;
-    t.device_props = device_props;
-    t.alloc = alloc;
-    t.free = free_block;
-    t.copy = copy_bytes;
-    t.synchronize = synchronize;
-    t.memory_stats = memory_stats;
-    t.empty_cache = empty_cache;
-    t.set_num_threads = set_num_threads;
-    t.get_num_threads = get_num_threads;
-    return t;
-  }();
-  const int32_t id = reg->device_type(reg->ctx, &table);
-  if (id < 0) {
-    std::snprintf(error, cap, "could not register device type cpu");
-    return EMBER_ERR_INTERNAL;
-  }
-  register_kernels(reg, id);
-  return EMBER_OK;
+  return sdk::guard(error, cap, [&]() -> int32_t {
+    if (!host || host->abi_major != EMBER_ABI_MAJOR) {
+      std::snprintf(error, cap, "unexpected host ABI");
+      return EMBER_ERR_INVALID;
+    }
+    static const ember_device_type_v1 table = [] {
+      ember_device_type_v1 t{};
+      t.struct_size = sizeof(t);
+      t.name = "cpu";
+      t.priority = 100;
+      t.host_accessible = 1;
+      t.device_count = device_count;
+      t.device_props = device_props;
+      t.alloc = alloc;
+      t.free = free_block;
+      t.copy = copy_bytes;
+      t.synchronize = synchronize;
+      t.memory_stats = memory_stats;
+      t.empty_cache = empty_cache;
+      t.set_num_threads = set_num_threads;
+      t.get_num_threads = get_num_threads;
+      return t;
+    }();
+    const int32_t id = reg->device_type(reg->ctx, &table);
+    if (id < 0) {
+      std::snprintf(error, cap, "could not register device type cpu");
+      return EMBER_ERR_INTERNAL;
+    }
+    if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
+      return sdk::fail_into(error, cap, status, "could not register the cpu kernels (status %d)",
+                            status);
+    }
+    return EMBER_OK;
+  });
 }
 
 const ember_plugin_v1 kDescriptor = {

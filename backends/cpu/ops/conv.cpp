@@ -32,9 +32,11 @@ struct Geom {
   int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
 };
 
-// Reads the geometry from a call of direction `dir` (which tensor is which differs).
+// Reads the geometry from a call of direction `dir` (which tensor is which differs) of op A (the
+// three convolutions share their attributes, EMBER_CONV_ATTRS in ops.def).
+template <typename A>
 bool read_geom(const ember_kernel_call* call, Dir dir, Geom* gm) {
-  if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) return false;
+  if (call->num_inputs < 2 || call->num_outputs < 1) return false;
   const ember_tensor* x = nullptr;
   const ember_tensor* w = nullptr;
   const ember_tensor* y = nullptr;
@@ -46,10 +48,10 @@ bool read_geom(const ember_kernel_call* call, Dir dir, Geom* gm) {
     x = &call->inputs[0], y = &call->inputs[1], w = &call->outputs[0];
   }
   if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4) return false;
-  const int64_t* v = call->ints;
+  const auto a = sdk::attrs<A>(call);
   *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
-         y->sizes[3], w->sizes[2], w->sizes[3], v[0],        v[1],        v[2],
-         v[3],        v[4],        v[5],        v[6]};
+         y->sizes[3], w->sizes[2], w->sizes[3], a.stride_h,  a.stride_w,  a.pad_h,
+         a.pad_w,     a.dil_h,     a.dil_w,     a.groups};
   return gm->g >= 1 && gm->sh >= 1 && gm->sw >= 1 && gm->dh >= 1 && gm->dw >= 1 &&
          gm->c % gm->g == 0 && gm->o % gm->g == 0 && w->sizes[1] == gm->c / gm->g &&
          y->sizes[0] == gm->n && y->sizes[1] == gm->o;
@@ -91,15 +93,34 @@ bool run_parallel(int64_t work) {
 // owns dx[n, c] (scattering every (out channel, tap)), the weight gradient owns dw[o, c] (a dot
 // product per tap over N and the output plane). The valid output range of each tap is computed
 // once (tap_range), so the inner loops carry no bounds checks. Slow next to oneDNN, but exact,
-// generic over dtypes and fast enough for gradcheck sizes and float64 work.
+// generic over dtypes and fast enough for gradcheck sizes and float64 work. The accumulator
+// planes (one per thread) are allocated before the parallel region: an exception such as
+// std::bad_alloc must not leave an OpenMP region (Note [One boundary for every plugin entry
+// point]).
+
+/** One accumulator plane of `plane` elements per thread of a region of `threads`. */
+template <typename C>
+struct ThreadPlanes {
+  std::vector<C> data;
+  int64_t plane;
+  ThreadPlanes(int threads, int64_t plane_)
+      : data(static_cast<size_t>(threads) * static_cast<size_t>(plane_)), plane(plane_) {}
+  /** This thread's plane. */
+  C* mine() { return data.data() + static_cast<int64_t>(omp_get_thread_num()) * plane; }
+};
+
 template <typename T>
 void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, T* y) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.oh * g.ow;
-#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * plane * cg * g.kh * g.kw))
+  const bool parallel = run_parallel(g.n * g.o * plane * cg * g.kh * g.kw);
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  ThreadPlanes<C> planes(threads, plane);
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
   for (int64_t t = 0; t < g.n * g.o; ++t) {
     const int64_t n = t / g.o, o = t % g.o, c0 = (o / og) * cg;
-    std::vector<C> acc(static_cast<size_t>(plane), b ? static_cast<C>(b[o]) : C(0));
+    C* acc = planes.mine();
+    std::fill(acc, acc + plane, b ? static_cast<C>(b[o]) : C(0));
     for (int64_t ci = 0; ci < cg; ++ci) {
       const T* xp = x + ((n * g.c + c0 + ci) * g.h) * g.w;
       for (int64_t a = 0; a < g.kh; ++a) {
@@ -111,14 +132,14 @@ void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, T* y) 
           const C wv = static_cast<C>(w[((o * cg + ci) * g.kh + a) * g.kw + e]);
           for (int64_t i = ilo; i < ihi; ++i) {
             const T* xr = xp + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
-            C* yr = acc.data() + i * g.ow;
+            C* yr = acc + i * g.ow;
             for (int64_t j = jlo; j < jhi; ++j) yr[j] += wv * static_cast<C>(xr[j * g.sw]);
           }
         }
       }
     }
     T* yp = y + t * plane;
-    for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[i]);
   }
 }
 
@@ -126,10 +147,14 @@ template <typename T>
 void conv_backward_data_loop(const Geom& g, const T* dy, const T* w, T* dx) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.h * g.w, oplane = g.oh * g.ow;
-#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw))
+  const bool parallel = run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw);
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  ThreadPlanes<C> planes(threads, plane);
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
   for (int64_t t = 0; t < g.n * g.c; ++t) {
     const int64_t n = t / g.c, c = t % g.c, ci = c % cg, o0 = (c / cg) * og;
-    std::vector<C> acc(static_cast<size_t>(plane), C(0));
+    C* acc = planes.mine();
+    std::fill(acc, acc + plane, C(0));
     for (int64_t oi = 0; oi < og; ++oi) {
       const int64_t o = o0 + oi;
       const T* dyp = dy + (n * g.o + o) * oplane;
@@ -141,7 +166,7 @@ void conv_backward_data_loop(const Geom& g, const T* dy, const T* w, T* dx) {
           tap_range(g.ow, g.w, g.sw, g.pw, e, g.dw, &jlo, &jhi);
           const C wv = static_cast<C>(w[((o * cg + ci) * g.kh + a) * g.kw + e]);
           for (int64_t i = ilo; i < ihi; ++i) {
-            C* xr = acc.data() + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
+            C* xr = acc + (i * g.sh - g.ph + a * g.dh) * g.w + (e * g.dw - g.pw);
             const T* dyr = dyp + i * g.ow;
             for (int64_t j = jlo; j < jhi; ++j) xr[j * g.sw] += wv * static_cast<C>(dyr[j]);
           }
@@ -149,7 +174,7 @@ void conv_backward_data_loop(const Geom& g, const T* dy, const T* w, T* dx) {
       }
     }
     T* xp = dx + t * plane;
-    for (int64_t i = 0; i < plane; ++i) xp[i] = store<T>(acc[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < plane; ++i) xp[i] = store<T>(acc[i]);
   }
 }
 
@@ -487,37 +512,34 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   return true;
 }
 
-const char* dir_name(Dir dir) {
-  return dir == Dir::Forward        ? "conv2d"
-         : dir == Dir::BackwardData ? "conv2d_backward_input"
-                                    : "conv2d_backward_weight";
-}
-
+// Convolution op A in direction `dir`.
+template <typename A>
 int32_t run_conv(const ember_kernel_call* call, Dir dir) {
+  const char* name = ops::kInfo[A::kOp].name;
   Geom g;
-  if (!read_geom(call, dir, &g)) {
+  if (!read_geom<A>(call, dir, &g)) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
-                     dir_name(dir));
+                     name);
   }
   const int32_t dtype = call->outputs[0].dtype;
   const int nin = dir == Dir::Forward ? std::min(call->num_inputs, 3) : 2;
   for (int i = 0; i < nin; ++i) {
     if (call->inputs[i].dtype != dtype || !sdk::is_contiguous(call->inputs[i])) {
       return sdk::fail(call, EMBER_ERR_INVALID, "%s: input %d must be contiguous and of dtype %d",
-                       dir_name(dir), i, dtype);
+                       name, i, dtype);
     }
   }
   if (!sdk::is_contiguous(call->outputs[0])) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: output must be contiguous", dir_name(dir));
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: output must be contiguous", name);
   }
   if (sdk::numel(call->outputs[0]) == 0) return EMBER_OK;
+  // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
+  // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
     if (dtype == EMBER_F32 && dnnl_conv(call, dir, g)) return EMBER_OK;
   } catch (const dnnl::error& e) {
-    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", dir_name(dir),
-                     e.what(), static_cast<int>(e.status));
-  } catch (const std::bad_alloc&) {
-    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: out of scratch memory", dir_name(dir));
+    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
+                     static_cast<int>(e.status));
   }
   bool floating = false;
   const bool known = sdk::visit_dtype(dtype, [&](auto t) {
@@ -539,24 +561,23 @@ int32_t run_conv(const ember_kernel_call* call, Dir dir) {
     }
   });
   if (!known || !floating) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not supported", dir_name(dir),
-                     dtype);
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %d is not supported", name, dtype);
   }
   return EMBER_OK;
 }
 
 }  // namespace
 
-int32_t conv2d(const ember_kernel_call* call) {
-  return run_conv(call, Dir::Forward);
+EMBER_KERNEL(conv2d) {
+  return run_conv<attrs::conv2d>(call, Dir::Forward);
 }
 
-int32_t conv2d_backward_input(const ember_kernel_call* call) {
-  return run_conv(call, Dir::BackwardData);
+EMBER_KERNEL(conv2d_backward_input) {
+  return run_conv<attrs::conv2d_backward_input>(call, Dir::BackwardData);
 }
 
-int32_t conv2d_backward_weight(const ember_kernel_call* call) {
-  return run_conv(call, Dir::BackwardWeights);
+EMBER_KERNEL(conv2d_backward_weight) {
+  return run_conv<attrs::conv2d_backward_weight>(call, Dir::BackwardWeights);
 }
 
 }  // namespace ember::cpu

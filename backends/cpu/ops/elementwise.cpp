@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -49,18 +48,8 @@ void map(const ember_kernel_call* call, F f) {
 
 // ---- copy / convert ---------------------------------------------------------------------------
 
-// A floating value as an integer dtype D, defined for every input as the core's Scalar does
-// (Note [Float to integer conversion] in core/include/ember/tensor/scalar.h): truncation toward
-// zero, NaN,
-// +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep the low bits of
-// that int64. A plain static_cast is undefined behaviour for those inputs.
-template <typename D>
-D float_to_int(double v) {
-  const int64_t i =
-      (v >= -0x1p63 && v < 0x1p63) ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
-  return static_cast<D>(i);
-}
-
+// A value of dtype S as dtype D; floating to integer by Note [Float to integer conversion] (in
+// plugin_sdk.hpp), where a plain cast is undefined for NaN and out-of-range values.
 template <typename S, typename D>
 D convert(S v) {
   if constexpr (std::is_same_v<D, bool>) {
@@ -68,7 +57,7 @@ D convert(S v) {
   } else if constexpr (sdk::kIsHalf<D>) {
     return D(static_cast<float>(static_cast<Compute<S>>(v)));
   } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
-    return float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
+    return sdk::float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
   } else {
     return static_cast<D>(static_cast<Compute<S>>(v));
   }
@@ -76,7 +65,7 @@ D convert(S v) {
 
 }  // namespace
 
-int32_t copy(const ember_kernel_call* call) {
+EMBER_KERNEL(copy) {
   const ember_tensor& dst = call->outputs[0];
   const ember_tensor& src = call->inputs[0];
   if (dst.dtype == src.dtype && sdk::is_contiguous(dst) && sdk::is_contiguous(src)) {
@@ -105,10 +94,11 @@ int32_t copy(const ember_kernel_call* call) {
   return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", src.dtype);
 }
 
-int32_t fill(const ember_kernel_call* call) {
+EMBER_KERNEL(fill) {
   const ember_tensor& dst = call->outputs[0];
-  const double fv = call->floats[0];
-  const int64_t iv = call->ints[0];
+  const auto a = sdk::attrs<attrs::fill>(call);
+  const double fv = a.value;
+  const int64_t iv = a.int_value;
   sdk::visit_dtype(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T value;
@@ -171,64 +161,64 @@ bool truthy(T v) {
 
 }  // namespace
 
-int32_t add(const ember_kernel_call* c) {
-  return binary<AddOp>(c);
+EMBER_KERNEL(add) {
+  return binary<AddOp>(call);
 }
-int32_t sub(const ember_kernel_call* c) {
-  return binary<SubOp>(c);
+EMBER_KERNEL(sub) {
+  return binary<SubOp>(call);
 }
-int32_t mul(const ember_kernel_call* c) {
-  return binary<MulOp>(c);
+EMBER_KERNEL(mul) {
+  return binary<MulOp>(call);
 }
-int32_t div(const ember_kernel_call* c) {
-  return binary<DivOp>(c);
+EMBER_KERNEL(div) {
+  return binary<DivOp>(call);
 }
-int32_t pow(const ember_kernel_call* c) {
-  return binary<PowOp>(c);
+EMBER_KERNEL(pow) {
+  return binary<PowOp>(call);
 }
-int32_t maximum(const ember_kernel_call* c) {
-  return binary<MaximumOp>(c);
+EMBER_KERNEL(maximum) {
+  return binary<MaximumOp>(call);
 }
-int32_t minimum(const ember_kernel_call* c) {
-  return binary<MinimumOp>(c);
+EMBER_KERNEL(minimum) {
+  return binary<MinimumOp>(call);
 }
-int32_t relu_backward(const ember_kernel_call* c) {
-  return binary<ReluBackwardOp>(c);
+EMBER_KERNEL(relu_backward) {
+  return binary<ReluBackwardOp>(call);
 }
-int32_t eq(const ember_kernel_call* c) {
-  return compare<std::equal_to<>>(c);
+EMBER_KERNEL(eq) {
+  return compare<std::equal_to<>>(call);
 }
-int32_t ne(const ember_kernel_call* c) {
-  return compare<std::not_equal_to<>>(c);
+EMBER_KERNEL(ne) {
+  return compare<std::not_equal_to<>>(call);
 }
-int32_t lt(const ember_kernel_call* c) {
-  return compare<std::less<>>(c);
+EMBER_KERNEL(lt) {
+  return compare<std::less<>>(call);
 }
-int32_t le(const ember_kernel_call* c) {
-  return compare<std::less_equal<>>(c);
+EMBER_KERNEL(le) {
+  return compare<std::less_equal<>>(call);
 }
-int32_t gt(const ember_kernel_call* c) {
-  return compare<std::greater<>>(c);
+EMBER_KERNEL(gt) {
+  return compare<std::greater<>>(call);
 }
-int32_t ge(const ember_kernel_call* c) {
-  return compare<std::greater_equal<>>(c);
+EMBER_KERNEL(ge) {
+  return compare<std::greater_equal<>>(call);
 }
 
-int32_t logical_and(const ember_kernel_call* call) {
+EMBER_KERNEL(logical_and) {
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map<bool, T, T>(call, [](T a, T b) { return truthy(a) && truthy(b); });
   });
   return EMBER_OK;
 }
-int32_t logical_or(const ember_kernel_call* call) {
+EMBER_KERNEL(logical_or) {
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map<bool, T, T>(call, [](T a, T b) { return truthy(a) || truthy(b); });
   });
   return EMBER_OK;
 }
-int32_t logical_not(const ember_kernel_call* call) {
+EMBER_KERNEL(logical_not) {
   sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     map<bool, T>(call, [](T a) { return !truthy(a); });
@@ -236,7 +226,7 @@ int32_t logical_not(const ember_kernel_call* call) {
   return EMBER_OK;
 }
 
-int32_t where(const ember_kernel_call* call) {
+EMBER_KERNEL(where) {
   sdk::visit_dtype(call->inputs[1].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // The condition is read as bytes (bool storage is 0 or 1): GCC does not vectorize a select
@@ -287,9 +277,9 @@ int32_t unary_numeric(const ember_kernel_call* call, F f) {
 
 }  // namespace
 
-#define EMBER_CPU_UNARY_FLOAT(name, expr)               \
-  int32_t name(const ember_kernel_call* c) {            \
-    return unary_float(c, [](auto x) { return expr; }); \
+#define EMBER_CPU_UNARY_FLOAT(name, expr)                  \
+  EMBER_KERNEL(name) {                                     \
+    return unary_float(call, [](auto x) { return expr; }); \
   }
 
 EMBER_CPU_UNARY_FLOAT(exp, std::exp(x))
@@ -308,19 +298,19 @@ EMBER_CPU_UNARY_FLOAT(round, std::nearbyint(x))
 EMBER_CPU_UNARY_FLOAT(erf, std::erf(x))
 #undef EMBER_CPU_UNARY_FLOAT
 
-int32_t neg(const ember_kernel_call* c) {
-  return unary_numeric(c, [](auto x) { return sdk::wrap_neg(x); });
+EMBER_KERNEL(neg) {
+  return unary_numeric(call, [](auto x) { return sdk::wrap_neg(x); });
 }
-int32_t abs(const ember_kernel_call* c) {
-  return unary_numeric(c, [](auto x) {
+EMBER_KERNEL(abs) {
+  return unary_numeric(call, [](auto x) {
     if constexpr (std::is_unsigned_v<decltype(x)>)
       return x;
     else
       return x < 0 ? sdk::wrap_neg(x) : x;
   });
 }
-int32_t sign(const ember_kernel_call* c) {
-  return unary_numeric(c, [](auto x) {
+EMBER_KERNEL(sign) {
+  return unary_numeric(call, [](auto x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(x)) return x;
@@ -328,8 +318,8 @@ int32_t sign(const ember_kernel_call* c) {
     return C((C(0) < x) - (x < C(0)));
   });
 }
-int32_t relu(const ember_kernel_call* c) {
-  return unary_numeric(c, [](auto x) {
+EMBER_KERNEL(relu) {
+  return unary_numeric(call, [](auto x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(x)) return x;
@@ -338,26 +328,26 @@ int32_t relu(const ember_kernel_call* c) {
   });
 }
 
-int32_t gelu(const ember_kernel_call* c) {
-  const bool tanh_form = c->num_ints > 0 && c->ints[0] == 1;
-  if (tanh_form) {
-    return unary_float(c, [](auto x) {
+EMBER_KERNEL(gelu) {
+  if (sdk::attrs<attrs::gelu>(call).tanh_form == 1) {
+    return unary_float(call, [](auto x) {
       using C = decltype(x);
       const C k = C(0.7978845608028654);  // sqrt(2/pi)
       return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
     });
   }
-  return unary_float(c, [](auto x) {
+  return unary_float(call, [](auto x) {
     using C = decltype(x);
     return C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476)));
   });
 }
 
-int32_t clamp(const ember_kernel_call* call) {
+EMBER_KERNEL(clamp) {
   // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
-  const double lo = call->floats[0], hi = call->floats[1];
-  const bool has_lo = call->ints[0] != 0 && !std::isnan(lo);
-  const bool has_hi = call->ints[1] != 0 && !std::isnan(hi);
+  const auto a = sdk::attrs<attrs::clamp>(call);
+  const double lo = a.lo, hi = a.hi;
+  const bool has_lo = a.has_lo != 0 && !std::isnan(lo);
+  const bool has_hi = a.has_hi != 0 && !std::isnan(hi);
   return unary_numeric(call, [=](auto x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) {

@@ -71,7 +71,8 @@ void for_chunks(int64_t n, int64_t chunks, Fn&& fn) {
   for (int64_t c = 0; c < chunks; ++c) fn(c, n * c / chunks, n * (c + 1) / chunks);
 }
 
-// Checks every element of an int64 index tensor lies in [0, limit).
+// Checks every element of an int64 index tensor lies in [0, limit): EMBER_ERR_INDEX names the
+// first bad value found (the core raises IndexError), EMBER_ERR_INVALID a wrong dtype.
 int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, int64_t limit,
                       int64_t dim) {
   if (index.dtype != EMBER_I64) {
@@ -96,9 +97,9 @@ int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, 
     }
   });
   if (found.load()) {
-    return sdk::fail(
-        call, EMBER_ERR_INVALID, "index %lld is out of range for dim %lld of size %lld",
-        static_cast<long long>(bad), static_cast<long long>(dim), static_cast<long long>(limit));
+    return sdk::fail(call, EMBER_ERR_INDEX, "index %lld is out of range for dim %lld of size %lld",
+                     static_cast<long long>(bad), static_cast<long long>(dim),
+                     static_cast<long long>(limit));
   }
   return EMBER_OK;
 }
@@ -134,12 +135,12 @@ int64_t row_offset(const ember_tensor& t, const int64_t* sizes, int32_t ndim, in
   return off;
 }
 
+// scatter (kAdd false) and scatter_add along dim `d`.
 template <bool kAdd>
-int32_t scatter_kernel(const ember_kernel_call* call) {
+int32_t scatter_kernel(const ember_kernel_call* call, int32_t d) {
   const ember_tensor& index = call->inputs[0];
   const ember_tensor& src = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
   if (const int32_t st = check_indices(call, index, y.sizes[d], d); st != EMBER_OK) return st;
   const int64_t len = index.sizes[d];
   const int64_t total = sdk::numel(index);
@@ -207,11 +208,11 @@ void walk(const ember_tensor& t, int64_t b, int64_t e, Fn&& fn) {
 
 }  // namespace
 
-int32_t index_select(const ember_kernel_call* call) {
+EMBER_KERNEL(index_select) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
+  const auto d = static_cast<int32_t>(sdk::attrs<attrs::index_select>(call).dim);
   if (y.ndim > kMaxDims) {
     return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, y.ndim);
   }
@@ -230,11 +231,11 @@ int32_t index_select(const ember_kernel_call* call) {
   return EMBER_OK;
 }
 
-int32_t gather(const ember_kernel_call* call) {
+EMBER_KERNEL(gather) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
-  const int32_t d = static_cast<int32_t>(call->ints[0]);
+  const auto d = static_cast<int32_t>(sdk::attrs<attrs::gather>(call).dim);
   if (y.ndim > kMaxDims) {
     return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, y.ndim);
   }
@@ -249,15 +250,15 @@ int32_t gather(const ember_kernel_call* call) {
   return EMBER_OK;
 }
 
-int32_t scatter(const ember_kernel_call* call) {
-  return scatter_kernel<false>(call);
+EMBER_KERNEL(scatter) {
+  return scatter_kernel<false>(call, static_cast<int32_t>(sdk::attrs<attrs::scatter>(call).dim));
 }
 
-int32_t scatter_add(const ember_kernel_call* call) {
-  return scatter_kernel<true>(call);
+EMBER_KERNEL(scatter_add) {
+  return scatter_kernel<true>(call, static_cast<int32_t>(sdk::attrs<attrs::scatter_add>(call).dim));
 }
 
-int32_t count_nonzero(const ember_kernel_call* call) {
+EMBER_KERNEL(count_nonzero) {
   const ember_tensor& x = call->inputs[0];
   if (x.ndim > kMaxDims) {
     return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, x.ndim);
@@ -285,7 +286,7 @@ int32_t count_nonzero(const ember_kernel_call* call) {
   return EMBER_OK;
 }
 
-int32_t nonzero(const ember_kernel_call* call) {
+EMBER_KERNEL(nonzero) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& out = call->outputs[0];
   if (x.ndim > kMaxDims) {

@@ -473,7 +473,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
 
 }  // namespace
 
-int32_t matmul(const ember_kernel_call* call) {
+EMBER_KERNEL(matmul) {
   const ember_tensor& a = call->inputs[0];
   const ember_tensor& b = call->inputs[1];
   const ember_tensor& c = call->outputs[0];
@@ -488,6 +488,8 @@ int32_t matmul(const ember_kernel_call* call) {
   }
   if (sdk::numel(c) == 0) return EMBER_OK;
   const Geometry g = make_geometry(a, b, c);
+  // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
+  // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
     if (g.k > 0 && dnnl_type(c.dtype) != dnnl::memory::data_type::undef &&
         dnnl_matmul(call, g) == DnnlResult::Done) {
@@ -496,8 +498,6 @@ int32_t matmul(const ember_kernel_call* call) {
   } catch (const dnnl::error& e) {
     return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN matmul failed: %s (status %d)", e.what(),
                      static_cast<int>(e.status));
-  } catch (const std::bad_alloc&) {
-    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "matmul: out of scratch memory");
   }
   if (c.dtype == EMBER_BOOL) {
     return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "matmul: bool is not supported");

@@ -111,12 +111,12 @@ void affine(const T* x, T* dst, int64_t n, double a, double c, const T* g = null
 // ---- batch_norm ---------------------------------------------------------------------------
 
 template <typename T>
-void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training) {
+void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training,
+                double eps) {
   const T* x = static_cast<const T*>(call->inputs[0].data);
   const T* w = static_cast<const T*>(call->inputs[1].data);
   const T* b = static_cast<const T*>(call->inputs[2].data);
   T* y = static_cast<T*>(call->outputs[0].data);
-  const double eps = call->floats[0];
   const double m = static_cast<double>(N * S);
   if (training) {
     T* mean = static_cast<T*>(call->outputs[1].data);
@@ -152,7 +152,8 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S,
 }
 
 template <typename T>
-void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training) {
+void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training,
+                 double eps) {
   using Cp = sdk::Compute<T>;
   const T* dy = static_cast<const T*>(call->inputs[0].data);
   const T* x = static_cast<const T*>(call->inputs[1].data);
@@ -162,7 +163,6 @@ void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S
   T* dx = static_cast<T*>(call->outputs[0].data);
   T* dw = static_cast<T*>(call->outputs[1].data);
   T* db = static_cast<T*>(call->outputs[2].data);
-  const double eps = call->floats[0];
   const double m = static_cast<double>(N * S);
 #pragma omp parallel for schedule(static) if (go_parallel(N * Cn * S))
   for (int64_t c = 0; c < Cn; ++c) {
@@ -190,7 +190,8 @@ void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S
 // ---- layer_norm, group_norm ---------------------------------------------------------------
 
 template <typename T>
-void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S) {
+void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S,
+                  double eps) {
   using Cp = sdk::Compute<T>;
   const T* x = static_cast<const T*>(call->inputs[0].data);
   const T* w = static_cast<const T*>(call->inputs[1].data);
@@ -198,7 +199,6 @@ void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K
   T* y = static_cast<T*>(call->outputs[0].data);
   T* mean = static_cast<T*>(call->outputs[1].data);
   T* rstd = static_cast<T*>(call->outputs[2].data);
-  const double eps = call->floats[0];
   const int64_t D = K * S;
 #pragma omp parallel for schedule(static) if (go_parallel(R * D))
   for (int64_t r = 0; r < R; ++r) {
@@ -246,7 +246,6 @@ void rows_backward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t 
   {
     double* pw = part.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * P;
     double* pb = pw + P;
-    std::vector<double> kdy(static_cast<size_t>(S == 1 ? 0 : K)), kdx(kdy.size());
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < R; ++r) {
       const int64_t off = r * D, o = (r % G) * K;
@@ -288,8 +287,6 @@ void rows_backward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t 
           double sd = 0, sx = 0;
           grad_sums(dyr + k * S, xr + k * S, S, mu, &sd, &sx);
           sx *= invstd;  // sum(dy * xhat) over the channel
-          kdy[k] = sd;
-          kdx[k] = sx;
           const double wk = static_cast<double>(static_cast<Cp>(wr[k]));
           s_g += wk * sd;
           s_gx += wk * sx;
@@ -336,12 +333,14 @@ bool all_dense(const ember_kernel_call* call) {
   return true;
 }
 
-template <bool Backward>
-int32_t batch_norm_kernel(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs < 3 || call->num_ints < 1 || call->num_floats < 1 || !all_dense(call)) {
-    return bad(call, name);
-  }
-  const bool training = call->ints[0] != 0;
+// batch_norm or its backward (op A).
+template <typename A>
+int32_t batch_norm_kernel(const ember_kernel_call* call) {
+  constexpr bool Backward = A::kOp == ops::batch_norm_backward;
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  const auto a = sdk::attrs<A>(call);
+  const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const bool shapes_ok = Backward ? call->num_inputs == 5 && call->num_outputs == 3
                                   : (training ? call->num_inputs == 3 && call->num_outputs == 3
@@ -351,21 +350,23 @@ int32_t batch_norm_kernel(const ember_kernel_call* call, const char* name) {
   return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Backward) {
-      bn_backward<T>(call, N, Cn, S, training);
+      bn_backward<T>(call, N, Cn, S, training, a.eps);
     } else {
-      bn_forward<T>(call, N, Cn, S, training);
+      bn_forward<T>(call, N, Cn, S, training, a.eps);
     }
   });
 }
 
-template <bool Backward>
-int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || call->num_ints < 3 ||
-      call->num_floats < 1 || !all_dense(call)) {
+// layer_norm, group_norm (op A, forward) or their backward.
+template <typename A, bool Backward>
+int32_t rows_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
     return bad(call, name);
   }
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
-  const int64_t G = call->ints[0], K = call->ints[1], S = call->ints[2];
+  const auto a = sdk::attrs<A>(call);
+  const int64_t G = a.groups, K = a.group_size, S = a.spatial;
   const int64_t n = sdk::numel(x);
   if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
     return bad(call, name);
@@ -376,30 +377,30 @@ int32_t rows_kernel(const ember_kernel_call* call, const char* name) {
     if constexpr (Backward) {
       rows_backward<T>(call, R, G, K, S);
     } else {
-      rows_forward<T>(call, R, G, K, S);
+      rows_forward<T>(call, R, G, K, S, a.eps);
     }
   });
 }
 
 }  // namespace
 
-int32_t batch_norm(const ember_kernel_call* call) {
-  return batch_norm_kernel<false>(call, "batch_norm");
+EMBER_KERNEL(batch_norm) {
+  return batch_norm_kernel<attrs::batch_norm>(call);
 }
-int32_t batch_norm_backward(const ember_kernel_call* call) {
-  return batch_norm_kernel<true>(call, "batch_norm_backward");
+EMBER_KERNEL(batch_norm_backward) {
+  return batch_norm_kernel<attrs::batch_norm_backward>(call);
 }
-int32_t layer_norm(const ember_kernel_call* call) {
-  return rows_kernel<false>(call, "layer_norm");
+EMBER_KERNEL(layer_norm) {
+  return rows_kernel<attrs::layer_norm, false>(call);
 }
-int32_t layer_norm_backward(const ember_kernel_call* call) {
-  return rows_kernel<true>(call, "layer_norm_backward");
+EMBER_KERNEL(layer_norm_backward) {
+  return rows_kernel<attrs::layer_norm_backward, true>(call);
 }
-int32_t group_norm(const ember_kernel_call* call) {
-  return rows_kernel<false>(call, "group_norm");
+EMBER_KERNEL(group_norm) {
+  return rows_kernel<attrs::group_norm, false>(call);
 }
-int32_t group_norm_backward(const ember_kernel_call* call) {
-  return rows_kernel<true>(call, "group_norm_backward");
+EMBER_KERNEL(group_norm_backward) {
+  return rows_kernel<attrs::group_norm_backward, true>(call);
 }
 
 }  // namespace ember::cpu

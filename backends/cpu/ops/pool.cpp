@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
@@ -50,10 +51,10 @@ bool dense4(const ember_tensor& t) {
 
 template <typename T>
 void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, int64_t W,
-                     int64_t oH, int64_t oW, const int64_t* a) {
+                     int64_t oH, int64_t oW, const attrs::max_pool2d& a) {
   using C = sdk::Compute<T>;
-  const int64_t kH = a[0], kW = a[1], sH = a[2], sW = a[3], pH = a[4], pW = a[5], dH = a[6],
-                dW = a[7];
+  const int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w, pH = a.pad_h,
+                pW = a.pad_w, dH = a.dil_h, dW = a.dil_w;
   const bool simple2x2 = kH == 2 && kW == 2 && sH == 2 && sW == 2 && pH == 0 && pW == 0 &&
                          dH == 1 && dW == 1 && 2 * oH <= H && 2 * oW <= W;
 #pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
@@ -135,27 +136,60 @@ inline AvgWindow avg_window(int64_t o, int64_t k, int64_t s, int64_t p, int64_t 
   return {lo, hi, size};
 }
 
+// The backward of the half types accumulates a plane in float before rounding it once: one
+// plane per thread, allocated before the parallel region (an exception such as std::bad_alloc
+// must not leave an OpenMP region, Note [One boundary for every plugin entry point]).
 template <typename T, bool Backward>
-void avg_pool_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH,
-                     int64_t oW, const int64_t* a) {
+struct AccPlanes {
   using C = sdk::Compute<T>;
-  const int64_t kH = a[0], kW = a[1], sH = a[2], sW = a[3], pH = a[4], pW = a[5];
-  const bool include_pad = a[6] != 0;
-#pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
+  static constexpr bool kNeeded = Backward && !std::is_same_v<T, C>;
+  std::vector<C> data;
+  int64_t plane;
+  AccPlanes(int threads, int64_t plane_)
+      : data(kNeeded ? static_cast<size_t>(threads) * static_cast<size_t>(plane_) : 0),
+        plane(plane_) {}
+  /** Where this thread accumulates dx's plane `dxp`: dxp itself when T computes as itself. */
+  C* acc(T* dxp) {
+    if constexpr (kNeeded) {
+      C* p = data.data() + static_cast<int64_t>(omp_get_thread_num()) * plane;
+      std::fill(p, p + plane, C(0));
+      return p;
+    } else {
+      std::fill(dxp, dxp + plane, C(0));
+      return dxp;
+    }
+  }
+  /** Rounds this thread's accumulator into dxp (nothing when it is dxp). */
+  void flush(const C* acc, T* dxp) const {
+    if constexpr (kNeeded) {
+      for (int64_t e = 0; e < plane; ++e) dxp[e] = store<T>(acc[e]);
+    }
+  }
+};
+
+/** The number of threads a region over `work` elements runs with. */
+inline int team_size(int64_t work) {
+  return go_parallel(work) ? omp_get_max_threads() : 1;
+}
+
+// Average pooling with attributes `a` (avg_pool2d's or avg_pool2d_backward's: the same fields).
+template <typename T, bool Backward, typename A>
+void avg_pool_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH,
+                     int64_t oW, const A& a) {
+  using C = sdk::Compute<T>;
+  const int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w, pH = a.pad_h,
+                pW = a.pad_w;
+  const bool include_pad = a.count_include_pad != 0;
+  const int threads = team_size(planes * H * W);
+  AccPlanes<T, Backward> accs(threads, H * W);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t pl = 0; pl < planes; ++pl) {
     const T* xp = Backward ? nullptr : src + pl * H * W;
     const T* gp = Backward ? src + pl * oH * oW : nullptr;
     T* yp = Backward ? nullptr : dst + pl * oH * oW;
-    C* acc = nullptr;
     T* dxp = Backward ? dst + pl * H * W : nullptr;
-    if constexpr (Backward) {
-      if constexpr (std::is_same_v<T, C>) {
-        acc = dxp;
-        std::fill(acc, acc + H * W, C(0));
-      } else {
-        acc = new C[static_cast<size_t>(H * W)]();
-      }
-    }
+    C* acc = nullptr;
+    if constexpr (Backward) acc = accs.acc(dxp);
     for (int64_t i = 0; i < oH; ++i) {
       const AvgWindow wh = avg_window(i, kH, sH, pH, H);
       for (int64_t j = 0; j < oW; ++j) {
@@ -175,10 +209,7 @@ void avg_pool_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W,
         }
       }
     }
-    if constexpr (Backward && !std::is_same_v<T, C>) {
-      for (int64_t e = 0; e < H * W; ++e) dxp[e] = store<T>(acc[e]);
-      delete[] acc;
-    }
+    if constexpr (Backward) accs.flush(acc, dxp);
   }
 }
 
@@ -194,18 +225,13 @@ template <typename T, bool Backward>
 void adaptive_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W, int64_t oH,
                      int64_t oW) {
   using C = sdk::Compute<T>;
-#pragma omp parallel for schedule(static) if (go_parallel(planes * H * W))
+  const int threads = team_size(planes * H * W);
+  AccPlanes<T, Backward> accs(threads, H * W);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int64_t pl = 0; pl < planes; ++pl) {
-    C* acc = nullptr;
     T* dxp = Backward ? dst + pl * H * W : nullptr;
-    if constexpr (Backward) {
-      if constexpr (std::is_same_v<T, C>) {
-        acc = dxp;
-        std::fill(acc, acc + H * W, C(0));
-      } else {
-        acc = new C[static_cast<size_t>(H * W)]();
-      }
-    }
+    C* acc = nullptr;
+    if constexpr (Backward) acc = accs.acc(dxp);
     for (int64_t i = 0; i < oH; ++i) {
       const int64_t h0 = ad_lo(i, H, oH), h1 = ad_hi(i, H, oH);
       for (int64_t j = 0; j < oW; ++j) {
@@ -226,10 +252,7 @@ void adaptive_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W,
         }
       }
     }
-    if constexpr (Backward && !std::is_same_v<T, C>) {
-      for (int64_t e = 0; e < H * W; ++e) dxp[e] = store<T>(acc[e]);
-      delete[] acc;
-    }
+    if constexpr (Backward) accs.flush(acc, dxp);
   }
 }
 
@@ -238,10 +261,11 @@ int32_t bad(const ember_kernel_call* call, const char* name) {
                    name, call->num_inputs, call->num_outputs, call->num_ints);
 }
 
-// Shared shape of the avg/adaptive kernels: {src} -> {dst}, both dense 4-d, same dtype.
-template <template <typename> class Run>
-int32_t planes_kernel(const ember_kernel_call* call, const char* name, int32_t nints) {
-  if (call->num_inputs != 1 || call->num_outputs != 1 || call->num_ints < nints) {
+// Shared shape of the avg/adaptive kernels of op A: {src} -> {dst}, both dense 4-d, same dtype.
+template <typename A, template <typename> class Run>
+int32_t planes_kernel(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
+  if (call->num_inputs != 1 || call->num_outputs != 1) {
     return bad(call, name);
   }
   const ember_tensor& s = call->inputs[0];
@@ -261,14 +285,16 @@ template <typename T>
 struct AvgFwd {
   static void run(const ember_kernel_call* c, const T* s, T* d, int64_t pl, const ember_tensor& x,
                   const ember_tensor& y) {
-    avg_pool_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3], c->ints);
+    avg_pool_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3],
+                              sdk::attrs<attrs::avg_pool2d>(c));
   }
 };
 template <typename T>
 struct AvgBwd {
   static void run(const ember_kernel_call* c, const T* s, T* d, int64_t pl, const ember_tensor& dy,
                   const ember_tensor& dx) {
-    avg_pool_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3], c->ints);
+    avg_pool_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3],
+                             sdk::attrs<attrs::avg_pool2d_backward>(c));
   }
 };
 template <typename T>
@@ -288,8 +314,8 @@ struct AdBwd {
 
 }  // namespace
 
-int32_t max_pool2d(const ember_kernel_call* call) {
-  if (call->num_inputs != 1 || call->num_outputs != 2 || call->num_ints < 8) {
+EMBER_KERNEL(max_pool2d) {
+  if (call->num_inputs != 1 || call->num_outputs != 2) {
     return bad(call, "max_pool2d");
   }
   const ember_tensor& x = call->inputs[0];
@@ -305,7 +331,7 @@ int32_t max_pool2d(const ember_kernel_call* call) {
       ok = true;
       max_pool_planes<T>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
                          static_cast<int64_t*>(idx.data), x.sizes[0] * x.sizes[1], x.sizes[2],
-                         x.sizes[3], y.sizes[2], y.sizes[3], call->ints);
+                         x.sizes[3], y.sizes[2], y.sizes[3], sdk::attrs<attrs::max_pool2d>(call));
     }
   });
   return ok ? EMBER_OK
@@ -314,7 +340,7 @@ int32_t max_pool2d(const ember_kernel_call* call) {
 
 // {dy, indices} -> {dx}: each plane's output gradients added at their indices in output order,
 // rounding as scatter_add does (Note [Backward of max pooling] in core/ops/pool.cpp).
-int32_t max_pool2d_backward(const ember_kernel_call* call) {
+EMBER_KERNEL(max_pool2d_backward) {
   const char* name = "max_pool2d_backward";
   if (call->num_inputs != 2 || call->num_outputs != 1) return bad(call, name);
   const ember_tensor& dy = call->inputs[0];
@@ -348,17 +374,17 @@ int32_t max_pool2d_backward(const ember_kernel_call* call) {
   });
 }
 
-int32_t avg_pool2d(const ember_kernel_call* call) {
-  return planes_kernel<AvgFwd>(call, "avg_pool2d", 7);
+EMBER_KERNEL(avg_pool2d) {
+  return planes_kernel<attrs::avg_pool2d, AvgFwd>(call);
 }
-int32_t avg_pool2d_backward(const ember_kernel_call* call) {
-  return planes_kernel<AvgBwd>(call, "avg_pool2d_backward", 7);
+EMBER_KERNEL(avg_pool2d_backward) {
+  return planes_kernel<attrs::avg_pool2d_backward, AvgBwd>(call);
 }
-int32_t adaptive_avg_pool2d(const ember_kernel_call* call) {
-  return planes_kernel<AdFwd>(call, "adaptive_avg_pool2d", 0);
+EMBER_KERNEL(adaptive_avg_pool2d) {
+  return planes_kernel<attrs::adaptive_avg_pool2d, AdFwd>(call);
 }
-int32_t adaptive_avg_pool2d_backward(const ember_kernel_call* call) {
-  return planes_kernel<AdBwd>(call, "adaptive_avg_pool2d_backward", 0);
+EMBER_KERNEL(adaptive_avg_pool2d_backward) {
+  return planes_kernel<attrs::adaptive_avg_pool2d_backward, AdBwd>(call);
 }
 
 }  // namespace ember::cpu

@@ -326,11 +326,11 @@ void reduce_vertical_block(const T* x, typename R::Out* y, const Geometry& g, in
   for (int64_t j = 0; j < m; ++j) out[j * g.outer.ys[0]] = R::finish(acc[j]);
 }
 
+/** Reduces the trailing `k` dims of the call's input into its output. */
 template <typename R, typename T>
-void reduce_driver(const ember_kernel_call* call) {
+void reduce_driver(const ember_kernel_call* call, int64_t k) {
   const ember_tensor& xd = call->inputs[0];
   const ember_tensor& yd = call->outputs[0];
-  const int64_t k = call->num_ints > 0 ? call->ints[0] : 0;
   const Geometry g = make_geometry(xd, yd, k);
   const T* x = static_cast<const T*>(xd.data);
   auto* y = static_cast<typename R::Out*>(yd.data);
@@ -398,9 +398,11 @@ void reduce_driver(const ember_kernel_call* call) {
   }
 }
 
-/** Dispatches on the input dtype; `supported(tag)` is a bool_constant: is T handled? */
-template <template <typename> class Op, typename Pred>
-int32_t reduce(const ember_kernel_call* call, Pred supported, const char* name) {
+/** The reduction of op A (attributes A, ops.def's name) dispatched on the input dtype;
+ *  `supported(tag)` is a bool_constant: is T handled? */
+template <typename A, template <typename> class Op, typename Pred>
+int32_t reduce(const ember_kernel_call* call, Pred supported) {
+  const char* name = ops::kInfo[A::kOp].name;
   if (call->num_inputs != 1 || call->num_outputs != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and 1 output", name);
   }
@@ -408,7 +410,7 @@ int32_t reduce(const ember_kernel_call* call, Pred supported, const char* name) 
   const bool known = sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (decltype(supported(tag))::value) {
-      reduce_driver<Op<T>, T>(call);
+      reduce_driver<Op<T>, T>(call, sdk::attrs<A>(call).reduced_dims);
     } else {
       status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype not supported", name);
     }
@@ -461,14 +463,15 @@ int64_t arg_row(const T* p, int64_t stride, int64_t n, Compute<T>* value) {
   return bi;
 }
 
-/** argmax/argmin (outputs {indices}) or max_dim/min_dim (outputs {values, indices}). */
-template <bool kMax, bool kValues>
-int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
+/** argmax/argmin (outputs {indices}) or max_dim/min_dim (outputs {values, indices}): op A. */
+template <typename A, bool kMax, bool kValues>
+int32_t arg_reduce(const ember_kernel_call* call) {
+  const char* name = ops::kInfo[A::kOp].name;
   const int nout = kValues ? 2 : 1;
   if (call->num_inputs != 1 || call->num_outputs != nout) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and %d outputs", name, nout);
   }
-  if (call->num_ints < 1 || call->ints[0] != 1) {
+  if (sdk::attrs<A>(call).reduced_dims != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects exactly one trailing reduced dim", name);
   }
   const ember_tensor& xd = call->inputs[0];
@@ -568,38 +571,38 @@ void cumsum_typed(const ember_tensor& xd, const ember_tensor& yd) {
 
 }  // namespace
 
-int32_t sum(const ember_kernel_call* c) {
-  return reduce<SumOp>(c, kNotBool, "sum");
+EMBER_KERNEL(sum) {
+  return reduce<attrs::sum, SumOp>(call, kNotBool);
 }
-int32_t prod(const ember_kernel_call* c) {
-  return reduce<ProdOp>(c, kNotBool, "prod");
+EMBER_KERNEL(prod) {
+  return reduce<attrs::prod, ProdOp>(call, kNotBool);
 }
-int32_t amax(const ember_kernel_call* c) {
-  return reduce<AmaxOp>(c, kEvery, "amax");
+EMBER_KERNEL(amax) {
+  return reduce<attrs::amax, AmaxOp>(call, kEvery);
 }
-int32_t amin(const ember_kernel_call* c) {
-  return reduce<AminOp>(c, kEvery, "amin");
+EMBER_KERNEL(amin) {
+  return reduce<attrs::amin, AminOp>(call, kEvery);
 }
-int32_t all(const ember_kernel_call* c) {
-  return reduce<AllOp>(c, kEvery, "all");
+EMBER_KERNEL(all) {
+  return reduce<attrs::all, AllOp>(call, kEvery);
 }
-int32_t any(const ember_kernel_call* c) {
-  return reduce<AnyOp>(c, kEvery, "any");
+EMBER_KERNEL(any) {
+  return reduce<attrs::any, AnyOp>(call, kEvery);
 }
-int32_t argmax(const ember_kernel_call* c) {
-  return arg_reduce<true, false>(c, "argmax");
+EMBER_KERNEL(argmax) {
+  return arg_reduce<attrs::argmax, true, false>(call);
 }
-int32_t argmin(const ember_kernel_call* c) {
-  return arg_reduce<false, false>(c, "argmin");
+EMBER_KERNEL(argmin) {
+  return arg_reduce<attrs::argmin, false, false>(call);
 }
-int32_t max_dim(const ember_kernel_call* c) {
-  return arg_reduce<true, true>(c, "max_dim");
+EMBER_KERNEL(max_dim) {
+  return arg_reduce<attrs::max_dim, true, true>(call);
 }
-int32_t min_dim(const ember_kernel_call* c) {
-  return arg_reduce<false, true>(c, "min_dim");
+EMBER_KERNEL(min_dim) {
+  return arg_reduce<attrs::min_dim, false, true>(call);
 }
 
-int32_t cumsum(const ember_kernel_call* call) {
+EMBER_KERNEL(cumsum) {
   if (call->num_inputs != 1 || call->num_outputs != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "cumsum: expects 1 input and 1 output");
   }

@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <new>
 #include <type_traits>
 
 #include "backends/cpu/loops.h"
@@ -157,12 +156,14 @@ bool dnnl_softmax(const ember_kernel_call* call, const float* src, float* dst, i
   return true;
 }
 
-template <bool Log>
+// softmax or log_softmax (op A) along the dim its attribute names.
+template <typename A>
 int32_t softmax_kernel(const ember_kernel_call* call) {
-  const char* name = Log ? "log_softmax" : "softmax";
+  constexpr bool Log = A::kOp == ops::log_softmax;
+  const char* name = ops::kInfo[A::kOp].name;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
+  const int64_t dim = sdk::attrs<A>(call).dim;
   if (x.ndim < 1 || dim < 0 || dim >= x.ndim || y.ndim != x.ndim || y.dtype != x.dtype ||
       !sdk::is_contiguous(y)) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (rank %d, dim %lld)", name, x.ndim,
@@ -179,6 +180,8 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
     src = y.data;
   }
   if (x.dtype == EMBER_F32 && inner == 1) {
+    // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, out of
+    // memory included, reaches the kernel's guard.
     try {
       if (dnnl_softmax<Log>(call, static_cast<const float*>(src), static_cast<float*>(y.data),
                             outer, len, inner)) {
@@ -187,8 +190,6 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
     } catch (const dnnl::error& e) {
       return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
                        static_cast<int>(e.status));
-    } catch (const std::bad_alloc&) {
-      return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
     }
   }
   return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
@@ -199,11 +200,11 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
 
 }  // namespace
 
-int32_t softmax(const ember_kernel_call* call) {
-  return softmax_kernel<false>(call);
+EMBER_KERNEL(softmax) {
+  return softmax_kernel<attrs::softmax>(call);
 }
-int32_t log_softmax(const ember_kernel_call* call) {
-  return softmax_kernel<true>(call);
+EMBER_KERNEL(log_softmax) {
+  return softmax_kernel<attrs::log_softmax>(call);
 }
 
 }  // namespace ember::cpu

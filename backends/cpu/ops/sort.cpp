@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -49,16 +50,25 @@ int64_t row_offset(const ember_tensor& t, int64_t row) {
   return off;
 }
 
+// A row as (value, position) pairs.
+template <typename C>
+using RowBuf = std::span<std::pair<C, int64_t>>;
+
 // Runs fn(buffer, row) for each row of x, in parallel when the work is large; each thread
-// keeps one (value, index) buffer of the row length.
+// keeps one (value, index) buffer of the row length. The buffers are allocated before the
+// parallel region: an exception (std::bad_alloc) must not leave an OpenMP region, and a
+// thread that skipped the loop below would leave the others waiting at its barrier.
 template <typename C, typename Fn>
 void for_rows(const ember_tensor& x, Fn&& fn) {
   const int64_t n = x.sizes[x.ndim - 1];
   const int64_t rows = n == 0 ? 0 : sdk::numel(x) / n;
   const bool parallel = rows > 1 && sdk::numel(x) >= kGrainSize && !omp_in_parallel();
-#pragma omp parallel if (parallel)
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  std::vector<std::pair<C, int64_t>> bufs(static_cast<size_t>(threads) * static_cast<size_t>(n));
+#pragma omp parallel num_threads(threads) if (parallel)
   {
-    std::vector<std::pair<C, int64_t>> buf(static_cast<size_t>(n));
+    const RowBuf<C> buf(bufs.data() + static_cast<size_t>(omp_get_thread_num()) * n,
+                        static_cast<size_t>(n));
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) fn(buf, r);
   }
@@ -66,7 +76,7 @@ void for_rows(const ember_tensor& x, Fn&& fn) {
 
 // Loads row r of x into buf as (value, position) pairs.
 template <typename T, typename C>
-void load_row(const ember_tensor& x, int64_t r, std::vector<std::pair<C, int64_t>>& buf) {
+void load_row(const ember_tensor& x, int64_t r, RowBuf<C> buf) {
   const T* xr = sdk::data<const T>(x) + row_offset(x, r);
   const int64_t xs = x.strides[x.ndim - 1];
   for (size_t j = 0; j < buf.size(); ++j) {
@@ -78,7 +88,7 @@ void load_row(const ember_tensor& x, int64_t r, std::vector<std::pair<C, int64_t
 // half-precision bits come through unchanged.
 template <typename T, typename C>
 void store_row(const ember_tensor& x, const ember_tensor& values, const ember_tensor& indices,
-               int64_t r, const std::vector<std::pair<C, int64_t>>& buf, int64_t m) {
+               int64_t r, RowBuf<C> buf, int64_t m) {
   const T* xr = sdk::data<const T>(x) + row_offset(x, r);
   const int64_t xs = x.strides[x.ndim - 1];
   T* vr = sdk::data<T>(values) + row_offset(values, r);
@@ -104,15 +114,15 @@ int32_t check_layout(const ember_kernel_call* call) {
 
 }  // namespace
 
-int32_t sort(const ember_kernel_call* call) {
+EMBER_KERNEL(sort) {
   if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
-  const bool descending = call->ints[0] != 0;
+  const bool descending = sdk::attrs<attrs::sort>(call).descending != 0;
   const int64_t n = x.sizes[x.ndim - 1];
   bool ok = sdk::visit_dtype(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
-    for_rows<C>(x, [&](std::vector<std::pair<C, int64_t>>& buf, int64_t r) {
+    for_rows<C>(x, [&](RowBuf<C> buf, int64_t r) {
       load_row<T>(x, r, buf);
       if (descending) {
         std::stable_sort(buf.begin(), buf.end(),
@@ -127,11 +137,12 @@ int32_t sort(const ember_kernel_call* call) {
   return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", x.dtype);
 }
 
-int32_t topk(const ember_kernel_call* call) {
+EMBER_KERNEL(topk) {
   if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
-  const int64_t k = call->ints[0];
-  const bool largest = call->ints[1] != 0, sorted = call->ints[2] != 0;
+  const auto a = sdk::attrs<attrs::topk>(call);
+  const int64_t k = a.k;
+  const bool largest = a.largest != 0, sorted = a.sorted != 0;
   const int64_t n = x.sizes[x.ndim - 1];
   if (k < 0 || k > n) {
     return sdk::fail(call, EMBER_ERR_INVALID, "k %lld is out of range for a dim of size %lld",
@@ -147,7 +158,7 @@ int32_t topk(const ember_kernel_call* call) {
       if (largest ? greater(b.first, a.first) : less(b.first, a.first)) return false;
       return a.second < b.second;
     };
-    for_rows<C>(x, [&](std::vector<std::pair<C, int64_t>>& buf, int64_t r) {
+    for_rows<C>(x, [&](RowBuf<C> buf, int64_t r) {
       load_row<T>(x, r, buf);
       if (sorted) {
         std::partial_sort(buf.begin(), buf.begin() + k, buf.end(), better);
