@@ -149,18 +149,17 @@ bool record_stream(int index, void* ptr, cudaStream_t stream) {
 
 namespace {
 
-// The handles of device `index`'s current stream, locked for the caller.
-Status stream_handles(int index, StreamHandles** out, cudaStream_t* stream,
+// The handles of `stream` of device `index`, locked for the caller.
+Status stream_handles(int index, cudaStream_t stream, StreamHandles** out,
                       std::unique_lock<std::mutex>* lock) {
   if (index < 0 || index >= kMaxDevices) {
     return status_error(EMBER_ERR_INVALID, "[cuda] device index %d out of range", index);
   }
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, stream));
   DeviceState& d = g_devices[index];
   StreamHandles* h = nullptr;
   {
     std::lock_guard<std::mutex> guard(d.handles_mu);
-    StreamHandles*& slot = d.handles[*stream];
+    StreamHandles*& slot = d.handles[stream];
     if (!slot) slot = new StreamHandles();  // Note [Per-device state is never destroyed]
     h = slot;
   }
@@ -171,13 +170,12 @@ Status stream_handles(int index, StreamHandles** out, cudaStream_t* stream,
 
 }  // namespace
 
-Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
-                     std::unique_lock<std::mutex>* lock) {
+Status cublas_handle(int index, cudaStream_t stream, const char* op, const CublasApi** api,
+                     cublasHandle_t* out, std::unique_lock<std::mutex>* lock) {
   const CublasApi* blas = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(cublas_api(op, &blas));
   StreamHandles* sh = nullptr;
-  cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, &sh, &stream, lock));
+  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, stream, &sh, lock));
   if (!sh->blas) {
     EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
     cublasHandle_t h = nullptr;
@@ -199,10 +197,10 @@ Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHan
   return {};
 }
 
-Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock) {
+Status cudnn_handle(int index, cudaStream_t stream, cudnnHandle_t* out,
+                    std::unique_lock<std::mutex>* lock) {
   StreamHandles* sh = nullptr;
-  cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, &sh, &stream, lock));
+  EMBER_CUDA_RETURN_IF_ERROR(stream_handles(index, stream, &sh, lock));
   if (!sh->dnn) {
     EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
     cudnnHandle_t h = nullptr;
@@ -218,10 +216,8 @@ DeviceBuffer::~DeviceBuffer() {
   if (ptr_) device_allocator(index_).free(ptr_);
 }
 
-Status DeviceBuffer::allocate(int index, size_t bytes) {
+Status DeviceBuffer::allocate(int index, size_t bytes, cudaStream_t stream) {
   index_ = index;
-  cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
   std::string why;
   ptr_ = device_allocator(index).allocate(bytes, stream, &why);
   if (!ptr_ && bytes > 0) return status_error(EMBER_ERR_OUT_OF_MEMORY, "[cuda] %s", why.c_str());

@@ -30,15 +30,16 @@ CachingAllocator& device_allocator(int index);
  * reused only after the work queued there so far (Note [Blocks used on other streams]);
  * false for memory the allocator does not know. */
 bool record_stream(int index, void* ptr, cudaStream_t stream);
-/** The cuBLAS handle of device `index`'s current stream (Note [Library handles per stream]),
- * and the cuBLAS entry points (loading libcublas on first use; `op` names the failing op if it
- * is missing); `lock` holds the handle for the caller. */
-Status cublas_handle(int index, const char* op, const CublasApi** api, cublasHandle_t* out,
-                     std::unique_lock<std::mutex>* lock);
+/** The cuBLAS handle of `stream` (a stream of device `index`, Note [Library handles per
+ * stream]), and the cuBLAS entry points (loading libcublas on first use; `op` names the failing
+ * op if it is missing); `lock` holds the handle for the caller. */
+Status cublas_handle(int index, cudaStream_t stream, const char* op, const CublasApi** api,
+                     cublasHandle_t* out, std::unique_lock<std::mutex>* lock);
 
-/** The cuDNN handle of device `index`'s current stream (Note [Library handles per stream]);
- * `lock` holds it for the caller. */
-Status cudnn_handle(int index, cudnnHandle_t* out, std::unique_lock<std::mutex>* lock);
+/** The cuDNN handle of `stream` (a stream of device `index`, Note [Library handles per
+ * stream]); `lock` holds it for the caller. */
+Status cudnn_handle(int index, cudaStream_t stream, cudnnHandle_t* out,
+                    std::unique_lock<std::mutex>* lock);
 
 /** Device memory from the caching allocator, returned on destruction (scratch buffers). */
 class DeviceBuffer {
@@ -47,8 +48,9 @@ class DeviceBuffer {
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  /** Allocates `bytes` on device `index` for the current stream; fails with the OOM message. */
-  Status allocate(int index, size_t bytes);
+  /** Allocates `bytes` on device `index` for use on `stream` (the kernel's, Note [The
+   * kernel's stream]); fails with the OOM message. */
+  Status allocate(int index, size_t bytes, cudaStream_t stream);
   /** The memory, or nullptr. */
   void* get() const { return ptr_; }
 

@@ -11,15 +11,46 @@
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cuda {
 namespace {
+
+// Note [Every slot behind the boundary]
+// The core calls this plugin through init, the kernels and every function pointer of the device
+// table, so each of them runs its body through the SDK's guard (Note [One boundary for every
+// plugin entry point] in plugin_sdk_ops.hpp): kernels at registration (sdk::register_kernel),
+// init and each slot below themselves, even those that only return a status and cannot throw
+// today, so a later change cannot make one the exception that escapes. A slot with an error
+// buffer gets the exception's message there; one without (alloc, free, props, stats, ...) logs
+// it at error level and returns its failure value (a status, NULL).
+
+/** A Status-returning body behind the boundary: its code, and its message or the exception's in
+ * `error`. */
+template <typename Body>
+int32_t guard_status(char* error, size_t cap, Body&& body) noexcept {
+  return sdk::guard(error, cap, [&] { return write_status(body(), error, cap); });
+}
+
+/** A slot without an error buffer behind the boundary: `body` returns the slot's status (or
+ * EMBER_OK), an exception is logged, naming `slot`, and returns its status. */
+template <typename Body>
+int32_t guard_logged(const char* slot, Body&& body) noexcept {
+  char message[256] = {0};
+  const int32_t status = sdk::guard(message, sizeof(message), body);
+  if (message[0] != '\0') {
+    char line[320];
+    std::snprintf(line, sizeof(line), "[cuda] %s: %s", slot, message);
+    log(3, line);
+  }
+  return status;
+}
 
 // Note [No device is not an error]
 // On a host with the CUDA libraries but no GPU or no driver, cudaGetDeviceCount fails fast
 // (cudaErrorNoDevice, cudaErrorInsufficientDriver); the plugin then loads with 0 devices and
 // this reason, and the CPU keeps working. Nothing here may abort or wait on a missing driver.
-int32_t device_count(void*, char* reason, size_t cap) {
+int32_t device_count_impl(char* reason, size_t cap) {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
@@ -40,7 +71,11 @@ int32_t device_count(void*, char* reason, size_t cap) {
   return n > kMaxDevices ? kMaxDevices : n;
 }
 
-int32_t device_props(void*, int32_t index, ember_device_props* out) {
+int32_t device_count(void*, char* reason, size_t cap) {
+  return sdk::guard_value(reason, cap, 0, [&] { return device_count_impl(reason, cap); });
+}
+
+int32_t device_props_impl(int32_t index, ember_device_props* out) {
   std::memset(out, 0, sizeof(*out));
   cudaDeviceProp p;
   if (cudaGetDeviceProperties(&p, index) != cudaSuccess) {
@@ -55,6 +90,10 @@ int32_t device_props(void*, int32_t index, ember_device_props* out) {
   return EMBER_OK;
 }
 
+int32_t device_props(void*, int32_t index, ember_device_props* out) {
+  return guard_logged("device_props", [&] { return device_props_impl(index, out); });
+}
+
 void* alloc_impl(int32_t index, size_t bytes, std::string* why) {
   if (bytes == 0) return nullptr;
   cudaStream_t stream = nullptr;
@@ -67,29 +106,44 @@ void* alloc_impl(int32_t index, size_t bytes, std::string* why) {
 }
 
 void* alloc(void*, int32_t index, size_t bytes) {
-  return alloc_impl(index, bytes, nullptr);
+  void* p = nullptr;
+  guard_logged("alloc", [&] {
+    p = alloc_impl(index, bytes, nullptr);
+    return EMBER_OK;
+  });
+  return p;
 }
 
 void* alloc_checked(void*, int32_t index, size_t bytes, char* error, size_t cap) {
-  std::string why;
-  void* p = alloc_impl(index, bytes, &why);
-  if (!p && bytes > 0) std::snprintf(error, cap, "%s", why.c_str());
-  return p;
+  return sdk::guard_value(error, cap, nullptr, [&] {
+    std::string why;
+    void* p = alloc_impl(index, bytes, &why);
+    if (!p && bytes > 0) std::snprintf(error, cap, "%s", why.c_str());
+    return p;
+  });
 }
 
 void free_block(void*, int32_t index, void* ptr, size_t) {
-  if (ptr) device_allocator(index).free(ptr);
+  guard_logged("free", [&] {
+    if (ptr) device_allocator(index).free(ptr);
+    return EMBER_OK;
+  });
 }
 
 void* host_alloc(void*, size_t bytes, char* error, size_t cap) {
-  std::string why;
-  void* p = host_allocator().allocate(bytes, &why);
-  if (!p && bytes > 0) std::snprintf(error, cap, "[cuda] %s", why.c_str());
-  return p;
+  return sdk::guard_value(error, cap, nullptr, [&] {
+    std::string why;
+    void* p = host_allocator().allocate(bytes, &why);
+    if (!p && bytes > 0) std::snprintf(error, cap, "[cuda] %s", why.c_str());
+    return p;
+  });
 }
 
 void host_free(void*, void* ptr, size_t) {
-  host_allocator().free(ptr);
+  guard_logged("host_free", [&] {
+    host_allocator().free(ptr);
+    return EMBER_OK;
+  });
 }
 
 // Note [Pinned host memory] (plugin_abi.h): from or into pinned memory, cudaMemcpyAsync returns
@@ -125,12 +179,14 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
 
 int32_t copy_bytes(void*, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
                    char* error, size_t cap) {
-  return write_status(copy_impl(index, dst, src, bytes, kind, /*async=*/false), error, cap);
+  return guard_status(error, cap,
+                      [&] { return copy_impl(index, dst, src, bytes, kind, /*async=*/false); });
 }
 
 int32_t copy_async(void*, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
                    char* error, size_t cap) {
-  return write_status(copy_impl(index, dst, src, bytes, kind, /*async=*/true), error, cap);
+  return guard_status(error, cap,
+                      [&] { return copy_impl(index, dst, src, bytes, kind, /*async=*/true); });
 }
 
 Status synchronize_impl(int32_t index) {
@@ -152,16 +208,21 @@ Status synchronize_impl(int32_t index) {
 }
 
 int32_t synchronize(void*, int32_t index, char* error, size_t cap) {
-  return write_status(synchronize_impl(index), error, cap);
+  return guard_status(error, cap, [&] { return synchronize_impl(index); });
 }
 
 int32_t memory_stats(void*, int32_t index, ember_memory_stats* out) {
-  *out = device_allocator(index).stats();
-  return EMBER_OK;
+  return guard_logged("memory_stats", [&] {
+    *out = device_allocator(index).stats();
+    return EMBER_OK;
+  });
 }
 
 void empty_cache(void*, int32_t index) {
-  if (set_device(index).ok()) device_allocator(index).empty_cache();
+  guard_logged("empty_cache", [&] {
+    if (set_device(index).ok()) device_allocator(index).empty_cache();
+    return EMBER_OK;
+  });
 }
 
 // ---- Streams and events (Note [Streams and events through the ABI]) -------------------------
@@ -177,21 +238,28 @@ Status resolve_stream(int32_t index, void* handle, cudaStream_t* out) {
 
 void* stream_get(void*, int32_t index, int32_t which) {
   cudaStream_t s = nullptr;
-  const Status st =
-      which == EMBER_STREAM_DEFAULT ? default_stream(index, &s) : current_stream(index, &s);
-  return st.ok() ? s : nullptr;
+  guard_logged("stream_get", [&] {
+    const Status st =
+        which == EMBER_STREAM_DEFAULT ? default_stream(index, &s) : current_stream(index, &s);
+    if (!st.ok()) s = nullptr;
+    return EMBER_OK;
+  });
+  return s;
 }
 
 int32_t stream_from_pool(void*, int32_t index, int32_t high_priority, void** out, char* error,
                          size_t cap) {
-  cudaStream_t s = nullptr;
-  const Status st = pool_stream(index, high_priority != 0, &s);
-  if (st.ok()) *out = s;
-  return write_status(st, error, cap);
+  return guard_status(error, cap, [&] {
+    cudaStream_t s = nullptr;
+    Status st = pool_stream(index, high_priority != 0, &s);
+    if (st.ok()) *out = s;
+    return st;
+  });
 }
 
 int32_t stream_set_current(void*, int32_t index, void* stream, char* error, size_t cap) {
-  return write_status(set_current_stream(index, static_cast<cudaStream_t>(stream)), error, cap);
+  return guard_status(error, cap,
+                      [&] { return set_current_stream(index, static_cast<cudaStream_t>(stream)); });
 }
 
 Status stream_synchronize_impl(int32_t index, void* handle) {
@@ -202,7 +270,7 @@ Status stream_synchronize_impl(int32_t index, void* handle) {
 }
 
 int32_t stream_synchronize(void*, int32_t index, void* stream, char* error, size_t cap) {
-  return write_status(stream_synchronize_impl(index, stream), error, cap);
+  return guard_status(error, cap, [&] { return stream_synchronize_impl(index, stream); });
 }
 
 // cudaStreamQuery / cudaEventQuery: done, pending (not an error), or a failure naming `what`.
@@ -228,7 +296,7 @@ Status stream_query_impl(int32_t index, void* handle, int32_t* done) {
 }
 
 int32_t stream_query(void*, int32_t index, void* stream, int32_t* done, char* error, size_t cap) {
-  return write_status(stream_query_impl(index, stream, done), error, cap);
+  return guard_status(error, cap, [&] { return stream_query_impl(index, stream, done); });
 }
 
 Status stream_wait_event_impl(int32_t index, void* handle, void* event) {
@@ -241,7 +309,7 @@ Status stream_wait_event_impl(int32_t index, void* handle, void* event) {
 
 int32_t stream_wait_event(void*, int32_t index, void* stream, void* event, char* error,
                           size_t cap) {
-  return write_status(stream_wait_event_impl(index, stream, event), error, cap);
+  return guard_status(error, cap, [&] { return stream_wait_event_impl(index, stream, event); });
 }
 
 Status event_create_impl(int32_t index, int32_t flags, void** out) {
@@ -254,11 +322,14 @@ Status event_create_impl(int32_t index, int32_t flags, void** out) {
 }
 
 int32_t event_create(void*, int32_t index, int32_t flags, void** out, char* error, size_t cap) {
-  return write_status(event_create_impl(index, flags, out), error, cap);
+  return guard_status(error, cap, [&] { return event_create_impl(index, flags, out); });
 }
 
 void event_destroy(void*, int32_t, void* event) {
-  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  guard_logged("event_destroy", [&] {
+    cudaEventDestroy(static_cast<cudaEvent_t>(event));
+    return EMBER_OK;
+  });
 }
 
 Status event_record_impl(int32_t index, void* event, void* handle) {
@@ -270,7 +341,7 @@ Status event_record_impl(int32_t index, void* event, void* handle) {
 }
 
 int32_t event_record(void*, int32_t index, void* event, void* stream, char* error, size_t cap) {
-  return write_status(event_record_impl(index, event, stream), error, cap);
+  return guard_status(error, cap, [&] { return event_record_impl(index, event, stream); });
 }
 
 Status event_synchronize_impl(int32_t index, void* event) {
@@ -286,13 +357,14 @@ Status event_synchronize_impl(int32_t index, void* event) {
 }
 
 int32_t event_synchronize(void*, int32_t index, void* event, char* error, size_t cap) {
-  return write_status(event_synchronize_impl(index, event), error, cap);
+  return guard_status(error, cap, [&] { return event_synchronize_impl(index, event); });
 }
 
 int32_t event_query(void*, int32_t index, void* event, int32_t* done, char* error, size_t cap) {
-  return write_status(
-      query_result(index, cudaEventQuery(static_cast<cudaEvent_t>(event)), "event query", done),
-      error, cap);
+  return guard_status(error, cap, [&] {
+    return query_result(index, cudaEventQuery(static_cast<cudaEvent_t>(event)), "event query",
+                        done);
+  });
 }
 
 Status event_elapsed_impl(void* start, void* end, double* ms) {
@@ -305,7 +377,7 @@ Status event_elapsed_impl(void* start, void* end, double* ms) {
 
 int32_t event_elapsed_ms(void*, int32_t, void* start, void* end, double* ms, char* error,
                          size_t cap) {
-  return write_status(event_elapsed_impl(start, end, ms), error, cap);
+  return guard_status(error, cap, [&] { return event_elapsed_impl(start, end, ms); });
 }
 
 Status record_stream_impl(int32_t index, void* ptr, void* handle) {
@@ -316,10 +388,20 @@ Status record_stream_impl(int32_t index, void* ptr, void* handle) {
 }
 
 int32_t record_stream_fn(void*, int32_t index, void* ptr, void* stream, char* error, size_t cap) {
-  return write_status(record_stream_impl(index, ptr, stream), error, cap);
+  return guard_status(error, cap, [&] { return record_stream_impl(index, ptr, stream); });
 }
 
-int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
+// Options (options.cpp).
+int32_t set_option_fn(void* ctx, const char* key, const char* value, char* error, size_t cap) {
+  return sdk::guard(error, cap, [&] { return set_option(ctx, key, value, error, cap); });
+}
+
+int32_t get_option_fn(void* ctx, const char* key, char* value, size_t cap) {
+  return guard_logged("get_option", [&] { return get_option(ctx, key, value, cap); });
+}
+
+int32_t init_impl(const ember_host_v1* host, const ember_registrar_v1* reg, char* error,
+                  size_t cap) {
   if (!host || host->abi_major != EMBER_ABI_MAJOR) {
     std::snprintf(error, cap, "unexpected host ABI");
     return EMBER_ERR_INVALID;
@@ -356,8 +438,8 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
     t.event_query = event_query;
     t.event_elapsed_ms = event_elapsed_ms;
     t.record_stream = record_stream_fn;
-    t.set_option = set_option;
-    t.get_option = get_option;
+    t.set_option = set_option_fn;
+    t.get_option = get_option_fn;
     return t;
   }();
   const int32_t id = reg->device_type(reg->ctx, &table);
@@ -365,8 +447,15 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
     std::snprintf(error, cap, "could not register device type cuda");
     return EMBER_ERR_INTERNAL;
   }
-  register_kernels(reg, id);
+  if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
+    return sdk::fail_into(error, cap, status, "could not register the cuda kernels (status %d)",
+                          status);
+  }
   return EMBER_OK;
+}
+
+int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
+  return sdk::guard(error, cap, [&] { return init_impl(host, reg, error, cap); });
 }
 
 #define EMBER_STR2(x) #x

@@ -75,6 +75,27 @@ Status current_stream(int index, cudaStream_t* out) {
   return default_stream(index, out);
 }
 
+// Note [The kernel's stream]
+// Since ABI 1.4 the core hands every kernel the device's current stream in
+// ember_kernel_call::stream. The core has no stream of its own to offer: it asks this plugin's
+// stream_get(index, EMBER_STREAM_CURRENT) (core/dispatch/stream.cpp), on the thread that then
+// calls the kernel synchronously, and stream_get answers from the same per-thread table that
+// current_stream() reads here (the stream the thread set through stream_set_current, else the
+// device's default stream). So call->stream and current_stream(index) are one cudaStream_t;
+// kernels prefer the call's (the ABI says it is the stream to use, and it saves the lookup)
+// and fall back to the lookup when it is NULL: a core before 1.4 leaves it NULL, and so does
+// one whose stream_get failed, which the lookup then reports. NULL is never a stream handle of
+// this backend (the default stream is a created non-blocking stream, not the legacy stream 0),
+// so it cannot be mistaken for one. Everything a kernel queues, and the scratch memory and
+// cuBLAS / cuDNN handles it uses (Note [Library handles per stream]), go to that one stream.
+Status kernel_stream(const ember_kernel_call* call, int index, cudaStream_t* out) {
+  if (call && call->stream) {
+    *out = static_cast<cudaStream_t>(call->stream);
+    return {};
+  }
+  return current_stream(index, out);
+}
+
 Status set_current_stream(int index, cudaStream_t stream) {
   EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
   cudaStream_t def = nullptr;

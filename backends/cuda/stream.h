@@ -63,6 +63,10 @@ Status default_stream(int index, cudaStream_t* out);
 /** The calling thread's current stream of device `index`: the last one it set, else the
  * device's default stream. */
 Status current_stream(int index, cudaStream_t* out);
+/** The stream a kernel call runs everything on (launches, library handles, scratch memory):
+ * call->stream when the core set it, else the calling thread's current stream of device
+ * `index` (Note [The kernel's stream]). */
+Status kernel_stream(const ember_kernel_call* call, int index, cudaStream_t* out);
 /** Makes `stream` the calling thread's current stream of device `index`; nullptr goes back to
  * the device's default stream. */
 Status set_current_stream(int index, cudaStream_t stream);

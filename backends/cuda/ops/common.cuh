@@ -13,6 +13,7 @@
 #include "backends/cuda/check.h"
 #include "backends/cuda/stream.h"
 #include "ember/plugin_abi.h"
+#include "ember/plugin_sdk.hpp"
 
 namespace ember::cuda::kern {
 
@@ -92,12 +93,8 @@ __host__ __device__ __forceinline__ D narrow(A v) {
   } else if constexpr (std::is_same_v<D, __nv_bfloat16>) {
     return __float2bfloat16_rn(static_cast<float>(v));
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<A>) {
-    // Note [Float to integer conversion] (core/include/ember/tensor/scalar.h): truncation toward zero; NaN,
-    // +-inf and values outside [-2^63, 2^63) give INT64_MIN, narrower dtypes keep its low bits.
-    // A plain cast saturates on the GPU instead.
-    const double d = static_cast<double>(v);
-    const int64_t i = (d >= -0x1p63 && d < 0x1p63) ? static_cast<int64_t>(d) : INT64_MIN;
-    return static_cast<D>(i);
+    // The SDK's rule, on the device too (a plain cast saturates on the GPU instead).
+    return sdk::float_to_int<D>(static_cast<double>(v));
   } else {
     return static_cast<D>(v);
   }
@@ -143,11 +140,12 @@ Status launch(const char* name, int64_t n, cudaStream_t stream, Kernel kernel, A
   return launch_status(name);
 }
 
-/** Makes the call's output device current and returns its current stream. */
+/** Makes the call's output device current and returns the stream the kernel runs on (Note
+ * [The kernel's stream]). */
 inline Status prepare(const ember_kernel_call* call, cudaStream_t* stream) {
   const int index = call->num_outputs > 0 ? call->outputs[0].device_index : 0;
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
-  return current_stream(index, stream);
+  return kernel_stream(call, index, stream);
 }
 
 /** Number of elements of `t`. */

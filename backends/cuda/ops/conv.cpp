@@ -1,6 +1,6 @@
 // CUDA conv2d and its two backward passes through cuDNN's convolution API (forward, backward
 // data, backward filter) on the core's contract (core/ops/conv.cpp: contiguous NCHW tensors of
-// one floating dtype; ints {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups}; taps
+// one floating dtype; attributes stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups; taps
 // outside the input read 0, and the input may be larger than the output needs). Algorithms
 // come from cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark,
 // from timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), cached per shape;
@@ -35,10 +35,12 @@ struct Geom {
   int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g, fh, fw;
 };
 
+// The three ops have the same attributes (ops.def's EMBER_CONV_ATTRS), read as conv2d's.
 Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom* gm) {
-  if (call->num_ints < 7 || call->num_inputs < 2 || call->num_outputs < 1) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output, 7 ints", name);
+  if (call->num_inputs < 2 || call->num_outputs < 1) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output", name);
   }
+  const auto a = sdk::attrs<attrs::conv2d>(call);
   const ember_tensor *x, *w, *y;
   if (dir == Dir::kForward) {
     x = &call->inputs[0], w = &call->inputs[1], y = &call->outputs[0];
@@ -53,10 +55,9 @@ Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom*
     return status_error(EMBER_ERR_INVALID,
                         "[cuda] %s: expects contiguous rank-4 tensors of one dtype", name);
   }
-  const int64_t* v = call->ints;
   *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
-         y->sizes[3], w->sizes[2], w->sizes[3], v[0],        v[1],        v[2],
-         v[3],        v[4],        v[5],        v[6],        0,           0};
+         y->sizes[3], w->sizes[2], w->sizes[3], a.stride_h,  a.stride_w,  a.pad_h,
+         a.pad_w,     a.dil_h,     a.dil_w,     a.groups,    0,           0};
   const bool ok = gm->g >= 1 && gm->sh >= 1 && gm->sw >= 1 && gm->dh >= 1 && gm->dw >= 1 &&
                   gm->ph >= 0 && gm->pw >= 0 && gm->c % gm->g == 0 && gm->o % gm->g == 0 &&
                   w->sizes[1] == gm->c / gm->g && y->sizes[0] == gm->n && y->sizes[1] == gm->o;
@@ -217,11 +218,11 @@ size_t max_workspace(cudnnHandle_t h, Dir dir, const Descriptors& d) {
 }
 
 // Times cuDNN's algorithms for `dir` on the call's buffers and picks the fastest acceptable one.
-Status find(cudnnHandle_t h, int index, Dir dir, int32_t dtype, bool tf32, const Descriptors& d,
-            const Buffers& b, Choice* out) {
+Status find(cudnnHandle_t h, int index, cudaStream_t stream, Dir dir, int32_t dtype, bool tf32,
+            const Descriptors& d, const Buffers& b, Choice* out) {
   DeviceBuffer ws;
   size_t ws_bytes = max_workspace(h, dir, d);
-  while (ws_bytes > 0 && !ws.allocate(index, ws_bytes).ok()) ws_bytes /= 2;
+  while (ws_bytes > 0 && !ws.allocate(index, ws_bytes, stream).ok()) ws_bytes /= 2;
   if (ws_bytes > 0 && !ws.get()) ws_bytes = 0;
   int n = 0;
   bool found = false;
@@ -277,13 +278,13 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(dtype, name, &data, &compute));
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  EMBER_CUDA_RETURN_IF_ERROR(kernel_stream(call, index, &stream));
   Descriptors d;
   EMBER_CUDA_RETURN_IF_ERROR(make_descriptors(gm, data, compute, &d));
 
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, &h, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, stream, &h, &lock));
   const bool benchmark = options().cudnn_benchmark.load(std::memory_order_relaxed);
   const bool tf32 = allow_tf32();
   const Key key = {static_cast<int64_t>(dir),
@@ -325,7 +326,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
     y = op_y.data;
   } else {
     const size_t bytes = static_cast<size_t>(gm.n * gm.o * gm.fh * gm.fw) * item;
-    EMBER_CUDA_RETURN_IF_ERROR(scratch.allocate(index, bytes));
+    EMBER_CUDA_RETURN_IF_ERROR(scratch.allocate(index, bytes, stream));
     y = scratch.get();
     if (dir != Dir::kForward) {
       EMBER_CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, stream));
@@ -357,7 +358,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
                            : dir == Dir::kBackwardData
                                ? Buffers{nullptr, call->inputs[1].data, y, call->outputs[0].data}
                                : Buffers{call->inputs[0].data, nullptr, y, call->outputs[0].data};
-      EMBER_CUDA_RETURN_IF_ERROR(find(h, index, dir, dtype, tf32, d, bufs, &choice));
+      EMBER_CUDA_RETURN_IF_ERROR(find(h, index, stream, dir, dtype, tf32, d, bufs, &choice));
     } else {
       EMBER_CUDA_RETURN_IF_ERROR(choose(h, dir, dtype, tf32, d, &choice));
     }
@@ -382,7 +383,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &ws_bytes));
   }
   DeviceBuffer workspace;
-  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes));
+  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes, stream));
 
   const Blend blend = blend_for(dtype);
   const void *one = blend.one, *zero = blend.zero;

@@ -1,5 +1,5 @@
 // cuDNN paths of batch norm, softmax and average pooling: the plans of cudnn_plan.cpp carried
-// out on the current stream. The kernel contracts are those of the own kernels (norm.cu,
+// out on the kernel's stream. The kernel contracts are those of the own kernels (norm.cu,
 // softmax.cu, pool.cu), which validate the call before asking here.
 #include "backends/cuda/ops/cudnn_ops.h"
 
@@ -77,17 +77,18 @@ Status convert(void* dst, int32_t to, const void* src, int32_t from, int64_t c, 
     }                                                                                  \
   } while (0)
 
-Status cudnn_softmax(const ember_kernel_call* call, bool log, bool* done) {
+Status cudnn_softmax(const ember_kernel_call* call, int64_t dim, bool log, cudaStream_t stream,
+                     bool* done) {
   *done = false;
   if (!enabled()) return {};
   const char* op = log ? "log_softmax" : "softmax";
   const ember_tensor &x = call->inputs[0], &y = call->outputs[0];
   SoftmaxPlan plan;
-  EMBER_CUDA_RETURN_IF_ERROR(plan_softmax(x, call->ints[0], &plan));
+  EMBER_CUDA_RETURN_IF_ERROR(plan_softmax(x, dim, &plan));
   if (plan.why) return decline(op, plan.why, done);
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(y.device_index, &h, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(y.device_index, stream, &h, &lock));
   const Blend b = blend_for(x.dtype);
   note_launch(op);
   EMBER_CUDNN_OR_DECLINE(cudnnSoftmaxForward(h, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
@@ -97,19 +98,21 @@ Status cudnn_softmax(const ember_kernel_call* call, bool log, bool* done) {
   return {};
 }
 
-Status cudnn_avg_pool2d(const ember_kernel_call* call, bool adaptive, bool backward, bool* done) {
+Status cudnn_avg_pool2d(const ember_kernel_call* call, const attrs::avg_pool2d* window,
+                        bool backward, cudaStream_t stream, bool* done) {
   *done = false;
   if (!enabled()) return {};
+  const bool adaptive = window == nullptr;
   const char* op = adaptive ? (backward ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool2d")
                             : (backward ? "avg_pool2d_backward" : "avg_pool2d");
   const ember_tensor &src = call->inputs[0], &dst = call->outputs[0];
   PoolPlan plan;  // x: the input side [N, C, H, W]; y: the output side [N, C, oH, oW]
-  EMBER_CUDA_RETURN_IF_ERROR(plan_avg_pool2d(backward ? dst : src, backward ? src : dst,
-                                             adaptive ? nullptr : call->ints, &plan));
+  EMBER_CUDA_RETURN_IF_ERROR(
+      plan_avg_pool2d(backward ? dst : src, backward ? src : dst, window, &plan));
   if (plan.why) return decline(op, plan.why, done);
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(dst.device_index, &h, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(dst.device_index, stream, &h, &lock));
   const Blend b = blend_for(src.dtype);
   note_launch(op);
   if (!backward) {
@@ -140,17 +143,15 @@ Status cudnn_avg_pool2d(const ember_kernel_call* call, bool adaptive, bool backw
 //    1 / sqrt(var + eps) that a small kernel derives from the op's statistics;
 //  - float16 and bfloat16 parameters and parameter gradients are converted to and from float.
 // x is viewed as NCHW [N, C, S, 1], statistics per channel (CUDNN_BATCHNORM_SPATIAL).
-Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, cudaStream_t stream,
-                        bool* done) {
+Status cudnn_batch_norm(const ember_kernel_call* call, bool training, double eps, bool backward,
+                        cudaStream_t stream, bool* done) {
   *done = false;
   if (!enabled()) return {};
   const char* op = backward ? "batch_norm_backward" : "batch_norm";
-  const bool training = call->ints[0] != 0;
   const ember_tensor* in = call->inputs;
   const ember_tensor* out = call->outputs;
   const ember_tensor& x = in[backward ? 1 : 0];
   const int64_t n = x.sizes[0], c = x.sizes[1], s = x.sizes[2];
-  const double eps = call->floats[0];
   BatchNormPlan plan;
   EMBER_CUDA_RETURN_IF_ERROR(plan_batch_norm(x, training, backward, eps, &plan));
   if (plan.why) return decline(op, plan.why, done);
@@ -166,7 +167,7 @@ Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, cudaStream
   const bool same = ptype == x.dtype;  // parameters can be used in place
   const size_t pitem = ptype == EMBER_F64 ? 8 : 4;
   DeviceBuffer scratch;
-  EMBER_CUDA_RETURN_IF_ERROR(scratch.allocate(index, 6 * static_cast<size_t>(c) * pitem));
+  EMBER_CUDA_RETURN_IF_ERROR(scratch.allocate(index, 6 * static_cast<size_t>(c) * pitem, stream));
   auto slot = [&](int i) {
     return static_cast<void*>(static_cast<char*>(scratch.get()) + i * c * pitem);
   };
@@ -181,7 +182,7 @@ Status cudnn_batch_norm(const ember_kernel_call* call, bool backward, cudaStream
   };
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, &h, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, stream, &h, &lock));
   const Blend b = blend_for(x.dtype);
   const void *scale = nullptr, *bias = nullptr;
 

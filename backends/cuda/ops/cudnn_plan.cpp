@@ -88,13 +88,13 @@ Status plan_softmax(const ember_tensor& x, int64_t dim, SoftmaxPlan* plan) {
   return make_tensor_desc(data, outer, len, inner, 1, &plan->desc);
 }
 
-Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y, const int64_t* ints,
-                       PoolPlan* plan) {
+Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y,
+                       const attrs::avg_pool2d* window, PoolPlan* plan) {
   const int64_t n = x.sizes[0], c = x.sizes[1], ih = x.sizes[2], iw = x.sizes[3];
   const int64_t oh = y.sizes[2], ow = y.sizes[3];
   int64_t kh, kw, sh, sw, ph = 0, pw = 0;
   bool include_pad = true;
-  if (!ints) {
+  if (!window) {
     // Adaptive windows [floor(i H / oH), ceil((i + 1) H / oH)) are the plain k = H / oH
     // windows when oH divides H.
     if (oh <= 0 || ow <= 0 || ih % oh != 0 || iw % ow != 0) {
@@ -104,8 +104,9 @@ Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y, const int64
     kh = sh = ih / oh;
     kw = sw = iw / ow;
   } else {
-    kh = ints[0], kw = ints[1], sh = ints[2], sw = ints[3], ph = ints[4], pw = ints[5];
-    include_pad = ints[6] != 0;
+    kh = window->kernel_h, kw = window->kernel_w, sh = window->stride_h, sw = window->stride_w;
+    ph = window->pad_h, pw = window->pad_w;
+    include_pad = window->count_include_pad != 0;
   }
   for (int64_t v : {n, c, ih, iw, oh, ow, kh, kw, sh, sw, ph, pw}) {
     if (!fits_int(v)) {

@@ -11,6 +11,7 @@
 #include "backends/cuda/check.h"
 #include "backends/cuda/stream.h"
 #include "ember/plugin_abi.h"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cuda {
 
@@ -53,10 +54,10 @@ struct PoolPlan {
   TensorDesc x, y;
   const char* why = nullptr;  // static storage
 };
-/** Plans avg_pool2d (`ints` its {kH, kW, sH, sW, pH, pW, count_include_pad}) or, with `ints`
+/** Plans avg_pool2d (`window`: its attributes, which its backward shares) or, with `window`
  * null, adaptive_avg_pool2d. Declines windows cuDNN does not form as PyTorch does. */
-Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y, const int64_t* ints,
-                       PoolPlan* plan);
+Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y,
+                       const attrs::avg_pool2d* window, PoolPlan* plan);
 
 /** Batch norm of x [N, C, S] viewed as NCHW [N, C, S, 1], statistics per channel. */
 struct BatchNormPlan {

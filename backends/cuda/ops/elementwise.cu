@@ -594,8 +594,9 @@ int32_t copy(const ember_kernel_call* call) {
 
 int32_t fill(const ember_kernel_call* call) {
   const ember_tensor& dst = call->outputs[0];
-  const double fv = call->num_floats > 0 ? call->floats[0] : 0.0;
-  const int64_t iv = call->num_ints > 0 ? call->ints[0] : 0;
+  const auto a = sdk::attrs<attrs::fill>(call);
+  const double fv = a.value;
+  const int64_t iv = a.int_value;
   cudaStream_t stream = nullptr;
   Status s = prepare(call, &stream);
   Geometry<1> g;
@@ -656,20 +657,16 @@ int32_t logical_not(const ember_kernel_call* call) {
 }
 
 int32_t gelu(const ember_kernel_call* call) {
-  const bool tanh_form = call->num_ints > 0 && call->ints[0] == 1;
-  return tanh_form ? unary_same<Kinds::kFloating, GeluTanhOp>(call, "gelu")
-                   : unary_same<Kinds::kFloating, GeluErfOp>(call, "gelu");
+  return sdk::attrs<attrs::gelu>(call).tanh_form == 1
+             ? unary_same<Kinds::kFloating, GeluTanhOp>(call, "gelu")
+             : unary_same<Kinds::kFloating, GeluErfOp>(call, "gelu");
 }
 
 int32_t clamp(const ember_kernel_call* call) {
-  if (call->num_ints < 2 || call->num_floats < 2) {
-    return write_status(status_error(EMBER_ERR_INVALID, "[cuda] clamp: expects 2 ints, 2 floats"),
-                        call);
-  }
+  const auto a = sdk::attrs<attrs::clamp>(call);
   // A NaN bound clamps nothing (every comparison with it is false), as on the CPU.
-  const double lo = call->floats[0], hi = call->floats[1];
-  const ClampOp op{call->ints[0] != 0 && !std::isnan(lo), call->ints[1] != 0 && !std::isnan(hi), lo,
-                   hi};
+  const ClampOp op{a.has_lo != 0 && !std::isnan(a.lo), a.has_hi != 0 && !std::isnan(a.hi), a.lo,
+                   a.hi};
   return unary_same<Kinds::kNumeric, ClampOp>(call, "clamp", op);
 }
 

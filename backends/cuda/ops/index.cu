@@ -1,7 +1,8 @@
 // CUDA index kernels on the core's contracts (core/ops/index.cpp): index_select, gather,
 // scatter, scatter_add, any dtype, arbitrary strides, int64 indices. As on the CPU, every index
-// is range-checked before anything is written, and a bad one fails the call naming it: a small
-// check kernel records the first bad value found and the host waits for that one flag.
+// is range-checked before anything is written, and a bad one fails the call naming it with
+// EMBER_ERR_INDEX (an IndexError in the core): a small check kernel records the first bad value
+// found and the host waits for that one flag.
 #include <cstdint>
 #include <type_traits>
 
@@ -63,7 +64,7 @@ Status check_indices(const ember_tensor& index, int64_t limit, int64_t dim, cons
   }
   if (g.n == 0) return {};
   DeviceBuffer buf;
-  EMBER_CUDA_RETURN_IF_ERROR(buf.allocate(index.device_index, sizeof(BadIndex)));
+  EMBER_CUDA_RETURN_IF_ERROR(buf.allocate(index.device_index, sizeof(BadIndex), stream));
   auto* bad = static_cast<BadIndex*>(buf.get());
   EMBER_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(BadIndex), stream));
   EMBER_CUDA_RETURN_IF_ERROR(launch(name, g.n, stream, check_kernel, g,
@@ -72,7 +73,7 @@ Status check_indices(const ember_tensor& index, int64_t limit, int64_t dim, cons
   EMBER_CUDA_CHECK(cudaMemcpyAsync(&host, bad, sizeof(host), cudaMemcpyDeviceToHost, stream));
   EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (host.found) {
-    return status_error(EMBER_ERR_INVALID,
+    return status_error(EMBER_ERR_INDEX,
                         "[cuda] %s: index %lld is out of range for dim %lld of size %lld", name,
                         static_cast<long long>(host.value), static_cast<long long>(dim),
                         static_cast<long long>(limit));
@@ -101,11 +102,6 @@ bool visit_size(size_t bytes, Fn&& fn) {
   }
 }
 
-size_t item_size(int32_t dtype) {
-  constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};
-  return dtype >= 0 && dtype < EMBER_NUM_DTYPES ? sizes[dtype] : 0;
-}
-
 // ---- index_select / gather --------------------------------------------------------------------
 
 // Over y's shape: i = index[coords . s[2]]; y[coords . s[0]] = x[coords . s[1] (dim excluded)
@@ -126,9 +122,9 @@ __global__ void gather_kernel(Shape3 g, int dim, int64_t x_dim_stride, U* y, con
   }
 }
 
-Status gather_impl(const ember_kernel_call* call, bool select, const char* name) {
+// index_select (`select`) or gather along `dim`.
+Status gather_impl(const ember_kernel_call* call, int64_t dim, bool select, const char* name) {
   const ember_tensor &x = call->inputs[0], &index = call->inputs[1], &y = call->outputs[0];
-  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
   if (dim < 0 || dim >= x.ndim || y.ndim != x.ndim || x.ndim > kMaxDims || y.dtype != x.dtype ||
       (select ? index.ndim != 1 : index.ndim != x.ndim)) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
@@ -148,7 +144,7 @@ Status gather_impl(const ember_kernel_call* call, bool select, const char* name)
   }
   if (g.n == 0) return {};
   Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d", name, x.dtype);
-  visit_size(item_size(x.dtype), [&](auto tag) {
+  visit_size(sdk::itemsize(x.dtype), [&](auto tag) {
     using U = typename decltype(tag)::type;
     s = launch(name, g.n, stream, gather_kernel<U>, g, static_cast<int>(dim), x.strides[dim],
                static_cast<U*>(y.data), static_cast<const U*>(x.data),
@@ -190,10 +186,10 @@ __global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, T* y, const T* s
   }
 }
 
+// scatter or scatter_add (`kAdd`) along `dim`.
 template <bool kAdd>
-Status scatter_impl(const ember_kernel_call* call, const char* name) {
+Status scatter_impl(const ember_kernel_call* call, int64_t dim, const char* name) {
   const ember_tensor &index = call->inputs[0], &src = call->inputs[1], &y = call->outputs[0];
-  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
   if (dim < 0 || dim >= y.ndim || index.ndim != y.ndim || src.ndim != y.ndim || y.ndim > kMaxDims ||
       src.dtype != y.dtype) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
@@ -226,16 +222,21 @@ Status scatter_impl(const ember_kernel_call* call, const char* name) {
 }  // namespace
 
 int32_t index_select(const ember_kernel_call* call) {
-  return write_status(gather_impl(call, /*select=*/true, "index_select"), call);
+  return write_status(
+      gather_impl(call, sdk::attrs<attrs::index_select>(call).dim, /*select=*/true, "index_select"),
+      call);
 }
 int32_t gather(const ember_kernel_call* call) {
-  return write_status(gather_impl(call, /*select=*/false, "gather"), call);
+  return write_status(
+      gather_impl(call, sdk::attrs<attrs::gather>(call).dim, /*select=*/false, "gather"), call);
 }
 int32_t scatter(const ember_kernel_call* call) {
-  return write_status(scatter_impl<false>(call, "scatter"), call);
+  return write_status(scatter_impl<false>(call, sdk::attrs<attrs::scatter>(call).dim, "scatter"),
+                      call);
 }
 int32_t scatter_add(const ember_kernel_call* call) {
-  return write_status(scatter_impl<true>(call, "scatter_add"), call);
+  return write_status(
+      scatter_impl<true>(call, sdk::attrs<attrs::scatter_add>(call).dim, "scatter_add"), call);
 }
 
 }  // namespace ember::cuda

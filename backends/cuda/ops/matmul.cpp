@@ -94,7 +94,7 @@ Status pack(const ember_tensor& x, const Geometry& g, int64_t* bs, int64_t r, in
     s *= sizes[d];
   }
   const size_t item = item_size(x.dtype);
-  EMBER_CUDA_RETURN_IF_ERROR(buf->allocate(x.device_index, static_cast<size_t>(s) * item));
+  EMBER_CUDA_RETURN_IF_ERROR(buf->allocate(x.device_index, static_cast<size_t>(s) * item, stream));
   const ember_tensor src{x.data, x.dtype, nd, sizes, src_strides, x.device_type, x.device_index};
   const ember_tensor dst{buf->get(),    x.dtype,       nd, sizes, dst_strides,
                          x.device_type, x.device_index};
@@ -124,7 +124,7 @@ Status matmul_impl(const ember_kernel_call* call) {
   if (!floating) {  // Note [Integer matmul on the GPU]
     cudaStream_t stream = nullptr;
     EMBER_CUDA_RETURN_IF_ERROR(set_device(c.device_index));
-    EMBER_CUDA_RETURN_IF_ERROR(current_stream(c.device_index, &stream));
+    EMBER_CUDA_RETURN_IF_ERROR(kernel_stream(call, c.device_index, &stream));
     return launch_integer_matmul(a, b, c, stream);
   }
   int64_t numel = 1;
@@ -140,7 +140,7 @@ Status matmul_impl(const ember_kernel_call* call) {
   const int index = c.device_index;
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   cudaStream_t stream = nullptr;
-  EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  EMBER_CUDA_RETURN_IF_ERROR(kernel_stream(call, index, &stream));
   Geometry g = make_geometry(a, b, c);
   if (g.k == 0) {  // the core zeroes C itself, but stay correct if called anyway
     EMBER_CUDA_CHECK(
@@ -170,7 +170,7 @@ Status matmul_impl(const ember_kernel_call* call) {
   cublasHandle_t handle = nullptr;
   const CublasApi* blas = nullptr;
   std::unique_lock<std::mutex> lock;
-  EMBER_CUDA_RETURN_IF_ERROR(cublas_handle(index, "matmul", &blas, &handle, &lock));
+  EMBER_CUDA_RETURN_IF_ERROR(cublas_handle(index, stream, "matmul", &blas, &handle, &lock));
   const bool f64 = c.dtype == EMBER_F64;
   const size_t item = item_size(c.dtype);
   const cudaDataType_t type = data_type(c.dtype);  // Note [Half matmul accumulates in float32]

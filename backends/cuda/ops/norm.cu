@@ -290,9 +290,8 @@ bool all_dense(const ember_kernel_call* call) {
 }
 
 Status bad(const ember_kernel_call* call, const char* name) {
-  return status_error(EMBER_ERR_INVALID,
-                      "[cuda] %s: bad arguments (%d inputs, %d outputs, %d ints)", name,
-                      call->num_inputs, call->num_outputs, call->num_ints);
+  return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (%d inputs, %d outputs)", name,
+                      call->num_inputs, call->num_outputs);
 }
 
 unsigned blocks_for(int64_t n) {
@@ -301,21 +300,21 @@ unsigned blocks_for(int64_t n) {
 
 template <bool Backward>
 Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs < 3 || call->num_ints < 1 || call->num_floats < 1 || !all_dense(call)) {
-    return bad(call, name);
-  }
-  const bool training = call->ints[0] != 0;
+  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  using A = std::conditional_t<Backward, attrs::batch_norm_backward, attrs::batch_norm>;
+  const auto a = sdk::attrs<A>(call);
+  const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const bool shapes_ok = Backward ? call->num_inputs == 5 && call->num_outputs == 3
                                   : (training ? call->num_inputs == 3 && call->num_outputs == 3
                                               : call->num_inputs == 5 && call->num_outputs == 1);
   if (!shapes_ok || x.ndim != 3) return bad(call, name);
-  const BnGeom g{x.sizes[0], x.sizes[1], x.sizes[2], call->floats[0]};
+  const BnGeom g{x.sizes[0], x.sizes[1], x.sizes[2], a.eps};
   if (g.n * g.c * g.s == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
   bool done = false;  // Note [cuDNN where own kernels exist too]
-  EMBER_CUDA_RETURN_IF_ERROR(cudnn_batch_norm(call, Backward, stream, &done));
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_batch_norm(call, training, a.eps, Backward, stream, &done));
   if (done) return {};
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, x.dtype);
   const ember_tensor* in = call->inputs;
@@ -342,19 +341,20 @@ Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
   return st;
 }
 
-template <bool Backward>
+// layer_norm, group_norm (A: the op's attributes) and their backward passes.
+template <bool Backward, typename A>
 Status rows_impl(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || call->num_ints < 3 ||
-      call->num_floats < 1 || !all_dense(call)) {
+  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
     return bad(call, name);
   }
+  const auto a = sdk::attrs<A>(call);
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
-  const int64_t G = call->ints[0], K = call->ints[1], S = call->ints[2];
+  const int64_t G = a.groups, K = a.group_size, S = a.spatial;
   const int64_t n = numel(x);
   if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
     return bad(call, name);
   }
-  const RowGeom g{n / (K * S), G, K, S, call->floats[0]};
+  const RowGeom g{n / (K * S), G, K, S, a.eps};
   if (n == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
@@ -429,16 +429,18 @@ int32_t batch_norm_backward(const ember_kernel_call* call) {
   return write_status(batch_norm_impl<true>(call, "batch_norm_backward"), call);
 }
 int32_t layer_norm(const ember_kernel_call* call) {
-  return write_status(rows_impl<false>(call, "layer_norm"), call);
+  return write_status(rows_impl<false, attrs::layer_norm>(call, "layer_norm"), call);
 }
 int32_t layer_norm_backward(const ember_kernel_call* call) {
-  return write_status(rows_impl<true>(call, "layer_norm_backward"), call);
+  return write_status(rows_impl<true, attrs::layer_norm_backward>(call, "layer_norm_backward"),
+                      call);
 }
 int32_t group_norm(const ember_kernel_call* call) {
-  return write_status(rows_impl<false>(call, "group_norm"), call);
+  return write_status(rows_impl<false, attrs::group_norm>(call, "group_norm"), call);
 }
 int32_t group_norm_backward(const ember_kernel_call* call) {
-  return write_status(rows_impl<true>(call, "group_norm_backward"), call);
+  return write_status(rows_impl<true, attrs::group_norm_backward>(call, "group_norm_backward"),
+                      call);
 }
 
 Status launch_bn_stats_from_cudnn(int32_t dtype, const void* mean, const void* unbiased_var,

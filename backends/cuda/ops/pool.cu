@@ -195,33 +195,35 @@ bool dense4(const ember_tensor& t) {
   return t.ndim == 4 && sdk::is_contiguous(t);
 }
 
-// The geometry of a max pooling from `x` [N, C, H, W] to `y` [N, C, oH, oW] with max_pool2d's
-// ints {kH, kW, sH, sW, pH, pW, dH, dW}.
-PoolGeom max_pool_geom(const ember_tensor& x, const ember_tensor& y, const int64_t* a) {
+// The geometry of a max pooling from `x` [N, C, H, W] to `y` [N, C, oH, oW] with the window
+// `a` (the attributes of max_pool2d, or of max_pool2d_backward, which has the same).
+template <typename A>
+PoolGeom max_pool_geom(const ember_tensor& x, const ember_tensor& y, const A& a) {
   return PoolGeom{x.sizes[0] * x.sizes[1],
                   x.sizes[2],
                   x.sizes[3],
                   y.sizes[2],
                   y.sizes[3],
-                  a[0],
-                  a[1],
-                  a[2],
-                  a[3],
-                  a[4],
-                  a[5],
-                  a[6],
-                  a[7]};
+                  a.kernel_h,
+                  a.kernel_w,
+                  a.stride_h,
+                  a.stride_w,
+                  a.pad_h,
+                  a.pad_w,
+                  a.dil_h,
+                  a.dil_w};
 }
 
 Status max_pool_impl(const ember_kernel_call* call) {
-  if (call->num_inputs != 1 || call->num_outputs != 2 || call->num_ints < 8) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] max_pool2d: expects 1 input, 2 outputs, 8 ints");
+  if (call->num_inputs != 1 || call->num_outputs != 2) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] max_pool2d: expects 1 input, 2 outputs");
   }
+  const auto a = sdk::attrs<attrs::max_pool2d>(call);
   const ember_tensor &x = call->inputs[0], &y = call->outputs[0], &idx = call->outputs[1];
   if (!dense4(x) || !dense4(y) || !dense4(idx) || y.dtype != x.dtype || idx.dtype != EMBER_I64) {
     return status_error(EMBER_ERR_INVALID, "[cuda] max_pool2d: bad arguments");
   }
-  const PoolGeom g = max_pool_geom(x, y, call->ints);
+  const PoolGeom g = max_pool_geom(x, y, a);
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
   Status s =
@@ -269,19 +271,20 @@ __global__ void max_pool_backward_kernel(PoolGeom g, const T* dy, const int64_t*
   }
 }
 
-// {dy, indices} -> {dx} (contract in core/ops/pool.cpp), max_pool2d's ints.
+// {dy, indices} -> {dx} (contract in core/ops/pool.cpp), max_pool2d's attributes.
 Status max_pool_backward_impl(const ember_kernel_call* call) {
   const char* name = "max_pool2d_backward";
-  if (call->num_inputs != 2 || call->num_outputs != 1 || call->num_ints < 8) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output, 8 ints", name);
+  if (call->num_inputs != 2 || call->num_outputs != 1) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 2 inputs, 1 output", name);
   }
+  const auto a = sdk::attrs<attrs::max_pool2d_backward>(call);
   const ember_tensor &dy = call->inputs[0], &idx = call->inputs[1], &dx = call->outputs[0];
   if (!dense4(dy) || !dense4(idx) || !dense4(dx) || dx.dtype != dy.dtype ||
       idx.dtype != EMBER_I64 || dy.sizes[0] * dy.sizes[1] != dx.sizes[0] * dx.sizes[1] ||
       idx.sizes[2] != dy.sizes[2] || idx.sizes[3] != dy.sizes[3]) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments", name);
   }
-  const PoolGeom g = max_pool_geom(dx, dy, call->ints);
+  const PoolGeom g = max_pool_geom(dx, dy, a);
   if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0 || g.ph < 0 ||
       g.pw < 0) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad window", name);
@@ -303,13 +306,14 @@ Status max_pool_backward_impl(const ember_kernel_call* call) {
 enum class AvgKind { kAvg, kAvgBackward, kAdaptive, kAdaptiveBackward };
 
 // {src} -> {dst}, both dense 4-d of one floating dtype with the same N and C (the CPU's
-// planes_kernel checks).
+// planes_kernel checks). avg_pool2d and its backward read avg_pool2d's attributes (they have
+// the same), the adaptive ones have none.
 Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   const bool avg = kind == AvgKind::kAvg || kind == AvgKind::kAvgBackward;
-  if (call->num_inputs != 1 || call->num_outputs != 1 || call->num_ints < (avg ? 7 : 0)) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 1 input, 1 output, %d ints", name,
-                        avg ? 7 : 0);
+  if (call->num_inputs != 1 || call->num_outputs != 1) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 1 input, 1 output", name);
   }
+  const auto a = avg ? sdk::attrs<attrs::avg_pool2d>(call) : attrs::avg_pool2d{};
   const ember_tensor &s = call->inputs[0], &d = call->outputs[0];
   if (!dense4(s) || !dense4(d) || s.dtype != d.dtype || s.sizes[0] != d.sizes[0] ||
       s.sizes[1] != d.sizes[1]) {
@@ -318,7 +322,6 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   const bool backward = kind == AvgKind::kAvgBackward || kind == AvgKind::kAdaptiveBackward;
   const ember_tensor& x = backward ? d : s;  // the input side (H, W)
   const ember_tensor& y = backward ? s : d;  // the output side (oH, oW)
-  const int64_t* a = call->ints;
   PoolGeom pg{};
   pg.planes = x.sizes[0] * x.sizes[1];
   pg.h = x.sizes[2];
@@ -327,8 +330,8 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   pg.ow = y.sizes[3];
   AvgGeom ag{};
   if (avg) {
-    ag =
-        AvgGeom{pg.planes, pg.h, pg.w, pg.oh, pg.ow, a[0], a[1], a[2], a[3], a[4], a[5], a[6] != 0};
+    ag = AvgGeom{pg.planes,  pg.h,       pg.w,       pg.oh,   pg.ow,   a.kernel_h,
+                 a.kernel_w, a.stride_h, a.stride_w, a.pad_h, a.pad_w, a.count_include_pad != 0};
     if (ag.kh <= 0 || ag.kw <= 0 || ag.sh <= 0 || ag.sw <= 0 || ag.ph < 0 || ag.pw < 0) {
       return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad window", name);
     }
@@ -341,7 +344,7 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   // the own kernels' case.
   bool done = false;
   if (pg.planes * pg.h * pg.w > 0 && pg.planes * pg.oh * pg.ow > 0) {
-    EMBER_CUDA_RETURN_IF_ERROR(cudnn_avg_pool2d(call, !avg, backward, &done));
+    EMBER_CUDA_RETURN_IF_ERROR(cudnn_avg_pool2d(call, avg ? &a : nullptr, backward, stream, &done));
   }
   if (done) return {};
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d unsupported", name, s.dtype);

@@ -1,5 +1,5 @@
 // CUDA "random": Philox draws for rand, randn and dropout masks (core/ops/factory.cpp, Note
-// [Random numbers on every device]): ints {kind, seed, offset}, floats {p, scale}; one thread per
+// [Random numbers on every device]): attributes kind, seed, offset, p, scale; one thread per
 // Philox block writes its 4 (float64: 2) elements of the contiguous output, with the SDK's
 // mapping, so the values equal the core's host path bit for bit (normal values up to the last
 // bit of the device's log/sin/cos).
@@ -42,11 +42,11 @@ __global__ void random_kernel(T* dst, int64_t n, uint64_t seed, uint64_t offset,
 }  // namespace
 
 int32_t random(const ember_kernel_call* call) {
-  const ember_tensor& dst = call->outputs[0];
-  if (call->num_ints < 3 || call->num_floats < 2 || call->num_outputs < 1) {
-    return write_status(status_error(EMBER_ERR_INVALID, "[cuda] random: expects 3 ints, 2 floats"),
-                        call);
+  if (call->num_outputs < 1) {
+    return write_status(status_error(EMBER_ERR_INVALID, "[cuda] random: expects 1 output"), call);
   }
+  const auto a = sdk::attrs<attrs::random>(call);
+  const ember_tensor& dst = call->outputs[0];
   int64_t expected = 1;  // the core hands a fresh contiguous tensor
   for (int d = dst.ndim - 1; d >= 0; --d) {
     if (dst.sizes[d] != 1 && dst.strides[d] != expected) {
@@ -55,10 +55,10 @@ int32_t random(const ember_kernel_call* call) {
     }
     expected *= dst.sizes[d];
   }
-  const int64_t kind = call->ints[0];
-  const auto seed = static_cast<uint64_t>(call->ints[1]);
-  const auto offset = static_cast<uint64_t>(call->ints[2]);
-  const double p = call->floats[0], scale = call->floats[1];
+  const int64_t kind = a.kind;
+  const auto seed = static_cast<uint64_t>(a.seed);
+  const auto offset = static_cast<uint64_t>(a.offset);
+  const double p = a.p, scale = a.scale;
   const int64_t n = numel(dst);
   cudaStream_t stream = nullptr;
   Status s = prepare(call, &stream);

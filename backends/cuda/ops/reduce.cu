@@ -349,8 +349,8 @@ template <typename R, typename T>
 Status run_split(const char* name, const Geometry& g, int64_t splits, const T* x,
                  typename R::Out* y, int device, cudaStream_t stream) {
   DeviceBuffer partial;
-  EMBER_CUDA_RETURN_IF_ERROR(
-      partial.allocate(device, static_cast<size_t>(g.n_out * splits) * sizeof(typename R::Acc)));
+  EMBER_CUDA_RETURN_IF_ERROR(partial.allocate(
+      device, static_cast<size_t>(g.n_out * splits) * sizeof(typename R::Acc), stream));
   auto* p = static_cast<typename R::Acc*>(partial.get());
   const int64_t chunk = (g.n_red + splits - 1) / splits;
   if (is_vertical(g)) {
@@ -387,17 +387,17 @@ Status run_reduce(const char* name, const Geometry& g, const T* x, typename R::O
 
 enum class Kinds { kAll, kNotBool };
 
-template <template <typename> class Op, Kinds K>
+// A reduction over the trailing reduced_dims dims of op A (attrs::sum, attrs::amax, ...).
+template <template <typename> class Op, Kinds K, typename A>
 int32_t reduce(const ember_kernel_call* call, const char* name) {
   if (call->num_inputs != 1 || call->num_outputs != 1) {
     return write_status(
         status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 1 input and 1 output", name), call);
   }
   const ember_tensor &x = call->inputs[0], &y = call->outputs[0];
-  const int64_t k = call->num_ints > 0 ? call->ints[0] : 0;
   cudaStream_t stream = nullptr;
   Geometry g;
-  Status s = make_geometry(x, y, k, name, &g);
+  Status s = make_geometry(x, y, sdk::attrs<A>(call).reduced_dims, name, &g);
   if (s.ok()) s = prepare(call, &stream);
   if (!s.ok()) return write_status(s, call);
   s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", name, x.dtype);
@@ -482,7 +482,8 @@ __global__ void arg_kernel(Geometry g, int64_t n, int64_t stride, const T* x, in
   }
 }
 
-template <bool kMax, bool kValues>
+// argmax, argmin, max_dim, min_dim (op A) over the last dim, which the core moved there.
+template <bool kMax, bool kValues, typename A>
 int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
   const int nout = kValues ? 2 : 1;
   if (call->num_inputs != 1 || call->num_outputs != nout) {
@@ -490,7 +491,7 @@ int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
         status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 1 input and %d outputs", name, nout),
         call);
   }
-  if (call->num_ints < 1 || call->ints[0] != 1) {
+  if (sdk::attrs<A>(call).reduced_dims != 1) {
     return write_status(status_error(EMBER_ERR_INVALID,
                                      "[cuda] %s: expects exactly one trailing reduced dim", name),
                         call);
@@ -618,7 +619,7 @@ Status run_cumsum_split(const Dims& outer, int64_t rows, int64_t splits, int64_t
   const char* name = "cumsum";
   DeviceBuffer partial;
   EMBER_CUDA_RETURN_IF_ERROR(
-      partial.allocate(device, static_cast<size_t>(rows * splits) * sizeof(A)));
+      partial.allocate(device, static_cast<size_t>(rows * splits) * sizeof(A), stream));
   A* p = static_cast<A*>(partial.get());
   Geometry g;
   g.outer = outer;
@@ -638,34 +639,34 @@ Status run_cumsum_split(const Dims& outer, int64_t rows, int64_t splits, int64_t
 }  // namespace
 
 int32_t sum(const ember_kernel_call* c) {
-  return reduce<SumOp, Kinds::kNotBool>(c, "sum");
+  return reduce<SumOp, Kinds::kNotBool, attrs::sum>(c, "sum");
 }
 int32_t prod(const ember_kernel_call* c) {
-  return reduce<ProdOp, Kinds::kNotBool>(c, "prod");
+  return reduce<ProdOp, Kinds::kNotBool, attrs::prod>(c, "prod");
 }
 int32_t amax(const ember_kernel_call* c) {
-  return reduce<AmaxOp, Kinds::kAll>(c, "amax");
+  return reduce<AmaxOp, Kinds::kAll, attrs::amax>(c, "amax");
 }
 int32_t amin(const ember_kernel_call* c) {
-  return reduce<AminOp, Kinds::kAll>(c, "amin");
+  return reduce<AminOp, Kinds::kAll, attrs::amin>(c, "amin");
 }
 int32_t all(const ember_kernel_call* c) {
-  return reduce<AllOp, Kinds::kAll>(c, "all");
+  return reduce<AllOp, Kinds::kAll, attrs::all>(c, "all");
 }
 int32_t any(const ember_kernel_call* c) {
-  return reduce<AnyOp, Kinds::kAll>(c, "any");
+  return reduce<AnyOp, Kinds::kAll, attrs::any>(c, "any");
 }
 int32_t argmax(const ember_kernel_call* c) {
-  return arg_reduce<true, false>(c, "argmax");
+  return arg_reduce<true, false, attrs::argmax>(c, "argmax");
 }
 int32_t argmin(const ember_kernel_call* c) {
-  return arg_reduce<false, false>(c, "argmin");
+  return arg_reduce<false, false, attrs::argmin>(c, "argmin");
 }
 int32_t max_dim(const ember_kernel_call* c) {
-  return arg_reduce<true, true>(c, "max_dim");
+  return arg_reduce<true, true, attrs::max_dim>(c, "max_dim");
 }
 int32_t min_dim(const ember_kernel_call* c) {
-  return arg_reduce<false, true>(c, "min_dim");
+  return arg_reduce<false, true, attrs::min_dim>(c, "min_dim");
 }
 
 int32_t cumsum(const ember_kernel_call* call) {

@@ -1,5 +1,5 @@
 // CUDA softmax and log_softmax along one dim (core/ops/softmax.cpp: any input strides, a
-// contiguous output of x's shape and dtype, ints[0] = dim in [0, rank)), computed as the CPU
+// contiguous output of x's shape and dtype, attribute dim in [0, rank)), computed as the CPU
 // plugin's own loop: max (NaN wins), sum of exp(x - max) in the compute type (float for
 // float32 and the half types, double for float64), one rounding per output. Dense inputs go
 // through cuDNN first (cudnn_ops.cpp, Note [cuDNN where own kernels exist too]). The backward
@@ -104,7 +104,8 @@ int32_t softmax_impl(const ember_kernel_call* call) {
   const char* name = kLog ? "log_softmax" : "softmax";
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  const int64_t dim = call->num_ints > 0 ? call->ints[0] : -1;
+  using A = std::conditional_t<kLog, attrs::log_softmax, attrs::softmax>;
+  const int64_t dim = sdk::attrs<A>(call).dim;
   if (x.ndim < 1 || dim < 0 || dim >= x.ndim || y.ndim != x.ndim || y.dtype != x.dtype ||
       !sdk::is_contiguous(y)) {
     return write_status(
@@ -117,7 +118,7 @@ int32_t softmax_impl(const ember_kernel_call* call) {
   if (!s.ok()) return write_status(s, call);
   if (numel(x) == 0) return EMBER_OK;
   bool done = false;  // Note [cuDNN where own kernels exist too]
-  s = cudnn_softmax(call, kLog, &done);
+  s = cudnn_softmax(call, dim, kLog, stream, &done);
   if (!s.ok() || done) return write_status(s, call);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < dim; ++d) outer *= x.sizes[d];

@@ -12,9 +12,10 @@
 // with a comparator ordering by row, then by value (NaN last, or first when descending);
 // stability keeps equal values in position order, which is the CPU's std::stable_sort. x is
 // packed contiguous first when its last dim is strided. Thrust's temporary memory comes from
-// the caching allocator on the current stream (ThrustAlloc) and the calls use par_nosync:
+// the caching allocator on the kernel's stream (ThrustAlloc) and the calls use par_nosync:
 // nothing here waits for the device. Thrust reports failures by exceptions, which are caught
-// and returned as a Status (kernels never throw across the ABI).
+// here and returned as a Status that says what failed (device memory, with the allocator's
+// message, or the device); the SDK's boundary around every kernel catches anything else.
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -107,9 +108,17 @@ size_t item_size(int32_t dtype) {
   return s;
 }
 
-// sort (topk == false: ints {descending}) and topk (ints {k, largest, sorted}).
-Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name) {
-  if (call->num_inputs != 1 || call->num_outputs != 2 || call->num_ints < (topk ? 3 : 1)) {
+// The order sort and topk ask for.
+struct Order {
+  bool topk;            // only the first k of each sorted row (sort: all of it)
+  int64_t k;            // topk's k
+  bool descending;      // sort's descending, topk's largest
+  bool position_order;  // topk with sorted false: the k in position order
+};
+
+// sort and topk.
+Status ordering_impl(const ember_kernel_call* call, const Order& order, const char* name) {
+  if (call->num_inputs != 1 || call->num_outputs != 2) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments", name);
   }
   const ember_tensor &x = call->inputs[0], &values = call->outputs[0], &indices = call->outputs[1];
@@ -126,9 +135,8 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
   const int64_t n = x.sizes[x.ndim - 1];
   const int64_t total = numel(x);
   const int64_t rows = n == 0 ? 0 : total / n;
-  const int64_t k = topk ? call->ints[0] : n;
-  const bool descending = topk ? call->ints[1] != 0 : call->ints[0] != 0;
-  const bool position_order = topk && call->ints[2] == 0;
+  const int64_t k = order.topk ? order.k : n;
+  const bool descending = order.descending, position_order = order.position_order;
   if (k < 0 || k > n) {
     return status_error(EMBER_ERR_INVALID,
                         "[cuda] %s: k %lld is out of range for a dim of size %lld", name,
@@ -146,7 +154,8 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
   DeviceBuffer packed_buf, pos_buf, sel_buf;
   const void* packed = x.data;
   if (!sdk::is_contiguous(x)) {
-    EMBER_CUDA_RETURN_IF_ERROR(packed_buf.allocate(index, static_cast<size_t>(total) * item));
+    EMBER_CUDA_RETURN_IF_ERROR(
+        packed_buf.allocate(index, static_cast<size_t>(total) * item, stream));
     int64_t strides[EMBER_MAX_DIMS];
     int64_t s = 1;
     for (int d = x.ndim - 1; d >= 0; --d) {
@@ -159,7 +168,7 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
     EMBER_CUDA_RETURN_IF_ERROR(launch_copy(dst, x, stream));
     packed = packed_buf.get();
   }
-  EMBER_CUDA_RETURN_IF_ERROR(pos_buf.allocate(index, static_cast<size_t>(total) * 8));
+  EMBER_CUDA_RETURN_IF_ERROR(pos_buf.allocate(index, static_cast<size_t>(total) * 8, stream));
   int64_t* pos = static_cast<int64_t*>(pos_buf.get());
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: unknown dtype %d", name, x.dtype);
   try {
@@ -175,7 +184,7 @@ Status ordering_impl(const ember_kernel_call* call, bool topk, const char* name)
       const int64_t* sel = pos;
       int64_t sel_stride = n;
       if (position_order) {
-        st = sel_buf.allocate(index, static_cast<size_t>(rows * k) * 8);
+        st = sel_buf.allocate(index, static_cast<size_t>(rows * k) * 8, stream);
         if (!st.ok()) return;
         int64_t* first = static_cast<int64_t*>(sel_buf.get());
         st = launch(name, rows * k, stream, take_first_kernel, pos, rows, n, k, first);
@@ -305,7 +314,7 @@ Status nonzero_impl(const ember_kernel_call* call) {
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
   DeviceBuffer row_buf;
-  EMBER_CUDA_RETURN_IF_ERROR(row_buf.allocate(index, static_cast<size_t>(n) * 8));
+  EMBER_CUDA_RETURN_IF_ERROR(row_buf.allocate(index, static_cast<size_t>(n) * 8, stream));
   int64_t* row = static_cast<int64_t*>(row_buf.get());
   const Layout l = layout_of(x);
   Status st = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] nonzero: unknown dtype %d", x.dtype);
@@ -337,10 +346,14 @@ Status nonzero_impl(const ember_kernel_call* call) {
 }  // namespace
 
 int32_t sort(const ember_kernel_call* call) {
-  return write_status(ordering_impl(call, false, "sort"), call);
+  const auto a = sdk::attrs<attrs::sort>(call);
+  return write_status(ordering_impl(call, Order{false, 0, a.descending != 0, false}, "sort"), call);
 }
 int32_t topk(const ember_kernel_call* call) {
-  return write_status(ordering_impl(call, true, "topk"), call);
+  const auto a = sdk::attrs<attrs::topk>(call);
+  // k is range-checked against the dim (an argument, not an index value: EMBER_ERR_INVALID).
+  return write_status(ordering_impl(call, Order{true, a.k, a.largest != 0, a.sorted == 0}, "topk"),
+                      call);
 }
 int32_t count_nonzero(const ember_kernel_call* call) {
   return write_status(count_nonzero_impl(call), call);

@@ -108,9 +108,13 @@ TEST(CudnnPlan, AveragePoolingTakesExactlyTheFloorModeWindows) {
               const Shape x({2, 3, in, in + 1}, EMBER_F16);
               const int64_t out_w = pytorch_out(in + 1, k, s, p, ceil);
               const Shape y({2, 3, out, out_w}, EMBER_F16);
-              const int64_t ints[] = {k, k, s, s, p, p, include ? 1 : 0};
+              attrs::avg_pool2d window;
+              window.kernel_h = window.kernel_w = k;
+              window.stride_h = window.stride_w = s;
+              window.pad_h = window.pad_w = p;
+              window.count_include_pad = include ? 1 : 0;
               PoolPlan plan;
-              ASSERT_TRUE(plan_avg_pool2d(x.t, y.t, ints, &plan).ok());
+              ASSERT_TRUE(plan_avg_pool2d(x.t, y.t, &window, &plan).ok());
               const bool floor_sized = out == pytorch_out(in, k, s, p, false) &&
                                        out_w == pytorch_out(in + 1, k, s, p, false);
               const std::string what = "in " + std::to_string(in) + " k " + std::to_string(k) +

@@ -409,12 +409,14 @@ TEST(CudaGpu, IndexSelectGatherScatterMatchCpu) {
       }
     }
   }
-  // A bad index fails the call, naming it, and writes nothing.
+  // A bad index fails the call with an IndexError (EMBER_ERR_INDEX), naming it, and writes
+  // nothing.
   const Tensor x = randn({4, 5}).to(g);
   try {
     index_select(x, 0, full({3}, 7, {DType::Int64}).to(g));
     ADD_FAILURE() << "no error for an out-of-range index";
   } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
     EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
   }
 }

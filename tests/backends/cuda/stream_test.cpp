@@ -1,7 +1,8 @@
-// The stream helpers' error reporting (backends/cuda/stream.h, Note [Asynchronous errors name
-// the last launch]): a failed wait names what waited, the device and the last op launched
-// there. Needs the CUDA runtime library; with a GPU the wait succeeds, without one it fails
-// with the driver's error and the message is checked.
+// The stream helpers (backends/cuda/stream.h): a failed wait names what waited, the device and
+// the last op launched there (Note [Asynchronous errors name the last launch]); a kernel runs
+// on the call's stream, else the thread's current one (Note [The kernel's stream]). Needs the
+// CUDA runtime library; with a GPU the wait succeeds, without one it fails with the driver's
+// error and the message is checked.
 #include "backends/cuda/stream.h"
 
 #include <cuda_runtime_api.h>
@@ -40,6 +41,28 @@ TEST(CudaStream, FailedWaitNamesTheWaiterTheDeviceAndTheLastLaunch) {
       << s.message;
   EXPECT_NE(s.message.find("the last op launched on cuda:0 was '(none)'"), std::string::npos)
       << s.message;
+}
+
+TEST(CudaStream, AKernelRunsOnTheCallsStreamElseTheCurrentOne) {
+  ember_kernel_call call{};
+  call.struct_size = sizeof(call);
+  // Set by the core (ABI 1.4): taken as it is, without asking the runtime.
+  int fake_stream = 0;
+  call.stream = &fake_stream;
+  cudaStream_t s = nullptr;
+  ASSERT_TRUE(kernel_stream(&call, 0, &s).ok());
+  EXPECT_EQ(static_cast<void*>(s), static_cast<void*>(&fake_stream));
+  // NULL (a core before 1.4): the thread's current stream, or the lookup's error.
+  call.stream = nullptr;
+  cudaStream_t current = nullptr;
+  const Status want = current_stream(0, &current);
+  s = nullptr;
+  const Status got = kernel_stream(&call, 0, &s);
+  EXPECT_EQ(got.code, want.code) << got.message;
+  EXPECT_EQ(got.message, want.message);
+  if (want.ok()) {
+    EXPECT_EQ(s, current);
+  }
 }
 
 }  // namespace
