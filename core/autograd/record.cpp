@@ -114,8 +114,12 @@ Tensor sum_to(const Tensor& grad, IntList sizes) {
 }
 
 Tensor reduce_grad(const Tensor& grad, const Tensor& t) {
-  Tensor g = sum_to(grad, t.sizes());
-  return g.dtype() == t.dtype() ? g : g.to(t.dtype());
+  return reduce_grad(grad, TensorMeta(t));
+}
+
+Tensor reduce_grad(const Tensor& grad, const TensorMeta& t) {
+  Tensor g = sum_to(grad, t.sizes);
+  return g.dtype() == t.dtype ? g : g.to(t.dtype);
 }
 
 void check_inplace(const Tensor& t, const char* op) {

@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "ember/dispatch/device_registry.h"
 #include "ember/plugin/loader.h"
 #include "ember/util/error.h"
 
@@ -40,7 +41,7 @@ void no_backend_installed(const Op& op) {
     const int16_t id = find_device_type(t.name);
     std::string dts;
     for (int d = 0; d < kNumDTypes; ++d) {
-      if (op.kernels().lookup(id, static_cast<DType>(d)).fn) {
+      if (op.kernels().lookup(id, static_cast<DType>(d)).get()) {
         dts += fmt::format("{}{}", dts.empty() ? "" : ", ", static_cast<DType>(d));
       }
     }
@@ -69,7 +70,7 @@ void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
 }  // namespace
 
 bool has_kernel(const Op& op, Device device, DType dtype) {
-  return op.kernels().lookup(device.type, dtype).fn != nullptr;
+  return op.kernels().lookup(device.type, dtype).get() != nullptr;
 }
 
 Device common_device(std::initializer_list<const Tensor*> tensors, const char* op) {
@@ -105,13 +106,24 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
     describe(*inputs[i], &in[i], &in_id[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i], &out_id[i]);
-  const KernelEntry* k = &op.kernels().lookup(device.type, dtype);
-  if (__builtin_expect(k->fn == nullptr, 0)) {
+  ember_kernel_fn fn = op.kernels().lookup(device.type, dtype).get();
+  if (__builtin_expect(fn == nullptr, 0)) {
     // A tensor made without allocating (from_blob, DLPack) can reach here before discovery.
     ensure_plugins_loaded();
-    k = &op.kernels().lookup(device.type, dtype);
-    if (k->fn == nullptr) missing_kernel(op, device, dtype);
+    fn = op.kernels().lookup(device.type, dtype).get();
+    if (fn == nullptr) missing_kernel(op, device, dtype);
   }
+  // The arity ember/ops.def declares for a core op (a plugin's op was checked against its
+  // schema before): a mismatch is a bug in the core, not bad input.
+  if (const OpSchema* s = op.schema(); s && s->core) {
+    const auto n_in = static_cast<int32_t>(inputs.size());
+    const auto n_out = static_cast<int32_t>(outputs.size());
+    EMBER_ASSERT(n_in >= s->min_inputs && n_in <= s->max_inputs && n_out >= s->min_outputs &&
+                 n_out <= s->max_outputs &&
+                 static_cast<int32_t>(attrs.ints.size()) == s->num_ints &&
+                 static_cast<int32_t>(attrs.floats.size()) == s->num_floats);
+  }
+  const DeviceTypeEntry& type = detail::device_type_unchecked(device.type);
 
   char error[512];
   error[0] = '\0';
@@ -130,7 +142,12 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.error_capacity = sizeof(error);
   call.input_ids = in_id;
   call.output_ids = out_id;
-  const int32_t status = k->fn(&call);
+  // ABI 1.4: the device's current stream, so a kernel (a plugin's own op too) queues its work
+  // where the core's ops on this thread go, without synchronizing the device.
+  call.stream = type.table.stream_get
+                    ? type.table.stream_get(type.table.ctx, device.index, EMBER_STREAM_CURRENT)
+                    : nullptr;
+  const int32_t status = fn(&call);
   if (__builtin_expect(status != EMBER_OK, 0)) {
     // The kernel's status picks the kind (Note [Error kinds]); the message is the same for all.
     throw_error(status_error_kind(status),

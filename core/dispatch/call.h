@@ -28,6 +28,36 @@ inline void run_kernel(const Op& op, DType dtype, std::initializer_list<const Te
              std::span<const Tensor* const>(outputs.begin(), outputs.size()), attrs);
 }
 
+/** An ember::attrs struct (ember/ops.def) laid out for a kernel call, for a helper that picks
+ *  the op at run time among ops of one attribute layout:
+ *  run_kernel(op, dt, {&x}, {&y}, PackedAttrs(attrs::sum{.reduced_dims = k})). */
+class PackedAttrs {
+ public:
+  template <typename A>
+  explicit PackedAttrs(const A& attrs)
+      : num_ints_(ops::kInfo[A::kOp].num_ints), num_floats_(ops::kInfo[A::kOp].num_floats) {
+    static_assert(ops::kInfo[A::kOp].num_ints <= 16 && ops::kInfo[A::kOp].num_floats <= 16);
+    attrs.write(ints_, floats_);
+  }
+  operator KernelAttrs() const {  // NOLINT(google-explicit-constructor)
+    return {{ints_, static_cast<size_t>(num_ints_)}, {floats_, static_cast<size_t>(num_floats_)}};
+  }
+
+ private:
+  int64_t ints_[16];
+  double floats_[16];
+  int32_t num_ints_, num_floats_;
+};
+
+/** Runs the kernel of core op A::kOp with `attrs`, an ember::attrs struct: the op and the
+ *  positions of its attributes come from ember/ops.def, so a call site names them once, by
+ *  name: run_kernel(attrs::softmax{.dim = d}, dtype, {&x}, {&y}). */
+template <typename A>
+void run_kernel(const A& attrs, DType dtype, std::initializer_list<const Tensor*> inputs,
+                std::initializer_list<const Tensor*> outputs) {
+  run_kernel(core_op(A::kOp), dtype, inputs, outputs, PackedAttrs(attrs));
+}
+
 /** Checks that all defined tensors share one device; returns it. */
 EMBER_API Device common_device(std::initializer_list<const Tensor*> tensors, const char* op);
 

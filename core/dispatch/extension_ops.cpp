@@ -25,8 +25,8 @@ namespace {
 // stay valid forever; nothing is ever removed once committed.
 struct ExtensionRegistry {
   std::shared_mutex mu;
-  std::deque<ExtensionOp> ops;
-  std::unordered_map<std::string, const ExtensionOp*> by_name;
+  std::deque<OpSchema> ops;
+  std::unordered_map<std::string, const OpSchema*> by_name;
 };
 
 ExtensionRegistry& registry() {
@@ -34,7 +34,7 @@ ExtensionRegistry& registry() {
   return r;
 }
 
-const ExtensionOp* find_locked(ExtensionRegistry& r, const std::string& name) {
+const OpSchema* find_locked(ExtensionRegistry& r, const std::string& name) {
   auto it = r.by_name.find(name);
   return it == r.by_name.end() ? nullptr : it->second;
 }
@@ -67,7 +67,7 @@ std::string name_problem(std::string_view name) {
   return {};
 }
 
-std::string doc_hint(const ExtensionOp& e) {
+std::string doc_hint(const OpSchema& e) {
   return e.doc.empty() ? std::string() : fmt::format(" ({}: {})", e.name, e.doc);
 }
 
@@ -77,7 +77,7 @@ std::string arg_list(int n, const char* word) {
 
 [[noreturn]] void unknown_op(std::string_view name) {
   std::vector<std::string> known;
-  for (const ExtensionOp* e : extension_ops()) known.push_back(e->name);
+  for (const OpSchema* e : extension_ops()) known.push_back(e->name);
   if (name.find("::") == std::string_view::npos) {
     throw PluginError(fmt::format(
         "[{}] not an op defined by a plugin: ops without a namespace are the core's, call them "
@@ -91,8 +91,8 @@ std::string arg_list(int n, const char* word) {
       name, known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
 }
 
-const ExtensionOp& lookup(std::string_view name) {
-  const ExtensionOp* e = find_extension_op(name);
+const OpSchema& lookup(std::string_view name) {
+  const OpSchema* e = find_extension_op(name);
   if (!e) unknown_op(name);
   return *e;
 }
@@ -109,7 +109,7 @@ ember_tensor describe_meta(const Tensor& t) {
   return d;
 }
 
-std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
+std::vector<Tensor> run(const OpSchema& e, const std::vector<Tensor>& inputs,
                         const std::vector<int64_t>& ints, const std::vector<double>& floats);
 
 // Note [Autograd for ops defined by plugins]
@@ -120,7 +120,7 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
 // in-place change between forward and backward is reported. The backward op runs through
 // run() like any call: under create_graph its inputs require grad, and since a backward op
 // has no backward of its own, reaching it in a second backward throws (first order only).
-void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
+void record_backward(const OpSchema& e, const std::vector<Tensor>& inputs,
                      std::vector<Tensor>& outputs, const std::vector<int64_t>& ints,
                      const std::vector<double>& floats) {
   std::vector<Tensor*> outs;
@@ -139,7 +139,7 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
     return;
   }
   std::vector<autograd::SavedTensor> saved;
-  for (int i = 0; i < e.num_inputs; ++i) {
+  for (int i = 0; i < e.max_inputs; ++i) {
     if (e.saved_inputs & (1u << i)) saved.emplace_back(inputs[i]);
   }
   std::vector<Shape> sizes;
@@ -148,7 +148,7 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
     sizes.push_back(t.sizes());
     dtypes.push_back(t.dtype());
   }
-  const ExtensionOp* fw = &e;
+  const OpSchema* fw = &e;
   auto node = autograd::record(
       node_name, e.name.c_str(), inputs, outs,
       [fw, saved = std::move(saved), sizes = std::move(sizes), dtypes = std::move(dtypes), ints,
@@ -158,9 +158,9 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
         const int n_saved_out = std::popcount(fw->saved_outputs);
         for (int j = 0; j < n_saved_out; ++j) args.push_back(self.saved_output(j));
         std::vector<Tensor> g = run(*fw->backward, args, ints, floats);
-        std::vector<Tensor> result(static_cast<size_t>(fw->num_inputs));
+        std::vector<Tensor> result(static_cast<size_t>(fw->max_inputs));
         size_t k = 0;
-        for (int i = 0; i < fw->num_inputs; ++i) {
+        for (int i = 0; i < fw->max_inputs; ++i) {
           if (!(fw->differentiable_inputs & (1u << i))) continue;
           Tensor gi = std::move(g[k++]);
           EMBER_CHECK_PLUGIN(
@@ -172,16 +172,16 @@ void record_backward(const ExtensionOp& e, const std::vector<Tensor>& inputs,
         }
         return result;
       });
-  for (int j = 0; j < e.num_outputs; ++j) {
+  for (int j = 0; j < e.max_outputs; ++j) {
     if (e.saved_outputs & (1u << j)) node->save_output(outputs[j]);
   }
 }
 
-std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
+std::vector<Tensor> run(const OpSchema& e, const std::vector<Tensor>& inputs,
                         const std::vector<int64_t>& ints, const std::vector<double>& floats) {
   const char* name = e.name.c_str();
-  EMBER_CHECK_PLUGIN(static_cast<int32_t>(inputs.size()) == e.num_inputs,
-                     "[{}] expected {}, got {}{}", name, arg_list(e.num_inputs, "input"),
+  EMBER_CHECK_PLUGIN(static_cast<int32_t>(inputs.size()) == e.max_inputs,
+                     "[{}] expected {}, got {}{}", name, arg_list(e.max_inputs, "input"),
                      inputs.size(), doc_hint(e));
   EMBER_CHECK_PLUGIN(e.num_ints < 0 || static_cast<int32_t>(ints.size()) == e.num_ints,
                      "[{}] expected {}, got {}{}", name, arg_list(e.num_ints, "integer attribute"),
@@ -206,7 +206,7 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
   ember_tensor meta[EMBER_OP_MAX_ARGS];
   for (size_t i = 0; i < inputs.size(); ++i) meta[i] = describe_meta(inputs[i]);
   ember_output_info info[EMBER_OP_MAX_ARGS];
-  for (int j = 0; j < e.num_outputs; ++j) {
+  for (int j = 0; j < e.max_outputs; ++j) {
     info[j].dtype = inputs.empty() ? EMBER_F32 : meta[0].dtype;
     info[j].ndim = -1;
   }
@@ -215,9 +215,9 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
   ember_infer_call ic{};
   ic.struct_size = sizeof(ic);
   ic.op = name;
-  ic.num_inputs = e.num_inputs;
+  ic.num_inputs = e.max_inputs;
   ic.inputs = meta;
-  ic.num_outputs = e.num_outputs;
+  ic.num_outputs = e.max_outputs;
   ic.outputs = info;
   ic.num_ints = static_cast<int32_t>(ints.size());
   ic.ints = ints.data();
@@ -229,7 +229,7 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
   error[sizeof(error) - 1] = '\0';
   EMBER_CHECK(status == EMBER_OK, "[{}] {}", name,
               error[0] ? error : "inputs rejected by shape inference (no reason given)");
-  for (int j = 0; j < e.num_outputs; ++j) {
+  for (int j = 0; j < e.max_outputs; ++j) {
     const ember_output_info& o = info[j];
     EMBER_CHECK_PLUGIN(o.ndim >= 0 && o.ndim <= EMBER_MAX_DIMS && o.dtype >= 0 &&
                            o.dtype < EMBER_NUM_DTYPES &&
@@ -246,7 +246,7 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
   }
 
   std::vector<Tensor> outputs;
-  outputs.reserve(static_cast<size_t>(e.num_outputs));
+  outputs.reserve(static_cast<size_t>(e.max_outputs));
   {
     autograd::NoGradGuard below_autograd;
     std::vector<Tensor> args;
@@ -257,7 +257,7 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
       kernel_inputs = &args;
     }
     bool any_work = false;
-    for (int j = 0; j < e.num_outputs; ++j) {
+    for (int j = 0; j < e.max_outputs; ++j) {
       outputs.push_back(empty(IntList(info[j].sizes, static_cast<size_t>(info[j].ndim)),
                               TensorOptions(static_cast<DType>(info[j].dtype), device)));
       any_work = any_work || outputs.back().numel() > 0;
@@ -281,29 +281,21 @@ std::vector<Tensor> run(const ExtensionOp& e, const std::vector<Tensor>& inputs,
 
 }  // namespace
 
-const ExtensionOp* find_extension_op(std::string_view name) {
+const OpSchema* find_extension_op(std::string_view name) {
   ensure_plugins_loaded();
   ExtensionRegistry& r = registry();
   std::shared_lock lock(r.mu);
   return find_locked(r, std::string(name));
 }
 
-std::vector<const ExtensionOp*> extension_ops() {
+std::vector<const OpSchema*> extension_ops() {
   ensure_plugins_loaded();
   ExtensionRegistry& r = registry();
   std::shared_lock lock(r.mu);
-  std::vector<const ExtensionOp*> out;
-  for (const ExtensionOp& e : r.ops) out.push_back(&e);
+  std::vector<const OpSchema*> out;
+  for (const OpSchema& e : r.ops) out.push_back(&e);
   std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
   return out;
-}
-
-std::string describe_extension_op(const ExtensionOp& e) {
-  std::string s = fmt::format("defined by plugin {}: {} -> {}", e.plugin,
-                              arg_list(e.num_inputs, "input"), arg_list(e.num_outputs, "output"));
-  if (!e.backward_name.empty()) s += fmt::format(", backward {}", e.backward_name);
-  if (!e.doc.empty()) s += fmt::format("; {}", e.doc);
-  return s;
 }
 
 std::vector<Tensor> call(std::string_view op, std::vector<Tensor> inputs, std::vector<int64_t> ints,
@@ -313,14 +305,14 @@ std::vector<Tensor> call(std::string_view op, std::vector<Tensor> inputs, std::v
 
 Tensor call_one(std::string_view op, std::vector<Tensor> inputs, std::vector<int64_t> ints,
                 std::vector<double> floats) {
-  const ExtensionOp& e = lookup(op);
-  EMBER_CHECK_PLUGIN(e.num_outputs == 1, "[{}] has {}: use ember::call, which returns them all",
-                     e.name, arg_list(e.num_outputs, "output"));
+  const OpSchema& e = lookup(op);
+  EMBER_CHECK_PLUGIN(e.max_outputs == 1, "[{}] has {}: use ember::call, which returns them all",
+                     e.name, arg_list(e.max_outputs, "output"));
   return std::move(run(e, inputs, ints, floats)[0]);
 }
 
-const ExtensionOp& OpHandle::schema() const {
-  const ExtensionOp* e = cached_.load(std::memory_order_acquire);
+const OpSchema& OpHandle::schema() const {
+  const OpSchema* e = cached_.load(std::memory_order_acquire);
   if (__builtin_expect(e == nullptr, 0)) {
     e = &lookup(name_);
     cached_.store(e, std::memory_order_release);
@@ -335,9 +327,9 @@ std::vector<Tensor> OpHandle::call(std::vector<Tensor> inputs, std::vector<int64
 
 Tensor OpHandle::call_one(std::vector<Tensor> inputs, std::vector<int64_t> ints,
                           std::vector<double> floats) const {
-  const ExtensionOp& e = schema();
-  EMBER_CHECK_PLUGIN(e.num_outputs == 1, "[{}] has {}: use OpHandle::call, which returns them all",
-                     e.name, arg_list(e.num_outputs, "output"));
+  const OpSchema& e = schema();
+  EMBER_CHECK_PLUGIN(e.max_outputs == 1, "[{}] has {}: use OpHandle::call, which returns them all",
+                     e.name, arg_list(e.max_outputs, "output"));
   return std::move(run(e, inputs, ints, floats)[0]);
 }
 
@@ -381,14 +373,14 @@ int32_t stage_op_schema(StagedOpSchemas& staged, const ember_op_schema_v1* schem
           fmt::format("{}: backward op {} but no differentiable input", what, schema->backward_op));
     }
   }
-  for (const ExtensionOp& e : staged.schemas) {
+  for (const OpSchema& e : staged.schemas) {
     if (e.name == name) return reject(fmt::format("{}: registered twice", what));
   }
-  ExtensionOp e;
+  OpSchema e;
   e.name = name;
   e.doc = schema->doc ? schema->doc : "";
-  e.num_inputs = schema->num_inputs;
-  e.num_outputs = schema->num_outputs;
+  e.min_inputs = e.max_inputs = schema->num_inputs;
+  e.min_outputs = e.max_outputs = schema->num_outputs;
   e.num_ints = schema->num_ints;
   e.num_floats = schema->num_floats;
   e.flags = schema->flags;
@@ -410,17 +402,17 @@ CommittedOpSchemas commit_op_schemas(StagedOpSchemas& staged, const std::string&
   std::unique_lock lock(r.mu);
 
   // 1. Names another plugin defined first are rejected, with the ops whose backward they are.
-  std::map<std::string, const ExtensionOp*> mine;  // this plugin's accepted schemas
-  for (ExtensionOp& e : staged.schemas) {
+  std::map<std::string, const OpSchema*> mine;  // this plugin's accepted schemas
+  for (OpSchema& e : staged.schemas) {
     e.plugin = plugin;
-    if (const ExtensionOp* other = find_locked(r, e.name)) {
+    if (const OpSchema* other = find_locked(r, e.name)) {
       result.rejected.insert(e.name);
       result.conflicts.push_back(fmt::format(
           "op {} of plugin {} rejected: plugin {} defined it first (its kernels for it dropped)",
           e.name, plugin, other->plugin));
     }
   }
-  for (ExtensionOp& e : staged.schemas) {
+  for (OpSchema& e : staged.schemas) {
     if (!result.rejected.count(e.name) && result.rejected.count(e.backward_name)) {
       result.rejected.insert(e.name);
       result.conflicts.push_back(
@@ -428,14 +420,14 @@ CommittedOpSchemas commit_op_schemas(StagedOpSchemas& staged, const std::string&
                       plugin, e.backward_name));
     }
   }
-  for (const ExtensionOp& e : staged.schemas) {
+  for (const OpSchema& e : staged.schemas) {
     if (!result.rejected.count(e.name)) mine.emplace(e.name, &e);
   }
 
   // 2. Validate every backward link before committing anything.
   for (const auto& [name, e] : mine) {
     if (e->backward_name.empty()) continue;
-    const ExtensionOp* bw = nullptr;
+    const OpSchema* bw = nullptr;
     if (auto it = mine.find(e->backward_name); it != mine.end()) bw = it->second;
     if (!bw) bw = find_locked(r, e->backward_name);
     if (!bw) {
@@ -444,28 +436,30 @@ CommittedOpSchemas commit_op_schemas(StagedOpSchemas& staged, const std::string&
       return result;
     }
     const int want_in =
-        e->num_outputs + std::popcount(e->saved_inputs) + std::popcount(e->saved_outputs);
+        e->max_outputs + std::popcount(e->saved_inputs) + std::popcount(e->saved_outputs);
     const int want_out = std::popcount(e->differentiable_inputs);
-    if (bw->num_inputs != want_in || bw->num_outputs != want_out) {
+    if (bw->max_inputs != want_in || bw->max_outputs != want_out) {
       result.error = fmt::format(
           "op schema '{}': its backward op '{}' takes {} and gives {}, expected {} (output "
           "gradients and saved tensors) and {} (one per differentiable input)",
-          name, bw->name, arg_list(bw->num_inputs, "input"), arg_list(bw->num_outputs, "output"),
+          name, bw->name, arg_list(bw->max_inputs, "input"), arg_list(bw->max_outputs, "output"),
           arg_list(want_in, "input"), arg_list(want_out, "output"));
       return result;
     }
   }
 
   // 3. Commit, then link backwards to their committed addresses.
-  std::vector<ExtensionOp*> added;
-  for (ExtensionOp& e : staged.schemas) {
+  std::vector<OpSchema*> added;
+  for (OpSchema& e : staged.schemas) {
     if (result.rejected.count(e.name)) continue;
-    e.op = &op_handle(e.name);
-    ExtensionOp& c = r.ops.emplace_back(std::move(e));
+    Op& handle = op_handle(e.name);
+    e.op = &handle;
+    OpSchema& c = r.ops.emplace_back(std::move(e));
+    handle.set_schema(&c);
     r.by_name.emplace(c.name, &c);
     added.push_back(&c);
   }
-  for (ExtensionOp* e : added) {
+  for (OpSchema* e : added) {
     if (!e->backward_name.empty()) e->backward = find_locked(r, e->backward_name);
   }
   staged.schemas.clear();

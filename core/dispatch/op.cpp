@@ -1,6 +1,7 @@
 #include "ember/dispatch/op.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -22,6 +23,44 @@ OpRegistry& op_registry() {
   return r;
 }
 
+// The core's ops and their schemas, made from ember/ops.def on first use (Note [One op list]).
+struct CoreOps {
+  std::array<OpSchema, ops::kCount> schemas;
+  std::array<const Op*, ops::kCount> ops{};
+  CoreOps() {
+    for (int32_t i = 0; i < ops::kCount; ++i) {
+      const ops::Info& info = ops::kInfo[i];
+      OpSchema& s = schemas[static_cast<size_t>(i)];
+      s.name = info.name;
+      s.plugin = "core";
+      s.core = true;
+      s.min_inputs = info.min_inputs;
+      s.max_inputs = info.max_inputs;
+      s.min_outputs = info.min_outputs;
+      s.max_outputs = info.max_outputs;
+      s.num_ints = info.num_ints;
+      s.num_floats = info.num_floats;
+      s.dtypes = info.dtypes;
+      s.differentiable = (info.flags & EMBER_OPF_GRAD) != 0;
+      s.optional = (info.flags & EMBER_OPF_OPTIONAL) != 0;
+      Op& op = op_handle(info.name);
+      s.op = &op;
+      op.set_schema(&s);
+      ops[static_cast<size_t>(i)] = &op;
+    }
+  }
+};
+
+const CoreOps& core_ops() {
+  static const CoreOps c;
+  return c;
+}
+
+std::string arg_range(int32_t lo, int32_t hi, const char* word) {
+  return lo == hi ? fmt::format("{} {}{}", lo, word, lo == 1 ? "" : "s")
+                  : fmt::format("{} to {} {}s", lo, hi, word);
+}
+
 }  // namespace
 
 Op& op_handle(std::string_view name) {
@@ -34,23 +73,65 @@ Op& op_handle(std::string_view name) {
   return op;
 }
 
-std::vector<OpInfo> ops() {
+const Op& core_op(ops::Id id) {
+  return *core_ops().ops[static_cast<size_t>(id)];
+}
+
+const OpSchema* find_op_schema(std::string_view name) {
+  const int32_t id = ops::find(std::string(name).c_str());
+  if (id >= 0) return &core_ops().schemas[static_cast<size_t>(id)];
+  return find_extension_op(name);
+}
+
+std::vector<std::string> differentiable_ops() {
+  std::vector<std::string> out;
+#define EMBER_OP(name, min_in, max_in, min_out, max_out, dtypes, flags, ...) \
+  if ((flags)&EMBER_OPF_GRAD) out.emplace_back(#name);
+#define EMBER_COMPOSITE(name, flags) \
+  if ((flags)&EMBER_OPF_GRAD) out.emplace_back(#name);
+#include "ember/ops.def"
+#undef EMBER_OP
+#undef EMBER_COMPOSITE
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string describe_schema(const OpSchema& s) {
+  std::string out =
+      fmt::format("{}: {} -> {}", s.core ? "core" : fmt::format("defined by plugin {}", s.plugin),
+                  arg_range(s.min_inputs, s.max_inputs, "input"),
+                  arg_range(s.min_outputs, s.max_outputs, "output"));
+  if (s.num_ints > 0) out += fmt::format(", {} int attrs", s.num_ints);
+  if (s.num_floats > 0) out += fmt::format(", {} float attrs", s.num_floats);
+  if (s.core && s.differentiable) out += ", differentiable";
+  if (s.optional) out += ", optional for a backend";
+  if (!s.backward_name.empty()) out += fmt::format(", backward {}", s.backward_name);
+  if (!s.doc.empty()) out += fmt::format("; {}", s.doc);
+  return out;
+}
+
+std::vector<OpInfo> list_ops() {
   ensure_plugins_loaded();
+  core_ops();  // every core op is listed, with or without kernels
   OpRegistry& r = op_registry();
   std::vector<DeviceTypeEntry> types = device_types();
   // Read before taking the op registry's lock: committing a schema takes the extension
   // registry's lock and then this one.
-  std::unordered_map<std::string, std::string> extension;
-  for (const ExtensionOp* e : extension_ops()) extension[e->name] = describe_extension_op(*e);
+  std::unordered_map<std::string, std::string> plugin_schema;
+  for (const OpSchema* e : extension_ops()) plugin_schema[e->name] = describe_schema(*e);
   std::vector<OpInfo> out;
   std::lock_guard lock(r.mu);
   for (const Op& op : r.ops) {
     OpInfo info{op.name(), {}, {}};
-    if (auto it = extension.find(op.name()); it != extension.end()) info.extension = it->second;
+    if (auto it = plugin_schema.find(op.name()); it != plugin_schema.end()) {
+      info.schema = it->second;
+    } else if (const OpSchema* s = op.schema(); s && s->core) {
+      info.schema = describe_schema(*s);
+    }
     for (size_t t = 0; t < types.size(); ++t) {
       std::vector<DType> dtypes;
       for (int d = 0; d < kNumDTypes; ++d) {
-        if (op.kernels().lookup(static_cast<int16_t>(t), static_cast<DType>(d)).fn) {
+        if (op.kernels().lookup(static_cast<int16_t>(t), static_cast<DType>(d)).get()) {
           dtypes.push_back(static_cast<DType>(d));
         }
       }

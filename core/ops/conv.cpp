@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <array>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
 #include "ember/autograd/record.h"
@@ -37,23 +36,17 @@
 namespace ember {
 namespace {
 
-const Op& conv2d_op() {
-  static const Op& op = op_handle("conv2d");
-  return op;
-}
-const Op& conv2d_backward_input_op() {
-  static const Op& op = op_handle("conv2d_backward_input");
-  return op;
-}
-const Op& conv2d_backward_weight_op() {
-  static const Op& op = op_handle("conv2d_backward_weight");
-  return op;
-}
-
-// The geometry shared by a convolution and its gradients (the kernels' ints).
+// The geometry shared by a convolution and its gradients.
 struct ConvParams {
   int64_t sh, sw, ph, pw, dh, dw, groups;
-  std::array<int64_t, 7> ints() const { return {sh, sw, ph, pw, dh, dw, groups}; }
+  /** The kernels' attributes: A is attrs::conv2d or one of its gradients' (one layout). */
+  template <typename A>
+  A as() const {
+    A a;
+    a.stride_h = sh, a.stride_w = sw, a.pad_h = ph, a.pad_w = pw, a.dil_h = dh, a.dil_w = dw;
+    a.groups = groups;
+    return a;
+  }
 };
 
 // One value per spatial dim from a list of 1 or 2 values.
@@ -135,12 +128,12 @@ Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvP
     return y;
   }
   const Tensor xc = x.contiguous(), wc = w.contiguous();
-  const auto ints = p.ints();
+  const auto a = p.as<attrs::conv2d>();
   if (b.defined()) {
     const Tensor bc = b.contiguous();
-    run_kernel(conv2d_op(), x.dtype(), {&xc, &wc, &bc}, {&y}, {ints, {}});
+    run_kernel(a, x.dtype(), {&xc, &wc, &bc}, {&y});
   } else {
-    run_kernel(conv2d_op(), x.dtype(), {&xc, &wc}, {&y}, {ints, {}});
+    run_kernel(a, x.dtype(), {&xc, &wc}, {&y});
   }
   return y;
 }
@@ -152,8 +145,7 @@ Tensor conv_input_raw(const Tensor& dy, const Tensor& w, const ConvParams& p, in
   if (dx.numel() == 0) return dx;
   if (dy.size(1) == 0) return dx.zero_();
   const Tensor dyc = dy.contiguous(), wc = w.contiguous();
-  const auto ints = p.ints();
-  run_kernel(conv2d_backward_input_op(), dy.dtype(), {&dyc, &wc}, {&dx}, {ints, {}});
+  run_kernel(p.as<attrs::conv2d_backward_input>(), dy.dtype(), {&dyc, &wc}, {&dx});
   return dx;
 }
 
@@ -164,8 +156,7 @@ Tensor conv_weight_raw(const Tensor& x, const Tensor& dy, const ConvParams& p, i
   if (dw.numel() == 0) return dw;
   if (x.size(0) == 0 || dy.numel() == 0) return dw.zero_();
   const Tensor xc = x.contiguous(), dyc = dy.contiguous();
-  const auto ints = p.ints();
-  run_kernel(conv2d_backward_weight_op(), x.dtype(), {&xc, &dyc}, {&dw}, {ints, {}});
+  run_kernel(p.as<attrs::conv2d_backward_weight>(), x.dtype(), {&xc, &dyc}, {&dw});
   return dw;
 }
 
@@ -240,8 +231,6 @@ Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64
         };
       });
 }
-
-const autograd::DeclareDifferentiable kDifferentiable{"conv2d", "conv_transpose2d"};
 
 }  // namespace
 

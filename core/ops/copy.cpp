@@ -5,7 +5,6 @@
 
 #include "ember/ops/elementwise.h"
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/stream.h"
@@ -14,17 +13,6 @@
 
 namespace ember {
 namespace {
-
-const autograd::DeclareDifferentiable kDifferentiable{"clone", "to", "copy_", "contiguous"};
-
-Op& copy_op() {
-  static Op& op = op_handle("copy");
-  return op;
-}
-Op& fill_op() {
-  static Op& op = op_handle("fill");
-  return op;
-}
 
 bool host_accessible(Device d) {
   return device_type(d.type).table.host_accessible != 0;
@@ -77,7 +65,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     src = src.expand(sizes());
   }
   if (numel() == 0) return *this;
-  run_kernel(copy_op(), src.dtype(), {&src}, {this});
+  run_kernel(core_op(ops::copy), src.dtype(), {&src}, {this});
   bump_version();
   return *this;
 }
@@ -90,9 +78,8 @@ Tensor& Tensor::fill_(Scalar value) {
                              [&](const Tensor& old) { return add(mul(old, 0), value); });
   }
   if (numel() == 0) return *this;
-  const double f = value.to_double();
-  const int64_t i = value.to_int();
-  run_kernel(fill_op(), dtype(), {}, {this}, {{&i, 1}, {&f, 1}});
+  run_kernel(attrs::fill{.int_value = value.to_int(), .value = value.to_double()}, dtype(), {},
+             {this});
   bump_version();
   return *this;
 }
@@ -108,7 +95,7 @@ Tensor Tensor::clone() const {
       "CloneBackward", "clone", {this},
       [&] {
         Tensor out = empty_like(*this);
-        if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+        if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
         return out;
       },
       [] {
@@ -125,7 +112,7 @@ Tensor Tensor::to(DType d) const {
       "ToCopyBackward", "to", {this},
       [&] {
         Tensor out = empty(sizes(), {d, device()});
-        if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+        if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
         return out;
       },
       [src = dtype()] {
@@ -198,7 +185,7 @@ Tensor Tensor::pin_memory() const {
                    "its .detach() instead)");
   if (is_pinned()) return *this;
   Tensor out = empty(sizes(), TensorOptions(dtype()).pinned_memory());
-  if (numel() > 0) run_kernel(copy_op(), dtype(), {this}, {&out});
+  if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
   return out;
 }
 

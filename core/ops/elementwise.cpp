@@ -10,7 +10,6 @@
 
 #include <string_view>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
@@ -109,45 +108,6 @@ Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
   return x;
 }
 
-EMBER_DEFINE_OP(add)
-EMBER_DEFINE_OP(sub)
-EMBER_DEFINE_OP(mul)
-EMBER_DEFINE_OP(div)
-EMBER_DEFINE_OP(pow)
-EMBER_DEFINE_OP(maximum)
-EMBER_DEFINE_OP(minimum)
-EMBER_DEFINE_OP(eq)
-EMBER_DEFINE_OP(ne)
-EMBER_DEFINE_OP(lt)
-EMBER_DEFINE_OP(le)
-EMBER_DEFINE_OP(gt)
-EMBER_DEFINE_OP(ge)
-EMBER_DEFINE_OP(logical_and)
-EMBER_DEFINE_OP(logical_or)
-EMBER_DEFINE_OP(logical_not)
-EMBER_DEFINE_OP(where)
-EMBER_DEFINE_OP(neg)
-EMBER_DEFINE_OP(abs)
-EMBER_DEFINE_OP(exp)
-EMBER_DEFINE_OP(log)
-EMBER_DEFINE_OP(log1p)
-EMBER_DEFINE_OP(sqrt)
-EMBER_DEFINE_OP(rsqrt)
-EMBER_DEFINE_OP(sin)
-EMBER_DEFINE_OP(cos)
-EMBER_DEFINE_OP(tanh)
-EMBER_DEFINE_OP(sigmoid)
-EMBER_DEFINE_OP(relu)
-EMBER_DEFINE_OP(relu_backward)
-EMBER_DEFINE_OP(gelu)
-EMBER_DEFINE_OP(silu)
-EMBER_DEFINE_OP(clamp)
-EMBER_DEFINE_OP(sign)
-EMBER_DEFINE_OP(floor)
-EMBER_DEFINE_OP(ceil)
-EMBER_DEFINE_OP(round)
-EMBER_DEFINE_OP(erf)
-
 }  // namespace
 
 DType detail::promote_with_scalar(DType t, Scalar s) {
@@ -170,61 +130,69 @@ Tensor detail::scalar_tensor(Scalar s, DType other, Device device) {
 // (create_graph) without extra work.
 
 using autograd::differentiable;
-const autograd::DeclareDifferentiable kDifferentiable{
-    "add",  "sub",  "mul",   "div",   "pow",   "maximum", "minimum", "where", "neg",     "abs",
-    "exp",  "log",  "log1p", "sqrt",  "rsqrt", "sin",     "cos",     "tanh",  "sigmoid", "relu",
-    "gelu", "silu", "erf",   "clamp", "sign",  "floor",   "ceil",    "round"};
 using autograd::LambdaNode;
 using autograd::reduce_grad;
 using autograd::SavedTensor;
+using autograd::TensorMeta;
 using Grads = std::vector<Tensor>;
 
 Tensor add(const Tensor& a, const Tensor& b) {
   return differentiable(
-      "AddBackward", "add", {&a, &b}, [&] { return binary(add_op(), "add", a, b, Kind::Arith); },
+      "AddBackward", "add", {&a, &b},
+      [&] { return binary(core_op(ops::add), "add", a, b, Kind::Arith); },
       [&] {
-        return [a, b](const Grads& g, const LambdaNode&) {
-          return Grads{reduce_grad(g[0], a), reduce_grad(g[0], b)};
+        // Note [Save only what backward needs]: shapes and dtypes, not the tensors.
+        return [ma = TensorMeta(a), mb = TensorMeta(b)](const Grads& g, const LambdaNode&) {
+          return Grads{reduce_grad(g[0], ma), reduce_grad(g[0], mb)};
         };
       });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
   return differentiable(
-      "SubBackward", "sub", {&a, &b}, [&] { return binary(sub_op(), "sub", a, b, Kind::Arith); },
+      "SubBackward", "sub", {&a, &b},
+      [&] { return binary(core_op(ops::sub), "sub", a, b, Kind::Arith); },
       [&] {
-        return [a, b](const Grads& g, const LambdaNode&) {
-          return Grads{reduce_grad(g[0], a), reduce_grad(neg(g[0]), b)};
+        return [ma = TensorMeta(a), mb = TensorMeta(b)](const Grads& g, const LambdaNode&) {
+          return Grads{reduce_grad(g[0], ma), reduce_grad(neg(g[0]), mb)};
         };
       });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   return differentiable(
-      "MulBackward", "mul", {&a, &b}, [&] { return binary(mul_op(), "mul", a, b, Kind::Arith); },
+      "MulBackward", "mul", {&a, &b},
+      [&] { return binary(core_op(ops::mul), "mul", a, b, Kind::Arith); },
       [&] {
-        return [sa = SavedTensor(a), sb = SavedTensor(b), ra = a.requires_grad(),
-                rb = b.requires_grad()](const Grads& g, const LambdaNode& self) {
-          const Tensor a = self.unpack(sa), b = self.unpack(sb);
-          return Grads{ra ? reduce_grad(mul(g[0], b), a) : Tensor(),
-                       rb ? reduce_grad(mul(g[0], a), b) : Tensor()};
+        // Each input's values are needed only for the other's gradient.
+        const bool ra = a.requires_grad(), rb = b.requires_grad();
+        return [sa = rb ? SavedTensor(a) : SavedTensor(), sb = ra ? SavedTensor(b) : SavedTensor(),
+                ma = TensorMeta(a), mb = TensorMeta(b), ra,
+                rb](const Grads& g, const LambdaNode& self) {
+          return Grads{ra ? reduce_grad(mul(g[0], self.unpack(sb)), ma) : Tensor(),
+                       rb ? reduce_grad(mul(g[0], self.unpack(sa)), mb) : Tensor()};
         };
       });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   return differentiable(
-      "DivBackward", "div", {&a, &b}, [&] { return binary(div_op(), "div", a, b, Kind::TrueDiv); },
+      "DivBackward", "div", {&a, &b},
+      [&] { return binary(core_op(ops::div), "div", a, b, Kind::TrueDiv); },
       [&] {
-        return [sa = SavedTensor(a), sb = SavedTensor(b), rb = b.requires_grad()](
-                   const Grads& g, const LambdaNode& self) {
-          const Tensor a = self.unpack(sa), b = self.unpack(sb);
-          return Grads{reduce_grad(div(g[0], b), a),
-                       rb ? reduce_grad(neg(div(mul(g[0], a), mul(b, b))), b) : Tensor()};
+        // b is always read; a only for b's gradient.
+        const bool rb = b.requires_grad();
+        return [sa = rb ? SavedTensor(a) : SavedTensor(), sb = SavedTensor(b), ma = TensorMeta(a),
+                mb = TensorMeta(b), rb](const Grads& g, const LambdaNode& self) {
+          const Tensor b = self.unpack(sb);
+          return Grads{
+              reduce_grad(div(g[0], b), ma),
+              rb ? reduce_grad(neg(div(mul(g[0], self.unpack(sa)), mul(b, b))), mb) : Tensor()};
         };
       });
 }
 // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b log(a), taken as 0 where a == 0 (PyTorch's choice).
 Tensor pow(const Tensor& a, const Tensor& b) {
   return differentiable(
-      "PowBackward", "pow", {&a, &b}, [&] { return binary(pow_op(), "pow", a, b, Kind::Arith); },
+      "PowBackward", "pow", {&a, &b},
+      [&] { return binary(core_op(ops::pow), "pow", a, b, Kind::Arith); },
       [&] {
         return [sa = SavedTensor(a), sb = SavedTensor(b), rb = b.requires_grad()](
                    const Grads& g, const LambdaNode& self) {
@@ -256,13 +224,13 @@ Tensor pow(const Tensor& a, Scalar b) {
   return pow(a, detail::scalar_tensor(b, a.dtype(), a.device()));
 }
 
-#define EMBER_COMPARE(name)                                                               \
-  Tensor name(const Tensor& a, const Tensor& b) {                                         \
-    return binary(name##_op(), #name, a, b, Kind::Compare);                               \
-  }                                                                                       \
-  Tensor name(const Tensor& a, Scalar b) {                                                \
-    return binary(name##_op(), #name, a, detail::scalar_tensor(b, a.dtype(), a.device()), \
-                  Kind::Compare);                                                         \
+#define EMBER_COMPARE(name)                                                                      \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                \
+    return binary(core_op(ops::name), #name, a, b, Kind::Compare);                               \
+  }                                                                                              \
+  Tensor name(const Tensor& a, Scalar b) {                                                       \
+    return binary(core_op(ops::name), #name, a, detail::scalar_tensor(b, a.dtype(), a.device()), \
+                  Kind::Compare);                                                                \
   }
 EMBER_COMPARE(eq)
 EMBER_COMPARE(ne)
@@ -295,21 +263,21 @@ Tensor extremum(const Op& op, const char* name, const char* node, const Tensor& 
 }  // namespace
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return extremum(maximum_op(), "maximum", "MaximumBackward", a, b, true);
+  return extremum(core_op(ops::maximum), "maximum", "MaximumBackward", a, b, true);
 }
 Tensor minimum(const Tensor& a, const Tensor& b) {
-  return extremum(minimum_op(), "minimum", "MinimumBackward", a, b, false);
+  return extremum(core_op(ops::minimum), "minimum", "MinimumBackward", a, b, false);
 }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
-  return binary(logical_and_op(), "logical_and", a, b, Kind::Logical);
+  return binary(core_op(ops::logical_and), "logical_and", a, b, Kind::Logical);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {
-  return binary(logical_or_op(), "logical_or", a, b, Kind::Logical);
+  return binary(core_op(ops::logical_or), "logical_or", a, b, Kind::Logical);
 }
 Tensor logical_not(const Tensor& a) {
   EMBER_CHECK_TYPE(a.defined(), "[logical_not] undefined tensor argument");
   Tensor out = empty(a.sizes(), {DType::Bool, a.device()});
-  if (out.numel() > 0) run_kernel(logical_not_op(), a.dtype(), {&a}, {&out});
+  if (out.numel() > 0) run_kernel(core_op(ops::logical_not), a.dtype(), {&a}, {&out});
   return out;
 }
 
@@ -328,14 +296,14 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
         const Tensor c2 = cond.expand(shape), a2 = a.to(ct).expand(shape),
                      b2 = b.to(ct).expand(shape);
         Tensor out = empty(shape, {ct, device});
-        if (out.numel() > 0) run_kernel(where_op(), ct, {&c2, &a2, &b2}, {&out});
+        if (out.numel() > 0) run_kernel(core_op(ops::where), ct, {&c2, &a2, &b2}, {&out});
         return out;
       },
       [&] {
-        return [cond, a, b](const Grads& g, const LambdaNode&) {
+        return [cond, ma = TensorMeta(a), mb = TensorMeta(b)](const Grads& g, const LambdaNode&) {
           const Tensor zero = zeros_like(g[0]);
-          return Grads{reduce_grad(where(cond, g[0], zero), a),
-                       reduce_grad(where(cond, zero, g[0]), b)};
+          return Grads{reduce_grad(where(cond, g[0], zero), ma),
+                       reduce_grad(where(cond, zero, g[0]), mb)};
         };
       });
 }
@@ -371,17 +339,17 @@ Tensor unary_ad(const Op& op, const char* name, const char* node, const Tensor& 
 Tensor neg(const Tensor& x) {
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
                    "[neg] negation of a bool tensor is not supported (use logical_not)");
-  return unary_ad(neg_op(), "neg", "NegBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::neg), "neg", "NegBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return neg(g); });
 }
 Tensor abs(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.clone();
-  return unary_ad(abs_op(), "abs", "AbsBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::abs), "abs", "AbsBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return mul(g, sign(x)); });
 }
 Tensor sign(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.clone();
-  return unary_ad(sign_op(), "sign", "SignBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::sign), "sign", "SignBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 // Note [Fused ReLU backward]
@@ -394,9 +362,9 @@ Tensor sign(const Tensor& x) {
 namespace {
 Tensor relu_grad(const Tensor& g, const Tensor& y) {
   if (!autograd::is_grad_enabled() && g.dtype() == y.dtype() && g.sizes() == y.sizes() &&
-      g.device() == y.device() && has_kernel(relu_backward_op(), y.device(), y.dtype())) {
+      g.device() == y.device() && has_kernel(core_op(ops::relu_backward), y.device(), y.dtype())) {
     Tensor out = empty(y.sizes(), {y.dtype(), y.device()});
-    if (out.numel() > 0) run_kernel(relu_backward_op(), y.dtype(), {&g, &y}, {&out});
+    if (out.numel() > 0) run_kernel(core_op(ops::relu_backward), y.dtype(), {&g, &y}, {&out});
     return out;
   }
   return where(le(y, 0.0), zeros_like(g), g);
@@ -405,48 +373,48 @@ Tensor relu_grad(const Tensor& g, const Tensor& y) {
 
 Tensor relu(const Tensor& x) {
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
-  return unary_ad(relu_op(), "relu", "ReluBackward", x, false, Save::Output, relu_grad);
+  return unary_ad(core_op(ops::relu), "relu", "ReluBackward", x, false, Save::Output, relu_grad);
 }
 Tensor exp(const Tensor& x) {
-  return unary_ad(exp_op(), "exp", "ExpBackward", x, true, Save::Output,
+  return unary_ad(core_op(ops::exp), "exp", "ExpBackward", x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, y); });
 }
 Tensor log(const Tensor& x) {
-  return unary_ad(log_op(), "log", "LogBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::log), "log", "LogBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return div(g, x); });
 }
 Tensor log1p(const Tensor& x) {
-  return unary_ad(log1p_op(), "log1p", "Log1pBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::log1p), "log1p", "Log1pBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return div(g, add(x, 1.0)); });
 }
 Tensor sqrt(const Tensor& x) {
-  return unary_ad(sqrt_op(), "sqrt", "SqrtBackward", x, true, Save::Output,
+  return unary_ad(core_op(ops::sqrt), "sqrt", "SqrtBackward", x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return div(g, mul(y, 2.0)); });
 }
 Tensor rsqrt(const Tensor& x) {
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
-  return unary_ad(rsqrt_op(), "rsqrt", "RsqrtBackward", x, true, Save::Output,
+  return unary_ad(core_op(ops::rsqrt), "rsqrt", "RsqrtBackward", x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, mul(pow(y, 3.0), -0.5)); });
 }
 Tensor sin(const Tensor& x) {
-  return unary_ad(sin_op(), "sin", "SinBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::sin), "sin", "SinBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return mul(g, cos(x)); });
 }
 Tensor cos(const Tensor& x) {
-  return unary_ad(cos_op(), "cos", "CosBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::cos), "cos", "CosBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return neg(mul(g, sin(x))); });
 }
 Tensor tanh(const Tensor& x) {
-  return unary_ad(tanh_op(), "tanh", "TanhBackward", x, true, Save::Output,
+  return unary_ad(core_op(ops::tanh), "tanh", "TanhBackward", x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, rsub_one(mul(y, y))); });
 }
 Tensor sigmoid(const Tensor& x) {
-  return unary_ad(sigmoid_op(), "sigmoid", "SigmoidBackward", x, true, Save::Output,
+  return unary_ad(core_op(ops::sigmoid), "sigmoid", "SigmoidBackward", x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, mul(y, rsub_one(y))); });
 }
 Tensor silu(const Tensor& x) {
   // d x s(x) = s (1 + x (1 - s))
-  return unary_ad(silu_op(), "silu", "SiluBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::silu), "silu", "SiluBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) {
                     const Tensor s = sigmoid(x);
                     return mul(g, mul(s, add(mul(x, rsub_one(s)), 1.0)));
@@ -454,7 +422,7 @@ Tensor silu(const Tensor& x) {
 }
 Tensor erf(const Tensor& x) {
   // d erf = 2/sqrt(pi) exp(-x^2)
-  return unary_ad(erf_op(), "erf", "ErfBackward", x, true, Save::Input,
+  return unary_ad(core_op(ops::erf), "erf", "ErfBackward", x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) {
                     return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
                   });
@@ -463,38 +431,38 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "[gelu] approximate must be 'none' or 'tanh': got '{}'", approximate);
   const bool tanh_form = approximate == "tanh";
-  const int64_t form = tanh_form ? 1 : 0;
-  return unary_ad(gelu_op(), "gelu", "GeluBackward", x, true, Save::Input,
-                  [tanh_form](const Tensor& g, const Tensor& x) {
-                    if (tanh_form) {
-                      // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
-                      const double k = 0.7978845608028654, c = 0.044715;
-                      const Tensor t = tanh(mul(add(x, mul(pow(x, 3.0), c)), k));
-                      const Tensor du = mul(add(mul(mul(x, x), 3.0 * c), 1.0), k);
-                      const Tensor d = add(mul(add(t, 1.0), 0.5),
-                                           mul(mul(mul(x, 0.5), rsub_one(mul(t, t))), du));
-                      return mul(g, d);
-                    }
-                    // y = x Phi(x): dy = Phi(x) + x phi(x)
-                    const Tensor cdf = mul(add(erf(mul(x, 0.7071067811865476)), 1.0), 0.5);
-                    const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.3989422804014327);
-                    return mul(g, add(cdf, mul(x, pdf)));
-                  },
-                  {{&form, 1}, {}});
+  return unary_ad(
+      core_op(ops::gelu), "gelu", "GeluBackward", x, true, Save::Input,
+      [tanh_form](const Tensor& g, const Tensor& x) {
+        if (tanh_form) {
+          // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
+          const double k = 0.7978845608028654, c = 0.044715;
+          const Tensor t = tanh(mul(add(x, mul(pow(x, 3.0), c)), k));
+          const Tensor du = mul(add(mul(mul(x, x), 3.0 * c), 1.0), k);
+          const Tensor d =
+              add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 0.5), rsub_one(mul(t, t))), du));
+          return mul(g, d);
+        }
+        // y = x Phi(x): dy = Phi(x) + x phi(x)
+        const Tensor cdf = mul(add(erf(mul(x, 0.7071067811865476)), 1.0), 0.5);
+        const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.3989422804014327);
+        return mul(g, add(cdf, mul(x, pdf)));
+      },
+      PackedAttrs(attrs::gelu{.tanh_form = tanh_form ? 1 : 0}));
 }
 Tensor floor(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(floor_op(), "floor", "FloorBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::floor), "floor", "FloorBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor ceil(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(ceil_op(), "ceil", "CeilBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::ceil), "ceil", "CeilBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor round(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(round_op(), "round", "RoundBackward", x, false, Save::Input,
+  return unary_ad(core_op(ops::round), "round", "RoundBackward", x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor square(const Tensor& x) {
@@ -503,8 +471,7 @@ Tensor square(const Tensor& x) {
 
 namespace {
 struct ClampArgs {
-  int64_t ints[2];
-  double floats[2];
+  attrs::clamp attrs;
   DType dtype;
 };
 ClampArgs clamp_args(DType x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
@@ -513,7 +480,11 @@ ClampArgs clamp_args(DType x, std::optional<Scalar> lo, std::optional<Scalar> hi
   if (lo) d = detail::promote_with_scalar(d, *lo);
   if (hi) d = detail::promote_with_scalar(d, *hi);
   EMBER_CHECK_TYPE(x != DType::Bool, "[clamp] not defined for bool tensors");
-  return {{lo ? 1 : 0, hi ? 1 : 0}, {lo ? lo->to_double() : 0.0, hi ? hi->to_double() : 0.0}, d};
+  return {{.has_lo = lo ? 1 : 0,
+           .has_hi = hi ? 1 : 0,
+           .lo = lo ? lo->to_double() : 0.0,
+           .hi = hi ? hi->to_double() : 0.0},
+          d};
 }
 }  // namespace
 
@@ -523,7 +494,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi
   return differentiable(
       "ClampBackward", "clamp", {&x},
       [&] {
-        return unary(clamp_op(), "clamp", x.to(a.dtype), false, {{a.ints, 2}, {a.floats, 2}});
+        return unary(core_op(ops::clamp), "clamp", x.to(a.dtype), false, PackedAttrs(a.attrs));
       },
       [&] {
         return [sx = SavedTensor(x), lo, hi](const Grads& g, const LambdaNode& self) {
@@ -543,7 +514,7 @@ Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   if (autograd::any_requires_grad({&x})) {
     return autograd::inplace(x, "clamp_", [&](const Tensor& old) { return clamp(old, lo, hi); });
   }
-  return unary_(clamp_op(), "clamp_", x, false, {{a.ints, 2}, {a.floats, 2}});
+  return unary_(core_op(ops::clamp), "clamp_", x, false, PackedAttrs(a.attrs));
 }
 
 // In-place forms: below autograd they run the kernel into `a`; while recording they are the
@@ -554,7 +525,7 @@ Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
       binary_check_inplace(a, b, #name "_", kind);                                             \
       return autograd::inplace(a, #name "_", [&](const Tensor& old) { return name(old, b); }); \
     }                                                                                          \
-    return binary_(name##_op(), #name "_", a, b, kind);                                        \
+    return binary_(core_op(ops::name), #name "_", a, b, kind);                                 \
   }                                                                                            \
   Tensor& name##_(Tensor& a, Scalar b) {                                                       \
     return name##_(a, detail::scalar_tensor(b, a.dtype(), a.device()));                        \
@@ -570,7 +541,7 @@ EMBER_BINARY_INPLACE(div, Kind::TrueDiv)
     if (autograd::any_requires_grad({&x})) {                                               \
       return autograd::inplace(x, #name "_", [](const Tensor& old) { return name(old); }); \
     }                                                                                      \
-    return unary_(name##_op(), #name "_", x, needs_float);                                 \
+    return unary_(core_op(ops::name), #name "_", x, needs_float);                          \
   }
 EMBER_UNARY_INPLACE(abs, false)
 EMBER_UNARY_INPLACE(exp, true)
@@ -587,7 +558,7 @@ Tensor& neg_(Tensor& x) {
   if (autograd::any_requires_grad({&x})) {
     return autograd::inplace(x, "neg_", [](const Tensor& old) { return neg(old); });
   }
-  return unary_(neg_op(), "neg_", x, false);
+  return unary_(core_op(ops::neg), "neg_", x, false);
 }
 
 Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
@@ -602,7 +573,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
                              [&](const Tensor& old) { return where(mask, v, old); });
   }
   const Tensor m = mask.expand(x.sizes()), vv = v.expand(x.sizes());
-  if (x.numel() > 0) run_kernel(where_op(), x.dtype(), {&m, &vv, &x}, {&x});
+  if (x.numel() > 0) run_kernel(core_op(ops::where), x.dtype(), {&m, &vv, &x}, {&x});
   x.bump_version();
   return x;
 }

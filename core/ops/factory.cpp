@@ -42,10 +42,8 @@ Tensor full(IntList sizes, Scalar value, TensorOptions opts) {
   if (t.numel() == 0) return t;
   // The "fill" kernel directly rather than fill_(): a new tensor starts at version 0, as in
   // PyTorch, since nothing can have saved it yet.
-  static const Op& fill = op_handle("fill");
-  const double f = value.to_double();
-  const int64_t i = value.to_int();
-  run_kernel(fill, t.dtype(), {}, {&t}, {{&i, 1}, {&f, 1}});
+  run_kernel(attrs::fill{.int_value = value.to_int(), .value = value.to_double()}, t.dtype(), {},
+             {&t});
   return t;
 }
 Tensor zeros_like(const Tensor& t) {
@@ -159,11 +157,6 @@ DefaultGenerators& default_generators() {
   return *g;
 }
 
-const Op& random_op() {
-  static const Op& op = op_handle("random");
-  return op;
-}
-
 // Note [Random numbers on every device]
 // rand, randn and dropout masks are Philox4x32-10 (plugin_sdk_random.hpp): element i of a draw
 // is word i % 4 (float64: a pair of words) of the block at counter offset + i / 4 under the
@@ -182,11 +175,14 @@ Tensor philox_tensor(const char* op, IntList sizes, TensorOptions opts, Generato
   const bool f64 = opts.dtype == DType::Float64;
   const uint64_t seed = g.seed();
   const uint64_t offset = n > 0 ? g.philox_reserve(sdk::random_blocks(n, f64)) : 0;
-  if (n > 0 && has_kernel(random_op(), opts.device, opts.dtype)) {
+  if (n > 0 && has_kernel(core_op(ops::random), opts.device, opts.dtype)) {
     Tensor out = empty(sizes, {opts.dtype, opts.device});
-    const int64_t ints[3] = {kind, static_cast<int64_t>(seed), static_cast<int64_t>(offset)};
-    const double floats[2] = {p, scale};
-    run_kernel(random_op(), opts.dtype, {}, {&out}, {{ints, 3}, {floats, 2}});
+    run_kernel(attrs::random{.kind = kind,
+                             .seed = static_cast<int64_t>(seed),
+                             .offset = static_cast<int64_t>(offset),
+                             .p = p,
+                             .scale = scale},
+               opts.dtype, {}, {&out});
     return out;
   }
   const int bits = sdk::random_bits(static_cast<int32_t>(opts.dtype));

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -31,15 +30,6 @@
 
 namespace ember {
 namespace {
-
-EMBER_DEFINE_OP(index_select)
-EMBER_DEFINE_OP(gather)
-EMBER_DEFINE_OP(scatter)
-EMBER_DEFINE_OP(scatter_add)
-EMBER_DEFINE_OP(count_nonzero)
-EMBER_DEFINE_OP(nonzero)
-EMBER_DEFINE_OP(sort)
-EMBER_DEFINE_OP(topk)
 
 // Note [Backward of indexing ops]
 // Every formula here is linear in the output gradient and written with the ops of this file,
@@ -59,10 +49,6 @@ using autograd::differentiable;
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
-
-const autograd::DeclareDifferentiable kDifferentiable{
-    "index_select", "gather", "scatter", "scatter_add", "masked_fill", "cat",
-    "stack",        "split",  "chunk",   "sort",        "topk"};
 
 // Gradient of index_select(x, dim, index) for x of `in_sizes`.
 Tensor index_select_backward(const Tensor& g, const Shape& in_sizes, int64_t dim,
@@ -134,7 +120,10 @@ Tensor scatter_impl(const Op& op, const char* name, const Tensor& x, int64_t dim
                 name, shape_str(index.sizes()), shape_str(src.sizes()), shape_str(x.sizes()), d);
   }
   Tensor y = x.clone();
-  if (index.numel() > 0) run_kernel(op, x.dtype(), {&index, &src}, {&y}, {{&d, 1}, {}});
+  // scatter and scatter_add share one attribute layout.
+  if (index.numel() > 0) {
+    run_kernel(op, x.dtype(), {&index, &src}, {&y}, PackedAttrs(attrs::scatter{.dim = d}));
+  }
   return y;
 }
 
@@ -142,14 +131,15 @@ Tensor scatter_impl(const Op& op, const char* name, const Tensor& x, int64_t dim
 // sort and topk move `dim` to the end with a transpose (a view, no copy); the kernel sees rows
 // of the last dim, reads the input through its strides and writes contiguous outputs in that
 // moved layout; the results are transposed back, so they are views of contiguous buffers.
-std::tuple<Tensor, Tensor> ordering_kernel(const Op& op, const Tensor& x, int64_t d,
-                                           int64_t out_size, KernelAttrs attrs) {
+template <typename A>  // attrs::sort or attrs::topk
+std::tuple<Tensor, Tensor> ordering_kernel(const A& attrs, const Tensor& x, int64_t d,
+                                           int64_t out_size) {
   const Tensor xt = x.transpose(d, -1);
   Shape sizes = xt.sizes();
   sizes.back() = out_size;
   Tensor values = empty(sizes, {x.dtype(), x.device()});
   Tensor indices = empty(sizes, {DType::Int64, x.device()});
-  if (values.numel() > 0) run_kernel(op, x.dtype(), {&xt}, {&values, &indices}, attrs);
+  if (values.numel() > 0) run_kernel(attrs, x.dtype(), {&xt}, {&values, &indices});
   return {values.transpose(d, -1), indices.transpose(d, -1)};
 }
 
@@ -172,7 +162,7 @@ Tensor index_select_forward(const Tensor& x, int64_t dim, const Tensor& index) {
   sizes[d] = idx.numel();
   Tensor y = empty(sizes, {x.dtype(), x.device()});
   // Note: with an empty output (another dim of size 0) the kernel still validates the indices.
-  if (idx.numel() > 0) run_kernel(index_select_op(), x.dtype(), {&x, &idx}, {&y}, {{&d, 1}, {}});
+  if (idx.numel() > 0) run_kernel(attrs::index_select{.dim = d}, x.dtype(), {&x, &idx}, {&y});
   return y;
 }
 
@@ -191,7 +181,7 @@ Tensor gather_forward(const Tensor& x, int64_t dim, const Tensor& index) {
                 index.size(i), x.size(i), i, shape_str(index.sizes()), shape_str(x.sizes()));
   }
   Tensor y = empty(index.sizes(), {x.dtype(), x.device()});
-  if (y.numel() > 0) run_kernel(gather_op(), x.dtype(), {&x, &index}, {&y}, {{&d, 1}, {}});
+  if (y.numel() > 0) run_kernel(attrs::gather{.dim = d}, x.dtype(), {&x, &index}, {&y});
   return y;
 }
 
@@ -226,7 +216,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   return differentiable(
       "ScatterBackward", "scatter", {&x, &src},
-      [&] { return scatter_impl(scatter_op(), "scatter", x, dim, index, src); },
+      [&] { return scatter_impl(core_op(ops::scatter), "scatter", x, dim, index, src); },
       [&] {
         return [src_sizes = src.sizes(), dim, si = SavedTensor(index), rx = x.requires_grad(),
                 rs = src.requires_grad()](const Grads& g, const LambdaNode& self) {
@@ -242,7 +232,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   return differentiable(
       "ScatterAddBackward", "scatter_add", {&x, &src},
-      [&] { return scatter_impl(scatter_add_op(), "scatter_add", x, dim, index, src); },
+      [&] { return scatter_impl(core_op(ops::scatter_add), "scatter_add", x, dim, index, src); },
       [&] {
         return [src_sizes = src.sizes(), dim, si = SavedTensor(index), rs = src.requires_grad()](
                    const Grads& g, const LambdaNode& self) {
@@ -269,10 +259,10 @@ Tensor nonzero(const Tensor& x) {
   if (x.numel() == 0) {
     return empty({0, x.dim()}, {DType::Int64, x.device()});
   }
-  run_kernel(count_nonzero_op(), x.dtype(), {&x}, {&count});
+  run_kernel(core_op(ops::count_nonzero), x.dtype(), {&x}, {&count});
   const int64_t n = count.to(Device::cpu()).data_ptr<int64_t>()[0];
   Tensor out = empty({n, x.dim()}, {DType::Int64, x.device()});
-  if (out.numel() > 0) run_kernel(nonzero_op(), x.dtype(), {&x}, {&out});
+  if (out.numel() > 0) run_kernel(core_op(ops::nonzero), x.dtype(), {&x}, {&out});
   return out;
 }
 
@@ -477,10 +467,10 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   const int64_t d = wrap_dim(dim, x.dim(), "topk");
   EMBER_CHECK(k >= 0 && k <= x.size(d), "[topk] k ({}) is out of range for dim {} of size {}", k, d,
               x.size(d));
-  const int64_t ints[3] = {k, largest ? 1 : 0, sorted ? 1 : 0};
   auto [values, indices] = [&] {
     autograd::NoGradGuard below_autograd;
-    return ordering_kernel(topk_op(), x, d, k, {ints, {}});
+    return ordering_kernel(
+        attrs::topk{.k = k, .largest = largest ? 1 : 0, .sorted = sorted ? 1 : 0}, x, d, k);
   }();
   record_ordering("TopkBackward", "topk", x, d, values, indices);
   return {values, indices};
@@ -499,10 +489,9 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
     return {values, i.reshape({})};
   }
   const int64_t d = wrap_dim(dim, x.dim(), "sort");
-  const int64_t desc = descending ? 1 : 0;
   auto [values, indices] = [&] {
     autograd::NoGradGuard below_autograd;
-    return ordering_kernel(sort_op(), x, d, x.size(d), {{&desc, 1}, {}});
+    return ordering_kernel(attrs::sort{.descending = descending ? 1 : 0}, x, d, x.size(d));
   }();
   record_ordering("SortBackward", "sort", x, d, values, indices);
   return {values, indices};

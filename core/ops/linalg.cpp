@@ -10,18 +10,12 @@
 
 #include <algorithm>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 
 namespace ember {
 namespace {
-
-const Op& matmul_op() {
-  static const Op& op = op_handle("matmul");
-  return op;
-}
 
 // Shared body of matmul, mm and bmm: `name` prefixes every error message.
 Tensor product(const char* name, const Tensor& a, const Tensor& b) {
@@ -69,7 +63,7 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
       out.zero_();
     } else {
       const Tensor ax = a2.to(dtype).expand(a_shape), bx = b2.to(dtype).expand(b_shape);
-      run_kernel(matmul_op(), dtype, {&ax, &bx}, {&out});
+      run_kernel(core_op(ops::matmul), dtype, {&ax, &bx}, {&out});
     }
   }
   if (a.dim() > 1 && b.dim() > 1) return out;
@@ -79,8 +73,6 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
   if (b.dim() > 1) result.push_back(n);
   return out.view(result);
 }
-
-const autograd::DeclareDifferentiable kDifferentiable{"matmul", "mm", "bmm"};
 
 // Note [Backward of matmul]
 // With 1-d operands viewed as [1, K] / [K, 1] (Note [1-d operands of matmul]) and the output

@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
@@ -39,10 +38,6 @@ namespace {
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
-
-const autograd::DeclareDifferentiable kDifferentiable{
-    "nll_loss", "cross_entropy",        "mse_loss",
-    "l1_loss",  "binary_cross_entropy", "binary_cross_entropy_with_logits"};
 
 Tensor reduce_loss(const Tensor& l, Reduction r) {
   switch (r) {
@@ -167,7 +162,19 @@ Tensor nll_core(const Tensor& logp, const NllPlan& plan, Reduction r) {
       });
 }
 
-void check_nll_args(const char* name, const Tensor& input, const Tensor& target) {
+// Note [Class weights take no gradient]
+// PyTorch's nll_loss and cross_entropy do not differentiate with respect to their class
+// weights ("the derivative for 'weight' is not implemented"). Ember used to compute the weighted
+// terms under NoGradGuard, so a weight that required grad silently got no gradient (or, with
+// label smoothing, only the smoothing term's): a wrong answer. Such a weight is refused up front
+// while grad mode is on, with the way out in the message.
+void check_nll_args(const char* name, const Tensor& input, const Tensor& target,
+                    const Tensor& weight) {
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      !weight.defined() || !weight.requires_grad() || !autograd::is_grad_enabled(),
+      "[{}] the class weight requires grad, but the gradient with respect to the weight is not "
+      "implemented, as in PyTorch (pass weight.detach(), or compute the loss under NoGradGuard)",
+      name);
   EMBER_CHECK_TYPE(input.defined() && target.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK_TYPE(is_floating(input.dtype()), "[{}] input must be a floating tensor: got {}", name,
                    input.dtype());
@@ -229,7 +236,7 @@ void check_broadcasts_to(const char* name, const char* what, const Tensor& w, co
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, Reduction reduction) {
-  check_nll_args("nll_loss", log_probs, target);
+  check_nll_args("nll_loss", log_probs, target, weight);
   check_class_target("nll_loss", target);
   return nll("nll_loss", log_probs, target, weight, ignore_index, reduction);
 }
@@ -237,7 +244,7 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, Reduction reduction, double label_smoothing) {
   const char* name = "cross_entropy";
-  check_nll_args(name, logits, target);
+  check_nll_args(name, logits, target, weight);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
               "[cross_entropy] label_smoothing must be in [0, 1]: got {}", label_smoothing);
   const int64_t cdim = logits.dim() == 1 ? 0 : 1;

@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
 #include "ember/autograd/record.h"
@@ -44,9 +43,6 @@ namespace {
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
-
-const autograd::DeclareDifferentiable kDifferentiable{"linear", "dropout", "embedding", "pad",
-                                                      "interpolate"};
 
 // A host-made int64 index tensor on `device`.
 Tensor index_tensor(const std::vector<int64_t>& v, Device device) {

@@ -29,7 +29,6 @@
 
 #include <array>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -39,18 +38,9 @@
 namespace ember {
 namespace {
 
-EMBER_DEFINE_OP(batch_norm)
-EMBER_DEFINE_OP(batch_norm_backward)
-EMBER_DEFINE_OP(layer_norm)
-EMBER_DEFINE_OP(layer_norm_backward)
-EMBER_DEFINE_OP(group_norm)
-EMBER_DEFINE_OP(group_norm_backward)
-
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
-
-const autograd::DeclareDifferentiable kDifferentiable{"batch_norm", "layer_norm", "group_norm"};
 
 void check_input(const char* name, const Tensor& x, double eps) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
@@ -99,18 +89,17 @@ BatchNormResult batch_norm_impl(const Tensor& x, const Tensor& w, const Tensor& 
   if (x.numel() == 0) return r;
   const Tensor x3 = x.reshape({n, c, s}).contiguous();
   const Tensor wk = param_or(w, c, 1.0, dt, dev), bk = param_or(b, c, 0.0, dt, dev);
-  const double eps_attr[] = {eps};
-  const int64_t mode[] = {training ? 1 : 0};
+  const attrs::batch_norm a{.training = training ? 1 : 0, .eps = eps};
   const Tensor y3 = r.y.view({n, c, s});
   if (!training) {
     r.mean = running_mean.to(dt).contiguous();
     r.var = running_var.to(dt).contiguous();
-    run_kernel(batch_norm_op(), dt, {&x3, &wk, &bk, &r.mean, &r.var}, {&y3}, {mode, eps_attr});
+    run_kernel(a, dt, {&x3, &wk, &bk, &r.mean, &r.var}, {&y3});
     return r;
   }
   r.mean = empty({c}, {dt, dev});
   r.var = empty({c}, {dt, dev});
-  run_kernel(batch_norm_op(), dt, {&x3, &wk, &bk}, {&y3, &r.mean, &r.var}, {mode, eps_attr});
+  run_kernel(a, dt, {&x3, &wk, &bk}, {&y3, &r.mean, &r.var});
   // Note [Running statistics of batch_norm]
   // The update is an in-place write outside autograd (running stats are buffers, not part of
   // the graph): it bumps their versions, so a graph that saved them notices. The unbiased
@@ -172,10 +161,8 @@ Grads batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, con
   const Tensor wk = param_or(w, c, 1.0, dt, x.device());
   Tensor dx = empty({n, c, s}, {dt, x.device()});
   Tensor dw = empty({c}, {dt, x.device()}), db = empty({c}, {dt, x.device()});
-  const double eps_attr[] = {eps};
-  const int64_t mode[] = {training ? 1 : 0};
-  run_kernel(batch_norm_backward_op(), dt, {&g3, &x3, &wk, &mean_, &var_}, {&dx, &dw, &db},
-             {mode, eps_attr});
+  run_kernel(attrs::batch_norm_backward{.training = training ? 1 : 0, .eps = eps}, dt,
+             {&g3, &x3, &wk, &mean_, &var_}, {&dx, &dw, &db});
   return {dx.view(x.sizes()), dw, db};
 }
 
@@ -188,7 +175,11 @@ struct RowNorm {
   const Op* op;
   const Op* backward_op;
   int64_t rows, groups, per_group, spatial;
-  std::array<int64_t, 3> ints() const { return {groups, per_group, spatial}; }
+  /** The kernels' attributes (layer_norm, group_norm and their gradients share one layout). */
+  PackedAttrs kernel_attrs(double eps) const {
+    return PackedAttrs(attrs::layer_norm{
+        .groups = groups, .group_size = per_group, .spatial = spatial, .eps = eps});
+  }
 };
 
 Grads row_norm_formula(const RowNorm& p, const Tensor& g, const Tensor& x, const Tensor& w,
@@ -218,9 +209,7 @@ Tensor row_norm(const RowNorm& p, const Tensor& x, const Tensor& w, const Tensor
                  bk = param_or(b, np, 0.0, dt, x.device());
     Tensor mu = empty({p.rows}, {dt, x.device()}), invstd = empty({p.rows}, {dt, x.device()});
     const Tensor y2 = y.view({p.rows, -1});
-    const auto ints = p.ints();
-    const double eps_attr[] = {eps};
-    run_kernel(*p.op, dt, {&x2, &wk, &bk}, {&y2, &mu, &invstd}, {ints, eps_attr});
+    run_kernel(*p.op, dt, {&x2, &wk, &bk}, {&y2, &mu, &invstd}, p.kernel_attrs(eps));
     return {y, mu, invstd};
   };
   if (!autograd::any_requires_grad({&x, &w, &b})) return std::get<0>(forward());
@@ -250,10 +239,8 @@ Tensor row_norm(const RowNorm& p, const Tensor& x, const Tensor& w, const Tensor
           const Tensor wk = param_or(w, np, 1.0, dt, x.device());
           Tensor dx = empty(x2.sizes(), {dt, x.device()});
           Tensor dw = empty({np}, {dt, x.device()}), db = empty({np}, {dt, x.device()});
-          const auto ints = p.ints();
-          const double eps_attr[] = {eps};
           run_kernel(*p.backward_op, dt, {&g2, &x2, &wk, &mu, &invstd}, {&dx, &dw, &db},
-                     {ints, eps_attr});
+                     p.kernel_attrs(eps));
           out = {dx.view(x.sizes()), param_grad(dw, w), db};
         }
         out[2] = has_b ? out[2].reshape(b_sizes).to(b_dtype) : Tensor();
@@ -332,8 +319,14 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
   int64_t d = 1;
   for (int64_t v : normalized_shape) d *= v;
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
-  const RowNorm p{
-      name, "NativeLayerNormBackward", &layer_norm_op(), &layer_norm_backward_op(), rows, 1, d, 1};
+  const RowNorm p{name,
+                  "NativeLayerNormBackward",
+                  &core_op(ops::layer_norm),
+                  &core_op(ops::layer_norm_backward),
+                  rows,
+                  1,
+                  d,
+                  1};
   return row_norm(p, x, weight, bias, eps);
 }
 
@@ -358,8 +351,8 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
   const int64_t s = empty ? 0 : x.numel() / (n * c);
   const RowNorm p{name,
                   "NativeGroupNormBackward",
-                  &group_norm_op(),
-                  &group_norm_backward_op(),
+                  &core_op(ops::group_norm),
+                  &core_op(ops::group_norm_backward),
                   empty ? 0 : n * num_groups,
                   num_groups,
                   c / num_groups,

@@ -25,7 +25,6 @@
 
 #include <array>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
 #include "ember/autograd/record.h"
@@ -35,24 +34,21 @@
 namespace ember {
 namespace {
 
-EMBER_DEFINE_OP(max_pool2d)
-EMBER_DEFINE_OP(max_pool2d_backward)
-EMBER_DEFINE_OP(avg_pool2d)
-EMBER_DEFINE_OP(avg_pool2d_backward)
-EMBER_DEFINE_OP(adaptive_avg_pool2d)
-EMBER_DEFINE_OP(adaptive_avg_pool2d_backward)
-
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
 
-const autograd::DeclareDifferentiable kDifferentiable{"max_pool2d_with_indices", "max_pool2d",
-                                                      "avg_pool2d", "adaptive_avg_pool2d"};
-
 /** Window geometry of one pooling call, per spatial dim (0 = height, 1 = width). */
 struct Pool {
   std::array<int64_t, 2> k{}, s{}, p{}, d{1, 1}, in{}, out{};
-  std::array<int64_t, 8> ints() const { return {k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1]}; }
+  /** max_pool2d's attributes; A is attrs::max_pool2d or attrs::max_pool2d_backward. */
+  template <typename A>
+  A max_attrs() const {
+    A a;
+    a.kernel_h = k[0], a.kernel_w = k[1], a.stride_h = s[0], a.stride_w = s[1];
+    a.pad_h = p[0], a.pad_w = p[1], a.dil_h = d[0], a.dil_w = d[1];
+    return a;
+  }
 };
 
 // One value or two for an (H, W) pair; `what` names the argument in messages.
@@ -132,17 +128,16 @@ Tensor squeeze_if(const Tensor& t, bool unbatched) {
 
 std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntList kernel_size,
                                          IntList stride, IntList padding, IntList dilation,
-                                         bool ceil_mode, std::array<int64_t, 8>* ints_out) {
+                                         bool ceil_mode, Pool* geometry_out) {
   const Tensor x4 = as_batched(name, x, /*allow_int=*/true);
   const Pool g = make_pool(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
-  if (ints_out) *ints_out = g.ints();
+  if (geometry_out) *geometry_out = g;
   const Shape sizes{x4.size(0), x4.size(1), g.out[0], g.out[1]};
   Tensor y = empty(sizes, {x.dtype(), x.device()});
   Tensor idx = empty(sizes, {DType::Int64, x.device()});
   if (y.numel() > 0) {
     const Tensor xc = x4.contiguous();
-    const auto ints = g.ints();
-    run_kernel(max_pool2d_op(), x.dtype(), {&xc}, {&y, &idx}, {ints, {}});
+    run_kernel(g.max_attrs<attrs::max_pool2d>(), x.dtype(), {&xc}, {&y, &idx});
   }
   const bool unbatched = x.dim() == 3;
   return {squeeze_if(y, unbatched), squeeze_if(idx, unbatched)};
@@ -159,17 +154,17 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
 // The kernel is used when the backward needs no graph (no create_graph), the composite
 // otherwise, as for Note [Fused ReLU backward].
 Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
-                         const std::array<int64_t, 8>& ints) {
+                         const Pool& geometry) {
   const int64_t nd = static_cast<int64_t>(in_sizes.size());
   const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
   const int64_t h = in_sizes[nd - 2], w = in_sizes[nd - 1];
   if (g.numel() > 0 && !autograd::is_grad_enabled() &&
-      has_kernel(max_pool2d_backward_op(), g.device(), g.dtype())) {
+      has_kernel(core_op(ops::max_pool2d_backward), g.device(), g.dtype())) {
     const int64_t oh = g.size(g.dim() - 2), ow = g.size(g.dim() - 1);
     const Tensor g4 = g.reshape({planes, 1, oh, ow}).contiguous();
     const Tensor i4 = idx.reshape({planes, 1, oh, ow}).contiguous();
     Tensor dx = empty({planes, 1, h, w}, {g.dtype(), g.device()});
-    run_kernel(max_pool2d_backward_op(), g.dtype(), {&g4, &i4}, {&dx}, {ints, {}});
+    run_kernel(geometry.max_attrs<attrs::max_pool2d_backward>(), g.dtype(), {&g4, &i4}, {&dx});
     return dx.view(in_sizes);
   }
   const Tensor z = zeros({planes, h * w}, {g.dtype(), g.device()});
@@ -185,15 +180,15 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
     return max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, nullptr);
   }
   std::tuple<Tensor, Tensor> r;
-  std::array<int64_t, 8> ints{};
+  Pool geometry;
   {
     autograd::NoGradGuard below_autograd;
-    r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, &ints);
+    r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, &geometry);
   }
   autograd::record("MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
-                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), ints](
+                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), geometry](
                        const Grads& g, const LambdaNode& self) {
-                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes, ints)};
+                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes, geometry)};
                    });
   return r;
 }
@@ -203,8 +198,13 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
 struct AvgArgs {
   Pool g;
   bool count_include_pad = true;
-  std::array<int64_t, 7> ints() const {
-    return {g.k[0], g.k[1], g.s[0], g.s[1], g.p[0], g.p[1], count_include_pad ? 1 : 0};
+  /** avg_pool2d's attributes; A is attrs::avg_pool2d or attrs::avg_pool2d_backward. */
+  template <typename A>
+  A as() const {
+    A a;
+    a.kernel_h = g.k[0], a.kernel_w = g.k[1], a.stride_h = g.s[0], a.stride_w = g.s[1];
+    a.pad_h = g.p[0], a.pad_w = g.p[1], a.count_include_pad = count_include_pad ? 1 : 0;
+    return a;
   }
 };
 
@@ -224,8 +224,7 @@ Tensor avg_forward(const Tensor& x4, const AvgArgs& a) {
             empty({x4.size(0), x4.size(1), a.g.out[0], a.g.out[1]}, {x4.dtype(), x4.device()});
         if (y.numel() > 0) {
           const Tensor xc = x4.contiguous();
-          const auto ints = a.ints();
-          run_kernel(avg_pool2d_op(), x4.dtype(), {&xc}, {&y}, {ints, {}});
+          run_kernel(a.as<attrs::avg_pool2d>(), x4.dtype(), {&xc}, {&y});
         }
         return y;
       },
@@ -242,8 +241,7 @@ Tensor avg_backward(const Tensor& g4, const AvgArgs& a) {
             empty({g4.size(0), g4.size(1), a.g.in[0], a.g.in[1]}, {g4.dtype(), g4.device()});
         if (g4.numel() == 0) return dx.zero_();
         const Tensor gc = g4.contiguous();
-        const auto ints = a.ints();
-        run_kernel(avg_pool2d_backward_op(), g4.dtype(), {&gc}, {&dx}, {ints, {}});
+        run_kernel(a.as<attrs::avg_pool2d_backward>(), g4.dtype(), {&gc}, {&dx});
         return dx;
       },
       [&] {
@@ -265,7 +263,7 @@ Tensor adaptive_forward(const Tensor& x4, std::array<int64_t, 2> out) {
         Tensor y = empty({x4.size(0), x4.size(1), out[0], out[1]}, {x4.dtype(), x4.device()});
         if (y.numel() > 0) {
           const Tensor xc = x4.contiguous();
-          run_kernel(adaptive_avg_pool2d_op(), x4.dtype(), {&xc}, {&y});
+          run_kernel(core_op(ops::adaptive_avg_pool2d), x4.dtype(), {&xc}, {&y});
         }
         return y;
       },
@@ -283,7 +281,7 @@ Tensor adaptive_backward(const Tensor& g4, std::array<int64_t, 2> in) {
         Tensor dx = empty({g4.size(0), g4.size(1), in[0], in[1]}, {g4.dtype(), g4.device()});
         if (g4.numel() == 0) return dx.zero_();
         const Tensor gc = g4.contiguous();
-        run_kernel(adaptive_avg_pool2d_backward_op(), g4.dtype(), {&gc}, {&dx});
+        run_kernel(core_op(ops::adaptive_avg_pool2d_backward), g4.dtype(), {&gc}, {&dx});
         return dx;
       },
       [&] {

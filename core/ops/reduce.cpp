@@ -17,7 +17,6 @@
 #include <cmath>
 #include <limits>
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -25,18 +24,6 @@
 
 namespace ember {
 namespace {
-
-EMBER_DEFINE_OP(sum)
-EMBER_DEFINE_OP(prod)
-EMBER_DEFINE_OP(amax)
-EMBER_DEFINE_OP(amin)
-EMBER_DEFINE_OP(all)
-EMBER_DEFINE_OP(any)
-EMBER_DEFINE_OP(argmax)
-EMBER_DEFINE_OP(argmin)
-EMBER_DEFINE_OP(max_dim)
-EMBER_DEFINE_OP(min_dim)
-EMBER_DEFINE_OP(cumsum)
 
 /** A reduction laid out for the kernels: reduced dims moved last. */
 struct Plan {
@@ -90,9 +77,9 @@ Tensor finish(const Tensor& y, const Plan& p, bool keepdim) {
 /** Runs a one-output reduction kernel on the plan; y gets `out_dtype`. */
 Tensor run_reduce(const Op& op, const Plan& p, DType out_dtype, bool keepdim) {
   Tensor y = empty(p.out_sizes, {out_dtype, p.xp.device()});
+  // Every reduction kernel takes one attribute, reduced_dims (ember/ops.def).
   if (y.numel() > 0) {
-    const int64_t k = p.k;
-    run_kernel(op, p.xp.dtype(), {&p.xp}, {&y}, {{&k, 1}, {}});
+    run_kernel(op, p.xp.dtype(), {&p.xp}, {&y}, PackedAttrs(attrs::sum{.reduced_dims = p.k}));
   }
   return finish(y, p, keepdim);
 }
@@ -146,11 +133,11 @@ std::tuple<Tensor, Tensor> arg_reduce(const Op& op, const char* name, const Tens
   Tensor idx = empty(p.out_sizes, {DType::Int64, x.device()});
   Tensor val = values ? empty(p.out_sizes, {x.dtype(), x.device()}) : Tensor();
   if (idx.numel() > 0) {
-    const int64_t k = 1;
+    const PackedAttrs one_dim(attrs::argmax{.reduced_dims = 1});
     if (values) {
-      run_kernel(op, x.dtype(), {&p.xp}, {&val, &idx}, {{&k, 1}, {}});
+      run_kernel(op, x.dtype(), {&p.xp}, {&val, &idx}, one_dim);
     } else {
-      run_kernel(op, x.dtype(), {&p.xp}, {&idx}, {{&k, 1}, {}});
+      run_kernel(op, x.dtype(), {&p.xp}, {&idx}, one_dim);
     }
   }
   if (nd == 0) return {values ? val : Tensor(), idx};
@@ -200,10 +187,6 @@ namespace {
 using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
-
-const autograd::DeclareDifferentiable kDifferentiable{"sum",  "prod", "mean",      "amax",
-                                                      "amin", "max",  "min",       "var",
-                                                      "std",  "norm", "logsumexp", "cumsum"};
 
 /** A 0-d tensor of `like`'s dtype and device holding `v`. */
 Tensor scalar_like(const Tensor& like, double v) {
@@ -294,7 +277,8 @@ Tensor reduction_ad(const char* node, const char* name, const Tensor& x, IntList
 
 Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
   return autograd::differentiable(
-      "SumBackward", "sum", {&x}, [&] { return sum_like(sum_op(), "sum", x, dims, keepdim); },
+      "SumBackward", "sum", {&x},
+      [&] { return sum_like(core_op(ops::sum), "sum", x, dims, keepdim); },
       [&] {
         return [keep = plan(x, dims, "sum").keep_sizes, sizes = x.sizes()](const Grads& g,
                                                                            const LambdaNode&) {
@@ -306,7 +290,7 @@ Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
 Tensor prod(const Tensor& x, IntList dims, bool keepdim) {
   return reduction_ad(
       "ProdBackward", "prod", x, dims,
-      [&] { return sum_like(prod_op(), "prod", x, dims, keepdim); },
+      [&] { return sum_like(core_op(ops::prod), "prod", x, dims, keepdim); },
       [d = Shape(dims)](const Tensor& gk, const Tensor& x, const Tensor& yk) {
         return prod_backward(gk, x, yk, d);
       });
@@ -379,34 +363,34 @@ std::tuple<Tensor, Tensor> extremum_dim_ad(const Op& op, const char* name, const
 }  // namespace
 
 Tensor amax(const Tensor& x, IntList dims, bool keepdim) {
-  return amax_amin(amax_op(), "amax", "AmaxBackward", x, dims, keepdim);
+  return amax_amin(core_op(ops::amax), "amax", "AmaxBackward", x, dims, keepdim);
 }
 
 Tensor amin(const Tensor& x, IntList dims, bool keepdim) {
-  return amax_amin(amin_op(), "amin", "AminBackward", x, dims, keepdim);
+  return amax_amin(core_op(ops::amin), "amin", "AminBackward", x, dims, keepdim);
 }
 
 Tensor max(const Tensor& x) {
-  return extremum_all_ad(amax_op(), "max", "MaxBackward", x);
+  return extremum_all_ad(core_op(ops::amax), "max", "MaxBackward", x);
 }
 Tensor min(const Tensor& x) {
-  return extremum_all_ad(amin_op(), "min", "MinBackward", x);
+  return extremum_all_ad(core_op(ops::amin), "min", "MinBackward", x);
 }
 
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return extremum_dim_ad(max_dim_op(), "max", "MaxBackward", x, dim, keepdim);
+  return extremum_dim_ad(core_op(ops::max_dim), "max", "MaxBackward", x, dim, keepdim);
 }
 
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return extremum_dim_ad(min_dim_op(), "min", "MinBackward", x, dim, keepdim);
+  return extremum_dim_ad(core_op(ops::min_dim), "min", "MinBackward", x, dim, keepdim);
 }
 
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  return arg_reduce_flat(argmax_op(), "argmax", x, dim, keepdim);
+  return arg_reduce_flat(core_op(ops::argmax), "argmax", x, dim, keepdim);
 }
 
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-  return arg_reduce_flat(argmin_op(), "argmin", x, dim, keepdim);
+  return arg_reduce_flat(core_op(ops::argmin), "argmin", x, dim, keepdim);
 }
 
 // Note [Two-pass variance]
@@ -481,11 +465,11 @@ Tensor norm(const Tensor& x, double p, IntList dims, bool keepdim) {
 }
 
 Tensor all(const Tensor& x, IntList dims, bool keepdim) {
-  return run_reduce(all_op(), plan(x, dims, "all"), DType::Bool, keepdim);
+  return run_reduce(core_op(ops::all), plan(x, dims, "all"), DType::Bool, keepdim);
 }
 
 Tensor any(const Tensor& x, IntList dims, bool keepdim) {
-  return run_reduce(any_op(), plan(x, dims, "any"), DType::Bool, keepdim);
+  return run_reduce(core_op(ops::any), plan(x, dims, "any"), DType::Bool, keepdim);
 }
 
 // Note [Stable logsumexp]
@@ -523,7 +507,7 @@ Tensor cumsum_forward(const Tensor& x, int64_t d) {
   if (nd == 0) return in.clone();
   const Tensor moved = d == nd - 1 ? in : in.transpose(d, nd - 1);
   Tensor y = empty(moved.sizes(), {in.dtype(), in.device()});
-  if (y.numel() > 0) run_kernel(cumsum_op(), in.dtype(), {&moved}, {&y});
+  if (y.numel() > 0) run_kernel(core_op(ops::cumsum), in.dtype(), {&moved}, {&y});
   return d == nd - 1 ? y : y.transpose(d, nd - 1);
 }
 }  // namespace

@@ -8,7 +8,6 @@
 //           log_softmax dx = dy - exp(y) * sum(dy, dim, keepdim).
 #include "ember/ops/softmax.h"
 
-#include "core/autograd/differentiable_ops.h"
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -18,15 +17,6 @@
 namespace ember {
 namespace {
 
-const Op& softmax_op() {
-  static const Op& op = op_handle("softmax");
-  return op;
-}
-const Op& log_softmax_op() {
-  static const Op& op = op_handle("log_softmax");
-  return op;
-}
-
 Tensor run_softmax(const Op& op, const char* name, const Tensor& x, int64_t dim) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
@@ -35,11 +25,12 @@ Tensor run_softmax(const Op& op, const char* name, const Tensor& x, int64_t dim)
   const Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
   const Tensor in1 = in.dim() == 0 ? in.unsqueeze(0) : in;
   Tensor out = empty(in1.sizes(), {in1.dtype(), in1.device()});
-  if (out.numel() > 0) run_kernel(op, in1.dtype(), {&in1}, {&out}, {{&d, 1}, {}});
+  // softmax and log_softmax share one attribute layout.
+  if (out.numel() > 0) {
+    run_kernel(op, in1.dtype(), {&in1}, {&out}, PackedAttrs(attrs::softmax{.dim = d}));
+  }
   return x.dim() == 0 ? out.squeeze(0) : out;
 }
-
-const autograd::DeclareDifferentiable kDifferentiable{"softmax", "log_softmax"};
 
 // Note [Backward of softmax]
 // Both formulas need only the output y (saved with save_output, so the node keeps no copy of
@@ -64,15 +55,15 @@ Tensor differentiable_softmax(const Op& op, const char* name, const char* node, 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  return differentiable_softmax(softmax_op(), "softmax", "SoftmaxBackward", x, dim,
+  return differentiable_softmax(core_op(ops::softmax), "softmax", "SoftmaxBackward", x, dim,
                                 [](const Tensor& dy, const Tensor& y, IntList dims) {
                                   return mul(y, sub(dy, sum(mul(dy, y), dims, /*keepdim=*/true)));
                                 });
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return differentiable_softmax(log_softmax_op(), "log_softmax", "LogSoftmaxBackward", x, dim,
-                                [](const Tensor& dy, const Tensor& y, IntList dims) {
+  return differentiable_softmax(core_op(ops::log_softmax), "log_softmax", "LogSoftmaxBackward", x,
+                                dim, [](const Tensor& dy, const Tensor& y, IntList dims) {
                                   return sub(dy, mul(exp(y), sum(dy, dims, /*keepdim=*/true)));
                                 });
 }

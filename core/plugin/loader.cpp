@@ -369,12 +369,12 @@ void drop_kernels_of_replaced_type(PluginReport& report, int16_t id, const std::
       Op& op = op_handle(name);
       for (int d = 0; d < kNumDTypes; ++d) {
         KernelEntry& slot = op.kernels().slot(id, static_cast<DType>(d));
-        if (!slot.fn || slot.plugin != static_cast<int16_t>(owner)) continue;
+        if (!slot.get() || slot.plugin != static_cast<int16_t>(owner)) continue;
         report.conflicts.push_back(fmt::format(
             "kernel {} on {} for {} of plugin {} dropped: its device type was replaced by plugin "
             "{}",
             name, device_type(id).name, static_cast<DType>(d), rec.name, device_type(id).plugin));
-        slot = KernelEntry{};
+        slot.clear();
       }
     }
   }
@@ -606,7 +606,7 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     for (int d = 0; d < kNumDTypes; ++d) {
       if (!(k.dtype_mask & (1u << d))) continue;
       KernelEntry& slot = op.kernels().slot(static_cast<int16_t>(dt), static_cast<DType>(d));
-      if (slot.fn && slot.priority >= k.priority) {
+      if (slot.get() && slot.priority >= k.priority) {
         if (slot.plugin != plugin_index) {
           report.conflicts.push_back(
               fmt::format("kernel {} on {} for {}: kept {} (priority {}) over {} (priority {})",
@@ -616,13 +616,13 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
         }
         continue;
       }
-      if (slot.fn && slot.plugin != plugin_index) {
+      if (slot.get() && slot.plugin != plugin_index) {
         report.conflicts.push_back(fmt::format(
             "kernel {} on {} for {}: {} (priority {}) replaces {} (priority {})", k.op,
             device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d), rec.name, k.priority,
             slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?", slot.priority));
       }
-      slot = KernelEntry{k.fn, k.priority, plugin_index};
+      slot.publish(k.fn, k.priority, plugin_index);
     }
   }
   rec.ops.assign(op_names.begin(), op_names.end());

@@ -1,7 +1,6 @@
 // Tensor metadata and views: geometry only, no kernels.
 #include "ember/tensor/tensor.h"
 
-#include "core/autograd/differentiable_ops.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -29,10 +28,6 @@ using Grads = std::vector<Tensor>;
 void check_defined(const Tensor& t, const char* op) {
   EMBER_CHECK_TYPE(t.defined(), "[{}] called on an undefined tensor", op);
 }
-
-const autograd::DeclareDifferentiable kDifferentiable{
-    "view",   "reshape", "transpose", "permute",   "slice",   "narrow",
-    "select", "expand",  "squeeze",   "unsqueeze", "flatten", "as_strided"};
 
 // Backward of any view that only changes sizes: reshape back.
 auto reshape_back(const Tensor& base) {

@@ -66,7 +66,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpCase);
 /** Per device type: its ops and dtypes, from the core's kernel registry. */
 std::set<std::pair<std::string, DType>> kernels_of(const std::string& device) {
   std::set<std::pair<std::string, DType>> out;
-  for (const OpInfo& op : ops()) {
+  for (const OpInfo& op : list_ops()) {
     for (const auto& [type, dtypes] : op.kernels) {
       if (type != device) continue;
       for (DType d : dtypes) out.insert({op.name, d});
@@ -89,6 +89,19 @@ TEST(ConformanceRegistry, ReferenceCoversEveryCpuKernel) {
   ASSERT_FALSE(cpu.empty());
   for (const auto& [op, dtype] : cpu) {
     EXPECT_TRUE(ref.count({op, dtype})) << "reference lacks " << op << " for " << dtype_name(dtype);
+  }
+}
+
+// Every backend Ember builds has a kernel for every op of ember/ops.def but the optional ones.
+TEST(ConformanceRegistry, EveryBackendHasEveryMandatoryOp) {
+  for (const std::string& device : {std::string("cpu"), std::string(kReference)}) {
+    const auto have = kernels_of(device);
+    for (int32_t i = 0; i < ops::kCount; ++i) {
+      if (ops::is_optional(static_cast<ops::Id>(i))) continue;
+      const bool any = std::any_of(have.begin(), have.end(),
+                                   [&](const auto& k) { return k.first == ops::kInfo[i].name; });
+      EXPECT_TRUE(any) << device << " lacks " << ops::kInfo[i].name;
+    }
   }
 }
 

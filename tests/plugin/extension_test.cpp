@@ -62,25 +62,55 @@ TEST(ExtensionOps, ExampleLoadsAndIsListed) {
   EXPECT_EQ(rec.outcome, PluginOutcome::Loaded) << rec.reason;
   EXPECT_EQ(rec.name, "fused_bias_gelu");
   EXPECT_EQ(rec.abi, "1.1");
-  const ExtensionOp* op = find_extension_op(kGelu);
+  const OpSchema* op = find_extension_op(kGelu);
   ASSERT_NE(op, nullptr);
   EXPECT_EQ(op->plugin, "fused_bias_gelu");
-  EXPECT_EQ(op->num_inputs, 2);
+  EXPECT_FALSE(op->core);
+  EXPECT_EQ(op->min_inputs, 2);
+  EXPECT_EQ(op->max_inputs, 2);
+  EXPECT_EQ(find_op_schema(kGelu), op);  // one lookup for every op
+  EXPECT_EQ(op->op->schema(), op);
   EXPECT_EQ(op->backward_name, kGeluBackward);
   ASSERT_NE(op->backward, nullptr);
   EXPECT_EQ(op->backward->name, kGeluBackward);
 
-  // ember::ops() (what `ember ops` prints) lists it with its kernels and where it comes from.
+  // ember::list_ops() (what `ember ops` prints) lists it with its kernels and where it comes from.
   bool found = false;
-  for (const OpInfo& info : ops()) {
+  for (const OpInfo& info : list_ops()) {
     if (info.name != kGelu) continue;
     found = true;
-    EXPECT_NE(info.extension.find("defined by plugin fused_bias_gelu"), std::string::npos);
+    EXPECT_NE(info.schema.find("defined by plugin fused_bias_gelu"), std::string::npos);
     ASSERT_FALSE(info.kernels.empty());
     EXPECT_EQ(info.kernels[0].first, "cpu");
     EXPECT_EQ(info.kernels[0].second, (std::vector<DType>{DType::Float32, DType::Float64}));
   }
   EXPECT_TRUE(found);
+}
+
+// Core ops and plugin ops share one schema type: the core's come from ember/ops.def.
+TEST(ExtensionOps, CoreOpsHaveSchemasFromTheOpList) {
+  const OpSchema* conv = find_op_schema("conv2d");
+  ASSERT_NE(conv, nullptr);
+  EXPECT_TRUE(conv->core);
+  EXPECT_EQ(conv->plugin, "core");
+  EXPECT_EQ(conv->min_inputs, 2);  // the bias is optional
+  EXPECT_EQ(conv->max_inputs, 3);
+  EXPECT_EQ(conv->num_ints, 7);
+  EXPECT_TRUE(conv->differentiable);
+  EXPECT_EQ(conv->op, &core_op(ops::conv2d));
+  EXPECT_EQ(core_op(ops::conv2d).schema(), conv);
+  EXPECT_TRUE(find_op_schema("relu_backward")->optional);
+  EXPECT_EQ(find_op_schema("no_such_core_op"), nullptr);
+  bool listed = false;
+  for (const OpInfo& info : list_ops()) {
+    if (info.name == "conv2d") {
+      listed = true;
+      EXPECT_NE(info.schema.find("core: 2 to 3 inputs -> 1 output, 7 int attrs, differentiable"),
+                std::string::npos)
+          << info.schema;
+    }
+  }
+  EXPECT_TRUE(listed);
 }
 
 TEST(ExtensionOps, ForwardMatchesFloat64Reference) {
@@ -307,7 +337,7 @@ TEST(ExtensionOps, SchemaNamedLikeACoreOpIsRejectedAndRolledBack) {
   EXPECT_NE(rec.reason.find("belong to the core"), std::string::npos) << rec.reason;
   // Nothing it staged remains: neither its valid op nor its kernel.
   EXPECT_EQ(find_extension_op("fixture_core::identity"), nullptr);
-  for (const OpInfo& info : ops()) EXPECT_NE(info.name, "fixture_core::identity");
+  for (const OpInfo& info : list_ops()) EXPECT_NE(info.name, "fixture_core::identity");
   expect_error([] { call("fixture_core::identity", {randn({2})}); },
                {"[fixture_core::identity] unknown op"});
 }

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     for (const ember::DeviceTypeEntry& e : ember::device_types())
       out["device_types"].push_back({{"name", e.name}, {"plugin", e.plugin}, {"count", e.count}});
     out["fixture_kernels"] = nlohmann::json::object();
-    for (const ember::OpInfo& op : ember::ops()) {
+    for (const ember::OpInfo& op : ember::list_ops()) {
       if (op.name.rfind("fixture_", 0) != 0) continue;
       for (const auto& [dev, dtypes] : op.kernels) out["fixture_kernels"][op.name].push_back(dev);
     }

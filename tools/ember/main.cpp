@@ -260,7 +260,7 @@ int cmd_doctor(std::vector<std::string> paths, bool json) {
 }
 
 int cmd_ops(bool json) {
-  const std::vector<ember::OpInfo> ops = ember::ops();
+  const std::vector<ember::OpInfo> ops = ember::list_ops();
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& op : ops) {
@@ -271,7 +271,7 @@ int cmd_ops(bool json) {
         kernels[dev] = names;
       }
       nlohmann::json entry{{"name", op.name}, {"kernels", kernels}};
-      if (!op.extension.empty()) entry["extension"] = op.extension;
+      if (!op.schema.empty()) entry["schema"] = op.schema;
       j.push_back(entry);
     }
     std::cout << j.dump(2) << "\n";
@@ -285,7 +285,7 @@ int cmd_ops(bool json) {
       where += fmt::format("{}{} [{}]", where.empty() ? "" : "; ", dev, fmt::join(names, ", "));
     }
     fmt::print("{:<16} {}\n", op.name, where.empty() ? "(no kernels)" : where);
-    if (!op.extension.empty()) fmt::print("{:<16} {}\n", "", op.extension);
+    if (!op.schema.empty()) fmt::print("{:<16} {}\n", "", op.schema);
   }
   return 0;
 }

@@ -14,7 +14,7 @@ namespace ember::testing {
 
 /** One op checked by finite differences at some inputs. */
 struct GradcheckCase {
-  std::string op;     // the name in autograd::differentiable_ops()
+  std::string op;     // the name in differentiable_ops() (ember/ops.def)
   std::string label;  // what is special about these inputs
   std::function<Tensor(const std::vector<Tensor>&)> fn;
   std::function<std::vector<Tensor>()> inputs;  // float64, requires_grad where checked

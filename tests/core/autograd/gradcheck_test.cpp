@@ -4,7 +4,6 @@
 
 #include <set>
 
-#include "core/autograd/differentiable_ops.h"
 #include "ember/autograd/gradcheck.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 
@@ -21,7 +20,7 @@ TEST(Gradcheck, EveryDifferentiableOpHasACase) {
   std::set<std::string> covered;
   for (const GradcheckCase& c : gradcheck_cases()) covered.insert(c.op);
   std::vector<std::string> missing;
-  for (const std::string& op : autograd::differentiable_ops()) {
+  for (const std::string& op : differentiable_ops()) {
     if (!covered.count(op)) missing.push_back(op);
   }
   EXPECT_TRUE(missing.empty()) << "differentiable ops without a gradcheck case: "

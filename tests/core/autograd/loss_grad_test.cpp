@@ -4,6 +4,7 @@
 // scatter-shaped gradient.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
@@ -183,6 +184,32 @@ TEST(LossGrad, CrossEntropyGradientIsSoftmaxMinusOneHot) {
   EXPECT_NEAR(g[0], s[0], 1e-12);
   EXPECT_NEAR(g[1], s[1], 1e-12);
   EXPECT_NEAR(g[2], s[2] - 1, 1e-12);
+}
+
+// Note [Class weights take no gradient]: refused while recording, in every mode, as in PyTorch;
+// a detached weight, or the same call under NoGradGuard, still works.
+TEST(LossGrad, ClassWeightThatRequiresGradIsRefused) {
+  const Tensor x = tensor({{1., 2., 3.}, {0., -1., 2.}}, f64).requires_grad_(true);
+  const Tensor w = tensor({1., 2., 3.}, f64).requires_grad_(true);
+  const Tensor t = tensor({2, 0});
+  const Tensor probs = softmax(tensor({{1., 0., 0.}, {0., 1., 2.}}, f64), 1);
+  for (double smoothing : {0.0, 0.1}) {
+    EXPECT_THROW(cross_entropy(x, t, w, -100, Reduction::Mean, smoothing), NotImplementedError);
+    EXPECT_THROW(cross_entropy(x, probs, w, -100, Reduction::Mean, smoothing), NotImplementedError);
+  }
+  EXPECT_THROW(nll_loss(log_softmax(x, 1), t, w), NotImplementedError);
+  try {
+    nll_loss(log_softmax(x, 1), t, w);
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("weight.detach()"), std::string::npos) << e.what();
+  }
+  const Tensor loss = cross_entropy(x, t, w.detach(), -100, Reduction::Mean, 0.1);
+  loss.backward();
+  EXPECT_TRUE(x.grad().defined());
+  {
+    autograd::NoGradGuard no_grad;
+    EXPECT_NO_THROW(cross_entropy(x, t, w));
+  }
 }
 
 }  // namespace

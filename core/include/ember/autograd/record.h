@@ -93,7 +93,24 @@ Tensor differentiable(const char* node, const char* op, std::initializer_list<co
   return out;
 }
 
+// Note [Save only what backward needs]
+// A backward closure keeps alive whatever it captures until the graph is freed: an input tensor
+// captured only so that its gradient can be summed back to its shape and cast to its dtype holds
+// a whole activation through the forward pass (both branches of every residual add did). Such
+// closures capture a TensorMeta (sizes and dtype) instead, and capture a tensor's values
+// (SavedTensor) only when the formula reads them, and only for the inputs that need a gradient.
+/** The sizes and dtype of a tensor: what reduce_grad needs of an input. */
+struct TensorMeta {
+  Shape sizes;
+  DType dtype = DType::Float32;
+  TensorMeta() = default;
+  /** The meta of `t`. */
+  explicit TensorMeta(const Tensor& t) : sizes(t.sizes()), dtype(t.dtype()) {}
+};
+
 /** Gradient for input `t` from a gradient of the (broadcast, promoted) result. */
 EMBER_API Tensor reduce_grad(const Tensor& grad, const Tensor& t);
+/** reduce_grad for an input known only by its sizes and dtype. */
+EMBER_API Tensor reduce_grad(const Tensor& grad, const TensorMeta& t);
 
 }  // namespace ember::autograd

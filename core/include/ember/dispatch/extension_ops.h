@@ -1,4 +1,5 @@
-// Ops defined by plugins (ABI 1.1): their schemas, and calling them by name or through a handle.
+// Ops defined by plugins (ABI 1.1): their schemas (OpSchema, the type the core's ops share), and
+// calling them by name or through a handle.
 #pragma once
 
 #include <atomic>
@@ -15,21 +16,6 @@
 #include "ember/util/export.h"
 
 namespace ember {
-
-/** An op a plugin defined with ember_registrar_v1::op_schema, as the core keeps it. */
-struct ExtensionOp {
-  std::string name;    // "myext::fused_bias_gelu"
-  std::string doc;     // one line, may be empty
-  std::string plugin;  // the plugin that defined it
-  int32_t num_inputs = 0, num_outputs = 1;
-  int32_t num_ints = 0, num_floats = 0;  // -1: any number
-  uint32_t flags = 0;
-  ember_infer_fn infer = nullptr;
-  std::string backward_name;  // empty: not differentiable
-  uint32_t differentiable_inputs = 0, saved_inputs = 0, saved_outputs = 0;
-  const Op* op = nullptr;                 // its kernel table
-  const ExtensionOp* backward = nullptr;  // resolved when committed
-};
 
 /** Calls the op a plugin defined under `op` ("myext::fused_bias_gelu") with `inputs` and
  *  attributes; returns its outputs. Records autograd history when an input requires grad. */
@@ -61,7 +47,7 @@ class EMBER_API OpHandle {
   /** The op's name. */
   const std::string& name() const { return name_; }
   /** The schema (looked up on first use; throws if no loaded plugin defines the op). */
-  const ExtensionOp& schema() const;
+  const OpSchema& schema() const;
   /** Runs the op with attributes; returns all outputs. */
   std::vector<Tensor> call(std::vector<Tensor> inputs, std::vector<int64_t> ints = {},
                            std::vector<double> floats = {}) const;
@@ -77,23 +63,20 @@ class EMBER_API OpHandle {
 
  private:
   std::string name_;
-  mutable std::atomic<const ExtensionOp*> cached_{nullptr};  // set once, then only read
+  mutable std::atomic<const OpSchema*> cached_{nullptr};  // set once, then only read
 };
 
 /** The schema of extension op `name`, or null (runs discovery first). */
-EMBER_API const ExtensionOp* find_extension_op(std::string_view name);
+EMBER_API const OpSchema* find_extension_op(std::string_view name);
 
 /** Every op defined by a plugin, sorted by name. */
-EMBER_API std::vector<const ExtensionOp*> extension_ops();
-
-/** "2 inputs -> 1 output, backward myext::x_backward (plugin p)": how `ember ops` shows it. */
-EMBER_API std::string describe_extension_op(const ExtensionOp& op);
+EMBER_API std::vector<const OpSchema*> extension_ops();
 
 namespace detail {
 
 /** Schemas a plugin registered during init, validated and kept aside until it succeeds. */
 struct StagedOpSchemas {
-  std::vector<ExtensionOp> schemas;
+  std::vector<OpSchema> schemas;
   std::string error;  // the first malformed schema; fails the plugin's init
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 
@@ -11,11 +12,28 @@
 
 namespace ember {
 
+// Note [Loading while computing]
+// ember::load_plugin may run while other threads compute, so a kernel slot can be written while
+// run_kernel reads it. The function pointer is the one field readers use: it is an atomic,
+// written last with release (after priority and owner, and after the plugin's library is
+// mapped and its init has run) and read with acquire, which on x86 and ARM64 is a plain load. A
+// reader sees the old kernel or the new one, never a torn slot, and never blocks. The priority
+// and owner are read and written only under the loader's lock. Slots are never freed.
 /** One registered kernel and who registered it. */
 struct KernelEntry {
-  ember_kernel_fn fn = nullptr;
+  std::atomic<ember_kernel_fn> fn{nullptr};  // published last (Note [Loading while computing])
   int32_t priority = std::numeric_limits<int32_t>::min();
   int16_t plugin = -1;  // index into the plugin report
+  /** The kernel, or null. */
+  ember_kernel_fn get() const { return fn.load(std::memory_order_acquire); }
+  /** Installs a kernel (loader's lock held): owner and priority first, then the function. */
+  void publish(ember_kernel_fn f, int32_t prio, int16_t owner) {
+    priority = prio;
+    plugin = owner;
+    fn.store(f, std::memory_order_release);
+  }
+  /** Empties the slot (loader's lock held). */
+  void clear() { publish(nullptr, std::numeric_limits<int32_t>::min(), -1); }
 };
 
 // Note [Kernel lookup is two array indexes]
