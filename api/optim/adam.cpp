@@ -1,6 +1,7 @@
 #include "ember/optim/adam.h"
 
 #include <cmath>
+#include "api/optim/fused_step.h"
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/elementwise.h"
@@ -76,43 +77,6 @@ void Adam::validate(const ParamGroup& group) const {
               o.weight_decay);
 }
 
-namespace {
-
-// Coefficients of one Adam step, computed once per parameter in double.
-struct AdamStep {
-  double lr, beta1, beta2, eps, weight_decay;
-  bool amsgrad, decoupled;
-  double step_size;  // lr / (1 - beta1^t)
-  double bc2_sqrt;   // sqrt(1 - beta2^t)
-};
-
-// One fused pass: moments, bias-corrected denominator, parameter update.
-template <typename T>
-void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
-               T* __restrict vmax, int64_t n, const AdamStep& c) {
-  const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2);
-  const T one_b1 = static_cast<T>(1 - c.beta1), one_b2 = static_cast<T>(1 - c.beta2);
-  const T l2 = static_cast<T>(c.decoupled ? 0.0 : c.weight_decay);
-  const T shrink = static_cast<T>(c.decoupled ? 1 - c.lr * c.weight_decay : 1.0);
-  const T step = static_cast<T>(c.step_size), inv_bc2 = static_cast<T>(1 / c.bc2_sqrt);
-  const T eps = static_cast<T>(c.eps);
-  for (int64_t i = 0; i < n; ++i) {
-    const T pi = p[i] * shrink;
-    const T gi = g[i] + l2 * p[i];
-    const T mi = b1 * m[i] + one_b1 * gi;
-    T vi = b2 * v[i] + one_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    if (vmax) {
-      vi = std::max(vmax[i], vi);
-      vmax[i] = vi;
-    }
-    p[i] = pi - step * mi / (std::sqrt(vi) * inv_bc2 + eps);
-  }
-}
-
-}  // namespace
-
 void Adam::step() {
   autograd::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
@@ -126,29 +90,19 @@ void Adam::step() {
       Tensor &m = s.buffers[0], &v = s.buffers[1];
       Tensor* vmax = o.amsgrad ? &s.buffers[2] : nullptr;
       const double t = static_cast<double>(++s.step);
-      const AdamStep c{o.lr,
-                       o.beta1,
-                       o.beta2,
-                       o.eps,
-                       o.weight_decay,
-                       o.amsgrad,
-                       decoupled_,
-                       o.lr / (1 - std::pow(o.beta1, t)),
-                       std::sqrt(1 - std::pow(o.beta2, t))};
-      if (detail::fusable(p)) {
-        const Tensor g = detail::dense_grad(p);
-        detail::visit_float(p.dtype(), [&](auto tag) {
-          using T = decltype(tag);
-          adam_loop<T>(p.data_ptr<T>(), g.data_ptr<T>(), m.data_ptr<T>(), v.data_ptr<T>(),
-                       vmax ? vmax->data_ptr<T>() : nullptr, p.numel(), c);
-        });
-        p.bump_version();
-        m.bump_version();
-        v.bump_version();
-        if (vmax) vmax->bump_version();
-        continue;
-      }
-      // Any device or dtype: the same rule with tensor ops.
+      const double step_size = o.lr / (1 - std::pow(o.beta1, t));
+      const double bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, t));
+      // Note [Optimizer steps through kernels]: the fused kernel where the device has one.
+      const attrs::adam_step a{.decoupled = decoupled_ ? 1 : 0,
+                               .lr = o.lr,
+                               .beta1 = o.beta1,
+                               .beta2 = o.beta2,
+                               .eps = o.eps,
+                               .weight_decay = o.weight_decay,
+                               .step_size = step_size,
+                               .bias_correction2_sqrt = bc2_sqrt};
+      if (detail::fused_step(ops::adam_step, PackedAttrs(a), p, {&m, &v, vmax})) continue;
+      // The rule, on any device and dtype.
       Tensor g = p.grad();
       if (o.weight_decay != 0) {
         if (decoupled_) {
@@ -163,9 +117,9 @@ void Adam::step() {
       add_(v, mul(mul(g, g), 1 - o.beta2));
       if (vmax) vmax->copy_(maximum(*vmax, v));
       Tensor denom = sqrt(vmax ? *vmax : v);
-      div_(denom, c.bc2_sqrt);
+      div_(denom, bc2_sqrt);
       add_(denom, o.eps);
-      sub_(p, mul(div(m, denom), c.step_size));
+      sub_(p, mul(div(m, denom), step_size));
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <set>
 
+#include "api/optim/fused_step.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
 #include "ember/ops/factory.h"
@@ -230,15 +231,24 @@ void Optimizer::load_state_dict(const StateDict& dict) {
 
 namespace detail {
 
-bool fusable(const Tensor& param) {
-  return param.device() == Device::cpu() && param.is_contiguous() &&
-         (param.dtype() == DType::Float32 || param.dtype() == DType::Float64);
-}
-
-Tensor dense_grad(const Tensor& param) {
+bool fused_step(ops::Id op, KernelAttrs attrs, Tensor& param,
+                std::initializer_list<Tensor*> state) {
+  if (!param.is_contiguous() || !has_kernel(core_op(op), param.device(), param.dtype())) {
+    return false;
+  }
+  std::vector<const Tensor*> outputs{&param};
+  for (Tensor* t : state) {
+    if (t == nullptr || !t->defined()) continue;
+    if (!t->is_contiguous() || t->dtype() != param.dtype()) return false;
+    outputs.push_back(t);
+  }
   Tensor g = param.grad();
   if (g.dtype() != param.dtype()) g = g.to(param.dtype());
-  return g.is_contiguous() ? g : g.contiguous();
+  if (!g.is_contiguous()) g = g.contiguous();
+  const Tensor* inputs[] = {&g};
+  run_kernel(core_op(op), param.dtype(), inputs, outputs, attrs);
+  for (const Tensor* t : outputs) const_cast<Tensor*>(t)->bump_version();
+  return true;
 }
 
 }  // namespace detail

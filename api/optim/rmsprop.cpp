@@ -1,6 +1,7 @@
 #include "ember/optim/rmsprop.h"
 
 #include <cmath>
+#include "api/optim/fused_step.h"
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/elementwise.h"
@@ -46,39 +47,6 @@ void RMSprop::validate(const ParamGroup& group) const {
               o.weight_decay);
 }
 
-namespace {
-
-// One fused pass: running averages, denominator, optional momentum, parameter update.
-template <typename T>
-void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict buf,
-                  T* __restrict avg, int64_t n, const RMSpropOptions& o) {
-  const T a = static_cast<T>(o.alpha), one_a = static_cast<T>(1 - o.alpha);
-  const T wd = static_cast<T>(o.weight_decay), eps = static_cast<T>(o.eps);
-  const T lr = static_cast<T>(o.lr), mom = static_cast<T>(o.momentum);
-  for (int64_t i = 0; i < n; ++i) {
-    const T gi = g[i] + wd * p[i];
-    const T si = a * sq[i] + one_a * gi * gi;
-    sq[i] = si;
-    T d;
-    if (avg) {
-      const T ai = a * avg[i] + one_a * gi;
-      avg[i] = ai;
-      d = std::sqrt(si - ai * ai) + eps;
-    } else {
-      d = std::sqrt(si) + eps;
-    }
-    if (buf) {
-      const T bi = mom * buf[i] + gi / d;
-      buf[i] = bi;
-      p[i] -= lr * bi;
-    } else {
-      p[i] -= lr * gi / d;
-    }
-  }
-}
-
-}  // namespace
-
 void RMSprop::step() {
   autograd::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
@@ -99,20 +67,16 @@ void RMSprop::step() {
         avg = &s.buffers[2];
         if (!avg->defined()) *avg = zeros_like(p);
       }
-      if (detail::fusable(p)) {
-        const Tensor g = detail::dense_grad(p);
-        detail::visit_float(p.dtype(), [&](auto tag) {
-          using T = decltype(tag);
-          rmsprop_loop<T>(p.data_ptr<T>(), g.data_ptr<T>(), sq.data_ptr<T>(),
-                          buf ? buf->data_ptr<T>() : nullptr, avg ? avg->data_ptr<T>() : nullptr,
-                          p.numel(), o);
-        });
-        for (Tensor* t : {&p, &sq, buf, avg}) {
-          if (t) t->bump_version();
-        }
-        continue;
-      }
-      // Any device or dtype: the same rule with tensor ops.
+      // Note [Optimizer steps through kernels]: the fused kernel where the device has one.
+      const attrs::rmsprop_step a{.has_momentum = buf ? 1 : 0,
+                                  .centered = avg ? 1 : 0,
+                                  .lr = o.lr,
+                                  .alpha = o.alpha,
+                                  .eps = o.eps,
+                                  .weight_decay = o.weight_decay,
+                                  .momentum = o.momentum};
+      if (detail::fused_step(ops::rmsprop_step, PackedAttrs(a), p, {&sq, buf, avg})) continue;
+      // The rule, on any device and dtype.
       Tensor g = p.grad();
       if (o.weight_decay != 0) g = add(g, mul(p, o.weight_decay));
       mul_(sq, o.alpha);

@@ -1,5 +1,6 @@
 #include "ember/optim/sgd.h"
 
+#include "api/optim/fused_step.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -43,40 +44,6 @@ void SGD::validate(const ParamGroup& group) const {
               o.momentum, o.dampening);
 }
 
-namespace {
-
-// One pass over the parameter: p -= lr * d, where d is the (momentum, Nesterov) direction.
-template <typename T>
-void sgd_loop(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n,
-              const SGDOptions& o, bool first) {
-  const T lr = static_cast<T>(o.lr), wd = static_cast<T>(o.weight_decay);
-  const T mom = static_cast<T>(o.momentum), keep = static_cast<T>(1 - o.dampening);
-  if (!buf) {
-    for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] + wd * p[i]);
-  } else if (first) {
-    for (int64_t i = 0; i < n; ++i) {
-      const T d = g[i] + wd * p[i];
-      buf[i] = d;
-      p[i] -= lr * (o.nesterov ? d + mom * d : d);
-    }
-  } else if (o.nesterov) {
-    for (int64_t i = 0; i < n; ++i) {
-      const T d = g[i] + wd * p[i];
-      const T b = mom * buf[i] + keep * d;
-      buf[i] = b;
-      p[i] -= lr * (d + mom * b);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      const T b = mom * buf[i] + keep * (g[i] + wd * p[i]);
-      buf[i] = b;
-      p[i] -= lr * b;
-    }
-  }
-}
-
-}  // namespace
-
 void SGD::step() {
   autograd::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
@@ -91,18 +58,15 @@ void SGD::step() {
         first = !buf->defined();
         if (first) *buf = empty_like(p);
       }
-      if (detail::fusable(p)) {
-        const Tensor g = detail::dense_grad(p);
-        detail::visit_float(p.dtype(), [&](auto tag) {
-          using T = decltype(tag);
-          sgd_loop<T>(p.data_ptr<T>(), g.data_ptr<T>(), buf ? buf->data_ptr<T>() : nullptr,
-                      p.numel(), o, first);
-        });
-        p.bump_version();
-        if (buf) buf->bump_version();
-        continue;
-      }
-      // Any device or dtype: the same rule with tensor ops.
+      // Note [Optimizer steps through kernels]: the fused kernel where the device has one.
+      const attrs::sgd_step a{.first = first ? 1 : 0,
+                              .nesterov = o.nesterov ? 1 : 0,
+                              .lr = o.lr,
+                              .momentum = o.momentum,
+                              .dampening = o.dampening,
+                              .weight_decay = o.weight_decay};
+      if (detail::fused_step(ops::sgd_step, PackedAttrs(a), p, {buf})) continue;
+      // The rule, on any device and dtype.
       Tensor d = p.grad();
       if (o.weight_decay != 0) d = add(d, mul(p, o.weight_decay));
       if (buf) {

@@ -35,6 +35,12 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   // on the host (Note [Random numbers on every device]).
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, relu_backward)
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, max_pool2d_backward)
+  // The optimizers' fused steps (optim.cpp), float32 and float64: one OpenMP pass per parameter
+  // (Note [Optimizer steps through kernels]); half-precision parameters take the tensor ops.
+  constexpr uint32_t kF32F64 = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, sgd_step, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, adam_step, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, rmsprop_step, kF32F64)
   return EMBER_OK;
 }
 

@@ -50,6 +50,12 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   // ops/random.cu: Philox blocks, one thread each, the SDK's mapping, so the values equal the
   // core's host path (Note [Random numbers on every device]).
   EMBER_REGISTER_KERNEL(reg, cuda, kPriority, random)
+  // The optimizers' fused steps (ops/optim.cu), float32 and float64: one launch per parameter
+  // instead of about a dozen ops (Note [Optimizer steps through kernels]).
+  constexpr uint32_t kF32F64 = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, sgd_step, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, adam_step, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, rmsprop_step, kF32F64)
   return EMBER_OK;
 }
 

@@ -675,6 +675,55 @@ std::vector<Case> make_cases() {
                true,
                {},
                2.0});
+
+  // ---- optimizer steps ------------------------------------------------------------------------
+  // Three steps of each rule on a parameter with given gradients: a backend's fused step kernel
+  // against the reference backend, which has none and runs the rule as tensor ops (Note
+  // [Optimizer steps through kernels]).
+  const std::vector<Variant> step_variants = {
+      {"steps", [](Gen& g) {
+         return Inputs{g({5, 7}, -2, 2), g({5, 7}), g({5, 7}), g({5, 7})};
+       }}};
+  auto steps = [](std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)> make) {
+    return [make](const Inputs& in) {
+      Tensor p = in[0].detach().clone().requires_grad_(true);
+      auto opt = make({p});
+      for (size_t k = 1; k < in.size(); ++k) {
+        p.mutable_grad() = in[k].detach();
+        opt->step();
+      }
+      return Inputs{p.detach()};
+    };
+  };
+  const std::vector<DType> f32_f64 = {DType::Float32, DType::Float64};
+  c.push_back({"sgd_step",
+               {"sgd_step"},
+               step_variants,
+               steps([](std::vector<Tensor> ps) {
+                 return std::make_unique<optim::SGD>(
+                     ps, optim::SGDOptions{
+                             .lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+               }),
+               false,
+               f32_f64});
+  c.push_back({"adam_step",
+               {"adam_step"},
+               step_variants,
+               steps([](std::vector<Tensor> ps) {
+                 return std::make_unique<optim::AdamW>(
+                     ps, optim::AdamWOptions{.lr = 0.01, .amsgrad = true});
+               }),
+               false,
+               f32_f64});
+  c.push_back({"rmsprop_step",
+               {"rmsprop_step"},
+               step_variants,
+               steps([](std::vector<Tensor> ps) {
+                 return std::make_unique<optim::RMSprop>(
+                     ps, optim::RMSpropOptions{.lr = 0.01, .momentum = 0.5, .centered = true});
+               }),
+               false,
+               f32_f64});
   return c;
 }
 

@@ -12,8 +12,9 @@ namespace ember::cpu {
 // One kernel function per core op, declared from the op list (Note [Kernels of a backend] in
 // ember/plugin_sdk_ops.hpp); kernels.cpp registers them. Defined in elementwise.cpp (copies,
 // fills, arithmetic, comparison, unary math), reduce.cpp, matmul.cpp and softmax.cpp (oneDNN),
-// index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp and
-// norm.cpp (own loops). "random" is declared but has no CPU kernel: the op is optional.
+// index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp,
+// norm.cpp and optim.cpp (own loops). "random" is declared but has no CPU kernel: the op is
+// optional.
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
 #undef EMBER_OP

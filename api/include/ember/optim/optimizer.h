@@ -93,20 +93,4 @@ class Optimizer {
   std::unordered_map<const TensorImpl*, ParamState> state_;
 };
 
-namespace detail {
-/** True if the update of `param` may run as a fused loop on the host (contiguous CPU f32/f64). */
-bool fusable(const Tensor& param);
-/** The gradient of `param` as a contiguous tensor of param's dtype (copies only if needed). */
-Tensor dense_grad(const Tensor& param);
-/** Calls `fn(T{})` with T = float or double, the dtype of a fusable tensor. */
-template <typename Fn>
-void visit_float(DType dtype, Fn&& fn) {
-  if (dtype == DType::Float32) {
-    fn(float{});
-  } else {
-    fn(double{});
-  }
-}
-}  // namespace detail
-
 }  // namespace ember::optim
