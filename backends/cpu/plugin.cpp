@@ -91,10 +91,6 @@ int32_t get_num_threads(void*) {
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
-    if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-      std::snprintf(error, cap, "unexpected host ABI");
-      return EMBER_ERR_INVALID;
-    }
     static const ember_device_type_v1 table = [] {
       ember_device_type_v1 t{};
       t.struct_size = sizeof(t);
@@ -113,16 +109,7 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
       t.get_num_threads = get_num_threads;
       return t;
     }();
-    const int32_t id = reg->device_type(reg->ctx, &table);
-    if (id < 0) {
-      std::snprintf(error, cap, "could not register device type cpu");
-      return EMBER_ERR_INTERNAL;
-    }
-    if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
-      return sdk::fail_into(error, cap, status, "could not register the cpu kernels (status %d)",
-                            status);
-    }
-    return EMBER_OK;
+    return sdk::init_backend(host, reg, table, register_kernels, error, cap);
   });
 }
 

@@ -402,11 +402,7 @@ int32_t get_option_fn(void* ctx, const char* key, char* value, size_t cap) {
 
 int32_t init_impl(const ember_host_v1* host, const ember_registrar_v1* reg, char* error,
                   size_t cap) {
-  if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-    std::snprintf(error, cap, "unexpected host ABI");
-    return EMBER_ERR_INVALID;
-  }
-  set_host(host);
+  if (host) set_host(host);
   static const ember_device_type_v1 table = [] {
     ember_device_type_v1 t{};
     t.struct_size = sizeof(t);
@@ -442,16 +438,7 @@ int32_t init_impl(const ember_host_v1* host, const ember_registrar_v1* reg, char
     t.get_option = get_option_fn;
     return t;
   }();
-  const int32_t id = reg->device_type(reg->ctx, &table);
-  if (id < 0) {
-    std::snprintf(error, cap, "could not register device type cuda");
-    return EMBER_ERR_INTERNAL;
-  }
-  if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
-    return sdk::fail_into(error, cap, status, "could not register the cuda kernels (status %d)",
-                          status);
-  }
-  return EMBER_OK;
+  return sdk::init_backend(host, reg, table, register_kernels, error, cap);
 }
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {

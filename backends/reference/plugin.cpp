@@ -103,9 +103,6 @@ void empty_cache(void*, int32_t) {
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
-    if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-      return sdk::fail_into(error, cap, EMBER_ERR_INVALID, "unexpected host ABI");
-    }
     static const ember_device_type_v1 table = [] {
       ember_device_type_v1 t{};
       t.struct_size = sizeof(t);
@@ -122,16 +119,7 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
       t.empty_cache = empty_cache;
       return t;  // no thread controls: the reference runs on the calling thread
     }();
-    const int32_t id = reg->device_type(reg->ctx, &table);
-    if (id < 0) {
-      return sdk::fail_into(error, cap, EMBER_ERR_INTERNAL,
-                            "could not register device type reference");
-    }
-    if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
-      return sdk::fail_into(error, cap, status,
-                            "could not register the reference kernels (status %d)", status);
-    }
-    return EMBER_OK;
+    return sdk::init_backend(host, reg, table, register_kernels, error, cap);
   });
 }
 

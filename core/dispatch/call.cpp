@@ -70,6 +70,7 @@ void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
 }  // namespace
 
 bool has_kernel(const Op& op, Device device, DType dtype) {
+  ensure_plugins_loaded();  // asked before any op ran, the answer must not be "no"
   return op.kernels().lookup(device.type, dtype).get() != nullptr;
 }
 

@@ -20,6 +20,7 @@
 
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_binary_ops.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 #include "kernels.h"
 
 namespace toy {
@@ -273,58 +274,35 @@ int32_t matmul(const ember_kernel_call* call) {
   });
 }
 
-/** `Kernel` with every exception turned into a status: the loops' std::vector may throw
- *  std::bad_alloc (Note [Nothing throws across the C boundary] in plugin.cpp). */
-template <ember_kernel_fn Kernel>
-int32_t guarded(const ember_kernel_call* call) noexcept {
-  try {
-    return Kernel(call);
-  } catch (const std::bad_alloc&) {
-    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY,
-                     "[toy] out of host memory for a kernel's index vectors (free some tensors)");
-  } catch (const std::exception& e) {
-    return sdk::fail(call, EMBER_ERR_INTERNAL, "[toy] kernel failed: %s", e.what());
-  } catch (...) {
-    return sdk::fail(call, EMBER_ERR_INTERNAL, "[toy] kernel failed: unknown exception");
-  }
-}
-
 }  // namespace
 
-int32_t register_kernels(const ember_registrar_v1* reg, int32_t device, char* error,
-                         size_t error_capacity) {
-  const struct {
-    const char* op;
-    uint32_t dtypes;
-    ember_kernel_fn fn;
-  } kernels[] = {
-      {"copy", sdk::kAllMask, guarded<copy>},
-      {"fill", sdk::kAllMask, guarded<fill>},
-      {"add", kFloat, guarded<binary<sdk::AddOp>>},
-      {"sub", kFloat, guarded<binary<sdk::SubOp>>},
-      {"mul", kFloat, guarded<binary<sdk::MulOp>>},
-      {"div", kFloat, guarded<binary<sdk::DivOp>>},
-      {"relu_backward", kFloat, guarded<binary<sdk::ReluBackwardOp>>},
-      {"neg", kFloat, guarded<neg>},
-      {"abs", kFloat, guarded<abs>},
-      {"sign", kFloat, guarded<sign>},
-      {"relu", kFloat, guarded<relu>},
-      {"exp", kFloat, guarded<exp>},
-      {"log", kFloat, guarded<log>},
-      {"eq", kFloat, guarded<eq>},
-      {"where", kFloat, guarded<where>},
-      {"sum", kFloat | sdk::dtype_bit(EMBER_I64), guarded<sum>},
-      {"amax", kFloat, guarded<amax>},
-      {"matmul", kFloat, guarded<matmul>},
+int32_t register_kernels(const ember_registrar_v1* reg, int32_t device) {
+  using ember::ops::Id;
+  using ember::sdk::register_kernel;
+  // Each kernel goes in behind the SDK's boundary (sdk::guarded: an exception, such as a
+  // std::bad_alloc from a loop's index vector, becomes a status), for the dtypes it takes.
+  const int32_t statuses[] = {
+      register_kernel<Id::copy, &copy>(reg, device, 0, sdk::kAllMask),
+      register_kernel<Id::fill, &fill>(reg, device, 0, sdk::kAllMask),
+      register_kernel<Id::add, &binary<sdk::AddOp>>(reg, device, 0, kFloat),
+      register_kernel<Id::sub, &binary<sdk::SubOp>>(reg, device, 0, kFloat),
+      register_kernel<Id::mul, &binary<sdk::MulOp>>(reg, device, 0, kFloat),
+      register_kernel<Id::div, &binary<sdk::DivOp>>(reg, device, 0, kFloat),
+      register_kernel<Id::relu_backward, &binary<sdk::ReluBackwardOp>>(reg, device, 0, kFloat),
+      register_kernel<Id::neg, &neg>(reg, device, 0, kFloat),
+      register_kernel<Id::abs, &abs>(reg, device, 0, kFloat),
+      register_kernel<Id::sign, &sign>(reg, device, 0, kFloat),
+      register_kernel<Id::relu, &relu>(reg, device, 0, kFloat),
+      register_kernel<Id::exp, &exp>(reg, device, 0, kFloat),
+      register_kernel<Id::log, &log>(reg, device, 0, kFloat),
+      register_kernel<Id::eq, &eq>(reg, device, 0, kFloat),
+      register_kernel<Id::where, &where>(reg, device, 0, kFloat),
+      register_kernel<Id::sum, &sum>(reg, device, 0, kFloat | sdk::dtype_bit(EMBER_I64)),
+      register_kernel<Id::amax, &amax>(reg, device, 0, kFloat),
+      register_kernel<Id::matmul, &matmul>(reg, device, 0, kFloat),
   };
-  for (const auto& k : kernels) {
-    const int32_t status = reg->kernel(reg->ctx, k.op, device, k.dtypes, /*priority=*/0, k.fn);
-    if (status != EMBER_OK) {
-      std::snprintf(error, error_capacity,
-                    "[toy] could not register a kernel: %s, status %d (see `ember plugins`)", k.op,
-                    status);
-      return status;
-    }
+  for (const int32_t status : statuses) {
+    if (status != EMBER_OK) return status;
   }
   return EMBER_OK;
 }

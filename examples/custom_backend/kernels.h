@@ -8,9 +8,7 @@
 
 namespace toy {
 
-/** Registers every toy kernel for device type id `device`; on failure writes why into `error`
- *  and returns the registrar's status. */
-int32_t register_kernels(const ember_registrar_v1* reg, int32_t device, char* error,
-                         size_t error_capacity);
+/** Registers every toy kernel for device type id `device`; returns the registrar's status. */
+int32_t register_kernels(const ember_registrar_v1* reg, int32_t device);
 
 }  // namespace toy

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 #include "kernels.h"
 
 namespace toy {
@@ -27,9 +28,9 @@ constexpr int32_t kHostAccessible = 0;
 
 // Note [Nothing throws across the C boundary]
 // The core calls this file through C function pointers, where an exception must never unwind.
-// The device functions use only the C library and atomics, which do not throw, and are noexcept
-// (a surprise would stop the process rather than unwind into the core); init catches everything;
-// each kernel is wrapped by guarded<> (kernels.cpp), since its loops allocate.
+// The device functions use only the C library and atomics, which do not throw, and are noexcept;
+// init and every kernel run behind the SDK's boundary (sdk::init_backend, sdk::guarded: Note
+// [One boundary for every plugin entry point] in <ember/plugin_sdk_ops.hpp>).
 
 /** Every block is aligned to a cache line: enough for any dtype and for vector loads. */
 constexpr size_t kAlignment = 64;
@@ -111,11 +112,6 @@ void empty_cache(void*, int32_t) noexcept {}
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error,
              size_t capacity) noexcept {
-  if (!host || host->abi_major != EMBER_ABI_MAJOR) {
-    std::snprintf(error, capacity, "[toy] unexpected host ABI: got major %d, built for %d",
-                  host ? host->abi_major : -1, EMBER_ABI_MAJOR);
-    return EMBER_ERR_INVALID;
-  }
   // The ABI 1.3 fields after get_num_threads (streams, events, pinned memory, options) stay
   // null: not offered, so the core treats the toy's work as synchronous.
   static const ember_device_type_v1 table = [] {
@@ -134,19 +130,7 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
     t.empty_cache = empty_cache;
     return t;
   }();
-  try {
-    const int32_t id = reg->device_type(reg->ctx, &table);
-    if (id < 0) {
-      std::snprintf(error, capacity,
-                    "[toy] could not register device type toy: got id %d (see `ember plugins`)",
-                    id);
-      return EMBER_ERR_INTERNAL;
-    }
-    return register_kernels(reg, id, error, capacity);
-  } catch (...) {
-    std::snprintf(error, capacity, "[toy] init failed: an exception escaped registration");
-    return EMBER_ERR_INTERNAL;
-  }
+  return ember::sdk::init_backend(host, reg, table, register_kernels, error, capacity);
 }
 
 const ember_plugin_v1 kDescriptor = {

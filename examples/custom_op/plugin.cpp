@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 #include "kernels.h"
 
 namespace fused_bias_gelu {
@@ -54,15 +55,16 @@ int32_t infer_backward(const ember_infer_call* call) {
   return EMBER_OK;
 }
 
-int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
-  ember_op_schema_v1 fw = sdk::op_schema(kForward, 2, 1, infer_forward,
+int32_t init_impl(const ember_host_v1* host, const ember_registrar_v1* reg, char* error,
+                  size_t cap) {
+  ember_op_schema_v1 fw = sdk::op_schema(kForward, 2, 1, &sdk::guarded_infer<&infer_forward>,
                                          "(x, bias) -> gelu(x + bias), bias [n] over x [..., n]");
   fw.flags = EMBER_OP_CONTIGUOUS_INPUTS;
   fw.backward_op = kBackward;
   fw.differentiable_inputs = sdk::mask({0, 1});
   fw.saved_inputs = sdk::mask({0, 1});
-  ember_op_schema_v1 bw =
-      sdk::op_schema(kBackward, 3, 2, infer_backward, "(grad, x, bias) -> (grad_x, grad_bias)");
+  ember_op_schema_v1 bw = sdk::op_schema(kBackward, 3, 2, &sdk::guarded_infer<&infer_backward>,
+                                         "(grad, x, bias) -> (grad_x, grad_bias)");
   bw.flags = EMBER_OP_CONTIGUOUS_INPUTS;
   for (const ember_op_schema_v1* s : {&fw, &bw}) {
     if (int32_t status = sdk::register_op(reg, *s, error, cap); status != EMBER_OK) return status;
@@ -71,8 +73,8 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   const uint32_t dtypes = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);
   const int32_t cpu = reg->find_device_type(reg->ctx, "cpu");
   if (cpu >= 0) {
-    reg->kernel(reg->ctx, kForward, cpu, dtypes, 0, forward_cpu);
-    reg->kernel(reg->ctx, kBackward, cpu, dtypes, 0, backward_cpu);
+    reg->kernel(reg->ctx, kForward, cpu, dtypes, 0, &sdk::guarded<&forward_cpu>);
+    reg->kernel(reg->ctx, kBackward, cpu, dtypes, 0, &sdk::guarded<&backward_cpu>);
   }
 #ifdef FUSED_BIAS_GELU_WITH_CUDA
   // Note [Load extensions after the backends]
@@ -80,8 +82,8 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   // ember::load_plugin after discovery, the CUDA backend (if any) is already there.
   const int32_t cuda = reg->find_device_type(reg->ctx, "cuda");
   if (cuda >= 0) {
-    reg->kernel(reg->ctx, kForward, cuda, dtypes, 0, forward_cuda);
-    reg->kernel(reg->ctx, kBackward, cuda, dtypes, 0, backward_cuda);
+    reg->kernel(reg->ctx, kForward, cuda, dtypes, 0, &sdk::guarded<&forward_cuda>);
+    reg->kernel(reg->ctx, kBackward, cuda, dtypes, 0, &sdk::guarded<&backward_cuda>);
   } else if (host && host->log) {
     host->log(1, "[fused_bias_gelu] no cuda device type registered yet: CUDA kernels skipped");
   }
@@ -89,6 +91,13 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   (void)host;
 #endif
   return EMBER_OK;
+}
+
+// Every entry point runs behind the SDK's boundary (Note [One boundary for every plugin entry
+// point] in ember/plugin_sdk_ops.hpp): init here, each kernel and infer callback where it is
+// registered.
+int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
+  return sdk::guard(error, cap, [&] { return init_impl(host, reg, error, cap); });
 }
 
 const ember_plugin_v1 kDescriptor = {

@@ -3,6 +3,7 @@
 //
 //   my_ext::scaled_add(x, y; floats = {alpha}) = x + alpha * y   (same shapes, float32/float64)
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace {
 
@@ -48,9 +49,10 @@ int32_t scaled_add_cpu(const ember_kernel_call* call) {
   }
 }
 
-int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
+int32_t init_impl(const ember_registrar_v1* reg, char* error, size_t cap) {
   // 2 inputs, 1 output, exactly 1 floating attribute (alpha).
-  ember_op_schema_v1 schema = sdk::op_schema(kOp, 2, 1, infer, "(x, y; alpha) -> x + alpha * y");
+  ember_op_schema_v1 schema =
+      sdk::op_schema(kOp, 2, 1, &sdk::guarded_infer<&infer>, "(x, y; alpha) -> x + alpha * y");
   schema.num_floats = 1;
   schema.flags = EMBER_OP_CONTIGUOUS_INPUTS;
   // To make it differentiable, name a backward op here (see examples/custom_op).
@@ -59,9 +61,15 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   const int32_t cpu = reg->find_device_type(reg->ctx, "cpu");
   if (cpu >= 0) {
     reg->kernel(reg->ctx, kOp, cpu, sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64),
-                /*priority=*/0, scaled_add_cpu);
+                /*priority=*/0, &sdk::guarded<&scaled_add_cpu>);
   }
   return EMBER_OK;
+}
+
+// init, the kernel and the infer callback run behind the SDK's boundary (Note [One boundary
+// for every plugin entry point]): an exception becomes a status with its message.
+int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
+  return sdk::guard(error, cap, [&] { return init_impl(reg, error, cap); });
 }
 
 const ember_plugin_v1 kDescriptor = {

@@ -241,6 +241,18 @@ inline int injected_fault(ops::Id op) {
 
 }  // namespace detail
 
+/** Kernel `fn` of an op a plugin defines, behind the boundary: reg->kernel(..., &guarded<&fn>). */
+template <ember_kernel_fn fn>
+int32_t guarded(const ember_kernel_call* call) noexcept {
+  return guard(call->error, call->error_capacity, [&] { return fn(call); });
+}
+
+/** Shape inference `fn` of an op a plugin defines, behind the boundary. */
+template <ember_infer_fn fn>
+int32_t guarded_infer(const ember_infer_call* call) noexcept {
+  return guard(call->error, call->error_capacity, [&] { return fn(call); });
+}
+
 /** Kernel `fn` of core op `op` behind the boundary: the function a backend registers. It also
  *  refuses a call that carries fewer attributes than ops.def declares, so `fn` may read them. */
 template <ops::Id op, ember_kernel_fn fn>
@@ -269,6 +281,32 @@ template <ops::Id op, ember_kernel_fn fn>
                      &guarded<op, fn>);
 }
 
+/** What a backend's init does once it has its device table: checks that the host speaks this
+ *  plugin's ABI major, registers the device type, then its kernels (register_kernels(reg, id)
+ *  returns a status), all behind the boundary, each failure with a message naming the type. */
+inline int32_t init_backend(const ember_host_v1* host, const ember_registrar_v1* reg,
+                            const ember_device_type_v1& table,
+                            int32_t (*register_kernels)(const ember_registrar_v1*, int32_t),
+                            char* error, size_t capacity) noexcept {
+  return guard(error, capacity, [&]() -> int32_t {
+    if (!host || host->abi_major != EMBER_ABI_MAJOR) {
+      return fail_into(error, capacity, EMBER_ERR_INVALID,
+                       "%s: the host speaks ABI %d, this plugin %d (rebuild it)", table.name,
+                       host ? host->abi_major : -1, EMBER_ABI_MAJOR);
+    }
+    const int32_t id = reg->device_type(reg->ctx, &table);
+    if (id < 0) {
+      return fail_into(error, capacity, EMBER_ERR_INTERNAL, "could not register device type %s",
+                       table.name);
+    }
+    if (const int32_t status = register_kernels(reg, id); status != EMBER_OK) {
+      return fail_into(error, capacity, status, "could not register the %s kernels (status %d)",
+                       table.name, status);
+    }
+    return EMBER_OK;
+  });
+}
+
 }  // namespace ember::sdk
 
 // Note [Kernels of a backend]
@@ -289,14 +327,19 @@ template <ops::Id op, ember_kernel_fn fn>
 // unqualified calls in the backend's namespace: call std::abs, not abs.
 /** Declares the kernel function of core op `name`. */
 #define EMBER_KERNEL(name) int32_t name(const ember_kernel_call* call)
-/** Registers kernel `name` of core op `name`; returns a refused registration's status from the
- *  enclosing function. */
-#define EMBER_REGISTER_KERNEL(reg, device_type, priority, name)                                 \
-  if (const int32_t ember_status_ =                                                             \
-          ::ember::sdk::register_kernel<::ember::ops::name, &name>(reg, device_type, priority); \
-      ember_status_ != EMBER_OK) {                                                              \
-    return ember_status_;                                                                       \
+/** Registers kernel `name` of core op `name` for `dtypes` (a subset of the op's); returns a
+ *  refused registration's status from the enclosing function. */
+#define EMBER_REGISTER_KERNEL_DTYPES(reg, device_type, priority, name, dtypes)                \
+  if (const int32_t ember_status_ = ::ember::sdk::register_kernel<::ember::ops::name, &name>( \
+          reg, device_type, priority, dtypes);                                                \
+      ember_status_ != EMBER_OK) {                                                            \
+    return ember_status_;                                                                     \
   }
+/** Registers kernel `name` of core op `name` for the op's dtypes; returns a refused
+ *  registration's status from the enclosing function. */
+#define EMBER_REGISTER_KERNEL(reg, device_type, priority, name)  \
+  EMBER_REGISTER_KERNEL_DTYPES(reg, device_type, priority, name, \
+                               ::ember::ops::kInfo[::ember::ops::name].dtypes)
 /** EMBER_REGISTER_KERNEL unless the op is optional: for the expansion of ops.def. */
 #define EMBER_REGISTER_MANDATORY_KERNEL(reg, device_type, priority, name) \
   if constexpr (!::ember::ops::is_optional(::ember::ops::name)) {         \
