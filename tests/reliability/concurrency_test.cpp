@@ -5,6 +5,7 @@
 // not repeated here. Kept small and deterministic so the suite also runs under ThreadSanitizer.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -128,6 +129,32 @@ void expect_parallel_passes_match(bool conv) {
           << "thread " << t << " param " << i;
     }
   }
+}
+
+// Note [Loading while computing]: load_plugin rewrites kernel slots that running ops read. Eight
+// threads add tensors while the main thread loads a plugin whose "add" outranks the CPU
+// backend's; every result stays right and, under ThreadSanitizer, no access races.
+TEST(Concurrency, LoadingAPluginWhileOpsRun) {
+  const Tensor a = pattern({64}, 0.1), b = pattern({64}, 0.7);
+  const Tensor want = add(a, b);
+  std::atomic<bool> loaded{false};
+  std::atomic<int> wrong{0}, after{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      // Until a few adds have run after the load (or a bound, should it never happen).
+      for (int i = 0; i < 20000 && after.load() < 100; ++i) {
+        if (!bitwise_equal(add(a, b), want)) ++wrong;
+        if (loaded.load()) ++after;
+      }
+    });
+  }
+  const PluginRecord rec = load_plugin(EMBER_HOT_PLUGIN);
+  loaded = true;
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(rec.outcome, PluginOutcome::Loaded) << rec.reason;
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(after.load(), 0);
 }
 
 TEST(Concurrency, IndependentForwardBackwardPassesMatchBitForBit) {
