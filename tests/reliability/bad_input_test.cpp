@@ -286,21 +286,21 @@ std::vector<Row> rows() {
       ROW("linear_bias_shape", Value, "[linear]", linear(f32({2, 3}), f32({4, 3}), f32({5})), "[5]"),
 
       // --- indexing -------------------------------------------------------------------------
-      // Index values are bounds-checked by the kernel, which can only answer EMBER_ERR_INVALID
-      // (the ABI has no index status), so those rows are Value (Note [Error kinds]).
-      ROW("index_select_out_of_range", Value, "[index_select]",
+      // Index values are bounds-checked by the kernel, which answers EMBER_ERR_INDEX (ABI 1.4):
+      // IndexError, as for the indices the core checks (Note [Error kinds]).
+      ROW("index_select_out_of_range", Index, "[index_select]",
           index_select(f32({3, 2}), 0, from_vector<int64_t>({0, 3}, {2}, DType::Int64)),
           "index 3", "3"),
-      ROW("index_select_negative_index", Value, "[index_select]",
+      ROW("index_select_negative_index", Index, "[index_select]",
           index_select(f32({3, 2}), 0, from_vector<int64_t>({-4}, {1}, DType::Int64)), "-4"),
       ROW("index_select_float_index", Type, "[index_select]", index_select(f32({3, 2}), 0, f32({1})),
           "float32"),
-      ROW("gather_out_of_range", Value, "[gather]",
+      ROW("gather_out_of_range", Index, "[gather]",
           gather(f32({2, 2}), 1, from_vector<int64_t>({0, 2, 1, 0}, {2, 2}, DType::Int64)),
           "index 2"),
       ROW("gather_rank_mismatch", Value, "[gather]", gather(f32({2, 2}), 1, i64({2})), "number of dims 2",
           "got 1 (sizes [2])"),
-      ROW("scatter_out_of_range", Value, "[scatter]",
+      ROW("scatter_out_of_range", Index, "[scatter]",
           scatter(f32({3}), 0, from_vector<int64_t>({7}, {1}, DType::Int64), f32({1})), "index 7"),
       ROW("scatter_add_src_small", Value, "[scatter_add]", scatter_add(f32({3}), 0, i64({4}), f32({2})),
           "[4]", "[2]"),
