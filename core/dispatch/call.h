@@ -58,6 +58,9 @@ void run_kernel(const A& attrs, DType dtype, std::initializer_list<const Tensor*
   run_kernel(core_op(A::kOp), dtype, inputs, outputs, PackedAttrs(attrs));
 }
 
+/** The name of core op `id`'s autograd node: "LogSoftmaxBackward" for log_softmax (made once). */
+EMBER_API const char* backward_node_name(ops::Id id);
+
 /** Checks that all defined tensors share one device; returns it. */
 EMBER_API Device common_device(std::initializer_list<const Tensor*> tensors, const char* op);
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
 
+#include "core/dispatch/call.h"
 #include "ember/dispatch/extension_ops.h"
 #include "ember/plugin/loader.h"
 
@@ -81,6 +83,26 @@ const OpSchema* find_op_schema(std::string_view name) {
   const int32_t id = ops::find(std::string(name).c_str());
   if (id >= 0) return &core_ops().schemas[static_cast<size_t>(id)];
   return find_extension_op(name);
+}
+
+const char* backward_node_name(ops::Id id) {
+  static const std::array<std::string, ops::kCount> names = [] {
+    std::array<std::string, ops::kCount> out;
+    for (int32_t i = 0; i < ops::kCount; ++i) {
+      bool up = true;
+      for (const char* c = ops::kInfo[i].name; *c; ++c) {
+        if (*c == '_') {
+          up = true;
+        } else {
+          out[static_cast<size_t>(i)] += up ? static_cast<char>(std::toupper(*c)) : *c;
+          up = false;
+        }
+      }
+      out[static_cast<size_t>(i)] += "Backward";
+    }
+    return out;
+  }();
+  return names[static_cast<size_t>(id)].c_str();
 }
 
 std::vector<std::string> differentiable_ops() {

@@ -321,10 +321,13 @@ namespace {
 enum class Save { Input, Output };
 
 template <typename Formula>
-Tensor unary_ad(const Op& op, const char* name, const char* node, const Tensor& x, bool to_float,
-                Save save, Formula formula, KernelAttrs attrs = {}) {
+// The op's name, its node's name ("GeluBackward") and its kernel all come from its id.
+Tensor unary_ad(ops::Id id, const Tensor& x, bool to_float, Save save, Formula formula,
+                KernelAttrs attrs = {}) {
+  const char* name = ops::kInfo[id].name;
   return differentiable(
-      node, name, {&x}, [&] { return unary(op, name, x, to_float, attrs); },
+      backward_node_name(id), name, {&x},
+      [&] { return unary(core_op(id), name, x, to_float, attrs); },
       [&] {
         return [sx = save == Save::Input ? SavedTensor(x) : SavedTensor(), formula](
                    const Grads& g, const LambdaNode& self) {
@@ -339,17 +342,17 @@ Tensor unary_ad(const Op& op, const char* name, const char* node, const Tensor& 
 Tensor neg(const Tensor& x) {
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
                    "[neg] negation of a bool tensor is not supported (use logical_not)");
-  return unary_ad(core_op(ops::neg), "neg", "NegBackward", x, false, Save::Input,
+  return unary_ad(ops::neg, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return neg(g); });
 }
 Tensor abs(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.clone();
-  return unary_ad(core_op(ops::abs), "abs", "AbsBackward", x, false, Save::Input,
+  return unary_ad(ops::abs, x, false, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return mul(g, sign(x)); });
 }
 Tensor sign(const Tensor& x) {
   if (x.dtype() == DType::Bool) return x.clone();
-  return unary_ad(core_op(ops::sign), "sign", "SignBackward", x, false, Save::Input,
+  return unary_ad(ops::sign, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 // Note [Fused ReLU backward]
@@ -373,66 +376,64 @@ Tensor relu_grad(const Tensor& g, const Tensor& y) {
 
 Tensor relu(const Tensor& x) {
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[relu] not defined for bool tensors");
-  return unary_ad(core_op(ops::relu), "relu", "ReluBackward", x, false, Save::Output, relu_grad);
+  return unary_ad(ops::relu, x, false, Save::Output, relu_grad);
 }
 Tensor exp(const Tensor& x) {
-  return unary_ad(core_op(ops::exp), "exp", "ExpBackward", x, true, Save::Output,
+  return unary_ad(ops::exp, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, y); });
 }
 Tensor log(const Tensor& x) {
-  return unary_ad(core_op(ops::log), "log", "LogBackward", x, true, Save::Input,
+  return unary_ad(ops::log, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return div(g, x); });
 }
 Tensor log1p(const Tensor& x) {
-  return unary_ad(core_op(ops::log1p), "log1p", "Log1pBackward", x, true, Save::Input,
+  return unary_ad(ops::log1p, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return div(g, add(x, 1.0)); });
 }
 Tensor sqrt(const Tensor& x) {
-  return unary_ad(core_op(ops::sqrt), "sqrt", "SqrtBackward", x, true, Save::Output,
+  return unary_ad(ops::sqrt, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return div(g, mul(y, 2.0)); });
 }
 Tensor rsqrt(const Tensor& x) {
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
-  return unary_ad(core_op(ops::rsqrt), "rsqrt", "RsqrtBackward", x, true, Save::Output,
+  return unary_ad(ops::rsqrt, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, mul(pow(y, 3.0), -0.5)); });
 }
 Tensor sin(const Tensor& x) {
-  return unary_ad(core_op(ops::sin), "sin", "SinBackward", x, true, Save::Input,
+  return unary_ad(ops::sin, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return mul(g, cos(x)); });
 }
 Tensor cos(const Tensor& x) {
-  return unary_ad(core_op(ops::cos), "cos", "CosBackward", x, true, Save::Input,
+  return unary_ad(ops::cos, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return neg(mul(g, sin(x))); });
 }
 Tensor tanh(const Tensor& x) {
-  return unary_ad(core_op(ops::tanh), "tanh", "TanhBackward", x, true, Save::Output,
+  return unary_ad(ops::tanh, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, rsub_one(mul(y, y))); });
 }
 Tensor sigmoid(const Tensor& x) {
-  return unary_ad(core_op(ops::sigmoid), "sigmoid", "SigmoidBackward", x, true, Save::Output,
+  return unary_ad(ops::sigmoid, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, mul(y, rsub_one(y))); });
 }
 Tensor silu(const Tensor& x) {
   // d x s(x) = s (1 + x (1 - s))
-  return unary_ad(core_op(ops::silu), "silu", "SiluBackward", x, true, Save::Input,
-                  [](const Tensor& g, const Tensor& x) {
-                    const Tensor s = sigmoid(x);
-                    return mul(g, mul(s, add(mul(x, rsub_one(s)), 1.0)));
-                  });
+  return unary_ad(ops::silu, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    const Tensor s = sigmoid(x);
+    return mul(g, mul(s, add(mul(x, rsub_one(s)), 1.0)));
+  });
 }
 Tensor erf(const Tensor& x) {
   // d erf = 2/sqrt(pi) exp(-x^2)
-  return unary_ad(core_op(ops::erf), "erf", "ErfBackward", x, true, Save::Input,
-                  [](const Tensor& g, const Tensor& x) {
-                    return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
-                  });
+  return unary_ad(ops::erf, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
+  });
 }
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "[gelu] approximate must be 'none' or 'tanh': got '{}'", approximate);
   const bool tanh_form = approximate == "tanh";
   return unary_ad(
-      core_op(ops::gelu), "gelu", "GeluBackward", x, true, Save::Input,
+      ops::gelu, x, true, Save::Input,
       [tanh_form](const Tensor& g, const Tensor& x) {
         if (tanh_form) {
           // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
@@ -452,17 +453,17 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
 }
 Tensor floor(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(core_op(ops::floor), "floor", "FloorBackward", x, false, Save::Input,
+  return unary_ad(ops::floor, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor ceil(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(core_op(ops::ceil), "ceil", "CeilBackward", x, false, Save::Input,
+  return unary_ad(ops::ceil, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor round(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
-  return unary_ad(core_op(ops::round), "round", "RoundBackward", x, false, Save::Input,
+  return unary_ad(ops::round, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
 Tensor square(const Tensor& x) {
