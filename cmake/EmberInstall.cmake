@@ -24,7 +24,7 @@ set_target_properties(ember PROPERTIES INSTALL_RPATH "$ORIGIN")
 # Headers: everything under the three include roots is public; private headers live elsewhere.
 foreach(root core/include api/include plugins/include)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${root}/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-          COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
+          COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" PATTERN "*.def")
 endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/include/ember/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ember COMPONENT dev)

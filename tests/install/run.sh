@@ -47,7 +47,7 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 libdir=lib
 for f in $libdir/libember_core.so $libdir/libember.so bin/ember include/ember/ember.h \
   include/ember/tensor.h include/ember/nn.h include/ember/optim.h include/ember/data.h \
-  include/ember/io.h include/ember/version.h include/ember/plugin_abi.h \
+  include/ember/io.h include/ember/version.h include/ember/plugin_abi.h include/ember/ops.def \
   include/ember/plugin_sdk.hpp $libdir/cmake/Ember/EmberConfig.cmake \
   $libdir/cmake/Ember/EmberConfigVersion.cmake $libdir/cmake/Ember/EmberTargets.cmake \
   $libdir/cmake/Ember/EmberPlugin.cmake $libdir/cmake/Ember/plugin.map \
