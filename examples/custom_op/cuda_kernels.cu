@@ -57,10 +57,12 @@ int blocks_for(int64_t total) {
 }
 
 // Note [Streams of extension kernels]
-// This core passes no stream (call->stream is NULL) while the CUDA backend computes on its own
-// per-device stream, so the kernels synchronize the device before and after their work: correct
-// with any backend stream, at the price of two synchronizations. A non-NULL stream is used
-// as is.
+// A core of ABI 1.4 or later passes the device's current stream (call->stream), the one the
+// CUDA backend's own kernels use on this thread: the kernels are queued on it, after the work
+// that produced their inputs and before the work that reads their outputs, and nothing waits.
+// An older core passes NULL while the backend computes on a stream of its own, so then the
+// kernels synchronize the device before and after their work: correct with any backend stream,
+// at the price of two synchronizations.
 class DeviceScope {
  public:
   explicit DeviceScope(const ember_kernel_call* call) : call_(call) {
