@@ -451,6 +451,18 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
       },
       PackedAttrs(attrs::gelu{.tanh_form = tanh_form ? 1 : 0}));
 }
+// softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as in
+// PyTorch, for stability); d/dx = sigmoid(beta x), 1 above the threshold.
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  EMBER_CHECK(beta != 0, "[softplus] beta must be nonzero: got {}", beta);
+  return unary_ad(
+      ops::softplus, x, true, Save::Input,
+      [beta, threshold](const Tensor& g, const Tensor& x) {
+        const Tensor bx = mul(x, beta);
+        return where(gt(bx, threshold), g, mul(g, sigmoid(bx)));
+      },
+      PackedAttrs(attrs::softplus{.beta = beta, .threshold = threshold}));
+}
 Tensor floor(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
   return unary_ad(ops::floor, x, false, Save::Input,

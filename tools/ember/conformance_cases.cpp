@@ -267,6 +267,8 @@ std::vector<Case> make_cases() {
   c.push_back(unary("gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, {-3, 3}));
   c.back().kernels = {"gelu"};
   c.push_back(unary("silu", [](const Tensor& x) { return silu(x); }, {-3, 3}));
+  // beta 2 and threshold 3 put part of the range beyond the threshold (the linear branch).
+  c.push_back(unary("softplus", [](const Tensor& x) { return softplus(x, 2.0, 3.0); }, {-3, 3}));
   c.push_back(unary(
       "floor", [](const Tensor& x) { return floor(x); }, {-3, 3}, false));
   c.push_back(unary(

@@ -328,6 +328,16 @@ EMBER_KERNEL(relu) {
   });
 }
 
+// log1p(exp(beta x)) / beta, x itself where beta x > threshold.
+EMBER_KERNEL(softplus) {
+  const auto a = sdk::attrs<attrs::softplus>(call);
+  return unary_float(call, [beta = a.beta, threshold = a.threshold](auto x) {
+    using C = decltype(x);
+    const C bx = C(beta) * x;
+    return bx > C(threshold) ? x : std::log1p(std::exp(bx)) / C(beta);
+  });
+}
+
 EMBER_KERNEL(gelu) {
   if (sdk::attrs<attrs::gelu>(call).tanh_form == 1) {
     return unary_float(call, [](auto x) {

@@ -394,6 +394,18 @@ EMBER_CUDA_FLOAT_OP(GeluTanhOp,
                     0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))),
                     0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
 #undef EMBER_CUDA_FLOAT_OP
+// log1p(exp(beta x)) / beta, x itself where beta x > threshold.
+struct SoftplusOp {
+  double beta, threshold;
+  __device__ float operator()(float x) const {
+    const float bx = static_cast<float>(beta) * x;
+    return bx > static_cast<float>(threshold) ? x : log1pf(expf(bx)) / static_cast<float>(beta);
+  }
+  __device__ double operator()(double x) const {
+    const double bx = beta * x;
+    return bx > threshold ? x : ::log1p(::exp(bx)) / beta;
+  }
+};
 
 // Unary ops on every numeric compute type.
 struct NegOp {
@@ -660,6 +672,12 @@ int32_t gelu(const ember_kernel_call* call) {
   return sdk::attrs<attrs::gelu>(call).tanh_form == 1
              ? unary_same<Kinds::kFloating, GeluTanhOp>(call, "gelu")
              : unary_same<Kinds::kFloating, GeluErfOp>(call, "gelu");
+}
+
+int32_t softplus(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::softplus>(call);
+  return unary_same<Kinds::kFloating, SoftplusOp>(call, "softplus",
+                                                  SoftplusOp{a.beta, a.threshold});
 }
 
 int32_t clamp(const ember_kernel_call* call) {

@@ -255,6 +255,16 @@ int32_t relu(const ember_kernel_call* c) {
 }
 
 // tanh_form == 1: the tanh approximation; otherwise the exact erf form.
+// log1p(exp(beta x)) / beta, x itself where beta x > threshold.
+int32_t softplus(const ember_kernel_call* c) {
+  const auto a = sdk::attrs<attrs::softplus>(c);
+  return unary<true>(c, "softplus", [beta = a.beta, threshold = a.threshold](auto x) {
+    using C = decltype(x);
+    const C bx = C(beta) * x;
+    return bx > C(threshold) ? x : std::log1p(std::exp(bx)) / C(beta);
+  });
+}
+
 int32_t gelu(const ember_kernel_call* c) {
   if (sdk::attrs<attrs::gelu>(c).tanh_form == 1) {
     return unary<true>(c, "gelu", [](auto x) {

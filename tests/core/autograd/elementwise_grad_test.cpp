@@ -81,6 +81,11 @@ EMBER_GRADCHECK_CASE(
      [] {
        return V{tensor({-0.7, 0.3, -0.2, 0.9}, DType::Float64).requires_grad_(true)};
      }});
+EMBER_GRADCHECK_CASE(
+    {"softplus", "both branches", [](const V& in) { return softplus(in[0], 2, 3); },
+     [] {
+       return V{tensor({-2.0, -0.3, 0.4, 1.2, 1.7, 2.5}, DType::Float64).requires_grad_(true)};
+     }});
 EMBER_GRADCHECK_CASE({"gelu", "erf form", [](const V& in) { return gelu(in[0]); },
                       [] {
                         return V{input({2, 3}, 12, -3.0, 3.0)};

@@ -81,6 +81,8 @@ EMBER_API Tensor sigmoid(const Tensor& x);
 EMBER_API Tensor relu(const Tensor& x);
 /** x * Phi(x); approximate="tanh" uses the tanh form. */
 EMBER_API Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+/** log(1 + exp(beta x)) / beta, linear where beta x > threshold (PyTorch's softplus). */
+EMBER_API Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 /** x * sigmoid(x). */
 EMBER_API Tensor silu(const Tensor& x);
 /** min(max(x, lo), hi); either bound may be absent. */
