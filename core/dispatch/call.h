@@ -3,6 +3,7 @@
 
 #include <initializer_list>
 #include <span>
+#include <string>
 
 #include "ember/dispatch/op.h"
 #include "ember/tensor/tensor.h"
@@ -28,9 +29,8 @@ inline void run_kernel(const Op& op, DType dtype, std::initializer_list<const Te
              std::span<const Tensor* const>(outputs.begin(), outputs.size()), attrs);
 }
 
-/** An ember::attrs struct (ember/ops.def) laid out for a kernel call, for a helper that picks
- *  the op at run time among ops of one attribute layout:
- *  run_kernel(op, dt, {&x}, {&y}, PackedAttrs(attrs::sum{.reduced_dims = k})). */
+/** An ember::attrs struct laid out for a kernel call, for a helper that picks the op at run time
+ *  among ops of one layout: run_kernel(op, dt, {&x}, {&y}, PackedAttrs(attrs::sum{...})). */
 class PackedAttrs {
  public:
   template <typename A>
@@ -49,14 +49,16 @@ class PackedAttrs {
   int32_t num_ints_, num_floats_;
 };
 
-/** Runs the kernel of core op A::kOp with `attrs`, an ember::attrs struct: the op and the
- *  positions of its attributes come from ember/ops.def, so a call site names them once, by
- *  name: run_kernel(attrs::softmax{.dim = d}, dtype, {&x}, {&y}). */
+/** Runs core op A::kOp's kernel, its attributes by name: run_kernel(attrs::softmax{.dim = d},
+ *  dtype, {&x}, {&y}) (the op and the positions come from ember/ops.def). */
 template <typename A>
 void run_kernel(const A& attrs, DType dtype, std::initializer_list<const Tensor*> inputs,
                 std::initializer_list<const Tensor*> outputs) {
   run_kernel(core_op(A::kOp), dtype, inputs, outputs, PackedAttrs(attrs));
 }
+
+/** "2 inputs", "1 output", "2 to 3 inputs": a count (or range) of `word`s for messages. */
+EMBER_API std::string arg_range(int32_t lo, int32_t hi, const char* word);
 
 /** The name of core op `id`'s autograd node: "LogSoftmaxBackward" for log_softmax (made once). */
 EMBER_API const char* backward_node_name(ops::Id id);

@@ -184,25 +184,6 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
   return r.size++;
 }
 
-void detail::unregister_device_types(const std::string& plugin) {
-  Registry& r = registry();
-  std::lock_guard lock(r.mu);
-  for (int16_t i = 0; i < r.size; ++i) {
-    if (r.entries[i].load()->plugin != plugin) continue;
-    if (i == 0) {
-      r.set(0, new DeviceTypeEntry{"cpu", "core", builtin_cpu_table(), 1, ""});
-    } else if (i == r.size - 1) {
-      r.set(i, nullptr);
-      --r.size;
-    } else {
-      auto* dead = new DeviceTypeEntry(*r.entries[i]);  // keep ids stable; the type is unusable
-      dead->count = 0;
-      dead->unusable_reason = "its plugin failed to initialise";
-      r.set(i, dead);
-    }
-  }
-}
-
 namespace {
 std::mutex g_default_mu;
 std::optional<Device> g_default_device;

@@ -47,12 +47,10 @@ bool is_identifier(std::string_view s, bool allow_dot) {
 }
 
 // Note [Names of ops defined by plugins]
-// Core ops are created lazily (on first call, or when a backend registers a kernel for them),
-// so whether a name is taken by the core cannot be read off the op registry at load time.
-// The rule is therefore by name: core ops have no namespace, plugin ops are "namespace::op",
-// and the "ember" namespace is reserved. A schema named like a core op ("relu") is malformed
-// and fails its plugin's init; two plugins defining the same "ns::op" is a conflict that the
-// first one wins.
+// The rule is by name: core ops (ember/ops.def) have no namespace, plugin ops are
+// "namespace::op", and "ember" is reserved, so no plugin op can ever clash with a core op the
+// list gains later. A schema named like a core op ("relu") fails its plugin's init; two plugins
+// defining one "ns::op" is a conflict the first one wins.
 std::string name_problem(std::string_view name) {
   const size_t sep = name.find("::");
   if (sep == std::string_view::npos) {
@@ -72,7 +70,7 @@ std::string doc_hint(const OpSchema& e) {
 }
 
 std::string arg_list(int n, const char* word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+  return arg_range(n, n, word);
 }
 
 [[noreturn]] void unknown_op(std::string_view name) {

@@ -32,21 +32,21 @@ struct CoreOps {
   CoreOps() {
     for (int32_t i = 0; i < ops::kCount; ++i) {
       const ops::Info& info = ops::kInfo[i];
-      OpSchema& s = schemas[static_cast<size_t>(i)];
-      s.name = info.name;
-      s.plugin = "core";
-      s.core = true;
-      s.min_inputs = info.min_inputs;
-      s.max_inputs = info.max_inputs;
-      s.min_outputs = info.min_outputs;
-      s.max_outputs = info.max_outputs;
-      s.num_ints = info.num_ints;
-      s.num_floats = info.num_floats;
-      s.dtypes = info.dtypes;
-      s.differentiable = (info.flags & EMBER_OPF_GRAD) != 0;
-      s.optional = (info.flags & EMBER_OPF_OPTIONAL) != 0;
       Op& op = op_handle(info.name);
-      s.op = &op;
+      OpSchema& s = schemas[static_cast<size_t>(i)];
+      s = OpSchema{.name = info.name,
+                   .plugin = "core",
+                   .min_inputs = info.min_inputs,
+                   .max_inputs = info.max_inputs,
+                   .min_outputs = info.min_outputs,
+                   .max_outputs = info.max_outputs,
+                   .num_ints = info.num_ints,
+                   .num_floats = info.num_floats,
+                   .dtypes = info.dtypes,
+                   .core = true,
+                   .differentiable = (info.flags & EMBER_OPF_GRAD) != 0,
+                   .optional = (info.flags & EMBER_OPF_OPTIONAL) != 0,
+                   .op = &op};
       op.set_schema(&s);
       ops[static_cast<size_t>(i)] = &op;
     }
@@ -58,12 +58,12 @@ const CoreOps& core_ops() {
   return c;
 }
 
+}  // namespace
+
 std::string arg_range(int32_t lo, int32_t hi, const char* word) {
   return lo == hi ? fmt::format("{} {}{}", lo, word, lo == 1 ? "" : "s")
                   : fmt::format("{} to {} {}s", lo, hi, word);
 }
-
-}  // namespace
 
 Op& op_handle(std::string_view name) {
   OpRegistry& r = op_registry();
@@ -88,17 +88,12 @@ const OpSchema* find_op_schema(std::string_view name) {
 const char* backward_node_name(ops::Id id) {
   static const std::array<std::string, ops::kCount> names = [] {
     std::array<std::string, ops::kCount> out;
-    for (int32_t i = 0; i < ops::kCount; ++i) {
-      bool up = true;
-      for (const char* c = ops::kInfo[i].name; *c; ++c) {
-        if (*c == '_') {
-          up = true;
-        } else {
-          out[static_cast<size_t>(i)] += up ? static_cast<char>(std::toupper(*c)) : *c;
-          up = false;
-        }
+    for (size_t i = 0; i < out.size(); ++i) {
+      for (const char *name = ops::kInfo[i].name, *c = name; *c; ++c) {
+        if (*c != '_')
+          out[i] += c == name || c[-1] == '_' ? static_cast<char>(std::toupper(*c)) : *c;
       }
-      out[static_cast<size_t>(i)] += "Backward";
+      out[i] += "Backward";
     }
     return out;
   }();
@@ -137,19 +132,11 @@ std::vector<OpInfo> list_ops() {
   core_ops();  // every core op is listed, with or without kernels
   OpRegistry& r = op_registry();
   std::vector<DeviceTypeEntry> types = device_types();
-  // Read before taking the op registry's lock: committing a schema takes the extension
-  // registry's lock and then this one.
-  std::unordered_map<std::string, std::string> plugin_schema;
-  for (const OpSchema* e : extension_ops()) plugin_schema[e->name] = describe_schema(*e);
   std::vector<OpInfo> out;
   std::lock_guard lock(r.mu);
   for (const Op& op : r.ops) {
     OpInfo info{op.name(), {}, {}};
-    if (auto it = plugin_schema.find(op.name()); it != plugin_schema.end()) {
-      info.schema = it->second;
-    } else if (const OpSchema* s = op.schema(); s && s->core) {
-      info.schema = describe_schema(*s);
-    }
+    if (const OpSchema* s = op.schema()) info.schema = describe_schema(*s);
     for (size_t t = 0; t < types.size(); ++t) {
       std::vector<DType> dtypes;
       for (int d = 0; d < kNumDTypes; ++d) {

@@ -4,23 +4,20 @@
 // conv_transpose2d: the adjoint of conv2d in its input (weight [C, O/groups, kH, kW] read as a
 //   conv2d weight from O to C channels), plus the bias; OH = (H-1)*sh - 2*ph + dh*(kH-1) + oph + 1.
 //
-// Kernel contract (all three: contiguous tensors of one floating dtype, rank 4; ints {stride_h,
-// stride_w, pad_h, pad_w, dil_h, dil_w, groups}, dilation in PyTorch's convention (1 = dense);
-// spatial sizes of the conv input [H, W] and output [OH, OW] are read from the tensors, and
-// taps that fall outside the input count as 0, so the input may be larger than the output needs
-// (conv_transpose2d's output_padding) or the output smaller than the input allows):
-//   "conv2d"                 inputs {x [N, C, H, W], w [O, C/g, kH, kW], optional b [O]}
-//                            outputs {y [N, O, OH, OW]}
-//   "conv2d_backward_input"  inputs {dy [N, O, OH, OW], w [O, C/g, kH, kW]} outputs {dx [N, C, H,
-//   W]} "conv2d_backward_weight" inputs {x [N, C, H, W], dy [N, O, OH, OW]} outputs {dw [O, C/g,
-//   kH, kW]}
-// Kernels never see an empty output or an empty reduction (N = 0 or C = 0 is handled here).
+// Kernel contract (all three; attributes attrs::conv2d, dilation 1 = dense): contiguous rank-4
+// tensors of one floating dtype; spatial sizes come from the tensors, and taps outside the input
+// count as 0 (so the input may be larger than the output needs, for output_padding). Kernels
+// never see an empty output or an empty reduction (N = 0 or C = 0 is handled here).
+//   "conv2d"                  {x [N, C, H, W], w [O, C/g, kH, kW], optional b [O]} -> {y}
+//   "conv2d_backward_input"   {dy [N, O, OH, OW], w} -> {dx [N, C, H, W]}
+//   "conv2d_backward_weight"  {x, dy} -> {dw [O, C/g, kH, kW]}
 //
 // backward (Note [Backward of convolutions]):
-//   conv2d:           dx = conv_transpose2d(dy, w) sized back to x, dw = W(x, dy), db = sum(dy, N,
-//   H, W) conv_transpose2d: dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast
-//   add W(x, dy) (the weight gradient, bilinear): dx = conv_transpose2d(dy, dW), d(dy) = conv2d(x,
-//   dW)
+//   conv2d            dx = conv_transpose2d(dy, w) sized back to x, dw = W(x, dy),
+//                     db = sum(dy, N, H, W)
+//   conv_transpose2d  dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast add
+//   W(x, dy)          (the weight gradient, bilinear) dx = conv_transpose2d(dy, dW),
+//                     d(dy) = conv2d(x, dW)
 #include "ember/ops/conv.h"
 
 #include <algorithm>

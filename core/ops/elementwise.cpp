@@ -2,10 +2,9 @@
 // Kernel contract ("add", "sub", "mul", "div", "pow", "maximum", "minimum"): inputs {a, b} of
 // the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
 // {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
-// {x}, outputs {y} of x's dtype; "clamp": ints {has_lo, has_hi}, floats {lo, hi}; "gelu":
-// ints {0 = erf form, 1 = tanh form}. "where": inputs {cond (bool), a, b}. "relu_backward"
-// (optional for a backend): inputs {g, y} of one dtype and shape, outputs {g where y > 0, else
-// 0}. In-place forms run the same kernel with the output aliasing the first input.
+// {x}, outputs {y} of x's dtype, attributes as ops.def names them. "where": inputs {cond
+// (bool), a, b}. "relu_backward" (optional): {g, y} -> {g where y > 0, else 0}. In-place forms
+// run the same kernel with the output aliasing the first input.
 #include "ember/ops/elementwise.h"
 
 #include <string_view>

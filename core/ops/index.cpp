@@ -1,22 +1,18 @@
 // Indexing, joining and ordering ops.
 //
-// Kernel contracts (keyed by the dtype of x / src; strides of every operand may be arbitrary):
-//   "index_select": inputs {x, index (int64, 1-d)}, outputs {y}: y has x's sizes with size(dim)
-//       = index.numel(); ints[0] = dim (wrapped). The kernel range-checks every index against
-//       x.size(dim) and names the bad index and the size when one is out of range.
-//   "gather": inputs {x, index (int64, x's ndim)}, outputs {y of index's sizes}; ints[0] = dim.
-//       y[i][j] = x[index[i][j]][j] for dim 0. index.size(d) <= x.size(d) for d != dim.
-//   "scatter", "scatter_add": inputs {index, src}, outputs {y}; ints[0] = dim. The core clones x
-//       into y first; the kernel writes y[index[i][j]][j] = src[i][j] (or +=) for dim 0 over
-//       index's sizes. index.size(d) <= src.size(d) for all d and <= y.size(d) for d != dim.
-//   "count_nonzero": inputs {x}, outputs {0-d int64}: the number of non-zero elements.
-//   "nonzero": inputs {x}, outputs {[n, ndim] int64}: coordinates of the non-zero elements in
-//       row-major order; n comes from "count_nonzero".
-//   "sort": inputs {x} with the sorted dim last (a transposed view), outputs {values, indices
-//       (int64)} contiguous in that layout; ints[0] = descending. Always stable; NaN sorts as
-//       the largest value.
-//   "topk": same layout as "sort", outputs of size k in the last dim; ints = {k, largest,
-//       sorted}. k is range-checked here.
+// Kernel contracts (keyed by the dtype of x / src; any strides; attributes by their ops.def
+// names, dim already wrapped):
+//   "index_select" {x, index (int64, 1-d)} -> {y}, x's sizes with size(dim) = index.numel();
+//       every index is range-checked against x.size(dim) (EMBER_ERR_INDEX names it and the size).
+//   "gather" {x, index (int64, x's ndim)} -> {y of index's sizes}: y[i][j] = x[index[i][j]][j]
+//       for dim 0; index.size(d) <= x.size(d) for d != dim.
+//   "scatter", "scatter_add" {index, src} -> {y}: the core clones x into y first; the kernel
+//       writes y[index[i][j]][j] = src[i][j] (or +=) for dim 0 over index's sizes.
+//   "count_nonzero" {x} -> {0-d int64}; "nonzero" {x} -> {[n, ndim] int64}, the coordinates of
+//       the non-zero elements in row-major order, n from count_nonzero.
+//   "sort" {x, the sorted dim last (a transposed view)} -> {values, indices (int64)},
+//       contiguous in that layout; always stable, NaN sorting as the largest value. "topk": the
+//       same layout, k in the last dim (range-checked here).
 // masked_fill, cat, stack, split and chunk are composites: where, copy_ into narrow() views,
 // and views; they need no kernel of their own.
 #include "ember/ops/index.h"

@@ -9,14 +9,12 @@
 // a last window that starts in the right padding is dropped: if (o-1)*s >= H + p then o -= 1.
 // Kernel contract: every input is a contiguous 4-d tensor [N, C, H, W] of a floating dtype (max
 // pooling also integers); outputs are allocated contiguous by the core and fully written by the
-// kernel. Empty tensors never reach a kernel.
-//   "max_pool2d":          {x} -> {y, indices int64}; ints {kH, kW, sH, sW, pH, pW, dH, dW}.
-//   "avg_pool2d":          {x} -> {y}; ints {kH, kW, sH, sW, pH, pW, count_include_pad}.
-//   "avg_pool2d_backward": {dy} -> {dx}; the same ints (dx's sizes give H, W).
-//   "adaptive_avg_pool2d", "adaptive_avg_pool2d_backward": {x} -> {y}, {dy} -> {dx}; no ints.
-//   "max_pool2d_backward" (optional): {dy, indices int64} -> {dx}, floating; max_pool2d's ints
-//     (dx's sizes give H, W). dx = scatter_add(zeros, plane, indices, dy), the outputs of a plane
-//     added in order; an index outside [0, H * W) adds nothing.
+// kernel. Empty tensors never reach a kernel. Attributes: attrs::max_pool2d, attrs::avg_pool2d.
+//   "max_pool2d" {x} -> {y, indices int64}; "avg_pool2d" {x} -> {y}; "avg_pool2d_backward"
+//   {dy} -> {dx}; "max_pool2d_backward" (optional, floating) {dy, indices} -> {dx} =
+//   scatter_add(zeros, plane, indices, dy), a plane's outputs added in order, an index outside
+//   [0, H * W) adding nothing; backward ops read H and W off dx. "adaptive_avg_pool2d" and its
+//   backward: {x} -> {y}, no attributes.
 // backward: max: dx = scatter_add(zeros, plane, indices, dy) (differentiable again: its own
 // backward is a gather), or the max_pool2d_backward kernel (Note [Backward of max pooling]). avg
 // and adaptive avg are linear maps whose adjoints are the *_backward kernels; each of the pair is

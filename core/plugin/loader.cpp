@@ -374,7 +374,7 @@ void drop_kernels_of_replaced_type(PluginReport& report, int16_t id, const std::
             "kernel {} on {} for {} of plugin {} dropped: its device type was replaced by plugin "
             "{}",
             name, device_type(id).name, static_cast<DType>(d), rec.name, device_type(id).plugin));
-        slot.clear();
+        slot.publish(nullptr);
       }
     }
   }

@@ -94,11 +94,10 @@ Tensor differentiable(const char* node, const char* op, std::initializer_list<co
 }
 
 // Note [Save only what backward needs]
-// A backward closure keeps alive whatever it captures until the graph is freed: an input tensor
-// captured only so that its gradient can be summed back to its shape and cast to its dtype holds
-// a whole activation through the forward pass (both branches of every residual add did). Such
-// closures capture a TensorMeta (sizes and dtype) instead, and capture a tensor's values
-// (SavedTensor) only when the formula reads them, and only for the inputs that need a gradient.
+// A closure keeps what it captures alive until the graph is freed, so an input captured only for
+// its gradient's shape and dtype held a whole activation (both branches of every residual add
+// did). Closures capture a TensorMeta for that, and an input's values only where a formula that
+// will run reads them.
 /** The sizes and dtype of a tensor: what reduce_grad needs of an input. */
 struct TensorMeta {
   Shape sizes;

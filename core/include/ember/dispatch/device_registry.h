@@ -80,8 +80,6 @@ void call_checked(Fn&& fn, fmt::format_string<Args...> what, Args&&... args) {
 /** Registers or replaces a device type; returns its id. Loader use only. */
 int16_t register_device_type(const ember_device_type_v1& table, const std::string& plugin,
                              std::string* conflict);
-/** Removes a device type registered by `plugin` (rollback of a failed init). */
-void unregister_device_types(const std::string& plugin);
 /** Direct table access on the allocation path; id must be valid. */
 const DeviceTypeEntry& device_type_unchecked(int16_t id);
 }  // namespace detail

@@ -13,12 +13,10 @@
 namespace ember {
 
 // Note [Loading while computing]
-// ember::load_plugin may run while other threads compute, so a kernel slot can be written while
-// run_kernel reads it. The function pointer is the one field readers use: it is an atomic,
-// written last with release (after priority and owner, and after the plugin's library is
-// mapped and its init has run) and read with acquire, which on x86 and ARM64 is a plain load. A
-// reader sees the old kernel or the new one, never a torn slot, and never blocks. The priority
-// and owner are read and written only under the loader's lock. Slots are never freed.
+// load_plugin may write a kernel slot while run_kernel reads it on another thread. Readers use
+// only the function pointer, an atomic written last with release (after the plugin is mapped
+// and initialised) and read with acquire, a plain load on x86 and ARM64: a reader sees the old
+// kernel or the new one and never blocks. Priority and owner are touched under the loader's lock.
 /** One registered kernel and who registered it. */
 struct KernelEntry {
   std::atomic<ember_kernel_fn> fn{nullptr};  // published last (Note [Loading while computing])
@@ -26,14 +24,14 @@ struct KernelEntry {
   int16_t plugin = -1;  // index into the plugin report
   /** The kernel, or null. */
   ember_kernel_fn get() const { return fn.load(std::memory_order_acquire); }
-  /** Installs a kernel (loader's lock held): owner and priority first, then the function. */
-  void publish(ember_kernel_fn f, int32_t prio, int16_t owner) {
+  /** Installs a kernel, or empties the slot with nullptr (loader's lock held): owner and
+   *  priority first, then the function. */
+  void publish(ember_kernel_fn f, int32_t prio = std::numeric_limits<int32_t>::min(),
+               int16_t owner = -1) {
     priority = prio;
     plugin = owner;
     fn.store(f, std::memory_order_release);
   }
-  /** Empties the slot (loader's lock held). */
-  void clear() { publish(nullptr, std::numeric_limits<int32_t>::min(), -1); }
 };
 
 // Note [Kernel lookup is two array indexes]
