@@ -177,6 +177,7 @@ for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 em
   "$r/usr/bin/ember" devices | tee "$work/devices-$name.txt"
   grep -q "^$name " "$work/devices-$name.txt" || fail "$name devices from the packages"
   EMBER_DEVICE=$name LD_LIBRARY_PATH=$r/usr/lib "$app" "$work/deb-$name.safetensors"
+  LD_LIBRARY_PATH=$r/usr/lib "$work/examples/hello/hello" >/dev/null || fail "hello on the $name packages"
   "$app" compare "$work/cpu.safetensors" "$work/deb-$name.safetensors" || fail "deb $name disagrees"
   [[ -z $(find "$r" -name '*cuda*') ]] || fail "a $name deployment got CUDA files"
 done

@@ -123,7 +123,7 @@ Tensor from_vector(const std::vector<T>& values, IntList sizes, TensorOptions op
   EMBER_CHECK(static_cast<size_t>(host.numel()) == values.size(),
               "[tensor] {} values cannot fill sizes {}", values.size(), shape_str(sizes));
   std::copy(values.begin(), values.end(), host.data_ptr<T>());
-  return host.to(opts.dtype).to(opts.device);
+  return host.to(opts.device).to(opts.dtype);
 }
 
 /** Nested initializer lists, as in tensor({{1., 2.}, {3., 4.}}). */
@@ -159,20 +159,20 @@ struct NestedList {
 /** A tensor from (nested) floating values: float32 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<double> data, TensorOptions opts = {}) {
   return from_vector(data.values, data.sizes, TensorOptions(DType::Float64))
-      .to(opts.dtype)
-      .to(opts.device);
+      .to(opts.device)  // converted where it lands: the host may have no backend
+      .to(opts.dtype);
 }
 /** A tensor from (nested) integer values: int64 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<int64_t> data, TensorOptions opts = TensorOptions(DType::Int64)) {
   return from_vector(data.values, data.sizes, TensorOptions(DType::Int64))
-      .to(opts.dtype)
-      .to(opts.device);
+      .to(opts.device)  // converted where it lands: the host may have no backend
+      .to(opts.dtype);
 }
 /** A tensor from (nested) booleans. */
 inline Tensor tensor(NestedList<bool> data, TensorOptions opts = TensorOptions(DType::Bool)) {
   std::vector<uint8_t> bytes(data.values.begin(), data.values.end());
   Tensor t = from_vector(bytes, data.sizes, TensorOptions(DType::UInt8));
-  return t.to(DType::Bool).to(opts.dtype).to(opts.device);
+  return t.to(opts.device).to(DType::Bool).to(opts.dtype);
 }
 
 }  // namespace ember
