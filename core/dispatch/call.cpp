@@ -15,10 +15,8 @@ namespace {
 constexpr int kMaxArgs = 16;
 
 // Note [No backend installed]
-// The core alone computes nothing: every kernel comes from a plugin. When no loaded plugin has
-// registered a single kernel (a deployment that installed libember0 but no backend package, or
-// moved the libraries without their ember-plugins/ directory), the error says so and names what
-// to install and where, instead of a "no kernel for add" that reads like a missing op.
+// When no plugin registered a kernel (no backend package, or ember-plugins/ left behind), the
+// error names what to install and where, not a "no kernel for add" that reads like a missing op.
 void no_backend_installed(const Op& op) {
   const PluginReport r = plugin_report();
   for (const PluginRecord& p : r.plugins) {

@@ -88,22 +88,11 @@ const ember_host_v1 kHost = {sizeof(ember_host_v1), EMBER_ABI_MAJOR, EMBER_ABI_M
                              host_scratch_free};
 
 // Note [Version compatibility]
-// Three versions meet at run time; each promise is kept where it is checked.
-// - Ember's version (MAJOR.MINOR.PATCH: <ember/version.h>, ember::version(), `ember --version`).
-//   The libraries' SONAMEs carry the major (libember_core.so.0, libember.so.0): a program built
-//   against Ember X.y runs with any X.z, z >= y, and the dynamic linker refuses another major.
-//   The CMake package accepts a request of its own major that is not newer than itself
-//   (SameMajorVersion): an 0.1.0 install satisfies find_package(Ember 0.1) and refuses
-//   find_package(Ember 1.0) and find_package(Ember 0.2), naming its version.
-// - The plugin ABI (EMBER_ABI_MAJOR.EMBER_ABI_MINOR, <ember/plugin_abi.h>). A plugin declares the
-//   major it was built for and the oldest minor it needs. The core loads it when the majors are
-//   equal and its own minor is at least that one: tables only grow at their end, and neither side
-//   reads a field past the other's struct_size. So a plugin built for 1.0 loads in every 1.x
-//   core; one that needs 1.3 is refused by a 1.2 core ("needs ABI 1.3, this core provides 1.2
-//   (update Ember)"); a 2.x plugin is refused by a 1.x core and the other way round ("built for
-//   ABI 2.0, this core provides 1.3 (rebuild it against this Ember)"). The refusal comes before
-//   any plugin code beyond the entry getter runs. Ember's own version does not enter: a plugin
-//   built against Ember 0.1's headers loads in any later Ember of the same ABI major.
+// Three versions meet at run time (ARCHITECTURE.md, "Install layout, packages and versions"):
+// - Ember's: the SONAMEs carry the major; a program built against X.y runs with any X.z >= y.
+// - The plugin ABI: a plugin loads when its major is the core's and the minor it needs is at most
+//   the core's (tables only grow at their end); otherwise it is refused before any of its code
+//   but the entry getter runs ("needs ABI 1.5 ... (update Ember)", "built for ABI 2.0 ...").
 // - A plugin's own version is reported (`ember --version`, `ember plugins`), never compared.
 
 // ---------------------------------------------------------------------------------------------
@@ -213,11 +202,14 @@ struct LoadedPlugin {
   const ember_plugin_v1* desc = nullptr;
 };
 
+// Note [Kernel lines of the report are made on demand]
+// Formatting every kernel's line cost a tenth of start-up; loading keeps the staged kernels.
 struct Loader {
   std::mutex mu;
   PluginReport report;
-  std::vector<LoadedPlugin*> loaded;     // never freed: plugins are not unloaded
-  std::optional<PluginOptions> options;  // from init(options), before discovery
+  std::vector<std::vector<StagedKernel>> kernel_notes;  // by plugin, resolved device types
+  std::vector<LoadedPlugin*> loaded;                    // never freed: plugins are not unloaded
+  std::optional<PluginOptions> options;                 // from init(options), before discovery
   std::string disabled_by = "EMBER_PLUGINS_DISABLE", only_by = "EMBER_PLUGINS_ONLY";
   int discoveries = 0;
   bool shut_down = false;
@@ -596,13 +588,9 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     }
     Op& op = op_handle(k.op);
     op_names.insert(k.op);
-    std::vector<std::string_view> dtype_names;
-    for (int d = 0; d < kNumDTypes; ++d) {
-      if (k.dtype_mask & (1u << d)) dtype_names.push_back(dtype_name(static_cast<DType>(d)));
-    }
-    rec.kernels.push_back(fmt::format("{} on {}: {} (priority {})", k.op,
-                                      device_type(static_cast<int16_t>(dt)).name,
-                                      fmt::join(dtype_names, ", "), k.priority));
+    L.kernel_notes.resize(report.plugins.size());
+    L.kernel_notes[static_cast<size_t>(plugin_index)].push_back(
+        {k.op, dt, k.dtype_mask, k.priority, k.fn});
     for (int d = 0; d < kNumDTypes; ++d) {
       if (!(k.dtype_mask & (1u << d))) continue;
       KernelEntry& slot = op.kernels().slot(static_cast<int16_t>(dt), static_cast<DType>(d));
@@ -653,10 +641,8 @@ std::vector<std::string> candidates_in(const std::string& dir) {
 
 // Note [Plugins live next to the core]
 // The only automatic search directory is ember-plugins/ beside the libember_core.so this process
-// actually mapped (its path read back from the loaded image, symlinks resolved). No absolute
-// path is compiled in: an installed tree (cmake --install, the Debian packages, a tarball) keeps
-// working when copied elsewhere, a build tree never picks up an installed tree's plugins, and
-// which backends a machine has is decided by which files are in that one directory.
+// mapped. No path is compiled in: an installed tree keeps working when moved, a build tree never
+// picks up an installed tree's plugins, and one directory decides which backends a machine has.
 std::string core_library_dir() {
   std::error_code ec;
   fs::path p = boost::dll::this_line_location(ec);
@@ -857,7 +843,19 @@ PluginReport plugin_report() {
   ensure_plugins_loaded();
   Loader& L = loader();
   std::lock_guard lock(L.mu);
-  return L.report;
+  PluginReport r = L.report;
+  for (size_t i = 0; i < r.plugins.size() && i < L.kernel_notes.size(); ++i) {
+    for (const StagedKernel& k : L.kernel_notes[i]) {  // Note [Kernel lines of the report ...]
+      std::vector<std::string_view> dtypes;
+      for (int d = 0; d < kNumDTypes; ++d) {
+        if (k.dtype_mask & (1u << d)) dtypes.push_back(dtype_name(static_cast<DType>(d)));
+      }
+      r.plugins[i].kernels.push_back(fmt::format(
+          "{} on {}: {} (priority {})", k.op, device_type(static_cast<int16_t>(k.device_type)).name,
+          fmt::join(dtypes, ", "), k.priority));
+    }
+  }
+  return r;
 }
 
 std::vector<std::string> plugin_candidates() {
