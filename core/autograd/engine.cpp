@@ -1,9 +1,11 @@
 #include "ember/autograd/engine.h"
 
 #include <cmath>
+#include <functional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
@@ -12,6 +14,13 @@
 
 namespace ember::autograd {
 namespace {
+
+// Note [Callbacks at the end of backward]
+// A hook that starts work which must finish before backward returns (DistributedDataParallel's
+// bucket all-reduces) queues a callback; it runs on the calling thread once every node ran,
+// before backward() returns, in the order queued (a callback may queue more). A failing graph
+// drops the callbacks with the error.
+thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
 
 struct ReadyOrder {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
@@ -200,14 +209,36 @@ std::vector<Edge> root_edges(const std::vector<Tensor>& tensors, const char* op)
   return edges;
 }
 
+// Runs `task` with its own list of final callbacks, then the callbacks.
+void run_task(GraphTask& task, const std::vector<Edge>& roots, const std::vector<Tensor>& grads) {
+  std::vector<std::function<void()>> callbacks;
+  auto* outer = std::exchange(t_final_callbacks, &callbacks);
+  struct Restore {
+    std::vector<std::function<void()>>* outer;
+    ~Restore() { t_final_callbacks = outer; }
+  } restore{outer};
+  task.run(roots, grads);
+  for (size_t i = 0; i < callbacks.size(); ++i) {
+    std::function<void()> fn = std::move(callbacks[i]);
+    fn();
+  }
+}
+
 }  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  EMBER_CHECK(t_final_callbacks != nullptr,
+              "[queue_callback] no backward pass is running on this thread (queue callbacks "
+              "from a gradient hook)");
+  t_final_callbacks->push_back(std::move(callback));
+}
 
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
               bool retain_graph, bool create_graph) {
   std::vector<Edge> roots = root_edges(tensors, "backward");
   std::vector<Tensor> grads = make_root_grads(tensors, grad_tensors, "backward");
   GraphTask task{retain_graph || create_graph, create_graph, {}, {}, {}, {}, {}, {}, false};
-  task.run(roots, grads);
+  run_task(task, roots, grads);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -225,7 +256,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     keep.push_back(e.fn);
     task.captures[e.fn.get()].push_back({e.input_nr, i});
   }
-  task.run(roots, grads);
+  run_task(task, roots, grads);
   for (size_t i = 0; i < inputs.size(); ++i) {
     EMBER_CHECK(allow_unused || task.captured[i].defined(),
                 "[grad] one of the differentiated tensors (input {}) appears to not have been "

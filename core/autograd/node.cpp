@@ -41,17 +41,21 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = std::move(grads[0]);
   AutogradMeta* meta = variable_.autograd_meta();
   EMBER_ASSERT(meta != nullptr);
-  std::lock_guard lock(mu_);
-  for (const GradHook& hook : meta->leaf_hooks) {
-    Tensor replaced = hook(g);
-    if (replaced.defined()) g = replaced;
+  {
+    std::lock_guard lock(mu_);
+    for (const GradHook& hook : meta->leaf_hooks) {
+      Tensor replaced = hook(g);
+      if (replaced.defined()) g = replaced;
+    }
+    if (!g.defined()) return {};
+    if (!is_grad_enabled()) g = g.detach();
+    // Out of place: the previous .grad may be shared with user code or another graph. A first
+    // gradient that is not dense (sum's backward returns an expanded view) is made contiguous,
+    // so an optimizer's in-place update of .grad touches each element once.
+    meta->grad =
+        meta->grad.defined() ? add(meta->grad, g) : (g.is_contiguous() ? g : g.contiguous());
   }
-  if (!g.defined()) return {};
-  if (!is_grad_enabled()) g = g.detach();
-  // Out of place: the previous .grad may be shared with user code or another graph. A first
-  // gradient that is not dense (sum's backward returns an expanded view) is made contiguous,
-  // so an optimizer's in-place update of .grad touches each element once.
-  meta->grad = meta->grad.defined() ? add(meta->grad, g) : (g.is_contiguous() ? g : g.contiguous());
+  for (const auto& hook : meta->post_accumulate_hooks) hook(variable_);
   return {};
 }
 

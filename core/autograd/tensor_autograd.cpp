@@ -84,6 +84,14 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   }
 }
 
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  EMBER_CHECK(requires_grad() && !grad_fn(),
+              "[register_post_accumulate_grad_hook] the tensor must be a leaf that requires "
+              "grad: requires_grad={}, has grad_fn={}",
+              requires_grad(), grad_fn() != nullptr);
+  impl_->autograd_meta()->post_accumulate_hooks.push_back(std::move(hook));
+}
+
 // Note [retain_grad stores in the node]
 // A non-leaf's retained gradient lives in its grad_fn (Node::retained_grads), written by a
 // pre-hook the node owns. Storing it in the tensor would need the hook to reference the

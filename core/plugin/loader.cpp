@@ -145,6 +145,7 @@ struct Staging {
   std::vector<std::string> device_names;  // owned copies of the names
   std::vector<StagedKernel> kernels;
   detail::StagedOpSchemas op_schemas;  // ABI 1.1: ops the plugin defines
+  std::vector<CommBackend> comm;       // ABI 1.5: communication backends
   std::string error;
 };
 
@@ -191,6 +192,29 @@ int32_t stage_op_schema(void* ctx, const ember_op_schema_v1* schema, char* error
   return status;
 }
 
+// ABI 1.5: a communication backend; an incomplete table fails init.
+int32_t stage_comm_backend(void* ctx, const ember_comm_backend_v1* t, char* error, size_t cap) {
+  auto* s = static_cast<Staging*>(ctx);
+  const size_t complete = offsetof(ember_comm_backend_v1, destroy) + sizeof(void*);
+  if (!t || t->struct_size < complete || !t->name || !t->name[0] || !t->create || !t->collective ||
+      !t->destroy) {
+    s->error = "communication backend table is incomplete (name, create, collective, destroy)";
+    if (error && cap > 0) std::snprintf(error, cap, "%s", s->error.c_str());
+    return EMBER_ERR_INVALID;
+  }
+  CommBackend b;
+  std::memcpy(&b.table, t, std::min<size_t>(t->struct_size, sizeof(b.table)));
+  b.table.struct_size = static_cast<uint32_t>(std::min<size_t>(t->struct_size, sizeof(b.table)));
+  b.name = t->name;
+  for (std::string_view rest = t->device_types ? t->device_types : "cpu"; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    if (comma != 0) b.device_types.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+  }
+  s->comm.push_back(std::move(b));
+  return EMBER_OK;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The loader state.
 
@@ -209,6 +233,7 @@ struct Loader {
   PluginReport report;
   std::vector<std::vector<StagedKernel>> kernel_notes;  // by plugin, resolved device types
   std::vector<LoadedPlugin*> loaded;                    // never freed: plugins are not unloaded
+  std::vector<CommBackend> comm;                        // ABI 1.5, first of a name wins
   std::optional<PluginOptions> options;                 // from init(options), before discovery
   std::string disabled_by = "EMBER_PLUGINS_DISABLE", only_by = "EMBER_PLUGINS_ONLY";
   int discoveries = 0;
@@ -500,9 +525,9 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
 
   // 7. init against a staging registrar; commit only on success.
   Staging staging;
-  ember_registrar_v1 reg{sizeof(ember_registrar_v1), &staging,
-                         stage_device_type,          stage_kernel,
-                         stage_find_device_type,     stage_op_schema};
+  ember_registrar_v1 reg{
+      sizeof(ember_registrar_v1), &staging,        stage_device_type, stage_kernel,
+      stage_find_device_type,     stage_op_schema, stage_comm_backend};
   char err[1024] = {0};
   int32_t status = EMBER_ERR_INTERNAL;
   try {
@@ -614,7 +639,34 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     }
   }
   rec.ops.assign(op_names.begin(), op_names.end());
-  if (!staging.device_types.empty() && usable == 0) {
+  // ABI 1.5: communication backends; a name already taken stays with its first owner unless the
+  // newcomer has a higher priority (as kernels do).
+  for (CommBackend& b : staging.comm) {
+    char why[512] = {0};
+    b.plugin = rec.name;
+    b.usable = !b.table.available || b.table.available(b.table.ctx, why, sizeof(why)) != 0;
+    if (!b.usable) b.reason = why[0] ? why : "not usable here (no reason given)";
+    rec.communication.push_back(
+        b.usable ? fmt::format("{} ({})", b.name, fmt::join(b.device_types, ", "))
+                 : fmt::format("{} (unusable: {})", b.name, b.reason));
+    auto same = std::find_if(L.comm.begin(), L.comm.end(),
+                             [&](const CommBackend& o) { return o.name == b.name; });
+    if (same == L.comm.end()) {
+      L.comm.push_back(b);
+    } else if (b.table.priority > same->table.priority) {
+      report.conflicts.push_back(
+          fmt::format("communication backend {}: {} replaces {}", b.name, rec.name, same->plugin));
+      *same = b;
+    } else {
+      report.conflicts.push_back(
+          fmt::format("communication backend {}: kept {} over {}", b.name, same->plugin, rec.name));
+    }
+    if (b.usable)
+      ++usable;
+    else
+      unusable_reason = b.reason;
+  }
+  if ((!staging.device_types.empty() || !staging.comm.empty()) && usable == 0) {
     rec.outcome = PluginOutcome::Unusable;
     rec.reason = unusable_reason.empty() ? "no devices" : unusable_reason;
   } else {
@@ -858,6 +910,13 @@ PluginReport plugin_report() {
   return r;
 }
 
+std::vector<CommBackend> comm_backends() {
+  ensure_plugins_loaded();
+  Loader& L = loader();
+  std::lock_guard lock(L.mu);
+  return L.comm;
+}
+
 std::vector<std::string> plugin_candidates() {
   Loader& L = loader();
   std::lock_guard lock(L.mu);
@@ -929,7 +988,8 @@ std::string plugin_report_json(const PluginReport& r) {
                                           {"warning", p.warning},
                                           {"devices", p.devices},
                                           {"ops", p.ops},
-                                          {"kernels", p.kernels}});
+                                          {"kernels", p.kernels},
+                                          {"communication", p.communication}});
   }
   for (size_t i = 0; i < r.search_path.size(); ++i) {
     j["search_path"][i]["exists"] = r.search_path[i].exists;

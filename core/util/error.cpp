@@ -16,6 +16,7 @@ DeviceError::~DeviceError() = default;
 IoError::~IoError() = default;
 PluginError::~PluginError() = default;
 InternalError::~InternalError() = default;
+DistributedError::~DistributedError() = default;
 
 const char* kind_name(ErrorKind kind) {
   switch (kind) {
@@ -37,6 +38,8 @@ const char* kind_name(ErrorKind kind) {
       return "Plugin";
     case ErrorKind::Internal:
       return "Internal";
+    case ErrorKind::Distributed:
+      return "Distributed";
   }
   return "Unknown";
 }
@@ -61,6 +64,8 @@ void throw_error(ErrorKind kind, const std::string& message) {
       throw PluginError(message);
     case ErrorKind::Internal:
       throw InternalError(message);
+    case ErrorKind::Distributed:
+      throw DistributedError(message);
   }
   throw Error(message, kind);
 }
@@ -77,6 +82,9 @@ ErrorKind status_error_kind(int32_t status) {
       return ErrorKind::Device;
     case EMBER_ERR_INDEX:
       return ErrorKind::Index;
+    case EMBER_ERR_TIMEOUT:
+    case EMBER_ERR_PEER:
+      return ErrorKind::Distributed;
     default:  // EMBER_ERR_INTERNAL, and codes from a newer ABI this core does not know
       return ErrorKind::Internal;
   }

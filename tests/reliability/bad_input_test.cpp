@@ -119,6 +119,8 @@ bool is_subclass_of_kind(const Error& e, ErrorKind kind) {
       return dynamic_cast<const PluginError*>(&e) != nullptr;
     case ErrorKind::Internal:
       return dynamic_cast<const InternalError*>(&e) != nullptr;
+    case ErrorKind::Distributed:
+      return dynamic_cast<const DistributedError*>(&e) != nullptr;
   }
   return false;
 }
@@ -659,12 +661,14 @@ TEST(ErrorKinds, KindNamePrintsEveryKind) {
   EXPECT_STREQ(kind_name(ErrorKind::Io), "Io");
   EXPECT_STREQ(kind_name(ErrorKind::Plugin), "Plugin");
   EXPECT_STREQ(kind_name(ErrorKind::Internal), "Internal");
+  EXPECT_STREQ(kind_name(ErrorKind::Distributed), "Distributed");
 }
 
 TEST(ErrorKinds, ThrowErrorThrowsTheSubclassOfTheKind) {
-  for (ErrorKind k : {ErrorKind::Value, ErrorKind::Type, ErrorKind::Index,
-                      ErrorKind::NotImplemented, ErrorKind::OutOfMemory, ErrorKind::Device,
-                      ErrorKind::Io, ErrorKind::Plugin, ErrorKind::Internal}) {
+  for (ErrorKind k :
+       {ErrorKind::Value, ErrorKind::Type, ErrorKind::Index, ErrorKind::NotImplemented,
+        ErrorKind::OutOfMemory, ErrorKind::Device, ErrorKind::Io, ErrorKind::Plugin,
+        ErrorKind::Internal, ErrorKind::Distributed}) {
     try {
       throw_error(k, "[test] message");
     } catch (const Error& e) {
@@ -681,6 +685,8 @@ TEST(ErrorKinds, PluginStatusesMapToKinds) {
   EXPECT_EQ(status_error_kind(EMBER_ERR_OUT_OF_MEMORY), ErrorKind::OutOfMemory);
   EXPECT_EQ(status_error_kind(EMBER_ERR_DEVICE), ErrorKind::Device);
   EXPECT_EQ(status_error_kind(EMBER_ERR_INTERNAL), ErrorKind::Internal);
+  EXPECT_EQ(status_error_kind(EMBER_ERR_TIMEOUT), ErrorKind::Distributed);
+  EXPECT_EQ(status_error_kind(EMBER_ERR_PEER), ErrorKind::Distributed);
   EXPECT_EQ(status_error_kind(1000), ErrorKind::Internal);  // a code from a newer ABI
 }
 

@@ -27,8 +27,10 @@ extern "C" {
  *  1.3: device types with allocation messages, page-locked host memory, asynchronous copies,
  *  streams and events, stream-aware frees and options (ember_device_type_v1, from alloc_checked).
  *  1.4: EMBER_ERR_INDEX, and ember_kernel_call::stream set to the device's current stream.
+ *  1.5: communication backends (ember_registrar_v1::comm_backend, ember_comm_backend_v1) and
+ *  EMBER_ERR_TIMEOUT / EMBER_ERR_PEER.
  */
-#define EMBER_ABI_MINOR 4
+#define EMBER_ABI_MINOR 5
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
  */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
@@ -62,8 +64,10 @@ typedef enum ember_status {
   EMBER_ERR_OUT_OF_MEMORY = 3,
   EMBER_ERR_DEVICE = 4, /* the device or a vendor library failed */
   EMBER_ERR_INTERNAL = 5,
-  EMBER_ERR_INDEX = 6 /* ABI 1.4: an index value out of range (an older core reports it as an
-                        internal error, so kernels may return it to any 1.x core) */
+  EMBER_ERR_INDEX = 6,   /* ABI 1.4: an index value out of range (an older core reports it as an
+                           internal error, so kernels may return it to any 1.x core) */
+  EMBER_ERR_TIMEOUT = 7, /* ABI 1.5: a collective or the rendezvous store ran out of time */
+  EMBER_ERR_PEER = 8     /* ABI 1.5: a peer process closed its connection or failed */
 } ember_status;
 
 /** A strided view of device memory handed to a kernel. Strides are in elements. */
@@ -336,6 +340,101 @@ typedef struct ember_op_schema_v1 {
   uint32_t saved_outputs;         /* bit i: backward_op receives output i */
 } ember_op_schema_v1;
 
+/* ---- ABI 1.5: communication backends ---------------------------------------------------
+ *
+ * Note [Communication backends are plugins]
+ * A communication backend (gloo, nccl, mpi) moves tensors between the processes of a job. Like a
+ * device type it is a table a plugin registers; the core keeps it and `ember plugins` reports it,
+ * so a deployment picks its transport by what is installed. The core does everything that is the
+ * same for every transport: the rendezvous store (env://, file://), one worker thread per
+ * process group that runs collectives in the order they were issued, timeouts, naming the ranks
+ * that did not answer, the average (a sum divided by the world size), and checks of the
+ * arguments (same dtype and device, contiguous, the sizes each collective requires). A backend
+ * only moves bytes: `collective` runs one operation to completion (or, for a device with
+ * streams, enqueues it on call->stream) within call->timeout_ms. */
+
+/** Operations of ember_collective_call::op; new ones are appended. */
+enum {
+  EMBER_COLL_ALL_REDUCE = 0,     /* output = reduce(input of every rank); output may be input */
+  EMBER_COLL_BROADCAST = 1,      /* output = input of rank `peer` (input == output) */
+  EMBER_COLL_ALL_GATHER = 2,     /* output (world * n) = inputs (n each) in rank order */
+  EMBER_COLL_REDUCE_SCATTER = 3, /* output (n) = block `rank` of reduce(inputs (world * n)) */
+  EMBER_COLL_ALL_TO_ALL = 4,     /* output block r (n) = block `rank` of rank r's input */
+  EMBER_COLL_BARRIER = 5,        /* no tensors */
+  EMBER_COLL_SEND = 6,           /* input to rank `peer`, matched by `tag` */
+  EMBER_COLL_RECV = 7            /* output from rank `peer`, matched by `tag` */
+};
+
+/** Reductions of ember_collective_call::reduce (the core turns an average into a sum). */
+enum { EMBER_REDUCE_SUM = 0, EMBER_REDUCE_PRODUCT = 1, EMBER_REDUCE_MIN = 2, EMBER_REDUCE_MAX = 3 };
+
+/** Receives a value read from the store. */
+typedef void (*ember_store_sink)(void* user, const void* data, size_t size);
+
+/** The rendezvous store of a process group, provided by the core: every rank sees every key. */
+typedef struct ember_store_v1 {
+  uint32_t struct_size;
+  void* ctx;
+  /* Sets `key` to `size` bytes (replacing an old value). */
+  int32_t (*set)(void* ctx, const char* key, const void* value, size_t size, char* error,
+                 size_t error_capacity);
+  /* Waits up to timeout_ms for `key` to exist, then hands its value to sink(user, ...) once;
+   * EMBER_ERR_TIMEOUT with the key named when it does not appear in time. */
+  int32_t (*get)(void* ctx, const char* key, int64_t timeout_ms, ember_store_sink sink, void* user,
+                 char* error, size_t error_capacity);
+} ember_store_v1;
+
+/** What a communicator is made from. */
+typedef struct ember_comm_config {
+  uint32_t struct_size;
+  int32_t rank;
+  int32_t world_size;
+  int64_t timeout_ms;          /* for connecting, and the default of every collective */
+  const char* local_address;   /* an address of this host the other ranks can reach */
+  const ember_store_v1* store; /* keys are private to this process group */
+  int32_t device_index;        /* the device this rank uses (device backends), or -1 */
+  const struct ember_host_v1* host;
+} ember_comm_config;
+
+/** One collective or point-to-point operation on contiguous tensors of one dtype and device. */
+typedef struct ember_collective_call {
+  uint32_t struct_size;
+  int32_t op;     /* EMBER_COLL_* */
+  int32_t reduce; /* EMBER_REDUCE_*, for all-reduce and reduce-scatter */
+  int32_t peer;   /* the root of a broadcast, the other rank of a send or receive */
+  int32_t tag;    /* send/recv matching */
+  ember_tensor input;
+  ember_tensor output;
+  int64_t timeout_ms;
+  void* stream; /* the device's current stream, or NULL */
+  char* error;  /* why it failed, error_capacity bytes */
+  size_t error_capacity;
+} ember_collective_call;
+
+/** A communication backend a plugin provides (Note [Communication backends are plugins]). */
+typedef struct ember_comm_backend_v1 {
+  uint32_t struct_size;
+  const char* name;         /* "gloo", "nccl", "mpi", ... */
+  const char* device_types; /* comma-separated device types whose tensors it moves: "cpu" */
+  int32_t priority;         /* higher wins a name conflict */
+  void* ctx;
+  /* 1 if it can run in this process, else 0 with the reason (no GPU, no launcher...). */
+  int32_t (*available)(void* ctx, char* reason, size_t reason_capacity);
+  /* Joins the group described by `config` (blocks until every rank joined or the timeout). */
+  int32_t (*create)(void* ctx, const ember_comm_config* config, void** comm, char* error,
+                    size_t error_capacity);
+  /* Runs one operation (see ember_collective_call); EMBER_ERR_UNSUPPORTED names what it cannot
+   * move (a dtype, an operation), EMBER_ERR_TIMEOUT and EMBER_ERR_PEER say which peer failed
+   * when it knows. */
+  int32_t (*collective)(void* ctx, void* comm, const ember_collective_call* call);
+  /* Leaves the group and frees the communicator. */
+  void (*destroy)(void* ctx, void* comm);
+  /* The rank and world size the backend's own launcher assigned (mpirun), or NULL: the core
+   * then takes them from the arguments or RANK / WORLD_SIZE. */
+  int32_t (*world)(void* ctx, int32_t* rank, int32_t* world_size, char* error,
+                   size_t error_capacity);
+} ember_comm_backend_v1;
+
 /** What a plugin registers during init, staged and committed only if init succeeds. */
 typedef struct ember_registrar_v1 {
   uint32_t struct_size;
@@ -354,6 +453,11 @@ typedef struct ember_registrar_v1 {
    * defined is not an error here: the first definition stays, the conflict is recorded. */
   int32_t (*op_schema)(void* ctx, const ember_op_schema_v1* schema, char* error,
                        size_t error_capacity);
+  /* ABI 1.5 (present when struct_size covers it). Registers a communication backend; the table
+   * is copied (its strings and ctx must outlive the process). EMBER_ERR_INVALID with the reason
+   * for an incomplete table (which also fails init). */
+  int32_t (*comm_backend)(void* ctx, const ember_comm_backend_v1* backend, char* error,
+                          size_t error_capacity);
 } ember_registrar_v1;
 
 /** The static descriptor a plugin's entry symbol returns. */
@@ -379,6 +483,8 @@ static_assert(offsetof(ember_registrar_v1, find_device_type) == 4 * sizeof(void*
               "ember_registrar_v1 v1.0 layout changed");
 static_assert(offsetof(ember_registrar_v1, op_schema) == 5 * sizeof(void*),
               "ember_registrar_v1::op_schema must follow the v1.0 fields");
+static_assert(offsetof(ember_registrar_v1, comm_backend) == 6 * sizeof(void*),
+              "ember_registrar_v1::comm_backend must follow the v1.1 fields");
 static_assert(offsetof(ember_device_type_v1, alloc_checked) ==
                   offsetof(ember_device_type_v1, get_num_threads) + sizeof(void*),
               "ember_device_type_v1::alloc_checked must follow the v1.0 fields");

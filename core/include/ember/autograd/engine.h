@@ -1,6 +1,7 @@
 // The backward engine: dependency counting over the graph reachable from the roots.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -21,5 +22,9 @@ EMBER_API std::vector<Tensor> grad(const std::vector<Tensor>& outputs,
                                    const std::vector<Tensor>& grad_outputs = {},
                                    std::optional<bool> retain_graph = {}, bool create_graph = false,
                                    bool allow_unused = false);
+
+/** Runs `callback` on this thread when the backward pass now running has finished all its
+ *  nodes (Note [Callbacks at the end of backward]); throws outside a backward pass. */
+EMBER_API void queue_callback(std::function<void()> callback);
 
 }  // namespace ember::autograd

@@ -51,9 +51,10 @@ struct PluginRecord {
   PluginOutcome outcome = PluginOutcome::NotAPlugin;
   std::string reason;
   std::string warning;  // set when it loaded despite a problem: "file ... is writable by group"
-  std::vector<std::string> devices;  // "cpu (1 device)", "cuda (0 devices: no CUDA device)"
-  std::vector<std::string> ops;      // op names it registered kernels for
-  std::vector<std::string> kernels;  // "add on cpu: float32, float64 (priority 0)"
+  std::vector<std::string> devices;        // "cpu (1 device)", "cuda (0 devices: no CUDA device)"
+  std::vector<std::string> ops;            // op names it registered kernels for
+  std::vector<std::string> kernels;        // "add on cpu: float32, float64 (priority 0)"
+  std::vector<std::string> communication;  // "gloo (cpu)", "nccl (unusable: no CUDA device)"
 };
 
 /** Everything discovery saw and decided. */
@@ -99,6 +100,18 @@ EMBER_API PluginReport plugin_report();
 EMBER_API std::string plugin_report_json(const PluginReport& report);
 /** Loads one plugin file explicitly; the record says how it went (never throws unless strict). */
 EMBER_API PluginRecord load_plugin(const std::string& path);
+
+/** A communication backend a loaded plugin registered (ABI 1.5, plugin_abi.h). */
+struct CommBackend {
+  std::string name;                       // "gloo"
+  std::string plugin;                     // the plugin that registered it
+  std::vector<std::string> device_types;  // whose tensors it moves
+  ember_comm_backend_v1 table{};          // zero past the plugin's struct_size
+  bool usable = false;
+  std::string reason;  // why it is not usable
+};
+/** Every communication backend registered so far, in load order (runs discovery first). */
+EMBER_API std::vector<CommBackend> comm_backends();
 
 namespace detail {
 EMBER_API extern std::atomic<bool> g_plugins_loaded;

@@ -175,6 +175,8 @@ class EMBER_API Tensor {
   Tensor detach() const;
   /** Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it. */
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  /** On a leaf: calls `hook(leaf)` each time a gradient was accumulated into its .grad. */
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   /** Keeps the gradient of a non-leaf in grad() after backward. */
   void retain_grad() const;
 

@@ -48,6 +48,7 @@ enum class ErrorKind : uint8_t {
   Io,
   Plugin,
   Internal,
+  Distributed,  // a peer process failed or did not answer in time, the rendezvous failed
 };
 
 /** The kind's name as spelled in the enum ("Value", "OutOfMemory", ...). */
@@ -130,6 +131,15 @@ class EMBER_API PluginError : public Error {
   /** Wraps the message. */
   explicit PluginError(const std::string& message) : Error(message, ErrorKind::Plugin) {}
   ~PluginError() override;
+};
+
+/** A collective or the rendezvous failed: a peer died or did not answer in time
+ *  (ErrorKind::Distributed). */
+class EMBER_API DistributedError : public Error {
+ public:
+  /** Wraps the message. */
+  explicit DistributedError(const std::string& message) : Error(message, ErrorKind::Distributed) {}
+  ~DistributedError() override;
 };
 
 /** An Ember bug (ErrorKind::Internal). */
