@@ -31,6 +31,9 @@ install(FILES ${PROJECT_BINARY_DIR}/include/ember/version.h
 
 # Backends: one component each.
 set(EMBER_BACKENDS cpu reference)
+if(TARGET ember-plugin-gloo)
+  list(APPEND EMBER_BACKENDS gloo)
+endif()
 if(TARGET ember-plugin-cuda)
   list(APPEND EMBER_BACKENDS cuda)
 endif()

@@ -49,6 +49,7 @@ set(CPACK_DEBIAN_TOOLS_DESCRIPTION
 
 set(backend_cpu_summary "CPU backend (oneDNN and vectorized OpenMP loops)")
 set(backend_reference_summary "reference backend (plain float64-accumulating loops, the oracle)")
+set(backend_gloo_summary "gloo communication backend (collectives over TCP, CPU tensors)")
 set(backend_cuda_summary "CUDA backend (cuBLAS, cuDNN and own kernels)")
 foreach(backend ${EMBER_BACKENDS})
   string(TOUPPER backend_${backend} comp)

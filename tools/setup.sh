@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libdnnl-dev ocl-icd-opencl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libgloo-dev libopenmpi-dev openmpi-bin
   file binutils
   dataset-fashion-mnist
 )

@@ -1,0 +1,623 @@
+#include "ember/distributed/process_group.h"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/dispatch/device_registry.h"
+#include "ember/ops/elementwise.h"
+#include "ember/plugin/loader.h"
+#include "ember/util/error.h"
+
+namespace ember::distributed {
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------------------------
+// Work
+
+struct Work::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::string error;  // empty: success
+  ErrorKind kind = ErrorKind::Distributed;
+  milliseconds timeout{0};
+  std::string what;  // "all_reduce #3", for a wait that outlives the backend's own timeout
+};
+
+// Note [A wait is bounded too]
+// The backend bounds each operation by the group's timeout; wait() adds a margin on top, so
+// even a backend that ignored its timeout leaves the caller with an error, not a hang.
+void Work::wait() const {
+  std::unique_lock lock(state_->mu);
+  const auto margin = state_->timeout + std::chrono::seconds(10);
+  const bool done = state_->cv.wait_for(lock, margin, [&] { return state_->done; });
+  EMBER_CHECK_AS(DistributedError, done,
+                 "[distributed] {} did not finish within {} ms (the backend ignored its timeout; "
+                 "the process group is unusable)",
+                 state_->what, margin.count());
+  if (!state_->error.empty()) throw_error(state_->kind, state_->error);
+}
+
+bool Work::is_completed() const {
+  std::lock_guard lock(state_->mu);
+  return state_->done;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The group
+
+namespace {
+
+const char* op_name(int32_t op) {
+  switch (op) {
+    case EMBER_COLL_ALL_REDUCE:
+      return "all_reduce";
+    case EMBER_COLL_BROADCAST:
+      return "broadcast";
+    case EMBER_COLL_ALL_GATHER:
+      return "all_gather";
+    case EMBER_COLL_REDUCE_SCATTER:
+      return "reduce_scatter";
+    case EMBER_COLL_ALL_TO_ALL:
+      return "all_to_all";
+    case EMBER_COLL_BARRIER:
+      return "barrier";
+    case EMBER_COLL_SEND:
+      return "send";
+    case EMBER_COLL_RECV:
+      return "recv";
+    default:
+      return "collective";
+  }
+}
+
+ember_tensor describe(const Tensor& t) {
+  if (!t.defined()) return ember_tensor{};
+  return ember_tensor{t.data_ptr(),
+                      static_cast<int32_t>(t.dtype()),
+                      static_cast<int32_t>(t.dim()),
+                      t.sizes().data(),
+                      t.strides().data(),
+                      t.device().type,
+                      t.device().index};
+}
+
+std::string tensor_text(const Tensor& t) {
+  return t.defined() ? fmt::format("{} {}", dtype_name(t.dtype()), shape_str(t.sizes())) : "";
+}
+
+// The store as the C table a backend sees.
+int32_t store_set(void* ctx, const char* key, const void* value, size_t size, char* error,
+                  size_t cap) {
+  try {
+    const auto* p = static_cast<const uint8_t*>(value);
+    static_cast<Store*>(ctx)->set(key, std::vector<uint8_t>(p, p + size));
+    return EMBER_OK;
+  } catch (const std::exception& e) {
+    std::snprintf(error, cap, "%s", e.what());
+    return EMBER_ERR_PEER;
+  }
+}
+
+int32_t store_get(void* ctx, const char* key, int64_t timeout_ms, ember_store_sink sink, void* user,
+                  char* error, size_t cap) {
+  try {
+    const std::vector<uint8_t> v = static_cast<Store*>(ctx)->get(key, milliseconds(timeout_ms));
+    sink(user, v.data(), v.size());
+    return EMBER_OK;
+  } catch (const std::exception& e) {
+    std::snprintf(error, cap, "%s", e.what());
+    return EMBER_ERR_TIMEOUT;
+  }
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  EMBER_CHECK(end && *end == '\0' && x >= 0 && x < (1 << 30),
+              "[distributed] {} must be a non-negative integer: got '{}'", name, v);
+  return static_cast<int>(x);
+}
+
+}  // namespace
+
+struct ProcessGroup::Impl {
+  int rank = 0, size = 1;
+  milliseconds timeout{0};
+  CommBackend backend;
+  void* comm = nullptr;
+  std::shared_ptr<Store> store;  // this group's keys
+  ember_store_v1 store_table{};
+  uint64_t issued = 0;  // operations issued so far, the same count on every rank
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> queue;
+  bool stopping = false;
+  std::thread worker;
+  std::vector<std::pair<std::thread, std::shared_ptr<Work::State>>> p2p;  // in flight or done
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mu);
+      stopping = true;
+      cv.notify_all();
+    }
+    if (worker.joinable()) worker.join();
+    for (auto& t : p2p) t.first.join();
+    if (comm) backend.table.destroy(backend.table.ctx, comm);
+  }
+
+  void run_worker() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+      job();
+    }
+  }
+
+  // Note [Naming the ranks that failed]
+  // A backend knows that a connection broke or a wait ran out, rarely which rank is to blame.
+  // After a failure each rank writes what it was doing (operation number, name, dtype, sizes)
+  // into the store and reads the others' notes for a few seconds: a rank that wrote none did not
+  // answer (it died, hangs, or never reached this operation); one that wrote another operation
+  // or other sizes is named with them. If the store itself is gone, rank 0, which serves it, is.
+  std::string diagnose(uint64_t seq, const std::string& mine) {
+    std::vector<int> silent;
+    std::vector<std::string> differ;
+    try {
+      store->set(fmt::format("health/{}/{}", seq, rank),
+                 std::vector<uint8_t>(mine.begin(), mine.end()));
+      const auto deadline = Clock::now() + std::min<milliseconds>(timeout, std::chrono::seconds(3));
+      for (int r = 0; r < size; ++r) {
+        if (r == rank) continue;
+        const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+        try {
+          const std::vector<uint8_t> v =
+              store->get(fmt::format("health/{}/{}", seq, r), std::max(left, milliseconds(1)));
+          const std::string theirs(v.begin(), v.end());
+          if (theirs != mine) differ.push_back(fmt::format("rank {} was at {}", r, theirs));
+        } catch (const DistributedError& e) {
+          if (std::string(e.what()).find("lost the rendezvous store") != std::string::npos)
+            return "the rendezvous store on rank 0 is gone: rank 0 did not answer";
+          silent.push_back(r);
+        }
+      }
+    } catch (const std::exception&) {
+      return "the rendezvous store on rank 0 is gone: rank 0 did not answer";
+    }
+    std::string out;
+    if (!silent.empty())
+      out = fmt::format("rank{} {} did not answer", silent.size() == 1 ? "" : "s",
+                        fmt::join(silent, ", "));
+    if (!differ.empty())
+      out += fmt::format("{}{} (this rank was at {})", out.empty() ? "" : "; ",
+                         fmt::join(differ, "; "), mine);
+    return out.empty() ? "every rank answered" : out;
+  }
+
+  Work submit(int32_t op, int32_t reduce, int32_t peer, int32_t tag, Tensor input, Tensor output,
+              bool average) {
+    auto state = std::make_shared<Work::State>();
+    const uint64_t seq = issued++;
+    state->timeout = timeout;
+    state->what = fmt::format("{} #{}", op_name(op), seq);
+    const std::string mine = fmt::format("{} #{} of {}", op_name(op), seq,
+                                         tensor_text(input.defined() ? input : output));
+    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, mine] {
+      char err[1024] = {0};
+      ember_collective_call call{sizeof(ember_collective_call),
+                                 op,
+                                 reduce,
+                                 peer,
+                                 tag,
+                                 describe(input),
+                                 describe(output),
+                                 timeout.count(),
+                                 nullptr,
+                                 err,
+                                 sizeof(err)};
+      int32_t status = EMBER_ERR_INTERNAL;
+      std::string error;
+      ErrorKind kind = ErrorKind::Distributed;
+      try {
+        status = backend.table.collective(backend.table.ctx, comm, &call);
+        if (status == EMBER_OK && average) {
+          autograd::NoGradGuard no_grad;  // the collectives are not recorded, nor is this
+          Tensor o = output;
+          div_(o, static_cast<double>(size));
+        }
+      } catch (const Error& e) {
+        error = e.what();
+        kind = e.kind();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      if (status != EMBER_OK && error.empty()) {
+        kind = status_error_kind(status);
+        const std::string why = err[0] ? err : "no reason given";
+        error = fmt::format("[distributed] {} failed on rank {} ({}): {}", mine, rank, backend.name,
+                            why);
+        if (kind == ErrorKind::Distributed) error += "; " + diagnose(seq, mine);
+      }
+      std::lock_guard lock(state->mu);
+      state->error = std::move(error);
+      state->kind = kind;
+      state->done = true;
+      state->cv.notify_all();
+    };
+    std::lock_guard lock(mu);
+    if (op == EMBER_COLL_SEND || op == EMBER_COLL_RECV) {
+      // Note [Point-to-point runs beside the queue]
+      // A send and a receive are matched by peer and tag, not by their place in the order of
+      // collectives: queued behind each other, a recv waiting for a send that is queued behind
+      // it on the other rank would deadlock both. Each runs on a thread of its own.
+      std::erase_if(p2p, [](std::pair<std::thread, std::shared_ptr<Work::State>>& t) {
+        if (!Work(t.second).is_completed()) return false;
+        t.first.join();  // finished: its thread ends at once
+        return true;
+      });
+      p2p.emplace_back(std::thread(std::move(job)), state);
+    } else {
+      queue.push_back(std::move(job));
+      cv.notify_one();
+    }
+    return Work(state);
+  }
+
+  // Checks that a tensor can go to the backend as it is.
+  void check_tensor(const char* op, const Tensor& t, const char* role) const {
+    EMBER_CHECK(t.defined(), "[distributed.{}] the {} tensor is undefined", op, role);
+    EMBER_CHECK(t.is_contiguous(),
+                "[distributed.{}] the {} tensor must be contiguous: sizes {}, strides {} (call "
+                ".contiguous() first)",
+                op, role, shape_str(t.sizes()), shape_str(t.strides()));
+    const std::string type(t.device().type_name());
+    bool ok = false;
+    for (const std::string& d : backend.device_types) ok = ok || d == type;
+    EMBER_CHECK_TYPE(ok,
+                     "[distributed.{}] backend {} moves tensors on {}, not on {} (move the tensor, "
+                     "or use a backend for {})",
+                     op, backend.name, fmt::join(backend.device_types, ", "), type, type);
+  }
+
+  void check_pair(const char* op, const Tensor& out, const Tensor& in, int64_t out_per_in_num,
+                  int64_t out_per_in_den) const {
+    check_tensor(op, in, "input");
+    check_tensor(op, out, "output");
+    EMBER_CHECK_TYPE(out.dtype() == in.dtype() && out.device() == in.device(),
+                     "[distributed.{}] input and output differ: {} on {} and {} on {}", op,
+                     dtype_name(in.dtype()), in.device().str(), dtype_name(out.dtype()),
+                     out.device().str());
+    EMBER_CHECK(out.numel() * out_per_in_den == in.numel() * out_per_in_num,
+                "[distributed.{}] the output has {} elements; with {} input elements and {} "
+                "ranks it must have {}",
+                op, out.numel(), in.numel(), size, in.numel() * out_per_in_num / out_per_in_den);
+  }
+
+  int32_t reduce_code(const char* op, const Tensor& t, ReduceOp r) const {
+    switch (r) {
+      case ReduceOp::Sum:
+        return EMBER_REDUCE_SUM;
+      case ReduceOp::Product:
+        return EMBER_REDUCE_PRODUCT;
+      case ReduceOp::Min:
+        return EMBER_REDUCE_MIN;
+      case ReduceOp::Max:
+        return EMBER_REDUCE_MAX;
+      case ReduceOp::Avg:
+        EMBER_CHECK_TYPE(
+            is_floating(t.dtype()),
+            "[distributed.{}] Avg needs a floating tensor: got {} (use Sum and divide)", op,
+            dtype_name(t.dtype()));
+        return EMBER_REDUCE_SUM;
+    }
+    return EMBER_REDUCE_SUM;
+  }
+
+  void check_peer(const char* op, int peer, const char* role) const {
+    EMBER_CHECK_INDEX(peer >= 0 && peer < size,
+                      "[distributed.{}] {} rank {} is out of range: the group has {} ranks", op,
+                      role, peer, size);
+  }
+};
+
+int ProcessGroup::rank() const {
+  return impl_->rank;
+}
+int ProcessGroup::size() const {
+  return impl_->size;
+}
+const std::string& ProcessGroup::backend() const {
+  return impl_->backend.name;
+}
+milliseconds ProcessGroup::timeout() const {
+  return impl_->timeout;
+}
+
+Work ProcessGroup::all_reduce_async(const Tensor& t, ReduceOp op) const {
+  impl_->check_tensor("all_reduce", t, "input");
+  const int32_t code = impl_->reduce_code("all_reduce", t, op);
+  return impl_->submit(EMBER_COLL_ALL_REDUCE, code, 0, 0, t, t, op == ReduceOp::Avg);
+}
+
+Work ProcessGroup::broadcast_async(const Tensor& t, int root) const {
+  impl_->check_tensor("broadcast", t, "input");
+  impl_->check_peer("broadcast", root, "root");
+  return impl_->submit(EMBER_COLL_BROADCAST, 0, root, 0, t, t, false);
+}
+
+Work ProcessGroup::all_gather_async(const Tensor& output, const Tensor& input) const {
+  impl_->check_pair("all_gather", output, input, impl_->size, 1);
+  return impl_->submit(EMBER_COLL_ALL_GATHER, 0, 0, 0, input, output, false);
+}
+
+Work ProcessGroup::reduce_scatter_async(const Tensor& output, const Tensor& input,
+                                        ReduceOp op) const {
+  impl_->check_pair("reduce_scatter", output, input, 1, impl_->size);
+  const int32_t code = impl_->reduce_code("reduce_scatter", input, op);
+  return impl_->submit(EMBER_COLL_REDUCE_SCATTER, code, 0, 0, input, output, op == ReduceOp::Avg);
+}
+
+Work ProcessGroup::all_to_all_async(const Tensor& output, const Tensor& input) const {
+  impl_->check_pair("all_to_all", output, input, 1, 1);
+  EMBER_CHECK(input.numel() % impl_->size == 0,
+              "[distributed.all_to_all] {} elements do not split into {} equal blocks",
+              input.numel(), impl_->size);
+  return impl_->submit(EMBER_COLL_ALL_TO_ALL, 0, 0, 0, input, output, false);
+}
+
+Work ProcessGroup::barrier_async() const {
+  return impl_->submit(EMBER_COLL_BARRIER, 0, 0, 0, Tensor(), Tensor(), false);
+}
+
+Work ProcessGroup::send_async(const Tensor& t, int dst, int tag) const {
+  impl_->check_tensor("send", t, "input");
+  impl_->check_peer("send", dst, "destination");
+  EMBER_CHECK(dst != impl_->rank, "[distributed.send] rank {} cannot send to itself", dst);
+  return impl_->submit(EMBER_COLL_SEND, 0, dst, tag, t, Tensor(), false);
+}
+
+Work ProcessGroup::recv_async(const Tensor& t, int src, int tag) const {
+  impl_->check_tensor("recv", t, "output");
+  impl_->check_peer("recv", src, "source");
+  EMBER_CHECK(src != impl_->rank, "[distributed.recv] rank {} cannot receive from itself", src);
+  return impl_->submit(EMBER_COLL_RECV, 0, src, tag, Tensor(), t, false);
+}
+
+void ProcessGroup::all_reduce(const Tensor& t, ReduceOp op) const {
+  all_reduce_async(t, op).wait();
+}
+void ProcessGroup::broadcast(const Tensor& t, int root) const {
+  broadcast_async(t, root).wait();
+}
+void ProcessGroup::all_gather(const Tensor& output, const Tensor& input) const {
+  all_gather_async(output, input).wait();
+}
+void ProcessGroup::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) const {
+  reduce_scatter_async(output, input, op).wait();
+}
+void ProcessGroup::all_to_all(const Tensor& output, const Tensor& input) const {
+  all_to_all_async(output, input).wait();
+}
+void ProcessGroup::barrier() const {
+  barrier_async().wait();
+}
+void ProcessGroup::send(const Tensor& t, int dst, int tag) const {
+  send_async(t, dst, tag).wait();
+}
+void ProcessGroup::recv(const Tensor& t, int src, int tag) const {
+  recv_async(t, src, tag).wait();
+}
+
+// ---------------------------------------------------------------------------------------------
+// init_process_group
+
+namespace {
+
+std::mutex g_mu;
+std::shared_ptr<ProcessGroup::Impl> g_default;
+
+CommBackend find_backend(const std::string& name) {
+  std::vector<std::string> names;
+  for (const CommBackend& b : comm_backends()) {
+    if (b.name == name) {
+      EMBER_CHECK_AS(DistributedError, b.usable,
+                     "[distributed] communication backend '{}' is not usable here: {}", name,
+                     b.reason);
+      return b;
+    }
+    names.push_back(b.name);
+  }
+  throw NotImplementedError(fmt::format(
+      "[distributed] no communication backend '{}': the loaded plugins offer [{}] (install the "
+      "plugin for {}; `ember plugins` shows what was found)",
+      name, fmt::join(names, ", "), name));
+}
+
+// Note [Rendezvous]
+// Every rank joins through the job's store: it claims its rank (a second claim is an error:
+// two processes with the same RANK), writes its world size, and waits for all ranks' entries.
+// Ranks missing when the timeout ends are named; a rank whose world size differs is named with
+// it. Then the backend connects its ranks, exchanging its addresses through the group's part
+// of the store.
+void join(Store& store, int rank, int world, milliseconds timeout) {
+  EMBER_CHECK(store.add(fmt::format("join/rank/{}", rank), 1) == 1,
+              "[distributed] two processes joined as rank {} (each process needs its own RANK)",
+              rank);
+  const std::string mine = std::to_string(world);
+  store.set(fmt::format("join/world/{}", rank), std::vector<uint8_t>(mine.begin(), mine.end()));
+  const auto deadline = Clock::now() + timeout;
+  std::vector<int> missing;
+  for (int r = 0; r < world; ++r) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    const std::string key = fmt::format("join/world/{}", r);
+    if (!missing.empty()) {
+      if (!store.check(key)) missing.push_back(r);
+      continue;
+    }
+    try {
+      const std::vector<uint8_t> v = store.get(key, std::max(left, milliseconds(1)));
+      const std::string theirs(v.begin(), v.end());
+      EMBER_CHECK(theirs == mine,
+                  "[distributed] WORLD_SIZE differs between ranks: rank {} has {}, rank {} has {} "
+                  "(start every rank with the same WORLD_SIZE)",
+                  r, theirs, rank, mine);
+    } catch (const DistributedError& e) {
+      if (std::string(e.what()).find("timed out") == std::string::npos) throw;
+      missing.push_back(r);
+    }
+  }
+  EMBER_CHECK_AS(DistributedError, missing.empty(),
+                 "[distributed] rank{} {} did not join within {} ms (WORLD_SIZE={}: are all {} "
+                 "processes started, with the same MASTER_ADDR and MASTER_PORT?)",
+                 missing.size() == 1 ? "" : "s", fmt::join(missing, ", "), timeout.count(), world,
+                 world);
+}
+
+}  // namespace
+
+ProcessGroup init_process_group(const InitOptions& options) {
+  std::lock_guard lock(g_mu);
+  EMBER_CHECK(!g_default,
+              "[distributed] init_process_group called twice (call destroy_process_group first)");
+  EMBER_CHECK(options.timeout.count() > 0, "[distributed] the timeout must be positive: {} ms",
+              options.timeout.count());
+  auto impl = std::make_shared<ProcessGroup::Impl>();
+  impl->backend = find_backend(options.backend);
+  impl->timeout = options.timeout;
+
+  int rank = options.rank, world = options.world_size;
+  const ember_comm_backend_v1& t = impl->backend.table;
+  if ((rank < 0 || world < 0) && t.world) {
+    char err[512] = {0};
+    int32_t r = -1, w = -1;
+    if (t.world(t.ctx, &r, &w, err, sizeof(err)) == EMBER_OK) {
+      if (rank < 0) rank = r;
+      if (world < 0) world = w;
+    }
+  }
+  if (rank < 0) rank = env_int("RANK", -1);
+  if (world < 0) world = env_int("WORLD_SIZE", -1);
+  EMBER_CHECK(rank >= 0 && world >= 1,
+              "[distributed] the rank and world size are unknown: RANK={}, WORLD_SIZE={} (start "
+              "the processes with `ember run`, or set RANK and WORLD_SIZE, or pass them)",
+              std::getenv("RANK") ? std::getenv("RANK") : "unset",
+              std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "unset");
+  EMBER_CHECK(rank < world, "[distributed] RANK={} is out of range for WORLD_SIZE={} (0..{})", rank,
+              world, world - 1);
+  impl->rank = rank;
+  impl->size = world;
+
+  std::shared_ptr<Store> store;
+  std::string local = "127.0.0.1";
+  const std::string& m = options.init_method;
+  if (m.rfind("file://", 0) == 0) {
+    store = std::make_shared<FileStore>(m.substr(7));
+    char host[256] = {0};
+    if (::gethostname(host, sizeof(host) - 1) == 0 && host[0]) local = host;
+  } else {
+    std::string addr;
+    int port = -1;
+    if (m == "env://") {
+      const char* a = std::getenv("MASTER_ADDR");
+      addr = a && *a ? a : "";
+      port = env_int("MASTER_PORT", -1);
+      EMBER_CHECK(!addr.empty() && port > 0,
+                  "[distributed] env:// needs MASTER_ADDR and MASTER_PORT: got '{}' and '{}' (set "
+                  "both, or start the processes with `ember run`)",
+                  addr, std::getenv("MASTER_PORT") ? std::getenv("MASTER_PORT") : "");
+    } else if (m.rfind("tcp://", 0) == 0) {
+      const std::string hp = m.substr(6);
+      const size_t colon = hp.rfind(':');
+      EMBER_CHECK(colon != std::string::npos && colon > 0,
+                  "[distributed] init method '{}' lacks a port (tcp://host:port)", m);
+      addr = hp.substr(0, colon);
+      port = std::atoi(hp.c_str() + colon + 1);
+    } else {
+      throw ValueError(fmt::format(
+          "[distributed] unknown init method '{}' (env://, tcp://host:port or file:///path)", m));
+    }
+    auto tcp = std::make_shared<TCPStore>(addr, port, rank == 0, options.timeout);
+    local = tcp->local_address();
+    store = tcp;
+  }
+  join(*store, rank, world, options.timeout);
+
+  impl->store = std::make_shared<PrefixStore>("pg0", store);
+  impl->store_table =
+      ember_store_v1{sizeof(ember_store_v1), impl->store.get(), store_set, store_get};
+  int device = options.device_index >= 0 ? options.device_index : env_int("LOCAL_RANK", 0);
+  ember_comm_config cfg{sizeof(ember_comm_config),
+                        rank,
+                        world,
+                        options.timeout.count(),
+                        local.c_str(),
+                        &impl->store_table,
+                        device,
+                        detail::host_table()};
+  char err[1024] = {0};
+  const int32_t status = t.create(t.ctx, &cfg, &impl->comm, err, sizeof(err));
+  if (status != EMBER_OK) {
+    impl->comm = nullptr;
+    throw_error(status_error_kind(status),
+                fmt::format("[distributed] backend {} could not connect rank {} of {}: {}",
+                            impl->backend.name, rank, world, err[0] ? err : "no reason given"));
+  }
+  ProcessGroup::Impl* raw = impl.get();
+  impl->worker = std::thread([raw] { raw->run_worker(); });
+  g_default = impl;
+  return ProcessGroup(impl);
+}
+
+bool is_initialized() {
+  std::lock_guard lock(g_mu);
+  return g_default != nullptr;
+}
+
+ProcessGroup default_group() {
+  std::lock_guard lock(g_mu);
+  EMBER_CHECK(g_default != nullptr,
+              "[distributed] no process group: call init_process_group first");
+  return ProcessGroup(g_default);
+}
+
+int get_rank() {
+  return default_group().rank();
+}
+int get_world_size() {
+  return default_group().size();
+}
+
+void destroy_process_group() {
+  std::shared_ptr<ProcessGroup::Impl> g;
+  {
+    std::lock_guard lock(g_mu);
+    g = std::move(g_default);
+  }
+}
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> out;
+  for (const CommBackend& b : comm_backends()) out.push_back(b.name);
+  return out;
+}
+
+}  // namespace ember::distributed

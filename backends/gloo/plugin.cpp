@@ -1,0 +1,387 @@
+// The gloo communication backend: collectives between processes over TCP on CPU tensors, with
+// Debian's Gloo (libgloo). Registered through ABI 1.5 (plugin_abi.h, Note [Communication
+// backends are plugins]); the core does the rendezvous, ordering, averages and diagnosis.
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/plugin_sdk.hpp"
+
+namespace ember::gloo_backend {
+namespace {
+using std::chrono::milliseconds;
+
+/** Gloo's rendezvous store on top of the core's (ember_store_v1). */
+class StoreAdapter : public ::gloo::rendezvous::Store {
+ public:
+  StoreAdapter(const ember_store_v1* store, milliseconds timeout)
+      : store_(store), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    char err[512] = {0};
+    if (store_->set(store_->ctx, key.c_str(), data.data(), data.size(), err, sizeof(err)) !=
+        EMBER_OK)
+      throw ::gloo::IoException(err);
+  }
+  std::vector<char> get(const std::string& key) override { return get(key, timeout_); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
+    for (const std::string& k : keys) get(k, timeout);
+  }
+
+ private:
+  std::vector<char> get(const std::string& key, milliseconds timeout) {
+    std::vector<char> out;
+    char err[512] = {0};
+    auto sink = [](void* user, const void* data, size_t size) {
+      const auto* p = static_cast<const char*>(data);
+      static_cast<std::vector<char>*>(user)->assign(p, p + size);
+    };
+    if (store_->get(store_->ctx, key.c_str(), timeout.count(), sink, &out, err, sizeof(err)) !=
+        EMBER_OK)
+      throw ::gloo::IoException(err);
+    return out;
+  }
+  const ember_store_v1* store_;
+  milliseconds timeout_;
+};
+
+struct Comm {
+  std::shared_ptr<::gloo::transport::Device> device;
+  std::shared_ptr<::gloo::rendezvous::Context> context;
+  int rank = 0, size = 1;
+};
+
+// Reductions, element type T computed in Acc (float for the 16-bit floats).
+template <typename T, typename Acc, typename F>
+void reduce_with(void* c, const void* a, const void* b, size_t n, F f) {
+  auto* out = static_cast<T*>(c);
+  const auto* x = static_cast<const T*>(a);
+  const auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(f(static_cast<Acc>(x[i]), static_cast<Acc>(y[i])));
+}
+
+template <typename T, typename Acc>
+::gloo::AllreduceOptions::Func reduction_for(int32_t op) {
+  switch (op) {
+    case EMBER_REDUCE_SUM:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        reduce_with<T, Acc>(c, a, b, n, [](Acc x, Acc y) { return x + y; });
+      };
+    case EMBER_REDUCE_PRODUCT:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        reduce_with<T, Acc>(c, a, b, n, [](Acc x, Acc y) { return x * y; });
+      };
+    case EMBER_REDUCE_MIN:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        reduce_with<T, Acc>(c, a, b, n, [](Acc x, Acc y) { return std::min(x, y); });
+      };
+    default:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        reduce_with<T, Acc>(c, a, b, n, [](Acc x, Acc y) { return std::max(x, y); });
+      };
+  }
+}
+
+// Note [Bool reductions]
+// As on other backends, a bool tensor sums to "any" (logical or), multiplies to "all"; min and
+// max are and / or.
+::gloo::AllreduceOptions::Func bool_reduction(int32_t op) {
+  const bool any = op == EMBER_REDUCE_SUM || op == EMBER_REDUCE_MAX;
+  if (any)
+    return [](void* c, const void* a, const void* b, size_t n) {
+      reduce_with<uint8_t, int>(c, a, b, n, [](int x, int y) { return (x | y) != 0; });
+    };
+  return [](void* c, const void* a, const void* b, size_t n) {
+    reduce_with<uint8_t, int>(c, a, b, n, [](int x, int y) { return (x & y) != 0; });
+  };
+}
+
+::gloo::AllreduceOptions::Func reduction(int32_t dtype, int32_t op) {
+  switch (dtype) {
+    case EMBER_F32:
+      return reduction_for<float, float>(op);
+    case EMBER_F64:
+      return reduction_for<double, double>(op);
+    case EMBER_F16:
+      return reduction_for<sdk::Half, float>(op);
+    case EMBER_BF16:
+      return reduction_for<sdk::BFloat16, float>(op);
+    case EMBER_I64:
+      return reduction_for<int64_t, int64_t>(op);
+    case EMBER_I32:
+      return reduction_for<int32_t, int32_t>(op);
+    case EMBER_I8:
+      return reduction_for<int8_t, int8_t>(op);
+    case EMBER_U8:
+      return reduction_for<uint8_t, uint8_t>(op);
+    case EMBER_BOOL:
+      return bool_reduction(op);
+    default:
+      return nullptr;
+  }
+}
+
+size_t element_size(int32_t dtype) {
+  switch (dtype) {
+    case EMBER_F64:
+    case EMBER_I64:
+      return 8;
+    case EMBER_F32:
+    case EMBER_I32:
+      return 4;
+    case EMBER_F16:
+    case EMBER_BF16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+int64_t numel(const ember_tensor& t) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < t.ndim; ++i) n *= t.sizes[i];
+  return n;
+}
+
+// Note [Mismatched calls never meet]
+// Gloo matches messages by slot, built from the operation's tag. The tag here is a hash of what
+// the call is (operation, dtype, element counts, reduction, root), so ranks that disagree (one
+// reduces 4 elements, another 3) wait on different slots instead of exchanging bytes of the
+// wrong size: both run into the timeout and the core names what each rank was doing. Matching
+// calls cost nothing extra.
+uint32_t signature(const ember_collective_call& call) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= static_cast<uint8_t>(v >> (8 * i));
+      h *= 1099511628211ull;
+    }
+  };
+  mix(call.op);
+  mix(call.reduce);
+  mix(call.peer);
+  mix(call.input.data ? call.input.dtype : call.output.dtype);
+  mix(call.input.data ? numel(call.input) : -1);
+  mix(call.output.data ? numel(call.output) : -1);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+// All-reduce of n elements of sizeof(S) bytes each, combined by `fn`.
+template <typename S>
+void allreduce_as(Comm& c, char* buf, size_t n, const ::gloo::AllreduceOptions::Func& fn,
+                  milliseconds timeout, uint32_t tag) {
+  ::gloo::AllreduceOptions opts(c.context);
+  opts.setTag(tag);
+  opts.setOutput(reinterpret_cast<S*>(buf), n);
+  opts.setReduceFunction(fn);
+  opts.setTimeout(timeout);
+  ::gloo::allreduce(opts);
+}
+
+// Gloo moves bytes; every dtype is sent as chars except where a reduction needs its type.
+int32_t run(Comm& c, const ember_collective_call& call) {
+  const milliseconds timeout(call.timeout_ms);
+  const size_t esize = element_size(call.input.data ? call.input.dtype : call.output.dtype);
+  auto* in = static_cast<char*>(call.input.data);
+  auto* out = static_cast<char*>(call.output.data);
+  const size_t in_bytes = call.input.data ? numel(call.input) * esize : 0;
+  const size_t out_bytes = call.output.data ? numel(call.output) * esize : 0;
+  const uint32_t tag = signature(call);
+  switch (call.op) {
+    case EMBER_COLL_ALL_REDUCE:
+    case EMBER_COLL_REDUCE_SCATTER: {
+      auto fn = reduction(call.input.dtype, call.reduce);
+      if (!fn) {
+        std::snprintf(call.error, call.error_capacity, "gloo cannot reduce dtype %d",
+                      call.input.dtype);
+        return EMBER_ERR_UNSUPPORTED;
+      }
+      const size_t n = in_bytes / esize;
+      // Note [Gloo's reduce-scatter]: this Gloo has no reduce-scatter with options; it is an
+      // all-reduce of a copy and this rank's block of the result (twice the traffic).
+      std::vector<char> scratch;
+      char* buf = in;
+      if (call.op == EMBER_COLL_REDUCE_SCATTER) {
+        scratch.assign(in, in + in_bytes);
+        buf = scratch.data();
+      }
+      if (n > 0) {
+        switch (esize) {  // Gloo splits the buffer by its element size: use one of the same
+          case 8:
+            allreduce_as<int64_t>(c, buf, n, fn, timeout, tag);
+            break;
+          case 4:
+            allreduce_as<int32_t>(c, buf, n, fn, timeout, tag);
+            break;
+          case 2:
+            allreduce_as<uint16_t>(c, buf, n, fn, timeout, tag);
+            break;
+          default:
+            allreduce_as<uint8_t>(c, buf, n, fn, timeout, tag);
+            break;
+        }
+      }
+      if (call.op == EMBER_COLL_REDUCE_SCATTER)
+        std::memcpy(out, buf + static_cast<size_t>(c.rank) * out_bytes, out_bytes);
+      return EMBER_OK;
+    }
+    case EMBER_COLL_BROADCAST: {
+      ::gloo::BroadcastOptions opts(c.context);
+      opts.setTag(tag);
+      opts.setOutput(out, out_bytes);
+      opts.setRoot(call.peer);
+      opts.setTimeout(timeout);
+      if (out_bytes > 0) ::gloo::broadcast(opts);
+      return EMBER_OK;
+    }
+    case EMBER_COLL_ALL_GATHER: {
+      ::gloo::AllgatherOptions opts(c.context);
+      opts.setTag(tag);
+      opts.setInput(in, in_bytes);
+      opts.setOutput(out, out_bytes);
+      opts.setTimeout(timeout);
+      if (in_bytes > 0) ::gloo::allgather(opts);
+      return EMBER_OK;
+    }
+    case EMBER_COLL_ALL_TO_ALL: {
+      ::gloo::AlltoallOptions opts(c.context);
+      opts.setTag(tag);
+      opts.setInput(in, in_bytes);
+      opts.setOutput(out, out_bytes);
+      opts.setTimeout(timeout);
+      if (in_bytes > 0) ::gloo::alltoall(opts);
+      return EMBER_OK;
+    }
+    case EMBER_COLL_BARRIER: {
+      ::gloo::BarrierOptions opts(c.context);
+      opts.setTag(tag);
+      opts.setTimeout(timeout);
+      ::gloo::barrier(opts);
+      return EMBER_OK;
+    }
+    case EMBER_COLL_SEND:
+    case EMBER_COLL_RECV: {
+      const bool send = call.op == EMBER_COLL_SEND;
+      char* data = send ? in : out;
+      const size_t bytes = send ? in_bytes : out_bytes;
+      // Slots above 2^32 stay clear of those the collectives use for their tags.
+      const uint64_t slot = (uint64_t{1} << 32) + static_cast<uint32_t>(call.tag);
+      auto buf = c.context->createUnboundBuffer(data, bytes);
+      if (send) {
+        buf->send(call.peer, slot);
+        buf->waitSend(timeout);
+      } else {
+        buf->recv(call.peer, slot);
+        buf->waitRecv(timeout);
+      }
+      return EMBER_OK;
+    }
+    default:
+      std::snprintf(call.error, call.error_capacity, "gloo has no operation %d", call.op);
+      return EMBER_ERR_UNSUPPORTED;
+  }
+}
+
+// Gloo reports a timeout and a broken connection alike as an IoException; its text says which.
+int32_t failure(const std::exception& e, char* error, size_t cap) {
+  std::snprintf(error, cap, "%s", e.what());
+  const std::string what = e.what();
+  return what.find("imed out") != std::string::npos ? EMBER_ERR_TIMEOUT : EMBER_ERR_PEER;
+}
+
+int32_t available(void*, char*, size_t) {
+  return 1;
+}
+
+int32_t create(void*, const ember_comm_config* cfg, void** out, char* error, size_t cap) {
+  try {
+    auto c = std::make_unique<Comm>();
+    c->rank = cfg->rank;
+    c->size = cfg->world_size;
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = cfg->local_address && cfg->local_address[0] ? cfg->local_address : "127.0.0.1";
+    c->device = ::gloo::transport::tcp::CreateDevice(attr);
+    c->context = std::make_shared<::gloo::rendezvous::Context>(cfg->rank, cfg->world_size);
+    c->context->setTimeout(milliseconds(cfg->timeout_ms));
+    StoreAdapter store(cfg->store, milliseconds(cfg->timeout_ms));
+    c->context->connectFullMesh(store, c->device);
+    *out = c.release();
+    return EMBER_OK;
+  } catch (const std::exception& e) {
+    return failure(e, error, cap);
+  } catch (...) {
+    std::snprintf(error, cap, "gloo failed to connect (non-standard exception)");
+    return EMBER_ERR_INTERNAL;
+  }
+}
+
+int32_t collective(void*, void* comm, const ember_collective_call* call) {
+  try {
+    return run(*static_cast<Comm*>(comm), *call);
+  } catch (const std::exception& e) {
+    return failure(e, call->error, call->error_capacity);
+  } catch (...) {
+    std::snprintf(call->error, call->error_capacity, "gloo failed (non-standard exception)");
+    return EMBER_ERR_INTERNAL;
+  }
+}
+
+void destroy(void*, void* comm) {
+  try {
+    delete static_cast<Comm*>(comm);
+  } catch (...) {  // a destructor that throws must not cross the boundary
+  }
+}
+
+int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
+  if (reg->struct_size < offsetof(ember_registrar_v1, comm_backend) + sizeof(void*)) {
+    std::snprintf(error, cap, "this core predates communication backends (ABI 1.5)");
+    return EMBER_ERR_UNSUPPORTED;
+  }
+  static const ember_comm_backend_v1 table = [] {
+    ember_comm_backend_v1 t{};
+    t.struct_size = sizeof(t);
+    t.name = "gloo";
+    t.device_types = "cpu,reference";
+    t.priority = 0;
+    t.available = available;
+    t.create = create;
+    t.collective = collective;
+    t.destroy = destroy;
+    return t;
+  }();
+  return reg->comm_backend(reg->ctx, &table, error, cap);
+}
+
+const ember_plugin_v1 kDescriptor = {
+    sizeof(ember_plugin_v1),
+    EMBER_ABI_MAJOR,
+    5,
+    "gloo",
+    "0.1.0",
+    "Gloo 0.5 over TCP, " __VERSION__,
+    init,
+    nullptr,
+};
+
+}  // namespace
+}  // namespace ember::gloo_backend
+
+extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
+  return &ember::gloo_backend::kDescriptor;
+}
