@@ -4,6 +4,7 @@
 #include <numeric>
 #include <utility>
 
+#include "ember/distributed/process_group.h"
 #include "ember/util/error.h"
 
 namespace ember::data {
@@ -55,6 +56,32 @@ std::vector<int64_t> RandomSampler::indices(int64_t size, uint64_t epoch) const 
   for (size_t i = out.size(); i > 1; --i) {
     std::swap(out[i - 1], out[bounded(state, i)]);
   }
+  return out;
+}
+
+DistributedSampler::DistributedSampler(int rank, int world_size, bool shuffle, uint64_t seed,
+                                       bool drop_last)
+    : rank_(rank), world_(world_size), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
+  if (world_ < 0) world_ = distributed::get_world_size();
+  if (rank_ < 0) rank_ = distributed::get_rank();
+  EMBER_CHECK(world_ >= 1 && rank_ >= 0 && rank_ < world_,
+              "[data.DistributedSampler] rank {} is out of range for world size {}", rank_, world_);
+}
+
+int64_t DistributedSampler::num_samples(int64_t size) const {
+  return drop_last_ ? size / world_ : (size + world_ - 1) / world_;
+}
+
+std::vector<int64_t> DistributedSampler::indices(int64_t size, uint64_t epoch) const {
+  const uint64_t e = has_epoch_ ? epoch_ : epoch;
+  std::vector<int64_t> all =
+      shuffle_ ? RandomSampler(seed_).indices(size, e) : iota(size, "data.DistributedSampler");
+  const int64_t per_rank = num_samples(size);
+  const int64_t total = per_rank * world_;
+  for (int64_t i = size; i < total && size > 0; ++i) all.push_back(all[(i - size) % size]);
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(per_rank));
+  for (int64_t i = rank_; i < total && size > 0; i += world_) out.push_back(all[i]);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// The `ember` command: devices, plugins, ops, conformance, train, --version.
+// The `ember` command: devices, plugins, ops, conformance, train, run, --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +22,7 @@
 #include "core/plugin/elf_check.h"
 #include "ember/dispatch/device_registry.h"
 #include "tools/ember/conformance.h"
+#include "tools/ember/launch.h"
 #include "tools/ember/train.h"
 
 namespace {
@@ -99,6 +100,8 @@ int cmd_plugins(bool json, bool verbose) {
     if (!p.warning.empty()) fmt::print("{:>47}{}\n", "warning: ", p.warning);
     if (verbose && !p.build_info.empty()) fmt::print("{:>47}{}\n", "build: ", p.build_info);
     if (!p.devices.empty()) fmt::print("{:>47}{}\n", "devices: ", fmt::join(p.devices, ", "));
+    if (!p.communication.empty())
+      fmt::print("{:>47}{}\n", "communication: ", fmt::join(p.communication, ", "));
     if (verbose) {
       for (const auto& k : p.kernels) fmt::print("{:>47}{}\n", "kernel: ", k);
     } else if (!p.ops.empty()) {
@@ -354,7 +357,32 @@ int main(int argc, char** argv) {
   train->add_option("--threads", t.threads, "CPU threads (0: all cores)");
   train->add_option("--workers", t.workers, "Data-loader threads")->capture_default_str();
   train->add_flag("!--no-progress", t.progress, "Plain lines instead of a progress bar");
-  CLI11_PARSE(app, argc, argv);
+  train
+      ->add_option("--nproc", t.nproc,
+                   "Train data-parallel in this many processes (started with `ember run`)")
+      ->capture_default_str();
+  ember::tools::LaunchOptions launch;
+  auto* run = app.add_subcommand(
+      "run",
+      "Start the ranks of a distributed job on this node, like torchrun: ember run "
+      "--nproc-per-node N [--] PROGRAM [ARGS...]");
+  run->prefix_command();  // PROGRAM and everything after it are passed through untouched
+  run->add_option("--nproc-per-node", launch.nproc_per_node, "Ranks to start on this node")
+      ->capture_default_str();
+  run->add_option("--nnodes", launch.nnodes, "Nodes in the job")->capture_default_str();
+  run->add_option("--node-rank", launch.node_rank, "This node's index in [0, nnodes)")
+      ->capture_default_str();
+  run->add_option("--master-addr", launch.master_addr, "MASTER_ADDR for every rank")
+      ->capture_default_str();
+  run->add_option("--master-port", launch.master_port,
+                  "MASTER_PORT (default: a free port with one node, else 29500)");
+  run->add_option("--timeout-s", launch.timeout_s, "Stop the ranks after this long (0: never)")
+      ->capture_default_str();
+  run->add_option("--grace-s", launch.grace_s, "From SIGTERM to SIGKILL when stopping ranks")
+      ->capture_default_str();
+  std::vector<std::string> launch_tail;  // Note [ember run's command line]
+  const int cli_argc = ember::tools::launch_split_argv(argc, argv, launch_tail);
+  CLI11_PARSE(app, cli_argc, argv);
   if (!version && app.get_subcommands().empty()) {
     std::cerr << app.help() << "a command is required\n";
     return 106;  // CLI11's RequiredError, as before --version allowed no command
@@ -367,7 +395,20 @@ int main(int argc, char** argv) {
     if (*plugins) return cmd_plugins(json, verbose);
     if (*ops) return cmd_ops(json);
     if (*conformance) return ember::conformance::run_cli(conf);
+    if (*run) {
+      launch.command =
+          ember::tools::launch_command(run->remaining(), launch_tail, cli_argc != argc);
+      return ember::tools::run_launcher(launch);
+    }
     if (*train) {
+      // Note [ember train --nproc]: the command starts itself again under the launcher; the
+      // ranks see WORLD_SIZE and train data-parallel.
+      if (t.nproc > 1 && !std::getenv("WORLD_SIZE")) {
+        launch.nproc_per_node = t.nproc;
+        launch.command.assign(argv, argv + argc);
+        launch.command[0] = "/proc/self/exe";
+        return ember::tools::run_launcher(launch);
+      }
       ember::tools::train(t);
       return 0;
     }

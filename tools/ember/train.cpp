@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <ember/data.h>
+#include <ember/distributed.h>
 #include <ember/ember.h>
 #include <ember/io.h>
 #include <ember/models.h>
@@ -129,6 +130,24 @@ double train(const TrainOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
   manual_seed(o.seed);
   const Device device = pick_device(o.device);
+  // Note [Data-parallel training]
+  // Under `ember run` (WORLD_SIZE set) every rank trains a replica wrapped in
+  // DistributedDataParallel on its share of each epoch (DistributedSampler, same seed): the
+  // global batch is --batch-size, each rank takes batch-size / world of it, so the steps are
+  // those of one process with the whole batch. Rank 0 evaluates, prints and writes the
+  // checkpoint and the curve; the epoch's training figures are summed over the ranks.
+  const char* world_env = std::getenv("WORLD_SIZE");
+  const bool distributed = world_env && std::atoi(world_env) > 1;
+  int rank = 0, world = 1;
+  if (distributed) {
+    distributed::init_process_group();
+    rank = distributed::get_rank();
+    world = distributed::get_world_size();
+  }
+  EMBER_CHECK(o.batch_size % world == 0,
+              "[train] --batch-size {} does not split over {} processes (use a multiple of {})",
+              o.batch_size, world, world);
+  const bool lead = rank == 0;
 
   const std::string root = data::find_fashion_mnist(o.data);
   auto train_set = std::make_shared<data::MNIST>(root, /*train=*/true, limit_or_all(o.limit));
@@ -136,16 +155,22 @@ double train(const TrainOptions& o) {
   // On an accelerator, batches come in pinned memory and move without blocking, so the copy of
   // one batch overlaps the work queued for the one before (Note [Non-blocking copies]).
   const bool accelerator = !device_type(device.type).table.host_accessible;
-  data::DataLoader train_loader(train_set, {.batch_size = o.batch_size,
-                                            .shuffle = true,
-                                            .num_workers = o.workers,
-                                            .seed = o.seed,
-                                            .pin_memory = accelerator});
+  data::DataLoader train_loader(
+      train_set, {.batch_size = o.batch_size / world,
+                  .shuffle = true,
+                  .num_workers = o.workers,
+                  .seed = o.seed,
+                  .sampler = distributed ? std::make_shared<data::DistributedSampler>(rank, world,
+                                                                                      true, o.seed)
+                                         : nullptr,
+                  .pin_memory = accelerator});
   data::DataLoader test_loader(
       test_set, {.batch_size = 1000, .num_workers = o.workers, .pin_memory = accelerator});
 
   std::shared_ptr<nn::Sequential> model = models::by_name(o.model);
   model->to(device);
+  std::shared_ptr<nn::Module> replica = model;
+  if (distributed) replica = std::make_shared<nn::DistributedDataParallel>(model);
   std::unique_ptr<optim::Optimizer> opt;
   if (o.optimizer == "sgd") {
     opt = std::make_unique<optim::SGD>(model->parameters(),
@@ -154,14 +179,17 @@ double train(const TrainOptions& o) {
     opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = o.lr});
   }
 
-  const bool tty = o.progress && isatty(fileno(stdout));
+  const bool tty = lead && o.progress && isatty(fileno(stdout));
   const int64_t n_train = train_set->size();
-  fmt::print(
-      "ember train: {} ({} parameters) on {}, {} threads; Fashion-MNIST from {}: {} train, "
-      "{} test; {} lr {} batch {}\n",
-      o.model, model->num_parameters(), device, get_num_threads(), root, n_train, test_set->size(),
-      o.optimizer, o.lr, o.batch_size);
-  std::fflush(stdout);
+  if (lead) {
+    fmt::print(
+        "ember train: {} ({} parameters) on {}, {} threads{}; Fashion-MNIST from {}: {} train, "
+        "{} test; {} lr {} batch {}\n",
+        o.model, model->num_parameters(), device, get_num_threads(),
+        distributed ? fmt::format(" x {} processes", world) : "", root, n_train, test_set->size(),
+        o.optimizer, o.lr, o.batch_size);
+    std::fflush(stdout);
+  }
 
   Series step_loss{"train loss (per 50 steps)", "#1f77b4", {}};
   Series test_loss{"test loss", "#d62728", {}};
@@ -180,7 +208,7 @@ double train(const TrainOptions& o) {
     for (const std::vector<Tensor>& batch : train_loader) {
       const Tensor x = batch[0].to(device, /*non_blocking=*/true);
       const Tensor y = batch[1].to(device, /*non_blocking=*/true);
-      const Tensor logits = (*model)(x);
+      const Tensor logits = (*replica)(x);
       const Tensor loss = cross_entropy(logits, y);
       opt->zero_grad();
       loss.backward();
@@ -202,9 +230,18 @@ double train(const TrainOptions& o) {
         window = 0;
         window_sum = 0;
       }
-      progress.update(seen, loss_sum / static_cast<double>(seen));
+      if (lead) progress.update(seen * world, loss_sum / static_cast<double>(seen));
+    }
+    if (distributed) {  // the epoch's figures over every rank's share
+      Tensor totals = from_vector(
+          std::vector<double>{loss_sum, static_cast<double>(seen), static_cast<double>(correct)},
+          {3}, TensorOptions(DType::Float64));
+      distributed::default_group().all_reduce(totals);
+      const double* p = totals.data_ptr<double>();
+      loss_sum = p[0], seen = static_cast<int64_t>(p[1]), correct = static_cast<int64_t>(p[2]);
     }
     const double train_s = seconds_since(t0);
+    if (!lead) continue;
     last = evaluate(*model, test_loader, device);
     const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
     test_loss.points.emplace_back(static_cast<double>(epoch), last.loss);
@@ -226,7 +263,11 @@ double train(const TrainOptions& o) {
     write_svg(curve, {Chart{"Loss", "epoch", "cross entropy", {step_loss, test_loss}},
                       Chart{"Accuracy", "epoch", "fraction correct", {train_acc, test_acc}}});
   }
-  fmt::print("checkpoint: {}\ncurve: {}\n", ckpt, curve);
+  if (lead) fmt::print("checkpoint: {}\ncurve: {}\n", ckpt, curve);
+  if (distributed) {
+    distributed::default_group().barrier();  // the others wait for rank 0's files
+    distributed::destroy_process_group();
+  }
   return last.accuracy;
 }
 

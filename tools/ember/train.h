@@ -24,6 +24,7 @@ struct TrainOptions {
   int threads = 0;                  ///< CPU threads (0: all cores)
   int workers = 1;                  ///< data-loader threads
   bool progress = true;             ///< a progress bar when stdout is a terminal
+  int nproc = 1;                    ///< data-parallel processes (`ember run` starts them)
 };
 
 /** Runs the training; returns the final test accuracy in [0, 1]. */

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ember/nn/container.h"
+#include "ember/nn/ddp.h"
 #include "ember/nn/init.h"
 #include "ember/nn/layers.h"
 #include "ember/nn/loss.h"

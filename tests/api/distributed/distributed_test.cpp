@@ -1,0 +1,334 @@
+// ember::distributed across real processes on loopback: every collective and dtype, DDP against
+// one process, faults (a killed rank, mismatched sizes, a bad rendezvous), the launcher, and
+// DistributedSampler. Each job is bounded: a rank still running at its deadline is killed and
+// the test fails.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ember/data/sampler.h"
+#include "ember/util/error.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Exit {
+  int status = -1;  // exit status, or 128 + signal
+  std::string output;
+};
+
+// A free loopback port (bound once and released; the kernel does not hand it out again at once).
+int free_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Starts `argv` with the environment plus `env`, output to a file; returns the pid.
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            const std::string& out) {
+  std::vector<std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    if (!env.count(v.substr(0, v.find('=')))) vars.push_back(v);
+  }
+  for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& v : vars) cenv.push_back(const_cast<char*>(v.c_str()));
+  cenv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data()), 0) << argv[0];
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+// Waits for `pids` until `deadline_s`; kills what is left (and fails the test).
+std::vector<Exit> wait_all(const std::vector<pid_t>& pids, const std::vector<std::string>& outs,
+                           double deadline_s) {
+  std::vector<Exit> exits(pids.size());
+  std::vector<bool> done(pids.size(), false);
+  const auto deadline = Clock::now() + std::chrono::duration<double>(deadline_s);
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (done[i]) continue;
+      int st = 0;
+      if (::waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+        exits[i].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        done[i] = true;
+        --left;
+      }
+    }
+    if (left == 0) break;
+    if (Clock::now() > deadline) {
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (done[i]) continue;
+        ::kill(pids[i], SIGKILL);
+        ::waitpid(pids[i], nullptr, 0);
+        ADD_FAILURE() << "process " << i << " still ran after " << deadline_s << " s: a hang";
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (size_t i = 0; i < pids.size(); ++i) exits[i].output = read_file(outs[i]);
+  return exits;
+}
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "ember_dist_" + std::to_string(::getpid()) + "_" + name;
+}
+
+// Runs `world` workers of `scenario` with rank variables (per-rank overrides in `extra`).
+std::vector<Exit> run_job(const std::string& scenario, int world, int timeout_ms, double deadline_s,
+                          std::vector<std::map<std::string, std::string>> extra = {},
+                          int port = 0) {
+  port = port ? port : free_port();
+  std::vector<pid_t> pids;
+  std::vector<std::string> outs;
+  for (int r = 0; r < world; ++r) {
+    std::map<std::string, std::string> env{
+        {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+        {"RANK", std::to_string(r)},  {"WORLD_SIZE", std::to_string(world)},
+        {"OMP_NUM_THREADS", "1"},     {"EMBER_TEST_TIMEOUT_MS", std::to_string(timeout_ms)}};
+    if (static_cast<size_t>(r) < extra.size())
+      for (const auto& [k, v] : extra[r]) env[k] = v;
+    outs.push_back(temp_path(scenario + "_" + std::to_string(r) + ".log"));
+    pids.push_back(spawn({EMBER_DIST_WORKER, scenario}, env, outs.back()));
+  }
+  return wait_all(pids, outs, deadline_s);
+}
+
+void expect_all_ok(const std::vector<Exit>& exits) {
+  for (size_t r = 0; r < exits.size(); ++r)
+    EXPECT_EQ(exits[r].status, 0) << "rank " << r << ":\n" << exits[r].output;
+}
+
+}  // namespace
+
+TEST(Collectives, EveryOperationAndDtypeOnTwoRanks) {
+  expect_all_ok(run_job("collectives", 2, 20000, 120));
+}
+
+TEST(Collectives, EveryOperationAndDtypeOnThreeRanks) {
+  expect_all_ok(run_job("collectives", 3, 20000, 120));
+}
+
+TEST(DistributedDataParallel, TwoRanksMatchOneProcessWithTheGlobalBatch) {
+  const std::vector<Exit> exits = run_job("ddp", 2, 20000, 120);
+  expect_all_ok(exits);
+  EXPECT_NE(exits[0].output.find("ddp on rank 0 of 2"), std::string::npos) << exits[0].output;
+}
+
+TEST(DistributedDataParallel, FourRanksMatchOneProcessWithTheGlobalBatch) {
+  expect_all_ok(run_job("ddp", 4, 20000, 120));
+}
+
+TEST(Faults, AKilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
+  const auto start = Clock::now();
+  const std::vector<Exit> exits = run_job("killed_rank", 3, 15000, 60, {}, 0);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_EQ(exits.size(), 3u);
+  EXPECT_EQ(exits[1].status, 128 + SIGKILL) << exits[1].output;
+  for (int r : {0, 2}) {
+    EXPECT_EQ(exits[r].status, 3) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("rank 1 did not answer"), std::string::npos) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("all_reduce"), std::string::npos) << exits[r].output;
+  }
+  EXPECT_LT(seconds, 15.0 + 10.0);  // within the timeout (plus start-up), never a hang
+}
+
+TEST(Faults, MismatchedSizesAreAnErrorNamingBothSizes) {
+  const std::vector<Exit> exits = run_job("mismatched_sizes", 2, 2000, 60);
+  for (int r : {0, 1}) {
+    EXPECT_EQ(exits[r].status, 3) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("float32 [4]"), std::string::npos) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("float32 [3]"), std::string::npos) << exits[r].output;
+  }
+}
+
+TEST(Rendezvous, MasterPortInUseIsAClearError) {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(s, 1), 0);
+  socklen_t len = sizeof(a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::vector<Exit> exits = run_job("join", 1, 2000, 30, {}, ntohs(a.sin_port));
+  ::close(s);
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("already in use"), std::string::npos) << exits[0].output;
+}
+
+TEST(Rendezvous, AMissingRankIsNamedWhenTheTimeoutEnds) {
+  // WORLD_SIZE=3, but only ranks 0 and 1 start.
+  const std::vector<Exit> exits =
+      run_job("join", 2, 1500, 30, {{{"WORLD_SIZE", "3"}}, {{"WORLD_SIZE", "3"}}});
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("rank 2 did not join"), std::string::npos) << exits[0].output;
+  EXPECT_EQ(exits[1].status, 3) << exits[1].output;
+}
+
+TEST(Rendezvous, DifferentWorldSizesAreNamed) {
+  const std::vector<Exit> exits = run_job("join", 2, 3000, 30, {{}, {{"WORLD_SIZE", "3"}}});
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("WORLD_SIZE differs"), std::string::npos) << exits[0].output;
+}
+
+TEST(Rendezvous, AnUnreachableMasterIsAClearErrorWithinTheTimeout) {
+  const auto start = Clock::now();
+  const std::vector<Exit> exits =
+      run_job("join", 1, 1500, 30, {{{"RANK", "1"}, {"WORLD_SIZE", "2"}}});
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("cannot reach the rendezvous store"), std::string::npos)
+      << exits[0].output;
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+}
+
+TEST(Rendezvous, RankOutOfRangeAndMissingVariablesAreClearErrors) {
+  std::vector<Exit> exits = run_job("join", 1, 1500, 30, {{{"RANK", "2"}, {"WORLD_SIZE", "2"}}});
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("RANK=2 is out of range for WORLD_SIZE=2"), std::string::npos)
+      << exits[0].output;
+  exits = run_job("join", 1, 1500, 30, {{{"MASTER_ADDR", ""}}});
+  EXPECT_EQ(exits[0].status, 3) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("MASTER_ADDR and MASTER_PORT"), std::string::npos)
+      << exits[0].output;
+}
+
+TEST(Launcher, RunsTheRanksOfAJob) {
+  const std::string out = temp_path("launcher_ok.log");
+  const pid_t pid = spawn({EMBER_CLI, "run", "--nproc-per-node", "2", EMBER_DIST_WORKER, "ddp"},
+                          {{"EMBER_TEST_TIMEOUT_MS", "20000"}}, out);
+  const std::vector<Exit> exits = wait_all({pid}, {out}, 120);
+  EXPECT_EQ(exits[0].status, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("ddp on rank 1 of 2"), std::string::npos) << exits[0].output;
+}
+
+TEST(Launcher, AFailedRankStopsTheJobAndIsNamed) {
+  const std::string out = temp_path("launcher_fail.log");
+  const pid_t pid =
+      spawn({EMBER_CLI, "run", "--nproc-per-node", "3", EMBER_DIST_WORKER, "killed_rank"},
+            {{"EMBER_TEST_TIMEOUT_MS", "20000"}}, out);
+  const std::vector<Exit> exits = wait_all({pid}, {out}, 60);
+  EXPECT_NE(exits[0].status, 0) << exits[0].output;
+  EXPECT_NE(exits[0].output.find("rank 1"), std::string::npos) << exits[0].output;
+}
+
+TEST(DistributedSampler, RanksShareEachEpochWithoutOverlap) {
+  for (bool shuffle : {false, true}) {
+    std::multiset<int64_t> seen;
+    std::vector<std::vector<int64_t>> parts;
+    for (int r = 0; r < 4; ++r) {
+      ember::data::DistributedSampler s(r, 4, shuffle, 42);
+      parts.push_back(s.indices(100, 3));
+      EXPECT_EQ(parts.back().size(), 25u);
+      seen.insert(parts.back().begin(), parts.back().end());
+    }
+    EXPECT_EQ(seen.size(), 100u);
+    for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+    if (shuffle) {
+      ember::data::DistributedSampler s(0, 4, true, 42);
+      EXPECT_NE(s.indices(100, 4), parts[0]) << "a new epoch reshuffles";
+      s.set_epoch(3);
+      EXPECT_EQ(s.indices(100, 9), parts[0]) << "set_epoch fixes the epoch";
+    }
+  }
+}
+
+TEST(DistributedSampler, UnevenSizesArePaddedOrDropped) {
+  std::multiset<int64_t> seen;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<int64_t> p = ember::data::DistributedSampler(r, 3, false).indices(10, 0);
+    EXPECT_EQ(p.size(), 4u);  // 12 = 10 padded with 0 and 1
+    seen.insert(p.begin(), p.end());
+  }
+  EXPECT_EQ(seen.count(0), 2u);
+  EXPECT_EQ(seen.count(1), 2u);
+  EXPECT_EQ(seen.count(9), 1u);
+  EXPECT_EQ(ember::data::DistributedSampler(2, 3, false, 0, true).indices(10, 0),
+            (std::vector<int64_t>{2, 5, 8}));
+  EXPECT_THROW(ember::data::DistributedSampler(3, 3), ember::Error);
+}
+
+namespace {
+// Train loss, test loss and test accuracy (%) of "epoch 1/1: train loss A, test loss B, test
+// accuracy C%"; empty if the line is missing.
+std::vector<double> last_epoch_figures(const std::string& output) {
+  const size_t at = output.rfind("epoch 1/1: train loss");
+  if (at == std::string::npos) return {};
+  double a = 0, b = 0, c = 0;
+  if (std::sscanf(output.c_str() + at,
+                  "epoch 1/1: train loss %lf, test loss %lf, test accuracy %lf", &a, &b, &c) != 3)
+    return {};
+  return {a, b, c};
+}
+}  // namespace
+
+TEST(Launcher, TrainInTwoProcessesMatchesOneProcessWithTheSameGlobalBatch) {
+  const std::vector<std::string> args = {"train", "--model",       "mlp",       "--epochs",
+                                         "1",     "--limit",       "2048",      "--test-limit",
+                                         "500",   "--no-progress", "--threads", "1"};
+  std::vector<std::string> one = {EMBER_CLI}, two = {EMBER_CLI};
+  one.insert(one.end(), args.begin(), args.end());
+  two.insert(two.end(), args.begin(), args.end());
+  one.insert(one.end(), {"--out", temp_path("train1")});
+  two.insert(two.end(), {"--out", temp_path("train2"), "--nproc", "2"});
+  const std::string out1 = temp_path("train1.log"), out2 = temp_path("train2.log");
+  const std::vector<Exit> e1 = wait_all({spawn(one, {}, out1)}, {out1}, 300);
+  const std::vector<Exit> e2 = wait_all({spawn(two, {}, out2)}, {out2}, 300);
+  ASSERT_EQ(e1[0].status, 0) << e1[0].output;
+  ASSERT_EQ(e2[0].status, 0) << e2[0].output;
+  EXPECT_NE(e2[0].output.find("[rank 0] checkpoint:"), std::string::npos) << e2[0].output;
+  EXPECT_EQ(e2[0].output.find("[rank 1] checkpoint:"), std::string::npos) << "rank 0 writes";
+  // The same steps: equal up to the order of float sums (the average of two half-batch means).
+  const std::vector<double> f1 = last_epoch_figures(e1[0].output);
+  const std::vector<double> f2 = last_epoch_figures(e2[0].output);
+  ASSERT_EQ(f1.size(), 3u) << e1[0].output;
+  ASSERT_EQ(f2.size(), 3u) << e2[0].output;
+  EXPECT_NEAR(f1[0], f2[0], 2e-3) << "train loss";
+  EXPECT_NEAR(f1[1], f2[1], 2e-3) << "test loss";
+  EXPECT_NEAR(f1[2], f2[2], 0.5) << "test accuracy, %";
+  std::ifstream ckpt(temp_path("train2") + "/mlp.safetensors");
+  EXPECT_TRUE(ckpt.good());
+}
