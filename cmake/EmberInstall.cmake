@@ -31,9 +31,11 @@ install(FILES ${PROJECT_BINARY_DIR}/include/ember/version.h
 
 # Backends: one component each.
 set(EMBER_BACKENDS cpu reference)
-if(TARGET ember-plugin-gloo)
-  list(APPEND EMBER_BACKENDS gloo)
-endif()
+foreach(comm gloo mpi nccl)  # communication backends, where they were built
+  if(TARGET ember-plugin-${comm})
+    list(APPEND EMBER_BACKENDS ${comm})
+  endif()
+endforeach()
 if(TARGET ember-plugin-cuda)
   list(APPEND EMBER_BACKENDS cuda)
 endif()

@@ -50,6 +50,8 @@ set(CPACK_DEBIAN_TOOLS_DESCRIPTION
 set(backend_cpu_summary "CPU backend (oneDNN and vectorized OpenMP loops)")
 set(backend_reference_summary "reference backend (plain float64-accumulating loops, the oracle)")
 set(backend_gloo_summary "gloo communication backend (collectives over TCP, CPU tensors)")
+set(backend_mpi_summary "mpi communication backend (Open MPI, for jobs started by mpirun or srun)")
+set(backend_nccl_summary "nccl communication backend (NCCL collectives on CUDA tensors)")
 set(backend_cuda_summary "CUDA backend (cuBLAS, cuDNN and own kernels)")
 foreach(backend ${EMBER_BACKENDS})
   string(TOUPPER backend_${backend} comp)
@@ -66,5 +68,11 @@ if(TARGET ember-plugin-cuda)
   set(CPACK_DEBIAN_BACKEND_CUDA_PACKAGE_DEPENDS
       "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION}), libc6, libstdc++6, libgcc-s1")
   set(CPACK_DEBIAN_BACKEND_CUDA_PACKAGE_RECOMMENDS "cuda-cudart-13-0, libcudnn9-cuda-13")
+endif()
+if(TARGET ember-plugin-nccl)  # NCCL and the CUDA runtime come from NVIDIA's distribution too
+  set(CPACK_DEBIAN_BACKEND_NCCL_PACKAGE_SHLIBDEPS OFF)
+  set(CPACK_DEBIAN_BACKEND_NCCL_PACKAGE_DEPENDS
+      "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION}), libc6, libstdc++6, libgcc-s1")
+  set(CPACK_DEBIAN_BACKEND_NCCL_PACKAGE_RECOMMENDS "cuda-cudart-13-0, libnccl2")
 endif()
 include(CPack)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -12,6 +13,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/dispatch/device_registry.h"
+#include "ember/dispatch/stream.h"
 #include "ember/ops/elementwise.h"
 #include "ember/plugin/loader.h"
 #include "ember/util/error.h"
@@ -137,7 +139,8 @@ struct ProcessGroup::Impl {
   milliseconds timeout{0};
   CommBackend backend;
   void* comm = nullptr;
-  std::shared_ptr<Store> store;  // this group's keys
+  std::shared_ptr<Store> store;       // this group's keys
+  std::shared_ptr<Store> root_store;  // the job's store (liveness keys)
   ember_store_v1 store_table{};
   uint64_t issued = 0;  // operations issued so far, the same count on every rank
 
@@ -176,41 +179,67 @@ struct ProcessGroup::Impl {
   // Note [Naming the ranks that failed]
   // A backend knows that a connection broke or a wait ran out, rarely which rank is to blame.
   // After a failure each rank writes what it was doing (operation number, name, dtype, sizes)
-  // into the store and reads the others' notes for a few seconds: a rank that wrote none did not
-  // answer (it died, hangs, or never reached this operation); one that wrote another operation
-  // or other sizes is named with them. If the store itself is gone, rank 0, which serves it, is.
+  // into the store and reads the others' notes for up to ten seconds: a rank whose connection to
+  // the TCP store closed exited (the store marks it, Note [The TCP store]); one that wrote no
+  // note did not answer (it hangs, or never reached this operation); one that wrote another
+  // operation or other sizes is named with them. If the store itself is gone, rank 0, which
+  // serves it, is.
   std::string diagnose(uint64_t seq, const std::string& mine) {
-    std::vector<int> silent;
+    std::vector<int> silent, exited;
     std::vector<std::string> differ;
+    const std::string gone = "the rendezvous store on rank 0 is gone: rank 0 did not answer";
     try {
       store->set(fmt::format("health/{}/{}", seq, rank),
                  std::vector<uint8_t>(mine.begin(), mine.end()));
-      const auto deadline = Clock::now() + std::min<milliseconds>(timeout, std::chrono::seconds(3));
+      const auto deadline =
+          Clock::now() + std::min<milliseconds>(timeout, std::chrono::seconds(10));
       for (int r = 0; r < size; ++r) {
         if (r == rank) continue;
-        const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-        try {
-          const std::vector<uint8_t> v =
-              store->get(fmt::format("health/{}/{}", seq, r), std::max(left, milliseconds(1)));
-          const std::string theirs(v.begin(), v.end());
-          if (theirs != mine) differ.push_back(fmt::format("rank {} was at {}", r, theirs));
-        } catch (const DistributedError& e) {
-          if (std::string(e.what()).find("lost the rendezvous store") != std::string::npos)
-            return "the rendezvous store on rank 0 is gone: rank 0 did not answer";
-          silent.push_back(r);
+        const std::string key = fmt::format("health/{}/{}", seq, r);
+        for (;;) {
+          if (store->check(key)) {
+            const std::vector<uint8_t> v = store->get(key, milliseconds(1000));
+            const std::string theirs(v.begin(), v.end());
+            if (theirs != mine) differ.push_back(fmt::format("rank {} was at {}", r, theirs));
+            break;
+          }
+          if (root_store && root_store->check(fmt::format("closed/rank {}", r))) {
+            exited.push_back(r);
+            break;
+          }
+          if (Clock::now() >= deadline) {
+            silent.push_back(r);
+            break;
+          }
+          std::this_thread::sleep_for(milliseconds(20));
+        }
+      }
+      // Rank 0 serves the store: it stays until the ranks that answered have read its note.
+      store->set(fmt::format("health/{}/{}/read", seq, rank), {1});
+      if (rank == 0) {
+        for (int r = 1; r < size; ++r) {
+          if (std::find(silent.begin(), silent.end(), r) != silent.end() ||
+              std::find(exited.begin(), exited.end(), r) != exited.end())
+            continue;
+          try {
+            store->get(fmt::format("health/{}/{}/read", seq, r), std::chrono::seconds(5));
+          } catch (const std::exception&) {  // that rank is gone as well: nothing to wait for
+          }
         }
       }
     } catch (const std::exception&) {
-      return "the rendezvous store on rank 0 is gone: rank 0 did not answer";
+      return gone;
     }
-    std::string out;
-    if (!silent.empty())
-      out = fmt::format("rank{} {} did not answer", silent.size() == 1 ? "" : "s",
-                        fmt::join(silent, ", "));
+    std::vector<std::string> parts;
+    auto ranks = [](const std::vector<int>& rs) {
+      return fmt::format("rank{} {}", rs.size() == 1 ? "" : "s", fmt::join(rs, ", "));
+    };
+    if (!exited.empty())
+      parts.push_back(ranks(exited) + " exited (the connection to the store closed)");
+    if (!silent.empty()) parts.push_back(ranks(silent) + " did not answer");
     if (!differ.empty())
-      out += fmt::format("{}{} (this rank was at {})", out.empty() ? "" : "; ",
-                         fmt::join(differ, "; "), mine);
-    return out.empty() ? "every rank answered" : out;
+      parts.push_back(fmt::format("{} (this rank was at {})", fmt::join(differ, "; "), mine));
+    return parts.empty() ? "every rank answered" : fmt::format("{}", fmt::join(parts, "; "));
   }
 
   Work submit(int32_t op, int32_t reduce, int32_t peer, int32_t tag, Tensor input, Tensor output,
@@ -221,7 +250,11 @@ struct ProcessGroup::Impl {
     state->what = fmt::format("{} #{}", op_name(op), seq);
     const std::string mine = fmt::format("{} #{} of {}", op_name(op), seq,
                                          tensor_text(input.defined() ? input : output));
-    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, mine] {
+    // Note [The caller's stream]: a device backend (nccl) queues the operation on the stream
+    // the caller's work on these tensors went to, taken here on the caller's thread.
+    const Tensor& any = input.defined() ? input : output;
+    void* stream = any.defined() ? current_stream(any.device()).handle() : nullptr;
+    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, mine, stream] {
       char err[1024] = {0};
       ember_collective_call call{sizeof(ember_collective_call),
                                  op,
@@ -231,7 +264,7 @@ struct ProcessGroup::Impl {
                                  describe(input),
                                  describe(output),
                                  timeout.count(),
-                                 nullptr,
+                                 stream,
                                  err,
                                  sizeof(err)};
       int32_t status = EMBER_ERR_INTERNAL;
@@ -556,11 +589,13 @@ ProcessGroup init_process_group(const InitOptions& options) {
           "[distributed] unknown init method '{}' (env://, tcp://host:port or file:///path)", m));
     }
     auto tcp = std::make_shared<TCPStore>(addr, port, rank == 0, options.timeout);
+    tcp->set_owner(fmt::format("rank {}", rank));
     local = tcp->local_address();
     store = tcp;
   }
   join(*store, rank, world, options.timeout);
 
+  impl->root_store = store;
   impl->store = std::make_shared<PrefixStore>("pg0", store);
   impl->store_table =
       ember_store_v1{sizeof(ember_store_v1), impl->store.get(), store_set, store_get};

@@ -37,7 +37,10 @@ namespace {
 // 1 timed out) and a value (length, bytes). A get waits on the server, so a key that appears is
 // seen at once without polling; the server answers "timed out" when the client's wait ends.
 // One thread per connection keeps the server simple: a job has tens of ranks, not thousands.
-enum : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
+// A client may name who it is (kOwner, "rank 3"); when that connection closes the server sets
+// "closed/<name>", so a rank that died is told apart from one that is only slow (Note [Naming
+// the ranks that failed]).
+enum : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kOwner = 5 };
 enum : uint8_t { kOk = 0, kTimedOut = 1 };
 
 std::string errno_text(int err) {
@@ -129,6 +132,15 @@ struct StoreServer {
   }
 
   void serve(int fd) {
+    std::string owner;
+    serve_requests(fd, owner);
+    if (owner.empty()) return;
+    std::lock_guard lock(mu);
+    data["closed/" + owner] = {1};
+    changed.notify_all();
+  }
+
+  void serve_requests(int fd, std::string& owner) {
     const auto forever = Clock::now() + std::chrono::hours(24 * 365);
     for (;;) {
       Request r;
@@ -177,6 +189,9 @@ struct StoreServer {
           }
           case kCheck:
             answer.push_back(data.count(r.key) ? 1 : 0);
+            break;
+          case kOwner:
+            owner = r.key;
             break;
           default:
             return;  // not a store client
@@ -363,6 +378,10 @@ int64_t TCPStore::add(const std::string& key, int64_t delta) {
 bool TCPStore::check(const std::string& key) {
   auto [status, value] = impl_->call({kCheck, key, {}, 0}, milliseconds(0));
   return !value.empty() && value[0] == 1;
+}
+
+void TCPStore::set_owner(const std::string& name) {
+  impl_->call({kOwner, name, {}, 0}, milliseconds(0));
 }
 
 std::string TCPStore::local_address() const {

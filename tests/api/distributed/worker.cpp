@@ -37,8 +37,24 @@ std::chrono::milliseconds test_timeout() {
   return std::chrono::milliseconds(t ? std::atoll(t) : 20000);
 }
 
+// The group's options: the test's timeout, and the backend EMBER_DIST_BACKEND names (gloo).
+dist::InitOptions options() {
+  dist::InitOptions o;
+  o.timeout = test_timeout();
+  if (const char* b = std::getenv("EMBER_DIST_BACKEND")) o.backend = b;
+  if (const char* m = std::getenv("EMBER_DIST_INIT")) o.init_method = m;
+  if (const char* d = std::getenv("EMBER_TEST_DEVICE_INDEX")) o.device_index = std::atoi(d);
+  return o;
+}
+
+// Where the tensors live: EMBER_TEST_DEVICE ("cuda" for the nccl backend), else the CPU.
+ember::Device device() {
+  const char* d = std::getenv("EMBER_TEST_DEVICE");
+  return d && *d ? ember::Device(d) : ember::Device::cpu();
+}
+
 std::vector<double> values(const Tensor& t) {
-  Tensor d = t.to(DType::Float64).contiguous();
+  Tensor d = t.to(ember::Device::cpu()).to(DType::Float64).contiguous();
   const double* p = d.data_ptr<double>();
   return std::vector<double>(p, p + d.numel());
 }
@@ -52,7 +68,7 @@ double value_of(int r, int64_t i, DType dt) {
 Tensor make(int r, int64_t n, DType dt, int64_t offset = 0) {
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = value_of(r, i + offset, dt);
-  return ember::from_vector(v, {n}, ember::TensorOptions(DType::Float64)).to(dt);
+  return ember::from_vector(v, {n}, ember::TensorOptions(DType::Float64)).to(dt).to(device());
 }
 
 double combine(dist::ReduceOp op, DType dt, double a, double b) {
@@ -78,9 +94,7 @@ const char* op_text(dist::ReduceOp op) {
 
 // Every collective on every dtype against values computed here.
 int collectives() {
-  dist::InitOptions o;
-  o.timeout = test_timeout();
-  dist::ProcessGroup pg = dist::init_process_group(o);
+  dist::ProcessGroup pg = dist::init_process_group(options());
   const int rank = pg.rank(), world = pg.size();
   const int64_t n = 6 * world;  // divisible by the world size
   for (DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
@@ -117,7 +131,7 @@ int collectives() {
                    "]: " + std::to_string(got[i]) + " != " + std::to_string(want[i]));
       // reduce_scatter: this rank's block of the same reduction.
       if (op != dist::ReduceOp::Avg || floating) {
-        Tensor out = ember::empty({n / world}, ember::TensorOptions(dt));
+        Tensor out = ember::empty({n / world}, ember::TensorOptions(dt, device()));
         pg.reduce_scatter(out, make(rank, n, dt), op);
         std::vector<double> rs = values(out);
         for (int64_t i = 0; i < n / world; ++i)
@@ -136,7 +150,7 @@ int collectives() {
     }
     // all_gather: rank order
     {
-      Tensor out = ember::empty({n * world}, ember::TensorOptions(dt));
+      Tensor out = ember::empty({n * world}, ember::TensorOptions(dt, device()));
       pg.all_gather(out, make(rank, n, dt));
       std::vector<double> got = values(out);
       for (int r = 0; r < world; ++r)
@@ -146,7 +160,7 @@ int collectives() {
     // all_to_all: block r of the output is block `rank` of rank r's input
     {
       const int64_t b = n / world;
-      Tensor out = ember::empty({n}, ember::TensorOptions(dt));
+      Tensor out = ember::empty({n}, ember::TensorOptions(dt, device()));
       pg.all_to_all(out, make(rank, n, dt));
       std::vector<double> got = values(out);
       for (int r = 0; r < world; ++r)
@@ -156,7 +170,7 @@ int collectives() {
     // send / recv around the ring, asynchronously, with a tag per dtype
     if (world > 1) {
       const int tag = static_cast<int>(dt);
-      Tensor in = ember::empty({n}, ember::TensorOptions(dt));
+      Tensor in = ember::empty({n}, ember::TensorOptions(dt, device()));
       dist::Work r = pg.recv_async(in, (rank + world - 1) % world, tag);
       dist::Work s = pg.send_async(make(rank, n, dt, 1), (rank + 1) % world, tag);
       s.wait();
@@ -184,21 +198,21 @@ int collectives() {
   // Argument errors are caught before anything is sent.
   bool refused = false;
   try {
-    pg.all_gather(ember::empty({3}), ember::empty({2}));
+    pg.all_gather(ember::empty({3}, device()), ember::empty({2}, device()));
   } catch (const ember::ValueError&) {
     refused = true;
   }
   expect(refused, "all_gather with a wrong output size must be refused");
   refused = false;
   try {
-    pg.all_reduce(ember::empty({4, 4}).transpose(0, 1));
+    pg.all_reduce(ember::empty({4, 4}, device()).transpose(0, 1));
   } catch (const ember::ValueError&) {
     refused = true;
   }
   expect(refused, "a strided tensor must be refused");
   refused = false;
   try {
-    pg.broadcast(ember::empty({2}), world);
+    pg.broadcast(ember::empty({2}, device()), world);
   } catch (const ember::IndexError&) {
     refused = true;
   }
@@ -251,9 +265,7 @@ double max_difference(ember::nn::Module& a, ember::nn::Module& b) {
 // ends, after 5 SGD steps: plainly, with gradient accumulation under no_sync() in small
 // buckets, and with a parameter forward never uses.
 int ddp() {
-  dist::InitOptions o;
-  o.timeout = test_timeout();
-  dist::ProcessGroup pg = dist::init_process_group(o);
+  dist::ProcessGroup pg = dist::init_process_group(options());
   const int rank = pg.rank(), world = pg.size();
   const int64_t local = 64 / world;
   ember::optim::SGDOptions so;
@@ -326,9 +338,7 @@ int ddp() {
 
 // Rank `EMBER_TEST_VICTIM` dies (SIGKILL) in the middle of a large all-reduce.
 int killed_rank() {
-  dist::InitOptions o;
-  o.timeout = test_timeout();
-  dist::ProcessGroup pg = dist::init_process_group(o);
+  dist::ProcessGroup pg = dist::init_process_group(options());
   const int victim =
       std::atoi(std::getenv("EMBER_TEST_VICTIM") ? std::getenv("EMBER_TEST_VICTIM") : "1");
   Tensor t = ember::ones({1 << 24});  // 64 MiB: long enough to be killed inside it
@@ -346,9 +356,7 @@ int killed_rank() {
 
 // Rank 0 reduces 4 elements, the others 3.
 int mismatched_sizes() {
-  dist::InitOptions o;
-  o.timeout = test_timeout();
-  dist::ProcessGroup pg = dist::init_process_group(o);
+  dist::ProcessGroup pg = dist::init_process_group(options());
   Tensor t = ember::ones({pg.rank() == 0 ? 4 : 3});
   pg.all_reduce(t);
   std::printf("rank %d: mismatched all_reduce returned\n", pg.rank());
@@ -357,9 +365,7 @@ int mismatched_sizes() {
 
 // Only joins.
 int join_only() {
-  dist::InitOptions o;
-  o.timeout = test_timeout();
-  dist::init_process_group(o);
+  dist::init_process_group(options());
   dist::default_group().barrier();
   std::printf("joined rank %d\n", dist::get_rank());
   return 0;

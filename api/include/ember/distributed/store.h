@@ -35,6 +35,9 @@ class TCPStore : public Store {
   std::vector<uint8_t> get(const std::string& key, std::chrono::milliseconds timeout) override;
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
+  /** Names this client ("rank 3"): when its connection closes, the server sets
+   *  "closed/<name>", which tells the other ranks it exited. */
+  void set_owner(const std::string& name);
   /** The address of this host on the connection to the server (reachable by the others). */
   std::string local_address() const;
 
