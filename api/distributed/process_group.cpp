@@ -16,6 +16,7 @@
 #include "ember/dispatch/stream.h"
 #include "ember/ops/elementwise.h"
 #include "ember/plugin/loader.h"
+#include "ember/plugin_sdk_comm.hpp"
 #include "ember/util/error.h"
 
 namespace ember::distributed {
@@ -60,26 +61,8 @@ bool Work::is_completed() const {
 namespace {
 
 const char* op_name(int32_t op) {
-  switch (op) {
-    case EMBER_COLL_ALL_REDUCE:
-      return "all_reduce";
-    case EMBER_COLL_BROADCAST:
-      return "broadcast";
-    case EMBER_COLL_ALL_GATHER:
-      return "all_gather";
-    case EMBER_COLL_REDUCE_SCATTER:
-      return "reduce_scatter";
-    case EMBER_COLL_ALL_TO_ALL:
-      return "all_to_all";
-    case EMBER_COLL_BARRIER:
-      return "barrier";
-    case EMBER_COLL_SEND:
-      return "send";
-    case EMBER_COLL_RECV:
-      return "recv";
-    default:
-      return "collective";
-  }
+  const char* name = sdk::collective_name(op);
+  return name ? name : "collective";
 }
 
 ember_tensor describe(const Tensor& t) {

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_comm.hpp"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::gloo_backend {
 namespace {
@@ -136,28 +138,6 @@ template <typename T, typename Acc>
   }
 }
 
-size_t element_size(int32_t dtype) {
-  switch (dtype) {
-    case EMBER_F64:
-    case EMBER_I64:
-      return 8;
-    case EMBER_F32:
-    case EMBER_I32:
-      return 4;
-    case EMBER_F16:
-    case EMBER_BF16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
-int64_t numel(const ember_tensor& t) {
-  int64_t n = 1;
-  for (int32_t i = 0; i < t.ndim; ++i) n *= t.sizes[i];
-  return n;
-}
-
 // Note [Mismatched calls never meet]
 // Gloo matches messages by slot, built from the operation's tag. The tag here is a hash of what
 // the call is (operation, dtype, element counts, reduction, root), so ranks that disagree (one
@@ -176,8 +156,8 @@ uint32_t signature(const ember_collective_call& call) {
   mix(call.reduce);
   mix(call.peer);
   mix(call.input.data ? call.input.dtype : call.output.dtype);
-  mix(call.input.data ? numel(call.input) : -1);
-  mix(call.output.data ? numel(call.output) : -1);
+  mix(call.input.data ? sdk::numel(call.input) : -1);
+  mix(call.output.data ? sdk::numel(call.output) : -1);
   return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
@@ -196,11 +176,11 @@ void allreduce_as(Comm& c, char* buf, size_t n, const ::gloo::AllreduceOptions::
 // Gloo moves bytes; every dtype is sent as chars except where a reduction needs its type.
 int32_t run(Comm& c, const ember_collective_call& call) {
   const milliseconds timeout(call.timeout_ms);
-  const size_t esize = element_size(call.input.data ? call.input.dtype : call.output.dtype);
+  const size_t esize = sdk::itemsize(call.input.data ? call.input.dtype : call.output.dtype);
   auto* in = static_cast<char*>(call.input.data);
   auto* out = static_cast<char*>(call.output.data);
-  const size_t in_bytes = call.input.data ? numel(call.input) * esize : 0;
-  const size_t out_bytes = call.output.data ? numel(call.output) * esize : 0;
+  const size_t in_bytes = call.input.data ? sdk::numel(call.input) * esize : 0;
+  const size_t out_bytes = call.output.data ? sdk::numel(call.output) * esize : 0;
   const uint32_t tag = signature(call);
   switch (call.op) {
     case EMBER_COLL_ALL_REDUCE:
@@ -349,23 +329,20 @@ void destroy(void*, void* comm) {
 }
 
 int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
-  if (reg->struct_size < offsetof(ember_registrar_v1, comm_backend) + sizeof(void*)) {
-    std::snprintf(error, cap, "this core predates communication backends (ABI 1.5)");
-    return EMBER_ERR_UNSUPPORTED;
-  }
-  static const ember_comm_backend_v1 table = [] {
-    ember_comm_backend_v1 t{};
-    t.struct_size = sizeof(t);
-    t.name = "gloo";
-    t.device_types = "cpu,reference";
-    t.priority = 0;
-    t.available = available;
-    t.create = create;
-    t.collective = collective;
-    t.destroy = destroy;
-    return t;
-  }();
-  return reg->comm_backend(reg->ctx, &table, error, cap);
+  return sdk::guard(error, cap, [&]() -> int32_t {
+    static const ember_comm_backend_v1 table = [] {
+      ember_comm_backend_v1 t{};
+      t.struct_size = sizeof(t);
+      t.name = "gloo";
+      t.device_types = "cpu,reference";
+      t.available = available;
+      t.create = create;
+      t.collective = collective;
+      t.destroy = destroy;
+      return t;
+    }();
+    return sdk::register_comm_backend(reg, table, error, cap);
+  });
 }
 
 const ember_plugin_v1 kDescriptor = {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_comm.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 /** Most elements one MPI call moves (MPI counts are int); a build may lower it to test chunking. */
@@ -470,30 +471,6 @@ int32_t create(void*, const ember_comm_config* cfg, void** out, char* error, siz
 // ---------------------------------------------------------------------------------------------
 // Operations
 
-/** An operation as messages name it, or nullptr for an unknown one. */
-const char* op_label(int32_t op) {
-  switch (op) {
-    case EMBER_COLL_ALL_REDUCE:
-      return "all-reduce";
-    case EMBER_COLL_BROADCAST:
-      return "broadcast";
-    case EMBER_COLL_ALL_GATHER:
-      return "all-gather";
-    case EMBER_COLL_REDUCE_SCATTER:
-      return "reduce-scatter";
-    case EMBER_COLL_ALL_TO_ALL:
-      return "all-to-all";
-    case EMBER_COLL_BARRIER:
-      return "barrier";
-    case EMBER_COLL_SEND:
-      return "send";
-    case EMBER_COLL_RECV:
-      return "receive";
-    default:
-      return nullptr;
-  }
-}
-
 /** Writes a printf-style message into call.error and returns `status`. */
 int32_t fail(const ember_collective_call& call, int32_t status, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -531,7 +508,7 @@ int start_pieces(int64_t n, std::vector<MPI_Request>& reqs, Start&& start) {
 
 /** Runs one operation to completion or its timeout (Note [Waiting with a deadline]). */
 int32_t run(Comm& c, const ember_collective_call& call) {
-  const char* label = op_label(call.op);
+  const char* label = sdk::collective_name(call.op);
   if (!label) return fail(call, EMBER_ERR_UNSUPPORTED, "mpi has no operation %d", call.op);
   if (const std::string why = c.broken_reason(); !why.empty())
     return fail(call, EMBER_ERR_PEER,
@@ -690,16 +667,12 @@ void destroy(void*, void* comm) {
 /** Registers the mpi communication backend. */
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
-    if (reg->struct_size < offsetof(ember_registrar_v1, comm_backend) + sizeof(void*))
-      return sdk::fail_into(error, cap, EMBER_ERR_UNSUPPORTED,
-                            "this core predates communication backends (ABI 1.5)");
     global().host = host;
     static const ember_comm_backend_v1 table = [] {
       ember_comm_backend_v1 t{};
       t.struct_size = sizeof(t);
       t.name = "mpi";
       t.device_types = "cpu,reference";
-      t.priority = 0;
       t.available = available;
       t.create = create;
       t.collective = collective;
@@ -707,7 +680,7 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
       t.world = world;
       return t;
     }();
-    return reg->comm_backend(reg->ctx, &table, error, cap);
+    return sdk::register_comm_backend(reg, table, error, cap);
   });
 }
 

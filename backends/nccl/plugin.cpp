@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_comm.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
@@ -145,30 +146,6 @@ bool nccl_op(int32_t dtype, int32_t reduce, ncclRedOp_t* out) {
       return true;
     default:
       return false;
-  }
-}
-
-/** An operation as messages name it, or nullptr for an unknown one. */
-const char* op_label(int32_t op) {
-  switch (op) {
-    case EMBER_COLL_ALL_REDUCE:
-      return "all-reduce";
-    case EMBER_COLL_BROADCAST:
-      return "broadcast";
-    case EMBER_COLL_ALL_GATHER:
-      return "all-gather";
-    case EMBER_COLL_REDUCE_SCATTER:
-      return "reduce-scatter";
-    case EMBER_COLL_ALL_TO_ALL:
-      return "all-to-all";
-    case EMBER_COLL_BARRIER:
-      return "barrier";
-    case EMBER_COLL_SEND:
-      return "send";
-    case EMBER_COLL_RECV:
-      return "receive";
-    default:
-      return nullptr;
   }
 }
 
@@ -537,7 +514,7 @@ int32_t run_on(const Target& t, const ember_collective_call& call, const char* w
 int32_t run(Comm& c, const ember_collective_call& call) {
   char* error = call.error;
   const size_t cap = call.error_capacity;
-  const char* label = op_label(call.op);
+  const char* label = sdk::collective_name(call.op);
   if (!label) return fail(error, cap, EMBER_ERR_UNSUPPORTED, "nccl has no operation %d", call.op);
   if (int32_t s = select_device(c.device, error, cap); s != EMBER_OK) return s;
   const bool output_only = call.op == EMBER_COLL_BROADCAST || call.op == EMBER_COLL_RECV;
@@ -708,22 +685,18 @@ int32_t available(void*, char* reason, size_t cap) {
 /** Registers the nccl communication backend. */
 int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
-    if (reg->struct_size < offsetof(ember_registrar_v1, comm_backend) + sizeof(void*))
-      return fail(error, cap, EMBER_ERR_UNSUPPORTED,
-                  "this core predates communication backends (ABI 1.5)");
     static const ember_comm_backend_v1 table = [] {
       ember_comm_backend_v1 t{};
       t.struct_size = sizeof(t);
       t.name = "nccl";
       t.device_types = "cuda";
-      t.priority = 0;
       t.available = available;
       t.create = create;
       t.collective = collective;
       t.destroy = destroy;
       return t;
     }();
-    return reg->comm_backend(reg->ctx, &table, error, cap);
+    return sdk::register_comm_backend(reg, table, error, cap);
   });
 }
 
