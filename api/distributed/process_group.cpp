@@ -41,7 +41,8 @@ struct Work::State {
 // even a backend that ignored its timeout leaves the caller with an error, not a hang.
 void Work::wait() const {
   std::unique_lock lock(state_->mu);
-  const auto margin = state_->timeout + std::chrono::seconds(10);
+  // The diagnosis after a failure takes up to 15 s more (Note [Naming the ranks that failed]).
+  const auto margin = state_->timeout + std::chrono::seconds(30);
   const bool done = state_->cv.wait_for(lock, margin, [&] { return state_->done; });
   EMBER_CHECK_AS(DistributedError, done,
                  "[distributed] {} did not finish within {} ms (the backend ignored its timeout; "
@@ -200,12 +201,14 @@ struct ProcessGroup::Impl {
       // Rank 0 serves the store: it stays until the ranks that answered have read its note.
       store->set(fmt::format("health/{}/{}/read", seq, rank), {1});
       if (rank == 0) {
+        const auto linger = Clock::now() + std::chrono::seconds(5);
         for (int r = 1; r < size; ++r) {
           if (std::find(silent.begin(), silent.end(), r) != silent.end() ||
               std::find(exited.begin(), exited.end(), r) != exited.end())
             continue;
           try {
-            store->get(fmt::format("health/{}/{}/read", seq, r), std::chrono::seconds(5));
+            const auto left = std::chrono::duration_cast<milliseconds>(linger - Clock::now());
+            store->get(fmt::format("health/{}/{}/read", seq, r), std::max(left, milliseconds(1)));
           } catch (const std::exception&) {  // that rank is gone as well: nothing to wait for
           }
         }
