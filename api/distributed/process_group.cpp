@@ -1,5 +1,6 @@
 #include "ember/distributed/process_group.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,6 +107,38 @@ int32_t store_get(void* ctx, const char* key, int64_t timeout_ms, ember_store_si
   }
 }
 
+// Note [SIGPIPE and peers that died]
+// Writing to a socket whose peer died raises SIGPIPE, whose default action ends the process; a
+// rank must instead see the write fail and report the peer (Python, and so PyTorch, ignore
+// SIGPIPE process-wide). Transports write from the threads that call them and from threads they
+// start, which inherit the creator's signal mask: so SIGPIPE is blocked on the group's worker
+// and point-to-point threads for their whole life, and around a backend's create(), where its
+// own threads are started; a SIGPIPE raised meanwhile is consumed before the mask is restored.
+// The process-wide disposition is left as the program set it.
+class BlockSigpipe {
+ public:
+  BlockSigpipe() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old_);
+  }
+  ~BlockSigpipe() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe, nullptr, &zero) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  BlockSigpipe(const BlockSigpipe&) = delete;
+  BlockSigpipe& operator=(const BlockSigpipe&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -147,6 +180,7 @@ struct ProcessGroup::Impl {
   }
 
   void run_worker() {
+    BlockSigpipe no_sigpipe;  // Note [SIGPIPE and peers that died]
     for (;;) {
       std::function<void()> job;
       {
@@ -293,7 +327,11 @@ struct ProcessGroup::Impl {
         t.first.join();  // finished: its thread ends at once
         return true;
       });
-      p2p.emplace_back(std::thread(std::move(job)), state);
+      p2p.emplace_back(std::thread([job = std::move(job)] {
+                         BlockSigpipe no_sigpipe;  // Note [SIGPIPE and peers that died]
+                         job();
+                       }),
+                       state);
     } else {
       queue.push_back(std::move(job));
       cv.notify_one();
@@ -595,7 +633,11 @@ ProcessGroup init_process_group(const InitOptions& options) {
                         device,
                         detail::host_table()};
   char err[1024] = {0};
-  const int32_t status = t.create(t.ctx, &cfg, &impl->comm, err, sizeof(err));
+  int32_t status = EMBER_ERR_INTERNAL;
+  {
+    BlockSigpipe no_sigpipe;  // the backend's threads start here (Note [SIGPIPE and peers ...])
+    status = t.create(t.ctx, &cfg, &impl->comm, err, sizeof(err));
+  }
   if (status != EMBER_OK) {
     impl->comm = nullptr;
     throw_error(status_error_kind(status),
