@@ -64,9 +64,21 @@ BENCHMARK(BM_DdpMlpStep)->Iterations(100)->Unit(benchmark::kMillisecond)->UseRea
 BENCHMARK(BM_DdpResNet18Step)->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // 1 KiB to 64 MiB; a fixed iteration count per size, the same on every rank.
-BENCHMARK(BM_AllReduce)->Arg(1 << 10)->Iterations(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_AllReduce)->Arg(16 << 10)->Iterations(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_AllReduce)->Arg(256 << 10)->Iterations(300)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AllReduce)
+    ->Arg(1 << 10)
+    ->Iterations(2000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_AllReduce)
+    ->Arg(16 << 10)
+    ->Iterations(1000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_AllReduce)
+    ->Arg(256 << 10)
+    ->Iterations(300)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_AllReduce)->Arg(4 << 20)->Iterations(50)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AllReduce)->Arg(64 << 20)->Iterations(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
