@@ -100,12 +100,26 @@ struct DistributedDataParallel::State {
 
   void finish() {
     std::lock_guard lock(mu);
+    try {
+      finish_locked();
+    } catch (...) {  // a failed collective: the next backward starts afresh
+      for (Bucket& b : buckets) {
+        try {
+          if (b.work) b.work->wait();
+        } catch (...) {  // already failing with the first error
+        }
+      }
+      reset();
+      throw;
+    }
+  }
+
+  void finish_locked() {
     autograd::NoGradGuard no_grad;
     std::vector<size_t> unused;
     for (size_t i = 0; i < slots.size(); ++i)
       if (!ready[i]) unused.push_back(i);
     if (!unused.empty() && !options.find_unused_parameters) {
-      reset();
       throw ValueError(fmt::format(
           "[DistributedDataParallel] {} parameter(s) received no gradient in this backward "
           "(slots {}): every rank would wait for them (pass find_unused_parameters=true if parts "
@@ -131,6 +145,37 @@ struct DistributedDataParallel::State {
   std::weak_ptr<State> self;
 };
 
+namespace {
+
+// Broadcasts `tensors` from rank 0 with one collective per dtype and device: PyTorch's
+// coalesced broadcast. A model's buffers are many small tensors (three per BatchNorm), and each
+// collective costs a round trip.
+void broadcast_coalesced(const distributed::ProcessGroup& pg, const std::vector<Tensor>& tensors) {
+  autograd::NoGradGuard no_grad;
+  std::map<std::pair<int, std::string>, std::vector<Tensor>> groups;
+  for (const Tensor& t : tensors)
+    groups[{static_cast<int>(t.dtype()), t.device().str()}].push_back(t);
+  for (auto& [key, group] : groups) {
+    int64_t total = 0;
+    for (const Tensor& t : group) total += t.numel();
+    Tensor flat = empty({total}, TensorOptions(group[0].dtype(), group[0].device()));
+    int64_t at = 0;
+    for (const Tensor& t : group) {
+      flat.narrow(0, at, t.numel()).copy_(t.reshape({-1}));
+      at += t.numel();
+    }
+    pg.broadcast(flat, 0);
+    at = 0;
+    for (const Tensor& t : group) {
+      Tensor target = t;
+      target.copy_(flat.narrow(0, at, t.numel()).view(t.sizes()));
+      at += t.numel();
+    }
+  }
+}
+
+}  // namespace
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module, DDPOptions options,
                                                  std::optional<distributed::ProcessGroup> pg)
     : Module("DistributedDataParallel"), module_(std::move(module)) {
@@ -144,11 +189,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   State& st = *state_;
 
   // The replicas start from rank 0's parameters and buffers.
-  {
-    autograd::NoGradGuard no_grad;
-    for (const Tensor& t : module_->parameters()) st.pg.broadcast(t, 0);
-    for (const Tensor& t : module_->buffers()) st.pg.broadcast(t, 0);
-  }
+  std::vector<Tensor> state = module_->parameters();
+  for (const Tensor& b : module_->buffers()) state.push_back(b);
+  broadcast_coalesced(st.pg, state);
 
   std::vector<Tensor> params;
   for (const Tensor& p : module_->parameters())
@@ -188,8 +231,8 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 
 Tensor DistributedDataParallel::forward(const Tensor& input) {
   if (state_->options.broadcast_buffers && is_training()) {
-    autograd::NoGradGuard no_grad;
-    for (const Tensor& t : module_->buffers()) state_->pg.broadcast(t, 0);
+    const std::vector<Tensor> buffers = module_->buffers();
+    if (!buffers.empty()) broadcast_coalesced(state_->pg, buffers);
   }
   return (*module_)(input);
 }

@@ -315,6 +315,14 @@ int ddp() {
   expect(d_accum < 2e-5,
          "DDP with no_sync vs one process: max difference " + std::to_string(d_accum));
 
+  // Buffers (BatchNorm statistics, int64 counters) start as rank 0's, in one broadcast per dtype.
+  auto bn = std::make_shared<ember::nn::BatchNorm1d>(20);
+  for (Tensor b : bn->buffers()) b.fill_(rank + 1);
+  auto bn_ddp = std::make_shared<ember::nn::DistributedDataParallel>(bn);
+  for (const Tensor& b : bn->buffers())
+    for (double v : values(b))
+      expect(v == 1, "buffers broadcast from rank 0: " + std::to_string(v));
+
   ember::manual_seed(3);
   ember::nn::DDPOptions fu;
   fu.find_unused_parameters = true;
