@@ -294,8 +294,10 @@ int env_int(const char* name) {
 
 /** True if an MPI launcher started this process. */
 bool under_launcher() {
-  for (const LauncherVars& l : kLaunchers)
-    if (std::getenv(l.size ? l.size : l.rank)) return true;
+  for (const LauncherVars& l : kLaunchers) {
+    const char* v = std::getenv(l.size ? l.size : l.rank);
+    if (v && *v) return true;  // set and not empty
+  }
   return false;
 }
 

@@ -385,3 +385,17 @@ TEST(Mpi, DistributedDataParallelUnderMpirun) {
   EXPECT_NE(e.output.find("ddp on rank 0 of 2"), std::string::npos) << e.output;
 }
 #endif
+
+TEST(Plugins, CommunicationBackendsAreReportedWithTheirState) {
+  const std::string out = temp_path("plugins.json");
+  const std::vector<Exit> e =
+      wait_all({spawn({EMBER_CLI, "plugins", "--json"},
+                      {{"OMPI_COMM_WORLD_SIZE", ""}, {"PMI_SIZE", ""}}, out)},
+               {out}, 60);
+  ASSERT_EQ(e[0].status, 0) << e[0].output;
+  EXPECT_NE(e[0].output.find("\"gloo (cpu, reference)\""), std::string::npos) << e[0].output;
+#ifdef EMBER_MPIRUN
+  EXPECT_NE(e[0].output.find("\"mpi (unusable: not started by mpirun or srun"), std::string::npos)
+      << e[0].output;
+#endif
+}
