@@ -28,6 +28,13 @@ using Clock = std::chrono::steady_clock;
 // ---------------------------------------------------------------------------------------------
 // Work
 
+namespace {
+const char* op_name(int32_t op) {
+  const char* name = sdk::collective_name(op);
+  return name ? name : "collective";
+}
+}  // namespace
+
 struct Work::State {
   std::mutex mu;
   std::condition_variable cv;
@@ -35,7 +42,8 @@ struct Work::State {
   std::string error;  // empty: success
   ErrorKind kind = ErrorKind::Distributed;
   milliseconds timeout{0};
-  std::string what;  // "all_reduce #3", for a wait that outlives the backend's own timeout
+  int32_t op = 0;    // with seq, names the operation when a wait outlives the backend's timeout
+  uint64_t seq = 0;  // (formatted only then: no string work on the path of every call)
 };
 
 // Note [A wait is bounded too]
@@ -49,7 +57,7 @@ void Work::wait() const {
   EMBER_CHECK_AS(DistributedError, done,
                  "[distributed] {} did not finish within {} ms (the backend ignored its timeout; "
                  "the process group is unusable)",
-                 state_->what, margin.count());
+                 fmt::format("{} #{}", op_name(state_->op), state_->seq), margin.count());
   if (!state_->error.empty()) throw_error(state_->kind, state_->error);
 }
 
@@ -62,11 +70,6 @@ bool Work::is_completed() const {
 // The group
 
 namespace {
-
-const char* op_name(int32_t op) {
-  const char* name = sdk::collective_name(op);
-  return name ? name : "collective";
-}
 
 ember_tensor describe(const Tensor& t) {
   if (!t.defined()) return ember_tensor{};
@@ -282,14 +285,13 @@ struct ProcessGroup::Impl {
     auto state = std::make_shared<Work::State>();
     const uint64_t seq = issued++;
     state->timeout = timeout;
-    state->what = fmt::format("{} #{}", op_name(op), seq);
-    const std::string mine = fmt::format("{} #{} of {}", op_name(op), seq,
-                                         tensor_text(input.defined() ? input : output));
+    state->op = op;
+    state->seq = seq;
     // Note [The caller's stream]: a device backend (nccl) queues the operation on the stream
     // the caller's work on these tensors went to, taken here on the caller's thread.
     const Tensor& any = input.defined() ? input : output;
     void* stream = any.defined() ? current_stream(any.device()).handle() : nullptr;
-    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, mine, stream] {
+    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, stream] {
       char err[1024] = {0};
       ember_collective_call call{sizeof(ember_collective_call),
                                  op,
@@ -321,6 +323,8 @@ struct ProcessGroup::Impl {
       if (status != EMBER_OK && error.empty()) {
         kind = status_error_kind(status);
         const std::string why = err[0] ? err : "no reason given";
+        const std::string mine = fmt::format("{} #{} of {}", op_name(op), seq,
+                                             tensor_text(input.defined() ? input : output));
         error = fmt::format("[distributed] {} failed on rank {} ({}): {}", mine, rank, backend.name,
                             why);
         if (kind == ErrorKind::Distributed) error += "; " + diagnose(seq, mine);
