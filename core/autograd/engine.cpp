@@ -56,33 +56,58 @@ struct GraphTask {
   std::vector<Tensor> captured;
   bool capturing = false;
 
-  void count_deps(const std::vector<Node*>& roots) {
-    std::vector<Node*> stack(roots.begin(), roots.end());
-    std::unordered_set<Node*> seen(roots.begin(), roots.end());
+  // Counts the edges into every node reachable from the roots; a node is walked the first time
+  // an edge reaches it (its count becomes 1), so no separate set of seen nodes is needed.
+  void count_deps(const std::unordered_set<Node*>& root_set) {
+    std::vector<Node*> stack(root_set.begin(), root_set.end());
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
       for (const Edge& e : n->next_edges) {
         if (!e.fn) continue;
-        ++deps[e.fn.get()];
-        if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+        if (++deps[e.fn.get()] == 1 && root_set.count(e.fn.get()) == 0) {
+          stack.push_back(e.fn.get());
+        }
       }
     }
   }
 
-  // Returns whether a captured gradient is reachable from n (n itself included); records in
-  // `needed` whether n must run, i.e. whether one is reachable through n's next edges. A
-  // captured node whose inputs lead nowhere (a leaf's accumulator) is captured, not run.
-  bool mark_needed(Node* n) {
-    if (auto it = reaches.find(n); it != reaches.end()) return it->second;
-    reaches[n] = false;  // breaks cycles, which a valid graph does not have
-    bool run = false;
-    for (const Edge& e : n->next_edges) {
-      if (e.fn && mark_needed(e.fn.get())) run = true;
+  // Marks, for every node reachable from `roots`, whether a captured gradient is reachable from
+  // it (the node itself included) in `reaches`, and in `needed` whether the node must run, i.e.
+  // whether one is reachable through its next edges. A captured node whose inputs lead nowhere
+  // (a leaf's accumulator) is captured, not run. A post-order walk with an explicit stack
+  // (Note [Freeing deep graphs] in node.cpp has why no graph walk recurses on depth).
+  void mark_needed(const std::vector<Node*>& roots) {
+    struct Frame {
+      Node* node;
+      size_t next = 0;   // the next edge to look at
+      bool run = false;  // a captured gradient is reachable through an edge seen so far
+    };
+    std::vector<Frame> stack;
+    for (Node* root : roots) {
+      if (!reaches.emplace(root, false).second) continue;
+      stack.push_back({root});
+      while (!stack.empty()) {
+        Frame& top = stack.back();
+        if (top.next < top.node->next_edges.size()) {
+          Node* m = top.node->next_edges[top.next++].fn.get();
+          if (m == nullptr) continue;
+          // A node seen before is finished (a valid graph has no cycles): use its answer.
+          if (auto [it, fresh] = reaches.emplace(m, false); !fresh) {
+            top.run = top.run || it->second;
+          } else {
+            stack.push_back({m});
+          }
+          continue;
+        }
+        const Frame done = top;
+        stack.pop_back();
+        needed[done.node] = done.run;
+        const bool reached = done.run || captures.count(done.node) > 0;
+        reaches[done.node] = reached;
+        if (reached && !stack.empty()) stack.back().run = true;
+      }
     }
-    needed[n] = run;
-    reaches[n] = run || captures.count(n) > 0;
-    return reaches[n];
   }
 
   void add_to_buffer(Node* n, uint32_t input_nr, Tensor g) {
@@ -96,11 +121,9 @@ struct GraphTask {
     // A synthetic root that fans out to the requested tensors.
     std::vector<Node*> root_nodes;
     for (const Edge& e : roots) root_nodes.push_back(e.fn.get());
-    count_deps(root_nodes);
     std::unordered_set<Node*> root_set(root_nodes.begin(), root_nodes.end());
-    if (capturing) {
-      for (Node* r : root_nodes) mark_needed(r);
-    }
+    count_deps(root_set);
+    if (capturing) mark_needed(root_nodes);
     std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
       add_to_buffer(roots[i].fn.get(), roots[i].input_nr, root_grads[i]);

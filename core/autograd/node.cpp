@@ -13,6 +13,34 @@ std::atomic<uint64_t> g_next_sequence_nr{0};
 
 Node::Node() : sequence_nr(g_next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+// Note [Freeing deep graphs]
+// A node owns the nodes its edges point at, so dropping the last tensor of a chain of a million
+// ops would free a million nodes recursively, each destructor inside the previous one, and
+// overflow the stack near 40,000. Instead a node that is the last owner of a next node hands it
+// to a per-thread list of orphans, and the outermost destructor on the thread frees the list
+// one node at a time; each of those hands on its own orphans the same way, so the stack stays
+// flat whatever the depth. The derived class's members (the closure and its saved tensors) are
+// gone by the time this body runs, so a next node that a saved input also held is counted with
+// that reference already dropped. Moving an edge's pointer is safe whatever its count: the count
+// only decides whether the node could die here, and a pointer moved needlessly is released a
+// moment later by the loop.
+Node::~Node() {
+  thread_local std::vector<std::shared_ptr<Node>>* t_orphans = nullptr;
+  std::vector<std::shared_ptr<Node>> orphans;
+  std::vector<std::shared_ptr<Node>>& sink = t_orphans != nullptr ? *t_orphans : orphans;
+  for (Edge& e : next_edges) {
+    if (e.fn && e.fn.use_count() == 1) sink.push_back(std::move(e.fn));
+  }
+  if (t_orphans != nullptr || orphans.empty()) return;
+  t_orphans = &orphans;
+  while (!orphans.empty()) {
+    std::shared_ptr<Node> n = std::move(orphans.back());
+    orphans.pop_back();
+    n.reset();  // may append to `orphans`
+  }
+  t_orphans = nullptr;
+}
+
 std::vector<Tensor> LambdaNode::apply(std::vector<Tensor>&& grads) {
   EMBER_CHECK(!released_,
               "[autograd] trying to backward through {} a second time: its saved tensors were "

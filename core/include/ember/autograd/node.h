@@ -38,7 +38,8 @@ struct OutputMeta {
 class EMBER_API Node : public std::enable_shared_from_this<Node> {
  public:
   Node();
-  virtual ~Node() = default;
+  /** Frees the nodes only this one kept alive without recursing on the graph's depth. */
+  virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
