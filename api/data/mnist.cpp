@@ -1,6 +1,7 @@
 // IDX files (gzipped or raw) and the (Fashion-)MNIST dataset built from them.
 #include "ember/data/mnist.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "api/io/open_file.h"
 #include "ember/ops/factory.h"
 
 namespace ember::data {
@@ -86,8 +88,10 @@ std::string check_dir(const fs::path& dir) {
 // dims), NN 32-bit sizes, then the bytes row-major. The sizes are checked against the data that
 // is actually there (read to the end, so nothing is allocated on the header's word alone).
 Tensor read_idx(const std::string& path) {
+  const int fd = io::detail::open_regular_file(path, "data.idx");
   errno = 0;
-  GzFile f(gzopen(path.c_str(), "rb"));
+  GzFile f(gzdopen(fd, "rb"));
+  if (f == nullptr) ::close(fd);
   EMBER_CHECK_IO(f != nullptr, "[data.idx] {}: cannot open: {}", path,
                  errno ? std::strerror(errno) : "out of memory");
   unsigned char magic[4];

@@ -2,6 +2,7 @@
 #include "ember/io/safetensors.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,11 +16,13 @@
 #include <memory>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "api/io/open_file.h"
 #include "ember/ops/factory.h"
 
 namespace ember::io {
@@ -224,6 +227,79 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
   return e;
 }
 
+// The tensors' byte ranges, sorted, must tile [0, data_bytes): no overlap (two tensors aliasing
+// the same bytes), no hole, nothing before the first or after the last (Note [A strict reader]).
+void check_coverage(const std::string& path, const std::vector<Entry>& tensors,
+                    uint64_t data_bytes) {
+  const char* op = "[io.load]";
+  const char* rule = "the tensors must cover the data section exactly";
+  std::vector<const Entry*> sorted;
+  for (const Entry& e : tensors) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  EMBER_CHECK_IO(!sorted.empty() || data_bytes == 0,
+                 "{} {}: the header lists no tensors but the data section has {} bytes ({})", op,
+                 path, data_bytes, rule);
+  const Entry* prev = nullptr;
+  uint64_t covered = 0;  // the data section up to here belongs to the tensors seen so far
+  for (const Entry* e : sorted) {
+    if (prev != nullptr) {
+      EMBER_CHECK_IO(e->begin >= covered, "{} {}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap",
+                     op, path, prev->name, prev->begin, prev->end, e->name, e->begin, e->end);
+      EMBER_CHECK_IO(e->begin == covered,
+                     "{} {}: bytes [{}, {}) of the data section, between tensors '{}' [{}, {}] and "
+                     "'{}' [{}, {}], belong to no tensor ({})",
+                     op, path, covered, e->begin, prev->name, prev->begin, prev->end, e->name,
+                     e->begin, e->end, rule);
+    } else {
+      EMBER_CHECK_IO(e->begin == 0,
+                     "{} {}: bytes [0, {}) of the data section, before the first tensor '{}' [{}, "
+                     "{}], belong to no tensor ({})",
+                     op, path, e->begin, e->name, e->begin, e->end, rule);
+    }
+    covered = e->end;
+    prev = e;
+  }
+  EMBER_CHECK_IO(covered == data_bytes,
+                 "{} {}: {} bytes after the last tensor '{}', which ends at {}, belong to no "
+                 "tensor: the data section has {} bytes ({})",
+                 op, path, data_bytes - covered, prev != nullptr ? prev->name : "", covered,
+                 data_bytes, rule);
+}
+
+/** The offset of the first byte of `s` that is not part of valid UTF-8 (no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or npos. */
+size_t invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      len = 2, cp = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3, cp = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4, cp = c & 0x07, min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
 Header read_header(const std::string& path, FILE* f) {
   const char* op = "[io.load]";
   struct stat st {};
@@ -255,6 +331,22 @@ Header read_header(const std::string& path, FILE* f) {
       text.empty() ? std::string("nothing")
                    : json(text.substr(0, 16)).dump(-1, ' ', false, json::error_handler_t::replace));
 
+  // Note [A strict reader]
+  // The format's header is UTF-8 JSON padded only with spaces, and its data section is covered
+  // exactly by the tensors' byte ranges. The reference reader refuses anything else, and so do
+  // we: a JSON parser stops at a NUL byte, so `{...}\0<more JSON>` would load with the second
+  // part invisible, and holes or trailing bytes would let a file carry content that one tool
+  // shows and another ignores.
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    EMBER_CHECK_IO(false,
+                   "{} {}: the header has a NUL byte at offset {} (a header is UTF-8 JSON padded "
+                   "only with spaces)",
+                   op, path, nul);
+  }
+  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+    EMBER_CHECK_IO(false, "{} {}: the header is not valid UTF-8: byte 0x{:02x} at offset {}", op,
+                   path, static_cast<unsigned char>(text[bad]), bad);
+  }
   KeyChecker checker;
   bool ok = json::sax_parse(text, &checker, json::input_format_t::json, /*strict=*/true);
   EMBER_CHECK_IO(ok, "{} {}: {}", op, path,
@@ -267,6 +359,12 @@ Header read_header(const std::string& path, FILE* f) {
   }
   EMBER_CHECK_IO(root.is_object(), "{} {}: the header is a JSON {}, not an object", op, path,
                  root.type_name());
+  // The parser skips any JSON whitespace after the object; only spaces may pad a header.
+  const std::string padding = text.substr(text.find_last_of('}') + 1);
+  EMBER_CHECK_IO(padding.find_first_not_of(' ') == std::string::npos,
+                 "{} {}: the header's JSON object is followed by {} (only spaces may pad a "
+                 "header)",
+                 op, path, json(padding.substr(0, 16)).dump());
 
   Header h;
   h.data_start = 8 + n;
@@ -286,25 +384,18 @@ Header read_header(const std::string& path, FILE* f) {
     h.tensors.push_back(parse_entry(path, key, value, data_bytes));
   }
 
-  // Overlapping byte ranges would alias two tensors' data; empty ranges overlap nothing.
-  std::vector<const Entry*> by_offset;
-  for (const Entry& e : h.tensors) {
-    if (e.end > e.begin) by_offset.push_back(&e);
-  }
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const Entry& a = *by_offset[i - 1];
-    const Entry& b = *by_offset[i];
-    EMBER_CHECK_IO(b.begin >= a.end, "{} {}: tensors '{}' [{}, {}] and '{}' [{}, {}] overlap", op,
-                   path, a.name, a.begin, a.end, b.name, b.begin, b.end);
-  }
+  check_coverage(path, h.tensors, data_bytes);
   return h;
 }
 
 FilePtr open_for_reading(const std::string& path) {
-  FilePtr f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  EMBER_CHECK_IO(f != nullptr, "[io.load] {}: cannot open: {}", path, errno_str(errno));
+  const int fd = detail::open_regular_file(path, "io.load");
+  FilePtr f(::fdopen(fd, "rb"), &std::fclose);
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    EMBER_CHECK_IO(false, "[io.load] {}: cannot open: {}", path, errno_str(err));
+  }
   return f;
 }
 
@@ -314,6 +405,54 @@ FilePtr open_for_reading(const std::string& path) {
 std::atomic<int64_t> g_fail_writes_after{-1};
 std::atomic<uint64_t> g_temp_counter{0};
 
+// Note [Temporary files of killed saves]
+// A save writes `.<name>.tmp.<host>.<pid>.<n>` (host: a hash of the host's name) beside `<name>`
+// and renames it over the target, so a reader never sees half a file. A process killed before the
+// rename (SIGKILL, power loss aside) leaves that temporary behind, as large as the checkpoint, and
+// nothing else would ever remove it. Each save of `<name>` therefore first removes the temporaries
+// of `<name>` that this host's processes left and that no live process owns: the pid in the name
+// has exited. Those of other hosts (a shared file system) and of live processes, this one included,
+// are left alone.
+/** This host in temporary file names: 8 hex digits of a hash (FNV-1a) of its name, short so
+ * that long file names still fit. */
+std::string host_tag() {
+  char buf[256] = {};
+  (void)::gethostname(buf, sizeof(buf) - 1);
+  uint32_t h = 2166136261u;
+  for (const char* p = buf; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+  return fmt::format("{:08x}", h);
+}
+
+/** Removes the temporaries of `filename` in `dir` left by this host's exited processes. */
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& filename,
+                              const std::string& host) {
+  namespace fs = std::filesystem;
+  const std::string prefix = fmt::format(".{}.tmp.{}.", filename, host);
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // What follows the prefix is "<pid>.<n>", both decimal.
+    const std::string rest = name.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    const auto decimal = [](std::string_view v) {
+      return !v.empty() && v.size() <= 18 &&
+             std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dot == std::string::npos || !decimal(std::string_view(rest).substr(0, dot)) ||
+        !decimal(std::string_view(rest).substr(dot + 1))) {
+      continue;
+    }
+    const long long pid = std::stoll(rest.substr(0, dot));
+    if (pid <= 0 || pid > INT32_MAX || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive
+    std::error_code type_ec;
+    if (!fs::is_regular_file(fs::symlink_status(it->path(), type_ec))) continue;
+    (void)::unlink(it->path().c_str());
+  }
+}
+
 /** A temporary file next to the target: removed unless committed by rename. */
 class TempFile {
  public:
@@ -322,8 +461,10 @@ class TempFile {
     fs::path t(target);
     fs::path dir = t.parent_path().empty() ? fs::path(".") : t.parent_path();
     dir_ = dir.string();
+    const std::string host = host_tag();
+    remove_stale_temporaries(dir, t.filename().string(), host);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = (dir / fmt::format(".{}.tmp.{}.{}", t.filename().string(), ::getpid(),
+      path_ = (dir / fmt::format(".{}.tmp.{}.{}.{}", t.filename().string(), host, ::getpid(),
                                  g_temp_counter.fetch_add(1)))
                   .string();
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

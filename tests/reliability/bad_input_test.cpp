@@ -3,6 +3,9 @@
 // back: an ember::Error of the expected kind (never another exception, never a crash) whose
 // message starts with "[op]" and shows the observed values, or, for load_plugin, a status with
 // its reason.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -531,6 +534,30 @@ std::vector<Row> rows() {
           "cut.safetensors"),
       ROW("io_load_empty", Io, "[io.", io::load(write_file("empty.safetensors", "")),
           "empty.safetensors"),
+      ROW("io_load_fifo", Io, "[io.load]",
+          {
+            const std::string p = (scratch() / "pipe.safetensors").string();
+            ::unlink(p.c_str());
+            EMBER_ASSERT(::mkfifo(p.c_str(), 0600) == 0);
+            io::load(p);
+          },
+          "pipe.safetensors", "not a regular file: it is a FIFO"),
+      ROW("io_load_directory", Io, "[io.load]", io::load(scratch().string()),
+          "it is a directory"),
+      ROW("io_load_json_after_nul", Io, "[io.load]",
+          io::load(write_file("nul.safetensors", std::string("\6\0\0\0\0\0\0\0{}\0{}}", 14))),
+          "NUL byte at offset 2"),
+      ROW("io_load_trailing_bytes", Io, "[io.load]",
+          io::load(write_file("trailing.safetensors", std::string("\2\0\0\0\0\0\0\0{}xyz", 13))),
+          "no tensors but the data section has 3 bytes"),
+      ROW("read_idx_fifo", Io, "[data.idx]",
+          {
+            const std::string p = (scratch() / "pipe-idx").string();
+            ::unlink(p.c_str());
+            EMBER_ASSERT(::mkfifo(p.c_str(), 0600) == 0);
+            data::read_idx(p);
+          },
+          "pipe-idx", "it is a FIFO"),
   };
 }
 

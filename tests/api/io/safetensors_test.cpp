@@ -1,7 +1,10 @@
 // ember::io safetensors: byte-exact output, bit-exact round trips, atomic saves, hostile files.
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -476,6 +479,49 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
       {"metadata value not a string", st_file(R"({"__metadata__":{"epoch":3}})"),
        "__metadata__ value of 'epoch' is a JSON number"},
       {"nested too deep", st_file(R"({"a":{"shape":[[[1]]]}})"), "nested deeper than 3"},
+      // Note [A strict reader] in safetensors.cpp: the header's text...
+      {"JSON after a NUL", st_file(std::string("{}\0{\"a\":1}  ", 12)),
+       "the header has a NUL byte at offset 2"},
+      {"NUL padding", st_file(std::string("{}\0\0\0\0\0\0", 8)),
+       "NUL byte at offset 2 (a header is UTF-8 JSON padded only with spaces)"},
+      {"invalid UTF-8 in a name", st_file("{\"a\xff\":1}   "),
+       "the header is not valid UTF-8: byte 0xff at offset 3"},
+      {"overlong UTF-8", st_file("{\"\xc0\xaf\":1}  "), "not valid UTF-8: byte 0xc0 at offset 2"},
+      {"UTF-16 surrogate", st_file("{\"\xed\xa0\x80\":1}"), "not valid UTF-8: byte 0xed"},
+      {"truncated UTF-8", st_file("{\"a\":1}\xe2\x82"), "not valid UTF-8: byte 0xe2 at offset 7"},
+      {"newline padding", st_file("{}\n     "),
+       "the header's JSON object is followed by \"\\n     \" (only spaces may pad a header)"},
+      {"tab padding", st_file("{}  \t"), "followed by \"  \\t\""},
+      // ...and the data section, which the tensors must cover exactly.
+      {"data without tensors", st_file("{}      ", "abcd"),
+       "the header lists no tensors but the data section has 4 bytes (the tensors must cover "
+       "the data section exactly)"},
+      {"data with only metadata", st_file(R"({"__metadata__":{"k":"v"}})", eight),
+       "no tensors but the data section has 8 bytes"},
+      {"trailing bytes", st_file(f32_header(ok_entry), std::string(12, '\0')),
+       "4 bytes after the last tensor 'a', which ends at 8, belong to no tensor: the data "
+       "section has 12 bytes"},
+      {"bytes before the first tensor",
+       st_file(f32_header(R"({"dtype":"F32","shape":[2],"data_offsets":[4,12]})"),
+               std::string(12, '\0')),
+       "bytes [0, 4) of the data section, before the first tensor 'a' [4, 12], belong to no "
+       "tensor"},
+      {"hole between tensors",
+       st_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+               R"("b":{"dtype":"I32","shape":[2],"data_offsets":[16,24]}})",
+               std::string(24, '\0')),
+       "bytes [8, 16) of the data section, between tensors 'a' [0, 8] and 'b' [16, 24], belong "
+       "to no tensor"},
+      {"empty tensor inside another",
+       st_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+               R"("e":{"dtype":"U8","shape":[0],"data_offsets":[4,4]}})",
+               eight),
+       "tensors 'a' [0, 8] and 'e' [4, 4] overlap"},
+      {"empty tensor past the data",
+       st_file(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+               R"("e":{"dtype":"U8","shape":[0],"data_offsets":[10,10]}})",
+               std::string(10, '\0')),
+       "bytes [8, 10) of the data section, between tensors 'a' [0, 8] and 'e' [10, 10]"},
       {"bool byte 2",
        st_file(R"({"a":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
                std::string("\1\2\0", 3)),
@@ -493,12 +539,103 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
   }
 }
 
-TEST(Safetensors, RejectsMissingFilesAndDirectories) {
+TEST(Safetensors, LoadsEmptyTensorsWhereverTheyTouchTheData) {
+  // Empty ranges at the start, between and at the end of the data all cover it exactly.
+  TempDir dir;
+  const std::string path = dir.file("e.safetensors");
+  write_bytes(path, st_file(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)"
+                            R"("b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                            R"("c":{"dtype":"U8","shape":[0,3],"data_offsets":[2,2]},)"
+                            R"("d":{"dtype":"U8","shape":[1],"data_offsets":[2,3]},)"
+                            R"("z":{"dtype":"F32","shape":[0],"data_offsets":[3,3]}}    )",
+                            "xyz"));
+  StateDict d = io::load(path);
+  ASSERT_EQ(d.size(), 5u);
+  EXPECT_EQ(tensor_bytes(d.at("b")), "xy");
+  EXPECT_EQ(tensor_bytes(d.at("d")), "z");
+  EXPECT_EQ(d.at("c").sizes(), Shape({0, 3}));
+}
+
+TEST(Safetensors, RejectsWhatIsNotARegularFileWithoutBlocking) {
   TempDir dir;
   expect_error([&] { io::load(dir.file("nope")); },
                {"[io.load] " + dir.file("nope") + ": cannot open: No such file"});
   fs::create_directory(dir.file("d"));
-  expect_error([&] { io::load(dir.file("d")); }, {"not a regular file"});
+  expect_error([&] { io::load(dir.file("d")); }, {"not a regular file: it is a directory"});
+  // A FIFO with no writer would block an open for reading forever; /dev/zero never ends.
+  const std::string fifo = dir.file("pipe.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error([&] { io::load(fifo); },
+               {"[io.load] " + fifo + ": not a regular file: it is a FIFO (named pipe)"});
+  expect_error([&] { io::load_metadata(fifo); }, {"it is a FIFO"});
+  expect_error([&] { io::load("/dev/zero"); }, {"not a regular file: it is a character device"});
+  expect_error([&] { data::read_idx(fifo); },
+               {"[data.idx] " + fifo + ": not a regular file: it is a FIFO"});
+}
+
+TEST(Safetensors, CorpusFixturesAreRefusedOrLoadedByName) {
+  // Every rule the reader enforces has a file in the fuzz corpus: bad_* are refused, valid_* load.
+  int bad = 0, valid = 0;
+  for (const auto& entry : fs::directory_iterator(EMBER_SAFETENSORS_CORPUS)) {
+    const std::string name = entry.path().filename().string();
+    SCOPED_TRACE(name);
+    if (name.rfind("bad_", 0) == 0) {
+      EXPECT_THROW(io::load(entry.path().string()), IoError);
+      ++bad;
+    } else if (name.rfind("valid_", 0) == 0) {
+      EXPECT_NO_THROW(io::load(entry.path().string()));
+      ++valid;
+    }
+  }
+  EXPECT_GE(bad, 15);
+  EXPECT_GE(valid, 4);
+}
+
+// Note [Temporary files of killed saves] in safetensors.cpp: a save killed before its rename
+// leaves its temporary; the next save of the same file removes it.
+TEST(Safetensors, ASaveRemovesTheTemporaryOfAKilledSave) {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  io::save(path, {{"w", ones({2})}});
+  const Tensor big = empty({int64_t{64} << 20}, TensorOptions(DType::UInt8));  // 64 MiB
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      for (;;) io::save(path, {{"w", big}});  // until killed
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  // Kill it while a temporary exists (each save takes a while to write 64 MiB).
+  bool seen = false;
+  for (int i = 0; i < 10'000 && !seen; ++i) {
+    for (const std::string& e : dir.entries())
+      seen = seen || e.rfind(".ckpt.safetensors.tmp.", 0) == 0;
+    if (!seen) ::usleep(1000);
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(seen) << "the child never started a save";
+  std::vector<std::string> left = dir.entries();
+  ASSERT_EQ(left.size(), 2u) << "the killed save left no temporary";
+  const std::string stale = left[0];  // ".ckpt..." sorts before "ckpt..."
+  ASSERT_EQ(stale.rfind(".ckpt.safetensors.tmp.", 0), 0u) << stale;
+  // Temporaries that are not stale stay: another file's, another host's, a live process's.
+  const std::string host = stale.substr(std::string(".ckpt.safetensors.tmp.").size(), 8);
+  const std::vector<std::string> keep = {
+      ".other.safetensors.tmp." + host + ".999999.0",
+      ".ckpt.safetensors.tmp.0badc0de.999999.0",
+      ".ckpt.safetensors.tmp." + host + "." + std::to_string(::getppid()) + ".0",
+      ".ckpt.safetensors.tmp." + host + ".notapid.0",
+  };
+  for (const std::string& k : keep) write_bytes(dir.file(k), "x");
+  io::save(path, {{"w", ones({3})}});
+  left = dir.entries();
+  EXPECT_EQ(std::count(left.begin(), left.end(), stale), 0) << "the stale temporary is still there";
+  for (const std::string& k : keep) EXPECT_EQ(std::count(left.begin(), left.end(), k), 1) << k;
+  EXPECT_EQ(io::load(path).at("w").numel(), 3);
 }
 
 TEST(Safetensors, EveryTruncationAndByteFlipFailsCleanly) {
