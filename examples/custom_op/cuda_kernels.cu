@@ -40,17 +40,22 @@ __global__ void grad_x_kernel(const T* g, const T* x, const T* b, T* gx, int64_t
 }
 
 // One thread per column, rows in order: deterministic, coalesced across the threads of a warp.
+// A grid-stride loop over the columns, as the kernels above: the grid is capped at 65535
+// blocks (blocks_for), so a thread sums every (blocks * threads)-th column of a wider input.
 template <typename T>
 __global__ void grad_bias_kernel(const T* gx, T* gb, int64_t rows, int64_t n) {
-  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (j >= n) return;
-  double acc = 0;
-  for (int64_t r = 0; r < rows; ++r) acc += static_cast<double>(gx[r * n + j]);
-  gb[j] = static_cast<T>(acc);
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n;
+       j += int64_t(blockDim.x) * gridDim.x) {
+    double acc = 0;
+    for (int64_t r = 0; r < rows; ++r) acc += static_cast<double>(gx[r * n + j]);
+    gb[j] = static_cast<T>(acc);
+  }
 }
 
 constexpr int kThreads = 256;
 
+// Blocks for a grid-stride loop over `total` items: enough for one item per thread, capped at
+// 65535 (every kernel here loops over the rest).
 int blocks_for(int64_t total) {
   const int64_t b = (total + kThreads - 1) / kThreads;
   return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
