@@ -30,8 +30,14 @@ Status status_error(int32_t code, const char* fmt, ...) __attribute__((format(pr
 Status cuda_failure(cudaError_t err, const char* expr, const char* file, int line);
 /** The Status of a failed cuBLAS call `expr` at file:line. */
 Status cublas_failure(cublasStatus_t err, const char* expr, const char* file, int line);
-/** The Status of a failed cuDNN call `expr` at file:line. */
+/** The Status of a failed cuDNN call `expr` at file:line, with cuDNN's message for it:
+ * EMBER_ERR_UNSUPPORTED when cuDNN declines the case (declined_by_cudnn), out of memory for a
+ * failed device allocation, EMBER_ERR_DEVICE otherwise. */
 Status cudnn_failure(cudnnStatus_t err, const char* expr, const char* file, int line);
+/** True for cuDNN's "not this case" answers: NOT_SUPPORTED and its sub-codes that describe the
+ * case (shape, data type, layout, padding, ...), not those of a broken installation (Note
+ * [Which cuDNN answers decline] in check.cpp). */
+bool declined_by_cudnn(cudnnStatus_t status);
 
 /** Copies a Status' message into a caller buffer and returns its code. */
 int32_t write_status(const Status& s, char* buf, size_t cap);

@@ -27,6 +27,7 @@ constexpr Entry kEntries[] = {
 };
 
 constexpr const char* kFallbacks = "cudnn.fallbacks";
+constexpr const char* kConvMaxElements = "testing.conv_max_elements";
 
 const Entry* find(const char* key) {
   for (const Entry& e : kEntries) {
@@ -63,6 +64,17 @@ Options& options() {
 }
 
 int32_t set_option(void*, const char* key, const char* value, char* error, size_t cap) {
+  if (key && std::strcmp(key, kConvMaxElements) == 0) {
+    char* end = nullptr;
+    const long long n = value ? std::strtoll(value, &end, 10) : 0;
+    if (!value || end == value || *end != '\0' || n < 1 || n > Options::kConvMaxElements) {
+      std::snprintf(error, cap, "option %s takes a count in [1, %lld]: got '%s'", key,
+                    static_cast<long long>(Options::kConvMaxElements), value ? value : "(null)");
+      return EMBER_ERR_INVALID;
+    }
+    options().conv_max_elements.store(n, std::memory_order_relaxed);
+    return EMBER_OK;
+  }
   const Entry* e = find(key);
   if (!e && key && std::strcmp(key, kFallbacks) == 0) {
     std::snprintf(error, cap, "option %s is a counter and cannot be set", key);
@@ -71,7 +83,8 @@ int32_t set_option(void*, const char* key, const char* value, char* error, size_
   if (!e) {
     std::snprintf(error, cap,
                   "unknown option '%s' (the cuda backend has matmul.allow_tf32, cudnn.allow_tf32, "
-                  "cudnn.benchmark, cudnn.enabled, and the counter cudnn.fallbacks)",
+                  "cudnn.benchmark, cudnn.enabled, the counter cudnn.fallbacks, and the test "
+                  "hook testing.conv_max_elements)",
                   key ? key : "(null)");
     return EMBER_ERR_INVALID;
   }
@@ -86,6 +99,12 @@ int32_t set_option(void*, const char* key, const char* value, char* error, size_
 }
 
 int32_t get_option(void*, const char* key, char* value, size_t cap) {
+  if (key && std::strcmp(key, kConvMaxElements) == 0) {
+    std::snprintf(
+        value, cap, "%lld",
+        static_cast<long long>(options().conv_max_elements.load(std::memory_order_relaxed)));
+    return EMBER_OK;
+  }
   if (key && std::strcmp(key, kFallbacks) == 0) {
     std::snprintf(
         value, cap, "%llu",

@@ -22,14 +22,22 @@ struct Options {
   std::atomic<bool> cudnn_enabled{true};
   /** "cudnn.fallbacks" (read-only): calls a cuDNN path declined to an own kernel while enabled. */
   std::atomic<uint64_t> cudnn_fallbacks{0};
+  /** "testing.conv_max_elements": most elements of one tensor of a cuDNN convolution call;
+   * larger batches are split (ops/conv.cpp). cuDNN's limit, INT_MAX, unless a test lowers it
+   * to run the split on small tensors. */
+  std::atomic<int64_t> conv_max_elements{kConvMaxElements};
+  /** The default of conv_max_elements: INT_MAX, cuDNN's (kCudnnMaxElements). */
+  static constexpr int64_t kConvMaxElements = 2147483647;
 };
 
 /** The process's options, read from the environment on first use. */
 Options& options();
 
-/** ember_device_type_v1::set_option: "1"/"true"/"on" or "0"/"false"/"off" for each key. */
+/** ember_device_type_v1::set_option: "1"/"true"/"on" or "0"/"false"/"off" for each switch, a
+ * count in [1, INT_MAX] for testing.conv_max_elements. */
 int32_t set_option(void* ctx, const char* key, const char* value, char* error, size_t cap);
-/** ember_device_type_v1::get_option: "1" or "0" for switches, a decimal count for counters. */
+/** ember_device_type_v1::get_option: "1" or "0" for switches, a decimal number for counters and
+ * testing.conv_max_elements. */
 int32_t get_option(void* ctx, const char* key, char* value, size_t cap);
 
 }  // namespace ember::cuda

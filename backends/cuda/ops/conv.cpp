@@ -2,9 +2,12 @@
 // data, backward filter) on the core's contract (core/ops/conv.cpp: contiguous NCHW tensors of
 // one floating dtype; attributes stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups; taps
 // outside the input read 0, and the input may be larger than the output needs). Algorithms
-// come from cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark,
-// from timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), cached per shape;
-// workspaces from the caching allocator. The bias gradient is a sum in the core.
+// are ranked by cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark,
+// by timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), the ranking cached per
+// shape and walked until one algorithm's workspace fits (Note [Walking cuDNN's algorithm
+// ranking] in cudnn_plan.cpp); workspaces from the caching allocator. Batches whose tensors
+// exceed cuDNN's 32-bit descriptors run in chunks (Note [Convolutions in batch chunks]). The
+// bias gradient is a sum in the core.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "backends/cuda/device.h"
 #include "backends/cuda/ops/cudnn_plan.h"
@@ -70,10 +74,18 @@ Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom*
                         name, static_cast<long long>(gm->oh), static_cast<long long>(gm->ow),
                         static_cast<long long>(gm->fh), static_cast<long long>(gm->fw));
   }
-  for (int64_t s : {gm->n, gm->c, gm->h, gm->w, gm->o, gm->fh, gm->fw, gm->kh, gm->kw, gm->ph,
-                    gm->pw, gm->sh, gm->sw, gm->dh, gm->dw, gm->g}) {
+  // The batch size is not limited: it is split (plan_conv_batch_split, which also checks the
+  // per-sample and filter sizes); the attributes must fit cuDNN's int parameters.
+  for (int64_t s : {gm->kh, gm->kw, gm->ph, gm->pw, gm->sh, gm->sw, gm->dh, gm->dw, gm->g}) {
     if (s > INT_MAX) {
-      return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: sizes beyond 32 bits", name);
+      return status_error(EMBER_ERR_UNSUPPORTED,
+                          "[%s] attributes beyond cuDNN's 32-bit parameters: kernel %lldx%lld, "
+                          "padding %lldx%lld, stride %lldx%lld, dilation %lldx%lld, groups %lld",
+                          name, static_cast<long long>(gm->kh), static_cast<long long>(gm->kw),
+                          static_cast<long long>(gm->ph), static_cast<long long>(gm->pw),
+                          static_cast<long long>(gm->sh), static_cast<long long>(gm->sw),
+                          static_cast<long long>(gm->dh), static_cast<long long>(gm->dw),
+                          static_cast<long long>(gm->g));
     }
   }
   return {};
@@ -116,72 +128,46 @@ Status make_descriptors(const Geom& gm, cudnnDataType_t data, cudnnDataType_t co
   return {};
 }
 
-// The algorithm chosen for one (direction, dtype, device, geometry), with its math type.
-struct Choice {
-  int algo = 0;
-  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-};
 using Key = std::array<int64_t, 22>;
 
 std::mutex g_cache_mu;
-std::map<Key, Choice> g_cache;  // Note [Per-device state is never destroyed]: never freed
+// The acceptable algorithms per (direction, dtype, device, geometry, options), best first.
+std::map<Key, std::vector<ConvAlgo>> g_cache;  // Note [Per-device state is never destroyed]
 
-bool acceptable(cudnnStatus_t status, cudnnMathType_t math, int32_t dtype, bool tf32) {
-  if (status != CUDNN_STATUS_SUCCESS) return false;
-  if (dtype == EMBER_F32 && !tf32)
-    return math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-  return true;
-}
-
-// The first acceptable algorithm of a ranking (cuDNN's heuristics or timings).
-template <typename Perf>
-bool pick(const Perf* perf, int n, int32_t dtype, bool tf32, Choice* out) {
-  for (int i = 0; i < n; ++i) {
-    if (acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
-      *out = {static_cast<int>(perf[i].algo), perf[i].mathType};
-      return true;
-    }
-  }
-  return false;
-}
-
-// Picks the first acceptable algorithm of cuDNN's heuristic ranking for `dir`.
-Status choose(cudnnHandle_t h, Dir dir, int32_t dtype, bool tf32, const Descriptors& d,
-              Choice* out) {
+// cuDNN's heuristic ranking for `dir`, its acceptable algorithms only.
+Status rank_by_heuristics(cudnnHandle_t h, Dir dir, int32_t dtype, bool tf32, const Descriptors& d,
+                          std::vector<ConvAlgo>* out) {
   int n = 0;
-  bool found = false;
   if (dir == Dir::kForward) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     EMBER_CUDNN_CHECK(
         cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
                                                CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   } else if (dir == Dir::kBackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
         perf));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
         &n, perf));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   }
-  if (found) return {};
-  return status_error(EMBER_ERR_UNSUPPORTED,
-                      "[cuda] conv2d: cuDNN offers no algorithm for this convolution (dtype %d)",
-                      dtype);
+  return {};
 }
 
 // Note [cuDNN benchmark mode]
 // With cudnn.benchmark on (PyTorch's torch.backends.cudnn.benchmark), the first call of each
 // shape runs every algorithm cuDNN offers on the call's own buffers (cudnnFind*AlgorithmEx
-// writes only the output, which the real call then overwrites) and keeps the fastest acceptable
-// one (Note [TF32 in cuDNN convolutions]). The workspace offered is the largest any algorithm
-// asks for, halved until the caching allocator can give it, so an algorithm that needs more
-// than fits is simply not chosen. The cost is paid once per shape, in the first iteration.
+// writes only the output, which the real call then overwrites) and keeps the acceptable ones
+// (Note [TF32 in cuDNN convolutions]), fastest first, as the ranking the call walks (Note
+// [Walking cuDNN's algorithm ranking]). The workspace offered is the largest any algorithm asks
+// for, halved until the caching allocator can give it, so an algorithm that needs more than
+// fits is not ranked. The cost is paid once per shape, in the first iteration.
 struct Buffers {
   const void* x;  // read by forward and backward filter
   const void* w;  // read by forward and backward data
@@ -217,40 +203,35 @@ size_t max_workspace(cudnnHandle_t h, Dir dir, const Descriptors& d) {
   return most;
 }
 
-// Times cuDNN's algorithms for `dir` on the call's buffers and picks the fastest acceptable one.
-Status find(cudnnHandle_t h, int index, cudaStream_t stream, Dir dir, int32_t dtype, bool tf32,
-            const Descriptors& d, const Buffers& b, Choice* out) {
+// Times cuDNN's algorithms for `dir` on the call's buffers: the acceptable ones, fastest first.
+Status rank_by_time(cudnnHandle_t h, int index, cudaStream_t stream, Dir dir, int32_t dtype,
+                    bool tf32, const Descriptors& d, const Buffers& b, std::vector<ConvAlgo>* out) {
   DeviceBuffer ws;
   size_t ws_bytes = max_workspace(h, dir, d);
   while (ws_bytes > 0 && !ws.allocate(index, ws_bytes, stream).ok()) ws_bytes /= 2;
   if (ws_bytes > 0 && !ws.get()) ws_bytes = 0;
   int n = 0;
-  bool found = false;
   note_launch("conv2d (cudnn.benchmark search)");
   if (dir == Dir::kForward) {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
         h, d.x.get(), b.x, d.w.get(), b.w, d.conv.get(), d.y.get(), b.out,
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   } else if (dir == Dir::kBackwardData) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
         h, d.w.get(), b.w, d.y.get(), b.y, d.conv.get(), d.x.get(), b.out,
         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     EMBER_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
         h, d.x.get(), b.x, d.y.get(), b.y, d.conv.get(), d.w.get(), b.out,
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf, ws.get(), ws_bytes));
-    found = pick(perf, n, dtype, tf32, out);
+    *out = acceptable_conv_algos(perf, n, dtype, tf32);
   }
-  if (found) return {};
-  return status_error(EMBER_ERR_UNSUPPORTED,
-                      "[cuda] conv2d: no cuDNN algorithm ran for this convolution (dtype %d, %zu "
-                      "bytes of workspace offered)",
-                      dtype, ws_bytes);
+  return {};
 }
 
 // The [n, ch, rows, cols] top-left block of a dense [n, ch, full_rows, full_cols] array at
@@ -268,6 +249,29 @@ size_t item_size(int32_t dtype) {
   return dtype == EMBER_F64 ? 8 : dtype == EMBER_F32 ? 4 : 2;
 }
 
+// Note [Convolutions in batch chunks]
+// cuDNN's tensor descriptors hold int sizes and strides, so one call describes at most INT_MAX
+// elements per tensor (kCudnnMaxElements); a larger tensor used to fail with
+// "cudnnSetTensor4dDescriptor failed". As PyTorch does (split_batch_dim_to_32bit_out), the batch
+// is cut into the fewest, evenly sized chunks whose input and output each fit
+// (plan_conv_batch_split), and each chunk is one cuDNN call on its slice of x and y. Samples are
+// independent, so the forward pass and the input gradient are the unsplit results (up to the
+// algorithm cuDNN ranks first for the chunk's size). The weight gradient sums over the batch: the
+// first chunk writes it (beta 0) and every later one adds to it (beta 1); for float16 and
+// bfloat16 that rounds the running sum to the storage type once per chunk (PyTorch sums the
+// chunks in a float32 buffer instead; with up to 2^31 elements per chunk there are few chunks,
+// and the extra rounding is a few ulps of the half type). A single sample, or the filter, that is
+// too large cannot be split: that is an error naming the shape. At most two chunk sizes occur
+// (the full chunk and the rest); both are planned and ranked before the first chunk runs, so a
+// cudnn.benchmark search, which writes its output, never overwrites a weight gradient that is
+// already accumulating. The option testing.conv_max_elements lowers the limit, so the GPU tests
+// run the split on small tensors.
+struct ChunkPlan {
+  Geom gm;                      // the geometry with n = the chunk's samples
+  Descriptors d;                // its descriptors
+  std::vector<ConvAlgo> algos;  // its ranking, best first
+};
+
 Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   Geom gm{};
   EMBER_CUDA_RETURN_IF_ERROR(read_geom(call, dir, name, &gm));
@@ -276,49 +280,48 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   const int index = out.device_index;
   cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
   EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(dtype, name, &data, &compute));
-  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
+  EMBER_CUDA_RETURN_IF_ERROR(set_device(index));  // restored by the kernel's device guard
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(kernel_stream(call, index, &stream));
-  Descriptors d;
-  EMBER_CUDA_RETURN_IF_ERROR(make_descriptors(gm, data, compute, &d));
+  const size_t item = item_size(dtype);
+
+  const int64_t x_shape[4] = {gm.n, gm.c, gm.h, gm.w};
+  const int64_t y_shape[4] = {gm.n, gm.o, gm.fh, gm.fw};
+  const int64_t w_shape[4] = {gm.o, gm.c / gm.g, gm.kh, gm.kw};
+  ConvBatchSplit split;
+  EMBER_CUDA_RETURN_IF_ERROR(
+      plan_conv_batch_split(name, x_shape, y_shape, w_shape,
+                            options().conv_max_elements.load(std::memory_order_relaxed), &split));
+  if (split.chunks == 0) {  // the core handles empty tensors; stay safe anyway
+    if (dir == Dir::kBackwardFilter) {
+      EMBER_CUDA_CHECK(
+          cudaMemsetAsync(out.data, 0, static_cast<size_t>(sdk::numel(out)) * item, stream));
+    }
+    return {};
+  }
 
   cudnnHandle_t h = nullptr;
   std::unique_lock<std::mutex> lock;
   EMBER_CUDA_RETURN_IF_ERROR(cudnn_handle(index, stream, &h, &lock));
   const bool benchmark = options().cudnn_benchmark.load(std::memory_order_relaxed);
   const bool tf32 = allow_tf32();
-  const Key key = {static_cast<int64_t>(dir),
-                   dtype,
-                   index,
-                   gm.n,
-                   gm.c,
-                   gm.h,
-                   gm.w,
-                   gm.o,
-                   gm.kh,
-                   gm.kw,
-                   gm.fh,
-                   gm.fw,
-                   gm.sh,
-                   gm.sw,
-                   gm.ph,
-                   gm.pw,
-                   gm.dh,
-                   gm.dw,
-                   gm.g,
-                   tf32 ? 1 : 0,
-                   benchmark ? 1 : 0,
-                   0};
+  // Note [TF32 in cuDNN convolutions]: cuDNN's default math permits TF32 on this hardware, so
+  // float32 asks for FMA math (heuristics then rank only algorithms that honour it).
+  const bool fma_only = dtype == EMBER_F32 && !tf32;
+  const cudnnMathType_t ranking_math = fma_only ? CUDNN_FMA_MATH
+                                       : (dtype == EMBER_F16 || dtype == EMBER_BF16)
+                                           ? CUDNN_TENSOR_OP_MATH
+                                           : CUDNN_DEFAULT_MATH;
+
   // Note [Outputs smaller than the input allows]
   // cuDNN's y is always the full [N, O, fh, fw]. When the op's y is smaller (the contract
   // allows it), the forward pass writes a scratch full-size y and copies the top-left block
   // out; the backward passes read a scratch full-size dy, zero outside the op's block: the
   // extra outputs do not exist, so they contribute nothing to dx or dw.
   const bool full = gm.fh == gm.oh && gm.fw == gm.ow;
-  const size_t item = item_size(dtype);
   DeviceBuffer scratch;
   int64_t vs[4], vst[4], fs[4], fst[4];
-  void* y = nullptr;  // cuDNN's full-size y or dy
+  void* y = nullptr;  // cuDNN's full-size y or dy, the whole batch
   const ember_tensor& op_y = dir == Dir::kForward        ? call->outputs[0]
                              : dir == Dir::kBackwardData ? call->inputs[0]
                                                          : call->inputs[1];
@@ -336,87 +339,128 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
       EMBER_CUDA_RETURN_IF_ERROR(launch_copy(block, src, stream));
     }
   }
+  // x, or dx for the backward data pass, and y per sample, in bytes.
+  void* const x = dir == Dir::kBackwardData ? call->outputs[0].data : call->inputs[0].data;
+  const size_t x_sample = static_cast<size_t>(gm.c * gm.h * gm.w) * item;
+  const size_t y_sample = static_cast<size_t>(gm.o * gm.fh * gm.fw) * item;
+  const void* const w = dir == Dir::kBackwardFilter ? nullptr : call->inputs[1].data;
 
-  Choice choice;
-  bool cached = false;
-  {
-    std::lock_guard<std::mutex> guard(g_cache_mu);
-    const auto it = g_cache.find(key);
-    if (it != g_cache.end()) choice = it->second, cached = true;
-  }
-  // Note [TF32 in cuDNN convolutions]: cuDNN's default math permits TF32 on this hardware, so
-  // float32 asks for FMA math (heuristics then rank only algorithms that honour it).
-  const bool fma_only = dtype == EMBER_F32 && !tf32;
-  EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(
-      d.conv.get(), fma_only                                      ? CUDNN_FMA_MATH
-                    : (dtype == EMBER_F16 || dtype == EMBER_BF16) ? CUDNN_TENSOR_OP_MATH
-                                                                  : CUDNN_DEFAULT_MATH));
-  if (!cached) {
+  // Note [Convolutions in batch chunks]: both chunk sizes planned and ranked before any runs.
+  const int64_t last = gm.n - (split.chunks - 1) * split.chunk;
+  ChunkPlan plans[2];
+  const int num_plans = last == split.chunk ? 1 : 2;
+  for (int p = 0; p < num_plans; ++p) {
+    ChunkPlan& cp = plans[p];
+    cp.gm = gm;
+    cp.gm.n = p == 0 ? split.chunk : last;
+    EMBER_CUDA_RETURN_IF_ERROR(make_descriptors(cp.gm, data, compute, &cp.d));
+    const Key key = {static_cast<int64_t>(dir),
+                     dtype,
+                     index,
+                     cp.gm.n,
+                     gm.c,
+                     gm.h,
+                     gm.w,
+                     gm.o,
+                     gm.kh,
+                     gm.kw,
+                     gm.fh,
+                     gm.fw,
+                     gm.sh,
+                     gm.sw,
+                     gm.ph,
+                     gm.pw,
+                     gm.dh,
+                     gm.dw,
+                     gm.g,
+                     tf32 ? 1 : 0,
+                     benchmark ? 1 : 0,
+                     0};
+    bool cached = false;
+    {
+      std::lock_guard<std::mutex> guard(g_cache_mu);
+      const auto it = g_cache.find(key);
+      if (it != g_cache.end()) cp.algos = it->second, cached = true;
+    }
+    if (cached) continue;
+    EMBER_CUDNN_CHECK(cudnnSetConvolutionMathType(cp.d.conv.get(), ranking_math));
     if (benchmark) {
-      const Buffers bufs = dir == Dir::kForward
-                               ? Buffers{call->inputs[0].data, call->inputs[1].data, nullptr, y}
-                           : dir == Dir::kBackwardData
-                               ? Buffers{nullptr, call->inputs[1].data, y, call->outputs[0].data}
-                               : Buffers{call->inputs[0].data, nullptr, y, call->outputs[0].data};
-      EMBER_CUDA_RETURN_IF_ERROR(find(h, index, stream, dir, dtype, tf32, d, bufs, &choice));
+      // The first chunk's buffers: a smaller last chunk fits in them too.
+      const Buffers bufs = dir == Dir::kForward        ? Buffers{x, w, nullptr, y}
+                           : dir == Dir::kBackwardData ? Buffers{nullptr, w, y, x}
+                                                       : Buffers{x, nullptr, y, out.data};
+      EMBER_CUDA_RETURN_IF_ERROR(
+          rank_by_time(h, index, stream, dir, dtype, tf32, cp.d, bufs, &cp.algos));
     } else {
-      EMBER_CUDA_RETURN_IF_ERROR(choose(h, dir, dtype, tf32, d, &choice));
+      EMBER_CUDA_RETURN_IF_ERROR(rank_by_heuristics(h, dir, dtype, tf32, cp.d, &cp.algos));
     }
     std::lock_guard<std::mutex> guard(g_cache_mu);
-    g_cache.emplace(key, choice);
+    g_cache.emplace(key, cp.algos);
   }
-  EMBER_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : choice.math));
-
-  size_t ws_bytes = 0;
-  if (dir == Dir::kForward) {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
-        h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
-        static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &ws_bytes));
-  } else if (dir == Dir::kBackwardData) {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
-        h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &ws_bytes));
-  } else {
-    EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &ws_bytes));
-  }
-  DeviceBuffer workspace;
-  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes, stream));
 
   const Blend blend = blend_for(dtype);
-  const void *one = blend.one, *zero = blend.zero;
-  if (dir == Dir::kForward) {
-    note_launch(name);
-    EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, one, d.x.get(), call->inputs[0].data, d.w.get(),
-                                              call->inputs[1].data, d.conv.get(),
-                                              static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo),
-                                              workspace.get(), ws_bytes, zero, d.y.get(), y));
-    if (call->num_inputs >= 3 && call->inputs[2].data && call->inputs[2].ndim == 1) {
+  for (int64_t i = 0; i < split.chunks; ++i) {
+    const ChunkPlan& cp = plans[i == split.chunks - 1 ? num_plans - 1 : 0];
+    const Descriptors& d = cp.d;
+    const int64_t first = i * split.chunk;
+    void* const xc = static_cast<char*>(x) + static_cast<size_t>(first) * x_sample;
+    void* const yc = static_cast<char*>(y) + static_cast<size_t>(first) * y_sample;
+    // Note [Convolutions in batch chunks]: later chunks add to the weight gradient.
+    const void* const beta = dir == Dir::kBackwardFilter && i > 0 ? blend.one : blend.zero;
+    // Note [Walking cuDNN's algorithm ranking]: the candidate's workspace, then the call.
+    const auto run = [&](const ConvAlgo& a) -> Status {
+      EMBER_CUDNN_CHECK(
+          cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : a.math));
+      size_t ws_bytes = 0;
+      if (dir == Dir::kForward) {
+        EMBER_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(
+            h, d.x.get(), d.w.get(), d.conv.get(), d.y.get(),
+            static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), &ws_bytes));
+      } else if (dir == Dir::kBackwardData) {
+        EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(
+            h, d.w.get(), d.y.get(), d.conv.get(), d.x.get(),
+            static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), &ws_bytes));
+      } else {
+        EMBER_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            h, d.x.get(), d.y.get(), d.conv.get(), d.w.get(),
+            static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo), &ws_bytes));
+      }
+      DeviceBuffer workspace;
+      EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes, stream));
+      note_launch(name);
+      if (dir == Dir::kForward) {
+        EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, blend.one, d.x.get(), xc, d.w.get(), w,
+                                                  d.conv.get(),
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(a.algo),
+                                                  workspace.get(), ws_bytes, beta, d.y.get(), yc));
+      } else if (dir == Dir::kBackwardData) {
+        EMBER_CUDNN_CHECK(
+            cudnnConvolutionBackwardData(h, blend.one, d.w.get(), w, d.y.get(), yc, d.conv.get(),
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                         workspace.get(), ws_bytes, beta, d.x.get(), xc));
+      } else {
+        EMBER_CUDNN_CHECK(
+            cudnnConvolutionBackwardFilter(h, blend.one, d.x.get(), xc, d.y.get(), yc, d.conv.get(),
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                           workspace.get(), ws_bytes, beta, d.w.get(), out.data));
+      }
+      return {};
+    };
+    size_t chosen = 0;
+    EMBER_CUDA_RETURN_IF_ERROR(run_first_working_algo(name, cp.algos, run, &chosen));
+    if (dir == Dir::kForward && call->num_inputs >= 3 && call->inputs[2].data &&
+        call->inputs[2].ndim == 1) {
       TensorDesc bias;
       EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &bias));
       EMBER_CUDNN_CHECK(
-          cudnnAddTensor(h, one, bias.get(), call->inputs[2].data, one, d.y.get(), y));
+          cudnnAddTensor(h, blend.one, bias.get(), call->inputs[2].data, blend.one, d.y.get(), yc));
     }
-    if (!full) {
-      const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
-      const ember_tensor dst =
-          view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
-      EMBER_CUDA_RETURN_IF_ERROR(launch_copy(dst, block, stream));
-    }
-  } else if (dir == Dir::kBackwardData) {
-    note_launch(name);
-    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        h, one, d.w.get(), call->inputs[1].data, d.y.get(), y, d.conv.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), workspace.get(), ws_bytes, zero,
-        d.x.get(), call->outputs[0].data));
-  } else {
-    note_launch(name);
-    EMBER_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        h, one, d.x.get(), call->inputs[0].data, d.y.get(), y, d.conv.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), workspace.get(), ws_bytes, zero,
-        d.w.get(), call->outputs[0].data));
+  }
+  if (dir == Dir::kForward && !full) {
+    const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
+    const ember_tensor dst =
+        view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
+    EMBER_CUDA_RETURN_IF_ERROR(launch_copy(dst, block, stream));
   }
   return {};
 }

@@ -20,9 +20,12 @@ namespace ember::cuda {
 //  - the option is off;
 //  - the case is outside what cuDNN computes with the same meaning: a strided softmax input,
 //    ceil-mode or uneven adaptive pooling windows, the eval-mode batch norm backward (cuDNN's
-//    backward always differentiates the batch statistics), sizes beyond 32 bits;
-//  - cuDNN rejects the dtype or shape (a CUDNN_STATUS_NOT_SUPPORTED* or CUDNN_STATUS_BAD_PARAM*
-//    answer, given before any work is queued).
+//    backward always differentiates the batch statistics), sizes beyond 32 bits, empty
+//    tensors, windows cuDNN's descriptors do not take;
+//  - cuDNN says it does not support the dtype or shape (CUDNN_STATUS_NOT_SUPPORTED or one of
+//    its sub-codes about the case, given before any work is queued). Any other cuDNN answer,
+//    BAD_PARAM and a broken installation included, is an error with cuDNN's message (Note
+//    [Which cuDNN answers decline] in check.cpp).
 // Every decline while enabled counts in the read-only option cudnn.fallbacks and the first few
 // are logged at debug level, so a test can tell which implementation ran. Max pooling always
 // runs its own kernel: the core's backward needs PyTorch's indices, which cuDNN does not

@@ -1,7 +1,10 @@
 #include "backends/cuda/ops/cudnn_plan.h"
 #include "ember/plugin_sdk.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <string>
 
 namespace ember::cuda {
 namespace {
@@ -11,6 +14,25 @@ bool fits_int(int64_t v) {
 }
 
 constexpr const char* kBeyond32Bits = "sizes beyond 32 bits";
+constexpr const char* kEmpty = "an empty tensor";
+
+// a * b for sizes (>= 0), saturating at INT64_MAX.
+int64_t mul_sat(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+int64_t numel3(const int64_t (&s)[4]) {
+  return mul_sat(mul_sat(s[1], s[2]), s[3]);
+}
+
+std::string shape_str(const int64_t (&s)[4]) {
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "[%lld, %lld, %lld, %lld]", static_cast<long long>(s[0]),
+                static_cast<long long>(s[1]), static_cast<long long>(s[2]),
+                static_cast<long long>(s[3]));
+  return buf;
+}
 
 }  // namespace
 
@@ -64,9 +86,76 @@ Blend blend_for(int32_t dtype) {
   return {&one_f, &zero_f};
 }
 
-bool declined_by_cudnn(cudnnStatus_t status) {
-  const int category = static_cast<int>(status) / 1000;
-  return category == 2 || category == 3;
+Status plan_conv_batch_split(const char* op, const int64_t (&x)[4], const int64_t (&y)[4],
+                             const int64_t (&w)[4], int64_t limit, ConvBatchSplit* out) {
+  *out = {};
+  const int64_t weight = mul_sat(w[0], numel3(w));
+  if (weight > limit) {
+    return status_error(EMBER_ERR_UNSUPPORTED,
+                        "[%s] the weight is too large for cuDNN: %s has %lld elements, cuDNN "
+                        "describes at most %lld (use fewer channels or a smaller kernel)",
+                        op, shape_str(w).c_str(), static_cast<long long>(weight),
+                        static_cast<long long>(limit));
+  }
+  const int64_t n = x[0], x_sample = numel3(x), y_sample = numel3(y);
+  if (n <= 0 || x_sample == 0 || y_sample == 0) return {};  // nothing for cuDNN to do
+  const int64_t sample = std::max(x_sample, y_sample);
+  if (sample > limit) {
+    return status_error(EMBER_ERR_UNSUPPORTED,
+                        "[%s] one sample is too large for cuDNN: input %s has %lld elements per "
+                        "sample and output %s %lld, cuDNN describes at most %lld per tensor (the "
+                        "batch is split across calls, a sample cannot be; use smaller inputs or "
+                        "fewer channels)",
+                        op, shape_str(x).c_str(), static_cast<long long>(x_sample),
+                        shape_str(y).c_str(), static_cast<long long>(y_sample),
+                        static_cast<long long>(limit));
+  }
+  const int64_t most = limit / sample;  // samples per call, >= 1
+  out->chunks = (n + most - 1) / most;
+  out->chunk = (n + out->chunks - 1) / out->chunks;  // as even as the fewest calls allow
+  return {};
+}
+
+bool conv_algo_acceptable(cudnnStatus_t status, cudnnMathType_t math, int32_t dtype, bool tf32) {
+  if (status != CUDNN_STATUS_SUCCESS) return false;
+  if (dtype == EMBER_F32 && !tf32)
+    return math != CUDNN_TENSOR_OP_MATH && math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  return true;
+}
+
+// Note [Walking cuDNN's algorithm ranking]
+// cudnnGetConvolution*Algorithm_v7 ranks every algorithm for the shape (and cudnn.benchmark
+// ranks them by measured time); each needs its own workspace, from nothing to several GiB. The
+// best one's workspace may not fit next to the model, while the next one runs in a few MiB, so,
+// as PyTorch does, the convolution walks the ranking: each candidate gets its workspace from the
+// caching allocator (which frees its cached blocks and retries before it reports out of memory)
+// and runs; an out-of-memory answer, or cuDNN's "not supported" for that algorithm, moves on to
+// the next candidate, any other failure is returned at once. The ranking is cached per shape and
+// walked from the top on every call: the memory free for a workspace changes from call to call.
+Status run_first_working_algo(const char* op, const std::vector<ConvAlgo>& candidates,
+                              const std::function<Status(const ConvAlgo&)>& run, size_t* chosen) {
+  if (candidates.empty()) {
+    return status_error(EMBER_ERR_UNSUPPORTED,
+                        "[%s] cuDNN offers no usable algorithm for this convolution: its ranking "
+                        "is empty once TF32 algorithms are left out for float32 (set the option "
+                        "cudnn.allow_tf32 to allow them)",
+                        op);
+  }
+  Status last;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Status s = run(candidates[i]);
+    if (s.ok()) {
+      *chosen = i;
+      return {};
+    }
+    if (s.code != EMBER_ERR_OUT_OF_MEMORY && s.code != EMBER_ERR_UNSUPPORTED) return s;
+    last = std::move(s);
+  }
+  return status_error(last.code,
+                      "[%s] none of the %zu cuDNN algorithms ranked for this convolution could "
+                      "run (each ran out of workspace memory or was not supported); the last "
+                      "answer: %s",
+                      op, candidates.size(), last.message.c_str());
 }
 
 Status plan_softmax(const ember_tensor& x, int64_t dim, SoftmaxPlan* plan) {
@@ -78,6 +167,10 @@ Status plan_softmax(const ember_tensor& x, int64_t dim, SoftmaxPlan* plan) {
   for (int d = 0; d < dim; ++d) outer *= x.sizes[d];
   for (int d = static_cast<int>(dim) + 1; d < x.ndim; ++d) inner *= x.sizes[d];
   const int64_t len = x.sizes[dim];
+  if (outer == 0 || len == 0 || inner == 0) {
+    plan->why = kEmpty;  // cuDNN describes no zero-sized dim; the kernel returns early anyway
+    return {};
+  }
   if (!fits_int(outer) || !fits_int(len) || !fits_int(inner) || outer * len * inner > INT_MAX) {
     plan->why = kBeyond32Bits;
     return {};
@@ -108,11 +201,24 @@ Status plan_avg_pool2d(const ember_tensor& x, const ember_tensor& y,
     ph = window->pad_h, pw = window->pad_w;
     include_pad = window->count_include_pad != 0;
   }
+  if (n <= 0 || c <= 0 || ih <= 0 || iw <= 0 || oh <= 0 || ow <= 0) {
+    plan->why = kEmpty;
+    return {};
+  }
   for (int64_t v : {n, c, ih, iw, oh, ow, kh, kw, sh, sw, ph, pw}) {
     if (!fits_int(v)) {
       plan->why = kBeyond32Bits;
       return {};
     }
+  }
+  // What cuDNN's pooling descriptor accepts (it answers BAD_PARAM otherwise, an error, Note
+  // [Which cuDNN answers decline]): positive windows and strides, padding smaller than the
+  // window, and a padded input at least one window long. The core's own checks (padding at most
+  // half the window, a positive output size) keep every call it makes inside these.
+  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0 || ph >= kh || pw >= kw ||
+      ih + 2 * ph < kh || iw + 2 * pw < kw) {
+    plan->why = "a window cuDNN cannot describe";
+    return {};
   }
   if (n * c * ih * iw > INT_MAX || n * c * oh * ow > INT_MAX) {
     plan->why = kBeyond32Bits;
@@ -147,6 +253,10 @@ Status plan_batch_norm(const ember_tensor& x, bool training, bool backward, doub
     return {};
   }
   const int64_t n = x.sizes[0], c = x.sizes[1], s = x.sizes[2];
+  if (n == 0 || c == 0 || s == 0) {
+    plan->why = kEmpty;
+    return {};
+  }
   if (!fits_int(n) || !fits_int(c) || !fits_int(s) || n * c * s > INT_MAX) {
     plan->why = kBeyond32Bits;
     return {};

@@ -6,7 +6,10 @@
 
 #include <cudnn.h>
 
+#include <climits>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "backends/cuda/check.h"
 #include "backends/cuda/stream.h"
@@ -36,8 +39,49 @@ struct Blend {
 /** Blend for `dtype`. */
 Blend blend_for(int32_t dtype);
 
-/** True for cuDNN's "not this case" answers: NOT_SUPPORTED* (3xxx) and BAD_PARAM* (2xxx). */
-bool declined_by_cudnn(cudnnStatus_t status);
+/** Most elements one cuDNN tensor or filter descriptor may describe: its sizes and strides are
+ * int, so a packed tensor holds at most INT_MAX elements (checked in cudnn_plan_test). */
+inline constexpr int64_t kCudnnMaxElements = INT_MAX;
+
+/** A convolution's batch cut into calls whose tensors cuDNN can describe. */
+struct ConvBatchSplit {
+  int64_t chunk = 0;   // samples per call; the last call takes the rest (at most `chunk`)
+  int64_t chunks = 0;  // calls; 0 for an empty batch or empty samples
+};
+/** Plans the fewest, evenly sized batch chunks of a convolution with input x [N, C, H, W],
+ * output y [N, O, OH, OW] (the full output cuDNN sees) and filter w [O, C/G, KH, KW] such that
+ * each chunk's x and y hold at most `limit` elements (kCudnnMaxElements; tests pass less). An
+ * error naming `op` and the shape when one sample, or the filter, is over the limit. */
+Status plan_conv_batch_split(const char* op, const int64_t (&x)[4], const int64_t (&y)[4],
+                             const int64_t (&w)[4], int64_t limit, ConvBatchSplit* out);
+
+/** One convolution algorithm of cuDNN's ranking, with the math type it was ranked with. */
+struct ConvAlgo {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+/** Whether an algorithm of a ranking may run: cuDNN offers it (SUCCESS), and a float32
+ * convolution without TF32 gets no tensor-op math (Note [TF32 in cuDNN convolutions]). */
+bool conv_algo_acceptable(cudnnStatus_t status, cudnnMathType_t math, int32_t dtype, bool tf32);
+/** The acceptable algorithms of a ranking (cudnnConvolution*AlgoPerf_t from the heuristics or
+ * from timing), best first. */
+template <typename Perf>
+std::vector<ConvAlgo> acceptable_conv_algos(const Perf* perf, int n, int32_t dtype, bool tf32) {
+  std::vector<ConvAlgo> out;
+  for (int i = 0; i < n; ++i) {
+    if (conv_algo_acceptable(perf[i].status, perf[i].mathType, dtype, tf32)) {
+      out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType});
+    }
+  }
+  return out;
+}
+/** Runs the convolution with the first candidate that works (Note [Walking cuDNN's algorithm
+ * ranking]): `run(candidate)` gets its workspace and runs it; an out-of-memory or unsupported
+ * answer moves on to the next candidate, any other failure is returned as it is, and when no
+ * candidate works the error names `op`, the candidates tried and the last answer. `*chosen` is
+ * the index of the candidate that ran. */
+Status run_first_working_algo(const char* op, const std::vector<ConvAlgo>& candidates,
+                              const std::function<Status(const ConvAlgo&)>& run, size_t* chosen);
 
 /** softmax along `dim` of a dense x: one descriptor of [outer, len, inner, 1] for
  * CUDNN_SOFTMAX_MODE_CHANNEL. `why` names the reason when cuDNN does not apply. */

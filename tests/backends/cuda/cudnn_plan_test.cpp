@@ -1,13 +1,18 @@
 // The cuDNN paths' plans (backends/cuda/ops/cudnn_plan.cpp) against the real cuDNN library, with
 // no GPU: descriptor setup needs neither a device nor a handle. These decide which softmax,
 // average pooling and batch norm calls cuDNN takes (Note [cuDNN where own kernels exist too]);
-// the pooling windows are checked against PyTorch's output-size rule written out here.
+// the pooling windows are checked against PyTorch's output-size rule written out here. Also:
+// which cuDNN answers decline (Note [Which cuDNN answers decline]), how convolutions split
+// their batch (Note [Convolutions in batch chunks]) and walk cuDNN's algorithm ranking (Note
+// [Walking cuDNN's algorithm ranking]).
 #include "backends/cuda/ops/cudnn_plan.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -228,18 +233,252 @@ TEST(CudnnPlan, BatchNormDeclinesWhatCudnnDoesNotComputeAlike) {
   EXPECT_STREQ(big.why, "sizes beyond 32 bits");
 }
 
-TEST(CudnnPlan, OnlyNotSupportedAndBadParamAnswersDecline) {
+// Note [Which cuDNN answers decline]: only "not supported" answers about the case fall back to
+// the own kernels; BAD_PARAM and a broken installation are errors with cuDNN's message.
+TEST(CudnnPlan, OnlyNotSupportedAnswersAboutTheCaseDecline) {
   for (cudnnStatus_t s :
-       {CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM_NULL_POINTER, CUDNN_STATUS_NOT_SUPPORTED,
-        CUDNN_STATUS_NOT_SUPPORTED_SHAPE, CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE,
-        CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE}) {
+       {CUDNN_STATUS_NOT_SUPPORTED, CUDNN_STATUS_NOT_SUPPORTED_SHAPE,
+        CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE, CUDNN_STATUS_NOT_SUPPORTED_LAYOUT,
+        CUDNN_STATUS_NOT_SUPPORTED_PADDING, CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT,
+        CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH}) {
     EXPECT_TRUE(declined_by_cudnn(s)) << cudnnGetErrorString(s);
   }
   for (cudnnStatus_t s :
-       {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_NOT_INITIALIZED, CUDNN_STATUS_INTERNAL_ERROR,
+       {CUDNN_STATUS_SUCCESS, CUDNN_STATUS_BAD_PARAM, CUDNN_STATUS_BAD_PARAM_NULL_POINTER,
+        CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND, CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE,
+        CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDA_DRIVER,
+        CUDNN_STATUS_NOT_SUPPORTED_INCOMPATIBLE_CUDART,
+        CUDNN_STATUS_NOT_SUPPORTED_RUNTIME_PREREQUISITE_MISSING, CUDNN_STATUS_NOT_INITIALIZED,
+        CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED, CUDNN_STATUS_INTERNAL_ERROR,
         CUDNN_STATUS_EXECUTION_FAILED, CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED}) {
     EXPECT_FALSE(declined_by_cudnn(s)) << cudnnGetErrorString(s);
   }
+}
+
+// A real BAD_PARAM from the library: an error naming the call and cuDNN's answer, not a decline.
+TEST(CudnnPlan, BadParamIsAnErrorWithCudnnsMessage) {
+  cudnnTensorDescriptor_t t = nullptr;
+  ASSERT_EQ(cudnnCreateTensorDescriptor(&t), CUDNN_STATUS_SUCCESS);
+  const TensorDesc owned(t);
+  const cudnnStatus_t st = cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 0, 3,
+                                                      4, 5);  // an empty dim
+  ASSERT_NE(st, CUDNN_STATUS_SUCCESS);
+  EXPECT_FALSE(declined_by_cudnn(st)) << cudnnGetErrorString(st);
+  const Status s = cudnn_failure(st, "cudnnSetTensor4dDescriptor(t, ...)", "/x/plan.cpp", 7);
+  EXPECT_EQ(s.code, EMBER_ERR_DEVICE);
+  EXPECT_NE(s.message.find("[cuda] cudnnSetTensor4dDescriptor failed: CUDNN_STATUS_BAD_PARAM"),
+            std::string::npos)
+      << s.message;
+  EXPECT_NE(s.message.find("(plan.cpp:7)"), std::string::npos) << s.message;
+  // The status codes of the other answers.
+  EXPECT_EQ(cudnn_failure(CUDNN_STATUS_NOT_SUPPORTED_SHAPE, "f()", "a.cpp", 1).code,
+            EMBER_ERR_UNSUPPORTED);
+  EXPECT_EQ(
+      cudnn_failure(CUDNN_STATUS_NOT_SUPPORTED_SUBLIBRARY_UNAVAILABLE, "f()", "a.cpp", 1).code,
+      EMBER_ERR_DEVICE);
+  EXPECT_EQ(
+      cudnn_failure(CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED, "f()", "a.cpp", 1).code,
+      EMBER_ERR_OUT_OF_MEMORY);
+}
+
+// Shapes cuDNN cannot describe are declined by the plans before cuDNN is asked, so no planning
+// call ever meets a BAD_PARAM (which is an error now).
+TEST(CudnnPlan, EmptyTensorsAndWindowsCudnnRejectsAreDeclinedBeforeAsking) {
+  SoftmaxPlan softmax;
+  ASSERT_TRUE(plan_softmax(Shape({0, 7}).t, 1, &softmax).ok());
+  EXPECT_STREQ(softmax.why, "an empty tensor");
+  BatchNormPlan bn;
+  ASSERT_TRUE(plan_batch_norm(Shape({4, 0, 3}).t, true, false, 1e-5, &bn).ok());
+  EXPECT_STREQ(bn.why, "an empty tensor");
+  attrs::avg_pool2d window{};
+  window.kernel_h = window.kernel_w = 2;
+  window.stride_h = window.stride_w = 2;
+  PoolPlan empty;
+  ASSERT_TRUE(plan_avg_pool2d(Shape({0, 3, 8, 8}).t, Shape({0, 3, 4, 4}).t, &window, &empty).ok());
+  EXPECT_STREQ(empty.why, "an empty tensor");
+  window.pad_h = 2;  // padding as large as the window
+  PoolPlan padded;
+  ASSERT_TRUE(plan_avg_pool2d(Shape({1, 3, 8, 8}).t, Shape({1, 3, 6, 4}).t, &window, &padded).ok());
+  EXPECT_STREQ(padded.why, "a window cuDNN cannot describe");
+}
+
+// kCudnnMaxElements is cuDNN's own limit: a packed descriptor of INT_MAX elements is accepted,
+// one more element is not (the convolutions split their batch at exactly this size).
+TEST(CudnnPlan, TensorDescriptorsHoldAtMostIntMaxElements) {
+  TensorDesc d;
+  EXPECT_TRUE(make_tensor_desc(CUDNN_DATA_FLOAT, 1, 1, 1, INT_MAX, &d).ok());
+  EXPECT_TRUE(make_tensor_desc(CUDNN_DATA_FLOAT, 7, 1, 1, INT_MAX / 7, &d).ok());
+  const Status over = make_tensor_desc(CUDNN_DATA_FLOAT, 2, 1, 1, int64_t{1} << 30, &d);
+  EXPECT_FALSE(over.ok()) << "2^31 elements in one descriptor";
+  const Status per_sample = make_tensor_desc(CUDNN_DATA_FLOAT, 1, 2, 1, int64_t{1} << 30, &d);
+  EXPECT_FALSE(per_sample.ok()) << "a per-sample stride of 2^31";
+}
+
+ConvBatchSplit split_of(std::initializer_list<int64_t> x, std::initializer_list<int64_t> y,
+                        std::initializer_list<int64_t> w, int64_t limit = kCudnnMaxElements,
+                        Status* status = nullptr) {
+  int64_t xs[4], ys[4], ws[4];
+  std::copy(x.begin(), x.end(), xs);
+  std::copy(y.begin(), y.end(), ys);
+  std::copy(w.begin(), w.end(), ws);
+  ConvBatchSplit split;
+  const Status s = plan_conv_batch_split("conv2d", xs, ys, ws, limit, &split);
+  if (status) {
+    *status = s;
+  } else {
+    EXPECT_TRUE(s.ok()) << s.message;
+  }
+  return split;
+}
+
+// Note [Convolutions in batch chunks]: the fewest chunks whose tensors each fit, evenly sized.
+TEST(CudnnPlan, ConvolutionsSplitTheBatchIntoTheFewestChunksThatFit) {
+  const int64_t k29 = int64_t{1} << 29;  // 64 * 2048 * 4096 elements per sample
+  // Just under the limit: 3 * 2^29 = 1.61e9 elements, one call.
+  ConvBatchSplit s = split_of({3, 64, 2048, 4096}, {3, 64, 2048, 4096}, {64, 64, 3, 3});
+  EXPECT_EQ(s.chunks, 1);
+  EXPECT_EQ(s.chunk, 3);
+  // Just over: 4 * 2^29 = 2^31 elements, two calls of two samples.
+  s = split_of({4, 64, 2048, 4096}, {4, 64, 2048, 4096}, {64, 64, 3, 3});
+  EXPECT_EQ(s.chunks, 2);
+  EXPECT_EQ(s.chunk, 2);
+  EXPECT_LE(s.chunk * k29, INT_MAX);
+  // The larger of input and output decides: a 1x1 convolution widening 3 channels to 64.
+  s = split_of({5000, 3, 112, 112}, {5000, 64, 112, 112}, {64, 3, 1, 1});
+  const int64_t most = INT_MAX / (int64_t{64} * 112 * 112);  // 2674 samples per call
+  EXPECT_EQ(s.chunks, (5000 + most - 1) / most);
+  EXPECT_EQ(s.chunk, 2500);
+  EXPECT_EQ(split_of({2674, 3, 112, 112}, {2674, 64, 112, 112}, {64, 3, 1, 1}).chunks, 1);
+  EXPECT_EQ(split_of({2675, 3, 112, 112}, {2675, 64, 112, 112}, {64, 3, 1, 1}).chunks, 2);
+  // A sample of exactly INT_MAX elements: one call per sample.
+  s = split_of({5, 1, 1, INT_MAX}, {5, 1, 1, INT_MAX}, {1, 1, 1, 1});
+  EXPECT_EQ(s.chunks, 5);
+  EXPECT_EQ(s.chunk, 1);
+  // A small limit (the GPU tests' hook): 50 elements per sample of y, 2 samples per call.
+  s = split_of({7, 1, 5, 5}, {7, 2, 5, 5}, {2, 1, 3, 3}, 100);
+  EXPECT_EQ(s.chunks, 4);
+  EXPECT_EQ(s.chunk, 2);  // 2 + 2 + 2 + 1
+  s = split_of({10, 1, 5, 5}, {10, 2, 5, 5}, {2, 1, 3, 3}, 150);
+  EXPECT_EQ(s.chunks, 4);
+  EXPECT_EQ(s.chunk, 3);  // 3 + 3 + 3 + 1
+  // Nothing to split: an empty batch.
+  EXPECT_EQ(split_of({0, 3, 8, 8}, {0, 4, 8, 8}, {4, 3, 3, 3}).chunks, 0);
+}
+
+TEST(CudnnPlan, ASampleOrAFilterBeyondCudnnsLimitIsAnErrorNamingTheShape) {
+  Status s;
+  split_of({2, 1, 2, int64_t{1} << 30}, {2, 1, 2, int64_t{1} << 30}, {1, 1, 1, 1},
+           kCudnnMaxElements, &s);
+  EXPECT_EQ(s.code, EMBER_ERR_UNSUPPORTED);
+  for (const char* part : {"[conv2d] one sample is too large for cuDNN", "[2, 1, 2, 1073741824]",
+                           "2147483648 elements per sample", "at most 2147483647"}) {
+    EXPECT_NE(s.message.find(part), std::string::npos) << part << " in " << s.message;
+  }
+  // The output side alone over the limit.
+  split_of({1, 1, 1, 1 << 20}, {1, 4096, 1, 1 << 20}, {4096, 1, 1, 1}, kCudnnMaxElements, &s);
+  EXPECT_EQ(s.code, EMBER_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("output [1, 4096, 1, 1048576] 4294967296"), std::string::npos)
+      << s.message;
+  // A filter cannot be split either.
+  split_of({1, 65536, 1, 1}, {1, 65536, 1, 1}, {65536, 65536, 1, 1}, kCudnnMaxElements, &s);
+  EXPECT_EQ(s.code, EMBER_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("[conv2d] the weight is too large for cuDNN: [65536, 65536, 1, 1]"),
+            std::string::npos)
+      << s.message;
+}
+
+// Note [TF32 in cuDNN convolutions]: float32 without TF32 keeps only FMA-math algorithms.
+TEST(CudnnPlan, TheRankingKeepsOfferedAlgorithmsInOrderWithoutTf32ForFloat32) {
+  cudnnConvolutionFwdAlgoPerf_t perf[4] = {};
+  perf[0] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+             CUDNN_STATUS_SUCCESS,
+             0.1f,
+             1 << 20,
+             CUDNN_DETERMINISTIC,
+             CUDNN_TENSOR_OP_MATH,
+             {}};
+  perf[1] = {CUDNN_CONVOLUTION_FWD_ALGO_FFT,
+             CUDNN_STATUS_NOT_SUPPORTED,
+             0.2f,
+             0,
+             CUDNN_DETERMINISTIC,
+             CUDNN_FMA_MATH,
+             {}};
+  perf[2] = {CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+             CUDNN_STATUS_SUCCESS,
+             0.3f,
+             4096,
+             CUDNN_DETERMINISTIC,
+             CUDNN_FMA_MATH,
+             {}};
+  perf[3] = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+             CUDNN_STATUS_SUCCESS,
+             0.4f,
+             0,
+             CUDNN_DETERMINISTIC,
+             CUDNN_DEFAULT_MATH,
+             {}};
+  const std::vector<ConvAlgo> f32 = acceptable_conv_algos(perf, 4, EMBER_F32, /*tf32=*/false);
+  ASSERT_EQ(f32.size(), 2u);
+  EXPECT_EQ(f32[0].algo, CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+  EXPECT_EQ(f32[1].algo, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM);
+  const std::vector<ConvAlgo> half = acceptable_conv_algos(perf, 4, EMBER_F16, false);
+  ASSERT_EQ(half.size(), 3u);
+  EXPECT_EQ(half[0].algo, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  EXPECT_EQ(half[0].math, CUDNN_TENSOR_OP_MATH);
+  EXPECT_EQ(acceptable_conv_algos(perf, 4, EMBER_F32, /*tf32=*/true).size(), 3u);
+}
+
+// Note [Walking cuDNN's algorithm ranking]: a candidate whose workspace cannot be had (or
+// which cuDNN does not support) gives way to the next; other failures stop the walk.
+TEST(CudnnPlan, TheAlgorithmWalkFallsBackWhenAWorkspaceDoesNotFit) {
+  const std::vector<ConvAlgo> ranking = {
+      {1, CUDNN_FMA_MATH}, {0, CUDNN_FMA_MATH}, {6, CUDNN_DEFAULT_MATH}};
+  std::vector<int> tried;
+  auto walk = [&](std::vector<int32_t> answers, size_t* chosen) {
+    tried.clear();
+    return run_first_working_algo(
+        "conv2d", ranking,
+        [&](const ConvAlgo& a) -> Status {
+          const int32_t code = answers[tried.size()];
+          tried.push_back(a.algo);
+          if (code == EMBER_OK) return {};
+          return status_error(code, "answer for algorithm %d", a.algo);
+        },
+        chosen);
+  };
+  size_t chosen = 99;
+  // The best one's workspace is out of memory: the second runs.
+  Status s = walk({EMBER_ERR_OUT_OF_MEMORY, EMBER_OK, EMBER_OK}, &chosen);
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(chosen, 1u);
+  EXPECT_EQ(tried, (std::vector<int>{1, 0}));
+  // Not supported, then out of memory, then the last one runs.
+  s = walk({EMBER_ERR_UNSUPPORTED, EMBER_ERR_OUT_OF_MEMORY, EMBER_OK}, &chosen);
+  EXPECT_TRUE(s.ok()) << s.message;
+  EXPECT_EQ(chosen, 2u);
+  // The first that works is taken: nothing after it is tried.
+  s = walk({EMBER_OK, EMBER_OK, EMBER_OK}, &chosen);
+  EXPECT_EQ(chosen, 0u);
+  EXPECT_EQ(tried.size(), 1u);
+  // A device failure is not a reason to try another algorithm.
+  s = walk({EMBER_ERR_DEVICE, EMBER_OK, EMBER_OK}, &chosen);
+  EXPECT_EQ(s.code, EMBER_ERR_DEVICE);
+  EXPECT_EQ(s.message, "answer for algorithm 1");
+  EXPECT_EQ(tried.size(), 1u);
+  // None fits: out of memory, naming the op, the number tried and the last answer.
+  s = walk({EMBER_ERR_OUT_OF_MEMORY, EMBER_ERR_OUT_OF_MEMORY, EMBER_ERR_OUT_OF_MEMORY}, &chosen);
+  EXPECT_EQ(s.code, EMBER_ERR_OUT_OF_MEMORY);
+  for (const char* part : {"[conv2d] none of the 3 cuDNN algorithms", "answer for algorithm 6"}) {
+    EXPECT_NE(s.message.find(part), std::string::npos) << part << " in " << s.message;
+  }
+  // An empty ranking.
+  s = run_first_working_algo(
+      "conv2d_backward_weight", {}, [](const ConvAlgo&) { return Status{}; }, &chosen);
+  EXPECT_EQ(s.code, EMBER_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("[conv2d_backward_weight] cuDNN offers no usable algorithm"),
+            std::string::npos)
+      << s.message;
 }
 
 TEST(CudnnPlan, UnsupportedDtypesAreErrorsNamingTheOp) {

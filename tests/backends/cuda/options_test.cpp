@@ -60,6 +60,28 @@ TEST(CudaOptions, CudnnFallbacksIsAReadOnlyCounter) {
   EXPECT_EQ(options().cudnn_fallbacks.load(), before + 41);
 }
 
+// The test hook that makes convolutions split small batches (Note [Convolutions in batch
+// chunks]): INT_MAX, cuDNN's limit, by default.
+TEST(CudaOptions, ConvMaxElementsTakesACountUpToIntMax) {
+  EXPECT_EQ(get("testing.conv_max_elements"), "2147483647");
+  char error[256] = {0};
+  ASSERT_EQ(set_option(nullptr, "testing.conv_max_elements", "1000", error, sizeof(error)),
+            EMBER_OK)
+      << error;
+  EXPECT_EQ(options().conv_max_elements.load(), 1000);
+  EXPECT_EQ(get("testing.conv_max_elements"), "1000");
+  for (const char* bad : {"0", "-5", "2147483648", "12x", ""}) {
+    EXPECT_EQ(set_option(nullptr, "testing.conv_max_elements", bad, error, sizeof(error)),
+              EMBER_ERR_INVALID)
+        << bad;
+    EXPECT_NE(std::string(error).find("takes a count in [1, 2147483647]"), std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(options().conv_max_elements.load(), 1000);
+  ASSERT_EQ(set_option(nullptr, "testing.conv_max_elements", "2147483647", error, sizeof(error)),
+            EMBER_OK);
+}
+
 TEST(CudaOptions, UnknownKeysAndBadValuesAreRejectedWithAReason) {
   char error[256] = {0};
   EXPECT_EQ(set_option(nullptr, "cudnn.fast", "1", error, sizeof(error)), EMBER_ERR_INVALID);
