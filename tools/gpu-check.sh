@@ -24,7 +24,7 @@ root=$PWD
 mode=${1:-run}
 bundle=$root/.gpu/bundle.tar.xz
 targets=(ember_cli ember-plugin-cpu ember-plugin-cuda ember-plugin-reference cuda_gpu_tests
-         autograd_tests cuda_bench ember-plugin-nccl distributed_worker)
+         autograd_tests cuda_bench ember-plugin-nccl distributed_worker ember-plugin-fused_bias_gelu)
 
 build_release() {
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ember-ccache}
@@ -60,8 +60,11 @@ if [[ $mode == pack ]]; then
   cp -a "$b"/lib/libember*.so* "$stage/lib/"
   mkdir -p "$stage/lib/ember-plugins"
   cp "$b"/lib/ember-plugins/libember-{cpu,cuda,reference,nccl}.so "$stage/lib/ember-plugins/"
+  # The example extension, whose CUDA kernels cuda_gpu_tests loads (EMBER_TEST_EXAMPLE_PLUGIN).
+  mkdir -p "$stage/lib/ember-extensions"
+  cp "$b"/lib/ember-extensions/libember-fused_bias_gelu.so "$stage/lib/ember-extensions/"
   # Every non-CUDA, non-glibc library the binaries and plugins load.
-  ldd "$stage"/bin/* "$stage"/lib/ember-plugins/*.so 2>/dev/null | awk '$3 ~ /^\// {print $3}' |
+  ldd "$stage"/bin/* "$stage"/lib/ember-plugins/*.so "$stage"/lib/ember-extensions/*.so 2>/dev/null | awk '$3 ~ /^\// {print $3}' |
     sort -u | grep -vE '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz|ld-linux[^/]*|libcuda[^/]*|libcudnn[^/]*|libcublas[^/]*|libnccl[^/]*)\.so' |
     grep -v "$stage" | while read -r lib; do cp -L "$lib" "$stage/sys/"; done
   src=/usr/share/datasets/fashion-mnist
@@ -82,6 +85,7 @@ if [[ -f $bundle ]]; then
   tar -C "$work" -xJf "$bundle"
   bin=$work/bin
   scripts=$work/scripts
+  export EMBER_TEST_EXAMPLE_PLUGIN=$work/lib/ember-extensions/libember-fused_bias_gelu.so
   export EMBER_DATA_DIR=$work/data/fashion-mnist
   sys_libs=$work/sys
 else

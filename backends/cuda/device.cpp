@@ -41,11 +41,14 @@ class CudaEventSource : public SegmentSource {
   void destroy_event(void* event) override { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 };
 
-// Segments straight from the driver for one device.
+// Segments straight from the driver for one device. Each call switches to that device under a
+// guard (Note [Device guards]): the allocator runs inside kernels, and inside the alloc, free and
+// empty_cache slots, for whichever device the caller had current.
 class CudaSegmentSource final : public CudaEventSource {
  public:
   explicit CudaSegmentSource(int index) : index_(index) {}
   void* allocate(size_t bytes) override {
+    const DeviceGuard guard;
     if (!set_device(index_).ok()) return nullptr;
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
@@ -55,14 +58,17 @@ class CudaSegmentSource final : public CudaEventSource {
     return p;
   }
   void release(void* ptr, size_t) override {
+    const DeviceGuard guard;
     if (set_device(index_).ok()) cudaFree(ptr);  // synchronizes the device first
   }
   int64_t free_bytes() override {
+    const DeviceGuard guard;
     size_t free = 0, total = 0;
     if (!set_device(index_).ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
     return static_cast<int64_t>(free);
   }
   void* record_event(void* stream) override {
+    const DeviceGuard guard;
     if (!set_device(index_).ok()) return nullptr;
     return CudaEventSource::record_event(stream);
   }

@@ -3,15 +3,38 @@
 // are documented with each op in core/ops/ and read by name (ember::attrs).
 #include "backends/cuda/kernels.h"
 
+#include "backends/cuda/device_guard.h"
 #include "backends/cuda/ops/ops.h"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cuda {
+namespace {
+
+/** Kernel `fn` with the caller's current device restored on exit (Note [Device guards]): every
+ * kernel switches to its output's device (prepare, set_device). */
+template <ember_kernel_fn fn>
+int32_t on_callers_device(const ember_kernel_call* call) {
+  const DeviceGuard guard;
+  return fn(call);
+}
+
+}  // namespace
+
+/** Registers kernel `name` of core op `name` for `dtypes` behind the SDK's boundary and a device
+ * guard; returns a refused registration's status (EMBER_REGISTER_KERNEL_DTYPES with the guard). */
+#define EMBER_CUDA_REGISTER_DTYPES(name, dtypes)                                                \
+  if (const int32_t ember_status_ = sdk::register_kernel<ops::name, &on_callers_device<&name>>( \
+          reg, cuda, kPriority, dtypes);                                                        \
+      ember_status_ != EMBER_OK) {                                                              \
+    return ember_status_;                                                                       \
+  }
+/** The same for the op's dtypes. */
+#define EMBER_CUDA_REGISTER(name) EMBER_CUDA_REGISTER_DTYPES(name, ops::kInfo[ops::name].dtypes)
 
 int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   constexpr int32_t kPriority = 100;
-  // Every mandatory op, behind the SDK's boundary (Note [Kernels of a backend]). Where the
-  // work is done:
+  // Every mandatory op, behind the SDK's boundary (Note [Kernels of a backend]) and a device
+  // guard (Note [Device guards]). Where the work is done:
   //  - copies and fills (ops/elementwise.cu): strided, any dtype to any dtype;
   //  - binary arithmetic with broadcasting (ops/elementwise.cu), computed in float for
   //    f16/bf16; integer and bool arithmetic as the CPU plugin's (plugin_sdk_binary_ops.hpp);
@@ -22,8 +45,9 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   //  - softmax along one dim (ops/softmax.cu): cuDNN for dense inputs, else (or with
   //    cudnn.enabled off) an own kernel, compute type float (double for f64)
   //    (ops/cudnn_ops.cpp, Note [cuDNN where own kernels exist too]);
-  //  - indexing (ops/index.cu): indices range-checked on the device before anything is
-  //    written; a bad one is EMBER_ERR_INDEX;
+  //  - indexing (ops/index.cu): indices range-checked on the device as they are used; a bad
+  //    one is recorded there and reported as EMBER_ERR_INDEX at the next synchronization (Note
+  //    [Index errors reported at the next synchronization]);
   //  - ordering and counting (ops/sort.cu): one Thrust stable sort of every row, NaN last;
   //    nonzero in two passes (a prefix sum of the flags, then the coordinates);
   //  - convolutions (ops/conv.cpp): cuDNN forward / backward data / backward filter, groups,
@@ -37,26 +61,32 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   //  - matrix products (ops/matmul.cpp): cuBLAS strided-batched GEMM (libcublas loaded on
   //    first use, Note [Lazy cuBLAS]), TF32 off; f16/bf16 accumulate in float32; integers
   //    through an own tiled kernel that wraps as the CPU's (ops/matmul_int.cu).
-#define EMBER_OP(name, ...) EMBER_REGISTER_MANDATORY_KERNEL(reg, cuda, kPriority, name)
+#define EMBER_OP(name, ...)                     \
+  if constexpr (!ops::is_optional(ops::name)) { \
+    EMBER_CUDA_REGISTER(name)                   \
+  }
 #include "ember/ops.def"
 #undef EMBER_OP
 
   // The optional ops this backend has (without them the core composes the same result).
   // ops/elementwise.cu: ReLU's gradient in one pass (Note [Fused ReLU backward]).
-  EMBER_REGISTER_KERNEL(reg, cuda, kPriority, relu_backward)
+  EMBER_CUDA_REGISTER(relu_backward)
   // ops/pool.cu, a gather: one thread per input element (Note [Max pooling backward as a
   // gather]).
-  EMBER_REGISTER_KERNEL(reg, cuda, kPriority, max_pool2d_backward)
+  EMBER_CUDA_REGISTER(max_pool2d_backward)
   // ops/random.cu: Philox blocks, one thread each, the SDK's mapping, so the values equal the
   // core's host path (Note [Random numbers on every device]).
-  EMBER_REGISTER_KERNEL(reg, cuda, kPriority, random)
+  EMBER_CUDA_REGISTER(random)
   // The optimizers' fused steps (ops/optim.cu), float32 and float64: one launch per parameter
   // instead of about a dozen ops (Note [Optimizer steps through kernels]).
   constexpr uint32_t kF32F64 = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);
-  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, sgd_step, kF32F64)
-  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, adam_step, kF32F64)
-  EMBER_REGISTER_KERNEL_DTYPES(reg, cuda, kPriority, rmsprop_step, kF32F64)
+  EMBER_CUDA_REGISTER_DTYPES(sgd_step, kF32F64)
+  EMBER_CUDA_REGISTER_DTYPES(adam_step, kF32F64)
+  EMBER_CUDA_REGISTER_DTYPES(rmsprop_step, kF32F64)
   return EMBER_OK;
 }
+
+#undef EMBER_CUDA_REGISTER
+#undef EMBER_CUDA_REGISTER_DTYPES
 
 }  // namespace ember::cuda

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cuda/device.h"
+#include "backends/cuda/device_error.h"
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
@@ -146,6 +147,14 @@ void host_free(void*, void* ptr, size_t) {
   });
 }
 
+// A completed wait for the device is where errors its kernels recorded surface (Note [Index
+// errors reported at the next synchronization] in device_error.cpp); a failed wait reports its
+// own failure first.
+Status after_wait(int32_t index, Status waited) {
+  if (!waited.ok()) return waited;
+  return take_device_error(index);
+}
+
 // Note [Pinned host memory] (plugin_abi.h): from or into pinned memory, cudaMemcpyAsync returns
 // before the copy engine touched the host bytes. A blocking copy then waits for the stream; an
 // asynchronous one records the use on the pinned block instead, so the block is not handed out
@@ -155,6 +164,7 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
   if (bytes == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   switch (kind) {
     case EMBER_COPY_H2D:
@@ -162,13 +172,15 @@ Status copy_impl(int32_t index, void* dst, const void* src, size_t bytes, int32_
       // caller may reuse it at once; the kernels that read dst run later on the same stream.
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
       if (async && host_allocator().record_use(src, stream)) return {};
-      if (host_allocator().contains(src)) return wait_stream(index, stream, "copy from the host");
+      if (host_allocator().contains(src)) {
+        return after_wait(index, wait_stream(index, stream, "copy from the host"));
+      }
       return {};
     case EMBER_COPY_D2H:
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
       if (async && host_allocator().record_use(dst, stream)) return {};
       // The host reads dst next. Note [Asynchronous errors name the last launch]
-      return wait_stream(index, stream, "copy to the host");
+      return after_wait(index, wait_stream(index, stream, "copy to the host"));
     case EMBER_COPY_D2D:
       EMBER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
       return {};
@@ -192,6 +204,7 @@ int32_t copy_async(void*, int32_t index, void* dst, const void* src, size_t byte
 Status synchronize_impl(int32_t index) {
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(current_stream(index, &stream));
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   // Note [Asynchronous errors name the last launch]
   EMBER_CUDA_RETURN_IF_ERROR(wait_stream(index, stream, "synchronize"));
@@ -204,7 +217,7 @@ Status synchronize_impl(int32_t index) {
                         index, cudaGetErrorString(err), cudaGetErrorName(err), index,
                         last_launch(index));
   }
-  return {};
+  return take_device_error(index);
 }
 
 int32_t synchronize(void*, int32_t index, char* error, size_t cap) {
@@ -220,6 +233,7 @@ int32_t memory_stats(void*, int32_t index, ember_memory_stats* out) {
 
 void empty_cache(void*, int32_t index) {
   guard_logged("empty_cache", [&] {
+    const DeviceGuard guard;  // Note [Device guards]
     if (set_device(index).ok()) device_allocator(index).empty_cache();
     return EMBER_OK;
   });
@@ -265,8 +279,9 @@ int32_t stream_set_current(void*, int32_t index, void* stream, char* error, size
 Status stream_synchronize_impl(int32_t index, void* handle) {
   cudaStream_t s = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
-  return wait_stream(index, s, "stream synchronize");
+  return after_wait(index, wait_stream(index, s, "stream synchronize"));
 }
 
 int32_t stream_synchronize(void*, int32_t index, void* stream, char* error, size_t cap) {
@@ -302,6 +317,7 @@ int32_t stream_query(void*, int32_t index, void* stream, int32_t* done, char* er
 Status stream_wait_event_impl(int32_t index, void* handle, void* event) {
   cudaStream_t s = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   EMBER_CUDA_CHECK(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(event), 0));
   return {};
@@ -313,6 +329,7 @@ int32_t stream_wait_event(void*, int32_t index, void* stream, void* event, char*
 }
 
 Status event_create_impl(int32_t index, int32_t flags, void** out) {
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   cudaEvent_t e = nullptr;
   EMBER_CUDA_CHECK(cudaEventCreateWithFlags(
@@ -335,6 +352,7 @@ void event_destroy(void*, int32_t, void* event) {
 Status event_record_impl(int32_t index, void* event, void* handle) {
   cudaStream_t s = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(resolve_stream(index, handle, &s));
+  const DeviceGuard guard;  // Note [Device guards]
   EMBER_CUDA_RETURN_IF_ERROR(set_device(index));
   EMBER_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), s));
   return {};
@@ -346,7 +364,7 @@ int32_t event_record(void*, int32_t index, void* event, void* stream, char* erro
 
 Status event_synchronize_impl(int32_t index, void* event) {
   const cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(event));
-  if (err == cudaSuccess) return {};
+  if (err == cudaSuccess) return take_device_error(index);
   cudaGetLastError();
   return status_error(EMBER_ERR_DEVICE,
                       "[cuda] event synchronize on cuda:%d failed: %s (%s); this may be an "

@@ -1,5 +1,7 @@
 #include "backends/cuda/stream.h"
 
+#include <cuda.h>
+
 #include <atomic>
 #include <mutex>
 
@@ -38,6 +40,53 @@ Status check_index(int index) {
 
 }  // namespace
 
+bool CudaDeviceOps::current(int* index) {
+  if (cudaGetDevice(index) == cudaSuccess) return true;
+  cudaGetLastError();  // no driver or no device: nothing to restore, and no error left behind
+  return false;
+}
+
+void CudaDeviceOps::set(int index) {
+  if (cudaSetDevice(index) != cudaSuccess) cudaGetLastError();
+}
+
+namespace {
+
+// cuDevicePrimaryCtxGetState through the runtime's driver entry points: the plugin links
+// libcudart only, never libcuda (Note [No device is not an error] in plugin.cpp).
+using PrimaryCtxGetState = CUresult (*)(CUdevice device, unsigned int* flags, int* active);
+
+PrimaryCtxGetState primary_ctx_get_state() {
+  static const PrimaryCtxGetState fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &p,
+                                                             12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t err =
+        cudaGetDriverEntryPoint("cuDevicePrimaryCtxGetState", &p, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return PrimaryCtxGetState{nullptr};
+    }
+    return reinterpret_cast<PrimaryCtxGetState>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+bool CudaDeviceOps::has_context(int index) {
+  const PrimaryCtxGetState get_state = primary_ctx_get_state();
+  if (!get_state) return true;  // cannot tell: restore, as the caller would expect
+  unsigned int flags = 0;
+  int active = 0;
+  if (get_state(index, &flags, &active) != CUDA_SUCCESS) return true;
+  return active != 0;
+}
+
 Status set_device(int index) {
   int cur = -1;
   EMBER_CUDA_CHECK(cudaGetDevice(&cur));
@@ -49,13 +98,11 @@ Status default_stream(int index, cudaStream_t* out) {
   EMBER_CUDA_RETURN_IF_ERROR(check_index(index));
   DeviceStreams& d = g_streams[index];
   std::call_once(d.default_once, [&] {
-    int prev = 0;
-    cudaGetDevice(&prev);
+    const DeviceGuard guard;  // Note [Device guards]
     d.default_error = cudaSetDevice(index);
     if (d.default_error == cudaSuccess)
       d.default_error = cudaStreamCreateWithFlags(&d.default_stream, cudaStreamNonBlocking);
     if (d.default_error != cudaSuccess) cudaGetLastError();
-    cudaSetDevice(prev);
   });
   if (d.default_error != cudaSuccess) {
     return status_error(EMBER_ERR_DEVICE,
@@ -109,8 +156,7 @@ Status pool_stream(int index, bool high_priority, cudaStream_t* out) {
   DeviceStreams& d = g_streams[index];
   const int p = high_priority ? 1 : 0;
   std::call_once(d.pool_once[p], [&] {
-    int prev = 0;
-    cudaGetDevice(&prev);
+    const DeviceGuard guard;      // Note [Device guards]
     int least = 0, greatest = 0;  // numerically lower is higher priority
     cudaError_t err = cudaSetDevice(index);
     if (err == cudaSuccess) err = cudaDeviceGetStreamPriorityRange(&least, &greatest);
@@ -120,7 +166,6 @@ Status pool_stream(int index, bool high_priority, cudaStream_t* out) {
     }
     if (err != cudaSuccess) cudaGetLastError();
     d.pool_error[p] = err;
-    cudaSetDevice(prev);
   });
   if (d.pool_error[p] != cudaSuccess) {
     return status_error(EMBER_ERR_DEVICE, "[cuda] creating the stream pool of cuda:%d failed: %s",

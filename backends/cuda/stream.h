@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "backends/cuda/check.h"
+#include "backends/cuda/device_guard.h"
 
 namespace ember::cuda {
 
@@ -55,7 +56,8 @@ inline constexpr int kMaxDevices = 64;
 /** Streams per priority in each device's pool (PyTorch's kStreamsPerPool). */
 inline constexpr int kStreamsPerPool = 32;
 
-/** Makes `index` the calling thread's CUDA device (a no-op if it already is). */
+/** Makes `index` the calling thread's CUDA device (a no-op if it already is). Only under a
+ * DeviceGuard, which gives the caller's device back (Note [Device guards]). */
 Status set_device(int index);
 /** The default stream of device `index` (non-blocking, shared by all threads), created on first
  * use (Note [Current stream per device]). */

@@ -1,12 +1,14 @@
 // CUDA index kernels on the core's contracts (core/ops/index.cpp): index_select, gather,
-// scatter, scatter_add, any dtype, arbitrary strides, int64 indices. As on the CPU, every index
-// is range-checked before anything is written, and a bad one fails the call naming it with
-// EMBER_ERR_INDEX (an IndexError in the core): a small check kernel records the first bad value
-// found and the host waits for that one flag.
+// scatter, scatter_add, any dtype, arbitrary strides, int64 indices. Every index is range-checked
+// on the device as it is used, without a host synchronization: the first bad one is recorded
+// with the op, the value and the size, and reported as EMBER_ERR_INDEX (an IndexError in the
+// core) at the backend's next synchronization point (Note [Index errors reported at the next
+// synchronization] in device_error.cpp).
 #include <cstdint>
 #include <type_traits>
 
 #include "backends/cuda/device.h"
+#include "backends/cuda/device_error.h"
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
 
@@ -25,59 +27,30 @@ struct Shape3 {
   int64_t s[3][kMaxDims];
 };
 
-// ---- index range check ------------------------------------------------------------------------
+// ---- index checks ------------------------------------------------------------------------------
 
-struct BadIndex {
-  int32_t found;
-  int32_t pad;
-  int64_t value;
-};
+// Note [Index errors reported at the next synchronization] (device_error.cpp): every kernel below
+// checks each index it uses; a bad one is recorded in the device's error log and its element is
+// skipped, and the host learns of it at its next wait for the device.
 
-__global__ void check_kernel(Shape3 g, const int64_t* index, int64_t limit, BadIndex* bad) {
-  EMBER_GRID_STRIDE_LOOP(i, g.n) {
-    int64_t rem = i, off = 0;
-    for (int d = g.ndim - 1; d >= 0; --d) {
-      off += (rem % g.sizes[d]) * g.s[0][d];
-      rem /= g.sizes[d];
-    }
-    const int64_t v = index[off];
-    if ((v < 0 || v >= limit) && atomicCAS(&bad->found, 0, 1) == 0) bad->value = v;
-  }
-}
-
-Status check_indices(const ember_tensor& index, int64_t limit, int64_t dim, const char* name,
-                     cudaStream_t stream) {
+// The index tensor's metadata, checked on the host (values are checked on the device).
+Status check_index_tensor(const ember_tensor& index, const char* name) {
   if (index.dtype != EMBER_I64) {
-    return status_error(EMBER_ERR_INVALID, "[cuda] %s: index must be int64: got dtype %d", name,
+    return status_error(EMBER_ERR_INVALID, "[%s] index must be int64: got dtype %d", name,
                         index.dtype);
   }
   if (index.ndim > kMaxDims) {
-    return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: at most %d dims: got %d", name, kMaxDims,
+    return status_error(EMBER_ERR_UNSUPPORTED, "[%s] at most %d dims: got %d", name, kMaxDims,
                         index.ndim);
   }
-  Shape3 g;
-  g.ndim = index.ndim;
-  for (int d = 0; d < index.ndim; ++d) {
-    g.sizes[d] = index.sizes[d];
-    g.s[0][d] = index.strides[d];
-    g.n *= index.sizes[d];
-  }
-  if (g.n == 0) return {};
-  DeviceBuffer buf;
-  EMBER_CUDA_RETURN_IF_ERROR(buf.allocate(index.device_index, sizeof(BadIndex), stream));
-  auto* bad = static_cast<BadIndex*>(buf.get());
-  EMBER_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(BadIndex), stream));
-  EMBER_CUDA_RETURN_IF_ERROR(launch(name, g.n, stream, check_kernel, g,
-                                    static_cast<const int64_t*>(index.data), limit, bad));
-  BadIndex host{};
-  EMBER_CUDA_CHECK(cudaMemcpyAsync(&host, bad, sizeof(host), cudaMemcpyDeviceToHost, stream));
-  EMBER_CUDA_CHECK(cudaStreamSynchronize(stream));
-  if (host.found) {
-    return status_error(EMBER_ERR_INDEX,
-                        "[cuda] %s: index %lld is out of range for dim %lld of size %lld", name,
-                        static_cast<long long>(host.value), static_cast<long long>(dim),
-                        static_cast<long long>(limit));
-  }
+  return {};
+}
+
+// The slot the op's kernel reports a bad index into.
+Status error_slot(int device, cudaStream_t stream, DeviceErrorOp op, DeviceErrorSlot* out) {
+  DeviceErrorLog* log = nullptr;
+  EMBER_CUDA_RETURN_IF_ERROR(device_error_log(device, stream, &log));
+  *out = log->slot(op);
   return {};
 }
 
@@ -105,10 +78,10 @@ bool visit_size(size_t bytes, Fn&& fn) {
 // ---- index_select / gather --------------------------------------------------------------------
 
 // Over y's shape: i = index[coords . s[2]]; y[coords . s[0]] = x[coords . s[1] (dim excluded)
-// + i * x_dim_stride].
+// + i * x_dim_stride], or 0 where i is outside [0, limit) (reported through `err`).
 template <typename U>
-__global__ void gather_kernel(Shape3 g, int dim, int64_t x_dim_stride, U* y, const U* x,
-                              const int64_t* index) {
+__global__ void gather_kernel(Shape3 g, int dim, int64_t x_dim_stride, int64_t limit, U* y,
+                              const U* x, const int64_t* index, DeviceErrorSlot err) {
   EMBER_GRID_STRIDE_LOOP(i, g.n) {
     int64_t rem = i, oy = 0, ox = 0, oi = 0;
     for (int d = g.ndim - 1; d >= 0; --d) {
@@ -118,21 +91,28 @@ __global__ void gather_kernel(Shape3 g, int dim, int64_t x_dim_stride, U* y, con
       if (d != dim) ox += c * g.s[1][d];
       oi += c * g.s[2][d];
     }
-    y[oy] = x[ox + index[oi] * x_dim_stride];
+    const int64_t v = index[oi];
+    if (v < 0 || v >= limit) {
+      report_index_error(err, v, dim, limit);
+      y[oy] = U(0);
+      continue;
+    }
+    y[oy] = x[ox + v * x_dim_stride];
   }
 }
 
 // index_select (`select`) or gather along `dim`.
-Status gather_impl(const ember_kernel_call* call, int64_t dim, bool select, const char* name) {
+Status gather_impl(const ember_kernel_call* call, int64_t dim, bool select, const char* name,
+                   DeviceErrorOp op) {
   const ember_tensor &x = call->inputs[0], &index = call->inputs[1], &y = call->outputs[0];
   if (dim < 0 || dim >= x.ndim || y.ndim != x.ndim || x.ndim > kMaxDims || y.dtype != x.dtype ||
       (select ? index.ndim != 1 : index.ndim != x.ndim)) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
                         x.ndim, static_cast<long long>(dim));
   }
+  EMBER_CUDA_RETURN_IF_ERROR(check_index_tensor(index, name));
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
-  EMBER_CUDA_RETURN_IF_ERROR(check_indices(index, x.sizes[dim], dim, name, stream));
   Shape3 g;
   g.ndim = y.ndim;
   for (int d = 0; d < y.ndim; ++d) {
@@ -143,12 +123,14 @@ Status gather_impl(const ember_kernel_call* call, int64_t dim, bool select, cons
     g.s[2][d] = select ? (d == dim ? index.strides[0] : 0) : index.strides[d];
   }
   if (g.n == 0) return {};
+  DeviceErrorSlot err{};
+  EMBER_CUDA_RETURN_IF_ERROR(error_slot(y.device_index, stream, op, &err));
   Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d", name, x.dtype);
   visit_size(sdk::itemsize(x.dtype), [&](auto tag) {
     using U = typename decltype(tag)::type;
     s = launch(name, g.n, stream, gather_kernel<U>, g, static_cast<int>(dim), x.strides[dim],
-               static_cast<U*>(y.data), static_cast<const U*>(x.data),
-               static_cast<const int64_t*>(index.data));
+               x.sizes[dim], static_cast<U*>(y.data), static_cast<const U*>(x.data),
+               static_cast<const int64_t*>(index.data), err);
   });
   return s;
 }
@@ -159,9 +141,10 @@ Status gather_impl(const ember_kernel_call* call, int64_t dim, bool select, cons
 // but `dim`; two rows write to y elements that differ outside `dim`, so one thread per row
 // runs without atomics, and repeated indices inside a row are applied in order by that thread,
 // exactly as on the CPU.
+// An index outside [0, limit) is reported through `err` and its element skipped.
 template <typename T, bool kAdd>
-__global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, T* y, const T* src,
-                               const int64_t* index) {
+__global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, int64_t limit, T* y, const T* src,
+                               const int64_t* index, DeviceErrorSlot err) {
   const int64_t len = g.sizes[dim];
   EMBER_GRID_STRIDE_LOOP(r, rows) {
     int64_t rem = r, oy = 0, os = 0, oi = 0;
@@ -174,7 +157,12 @@ __global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, T* y, const T* s
       oi += c * g.s[2][d];
     }
     for (int64_t j = 0; j < len; ++j) {
-      T& dst = y[oy + index[oi + j * g.s[2][dim]] * g.s[0][dim]];
+      const int64_t at = index[oi + j * g.s[2][dim]];
+      if (at < 0 || at >= limit) {
+        report_index_error(err, at, dim, limit);
+        continue;
+      }
+      T& dst = y[oy + at * g.s[0][dim]];
       const T v = src[os + j * g.s[1][dim]];
       if constexpr (!kAdd)
         dst = v;
@@ -188,16 +176,17 @@ __global__ void scatter_kernel(Shape3 g, int dim, int64_t rows, T* y, const T* s
 
 // scatter or scatter_add (`kAdd`) along `dim`.
 template <bool kAdd>
-Status scatter_impl(const ember_kernel_call* call, int64_t dim, const char* name) {
+Status scatter_impl(const ember_kernel_call* call, int64_t dim, const char* name,
+                    DeviceErrorOp op) {
   const ember_tensor &index = call->inputs[0], &src = call->inputs[1], &y = call->outputs[0];
   if (dim < 0 || dim >= y.ndim || index.ndim != y.ndim || src.ndim != y.ndim || y.ndim > kMaxDims ||
       src.dtype != y.dtype) {
     return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (rank %d, dim %lld)", name,
                         y.ndim, static_cast<long long>(dim));
   }
+  EMBER_CUDA_RETURN_IF_ERROR(check_index_tensor(index, name));
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));
-  EMBER_CUDA_RETURN_IF_ERROR(check_indices(index, y.sizes[dim], dim, name, stream));
   Shape3 g;
   g.ndim = index.ndim;
   for (int d = 0; d < index.ndim; ++d) {
@@ -209,12 +198,14 @@ Status scatter_impl(const ember_kernel_call* call, int64_t dim, const char* name
   }
   if (g.n == 0) return {};
   const int64_t rows = g.n / index.sizes[dim];
+  DeviceErrorSlot err{};
+  EMBER_CUDA_RETURN_IF_ERROR(error_slot(y.device_index, stream, op, &err));
   Status s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d", name, y.dtype);
   visit(y.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     s = launch(name, rows, stream, scatter_kernel<T, kAdd>, g, static_cast<int>(dim), rows,
-               static_cast<T*>(y.data), static_cast<const T*>(src.data),
-               static_cast<const int64_t*>(index.data));
+               y.sizes[dim], static_cast<T*>(y.data), static_cast<const T*>(src.data),
+               static_cast<const int64_t*>(index.data), err);
   });
   return s;
 }
@@ -222,21 +213,24 @@ Status scatter_impl(const ember_kernel_call* call, int64_t dim, const char* name
 }  // namespace
 
 int32_t index_select(const ember_kernel_call* call) {
-  return write_status(
-      gather_impl(call, sdk::attrs<attrs::index_select>(call).dim, /*select=*/true, "index_select"),
-      call);
+  return write_status(gather_impl(call, sdk::attrs<attrs::index_select>(call).dim,
+                                  /*select=*/true, "index_select", DeviceErrorOp::kIndexSelect),
+                      call);
 }
 int32_t gather(const ember_kernel_call* call) {
-  return write_status(
-      gather_impl(call, sdk::attrs<attrs::gather>(call).dim, /*select=*/false, "gather"), call);
+  return write_status(gather_impl(call, sdk::attrs<attrs::gather>(call).dim, /*select=*/false,
+                                  "gather", DeviceErrorOp::kGather),
+                      call);
 }
 int32_t scatter(const ember_kernel_call* call) {
-  return write_status(scatter_impl<false>(call, sdk::attrs<attrs::scatter>(call).dim, "scatter"),
+  return write_status(scatter_impl<false>(call, sdk::attrs<attrs::scatter>(call).dim, "scatter",
+                                          DeviceErrorOp::kScatter),
                       call);
 }
 int32_t scatter_add(const ember_kernel_call* call) {
-  return write_status(
-      scatter_impl<true>(call, sdk::attrs<attrs::scatter_add>(call).dim, "scatter_add"), call);
+  return write_status(scatter_impl<true>(call, sdk::attrs<attrs::scatter_add>(call).dim,
+                                         "scatter_add", DeviceErrorOp::kScatterAdd),
+                      call);
 }
 
 }  // namespace ember::cuda

@@ -1,13 +1,19 @@
 // The CUDA backend's runtime on a GPU: random numbers against the host path, integer matmul, the
 // caching allocator (steady state without cudaMalloc, split and merge, the out-of-memory
 // message, empty_cache, record_stream), streams and events, pinned memory and non-blocking
-// copies, the TF32, cudnn.benchmark and cudnn.enabled options, and a short Fashion-MNIST training
-// run. Every test skips with the reason where no CUDA device exists (CI has none).
+// copies, the TF32, cudnn.benchmark and cudnn.enabled options, index errors reported at the next
+// synchronization, the caller's current device kept, convolutions over a split batch, the example
+// extension's kernels on wide inputs, and a short Fashion-MNIST training run. Every test skips
+// with the reason where no CUDA device exists (CI has none).
+#include <cuda_runtime_api.h>
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -346,6 +352,166 @@ TEST(CudaRuntime, CudnnBenchmarkModeAgreesWithTheHeuristicChoice) {
   EXPECT_LE(max_rel_diff(gx.grad(), cx.grad()), 1e-4);
   EXPECT_LE(max_rel_diff(gw.grad(), cw.grad()), 1e-3);
 }
+
+// Note [Index errors reported at the next synchronization]: a bad index costs the op no host
+// wait; the next synchronization point (synchronize, a copy to the host, a stream or event
+// synchronize) raises an IndexError naming the op, the first bad index and the size, once; the
+// kernels skip the bad elements, so the CUDA context stays usable and later work is correct.
+TEST(CudaRuntime, IndexErrorsSurfaceAtTheNextSynchronizationAndTheProcessGoesOn) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  synchronize(g);
+  const Tensor x = randn({4, 5}).to(g);
+  const Tensor good = full({3}, 2, {DType::Int64}).to(g);
+  auto expect_index_error = [](const auto& sync, const std::string& part) {
+    try {
+      sync();
+      ADD_FAILURE() << "no error for an out-of-range index; expected " << part;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+      EXPECT_PRED2(contains, std::string(e.what()), part);
+      EXPECT_PRED2(contains, std::string(e.what()), "at the next synchronization");
+    }
+  };
+  // index_select, at synchronize.
+  (void)index_select(x, 0, full({3}, 7, {DType::Int64}).to(g));
+  expect_index_error([&] { synchronize(g); },
+                     "[index_select] index 7 is out of bounds for dimension 0 with size 4");
+  synchronize(g);  // reported once
+  // The process goes on: the same op with good indices, checked on the host.
+  EXPECT_EQ(max_rel_diff(index_select(x, 0, good),
+                         index_select(x.to(Device::cpu()), 0, good.to(Device::cpu()))),
+            0.0);
+  // gather, at a copy to the host; the first of two bad ops is the one reported.
+  const Tensor bad_gather = full({4, 2}, -1, {DType::Int64}).to(g);
+  (void)gather(x, 1, bad_gather);
+  (void)scatter_add(zeros({4, 5}, {DType::Float32, g}), 0, full({1, 5}, 9, {DType::Int64}).to(g),
+                    ones({1, 5}, {DType::Float32, g}));
+  expect_index_error([&] { (void)x.to(Device::cpu()); },
+                     "[gather] index -1 is out of bounds for dimension 1 with size 5");
+  synchronize(g);  // the scatter_add's report came while the gather's was pending: dropped
+  // scatter_add alone, at a stream synchronize; then at an event synchronize.
+  (void)scatter_add(zeros({4, 5}, {DType::Float32, g}), 0, full({1, 5}, 9, {DType::Int64}).to(g),
+                    ones({1, 5}, {DType::Float32, g}));
+  expect_index_error([&] { current_stream(g).synchronize(); },
+                     "[scatter_add] index 9 is out of bounds for dimension 0 with size 4");
+  (void)scatter(zeros({4, 5}, {DType::Float32, g}), 1, full({1, 2}, 5, {DType::Int64}).to(g),
+                ones({1, 2}, {DType::Float32, g}));
+  Event done(g);
+  done.record();
+  expect_index_error([&] { done.synchronize(); },
+                     "[scatter] index 5 is out of bounds for dimension 1 with size 5");
+  // Still usable: a matmul and a convolution compute the CPU's results.
+  const Tensor a = randn({64, 64});
+  EXPECT_LE(max_rel_diff(matmul(a.to(g), a.to(g)), matmul(a, a)), 1e-4);
+  synchronize(g);
+}
+
+// Note [Device guards]: after an Ember op, copy, synchronize or allocation the calling thread's
+// CUDA device is the one it had set, whichever device Ember worked on.
+TEST(CudaRuntime, EmberCallsLeaveTheCallersCurrentDevice) {
+  EMBER_REQUIRE_CUDA();
+  int n = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&n), cudaSuccess);
+  n = std::min(n, 4);
+  for (int caller = 0; caller < n; ++caller) {
+    for (int used = 0; used < n; ++used) {
+      ASSERT_EQ(cudaSetDevice(caller), cudaSuccess);
+      const Device g(fmt::format("cuda:{}", used));
+      const Tensor x = randn({8, 3, 12, 12}).to(g);  // allocation and a copy from the host
+      const Tensor w = randn({4, 3, 3, 3}).to(g);
+      Tensor y = relu(conv2d(x, w, {}, {1, 1}, {1, 1}));  // an own kernel and cuDNN
+      y = index_select(matmul(y.flatten(1), y.flatten(1).t()), 0,
+                       full({2}, 1, {DType::Int64}).to(g));  // cuBLAS, an index kernel
+      (void)y.to(Device::cpu());                             // a copy to the host
+      synchronize(g);
+      empty_cache(g);
+      int now = -1;
+      ASSERT_EQ(cudaGetDevice(&now), cudaSuccess);
+      EXPECT_EQ(now, caller) << "Ember worked on cuda:" << used;
+    }
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// Note [Convolutions in batch chunks]: with the limit lowered by the test hook, a batch runs in
+// chunks and gives the unsplit results: the forward pass and the input gradient chunk by chunk,
+// the weight gradient accumulated over the chunks (also when cudnn.benchmark times the
+// algorithms of both chunk sizes first); a sample over the limit is an error naming it.
+TEST(CudaRuntime, ConvolutionsOverASplitBatchEqualTheUnsplitOnes) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64}) {
+    const double tol = d == DType::Float64 ? 1e-12 : 1e-5;
+    const Tensor x = randn({7, 3, 10, 10}).to(d).to(g);  // 300 elements per input sample
+    const Tensor w = randn({4, 3, 3, 3}).to(d).to(g);    // 400 per output sample (padding 1)
+    const Tensor b = randn({4}).to(d).to(g);
+    auto run = [&](int64_t stride) {
+      const Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true);
+      const Tensor y = conv2d(xl, wl, b, {stride, stride}, {1, 1});
+      sum(mul(y, y)).backward();
+      return std::vector<Tensor>{y.detach(), xl.grad(), wl.grad()};
+    };
+    for (int64_t stride : {1, 2}) {
+      const std::vector<Tensor> whole = run(stride);
+      for (const char* benchmark : {"0", "1"}) {
+        OptionGuard bench("cudnn.benchmark", benchmark);
+        OptionGuard limit("testing.conv_max_elements", "1000");  // 2 samples per call: 2+2+2+1
+        const std::vector<Tensor> split = run(stride);
+        const std::string what = fmt::format("{} stride {} benchmark {}", d, stride, benchmark);
+        EXPECT_LE(max_rel_diff(split[0], whole[0]), tol) << "y " << what;
+        EXPECT_LE(max_rel_diff(split[1], whole[1]), tol) << "dx " << what;
+        EXPECT_LE(max_rel_diff(split[2], whole[2]), tol * 10) << "dw " << what;
+      }
+    }
+  }
+  OptionGuard limit("testing.conv_max_elements", "299");
+  try {
+    (void)conv2d(randn({2, 3, 10, 10}).to(g), randn({4, 3, 3, 3}).to(g));
+    ADD_FAILURE() << "a sample over the limit ran";
+  } catch (const Error& e) {
+    EXPECT_PRED2(contains, std::string(e.what()),
+                 "[conv2d] one sample is too large for cuDNN: input [2, 3, 10, 10] has 300");
+  }
+}
+
+#ifdef EMBER_EXAMPLE_PLUGIN
+// The example extension: EMBER_TEST_EXAMPLE_PLUGIN where a bundle of tools/gpu-check.sh put it,
+// else the build tree's.
+std::string example_plugin_path() {
+  const char* env = std::getenv("EMBER_TEST_EXAMPLE_PLUGIN");
+  return env && *env ? env : EMBER_EXAMPLE_PLUGIN;
+}
+
+// The example extension's grad_bias kernel on more columns than one grid covers (65535 blocks of
+// 256 threads): every column, the last ones included, is the sum of its grad_x column.
+TEST(CudaRuntime, ExampleGradBiasCoversColumnsBeyondOneGrid) {
+  EMBER_REQUIRE_CUDA();
+  const std::string path = example_plugin_path();
+  if (!std::ifstream(path).good()) GTEST_SKIP() << "the example extension is not at " << path;
+  static const PluginRecord rec = load_plugin(path);  // once per process
+  ASSERT_NE(find_op_schema("myext::fused_bias_gelu_backward"), nullptr)
+      << "the example extension did not load from " << path;
+  (void)rec;
+  const Device g("cuda");
+  const int64_t cols = int64_t{65535} * 256 + 4099, rows = 3;
+  const Tensor x = randn({rows, cols}, {DType::Float32, g});
+  const Tensor bias = randn({cols}, {DType::Float32, g});
+  const Tensor grad = randn({rows, cols}, {DType::Float32, g});
+  std::vector<Tensor> out;
+  try {
+    out = call("myext::fused_bias_gelu_backward", {grad, x, bias});
+  } catch (const NotImplementedError& e) {
+    GTEST_SKIP() << "the example was built without its CUDA kernels: " << e.what();
+  }
+  ASSERT_EQ(out.size(), 2u);
+  const Tensor want = sum(out[0].to(DType::Float64), {0});
+  const int64_t tail = 8192;  // the columns past the first grid, and some before
+  EXPECT_LE(max_rel_diff(out[1].slice(0, cols - tail, cols), want.slice(0, cols - tail, cols)),
+            1e-6);
+  EXPECT_LE(max_rel_diff(out[1], want), 1e-6);
+}
+#endif
 
 // The default CNN of `ember train` on Fashion-MNIST, on the GPU, with pinned batches and
 // non-blocking copies: the loss falls, test accuracy passes 80% after 400 steps, and after the

@@ -409,15 +409,20 @@ TEST(CudaGpu, IndexSelectGatherScatterMatchCpu) {
       }
     }
   }
-  // A bad index fails the call with an IndexError (EMBER_ERR_INDEX), naming it, and writes
-  // nothing.
+  // A bad index is an IndexError (EMBER_ERR_INDEX) naming the op, the index and the size, at
+  // the next synchronization (Note [Index errors reported at the next synchronization]; more in
+  // CudaRuntime.IndexErrorsSurfaceAtTheNextSynchronizationAndTheProcessGoesOn).
   const Tensor x = randn({4, 5}).to(g);
+  const Tensor y = index_select(x, 0, full({3}, 7, {DType::Int64}).to(g));
   try {
-    index_select(x, 0, full({3}, 7, {DType::Int64}).to(g));
+    synchronize(g);
     ADD_FAILURE() << "no error for an out-of-range index";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
-    EXPECT_NE(std::string(e.what()).find("index 7 is out of range"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "[index_select] index 7 is out of bounds for dimension 0 with size 4"),
+              std::string::npos)
+        << e.what();
   }
 }
 
