@@ -20,10 +20,10 @@ double at(const Tensor& t, int64_t i) {
 // default 8 MiB stack, recursion fails near 40,000 nodes. kDeepOps counts recorded ops.
 constexpr int64_t kDeepOps = 1'000'000;
 
-// y = (((x * 1) + 0) * 1) + 0 ...: kDeepOps recorded ops, the gradient of sum(y) is 1.
-Tensor deep_chain(const Tensor& x) {
+// y = (((x * 1) + 0) * 1) + 0 ...: `ops` recorded ops, the gradient of sum(y) is 1.
+Tensor deep_chain(const Tensor& x, int64_t ops = kDeepOps) {
   Tensor y = x;
-  for (int64_t i = 0; i < kDeepOps / 2; ++i) y = add(mul(y, 1.0), 0.0);
+  for (int64_t i = 0; i < ops / 2; ++i) y = add(mul(y, 1.0), 0.0);
   return y;
 }
 
@@ -53,7 +53,7 @@ TEST(DeepGraph, DroppingAMillionOpGraphWithoutBackward) {
   }
   EXPECT_TRUE(first.expired());  // the whole chain was freed, not leaked
   // and a retained graph is freed after its last backward
-  Tensor y = deep_chain(x);
+  Tensor y = deep_chain(x, 100'000);
   sum(y).backward({}, /*retain_graph=*/true);
   sum(y).backward();
   EXPECT_DOUBLE_EQ(at(x.grad(), 0), 2.0);
