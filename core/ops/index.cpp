@@ -8,6 +8,10 @@
 //       for dim 0; index.size(d) <= x.size(d) for d != dim.
 //   "scatter", "scatter_add" {index, src} -> {y}: the core clones x into y first; the kernel
 //       writes y[index[i][j]][j] = src[i][j] (or +=) for dim 0 over index's sizes.
+//   The four range-check every index. A host backend fails the call itself; an accelerator may
+//   instead record the bad index on the device and fail the next synchronization with the same
+//   IndexError, so that no call waits for the device (the CUDA backend's Note [Index errors
+//   reported at the next synchronization]); the output of such a call is not valid.
 //   "count_nonzero" {x} -> {0-d int64}; "nonzero" {x} -> {[n, ndim] int64}, the coordinates of
 //       the non-zero elements in row-major order, n from count_nonzero.
 //   "sort" {x, the sorted dim last (a transposed view)} -> {values, indices (int64)},

@@ -2,7 +2,8 @@
 //
 // nll_loss:      l_i = -w[t_i] * logp[i, t_i] (0 where t_i == ignore_index); mean divides the
 //                sum by sum_i w[t_i] over the non-ignored targets (all ignored: 0 / 0 = nan).
-//                Forward: a host pass over the targets (range check, ignored -> class 0), one
+//                Forward: a host pass over the targets (range check, ignored -> class 0; on
+//                accelerators device ops, Note [Class targets stay on the device]), one
 //                gather, then the weighting and the reduction. backward (Note [Backward of
 //                nll_loss]): dlogp = zeros with -dl_i * w[t_i] / denominator scatter_add'ed at
 //                (i, t_i).
@@ -20,12 +21,16 @@
 //                dt = w (-x + (pos_weight - 1) sp).
 #include "ember/ops/loss.h"
 
+#include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/dispatch/call.h"
+#include "core/ops/loss_testing.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
+#include "ember/dispatch/device_registry.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -52,17 +57,53 @@ Tensor reduce_loss(const Tensor& l, Reduction r) {
 
 // ---- nll_loss ---------------------------------------------------------------------------------
 
-// What the targets of an nll_loss say, read once on the host.
+// What the targets of an nll_loss say: read once on the host, or made by device ops.
 struct NllPlan {
   Tensor idx;    // int64 [N, 1, d...] on the device; ignored targets point at class 0
   Tensor valid;  // [N, d...] of the input's dtype, 1 / 0; undefined when nothing is ignored
   Tensor ws;     // per-target weight w[t] * valid; undefined when it would be all ones
   int64_t n_valid = 0;
-  bool weighted = false;
+  bool weighted = false;  // the mean divides by sum(ws), not by n_valid
 };
 
+// Note [Class targets stay on the device]
+// Reading the targets on the host costs nothing where the device's memory is the host's, and
+// gives the clearest error ("[nll_loss] target 7 is out of bounds for C=5 classes") before
+// anything runs. On an accelerator it would copy the targets to the host and wait for the device
+// on every call, one stall per training step. There the plan is built with device ops instead:
+// ignored targets are masked to class 0 by `where`, every target is weighted by its 0/1 validity
+// (so the mean divides by sum(ws), the count of targets kept, as the weighted mean does), and the
+// range check is the gather's own, which the device reports at the next synchronization naming
+// gather and the bad class (as PyTorch's device asserts do). Tests run this path on the CPU too
+// (detail::set_class_targets_on_host in core/ops/loss_testing.h).
+std::atomic<int> g_targets_on_host{-1};  // -1: decided by the device; 0 / 1: forced by a test
+
+bool targets_read_on_host(Device device) {
+  const int forced = g_targets_on_host.load(std::memory_order_relaxed);
+  return forced >= 0 ? forced == 1 : device_type(device.type).table.host_accessible != 0;
+}
+
+NllPlan plan_nll_on_device(const Tensor& logp, const Tensor& target, const Tensor& weight,
+                           int64_t ignore_index) {
+  autograd::NoGradGuard no_grad;  // like PyTorch, nll_loss gives no gradient to weight
+  NllPlan plan;
+  const Tensor t = target.to(DType::Int64);
+  const Tensor kept = ne(t, ignore_index);
+  const Tensor idx = where(kept, t, zeros_like(t));
+  plan.idx = idx.unsqueeze(1);
+  plan.valid = kept.to(logp.dtype());
+  plan.ws = plan.valid;
+  plan.weighted = true;
+  if (weight.defined()) {
+    const Tensor ws =
+        index_select(weight.to(logp.dtype()), 0, idx.reshape({-1})).view(target.sizes());
+    plan.ws = mul(ws, plan.valid);
+  }
+  return plan;
+}
+
 // Checks shapes and dtypes of logp [N, C, d...] (already at least 2-d) and target [N, d...],
-// range-checks every target and builds the plan.
+// range-checks every target and builds the plan (Note [Class targets stay on the device]).
 NllPlan plan_nll(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
                  int64_t ignore_index) {
   const int64_t c = logp.size(1);
@@ -79,6 +120,8 @@ NllPlan plan_nll(const char* name, const Tensor& logp, const Tensor& target, con
                 shape_str(weight.sizes()));
   }
   NllPlan plan;
+  const Device device = logp.device();
+  if (!targets_read_on_host(device)) return plan_nll_on_device(logp, target, weight, ignore_index);
   const Tensor host = target.to(Device::cpu()).to(DType::Int64).contiguous();
   const int64_t n = host.numel();
   Tensor idx = empty(host.sizes(), {DType::Int64, Device::cpu()});
@@ -97,7 +140,6 @@ NllPlan plan_nll(const char* name, const Tensor& logp, const Tensor& target, con
     out[i] = t[i];
     ++plan.n_valid;
   }
-  const Device device = logp.device();
   plan.idx = idx.to(device).unsqueeze(1);
   if (plan.n_valid < n) {
     Tensor valid = empty(host.sizes(), {logp.dtype(), Device::cpu()});
@@ -418,5 +460,11 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
       });
   return reduce_loss(l, reduction);
 }
+
+namespace detail {
+void set_class_targets_on_host(std::optional<bool> force) {
+  g_targets_on_host.store(force.has_value() ? (*force ? 1 : 0) : -1);
+}
+}  // namespace detail
 
 }  // namespace ember

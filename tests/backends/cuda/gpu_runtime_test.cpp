@@ -409,6 +409,41 @@ TEST(CudaRuntime, IndexErrorsSurfaceAtTheNextSynchronizationAndTheProcessGoesOn)
 
 // Note [Device guards]: after an Ember op, copy, synchronize or allocation the calling thread's
 // CUDA device is the one it had set, whichever device Ember worked on.
+// Note [Class targets stay on the device] (core/ops/loss.cpp): cross_entropy on the GPU reads
+// no target on the host, gives the CPU's losses and gradients, and a class out of range is
+// the gather's error at the next synchronization.
+TEST(CudaRuntime, CrossEntropyKeepsItsTargetsOnTheDevice) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  const Tensor x = randn({64, 10});
+  const Tensor t = randint(0, 10, {64});
+  const Tensor t_ignored = where(lt(t, 2), full({64}, -100, {DType::Int64}), t);
+  const Tensor w = rand({10});
+  for (const Tensor& target : {t, t_ignored}) {
+    for (const Tensor& weight : {Tensor(), w}) {
+      for (double eps : {0.0, 0.1}) {
+        Tensor xc = x.clone().requires_grad_(true), xg = x.to(g).requires_grad_(true);
+        const Tensor lc = cross_entropy(xc, target, weight, -100, Reduction::Mean, eps);
+        const Tensor lg = cross_entropy(xg, target.to(g), weight.defined() ? weight.to(g) : weight,
+                                        -100, Reduction::Mean, eps);
+        lc.backward();
+        lg.backward();
+        EXPECT_LT(max_rel_diff(lg, lc), 1e-5);
+        EXPECT_LT(max_rel_diff(xg.grad(), xc.grad()), 1e-5);
+      }
+    }
+  }
+  synchronize(g);
+  (void)cross_entropy(x.to(g), full({64}, 12, {DType::Int64}).to(g));
+  try {
+    synchronize(g);
+    ADD_FAILURE() << "no error for a class out of range";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Index) << e.what();
+    EXPECT_PRED2(contains, std::string(e.what()), "[gather] index 12");
+  }
+}
+
 TEST(CudaRuntime, EmberCallsLeaveTheCallersCurrentDevice) {
   EMBER_REQUIRE_CUDA();
   int n = 0;

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include <ember/ember.h>
 
+#include "core/ops/loss_testing.h"
 #include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
@@ -289,6 +291,47 @@ TEST(RegressionLosses, BadArguments) {
         l1_loss(uniform({2}, 44), uniform({2, 1}, 45));
       },
       {"[l1_loss]", "[2]", "[2, 1]"});
+}
+
+// Note [Class targets stay on the device] in core/ops/loss.cpp: the path accelerators take,
+// run here on the CPU, gives the host path's losses and gradients.
+TEST(ClassTargetsOnTheDevice, SameLossesAndGradientsAsTheHostPath) {
+  struct Restore {
+    ~Restore() { detail::set_class_targets_on_host(std::nullopt); }
+  } restore;
+  const Tensor x0 = uniform({4, 3, 2}, 7, -2.0, 2.0);
+  const Tensor t = tensor({0, 2, 1, -100, 2, 2, 1, 0}).reshape({4, 2});
+  const Tensor w = tensor({0.5, 2.0, 1.5}, f64);
+  for (const Tensor& weight : {Tensor(), w}) {
+    for (Reduction r : {Reduction::None, Reduction::Sum, Reduction::Mean}) {
+      for (double eps : {0.0, 0.2}) {
+        std::vector<double> loss[2], grad[2];
+        for (int on_host = 0; on_host < 2; ++on_host) {
+          detail::set_class_targets_on_host(on_host == 1);
+          Tensor x = x0.clone().requires_grad_(true);
+          const Tensor l = cross_entropy(x, t, weight, -100, r, eps);
+          sum(l).backward();
+          loss[on_host] = values(l);
+          grad[on_host] = values(x.grad());
+        }
+        SCOPED_TRACE(::testing::Message() << "weight " << weight.defined() << " reduction "
+                                          << static_cast<int>(r) << " eps " << eps);
+        expect_near(loss[0], loss[1], 1e-12);
+        expect_near(grad[0], grad[1], 1e-12);
+      }
+    }
+  }
+  // nll_loss itself, every target ignored: the mean is 0 / 0 on both paths.
+  detail::set_class_targets_on_host(false);
+  const Tensor all_ignored = full({4, 2}, -100, TensorOptions(DType::Int64));
+  EXPECT_TRUE(std::isnan(nll_loss(log_softmax(x0, 1), all_ignored).item()));
+  // A class out of range is the gather's error there (the device reports it at the next
+  // synchronization; the CPU at once).
+  expect_error(
+      [&] {
+        cross_entropy(x0, full({4, 2}, 3, TensorOptions(DType::Int64)));
+      },
+      {"[gather]", "3"});
 }
 
 }  // namespace
