@@ -4,10 +4,13 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <sstream>
+#include <string>
 
 #include "core/dispatch/call.h"
 #include "ember/plugin_sdk_random.hpp"
@@ -139,6 +142,48 @@ double Generator::uniform() {
 }
 double Generator::normal() {
   return state_->normal(state_->engine);
+}
+
+// Note [Generator states]
+// A state is "ember-generator-v1 <seed> <philox offset> <engine> <normal distribution> end" in
+// ASCII: the engine and the distribution in the standard library's own text form for
+// std::mt19937_64 and std::normal_distribution (operator<<), which round-trips exactly,
+// including the normal value the distribution keeps for its next call; the last word shows the
+// state was not cut short. Text costs a few KiB and is the same on every platform Ember
+// targets; a checkpoint stores it as a uint8 tensor.
+Tensor Generator::get_state() const {
+  std::ostringstream out;
+  out << "ember-generator-v1 " << seed() << ' ' << state_->philox_offset.load() << ' '
+      << state_->engine << ' ' << state_->normal << " end";
+  const std::string text = out.str();
+  Tensor t = empty({static_cast<int64_t>(text.size())}, TensorOptions(DType::UInt8));
+  std::memcpy(t.data_ptr(), text.data(), text.size());
+  return t;
+}
+
+void Generator::set_state(const Tensor& state) {
+  EMBER_CHECK_TYPE(state.defined() && state.dtype() == DType::UInt8 && state.dim() == 1,
+                   "[Generator.set_state] the state must be a 1-d uint8 tensor from get_state(): "
+                   "got {}",
+                   state.defined() ? fmt::format("{} {}", state.dtype(), shape_str(state.sizes()))
+                                   : std::string("an undefined tensor"));
+  const Tensor host = state.to(Device::cpu()).contiguous();
+  std::istringstream in(
+      std::string(static_cast<const char*>(host.data_ptr()), static_cast<size_t>(host.numel())));
+  std::string magic;
+  uint64_t seed = 0, offset = 0;
+  std::mt19937_64 engine;
+  std::normal_distribution<double> normal;
+  std::string end;
+  in >> magic >> seed >> offset >> engine >> normal >> end;
+  EMBER_CHECK(!in.fail() && magic == "ember-generator-v1" && end == "end" && (in >> std::ws).eof(),
+              "[Generator.set_state] not a generator state of this version ({} bytes): pass "
+              "what get_state() returned",
+              host.numel());
+  state_->engine = engine;
+  state_->normal = normal;
+  state_->seed.store(seed, std::memory_order_relaxed);
+  state_->philox_offset.store(offset, std::memory_order_relaxed);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <ember/ember.h>
 
 #include "ember/plugin_sdk_random.hpp"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember {
 namespace {
@@ -113,6 +114,32 @@ TEST(Philox, DropoutMaskDecidesWith24BitsWhateverTheDtype) {
   double zeros = 0;
   for (double x : v) zeros += x == 0.0;
   EXPECT_NEAR(zeros / static_cast<double>(v.size()), 0.3, 0.006);
+}
+
+// Note [Generator states]: a state restores every draw that follows: Philox tensors, host draws
+// and the normal value a distribution keeps between calls.
+TEST(GeneratorState, RestoresEveryDrawThatFollows) {
+  using testing::expect_error;
+  Generator g(123);
+  (void)rand({5}, {}, &g);
+  (void)g.normal();  // leaves the second value of a pair cached
+  const Tensor state = g.get_state();
+  EXPECT_EQ(state.dtype(), DType::UInt8);
+  const Tensor a = randn({7}, TensorOptions(DType::Float64), &g);
+  const double h1 = g.normal(), h2 = g.uniform();
+  const uint64_t n1 = g.next();
+  Generator other(9);
+  other.set_state(state);
+  EXPECT_EQ(other.seed(), 123u);
+  EXPECT_EQ(values(randn({7}, TensorOptions(DType::Float64), &other)), values(a));
+  EXPECT_EQ(other.normal(), h1);
+  EXPECT_EQ(other.uniform(), h2);
+  EXPECT_EQ(other.next(), n1);
+  expect_error([&] { other.set_state(zeros({4})); }, {"[Generator.set_state]", "uint8"});
+  expect_error([&] { other.set_state(zeros({4}, TensorOptions(DType::UInt8))); },
+               {"[Generator.set_state]", "not a generator state"});
+  const Tensor cut = state.narrow(0, 0, state.numel() - 20).clone();
+  expect_error([&] { other.set_state(cut); }, {"not a generator state"});
 }
 
 }  // namespace

@@ -79,6 +79,11 @@ class EMBER_API Generator {
   double uniform();
   /** Standard normal. */
   double normal();
+  /** The whole state (seed, Philox counter, host engine and its cached normal) as a 1-d uint8
+   *  CPU tensor, for checkpoints (PyTorch's get_state); set_state(get_state()) changes nothing. */
+  Tensor get_state() const;
+  /** Restores a state from get_state(); anything else is a ValueError naming what is wrong. */
+  void set_state(const Tensor& state);
 
   /** The seed a default-constructed generator (and every default generator) starts with. */
   static constexpr uint64_t kDefaultSeed = 67280421310721ull;
