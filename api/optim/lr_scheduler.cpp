@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ember/ops/factory.h"
 #include "ember/util/error.h"
 
 namespace ember::optim {
@@ -23,6 +24,58 @@ void LRScheduler::step() {
   EMBER_ASSERT(lrs.size() == groups.size());
   for (size_t i = 0; i < groups.size(); ++i) groups[i].set_lr(lrs[i]);
   last_lr_ = std::move(lrs);
+}
+
+// Note [Scheduler states]
+// A scheduler's state is where the schedule stands: the step count and the learning rates it
+// started from and last set, as float64 tensors so they survive a safetensors checkpoint
+// exactly. As in a resumed PyTorch run, the scheduler is first constructed with the same
+// hyperparameters (step size, T_max, ...) and then loaded; the optimizer's learning rates come
+// back with the optimizer's own state_dict.
+namespace {
+
+Tensor f64_vector(const std::vector<double>& v) {
+  return from_vector(v, {static_cast<int64_t>(v.size())}, TensorOptions(DType::Float64));
+}
+
+std::vector<double> read_f64_vector(const StateDict& dict, const std::string& key, size_t n,
+                                    const char* op) {
+  auto it = dict.find(key);
+  EMBER_CHECK(it != dict.end(), "[{}] load_state_dict: missing '{}'", op, key);
+  const Tensor t = it->second.to(Device::cpu()).to(DType::Float64).contiguous();
+  EMBER_CHECK(t.dim() == 1 && t.numel() == static_cast<int64_t>(n),
+              "[{}] load_state_dict: '{}' has shape {} but the optimizer has {} param groups", op,
+              key, shape_str(t.sizes()), n);
+  return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + n);
+}
+
+double read_scalar(const StateDict& dict, const std::string& key, const char* op) {
+  auto it = dict.find(key);
+  EMBER_CHECK(it != dict.end(), "[{}] load_state_dict: missing '{}'", op, key);
+  EMBER_CHECK(it->second.numel() == 1, "[{}] load_state_dict: '{}' has {} elements, not 1", op, key,
+              it->second.numel());
+  return it->second.to(Device::cpu()).to(DType::Float64).item();
+}
+
+}  // namespace
+
+StateDict LRScheduler::state_dict() const {
+  return {{"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64))},
+          {"base_lrs", f64_vector(base_lrs_)},
+          {"last_lr", f64_vector(last_lr_)}};
+}
+
+void LRScheduler::load_state_dict(const StateDict& dict) {
+  const char* op = "optim.LRScheduler";
+  const size_t n = optimizer_.param_groups().size();
+  std::vector<double> base = read_f64_vector(dict, "base_lrs", n, op);
+  std::vector<double> last = read_f64_vector(dict, "last_lr", n, op);
+  const double epoch = read_scalar(dict, "last_epoch", op);
+  EMBER_CHECK(epoch >= 0 && epoch == std::floor(epoch),
+              "[{}] load_state_dict: last_epoch must be a non-negative integer: got {}", op, epoch);
+  last_epoch_ = static_cast<int64_t>(epoch);
+  base_lrs_ = std::move(base);
+  last_lr_ = std::move(last);
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
@@ -155,6 +208,32 @@ void ReduceLROnPlateau::step(double metric) {
   }
   last_lr_.clear();
   for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.lr());
+}
+
+StateDict ReduceLROnPlateau::state_dict() const {
+  return {{"best", full({}, best_, TensorOptions(DType::Float64))},
+          {"num_bad_epochs", full({}, num_bad_epochs_, TensorOptions(DType::Int64))},
+          {"cooldown_counter", full({}, cooldown_counter_, TensorOptions(DType::Int64))},
+          {"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64))},
+          {"last_lr", f64_vector(last_lr_)}};
+}
+
+void ReduceLROnPlateau::load_state_dict(const StateDict& dict) {
+  const char* op = "optim.ReduceLROnPlateau";
+  std::vector<double> last = read_f64_vector(dict, "last_lr", optimizer_.param_groups().size(), op);
+  const double best = read_scalar(dict, "best", op);
+  const double bad = read_scalar(dict, "num_bad_epochs", op);
+  const double cooldown = read_scalar(dict, "cooldown_counter", op);
+  const double epoch = read_scalar(dict, "last_epoch", op);
+  EMBER_CHECK(bad >= 0 && cooldown >= 0 && epoch >= 0,
+              "[{}] load_state_dict: negative counters (num_bad_epochs {}, cooldown_counter {}, "
+              "last_epoch {})",
+              op, bad, cooldown, epoch);
+  best_ = best;
+  num_bad_epochs_ = static_cast<int64_t>(bad);
+  cooldown_counter_ = static_cast<int64_t>(cooldown);
+  last_epoch_ = static_cast<int64_t>(epoch);
+  last_lr_ = std::move(last);
 }
 
 }  // namespace ember::optim

@@ -214,5 +214,45 @@ TEST(OptimClipGradValue, ClampsEachElement) {
   expect_error([&] { clip_grad_value_({a}, -1.0); }, "[optim.clip_grad_value_] invalid clip_value");
 }
 
+// Note [Scheduler states]: a scheduler rebuilt with the same hyperparameters and loaded from a
+// state_dict continues the schedule where the first one was.
+TEST(OptimLRScheduler, StateDictContinuesTheSchedule) {
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  CosineAnnealingLR sched(opt, 10, 0.01);
+  for (int i = 0; i < 4; ++i) sched.step();
+  const StateDict state = sched.state_dict();
+  const StateDict opt_state = opt.state_dict();
+  Tensor q = make({1.0}).requires_grad_();
+  SGD opt2({q}, {.lr = 1.0});
+  CosineAnnealingLR sched2(opt2, 10, 0.01);
+  opt2.load_state_dict(opt_state);
+  sched2.load_state_dict(state);
+  EXPECT_EQ(sched2.last_epoch(), 4);
+  EXPECT_EQ(sched2.get_last_lr(), sched.get_last_lr());
+  for (int i = 0; i < 3; ++i) {
+    sched.step();
+    sched2.step();
+    EXPECT_EQ(sched2.get_last_lr()[0], sched.get_last_lr()[0]) << i;
+    EXPECT_EQ(opt2.param_groups()[0].lr(), opt.param_groups()[0].lr());
+  }
+  // A state of another number of groups is refused.
+  SGD two(std::vector<ParamGroup>{{.params = {make({0.0}).requires_grad_()}},
+                                  {.params = {make({0.0}).requires_grad_()}}},
+          {.lr = 1.0});
+  StepLR other(two, 1);
+  expect_error([&] { other.load_state_dict(state); }, "but the optimizer has 2 param groups");
+  // ReduceLROnPlateau: its counters and best value.
+  ReduceLROnPlateau plateau(opt, {.patience = 1});
+  for (double m : {1.0, 0.5, 0.6}) plateau.step(m);
+  ReduceLROnPlateau plateau2(opt2, {.patience = 1});
+  plateau2.load_state_dict(plateau.state_dict());
+  EXPECT_EQ(plateau2.best(), 0.5);
+  EXPECT_EQ(plateau2.num_bad_epochs(), 1);
+  plateau.step(0.7);
+  plateau2.step(0.7);
+  EXPECT_EQ(plateau2.get_last_lr(), plateau.get_last_lr());
+}
+
 }  // namespace
 }  // namespace ember::optim

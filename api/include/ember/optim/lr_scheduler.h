@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ember/optim/optimizer.h"
+#include "ember/state_dict.h"
 
 namespace ember::optim {
 
@@ -24,6 +25,12 @@ class LRScheduler {
   int64_t last_epoch() const { return last_epoch_; }
   /** The learning rates of the groups when the scheduler was made. */
   const std::vector<double>& base_lrs() const { return base_lrs_; }
+  /** The schedule's position: "last_epoch" (int64), "base_lrs" and "last_lr" (float64, one per
+   *  group); the hyperparameters are the constructor's (Note [Scheduler states]). */
+  StateDict state_dict() const;
+  /** Continues from a state_dict() of a scheduler over as many groups; leaves the optimizer's
+   *  learning rates to the optimizer's own state. */
+  void load_state_dict(const StateDict& dict);
 
  protected:
   /** Attaches to `optimizer` (which must outlive the scheduler); subclasses then call init(). */
@@ -150,6 +157,10 @@ class ReduceLROnPlateau {
   double best() const { return best_; }
   /** Consecutive epochs without improvement. */
   int64_t num_bad_epochs() const { return num_bad_epochs_; }
+  /** "best", "num_bad_epochs", "cooldown_counter", "last_epoch" and "last_lr". */
+  StateDict state_dict() const;
+  /** Continues from a state_dict() of a scheduler over as many groups. */
+  void load_state_dict(const StateDict& dict);
 
  private:
   bool is_better(double a) const;
