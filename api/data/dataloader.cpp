@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "core/util/log.h"
 #include "ember/dispatch/device_registry.h"
@@ -37,7 +38,8 @@ struct Epoch {
   bool pin = false;  // copy every batch into pinned memory
 
   // Consumer side: the batch it is at and, once fetched, that batch.
-  int64_t position = 0;  // written under `mu` when there are workers
+  int64_t position = 0;                          // written under `mu` when there are workers
+  std::shared_ptr<std::atomic<int64_t>> passed;  // the loader's view of `position`
   int64_t held = -1;
   Result current;
 
@@ -121,6 +123,7 @@ struct Epoch {
   void advance() {
     if (position >= num_batches) return;
     current = Result();
+    passed->fetch_add(1, std::memory_order_relaxed);
     if (workers.empty()) {
       ++position;
       return;
@@ -192,10 +195,43 @@ int64_t DataLoader::size() const {
   return batches_for(examples, options_.batch_size, options_.drop_last);
 }
 
+// Note [Resuming a DataLoader]
+// An epoch's order depends only on the sampler and the epoch's index (RandomSampler draws from
+// (seed, epoch)), and its batches are consecutive slices of that order. So where a loader stands
+// is two numbers, the epoch last begun and the batches of it passed, and a loader continues
+// exactly by drawing that epoch's order again and leaving out the batches already passed.
+LoaderState DataLoader::state() const {
+  if (epoch_ == 0) return {};
+  return {epoch_ - 1, current_skip_ + (passed_ ? passed_->load(std::memory_order_relaxed) : 0)};
+}
+
+void DataLoader::load_state(const LoaderState& state) {
+  EMBER_CHECK(state.batches >= 0, "[data.DataLoader] load_state: negative batch count {}",
+              state.batches);
+  const int64_t in_epoch =
+      batches_for(static_cast<int64_t>(sampler_->indices(dataset_->size(), state.epoch).size()),
+                  options_.batch_size, options_.drop_last);
+  EMBER_CHECK(state.batches <= in_epoch,
+              "[data.DataLoader] load_state: epoch {} has {} batches, not the {} passed (a "
+              "different dataset or batch size?)",
+              state.epoch, in_epoch, state.batches);
+  const bool finished = state.batches == in_epoch;
+  epoch_ = finished ? state.epoch + 1 : state.epoch;
+  skip_ = finished ? 0 : state.batches;
+  current_skip_ = 0;
+  passed_.reset();
+}
+
 DataLoader::Iterator DataLoader::begin() {
   auto epoch = std::make_shared<detail::Epoch>();
   epoch->dataset = dataset_;
   epoch->order = sampler_->indices(dataset_->size(), epoch_++);
+  const auto left_out = static_cast<std::ptrdiff_t>(
+      std::min<int64_t>(skip_ * options_.batch_size, static_cast<int64_t>(epoch->order.size())));
+  epoch->order.erase(epoch->order.begin(), epoch->order.begin() + left_out);
+  current_skip_ = std::exchange(skip_, 0);
+  passed_ = std::make_shared<std::atomic<int64_t>>(0);
+  epoch->passed = passed_;
   epoch->batch_size = options_.batch_size;
   epoch->num_batches = batches_for(static_cast<int64_t>(epoch->order.size()), options_.batch_size,
                                    options_.drop_last);

@@ -295,5 +295,45 @@ TEST(DataLoader, PinMemoryPinsWhereABackendCanAndOtherwiseKeepsTheBatches) {
   }
 }
 
+// Note [Resuming a DataLoader]: a loader restored from state() hands out the batches an
+// uninterrupted one would, mid-epoch and at an epoch's end, with and without workers.
+TEST(DataLoader, LoadStateContinuesWithTheSameBatches) {
+  for (int64_t workers : {0, 2}) {
+    const DataLoaderOptions opts{
+        .batch_size = 3, .shuffle = true, .num_workers = workers, .seed = 11};
+    DataLoader whole(numbered(20), opts);
+    std::vector<std::vector<int64_t>> expected;
+    for (int e = 0; e < 3; ++e) {
+      for (const auto& b : epoch_of(whole)) expected.push_back(b);
+    }
+    DataLoader first(numbered(20), opts);
+    EXPECT_EQ(first.state().epoch, 0u);
+    EXPECT_EQ(first.state().batches, 0);
+    std::vector<std::vector<int64_t>> got = epoch_of(first);  // epoch 0, all 7 batches
+    int taken = 0;
+    for (const auto& b : first) {  // epoch 1: 4 batches, then stop
+      got.push_back(values_i64(b[1]));
+      if (++taken == 4) break;
+    }
+    const LoaderState mid = first.state();
+    EXPECT_EQ(mid.epoch, 1u);
+    EXPECT_EQ(mid.batches, 3);  // the 4th was handed out but not passed
+    got.pop_back();
+    DataLoader second(numbered(20), opts);
+    second.load_state(mid);
+    for (const auto& b : epoch_of(second)) got.push_back(b);  // the rest of epoch 1
+    const LoaderState end = second.state();
+    EXPECT_EQ(end.epoch, 1u);
+    EXPECT_EQ(end.batches, 7);
+    DataLoader third(numbered(20), opts);
+    third.load_state(end);  // a finished epoch: the next one starts
+    for (const auto& b : epoch_of(third)) got.push_back(b);
+    EXPECT_EQ(got, expected) << workers << " workers";
+  }
+  DataLoader loader(numbered(20), {.batch_size = 3});
+  EXPECT_THROW(loader.load_state({0, 8}), Error);
+  EXPECT_THROW(loader.load_state({0, -1}), Error);
+}
+
 }  // namespace
 }  // namespace ember::data

@@ -1,6 +1,7 @@
 // DataLoader: batches of a Dataset, one epoch per iteration, produced ahead by worker threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -37,6 +38,14 @@ struct DataLoaderOptions {
 namespace detail {
 struct Epoch;
 }  // namespace detail
+
+/** Where a DataLoader stands, to resume a run exactly (Note [Resuming a DataLoader]). */
+struct LoaderState {
+  /** The epoch last begun (its index: 0 for the first). */
+  uint64_t epoch = 0;
+  /** Batches of that epoch already handed out and passed. */
+  int64_t batches = 0;
+};
 
 /** Iterates a dataset in batches: `for (const std::vector<Tensor>& batch : loader)`. */
 class DataLoader {
@@ -82,6 +91,11 @@ class DataLoader {
   int64_t size() const;
   /** Number of epochs begun so far. */
   uint64_t epochs_begun() const { return epoch_; }
+  /** The epoch last begun and how many of its batches were passed ({0, 0} before the first). */
+  LoaderState state() const;
+  /** Makes the next begin() continue from `state`: the rest of that epoch, or the next epoch when
+   *  it was finished; the batches are those an uninterrupted run would have seen. */
+  void load_state(const LoaderState& state);
   /** The dataset. */
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   /** The options. */
@@ -92,7 +106,10 @@ class DataLoader {
   DataLoaderOptions options_;
   std::shared_ptr<Sampler> sampler_;
   uint64_t epoch_ = 0;
-  bool pin_ = false;  // options_.pin_memory and a backend offers pinned memory
+  bool pin_ = false;          // options_.pin_memory and a backend offers pinned memory
+  int64_t skip_ = 0;          // batches the next begin() leaves out (load_state)
+  int64_t current_skip_ = 0;  // those the current epoch left out
+  std::shared_ptr<std::atomic<int64_t>> passed_;  // batches the current epoch passed
 };
 
 }  // namespace ember::data
