@@ -361,6 +361,16 @@ int main(int argc, char** argv) {
       ->add_option("--nproc", t.nproc,
                    "Train data-parallel in this many processes (started with `ember run`)")
       ->capture_default_str();
+  train->add_option("--lr-schedule", t.lr_schedule, "none, step or cosine (over --epochs)")
+      ->check(CLI::IsMember({"none", "step", "cosine"}))
+      ->capture_default_str();
+  train->add_option("--lr-step-size", t.lr_step_size, "step: epochs between decays")
+      ->capture_default_str();
+  train->add_option("--lr-gamma", t.lr_gamma, "step: the factor of each decay")
+      ->capture_default_str();
+  train->add_option(
+      "--resume", t.resume,
+      "Continue exactly from a training checkpoint (<out>/<model>-train.safetensors)");
   ember::tools::LaunchOptions launch;
   auto* run = app.add_subcommand(
       "run",

@@ -4,8 +4,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include <ember/data.h>
 #include <ember/distributed.h>
@@ -116,6 +121,120 @@ Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device) 
           static_cast<double>(correct) / static_cast<double>(seen)};
 }
 
+// Note [Exact resume]
+// `<out>/<model>-train.safetensors`, written atomically at the end of every epoch, holds all
+// that the next epoch depends on: the model's parameters and buffers ("model."), the optimizer's
+// state and hyperparameters ("optimizer."), the LR scheduler's position ("scheduler."), the
+// default random generators of the CPU and the training device ("rng.<device>"), the data
+// loader's position (metadata loader_epoch and loader_batches, Note [Resuming a DataLoader]),
+// the epoch and step counts and the curves drawn so far ("curve."). `--resume` rebuilds the
+// run from the same options, then loads all of it, so epoch k+1 computes exactly what an
+// uninterrupted run's epoch k+1 computes: with one CPU thread the losses agree bit for bit.
+// The metrics files are cut back to the checkpoint's epoch and continued.
+constexpr const char* kTrainFormat = "ember-train-v1";
+
+/** Tensors of `dict` under `prefix`, with the prefix removed. */
+StateDict with_prefix_removed(const StateDict& dict, const std::string& prefix) {
+  StateDict out;
+  for (const auto& [k, v] : dict) {
+    if (k.rfind(prefix, 0) == 0) out.emplace(k.substr(prefix.size()), v);
+  }
+  return out;
+}
+
+/** A series' points as a float64 [n, 2] tensor. */
+Tensor series_tensor(const Series& s) {
+  std::vector<double> v;
+  for (const auto& [x, y] : s.points) v.insert(v.end(), {x, y});
+  return from_vector(v, {static_cast<int64_t>(s.points.size()), 2}, TensorOptions(DType::Float64));
+}
+
+/** The points of a [n, 2] tensor saved by series_tensor. */
+std::vector<std::pair<double, double>> series_points(const Tensor& t) {
+  EMBER_CHECK(t.dim() == 2 && t.size(1) == 2,
+              "[train] --resume: a curve in the checkpoint has shape {}, not [n, 2]",
+              shape_str(t.sizes()));
+  const Tensor h = t.to(Device::cpu()).to(DType::Float64).contiguous();
+  std::vector<std::pair<double, double>> out;
+  for (int64_t i = 0; i < h.size(0); ++i) {
+    out.emplace_back(h.data_ptr<double>()[2 * i], h.data_ptr<double>()[2 * i + 1]);
+  }
+  return out;
+}
+
+/** Metadata value `key` of a training checkpoint, or an error naming the file. */
+const std::string& meta_value(const io::Metadata& meta, const std::string& key,
+                              const std::string& path) {
+  auto it = meta.find(key);
+  EMBER_CHECK(it != meta.end(), "[train] --resume {}: not a training checkpoint ('{}' missing)",
+              path, key);
+  return it->second;
+}
+
+/** An integer metadata value. */
+int64_t meta_int(const io::Metadata& meta, const std::string& key, const std::string& path) {
+  const std::string& v = meta_value(meta, key, path);
+  try {
+    size_t used = 0;
+    const int64_t n = std::stoll(v, &used);
+    if (used == v.size()) return n;
+  } catch (const std::exception&) {
+  }
+  EMBER_CHECK(false, "[train] --resume {}: '{}' is '{}', not an integer", path, key, v);
+  return 0;
+}
+
+/** Keeps the header and the rows whose first column (the epoch) is at most `epoch`. */
+void cut_csv(const std::string& path, int64_t epoch) {
+  std::ifstream in(path);
+  std::string line, kept;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (header || std::strtoll(line.c_str(), nullptr, 10) <= epoch) kept += line + "\n";
+    header = false;
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc) << kept;
+}
+
+/** The metrics files beside the curve (Note [Training metrics as CSV]). */
+class MetricsFiles {
+ public:
+  MetricsFiles(const std::string& steps, const std::string& epochs, bool resume,
+               int64_t resume_epoch) {
+    if (resume) {
+      cut_csv(steps, resume_epoch);
+      cut_csv(epochs, resume_epoch);
+    }
+    open(steps_, steps, resume, "epoch,step,global_step,loss,lr,time_s");
+    open(epochs_, epochs, resume,
+         "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,time_s,samples_per_s");
+  }
+  /** One training step. */
+  void step(int64_t epoch, int64_t step, int64_t global_step, double loss, double lr,
+            double time_s) {
+    steps_ << fmt::format("{},{},{},{},{},{:.3f}\n", epoch, step, global_step, loss, lr, time_s);
+  }
+  /** One epoch, flushed with the steps before it. */
+  void epoch(int64_t epoch, double train_loss, double train_acc, double test_loss, double test_acc,
+             double lr, double time_s, double rate) {
+    epochs_ << fmt::format("{},{},{},{},{},{},{:.3f},{:.1f}\n", epoch, train_loss, train_acc,
+                           test_loss, test_acc, lr, time_s, rate);
+    steps_.flush();
+    epochs_.flush();
+  }
+
+ private:
+  static void open(std::ofstream& f, const std::string& path, bool append, const char* header) {
+    const bool fresh =
+        !append || !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
+    f.open(path, fresh ? std::ios::trunc : std::ios::app);
+    EMBER_CHECK_IO(f.good(), "[train] cannot write {}", path);
+    if (fresh) f << header << "\n";
+  }
+  std::ofstream steps_, epochs_;
+};
+
 }  // namespace
 
 double train(const TrainOptions& o) {
@@ -178,6 +297,15 @@ double train(const TrainOptions& o) {
   } else {
     opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = o.lr});
   }
+  std::unique_ptr<optim::LRScheduler> schedule;
+  if (o.lr_schedule == "step") {
+    schedule = std::make_unique<optim::StepLR>(*opt, o.lr_step_size, o.lr_gamma);
+  } else if (o.lr_schedule == "cosine") {
+    schedule = std::make_unique<optim::CosineAnnealingLR>(*opt, o.epochs);
+  } else {
+    EMBER_CHECK(o.lr_schedule == "none", "[train] unknown --lr-schedule '{}' (none, step, cosine)",
+                o.lr_schedule);
+  }
 
   const bool tty = lead && o.progress && isatty(fileno(stdout));
   const int64_t n_train = train_set->size();
@@ -199,8 +327,67 @@ double train(const TrainOptions& o) {
   std::filesystem::create_directories(o.out);
   const std::string ckpt = (std::filesystem::path(o.out) / (o.model + ".safetensors")).string();
   const std::string curve = (std::filesystem::path(o.out) / (o.model + "-curve.svg")).string();
+  const auto out_file = [&](const char* suffix) {
+    return (std::filesystem::path(o.out) / (o.model + suffix)).string();
+  };
+  const std::string train_ckpt = out_file("-train.safetensors");
+  const std::string steps_csv = out_file("-steps.csv"), epochs_csv = out_file("-epochs.csv");
+  const std::string rng_key = "rng." + fmt::format("{}", device);
 
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  int64_t first_epoch = 1, global_step = 0;
+  if (!o.resume.empty()) {  // Note [Exact resume]
+    const StateDict saved = io::load(o.resume);
+    const io::Metadata meta = io::load_metadata(o.resume);
+    EMBER_CHECK(meta_value(meta, "format", o.resume) == kTrainFormat,
+                "[train] --resume {}: format '{}' is not {}", o.resume,
+                meta_value(meta, "format", o.resume), kTrainFormat);
+    for (const auto& [key, now] : {std::pair<std::string, std::string>{"model", o.model},
+                                   {"optimizer", o.optimizer},
+                                   {"lr_schedule", o.lr_schedule},
+                                   {"batch_size", std::to_string(o.batch_size)},
+                                   {"seed", std::to_string(o.seed)}}) {
+      const std::string& then = meta_value(meta, key, o.resume);
+      EMBER_CHECK(then == now,
+                  "[train] --resume {}: the run was made with --{} {}, not {} (resume with the "
+                  "same options)",
+                  o.resume,
+                  key == "batch_size"    ? "batch-size"
+                  : key == "lr_schedule" ? "lr-schedule"
+                                         : key,
+                  then, now);
+    }
+    model->load_state_dict(with_prefix_removed(saved, "model."));
+    opt->load_state_dict(with_prefix_removed(saved, "optimizer."));
+    if (schedule) schedule->load_state_dict(with_prefix_removed(saved, "scheduler."));
+    default_generator().set_state(saved.at("rng.cpu"));
+    if (device != Device::cpu() && saved.count(rng_key)) {
+      default_generator(device).set_state(saved.at(rng_key));
+    }
+    const int64_t done = meta_int(meta, "epoch", o.resume);
+    train_loader.load_state({static_cast<uint64_t>(meta_int(meta, "loader_epoch", o.resume)),
+                             meta_int(meta, "loader_batches", o.resume)});
+    global_step = meta_int(meta, "global_step", o.resume);
+    for (Series* series : {&step_loss, &test_loss, &test_acc, &train_acc}) {
+      auto it = saved.find("curve." + series->label);
+      if (it != saved.end()) series->points = series_points(it->second);
+    }
+    first_epoch = done + 1;
+    if (lead) {
+      fmt::print("resuming from {} after epoch {}\n", o.resume, done);
+      std::fflush(stdout);
+    }
+  }
+  // Note [Training metrics as CSV]
+  // Beside the curve, <model>-steps.csv has one row per step (epoch, step in the epoch, global
+  // step, loss, lr, seconds since the run began) and <model>-epochs.csv one row per epoch
+  // (training and test loss and accuracy, lr, seconds, samples/s), for plotting and comparing
+  // runs elsewhere. Numbers are written in their shortest exact form; a resumed run keeps the
+  // rows up to its checkpoint and continues the files.
+  std::optional<MetricsFiles> metrics;
+  if (lead) metrics.emplace(steps_csv, epochs_csv, !o.resume.empty(), first_epoch - 1);
+  const Clock::time_point run_start = Clock::now();
+
+  for (int64_t epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     Progress progress(tty, epoch, o.epochs, n_train);
     const Clock::time_point t0 = Clock::now();
     double loss_sum = 0, window_sum = 0;
@@ -223,6 +410,11 @@ double train(const TrainOptions& o) {
       seen += b;
       window_sum += l;
       ++step;
+      ++global_step;
+      if (metrics) {
+        metrics->step(epoch, step, global_step, l, opt->param_groups()[0].lr(),
+                      seconds_since(run_start));
+      }
       if (++window == 50) {
         step_loss.points.emplace_back(static_cast<double>(epoch - 1) +
                                           static_cast<double>(seen) / static_cast<double>(n_train),
@@ -241,6 +433,8 @@ double train(const TrainOptions& o) {
       loss_sum = p[0], seen = static_cast<int64_t>(p[1]), correct = static_cast<int64_t>(p[2]);
     }
     const double train_s = seconds_since(t0);
+    const double epoch_lr = opt->param_groups()[0].lr();
+    if (schedule) schedule->step();
     if (!lead) continue;
     last = evaluate(*model, test_loader, device);
     const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
@@ -256,14 +450,45 @@ double train(const TrainOptions& o) {
         static_cast<double>(seen) / train_s);
     std::fflush(stdout);
 
+    metrics->epoch(epoch, train_loss,
+                   seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0, last.loss,
+                   last.accuracy, epoch_lr, seconds_since(run_start),
+                   static_cast<double>(seen) / train_s);
+
     io::save(ckpt, model->state_dict(),
              {{"model", o.model},
               {"epoch", std::to_string(epoch)},
               {"test_accuracy", fmt::format("{:.4f}", last.accuracy)}});
+    StateDict state;
+    for (const auto& [k, v] : model->state_dict()) state.emplace("model." + k, v);
+    for (const auto& [k, v] : opt->state_dict()) state.emplace("optimizer." + k, v);
+    if (schedule) {
+      for (const auto& [k, v] : schedule->state_dict()) state.emplace("scheduler." + k, v);
+    }
+    state.emplace("rng.cpu", default_generator().get_state());
+    if (device != Device::cpu()) state.emplace(rng_key, default_generator(device).get_state());
+    for (const Series* series : {&step_loss, &test_loss, &test_acc, &train_acc}) {
+      state.emplace("curve." + series->label, series_tensor(*series));
+    }
+    const data::LoaderState position = train_loader.state();
+    io::save(train_ckpt, state,
+             {{"format", kTrainFormat},
+              {"model", o.model},
+              {"optimizer", o.optimizer},
+              {"lr_schedule", o.lr_schedule},
+              {"batch_size", std::to_string(o.batch_size)},
+              {"seed", std::to_string(o.seed)},
+              {"epoch", std::to_string(epoch)},
+              {"global_step", std::to_string(global_step)},
+              {"loader_epoch", std::to_string(position.epoch)},
+              {"loader_batches", std::to_string(position.batches)}});
     write_svg(curve, {Chart{"Loss", "epoch", "cross entropy", {step_loss, test_loss}},
                       Chart{"Accuracy", "epoch", "fraction correct", {train_acc, test_acc}}});
   }
-  if (lead) fmt::print("checkpoint: {}\ncurve: {}\n", ckpt, curve);
+  if (lead) {
+    fmt::print("checkpoint: {}\ncurve: {}\nmetrics: {}, {}\nresume with: --resume {}\n", ckpt,
+               curve, steps_csv, epochs_csv, train_ckpt);
+  }
   if (distributed) {
     distributed::default_group().barrier();  // the others wait for rank 0's files
     distributed::destroy_process_group();

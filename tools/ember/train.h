@@ -9,22 +9,26 @@ namespace ember::tools {
 
 /** Everything `ember train` can be told on its command line. */
 struct TrainOptions {
-  std::string model = "cnn";        ///< lenet, cnn, mlp, resnet18 or resnet50
-  std::string device;               ///< empty: the best available device
-  std::optional<std::string> data;  ///< dataset directory; default: the Debian package's
-  std::string out = "ember-train";  ///< where the checkpoint and the curve go
-  std::string optimizer = "sgd";    ///< sgd (with momentum) or adam
-  int64_t epochs = 5;               ///< passes over the training set
-  int64_t batch_size = 64;          ///< examples per step
-  double lr = 0.01;                 ///< learning rate
-  double momentum = 0.9;            ///< SGD momentum
-  int64_t limit = 0;                ///< train on only this many examples (0: all)
-  int64_t test_limit = 0;           ///< evaluate on only this many examples (0: all)
-  uint64_t seed = 0;                ///< initialisation and shuffling
-  int threads = 0;                  ///< CPU threads (0: all cores)
-  int workers = 1;                  ///< data-loader threads
-  bool progress = true;             ///< a progress bar when stdout is a terminal
-  int nproc = 1;                    ///< data-parallel processes (`ember run` starts them)
+  std::string model = "cnn";         ///< lenet, cnn, mlp, resnet18 or resnet50
+  std::string device;                ///< empty: the best available device
+  std::optional<std::string> data;   ///< dataset directory; default: the Debian package's
+  std::string out = "ember-train";   ///< where the checkpoint and the curve go
+  std::string optimizer = "sgd";     ///< sgd (with momentum) or adam
+  int64_t epochs = 5;                ///< passes over the training set
+  int64_t batch_size = 64;           ///< examples per step
+  double lr = 0.01;                  ///< learning rate
+  double momentum = 0.9;             ///< SGD momentum
+  int64_t limit = 0;                 ///< train on only this many examples (0: all)
+  int64_t test_limit = 0;            ///< evaluate on only this many examples (0: all)
+  uint64_t seed = 0;                 ///< initialisation and shuffling
+  int threads = 0;                   ///< CPU threads (0: all cores)
+  int workers = 1;                   ///< data-loader threads
+  bool progress = true;              ///< a progress bar when stdout is a terminal
+  int nproc = 1;                     ///< data-parallel processes (`ember run` starts them)
+  std::string lr_schedule = "none";  ///< none, step (StepLR) or cosine (over --epochs)
+  int64_t lr_step_size = 1;          ///< StepLR: epochs between decays
+  double lr_gamma = 0.5;             ///< StepLR: the decay factor
+  std::string resume;                ///< a training checkpoint to continue from (empty: none)
 };
 
 /** Runs the training; returns the final test accuracy in [0, 1]. */

@@ -2,7 +2,15 @@
 // subset, and its checkpoint round-trips bit-exactly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ember/data.h>
 #include <ember/ember.h>
@@ -92,6 +100,101 @@ TEST(Training, CheckpointRoundTripsBitExactly) {
   // A checkpoint of another model is refused with the names that differ.
   io::save(path, models::lenet5()->state_dict());
   expect_error([&] { b->load_state_dict(io::load(path)); }, {"[nn.Sequential]", "0.weight"});
+  std::filesystem::remove_all(dir);
+}
+
+// Runs the ember CLI with `args`; returns its exit status and output.
+std::pair<int, std::string> run_cli(const std::vector<std::string>& args) {
+  std::string cmd = EMBER_CLI;
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = p != nullptr ? ::pclose(p) : -1;
+  return {status, out};
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A metrics CSV without its last `timing_columns` columns (wall-clock figures).
+std::vector<std::string> without_timing(const std::string& csv, int timing_columns) {
+  std::vector<std::string> rows;
+  std::istringstream in(csv);
+  for (std::string line; std::getline(in, line);) {
+    for (int i = 0; i < timing_columns; ++i) line = line.substr(0, line.rfind(','));
+    rows.push_back(line);
+  }
+  return rows;
+}
+
+// "epoch k/N: train loss A, test loss B, test accuracy C%" without the epoch count N and the
+// timing after it, for every epoch line of `output`.
+std::vector<std::string> epoch_figures(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(": train loss ");
+    if (line.rfind("epoch ", 0) != 0 || colon == std::string::npos) continue;
+    const std::string epoch = line.substr(0, line.find('/'));
+    out.push_back(epoch + line.substr(colon, line.find('%') - colon));
+  }
+  return out;
+}
+
+// Note [Exact resume] in tools/ember/train.cpp: 2 epochs, stop, resume to 3 gives the losses,
+// accuracies, learning rates and weights of 3 uninterrupted epochs, bit for bit (one thread).
+TEST(Training, ResumedRunEqualsTheUninterruptedOneBitForBit) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ember-resume-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string split = (dir / "split").string(), whole = (dir / "whole").string();
+  const std::vector<std::string> common = {
+      "train",        "--model", "mlp",           "--limit",       "1024", "--test-limit",   "300",
+      "--threads",    "1",       "--no-progress", "--lr-schedule", "step", "--lr-step-size", "2",
+      "--batch-size", "100"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto [s1, o1] = run_cli(with({"--epochs", "2", "--out", split}));
+  ASSERT_EQ(s1, 0) << o1;
+  const std::string ckpt = split + "/mlp-train.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(ckpt)) << o1;
+  const auto [s2, o2] = run_cli(with({"--epochs", "3", "--out", split, "--resume", ckpt}));
+  ASSERT_EQ(s2, 0) << o2;
+  EXPECT_NE(o2.find("resuming from " + ckpt + " after epoch 2"), std::string::npos) << o2;
+  const auto [s3, o3] = run_cli(with({"--epochs", "3", "--out", whole}));
+  ASSERT_EQ(s3, 0) << o3;
+
+  std::vector<std::string> resumed = epoch_figures(o1);
+  const std::vector<std::string> more = epoch_figures(o2);
+  resumed.insert(resumed.end(), more.begin(), more.end());
+  ASSERT_EQ(resumed.size(), 3u) << o1 << o2;
+  EXPECT_EQ(resumed, epoch_figures(o3));
+  // Every step's loss and lr and every epoch's figures, in their exact decimal form.
+  EXPECT_EQ(without_timing(read_text(split + "/mlp-steps.csv"), 1),
+            without_timing(read_text(whole + "/mlp-steps.csv"), 1));
+  const std::vector<std::string> epochs = without_timing(read_text(split + "/mlp-epochs.csv"), 2);
+  EXPECT_EQ(epochs.size(), 4u);  // the header and 3 epochs
+  EXPECT_EQ(epochs, without_timing(read_text(whole + "/mlp-epochs.csv"), 2));
+  // The weights, bit for bit.
+  const StateDict a = io::load(split + "/mlp.safetensors"),
+                  b = io::load(whole + "/mlp.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) EXPECT_EQ(values(t), values(b.at(name))) << name;
+  // A checkpoint of other options is refused, naming the option.
+  const auto [s4, o4] = run_cli({"train", "--model", "cnn", "--epochs", "3", "--limit", "100",
+                                 "--out", split, "--resume", ckpt, "--no-progress"});
+  EXPECT_NE(s4, 0);
+  EXPECT_NE(o4.find("the run was made with --model mlp, not cnn"), std::string::npos) << o4;
   std::filesystem::remove_all(dir);
 }
 
