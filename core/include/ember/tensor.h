@@ -2,6 +2,7 @@
 // Everything here lives in libember_core.so (CMake target Ember::core).
 #pragma once
 
+#include "ember/autograd/checkpoint.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/function.h"
 #include "ember/autograd/grad_mode.h"

@@ -194,5 +194,29 @@ TEST(ModuleList, RegistersItsModules) {
   EXPECT_EQ(n, 2);
 }
 
+// nn::checkpoint_sequential: the same gradients as running the Sequential plainly (dropout
+// replayed), for every number of segments.
+TEST(Sequential, CheckpointSequentialGivesThePlainGradients) {
+  manual_seed(4);
+  Sequential s{std::make_shared<Linear>(6, 8), std::make_shared<ReLU>(),
+               std::make_shared<Dropout>(0.3), std::make_shared<Linear>(8, 8),
+               std::make_shared<Tanh>(),       std::make_shared<Linear>(8, 2)};
+  const Tensor x0 = randn({5, 6});
+  auto grads = [&](int64_t segments) {
+    s.zero_grad();
+    manual_seed(9);
+    Tensor x = x0.clone().requires_grad_(true);
+    const Tensor y = segments == 0 ? s(x) : checkpoint_sequential(s, segments, x);
+    sum(mul(y, y)).backward();
+    std::vector<std::vector<double>> out = {values(x.grad())};
+    for (const Tensor& p : s.parameters()) out.push_back(values(p.grad()));
+    return out;
+  };
+  const auto plain = grads(0);
+  for (int64_t segments : {1, 2, 3, 6}) EXPECT_EQ(grads(segments), plain) << segments;
+  expect_error([&] { checkpoint_sequential(s, 7, x0); },
+               {"[nn.checkpoint_sequential]", "segments must be in [1, 6]", "got 7"});
+}
+
 }  // namespace
 }  // namespace ember::nn

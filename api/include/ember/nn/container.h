@@ -28,6 +28,13 @@ class Sequential : public Module {
   std::vector<std::shared_ptr<Module>> modules_;
 };
 
+/** Runs `seq` on `x` in `segments` consecutive segments of about equal length, each but the
+ *  last under autograd::checkpoint, so only the segments' boundaries are kept for backward
+ *  (torch.utils.checkpoint.checkpoint_sequential). A segment whose input does not require grad
+ *  (the first, on plain data) runs as usual. */
+Tensor checkpoint_sequential(const Sequential& seq, int64_t segments, const Tensor& x,
+                             bool preserve_rng_state = true);
+
 /** Holds modules by index ("0", "1", ...) so their parameters are registered; no forward. */
 class ModuleList : public Module {
  public:
