@@ -25,6 +25,7 @@
 
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -233,6 +234,7 @@ Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
               IntList padding, IntList dilation, int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv2d, x, x, weight, bias, stride, padding, dilation, groups);
   constexpr const char* kOp = "conv2d";
   check_tensors(kOp, x, weight, bias);
   const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
@@ -265,6 +267,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
 
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                         IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
+  EMBER_AUTOCAST(Lower, conv_transpose2d, x, x, weight, bias, stride, padding, output_padding,
+                 groups, dilation);
   constexpr const char* kOp = "conv_transpose2d";
   check_tensors(kOp, x, weight, bias);
   const ConvParams p = make_params(kOp, stride, padding, dilation, groups);

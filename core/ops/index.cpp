@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -312,6 +313,7 @@ Tensor cat_record(const std::vector<Tensor>& tensors, Tensor out, int64_t d) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (!tensors.empty()) EMBER_AUTOCAST(Promote, cat, tensors.front(), tensors, dim);
   EMBER_CHECK(!tensors.empty(), "[cat] expected a non-empty list of tensors");
   // Note [cat skips empty 1-d tensors]: like PyTorch's legacy rule, a 1-d tensor of size 0
   // joins anything (it is left out of the shape checks and the copy), but it still takes part
@@ -363,6 +365,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (!tensors.empty()) EMBER_AUTOCAST(Promote, stack, tensors.front(), tensors, dim);
   EMBER_CHECK(!tensors.empty(), "[stack] expected a non-empty list of tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK_TYPE(tensors[i].defined(), "[stack] tensor number {} in the list is undefined", i);

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 
@@ -114,10 +115,12 @@ Tensor differentiable_product(const char* name, const char* node, const Tensor& 
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  EMBER_AUTOCAST(Lower, matmul, a, a, b);
   return differentiable_product("matmul", "MatmulBackward", a, b);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_AUTOCAST(Lower, mm, a, a, b);
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[mm] undefined tensor argument");
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "[mm] expected 2-d tensors: got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));
@@ -125,6 +128,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_AUTOCAST(Lower, bmm, a, a, b);
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[bmm] undefined tensor argument");
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "[bmm] expected 3-d tensors: got shapes {} and {}",
               shape_str(a.sizes()), shape_str(b.sizes()));

@@ -28,6 +28,7 @@
 
 #include "core/dispatch/call.h"
 #include "core/ops/loss_testing.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/device_registry.h"
@@ -278,6 +279,7 @@ void check_broadcasts_to(const char* name, const char* what, const Tensor& w, co
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t ignore_index, Reduction reduction) {
+  EMBER_AUTOCAST(Float32, nll_loss, log_probs, log_probs, target, weight, ignore_index, reduction);
   check_nll_args("nll_loss", log_probs, target, weight);
   check_class_target("nll_loss", target);
   return nll("nll_loss", log_probs, target, weight, ignore_index, reduction);
@@ -285,6 +287,8 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& wei
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& weight,
                      int64_t ignore_index, Reduction reduction, double label_smoothing) {
+  EMBER_AUTOCAST(Float32, cross_entropy, logits, logits, target, weight, ignore_index, reduction,
+                 label_smoothing);
   const char* name = "cross_entropy";
   check_nll_args(name, logits, target, weight);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
@@ -349,12 +353,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
 }
 
 Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  EMBER_AUTOCAST(Float32, mse_loss, x, x, target, reduction);
   check_same_shape("mse_loss", x, target);
   common_device({&x, &target}, "mse_loss");
   return reduce_loss(square(sub(x, target)), reduction);
 }
 
 Tensor l1_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  EMBER_AUTOCAST(Float32, l1_loss, x, x, target, reduction);
   check_same_shape("l1_loss", x, target);
   common_device({&x, &target}, "l1_loss");
   return reduce_loss(abs(sub(x, target)), reduction);
@@ -362,6 +368,7 @@ Tensor l1_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
 
 Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor& weight,
                             Reduction reduction) {
+  EMBER_AUTOCAST(Float32, binary_cross_entropy, p, p, target, weight, reduction);
   const char* name = "binary_cross_entropy";
   check_same_shape(name, p, target);
   check_broadcasts_to(name, "weight", weight, p);
@@ -407,6 +414,8 @@ Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor&
 
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
+  EMBER_AUTOCAST(Float32, binary_cross_entropy_with_logits, x, x, target, weight, pos_weight,
+                 reduction);
   const char* name = "binary_cross_entropy_with_logits";
   check_same_shape(name, x, target);
   check_broadcasts_to(name, "weight", weight, x);

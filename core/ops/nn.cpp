@@ -30,6 +30,7 @@
 
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -237,6 +238,7 @@ void check_interpolate(const Tensor& x, std::string_view mode, bool align_corner
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_AUTOCAST(Lower, linear, x, x, weight, bias);
   EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[linear] undefined tensor argument");
   EMBER_CHECK(weight.dim() == 2, "[linear] weight must be 2-d [out, in]: got shape {}",
               shape_str(weight.sizes()));

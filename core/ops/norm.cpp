@@ -30,6 +30,7 @@
 #include <array>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -254,6 +255,8 @@ Tensor row_norm(const RowNorm& p, const Tensor& x, const Tensor& w, const Tensor
 Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_mean, const Tensor& running_var, bool training,
                   double momentum, double eps) {
+  EMBER_AUTOCAST(Float32, batch_norm, x, x, weight, bias, running_mean, running_var, training,
+                 momentum, eps);
   const char* name = "batch_norm";
   check_input(name, x, eps);
   EMBER_CHECK(x.dim() >= 2,
@@ -301,6 +304,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  EMBER_AUTOCAST(Float32, layer_norm, x, x, normalized_shape, weight, bias, eps);
   const char* name = "layer_norm";
   check_input(name, x, eps);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -332,6 +336,7 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  EMBER_AUTOCAST(Float32, group_norm, x, x, num_groups, weight, bias, eps);
   const char* name = "group_norm";
   check_input(name, x, eps);
   EMBER_CHECK(x.dim() >= 2,

@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -276,6 +277,7 @@ Tensor reduction_ad(const char* node, const char* name, const Tensor& x, IntList
 }  // namespace
 
 Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
+  EMBER_AUTOCAST(Float32, sum, x, x, dims, keepdim);
   return autograd::differentiable(
       "SumBackward", "sum", {&x},
       [&] { return sum_like(core_op(ops::sum), "sum", x, dims, keepdim); },
@@ -288,6 +290,7 @@ Tensor sum(const Tensor& x, IntList dims, bool keepdim) {
 }
 
 Tensor prod(const Tensor& x, IntList dims, bool keepdim) {
+  EMBER_AUTOCAST(Float32, prod, x, x, dims, keepdim);
   return reduction_ad(
       "ProdBackward", "prod", x, dims,
       [&] { return sum_like(core_op(ops::prod), "prod", x, dims, keepdim); },
@@ -297,6 +300,7 @@ Tensor prod(const Tensor& x, IntList dims, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
+  EMBER_AUTOCAST(Float32, mean, x, x, dims, keepdim);
   check_floating(x, "mean");
   // Half types sum and divide in float32 so the count is not rounded to 11 bits.
   const Tensor in = is_half(x.dtype()) ? x.to(DType::Float32) : x;
@@ -513,6 +517,7 @@ Tensor cumsum_forward(const Tensor& x, int64_t d) {
 }  // namespace
 
 Tensor cumsum(const Tensor& x, int64_t dim) {
+  EMBER_AUTOCAST(Float32, cumsum, x, x, dim);
   EMBER_CHECK_TYPE(x.defined(), "[cumsum] undefined tensor argument");
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   return autograd::differentiable(

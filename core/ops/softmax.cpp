@@ -9,6 +9,7 @@
 #include "ember/ops/softmax.h"
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -55,6 +56,7 @@ Tensor differentiable_softmax(const Op& op, const char* name, const char* node, 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
+  EMBER_AUTOCAST(Float32, softmax, x, x, dim);
   return differentiable_softmax(core_op(ops::softmax), "softmax", "SoftmaxBackward", x, dim,
                                 [](const Tensor& dy, const Tensor& y, IntList dims) {
                                   return mul(y, sub(dy, sum(mul(dy, y), dims, /*keepdim=*/true)));
@@ -62,6 +64,7 @@ Tensor softmax(const Tensor& x, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  EMBER_AUTOCAST(Float32, log_softmax, x, x, dim);
   return differentiable_softmax(core_op(ops::log_softmax), "log_softmax", "LogSoftmaxBackward", x,
                                 dim, [](const Tensor& dy, const Tensor& y, IntList dims) {
                                   return sub(dy, mul(exp(y), sum(dy, dims, /*keepdim=*/true)));

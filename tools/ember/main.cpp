@@ -368,6 +368,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--lr-gamma", t.lr_gamma, "step: the factor of each decay")
       ->capture_default_str();
+  train->add_option("--amp", t.amp, "Mixed precision: none, bf16 or f16 (with loss scaling)")
+      ->check(CLI::IsMember({"none", "bf16", "f16"}))
+      ->capture_default_str();
   train->add_option(
       "--resume", t.resume,
       "Continue exactly from a training checkpoint (<out>/<model>-train.safetensors)");

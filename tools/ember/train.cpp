@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include <ember/amp.h>
 #include <ember/data.h>
 #include <ember/distributed.h>
 #include <ember/ember.h>
@@ -102,8 +103,10 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device) {
+Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device,
+                    std::optional<DType> amp_dtype) {
   autograd::NoGradGuard no_grad;
+  const amp::autocast mixed(device_type(device.type).name, amp_dtype, amp_dtype.has_value());
   model.eval();
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
@@ -297,6 +300,14 @@ double train(const TrainOptions& o) {
   } else {
     opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = o.lr});
   }
+  // Note [Mixed precision in ember train]: --amp bf16|f16 runs the forward pass and the loss
+  // under autocast (the evaluation too), with loss scaling for float16; the parameters, their
+  // gradients and the optimizer stay float32.
+  const bool amp_on = o.amp != "none";
+  EMBER_CHECK(o.amp == "none" || o.amp == "bf16" || o.amp == "f16",
+              "[train] unknown --amp '{}' (none, bf16, f16)", o.amp);
+  const DType amp_dtype = o.amp == "f16" ? DType::Float16 : DType::BFloat16;
+  amp::GradScaler scaler({.enabled = o.amp == "f16"});
   std::unique_ptr<optim::LRScheduler> schedule;
   if (o.lr_schedule == "step") {
     schedule = std::make_unique<optim::StepLR>(*opt, o.lr_step_size, o.lr_gamma);
@@ -344,6 +355,7 @@ double train(const TrainOptions& o) {
     for (const auto& [key, now] : {std::pair<std::string, std::string>{"model", o.model},
                                    {"optimizer", o.optimizer},
                                    {"lr_schedule", o.lr_schedule},
+                                   {"amp", o.amp},
                                    {"batch_size", std::to_string(o.batch_size)},
                                    {"seed", std::to_string(o.seed)}}) {
       const std::string& then = meta_value(meta, key, o.resume);
@@ -359,6 +371,7 @@ double train(const TrainOptions& o) {
     model->load_state_dict(with_prefix_removed(saved, "model."));
     opt->load_state_dict(with_prefix_removed(saved, "optimizer."));
     if (schedule) schedule->load_state_dict(with_prefix_removed(saved, "scheduler."));
+    if (o.amp == "f16") scaler.load_state_dict(with_prefix_removed(saved, "scaler."));
     default_generator().set_state(saved.at("rng.cpu"));
     if (device != Device::cpu() && saved.count(rng_key)) {
       default_generator(device).set_state(saved.at(rng_key));
@@ -395,11 +408,16 @@ double train(const TrainOptions& o) {
     for (const std::vector<Tensor>& batch : train_loader) {
       const Tensor x = batch[0].to(device, /*non_blocking=*/true);
       const Tensor y = batch[1].to(device, /*non_blocking=*/true);
-      const Tensor logits = (*replica)(x);
-      const Tensor loss = cross_entropy(logits, y);
+      Tensor logits, loss;
+      {
+        const amp::autocast mixed(device_type(device.type).name, amp_dtype, amp_on);
+        logits = (*replica)(x);
+        loss = cross_entropy(logits, y);
+      }
       opt->zero_grad();
-      loss.backward();
-      opt->step();
+      scaler.scale(loss).backward();
+      scaler.step(*opt);
+      scaler.update();
       const double l = loss.item();
       const int64_t b = y.size(0);
       {
@@ -436,7 +454,8 @@ double train(const TrainOptions& o) {
     const double epoch_lr = opt->param_groups()[0].lr();
     if (schedule) schedule->step();
     if (!lead) continue;
-    last = evaluate(*model, test_loader, device);
+    last = evaluate(*model, test_loader, device,
+                    amp_on ? std::optional<DType>(amp_dtype) : std::nullopt);
     const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
     test_loss.points.emplace_back(static_cast<double>(epoch), last.loss);
     test_acc.points.emplace_back(static_cast<double>(epoch), last.accuracy);
@@ -465,6 +484,9 @@ double train(const TrainOptions& o) {
     if (schedule) {
       for (const auto& [k, v] : schedule->state_dict()) state.emplace("scheduler." + k, v);
     }
+    if (o.amp == "f16") {
+      for (const auto& [k, v] : scaler.state_dict()) state.emplace("scaler." + k, v);
+    }
     state.emplace("rng.cpu", default_generator().get_state());
     if (device != Device::cpu()) state.emplace(rng_key, default_generator(device).get_state());
     for (const Series* series : {&step_loss, &test_loss, &test_acc, &train_acc}) {
@@ -476,6 +498,7 @@ double train(const TrainOptions& o) {
               {"model", o.model},
               {"optimizer", o.optimizer},
               {"lr_schedule", o.lr_schedule},
+              {"amp", o.amp},
               {"batch_size", std::to_string(o.batch_size)},
               {"seed", std::to_string(o.seed)},
               {"epoch", std::to_string(epoch)},

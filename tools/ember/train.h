@@ -29,6 +29,7 @@ struct TrainOptions {
   int64_t lr_step_size = 1;          ///< StepLR: epochs between decays
   double lr_gamma = 0.5;             ///< StepLR: the decay factor
   std::string resume;                ///< a training checkpoint to continue from (empty: none)
+  std::string amp = "none";          ///< mixed precision: none, bf16 or f16 (with loss scaling)
 };
 
 /** Runs the training; returns the final test accuracy in [0, 1]. */

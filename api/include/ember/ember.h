@@ -2,6 +2,7 @@
 // devices) and the user library (nn, optim, data, io, models).
 #pragma once
 
+#include "ember/amp.h"
 #include "ember/data.h"
 #include "ember/io.h"
 #include "ember/models.h"

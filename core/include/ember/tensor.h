@@ -2,6 +2,7 @@
 // Everything here lives in libember_core.so (CMake target Ember::core).
 #pragma once
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/checkpoint.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/function.h"

@@ -198,5 +198,47 @@ TEST(Training, ResumedRunEqualsTheUninterruptedOneBitForBit) {
   std::filesystem::remove_all(dir);
 }
 
+// Note [Mixed precision in ember train]: --amp bf16 trains under autocast to about the float32
+// run's figures; an unknown mode is refused.
+TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ember-amp-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::vector<std::string> args = {"train", "--model",      "mlp", "--limit",
+                                         "2048",  "--test-limit", "500", "--epochs",
+                                         "1",     "--no-progress"};
+  auto run = [&](const std::string& amp) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--amp", amp, "--out", (dir / amp).string()});
+    return run_cli(a);
+  };
+  const auto [s32, o32] = run("none");
+  const auto [s16, o16] = run("bf16");
+  ASSERT_EQ(s32, 0) << o32;
+  ASSERT_EQ(s16, 0) << o16;
+  const std::vector<std::string> f32 = epoch_figures(o32), bf16 = epoch_figures(o16);
+  ASSERT_EQ(f32.size(), 1u);
+  ASSERT_EQ(bf16.size(), 1u);
+  double acc32 = 0, acc16 = 0, l32 = 0, l16 = 0;
+  ASSERT_EQ(std::sscanf(f32[0].c_str(), "epoch 1: train loss %lf, test loss %*f, test accuracy %lf",
+                        &l32, &acc32),
+            2)
+      << f32[0];
+  ASSERT_EQ(std::sscanf(bf16[0].c_str(),
+                        "epoch 1: train loss %lf, test loss %*f, test accuracy %lf", &l16, &acc16),
+            2)
+      << bf16[0];
+  EXPECT_NEAR(l16, l32, 0.05);
+  EXPECT_NEAR(acc16, acc32, 3.0);  // percentage points, on 500 test images
+  EXPECT_GT(acc16, 40.0);  // chance is 10%
+  // A resume must use the same precision.
+  const auto [s2, o2] = run_cli({"train", "--model", "mlp", "--limit", "2048", "--epochs", "2",
+                                 "--no-progress", "--out", (dir / "bf16").string(), "--resume",
+                                 (dir / "bf16" / "mlp-train.safetensors").string()});
+  EXPECT_NE(s2, 0);
+  EXPECT_NE(o2.find("the run was made with --amp bf16, not none"), std::string::npos) << o2;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ember

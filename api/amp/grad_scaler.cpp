@@ -1,0 +1,99 @@
+#include "ember/amp/grad_scaler.h"
+
+#include <cmath>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
+#include "ember/util/error.h"
+
+namespace ember::amp {
+
+// Note [Loss scaling]
+// float16 gradients of small magnitude flush to zero. Multiplying the loss by a large scale
+// multiplies every gradient by it, into float16's range; unscale_ divides them back (in the
+// gradients' own dtype, float32 for float32 parameters) and checks for inf and NaN with one
+// max(|g|) per gradient. A step with such a gradient is skipped and the scale backs off; after
+// growth_interval clean steps it grows, so it settles near the largest scale that does not
+// overflow, as PyTorch's GradScaler does. Unlike PyTorch, the check reads its result on the
+// host at once (Ember has no device-side skip of the optimizer step yet).
+GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale) {
+  EMBER_CHECK(options.init_scale > 0 && std::isfinite(options.init_scale),
+              "[amp.GradScaler] init_scale must be positive and finite: got {}",
+              options.init_scale);
+  EMBER_CHECK(options.growth_factor > 1, "[amp.GradScaler] growth_factor must be > 1: got {}",
+              options.growth_factor);
+  EMBER_CHECK(options.backoff_factor > 0 && options.backoff_factor < 1,
+              "[amp.GradScaler] backoff_factor must be in (0, 1): got {}", options.backoff_factor);
+  EMBER_CHECK(options.growth_interval >= 1, "[amp.GradScaler] growth_interval must be >= 1: got {}",
+              options.growth_interval);
+}
+
+Tensor GradScaler::scale(const Tensor& loss) const {
+  if (!options_.enabled) return loss;
+  return mul(loss, scale_);
+}
+
+void GradScaler::unscale_(optim::Optimizer& optimizer) {
+  if (!options_.enabled) return;
+  EMBER_CHECK(unscaled_.insert(&optimizer).second,
+              "[amp.GradScaler] unscale_ was already called for this optimizer since the last "
+              "update()");
+  autograd::NoGradGuard no_grad;
+  const double inv = 1.0 / scale_;
+  for (auto& group : optimizer.param_groups()) {
+    for (Tensor& p : group.params) {
+      Tensor& g = p.mutable_grad();
+      if (!g.defined()) continue;
+      mul_(g, inv);
+      if (!found_inf_ && !std::isfinite(amax(abs(g)).to(DType::Float64).item())) found_inf_ = true;
+    }
+  }
+}
+
+bool GradScaler::step(optim::Optimizer& optimizer) {
+  if (!options_.enabled) {
+    optimizer.step();
+    return true;
+  }
+  if (unscaled_.count(&optimizer) == 0) unscale_(optimizer);
+  skipped_ = found_inf_;
+  if (!skipped_) optimizer.step();
+  return !skipped_;
+}
+
+void GradScaler::update() {
+  if (!options_.enabled) return;
+  if (found_inf_) {
+    scale_ *= options_.backoff_factor;
+    growth_tracker_ = 0;
+  } else if (++growth_tracker_ == options_.growth_interval) {
+    scale_ *= options_.growth_factor;
+    growth_tracker_ = 0;
+  }
+  found_inf_ = false;
+  unscaled_.clear();
+}
+
+StateDict GradScaler::state_dict() const {
+  return {{"scale", full({}, scale_, TensorOptions(DType::Float64))},
+          {"growth_tracker", full({}, growth_tracker_, TensorOptions(DType::Int64))}};
+}
+
+void GradScaler::load_state_dict(const StateDict& dict) {
+  auto get = [&](const char* key) {
+    auto it = dict.find(key);
+    EMBER_CHECK(it != dict.end() && it->second.numel() == 1,
+                "[amp.GradScaler] load_state_dict: missing or non-scalar '{}'", key);
+    return it->second.to(Device::cpu()).to(DType::Float64).item();
+  };
+  const double scale = get("scale"), tracker = get("growth_tracker");
+  EMBER_CHECK(scale > 0 && std::isfinite(scale) && tracker >= 0,
+              "[amp.GradScaler] load_state_dict: scale {} and growth_tracker {} are out of range",
+              scale, tracker);
+  scale_ = scale;
+  growth_tracker_ = static_cast<int64_t>(tracker);
+}
+
+}  // namespace ember::amp

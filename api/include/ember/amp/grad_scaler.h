@@ -1,0 +1,60 @@
+// GradScaler, as torch.amp.GradScaler: loss scaling for float16 training.
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+
+#include "ember/optim/optimizer.h"
+#include "ember/state_dict.h"
+
+namespace ember::amp {
+
+/** GradScaler's settings (PyTorch's defaults). */
+struct GradScalerOptions {
+  /** The first scale. */
+  double init_scale = 65536.0;
+  /** Multiplies the scale after growth_interval steps without inf or NaN. */
+  double growth_factor = 2.0;
+  /** Multiplies the scale after a step whose gradients had inf or NaN. */
+  double backoff_factor = 0.5;
+  /** Steps without inf or NaN before the scale grows. */
+  int64_t growth_interval = 2000;
+  /** Off, every call passes through (scale() returns the loss, step() steps). */
+  bool enabled = true;
+};
+
+/** Scales the loss so float16 gradients do not underflow, unscales them before the optimizer
+ *  step, skips steps whose gradients have inf or NaN and adapts the scale (Note [Loss
+ *  scaling]). Use: scaler.scale(loss).backward(); scaler.step(opt); scaler.update(). */
+class GradScaler {
+ public:
+  /** A scaler with `options` (checked). */
+  explicit GradScaler(GradScalerOptions options = {});
+  /** loss * scale (the loss as it is when disabled). */
+  Tensor scale(const Tensor& loss) const;
+  /** Divides the gradients of `optimizer`'s parameters by the scale, once per step, and notes
+   *  whether any is inf or NaN (call it before clipping gradients). */
+  void unscale_(optim::Optimizer& optimizer);
+  /** Unscales if not done yet, then steps `optimizer` unless a gradient was inf or NaN;
+   *  returns whether it stepped. */
+  bool step(optim::Optimizer& optimizer);
+  /** Backs off after a skipped step, grows after growth_interval good ones; starts a new step. */
+  void update();
+  /** The current scale. */
+  double get_scale() const { return scale_; }
+  /** Whether the last step() was skipped. */
+  bool last_step_skipped() const { return skipped_; }
+  /** "scale", "growth_tracker" (float64 and int64 0-d tensors), for checkpoints. */
+  StateDict state_dict() const;
+  /** Restores a state_dict(). */
+  void load_state_dict(const StateDict& dict);
+
+ private:
+  GradScalerOptions options_;
+  double scale_;
+  int64_t growth_tracker_ = 0;
+  bool found_inf_ = false, skipped_ = false;
+  std::unordered_set<const optim::Optimizer*> unscaled_;  // this step
+};
+
+}  // namespace ember::amp
