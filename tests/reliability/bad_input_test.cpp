@@ -75,6 +75,14 @@ std::string write_file(const std::string& name, const std::string& bytes) {
   return p.string();
 }
 
+/** Makes a FIFO (named pipe) scratch()/name with no writer and returns its path. */
+std::string make_fifo(const std::string& name) {
+  const std::string p = (scratch() / name).string();
+  ::unlink(p.c_str());
+  EMBER_ASSERT(::mkfifo(p.c_str(), 0600) == 0);
+  return p;
+}
+
 Tensor f32(IntList sizes) {
   return ones(sizes, DType::Float32);
 }
@@ -534,13 +542,7 @@ std::vector<Row> rows() {
           "cut.safetensors"),
       ROW("io_load_empty", Io, "[io.", io::load(write_file("empty.safetensors", "")),
           "empty.safetensors"),
-      ROW("io_load_fifo", Io, "[io.load]",
-          {
-            const std::string p = (scratch() / "pipe.safetensors").string();
-            ::unlink(p.c_str());
-            EMBER_ASSERT(::mkfifo(p.c_str(), 0600) == 0);
-            io::load(p);
-          },
+      ROW("io_load_fifo", Io, "[io.load]", io::load(make_fifo("pipe.safetensors")),
           "pipe.safetensors", "not a regular file: it is a FIFO"),
       ROW("io_load_directory", Io, "[io.load]", io::load(scratch().string()),
           "it is a directory"),
@@ -550,14 +552,8 @@ std::vector<Row> rows() {
       ROW("io_load_trailing_bytes", Io, "[io.load]",
           io::load(write_file("trailing.safetensors", std::string("\2\0\0\0\0\0\0\0{}xyz", 13))),
           "no tensors but the data section has 3 bytes"),
-      ROW("read_idx_fifo", Io, "[data.idx]",
-          {
-            const std::string p = (scratch() / "pipe-idx").string();
-            ::unlink(p.c_str());
-            EMBER_ASSERT(::mkfifo(p.c_str(), 0600) == 0);
-            data::read_idx(p);
-          },
-          "pipe-idx", "it is a FIFO"),
+      ROW("read_idx_fifo", Io, "[data.idx]", data::read_idx(make_fifo("pipe-idx")), "pipe-idx",
+          "it is a FIFO"),
   };
 }
 
