@@ -7,6 +7,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/profiler/hooks.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -35,6 +36,12 @@ bool has_non_finite(const Tensor& g) {
     if (!std::isfinite(p[i])) return true;
   }
   return false;
+}
+
+// Runs `n` as the engine does, recorded as a backward range (a profiler is running).
+std::vector<Tensor> apply_profiled(Node& n, std::vector<Tensor>&& grads) {
+  profiler::detail::BackwardRange range(n, grads);
+  return n.apply(std::move(grads));
 }
 
 // Note [The backward engine]
@@ -167,7 +174,10 @@ struct GraphTask {
           inputs[i] = zeros(m.sizes, {m.dtype, m.device});
         }
       }
-      std::vector<Tensor> outs = n->apply(std::move(inputs));
+      // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+      std::vector<Tensor> outs = __builtin_expect(profiler::is_enabled(), 0)
+                                     ? apply_profiled(*n, std::move(inputs))
+                                     : n->apply(std::move(inputs));
       if (!retain_graph) n->release_saved();
       if (is_anomaly_enabled()) {
         for (size_t i = 0; i < outs.size(); ++i) {

@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/profiler/hooks.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/plugin/loader.h"
 #include "ember/util/error.h"
@@ -146,7 +147,10 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.stream = type.table.stream_get
                     ? type.table.stream_get(type.table.ctx, device.index, EMBER_STREAM_CURRENT)
                     : nullptr;
-  const int32_t status = fn(&call);
+  // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+  const int32_t status = __builtin_expect(profiler::is_enabled(), 0)
+                             ? profiler::detail::run_kernel_profiled(op, dtype, device, fn, call)
+                             : fn(&call);
   if (__builtin_expect(status != EMBER_OK, 0)) {
     // The kernel's status picks the kind (Note [Error kinds]); the message is the same for all.
     throw_error(status_error_kind(status),

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/profiler/hooks.h"
 #include "ember/plugin/loader.h"
 #include "ember/tensor/storage.h"
 #include "ember/util/error.h"
@@ -226,6 +227,22 @@ void reset_default_device() {
   g_default_device.reset();
 }
 
+namespace {
+
+// The deleter of allocate_storage's storages: back to the allocator of the entry that made it.
+void free_block(void* ctx, void* data, size_t n, Device d) {
+  const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
+  entry->table.free(entry->table.ctx, d.index, data, n);
+}
+
+// free_block while a profiler runs: the bytes are counted first.
+[[gnu::noinline, gnu::cold]] void free_counted(void* ctx, void* data, size_t n, Device d) {
+  profiler::detail::count_freed(n);
+  free_block(ctx, data, n, d);
+}
+
+}  // namespace
+
 Storage allocate_storage(size_t bytes, Device device) {
   ensure_plugins_loaded();
   if (device.type != kCpuType) check_device(device, "allocate");
@@ -241,10 +258,13 @@ Storage allocate_storage(size_t bytes, Device device) {
     EMBER_CHECK_OOM(p != nullptr, "[allocate] out of memory on {}: could not allocate {} bytes{}{}",
                     device.str(), bytes, why[0] ? ": " : "", why);
   }
+  // Note [One branch when the profiler is off] in ember/profiler/record_function.h. Both ways
+  // out of the deleter are tail calls.
   auto deleter = [](void* ctx, void* data, size_t n, Device d) {
-    const auto* entry = static_cast<const DeviceTypeEntry*>(ctx);
-    entry->table.free(entry->table.ctx, d.index, data, n);
+    if (__builtin_expect(profiler::is_enabled(), 0)) return free_counted(ctx, data, n, d);
+    free_block(ctx, data, n, d);
   };
+  if (__builtin_expect(profiler::is_enabled(), 0)) profiler::detail::count_allocated(bytes);
   return make_intrusive<StorageImpl>(p, bytes, device, +deleter, const_cast<DeviceTypeEntry*>(&e));
 }
 

@@ -1,8 +1,9 @@
 // Concurrency: ops and whole forward+backward passes from 8 threads at once give the
 // single-threaded results bit for bit; a 4-worker DataLoader yields what the 0-worker one does;
-// a tensor read by 8 threads at once stays intact. Plugin discovery racing with first use is
-// covered by tests/plugin/doctor_test.cpp (Concurrency.EightThreadsOneDiscoveryIdenticalReports),
-// not repeated here. Kept small and deterministic so the suite also runs under ThreadSanitizer.
+// a tensor read by 8 threads at once stays intact; profilers start and stop while 8 threads run
+// ops. Plugin discovery racing with first use is covered by tests/plugin/doctor_test.cpp
+// (Concurrency.EightThreadsOneDiscoveryIdenticalReports), not repeated here. Kept small and
+// deterministic so the suite also runs under ThreadSanitizer.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -218,6 +219,50 @@ TEST(Concurrency, ATensorSharedReadOnlyAcrossEightThreadsStaysIntact) {
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(ok[t], 1) << "thread " << t;
   EXPECT_EQ(testing::values(shared), before);
   EXPECT_EQ(shared.version(), version);
+}
+
+// The profiler's buffers (Note [Per-thread event buffers] in core/profiler/profiler.cpp): eight
+// threads run ops inside ranges of their own while the main thread starts and stops profilers;
+// every profile holds whole events only, each inside its parent on its own thread.
+TEST(Concurrency, ProfilersStartAndStopWhileEightThreadsRunOps) {
+  const Tensor a = pattern({8}, 0.1), b = pattern({8}, 0.2);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> finished{0};  // ops completed by the workers
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kThreads; ++t) {
+    workers.emplace_back([&] {
+      while (!done.load()) {
+        profiler::RecordFunction range("work");
+        const Tensor c = add(a, b);
+        finished.fetch_add(1);
+      }
+    });
+  }
+  for (int round = 0; round < 10; ++round) {
+    profiler::Profiler prof;
+    prof.start();
+    // Long enough for some op to run wholly inside the profile.
+    const int64_t until = finished.load() + 2 * kThreads;
+    while (finished.load() < until) std::this_thread::yield();
+    prof.stop();
+    const std::vector<profiler::EventRecord>& events = prof.events();
+    int64_t adds = 0;
+    for (const profiler::EventRecord& e : events) {
+      ASSERT_TRUE(e.name == "work" || e.name == "add" || e.name == "cpu::add") << e.name;
+      EXPECT_LE(e.start_ns, e.end_ns);
+      adds += e.name == "add";
+      if (e.parent < 0) continue;
+      const profiler::EventRecord& p = events[e.parent];
+      EXPECT_EQ(p.thread, e.thread);
+      EXPECT_LE(p.start_ns, e.start_ns);
+      EXPECT_GE(p.end_ns, e.end_ns);
+      EXPECT_EQ(p.name, e.name == "cpu::add" ? "add" : "work");
+    }
+    EXPECT_GT(adds, 0) << "round " << round;
+  }
+  done = true;
+  for (std::thread& t : workers) t.join();
+  EXPECT_FALSE(profiler::is_enabled());
 }
 
 }  // namespace

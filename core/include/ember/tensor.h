@@ -1,4 +1,5 @@
-// The core in one header: tensors, every op family, autograd, devices, streams and plugins.
+// The core in one header: tensors, every op family, autograd, devices, streams, plugins and the
+// profiler.
 // Everything here lives in libember_core.so (CMake target Ember::core).
 #pragma once
 
@@ -25,6 +26,7 @@
 #include "ember/ops/reduce.h"
 #include "ember/ops/softmax.h"
 #include "ember/plugin/loader.h"
+#include "ember/profiler/profiler.h"
 #include "ember/tensor/dlpack.h"
 #include "ember/tensor/tensor.h"
 #include "ember/version.h"

@@ -4,6 +4,9 @@
 // stream's queue runs only when something waits for it (stream_synchronize, an event
 // synchronize, a blocking copy on it, synchronize), so "not done yet" is observable. Each queued
 // copy counts as 1 ms for timing events. Counters are read back as options ("count.<what>").
+// One kernel, float32 neg on contiguous tensors, queues its work on the call's stream the same
+// way (and counts 1 ms), for the profiler's device timing.
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -255,6 +258,33 @@ int32_t record_stream(void*, int32_t, void* ptr, void* stream, char*, size_t) {
   return EMBER_OK;
 }
 
+// neg of a contiguous float32 tensor, queued on the stream the core passed (ABI 1.4).
+int32_t neg_kernel(const ember_kernel_call* call) {
+  const ember_tensor& in = call->inputs[0];
+  const ember_tensor& out = call->outputs[0];
+  int64_t n = 1, expected_stride = 1;
+  for (int32_t d = in.ndim - 1; d >= 0; --d) {
+    if (in.strides[d] != expected_stride || out.strides[d] != expected_stride) {
+      std::snprintf(call->error, call->error_capacity, "queue: neg needs contiguous tensors");
+      return EMBER_ERR_UNSUPPORTED;
+    }
+    expected_stride *= in.sizes[d];
+    n *= in.sizes[d];
+  }
+  std::lock_guard lock(g_mu);
+  ++g_count["kernel"];
+  // The stream field is ABI 1.4; this plugin runs on 1.3 cores too.
+  QueueStream* s =
+      call->struct_size > offsetof(ember_kernel_call, stream) ? resolve(call->stream) : current();
+  const auto* src = static_cast<const float*>(in.data);
+  auto* dst = static_cast<float*>(out.data);
+  s->pending.push_back([=] {
+    for (int64_t i = 0; i < n; ++i) dst[i] = -src[i];
+  });
+  ++s->queued;
+  return EMBER_OK;
+}
+
 int32_t set_option(void*, const char* key, const char* value, char* error, size_t cap) {
   if (std::strcmp(key, "reset") == 0) {
     std::lock_guard lock(g_mu);
@@ -317,10 +347,12 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
     t.get_option = get_option;
     return t;
   }();
-  if (reg->device_type(reg->ctx, &table) < 0) {
+  const int32_t type = reg->device_type(reg->ctx, &table);
+  if (type < 0) {
     std::snprintf(error, cap, "could not register the queue device type");
     return EMBER_ERR_INTERNAL;
   }
+  reg->kernel(reg->ctx, "neg", type, 1u << EMBER_F32, 0, neg_kernel);
   return EMBER_OK;
 }
 

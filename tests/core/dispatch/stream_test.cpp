@@ -192,6 +192,90 @@ TEST(QueueEvent, MarksQueuedWorkAndTimesIt) {
   EXPECT_THROW(start.record(current_stream(Device::cpu())), TypeError);
 }
 
+// The profiler times kernels on a device with timing events (Note [Device time in the host's
+// time base] in core/profiler/profiler.cpp): the fixture's neg kernel queues one item on the
+// current stream, which its events count as 1 ms.
+TEST(QueueProfiler, TimesKernelsOnTheDeviceWithEventPairs) {
+  const Device q = queue();
+  const Stream s = stream_from_pool(q);
+  StreamGuard guard(s);
+  const Tensor x = values(8).to(q);
+  const long long live = count("event_live");
+  profiler::Profiler prof;
+  prof.start();
+  const Tensor y = neg(x), z = neg(y);
+  EXPECT_EQ(pending(), 2);  // queued, not run: the profiler does not wait while ops run
+  prof.stop();              // waits for the timed kernels
+  EXPECT_EQ(pending(), 0);
+  EXPECT_EQ(count("event_live"), live);  // every event the profiler made is destroyed
+  expect_equal(z, values(8));
+
+  std::vector<const profiler::EventRecord*> kernels;
+  for (const profiler::EventRecord& e : prof.events()) {
+    if (e.name != "queue::neg") continue;
+    kernels.push_back(&e);
+    EXPECT_EQ(e.category, profiler::Category::Kernel);
+    EXPECT_EQ(*e.device, q);
+    EXPECT_EQ(e.stream, reinterpret_cast<uintptr_t>(s.handle()));
+    ASSERT_TRUE(e.has_device_time);
+    EXPECT_EQ(e.device_ns(), 1'000'000);
+    EXPECT_EQ(e.device_total_ns, 1'000'000);
+    ASSERT_GE(e.parent, 0);
+    const profiler::EventRecord& op = prof.events()[e.parent];
+    EXPECT_EQ(op.name, "neg");
+    EXPECT_FALSE(op.has_device_time);
+    EXPECT_EQ(op.device_total_ns, 1'000'000);  // its kernel's
+  }
+  ASSERT_EQ(kernels.size(), 2u);
+  // One after the other on the stream's timeline.
+  EXPECT_EQ(kernels[1]->device_start_ns - kernels[0]->device_start_ns, 1'000'000);
+
+  const profiler::KeyAverages avg = prof.key_averages();
+  EXPECT_TRUE(avg.has_device_time);
+  EXPECT_EQ(avg.find("queue::neg")->self_device_ns, 2'000'000);
+  EXPECT_EQ(avg.find("neg")->device_total_ns, 2'000'000);
+  EXPECT_EQ(avg.find("neg")->self_device_ns, 0);
+  EXPECT_EQ(avg.self_device_total_ns, 2'000'000);
+  EXPECT_EQ(avg.sorted(profiler::SortBy::SelfDeviceTotal).front().name, "queue::neg");
+  const std::string table = avg.table(profiler::SortBy::DeviceTotal);
+  EXPECT_NE(table.find("Self Device"), std::string::npos) << table;
+  EXPECT_NE(table.find("Self Device time total: 2.000ms"), std::string::npos) << table;
+
+  // In the trace each timed kernel has a device interval of 1000 us and a flow to it.
+  const std::string trace = prof.chrome_trace();
+  const auto occurrences = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = trace.find(what); at != std::string::npos; at = trace.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(occurrences(R"("cat":"device")"), 2u);
+  EXPECT_EQ(occurrences(R"("dur":1000.0)"), 2u);
+  EXPECT_EQ(occurrences(R"("ph":"s")"), 2u);
+  EXPECT_EQ(occurrences(R"("ph":"f")"), 2u);
+  EXPECT_EQ(occurrences(R"("name":"queue:0")"), 1u);  // the device's row
+}
+
+TEST(QueueProfiler, DeviceTimingOffMakesNoEvents) {
+  const Device q = queue();
+  const Tensor x = values(8).to(q);
+  const long long live = count("event_live");
+  profiler::Profiler prof({.device_timing = false});
+  prof.start();
+  const Tensor y = neg(x);
+  EXPECT_EQ(count("event_live"), live);
+  prof.stop();
+  expect_equal(y, neg(values(8)));
+  int64_t kernels = 0;
+  for (const profiler::EventRecord& e : prof.events()) {
+    if (e.name != "queue::neg") continue;
+    ++kernels;
+    EXPECT_FALSE(e.has_device_time);
+    EXPECT_NE(e.stream, 0u);  // the stream is recorded all the same
+  }
+  EXPECT_EQ(kernels, 1);
+  EXPECT_FALSE(prof.key_averages().has_device_time);
+}
+
 TEST(QueueEvent, EventsAreDestroyedWithTheirOwner) {
   const Device q = queue();
   const long long before = count("event_live");

@@ -8,6 +8,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
+#include "ember/profiler/record_function.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember::autograd {
@@ -75,12 +76,12 @@ Tensor& inplace(Tensor& x, const char* op, OutOfPlace&& out_of_place) {
 /** Marks `view` as an autograd view of `base` and records its backward `fn` (named `name`). */
 EMBER_API void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn);
 
-/** Runs `forward()` below autograd and, if an input requires grad, records the backward made
- *  by `make_backward()` (called only then, so saving costs nothing otherwise). With
- *  `save_output`, the node also keeps the result for its backward (LambdaNode::saved_output). */
+namespace detail {
+/** differentiable() without its profiler range (inlined into each op, as differentiable was). */
 template <typename Forward, typename MakeBackward>
-Tensor differentiable(const char* node, const char* op, std::initializer_list<const Tensor*> inputs,
-                      Forward&& forward, MakeBackward&& make_backward, bool save_output = false) {
+[[gnu::always_inline]] inline Tensor differentiable_body(
+    const char* node, const char* op, std::initializer_list<const Tensor*> inputs, Forward& forward,
+    MakeBackward& make_backward, bool save_output) {
   if (!any_requires_grad(inputs)) return forward();
   Tensor out;
   {
@@ -91,6 +92,31 @@ Tensor differentiable(const char* node, const char* op, std::initializer_list<co
   auto n = record(node, op, inputs, {&out}, make_backward());
   if (save_output) n->save_output(out);
   return out;
+}
+
+/** differentiable() while a profiler runs: the body inside the op's range, out of line and
+ *  cold so that the op's own path keeps the body inlined behind one branch. */
+template <typename Forward, typename MakeBackward>
+[[gnu::noinline, gnu::cold]] Tensor differentiable_profiled(
+    const char* node, const char* op, std::initializer_list<const Tensor*> inputs, Forward& forward,
+    MakeBackward& make_backward, bool save_output) {
+  profiler::detail::OpRange range(op, inputs);
+  return differentiable_body(node, op, inputs, forward, make_backward, save_output);
+}
+}  // namespace detail
+
+/** Runs `forward()` below autograd and, if an input requires grad, records the backward made
+ *  by `make_backward()` (called only then, so saving costs nothing otherwise). With
+ *  `save_output`, the node also keeps the result for its backward (LambdaNode::saved_output).
+ *  While a profiler runs, the whole op is recorded as the range `op`. */
+template <typename Forward, typename MakeBackward>
+Tensor differentiable(const char* node, const char* op, std::initializer_list<const Tensor*> inputs,
+                      Forward&& forward, MakeBackward&& make_backward, bool save_output = false) {
+  // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+  if (profiler::is_enabled()) [[unlikely]] {
+    return detail::differentiable_profiled(node, op, inputs, forward, make_backward, save_output);
+  }
+  return detail::differentiable_body(node, op, inputs, forward, make_backward, save_output);
 }
 
 // Note [Save only what backward needs]
