@@ -368,6 +368,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--lr-gamma", t.lr_gamma, "step: the factor of each decay")
       ->capture_default_str();
+  train->add_option("--profile", t.profile,
+                    "Profile the first steps: a Chrome trace here and a table of the ops");
+  train->add_option("--profile-steps", t.profile_steps, "Steps --profile records")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   train->add_option("--amp", t.amp, "Mixed precision: none, bf16 or f16 (with loss scaling)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}))
       ->capture_default_str();

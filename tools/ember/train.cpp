@@ -399,6 +399,22 @@ double train(const TrainOptions& o) {
   std::optional<MetricsFiles> metrics;
   if (lead) metrics.emplace(steps_csv, epochs_csv, !o.resume.empty(), first_epoch - 1);
   const Clock::time_point run_start = Clock::now();
+  // --profile: the first --profile-steps steps (rank 0's), each a "train_step" range, then a
+  // Chrome trace and the table of ops by self time.
+  std::optional<profiler::Profiler> prof;
+  int64_t profiled_steps = 0;
+  const auto finish_profile = [&] {
+    prof->stop();
+    prof->export_chrome_trace(o.profile);
+    fmt::print("{}", prof->key_averages().table(profiler::SortBy::SelfCpuTotal, 20));
+    fmt::print("profile of {} steps written to {}\n", profiled_steps, o.profile);
+    std::fflush(stdout);
+    prof.reset();
+  };
+  if (!o.profile.empty() && lead) {
+    prof.emplace();
+    prof->start();
+  }
 
   for (int64_t epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     Progress progress(tty, epoch, o.epochs, n_train);
@@ -406,6 +422,8 @@ double train(const TrainOptions& o) {
     double loss_sum = 0, window_sum = 0;
     int64_t seen = 0, correct = 0, window = 0, step = 0;
     for (const std::vector<Tensor>& batch : train_loader) {
+      std::optional<profiler::RecordFunction> step_range;
+      if (prof) step_range.emplace("train_step");
       const Tensor x = batch[0].to(device, /*non_blocking=*/true);
       const Tensor y = batch[1].to(device, /*non_blocking=*/true);
       Tensor logits, loss;
@@ -441,6 +459,8 @@ double train(const TrainOptions& o) {
         window_sum = 0;
       }
       if (lead) progress.update(seen * world, loss_sum / static_cast<double>(seen));
+      step_range.reset();
+      if (prof && ++profiled_steps == o.profile_steps) finish_profile();
     }
     if (distributed) {  // the epoch's figures over every rank's share
       Tensor totals = from_vector(
@@ -508,6 +528,7 @@ double train(const TrainOptions& o) {
     write_svg(curve, {Chart{"Loss", "epoch", "cross entropy", {step_loss, test_loss}},
                       Chart{"Accuracy", "epoch", "fraction correct", {train_acc, test_acc}}});
   }
+  if (prof) finish_profile();  // a run shorter than --profile-steps
   if (lead) {
     fmt::print("checkpoint: {}\ncurve: {}\nmetrics: {}, {}\nresume with: --resume {}\n", ckpt,
                curve, steps_csv, epochs_csv, train_ckpt);

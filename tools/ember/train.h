@@ -30,6 +30,8 @@ struct TrainOptions {
   double lr_gamma = 0.5;             ///< StepLR: the decay factor
   std::string resume;                ///< a training checkpoint to continue from (empty: none)
   std::string amp = "none";          ///< mixed precision: none, bf16 or f16 (with loss scaling)
+  std::string profile;               ///< write a Chrome trace of the first steps here (empty: none)
+  int64_t profile_steps = 5;         ///< how many steps --profile records
 };
 
 /** Runs the training; returns the final test accuracy in [0, 1]. */

@@ -230,13 +230,38 @@ TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
       << bf16[0];
   EXPECT_NEAR(l16, l32, 0.05);
   EXPECT_NEAR(acc16, acc32, 3.0);  // percentage points, on 500 test images
-  EXPECT_GT(acc16, 40.0);  // chance is 10%
+  EXPECT_GT(acc16, 40.0);          // chance is 10%
   // A resume must use the same precision.
   const auto [s2, o2] = run_cli({"train", "--model", "mlp", "--limit", "2048", "--epochs", "2",
                                  "--no-progress", "--out", (dir / "bf16").string(), "--resume",
                                  (dir / "bf16" / "mlp-train.safetensors").string()});
   EXPECT_NE(s2, 0);
   EXPECT_NE(o2.find("the run was made with --amp bf16, not none"), std::string::npos) << o2;
+  std::filesystem::remove_all(dir);
+}
+
+// ember train --profile: the first N steps, each a train_step range in a Chrome trace, and the
+// table of ops.
+TEST(Training, ProfileRecordsTheFirstSteps) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("ember-profile-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string trace = (dir / "trace.json").string();
+  const auto [status, out] =
+      run_cli({"train", "--model", "mlp", "--limit", "512", "--test-limit", "100", "--epochs", "1",
+               "--no-progress", "--out", dir.string(), "--profile", trace, "--profile-steps", "3"});
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("profile of 3 steps written to " + trace), std::string::npos) << out;
+  EXPECT_NE(out.find("Self CPU"), std::string::npos) << out;  // the table's header
+  const std::string json = read_text(trace);
+  EXPECT_EQ(json.rfind("{\"traceEvents\":", 0), 0u) << json.substr(0, 80);
+  size_t steps = 0;
+  for (size_t at = json.find("\"train_step\""); at != std::string::npos;
+       at = json.find("\"train_step\"", at + 1)) {
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3u);
+  EXPECT_NE(json.find("\"LinearBackward\""), std::string::npos);  // a backward node
   std::filesystem::remove_all(dir);
 }
 
