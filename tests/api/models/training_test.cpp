@@ -103,6 +103,20 @@ TEST(Training, CheckpointRoundTripsBitExactly) {
   std::filesystem::remove_all(dir);
 }
 
+/** A fresh directory under the temp dir for one test, removed with its contents. */
+struct ScratchDir {
+  /** ember-<what>-test-<pid>, emptied. */
+  explicit ScratchDir(const std::string& what)
+      : path(std::filesystem::temp_directory_path() /
+             ("ember-" + what + "-test-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::filesystem::path path;
+};
+
 // Runs the ember CLI with `args`; returns its exit status and output.
 std::pair<int, std::string> run_cli(const std::vector<std::string>& args) {
   std::string cmd = EMBER_CLI;
@@ -151,9 +165,8 @@ std::vector<std::string> epoch_figures(const std::string& output) {
 // Note [Exact resume] in tools/ember/train.cpp: 2 epochs, stop, resume to 3 gives the losses,
 // accuracies, learning rates and weights of 3 uninterrupted epochs, bit for bit (one thread).
 TEST(Training, ResumedRunEqualsTheUninterruptedOneBitForBit) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("ember-resume-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const ScratchDir scratch("resume");
+  const std::filesystem::path& dir = scratch.path;
   const std::string split = (dir / "split").string(), whole = (dir / "whole").string();
   const std::vector<std::string> common = {
       "train",        "--model", "mlp",           "--limit",       "1024", "--test-limit",   "300",
@@ -195,15 +208,13 @@ TEST(Training, ResumedRunEqualsTheUninterruptedOneBitForBit) {
                                  "--out", split, "--resume", ckpt, "--no-progress"});
   EXPECT_NE(s4, 0);
   EXPECT_NE(o4.find("the run was made with --model mlp, not cnn"), std::string::npos) << o4;
-  std::filesystem::remove_all(dir);
 }
 
 // Note [Mixed precision in ember train]: --amp bf16 trains under autocast to about the float32
 // run's figures; an unknown mode is refused.
 TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("ember-amp-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const ScratchDir scratch("amp");
+  const std::filesystem::path& dir = scratch.path;
   const std::vector<std::string> args = {"train", "--model",      "mlp", "--limit",
                                          "2048",  "--test-limit", "500", "--epochs",
                                          "1",     "--no-progress"};
@@ -237,15 +248,13 @@ TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
                                  (dir / "bf16" / "mlp-train.safetensors").string()});
   EXPECT_NE(s2, 0);
   EXPECT_NE(o2.find("the run was made with --amp bf16, not none"), std::string::npos) << o2;
-  std::filesystem::remove_all(dir);
 }
 
 // ember train --profile: the first N steps, each a train_step range in a Chrome trace, and the
 // table of ops.
 TEST(Training, ProfileRecordsTheFirstSteps) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("ember-profile-test-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  const ScratchDir scratch("profile");
+  const std::filesystem::path& dir = scratch.path;
   const std::string trace = (dir / "trace.json").string();
   const auto [status, out] =
       run_cli({"train", "--model", "mlp", "--limit", "512", "--test-limit", "100", "--epochs", "1",
@@ -262,7 +271,6 @@ TEST(Training, ProfileRecordsTheFirstSteps) {
   }
   EXPECT_EQ(steps, 3u);
   EXPECT_NE(json.find("\"LinearBackward\""), std::string::npos);  // a backward node
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
