@@ -302,49 +302,41 @@ bool resolve(DeviceTiming& timing, int64_t t0, int64_t* start, int64_t* end) {
 
 namespace detail {
 
-PendingEvent* begin_op(const char* op, std::initializer_list<const Tensor*> inputs) {
-  PendingEvent* e = begin(Category::Op);
+// Begins a range of `category` that `describe(e)` fills in; a throw from it abandons the range.
+template <typename Describe>
+PendingEvent* begin_described(Category category, Describe&& describe) {
+  PendingEvent* e = begin(category);
   if (e == nullptr) return nullptr;
   try {
-    e->name = op;
-    describe_inputs(e, inputs.begin(), inputs.size());
+    describe(e);
   } catch (...) {
     abandon(e);
     throw;
   }
   start(e);
   return e;
+}
+
+PendingEvent* begin_op(const char* op, std::initializer_list<const Tensor*> inputs) {
+  return begin_described(Category::Op, [&](PendingEvent* e) {
+    e->name = op;
+    describe_inputs(e, inputs.begin(), inputs.size());
+  });
 }
 
 PendingEvent* begin_user_range(std::string_view name) {
-  PendingEvent* e = begin(Category::UserRange);
-  if (e == nullptr) return nullptr;
-  try {
-    e->name = name;
-  } catch (...) {
-    abandon(e);
-    throw;
-  }
-  start(e);
-  return e;
+  return begin_described(Category::UserRange, [&](PendingEvent* e) { e->name = name; });
 }
 
 PendingEvent* begin_backward(const autograd::Node& node, const std::vector<Tensor>& grads) {
-  PendingEvent* e = begin(Category::Backward);
-  if (e == nullptr) return nullptr;
-  try {
+  return begin_described(Category::Backward, [&](PendingEvent* e) {
     e->name = node.name();
     e->forward_op = node.forward_op;
     std::vector<const Tensor*> inputs;
     inputs.reserve(grads.size());
     for (const Tensor& g : grads) inputs.push_back(&g);
     describe_inputs(e, inputs.data(), inputs.size());
-  } catch (...) {
-    abandon(e);
-    throw;
-  }
-  start(e);
-  return e;
+  });
 }
 
 void end_range(PendingEvent* e) noexcept {
@@ -357,25 +349,20 @@ void end_range(PendingEvent* e) noexcept {
 
 int32_t run_kernel_profiled(const Op& op, DType dtype, Device device, ember_kernel_fn fn,
                             const ember_kernel_call& call) {
-  PendingEvent* e = begin(Category::Kernel);
-  if (e == nullptr) return fn(&call);
-  try {
-    e->op = &op;  // named in stop(), out of the timed path
+  PendingEvent* e = begin_described(Category::Kernel, [&](PendingEvent* ev) {
+    ev->op = &op;  // named in stop(), out of the timed path
     if (g_record_shapes.load(std::memory_order_relaxed)) {
       for (int32_t i = 0; i < call.num_inputs; ++i) {
         const ember_tensor& t = call.inputs[i];
-        e->shapes.emplace_back(IntList(t.sizes, static_cast<size_t>(t.ndim)));
+        ev->shapes.emplace_back(IntList(t.sizes, static_cast<size_t>(t.ndim)));
       }
     }
-    e->dtype = dtype;
-    e->device = device;
-    e->stream = reinterpret_cast<uintptr_t>(call.stream);
-    e->timing = device_timing(device, call.stream, e->session);
-  } catch (...) {
-    abandon(e);
-    throw;
-  }
-  start(e);
+    ev->dtype = dtype;
+    ev->device = device;
+    ev->stream = reinterpret_cast<uintptr_t>(call.stream);
+    ev->timing = device_timing(device, call.stream, ev->session);
+  });
+  if (e == nullptr) return fn(&call);
   if (e->timing && !record_event(e->timing->start, device, call.stream)) e->timing.reset();
   const int32_t status = fn(&call);
   if (e->timing && !record_event(e->timing->end, device, call.stream)) e->timing.reset();

@@ -89,7 +89,7 @@ EMBER_API DType widest_floating(const std::vector<Tensor>& tensors);
 
 /** Runs `op` with its arguments cast under `policy`, autocast suspended inside. */
 template <typename Op, typename... A>
-Tensor run(Policy policy, const Tensor& first, Op&& op, const A&... args) {
+Tensor run(Policy policy, Op&& op, const A&... args) {
   DType widest = DType::Float32;
   if (policy == Policy::Promote) {
     std::vector<Tensor> all;
@@ -102,7 +102,6 @@ Tensor run(Policy policy, const Tensor& first, Op&& op, const A&... args) {
     (gather(args), ...);
     widest = widest_floating(all);
   }
-  (void)first;
   const Suspend suspend;
   return op(cast_arg(args, policy, widest)...);
 }
@@ -118,7 +117,7 @@ Tensor run(Policy policy, const Tensor& first, Op&& op, const A&... args) {
     if (::ember::amp::detail::g_scopes.load(std::memory_order_relaxed) != 0) [[unlikely]] { \
       if (::ember::amp::detail::active_for(FIRST)) {                                        \
         return ::ember::amp::detail::run(                                                   \
-            ::ember::amp::detail::Policy::POLICY, FIRST,                                    \
+            ::ember::amp::detail::Policy::POLICY,                                           \
             [&](const auto&... ember_autocast_args) { return FN(ember_autocast_args...); }, \
             __VA_ARGS__);                                                                   \
       }                                                                                     \
