@@ -1,7 +1,8 @@
 // CPU convolution: conv2d, conv2d_backward_input, conv2d_backward_weight (contract in
-// core/ops/conv.cpp). float32 runs through oneDNN's convolution_forward / _backward_data /
-// _backward_weights with the layouts oneDNN picks; float64, the half types and any geometry
-// oneDNN declines run through own direct loops split over OpenMP.
+// core/ops/conv.cpp). float32, bfloat16 and float16 run through oneDNN's convolution_forward /
+// _backward_data / _backward_weights with the layouts oneDNN picks (the half types computed in
+// float32, Note [Half-type convolutions in float32]); float64 and any geometry oneDNN declines
+// run through own direct loops split over OpenMP.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
@@ -441,7 +442,36 @@ void put_weight(ConvEntry& e, const ember_tensor_identity& id, const void* data,
   *victim = {id.storage_id, id.version, data, ++e.weight_tick, std::move(buf)};
 }
 
-// Runs one direction through oneDNN; false when oneDNN declined the geometry.
+// Note [Half-type convolutions in float32]
+// A bfloat16 or float16 convolution runs the float32 primitive: its operands are widened
+// exactly into float32 scratch, every product is accumulated in float32 and the result is
+// rounded once to nearest even, as a native half-type kernel does it (its accumulator is float32
+// too). CPUs without half-type arithmetic (AVX2 here) have no faster way, and oneDNN 2.6 offers
+// no bf16 convolution on them: the direct loops this replaces made a bf16 CNN training step 6x
+// slower than float32. The conversions are own loops rather than converting reorders, which
+// oneDNN 2.6 runs through its generic reorder at ~30x the cost of the convolution. CPUs with
+// AMX or AVX512-BF16 would be faster still with native bf16 primitives; that is not done.
+
+/** Widens n elements of half type `dtype` at src into float32 at dst (toward = false), or
+ *  rounds float32 at src into the half type at dst (toward = true). */
+void convert_half(int32_t dtype, const void* src, void* dst, int64_t n, bool toward) {
+  sdk::visit_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (sdk::kIsHalf<T>) {
+#pragma omp parallel for schedule(static) if (run_parallel(n))
+      for (int64_t i = 0; i < n; ++i) {
+        if (toward) {
+          static_cast<T*>(dst)[i] = T(static_cast<const float*>(src)[i]);
+        } else {
+          static_cast<float*>(dst)[i] = static_cast<float>(static_cast<const T*>(src)[i]);
+        }
+      }
+    }
+  });
+}
+
+// Runs one direction through oneDNN; false when oneDNN declined the geometry. Half types run
+// in float32 (Note [Half-type convolutions in float32]).
 bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
   const auto e = find_entry(dir, g, bias);
@@ -457,13 +487,23 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   }
   const int out = dir == Dir::Forward ? 2 : dir == Dir::BackwardData ? 0 : 1;
   const dnnl::engine& eng = dnnl_engine();
+  const int32_t dtype = call->outputs[0].dtype;
   ScratchGuard scratch[3] = {{call}, {call}, {call}};
+  ScratchGuard wide[3] = {{call}, {call}, {call}};  // float32 copies of half-type operands
+  // Operand i in the plain float32 layout: the user tensor, or for a half type its widened
+  // copy (an output's copy is narrowed after the convolution).
+  const auto user_mem = [&](int i) {
+    if (dtype == EMBER_F32) return dnnl::memory(e->user[i], eng, user[i]);
+    if (!wide[i].alloc(e->user[i].get_size())) throw std::bad_alloc();
+    const int64_t n = static_cast<int64_t>(e->user[i].get_size() / sizeof(float));
+    if (i != out) convert_half(dtype, user[i], wide[i].ptr, n, false);
+    return dnnl::memory(e->user[i], eng, wide[i].ptr);
+  };
   dnnl::memory mem[3];
   std::shared_ptr<void> weight;  // the cached reordered weight in use, if any
   for (int i = 0; i < 3; ++i) {
-    const dnnl::memory um(e->user[i], eng, user[i]);
     if (!e->needs_reorder[i]) {
-      mem[i] = um;
+      mem[i] = user_mem(i);
       continue;
     }
     const ember_tensor_identity* id =
@@ -479,21 +519,29 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
         put_weight(*e, *id, user[1], nullptr);  // first sight: remember, reorder into scratch
       } else if ((weight = weight_buffer(e->internal[1].get_size()))) {
         mem[1] = dnnl::memory(e->internal[1], eng, weight.get());
-        dnnl_execute(call, e->reorder[1], {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, mem[1]}});
+        dnnl_execute(call, e->reorder[1], {{DNNL_ARG_FROM, user_mem(1)}, {DNNL_ARG_TO, mem[1]}});
         put_weight(*e, *id, user[1], weight);
         continue;
       }
     }
     if (!scratch[i].alloc(e->internal[i].get_size())) throw std::bad_alloc();
     mem[i] = dnnl::memory(e->internal[i], eng, scratch[i].ptr);
-    if (i != out) dnnl_execute(call, e->reorder[i], {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, mem[i]}});
+    if (i != out) {
+      dnnl_execute(call, e->reorder[i], {{DNNL_ARG_FROM, user_mem(i)}, {DNNL_ARG_TO, mem[i]}});
+    }
   }
   if (dir == Dir::Forward) {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
+    std::vector<float> wide_bias;
     if (bias) {
-      args[DNNL_ARG_BIAS] = dnnl::memory(dnnl::memory::desc({g.o}, kF32, tag::x), eng,
-                                         const_cast<void*>(call->inputs[2].data));
+      void* b = const_cast<void*>(call->inputs[2].data);
+      if (dtype != EMBER_F32) {
+        wide_bias.resize(static_cast<size_t>(g.o));
+        convert_half(dtype, b, wide_bias.data(), g.o, false);
+        b = wide_bias.data();
+      }
+      args[DNNL_ARG_BIAS] = dnnl::memory(dnnl::memory::desc({g.o}, kF32, tag::x), eng, b);
     }
     dnnl_execute(call, e->conv, std::move(args));
   } else if (dir == Dir::BackwardData) {
@@ -506,8 +554,10 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
         {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_DIFF_WEIGHTS, mem[1]}, {DNNL_ARG_DIFF_DST, mem[2]}});
   }
   if (e->needs_reorder[out]) {
-    const dnnl::memory um(e->user[out], eng, user[out]);
-    dnnl_execute(call, e->reorder[out], {{DNNL_ARG_FROM, mem[out]}, {DNNL_ARG_TO, um}});
+    dnnl_execute(call, e->reorder[out], {{DNNL_ARG_FROM, mem[out]}, {DNNL_ARG_TO, user_mem(out)}});
+  }
+  if (dtype != EMBER_F32) {
+    convert_half(dtype, wide[out].ptr, user[out], static_cast<int64_t>(wide[out].bytes / 4), true);
   }
   return true;
 }
@@ -536,7 +586,8 @@ int32_t run_conv(const ember_kernel_call* call, Dir dir) {
   // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
   // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
-    if (dtype == EMBER_F32 && dnnl_conv(call, dir, g)) return EMBER_OK;
+    const bool dnnl_type = dtype == EMBER_F32 || dtype == EMBER_BF16 || dtype == EMBER_F16;
+    if (dnnl_type && dnnl_conv(call, dir, g)) return EMBER_OK;
   } catch (const dnnl::error& e) {
     return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
                      static_cast<int>(e.status));

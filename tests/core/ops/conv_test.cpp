@@ -163,6 +163,53 @@ TEST(Conv2d, HalfTypes) {
   }
 }
 
+// Half of one unit in the last place of `v` in a type with `mantissa` stored bits (bfloat16 7,
+// float16 10, whose subnormals end at 2^-24).
+double half_ulp(double v, int mantissa) {
+  if (v == 0) return 0;
+  int e = 0;
+  std::frexp(v, &e);
+  return std::ldexp(1.0, std::max(e - 1 - mantissa, mantissa == 10 ? -24 : -133)) / 2;
+}
+
+// Every value of `got` is `want` rounded once to the half type, up to the error of a float32
+// sum (Note [Half-type convolutions in float32] in backends/cpu/ops/conv.cpp).
+void expect_rounded_once(const Tensor& got, const std::vector<double>& want, DType dt,
+                         const std::string& what) {
+  const std::vector<double> v = values(got);
+  ASSERT_EQ(v.size(), want.size()) << what;
+  const int mantissa = dt == bf16 ? 7 : 10;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double tol = half_ulp(want[i], mantissa) * 1.001 + 1e-5 * (1 + std::abs(want[i]));
+    ASSERT_NEAR(v[i], want[i], tol) << what << " at " << i;
+  }
+}
+
+TEST(Conv2d, HalfTypesAccumulateInFloat32AndRoundOnce) {
+  uint64_t seed = 200;
+  for (DType dt : {bf16, f16}) {
+    for (const Cfg& k : kConvCases) {
+      const std::string what = k.str() + " " + std::string(dtype_name(dt));
+      Tensor x = random({k.n, k.c, k.h, k.w}, dt, seed++);
+      Tensor w = random({k.o, k.c / k.g, k.kh, k.kw}, dt, seed++);
+      x.requires_grad_(true);
+      w.requires_grad_(true);
+      const Tensor y = run_conv(k, x, w, Tensor());
+      const int64_t oh = y.size(2), ow = y.size(3);
+      expect_rounded_once(y, conv_ref(values(x), values(w), {}, k, oh, ow), dt, what);
+      // The gradients against float64 ones of the same (exactly widened) values.
+      const Tensor r = random(y.sizes(), dt, seed++);
+      sum(mul(y, r)).backward();
+      Tensor x64 = x.detach().to(f64), w64 = w.detach().to(f64);
+      x64.requires_grad_(true);
+      w64.requires_grad_(true);
+      sum(mul(run_conv(k, x64, w64, Tensor()), r.to(f64))).backward();
+      expect_rounded_once(x.grad(), values(x64.grad()), dt, what + " dx");
+      expect_rounded_once(w.grad(), values(w64.grad()), dt, what + " dw");
+    }
+  }
+}
+
 TEST(Conv2d, UnbatchedInput) {
   const Tensor x = random({3, 5, 5}, f32, 7), w = random({2, 3, 3, 3}, f32, 8);
   const Tensor y = conv2d(x, w, {}, {1}, {1});
