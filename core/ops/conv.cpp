@@ -265,6 +265,32 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   return batched ? y : y.squeeze(0);
 }
 
+// conv1d is conv2d over images of height 1: x [N, C, 1, L], weight [O, C/g, 1, K]. Its own
+// checks name its own shapes; the rest (groups, bias, sizes) are conv2d's.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+              int64_t padding, int64_t dilation, int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv1d, x, x, weight, bias, stride, padding, dilation, groups);
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[conv1d] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 2 || x.dim() == 3,
+              "[conv1d] expected a 2-d [C, L] or 3-d [N, C, L] input: got shape {}",
+              shape_str(x.sizes()));
+  EMBER_CHECK(weight.dim() == 3, "[conv1d] expected a 3-d weight [O, C/groups, K]: got shape {}",
+              shape_str(weight.sizes()));
+  EMBER_CHECK(stride >= 1 && dilation >= 1 && padding >= 0,
+              "[conv1d] stride and dilation must be >= 1 and padding >= 0: got stride {}, "
+              "padding {}, dilation {}",
+              stride, padding, dilation);
+  const int64_t len = x.size(x.dim() - 1), k = weight.size(2);
+  const WideInt out = conv_out(len, k, stride, padding, dilation);
+  EMBER_CHECK(k >= 1 && out >= 1,
+              "[conv1d] computed output length is too small: input length {} padded to {}, "
+              "kernel {} dilated to {}, gives {}",
+              len, len + 2 * WideInt(padding), k, WideInt(dilation) * (k - 1) + 1, out);
+  const Tensor y = conv2d(x.unsqueeze(x.dim() - 1), weight.unsqueeze(2), bias, {1, stride},
+                          {0, padding}, {1, dilation}, groups);
+  return y.squeeze(y.dim() - 2);
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                         IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
   EMBER_AUTOCAST(Lower, conv_transpose2d, x, x, weight, bias, stride, padding, output_padding,

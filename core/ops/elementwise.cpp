@@ -1,5 +1,6 @@
 // Elementwise ops: y = f(a, b) with NumPy broadcasting and PyTorch's type promotion.
-// Kernel contract ("add", "sub", "mul", "div", "pow", "maximum", "minimum"): inputs {a, b} of
+// Kernel contract ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder",
+// "fmod"; the two remainders are never called with an integer 0 divisor): inputs {a, b} of
 // the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
 // {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
 // {x}, outputs {y} of x's dtype, attributes as ops.def names them. "where": inputs {cond
@@ -12,6 +13,7 @@
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -267,6 +269,51 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return extremum(core_op(ops::minimum), "minimum", "MinimumBackward", a, b, false);
 }
+// The two remainders: d/da = 1, d/db = -floor(a / b) (remainder) or -trunc(a / b) (fmod).
+// An integer divisor of 0 is an error, as in PyTorch (floating ones give NaN).
+namespace {
+Tensor remainder_like(const Tensor& a, const Tensor& b, bool floor_mode) {
+  const char* name = floor_mode ? "remainder" : "fmod";
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  const DType ct = result_type(a, b);
+  EMBER_CHECK_TYPE(ct != DType::Bool, "[{}] not defined for bool tensors", name);
+  if (!is_floating(ct)) {
+    const bool zero_divisor = any(eq(b, 0)).item<bool>();
+    EMBER_CHECK(
+        !zero_divisor,
+        "[{}] integer division by zero: the divisor holds a 0 (a floating divisor gives NaN)",
+        name);
+  }
+  return differentiable(
+      floor_mode ? "RemainderBackward" : "FmodBackward", name, {&a, &b},
+      [&] {
+        return binary(core_op(floor_mode ? ops::remainder : ops::fmod), name, a, b, Kind::Arith);
+      },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b), floor_mode](const Grads& g,
+                                                                      const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          const Tensor q = div(a, b);
+          const Tensor whole = floor_mode ? floor(q) : mul(sign(q), floor(abs(q)));
+          return Grads{reduce_grad(g[0], a), reduce_grad(neg(mul(g[0], whole)), b)};
+        };
+      });
+}
+}  // namespace
+
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  return remainder_like(a, b, true);
+}
+Tensor remainder(const Tensor& a, Scalar b) {
+  return remainder(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+Tensor fmod(const Tensor& a, const Tensor& b) {
+  return remainder_like(a, b, false);
+}
+Tensor fmod(const Tensor& a, Scalar b) {
+  return fmod(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary(core_op(ops::logical_and), "logical_and", a, b, Kind::Logical);
 }
@@ -462,6 +509,50 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
       },
       PackedAttrs(attrs::softplus{.beta = beta, .threshold = threshold}));
 }
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return unary_ad(
+      ops::leaky_relu, x, true, Save::Input,
+      [negative_slope](const Tensor& g, const Tensor& x) {
+        return where(gt(x, 0), g, mul(g, negative_slope));
+      },
+      PackedAttrs(attrs::leaky_relu{.negative_slope = negative_slope}));
+}
+// elu, selu and celu are one kernel: scale * x where x > 0, else
+// scale * alpha * (exp(input_scale * x) - 1), whose derivative there is
+// scale * alpha * input_scale * exp(input_scale * x) (PyTorch's elu with its three parameters).
+namespace {
+Tensor elu_family(const Tensor& x, double alpha, double scale, double input_scale) {
+  return unary_ad(
+      ops::elu, x, true, Save::Input,
+      [alpha, scale, input_scale](const Tensor& g, const Tensor& x) {
+        const Tensor neg_side = mul(exp(mul(x, input_scale)), alpha * scale * input_scale);
+        return mul(g, where(gt(x, 0), full_like(x, scale), neg_side));
+      },
+      PackedAttrs(attrs::elu{.alpha = alpha, .scale = scale, .input_scale = input_scale}));
+}
+}  // namespace
+Tensor elu(const Tensor& x, double alpha) {
+  return elu_family(x, alpha, 1, 1);
+}
+Tensor selu(const Tensor& x) {
+  return elu_family(x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1);
+}
+Tensor celu(const Tensor& x, double alpha) {
+  EMBER_CHECK(alpha != 0, "[celu] alpha must be nonzero: got {}", alpha);
+  return elu_family(x, alpha, 1, 1 / alpha);
+}
+// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)); d/dx = sigmoid(-x).
+Tensor logsigmoid(const Tensor& x) {
+  return unary_ad(ops::logsigmoid, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, sigmoid(neg(x))); });
+}
+// mish(x) = x tanh(sp), sp = softplus(x); d/dx = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2).
+Tensor mish(const Tensor& x) {
+  return unary_ad(ops::mish, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    const Tensor t = tanh(softplus(x));
+    return mul(g, add(t, mul(mul(x, sigmoid(x)), rsub_one(mul(t, t)))));
+  });
+}
 Tensor floor(const Tensor& x) {
   if (!is_floating(x.dtype())) return x.clone();
   return unary_ad(ops::floor, x, false, Save::Input,
@@ -527,6 +618,28 @@ Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
     return autograd::inplace(x, "clamp_", [&](const Tensor& old) { return clamp(old, lo, hi); });
   }
   return unary_(core_op(ops::clamp), "clamp_", x, false, PackedAttrs(a.attrs));
+}
+
+// hardtanh runs clamp's kernel; its gradient passes only strictly inside (min_val, max_val),
+// where clamp's passes at the bounds too (both as in PyTorch).
+Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
+  EMBER_CHECK(min_val <= max_val, "[hardtanh] min_val must not exceed max_val: got {} > {}",
+              min_val, max_val);
+  const ClampArgs a = clamp_args(x.dtype(), min_val, max_val);
+  return differentiable(
+      "HardtanhBackward", "hardtanh", {&x},
+      [&] {
+        return unary(core_op(ops::clamp), "hardtanh", x.to(a.dtype), false, PackedAttrs(a.attrs));
+      },
+      [&] {
+        return [sx = SavedTensor(x), min_val, max_val](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx);
+          return Grads{where(logical_and(gt(x, min_val), lt(x, max_val)), g[0], 0.0)};
+        };
+      });
+}
+Tensor relu6(const Tensor& x) {
+  return hardtanh(x, 0, 6);
 }
 
 // In-place forms: below autograd they run the kernel into `a`; while recording they are the

@@ -254,6 +254,28 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   return where(mask, v, x);
 }
 
+// tril / triu: where() against a broadcast [rows, 1] vs [1, cols] comparison of positions, so
+// the gradient is the same mask and batches cost nothing extra.
+namespace {
+Tensor triangle(const char* name, const Tensor& x, int64_t diagonal, bool lower) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(x.dim() >= 2, "[{}] needs at least 2 dims: got shape {}", name, shape_str(x.sizes()));
+  const TensorOptions opts{DType::Int64, x.device()};
+  const Tensor rows = arange(x.size(x.dim() - 2), opts).unsqueeze(1);
+  const Tensor cols = arange(x.size(x.dim() - 1), opts).unsqueeze(0);
+  const Tensor offset = sub(cols, rows);
+  const Tensor keep = lower ? le(offset, diagonal) : ge(offset, diagonal);
+  return where(keep, x, detail::scalar_tensor(0, x.dtype(), x.device()).to(x.dtype()));
+}
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  return triangle("tril", x, diagonal, true);
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  return triangle("triu", x, diagonal, false);
+}
+
 Tensor nonzero(const Tensor& x) {
   EMBER_CHECK_TYPE(x.defined(), "[nonzero] undefined tensor argument");
   Tensor count = empty({}, {DType::Int64, x.device()});

@@ -1,4 +1,4 @@
-// Matrix products: matmul (NumPy semantics), mm, bmm.
+// Matrix products: matmul (NumPy semantics), mm, bmm, and einsum through bmm.
 // Kernel contract ("matmul"): inputs {A [..., M, K], B [..., K, N]} of one dtype (the promoted
 // dtype of the operands; bool never reaches a kernel), with equal rank >= 2 and batch dims
 // already broadcast to the same sizes (expanded views: stride 0 where broadcast; any strides
@@ -9,11 +9,18 @@
 #include "ember/ops/linalg.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/dispatch/call.h"
 #include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -136,6 +143,296 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
               "[bmm] batch sizes differ: shapes {} and {} (bmm does not broadcast; use matmul)",
               shape_str(a.sizes()), shape_str(b.sizes()));
   return differentiable_product("bmm", "BmmBackward", a, b);
+}
+
+}  // namespace ember
+
+// ---- einsum -----------------------------------------------------------------------------------
+
+namespace ember {
+namespace {
+
+// Note [einsum through bmm]
+// Each operand first takes the diagonal of repeated labels (index_select) and sums the
+// labels no other operand and not the output has. Operands then contract left to right: the
+// labels both sides have and that are still needed (by the output or a later operand) are
+// batch dims, the other shared ones are contracted, the rest belong to one side; both sides
+// are permuted and reshaped to [batch, rows, k] and [batch, k, cols] for one bmm, so the heavy
+// work is the matmul kernels' and the gradient is bmm's. Size-1 dims broadcast against any
+// size (the ellipsis dims right-aligned across operands), as in PyTorch. Labels are ints:
+// 'A'..'Z' 0..25, 'a'..'z' 26..51, the ellipsis dims 52 on.
+constexpr int kEllipsisLabel = 52;
+
+/** One operand during the contraction: a tensor and the label of each of its dims. */
+struct Labeled {
+  Tensor t;
+  std::vector<int> labels;
+};
+
+int letter_label(char c, std::string_view eq) {
+  EMBER_CHECK((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'),
+              "[einsum] invalid character '{}' in equation \"{}\" (labels are letters a-z, A-Z; "
+              "'...' is the ellipsis)",
+              c, eq);
+  return c >= 'a' ? 26 + (c - 'a') : c - 'A';  // ASCII order, as PyTorch sorts them
+}
+
+char label_char(int l) {
+  return l < 26 ? static_cast<char>('A' + l) : l < 52 ? static_cast<char>('a' + l - 26) : '.';
+}
+
+// The labels of one term ("ab...c"); the ellipsis stands for `ell` dims right-aligned among
+// `max_ell` (its labels kEllipsisLabel + max_ell - ell ...).
+std::vector<int> parse_term(std::string_view term, std::string_view eq, int64_t ell,
+                            int64_t max_ell, bool* has_ellipsis) {
+  std::vector<int> out;
+  *has_ellipsis = false;
+  for (size_t i = 0; i < term.size(); ++i) {
+    if (term[i] == '.') {
+      EMBER_CHECK(!*has_ellipsis && term.substr(i, 3) == "...",
+                  "[einsum] malformed ellipsis in term \"{}\" of \"{}\" (one '...' per term)", term,
+                  eq);
+      *has_ellipsis = true;
+      for (int64_t e = max_ell - ell; e < max_ell; ++e) {
+        out.push_back(kEllipsisLabel + static_cast<int>(e));
+      }
+      i += 2;
+      continue;
+    }
+    out.push_back(letter_label(term[i], eq));
+  }
+  return out;
+}
+
+int64_t letters_in(std::string_view term) {
+  int64_t n = 0;
+  for (char c : term) n += c != '.';
+  return n;
+}
+
+// Takes the diagonal of repeated labels, one pair of dims at a time: the second dim is moved
+// next to the first, the two are merged, and index_select keeps the n positions i * (n + 1).
+// (A strided view would do it without a copy, but index_select's gradient has a gradient.)
+Labeled take_diagonals(const Tensor& t, const std::vector<int>& labels, std::string_view eq) {
+  Labeled r{t, labels};
+  for (;;) {
+    size_t i = 0, j = 0;
+    for (size_t a = 0; a < r.labels.size() && j == 0; ++a) {
+      for (size_t b = a + 1; b < r.labels.size(); ++b) {
+        if (r.labels[a] == r.labels[b]) {
+          i = a, j = b;
+          break;
+        }
+      }
+    }
+    if (j == 0) return r;
+    const int64_t n = r.t.size(static_cast<int64_t>(i));
+    EMBER_CHECK(r.t.size(static_cast<int64_t>(j)) == n,
+                "[einsum] a label repeated in one operand needs equal sizes: {} and {} in \"{}\"",
+                n, r.t.size(static_cast<int64_t>(j)), eq);
+    std::vector<int64_t> perm;
+    Shape merged;
+    for (size_t d = 0; d < r.labels.size(); ++d) {
+      if (d == j) continue;
+      perm.push_back(static_cast<int64_t>(d));
+      merged.push_back(r.t.size(static_cast<int64_t>(d)));
+      if (d == i) {
+        perm.push_back(static_cast<int64_t>(j));
+        merged.back() = n * n;
+      }
+    }
+    const Tensor flat = r.t.permute(perm).reshape(merged);
+    const Tensor at = mul(arange(n, TensorOptions{DType::Int64, t.device()}), n + 1);
+    r.t = index_select(flat, static_cast<int64_t>(i), at);
+    r.labels.erase(r.labels.begin() + static_cast<std::ptrdiff_t>(j));
+  }
+}
+
+// Sums the dims of `x` whose labels `keep` rejects.
+void sum_unneeded(Labeled* x, const std::function<bool(int)>& keep) {
+  std::vector<int64_t> dims;
+  std::vector<int> kept;
+  for (size_t i = 0; i < x->labels.size(); ++i) {
+    if (keep(x->labels[i])) {
+      kept.push_back(x->labels[i]);
+    } else {
+      dims.push_back(static_cast<int64_t>(i));
+    }
+  }
+  if (dims.empty()) return;
+  x->t = sum(x->t, dims);
+  x->labels = kept;
+}
+
+int64_t label_size(const Labeled& x, int label) {
+  for (size_t i = 0; i < x.labels.size(); ++i) {
+    if (x.labels[i] == label) return x.t.size(static_cast<int64_t>(i));
+  }
+  return 1;
+}
+
+// x permuted to the label order `order` (each of x's labels once; missing ones as size-1
+// dims), expanded to `sizes`, and reshaped to the products of the groups in `groups`.
+Tensor arrange(const Labeled& x, const std::vector<int>& order, const std::vector<int64_t>& sizes,
+               const std::vector<int64_t>& groups) {
+  std::vector<int64_t> perm;
+  Tensor t = x.t;
+  std::vector<int> labels = x.labels;
+  for (int l : order) {
+    if (std::find(labels.begin(), labels.end(), l) == labels.end()) {
+      t = t.unsqueeze(t.dim());
+      labels.push_back(l);
+    }
+  }
+  for (int l : order) {
+    perm.push_back(std::find(labels.begin(), labels.end(), l) - labels.begin());
+  }
+  return t.permute(perm).expand(sizes).reshape(groups);
+}
+
+// Contracts a and b, keeping the labels `needed` accepts.
+Labeled contract(const Labeled& a, const Labeled& b, const std::function<bool(int)>& needed,
+                 std::string_view eq) {
+  std::vector<int> batch, left, right, inner;
+  const auto in = [](const Labeled& x, int l) {
+    return std::find(x.labels.begin(), x.labels.end(), l) != x.labels.end();
+  };
+  for (int l : a.labels) {
+    if (in(b, l)) {
+      (needed(l) ? batch : inner).push_back(l);
+    } else {
+      left.push_back(l);
+    }
+  }
+  for (int l : b.labels) {
+    if (!in(a, l)) right.push_back(l);
+  }
+  const auto size_of = [&](int l) {
+    const int64_t sa = label_size(a, l), sb = label_size(b, l);
+    EMBER_CHECK(sa == sb || sa == 1 || sb == 1,
+                "[einsum] a label has sizes {} and {} in two operands of \"{}\" (they must "
+                "match or be 1)",
+                sa, sb, eq);
+    return std::max(sa, sb);
+  };
+  int64_t nb = 1, nl = 1, nr = 1, nk = 1;
+  std::vector<int64_t> bs, ls, rs, ks;
+  for (int l : batch) bs.push_back(size_of(l)), nb *= bs.back();
+  for (int l : left) ls.push_back(size_of(l)), nl *= ls.back();
+  for (int l : right) rs.push_back(size_of(l)), nr *= rs.back();
+  for (int l : inner) ks.push_back(size_of(l)), nk *= ks.back();
+  const auto join = [](std::vector<int64_t> x, const std::vector<int64_t>& y,
+                       const std::vector<int64_t>& z) {
+    x.insert(x.end(), y.begin(), y.end());
+    x.insert(x.end(), z.begin(), z.end());
+    return x;
+  };
+  const auto join_labels = [](std::vector<int> x, const std::vector<int>& y,
+                              const std::vector<int>& z) {
+    x.insert(x.end(), y.begin(), y.end());
+    x.insert(x.end(), z.begin(), z.end());
+    return x;
+  };
+  const Tensor lhs = arrange(a, join_labels(batch, left, inner), join(bs, ls, ks), {nb, nl, nk});
+  const Tensor rhs = arrange(b, join_labels(batch, inner, right), join(bs, ks, rs), {nb, nk, nr});
+  Labeled r;
+  r.t = bmm(lhs, rhs).reshape(join(bs, ls, rs));
+  r.labels = join_labels(batch, left, right);
+  return r;
+}
+
+}  // namespace
+
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
+  std::string eq;
+  for (char c : equation) {
+    if (c != ' ') eq.push_back(c);
+  }
+  EMBER_CHECK(!operands.empty(), "[einsum] needs at least one operand: equation \"{}\"", eq);
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string_view> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(std::string_view(lhs).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  EMBER_CHECK(terms.size() == operands.size(),
+              "[einsum] equation \"{}\" has {} operand terms but {} tensors were given", eq,
+              terms.size(), operands.size());
+  int64_t max_ell = 0;
+  std::vector<int64_t> ells(terms.size(), 0);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    EMBER_CHECK_TYPE(operands[i].defined(), "[einsum] operand {} is undefined", i);
+    for (char c : terms[i]) {
+      if (c != '.') letter_label(c, eq);  // every character is a label or the ellipsis
+    }
+    const int64_t letters = letters_in(terms[i]);
+    const bool has_ell = terms[i].find('.') != std::string_view::npos;
+    EMBER_CHECK(has_ell ? operands[i].dim() >= letters : operands[i].dim() == letters,
+                "[einsum] term \"{}\" names {} dims but operand {} has shape {}", terms[i], letters,
+                i, shape_str(operands[i].sizes()));
+    if (has_ell) ells[i] = operands[i].dim() - letters;
+    max_ell = std::max(max_ell, ells[i]);
+  }
+  std::vector<Labeled> xs;
+  std::vector<int> count(static_cast<size_t>(kEllipsisLabel + max_ell), 0);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    bool has_ell = false;
+    const std::vector<int> labels = parse_term(terms[i], eq, ells[i], max_ell, &has_ell);
+    xs.push_back(take_diagonals(operands[i], labels, eq));
+    for (int l : labels) ++count[static_cast<size_t>(l)];  // "ii" counts i twice
+  }
+  // The output: given after "->", or the ellipsis then the labels used once, alphabetically.
+  std::vector<int> out;
+  if (arrow != std::string::npos) {
+    // An output without the ellipsis sums the dims it covers, as every unlisted label.
+    bool has_ell = false;
+    out = parse_term(std::string_view(eq).substr(arrow + 2), eq, max_ell, max_ell, &has_ell);
+    for (size_t i = 0; i < out.size(); ++i) {
+      EMBER_CHECK(out[i] >= kEllipsisLabel || count[static_cast<size_t>(out[i])] > 0,
+                  "[einsum] output label '{}' of \"{}\" is in no operand", label_char(out[i]), eq);
+      EMBER_CHECK(std::count(out.begin(), out.end(), out[i]) == 1,
+                  "[einsum] output label '{}' of \"{}\" appears twice", label_char(out[i]), eq);
+    }
+  } else {
+    for (int64_t e = 0; e < max_ell; ++e) out.push_back(kEllipsisLabel + static_cast<int>(e));
+    // Upper case sorts before lower case in PyTorch's implicit output, as their labels do here.
+    for (int l = 0; l < kEllipsisLabel; ++l) {
+      if (count[static_cast<size_t>(l)] == 1) out.push_back(l);
+    }
+  }
+  const auto in_output = [&](int l) { return std::find(out.begin(), out.end(), l) != out.end(); };
+  // Labels still needed after operand i: in the output or in a later operand.
+  const auto needed_after = [&](size_t i) {
+    return [&, i](int l) {
+      if (in_output(l)) return true;
+      for (size_t j = i + 1; j < xs.size(); ++j) {
+        if (std::find(xs[j].labels.begin(), xs[j].labels.end(), l) != xs[j].labels.end()) {
+          return true;
+        }
+      }
+      return false;
+    };
+  };
+  Labeled acc = xs[0];
+  sum_unneeded(&acc, needed_after(0));
+  for (size_t i = 1; i < xs.size(); ++i) {
+    Labeled next = xs[i];
+    // A label only this operand has, and nobody needs, is summed before the product.
+    sum_unneeded(&next, [&](int l) {
+      return needed_after(i)(l) ||
+             std::find(acc.labels.begin(), acc.labels.end(), l) != acc.labels.end();
+    });
+    acc = contract(acc, next, needed_after(i), eq);
+  }
+  sum_unneeded(&acc, in_output);
+  // Output labels no operand contributed (an ellipsis dim all operands lack) are size 1.
+  std::vector<int64_t> sizes;
+  for (int l : out) sizes.push_back(label_size(acc, l));
+  return arrange(acc, out, sizes, sizes);
 }
 
 }  // namespace ember

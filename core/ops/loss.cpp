@@ -12,7 +12,8 @@
 //                Probability targets q: -sum_c w_c q_c logp_c, with q smoothed to
 //                (1 - eps) q + eps / C; mean divides by numel / C.
 // mse_loss:      (x - t)^2; l1_loss: |x - t| (same shapes required, as in PyTorch without its
-//                broadcasting warning).
+//                broadcasting warning). huber_loss, smooth_l1_loss: quadratic below delta /
+//                beta, linear above. kl_div: t (log t - x), 0 where t = 0.
 // binary_cross_entropy: -w (t max(log p, -100) + (1 - t) max(log(1 - p), -100)); backward as
 //                PyTorch: dp = w (p - t) / max(p (1 - p), 1e-12), dt = w (log(1-p) - log p).
 // binary_cross_entropy_with_logits: with lw = 1 + (pos_weight - 1) t and
@@ -45,7 +46,14 @@ using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
 
-Tensor reduce_loss(const Tensor& l, Reduction r) {
+// Every loss but kl_div refuses Reduction::BatchMean (PyTorch has it for kl_div only).
+void refuse_batch_mean(const char* name, Reduction r) {
+  EMBER_CHECK(r != Reduction::BatchMean,
+              "[{}] reduction BatchMean is kl_div's only (use Mean or Sum)", name);
+}
+
+Tensor reduce_loss(const char* name, const Tensor& l, Reduction r) {
+  refuse_batch_mean(name, r);
   switch (r) {
     case Reduction::Sum:
       return sum(l);
@@ -233,6 +241,7 @@ void check_class_target(const char* name, const Tensor& target) {
 // nll_loss on logp [C] / [N, C, d...] with the errors named `name`.
 Tensor nll(const char* name, const Tensor& logp, const Tensor& target, const Tensor& weight,
            int64_t ignore_index, Reduction r) {
+  refuse_batch_mean(name, r);
   if (logp.dim() == 1) {
     EMBER_CHECK(target.dim() == 0,
                 "[{}] an unbatched input of shape {} needs a 0-d target: got shape {}", name,
@@ -290,6 +299,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const Tensor& w
   EMBER_AUTOCAST(Float32, cross_entropy, logits, logits, target, weight, ignore_index, reduction,
                  label_smoothing);
   const char* name = "cross_entropy";
+  refuse_batch_mean(name, reduction);
   check_nll_args(name, logits, target, weight);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
               "[cross_entropy] label_smoothing must be in [0, 1]: got {}", label_smoothing);
@@ -356,14 +366,61 @@ Tensor mse_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
   EMBER_AUTOCAST(Float32, mse_loss, x, x, target, reduction);
   check_same_shape("mse_loss", x, target);
   common_device({&x, &target}, "mse_loss");
-  return reduce_loss(square(sub(x, target)), reduction);
+  return reduce_loss("mse_loss", square(sub(x, target)), reduction);
 }
 
 Tensor l1_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
   EMBER_AUTOCAST(Float32, l1_loss, x, x, target, reduction);
   check_same_shape("l1_loss", x, target);
   common_device({&x, &target}, "l1_loss");
-  return reduce_loss(abs(sub(x, target)), reduction);
+  return reduce_loss("l1_loss", abs(sub(x, target)), reduction);
+}
+
+namespace {
+// 0.5 d^2 / beta where d = |x - t| < beta, else d - 0.5 beta, times `scale` (huber_loss is
+// smooth_l1 scaled by delta = beta); through where, so d/dx = scale * clamp((x - t) / beta, -1, 1).
+Tensor smooth_l1(const char* name, const Tensor& x, const Tensor& target, Reduction reduction,
+                 double beta, double scale) {
+  check_same_shape(name, x, target);
+  common_device({&x, &target}, name);
+  EMBER_CHECK(beta >= 0, "[{}] {} must be non-negative: got {}", name,
+              scale == 1.0 ? "beta" : "delta", beta);
+  const Tensor diff = sub(x, target);
+  const Tensor d = abs(diff);
+  if (beta == 0) return reduce_loss(name, mul(d, scale), reduction);
+  const Tensor l =
+      where(lt(d, beta), mul(square(diff), 0.5 * scale / beta), mul(sub(d, 0.5 * beta), scale));
+  return reduce_loss(name, l, reduction);
+}
+}  // namespace
+
+Tensor huber_loss(const Tensor& x, const Tensor& target, Reduction reduction, double delta) {
+  EMBER_AUTOCAST(Float32, huber_loss, x, x, target, reduction, delta);
+  return smooth_l1("huber_loss", x, target, reduction, delta, delta);
+}
+
+Tensor smooth_l1_loss(const Tensor& x, const Tensor& target, Reduction reduction, double beta) {
+  EMBER_AUTOCAST(Float32, smooth_l1_loss, x, x, target, reduction, beta);
+  return smooth_l1("smooth_l1_loss", x, target, reduction, beta, 1.0);
+}
+
+// kl_div: t (log t - x), with t log t = 0 where t = 0 (xlogy); exp(t) (t - x) for log targets.
+// Shapes broadcast as in PyTorch.
+Tensor kl_div(const Tensor& x, const Tensor& target, Reduction reduction, bool log_target) {
+  EMBER_AUTOCAST(Float32, kl_div, x, x, target, reduction, log_target);
+  EMBER_CHECK_TYPE(x.defined() && target.defined(), "[kl_div] undefined tensor argument");
+  common_device({&x, &target}, "kl_div");
+  Tensor l;
+  if (log_target) {
+    l = mul(exp(target), sub(target, x));
+  } else {
+    const Tensor pos = gt(target, 0);
+    const Tensor t_log_t = where(pos, mul(target, log(where(pos, target, 1.0))), 0.0);
+    l = sub(t_log_t, mul(target, x));
+  }
+  if (reduction != Reduction::BatchMean) return reduce_loss("kl_div", l, reduction);
+  const int64_t batch = x.dim() == 0 ? 1 : x.size(0);
+  return div(sum(l), static_cast<double>(batch));
 }
 
 Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor& weight,
@@ -409,7 +466,7 @@ Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor&
           return Grads{gp, gt, gw};
         };
       });
-  return reduce_loss(l, reduction);
+  return reduce_loss("binary_cross_entropy", l, reduction);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, const Tensor& weight,
@@ -467,7 +524,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
           return Grads{gx, gt, gww, gpw};
         };
       });
-  return reduce_loss(l, reduction);
+  return reduce_loss("binary_cross_entropy_with_logits", l, reduction);
 }
 
 namespace detail {

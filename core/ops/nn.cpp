@@ -31,6 +31,7 @@
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
 #include "ember/amp/autocast.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -293,7 +294,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   return mul(x, mask);
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx) {
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
+                 std::optional<double> max_norm, double norm_type) {
   EMBER_CHECK_TYPE(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");
   EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num, dim]: got shape {}",
               shape_str(weight.sizes()));
@@ -322,6 +324,21 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   Shape sizes = indices.sizes();
   sizes.push_back(dim);
   shape_numel(sizes, "embedding");  // an empty index shape with a huge embedding dim
+  if (max_norm && idx.numel() > 0) {
+    // As PyTorch's embedding_renorm_: outside autograd, rows whose norm exceeds max_norm are
+    // scaled by max_norm / (norm + 1e-7), in the weight itself. The rows are written back with
+    // one scatter over the whole table (a repeated index writes the same row twice).
+    EMBER_CHECK(*max_norm > 0, "[embedding] max_norm must be positive: got {}", *max_norm);
+    autograd::NoGradGuard no_grad;
+    const Tensor rows = index_select(weight, 0, idx);
+    const int64_t dims[1] = {1};
+    const Tensor norms = norm(rows, norm_type, IntList(dims, 1), /*keepdim=*/true);
+    const Tensor scale =
+        where(gt(norms, *max_norm), div(full_like(norms, *max_norm), add(norms, 1e-7)), 1.0);
+    const int64_t n = idx.numel();
+    Tensor& w = const_cast<Tensor&>(weight);
+    w.copy_(scatter(w, 0, idx.view({n, 1}).expand({n, dim}), mul(rows, scale)));
+  }
   return autograd::differentiable(
       "EmbeddingBackward", "embedding", {&weight},
       [&] { return index_select(weight, 0, idx).view(sizes); },

@@ -2,7 +2,8 @@
 //   max_pool2d:          y[n,c,i,j] = max over the window's in-bounds taps of x; indices hold the
 //                        flat position h * W + w of that maximum within its plane (PyTorch's).
 //   avg_pool2d:          y = sum over the window's in-bounds taps / divisor, the divisor counting
-//                        the padding taps inside [-p, H + p) when count_include_pad, else not.
+//                        the padding taps inside [-p, H + p) when count_include_pad, else not;
+//                        divisor_override > 0 is every window's divisor instead.
 //   adaptive_avg_pool2d: output row i averages input rows [floor(i*H/oH), ceil((i+1)*H/oH)),
 //                        likewise for columns.
 // Output size (PyTorch): o = floor_or_ceil((H + 2p - d(k-1) - 1) / s) + 1, and with ceil_mode
@@ -196,12 +197,14 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
 struct AvgArgs {
   Pool g;
   bool count_include_pad = true;
+  int64_t divisor_override = 0;  // > 0: every window's divisor
   /** avg_pool2d's attributes; A is attrs::avg_pool2d or attrs::avg_pool2d_backward. */
   template <typename A>
   A as() const {
     A a;
     a.kernel_h = g.k[0], a.kernel_w = g.k[1], a.stride_h = g.s[0], a.stride_w = g.s[1];
     a.pad_h = g.p[0], a.pad_w = g.p[1], a.count_include_pad = count_include_pad ? 1 : 0;
+    a.divisor_override = divisor_override;
     return a;
   }
 };
@@ -304,11 +307,15 @@ Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
 }
 
 Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
-                  bool ceil_mode, bool count_include_pad) {
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  EMBER_CHECK(!divisor_override || *divisor_override > 0,
+              "[avg_pool2d] divisor_override must be positive: got {}",
+              divisor_override.value_or(0));
   const Tensor x4 = as_batched("avg_pool2d", x, /*allow_int=*/false);
   AvgArgs a;
   a.g = make_pool("avg_pool2d", x4, kernel_size, stride, padding, {1, 1}, ceil_mode);
   a.count_include_pad = count_include_pad;
+  a.divisor_override = divisor_override.value_or(0);
   return squeeze_if(avg_forward(x4, a), x.dim() == 3);
 }
 

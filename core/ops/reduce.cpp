@@ -8,8 +8,8 @@
 //   "argmax", "argmin": exactly one trailing reduced dim (the core flattens for a full
 //     reduction); y int64; the first index wins ties; NaN counts as the extreme.
 //   "max_dim", "min_dim": one trailing reduced dim; outputs {values (x's dtype), indices int64}.
-//   "cumsum": the core moves the dim last with a transpose; y has the moved shape, contiguous,
-//     x's dtype (integer and bool inputs are converted to int64 first); ints unused.
+//   "cumsum", "cumprod": the core moves the dim last with a transpose; y has the moved shape,
+//     contiguous, x's dtype (integer and bool inputs are converted to int64 first); ints unused.
 // Kernels are keyed by x's dtype. mean, var, std, norm, logsumexp, max/min are composites.
 #include "ember/ops/reduce.h"
 
@@ -505,13 +505,14 @@ Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim) {
 }
 
 namespace {
-Tensor cumsum_forward(const Tensor& x, int64_t d) {
+// The running sum or product (op) of x along d.
+Tensor cumulative_forward(ops::Id op, const Tensor& x, int64_t d) {
   const int64_t nd = x.dim();
   const Tensor in = is_floating(x.dtype()) ? x : x.to(DType::Int64);
   if (nd == 0) return in.clone();
   const Tensor moved = d == nd - 1 ? in : in.transpose(d, nd - 1);
   Tensor y = empty(moved.sizes(), {in.dtype(), in.device()});
-  if (y.numel() > 0) run_kernel(core_op(ops::cumsum), in.dtype(), {&moved}, {&y});
+  if (y.numel() > 0) run_kernel(core_op(op), in.dtype(), {&moved}, {&y});
   return d == nd - 1 ? y : y.transpose(d, nd - 1);
 }
 }  // namespace
@@ -521,7 +522,7 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
   EMBER_CHECK_TYPE(x.defined(), "[cumsum] undefined tensor argument");
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
   return autograd::differentiable(
-      "CumsumBackward", "cumsum", {&x}, [&] { return cumsum_forward(x, d); },
+      "CumsumBackward", "cumsum", {&x}, [&] { return cumulative_forward(ops::cumsum, x, d); },
       [&] {
         return [d, scalar = x.dim() == 0](const Grads& g, const LambdaNode&) {
           if (scalar) return Grads{g[0]};
@@ -529,6 +530,45 @@ Tensor cumsum(const Tensor& x, int64_t dim) {
           const int64_t dims[1] = {d};
           const Tensor total = sum(g[0], IntList(dims, 1), /*keepdim=*/true);
           return Grads{add(sub(total, cumsum(g[0], d)), g[0])};
+        };
+      });
+}
+
+namespace {
+// sum_{j >= i} t_j along d: the reversed running sum, as sum(t) - cumsum(t) + t.
+Tensor reverse_cumsum(const Tensor& t, int64_t d) {
+  const int64_t dims[1] = {d};
+  return add(sub(sum(t, IntList(dims, 1), /*keepdim=*/true), cumsum(t, d)), t);
+}
+}  // namespace
+
+// Note [The gradient of cumprod]
+// dx_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k. Where no x before or at i is 0, that is
+// reverse_cumsum(g * y)_i / x_i. Past the first zero f of a line every term holds x_f = 0, so
+// the gradient is 0 there; at f itself the terms are the products with x_f left out, which is
+// reverse_cumsum(g * cumprod(x with x_f = 1))_f (later zeros stay in, rightly). Every step is a
+// public op, so the gradient has a gradient too; that second derivative is exact where x has
+// no zero (at a zero, the mask that zeroes the gradient past it is not differentiated).
+Tensor cumprod(const Tensor& x, int64_t dim) {
+  EMBER_AUTOCAST(Float32, cumprod, x, x, dim);
+  EMBER_CHECK_TYPE(x.defined(), "[cumprod] undefined tensor argument");
+  const int64_t d = wrap_dim(dim, x.dim(), "cumprod");
+  return autograd::differentiable(
+      "CumprodBackward", "cumprod", {&x}, [&] { return cumulative_forward(ops::cumprod, x, d); },
+      [&] {
+        return [sx = SavedTensor(x), d](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx);
+          if (x.dim() == 0) return Grads{g[0]};
+          const Tensor zero = eq(x, 0);
+          const Tensor zeros_so_far = cumsum(zero, d);  // int64
+          const Tensor before_first = eq(zeros_so_far, 0);
+          const Tensor first = logical_and(zero, eq(zeros_so_far, 1));
+          const Tensor safe = where(zero, ones_like(x), x);
+          const Tensor y = cumprod(x, d);
+          const Tensor plain = div(reverse_cumsum(mul(g[0], y), d), safe);
+          const Tensor at_first =
+              reverse_cumsum(mul(g[0], cumprod(where(first, ones_like(x), x), d)), d);
+          return Grads{where(before_first, plain, where(first, at_first, zeros_like(plain)))};
         };
       });
 }

@@ -149,6 +149,9 @@ Case compare(const std::string& name, std::function<Tensor(const Tensor&, const 
 
 const std::vector<DType> kFloat = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 const std::vector<DType> kF32F64 = {DType::Float32, DType::Float64};
+// Dtypes that hold negative values (the unsigned ones clamp a negative range to 0).
+const std::vector<DType> kSigned = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16,
+                                    DType::Int8,    DType::Int32,   DType::Int64};
 
 std::vector<int64_t> shape_of(const Tensor& t) {
   return std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
@@ -183,6 +186,21 @@ std::vector<Case> make_cases() {
                      {0.5, 2.0, -3, 3}, {-2.0, 2.0, 0, 4}));
   c.push_back(binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }));
   c.push_back(binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }));
+  // Divisors of both signs (never an integer 0, which the core refuses), dividends of both.
+  const Range positive_divisor{0.5, 3, 1, 4}, negative_divisor{-3, -0.5, -4, -1};
+  c.push_back(binary(
+      "remainder", [](const Tensor& a, const Tensor& b) { return remainder(a, b); }, {-5, 5, -9, 9},
+      positive_divisor));
+  c.push_back(binary(
+      "remainder_negative_divisor",
+      [](const Tensor& a, const Tensor& b) { return remainder(a, b); }, {-5, 5, -9, 9},
+      negative_divisor));
+  c.back().kernels = {"remainder"};
+  c.back().dtypes = kSigned;
+  c.push_back(binary(
+      "fmod", [](const Tensor& a, const Tensor& b) { return fmod(a, b); }, {-5, 5, -9, 9},
+      negative_divisor));
+  c.back().dtypes = kSigned;
   c.push_back({"scalar_ops", {"add", "mul", "sub"}, unary_variants({}), one([](const Inputs& in) {
                  return add(mul(in[0], 3), 2) - 1;
                })});
@@ -267,6 +285,14 @@ std::vector<Case> make_cases() {
   c.push_back(unary("gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, {-3, 3}));
   c.back().kernels = {"gelu"};
   c.push_back(unary("silu", [](const Tensor& x) { return silu(x); }, {-3, 3}));
+  c.push_back(unary("leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, {-3, 3}));
+  c.push_back(unary("elu", [](const Tensor& x) { return elu(x, 1.5); }, {-3, 3}));
+  c.push_back(unary("selu", [](const Tensor& x) { return selu(x); }, {-3, 3}));
+  c.back().kernels = {"elu"};
+  c.push_back(unary("celu", [](const Tensor& x) { return celu(x, 0.5); }, {-3, 3}));
+  c.back().kernels = {"elu"};
+  c.push_back(unary("logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, {-8, 8}));
+  c.push_back(unary("mish", [](const Tensor& x) { return mish(x); }, {-4, 4}));
   // beta 2 and threshold 3 put part of the range beyond the threshold (the linear branch).
   c.push_back(unary("softplus", [](const Tensor& x) { return softplus(x, 2.0, 3.0); }, {-3, 3}));
   c.push_back(unary(
@@ -361,6 +387,11 @@ std::vector<Case> make_cases() {
   c.push_back({"cumsum", {"cumsum"}, reduce_variants({}, true), [](const Inputs& in) {
                  return Inputs{cumsum(in[0], 1), cumsum(in[0], 0)};
                }});
+  // Values near 1 keep the running products in range; integers in [-2, 2] include zeros.
+  c.push_back(
+      {"cumprod", {"cumprod"}, reduce_variants({0.5, 1.5, -2, 2}, true), [](const Inputs& in) {
+         return Inputs{cumprod(in[0], 1), cumprod(in[0], 0)};
+       }});
 
   // ---- matmul, softmax and composites ---------------------------------------------------------
   const Range mm{-1, 1, -3, 3};
@@ -600,7 +631,8 @@ std::vector<Case> make_cases() {
          return Inputs{avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}),
                        avg_pool2d(in[0], {3, 2}, {2, 2}, {1, 1}, /*ceil_mode=*/true,
                                   /*count_include_pad=*/false),
-                       avg_pool2d(in[0], {2, 2})};
+                       avg_pool2d(in[0], {2, 2}),
+                       avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}, false, true, /*divisor=*/5)};
        }});
   c.push_back({"adaptive_avg_pool2d",
                {"adaptive_avg_pool2d", "adaptive_avg_pool2d_backward"},

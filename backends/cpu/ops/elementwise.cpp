@@ -141,7 +141,7 @@ int32_t binary(const ember_kernel_call* call) {
 }
 
 using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp,
-    sdk::ReluBackwardOp;
+    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp;
 using sdk::kNotBool;
 
 template <typename Cmp>
@@ -184,6 +184,12 @@ EMBER_KERNEL(minimum) {
 }
 EMBER_KERNEL(relu_backward) {
   return binary<ReluBackwardOp>(call);
+}
+EMBER_KERNEL(remainder) {
+  return binary<RemainderOp>(call);
+}
+EMBER_KERNEL(fmod) {
+  return binary<FmodOp>(call);
 }
 EMBER_KERNEL(eq) {
   return compare<std::equal_to<>>(call);
@@ -335,6 +341,39 @@ EMBER_KERNEL(softplus) {
     using C = decltype(x);
     const C bx = C(beta) * x;
     return bx > C(threshold) ? x : std::log1p(std::exp(bx)) / C(beta);
+  });
+}
+
+EMBER_KERNEL(leaky_relu) {
+  const auto a = sdk::attrs<attrs::leaky_relu>(call);
+  return unary_float(call, [slope = a.negative_slope](auto x) {
+    using C = decltype(x);
+    return x > C(0) ? x : C(slope) * x;
+  });
+}
+
+// scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+EMBER_KERNEL(elu) {
+  const auto a = sdk::attrs<attrs::elu>(call);
+  return unary_float(call, [a](auto x) {
+    using C = decltype(x);
+    return x > C(0) ? C(a.scale) * x : C(a.scale) * C(a.alpha) * std::expm1(C(a.input_scale) * x);
+  });
+}
+
+// min(x, 0) - log1p(exp(-|x|)): never overflows.
+EMBER_KERNEL(logsigmoid) {
+  return unary_float(call, [](auto x) {
+    using C = decltype(x);
+    return std::min(x, C(0)) - std::log1p(std::exp(-std::abs(x)));
+  });
+}
+
+// x * tanh(softplus(x)), softplus linear above 20 as PyTorch's.
+EMBER_KERNEL(mish) {
+  return unary_float(call, [](auto x) {
+    using C = decltype(x);
+    return x * std::tanh(x > C(20) ? x : std::log1p(std::exp(x)));
   });
 }
 

@@ -123,7 +123,7 @@ void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, 
 }
 
 // Average pooling windows (PyTorch's): the divisor counts padding taps inside [-p, n + p) when
-// count_include_pad, only in-bounds taps otherwise.
+// count_include_pad, only in-bounds taps otherwise; a divisor_override > 0 replaces it.
 struct AvgWindow {
   int64_t lo, hi, size;
 };
@@ -194,7 +194,9 @@ void avg_pool_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W,
       const AvgWindow wh = avg_window(i, kH, sH, pH, H);
       for (int64_t j = 0; j < oW; ++j) {
         const AvgWindow ww = avg_window(j, kW, sW, pW, W);
-        const int64_t div = include_pad ? wh.size * ww.size : (wh.hi - wh.lo) * (ww.hi - ww.lo);
+        const int64_t div = a.divisor_override > 0 ? a.divisor_override
+                            : include_pad          ? wh.size * ww.size
+                                                   : (wh.hi - wh.lo) * (ww.hi - ww.lo);
         if constexpr (Backward) {
           const C g = static_cast<C>(gp[i * oW + j]) / static_cast<C>(div);
           for (int64_t h = wh.lo; h < wh.hi; ++h) {

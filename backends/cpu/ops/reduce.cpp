@@ -1,7 +1,7 @@
 // CPU reduction kernels: sum, prod, amax, amin, all, any over trailing dims; argmax, argmin,
-// max_dim, min_dim along one trailing dim; cumsum along the last dim. The layout contract is
-// documented in core/ops/reduce.cpp: reduced dims come last (any strides), the output holds the
-// kept dims and is contiguous.
+// max_dim, min_dim along one trailing dim; cumsum and cumprod along the last dim. The layout
+// contract is documented in core/ops/reduce.cpp: reduced dims come last (any strides), the output
+// holds the kept dims and is contiguous.
 #include <omp.h>
 
 #include <algorithm>
@@ -515,10 +515,12 @@ int32_t arg_reduce(const ember_kernel_call* call) {
   return known ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: unknown dtype", name);
 }
 
-// ---- cumsum -----------------------------------------------------------------------------------
+// ---- cumsum, cumprod -------------------------------------------------------------------------
 
-template <typename T>
-void cumsum_typed(const ember_tensor& xd, const ember_tensor& yd) {
+// The running sum (kProduct false) or product along the last dim: a double accumulator for
+// floating dtypes rounded at every output, wrapping int64 for integers.
+template <typename T, bool kProduct>
+void cumulative_typed(const ember_tensor& xd, const ember_tensor& yd) {
   using Acc = std::conditional_t<sdk::kIsFloating<T>, double, int64_t>;
   const int nd = xd.ndim;
   const int64_t n = nd == 0 ? 1 : xd.sizes[nd - 1];
@@ -539,18 +541,20 @@ void cumsum_typed(const ember_tensor& xd, const ember_tensor& yd) {
     for (int64_t r = b; r < e; ++r) {
       const T* p = x + c.ox;
       T* q = y + c.oy;
-      Acc acc = 0;
+      Acc acc = kProduct ? 1 : 0;
       for (int64_t i = 0; i < n; ++i) {
         if constexpr (sdk::kIsFloating<T>) {
-          acc += static_cast<double>(static_cast<Compute<T>>(p[i * xs]));
+          const double v = static_cast<double>(static_cast<Compute<T>>(p[i * xs]));
+          acc = kProduct ? acc * v : acc + v;
           if constexpr (sdk::kIsHalf<T>) {
             q[i * ys] = T(static_cast<float>(acc));
           } else {
             q[i * ys] = static_cast<T>(acc);
           }
         } else {
-          acc = static_cast<Acc>(static_cast<uint64_t>(acc) +
-                                 static_cast<uint64_t>(static_cast<int64_t>(p[i * xs])));
+          const auto v = static_cast<uint64_t>(static_cast<int64_t>(p[i * xs]));
+          acc = static_cast<Acc>(kProduct ? static_cast<uint64_t>(acc) * v
+                                          : static_cast<uint64_t>(acc) + v);
           q[i * ys] = static_cast<T>(acc);
         }
       }
@@ -602,20 +606,30 @@ EMBER_KERNEL(min_dim) {
   return arg_reduce<attrs::min_dim, false, true>(call);
 }
 
-EMBER_KERNEL(cumsum) {
+namespace {
+template <bool kProduct>
+int32_t cumulative(const ember_kernel_call* call, const char* name) {
   if (call->num_inputs != 1 || call->num_outputs != 1) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "cumsum: expects 1 input and 1 output");
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and 1 output", name);
   }
   int32_t status = EMBER_OK;
   const bool known = sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
-      cumsum_typed<T>(call->inputs[0], call->outputs[0]);
+      cumulative_typed<T, kProduct>(call->inputs[0], call->outputs[0]);
     } else {
-      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "cumsum: bool input (convert first)");
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: bool input (convert first)", name);
     }
   });
-  return known ? status : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "cumsum: unknown dtype");
+  return known ? status : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: unknown dtype", name);
+}
+}  // namespace
+
+EMBER_KERNEL(cumsum) {
+  return cumulative<false>(call, "cumsum");
+}
+EMBER_KERNEL(cumprod) {
+  return cumulative<true>(call, "cumprod");
 }
 
 }  // namespace ember::cpu

@@ -303,6 +303,29 @@ struct ReluBackwardOp {  // inputs {g, y}: g where y > 0 (NaN y passes g, as PyT
     return y <= A(0) ? A(0) : g;
   }
 };
+struct FmodOp {  // a - trunc(a / b) b; integer b of 0 (refused by the core) or -1 gives 0
+  __device__ float operator()(float a, float b) const { return fmodf(a, b); }
+  __device__ double operator()(double a, double b) const { return ::fmod(a, b); }
+  template <typename A>
+  __device__ A operator()(A a, A b) const {
+    if (b == A(0)) return A(0);
+    if constexpr (std::is_signed_v<A>) {
+      if (b == A(-1)) return A(0);
+    }
+    return a % b;
+  }
+};
+struct RemainderOp {  // a - floor(a / b) b: fmod moved by b where the signs differ
+  template <typename A>
+  __device__ A operator()(A a, A b) const {
+    const A m = FmodOp{}(a, b);
+    if constexpr (std::is_unsigned_v<A>) {
+      return m;
+    } else {
+      return m != A(0) && ((b < A(0)) != (m < A(0))) ? A(m + b) : m;
+    }
+  }
+};
 struct MaximumOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
@@ -393,7 +416,31 @@ EMBER_CUDA_FLOAT_OP(GeluErfOp, 0.5f * x * (1.0f + erff(x * 0.7071067811865476f))
 EMBER_CUDA_FLOAT_OP(GeluTanhOp,
                     0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x))),
                     0.5 * x * (1.0 + ::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))));
+EMBER_CUDA_FLOAT_OP(LogsigmoidOp, fminf(x, 0.0f) - log1pf(expf(-fabsf(x))),
+                    ::fmin(x, 0.0) - ::log1p(::exp(-::fabs(x))));
+EMBER_CUDA_FLOAT_OP(MishOp, x* tanhf(x > 20.0f ? x : log1pf(expf(x))),
+                    x* ::tanh(x > 20.0 ? x : ::log1p(::exp(x))));
 #undef EMBER_CUDA_FLOAT_OP
+// x where x > 0, else negative_slope * x.
+struct LeakyReluOp {
+  double slope;
+  __device__ float operator()(float x) const {
+    return x > 0.0f ? x : static_cast<float>(slope) * x;
+  }
+  __device__ double operator()(double x) const { return x > 0.0 ? x : slope * x; }
+};
+// scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+struct EluOp {
+  double alpha, scale, input_scale;
+  __device__ float operator()(float x) const {
+    const float s = static_cast<float>(scale);
+    return x > 0.0f ? s * x
+                    : s * static_cast<float>(alpha) * expm1f(static_cast<float>(input_scale) * x);
+  }
+  __device__ double operator()(double x) const {
+    return x > 0.0 ? scale * x : scale * alpha * ::expm1(input_scale * x);
+  }
+};
 // log1p(exp(beta x)) / beta, x itself where beta x > threshold.
 struct SoftplusOp {
   double beta, threshold;
@@ -680,6 +727,17 @@ int32_t softplus(const ember_kernel_call* call) {
                                                   SoftplusOp{a.beta, a.threshold});
 }
 
+int32_t leaky_relu(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::leaky_relu>(call);
+  return unary_same<Kinds::kFloating, LeakyReluOp>(call, "leaky_relu",
+                                                   LeakyReluOp{a.negative_slope});
+}
+
+int32_t elu(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::elu>(call);
+  return unary_same<Kinds::kFloating, EluOp>(call, "elu", EluOp{a.alpha, a.scale, a.input_scale});
+}
+
 int32_t clamp(const ember_kernel_call* call) {
   const auto a = sdk::attrs<attrs::clamp>(call);
   // A NaN bound clamps nothing (every comparison with it is false), as on the CPU.
@@ -700,6 +758,8 @@ EMBER_CUDA_BINARY(pow, Kinds::kNumeric, PowOp)
 EMBER_CUDA_BINARY(maximum, Kinds::kAll, MaximumOp)
 EMBER_CUDA_BINARY(minimum, Kinds::kAll, MinimumOp)
 EMBER_CUDA_BINARY(relu_backward, Kinds::kNumeric, ReluBackwardOp)
+EMBER_CUDA_BINARY(remainder, Kinds::kNumeric, RemainderOp)
+EMBER_CUDA_BINARY(fmod, Kinds::kNumeric, FmodOp)
 #undef EMBER_CUDA_BINARY
 
 #define EMBER_CUDA_PREDICATE(name, Op)          \
@@ -738,6 +798,8 @@ EMBER_CUDA_UNARY(floor, Kinds::kFloating, FloorOp)
 EMBER_CUDA_UNARY(ceil, Kinds::kFloating, CeilOp)
 EMBER_CUDA_UNARY(round, Kinds::kFloating, RoundOp)
 EMBER_CUDA_UNARY(erf, Kinds::kFloating, ErfOp)
+EMBER_CUDA_UNARY(logsigmoid, Kinds::kFloating, LogsigmoidOp)
+EMBER_CUDA_UNARY(mish, Kinds::kFloating, MishOp)
 #undef EMBER_CUDA_UNARY
 
 }  // namespace ember::cuda

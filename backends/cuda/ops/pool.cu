@@ -4,7 +4,8 @@
 //    cuDNN's max pooling gives no indices: one thread per output, the taps visited in the CPU's
 //    order with its rule (NaN wins and propagates, the first maximum wins ties). Its backward,
 //    max_pool2d_backward, gathers (Note [Max pooling backward as a gather]).
-//  - avg_pool2d (ints {kH, kW, sH, sW, pH, pW, count_include_pad}) and adaptive_avg_pool2d,
+//  - avg_pool2d (ints {kH, kW, sH, sW, pH, pW, count_include_pad, divisor_override}) and
+//  adaptive_avg_pool2d,
 //    one thread per output, and their backward kernels (Note [Pooling backward as a gather]);
 //    floor-mode and evenly divided adaptive windows go through cuDNN first (cudnn_ops.cpp,
 //    Note [cuDNN where own kernels exist too]).
@@ -91,6 +92,7 @@ __device__ __forceinline__ AvgWindow avg_window(int64_t o, int64_t k, int64_t s,
 struct AvgGeom {
   int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw;
   bool include_pad;
+  int64_t divisor_override;  // > 0: the divisor of every window
 };
 
 template <typename T>
@@ -101,7 +103,9 @@ __global__ void avg_pool_kernel(AvgGeom g, const T* x, T* y) {
     const T* xp = x + pl * g.h * g.w;
     const AvgWindow wh = avg_window(i, g.kh, g.sh, g.ph, g.h);
     const AvgWindow ww = avg_window(j, g.kw, g.sw, g.pw, g.w);
-    const int64_t div = g.include_pad ? wh.size * ww.size : (wh.hi - wh.lo) * (ww.hi - ww.lo);
+    const int64_t div = g.divisor_override > 0 ? g.divisor_override
+                        : g.include_pad        ? wh.size * ww.size
+                                               : (wh.hi - wh.lo) * (ww.hi - ww.lo);
     C sum = 0;
     for (int64_t hh = wh.lo; hh < wh.hi; ++hh) {
       for (int64_t w = ww.lo; w < ww.hi; ++w) sum += widen(xp[hh * g.w + w]);
@@ -135,7 +139,9 @@ __global__ void avg_pool_backward_kernel(AvgGeom g, const T* dy, T* dx) {
       const AvgWindow wh = avg_window(i, g.kh, g.sh, g.ph, g.h);
       for (int64_t j = j0; j < j1; ++j) {
         const AvgWindow ww = avg_window(j, g.kw, g.sw, g.pw, g.w);
-        const int64_t div = g.include_pad ? wh.size * ww.size : (wh.hi - wh.lo) * (ww.hi - ww.lo);
+        const int64_t div = g.divisor_override > 0 ? g.divisor_override
+                            : g.include_pad        ? wh.size * ww.size
+                                                   : (wh.hi - wh.lo) * (ww.hi - ww.lo);
         acc += widen(gp[i * g.ow + j]) / static_cast<C>(div);
       }
     }
@@ -330,8 +336,10 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   pg.ow = y.sizes[3];
   AvgGeom ag{};
   if (avg) {
-    ag = AvgGeom{pg.planes,  pg.h,       pg.w,       pg.oh,   pg.ow,   a.kernel_h,
-                 a.kernel_w, a.stride_h, a.stride_w, a.pad_h, a.pad_w, a.count_include_pad != 0};
+    ag = AvgGeom{
+        pg.planes,         pg.h,       pg.w,       pg.oh,   pg.ow,   a.kernel_h,
+        a.kernel_w,        a.stride_h, a.stride_w, a.pad_h, a.pad_w, a.count_include_pad != 0,
+        a.divisor_override};
     if (ag.kh <= 0 || ag.kw <= 0 || ag.sh <= 0 || ag.sw <= 0 || ag.ph < 0 || ag.pw < 0) {
       return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad window", name);
     }
@@ -343,7 +351,8 @@ Status avg_impl(const ember_kernel_call* call, const char* name, AvgKind kind) {
   // Note [cuDNN where own kernels exist too]; an empty side (a backward then writes zeros) is
   // the own kernels' case.
   bool done = false;
-  if (pg.planes * pg.h * pg.w > 0 && pg.planes * pg.oh * pg.ow > 0) {
+  // cuDNN has no divisor override: those windows are the own kernels'.
+  if (pg.planes * pg.h * pg.w > 0 && pg.planes * pg.oh * pg.ow > 0 && a.divisor_override <= 0) {
     EMBER_CUDA_RETURN_IF_ERROR(cudnn_avg_pool2d(call, avg ? &a : nullptr, backward, stream, &done));
   }
   if (done) return {};

@@ -1,7 +1,7 @@
 // CUDA reduction kernels on the core's layout contract (core/ops/reduce.cpp: reduced dims last,
 // any strides; the output holds the kept dims): sum, prod, amax, amin, all, any over trailing
-// dims; argmax, argmin, max_dim, min_dim along the last dim; cumsum along the last dim. Results
-// follow the CPU plugin (backends/cpu/ops/reduce.cpp): NaN propagates through amax/amin and
+// dims; argmax, argmin, max_dim, min_dim along the last dim; cumsum, cumprod along the last dim.
+// Results follow the CPU plugin (backends/cpu/ops/reduce.cpp): NaN propagates through amax/amin and
 // wins arg reductions, the first index wins ties, integer sums and products wrap in int64.
 #include <cstdint>
 #include <type_traits>
@@ -534,32 +534,29 @@ int32_t arg_reduce(const ember_kernel_call* call, const char* name) {
   return write_status(s, call);
 }
 
-// ---- cumsum -----------------------------------------------------------------------------------
+// ---- cumsum, cumprod ---------------------------------------------------------------------------
 
-// One thread per row, in order, accumulating as the CPU plugin does (double for floating
-// dtypes, rounded at every step; wrapping int64 for integers).
-template <typename T>
-__global__ void cumsum_kernel(Dims outer, int64_t rows, int64_t n, int64_t xs, int64_t ys,
-                              const T* x, T* y) {
-  using A = std::conditional_t<kFloating<T>, double, int64_t>;
+// R is SumOp<T> (cumsum) or ProdOp<T> (cumprod). One thread per row, in order, accumulating as
+// the CPU plugin does (double for floating dtypes, rounded at every step; wrapping int64 for
+// integers).
+template <typename R, typename T>
+__global__ void cumulative_kernel(Dims outer, int64_t rows, int64_t n, int64_t xs, int64_t ys,
+                                  const T* x, T* y) {
+  using A = typename R::Acc;
   EMBER_GRID_STRIDE_LOOP(r, rows) {
     int64_t ox = 0, oy = 0;
     outer_offsets(outer, r, &ox, &oy);
-    A acc = 0;
+    A acc = R::identity();
     for (int64_t i = 0; i < n; ++i) {
-      if constexpr (kFloating<T>) {
-        acc += static_cast<double>(widen(x[ox + i * xs]));
-      } else {
-        acc = static_cast<A>(static_cast<uint64_t>(acc) +
-                             static_cast<uint64_t>(static_cast<int64_t>(x[ox + i * xs])));
-      }
-      y[oy + i * ys] = narrow<T>(acc);
+      acc = R::combine(acc, R::lift(x[ox + i * xs]));
+      y[oy + i * ys] = R::finish(acc);
     }
   }
 }
 
 // Note [Long cumsums]
-// One thread per row leaves a few long rows (a cumsum over 16M elements) to a few threads. Such
+// (cumprod's too.) One thread per row leaves a few long rows (a cumsum over 16M elements) to a
+// few threads. Such
 // rows are cut into chunks as in Note [Split reductions]: the first pass sums each chunk (the
 // split reduction's chunk kernel), a second turns each row's chunk sums into exclusive offsets
 // in order, and the third scans every chunk in tiles of kThreads elements (a shared-memory
@@ -567,10 +564,8 @@ __global__ void cumsum_kernel(Dims outer, int64_t rows, int64_t n, int64_t xs, i
 // kernel does (double for floating dtypes, wrapping int64 for integers, rounded per output).
 // The sums are regrouped, so floating results may differ from the CPU's in the last bit of
 // the double accumulator, which rounding to the dtype almost always hides.
-template <typename T>
-__global__ void cumsum_offsets_kernel(int64_t rows, int64_t splits,
-                                      typename SumOp<T>::Acc* partial) {
-  using R = SumOp<T>;
+template <typename R>
+__global__ void cumulative_offsets_kernel(int64_t rows, int64_t splits, typename R::Acc* partial) {
   EMBER_GRID_STRIDE_LOOP(r, rows) {
     typename R::Acc run = R::identity();
     for (int64_t part = 0; part < splits; ++part) {
@@ -581,11 +576,10 @@ __global__ void cumsum_offsets_kernel(int64_t rows, int64_t splits,
   }
 }
 
-template <typename T>
-__global__ void cumsum_chunks_kernel(Dims outer, int64_t rows, int64_t splits, int64_t chunk,
-                                     int64_t n, int64_t xs, int64_t ys, const T* x,
-                                     const typename SumOp<T>::Acc* offsets, T* y) {
-  using R = SumOp<T>;
+template <typename R, typename T>
+__global__ void cumulative_chunks_kernel(Dims outer, int64_t rows, int64_t splits, int64_t chunk,
+                                         int64_t n, int64_t xs, int64_t ys, const T* x,
+                                         const typename R::Acc* offsets, T* y) {
   using A = typename R::Acc;
   __shared__ A sh[kThreads];
   const int t = static_cast<int>(threadIdx.x);
@@ -612,11 +606,11 @@ __global__ void cumsum_chunks_kernel(Dims outer, int64_t rows, int64_t splits, i
   }
 }
 
-template <typename T>
-Status run_cumsum_split(const Dims& outer, int64_t rows, int64_t splits, int64_t n, int64_t xs,
-                        int64_t ys, const T* x, T* y, int device, cudaStream_t stream) {
-  using A = typename SumOp<T>::Acc;
-  const char* name = "cumsum";
+template <typename R, typename T>
+Status run_cumulative_split(const char* name, const Dims& outer, int64_t rows, int64_t splits,
+                            int64_t n, int64_t xs, int64_t ys, const T* x, T* y, int device,
+                            cudaStream_t stream) {
+  using A = typename R::Acc;
   DeviceBuffer partial;
   EMBER_CUDA_RETURN_IF_ERROR(
       partial.allocate(device, static_cast<size_t>(rows * splits) * sizeof(A), stream));
@@ -628,10 +622,11 @@ Status run_cumsum_split(const Dims& outer, int64_t rows, int64_t splits, int64_t
   g.n_red = n;
   const int64_t chunk = (n + splits - 1) / splits;
   const auto blocks = static_cast<unsigned>(std::min<int64_t>(rows * splits, kMaxBlocks));
-  reduce_chunks_kernel<SumOp<T>, T><<<blocks, kThreads, 0, stream>>>(g, splits, chunk, x, p);
+  reduce_chunks_kernel<R, T><<<blocks, kThreads, 0, stream>>>(g, splits, chunk, x, p);
   EMBER_CUDA_RETURN_IF_ERROR(launch_status(name));
-  EMBER_CUDA_RETURN_IF_ERROR(launch(name, rows, stream, cumsum_offsets_kernel<T>, rows, splits, p));
-  cumsum_chunks_kernel<T>
+  EMBER_CUDA_RETURN_IF_ERROR(
+      launch(name, rows, stream, cumulative_offsets_kernel<R>, rows, splits, p));
+  cumulative_chunks_kernel<R, T>
       <<<blocks, kThreads, 0, stream>>>(outer, rows, splits, chunk, n, xs, ys, x, p, y);
   return launch_status(name);
 }
@@ -669,10 +664,13 @@ int32_t min_dim(const ember_kernel_call* c) {
   return arg_reduce<false, true, attrs::min_dim>(c, "min_dim");
 }
 
-int32_t cumsum(const ember_kernel_call* call) {
+namespace {
+// cumsum (R = SumOp) or cumprod (R = ProdOp) along the last dim.
+template <template <typename> class R>
+int32_t cumulative(const ember_kernel_call* call, const char* name) {
   if (call->num_inputs != 1 || call->num_outputs != 1) {
     return write_status(
-        status_error(EMBER_ERR_INVALID, "[cuda] cumsum: expects 1 input and 1 output"), call);
+        status_error(EMBER_ERR_INVALID, "[cuda] %s: expects 1 input and 1 output", name), call);
   }
   const ember_tensor &x = call->inputs[0], &y = call->outputs[0];
   const int nd = x.ndim;
@@ -688,10 +686,10 @@ int32_t cumsum(const ember_kernel_call* call) {
   }
   cudaStream_t stream = nullptr;
   Status s = ok ? prepare(call, &stream)
-                : status_error(EMBER_ERR_UNSUPPORTED, "[cuda] cumsum: too many dims");
+                : status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: too many dims", name);
   if (!s.ok()) return write_status(s, call);
   if (rows == 0 || n == 0) return EMBER_OK;
-  s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] cumsum: dtype %d is not supported", x.dtype);
+  s = status_error(EMBER_ERR_UNSUPPORTED, "[cuda] %s: dtype %d is not supported", name, x.dtype);
   visit(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
@@ -701,13 +699,22 @@ int32_t cumsum(const ember_kernel_call* call) {
       const int64_t splits =
           rows >= kSplitBlocks / 4 ? 1 : std::min(kSplitBlocks / rows, n / kMinChunk);
       if (splits > 1) {
-        s = run_cumsum_split<T>(outer, rows, splits, n, xs, ys, px, py, y.device_index, stream);
+        s = run_cumulative_split<R<T>, T>(name, outer, rows, splits, n, xs, ys, px, py,
+                                          y.device_index, stream);
       } else {
-        s = launch("cumsum", rows, stream, cumsum_kernel<T>, outer, rows, n, xs, ys, px, py);
+        s = launch(name, rows, stream, cumulative_kernel<R<T>, T>, outer, rows, n, xs, ys, px, py);
       }
     }
   });
   return write_status(s, call);
+}
+}  // namespace
+
+int32_t cumsum(const ember_kernel_call* call) {
+  return cumulative<SumOp>(call, "cumsum");
+}
+int32_t cumprod(const ember_kernel_call* call) {
+  return cumulative<ProdOp>(call, "cumprod");
 }
 
 }  // namespace ember::cuda

@@ -64,7 +64,7 @@ int32_t binary(const ember_kernel_call* call, const char* name) {
 }
 
 using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp,
-    sdk::ReluBackwardOp;
+    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp;
 using sdk::kNotBool;
 
 template <typename Cmp>
@@ -151,6 +151,12 @@ int32_t minimum(const ember_kernel_call* c) {
 }
 int32_t relu_backward(const ember_kernel_call* c) {
   return binary<ReluBackwardOp>(c, "relu_backward");
+}
+int32_t remainder(const ember_kernel_call* c) {
+  return binary<RemainderOp>(c, "remainder");
+}
+int32_t fmod(const ember_kernel_call* c) {
+  return binary<FmodOp>(c, "fmod");
 }
 
 int32_t eq(const ember_kernel_call* c) {
@@ -262,6 +268,37 @@ int32_t softplus(const ember_kernel_call* c) {
     using C = decltype(x);
     const C bx = C(beta) * x;
     return bx > C(threshold) ? x : std::log1p(std::exp(bx)) / C(beta);
+  });
+}
+
+int32_t leaky_relu(const ember_kernel_call* c) {
+  const auto a = sdk::attrs<attrs::leaky_relu>(c);
+  return unary<true>(c, "leaky_relu", [slope = a.negative_slope](auto x) {
+    using C = decltype(x);
+    return x > C(0) ? x : C(slope) * x;
+  });
+}
+// scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+int32_t elu(const ember_kernel_call* c) {
+  const auto a = sdk::attrs<attrs::elu>(c);
+  return unary<true>(c, "elu", [a](auto x) {
+    using C = decltype(x);
+    return x > C(0) ? C(a.scale) * x
+                    : C(a.scale) * C(a.alpha) * (std::exp(C(a.input_scale) * x) - C(1));
+  });
+}
+// log(1 / (1 + exp(-x))), as written (the reference favours the plain formula).
+int32_t logsigmoid(const ember_kernel_call* c) {
+  return unary<true>(c, "logsigmoid", [](auto x) {
+    using C = decltype(x);
+    return x < C(-30) ? x - std::log1p(std::exp(x)) : -std::log1p(std::exp(-x));
+  });
+}
+// x * tanh(log(1 + exp(x))).
+int32_t mish(const ember_kernel_call* c) {
+  return unary<true>(c, "mish", [](auto x) {
+    using C = decltype(x);
+    return x * std::tanh(x > C(30) ? x : std::log1p(std::exp(x)));
   });
 }
 

@@ -4,7 +4,8 @@
 //               empty window gives the lowest value and index -1.
 //  avg_pool2d   kernel_h/w, stride_h/w, pad_h/w, count_include_pad: the window [o*s - p,
 //               min(o*s - p + k, n + p)) clipped to the image; the divisor is the unclipped
-//               size with count_include_pad, the clipped one without.
+//               size with count_include_pad, the clipped one without; divisor_override > 0
+//               replaces it.
 //  adaptive     windows [floor(o * n / on), ceil((o + 1) * n / on)).
 // Backward ops spread each output gradient evenly over its window; max_pool2d_backward adds
 // each output gradient at its index. Sums are in double.
@@ -50,7 +51,8 @@ bool four_d(const ember_kernel_call* call) {
 /** Average pooling forward (kBackward false: src x, dst y) or backward (src dy, dst dx) with
  *  windows window_h(i), window_w(j) over the small (pooled) side. */
 template <bool kBackward, typename WindowFn>
-int32_t average(const ember_kernel_call* call, const char* name, WindowFn window) {
+int32_t average(const ember_kernel_call* call, const char* name, WindowFn window,
+                int64_t divisor_override = 0) {
   if (!four_d(call)) return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   const ember_tensor& src = call->inputs[0];
   const ember_tensor& dst = call->outputs[0];
@@ -68,7 +70,8 @@ int32_t average(const ember_kernel_call* call, const char* name, WindowFn window
           for (int64_t j = 0; j < OW; ++j) {
             const Window wh = window(i, H, OH, /*height=*/true);
             const Window ww = window(j, W, OW, /*height=*/false);
-            const double div = static_cast<double>(wh.size * ww.size);
+            const double div =
+                static_cast<double>(divisor_override > 0 ? divisor_override : wh.size * ww.size);
             if constexpr (kBackward) {
               const double g = to_double(at4<T>(src, n, c, i, j)) / div;
               for (int64_t h = wh.lo; h < wh.hi; ++h)
@@ -175,10 +178,12 @@ int32_t max_pool2d_backward(const ember_kernel_call* call) {
 }
 
 int32_t avg_pool2d(const ember_kernel_call* call) {
-  return average<false>(call, "avg_pool2d", avg_windows<attrs::avg_pool2d>(call));
+  return average<false>(call, "avg_pool2d", avg_windows<attrs::avg_pool2d>(call),
+                        sdk::attrs<attrs::avg_pool2d>(call).divisor_override);
 }
 int32_t avg_pool2d_backward(const ember_kernel_call* call) {
-  return average<true>(call, "avg_pool2d_backward", avg_windows<attrs::avg_pool2d_backward>(call));
+  return average<true>(call, "avg_pool2d_backward", avg_windows<attrs::avg_pool2d_backward>(call),
+                       sdk::attrs<attrs::avg_pool2d_backward>(call).divisor_override);
 }
 int32_t adaptive_avg_pool2d(const ember_kernel_call* call) {
   return average<false>(call, "adaptive_avg_pool2d", adaptive_windows());

@@ -210,34 +210,45 @@ int32_t min_dim(const ember_kernel_call* c) {
   return arg_reduce<attrs::min_dim, false, true>(c);
 }
 
-// Running sum along the last dim (a 0-d input is its own sum): double for floating dtypes,
-// wrapping int64 for integers.
-int32_t cumsum(const ember_kernel_call* call) {
+// Running sum (kProduct false) or product along the last dim (a 0-d input is its own):
+// double for floating dtypes, wrapping int64 for integers.
+namespace {
+template <bool kProduct>
+int32_t cumulative(const ember_kernel_call* call, const char* name) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
   if (x.ndim == 0) return copy(call);
-  return visit_numeric(call, x.dtype, "cumsum", [&](auto tag) {
+  return visit_numeric(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int32_t last = x.ndim - 1;
     const int64_t n = x.sizes[last];
     std::vector<int64_t> idx(static_cast<size_t>(x.ndim), 0);
     for_each_index(last, x.sizes, [&](const int64_t* row) {
       for (int32_t d = 0; d < last; ++d) idx[static_cast<size_t>(d)] = row[d];
-      double facc = 0;
-      int64_t iacc = 0;
+      double facc = kProduct ? 1 : 0;
+      int64_t iacc = kProduct ? 1 : 0;
       for (int64_t i = 0; i < n; ++i) {
         idx[static_cast<size_t>(last)] = i;
         const T v = at<T>(x, idx.data());
         if constexpr (sdk::kIsFloating<T>) {
-          facc += to_double(v);
+          facc = kProduct ? facc * to_double(v) : facc + to_double(v);
           at<T>(y, idx.data()) = from_double<T>(facc);
         } else {
-          iacc = wrap_add(iacc, static_cast<int64_t>(v));
+          const auto w = static_cast<int64_t>(v);
+          iacc = kProduct ? wrap_mul(iacc, w) : wrap_add(iacc, w);
           at<T>(y, idx.data()) = static_cast<T>(iacc);
         }
       }
     });
   });
+}
+}  // namespace
+
+int32_t cumsum(const ember_kernel_call* call) {
+  return cumulative<false>(call, "cumsum");
+}
+int32_t cumprod(const ember_kernel_call* call) {
+  return cumulative<true>(call, "cumprod");
 }
 
 }  // namespace ember::reference

@@ -146,6 +146,39 @@ struct ReluBackwardOp {
     return y <= C(0) ? C(0) : g;
   }
 };
+/** a - trunc(a / b) * b, the dividend's sign (C's fmod); integer b == 0 never reaches it
+ *  (the core refuses it) and gives 0, b == -1 gives 0 (INT_MIN % -1 overflows). */
+struct FmodOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::fmod(a, b);
+    } else {
+      if (b == 0) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return C(0);
+      }
+      return a % b;
+    }
+  }
+};
+/** a - floor(a / b) * b, the divisor's sign (Python's %): fmod moved by b where the signs
+ *  differ, as PyTorch computes it. */
+struct RemainderOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    const C m = FmodOp{}(a, b);
+    if constexpr (std::is_unsigned_v<C>) {
+      return m;
+    } else {
+      return m != C(0) && ((b < C(0)) != (m < C(0))) ? C(m + b) : m;
+    }
+  }
+};
 /** The larger of a and b; NaN if either is. */
 struct MaximumOp {
   template <typename T>

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
 namespace {
@@ -96,6 +97,42 @@ EMBER_GRADCHECK_CASE({"conv_transpose2d", "unbatched 3-d input",
                       [] {
                         return V{input({2, 2, 3}, 33), input({2, 2, 2, 2}, 34)};
                       }});
+
+// ---- conv1d -------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"conv1d", "stride 2, padding, dilation, groups, bias",
+                      [](const V& in) { return conv1d(in[0], in[1], in[2], 2, 1, 2, 2); },
+                      [] {
+                        return V{input({2, 4, 9}, 160), input({6, 2, 3}, 161), input({6}, 162)};
+                      }});
+
+TEST(Conv1d, EqualsTheDirectSum) {
+  // y[n, o, i] = b[o] + sum_c,k x[n, c, i*s - p + k*d] w[o, c, k]
+  const Tensor x = input({2, 3, 7}, 163).detach(), w = input({4, 3, 2}, 164).detach(),
+               b = input({4}, 165).detach();
+  const Tensor y = conv1d(x, w, b, 2, 1, 1);
+  ASSERT_EQ(y.sizes(), Shape({2, 4, 4}));
+  const std::vector<double> xv = values(x), wv = values(w), bv = values(b), yv = values(y);
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t o = 0; o < 4; ++o) {
+      for (int64_t i = 0; i < 4; ++i) {
+        double s = bv[static_cast<size_t>(o)];
+        for (int64_t c = 0; c < 3; ++c) {
+          for (int64_t k = 0; k < 2; ++k) {
+            const int64_t at = i * 2 - 1 + k;
+            if (at < 0 || at >= 7) continue;
+            s += xv[static_cast<size_t>((n * 3 + c) * 7 + at)] *
+                 wv[static_cast<size_t>((o * 3 + c) * 2 + k)];
+          }
+        }
+        EXPECT_NEAR(yv[static_cast<size_t>((n * 4 + o) * 4 + i)], s, 1e-12);
+      }
+    }
+  }
+  EXPECT_EQ(conv1d(x.select(0, 0), w).sizes(), Shape({4, 6}));
+  EXPECT_THROW(conv1d(x, w.unsqueeze(0)), Error);
+  EXPECT_THROW(conv1d(x, input({4, 3, 9}, 1).detach()), Error);
+  EXPECT_THROW(conv1d(x, w, {}, 0), Error);
+}
 
 }  // namespace
 }  // namespace ember::testing

@@ -245,5 +245,102 @@ TEST(ElementwiseGrad, PowZeroBaseGivesZeroExponentGradient) {
   EXPECT_NEAR(b.grad().data_ptr<double>()[1], 8.0 * std::log(2.0), 1e-12);
 }
 
+// ---- activations of PyTorch's nn.functional, remainders --------------------------------------
+EMBER_GRADCHECK_CASE(
+    {"leaky_relu", "both sides", [](const V& in) { return leaky_relu(in[0], 0.2); },
+     [] {
+       return V{tensor({-1.5, -0.2, 0.3, 1.1}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"elu", "alpha 1.5", [](const V& in) { return elu(in[0], 1.5); },
+     [] {
+       return V{tensor({-2.0, -0.4, 0.3, 1.2}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"elu", "selu", [](const V& in) { return selu(in[0]); },
+     [] {
+       return V{tensor({-2.0, -0.4, 0.3, 1.2}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"elu", "celu alpha 0.5", [](const V& in) { return celu(in[0], 0.5); },
+     [] {
+       return V{tensor({-2.0, -0.4, 0.3, 1.2}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE({"logsigmoid", "wide range", [](const V& in) { return logsigmoid(in[0]); },
+                      [] {
+                        return V{input({2, 3}, 130, -8.0, 8.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"mish", "both sides", [](const V& in) { return mish(in[0]); },
+                      [] {
+                        return V{input({2, 3}, 131, -4.0, 4.0)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"hardtanh", "inside and beyond", [](const V& in) { return hardtanh(in[0], -0.5, 0.8); },
+     [] {
+       return V{tensor({-1.5, -0.3, 0.2, 0.7, 1.4}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"remainder", "both signs, broadcast", [](const V& in) { return remainder(in[0], in[1]); },
+     [] {
+       return V{tensor({{-3.7, 2.2, 5.1}, {0.4, -1.3, 4.6}}, DType::Float64).requires_grad_(true),
+                tensor({1.5, -2.5, 0.7}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"fmod", "both signs, broadcast", [](const V& in) { return fmod(in[0], in[1]); },
+     [] {
+       return V{tensor({{-3.7, 2.2, 5.1}, {0.4, -1.3, 4.6}}, DType::Float64).requires_grad_(true),
+                tensor({1.5, -2.5, 0.7}, DType::Float64).requires_grad_(true)};
+     }});
+
+TEST(Activations, MatchHandComputedValues) {
+  const Tensor x = tensor({-2.0, 0.0, 1.5}, DType::Float64);
+  EXPECT_EQ(values(leaky_relu(x, 0.1)), (std::vector<double>{-0.2, 0.0, 1.5}));
+  const std::vector<double> e = values(elu(x, 2.0));
+  EXPECT_NEAR(e[0], 2.0 * (std::exp(-2.0) - 1), 1e-15);
+  EXPECT_EQ(e[1], 0.0);
+  EXPECT_EQ(e[2], 1.5);
+  const std::vector<double> s = values(selu(x));
+  EXPECT_NEAR(s[0], 1.0507009873554805 * 1.6732632423543772 * (std::exp(-2.0) - 1), 1e-14);
+  EXPECT_NEAR(s[2], 1.0507009873554805 * 1.5, 1e-14);
+  EXPECT_NEAR(values(celu(x, 0.5))[0], 0.5 * (std::exp(-4.0) - 1), 1e-15);
+  // logsigmoid stays finite where log(sigmoid(x)) would be log(0).
+  const std::vector<double> ls = values(logsigmoid(tensor({-800.0, 0.0, 40.0}, DType::Float64)));
+  EXPECT_EQ(ls[0], -800.0);
+  EXPECT_NEAR(ls[1], -std::log(2.0), 1e-15);
+  EXPECT_NEAR(ls[2], -std::exp(-40.0), 1e-30);
+  EXPECT_NEAR(values(mish(x))[2], 1.5 * std::tanh(std::log1p(std::exp(1.5))), 1e-15);
+  EXPECT_EQ(values(hardtanh(x)), (std::vector<double>{-1.0, 0.0, 1.0}));
+  EXPECT_EQ(values(relu6(tensor({-1.0, 3.0, 7.0}, DType::Float64))),
+            (std::vector<double>{0.0, 3.0, 6.0}));
+}
+
+TEST(Activations, HardtanhGradientIsZeroAtTheBoundsUnlikeClamp) {
+  Tensor x = tensor({-1.0, 0.0, 1.0}, DType::Float64).requires_grad_(true);
+  sum(hardtanh(x)).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0.0, 1.0, 0.0}));
+  Tensor y = tensor({-1.0, 0.0, 1.0}, DType::Float64).requires_grad_(true);
+  sum(clamp(y, -1.0, 1.0)).backward();
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{1.0, 1.0, 1.0}));
+}
+
+TEST(Remainders, FollowTheDivisorOrTheDividendSign) {
+  // Python: -7 % 3 == 2, 7 % -3 == -2; C: fmod(-7, 3) == -1, fmod(7, -3) == 1.
+  const Tensor a = tensor({-7, 7, -7, 7, 6}, DType::Int64);
+  const Tensor b = tensor({3, -3, -3, 3, 3}, DType::Int64);
+  EXPECT_EQ(values(remainder(a, b)), (std::vector<double>{2, -2, -1, 1, 0}));
+  EXPECT_EQ(values(fmod(a, b)), (std::vector<double>{-1, 1, -1, 1, 0}));
+  EXPECT_EQ(remainder(a, b).dtype(), DType::Int64);
+  const Tensor fa = tensor({-7.5, 7.5, -0.0}, DType::Float32);
+  EXPECT_EQ(values(remainder(fa, 2.0)), (std::vector<double>{0.5, 1.5, 0.0}));
+  EXPECT_EQ(values(fmod(fa, 2.0)), (std::vector<double>{-1.5, 1.5, 0.0}));
+  // INT64_MIN % -1 would trap in C; it is 0.
+  const Tensor lo = tensor({std::numeric_limits<int64_t>::min()}, DType::Int64);
+  EXPECT_EQ(values(remainder(lo, tensor({-1}, DType::Int64)))[0], 0.0);
+  // An integer 0 divisor is an error, a floating one NaN.
+  EXPECT_THROW(remainder(a, tensor({0}, DType::Int64)), Error);
+  EXPECT_THROW(fmod(a, 0), Error);
+  EXPECT_TRUE(std::isnan(values(fmod(fa, 0.0))[0]));
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -401,5 +401,25 @@ TEST(IndexGrad, SecondOrderThroughGather) {
   EXPECT_EQ(values(ddx), (std::vector<double>{4, 0, 2}));
 }
 
+// ---- tril, triu -------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"tril", "batched, diagonal -1", [](const V& in) { return tril(in[0], -1); },
+                      [] {
+                        return V{input({2, 3, 4}, 150)};
+                      }});
+EMBER_GRADCHECK_CASE({"triu", "diagonal 1", [](const V& in) { return triu(in[0], 1); },
+                      [] {
+                        return V{input({4, 3}, 151)};
+                      }});
+
+TEST(Triangles, KeepTheirSideOfTheDiagonal) {
+  const Tensor x = add(arange(12, TensorOptions{DType::Int64}), 1).view({3, 4});
+  EXPECT_EQ(values(tril(x)), (std::vector<double>{1, 0, 0, 0, 5, 6, 0, 0, 9, 10, 11, 0}));
+  EXPECT_EQ(values(triu(x, 2)), (std::vector<double>{0, 0, 3, 4, 0, 0, 0, 8, 0, 0, 0, 0}));
+  EXPECT_EQ(values(tril(x, -2)), (std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0}));
+  EXPECT_EQ(tril(x).dtype(), DType::Int64);
+  EXPECT_EQ(values(triu(ones({2, 2}, DType::Bool))), (std::vector<double>{1, 1, 0, 1}));
+  EXPECT_THROW(tril(ones({3})), Error);
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -285,5 +285,53 @@ TEST(SoftmaxGrad, IntegerInputRecordsNothing) {
   EXPECT_FALSE(y.requires_grad());
 }
 
+// ---- einsum -------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"einsum", "batched attention scores",
+                      [](const V& in) {
+                        return einsum("bhqd,bhkd->bhqk", {in[0], in[1]});
+                      },
+                      [] {
+                        return V{input({2, 2, 3, 4}, 170), input({2, 2, 5, 4}, 171)};
+                      }});
+EMBER_GRADCHECK_CASE({"einsum", "three operands, a trace and an ellipsis",
+                      [](const V& in) {
+                        return einsum("...ij,jk,kk->...i", {in[0], in[1], in[2]});
+                      },
+                      [] {
+                        return V{input({2, 3, 4}, 172), input({4, 2}, 173), input({2, 2}, 174)};
+                      }});
+
+TEST(Einsum, MatchesExplicitLoops) {
+  const Tensor a = input({2, 3, 4}, 175).detach(), b = input({4, 5}, 176).detach();
+  // "bij,jk->bik" is a batched matmul; implicit output of "bij,jk" is "bik" too.
+  const Tensor want = matmul(a, b);
+  const std::vector<double> w = values(want);
+  for (const char* eq : {"bij,jk->bik", "bij,jk"}) {
+    const std::vector<double> got = values(einsum(eq, {a, b}));
+    ASSERT_EQ(got.size(), w.size()) << eq;
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-12) << eq;
+  }
+  // Transpose, trace, diagonal, outer product, full contraction.
+  const Tensor m = input({3, 3}, 177).detach();
+  const std::vector<double> mv = values(m);
+  EXPECT_EQ(values(einsum("ij->ji", {m})), values(m.transpose(0, 1).contiguous()));
+  EXPECT_NEAR(values(einsum("ii", {m}))[0], mv[0] + mv[4] + mv[8], 1e-12);
+  EXPECT_EQ(values(einsum("ii->i", {m})), (std::vector<double>{mv[0], mv[4], mv[8]}));
+  const Tensor u = tensor({1.0, 2.0}, DType::Float64), v = tensor({3.0, 4.0, 5.0}, DType::Float64);
+  EXPECT_EQ(values(einsum("i,j->ij", {u, v})), (std::vector<double>{3, 4, 5, 6, 8, 10}));
+  EXPECT_EQ(values(einsum("i,i->", {u, u}))[0], 5.0);
+  EXPECT_EQ(values(einsum("ij->", {m}))[0], values(sum(m))[0]);
+  // Implicit output sorts upper case first: "Ba" -> "Ba", "aB" -> "Ba" (a transpose).
+  const Tensor r = input({2, 3}, 178).detach();
+  EXPECT_EQ(values(einsum("aB", {r})), values(r.transpose(0, 1).contiguous()));
+  // Errors name the problem.
+  EXPECT_THROW(einsum("ij,jk->ik", {a, b}), Error);  // a is 3-d
+  EXPECT_THROW(einsum("ij,jk->ik", {m}), Error);     // one tensor for two terms
+  EXPECT_THROW(einsum("ij->k", {m}), Error);         // k is in no operand
+  EXPECT_THROW(einsum("ij->ii", {m}), Error);        // repeated output label
+  EXPECT_THROW(einsum("i1->i", {u}), Error);         // not a letter
+  EXPECT_THROW(einsum("ij,jk->ik", {m, b}), Error);  // 3 against 4
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -212,5 +212,69 @@ TEST(LossGrad, ClassWeightThatRequiresGradIsRefused) {
   }
 }
 
+// ---- kl_div, smooth_l1_loss, huber_loss -----------------------------------------------------
+EMBER_GRADCHECK_CASE({"kl_div", "probabilities with a zero, batchmean",
+                      [](const V& in) { return kl_div(in[0], in[1], Reduction::BatchMean); },
+                      [] {
+                        // t log t has no derivative at t = 0: the target is a constant here.
+                        return V{input({2, 3}, 140, -2.0, -0.1),
+                                 tensor({{0.2, 0.0, 0.8}, {0.5, 0.3, 0.2}}, DType::Float64)};
+                      }});
+EMBER_GRADCHECK_CASE({"kl_div", "positive probabilities, sum",
+                      [](const V& in) { return kl_div(in[0], in[1], Reduction::Sum); },
+                      [] {
+                        return V{input({2, 3}, 143, -2.0, -0.1), input({2, 3}, 144, 0.1, 0.9)};
+                      }});
+EMBER_GRADCHECK_CASE({"kl_div", "log targets, none",
+                      [](const V& in) { return kl_div(in[0], in[1], Reduction::None, true); },
+                      [] {
+                        return V{input({2, 3}, 141, -2.0, -0.1), input({2, 3}, 142, -2.0, -0.1)};
+                      }});
+EMBER_GRADCHECK_CASE({"smooth_l1_loss", "both branches, beta 0.5",
+                      [](const V& in) {
+                        return smooth_l1_loss(in[0], in[1], Reduction::Mean, 0.5);
+                      },
+                      [] {
+                        return V{tensor({-1.0, 0.1, 0.6, 2.0}, DType::Float64).requires_grad_(true),
+                                 tensor({0.2, 0.0, 0.5, 0.3}, DType::Float64).requires_grad_(true)};
+                      }});
+EMBER_GRADCHECK_CASE({"huber_loss", "both branches, delta 0.5",
+                      [](const V& in) { return huber_loss(in[0], in[1], Reduction::Sum, 0.5); },
+                      [] {
+                        return V{tensor({-1.0, 0.1, 0.6, 2.0}, DType::Float64).requires_grad_(true),
+                                 tensor({0.2, 0.0, 0.5, 0.3}, DType::Float64).requires_grad_(true)};
+                      }});
+
+TEST(RegressionLosses, MatchHandComputedValues) {
+  const Tensor x = tensor({0.0, 0.3, 3.0}, DType::Float64), t = zeros({3}, DType::Float64);
+  // beta 1: 0, 0.5 * 0.09, 3 - 0.5.
+  EXPECT_EQ(values(smooth_l1_loss(x, t, Reduction::None)), (std::vector<double>{0, 0.045, 2.5}));
+  // delta 2: 0, 0.045, 2 * (3 - 1).
+  EXPECT_EQ(values(huber_loss(x, t, Reduction::None, 2.0)), (std::vector<double>{0, 0.045, 4.0}));
+  EXPECT_NEAR(values(smooth_l1_loss(x, t, Reduction::Mean, 0.0))[0], 3.3 / 3, 1e-15);
+  EXPECT_THROW(huber_loss(x, t, Reduction::Mean, -1.0), Error);
+  EXPECT_THROW(mse_loss(x, t, Reduction::BatchMean), Error);
+  EXPECT_THROW(
+      cross_entropy(zeros({2, 3}), tensor({0, 1}, DType::Int64), {}, -100, Reduction::BatchMean),
+      Error);
+}
+
+TEST(KlDiv, MatchesTheDefinitionAndTreatsZeroTargetsAsZero) {
+  const Tensor logq = log(tensor({{0.25, 0.75}, {0.5, 0.5}}, DType::Float64));
+  const Tensor p = tensor({{0.0, 1.0}, {0.5, 0.5}}, DType::Float64);
+  const std::vector<double> l = values(kl_div(logq, p, Reduction::None));
+  EXPECT_EQ(l[0], 0.0);
+  EXPECT_NEAR(l[1], std::log(1 / 0.75), 1e-15);
+  EXPECT_NEAR(l[2], 0.0, 1e-15);
+  const double total = std::log(1 / 0.75);
+  EXPECT_NEAR(values(kl_div(logq, p, Reduction::BatchMean))[0], total / 2, 1e-15);
+  EXPECT_NEAR(values(kl_div(logq, p, Reduction::Mean))[0], total / 4, 1e-15);
+  // Log targets: exp(t) (t - x), here with no zero probability.
+  const Tensor p2 = tensor({{0.5, 0.5}, {0.25, 0.75}}, DType::Float64);
+  const std::vector<double> l2 = values(kl_div(logq, log(p2), Reduction::None, true));
+  EXPECT_NEAR(l2[0], 0.5 * std::log(0.5 / 0.25), 1e-15);
+  EXPECT_NEAR(l2[3], 0.75 * std::log(0.75 / 0.5), 1e-15);
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -136,5 +136,23 @@ TEST(PoolGradTest, MaxPoolBackwardKernelEqualsTheScatterComposite) {
   }
 }
 
+EMBER_GRADCHECK_CASE({"avg_pool2d", "divisor_override",
+                      [](const V& in) {
+                        return avg_pool2d(in[0], {3, 3}, {2, 2}, {1, 1}, false, true, 4);
+                      },
+                      [] {
+                        return V{input({1, 2, 5, 5}, 180)};
+                      }});
+
+TEST(AvgPool2d, DivisorOverrideDividesEveryWindow) {
+  const Tensor x = ones({1, 1, 4, 4}, DType::Float64);
+  // 2x2 windows of ones sum to 4; divided by 3.
+  EXPECT_EQ(values(avg_pool2d(x, {2, 2}, {}, {0, 0}, false, true, 3)),
+            (std::vector<double>(4, 4.0 / 3)));
+  // With padding the corner window holds one real tap: 1 / 2.
+  EXPECT_EQ(values(avg_pool2d(x, {2, 2}, {2, 2}, {1, 1}, false, true, 2))[0], 0.5);
+  EXPECT_THROW(avg_pool2d(x, {2, 2}, {}, {0, 0}, false, true, 0), Error);
+}
+
 }  // namespace
 }  // namespace ember::testing

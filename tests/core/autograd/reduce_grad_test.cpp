@@ -478,5 +478,31 @@ TEST(ReduceGrad, EmptyReductionsGiveEmptyGradients) {
   EXPECT_EQ(y.grad().sizes(), Shape({0, 3}));
 }
 
+// ---- cumprod -------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"cumprod", "no zeros, dim 1", [](const V& in) { return cumprod(in[0], 1); },
+                      [] {
+                        return V{input({3, 4}, 90, 0.5, 1.5)};
+                      }});
+// Note [The gradient of cumprod]: one zero, two zeros, and a zero first in its line.
+EMBER_GRADCHECK_CASE(
+    {"cumprod", "zeros", [](const V& in) { return cumprod(in[0], -1); },
+     [] {
+       return V{tensor({{0.7, 0.0, 1.3, -0.8}, {1.1, 0.0, 0.9, 0.0}, {0.0, 1.2, -0.6, 0.5}},
+                       DType::Float64)
+                    .requires_grad_(true)};
+     },
+     /*second_order=*/false});
+
+TEST(Cumprod, ValuesAndTheGradientAtZeros) {
+  const Tensor x = tensor({{2, 3, 0, 5}, {-1, 2, 2, 2}}, DType::Int64);
+  EXPECT_EQ(values(cumprod(x, 1)), (std::vector<double>{2, 6, 0, 0, -1, -2, -4, -8}));
+  EXPECT_EQ(values(cumprod(x, 0)), (std::vector<double>{2, 3, 0, 5, -2, 6, 0, 10}));
+  EXPECT_EQ(cumprod(x.to(DType::Bool), 0).dtype(), DType::Int64);
+  // d/dx of sum(cumprod(x)) for x = (2, 0, 3): 1 + 0 + 0, 2 + 2*3, 0.
+  Tensor v = tensor({2.0, 0.0, 3.0}, DType::Float64).requires_grad_(true);
+  sum(cumprod(v, 0)).backward();
+  EXPECT_EQ(values(v.grad()), (std::vector<double>{1.0, 8.0, 0.0}));
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -1,9 +1,15 @@
-// Convolutions over NCHW images: conv2d and conv_transpose2d.
+// Convolutions over NCL sequences and NCHW images: conv1d, conv2d and conv_transpose2d.
 #pragma once
 
 #include "ember/tensor/tensor.h"
 
 namespace ember {
+
+/** 1-d convolution of x [N, C, L] (or [C, L]) with weight [O, C/groups, K] and an optional
+ *  bias [O] (PyTorch's conv1d). */
+EMBER_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1,
+                        int64_t groups = 1);
 
 /** 2-d convolution of x [N, C, H, W] (or [C, H, W]) with weight [O, C/groups, kH, kW] and an
  *  optional bias [O]; stride, padding and dilation are one value or one per spatial dim. */

@@ -26,6 +26,12 @@ EMBER_API Tensor pow(const Tensor& a, Scalar b);
 EMBER_API Tensor maximum(const Tensor& a, const Tensor& b);
 /** Elementwise smaller (NaN propagates). */
 EMBER_API Tensor minimum(const Tensor& a, const Tensor& b);
+/** a - floor(a / b) * b: the remainder with the divisor's sign (Python's %, PyTorch's). */
+EMBER_API Tensor remainder(const Tensor& a, const Tensor& b);
+EMBER_API Tensor remainder(const Tensor& a, Scalar b);
+/** a - trunc(a / b) * b: the remainder with the dividend's sign (C's fmod, PyTorch's). */
+EMBER_API Tensor fmod(const Tensor& a, const Tensor& b);
+EMBER_API Tensor fmod(const Tensor& a, Scalar b);
 
 /** a == b as bool. */
 EMBER_API Tensor eq(const Tensor& a, const Tensor& b);
@@ -83,6 +89,22 @@ EMBER_API Tensor relu(const Tensor& x);
 EMBER_API Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 /** log(1 + exp(beta x)) / beta, linear where beta x > threshold (PyTorch's softplus). */
 EMBER_API Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
+/** x where x > 0, else negative_slope * x. */
+EMBER_API Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/** x where x > 0, else alpha * (exp(x) - 1). */
+EMBER_API Tensor elu(const Tensor& x, double alpha = 1);
+/** scale * elu(x, alpha) with the self-normalising constants of Klambauer et al. */
+EMBER_API Tensor selu(const Tensor& x);
+/** max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). */
+EMBER_API Tensor celu(const Tensor& x, double alpha = 1);
+/** log(sigmoid(x)), computed without overflow. */
+EMBER_API Tensor logsigmoid(const Tensor& x);
+/** x * tanh(softplus(x)). */
+EMBER_API Tensor mish(const Tensor& x);
+/** x clamped to [min_val, max_val]; the gradient is 0 at and beyond the bounds (PyTorch's). */
+EMBER_API Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val = 1);
+/** hardtanh(x, 0, 6). */
+EMBER_API Tensor relu6(const Tensor& x);
 /** x * sigmoid(x). */
 EMBER_API Tensor silu(const Tensor& x);
 /** min(max(x, lo), hi); either bound may be absent. */

@@ -18,6 +18,10 @@ EMBER_API Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, cons
 EMBER_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /** x with `value` where `mask` (broadcast) is true. */
 EMBER_API Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+/** The lower triangle of the last two dims: x[..., i, j] where j - i <= diagonal, else 0. */
+EMBER_API Tensor tril(const Tensor& x, int64_t diagonal = 0);
+/** The upper triangle of the last two dims: x[..., i, j] where j - i >= diagonal, else 0. */
+EMBER_API Tensor triu(const Tensor& x, int64_t diagonal = 0);
 /** Indices of the non-zero elements, as an [n, ndim] int64 tensor in row-major order. */
 EMBER_API Tensor nonzero(const Tensor& x);
 /** Joins tensors along an existing dim. */

@@ -1,5 +1,8 @@
-// Matrix products.
+// Matrix products and einsum.
 #pragma once
+
+#include <string_view>
+#include <vector>
 
 #include "ember/tensor/tensor.h"
 
@@ -11,5 +14,8 @@ EMBER_API Tensor matmul(const Tensor& a, const Tensor& b);
 EMBER_API Tensor mm(const Tensor& a, const Tensor& b);
 /** Batched product [b, n, k] x [b, k, m]. */
 EMBER_API Tensor bmm(const Tensor& a, const Tensor& b);
+/** Einstein summation (PyTorch's einsum): "ij,jk->ik", "bhqd,bhkd->bhqk", "ii->i", "...ij->...ji";
+ *  implicit output (no "->") is the ellipsis then the labels used once, in order. */
+EMBER_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 
 }  // namespace ember

@@ -17,9 +17,11 @@ EMBER_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bia
 EMBER_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
                          Generator* gen = nullptr);
 /** Rows of weight [num, dim] picked by integer indices of any shape: result [..., dim]. Rows
- *  at padding_idx get no gradient. */
+ *  at padding_idx get no gradient. With max_norm, the rows looked up whose norm_type-norm
+ *  exceeds it are first rescaled in place to max_norm (PyTorch's embedding renorm). */
 EMBER_API Tensor embedding(const Tensor& weight, const Tensor& indices,
-                           std::optional<int64_t> padding_idx = {});
+                           std::optional<int64_t> padding_idx = {},
+                           std::optional<double> max_norm = {}, double norm_type = 2.0);
 /** Pads the last dims: pad = {left, right, top, bottom, ...} as in PyTorch; mode is
  *  "constant" (with value), "reflect", "replicate" or "circular". */
 EMBER_API Tensor pad(const Tensor& x, IntList pad, std::string_view mode = "constant",

@@ -1,6 +1,7 @@
 // Pooling over NCHW images: max, average and adaptive average.
 #pragma once
 
+#include <optional>
 #include <tuple>
 
 #include "ember/tensor/tensor.h"
@@ -18,10 +19,12 @@ EMBER_API std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& x, In
 EMBER_API Tensor max_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {},
                             IntList padding = {0, 0}, IntList dilation = {1, 1},
                             bool ceil_mode = false);
-/** Average pooling of x [N, C, H, W] (or [C, H, W]); an empty stride means stride = kernel_size. */
+/** Average pooling of x [N, C, H, W] (or [C, H, W]); an empty stride means stride = kernel_size;
+ *  divisor_override, when given, divides every window's sum instead of its size. */
 EMBER_API Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride = {},
                             IntList padding = {0, 0}, bool ceil_mode = false,
-                            bool count_include_pad = true);
+                            bool count_include_pad = true,
+                            std::optional<int64_t> divisor_override = std::nullopt);
 /** Average pooling of x [N, C, H, W] (or [C, H, W]) to the given output size [oH, oW]. */
 EMBER_API Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 

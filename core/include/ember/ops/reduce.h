@@ -46,5 +46,7 @@ EMBER_API Tensor any(const Tensor& x, IntList dims = {}, bool keepdim = false);
 EMBER_API Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
 /** Running sum along `dim`; integers and bool sum to int64. */
 EMBER_API Tensor cumsum(const Tensor& x, int64_t dim);
+/** Running product along dim (integers and bool as int64). */
+EMBER_API Tensor cumprod(const Tensor& x, int64_t dim);
 
 }  // namespace ember
