@@ -136,6 +136,39 @@ std::string Conv2d::extra_repr() const {
   return conv_repr(in_channels, out_channels, kernel_size, options, false, bias.defined());
 }
 
+Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o)
+    : Module("Conv1d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter("weight", (check_conv("Conv1d", in, out, Pair(1, k),
+                                                      {.stride = Pair(1, o.stride),
+                                                       .dilation = Pair(1, o.dilation),
+                                                       .groups = o.groups}),
+                                           empty({out, in / o.groups, k})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Conv1d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor Conv1d::forward(const Tensor& x) {
+  return conv1d(x, weight, bias, options.stride, options.padding, options.dilation, options.groups);
+}
+
+std::string Conv1d::extra_repr() const {
+  std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels,
+                              kernel_size, options.stride);
+  if (options.padding) s += fmt::format(", padding=({},)", options.padding);
+  if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
+  if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
+  if (!bias.defined()) s += ", bias=false";
+  return s;
+}
+
 ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
     : Module("ConvTranspose2d"),
       in_channels(in),
@@ -190,13 +223,19 @@ Tensor BatchNorm::forward(const Tensor& x) {
     autograd::NoGradGuard no_grad;
     add_(num_batches_tracked, 1);
   }
-  return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, options.momentum,
+  // momentum none: the running statistics are the plain average of every batch seen so far.
+  double momentum = options.momentum.value_or(0.0);
+  if (!options.momentum && num_batches_tracked.defined() && is_training()) {
+    momentum = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+  }
+  return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, momentum,
                     options.eps);
 }
 
 std::string BatchNorm::extra_repr() const {
   return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features,
-                     options.eps, options.momentum, options.affine, options.track_running_stats);
+                     options.eps, options.momentum ? fmt::format("{}", *options.momentum) : "None",
+                     options.affine, options.track_running_stats);
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
@@ -246,11 +285,14 @@ std::string Dropout::extra_repr() const {
   return fmt::format("p={}", p);
 }
 
-Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
+Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
+                     std::optional<double> max_norm_, double norm_type_)
     : Module("Embedding"),
       num_embeddings(num),
       embedding_dim(dim),
       padding_idx(pad && *pad < 0 ? *pad + num : pad),
+      max_norm(max_norm_),
+      norm_type(norm_type_),
       weight(register_parameter(
           "weight", (check_positive("Embedding", "num_embeddings", num),
                      check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
@@ -264,12 +306,14 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
-  return embedding(weight, indices, padding_idx);
+  return embedding(weight, indices, padding_idx, max_norm, norm_type);
 }
 
 std::string Embedding::extra_repr() const {
   std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
+  if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
+  if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
   return s;
 }
 
@@ -296,7 +340,7 @@ Tensor AvgPool2d::forward(const Tensor& x) {
   const Pair s = options.stride.value_or(kernel_size);
   return avg_pool2d(x, {kernel_size.h, kernel_size.w}, {s.h, s.w},
                     {options.padding.h, options.padding.w}, options.ceil_mode,
-                    options.count_include_pad);
+                    options.count_include_pad, options.divisor_override);
 }
 
 std::string AvgPool2d::extra_repr() const {
@@ -345,6 +389,49 @@ std::string GELU::extra_repr() const {
 
 Tensor SiLU::forward(const Tensor& x) {
   return silu(x);
+}
+
+Tensor LeakyReLU::forward(const Tensor& x) {
+  return leaky_relu(x, negative_slope);
+}
+std::string LeakyReLU::extra_repr() const {
+  return fmt::format("negative_slope={}", negative_slope);
+}
+Tensor ELU::forward(const Tensor& x) {
+  return elu(x, alpha);
+}
+std::string ELU::extra_repr() const {
+  return fmt::format("alpha={}", alpha);
+}
+Tensor SELU::forward(const Tensor& x) {
+  return selu(x);
+}
+Tensor CELU::forward(const Tensor& x) {
+  return celu(x, alpha);
+}
+std::string CELU::extra_repr() const {
+  return fmt::format("alpha={}", alpha);
+}
+Tensor Hardtanh::forward(const Tensor& x) {
+  return hardtanh(x, min_val, max_val);
+}
+std::string Hardtanh::extra_repr() const {
+  return fmt::format("min_val={}, max_val={}", min_val, max_val);
+}
+Tensor ReLU6::forward(const Tensor& x) {
+  return relu6(x);
+}
+Tensor LogSigmoid::forward(const Tensor& x) {
+  return logsigmoid(x);
+}
+Tensor Mish::forward(const Tensor& x) {
+  return mish(x);
+}
+Tensor Softplus::forward(const Tensor& x) {
+  return softplus(x, beta, threshold);
+}
+std::string Softplus::extra_repr() const {
+  return fmt::format("beta={}, threshold={}", beta, threshold);
 }
 
 Tensor Tanh::forward(const Tensor& x) {

@@ -27,6 +27,18 @@ Tensor L1Loss::forward(const Tensor& input, const Tensor& target) {
   return l1_loss(input, target, reduction);
 }
 
+Tensor HuberLoss::forward(const Tensor& input, const Tensor& target) {
+  return huber_loss(input, target, reduction, delta);
+}
+
+Tensor SmoothL1Loss::forward(const Tensor& input, const Tensor& target) {
+  return smooth_l1_loss(input, target, reduction, beta);
+}
+
+Tensor KLDivLoss::forward(const Tensor& input, const Tensor& target) {
+  return kl_div(input, target, reduction, log_target);
+}
+
 BCELoss::BCELoss(Tensor w, Reduction r)
     : Loss("BCELoss", r), weight(register_buffer("weight", std::move(w))) {}
 

@@ -213,6 +213,91 @@ TEST(Losses, ModulesCallTheirOps) {
             binary_cross_entropy_with_logits(a, sigmoid(b)).item());
 }
 
+TEST(Conv1d, LayoutInitAndForward) {
+  Conv1d conv(4, 6, 3, {.stride = 2, .padding = 1, .groups = 2});
+  EXPECT_EQ(conv.weight.sizes(), (Shape{6, 2, 3}));
+  EXPECT_EQ(conv.bias.sizes(), (Shape{6}));
+  expect_uniform(Conv1d(64, 32, 5, {.groups = 2}).weight, 1 / std::sqrt(32.0 * 5));  // fan_in
+  const auto sd = conv.state_dict();
+  EXPECT_EQ(sd.size(), 2u);
+  const Tensor x = randn({2, 4, 9});
+  EXPECT_EQ(values(conv(x)), values(conv1d(x, conv.weight, conv.bias, 2, 1, 1, 2)));
+  EXPECT_EQ(conv(x).sizes(), (Shape{2, 6, 5}));
+  EXPECT_EQ(conv.extra_repr(), "4, 6, kernel_size=(3,), stride=(2,), padding=(1,), groups=2");
+  expect_error([] { Conv1d(3, 4, 3, {.groups = 2}); }, {"[nn.Conv1d]", "groups=2"});
+}
+
+TEST(BatchNorm2d, MomentumNoneKeepsTheCumulativeAverage) {
+  BatchNorm2d bn(1, {.momentum = std::nullopt});
+  const Tensor a = full({2, 1, 2, 2}, 3.0), b = full({2, 1, 2, 2}, 5.0),
+               c = full({2, 1, 2, 2}, 10.0);
+  bn(a);
+  EXPECT_EQ(values(bn.running_mean)[0], 3.0);  // the first batch replaces the initial 0
+  bn(b);
+  EXPECT_EQ(values(bn.running_mean)[0], 4.0);
+  bn(c);
+  EXPECT_NEAR(values(bn.running_mean)[0], 6.0, 1e-6);
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 3);
+  EXPECT_NE(bn.extra_repr().find("momentum=None"), std::string::npos);
+}
+
+TEST(Embedding, MaxNormRescalesTheRowsLookedUp) {
+  Embedding emb(4, 2, {}, /*max_norm=*/1.0);
+  {
+    autograd::NoGradGuard no_grad;
+    emb.weight.copy_(tensor({{3.0f, 4.0f}, {0.3f, 0.4f}, {6.0f, 8.0f}, {0.0f, 2.0f}}));
+  }
+  const Tensor y = emb(tensor({0, 1, 0}));
+  // Row 0 (norm 5) is scaled by 1 / (5 + 1e-7), row 1 (norm 0.5) is kept; rows 2 and 3 were
+  // not looked up and keep their norms.
+  const auto w = values(emb.weight);
+  EXPECT_NEAR(w[0], 0.6, 1e-6);
+  EXPECT_NEAR(w[1], 0.8, 1e-6);
+  EXPECT_NEAR(w[2], 0.3, 1e-7);
+  EXPECT_EQ(w[4], 6.0);
+  EXPECT_EQ(w[7], 2.0);
+  EXPECT_EQ(values(y.select(0, 2)), values(emb.weight.select(0, 0)));
+  Embedding l1(2, 2, {}, 1.0, /*norm_type=*/1.0);
+  {
+    autograd::NoGradGuard no_grad;
+    l1.weight.copy_(tensor({{1.0f, 3.0f}, {0.5f, 0.25f}}));
+  }
+  l1(tensor({0, 1}));
+  EXPECT_NEAR(values(l1.weight)[1], 0.75, 1e-6);  // L1 norm 4
+  EXPECT_EQ(values(l1.weight)[3], 0.25f);
+}
+
+TEST(Pooling, AvgPool2dDivisorOverride) {
+  const Tensor x = ones({1, 1, 4, 4});
+  AvgPool2d pool(2, {.divisor_override = 2});
+  EXPECT_EQ(values(pool(x)), (std::vector<double>(4, 2.0)));
+}
+
+TEST(Activations, NewModulesMatchTheirOps) {
+  const Tensor x = randn({10});
+  EXPECT_EQ(values(LeakyReLU(0.2)(x)), values(leaky_relu(x, 0.2)));
+  EXPECT_EQ(values(ELU(0.5)(x)), values(elu(x, 0.5)));
+  EXPECT_EQ(values(SELU()(x)), values(selu(x)));
+  EXPECT_EQ(values(CELU(2.0)(x)), values(celu(x, 2.0)));
+  EXPECT_EQ(values(Hardtanh(-0.5, 0.5)(x)), values(hardtanh(x, -0.5, 0.5)));
+  EXPECT_EQ(values(ReLU6()(mul(x, 10.0))), values(relu6(mul(x, 10.0))));
+  EXPECT_EQ(values(LogSigmoid()(x)), values(logsigmoid(x)));
+  EXPECT_EQ(values(Mish()(x)), values(mish(x)));
+  EXPECT_EQ(values(Softplus(2.0, 10.0)(x)), values(softplus(x, 2.0, 10.0)));
+  EXPECT_EQ(LeakyReLU(0.2).extra_repr(), "negative_slope=0.2");
+}
+
+TEST(Losses, NewModulesCallTheirOps) {
+  const Tensor a = randn({5}), b = randn({5});
+  EXPECT_EQ(HuberLoss(Reduction::Sum, 0.5)(a, b).item(),
+            huber_loss(a, b, Reduction::Sum, 0.5).item());
+  EXPECT_EQ(SmoothL1Loss(Reduction::Mean, 0.5)(a, b).item(),
+            smooth_l1_loss(a, b, Reduction::Mean, 0.5).item());
+  const Tensor logp = log_softmax(randn({3, 4}), 1), p = softmax(randn({3, 4}), 1);
+  EXPECT_EQ(KLDivLoss(Reduction::BatchMean)(logp, p).item(),
+            kl_div(logp, p, Reduction::BatchMean).item());
+}
+
 TEST(Init, GainsAndFansFollowPyTorch) {
   EXPECT_DOUBLE_EQ(init::calculate_gain("relu"), std::sqrt(2.0));
   EXPECT_DOUBLE_EQ(init::calculate_gain("tanh"), 5.0 / 3);

@@ -61,6 +61,32 @@ class Conv2d : public Module {
   Tensor& bias;    ///< [out], undefined without bias
 };
 
+/** Options of Conv1d beyond channel counts and kernel size. */
+struct Conv1dOptions {
+  int64_t stride = 1;    ///< step between windows
+  int64_t padding = 0;   ///< zeros added on each side
+  int64_t dilation = 1;  ///< spacing between kernel taps
+  int64_t groups = 1;    ///< channel groups (in and out channels divisible by it)
+  bool bias = true;      ///< whether to add a learned bias
+};
+
+/** 1-d convolution over [N, C, L]; weight [out, in/groups, K], PyTorch's init. */
+class Conv1d : public Module {
+ public:
+  /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+         Conv1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels, kernel_size;
+  const Conv1dOptions options;
+  Tensor& weight;  ///< [out, in/groups, K]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
 /** Transposed 2-d convolution; weight [in, out/groups, kH, kW], PyTorch's init. */
 class ConvTranspose2d : public Module {
  public:
@@ -81,8 +107,9 @@ class ConvTranspose2d : public Module {
 
 /** Options of the batch-norm layers. */
 struct BatchNormOptions {
-  double eps = 1e-5;                ///< added to the variance
-  double momentum = 0.1;            ///< running-statistics update rate
+  double eps = 1e-5;  ///< added to the variance
+  /** Running-statistics update rate; none: the cumulative average (1 / batches seen). */
+  std::optional<double> momentum = 0.1;
   bool affine = true;               ///< learn weight and bias
   bool track_running_stats = true;  ///< keep running mean/var (used in eval)
 };
@@ -167,23 +194,28 @@ class Dropout : public Module {
 /** A lookup table of `num_embeddings` vectors of size `embedding_dim`, from N(0, 1). */
 class Embedding : public Module {
  public:
-  /** A table; the row at `padding_idx` (if any) starts at zero and gets no gradient. */
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
+  /** A table; the row at `padding_idx` (if any) starts at zero and gets no gradient; rows
+   *  looked up with a norm above `max_norm` (p-norm `norm_type`) are rescaled in place to it. */
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {},
+            std::optional<double> max_norm = {}, double norm_type = 2.0);
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
 
   const int64_t num_embeddings, embedding_dim;
   const std::optional<int64_t> padding_idx;
+  const std::optional<double> max_norm;
+  const double norm_type;
   Tensor& weight;  ///< [num_embeddings, embedding_dim]
 };
 
 /** Options of the pooling layers. */
 struct Pool2dOptions {
-  std::optional<Pair> stride;     ///< defaults to the kernel size
-  Pair padding = 0;               ///< implicit padding on each side
-  Pair dilation = 1;              ///< MaxPool2d only
-  bool ceil_mode = false;         ///< round the output size up
-  bool count_include_pad = true;  ///< AvgPool2d only: divide by the padded window size
+  std::optional<Pair> stride;               ///< defaults to the kernel size
+  Pair padding = 0;                         ///< implicit padding on each side
+  Pair dilation = 1;                        ///< MaxPool2d only
+  bool ceil_mode = false;                   ///< round the output size up
+  bool count_include_pad = true;            ///< AvgPool2d only: divide by the padded window size
+  std::optional<int64_t> divisor_override;  ///< AvgPool2d only: every window's divisor
 };
 
 /** Max pooling over [N, C, H, W]. */
@@ -262,6 +294,92 @@ class SiLU : public Module {
  public:
   SiLU() : Module("SiLU") {}
   Tensor forward(const Tensor& x) override;
+};
+
+/** x where x > 0, else negative_slope * x. */
+class LeakyReLU : public Module {
+ public:
+  /** LeakyReLU with the given slope for negative inputs. */
+  explicit LeakyReLU(double negative_slope = 0.01)
+      : Module("LeakyReLU"), negative_slope(negative_slope) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double negative_slope;
+};
+
+/** x where x > 0, else alpha * (exp(x) - 1). */
+class ELU : public Module {
+ public:
+  /** ELU with the given alpha. */
+  explicit ELU(double alpha = 1.0) : Module("ELU"), alpha(alpha) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double alpha;
+};
+
+/** The self-normalising ELU. */
+class SELU : public Module {
+ public:
+  SELU() : Module("SELU") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). */
+class CELU : public Module {
+ public:
+  /** CELU with the given alpha. */
+  explicit CELU(double alpha = 1.0) : Module("CELU"), alpha(alpha) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double alpha;
+};
+
+/** x clamped to [min_val, max_val]. */
+class Hardtanh : public Module {
+ public:
+  /** Hardtanh with the given bounds. */
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0)
+      : Module("Hardtanh"), min_val(min_val), max_val(max_val) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double min_val, max_val;
+};
+
+/** min(max(x, 0), 6). */
+class ReLU6 : public Module {
+ public:
+  ReLU6() : Module("ReLU6") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** log(sigmoid(x)). */
+class LogSigmoid : public Module {
+ public:
+  LogSigmoid() : Module("LogSigmoid") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** x * tanh(softplus(x)). */
+class Mish : public Module {
+ public:
+  Mish() : Module("Mish") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** log(1 + exp(beta x)) / beta, linear above threshold. */
+class Softplus : public Module {
+ public:
+  /** Softplus with the given beta and threshold. */
+  explicit Softplus(double beta = 1.0, double threshold = 20.0)
+      : Module("Softplus"), beta(beta), threshold(threshold) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double beta, threshold;
 };
 
 /** tanh(x). */

@@ -62,6 +62,39 @@ class L1Loss : public Loss {
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
 
+/** Huber's loss: quadratic below delta, linear above. */
+class HuberLoss : public Loss {
+ public:
+  /** The loss with `reduction` and `delta`. */
+  explicit HuberLoss(Reduction reduction = Reduction::Mean, double delta = 1.0)
+      : Loss("HuberLoss", reduction), delta(delta) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  const double delta;
+};
+
+/** Smooth L1: quadratic below beta (divided by beta), linear above. */
+class SmoothL1Loss : public Loss {
+ public:
+  /** The loss with `reduction` and `beta`. */
+  explicit SmoothL1Loss(Reduction reduction = Reduction::Mean, double beta = 1.0)
+      : Loss("SmoothL1Loss", reduction), beta(beta) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  const double beta;
+};
+
+/** Kullback-Leibler divergence; the input holds log-probabilities. */
+class KLDivLoss : public Loss {
+ public:
+  /** The loss with `reduction` (BatchMean is the true KL divergence per sample). */
+  explicit KLDivLoss(Reduction reduction = Reduction::Mean, bool log_target = false)
+      : Loss("KLDivLoss", reduction), log_target(log_target) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  const bool log_target;
+};
+
 /** Binary cross entropy of probabilities. */
 class BCELoss : public Loss {
  public:
