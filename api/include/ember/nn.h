@@ -1,4 +1,4 @@
-// ember::nn: modules, layers, containers, losses and initialisers.
+// ember::nn: modules, layers, recurrent layers, containers, losses and initialisers.
 #pragma once
 
 #include "ember/nn/container.h"
@@ -7,3 +7,4 @@
 #include "ember/nn/layers.h"
 #include "ember/nn/loss.h"
 #include "ember/nn/module.h"
+#include "ember/nn/rnn.h"
