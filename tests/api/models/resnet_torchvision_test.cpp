@@ -3,12 +3,18 @@
 // Fixtures: tests/api/models/fixtures/make_resnet_fixtures.py.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ember/ember.h>
@@ -17,6 +23,8 @@
 
 namespace ember {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::string fixture(const std::string& name) {
   return std::string(EMBER_RESNET_FIXTURES) + "/" + name;
@@ -115,6 +123,65 @@ TEST(ResNetTorchvision, AWrongWidthIsRefusedByAStrictLoad) {
   auto model = models::resnet18(10, 3, 8);
   EXPECT_THROW(model->load_state_dict(io::load(fixture("resnet18_w4.pt")), /*strict=*/true), Error);
   EXPECT_THROW(models::resnet18(10, 3, 0), Error);
+}
+
+/** A fresh directory for one test, removed with its contents. */
+struct Scratch {
+  Scratch()
+      : path(fs::temp_directory_path() / ("ember-convert-test-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Scratch() { fs::remove_all(path); }
+  fs::path path;
+};
+
+/** Runs `ember` with `args`; its exit status and output. */
+std::pair<int, std::string> ember_cli(const std::vector<std::string>& args) {
+  std::string cmd = EMBER_CLI;
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  for (size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  const int status = p != nullptr ? ::pclose(p) : -1;
+  return {status, out};
+}
+
+TEST(EmberConvert, ATorchSaveFileBecomesTheSafetensorsFilePyTorchWrites) {
+  const Scratch dir;
+  const std::string out = (dir.path / "model.safetensors").string();
+  const auto [status, text] = ember_cli({"convert", fixture("resnet18_w4.pt"), out});
+  ASSERT_EQ(status, 0) << text;
+  EXPECT_NE(text.find("(torch.save)"), std::string::npos) << text;
+  EXPECT_NE(text.find("122 tensors"), std::string::npos) << text;
+  // The same tensors as safetensors' own conversion, and they load strictly and compute.
+  const StateDict got = io::load(out);
+  const StateDict want = io::load(fixture("resnet18_w4.safetensors"));
+  ASSERT_EQ(layout(got), layout(want));
+  for (const auto& [name, t] : want) {
+    EXPECT_EQ(std::memcmp(got.at(name).data_ptr(), t.data_ptr(), t.nbytes()), 0) << name;
+  }
+  const StateDict io_pair = io::load(fixture("resnet18_w4_io.safetensors"));
+  EXPECT_LT(max_abs_diff((*fixture_model(out))(io_pair.at("input")), io_pair.at("output")), 1e-5);
+
+  // safetensors to safetensors copies tensors and metadata.
+  const std::string copy = (dir.path / "copy.safetensors").string();
+  io::save(out, got, {{"epoch", "3"}});
+  const auto [s2, t2] = ember_cli({"convert", out, copy});
+  ASSERT_EQ(s2, 0) << t2;
+  EXPECT_EQ(io::load_metadata(copy), (io::Metadata{{"epoch", "3"}}));
+  EXPECT_EQ(layout(io::load(copy)), layout(want));
+
+  // A file the reader refuses: exit status 1, the reader's message, no output file.
+  const std::string bad = (dir.path / "bad.pt").string();
+  std::ofstream(bad, std::ios::binary) << "PK\x03\x04 broken";
+  const std::string never = (dir.path / "never.safetensors").string();
+  const auto [s3, t3] = ember_cli({"convert", bad, never});
+  EXPECT_EQ(WEXITSTATUS(s3), 1) << t3;
+  EXPECT_NE(t3.find("ember: [io.load] " + bad), std::string::npos) << t3;
+  EXPECT_FALSE(fs::exists(never));
 }
 
 }  // namespace
