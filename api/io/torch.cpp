@@ -55,7 +55,7 @@ namespace ember::io {
 // flattened as Ember's own checkpoints are named: dict keys (str, or int as optimizer states
 // have) and list or tuple indices are joined with dots, "model.fc.weight",
 // "optimizer.state.0.momentum_buffer", "optimizer.param_groups.0.lr". Tensors go to
-// TorchFile::tensors; the other leaves to TorchFile::values as Python's repr prints them, so
+// TorchFile::tensors; the other leaves to TorchFile::values as Python's str() prints them, so
 // `ember convert` keeps them as safetensors metadata. A plain state_dict therefore loads with
 // PyTorch's own names. Two paths that flatten to one name ({"a.b": x, "a": {"b": y}}) are
 // refused, as is a file holding a single tensor or value instead of a container.

@@ -13,7 +13,7 @@ namespace ember::io {
 struct TorchFile {
   /** Every tensor, on the CPU, by dotted name. */
   StateDict tensors;
-  /** Every other leaf (int, float, bool, str, None) as Python's repr prints it. */
+  /** Every other leaf (int, float, bool, str, None) as Python's str() prints it. */
   Metadata values;
 };
 
