@@ -408,6 +408,64 @@ TEST(TorchLoad, RefusesViewsOutsideTheirStorage) {
   EXPECT_REFUSED(wrap_pickle(param2.done()), "takes 3 arguments, got 1");
 }
 
+TEST(TorchLoad, RefusesPersistentIdsAndTensorArgumentsOfTheWrongKind) {
+  // Pickle fragments (without the PROTO header of Pickle()).
+  const auto frag = [](const std::function<void(Pickle&)>& build) {
+    Pickle p;
+    build(p);
+    return p.bytes().substr(2);
+  };
+  const auto pid = [&](const std::string& key, const std::string& location,
+                       const std::string& numel) {
+    return frag([&](Pickle& p) {
+      p.op('(').str("storage").global("torch", "FloatStorage").raw(key).raw(location).raw(numel);
+      p.op('t');
+    });
+  };
+  const std::string key = frag([](Pickle& p) { p.str("0"); });
+  const std::string cpu = frag([](Pickle& p) { p.str("cpu"); });
+  const std::string sixteen = frag([](Pickle& p) { p.integer(16); });
+  const std::string zero = frag([](Pickle& p) { p.integer(0); });
+  const std::string text = frag([](Pickle& p) { p.str("x"); });
+  const std::string sizes = frag([](Pickle& p) { p.int_tuple({16}); });
+  const std::string strides = frag([](Pickle& p) { p.int_tuple({1}); });
+  const std::string no = frag([](Pickle& p) { p.op('\x89'); });
+  const std::string hooks = frag([](Pickle& p) { p.ordered_dict(); });
+  const auto file = [&](const std::string& id, const std::string& offset, const std::string& size,
+                        const std::string& stride, const std::string& grad,
+                        const std::string& hook) {
+    Pickle p;
+    p.op('}').str("x").global("torch._utils", "_rebuild_tensor_v2").op('(').raw(id).op('Q');
+    p.raw(offset).raw(size).raw(stride).raw(grad).raw(hook).op('t').op('R').op('s');
+    return wrap_pickle(p.done());
+  };
+  const std::string good = pid(key, cpu, sixteen);
+  TempFile ok(file(good, zero, sizes, strides, no, hooks));
+  EXPECT_EQ(io::load_torch(ok.path()).tensors.at("x").numel(), 16);
+  EXPECT_REFUSED(file(pid(zero, cpu, sixteen), zero, sizes, strides, no, hooks),
+                 "a storage key must be a str, got a int");
+  EXPECT_REFUSED(file(pid(key, zero, sixteen), zero, sizes, strides, no, hooks),
+                 "a storage location must be a str, got a int");
+  EXPECT_REFUSED(file(pid(key, cpu, text), zero, sizes, strides, no, hooks),
+                 "a storage's numel must be a int, got a str");
+  EXPECT_REFUSED(file(good, text, sizes, strides, no, hooks),
+                 "a storage offset must be a int, got a str");
+  EXPECT_REFUSED(file(good, zero, frag([](Pickle& p) { p.op(']'); }), strides, no, hooks),
+                 "a tensor's sizes must be a tuple, got a list");
+  EXPECT_REFUSED(file(good, zero, sizes, text, no, hooks),
+                 "a tensor's strides must be a tuple, got a str");
+  EXPECT_REFUSED(
+      file(good, zero, frag([](Pickle& p) { p.op('(').str("16").op('t'); }), strides, no, hooks),
+      "a size must be a int, got a str");
+  EXPECT_REFUSED(
+      file(good, zero, sizes, frag([](Pickle& p) { p.op('(').op('N').op('t'); }), no, hooks),
+      "a stride must be a int, got a None");
+  EXPECT_REFUSED(file(good, zero, sizes, strides, zero, hooks),
+                 "requires_grad must be a bool, got a int");
+  EXPECT_REFUSED(file(good, zero, sizes, strides, no, frag([](Pickle& p) { p.op('N'); })),
+                 "backward hooks must be a dict, got a None");
+}
+
 TEST(TorchLoad, RefusesWhatDoesNotFlattenToNames) {
   const auto corpus = [](const char* name) {
     return wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/" + name));
