@@ -65,8 +65,11 @@ namespace {
 constexpr const char* kOp = "[io.load]";
 // Containers nested deeper than this are refused (a state_dict nests 2 deep, a checkpoint 5).
 constexpr int kMaxDepth = 64;
-// A name or a GLOBAL's line longer than this is not a module path.
+// A GLOBAL's line longer than this is not a module path.
 constexpr size_t kMaxLineBytes = 4096;
+// A flattened name longer than this is refused: the memo lets a file repeat one long key at every
+// level of nesting for free, and each level's name is held while the next is built.
+constexpr size_t kMaxNameBytes = size_t{1} << 16;
 // The legacy format (PyTorch < 1.6) starts with PROTO 2 and LONG1 of this magic number.
 constexpr unsigned char kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc,
                                           0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8};
@@ -805,7 +808,10 @@ class Flattener {
     return k->s;
   }
 
-  static std::string join(const std::string& prefix, const std::string& key) {
+  std::string join(const std::string& prefix, const std::string& key) const {
+    EMBER_CHECK_IO(prefix.size() + key.size() < kMaxNameBytes,
+                   "{} {}: a name of more than {} bytes under '{}' (the keys joined with dots)",
+                   kOp, path_, kMaxNameBytes, prefix.substr(0, 200));
     return prefix.empty() ? key : prefix + "." + key;
   }
 

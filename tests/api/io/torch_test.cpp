@@ -486,6 +486,14 @@ TEST(TorchLoad, RefusesWhatDoesNotFlattenToNames) {
       "a dict key that is a float");
   EXPECT_REFUSED(wrap_pickle(Pickle().op('}').str("\xff").integer(1).op('s').done()),
                  "not valid UTF-8 (byte 0xff at offset 0)");
+  // One long key, memoized, at every level: the joined names are refused past 64 KiB.
+  Pickle longname;
+  longname.op('}').str(std::string(20000, 'k')).raw(put0);
+  for (int i = 0; i < 5; ++i) longname.op('}').raw(get0);
+  longname.integer(1);
+  for (int i = 0; i < 5; ++i) longname.op('s');
+  longname.op('s');
+  EXPECT_REFUSED(wrap_pickle(longname.done()), "a name of more than 65536 bytes");
   Pickle dup;
   dup.op('}').str("a.b").integer(1).op('s').str("a").op('}').str("b").integer(2).op('s').op('s');
   EXPECT_REFUSED(wrap_pickle(dup.done()), "two entries are both named 'a.b'");
