@@ -1,8 +1,8 @@
 # Debian packages, one per install component (tools/package.sh runs cpack into build/packages/).
 # Installing only the packages a machine needs is how a deployment picks its backends: a CPU
 # server gets ember-backend-cpu, a GPU server adds ember-backend-cuda. Library dependencies of
-# every package are computed by dpkg-shlibdeps; the dependencies between Ember's own packages
-# are declared here.
+# every package are computed by dpkg-shlibdeps (libember0's include zlib1g and libzip4, which
+# tests/install/run.sh checks); the dependencies between Ember's own packages are declared here.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME ember)
 set(CPACK_PACKAGE_VENDOR "The Ember developers")

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libdnnl-dev ocl-icd-opencl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
+  libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   file binutils

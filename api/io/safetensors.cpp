@@ -1,5 +1,6 @@
 // safetensors reader and writer: a validated JSON header, then raw little-endian tensor bytes.
 #include "ember/io/safetensors.h"
+#include "ember/io/torch.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/io/open_file.h"
+#include "api/io/text.h"
 #include "ember/ops/factory.h"
 
 namespace ember::io {
@@ -268,38 +270,6 @@ void check_coverage(const std::string& path, const std::vector<Entry>& tensors,
                  data_bytes, rule);
 }
 
-/** The offset of the first byte of `s` that is not part of valid UTF-8 (no overlong forms, no
- * surrogates, nothing above U+10FFFF), or npos. */
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0, min = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      len = 2, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      return i;
-    }
-    if (i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-    i += len;
-  }
-  return std::string::npos;
-}
-
 Header read_header(const std::string& path, FILE* f) {
   const char* op = "[io.load]";
   struct stat st {};
@@ -342,7 +312,7 @@ Header read_header(const std::string& path, FILE* f) {
                    "only with spaces)",
                    op, path, nul);
   }
-  if (const size_t bad = invalid_utf8_at(text); bad != std::string::npos) {
+  if (const size_t bad = detail::invalid_utf8_at(text); bad != std::string::npos) {
     EMBER_CHECK_IO(false, "{} {}: the header is not valid UTF-8: byte 0x{:02x} at offset {}", op,
                    path, static_cast<unsigned char>(text[bad]), bad);
   }
@@ -601,6 +571,9 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
 
 StateDict load(const std::string& path) {
   FilePtr f = open_for_reading(path);
+  unsigned char head[16] = {};
+  const ssize_t got = ::pread(fileno(f.get()), head, sizeof(head), 0);
+  if (got > 0 && is_torch_file(head, static_cast<size_t>(got))) return load_torch(path).tensors;
   Header h = read_header(path, f.get());
   StateDict out;
   for (const Entry& e : h.tensors) {

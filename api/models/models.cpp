@@ -1,5 +1,8 @@
 #include "ember/models.h"
 
+#include <functional>
+#include <string>
+
 #include "ember/ops/elementwise.h"
 #include "ember/util/error.h"
 
@@ -114,48 +117,58 @@ Tensor Bottleneck::forward(const Tensor& x) {
 
 namespace {
 
-// The ResNet stem (7x7/2 convolution, batch norm, ReLU, 3x3/2 max pool) and head (global average
-// pool, linear) around `stages`.
-std::shared_ptr<nn::Sequential> resnet(int64_t in_channels, int64_t features, int64_t num_classes,
-                                       const std::function<void(nn::Sequential&)>& stages) {
+// Note [torchvision's ResNet layout]
+// torchvision's ResNet names its children conv1, bn1, relu, maxpool, layer1 to layer4 (each a
+// Sequential of blocks "0", "1", ...), avgpool and fc, and a block's projection is downsample.0
+// (the 1x1 convolution) and downsample.1 (its batch norm). Ember builds the same tree as a named
+// Sequential, so state_dict() has torchvision's names and shapes, buffers included
+// (running_mean, running_var, num_batches_tracked), and a torchvision state_dict loads strictly.
+// The one extra child, flatten, holds nothing: torchvision calls torch.flatten in its forward.
+// `width` scales every stage (torchvision's is 64), for small models and small test fixtures.
+std::shared_ptr<nn::Sequential> resnet(
+    int64_t in_channels, int64_t width, int64_t features, int64_t num_classes,
+    const std::function<std::shared_ptr<nn::Sequential>(int)>& stage) {
+  EMBER_CHECK(width >= 1, "[models.resnet] width must be positive: got {}", width);
   auto net = make_shared<nn::Sequential>();
-  net->push_back(make_shared<nn::Conv2d>(
-      in_channels, 64, 7, nn::Conv2dOptions{.stride = 2, .padding = 3, .bias = false}));
-  net->push_back(make_shared<nn::BatchNorm2d>(64));
-  net->push_back(make_shared<nn::ReLU>());
-  net->push_back(make_shared<nn::MaxPool2d>(3, nn::Pool2dOptions{.stride = Pair(2), .padding = 1}));
-  stages(*net);
-  net->push_back(make_shared<nn::AdaptiveAvgPool2d>(1));
-  net->push_back(make_shared<nn::Flatten>());
-  net->push_back(make_shared<nn::Linear>(features, num_classes));
+  net->push_back("conv1", make_shared<nn::Conv2d>(
+                              in_channels, width, 7,
+                              nn::Conv2dOptions{.stride = 2, .padding = 3, .bias = false}));
+  net->push_back("bn1", make_shared<nn::BatchNorm2d>(width));
+  net->push_back("relu", make_shared<nn::ReLU>());
+  net->push_back("maxpool",
+                 make_shared<nn::MaxPool2d>(3, nn::Pool2dOptions{.stride = Pair(2), .padding = 1}));
+  for (int s = 0; s < 4; ++s) net->push_back("layer" + std::to_string(s + 1), stage(s));
+  net->push_back("avgpool", make_shared<nn::AdaptiveAvgPool2d>(1));
+  net->push_back("flatten", make_shared<nn::Flatten>());
+  net->push_back("fc", make_shared<nn::Linear>(features, num_classes));
   return net;
 }
 
 }  // namespace
 
-std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes, int64_t in_channels) {
-  return resnet(in_channels, 2048, num_classes, [](nn::Sequential& net) {
-    int64_t in = 64;
+std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes, int64_t in_channels, int64_t width) {
+  int64_t in = width;
+  return resnet(in_channels, width, 32 * width, num_classes, [&](int s) {
     const int64_t blocks[] = {3, 4, 6, 3};
-    for (int s = 0; s < 4; ++s) {
-      const int64_t width = int64_t{64} << s;
-      for (int64_t b = 0; b < blocks[s]; ++b) {
-        net.push_back(make_shared<Bottleneck>(in, width, b == 0 && s > 0 ? 2 : 1));
-        in = 4 * width;
-      }
+    const int64_t planes = width << s;
+    auto layer = make_shared<nn::Sequential>();
+    for (int64_t b = 0; b < blocks[s]; ++b) {
+      layer->push_back(make_shared<Bottleneck>(in, planes, b == 0 && s > 0 ? 2 : 1));
+      in = 4 * planes;
     }
+    return layer;
   });
 }
 
-std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes, int64_t in_channels) {
-  return resnet(in_channels, 512, num_classes, [](nn::Sequential& net) {
-    int64_t in = 64;
-    for (int64_t out : {64, 128, 256, 512}) {
-      const int64_t stride = out == 64 ? 1 : 2;
-      net.push_back(make_shared<BasicBlock>(in, out, stride));
-      net.push_back(make_shared<BasicBlock>(out, out, 1));
-      in = out;
-    }
+std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes, int64_t in_channels, int64_t width) {
+  int64_t in = width;
+  return resnet(in_channels, width, 8 * width, num_classes, [&](int s) {
+    const int64_t out = width << s;
+    auto layer = make_shared<nn::Sequential>();
+    layer->push_back(make_shared<BasicBlock>(in, out, s == 0 ? 1 : 2));
+    layer->push_back(make_shared<BasicBlock>(out, out, 1));
+    in = out;
+    return layer;
   });
 }
 

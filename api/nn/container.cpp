@@ -24,7 +24,11 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules)
 }
 
 void Sequential::push_back(std::shared_ptr<Module> module) {
-  add_child(std::to_string(modules_.size()), module);
+  push_back(std::to_string(modules_.size()), std::move(module));
+}
+
+void Sequential::push_back(std::string name, std::shared_ptr<Module> module) {
+  add_child(std::move(name), module);
   modules_.push_back(std::move(module));
 }
 

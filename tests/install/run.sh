@@ -170,6 +170,7 @@ for p in ember-backend-cpu ember-backend-reference ember-tools libember-dev; do
   contents "$p" | grep -q 'cuda' && fail "$p holds CUDA files"
 done
 dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libdnnl || fail "ember-backend-cpu does not depend on oneDNN"
+dpkg-deb -f "$(deb libember0)" Depends | grep -q libzip4 || fail "libember0 does not depend on libzip4 (torch.save files)"
 # A CPU server: the runtime, the tools and the CPU backend, extracted into a fresh root.
 for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 ember-tools ember-backend-reference"; do
   name=${set%%:*}

@@ -1,4 +1,4 @@
-// The `ember` command: devices, plugins, ops, conformance, train, run, --version.
+// The `ember` command: devices, plugins, ops, conformance, train, run, convert, --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api/io/open_file.h"
 #include "core/plugin/elf_check.h"
 #include "ember/dispatch/device_registry.h"
 #include "tools/ember/conformance.h"
@@ -293,6 +294,30 @@ int cmd_ops(bool json) {
   return 0;
 }
 
+// `ember convert IN OUT`: the tensors of a torch.save file (or a safetensors file) as a
+// safetensors file. A checkpoint's nested names are flattened with dots and its other values
+// (epoch, hyper-parameters) become the file's metadata (Note [Nested torch.save files]).
+int cmd_convert(const std::string& in, const std::string& out) {
+  unsigned char head[16] = {};
+  const int fd = ember::io::detail::open_regular_file(in, "io.load");
+  const ssize_t got = ::pread(fd, head, sizeof(head), 0);
+  ::close(fd);
+  ember::io::TorchFile f;
+  const bool torch = got > 0 && ember::io::is_torch_file(head, static_cast<size_t>(got));
+  if (torch) {
+    f = ember::io::load_torch(in);
+  } else {
+    f.tensors = ember::io::load(in);
+    f.values = ember::io::load_metadata(in);
+  }
+  ember::io::save(out, f.tensors, f.values);
+  int64_t bytes = 0;
+  for (const auto& [name, t] : f.tensors) bytes += t.nbytes();
+  fmt::print("{} ({}) -> {}: {} tensors, {} bytes, {} other values as metadata\n", in,
+             torch ? "torch.save" : "safetensors", out, f.tensors.size(), bytes, f.values.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -379,6 +404,13 @@ int main(int argc, char** argv) {
   train->add_option(
       "--resume", t.resume,
       "Continue exactly from a training checkpoint (<out>/<model>-train.safetensors)");
+  std::string convert_in, convert_out;
+  auto* convert = app.add_subcommand(
+      "convert",
+      "Write the tensors of a PyTorch torch.save file (.pt, .pth) or a safetensors file to a "
+      "safetensors file");
+  convert->add_option("input", convert_in, "A torch.save or safetensors file")->required();
+  convert->add_option("output", convert_out, "The safetensors file to write")->required();
   ember::tools::LaunchOptions launch;
   auto* run = app.add_subcommand(
       "run",
@@ -413,6 +445,7 @@ int main(int argc, char** argv) {
     if (*plugins) return cmd_plugins(json, verbose);
     if (*ops) return cmd_ops(json);
     if (*conformance) return ember::conformance::run_cli(conf);
+    if (*convert) return cmd_convert(convert_in, convert_out);
     if (*run) {
       launch.command =
           ember::tools::launch_command(run->remaining(), launch_tail, cli_argc != argc);

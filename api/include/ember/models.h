@@ -46,11 +46,15 @@ class Bottleneck : public nn::Module {
   std::shared_ptr<nn::Sequential> downsample_;
 };
 
-/** ResNet-18 as torchvision builds it (7x7 stem, max pool, 4 stages of 2 blocks). */
-std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes = 1000, int64_t in_channels = 3);
+/** ResNet-18 as torchvision builds it (7x7 stem, max pool, 4 stages of 2 blocks), with its
+ *  parameter names ("layer1.0.conv1.weight"); `width` channels in the stem and width x 1, 2, 4,
+ *  8 in the stages (Note [torchvision's ResNet layout]). */
+std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes = 1000, int64_t in_channels = 3,
+                                         int64_t width = 64);
 /** ResNet-50 as torchvision builds it (7x7 stem, max pool, stages of 3, 4, 6 and 3 Bottleneck
- *  blocks); 25,557,032 parameters with 1000 classes. */
-std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes = 1000, int64_t in_channels = 3);
+ *  blocks), with its parameter names; 25,557,032 parameters with 1000 classes and width 64. */
+std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes = 1000, int64_t in_channels = 3,
+                                         int64_t width = 64);
 
 /** A model by name ("lenet", "cnn", "mlp", "resnet18", "resnet50") for 1x28x28 inputs and 10
  *  classes. */

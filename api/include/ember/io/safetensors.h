@@ -16,7 +16,8 @@ using Metadata = std::map<std::string, std::string>;
 /** Writes `tensors` (any device, any strides) to `path` atomically; the old file survives a
  * failure. */
 void save(const std::string& path, const StateDict& tensors, const Metadata& metadata = {});
-/** Reads every tensor of a safetensors file onto the CPU, validating the whole header first. */
+/** Reads every tensor of a safetensors file onto the CPU, validating the whole header first; a
+ *  torch.save file, recognised by its first bytes, is read by load_torch instead. */
 StateDict load(const std::string& path);
 /** Reads only the "__metadata__" of a safetensors file (the header is validated as by load). */
 Metadata load_metadata(const std::string& path);

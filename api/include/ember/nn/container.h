@@ -15,8 +15,10 @@ class Sequential : public Module {
   Sequential() : Module("Sequential") {}
   /** A Sequential of `modules`, in order. */
   Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
-  /** Appends a module. */
+  /** Appends a module, named by its index ("0", "1", ...). */
   void push_back(std::shared_ptr<Module> module);
+  /** Appends a module under `name`, as PyTorch's Sequential(OrderedDict(...)) does. */
+  void push_back(std::string name, std::shared_ptr<Module> module);
   /** Feeds x through every module in order. */
   Tensor forward(const Tensor& x) override;
   /** The i-th module (negative counts from the end). */
