@@ -91,6 +91,20 @@ std::vector<double> run(const Workload& w) {
       k.mutable_grad() = Tensor();
     });
   }
+  if (name == "sdpa_fwd_bwd" || name == "sdpa_causal_fwd_bwd") {
+    const bool causal = name == "sdpa_causal_fwd_bwd";
+    const std::vector<int64_t> shape = {1, compare::kSdpaHeads, compare::kSdpaLen,
+                                        compare::kSdpaDim};
+    Tensor q = randn(shape).requires_grad_(true), k = randn(shape).requires_grad_(true),
+           v = randn(shape).requires_grad_(true);
+    const Tensor g = randn(shape);
+    return sample(w, [&] {
+      scaled_dot_product_attention(q, k, v, {}, 0.0, causal).backward(g);
+      q.mutable_grad() = Tensor();
+      k.mutable_grad() = Tensor();
+      v.mutable_grad() = Tensor();
+    });
+  }
   if (name == "mlp_step") {
     auto model = models::mlp({784, 512, 512, 10});
     optim::SGD opt(model->parameters(), {.lr = 0.01});

@@ -195,6 +195,21 @@ std::vector<double> run(const Workload& w) {
       k.mutable_grad() = torch::Tensor();
     });
   }
+  if (name == "sdpa_fwd_bwd" || name == "sdpa_causal_fwd_bwd") {
+    const bool causal = name == "sdpa_causal_fwd_bwd";
+    const std::vector<int64_t> shape = {1, compare::kSdpaHeads, compare::kSdpaLen,
+                                        compare::kSdpaDim};
+    torch::Tensor q = torch::randn(shape).requires_grad_(true),
+                  k = torch::randn(shape).requires_grad_(true),
+                  v = torch::randn(shape).requires_grad_(true);
+    const torch::Tensor g = torch::randn(shape);
+    return sample(w, [&] {
+      torch::scaled_dot_product_attention(q, k, v, {}, 0.0, causal).backward(g);
+      q.mutable_grad() = torch::Tensor();
+      k.mutable_grad() = torch::Tensor();
+      v.mutable_grad() = torch::Tensor();
+    });
+  }
   if (name == "mlp_step") {
     nn::Sequential model = mlp({784, 512, 512, 10});
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01));

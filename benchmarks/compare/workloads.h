@@ -51,6 +51,10 @@ struct Workload {
 inline constexpr int64_t kBig = int64_t{16} << 20;
 inline constexpr int64_t kSoftmaxRows = 4096, kSoftmaxCols = 1024;
 inline constexpr double kConvFlop = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
+/** Attention: batch 1, 8 heads, L = S = 1024, head size 64 (ops_bench's BM_AttentionFwdBwd);
+ *  forward 4 L S d per head, backward 2.5 times that. */
+inline constexpr int64_t kSdpaHeads = 8, kSdpaLen = 1024, kSdpaDim = 64;
+inline constexpr double kSdpaFlop = 3.5 * 4.0 * kSdpaHeads * kSdpaLen * kSdpaLen * kSdpaDim;
 /** LeNet: batches in one epoch of 60000 images at batch 64 (the last one partial). */
 inline constexpr int64_t kLeNetBatches = (60000 + 63) / 64;
 /** LeNet: steps timed per sample, scaled to kLeNetBatches (a full epoch per process is too slow).
@@ -84,6 +88,10 @@ inline const std::vector<Workload>& workloads() {
        Limit::FmaPeak},
       {"conv_fwd_bwd", "conv2d fwd+bwd 8x64x56x56, 3x3", true, 1, 4, 1, 3 * kConvFlop, 0,
        Limit::FmaPeak},
+      {"sdpa_fwd_bwd", "attention fwd+bwd, 8 heads, L=1024, d=64", true, 1, 4, 1, kSdpaFlop, 0,
+       Limit::FmaPeak},
+      {"sdpa_causal_fwd_bwd", "attention fwd+bwd, causal, same sizes", true, 1, 4, 1, kSdpaFlop / 2,
+       0, Limit::FmaPeak},
       {"mlp_step", "MLP 784-512-512-10 step, batch 128", true, 5, 10, 5, 0, 0, Limit::None},
       {"lenet_epoch", "LeNet-5 epoch, Fashion-MNIST, b64 (*)", true, 1, 3, 1, 0, 0, Limit::None},
       {"resnet18_step", "ResNet-18 step, 32x3x32x32", true, 2, 5, 1, 0, 0, Limit::None},

@@ -453,6 +453,38 @@ std::vector<Case> make_cases() {
   c.push_back({"log_softmax", {"log_softmax"}, softmax_variants, [](const Inputs& in) {
                  return Inputs{log_softmax(in[0], 1), log_softmax(in[0], 0)};
                }});
+  // Attention: L != S, Ev != E, batch broadcasting, both mask kinds (detached: the fused
+  // kernels; a mask requiring grad takes the composite path), a transposed query, the causal
+  // pattern and enough rows to cross the CPU kernel's 64-row blocks.
+  c.push_back({"scaled_dot_product_attention",
+               {"scaled_dot_product_attention", "scaled_dot_product_attention_backward"},
+               {{"plain",
+                 [](Gen& g) {
+                   return Inputs{g({2, 3, 4}, -2, 2), g({2, 5, 4}, -2, 2), g({2, 5, 6})};
+                 }},
+                {"heads_bool_mask",
+                 [](Gen& g) {
+                   return Inputs{g({2, 2, 3, 4}, -2, 2), g({2, 1, 5, 4}, -2, 2), g({5, 3}),
+                                 g.mask({2, 1, 3, 5})};
+                 }},
+                {"transposed_float_mask",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 3, 5}, -2, 2).transpose(1, 2), g({2, 3, 6, 5}, -2, 2),
+                                 g({2, 3, 6, 2}), g({4, 6}, -3, 1)};
+                 }},
+                {"blocks",
+                 [](Gen& g) {
+                   return Inputs{g({1, 70, 8}, -2, 2), g({1, 130, 8}, -2, 2), g({1, 130, 5})};
+                 }}},
+               [](const Inputs& in) {
+                 const Tensor mask = in.size() > 3 ? in[3].detach() : Tensor();
+                 return Inputs{
+                     scaled_dot_product_attention(in[0], in[1], in[2], mask),
+                     scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true, 0.5)};
+               },
+               true,
+               {},
+               2.0});
   c.push_back({"cross_entropy",
                {"log_softmax"},
                {{"classes",

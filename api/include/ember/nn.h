@@ -1,4 +1,5 @@
-// ember::nn: modules, layers, recurrent layers, containers, losses and initialisers.
+// ember::nn: modules, layers, recurrent and attention layers, containers, losses and
+// initialisers.
 #pragma once
 
 #include "ember/nn/container.h"
@@ -8,3 +9,4 @@
 #include "ember/nn/loss.h"
 #include "ember/nn/module.h"
 #include "ember/nn/rnn.h"
+#include "ember/nn/transformer.h"

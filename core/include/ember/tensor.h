@@ -13,6 +13,7 @@
 #include "ember/dispatch/extension_ops.h"
 #include "ember/dispatch/op.h"
 #include "ember/dispatch/stream.h"
+#include "ember/ops/attention.h"
 #include "ember/ops/conv.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"

@@ -1,0 +1,343 @@
+// MultiheadAttention and the Transformer layers, written as PyTorch's torch.nn versions are
+// (same parameters, same initialisation, same order of operations) on Ember's ops; the
+// attention itself is scaled_dot_product_attention unless the weights are asked for.
+#include "ember/nn/transformer.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "ember/nn/init.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/** A mask as scores to add, in `dtype`: a bool mask is -inf where true (MultiheadAttention's
+ *  convention: true = not attended), a float one is used as it is. */
+Tensor additive(const Tensor& mask, DType dtype, const char* what) {
+  if (mask.dtype() == DType::Bool) {
+    return where(mask, full({}, kNegInf, {dtype, mask.device()}), 0.0);
+  }
+  EMBER_CHECK_TYPE(is_floating(mask.dtype()),
+                   "[nn.MultiheadAttention] {} must be bool or floating: got dtype {}", what,
+                   mask.dtype());
+  return mask.to(dtype);
+}
+
+/** Checks MultiheadAttention's arguments; returns embed_dim. */
+int64_t checked_embed_dim(int64_t e, int64_t h, const MultiheadAttentionOptions& o) {
+  EMBER_CHECK(e > 0 && h > 0 && e % h == 0,
+              "[nn.MultiheadAttention] embed_dim must be positive and divisible by num_heads: got "
+              "embed_dim={}, num_heads={}",
+              e, h);
+  EMBER_CHECK(o.dropout >= 0.0 && o.dropout <= 1.0,
+              "[nn.MultiheadAttention] dropout must be in [0, 1]: got {}", o.dropout);
+  EMBER_CHECK_NOT_IMPLEMENTED(!o.add_bias_kv && !o.add_zero_attn,
+                              "[nn.MultiheadAttention] add_bias_kv and add_zero_attn are not "
+                              "supported: got add_bias_kv={}, add_zero_attn={}",
+                              o.add_bias_kv, o.add_zero_attn);
+  EMBER_CHECK_NOT_IMPLEMENTED(o.kdim.value_or(e) == e && o.vdim.value_or(e) == e,
+                              "[nn.MultiheadAttention] kdim and vdim other than embed_dim are not "
+                              "supported: got kdim={}, vdim={} for embed_dim={}",
+                              o.kdim.value_or(e), o.vdim.value_or(e), e);
+  return e;
+}
+
+}  // namespace
+
+// ---- MultiheadAttention -------------------------------------------------------------------
+
+MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionOptions o)
+    : Module("MultiheadAttention"),
+      embed_dim(e),
+      num_heads(h),
+      head_dim(h > 0 ? e / h : 0),
+      dropout(o.dropout),
+      batch_first(o.batch_first),
+      in_proj_weight(
+          register_parameter("in_proj_weight", empty({3 * checked_embed_dim(e, h, o), e}))),
+      in_proj_bias(register_parameter("in_proj_bias", o.bias ? empty({3 * e}) : Tensor())),
+      out_proj(register_module("out_proj", std::make_shared<Linear>(e, e, o.bias))) {
+  reset_parameters();
+}
+
+void MultiheadAttention::reset_parameters() {
+  init::xavier_uniform_(in_proj_weight);
+  if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
+  if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
+                                                      const Tensor& value,
+                                                      const Tensor& key_padding_mask,
+                                                      bool need_weights, const Tensor& attn_mask,
+                                                      bool average_attn_weights, bool is_causal) {
+  const char* name = "nn.MultiheadAttention";
+  EMBER_CHECK_TYPE(query.defined() && key.defined() && value.defined(),
+                   "[{}] undefined tensor argument: query, key and value are required", name);
+  const bool batched = query.dim() == 3;
+  EMBER_CHECK(
+      (query.dim() == 2 || batched) && key.dim() == query.dim() && value.dim() == query.dim(),
+      "[{}] query, key and value must all be 3-d (batched) or 2-d (unbatched): got shapes "
+      "{}, {} and {}",
+      name, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+  EMBER_CHECK(
+      query.size(-1) == embed_dim && key.size(-1) == embed_dim && value.size(-1) == embed_dim,
+      "[{}] query, key and value must end in embed_dim={}: got shapes {}, {} and {}", name,
+      embed_dim, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+  EMBER_CHECK(!is_causal || attn_mask.defined(),
+              "[{}] is_causal is a hint that attn_mask is the causal mask: pass the mask too "
+              "(got is_causal=true without attn_mask)",
+              name);
+  // Work in [N, L, E].
+  auto to_nle = [&](const Tensor& t) {
+    if (!batched) return t.unsqueeze(0);
+    return batch_first ? t : t.transpose(0, 1);
+  };
+  const Tensor q_in = to_nle(query), k_in = to_nle(key), v_in = to_nle(value);
+  const int64_t n = q_in.size(0), l = q_in.size(1), s = k_in.size(1);
+  EMBER_CHECK(k_in.size(0) == n && v_in.size(0) == n && v_in.size(1) == s,
+              "[{}] key and value must share the batch size of query and each other's length: "
+              "got shapes {}, {} and {}",
+              name, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+  const DType dt = query.dtype();
+
+  // Masks, merged into one additive [N or 1, H or 1, L, S] as PyTorch merges them.
+  Tensor mask;
+  if (attn_mask.defined()) {
+    const bool per_head = attn_mask.dim() == 3;
+    EMBER_CHECK((attn_mask.dim() == 2 && attn_mask.sizes() == Shape({l, s})) ||
+                    (per_head && attn_mask.sizes() == Shape({n * num_heads, l, s})),
+                "[{}] attn_mask must have shape [L, S] = [{}, {}] or [N * num_heads, L, S] = "
+                "[{}, {}, {}]: got {}",
+                name, l, s, n * num_heads, l, s, shape_str(attn_mask.sizes()));
+    mask = additive(attn_mask, dt, "attn_mask");
+    if (per_head) mask = mask.view({n, num_heads, l, s});
+  }
+  if (key_padding_mask.defined()) {
+    const Shape want = batched ? Shape({n, s}) : Shape({s});
+    EMBER_CHECK(key_padding_mask.sizes() == want,
+                "[{}] key_padding_mask must have shape {} ([N, S], or [S] unbatched): got {}", name,
+                shape_str(want), shape_str(key_padding_mask.sizes()));
+    const Tensor kpm = additive(key_padding_mask, dt, "key_padding_mask").reshape({n, 1, 1, s});
+    mask = mask.defined() ? add(mask, kpm) : kpm;
+  }
+  const bool causal_only = is_causal && !key_padding_mask.defined() && !need_weights;
+
+  // Projections, split into heads: [N, H, L or S, head_dim].
+  auto project = [&](const Tensor& x, int64_t part, int64_t len) {
+    const Tensor w = in_proj_weight.narrow(0, part * embed_dim, embed_dim);
+    const Tensor b =
+        in_proj_bias.defined() ? in_proj_bias.narrow(0, part * embed_dim, embed_dim) : Tensor();
+    return linear(x, w, b).view({n, len, num_heads, head_dim}).transpose(1, 2);
+  };
+  const Tensor q = project(q_in, 0, l), k = project(k_in, 1, s), v = project(v_in, 2, s);
+  const double p = is_training() ? dropout : 0.0;
+
+  Tensor out, weights;
+  if (need_weights) {
+    // The weights are asked for, so they are materialized, as PyTorch does here.
+    Tensor scores =
+        matmul(mul(q, 1.0 / std::sqrt(static_cast<double>(head_dim))), k.transpose(-2, -1));
+    if (mask.defined()) scores = add(scores, mask);
+    weights = softmax(scores, -1);
+    if (p > 0.0) weights = ember::dropout(weights, p, /*training=*/true);
+    out = matmul(weights, v);
+    if (average_attn_weights) weights = mean(weights, {1});
+    if (!batched) weights = weights.squeeze(0);
+  } else {
+    out = scaled_dot_product_attention(q, k, v, causal_only ? Tensor() : mask, p, causal_only);
+  }
+  // [N, H, L, head_dim] -> [N, L, E], the output projection, the caller's layout.
+  out = (*out_proj)(out.transpose(1, 2).reshape({n, l, embed_dim}));
+  if (!batched) return {out.squeeze(0), weights};
+  return {batch_first ? out : out.transpose(0, 1), weights};
+}
+
+Tensor MultiheadAttention::forward(const Tensor& x) {
+  return forward(x, x, x, {}, /*need_weights=*/false).first;
+}
+
+std::string MultiheadAttention::extra_repr() const {
+  return fmt::format("embed_dim={}, num_heads={}, dropout={}, bias={}, batch_first={}", embed_dim,
+                     num_heads, dropout, in_proj_bias.defined(), batch_first);
+}
+
+// ---- Transformer layers -------------------------------------------------------------------
+
+namespace {
+
+void check_layer(const char* name, int64_t d_model, int64_t nhead,
+                 const TransformerLayerOptions& o) {
+  EMBER_CHECK(o.activation == "relu" || o.activation == "gelu",
+              "[{}] activation must be \"relu\" or \"gelu\": got \"{}\"", name, o.activation);
+  EMBER_CHECK(d_model > 0 && nhead > 0 && o.dim_feedforward > 0,
+              "[{}] d_model, nhead and dim_feedforward must be positive: got {}, {} and {}", name,
+              d_model, nhead, o.dim_feedforward);
+}
+
+MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
+  MultiheadAttentionOptions a;
+  a.dropout = o.dropout;
+  a.bias = o.bias;
+  a.batch_first = o.batch_first;
+  return a;
+}
+
+Tensor activate(const std::string& activation, const Tensor& x) {
+  return activation == "gelu" ? gelu(x) : relu(x);
+}
+
+}  // namespace
+
+TransformerEncoderLayer::TransformerEncoderLayer(int64_t d, int64_t h, TransformerLayerOptions o)
+    : Module("TransformerEncoderLayer"), d_model(d), nhead(h), options(std::move(o)) {
+  check_layer("nn.TransformerEncoderLayer", d, h, options);
+  // Registration order is PyTorch's, so state_dict() lists the same names in the same order.
+  self_attn = register_module(
+      "self_attn", std::make_shared<MultiheadAttention>(d, h, attention_options(options)));
+  linear1 = register_module("linear1",
+                            std::make_shared<Linear>(d, options.dim_feedforward, options.bias));
+  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout));
+  linear2 = register_module("linear2",
+                            std::make_shared<Linear>(options.dim_feedforward, d, options.bias));
+  norm1 = register_module(
+      "norm1", std::make_shared<LayerNorm>(std::vector<int64_t>{d}, options.layer_norm_eps));
+  norm2 = register_module(
+      "norm2", std::make_shared<LayerNorm>(std::vector<int64_t>{d}, options.layer_norm_eps));
+  dropout1 = register_module("dropout1", std::make_shared<Dropout>(options.dropout));
+  dropout2 = register_module("dropout2", std::make_shared<Dropout>(options.dropout));
+  if (!options.bias) {
+    // PyTorch's LayerNorm(bias=False) has a weight only.
+    for (auto& norm : {norm1, norm2}) norm->bias = Tensor();
+  }
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
+                                        const Tensor& src_key_padding_mask, bool is_causal) {
+  auto sa = [&](const Tensor& x) {
+    return (*dropout1)(self_attn
+                           ->forward(x, x, x, src_key_padding_mask, /*need_weights=*/false,
+                                     src_mask, true, is_causal)
+                           .first);
+  };
+  auto ff = [&](const Tensor& x) {
+    return (*dropout2)((*linear2)((*dropout)(activate(options.activation, (*linear1)(x)))));
+  };
+  Tensor x = src;
+  if (options.norm_first) {
+    x = add(x, sa((*norm1)(x)));
+    return add(x, ff((*norm2)(x)));
+  }
+  x = (*norm1)(add(x, sa(x)));
+  return (*norm2)(add(x, ff(x)));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& src) {
+  return forward(src, Tensor());
+}
+
+std::string TransformerEncoderLayer::extra_repr() const {
+  return fmt::format("d_model={}, nhead={}, dim_feedforward={}, activation={}, norm_first={}",
+                     d_model, nhead, options.dim_feedforward, options.activation,
+                     options.norm_first);
+}
+
+TransformerDecoderLayer::TransformerDecoderLayer(int64_t d, int64_t h, TransformerLayerOptions o)
+    : Module("TransformerDecoderLayer"), d_model(d), nhead(h), options(std::move(o)) {
+  check_layer("nn.TransformerDecoderLayer", d, h, options);
+  self_attn = register_module(
+      "self_attn", std::make_shared<MultiheadAttention>(d, h, attention_options(options)));
+  multihead_attn = register_module(
+      "multihead_attn", std::make_shared<MultiheadAttention>(d, h, attention_options(options)));
+  linear1 = register_module("linear1",
+                            std::make_shared<Linear>(d, options.dim_feedforward, options.bias));
+  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout));
+  linear2 = register_module("linear2",
+                            std::make_shared<Linear>(options.dim_feedforward, d, options.bias));
+  auto make_norm = [&] {
+    return std::make_shared<LayerNorm>(std::vector<int64_t>{d}, options.layer_norm_eps);
+  };
+  norm1 = register_module("norm1", make_norm());
+  norm2 = register_module("norm2", make_norm());
+  norm3 = register_module("norm3", make_norm());
+  dropout1 = register_module("dropout1", std::make_shared<Dropout>(options.dropout));
+  dropout2 = register_module("dropout2", std::make_shared<Dropout>(options.dropout));
+  dropout3 = register_module("dropout3", std::make_shared<Dropout>(options.dropout));
+  if (!options.bias) {
+    for (auto& norm : {norm1, norm2, norm3}) norm->bias = Tensor();
+  }
+}
+
+Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
+                                        const Tensor& tgt_mask, const Tensor& memory_mask,
+                                        const Tensor& tgt_key_padding_mask,
+                                        const Tensor& memory_key_padding_mask, bool tgt_is_causal,
+                                        bool memory_is_causal) {
+  auto sa = [&](const Tensor& x) {
+    return (*dropout1)(self_attn
+                           ->forward(x, x, x, tgt_key_padding_mask, /*need_weights=*/false,
+                                     tgt_mask, true, tgt_is_causal)
+                           .first);
+  };
+  auto mha = [&](const Tensor& x) {
+    return (*dropout2)(multihead_attn
+                           ->forward(x, memory, memory, memory_key_padding_mask,
+                                     /*need_weights=*/false, memory_mask, true, memory_is_causal)
+                           .first);
+  };
+  auto ff = [&](const Tensor& x) {
+    return (*dropout3)((*linear2)((*dropout)(activate(options.activation, (*linear1)(x)))));
+  };
+  Tensor x = tgt;
+  if (options.norm_first) {
+    x = add(x, sa((*norm1)(x)));
+    x = add(x, mha((*norm2)(x)));
+    return add(x, ff((*norm3)(x)));
+  }
+  x = (*norm1)(add(x, sa(x)));
+  x = (*norm2)(add(x, mha(x)));
+  return (*norm3)(add(x, ff(x)));
+}
+
+std::string TransformerDecoderLayer::extra_repr() const {
+  return fmt::format("d_model={}, nhead={}, dim_feedforward={}, activation={}, norm_first={}",
+                     d_model, nhead, options.dim_feedforward, options.activation,
+                     options.norm_first);
+}
+
+TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int64_t n,
+                                       std::shared_ptr<LayerNorm> final_norm)
+    : Module("TransformerEncoder"), num_layers(n) {
+  EMBER_CHECK(n >= 1, "[nn.TransformerEncoder] num_layers must be at least 1: got {}", n);
+  layers = register_module("layers", std::make_shared<ModuleList>());
+  const StateDict state = layer.state_dict();
+  for (int64_t i = 0; i < n; ++i) {
+    // PyTorch deep-copies the layer: every copy starts from its parameters.
+    auto copy =
+        std::make_shared<TransformerEncoderLayer>(layer.d_model, layer.nhead, layer.options);
+    copy->load_state_dict(state);
+    copy->train(layer.is_training());
+    layers->push_back(copy);
+  }
+  if (final_norm) norm = register_module("norm", std::move(final_norm));
+}
+
+Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask,
+                                   const Tensor& src_key_padding_mask, bool is_causal) {
+  Tensor x = src;
+  for (const auto& m : *layers) {
+    x = static_cast<TransformerEncoderLayer&>(*m).forward(x, mask, src_key_padding_mask, is_causal);
+  }
+  return norm ? (*norm)(x) : x;
+}
+
+Tensor TransformerEncoder::forward(const Tensor& src) {
+  return forward(src, Tensor());
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,430 @@
+// CPU scaled_dot_product_attention and its backward (contract in
+// core/ops/attention.cpp): float32 and float64 through one tiled template,
+// OpenMP over (batch row, block), the tiles' products through oneDNN's sgemm
+// (float32) or a plain loop (float64). The half types never get here: the core
+// widens them to float32.
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "backends/cpu/ops/ops.h"
+
+namespace ember::cpu {
+namespace {
+
+// Note [Attention without the score matrix]
+// The scores of one batch row are an L x S matrix: 64 MiB in float32 at L = S =
+// 4096, per head. The forward never holds more of it than one tile of kBlockQ
+// queries by kBlockK keys per thread. It walks the key blocks of a query block
+// keeping, per query row, the running maximum m and the running sum l of
+// exp(score - m), and the output accumulated with weights exp(score - m); when
+// a new block raises the maximum, the sum and the accumulator are rescaled by
+// exp(m_old - m_new) ("online softmax", Milakov and Gimelshein 2018;
+// FlashAttention). The row ends as out = acc / l and saves lse = m + log(l),
+// one number per row. The backward (FlashAttention-2's) recomputes each tile's
+// weights as P = exp(score - lse), needing neither the matrix nor the per-block
+// maxima, and uses D_i = sum_e dout_ie out_ie for the softmax's Jacobian: dS =
+// P * (dout v^T - D). dq sums over keys and dk, dv over queries, so instead of
+// atomics or per-thread copies of dq it runs two passes that each own their
+// output rows: one over query blocks (dq += dS k), one over key blocks (dv +=
+// P^T dout, dk += dS^T q), each recomputing its tiles. Extra memory is
+// therefore O(threads * tile) plus D (B * L), never O(L * S). The tile products
+// are small row-major gemms (oneDNN's sgemm in float32; nested in the OpenMP
+// region it runs on the calling thread). A score of -inf (masked) gives weight
+// 0; a row with no key left keeps m = -inf, is never rescaled (that would be
+// exp(-inf + inf)), has its tile zeroed before the product and ends with out =
+// 0 and lse = -inf, which the backward skips. Causal masking stops each query
+// block at its last query's key, and the dk/dv pass starts at the query block
+// holding the key block's first key.
+constexpr int64_t kBlockQ = 64;
+constexpr int64_t kBlockK = 64;
+
+template <typename T>
+struct Problem {
+  int64_t B, L, S, E, Ev;
+  bool causal;
+  T scale;
+  const T *q, *k, *v;
+  const T* mask;  // null or [B, L, S] with strides ms
+  int64_t ms[3];
+  /** Elements of scratch each thread uses: two score tiles, the output
+   * accumulator, m and l. */
+  int64_t per_thread() const { return 2 * kBlockQ * kBlockK + kBlockQ * Ev + 2 * kBlockQ; }
+  /** Keys that query block [i0, i0 + bq) may see: all, or up to its last query
+   * (causal). */
+  int64_t key_end(int64_t i0, int64_t bq) const { return causal ? std::min(S, i0 + bq) : S; }
+};
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/** C[M x N] = alpha op(A) op(B) + beta C, row-major, op = transpose for 'T'. */
+void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+    }
+    return;
+  }
+  // The arguments are valid by construction; sgemm fails only on invalid ones.
+  (void)dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
+          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i) {
+    double* c = C + i * ldc;
+    for (int64_t j = 0; j < N; ++j) c[j] = beta == 0.0 ? 0.0 : beta * c[j];
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const double a = alpha * (ta == 'N' ? A[i * lda + kk] : A[kk * lda + i]);
+      if (tb == 'N') {
+        const double* b = B + kk * ldb;
+        for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
+      } else {
+        for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * ldb + kk];
+      }
+    }
+  }
+}
+
+// Note [A vectorizable exp for the attention weights]
+// Every score goes through exp once in the forward and twice in the backward: 8.4 million per
+// forward at 8 heads and L = S = 1024. std::exp is a call per element that the compiler cannot
+// vectorize without -ffast-math, and it took most of the forward's time. exp_shifted computes
+// exp(x - shift) for a row with straight-line float code that vectorizes (Cephes' expf: 2^n times
+// a degree-6 polynomial on [-ln2/2, ln2/2], relative error about 2e-7), exactly 0 below
+// log(FLT_MIN) so that masked scores (-inf) still weigh nothing (its worst relative error over
+// [-87, 0] measured 8e-8). float64 keeps std::exp.
+inline float exp_approx(float x) {
+  // Only x <= 0 arrives (scores minus their max or their logsumexp); the clamp below
+  // log(FLT_MIN) and the zeroing beyond it compare the bits as integers, since a float compare
+  // keeps the loop scalar (it may trap, so GCC does not if-convert it without -ffast-math). For
+  // negative floats a larger bit pattern is a more negative number.
+  constexpr uint32_t kLow = std::bit_cast<uint32_t>(-87.33654f);
+  const uint32_t ux = std::bit_cast<uint32_t>(x);
+  const uint32_t keep = 0u - static_cast<uint32_t>(ux < kLow);  // all ones above the clamp
+  const float xc = std::bit_cast<float>(std::min(ux, kLow));
+  // n = round(x / ln 2) by the 1.5 * 2^23 trick, r = x - n ln 2 in two parts.
+  const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const float pow2n = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(y * pow2n) & keep);
+}
+
+/** x[j] = exp(x[j] - shift) for j < n; returns their sum. */
+inline float exp_shifted(float* x, int64_t n, float shift) {
+  // Two loops: the first vectorizes; an in-order float sum would keep it scalar.
+  for (int64_t j = 0; j < n; ++j) x[j] = exp_approx(x[j] - shift);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  return sum;
+}
+inline double exp_shifted(double* x, int64_t n, double shift) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - shift);
+    sum += x[j];
+  }
+  return sum;
+}
+
+/** Adds the mask and the causal -inf to the scaled scores of query i, keys [j0,
+ * j0 + bk). */
+template <typename T>
+void finish_scores(const Problem<T>& p, int64_t b, int64_t i, int64_t j0, int64_t bk, T* s) {
+  if (p.mask != nullptr) {
+    const T* mrow = p.mask + b * p.ms[0] + i * p.ms[1] + j0 * p.ms[2];
+    for (int64_t jj = 0; jj < bk; ++jj) s[jj] += mrow[jj * p.ms[2]];
+  }
+  if (p.causal) {
+    for (int64_t jj = std::max<int64_t>(0, i - j0 + 1); jj < bk; ++jj) s[jj] = T(kNegInf);
+  }
+}
+
+template <typename T>
+void forward_block(const Problem<T>& p, int64_t b, int64_t i0, T* out, T* lse, T* scratch) {
+  const int64_t bq = std::min(kBlockQ, p.L - i0), E = p.E, Ev = p.Ev;
+  T* s = scratch;
+  T* acc = s + 2 * kBlockQ * kBlockK;
+  T* m = acc + kBlockQ * Ev;
+  T* l = m + kBlockQ;
+  std::fill(acc, acc + bq * Ev, T(0));
+  std::fill(m, m + bq, T(kNegInf));
+  std::fill(l, l + bq, T(0));
+  const T* qb = p.q + (b * p.L + i0) * E;
+  const T* kb = p.k + b * p.S * E;
+  const T* vb = p.v + b * p.S * Ev;
+  const int64_t s_end = p.key_end(i0, bq);
+  for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
+    const int64_t bk = std::min(kBlockK, s_end - j0);
+    gemm('N', 'T', bq, bk, E, p.scale, qb, E, kb + j0 * E, E, T(0), s, kBlockK);
+    for (int64_t ii = 0; ii < bq; ++ii) {
+      T* srow = s + ii * kBlockK;
+      finish_scores(p, b, i0 + ii, j0, bk, srow);
+      T block_max = T(kNegInf);
+      for (int64_t jj = 0; jj < bk; ++jj) block_max = std::max(block_max, srow[jj]);
+      const T m_new = std::max(m[ii], block_max);
+      if (m_new == T(kNegInf)) {  // every key so far is masked: no weight, no rescaling
+        std::fill(srow, srow + bk, T(0));
+        continue;
+      }
+      const T alpha = std::exp(m[ii] - m_new);
+      const T sum = exp_shifted(srow, bk, m_new);
+      l[ii] = l[ii] * alpha + sum;
+      m[ii] = m_new;
+      if (alpha != T(1)) {
+        T* a = acc + ii * Ev;
+        for (int64_t c = 0; c < Ev; ++c) a[c] *= alpha;
+      }
+    }
+    gemm('N', 'N', bq, Ev, bk, T(1), s, kBlockK, vb + j0 * Ev, Ev, T(1), acc, Ev);
+  }
+  for (int64_t ii = 0; ii < bq; ++ii) {
+    T* o = out + (b * p.L + i0 + ii) * Ev;
+    const T* a = acc + ii * Ev;
+    if (l[ii] == T(0)) {
+      std::fill(o, o + Ev, T(0));
+      lse[b * p.L + i0 + ii] = T(kNegInf);
+      continue;
+    }
+    const T inv = T(1) / l[ii];
+    for (int64_t c = 0; c < Ev; ++c) o[c] = a[c] * inv;
+    lse[b * p.L + i0 + ii] = m[ii] + std::log(l[ii]);
+  }
+}
+
+/** The tile of queries [i0, i0 + bq) and keys [j0, j0 + bk): the weights P into
+ * s and dS = P * (dout v^T - D) into ds, rows without a key zeroed. */
+template <typename T>
+void grad_tile(const Problem<T>& p, int64_t b, int64_t i0, int64_t bq, int64_t j0, int64_t bk,
+               const T* dout, const T* lse, const T* dsum, T* s, T* ds) {
+  const int64_t E = p.E, Ev = p.Ev, r0 = b * p.L + i0;
+  gemm('N', 'T', bq, bk, E, p.scale, p.q + r0 * E, E, p.k + (b * p.S + j0) * E, E, T(0), s,
+       kBlockK);
+  gemm('N', 'T', bq, bk, Ev, T(1), dout + r0 * Ev, Ev, p.v + (b * p.S + j0) * Ev, Ev, T(0), ds,
+       kBlockK);
+  for (int64_t ii = 0; ii < bq; ++ii) {
+    T* srow = s + ii * kBlockK;
+    T* dsrow = ds + ii * kBlockK;
+    const T lse_i = lse[r0 + ii], d_i = dsum[r0 + ii];
+    if (lse_i == T(kNegInf)) {  // no key: out is 0 whatever the inputs
+      std::fill(srow, srow + bk, T(0));
+      std::fill(dsrow, dsrow + bk, T(0));
+      continue;
+    }
+    finish_scores(p, b, i0 + ii, j0, bk, srow);
+    exp_shifted(srow, bk, lse_i);
+    for (int64_t jj = 0; jj < bk; ++jj) dsrow[jj] = srow[jj] * (dsrow[jj] - d_i);
+  }
+}
+
+/** dq of query block [i0, i0 + bq): sum over the keys of dS k, times scale. */
+template <typename T>
+void backward_dq_block(const Problem<T>& p, int64_t b, int64_t i0, const T* dout, const T* lse,
+                       const T* dsum, T* dq, T* scratch) {
+  const int64_t bq = std::min(kBlockQ, p.L - i0), E = p.E;
+  T* s = scratch;
+  T* ds = s + kBlockQ * kBlockK;
+  T* dqb = dq + (b * p.L + i0) * E;
+  std::fill(dqb, dqb + bq * E, T(0));
+  const int64_t s_end = p.key_end(i0, bq);
+  for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
+    const int64_t bk = std::min(kBlockK, s_end - j0);
+    grad_tile(p, b, i0, bq, j0, bk, dout, lse, dsum, s, ds);
+    gemm('N', 'N', bq, E, bk, p.scale, ds, kBlockK, p.k + (b * p.S + j0) * E, E, T(1), dqb, E);
+  }
+}
+
+/** dk and dv of key block [j0, j0 + bk): sums over the queries that see it. */
+template <typename T>
+void backward_dkv_block(const Problem<T>& p, int64_t b, int64_t j0, const T* dout, const T* lse,
+                        const T* dsum, T* dk, T* dv, T* scratch) {
+  const int64_t bk = std::min(kBlockK, p.S - j0), E = p.E, Ev = p.Ev;
+  T* s = scratch;
+  T* ds = s + kBlockQ * kBlockK;
+  T* dkb = dk + (b * p.S + j0) * E;
+  T* dvb = dv + (b * p.S + j0) * Ev;
+  std::fill(dkb, dkb + bk * E, T(0));
+  std::fill(dvb, dvb + bk * Ev, T(0));
+  // Causal: query i sees key j only when j <= i, so blocks of queries before j0
+  // see none.
+  for (int64_t i0 = p.causal ? j0 / kBlockQ * kBlockQ : 0; i0 < p.L; i0 += kBlockQ) {
+    const int64_t bq = std::min(kBlockQ, p.L - i0), r0 = b * p.L + i0;
+    grad_tile(p, b, i0, bq, j0, bk, dout, lse, dsum, s, ds);
+    gemm('T', 'N', bk, Ev, bq, T(1), s, kBlockK, dout + r0 * Ev, Ev, T(1), dvb, Ev);
+    gemm('T', 'N', bk, E, bq, p.scale, ds, kBlockK, p.q + r0 * E, E, T(1), dkb, E);
+  }
+}
+
+/** Runs fn(task, scratch) for every task in [0, n) over the OpenMP threads,
+ * each thread with its own `per_thread` elements of one buffer allocated here
+ * (before the parallel region). */
+template <typename T, typename Fn>
+int32_t for_tasks(const ember_kernel_call* call, const char* name, int64_t n, int64_t per_thread,
+                  Fn fn) {
+  const int threads =
+      static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), n)));
+  ScratchGuard scratch{call};
+  if (!scratch.alloc(sizeof(T) * static_cast<size_t>(per_thread) * threads)) {
+    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: no memory for %d tiles", name, threads);
+  }
+  T* base = static_cast<T*>(scratch.ptr);
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (threads > 1)
+  for (int64_t t = 0; t < n; ++t) fn(t, base + omp_get_thread_num() * per_thread);
+  return EMBER_OK;
+}
+
+template <typename T>
+Problem<T> problem(const ember_kernel_call* call, int first, double scale, bool causal,
+                   int mask_input) {
+  const ember_tensor &q = call->inputs[first], &k = call->inputs[first + 1],
+                     &v = call->inputs[first + 2];
+  Problem<T> p{q.sizes[0],
+               q.sizes[1],
+               k.sizes[1],
+               q.sizes[2],
+               v.sizes[2],
+               causal,
+               static_cast<T>(scale),
+               sdk::data<const T>(q),
+               sdk::data<const T>(k),
+               sdk::data<const T>(v),
+               nullptr,
+               {0, 0, 0}};
+  if (call->num_inputs > mask_input) {
+    const ember_tensor& m = call->inputs[mask_input];
+    p.mask = sdk::data<const T>(m);
+    for (int d = 0; d < 3; ++d) p.ms[d] = m.sizes[d] == 1 ? 0 : m.strides[d];
+  }
+  return p;
+}
+
+/** True if the inputs have the contract's ranks, agreeing sizes and one dtype,
+ * q, k, v (and, for the backward, dout, out and lse) contiguous. */
+bool shapes_ok(const ember_kernel_call* call, int first, int mask_input) {
+  const ember_tensor &q = call->inputs[first], &k = call->inputs[first + 1],
+                     &v = call->inputs[first + 2];
+  if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3) return false;
+  const int64_t B = q.sizes[0], L = q.sizes[1], S = k.sizes[1], Ev = v.sizes[2];
+  if (k.sizes[0] != B || v.sizes[0] != B || k.sizes[2] != q.sizes[2] || v.sizes[1] != S) {
+    return false;
+  }
+  if (call->num_inputs > mask_input) {
+    const ember_tensor& m = call->inputs[mask_input];
+    if (m.ndim != 3 || m.sizes[0] != B || m.sizes[1] != L || m.sizes[2] != S) return false;
+  }
+  if (first == 1) {  // the backward: dout, out [B, L, Ev] and lse [B, L]
+    for (int i : {0, 4}) {
+      const ember_tensor& t = call->inputs[i];
+      if (t.ndim != 3 || t.sizes[0] != B || t.sizes[1] != L || t.sizes[2] != Ev) return false;
+    }
+    const ember_tensor& lse = call->inputs[5];
+    if (lse.ndim != 2 || lse.sizes[0] != B || lse.sizes[1] != L) return false;
+  }
+  for (int i = 0; i < std::min(call->num_inputs, mask_input); ++i) {
+    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != q.dtype) return false;
+  }
+  for (int i = 0; i < call->num_outputs; ++i) {
+    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != q.dtype) return false;
+  }
+  return call->num_inputs <= mask_input || call->inputs[mask_input].dtype == q.dtype;
+}
+
+int32_t unsupported_dtype(const ember_kernel_call* call, const char* name, int32_t dtype) {
+  return sdk::fail(call, EMBER_ERR_UNSUPPORTED,
+                   "%s: dtype %s is not supported (the core computes the half "
+                   "types in float32)",
+                   name, sdk::dtype_name(dtype));
+}
+
+template <typename T>
+int32_t forward(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::scaled_dot_product_attention>(call);
+  const Problem<T> p = problem<T>(call, 0, a.scale, a.is_causal != 0, 3);
+  T* out = sdk::data<T>(call->outputs[0]);
+  T* lse = sdk::data<T>(call->outputs[1]);
+  const int64_t nqb = (p.L + kBlockQ - 1) / kBlockQ;
+  return for_tasks<T>(call, "scaled_dot_product_attention", p.B * nqb, p.per_thread(),
+                      [&](int64_t t, T* scratch) {
+                        forward_block(p, t / nqb, (t % nqb) * kBlockQ, out, lse, scratch);
+                      });
+}
+
+template <typename T>
+int32_t backward(const ember_kernel_call* call) {
+  const char* name = "scaled_dot_product_attention_backward";
+  const auto a = sdk::attrs<attrs::scaled_dot_product_attention_backward>(call);
+  const Problem<T> p = problem<T>(call, 1, a.scale, a.is_causal != 0, 6);
+  const T* dout = sdk::data<const T>(call->inputs[0]);
+  const T* out = sdk::data<const T>(call->inputs[4]);
+  const T* lse = sdk::data<const T>(call->inputs[5]);
+  T* dq = sdk::data<T>(call->outputs[0]);
+  T* dk = sdk::data<T>(call->outputs[1]);
+  T* dv = sdk::data<T>(call->outputs[2]);
+  const int64_t rows = p.B * p.L;
+  ScratchGuard d_buf{call};
+  if (!d_buf.alloc(sizeof(T) * static_cast<size_t>(rows))) {
+    return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: no memory for D", name);
+  }
+  T* dsum = static_cast<T*>(d_buf.ptr);
+#pragma omp parallel for schedule(static) if (rows * p.Ev > 32768)
+  for (int64_t r = 0; r < rows; ++r) {
+    T acc = 0;
+    for (int64_t c = 0; c < p.Ev; ++c) acc += dout[r * p.Ev + c] * out[r * p.Ev + c];
+    dsum[r] = acc;
+  }
+  const int64_t nqb = (p.L + kBlockQ - 1) / kBlockQ, nkb = (p.S + kBlockK - 1) / kBlockK;
+  const int32_t status = for_tasks<T>(call, name, p.B * nqb, p.per_thread(), [&](int64_t t, T* s) {
+    backward_dq_block(p, t / nqb, (t % nqb) * kBlockQ, dout, lse, dsum, dq, s);
+  });
+  if (status != EMBER_OK) return status;
+  return for_tasks<T>(call, name, p.B * nkb, p.per_thread(), [&](int64_t t, T* s) {
+    backward_dkv_block(p, t / nkb, (t % nkb) * kBlockK, dout, lse, dsum, dk, dv, s);
+  });
+}
+
+}  // namespace
+
+EMBER_KERNEL(scaled_dot_product_attention) {
+  const char* name = "scaled_dot_product_attention";
+  if (call->num_outputs != 2 || !shapes_ok(call, 0, 3)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
+  }
+  switch (call->inputs[0].dtype) {
+    case EMBER_F32:
+      return forward<float>(call);
+    case EMBER_F64:
+      return forward<double>(call);
+    default:
+      return unsupported_dtype(call, name, call->inputs[0].dtype);
+  }
+}
+
+EMBER_KERNEL(scaled_dot_product_attention_backward) {
+  const char* name = "scaled_dot_product_attention_backward";
+  if (call->num_outputs != 3 || !shapes_ok(call, 1, 6)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
+  }
+  switch (call->inputs[1].dtype) {
+    case EMBER_F32:
+      return backward<float>(call);
+    case EMBER_F64:
+      return backward<double>(call);
+    default:
+      return unsupported_dtype(call, name, call->inputs[1].dtype);
+  }
+}
+
+}  // namespace ember::cpu
