@@ -303,29 +303,9 @@ struct ReluBackwardOp {  // inputs {g, y}: g where y > 0 (NaN y passes g, as PyT
     return y <= A(0) ? A(0) : g;
   }
 };
-struct FmodOp {  // a - trunc(a / b) b; integer b of 0 (refused by the core) or -1 gives 0
-  __device__ float operator()(float a, float b) const { return fmodf(a, b); }
-  __device__ double operator()(double a, double b) const { return ::fmod(a, b); }
-  template <typename A>
-  __device__ A operator()(A a, A b) const {
-    if (b == A(0)) return A(0);
-    if constexpr (std::is_signed_v<A>) {
-      if (b == A(-1)) return A(0);
-    }
-    return a % b;
-  }
-};
-struct RemainderOp {  // a - floor(a / b) b: fmod moved by b where the signs differ
-  template <typename A>
-  __device__ A operator()(A a, A b) const {
-    const A m = FmodOp{}(a, b);
-    if constexpr (std::is_unsigned_v<A>) {
-      return m;
-    } else {
-      return m != A(0) && ((b < A(0)) != (m < A(0))) ? A(m + b) : m;
-    }
-  }
-};
+// The remainders are the SDK's host-and-device definitions (plugin_sdk_binary_ops.hpp).
+using sdk::FmodOp;
+using sdk::RemainderOp;
 struct MaximumOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
