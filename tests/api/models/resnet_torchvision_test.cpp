@@ -21,6 +21,8 @@
 #include <ember/io.h>
 #include <ember/models.h>
 
+#include "tests/testing/cli.h"
+
 namespace ember {
 namespace {
 
@@ -125,32 +127,13 @@ TEST(ResNetTorchvision, AWrongWidthIsRefusedByAStrictLoad) {
   EXPECT_THROW(models::resnet18(10, 3, 0), Error);
 }
 
-/** A fresh directory for one test, removed with its contents. */
-struct Scratch {
-  Scratch()
-      : path(fs::temp_directory_path() / ("ember-convert-test-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-  fs::path path;
-};
-
 /** Runs `ember` with `args`; its exit status and output. */
 std::pair<int, std::string> ember_cli(const std::vector<std::string>& args) {
-  std::string cmd = EMBER_CLI;
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  return {status, out};
+  return testing::run_cli(EMBER_CLI, args);
 }
 
 TEST(EmberConvert, ATorchSaveFileBecomesTheSafetensorsFilePyTorchWrites) {
-  const Scratch dir;
+  const testing::ScratchDir dir("convert");
   const std::string out = (dir.path / "model.safetensors").string();
   const auto [status, text] = ember_cli({"convert", fixture("resnet18_w4.pt"), out});
   ASSERT_EQ(status, 0) << text;

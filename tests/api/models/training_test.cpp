@@ -18,6 +18,7 @@
 #include <ember/models.h>
 #include <ember/optim.h>
 
+#include "tests/testing/cli.h"
 #include "tests/testing/tensor_helpers.h"
 
 namespace ember {
@@ -103,31 +104,11 @@ TEST(Training, CheckpointRoundTripsBitExactly) {
   std::filesystem::remove_all(dir);
 }
 
-/** A fresh directory under the temp dir for one test, removed with its contents. */
-struct ScratchDir {
-  /** ember-<what>-test-<pid>, emptied. */
-  explicit ScratchDir(const std::string& what)
-      : path(std::filesystem::temp_directory_path() /
-             ("ember-" + what + "-test-" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path);
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  std::filesystem::path path;
-};
+using ember::testing::ScratchDir;
 
 // Runs the ember CLI with `args`; returns its exit status and output.
 std::pair<int, std::string> run_cli(const std::vector<std::string>& args) {
-  std::string cmd = EMBER_CLI;
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  cmd += " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  return {status, out};
+  return ember::testing::run_cli(EMBER_CLI, args);
 }
 
 std::string read_text(const std::filesystem::path& path) {
