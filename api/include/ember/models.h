@@ -1,5 +1,5 @@
 // Reference models: LeNet-5, a small batch-norm CNN for 28x28 images, an MLP, ResNet-18 and
-// ResNet-50.
+// ResNet-50, a small Vision Transformer and a small GPT.
 #pragma once
 
 #include <memory>
@@ -55,6 +55,72 @@ std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes = 1000, int64_t in_
  *  blocks), with its parameter names; 25,557,032 parameters with 1000 classes and width 64. */
 std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes = 1000, int64_t in_channels = 3,
                                          int64_t width = 64);
+
+/** Sizes of the small Vision Transformer (defaults: 28x28 grey images, 4x4 patches). */
+struct ViTOptions {
+  int64_t image_size = 28;   ///< square input images of this side
+  int64_t patch_size = 4;    ///< square patches of this side, one token each
+  int64_t in_channels = 1;   ///< image channels
+  int64_t num_classes = 10;  ///< logits of the head
+  int64_t dim = 64;          ///< token width
+  int64_t depth = 4;         ///< encoder layers
+  int64_t heads = 4;         ///< attention heads per layer
+  int64_t mlp_dim = 128;     ///< feed-forward width
+  double dropout = 0.0;      ///< dropout inside the encoder
+};
+
+/** A Vision Transformer (Dosovitskiy et al.): patches by a strided convolution, a class token,
+ *  learned positions, a pre-norm GELU encoder with a final LayerNorm, a linear head on the
+ *  class token. Names follow torchvision's ViT where it has them (conv_proj, class_token). */
+class VisionTransformer : public nn::Module {
+ public:
+  /** A model of the given sizes. */
+  explicit VisionTransformer(ViTOptions options = {});
+  /** Logits [N, num_classes] of images [N, C, H, W]. */
+  Tensor forward(const Tensor& x) override;
+
+  const ViTOptions options;
+  std::shared_ptr<nn::Conv2d> conv_proj;            ///< patch embedding
+  Tensor* class_token;                              ///< [1, 1, dim]
+  Tensor* pos_embedding;                            ///< [1, patches + 1, dim]
+  std::shared_ptr<nn::TransformerEncoder> encoder;  ///< the layers and the final norm
+  std::shared_ptr<nn::Linear> head;                 ///< dim -> num_classes
+};
+
+/** A small Vision Transformer for 28x28 images. */
+std::shared_ptr<VisionTransformer> vit(ViTOptions options = {});
+
+/** Sizes of the small causal language model. */
+struct GPTOptions {
+  int64_t vocab_size = 256;  ///< token ids in [0, vocab_size)
+  int64_t block_size = 128;  ///< the longest context
+  int64_t dim = 128;         ///< token width
+  int64_t depth = 4;         ///< decoder layers (self-attention only)
+  int64_t heads = 4;         ///< attention heads per layer
+  double dropout = 0.1;      ///< on the embeddings and inside every layer
+};
+
+/** A GPT-style causal Transformer: token and position embeddings, pre-norm GELU layers whose
+ *  self-attention sees only earlier positions, a final LayerNorm and a linear head without
+ *  bias to the vocabulary. */
+class GPT : public nn::Module {
+ public:
+  /** A model of the given sizes. */
+  explicit GPT(GPTOptions options = {});
+  /** Logits [N, T, vocab_size] of token ids [N, T] (T <= block_size); position t depends only
+   *  on tokens 0..t. */
+  Tensor forward(const Tensor& idx) override;
+
+  const GPTOptions options;
+  std::shared_ptr<nn::Embedding> token_embedding;     ///< [vocab_size, dim]
+  std::shared_ptr<nn::Embedding> position_embedding;  ///< [block_size, dim]
+  std::shared_ptr<nn::Dropout> dropout;               ///< on the summed embeddings
+  std::shared_ptr<nn::TransformerEncoder> blocks;     ///< the layers and the final norm
+  std::shared_ptr<nn::Linear> lm_head;                ///< dim -> vocab_size, no bias
+};
+
+/** A small causal character-level (or byte-level) language model. */
+std::shared_ptr<GPT> gpt(GPTOptions options = {});
 
 /** A model by name ("lenet", "cnn", "mlp", "resnet18", "resnet50") for 1x28x28 inputs and 10
  *  classes. */
