@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk_attention.hpp"
 
 namespace ember::cpu {
 namespace {
@@ -311,37 +312,6 @@ Problem<T> problem(const ember_kernel_call* call, int first, double scale, bool 
   return p;
 }
 
-/** True if the inputs have the contract's ranks, agreeing sizes and one dtype,
- * q, k, v (and, for the backward, dout, out and lse) contiguous. */
-bool shapes_ok(const ember_kernel_call* call, int first, int mask_input) {
-  const ember_tensor &q = call->inputs[first], &k = call->inputs[first + 1],
-                     &v = call->inputs[first + 2];
-  if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3) return false;
-  const int64_t B = q.sizes[0], L = q.sizes[1], S = k.sizes[1], Ev = v.sizes[2];
-  if (k.sizes[0] != B || v.sizes[0] != B || k.sizes[2] != q.sizes[2] || v.sizes[1] != S) {
-    return false;
-  }
-  if (call->num_inputs > mask_input) {
-    const ember_tensor& m = call->inputs[mask_input];
-    if (m.ndim != 3 || m.sizes[0] != B || m.sizes[1] != L || m.sizes[2] != S) return false;
-  }
-  if (first == 1) {  // the backward: dout, out [B, L, Ev] and lse [B, L]
-    for (int i : {0, 4}) {
-      const ember_tensor& t = call->inputs[i];
-      if (t.ndim != 3 || t.sizes[0] != B || t.sizes[1] != L || t.sizes[2] != Ev) return false;
-    }
-    const ember_tensor& lse = call->inputs[5];
-    if (lse.ndim != 2 || lse.sizes[0] != B || lse.sizes[1] != L) return false;
-  }
-  for (int i = 0; i < std::min(call->num_inputs, mask_input); ++i) {
-    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != q.dtype) return false;
-  }
-  for (int i = 0; i < call->num_outputs; ++i) {
-    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != q.dtype) return false;
-  }
-  return call->num_inputs <= mask_input || call->inputs[mask_input].dtype == q.dtype;
-}
-
 int32_t unsupported_dtype(const ember_kernel_call* call, const char* name, int32_t dtype) {
   return sdk::fail(call, EMBER_ERR_UNSUPPORTED,
                    "%s: dtype %s is not supported (the core computes the half "
@@ -399,7 +369,7 @@ int32_t backward(const ember_kernel_call* call) {
 
 EMBER_KERNEL(scaled_dot_product_attention) {
   const char* name = "scaled_dot_product_attention";
-  if (call->num_outputs != 2 || !shapes_ok(call, 0, 3)) {
+  if (call->num_outputs != 2 || !sdk::attention_call_ok(call, 0, 3)) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   }
   switch (call->inputs[0].dtype) {
@@ -414,7 +384,7 @@ EMBER_KERNEL(scaled_dot_product_attention) {
 
 EMBER_KERNEL(scaled_dot_product_attention_backward) {
   const char* name = "scaled_dot_product_attention_backward";
-  if (call->num_outputs != 3 || !shapes_ok(call, 1, 6)) {
+  if (call->num_outputs != 3 || !sdk::attention_call_ok(call, 1, 6)) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   }
   switch (call->inputs[1].dtype) {

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/ops/common.cuh"
 #include "backends/cuda/ops/ops.h"
+#include "ember/plugin_sdk_attention.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -311,37 +312,6 @@ Geom<T> geometry(const ember_kernel_call* call, int first, int mask_input, bool 
   return g;
 }
 
-/** True if the inputs have the contract's ranks, sizes and dtype (dense but the mask). */
-bool shapes_ok(const ember_kernel_call* call, int first, int mask_input) {
-  const ember_tensor &q = call->inputs[first], &k = call->inputs[first + 1],
-                     &v = call->inputs[first + 2];
-  if (q.ndim != 3 || k.ndim != 3 || v.ndim != 3) return false;
-  const int64_t B = q.sizes[0], L = q.sizes[1], S = k.sizes[1], Ev = v.sizes[2];
-  if (k.sizes[0] != B || v.sizes[0] != B || k.sizes[2] != q.sizes[2] || v.sizes[1] != S) {
-    return false;
-  }
-  if (call->num_inputs > mask_input) {
-    const ember_tensor& m = call->inputs[mask_input];
-    if (m.ndim != 3 || m.sizes[0] != B || m.sizes[1] != L || m.sizes[2] != S) return false;
-  }
-  if (first == 1) {
-    for (int i : {0, 4}) {
-      const ember_tensor& t = call->inputs[i];
-      if (t.ndim != 3 || t.sizes[0] != B || t.sizes[1] != L || t.sizes[2] != Ev) return false;
-    }
-    const ember_tensor& lse = call->inputs[5];
-    if (lse.ndim != 2 || lse.sizes[0] != B || lse.sizes[1] != L) return false;
-  }
-  for (int i = 0; i < call->num_inputs; ++i) {
-    if (call->inputs[i].dtype != q.dtype) return false;
-    if (i != mask_input && !sdk::is_contiguous(call->inputs[i])) return false;
-  }
-  for (int i = 0; i < call->num_outputs; ++i) {
-    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != q.dtype) return false;
-  }
-  return true;
-}
-
 template <typename T>
 Status forward(const ember_kernel_call* call, cudaStream_t stream) {
   const auto a = sdk::attrs<attrs::scaled_dot_product_attention>(call);
@@ -389,7 +359,8 @@ int32_t run(const ember_kernel_call* call) {
   const char* name =
       kBackward ? "scaled_dot_product_attention_backward" : "scaled_dot_product_attention";
   const int first = kBackward ? 1 : 0;
-  if (call->num_outputs != (kBackward ? 3 : 2) || !shapes_ok(call, first, kBackward ? 6 : 3)) {
+  if (call->num_outputs != (kBackward ? 3 : 2) ||
+      !sdk::attention_call_ok(call, first, kBackward ? 6 : 3)) {
     return write_status(status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments", name), call);
   }
   const ember_tensor& q = call->inputs[first];
