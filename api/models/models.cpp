@@ -172,7 +172,7 @@ std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes, int64_t in_channel
   });
 }
 
-std::shared_ptr<nn::Sequential> by_name(const std::string& name) {
+std::shared_ptr<nn::Module> by_name(const std::string& name) {
   if (name == "lenet") return lenet5(10);
   if (name == "cnn") return fashion_cnn(10);
   if (name == "mlp") {
@@ -184,7 +184,9 @@ std::shared_ptr<nn::Sequential> by_name(const std::string& name) {
   }
   if (name == "resnet18") return resnet18(10, 1);
   if (name == "resnet50") return resnet50(10, 1);
-  EMBER_CHECK(false, "[models] unknown model '{}' (lenet, cnn, mlp, resnet18, resnet50)", name);
+  if (name == "vit") return vit();
+  EMBER_CHECK(false, "[models] unknown model '{}' (lenet, cnn, mlp, resnet18, resnet50, vit)",
+              name);
   return nullptr;
 }
 

@@ -361,7 +361,7 @@ int main(int argc, char** argv) {
       app.add_subcommand("train", "Train a CNN on Fashion-MNIST; save a checkpoint and curves");
   train
       ->add_option("--model", t.model,
-                   "lenet, cnn (LeNet-sized with batch norm), mlp, resnet18, resnet50")
+                   "lenet, cnn (LeNet-sized with batch norm), mlp, resnet18, resnet50, vit")
       ->capture_default_str();
   train->add_option("--device", t.device, "cpu, cuda, cuda:1, ... (default: the best available)");
   train->add_option("--data", t.data,

@@ -289,7 +289,7 @@ double train(const TrainOptions& o) {
   data::DataLoader test_loader(
       test_set, {.batch_size = 1000, .num_workers = o.workers, .pin_memory = accelerator});
 
-  std::shared_ptr<nn::Sequential> model = models::by_name(o.model);
+  std::shared_ptr<nn::Module> model = models::by_name(o.model);
   model->to(device);
   std::shared_ptr<nn::Module> replica = model;
   if (distributed) replica = std::make_shared<nn::DistributedDataParallel>(model);

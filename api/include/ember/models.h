@@ -122,8 +122,8 @@ class GPT : public nn::Module {
 /** A small causal character-level (or byte-level) language model. */
 std::shared_ptr<GPT> gpt(GPTOptions options = {});
 
-/** A model by name ("lenet", "cnn", "mlp", "resnet18", "resnet50") for 1x28x28 inputs and 10
- *  classes. */
-std::shared_ptr<nn::Sequential> by_name(const std::string& name);
+/** A model by name ("lenet", "cnn", "mlp", "resnet18", "resnet50", "vit") for 1x28x28 inputs
+ *  and 10 classes. */
+std::shared_ptr<nn::Module> by_name(const std::string& name);
 
 }  // namespace ember::models

@@ -48,6 +48,7 @@ TEST(Models, ShapesAndParameterCountsMatchTheirDefinitions) {
   auto small50 = models::by_name("resnet50");
   EXPECT_EQ((*small50)(randn({2, 1, 28, 28})).sizes(), (Shape{2, 10}));
   EXPECT_EQ(small50->num_parameters(), 25557032 - 2048 * 990 - 990 - 64 * 2 * 49);
+  EXPECT_EQ((*models::by_name("vit"))(x).sizes(), (Shape{2, 10}));
   expect_error([] { models::by_name("vgg"); }, {"[models]", "'vgg'"});
 }
 
