@@ -379,12 +379,11 @@ Tensor l1_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
 namespace {
 // 0.5 d^2 / beta where d = |x - t| < beta, else d - 0.5 beta, times `scale` (huber_loss is
 // smooth_l1 scaled by delta = beta); through where, so d/dx = scale * clamp((x - t) / beta, -1, 1).
+// The caller has checked beta (its own parameter name and range, as PyTorch's).
 Tensor smooth_l1(const char* name, const Tensor& x, const Tensor& target, Reduction reduction,
                  double beta, double scale) {
   check_same_shape(name, x, target);
   common_device({&x, &target}, name);
-  EMBER_CHECK(beta >= 0, "[{}] {} must be non-negative: got {}", name,
-              scale == 1.0 ? "beta" : "delta", beta);
   const Tensor diff = sub(x, target);
   const Tensor d = abs(diff);
   if (beta == 0) return reduce_loss(name, mul(d, scale), reduction);
@@ -396,11 +395,13 @@ Tensor smooth_l1(const char* name, const Tensor& x, const Tensor& target, Reduct
 
 Tensor huber_loss(const Tensor& x, const Tensor& target, Reduction reduction, double delta) {
   EMBER_AUTOCAST(Float32, huber_loss, x, x, target, reduction, delta);
+  EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive: got {}", delta);
   return smooth_l1("huber_loss", x, target, reduction, delta, delta);
 }
 
 Tensor smooth_l1_loss(const Tensor& x, const Tensor& target, Reduction reduction, double beta) {
   EMBER_AUTOCAST(Float32, smooth_l1_loss, x, x, target, reduction, beta);
+  EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative: got {}", beta);
   return smooth_l1("smooth_l1_loss", x, target, reduction, beta, 1.0);
 }
 
