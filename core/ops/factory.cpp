@@ -13,6 +13,10 @@
 #include <string>
 
 #include "core/dispatch/call.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/index.h"
+#include "ember/ops/reduce.h"
 #include "ember/plugin_sdk_random.hpp"
 
 namespace ember {
@@ -290,6 +294,54 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Gen
   return host_generate(sizes, opts, [&](int64_t) {
     return static_cast<int64_t>(static_cast<uint64_t>(low) + g.next() % range);
   });
+}
+
+// Note [multinomial by Gumbel noise]
+// argmax_i(log w_i + g_i), with g_i = -log(-log u_i) independent standard Gumbel draws, is i with
+// probability w_i / sum(w), and the k largest such scores are k draws without replacement in
+// order (the Gumbel-top-k trick). So sampling is a handful of ordinary ops, on any device, with
+// no host loop: a zero weight scores -inf and is never drawn, and the weights need no
+// normalising. The draws are in float32 at least (float64 for float64 weights).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator* gen) {
+  EMBER_CHECK(probs.defined() && (probs.dim() == 1 || probs.dim() == 2),
+              "[multinomial] expected a 1-D or 2-D tensor of weights: got {}",
+              probs.defined() ? fmt::format("shape {}", shape_str(probs.sizes()))
+                              : std::string("undefined"));
+  EMBER_CHECK_TYPE(is_floating(probs.dtype()), "[multinomial] needs floating weights: got {}",
+                   probs.dtype());
+  const int64_t k = probs.size(-1);
+  EMBER_CHECK(k > 0 && probs.numel() > 0,
+              "[multinomial] needs at least one category and one row: got shape {}",
+              shape_str(probs.sizes()));
+  EMBER_CHECK(num_samples > 0, "[multinomial] num_samples must be positive: got {}", num_samples);
+  EMBER_CHECK(replacement || num_samples <= k,
+              "[multinomial] cannot draw {} samples without replacement from {} categories "
+              "(pass replacement = true)",
+              num_samples, k);
+  autograd::NoGradGuard no_grad;
+  const DType dt = probs.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  const Tensor w = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).to(dt);
+  const double total = sum(w).item();
+  EMBER_CHECK(std::isfinite(total) && min(w).item() >= 0,
+              "[multinomial] weights must be finite and non-negative: got sum {} and minimum {}",
+              total, min(w).item());
+  EMBER_CHECK(amin(sum(w, {-1})).item() > 0,
+              "[multinomial] every row needs a positive weight: a row sums to 0");
+  if (!replacement) {
+    const int64_t fewest = amin(sum(gt(w, 0.0), {-1})).item<int64_t>();
+    EMBER_CHECK(fewest >= num_samples,
+                "[multinomial] cannot draw {} samples without replacement: a row has only {} "
+                "categories of positive weight",
+                num_samples, fewest);
+  }
+  const int64_t rows = w.size(0);
+  const auto gumbel = [&](IntList sizes) {
+    return neg(log(neg(log(rand(sizes, TensorOptions(dt, w.device()), gen)))));
+  };
+  const Tensor out = replacement
+                         ? argmax(add(log(w).unsqueeze(1), gumbel({rows, num_samples, k})), -1)
+                         : std::get<1>(topk(add(log(w), gumbel({rows, k})), num_samples, -1));
+  return probs.dim() == 1 ? out.squeeze(0) : out;
 }
 
 Tensor from_blob(void* data, IntList sizes, IntList strides, DType dtype,

@@ -3,6 +3,7 @@
 // mapping, the same tensor on every device, and per-device default generators.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -140,6 +141,101 @@ TEST(GeneratorState, RestoresEveryDrawThatFollows) {
                {"[Generator.set_state]", "not a generator state"});
   const Tensor cut = state.narrow(0, 0, state.numel() - 20).clone();
   expect_error([&] { other.set_state(cut); }, {"not a generator state"});
+}
+
+/** How often each of `k` categories occurs in `draws` (any shape). */
+std::vector<double> counts(const Tensor& draws, int64_t k) {
+  std::vector<double> c(static_cast<size_t>(k), 0.0);
+  for (double v : values(draws)) c.at(static_cast<size_t>(v)) += 1;
+  return c;
+}
+
+// Pearson's chi-square of observed counts against expected ones.
+double chi_square(const std::vector<double>& seen, const std::vector<double>& expected) {
+  double x = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (expected[i] > 0) x += (seen[i] - expected[i]) * (seen[i] - expected[i]) / expected[i];
+  }
+  return x;
+}
+
+TEST(Multinomial, WithReplacementDrawsInProportionToUnnormalisedWeights) {
+  init();
+  Generator g(11);
+  const Tensor w = from_vector(std::vector<float>{1, 0, 2, 3, 4}, {5}, TensorOptions());
+  const int64_t n = 40000;
+  const Tensor d = multinomial(w, n, /*replacement=*/true, &g);
+  EXPECT_EQ(d.dtype(), DType::Int64);
+  EXPECT_EQ(d.sizes(), (std::vector<int64_t>{n}));
+  const std::vector<double> c = counts(d, 5);
+  EXPECT_EQ(c[1], 0) << "a zero weight is never drawn";
+  // 3 degrees of freedom: P(chi2 > 25) < 2e-5.
+  EXPECT_LT(chi_square(c, {n * 0.1, 0, n * 0.2, n * 0.3, n * 0.4}), 25.0);
+}
+
+TEST(Multinomial, WithoutReplacementFollowsSuccessiveDrawsAndNeverRepeats) {
+  init();
+  Generator g(12);
+  // Every row the same weights: row r's two draws (i, j) have probability
+  // w_i / W * w_j / (W - w_i).
+  const int64_t rows = 30000;
+  const Tensor w = from_vector(std::vector<double>{1, 2, 3}, {1, 3}, TensorOptions(DType::Float64))
+                       .expand({rows, 3})
+                       .contiguous();
+  const Tensor d = multinomial(w, 2, false, &g);
+  ASSERT_EQ(d.sizes(), (std::vector<int64_t>{rows, 2}));
+  const std::vector<double> v = values(d);
+  std::vector<double> pairs(9, 0.0), expected(9, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto i = static_cast<size_t>(v[2 * r]), j = static_cast<size_t>(v[2 * r + 1]);
+    ASSERT_NE(i, j) << "row " << r << " drew a category twice";
+    pairs[3 * i + j] += 1;
+  }
+  const double wt[3] = {1, 2, 3};
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = 0; j < 3; ++j) {
+      if (i != j) expected[3 * i + j] = rows * wt[i] / 6 * wt[j] / (6 - wt[i]);
+    }
+  }
+  // 5 degrees of freedom: P(chi2 > 30) < 2e-5.
+  EXPECT_LT(chi_square(pairs, expected), 30.0);
+  // All categories without replacement: a permutation of the categories of positive weight.
+  const Tensor all =
+      multinomial(from_vector(std::vector<float>{5, 1, 1, 2}, {4}, {}), 4, false, &g);
+  std::vector<double> sorted = values(all);
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<double>{0, 1, 2, 3}));
+}
+
+TEST(Multinomial, TheSameGeneratorStateGivesTheSameDrawsOnEveryDevice) {
+  init();
+  const int16_t ref = find_device_type("reference");
+  ASSERT_GE(ref, 0) << "the reference backend is not loaded";
+  const Tensor w = rand({4, 50});
+  Generator a(3), b(3);
+  EXPECT_EQ(values(multinomial(w, 7, true, &a)),
+            values(multinomial(w.to(Device(ref, 0)), 7, true, &b)));
+  EXPECT_EQ(values(multinomial(w, 7, false, &a)),
+            values(multinomial(w.to(Device(ref, 0)), 7, false, &b)));
+}
+
+TEST(Multinomial, RefusesWhatIsNotADistribution) {
+  using testing::expect_error;
+  init();
+  const auto f = [](std::vector<float> v) {
+    return from_vector(v, {static_cast<int64_t>(v.size())}, TensorOptions());
+  };
+  expect_error([&] { multinomial(f({1, -1, 2}), 1); }, {"[multinomial]", "non-negative"});
+  expect_error([&] { multinomial(f({1, NAN}), 1); }, {"[multinomial]", "finite"});
+  expect_error([&] { multinomial(f({1, INFINITY}), 1); }, {"[multinomial]", "finite"});
+  expect_error([&] { multinomial(zeros({2, 3}), 1); }, {"[multinomial]", "sums to 0"});
+  expect_error([&] { multinomial(f({1, 0, 2}), 3); }, {"[multinomial]", "only 2"});
+  expect_error([&] { multinomial(f({1, 2}), 3); }, {"[multinomial]", "3 samples", "2 categories"});
+  expect_error([&] { multinomial(f({1, 2}), 0); }, {"[multinomial]", "positive"});
+  expect_error([&] { multinomial(ones({2, 2, 2}), 1); }, {"[multinomial]", "1-D or 2-D"});
+  expect_error([&] { multinomial(ones({3}, TensorOptions(DType::Int64)), 1); },
+               {"[multinomial]", "floating"});
+  expect_error([&] { multinomial(ones({2, 0}), 1); }, {"[multinomial]", "at least one"});
 }
 
 }  // namespace

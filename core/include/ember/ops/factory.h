@@ -109,6 +109,12 @@ EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
                          TensorOptions opts = TensorOptions(DType::Int64),
                          Generator* gen = nullptr);
 
+/** Indices drawn from each row of `probs` (1-D or [rows, k], non-negative weights, not
+ *  necessarily normalised): `num_samples` per row, with or without replacement, as
+ *  torch.multinomial. */
+EMBER_API Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                             Generator* gen = nullptr);
+
 namespace detail {
 /** A dropout mask of `sizes`: 0 with probability p, else `scale` (core/ops/nn.cpp's dropout). */
 Tensor dropout_mask(IntList sizes, TensorOptions opts, double p, double scale, Generator* gen);
