@@ -99,6 +99,38 @@ Tensor GPT::forward(const Tensor& idx) {
   return (*lm_head)(blocks->forward(x, causal, {}, /*is_causal=*/true));
 }
 
+Tensor GPT::generate(const Tensor& idx, int64_t max_new_tokens, double temperature, int64_t top_k,
+                     Generator* gen) {
+  EMBER_CHECK(max_new_tokens >= 0,
+              "[models.gpt.generate] max_new_tokens must not be negative: got {}", max_new_tokens);
+  EMBER_CHECK(temperature > 0 && std::isfinite(temperature),
+              "[models.gpt.generate] temperature must be positive: got {}", temperature);
+  EMBER_CHECK(top_k >= 0, "[models.gpt.generate] top_k must not be negative: got {} (0: all)",
+              top_k);
+  EMBER_CHECK(idx.defined() && idx.dim() == 2 && idx.size(1) >= 1,
+              "[models.gpt.generate] expected token ids [N, T] with T >= 1: got {}",
+              idx.defined() ? shape_str(idx.sizes()) : std::string("undefined"));
+  autograd::NoGradGuard no_grad;
+  const bool was_training = is_training();
+  eval();
+  Tensor out = idx;
+  for (int64_t i = 0; i < max_new_tokens; ++i) {
+    const int64_t t = out.size(1);
+    const Tensor context =
+        t > options.block_size ? out.narrow(1, t - options.block_size, options.block_size) : out;
+    Tensor logits = div(forward(context).select(1, -1), temperature);
+    if (top_k > 0 && top_k < options.vocab_size) {
+      // Everything below the k-th largest logit is out.
+      const Tensor kth = std::get<0>(topk(logits, top_k, -1)).narrow(-1, top_k - 1, 1);
+      logits = masked_fill(logits, lt(logits, kth), -INFINITY);
+    }
+    const Tensor next = multinomial(softmax(logits, -1), 1, false, gen);
+    out = cat({out, next.to(out.dtype())}, 1);
+  }
+  train(was_training);
+  return out;
+}
+
 std::shared_ptr<GPT> gpt(GPTOptions options) {
   return make_shared<GPT>(options);
 }

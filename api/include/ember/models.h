@@ -110,6 +110,12 @@ class GPT : public nn::Module {
   /** Logits [N, T, vocab_size] of token ids [N, T] (T <= block_size); position t depends only
    *  on tokens 0..t. */
   Tensor forward(const Tensor& idx) override;
+  /** Token ids [N, T] continued by `max_new_tokens` tokens, each drawn from the softmax of the
+   *  last position's logits divided by `temperature` (restricted to the `top_k` likeliest when
+   *  top_k > 0), the model seeing at most the last block_size tokens: [N, T + max_new_tokens].
+   *  Runs in eval mode without gradients and restores the training mode. */
+  Tensor generate(const Tensor& idx, int64_t max_new_tokens, double temperature = 1.0,
+                  int64_t top_k = 0, Generator* gen = nullptr);
 
   const GPTOptions options;
   std::shared_ptr<nn::Embedding> token_embedding;     ///< [vocab_size, dim]

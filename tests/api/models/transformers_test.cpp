@@ -1,6 +1,9 @@
-// The Transformer models: shapes and parameter names, the GPT's causality, argument checks, and
-// that a few optimizer steps fit a tiny batch.
+// The Transformer models: shapes and parameter names, the GPT's causality and sampling,
+// argument checks, and that a few optimizer steps fit a tiny batch.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
 
 #include <ember/ember.h>
 #include <ember/models.h>
@@ -72,6 +75,33 @@ TEST(GPT, IsCausalAndFitsASequence) {
     return t.reshape({-1, 16});
   });
   EXPECT_LT(after, 0.2 * before) << before << " -> " << after;
+  // Greedy decoding (top_k = 1) is the argmax of the last position, step by step, over the
+  // last block_size tokens: computed here by hand past the block size.
+  Generator g(7);
+  const Tensor prompt = tensor({{0, 1, 2}});
+  const Tensor greedy = model->generate(prompt, 20, 1.0, 1, &g);
+  ASSERT_EQ(greedy.sizes(), (Shape{1, 23}));
+  EXPECT_TRUE(model->is_training()) << "generate restores the training mode";
+  model->eval();
+  std::vector<double> want = values(prompt);
+  for (int i = 0; i < 20; ++i) {
+    const int64_t t = static_cast<int64_t>(want.size()), from = std::max<int64_t>(0, t - 12);
+    std::vector<int64_t> ctx(want.begin() + from, want.end());
+    const Tensor logits = (*model)(from_vector(ctx, {1, t - from}, DType::Int64));
+    want.push_back(values(argmax(logits.select(1, -1), -1))[0]);
+  }
+  EXPECT_EQ(values(greedy), want);
+  // Within the block (the only window it was fitted on), the periodic sequence continues.
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(want[i], static_cast<double>(i % 5)) << i;
+  // Sampling: reproducible from the generator's seed, tokens in the vocabulary.
+  Generator g1(3), g2(3);
+  const std::vector<double> s1 = values(model->generate(prompt, 30, 1.5, 0, &g1));
+  EXPECT_EQ(s1, values(model->generate(prompt, 30, 1.5, 0, &g2)));
+  for (double v : s1) EXPECT_TRUE(v >= 0 && v < 16) << v;
+  expect_error([&] { model->generate(prompt, 5, 0.0); }, {"[models.gpt.generate]", "temperature"});
+  expect_error([&] { model->generate(prompt, -1); }, {"[models.gpt.generate]", "-1"});
+  expect_error([&] { model->generate(prompt, 5, 1.0, -2); }, {"[models.gpt.generate]", "top_k"});
+  expect_error([&] { model->generate(tensor({1, 2}), 5); }, {"[models.gpt.generate]", "[2]"});
   expect_error([&] { (*model)(zeros({1, 13}, DType::Int64)); }, {"[models.gpt]", "12", "13"});
   expect_error([&] { (*model)(zeros({1, 4})); }, {"[models.gpt]", "float32"});
 }
