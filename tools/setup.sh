@@ -3,6 +3,8 @@
 # Idempotent and quick when everything is already present.
 set -euo pipefail
 
+# dataset-fashion-mnist is the data of `ember train`; bible-kjv gives the public-domain text of
+# `ember train --task charlm` (README).
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libdnnl-dev ocl-icd-opencl-dev libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
@@ -10,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   file binutils
-  dataset-fashion-mnist
+  dataset-fashion-mnist bible-kjv
 )
 
 missing=()

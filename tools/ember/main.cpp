@@ -1,4 +1,5 @@
-// The `ember` command: devices, plugins, ops, conformance, train, run, convert, --version.
+// The `ember` command: devices, plugins, ops, conformance, train, generate, run, convert,
+// --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -357,11 +358,18 @@ int main(int argc, char** argv) {
   conformance->add_flag("!--no-grad", conf.grad, "Compare values only, not gradients");
   conformance->add_flag("-v,--verbose", conf.verbose, "List passing and unclaimed cases too");
   ember::tools::TrainOptions t;
-  auto* train =
-      app.add_subcommand("train", "Train a CNN on Fashion-MNIST; save a checkpoint and curves");
+  auto* train = app.add_subcommand(
+      "train",
+      "Train a model on Fashion-MNIST (or a GPT on a text file); save a checkpoint and curves");
   train
-      ->add_option("--model", t.model,
-                   "lenet, cnn (LeNet-sized with batch norm), mlp, resnet18, resnet50, vit")
+      ->add_option("--task", t.task,
+                   "classify (Fashion-MNIST) or charlm (a character-level GPT on --text)")
+      ->capture_default_str();
+  train->add_option("--model", t.model,
+                    "classify: lenet, cnn (LeNet-sized with batch norm; the default), mlp, "
+                    "resnet18, resnet50, vit; charlm: gpt");
+  train->add_option("--text", t.text, "charlm: the plain-text file to learn");
+  train->add_option("--block-size", t.block_size, "charlm: characters of context")
       ->capture_default_str();
   train->add_option("--device", t.device, "cpu, cuda, cuda:1, ... (default: the best available)");
   train->add_option("--data", t.data,
@@ -404,6 +412,20 @@ int main(int argc, char** argv) {
   train->add_option(
       "--resume", t.resume,
       "Continue exactly from a training checkpoint (<out>/<model>-train.safetensors)");
+  ember::tools::GenerateOptions g;
+  auto* generate = app.add_subcommand(
+      "generate", "Sample text from a character-level GPT (ember train --task charlm)");
+  generate->add_option("checkpoint", g.checkpoint, "<out>/gpt.safetensors of ember train")
+      ->required();
+  generate->add_option("--prompt", g.prompt, "Text to continue (default: a new line)");
+  generate->add_option("--length", g.length, "Characters to generate")->capture_default_str();
+  generate->add_option("--temperature", g.temperature, "Softmax temperature")
+      ->capture_default_str();
+  generate->add_option("--top-k", g.top_k, "Sample from the k likeliest characters (0: all)")
+      ->capture_default_str();
+  generate->add_option("--seed", g.seed, "Seed of the sampling")->capture_default_str();
+  generate->add_option("--device", g.device, "cpu, cuda, ... (default: the best available)");
+  generate->add_option("--threads", g.threads, "CPU threads (0: all cores)");
   std::string convert_in, convert_out;
   auto* convert = app.add_subcommand(
       "convert",
@@ -446,6 +468,10 @@ int main(int argc, char** argv) {
     if (*ops) return cmd_ops(json);
     if (*conformance) return ember::conformance::run_cli(conf);
     if (*convert) return cmd_convert(convert_in, convert_out);
+    if (*generate) {
+      ember::tools::generate(g);
+      return 0;
+    }
     if (*run) {
       launch.command =
           ember::tools::launch_command(run->remaining(), launch_tail, cli_argc != argc);

@@ -23,77 +23,10 @@
 
 #include "ember/dispatch/device_registry.h"
 #include "tools/ember/plot.h"
+#include "tools/ember/train_common.h"
 
 namespace ember::tools {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "--:--";
-  const auto total = static_cast<int64_t>(s + 0.5);
-  return total >= 3600 ? fmt::format("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60)
-                       : fmt::format("{:02}:{:02}", total / 60, total % 60);
-}
-
-// Note [Progress on terminals and in logs]
-// On a terminal the bar redraws one line (at most ten times a second); when stdout is a file
-// or a pipe (CI logs), carriage returns would make a mess, so it prints a plain line at every
-// tenth of the epoch instead.
-class Progress {
- public:
-  Progress(bool tty, int64_t epoch, int64_t epochs, int64_t total)
-      : tty_(tty), epoch_(epoch), epochs_(epochs), total_(total), start_(Clock::now()) {}
-
-  void update(int64_t done, double loss) {
-    const double elapsed = seconds_since(start_);
-    const double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : INFINITY;
-    if (tty_) {
-      if (done < total_ && elapsed - last_draw_ < 0.1) return;
-      last_draw_ = elapsed;
-      constexpr int kBar = 28;
-      const int filled = total_ > 0 ? static_cast<int>(kBar * done / total_) : kBar;
-      std::string bar(static_cast<size_t>(filled), '=');
-      if (filled < kBar) bar += '>' + std::string(static_cast<size_t>(kBar - filled - 1), ' ');
-      fmt::print("\repoch {}/{} [{}] {:>6}/{} {:>7.0f} samples/s  loss {:.4f}  ETA {}   ", epoch_,
-                 epochs_, bar, done, total_, rate, loss, format_duration(eta));
-      if (done >= total_) fmt::print("\n");
-      std::fflush(stdout);
-      return;
-    }
-    const int64_t tenth = total_ > 0 ? 10 * done / total_ : 10;
-    if (tenth <= last_tenth_ || tenth == 0) return;
-    last_tenth_ = tenth;
-    fmt::print("epoch {}/{}  {:>6}/{}  {:.0f} samples/s  loss {:.4f}  ETA {}\n", epoch_, epochs_,
-               done, total_, rate, loss, format_duration(eta));
-    std::fflush(stdout);
-  }
-
- private:
-  bool tty_;
-  int64_t epoch_, epochs_, total_;
-  Clock::time_point start_;
-  double last_draw_ = -1;
-  int64_t last_tenth_ = 0;
-};
-
-// The best device unless one is named: a non-CPU device type with devices, else the CPU.
-Device pick_device(const std::string& name) {
-  if (!name.empty()) {
-    Device d(name);
-    check_device(d, "train");
-    return d;
-  }
-  for (const DeviceTypeEntry& e : device_types()) {
-    if (e.name != "cpu" && e.name != "reference" && e.count > 0) return Device(e.name);
-  }
-  return Device::cpu();
-}
 
 std::optional<int64_t> limit_or_all(int64_t n) {
   return n > 0 ? std::optional<int64_t>(n) : std::nullopt;
@@ -187,67 +120,13 @@ int64_t meta_int(const io::Metadata& meta, const std::string& key, const std::st
   return 0;
 }
 
-/** Keeps the header and the rows whose first column (the epoch) is at most `epoch`. */
-void cut_csv(const std::string& path, int64_t epoch) {
-  std::ifstream in(path);
-  std::string line, kept;
-  bool header = true;
-  while (std::getline(in, line)) {
-    if (header || std::strtoll(line.c_str(), nullptr, 10) <= epoch) kept += line + "\n";
-    header = false;
-  }
-  in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
-}
-
-/** The metrics files beside the curve (Note [Training metrics as CSV]). */
-class MetricsFiles {
- public:
-  MetricsFiles(const std::string& steps, const std::string& epochs, bool resume,
-               int64_t resume_epoch) {
-    if (resume) {
-      cut_csv(steps, resume_epoch);
-      cut_csv(epochs, resume_epoch);
-    }
-    open(steps_, steps, resume, "epoch,step,global_step,loss,lr,time_s");
-    open(epochs_, epochs, resume,
-         "epoch,train_loss,train_accuracy,test_loss,test_accuracy,lr,time_s,samples_per_s");
-  }
-  /** One training step. */
-  void step(int64_t epoch, int64_t step, int64_t global_step, double loss, double lr,
-            double time_s) {
-    steps_ << fmt::format("{},{},{},{},{},{:.3f}\n", epoch, step, global_step, loss, lr, time_s);
-  }
-  /** One epoch, flushed with the steps before it. */
-  void epoch(int64_t epoch, double train_loss, double train_acc, double test_loss, double test_acc,
-             double lr, double time_s, double rate) {
-    epochs_ << fmt::format("{},{},{},{},{},{},{:.3f},{:.1f}\n", epoch, train_loss, train_acc,
-                           test_loss, test_acc, lr, time_s, rate);
-    steps_.flush();
-    epochs_.flush();
-  }
-
- private:
-  static void open(std::ofstream& f, const std::string& path, bool append, const char* header) {
-    const bool fresh =
-        !append || !std::filesystem::exists(path) || std::filesystem::file_size(path) == 0;
-    f.open(path, fresh ? std::ios::trunc : std::ios::app);
-    EMBER_CHECK_IO(f.good(), "[train] cannot write {}", path);
-    if (fresh) f << header << "\n";
-  }
-  std::ofstream steps_, epochs_;
-};
-
 }  // namespace
 
-double train(const TrainOptions& o) {
-  EMBER_CHECK(o.epochs >= 1, "[train] --epochs must be at least 1: got {}", o.epochs);
-  EMBER_CHECK(o.batch_size >= 1, "[train] --batch-size must be at least 1: got {}", o.batch_size);
-  EMBER_CHECK(o.lr > 0, "[train] --lr must be positive: got {}", o.lr);
-  EMBER_CHECK(o.limit >= 0 && o.test_limit >= 0, "[train] --limit must not be negative: got {}",
-              std::min(o.limit, o.test_limit));
-  EMBER_CHECK(o.optimizer == "sgd" || o.optimizer == "adam",
-              "[train] unknown --optimizer '{}' (sgd, adam)", o.optimizer);
+double train(const TrainOptions& options) {
+  check_options(options);
+  TrainOptions o = options;
+  if (o.model.empty()) o.model = o.task == "charlm" ? "gpt" : "cnn";
+  if (o.task == "charlm") return train_charlm(o);
   init();
   if (o.threads > 0) set_num_threads(o.threads);
   manual_seed(o.seed);
@@ -293,30 +172,14 @@ double train(const TrainOptions& o) {
   model->to(device);
   std::shared_ptr<nn::Module> replica = model;
   if (distributed) replica = std::make_shared<nn::DistributedDataParallel>(model);
-  std::unique_ptr<optim::Optimizer> opt;
-  if (o.optimizer == "sgd") {
-    opt = std::make_unique<optim::SGD>(model->parameters(),
-                                       optim::SGDOptions{.lr = o.lr, .momentum = o.momentum});
-  } else {
-    opt = std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = o.lr});
-  }
+  std::unique_ptr<optim::Optimizer> opt = make_optimizer(o, model->parameters());
   // Note [Mixed precision in ember train]: --amp bf16|f16 runs the forward pass and the loss
   // under autocast (the evaluation too), with loss scaling for float16; the parameters, their
   // gradients and the optimizer stay float32.
   const bool amp_on = o.amp != "none";
-  EMBER_CHECK(o.amp == "none" || o.amp == "bf16" || o.amp == "f16",
-              "[train] unknown --amp '{}' (none, bf16, f16)", o.amp);
   const DType amp_dtype = o.amp == "f16" ? DType::Float16 : DType::BFloat16;
   amp::GradScaler scaler({.enabled = o.amp == "f16"});
-  std::unique_ptr<optim::LRScheduler> schedule;
-  if (o.lr_schedule == "step") {
-    schedule = std::make_unique<optim::StepLR>(*opt, o.lr_step_size, o.lr_gamma);
-  } else if (o.lr_schedule == "cosine") {
-    schedule = std::make_unique<optim::CosineAnnealingLR>(*opt, o.epochs);
-  } else {
-    EMBER_CHECK(o.lr_schedule == "none", "[train] unknown --lr-schedule '{}' (none, step, cosine)",
-                o.lr_schedule);
-  }
+  std::unique_ptr<optim::LRScheduler> schedule = make_schedule(o, *opt);
 
   const bool tty = lead && o.progress && isatty(fileno(stdout));
   const int64_t n_train = train_set->size();
@@ -397,7 +260,10 @@ double train(const TrainOptions& o) {
   // runs elsewhere. Numbers are written in their shortest exact form; a resumed run keeps the
   // rows up to its checkpoint and continues the files.
   std::optional<MetricsFiles> metrics;
-  if (lead) metrics.emplace(steps_csv, epochs_csv, !o.resume.empty(), first_epoch - 1);
+  if (lead)
+    metrics.emplace(steps_csv, epochs_csv,
+                    "train_loss,train_accuracy,test_loss,test_accuracy,lr,time_s,samples_per_s",
+                    !o.resume.empty(), first_epoch - 1);
   const Clock::time_point run_start = Clock::now();
   // --profile: the first --profile-steps steps (rank 0's), each a "train_step" range, then a
   // Chrome trace and the table of ops by self time.
@@ -489,10 +355,11 @@ double train(const TrainOptions& o) {
         static_cast<double>(seen) / train_s);
     std::fflush(stdout);
 
-    metrics->epoch(epoch, train_loss,
-                   seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0, last.loss,
-                   last.accuracy, epoch_lr, seconds_since(run_start),
-                   static_cast<double>(seen) / train_s);
+    metrics->epoch(
+        epoch,
+        {train_loss, seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0,
+         last.loss, last.accuracy, epoch_lr},
+        seconds_since(run_start), static_cast<double>(seen) / train_s);
 
     io::save(ckpt, model->state_dict(),
              {{"model", o.model},

@@ -1,4 +1,5 @@
-// `ember train`: trains a CNN on Fashion-MNIST with progress, evaluation and a checkpoint.
+// `ember train`: trains a model on Fashion-MNIST (or a small GPT on a text file) with progress,
+// evaluation and a checkpoint; `ember generate` samples text from such a GPT.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,11 @@ namespace ember::tools {
 
 /** Everything `ember train` can be told on its command line. */
 struct TrainOptions {
-  std::string model = "cnn";         ///< lenet, cnn, mlp, resnet18 or resnet50
+  std::string task = "classify";     ///< classify (Fashion-MNIST) or charlm (a text file)
+  std::string model;                 ///< classify: lenet, cnn, mlp, resnet18, resnet50, vit
+                                     ///< (empty: cnn); charlm: gpt
+  std::string text;                  ///< charlm: the text file to learn
+  int64_t block_size = 128;          ///< charlm: characters of context
   std::string device;                ///< empty: the best available device
   std::optional<std::string> data;   ///< dataset directory; default: the Debian package's
   std::string out = "ember-train";   ///< where the checkpoint and the curve go
@@ -34,7 +39,23 @@ struct TrainOptions {
   int64_t profile_steps = 5;         ///< how many steps --profile records
 };
 
-/** Runs the training; returns the final test accuracy in [0, 1]. */
+/** Runs the training; returns the final test accuracy in [0, 1] (classify) or the final
+ *  validation bits per character (charlm). */
 double train(const TrainOptions& options);
+
+/** Everything `ember generate` can be told on its command line. */
+struct GenerateOptions {
+  std::string checkpoint;    ///< a `ember train --task charlm` checkpoint (<out>/gpt.safetensors)
+  std::string prompt;        ///< the text to continue (empty: a newline, or the first character)
+  int64_t length = 500;      ///< characters to generate
+  double temperature = 0.8;  ///< softmax temperature (lower: more conservative)
+  int64_t top_k = 0;         ///< sample from the k likeliest characters only (0: all)
+  uint64_t seed = 0;         ///< the sampling generator's seed
+  std::string device;        ///< empty: the best available device
+  int threads = 0;           ///< CPU threads (0: all cores)
+};
+
+/** Prints the prompt and its continuation sampled from the checkpoint's model. */
+void generate(const GenerateOptions& options);
 
 }  // namespace ember::tools
