@@ -80,6 +80,50 @@ struct RowValueLess {
   }
 };
 
+// Note [One sort for every dtype]
+// thrust's merge sort is a large template: instantiated per element type, it made this file the
+// slowest of the whole build (minutes per dtype). The comparator below reads the element type
+// at run time instead, so stable_sort is instantiated once; the switch is the same for every
+// thread of a launch and costs nothing next to the memory traffic of the sort.
+// f.template as<T>(args...) for the element type T of `dtype`, on the host or the device.
+template <typename F, typename... Args>
+__host__ __device__ __forceinline__ auto by_dtype(int32_t dtype, const F& f, Args... args) {
+  switch (dtype) {
+    case EMBER_F32:
+      return f.template as<float>(args...);
+    case EMBER_F64:
+      return f.template as<double>(args...);
+    case EMBER_F16:
+      return f.template as<__half>(args...);
+    case EMBER_BF16:
+      return f.template as<__nv_bfloat16>(args...);
+    case EMBER_I64:
+      return f.template as<int64_t>(args...);
+    case EMBER_I32:
+      return f.template as<int32_t>(args...);
+    case EMBER_I8:
+      return f.template as<int8_t>(args...);
+    case EMBER_U8:
+      return f.template as<uint8_t>(args...);
+    default:
+      return f.template as<bool>(args...);
+  }
+}
+
+struct AnyRowValueLess {
+  const void* v;
+  int32_t dtype;
+  int64_t n;
+  bool descending;
+  template <typename T>
+  __host__ __device__ bool as(int64_t a, int64_t b) const {
+    return RowValueLess<T>{static_cast<const T*>(v), n, descending}(a, b);
+  }
+  __host__ __device__ bool operator()(int64_t a, int64_t b) const {
+    return by_dtype(dtype, *this, a, b);
+  }
+};
+
 // values[o] = packed[p], indices[o] = p - row * n for p = sel[row * sel_stride + t],
 // o = row * m + t.
 template <typename T>
@@ -178,7 +222,7 @@ Status ordering_impl(const ember_kernel_call* call, const Order& order, const ch
     visit(x.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       thrust::stable_sort(policy, pos, pos + total,
-                          RowValueLess<T>{static_cast<const T*>(packed), n, descending});
+                          AnyRowValueLess{packed, x.dtype, n, descending});
       st = launch_status(name);
       if (!st.ok()) return;
       const int64_t* sel = pos;
@@ -247,6 +291,18 @@ struct NonzeroFlag {
   __host__ __device__ int64_t operator()(int64_t i) const {
     return truthy(x[offset_of(l, i)]) ? 1 : 0;
   }
+};
+
+// NonzeroFlag of any dtype: one scan instantiation (Note [One sort for every dtype]).
+struct AnyNonzeroFlag {
+  const void* x;
+  int32_t dtype;
+  Layout l;
+  template <typename T>
+  __host__ __device__ int64_t as(int64_t i) const {
+    return NonzeroFlag<T>{static_cast<const T*>(x), l}(i);
+  }
+  __host__ __device__ int64_t operator()(int64_t i) const { return by_dtype(dtype, *this, i); }
 };
 
 template <typename T>
@@ -326,7 +382,7 @@ Status nonzero_impl(const ember_kernel_call* call) {
       const T* px = static_cast<const T*>(x.data);
       // Pass 1: each element's output row = the number of non-zero elements before it.
       auto flags = thrust::make_transform_iterator(thrust::counting_iterator<int64_t>(0),
-                                                   NonzeroFlag<T>{px, l});
+                                                   AnyNonzeroFlag{px, x.dtype, l});
       thrust::exclusive_scan(policy, flags, flags + n, row, int64_t{0});
       st = launch_status("nonzero");
       if (!st.ok()) return;
