@@ -8,9 +8,42 @@
 
 #include <ember/ember.h>
 
+#include "ember/autograd/record.h"
 #include "ember/nn/init.h"
 
 namespace ember::nn {
+namespace {
+
+// Note [One node for the steps of a sequence]
+// projected.select(0, t) at every step would record L select nodes, and the gradient of each is
+// a zero-filled tensor of the whole [L, N, G] projection with one step written in, summed into
+// the projection's gradient: L^2 work in the backward (seven times PyTorch's LSTM at L = 128).
+// The steps are instead views recorded as the outputs of one node whose backward stacks their
+// gradients, as PyTorch's unbind does. They stay inside the layer, so nothing writes to them in
+// place.
+std::vector<Tensor> steps_of(const Tensor& projected) {
+  std::vector<Tensor> steps;
+  {
+    autograd::NoGradGuard no_grad;
+    for (int64_t t = 0; t < projected.size(0); ++t) steps.push_back(projected.select(0, t));
+  }
+  if (steps.empty() || !autograd::needs_grad(projected)) return steps;
+  std::vector<Tensor*> outputs;
+  for (Tensor& s : steps) outputs.push_back(&s);
+  const Shape step_shape = steps[0].sizes();
+  const TensorOptions opts{projected.dtype(), projected.device()};
+  autograd::record("UnbindBackward", "unbind", std::vector<Tensor>{projected}, outputs,
+                   [step_shape, opts](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
+                     std::vector<Tensor> parts;
+                     for (const Tensor& gi : g) {
+                       parts.push_back(gi.defined() ? gi : zeros(step_shape, opts));
+                     }
+                     return std::vector<Tensor>{stack(parts, 0)};
+                   });
+  return steps;
+}
+
+}  // namespace
 
 // Note [Recurrent layers as composites]
 // PyTorch's parameter names and layouts (weight_ih_l{k}[_reverse] [gates * H, in],
@@ -98,12 +131,12 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
       const int64_t at = layer * dirs + d;
       const std::vector<Tensor*>& w = weights_[static_cast<size_t>(at)];
       const Tensor b_ih = options.bias ? *w[2] : Tensor(), b_hh = options.bias ? *w[3] : Tensor();
-      const Tensor projected = linear(x, *w[0], b_ih);  // [L, N, gates * H]
+      const std::vector<Tensor> projected = steps_of(linear(x, *w[0], b_ih));  // L x [N, G * H]
       Tensor h = h_init.select(0, at), c = has_cell ? c_init.select(0, at) : Tensor();
       std::vector<Tensor> out(static_cast<size_t>(steps));
       for (int64_t i = 0; i < steps; ++i) {
         const int64_t t = d == 0 ? i : steps - 1 - i;
-        cell(projected.select(0, t), *w[1], b_hh, h, c);
+        cell(projected[static_cast<size_t>(t)], *w[1], b_hh, h, c);
         out[static_cast<size_t>(t)] = h;
       }
       outputs.push_back(steps > 0 ? stack(out, 0)
