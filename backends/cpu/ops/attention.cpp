@@ -269,6 +269,35 @@ void backward_dkv_block(const Problem<T>& p, int64_t b, int64_t j0, const T* dou
   }
 }
 
+/** dq, dk and dv of batch row b in one sweep, five products per tile (FlashAttention-2's
+ *  schedule): the task owns all of row b's gradients, so nothing is recomputed for a second
+ *  pass and no two tasks write the same rows (Note [Two backward schedules]). */
+template <typename T>
+void backward_row(const Problem<T>& p, int64_t b, const T* dout, const T* lse, const T* dsum, T* dq,
+                  T* dk, T* dv, T* scratch) {
+  const int64_t E = p.E, Ev = p.Ev;
+  T* s = scratch;
+  T* ds = s + kBlockQ * kBlockK;
+  T* dqr = dq + b * p.L * E;
+  T* dkr = dk + b * p.S * E;
+  T* dvr = dv + b * p.S * Ev;
+  std::fill(dqr, dqr + p.L * E, T(0));
+  std::fill(dkr, dkr + p.S * E, T(0));
+  std::fill(dvr, dvr + p.S * Ev, T(0));
+  for (int64_t i0 = 0; i0 < p.L; i0 += kBlockQ) {
+    const int64_t bq = std::min(kBlockQ, p.L - i0), r0 = b * p.L + i0;
+    const int64_t s_end = p.key_end(i0, bq);
+    for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
+      const int64_t bk = std::min(kBlockK, s_end - j0);
+      grad_tile(p, b, i0, bq, j0, bk, dout, lse, dsum, s, ds);
+      gemm('N', 'N', bq, E, bk, p.scale, ds, kBlockK, p.k + (b * p.S + j0) * E, E, T(1),
+           dqr + i0 * E, E);
+      gemm('T', 'N', bk, Ev, bq, T(1), s, kBlockK, dout + r0 * Ev, Ev, T(1), dvr + j0 * Ev, Ev);
+      gemm('T', 'N', bk, E, bq, p.scale, ds, kBlockK, p.q + r0 * E, E, T(1), dkr + j0 * E, E);
+    }
+  }
+}
+
 /** Runs fn(task, scratch) for every task in [0, n) over the OpenMP threads,
  * each thread with its own `per_thread` elements of one buffer allocated here
  * (before the parallel region). */
@@ -354,6 +383,17 @@ int32_t backward(const ember_kernel_call* call) {
     T acc = 0;
     for (int64_t c = 0; c < p.Ev; ++c) acc += dout[r * p.Ev + c] * out[r * p.Ev + c];
     dsum[r] = acc;
+  }
+  // Note [Two backward schedules]
+  // With enough batch rows to share out evenly, each thread takes whole rows and computes dq,
+  // dk and dv together (five tile products). With few rows (one long sequence on many
+  // threads), the work is split by query blocks for dq and by key blocks for dk and dv, each
+  // pass owning its output rows at the price of recomputing the tiles (seven products).
+  const int64_t threads = omp_get_max_threads();
+  if (p.B % threads == 0 || p.B >= 4 * threads) {
+    return for_tasks<T>(call, name, p.B, p.per_thread(), [&](int64_t b, T* s) {
+      backward_row(p, b, dout, lse, dsum, dq, dk, dv, s);
+    });
   }
   const int64_t nqb = (p.L + kBlockQ - 1) / kBlockQ, nkb = (p.S + kBlockK - 1) / kBlockK;
   const int32_t status = for_tasks<T>(call, name, p.B * nqb, p.per_thread(), [&](int64_t t, T* s) {
