@@ -105,6 +105,61 @@ std::vector<double> run(const Workload& w) {
       v.mutable_grad() = Tensor();
     });
   }
+  if (name == "encoder_vit" || name == "encoder_gpt") {
+    const bool gpt = name == "encoder_gpt";
+    using compare::kGptDim, compare::kVitDim;
+    nn::TransformerEncoderLayer layer(gpt ? kGptDim : kVitDim,
+                                      gpt ? compare::kGptHeads : compare::kVitHeads,
+                                      {.dim_feedforward = gpt ? 4 * kGptDim : compare::kVitMlp,
+                                       .dropout = 0.0,
+                                       .activation = "gelu",
+                                       .batch_first = true,
+                                       .norm_first = true});
+    const std::vector<int64_t> shape =
+        gpt ? std::vector<int64_t>{compare::kGptBatch, compare::kGptBlock, kGptDim}
+            : std::vector<int64_t>{compare::kVitBatch, compare::kVitTokens, kVitDim};
+    Tensor x = randn(shape).requires_grad_(true);
+    const Tensor g = randn(shape);
+    // As models::gpt: the causal mask with the is_causal hint (PyTorch asks for both).
+    const int64_t t = shape[1];
+    const Tensor causal = gpt ? triu(ones({t, t}, DType::Bool), 1) : Tensor();
+    return sample(w, [&] {
+      layer.forward(x, causal, {}, gpt).backward(g);
+      x.mutable_grad() = Tensor();
+      layer.zero_grad();
+    });
+  }
+  if (name == "lstm_gpt") {
+    nn::LSTM lstm(compare::kGptDim, compare::kGptDim, {.batch_first = true});
+    Tensor x =
+        randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim}).requires_grad_(true);
+    const Tensor g = randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
+    return sample(w, [&] {
+      lstm.forward(x).backward(g);
+      x.mutable_grad() = Tensor();
+      lstm.zero_grad();
+    });
+  }
+  if (name == "vit_step") {
+    auto model = models::vit();
+    optim::Adam opt(model->parameters(), {.lr = 1e-3});
+    const Tensor x = randn({compare::kVitBatch, 1, 28, 28});
+    const Tensor y = randint(0, 10, {compare::kVitBatch});
+    return sample(w, [&] { train_step(*model, opt, x, y); });
+  }
+  if (name == "gpt_step") {
+    auto model = models::gpt(
+        {.vocab_size = compare::kGptVocab, .block_size = compare::kGptBlock, .dropout = 0.0});
+    optim::Adam opt(model->parameters(), {.lr = 1e-3});
+    const Tensor x = randint(0, compare::kGptVocab, {compare::kGptBatch, compare::kGptBlock});
+    const Tensor y = randint(0, compare::kGptVocab, {compare::kGptBatch * compare::kGptBlock});
+    return sample(w, [&] {
+      const Tensor loss = cross_entropy((*model)(x).flatten(0, 1), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+    });
+  }
   if (name == "mlp_step") {
     auto model = models::mlp({784, 512, 512, 10});
     optim::SGD opt(model->parameters(), {.lr = 0.01});

@@ -46,6 +46,93 @@ nn::Sequential lenet5() {
                         nn::ReLU(), nn::Linear(84, 10));
 }
 
+/** A pre-norm GELU Transformer layer, batch first, as PyTorch's TransformerEncoderLayer(
+ *  norm_first=True, batch_first=True) computes it in training (F.multi_head_attention_forward:
+ *  one packed input projection, scaled_dot_product_attention, the output projection), without
+ *  dropout; ember::nn::TransformerEncoderLayer with the same options. */
+struct PreNormLayerImpl : nn::Module {
+  PreNormLayerImpl(int64_t dim, int64_t heads, int64_t ff)
+      : heads(heads),
+        norm1(register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({dim})))),
+        in_proj(register_module("in_proj", nn::Linear(dim, 3 * dim))),
+        out_proj(register_module("out_proj", nn::Linear(dim, dim))),
+        norm2(register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({dim})))),
+        linear1(register_module("linear1", nn::Linear(dim, ff))),
+        linear2(register_module("linear2", nn::Linear(ff, dim))) {}
+  torch::Tensor forward(const torch::Tensor& x, bool causal) {
+    const int64_t n = x.size(0), t = x.size(1), d = x.size(2);
+    const torch::Tensor qkv = in_proj->forward(norm1->forward(x))
+                                  .view({n, t, 3, heads, d / heads})
+                                  .permute({2, 0, 3, 1, 4});
+    const torch::Tensor a =
+        torch::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, causal);
+    const torch::Tensor h = x + out_proj->forward(a.transpose(1, 2).reshape({n, t, d}));
+    return h + linear2->forward(torch::gelu(linear1->forward(norm2->forward(h))));
+  }
+  int64_t heads;
+  nn::LayerNorm norm1;
+  nn::Linear in_proj, out_proj;
+  nn::LayerNorm norm2;
+  nn::Linear linear1, linear2;
+};
+TORCH_MODULE(PreNormLayer);
+
+/** `depth` pre-norm layers and a final LayerNorm. */
+struct EncoderImpl : nn::Module {
+  EncoderImpl(int64_t dim, int64_t heads, int64_t ff, int64_t depth)
+      : norm(register_module("norm", nn::LayerNorm(nn::LayerNormOptions({dim})))) {
+    for (int64_t i = 0; i < depth; ++i) {
+      layers.push_back(register_module("layer" + std::to_string(i), PreNormLayer(dim, heads, ff)));
+    }
+  }
+  torch::Tensor forward(torch::Tensor x, bool causal) {
+    for (PreNormLayer& l : layers) x = l->forward(x, causal);
+    return norm->forward(x);
+  }
+  std::vector<PreNormLayer> layers;
+  nn::LayerNorm norm;
+};
+TORCH_MODULE(Encoder);
+
+/** ember::models::vit with its default sizes: 4x4 patches of 28x28 images, width 64, 4 layers. */
+struct VitImpl : nn::Module {
+  VitImpl()
+      : conv_proj(register_module("conv_proj", nn::Conv2d(nn::Conv2dOptions(1, 64, 4).stride(4)))),
+        class_token(register_parameter("class_token", torch::zeros({1, 1, 64}))),
+        pos_embedding(register_parameter("pos_embedding", torch::randn({1, 50, 64}) * 0.02)),
+        encoder(register_module("encoder", Encoder(64, 4, 128, 4))),
+        head(register_module("head", nn::Linear(64, 10))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    const torch::Tensor p = conv_proj->forward(x).flatten(2).transpose(1, 2);
+    const torch::Tensor t = torch::cat({class_token.expand({x.size(0), 1, 64}), p}, 1);
+    return head->forward(encoder->forward(t + pos_embedding, false).select(1, 0));
+  }
+  nn::Conv2d conv_proj;
+  torch::Tensor class_token, pos_embedding;
+  Encoder encoder;
+  nn::Linear head;
+};
+TORCH_MODULE(Vit);
+
+/** ember::models::gpt with its default sizes (width 128, 4 causal layers), dropout 0. */
+struct GptImpl : nn::Module {
+  GptImpl(int64_t vocab, int64_t block)
+      : tok(register_module("tok", nn::Embedding(vocab, 128))),
+        pos(register_module("pos", nn::Embedding(block, 128))),
+        blocks(register_module("blocks", Encoder(128, 4, 512, 4))),
+        lm_head(register_module("lm_head", nn::Linear(nn::LinearOptions(128, vocab).bias(false)))) {
+  }
+  torch::Tensor forward(const torch::Tensor& idx) {
+    const torch::Tensor x =
+        tok->forward(idx) + pos->forward(torch::arange(idx.size(1))).unsqueeze(0);
+    return lm_head->forward(blocks->forward(x, true));
+  }
+  nn::Embedding tok, pos;
+  Encoder blocks;
+  nn::Linear lm_head;
+};
+TORCH_MODULE(Gpt);
+
 /** The two-convolution residual block of ResNet-18, as ember::models::BasicBlock. */
 struct BasicBlockImpl : nn::Module {
   BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
@@ -208,6 +295,56 @@ std::vector<double> run(const Workload& w) {
       q.mutable_grad() = torch::Tensor();
       k.mutable_grad() = torch::Tensor();
       v.mutable_grad() = torch::Tensor();
+    });
+  }
+  if (name == "encoder_vit" || name == "encoder_gpt") {
+    const bool gpt = name == "encoder_gpt";
+    using compare::kGptDim, compare::kVitDim;
+    PreNormLayer layer(gpt ? kGptDim : kVitDim, gpt ? compare::kGptHeads : compare::kVitHeads,
+                       gpt ? 4 * kGptDim : compare::kVitMlp);
+    const std::vector<int64_t> shape =
+        gpt ? std::vector<int64_t>{compare::kGptBatch, compare::kGptBlock, kGptDim}
+            : std::vector<int64_t>{compare::kVitBatch, compare::kVitTokens, kVitDim};
+    torch::Tensor x = torch::randn(shape).requires_grad_(true);
+    const torch::Tensor g = torch::randn(shape);
+    return sample(w, [&] {
+      layer->forward(x, gpt).backward(g);
+      x.mutable_grad() = torch::Tensor();
+      layer->zero_grad();
+    });
+  }
+  if (name == "lstm_gpt") {
+    nn::LSTM lstm(nn::LSTMOptions(compare::kGptDim, compare::kGptDim).batch_first(true));
+    torch::Tensor x = torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim})
+                          .requires_grad_(true);
+    const torch::Tensor g =
+        torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
+    return sample(w, [&] {
+      std::get<0>(lstm->forward(x)).backward(g);
+      x.mutable_grad() = torch::Tensor();
+      lstm->zero_grad();
+    });
+  }
+  if (name == "vit_step") {
+    Vit model;
+    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+    const torch::Tensor x = torch::randn({compare::kVitBatch, 1, 28, 28});
+    const torch::Tensor y = torch::randint(0, 10, {compare::kVitBatch});
+    return sample(w, [&] { train_step(model, opt, x, y); });
+  }
+  if (name == "gpt_step") {
+    Gpt model(compare::kGptVocab, compare::kGptBlock);
+    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));
+    const torch::Tensor x =
+        torch::randint(0, compare::kGptVocab, {compare::kGptBatch, compare::kGptBlock});
+    const torch::Tensor y =
+        torch::randint(0, compare::kGptVocab, {compare::kGptBatch * compare::kGptBlock});
+    return sample(w, [&] {
+      const torch::Tensor loss =
+          torch::nn::functional::cross_entropy(model->forward(x).flatten(0, 1), y);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
     });
   }
   if (name == "mlp_step") {

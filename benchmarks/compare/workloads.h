@@ -55,6 +55,13 @@ inline constexpr double kConvFlop = 2.0 * 8 * 64 * 56 * 56 * 64 * 9;
  *  forward 4 L S d per head, backward 2.5 times that. */
 inline constexpr int64_t kSdpaHeads = 8, kSdpaLen = 1024, kSdpaDim = 64;
 inline constexpr double kSdpaFlop = 3.5 * 4.0 * kSdpaHeads * kSdpaLen * kSdpaLen * kSdpaDim;
+/** The Transformer models (ember::models::vit and gpt, their default sizes, dropout 0): the ViT
+ *  on a batch of 64 images, the GPT on 16 windows of 128 characters of a 65-letter alphabet; a
+ *  layer of each alone (fwd+bwd), and an LSTM of the GPT's width on the GPT's batch. */
+inline constexpr int64_t kVitBatch = 64, kVitTokens = 50, kVitDim = 64, kVitHeads = 4,
+                         kVitMlp = 128;
+inline constexpr int64_t kGptBatch = 16, kGptBlock = 128, kGptDim = 128, kGptHeads = 4,
+                         kGptVocab = 65;
 /** LeNet: batches in one epoch of 60000 images at batch 64 (the last one partial). */
 inline constexpr int64_t kLeNetBatches = (60000 + 63) / 64;
 /** LeNet: steps timed per sample, scaled to kLeNetBatches (a full epoch per process is too slow).
@@ -92,6 +99,13 @@ inline const std::vector<Workload>& workloads() {
        Limit::FmaPeak},
       {"sdpa_causal_fwd_bwd", "attention fwd+bwd, causal, same sizes", true, 1, 4, 1, kSdpaFlop / 2,
        0, Limit::FmaPeak},
+      {"encoder_vit", "Transformer layer fwd+bwd, ViT's 64x50x64", true, 2, 8, 5, 0, 0,
+       Limit::None},
+      {"encoder_gpt", "Transformer layer fwd+bwd, GPT's 16x128x128 causal", true, 2, 8, 2, 0, 0,
+       Limit::None},
+      {"lstm_gpt", "LSTM 128->128 fwd+bwd, 16x128 sequence", true, 1, 5, 1, 0, 0, Limit::None},
+      {"vit_step", "ViT step (Adam), 64x1x28x28", true, 2, 5, 1, 0, 0, Limit::None},
+      {"gpt_step", "GPT step (Adam), 16x128 characters", true, 2, 5, 1, 0, 0, Limit::None},
       {"mlp_step", "MLP 784-512-512-10 step, batch 128", true, 5, 10, 5, 0, 0, Limit::None},
       {"lenet_epoch", "LeNet-5 epoch, Fashion-MNIST, b64 (*)", true, 1, 3, 1, 0, 0, Limit::None},
       {"resnet18_step", "ResNet-18 step, 32x3x32x32", true, 2, 5, 1, 0, 0, Limit::None},
