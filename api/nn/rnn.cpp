@@ -30,15 +30,10 @@ std::vector<Tensor> steps_of(const Tensor& projected) {
   if (steps.empty() || !autograd::needs_grad(projected)) return steps;
   std::vector<Tensor*> outputs;
   for (Tensor& s : steps) outputs.push_back(&s);
-  const Shape step_shape = steps[0].sizes();
-  const TensorOptions opts{projected.dtype(), projected.device()};
+  // Steps that got no gradient arrive as zeros (autograd::BackwardFn).
   autograd::record("UnbindBackward", "unbind", std::vector<Tensor>{projected}, outputs,
-                   [step_shape, opts](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
-                     std::vector<Tensor> parts;
-                     for (const Tensor& gi : g) {
-                       parts.push_back(gi.defined() ? gi : zeros(step_shape, opts));
-                     }
-                     return std::vector<Tensor>{stack(parts, 0)};
+                   [](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
+                     return std::vector<Tensor>{stack(g, 0)};
                    });
   return steps;
 }

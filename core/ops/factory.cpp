@@ -321,11 +321,12 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
   autograd::NoGradGuard no_grad;
   const DType dt = probs.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   const Tensor w = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).to(dt);
-  const double total = sum(w).item();
-  EMBER_CHECK(std::isfinite(total) && min(w).item() >= 0,
+  const Tensor row_sums = sum(w, {-1});
+  const double total = sum(row_sums).item(), lowest = min(w).item();
+  EMBER_CHECK(std::isfinite(total) && lowest >= 0,
               "[multinomial] weights must be finite and non-negative: got sum {} and minimum {}",
-              total, min(w).item());
-  EMBER_CHECK(amin(sum(w, {-1})).item() > 0,
+              total, lowest);
+  EMBER_CHECK(amin(row_sums).item() > 0,
               "[multinomial] every row needs a positive weight: a row sums to 0");
   if (!replacement) {
     const int64_t fewest = amin(sum(gt(w, 0.0), {-1})).item<int64_t>();

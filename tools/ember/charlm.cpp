@@ -112,20 +112,6 @@ double evaluate(models::GPT& model, const std::vector<int64_t>& val, int64_t cou
   return total / static_cast<double>(count * block);
 }
 
-/** An integer metadata value of a charlm checkpoint. */
-int64_t meta_int(const io::Metadata& meta, const std::string& key, const std::string& path) {
-  const auto it = meta.find(key);
-  EMBER_CHECK(it != meta.end(), "[generate] {}: '{}' missing from the metadata", path, key);
-  try {
-    size_t used = 0;
-    const int64_t v = std::stoll(it->second, &used);
-    if (used == it->second.size()) return v;
-  } catch (const std::exception&) {
-  }
-  EMBER_CHECK(false, "[generate] {}: '{}' is '{}', not an integer", path, key, it->second);
-  return 0;
-}
-
 }  // namespace
 
 double train_charlm(const TrainOptions& o) {
@@ -273,21 +259,18 @@ void generate(const GenerateOptions& o) {
   EMBER_CHECK(o.length >= 0, "[generate] --length must not be negative: got {}", o.length);
   init();
   if (o.threads > 0) set_num_threads(o.threads);
-  const io::Metadata meta = io::load_metadata(o.checkpoint);
-  const auto task = meta.find("task");
-  EMBER_CHECK(task != meta.end() && task->second == kTask,
+  const CheckpointMeta meta{io::load_metadata(o.checkpoint), "[generate] " + o.checkpoint,
+                            "character-level model"};
+  EMBER_CHECK(meta.values.count("task") && meta.values.at("task") == kTask,
               "[generate] {} is not a character-level model (make one with `ember train --task "
               "charlm --text FILE`)",
               o.checkpoint);
-  const auto vocab_hex = meta.find("vocab");
-  EMBER_CHECK(vocab_hex != meta.end(), "[generate] {}: 'vocab' missing from the metadata",
-              o.checkpoint);
-  const std::string vocab = from_hex(vocab_hex->second, o.checkpoint);
+  const std::string vocab = from_hex(meta.value("vocab"), o.checkpoint);
   auto model = models::gpt({.vocab_size = static_cast<int64_t>(vocab.size()),
-                            .block_size = meta_int(meta, "block_size", o.checkpoint),
-                            .dim = meta_int(meta, "dim", o.checkpoint),
-                            .depth = meta_int(meta, "depth", o.checkpoint),
-                            .heads = meta_int(meta, "heads", o.checkpoint),
+                            .block_size = meta.integer("block_size"),
+                            .dim = meta.integer("dim"),
+                            .depth = meta.integer("depth"),
+                            .heads = meta.integer("heads"),
                             .dropout = 0.0});
   model->load_state_dict(io::load(o.checkpoint));
   const Device device = pick_device(o.device);

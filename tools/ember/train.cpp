@@ -98,28 +98,6 @@ std::vector<std::pair<double, double>> series_points(const Tensor& t) {
   return out;
 }
 
-/** Metadata value `key` of a training checkpoint, or an error naming the file. */
-const std::string& meta_value(const io::Metadata& meta, const std::string& key,
-                              const std::string& path) {
-  auto it = meta.find(key);
-  EMBER_CHECK(it != meta.end(), "[train] --resume {}: not a training checkpoint ('{}' missing)",
-              path, key);
-  return it->second;
-}
-
-/** An integer metadata value. */
-int64_t meta_int(const io::Metadata& meta, const std::string& key, const std::string& path) {
-  const std::string& v = meta_value(meta, key, path);
-  try {
-    size_t used = 0;
-    const int64_t n = std::stoll(v, &used);
-    if (used == v.size()) return n;
-  } catch (const std::exception&) {
-  }
-  EMBER_CHECK(false, "[train] --resume {}: '{}' is '{}', not an integer", path, key, v);
-  return 0;
-}
-
 }  // namespace
 
 double train(const TrainOptions& options) {
@@ -211,17 +189,17 @@ double train(const TrainOptions& options) {
   int64_t first_epoch = 1, global_step = 0;
   if (!o.resume.empty()) {  // Note [Exact resume]
     const StateDict saved = io::load(o.resume);
-    const io::Metadata meta = io::load_metadata(o.resume);
-    EMBER_CHECK(meta_value(meta, "format", o.resume) == kTrainFormat,
-                "[train] --resume {}: format '{}' is not {}", o.resume,
-                meta_value(meta, "format", o.resume), kTrainFormat);
+    const CheckpointMeta meta{io::load_metadata(o.resume), "[train] --resume " + o.resume,
+                              "training"};
+    EMBER_CHECK(meta.value("format") == kTrainFormat, "[train] --resume {}: format '{}' is not {}",
+                o.resume, meta.value("format"), kTrainFormat);
     for (const auto& [key, now] : {std::pair<std::string, std::string>{"model", o.model},
                                    {"optimizer", o.optimizer},
                                    {"lr_schedule", o.lr_schedule},
                                    {"amp", o.amp},
                                    {"batch_size", std::to_string(o.batch_size)},
                                    {"seed", std::to_string(o.seed)}}) {
-      const std::string& then = meta_value(meta, key, o.resume);
+      const std::string& then = meta.value(key);
       EMBER_CHECK(then == now,
                   "[train] --resume {}: the run was made with --{} {}, not {} (resume with the "
                   "same options)",
@@ -239,10 +217,10 @@ double train(const TrainOptions& options) {
     if (device != Device::cpu() && saved.count(rng_key)) {
       default_generator(device).set_state(saved.at(rng_key));
     }
-    const int64_t done = meta_int(meta, "epoch", o.resume);
-    train_loader.load_state({static_cast<uint64_t>(meta_int(meta, "loader_epoch", o.resume)),
-                             meta_int(meta, "loader_batches", o.resume)});
-    global_step = meta_int(meta, "global_step", o.resume);
+    const int64_t done = meta.integer("epoch");
+    train_loader.load_state(
+        {static_cast<uint64_t>(meta.integer("loader_epoch")), meta.integer("loader_batches")});
+    global_step = meta.integer("global_step");
     for (Series* series : {&step_loss, &test_loss, &test_acc, &train_acc}) {
       auto it = saved.find("curve." + series->label);
       if (it != saved.end()) series->points = series_points(it->second);

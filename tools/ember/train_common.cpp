@@ -93,6 +93,24 @@ std::unique_ptr<optim::LRScheduler> make_schedule(const TrainOptions& o, optim::
   return nullptr;
 }
 
+const std::string& CheckpointMeta::value(const std::string& key) const {
+  const auto it = values.find(key);
+  EMBER_CHECK(it != values.end(), "{}: not a {} checkpoint ('{}' missing)", where, kind, key);
+  return it->second;
+}
+
+int64_t CheckpointMeta::integer(const std::string& key) const {
+  const std::string& v = value(key);
+  try {
+    size_t used = 0;
+    const int64_t n = std::stoll(v, &used);
+    if (used == v.size()) return n;
+  } catch (const std::exception&) {
+  }
+  EMBER_CHECK(false, "{}: '{}' is '{}', not an integer", where, key, v);
+  return 0;
+}
+
 // Note [Progress on terminals and in logs]
 // On a terminal the bar redraws one line (at most ten times a second); when stdout is a file
 // or a pipe (CI logs), carriage returns would make a mess, so it prints a plain line at every

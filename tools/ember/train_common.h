@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <ember/ember.h>
+#include <ember/io.h>
 #include <ember/optim.h>
 
 #include "tools/ember/train.h"
@@ -42,6 +43,17 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o,
 
 /** The LR schedule --lr-schedule asks for, or null for none. */
 std::unique_ptr<optim::LRScheduler> make_schedule(const TrainOptions& o, optim::Optimizer& opt);
+
+/** The metadata of a checkpoint being read back, with errors that name the file. */
+struct CheckpointMeta {
+  io::Metadata values;  ///< the file's metadata
+  std::string where;    ///< the errors' prefix: "[train] --resume PATH", "[generate] PATH"
+  std::string kind;     ///< what a file without a key is not: "training", "character-level model"
+  /** The value of `key`, or "<where>: not a <kind> checkpoint ('<key>' missing)". */
+  const std::string& value(const std::string& key) const;
+  /** value(key) as an integer, or "<where>: '<key>' is '<value>', not an integer". */
+  int64_t integer(const std::string& key) const;
+};
 
 /** One epoch's progress: a redrawn bar on a terminal, a line per tenth of the epoch otherwise
  *  (Note [Progress on terminals and in logs]). */
