@@ -1,6 +1,7 @@
-// LSTM and GRU as composites of public ops: one matmul projects the whole sequence through
-// W_ih per layer and direction, then each step adds h W_hh^T and applies the gates, so autograd
-// records the recurrence and gradients flow back through time.
+// LSTM and GRU: one matmul projects the whole sequence through W_ih per layer and direction;
+// the LSTM's recurrence is then one op (lstm_layer, fused where the backend has the kernel), the
+// GRU's a composite of public ops per step, so autograd records it and gradients flow back
+// through time.
 #include "ember/nn/rnn.h"
 
 #include <cmath>
@@ -8,46 +9,19 @@
 
 #include <ember/ember.h>
 
-#include "ember/autograd/record.h"
 #include "ember/nn/init.h"
 
 namespace ember::nn {
-namespace {
-
-// Note [One node for the steps of a sequence]
-// projected.select(0, t) at every step would record L select nodes, and the gradient of each is
-// a zero-filled tensor of the whole [L, N, G] projection with one step written in, summed into
-// the projection's gradient: L^2 work in the backward (seven times PyTorch's LSTM at L = 128).
-// The steps are instead views recorded as the outputs of one node whose backward stacks their
-// gradients, as PyTorch's unbind does. They stay inside the layer, so nothing writes to them in
-// place.
-std::vector<Tensor> steps_of(const Tensor& projected) {
-  std::vector<Tensor> steps;
-  {
-    autograd::NoGradGuard no_grad;
-    for (int64_t t = 0; t < projected.size(0); ++t) steps.push_back(projected.select(0, t));
-  }
-  if (steps.empty() || !autograd::needs_grad(projected)) return steps;
-  std::vector<Tensor*> outputs;
-  for (Tensor& s : steps) outputs.push_back(&s);
-  // Steps that got no gradient arrive as zeros (autograd::BackwardFn).
-  autograd::record("UnbindBackward", "unbind", std::vector<Tensor>{projected}, outputs,
-                   [](const std::vector<Tensor>& g, const autograd::LambdaNode&) {
-                     return std::vector<Tensor>{stack(g, 0)};
-                   });
-  return steps;
-}
-
-}  // namespace
-
 // Note [Recurrent layers as composites]
 // PyTorch's parameter names and layouts (weight_ih_l{k}[_reverse] [gates * H, in],
 // weight_hh_l{k} [gates * H, H], bias_ih_l{k}, bias_hh_l{k}, registered layer by layer,
 // forward before reverse) make state_dicts move unchanged. The input projection of all L steps
 // is one matmul per layer and direction (the bulk of the work for short hidden sizes); the
-// recurrence is L small matmuls, as in any implementation, plus the elementwise gates, so the
-// cost beyond PyTorch's fused CPU kernels is the per-step op overhead. GRU's candidate uses
-// r * (h W_hn^T + b_hn), PyTorch's form (not r * h before the product).
+// recurrence is L small matmuls, as in any implementation, plus the elementwise gates. The
+// LSTM's is one op (Note [The LSTM recurrence as one op] in core/ops/rnn.cpp); the GRU's runs
+// step by step as public ops, its cost beyond PyTorch's fused CPU kernels the per-step op
+// overhead. GRU's candidate uses r * (h W_hn^T + b_hn), PyTorch's form (not r * h before the
+// product).
 
 RNNBase::RNNBase(std::string type_name, int64_t gates, int64_t input, int64_t hidden, RNNOptions o)
     : Module(std::move(type_name)),
@@ -96,7 +70,8 @@ std::string RNNBase::extra_repr() const {
 }
 
 std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tensor& h0,
-                                                const Tensor& c0, bool has_cell, const Cell& cell) {
+                                                const Tensor& c0, bool has_cell,
+                                                const Direction& direction) {
   const std::string name = "nn." + type_name();
   EMBER_CHECK_TYPE(input.defined(), "[{}] undefined input", name);
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3,
@@ -108,7 +83,7 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
   const bool batched = input.dim() == 3;
   // [L, N, I] from here on.
   Tensor x = batched ? (options.batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
-  const int64_t steps = x.size(0), batch = x.size(1), dirs = options.bidirectional ? 2 : 1;
+  const int64_t batch = x.size(1), dirs = options.bidirectional ? 2 : 1;
   const Shape state_shape = {options.num_layers * dirs, batch, hidden_size};
   const auto state = [&](const Tensor& s, const char* what) {
     if (!s.defined()) return zeros(state_shape, {x.dtype(), x.device()});
@@ -126,16 +101,9 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
       const int64_t at = layer * dirs + d;
       const std::vector<Tensor*>& w = weights_[static_cast<size_t>(at)];
       const Tensor b_ih = options.bias ? *w[2] : Tensor(), b_hh = options.bias ? *w[3] : Tensor();
-      const std::vector<Tensor> projected = steps_of(linear(x, *w[0], b_ih));  // L x [N, G * H]
-      Tensor h = h_init.select(0, at), c = has_cell ? c_init.select(0, at) : Tensor();
-      std::vector<Tensor> out(static_cast<size_t>(steps));
-      for (int64_t i = 0; i < steps; ++i) {
-        const int64_t t = d == 0 ? i : steps - 1 - i;
-        cell(projected[static_cast<size_t>(t)], *w[1], b_hh, h, c);
-        out[static_cast<size_t>(t)] = h;
-      }
-      outputs.push_back(steps > 0 ? stack(out, 0)
-                                  : empty({0, batch, hidden_size}, {x.dtype(), x.device()}));
+      auto [out, h, c] = direction(x, *w[0], *w[1], b_ih, b_hh, h_init.select(0, at),
+                                   has_cell ? c_init.select(0, at) : Tensor(), d == 1);
+      outputs.push_back(out);
       h_n.push_back(h);
       if (has_cell) c_n.push_back(c);
     }
@@ -157,13 +125,17 @@ LSTM::LSTM(int64_t input, int64_t hidden, RNNOptions o) : RNNBase("LSTM", 4, inp
 
 std::tuple<Tensor, Tensor, Tensor> LSTM::forward(const Tensor& input, const Tensor& h0,
                                                  const Tensor& c0) {
-  return run(
-      input, h0, c0, true,
-      [](const Tensor& projected, const Tensor& w_hh, const Tensor& b_hh, Tensor& h, Tensor& c) {
-        const std::vector<Tensor> g = chunk(add(projected, linear(h, w_hh, b_hh)), 4, 1);
-        c = add(mul(sigmoid(g[1]), c), mul(sigmoid(g[0]), tanh(g[2])));
-        h = mul(sigmoid(g[3]), tanh(c));
-      });
+  return run(input, h0, c0, true,
+             [](const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                const Tensor& b_hh, const Tensor& h0, const Tensor& c0, bool reverse) {
+               // Both biases go into the input projection: one [4H] add, no per-step one.
+               const Tensor bias = b_ih.defined() ? add(b_ih, b_hh) : Tensor();
+               auto [h, c] = lstm_layer(linear(x, w_ih, bias), w_hh, h0, c0, reverse);
+               const int64_t steps = h.size(0);
+               if (steps == 0) return std::tuple<Tensor, Tensor, Tensor>{h, h0, c0};
+               const int64_t last = reverse ? 0 : steps - 1;
+               return std::tuple<Tensor, Tensor, Tensor>{h, h.select(0, last), c.select(0, last)};
+             });
 }
 
 Tensor LSTM::forward(const Tensor& input) {
@@ -173,15 +145,27 @@ Tensor LSTM::forward(const Tensor& input) {
 GRU::GRU(int64_t input, int64_t hidden, RNNOptions o) : RNNBase("GRU", 3, input, hidden, o) {}
 
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0) {
-  const auto r =
-      run(input, h0, Tensor(), false,
-          [](const Tensor& projected, const Tensor& w_hh, const Tensor& b_hh, Tensor& h, Tensor&) {
-            const std::vector<Tensor> gi = chunk(projected, 3, 1);
-            const std::vector<Tensor> gh = chunk(linear(h, w_hh, b_hh), 3, 1);
-            const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
-            const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
-            h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
-          });
+  const auto r = run(
+      input, h0, Tensor(), false,
+      [](const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+         const Tensor& b_hh, const Tensor& h0, const Tensor&, bool reverse) {
+        const std::vector<Tensor> projected = unbind(linear(x, w_ih, b_ih), 0);  // L x [N, 3H]
+        const auto steps = static_cast<int64_t>(projected.size());
+        Tensor h = h0;
+        std::vector<Tensor> out(projected.size());
+        for (int64_t i = 0; i < steps; ++i) {
+          const auto t = static_cast<size_t>(reverse ? steps - 1 - i : i);
+          const std::vector<Tensor> gi = chunk(projected[t], 3, 1);
+          const std::vector<Tensor> gh = chunk(linear(h, w_hh, b_hh), 3, 1);
+          const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
+          const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
+          h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
+          out[t] = h;
+        }
+        const Tensor output =
+            steps > 0 ? stack(out, 0) : empty({0, x.size(1), h0.size(1)}, {x.dtype(), x.device()});
+        return std::tuple<Tensor, Tensor, Tensor>{output, h, Tensor()};
+      });
   return {std::get<0>(r), std::get<1>(r)};
 }
 

@@ -15,7 +15,9 @@
 //    _backward_weights; f64 and the half types through own direct loops;
 //  - pooling (pool.cpp): own loops over the N * C planes, OpenMP across planes; max_pool2d
 //    returns values and flat h * W + w indices;
-//  - normalisation (norm.cpp): own two-pass loops, OpenMP across channels / rows.
+//  - normalisation (norm.cpp): own two-pass loops, OpenMP across channels / rows;
+//  - attention (attention.cpp) and the LSTM recurrence (rnn.cpp): oneDNN's sgemm for the
+//    products, own vectorized loops for the rest (dense_math.h).
 // Attribute layouts are documented with each op in core/ops/.
 #include "backends/cpu/kernels.h"
 
@@ -41,6 +43,9 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, sgd_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, adam_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, rmsprop_step, kF32F64)
+  // The LSTM recurrence, forward and backward (rnn.cpp, Note [The LSTM recurrence as one op]).
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, lstm_layer, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, lstm_layer_backward, kF32F64)
   return EMBER_OK;
 }
 

@@ -177,12 +177,20 @@ void rebase_history(Tensor& x, const Tensor& r) {
 }
 
 void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn) {
+  record_views(name, base, {&view}, std::move(fn));
+}
+
+void record_views(const char* name, const Tensor& base, const std::vector<Tensor*>& views,
+                  BackwardFn fn) {
   if (!needs_grad(base)) return;
-  record(name, name, {&base}, {&view}, std::move(fn));
-  AutogradMeta& m = view.impl()->ensure_autograd_meta();
-  m.is_view = true;
+  record(name, name, std::vector<Tensor>{base}, views, std::move(fn));
   AutogradMeta* bm = base.autograd_meta();
-  m.base = bm && bm->is_view && bm->base.defined() ? bm->base : base;
+  const Tensor& root = bm && bm->is_view && bm->base.defined() ? bm->base : base;
+  for (Tensor* view : views) {
+    AutogradMeta& m = view->impl()->ensure_autograd_meta();
+    m.is_view = true;
+    m.base = root;
+  }
 }
 
 }  // namespace ember::autograd

@@ -485,6 +485,29 @@ std::vector<Case> make_cases() {
                true,
                {},
                2.0});
+  // The LSTM recurrence. lstm_layer is optional: a backend with the kernel (the CPU's) runs it,
+  // one without runs the core's composite, and either is compared with the composite on the
+  // reference, so the case names the ops every backend has. Forward and reverse, and a batch
+  // big enough for the CPU kernel's threads across rows.
+  c.push_back({"lstm_layer",
+               {"matmul", "sigmoid", "tanh"},
+               {{"small",
+                 [](Gen& g) {
+                   return Inputs{g({3, 2, 12}, -2, 2), g({12, 3}), g({2, 3}), g({2, 3})};
+                 }},
+                {"rows_in_parallel",
+                 [](Gen& g) {
+                   return Inputs{g({2, 64, 512}, -2, 2), g({512, 128}, -0.1, 0.1), g({64, 128}),
+                                 g({64, 128}, -2, 2)};
+                 }}},
+               [](const Inputs& in) {
+                 const auto [h, c] = lstm_layer(in[0], in[1], in[2], in[3]);
+                 const auto [hr, cr] = lstm_layer(in[0], in[1], in[2], in[3], true);
+                 return Inputs{h, c, hr, cr};
+               },
+               true,
+               kF32F64,
+               2.0});
   c.push_back({"cross_entropy",
                {"log_softmax"},
                {{"classes",

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cpu/dense_math.h"
 #include "backends/cpu/ops/ops.h"
 #include "ember/plugin_sdk_attention.hpp"
 
@@ -62,67 +63,6 @@ struct Problem {
 };
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-/** C[M x N] = alpha op(A) op(B) + beta C, row-major, op = transpose for 'T'. */
-void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    for (int64_t i = 0; i < M; ++i) {
-      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    }
-    return;
-  }
-  // The arguments are valid by construction; sgemm fails only on invalid ones.
-  (void)dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-          int64_t lda, const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  for (int64_t i = 0; i < M; ++i) {
-    double* c = C + i * ldc;
-    for (int64_t j = 0; j < N; ++j) c[j] = beta == 0.0 ? 0.0 : beta * c[j];
-    for (int64_t kk = 0; kk < K; ++kk) {
-      const double a = alpha * (ta == 'N' ? A[i * lda + kk] : A[kk * lda + i]);
-      if (tb == 'N') {
-        const double* b = B + kk * ldb;
-        for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
-      } else {
-        for (int64_t j = 0; j < N; ++j) c[j] += a * B[j * ldb + kk];
-      }
-    }
-  }
-}
-
-// Note [A vectorizable exp for the attention weights]
-// Every score goes through exp once in the forward and twice in the backward: 8.4 million per
-// forward at 8 heads and L = S = 1024. std::exp is a call per element that the compiler cannot
-// vectorize without -ffast-math, and it took most of the forward's time. exp_shifted computes
-// exp(x - shift) for a row with straight-line float code that vectorizes (Cephes' expf: 2^n times
-// a degree-6 polynomial on [-ln2/2, ln2/2], relative error about 2e-7), exactly 0 below
-// log(FLT_MIN) so that masked scores (-inf) still weigh nothing (its worst relative error over
-// [-87, 0] measured 8e-8). float64 keeps std::exp.
-inline float exp_approx(float x) {
-  // Only x <= 0 arrives (scores minus their max or their logsumexp); the clamp below
-  // log(FLT_MIN) and the zeroing beyond it compare the bits as integers, since a float compare
-  // keeps the loop scalar (it may trap, so GCC does not if-convert it without -ffast-math). For
-  // negative floats a larger bit pattern is a more negative number.
-  constexpr uint32_t kLow = std::bit_cast<uint32_t>(-87.33654f);
-  const uint32_t ux = std::bit_cast<uint32_t>(x);
-  const uint32_t keep = 0u - static_cast<uint32_t>(ux < kLow);  // all ones above the clamp
-  const float xc = std::bit_cast<float>(std::min(ux, kLow));
-  // n = round(x / ln 2) by the 1.5 * 2^23 trick, r = x - n ln 2 in two parts.
-  const float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;
-  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  const float pow2n = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-  return std::bit_cast<float>(std::bit_cast<uint32_t>(y * pow2n) & keep);
-}
 
 /** x[j] = exp(x[j] - shift) for j < n; returns their sum. */
 inline float exp_shifted(float* x, int64_t n, float shift) {

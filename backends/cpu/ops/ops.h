@@ -13,8 +13,8 @@ namespace ember::cpu {
 // ember/plugin_sdk_ops.hpp); kernels.cpp registers them. Defined in elementwise.cpp (copies,
 // fills, arithmetic, comparison, unary math), reduce.cpp, matmul.cpp and softmax.cpp (oneDNN),
 // index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp,
-// norm.cpp and optim.cpp (own loops). "random" is declared but has no CPU kernel: the op is
-// optional.
+// norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm and own loops).
+// "random" is declared but has no CPU kernel: the op is optional.
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
 #undef EMBER_OP
@@ -58,5 +58,21 @@ struct ScratchGuard {
     if (ptr) scratch_free(call, ptr, bytes);
   }
 };
+
+/** Calls fn(T{}) with T = float or double after the call's first output's dtype; refuses any
+ *  other dtype with EMBER_ERR_UNSUPPORTED (the kernels registered for float32 and float64). */
+template <typename Fn>
+int32_t visit_f32_f64(const ember_kernel_call* call, const char* name, Fn&& fn) {
+  const int32_t dtype = call->outputs[0].dtype;
+  if (dtype == EMBER_F32) {
+    fn(float{});
+  } else if (dtype == EMBER_F64) {
+    fn(double{});
+  } else {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %s (float32 and float64 only)", name,
+                     sdk::dtype_name(dtype));
+  }
+  return EMBER_OK;
+}
 
 }  // namespace ember::cpu

@@ -20,21 +20,6 @@ void for_chunks(int64_t n, Body&& body) {
   for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
 }
 
-/** Calls fn(T{}) for a float32 or float64 call; refuses other dtypes. */
-template <typename Fn>
-int32_t visit_f32_f64(const ember_kernel_call* call, const char* name, Fn&& fn) {
-  const int32_t dtype = call->outputs[0].dtype;
-  if (dtype == EMBER_F32) {
-    fn(float{});
-  } else if (dtype == EMBER_F64) {
-    fn(double{});
-  } else {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: dtype %s (float32 and float64 only)", name,
-                     sdk::dtype_name(dtype));
-  }
-  return EMBER_OK;
-}
-
 template <typename T>
 T* out(const ember_kernel_call* call, int32_t i) {
   return i < call->num_outputs ? sdk::data<T>(call->outputs[i]) : nullptr;

@@ -211,6 +211,14 @@ EMBER_GRADCHECK_CASE({"split", "sizes list, negative dim, transposed input",
                       [] {
                         return V{input({3, 4}, 172)};
                       }});
+EMBER_GRADCHECK_CASE({"unbind", "slices used unevenly, one unused",
+                      [](const V& in) {
+                        const V p = unbind(in[0], 1);
+                        return cat({mul(p[0], 2.0), mul(p[2], p[2]), p[0]}, 0);
+                      },
+                      [] {
+                        return V{input({3, 4}, 176)};
+                      }});
 EMBER_GRADCHECK_CASE({"chunk", "3 chunks of 5 rows",
                       [](const V& in) {
                         const V p = chunk(in[0], 3, 0);

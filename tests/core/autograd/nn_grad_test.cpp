@@ -182,6 +182,47 @@ TEST(NnGrad, EmbeddingAccumulatesRepeatsAndSkipsThePaddingRow) {
   EXPECT_EQ(values(w2.grad()), (std::vector<double>{1, 1, 3, 3, 2, 2, 0, 0}));
 }
 
+// ---- lstm_layer --------------------------------------------------------------------------------
+// Both outputs (every step's h and c) are checked; first order through the CPU's fused backward,
+// second order through the differentiable formula.
+Tensor lstm_both(const V& in, bool reverse) {
+  const auto [h, c] = lstm_layer(in[0], in[1], in[2], in[3], reverse);
+  return cat({h, c}, 0);
+}
+V lstm_inputs(int64_t L, int64_t N, int64_t H, uint64_t seed) {
+  return V{input({L, N, 4 * H}, seed), input({4 * H, H}, seed + 1), input({N, H}, seed + 2),
+           input({N, H}, seed + 3)};
+}
+EMBER_GRADCHECK_CASE({"lstm_layer", "3 steps, batch 2, hidden 2",
+                      [](const V& in) { return lstm_both(in, false); },
+                      [] { return lstm_inputs(3, 2, 2, 301); }});
+EMBER_GRADCHECK_CASE({"lstm_layer", "reverse, 4 steps, hidden 3",
+                      [](const V& in) { return lstm_both(in, true); },
+                      [] { return lstm_inputs(4, 1, 3, 311); }});
+EMBER_GRADCHECK_CASE({"lstm_layer", "one step, large gates",
+                      [](const V& in) {
+                        return lstm_both({mul(in[0], 3.0), in[1], in[2], in[3]}, false);
+                      },
+                      [] { return lstm_inputs(1, 2, 2, 321); }});
+
+TEST(NnGrad, LstmLayerFusedBackwardMatchesTheFormula) {
+  // The same gradients with and without create_graph (kernel, then formula).
+  const V in = lstm_inputs(5, 3, 4, 331);
+  const Tensor w = rand({5, 3, 4}, f64), v = rand({5, 3, 4}, f64);
+  const auto loss = [&] {
+    const auto [h, c] = lstm_layer(in[0], in[1], in[2], in[3], true);
+    return add(sum(mul(h, w)), sum(mul(c, v)));
+  };
+  const V plain = autograd::grad({loss()}, in);
+  const V graph = autograd::grad({loss()}, in, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  ASSERT_EQ(plain.size(), graph.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const auto a = values(plain[i]), b = values(graph[i]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-12) << i << " " << j;
+  }
+}
+
 TEST(NnGrad, DropoutGradientIsTheForwardMask) {
   Tensor x = ones({1000}, f64).requires_grad_(true);
   Generator g(9);

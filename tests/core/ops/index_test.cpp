@@ -592,6 +592,36 @@ TEST(Join, SplitBySizesAndChunk) {
   EXPECT_EQ(sizes_along(chunk(empty({0, kN}), 2, 1), 1), (std::vector<int64_t>{kHalf, kHalf - 1}));
 }
 
+TEST(Join, UnbindGivesViewsAndOneBackwardNode) {
+  const Tensor x = pattern({3, 4}).to(DType::Float64);
+  const std::vector<Tensor> rows = unbind(x);
+  ASSERT_EQ(rows.size(), 3u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_TRUE(rows[i].is_same_storage(x));
+    EXPECT_EQ(values(rows[i]), values(x.select(0, static_cast<int64_t>(i))));
+  }
+  const std::vector<Tensor> cols = unbind(x, -1);
+  ASSERT_EQ(cols.size(), 4u);
+  EXPECT_EQ(values(cols[2]), values(x.select(1, 2)));
+  EXPECT_TRUE(unbind(zeros({0, 2})).empty());
+  // Gradients: slices that are used get theirs, the others zeros, through one node.
+  const Tensor w = x.clone().requires_grad_(true);
+  const std::vector<Tensor> s = unbind(w, 1);
+  EXPECT_EQ(s[0].grad_fn(), s[3].grad_fn());
+  sum(add(mul(s[1], 2.0), s[3])).backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{0, 2, 0, 1, 0, 2, 0, 1, 0, 2, 0, 1}));
+  // Writing into a slice in place rebases it on its base, as for any view.
+  const Tensor leaf = ones({2, 3}, DType::Float64).requires_grad_(true);
+  const Tensor base = mul(leaf, 1.0);
+  std::vector<Tensor> parts = unbind(base);
+  mul_(parts[0], 3.0);
+  EXPECT_EQ(values(base), (std::vector<double>{3, 3, 3, 1, 1, 1}));
+  sum(base).backward();
+  EXPECT_EQ(values(leaf.grad()), (std::vector<double>{3, 3, 3, 1, 1, 1}));
+  expect_error([] { unbind(zeros({})); }, {"[unbind]", "scalar"});
+  expect_error([&] { unbind(x, 2); }, {"[unbind]", "dim"});
+}
+
 // ---- sort / topk ------------------------------------------------------------------------------
 
 bool nan_less(double a, double b) {

@@ -34,14 +34,16 @@ class RNNBase : public Module {
   const RNNOptions options;
 
  protected:
-  /** One step: the gates' input projection x_t W_ih^T + b_ih, the state (h, c) and the
-   *  direction's W_hh and b_hh, to the new state. */
-  using Cell = std::function<void(const Tensor& projected, const Tensor& w_hh, const Tensor& b_hh,
-                                  Tensor& h, Tensor& c)>;
+  /** One layer in one direction: its input x [L, N, in], weight_ih, weight_hh, bias_ih and
+   *  bias_hh (undefined without bias), the initial h (and c) [N, H], and whether it walks from
+   *  the end; returns its output [L, N, H] and its final h and c (c undefined for GRU). */
+  using Direction = std::function<std::tuple<Tensor, Tensor, Tensor>(
+      const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+      const Tensor& b_hh, const Tensor& h0, const Tensor& c0, bool reverse)>;
   /** Runs every layer and direction over `input` from the states `h0` (and `c0` for LSTM;
    *  undefined: zeros); returns the output, h_n and c_n (undefined without c0's role). */
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
-                                         bool has_cell, const Cell& cell);
+                                         bool has_cell, const Direction& direction);
 
  private:
   int64_t gates_;

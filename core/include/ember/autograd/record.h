@@ -75,6 +75,9 @@ Tensor& inplace(Tensor& x, const char* op, OutOfPlace&& out_of_place) {
 
 /** Marks `view` as an autograd view of `base` and records its backward `fn` (named `name`). */
 EMBER_API void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn);
+/** The same for several views of `base` made by one op: one node with an output per view. */
+EMBER_API void record_views(const char* name, const Tensor& base, const std::vector<Tensor*>& views,
+                            BackwardFn fn);
 
 namespace detail {
 /** differentiable() without its profiler range (inlined into each op, as differentiable was). */

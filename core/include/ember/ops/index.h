@@ -32,6 +32,8 @@ EMBER_API Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 EMBER_API std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim = 0);
 /** Views of the given sizes along `dim`. */
 EMBER_API std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim);
+/** The slices along `dim` as views, one per index (torch.unbind); one autograd node for all. */
+EMBER_API std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
 /** `chunks` nearly equal views along `dim`. */
 EMBER_API std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 /** (values, indices) of the k largest (or smallest) along `dim`. */
