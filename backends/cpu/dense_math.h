@@ -111,6 +111,22 @@ inline void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha
   return keep_nan(ux, std::bit_cast<float>(r));
 }
 
+/** erf(x) as PyTorch's vectorized CPU kernels compute it (Abramowitz and Stegun 7.1.26:
+ *  1 - t P(t) exp(-x^2), t = 1 / (1 + p |x|), absolute error below 1.5e-7; branch-free). Good
+ *  for GELU, which adds it to 1; not as the erf op, whose small values need relative accuracy. */
+[[gnu::always_inline]] inline float erf_approx(float x) {
+  const uint32_t ux = std::bit_cast<uint32_t>(x);
+  const float a = std::bit_cast<float>(ux & 0x7fffffffu);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float y = 1.0f - p * t * exp_approx(-(a * a));
+  return keep_nan(ux, std::bit_cast<float>(std::bit_cast<uint32_t>(y) | (ux & 0x80000000u)));
+}
+
 // Note [AVX2 clones of hot loops]
 // The plugin is built for baseline x86-64 (SSE2, 4 floats per instruction) so that it loads on any
 // x86-64 CPU. A loop that is bound by arithmetic, not memory, can be compiled a second time

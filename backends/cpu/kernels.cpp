@@ -32,10 +32,11 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
 #define EMBER_OP(name, ...) EMBER_REGISTER_MANDATORY_KERNEL(reg, cpu, kPriority, name)
 #include "ember/ops.def"
 #undef EMBER_OP
-  // Optional ops: the fused ReLU backward (elementwise.cpp) and the max pooling backward, the
-  // indices' scatter plane by plane (pool.cpp). No random kernel: the core fills random tensors
+  // Optional ops: the fused ReLU and GELU backwards (elementwise.cpp) and the max pooling backward,
+  // the indices' scatter plane by plane (pool.cpp). No random kernel: the core fills random tensors
   // on the host (Note [Random numbers on every device]).
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, relu_backward)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, gelu_backward)
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, max_pool2d_backward)
   // The optimizers' fused steps (optim.cpp), float32 and float64: one OpenMP pass per parameter
   // (Note [Optimizer steps through kernels]); half-precision parameters take the tensor ops.

@@ -69,8 +69,10 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
 #undef EMBER_OP
 
   // The optional ops this backend has (without them the core composes the same result).
-  // ops/elementwise.cu: ReLU's gradient in one pass (Note [Fused ReLU backward]).
+  // ops/elementwise.cu: ReLU's and GELU's gradients in one pass (Note [Fused ReLU backward],
+  // Note [Fused GELU backward]).
   EMBER_CUDA_REGISTER(relu_backward)
+  EMBER_CUDA_REGISTER(gelu_backward)
   // ops/pool.cu, a gather: one thread per input element (Note [Max pooling backward as a
   // gather]).
   EMBER_CUDA_REGISTER(max_pool2d_backward)

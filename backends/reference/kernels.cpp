@@ -1,6 +1,6 @@
 // Everything the reference backend implements: every mandatory op of ember/ops.def for the
-// dtypes it lists, plus the optional relu_backward and max_pool2d_backward, each as a plain
-// single-threaded loop. Attribute meanings are documented with each op in core/ops/.
+// dtypes it lists, plus the optional relu_backward, gelu_backward and max_pool2d_backward, each
+// as a plain single-threaded loop. Attribute meanings are documented with each op in core/ops/.
 #include "backends/reference/kernels.h"
 
 #include "backends/reference/ops/ops.h"
@@ -26,6 +26,7 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t device) {
 #undef EMBER_OP
   // The optional ops the reference has (it leaves out random: the core then draws on the host).
   EMBER_REGISTER_KERNEL(reg, device, kPriority, relu_backward)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, gelu_backward)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, max_pool2d_backward)
   return EMBER_OK;
 }

@@ -474,6 +474,12 @@ Tensor erf(const Tensor& x) {
     return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
   });
 }
+// Note [Fused GELU backward]
+// GELU's gradient as public ops is an erf, an exp and six multiplies and adds over the input:
+// eight passes and as many temporaries, the largest elementwise cost of a Transformer's
+// feed-forward block (its input is four times the model's width). Backends may provide
+// "gelu_backward" ({g, x} -> g * gelu'(x), either form), used as relu_backward is (Note [Fused
+// ReLU backward]): when no graph is needed and the backend has the kernel.
 Tensor gelu(const Tensor& x, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
               "[gelu] approximate must be 'none' or 'tanh': got '{}'", approximate);
@@ -481,6 +487,16 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   return unary_ad(
       ops::gelu, x, true, Save::Input,
       [tanh_form](const Tensor& g, const Tensor& x) {
+        if (!autograd::is_grad_enabled() && g.dtype() == x.dtype() && g.sizes() == x.sizes() &&
+            g.device() == x.device() &&
+            has_kernel(core_op(ops::gelu_backward), x.device(), x.dtype())) {
+          Tensor out = empty(x.sizes(), {x.dtype(), x.device()});
+          if (out.numel() > 0) {
+            run_kernel(attrs::gelu_backward{.tanh_form = tanh_form ? 1 : 0}, x.dtype(), {&g, &x},
+                       {&out});
+          }
+          return out;
+        }
         if (tanh_form) {
           // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
           const double k = 0.7978845608028654, c = 0.044715;

@@ -281,9 +281,15 @@ std::vector<Case> make_cases() {
   c.push_back(unary("cos", [](const Tensor& x) { return cos(x); }, {-3, 3}));
   c.push_back(unary("tanh", [](const Tensor& x) { return tanh(x); }, {-3, 3}));
   c.push_back(unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }, {-4, 4}));
+  // GELU's gradient runs the fused backward; "large" crosses the CPU's threaded, vectorized path
+  // (Note [Vectorized GELU]).
+  const Variant large_gelu{"large", [](Gen& g) { return Inputs{g({70, 130}, -6, 6)}; }};
   c.push_back(unary("gelu", [](const Tensor& x) { return gelu(x); }, {-3, 3}));
+  c.back().kernels.push_back("gelu_backward");
+  c.back().variants.push_back(large_gelu);
   c.push_back(unary("gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, {-3, 3}));
-  c.back().kernels = {"gelu"};
+  c.back().kernels = {"gelu", "gelu_backward"};
+  c.back().variants.push_back(large_gelu);
   c.push_back(unary("silu", [](const Tensor& x) { return silu(x); }, {-3, 3}));
   c.push_back(unary("leaky_relu", [](const Tensor& x) { return leaky_relu(x, 0.2); }, {-3, 3}));
   c.push_back(unary("elu", [](const Tensor& x) { return elu(x, 1.5); }, {-3, 3}));

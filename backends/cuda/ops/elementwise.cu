@@ -303,6 +303,34 @@ struct ReluBackwardOp {  // inputs {g, y}: g where y > 0 (NaN y passes g, as PyT
     return y <= A(0) ? A(0) : g;
   }
 };
+// GELU's gradient, inputs {g, x}, in each form (sdk::GeluBackwardOp / GeluTanhBackwardOp's
+// formulas; Note [Fused GELU backward]).
+struct GeluBackwardOp {
+  template <typename A>
+  __device__ A operator()(A g, A x) const {
+    if constexpr (std::is_same_v<A, double>) {
+      const double cdf = 0.5 * (1.0 + ::erf(x * 0.7071067811865476));
+      return g * (cdf + x * ::exp(-0.5 * x * x) * 0.3989422804014327);
+    } else {
+      const float cdf = 0.5f * (1.0f + erff(x * 0.7071067811865476f));
+      return g * (cdf + x * expf(-0.5f * x * x) * 0.3989422804014327f);
+    }
+  }
+};
+struct GeluTanhBackwardOp {
+  template <typename A>
+  __device__ A operator()(A g, A x) const {
+    const A k = A(0.7978845608028654), c = A(0.044715);
+    A t;
+    if constexpr (std::is_same_v<A, double>) {
+      t = ::tanh(k * (x + c * x * x * x));
+    } else {
+      t = tanhf(k * (x + c * x * x * x));
+    }
+    const A du = k * (A(1) + A(3) * c * x * x);
+    return g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * du);
+  }
+};
 // The remainders are the SDK's host-and-device definitions (plugin_sdk_binary_ops.hpp).
 using sdk::FmodOp;
 using sdk::RemainderOp;
@@ -738,6 +766,11 @@ EMBER_CUDA_BINARY(pow, Kinds::kNumeric, PowOp)
 EMBER_CUDA_BINARY(maximum, Kinds::kAll, MaximumOp)
 EMBER_CUDA_BINARY(minimum, Kinds::kAll, MinimumOp)
 EMBER_CUDA_BINARY(relu_backward, Kinds::kNumeric, ReluBackwardOp)
+int32_t gelu_backward(const ember_kernel_call* call) {
+  return sdk::attrs<attrs::gelu_backward>(call).tanh_form == 1
+             ? binary_same<Kinds::kFloating, GeluTanhBackwardOp>(call, "gelu_backward")
+             : binary_same<Kinds::kFloating, GeluBackwardOp>(call, "gelu_backward");
+}
 EMBER_CUDA_BINARY(remainder, Kinds::kNumeric, RemainderOp)
 EMBER_CUDA_BINARY(fmod, Kinds::kNumeric, FmodOp)
 #undef EMBER_CUDA_BINARY

@@ -152,6 +152,11 @@ int32_t minimum(const ember_kernel_call* c) {
 int32_t relu_backward(const ember_kernel_call* c) {
   return binary<ReluBackwardOp>(c, "relu_backward");
 }
+int32_t gelu_backward(const ember_kernel_call* c) {
+  return sdk::attrs<attrs::gelu_backward>(c).tanh_form == 1
+             ? binary<sdk::GeluTanhBackwardOp>(c, "gelu_backward")
+             : binary<sdk::GeluBackwardOp>(c, "gelu_backward");
+}
 int32_t remainder(const ember_kernel_call* c) {
   return binary<RemainderOp>(c, "remainder");
 }

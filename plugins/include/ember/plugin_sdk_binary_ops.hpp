@@ -164,6 +164,30 @@ struct FmodOp {
     }
   }
 };
+/** GELU's gradient, inputs {g, x}: g (Phi(x) + x phi(x)), Phi and phi the normal distribution's
+ *  cdf and density (GELU's exact, erf form). */
+struct GeluBackwardOp {
+  template <typename T>
+  static constexpr bool supports = kIsFloating<T>;
+  template <typename C>
+  C operator()(C g, C x) const {
+    const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.7071067811865476)));
+    const C pdf = std::exp(C(-0.5) * x * x) * C(0.3989422804014327);
+    return g * (cdf + x * pdf);
+  }
+};
+/** GELU's gradient in its tanh form, y = x/2 (1 + tanh(u)), u = k (x + c x^3): inputs {g, x}. */
+struct GeluTanhBackwardOp {
+  template <typename T>
+  static constexpr bool supports = kIsFloating<T>;
+  template <typename C>
+  C operator()(C g, C x) const {
+    const C k = C(0.7978845608028654), c = C(0.044715);
+    const C t = std::tanh(k * (x + c * x * x * x));
+    const C du = k * (C(1) + C(3) * c * x * x);
+    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * du);
+  }
+};
 /** a - floor(a / b) * b, the divisor's sign (Python's %): fmod moved by b where the signs
  *  differ, as PyTorch computes it. */
 struct RemainderOp {
