@@ -129,6 +129,28 @@ TEST(Transformer, FusedAttentionMatchesTheExplicitWeights) {
   expect_close(one, mha.forward(q, kv, kv).first.select(0, 0), 1e-5, "unbatched");
 }
 
+TEST(Transformer, SelfAttentionsOneProjectionEqualsThreeSeparateOnes) {
+  // Note [One projection for self-attention]: the same outputs and gradients as projecting a
+  // query, key and value that are equal but distinct tensors.
+  MultiheadAttention mha(12, 3);
+  mha.to(DType::Float64);
+  Generator gen(5);
+  const Tensor x = rand({4, 2, 12}, DType::Float64, &gen);
+  const auto run = [&](bool one_tensor) {
+    mha.zero_grad();
+    const Tensor in = x.clone().requires_grad_(true);
+    const Tensor k = one_tensor ? in : mul(in, 1.0), v = one_tensor ? in : mul(in, 1.0);
+    const Tensor y = mha.forward(in, k, v, {}, /*need_weights=*/false).first;
+    sum(mul(y, y)).backward();
+    return std::vector<Tensor>{y.detach(), in.grad(), mha.in_proj_weight.grad().clone(),
+                               mha.in_proj_bias.grad().clone()};
+  };
+  const std::vector<Tensor> packed = run(true), separate = run(false);
+  const char* what[] = {"output", "input gradient", "in_proj_weight gradient",
+                        "in_proj_bias gradient"};
+  for (size_t i = 0; i < packed.size(); ++i) expect_close(packed[i], separate[i], 1e-12, what[i]);
+}
+
 TEST(Transformer, GradientsReachEveryParameterAndDropoutActsInTraining) {
   TransformerEncoderLayer enc(8, 2, {.dim_feedforward = 16, .dropout = 0.2, .norm_first = true});
   Generator gen(6);
