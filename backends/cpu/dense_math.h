@@ -127,6 +127,39 @@ inline void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha
   return keep_nan(ux, std::bit_cast<float>(std::bit_cast<uint32_t>(y) | (ux & 0x80000000u)));
 }
 
+// Note [Reductions in lanes]
+// A float max or sum over a row, written as one running value, keeps the loop scalar: each step
+// waits for the last (about 4 cycles), and without -ffast-math the compiler may not reorder
+// them. Kept in 8 independent lanes combined at the end, the loop vectorizes. The max is the
+// same value either way (NaN skipped, as std::max(running, x) skips it); the sum rounds
+// differently from the in-order one, by the usual float reassociation.
+
+/** The largest of x[0, n), -inf for n = 0; NaN elements are skipped (Note [Reductions in lanes]).
+ */
+[[gnu::always_inline]] inline float row_max(const float* x, int64_t n) {
+  constexpr float kLow = -__builtin_inff();
+  float lane[8] = {kLow, kLow, kLow, kLow, kLow, kLow, kLow, kLow};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] = lane[k] < x[j + k] ? x[j + k] : lane[k];
+  }
+  for (; j < n; ++j) lane[0] = lane[0] < x[j] ? x[j] : lane[0];
+  float r = lane[0];
+  for (int k = 1; k < 8; ++k) r = r < lane[k] ? lane[k] : r;
+  return r;
+}
+
+/** The sum of x[0, n) in 8 lanes (Note [Reductions in lanes]). */
+[[gnu::always_inline]] inline float row_sum(const float* x, int64_t n) {
+  float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int k = 0; k < 8; ++k) lane[k] += x[j + k];
+  }
+  for (; j < n; ++j) lane[0] += x[j];
+  return ((lane[0] + lane[4]) + (lane[1] + lane[5])) + ((lane[2] + lane[6]) + (lane[3] + lane[7]));
+}
+
 // Note [AVX2 clones of hot loops]
 // The plugin is built for baseline x86-64 (SSE2, 4 floats per instruction) so that it loads on any
 // x86-64 CPU. A loop that is bound by arithmetic, not memory, can be compiled a second time

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cpu/dense_math.h"
 #include "backends/cpu/ops/ops.h"
@@ -65,20 +66,26 @@ struct Problem {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /** x[j] = exp(x[j] - shift) for j < n; returns their sum. */
-inline float exp_shifted(float* x, int64_t n, float shift) {
-  // Two loops: the first vectorizes; an in-order float sum would keep it scalar.
+[[gnu::always_inline]] inline float exp_shifted(float* x, int64_t n, float shift) {
+  // Two loops: the first vectorizes, the sum in lanes (Note [Reductions in lanes]).
   for (int64_t j = 0; j < n; ++j) x[j] = exp_approx(x[j] - shift);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) sum += x[j];
-  return sum;
+  return row_sum(x, n);
 }
-inline double exp_shifted(double* x, int64_t n, double shift) {
+[[gnu::always_inline]] inline double exp_shifted(double* x, int64_t n, double shift) {
   double sum = 0.0;
   for (int64_t j = 0; j < n; ++j) {
     x[j] = std::exp(x[j] - shift);
     sum += x[j];
   }
   return sum;
+}
+
+/** exp(x - shift): exp_approx for float, std::exp for double. */
+[[gnu::always_inline]] inline float exp_shifted_one(float x, float shift) {
+  return exp_approx(x - shift);
+}
+[[gnu::always_inline]] inline double exp_shifted_one(double x, double shift) {
+  return std::exp(x - shift);
 }
 
 /** Adds the mask and the causal -inf to the scaled scores of query i, keys [j0,
@@ -92,6 +99,96 @@ void finish_scores(const Problem<T>& p, int64_t b, int64_t i, int64_t j0, int64_
   if (p.causal) {
     for (int64_t jj = std::max<int64_t>(0, i - j0 + 1); jj < bk; ++jj) s[jj] = T(kNegInf);
   }
+}
+
+/** Row max of a block of scores; float in lanes (Note [Reductions in lanes]). */
+[[gnu::always_inline]] inline float block_max_of(const float* x, int64_t n) {
+  return row_max(x, n);
+}
+[[gnu::always_inline]] inline double block_max_of(const double* x, int64_t n) {
+  double r = kNegInf;
+  for (int64_t j = 0; j < n; ++j) r = std::max(r, x[j]);
+  return r;
+}
+
+/** The online-softmax step of a query block over key block [j0, j0 + bk) (Note [Attention
+ *  without the score matrix]): the scores s become weights exp(s - m_new), the running max m,
+ *  sum l and accumulator acc are rescaled. */
+template <typename T>
+[[gnu::always_inline]] inline void online_softmax_rows(const Problem<T>& p, int64_t b, int64_t i0,
+                                                       int64_t bq, int64_t j0, int64_t bk, T* s,
+                                                       T* acc, T* m, T* l) {
+  const int64_t Ev = p.Ev;
+  for (int64_t ii = 0; ii < bq; ++ii) {
+    T* srow = s + ii * kBlockK;
+    finish_scores(p, b, i0 + ii, j0, bk, srow);
+    const T m_new = std::max(m[ii], block_max_of(srow, bk));
+    if (m_new == T(kNegInf)) {  // every key so far is masked: no weight, no rescaling
+      std::fill(srow, srow + bk, T(0));
+      continue;
+    }
+    const T alpha = std::exp(m[ii] - m_new);
+    const T sum = exp_shifted(srow, bk, m_new);
+    l[ii] = l[ii] * alpha + sum;
+    m[ii] = m_new;
+    if (alpha != T(1)) {
+      T* a = acc + ii * Ev;
+      for (int64_t c = 0; c < Ev; ++c) a[c] *= alpha;
+    }
+  }
+}
+
+/** The weights P = exp(s - lse) of a tile into s and dS = P * (ds - D) into ds (ds holding
+ *  dout v^T on entry), rows without a key zeroed. */
+template <typename T>
+[[gnu::always_inline]] inline void weights_and_dscores_rows(const Problem<T>& p, int64_t b,
+                                                            int64_t i0, int64_t bq, int64_t j0,
+                                                            int64_t bk, const T* lse, const T* dsum,
+                                                            T* s, T* ds) {
+  const int64_t r0 = b * p.L + i0;
+  for (int64_t ii = 0; ii < bq; ++ii) {
+    T* srow = s + ii * kBlockK;
+    T* dsrow = ds + ii * kBlockK;
+    const T lse_i = lse[r0 + ii], d_i = dsum[r0 + ii];
+    if (lse_i == T(kNegInf)) {  // no key: out is 0 whatever the inputs
+      std::fill(srow, srow + bk, T(0));
+      std::fill(dsrow, dsrow + bk, T(0));
+      continue;
+    }
+    finish_scores(p, b, i0 + ii, j0, bk, srow);
+    for (int64_t jj = 0; jj < bk; ++jj) srow[jj] = exp_shifted_one(srow[jj], lse_i);
+    for (int64_t jj = 0; jj < bk; ++jj) dsrow[jj] = srow[jj] * (dsrow[jj] - d_i);
+  }
+}
+
+// The row loops of float32 in an AVX2 copy where the CPU has it (Note [AVX2 clones of hot
+// loops]); the tile products stay oneDNN's.
+EMBER_CPU_AVX2 void online_softmax_avx2(const Problem<float>& p, int64_t b, int64_t i0, int64_t bq,
+                                        int64_t j0, int64_t bk, float* s, float* acc, float* m,
+                                        float* l) {
+  online_softmax_rows(p, b, i0, bq, j0, bk, s, acc, m, l);
+}
+EMBER_CPU_AVX2 void weights_and_dscores_avx2(const Problem<float>& p, int64_t b, int64_t i0,
+                                             int64_t bq, int64_t j0, int64_t bk, const float* lse,
+                                             const float* dsum, float* s, float* ds) {
+  weights_and_dscores_rows(p, b, i0, bq, j0, bk, lse, dsum, s, ds);
+}
+
+template <typename T>
+void online_softmax(const Problem<T>& p, int64_t b, int64_t i0, int64_t bq, int64_t j0, int64_t bk,
+                    T* s, T* acc, T* m, T* l) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx2()) return online_softmax_avx2(p, b, i0, bq, j0, bk, s, acc, m, l);
+  }
+  online_softmax_rows(p, b, i0, bq, j0, bk, s, acc, m, l);
+}
+template <typename T>
+void weights_and_dscores(const Problem<T>& p, int64_t b, int64_t i0, int64_t bq, int64_t j0,
+                         int64_t bk, const T* lse, const T* dsum, T* s, T* ds) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx2()) return weights_and_dscores_avx2(p, b, i0, bq, j0, bk, lse, dsum, s, ds);
+  }
+  weights_and_dscores_rows(p, b, i0, bq, j0, bk, lse, dsum, s, ds);
 }
 
 template <typename T>
@@ -111,25 +208,7 @@ void forward_block(const Problem<T>& p, int64_t b, int64_t i0, T* out, T* lse, T
   for (int64_t j0 = 0; j0 < s_end; j0 += kBlockK) {
     const int64_t bk = std::min(kBlockK, s_end - j0);
     gemm('N', 'T', bq, bk, E, p.scale, qb, E, kb + j0 * E, E, T(0), s, kBlockK);
-    for (int64_t ii = 0; ii < bq; ++ii) {
-      T* srow = s + ii * kBlockK;
-      finish_scores(p, b, i0 + ii, j0, bk, srow);
-      T block_max = T(kNegInf);
-      for (int64_t jj = 0; jj < bk; ++jj) block_max = std::max(block_max, srow[jj]);
-      const T m_new = std::max(m[ii], block_max);
-      if (m_new == T(kNegInf)) {  // every key so far is masked: no weight, no rescaling
-        std::fill(srow, srow + bk, T(0));
-        continue;
-      }
-      const T alpha = std::exp(m[ii] - m_new);
-      const T sum = exp_shifted(srow, bk, m_new);
-      l[ii] = l[ii] * alpha + sum;
-      m[ii] = m_new;
-      if (alpha != T(1)) {
-        T* a = acc + ii * Ev;
-        for (int64_t c = 0; c < Ev; ++c) a[c] *= alpha;
-      }
-    }
+    online_softmax(p, b, i0, bq, j0, bk, s, acc, m, l);
     gemm('N', 'N', bq, Ev, bk, T(1), s, kBlockK, vb + j0 * Ev, Ev, T(1), acc, Ev);
   }
   for (int64_t ii = 0; ii < bq; ++ii) {
@@ -156,19 +235,7 @@ void grad_tile(const Problem<T>& p, int64_t b, int64_t i0, int64_t bq, int64_t j
        kBlockK);
   gemm('N', 'T', bq, bk, Ev, T(1), dout + r0 * Ev, Ev, p.v + (b * p.S + j0) * Ev, Ev, T(0), ds,
        kBlockK);
-  for (int64_t ii = 0; ii < bq; ++ii) {
-    T* srow = s + ii * kBlockK;
-    T* dsrow = ds + ii * kBlockK;
-    const T lse_i = lse[r0 + ii], d_i = dsum[r0 + ii];
-    if (lse_i == T(kNegInf)) {  // no key: out is 0 whatever the inputs
-      std::fill(srow, srow + bk, T(0));
-      std::fill(dsrow, dsrow + bk, T(0));
-      continue;
-    }
-    finish_scores(p, b, i0 + ii, j0, bk, srow);
-    exp_shifted(srow, bk, lse_i);
-    for (int64_t jj = 0; jj < bk; ++jj) dsrow[jj] = srow[jj] * (dsrow[jj] - d_i);
-  }
+  weights_and_dscores(p, b, i0, bq, j0, bk, lse, dsum, s, ds);
 }
 
 /** dq of query block [i0, i0 + bq): sum over the keys of dS k, times scale. */
