@@ -140,6 +140,17 @@ std::vector<double> run(const Workload& w) {
       lstm.zero_grad();
     });
   }
+  if (name == "gru_gpt") {
+    nn::GRU gru(compare::kGptDim, compare::kGptDim, {.batch_first = true});
+    Tensor x =
+        randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim}).requires_grad_(true);
+    const Tensor g = randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
+    return sample(w, [&] {
+      gru.forward(x).backward(g);
+      x.mutable_grad() = Tensor();
+      gru.zero_grad();
+    });
+  }
   if (name == "vit_step") {
     auto model = models::vit();
     optim::Adam opt(model->parameters(), {.lr = 1e-3});

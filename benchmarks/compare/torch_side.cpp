@@ -325,6 +325,18 @@ std::vector<double> run(const Workload& w) {
       lstm->zero_grad();
     });
   }
+  if (name == "gru_gpt") {
+    nn::GRU gru(nn::GRUOptions(compare::kGptDim, compare::kGptDim).batch_first(true));
+    torch::Tensor x = torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim})
+                          .requires_grad_(true);
+    const torch::Tensor g =
+        torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
+    return sample(w, [&] {
+      std::get<0>(gru->forward(x)).backward(g);
+      x.mutable_grad() = torch::Tensor();
+      gru->zero_grad();
+    });
+  }
   if (name == "vit_step") {
     Vit model;
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3));

@@ -104,6 +104,7 @@ inline const std::vector<Workload>& workloads() {
       {"encoder_gpt", "Transformer layer fwd+bwd, GPT's 16x128x128 causal", true, 2, 8, 2, 0, 0,
        Limit::None},
       {"lstm_gpt", "LSTM 128->128 fwd+bwd, 16x128 sequence", true, 1, 20, 1, 0, 0, Limit::None},
+      {"gru_gpt", "GRU 128->128 fwd+bwd, 16x128 sequence", true, 1, 10, 1, 0, 0, Limit::None},
       {"vit_step", "ViT step (Adam), 64x1x28x28", true, 2, 5, 1, 0, 0, Limit::None},
       {"gpt_step", "GPT step (Adam), 16x128 characters", true, 2, 5, 1, 0, 0, Limit::None},
       {"mlp_step", "MLP 784-512-512-10 step, batch 128", true, 5, 10, 5, 0, 0, Limit::None},

@@ -501,6 +501,10 @@ std::vector<Case> make_cases() {
                  [](Gen& g) {
                    return Inputs{g({3, 2, 12}, -2, 2), g({12, 3}), g({2, 3}), g({2, 3})};
                  }},
+                {"vector_tails",
+                 [](Gen& g) {
+                   return Inputs{g({3, 2, 52}, -3, 3), g({52, 13}), g({2, 13}), g({2, 13})};
+                 }},
                 {"rows_in_parallel",
                  [](Gen& g) {
                    return Inputs{g({2, 64, 512}, -2, 2), g({512, 128}, -0.1, 0.1), g({64, 128}),

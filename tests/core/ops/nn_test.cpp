@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ember/ember.h>
@@ -23,6 +24,82 @@ void expect_near(const std::vector<double>& got, const std::vector<double>& want
 Tensor uniform(IntList sizes, uint64_t seed, DType dtype = f64) {
   Generator g(seed);
   return add(mul(rand(sizes, f64, &g), 2.0), -1.0).to(dtype);
+}
+
+// ---- lstm_layer -------------------------------------------------------------------------------
+
+// The recurrence of core/ops/rnn.cpp as a float64 loop; returns h and c of every step.
+std::pair<std::vector<double>, std::vector<double>> lstm_ref(const Tensor& gx_t, const Tensor& w_t,
+                                                             const Tensor& h0_t, const Tensor& c0_t,
+                                                             bool reverse) {
+  const std::vector<double> gx = values(gx_t), w = values(w_t);
+  const int64_t L = gx_t.size(0), N = gx_t.size(1), H = w_t.size(1);
+  std::vector<double> h = values(h0_t), c = values(c0_t);
+  std::vector<double> hs(static_cast<size_t>(L * N * H)), cs(hs.size());
+  const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  for (int64_t k = 0; k < L; ++k) {
+    const int64_t t = reverse ? L - 1 - k : k;
+    std::vector<double> hn(h.size()), cn(c.size());
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t j = 0; j < H; ++j) {
+        double g[4];
+        for (int64_t q = 0; q < 4; ++q) {
+          double v = gx[static_cast<size_t>((t * N + n) * 4 * H + q * H + j)];
+          for (int64_t i = 0; i < H; ++i) {
+            v += h[static_cast<size_t>(n * H + i)] * w[static_cast<size_t>((q * H + j) * H + i)];
+          }
+          g[q] = q == 2 ? std::tanh(v) : sig(v);
+        }
+        const size_t at = static_cast<size_t>(n * H + j);
+        cn[at] = g[1] * c[at] + g[0] * g[2];
+        hn[at] = g[3] * std::tanh(cn[at]);
+        hs[static_cast<size_t>(t * N * H) + at] = hn[at];
+        cs[static_cast<size_t>(t * N * H) + at] = cn[at];
+      }
+    }
+    h = hn;
+    c = cn;
+  }
+  return {hs, cs};
+}
+
+TEST(LstmLayer, MatchesAFloat64LoopInBothDirectionsAndDtypes) {
+  for (DType dt : {f32, f64}) {
+    for (bool reverse : {false, true}) {
+      const Tensor gx = mul(uniform({5, 3, 28}, 1, dt), 3.0), w = uniform({28, 7}, 2, dt),
+                   h0 = uniform({3, 7}, 3, dt), c0 = uniform({3, 7}, 4, dt);
+      const auto [h, c] = lstm_layer(gx, w, h0, c0, reverse);
+      const auto [hw, cw] = lstm_ref(gx, w, h0, c0, reverse);
+      const double tol = dt == f32 ? 2e-6 : 1e-13;
+      expect_near(values(h), hw, tol);
+      expect_near(values(c), cw, tol);
+    }
+  }
+}
+
+TEST(LstmLayer, NonFiniteGatesGiveWhatTheCompositeGives) {
+  init();
+  const Device ref(find_device_type("reference"), 0);
+  Tensor gx = uniform({2, 2, 12}, 5, f32);
+  float* p = gx.data_ptr<float>();
+  p[0] = std::numeric_limits<float>::quiet_NaN();   // i of row 0, step 0
+  p[13] = std::numeric_limits<float>::infinity();   // i of row 1
+  p[19] = -std::numeric_limits<float>::infinity();  // g of row 1
+  p[35] = std::numeric_limits<float>::infinity();   // o of row 0, step 1
+  const Tensor w = uniform({12, 3}, 6, f32), h0 = uniform({2, 3}, 7, f32),
+               c0 = uniform({2, 3}, 8, f32);
+  const auto [h, c] = lstm_layer(gx, w, h0, c0);
+  const auto [hr, cr] = lstm_layer(gx.to(ref), w.to(ref), h0.to(ref), c0.to(ref));
+  for (const auto& [got, want] : {std::pair{values(h), values(hr)}, {values(c), values(cr)}}) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << "at " << i;
+      } else {
+        EXPECT_NEAR(got[i], want[i], 1e-6) << "at " << i;
+      }
+    }
+  }
 }
 
 // ---- linear -----------------------------------------------------------------------------------
