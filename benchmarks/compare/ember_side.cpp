@@ -129,26 +129,23 @@ std::vector<double> run(const Workload& w) {
       layer.zero_grad();
     });
   }
-  if (name == "lstm_gpt") {
-    nn::LSTM lstm(compare::kGptDim, compare::kGptDim, {.batch_first = true});
+  if (name == "lstm_gpt" || name == "gru_gpt") {
+    // The same sequence through either recurrent layer: its output's backward.
+    std::shared_ptr<nn::Module> rnn;
+    if (name == "lstm_gpt") {
+      rnn = std::make_shared<nn::LSTM>(compare::kGptDim, compare::kGptDim,
+                                       nn::RNNOptions{.batch_first = true});
+    } else {
+      rnn = std::make_shared<nn::GRU>(compare::kGptDim, compare::kGptDim,
+                                      nn::RNNOptions{.batch_first = true});
+    }
     Tensor x =
         randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim}).requires_grad_(true);
     const Tensor g = randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
     return sample(w, [&] {
-      lstm.forward(x).backward(g);
+      rnn->forward(x).backward(g);
       x.mutable_grad() = Tensor();
-      lstm.zero_grad();
-    });
-  }
-  if (name == "gru_gpt") {
-    nn::GRU gru(compare::kGptDim, compare::kGptDim, {.batch_first = true});
-    Tensor x =
-        randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim}).requires_grad_(true);
-    const Tensor g = randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
-    return sample(w, [&] {
-      gru.forward(x).backward(g);
-      x.mutable_grad() = Tensor();
-      gru.zero_grad();
+      rnn->zero_grad();
     });
   }
   if (name == "vit_step") {

@@ -313,29 +313,25 @@ std::vector<double> run(const Workload& w) {
       layer->zero_grad();
     });
   }
-  if (name == "lstm_gpt") {
-    nn::LSTM lstm(nn::LSTMOptions(compare::kGptDim, compare::kGptDim).batch_first(true));
+  if (name == "lstm_gpt" || name == "gru_gpt") {
+    // The same sequence through either recurrent layer: its output's backward.
     torch::Tensor x = torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim})
                           .requires_grad_(true);
     const torch::Tensor g =
         torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
-    return sample(w, [&] {
-      std::get<0>(lstm->forward(x)).backward(g);
-      x.mutable_grad() = torch::Tensor();
-      lstm->zero_grad();
-    });
-  }
-  if (name == "gru_gpt") {
+    auto run = [&](auto& rnn) {
+      return sample(w, [&] {
+        std::get<0>(rnn->forward(x)).backward(g);
+        x.mutable_grad() = torch::Tensor();
+        rnn->zero_grad();
+      });
+    };
+    if (name == "lstm_gpt") {
+      nn::LSTM lstm(nn::LSTMOptions(compare::kGptDim, compare::kGptDim).batch_first(true));
+      return run(lstm);
+    }
     nn::GRU gru(nn::GRUOptions(compare::kGptDim, compare::kGptDim).batch_first(true));
-    torch::Tensor x = torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim})
-                          .requires_grad_(true);
-    const torch::Tensor g =
-        torch::randn({compare::kGptBatch, compare::kGptBlock, compare::kGptDim});
-    return sample(w, [&] {
-      std::get<0>(gru->forward(x)).backward(g);
-      x.mutable_grad() = torch::Tensor();
-      gru->zero_grad();
-    });
+    return run(gru);
   }
   if (name == "vit_step") {
     Vit model;
