@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -168,6 +169,11 @@ Tensor fused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ma
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* gen) {
+  // Under autocast, in the lower type as PyTorch lists it (a bool mask stays bool).
+  if (q.defined()) {
+    EMBER_AUTOCAST(Lower, scaled_dot_product_attention, q, q, k, v, attn_mask, dropout_p, is_causal,
+                   scale, gen);
+  }
   EMBER_CHECK_TYPE(q.defined() && k.defined() && v.defined(),
                    "[{}] undefined tensor argument: query, key and value are required", kName);
   EMBER_CHECK_TYPE(is_floating(q.dtype()),

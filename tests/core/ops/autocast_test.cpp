@@ -23,6 +23,16 @@ TEST(Autocast, LowerPrecisionOps) {
   // The value is the op on the rounded inputs, computed in the lower type.
   const Tensor want = matmul(a.to(DType::BFloat16), b.to(DType::BFloat16));
   EXPECT_EQ(values(matmul(a, b)), values(want));
+  // Attention too, its bool mask left bool; the value is attention on the rounded inputs.
+  const Tensor q = randn({2, 5, 8}), kv = randn({2, 6, 8});
+  const Tensor keep = gt(randn({5, 6}), -1.0);
+  const Tensor att = scaled_dot_product_attention(q, kv, kv, keep);
+  EXPECT_EQ(att.dtype(), DType::BFloat16);
+  {
+    const amp::autocast off("cpu", DType::BFloat16, /*enabled=*/false);
+    const Tensor qb = q.to(DType::BFloat16), kvb = kv.to(DType::BFloat16);
+    EXPECT_EQ(values(att), values(scaled_dot_product_attention(qb, kvb, kvb, keep)));
+  }
   // Ops on no list run in what they get.
   EXPECT_EQ(relu(a).dtype(), DType::Float32);
   EXPECT_EQ(relu(a.to(DType::BFloat16)).dtype(), DType::BFloat16);
