@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/dispatch/call.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
@@ -163,6 +164,9 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
 
 std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& h0,
                                       const Tensor& c0, bool reverse) {
+  // Under autocast, in the lower type, as PyTorch runs its LSTM (an input projection that
+  // autocast lowered would otherwise meet float32 weights).
+  if (gates_x.defined()) EMBER_AUTOCAST(Lower, lstm_layer, gates_x, gates_x, w_hh, h0, c0, reverse);
   EMBER_CHECK_TYPE(gates_x.defined() && w_hh.defined() && h0.defined() && c0.defined(),
                    "[{}] undefined tensor argument: gates_x, w_hh, h0 and c0 are required", kName);
   EMBER_CHECK_TYPE(is_floating(gates_x.dtype()),

@@ -115,6 +115,28 @@ TEST(RecurrentLayers, GradcheckThroughTime) {
   EXPECT_TRUE(autograd::gradcheck(gru_fn, {x, h0}).ok);
 }
 
+TEST(RecurrentLayers, RunUnderAutocast) {
+  // The LSTM's recurrence is lowered with its input projection, as in PyTorch; the GRU's steps
+  // are ops autocast covers one by one.
+  LSTM lstm(3, 4);
+  GRU gru(3, 4);
+  const Tensor x = randn({5, 2, 3});
+  Tensor y, want;
+  {
+    amp::autocast scope("cpu");
+    y = lstm(x);
+    EXPECT_EQ(y.dtype(), DType::BFloat16);
+    EXPECT_EQ(gru(x).sizes(), (Shape{5, 2, 4}));
+  }
+  LSTM lowered(3, 4);
+  lowered.load_state_dict(lstm.state_dict());
+  lowered.to(DType::BFloat16);
+  want = lowered(x.to(DType::BFloat16));
+  const auto a = values(y), b = values(want);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 2e-2) << i;
+}
+
 TEST(RecurrentLayers, DefaultStatesInitAndArgumentChecks) {
   LSTM lstm(3, 8);
   const double k = 1 / std::sqrt(8.0);

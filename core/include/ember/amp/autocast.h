@@ -87,9 +87,10 @@ decltype(auto) cast_arg(const A& a, Policy policy, DType widest) {
 /** The widest floating dtype among tensor arguments (float32 if there is none). */
 EMBER_API DType widest_floating(const std::vector<Tensor>& tensors);
 
-/** Runs `op` with its arguments cast under `policy`, autocast suspended inside. */
+/** Runs `op` with its arguments cast under `policy`, autocast suspended inside; returns what
+ *  the op returns (a tensor, or a tuple of them). */
 template <typename Op, typename... A>
-Tensor run(Policy policy, Op&& op, const A&... args) {
+auto run(Policy policy, Op&& op, const A&... args) {
   DType widest = DType::Float32;
   if (policy == Policy::Promote) {
     std::vector<Tensor> all;
