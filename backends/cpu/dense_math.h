@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 namespace ember::cpu {
 
@@ -166,17 +167,21 @@ inline void gemm(char ta, char tb, int64_t M, int64_t N, int64_t K, double alpha
 // inside a function marked EMBER_CPU_AVX2 (8 floats per instruction) and chosen at run time with
 // cpu_has_avx2(): the loop's body is an always_inline template, so each caller compiles its own
 // copy for its target. Without -ffp-contract the compiler fuses no multiply-add on its own, so
-// both copies round alike and results do not depend on the CPU.
+// both copies round alike and results do not depend on the CPU. EMBER_CPU_BASELINE=1 makes an
+// AVX2 machine run the baseline copies (the test `CpuBaselineLoops` runs the cases of these
+// loops that way).
 #if defined(__x86_64__)
 #define EMBER_CPU_AVX2 __attribute__((target("avx2,fma")))
 #else
 #define EMBER_CPU_AVX2
 #endif
 
-/** True when the CPU runs AVX2 and FMA code (Note [AVX2 clones of hot loops]). */
+/** True when the CPU runs AVX2 and FMA code and EMBER_CPU_BASELINE is unset (Note [AVX2 clones
+ *  of hot loops]). */
 inline bool cpu_has_avx2() {
 #if defined(__x86_64__)
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          std::getenv("EMBER_CPU_BASELINE") == nullptr;
   return yes;
 #else
   return false;
