@@ -16,6 +16,16 @@ namespace ember::cpu {
 /** Below this many elements a loop runs on the calling thread. */
 inline constexpr int64_t kGrainSize = 32768;
 
+/** Runs body(begin, end) over [0, n) in fixed chunks of `chunk` elements, across the threads when
+ *  there is more than one chunk (on the calling thread inside a parallel region). For loops over
+ *  dense elements whose results do not depend on the split. */
+template <typename Body>
+void for_each_chunk(int64_t n, int64_t chunk, Body&& body) {
+  const int64_t chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (chunks > 1 && !omp_in_parallel())
+  for (int64_t c = 0; c < chunks; ++c) body(c * chunk, std::min(n, (c + 1) * chunk));
+}
+
 /** Up to 8 operands iterated together over one shape, strides in bytes. */
 template <int N>
 struct StridedIter {

@@ -409,13 +409,22 @@ Tensor sign(const Tensor& x) {
 // needs no graph (no create_graph) and the backend has the kernel, and the composite form,
 // which is differentiable and runs anywhere, otherwise.
 namespace {
-Tensor relu_grad(const Tensor& g, const Tensor& y) {
-  if (!autograd::is_grad_enabled() && g.dtype() == y.dtype() && g.sizes() == y.sizes() &&
-      g.device() == y.device() && has_kernel(core_op(ops::relu_backward), y.device(), y.dtype())) {
-    Tensor out = empty(y.sizes(), {y.dtype(), y.device()});
-    if (out.numel() > 0) run_kernel(core_op(ops::relu_backward), y.dtype(), {&g, &y}, {&out});
-    return out;
+/** The optional fused backward A::kOp of an elementwise op, {g, t} -> a gradient of t's shape,
+ *  when no graph is needed and t's device has the kernel; undefined otherwise (the caller then
+ *  composes it from public ops). */
+template <typename A>
+Tensor fused_grad(const A& attrs, const Tensor& g, const Tensor& t) {
+  if (autograd::is_grad_enabled() || g.dtype() != t.dtype() || g.sizes() != t.sizes() ||
+      g.device() != t.device() || !has_kernel(core_op(A::kOp), t.device(), t.dtype())) {
+    return Tensor();
   }
+  Tensor out = empty(t.sizes(), {t.dtype(), t.device()});
+  if (out.numel() > 0) run_kernel(attrs, t.dtype(), {&g, &t}, {&out});
+  return out;
+}
+
+Tensor relu_grad(const Tensor& g, const Tensor& y) {
+  if (Tensor fused = fused_grad(attrs::relu_backward{}, g, y); fused.defined()) return fused;
   return where(le(y, 0.0), zeros_like(g), g);
 }
 }  // namespace
@@ -487,16 +496,8 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   return unary_ad(
       ops::gelu, x, true, Save::Input,
       [tanh_form](const Tensor& g, const Tensor& x) {
-        if (!autograd::is_grad_enabled() && g.dtype() == x.dtype() && g.sizes() == x.sizes() &&
-            g.device() == x.device() &&
-            has_kernel(core_op(ops::gelu_backward), x.device(), x.dtype())) {
-          Tensor out = empty(x.sizes(), {x.dtype(), x.device()});
-          if (out.numel() > 0) {
-            run_kernel(attrs::gelu_backward{.tanh_form = tanh_form ? 1 : 0}, x.dtype(), {&g, &x},
-                       {&out});
-          }
-          return out;
-        }
+        Tensor fused = fused_grad(attrs::gelu_backward{.tanh_form = tanh_form ? 1 : 0}, g, x);
+        if (fused.defined()) return fused;
         if (tanh_form) {
           // y = x/2 (1 + tanh(u)), u = k (x + c x^3)
           const double k = 0.7978845608028654, c = 0.044715;

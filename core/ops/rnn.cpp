@@ -48,6 +48,14 @@ Tensor previous(const Tensor& all, const Tensor& first, bool reverse) {
   return reverse ? cat({all.narrow(0, 1, L - 1), f}, 0) : cat({f, all.narrow(0, 0, L - 1)}, 0);
 }
 
+/** dw_hh = sum over steps of dgates[t]^T h_prev[t]: one matmul over all L * N rows. */
+Tensor recurrent_weight_grad(const Tensor& dgates, const Tensor& hs, const Tensor& h0,
+                             bool reverse) {
+  const int64_t rows = dgates.size(0) * dgates.size(1);
+  return matmul(dgates.reshape({rows, dgates.size(2)}).t(),
+                previous(hs, h0, reverse).reshape({rows, hs.size(2)}));
+}
+
 Tensor one_minus(const Tensor& x) {
   return add(neg(x), 1.0);
 }
@@ -76,7 +84,7 @@ std::tuple<Tensor, Tensor> composite(const Tensor& gx, const Tensor& w_hh, const
 Grads backward_formula(const Tensor& dh_all, const Tensor& dc_all, const Tensor& gx,
                        const Tensor& w_hh, const Tensor& h0, const Tensor& c0, const Tensor& hs,
                        const Tensor& cs, bool reverse) {
-  const int64_t L = gx.size(0), N = gx.size(1), H = w_hh.size(1);
+  const int64_t L = gx.size(0);
   const Tensor hprev = previous(hs, h0, reverse), cprev = previous(cs, c0, reverse);
   const std::vector<Tensor> pre = chunk(add(gx, matmul(hprev, w_hh.t())), 4, 2);
   const std::vector<Tensor> I = unbind(sigmoid(pre[0])), F = unbind(sigmoid(pre[1])),
@@ -99,8 +107,7 @@ Grads backward_formula(const Tensor& dh_all, const Tensor& dc_all, const Tensor&
     dc_next = mul(dc, F[t]);
   }
   const Tensor dgates = stack(dgx, 0);
-  const Tensor dw = matmul(dgates.reshape({L * N, 4 * H}).t(), hprev.reshape({L * N, H}));
-  return {dgates, dw, dh_next, dc_next};
+  return {dgates, recurrent_weight_grad(dgates, hs, h0, reverse), dh_next, dc_next};
 }
 
 // Note [The LSTM recurrence as one op]
@@ -151,9 +158,7 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
                dc0 = empty({N, H}, {dt, dev});
         run_kernel(attrs::lstm_layer_backward{.reverse = reverse ? 1 : 0}, dt,
                    {&dh, &dc, &wc, &h0c, &c0c, &hs, &cs, &gates}, {&dgx, &dh0, &dc0});
-        const Tensor hprev = previous(hs, h0c, reverse);
-        const Tensor dw = matmul(dgx.reshape({L * N, 4 * H}).t(), hprev.reshape({L * N, H}));
-        return Grads{dgx, dw, dh0, dc0};
+        return Grads{dgx, recurrent_weight_grad(dgx, hs, h0c, reverse), dh0, dc0};
       });
   node->save_output(h);
   node->save_output(c);

@@ -429,22 +429,8 @@ EMBER_CPU_AVX2 void gelu_backward_avx2(const float* g, const float* x, float* ou
   tanh_form ? gelu_backward_impl<true>(g, x, out, n) : gelu_backward_impl<false>(g, x, out, n);
 }
 
-/** Runs body(begin, end) over [0, n), split across threads when n is large (a GELU element costs
- *  several elementwise adds, so at an eighth of their grain). */
-template <typename Body>
-void for_range(int64_t n, Body&& body) {
-  if (n < kGrainSize / 8 || omp_get_max_threads() == 1 || omp_in_parallel()) {
-    body(int64_t{0}, n);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t chunk = ((n + nt - 1) / nt + 15) / 16 * 16;  // whole vectors per thread
-    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
-    if (b < e) body(b, e);
-  }
-}
+// A GELU element costs several elementwise adds: threads split it at an eighth of their grain.
+constexpr int64_t kGeluChunk = kGrainSize / 8;
 
 /** True when every operand is float32, dense and of the output's shape. */
 bool dense_f32(const ember_kernel_call* call) {
@@ -468,7 +454,7 @@ EMBER_KERNEL(gelu) {
     const float* x = sdk::data<const float>(call->inputs[0]);
     float* y = sdk::data<float>(call->outputs[0]);
     const bool avx2 = cpu_has_avx2();
-    for_range(sdk::numel(call->outputs[0]), [&](int64_t b, int64_t e) {
+    for_each_chunk(sdk::numel(call->outputs[0]), kGeluChunk, [&](int64_t b, int64_t e) {
       if (avx2) return gelu_avx2(x + b, y + b, e - b, tanh_form);
       tanh_form ? gelu_impl<true>(x + b, y + b, e - b) : gelu_impl<false>(x + b, y + b, e - b);
     });
@@ -494,7 +480,7 @@ EMBER_KERNEL(gelu_backward) {
     const float* x = sdk::data<const float>(call->inputs[1]);
     float* out = sdk::data<float>(call->outputs[0]);
     const bool avx2 = cpu_has_avx2();
-    for_range(sdk::numel(call->outputs[0]), [&](int64_t b, int64_t e) {
+    for_each_chunk(sdk::numel(call->outputs[0]), kGeluChunk, [&](int64_t b, int64_t e) {
       if (avx2) return gelu_backward_avx2(g + b, x + b, out + b, e - b, tanh_form);
       tanh_form ? gelu_backward_impl<true>(g + b, x + b, out + b, e - b)
                 : gelu_backward_impl<false>(g + b, x + b, out + b, e - b);

@@ -5,20 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
 
 namespace ember::cpu {
 namespace {
 
-constexpr int64_t kChunk = 1 << 15;  // elements per OpenMP task
-
-/** Runs body(begin, end) over [0, n) in chunks, in parallel when n is large. */
-template <typename Body>
-void for_chunks(int64_t n, Body&& body) {
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
-}
+constexpr int64_t kChunk = 1 << 15;  // elements per OpenMP task (for_each_chunk in loops.h)
 
 template <typename T>
 T* out(const ember_kernel_call* call, int32_t i) {
@@ -42,7 +35,7 @@ EMBER_KERNEL(sgd_step) {
     const T lr = static_cast<T>(a.lr), wd = static_cast<T>(a.weight_decay);
     const T mom = static_cast<T>(a.momentum), keep = static_cast<T>(1 - a.dampening);
     const bool first = a.first != 0, nesterov = a.nesterov != 0;
-    for_chunks(sdk::numel(call->outputs[0]), [&](int64_t b, int64_t e) {
+    for_each_chunk(sdk::numel(call->outputs[0]), kChunk, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T d = a.weight_decay != 0 ? g[i] + wd * p[i] : g[i];
         if (!buf) {
@@ -71,7 +64,7 @@ EMBER_KERNEL(adam_step) {
     const T shrink = static_cast<T>(decoupled ? 1 - a.lr * a.weight_decay : 1.0);
     const T step = static_cast<T>(a.step_size);
     const T bc2 = static_cast<T>(a.bias_correction2_sqrt), eps = static_cast<T>(a.eps);
-    for_chunks(sdk::numel(call->outputs[0]), [&](int64_t b, int64_t e) {
+    for_each_chunk(sdk::numel(call->outputs[0]), kChunk, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T gi = l2 != 0 ? g[i] + l2 * p[i] : g[i];
         const T pi = p[i] * shrink;
@@ -102,7 +95,7 @@ EMBER_KERNEL(rmsprop_step) {
     const T al = static_cast<T>(a.alpha), one_a = static_cast<T>(1 - a.alpha);
     const T wd = static_cast<T>(a.weight_decay), eps = static_cast<T>(a.eps);
     const T lr = static_cast<T>(a.lr), mom = static_cast<T>(a.momentum);
-    for_chunks(sdk::numel(call->outputs[0]), [&](int64_t b, int64_t e) {
+    for_each_chunk(sdk::numel(call->outputs[0]), kChunk, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const T gi = wd != 0 ? g[i] + wd * p[i] : g[i];
         const T si = al * sq[i] + one_a * (gi * gi);
