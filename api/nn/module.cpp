@@ -194,6 +194,13 @@ void Module::to(DType dtype) {
   });
 }
 
+void Module::to(MemoryFormat format) {
+  EMBER_CHECK(format != MemoryFormat::Preserve,
+              "[nn.{}] to(preserve_format): name a layout (contiguous_format or channels_last)",
+              type_name_);
+  apply_to_slots([&](const Tensor& t) { return t.dim() == 4 ? t.contiguous(format) : t; });
+}
+
 void Module::zero_grad(bool set_to_none) {
   for (Tensor& p : parameters()) {
     Tensor& g = p.mutable_grad();

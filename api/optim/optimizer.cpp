@@ -233,21 +233,29 @@ namespace detail {
 
 bool fused_step(ops::Id op, KernelAttrs attrs, Tensor& param,
                 std::initializer_list<Tensor*> state) {
-  if (!param.is_contiguous() || !has_kernel(core_op(op), param.device(), param.dtype())) {
+  // A channels-last parameter steps like a contiguous one: dense tensors of one layout hold the
+  // same elements in the same order, so the kernel gets them as flat runs.
+  const MemoryFormat format = param.suggest_memory_format();
+  if (!param.is_contiguous(format) || !has_kernel(core_op(op), param.device(), param.dtype())) {
     return false;
   }
-  std::vector<const Tensor*> outputs{&param};
+  const auto flat = [&](const Tensor& t) {
+    return format == MemoryFormat::Contiguous ? t : t.as_strided({t.numel()}, {1});
+  };
+  std::vector<Tensor> outputs{flat(param)};
   for (Tensor* t : state) {
     if (t == nullptr || !t->defined()) continue;
-    if (!t->is_contiguous() || t->dtype() != param.dtype()) return false;
-    outputs.push_back(t);
+    if (!t->is_contiguous(format) || t->dtype() != param.dtype()) return false;
+    outputs.push_back(flat(*t));
   }
   Tensor g = param.grad();
   if (g.dtype() != param.dtype()) g = g.to(param.dtype());
-  if (!g.is_contiguous()) g = g.contiguous();
+  g = flat(g.contiguous(format));
+  std::vector<const Tensor*> out_ptrs;
+  for (const Tensor& t : outputs) out_ptrs.push_back(&t);
   const Tensor* inputs[] = {&g};
-  run_kernel(core_op(op), param.dtype(), inputs, outputs, attrs);
-  for (const Tensor* t : outputs) const_cast<Tensor*>(t)->bump_version();
+  run_kernel(core_op(op), param.dtype(), inputs, out_ptrs, attrs);
+  for (const Tensor& t : outputs) t.bump_version();
   return true;
 }
 

@@ -32,6 +32,12 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
 #define EMBER_OP(name, ...) EMBER_REGISTER_MANDATORY_KERNEL(reg, cpu, kPriority, name)
 #include "ember/ops.def"
 #undef EMBER_OP
+  // The convolutions also take channels-last operands (conv.cpp, Note [Channels-last kernels] in
+  // plugin_abi.h): these registrations replace the ones above.
+  constexpr uint32_t kCl = EMBER_KERNEL_CHANNELS_LAST;
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d, sdk::kFloatingMask, kCl)
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_input, sdk::kFloatingMask, kCl)
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_weight, sdk::kFloatingMask, kCl)
   // Optional ops: the fused ReLU and GELU backwards (elementwise.cpp) and the max pooling backward,
   // the indices' scatter plane by plane (pool.cpp). No random kernel: the core fills random tensors
   // on the host (Note [Random numbers on every device]).

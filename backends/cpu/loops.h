@@ -34,13 +34,27 @@ struct StridedIter {
   int64_t strides[N][16];  // bytes
   char* base[N];
 
-  /** Builds from operand descriptors sharing `shape` (operand 0 defines it). */
-  StridedIter(const ember_tensor* const* ops) {
+  /** Builds from operand descriptors sharing `shape` (operand 0 defines it). With
+   *  `output_order`, dims are visited in operand 0's memory order (largest stride outermost), so
+   *  a channels-last output runs as dense rows too: for loops whose results do not depend on the
+   *  order of the elements (elementwise maps). */
+  explicit StridedIter(const ember_tensor* const* ops, bool output_order = false) {
     const ember_tensor& t0 = *ops[0];
+    int perm[16];  // perm[i]: the dim visited at position i (innermost last)
+    for (int d = 0; d < t0.ndim; ++d) perm[d] = d;
+    if (output_order) {  // stable insertion sort by operand 0's stride, descending
+      for (int i = 1; i < t0.ndim; ++i) {
+        const int d = perm[i];
+        int j = i;
+        for (; j > 0 && t0.strides[perm[j - 1]] < t0.strides[d]; --j) perm[j] = perm[j - 1];
+        perm[j] = d;
+      }
+    }
     int nd = 0;
     // Coalesce from the innermost dim outwards: merge d into d+1 when every operand's
     // stride(d) == stride(d+1) * size(d+1); drop size-1 dims.
-    for (int d = t0.ndim - 1; d >= 0; --d) {
+    for (int i = t0.ndim - 1; i >= 0; --i) {
+      const int d = perm[i];
       if (t0.sizes[d] == 1) continue;
       if (nd > 0) {
         bool merge = true;

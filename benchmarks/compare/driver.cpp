@@ -323,7 +323,6 @@ int drive(int argc, char** argv) {
   std::printf(
       "Rates use the better PyTorch time; (%%) is the fraction of the machine limit at "
       "the same thread count.\n");
-  std::printf("(**) Ember convolves NCHW tensors; PyTorch's input and weight are channels-last.\n");
   std::printf("(*) LeNet-5: %lld steps per sample, scaled to the %lld batches of an epoch.\n\n",
               static_cast<long long>(kLeNetStepsPerSample), static_cast<long long>(kLeNetBatches));
   print_table(rows);

@@ -78,8 +78,9 @@ std::vector<double> run(const Workload& w) {
     const Tensor x = randn({8, 64, 56, 56}), k = randn({64, 64, 3, 3});
     return sample(w, [&] { Tensor y = conv2d(x, k, {}, {1, 1}, {1, 1}); });
   }
-  if (name == "conv_fwd_cl") {  // Ember from NCHW tensors, as users hold them
-    const Tensor x = randn({8, 64, 56, 56}), k = randn({64, 64, 3, 3});
+  if (name == "conv_fwd_cl") {
+    const Tensor x = randn({8, 64, 56, 56}).contiguous(MemoryFormat::ChannelsLast);
+    const Tensor k = randn({64, 64, 3, 3}).contiguous(MemoryFormat::ChannelsLast);
     return sample(w, [&] { Tensor y = conv2d(x, k, {}, {1, 1}, {1, 1}); });
   }
   if (name == "conv_fwd_bwd") {
@@ -174,10 +175,13 @@ std::vector<double> run(const Workload& w) {
     const Tensor x = randn({128, 784}), y = randint(0, 10, {128});
     return sample(w, [&] { train_step(*model, opt, x, y); });
   }
-  if (name == "resnet18_step") {
+  if (name == "resnet18_step" || name == "resnet18_step_cl") {
+    const MemoryFormat format =
+        name == "resnet18_step_cl" ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
     auto model = models::resnet18(10);
+    model->to(format);
     optim::SGD opt(model->parameters(), {.lr = 0.01, .momentum = 0.9});
-    const Tensor x = randn({32, 3, 32, 32}), y = randint(0, 10, {32});
+    const Tensor x = randn({32, 3, 32, 32}).contiguous(format), y = randint(0, 10, {32});
     return sample(w, [&] { train_step(*model, opt, x, y); });
   }
   if (name == "lenet_epoch") {

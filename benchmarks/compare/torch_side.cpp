@@ -267,7 +267,7 @@ std::vector<double> run(const Workload& w) {
     const torch::Tensor x = torch::randn({8, 64, 56, 56}), k = torch::randn({64, 64, 3, 3});
     return sample(w, [&] { torch::Tensor y = torch::conv2d(x, k, {}, 1, 1); });
   }
-  if (name == "conv_fwd_cl") {  // PyTorch's fastest CPU layout, against Ember's NCHW row
+  if (name == "conv_fwd_cl") {
     const auto cl = torch::MemoryFormat::ChannelsLast;
     const torch::Tensor x = torch::randn({8, 64, 56, 56}).contiguous(cl);
     const torch::Tensor k = torch::randn({64, 64, 3, 3}).contiguous(cl);
@@ -361,10 +361,17 @@ std::vector<double> run(const Workload& w) {
     const torch::Tensor x = torch::randn({128, 784}), y = torch::randint(0, 10, {128});
     return sample(w, [&] { train_step(model, opt, x, y); });
   }
-  if (name == "resnet18_step") {
+  if (name == "resnet18_step" || name == "resnet18_step_cl") {
+    const auto format = name == "resnet18_step_cl" ? torch::MemoryFormat::ChannelsLast
+                                                   : torch::MemoryFormat::Contiguous;
     nn::Sequential model = resnet18(10);
+    // module.to(memory_format=torch.channels_last): every 4-d parameter and buffer.
+    for (torch::Tensor& p : model->parameters()) {
+      if (p.dim() == 4) p.set_data(p.data().contiguous(format));
+    }
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
-    const torch::Tensor x = torch::randn({32, 3, 32, 32}), y = torch::randint(0, 10, {32});
+    const torch::Tensor x = torch::randn({32, 3, 32, 32}).contiguous(format);
+    const torch::Tensor y = torch::randint(0, 10, {32});
     return sample(w, [&] { train_step(model, opt, x, y); });
   }
   if (name == "lenet_epoch") {

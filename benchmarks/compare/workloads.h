@@ -91,7 +91,7 @@ inline const std::vector<Workload>& workloads() {
       {"matmul_1024", "matmul 1024x1024x1024", true, 2, 6, 1, mm_flop(1024), 0, Limit::FmaPeak},
       {"matmul_2048", "matmul 2048x2048x2048", true, 1, 3, 1, mm_flop(2048), 0, Limit::FmaPeak},
       {"conv_fwd", "conv2d fwd 8x64x56x56, 3x3", true, 2, 5, 1, kConvFlop, 0, Limit::FmaPeak},
-      {"conv_fwd_cl", "conv2d fwd, PyTorch channels-last (**)", true, 2, 5, 1, kConvFlop, 0,
+      {"conv_fwd_cl", "conv2d fwd, same, channels-last", true, 2, 5, 1, kConvFlop, 0,
        Limit::FmaPeak},
       {"conv_fwd_bwd", "conv2d fwd+bwd 8x64x56x56, 3x3", true, 1, 4, 1, 3 * kConvFlop, 0,
        Limit::FmaPeak},
@@ -110,6 +110,7 @@ inline const std::vector<Workload>& workloads() {
       {"mlp_step", "MLP 784-512-512-10 step, batch 128", true, 5, 10, 5, 0, 0, Limit::None},
       {"lenet_epoch", "LeNet-5 epoch, Fashion-MNIST, b64 (*)", true, 1, 3, 1, 0, 0, Limit::None},
       {"resnet18_step", "ResNet-18 step, 32x3x32x32", true, 2, 5, 1, 0, 0, Limit::None},
+      {"resnet18_step_cl", "ResNet-18 step, same, channels-last", true, 2, 5, 1, 0, 0, Limit::None},
       {"startup", "process start to first add result", false, 1, 5, 1, 0, 0, Limit::None},
   };
   return list;

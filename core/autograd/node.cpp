@@ -77,11 +77,17 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     }
     if (!g.defined()) return {};
     if (!is_grad_enabled()) g = g.detach();
-    // Out of place: the previous .grad may be shared with user code or another graph. A first
-    // gradient that is not dense (sum's backward returns an expanded view) is made contiguous,
-    // so an optimizer's in-place update of .grad touches each element once.
-    meta->grad =
-        meta->grad.defined() ? add(meta->grad, g) : (g.is_contiguous() ? g : g.contiguous());
+    // Out of place: the previous .grad may be shared with user code or another graph.
+    // Note [The layout of .grad]
+    // As PyTorch's AccumulateGrad does, a first gradient is made dense in its leaf's format: a
+    // gradient that is not dense (sum's backward returns an expanded view) is copied so an
+    // optimizer's in-place update touches each element once, and a channels-last parameter gets
+    // a channels-last .grad (and a contiguous one a contiguous .grad) whatever layout the backward
+    // produced, so the optimizer steps them as one dense run. Later gradients are added to it and
+    // the sum keeps the first operand's format.
+    const MemoryFormat format = variable_.suggest_memory_format();
+    meta->grad = meta->grad.defined() ? add(meta->grad, g)
+                                      : (g.is_contiguous(format) ? g : g.contiguous(format));
   }
   for (const auto& hook : meta->post_accumulate_hooks) hook(variable_);
   return {};

@@ -1,5 +1,6 @@
 #include "core/dispatch/call.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 
 #include "core/profiler/hooks.h"
 #include "ember/dispatch/device_registry.h"
+#include "ember/ops/factory.h"
 #include "ember/plugin/loader.h"
 #include "ember/util/error.h"
 
@@ -67,6 +69,47 @@ void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
 }
 
 }  // namespace
+
+bool kernel_has_flag(const Op& op, Device device, DType dtype, uint32_t flag) {
+  ensure_plugins_loaded();
+  const KernelEntry& k = op.kernels().lookup(device.type, dtype);
+  return k.get() != nullptr && k.has_flag(flag);
+}
+
+void run_image_kernel(const Op& op, DType dtype, MemoryFormat format,
+                      std::span<const Tensor* const> inputs, std::span<const Tensor* const> outputs,
+                      KernelAttrs attrs) {
+  EMBER_CHECK_AS(InternalError,
+                 inputs.size() <= kMaxArgs && outputs.size() <= kMaxArgs && !outputs.empty(),
+                 "[{}] image kernel call with {} inputs and {} outputs", op.name(), inputs.size(),
+                 outputs.size());
+  const Device device = outputs[0]->device();
+  const MemoryFormat layout = format == MemoryFormat::ChannelsLast &&
+                                      kernel_has_flag(op, device, dtype, EMBER_KERNEL_CHANNELS_LAST)
+                                  ? MemoryFormat::ChannelsLast
+                                  : MemoryFormat::Contiguous;
+  const auto in_layout = [&](const Tensor& t) {
+    return t.defined() && t.dim() == 4 ? layout : MemoryFormat::Contiguous;
+  };
+  std::array<Tensor, kMaxArgs> in, out;
+  std::array<const Tensor*, kMaxArgs> in_ptrs{}, out_ptrs{};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in[i] = inputs[i]->defined() ? inputs[i]->contiguous(in_layout(*inputs[i])) : *inputs[i];
+    in_ptrs[i] = &in[i];
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& o = *outputs[i];
+    out[i] =
+        o.is_contiguous(in_layout(o)) ? o : empty(o.sizes(), {o.dtype(), o.device()}, in_layout(o));
+    out_ptrs[i] = &out[i];
+  }
+  run_kernel(op, dtype, {in_ptrs.data(), inputs.size()}, {out_ptrs.data(), outputs.size()}, attrs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!out[i].is_same(*outputs[i]) && out[i].numel() > 0) {
+      run_kernel(core_op(ops::copy), out[i].dtype(), {&out[i]}, {outputs[i]});
+    }
+  }
+}
 
 bool has_kernel(const Op& op, Device device, DType dtype) {
   ensure_plugins_loaded();  // asked before any op ran, the answer must not be "no"

@@ -57,6 +57,39 @@ void run_kernel(const A& attrs, DType dtype, std::initializer_list<const Tensor*
   run_kernel(core_op(A::kOp), dtype, inputs, outputs, PackedAttrs(attrs));
 }
 
+/** True if the kernel of `op` for (device, dtype) exists and was registered with `flag`
+ *  (EMBER_KERNEL_*). */
+EMBER_API bool kernel_has_flag(const Op& op, Device device, DType dtype, uint32_t flag);
+
+/** Runs an image op's kernel in memory format `format` (Note [Channels-last kernels] in
+ *  plugin_abi.h): every 4-d operand is handed dense in that format when the kernel takes it and
+ *  row-major otherwise; other operands row-major. Inputs are reordered as needed; an output not
+ *  already in the kernel's layout receives a copy of the kernel's result. */
+EMBER_API void run_image_kernel(const Op& op, DType dtype, MemoryFormat format,
+                                std::span<const Tensor* const> inputs,
+                                std::span<const Tensor* const> outputs, KernelAttrs attrs = {});
+
+/** run_image_kernel with braced lists. */
+inline void run_image_kernel(const Op& op, DType dtype, MemoryFormat format,
+                             std::initializer_list<const Tensor*> inputs,
+                             std::initializer_list<const Tensor*> outputs, KernelAttrs attrs = {}) {
+  run_image_kernel(op, dtype, format, std::span<const Tensor* const>(inputs.begin(), inputs.size()),
+                   std::span<const Tensor* const>(outputs.begin(), outputs.size()), attrs);
+}
+
+/** run_image_kernel of core op A::kOp, its attributes by name. */
+template <typename A>
+requires requires {
+  A::kOp;
+}
+void run_image_kernel(const A& attrs, DType dtype, MemoryFormat format,
+                      std::initializer_list<const Tensor*> inputs,
+                      std::initializer_list<const Tensor*> outputs) {
+  run_image_kernel(
+      core_op(A::kOp), dtype, format, std::span<const Tensor* const>(inputs.begin(), inputs.size()),
+      std::span<const Tensor* const>(outputs.begin(), outputs.size()), PackedAttrs(attrs));
+}
+
 /** "2 inputs", "1 output", "2 to 3 inputs": a count (or range) of `word`s for messages. */
 EMBER_API std::string arg_range(int32_t lo, int32_t hi, const char* word);
 

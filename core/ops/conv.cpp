@@ -5,9 +5,11 @@
 //   conv2d weight from O to C channels), plus the bias; OH = (H-1)*sh - 2*ph + dh*(kH-1) + oph + 1.
 //
 // Kernel contract (all three; attributes attrs::conv2d, dilation 1 = dense): contiguous rank-4
-// tensors of one floating dtype; spatial sizes come from the tensors, and taps outside the input
-// count as 0 (so the input may be larger than the output needs, for output_padding). Kernels
-// never see an empty output or an empty reduction (N = 0 or C = 0 is handled here).
+// tensors of one floating dtype (or, for a kernel registered with EMBER_KERNEL_CHANNELS_LAST,
+// all rank-4 operands channels-last: Note [Channels-last kernels] in plugin_abi.h); spatial sizes
+// come from the tensors, and taps outside the input count as 0 (so the input may be larger than the
+// output needs, for output_padding). Kernels never see an empty output or an empty reduction (N = 0
+// or C = 0 is handled here).
 //   "conv2d"                  {x [N, C, H, W], w [O, C/g, kH, kW], optional b [O]} -> {y}
 //   "conv2d_backward_input"   {dy [N, O, OH, OW], w} -> {dx [N, C, H, W]}
 //   "conv2d_backward_weight"  {x, dy} -> {dw [O, C/g, kH, kW]}
@@ -114,24 +116,32 @@ void check_extents(const char* op, int64_t h, int64_t w, const Tensor& weight,
 
 // ---- below autograd: run the kernels ------------------------------------------------------------
 
+// The format a convolution runs in and gives its image results (Note [Channels-last tensors]):
+// channels-last if either 4-d operand is, as PyTorch's convolutions choose.
+MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
+  return a.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                 b.suggest_memory_format() == MemoryFormat::ChannelsLast
+             ? MemoryFormat::ChannelsLast
+             : MemoryFormat::Contiguous;
+}
+
 Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
   // The public ops checked these sizes (and the padded and dilated extents) fit int64.
   const auto oh = static_cast<int64_t>(conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh));
   const auto ow = static_cast<int64_t>(conv_out(x.size(3), w.size(3), p.sw, p.pw, p.dw));
-  Tensor y = empty({x.size(0), w.size(0), oh, ow}, {x.dtype(), x.device()});
+  const MemoryFormat format = conv_format(x, w);
+  Tensor y = empty({x.size(0), w.size(0), oh, ow}, {x.dtype(), x.device()}, format);
   if (y.numel() == 0) return y;
   if (x.size(1) == 0) {  // empty reduction: the bias alone
     y.zero_();
     if (b.defined()) y.copy_(b.view({1, w.size(0), 1, 1}));
     return y;
   }
-  const Tensor xc = x.contiguous(), wc = w.contiguous();
   const auto a = p.as<attrs::conv2d>();
   if (b.defined()) {
-    const Tensor bc = b.contiguous();
-    run_kernel(a, x.dtype(), {&xc, &wc, &bc}, {&y});
+    run_image_kernel(a, x.dtype(), format, {&x, &w, &b}, {&y});
   } else {
-    run_kernel(a, x.dtype(), {&xc, &wc}, {&y});
+    run_image_kernel(a, x.dtype(), format, {&x, &w}, {&y});
   }
   return y;
 }
@@ -139,22 +149,22 @@ Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvP
 // The input gradient of a conv2d with weight w whose input is [N, C, h, w_] and output dy.
 Tensor conv_input_raw(const Tensor& dy, const Tensor& w, const ConvParams& p, int64_t h,
                       int64_t w_) {
-  Tensor dx = empty({dy.size(0), w.size(1) * p.groups, h, w_}, {dy.dtype(), dy.device()});
+  const MemoryFormat format = conv_format(dy, w);
+  Tensor dx = empty({dy.size(0), w.size(1) * p.groups, h, w_}, {dy.dtype(), dy.device()}, format);
   if (dx.numel() == 0) return dx;
   if (dy.size(1) == 0) return dx.zero_();
-  const Tensor dyc = dy.contiguous(), wc = w.contiguous();
-  run_kernel(p.as<attrs::conv2d_backward_input>(), dy.dtype(), {&dyc, &wc}, {&dx});
+  run_image_kernel(p.as<attrs::conv2d_backward_input>(), dy.dtype(), format, {&dy, &w}, {&dx});
   return dx;
 }
 
 // The weight gradient [O, C/g, kh, kw] of a conv2d with input x and output gradient dy.
 Tensor conv_weight_raw(const Tensor& x, const Tensor& dy, const ConvParams& p, int64_t kh,
                        int64_t kw) {
-  Tensor dw = empty({dy.size(1), x.size(1) / p.groups, kh, kw}, {x.dtype(), x.device()});
+  const MemoryFormat format = conv_format(x, dy);
+  Tensor dw = empty({dy.size(1), x.size(1) / p.groups, kh, kw}, {x.dtype(), x.device()}, format);
   if (dw.numel() == 0) return dw;
   if (x.size(0) == 0 || dy.numel() == 0) return dw.zero_();
-  const Tensor xc = x.contiguous(), dyc = dy.contiguous();
-  run_kernel(p.as<attrs::conv2d_backward_weight>(), x.dtype(), {&xc, &dyc}, {&dw});
+  run_image_kernel(p.as<attrs::conv2d_backward_weight>(), x.dtype(), format, {&x, &dy}, {&dw});
   return dw;
 }
 

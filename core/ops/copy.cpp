@@ -18,30 +18,80 @@ bool host_accessible(Device d) {
   return device_type(d.type).table.host_accessible != 0;
 }
 
+// Note [Channels-last tensors]
+// As in PyTorch, channels-last is not a separate kind of tensor but a stride order: a 4-d
+// [N, C, H, W] tensor whose elements lie as N, H, W, C (strides [HWC, 1, WC, C]). Sizes and
+// indexing are unchanged; only the memory order differs, which is what convolution libraries
+// run fastest on. The impl caches whether its strides are dense in that order (size-1 dims may
+// have any stride, so [N, C, 1, 1] and [N, 1, H, W] are both formats at once: such a tensor
+// counts as contiguous). The rules, PyTorch's:
+//   - clone, the *_like factories, to(dtype) and to(device) preserve channels-last;
+//     contiguous() and reshape's copies are row-major;
+//   - convolution, batch norm and the pools give their output (and their input gradients) the
+//     format of their input (a convolution: channels-last if its input or weight is);
+//   - elementwise ops give the output the format of the first operand of the output's shape,
+//     so a broadcast bias keeps the image's format;
+//   - an accumulated .grad takes the format of its leaf (Note [The layout of .grad]).
+// Only dense channels-last counts: a strided view of a channels-last tensor is handled as any
+// other strided tensor (its results are row-major). Kernels see channels-last operands only
+// where they said they take them (Note [Channels-last kernels] in plugin_abi.h).
+
+// The strides of a new dense tensor in format f (Contiguous or ChannelsLast).
+Shape strides_for(IntList sizes, MemoryFormat f) {
+  return f == MemoryFormat::ChannelsLast ? channels_last_strides(sizes) : contiguous_strides(sizes);
+}
+
 }  // namespace
 
-Tensor empty(IntList sizes, TensorOptions opts) {
+Tensor empty(IntList sizes, TensorOptions opts, MemoryFormat format) {
+  EMBER_CHECK(format != MemoryFormat::Preserve,
+              "[empty] preserve_format needs a source tensor (use empty_like)");
   const int64_t n = shape_numel(sizes, "empty");
   int64_t bytes = 0;
   EMBER_CHECK(!__builtin_mul_overflow(n, static_cast<int64_t>(itemsize(opts.dtype)), &bytes),
               "[empty] {} elements of {} exceed the addressable size (their byte count overflows "
               "int64): sizes {}",
               n, opts.dtype, shape_str(sizes));
+  Storage s;
   if (__builtin_expect(opts.pinned, 0)) {
     EMBER_CHECK_TYPE(opts.device.type == kCpuType,
                      "[empty] pinned memory is CPU memory: got pinned_memory with device {}",
                      opts.device.str());
-    Storage s = allocate_pinned_storage(static_cast<size_t>(bytes));
-    return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes),
-                                             0, opts.dtype));
+    s = allocate_pinned_storage(static_cast<size_t>(bytes));
+  } else {
+    s = allocate_storage(static_cast<size_t>(bytes), opts.device);
   }
-  Storage s = allocate_storage(static_cast<size_t>(bytes), opts.device);
-  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), contiguous_strides(sizes), 0,
-                                           opts.dtype));
+  return Tensor(make_intrusive<TensorImpl>(std::move(s), Shape(sizes), strides_for(sizes, format),
+                                           0, opts.dtype));
 }
 
-Tensor empty_like(const Tensor& t) {
-  return empty(t.sizes(), {t.dtype(), t.device()});
+Tensor empty(IntList sizes, TensorOptions opts) {
+  return empty(sizes, opts, MemoryFormat::Contiguous);
+}
+
+Tensor empty_like(const Tensor& t, MemoryFormat format) {
+  return empty(t.sizes(), {t.dtype(), t.device()},
+               format == MemoryFormat::Preserve ? t.suggest_memory_format() : format);
+}
+
+const char* memory_format_name(MemoryFormat f) {
+  switch (f) {
+    case MemoryFormat::Contiguous:
+      return "contiguous_format";
+    case MemoryFormat::ChannelsLast:
+      return "channels_last";
+    case MemoryFormat::Preserve:
+      return "preserve_format";
+  }
+  return "unknown";
+}
+
+bool Tensor::is_contiguous(MemoryFormat f) const {
+  EMBER_CHECK_TYPE(defined(), "[is_contiguous] called on an undefined tensor");
+  EMBER_CHECK(f != MemoryFormat::Preserve,
+              "[is_contiguous] preserve_format is not a layout (ask for contiguous_format or "
+              "channels_last)");
+  return f == MemoryFormat::ChannelsLast ? impl_->is_channels_last() : impl_->is_contiguous();
 }
 
 Tensor& Tensor::copy_(const Tensor& src_in) {
@@ -86,15 +136,29 @@ Tensor& Tensor::fill_(Scalar value) {
 
 Tensor Tensor::contiguous() const {
   EMBER_CHECK_TYPE(defined(), "[contiguous] called on an undefined tensor");
-  return is_contiguous() ? *this : clone();
+  return is_contiguous() ? *this : clone(MemoryFormat::Contiguous);
 }
 
-Tensor Tensor::clone() const {
+Tensor Tensor::contiguous(MemoryFormat f) const {
+  EMBER_CHECK_TYPE(defined(), "[contiguous] called on an undefined tensor");
+  EMBER_CHECK(f != MemoryFormat::Preserve,
+              "[contiguous] preserve_format is not a target layout (ask for contiguous_format or "
+              "channels_last)");
+  EMBER_CHECK(f != MemoryFormat::ChannelsLast || dim() == 4,
+              "[contiguous] channels_last needs a 4-d [N, C, H, W] tensor: got shape {}",
+              shape_str(sizes()));
+  return is_contiguous(f) ? *this : clone(f);
+}
+
+Tensor Tensor::clone(MemoryFormat f) const {
   EMBER_CHECK_TYPE(defined(), "[clone] called on an undefined tensor");
+  EMBER_CHECK(f != MemoryFormat::ChannelsLast || dim() == 4,
+              "[clone] channels_last needs a 4-d [N, C, H, W] tensor: got shape {}",
+              shape_str(sizes()));
   return autograd::differentiable(
       "CloneBackward", "clone", {this},
       [&] {
-        Tensor out = empty_like(*this);
+        Tensor out = empty_like(*this, f);
         if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
         return out;
       },
@@ -111,7 +175,7 @@ Tensor Tensor::to(DType d) const {
   return autograd::differentiable(
       "ToCopyBackward", "to", {this},
       [&] {
-        Tensor out = empty(sizes(), {d, device()});
+        Tensor out = empty(sizes(), {d, device()}, suggest_memory_format());
         if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
         return out;
       },
@@ -149,16 +213,18 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
         });
   }
   check_device(target, "to");
-  const Tensor src = contiguous();
+  // Dense bytes move as they lie, so a channels-last tensor stays channels-last.
+  const MemoryFormat format = suggest_memory_format();
+  const Tensor src = contiguous(format);
   const bool from_host = host_accessible(src.device()), to_host = host_accessible(target);
   Tensor out;
   if (non_blocking && !from_host && to_host && target.type == kCpuType &&
       device_type(src.device().type).table.host_alloc && nbytes() > 0) {
-    out =
-        Tensor(make_intrusive<TensorImpl>(allocate_pinned_storage(nbytes(), src.device().type),
-                                          Shape(sizes()), contiguous_strides(sizes()), 0, dtype()));
+    out = Tensor(make_intrusive<TensorImpl>(allocate_pinned_storage(nbytes(), src.device().type),
+                                            Shape(sizes()), strides_for(sizes(), format), 0,
+                                            dtype()));
   } else {
-    out = empty(sizes(), {dtype(), target});
+    out = empty(sizes(), {dtype(), target}, format);
   }
   if (nbytes() == 0) return out;
   if (from_host && to_host) {

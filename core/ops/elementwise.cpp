@@ -42,6 +42,16 @@ void check_bool_arith(const char* name) {
                    "[{}] not supported for bool tensors (to invert a mask use logical_not)", name);
 }
 
+// The format of an elementwise result of `shape` (Note [Channels-last tensors]): that of the
+// first operand of the result's shape.
+MemoryFormat result_format(IntList shape, std::initializer_list<const Tensor*> operands) {
+  if (shape.size() != 4) return MemoryFormat::Contiguous;
+  for (const Tensor* t : operands) {
+    if (t->sizes() == shape) return t->suggest_memory_format();
+  }
+  return MemoryFormat::Contiguous;
+}
+
 Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
@@ -50,14 +60,14 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
   const Device device = common_device({&a, &b}, name);
   if (ct == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
   if (a.sizes() == b.sizes()) {
-    Tensor out = empty(a.sizes(), {out_dtype, device});
+    Tensor out = empty(a.sizes(), {out_dtype, device}, result_format(a.sizes(), {&a, &b}));
     if (out.numel() == 0) return out;
     const Tensor a2 = a.to(ct), b2 = b.to(ct);
     run_kernel(op, ct, {&a2, &b2}, {&out});
     return out;
   }
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
-  Tensor out = empty(shape, {out_dtype, device});
+  Tensor out = empty(shape, {out_dtype, device}, result_format(shape, {&a, &b}));
   if (out.numel() == 0) return out;
   const Tensor a2 = a.to(ct).expand(shape), b2 = b.to(ct).expand(shape);
   run_kernel(op, ct, {&a2, &b2}, {&out});
@@ -94,7 +104,7 @@ Tensor unary(const Op& op, const char* name, const Tensor& x, bool promote_to_fl
              KernelAttrs attrs = {}) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(kDefaultFloat) : x;
-  Tensor out = empty(in.sizes(), {in.dtype(), in.device()});
+  Tensor out = empty_like(in);
   if (out.numel() > 0) run_kernel(op, in.dtype(), {&in}, {&out}, attrs);
   return out;
 }
@@ -322,7 +332,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 }
 Tensor logical_not(const Tensor& a) {
   EMBER_CHECK_TYPE(a.defined(), "[logical_not] undefined tensor argument");
-  Tensor out = empty(a.sizes(), {DType::Bool, a.device()});
+  Tensor out = empty(a.sizes(), {DType::Bool, a.device()}, a.suggest_memory_format());
   if (out.numel() > 0) run_kernel(core_op(ops::logical_not), a.dtype(), {&a}, {&out});
   return out;
 }
@@ -341,7 +351,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                                              b.sizes(), "where");
         const Tensor c2 = cond.expand(shape), a2 = a.to(ct).expand(shape),
                      b2 = b.to(ct).expand(shape);
-        Tensor out = empty(shape, {ct, device});
+        Tensor out = empty(shape, {ct, device}, result_format(shape, {&cond, &a, &b}));
         if (out.numel() > 0) run_kernel(core_op(ops::where), ct, {&c2, &a2, &b2}, {&out});
         return out;
       },
@@ -418,7 +428,7 @@ Tensor fused_grad(const A& attrs, const Tensor& g, const Tensor& t) {
       g.device() != t.device() || !has_kernel(core_op(A::kOp), t.device(), t.dtype())) {
     return Tensor();
   }
-  Tensor out = empty(t.sizes(), {t.dtype(), t.device()});
+  Tensor out = empty_like(t);
   if (out.numel() > 0) run_kernel(attrs, t.dtype(), {&g, &t}, {&out});
   return out;
 }

@@ -44,23 +44,28 @@ Tensor zeros(IntList sizes, TensorOptions opts) {
 Tensor ones(IntList sizes, TensorOptions opts) {
   return full(sizes, 1, opts);
 }
-Tensor full(IntList sizes, Scalar value, TensorOptions opts) {
-  Tensor t = empty(sizes, opts);
+namespace {
+// Fills a new tensor with the "fill" kernel directly rather than fill_(): a new tensor starts at
+// version 0, as in PyTorch, since nothing can have saved it yet.
+Tensor filled(Tensor t, Scalar value) {
   if (t.numel() == 0) return t;
-  // The "fill" kernel directly rather than fill_(): a new tensor starts at version 0, as in
-  // PyTorch, since nothing can have saved it yet.
   run_kernel(attrs::fill{.int_value = value.to_int(), .value = value.to_double()}, t.dtype(), {},
              {&t});
   return t;
 }
+}  // namespace
+
+Tensor full(IntList sizes, Scalar value, TensorOptions opts) {
+  return filled(empty(sizes, opts), value);
+}
 Tensor zeros_like(const Tensor& t) {
-  return zeros(t.sizes(), {t.dtype(), t.device()});
+  return full_like(t, 0);
 }
 Tensor ones_like(const Tensor& t) {
-  return ones(t.sizes(), {t.dtype(), t.device()});
+  return full_like(t, 1);
 }
 Tensor full_like(const Tensor& t, Scalar v) {
-  return full(t.sizes(), v, {t.dtype(), t.device()});
+  return filled(empty_like(t), v);
 }
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions> opts) {

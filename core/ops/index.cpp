@@ -120,7 +120,7 @@ Tensor scatter_impl(const Op& op, const char* name, const Tensor& x, int64_t dim
                 "dim {}",
                 name, shape_str(index.sizes()), shape_str(src.sizes()), shape_str(x.sizes()), d);
   }
-  Tensor y = x.clone();
+  Tensor y = x.clone(MemoryFormat::Contiguous);  // the scatter kernels write row-major
   // scatter and scatter_add share one attribute layout.
   if (index.numel() > 0) {
     run_kernel(op, x.dtype(), {&index, &src}, {&y}, PackedAttrs(attrs::scatter{.dim = d}));

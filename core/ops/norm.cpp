@@ -78,6 +78,20 @@ struct BatchNormResult {
   Tensor y, mean, var;  // mean/var: batch statistics (training) or the running ones (eval)
 };
 
+// Note [Channels-last batch norm]
+// The kernel contract is [N, C, S] row-major, statistics per C over N and S. A channels-last
+// image is [N*H*W, C] row-major in memory, which is that contract with N' = N*H*W and S = 1:
+// the same statistics, no reorder, and every backend's kernel runs it unchanged.
+/** t as the kernel's contiguous [N, C, S] operand: a view of a channels-last t (see above), or
+ *  the row-major t with its trailing dims merged (a copy if it is not contiguous). */
+Tensor as_bn_rows(const Tensor& t, MemoryFormat format) {
+  const int64_t n = t.size(0), c = t.size(1);
+  if (format == MemoryFormat::ChannelsLast) {
+    return t.contiguous(format).permute({0, 2, 3, 1}).reshape({n * t.size(2) * t.size(3), c, 1});
+  }
+  return t.reshape({n, c, n * c == 0 ? 0 : t.numel() / (n * c)}).contiguous();
+}
+
 BatchNormResult batch_norm_impl(const Tensor& x, const Tensor& w, const Tensor& b,
                                 const Tensor& running_mean, const Tensor& running_var,
                                 bool training, double momentum, double eps) {
@@ -86,12 +100,13 @@ BatchNormResult batch_norm_impl(const Tensor& x, const Tensor& w, const Tensor& 
   const int64_t n = x.size(0), c = x.size(1);
   const int64_t s = n * c == 0 ? 0 : x.numel() / (n * c);
   BatchNormResult r;
-  r.y = empty(x.sizes(), {dt, dev});
+  const MemoryFormat format = x.suggest_memory_format();
+  r.y = empty(x.sizes(), {dt, dev}, format);
   if (x.numel() == 0) return r;
-  const Tensor x3 = x.reshape({n, c, s}).contiguous();
+  const Tensor x3 = as_bn_rows(x, format);
   const Tensor wk = param_or(w, c, 1.0, dt, dev), bk = param_or(b, c, 0.0, dt, dev);
   const attrs::batch_norm a{.training = training ? 1 : 0, .eps = eps};
-  const Tensor y3 = r.y.view({n, c, s});
+  const Tensor y3 = as_bn_rows(r.y, format);
   if (!training) {
     r.mean = running_mean.to(dt).contiguous();
     r.var = running_var.to(dt).contiguous();
@@ -106,7 +121,7 @@ BatchNormResult batch_norm_impl(const Tensor& x, const Tensor& w, const Tensor& 
   // the graph): it bumps their versions, so a graph that saved them notices. The unbiased
   // variance multiplies the biased one by m / (m - 1), m = N * S values per channel.
   autograd::NoGradGuard no_grad;
-  const double m = static_cast<double>(n * s);
+  const double m = static_cast<double>(n) * static_cast<double>(s);
   if (running_mean.defined()) {
     Tensor rm = running_mean;
     add_(mul_(rm, 1.0 - momentum), mul(r.mean, momentum).to(rm.dtype()));
@@ -156,15 +171,16 @@ Grads batch_norm_backward(const Tensor& g, const Tensor& x, const Tensor& w, con
   }
   if (autograd::is_grad_enabled()) return batch_norm_formula(g, x, w, mean_, var_, training, eps);
   const DType dt = x.dtype();
-  const int64_t n = x.size(0), s = x.numel() / (n * c);
-  const Tensor x3 = x.reshape({n, c, s}).contiguous();
-  const Tensor g3 = g.to(dt).reshape({n, c, s}).contiguous();
+  const MemoryFormat format = x.suggest_memory_format();
+  const Tensor x3 = as_bn_rows(x, format);
+  const Tensor g3 = as_bn_rows(g.to(dt), format);
   const Tensor wk = param_or(w, c, 1.0, dt, x.device());
-  Tensor dx = empty({n, c, s}, {dt, x.device()});
+  Tensor dx = empty(x.sizes(), {dt, x.device()}, format);
+  const Tensor dx3 = as_bn_rows(dx, format);
   Tensor dw = empty({c}, {dt, x.device()}), db = empty({c}, {dt, x.device()});
   run_kernel(attrs::batch_norm_backward{.training = training ? 1 : 0, .eps = eps}, dt,
-             {&g3, &x3, &wk, &mean_, &var_}, {&dx, &dw, &db});
-  return {dx.view(x.sizes()), dw, db};
+             {&g3, &x3, &wk, &mean_, &var_}, {&dx3, &dw, &db});
+  return {dx, dw, db};
 }
 
 // ---- layer_norm, group_norm ---------------------------------------------------------------

@@ -10,7 +10,9 @@
 // a last window that starts in the right padding is dropped: if (o-1)*s >= H + p then o -= 1.
 // Kernel contract: every input is a contiguous 4-d tensor [N, C, H, W] of a floating dtype (max
 // pooling also integers); outputs are allocated contiguous by the core and fully written by the
-// kernel. Empty tensors never reach a kernel. Attributes: attrs::max_pool2d, attrs::avg_pool2d.
+// kernel (all of them channels-last instead for a kernel that takes it, Note [Channels-last
+// kernels] in plugin_abi.h). Empty tensors never reach a kernel. Attributes: attrs::max_pool2d,
+// attrs::avg_pool2d.
 //   "max_pool2d" {x} -> {y, indices int64}; "avg_pool2d" {x} -> {y}; "avg_pool2d_backward"
 //   {dy} -> {dx}; "max_pool2d_backward" (optional, floating) {dy, indices} -> {dx} =
 //   scatter_add(zeros, plane, indices, dy), a plane's outputs added in order, an index outside
@@ -132,11 +134,11 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
   const Pool g = make_pool(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
   if (geometry_out) *geometry_out = g;
   const Shape sizes{x4.size(0), x4.size(1), g.out[0], g.out[1]};
-  Tensor y = empty(sizes, {x.dtype(), x.device()});
-  Tensor idx = empty(sizes, {DType::Int64, x.device()});
+  const MemoryFormat format = x4.suggest_memory_format();
+  Tensor y = empty(sizes, {x.dtype(), x.device()}, format);
+  Tensor idx = empty(sizes, {DType::Int64, x.device()}, format);
   if (y.numel() > 0) {
-    const Tensor xc = x4.contiguous();
-    run_kernel(g.max_attrs<attrs::max_pool2d>(), x.dtype(), {&xc}, {&y, &idx});
+    run_image_kernel(g.max_attrs<attrs::max_pool2d>(), x.dtype(), format, {&x4}, {&y, &idx});
   }
   const bool unbatched = x.dim() == 3;
   return {squeeze_if(y, unbatched), squeeze_if(idx, unbatched)};
@@ -151,9 +153,10 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
 // "max_pool2d_backward", computing the same sums in the same order in whatever way suits it
 // (the CUDA plugin gathers: one thread per input element visits the windows that cover it).
 // The kernel is used when the backward needs no graph (no create_graph), the composite
-// otherwise, as for Note [Fused ReLU backward].
-Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
-                         const Pool& geometry) {
+// otherwise, as for Note [Fused ReLU backward]. The planes are row-major here; a channels-last
+// input gets its gradient reordered to its format at the end.
+Tensor max_pool_scatter(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
+                        const Pool& geometry) {
   const int64_t nd = static_cast<int64_t>(in_sizes.size());
   const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
   const int64_t h = in_sizes[nd - 2], w = in_sizes[nd - 1];
@@ -172,6 +175,12 @@ Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_siz
   return scatter_add(z, 1, gi, g.reshape({planes, -1})).view(in_sizes);
 }
 
+Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
+                         MemoryFormat format, const Pool& geometry) {
+  const Tensor dx = max_pool_scatter(g, idx, in_sizes, geometry);
+  return format == MemoryFormat::ChannelsLast ? dx.contiguous(format) : dx;
+}
+
 std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntList kernel_size,
                                        IntList stride, IntList padding, IntList dilation,
                                        bool ceil_mode) {
@@ -184,11 +193,13 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
     autograd::NoGradGuard below_autograd;
     r = max_pool_impl(name, x, kernel_size, stride, padding, dilation, ceil_mode, &geometry);
   }
-  autograd::record("MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
-                   [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), geometry](
-                       const Grads& g, const LambdaNode& self) {
-                     return Grads{max_pool_backward(g[0], self.unpack(si), sizes, geometry)};
-                   });
+  autograd::record(
+      "MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
+      [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(),
+       format = x.dim() == 4 ? x.suggest_memory_format() : MemoryFormat::Contiguous,
+       geometry](const Grads& g, const LambdaNode& self) {
+        return Grads{max_pool_backward(g[0], self.unpack(si), sizes, format, geometry)};
+      });
   return r;
 }
 
@@ -221,11 +232,11 @@ Tensor avg_forward(const Tensor& x4, const AvgArgs& a) {
   return autograd::differentiable(
       "AvgPool2DBackward", "avg_pool2d", {&x4},
       [&] {
-        Tensor y =
-            empty({x4.size(0), x4.size(1), a.g.out[0], a.g.out[1]}, {x4.dtype(), x4.device()});
+        const MemoryFormat format = x4.suggest_memory_format();
+        Tensor y = empty({x4.size(0), x4.size(1), a.g.out[0], a.g.out[1]},
+                         {x4.dtype(), x4.device()}, format);
         if (y.numel() > 0) {
-          const Tensor xc = x4.contiguous();
-          run_kernel(a.as<attrs::avg_pool2d>(), x4.dtype(), {&xc}, {&y});
+          run_image_kernel(a.as<attrs::avg_pool2d>(), x4.dtype(), format, {&x4}, {&y});
         }
         return y;
       },
@@ -238,11 +249,11 @@ Tensor avg_backward(const Tensor& g4, const AvgArgs& a) {
   return autograd::differentiable(
       "AvgPool2DBackwardBackward", "avg_pool2d", {&g4},
       [&] {
-        Tensor dx =
-            empty({g4.size(0), g4.size(1), a.g.in[0], a.g.in[1]}, {g4.dtype(), g4.device()});
+        const MemoryFormat format = g4.suggest_memory_format();
+        Tensor dx = empty({g4.size(0), g4.size(1), a.g.in[0], a.g.in[1]}, {g4.dtype(), g4.device()},
+                          format);
         if (g4.numel() == 0) return dx.zero_();
-        const Tensor gc = g4.contiguous();
-        run_kernel(a.as<attrs::avg_pool2d_backward>(), g4.dtype(), {&gc}, {&dx});
+        run_image_kernel(a.as<attrs::avg_pool2d_backward>(), g4.dtype(), format, {&g4}, {&dx});
         return dx;
       },
       [&] {
@@ -261,10 +272,11 @@ Tensor adaptive_forward(const Tensor& x4, std::array<int64_t, 2> out) {
   return autograd::differentiable(
       "AdaptiveAvgPool2DBackward", "adaptive_avg_pool2d", {&x4},
       [&] {
-        Tensor y = empty({x4.size(0), x4.size(1), out[0], out[1]}, {x4.dtype(), x4.device()});
+        const MemoryFormat format = x4.suggest_memory_format();
+        Tensor y =
+            empty({x4.size(0), x4.size(1), out[0], out[1]}, {x4.dtype(), x4.device()}, format);
         if (y.numel() > 0) {
-          const Tensor xc = x4.contiguous();
-          run_kernel(core_op(ops::adaptive_avg_pool2d), x4.dtype(), {&xc}, {&y});
+          run_image_kernel(core_op(ops::adaptive_avg_pool2d), x4.dtype(), format, {&x4}, {&y});
         }
         return y;
       },
@@ -279,10 +291,12 @@ Tensor adaptive_backward(const Tensor& g4, std::array<int64_t, 2> in) {
   return autograd::differentiable(
       "AdaptiveAvgPool2DBackwardBackward", "adaptive_avg_pool2d", {&g4},
       [&] {
-        Tensor dx = empty({g4.size(0), g4.size(1), in[0], in[1]}, {g4.dtype(), g4.device()});
+        const MemoryFormat format = g4.suggest_memory_format();
+        Tensor dx =
+            empty({g4.size(0), g4.size(1), in[0], in[1]}, {g4.dtype(), g4.device()}, format);
         if (g4.numel() == 0) return dx.zero_();
-        const Tensor gc = g4.contiguous();
-        run_kernel(core_op(ops::adaptive_avg_pool2d_backward), g4.dtype(), {&gc}, {&dx});
+        run_image_kernel(core_op(ops::adaptive_avg_pool2d_backward), g4.dtype(), format, {&g4},
+                         {&dx});
         return dx;
       },
       [&] {

@@ -136,6 +136,7 @@ struct StagedKernel {
   uint32_t dtype_mask;
   int32_t priority;
   ember_kernel_fn fn;
+  uint32_t flags = 0;  // ABI 1.6: EMBER_KERNEL_*
 };
 
 constexpr int32_t kStagedBase = 1 << 20;
@@ -169,6 +170,19 @@ int32_t stage_kernel(void* ctx, const char* op, int32_t device_type, uint32_t dt
   if (!op || !fn) return EMBER_ERR_INVALID;
   s->kernels.push_back({op, device_type, dtype_mask, priority, fn});
   return EMBER_OK;
+}
+
+static_assert(offsetof(ember_registrar_v1, kernel_with_flags) == 7 * sizeof(void*),
+              "ember_registrar_v1::kernel_with_flags must follow the v1.5 fields");
+
+// ABI 1.6: a kernel with flags; unknown flag bits are refused so a plugin from a newer core
+// cannot ask for a layout this core would not honour.
+int32_t stage_kernel_with_flags(void* ctx, const char* op, int32_t device_type, uint32_t dtype_mask,
+                                int32_t priority, ember_kernel_fn fn, uint32_t flags) {
+  if (flags & ~static_cast<uint32_t>(EMBER_KERNEL_CHANNELS_LAST)) return EMBER_ERR_UNSUPPORTED;
+  const int32_t status = stage_kernel(ctx, op, device_type, dtype_mask, priority, fn);
+  if (status == EMBER_OK) static_cast<Staging*>(ctx)->kernels.back().flags = flags;
+  return status;
 }
 
 int32_t stage_find_device_type(void* ctx, const char* name) {
@@ -526,8 +540,8 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   // 7. init against a staging registrar; commit only on success.
   Staging staging;
   ember_registrar_v1 reg{
-      sizeof(ember_registrar_v1), &staging,        stage_device_type, stage_kernel,
-      stage_find_device_type,     stage_op_schema, stage_comm_backend};
+      sizeof(ember_registrar_v1), &staging,        stage_device_type,  stage_kernel,
+      stage_find_device_type,     stage_op_schema, stage_comm_backend, stage_kernel_with_flags};
   char err[1024] = {0};
   int32_t status = EMBER_ERR_INTERNAL;
   try {
@@ -615,11 +629,14 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
     op_names.insert(k.op);
     L.kernel_notes.resize(report.plugins.size());
     L.kernel_notes[static_cast<size_t>(plugin_index)].push_back(
-        {k.op, dt, k.dtype_mask, k.priority, k.fn});
+        {k.op, dt, k.dtype_mask, k.priority, k.fn, k.flags});
     for (int d = 0; d < kNumDTypes; ++d) {
       if (!(k.dtype_mask & (1u << d))) continue;
       KernelEntry& slot = op.kernels().slot(static_cast<int16_t>(dt), static_cast<DType>(d));
-      if (slot.get() && slot.priority >= k.priority) {
+      // A plugin's own later registration of a slot at the same priority replaces its earlier
+      // one (a backend re-registers some kernels with flags after registering them all).
+      const bool own_again = slot.plugin == plugin_index && slot.priority == k.priority;
+      if (slot.get() && slot.priority >= k.priority && !own_again) {
         if (slot.plugin != plugin_index) {
           report.conflicts.push_back(
               fmt::format("kernel {} on {} for {}: kept {} (priority {}) over {} (priority {})",
@@ -635,7 +652,7 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
             device_type(static_cast<int16_t>(dt)).name, static_cast<DType>(d), rec.name, k.priority,
             slot.plugin >= 0 ? report.plugins[slot.plugin].name : "?", slot.priority));
       }
-      slot.publish(k.fn, k.priority, plugin_index);
+      slot.publish(k.fn, k.priority, plugin_index, k.flags);
     }
   }
   rec.ops.assign(op_names.begin(), op_names.end());

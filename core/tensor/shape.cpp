@@ -34,6 +34,18 @@ Shape contiguous_strides(IntList sizes) {
   return strides;
 }
 
+Shape channels_last_strides(IntList sizes) {
+  EMBER_CHECK(sizes.size() == 4, "[channels_last] needs a 4-d [N, C, H, W] shape: got {}",
+              shape_str(sizes));
+  Shape strides(4);
+  int64_t acc = 1;
+  for (const size_t d : {1, 3, 2, 0}) {  // innermost first: C, W, H, N
+    strides[d] = acc;
+    acc *= sizes[d] > 0 ? sizes[d] : 1;
+  }
+  return strides;
+}
+
 Shape broadcast_shapes(IntList a, IntList b, const char* op) {
   const size_t n = std::max(a.size(), b.size());
   Shape out(n);

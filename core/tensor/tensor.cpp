@@ -172,7 +172,7 @@ Tensor Tensor::reshape(IntList sizes_in) const {
                       make_view(*this, std::move(sizes), std::move(*strides), storage_offset()),
                       reshape_back(*this));
   }
-  return clone().view(sizes);
+  return clone(MemoryFormat::Contiguous).view(sizes);
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {

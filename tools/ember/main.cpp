@@ -409,6 +409,8 @@ int main(int argc, char** argv) {
   train->add_option("--amp", t.amp, "Mixed precision: none, bf16 or f16 (with loss scaling)")
       ->check(CLI::IsMember({"none", "bf16", "f16"}))
       ->capture_default_str();
+  train->add_flag("--channels-last", t.channels_last,
+                  "Images and convolution weights in the channels-last (NHWC) memory format");
   train->add_option(
       "--resume", t.resume,
       "Continue exactly from a training checkpoint (<out>/<model>-train.safetensors)");

@@ -36,15 +36,21 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
+// A batch of inputs on `device`, images in `format`.
+Tensor to_device(const Tensor& x, Device device, MemoryFormat format) {
+  const Tensor moved = x.to(device, /*non_blocking=*/true);
+  return moved.dim() == 4 ? moved.contiguous(format) : moved;
+}
+
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device,
-                    std::optional<DType> amp_dtype) {
+                    std::optional<DType> amp_dtype, MemoryFormat format) {
   autograd::NoGradGuard no_grad;
   const amp::autocast mixed(device_type(device.type).name, amp_dtype, amp_dtype.has_value());
   model.eval();
   double loss_sum = 0;
   int64_t correct = 0, seen = 0;
   for (const std::vector<Tensor>& batch : loader) {
-    const Tensor x = batch[0].to(device, /*non_blocking=*/true);
+    const Tensor x = to_device(batch[0], device, format);
     const Tensor y = batch[1].to(device, /*non_blocking=*/true);
     const Tensor logits = model(x);
     loss_sum += cross_entropy(logits, y, {}, -100, Reduction::Sum).item();
@@ -148,6 +154,11 @@ double train(const TrainOptions& options) {
 
   std::shared_ptr<nn::Module> model = models::by_name(o.model);
   model->to(device);
+  // --channels-last: convolution weights (and below, every batch of images) in NHWC, so the
+  // convolutions and the layers between them run in that layout (Note [Channels-last tensors]).
+  const MemoryFormat format =
+      o.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  model->to(format);
   std::shared_ptr<nn::Module> replica = model;
   if (distributed) replica = std::make_shared<nn::DistributedDataParallel>(model);
   std::unique_ptr<optim::Optimizer> opt = make_optimizer(o, model->parameters());
@@ -268,7 +279,7 @@ double train(const TrainOptions& options) {
     for (const std::vector<Tensor>& batch : train_loader) {
       std::optional<profiler::RecordFunction> step_range;
       if (prof) step_range.emplace("train_step");
-      const Tensor x = batch[0].to(device, /*non_blocking=*/true);
+      const Tensor x = to_device(batch[0], device, format);
       const Tensor y = batch[1].to(device, /*non_blocking=*/true);
       Tensor logits, loss;
       {
@@ -319,7 +330,7 @@ double train(const TrainOptions& options) {
     if (schedule) schedule->step();
     if (!lead) continue;
     last = evaluate(*model, test_loader, device,
-                    amp_on ? std::optional<DType>(amp_dtype) : std::nullopt);
+                    amp_on ? std::optional<DType>(amp_dtype) : std::nullopt, format);
     const double train_loss = seen ? loss_sum / static_cast<double>(seen) : 0.0;
     test_loss.points.emplace_back(static_cast<double>(epoch), last.loss);
     test_acc.points.emplace_back(static_cast<double>(epoch), last.accuracy);

@@ -35,6 +35,7 @@ struct TrainOptions {
   double lr_gamma = 0.5;             ///< StepLR: the decay factor
   std::string resume;                ///< a training checkpoint to continue from (empty: none)
   std::string amp = "none";          ///< mixed precision: none, bf16 or f16 (with loss scaling)
+  bool channels_last = false;        ///< run images and convolution weights channels-last
   std::string profile;               ///< write a Chrome trace of the first steps here (empty: none)
   int64_t profile_steps = 5;         ///< how many steps --profile records
 };

@@ -216,7 +216,10 @@ void conv_backward_weight_loop(const Geom& g, const T* x, const T* dy, T* dw) {
 // The primitives are created with format_tag::any, so oneDNN picks its preferred (blocked,
 // e.g. nChw8c / OIhw8i8o on AVX2) layouts; user tensors are plain NCHW / OIHW (goihw with
 // groups), reordered into scratch buffers on the way in and out when the chosen layout differs.
-// A primitive plus its three reorders is cached per (direction, geometry).
+// Channels-last calls (Note [Channels-last kernels] in plugin_abi.h) hand NHWC images and OHWI
+// weights, and the primitive is created with NHWC images (the weights still "any"): the user
+// chose the layout for the convolution to run in, as PyTorch's channels-last convolutions do.
+// A primitive plus its three reorders is cached per (direction, geometry, layout).
 //
 // Note [Reordered weight cache]
 // Forward and backward-data read the weight in oneDNN's layout; in training it changes once per
@@ -294,8 +297,8 @@ ConvCache& conv_cache() {
 
 constexpr size_t kConvCacheCapacity = 128;
 
-std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias) {
-  return {static_cast<int64_t>(dir),
+std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl) {
+  return {static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0),
           g.n,
           g.c,
           g.h,
@@ -324,17 +327,21 @@ using dims = dnnl::memory::dims;
 using tag = dnnl::memory::format_tag;
 constexpr auto kF32 = dnnl::memory::data_type::f32;
 
-// Builds the primitive and reorders for one geometry; ok = false when oneDNN declines it.
-std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias) {
+// Builds the primitive and reorders for one geometry and layout (cl: channels-last operands);
+// ok = false when oneDNN declines it.
+std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool cl) {
   auto e = std::make_shared<ConvEntry>();
   const dnnl::engine& eng = dnnl_engine();
   const dims xd = {g.n, g.c, g.h, g.w}, yd = {g.n, g.o, g.oh, g.ow};
   const dims wd =
       g.g > 1 ? dims{g.g, g.o / g.g, g.c / g.g, g.kh, g.kw} : dims{g.o, g.c / g.g, g.kh, g.kw};
-  const tag wtag = g.g > 1 ? tag::goihw : tag::oihw;
-  e->user = {dnnl::memory::desc(xd, kF32, tag::nchw), dnnl::memory::desc(wd, kF32, wtag),
-             dnnl::memory::desc(yd, kF32, tag::nchw)};
-  const dnnl::memory::desc xa(xd, kF32, tag::any), wa(wd, kF32, tag::any), ya(yd, kF32, tag::any);
+  const tag wtag = cl ? (g.g > 1 ? tag::gohwi : tag::ohwi) : (g.g > 1 ? tag::goihw : tag::oihw);
+  const tag image = cl ? tag::nhwc : tag::nchw;
+  e->user = {dnnl::memory::desc(xd, kF32, image), dnnl::memory::desc(wd, kF32, wtag),
+             dnnl::memory::desc(yd, kF32, image)};
+  // Channels-last images stay channels-last inside (Note [oneDNN convolution layouts]).
+  const tag inside = cl ? tag::nhwc : tag::any;
+  const dnnl::memory::desc xa(xd, kF32, inside), wa(wd, kF32, tag::any), ya(yd, kF32, inside);
   const dnnl::memory::desc ba =
       bias ? dnnl::memory::desc({g.o}, kF32, tag::x) : dnnl::memory::desc();
   // oneDNN's dilation counts the gaps (PyTorch's minus 1); the right padding is whatever makes
@@ -381,8 +388,8 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias) {
   return e;
 }
 
-std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias) {
-  const auto key = make_key(dir, g, bias);
+std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl) {
+  const auto key = make_key(dir, g, bias, cl);
   const uint64_t h = hash_of(key);
   ConvCache& c = conv_cache();
   {
@@ -391,7 +398,7 @@ std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias) {
       if ((*it)->hash == h && (*it)->key == key) return *it;
     }
   }
-  auto e = build_entry(dir, g, bias);  // outside the lock (Note [oneDNN primitive cache])
+  auto e = build_entry(dir, g, bias, cl);  // outside the lock (Note [oneDNN primitive cache])
   e->hash = h;
   e->key = key;
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -472,9 +479,9 @@ void convert_half(int32_t dtype, const void* src, void* dst, int64_t n, bool tow
 
 // Runs one direction through oneDNN; false when oneDNN declined the geometry. Half types run
 // in float32 (Note [Half-type convolutions in float32]).
-bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
+bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl) {
   const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
-  const auto e = find_entry(dir, g, bias);
+  const auto e = find_entry(dir, g, bias, cl);
   if (!e->ok) return false;
   // The user pointers in the order (x, w, y).
   void* user[3];
@@ -562,6 +569,60 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g) {
   return true;
 }
 
+int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g);
+
+// Copies the 4-d tensor `from` into `to` element by element (the two differ in strides only).
+void copy_4d(const ember_tensor& from, const ember_tensor& to) {
+  const auto* s = static_cast<const char*>(from.data);
+  auto* d = static_cast<char*>(to.data);
+  const auto item = static_cast<int64_t>(sdk::itemsize(from.dtype));
+  const int64_t* n = from.sizes;
+#pragma omp parallel for collapse(2) schedule(static) if (run_parallel(sdk::numel(from)))
+  for (int64_t a = 0; a < n[0]; ++a) {
+    for (int64_t b = 0; b < n[1]; ++b) {
+      for (int64_t c = 0; c < n[2]; ++c) {
+        for (int64_t e = 0; e < n[3]; ++e) {
+          const int64_t fi =
+              a * from.strides[0] + b * from.strides[1] + c * from.strides[2] + e * from.strides[3];
+          const int64_t ti =
+              a * to.strides[0] + b * to.strides[1] + c * to.strides[2] + e * to.strides[3];
+          std::memcpy(d + ti * item, s + fi * item, static_cast<size_t>(item));
+        }
+      }
+    }
+  }
+}
+
+// A channels-last call that oneDNN does not run (float64, or a geometry it declines): the own
+// row-major loops on row-major copies of the 4-d operands, the output copied back.
+int32_t run_rows_of_channels_last(const ember_kernel_call* call, Dir dir, const char* name,
+                                  const Geom& g, int nin) {
+  std::vector<ember_tensor> in(call->inputs, call->inputs + call->num_inputs);
+  ember_tensor out = call->outputs[0];
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<std::vector<char>> bufs;
+  strides.reserve(static_cast<size_t>(nin) + 1);
+  bufs.reserve(static_cast<size_t>(nin) + 1);
+  const auto rows = [&](ember_tensor& t, bool fill) {
+    if (t.ndim != 4) return;
+    const ember_tensor src = t;
+    strides.push_back(
+        {t.sizes[1] * t.sizes[2] * t.sizes[3], t.sizes[2] * t.sizes[3], t.sizes[3], 1});
+    bufs.emplace_back(static_cast<size_t>(sdk::numel(t)) * sdk::itemsize(t.dtype));
+    t.strides = strides.back().data();
+    t.data = bufs.back().data();
+    if (fill) copy_4d(src, t);
+  };
+  for (int i = 0; i < nin; ++i) rows(in[static_cast<size_t>(i)], true);
+  rows(out, false);
+  ember_kernel_call rc = *call;
+  rc.inputs = in.data();
+  rc.outputs = &out;
+  const int32_t status = run_conv_call(&rc, dir, name, g);
+  if (status == EMBER_OK) copy_4d(out, call->outputs[0]);
+  return status;
+}
+
 // Convolution op A in direction `dir`.
 template <typename A>
 int32_t run_conv(const ember_kernel_call* call, Dir dir) {
@@ -571,27 +632,41 @@ int32_t run_conv(const ember_kernel_call* call, Dir dir) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
                      name);
   }
+  return run_conv_call(call, dir, name, g);
+}
+
+// A convolution call of direction `dir` whose geometry was read.
+int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g) {
   const int32_t dtype = call->outputs[0].dtype;
   const int nin = dir == Dir::Forward ? std::min(call->num_inputs, 3) : 2;
-  for (int i = 0; i < nin; ++i) {
-    if (call->inputs[i].dtype != dtype || !sdk::is_contiguous(call->inputs[i])) {
-      return sdk::fail(call, EMBER_ERR_INVALID, "%s: input %d must be contiguous and of dtype %d",
-                       name, i, dtype);
+  // The call's layout: every operand row-major, or every 4-d one channels-last (Note
+  // [Channels-last kernels] in plugin_abi.h). Operands dense in both orders fit either.
+  bool all_rows = true, all_cl = true;
+  for (int i = 0; i <= nin; ++i) {
+    const ember_tensor& t = i < nin ? call->inputs[i] : call->outputs[0];
+    if (t.dtype != dtype) {
+      return sdk::fail(call, EMBER_ERR_INVALID, "%s: operand %d is of dtype %d, expected %d", name,
+                       i, t.dtype, dtype);
     }
+    all_rows = all_rows && sdk::is_contiguous(t);
+    all_cl = all_cl && (t.ndim == 4 ? sdk::is_channels_last(t) : sdk::is_contiguous(t));
   }
-  if (!sdk::is_contiguous(call->outputs[0])) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: output must be contiguous", name);
+  if (!all_rows && !all_cl) {
+    return sdk::fail(call, EMBER_ERR_INVALID,
+                     "%s: operands must all be contiguous or all (4-d ones) channels-last", name);
   }
+  const bool cl = !all_rows;
   if (sdk::numel(call->outputs[0]) == 0) return EMBER_OK;
   // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
   // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
     const bool dnnl_type = dtype == EMBER_F32 || dtype == EMBER_BF16 || dtype == EMBER_F16;
-    if (dnnl_type && dnnl_conv(call, dir, g)) return EMBER_OK;
+    if (dnnl_type && dnnl_conv(call, dir, g, cl)) return EMBER_OK;
   } catch (const dnnl::error& e) {
     return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
                      static_cast<int>(e.status));
   }
+  if (cl) return run_rows_of_channels_last(call, dir, name, g, nin);
   bool floating = false;
   const bool known = sdk::visit_dtype(dtype, [&](auto t) {
     using T = typename decltype(t)::type;

@@ -28,7 +28,7 @@ void map_impl(const ember_kernel_call* call, F f, std::index_sequence<I...>) {
   const ember_tensor* ops[N];
   ops[0] = &call->outputs[0];
   for (int i = 1; i < N; ++i) ops[i] = &call->inputs[i - 1];
-  StridedIter<N> it(ops);
+  StridedIter<N> it(ops, /*output_order=*/true);
   it.run([f](const std::array<char*, N>& p, const std::array<int64_t, N>& s, int64_t n) {
     const bool unit = s[0] == sizeof(Out) && ((s[I + 1] == sizeof(In)) && ...);
     if (unit) {
@@ -432,15 +432,20 @@ EMBER_CPU_AVX2 void gelu_backward_avx2(const float* g, const float* x, float* ou
 // A GELU element costs several elementwise adds: threads split it at an eighth of their grain.
 constexpr int64_t kGeluChunk = kGrainSize / 8;
 
-/** True when every operand is float32, dense and of the output's shape. */
+/** True when every operand is float32 and of the output's shape, the output dense (row-major or
+ *  channels-last) and every input laid out as it: the same elements in the same memory order. */
 bool dense_f32(const ember_kernel_call* call) {
   const ember_tensor& out = call->outputs[0];
-  if (out.dtype != EMBER_F32 || !sdk::is_contiguous(out)) return false;
+  if (out.dtype != EMBER_F32 || !(sdk::is_contiguous(out) || sdk::is_channels_last(out))) {
+    return false;
+  }
   for (int32_t i = 0; i < call->num_inputs; ++i) {
     const ember_tensor& in = call->inputs[i];
-    if (in.dtype != EMBER_F32 || !sdk::is_contiguous(in) || in.ndim != out.ndim) return false;
+    if (in.dtype != EMBER_F32 || in.ndim != out.ndim) return false;
     for (int32_t d = 0; d < out.ndim; ++d) {
-      if (in.sizes[d] != out.sizes[d]) return false;
+      if (in.sizes[d] != out.sizes[d] || (out.sizes[d] != 1 && in.strides[d] != out.strides[d])) {
+        return false;
+      }
     }
   }
   return true;

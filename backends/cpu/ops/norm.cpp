@@ -110,6 +110,167 @@ void affine(const T* x, T* dst, int64_t n, double a, double c, const T* g = null
 
 // ---- batch_norm ---------------------------------------------------------------------------
 
+// Note [Batch norm over rows of channels]
+// With S == 1 the operand is rows of C channels: a channels-last image seen as [N*H*W, C, 1]
+// (Note [Channels-last batch norm] in core/ops/norm.cpp) or a BatchNorm1d input [N, C]. A
+// channel's elements are then C apart, so the per-channel loops above would sum one element per
+// call. These loops go over rows instead, vectorised across the channels: per-channel sums of a
+// block of kRowBlock rows in the compute type, the blocks added in double in block order. The
+// blocks are fixed, whatever the number of threads, so the results do not depend on it.
+constexpr int64_t kRowBlock = 256;
+
+/** out[k * C + c] = the sum over rows r < M of what term(r, acc) adds to acc[k * C + c], for
+ *  k < K (Note [Batch norm over rows of channels]). */
+template <typename Cp, int K, typename Term>
+void channel_sums(int64_t M, int64_t C, Term term, double* out) {
+  const int64_t blocks = (M + kRowBlock - 1) / kRowBlock, width = K * C;
+  const bool parallel = go_parallel(M * C) && blocks > 1;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  std::vector<double> part(static_cast<size_t>(blocks * width));
+  std::vector<Cp> accs(static_cast<size_t>(threads * width));
+#pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
+  for (int64_t bi = 0; bi < blocks; ++bi) {
+    Cp* acc = accs.data() + static_cast<int64_t>(omp_get_thread_num()) * width;
+    std::fill(acc, acc + width, Cp(0));
+    const int64_t r1 = std::min(M, (bi + 1) * kRowBlock);
+    for (int64_t r = bi * kRowBlock; r < r1; ++r) term(r, acc);
+    double* p = part.data() + bi * width;
+    for (int64_t i = 0; i < width; ++i) p[i] = static_cast<double>(acc[i]);
+  }
+  std::fill(out, out + width, 0.0);
+  for (int64_t bi = 0; bi < blocks; ++bi) {
+    for (int64_t i = 0; i < width; ++i) out[i] += part[static_cast<size_t>(bi * width + i)];
+  }
+}
+
+/** dst row r = x row r * a + c (+ g row r * b2 when g is given), per channel, over M rows of C. */
+template <typename T, typename Cp = sdk::Compute<T>>
+void channel_affine(const T* x, T* dst, int64_t M, int64_t C, const Cp* a, const Cp* c,
+                    const T* g = nullptr, const Cp* b2 = nullptr) {
+#pragma omp parallel for schedule(static) if (go_parallel(M * C))
+  for (int64_t r = 0; r < M; ++r) {
+    const T* xr = x + r * C;
+    T* dr = dst + r * C;
+    if (g == nullptr) {
+#pragma omp simd
+      for (int64_t k = 0; k < C; ++k) dr[k] = static_cast<T>(static_cast<Cp>(xr[k]) * a[k] + c[k]);
+    } else {
+      const T* gr = g + r * C;
+#pragma omp simd
+      for (int64_t k = 0; k < C; ++k) {
+        dr[k] =
+            static_cast<T>(static_cast<Cp>(gr[k]) * b2[k] + static_cast<Cp>(xr[k]) * a[k] + c[k]);
+      }
+    }
+  }
+}
+
+// batch_norm forward over M rows of C channels (S == 1).
+template <typename T>
+void bn_forward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool training,
+                     double eps) {
+  using Cp = sdk::Compute<T>;
+  const T* x = static_cast<const T*>(call->inputs[0].data);
+  const T* w = static_cast<const T*>(call->inputs[1].data);
+  const T* b = static_cast<const T*>(call->inputs[2].data);
+  T* y = static_cast<T*>(call->outputs[0].data);
+  std::vector<double> mu(static_cast<size_t>(Cn)), var(static_cast<size_t>(Cn));
+  if (training) {
+    channel_sums<Cp, 1>(
+        M, Cn,
+        [&](int64_t r, Cp* acc) {
+          const T* xr = x + r * Cn;
+#pragma omp simd
+          for (int64_t k = 0; k < Cn; ++k) acc[k] += static_cast<Cp>(xr[k]);
+        },
+        mu.data());
+    std::vector<Cp> m(static_cast<size_t>(Cn));
+    for (int64_t k = 0; k < Cn; ++k) {
+      mu[k] /= static_cast<double>(M);
+      m[k] = static_cast<Cp>(mu[k]);
+    }
+    channel_sums<Cp, 1>(
+        M, Cn,
+        [&](int64_t r, Cp* acc) {
+          const T* xr = x + r * Cn;
+#pragma omp simd
+          for (int64_t k = 0; k < Cn; ++k) {
+            const Cp d = static_cast<Cp>(xr[k]) - m[k];
+            acc[k] += d * d;
+          }
+        },
+        var.data());
+    T* mean_out = static_cast<T*>(call->outputs[1].data);
+    T* var_out = static_cast<T*>(call->outputs[2].data);
+    for (int64_t k = 0; k < Cn; ++k) {
+      var[k] /= static_cast<double>(M);
+      mean_out[k] = store<T>(mu[k]);
+      var_out[k] = store<T>(var[k]);
+    }
+  } else {
+    const T* rm = static_cast<const T*>(call->inputs[3].data);
+    const T* rv = static_cast<const T*>(call->inputs[4].data);
+    for (int64_t k = 0; k < Cn; ++k) {
+      mu[k] = static_cast<double>(static_cast<Cp>(rm[k]));
+      var[k] = static_cast<double>(static_cast<Cp>(rv[k]));
+    }
+  }
+  std::vector<Cp> a(static_cast<size_t>(Cn)), sh(static_cast<size_t>(Cn));
+  for (int64_t k = 0; k < Cn; ++k) {
+    const double ak = static_cast<double>(static_cast<Cp>(w[k])) / std::sqrt(var[k] + eps);
+    a[k] = static_cast<Cp>(ak);
+    sh[k] = static_cast<Cp>(static_cast<double>(static_cast<Cp>(b[k])) - mu[k] * ak);
+  }
+  channel_affine<T>(x, y, M, Cn, a.data(), sh.data());
+}
+
+// batch_norm backward over M rows of C channels (S == 1); the formulas of bn_backward.
+template <typename T>
+void bn_backward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool training,
+                      double eps) {
+  using Cp = sdk::Compute<T>;
+  const T* dy = static_cast<const T*>(call->inputs[0].data);
+  const T* x = static_cast<const T*>(call->inputs[1].data);
+  const T* w = static_cast<const T*>(call->inputs[2].data);
+  const T* mean = static_cast<const T*>(call->inputs[3].data);
+  const T* var = static_cast<const T*>(call->inputs[4].data);
+  std::vector<Cp> m(static_cast<size_t>(Cn));
+  for (int64_t k = 0; k < Cn; ++k) m[k] = static_cast<Cp>(mean[k]);
+  std::vector<double> sums(static_cast<size_t>(2 * Cn));  // sum(dy), then sum(dy * (x - mu))
+  channel_sums<Cp, 2>(
+      M, Cn,
+      [&](int64_t r, Cp* acc) {
+        const T* dr = dy + r * Cn;
+        const T* xr = x + r * Cn;
+#pragma omp simd
+        for (int64_t k = 0; k < Cn; ++k) {
+          const Cp g = static_cast<Cp>(dr[k]);
+          acc[k] += g;
+          acc[Cn + k] += g * (static_cast<Cp>(xr[k]) - m[k]);
+        }
+      },
+      sums.data());
+  T* dw = static_cast<T*>(call->outputs[1].data);
+  T* db = static_cast<T*>(call->outputs[2].data);
+  std::vector<Cp> k1(static_cast<size_t>(Cn)), kx(static_cast<size_t>(Cn)),
+      k0(static_cast<size_t>(Cn));
+  const double md = static_cast<double>(M);
+  for (int64_t k = 0; k < Cn; ++k) {
+    const double mu = static_cast<double>(m[k]);
+    const double invstd = 1.0 / std::sqrt(static_cast<double>(static_cast<Cp>(var[k])) + eps);
+    const double s_dy = sums[k], s_dyxhat = sums[Cn + k] * invstd;
+    dw[k] = store<T>(s_dyxhat);
+    db[k] = store<T>(s_dy);
+    const double c1 = static_cast<double>(static_cast<Cp>(w[k])) * invstd;
+    const double cx = training ? -c1 * invstd * s_dyxhat / md : 0.0;
+    k1[k] = static_cast<Cp>(c1);
+    kx[k] = static_cast<Cp>(cx);
+    k0[k] = static_cast<Cp>(training ? -c1 * s_dy / md - cx * mu : 0.0);
+  }
+  channel_affine<T>(x, static_cast<T*>(call->outputs[0].data), M, Cn, kx.data(), k0.data(), dy,
+                    k1.data());
+}
+
 template <typename T>
 void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training,
                 double eps) {
@@ -117,6 +278,7 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S,
   const T* w = static_cast<const T*>(call->inputs[1].data);
   const T* b = static_cast<const T*>(call->inputs[2].data);
   T* y = static_cast<T*>(call->outputs[0].data);
+  if (S == 1) return bn_forward_rows<T>(call, N, Cn, training, eps);
   const double m = static_cast<double>(N * S);
   if (training) {
     T* mean = static_cast<T*>(call->outputs[1].data);
@@ -154,6 +316,7 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S,
 template <typename T>
 void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training,
                  double eps) {
+  if (S == 1) return bn_backward_rows<T>(call, N, Cn, training, eps);
   using Cp = sdk::Compute<T>;
   const T* dy = static_cast<const T*>(call->inputs[0].data);
   const T* x = static_cast<const T*>(call->inputs[1].data);

@@ -29,8 +29,9 @@ extern "C" {
  *  1.4: EMBER_ERR_INDEX, and ember_kernel_call::stream set to the device's current stream.
  *  1.5: communication backends (ember_registrar_v1::comm_backend, ember_comm_backend_v1) and
  *  EMBER_ERR_TIMEOUT / EMBER_ERR_PEER.
+ *  1.6: kernel flags (ember_registrar_v1::kernel_with_flags): channels-last kernels.
  */
-#define EMBER_ABI_MINOR 5
+#define EMBER_ABI_MINOR 6
 /** Name of the one symbol a plugin exports: `const ember_plugin_v1* ember_plugin_entry_v1(void)`.
  */
 #define EMBER_PLUGIN_ENTRY "ember_plugin_entry_v1"
@@ -302,6 +303,24 @@ typedef struct ember_infer_call {
  *  returns EMBER_ERR_INVALID. Runs on every call, before any allocation; may not throw. */
 typedef int32_t (*ember_infer_fn)(const ember_infer_call* call);
 
+/** Flags of a kernel registration (ABI 1.6, ember_registrar_v1::kernel_with_flags).
+ *
+ *  Note [Channels-last kernels]
+ *  The image ops' contracts (conv2d and its two gradients, batch_norm and batch_norm_backward,
+ *  max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backwards) say "contiguous": every
+ *  operand dense in row-major order. A kernel registered with EMBER_KERNEL_CHANNELS_LAST also
+ *  takes a call in which every 4-d operand, inputs and outputs alike, is dense in channels-last
+ *  order (sizes [N, C, H, W], strides [H*W*C, 1, W*C, C]; size-1 dims may have any stride);
+ *  lower-rank operands (a bias, running statistics) stay contiguous. The core makes such a call
+ *  when the op runs in channels-last (Note [Channels-last tensors] in the core); for a kernel
+ *  without the flag it reorders the operands to row-major and the results back, so an older
+ *  plugin stays correct. The flag belongs to the registration (op, device type, dtypes), so a
+ *  backend can set it only for the dtypes whose kernels handle both layouts. */
+enum {
+  /* Takes channels-last operands where its op's contract allows them. */
+  EMBER_KERNEL_CHANNELS_LAST = 1u << 0
+};
+
 /** Flags of an op schema. */
 enum {
   /* The core hands the kernels dense row-major inputs (copying strided ones first). */
@@ -458,6 +477,10 @@ typedef struct ember_registrar_v1 {
    * for an incomplete table (which also fails init). */
   int32_t (*comm_backend)(void* ctx, const ember_comm_backend_v1* backend, char* error,
                           size_t error_capacity);
+  /* ABI 1.6 (present when struct_size covers it). `kernel` with flags (EMBER_KERNEL_*) saying
+   * what the kernel takes beyond its op's contract. */
+  int32_t (*kernel_with_flags)(void* ctx, const char* op, int32_t device_type, uint32_t dtype_mask,
+                               int32_t priority, ember_kernel_fn fn, uint32_t flags);
 } ember_registrar_v1;
 
 /** The static descriptor a plugin's entry symbol returns. */

@@ -299,6 +299,18 @@ inline bool is_contiguous(const ember_tensor& t) {
   return true;
 }
 
+/** True if the descriptor is a 4-d [N, C, H, W] tensor dense in channels-last order (strides
+ *  [H*W*C, 1, W*C, C]; size-1 dims may have any stride). */
+inline bool is_channels_last(const ember_tensor& t) {
+  if (t.ndim != 4) return false;
+  int64_t expected = 1;
+  for (const int d : {1, 3, 2, 0}) {
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
 /** Typed pointer to element 0 of a descriptor. */
 template <typename T>
 T* data(const ember_tensor& t) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -281,6 +282,24 @@ template <ops::Id op, ember_kernel_fn fn>
                      &guarded<op, fn>);
 }
 
+/** True if this core's registrar has kernel_with_flags (ABI >= 1.6). */
+inline bool has_kernel_flags(const ember_registrar_v1* reg) {
+  return reg->struct_size >=
+             offsetof(ember_registrar_v1, kernel_with_flags) + sizeof(reg->kernel_with_flags) &&
+         reg->kernel_with_flags != nullptr;
+}
+
+/** register_kernel with EMBER_KERNEL_* flags. A core older than ABI 1.6 gets the kernel without
+ *  them: it never makes the calls the flags allow, so the kernel stays correct there. */
+template <ops::Id op, ember_kernel_fn fn>
+[[nodiscard]] int32_t register_kernel_with_flags(const ember_registrar_v1* reg, int32_t device_type,
+                                                 int32_t priority, uint32_t dtypes,
+                                                 uint32_t flags) {
+  if (!has_kernel_flags(reg)) return register_kernel<op, fn>(reg, device_type, priority, dtypes);
+  return reg->kernel_with_flags(reg->ctx, ops::kInfo[op].name, device_type, dtypes, priority,
+                                &guarded<op, fn>, flags);
+}
+
 /** What a backend's init does once it has its device table: checks that the host speaks this
  *  plugin's ABI major, registers the device type, then its kernels (register_kernels(reg, id)
  *  returns a status), all behind the boundary, each failure with a message naming the type. */
@@ -334,6 +353,16 @@ inline int32_t init_backend(const ember_host_v1* host, const ember_registrar_v1*
           reg, device_type, priority, dtypes);                                                \
       ember_status_ != EMBER_OK) {                                                            \
     return ember_status_;                                                                     \
+  }
+/** Registers kernel `name` of core op `name` for `dtypes` with EMBER_KERNEL_* `flags`, replacing
+ *  the plugin's own earlier registration of those slots; returns a refused registration's status
+ *  from the enclosing function. */
+#define EMBER_REGISTER_KERNEL_FLAGS(reg, device_type, priority, name, dtypes, flags) \
+  if (const int32_t ember_status_ =                                                  \
+          ::ember::sdk::register_kernel_with_flags<::ember::ops::name, &name>(       \
+              reg, device_type, priority, dtypes, flags);                            \
+      ember_status_ != EMBER_OK) {                                                   \
+    return ember_status_;                                                            \
   }
 /** Registers kernel `name` of core op `name` for the op's dtypes; returns a refused
  *  registration's status from the enclosing function. */

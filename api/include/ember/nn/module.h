@@ -101,6 +101,9 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(Device device);
   /** Converts every floating parameter and buffer to `dtype`. */
   void to(DType dtype);
+  /** Puts every 4-d parameter and buffer (convolution weights) in `format`, as PyTorch's
+   *  module.to(memory_format=...); other tensors are unchanged. */
+  void to(MemoryFormat format);
   /** Resets parameter gradients: undefined (`set_to_none`) or zero-filled. */
   void zero_grad(bool set_to_none = true);
 

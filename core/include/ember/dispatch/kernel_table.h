@@ -22,14 +22,21 @@ struct KernelEntry {
   std::atomic<ember_kernel_fn> fn{nullptr};  // published last (Note [Loading while computing])
   int32_t priority = std::numeric_limits<int32_t>::min();
   int16_t plugin = -1;  // index into the plugin report
+  /** EMBER_KERNEL_* flags of the registration; written before fn. A reader that meets a kernel
+   *  replaced while it reads may pair the new flags with the old function: the old kernel then
+   *  refuses operands outside its contract with an error (its contract says to check them). */
+  std::atomic<uint32_t> flags{0};
   /** The kernel, or null. */
   ember_kernel_fn get() const { return fn.load(std::memory_order_acquire); }
-  /** Installs a kernel, or empties the slot with nullptr (loader's lock held): owner and
-   *  priority first, then the function. */
+  /** True if the registration carries `flag` (EMBER_KERNEL_*). */
+  bool has_flag(uint32_t flag) const { return (flags.load(std::memory_order_acquire) & flag) != 0; }
+  /** Installs a kernel, or empties the slot with nullptr (loader's lock held): owner, priority
+   *  and flags first, then the function. */
   void publish(ember_kernel_fn f, int32_t prio = std::numeric_limits<int32_t>::min(),
-               int16_t owner = -1) {
+               int16_t owner = -1, uint32_t kernel_flags = 0) {
     priority = prio;
     plugin = owner;
+    flags.store(kernel_flags, std::memory_order_release);
     fn.store(f, std::memory_order_release);
   }
 };

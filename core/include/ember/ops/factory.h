@@ -32,19 +32,21 @@ struct TensorOptions {
 
 /** Uninitialised contiguous tensor. */
 EMBER_API Tensor empty(IntList sizes, TensorOptions opts = {});
+/** Uninitialised tensor dense in `format` (Contiguous or ChannelsLast). */
+EMBER_API Tensor empty(IntList sizes, TensorOptions opts, MemoryFormat format);
 /** Zeros. */
 EMBER_API Tensor zeros(IntList sizes, TensorOptions opts = {});
 /** Ones. */
 EMBER_API Tensor ones(IntList sizes, TensorOptions opts = {});
 /** Every element `value`. */
 EMBER_API Tensor full(IntList sizes, Scalar value, TensorOptions opts = {});
-/** Same sizes, dtype and device as `t`, uninitialised. */
-EMBER_API Tensor empty_like(const Tensor& t);
-/** Same sizes, dtype and device as `t`, zeros. */
+/** Same sizes, dtype and device as `t`, uninitialised; Preserve keeps t's channels-last. */
+EMBER_API Tensor empty_like(const Tensor& t, MemoryFormat format = MemoryFormat::Preserve);
+/** Same sizes, dtype, device and memory format as `t`, zeros. */
 EMBER_API Tensor zeros_like(const Tensor& t);
-/** Same sizes, dtype and device as `t`, ones. */
+/** Same sizes, dtype, device and memory format as `t`, ones. */
 EMBER_API Tensor ones_like(const Tensor& t);
-/** Same sizes, dtype and device as `t`, filled with `value`. */
+/** Same sizes, dtype, device and memory format as `t`, filled with `value`. */
 EMBER_API Tensor full_like(const Tensor& t, Scalar value);
 /** start, start+step, ... < end; int64 if all arguments are integers, else float32. */
 EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1,

@@ -62,6 +62,8 @@ class IntList {
 EMBER_API int64_t shape_numel(IntList sizes, const char* op = "shape");
 /** Row-major strides for `sizes`. */
 EMBER_API Shape contiguous_strides(IntList sizes);
+/** Channels-last strides for 4-d `sizes` [N, C, H, W]: [H*W*C, 1, W*C, C]. */
+EMBER_API Shape channels_last_strides(IntList sizes);
 /** Broadcasts two shapes on NumPy's rules; throws with both shapes if they do not match. */
 EMBER_API Shape broadcast_shapes(IntList a, IntList b, const char* op);
 /** Wraps a possibly negative dim into [0, ndim); throws if out of range. */

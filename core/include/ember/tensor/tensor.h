@@ -22,6 +22,20 @@ namespace ember {
 
 class Stream;
 
+/** How a tensor's elements lie in memory (PyTorch's torch.memory_format), see
+ *  Note [Channels-last tensors]. */
+enum class MemoryFormat : uint8_t {
+  /** Row-major: the last dim is dense (NCHW for images). */
+  Contiguous,
+  /** A 4-d [N, C, H, W] tensor stored as N, H, W, C (NHWC): strides [HWC, 1, WC, C]. */
+  ChannelsLast,
+  /** The source's format: channels-last if the source is channels-last, else contiguous. */
+  Preserve,
+};
+
+/** "contiguous_format", "channels_last" or "preserve_format", as PyTorch prints them. */
+EMBER_API const char* memory_format_name(MemoryFormat f);
+
 namespace autograd {
 class Node;
 struct AutogradMeta;
@@ -53,6 +67,14 @@ class EMBER_API Tensor {
   /** Storage offset in elements. */
   int64_t storage_offset() const { return impl_->offset(); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
+  /** True if the elements are dense in format `f`'s order (Preserve is not a layout: throws). */
+  bool is_contiguous(MemoryFormat f) const;
+  /** ChannelsLast for a 4-d tensor dense in channels-last order and not row-major, else
+   *  Contiguous: the format ops give their outputs for this input. */
+  MemoryFormat suggest_memory_format() const {
+    return impl_->is_channels_last() && !impl_->is_contiguous() ? MemoryFormat::ChannelsLast
+                                                                : MemoryFormat::Contiguous;
+  }
   size_t element_size() const { return itemsize(dtype()); }
   /** Bytes covered by numel() elements. */
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
@@ -109,8 +131,13 @@ class EMBER_API Tensor {
   // Copies and conversions.
   /** This tensor if already contiguous, otherwise a contiguous copy. */
   Tensor contiguous() const;
-  /** A contiguous copy. */
-  Tensor clone() const;
+  /** This tensor if already dense in format `f` (Contiguous or ChannelsLast), otherwise a copy
+   *  in that format. */
+  Tensor contiguous(MemoryFormat f) const;
+  /** A copy in format `f`; Preserve (the default, as in PyTorch) keeps channels-last. */
+  Tensor clone(MemoryFormat f = MemoryFormat::Preserve) const;
+  /** contiguous(f): PyTorch's to(memory_format=f). */
+  Tensor to(MemoryFormat f) const { return contiguous(f); }
   /** Converted to `dtype` (this tensor if already of that dtype). */
   Tensor to(DType dtype) const;
   /** Copied to `device` (this tensor if already there). */

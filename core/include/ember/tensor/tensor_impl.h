@@ -31,6 +31,8 @@ class EMBER_API TensorImpl : public RefCounted {
   Device device() const { return storage_->device(); }
   int64_t numel() const { return numel_; }
   bool is_contiguous() const { return contiguous_; }
+  /** True for a 4-d tensor dense in channels-last order (Note [Channels-last tensors]). */
+  bool is_channels_last() const { return channels_last_; }
   /** True if autograd tracks this tensor (a leaf that requires grad, or one with a grad_fn). */
   bool requires_grad() const { return requires_grad_; }
   /** Keeps requires_grad() in step with the autograd meta; autograd use only. */
@@ -53,6 +55,7 @@ class EMBER_API TensorImpl : public RefCounted {
   std::unique_ptr<autograd::AutogradMeta> autograd_;
   DType dtype_;
   bool contiguous_;
+  bool channels_last_;
   bool requires_grad_ = false;
 };
 
