@@ -43,6 +43,14 @@ foreach(backend ${EMBER_BACKENDS})
   install(TARGETS ember-plugin-${backend} LIBRARY DESTINATION ${EMBER_INSTALL_PLUGINDIR}
           COMPONENT backend_${backend})
 endforeach()
+# The CPU backend ships its oneDNN (Note [oneDNN from the wheels] in tools/setup.sh) in cpu/
+# beside the plugin, under its SONAME, with oneDNN's license; the plugin loader only considers
+# libember* files, so nothing there is mistaken for a plugin.
+install(FILES $<TARGET_FILE:DNNL::dnnl> DESTINATION ${EMBER_INSTALL_PLUGINDIR}/cpu
+        RENAME libdnnl.so.3 COMPONENT backend_cpu)
+install(FILES ${EMBER_ONEDNN_DIR}/share/doc/onednn/LICENSE
+              ${EMBER_ONEDNN_DIR}/share/doc/onednn/THIRD-PARTY-PROGRAMS
+        DESTINATION ${EMBER_INSTALL_PLUGINDIR}/cpu/onednn-license COMPONENT backend_cpu)
 
 # The command line.
 install(TARGETS ember_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)

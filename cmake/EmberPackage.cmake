@@ -19,7 +19,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)  # libember0's shlibs file, for packages built on it
 set(CPACK_STRIP_FILES ON)
 # libember_core.so.0 is found here while the packages that hold it are being made.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY})
+# So is the oneDNN the CPU backend's package ships.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_LIBRARY_OUTPUT_DIRECTORY}
+    ${EMBER_ONEDNN_DIR}/lib)
 
 set(CPACK_COMPONENTS_ALL runtime dev tools)
 foreach(backend ${EMBER_BACKENDS})

@@ -52,7 +52,8 @@ for f in $libdir/libember_core.so $libdir/libember.so bin/ember include/ember/em
   $libdir/cmake/Ember/EmberConfigVersion.cmake $libdir/cmake/Ember/EmberTargets.cmake \
   $libdir/cmake/Ember/EmberPlugin.cmake $libdir/cmake/Ember/plugin.map \
   $libdir/pkgconfig/ember.pc $libdir/pkgconfig/ember-plugin-sdk.pc \
-  $libdir/ember-plugins/libember-cpu.so $libdir/ember-plugins/libember-reference.so; do
+  $libdir/ember-plugins/libember-cpu.so $libdir/ember-plugins/libember-reference.so \
+  $libdir/ember-plugins/cpu/libdnnl.so.3; do
   [[ -e $prefix/$f ]] || fail "$f is not installed"
 done
 for lib in ember_core ember; do
@@ -169,7 +170,11 @@ contents ember-tools | grep -q 'usr/bin/ember$' || fail "ember-tools lacks bin/e
 for p in ember-backend-cpu ember-backend-reference ember-tools libember-dev; do
   contents "$p" | grep -q 'cuda' && fail "$p holds CUDA files"
 done
-dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libdnnl || fail "ember-backend-cpu does not depend on oneDNN"
+# The CPU backend ships its oneDNN 3 beside the plugin (Note [oneDNN from the wheels]) rather than
+# depending on the distribution's older one; that library's own needs are dependencies.
+contents ember-backend-cpu | grep -q 'usr/lib/ember-plugins/cpu/libdnnl.so.3$' || fail "ember-backend-cpu lacks its oneDNN"
+dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libdnnl && fail "ember-backend-cpu depends on the distribution's oneDNN"
+dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libgomp1 || fail "ember-backend-cpu does not depend on libgomp1"
 dpkg-deb -f "$(deb libember0)" Depends | grep -q libzip4 || fail "libember0 does not depend on libzip4 (torch.save files)"
 # A CPU server: the runtime, the tools and the CPU backend, extracted into a fresh root.
 for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 ember-tools ember-backend-reference"; do

@@ -342,8 +342,6 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
   // Channels-last images stay channels-last inside (Note [oneDNN convolution layouts]).
   const tag inside = cl ? tag::nhwc : tag::any;
   const dnnl::memory::desc xa(xd, kF32, inside), wa(wd, kF32, tag::any), ya(yd, kF32, inside);
-  const dnnl::memory::desc ba =
-      bias ? dnnl::memory::desc({g.o}, kF32, tag::x) : dnnl::memory::desc();
   // oneDNN's dilation counts the gaps (PyTorch's minus 1); the right padding is whatever makes
   // the sizes consistent, which oneDNN accepts down to 1 - stride.
   const dims strides = {g.sh, g.sw}, dil = {g.dh - 1, g.dw - 1}, pad_l = {g.ph, g.pw};
@@ -351,23 +349,25 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
                       (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1 - g.w - g.pw};
   if (pad_r[0] + g.sh <= 0 || pad_r[1] + g.sw <= 0) return e;
   try {
-    const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training,
-                                              dnnl::algorithm::convolution_direct, xa, wa, ba, ya,
-                                              strides, dil, pad_l, pad_r);
-    const dnnl::convolution_forward::primitive_desc fpd(fwd, dnnl_attr(), eng);
+    constexpr auto direct = dnnl::algorithm::convolution_direct;
+    const auto training = dnnl::prop_kind::forward_training;
+    const dnnl::convolution_forward::primitive_desc fpd =
+        bias ? dnnl::convolution_forward::primitive_desc(
+                   eng, training, direct, xa, wa, dnnl::memory::desc({g.o}, kF32, tag::x), ya,
+                   strides, dil, pad_l, pad_r, dnnl_attr())
+             : dnnl::convolution_forward::primitive_desc(eng, training, direct, xa, wa, ya, strides,
+                                                         dil, pad_l, pad_r, dnnl_attr());
     if (dir == Dir::Forward) {
       e->internal = {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()};
       e->conv = dnnl::convolution_forward(fpd);
     } else if (dir == Dir::BackwardData) {
-      const dnnl::convolution_backward_data::desc bwd(dnnl::algorithm::convolution_direct, xa, wa,
-                                                      ya, strides, dil, pad_l, pad_r);
-      const dnnl::convolution_backward_data::primitive_desc bpd(bwd, dnnl_attr(), eng, fpd);
+      const dnnl::convolution_backward_data::primitive_desc bpd(
+          eng, direct, xa, wa, ya, strides, dil, pad_l, pad_r, fpd, dnnl_attr());
       e->internal = {bpd.diff_src_desc(), bpd.weights_desc(), bpd.diff_dst_desc()};
       e->conv = dnnl::convolution_backward_data(bpd);
     } else {
-      const dnnl::convolution_backward_weights::desc bwd(dnnl::algorithm::convolution_direct, xa,
-                                                         wa, ya, strides, dil, pad_l, pad_r);
-      const dnnl::convolution_backward_weights::primitive_desc bpd(bwd, dnnl_attr(), eng, fpd);
+      const dnnl::convolution_backward_weights::primitive_desc bpd(
+          eng, direct, xa, wa, ya, strides, dil, pad_l, pad_r, fpd, dnnl_attr());
       e->internal = {bpd.src_desc(), bpd.diff_weights_desc(), bpd.diff_dst_desc()};
       e->conv = dnnl::convolution_backward_weights(bpd);
     }
@@ -453,10 +453,10 @@ void put_weight(ConvEntry& e, const ember_tensor_identity& id, const void* data,
 // A bfloat16 or float16 convolution runs the float32 primitive: its operands are widened
 // exactly into float32 scratch, every product is accumulated in float32 and the result is
 // rounded once to nearest even, as a native half-type kernel does it (its accumulator is float32
-// too). CPUs without half-type arithmetic (AVX2 here) have no faster way, and oneDNN 2.6 offers
+// too). CPUs without half-type arithmetic (AVX2 here) have no faster way, and oneDNN 2.6 offered
 // no bf16 convolution on them: the direct loops this replaces made a bf16 CNN training step 6x
 // slower than float32. The conversions are own loops rather than converting reorders, which
-// oneDNN 2.6 runs through its generic reorder at ~30x the cost of the convolution. CPUs with
+// oneDNN 2.6 ran through its generic reorder at ~30x the cost of the convolution. CPUs with
 // AMX or AVX512-BF16 would be faster still with native bf16 primitives; that is not done.
 
 /** Widens n elements of half type `dtype` at src into float32 at dst (toward = false), or

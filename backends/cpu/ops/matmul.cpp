@@ -30,7 +30,8 @@ dnnl::engine& dnnl_engine() {
 }
 
 // Note [oneDNN from many threads]
-// Debian's oneDNN is built with the library scratchpad shared by all primitives, which may
+// oneDNN may be built with the library scratchpad shared by all primitives (Debian's 2.6 was),
+// which may
 // then neither run concurrently nor move between threads: one cached primitive run from two
 // user threads at once corrupted that scratchpad and hung convolution backward. So every
 // primitive is made with a user-managed scratchpad (dnnl_attr()), dnnl_execute() hands each
@@ -62,15 +63,17 @@ void scratch_free(const ember_kernel_call*, void* ptr, size_t bytes) {
 
 void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
                   std::unordered_map<int, dnnl::memory> args) {
-  const dnnl_memory_desc_t* md =
+  // The primitive's own scratchpad description, read through the C API: the C++ one would
+  // clone the descriptor on every call.
+  const_dnnl_memory_desc_t md =
       dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
   ScratchGuard scratch{call};
-  if (md != nullptr && md->ndims > 0) {
-    const dnnl::memory::desc sd(*md);
-    if (const size_t bytes = sd.get_size(); bytes > 0) {
-      if (!scratch.alloc(bytes)) throw std::bad_alloc();
-      args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(sd, dnnl_engine(), scratch.ptr);
-    }
+  if (const size_t bytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0; bytes > 0) {
+    if (!scratch.alloc(bytes)) throw std::bad_alloc();
+    dnnl_memory_t mem = nullptr;
+    dnnl::error::wrap_c_api(dnnl_memory_create(&mem, md, dnnl_engine().get(), scratch.ptr),
+                            "could not create the scratchpad memory");
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(mem);
   }
   dnnl::stream& stream = dnnl_stream();
   prim.execute(stream, args);
@@ -262,10 +265,10 @@ struct Operand {
 };
 
 // Note [Power-of-two leading dimensions]
-// oneDNN 2.6's AVX2 GEMM streams a row-major B along its rows and a transposed A (A^T stored
-// row-major, as in a Linear layer's weight gradient g^T x) along its columns; when those stored
-// rows are a multiple of 2 KiB (N = 512, 1024... floats: every 512-wide layer), the rows it
-// reads together map to the same cache sets and evict each other. Measured on a Linear
+// oneDNN's AVX2 GEMM (measured with 2.6) streams a row-major B along its rows and a transposed A
+// (A^T stored row-major, as in a Linear layer's weight gradient g^T x) along its columns; when
+// those stored rows are a multiple of 2 KiB (N = 512, 1024... floats: every 512-wide layer), the
+// rows it reads together map to the same cache sets and evict each other. Measured on a Linear
 // layer's backward shapes (1 thread, AVX2): [128x512]x[512x512] ran at 58 GFLOP/s with B in
 // place and 74 with B copied to a leading dimension of 528, [512x128]x[128x512] at 59 and 89,
 // and g^T x (A transposed too) at 49-63 with only B padded and 67-69 with both. The copy costs
@@ -422,8 +425,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   dnnl::primitive prim;
   if (!dnnl_cache_find(key.data(), kn, &prim)) {
     try {
-      const dnnl::matmul::desc desc(amd, bmd, cmd);
-      prim = dnnl::matmul(dnnl::matmul::primitive_desc(desc, dnnl_attr(), dnnl_engine()));
+      prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl_engine(), amd, bmd, cmd, dnnl_attr()));
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
       prim = dnnl::primitive();

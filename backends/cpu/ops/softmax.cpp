@@ -1,12 +1,13 @@
-// CPU softmax and log_softmax: float32 along the innermost dim through oneDNN's softmax_forward /
-// logsoftmax_forward; everything else through an own max-subtracting loop split over OpenMP.
+// CPU softmax and log_softmax: float32 along the innermost dim through oneDNN's softmax_forward
+// (softmax_accurate / softmax_log); everything else through an own max-subtracting loop split over
+// OpenMP.
 //
 // Note [Which softmax runs where]
-// oneDNN 2.6 has a JIT (AVX2/AVX-512) softmax only for a dense array reduced along its last
-// dim; along any other dim it picks its reference implementation, which measured ~25x slower
-// than the column-blocked own loop below (1024 x 1024 float32 along dim 0: 212 ms vs 8.5 ms, one
-// thread). So float32 goes to oneDNN when inner == 1 and to the own loop otherwise, as do the
-// other dtypes and any geometry oneDNN declines.
+// oneDNN has a JIT (AVX2/AVX-512) softmax only for a dense array reduced along its last dim
+// (measured with 2.6); along any other dim it picks its reference implementation, which measured
+// ~25x slower than the column-blocked own loop below (1024 x 1024 float32 along dim 0: 212 ms
+// vs 8.5 ms, one thread). So float32 goes to oneDNN when inner == 1 and to the own loop otherwise,
+// as do the other dtypes and any geometry oneDNN declines.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
@@ -135,14 +136,9 @@ bool dnnl_softmax(const ember_kernel_call* call, const float* src, float* dst, i
   if (!dnnl_cache_find(key, kn, &prim)) {
     try {
       const dnnl::engine& eng = dnnl_engine();
-      if constexpr (Log) {
-        const dnnl::logsoftmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-        prim = dnnl::logsoftmax_forward(
-            dnnl::logsoftmax_forward::primitive_desc(desc, dnnl_attr(), eng));
-      } else {
-        const dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md, 1);
-        prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, dnnl_attr(), eng));
-      }
+      const auto algorithm = Log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
+      prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(
+          eng, dnnl::prop_kind::forward_inference, algorithm, md, md, 1, dnnl_attr()));
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
       prim = dnnl::primitive();
