@@ -165,15 +165,11 @@ void channel_affine(const T* x, T* dst, int64_t M, int64_t C, const Cp* a, const
   }
 }
 
-// batch_norm forward over M rows of C channels (S == 1).
+// batch_norm forward over M rows of C channels (S == 1); x, w, b, y as bn_forward read them.
 template <typename T>
-void bn_forward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool training,
-                     double eps) {
+void bn_forward_rows(const ember_kernel_call* call, const T* x, const T* w, const T* b, T* y,
+                     int64_t M, int64_t Cn, bool training, double eps) {
   using Cp = sdk::Compute<T>;
-  const T* x = static_cast<const T*>(call->inputs[0].data);
-  const T* w = static_cast<const T*>(call->inputs[1].data);
-  const T* b = static_cast<const T*>(call->inputs[2].data);
-  T* y = static_cast<T*>(call->outputs[0].data);
   std::vector<double> mu(static_cast<size_t>(Cn)), var(static_cast<size_t>(Cn));
   if (training) {
     channel_sums<Cp, 1>(
@@ -224,16 +220,12 @@ void bn_forward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool 
   channel_affine<T>(x, y, M, Cn, a.data(), sh.data());
 }
 
-// batch_norm backward over M rows of C channels (S == 1); the formulas of bn_backward.
+// batch_norm backward over M rows of C channels (S == 1), the formulas of bn_backward, on the
+// operands it read.
 template <typename T>
-void bn_backward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool training,
-                      double eps) {
+void bn_backward_rows(const T* dy, const T* x, const T* w, const T* mean, const T* var, T* dx,
+                      T* dw, T* db, int64_t M, int64_t Cn, bool training, double eps) {
   using Cp = sdk::Compute<T>;
-  const T* dy = static_cast<const T*>(call->inputs[0].data);
-  const T* x = static_cast<const T*>(call->inputs[1].data);
-  const T* w = static_cast<const T*>(call->inputs[2].data);
-  const T* mean = static_cast<const T*>(call->inputs[3].data);
-  const T* var = static_cast<const T*>(call->inputs[4].data);
   std::vector<Cp> m(static_cast<size_t>(Cn));
   for (int64_t k = 0; k < Cn; ++k) m[k] = static_cast<Cp>(mean[k]);
   std::vector<double> sums(static_cast<size_t>(2 * Cn));  // sum(dy), then sum(dy * (x - mu))
@@ -250,8 +242,6 @@ void bn_backward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool
         }
       },
       sums.data());
-  T* dw = static_cast<T*>(call->outputs[1].data);
-  T* db = static_cast<T*>(call->outputs[2].data);
   std::vector<Cp> k1(static_cast<size_t>(Cn)), kx(static_cast<size_t>(Cn)),
       k0(static_cast<size_t>(Cn));
   const double md = static_cast<double>(M);
@@ -267,8 +257,7 @@ void bn_backward_rows(const ember_kernel_call* call, int64_t M, int64_t Cn, bool
     kx[k] = static_cast<Cp>(cx);
     k0[k] = static_cast<Cp>(training ? -c1 * s_dy / md - cx * mu : 0.0);
   }
-  channel_affine<T>(x, static_cast<T*>(call->outputs[0].data), M, Cn, kx.data(), k0.data(), dy,
-                    k1.data());
+  channel_affine<T>(x, dx, M, Cn, kx.data(), k0.data(), dy, k1.data());
 }
 
 template <typename T>
@@ -278,7 +267,7 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S,
   const T* w = static_cast<const T*>(call->inputs[1].data);
   const T* b = static_cast<const T*>(call->inputs[2].data);
   T* y = static_cast<T*>(call->outputs[0].data);
-  if (S == 1) return bn_forward_rows<T>(call, N, Cn, training, eps);
+  if (S == 1) return bn_forward_rows<T>(call, x, w, b, y, N, Cn, training, eps);
   const double m = static_cast<double>(N * S);
   if (training) {
     T* mean = static_cast<T*>(call->outputs[1].data);
@@ -316,7 +305,6 @@ void bn_forward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S,
 template <typename T>
 void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S, bool training,
                  double eps) {
-  if (S == 1) return bn_backward_rows<T>(call, N, Cn, training, eps);
   using Cp = sdk::Compute<T>;
   const T* dy = static_cast<const T*>(call->inputs[0].data);
   const T* x = static_cast<const T*>(call->inputs[1].data);
@@ -326,6 +314,7 @@ void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S
   T* dx = static_cast<T*>(call->outputs[0].data);
   T* dw = static_cast<T*>(call->outputs[1].data);
   T* db = static_cast<T*>(call->outputs[2].data);
+  if (S == 1) return bn_backward_rows<T>(dy, x, w, mean, var, dx, dw, db, N, Cn, training, eps);
   const double m = static_cast<double>(N * S);
 #pragma omp parallel for schedule(static) if (go_parallel(N * Cn * S))
   for (int64_t c = 0; c < Cn; ++c) {
