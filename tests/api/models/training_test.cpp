@@ -232,6 +232,38 @@ TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
   EXPECT_NE(o2.find("the run was made with --amp bf16, not none"), std::string::npos) << o2;
 }
 
+// ember train --channels-last runs the model in NHWC (Note [Channels-last tensors]): the same
+// training as the row-major run up to rounding (batch norm sums in another order).
+TEST(Training, ChannelsLastTrainsLikeTheRowMajorRun) {
+  const ScratchDir scratch("channels_last");
+  const std::filesystem::path& dir = scratch.path;
+  auto run = [&](bool channels_last) {
+    std::vector<std::string> a = {"train", "--model",
+                                  "cnn",   "--limit",
+                                  "1024",  "--test-limit",
+                                  "300",   "--epochs",
+                                  "1",     "--threads",
+                                  "1",     "--no-progress",
+                                  "--out", (dir / (channels_last ? "cl" : "rows")).string()};
+    if (channels_last) a.push_back("--channels-last");
+    return run_cli(a);
+  };
+  const auto [s1, o1] = run(false);
+  const auto [s2, o2] = run(true);
+  ASSERT_EQ(s1, 0) << o1;
+  ASSERT_EQ(s2, 0) << o2;
+  const std::vector<std::string> rows = epoch_figures(o1), cl = epoch_figures(o2);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(cl.size(), 1u);
+  double l1 = 0, l2 = 0, a1 = 0, a2 = 0;
+  const char* format = "epoch 1: train loss %lf, test loss %*f, test accuracy %lf";
+  ASSERT_EQ(std::sscanf(rows[0].c_str(), format, &l1, &a1), 2) << rows[0];
+  ASSERT_EQ(std::sscanf(cl[0].c_str(), format, &l2, &a2), 2) << cl[0];
+  EXPECT_NEAR(l2, l1, 1e-3);
+  EXPECT_NEAR(a2, a1, 1.0);  // percentage points, on 300 test images
+  EXPECT_GT(a2, 40.0);       // chance is 10%
+}
+
 // ember train --profile: the first N steps, each a train_step range in a Chrome trace, and the
 // table of ops.
 TEST(Training, ProfileRecordsTheFirstSteps) {
