@@ -577,6 +577,32 @@ double norm_tol(DType d) {
                                : 4e-2;
 }
 
+// Channels-last on the GPU (Note [Channels-last tensors]): the CUDA kernels take row-major
+// operands, so the core reorders for them; results, gradients and their formats match the CPU's.
+TEST(CudaGpu, ChannelsLastLayersMatchCpuAndKeepTheFormat) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  constexpr MemoryFormat kCl = MemoryFormat::ChannelsLast;
+  const Tensor x = randn({4, 6, 12, 10}).contiguous(kCl);
+  const Tensor w = randn({8, 6, 3, 3}).contiguous(kCl);
+  const Tensor bn_w = randn({8}), bn_b = randn({8});
+  auto run = [&](Device dev) {
+    Tensor xl = x.to(dev).detach().requires_grad_();
+    Tensor wl = w.to(dev).detach().requires_grad_();
+    Tensor rm = zeros({8}, {DType::Float32, dev}), rv = ones({8}, {DType::Float32, dev});
+    const Tensor c = conv2d(xl, wl, {}, {1, 1}, {1, 1});
+    const Tensor y = max_pool2d(
+        relu(batch_norm(c, bn_w.to(dev), bn_b.to(dev), rm, rv, /*training=*/true)), {2, 2});
+    EXPECT_TRUE(c.is_contiguous(kCl)) << dev.str();
+    EXPECT_TRUE(y.is_contiguous(kCl)) << dev.str();
+    sum(mul(adaptive_avg_pool2d(y, {2, 2}), 3.0)).backward();
+    EXPECT_TRUE(xl.grad().is_contiguous(kCl)) << dev.str();
+    EXPECT_TRUE(wl.grad().is_contiguous(kCl)) << dev.str();
+    return std::vector<Tensor>{y, xl.grad(), wl.grad(), rm, rv};
+  };
+  expect_all_close(run(g), run(Device::cpu()), 1e-3, "channels-last conv/bn/relu/pool");
+}
+
 TEST(CudaGpu, BatchNormTrainingEvalAndGradientsMatchCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
