@@ -1,7 +1,9 @@
 #include "ember/optim/optimizer.h"
 
+#include <array>
 #include <charconv>
 #include <set>
+#include <span>
 
 #include "api/optim/fused_step.h"
 #include "ember/autograd/grad_mode.h"
@@ -242,20 +244,27 @@ bool fused_step(ops::Id op, KernelAttrs attrs, Tensor& param,
   const auto flat = [&](const Tensor& t) {
     return format == MemoryFormat::Contiguous ? t : t.as_strided({t.numel()}, {1});
   };
-  std::vector<Tensor> outputs{flat(param)};
+  std::array<Tensor, 4> outputs;  // the parameter and at most three state tensors
+  std::array<const Tensor*, 4> out_ptrs{};
+  size_t n = 0;
+  EMBER_ASSERT(state.size() < outputs.size());
+  outputs[n] = flat(param);
+  out_ptrs[n] = &outputs[n];
+  ++n;
   for (Tensor* t : state) {
     if (t == nullptr || !t->defined()) continue;
     if (!t->is_contiguous(format) || t->dtype() != param.dtype()) return false;
-    outputs.push_back(flat(*t));
+    outputs[n] = flat(*t);
+    out_ptrs[n] = &outputs[n];
+    ++n;
   }
   Tensor g = param.grad();
   if (g.dtype() != param.dtype()) g = g.to(param.dtype());
   g = flat(g.contiguous(format));
-  std::vector<const Tensor*> out_ptrs;
-  for (const Tensor& t : outputs) out_ptrs.push_back(&t);
   const Tensor* inputs[] = {&g};
-  run_kernel(core_op(op), param.dtype(), inputs, out_ptrs, attrs);
-  for (const Tensor& t : outputs) t.bump_version();
+  run_kernel(core_op(op), param.dtype(), inputs, std::span<const Tensor* const>(out_ptrs.data(), n),
+             attrs);
+  for (size_t i = 0; i < n; ++i) outputs[i].bump_version();
   return true;
 }
 

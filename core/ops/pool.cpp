@@ -195,8 +195,7 @@ std::tuple<Tensor, Tensor> max_pool_ad(const char* name, const Tensor& x, IntLis
   }
   autograd::record(
       "MaxPool2DWithIndicesBackward", name, {&x}, {&std::get<0>(r)},
-      [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(),
-       format = x.dim() == 4 ? x.suggest_memory_format() : MemoryFormat::Contiguous,
+      [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), format = x.suggest_memory_format(),
        geometry](const Grads& g, const LambdaNode& self) {
         return Grads{max_pool_backward(g[0], self.unpack(si), sizes, format, geometry)};
       });
@@ -223,6 +222,19 @@ struct AvgArgs {
 Tensor avg_forward(const Tensor& x4, const AvgArgs& a);
 Tensor avg_backward(const Tensor& g4, const AvgArgs& a);
 
+// The linear pooling maps' kernels (either direction of avg_pool2d and adaptive_avg_pool2d):
+// `op` from `in` [N, C, ., .] to a new [N, C, size[0], size[1]] in in's format; an empty input
+// gives zeros (the kernels never see one).
+Tensor run_pool_map(const Op& op, KernelAttrs attrs, const Tensor& in,
+                    std::array<int64_t, 2> size) {
+  const MemoryFormat format = in.suggest_memory_format();
+  Tensor out = empty({in.size(0), in.size(1), size[0], size[1]}, {in.dtype(), in.device()}, format);
+  if (out.numel() == 0) return out;
+  if (in.numel() == 0) return out.zero_();
+  run_image_kernel(op, in.dtype(), format, {&in}, {&out}, attrs);
+  return out;
+}
+
 // Note [Adjoint pairs of pooling]
 // avg_pool2d (and adaptive_avg_pool2d) is a linear map A of x; its backward is the adjoint A^T
 // applied to dy, and the adjoint of A^T is A again. So the forward records the backward kernel
@@ -232,13 +244,8 @@ Tensor avg_forward(const Tensor& x4, const AvgArgs& a) {
   return autograd::differentiable(
       "AvgPool2DBackward", "avg_pool2d", {&x4},
       [&] {
-        const MemoryFormat format = x4.suggest_memory_format();
-        Tensor y = empty({x4.size(0), x4.size(1), a.g.out[0], a.g.out[1]},
-                         {x4.dtype(), x4.device()}, format);
-        if (y.numel() > 0) {
-          run_image_kernel(a.as<attrs::avg_pool2d>(), x4.dtype(), format, {&x4}, {&y});
-        }
-        return y;
+        return run_pool_map(core_op(ops::avg_pool2d), PackedAttrs(a.as<attrs::avg_pool2d>()), x4,
+                            {a.g.out[0], a.g.out[1]});
       },
       [&] {
         return [a](const Grads& g, const LambdaNode&) { return Grads{avg_backward(g[0], a)}; };
@@ -249,12 +256,9 @@ Tensor avg_backward(const Tensor& g4, const AvgArgs& a) {
   return autograd::differentiable(
       "AvgPool2DBackwardBackward", "avg_pool2d", {&g4},
       [&] {
-        const MemoryFormat format = g4.suggest_memory_format();
-        Tensor dx = empty({g4.size(0), g4.size(1), a.g.in[0], a.g.in[1]}, {g4.dtype(), g4.device()},
-                          format);
-        if (g4.numel() == 0) return dx.zero_();
-        run_image_kernel(a.as<attrs::avg_pool2d_backward>(), g4.dtype(), format, {&g4}, {&dx});
-        return dx;
+        return run_pool_map(core_op(ops::avg_pool2d_backward),
+                            PackedAttrs(a.as<attrs::avg_pool2d_backward>()), g4,
+                            {a.g.in[0], a.g.in[1]});
       },
       [&] {
         return [a](const Grads& g, const LambdaNode&) { return Grads{avg_forward(g[0], a)}; };
@@ -271,15 +275,7 @@ Tensor adaptive_forward(const Tensor& x4, std::array<int64_t, 2> out) {
   const std::array<int64_t, 2> in{x4.size(2), x4.size(3)};
   return autograd::differentiable(
       "AdaptiveAvgPool2DBackward", "adaptive_avg_pool2d", {&x4},
-      [&] {
-        const MemoryFormat format = x4.suggest_memory_format();
-        Tensor y =
-            empty({x4.size(0), x4.size(1), out[0], out[1]}, {x4.dtype(), x4.device()}, format);
-        if (y.numel() > 0) {
-          run_image_kernel(core_op(ops::adaptive_avg_pool2d), x4.dtype(), format, {&x4}, {&y});
-        }
-        return y;
-      },
+      [&] { return run_pool_map(core_op(ops::adaptive_avg_pool2d), {}, x4, out); },
       [&] {
         return
             [in](const Grads& g, const LambdaNode&) { return Grads{adaptive_backward(g[0], in)}; };
@@ -290,15 +286,7 @@ Tensor adaptive_backward(const Tensor& g4, std::array<int64_t, 2> in) {
   const std::array<int64_t, 2> out{g4.size(2), g4.size(3)};
   return autograd::differentiable(
       "AdaptiveAvgPool2DBackwardBackward", "adaptive_avg_pool2d", {&g4},
-      [&] {
-        const MemoryFormat format = g4.suggest_memory_format();
-        Tensor dx =
-            empty({g4.size(0), g4.size(1), in[0], in[1]}, {g4.dtype(), g4.device()}, format);
-        if (g4.numel() == 0) return dx.zero_();
-        run_image_kernel(core_op(ops::adaptive_avg_pool2d_backward), g4.dtype(), format, {&g4},
-                         {&dx});
-        return dx;
-      },
+      [&] { return run_pool_map(core_op(ops::adaptive_avg_pool2d_backward), {}, g4, in); },
       [&] {
         return
             [out](const Grads& g, const LambdaNode&) { return Grads{adaptive_forward(g[0], out)}; };

@@ -1,7 +1,5 @@
 #include "ember/tensor/tensor_impl.h"
 
-#include <initializer_list>
-
 #include "ember/autograd/node.h"
 
 namespace ember {
@@ -12,26 +10,30 @@ namespace ember {
 // and contiguity are cached because every kernel call asks for them.
 static_assert(sizeof(TensorImpl) <= 192, "TensorImpl grew: check Note [TensorImpl stays small]");
 
-static bool compute_contiguous(const Shape& sizes, const Shape& strides) {
+// Dense in the order dim_at(0), dim_at(1), ... (innermost first) over `n` dims; size-1 dims may
+// have any stride, and an empty tensor is dense in every order.
+template <typename DimAt>
+static bool dense_in_order(const Shape& sizes, const Shape& strides, size_t n, DimAt dim_at) {
   int64_t expected = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
-    if (sizes[i] != 1 && strides[i] != expected) return false;
-    expected *= sizes[i];
-  }
-  return true;
-}
-
-// Dense in the order of `dims` (innermost first); size-1 dims may have any stride.
-static bool compute_dense_in_order(const Shape& sizes, const Shape& strides,
-                                   std::initializer_list<size_t> dims) {
-  int64_t expected = 1;
-  for (const size_t d : dims) {
+  for (size_t i = 0; i < n; ++i) {
+    const size_t d = dim_at(i);
     if (sizes[d] == 0) return true;
     if (sizes[d] != 1 && strides[d] != expected) return false;
     expected *= sizes[d];
   }
   return true;
+}
+
+static bool compute_contiguous(const Shape& sizes, const Shape& strides) {
+  const size_t n = sizes.size();
+  return dense_in_order(sizes, strides, n, [n](size_t i) { return n - 1 - i; });
+}
+
+// Channels-last: C, then W, then H, then N innermost first (Note [Channels-last tensors]).
+static bool compute_channels_last(const Shape& sizes, const Shape& strides) {
+  constexpr size_t kOrder[] = {1, 3, 2, 0};
+  return sizes.size() == 4 &&
+         dense_in_order(sizes, strides, 4, [&](size_t i) { return kOrder[i]; });
 }
 
 TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype)
@@ -42,7 +44,7 @@ TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offs
       numel_(1),
       dtype_(dtype),
       contiguous_(compute_contiguous(sizes_, strides_)),
-      channels_last_(sizes_.size() == 4 && compute_dense_in_order(sizes_, strides_, {1, 3, 2, 0})) {
+      channels_last_(compute_channels_last(sizes_, strides_)) {
   for (int64_t s : sizes_) numel_ *= s;
 }
 

@@ -571,56 +571,44 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl) {
 
 int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g);
 
-// Copies the 4-d tensor `from` into `to` element by element (the two differ in strides only).
-void copy_4d(const ember_tensor& from, const ember_tensor& to) {
-  const auto* s = static_cast<const char*>(from.data);
-  auto* d = static_cast<char*>(to.data);
-  const auto item = static_cast<int64_t>(sdk::itemsize(from.dtype));
-  const int64_t* n = from.sizes;
-#pragma omp parallel for collapse(2) schedule(static) if (run_parallel(sdk::numel(from)))
-  for (int64_t a = 0; a < n[0]; ++a) {
-    for (int64_t b = 0; b < n[1]; ++b) {
-      for (int64_t c = 0; c < n[2]; ++c) {
-        for (int64_t e = 0; e < n[3]; ++e) {
-          const int64_t fi =
-              a * from.strides[0] + b * from.strides[1] + c * from.strides[2] + e * from.strides[3];
-          const int64_t ti =
-              a * to.strides[0] + b * to.strides[1] + c * to.strides[2] + e * to.strides[3];
-          std::memcpy(d + ti * item, s + fi * item, static_cast<size_t>(item));
-        }
-      }
-    }
-  }
-}
-
 // A channels-last call that oneDNN does not run (float64, or a geometry it declines): the own
-// row-major loops on row-major copies of the 4-d operands, the output copied back.
+// row-major loops on row-major scratch copies of the 4-d operands (made by this plugin's copy
+// kernel), the output copied back.
 int32_t run_rows_of_channels_last(const ember_kernel_call* call, Dir dir, const char* name,
                                   const Geom& g, int nin) {
-  std::vector<ember_tensor> in(call->inputs, call->inputs + call->num_inputs);
-  ember_tensor out = call->outputs[0];
-  std::vector<std::vector<int64_t>> strides;
-  std::vector<std::vector<char>> bufs;
-  strides.reserve(static_cast<size_t>(nin) + 1);
-  bufs.reserve(static_cast<size_t>(nin) + 1);
-  const auto rows = [&](ember_tensor& t, bool fill) {
-    if (t.ndim != 4) return;
-    const ember_tensor src = t;
-    strides.push_back(
-        {t.sizes[1] * t.sizes[2] * t.sizes[3], t.sizes[2] * t.sizes[3], t.sizes[3], 1});
-    bufs.emplace_back(static_cast<size_t>(sdk::numel(t)) * sdk::itemsize(t.dtype));
-    t.strides = strides.back().data();
-    t.data = bufs.back().data();
-    if (fill) copy_4d(src, t);
+  // The copy kernel on one (from, to) pair, with the call's host and error buffer.
+  const auto copy_into = [&](const ember_tensor& from, const ember_tensor& to) {
+    ember_kernel_call c = *call;
+    c.num_inputs = 1, c.inputs = &from, c.num_outputs = 1, c.outputs = &to;
+    c.num_ints = 0, c.ints = nullptr, c.num_floats = 0, c.floats = nullptr;
+    c.input_ids = nullptr, c.output_ids = nullptr;
+    return cpu::copy(&c);
   };
-  for (int i = 0; i < nin; ++i) rows(in[static_cast<size_t>(i)], true);
-  rows(out, false);
+  constexpr int kMax = 4;  // at most x, w, bias and the output
+  ember_tensor in[kMax], out = call->outputs[0];
+  std::copy(call->inputs, call->inputs + nin, in);
+  int64_t strides[kMax][4];
+  ScratchGuard bufs[kMax] = {{call}, {call}, {call}, {call}};
+  for (int i = 0; i <= nin; ++i) {
+    ember_tensor& t = i < nin ? in[i] : out;
+    if (t.ndim != 4) continue;
+    const ember_tensor user = t;
+    strides[i][3] = 1, strides[i][2] = t.sizes[3], strides[i][1] = t.sizes[2] * t.sizes[3];
+    strides[i][0] = t.sizes[1] * strides[i][1];
+    if (!bufs[i].alloc(static_cast<size_t>(sdk::numel(t)) * sdk::itemsize(t.dtype))) {
+      return sdk::fail(call, EMBER_ERR_OUT_OF_MEMORY, "%s: no scratch memory", name);
+    }
+    t.strides = strides[i];
+    t.data = bufs[i].ptr;
+    if (i < nin) {
+      if (const int32_t st = copy_into(user, t); st != EMBER_OK) return st;
+    }
+  }
   ember_kernel_call rc = *call;
-  rc.inputs = in.data();
+  rc.inputs = in;
   rc.outputs = &out;
   const int32_t status = run_conv_call(&rc, dir, name, g);
-  if (status == EMBER_OK) copy_4d(out, call->outputs[0]);
-  return status;
+  return status == EMBER_OK ? copy_into(out, call->outputs[0]) : status;
 }
 
 // Convolution op A in direction `dir`.

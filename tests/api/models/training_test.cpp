@@ -144,6 +144,18 @@ std::vector<std::string> epoch_figures(const std::string& output) {
   return out;
 }
 
+// The train loss and test accuracy (%) of a one-epoch run's output; fails unless it has exactly
+// one epoch line of that form.
+void one_epoch(const std::string& output, double* loss, double* accuracy) {
+  const std::vector<std::string> lines = epoch_figures(output);
+  ASSERT_EQ(lines.size(), 1u) << output;
+  ASSERT_EQ(
+      std::sscanf(lines[0].c_str(), "epoch 1: train loss %lf, test loss %*f, test accuracy %lf",
+                  loss, accuracy),
+      2)
+      << lines[0];
+}
+
 // Note [Exact resume] in tools/ember/train.cpp: 2 epochs, stop, resume to 3 gives the losses,
 // accuracies, learning rates and weights of 3 uninterrupted epochs, bit for bit (one thread).
 TEST(Training, ResumedRunEqualsTheUninterruptedOneBitForBit) {
@@ -209,18 +221,9 @@ TEST(Training, MixedPrecisionTrainsAndIsRecordedForResume) {
   const auto [s16, o16] = run("bf16");
   ASSERT_EQ(s32, 0) << o32;
   ASSERT_EQ(s16, 0) << o16;
-  const std::vector<std::string> f32 = epoch_figures(o32), bf16 = epoch_figures(o16);
-  ASSERT_EQ(f32.size(), 1u);
-  ASSERT_EQ(bf16.size(), 1u);
   double acc32 = 0, acc16 = 0, l32 = 0, l16 = 0;
-  ASSERT_EQ(std::sscanf(f32[0].c_str(), "epoch 1: train loss %lf, test loss %*f, test accuracy %lf",
-                        &l32, &acc32),
-            2)
-      << f32[0];
-  ASSERT_EQ(std::sscanf(bf16[0].c_str(),
-                        "epoch 1: train loss %lf, test loss %*f, test accuracy %lf", &l16, &acc16),
-            2)
-      << bf16[0];
+  ASSERT_NO_FATAL_FAILURE(one_epoch(o32, &l32, &acc32));
+  ASSERT_NO_FATAL_FAILURE(one_epoch(o16, &l16, &acc16));
   EXPECT_NEAR(l16, l32, 0.05);
   EXPECT_NEAR(acc16, acc32, 3.0);  // percentage points, on 500 test images
   EXPECT_GT(acc16, 40.0);          // chance is 10%
@@ -252,13 +255,9 @@ TEST(Training, ChannelsLastTrainsLikeTheRowMajorRun) {
   const auto [s2, o2] = run(true);
   ASSERT_EQ(s1, 0) << o1;
   ASSERT_EQ(s2, 0) << o2;
-  const std::vector<std::string> rows = epoch_figures(o1), cl = epoch_figures(o2);
-  ASSERT_EQ(rows.size(), 1u);
-  ASSERT_EQ(cl.size(), 1u);
   double l1 = 0, l2 = 0, a1 = 0, a2 = 0;
-  const char* format = "epoch 1: train loss %lf, test loss %*f, test accuracy %lf";
-  ASSERT_EQ(std::sscanf(rows[0].c_str(), format, &l1, &a1), 2) << rows[0];
-  ASSERT_EQ(std::sscanf(cl[0].c_str(), format, &l2, &a2), 2) << cl[0];
+  ASSERT_NO_FATAL_FAILURE(one_epoch(o1, &l1, &a1));
+  ASSERT_NO_FATAL_FAILURE(one_epoch(o2, &l2, &a2));
   EXPECT_NEAR(l2, l1, 1e-3);
   EXPECT_NEAR(a2, a1, 1.0);  // percentage points, on 300 test images
   EXPECT_GT(a2, 40.0);       // chance is 10%
