@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -61,10 +62,21 @@ class StoreAdapter : public ::gloo::rendezvous::Store {
   milliseconds timeout_;
 };
 
+// Note [A failed call closes the connections]
+// A collective that fails (a peer that died, a timeout) leaves the other ranks where they were:
+// one that waits for bytes from this rank would wait out its whole timeout, and by then the
+// ranks that failed first may be gone, with the rendezvous store that names the culprit (Note
+// [Naming the ranks that failed] in the core). So a failure closes every connection of the
+// communicator at once (Gloo resets them), as NCCL's backend aborts its communicator: the peers'
+// calls fail within moments and every rank diagnoses the same failure while the store is still
+// up. Bytes half sent cannot be taken back either, so the communicator stays unusable: every
+// later call fails at once, naming what broke it.
 struct Comm {
   std::shared_ptr<::gloo::transport::Device> device;
   std::shared_ptr<::gloo::rendezvous::Context> context;
   int rank = 0, size = 1;
+  std::mutex mu;          // guards broken_by (point-to-point calls run on threads of their own)
+  std::string broken_by;  // why the connections were closed; empty while usable
 };
 
 // Reductions, element type T computed in Acc (float for the 16-bit floats).
@@ -310,15 +322,40 @@ int32_t create(void*, const ember_comm_config* cfg, void** out, char* error, siz
   }
 }
 
-int32_t collective(void*, void* comm, const ember_collective_call* call) {
+// Closes the communicator's connections because of `why` (Note [A failed call closes the
+// connections]); the first reason is kept.
+void close_after(Comm& c, const char* why) {
+  std::lock_guard lock(c.mu);
+  if (!c.broken_by.empty()) return;
+  c.broken_by = why;
   try {
-    return run(*static_cast<Comm*>(comm), *call);
+    c.context->closeConnections();
+  } catch (...) {  // a pair that cannot close is closed by the peer's own failure
+  }
+}
+
+int32_t collective(void*, void* comm, const ember_collective_call* call) {
+  Comm& c = *static_cast<Comm*>(comm);
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.broken_by.empty()) {
+      std::snprintf(call->error, call->error_capacity,
+                    "the gloo communicator is unusable since an earlier call failed: %s (destroy "
+                    "the process group and initialize it again)",
+                    c.broken_by.c_str());
+      return EMBER_ERR_PEER;
+    }
+  }
+  int32_t status = EMBER_ERR_INTERNAL;
+  try {
+    return run(c, *call);
   } catch (const std::exception& e) {
-    return failure(e, call->error, call->error_capacity);
+    status = failure(e, call->error, call->error_capacity);
   } catch (...) {
     std::snprintf(call->error, call->error_capacity, "gloo failed (non-standard exception)");
-    return EMBER_ERR_INTERNAL;
   }
+  close_after(c, call->error);
+  return status;
 }
 
 void destroy(void*, void* comm) {
