@@ -173,6 +173,8 @@ struct ProcessGroup::Impl {
   std::shared_ptr<Store> root_store;  // the job's store (liveness keys)
   ember_store_v1 store_table{};
   uint64_t issued = 0;  // operations issued so far, the same count on every rank
+  std::mutex broken_mu;
+  std::string broken_by;  // the first failure's message, under broken_mu; empty while usable
 
   std::mutex mu;
   std::condition_variable cv;
@@ -219,7 +221,8 @@ struct ProcessGroup::Impl {
   // the TCP store closed exited (the store marks it, Note [The TCP store]); one that wrote no
   // note did not answer (it hangs, or never reached this operation); one that wrote another
   // operation or other sizes is named with them. If the store itself is gone, rank 0, which
-  // serves it, is.
+  // serves it, is; a rank 0 that reported a failure keeps the store up while the others are
+  // still connected (Note [The store outlives a failure]).
   std::string diagnose(uint64_t seq, const std::string& mine) {
     std::vector<int> silent, exited;
     std::vector<std::string> differ;
@@ -227,6 +230,7 @@ struct ProcessGroup::Impl {
     try {
       store->set(fmt::format("health/{}/{}", seq, rank),
                  std::vector<uint8_t>(mine.begin(), mine.end()));
+      if (root_store) root_store->set(TCPStore::kFailedKey, {1});  // Note [The store outlives...]
       const auto deadline =
           Clock::now() + std::min<milliseconds>(timeout, std::chrono::seconds(10));
       for (int r = 0; r < size; ++r) {
@@ -291,7 +295,11 @@ struct ProcessGroup::Impl {
     // the caller's work on these tensors went to, taken here on the caller's thread.
     const Tensor& any = input.defined() ? input : output;
     void* stream = any.defined() ? current_stream(any.device()).handle() : nullptr;
-    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, stream] {
+    std::string mine = any.defined()
+                           ? fmt::format("{} #{} of {}", op_name(op), seq, tensor_text(any))
+                           : fmt::format("{} #{}", op_name(op), seq);
+    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, stream,
+                mine = std::move(mine)] {
       char err[1024] = {0};
       ember_collective_call call{sizeof(ember_collective_call),
                                  op,
@@ -307,27 +315,49 @@ struct ProcessGroup::Impl {
       int32_t status = EMBER_ERR_INTERNAL;
       std::string error;
       ErrorKind kind = ErrorKind::Distributed;
-      try {
-        status = backend.table.collective(backend.table.ctx, comm, &call);
-        if (status == EMBER_OK && average) {
-          autograd::NoGradGuard no_grad;  // the collectives are not recorded, nor is this
-          Tensor o = output;
-          div_(o, static_cast<double>(size));
+      // Note [A failed group stays failed]
+      // After a collective failed with a peer that died or a timeout, the ranks no longer agree
+      // on what was sent: the backend may have delivered part of it, and the ranks that are left
+      // stopped at different operations. As in PyTorch, whose communicators are aborted then,
+      // the group is unusable from then on: every later operation fails at once, quoting the
+      // first failure, without reaching the backend or repeating the diagnosis. A new group
+      // (destroy_process_group, init_process_group) starts afresh. Errors in the arguments
+      // (dtype, sizes, devices) are found before anything is sent and leave the group usable.
+      {
+        std::lock_guard broken_lock(broken_mu);
+        if (!broken_by.empty()) {
+          error = fmt::format(
+              "[distributed] {} on rank {}: the process group is unusable since an earlier "
+              "operation failed (destroy_process_group, then init_process_group again): {}",
+              mine, rank, broken_by);
+          status = EMBER_ERR_PEER;
         }
-      } catch (const Error& e) {
-        error = e.what();
-        kind = e.kind();
-      } catch (const std::exception& e) {
-        error = e.what();
+      }
+      if (error.empty()) {
+        try {
+          status = backend.table.collective(backend.table.ctx, comm, &call);
+          if (status == EMBER_OK && average) {
+            autograd::NoGradGuard no_grad;  // the collectives are not recorded, nor is this
+            Tensor o = output;
+            div_(o, static_cast<double>(size));
+          }
+        } catch (const Error& e) {
+          error = e.what();
+          kind = e.kind();
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
       }
       if (status != EMBER_OK && error.empty()) {
         kind = status_error_kind(status);
         const std::string why = err[0] ? err : "no reason given";
-        const std::string mine = fmt::format("{} #{} of {}", op_name(op), seq,
-                                             tensor_text(input.defined() ? input : output));
         error = fmt::format("[distributed] {} failed on rank {} ({}): {}", mine, rank, backend.name,
                             why);
-        if (kind == ErrorKind::Distributed) error += "; " + diagnose(seq, mine);
+        if (kind == ErrorKind::Distributed) {
+          error += "; " + diagnose(seq, mine);
+          std::lock_guard broken_lock(broken_mu);
+          if (broken_by.empty()) broken_by = error.substr(std::string("[distributed] ").size());
+        }
       }
       std::lock_guard lock(state->mu);
       state->error = std::move(error);
