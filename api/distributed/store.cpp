@@ -40,6 +40,15 @@ namespace {
 // A client may name who it is (kOwner, "rank 3"); when that connection closes the server sets
 // "closed/<name>", so a rank that died is told apart from one that is only slow (Note [Naming
 // the ranks that failed]).
+//
+// Note [The store outlives a failure]
+// Rank 0 serves the store, so when rank 0 exits the diagnosis of every other rank loses it. A
+// rank can stay inside a failed collective until its own timeout (Gloo does not wake a large send
+// whose peer reset the connection), long after rank 0 reported the failure and exited. So once
+// any rank has set the key "failed" (each diagnosis does), a server that is destroyed first keeps
+// serving until every other client has closed its connection, for at most its timeout and never
+// more than a minute: the ranks still inside the collective diagnose it with the store up. A job
+// that never failed ends at once, as before.
 enum : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4, kOwner = 5 };
 enum : uint8_t { kOk = 0, kTimedOut = 1 };
 
@@ -115,8 +124,16 @@ struct StoreServer {
   std::vector<int> clients;
   std::atomic<bool> stopping{false};
   std::thread acceptor;
+  int open = 0;                  // connections being served, under mu
+  milliseconds linger_limit{0};  // Note [The store outlives a failure]
 
   ~StoreServer() {
+    {
+      std::unique_lock lock(mu);
+      if (data.count(TCPStore::kFailedKey))
+        changed.wait_for(lock, std::min<milliseconds>(linger_limit, std::chrono::minutes(1)),
+                         [&] { return open == 0; });
+    }
     stopping = true;
     if (wake[1] >= 0) (void)!::write(wake[1], "x", 1);
     {
@@ -134,9 +151,9 @@ struct StoreServer {
   void serve(int fd) {
     std::string owner;
     serve_requests(fd, owner);
-    if (owner.empty()) return;
     std::lock_guard lock(mu);
-    data["closed/" + owner] = {1};
+    if (!owner.empty()) data["closed/" + owner] = {1};
+    --open;
     changed.notify_all();
   }
 
@@ -217,6 +234,7 @@ struct StoreServer {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       std::lock_guard lock(mu);
       clients.push_back(fd);
+      ++open;
       threads.emplace_back([this, fd] { serve(fd); });
     }
   }
@@ -264,6 +282,7 @@ struct TCPStore::Impl {
                    "[distributed] cannot listen on port {}: {}", port, errno_text(errno));
     EMBER_CHECK_AS(DistributedError, ::pipe2(s->wake, O_CLOEXEC) == 0,
                    "[distributed] cannot make a pipe: {}", errno_text(errno));
+    s->linger_limit = timeout;
     StoreServer* raw = s.get();
     s->acceptor = std::thread([raw] { raw->accept_loop(); });
     server = std::move(s);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ember/data/sampler.h"
+#include "ember/distributed/store.h"
 #include "ember/util/error.h"
 
 extern char** environ;
@@ -184,6 +185,14 @@ TEST(Faults, AKilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
               std::string::npos)
         << exits[r].output;
     EXPECT_NE(exits[r].output.find("all_reduce"), std::string::npos) << exits[r].output;
+    // A later call fails at once (well inside the 15 s timeout), quoting the first failure.
+    const size_t then = exits[r].output.find("then, after ");
+    ASSERT_NE(then, std::string::npos) << exits[r].output;
+    EXPECT_LT(std::stod(exits[r].output.substr(then + 12)), 1.0) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("barrier #", then), std::string::npos) << exits[r].output;
+    EXPECT_NE(exits[r].output.find("unusable since an earlier operation failed", then),
+              std::string::npos)
+        << exits[r].output;
   }
   EXPECT_LT(seconds, 15.0 + 10.0);  // within the timeout (plus start-up), never a hang
 }
@@ -194,6 +203,35 @@ TEST(Faults, MismatchedSizesAreAnErrorNamingBothSizes) {
     EXPECT_EQ(exits[r].status, 3) << exits[r].output;
     EXPECT_NE(exits[r].output.find("float32 [4]"), std::string::npos) << exits[r].output;
     EXPECT_NE(exits[r].output.find("float32 [3]"), std::string::npos) << exits[r].output;
+  }
+}
+
+// Note [The store outlives a failure]: the server waits for the other clients, only after one.
+TEST(Rendezvous, AStoreThatSawAFailureServesUntilTheOtherRanksLeave) {
+  using ember::distributed::TCPStore;
+  using std::chrono::milliseconds;
+  for (const bool failed : {false, true}) {
+    SCOPED_TRACE(failed ? "after a failure" : "without a failure");
+    const int port = free_port();
+    auto server = std::make_unique<TCPStore>("127.0.0.1", port, true, milliseconds(5000));
+    auto client = std::make_unique<TCPStore>("127.0.0.1", port, false, milliseconds(5000));
+    if (failed) client->set(TCPStore::kFailedKey, {1});
+    const auto start = Clock::now();
+    std::thread rank0([&] { server.reset(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    if (failed) {  // still served: a late diagnosis reaches it
+      client->set("late", {7});
+      EXPECT_EQ(client->get("late", milliseconds(100)), std::vector<uint8_t>{7});
+    } else {  // gone at once
+      EXPECT_THROW(client->set("late", {7}), ember::DistributedError);
+    }
+    client.reset();
+    rank0.join();
+    const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (failed) {
+      EXPECT_GE(s, 0.3);
+    }
+    EXPECT_LT(s, 4.0);  // the other clients left: no wait for the timeout
   }
 }
 

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -357,7 +358,22 @@ int killed_rank() {
       ::kill(::getpid(), SIGKILL);
     }).detach();
   }
-  for (int k = 0; k < 1000; ++k) pg.all_reduce(t);
+  try {
+    for (int k = 0; k < 1000; ++k) pg.all_reduce(t);
+  } catch (const ember::Error& e) {
+    // The group stays failed: the next call fails at once, quoting the first failure.
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      pg.barrier();
+      std::printf("rank %d: a barrier after the failure returned\n", pg.rank());
+      return 1;
+    } catch (const ember::DistributedError& again) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::printf("then, after %.3f s: %s\n", s, again.what());
+    }
+    throw;
+  }
   std::printf("rank %d: the victim never died\n", pg.rank());
   return 1;
 }

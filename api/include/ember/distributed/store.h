@@ -40,6 +40,9 @@ class TCPStore : public Store {
   void set_owner(const std::string& name);
   /** The address of this host on the connection to the server (reachable by the others). */
   std::string local_address() const;
+  /** The key a rank sets when a collective failed: a server destroyed after that keeps serving
+   *  until the other clients have closed their connections (its timeout, a minute at most). */
+  static constexpr const char* kFailedKey = "failed";
 
  private:
   std::unique_ptr<Impl> impl_;
