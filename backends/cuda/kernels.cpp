@@ -20,8 +20,17 @@ int32_t on_callers_device(const ember_kernel_call* call) {
 
 }  // namespace
 
-/** Registers kernel `name` of core op `name` for `dtypes` behind the SDK's boundary and a device
- * guard; returns a refused registration's status (EMBER_REGISTER_KERNEL_DTYPES with the guard). */
+/** Registers kernel `name` of core op `name` for `dtypes` with EMBER_KERNEL_* `flags` behind the
+ * SDK's boundary and a device guard; returns a refused registration's status
+ * (EMBER_REGISTER_KERNEL_FLAGS with the guard). */
+#define EMBER_CUDA_REGISTER_FLAGS(name, dtypes, flags)                           \
+  if (const int32_t ember_status_ =                                              \
+          sdk::register_kernel_with_flags<ops::name, &on_callers_device<&name>>( \
+              reg, cuda, kPriority, dtypes, flags);                              \
+      ember_status_ != EMBER_OK) {                                               \
+    return ember_status_;                                                        \
+  }
+/** The same without flags. */
 #define EMBER_CUDA_REGISTER_DTYPES(name, dtypes)                                                \
   if (const int32_t ember_status_ = sdk::register_kernel<ops::name, &on_callers_device<&name>>( \
           reg, cuda, kPriority, dtypes);                                                        \
@@ -52,6 +61,7 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   //    nonzero in two passes (a prefix sum of the flags, then the coordinates);
   //  - convolutions (ops/conv.cpp): cuDNN forward / backward data / backward filter, groups,
   //    stride, padding, dilation; heuristic algorithm cached per shape, no TF32 for float32;
+  //    NHWC for channels-last operands (registered below);
   //  - pooling (ops/pool.cu): average pooling through cuDNN for floor-mode and evenly divided
   //    adaptive windows; own kernels otherwise, one thread per output (forward) or per input
   //    (backward); max pooling always own, for the CPU plugin's flat h * W + w indices;
@@ -85,10 +95,20 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   EMBER_CUDA_REGISTER_DTYPES(sgd_step, kF32F64)
   EMBER_CUDA_REGISTER_DTYPES(adam_step, kF32F64)
   EMBER_CUDA_REGISTER_DTYPES(rmsprop_step, kF32F64)
+  // The convolutions take channels-last operands in float32 and the half types, through cuDNN's
+  // NHWC descriptors (ops/conv.cpp, Note [Channels-last convolutions through cuDNN]); these
+  // registrations replace the ones above for those dtypes.
+  constexpr uint32_t kNhwc =
+      sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F16) | sdk::dtype_bit(EMBER_BF16);
+  constexpr uint32_t kCl = EMBER_KERNEL_CHANNELS_LAST;
+  EMBER_CUDA_REGISTER_FLAGS(conv2d, kNhwc, kCl)
+  EMBER_CUDA_REGISTER_FLAGS(conv2d_backward_input, kNhwc, kCl)
+  EMBER_CUDA_REGISTER_FLAGS(conv2d_backward_weight, kNhwc, kCl)
   return EMBER_OK;
 }
 
 #undef EMBER_CUDA_REGISTER
 #undef EMBER_CUDA_REGISTER_DTYPES
+#undef EMBER_CUDA_REGISTER_FLAGS
 
 }  // namespace ember::cuda

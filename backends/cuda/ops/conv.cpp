@@ -1,13 +1,14 @@
 // CUDA conv2d and its two backward passes through cuDNN's convolution API (forward, backward
-// data, backward filter) on the core's contract (core/ops/conv.cpp: contiguous NCHW tensors of
-// one floating dtype; attributes stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups; taps
-// outside the input read 0, and the input may be larger than the output needs). Algorithms
-// are ranked by cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark,
-// by timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), the ranking cached per
-// shape and walked until one algorithm's workspace fits (Note [Walking cuDNN's algorithm
-// ranking] in cudnn_plan.cpp); workspaces from the caching allocator. Batches whose tensors
-// exceed cuDNN's 32-bit descriptors run in chunks (Note [Convolutions in batch chunks]). The
-// bias gradient is a sum in the core.
+// data, backward filter) on the core's contract (core/ops/conv.cpp: dense NCHW tensors of one
+// floating dtype, or all three channels-last for the dtypes registered so, Note [Channels-last
+// convolutions through cuDNN]; attributes stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
+// taps outside the input read 0, and the input may be larger than the output needs). Algorithms are
+// ranked by cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark, by
+// timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), the ranking cached per shape
+// and walked until one algorithm's workspace fits (Note [Walking cuDNN's algorithm ranking] in
+// cudnn_plan.cpp); workspaces from the caching allocator. Batches whose tensors exceed cuDNN's
+// 32-bit descriptors run in chunks (Note [Convolutions in batch chunks]). The bias gradient is a
+// sum in the core.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -33,10 +34,23 @@ enum class Dir { kForward = 0, kBackwardData = 1, kBackwardFilter = 2 };
 using FilterDesc = UniqueHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvDesc = UniqueHandle<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>;
 
+// Note [Channels-last convolutions through cuDNN]
+// The float32 and half-type convolutions are registered with EMBER_KERNEL_CHANNELS_LAST, so the
+// core hands them x, w and y (dx, dw, dy) either all row-major or all channels-last (plugin_abi.h,
+// Note [Channels-last kernels]). Channels-last operands get NHWC tensor descriptors and an NHWC
+// filter descriptor (cuDNN's KRSC: [O][KH][KW][C/G], which is what a channels-last weight is),
+// and cuDNN runs its NHWC kernels on them with no reorder; the layout is part of the algorithm
+// cache's key. The dims stay [N, C, H, W] in both layouts, and a sample is still C*H*W
+// consecutive elements, so batch chunks (Note [Convolutions in batch chunks]) need nothing new;
+// the cropped output block (Note [Outputs smaller than the input allows]) is viewed with the
+// layout's strides. float64 stays row-major: the core reorders it (cuDNN's NHWC algorithms are
+// for float and the half types).
 // Sizes and attributes of one convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW];
-// fh, fw: the output size cuDNN derives from the input (>= OH, OW).
+// fh, fw: the output size cuDNN derives from the input (>= OH, OW); nhwc: the operands are
+// channels-last.
 struct Geom {
   int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g, fh, fw;
+  bool nhwc;
 };
 
 // The three ops have the same attributes (ops.def's EMBER_CONV_ATTRS), read as conv2d's.
@@ -54,14 +68,21 @@ Status read_geom(const ember_kernel_call* call, Dir dir, const char* name, Geom*
     x = &call->inputs[0], y = &call->inputs[1], w = &call->outputs[0];
   }
   if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 || x->dtype != w->dtype ||
-      y->dtype != x->dtype || !sdk::is_contiguous(*x) || !sdk::is_contiguous(*w) ||
-      !sdk::is_contiguous(*y)) {
-    return status_error(EMBER_ERR_INVALID,
-                        "[cuda] %s: expects contiguous rank-4 tensors of one dtype", name);
+      y->dtype != x->dtype) {
+    return status_error(EMBER_ERR_INVALID, "[cuda] %s: expects rank-4 tensors of one dtype", name);
   }
-  *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2],
-         y->sizes[3], w->sizes[2], w->sizes[3], a.stride_h,  a.stride_w,  a.pad_h,
-         a.pad_w,     a.dil_h,     a.dil_w,     a.groups,    0,           0};
+  // Note [Channels-last convolutions through cuDNN]: all row-major, or else all channels-last
+  // (a tensor whose shape makes both layouts the same memory counts as either).
+  const bool rows = sdk::is_contiguous(*x) && sdk::is_contiguous(*w) && sdk::is_contiguous(*y);
+  const bool nhwc =
+      !rows && sdk::is_channels_last(*x) && sdk::is_channels_last(*w) && sdk::is_channels_last(*y);
+  if (!rows && !nhwc) {
+    return status_error(EMBER_ERR_INVALID,
+                        "[cuda] %s: expects x, w and y all row-major or all channels-last", name);
+  }
+  *gm = {x->sizes[0], x->sizes[1], x->sizes[2], x->sizes[3], w->sizes[0], y->sizes[2], y->sizes[3],
+         w->sizes[2], w->sizes[3], a.stride_h,  a.stride_w,  a.pad_h,     a.pad_w,     a.dil_h,
+         a.dil_w,     a.groups,    0,           0,           nhwc};
   const bool ok = gm->g >= 1 && gm->sh >= 1 && gm->sw >= 1 && gm->dh >= 1 && gm->dw >= 1 &&
                   gm->ph >= 0 && gm->pw >= 0 && gm->c % gm->g == 0 && gm->o % gm->g == 0 &&
                   w->sizes[1] == gm->c / gm->g && y->sizes[0] == gm->n && y->sizes[1] == gm->o;
@@ -109,12 +130,13 @@ struct Descriptors {
 
 Status make_descriptors(const Geom& gm, cudnnDataType_t data, cudnnDataType_t compute,
                         Descriptors* d) {
-  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.c, gm.h, gm.w, &d->x));
-  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.o, gm.fh, gm.fw, &d->y));
+  const cudnnTensorFormat_t format = gm.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.c, gm.h, gm.w, &d->x, format));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, gm.n, gm.o, gm.fh, gm.fw, &d->y, format));
   cudnnFilterDescriptor_t f = nullptr;
   EMBER_CUDNN_CHECK(cudnnCreateFilterDescriptor(&f));
   d->w = FilterDesc(f);
-  EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, data, CUDNN_TENSOR_NCHW, static_cast<int>(gm.o),
+  EMBER_CUDNN_CHECK(cudnnSetFilter4dDescriptor(f, data, format, static_cast<int>(gm.o),
                                                static_cast<int>(gm.c / gm.g),
                                                static_cast<int>(gm.kh), static_cast<int>(gm.kw)));
   cudnnConvolutionDescriptor_t c = nullptr;
@@ -235,12 +257,16 @@ Status rank_by_time(cudnnHandle_t h, int index, cudaStream_t stream, Dir dir, in
 }
 
 // The [n, ch, rows, cols] top-left block of a dense [n, ch, full_rows, full_cols] array at
-// `data`, with `like`'s dtype and device (for strided copies).
+// `data`, row-major or (nhwc) channels-last, with `like`'s dtype and device (for strided copies).
 ember_tensor view4(void* data, const ember_tensor& like, int64_t* sizes, int64_t* strides,
                    int64_t n, int64_t ch, int64_t rows, int64_t cols, int64_t full_rows,
-                   int64_t full_cols) {
+                   int64_t full_cols, bool nhwc) {
   sizes[0] = n, sizes[1] = ch, sizes[2] = rows, sizes[3] = cols;
-  strides[3] = 1, strides[2] = full_cols, strides[1] = full_rows * full_cols,
+  if (nhwc) {
+    strides[1] = 1, strides[3] = ch, strides[2] = full_cols * ch;
+  } else {
+    strides[3] = 1, strides[2] = full_cols, strides[1] = full_rows * full_cols;
+  }
   strides[0] = ch * full_rows * full_cols;
   return ember_tensor{data, like.dtype, 4, sizes, strides, like.device_type, like.device_index};
 }
@@ -333,9 +359,10 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
     y = scratch.get();
     if (dir != Dir::kForward) {
       EMBER_CUDA_CHECK(cudaMemsetAsync(y, 0, bytes, stream));
-      const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
+      const ember_tensor block =
+          view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw, gm.nhwc);
       const ember_tensor src =
-          view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
+          view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow, gm.nhwc);
       EMBER_CUDA_RETURN_IF_ERROR(launch_copy(block, src, stream));
     }
   }
@@ -375,7 +402,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
                      gm.g,
                      tf32 ? 1 : 0,
                      benchmark ? 1 : 0,
-                     0};
+                     gm.nhwc ? 1 : 0};
     bool cached = false;
     {
       std::lock_guard<std::mutex> guard(g_cache_mu);
@@ -451,15 +478,17 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
     if (dir == Dir::kForward && call->num_inputs >= 3 && call->inputs[2].data &&
         call->inputs[2].ndim == 1) {
       TensorDesc bias;
-      EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &bias));
+      EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &bias,
+                                                  gm.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW));
       EMBER_CUDNN_CHECK(
           cudnnAddTensor(h, blend.one, bias.get(), call->inputs[2].data, blend.one, d.y.get(), yc));
     }
   }
   if (dir == Dir::kForward && !full) {
-    const ember_tensor block = view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw);
+    const ember_tensor block =
+        view4(y, op_y, vs, vst, gm.n, gm.o, gm.oh, gm.ow, gm.fh, gm.fw, gm.nhwc);
     const ember_tensor dst =
-        view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow);
+        view4(op_y.data, op_y, fs, fst, gm.n, gm.o, gm.oh, gm.ow, gm.oh, gm.ow, gm.nhwc);
     EMBER_CUDA_RETURN_IF_ERROR(launch_copy(dst, block, stream));
   }
   return {};

@@ -69,11 +69,11 @@ Status cudnn_types(int32_t dtype, const char* op, cudnnDataType_t* data, cudnnDa
 }
 
 Status make_tensor_desc(cudnnDataType_t data, int64_t n, int64_t c, int64_t h, int64_t w,
-                        TensorDesc* out) {
+                        TensorDesc* out, cudnnTensorFormat_t format) {
   cudnnTensorDescriptor_t t = nullptr;
   EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
   *out = TensorDesc(t);
-  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, CUDNN_TENSOR_NCHW, data, static_cast<int>(n),
+  EMBER_CUDNN_CHECK(cudnnSetTensor4dDescriptor(t, format, data, static_cast<int>(n),
                                                static_cast<int>(c), static_cast<int>(h),
                                                static_cast<int>(w)));
   return {};

@@ -27,9 +27,10 @@ using PoolDesc = UniqueHandle<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescr
  * an unsupported dtype is an error naming `op`. */
 Status cudnn_types(int32_t dtype, const char* op, cudnnDataType_t* data, cudnnDataType_t* compute);
 
-/** A new packed NCHW descriptor [n, c, h, w] (each at most INT_MAX) of `data`. */
+/** A new packed descriptor of dims [n, c, h, w] (each at most INT_MAX) of `data`, laid out as
+ *  `format` (NCHW: row-major; NHWC: channels-last). */
 Status make_tensor_desc(cudnnDataType_t data, int64_t n, int64_t c, int64_t h, int64_t w,
-                        TensorDesc* out);
+                        TensorDesc* out, cudnnTensorFormat_t format = CUDNN_TENSOR_NCHW);
 
 /** The blend factors 1 and 0 in cuDNN's scaling type for `dtype` (double for float64). */
 struct Blend {

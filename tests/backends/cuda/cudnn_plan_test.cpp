@@ -314,6 +314,25 @@ TEST(CudnnPlan, TensorDescriptorsHoldAtMostIntMaxElements) {
   EXPECT_FALSE(per_sample.ok()) << "a per-sample stride of 2^31";
 }
 
+// Note [Channels-last convolutions through cuDNN]: an NHWC descriptor keeps the dims [N, C, H, W]
+// and gives them a channels-last tensor's strides (a sample still C*H*W consecutive elements).
+TEST(CudnnPlan, NhwcDescriptorsHaveChannelsLastStrides) {
+  for (const bool nhwc : {false, true}) {
+    TensorDesc d;
+    ASSERT_TRUE(make_tensor_desc(CUDNN_DATA_FLOAT, 2, 3, 4, 5, &d,
+                                 nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW)
+                    .ok());
+    cudnnDataType_t type;
+    int n, c, h, w, sn, sc, sh, sw;
+    ASSERT_EQ(cudnnGetTensor4dDescriptor(d.get(), &type, &n, &c, &h, &w, &sn, &sc, &sh, &sw),
+              CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(std::vector<int>({n, c, h, w}), std::vector<int>({2, 3, 4, 5}));
+    const std::vector<int> strides{sn, sc, sh, sw};
+    EXPECT_EQ(strides, nhwc ? std::vector<int>({60, 1, 15, 3}) : std::vector<int>({60, 20, 5, 1}))
+        << (nhwc ? "NHWC" : "NCHW");
+  }
+}
+
 ConvBatchSplit split_of(std::initializer_list<int64_t> x, std::initializer_list<int64_t> y,
                         std::initializer_list<int64_t> w, int64_t limit = kCudnnMaxElements,
                         Status* status = nullptr) {

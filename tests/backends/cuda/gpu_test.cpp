@@ -577,8 +577,81 @@ double norm_tol(DType d) {
                                : 4e-2;
 }
 
-// Channels-last on the GPU (Note [Channels-last tensors]): the CUDA kernels take row-major
-// operands, so the core reorders for them; results, gradients and their formats match the CPU's.
+// Note [Channels-last convolutions through cuDNN]: channels-last operands run through cuDNN's NHWC
+// descriptors (float64 through the core's reorders). Values and gradients equal the row-major
+// run on the same device and the CPU's; outputs and gradients keep the format; the batch split,
+// benchmark mode and conv_transpose2d's larger input take the same path.
+TEST(CudaGpu, ChannelsLastConvolutionsThroughCudnnMatchRowMajorAndCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  constexpr MemoryFormat kCl = MemoryFormat::ChannelsLast;
+  struct Case {
+    int64_t stride, pad, dil, groups;
+  };
+  // y, dx, dw of conv2d (bias b) and sum(y * y), each format checked against `expect_cl`.
+  auto run = [](const Tensor& x, const Tensor& w, const Tensor& b, const Case& c, bool expect_cl,
+                const std::string& what) {
+    Tensor xl = x.detach().requires_grad_();
+    Tensor wl = w.detach().requires_grad_();
+    const Tensor y =
+        conv2d(xl, wl, b, {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil}, c.groups);
+    sum(mul(y, y)).backward();
+    EXPECT_EQ(y.is_contiguous(kCl) && !y.is_contiguous(), expect_cl) << what;
+    EXPECT_EQ(xl.grad().is_contiguous(kCl), x.is_contiguous(kCl)) << what;
+    EXPECT_EQ(wl.grad().is_contiguous(kCl), w.is_contiguous(kCl)) << what;
+    return std::vector<Tensor>{y, xl.grad(), wl.grad()};
+  };
+  for (DType d : kFloatTypes) {
+    const double tol = d == DType::Float64 ? 1e-12 : d == DType::Float32 ? 1e-4 : 2e-2;
+    for (const Case& c : {Case{1, 1, 1, 1}, Case{2, 1, 1, 1}, Case{1, 2, 2, 2}, Case{3, 1, 1, 4}}) {
+      const Tensor x = randn({3, 8, 11, 10}).to(d);
+      const Tensor w = randn({12, 8 / c.groups, 3, 3}).to(d);
+      const Tensor b = randn({12}).to(d);
+      const std::string what =
+          fmt::format("{} stride {} pad {} dil {} groups {}", d, c.stride, c.pad, c.dil, c.groups);
+      const auto cpu = run(x, w, b, c, false, what + " cpu row-major");
+      const auto rows = run(x.to(g), w.to(g), b.to(g), c, false, what + " row-major");
+      expect_all_close(rows, cpu, tol * 10, what + " row-major vs cpu");
+      // Both channels-last, and either one alone (the core reorders the other).
+      const std::pair<bool, bool> layouts[] = {{true, true}, {false, true}, {true, false}};
+      for (const auto& [xc, wc] : layouts) {
+        const Tensor xg = xc ? x.to(g).contiguous(kCl) : x.to(g);
+        const Tensor wg = wc ? w.to(g).contiguous(kCl) : w.to(g);
+        const std::string v = fmt::format("{} x cl {} w cl {}", what, xc, wc);
+        const auto cl = run(xg, wg, b.to(g), c, true, v);
+        expect_all_close(cl, rows, tol * 10, v + " vs row-major");
+        expect_all_close(cl, cpu, tol * 10, v + " vs cpu");
+      }
+    }
+    // A split batch and benchmark mode over channels-last tensors.
+    const Tensor x = randn({7, 4, 6, 6}).to(d).to(g).contiguous(kCl);
+    const Tensor w = randn({5, 4, 3, 3}).to(d).to(g).contiguous(kCl);
+    const Case one{1, 1, 1, 1};
+    const auto whole = run(x, w, {}, one, true, "whole");
+    for (const char* benchmark : {"0", "1"}) {
+      OptionGuard bench("cudnn.benchmark", benchmark);
+      OptionGuard limit("testing.conv_max_elements", "400");  // 2 samples per call: 2+2+2+1
+      const std::string what = fmt::format("{} split, benchmark {}", d, benchmark);
+      expect_all_close(run(x, w, {}, one, true, what), whole, tol * 10, what);
+    }
+    // conv_transpose2d with output_padding: the backward-data kernel with a larger input, and
+    // its gradient through the forward kernel with an output smaller than the input allows.
+    const Tensor xt = randn({2, 6, 5, 5}).to(d), wt = randn({6, 3, 3, 3}).to(d);
+    const Tensor rt = randn({2, 3, 10, 10}).to(d);
+    auto transpose = [](const std::vector<Tensor>& p) {
+      return conv_transpose2d(p[0], p[1], {}, {2, 2}, {1, 1}, {1, 1});
+    };
+    const auto tcl =
+        value_and_grads(transpose, {xt.to(g).contiguous(kCl), wt.to(g).contiguous(kCl)}, rt.to(g));
+    EXPECT_TRUE(tcl[0].is_contiguous(kCl)) << fmt::format("{}", d);
+    expect_all_close(tcl, value_and_grads(transpose, {xt, wt}, rt), tol * 10,
+                     fmt::format("{} conv_transpose2d channels-last", d));
+  }
+}
+
+// Channels-last on the GPU (Note [Channels-last tensors]): the convolutions run through cuDNN's
+// NHWC descriptors, batch norm views the image as rows of channels, and the core reorders for the
+// pools; results, gradients and their formats match the CPU's.
 TEST(CudaGpu, ChannelsLastLayersMatchCpuAndKeepTheFormat) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
