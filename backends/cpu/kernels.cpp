@@ -38,12 +38,21 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d, sdk::kFloatingMask, kCl)
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_input, sdk::kFloatingMask, kCl)
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_weight, sdk::kFloatingMask, kCl)
-  // Optional ops: the fused ReLU and GELU backwards (elementwise.cpp) and the max pooling backward,
-  // the indices' scatter plane by plane (pool.cpp). No random kernel: the core fills random tensors
-  // on the host (Note [Random numbers on every device]).
+  // So do the pools (pool.cpp, Note [Channels-last pooling]), for the dtypes ops.def gives them.
+#define EMBER_CPU_CHANNELS_LAST(name) \
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, name, ops::kInfo[ops::name].dtypes, kCl)
+  EMBER_CPU_CHANNELS_LAST(max_pool2d)
+  EMBER_CPU_CHANNELS_LAST(max_pool2d_backward)
+  EMBER_CPU_CHANNELS_LAST(avg_pool2d)
+  EMBER_CPU_CHANNELS_LAST(avg_pool2d_backward)
+  EMBER_CPU_CHANNELS_LAST(adaptive_avg_pool2d)
+  EMBER_CPU_CHANNELS_LAST(adaptive_avg_pool2d_backward)
+#undef EMBER_CPU_CHANNELS_LAST
+  // Optional ops: the fused ReLU and GELU backwards (elementwise.cpp); the max pooling backward,
+  // the indices' scatter plane by plane (pool.cpp), is registered above. No random kernel: the core
+  // fills random tensors on the host (Note [Random numbers on every device]).
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, relu_backward)
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, gelu_backward)
-  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, max_pool2d_backward)
   // The optimizers' fused steps (optim.cpp), float32 and float64: one OpenMP pass per parameter
   // (Note [Optimizer steps through kernels]); half-precision parameters take the tensor ops.
   constexpr uint32_t kF32F64 = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);

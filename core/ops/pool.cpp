@@ -153,21 +153,24 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
 // "max_pool2d_backward", computing the same sums in the same order in whatever way suits it
 // (the CUDA plugin gathers: one thread per input element visits the windows that cover it).
 // The kernel is used when the backward needs no graph (no create_graph), the composite
-// otherwise, as for Note [Fused ReLU backward]. The planes are row-major here; a channels-last
-// input gets its gradient reordered to its format at the end.
+// otherwise, as for Note [Fused ReLU backward]. The kernel runs in the input's memory format
+// (reordered for a kernel without channels-last support, run_image_kernel); the composite works
+// on row-major planes, and a channels-last input gets its gradient reordered at the end.
 Tensor max_pool_scatter(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
-                        const Pool& geometry) {
+                        MemoryFormat format, const Pool& geometry) {
   const int64_t nd = static_cast<int64_t>(in_sizes.size());
   const int64_t planes = nd == 4 ? in_sizes[0] * in_sizes[1] : in_sizes[0];
   const int64_t h = in_sizes[nd - 2], w = in_sizes[nd - 1];
   if (g.numel() > 0 && !autograd::is_grad_enabled() &&
       has_kernel(core_op(ops::max_pool2d_backward), g.device(), g.dtype())) {
-    const int64_t oh = g.size(g.dim() - 2), ow = g.size(g.dim() - 1);
-    const Tensor g4 = g.reshape({planes, 1, oh, ow}).contiguous();
-    const Tensor i4 = idx.reshape({planes, 1, oh, ow}).contiguous();
-    Tensor dx = empty({planes, 1, h, w}, {g.dtype(), g.device()});
-    run_kernel(geometry.max_attrs<attrs::max_pool2d_backward>(), g.dtype(), {&g4, &i4}, {&dx});
-    return dx.view(in_sizes);
+    const bool batched = nd == 4;
+    const Tensor g4 = batched ? g : g.unsqueeze(0);
+    const Tensor i4 = batched ? idx : idx.unsqueeze(0);
+    const Shape sizes4{batched ? in_sizes[0] : 1, in_sizes[nd - 3], h, w};
+    Tensor dx = empty(sizes4, {g.dtype(), g.device()}, batched ? format : MemoryFormat::Contiguous);
+    run_image_kernel(geometry.max_attrs<attrs::max_pool2d_backward>(), g.dtype(),
+                     dx.suggest_memory_format(), {&g4, &i4}, {&dx});
+    return batched ? dx : dx.squeeze(0);
   }
   const Tensor z = zeros({planes, h * w}, {g.dtype(), g.device()});
   if (g.numel() == 0) return z.view(in_sizes);
@@ -177,7 +180,7 @@ Tensor max_pool_scatter(const Tensor& g, const Tensor& idx, const Shape& in_size
 
 Tensor max_pool_backward(const Tensor& g, const Tensor& idx, const Shape& in_sizes,
                          MemoryFormat format, const Pool& geometry) {
-  const Tensor dx = max_pool_scatter(g, idx, in_sizes, geometry);
+  const Tensor dx = max_pool_scatter(g, idx, in_sizes, format, geometry);
   return format == MemoryFormat::ChannelsLast ? dx.contiguous(format) : dx;
 }
 

@@ -1,5 +1,7 @@
-// CPU pooling: max, average and adaptive average over contiguous [N, C, H, W], forward and
-// backward, as own loops parallel over the N * C planes (contract in core/ops/pool.cpp).
+// CPU pooling: max, average and adaptive average over dense [N, C, H, W], forward and backward,
+// as own loops parallel over the N * C planes, or for channels-last images over the output
+// pixels with the channels innermost (Note [Channels-last pooling]; contract in
+// core/ops/pool.cpp).
 //
 // Note [Why pooling does not use oneDNN]
 // oneDNN's max pooling returns a workspace in its own format, not PyTorch's flat h * W + w
@@ -117,6 +119,74 @@ void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, 
         }
         yp[i * oW + j] = static_cast<T>(best);
         ip[i * oW + j] = bi;
+      }
+    }
+  }
+}
+
+// Note [Channels-last pooling]
+// The pools are registered with EMBER_KERNEL_CHANNELS_LAST, so the core hands them either
+// row-major operands or all channels-last ones (plugin_abi.h, Note [Channels-last kernels]). For
+// NHWC images the loops run over each sample's output pixels, parallel over samples and output
+// rows, with the innermost loop over the C consecutive channels, so it vectorises. Each channel's
+// windows, divisors, flat h * W + w indices, NaN and tie rules, and the order in which sums and
+// gradients accumulate are those of the row-major loops: both layouts give the same bits.
+bool dense_cl(const ember_tensor& t) {
+  return t.ndim == 4 && sdk::is_channels_last(t);
+}
+
+// The layout of a pooling kernel's operands: every one row-major, or else every one NHWC.
+enum class Layout { kBad, kRows, kNhwc };
+Layout layout_of(std::initializer_list<const ember_tensor*> ts) {
+  bool rows = true, cl = true;
+  for (const ember_tensor* t : ts) rows = rows && dense4(*t), cl = cl && dense_cl(*t);
+  return rows ? Layout::kRows : cl ? Layout::kNhwc : Layout::kBad;
+}
+
+// Max pooling of NHWC x [N, H, W, C] into y and idx [N, oH, oW, C] (Note [Channels-last pooling]).
+template <typename T>
+void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
+                   int64_t oH, int64_t oW, const attrs::max_pool2d& a) {
+  using Cm = sdk::Compute<T>;
+  const int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w, pH = a.pad_h,
+                pW = a.pad_w, dH = a.dil_h, dW = a.dil_w;
+#pragma omp parallel for schedule(static) if (go_parallel(N * H * W * C))
+  for (int64_t row = 0; row < N * oH; ++row) {
+    const int64_t n = row / oH, i = row % oH;
+    const int64_t h0 = i * sH - pH;
+    int64_t ylo, yhi;
+    tap_range(h0, kH, dH, H, &ylo, &yhi);
+    for (int64_t j = 0; j < oW; ++j) {
+      const int64_t w0 = j * sW - pW;
+      int64_t xlo, xhi;
+      tap_range(w0, kW, dW, W, &xlo, &xhi);
+      T* yp = y + (row * oW + j) * C;
+      int64_t* ip = idx + (row * oW + j) * C;
+      if (ylo >= yhi || xlo >= xhi) {  // no tap inside the image: as the row-major loop
+        std::fill(yp, yp + C, static_cast<T>(std::numeric_limits<Cm>::lowest()));
+        std::fill(ip, ip + C, int64_t{-1});
+        continue;
+      }
+      bool first = true;
+      for (int64_t ty = ylo; ty < yhi; ++ty) {
+        const int64_t h = h0 + ty * dH;
+        for (int64_t tx = xlo; tx < xhi; ++tx) {
+          const int64_t at = h * W + w0 + tx * dW;
+          const T* xp = x + (n * H * W + at) * C;
+          if (first) {
+            std::copy(xp, xp + C, yp);
+            std::fill(ip, ip + C, at);
+            first = false;
+            continue;
+          }
+          // NaN wins (the last NaN's index, as row-major); the first maximum wins ties.
+          for (int64_t c = 0; c < C; ++c) {
+            const Cm v = static_cast<Cm>(xp[c]);
+            const bool take = v > static_cast<Cm>(yp[c]) || v != v;
+            yp[c] = take ? xp[c] : yp[c];
+            ip[c] = take ? at : ip[c];
+          }
+        }
       }
     }
   }
@@ -258,6 +328,87 @@ void adaptive_planes(const T* src, T* dst, int64_t planes, int64_t H, int64_t W,
   }
 }
 
+// A window of a linear pool: rows [h0, h1), columns [w0, w1), and its divisor.
+struct Window {
+  int64_t h0, h1, w0, w1, div;
+};
+
+// Average or adaptive pooling over NHWC images (Note [Channels-last pooling]): forward from x
+// [N, H, W, C] to y [N, oH, oW, C], or (Backward) the adjoint from dy [N, oH, oW, C] to dx
+// [N, H, W, C]; window(i, j) is output pixel (i, j)'s window. The backward runs a sample per
+// thread, accumulating the half types in float as AccPlanes does.
+template <typename T, bool Backward, typename WindowOf>
+void linear_pool_nhwc(const T* src, T* dst, int64_t N, int64_t C, int64_t H, int64_t W, int64_t oH,
+                      int64_t oW, WindowOf window) {
+  using Cm = sdk::Compute<T>;
+  if constexpr (Backward) {
+    const int threads = team_size(N * H * W * C);
+    AccPlanes<T, true> accs(threads, H * W * C);
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int64_t n = 0; n < N; ++n) {
+      T* dxp = dst + n * H * W * C;
+      Cm* acc = accs.acc(dxp);
+      const T* gp = src + n * oH * oW * C;
+      for (int64_t i = 0; i < oH; ++i) {
+        for (int64_t j = 0; j < oW; ++j) {
+          const Window wd = window(i, j);
+          const T* g = gp + (i * oW + j) * C;
+          for (int64_t h = wd.h0; h < wd.h1; ++h) {
+            for (int64_t w = wd.w0; w < wd.w1; ++w) {
+              Cm* a = acc + (h * W + w) * C;
+              for (int64_t c = 0; c < C; ++c)
+                a[c] += static_cast<Cm>(g[c]) / static_cast<Cm>(wd.div);
+            }
+          }
+        }
+      }
+      accs.flush(acc, dxp);
+    }
+  } else {
+    const int threads = team_size(N * H * W * C);
+    std::vector<Cm> sums(static_cast<size_t>(threads) * static_cast<size_t>(C));
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int64_t row = 0; row < N * oH; ++row) {
+      const int64_t n = row / oH, i = row % oH;
+      Cm* sum = sums.data() + static_cast<int64_t>(omp_get_thread_num()) * C;
+      for (int64_t j = 0; j < oW; ++j) {
+        const Window wd = window(i, j);
+        std::fill(sum, sum + C, Cm(0));
+        for (int64_t h = wd.h0; h < wd.h1; ++h) {
+          for (int64_t w = wd.w0; w < wd.w1; ++w) {
+            const T* xp = src + ((n * H + h) * W + w) * C;
+            for (int64_t c = 0; c < C; ++c) sum[c] += static_cast<Cm>(xp[c]);
+          }
+        }
+        T* yp = dst + (row * oW + j) * C;
+        for (int64_t c = 0; c < C; ++c) yp[c] = store<T>(sum[c] / static_cast<Cm>(wd.div));
+      }
+    }
+  }
+}
+
+// avg_pool2d's window of output pixel (i, j) (the row-major loop's divisor rule).
+template <typename A>
+auto avg_window_of(const A& a, int64_t H, int64_t W) {
+  return [=](int64_t i, int64_t j) {
+    const AvgWindow wh = avg_window(i, a.kernel_h, a.stride_h, a.pad_h, H);
+    const AvgWindow ww = avg_window(j, a.kernel_w, a.stride_w, a.pad_w, W);
+    const int64_t div = a.divisor_override > 0 ? a.divisor_override
+                        : a.count_include_pad  ? wh.size * ww.size
+                                               : (wh.hi - wh.lo) * (ww.hi - ww.lo);
+    return Window{wh.lo, wh.hi, ww.lo, ww.hi, div};
+  };
+}
+
+// adaptive_avg_pool2d's window of output pixel (i, j).
+inline auto adaptive_window_of(int64_t H, int64_t W, int64_t oH, int64_t oW) {
+  return [=](int64_t i, int64_t j) {
+    const int64_t h0 = ad_lo(i, H, oH), h1 = ad_hi(i, H, oH);
+    const int64_t w0 = ad_lo(j, W, oW), w1 = ad_hi(j, W, oW);
+    return Window{h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
+  };
+}
+
 int32_t bad(const ember_kernel_call* call, const char* name) {
   return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (%d inputs, %d outputs, %d ints)",
                    name, call->num_inputs, call->num_outputs, call->num_ints);
@@ -272,15 +423,31 @@ int32_t planes_kernel(const ember_kernel_call* call) {
   }
   const ember_tensor& s = call->inputs[0];
   const ember_tensor& d = call->outputs[0];
-  if (!dense4(s) || !dense4(d) || s.dtype != d.dtype || s.sizes[0] != d.sizes[0] ||
+  const Layout layout = layout_of({&s, &d});
+  if (layout == Layout::kBad || s.dtype != d.dtype || s.sizes[0] != d.sizes[0] ||
       s.sizes[1] != d.sizes[1]) {
     return bad(call, name);
   }
   return sdk::visit_floating(call, s.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    Run<T>::run(call, static_cast<const T*>(s.data), static_cast<T*>(d.data),
-                s.sizes[0] * s.sizes[1], s, d);
+    const auto* src = static_cast<const T*>(s.data);
+    auto* dst = static_cast<T*>(d.data);
+    if (layout == Layout::kNhwc) {
+      Run<T>::run_nhwc(call, src, dst, s, d);
+    } else {
+      Run<T>::run(call, src, dst, s.sizes[0] * s.sizes[1], s, d);
+    }
   });
+}
+
+// The NHWC loop of a linear pool from src to dst (sizes from the operands, in NCHW order).
+template <typename T, bool Backward, typename WindowOf>
+void run_linear_nhwc(const T* src, T* dst, const ember_tensor& s, const ember_tensor& d,
+                     WindowOf window) {
+  const ember_tensor& img = Backward ? d : s;  // the [N, C, H, W] side
+  const ember_tensor& out = Backward ? s : d;  // the [N, C, oH, oW] side
+  linear_pool_nhwc<T, Backward>(src, dst, img.sizes[0], img.sizes[1], img.sizes[2], img.sizes[3],
+                                out.sizes[2], out.sizes[3], window);
 }
 
 template <typename T>
@@ -290,6 +457,11 @@ struct AvgFwd {
     avg_pool_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3],
                               sdk::attrs<attrs::avg_pool2d>(c));
   }
+  static void run_nhwc(const ember_kernel_call* c, const T* s, T* d, const ember_tensor& x,
+                       const ember_tensor& y) {
+    run_linear_nhwc<T, false>(
+        s, d, x, y, avg_window_of(sdk::attrs<attrs::avg_pool2d>(c), x.sizes[2], x.sizes[3]));
+  }
 };
 template <typename T>
 struct AvgBwd {
@@ -298,6 +470,12 @@ struct AvgBwd {
     avg_pool_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3],
                              sdk::attrs<attrs::avg_pool2d_backward>(c));
   }
+  static void run_nhwc(const ember_kernel_call* c, const T* s, T* d, const ember_tensor& dy,
+                       const ember_tensor& dx) {
+    run_linear_nhwc<T, true>(
+        s, d, dy, dx,
+        avg_window_of(sdk::attrs<attrs::avg_pool2d_backward>(c), dx.sizes[2], dx.sizes[3]));
+  }
 };
 template <typename T>
 struct AdFwd {
@@ -305,12 +483,22 @@ struct AdFwd {
                   const ember_tensor& y) {
     adaptive_planes<T, false>(s, d, pl, x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3]);
   }
+  static void run_nhwc(const ember_kernel_call*, const T* s, T* d, const ember_tensor& x,
+                       const ember_tensor& y) {
+    run_linear_nhwc<T, false>(s, d, x, y,
+                              adaptive_window_of(x.sizes[2], x.sizes[3], y.sizes[2], y.sizes[3]));
+  }
 };
 template <typename T>
 struct AdBwd {
   static void run(const ember_kernel_call*, const T* s, T* d, int64_t pl, const ember_tensor& dy,
                   const ember_tensor& dx) {
     adaptive_planes<T, true>(s, d, pl, dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3]);
+  }
+  static void run_nhwc(const ember_kernel_call*, const T* s, T* d, const ember_tensor& dy,
+                       const ember_tensor& dx) {
+    run_linear_nhwc<T, true>(
+        s, d, dy, dx, adaptive_window_of(dx.sizes[2], dx.sizes[3], dy.sizes[2], dy.sizes[3]));
   }
 };
 
@@ -323,7 +511,8 @@ EMBER_KERNEL(max_pool2d) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
   const ember_tensor& idx = call->outputs[1];
-  if (!dense4(x) || !dense4(y) || !dense4(idx) || y.dtype != x.dtype || idx.dtype != EMBER_I64) {
+  const Layout layout = layout_of({&x, &y, &idx});
+  if (layout == Layout::kBad || y.dtype != x.dtype || idx.dtype != EMBER_I64) {
     return bad(call, "max_pool2d");
   }
   bool ok = false;
@@ -331,9 +520,17 @@ EMBER_KERNEL(max_pool2d) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       ok = true;
-      max_pool_planes<T>(static_cast<const T*>(x.data), static_cast<T*>(y.data),
-                         static_cast<int64_t*>(idx.data), x.sizes[0] * x.sizes[1], x.sizes[2],
-                         x.sizes[3], y.sizes[2], y.sizes[3], sdk::attrs<attrs::max_pool2d>(call));
+      const auto* xd = static_cast<const T*>(x.data);
+      auto* yd = static_cast<T*>(y.data);
+      auto* id = static_cast<int64_t*>(idx.data);
+      const auto a = sdk::attrs<attrs::max_pool2d>(call);
+      if (layout == Layout::kNhwc) {
+        max_pool_nhwc<T>(xd, yd, id, x.sizes[0], x.sizes[1], x.sizes[2], x.sizes[3], y.sizes[2],
+                         y.sizes[3], a);
+      } else {
+        max_pool_planes<T>(xd, yd, id, x.sizes[0] * x.sizes[1], x.sizes[2], x.sizes[3], y.sizes[2],
+                           y.sizes[3], a);
+      }
     }
   });
   return ok ? EMBER_OK
@@ -348,9 +545,10 @@ EMBER_KERNEL(max_pool2d_backward) {
   const ember_tensor& dy = call->inputs[0];
   const ember_tensor& idx = call->inputs[1];
   const ember_tensor& dx = call->outputs[0];
-  if (!dense4(dy) || !dense4(idx) || !dense4(dx) || dx.dtype != dy.dtype ||
-      idx.dtype != EMBER_I64 || sdk::numel(idx) != sdk::numel(dy) ||
-      dy.sizes[0] * dy.sizes[1] != dx.sizes[0] * dx.sizes[1]) {
+  const Layout layout = layout_of({&dy, &idx, &dx});
+  if (layout == Layout::kBad || dx.dtype != dy.dtype || idx.dtype != EMBER_I64 ||
+      sdk::numel(idx) != sdk::numel(dy) || dy.sizes[0] * dy.sizes[1] != dx.sizes[0] * dx.sizes[1] ||
+      (layout == Layout::kNhwc && dy.sizes[1] != dx.sizes[1])) {
     return bad(call, name);
   }
   const int64_t planes = dx.sizes[0] * dx.sizes[1], hw = dx.sizes[2] * dx.sizes[3];
@@ -361,6 +559,28 @@ EMBER_KERNEL(max_pool2d_backward) {
     const T* g = static_cast<const T*>(dy.data);
     const int64_t* at = static_cast<const int64_t*>(idx.data);
     T* out = static_cast<T*>(dx.data);
+    if (layout == Layout::kNhwc) {
+      // Note [Channels-last pooling]: a sample per thread; each element receives its gradients
+      // in output order, as in the row-major loop.
+      const int64_t N = dx.sizes[0], Ch = dx.sizes[1];
+#pragma omp parallel for schedule(static) if (go_parallel(planes * (hw + ohw)))
+      for (int64_t n = 0; n < N; ++n) {
+        T* d = out + n * hw * Ch;
+        std::fill(d, d + hw * Ch, T(0));
+        const T* gp = g + n * ohw * Ch;
+        const int64_t* ip = at + n * ohw * Ch;
+        for (int64_t j = 0; j < ohw; ++j) {
+          for (int64_t c = 0; c < Ch; ++c) {
+            const int64_t i = ip[j * Ch + c];
+            if (i >= 0 && i < hw) {
+              T& e = d[i * Ch + c];
+              e = T(static_cast<C>(static_cast<C>(e) + static_cast<C>(gp[j * Ch + c])));
+            }
+          }
+        }
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static) if (go_parallel(planes * (hw + ohw)))
     for (int64_t pl = 0; pl < planes; ++pl) {
       T* d = out + pl * hw;

@@ -5,6 +5,8 @@
 // core's reorders, and the argument checks.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -223,6 +225,78 @@ TEST(MemoryFormat, PoolsKeepTheFormatAndTheirIndices) {
   }
 }
 
+// True when a and b hold the same values bit for bit (NaN where the other has NaN).
+::testing::AssertionResult same_bits(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype())
+    return ::testing::AssertionFailure() << "shapes or dtypes differ";
+  const std::vector<double> x = values(a), y = values(b);
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]))))
+      return ::testing::AssertionFailure() << "at " << i << ": " << x[i] << " vs " << y[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Note [Channels-last pooling]: the CPU's NHWC loops give the row-major loops' bits in every
+// floating dtype, with NaN, ties (values on a coarse grid), padding, dilation, ceil mode, both
+// divisor rules and a divisor override, forward and backward; outputs, indices and gradients are
+// channels-last.
+TEST(MemoryFormat, ChannelsLastPoolsGiveTheRowMajorBits) {
+  init();
+  struct Max {
+    int64_t k, s, p, d;
+    bool ceil;
+  };
+  struct Avg {
+    int64_t k, s, p;
+    bool ceil, include_pad;
+    std::optional<int64_t> divisor;
+  };
+  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16}) {
+    // Values on a grid of 1/4, so windows hold ties, and two NaNs.
+    std::vector<double> v = values(round(mul(uniform({2, 5, 9, 8}, 30, DType::Float64), 8.0)));
+    for (double& e : v) e /= 4;
+    v[((0 * 5 + 1) * 9 + 4) * 8 + 4] = std::nan("");
+    v[((1 * 5 + 3) * 9 + 0) * 8 + 7] = std::nan("");
+    const Tensor x = make(v, {2, 5, 9, 8}, dt);
+    // Both layouts through `pool`, the gradient of sum(y * r) included.
+    auto check = [&](const std::string& what, auto pool) {
+      Tensor xr = x.clone().requires_grad_(), xl = x.contiguous(kCl).requires_grad_();
+      const std::vector<Tensor> r = pool(xr), l = pool(xl);
+      for (size_t i = 0; i < r.size(); ++i) {
+        EXPECT_TRUE(l[i].is_contiguous(kCl)) << what << " #" << i;
+        EXPECT_TRUE(same_bits(l[i], r[i])) << what << " #" << i;
+      }
+      const Tensor g = uniform(r[0].sizes(), 31, dt);
+      r[0].backward(g);
+      l[0].backward(g.contiguous(kCl));
+      EXPECT_TRUE(xl.grad().is_contiguous(kCl)) << what;
+      EXPECT_TRUE(same_bits(xl.grad(), xr.grad())) << what << " dx";
+    };
+    for (const Max& m : {Max{3, 2, 1, 1, false}, Max{2, 2, 0, 1, false}, Max{3, 2, 1, 2, true}}) {
+      check(fmt::format("{} max k{} s{} p{} d{} ceil {}", dt, m.k, m.s, m.p, m.d, m.ceil),
+            [&](const Tensor& t) {
+              const auto [y, i] = max_pool2d_with_indices(t, {m.k, m.k}, {m.s, m.s}, {m.p, m.p},
+                                                          {m.d, m.d}, m.ceil);
+              return std::vector<Tensor>{y, i};
+            });
+    }
+    for (const Avg& a : {Avg{3, 2, 1, true, false, {}}, Avg{2, 1, 1, false, true, 3},
+                         Avg{3, 3, 0, false, true, {}}}) {
+      check(fmt::format("{} avg k{} s{} p{} ceil {} pad {}", dt, a.k, a.s, a.p, a.ceil,
+                        a.include_pad),
+            [&](const Tensor& t) {
+              return std::vector<Tensor>{avg_pool2d(t, {a.k, a.k}, {a.s, a.s}, {a.p, a.p}, a.ceil,
+                                                    a.include_pad, a.divisor)};
+            });
+    }
+    for (const std::vector<int64_t>& out : {std::vector<int64_t>{4, 3}, {1, 1}}) {
+      check(fmt::format("{} adaptive {}x{}", dt, out[0], out[1]),
+            [&](const Tensor& t) { return std::vector<Tensor>{adaptive_avg_pool2d(t, out)}; });
+    }
+  }
+}
+
 TEST(MemoryFormat, KernelsSayWhetherTheyTakeChannelsLast) {
   init();
   const Device cpu = Device::cpu();
@@ -230,8 +304,14 @@ TEST(MemoryFormat, KernelsSayWhetherTheyTakeChannelsLast) {
       kernel_has_flag(core_op(ops::conv2d), cpu, DType::Float32, EMBER_KERNEL_CHANNELS_LAST));
   EXPECT_TRUE(kernel_has_flag(core_op(ops::conv2d_backward_weight), cpu, DType::Float64,
                               EMBER_KERNEL_CHANNELS_LAST));
+  for (const auto& op :
+       {ops::max_pool2d, ops::max_pool2d_backward, ops::avg_pool2d, ops::avg_pool2d_backward,
+        ops::adaptive_avg_pool2d, ops::adaptive_avg_pool2d_backward}) {
+    EXPECT_TRUE(kernel_has_flag(core_op(op), cpu, DType::BFloat16, EMBER_KERNEL_CHANNELS_LAST))
+        << ops::kInfo[op].name;
+  }
   EXPECT_FALSE(
-      kernel_has_flag(core_op(ops::max_pool2d), cpu, DType::Float32, EMBER_KERNEL_CHANNELS_LAST));
+      kernel_has_flag(core_op(ops::matmul), cpu, DType::Float32, EMBER_KERNEL_CHANNELS_LAST));
   const Device ref(find_device_type("reference"), 0);
   EXPECT_FALSE(
       kernel_has_flag(core_op(ops::conv2d), ref, DType::Float32, EMBER_KERNEL_CHANNELS_LAST));
