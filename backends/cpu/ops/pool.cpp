@@ -47,6 +47,18 @@ inline void tap_range(int64_t start, int64_t k, int64_t d, int64_t n, int64_t* l
   *hi = rem <= 0 ? 0 : std::min(k, (rem + d - 1) / d);
 }
 
+// The taps of max pooling's output pixel (i, j): rows h0 + ty * dH for ty in [ylo, yhi), columns
+// w0 + tx * dW for tx in [xlo, xhi).
+struct MaxTaps {
+  int64_t h0, ylo, yhi, w0, xlo, xhi;
+};
+inline MaxTaps max_taps(const attrs::max_pool2d& a, int64_t i, int64_t j, int64_t H, int64_t W) {
+  MaxTaps t{i * a.stride_h - a.pad_h, 0, 0, j * a.stride_w - a.pad_w, 0, 0};
+  tap_range(t.h0, a.kernel_h, a.dil_h, H, &t.ylo, &t.yhi);
+  tap_range(t.w0, a.kernel_w, a.dil_w, W, &t.xlo, &t.xhi);
+  return t;
+}
+
 bool dense4(const ember_tensor& t) {
   return t.ndim == 4 && sdk::is_contiguous(t);
 }
@@ -96,19 +108,14 @@ void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, 
       }
     }
     for (int64_t i = 0; i < oH; ++i) {
-      const int64_t h0 = i * sH - pH;
-      int64_t ylo, yhi;
-      tap_range(h0, kH, dH, H, &ylo, &yhi);
       for (int64_t j = 0; j < oW; ++j) {
-        const int64_t w0 = j * sW - pW;
-        int64_t xlo, xhi;
-        tap_range(w0, kW, dW, W, &xlo, &xhi);
+        const MaxTaps t = max_taps(a, i, j, H, W);
         C best = std::numeric_limits<C>::lowest();
         int64_t bi = -1;
-        for (int64_t ty = ylo; ty < yhi; ++ty) {
-          const int64_t h = h0 + ty * dH;
-          for (int64_t tx = xlo; tx < xhi; ++tx) {
-            const int64_t at = h * W + w0 + tx * dW;
+        for (int64_t ty = t.ylo; ty < t.yhi; ++ty) {
+          const int64_t h = t.h0 + ty * dH;
+          for (int64_t tx = t.xlo; tx < t.xhi; ++tx) {
+            const int64_t at = h * W + t.w0 + tx * dW;
             const C v = static_cast<C>(xp[at]);
             // NaN wins (and propagates) as in PyTorch; the first maximum wins ties.
             if (bi < 0 || v > best || v != v) {
@@ -148,30 +155,23 @@ template <typename T>
 void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
                    int64_t oH, int64_t oW, const attrs::max_pool2d& a) {
   using Cm = sdk::Compute<T>;
-  const int64_t kH = a.kernel_h, kW = a.kernel_w, sH = a.stride_h, sW = a.stride_w, pH = a.pad_h,
-                pW = a.pad_w, dH = a.dil_h, dW = a.dil_w;
 #pragma omp parallel for schedule(static) if (go_parallel(N * H * W * C))
   for (int64_t row = 0; row < N * oH; ++row) {
     const int64_t n = row / oH, i = row % oH;
-    const int64_t h0 = i * sH - pH;
-    int64_t ylo, yhi;
-    tap_range(h0, kH, dH, H, &ylo, &yhi);
     for (int64_t j = 0; j < oW; ++j) {
-      const int64_t w0 = j * sW - pW;
-      int64_t xlo, xhi;
-      tap_range(w0, kW, dW, W, &xlo, &xhi);
+      const MaxTaps t = max_taps(a, i, j, H, W);
       T* yp = y + (row * oW + j) * C;
       int64_t* ip = idx + (row * oW + j) * C;
-      if (ylo >= yhi || xlo >= xhi) {  // no tap inside the image: as the row-major loop
+      if (t.ylo >= t.yhi || t.xlo >= t.xhi) {  // no tap inside the image: as the row-major loop
         std::fill(yp, yp + C, static_cast<T>(std::numeric_limits<Cm>::lowest()));
         std::fill(ip, ip + C, int64_t{-1});
         continue;
       }
       bool first = true;
-      for (int64_t ty = ylo; ty < yhi; ++ty) {
-        const int64_t h = h0 + ty * dH;
-        for (int64_t tx = xlo; tx < xhi; ++tx) {
-          const int64_t at = h * W + w0 + tx * dW;
+      for (int64_t ty = t.ylo; ty < t.yhi; ++ty) {
+        const int64_t h = t.h0 + ty * a.dil_h;
+        for (int64_t tx = t.xlo; tx < t.xhi; ++tx) {
+          const int64_t at = h * W + t.w0 + tx * a.dil_w;
           const T* xp = x + (n * H * W + at) * C;
           if (first) {
             std::copy(xp, xp + C, yp);
