@@ -167,26 +167,35 @@ void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t
         std::fill(ip, ip + C, int64_t{-1});
         continue;
       }
-      bool first = true;
-      for (int64_t ty = t.ylo; ty < t.yhi; ++ty) {
-        const int64_t h = t.h0 + ty * a.dil_h;
-        for (int64_t tx = t.xlo; tx < t.xhi; ++tx) {
-          const int64_t at = h * W + t.w0 + tx * a.dil_w;
-          const T* xp = x + (n * H * W + at) * C;
-          if (first) {
-            std::copy(xp, xp + C, yp);
-            std::fill(ip, ip + C, at);
-            first = false;
-            continue;
-          }
-          // NaN wins (the last NaN's index, as row-major); the first maximum wins ties.
-          for (int64_t c = 0; c < C; ++c) {
-            const Cm v = static_cast<Cm>(xp[c]);
-            const bool take = v > static_cast<Cm>(yp[c]) || v != v;
-            yp[c] = take ? xp[c] : yp[c];
-            ip[c] = take ? at : ip[c];
+      // Channels in blocks held in local arrays, which nothing aliases, with 32-bit indices
+      // (planes below 2^31 elements, checked by the caller), so the selects vectorise.
+      constexpr int64_t kBlock = 32;
+      for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+        const int64_t nb = std::min(kBlock, C - c0);
+        Cm best[kBlock];
+        int32_t bi[kBlock];
+        bool first = true;
+        for (int64_t ty = t.ylo; ty < t.yhi; ++ty) {
+          const int64_t h = t.h0 + ty * a.dil_h;
+          for (int64_t tx = t.xlo; tx < t.xhi; ++tx) {
+            const int64_t at = h * W + t.w0 + tx * a.dil_w;
+            const T* xp = x + (n * H * W + at) * C + c0;
+            const auto at32 = static_cast<int32_t>(at);
+            if (first) {
+              for (int64_t c = 0; c < nb; ++c) best[c] = static_cast<Cm>(xp[c]), bi[c] = at32;
+              first = false;
+              continue;
+            }
+            // NaN wins (the last NaN's index, as row-major); the first maximum wins ties.
+            for (int64_t c = 0; c < nb; ++c) {
+              const Cm v = static_cast<Cm>(xp[c]);
+              const bool take = (v > best[c]) | (v != v);  // no branch: the selects vectorise
+              best[c] = take ? v : best[c];
+              bi[c] = take ? at32 : bi[c];
+            }
           }
         }
+        for (int64_t c = 0; c < nb; ++c) yp[c0 + c] = static_cast<T>(best[c]), ip[c0 + c] = bi[c];
       }
     }
   }
@@ -525,6 +534,7 @@ EMBER_KERNEL(max_pool2d) {
       auto* id = static_cast<int64_t*>(idx.data);
       const auto a = sdk::attrs<attrs::max_pool2d>(call);
       if (layout == Layout::kNhwc) {
+        if (x.sizes[2] * x.sizes[3] > std::numeric_limits<int32_t>::max()) return;  // ok = false
         max_pool_nhwc<T>(xd, yd, id, x.sizes[0], x.sizes[1], x.sizes[2], x.sizes[3], y.sizes[2],
                          y.sizes[3], a);
       } else {
@@ -534,7 +544,11 @@ EMBER_KERNEL(max_pool2d) {
     }
   });
   return ok ? EMBER_OK
-            : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "max_pool2d: dtype %d unsupported", x.dtype);
+            : sdk::fail(call, EMBER_ERR_UNSUPPORTED,
+                        "max_pool2d: dtype %d, or a channels-last plane of 2^31 elements or more "
+                        "(%lld x %lld), is not supported",
+                        x.dtype, static_cast<long long>(x.sizes[2]),
+                        static_cast<long long>(x.sizes[3]));
 }
 
 // {dy, indices} -> {dx}: each plane's output gradients added at their indices in output order,
