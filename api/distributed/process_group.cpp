@@ -295,11 +295,13 @@ struct ProcessGroup::Impl {
     // the caller's work on these tensors went to, taken here on the caller's thread.
     const Tensor& any = input.defined() ? input : output;
     void* stream = any.defined() ? current_stream(any.device()).handle() : nullptr;
-    std::string mine = any.defined()
-                           ? fmt::format("{} #{} of {}", op_name(op), seq, tensor_text(any))
+    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, stream] {
+      // What this operation is, for messages: formatted only after a failure.
+      auto mine = [&] {
+        const Tensor& t = input.defined() ? input : output;
+        return t.defined() ? fmt::format("{} #{} of {}", op_name(op), seq, tensor_text(t))
                            : fmt::format("{} #{}", op_name(op), seq);
-    auto job = [this, state, seq, op, reduce, peer, tag, input, output, average, stream,
-                mine = std::move(mine)] {
+      };
       char err[1024] = {0};
       ember_collective_call call{sizeof(ember_collective_call),
                                  op,
@@ -329,7 +331,7 @@ struct ProcessGroup::Impl {
           error = fmt::format(
               "[distributed] {} on rank {}: the process group is unusable since an earlier "
               "operation failed (destroy_process_group, then init_process_group again): {}",
-              mine, rank, broken_by);
+              mine(), rank, broken_by);
           status = EMBER_ERR_PEER;
         }
       }
@@ -351,10 +353,11 @@ struct ProcessGroup::Impl {
       if (status != EMBER_OK && error.empty()) {
         kind = status_error_kind(status);
         const std::string why = err[0] ? err : "no reason given";
-        error = fmt::format("[distributed] {} failed on rank {} ({}): {}", mine, rank, backend.name,
+        const std::string what = mine();
+        error = fmt::format("[distributed] {} failed on rank {} ({}): {}", what, rank, backend.name,
                             why);
         if (kind == ErrorKind::Distributed) {
-          error += "; " + diagnose(seq, mine);
+          error += "; " + diagnose(seq, what);
           std::lock_guard broken_lock(broken_mu);
           if (broken_by.empty()) broken_by = error.substr(std::string("[distributed] ").size());
         }

@@ -31,12 +31,7 @@ int32_t on_callers_device(const ember_kernel_call* call) {
     return ember_status_;                                                        \
   }
 /** The same without flags. */
-#define EMBER_CUDA_REGISTER_DTYPES(name, dtypes)                                                \
-  if (const int32_t ember_status_ = sdk::register_kernel<ops::name, &on_callers_device<&name>>( \
-          reg, cuda, kPriority, dtypes);                                                        \
-      ember_status_ != EMBER_OK) {                                                              \
-    return ember_status_;                                                                       \
-  }
+#define EMBER_CUDA_REGISTER_DTYPES(name, dtypes) EMBER_CUDA_REGISTER_FLAGS(name, dtypes, 0)
 /** The same for the op's dtypes. */
 #define EMBER_CUDA_REGISTER(name) EMBER_CUDA_REGISTER_DTYPES(name, ops::kInfo[ops::name].dtypes)
 
