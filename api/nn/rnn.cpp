@@ -1,7 +1,6 @@
-// LSTM and GRU: one matmul projects the whole sequence through W_ih per layer and direction;
-// the LSTM's recurrence is then one op (lstm_layer, fused where the backend has the kernel), the
-// GRU's a composite of public ops per step, so autograd records it and gradients flow back
-// through time.
+// LSTM and GRU: every layer and direction is one ember::rnn_layer, which a backend may run whole
+// (cuDNN's RNN on the GPU) and the core otherwise composes from one input projection and the
+// recurrence (Note [Whole recurrent layers in a backend] in core/ops/rnn.cpp).
 #include "ember/nn/rnn.h"
 
 #include <cmath>
@@ -12,16 +11,9 @@
 #include "ember/nn/init.h"
 
 namespace ember::nn {
-// Note [Recurrent layers as composites]
 // PyTorch's parameter names and layouts (weight_ih_l{k}[_reverse] [gates * H, in],
-// weight_hh_l{k} [gates * H, H], bias_ih_l{k}, bias_hh_l{k}, registered layer by layer,
-// forward before reverse) make state_dicts move unchanged. The input projection of all L steps
-// is one matmul per layer and direction (the bulk of the work for short hidden sizes); the
-// recurrence is L small matmuls, as in any implementation, plus the elementwise gates. The
-// LSTM's is one op (Note [The LSTM recurrence as one op] in core/ops/rnn.cpp); the GRU's runs
-// step by step as public ops, its cost beyond PyTorch's fused CPU kernels the per-step op
-// overhead. GRU's candidate uses r * (h W_hn^T + b_hn), PyTorch's form (not r * h before the
-// product).
+// weight_hh_l{k} [gates * H, H], bias_ih_l{k}, bias_hh_l{k}, registered layer by layer, forward
+// before reverse) make state_dicts move unchanged.
 
 RNNBase::RNNBase(std::string type_name, int64_t gates, int64_t input, int64_t hidden, RNNOptions o)
     : Module(std::move(type_name)),
@@ -70,9 +62,10 @@ std::string RNNBase::extra_repr() const {
 }
 
 std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tensor& h0,
-                                                const Tensor& c0, bool has_cell,
-                                                const Direction& direction) {
+                                                const Tensor& c0) {
   const std::string name = "nn." + type_name();
+  const bool has_cell = gates_ == 4;
+  const RnnMode mode = has_cell ? RnnMode::LSTM : RnnMode::GRU;
   EMBER_CHECK_TYPE(input.defined(), "[{}] undefined input", name);
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3,
               "[{}] expected a 2-d (unbatched) or 3-d input: got shape {}", name,
@@ -101,7 +94,7 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
       const int64_t at = layer * dirs + d;
       const std::vector<Tensor*>& w = weights_[static_cast<size_t>(at)];
       const Tensor b_ih = options.bias ? *w[2] : Tensor(), b_hh = options.bias ? *w[3] : Tensor();
-      auto [out, h, c] = direction(x, *w[0], *w[1], b_ih, b_hh, h_init.select(0, at),
+      auto [out, h, c] = rnn_layer(mode, x, *w[0], *w[1], b_ih, b_hh, h_init.select(0, at),
                                    has_cell ? c_init.select(0, at) : Tensor(), d == 1);
       outputs.push_back(out);
       h_n.push_back(h);
@@ -125,17 +118,7 @@ LSTM::LSTM(int64_t input, int64_t hidden, RNNOptions o) : RNNBase("LSTM", 4, inp
 
 std::tuple<Tensor, Tensor, Tensor> LSTM::forward(const Tensor& input, const Tensor& h0,
                                                  const Tensor& c0) {
-  return run(input, h0, c0, true,
-             [](const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-                const Tensor& b_hh, const Tensor& h0, const Tensor& c0, bool reverse) {
-               // Both biases go into the input projection: one [4H] add, no per-step one.
-               const Tensor bias = b_ih.defined() ? add(b_ih, b_hh) : Tensor();
-               auto [h, c] = lstm_layer(linear(x, w_ih, bias), w_hh, h0, c0, reverse);
-               const int64_t steps = h.size(0);
-               if (steps == 0) return std::tuple<Tensor, Tensor, Tensor>{h, h0, c0};
-               const int64_t last = reverse ? 0 : steps - 1;
-               return std::tuple<Tensor, Tensor, Tensor>{h, h.select(0, last), c.select(0, last)};
-             });
+  return run(input, h0, c0);
 }
 
 Tensor LSTM::forward(const Tensor& input) {
@@ -145,27 +128,7 @@ Tensor LSTM::forward(const Tensor& input) {
 GRU::GRU(int64_t input, int64_t hidden, RNNOptions o) : RNNBase("GRU", 3, input, hidden, o) {}
 
 std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0) {
-  const auto r = run(
-      input, h0, Tensor(), false,
-      [](const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-         const Tensor& b_hh, const Tensor& h0, const Tensor&, bool reverse) {
-        const std::vector<Tensor> projected = unbind(linear(x, w_ih, b_ih), 0);  // L x [N, 3H]
-        const auto steps = static_cast<int64_t>(projected.size());
-        Tensor h = h0;
-        std::vector<Tensor> out(projected.size());
-        for (int64_t i = 0; i < steps; ++i) {
-          const auto t = static_cast<size_t>(reverse ? steps - 1 - i : i);
-          const std::vector<Tensor> gi = chunk(projected[t], 3, 1);
-          const std::vector<Tensor> gh = chunk(linear(h, w_hh, b_hh), 3, 1);
-          const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
-          const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
-          h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
-          out[t] = h;
-        }
-        const Tensor output =
-            steps > 0 ? stack(out, 0) : empty({0, x.size(1), h0.size(1)}, {x.dtype(), x.device()});
-        return std::tuple<Tensor, Tensor, Tensor>{output, h, Tensor()};
-      });
+  const auto r = run(input, h0, Tensor());
   return {std::get<0>(r), std::get<1>(r)};
 }
 

@@ -17,18 +17,36 @@
 //   dh_next = dgates_x[t] w_hh,   dc_next = dc_t f
 // and dh0, dc0 the last dh_next and dc_next. The core adds dw_hh = sum_t dgates_x[t]^T h_prev,
 // one matmul over all steps.
+//
+// rnn_layer(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse): a whole layer, PyTorch's nn.LSTM
+// (mode 0, the equations above with gates_x = x w_ih^T + b_ih + b_hh) or nn.GRU (mode 1: with
+// [r_x, z_x, n_x] = x[t] w_ih^T + b_ih and [r_h, z_h, n_h] = h_prev w_hh^T + b_hh,
+//   r = sigmoid(r_x + r_h),  z = sigmoid(z_x + z_h),  n = tanh(n_x + r * n_h),
+//   h[t] = (1 - z) * n + z * h_prev).
+// Kernel contract ("rnn_layer", optional): inputs {x [L, N, I], w_ih [G H, I], w_hh [G H, H],
+// b_ih [G H], b_hh [G H], h0 [N, H], c0 [N, H] (LSTM only)}, contiguous, of one dtype (a layer
+// without bias gets zeros); outputs {y [L, N, H], h_n [N, H], c_n [N, H] (LSTM only)},
+// contiguous; ints {mode}. The steps run from 0 to L - 1: for the reverse direction the core
+// hands the kernel x with its time axis flipped and flips y back. L, N, H, I > 0.
+// "rnn_layer_backward" (optional): inputs {x, w_ih, w_hh, b_ih, b_hh, h0, dy [L, N, H],
+// dh_n [N, H], c0, dc_n [N, H] (the last two LSTM only)}, the forward's inputs and the
+// gradients of its outputs, contiguous; outputs {dx, dw_ih, dw_hh, db_ih, db_hh, dh0, dc0 (LSTM
+// only)}, each written whole. Nothing of the forward is kept for it (Note [Whole recurrent
+// layers in a backend]): a kernel that needs the forward's intermediates recomputes them.
 #include "ember/ops/rnn.h"
 
 #include <vector>
 
 #include "core/dispatch/call.h"
 #include "ember/amp/autocast.h"
+#include "ember/autograd/engine.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/nn.h"
 
 namespace ember {
 namespace {
@@ -165,7 +183,214 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
   return {h, c};
 }
 
+// Note [Whole recurrent layers in a backend]
+// A backend may run a whole LSTM or GRU layer, input projection included, as one kernel: cuDNN's
+// RNN does (backends/cuda/ops/rnn.cpp), as PyTorch runs nn.LSTM and nn.GRU on the GPU, and the
+// reference backend has it as plain loops, so the path is exercised and gradchecked everywhere
+// (gradcheck_device_test). Without the kernel the layer is composed: one matmul projects every
+// step's input, then lstm_layer (fused where the backend has it) or the GRU's steps as public
+// ops.
+//  - Reverse: cuDNN's unidirectional RNN walks forward only, so the core flips the time axis of
+//    x (and of dy) before the kernel and of y (and dx) after it: two copies of a sequence,
+//    cheap beside the recurrence.
+//  - Nothing of the forward is saved for the backward. cuDNN's training forward leaves a
+//    "reserve space" whose size only cuDNN knows, which the core cannot allocate as an output of
+//    a fixed shape; so the forward runs in inference mode (no reserve, faster) and the backward
+//    kernel runs the training forward again before its two backward calls. This costs one
+//    forward more per backward than PyTorch's cuDNN path; a kernel-sized saved buffer in the
+//    plugin ABI would remove it.
+//  - A backward that must itself be differentiable (create_graph) differentiates the composite
+//    instead, with autograd::grad; PyTorch has no double backward through cuDNN's RNN at all.
+
+/** The GRU's steps as public ops: one matmul for every step's input projection, then the cell. */
+std::tuple<Tensor, Tensor, Tensor> gru_composite(const Tensor& x, const Tensor& w_ih,
+                                                 const Tensor& w_hh, const Tensor& b_ih,
+                                                 const Tensor& b_hh, const Tensor& h0,
+                                                 bool reverse) {
+  const std::vector<Tensor> projected = unbind(linear(x, w_ih, b_ih), 0);  // L x [N, 3H]
+  const auto steps = static_cast<int64_t>(projected.size());
+  Tensor h = h0;
+  std::vector<Tensor> out(projected.size());
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t = static_cast<size_t>(reverse ? steps - 1 - i : i);
+    const std::vector<Tensor> gi = chunk(projected[t], 3, 1);
+    const std::vector<Tensor> gh = chunk(linear(h, w_hh, b_hh), 3, 1);
+    const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
+    const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
+    h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
+    out[t] = h;
+  }
+  return {stack(out, 0), h, Tensor()};
+}
+
+/** The layer from public ops (Note [Whole recurrent layers in a backend]); differentiable. */
+std::tuple<Tensor, Tensor, Tensor> layer_composite(RnnMode mode, const Tensor& x,
+                                                   const Tensor& w_ih, const Tensor& w_hh,
+                                                   const Tensor& b_ih, const Tensor& b_hh,
+                                                   const Tensor& h0, const Tensor& c0,
+                                                   bool reverse) {
+  if (mode == RnnMode::GRU) return gru_composite(x, w_ih, w_hh, b_ih, b_hh, h0, reverse);
+  // Both biases go into the input projection: one [4H] add, no per-step one.
+  const Tensor bias = b_ih.defined() ? add(b_ih, b_hh) : Tensor();
+  auto [h, c] = lstm_layer(linear(x, w_ih, bias), w_hh, h0, c0, reverse);
+  const int64_t last = reverse ? 0 : h.size(0) - 1;
+  return {h, h.select(0, last), c.select(0, last)};
+}
+
+/** x with its first (time) axis reversed, contiguous. */
+Tensor flip_time(const Tensor& x) {
+  const int64_t L = x.size(0);
+  return index_select(x, 0, arange(L - 1, -1, -1, TensorOptions{DType::Int64, x.device()}));
+}
+
+/** The layer through the backend's rnn_layer kernel, with its backward through
+ *  rnn_layer_backward (Note [Whole recurrent layers in a backend]). */
+std::tuple<Tensor, Tensor, Tensor> layer_fused(RnnMode mode, const Tensor& x, const Tensor& w_ih,
+                                               const Tensor& w_hh, const Tensor& b_ih,
+                                               const Tensor& b_hh, const Tensor& h0,
+                                               const Tensor& c0, bool reverse) {
+  const bool lstm = mode == RnnMode::LSTM;
+  const int64_t L = x.size(0), N = x.size(1), H = w_hh.size(1), GH = w_hh.size(0);
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  const TensorOptions o{dt, dev};
+  const attrs::rnn_layer a{.mode = static_cast<int64_t>(mode)};
+  Tensor y, hn, cn;
+  {
+    autograd::NoGradGuard below_autograd;
+    const Tensor xs = reverse ? flip_time(x) : x.contiguous();
+    const Tensor wi = w_ih.contiguous(), wh = w_hh.contiguous(), h0c = h0.contiguous();
+    const Tensor bi = b_ih.defined() ? b_ih.contiguous() : zeros({GH}, o);
+    const Tensor bh = b_hh.defined() ? b_hh.contiguous() : zeros({GH}, o);
+    const Tensor c0c = lstm ? c0.contiguous() : Tensor();
+    y = empty({L, N, H}, o);
+    hn = empty({N, H}, o);
+    if (lstm) {
+      cn = empty({N, H}, o);
+      run_kernel(a, dt, {&xs, &wi, &wh, &bi, &bh, &h0c, &c0c}, {&y, &hn, &cn});
+    } else {
+      run_kernel(a, dt, {&xs, &wi, &wh, &bi, &bh, &h0c}, {&y, &hn});
+    }
+    if (reverse) y = flip_time(y);
+  }
+  if (!autograd::any_requires_grad({&x, &w_ih, &w_hh, &b_ih, &b_hh, &h0, &c0})) return {y, hn, cn};
+  std::vector<Tensor*> outs = {&y, &hn};
+  if (lstm) outs.push_back(&cn);
+  autograd::record(
+      "RnnLayerBackward", "rnn_layer", {x, w_ih, w_hh, b_ih, b_hh, h0, c0}, outs,
+      [sx = SavedTensor(x), swi = SavedTensor(w_ih), swh = SavedTensor(w_hh),
+       sbi = SavedTensor(b_ih), sbh = SavedTensor(b_hh), sh0 = SavedTensor(h0),
+       sc0 = SavedTensor(c0), mode, reverse, GH](const Grads& g, const LambdaNode& self) {
+        const bool lstm = mode == RnnMode::LSTM;
+        const Tensor x = self.unpack(sx), wi = self.unpack(swi), wh = self.unpack(swh),
+                     bi = self.unpack(sbi), bh = self.unpack(sbh), h0 = self.unpack(sh0),
+                     c0 = self.unpack(sc0);
+        const std::vector<Tensor> in = {x, wi, wh, bi, bh, h0, c0};
+        if (autograd::is_grad_enabled() ||
+            !has_kernel(core_op(ops::rnn_layer_backward), x.device(), x.dtype())) {
+          // Note [Whole recurrent layers in a backend]: the composite's own derivative, its
+          // graph recorded here whatever the grad mode, kept only for create_graph.
+          const bool create_graph = autograd::is_grad_enabled();
+          const autograd::AutoGradMode record_composite(true);
+          std::vector<Tensor> wrt;
+          std::vector<size_t> at;
+          for (size_t i = 0; i < in.size(); ++i) {
+            if (in[i].defined() && in[i].requires_grad()) wrt.push_back(in[i]), at.push_back(i);
+          }
+          const auto [y, hn, cn] = layer_composite(mode, x, wi, wh, bi, bh, h0, c0, reverse);
+          std::vector<Tensor> outs = {y, hn}, grads = {g[0], g[1]};
+          if (lstm) outs.push_back(cn), grads.push_back(g[2]);
+          const std::vector<Tensor> d =
+              autograd::grad(outs, wrt, grads, /*retain_graph=*/create_graph, create_graph,
+                             /*allow_unused=*/true);
+          Grads r(in.size());
+          for (size_t k = 0; k < at.size(); ++k) r[at[k]] = d[k];
+          return r;
+        }
+        const DType dt = x.dtype();
+        const TensorOptions o{dt, x.device()};
+        const Tensor xs = reverse ? flip_time(x) : x.contiguous();
+        const Tensor dy = reverse ? flip_time(g[0]) : g[0].contiguous();
+        const Tensor wic = wi.contiguous(), whc = wh.contiguous(), h0c = h0.contiguous(),
+                     dhn = g[1].contiguous();
+        const Tensor bic = bi.defined() ? bi.contiguous() : zeros({GH}, o);
+        const Tensor bhc = bh.defined() ? bh.contiguous() : zeros({GH}, o);
+        Tensor dx = empty_like(xs), dwi = empty_like(wic), dwh = empty_like(whc),
+               dbi = empty({GH}, o), dbh = empty({GH}, o), dh0 = empty_like(h0c), dc0;
+        const attrs::rnn_layer_backward a{.mode = static_cast<int64_t>(mode)};
+        if (lstm) {
+          const Tensor c0c = c0.contiguous(), dcn = g[2].contiguous();
+          dc0 = empty_like(c0c);
+          run_kernel(a, dt, {&xs, &wic, &whc, &bic, &bhc, &h0c, &dy, &dhn, &c0c, &dcn},
+                     {&dx, &dwi, &dwh, &dbi, &dbh, &dh0, &dc0});
+        } else {
+          run_kernel(a, dt, {&xs, &wic, &whc, &bic, &bhc, &h0c, &dy, &dhn},
+                     {&dx, &dwi, &dwh, &dbi, &dbh, &dh0});
+        }
+        if (reverse) dx = flip_time(dx);
+        return Grads{dx,  dwi, dwh, bi.defined() ? dbi : Tensor(), bh.defined() ? dbh : Tensor(),
+                     dh0, dc0};
+      });
+  return {y, hn, cn};
+}
+
 }  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x, const Tensor& w_ih,
+                                             const Tensor& w_hh, const Tensor& b_ih,
+                                             const Tensor& b_hh, const Tensor& h0, const Tensor& c0,
+                                             bool reverse) {
+  constexpr const char* op = "rnn_layer";
+  if (x.defined())
+    EMBER_AUTOCAST(Lower, rnn_layer, x, mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+  EMBER_CHECK(mode == RnnMode::LSTM || mode == RnnMode::GRU,
+              "[{}] mode must be RnnMode::LSTM or RnnMode::GRU: got {}", op,
+              static_cast<int64_t>(mode));
+  const bool lstm = mode == RnnMode::LSTM;
+  const char* cell = lstm ? "an LSTM" : "a GRU";
+  const int64_t G = lstm ? 4 : 3;
+  EMBER_CHECK_TYPE(x.defined() && w_ih.defined() && w_hh.defined() && h0.defined(),
+                   "[{}] undefined tensor argument: x, w_ih, w_hh and h0 are required", op);
+  EMBER_CHECK_TYPE(c0.defined() == lstm, "[{}] c0 is for the LSTM only: got {} c0 for {}", op,
+                   c0.defined() ? "a" : "no", cell);
+  EMBER_CHECK_TYPE(b_ih.defined() == b_hh.defined(),
+                   "[{}] b_ih and b_hh come together: got only {} (pass both, or neither for a "
+                   "layer without bias)",
+                   op, b_ih.defined() ? "b_ih" : "b_hh");
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[{}] x must be floating: got dtype {} (convert with .to(ember::f32))", op,
+                   x.dtype());
+  for (const Tensor* t : {&w_ih, &w_hh, &b_ih, &b_hh, &h0, &c0}) {
+    EMBER_CHECK_TYPE(!t->defined() || t->dtype() == x.dtype(),
+                     "[{}] every tensor must have x's dtype {}: got {}", op, x.dtype(), t->dtype());
+  }
+  common_device({&x, &w_ih, &w_hh, &b_ih, &b_hh, &h0, &c0}, op);
+  EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(0) == G * w_hh.size(1),
+              "[{}] w_hh must be [{} * hidden, hidden] for {}: got shape {}", op, G, cell,
+              shape_str(w_hh.sizes()));
+  const int64_t H = w_hh.size(1);
+  EMBER_CHECK(x.dim() == 3, "[{}] x must be [steps, batch, input]: got shape {}", op,
+              shape_str(x.sizes()));
+  const int64_t L = x.size(0), N = x.size(1), I = x.size(2);
+  EMBER_CHECK(w_ih.dim() == 2 && w_ih.size(0) == G * H && w_ih.size(1) == I,
+              "[{}] w_ih must be [{} * hidden, input] = [{}, {}]: got shape {}", op, G, G * H, I,
+              shape_str(w_ih.sizes()));
+  for (const Tensor* b : {&b_ih, &b_hh}) {
+    EMBER_CHECK(!b->defined() || b->sizes() == Shape{G * H},
+                "[{}] b_ih and b_hh must be [{} * hidden] = [{}]: got shape {}", op, G, G * H,
+                shape_str(b->sizes()));
+  }
+  const Shape state = {N, H};
+  EMBER_CHECK(h0.sizes() == state && (!lstm || c0.sizes() == state),
+              "[{}] h0{} must be [batch, hidden] = {}: got {}{}", op, lstm ? " and c0" : "",
+              shape_str(state), shape_str(h0.sizes()),
+              lstm ? " and " + shape_str(c0.sizes()) : std::string());
+  if (L == 0) return {empty({0, N, H}, {x.dtype(), x.device()}), h0, c0};
+  if (N > 0 && H > 0 && I > 0 && has_kernel(core_op(ops::rnn_layer), x.device(), x.dtype())) {
+    return layer_fused(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+  }
+  return layer_composite(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+}
 
 std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& h0,
                                       const Tensor& c0, bool reverse) {

@@ -518,6 +518,31 @@ std::vector<Case> make_cases() {
                true,
                kF32F64,
                2.0});
+  // A whole LSTM or GRU layer. rnn_layer is optional: the reference runs it (and its backward)
+  // in double, cuDNN's RNN on CUDA, the core's composite elsewhere; both cells, both
+  // directions, with and without bias.
+  c.push_back({"rnn_layer",
+               {"matmul", "sigmoid", "tanh", "rnn_layer", "rnn_layer_backward"},
+               {{"small",
+                 [](Gen& g) {
+                   return Inputs{
+                       g({4, 2, 5}, -2, 2), g({12, 5}), g({12, 3}), g({12}),   g({12}),  g({9, 5}),
+                       g({9, 3}),           g({9}),     g({9}),     g({2, 3}), g({2, 3})};
+                 }}},
+               [](const Inputs& in) {
+                 const auto [y, h, c] =
+                     rnn_layer(RnnMode::LSTM, in[0], in[1], in[2], in[3], in[4], in[9], in[10]);
+                 const auto [yr, hr, cr] =
+                     rnn_layer(RnnMode::LSTM, in[0], in[1], in[2], {}, {}, in[9], in[10], true);
+                 const auto [gy, gh, gc] =
+                     rnn_layer(RnnMode::GRU, in[0], in[5], in[6], in[7], in[8], in[9]);
+                 const auto [gyr, ghr, gcr] =
+                     rnn_layer(RnnMode::GRU, in[0], in[5], in[6], {}, {}, in[9], {}, true);
+                 return Inputs{y, h, c, yr, hr, cr, gy, gh, gyr, ghr};
+               },
+               true,
+               kF32F64,
+               2.0});
   c.push_back({"cross_entropy",
                {"log_softmax"},
                {{"classes",

@@ -205,6 +205,41 @@ EMBER_GRADCHECK_CASE({"lstm_layer", "one step, large gates",
                       },
                       [] { return lstm_inputs(1, 2, 2, 321); }});
 
+// ---- rnn_layer ---------------------------------------------------------------------------------
+// y, h_n (and c_n) flattened into one tensor. On the CPU the composite; on the reference device
+// (gradcheck_device_test) its kernels, first order through rnn_layer_backward and second order
+// through the composite's derivative (Note [Whole recurrent layers in a backend]).
+Tensor rnn_all(RnnMode mode, const V& in, bool bias, bool reverse) {
+  const bool lstm = mode == RnnMode::LSTM;
+  const Tensor b_ih = bias ? in[3] : Tensor(), b_hh = bias ? in[4] : Tensor();
+  const size_t s = bias ? 5 : 3;
+  const auto [y, h, c] =
+      rnn_layer(mode, in[0], in[1], in[2], b_ih, b_hh, in[s], lstm ? in[s + 1] : Tensor(), reverse);
+  std::vector<Tensor> parts = {y.reshape({-1}), h.reshape({-1})};
+  if (lstm) parts.push_back(c.reshape({-1}));
+  return cat(parts, 0);
+}
+V rnn_inputs(RnnMode mode, bool bias, int64_t L, int64_t N, int64_t I, int64_t H, uint64_t seed) {
+  const int64_t G = mode == RnnMode::LSTM ? 4 : 3;
+  V v = {input({L, N, I}, seed), input({G * H, I}, seed + 1), input({G * H, H}, seed + 2)};
+  if (bias) v.push_back(input({G * H}, seed + 3)), v.push_back(input({G * H}, seed + 4));
+  v.push_back(input({N, H}, seed + 5));
+  if (mode == RnnMode::LSTM) v.push_back(input({N, H}, seed + 6));
+  return v;
+}
+EMBER_GRADCHECK_CASE({"rnn_layer", "LSTM, 3 steps, batch 2, bias",
+                      [](const V& in) { return rnn_all(RnnMode::LSTM, in, true, false); },
+                      [] { return rnn_inputs(RnnMode::LSTM, true, 3, 2, 3, 2, 401); }});
+EMBER_GRADCHECK_CASE({"rnn_layer", "LSTM reverse, no bias",
+                      [](const V& in) { return rnn_all(RnnMode::LSTM, in, false, true); },
+                      [] { return rnn_inputs(RnnMode::LSTM, false, 3, 1, 2, 3, 411); }});
+EMBER_GRADCHECK_CASE({"rnn_layer", "GRU, 3 steps, batch 2, bias",
+                      [](const V& in) { return rnn_all(RnnMode::GRU, in, true, false); },
+                      [] { return rnn_inputs(RnnMode::GRU, true, 3, 2, 3, 2, 421); }});
+EMBER_GRADCHECK_CASE({"rnn_layer", "GRU reverse, no bias",
+                      [](const V& in) { return rnn_all(RnnMode::GRU, in, false, true); },
+                      [] { return rnn_inputs(RnnMode::GRU, false, 4, 1, 2, 2, 431); }});
+
 TEST(NnGrad, LstmLayerFusedBackwardMatchesTheFormula) {
   // The same gradients with and without create_graph (kernel, then formula).
   const V in = lstm_inputs(5, 3, 4, 331);

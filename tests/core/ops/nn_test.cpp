@@ -102,6 +102,70 @@ TEST(LstmLayer, NonFiniteGatesGiveWhatTheCompositeGives) {
   }
 }
 
+// ---- rnn_layer --------------------------------------------------------------------------------
+
+// The reference backend runs the whole layer as one kernel (forward and backward through time,
+// in double); the CPU composes it from a matmul and lstm_layer or the GRU's steps. Outputs and
+// every gradient agree, for both cells and directions, with and without bias.
+TEST(RnnLayer, TheReferenceKernelMatchesTheCpuComposite) {
+  init();
+  const Device ref(find_device_type("reference"), 0);
+  ASSERT_TRUE(has_kernel(core_op(ops::rnn_layer), ref, f64));
+  ASSERT_FALSE(has_kernel(core_op(ops::rnn_layer), Device::cpu(), f64));
+  for (const RnnMode mode : {RnnMode::LSTM, RnnMode::GRU}) {
+    const bool lstm = mode == RnnMode::LSTM;
+    const int64_t G = lstm ? 4 : 3, L = 5, N = 3, I = 4, H = 6;
+    for (const bool reverse : {false, true}) {
+      for (const bool bias : {true, false}) {
+        SCOPED_TRACE(fmt::format("{} reverse={} bias={}", lstm ? "LSTM" : "GRU", reverse, bias));
+        std::vector<Tensor> in = {uniform({L, N, I}, 11),
+                                  uniform({G * H, I}, 12),
+                                  uniform({G * H, H}, 13),
+                                  bias ? uniform({G * H}, 14) : Tensor(),
+                                  bias ? uniform({G * H}, 15) : Tensor(),
+                                  uniform({N, H}, 16),
+                                  lstm ? uniform({N, H}, 17) : Tensor()};
+        const Tensor wy = uniform({L, N, H}, 18), wh = uniform({N, H}, 19),
+                     wc = uniform({N, H}, 20);
+        std::vector<std::vector<double>> results[2];
+        for (int side = 0; side < 2; ++side) {
+          std::vector<Tensor> xs;
+          for (const Tensor& t : in) {
+            xs.push_back(t.defined()
+                             ? t.detach().to(side == 0 ? Device::cpu() : ref).requires_grad_(true)
+                             : t);
+          }
+          const auto [y, hn, cn] =
+              rnn_layer(mode, xs[0], xs[1], xs[2], xs[3], xs[4], xs[5], xs[6], reverse);
+          const Device d = xs[0].device();
+          Tensor loss = add(sum(mul(y, wy.to(d))), sum(mul(hn, wh.to(d))));
+          if (lstm) loss = add(loss, sum(mul(cn, wc.to(d))));
+          loss.backward();
+          results[side] = {values(y), values(hn)};
+          if (lstm) results[side].push_back(values(cn));
+          for (const Tensor& t : xs) {
+            if (t.defined()) results[side].push_back(values(t.grad()));
+          }
+        }
+        ASSERT_EQ(results[0].size(), results[1].size());
+        for (size_t i = 0; i < results[0].size(); ++i) {
+          SCOPED_TRACE(fmt::format("result {}", i));
+          expect_near(results[1][i], results[0][i], 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST(RnnLayer, NoStepsGiveTheInitialStates) {
+  const Tensor h = uniform({1, 2}, 4), c = uniform({1, 2}, 5), b = uniform({8}, 6);
+  const auto [y, hn, cn] = rnn_layer(RnnMode::LSTM, uniform({0, 1, 3}, 7), uniform({8, 3}, 8),
+                                     uniform({8, 2}, 9), b, b, h, c);
+  EXPECT_EQ(y.sizes(), (Shape{0, 1, 2}));
+  EXPECT_EQ(values(hn), values(h));
+  EXPECT_EQ(values(cn), values(c));
+}
+
 // ---- linear -----------------------------------------------------------------------------------
 
 // y[r, o] = sum_i x[r, i] w[o, i] + b[o] over the rows r of x viewed as [rows, in].

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,16 +33,10 @@ class RNNBase : public Module {
   const RNNOptions options;
 
  protected:
-  /** One layer in one direction: its input x [L, N, in], weight_ih, weight_hh, bias_ih and
-   *  bias_hh (undefined without bias), the initial h (and c) [N, H], and whether it walks from
-   *  the end; returns its output [L, N, H] and its final h and c (c undefined for GRU). */
-  using Direction = std::function<std::tuple<Tensor, Tensor, Tensor>(
-      const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
-      const Tensor& b_hh, const Tensor& h0, const Tensor& c0, bool reverse)>;
-  /** Runs every layer and direction over `input` from the states `h0` (and `c0` for LSTM;
-   *  undefined: zeros); returns the output, h_n and c_n (undefined without c0's role). */
-  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0,
-                                         bool has_cell, const Direction& direction);
+  /** Runs every layer and direction over `input` from the states `h0` (and `c0` for the LSTM;
+   *  undefined: zeros), each through ember::rnn_layer; returns the output, h_n and c_n
+   *  (undefined for the GRU). */
+  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0);
 
  private:
   int64_t gates_;

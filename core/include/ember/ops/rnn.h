@@ -1,5 +1,6 @@
-// Recurrent layers' ops: the LSTM recurrence over a whole sequence (nn::LSTM runs one per layer
-// and direction).
+// Recurrent layers' ops: a whole LSTM or GRU layer in one direction (nn::LSTM and nn::GRU run
+// one per layer and direction), and the LSTM recurrence it is made of where no backend runs the
+// whole layer.
 #pragma once
 
 #include <tuple>
@@ -15,5 +16,21 @@ namespace ember {
 EMBER_API std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh,
                                                 const Tensor& h0, const Tensor& c0,
                                                 bool reverse = false);
+
+/** The cell of a recurrent layer: PyTorch's nn.LSTM or nn.GRU. */
+enum class RnnMode : int64_t { LSTM = 0, GRU = 1 };
+
+/** One whole recurrent layer in one direction over L steps, as PyTorch's nn.LSTM / nn.GRU run
+ *  each layer and direction, with G = 4 gates (i, f, g, o) for the LSTM and 3 (r, z, n) for the
+ *  GRU: x [L, N, I], w_ih [G H, I], w_hh [G H, H], b_ih and b_hh [G H] (both undefined for a
+ *  layer without bias), h0 [N, H], and for the LSTM c0 [N, H] (undefined for the GRU). Returns
+ *  {y [L, N, H], the hidden state after every step; h_n [N, H], the last step's; c_n [N, H], the
+ *  LSTM's last cell state (undefined for the GRU)}. With `reverse` the steps run from L - 1
+ *  down to 0, so h_n is y[0]. */
+EMBER_API std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x,
+                                                       const Tensor& w_ih, const Tensor& w_hh,
+                                                       const Tensor& b_ih, const Tensor& b_hh,
+                                                       const Tensor& h0, const Tensor& c0 = {},
+                                                       bool reverse = false);
 
 }  // namespace ember
