@@ -2,17 +2,20 @@
 // TF32, bfloat16 at 8192), convolution forward and forward+backward (a ResNet stage-1 layer at
 // batch 64), batch norm, softmax and average pooling through cuDNN and through own kernels,
 // elementwise bandwidth beside the device's own copy bandwidth, the caching
-// allocator's cost per allocation, ResNet-18/ResNet-50 training throughput, and the first
+// allocator's cost per allocation, two-layer LSTM and GRU forward+backward through cuDNN's RNN,
+// ResNet-18/ResNet-50 training throughput, and the first
 // training step against the steady state (the caching allocator's effect). Device work is timed
 // with CUDA events (ember::Event); without a device every benchmark reports why and stops.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <ember/ember.h>
 #include <ember/models.h>
+#include <ember/nn.h>
 #include <ember/optim.h>
 
 #include "benchmarks/train_step.h"
@@ -211,6 +214,33 @@ void BM_CudaResNetTrain(benchmark::State& state) {
   state.counters["peak_GiB"] = static_cast<double>(memory_stats(g).peak_allocated) / (1 << 30);
 }
 BENCHMARK(BM_CudaResNetTrain)->Arg(18)->Arg(50)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// A two-layer LSTM or GRU, 256 -> 512 features over 128 steps of a batch of 64, float32,
+// forward and backward: every layer through cuDNN's RNN (Note [Whole recurrent layers in a
+// backend] in core/ops/rnn.cpp); arg 0: LSTM, 1: GRU. Sequences/s.
+void BM_CudaRnn(benchmark::State& state) {
+  Device g;
+  if (!cuda_device(state, &g)) return;
+  const bool lstm = state.range(0) == 0;
+  const int64_t steps = 128, batch = 64;
+  const nn::RNNOptions o{.num_layers = 2};
+  std::shared_ptr<nn::Module> m;
+  if (lstm) {
+    m = std::make_shared<nn::LSTM>(256, 512, o);
+  } else {
+    m = std::make_shared<nn::GRU>(256, 512, o);
+  }
+  m->to(g);
+  const Tensor x = randn({steps, batch, 256}, {DType::Float32, g});
+  timed_loop(state, g, [&] {
+    sum(m->forward(x)).backward();
+    m->zero_grad();
+  });
+  state.SetLabel(lstm ? "lstm fwd+bwd" : "gru fwd+bwd");
+  state.counters["seq/s"] =
+      benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CudaRnn)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The first ResNet-50 training step of a fresh model with an empty cache, against the median of
 // the next 10 (the paper's caching-allocator figure): the first pays cudaMalloc for every block

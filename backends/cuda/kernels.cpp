@@ -90,6 +90,12 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   EMBER_CUDA_REGISTER_DTYPES(sgd_step, kF32F64)
   EMBER_CUDA_REGISTER_DTYPES(adam_step, kF32F64)
   EMBER_CUDA_REGISTER_DTYPES(rmsprop_step, kF32F64)
+  // A whole LSTM or GRU layer through cuDNN's RNN (ops/rnn.cpp, Note [Whole recurrent layers
+  // in a backend] in core/ops/rnn.cpp), as PyTorch runs nn.LSTM and nn.GRU; bfloat16 takes the
+  // core's composite.
+  constexpr uint32_t kRnn = kF32F64 | sdk::dtype_bit(EMBER_F16);
+  EMBER_CUDA_REGISTER_DTYPES(rnn_layer, kRnn)
+  EMBER_CUDA_REGISTER_DTYPES(rnn_layer_backward, kRnn)
   // The convolutions take channels-last operands in float32 and the half types, through cuDNN's
   // NHWC descriptors (ops/conv.cpp, Note [Channels-last convolutions through cuDNN]); these
   // registrations replace the ones above for those dtypes.

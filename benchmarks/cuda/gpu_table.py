@@ -28,6 +28,8 @@ def ember_rows(path):
         elif name.startswith("BM_CudaAllocFree"):
             size = name.split("/")[1]
             rows[f"alloc {size} B"] = (b["cpu_time"], "ns", "lower")
+        elif name.startswith("BM_CudaRnn"):
+            rows[label] = (b["seq/s"], "sequences/s", "higher")
         elif name.startswith("BM_CudaResNetTrain"):
             rows[f"train {label}"] = (b["images/s"], "images/s", "higher")
         elif name.startswith("BM_CudaFirstVsSteadyStep"):

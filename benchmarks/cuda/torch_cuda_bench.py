@@ -16,7 +16,8 @@ import torch
 UNITS = {
     "matmul": "TFLOP/s", "conv": "TFLOP/s", "bandwidth": "GB/s", "alloc": "ns",
     "batch_norm": "GB/s", "softmax": "GB/s", "avg_pool2d": "GB/s",
-    "train": "images/s", "first_ms": "ms", "steady_ms": "ms",
+    "lstm": "sequences/s", "gru": "sequences/s", "train": "images/s", "first_ms": "ms",
+    "steady_ms": "ms",
 }
 
 
@@ -111,6 +112,20 @@ def main():
         for _ in range(reps):
             torch.empty(size // 4, device=dev)
         out[f"alloc {size} B"] = (time.perf_counter() - t0) / reps * 1e9
+
+    torch.backends.cudnn.benchmark = False
+    xr = torch.randn(128, 64, 256, device=dev)
+    for label, cls in (("lstm fwd+bwd", torch.nn.LSTM), ("gru fwd+bwd", torch.nn.GRU)):
+        rnn = cls(256, 512, num_layers=2).to(dev)
+
+        def rnn_step():
+            rnn(xr)[0].sum().backward()
+            rnn.zero_grad(set_to_none=True)
+        ms = timed_ms(rnn_step, 20)
+        out[label] = 64 / (ms / 1e3)
+        del rnn
+    del xr
+    torch.backends.cudnn.benchmark = True
 
     import torchvision
     for depth in (18, 50):

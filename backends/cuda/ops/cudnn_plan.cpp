@@ -290,4 +290,60 @@ Status plan_batch_norm(const ember_tensor& x, bool training, bool backward, doub
   return {};
 }
 
+// Note [cuDNN's RNN descriptors]
+// A layer is cuDNN's standard algorithm over one unidirectional layer with linear input (cuDNN
+// multiplies x by w_ih itself) and two bias vectors, exactly PyTorch's equations for the LSTM
+// and the GRU (cuDNN's GRU applies r to w_hh h + b_hh, as PyTorch does). No dropout descriptor:
+// dropout between layers is nn's, and a single layer has none. Sequences are all L steps long
+// (no packing), sequence-major, so x, y and the states are the contract's contiguous tensors.
+// Math as the convolutions' (Note [TF32 in cuDNN convolutions] in conv.cpp): float32 FMA only
+// unless TF32 is allowed, tensor cores for the half types, float compute for them.
+Status plan_rnn(int32_t dtype, bool lstm, int64_t L, int64_t N, int64_t I, int64_t H, bool tf32,
+                const char* op, RnnPlan* plan) {
+  cudnnDataType_t data = CUDNN_DATA_FLOAT, compute = CUDNN_DATA_FLOAT;
+  EMBER_CUDA_RETURN_IF_ERROR(cudnn_types(dtype, op, &data, &compute));
+  const int64_t G = lstm ? 4 : 3;
+  // cuDNN's sizes are int; its tensors must also be describable (L N max(I, G H) elements).
+  if (L <= 0 || N <= 0 || I <= 0 || H <= 0 || L > INT_MAX || N > INT_MAX || I > INT_MAX ||
+      G * H > INT_MAX || L * N > kCudnnMaxElements / std::max(I, G * H)) {
+    return status_error(
+        EMBER_ERR_INVALID,
+        "[cuda] %s: steps %lld, batch %lld, input %lld, hidden %lld are beyond what "
+        "cuDNN's RNN describes (int sizes, at most %lld elements per tensor)",
+        op, static_cast<long long>(L), static_cast<long long>(N), static_cast<long long>(I),
+        static_cast<long long>(H), static_cast<long long>(kCudnnMaxElements));
+  }
+  plan->gates = static_cast<int>(G);
+  const cudnnMathType_t math = dtype == EMBER_F32   ? (tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)
+                               : dtype == EMBER_F64 ? CUDNN_DEFAULT_MATH
+                                                    : CUDNN_TENSOR_OP_MATH;
+  cudnnRNNDescriptor_t r = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateRNNDescriptor(&r));
+  plan->rnn = RnnDesc(r);
+  const auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  EMBER_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(
+      r, CUDNN_RNN_ALGO_STANDARD, lstm ? CUDNN_LSTM : CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
+      CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, data, compute, math, i32(I), i32(H), i32(H),
+      /*numLayers=*/1, /*dropoutDesc=*/nullptr, CUDNN_RNN_PADDED_IO_DISABLED));
+  plan->lengths.assign(static_cast<size_t>(N), i32(L));
+  const auto data_desc = [&](int64_t features, RnnDataDesc* out) -> Status {
+    cudnnRNNDataDescriptor_t d = nullptr;
+    EMBER_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&d));
+    *out = RnnDataDesc(d);
+    // No padding fill: every sequence is L steps long, so there is no padding.
+    EMBER_CUDNN_CHECK(cudnnSetRNNDataDescriptor(d, data, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                                                i32(L), i32(N), i32(features), plan->lengths.data(),
+                                                nullptr));
+    return {};
+  };
+  EMBER_CUDA_RETURN_IF_ERROR(data_desc(I, &plan->x));
+  EMBER_CUDA_RETURN_IF_ERROR(data_desc(H, &plan->y));
+  cudnnTensorDescriptor_t t = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateTensorDescriptor(&t));
+  plan->state = TensorDesc(t);
+  const int dims[3] = {1, i32(N), i32(H)}, strides[3] = {i32(N * H), i32(H), 1};
+  EMBER_CUDNN_CHECK(cudnnSetTensorNdDescriptor(t, data, 3, dims, strides));
+  return {};
+}
+
 }  // namespace ember::cuda

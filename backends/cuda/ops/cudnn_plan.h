@@ -22,6 +22,10 @@ namespace ember::cuda {
 using TensorDesc = UniqueHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 /** An owned cuDNN pooling descriptor. */
 using PoolDesc = UniqueHandle<cudnnPoolingDescriptor_t, cudnnDestroyPoolingDescriptor>;
+/** An owned cuDNN RNN descriptor. */
+using RnnDesc = UniqueHandle<cudnnRNNDescriptor_t, cudnnDestroyRNNDescriptor>;
+/** An owned cuDNN RNN data descriptor. */
+using RnnDataDesc = UniqueHandle<cudnnRNNDataDescriptor_t, cudnnDestroyRNNDataDescriptor>;
 
 /** cuDNN's storage and compute types of a floating `dtype` (float compute for the half types);
  * an unsupported dtype is an error naming `op`. */
@@ -113,5 +117,21 @@ struct BatchNormPlan {
 /** Plans batch_norm (`backward`: batch_norm_backward) of x in training or eval mode. */
 Status plan_batch_norm(const ember_tensor& x, bool training, bool backward, double eps,
                        BatchNormPlan* plan);
+
+/** One recurrent layer in one direction (rnn_layer's contract, backends/cuda/ops/rnn.cpp) for
+ *  cuDNN's RNN API: x [L, N, I] and y [L, N, H] sequence-major, every sequence L steps long,
+ *  and the states [1, N, H]. */
+struct RnnPlan {
+  RnnDesc rnn;
+  RnnDataDesc x, y;
+  TensorDesc state;
+  std::vector<int32_t> lengths;  // N copies of L: the sequence lengths, for the device's copy
+  int gates = 4;                 // G: 4 for the LSTM, 3 for the GRU
+};
+/** Plans an LSTM (`lstm`) or GRU layer of `dtype` over L steps of N sequences, I input and H
+ *  hidden features (each positive); `tf32`: float32 may use TF32 tensor cores. An error naming
+ *  `op` when a size is beyond cuDNN's int or the dtype is not floating. */
+Status plan_rnn(int32_t dtype, bool lstm, int64_t L, int64_t N, int64_t I, int64_t H, bool tf32,
+                const char* op, RnnPlan* plan);
 
 }  // namespace ember::cuda

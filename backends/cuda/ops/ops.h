@@ -13,8 +13,8 @@ namespace ember::cuda {
 
 // One kernel per core op (Note [Kernels of a backend] in plugin_sdk_ops.hpp), defined in
 // elementwise.cu (copies, fills, arithmetic, comparison, unary math), reduce.cu, softmax.cu,
-// index.cu, sort.cu (ordering, counting), pool.cu, norm.cu, random.cu, optim.cu, conv.cpp (cuDNN) and
-// matmul.cpp (cuBLAS). A mandatory op without a definition is a link error.
+// index.cu, sort.cu (ordering, counting), pool.cu, norm.cu, random.cu, optim.cu, conv.cpp and
+// rnn.cpp (cuDNN) and matmul.cpp (cuBLAS). A mandatory op without a definition is a link error.
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
 #undef EMBER_OP

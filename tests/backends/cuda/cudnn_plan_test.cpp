@@ -4,7 +4,8 @@
 // the pooling windows are checked against PyTorch's output-size rule written out here. Also:
 // which cuDNN answers decline (Note [Which cuDNN answers decline]), how convolutions split
 // their batch (Note [Convolutions in batch chunks]) and walk cuDNN's algorithm ranking (Note
-// [Walking cuDNN's algorithm ranking]).
+// [Walking cuDNN's algorithm ranking]), and the RNN descriptors of a recurrent layer (Note
+// [cuDNN's RNN descriptors]).
 #include "backends/cuda/ops/cudnn_plan.h"
 
 #include <gtest/gtest.h>
@@ -331,6 +332,81 @@ TEST(CudnnPlan, NhwcDescriptorsHaveChannelsLastStrides) {
     EXPECT_EQ(strides, nhwc ? std::vector<int>({60, 1, 15, 3}) : std::vector<int>({60, 20, 5, 1}))
         << (nhwc ? "NHWC" : "NCHW");
   }
+}
+
+// What cuDNN reads back from a layer's descriptors is PyTorch's layer: one unidirectional layer,
+// linear input, two biases, no projection, sequence-major data of N sequences of L steps.
+TEST(CudnnPlan, RnnDescriptorsDescribePyTorchsLayer) {
+  struct Case {
+    int32_t dtype;
+    bool lstm, tf32;
+    cudnnDataType_t data, compute;
+    cudnnMathType_t math;
+  };
+  for (const Case& k :
+       {Case{EMBER_F32, true, false, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_FMA_MATH},
+        Case{EMBER_F32, false, true, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH},
+        Case{EMBER_F64, true, false, CUDNN_DATA_DOUBLE, CUDNN_DATA_DOUBLE, CUDNN_DEFAULT_MATH},
+        Case{EMBER_F16, false, false, CUDNN_DATA_HALF, CUDNN_DATA_FLOAT, CUDNN_TENSOR_OP_MATH}}) {
+    SCOPED_TRACE(std::string(k.lstm ? "LSTM " : "GRU ") + std::to_string(k.dtype));
+    RnnPlan plan;
+    const Status st = plan_rnn(k.dtype, k.lstm, 5, 3, 7, 11, k.tf32, "rnn_layer", &plan);
+    ASSERT_TRUE(st.ok()) << st.message;
+    EXPECT_EQ(plan.gates, k.lstm ? 4 : 3);
+    cudnnRNNAlgo_t algo;
+    cudnnRNNMode_t cell;
+    cudnnRNNBiasMode_t bias;
+    cudnnDirectionMode_t dir;
+    cudnnRNNInputMode_t input;
+    cudnnDataType_t data, compute;
+    cudnnMathType_t math;
+    int32_t in_size, hidden, proj, layers;
+    cudnnDropoutDescriptor_t dropout;
+    uint32_t aux;
+    ASSERT_EQ(
+        cudnnGetRNNDescriptor_v8(plan.rnn.get(), &algo, &cell, &bias, &dir, &input, &data, &compute,
+                                 &math, &in_size, &hidden, &proj, &layers, &dropout, &aux),
+        CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(algo, CUDNN_RNN_ALGO_STANDARD);
+    EXPECT_EQ(cell, k.lstm ? CUDNN_LSTM : CUDNN_GRU);
+    EXPECT_EQ(bias, CUDNN_RNN_DOUBLE_BIAS);
+    EXPECT_EQ(dir, CUDNN_UNIDIRECTIONAL);
+    EXPECT_EQ(input, CUDNN_LINEAR_INPUT);
+    EXPECT_EQ(data, k.data);
+    EXPECT_EQ(compute, k.compute);
+    EXPECT_EQ(math, k.math);
+    EXPECT_EQ(std::vector<int32_t>({in_size, hidden, proj, layers}),
+              std::vector<int32_t>({7, 11, 11, 1}));
+    EXPECT_EQ(aux, static_cast<uint32_t>(CUDNN_RNN_PADDED_IO_DISABLED));
+    for (const auto& [desc, features] : {std::pair{plan.x.get(), 7}, {plan.y.get(), 11}}) {
+      cudnnRNNDataLayout_t layout;
+      int max_len = 0, batch = 0, vec = 0;
+      int lengths[3] = {};
+      double fill = 0;  // cuDNN writes the (unused) padding symbol here
+      ASSERT_EQ(cudnnGetRNNDataDescriptor(desc, &data, &layout, &max_len, &batch, &vec, 3, lengths,
+                                          &fill),
+                CUDNN_STATUS_SUCCESS);
+      EXPECT_EQ(layout, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED);
+      EXPECT_EQ(std::vector<int>({max_len, batch, vec}), std::vector<int>({5, 3, features}));
+      EXPECT_EQ(std::vector<int>(lengths, lengths + 3), std::vector<int>({5, 5, 5}));
+    }
+    EXPECT_EQ(plan.lengths, std::vector<int32_t>({5, 5, 5}));
+    int nd = 0, dims[3], strides[3];
+    ASSERT_EQ(cudnnGetTensorNdDescriptor(plan.state.get(), 3, &data, &nd, dims, strides),
+              CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(std::vector<int>(dims, dims + 3), std::vector<int>({1, 3, 11}));
+    EXPECT_EQ(std::vector<int>(strides, strides + 3), std::vector<int>({33, 11, 1}));
+  }
+}
+
+TEST(CudnnPlan, RnnSizesBeyondCudnnsIntAreRefusedByName) {
+  RnnPlan plan;
+  const Status big =
+      plan_rnn(EMBER_F32, true, int64_t{1} << 20, 4096, 1024, 256, false, "rnn_layer", &plan);
+  EXPECT_EQ(big.code, EMBER_ERR_INVALID);
+  EXPECT_NE(big.message.find("[cuda] rnn_layer: steps 1048576, batch 4096"), std::string::npos)
+      << big.message;
+  EXPECT_FALSE(plan_rnn(EMBER_I64, true, 2, 2, 2, 2, false, "rnn_layer", &plan).ok());
 }
 
 ConvBatchSplit split_of(std::initializer_list<int64_t> x, std::initializer_list<int64_t> y,

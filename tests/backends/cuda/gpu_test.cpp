@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -581,6 +582,109 @@ double norm_tol(DType d) {
 // descriptors (float64 through the core's reorders). Values and gradients equal the row-major
 // run on the same device and the CPU's; outputs and gradients keep the format; the batch split,
 // benchmark mode and conv_transpose2d's larger input take the same path.
+// A whole recurrent layer through cuDNN's RNN (backends/cuda/ops/rnn.cpp) against the CPU's
+// composite in float64: outputs and every gradient, both cells and directions, with and without
+// bias, in the three dtypes registered for it.
+TEST(CudaGpu, RecurrentLayersThroughCudnnMatchTheCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16}) {
+    ASSERT_TRUE(has_kernel(core_op(ops::rnn_layer), g, d)) << fmt::format("{}", d);
+    ASSERT_TRUE(has_kernel(core_op(ops::rnn_layer_backward), g, d)) << fmt::format("{}", d);
+    const double tol = d == DType::Float64 ? 1e-11 : d == DType::Float32 ? 1e-4 : 2e-2;
+    for (const RnnMode mode : {RnnMode::LSTM, RnnMode::GRU}) {
+      const bool lstm = mode == RnnMode::LSTM;
+      const int64_t G = lstm ? 4 : 3, L = 7, N = 5, I = 6, H = 9;
+      for (const bool reverse : {false, true}) {
+        for (const bool bias : {true, false}) {
+          const std::string what =
+              fmt::format("{} {} reverse={} bias={}", d, lstm ? "LSTM" : "GRU", reverse, bias);
+          const std::vector<Tensor> in = {randn({L, N, I}),
+                                          mul(randn({G * H, I}), 0.4),
+                                          mul(randn({G * H, H}), 0.4),
+                                          bias ? mul(randn({G * H}), 0.3) : Tensor(),
+                                          bias ? mul(randn({G * H}), 0.3) : Tensor(),
+                                          randn({N, H}),
+                                          lstm ? randn({N, H}) : Tensor()};
+          const Tensor wy = randn({L, N, H}), wh = randn({N, H}), wc = randn({N, H});
+          // {y, h_n, c_n, then the gradient of every defined input}
+          const auto run = [&](Device dev, DType dt) {
+            std::vector<Tensor> xs;
+            for (const Tensor& t : in) {
+              xs.push_back(t.defined() ? t.detach().to(dt).to(dev).requires_grad_(true) : t);
+            }
+            const auto [y, hn, cn] =
+                rnn_layer(mode, xs[0], xs[1], xs[2], xs[3], xs[4], xs[5], xs[6], reverse);
+            Tensor loss = add(sum(mul(y, wy.to(dt).to(dev))), sum(mul(hn, wh.to(dt).to(dev))));
+            if (lstm) loss = add(loss, sum(mul(cn, wc.to(dt).to(dev))));
+            loss.backward();
+            std::vector<Tensor> r = {y, hn};
+            if (lstm) r.push_back(cn);
+            for (const Tensor& t : xs) {
+              if (t.defined()) r.push_back(t.grad());
+            }
+            return r;
+          };
+          const std::vector<Tensor> got = run(g, d), want = run(Device::cpu(), DType::Float64);
+          ASSERT_EQ(got.size(), want.size()) << what;
+          for (size_t i = 0; i < got.size(); ++i) {
+            EXPECT_EQ(got[i].dtype(), d) << what << " result " << i;
+            EXPECT_LE(max_rel_diff(got[i], want[i]), i < 3 ? tol : tol * 10)
+                << what << " result " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// nn::LSTM and nn::GRU moved to the GPU run every layer and direction through cuDNN and give
+// the CPU's outputs, final states and parameter gradients (two layers, bidirectional,
+// batch_first).
+TEST(CudaGpu, LstmAndGruModulesOnTheGpuMatchTheCpu) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  const nn::RNNOptions o{.num_layers = 2, .batch_first = true, .bidirectional = true};
+  for (const bool lstm : {true, false}) {
+    manual_seed(5);
+    std::shared_ptr<nn::RNNBase> cpu, gpu;
+    if (lstm) {
+      cpu = std::make_shared<nn::LSTM>(6, 8, o);
+      gpu = std::make_shared<nn::LSTM>(6, 8, o);
+    } else {
+      cpu = std::make_shared<nn::GRU>(6, 8, o);
+      gpu = std::make_shared<nn::GRU>(6, 8, o);
+    }
+    gpu->load_state_dict(cpu->state_dict());
+    gpu->to(g);
+    const Tensor x = randn({3, 10, 6});
+    const auto run = [&](nn::RNNBase& m, Device dev) {
+      Tensor out, hn;
+      if (lstm) {
+        auto [y, h, c] = static_cast<nn::LSTM&>(m).forward(x.to(dev), {}, {});
+        out = y, hn = add(h, c);
+      } else {
+        auto [y, h] = static_cast<nn::GRU&>(m).forward(x.to(dev), {});
+        out = y, hn = h;
+      }
+      add(sum(mul(out, out)), sum(hn)).backward();
+      return std::pair{out, hn};
+    };
+    const auto [cy, ch] = run(*cpu, Device::cpu());
+    const auto [gy, gh] = run(*gpu, g);
+    const char* what = lstm ? "LSTM" : "GRU";
+    EXPECT_LE(max_rel_diff(gy, cy), 1e-4) << what;
+    EXPECT_LE(max_rel_diff(gh, ch), 1e-4) << what;
+    const auto cp = cpu->named_parameters(), gp = gpu->named_parameters();
+    ASSERT_EQ(cp.size(), gp.size());
+    for (size_t i = 0; i < cp.size(); ++i) {
+      EXPECT_EQ(gp[i].first, cp[i].first);
+      EXPECT_LE(max_rel_diff(gp[i].second.grad(), cp[i].second.grad()), 1e-3)
+          << what << " " << cp[i].first;
+    }
+  }
+}
+
 TEST(CudaGpu, ChannelsLastConvolutionsThroughCudnnMatchRowMajorAndCpu) {
   EMBER_REQUIRE_CUDA();
   const Device g("cuda");
