@@ -59,9 +59,12 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, sgd_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, adam_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, rmsprop_step, kF32F64)
-  // The LSTM recurrence, forward and backward (rnn.cpp, Note [The LSTM recurrence as one op]).
+  // The LSTM and GRU recurrences, forward and backward (rnn.cpp, Note [The LSTM recurrence as
+  // one op]).
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, lstm_layer, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, lstm_layer_backward, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, gru_layer, kF32F64)
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, gru_layer_backward, kF32F64)
   return EMBER_OK;
 }
 

@@ -18,6 +18,24 @@
 // and dh0, dc0 the last dh_next and dc_next. The core adds dw_hh = sum_t dgates_x[t]^T h_prev,
 // one matmul over all steps.
 //
+// gru_layer(gates_x, w_hh, b_hh, h0, reverse): one GRU layer in one direction, PyTorch's
+// equations and gate order. At each step t, in walking order, with h_prev the state before:
+//   [r_h, z_h, n_h] = h_prev w_hh^T + b_hh,   [r_x, z_x, n_x] = gates_x[t]
+//   r = sigmoid(r_x + r_h),  z = sigmoid(z_x + z_h),  n = tanh(n_x + r * n_h)
+//   h[t] = (1 - z) * n + z * h_prev
+// Kernel contract ("gru_layer", optional): inputs {gates_x [L, N, 3H], w_hh [3H, H], b_hh [3H],
+// h0 [N, H]}, contiguous, of one dtype (no bias: zeros); outputs {h [L, N, H], gates
+// [L, N, 4H]}, contiguous, gates[t] holding r, z, n and n_h of step t; ints {reverse}.
+// L, N, H > 0. "gru_layer_backward" (optional): inputs {dh [L, N, H], w_hh, h0, h, gates};
+// outputs {dgates_x [L, N, 3H], dgates_h [L, N, 3H], dh0 [N, H]}. Walking the steps backwards,
+// with dh_next what flows back from the step after (0 after the last):
+//   dh_t = dh[t] + dh_next,   a_n = dh_t (1 - z) (1 - n^2),   a_r = a_n n_h r (1 - r),
+//   a_z = dh_t (h_prev - n) z (1 - z)
+//   dgates_x[t] = [a_r, a_z, a_n],   dgates_h[t] = [a_r, a_z, a_n r]
+//   dh_next = dh_t z + dgates_h[t] w_hh
+// and dh0 the last dh_next. The core adds dw_hh = sum_t dgates_h[t]^T h_prev (one matmul) and
+// db_hh, the sum of dgates_h over steps and rows.
+//
 // rnn_layer(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse): a whole layer, PyTorch's nn.LSTM
 // (mode 0, the equations above with gates_x = x w_ih^T + b_ih + b_hh) or nn.GRU (mode 1: with
 // [r_x, z_x, n_x] = x[t] w_ih^T + b_ih and [r_h, z_h, n_h] = h_prev w_hh^T + b_hh,
@@ -35,6 +53,7 @@
 // layers in a backend]): a kernel that needs the forward's intermediates recomputes them.
 #include "ember/ops/rnn.h"
 
+#include <functional>
 #include <vector>
 
 #include "core/dispatch/call.h"
@@ -47,6 +66,7 @@
 #include "ember/ops/index.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/nn.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -140,6 +160,10 @@ Grads backward_formula(const Tensor& dh_all, const Tensor& dc_all, const Tensor&
 // differentiable (create_graph) runs backward_formula. oneDNN's own LSTM primitive is not used:
 // its workspace has an implementation-defined size, which the core could not allocate as an
 // output, and the per-step product it would run is the same sgemm.
+// The GRU's recurrence is the same kind of op, gru_layer: the CPU backend has its kernels too
+// (one sgemm onto b_hh and one pass over the gates per step), the forward keeps r, z, n and the
+// recurrent n part for the backward, and the core adds dw_hh and db_hh after it. Its
+// differentiable backward (create_graph) differentiates the composite (composite_vjp).
 std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Tensor& h0,
                                  const Tensor& c0, bool reverse) {
   const int64_t L = gx.size(0), N = gx.size(1), H = w_hh.size(1);
@@ -202,25 +226,86 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
 //  - A backward that must itself be differentiable (create_graph) differentiates the composite
 //    instead, with autograd::grad; PyTorch has no double backward through cuDNN's RNN at all.
 
-/** The GRU's steps as public ops: one matmul for every step's input projection, then the cell. */
-std::tuple<Tensor, Tensor, Tensor> gru_composite(const Tensor& x, const Tensor& w_ih,
-                                                 const Tensor& w_hh, const Tensor& b_ih,
-                                                 const Tensor& b_hh, const Tensor& h0,
-                                                 bool reverse) {
-  const std::vector<Tensor> projected = unbind(linear(x, w_ih, b_ih), 0);  // L x [N, 3H]
-  const auto steps = static_cast<int64_t>(projected.size());
+/** The GRU's recurrence as public ops, a step at a time: any device and dtype, differentiable. */
+Tensor gru_steps(const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                 bool reverse) {
+  const std::vector<Tensor> steps = unbind(gx, 0);  // L x [N, 3H]
+  const auto L = static_cast<int64_t>(steps.size());
   Tensor h = h0;
-  std::vector<Tensor> out(projected.size());
-  for (int64_t i = 0; i < steps; ++i) {
-    const auto t = static_cast<size_t>(reverse ? steps - 1 - i : i);
-    const std::vector<Tensor> gi = chunk(projected[t], 3, 1);
+  std::vector<Tensor> out(steps.size());
+  for (int64_t k = 0; k < L; ++k) {
+    const auto t = static_cast<size_t>(reverse ? L - 1 - k : k);
+    const std::vector<Tensor> gi = chunk(steps[t], 3, 1);
     const std::vector<Tensor> gh = chunk(linear(h, w_hh, b_hh), 3, 1);
     const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
     const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
     h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
     out[t] = h;
   }
-  return {stack(out, 0), h, Tensor()};
+  return stack(out, 0);
+}
+
+/** The gradients of `inputs` (undefined where one needs none) given `grads`, those of the
+ *  outputs `composite` recomputes from the inputs with public ops, by differentiating it with
+ *  autograd; with create_graph (grad mode on in the backward) they are differentiable again.
+ *  For a fused op's backward where no backward kernel applies. */
+Grads composite_vjp(const std::function<std::vector<Tensor>()>& composite,
+                    const std::vector<Tensor>& inputs, const Grads& grads) {
+  const bool create_graph = autograd::is_grad_enabled();
+  const autograd::AutoGradMode record_composite(true);  // recorded whatever the grad mode
+  std::vector<Tensor> wrt;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() && inputs[i].requires_grad()) wrt.push_back(inputs[i]), at.push_back(i);
+  }
+  const std::vector<Tensor> outs = composite();
+  const std::vector<Tensor> d =
+      autograd::grad(outs, wrt, Grads(grads.begin(), grads.begin() + outs.size()),
+                     /*retain_graph=*/create_graph, create_graph, /*allow_unused=*/true);
+  Grads r(inputs.size());
+  for (size_t k = 0; k < at.size(); ++k) r[at[k]] = d[k];
+  return r;
+}
+
+/** gru_layer through the backend's kernels (as Note [The LSTM recurrence as one op] says of
+ *  lstm_layer); the forward's gates are kept for the backward kernel. */
+Tensor gru_fused(const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                 bool reverse) {
+  const int64_t L = gx.size(0), N = gx.size(1), H = w_hh.size(1);
+  const DType dt = gx.dtype();
+  const TensorOptions o{dt, gx.device()};
+  Tensor h, gates;
+  {
+    autograd::NoGradGuard below_autograd;
+    const Tensor x = gx.contiguous(), w = w_hh.contiguous(), h0c = h0.contiguous();
+    const Tensor b = b_hh.defined() ? b_hh.contiguous() : zeros({3 * H}, o);
+    h = empty({L, N, H}, o);
+    gates = empty({L, N, 4 * H}, o);
+    run_kernel(attrs::gru_layer{.reverse = reverse ? 1 : 0}, dt, {&x, &w, &b, &h0c}, {&h, &gates});
+  }
+  if (!autograd::any_requires_grad({&gx, &w_hh, &b_hh, &h0})) return h;
+  auto node = autograd::record(
+      "GruLayerBackward", "gru_layer", {&gx, &w_hh, &b_hh, &h0}, {&h},
+      [sx = SavedTensor(gx), sw = SavedTensor(w_hh), sb = SavedTensor(b_hh), sh0 = SavedTensor(h0),
+       gates, reverse, L, N, H](const Grads& g, const LambdaNode& self) {
+        const Tensor x = self.unpack(sx), w = self.unpack(sw), b = self.unpack(sb),
+                     h0 = self.unpack(sh0);
+        if (autograd::is_grad_enabled() ||
+            !has_kernel(core_op(ops::gru_layer_backward), x.device(), x.dtype())) {
+          return composite_vjp([&] { return Grads{gru_steps(x, w, b, h0, reverse)}; },
+                               {x, w, b, h0}, g);
+        }
+        const TensorOptions o{x.dtype(), x.device()};
+        const Tensor hs = self.saved_output(0), dh = g[0].contiguous(), wc = w.contiguous(),
+                     h0c = h0.contiguous();
+        Tensor dgx = empty({L, N, 3 * H}, o), dgh = empty({L, N, 3 * H}, o), dh0 = empty({N, H}, o);
+        run_kernel(attrs::gru_layer_backward{.reverse = reverse ? 1 : 0}, x.dtype(),
+                   {&dh, &wc, &h0c, &hs, &gates}, {&dgx, &dgh, &dh0});
+        return Grads{dgx, recurrent_weight_grad(dgh, hs, h0c, reverse),
+                     b.defined() ? sum(dgh, {0, 1}) : Tensor(), dh0};
+      });
+  node->save_output(h);
+  return h;
 }
 
 /** The layer from public ops (Note [Whole recurrent layers in a backend]); differentiable. */
@@ -229,11 +314,14 @@ std::tuple<Tensor, Tensor, Tensor> layer_composite(RnnMode mode, const Tensor& x
                                                    const Tensor& b_ih, const Tensor& b_hh,
                                                    const Tensor& h0, const Tensor& c0,
                                                    bool reverse) {
-  if (mode == RnnMode::GRU) return gru_composite(x, w_ih, w_hh, b_ih, b_hh, h0, reverse);
+  const int64_t last = reverse ? 0 : x.size(0) - 1;
+  if (mode == RnnMode::GRU) {
+    const Tensor h = gru_layer(linear(x, w_ih, b_ih), w_hh, b_hh, h0, reverse);
+    return {h, h.select(0, last), Tensor()};
+  }
   // Both biases go into the input projection: one [4H] add, no per-step one.
   const Tensor bias = b_ih.defined() ? add(b_ih, b_hh) : Tensor();
   auto [h, c] = lstm_layer(linear(x, w_ih, bias), w_hh, h0, c0, reverse);
-  const int64_t last = reverse ? 0 : h.size(0) - 1;
   return {h, h.select(0, last), c.select(0, last)};
 }
 
@@ -288,24 +376,13 @@ std::tuple<Tensor, Tensor, Tensor> layer_fused(RnnMode mode, const Tensor& x, co
         const std::vector<Tensor> in = {x, wi, wh, bi, bh, h0, c0};
         if (autograd::is_grad_enabled() ||
             !has_kernel(core_op(ops::rnn_layer_backward), x.device(), x.dtype())) {
-          // Note [Whole recurrent layers in a backend]: the composite's own derivative, its
-          // graph recorded here whatever the grad mode, kept only for create_graph.
-          const bool create_graph = autograd::is_grad_enabled();
-          const autograd::AutoGradMode record_composite(true);
-          std::vector<Tensor> wrt;
-          std::vector<size_t> at;
-          for (size_t i = 0; i < in.size(); ++i) {
-            if (in[i].defined() && in[i].requires_grad()) wrt.push_back(in[i]), at.push_back(i);
-          }
-          const auto [y, hn, cn] = layer_composite(mode, x, wi, wh, bi, bh, h0, c0, reverse);
-          std::vector<Tensor> outs = {y, hn}, grads = {g[0], g[1]};
-          if (lstm) outs.push_back(cn), grads.push_back(g[2]);
-          const std::vector<Tensor> d =
-              autograd::grad(outs, wrt, grads, /*retain_graph=*/create_graph, create_graph,
-                             /*allow_unused=*/true);
-          Grads r(in.size());
-          for (size_t k = 0; k < at.size(); ++k) r[at[k]] = d[k];
-          return r;
+          // Note [Whole recurrent layers in a backend]: the composite's own derivative.
+          return composite_vjp(
+              [&] {
+                const auto [y, hn, cn] = layer_composite(mode, x, wi, wh, bi, bh, h0, c0, reverse);
+                return lstm ? Grads{y, hn, cn} : Grads{y, hn};
+              },
+              in, g);
         }
         const DType dt = x.dtype();
         const TensorOptions o{dt, x.device()};
@@ -390,6 +467,41 @@ std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x, cons
     return layer_fused(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
   }
   return layer_composite(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+}
+
+Tensor gru_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                 bool reverse) {
+  constexpr const char* op = "gru_layer";
+  if (gates_x.defined())
+    EMBER_AUTOCAST(Lower, gru_layer, gates_x, gates_x, w_hh, b_hh, h0, reverse);
+  EMBER_CHECK_TYPE(gates_x.defined() && w_hh.defined() && h0.defined(),
+                   "[{}] undefined tensor argument: gates_x, w_hh and h0 are required", op);
+  EMBER_CHECK_TYPE(is_floating(gates_x.dtype()),
+                   "[{}] gates_x must be floating: got dtype {} (convert with .to(ember::f32))", op,
+                   gates_x.dtype());
+  for (const Tensor* t : {&w_hh, &b_hh, &h0}) {
+    EMBER_CHECK_TYPE(!t->defined() || t->dtype() == gates_x.dtype(),
+                     "[{}] every tensor must have gates_x's dtype {}: got {}", op, gates_x.dtype(),
+                     t->dtype());
+  }
+  common_device({&gates_x, &w_hh, &b_hh, &h0}, op);
+  EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(0) == 3 * w_hh.size(1),
+              "[{}] w_hh must be [3 * hidden, hidden]: got shape {}", op, shape_str(w_hh.sizes()));
+  const int64_t H = w_hh.size(1);
+  EMBER_CHECK(gates_x.dim() == 3 && gates_x.size(2) == 3 * H,
+              "[{}] gates_x must be [steps, batch, 3 * hidden] = [L, N, {}]: got shape {}", op,
+              3 * H, shape_str(gates_x.sizes()));
+  EMBER_CHECK(!b_hh.defined() || b_hh.sizes() == Shape{3 * H},
+              "[{}] b_hh must be [3 * hidden] = [{}]: got shape {}", op, 3 * H,
+              shape_str(b_hh.sizes()));
+  const int64_t L = gates_x.size(0), N = gates_x.size(1);
+  EMBER_CHECK(h0.sizes() == Shape({N, H}), "[{}] h0 must be [batch, hidden] = [{}, {}]: got {}", op,
+              N, H, shape_str(h0.sizes()));
+  if (L == 0) return empty({0, N, H}, {gates_x.dtype(), gates_x.device()});
+  if (N > 0 && H > 0 && has_kernel(core_op(ops::gru_layer), gates_x.device(), gates_x.dtype())) {
+    return gru_fused(gates_x, w_hh, b_hh, h0, reverse);
+  }
+  return gru_steps(gates_x, w_hh, b_hh, h0, reverse);
 }
 
 std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& h0,

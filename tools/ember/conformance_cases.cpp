@@ -518,6 +518,30 @@ std::vector<Case> make_cases() {
                true,
                kF32F64,
                2.0});
+  // The GRU recurrence, as the LSTM's above: the CPU's kernel (or any backend's composite)
+  // against the composite on the reference, with and without b_hh.
+  c.push_back(
+      {"gru_layer",
+       {"matmul", "sigmoid", "tanh", "gru_layer", "gru_layer_backward"},
+       {{"small",
+         [](Gen& g) {
+           return Inputs{g({3, 2, 9}, -2, 2), g({9, 3}), g({9}), g({2, 3})};
+         }},
+        {"vector_tails",
+         [](Gen& g) {
+           return Inputs{g({3, 2, 39}, -3, 3), g({39, 13}), g({39}), g({2, 13})};
+         }},
+        {"rows_in_parallel",
+         [](Gen& g) {
+           return Inputs{g({2, 64, 384}, -2, 2), g({384, 128}, -0.1, 0.1), g({384}), g({64, 128})};
+         }}},
+       [](const Inputs& in) {
+         return Inputs{gru_layer(in[0], in[1], in[2], in[3]),
+                       gru_layer(in[0], in[1], {}, in[3], true)};
+       },
+       true,
+       kF32F64,
+       2.0});
   // A whole LSTM or GRU layer. rnn_layer is optional: the reference runs it (and its backward)
   // in double, cuDNN's RNN on CUDA, the core's composite elsewhere; both cells, both
   // directions, with and without bias.

@@ -1,12 +1,13 @@
-// CPU lstm_layer and its backward (contract in core/ops/rnn.cpp; Note [The LSTM recurrence as
-// one op]): float32 and float64. Each step is one product with the recurrent weight (oneDNN's
-// sgemm for float32, which threads itself; a plain loop for float64) and one pass over the gates
-// (OpenMP across batch rows when a step has enough of them), in float32 with the vectorizable
-// sigmoid and tanh of dense_math.h.
+// CPU lstm_layer, gru_layer and their backward passes (contracts in core/ops/rnn.cpp; Note [The
+// LSTM recurrence as one op]): float32 and float64. Each step is one product with the recurrent
+// weight (oneDNN's sgemm for float32, which threads itself; a plain loop for float64) and one pass
+// over the gates (OpenMP across batch rows when a step has enough of them), in float32 with the
+// vectorizable sigmoid and tanh of dense_math.h.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/dense_math.h"
 #include "backends/cpu/loops.h"
@@ -93,6 +94,65 @@ void gates_backward(const T* i, const T* ct, const T* cprev, const T* dht, const
   gates_backward_impl(i, ct, cprev, dht, dct, dhn, dcn, di, H);
 }
 
+/** The GRU row of one step: from its gates_x row gx [r_x, z_x, n_x] and gh [r_h, z_h, n_h] =
+ *  h_prev w_hh^T + b_hh, writes its gates row [r, z, n, n_h] and the new h. */
+template <typename T>
+[[gnu::always_inline]] inline void gru_forward_impl(const T* __restrict gx, const T* __restrict gh,
+                                                    const T* __restrict hprev, T* __restrict g,
+                                                    T* __restrict hn, int64_t H) {
+  T *r = g, *z = g + H, *n = g + 2 * H, *nh = g + 3 * H;
+  for (int64_t j = 0; j < 2 * H; ++j) g[j] = sigmoid_of(gx[j] + gh[j]);  // r and z
+  for (int64_t j = 0; j < H; ++j) nh[j] = gh[2 * H + j];
+  for (int64_t j = 0; j < H; ++j) n[j] = tanh_of(gx[2 * H + j] + r[j] * nh[j]);
+  for (int64_t j = 0; j < H; ++j) hn[j] = n[j] + z[j] * (hprev[j] - n[j]);
+}
+
+/** The GRU row's gate gradients (the contract's recurrence for one step): dh carries dh_next in
+ *  and leaves with dh_t z, to which the caller adds dgates_h w_hh. */
+template <typename T>
+[[gnu::always_inline]] inline void gru_backward_impl(const T* __restrict g,
+                                                     const T* __restrict hprev,
+                                                     const T* __restrict dht, T* dh,
+                                                     T* __restrict dgx, T* __restrict dgh,
+                                                     int64_t H) {
+  const T *r = g, *z = g + H, *n = g + 2 * H, *nh = g + 3 * H;
+  for (int64_t j = 0; j < H; ++j) {
+    const T d = dht[j] + dh[j];
+    const T an = d * (T(1) - z[j]) * (T(1) - n[j] * n[j]);
+    const T ar = an * nh[j] * r[j] * (T(1) - r[j]);
+    const T az = d * (hprev[j] - n[j]) * z[j] * (T(1) - z[j]);
+    dgx[j] = dgh[j] = ar;
+    dgx[H + j] = dgh[H + j] = az;
+    dgx[2 * H + j] = an;
+    dgh[2 * H + j] = an * r[j];
+    dh[j] = d * z[j];
+  }
+}
+
+EMBER_CPU_AVX2 void gru_forward_avx2(const float* gx, const float* gh, const float* hprev, float* g,
+                                     float* hn, int64_t H) {
+  gru_forward_impl(gx, gh, hprev, g, hn, H);
+}
+EMBER_CPU_AVX2 void gru_backward_avx2(const float* g, const float* hprev, const float* dht,
+                                      float* dh, float* dgx, float* dgh, int64_t H) {
+  gru_backward_impl(g, hprev, dht, dh, dgx, dgh, H);
+}
+
+template <typename T>
+void gru_forward_row(const T* gx, const T* gh, const T* hprev, T* g, T* hn, int64_t H) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx2()) return gru_forward_avx2(gx, gh, hprev, g, hn, H);
+  }
+  gru_forward_impl(gx, gh, hprev, g, hn, H);
+}
+template <typename T>
+void gru_backward_row(const T* g, const T* hprev, const T* dht, T* dh, T* dgx, T* dgh, int64_t H) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu_has_avx2()) return gru_backward_avx2(g, hprev, dht, dh, dgx, dgh, H);
+  }
+  gru_backward_impl(g, hprev, dht, dh, dgx, dgh, H);
+}
+
 // A gate costs an exponential or two, about ten times an elementwise add: rows go across threads
 // at a tenth of the elementwise grain (measured: 16 rows of 512 gates gain 2 threads).
 constexpr int64_t kGateGrain = kGrainSize / 8;
@@ -156,6 +216,45 @@ void backward(const Steps& s, const T* dh, const T* dc, const T* w, const T* c0,
   }
 }
 
+/** The GRU's steps: per step one product h_prev w_hh^T (onto b_hh) and one pass over the rows. */
+template <typename T>
+void gru_forward(const Steps& s, const T* gx, const T* w, const T* b, const T* h0, T* h, T* gates) {
+  const int64_t H = s.H, G = 3 * H, state = s.N * H;
+  std::vector<T> gh(static_cast<size_t>(s.N * G));
+  for (int64_t k = 0; k < s.L; ++k) {
+    const int64_t t = s.at(k), p = s.before(t);
+    const T* hp = p < 0 ? h0 : h + p * state;
+    for (int64_t n = 0; n < s.N; ++n) std::copy(b, b + G, gh.data() + n * G);
+    gemm('N', 'T', s.N, G, H, T(1), hp, H, w, H, T(1), gh.data(), G);  // + h_prev w_hh^T
+    const T* gxt = gx + t * s.N * G;
+    T* gt = gates + t * s.N * 4 * H;
+    T* ht = h + t * state;
+    for_rows(s.N, 4 * H, [&](int64_t n) {
+      gru_forward_row(gxt + n * G, gh.data() + n * G, hp + n * H, gt + n * 4 * H, ht + n * H, H);
+    });
+  }
+}
+
+// dh0 carries dh_next from step to step and ends as the contract's dh0.
+template <typename T>
+void gru_backward(const Steps& s, const T* dh, const T* w, const T* h0, const T* h, const T* gates,
+                  T* dgx, T* dgh, T* dh0) {
+  const int64_t H = s.H, G = 3 * H, state = s.N * H;
+  std::fill(dh0, dh0 + state, T(0));
+  for (int64_t k = s.L - 1; k >= 0; --k) {
+    const int64_t t = s.at(k), p = s.before(t);
+    const T* hp = p < 0 ? h0 : h + p * state;
+    const T* gt = gates + t * s.N * 4 * H;
+    T* dgxt = dgx + t * s.N * G;
+    T* dght = dgh + t * s.N * G;
+    for_rows(s.N, 4 * H, [&](int64_t n) {
+      gru_backward_row(gt + n * 4 * H, hp + n * H, dh + t * state + n * H, dh0 + n * H,
+                       dgxt + n * G, dght + n * G, H);
+    });
+    gemm('N', 'N', s.N, H, G, T(1), dght, G, w, H, T(1), dh0, H);  // + dgates_h w_hh
+  }
+}
+
 }  // namespace
 
 EMBER_KERNEL(lstm_layer) {
@@ -180,6 +279,30 @@ EMBER_KERNEL(lstm_layer_backward) {
     const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
     backward(s, in(0), in(1), in(2), in(4), in(6), in(7), sdk::data<T>(call->outputs[0]),
              sdk::data<T>(call->outputs[1]), sdk::data<T>(call->outputs[2]));
+  });
+}
+
+EMBER_KERNEL(gru_layer) {
+  const auto a = sdk::attrs<attrs::gru_layer>(call);
+  const ember_tensor& gx = call->inputs[0];
+  const Steps s{gx.sizes[0], gx.sizes[1], call->inputs[1].sizes[1], a.reverse != 0};
+  return visit_f32_f64(call, "gru_layer", [&](auto tag) {
+    using T = decltype(tag);
+    const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
+    gru_forward(s, in(0), in(1), in(2), in(3), sdk::data<T>(call->outputs[0]),
+                sdk::data<T>(call->outputs[1]));
+  });
+}
+
+EMBER_KERNEL(gru_layer_backward) {
+  const auto a = sdk::attrs<attrs::gru_layer_backward>(call);
+  const ember_tensor& dh = call->inputs[0];
+  const Steps s{dh.sizes[0], dh.sizes[1], dh.sizes[2], a.reverse != 0};
+  return visit_f32_f64(call, "gru_layer_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
+    gru_backward(s, in(0), in(1), in(2), in(3), in(4), sdk::data<T>(call->outputs[0]),
+                 sdk::data<T>(call->outputs[1]), sdk::data<T>(call->outputs[2]));
   });
 }
 

@@ -205,6 +205,37 @@ EMBER_GRADCHECK_CASE({"lstm_layer", "one step, large gates",
                       },
                       [] { return lstm_inputs(1, 2, 2, 321); }});
 
+// ---- gru_layer ---------------------------------------------------------------------------------
+// First order through the CPU's backward kernel, second order through the composite.
+V gru_inputs(int64_t L, int64_t N, int64_t H, uint64_t seed) {
+  return V{input({L, N, 3 * H}, seed), input({3 * H, H}, seed + 1), input({3 * H}, seed + 2),
+           input({N, H}, seed + 3)};
+}
+EMBER_GRADCHECK_CASE({"gru_layer", "3 steps, batch 2, hidden 2",
+                      [](const V& in) { return gru_layer(in[0], in[1], in[2], in[3]); },
+                      [] { return gru_inputs(3, 2, 2, 501); }});
+EMBER_GRADCHECK_CASE({"gru_layer", "reverse, no bias",
+                      [](const V& in) { return gru_layer(in[0], in[1], {}, in[3], true); },
+                      [] { return gru_inputs(4, 1, 3, 511); }});
+EMBER_GRADCHECK_CASE({"gru_layer", "one step, large gates",
+                      [](const V& in) { return gru_layer(mul(in[0], 3.0), in[1], in[2], in[3]); },
+                      [] { return gru_inputs(1, 2, 2, 521); }});
+
+TEST(NnGrad, GruLayerFusedBackwardMatchesTheComposite) {
+  // The same gradients with and without create_graph (kernel, then the composite's).
+  const V in = gru_inputs(5, 3, 4, 531);
+  const Tensor w = rand({5, 3, 4}, f64);
+  const auto loss = [&] { return sum(mul(gru_layer(in[0], in[1], in[2], in[3], true), w)); };
+  const V plain = autograd::grad({loss()}, in);
+  const V graph = autograd::grad({loss()}, in, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  ASSERT_EQ(plain.size(), graph.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const auto a = values(plain[i]), b = values(graph[i]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-12) << i << " " << j;
+  }
+}
+
 // ---- rnn_layer ---------------------------------------------------------------------------------
 // y, h_n (and c_n) flattened into one tensor. On the CPU the composite; on the reference device
 // (gradcheck_device_test) its kernels, first order through rnn_layer_backward and second order

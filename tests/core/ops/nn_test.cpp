@@ -102,6 +102,63 @@ TEST(LstmLayer, NonFiniteGatesGiveWhatTheCompositeGives) {
   }
 }
 
+// ---- gru_layer --------------------------------------------------------------------------------
+
+// The GRU recurrence of core/ops/rnn.cpp as a float64 loop; returns h of every step.
+std::vector<double> gru_ref(const Tensor& gx_t, const Tensor& w_t, const Tensor& b_t,
+                            const Tensor& h0_t, bool reverse) {
+  const std::vector<double> gx = values(gx_t), w = values(w_t);
+  const int64_t L = gx_t.size(0), N = gx_t.size(1), H = w_t.size(1);
+  const std::vector<double> b = b_t.defined() ? values(b_t) : std::vector<double>(3 * H);
+  std::vector<double> h = values(h0_t), hs(static_cast<size_t>(L * N * H));
+  const auto sig = [](double v) { return 1 / (1 + std::exp(-v)); };
+  for (int64_t k = 0; k < L; ++k) {
+    const int64_t t = reverse ? L - 1 - k : k;
+    std::vector<double> hn(h.size());
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t j = 0; j < H; ++j) {
+        double x[3], hh[3];
+        for (int64_t q = 0; q < 3; ++q) {
+          x[q] = gx[static_cast<size_t>((t * N + n) * 3 * H + q * H + j)];
+          hh[q] = b[static_cast<size_t>(q * H + j)];
+          for (int64_t i = 0; i < H; ++i) {
+            hh[q] +=
+                h[static_cast<size_t>(n * H + i)] * w[static_cast<size_t>((q * H + j) * H + i)];
+          }
+        }
+        const double r = sig(x[0] + hh[0]), z = sig(x[1] + hh[1]);
+        const double nn = std::tanh(x[2] + r * hh[2]);
+        const size_t at = static_cast<size_t>(n * H + j);
+        hn[at] = (1 - z) * nn + z * h[at];
+        hs[static_cast<size_t>(t * N * H) + at] = hn[at];
+      }
+    }
+    h = hn;
+  }
+  return hs;
+}
+
+TEST(GruLayer, MatchesAFloat64LoopInBothDirectionsAndDtypes) {
+  init();
+  const Device ref(find_device_type("reference"), 0);
+  ASSERT_TRUE(has_kernel(core_op(ops::gru_layer), Device::cpu(), f32));
+  for (DType dt : {f32, f64}) {
+    for (bool reverse : {false, true}) {
+      for (bool bias : {true, false}) {
+        const Tensor gx = mul(uniform({5, 3, 21}, 1, dt), 3.0), w = uniform({21, 7}, 2, dt),
+                     b = bias ? uniform({21}, 3, dt) : Tensor(), h0 = uniform({3, 7}, 4, dt);
+        const std::vector<double> want = gru_ref(gx, w, b, h0, reverse);
+        const double tol = dt == f32 ? 2e-6 : 1e-13;
+        // The CPU's kernel, and the composite on the reference backend.
+        expect_near(values(gru_layer(gx, w, b, h0, reverse)), want, tol);
+        expect_near(values(gru_layer(gx.to(ref), w.to(ref), b.defined() ? b.to(ref) : b, h0.to(ref),
+                                     reverse)),
+                    want, tol);
+      }
+    }
+  }
+}
+
 // ---- rnn_layer --------------------------------------------------------------------------------
 
 // The reference backend runs the whole layer as one kernel (forward and backward through time,

@@ -1,6 +1,6 @@
 // Recurrent layers' ops: a whole LSTM or GRU layer in one direction (nn::LSTM and nn::GRU run
-// one per layer and direction), and the LSTM recurrence it is made of where no backend runs the
-// whole layer.
+// one per layer and direction), and the LSTM and GRU recurrences it is made of where no backend
+// runs the whole layer.
 #pragma once
 
 #include <tuple>
@@ -16,6 +16,13 @@ namespace ember {
 EMBER_API std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh,
                                                 const Tensor& h0, const Tensor& c0,
                                                 bool reverse = false);
+
+/** One GRU layer in one direction over L steps, PyTorch's gates (r, z, n): gates_x [L, N, 3H]
+ *  is the input projection x W_ih^T + b_ih, w_hh [3H, H] and b_hh [3H] (undefined: no bias) the
+ *  recurrent weight and bias, h0 [N, H] the initial state. Returns h [L, N, H], the hidden
+ *  state after every step, walked from step L - 1 down to 0 when `reverse`. */
+EMBER_API Tensor gru_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& b_hh,
+                           const Tensor& h0, bool reverse = false);
 
 /** The cell of a recurrent layer: PyTorch's nn.LSTM or nn.GRU. */
 enum class RnnMode : int64_t { LSTM = 0, GRU = 1 };
