@@ -1,12 +1,18 @@
 // CPU lstm_layer, gru_layer and their backward passes (contracts in core/ops/rnn.cpp; Note [The
 // LSTM recurrence as one op]): float32 and float64. Each step is one product with the recurrent
-// weight (oneDNN's sgemm for float32, which threads itself; a plain loop for float64) and one pass
-// over the gates (OpenMP across batch rows when a step has enough of them), in float32 with the
+// weight (for float32 oneDNN's matmul on a weight packed once per call, which threads itself,
+// Note [Recurrent products on a weight packed once]; a plain loop for float64) and one pass over
+// the gates (OpenMP across batch rows when a step has enough of them), in float32 with the
 // vectorizable sigmoid and tanh of dense_math.h.
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <optional>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/cpu/dense_math.h"
@@ -164,6 +170,111 @@ void for_rows(int64_t N, int64_t per_row, Body&& body) {
   for (int64_t n = 0; n < N; ++n) body(n);
 }
 
+// Note [Recurrent products on a weight packed once]
+// Every step multiplies the batch's few rows by the same recurrent weight. dnnl_sgemm packs its
+// operands into its own layout on every call, a large part of a step at N = 16 rows. For float32
+// the kernels instead build one oneDNN matmul whose weight layout oneDNN picks (format any),
+// reorder the weight into it once per kernel call, and run that primitive at every step,
+// accumulating through a sum post-op where the step adds to what is there (the gates start as
+// gates_x, the GRU's dh as dh_t z). The primitive is cached (Note [oneDNN primitive cache] in
+// matmul.cpp); where oneDNN has no implementation the kernels fall back to gemm. float64 keeps
+// the plain loop.
+
+/** c [M, N] = (or +=, `accumulate`) a [M, K] op(w), with op(w) = w^T for a weight stored [N, K]
+ *  (`w_is_nk`) or w itself for one stored [K, N]: float32 through oneDNN's matmul on the weight
+ *  packed once (Note [Recurrent products on a weight packed once]), otherwise gemm. */
+template <typename T>
+class StepProduct {
+ public:
+  StepProduct(const ember_kernel_call* call, int64_t M, int64_t K, int64_t N, const T* w,
+              bool w_is_nk, bool accumulate)
+      : M_(M),
+        K_(K),
+        N_(N),
+        w_(w),
+        w_is_nk_(w_is_nk),
+        accumulate_(accumulate),
+        weights_{call},
+        scratch_{call} {
+    if constexpr (std::is_same_v<T, float>) pack();
+  }
+
+  /** c = (or +=) a op(w) for one step's rows. */
+  void run(const T* a, T* c) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (prim_) {
+        const dnnl::engine& eng = dnnl_engine();
+        std::unordered_map<int, dnnl::memory> args = {
+            {DNNL_ARG_SRC, dnnl::memory(a_md_, eng, const_cast<T*>(a))},
+            {DNNL_ARG_WEIGHTS, *packed_},
+            {DNNL_ARG_DST, dnnl::memory(c_md_, eng, c)}};
+        if (pad_) args.emplace(DNNL_ARG_SCRATCHPAD, *pad_);
+        dnnl::stream& stream = dnnl_stream();
+        prim_.execute(stream, args);
+        stream.wait();
+        return;
+      }
+    }
+    gemm('N', w_is_nk_ ? 'T' : 'N', M_, N_, K_, T(1), a, K_, w_, w_is_nk_ ? K_ : N_,
+         accumulate_ ? T(1) : T(0), c, N_);
+  }
+
+ private:
+  /** A oneDNN memory of layout `md` in new scratch `buf`; none when `md` is empty. */
+  static std::optional<dnnl::memory> memory_in(const_dnnl_memory_desc_t md, ScratchGuard& buf) {
+    const size_t bytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
+    if (bytes == 0) return std::nullopt;
+    if (!buf.alloc(bytes)) throw std::bad_alloc();
+    dnnl_memory_t mem = nullptr;
+    dnnl::error::wrap_c_api(dnnl_memory_create(&mem, md, dnnl_engine().get(), buf.ptr),
+                            "could not create a recurrent product's memory");
+    return dnnl::memory(mem);
+  }
+
+  void pack() {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::engine& eng = dnnl_engine();
+    a_md_ = dnnl::memory::desc({M_, K_}, f32, tag::ab);
+    c_md_ = dnnl::memory::desc({M_, N_}, f32, tag::ab);
+    const int64_t key[] = {64, M_, K_, N_, w_is_nk_ ? 1 : 0, accumulate_ ? 1 : 0};
+    if (!dnnl_cache_find(key, 6, &prim_)) {
+      try {
+        dnnl::primitive_attr attr = dnnl_attr();
+        if (accumulate_) {
+          dnnl::post_ops ops;
+          ops.append_sum(1.0f);
+          attr.set_post_ops(ops);
+        }
+        prim_ = dnnl::matmul(dnnl::matmul::primitive_desc(
+            eng, a_md_, dnnl::memory::desc({K_, N_}, f32, tag::any), c_md_, attr));
+      } catch (const dnnl::error& e) {
+        if (e.status != dnnl_unimplemented) throw;
+        prim_ = dnnl::primitive();
+      }
+      dnnl_cache_put(key, 6, prim_);
+    }
+    if (!prim_) return;
+    // The layouts oneDNN chose, read through the C API (the C++ one would clone the descriptor).
+    const const_dnnl_primitive_desc_t pd = prim_.get_primitive_desc();
+    packed_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), weights_);
+    pad_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), scratch_);
+    dnnl::memory user(dnnl::memory::desc({K_, N_}, f32, w_is_nk_ ? tag::ba : tag::ab), eng,
+                      const_cast<T*>(w_));
+    dnnl::stream& stream = dnnl_stream();
+    dnnl::reorder(user, *packed_).execute(stream, user, *packed_);
+    stream.wait();
+  }
+
+  int64_t M_, K_, N_;
+  const T* w_;
+  bool w_is_nk_, accumulate_;
+  ScratchGuard weights_, scratch_;
+  dnnl::primitive prim_;
+  dnnl::memory::desc a_md_, c_md_;
+  std::optional<dnnl::memory> packed_, pad_;
+};
+
 /** The sizes of a call and where step t's neighbours are. */
 struct Steps {
   int64_t L, N, H;
@@ -178,16 +289,17 @@ struct Steps {
 };
 
 template <typename T>
-void forward(const Steps& s, const T* gx, const T* w, const T* h0, const T* c0, T* h, T* c,
-             T* gates) {
+void forward(const ember_kernel_call* call, const Steps& s, const T* gx, const T* w, const T* h0,
+             const T* c0, T* h, T* c, T* gates) {
   const int64_t H = s.H, G = 4 * H, step = s.N * G, state = s.N * H;
+  const StepProduct<T> recurrent(call, s.N, H, G, w, /*w_is_nk=*/true, /*accumulate=*/true);
   for (int64_t k = 0; k < s.L; ++k) {
     const int64_t t = s.at(k), p = s.before(t);
     const T* hp = p < 0 ? h0 : h + p * state;
     const T* cp = p < 0 ? c0 : c + p * state;
     T* gt = gates + t * step;
     std::memcpy(gt, gx + t * step, static_cast<size_t>(step) * sizeof(T));
-    gemm('N', 'T', s.N, G, H, T(1), hp, H, w, H, T(1), gt, G);  // + h_prev w_hh^T
+    recurrent.run(hp, gt);  // + h_prev w_hh^T
     T* ct = c + t * state;
     T* ht = h + t * state;
     for_rows(s.N, G,
@@ -197,9 +309,10 @@ void forward(const Steps& s, const T* gx, const T* w, const T* h0, const T* c0, 
 
 // dh0 and dc0 carry dh_next and dc_next from step to step and end as the contract's results.
 template <typename T>
-void backward(const Steps& s, const T* dh, const T* dc, const T* w, const T* c0, const T* c,
-              const T* gates, T* dgx, T* dh0, T* dc0) {
+void backward(const ember_kernel_call* call, const Steps& s, const T* dh, const T* dc, const T* w,
+              const T* c0, const T* c, const T* gates, T* dgx, T* dh0, T* dc0) {
   const int64_t H = s.H, G = 4 * H, step = s.N * G, state = s.N * H;
+  const StepProduct<T> recurrent(call, s.N, G, H, w, /*w_is_nk=*/false, /*accumulate=*/false);
   std::fill(dh0, dh0 + state, T(0));
   std::fill(dc0, dc0 + state, T(0));
   for (int64_t k = s.L - 1; k >= 0; --k) {
@@ -212,20 +325,22 @@ void backward(const Steps& s, const T* dh, const T* dc, const T* w, const T* c0,
       gates_backward(gt + n * G, c + r, cp + n * H, dh + r, dc + r, dh0 + n * H, dc0 + n * H,
                      dgt + n * G, H);
     });
-    gemm('N', 'N', s.N, H, G, T(1), dgt, G, w, H, T(0), dh0, H);  // dh_next = dgates w_hh
+    recurrent.run(dgt, dh0);  // dh_next = dgates w_hh
   }
 }
 
 /** The GRU's steps: per step one product h_prev w_hh^T (onto b_hh) and one pass over the rows. */
 template <typename T>
-void gru_forward(const Steps& s, const T* gx, const T* w, const T* b, const T* h0, T* h, T* gates) {
+void gru_forward(const ember_kernel_call* call, const Steps& s, const T* gx, const T* w, const T* b,
+                 const T* h0, T* h, T* gates) {
   const int64_t H = s.H, G = 3 * H, state = s.N * H;
+  const StepProduct<T> recurrent(call, s.N, H, G, w, /*w_is_nk=*/true, /*accumulate=*/true);
   std::vector<T> gh(static_cast<size_t>(s.N * G));
   for (int64_t k = 0; k < s.L; ++k) {
     const int64_t t = s.at(k), p = s.before(t);
     const T* hp = p < 0 ? h0 : h + p * state;
     for (int64_t n = 0; n < s.N; ++n) std::copy(b, b + G, gh.data() + n * G);
-    gemm('N', 'T', s.N, G, H, T(1), hp, H, w, H, T(1), gh.data(), G);  // + h_prev w_hh^T
+    recurrent.run(hp, gh.data());  // + h_prev w_hh^T
     const T* gxt = gx + t * s.N * G;
     T* gt = gates + t * s.N * 4 * H;
     T* ht = h + t * state;
@@ -237,9 +352,10 @@ void gru_forward(const Steps& s, const T* gx, const T* w, const T* b, const T* h
 
 // dh0 carries dh_next from step to step and ends as the contract's dh0.
 template <typename T>
-void gru_backward(const Steps& s, const T* dh, const T* w, const T* h0, const T* h, const T* gates,
-                  T* dgx, T* dgh, T* dh0) {
+void gru_backward(const ember_kernel_call* call, const Steps& s, const T* dh, const T* w,
+                  const T* h0, const T* h, const T* gates, T* dgx, T* dgh, T* dh0) {
   const int64_t H = s.H, G = 3 * H, state = s.N * H;
+  const StepProduct<T> recurrent(call, s.N, G, H, w, /*w_is_nk=*/false, /*accumulate=*/true);
   std::fill(dh0, dh0 + state, T(0));
   for (int64_t k = s.L - 1; k >= 0; --k) {
     const int64_t t = s.at(k), p = s.before(t);
@@ -251,7 +367,7 @@ void gru_backward(const Steps& s, const T* dh, const T* w, const T* h0, const T*
       gru_backward_row(gt + n * 4 * H, hp + n * H, dh + t * state + n * H, dh0 + n * H,
                        dgxt + n * G, dght + n * G, H);
     });
-    gemm('N', 'N', s.N, H, G, T(1), dght, G, w, H, T(1), dh0, H);  // + dgates_h w_hh
+    recurrent.run(dght, dh0);  // + dgates_h w_hh
   }
 }
 
@@ -263,7 +379,7 @@ EMBER_KERNEL(lstm_layer) {
   const Steps s{gx.sizes[0], gx.sizes[1], call->inputs[1].sizes[1], a.reverse != 0};
   return visit_f32_f64(call, "lstm_layer", [&](auto tag) {
     using T = decltype(tag);
-    forward(s, sdk::data<const T>(gx), sdk::data<const T>(call->inputs[1]),
+    forward(call, s, sdk::data<const T>(gx), sdk::data<const T>(call->inputs[1]),
             sdk::data<const T>(call->inputs[2]), sdk::data<const T>(call->inputs[3]),
             sdk::data<T>(call->outputs[0]), sdk::data<T>(call->outputs[1]),
             sdk::data<T>(call->outputs[2]));
@@ -277,7 +393,7 @@ EMBER_KERNEL(lstm_layer_backward) {
   return visit_f32_f64(call, "lstm_layer_backward", [&](auto tag) {
     using T = decltype(tag);
     const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
-    backward(s, in(0), in(1), in(2), in(4), in(6), in(7), sdk::data<T>(call->outputs[0]),
+    backward(call, s, in(0), in(1), in(2), in(4), in(6), in(7), sdk::data<T>(call->outputs[0]),
              sdk::data<T>(call->outputs[1]), sdk::data<T>(call->outputs[2]));
   });
 }
@@ -289,7 +405,7 @@ EMBER_KERNEL(gru_layer) {
   return visit_f32_f64(call, "gru_layer", [&](auto tag) {
     using T = decltype(tag);
     const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
-    gru_forward(s, in(0), in(1), in(2), in(3), sdk::data<T>(call->outputs[0]),
+    gru_forward(call, s, in(0), in(1), in(2), in(3), sdk::data<T>(call->outputs[0]),
                 sdk::data<T>(call->outputs[1]));
   });
 }
@@ -301,7 +417,7 @@ EMBER_KERNEL(gru_layer_backward) {
   return visit_f32_f64(call, "gru_layer_backward", [&](auto tag) {
     using T = decltype(tag);
     const auto in = [&](int i) { return sdk::data<const T>(call->inputs[i]); };
-    gru_backward(s, in(0), in(1), in(2), in(3), in(4), sdk::data<T>(call->outputs[0]),
+    gru_backward(call, s, in(0), in(1), in(2), in(3), in(4), sdk::data<T>(call->outputs[0]),
                  sdk::data<T>(call->outputs[1]), sdk::data<T>(call->outputs[2]));
   });
 }
