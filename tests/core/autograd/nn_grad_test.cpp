@@ -3,6 +3,7 @@
 // indices and for dropout's mask reuse.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
@@ -182,6 +183,19 @@ TEST(NnGrad, EmbeddingAccumulatesRepeatsAndSkipsThePaddingRow) {
   EXPECT_EQ(values(w2.grad()), (std::vector<double>{1, 1, 3, 3, 2, 2, 0, 0}));
 }
 
+/** The gradients of loss() with respect to `in` are the same through a fused backward kernel
+ *  (plain) and through the differentiable formula it falls back to under create_graph. */
+void expect_same_grads_with_and_without_graph(const std::function<Tensor()>& loss, const V& in) {
+  const V plain = autograd::grad({loss()}, in);
+  const V graph = autograd::grad({loss()}, in, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  ASSERT_EQ(plain.size(), graph.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    const auto a = values(plain[i]), b = values(graph[i]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-12) << i << " " << j;
+  }
+}
+
 // ---- lstm_layer --------------------------------------------------------------------------------
 // Both outputs (every step's h and c) are checked; first order through the CPU's fused backward,
 // second order through the differentiable formula.
@@ -226,14 +240,7 @@ TEST(NnGrad, GruLayerFusedBackwardMatchesTheComposite) {
   const V in = gru_inputs(5, 3, 4, 531);
   const Tensor w = rand({5, 3, 4}, f64);
   const auto loss = [&] { return sum(mul(gru_layer(in[0], in[1], in[2], in[3], true), w)); };
-  const V plain = autograd::grad({loss()}, in);
-  const V graph = autograd::grad({loss()}, in, {}, /*retain_graph=*/true, /*create_graph=*/true);
-  ASSERT_EQ(plain.size(), graph.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    const auto a = values(plain[i]), b = values(graph[i]);
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-12) << i << " " << j;
-  }
+  expect_same_grads_with_and_without_graph(loss, in);
 }
 
 // ---- rnn_layer ---------------------------------------------------------------------------------
@@ -279,14 +286,7 @@ TEST(NnGrad, LstmLayerFusedBackwardMatchesTheFormula) {
     const auto [h, c] = lstm_layer(in[0], in[1], in[2], in[3], true);
     return add(sum(mul(h, w)), sum(mul(c, v)));
   };
-  const V plain = autograd::grad({loss()}, in);
-  const V graph = autograd::grad({loss()}, in, {}, /*retain_graph=*/true, /*create_graph=*/true);
-  ASSERT_EQ(plain.size(), graph.size());
-  for (size_t i = 0; i < plain.size(); ++i) {
-    const auto a = values(plain[i]), b = values(graph[i]);
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t j = 0; j < a.size(); ++j) EXPECT_NEAR(a[j], b[j], 1e-12) << i << " " << j;
-  }
+  expect_same_grads_with_and_without_graph(loss, in);
 }
 
 TEST(NnGrad, DropoutGradientIsTheForwardMask) {
