@@ -66,9 +66,17 @@ Tensor value_tensor(const std::vector<double>& v, DType dtype, Device device) {
 
 // ---- linear -----------------------------------------------------------------------------------
 
+/** The rows of x viewed as a matrix [rows, features]: the product of all sizes but the last,
+ *  counted (reshape's -1 would be ambiguous with 0 features). */
+int64_t matrix_rows(const Tensor& x) {
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) rows *= x.size(d);
+  return rows;
+}
+
 Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType dtype) {
   const int64_t in = w.size(1), out = w.size(0);
-  const Tensor x2 = x.dim() == 2 ? x : x.reshape({-1, in});
+  const Tensor x2 = x.dim() == 2 ? x : x.reshape({matrix_rows(x), in});
   Tensor y = matmul(x2.to(dtype), w.to(dtype).t());
   if (b.defined()) add_(y, b.to(dtype));
   Shape sizes = x.sizes();
@@ -267,10 +275,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 dtype](const Grads& g, const LambdaNode& self) {
           const Tensor x = self.unpack(sx), w = self.unpack(sw);
           const int64_t in = w.size(1), out = w.size(0);
-          const Tensor g2 = g[0].reshape({-1, out});
+          const int64_t rows = matrix_rows(x);
+          const Tensor g2 = g[0].reshape({rows, out});
           Tensor gx, gw, gb;
           if (rx) gx = matmul(g2, w.to(dtype)).reshape(x.sizes()).to(x.dtype());
-          if (rw) gw = matmul(g2.t(), x.reshape({-1, in}).to(dtype)).to(w.dtype());
+          if (rw) gw = matmul(g2.t(), x.reshape({rows, in}).to(dtype)).to(w.dtype());
           if (rb) gb = sum(g2, {0}).to(bdtype);
           return Grads{gx, gw, gb};
         };

@@ -159,6 +159,24 @@ TEST(GruLayer, MatchesAFloat64LoopInBothDirectionsAndDtypes) {
   }
 }
 
+TEST(GruLayer, EmptyBatchesAndStridedInputs) {
+  // No rows and no hidden units take the composite and give empty results with gradients.
+  for (const Shape& gx_shape : {Shape{3, 0, 6}, Shape{3, 2, 0}}) {
+    const int64_t H = gx_shape[2] / 3, N = gx_shape[1];
+    Tensor gx = uniform(gx_shape, 1).requires_grad_(true);
+    Tensor w = uniform({3 * H, H}, 2).requires_grad_(true);
+    const Tensor h = gru_layer(gx, w, {}, uniform({N, H}, 3));
+    EXPECT_EQ(h.sizes(), (Shape{3, N, H}));
+    sum(h).backward();
+    EXPECT_EQ(gx.grad().sizes(), gx_shape);
+  }
+  // A transposed (batch-first) gates_x and a strided weight give the contiguous inputs' result.
+  const Tensor gx = uniform({3, 4, 9}, 4), w = uniform({3, 9}, 5).t(), h0 = uniform({3, 3}, 6);
+  const Tensor strided = gru_layer(gx.transpose(0, 1), w, {}, h0);
+  expect_near(values(strided),
+              values(gru_layer(gx.transpose(0, 1).contiguous(), w.contiguous(), {}, h0)), 0.0);
+}
+
 // ---- rnn_layer --------------------------------------------------------------------------------
 
 // The reference backend runs the whole layer as one kernel (forward and backward through time,
@@ -266,6 +284,21 @@ TEST(Linear, MatchesReferenceAcrossShapesAndDtypes) {
       expect_near(values(y), linear_ref(x, w, b), tol);
       expect_near(values(linear(x, w)), linear_ref(x, w, Tensor()), tol);
     }
+  }
+}
+
+TEST(Linear, NoInputOrOutputFeaturesGiveZeroAndEmptyGradients) {
+  // [2, 3, 0] -> [2, 3, 4]: the output is the bias; [2, 3, 5] -> [2, 3, 0]: nothing.
+  for (const auto& [in, out] : {std::pair<int64_t, int64_t>{0, 4}, {5, 0}}) {
+    Tensor x = uniform({2, 3, in}, 1).requires_grad_(true);
+    Tensor w = uniform({out, in}, 2).requires_grad_(true);
+    Tensor b = uniform({out}, 3).requires_grad_(true);
+    const Tensor y = linear(x, w, b);
+    EXPECT_EQ(y.sizes(), (Shape{2, 3, out}));
+    sum(mul(y, y)).backward();
+    EXPECT_EQ(x.grad().sizes(), x.sizes());
+    EXPECT_EQ(w.grad().sizes(), w.sizes());
+    if (in == 0) expect_near(values(b.grad()), values(mul(sum(y, {0, 1}), 2.0)), 1e-12);
   }
 }
 
