@@ -159,9 +159,10 @@ Grads backward_formula(const Tensor& dh_all, const Tensor& dc_all, const Tensor&
 // without the kernel (and the half types) run the composite; a backward that must itself be
 // differentiable (create_graph) runs backward_formula. oneDNN's own LSTM primitive is not used:
 // its workspace has an implementation-defined size, which the core could not allocate as an
-// output, and the per-step product it would run is the same sgemm.
+// output, and the per-step product it would run is the same matmul (Note [Recurrent products on
+// a weight packed once] in backends/cpu/ops/rnn.cpp).
 // The GRU's recurrence is the same kind of op, gru_layer: the CPU backend has its kernels too
-// (one sgemm onto b_hh and one pass over the gates per step), the forward keeps r, z, n and the
+// (one product onto b_hh and one pass over the gates per step), the forward keeps r, z, n and the
 // recurrent n part for the backward, and the core adds dw_hh and db_hh after it. Its
 // differentiable backward (create_graph) differentiates the composite (composite_vjp).
 std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Tensor& h0,
