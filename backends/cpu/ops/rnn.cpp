@@ -203,14 +203,11 @@ class StepProduct {
   void run(const T* a, T* c) const {
     if constexpr (std::is_same_v<T, float>) {
       if (prim_) {
-        const dnnl::engine& eng = dnnl_engine();
-        std::unordered_map<int, dnnl::memory> args = {
-            {DNNL_ARG_SRC, dnnl::memory(a_md_, eng, const_cast<T*>(a))},
-            {DNNL_ARG_WEIGHTS, *packed_},
-            {DNNL_ARG_DST, dnnl::memory(c_md_, eng, c)}};
-        if (pad_) args.emplace(DNNL_ARG_SCRATCHPAD, *pad_);
+        // The same memory objects every step, pointed at this step's rows.
+        a_mem_.set_data_handle(const_cast<T*>(a));
+        c_mem_.set_data_handle(c);
         dnnl::stream& stream = dnnl_stream();
-        prim_.execute(stream, args);
+        prim_.execute(stream, args_);
         stream.wait();
         return;
       }
@@ -259,6 +256,10 @@ class StepProduct {
     const const_dnnl_primitive_desc_t pd = prim_.get_primitive_desc();
     packed_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), weights_);
     pad_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), scratch_);
+    a_mem_ = dnnl::memory(a_md_, eng, DNNL_MEMORY_NONE);
+    c_mem_ = dnnl::memory(c_md_, eng, DNNL_MEMORY_NONE);
+    args_ = {{DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, *packed_}, {DNNL_ARG_DST, c_mem_}};
+    if (pad_) args_.emplace(DNNL_ARG_SCRATCHPAD, *pad_);
     dnnl::memory user(dnnl::memory::desc({K_, N_}, f32, w_is_nk_ ? tag::ba : tag::ab), eng,
                       const_cast<T*>(w_));
     dnnl::stream& stream = dnnl_stream();
@@ -273,6 +274,8 @@ class StepProduct {
   dnnl::primitive prim_;
   dnnl::memory::desc a_md_, c_md_;
   std::optional<dnnl::memory> packed_, pad_;
+  dnnl::memory a_mem_, c_mem_;                  // a step's rows and result
+  std::unordered_map<int, dnnl::memory> args_;  // the primitive's arguments, made once
 };
 
 /** The sizes of a call and where step t's neighbours are. */
