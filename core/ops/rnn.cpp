@@ -37,10 +37,8 @@
 // db_hh, the sum of dgates_h over steps and rows.
 //
 // rnn_layer(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse): a whole layer, PyTorch's nn.LSTM
-// (mode 0, the equations above with gates_x = x w_ih^T + b_ih + b_hh) or nn.GRU (mode 1: with
-// [r_x, z_x, n_x] = x[t] w_ih^T + b_ih and [r_h, z_h, n_h] = h_prev w_hh^T + b_hh,
-//   r = sigmoid(r_x + r_h),  z = sigmoid(z_x + z_h),  n = tanh(n_x + r * n_h),
-//   h[t] = (1 - z) * n + z * h_prev).
+// (mode 0, lstm_layer's equations with gates_x = x w_ih^T + b_ih + b_hh) or nn.GRU (mode 1,
+// gru_layer's with gates_x = x w_ih^T + b_ih).
 // Kernel contract ("rnn_layer", optional): inputs {x [L, N, I], w_ih [G H, I], w_hh [G H, H],
 // b_ih [G H], b_hh [G H], h0 [N, H], c0 [N, H] (LSTM only)}, contiguous, of one dtype (a layer
 // without bias gets zeros); outputs {y [L, N, H], h_n [N, H], c_n [N, H] (LSTM only)},
@@ -227,6 +225,11 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
 //  - A backward that must itself be differentiable (create_graph) differentiates the composite
 //    instead, with autograd::grad; PyTorch has no double backward through cuDNN's RNN at all.
 
+/** The bias `b` contiguous, or `n` zeros for a layer without one (the kernels' contract). */
+Tensor bias_or_zeros(const Tensor& b, int64_t n, const TensorOptions& o) {
+  return b.defined() ? b.contiguous() : zeros({n}, o);
+}
+
 /** The GRU's recurrence as public ops, a step at a time: any device and dtype, differentiable. */
 Tensor gru_steps(const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
                  bool reverse) {
@@ -279,7 +282,7 @@ Tensor gru_fused(const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const
   {
     autograd::NoGradGuard below_autograd;
     const Tensor x = gx.contiguous(), w = w_hh.contiguous(), h0c = h0.contiguous();
-    const Tensor b = b_hh.defined() ? b_hh.contiguous() : zeros({3 * H}, o);
+    const Tensor b = bias_or_zeros(b_hh, 3 * H, o);
     h = empty({L, N, H}, o);
     gates = empty({L, N, 4 * H}, o);
     run_kernel(attrs::gru_layer{.reverse = reverse ? 1 : 0}, dt, {&x, &w, &b, &h0c}, {&h, &gates});
@@ -349,8 +352,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_fused(RnnMode mode, const Tensor& x, co
     autograd::NoGradGuard below_autograd;
     const Tensor xs = reverse ? flip_time(x) : x.contiguous();
     const Tensor wi = w_ih.contiguous(), wh = w_hh.contiguous(), h0c = h0.contiguous();
-    const Tensor bi = b_ih.defined() ? b_ih.contiguous() : zeros({GH}, o);
-    const Tensor bh = b_hh.defined() ? b_hh.contiguous() : zeros({GH}, o);
+    const Tensor bi = bias_or_zeros(b_ih, GH, o), bh = bias_or_zeros(b_hh, GH, o);
     const Tensor c0c = lstm ? c0.contiguous() : Tensor();
     y = empty({L, N, H}, o);
     hn = empty({N, H}, o);
@@ -391,8 +393,7 @@ std::tuple<Tensor, Tensor, Tensor> layer_fused(RnnMode mode, const Tensor& x, co
         const Tensor dy = reverse ? flip_time(g[0]) : g[0].contiguous();
         const Tensor wic = wi.contiguous(), whc = wh.contiguous(), h0c = h0.contiguous(),
                      dhn = g[1].contiguous();
-        const Tensor bic = bi.defined() ? bi.contiguous() : zeros({GH}, o);
-        const Tensor bhc = bh.defined() ? bh.contiguous() : zeros({GH}, o);
+        const Tensor bic = bias_or_zeros(bi, GH, o), bhc = bias_or_zeros(bh, GH, o);
         Tensor dx = empty_like(xs), dwi = empty_like(wic), dwh = empty_like(whc),
                dbi = empty({GH}, o), dbh = empty({GH}, o), dh0 = empty_like(h0c), dc0;
         const attrs::rnn_layer_backward a{.mode = static_cast<int64_t>(mode)};

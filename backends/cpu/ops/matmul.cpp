@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -61,19 +62,25 @@ void scratch_free(const ember_kernel_call*, void* ptr, size_t bytes) {
   cached_free(ptr, bytes, /*scratch=*/true);
 }
 
+std::optional<dnnl::memory> dnnl_scratch_memory(const_dnnl_memory_desc_t md, ScratchGuard& buf) {
+  const size_t bytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
+  if (bytes == 0) return std::nullopt;
+  if (!buf.alloc(bytes)) throw std::bad_alloc();
+  dnnl_memory_t mem = nullptr;
+  dnnl::error::wrap_c_api(dnnl_memory_create(&mem, md, dnnl_engine().get(), buf.ptr),
+                          "could not create a scratch memory");
+  return dnnl::memory(mem);
+}
+
 void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
                   std::unordered_map<int, dnnl::memory> args) {
   // The primitive's own scratchpad description, read through the C API: the C++ one would
   // clone the descriptor on every call.
-  const_dnnl_memory_desc_t md =
-      dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
   ScratchGuard scratch{call};
-  if (const size_t bytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0; bytes > 0) {
-    if (!scratch.alloc(bytes)) throw std::bad_alloc();
-    dnnl_memory_t mem = nullptr;
-    dnnl::error::wrap_c_api(dnnl_memory_create(&mem, md, dnnl_engine().get(), scratch.ptr),
-                            "could not create the scratchpad memory");
-    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(mem);
+  if (auto pad = dnnl_scratch_memory(
+          dnnl_primitive_desc_query_md(prim.get_primitive_desc(), dnnl_query_scratchpad_md, 0),
+          scratch)) {
+    args[DNNL_ARG_SCRATCHPAD] = *pad;
   }
   dnnl::stream& stream = dnnl_stream();
   prim.execute(stream, args);

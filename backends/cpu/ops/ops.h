@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <unordered_map>
 
 #include "ember/plugin_abi.h"
 #include "ember/plugin_sdk.hpp"
@@ -13,7 +15,7 @@ namespace ember::cpu {
 // ember/plugin_sdk_ops.hpp); kernels.cpp registers them. Defined in elementwise.cpp (copies,
 // fills, arithmetic, comparison, unary math), reduce.cpp, matmul.cpp and softmax.cpp (oneDNN),
 // index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp,
-// norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm and own loops).
+// norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm or oneDNN's matmul, and own loops).
 // "random" is declared but has no CPU kernel: the op is optional.
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
@@ -21,13 +23,16 @@ namespace ember::cpu {
 
 // Shared oneDNN state, declared for the files that include <oneapi/dnnl/dnnl.hpp> first.
 #ifdef ONEAPI_DNNL_DNNL_HPP
-#include <unordered_map>
 /** The plugin's one oneDNN engine (CPU, index 0), created on first use; may throw dnnl::error. */
 dnnl::engine& dnnl_engine();
 /** This thread's oneDNN stream on dnnl_engine() (Note [oneDNN from many threads]). */
 dnnl::stream& dnnl_stream();
 /** Attributes every cached primitive is made with: a user-managed scratchpad. */
 dnnl::primitive_attr dnnl_attr();
+/** A oneDNN memory of layout `md` in new scratch memory that `buf` owns (Note [CPU scratch
+ *  memory]); none when `md` is null or empty. Throws std::bad_alloc without memory. */
+struct ScratchGuard;
+std::optional<dnnl::memory> dnnl_scratch_memory(const_dnnl_memory_desc_t md, ScratchGuard& buf);
 /** Runs `prim` on this thread's stream with a scratchpad of its own, and waits. */
 void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
                   std::unordered_map<int, dnnl::memory> args);

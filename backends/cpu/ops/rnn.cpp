@@ -217,23 +217,11 @@ class StepProduct {
   }
 
  private:
-  /** A oneDNN memory of layout `md` in new scratch `buf`; none when `md` is empty. */
-  static std::optional<dnnl::memory> memory_in(const_dnnl_memory_desc_t md, ScratchGuard& buf) {
-    const size_t bytes = md != nullptr ? dnnl_memory_desc_get_size(md) : 0;
-    if (bytes == 0) return std::nullopt;
-    if (!buf.alloc(bytes)) throw std::bad_alloc();
-    dnnl_memory_t mem = nullptr;
-    dnnl::error::wrap_c_api(dnnl_memory_create(&mem, md, dnnl_engine().get(), buf.ptr),
-                            "could not create a recurrent product's memory");
-    return dnnl::memory(mem);
-  }
-
   void pack() {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     const dnnl::engine& eng = dnnl_engine();
-    a_md_ = dnnl::memory::desc({M_, K_}, f32, tag::ab);
-    c_md_ = dnnl::memory::desc({M_, N_}, f32, tag::ab);
+    const dnnl::memory::desc a_md({M_, K_}, f32, tag::ab), c_md({M_, N_}, f32, tag::ab);
     const int64_t key[] = {64, M_, K_, N_, w_is_nk_ ? 1 : 0, accumulate_ ? 1 : 0};
     if (!dnnl_cache_find(key, 6, &prim_)) {
       try {
@@ -244,7 +232,7 @@ class StepProduct {
           attr.set_post_ops(ops);
         }
         prim_ = dnnl::matmul(dnnl::matmul::primitive_desc(
-            eng, a_md_, dnnl::memory::desc({K_, N_}, f32, tag::any), c_md_, attr));
+            eng, a_md, dnnl::memory::desc({K_, N_}, f32, tag::any), c_md, attr));
       } catch (const dnnl::error& e) {
         if (e.status != dnnl_unimplemented) throw;
         prim_ = dnnl::primitive();
@@ -254,10 +242,12 @@ class StepProduct {
     if (!prim_) return;
     // The layouts oneDNN chose, read through the C API (the C++ one would clone the descriptor).
     const const_dnnl_primitive_desc_t pd = prim_.get_primitive_desc();
-    packed_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), weights_);
-    pad_ = memory_in(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0), scratch_);
-    a_mem_ = dnnl::memory(a_md_, eng, DNNL_MEMORY_NONE);
-    c_mem_ = dnnl::memory(c_md_, eng, DNNL_MEMORY_NONE);
+    packed_ =
+        dnnl_scratch_memory(dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), weights_);
+    pad_ = dnnl_scratch_memory(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0),
+                               scratch_);
+    a_mem_ = dnnl::memory(a_md, eng, DNNL_MEMORY_NONE);
+    c_mem_ = dnnl::memory(c_md, eng, DNNL_MEMORY_NONE);
     args_ = {{DNNL_ARG_SRC, a_mem_}, {DNNL_ARG_WEIGHTS, *packed_}, {DNNL_ARG_DST, c_mem_}};
     if (pad_) args_.emplace(DNNL_ARG_SCRATCHPAD, *pad_);
     dnnl::memory user(dnnl::memory::desc({K_, N_}, f32, w_is_nk_ ? tag::ba : tag::ab), eng,
@@ -272,7 +262,6 @@ class StepProduct {
   bool w_is_nk_, accumulate_;
   ScratchGuard weights_, scratch_;
   dnnl::primitive prim_;
-  dnnl::memory::desc a_md_, c_md_;
   std::optional<dnnl::memory> packed_, pad_;
   dnnl::memory a_mem_, c_mem_;                  // a step's rows and result
   std::unordered_map<int, dnnl::memory> args_;  // the primitive's arguments, made once

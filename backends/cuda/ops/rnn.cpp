@@ -163,38 +163,41 @@ Status prepare(const ember_kernel_call* call, bool backward, const char* name, C
   return {};
 }
 
-/** The forward pass in `mode` into y, hy and cy (cy null for the GRU), with the scratch it
- *  needs; `reserve` receives cuDNN's reserve space in training mode. */
-Status run_forward(Call& c, cudnnForwardMode_t mode, const void* x, const void* hx, const void* cx,
-                   void* y, void* hy, void* cy, DeviceBuffer* reserve, size_t* reserve_bytes) {
-  size_t ws_bytes = 0, rs_bytes = 0;
+/** cuDNN's workspace (and, for training, reserve space) for a pass in `mode`, allocated. */
+struct TempSpace {
+  DeviceBuffer work, reserve;
+  size_t work_bytes = 0, reserve_bytes = 0;
+};
+Status temp_space(Call& c, cudnnForwardMode_t mode, TempSpace* t) {
   EMBER_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(c.handle, c.plan.rnn.get(), mode, c.plan.x.get(),
-                                              &ws_bytes, &rs_bytes));
-  DeviceBuffer workspace;
-  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(c.index, ws_bytes, c.stream));
-  if (mode == CUDNN_FWD_MODE_TRAINING) {
-    EMBER_CUDA_RETURN_IF_ERROR(reserve->allocate(c.index, rs_bytes, c.stream));
-    *reserve_bytes = rs_bytes;
-  }
+                                              &t->work_bytes, &t->reserve_bytes));
+  if (mode == CUDNN_FWD_MODE_INFERENCE) t->reserve_bytes = 0;
+  EMBER_CUDA_RETURN_IF_ERROR(t->work.allocate(c.index, t->work_bytes, c.stream));
+  return t->reserve.allocate(c.index, t->reserve_bytes, c.stream);
+}
+
+/** The forward pass in `mode` into y, hy and cy (cy null for the GRU), with `t` from
+ *  temp_space for the same mode. */
+Status run_forward(Call& c, cudnnForwardMode_t mode, const TempSpace& t, const void* x,
+                   const void* hx, const void* cx, void* y, void* hy, void* cy) {
   note_launch("rnn_layer");
   const cudnnTensorDescriptor_t s = c.plan.state.get();
-  EMBER_CUDNN_CHECK(cudnnRNNForward(c.handle, c.plan.rnn.get(), mode,
-                                    static_cast<const int32_t*>(c.lengths.get()), c.plan.x.get(), x,
-                                    c.plan.y.get(), y, s, hx, hy, s, c.lstm ? cx : nullptr,
-                                    c.lstm ? cy : nullptr, c.space_bytes, c.space.get(), ws_bytes,
-                                    workspace.get(), mode == CUDNN_FWD_MODE_TRAINING ? rs_bytes : 0,
-                                    mode == CUDNN_FWD_MODE_TRAINING ? reserve->get() : nullptr));
+  EMBER_CUDNN_CHECK(cudnnRNNForward(
+      c.handle, c.plan.rnn.get(), mode, static_cast<const int32_t*>(c.lengths.get()),
+      c.plan.x.get(), x, c.plan.y.get(), y, s, hx, hy, s, cx, cy, c.space_bytes, c.space.get(),
+      t.work_bytes, t.work.get(), t.reserve_bytes, t.reserve.get()));
   return {};
 }
 
 Status forward_impl(const ember_kernel_call* call) {
-  const char* name = "rnn_layer";
   Call c;
-  EMBER_CUDA_RETURN_IF_ERROR(prepare(call, false, name, &c));
+  EMBER_CUDA_RETURN_IF_ERROR(prepare(call, false, "rnn_layer", &c));
+  TempSpace t;
+  EMBER_CUDA_RETURN_IF_ERROR(temp_space(c, CUDNN_FWD_MODE_INFERENCE, &t));
   const auto in = [&](int i) { return call->inputs[i].data; };
   const auto out = [&](int i) { return call->outputs[i].data; };
-  return run_forward(c, CUDNN_FWD_MODE_INFERENCE, in(0), in(5), c.lstm ? in(6) : nullptr, out(0),
-                     out(1), c.lstm ? out(2) : nullptr, nullptr, nullptr);
+  return run_forward(c, CUDNN_FWD_MODE_INFERENCE, t, in(0), in(5), c.lstm ? in(6) : nullptr, out(0),
+                     out(1), c.lstm ? out(2) : nullptr);
 }
 
 Status backward_impl(const ember_kernel_call* call) {
@@ -207,27 +210,24 @@ Status backward_impl(const ember_kernel_call* call) {
   const void* cx = c.lstm ? in(8) : nullptr;
   const void* dcy = c.lstm ? in(9) : nullptr;
   // Note [Whole recurrent layers in a backend]: the training forward again, for cuDNN's reserve
-  // space; y, hy and cy are scratch (the core has the forward's own).
+  // space; y, hy and cy are scratch (the core has the forward's own). The three calls share one
+  // workspace and the reserve.
   const size_t state_bytes = static_cast<size_t>(c.N * c.H) * c.item;
-  DeviceBuffer y, hy, cy, reserve;
+  DeviceBuffer y, hy, cy;
   EMBER_CUDA_RETURN_IF_ERROR(y.allocate(c.index, static_cast<size_t>(c.L) * state_bytes, c.stream));
   EMBER_CUDA_RETURN_IF_ERROR(hy.allocate(c.index, state_bytes, c.stream));
   if (c.lstm) EMBER_CUDA_RETURN_IF_ERROR(cy.allocate(c.index, state_bytes, c.stream));
-  size_t rs_bytes = 0;
-  EMBER_CUDA_RETURN_IF_ERROR(run_forward(c, CUDNN_FWD_MODE_TRAINING, x, hx, cx, y.get(), hy.get(),
-                                         cy.get(), &reserve, &rs_bytes));
-  size_t ws_bytes = 0, unused = 0;
-  EMBER_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(c.handle, c.plan.rnn.get(), CUDNN_FWD_MODE_TRAINING,
-                                              c.plan.x.get(), &ws_bytes, &unused));
-  DeviceBuffer workspace;
-  EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(c.index, ws_bytes, c.stream));
+  TempSpace t;
+  EMBER_CUDA_RETURN_IF_ERROR(temp_space(c, CUDNN_FWD_MODE_TRAINING, &t));
+  EMBER_CUDA_RETURN_IF_ERROR(
+      run_forward(c, CUDNN_FWD_MODE_TRAINING, t, x, hx, cx, y.get(), hy.get(), cy.get()));
   const cudnnTensorDescriptor_t s = c.plan.state.get();
   const auto* lengths = static_cast<const int32_t*>(c.lengths.get());
   note_launch(name);
   EMBER_CUDNN_CHECK(cudnnRNNBackwardData_v8(
       c.handle, c.plan.rnn.get(), lengths, c.plan.y.get(), y.get(), dy, c.plan.x.get(), out(0), s,
       hx, dhy, out(5), s, cx, dcy, c.lstm ? out(6) : nullptr, c.space_bytes, c.space.get(),
-      ws_bytes, workspace.get(), rs_bytes, reserve.get()));
+      t.work_bytes, t.work.get(), t.reserve_bytes, t.reserve.get()));
   // The weight gradients accumulate (cuDNN's only mode) into a zeroed gradient space, then go
   // out to the op's four gradients through the same regions as the weights came in.
   DeviceBuffer dspace;
@@ -235,8 +235,8 @@ Status backward_impl(const ember_kernel_call* call) {
   EMBER_CUDA_CHECK(cudaMemsetAsync(dspace.get(), 0, c.space_bytes, c.stream));
   EMBER_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(c.handle, c.plan.rnn.get(), CUDNN_WGRAD_MODE_ADD,
                                                lengths, c.plan.x.get(), x, s, hx, c.plan.y.get(),
-                                               y.get(), c.space_bytes, dspace.get(), ws_bytes,
-                                               workspace.get(), rs_bytes, reserve.get()));
+                                               y.get(), c.space_bytes, dspace.get(), t.work_bytes,
+                                               t.work.get(), t.reserve_bytes, t.reserve.get()));
   for (const Region& r : c.regions) {
     EMBER_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(out(r.param + 1)) + r.at,
                                      static_cast<const char*>(dspace.get()) + r.offset, r.bytes,
