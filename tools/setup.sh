@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   file binutils
+  python3-dev python3-venv
   dataset-fashion-mnist bible-kjv
 )
 
@@ -79,4 +80,23 @@ EOF
   trap - EXIT
 else
   echo "[setup] oneDNN present in $onednn"
+fi
+
+# Note [Python build dependencies]
+# The Python package (api/python) is built with nanobind and packaged by scikit-build-core; its
+# tests use NumPy, pytest and mypy. They come from the Python package index by name and exact
+# version into a virtual environment of their own, $EMBER_DEPS_DIR/python, which tools/test.sh
+# hands to CMake (Python_EXECUTABLE) and pytest; nothing is installed into the system's Python.
+python_pins=(nanobind==3.1.0 scikit-build-core==1.1.2 numpy==2.4.6 pytest==9.2.0 mypy==2.4.1)
+pyenv=$deps/python
+if ! "$pyenv/bin/python" - "${python_pins[@]}" 2>/dev/null <<'EOF_PY'; then
+import importlib.metadata as md, sys
+sys.exit(any(md.version(p.split("==")[0]) != p.split("==")[1] for p in sys.argv[1:]))
+EOF_PY
+  echo "[setup] installing ${python_pins[*]} into $pyenv"
+  mkdir -p "$deps"
+  python3 -m venv "$pyenv"
+  "$pyenv/bin/python" -m pip install --quiet --disable-pip-version-check "${python_pins[@]}"
+else
+  echo "[setup] Python build dependencies present in $pyenv"
 fi

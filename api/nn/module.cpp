@@ -56,22 +56,106 @@ void Module::check_new_name(const std::string& name) const {
               "[nn.{}] name '{}' is already registered in this module", type_name_, name);
 }
 
+namespace {
+
+// What a parameter slot holds for `value`: the tensor itself when it is a leaf (so a binding's
+// object and the module share one tensor, .grad included), else a detached alias.
+Tensor as_parameter(Tensor value, bool requires_grad) {
+  if (!value.defined()) return value;
+  if (!value.is_leaf()) value = value.detach();
+  value.requires_grad_(requires_grad && is_floating(value.dtype()));
+  return value;
+}
+
+Tensor as_buffer(const Tensor& value) {
+  return value.defined() && value.requires_grad() ? value.detach() : value;
+}
+
+}  // namespace
+
 Tensor& Module::register_parameter(std::string name, Tensor value, bool requires_grad) {
   check_new_name(name);
-  if (value.defined()) {
-    value = value.detach();
-    value.requires_grad_(requires_grad && is_floating(value.dtype()));
-  }
-  Tensor& slot = storage_.emplace_back(std::move(value));
+  Tensor& slot = storage_.emplace_back(as_parameter(std::move(value), requires_grad));
   params_.push_back({std::move(name), &slot});
   return slot;
 }
 
-Tensor& Module::register_buffer(std::string name, Tensor value) {
+Tensor& Module::register_buffer(std::string name, Tensor value, bool persistent) {
   check_new_name(name);
-  Tensor& slot = storage_.emplace_back(value.defined() ? value.detach() : value);
-  buffers_.push_back({std::move(name), &slot});
+  Tensor& slot = storage_.emplace_back(as_buffer(value));
+  buffers_.push_back({std::move(name), &slot, persistent});
   return slot;
+}
+
+Tensor* Module::find_parameter(const std::string& name) {
+  for (Slot& s : params_) {
+    if (s.name == name) return s.tensor;
+  }
+  return nullptr;
+}
+
+Tensor* Module::find_buffer(const std::string& name) {
+  for (Slot& s : buffers_) {
+    if (s.name == name) return s.tensor;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<Module> Module::find_child(const std::string& name) const {
+  for (const auto& [n, child] : children_) {
+    if (n == name) return child;
+  }
+  return nullptr;
+}
+
+bool Module::is_persistent_buffer(const std::string& name) const {
+  for (const Slot& s : buffers_) {
+    if (s.name == name) return s.persistent;
+  }
+  return false;
+}
+
+Tensor& Module::set_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  if (Tensor* slot = find_parameter(name)) {
+    *slot = as_parameter(std::move(value), requires_grad);
+    return *slot;
+  }
+  return register_parameter(name, std::move(value), requires_grad);
+}
+
+Tensor& Module::set_buffer(const std::string& name, Tensor value, bool persistent) {
+  if (Tensor* slot = find_buffer(name)) {
+    *slot = as_buffer(value);
+    return *slot;
+  }
+  return register_buffer(name, std::move(value), persistent);
+}
+
+void Module::set_child(const std::string& name, std::shared_ptr<Module> module) {
+  EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
+  for (auto& [n, child] : children_) {
+    if (n == name) {
+      child = std::move(module);
+      return;
+    }
+  }
+  add_child(name, std::move(module));
+}
+
+bool Module::remove(const std::string& name) {
+  auto drop = [&](std::vector<Slot>& slots) {
+    auto it = std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.name == name; });
+    if (it == slots.end()) return false;
+    *it->tensor = Tensor();  // the slot stays (layers may hold it), unlisted and empty
+    slots.erase(it);
+    return true;
+  };
+  if (drop(params_) || drop(buffers_)) return true;
+  auto it = std::find_if(children_.begin(), children_.end(),
+                         [&](const NamedModule& c) { return c.first == name; });
+  if (it == children_.end()) return false;
+  children_.erase(it);
+  return true;
 }
 
 void Module::add_child(std::string name, std::shared_ptr<Module> module) {
@@ -82,7 +166,7 @@ void Module::add_child(std::string name, std::shared_ptr<Module> module) {
 
 template <typename Fn>
 void Module::visit_tensors(const std::string& prefix, bool params, bool buffers, bool recurse,
-                           Fn&& fn) const {
+                           Fn&& fn, bool persistent_only) const {
   if (params) {
     for (const Slot& s : params_) {
       if (s.tensor->defined()) fn(prefix + s.name, *s.tensor);
@@ -90,12 +174,12 @@ void Module::visit_tensors(const std::string& prefix, bool params, bool buffers,
   }
   if (buffers) {
     for (const Slot& s : buffers_) {
-      if (s.tensor->defined()) fn(prefix + s.name, *s.tensor);
+      if (s.tensor->defined() && (s.persistent || !persistent_only)) fn(prefix + s.name, *s.tensor);
     }
   }
   if (!recurse) return;
   for (const auto& [name, child] : children_) {
-    child->visit_tensors(prefix + name + ".", params, buffers, true, fn);
+    child->visit_tensors(prefix + name + ".", params, buffers, true, fn, persistent_only);
   }
 }
 
@@ -217,9 +301,19 @@ void Module::zero_grad(bool set_to_none) {
 
 StateDict Module::state_dict() const {
   StateDict out;
-  visit_tensors("", true, true, true, [&](std::string name, const Tensor& t) {
-    out.emplace(std::move(name), t.detach());
-  });
+  visit_tensors(
+      "", true, true, true,
+      [&](std::string name, const Tensor& t) { out.emplace(std::move(name), t.detach()); },
+      /*persistent_only=*/true);
+  return out;
+}
+
+std::vector<NamedTensor> Module::state_items() const {
+  std::vector<NamedTensor> out;
+  visit_tensors(
+      "", true, true, true,
+      [&](std::string name, const Tensor& t) { out.emplace_back(std::move(name), t); },
+      /*persistent_only=*/true);
   return out;
 }
 
@@ -231,7 +325,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
       if (s.tensor->defined()) slots.emplace_back(prefix + s.name, s.tensor);
     }
     for (const Slot& s : m.buffers_) {
-      if (s.tensor->defined()) slots.emplace_back(prefix + s.name, s.tensor);
+      if (s.tensor->defined() && s.persistent) slots.emplace_back(prefix + s.name, s.tensor);
     }
     for (const auto& [name, child] : m.children_) collect(*child, prefix + name + ".");
   };
@@ -282,6 +376,18 @@ HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
   return HookHandle(alive_, [this, id] {
     std::erase_if(pre_hooks_, [id](const auto& h) { return h.first == id; });
   });
+}
+
+std::vector<ForwardHook> Module::forward_hooks() const {
+  std::vector<ForwardHook> out;
+  for (const auto& [id, hook] : hooks_) out.push_back(hook);
+  return out;
+}
+
+std::vector<ForwardPreHook> Module::forward_pre_hooks() const {
+  std::vector<ForwardPreHook> out;
+  for (const auto& [id, hook] : pre_hooks_) out.push_back(hook);
+  return out;
 }
 
 std::string Module::repr() const {

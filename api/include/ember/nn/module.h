@@ -62,16 +62,40 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Runs the forward pre-hooks, forward() and the forward hooks. */
   Tensor operator()(const Tensor& input);
 
-  /** Adds a parameter (a leaf that requires grad unless `requires_grad` is false). */
+  /** Adds a parameter: `value` itself if it is a leaf (as libtorch; a tensor with history is
+   *  detached first), made to require grad unless `requires_grad` is false. */
   Tensor& register_parameter(std::string name, Tensor value, bool requires_grad = true);
-  /** Adds a buffer: state that is saved and moved with the module but not trained. */
-  Tensor& register_buffer(std::string name, Tensor value);
+  /** Adds a buffer: state that is moved with the module but not trained, and saved in the
+   *  state dict unless not `persistent`. A buffer that requires grad is detached. */
+  Tensor& register_buffer(std::string name, Tensor value, bool persistent = true);
   /** Adds a submodule and returns it. */
   template <typename M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     add_child(std::move(name), module);
     return module;
   }
+
+  // Note [Modules edited by name]: language bindings (Python's attribute assignment) look up,
+  // replace and remove a module's own entries by name; C++ layers hold references to their slots,
+  // which stay valid (a replaced parameter is written into the same slot; a removed one leaves
+  // an unlisted, undefined slot behind).
+  /** The slot of this module's parameter `name` (not its submodules'), or null. */
+  Tensor* find_parameter(const std::string& name);
+  /** The slot of this module's buffer `name`, or null. */
+  Tensor* find_buffer(const std::string& name);
+  /** The direct submodule `name`, or null. */
+  std::shared_ptr<Module> find_child(const std::string& name) const;
+  /** Sets parameter `name` to `value` (registered if new; a leaf that requires grad unless
+   *  `requires_grad` is false); an undefined value leaves a registered, unlisted parameter. */
+  Tensor& set_parameter(const std::string& name, Tensor value, bool requires_grad = true);
+  /** Sets buffer `name` to `value` (registered if new, keeping its persistence otherwise). */
+  Tensor& set_buffer(const std::string& name, Tensor value, bool persistent = true);
+  /** Sets submodule `name` (registered if new, replaced in place otherwise). */
+  void set_child(const std::string& name, std::shared_ptr<Module> module);
+  /** Unregisters this module's parameter, buffer or submodule `name`; false if none. */
+  bool remove(const std::string& name);
+  /** Whether this module's buffer `name` is saved in the state dict. */
+  bool is_persistent_buffer(const std::string& name) const;
 
   /** Parameters of this module and (with `recurse`) its submodules, in registration order. */
   std::vector<Tensor> parameters(bool recurse = true) const;
@@ -107,8 +131,11 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Resets parameter gradients: undefined (`set_to_none`) or zero-filled. */
   void zero_grad(bool set_to_none = true);
 
-  /** Parameters and buffers by dotted name. */
+  /** Parameters and persistent buffers by dotted name. */
   StateDict state_dict() const;
+  /** state_dict()'s entries in registration order (each module's parameters, then its buffers,
+   *  then its submodules', as PyTorch orders a state dict); the tensors themselves, not detached. */
+  std::vector<NamedTensor> state_items() const;
   /** Copies tensors into parameters and buffers in place; with `strict`, missing or unexpected
    *  names are an error; a shape mismatch always is. */
   void load_state_dict(const StateDict& state, bool strict = true);
@@ -117,9 +144,17 @@ class Module : public std::enable_shared_from_this<Module> {
   HookHandle register_forward_hook(ForwardHook hook);
   /** Registers a hook called before every forward. */
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
+  /** The forward hooks, in call order (for bindings that call forward themselves). */
+  std::vector<ForwardHook> forward_hooks() const;
+  /** The forward pre-hooks, in call order. */
+  std::vector<ForwardPreHook> forward_pre_hooks() const;
 
   /** The type name given at construction ("Linear"). */
   const std::string& type_name() const { return type_name_; }
+  /** Renames the type (a subclass defined in another language names itself). */
+  void set_type_name(std::string name) { type_name_ = std::move(name); }
+  /** Sets training mode of this module alone (train() recurses). */
+  void set_training(bool on) { training_ = on; }
   /** The arguments shown in printing ("in_features=784, out_features=10"). */
   virtual std::string extra_repr() const { return {}; }
   /** A PyTorch-style multi-line description of the module tree. */
@@ -133,10 +168,11 @@ class Module : public std::enable_shared_from_this<Module> {
   struct Slot {
     std::string name;
     Tensor* tensor;
+    bool persistent = true;  // buffers only: saved in the state dict
   };
   template <typename Fn>
   void visit_tensors(const std::string& prefix, bool params, bool buffers, bool recurse,
-                     Fn&& fn) const;
+                     Fn&& fn, bool persistent_only = false) const;
   void apply_to_slots(const std::function<Tensor(const Tensor&)>& convert);
   void check_new_name(const std::string& name) const;
 

@@ -1,0 +1,46 @@
+"""Ember: an eager deep-learning runtime with reverse-mode autograd, from Python.
+
+The names follow PyTorch's: ``ember.tensor``, ``ember.nn.Module``, ``ember.optim.SGD``,
+``ember.utils.data.DataLoader`` and so on. The native core (``ember._C``) holds the tensors,
+ops, autograd engine and layers; the backends (CPU, CUDA, reference, communication) are
+plugins found next to it at import. See README.md and ARCHITECTURE.md, "Python".
+"""
+
+from ember import _C
+from ember._C import *  # noqa: F401,F403  (tensors, dtypes, devices, factories, ops, errors)
+from ember._C import Tensor, Size, dtype, device, Generator  # noqa: F401
+
+# The star import brought _C's submodules; the Python packages of those names replace them.
+for _name in ("functional", "autograd", "nn", "optim", "data", "io", "amp", "profiler",
+              "distributed", "models"):
+    globals().pop(_name, None)
+del _name
+from ember import return_types  # noqa: F401
+from ember.autograd import (  # noqa: F401
+    no_grad,
+    enable_grad,
+    set_grad_enabled,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+)
+from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, models, cuda  # noqa: F401
+from ember.amp import autocast  # noqa: F401
+from ember.io import save, load  # noqa: F401
+
+__version__ = _C.version()
+
+
+def is_tensor(obj) -> bool:
+    """True if obj is an ember.Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of input."""
+    return input.numel()
+
+
+def plugins() -> list:
+    """The plugin files discovery considered and what happened to each (``ember plugins``)."""
+    return _C.plugin_report()["plugins"]

@@ -1,0 +1,2 @@
+"""Placeholder: filled in by its binding."""
+def autocast(*a, **k): raise NotImplementedError

@@ -1,0 +1,252 @@
+"""Neural-network modules (torch.nn): nn.Module to subclass, the layers, containers and losses.
+
+Every class here is Ember's C++ module, so Python modules and C++ layers nest either way and a
+Python subclass of any of them works inside C++ containers (ARCHITECTURE.md, "Python").
+"""
+
+from collections import OrderedDict
+from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
+
+from ember._C import Parameter, Tensor
+from ember._C import nn as _native
+from ember._C.nn import (  # noqa: F401
+    AdaptiveAvgPool2d,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    BCELoss,
+    BCEWithLogitsLoss,
+    CELU,
+    Conv1d,
+    Conv2d,
+    ConvTranspose2d,
+    CrossEntropyLoss,
+    Dropout,
+    ELU,
+    Embedding,
+    Flatten,
+    GELU,
+    GroupNorm,
+    GRU,
+    Hardtanh,
+    HuberLoss,
+    Identity,
+    KLDivLoss,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSigmoid,
+    LogSoftmax,
+    LSTM,
+    MaxPool2d,
+    Mish,
+    Module,
+    ModuleList,
+    MSELoss,
+    MultiheadAttention,
+    NLLLoss,
+    ReLU,
+    ReLU6,
+    RNNBase,
+    SELU,
+    Sequential,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softplus,
+    SmoothL1Loss,
+    Tanh,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+from ember.nn import functional, init, parallel, utils  # noqa: F401
+from ember.nn.parallel import DistributedDataParallel  # noqa: F401
+
+
+class ModuleDict(Module):
+    """Holds submodules by name, like a dict (torch.nn.ModuleDict)."""
+
+    def __init__(self, modules: Optional[Mapping[str, Module]] = None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self.get_submodule(key)
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(list(self.named_children()))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys()
+
+    def keys(self) -> list:
+        """The names, in insertion order."""
+        return [n for n, _ in self.named_children()]
+
+    def values(self) -> list:
+        """The modules, in insertion order."""
+        return [m for _, m in self.named_children()]
+
+    def items(self) -> list:
+        """(name, module) pairs, in insertion order."""
+        return list(self.named_children())
+
+    def update(self, modules) -> None:
+        """Adds (or replaces) modules from a mapping or (name, module) pairs."""
+        pairs = modules.items() if hasattr(modules, "items") else modules
+        for key, module in pairs:
+            self.add_module(key, module)
+
+    def pop(self, key: str) -> Module:
+        """Removes a module and returns it."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def clear(self) -> None:
+        """Removes every module."""
+        for key in self.keys():
+            del self[key]
+
+
+class ParameterList(Module):
+    """Holds parameters in a list, each registered under its index (torch.nn.ParameterList)."""
+
+    def __init__(self, values: Optional[Iterable[Any]] = None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            for v in values:
+                self.append(v)
+
+    def _as_param(self, value) -> Parameter:
+        return value if isinstance(value, Parameter) else Parameter(value)
+
+    def append(self, value) -> "ParameterList":
+        """Appends a parameter (a tensor becomes one)."""
+        self.register_parameter(str(self._size), self._as_param(value))
+        self._size += 1
+        return self
+
+    def extend(self, values: Iterable[Any]) -> "ParameterList":
+        """Appends every value."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def __getitem__(self, idx: int) -> Parameter:
+        if idx < 0:
+            idx += self._size
+        if not 0 <= idx < self._size:
+            raise IndexError(f"index {idx} is out of range for {self._size} parameters")
+        return getattr(self, str(idx))
+
+    def __setitem__(self, idx: int, value) -> None:
+        if idx < 0:
+            idx += self._size
+        self.register_parameter(str(idx), self._as_param(value))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return (self[i] for i in range(self._size))
+
+
+class ParameterDict(Module):
+    """Holds parameters by name, like a dict (torch.nn.ParameterDict)."""
+
+    def __init__(self, parameters: Optional[Mapping[str, Any]] = None):
+        super().__init__()
+        self._keys: Dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Parameter:
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self.register_parameter(key, value if isinstance(value, Parameter) else Parameter(value))
+        self._keys[key] = None
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+        del self._keys[key]
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._keys))
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._keys
+
+    def keys(self) -> list:
+        """The names."""
+        return list(self._keys)
+
+    def values(self) -> list:
+        """The parameters."""
+        return [self[k] for k in self._keys]
+
+    def items(self) -> list:
+        """(name, parameter) pairs."""
+        return [(k, self[k]) for k in self._keys]
+
+    def update(self, parameters) -> None:
+        """Adds (or replaces) parameters from a mapping or pairs."""
+        pairs = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in pairs:
+            self[k] = v
+
+
+class Unflatten(Module):
+    """Splits dim into unflattened_size (torch.nn.Unflatten)."""
+
+    def __init__(self, dim: int, unflattened_size: Tuple[int, ...]):
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Hardsigmoid(Module):
+    """relu6(x + 3) / 6."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.hardsigmoid(input)
+
+
+class Hardswish(Module):
+    """x * relu6(x + 3) / 6."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.hardswish(input)
+
+
+class Softsign(Module):
+    """x / (1 + |x|)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return functional.softsign(input)
+
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("OrderedDict", "Any", "Dict", "Iterable", "Iterator", "Mapping", "Optional", "Tuple")]

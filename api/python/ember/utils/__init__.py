@@ -1,0 +1,2 @@
+"""Placeholder: filled in by its binding."""
+from ember.utils import data  # noqa: F401

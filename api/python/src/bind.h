@@ -1,0 +1,247 @@
+// What every file of the Python bindings shares: the Tensor object and its identity, the
+// conversions of Ember's value types (dtype, device, sizes, numbers), the GIL rules, and the
+// registration function of each file (module.cpp calls them in order).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <ember/ember.h>
+
+namespace ember::python {
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+// Note [Python tensors keep their identity]
+// ember.Tensor wraps an ember::Tensor handle (PyTensor below). A C++ op returns handles by value,
+// and a naive binding would make a new Python object for every handle, so `m.weight is
+// m.weight` would be False and a dict keyed by parameters (an optimizer's state, a user's map
+// from parameter to name) would miss. As in PyTorch, the Python object is preserved instead:
+// `live_tensors` maps each TensorImpl that has a Python object to that object (borrowed), so
+// handing the same impl to Python again returns the same object. The map is only touched with
+// the GIL held: an entry is made when a PyTensor is created and dropped by its destructor, which
+// Python runs when the object dies (the impl outlives its entry, since the object holds it).
+// Tensor handles copied inside C++ (GIL released) never touch it.
+
+/** The C++ object inside an ember.Tensor: a handle that leaves the identity map when freed. */
+struct PyTensor : Tensor {
+  PyTensor() = default;
+  /** Holds `t` (not yet in the identity map: register_tensor_object does that). */
+  explicit PyTensor(Tensor t) : Tensor(std::move(t)) {}
+  PyTensor(const PyTensor&) = default;
+  ~PyTensor();
+};
+
+/** The C++ object inside an ember.nn.Parameter (a PyTensor whose Python type says so). */
+struct PyParameter : PyTensor {
+  using PyTensor::PyTensor;
+};
+
+/** The Python object of `t`: the live one if its impl has one, else a new ember.Tensor (or
+ *  `type`, a subclass of it); None for an undefined tensor. Needs the GIL. */
+nb::object wrap_tensor(const Tensor& t, nb::handle type = nb::handle());
+/** Records `obj` (an initialised PyTensor instance) as the Python object of its impl, unless
+ *  the impl has one already. */
+void register_tensor_object(nb::handle obj);
+/** The ember.Tensor type object. */
+nb::handle tensor_type();
+/** The ember.nn.Parameter type object. */
+nb::handle parameter_type();
+
+/** An ember.RemovableHandle whose remove() calls `remove` once. */
+nb::object make_removable_handle(std::function<void()> remove);
+
+/** Sizes, dims or strides from Python: an int, or a sequence (list, tuple, ember.Size) of ints,
+ *  or an integer tensor of at most one dim. */
+struct Ints {
+  Shape v;
+  /** As the core takes lists. */
+  operator IntList() const { return v; }  // NOLINT(google-explicit-constructor)
+  size_t size() const { return v.size(); }
+};
+
+/** A Python number as an op's scalar: bool, int or float (NumPy's scalars included). */
+struct PyScalar {
+  Scalar v;
+  /** As the core takes numbers. */
+  operator Scalar() const { return v; }  // NOLINT(google-explicit-constructor)
+};
+
+/** The other operand of a binary op: a tensor (pointing into its Python object, which the call
+ *  keeps alive) or a Python number. */
+struct Operand {
+  const Tensor* tensor = nullptr;
+  Scalar scalar;
+};
+
+/** An ember.dtype object's payload (ember.float32 and friends are the only instances). */
+struct DTypeObject {
+  DType dtype;
+};
+
+/** The ember.dtype object of `d`. */
+nb::object dtype_object(DType d);
+
+/** A tensor made from Python data: a (nested) list or tuple of numbers or tensors, a number, a
+ *  NumPy array, a tensor, or anything with __dlpack__ or __array__; copies. */
+Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device);
+
+/** What a to(...) call asks for (Tensor.to and Module.to take the same arguments). */
+struct ToArgs {
+  std::optional<Device> device;
+  std::optional<DType> dtype;
+  bool non_blocking = false;
+  bool copy = false;
+  std::optional<MemoryFormat> memory_format;
+};
+/** Parses to(device), to(dtype), to(device, dtype), to(tensor) and the keywords device, dtype,
+ *  non_blocking, copy and memory_format. */
+ToArgs parse_to(nb::args args, nb::kwargs kwargs);
+/** `t` converted as `a` asks. */
+Tensor apply_to(const Tensor& t, const ToArgs& a);
+
+/** The `reduction` argument of the losses: "mean", "sum", "none" ("batchmean" for kl_div). */
+Reduction parse_reduction(std::string_view reduction, const char* op);
+
+/** Releases the GIL for the duration of a C++ call (nb::call_guard). */
+using release_gil = nb::call_guard<nb::gil_scoped_release>;
+
+// Note [Python objects held by C++]
+// Hooks, custom Functions, datasets and Python modules leave Python objects inside C++ state
+// (closures of autograd nodes, module hook lists) that may be destroyed on any thread, with or
+// without the GIL (an autograd graph is freed where its last tensor dies). PyRef owns a
+// reference and takes the GIL to drop it; after the interpreter has finalised it leaks the
+// reference instead of touching a dead interpreter (nanobind's cleanup_guard).
+/** A strong reference to a Python object that is safe to copy and destroy on any thread. */
+class PyRef {
+ public:
+  PyRef() = default;
+  /** Takes a new reference to `o` (the caller holds the GIL). */
+  explicit PyRef(nb::handle o) : obj_(o.ptr()) { Py_XINCREF(obj_); }
+  PyRef(const PyRef& o) : obj_(o.obj_) {
+    if (obj_) {
+      nb::gil_scoped_acquire gil;
+      Py_INCREF(obj_);
+    }
+  }
+  PyRef(PyRef&& o) noexcept : obj_(std::exchange(o.obj_, nullptr)) {}
+  PyRef& operator=(PyRef o) noexcept {
+    std::swap(obj_, o.obj_);
+    return *this;
+  }
+  ~PyRef() { reset(); }
+  /** Drops the reference (taking the GIL if the interpreter is alive). */
+  void reset() noexcept {
+    if (!obj_) return;
+    if (nb::detail::cleanup_guard guard{}) Py_DECREF(obj_);
+    obj_ = nullptr;
+  }
+  /** The object (borrowed); call with the GIL held. */
+  nb::handle get() const { return obj_; }
+  explicit operator bool() const { return obj_ != nullptr; }
+
+ private:
+  PyObject* obj_ = nullptr;
+};
+
+// Registration of each part of the module, in module.cpp's order.
+void bind_errors(nb::module_& m);
+void bind_runtime(nb::module_& m);
+void bind_tensor(nb::module_& m);
+void bind_indexing(nb::class_<PyTensor>& cls);
+void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls);
+void bind_autograd(nb::module_& m);
+void bind_nn(nb::module_& m);
+void bind_optim(nb::module_& m);
+void bind_data(nb::module_& m);
+void bind_io(nb::module_& m);
+void bind_amp(nb::module_& m);
+void bind_profiler(nb::module_& m);
+void bind_distributed(nb::module_& m);
+void bind_models(nb::module_& m);
+
+}  // namespace ember::python
+
+namespace nanobind::detail {
+
+/** ember::Tensor arguments are read out of ember.Tensor objects; results become the tensor's
+ *  Python object (Note [Python tensors keep their identity]); an undefined result is None. */
+template <>
+struct type_caster<ember::Tensor> : type_caster_base<ember::python::PyTensor> {
+  using Base = type_caster_base<ember::python::PyTensor>;
+  template <typename T>
+  using Cast = precise_cast_t<T>;
+
+  static handle from_cpp(const ember::Tensor& t, rv_policy, cleanup_list*) noexcept {
+    try {
+      return ember::python::wrap_tensor(t).release();
+    } catch (...) {
+      return handle();
+    }
+  }
+  static handle from_cpp(const ember::Tensor* t, rv_policy p, cleanup_list* c) noexcept {
+    if (!t) return none().release();
+    return from_cpp(*t, p, c);
+  }
+  template <typename T_>
+  bool can_cast() const noexcept {
+    return Base::template can_cast<T_>();
+  }
+  operator ember::Tensor*() { return Base::operator ember::python::PyTensor*(); }
+  operator ember::Tensor&() { return Base::operator ember::python::PyTensor&(); }
+  operator ember::Tensor&&() { return std::move(Base::operator ember::python::PyTensor&()); }
+};
+
+/** Ints: an int, a sequence of ints or a small integer tensor. */
+template <>
+struct type_caster<ember::python::Ints> {
+  NB_TYPE_CASTER(ember::python::Ints, const_name("int | collections.abc.Sequence[int]"))
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept;
+  static handle from_cpp(const ember::python::Ints& v, rv_policy, cleanup_list*) noexcept;
+};
+
+/** PyScalar: bool, int, float, or a NumPy scalar of those kinds. */
+template <>
+struct type_caster<ember::python::PyScalar> {
+  NB_TYPE_CASTER(ember::python::PyScalar, const_name("float | int | bool"))
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept;
+  static handle from_cpp(const ember::python::PyScalar& v, rv_policy, cleanup_list*) noexcept;
+};
+
+/** Operand: an ember.Tensor or a Python number. */
+template <>
+struct type_caster<ember::python::Operand> {
+  NB_TYPE_CASTER(ember::python::Operand, const_name("ember._C.Tensor | float | int | bool"))
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept;
+  static handle from_cpp(const ember::python::Operand&, rv_policy, cleanup_list*) noexcept {
+    return none().release();
+  }
+};
+
+/** ember::DType: an ember.dtype object, or Python's float, int and bool types as PyTorch takes
+ *  them (float64, int64, bool). */
+template <>
+struct type_caster<ember::DType> {
+  NB_TYPE_CASTER(ember::DType, const_name("ember._C.dtype"))
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept;
+  static handle from_cpp(ember::DType d, rv_policy, cleanup_list*) noexcept {
+    return ember::python::dtype_object(d).release();
+  }
+};
+
+}  // namespace nanobind::detail

@@ -1,0 +1,730 @@
+// Tensors to and from the rest of Python: nested lists and numbers (ember.tensor), NumPy arrays
+// without copying (ember.from_numpy, Tensor.numpy), DLPack both ways (__dlpack__,
+// ember.from_dlpack), and the casters for sizes, numbers and dtypes.
+#include <dlpack/dlpack.h>
+#include <nanobind/ndarray.h>
+
+#include <cstring>
+
+#include "bind.h"
+
+namespace ember::python {
+namespace {
+
+// Note [DLPack 1.0 in Python]
+// The Python protocol of the array API standard (`__dlpack__(max_version=...)`) exchanges
+// DLPack 1.0's versioned capsules ("dltensor_versioned"), which carry a version, read-only and
+// copied flags and a bool type; Debian 12 ships DLPack 0.6's header, which has neither, and the
+// core's to_dlpack/from_dlpack speak 0.6 for C++ users. The versioned struct is laid out here
+// (DLTensor itself is unchanged between 0.6 and 1.0). Export answers with the newest format the
+// consumer says it reads (max_version (1, x): versioned, otherwise the 0.6 capsule); import
+// reads either. Bool travels as kDLBool (code 6, 8 bits) both ways, as PyTorch and NumPy send it.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr uint8_t kDLBoolCode = 6;
+constexpr uint64_t kDLFlagReadOnly = 1ull << 0;
+constexpr const char* kVersionedName = "dltensor_versioned";
+constexpr const char* kUnversionedName = "dltensor";
+
+DLDataType dl_dtype(DType d) {
+  switch (d) {
+    case DType::Float32:
+      return {kDLFloat, 32, 1};
+    case DType::Float64:
+      return {kDLFloat, 64, 1};
+    case DType::Float16:
+      return {kDLFloat, 16, 1};
+    case DType::BFloat16:
+      return {kDLBfloat, 16, 1};
+    case DType::Int64:
+      return {kDLInt, 64, 1};
+    case DType::Int32:
+      return {kDLInt, 32, 1};
+    case DType::Int8:
+      return {kDLInt, 8, 1};
+    case DType::UInt8:
+      return {kDLUInt, 8, 1};
+    case DType::Bool:
+      return {kDLBoolCode, 8, 1};
+  }
+  return {kDLFloat, 32, 1};
+}
+
+DType from_dl_dtype(DLDataType t) {
+  EMBER_CHECK_NOT_IMPLEMENTED(t.lanes == 1, "[from_dlpack] vector types are not supported: {} lanes",
+                              t.lanes);
+  const int code = t.code;
+  if (code == kDLFloat && t.bits == 32) return DType::Float32;
+  if (code == kDLFloat && t.bits == 64) return DType::Float64;
+  if (code == kDLFloat && t.bits == 16) return DType::Float16;
+  if (code == kDLBfloat && t.bits == 16) return DType::BFloat16;
+  if (code == kDLInt && t.bits == 64) return DType::Int64;
+  if (code == kDLInt && t.bits == 32) return DType::Int32;
+  if (code == kDLInt && t.bits == 8) return DType::Int8;
+  if (code == kDLUInt && t.bits == 8) return DType::UInt8;
+  if (code == kDLBoolCode && t.bits == 8) return DType::Bool;
+  throw TypeError(fmt::format(
+      "[from_dlpack] unsupported DLPack dtype (code {}, {} bits): Ember has float16/32/64, "
+      "bfloat16, int8/32/64, uint8 and bool",
+      code, static_cast<int>(t.bits)));
+}
+
+/** What an exported capsule owns: the tensor (keeping its memory alive) and its geometry. */
+template <typename Managed>
+struct Export {
+  Tensor tensor;
+  Shape sizes, strides;
+  Managed managed{};
+};
+
+template <typename Managed>
+Managed* make_export(const Tensor& t) {
+  auto* ctx = new Export<Managed>{t, t.sizes(), t.strides()};
+  DLTensor& dl = ctx->managed.dl_tensor;
+  dl.data = t.numel() ? t.data_ptr() : nullptr;
+  const std::string_view type = t.device().type_name();
+  dl.device = {type == "cpu" ? (t.is_pinned() ? kDLCUDAHost : kDLCPU) : kDLCUDA,
+               type == "cpu" ? 0 : t.device().index};
+  dl.ndim = static_cast<int32_t>(t.dim());
+  dl.dtype = dl_dtype(t.dtype());
+  dl.shape = ctx->sizes.data();
+  dl.strides = ctx->strides.data();
+  dl.byte_offset = 0;
+  ctx->managed.manager_ctx = ctx;
+  ctx->managed.deleter = [](Managed* self) {
+    delete static_cast<Export<Managed>*>(self->manager_ctx);
+  };
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    ctx->managed.version = {1, 0};
+    ctx->managed.flags = 0;
+  }
+  return &ctx->managed;
+}
+
+/** A capsule's destructor: deletes the export unless a consumer took it (renamed it used_*). */
+template <typename Managed>
+void capsule_destructor(PyObject* capsule) {
+  const char* name = std::is_same_v<Managed, DLManagedTensorVersioned> ? kVersionedName
+                                                                        : kUnversionedName;
+  if (!PyCapsule_IsValid(capsule, name)) return;  // consumed (renamed), or not ours
+  auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
+  if (m && m->deleter) m->deleter(m);
+}
+
+nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
+                         nb::handle dl_device, std::optional<bool> copy) {
+  EMBER_CHECK_TYPE(t.defined(), "[__dlpack__] undefined tensor");
+  const std::string_view type = t.device().type_name();
+  EMBER_CHECK_NOT_IMPLEMENTED(type == "cpu" || type == "cuda",
+                              "[__dlpack__] device {} has no DLPack device type (cpu and cuda do)",
+                              t.device().str());
+  if (!dl_device.is_none()) {
+    auto [dev_type, dev_id] = nb::cast<std::pair<int, int>>(dl_device);
+    const int ours = type == "cpu" ? kDLCPU : kDLCUDA;
+    EMBER_CHECK(dev_type == ours && (type == "cpu" || dev_id == t.device().index),
+                "[__dlpack__] dl_device ({}, {}) is not the tensor's device {} (move it with .to())",
+                dev_type, dev_id, t.device().str());
+  }
+  if (type == "cpu") {
+    EMBER_CHECK(stream.is_none(), "[__dlpack__] stream must be None for a CPU tensor");
+  } else {
+    // Note: the consumer's stream is not known to Ember's streams; the queued work is finished
+    // before the capsule leaves, which is always correct (if not always the fastest).
+    nb::gil_scoped_release release;
+    synchronize(t.device());
+  }
+  Tensor src = t;
+  if (copy.value_or(false)) {
+    nb::gil_scoped_release release;
+    src = t.detach().clone();
+  }
+  const bool versioned =
+      max_version.has_value() && max_version->size() >= 1 && nb::cast<int>((*max_version)[0]) >= 1;
+  if (versioned) {
+    auto* m = make_export<DLManagedTensorVersioned>(src);
+    PyObject* cap = PyCapsule_New(m, kVersionedName, &capsule_destructor<DLManagedTensorVersioned>);
+    if (!cap) {
+      m->deleter(m);
+      throw nb::python_error();
+    }
+    return nb::steal(cap);
+  }
+  auto* m = make_export<DLManagedTensor>(src);
+  PyObject* cap = PyCapsule_New(m, kUnversionedName, &capsule_destructor<DLManagedTensor>);
+  if (!cap) {
+    m->deleter(m);
+    throw nb::python_error();
+  }
+  return nb::steal(cap);
+}
+
+Device device_of(const DLDevice& d) {
+  switch (d.device_type) {
+    case kDLCPU:
+    case kDLCUDAHost:
+      return Device::cpu();
+    case kDLCUDA:
+      return Device(fmt::format("cuda:{}", d.device_id));
+    default:
+      throw NotImplementedError(fmt::format(
+          "[from_dlpack] unsupported DLPack device type {} (Ember reads CPU, CUDA and CUDA host "
+          "memory)",
+          static_cast<int>(d.device_type)));
+  }
+}
+
+/** Wraps a consumed DLTensor; `release` runs the producer's deleter when the last view goes. */
+Tensor wrap_dltensor(const DLTensor& dl, std::function<void()> release) {
+  const DType dtype = from_dl_dtype(dl.dtype);
+  const Device device = device_of(dl.device);
+  EMBER_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape),
+              "[from_dlpack] malformed DLTensor: ndim {} with{} shape", dl.ndim,
+              dl.shape ? "" : "out");
+  Shape sizes(IntList(dl.shape, static_cast<size_t>(dl.ndim)));
+  for (int64_t s : sizes) EMBER_CHECK(s >= 0, "[from_dlpack] negative size in shape {}", shape_str(sizes));
+  Shape strides = dl.strides ? Shape(IntList(dl.strides, static_cast<size_t>(dl.ndim)))
+                             : contiguous_strides(sizes);
+  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  return from_blob(
+      data, sizes, strides, dtype, [release = std::move(release)](void*) { release(); }, device);
+}
+
+Tensor dlpack_import_capsule(nb::handle capsule) {
+  if (PyCapsule_IsValid(capsule.ptr(), kVersionedName)) {
+    auto* m = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule.ptr(), kVersionedName));
+    EMBER_CHECK(m->version.major == 1,
+                "[from_dlpack] DLPack {}.{} is not supported (Ember reads 0.x and 1.x)",
+                m->version.major, m->version.minor);
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
+    const bool read_only = (m->flags & kDLFlagReadOnly) != 0;
+    Tensor t = wrap_dltensor(m->dl_tensor, [m] {
+      if (m->deleter) m->deleter(m);
+    });
+    // Ember's tensors are always writable: read-only memory is copied rather than shared.
+    return read_only ? t.clone() : t;
+  }
+  if (PyCapsule_IsValid(capsule.ptr(), kUnversionedName)) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kUnversionedName));
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    return wrap_dltensor(m->dl_tensor, [m] {
+      if (m->deleter) m->deleter(m);
+    });
+  }
+  throw TypeError(
+      "[from_dlpack] expected an object with __dlpack__ or an unconsumed DLPack capsule "
+      "('dltensor' or 'dltensor_versioned'); a capsule can be consumed only once");
+}
+
+Tensor from_dlpack_object(nb::handle obj) {
+  if (PyCapsule_CheckExact(obj.ptr())) return dlpack_import_capsule(obj);
+  EMBER_CHECK_TYPE(nb::hasattr(obj, "__dlpack__"),
+                   "[from_dlpack] {} has no __dlpack__ method (NumPy arrays, PyTorch tensors "
+                   "and other array libraries' arrays do)",
+                   nb::cast<std::string>(nb::str(obj.type().attr("__name__"))));
+  nb::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")("max_version"_a = nb::make_tuple(1, 0));
+  } catch (nb::python_error& e) {
+    if (!e.matches(PyExc_TypeError)) throw;
+    capsule = obj.attr("__dlpack__")();  // a producer older than DLPack 1.0's protocol
+  }
+  return dlpack_import_capsule(capsule);
+}
+
+// --- NumPy and the buffer protocol ----------------------------------------------------------
+
+/** The dtype of a buffer's struct-module format ("<f", "?", "q", ...). */
+std::optional<DType> buffer_dtype(const Py_buffer& view) {
+  std::string_view f = view.format ? view.format : "B";
+  if (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@' || f[0] == '|')) f.remove_prefix(1);
+  if (f.size() != 1) return std::nullopt;
+  switch (f[0]) {
+    case '?':
+      return DType::Bool;
+    case 'b':
+      return DType::Int8;
+    case 'B':
+      return DType::UInt8;
+    case 'i':
+      return view.itemsize == 4 ? std::optional(DType::Int32) : std::nullopt;
+    case 'l':
+    case 'q':
+      return view.itemsize == 8   ? std::optional(DType::Int64)
+             : view.itemsize == 4 ? std::optional(DType::Int32)
+                                  : std::nullopt;
+    case 'e':
+      return DType::Float16;
+    case 'f':
+      return DType::Float32;
+    case 'd':
+      return DType::Float64;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Tensor tensor_from_buffer(nb::handle obj, const char* op) {
+  auto* view = new Py_buffer{};
+  bool writable = true;
+  if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_RECORDS) != 0) {
+    PyErr_Clear();
+    writable = false;
+    if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_RECORDS_RO) != 0) {
+      delete view;
+      throw nb::python_error();
+    }
+  }
+  auto release = [view] {
+    if (nb::detail::cleanup_guard guard{}) PyBuffer_Release(view);
+    delete view;
+  };
+  try {
+    const std::optional<DType> dtype = buffer_dtype(*view);
+    EMBER_CHECK_TYPE(dtype.has_value(),
+                     "[{}] can't convert an array of format '{}' (itemsize {}): the supported types "
+                     "are float64, float32, float16, int64, int32, int8, uint8 and bool",
+                     op, view->format ? view->format : "B", view->itemsize);
+    Shape sizes, strides;
+    for (int i = 0; i < view->ndim; ++i) {
+      sizes.push_back(view->shape[i]);
+      const Py_ssize_t s = view->strides ? view->strides[i] : 0;
+      EMBER_CHECK(s >= 0,
+                  "[{}] at least one stride of the array is negative ({} bytes in dim {}): "
+                  "negative strides are not supported (copy the array first, e.g. "
+                  "array.copy())",
+                  op, s, i);
+      EMBER_CHECK(s % view->itemsize == 0,
+                  "[{}] stride {} bytes of dim {} is not a multiple of the element size {}", op, s,
+                  i, view->itemsize);
+      strides.push_back(s / view->itemsize);
+    }
+    if (!view->strides) strides = contiguous_strides(sizes);
+    if (!writable) {
+      PyErr_WarnEx(PyExc_UserWarning,
+                   "The given array is not writable; Ember shares its memory and writing to the "
+                   "tensor is undefined. Copy the array first (array.copy()) to own the data.",
+                   1);
+    }
+    return from_blob(view->buf, sizes, strides, *dtype, [release](void*) { release(); });
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+nb::object tensor_to_numpy(const Tensor& t, bool force) {
+  Tensor src = t;
+  if (force) {
+    nb::gil_scoped_release release;
+    src = t.detach().to(Device::cpu());
+  } else {
+    EMBER_CHECK_TYPE(t.device() == Device::cpu(),
+                     "[numpy] can't convert a {} tensor to NumPy: use Tensor.cpu() to copy the "
+                     "tensor to host memory first",
+                     t.device().str());
+    EMBER_CHECK(!t.requires_grad(),
+                "[numpy] can't call numpy() on a tensor that requires grad: use "
+                "tensor.detach().numpy() instead");
+  }
+  EMBER_CHECK_TYPE(src.dtype() != DType::BFloat16,
+                   "[numpy] NumPy has no bfloat16: convert first, e.g. tensor.float().numpy()");
+  std::vector<size_t> shape(src.sizes().begin(), src.sizes().end());
+  std::vector<int64_t> strides(src.strides().begin(), src.strides().end());
+  auto* keep = new Tensor(src);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  DLDataType d = dl_dtype(src.dtype());
+  nb::dlpack::dtype dt{d.code, d.bits, d.lanes};
+  void* data = src.numel() ? src.data_ptr() : nullptr;
+  nb::ndarray<nb::numpy> arr(data, shape.size(), shape.data(), owner, strides.data(), dt);
+  return arr.cast();
+}
+
+namespace {
+
+// --- Nested Python data ---------------------------------------------------------------------
+
+/** What tensor_from_data gathers from nested sequences: values by kind, and the shape. */
+struct Gathered {
+  enum Kind { Bool, Int, Float } kind = Bool;
+  std::vector<double> floats;  // every value, as double (used once a float appears)
+  std::vector<int64_t> ints;   // every value, as int64 (exact while no float appears)
+  Shape sizes;
+  bool sizes_known = false;
+};
+
+[[noreturn]] void bad_element(nb::handle item) {
+  throw TypeError(fmt::format(
+      "[tensor] could not infer a dtype for an element of type {}: the data must be numbers "
+      "(bool, int, float), nested lists or tuples of them, or one-element tensors",
+      nb::cast<std::string>(nb::str(item.type().attr("__name__")))));
+}
+
+void add_value(Gathered& g, nb::handle item) {
+  PyObject* o = item.ptr();
+  if (PyBool_Check(o)) {
+    const bool b = o == Py_True;
+    g.ints.push_back(b);
+    g.floats.push_back(b);
+    return;
+  }
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+      throw ValueError(fmt::format("[tensor] integer {} does not fit int64",
+                                   nb::cast<std::string>(nb::str(item))));
+    }
+    if (g.kind == Gathered::Bool) g.kind = Gathered::Int;
+    g.ints.push_back(v);
+    g.floats.push_back(static_cast<double>(v));
+    return;
+  }
+  if (PyFloat_Check(o)) {
+    g.kind = Gathered::Float;
+    const double v = PyFloat_AS_DOUBLE(o);
+    g.floats.push_back(v);
+    g.ints.push_back(0);
+    return;
+  }
+  if (nb::isinstance<PyTensor>(item)) {
+    const Tensor& t = *nb::inst_ptr<PyTensor>(item);
+    EMBER_CHECK(t.numel() == 1,
+                "[tensor] only one-element tensors can be elements of the data: got one of shape {}",
+                shape_str(t.sizes()));
+    const Scalar s = t.item_scalar();
+    if (s.kind() == Scalar::Kind::Float) {
+      g.kind = Gathered::Float;
+    } else if (s.kind() == Scalar::Kind::Int && g.kind == Gathered::Bool) {
+      g.kind = Gathered::Int;
+    }
+    g.ints.push_back(s.to_int());
+    g.floats.push_back(s.to_double());
+    return;
+  }
+  // NumPy's scalars and other numbers.
+  std::string_view tname = Py_TYPE(o)->tp_name;
+  if (tname == "numpy.bool" || tname == "numpy.bool_") {
+    const bool b = PyObject_IsTrue(o) == 1;
+    g.ints.push_back(b);
+    g.floats.push_back(b);
+    return;
+  }
+  if (PyIndex_Check(o)) {
+    nb::object i = nb::steal(PyNumber_Index(o));
+    if (!i.is_valid()) throw nb::python_error();
+    add_value(g, i);
+    return;
+  }
+  if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PyUnicode_Check(o)) {
+    const double v = PyFloat_AsDouble(o);
+    if (v == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    g.kind = Gathered::Float;
+    g.floats.push_back(v);
+    g.ints.push_back(0);
+    return;
+  }
+  bad_element(item);
+}
+
+bool is_sequence(nb::handle o) {
+  return PyList_Check(o.ptr()) || PyTuple_Check(o.ptr()) ||
+         (!PyUnicode_Check(o.ptr()) && !PyBytes_Check(o.ptr()) && PySequence_Check(o.ptr()) &&
+          !nb::isinstance<PyTensor>(o) && nb::hasattr(o, "__len__"));
+}
+
+void gather(Gathered& g, nb::handle data, size_t depth) {
+  if (!is_sequence(data)) {
+    if (!g.sizes_known) {
+      g.sizes_known = true;
+    } else {
+      EMBER_CHECK(depth == g.sizes.size(),
+                  "[tensor] ragged nested sequence: a number at depth {} where sequences of "
+                  "depth {} were seen",
+                  depth, g.sizes.size());
+    }
+    add_value(g, data);
+    return;
+  }
+  nb::object seq = nb::steal(PySequence_Fast(data.ptr(), "expected a sequence"));
+  if (!seq.is_valid()) throw nb::python_error();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+  PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
+  if (!g.sizes_known) {
+    if (depth == g.sizes.size()) g.sizes.push_back(n);
+    if (n == 0) g.sizes_known = true;  // an empty list ends the shape
+  }
+  EMBER_CHECK(depth < g.sizes.size() && g.sizes[depth] == n,
+              "[tensor] expected a sequence of length {} at dim {} (got {})",
+              depth < g.sizes.size() ? g.sizes[depth] : 0, depth, n);
+  for (Py_ssize_t i = 0; i < n; ++i) gather(g, items[i], depth + 1);
+}
+
+bool has_buffer(nb::handle o) {
+  return PyObject_CheckBuffer(o.ptr()) && !PyBytes_Check(o.ptr()) &&
+         !PyByteArray_Check(o.ptr()) && !PyUnicode_Check(o.ptr());
+}
+
+}  // namespace
+
+Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype,
+                        std::optional<Device> device) {
+  Tensor host;
+  if (nb::isinstance<PyTensor>(data)) {
+    host = nb::inst_ptr<PyTensor>(data)->detach().clone();
+  } else if (has_buffer(data)) {
+    host = tensor_from_buffer(data, "tensor").clone();
+  } else if (!is_sequence(data) && nb::hasattr(data, "__dlpack__")) {
+    host = from_dlpack_object(data).clone();
+  } else {
+    Gathered g;
+    gather(g, data, 0);
+    // An empty list is float32, as in PyTorch; otherwise float32, int64 or bool by kind.
+    const DType natural = g.floats.empty() || g.kind == Gathered::Float ? kDefaultFloat
+                          : g.kind == Gathered::Int                     ? DType::Int64
+                                                                        : DType::Bool;
+    const DType want = dtype.value_or(natural);
+    if (g.kind == Gathered::Float || is_floating(want)) {
+      host = from_vector(g.floats, g.sizes, TensorOptions(DType::Float64)).to(want);
+    } else {
+      host = from_vector(g.ints, g.sizes, TensorOptions(DType::Int64)).to(want);
+    }
+  }
+  if (dtype && host.dtype() != *dtype) host = host.to(*dtype);
+  if (device && host.device() != *device) host = host.to(*device);
+  return host;
+}
+
+/** from_dlpack for bind_tensor (ember.from_dlpack). */
+Tensor dlpack_to_tensor(nb::handle obj) {
+  return from_dlpack_object(obj);
+}
+
+/** Tensor.__dlpack__ for bind_tensor. */
+nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
+                            nb::handle dl_device, std::optional<bool> copy) {
+  return dlpack_export(t, stream, std::move(max_version), dl_device, copy);
+}
+
+/** Tensor.__dlpack_device__ for bind_tensor. */
+std::pair<int, int> tensor_dlpack_device(const Tensor& t) {
+  const std::string_view type = t.device().type_name();
+  if (type == "cpu") return {t.is_pinned() ? kDLCUDAHost : kDLCPU, 0};
+  EMBER_CHECK_NOT_IMPLEMENTED(type == "cuda", "[__dlpack_device__] device {} has no DLPack type",
+                              t.device().str());
+  return {kDLCUDA, t.device().index};
+}
+
+}  // namespace ember::python
+
+// --- Casters ------------------------------------------------------------------------------------
+
+namespace nanobind::detail {
+
+using ember::python::PyTensor;
+
+bool type_caster<ember::python::Ints>::from_python(handle src, uint32_t, cleanup_list*) noexcept {
+  PyObject* o = src.ptr();
+  auto one = [](PyObject* item, int64_t& out) {
+    if (PyBool_Check(item)) return false;
+    if (PyLong_Check(item)) {
+      int overflow = 0;
+      out = PyLong_AsLongLongAndOverflow(item, &overflow);
+      return !overflow && !(out == -1 && PyErr_Occurred());
+    }
+    if (nanobind::isinstance<PyTensor>(item)) {
+      const ember::Tensor& t = *nanobind::inst_ptr<PyTensor>(item);
+      if (t.numel() != 1 || !ember::is_integral(t.dtype())) return false;
+      try {
+        out = t.item<int64_t>();
+        return true;
+      } catch (...) {
+        return false;
+      }
+    }
+    if (PyIndex_Check(item) && !PyFloat_Check(item)) {
+      PyObject* i = PyNumber_Index(item);
+      if (!i) {
+        PyErr_Clear();
+        return false;
+      }
+      out = PyLong_AsLongLong(i);
+      Py_DECREF(i);
+      if (out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      return true;
+    }
+    return false;
+  };
+  value.v.resize(0);
+  int64_t v = 0;
+  if (one(o, v)) {
+    value.v.push_back(v);
+    return true;
+  }
+  PyErr_Clear();
+  if (nanobind::isinstance<PyTensor>(src)) {
+    const ember::Tensor& t = *nanobind::inst_ptr<PyTensor>(src);
+    if (t.dim() != 1 || !ember::is_integral(t.dtype())) return false;
+    try {
+      const ember::Tensor c = t.to(ember::Device::cpu()).to(ember::DType::Int64).contiguous();
+      const int64_t* p = c.data_ptr<int64_t>();
+      value.v = ember::Shape(ember::IntList(p, static_cast<size_t>(c.numel())));
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  if (!PyList_Check(o) && !PyTuple_Check(o)) return false;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+  PyObject** items = PySequence_Fast_ITEMS(o);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!one(items[i], v)) {
+      PyErr_Clear();
+      return false;
+    }
+    value.v.push_back(v);
+  }
+  return true;
+}
+
+handle type_caster<ember::python::Ints>::from_cpp(const ember::python::Ints& v, rv_policy,
+                                                   cleanup_list*) noexcept {
+  PyObject* t = PyTuple_New(static_cast<Py_ssize_t>(v.v.size()));
+  if (!t) return handle();
+  for (size_t i = 0; i < v.v.size(); ++i) {
+    PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(v.v[i]));
+  }
+  return t;
+}
+
+bool type_caster<ember::python::PyScalar>::from_python(handle src, uint32_t,
+                                                        cleanup_list*) noexcept {
+  PyObject* o = src.ptr();
+  if (PyBool_Check(o)) {
+    value.v = ember::Scalar(o == Py_True);
+    return true;
+  }
+  if (PyLong_Check(o)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+      // Beyond int64: as a float, as PyTorch does for out-of-range Python ints.
+      const double d = PyLong_AsDouble(o);
+      if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return false;
+      }
+      value.v = ember::Scalar(d);
+      return true;
+    }
+    value.v = ember::Scalar(static_cast<int64_t>(v));
+    return true;
+  }
+  if (PyFloat_Check(o)) {
+    value.v = ember::Scalar(PyFloat_AS_DOUBLE(o));
+    return true;
+  }
+  if (nanobind::isinstance<PyTensor>(src)) {
+    const ember::Tensor& t = *nanobind::inst_ptr<PyTensor>(src);
+    if (!t.defined() || t.numel() != 1) return false;
+    try {
+      value.v = t.item_scalar();
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  std::string_view tname = Py_TYPE(o)->tp_name;
+  if (tname == "numpy.bool" || tname == "numpy.bool_") {
+    value.v = ember::Scalar(PyObject_IsTrue(o) == 1);
+    return true;
+  }
+  if (PyIndex_Check(o)) {
+    PyObject* i = PyNumber_Index(o);
+    if (!i) {
+      PyErr_Clear();
+      return false;
+    }
+    const long long v = PyLong_AsLongLong(i);
+    Py_DECREF(i);
+    if (v == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    value.v = ember::Scalar(static_cast<int64_t>(v));
+    return true;
+  }
+  if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PyUnicode_Check(o) &&
+      !PyComplex_Check(o)) {
+    const double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    value.v = ember::Scalar(d);
+    return true;
+  }
+  return false;
+}
+
+handle type_caster<ember::python::PyScalar>::from_cpp(const ember::python::PyScalar& v, rv_policy,
+                                                       cleanup_list*) noexcept {
+  switch (v.v.kind()) {
+    case ember::Scalar::Kind::Bool:
+      return PyBool_FromLong(v.v.to_int());
+    case ember::Scalar::Kind::Int:
+      return PyLong_FromLongLong(v.v.to_int());
+    case ember::Scalar::Kind::Float:
+      return PyFloat_FromDouble(v.v.to_double());
+  }
+  return handle();
+}
+
+bool type_caster<ember::python::Operand>::from_python(handle src, uint32_t flags,
+                                                       cleanup_list* cleanup) noexcept {
+  if (nanobind::isinstance<PyTensor>(src)) {
+    value.tensor = nanobind::inst_ptr<PyTensor>(src);
+    return true;
+  }
+  make_caster<ember::python::PyScalar> scalar;
+  if (!scalar.from_python(src, flags, cleanup)) return false;
+  value.tensor = nullptr;
+  value.scalar = scalar.value.v;
+  return true;
+}
+
+bool type_caster<ember::DType>::from_python(handle src, uint32_t, cleanup_list*) noexcept {
+  if (nanobind::isinstance<ember::python::DTypeObject>(src)) {
+    value = nanobind::inst_ptr<ember::python::DTypeObject>(src)->dtype;
+    return true;
+  }
+  if (src.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type)) {
+    value = ember::DType::Float64;
+    return true;
+  }
+  if (src.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type)) {
+    value = ember::DType::Int64;
+    return true;
+  }
+  if (src.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) {
+    value = ember::DType::Bool;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace nanobind::detail

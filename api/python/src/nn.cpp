@@ -1,0 +1,1513 @@
+// ember._C.nn: nn.Module, subclassable in Python, and every layer of <ember/nn.h> with PyTorch's
+// constructor arguments, attributes and forward signatures; nn.init; checkpoint_sequential.
+#include <unordered_set>
+
+#include <nanobind/trampoline.h>
+
+#include "bind.h"
+
+namespace ember::python {
+
+// Note [Python modules and C++ modules]
+// ember.nn.Module is nn::Module itself, so a Python module and a C++ layer are the same kind of
+// object and nest either way:
+// - A Python subclass is a C++ module whose virtual forward (and train, extra_repr) is
+//   overridden through a trampoline (PyLayer), so a C++ container (Sequential, DDP) that calls
+//   forward(Tensor) reaches the Python method. Every layer class has a trampoline, so Python may
+//   subclass Linear or Sequential as well as Module.
+// - Attributes: assigning a Parameter registers (or replaces) a parameter, a Module a submodule,
+//   a tensor to a registered buffer replaces the buffer (Module::set_parameter and friends,
+//   Note [Modules edited by name]); reading falls back (__getattr__) to those registries, so
+//   `self.fc` and `self.weight` read what the C++ side holds, also after to() replaced it.
+// - Calling: a C++ layer called with one tensor and no hooks runs Module::operator() with the
+//   GIL released. Otherwise __call__ runs in Python terms: the forward pre-hooks, then
+//   self.forward(*args, **kwargs) (any signature and return type), then the forward hooks. A
+//   hook registered from Python is stored in the C++ module too (PyHook, PyPreHook), so a C++
+//   container calling the module runs it as well; there it sees the first tensor argument and
+//   a tensor output, and a value it returns cannot replace the output (the C++ hook type has no
+//   result), which only the Python call path honours.
+// - Ownership: nanobind keeps a Python-created module inside its Python object; a C++ container
+//   holding it keeps that object alive through its shared_ptr (nanobind's shared_ptr caster), so
+//   the module and its __dict__ live as long as either side needs them.
+
+namespace {
+
+/** The trampoline of every module class: forward, train and extra_repr overridable in Python. */
+template <class Base>
+struct PyLayer : Base {
+  NB_TRAMPOLINE(Base);
+  Tensor forward(const Tensor& x) override {
+    // NB_OVERRIDE spelled out: some layers hide forward(Tensor) behind their own overloads
+    // (losses, the decoder layer), so the base call names the class that declares it.
+    constexpr uint64_t hash = nb::detail::str_hash("forward");
+    nb::detail::ticket ticket(nb_trampoline, "forward", hash, false);
+    if (ticket.key.is_valid()) return nb::cast<Tensor>(nb_trampoline.base().attr(ticket.key)(x));
+    if constexpr (requires(Base& b) { b.Base::forward(x); }) {
+      return Base::forward(x);
+    } else {
+      return nn::Module::forward(x);
+    }
+  }
+  void train(bool on) override { NB_OVERRIDE(train, on); }
+  std::string extra_repr() const override { NB_OVERRIDE(extra_repr); }
+};
+
+/** Constructs T (or its trampoline, for a Python subclass, named after the subclass). */
+template <class T, class... A>
+void construct(nb::pointer_and_handle<T> v, A&&... a) {
+  if (!nb::inst_python_derived(v.h)) {
+    new (v.p) T(std::forward<A>(a)...);
+    return;
+  }
+  auto* p = new (v.p) PyLayer<T>(std::forward<A>(a)...);
+  p->set_type_name(nb::cast<std::string>(v.h.type().attr("__name__")));
+}
+
+nn::Module& mod(nb::handle self) {
+  return nb::cast<nn::Module&>(self);
+}
+
+std::string type_name_of(nb::handle o) {
+  return nb::cast<std::string>(o.type().attr("__name__"));
+}
+
+/** The Python object of a C++ module (its existing one if it has one). */
+nb::object module_object(nn::Module& m) {
+  nb::object o = nb::find(&m);
+  if (o.is_valid()) return o;
+  return nb::cast(m.shared_from_this());
+}
+
+/** A Python forward hook stored in a C++ module: hook(module, args, output). */
+struct PyHook {
+  PyRef fn;
+  void operator()(nn::Module& m, const Tensor& in, const Tensor& out) const {
+    nb::gil_scoped_acquire gil;
+    nb::borrow(fn.get())(module_object(m), nb::make_tuple(in), out);
+  }
+};
+
+/** A Python forward pre-hook stored in a C++ module: hook(module, args) -> None or new args. */
+struct PyPreHook {
+  PyRef fn;
+  Tensor operator()(nn::Module& m, const Tensor& in) const {
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(fn.get())(module_object(m), nb::make_tuple(in));
+    if (r.is_none()) return {};
+    if (nb::isinstance<nb::tuple>(r)) {
+      nb::tuple t = nb::borrow<nb::tuple>(r);
+      return t.size() ? nb::cast<Tensor>(t[0]) : Tensor();
+    }
+    return nb::cast<Tensor>(r);
+  }
+};
+
+nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
+  EMBER_CHECK(nb::inst_ready(self),
+              "[nn] {} was called before Module.__init__() ran (call super().__init__() first)",
+              type_name_of(self));
+  nn::Module& m = mod(self);
+  std::vector<nn::ForwardPreHook> pre = m.forward_pre_hooks();
+  std::vector<nn::ForwardHook> post = m.forward_hooks();
+  const bool python_forward = nb::inst_python_derived(self);
+  if (!python_forward && pre.empty() && post.empty() && args.size() == 1 && kwargs.size() == 0 &&
+      nb::isinstance<PyTensor>(args[0])) {
+    const Tensor x = *nb::inst_ptr<PyTensor>(args[0]);
+    Tensor out;
+    {
+      nb::gil_scoped_release release;
+      out = m(x);
+    }
+    return wrap_tensor(out);
+  }
+  nb::tuple a = args;
+  auto first_tensor = [&](const nb::tuple& t) -> const Tensor* {
+    return t.size() && nb::isinstance<PyTensor>(t[0]) ? nb::inst_ptr<PyTensor>(t[0]) : nullptr;
+  };
+  for (const nn::ForwardPreHook& h : pre) {
+    if (const PyPreHook* py = h.target<PyPreHook>()) {
+      nb::object r = nb::borrow(py->fn.get())(self, a);
+      if (!r.is_none()) a = nb::isinstance<nb::tuple>(r) ? nb::borrow<nb::tuple>(r) : nb::make_tuple(r);
+    } else if (const Tensor* x = first_tensor(a)) {
+      Tensor r = h(m, *x);
+      if (r.defined()) {
+        nb::list l(a);
+        l[0] = wrap_tensor(r);
+        a = nb::tuple(l);
+      }
+    }
+  }
+  nb::object out = self.attr("forward")(*a, **kwargs);
+  for (const nn::ForwardHook& h : post) {
+    if (const PyHook* py = h.target<PyHook>()) {
+      nb::object r = nb::borrow(py->fn.get())(self, a, out);
+      if (!r.is_none()) out = r;
+    } else if (const Tensor* x = first_tensor(a); x && nb::isinstance<PyTensor>(out)) {
+      h(m, *x, *nb::inst_ptr<PyTensor>(out));
+    }
+  }
+  return out;
+}
+
+void drop_instance_attribute(nb::handle self, const std::string& name) {
+  if (!PyObject_HasAttrString(self.ptr(), "__dict__")) return;
+  nb::dict d = nb::inst_dict(self);
+  if (d.contains(name.c_str())) PyDict_DelItemString(d.ptr(), name.c_str());
+}
+
+void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
+  const std::string name = nb::cast<std::string>(name_obj);
+  const bool ready = nb::inst_ready(self);
+  const bool is_param = nb::isinstance<PyParameter>(value);
+  const bool is_module = !is_param && nb::isinstance<nn::Module>(value);
+  if ((is_param || is_module) && !ready) {
+    throw nb::attribute_error(
+        fmt::format("cannot assign {} '{}' before Module.__init__() call",
+                    is_param ? "parameter" : "module", name)
+            .c_str());
+  }
+  if (ready) {
+    nn::Module& m = mod(self);
+    if (is_param) {
+      const Tensor& t = *nb::inst_ptr<PyTensor>(value);
+      m.set_parameter(name, t, t.requires_grad());
+      drop_instance_attribute(self, name);
+      return;
+    }
+    if (is_module) {
+      m.set_child(name, nb::cast<std::shared_ptr<nn::Module>>(value));
+      drop_instance_attribute(self, name);
+      return;
+    }
+    if (Tensor* p = m.find_parameter(name)) {
+      EMBER_CHECK_TYPE(value.is_none(),
+                       "[nn.{}] cannot assign '{}' as parameter '{}' (ember.nn.Parameter or None "
+                       "expected)",
+                       m.type_name(), type_name_of(value), name);
+      *p = Tensor();
+      return;
+    }
+    if (m.find_buffer(name)) {
+      EMBER_CHECK_TYPE(value.is_none() || nb::isinstance<PyTensor>(value),
+                       "[nn.{}] cannot assign '{}' as buffer '{}' (ember.Tensor or None expected)",
+                       m.type_name(), type_name_of(value), name);
+      m.set_buffer(name, value.is_none() ? Tensor() : Tensor(*nb::inst_ptr<PyTensor>(value)));
+      return;
+    }
+    if (m.find_child(name)) {
+      EMBER_CHECK_TYPE(value.is_none(),
+                       "[nn.{}] cannot assign '{}' as child module '{}' (ember.nn.Module or None "
+                       "expected)",
+                       m.type_name(), type_name_of(value), name);
+      m.remove(name);
+      return;
+    }
+  }
+  if (PyObject_GenericSetAttr(self.ptr(), name_obj.ptr(), value.ptr()) != 0) throw nb::python_error();
+}
+
+nb::object get_attribute(nb::handle self, const std::string& name) {
+  if (nb::inst_ready(self)) {
+    nn::Module& m = mod(self);
+    if (Tensor* p = m.find_parameter(name)) return wrap_tensor(*p, parameter_type());
+    if (Tensor* b = m.find_buffer(name)) return wrap_tensor(*b);
+    if (auto c = m.find_child(name)) return nb::cast(c);
+  }
+  throw nb::attribute_error(
+      fmt::format("'{}' object has no attribute '{}'", type_name_of(self), name).c_str());
+}
+
+void del_attribute(nb::handle self, nb::handle name_obj) {
+  const std::string name = nb::cast<std::string>(name_obj);
+  if (nb::inst_ready(self) && mod(self).remove(name)) return;
+  if (PyObject_GenericSetAttr(self.ptr(), name_obj.ptr(), nullptr) != 0) throw nb::python_error();
+}
+
+/** A module's parameters as (name, Parameter) pairs, each tensor once. */
+nb::list named_parameters(nn::Module& m, const std::string& prefix, bool recurse,
+                          bool remove_duplicate) {
+  nb::list out;
+  std::unordered_set<const TensorImpl*> seen;
+  for (auto& [name, t] : m.named_parameters(recurse)) {
+    if (remove_duplicate && !seen.insert(t.impl()).second) continue;
+    out.append(nb::make_tuple(prefix.empty() ? name : prefix + "." + name,
+                              wrap_tensor(t, parameter_type())));
+  }
+  return out;
+}
+
+nb::list named_modules(nn::Module& m, const std::string& prefix, bool remove_duplicate) {
+  nb::list out;
+  std::unordered_set<const nn::Module*> seen;
+  for (auto& [name, child] : m.named_modules()) {
+    if (remove_duplicate && !seen.insert(child.get()).second) continue;
+    std::string full = prefix.empty() ? name : (name.empty() ? prefix : prefix + "." + name);
+    out.append(nb::make_tuple(full, child.get() == &m ? module_object(m) : nb::cast(child)));
+  }
+  return out;
+}
+
+nb::object iter_of(nb::list l) {
+  return nb::iter(l);
+}
+
+nb::handle module_to(nb::handle self, nb::args args, nb::kwargs kwargs) {
+  nn::Module& m = mod(self);
+  const ToArgs a = parse_to(args, kwargs);
+  {
+    nb::gil_scoped_release release;
+    if (a.device) m.to(*a.device);
+    if (a.dtype) m.to(*a.dtype);
+    if (a.memory_format && *a.memory_format != MemoryFormat::Preserve) m.to(*a.memory_format);
+  }
+  return self;
+}
+
+nn::Module& submodule(nn::Module& m, const std::string& target) {
+  nn::Module* cur = &m;
+  size_t start = 0;
+  while (start < target.size()) {
+    const size_t dot = target.find('.', start);
+    const std::string part = target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    auto child = cur->find_child(part);
+    EMBER_CHECK_INDEX(child != nullptr, "[nn.{}] has no submodule '{}' (in '{}')", cur->type_name(),
+                      part, target);
+    cur = child.get();
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return *cur;
+}
+
+std::pair<nn::Module*, std::string> owner_of(nn::Module& m, const std::string& target) {
+  const size_t dot = target.rfind('.');
+  if (dot == std::string::npos) return {&m, target};
+  return {&submodule(m, target.substr(0, dot)), target.substr(dot + 1)};
+}
+
+nb::object incompatible_keys(std::vector<std::string> missing, std::vector<std::string> unexpected) {
+  nb::object type = nb::module_::import_("ember.return_types").attr("IncompatibleKeys");
+  return type(missing, unexpected);
+}
+
+/** Reduction from a loss module's PyTorch arguments. */
+Reduction reduction_arg(std::optional<bool> size_average, std::optional<bool> reduce,
+                        std::string_view reduction, const char* op) {
+  if (size_average || reduce) {
+    if (!reduce.value_or(true)) return Reduction::None;
+    return size_average.value_or(true) ? Reduction::Mean : Reduction::Sum;
+  }
+  return parse_reduction(reduction, op);
+}
+
+std::string reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None:
+      return "none";
+    case Reduction::Mean:
+      return "mean";
+    case Reduction::Sum:
+      return "sum";
+    case Reduction::BatchMean:
+      return "batchmean";
+  }
+  return "mean";
+}
+
+nn::Pair pair_of(const Ints& v) {
+  if (v.size() == 1) return nn::Pair(v.v[0]);
+  EMBER_CHECK(v.size() == 2, "[nn] expected an int or a pair of ints, got {} values", v.size());
+  return nn::Pair(v.v[0], v.v[1]);
+}
+
+nb::tuple pair_tuple(const nn::Pair& p) {
+  return nb::make_tuple(p.h, p.w);
+}
+
+/** A module moved to device and dtype after construction (the layers' device=, dtype=). */
+void place(nn::Module& m, const std::optional<Device>& device, const std::optional<DType>& dtype) {
+  if (device) m.to(*device);
+  if (dtype) m.to(*dtype);
+}
+
+/** nb::class_ for a module class with its trampoline and a __dict__. */
+template <class T, class Base = nn::Module>
+nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const char* doc) {
+  return nb::class_<T, Base, PyLayer<T>>(m, name, nb::dynamic_attr(), doc);
+}
+
+/** 'same' or 'valid' conv padding, or numbers. */
+nn::Pair conv_padding_arg(nb::handle padding, const nn::Pair& kernel, const nn::Pair& dilation,
+                          const nn::Pair& stride, const char* layer_name) {
+  if (nb::isinstance<nb::str>(padding)) {
+    const std::string p = nb::cast<std::string>(padding);
+    if (p == "valid") return nn::Pair(0);
+    EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
+                layer_name, p);
+    EMBER_CHECK(stride.h == 1 && stride.w == 1,
+                "[nn.{}] padding='same' is not supported for strided convolutions", layer_name);
+    const int64_t th = dilation.h * (kernel.h - 1), tw = dilation.w * (kernel.w - 1);
+    EMBER_CHECK(th % 2 == 0 && tw % 2 == 0,
+                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {} and {}",
+                layer_name, th, tw);
+    return nn::Pair(th / 2, tw / 2);
+  }
+  return pair_of(nb::cast<Ints>(padding));
+}
+
+void bind_module_base(nb::module_& m) {
+  auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
+      m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
+      "Base of every layer and model; subclass it and define forward.");
+  cls.def(
+         "__init__",
+         [](nb::pointer_and_handle<nn::Module> v, nb::args, nb::kwargs) {
+           construct<nn::Module>(v, "Module");
+         },
+         "args"_a, "kwargs"_a, "A module with no parameters, buffers or submodules yet.")
+      .def("__call__", &call_module, "args"_a, "kwargs"_a,
+           nb::sig("def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> typing.Any"),
+           "Runs the forward pre-hooks, forward(*args, **kwargs) and the forward hooks.")
+      .def(
+          "forward", [](nn::Module& self, const Tensor& x) { return self.forward(x); }, "input"_a,
+          release_gil(), "The computation; subclasses define it.")
+      .def("__setattr__", &set_attribute, "name"_a, "value"_a)
+      .def("__getattr__", &get_attribute, "name"_a,
+           nb::sig("def __getattr__(self, name: str) -> typing.Any"))
+      .def("__delattr__", &del_attribute, "name"_a)
+      .def("__dir__",
+           [](nb::handle self) {
+             nb::list out = nb::borrow<nb::list>(
+                 nb::module_::import_("builtins").attr("object").attr("__dir__")(self));
+             nn::Module& m = mod(self);
+             for (auto& [n, t] : m.named_parameters(false)) out.append(n);
+             for (auto& [n, t] : m.named_buffers(false)) out.append(n);
+             for (auto& [n, c] : m.named_children()) out.append(n);
+             return out;
+           })
+      .def("__repr__", [](const nn::Module& m) { return m.repr(); })
+      .def("extra_repr", [](const nn::Module& m) { return m.extra_repr(); },
+           "The arguments shown in repr(); subclasses may define it.")
+      .def_prop_rw(
+          "training", &nn::Module::is_training, &nn::Module::set_training,
+          "True in training mode (train()), False in evaluation mode (eval()).")
+      .def(
+          "train",
+          [](nb::handle self, bool mode) {
+            mod(self).train(mode);
+            return self;
+          },
+          "mode"_a = true, "Sets training mode here and in every submodule; returns self.")
+      .def(
+          "eval", [](nb::handle self) { return self.attr("train")(false); },
+          "Evaluation mode (train(False)); returns self.")
+      .def(
+          "requires_grad_",
+          [](nb::handle self, bool on) {
+            for (Tensor& p : mod(self).parameters()) p.requires_grad_(on);
+            return self;
+          },
+          "requires_grad"_a = true, "Sets requires_grad of every parameter; returns self.")
+      .def(
+          "zero_grad", [](nn::Module& m, bool set_to_none) { m.zero_grad(set_to_none); },
+          "set_to_none"_a = true, "Resets every parameter's gradient (to None by default).")
+      .def("to", &module_to, "args"_a, "kwargs"_a,
+           nb::sig("def to(self, *args: typing.Any, **kwargs: typing.Any) -> typing_extensions.Self"),
+           "Moves or converts every parameter and buffer (device, dtype, memory_format); returns "
+           "self.")
+      .def(
+          "cuda",
+          [](nb::handle self, std::optional<nb::object> device) {
+            Device d("cuda");
+            if (device && !device->is_none()) {
+              d = PyLong_Check(device->ptr()) ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
+                                              : nb::cast<Device>(*device);
+            }
+            {
+              nb::gil_scoped_release release;
+              mod(self).to(d);
+            }
+            return self;
+          },
+          "device"_a = nb::none(), "Moves every parameter and buffer to a CUDA device.")
+      .def(
+          "cpu",
+          [](nb::handle self) {
+            {
+              nb::gil_scoped_release release;
+              mod(self).to(Device::cpu());
+            }
+            return self;
+          },
+          "Moves every parameter and buffer to the CPU; returns self.");
+  for (auto [name, d] : {std::pair{"float", DType::Float32}, std::pair{"double", DType::Float64},
+                         std::pair{"half", DType::Float16}, std::pair{"bfloat16", DType::BFloat16}}) {
+    const DType dt = d;
+    cls.def(
+        name,
+        [dt](nb::handle self) {
+          {
+            nb::gil_scoped_release release;
+            mod(self).to(dt);
+          }
+          return self;
+        },
+        "Converts every floating parameter and buffer; returns self.");
+  }
+  cls.def(
+         "apply",
+         [](nb::handle self, nb::handle fn) {
+           for (auto& c : mod(self).children()) nb::cast(c).attr("apply")(fn);
+           fn(self);
+           return self;
+         },
+         "fn"_a, "Calls fn on every submodule (children first) and on self; returns self.")
+      .def(
+          "parameters",
+          [](nn::Module& m, bool recurse) {
+            nb::list out;
+            for (auto item : named_parameters(m, "", recurse, true)) out.append(nb::borrow<nb::tuple>(item)[1]);
+            return iter_of(out);
+          },
+          "recurse"_a = true,
+          nb::sig("def parameters(self, recurse: bool = True) -> collections.abc.Iterator[ember._C.Parameter]"),
+          "The parameters of this module and (with recurse) its submodules, each once.")
+      .def(
+          "named_parameters",
+          [](nn::Module& m, const std::string& prefix, bool recurse, bool remove_duplicate) {
+            return iter_of(named_parameters(m, prefix, recurse, remove_duplicate));
+          },
+          "prefix"_a = "", "recurse"_a = true, "remove_duplicate"_a = true,
+          nb::sig("def named_parameters(self, prefix: str = '', recurse: bool = True, "
+                  "remove_duplicate: bool = True) -> collections.abc.Iterator[tuple[str, "
+                  "ember._C.Parameter]]"),
+          "(dotted name, parameter) pairs.")
+      .def(
+          "buffers",
+          [](nn::Module& m, bool recurse) {
+            nb::list out;
+            for (const Tensor& t : m.buffers(recurse)) out.append(wrap_tensor(t));
+            return iter_of(out);
+          },
+          "recurse"_a = true,
+          nb::sig("def buffers(self, recurse: bool = True) -> collections.abc.Iterator[ember._C.Tensor]"),
+          "The buffers of this module and (with recurse) its submodules.")
+      .def(
+          "named_buffers",
+          [](nn::Module& m, const std::string& prefix, bool recurse) {
+            nb::list out;
+            for (auto& [n, t] : m.named_buffers(recurse)) {
+              out.append(nb::make_tuple(prefix.empty() ? n : prefix + "." + n, wrap_tensor(t)));
+            }
+            return iter_of(out);
+          },
+          "prefix"_a = "", "recurse"_a = true,
+          nb::sig("def named_buffers(self, prefix: str = '', recurse: bool = True) -> "
+                  "collections.abc.Iterator[tuple[str, ember._C.Tensor]]"),
+          "(dotted name, buffer) pairs.")
+      .def(
+          "children",
+          [](nn::Module& m) {
+            nb::list out;
+            for (auto& c : m.children()) out.append(nb::cast(c));
+            return iter_of(out);
+          },
+          nb::sig("def children(self) -> collections.abc.Iterator[ember._C.nn.Module]"),
+          "The direct submodules.")
+      .def(
+          "named_children",
+          [](nn::Module& m) {
+            nb::list out;
+            for (auto& [n, c] : m.named_children()) out.append(nb::make_tuple(n, nb::cast(c)));
+            return iter_of(out);
+          },
+          nb::sig("def named_children(self) -> collections.abc.Iterator[tuple[str, ember._C.nn.Module]]"),
+          "(name, submodule) pairs.")
+      .def(
+          "modules",
+          [](nn::Module& m) {
+            nb::list out;
+            for (auto item : named_modules(m, "", true)) out.append(nb::borrow<nb::tuple>(item)[1]);
+            return iter_of(out);
+          },
+          nb::sig("def modules(self) -> collections.abc.Iterator[ember._C.nn.Module]"),
+          "This module and every submodule, depth first, each once.")
+      .def(
+          "named_modules",
+          [](nn::Module& m, nb::handle, const std::string& prefix, bool remove_duplicate) {
+            return iter_of(named_modules(m, prefix, remove_duplicate));
+          },
+          "memo"_a = nb::none(), "prefix"_a = "", "remove_duplicate"_a = true,
+          nb::sig("def named_modules(self, memo: object = None, prefix: str = '', "
+                  "remove_duplicate: bool = True) -> collections.abc.Iterator[tuple[str, "
+                  "ember._C.nn.Module]]"),
+          "(dotted name, module) pairs, this module first (named '').")
+      .def(
+          "register_parameter",
+          [](nn::Module& m, const std::string& name, std::optional<Tensor> param) {
+            if (param) {
+              m.set_parameter(name, *param, param->requires_grad());
+            } else {
+              m.set_parameter(name, Tensor());
+            }
+          },
+          "name"_a, "param"_a.none(), "Adds (or replaces) a parameter; None registers an empty one.")
+      .def(
+          "register_buffer",
+          [](nn::Module& m, const std::string& name, std::optional<Tensor> tensor, bool persistent) {
+            if (m.find_buffer(name)) m.remove(name);
+            m.register_buffer(name, tensor.value_or(Tensor()), persistent);
+          },
+          "name"_a, "tensor"_a.none(), "persistent"_a = true,
+          "Adds a buffer: moved with the module, saved in the state dict if persistent.")
+      .def(
+          "add_module",
+          [](nn::Module& m, const std::string& name, std::shared_ptr<nn::Module> module) {
+            m.set_child(name, std::move(module));
+          },
+          "name"_a, "module"_a, "Adds (or replaces) a submodule.")
+      .def(
+          "register_module",
+          [](nn::Module& m, const std::string& name, std::shared_ptr<nn::Module> module) {
+            m.set_child(name, std::move(module));
+          },
+          "name"_a, "module"_a, "Adds (or replaces) a submodule.")
+      .def(
+          "get_submodule",
+          [](nn::Module& m, const std::string& target) {
+            nn::Module& s = submodule(m, target);
+            return module_object(s);
+          },
+          "target"_a, "The submodule at a dotted path ('' is the module itself).")
+      .def(
+          "get_parameter",
+          [](nn::Module& m, const std::string& target) {
+            auto [owner, name] = owner_of(m, target);
+            Tensor* p = owner->find_parameter(name);
+            EMBER_CHECK_INDEX(p != nullptr, "[nn.{}] has no parameter '{}'", owner->type_name(), name);
+            return wrap_tensor(*p, parameter_type());
+          },
+          "target"_a, "The parameter at a dotted path.")
+      .def(
+          "get_buffer",
+          [](nn::Module& m, const std::string& target) {
+            auto [owner, name] = owner_of(m, target);
+            Tensor* b = owner->find_buffer(name);
+            EMBER_CHECK_INDEX(b != nullptr, "[nn.{}] has no buffer '{}'", owner->type_name(), name);
+            return wrap_tensor(*b);
+          },
+          "target"_a, "The buffer at a dotted path.")
+      .def(
+          "state_dict",
+          [](nn::Module& m, nb::handle destination, const std::string& prefix, bool keep_vars) {
+            nb::dict out = destination.is_none() ? nb::dict() : nb::borrow<nb::dict>(destination);
+            for (auto& [n, t] : m.state_items()) {
+              out[nb::str((prefix + n).c_str())] = wrap_tensor(keep_vars ? t : t.detach());
+            }
+            return out;
+          },
+          "destination"_a = nb::none(), "prefix"_a = "", "keep_vars"_a = false,
+          nb::sig("def state_dict(self, destination: object = None, prefix: str = '', "
+                  "keep_vars: bool = False) -> dict[str, ember._C.Tensor]"),
+          "Parameters and persistent buffers by dotted name, in registration order.")
+      .def(
+          "load_state_dict",
+          [](nn::Module& m, const StateDict& state, bool strict, bool assign) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!assign, "[nn.{}] load_state_dict(assign=True) is not supported",
+                                        m.type_name());
+            std::vector<std::string> missing, unexpected;
+            std::unordered_set<std::string> own;
+            for (auto& [n, t] : m.state_items()) {
+              own.insert(n);
+              if (!state.count(n)) missing.push_back(n);
+            }
+            for (auto& [n, t] : state) {
+              if (!own.count(n)) unexpected.push_back(n);
+            }
+            {
+              nb::gil_scoped_release release;
+              m.load_state_dict(state, strict);
+            }
+            return incompatible_keys(missing, unexpected);
+          },
+          "state_dict"_a, "strict"_a = true, "assign"_a = false,
+          "Copies tensors into the parameters and buffers in place; returns (missing_keys, "
+          "unexpected_keys). With strict, either is an error; a shape mismatch always is.")
+      .def(
+          "register_forward_hook",
+          [](nn::Module& m, nb::handle hook, bool prepend, bool with_kwargs, bool always_call) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!prepend && !with_kwargs && !always_call,
+                                        "[nn.{}] register_forward_hook: prepend, with_kwargs and "
+                                        "always_call are not supported",
+                                        m.type_name());
+            auto handle = std::make_shared<nn::HookHandle>(m.register_forward_hook(PyHook{PyRef(hook)}));
+            return make_removable_handle([handle] { handle->remove(); });
+          },
+          "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
+          "always_call"_a = false,
+          "Calls hook(module, args, output) after every forward; a returned value replaces the "
+          "output.")
+      .def(
+          "register_forward_pre_hook",
+          [](nn::Module& m, nb::handle hook, bool prepend, bool with_kwargs) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!prepend && !with_kwargs,
+                                        "[nn.{}] register_forward_pre_hook: prepend and "
+                                        "with_kwargs are not supported",
+                                        m.type_name());
+            auto handle =
+                std::make_shared<nn::HookHandle>(m.register_forward_pre_hook(PyPreHook{PyRef(hook)}));
+            return make_removable_handle([handle] { handle->remove(); });
+          },
+          "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
+          "Calls hook(module, args) before every forward; a returned value replaces the args.");
+}
+
+void bind_containers(nb::module_& m) {
+  layer<nn::Sequential>(m, "Sequential", "Runs its modules one after another.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Sequential> v, nb::args modules) {
+            construct<nn::Sequential>(v);
+            if (modules.size() == 1 && nb::hasattr(modules[0], "items") &&
+                !nb::isinstance<nn::Module>(modules[0])) {
+              for (auto item : modules[0].attr("items")()) {
+                nb::tuple kv = nb::borrow<nb::tuple>(item);
+                v.p->push_back(nb::cast<std::string>(kv[0]), nb::cast<std::shared_ptr<nn::Module>>(kv[1]));
+              }
+              return;
+            }
+            for (nb::handle h : modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+          },
+          "args"_a, "Sequential(*modules) or Sequential(OrderedDict of name -> module).")
+      .def(
+          "__getitem__",
+          [](nn::Sequential& s, nb::handle idx) -> nb::object {
+            if (PySlice_Check(idx.ptr())) {
+              Py_ssize_t start, stop, step, len;
+              if (PySlice_GetIndicesEx(idx.ptr(), s.size(), &start, &stop, &step, &len) != 0) {
+                throw nb::python_error();
+              }
+              auto out = std::make_shared<nn::Sequential>();
+              auto named = s.named_children();
+              for (Py_ssize_t i = 0; i < len; ++i) {
+                auto& [n, c] = named[static_cast<size_t>(start + i * step)];
+                out->push_back(n, c);
+              }
+              return nb::cast(out);
+            }
+            return nb::cast(s[nb::cast<int64_t>(idx)]);
+          },
+          "idx"_a, "The i-th module, or a Sequential of a slice of them.")
+      .def("__len__", &nn::Sequential::size)
+      .def("__iter__",
+           [](nn::Sequential& s) {
+             nb::list out;
+             for (auto& c : s.children()) out.append(nb::cast(c));
+             return nb::iter(out);
+           })
+      .def(
+          "append",
+          [](nb::handle self, std::shared_ptr<nn::Module> module) {
+            nb::cast<nn::Sequential&>(self).push_back(std::move(module));
+            return self;
+          },
+          "module"_a, "Appends a module; returns self.")
+      .def(
+          "extend",
+          [](nb::handle self, nb::iterable modules) {
+            for (nb::handle h : modules) {
+              nb::cast<nn::Sequential&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+            }
+            return self;
+          },
+          "modules"_a, "Appends every module; returns self.");
+  layer<nn::ModuleList>(m, "ModuleList", "Holds submodules in a list (no forward).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::ModuleList> v, std::optional<nb::iterable> modules) {
+            construct<nn::ModuleList>(v);
+            if (modules) {
+              for (nb::handle h : *modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+            }
+          },
+          "modules"_a = nb::none(), "A list of the given modules.")
+      .def(
+          "__getitem__",
+          [](nn::ModuleList& l, nb::handle idx) -> nb::object {
+            if (PySlice_Check(idx.ptr())) {
+              Py_ssize_t start, stop, step, len;
+              if (PySlice_GetIndicesEx(idx.ptr(), l.size(), &start, &stop, &step, &len) != 0) {
+                throw nb::python_error();
+              }
+              auto out = std::make_shared<nn::ModuleList>();
+              for (Py_ssize_t i = 0; i < len; ++i) out->push_back(l[start + i * step]);
+              return nb::cast(out);
+            }
+            return nb::cast(l[nb::cast<int64_t>(idx)]);
+          },
+          "idx"_a, "The i-th module, or a ModuleList of a slice.")
+      .def(
+          "__setitem__",
+          [](nn::ModuleList& l, int64_t i, std::shared_ptr<nn::Module> module) {
+            const int64_t n = l.size();
+            EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.ModuleList] index {} out of range for {} modules", i, n);
+            l.set_child(std::to_string(i < 0 ? i + n : i), std::move(module));
+          },
+          "idx"_a, "module"_a, "Replaces the i-th module.")
+      .def("__len__", &nn::ModuleList::size)
+      .def("__iter__",
+           [](nn::ModuleList& l) {
+             nb::list out;
+             for (auto& c : l) out.append(nb::cast(c));
+             return nb::iter(out);
+           })
+      .def(
+          "append",
+          [](nb::handle self, std::shared_ptr<nn::Module> module) {
+            nb::cast<nn::ModuleList&>(self).push_back(std::move(module));
+            return self;
+          },
+          "module"_a, "Appends a module; returns self.")
+      .def(
+          "extend",
+          [](nb::handle self, nb::iterable modules) {
+            for (nb::handle h : modules) {
+              nb::cast<nn::ModuleList&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+            }
+            return self;
+          },
+          "modules"_a, "Appends every module; returns self.");
+}
+
+void bind_layers(nb::module_& m) {
+  layer<nn::Identity>(m, "Identity", "Returns its input.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Identity> v, nb::args, nb::kwargs) { construct<nn::Identity>(v); },
+          "args"_a, "kwargs"_a, "Identity (arguments are ignored, as in PyTorch).");
+  layer<nn::Linear>(m, "Linear", "y = x W^T + b.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Linear> v, int64_t in, int64_t out, bool bias,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::Linear>(v, in, out, bias);
+            place(*v.p, device, dtype);
+          },
+          "in_features"_a, "out_features"_a, "bias"_a = true, "device"_a = nb::none(),
+          "dtype"_a = nb::none(), "A layer from in_features to out_features.")
+      .def_ro("in_features", &nn::Linear::in_features, "Input features.")
+      .def_ro("out_features", &nn::Linear::out_features, "Output features.")
+      .def("reset_parameters", &nn::Linear::reset_parameters, "PyTorch's default initialisation.");
+
+  auto conv2d_like = [&](auto tag, const char* name, const char* doc, bool transposed) {
+    using T = typename decltype(tag)::type;
+    auto c = layer<T>(m, name, doc);
+    if (!transposed) {
+      c.def(
+          "__init__",
+          [name](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
+                 nb::handle padding, Ints dilation, int64_t groups, bool bias,
+                 std::string_view padding_mode, std::optional<Device> device,
+                 std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(padding_mode == "zeros",
+                                        "[nn.{}] padding_mode '{}' is not supported (only 'zeros')",
+                                        name, padding_mode);
+            nn::Conv2dOptions o;
+            const nn::Pair k = pair_of(kernel_size);
+            o.stride = pair_of(stride);
+            o.dilation = pair_of(dilation);
+            o.padding = conv_padding_arg(padding, k, o.dilation, o.stride, name);
+            o.groups = groups;
+            o.bias = bias;
+            construct<T>(v, in, out, k, o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
+          "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+    } else {
+      c.def(
+          "__init__",
+          [](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
+             Ints padding, Ints output_padding, int64_t groups, bool bias, Ints dilation,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            nn::Conv2dOptions o;
+            o.stride = pair_of(stride);
+            o.padding = pair_of(padding);
+            o.output_padding = pair_of(output_padding);
+            o.dilation = pair_of(dilation);
+            o.groups = groups;
+            o.bias = bias;
+            construct<T>(v, in, out, pair_of(kernel_size), o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+    }
+    c.def_ro("in_channels", &T::in_channels, "Input channels.")
+        .def_ro("out_channels", &T::out_channels, "Output channels.")
+        .def_prop_ro("kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+        .def_prop_ro("stride", [](const T& l) { return pair_tuple(l.options.stride); }, "Window steps.")
+        .def_prop_ro("padding", [](const T& l) { return pair_tuple(l.options.padding); }, "Padding per side.")
+        .def_prop_ro("dilation", [](const T& l) { return pair_tuple(l.options.dilation); }, "Tap spacing.")
+        .def_prop_ro("groups", [](const T& l) { return l.options.groups; }, "Channel groups.")
+        .def("reset_parameters", &T::reset_parameters, "PyTorch's default initialisation.");
+  };
+  conv2d_like(std::type_identity<nn::Conv2d>{}, "Conv2d", "2-d convolution over [N, C, H, W].", false);
+  conv2d_like(std::type_identity<nn::ConvTranspose2d>{}, "ConvTranspose2d",
+              "Transposed 2-d convolution.", true);
+  layer<nn::Conv1d>(m, "Conv1d", "1-d convolution over [N, C, L].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Conv1d> v, int64_t in, int64_t out, int64_t kernel_size,
+             int64_t stride, nb::handle padding, int64_t dilation, int64_t groups, bool bias,
+             std::string_view padding_mode, std::optional<Device> device, std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(padding_mode == "zeros",
+                                        "[nn.Conv1d] padding_mode '{}' is not supported (only 'zeros')",
+                                        padding_mode);
+            nn::Conv1dOptions o;
+            o.stride = stride;
+            o.dilation = dilation;
+            o.padding = conv_padding_arg(padding, nn::Pair(1, kernel_size), nn::Pair(1, dilation),
+                                         nn::Pair(1, stride), "Conv1d")
+                            .w;
+            o.groups = groups;
+            o.bias = bias;
+            construct<nn::Conv1d>(v, in, out, kernel_size, o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "1-d convolution.")
+      .def_ro("in_channels", &nn::Conv1d::in_channels, "Input channels.")
+      .def_ro("out_channels", &nn::Conv1d::out_channels, "Output channels.")
+      .def_prop_ro("kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
+      .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
+
+  nb::class_<nn::BatchNorm, nn::Module>(m, "_BatchNorm", nb::dynamic_attr(),
+                                        "What BatchNorm1d and BatchNorm2d share.")
+      .def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
+      .def_prop_ro("eps", [](const nn::BatchNorm& b) { return b.options.eps; }, "Added to the variance.")
+      .def_prop_ro("momentum", [](const nn::BatchNorm& b) { return b.options.momentum; },
+                   "Running-statistics rate (None: cumulative average).")
+      .def_prop_ro("affine", [](const nn::BatchNorm& b) { return b.options.affine; }, "Learns weight and bias.")
+      .def_prop_ro("track_running_stats", [](const nn::BatchNorm& b) { return b.options.track_running_stats; },
+                   "Keeps running statistics.");
+  auto batchnorm = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    nb::class_<T, nn::BatchNorm, PyLayer<T>>(m, name, nb::dynamic_attr(), doc)
+        .def(
+            "__init__",
+            [](nb::pointer_and_handle<T> v, int64_t num_features, double eps,
+               std::optional<double> momentum, bool affine, bool track_running_stats,
+               std::optional<Device> device, std::optional<DType> dtype) {
+              construct<T>(v, num_features, nn::BatchNormOptions{eps, momentum, affine, track_running_stats});
+              place(*v.p, device, dtype);
+            },
+            "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1, "affine"_a = true,
+            "track_running_stats"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+  };
+  batchnorm(std::type_identity<nn::BatchNorm1d>{}, "BatchNorm1d", "Batch normalisation of [N, C] or [N, C, L].");
+  batchnorm(std::type_identity<nn::BatchNorm2d>{}, "BatchNorm2d", "Batch normalisation of [N, C, H, W].");
+  layer<nn::LayerNorm>(m, "LayerNorm", "Layer normalisation over the trailing normalized_shape.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LayerNorm> v, Ints normalized_shape, double eps,
+             bool elementwise_affine, bool bias, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::LayerNorm>(v, std::vector<int64_t>(normalized_shape.v.begin(), normalized_shape.v.end()),
+                                     eps, elementwise_affine);
+            if (elementwise_affine && !bias) v.p->set_parameter("bias", Tensor());
+            place(*v.p, device, dtype);
+          },
+          "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "LayerNorm over normalized_shape.")
+      .def_prop_ro("normalized_shape", [](const nn::LayerNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); },
+                   "The trailing dims normalised.")
+      .def_ro("eps", &nn::LayerNorm::eps, "Added to the variance.");
+  layer<nn::GroupNorm>(m, "GroupNorm", "Group normalisation of [N, C, ...].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GroupNorm> v, int64_t num_groups, int64_t num_channels,
+             double eps, bool affine, std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::GroupNorm>(v, num_groups, num_channels, eps, affine);
+            place(*v.p, device, dtype);
+          },
+          "num_groups"_a, "num_channels"_a, "eps"_a = 1e-5, "affine"_a = true,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "GroupNorm.")
+      .def_ro("num_groups", &nn::GroupNorm::num_groups, "Groups.")
+      .def_ro("num_channels", &nn::GroupNorm::num_channels, "Channels.")
+      .def_ro("eps", &nn::GroupNorm::eps, "Added to the variance.");
+  layer<nn::Dropout>(m, "Dropout", "Zeroes elements with probability p in training.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Dropout> v, double p, bool) { construct<nn::Dropout>(v, p); },
+          "p"_a = 0.5, "inplace"_a = false, "Dropout with probability p.")
+      .def_ro("p", &nn::Dropout::p, "The probability of zeroing.");
+  layer<nn::Embedding>(m, "Embedding", "A lookup table of vectors.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Embedding> v, int64_t num_embeddings, int64_t embedding_dim,
+             std::optional<int64_t> padding_idx, std::optional<double> max_norm, double norm_type,
+             bool, bool sparse, std::optional<Tensor> weight, bool freeze,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[nn.Embedding] sparse gradients are not supported");
+            construct<nn::Embedding>(v, num_embeddings, embedding_dim, padding_idx, max_norm, norm_type);
+            if (weight) {
+              EMBER_CHECK(weight->dim() == 2 && weight->size(0) == num_embeddings &&
+                              weight->size(1) == embedding_dim,
+                          "[nn.Embedding] _weight has shape {}, expected [{}, {}]",
+                          shape_str(weight->sizes()), num_embeddings, embedding_dim);
+              v.p->set_parameter("weight", *weight, !freeze);
+            }
+            place(*v.p, device, dtype);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "padding_idx"_a = nb::none(),
+          "max_norm"_a = nb::none(), "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false,
+          "sparse"_a = false, "_weight"_a = nb::none(), "_freeze"_a = false, "device"_a = nb::none(),
+          "dtype"_a = nb::none(), "A table of num_embeddings vectors of size embedding_dim.")
+      .def_ro("num_embeddings", &nn::Embedding::num_embeddings, "Rows.")
+      .def_ro("embedding_dim", &nn::Embedding::embedding_dim, "Columns.")
+      .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
+      .def_ro("max_norm", &nn::Embedding::max_norm, "Rows looked up are renormalised to it.");
+
+  auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max) {
+    using T = typename decltype(tag)::type;
+    auto c = layer<T>(m, name, doc);
+    if (is_max) {
+      c.def(
+          "__init__",
+          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+             Ints dilation, bool return_indices, bool ceil_mode) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.MaxPool2d] return_indices is not supported by the "
+                                        "layer (use nn.functional.max_pool2d)");
+            nn::Pool2dOptions o;
+            if (stride) o.stride = pair_of(*stride);
+            o.padding = pair_of(padding);
+            o.dilation = pair_of(dilation);
+            o.ceil_mode = ceil_mode;
+            construct<T>(v, pair_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+          "return_indices"_a = false, "ceil_mode"_a = false, doc);
+    } else {
+      c.def(
+          "__init__",
+          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+             bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+            nn::Pool2dOptions o;
+            if (stride) o.stride = pair_of(*stride);
+            o.padding = pair_of(padding);
+            o.ceil_mode = ceil_mode;
+            o.count_include_pad = count_include_pad;
+            o.divisor_override = divisor_override;
+            construct<T>(v, pair_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none(), doc);
+    }
+    c.def_prop_ro("kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).");
+  };
+  pool_layer(std::type_identity<nn::MaxPool2d>{}, "MaxPool2d", "Max pooling over [N, C, H, W].", true);
+  pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].", false);
+  layer<nn::AdaptiveAvgPool2d>(m, "AdaptiveAvgPool2d", "Average pooling to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveAvgPool2d> v, Ints output_size) {
+            construct<nn::AdaptiveAvgPool2d>(v, pair_of(output_size));
+          },
+          "output_size"_a, "Pools to output_size.")
+      .def_prop_ro("output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
+                   "(H, W).");
+  layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Flatten> v, int64_t start_dim, int64_t end_dim) {
+            construct<nn::Flatten>(v, start_dim, end_dim);
+          },
+          "start_dim"_a = 1, "end_dim"_a = -1, "Flatten.")
+      .def_ro("start_dim", &nn::Flatten::start_dim, "First dim merged.")
+      .def_ro("end_dim", &nn::Flatten::end_dim, "Last dim merged.");
+
+  // Activations.
+  auto simple = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    layer<T>(m, name, doc).def(
+        "__init__", [](nb::pointer_and_handle<T> v, bool) { construct<T>(v); }, "inplace"_a = false,
+        doc);
+  };
+  simple(std::type_identity<nn::ReLU>{}, "ReLU", "max(x, 0).");
+  simple(std::type_identity<nn::SiLU>{}, "SiLU", "x * sigmoid(x).");
+  simple(std::type_identity<nn::SELU>{}, "SELU", "The self-normalising ELU.");
+  simple(std::type_identity<nn::ReLU6>{}, "ReLU6", "min(max(x, 0), 6).");
+  simple(std::type_identity<nn::Mish>{}, "Mish", "x * tanh(softplus(x)).");
+  layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).")
+      .def("__init__", [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); });
+  layer<nn::Tanh>(m, "Tanh", "tanh(x).")
+      .def("__init__", [](nb::pointer_and_handle<nn::Tanh> v) { construct<nn::Tanh>(v); });
+  layer<nn::Sigmoid>(m, "Sigmoid", "1 / (1 + exp(-x)).")
+      .def("__init__", [](nb::pointer_and_handle<nn::Sigmoid> v) { construct<nn::Sigmoid>(v); });
+  layer<nn::GELU>(m, "GELU", "x * Phi(x), or its tanh approximation.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GELU> v, std::string approximate) {
+            construct<nn::GELU>(v, std::move(approximate));
+          },
+          "approximate"_a = "none")
+      .def_ro("approximate", &nn::GELU::approximate, "'none' or 'tanh'.");
+  layer<nn::LeakyReLU>(m, "LeakyReLU", "x where positive, else negative_slope * x.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool) { construct<nn::LeakyReLU>(v, slope); },
+          "negative_slope"_a = 0.01, "inplace"_a = false)
+      .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.");
+  layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool) { construct<nn::ELU>(v, alpha); },
+          "alpha"_a = 1.0, "inplace"_a = false)
+      .def_ro("alpha", &nn::ELU::alpha, "Alpha.");
+  layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool) { construct<nn::CELU>(v, alpha); },
+          "alpha"_a = 1.0, "inplace"_a = false)
+      .def_ro("alpha", &nn::CELU::alpha, "Alpha.");
+  layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Hardtanh> v, double lo, double hi, bool) {
+            construct<nn::Hardtanh>(v, lo, hi);
+          },
+          "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false)
+      .def_ro("min_val", &nn::Hardtanh::min_val, "Lower bound.")
+      .def_ro("max_val", &nn::Hardtanh::max_val, "Upper bound.");
+  layer<nn::Softplus>(m, "Softplus", "log(1 + exp(beta x)) / beta.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Softplus> v, double beta, double threshold) {
+            construct<nn::Softplus>(v, beta, threshold);
+          },
+          "beta"_a = 1.0, "threshold"_a = 20.0)
+      .def_ro("beta", &nn::Softplus::beta, "Beta.")
+      .def_ro("threshold", &nn::Softplus::threshold, "Above it the function is linear.");
+  auto dim_layer = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    layer<T>(m, name, doc)
+        .def(
+            "__init__",
+            [](nb::pointer_and_handle<T> v, std::optional<int64_t> dim) { construct<T>(v, dim.value_or(-1)); },
+            "dim"_a = nb::none(), doc)
+        .def_ro("dim", &T::dim, "The dim it normalises along.");
+  };
+  dim_layer(std::type_identity<nn::Softmax>{}, "Softmax", "softmax along dim.");
+  dim_layer(std::type_identity<nn::LogSoftmax>{}, "LogSoftmax", "log_softmax along dim.");
+}
+
+void bind_losses(nb::module_& m) {
+  nb::class_<nn::Loss, nn::Module>(m, "_Loss", nb::dynamic_attr(), "Base of the loss modules.")
+      .def(
+          "forward",
+          [](nn::Loss& l, const Tensor& input, const Tensor& target) { return l.forward(input, target); },
+          "input"_a, "target"_a, release_gil(), "The loss of input against target.")
+      .def_prop_ro("reduction", [](const nn::Loss& l) { return reduction_name(l.reduction); },
+                   "'mean', 'sum' or 'none'.");
+  auto loss = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    return nb::class_<T, nn::Loss, PyLayer<T>>(m, name, nb::dynamic_attr(), doc);
+  };
+  loss(std::type_identity<nn::CrossEntropyLoss>{}, "CrossEntropyLoss", "cross_entropy as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CrossEntropyLoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
+             std::string_view reduction, double label_smoothing) {
+            construct<nn::CrossEntropyLoss>(v, weight.value_or(Tensor()), ignore_index,
+                                            reduction_arg(size_average, reduce, reduction, "CrossEntropyLoss"),
+                                            label_smoothing);
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
+          "reduce"_a = nb::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0)
+      .def_ro("ignore_index", &nn::CrossEntropyLoss::ignore_index, "The target value ignored.")
+      .def_ro("label_smoothing", &nn::CrossEntropyLoss::label_smoothing, "Label smoothing.");
+  loss(std::type_identity<nn::NLLLoss>{}, "NLLLoss", "nll_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::NLLLoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::NLLLoss>(v, weight.value_or(Tensor()), ignore_index,
+                                   reduction_arg(size_average, reduce, reduction, "NLLLoss"));
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
+          "reduce"_a = nb::none(), "reduction"_a = "mean")
+      .def_ro("ignore_index", &nn::NLLLoss::ignore_index, "The target value ignored.");
+  auto plain_loss = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    loss(tag, name, doc)
+        .def(
+            "__init__",
+            [name](nb::pointer_and_handle<T> v, std::optional<bool> size_average,
+                   std::optional<bool> reduce, std::string_view reduction) {
+              construct<T>(v, reduction_arg(size_average, reduce, reduction, name));
+            },
+            "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean");
+  };
+  plain_loss(std::type_identity<nn::MSELoss>{}, "MSELoss", "Mean squared error.");
+  plain_loss(std::type_identity<nn::L1Loss>{}, "L1Loss", "Mean absolute error.");
+  loss(std::type_identity<nn::HuberLoss>{}, "HuberLoss", "Huber's loss.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::HuberLoss> v, std::string_view reduction, double delta) {
+            construct<nn::HuberLoss>(v, parse_reduction(reduction, "HuberLoss"), delta);
+          },
+          "reduction"_a = "mean", "delta"_a = 1.0)
+      .def_ro("delta", &nn::HuberLoss::delta, "Where the loss turns linear.");
+  loss(std::type_identity<nn::SmoothL1Loss>{}, "SmoothL1Loss", "Smooth L1 loss.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::SmoothL1Loss> v, std::optional<bool> size_average,
+             std::optional<bool> reduce, std::string_view reduction, double beta) {
+            construct<nn::SmoothL1Loss>(v, reduction_arg(size_average, reduce, reduction, "SmoothL1Loss"), beta);
+          },
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean", "beta"_a = 1.0)
+      .def_ro("beta", &nn::SmoothL1Loss::beta, "Where the loss turns linear.");
+  loss(std::type_identity<nn::KLDivLoss>{}, "KLDivLoss", "Kullback-Leibler divergence.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::KLDivLoss> v, std::optional<bool> size_average,
+             std::optional<bool> reduce, std::string_view reduction, bool log_target) {
+            construct<nn::KLDivLoss>(v, reduction_arg(size_average, reduce, reduction, "KLDivLoss"), log_target);
+          },
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+          "log_target"_a = false)
+      .def_ro("log_target", &nn::KLDivLoss::log_target, "The target holds log-probabilities.");
+  loss(std::type_identity<nn::BCELoss>{}, "BCELoss", "Binary cross entropy of probabilities.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::BCELoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+            construct<nn::BCELoss>(v, weight.value_or(Tensor()),
+                                   reduction_arg(size_average, reduce, reduction, "BCELoss"));
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean");
+  loss(std::type_identity<nn::BCEWithLogitsLoss>{}, "BCEWithLogitsLoss", "Binary cross entropy of logits.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::BCEWithLogitsLoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction,
+             std::optional<Tensor> pos_weight) {
+            construct<nn::BCEWithLogitsLoss>(v, weight.value_or(Tensor()), pos_weight.value_or(Tensor()),
+                                             reduction_arg(size_average, reduce, reduction, "BCEWithLogitsLoss"));
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", "pos_weight"_a = nb::none());
+}
+
+nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, double dropout,
+                           bool bidirectional, int64_t proj_size) {
+  EMBER_CHECK_NOT_IMPLEMENTED(proj_size == 0, "[nn.LSTM] proj_size is not supported, got {}", proj_size);
+  nn::RNNOptions o;
+  o.num_layers = num_layers;
+  o.bias = bias;
+  o.batch_first = batch_first;
+  o.dropout = dropout;
+  o.bidirectional = bidirectional;
+  return o;
+}
+
+void bind_recurrent(nb::module_& m) {
+  nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), "What LSTM and GRU share.")
+      .def_ro("input_size", &nn::RNNBase::input_size, "Input features.")
+      .def_ro("hidden_size", &nn::RNNBase::hidden_size, "Hidden features per direction.")
+      .def_prop_ro("num_layers", [](const nn::RNNBase& r) { return r.options.num_layers; }, "Stacked layers.")
+      .def_prop_ro("bias", [](const nn::RNNBase& r) { return r.options.bias; }, "Has biases.")
+      .def_prop_ro("batch_first", [](const nn::RNNBase& r) { return r.options.batch_first; }, "[N, L, ...] layout.")
+      .def_prop_ro("dropout", [](const nn::RNNBase& r) { return r.options.dropout; }, "Dropout between layers.")
+      .def_prop_ro("bidirectional", [](const nn::RNNBase& r) { return r.options.bidirectional; },
+                   "Two directions per layer.")
+      .def("reset_parameters", &nn::RNNBase::reset_parameters, "PyTorch's default initialisation.");
+  nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(m, "LSTM", nb::dynamic_attr(), "Long short-term memory.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LSTM> v, int64_t input_size, int64_t hidden_size,
+             int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
+             int64_t proj_size, std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::LSTM>(v, input_size, hidden_size,
+                                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, proj_size));
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
+          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "An LSTM.")
+      .def(
+          "forward",
+          [](nn::LSTM& l, const Tensor& input, std::optional<std::pair<Tensor, Tensor>> hx) {
+            std::tuple<Tensor, Tensor, Tensor> r;
+            {
+              nb::gil_scoped_release release;
+              r = hx ? l.forward(input, hx->first, hx->second) : l.forward(input, Tensor(), Tensor());
+            }
+            return nb::make_tuple(std::get<0>(r), nb::make_tuple(std::get<1>(r), std::get<2>(r)));
+          },
+          "input"_a, "hx"_a = nb::none(), "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).");
+  nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(), "Gated recurrent unit.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GRU> v, int64_t input_size, int64_t hidden_size,
+             int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::GRU>(v, input_size, hidden_size,
+                               rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0));
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
+          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "A GRU.")
+      .def(
+          "forward",
+          [](nn::GRU& g, const Tensor& input, std::optional<Tensor> hx) {
+            std::tuple<Tensor, Tensor> r;
+            {
+              nb::gil_scoped_release release;
+              r = g.forward(input, hx.value_or(Tensor()));
+            }
+            return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+          },
+          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.");
+}
+
+nn::TransformerLayerOptions transformer_options(int64_t dim_feedforward, double dropout,
+                                                nb::handle activation, double layer_norm_eps,
+                                                bool batch_first, bool norm_first, bool bias) {
+  nn::TransformerLayerOptions o;
+  o.dim_feedforward = dim_feedforward;
+  o.dropout = dropout;
+  if (nb::isinstance<nb::str>(activation)) {
+    o.activation = nb::cast<std::string>(activation);
+  } else {
+    // A function (F.relu, F.gelu): by name, as PyTorch fast-paths them.
+    const std::string name = nb::cast<std::string>(activation.attr("__name__"));
+    EMBER_CHECK(name == "relu" || name == "gelu",
+                "[nn.Transformer] activation must be 'relu', 'gelu' or those functions, got {}", name);
+    o.activation = name;
+  }
+  o.layer_norm_eps = layer_norm_eps;
+  o.batch_first = batch_first;
+  o.norm_first = norm_first;
+  o.bias = bias;
+  return o;
+}
+
+Tensor opt(const std::optional<Tensor>& t) {
+  return t.value_or(Tensor());
+}
+
+void bind_attention(nb::module_& m) {
+  layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MultiheadAttention> v, int64_t embed_dim, int64_t num_heads,
+             double dropout, bool bias, bool add_bias_kv, bool add_zero_attn,
+             std::optional<int64_t> kdim, std::optional<int64_t> vdim, bool batch_first,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            nn::MultiheadAttentionOptions o;
+            o.dropout = dropout;
+            o.bias = bias;
+            o.add_bias_kv = add_bias_kv;
+            o.add_zero_attn = add_zero_attn;
+            o.kdim = kdim;
+            o.vdim = vdim;
+            o.batch_first = batch_first;
+            construct<nn::MultiheadAttention>(v, embed_dim, num_heads, o);
+            place(*v.p, device, dtype);
+          },
+          "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0, "bias"_a = true, "add_bias_kv"_a = false,
+          "add_zero_attn"_a = false, "kdim"_a = nb::none(), "vdim"_a = nb::none(),
+          "batch_first"_a = false, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "embed_dim split over num_heads heads.")
+      .def(
+          "forward",
+          [](nn::MultiheadAttention& a, const Tensor& q, const Tensor& k, const Tensor& v,
+             std::optional<Tensor> key_padding_mask, bool need_weights, std::optional<Tensor> attn_mask,
+             bool average_attn_weights, bool is_causal) {
+            std::pair<Tensor, Tensor> r;
+            {
+              nb::gil_scoped_release release;
+              r = a.forward(q, k, v, opt(key_padding_mask), need_weights, opt(attn_mask),
+                            average_attn_weights, is_causal);
+            }
+            return nb::make_tuple(r.first, r.second);
+          },
+          "query"_a, "key"_a, "value"_a, "key_padding_mask"_a = nb::none(), "need_weights"_a = true,
+          "attn_mask"_a = nb::none(), "average_attn_weights"_a = true, "is_causal"_a = false,
+          "(attn_output, attn_weights or None).")
+      .def_ro("embed_dim", &nn::MultiheadAttention::embed_dim, "Embedding width.")
+      .def_ro("num_heads", &nn::MultiheadAttention::num_heads, "Heads.")
+      .def_ro("head_dim", &nn::MultiheadAttention::head_dim, "Width per head.")
+      .def_ro("batch_first", &nn::MultiheadAttention::batch_first, "[N, L, E] layout.");
+  layer<nn::TransformerEncoderLayer>(m, "TransformerEncoderLayer",
+                                     "Self-attention and a feed-forward block, with norms.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TransformerEncoderLayer> v, int64_t d_model, int64_t nhead,
+             int64_t dim_feedforward, double dropout, nb::handle activation, double layer_norm_eps,
+             bool batch_first, bool norm_first, bool bias, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::TransformerEncoderLayer>(
+                v, d_model, nhead,
+                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                                    norm_first, bias));
+            place(*v.p, device, dtype);
+          },
+          "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
+          "activation"_a = "relu", "layer_norm_eps"_a = 1e-5, "batch_first"_a = false,
+          "norm_first"_a = false, "bias"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "An encoder layer of width d_model.")
+      .def(
+          "forward",
+          [](nn::TransformerEncoderLayer& l, const Tensor& src, std::optional<Tensor> src_mask,
+             std::optional<Tensor> src_key_padding_mask, bool is_causal) {
+            return l.forward(src, opt(src_mask), opt(src_key_padding_mask), is_causal);
+          },
+          "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
+          "is_causal"_a = false, release_gil(), "The layer on src.");
+  layer<nn::TransformerDecoderLayer>(m, "TransformerDecoderLayer",
+                                     "Self-attention, attention over a memory and a feed-forward block.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TransformerDecoderLayer> v, int64_t d_model, int64_t nhead,
+             int64_t dim_feedforward, double dropout, nb::handle activation, double layer_norm_eps,
+             bool batch_first, bool norm_first, bool bias, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::TransformerDecoderLayer>(
+                v, d_model, nhead,
+                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                                    norm_first, bias));
+            place(*v.p, device, dtype);
+          },
+          "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
+          "activation"_a = "relu", "layer_norm_eps"_a = 1e-5, "batch_first"_a = false,
+          "norm_first"_a = false, "bias"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "A decoder layer of width d_model.")
+      .def(
+          "forward",
+          [](nn::TransformerDecoderLayer& l, const Tensor& tgt, const Tensor& memory,
+             std::optional<Tensor> tgt_mask, std::optional<Tensor> memory_mask,
+             std::optional<Tensor> tgt_key_padding_mask, std::optional<Tensor> memory_key_padding_mask,
+             bool tgt_is_causal, bool memory_is_causal) {
+            return l.forward(tgt, memory, opt(tgt_mask), opt(memory_mask), opt(tgt_key_padding_mask),
+                             opt(memory_key_padding_mask), tgt_is_causal, memory_is_causal);
+          },
+          "tgt"_a, "memory"_a, "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
+          "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
+          "tgt_is_causal"_a = false, "memory_is_causal"_a = false, release_gil(),
+          "The layer on tgt attending to memory.");
+  layer<nn::TransformerEncoder>(m, "TransformerEncoder", "A stack of encoder layers, then a norm.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TransformerEncoder> v, const nn::TransformerEncoderLayer& encoder_layer,
+             int64_t num_layers, std::shared_ptr<nn::LayerNorm> norm, bool, bool) {
+            construct<nn::TransformerEncoder>(v, encoder_layer, num_layers, std::move(norm));
+          },
+          "encoder_layer"_a, "num_layers"_a, "norm"_a.none() = nb::none(),
+          "enable_nested_tensor"_a = true, "mask_check"_a = true,
+          "num_layers copies of encoder_layer, then norm if given.")
+      .def(
+          "forward",
+          [](nn::TransformerEncoder& e, const Tensor& src, std::optional<Tensor> mask,
+             std::optional<Tensor> src_key_padding_mask, std::optional<bool> is_causal) {
+            return e.forward(src, opt(mask), opt(src_key_padding_mask), is_causal.value_or(false));
+          },
+          "src"_a, "mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
+          "is_causal"_a = nb::none(), release_gil(), "Every layer on src, then the norm.")
+      .def_ro("num_layers", &nn::TransformerEncoder::num_layers, "Layers.");
+}
+
+void bind_init(nb::module_& m) {
+  nb::module_ init = m.def_submodule("init", "In-place initialisers with PyTorch's formulas.");
+  auto fan_mode = [](std::string_view mode) {
+    EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[nn.init] mode must be 'fan_in' or 'fan_out', got '{}'",
+                mode);
+    return mode == "fan_in" ? nn::init::FanMode::FanIn : nn::init::FanMode::FanOut;
+  };
+  init.def(
+      "uniform_", [](Tensor& t, double a, double b, Generator* g) -> Tensor& { return nn::init::uniform_(t, a, b, g); },
+      "tensor"_a, "a"_a = 0.0, "b"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
+      "Fills tensor from U(a, b).");
+  init.def(
+      "normal_",
+      [](Tensor& t, double mean, double std, Generator* g) -> Tensor& { return nn::init::normal_(t, mean, std, g); },
+      "tensor"_a, "mean"_a = 0.0, "std"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
+      "Fills tensor from N(mean, std^2).");
+  init.def(
+      "constant_", [](Tensor& t, double v) -> Tensor& { return nn::init::constant_(t, v); }, "tensor"_a,
+      "val"_a, release_gil(), "Fills tensor with val.");
+  init.def(
+      "zeros_", [](Tensor& t) -> Tensor& { return nn::init::zeros_(t); }, "tensor"_a, release_gil(),
+      "Fills tensor with zeros.");
+  init.def(
+      "ones_", [](Tensor& t) -> Tensor& { return nn::init::ones_(t); }, "tensor"_a, release_gil(),
+      "Fills tensor with ones.");
+  init.def(
+      "xavier_uniform_",
+      [](Tensor& t, double gain, Generator* g) -> Tensor& { return nn::init::xavier_uniform_(t, gain, g); },
+      "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
+      "U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).");
+  init.def(
+      "xavier_normal_",
+      [](Tensor& t, double gain, Generator* g) -> Tensor& { return nn::init::xavier_normal_(t, gain, g); },
+      "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
+      "N(0, s^2), s = gain * sqrt(2 / (fan_in + fan_out)).");
+  init.def(
+      "kaiming_uniform_",
+      [fan_mode](Tensor& t, double a, std::string_view mode, std::string_view nonlinearity,
+                 Generator* g) -> Tensor& {
+        return nn::init::kaiming_uniform_(t, a, fan_mode(mode), nonlinearity, g);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu",
+      "generator"_a.none() = nb::none(), release_gil(), "U(-b, b), b = gain * sqrt(3 / fan).");
+  init.def(
+      "kaiming_normal_",
+      [fan_mode](Tensor& t, double a, std::string_view mode, std::string_view nonlinearity,
+                 Generator* g) -> Tensor& {
+        return nn::init::kaiming_normal_(t, a, fan_mode(mode), nonlinearity, g);
+      },
+      "tensor"_a, "a"_a = 0.0, "mode"_a = "fan_in", "nonlinearity"_a = "leaky_relu",
+      "generator"_a.none() = nb::none(), release_gil(), "N(0, s^2), s = gain / sqrt(fan).");
+  init.def(
+      "calculate_gain",
+      [](std::string_view nonlinearity, std::optional<double> param) {
+        return nn::init::calculate_gain(nonlinearity, param.value_or(0.01));
+      },
+      "nonlinearity"_a, "param"_a = nb::none(), "The recommended gain of a nonlinearity.");
+  init.def("_calculate_fan_in_and_fan_out", &nn::init::calculate_fan_in_and_fan_out, "tensor"_a,
+           "(fan_in, fan_out) of a weight.");
+}
+
+}  // namespace
+
+void bind_nn(nb::module_& root) {
+  nb::module_ m = root.def_submodule("nn", "Modules: layers, containers, losses.");
+  bind_module_base(m);
+  bind_containers(m);
+  bind_layers(m);
+  bind_losses(m);
+  bind_recurrent(m);
+  bind_attention(m);
+  bind_init(m);
+  m.def(
+      "checkpoint_sequential",
+      [](const nn::Sequential& functions, int64_t segments, const Tensor& input,
+         std::optional<bool>, bool preserve_rng_state) {
+        return nn::checkpoint_sequential(functions, segments, input, preserve_rng_state);
+      },
+      "functions"_a, "segments"_a, "input"_a, "use_reentrant"_a = nb::none(),
+      "preserve_rng_state"_a = true, release_gil(),
+      "Runs a Sequential in segments, each checkpointed (only the boundaries are kept).");
+}
+
+}  // namespace ember::python

@@ -1,0 +1,1483 @@
+// Every op with PyTorch's Python name, keywords and defaults: as a function of the ember module
+// (ember.add(input, other, alpha=1)) and, where PyTorch has one, as a Tensor method (x.add(other))
+// and an operator (x + other). Each op is written once and registered in both places (Binder).
+// The GIL is released inside every op (Note [The GIL around ops]).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "bind.h"
+
+namespace ember::python {
+
+// Note [The GIL around ops]
+// Every op releases the GIL for its whole C++ call (release_gil), so Python threads (DataLoader
+// workers, a second training thread) run while a kernel computes. Arguments are converted before
+// the release and the result after it: both touch Python objects. A Python callback reached from
+// inside an op (a tensor hook during backward, a Python module's forward called by a C++
+// container, a custom Function) takes the GIL again itself (PyRef, gil_scoped_acquire,
+// nanobind's trampolines).
+
+namespace {
+
+/** Registers an op as ember.<name>(input, ...) and Tensor.<name>(...), or either alone. */
+struct Binder {
+  nb::module_& m;
+  nb::class_<PyTensor>& cls;
+
+  template <typename Fn, typename... Extra>
+  Binder& both(const char* name, Fn&& fn, const Extra&... extra) {
+    m.def(name, fn, "input"_a, extra..., release_gil());
+    cls.def(name, std::forward<Fn>(fn), extra..., release_gil());
+    return *this;
+  }
+  /** both(), for a body that handles Python objects: it releases the GIL itself. */
+  template <typename Fn, typename... Extra>
+  Binder& both_py(const char* name, Fn&& fn, const Extra&... extra) {
+    m.def(name, fn, "input"_a, extra...);
+    cls.def(name, std::forward<Fn>(fn), extra...);
+    return *this;
+  }
+  template <typename Fn, typename... Extra>
+  Binder& function(const char* name, Fn&& fn, const Extra&... extra) {
+    m.def(name, std::forward<Fn>(fn), extra..., release_gil());
+    return *this;
+  }
+  template <typename Fn, typename... Extra>
+  Binder& method(const char* name, Fn&& fn, const Extra&... extra) {
+    cls.def(name, std::forward<Fn>(fn), extra..., release_gil());
+    return *this;
+  }
+  /** A Python operator (__add__, ...): NotImplemented when the other operand does not fit. */
+  template <typename Fn>
+  Binder& op(const char* name, Fn&& fn) {
+    cls.def(name, std::forward<Fn>(fn), nb::is_operator(), release_gil());
+    return *this;
+  }
+};
+
+Tensor add_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
+  const bool one = alpha.to_double() == 1.0;
+  if (b.tensor) return one ? add(a, *b.tensor) : add(a, mul(*b.tensor, alpha));
+  return add(a, one ? b.scalar : Scalar(b.scalar.to_double() * alpha.to_double()));
+}
+
+Tensor sub_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
+  const bool one = alpha.to_double() == 1.0;
+  if (b.tensor) return one ? sub(a, *b.tensor) : sub(a, mul(*b.tensor, alpha));
+  return sub(a, one ? b.scalar : Scalar(b.scalar.to_double() * alpha.to_double()));
+}
+
+/** The number `s` as a 0-d tensor that broadcasts against `like`. */
+Tensor scalar_like(const Scalar& s, const Tensor& like) {
+  return detail::scalar_tensor(s, like.dtype(), like.device());
+}
+
+/** `b` as a tensor (a number becomes a 0-d tensor promoted against `a`). */
+Tensor as_tensor_operand(const Operand& b, const Tensor& a) {
+  return b.tensor ? *b.tensor : scalar_like(b.scalar, a);
+}
+
+Tensor floor_divide_op(const Tensor& a, const Tensor& b) {
+  if (is_floating(a.dtype()) || is_floating(b.dtype())) return floor(div(a, b));
+  // Integers: exact in float64 for |values| < 2^53, then back to the promoted integer type.
+  const DType out = promote_types(a.dtype(), b.dtype());
+  return floor(div(a.to(DType::Float64), b.to(DType::Float64))).to(out);
+}
+
+Tensor div_op(const Tensor& a, const Operand& b, const std::optional<std::string>& rounding_mode) {
+  const Tensor bt = as_tensor_operand(b, a);
+  if (!rounding_mode) return b.tensor ? div(a, *b.tensor) : div(a, b.scalar);
+  if (*rounding_mode == "floor") return floor_divide_op(a, bt);
+  EMBER_CHECK(*rounding_mode == "trunc",
+              "[div] rounding_mode must be None, 'trunc' or 'floor', got '{}'", *rounding_mode);
+  Tensor q = div(a.to(DType::Float64), bt.to(DType::Float64));
+  q = mul(sign(q), floor(abs(q)));
+  return q.to(is_floating(a.dtype()) || is_floating(bt.dtype()) ? div(a, bt).dtype()
+                                                                  : promote_types(a.dtype(), bt.dtype()));
+}
+
+Tensor pow_op(const Tensor& a, const Operand& b) {
+  return b.tensor ? pow(a, *b.tensor) : pow(a, b.scalar);
+}
+
+/** Dims for reductions: None -> all, an int or a sequence of ints. */
+IntList dims_of(const std::optional<Ints>& dim) {
+  return dim ? IntList(dim->v) : IntList();
+}
+
+/** A reduction's input converted first when a dtype is asked for (sum(x, dtype=float64)). */
+Tensor cast_input(const Tensor& t, const std::optional<DType>& dtype) {
+  return dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
+}
+
+/** var/std's correction from PyTorch's two spellings: correction=, or unbiased=. */
+int64_t correction_of(std::optional<int64_t> correction, std::optional<bool> unbiased) {
+  if (correction) return *correction;
+  return unbiased.value_or(true) ? 1 : 0;
+}
+
+nb::object values_indices(std::tuple<Tensor, Tensor> r, const char* type_name) {
+  nb::module_ ember = nb::module_::import_("ember");
+  nb::object type = ember.attr("return_types").attr(type_name);
+  return type(std::get<0>(r), std::get<1>(r));
+}
+
+/** Pads given as PyTorch does for conv2d: an int, a pair, or 'valid' / 'same'. */
+Shape conv_padding(nb::handle padding, const Tensor& weight, IntList dilation, IntList stride,
+                   size_t spatial, const char* op) {
+  if (nb::isinstance<nb::str>(padding)) {
+    const std::string p = nb::cast<std::string>(padding);
+    if (p == "valid") return Shape(spatial, 0);
+    EMBER_CHECK(p == "same", "[{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
+                op, p);
+    for (int64_t s : stride) {
+      EMBER_CHECK(s == 1, "[{}] padding='same' is not supported for strided convolutions", op);
+    }
+    Shape pad;
+    for (size_t i = 0; i < spatial; ++i) {
+      const int64_t k = weight.size(static_cast<int64_t>(2 + i));
+      const int64_t d = dilation.size() == 1 ? dilation[0] : dilation[i];
+      const int64_t total = d * (k - 1);
+      EMBER_CHECK(total % 2 == 0,
+                  "[{}] padding='same' needs symmetric padding: kernel {} with dilation {} pads "
+                  "{} in total (make it even)",
+                  op, k, d, total);
+      pad.push_back(total / 2);
+    }
+    return pad;
+  }
+  Ints p = nb::cast<Ints>(padding);
+  if (p.size() == 1 && spatial > 1) return Shape(spatial, p.v[0]);
+  return p.v;
+}
+
+Shape pair(const Ints& v, size_t n = 2) {
+  if (v.size() == 1 && n > 1) return Shape(n, v.v[0]);
+  return v.v;
+}
+
+/** PyTorch's legacy size_average/reduce arguments folded into a reduction, as torch does. */
+Reduction loss_reduction(std::optional<bool> size_average, std::optional<bool> reduce,
+                         std::string_view reduction, const char* op) {
+  if (size_average || reduce) {
+    const bool avg = size_average.value_or(true), red = reduce.value_or(true);
+    if (!red) return Reduction::None;
+    return avg ? Reduction::Mean : Reduction::Sum;
+  }
+  return parse_reduction(reduction, op);
+}
+
+Tensor opt(const std::optional<Tensor>& t) {
+  return t.value_or(Tensor());
+}
+
+void bind_functional(nb::module_& f) {
+  // Layers.
+  f.def(
+      "linear",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) { return linear(x, w, opt(b)); },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), release_gil(), "input @ weight.T + bias.");
+  f.def(
+      "dropout",
+      [](const Tensor& x, double p, bool training, bool inplace) {
+        Tensor r = dropout(x, p, training);
+        if (!inplace) return r;
+        Tensor self = x;
+        return self.copy_(r);
+      },
+      "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
+      "Zeroes elements with probability p in training, scaling the rest by 1 / (1 - p).");
+  f.def(
+      "embedding",
+      [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
+         std::optional<double> max_norm, double norm_type, bool, bool sparse) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[embedding] sparse gradients are not supported");
+        return embedding(weight, input, padding_idx, max_norm, norm_type);
+      },
+      "input"_a, "weight"_a, "padding_idx"_a = nb::none(), "max_norm"_a = nb::none(),
+      "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false, release_gil(),
+      "Rows of weight picked by the integer indices of input.");
+  f.def(
+      "one_hot",
+      [](const Tensor& t, int64_t num_classes) {
+        EMBER_CHECK_TYPE(t.dtype() == DType::Int64, "[one_hot] expects an int64 tensor, got {}",
+                         t.dtype());
+        const int64_t n = num_classes >= 0 ? num_classes : (t.numel() ? amax(t).item<int64_t>() + 1 : 0);
+        const Tensor classes = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
+                                      TensorOptions(DType::Int64, t.device()));
+        return eq(t.unsqueeze(-1), classes).to(DType::Int64);
+      },
+      "tensor"_a, "num_classes"_a = -1, release_gil(), "The classes as one-hot int64 rows.");
+  f.def(
+      "pad",
+      [](const Tensor& x, Ints pad_, std::string_view mode, std::optional<double> value) {
+        return pad(x, pad_, mode, value.value_or(0.0));
+      },
+      "input"_a, "pad"_a, "mode"_a = "constant", "value"_a = nb::none(), release_gil(),
+      "Pads the last dims: (left, right[, top, bottom]) with 'constant', 'reflect', "
+      "'replicate' or 'circular'.");
+  f.def(
+      "interpolate",
+      [](const Tensor& x, std::optional<Ints> size, std::optional<nb::object> scale_factor,
+         std::string_view mode, std::optional<bool> align_corners, nb::handle, bool antialias) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!antialias, "[interpolate] antialias is not supported");
+        EMBER_CHECK(size.has_value() != (scale_factor.has_value() && !scale_factor->is_none()),
+                    "[interpolate] give exactly one of size and scale_factor");
+        const bool ac = align_corners.value_or(false);
+        if (size) {
+          const Shape s = pair(*size, static_cast<size_t>(std::max<int64_t>(x.dim() - 2, 1)));
+          nb::gil_scoped_release release;
+          return interpolate(x, s, mode, ac);
+        }
+        double factor;
+        if (nb::isinstance<nb::tuple>(*scale_factor) || nb::isinstance<nb::list>(*scale_factor)) {
+          auto factors = nb::cast<std::vector<double>>(*scale_factor);
+          EMBER_CHECK(!factors.empty() && std::all_of(factors.begin(), factors.end(),
+                                                      [&](double v) { return v == factors[0]; }),
+                      "[interpolate] per-dim scale factors must be equal here, got {}",
+                      fmt::join(factors, ", "));
+          factor = factors[0];
+        } else {
+          factor = nb::cast<double>(*scale_factor);
+        }
+        nb::gil_scoped_release release;
+        return interpolate(x, factor, mode, ac);
+      },
+      "input"_a, "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest",
+      "align_corners"_a = nb::none(), "recompute_scale_factor"_a = nb::none(),
+      "antialias"_a = false, "Resizes input to size or by scale_factor ('nearest', 'bilinear').");
+  f.def(
+      "conv1d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
+         Ints dilation, int64_t groups) {
+        const Shape p = conv_padding(padding, w, dilation, stride, 1, "conv1d");
+        nb::gil_scoped_release release;
+        return conv1d(x, w, opt(b), stride.v[0], p[0], dilation.v[0], groups);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1, "1-d convolution over [N, C, L].");
+  f.def(
+      "conv2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
+         Ints dilation, int64_t groups) {
+        const Shape s = pair(stride), d = pair(dilation);
+        const Shape p = conv_padding(padding, w, d, s, 2, "conv2d");
+        nb::gil_scoped_release release;
+        return conv2d(x, w, opt(b), s, p, d, groups);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1, "2-d convolution over [N, C, H, W].");
+  f.def(
+      "conv_transpose2d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
+         Ints output_padding, int64_t groups, Ints dilation) {
+        return conv_transpose2d(x, w, opt(b), pair(stride), pair(padding), pair(output_padding),
+                                groups, pair(dilation));
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
+      "Transposed 2-d convolution.");
+  f.def(
+      "max_pool2d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         Ints dilation, bool ceil_mode, bool return_indices) -> nb::object {
+        const Shape k = pair(kernel_size), s = stride ? pair(*stride) : Shape(),
+                    p = pair(padding), d = pair(dilation);
+        if (!return_indices) {
+          Tensor r;
+          {
+            nb::gil_scoped_release release;
+            r = max_pool2d(x, k, s, p, d, ceil_mode);
+          }
+          return wrap_tensor(r);
+        }
+        std::tuple<Tensor, Tensor> r;
+        {
+          nb::gil_scoped_release release;
+          r = max_pool2d_with_indices(x, k, s, p, d, ceil_mode);
+        }
+        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false,
+      "Max pooling over [N, C, H, W] (with the argmax indices if asked).");
+  f.def(
+      "avg_pool2d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+        return avg_pool2d(x, pair(kernel_size), stride ? pair(*stride) : Shape(), pair(padding),
+                          ceil_mode, count_include_pad, divisor_override);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true, "divisor_override"_a = nb::none(), release_gil(),
+      "Average pooling over [N, C, H, W].");
+  f.def(
+      "adaptive_avg_pool2d",
+      [](const Tensor& x, nb::handle output_size) {
+        Shape out;
+        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
+          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
+          int64_t i = 0;
+          for (nb::handle v : seq) {
+            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
+            ++i;
+          }
+        } else {
+          out = pair(nb::cast<Ints>(output_size));
+        }
+        nb::gil_scoped_release release;
+        return adaptive_avg_pool2d(x, out);
+      },
+      "input"_a, "output_size"_a, "Average pooling to a fixed output size (None keeps a size).");
+  f.def(
+      "batch_norm",
+      [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
+         std::optional<Tensor> weight, std::optional<Tensor> bias, bool training, double momentum,
+         double eps) {
+        return batch_norm(x, opt(weight), opt(bias), opt(running_mean), opt(running_var), training,
+                          momentum, eps);
+      },
+      "input"_a, "running_mean"_a.none(), "running_var"_a.none(), "weight"_a = nb::none(),
+      "bias"_a = nb::none(), "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5,
+      release_gil(), "Batch normalisation over channel dim 1.");
+  f.def(
+      "layer_norm",
+      [](const Tensor& x, Ints normalized_shape, std::optional<Tensor> weight,
+         std::optional<Tensor> bias, double eps) {
+        return layer_norm(x, normalized_shape, opt(weight), opt(bias), eps);
+      },
+      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(),
+      "eps"_a = 1e-5, release_gil(), "Layer normalisation over the trailing normalized_shape.");
+  f.def(
+      "group_norm",
+      [](const Tensor& x, int64_t num_groups, std::optional<Tensor> weight,
+         std::optional<Tensor> bias, double eps) {
+        return group_norm(x, num_groups, opt(weight), opt(bias), eps);
+      },
+      "input"_a, "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5,
+      release_gil(), "Group normalisation of [N, C, ...].");
+  f.def(
+      "normalize",
+      [](const Tensor& x, double p, int64_t dim, double eps) {
+        return div(x, clamp(norm(x, p, {dim}, true), Scalar(eps), std::nullopt).expand_as(x));
+      },
+      "input"_a, "p"_a = 2.0, "dim"_a = 1, "eps"_a = 1e-12, release_gil(),
+      "input / max(||input||_p along dim, eps).");
+  f.def(
+      "cosine_similarity",
+      [](const Tensor& a, const Tensor& b, int64_t dim, double eps) {
+        const Tensor num = sum(mul(a, b), {dim});
+        const Tensor den = mul(clamp(norm(a, 2.0, {dim}), Scalar(eps), std::nullopt),
+                               clamp(norm(b, 2.0, {dim}), Scalar(eps), std::nullopt));
+        return div(num, den);
+      },
+      "x1"_a, "x2"_a, "dim"_a = 1, "eps"_a = 1e-8, release_gil(),
+      "Cosine of the angle between x1 and x2 along dim.");
+
+  // Activations.
+  auto activation = [&](const char* name, auto fn, const char* doc) {
+    f.def(
+        name,
+        [fn](const Tensor& x, bool inplace) {
+          Tensor r = fn(x);
+          if (!inplace) return r;
+          Tensor self = x;
+          return self.copy_(r);
+        },
+        "input"_a, "inplace"_a = false, release_gil(), doc);
+  };
+  activation("relu", [](const Tensor& x) { return relu(x); }, "max(input, 0).");
+  activation("relu6", [](const Tensor& x) { return relu6(x); }, "min(max(input, 0), 6).");
+  activation("selu", [](const Tensor& x) { return selu(x); }, "The self-normalising ELU.");
+  activation("silu", [](const Tensor& x) { return silu(x); }, "input * sigmoid(input).");
+  activation("mish", [](const Tensor& x) { return mish(x); }, "input * tanh(softplus(input)).");
+  activation(
+      "hardsigmoid", [](const Tensor& x) { return div(relu6(add(x, 3)), 6); },
+      "relu6(input + 3) / 6.");
+  activation(
+      "hardswish", [](const Tensor& x) { return mul(x, div(relu6(add(x, 3)), 6)); },
+      "input * relu6(input + 3) / 6.");
+  f.def(
+      "leaky_relu",
+      [](const Tensor& x, double slope, bool inplace) {
+        Tensor r = leaky_relu(x, slope);
+        if (!inplace) return r;
+        Tensor self = x;
+        return self.copy_(r);
+      },
+      "input"_a, "negative_slope"_a = 0.01, "inplace"_a = false, release_gil(),
+      "input where positive, else negative_slope * input.");
+  f.def(
+      "elu",
+      [](const Tensor& x, double alpha, bool inplace) {
+        Tensor r = elu(x, alpha);
+        if (!inplace) return r;
+        Tensor self = x;
+        return self.copy_(r);
+      },
+      "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
+      "input where positive, else alpha * (exp(input) - 1).");
+  f.def(
+      "celu", [](const Tensor& x, double alpha, bool) { return celu(x, alpha); }, "input"_a,
+      "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
+      "max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).");
+  f.def(
+      "gelu", [](const Tensor& x, std::string_view approximate) { return gelu(x, approximate); },
+      "input"_a, "approximate"_a = "none", release_gil(),
+      "input * Phi(input), or its tanh approximation.");
+  f.def(
+      "softplus", [](const Tensor& x, double beta, double threshold) { return softplus(x, beta, threshold); },
+      "input"_a, "beta"_a = 1.0, "threshold"_a = 20.0, release_gil(),
+      "log(1 + exp(beta * input)) / beta.");
+  f.def(
+      "hardtanh",
+      [](const Tensor& x, double min_val, double max_val, bool) { return hardtanh(x, min_val, max_val); },
+      "input"_a, "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, release_gil(),
+      "input clamped to [min_val, max_val].");
+  f.def("logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
+        "log(sigmoid(input)).");
+  f.def("sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
+        "1 / (1 + exp(-input)).");
+  f.def("tanh", [](const Tensor& x) { return tanh(x); }, "input"_a, release_gil(), "tanh(input).");
+  f.def(
+      "softsign", [](const Tensor& x) { return div(x, add(abs(x), 1)); }, "input"_a, release_gil(),
+      "input / (1 + |input|).");
+  auto softmax_like = [&](const char* name, auto fn, const char* doc) {
+    f.def(
+        name,
+        [fn](const Tensor& x, std::optional<int64_t> dim, nb::handle, std::optional<DType> dtype) {
+          const int64_t d = dim.value_or(x.dim() <= 1 || x.dim() == 3 ? 0 : 1);
+          nb::gil_scoped_release release;
+          return fn(cast_input(x, dtype), d);
+        },
+        "input"_a, "dim"_a = nb::none(), "_stacklevel"_a = 3, "dtype"_a = nb::none(), doc);
+  };
+  softmax_like(
+      "softmax", [](const Tensor& x, int64_t d) { return softmax(x, d); },
+      "exp(input) / sum(exp(input)) along dim.");
+  softmax_like(
+      "log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); },
+      "log(softmax(input)) along dim.");
+  softmax_like(
+      "softmin", [](const Tensor& x, int64_t d) { return softmax(neg(x), d); },
+      "softmax(-input) along dim.");
+
+  // Losses.
+  f.def(
+      "cross_entropy",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
+         std::string_view reduction, double label_smoothing) {
+        return cross_entropy(input, target, opt(weight), ignore_index,
+                             loss_reduction(size_average, reduce, reduction, "cross_entropy"),
+                             label_smoothing);
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "ignore_index"_a = -100, "reduce"_a = nb::none(), "reduction"_a = "mean",
+      "label_smoothing"_a = 0.0, release_gil(),
+      "Cross entropy of logits against class indices (or probabilities).");
+  f.def(
+      "nll_loss",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
+         std::string_view reduction) {
+        return nll_loss(input, target, opt(weight), ignore_index,
+                        loss_reduction(size_average, reduce, reduction, "nll_loss"));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "ignore_index"_a = -100, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "Negative log likelihood of log-probabilities.");
+  auto pointwise_loss = [&](const char* name, auto fn, const char* doc) {
+    f.def(
+        name,
+        [fn, name](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
+                   std::optional<bool> reduce, std::string_view reduction) {
+          return fn(input, target, loss_reduction(size_average, reduce, reduction, name));
+        },
+        "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+        "reduction"_a = "mean", release_gil(), doc);
+  };
+  pointwise_loss(
+      "mse_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return mse_loss(a, b, r); },
+      "Mean squared error.");
+  pointwise_loss(
+      "l1_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return l1_loss(a, b, r); },
+      "Mean absolute error.");
+  f.def(
+      "huber_loss",
+      [](const Tensor& input, const Tensor& target, std::string_view reduction, double delta) {
+        return huber_loss(input, target, parse_reduction(reduction, "huber_loss"), delta);
+      },
+      "input"_a, "target"_a, "reduction"_a = "mean", "delta"_a = 1.0, release_gil(),
+      "Huber's loss: quadratic below delta, linear above.");
+  f.def(
+      "smooth_l1_loss",
+      [](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
+         std::optional<bool> reduce, std::string_view reduction, double beta) {
+        return smooth_l1_loss(input, target,
+                              loss_reduction(size_average, reduce, reduction, "smooth_l1_loss"),
+                              beta);
+      },
+      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+      "reduction"_a = "mean", "beta"_a = 1.0, release_gil(),
+      "Quadratic below beta (divided by beta), linear above.");
+  f.def(
+      "kl_div",
+      [](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
+         std::optional<bool> reduce, std::string_view reduction, bool log_target) {
+        return kl_div(input, target, loss_reduction(size_average, reduce, reduction, "kl_div"),
+                      log_target);
+      },
+      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+      "reduction"_a = "mean", "log_target"_a = false, release_gil(),
+      "Kullback-Leibler divergence of log-probabilities input from target.");
+  f.def(
+      "binary_cross_entropy",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return binary_cross_entropy(
+            input, target, opt(weight),
+            loss_reduction(size_average, reduce, reduction, "binary_cross_entropy"));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "Binary cross entropy of probabilities.");
+  f.def(
+      "binary_cross_entropy_with_logits",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction,
+         std::optional<Tensor> pos_weight) {
+        return binary_cross_entropy_with_logits(
+            input, target, opt(weight), opt(pos_weight),
+            loss_reduction(size_average, reduce, reduction, "binary_cross_entropy_with_logits"));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", "pos_weight"_a = nb::none(), release_gil(),
+      "Binary cross entropy of logits, computed stably.");
+
+  // Attention.
+  f.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> attn_mask,
+         double dropout_p, bool is_causal, std::optional<double> scale) {
+        return scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal, scale);
+      },
+      "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0,
+      "is_causal"_a = false, "scale"_a = nb::none(), release_gil(),
+      "softmax(q @ k^T * scale + mask) @ v, fused.");
+}
+
+}  // namespace
+
+void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
+  nb::module_ functional = m.def_submodule("functional", "The ops of ember.nn.functional.");
+  bind_functional(functional);
+  Binder b{m, cls};
+  const auto one = PyScalar{Scalar(int64_t{1})};
+
+  // --- Arithmetic ------------------------------------------------------------------------------
+  for (const char* name : {"add"}) {
+    b.both(
+        name,
+        [](const Tensor& a, const Operand& o, PyScalar alpha) { return add_op(a, o, alpha); },
+        "other"_a, nb::kw_only(), "alpha"_a = one, "input + alpha * other, broadcast and promoted.");
+  }
+  for (const char* name : {"sub", "subtract"}) {
+    b.both(
+        name,
+        [](const Tensor& a, const Operand& o, PyScalar alpha) { return sub_op(a, o, alpha); },
+        "other"_a, nb::kw_only(), "alpha"_a = one, "input - alpha * other.");
+  }
+  for (const char* name : {"mul", "multiply"}) {
+    b.both(
+        name,
+        [](const Tensor& a, const Operand& o) { return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar); },
+        "other"_a, "input * other.");
+  }
+  for (const char* name : {"div", "divide"}) {
+    b.both(
+        name,
+        [](const Tensor& a, const Operand& o, std::optional<std::string> rounding_mode) {
+          return div_op(a, o, rounding_mode);
+        },
+        "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none(),
+        "input / other: true division, or rounded 'trunc' or 'floor'.");
+  }
+  b.both(
+      "true_divide",
+      [](const Tensor& a, const Operand& o) { return div_op(a, o, std::nullopt); }, "other"_a,
+      "input / other (true division).");
+  b.both(
+      "floor_divide",
+      [](const Tensor& a, const Operand& o) { return floor_divide_op(a, as_tensor_operand(o, a)); },
+      "other"_a, "floor(input / other).");
+  b.both(
+      "remainder",
+      [](const Tensor& a, const Operand& o) {
+        return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar);
+      },
+      "other"_a, "input - floor(input / other) * other (Python's %).");
+  b.both(
+      "fmod",
+      [](const Tensor& a, const Operand& o) { return o.tensor ? fmod(a, *o.tensor) : fmod(a, o.scalar); },
+      "other"_a, "input - trunc(input / other) * other (C's fmod).");
+  b.both(
+      "pow", [](const Tensor& a, const Operand& e) { return pow_op(a, e); }, "exponent"_a,
+      "input ** exponent.");
+  b.function(
+      "pow", [](PyScalar base, const Tensor& e) { return pow(detail::scalar_tensor(base, e.dtype(), e.device()), e); },
+      "self"_a, "exponent"_a, "base ** exponent for a number base.");
+  b.both(
+      "maximum", [](const Tensor& a, const Tensor& o) { return maximum(a, o); }, "other"_a,
+      "Elementwise larger (NaN propagates).");
+  b.both(
+      "minimum", [](const Tensor& a, const Tensor& o) { return minimum(a, o); }, "other"_a,
+      "Elementwise smaller (NaN propagates).");
+
+  // Comparisons and logic.
+  auto comparison = [&](const char* name, const char* alias, auto tt, auto ts, const char* doc) {
+    auto fn = [tt, ts](const Tensor& a, const Operand& o) { return o.tensor ? tt(a, *o.tensor) : ts(a, o.scalar); };
+    b.both(name, fn, "other"_a, doc);
+    if (alias) b.both(alias, fn, "other"_a, doc);
+  };
+  comparison(
+      "eq", nullptr, [](const Tensor& a, const Tensor& o) { return eq(a, o); },
+      [](const Tensor& a, Scalar s) { return eq(a, s); }, "input == other, as bool.");
+  comparison(
+      "ne", "not_equal", [](const Tensor& a, const Tensor& o) { return ne(a, o); },
+      [](const Tensor& a, Scalar s) { return ne(a, s); }, "input != other, as bool.");
+  comparison(
+      "lt", "less", [](const Tensor& a, const Tensor& o) { return lt(a, o); },
+      [](const Tensor& a, Scalar s) { return lt(a, s); }, "input < other, as bool.");
+  comparison(
+      "le", "less_equal", [](const Tensor& a, const Tensor& o) { return le(a, o); },
+      [](const Tensor& a, Scalar s) { return le(a, s); }, "input <= other, as bool.");
+  comparison(
+      "gt", "greater", [](const Tensor& a, const Tensor& o) { return gt(a, o); },
+      [](const Tensor& a, Scalar s) { return gt(a, s); }, "input > other, as bool.");
+  comparison(
+      "ge", "greater_equal", [](const Tensor& a, const Tensor& o) { return ge(a, o); },
+      [](const Tensor& a, Scalar s) { return ge(a, s); }, "input >= other, as bool.");
+  b.both(
+      "equal",
+      [](const Tensor& a, const Tensor& o) {
+        return a.sizes() == o.sizes() && all(eq(a, o)).item() != 0;
+      },
+      "other"_a, "True if both have the same shape and elements.");
+  b.both(
+      "logical_and", [](const Tensor& a, const Tensor& o) { return logical_and(a, o); }, "other"_a,
+      "Truthiness of input and other.");
+  b.both(
+      "logical_or", [](const Tensor& a, const Tensor& o) { return logical_or(a, o); }, "other"_a,
+      "Truthiness of input or other.");
+  b.both(
+      "logical_xor", [](const Tensor& a, const Tensor& o) { return ne(a.to(DType::Bool), o.to(DType::Bool)); },
+      "other"_a, "Truthiness of input xor other.");
+  b.both("logical_not", [](const Tensor& a) { return logical_not(a); }, "Not truthiness of input.");
+  b.both(
+      "isnan", [](const Tensor& a) { return ne(a, a); }, "True where input is NaN.");
+  b.both(
+      "isinf", [](const Tensor& a) { return eq(abs(a), std::numeric_limits<double>::infinity()); },
+      "True where input is +-inf.");
+  b.both(
+      "isfinite", [](const Tensor& a) { return logical_and(eq(a, a), ne(abs(a), std::numeric_limits<double>::infinity())); },
+      "True where input is finite.");
+  auto where_fn = [](const Tensor& cond, const Operand& x, const Operand& y) {
+    if (x.tensor && y.tensor) return where(cond, *x.tensor, *y.tensor);
+    if (x.tensor) return where(cond, *x.tensor, y.scalar);
+    if (y.tensor) return where(logical_not(cond), *y.tensor, x.scalar);
+    const DType d = promote_types(x.scalar.natural_dtype(), y.scalar.natural_dtype());
+    return where(cond, detail::scalar_tensor(x.scalar, d, cond.device()),
+                 detail::scalar_tensor(y.scalar, d, cond.device()));
+  };
+  b.method(
+      "where",
+      [where_fn](const Tensor& self, const Tensor& condition, const Operand& other) {
+        return where_fn(condition, Operand{&self, {}}, other);
+      },
+      "condition"_a, "other"_a, "self where condition is true, else other.");
+  m.def(
+      "where", where_fn,
+      "condition"_a, "input"_a, "other"_a, release_gil(),
+      "input where condition is true, else other (broadcast).");
+  m.def(
+      "where",
+      [](const Tensor& cond) {
+        std::vector<Tensor> out;
+        Tensor nz = nonzero(cond);
+        for (int64_t d = 0; d < nz.size(1); ++d) out.push_back(nz.select(1, d));
+        return out;
+      },
+      "condition"_a, release_gil(), "The indices where condition is true, one tensor per dim.");
+
+  // --- Unary math ------------------------------------------------------------------------------
+  auto unary = [&](const char* name, Tensor (*fn)(const Tensor&), const char* doc) {
+    b.both(name, [fn](const Tensor& x) { return fn(x); }, doc);
+  };
+  unary("neg", &neg, "-input.");
+  unary("negative", &neg, "-input.");
+  unary("abs", &abs, "|input|.");
+  unary("absolute", &abs, "|input|.");
+  unary("exp", &exp, "e ** input.");
+  unary("log", &log, "Natural logarithm.");
+  unary("log1p", &log1p, "log(1 + input).");
+  unary("sqrt", &sqrt, "Square root.");
+  unary("rsqrt", &rsqrt, "1 / sqrt(input).");
+  unary("sin", &sin, "Sine.");
+  unary("cos", &cos, "Cosine.");
+  unary("tanh", &tanh, "Hyperbolic tangent.");
+  unary("sigmoid", &sigmoid, "1 / (1 + exp(-input)).");
+  unary("relu", &relu, "max(input, 0).");
+  unary("sign", &sign, "-1, 0 or 1.");
+  unary("floor", &floor, "Round down.");
+  unary("ceil", &ceil, "Round up.");
+  unary("erf", &erf, "Error function.");
+  unary("square", &square, "input * input.");
+  b.both(
+      "round",
+      [](const Tensor& x, int64_t decimals) {
+        if (decimals == 0) return round(x);
+        const double f = std::pow(10.0, static_cast<double>(decimals));
+        return div(round(mul(x, f)), f);
+      },
+      nb::kw_only(), "decimals"_a = 0, "Round half to even (to `decimals` places).");
+  b.both(
+      "trunc", [](const Tensor& x) { return mul(sign(x), floor(abs(x))).to(x.dtype()); },
+      "Round toward zero.");
+  b.both(
+      "reciprocal", [](const Tensor& x) { return Scalar(1.0) / x; }, "1 / input.");
+  b.both(
+      "log2", [](const Tensor& x) { return div(log(x), std::log(2.0)); }, "Base-2 logarithm.");
+  b.both(
+      "log10", [](const Tensor& x) { return div(log(x), std::log(10.0)); }, "Base-10 logarithm.");
+  b.both(
+      "exp2", [](const Tensor& x) { return exp(mul(x, std::log(2.0))); }, "2 ** input.");
+  b.both(
+      "expm1", [](const Tensor& x) { return sub(exp(x), 1); }, "exp(input) - 1.");
+  b.both(
+      "tan", [](const Tensor& x) { return div(sin(x), cos(x)); }, "Tangent.");
+  b.both(
+      "clamp",
+      [](const Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) {
+        EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
+        return clamp(x, min ? std::optional<Scalar>(*min) : std::nullopt,
+                     max ? std::optional<Scalar>(*max) : std::nullopt);
+      },
+      "min"_a = nb::none(), "max"_a = nb::none(), "input clamped to [min, max].");
+  b.both(
+      "clip",
+      [](const Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) {
+        EMBER_CHECK(min || max, "[clip] at least one of 'min' or 'max' must not be None");
+        return clamp(x, min ? std::optional<Scalar>(*min) : std::nullopt,
+                     max ? std::optional<Scalar>(*max) : std::nullopt);
+      },
+      "min"_a = nb::none(), "max"_a = nb::none(), "input clamped to [min, max].");
+  b.both(
+      "clamp_min", [](const Tensor& x, PyScalar min) { return clamp(x, Scalar(min), std::nullopt); },
+      "min"_a, "max(input, min).");
+  b.both(
+      "clamp_max", [](const Tensor& x, PyScalar max) { return clamp(x, std::nullopt, Scalar(max)); },
+      "max"_a, "min(input, max).");
+  b.both(
+      "lerp",
+      [](const Tensor& x, const Tensor& end, const Operand& weight) {
+        const Tensor d = sub(end, x);
+        return add(x, weight.tensor ? mul(*weight.tensor, d) : mul(d, weight.scalar));
+      },
+      "end"_a, "weight"_a, "input + weight * (end - input).");
+
+  // In place.
+  b.method(
+      "add_",
+      [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
+        const bool unit = Scalar(alpha).to_double() == 1.0;
+        if (o.tensor) return add_(a, unit ? *o.tensor : mul(*o.tensor, alpha));
+        return add_(a, unit ? o.scalar : Scalar(o.scalar.to_double() * Scalar(alpha).to_double()));
+      },
+      "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input += alpha * other.");
+  b.method(
+      "sub_",
+      [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
+        const bool unit = Scalar(alpha).to_double() == 1.0;
+        if (o.tensor) return sub_(a, unit ? *o.tensor : mul(*o.tensor, alpha));
+        return sub_(a, unit ? o.scalar : Scalar(o.scalar.to_double() * Scalar(alpha).to_double()));
+      },
+      "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input -= alpha * other.");
+  b.method(
+      "mul_",
+      [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar); },
+      "other"_a, "In place: input *= other.");
+  b.method(
+      "div_",
+      [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar); },
+      "other"_a, "In place: input /= other.");
+  auto unary_ = [&](const char* name, Tensor& (*fn)(Tensor&), const char* doc) {
+    b.method(name, [fn](Tensor& x) -> Tensor& { return fn(x); }, doc);
+  };
+  unary_("neg_", &neg_, "In place: -input.");
+  unary_("abs_", &abs_, "In place: |input|.");
+  unary_("exp_", &exp_, "In place: exp(input).");
+  unary_("log_", &log_, "In place: log(input).");
+  unary_("sqrt_", &sqrt_, "In place: sqrt(input).");
+  unary_("tanh_", &tanh_, "In place: tanh(input).");
+  unary_("sigmoid_", &sigmoid_, "In place: sigmoid(input).");
+  unary_("relu_", &relu_, "In place: max(input, 0).");
+  b.method(
+      "clamp_",
+      [](Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) -> Tensor& {
+        EMBER_CHECK(min || max, "[clamp_] at least one of 'min' or 'max' must not be None");
+        return clamp_(x, min ? std::optional<Scalar>(*min) : std::nullopt,
+                      max ? std::optional<Scalar>(*max) : std::nullopt);
+      },
+      "min"_a = nb::none(), "max"_a = nb::none(), "In place: clamp to [min, max].");
+  b.method(
+      "masked_fill_",
+      [](Tensor& x, const Tensor& mask, PyScalar value) -> Tensor& {
+        return masked_fill_(x, mask, value);
+      },
+      "mask"_a, "value"_a, "In place: value where mask is true.");
+  m.def(
+      "relu_", [](Tensor& x) -> Tensor& { return relu_(x); }, "input"_a, release_gil(),
+      "In place: max(input, 0).");
+
+  // Operators.
+  b.op("__add__", [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
+      .op("__radd__", [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
+      .op("__sub__", [](const Tensor& a, const Operand& o) { return sub_op(a, o, Scalar(int64_t{1})); })
+      .op("__rsub__",
+          [](const Tensor& a, const Operand& o) { return o.tensor ? sub(*o.tensor, a) : o.scalar - a; })
+      .op("__mul__", [](const Tensor& a, const Operand& o) { return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar); })
+      .op("__rmul__", [](const Tensor& a, const Operand& o) { return o.tensor ? mul(*o.tensor, a) : mul(a, o.scalar); })
+      .op("__truediv__", [](const Tensor& a, const Operand& o) { return o.tensor ? div(a, *o.tensor) : div(a, o.scalar); })
+      .op("__rtruediv__",
+          [](const Tensor& a, const Operand& o) { return o.tensor ? div(*o.tensor, a) : o.scalar / a; })
+      .op("__floordiv__",
+          [](const Tensor& a, const Operand& o) { return floor_divide_op(a, as_tensor_operand(o, a)); })
+      .op("__rfloordiv__",
+          [](const Tensor& a, const Operand& o) { return floor_divide_op(as_tensor_operand(o, a), a); })
+      .op("__mod__",
+          [](const Tensor& a, const Operand& o) { return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar); })
+      .op("__rmod__", [](const Tensor& a, const Operand& o) { return remainder(as_tensor_operand(o, a), a); })
+      .op("__pow__", [](const Tensor& a, const Operand& o) { return pow_op(a, o); })
+      .op("__rpow__", [](const Tensor& a, const Operand& o) { return pow(as_tensor_operand(o, a), a); })
+      .op("__matmul__", [](const Tensor& a, const Tensor& o) { return matmul(a, o); })
+      .op("__rmatmul__", [](const Tensor& a, const Tensor& o) { return matmul(o, a); })
+      .op("__neg__", [](const Tensor& a) { return neg(a); })
+      .op("__pos__", [](const Tensor& a) { return a; })
+      .op("__abs__", [](const Tensor& a) { return abs(a); })
+      .op("__invert__",
+          [](const Tensor& a) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[~] bitwise not is supported for bool tensors only, got {}", a.dtype());
+            return logical_not(a);
+          })
+      .op("__and__",
+          [](const Tensor& a, const Operand& o) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[&] supported for bool tensors only, got {}", a.dtype());
+            return logical_and(a, as_tensor_operand(o, a));
+          })
+      .op("__or__",
+          [](const Tensor& a, const Operand& o) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[|] supported for bool tensors only, got {}", a.dtype());
+            return logical_or(a, as_tensor_operand(o, a));
+          })
+      .op("__xor__",
+          [](const Tensor& a, const Operand& o) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[^] supported for bool tensors only, got {}", a.dtype());
+            return ne(a, as_tensor_operand(o, a).to(DType::Bool));
+          })
+      .op("__eq__", [](const Tensor& a, const Operand& o) { return o.tensor ? eq(a, *o.tensor) : eq(a, o.scalar); })
+      .op("__ne__", [](const Tensor& a, const Operand& o) { return o.tensor ? ne(a, *o.tensor) : ne(a, o.scalar); })
+      .op("__lt__", [](const Tensor& a, const Operand& o) { return o.tensor ? lt(a, *o.tensor) : lt(a, o.scalar); })
+      .op("__le__", [](const Tensor& a, const Operand& o) { return o.tensor ? le(a, *o.tensor) : le(a, o.scalar); })
+      .op("__gt__", [](const Tensor& a, const Operand& o) { return o.tensor ? gt(a, *o.tensor) : gt(a, o.scalar); })
+      .op("__ge__", [](const Tensor& a, const Operand& o) { return o.tensor ? ge(a, *o.tensor) : ge(a, o.scalar); })
+      .op("__iadd__",
+          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? add_(a, *o.tensor) : add_(a, o.scalar); })
+      .op("__isub__",
+          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? sub_(a, *o.tensor) : sub_(a, o.scalar); })
+      .op("__imul__",
+          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar); })
+      .op("__itruediv__",
+          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar); });
+  // Note: __eq__ makes Python drop the inherited __hash__; tensor.cpp defines it again below.
+  cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
+
+  // --- Reductions ------------------------------------------------------------------------------
+  b.both(
+      "sum",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
+        return sum(cast_input(x, dtype), dims_of(dim), keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Sum over dim (all dims if None); ints and bool sum to int64.");
+  b.both(
+      "mean",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
+        return mean(cast_input(x, dtype), dims_of(dim), keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Mean over dim (all dims if None).");
+  b.both(
+      "prod",
+      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
+        const Tensor in = cast_input(x, dtype);
+        return dim ? prod(in, {*dim}, keepdim) : prod(in);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Product over dim (all elements if None).");
+  b.both(
+      "amax",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return amax(x, dims_of(dim), keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "Largest value over dim.");
+  b.both(
+      "amin",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return amin(x, dims_of(dim), keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "Smallest value over dim.");
+  for (const char* name : {"max", "min"}) {
+    const bool is_max = std::string_view(name) == "max";
+    b.both_py(
+        name,
+        [is_max](const Tensor& x, nb::handle dim, bool keepdim) -> nb::object {
+          if (dim.is_none()) {
+            Tensor r;
+            {
+              nb::gil_scoped_release release;
+              r = is_max ? max(x) : min(x);
+            }
+            return wrap_tensor(r);
+          }
+          if (nb::isinstance<PyTensor>(dim)) {  // max(input, other): the elementwise form
+            const Tensor& other = *nb::inst_ptr<PyTensor>(dim);
+            Tensor r;
+            {
+              nb::gil_scoped_release release;
+              r = is_max ? maximum(x, other) : minimum(x, other);
+            }
+            return wrap_tensor(r);
+          }
+          const int64_t d = nb::cast<int64_t>(dim);
+          std::tuple<Tensor, Tensor> r;
+          {
+            nb::gil_scoped_release release;
+            r = is_max ? max(x, d, keepdim) : min(x, d, keepdim);
+          }
+          return values_indices(std::move(r), is_max ? "max" : "min");
+        },
+        "dim"_a = nb::none(), "keepdim"_a = false,
+        is_max ? "The largest element; (values, indices) along dim; or max(input, other)."
+               : "The smallest element; (values, indices) along dim; or min(input, other).");
+  }
+  b.both(
+      "argmax",
+      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmax(x, dim, keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "Index of the largest element.");
+  b.both(
+      "argmin",
+      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmin(x, dim, keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "Index of the smallest element.");
+  b.both(
+      "var",
+      [](const Tensor& x, std::optional<Ints> dim, std::optional<bool> unbiased, bool keepdim,
+         std::optional<int64_t> correction) {
+        return var(x, dims_of(dim), correction_of(correction, unbiased), keepdim);
+      },
+      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
+      "correction"_a = nb::none(), "Variance over dim with `correction` (1: unbiased).");
+  b.both(
+      "std",
+      [](const Tensor& x, std::optional<Ints> dim, std::optional<bool> unbiased, bool keepdim,
+         std::optional<int64_t> correction) {
+        return std(x, dims_of(dim), correction_of(correction, unbiased), keepdim);
+      },
+      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
+      "correction"_a = nb::none(), "Standard deviation over dim with `correction`.");
+  b.both_py(
+      "norm",
+      [](const Tensor& x, nb::handle p, std::optional<Ints> dim, bool keepdim) {
+        double order = 2.0;
+        if (!p.is_none()) {
+          if (nb::isinstance<nb::str>(p)) {
+            const std::string s = nb::cast<std::string>(p);
+            EMBER_CHECK(s == "fro", "[norm] p must be a number or 'fro', got '{}'", s);
+          } else {
+            order = nb::cast<double>(p);
+          }
+        }
+        nb::gil_scoped_release release;
+        return norm(x, order, dims_of(dim), keepdim);
+      },
+      "p"_a = nb::str("fro"), "dim"_a = nb::none(), "keepdim"_a = false,
+      "The p-norm over dim (all elements if None); 'fro' is the 2-norm.");
+  b.both(
+      "all",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return all(x, dims_of(dim), keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "True if every element is truthy.");
+  b.both(
+      "any",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return any(x, dims_of(dim), keepdim); },
+      "dim"_a = nb::none(), "keepdim"_a = false, "True if any element is truthy.");
+  b.both(
+      "logsumexp",
+      [](const Tensor& x, Ints dim, bool keepdim) { return logsumexp(x, dim, keepdim); }, "dim"_a,
+      "keepdim"_a = false, "log(sum(exp(input))) over dim, computed stably.");
+  b.both(
+      "cumsum",
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return cumsum(cast_input(x, dtype), dim); },
+      "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running sum along dim.");
+  b.both(
+      "cumprod",
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return cumprod(cast_input(x, dtype), dim); },
+      "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running product along dim.");
+  b.both(
+      "count_nonzero",
+      [](const Tensor& x, std::optional<Ints> dim) { return sum(ne(x, 0), dims_of(dim)); },
+      "dim"_a = nb::none(), "Number of non-zero elements over dim.");
+  b.both(
+      "softmax",
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return softmax(cast_input(x, dtype), dim); },
+      "dim"_a, "dtype"_a = nb::none(), "exp(input) / sum(exp(input)) along dim.");
+  b.both(
+      "log_softmax",
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return log_softmax(cast_input(x, dtype), dim); },
+      "dim"_a, "dtype"_a = nb::none(), "log(softmax(input)) along dim, computed stably.");
+
+  // --- Products --------------------------------------------------------------------------------
+  b.both("matmul", [](const Tensor& a, const Tensor& o) { return matmul(a, o); }, "other"_a,
+         "Matrix product with NumPy's broadcasting rules.");
+  b.both("mm", [](const Tensor& a, const Tensor& o) { return mm(a, o); }, "mat2"_a,
+         "2-d matrix product.");
+  b.both("bmm", [](const Tensor& a, const Tensor& o) { return bmm(a, o); }, "mat2"_a,
+         "Batched matrix product [b, n, k] x [b, k, m].");
+  b.both(
+      "mv", [](const Tensor& a, const Tensor& v) { return matmul(a, v); }, "vec"_a,
+      "Matrix-vector product.");
+  b.both(
+      "dot",
+      [](const Tensor& a, const Tensor& o) {
+        EMBER_CHECK(a.dim() == 1 && o.dim() == 1, "[dot] 1-d tensors expected, got {}-d and {}-d",
+                    a.dim(), o.dim());
+        return matmul(a, o);
+      },
+      "other"_a, "Inner product of two 1-d tensors.");
+  b.both(
+      "outer",
+      [](const Tensor& a, const Tensor& o) { return mul(a.unsqueeze(1), o.unsqueeze(0)); },
+      "vec2"_a, "Outer product of two 1-d tensors.");
+  b.both(
+      "addmm",
+      [](const Tensor& input, const Tensor& m1, const Tensor& m2, PyScalar beta, PyScalar alpha) {
+        Tensor p = mm(m1, m2);
+        if (Scalar(alpha).to_double() != 1.0) p = mul(p, alpha);
+        return Scalar(beta).to_double() == 0.0 ? p : add(mul(input, beta), p);
+      },
+      "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * (mat1 @ mat2).");
+  m.def(
+      "einsum",
+      [](std::string_view equation, nb::args operands) {
+        std::vector<Tensor> ts;
+        if (operands.size() == 1 && (nb::isinstance<nb::list>(operands[0]) || nb::isinstance<nb::tuple>(operands[0]))) {
+          ts = nb::cast<std::vector<Tensor>>(operands[0]);
+        } else {
+          ts = nb::cast<std::vector<Tensor>>(operands);
+        }
+        nb::gil_scoped_release release;
+        return einsum(equation, ts);
+      },
+      "equation"_a, "operands"_a,
+      nb::sig("def einsum(equation: str, *operands: ember.Tensor | collections.abc.Sequence[ember.Tensor]) -> ember.Tensor"),
+      "Einstein summation, as torch.einsum.");
+
+  // --- Views and shapes -------------------------------------------------------------------------
+  auto varargs_shape = [](nb::args args, const char* op) -> Shape {
+    if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return nb::cast<Ints>(args[0]).v;
+    Shape out;
+    for (nb::handle a : args) out.push_back(nb::cast<int64_t>(a));
+    EMBER_CHECK(!out.empty() || std::string_view(op) != "permute", "[{}] needs dims", op);
+    return out;
+  };
+  cls.def(
+      "view",
+      [varargs_shape](const Tensor& x, nb::args shape) {
+        if (shape.size() == 1 && nb::isinstance<DTypeObject>(shape[0])) {
+          const DType d = nb::cast<DType>(shape[0]);
+          EMBER_CHECK_NOT_IMPLEMENTED(d == x.dtype(),
+                                      "[view] reinterpreting {} as {} is not supported", x.dtype(), d);
+          return x;
+        }
+        const Shape s = varargs_shape(shape, "view");
+        nb::gil_scoped_release release;
+        return x.view(s);
+      },
+      "shape"_a, nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "The same data with a new shape (one size may be -1).");
+  cls.def(
+      "reshape",
+      [varargs_shape](const Tensor& x, nb::args shape) {
+        const Shape s = varargs_shape(shape, "reshape");
+        nb::gil_scoped_release release;
+        return x.reshape(s);
+      },
+      "shape"_a, nb::sig("def reshape(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "A view with a new shape when strides allow, else a copy.");
+  m.def(
+      "reshape", [](const Tensor& x, Ints shape) { return x.reshape(shape); }, "input"_a,
+      "shape"_a, release_gil(), "input with a new shape.");
+  b.method(
+      "view_as", [](const Tensor& x, const Tensor& o) { return x.view(o.sizes()); }, "other"_a,
+      "A view with other's shape.");
+  b.method(
+      "reshape_as", [](const Tensor& x, const Tensor& o) { return x.reshape(o.sizes()); },
+      "other"_a, "input reshaped to other's shape.");
+  for (const char* name : {"transpose", "swapaxes", "swapdims"}) {
+    b.both(
+        name, [](const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }, "dim0"_a,
+        "dim1"_a, "Swaps two dims (a view).");
+  }
+  b.both("t", [](const Tensor& x) { return x.t(); }, "Transpose of a tensor of at most 2 dims.");
+  cls.def_prop_ro(
+      "T",
+      [](const Tensor& x) {
+        Shape dims;
+        for (int64_t d = x.dim() - 1; d >= 0; --d) dims.push_back(d);
+        return x.permute(dims);
+      },
+      "The dims reversed.");
+  cls.def_prop_ro(
+      "mT", [](const Tensor& x) { return x.transpose(-2, -1); }, "The last two dims swapped.");
+  cls.def(
+      "permute",
+      [varargs_shape](const Tensor& x, nb::args dims) {
+        const Shape d = varargs_shape(dims, "permute");
+        nb::gil_scoped_release release;
+        return x.permute(d);
+      },
+      "dims"_a, nb::sig("def permute(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "Reorders the dims (a view).");
+  m.def(
+      "permute", [](const Tensor& x, Ints dims) { return x.permute(dims); }, "input"_a, "dims"_a,
+      release_gil(), "Reorders the dims (a view).");
+  b.both(
+      "movedim",
+      [](const Tensor& x, Ints source, Ints destination) {
+        EMBER_CHECK(source.size() == destination.size(),
+                    "[movedim] source and destination have {} and {} dims", source.size(),
+                    destination.size());
+        const int64_t n = x.dim();
+        std::vector<int64_t> order(static_cast<size_t>(n), -1);
+        std::vector<bool> used(static_cast<size_t>(n), false);
+        for (size_t i = 0; i < source.size(); ++i) {
+          const int64_t s = wrap_dim(source.v[i], n, "movedim");
+          const int64_t d = wrap_dim(destination.v[i], n, "movedim");
+          EMBER_CHECK(order[d] == -1 && !used[s], "[movedim] repeated dim");
+          order[d] = s;
+          used[s] = true;
+        }
+        int64_t next = 0;
+        for (int64_t& o : order) {
+          if (o != -1) continue;
+          while (used[next]) ++next;
+          o = next++;
+        }
+        return x.permute(order);
+      },
+      "source"_a, "destination"_a, "Moves dims to new positions (a view).");
+  b.both(
+      "narrow",
+      [](const Tensor& x, int64_t dim, int64_t start, int64_t length) { return x.narrow(dim, start, length); },
+      "dim"_a, "start"_a, "length"_a, "`length` elements from `start` along dim (a view).");
+  b.both(
+      "select", [](const Tensor& x, int64_t dim, int64_t index) { return x.select(dim, index); },
+      "dim"_a, "index"_a, "Removes dim by picking one index (a view).");
+  cls.def(
+      "expand",
+      [varargs_shape](const Tensor& x, nb::args sizes) {
+        const Shape s = varargs_shape(sizes, "expand");
+        nb::gil_scoped_release release;
+        return x.expand(s);
+      },
+      "sizes"_a, nb::sig("def expand(self, *sizes: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "Broadcasts size-1 dims to sizes (-1 keeps a size), without copying.");
+  b.method(
+      "expand_as", [](const Tensor& x, const Tensor& o) { return x.expand_as(o); }, "other"_a,
+      "Broadcasts to other's shape.");
+  b.both(
+      "broadcast_to", [](const Tensor& x, Ints size) { return x.expand(size); }, "size"_a,
+      "Broadcasts to size.");
+  b.both(
+      "squeeze",
+      [](const Tensor& x, std::optional<Ints> dim) {
+        if (!dim) return x.squeeze();
+        Shape ds;
+        for (int64_t d : dim->v) ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze"));
+        std::sort(ds.begin(), ds.end(), std::greater<>());
+        Tensor r = x;
+        for (int64_t d : ds) r = r.squeeze(d);
+        return r;
+      },
+      "dim"_a = nb::none(), "Drops size-1 dims (all, or those in dim).");
+  b.both(
+      "unsqueeze", [](const Tensor& x, int64_t dim) { return x.unsqueeze(dim); }, "dim"_a,
+      "Inserts a size-1 dim at dim.");
+  b.both(
+      "flatten",
+      [](const Tensor& x, int64_t start_dim, int64_t end_dim) { return x.flatten(start_dim, end_dim); },
+      "start_dim"_a = 0, "end_dim"_a = -1, "Merges dims start_dim..end_dim into one.");
+  b.both(
+      "unflatten",
+      [](const Tensor& x, int64_t dim, Ints sizes) {
+        const int64_t d = wrap_dim(dim, x.dim(), "unflatten");
+        Shape s;
+        for (int64_t i = 0; i < d; ++i) s.push_back(x.size(i));
+        for (int64_t v : sizes.v) s.push_back(v);
+        for (int64_t i = d + 1; i < x.dim(); ++i) s.push_back(x.size(i));
+        return x.view(s);
+      },
+      "dim"_a, "sizes"_a, "Splits dim into sizes.");
+  b.both("ravel", [](const Tensor& x) { return x.reshape({-1}); }, "input as one dim.");
+  b.both(
+      "as_strided",
+      [](const Tensor& x, Ints size, Ints stride, std::optional<int64_t> storage_offset) {
+        return x.as_strided(size, stride, storage_offset);
+      },
+      "size"_a, "stride"_a, "storage_offset"_a = nb::none(),
+      "A view with explicit sizes, strides and offset.");
+  cls.def(
+      "repeat",
+      [varargs_shape](const Tensor& x, nb::args repeats) {
+        const Shape r = varargs_shape(repeats, "repeat");
+        nb::gil_scoped_release release;
+        EMBER_CHECK(static_cast<int64_t>(r.size()) >= x.dim(),
+                    "[repeat] number of repeats ({}) can not be smaller than the number of dims "
+                    "({})",
+                    r.size(), x.dim());
+        // Pad x's shape on the left, interleave a repeat dim before each, expand, merge.
+        const size_t lead = r.size() - static_cast<size_t>(x.dim());
+        Shape padded(lead, 1);
+        for (int64_t s : x.sizes()) padded.push_back(s);
+        Shape inter, expanded, out;
+        for (size_t i = 0; i < r.size(); ++i) {
+          inter.push_back(1);
+          inter.push_back(padded[i]);
+          expanded.push_back(r[i]);
+          expanded.push_back(padded[i]);
+          out.push_back(r[i] * padded[i]);
+        }
+        return x.reshape(inter).expand(expanded).reshape(out);
+      },
+      "repeats"_a, nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "The tensor tiled `repeats` times along each dim (a copy).");
+  b.both(
+      "flip",
+      [](const Tensor& x, Ints dims) {
+        Tensor r = x;
+        for (int64_t d : dims.v) {
+          const int64_t w = wrap_dim(d, x.dim(), "flip");
+          const int64_t n = x.size(w);
+          r = index_select(r, w, arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
+                                        TensorOptions(DType::Int64, x.device())));
+        }
+        return r;
+      },
+      "dims"_a, "The elements in reverse order along dims (a copy).");
+  b.both(
+      "roll",
+      [](const Tensor& x, Ints shifts, std::optional<Ints> dims) {
+        if (!dims) {
+          EMBER_CHECK(shifts.size() == 1, "[roll] shifts must be one int when dims is None");
+          const int64_t n = x.numel();
+          if (n == 0) return x.clone();
+          const int64_t s = ((shifts.v[0] % n) + n) % n;
+          Tensor idx = remainder(add(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
+                                            TensorOptions(DType::Int64, x.device())),
+                                     n - s),
+                                 n);
+          return index_select(x.reshape({-1}), 0, idx).view(x.sizes());
+        }
+        EMBER_CHECK(shifts.size() == dims->size(), "[roll] {} shifts for {} dims", shifts.size(),
+                    dims->size());
+        Tensor r = x;
+        for (size_t i = 0; i < dims->size(); ++i) {
+          const int64_t d = wrap_dim(dims->v[i], x.dim(), "roll");
+          const int64_t n = x.size(d);
+          if (n == 0) continue;
+          const int64_t s = ((shifts.v[i] % n) + n) % n;
+          Tensor idx = remainder(add(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
+                                            TensorOptions(DType::Int64, x.device())),
+                                     n - s),
+                                 n);
+          r = index_select(r, d, idx);
+        }
+        return r;
+      },
+      "shifts"_a, "dims"_a = nb::none(), "Elements shifted cyclically along dims.");
+  b.both(
+      "tril", [](const Tensor& x, int64_t diagonal) { return tril(x, diagonal); }, "diagonal"_a = 0,
+      "The lower triangle of the last two dims.");
+  b.both(
+      "triu", [](const Tensor& x, int64_t diagonal) { return triu(x, diagonal); }, "diagonal"_a = 0,
+      "The upper triangle of the last two dims.");
+  b.both(
+      "diagonal",
+      [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+        const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"), d2 = wrap_dim(dim2, x.dim(), "diagonal");
+        EMBER_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ, both are {}", d1);
+        const int64_t n1 = x.size(d1), n2 = x.size(d2);
+        const int64_t len = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+        Shape sizes, strides;
+        for (int64_t i = 0; i < x.dim(); ++i) {
+          if (i == d1 || i == d2) continue;
+          sizes.push_back(x.size(i));
+          strides.push_back(x.stride(i));
+        }
+        sizes.push_back(len);
+        strides.push_back(x.stride(d1) + x.stride(d2));
+        const int64_t start = len == 0 ? 0 : (offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1));
+        return x.as_strided(sizes, strides, x.storage_offset() + start);
+      },
+      "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1, "The diagonal of dims dim1, dim2 (a view).");
+  b.both(
+      "trace",
+      [](const Tensor& x) {
+        EMBER_CHECK(x.dim() == 2, "[trace] expected a 2-d tensor, got {}-d", x.dim());
+        return einsum("ii->", {x});
+      },
+      "The sum of the diagonal of a 2-d tensor.");
+
+  // Joining and splitting.
+  for (const char* name : {"cat", "concat", "concatenate"}) {
+    b.function(
+        name, [](const std::vector<Tensor>& tensors, int64_t dim) { return cat(tensors, dim); },
+        "tensors"_a, "dim"_a = 0, "Joins tensors along an existing dim.");
+  }
+  b.function(
+      "stack", [](const std::vector<Tensor>& tensors, int64_t dim) { return stack(tensors, dim); },
+      "tensors"_a, "dim"_a = 0, "Joins tensors along a new dim.");
+  b.function(
+      "hstack",
+      [](const std::vector<Tensor>& tensors) {
+        return cat(tensors, !tensors.empty() && tensors[0].dim() == 1 ? 0 : 1);
+      },
+      "tensors"_a, "Joins tensors column-wise.");
+  b.function(
+      "vstack",
+      [](const std::vector<Tensor>& tensors) {
+        std::vector<Tensor> rows;
+        for (const Tensor& t : tensors) rows.push_back(t.dim() == 1 ? t.unsqueeze(0) : t);
+        return cat(rows, 0);
+      },
+      "tensors"_a, "Joins tensors row-wise.");
+  b.both_py(
+      "split",
+      [](const Tensor& x, nb::handle split_size_or_sections, int64_t dim) {
+        const bool one = PyLong_Check(split_size_or_sections.ptr());
+        const Ints sizes = nb::cast<Ints>(split_size_or_sections);
+        nb::gil_scoped_release release;
+        if (one) return split(x, sizes.v[0], dim);
+        return split(x, IntList(sizes.v), dim);
+      },
+      "split_size_or_sections"_a, "dim"_a = 0, "Views of equal size (or the given sizes) along dim.");
+  b.both(
+      "chunk", [](const Tensor& x, int64_t chunks, int64_t dim) { return chunk(x, chunks, dim); },
+      "chunks"_a, "dim"_a = 0, "`chunks` nearly equal views along dim.");
+  b.both(
+      "unbind", [](const Tensor& x, int64_t dim) { return unbind(x, dim); }, "dim"_a = 0,
+      "The slices along dim, as views.");
+
+  // Indexing ops.
+  b.both(
+      "index_select",
+      [](const Tensor& x, int64_t dim, const Tensor& index) { return index_select(x, dim, index); },
+      "dim"_a, "index"_a, "The entries at index (1-d int64) along dim.");
+  b.both(
+      "gather", [](const Tensor& x, int64_t dim, const Tensor& index) { return gather(x, dim, index); },
+      "dim"_a, "index"_a, "out[i][j] = input[index[i][j]][j] (for dim 0).");
+  b.both(
+      "scatter",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Operand& src) {
+        return scatter(x, dim, index,
+                       src.tensor ? *src.tensor
+                                  : full(index.sizes(), src.scalar, TensorOptions(x.dtype(), x.device())));
+      },
+      "dim"_a, "index"_a, "src"_a, "A copy with src written at index along dim.");
+  b.both(
+      "scatter_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+        return scatter_add(x, dim, index, src);
+      },
+      "dim"_a, "index"_a, "src"_a, "A copy with src added at index along dim.");
+  b.both(
+      "masked_fill",
+      [](const Tensor& x, const Tensor& mask, PyScalar value) { return masked_fill(x, mask, value); },
+      "mask"_a, "value"_a, "A copy with value where mask is true.");
+  b.both(
+      "masked_select",
+      [](const Tensor& x, const Tensor& mask) {
+        const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_select");
+        const Tensor xb = x.expand(shape).reshape({-1});
+        const Tensor idx = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
+        return index_select(xb, 0, idx);
+      },
+      "mask"_a, "The elements where mask is true, as a 1-d tensor.");
+  auto nonzero_fn = [](const Tensor& x, bool as_tuple) -> nb::object {
+    Tensor nz;
+    {
+      nb::gil_scoped_release release;
+      nz = nonzero(x);
+    }
+    if (!as_tuple) return wrap_tensor(nz);
+    nb::list out;
+    for (int64_t d = 0; d < nz.size(1); ++d) out.append(wrap_tensor(nz.select(1, d)));
+    return nb::tuple(out);
+  };
+  cls.def("nonzero", nonzero_fn, nb::kw_only(), "as_tuple"_a = false,
+          "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
+  m.def("nonzero", nonzero_fn, "input"_a, nb::kw_only(), "as_tuple"_a = false,
+        "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
+  cls.def(
+      "sort",
+      [](const Tensor& x, int64_t dim, bool descending, bool) {
+        std::tuple<Tensor, Tensor> r;
+        {
+          nb::gil_scoped_release release;
+          r = sort(x, dim, descending);
+        }
+        return values_indices(std::move(r), "sort");
+      },
+      "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
+      "(values, indices) sorted along dim (stable).");
+  m.def(
+      "sort",
+      [](const Tensor& x, int64_t dim, bool descending, bool) {
+        std::tuple<Tensor, Tensor> r;
+        {
+          nb::gil_scoped_release release;
+          r = sort(x, dim, descending);
+        }
+        return values_indices(std::move(r), "sort");
+      },
+      "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
+      "(values, indices) sorted along dim (stable).");
+  b.both(
+      "argsort",
+      [](const Tensor& x, int64_t dim, bool descending, bool) { return std::get<1>(sort(x, dim, descending)); },
+      "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
+      "The indices that sort input along dim.");
+  auto topk_fn = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+    std::tuple<Tensor, Tensor> r;
+    {
+      nb::gil_scoped_release release;
+      r = topk(x, k, dim, largest, sorted);
+    }
+    return values_indices(std::move(r), "topk");
+  };
+  cls.def("topk", topk_fn, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
+          "(values, indices) of the k largest (or smallest) along dim.");
+  m.def("topk", topk_fn, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
+        "(values, indices) of the k largest (or smallest) along dim.");
+}
+
+}  // namespace ember::python

@@ -1,0 +1,999 @@
+// ember.Tensor and ember.nn.Parameter: identity, properties, conversions, printing, NumPy and
+// DLPack, autograd entry points; ember.Size; the factories (ember.tensor, zeros, rand, ...).
+#include <unordered_map>
+
+#include "bind.h"
+
+namespace ember::python {
+
+Tensor tensor_from_buffer(nb::handle obj, const char* op);
+nb::object tensor_to_numpy(const Tensor& t, bool force);
+Tensor dlpack_to_tensor(nb::handle obj);
+nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
+                            nb::handle dl_device, std::optional<bool> copy);
+std::pair<int, int> tensor_dlpack_device(const Tensor& t);
+
+namespace {
+
+/** One live Python tensor object: the object and the PyTensor inside it. */
+struct LiveEntry {
+  PyObject* object;
+  const PyTensor* cpp;
+};
+
+// Note [Python tensors keep their identity] in bind.h. Leaked on purpose: Python objects may
+// outlive static destructors at exit.
+std::unordered_map<const TensorImpl*, LiveEntry>& live_tensors() {
+  static auto* map = new std::unordered_map<const TensorImpl*, LiveEntry>();
+  return *map;
+}
+
+nb::handle g_tensor_type, g_parameter_type, g_size_type;
+
+PyTensor& self_of(nb::handle h) {
+  return *nb::inst_ptr<PyTensor>(h);
+}
+
+}  // namespace
+
+PyTensor::~PyTensor() {
+  if (!defined()) return;
+  auto& live = live_tensors();
+  auto it = live.find(impl());
+  if (it != live.end() && it->second.cpp == this) live.erase(it);
+}
+
+nb::handle tensor_type() {
+  return g_tensor_type;
+}
+nb::handle parameter_type() {
+  return g_parameter_type;
+}
+
+void register_tensor_object(nb::handle obj) {
+  const PyTensor* t = nb::inst_ptr<PyTensor>(obj);
+  if (!t->defined()) return;
+  live_tensors().try_emplace(t->impl(), LiveEntry{obj.ptr(), t});
+}
+
+nb::object wrap_tensor(const Tensor& t, nb::handle type) {
+  if (!t.defined()) return nb::none();
+  auto& live = live_tensors();
+  auto it = live.find(t.impl());
+  if (it != live.end()) return nb::borrow(it->second.object);
+  nb::object o = nb::inst_alloc(type ? type : g_tensor_type);
+  PyTensor* p = nb::inst_ptr<PyTensor>(o);
+  new (p) PyTensor(t);
+  nb::inst_mark_ready(o);
+  live.emplace(t.impl(), LiveEntry{o.ptr(), p});
+  return o;
+}
+
+ToArgs parse_to(nb::args args, nb::kwargs kwargs) {
+  ToArgs r;
+  size_t bools = 0;
+  for (nb::handle a : args) {
+    if (nb::isinstance<PyTensor>(a)) {
+      const Tensor& o = self_of(a);
+      r.device = o.device();
+      r.dtype = o.dtype();
+    } else if (nb::isinstance<DTypeObject>(a) || a.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
+               a.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type) ||
+               a.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) {
+      r.dtype = nb::cast<DType>(a);
+    } else if (PyBool_Check(a.ptr())) {
+      (bools++ == 0 ? r.non_blocking : r.copy) = a.ptr() == Py_True;
+    } else if (nb::isinstance<Device>(a) || nb::isinstance<nb::str>(a)) {
+      r.device = nb::cast<Device>(a);
+    } else if (PyLong_Check(a.ptr())) {
+      r.device = Device(fmt::format("cuda:{}", nb::cast<int64_t>(a)));
+    } else if (nb::isinstance<MemoryFormat>(a)) {
+      r.memory_format = nb::cast<MemoryFormat>(a);
+    } else {
+      throw TypeError(fmt::format(
+          "[to] unexpected argument of type {}: to() takes a device, a dtype, a tensor, "
+          "non_blocking, copy and memory_format",
+          nb::cast<std::string>(nb::str(a.type().attr("__name__")))));
+    }
+  }
+  for (auto [k, v] : kwargs) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "device") {
+      if (!v.is_none()) r.device = nb::cast<Device>(v);
+    } else if (key == "dtype") {
+      if (!v.is_none()) r.dtype = nb::cast<DType>(v);
+    } else if (key == "non_blocking") {
+      r.non_blocking = nb::cast<bool>(v);
+    } else if (key == "copy") {
+      r.copy = nb::cast<bool>(v);
+    } else if (key == "memory_format") {
+      if (!v.is_none()) r.memory_format = nb::cast<MemoryFormat>(v);
+    } else {
+      throw TypeError(fmt::format("[to] unexpected keyword argument '{}'", key));
+    }
+  }
+  return r;
+}
+
+Tensor apply_to(const Tensor& t, const ToArgs& a) {
+  Tensor r = t;
+  if (a.device && r.device() != *a.device) r = r.to(*a.device, a.non_blocking);
+  if (a.dtype) r = r.to(*a.dtype);
+  if (a.memory_format && *a.memory_format != MemoryFormat::Preserve) r = r.contiguous(*a.memory_format);
+  if (a.copy && r.is_same(t)) r = t.clone();
+  return r;
+}
+
+
+namespace {
+
+/** An ember.Size (a tuple subclass) of `sizes`. */
+nb::object make_size(IntList sizes) {
+  auto* tp = reinterpret_cast<PyTypeObject*>(g_size_type.ptr());
+  PyObject* o = tp->tp_alloc(tp, static_cast<Py_ssize_t>(sizes.size()));
+  if (!o) throw nb::python_error();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    PyTuple_SET_ITEM(o, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(sizes[i]));
+  }
+  return nb::steal(o);
+}
+
+const char* kSizeSource = R"PY(
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, as torch.Size."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "ember.Size([" + ", ".join(str(s) for s in self) + "])"
+
+    def numel(self):
+        """The number of elements a tensor of this shape has."""
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self))
+
+    def __reduce__(self):
+        return (Size, (tuple(self),))
+
+Size.__module__ = "ember"
+)PY";
+
+nb::object build_size_type() {
+  nb::dict globals;
+  globals["__builtins__"] = nb::module_::import_("builtins");
+  globals["__name__"] = "ember";
+  nb::object r = nb::steal(PyRun_String(kSizeSource, Py_file_input, globals.ptr(), globals.ptr()));
+  if (!r.is_valid()) throw nb::python_error();
+  return globals["Size"];
+}
+
+std::string tensor_repr(const Tensor& t) {
+  if (!t.defined()) return "tensor(undefined)";
+  std::string s;
+  {
+    nb::gil_scoped_release release;
+    s = t.str();
+  }
+  const std::string name(dtype_name(t.dtype()));
+  const std::string plain = "dtype=" + name;
+  if (size_t pos = s.find(plain); pos != std::string::npos) {
+    s.replace(pos, plain.size(), "dtype=ember." + name);
+  }
+  std::string suffix;
+  if (t.requires_grad()) {
+    if (auto fn = t.grad_fn()) {
+      suffix = fmt::format(", grad_fn=<{}>", fn->name());
+    } else {
+      suffix = ", requires_grad=True";
+    }
+  }
+  if (!suffix.empty() && !s.empty() && s.back() == ')') s.insert(s.size() - 1, suffix);
+  return s;
+}
+
+/** item() as the Python number of the tensor's kind. */
+nb::object item_object(const Tensor& t) {
+  EMBER_CHECK(t.numel() == 1,
+              "[item] a Tensor with {} elements cannot be converted to a Python number (only "
+              "one-element tensors can)",
+              t.numel());
+  Scalar s;
+  {
+    nb::gil_scoped_release release;
+    s = t.item_scalar();
+  }
+  switch (s.kind()) {
+    case Scalar::Kind::Bool:
+      return nb::bool_(s.to_int() != 0);
+    case Scalar::Kind::Int:
+      return nb::int_(s.to_int());
+    case Scalar::Kind::Float:
+      return nb::float_(s.to_double());
+  }
+  return nb::none();
+}
+
+nb::object to_list(const Tensor& t) {
+  Tensor host;
+  {
+    nb::gil_scoped_release release;
+    host = t.detach().to(Device::cpu()).contiguous();
+  }
+  if (host.dtype() == DType::Float16 || host.dtype() == DType::BFloat16) {
+    host = host.to(DType::Float32);
+  }
+  const Shape& sizes = host.sizes();
+  std::function<nb::object(size_t, int64_t)> rec = [&](size_t dim, int64_t offset) -> nb::object {
+    if (dim == sizes.size()) {
+      nb::object v;
+      visit_dtype(host.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T x = static_cast<const T*>(host.data_ptr())[offset];
+        if constexpr (std::is_same_v<T, bool>) {
+          v = nb::bool_(x);
+        } else if constexpr (std::is_integral_v<T>) {
+          v = nb::int_(static_cast<int64_t>(x));
+        } else {
+          v = nb::float_(static_cast<double>(static_cast<sdk::Compute<T>>(x)));
+        }
+      });
+      return v;
+    }
+    nb::list out;
+    for (int64_t i = 0; i < sizes[dim]; ++i) out.append(rec(dim + 1, offset + i * host.stride(static_cast<int64_t>(dim))));
+    return out;
+  };
+  return rec(0, 0);
+}
+
+/** Sizes given as *size or as one sequence: zeros(2, 3) and zeros((2, 3)). */
+Shape sizes_from_args(nb::args args, const char* op) {
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
+    nb::handle a = args[0];
+    Ints ints;
+    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, ints),
+                     "[{}] size must be ints or one sequence of ints, not {}", op,
+                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
+    return ints.v;
+  }
+  Shape out;
+  for (nb::handle a : args) {
+    Ints i;
+    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, i) && i.size() == 1,
+                     "[{}] size must be ints or one sequence of ints, not {}", op,
+                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
+    out.push_back(i.v[0]);
+  }
+  return out;
+}
+
+TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
+                      DType fallback = kDefaultFloat) {
+  TensorOptions o(dtype.value_or(fallback), device.value_or(Device::cpu()));
+  return o.pinned_memory(pin);
+}
+
+Tensor finish(Tensor t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+/** The dtype a fill value gives a new tensor: bool, int64 or the default float. */
+DType dtype_of_value(const Scalar& s) {
+  return s.natural_dtype();
+}
+
+nb::object rebuild_tensor(std::string_view dtype, Ints sizes, nb::bytes data, bool requires_grad,
+                          std::string device, bool parameter) {
+  const DType d = parse_dtype(dtype);
+  Tensor t = empty(sizes, TensorOptions(d));
+  EMBER_CHECK(data.size() == t.nbytes(), "[unpickle] {} bytes for a {} tensor of shape {}",
+              data.size(), dtype, shape_str(sizes.v));
+  if (t.nbytes()) std::memcpy(t.data_ptr(), data.c_str(), t.nbytes());
+  if (device != "cpu") t = t.to(Device(device));
+  if (requires_grad) t.requires_grad_(true);
+  return wrap_tensor(t, parameter ? g_parameter_type : g_tensor_type);
+}
+
+}  // namespace
+
+/** A handle that removes a hook once (torch.utils.hooks.RemovableHandle). */
+struct RemovableHandle {
+  std::function<void()> remove_fn;
+  void remove() {
+    if (remove_fn) std::exchange(remove_fn, nullptr)();
+  }
+};
+
+nb::object make_removable_handle(std::function<void()> remove) {
+  return nb::cast(RemovableHandle{std::move(remove)});
+}
+
+/** Registers a Python gradient hook on `t`; the handle disables it (the core keeps hooks for
+ *  the tensor's life, so removal makes the hook a no-op). */
+nb::object register_grad_hook(const Tensor& t, nb::handle fn) {
+  EMBER_CHECK(t.requires_grad(),
+              "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
+  auto alive = std::make_shared<std::atomic<bool>>(true);
+  PyRef hook(fn);
+  t.register_hook([alive, hook](const Tensor& g) -> Tensor {
+    if (!alive->load()) return {};
+    nb::gil_scoped_acquire gil;
+    nb::object r = nb::borrow(hook.get())(g);
+    if (r.is_none()) return {};
+    return nb::cast<Tensor>(r);
+  });
+  return make_removable_handle([alive] { alive->store(false); });
+}
+
+void bind_tensor(nb::module_& m) {
+  g_size_type = build_size_type().release();
+  m.attr("Size") = g_size_type;
+
+  nb::enum_<MemoryFormat>(m, "memory_format", "How a tensor's elements lie in memory.")
+      .value("contiguous_format", MemoryFormat::Contiguous)
+      .value("channels_last", MemoryFormat::ChannelsLast)
+      .value("preserve_format", MemoryFormat::Preserve);
+  m.attr("contiguous_format") = MemoryFormat::Contiguous;
+  m.attr("channels_last") = MemoryFormat::ChannelsLast;
+  m.attr("preserve_format") = MemoryFormat::Preserve;
+
+  nb::class_<RemovableHandle>(m, "RemovableHandle", "Removes the hook it was returned for.")
+      .def("remove", &RemovableHandle::remove, "Removes the hook (once; later calls do nothing).")
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](RemovableHandle& h, nb::args) { h.remove(); });
+
+  nb::class_<autograd::Node>(m, "Node", "A recorded backward step (a tensor's grad_fn).")
+      .def("name", &autograd::Node::name, "The node's name, e.g. 'MulBackward'.")
+      .def_prop_ro(
+          "next_functions",
+          [](const autograd::Node& n) {
+            nb::list out;
+            for (const autograd::Edge& e : n.next_edges) {
+              out.append(nb::make_tuple(e.fn ? nb::cast(e.fn) : nb::none(), e.input_nr));
+            }
+            return nb::tuple(out);
+          },
+          "(node, input number) for each forward input, None where no gradient flows.")
+      .def_prop_ro(
+          "variable",
+          [](const autograd::Node& n) -> nb::object {
+            if (auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(&n)) {
+              return wrap_tensor(acc->variable());
+            }
+            throw nb::attribute_error("only AccumulateGrad nodes have a variable");
+          },
+          "The leaf an AccumulateGrad node accumulates into.")
+      .def("__repr__", [](const autograd::Node& n) {
+        return fmt::format("<{} object at {}>", n.name(), static_cast<const void*>(&n));
+      });
+
+  nb::class_<PyTensor> cls(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(),
+                           "An n-dimensional array on a device, with autograd.");
+  g_tensor_type = cls;
+  cls.def(
+      "__init__",
+      [](PyTensor* self, nb::args args) {
+        // The legacy constructor: Tensor(*sizes) (uninitialised float32) or Tensor(data).
+        Tensor t;
+        if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
+          t = tensor_from_data(args[0], kDefaultFloat, std::nullopt);
+        } else {
+          t = empty(sizes_from_args(args, "Tensor"));
+        }
+        new (self) PyTensor(std::move(t));
+        register_tensor_object(nb::find(self));
+      },
+      "args"_a, "Tensor(*sizes) (uninitialised float32) or Tensor(data) (a float32 copy).");
+
+  // Shape and layout.
+  cls.def_prop_ro(
+         "shape", [](const Tensor& t) { return make_size(t.sizes()); },
+         nb::for_getter(nb::sig("def shape(self, /) -> ember.Size")), "The sizes, as an ember.Size.")
+      .def(
+          "size",
+          [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
+            if (dim) return nb::int_(t.size(*dim));
+            return make_size(t.sizes());
+          },
+          "dim"_a = nb::none(), "The sizes, or the size of one dim.")
+      .def(
+          "stride",
+          [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
+            if (dim) return nb::int_(t.stride(*dim));
+            return nb::cast(Ints{t.strides()});
+          },
+          "dim"_a = nb::none(), "The strides (in elements), or one dim's.")
+      .def("dim", &Tensor::dim, "The number of dims.")
+      .def("ndimension", &Tensor::dim, "The number of dims.")
+      .def_prop_ro("ndim", &Tensor::dim, "The number of dims.")
+      .def("numel", &Tensor::numel, "The number of elements.")
+      .def("nelement", &Tensor::numel, "The number of elements.")
+      .def("element_size", &Tensor::element_size, "Bytes per element.")
+      .def_prop_ro("itemsize", &Tensor::element_size, "Bytes per element.")
+      .def_prop_ro("nbytes", &Tensor::nbytes, "Bytes covered by the elements.")
+      .def_prop_ro("dtype", &Tensor::dtype, "The element type.")
+      .def_prop_ro("device", &Tensor::device, "The device the data lives on.")
+      .def_prop_ro(
+          "is_cuda", [](const Tensor& t) { return t.device().type_name() == "cuda"; },
+          "True for a CUDA tensor.")
+      .def_prop_ro(
+          "is_cpu", [](const Tensor& t) { return t.device() == Device::cpu(); },
+          "True for a CPU tensor.")
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
+           "The address of the first element.")
+      .def("storage_offset", &Tensor::storage_offset, "The offset into the storage, in elements.")
+      .def(
+          "is_contiguous",
+          [](const Tensor& t, MemoryFormat f) { return t.is_contiguous(f); },
+          "memory_format"_a = MemoryFormat::Contiguous,
+          "True if the elements are dense in that format's order.")
+      .def(
+          "is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); },
+          "True for floating dtypes.")
+      .def("is_complex", [](const Tensor&) { return false; }, "Always False: no complex dtypes.")
+      .def("is_pinned", &Tensor::is_pinned, "True for page-locked host memory.")
+      .def("pin_memory", &Tensor::pin_memory, release_gil(),
+           "A copy in page-locked host memory (the tensor if already pinned).")
+      .def("is_same_storage", &Tensor::is_same_storage, "other"_a,
+           "True if both tensors share storage.")
+      .def_prop_ro("_version", &Tensor::version, "The storage's version counter.");
+
+  // Conversions.
+  cls.def(
+         "to",
+         [](const Tensor& t, nb::args args, nb::kwargs kwargs) {
+           const ToArgs a = parse_to(args, kwargs);
+           nb::gil_scoped_release release;
+           return apply_to(t, a);
+         },
+         "args"_a, "kwargs"_a,
+         nb::sig("def to(self, *args, **kwargs) -> ember.Tensor"),
+         "Converted to a device, dtype or memory format: to(device), to(dtype), to(device, "
+         "dtype), to(other), with non_blocking, copy and memory_format keywords.")
+      .def(
+          "cpu", [](const Tensor& t) { return t.to(Device::cpu()); }, release_gil(),
+          "A copy on the CPU (the tensor if already there).")
+      .def(
+          "cuda",
+          [](const Tensor& t, std::optional<nb::object> device, bool non_blocking) {
+            Device d("cuda");
+            if (device && !device->is_none()) {
+              d = PyLong_Check(device->ptr())
+                      ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
+                      : nb::cast<Device>(*device);
+            }
+            nb::gil_scoped_release release;
+            return t.to(d, non_blocking);
+          },
+          "device"_a = nb::none(), "non_blocking"_a = false, "A copy on a CUDA device.")
+      .def("float", [](const Tensor& t) { return t.to(DType::Float32); }, release_gil(),
+           "As float32.")
+      .def("double", [](const Tensor& t) { return t.to(DType::Float64); }, release_gil(),
+           "As float64.")
+      .def("half", [](const Tensor& t) { return t.to(DType::Float16); }, release_gil(),
+           "As float16.")
+      .def("bfloat16", [](const Tensor& t) { return t.to(DType::BFloat16); }, release_gil(),
+           "As bfloat16.")
+      .def("long", [](const Tensor& t) { return t.to(DType::Int64); }, release_gil(),
+           "As int64.")
+      .def("int", [](const Tensor& t) { return t.to(DType::Int32); }, release_gil(), "As int32.")
+      .def("char", [](const Tensor& t) { return t.to(DType::Int8); }, release_gil(), "As int8.")
+      .def("byte", [](const Tensor& t) { return t.to(DType::UInt8); }, release_gil(),
+           "As uint8.")
+      .def("bool", [](const Tensor& t) { return t.to(DType::Bool); }, release_gil(), "As bool.")
+      .def(
+          "type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); }, "other"_a,
+          release_gil(), "As the other tensor's dtype.")
+      .def(
+          "contiguous", [](const Tensor& t, MemoryFormat f) { return t.contiguous(f); },
+          "memory_format"_a = MemoryFormat::Contiguous, release_gil(),
+          "The tensor if dense in that format, else a copy that is.")
+      .def(
+          "clone", [](const Tensor& t, MemoryFormat f) { return t.clone(f); }, nb::kw_only(),
+          "memory_format"_a = MemoryFormat::Preserve, release_gil(), "A copy (differentiable).")
+      .def("detach", &Tensor::detach, "The same data, cut from the graph.")
+      .def(
+          "copy_",
+          [](Tensor& t, const Tensor& src, bool) -> Tensor& { return t.copy_(src); }, "src"_a,
+          "non_blocking"_a = false, release_gil(),
+          "Copies `src` (broadcast, converted) into this tensor; returns it.")
+      .def(
+          "fill_", [](Tensor& t, PyScalar v) -> Tensor& { return t.fill_(v); }, "value"_a,
+          release_gil(), "Sets every element to `value`; returns the tensor.")
+      .def(
+          "zero_", [](Tensor& t) -> Tensor& { return t.zero_(); }, release_gil(),
+          "Sets every element to zero; returns the tensor.")
+      .def("item", &item_object, "The one element as a Python number.")
+      .def("tolist", &to_list, "The elements as (nested) Python lists of numbers.")
+      .def("numpy", &tensor_to_numpy, nb::kw_only(), "force"_a = false,
+           "A NumPy array sharing the memory (CPU, no grad); force=True copies and detaches.")
+      .def(
+          "__array__",
+          [](const Tensor& t, nb::handle dtype, nb::handle) {
+            nb::object a = tensor_to_numpy(t, false);
+            if (!dtype.is_none()) a = a.attr("astype")(dtype);
+            return a;
+          },
+          "dtype"_a = nb::none(), "copy"_a = nb::none(), "NumPy's array protocol.")
+      .def("__dlpack__", &tensor_to_dlpack, nb::kw_only(), "stream"_a = nb::none(),
+           "max_version"_a = nb::none(), "dl_device"_a = nb::none(), "copy"_a = nb::none(),
+           "A DLPack capsule of the tensor (shares memory).")
+      .def("__dlpack_device__", &tensor_dlpack_device, "(DLPack device type, index).");
+
+  // Autograd.
+  cls.def_prop_rw(
+         "requires_grad", &Tensor::requires_grad,
+         [](Tensor& t, bool on) { t.requires_grad_(on); }, "True if gradients flow to it.")
+      .def(
+          "requires_grad_", [](Tensor& t, bool on) -> Tensor& { return t.requires_grad_(on); },
+          "requires_grad"_a = true, "Makes a leaf (not) require grad; returns the tensor.")
+      .def_prop_rw(
+          "grad", [](const Tensor& t) { return t.grad(); },
+          [](Tensor& t, std::optional<Tensor> g) {
+            if (g) {
+              EMBER_CHECK(g->sizes() == t.sizes(),
+                          "[grad] assigned grad has shape {} but the tensor has shape {}",
+                          shape_str(g->sizes()), shape_str(t.sizes()));
+              EMBER_CHECK_TYPE(g->dtype() == t.dtype() && g->device() == t.device(),
+                               "[grad] assigned grad is {} on {}, the tensor {} on {}",
+                               g->dtype(), g->device(), t.dtype(), t.device());
+            }
+            t.mutable_grad() = g.value_or(Tensor());
+          },
+          nb::arg("grad").none(), "The accumulated gradient, or None.")
+      .def_prop_ro(
+          "grad_fn", [](const Tensor& t) { return t.grad_fn(); },
+          "The node that made this tensor, or None for a leaf.")
+      .def_prop_ro("is_leaf", &Tensor::is_leaf, "True unless a recorded op made it.")
+      .def_prop_ro("output_nr", &Tensor::output_nr, "Which output of its grad_fn it is.")
+      .def_prop_ro(
+          "retains_grad",
+          [](const Tensor& t) {
+            const autograd::AutogradMeta* meta = t.autograd_meta();
+            return meta && meta->retains_grad;
+          },
+          "True after retain_grad() on a non-leaf.")
+      .def("retain_grad", &Tensor::retain_grad, "Keeps this non-leaf's gradient in .grad.")
+      .def_prop_rw(
+          "data", [](const Tensor& t) { return t.detach(); },
+          [](Tensor& t, const Tensor& v) {
+            EMBER_CHECK_NOT_IMPLEMENTED(
+                v.sizes() == t.sizes() && v.dtype() == t.dtype() && v.device() == t.device(),
+                "[data] assigning .data of another shape, dtype or device is not supported "
+                "({} {} {} -> {} {} {}): make a new tensor instead",
+                shape_str(t.sizes()), t.dtype(), t.device(), shape_str(v.sizes()), v.dtype(),
+                v.device());
+            autograd::NoGradGuard no_grad;
+            t.detach().copy_(v);
+          },
+          "The same data without history; assigning copies values of the same shape in.")
+      .def(
+          "backward",
+          [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
+             bool create_graph, std::optional<std::vector<Tensor>> inputs) {
+            nb::gil_scoped_release release;
+            const bool retain = retain_graph.value_or(create_graph);
+            if (!inputs) {
+              t.backward(gradient.value_or(Tensor()), retain, create_graph);
+              return;
+            }
+            std::vector<Tensor> grads = autograd::grad(
+                {t}, *inputs, gradient ? std::vector<Tensor>{*gradient} : std::vector<Tensor>{},
+                retain, create_graph, /*allow_unused=*/true);
+            autograd::NoGradGuard no_grad;
+            for (size_t i = 0; i < inputs->size(); ++i) {
+              if (!grads[i].defined()) continue;
+              Tensor& slot = (*inputs)[i].mutable_grad();
+              slot = slot.defined() ? slot + grads[i] : grads[i].detach();
+            }
+          },
+          "gradient"_a = nb::none(), "retain_graph"_a = nb::none(), "create_graph"_a = false,
+          "inputs"_a = nb::none(),
+          "Accumulates the gradients of this tensor into the leaves' .grad (of `inputs` only, "
+          "if given).")
+      .def("register_hook", &register_grad_hook, "hook"_a,
+           "Calls hook(grad) when this tensor's gradient is computed; a returned tensor "
+           "replaces it. Returns a handle whose remove() disables the hook.")
+      .def(
+          "register_post_accumulate_grad_hook",
+          [](const Tensor& t, nb::handle fn) {
+            auto alive = std::make_shared<std::atomic<bool>>(true);
+            PyRef hook(fn);
+            t.register_post_accumulate_grad_hook([alive, hook](const Tensor& leaf) {
+              if (!alive->load()) return;
+              nb::gil_scoped_acquire gil;
+              nb::borrow(hook.get())(leaf);
+            });
+            return make_removable_handle([alive] { alive->store(false); });
+          },
+          "hook"_a, "Calls hook(tensor) after a gradient was accumulated into this leaf's .grad.");
+
+  // Python protocols.
+  cls.def("__repr__", &tensor_repr)
+      .def(
+          "__format__",
+          [](const Tensor& t, const std::string& spec) -> nb::object {
+            if (t.dim() == 0) return nb::module_::import_("builtins").attr("format")(item_object(t), spec);
+            EMBER_CHECK_TYPE(spec.empty(),
+                             "[format] format spec '{}' applies to 0-d tensors only (this one has "
+                             "shape {})",
+                             spec, shape_str(t.sizes()));
+            return nb::str(tensor_repr(t).c_str());
+          },
+          "spec"_a)
+      .def(
+          "__bool__",
+          [](const Tensor& t) {
+            EMBER_CHECK(t.numel() == 1,
+                        "[bool] the truth value of a tensor with {} elements is ambiguous (use "
+                        "any() or all())",
+                        t.numel());
+            return t.item_scalar().to_double() != 0;
+          })
+      .def("__float__",
+           [](const Tensor& t) {
+             EMBER_CHECK(t.numel() == 1,
+                         "[float] only one-element tensors can be converted to Python scalars "
+                         "(this one has {})",
+                         t.numel());
+             return t.item();
+           })
+      .def("__int__",
+           [](const Tensor& t) {
+             EMBER_CHECK(t.numel() == 1,
+                         "[int] only one-element tensors can be converted to Python scalars "
+                         "(this one has {})",
+                         t.numel());
+             return t.item_scalar().to_int();
+           })
+      .def("__index__",
+           [](const Tensor& t) {
+             EMBER_CHECK_TYPE(t.numel() == 1 && (is_integral(t.dtype()) || t.dtype() == DType::Bool),
+                              "[index] only integer tensors of a single element can be converted "
+                              "to an index (got {} of shape {})",
+                              t.dtype(), shape_str(t.sizes()));
+             return t.item_scalar().to_int();
+           })
+      .def("__len__",
+           [](const Tensor& t) {
+             EMBER_CHECK_TYPE(t.dim() > 0, "[len] len() of a 0-d tensor");
+             return t.size(0);
+           })
+      .def("__iter__",
+           [](const Tensor& t) {
+             EMBER_CHECK_TYPE(t.dim() > 0, "[iter] iteration over a 0-d tensor");
+             std::vector<Tensor> rows;
+             {
+               nb::gil_scoped_release release;
+               rows = unbind(t, 0);
+             }
+             return nb::iter(nb::cast(rows));
+           })
+      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; })
+      .def("__reduce_ex__",
+           [](nb::handle self, int) {
+             const Tensor& t = self_of(self);
+             Tensor host;
+             {
+               nb::gil_scoped_release release;
+               host = t.detach().to(Device::cpu()).contiguous();
+             }
+             nb::bytes data(static_cast<const char*>(host.data_ptr()), host.nbytes());
+             return nb::make_tuple(nb::module_::import_("ember._C").attr("_rebuild_tensor"),
+                                   nb::make_tuple(std::string(dtype_name(t.dtype())),
+                                                  Ints{t.sizes()}, data, t.requires_grad(),
+                                                  t.device().str(),
+                                                  nb::isinstance<PyParameter>(self)));
+           })
+      .def("__deepcopy__",
+           [](nb::handle self, nb::handle) {
+             const Tensor& t = self_of(self);
+             Tensor c;
+             {
+               nb::gil_scoped_release release;
+               c = t.detach().clone();
+             }
+             if (t.requires_grad() && t.is_leaf()) c.requires_grad_(true);
+             return wrap_tensor(c, self.type());
+           });
+  m.def("_rebuild_tensor", &rebuild_tensor);
+  cls.attr("__array_priority__") = 1000;  // NumPy defers mixed operators to the tensor
+
+  // nn.Parameter: a tensor a module registers and an optimizer updates.
+  nb::class_<PyParameter, PyTensor> param(m, "Parameter", nb::dynamic_attr(),
+                                          "A tensor that is a module parameter (requires grad "
+                                          "by default).");
+  g_parameter_type = param;
+  param
+      .def(
+          "__init__",
+          [](PyParameter* self, std::optional<Tensor> data, bool requires_grad) {
+            Tensor t = data ? data->detach() : empty({0});
+            if (requires_grad) t.requires_grad_(is_floating(t.dtype()));
+            new (self) PyParameter(std::move(t));
+            register_tensor_object(nb::find(self));
+          },
+          "data"_a = nb::none(), "requires_grad"_a = true,
+          "A parameter sharing `data`'s memory (a new leaf).")
+      .def("__repr__", [](const Tensor& t) {
+        return "Parameter containing:\n" + tensor_repr(t);
+      });
+
+  // Factories.
+  m.def(
+      "tensor",
+      [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device,
+         bool requires_grad, bool pin_memory) {
+        Tensor t = tensor_from_data(data, dtype, device);
+        if (pin_memory) t = t.pin_memory();
+        return finish(t, requires_grad);
+      },
+      "data"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "pin_memory"_a = false,
+      nb::sig("def tensor(data: object, *, dtype: ember.dtype | None = None, device: "
+              "ember.device | str | None = None, requires_grad: bool = False, pin_memory: bool "
+              "= False) -> ember.Tensor"),
+      "A new tensor copied from data: numbers, nested lists, NumPy arrays, tensors.");
+  m.def(
+      "as_tensor",
+      [](nb::handle data, std::optional<DType> dtype, std::optional<Device> device) -> Tensor {
+        if (nb::isinstance<PyTensor>(data)) {
+          ToArgs a;
+          a.dtype = dtype;
+          a.device = device;
+          return apply_to(self_of(data), a);
+        }
+        if (PyObject_CheckBuffer(data.ptr()) && !PyBytes_Check(data.ptr())) {
+          Tensor t = tensor_from_buffer(data, "as_tensor");
+          if (dtype && t.dtype() != *dtype) t = t.to(*dtype);
+          if (device && t.device() != *device) t = t.to(*device);
+          return t;
+        }
+        return tensor_from_data(data, dtype, device);
+      },
+      "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "data as a tensor, sharing memory where it can (tensors, NumPy arrays).");
+  m.def(
+      "from_numpy", [](nb::handle array) { return tensor_from_buffer(array, "from_numpy"); },
+      "ndarray"_a, "A tensor sharing a NumPy array's memory (no copy).");
+  m.def("from_dlpack", &dlpack_to_tensor, "ext_tensor"_a,
+        "A tensor sharing the memory of an object with __dlpack__ (or a DLPack capsule).");
+
+  auto fill_factory = [&](const char* name, auto make, const char* doc) {
+    m.def(
+        name,
+        [make, name](nb::args size, std::optional<DType> dtype, std::optional<Device> device,
+               bool requires_grad, bool pin_memory) {
+          const Shape s = sizes_from_args(size, name);
+          const TensorOptions o = options(dtype, device, pin_memory);
+          nb::gil_scoped_release release;
+          return finish(make(s, o), requires_grad);
+        },
+        "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+        "requires_grad"_a = false, "pin_memory"_a = false,
+        nb::sig(fmt::format("def {}(*size: int | collections.abc.Sequence[int], dtype: "
+                            "ember.dtype | None = None, device: ember.device | str | None = "
+                            "None, requires_grad: bool = False, pin_memory: bool = False) -> "
+                            "ember.Tensor",
+                            name)
+                    .c_str()),
+        doc);
+  };
+  fill_factory("zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
+               "Zeros of the given size (float32 unless dtype says otherwise).");
+  fill_factory("ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
+               "Ones of the given size.");
+  fill_factory("empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
+               "An uninitialised tensor of the given size.");
+  m.def(
+      "full",
+      [](Ints size, PyScalar value, std::optional<DType> dtype, std::optional<Device> device,
+         bool requires_grad) {
+        const TensorOptions o = options(dtype, device, false, dtype_of_value(value));
+        nb::gil_scoped_release release;
+        return finish(full(size, value, o), requires_grad);
+      },
+      "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false,
+      "Every element fill_value (bool, int64 or float32 by its kind unless dtype is given).");
+
+  auto like_factory = [&](const char* name, auto make, const char* doc) {
+    m.def(
+        name,
+        [make](const Tensor& input, std::optional<DType> dtype, std::optional<Device> device,
+               bool requires_grad, MemoryFormat) {
+          const TensorOptions o(dtype.value_or(input.dtype()), device.value_or(input.device()));
+          nb::gil_scoped_release release;
+          return finish(make(input, o), requires_grad);
+        },
+        "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+        "requires_grad"_a = false, "memory_format"_a = MemoryFormat::Preserve, doc);
+  };
+  like_factory(
+      "zeros_like",
+      [](const Tensor& t, const TensorOptions& o) {
+        return o.dtype == t.dtype() && o.device == t.device() ? zeros_like(t)
+                                                               : zeros(t.sizes(), o);
+      },
+      "Zeros shaped like input.");
+  like_factory(
+      "ones_like",
+      [](const Tensor& t, const TensorOptions& o) {
+        return o.dtype == t.dtype() && o.device == t.device() ? ones_like(t) : ones(t.sizes(), o);
+      },
+      "Ones shaped like input.");
+  like_factory(
+      "empty_like",
+      [](const Tensor& t, const TensorOptions& o) {
+        return o.dtype == t.dtype() && o.device == t.device() ? empty_like(t) : empty(t.sizes(), o);
+      },
+      "An uninitialised tensor shaped like input.");
+  like_factory(
+      "rand_like", [](const Tensor& t, const TensorOptions& o) { return rand(t.sizes(), o); },
+      "Uniform [0, 1) shaped like input.");
+  like_factory(
+      "randn_like", [](const Tensor& t, const TensorOptions& o) { return randn(t.sizes(), o); },
+      "Standard normal shaped like input.");
+  m.def(
+      "full_like",
+      [](const Tensor& input, PyScalar value, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        const TensorOptions o(dtype.value_or(input.dtype()), device.value_or(input.device()));
+        nb::gil_scoped_release release;
+        return finish(full(input.sizes(), value, o), requires_grad);
+      },
+      "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "fill_value shaped like input.");
+
+  auto random_factory = [&](const char* name, auto make, const char* doc) {
+    m.def(
+        name,
+        [make, name](nb::args size, Generator* gen, std::optional<DType> dtype,
+               std::optional<Device> device, bool requires_grad, bool pin_memory) {
+          const Shape s = sizes_from_args(size, name);
+          const TensorOptions o = options(dtype, device, pin_memory);
+          nb::gil_scoped_release release;
+          return finish(make(s, o, gen), requires_grad);
+        },
+        "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = nb::none(),
+        "device"_a = nb::none(), "requires_grad"_a = false, "pin_memory"_a = false,
+        nb::sig(fmt::format("def {}(*size: int | collections.abc.Sequence[int], generator: "
+                            "ember.Generator | None = None, dtype: ember.dtype | None = None, "
+                            "device: ember.device | str | None = None, requires_grad: bool = "
+                            "False, pin_memory: bool = False) -> ember.Tensor",
+                            name)
+                    .c_str()),
+        doc);
+  };
+  random_factory(
+      "rand", [](const Shape& s, const TensorOptions& o, Generator* g) { return rand(s, o, g); },
+      "Uniform in [0, 1).");
+  random_factory(
+      "randn", [](const Shape& s, const TensorOptions& o, Generator* g) { return randn(s, o, g); },
+      "Standard normal.");
+  m.def(
+      "randint",
+      [](nb::args args, Generator* gen, std::optional<DType> dtype, std::optional<Device> device,
+         bool requires_grad) {
+        EMBER_CHECK_TYPE(args.size() == 2 || args.size() == 3,
+                         "[randint] takes (high, size) or (low, high, size), got {} arguments",
+                         args.size());
+        const int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
+        const int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
+        const Ints size = nb::cast<Ints>(args[args.size() - 1]);
+        const TensorOptions o = options(dtype, device, false, DType::Int64);
+        nb::gil_scoped_release release;
+        return finish(randint(low, high, size, o, gen), requires_grad);
+      },
+      "args"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false,
+      nb::sig("def randint(*args: int | collections.abc.Sequence[int], generator: "
+              "ember.Generator | None = None, dtype: ember.dtype | None = None, device: "
+              "ember.device | str | None = None, requires_grad: bool = False) -> ember.Tensor"),
+      "Integers uniform in [low, high): randint(high, size) or randint(low, high, size).");
+  m.def(
+      "randperm",
+      [](int64_t n, Generator* gen, DType dtype, std::optional<Device> device) {
+        EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got {}", n);
+        nb::gil_scoped_release release;
+        Tensor keys = rand({n}, TensorOptions(DType::Float64), gen);
+        Tensor perm = std::get<1>(sort(keys, 0));
+        return perm.to(dtype).to(device.value_or(Device::cpu()));
+      },
+      "n"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = DType::Int64,
+      "device"_a = nb::none(), "A random permutation of 0..n-1.");
+  m.def(
+      "randint_like",
+      [](const Tensor& input, int64_t low, std::optional<int64_t> high, std::optional<DType> dtype) {
+        const int64_t lo = high ? low : 0, hi = high ? *high : low;
+        nb::gil_scoped_release release;
+        return randint(lo, hi, input.sizes(),
+                       TensorOptions(dtype.value_or(input.dtype()), input.device()));
+      },
+      "input"_a, "low"_a, "high"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(),
+      "Integers uniform in [low, high) shaped like input.");
+  m.def(
+      "arange",
+      [](PyScalar start, std::optional<PyScalar> end, PyScalar step, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        Scalar s = start, e = end ? Scalar(*end) : Scalar(start);
+        if (!end) s = Scalar(int64_t{0});
+        std::optional<TensorOptions> o;
+        if (dtype || device) {
+          const bool all_int = !s.is_floating() && !e.is_floating() && !Scalar(step).is_floating();
+          o = TensorOptions(dtype.value_or(all_int ? DType::Int64 : kDefaultFloat),
+                            device.value_or(Device::cpu()));
+        }
+        nb::gil_scoped_release release;
+        return finish(arange(s, e, step, o), requires_grad);
+      },
+      "start"_a, "end"_a = nb::none(), "step"_a = PyScalar{Scalar(int64_t{1})}, nb::kw_only(),
+      "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "start, start+step, ... < end (arange(end) counts from 0); int64 if all are ints.");
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        const TensorOptions o = options(dtype, device, false);
+        nb::gil_scoped_release release;
+        return finish(linspace(start, end, steps, o), requires_grad);
+      },
+      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(),
+      "device"_a = nb::none(), "requires_grad"_a = false,
+      "`steps` evenly spaced values from start to end inclusive.");
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> mcols, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        const TensorOptions o = options(dtype, device, false);
+        nb::gil_scoped_release release;
+        return finish(eye(n, mcols.value_or(-1), o), requires_grad);
+      },
+      "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "The n x m identity.");
+  m.def(
+      "multinomial",
+      [](const Tensor& input, int64_t num_samples, bool replacement, Generator* gen) {
+        return multinomial(input, num_samples, replacement, gen);
+      },
+      "input"_a, "num_samples"_a, "replacement"_a = false, nb::kw_only(),
+      "generator"_a.none() = nb::none(), release_gil(),
+      "Indices drawn from each row of input's weights.");
+  m.def(
+      "bernoulli",
+      [](const Tensor& input, std::optional<double> p, Generator* gen) {
+        Tensor u = rand(input.sizes(), TensorOptions(input.dtype(), input.device()), gen);
+        return (p ? lt(u, *p) : lt(u, input)).to(input.dtype());
+      },
+      "input"_a, "p"_a = nb::none(), nb::kw_only(), "generator"_a.none() = nb::none(),
+      release_gil(), "1 with probability input (or p), else 0, elementwise.");
+  m.def(
+      "normal",
+      [](double mean, double std, Ints size, Generator* gen, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        const TensorOptions o = options(dtype, device, false);
+        nb::gil_scoped_release release;
+        return finish(add(mul(randn(size, o, gen), std), mean), requires_grad);
+      },
+      "mean"_a, "std"_a, "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(),
+      "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
+      "Samples of N(mean, std^2) of the given size.");
+
+  bind_ops(m, cls);
+  bind_indexing(cls);
+}
+
+}  // namespace ember::python

@@ -1,0 +1,29 @@
+"""Shared fixtures of the Python tests (run by ctest, one test per file: tests/CMakeLists.txt).
+
+The package under test is the build tree's (PYTHONPATH=<build>/python); PyTorch, where it is
+importable, is the reference for the comparisons that name the `torch` fixture.
+"""
+
+
+import numpy as np
+import pytest
+
+import ember
+
+
+@pytest.fixture
+def rng():
+    """A seeded NumPy generator: the same random inputs on every run."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """PyTorch, for comparisons; the test is skipped (and reported so) where it is missing."""
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    ember.manual_seed(0)
+    yield
