@@ -9,11 +9,10 @@
 namespace ember::nn {
 namespace {
 
-std::shared_ptr<Module> at(const std::vector<std::shared_ptr<Module>>& list, int64_t i,
-                           const char* type) {
+std::shared_ptr<Module> at(const std::vector<NamedModule>& list, int64_t i, const char* type) {
   const auto n = static_cast<int64_t>(list.size());
   EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.{}] index {} out of range for {} modules", type, i, n);
-  return list[static_cast<size_t>(i < 0 ? i + n : i)];
+  return list[static_cast<size_t>(i < 0 ? i + n : i)].second;
 }
 
 }  // namespace
@@ -24,22 +23,21 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules)
 }
 
 void Sequential::push_back(std::shared_ptr<Module> module) {
-  push_back(std::to_string(modules_.size()), std::move(module));
+  push_back(std::to_string(size()), std::move(module));
 }
 
 void Sequential::push_back(std::string name, std::shared_ptr<Module> module) {
-  add_child(std::move(name), module);
-  modules_.push_back(std::move(module));
+  add_child(std::move(name), std::move(module));
 }
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
-  for (const auto& m : modules_) y = (*m)(y);
+  for (const auto& [name, m] : child_list()) y = (*m)(y);
   return y;
 }
 
 std::shared_ptr<Module> Sequential::operator[](int64_t i) const {
-  return at(modules_, i, "Sequential");
+  return at(child_list(), i, "Sequential");
 }
 
 Tensor checkpoint_sequential(const Sequential& seq, int64_t segments, const Tensor& x,
@@ -71,12 +69,11 @@ ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules)
 }
 
 void ModuleList::push_back(std::shared_ptr<Module> module) {
-  add_child(std::to_string(modules_.size()), module);
-  modules_.push_back(std::move(module));
+  add_child(std::to_string(size()), std::move(module));
 }
 
 std::shared_ptr<Module> ModuleList::operator[](int64_t i) const {
-  return at(modules_, i, "ModuleList");
+  return at(child_list(), i, "ModuleList");
 }
 
 }  // namespace ember::nn

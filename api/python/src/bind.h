@@ -159,6 +159,29 @@ class PyRef {
   PyObject* obj_ = nullptr;
 };
 
+/** Binds T.forward(input) for a module class whose forward takes and returns one tensor, and
+ *  marks the class so that calling a module of it with one tensor runs Module::operator()
+ *  directly (Note [Python modules and C++ modules] in nn.cpp). Called on a Python subclass
+ *  (super().forward), it runs T's own forward, not the subclass's override again. */
+template <class T, class... Extra>
+void bind_tensor_forward(nb::class_<T, Extra...>& cls) {
+  cls.def(
+      "forward",
+      [](nb::handle self, const Tensor& x) {
+        T& m = nb::cast<T&>(self);
+        const bool derived = nb::inst_python_derived(self);
+        nb::gil_scoped_release release;
+        if (!derived) return static_cast<nn::Module&>(m).forward(x);
+        if constexpr (requires { m.T::forward(x); }) {
+          return m.T::forward(x);
+        } else {
+          return m.nn::Module::forward(x);
+        }
+      },
+      "input"_a, "The module's computation on one tensor.");
+  cls.attr("_tensor_forward") = true;
+}
+
 // Registration of each part of the module, in module.cpp's order.
 void bind_errors(nb::module_& m);
 void bind_runtime(nb::module_& m);

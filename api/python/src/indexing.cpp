@@ -222,7 +222,7 @@ Tensor gather_advanced(const Tensor& v, const Plan& p) {
 
 Tensor getitem(const Tensor& self, nb::handle index) {
   // Fast paths: x[i] and x[a:b].
-  if (PyLong_Check(index.ptr()) && self.dim() > 0) {
+  if (PyLong_Check(index.ptr()) && !PyBool_Check(index.ptr()) && self.dim() > 0) {
     int overflow = 0;
     const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
     const int64_t size = self.size(0);
@@ -240,12 +240,11 @@ Tensor getitem(const Tensor& self, nb::handle index) {
     const int64_t size = r.view.size(a.dim);
     Tensor idx = a.index;
     if (idx.numel() > 0) {
-      const int64_t lo = amin(idx).item<int64_t>();
-      if (lo < 0) {
-        EMBER_CHECK_INDEX(lo >= -size, "[index] index {} is out of bounds for dimension {} with size {}",
-                          lo, a.dim, size);
-        idx = where(lt(idx, 0), add(idx, size), idx);
-      }
+      const int64_t lo = amin(idx).item<int64_t>(), hi = amax(idx).item<int64_t>();
+      EMBER_CHECK_INDEX(lo >= -size && hi < size,
+                        "[index] index {} is out of bounds for dimension {} with size {}",
+                        hi >= size ? hi : lo, a.dim, size);
+      if (lo < 0) idx = where(lt(idx, 0), add(idx, size), idx);
     }
     return index_select(r.view, a.dim, idx);
   }
@@ -268,6 +267,24 @@ void setitem(Tensor& self, nb::handle index, nb::handle value) {
     }
   }
   const bool use_tensor = src.defined();
+  // Note [Assigning a value with history]: writing a value that requires grad into a tensor that
+  // does not (out = zeros(...); out[t] = h) must give the tensor that history, but the core
+  // tracks views only of tensors that require grad, so a write through a view would not reach
+  // it. The write is made out of place instead: the flat positions the index selects (the
+  // index applied to an arange of the tensor's positions) receive the value by a differentiable
+  // scatter, and the result is copied into the tensor, which takes over its history.
+  if (use_tensor && src.requires_grad() && !self.requires_grad() && autograd::is_grad_enabled()) {
+    Tensor positions =
+        arange(Scalar(int64_t{0}), Scalar(self.numel()), Scalar(int64_t{1}),
+               TensorOptions(DType::Int64, self.device()))
+            .view(self.sizes());
+    const Tensor picked = getitem(positions, index);
+    nb::gil_scoped_release release;
+    const Tensor values = src.to(self.dtype()).to(self.device()).expand(picked.sizes());
+    const Tensor flat = scatter(self.reshape({-1}), 0, picked.reshape({-1}), values.reshape({-1}));
+    self.copy_(flat.view(self.sizes()));
+    return;
+  }
   // x[mask] = number with a mask of x's shape: one masked_fill_.
   if (!use_tensor && nb::isinstance<PyTensor>(index)) {
     const Tensor& mask = *nb::inst_ptr<PyTensor>(index);
@@ -332,8 +349,9 @@ void setitem(Tensor& self, nb::handle index, nb::handle value) {
 }  // namespace
 
 void bind_indexing(nb::class_<PyTensor>& cls) {
-  cls.def("__getitem__", &getitem, "index"_a, "Indexing with PyTorch's rules (a view for basic indices).");
-  cls.def("__setitem__", &setitem, "index"_a, "value"_a,
+  cls.def("__getitem__", &getitem, nb::arg("index").none(),
+          "Indexing with PyTorch's rules (a view for basic indices).");
+  cls.def("__setitem__", &setitem, nb::arg("index").none(), nb::arg("value").none(),
           "Assigns value (a tensor or number, broadcast) to the indexed elements, in place.");
 }
 

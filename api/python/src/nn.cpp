@@ -1,5 +1,6 @@
 // ember._C.nn: nn.Module, subclassable in Python, and every layer of <ember/nn.h> with PyTorch's
 // constructor arguments, attributes and forward signatures; nn.init; checkpoint_sequential.
+#include <cstring>
 #include <unordered_set>
 
 #include <nanobind/trampoline.h>
@@ -111,7 +112,8 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   std::vector<nn::ForwardHook> post = m.forward_hooks();
   const bool python_forward = nb::inst_python_derived(self);
   if (!python_forward && pre.empty() && post.empty() && args.size() == 1 && kwargs.size() == 0 &&
-      nb::isinstance<PyTensor>(args[0])) {
+      nb::isinstance<PyTensor>(args[0]) &&
+      nb::getattr(self.type(), "_tensor_forward", nb::bool_(false)).is(nb::bool_(true))) {
     const Tensor x = *nb::inst_ptr<PyTensor>(args[0]);
     Tensor out;
     {
@@ -330,10 +332,14 @@ void place(nn::Module& m, const std::optional<Device>& device, const std::option
   if (dtype) m.to(*dtype);
 }
 
-/** nb::class_ for a module class with its trampoline and a __dict__. */
+/** nb::class_ for a module class with its trampoline and a __dict__, and (unless its forward
+ *  takes other arguments) its one-tensor forward. */
 template <class T, class Base = nn::Module>
-nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const char* doc) {
-  return nb::class_<T, Base, PyLayer<T>>(m, name, nb::dynamic_attr(), doc);
+nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const char* doc,
+                                      bool tensor_forward = true) {
+  nb::class_<T, Base, PyLayer<T>> cls(m, name, nb::dynamic_attr(), doc);
+  if (tensor_forward) bind_tensor_forward(cls);
+  return cls;
 }
 
 /** 'same' or 'valid' conv padding, or numbers. */
@@ -359,6 +365,7 @@ void bind_module_base(nb::module_& m) {
   auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
       m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
       "Base of every layer and model; subclass it and define forward.");
+  cls.attr("_tensor_forward") = false;
   cls.def(
          "__init__",
          [](nb::pointer_and_handle<nn::Module> v, nb::args, nb::kwargs) {
@@ -369,9 +376,15 @@ void bind_module_base(nb::module_& m) {
            nb::sig("def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> typing.Any"),
            "Runs the forward pre-hooks, forward(*args, **kwargs) and the forward hooks.")
       .def(
-          "forward", [](nn::Module& self, const Tensor& x) { return self.forward(x); }, "input"_a,
-          release_gil(), "The computation; subclasses define it.")
-      .def("__setattr__", &set_attribute, "name"_a, "value"_a)
+          "forward",
+          [](nb::handle self, const Tensor& x) {
+            nn::Module& m = mod(self);
+            const bool derived = nb::inst_python_derived(self);
+            nb::gil_scoped_release release;
+            return derived ? m.nn::Module::forward(x) : m.forward(x);
+          },
+          "input"_a, "The computation; subclasses define it.")
+      .def("__setattr__", &set_attribute, "name"_a, nb::arg("value").none())
       .def("__getattr__", &get_attribute, "name"_a,
            nb::sig("def __getattr__(self, name: str) -> typing.Any"))
       .def("__delattr__", &del_attribute, "name"_a)
@@ -385,7 +398,17 @@ void bind_module_base(nb::module_& m) {
              for (auto& [n, c] : m.named_children()) out.append(n);
              return out;
            })
-      .def("__repr__", [](const nn::Module& m) { return m.repr(); })
+      .def("__repr__",
+           [](const nn::Module& m) {
+             // C++'s extra_repr spells booleans as C++ does; Python spells them True/False.
+             std::string s = m.repr();
+             for (auto [from, to] : {std::pair{"=true", "=True"}, std::pair{"=false", "=False"}}) {
+               for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos)) {
+                 s.replace(pos, std::strlen(from), to);
+               }
+             }
+             return s;
+           })
       .def("extra_repr", [](const nn::Module& m) { return m.extra_repr(); },
            "The arguments shown in repr(); subclasses may define it.")
       .def_prop_rw(
@@ -885,8 +908,10 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro("kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
 
-  nb::class_<nn::BatchNorm, nn::Module>(m, "_BatchNorm", nb::dynamic_attr(),
-                                        "What BatchNorm1d and BatchNorm2d share.")
+  nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
+                                                   "What BatchNorm1d and BatchNorm2d share.");
+  bind_tensor_forward(batch_norm);
+  batch_norm
       .def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
       .def_prop_ro("eps", [](const nn::BatchNorm& b) { return b.options.eps; }, "Added to the variance.")
       .def_prop_ro("momentum", [](const nn::BatchNorm& b) { return b.options.momentum; },
@@ -1307,7 +1332,7 @@ Tensor opt(const std::optional<Tensor>& t) {
 }
 
 void bind_attention(nb::module_& m) {
-  layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.")
+  layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.", false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::MultiheadAttention> v, int64_t embed_dim, int64_t num_heads,
@@ -1350,7 +1375,7 @@ void bind_attention(nb::module_& m) {
       .def_ro("head_dim", &nn::MultiheadAttention::head_dim, "Width per head.")
       .def_ro("batch_first", &nn::MultiheadAttention::batch_first, "[N, L, E] layout.");
   layer<nn::TransformerEncoderLayer>(m, "TransformerEncoderLayer",
-                                     "Self-attention and a feed-forward block, with norms.")
+                                     "Self-attention and a feed-forward block, with norms.", false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::TransformerEncoderLayer> v, int64_t d_model, int64_t nhead,
@@ -1376,7 +1401,8 @@ void bind_attention(nb::module_& m) {
           "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
           "is_causal"_a = false, release_gil(), "The layer on src.");
   layer<nn::TransformerDecoderLayer>(m, "TransformerDecoderLayer",
-                                     "Self-attention, attention over a memory and a feed-forward block.")
+                                     "Self-attention, attention over a memory and a feed-forward block.",
+                                     false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::TransformerDecoderLayer> v, int64_t d_model, int64_t nhead,
@@ -1406,7 +1432,8 @@ void bind_attention(nb::module_& m) {
           "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
           "tgt_is_causal"_a = false, "memory_is_causal"_a = false, release_gil(),
           "The layer on tgt attending to memory.");
-  layer<nn::TransformerEncoder>(m, "TransformerEncoder", "A stack of encoder layers, then a norm.")
+  layer<nn::TransformerEncoder>(m, "TransformerEncoder", "A stack of encoder layers, then a norm.",
+                                false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::TransformerEncoder> v, const nn::TransformerEncoderLayer& encoder_layer,

@@ -692,7 +692,7 @@ void bind_tensor(nb::module_& m) {
                host = t.detach().to(Device::cpu()).contiguous();
              }
              nb::bytes data(static_cast<const char*>(host.data_ptr()), host.nbytes());
-             return nb::make_tuple(nb::module_::import_("ember._C").attr("_rebuild_tensor"),
+             return nb::make_tuple(nb::module_::import_("ember._utils").attr("_rebuild_tensor"),
                                    nb::make_tuple(std::string(dtype_name(t.dtype())),
                                                   Ints{t.sizes()}, data, t.requires_grad(),
                                                   t.device().str(),

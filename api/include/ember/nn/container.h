@@ -9,6 +9,10 @@
 
 namespace ember::nn {
 
+// Note [Containers list their children]: Sequential and ModuleList keep no list of their own;
+// their modules are the module's children, in order, so a child replaced or removed by name
+// (Note [Modules edited by name]) is what they run and index.
+
 /** Runs its modules one after another; they are named "0", "1", ... */
 class Sequential : public Module {
  public:
@@ -24,10 +28,7 @@ class Sequential : public Module {
   /** The i-th module (negative counts from the end). */
   std::shared_ptr<Module> operator[](int64_t i) const;
   /** Number of modules. */
-  int64_t size() const { return static_cast<int64_t>(modules_.size()); }
-
- private:
-  std::vector<std::shared_ptr<Module>> modules_;
+  int64_t size() const { return static_cast<int64_t>(child_list().size()); }
 };
 
 /** Runs `seq` on `x` in `segments` consecutive segments of about equal length, each but the
@@ -48,14 +49,29 @@ class ModuleList : public Module {
   /** The i-th module (negative counts from the end). */
   std::shared_ptr<Module> operator[](int64_t i) const;
   /** Number of modules. */
-  int64_t size() const { return static_cast<int64_t>(modules_.size()); }
-  /** Iteration over the modules. */
-  auto begin() const { return modules_.begin(); }
-  /** End of iteration. */
-  auto end() const { return modules_.end(); }
+  int64_t size() const { return static_cast<int64_t>(child_list().size()); }
 
- private:
-  std::vector<std::shared_ptr<Module>> modules_;
+  /** Walks the modules (not their names). */
+  class Iterator {
+   public:
+    /** At `it` of the children. */
+    explicit Iterator(std::vector<NamedModule>::const_iterator it) : it_(it) {}
+    /** The module. */
+    const std::shared_ptr<Module>& operator*() const { return it_->second; }
+    /** The next module. */
+    Iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    bool operator==(const Iterator&) const = default;
+
+   private:
+    std::vector<NamedModule>::const_iterator it_;
+  };
+  /** Iteration over the modules. */
+  Iterator begin() const { return Iterator(child_list().begin()); }
+  /** End of iteration. */
+  Iterator end() const { return Iterator(child_list().end()); }
 };
 
 }  // namespace ember::nn

@@ -163,6 +163,8 @@ class Module : public std::enable_shared_from_this<Module> {
  protected:
   /** Adds a submodule (type-erased form of register_module). */
   void add_child(std::string name, std::shared_ptr<Module> module);
+  /** The direct submodules in order, for containers that run or index them. */
+  const std::vector<NamedModule>& child_list() const { return children_; }
 
  private:
   struct Slot {

@@ -86,12 +86,26 @@ class Function(metaclass=_FunctionMeta):
         is_tuple = isinstance(output, (tuple, list))
         outputs = list(output) if is_tuple else [output]
         tensor_outputs = [o for o in outputs if isinstance(o, Tensor)]
+        # backward gets one gradient per output of forward: the native node sees only the
+        # differentiable ones; the others get zeros (or None without materialize_grads).
+        differentiable = [isinstance(o, Tensor) and o.dtype.is_floating_point
+                          and not ctx._native.is_non_differentiable(o) for o in outputs]
+        placeholders = [o if isinstance(o, Tensor) and not d else None
+                        for o, d in zip(outputs, differentiable)]
         n_args = len(args)
 
         def backward(*grads):
-            if not ctx.materialize_grads:
-                grads = tuple(g if g is not None else None for g in grads)
-            result = cls.backward(ctx, *grads)
+            it = iter(grads)
+            full = []
+            for d, p in zip(differentiable, placeholders):
+                if d:
+                    full.append(next(it))
+                elif p is not None and ctx.materialize_grads:
+                    from ember import zeros_like
+                    full.append(zeros_like(p, dtype=p.dtype if p.dtype.is_floating_point else None))
+                else:
+                    full.append(None)
+            result = cls.backward(ctx, *full)
             if not isinstance(result, tuple):
                 result = (result,)
             if len(result) < n_args:

@@ -1,0 +1,8 @@
+"""Small internals the native module refers to by name (pickling needs importable functions)."""
+
+from ember import _C
+
+
+def _rebuild_tensor(dtype, sizes, data, requires_grad, device, parameter):
+    """Rebuilds a pickled tensor (Tensor.__reduce_ex__'s reconstructor)."""
+    return _C._rebuild_tensor(dtype, sizes, data, requires_grad, device, parameter)

@@ -1,0 +1,350 @@
+"""ember.nn from Python: Module subclassed in Python (registration by attribute, parameters,
+buffers, state dicts, modes, devices, hooks), Python and C++ modules nested both ways, the
+layers against float64 references and PyTorch, containers and nn.init."""
+
+import gc
+import math
+import weakref
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+from helpers import assert_close
+
+
+class TwoLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.act = nn.ReLU()
+        self.fc2 = nn.Linear(8, 2)
+        self.scale = nn.Parameter(ember.ones(2))
+        self.register_buffer("calls", ember.zeros((), dtype=ember.int64))
+        self.register_buffer("scratch", ember.zeros(3), persistent=False)
+        self.note = "plain attributes stay Python attributes"
+
+    def forward(self, x):
+        self.calls += 1
+        return self.fc2(self.act(self.fc1(x))) * self.scale
+
+
+def test_attributes_register_parameters_buffers_and_submodules():
+    m = TwoLayer()
+    assert [n for n, _ in m.named_parameters()] == [
+        "scale", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert all(isinstance(p, nn.Parameter) for p in m.parameters())
+    assert [n for n, _ in m.named_buffers()] == ["calls", "scratch"]
+    assert [n for n, _ in m.named_children()] == ["fc1", "act", "fc2"]
+    assert [n for n, _ in m.named_modules()] == ["", "fc1", "act", "fc2"]
+    assert list(m.state_dict()) == ["scale", "calls", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert m.note.startswith("plain") and "note" in m.__dict__
+    assert "fc1" not in m.__dict__ and m.fc1 is m.fc1
+    assert "fc1" in dir(m) and "scale" in dir(m)
+    assert sum(p.numel() for p in m.parameters()) == 4 * 8 + 8 + 8 * 2 + 2 + 2
+    with pytest.raises(AttributeError, match="no attribute 'missing'"):
+        m.missing
+
+
+def test_forward_and_backward_through_a_python_module():
+    m = TwoLayer()
+    x = ember.randn(5, 4)
+    y = m(x)
+    assert y.shape == (5, 2) and m.calls.item() == 1
+    y.sum().backward()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in m.parameters())
+    m.zero_grad()
+    assert all(p.grad is None for p in m.parameters())
+
+
+def test_replacing_and_deleting_attributes():
+    m = TwoLayer()
+    old = m.fc1.weight
+    m.fc1 = nn.Linear(4, 8, bias=False)
+    assert m.fc1.bias is None and m.fc1.weight is not old
+    assert "fc1.bias" not in dict(m.named_parameters())
+    p = nn.Parameter(ember.zeros(2))
+    m.scale = p
+    assert m.scale is p
+    m.calls = ember.tensor(5)
+    assert m.calls.item() == 5
+    with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'scale'"):
+        m.scale = ember.zeros(2)
+    with pytest.raises(TypeError, match="as child module 'fc2'"):
+        m.fc2 = 3
+    m.scale = None
+    assert m.scale is None and "scale" not in dict(m.named_parameters())
+    del m.fc2
+    assert "fc2" not in dict(m.named_children())
+    with pytest.raises(AttributeError):
+        m.fc2
+    m.register_parameter("extra", nn.Parameter(ember.ones(1)))
+    m.add_module("head", nn.Linear(2, 1))
+    assert m.get_submodule("head") is m.head and m.get_parameter("head.bias").shape == (1,)
+
+
+def test_parameters_shared_by_a_module_and_the_user_are_one_tensor():
+    w = nn.Parameter(ember.ones(3))
+    m = nn.Module()
+    m.w = w
+    (m.w * 2).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+    opt_state = {w: "found"}
+    assert opt_state[next(m.parameters())] == "found"
+
+
+def test_state_dict_round_trip_and_strictness():
+    a, b = TwoLayer(), TwoLayer()
+    x = ember.randn(3, 4)
+    assert not ember.equal(a(x), b(x))
+    sd = a.state_dict()
+    assert all(not t.requires_grad for t in sd.values())
+    result = b.load_state_dict(sd)
+    assert result.missing_keys == [] and result.unexpected_keys == []
+    assert ember.equal(a(x), b(x))
+    partial = {k: v for k, v in sd.items() if not k.startswith("fc2")}
+    partial["stray"] = ember.zeros(1)
+    with pytest.raises(ValueError, match="missing keys.*fc2.weight.*unexpected keys.*stray"):
+        b.load_state_dict(partial)
+    r = b.load_state_dict(partial, strict=False)
+    assert r.missing_keys == ["fc2.weight", "fc2.bias"] and r.unexpected_keys == ["stray"]
+    bad = dict(sd)
+    bad["fc1.weight"] = ember.zeros(2, 2)
+    before = b.fc1.weight.clone()
+    with pytest.raises(ValueError, match="size mismatch"):
+        b.load_state_dict(bad)
+    assert ember.equal(b.fc1.weight, before)  # nothing changed
+
+
+def test_train_eval_to_apply_requires_grad():
+    m = nn.Sequential(TwoLayer(), nn.Dropout(0.5), nn.BatchNorm1d(2))
+    assert m.training and m[0].training and m[2].training
+    assert m.eval() is m and not m.training and not m[0].training and not m[0].fc1.training
+    m.train()
+    assert m[2].training
+    m[0].training = False  # this module alone
+    assert not m[0].training and m[0].fc1.training
+    assert m.to(ember.float64) is m and m[0].fc1.weight.dtype is ember.float64
+    assert m[2].running_mean.dtype is ember.float64 and m[0].calls.dtype is ember.int64
+    assert m.float()[0].scale.dtype is ember.float32
+    seen = []
+    m.apply(lambda mod: seen.append(type(mod).__name__))
+    assert seen == ["Linear", "ReLU", "Linear", "TwoLayer", "Dropout", "BatchNorm1d", "Sequential"]
+    m.requires_grad_(False)
+    assert not any(p.requires_grad for p in m.parameters())
+    assert m.to("cpu") is m and m.cpu() is m
+
+
+def test_python_modules_inside_cpp_containers_inside_python_modules():
+    class Scale(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = nn.Parameter(ember.tensor([float(k)]))
+
+        def forward(self, x):
+            return x * self.k
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(3, 3), Scale(2), nn.ReLU(), nn.ModuleList([Scale(5)])[0])
+
+        def forward(self, x):
+            return self.body(x) + 1
+
+    m = Outer()
+    x = ember.randn(4, 3)
+    lin = m.body[0]
+    expected = (ember.relu(lin(x) * 2) * 5) + 1
+    assert_close(m(x), expected, rtol=1e-6)
+    assert type(m.body[1]) is Scale and m.body[1].k.item() == 2.0
+    assert [n for n, _ in m.named_parameters()] == ["body.0.weight", "body.0.bias", "body.1.k", "body.3.k"]
+    m(x).sum().backward()
+    assert m.body[1].k.grad is not None
+    assert "Scale()" in repr(m) and "Linear(in_features=3, out_features=3, bias=True)" in repr(m)
+
+
+def test_subclassing_a_cpp_layer_overrides_forward_for_cpp_callers():
+    class Doubled(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+        def extra_repr(self):
+            return "doubled"
+
+    d = Doubled(2, 2)
+    x = ember.randn(1, 2)
+    plain = ember.nn.functional.linear(x, d.weight, d.bias)
+    assert_close(d(x), plain * 2)
+    seq = nn.Sequential(d)  # the C++ container calls the Python override
+    assert_close(seq(x), plain * 2)
+    assert repr(d) == "Doubled(doubled)" and d.in_features == 2
+
+
+def test_forward_hooks_run_on_both_call_paths():
+    calls = []
+    lin = nn.Linear(2, 2)
+    h1 = lin.register_forward_pre_hook(lambda m, args: calls.append(("pre", args[0].shape)))
+    h2 = lin.register_forward_hook(lambda m, args, out: calls.append(("post", out.shape)))
+    x = ember.randn(3, 2)
+    lin(x)
+    nn.Sequential(lin)(x)  # called by C++
+    assert calls == [("pre", (3, 2)), ("post", (3, 2))] * 2
+    h1.remove()
+    h2.remove()
+    lin(x)
+    assert len(calls) == 4
+    lin.register_forward_hook(lambda m, args, out: out * 0)
+    assert lin(x).abs().sum().item() == 0  # a returned value replaces the output
+    lin.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    assert lin(ember.ones(1, 2)).abs().sum().item() == 0
+
+
+def test_modules_are_freed_with_their_python_objects():
+    m = TwoLayer()
+    seq = nn.Sequential(m)
+    ref = weakref.ref(m)
+    del m
+    gc.collect()
+    assert ref() is not None  # the container keeps it
+    del seq
+    gc.collect()
+    assert ref() is None
+
+
+def test_uninitialised_module_is_a_clear_error():
+    class NoInit(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(1, 1)
+
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        NoInit()
+
+
+def test_containers():
+    seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    seq.append(nn.Linear(3, 1))
+    assert len(seq) == 3 and isinstance(seq[-1], nn.Linear) and isinstance(seq[0:2], nn.Sequential)
+    assert [type(m).__name__ for m in seq] == ["Linear", "ReLU", "Linear"]
+    from collections import OrderedDict
+    named = nn.Sequential(OrderedDict([("a", nn.Linear(1, 2)), ("b", nn.Tanh())]))
+    assert [n for n, _ in named.named_children()] == ["a", "b"] and isinstance(named.a, nn.Linear)
+    ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(3)])
+    ml.append(nn.ReLU())
+    ml[0] = nn.Identity()
+    assert len(ml) == 4 and isinstance(ml[0], nn.Identity) and len(list(ml.parameters())) == 4
+    md = nn.ModuleDict({"enc": nn.Linear(2, 2), "dec": nn.Linear(2, 2)})
+    assert md.keys() == ["enc", "dec"] and "enc" in md and len(md) == 2
+    assert [n for n, _ in md.named_parameters()][:2] == ["enc.weight", "enc.bias"]
+    pl = nn.ParameterList([ember.ones(2), ember.zeros(3)])
+    assert len(pl) == 2 and pl[1].shape == (3,) and len(list(pl.parameters())) == 2
+    pd = nn.ParameterDict({"a": ember.ones(1)})
+    assert pd["a"].requires_grad and list(pd.keys()) == ["a"]
+
+
+def test_linear_conv_norm_layers_against_references(rng):
+    lin = nn.Linear(4, 3, dtype=ember.float64)
+    x = rng.standard_normal((2, 4))
+    assert_close(lin(ember.tensor(x)), x @ lin.weight.detach().numpy().T + lin.bias.detach().numpy())
+    bound = 1 / math.sqrt(4)
+    assert lin.weight.abs().max().item() <= bound  # PyTorch's default init range
+    conv = nn.Conv2d(2, 3, 3, padding=1, bias=False)
+    assert conv.kernel_size == (3, 3) and conv.padding == (1, 1) and conv.bias is None
+    assert conv(ember.randn(1, 2, 5, 5)).shape == (1, 3, 5, 5)
+    assert nn.Conv2d(2, 3, (3, 5), stride=(1, 2), padding="valid")(ember.randn(1, 2, 7, 9)).shape == (1, 3, 5, 3)
+    bn = nn.BatchNorm2d(2, momentum=0.5)
+    data = rng.standard_normal((4, 2, 3, 3))
+    y = bn(ember.tensor(data, dtype=ember.float32))
+    mean = data.mean(axis=(0, 2, 3))
+    assert_close(bn.running_mean, 0.5 * mean, rtol=1e-5, atol=1e-6)
+    assert_close(bn.running_var, 0.5 + 0.5 * data.var(axis=(0, 2, 3), ddof=1), rtol=1e-5)
+    assert bn.num_batches_tracked.item() == 1
+    bn.eval()
+    z = bn(ember.tensor(data, dtype=ember.float32))
+    assert not ember.equal(y, z)
+    ln = nn.LayerNorm(3, bias=False)
+    assert ln.bias is None and ln(ember.randn(2, 3)).shape == (2, 3)
+    emb = nn.Embedding(10, 4, padding_idx=0)
+    assert emb.weight[0].abs().sum().item() == 0
+    assert emb(ember.tensor([[1, 0]])).shape == (1, 2, 4)
+    frozen = nn.Embedding(3, 2, _weight=ember.ones(3, 2), _freeze=True)
+    assert not frozen.weight.requires_grad
+
+
+def test_layer_constructor_errors():
+    with pytest.raises(ValueError):
+        nn.Linear(-1, 2)
+    with pytest.raises(NotImplementedError, match="padding_mode"):
+        nn.Conv2d(1, 1, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="same"):
+        nn.Conv2d(1, 1, 3, stride=2, padding="same")
+    with pytest.raises(TypeError):
+        nn.Linear("4", 2)
+
+
+def test_losses_as_modules(rng):
+    logits = ember.tensor(rng.standard_normal((4, 3)))
+    target = ember.tensor([0, 2, 1, 2])
+    assert_close(nn.CrossEntropyLoss()(logits, target), ember.nn.functional.cross_entropy(logits, target))
+    assert nn.CrossEntropyLoss(reduction="sum").reduction == "sum"
+    assert nn.MSELoss()(ember.ones(2), ember.zeros(2)).item() == 1.0
+    assert nn.L1Loss(reduction="none")(ember.ones(2), ember.zeros(2)).tolist() == [1.0, 1.0]
+    w = ember.tensor([1.0, 2.0, 3.0])
+    ce = nn.CrossEntropyLoss(weight=w)
+    assert ce.weight is w and "weight" in dict(ce.named_buffers())
+
+
+def test_init_functions_follow_pytorchs_formulas():
+    w = ember.empty(400, 300)
+    nn.init.xavier_uniform_(w)
+    bound = math.sqrt(6 / 700)
+    assert w.abs().max().item() <= bound and w.abs().max().item() > 0.9 * bound
+    nn.init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu")
+    assert abs(w.std().item() - math.sqrt(2 / 400)) < 0.01 * math.sqrt(2 / 400) * 5
+    nn.init.constant_(w, 0.25)
+    assert w.mean().item() == 0.25
+    assert nn.init.calculate_gain("relu") == pytest.approx(math.sqrt(2))
+    assert nn.init._calculate_fan_in_and_fan_out(ember.empty(8, 4, 3, 3)) == (36, 72)
+    t = nn.init.trunc_normal_(ember.empty(10000), std=1.0, a=-0.5, b=0.5)
+    assert t.min().item() >= -0.5 and t.max().item() <= 0.5
+
+
+def test_recurrent_and_attention_layers_match_pytorch(torch, rng):
+    for cls in ("LSTM", "GRU"):
+        ours = getattr(nn, cls)(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+        theirs = getattr(torch.nn, cls)(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+        theirs.load_state_dict({k: torch.from_numpy(v.detach().numpy().copy()) for k, v in ours.state_dict().items()})
+        x = rng.standard_normal((2, 5, 3)).astype(np.float32)
+        out, state = ours(ember.tensor(x))
+        ref, ref_state = theirs(torch.tensor(x))
+        assert_close(out, ref.detach().numpy(), rtol=1e-4, atol=1e-5)
+        if cls == "LSTM":
+            assert_close(state[0], ref_state[0].detach().numpy(), rtol=1e-4, atol=1e-5)
+            assert_close(state[1], ref_state[1].detach().numpy(), rtol=1e-4, atol=1e-5)
+        else:
+            assert_close(state, ref_state.detach().numpy(), rtol=1e-4, atol=1e-5)
+    mha = nn.MultiheadAttention(8, 2, batch_first=True)
+    tmha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    tmha.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in mha.state_dict().items()})
+    q = rng.standard_normal((2, 3, 8)).astype(np.float32)
+    out, weights = mha(ember.tensor(q), ember.tensor(q), ember.tensor(q))
+    ref, ref_w = tmha(torch.tensor(q), torch.tensor(q), torch.tensor(q))
+    assert_close(out, ref.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert_close(weights, ref_w.detach().numpy(), rtol=1e-4, atol=1e-5)
+    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    tlayer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    tlayer.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in layer.state_dict().items()})
+    assert_close(layer(ember.tensor(q)), tlayer(torch.tensor(q)).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_recurrent_layers_from_zero_and_given_states():
+    lstm = nn.LSTM(2, 3)
+    x = ember.randn(4, 1, 2)
+    out, (h, c) = lstm(x)
+    assert out.shape == (4, 1, 3) and h.shape == c.shape == (1, 1, 3)
+    out2, _ = lstm(x, (ember.zeros(1, 1, 3), ember.zeros(1, 1, 3)))
+    assert ember.equal(out, out2)
+    gru = nn.GRU(2, 3)
+    out, h = gru(x)
+    assert out.shape == (4, 1, 3) and h.shape == (1, 1, 3)

@@ -1,0 +1,452 @@
+"""Ops from Python against NumPy (float64 references) and, where it is installed, PyTorch on the
+same random inputs: names, keywords, defaults, broadcasting, promotion and operators."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from helpers import assert_close
+
+
+def t(a):
+    return ember.tensor(a)
+
+
+def test_binary_arithmetic_broadcasts_and_promotes(rng):
+    a = rng.standard_normal((3, 1, 4)).astype(np.float32)
+    b = rng.standard_normal((5, 1)).astype(np.float32)
+    ta, tb = t(a), t(b)
+    assert_close(ta + tb, a + b)
+    assert_close(ta - tb, a - b)
+    assert_close(ta * tb, a * b)
+    assert_close(ta / (tb + 3), a / (b + 3), rtol=1e-5)
+    assert_close(ember.add(ta, tb, alpha=2.5), a + 2.5 * b, rtol=1e-5)
+    assert_close(ember.sub(ta, tb, alpha=0.5), a - 0.5 * b, rtol=1e-5)
+    assert_close(ta.mul(tb), a * b)
+    assert_close(ember.maximum(ta, tb), np.maximum(a, b))
+    assert_close(ember.minimum(ta, tb), np.minimum(a, b))
+    # Promotion, as PyTorch: int + float -> float32; int / int -> float32.
+    i = ember.tensor([1, 2, 3])
+    assert (i + 1.5).dtype is ember.float32
+    assert (i / 2).dtype is ember.float32 and (i / 2).tolist() == [0.5, 1.0, 1.5]
+    # A 0-d operand of a higher category decides the dtype; of the same category it does not.
+    assert (i + ember.tensor(2.0, dtype=ember.float64)).dtype is ember.float64
+    h = ember.ones(2, dtype=ember.float16)
+    assert (h + ember.tensor(2.0, dtype=ember.float64)).dtype is ember.float16
+    assert (ember.ones(2, dtype=ember.float16) + ember.ones(2)).dtype is ember.float32
+    assert (i + True).dtype is ember.int64
+
+
+def test_scalars_on_either_side_and_reverse_operators():
+    x = ember.tensor([1.0, 2.0, 4.0])
+    assert (1 + x).tolist() == [2, 3, 5]
+    assert (1 - x).tolist() == [0, -1, -3]
+    assert (2 * x).tolist() == [2, 4, 8]
+    assert (8 / x).tolist() == [8, 4, 2]
+    assert (x ** 2).tolist() == [1, 4, 16]
+    assert (2 ** x).tolist() == [2, 4, 16]
+    assert ember.pow(2, x).tolist() == [2, 4, 16]
+    assert (-x).tolist() == [-1, -2, -4] and (+x).tolist() == x.tolist() and abs(-x).tolist() == x.tolist()
+    assert (x // 3).tolist() == [0, 0, 1] and (-x // 3).tolist() == [-1, -1, -2]
+    assert (x % 3).tolist() == [1, 2, 1] and ((-x) % 3).tolist() == [2, 1, 2]
+    assert (7 // ember.tensor([2, -2])).tolist() == [3, -4]
+    assert (ember.tensor([7, -7]) // 2).tolist() == [3, -4]
+    assert (ember.tensor([-7, 7]) % 3).tolist() == [2, 1]
+    assert ember.fmod(ember.tensor([-7.0, 7.0]), 3).tolist() == [-1, 1]
+    assert ember.div(ember.tensor([-7.0, 7.0]), 2, rounding_mode="trunc").tolist() == [-3, 3]
+    assert ember.div(ember.tensor([-7, 7]), 2, rounding_mode="floor").tolist() == [-4, 3]
+    m = ember.ones(2, 3)
+    assert (m @ ember.ones(3)).tolist() == [3.0, 3.0]
+
+
+def test_comparisons_and_logic():
+    x = ember.tensor([1.0, 2.0, 3.0])
+    assert (x > 1.5).tolist() == [False, True, True] and (x > 1.5).dtype is ember.bool
+    assert (x == ember.tensor([1.0, 0.0, 3.0])).tolist() == [True, False, True]
+    assert (x != 2).tolist() == [True, False, True]
+    assert ember.le(x, 2).tolist() == [True, True, False]
+    assert ember.ge(x, ember.tensor(2.0)).tolist() == [False, True, True]
+    a, b = x > 1, x < 3
+    assert (a & b).tolist() == [False, True, False]
+    assert (a | b).tolist() == [True, True, True]
+    assert (a ^ b).tolist() == [True, False, True]
+    assert (~a).tolist() == [True, False, False]
+    assert ember.logical_not(a).tolist() == [True, False, False]
+    assert (x == None) is False  # noqa: E711 (comparison with a non-tensor is plain False)
+    assert (x == "a") is False
+    nan = ember.tensor([float("nan"), 1.0, float("inf")])
+    assert ember.isnan(nan).tolist() == [True, False, False]
+    assert ember.isinf(nan).tolist() == [False, False, True]
+    assert ember.isfinite(nan).tolist() == [False, True, False]
+    assert ember.equal(x, x.clone()) and not ember.equal(x, x + 1)
+
+
+def test_where_and_clamp(rng):
+    a = rng.standard_normal(10).astype(np.float32)
+    ta = t(a)
+    assert_close(ember.where(ta > 0, ta, ember.zeros(10)), np.where(a > 0, a, 0))
+    assert_close(ember.where(ta > 0, ta, 0.0), np.where(a > 0, a, 0))
+    assert_close(ember.where(ta > 0, 1.0, ta), np.where(a > 0, 1, a))
+    assert_close(ta.where(ta > 0, -1.0), np.where(a > 0, a, -1))
+    assert_close(ember.clamp(ta, -0.5, 0.5), np.clip(a, -0.5, 0.5))
+    assert_close(ta.clamp(min=0), np.maximum(a, 0))
+    assert_close(ta.clip(max=0.1), np.minimum(a, 0.1))
+    nz = ember.where(t([[0, 1], [1, 0]]) > 0)
+    assert [n.tolist() for n in nz] == [[0, 1], [1, 0]]
+    with pytest.raises(ValueError, match="min"):
+        ember.clamp(ta)
+
+
+UNARY = [
+    ("exp", np.exp), ("log", lambda v: np.log(np.abs(v) + 1)), ("sqrt", lambda v: np.sqrt(np.abs(v))),
+    ("sin", np.sin), ("cos", np.cos), ("tanh", np.tanh), ("abs", np.abs), ("neg", np.negative),
+    ("sigmoid", lambda v: 1 / (1 + np.exp(-v))), ("relu", lambda v: np.maximum(v, 0)),
+    ("floor", np.floor), ("ceil", np.ceil), ("sign", np.sign), ("square", np.square),
+    ("erf", np.vectorize(math.erf)), ("log1p", lambda v: np.log1p(np.abs(v))),
+    ("rsqrt", lambda v: 1 / np.sqrt(np.abs(v) + 1)), ("trunc", np.trunc), ("exp2", np.exp2),
+    ("log2", lambda v: np.log2(np.abs(v) + 1)), ("reciprocal", lambda v: 1 / (np.abs(v) + 1)),
+]
+
+
+@pytest.mark.parametrize("name,ref", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_functions_and_methods(rng, name, ref):
+    a = rng.standard_normal(50) * 3
+    arg = a
+    if name in ("log", "sqrt", "log1p", "log2"):
+        arg = np.abs(a) + (1 if name in ("log", "log2") else 0)
+        expected = {"log": np.log, "sqrt": np.sqrt, "log1p": np.log1p, "log2": np.log2}[name](arg)
+    elif name in ("rsqrt", "reciprocal"):
+        arg = np.abs(a) + 1
+        expected = 1 / np.sqrt(arg) if name == "rsqrt" else 1 / arg
+    else:
+        expected = ref(a)
+    x = ember.tensor(arg, dtype=ember.float64)
+    assert_close(getattr(ember, name)(x), expected, rtol=1e-6, atol=1e-8)
+    assert_close(getattr(x, name)(), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_round_is_half_to_even_and_takes_decimals():
+    assert ember.round(t([0.5, 1.5, 2.5, -0.5])).tolist() == [0.0, 2.0, 2.0, -0.0]
+    assert_close(ember.round(t([1.2345, 2.3456], ), decimals=2), [1.23, 2.35], atol=1e-6)
+
+
+REDUCTIONS = [("sum", np.sum), ("mean", np.mean), ("amax", np.max), ("amin", np.min)]
+
+
+@pytest.mark.parametrize("name,ref", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_reductions_over_dims(rng, name, ref):
+    a = rng.standard_normal((3, 4, 5))
+    x = ember.tensor(a)
+    assert_close(getattr(x, name)(), ref(a), rtol=1e-6, atol=1e-8)
+    for dim in (0, 1, -1, (0, 2), [1, 2]):
+        for keepdim in (False, True):
+            axis = tuple(dim) if isinstance(dim, (tuple, list)) else dim
+            expected = ref(a, axis=axis, keepdims=keepdim)
+            assert_close(getattr(ember, name)(x, dim, keepdim=keepdim), expected, rtol=1e-6, atol=1e-8)
+            assert_close(getattr(x, name)(dim=dim, keepdim=keepdim), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_reduction_variants(rng):
+    a = rng.standard_normal((4, 6))
+    x = ember.tensor(a)
+    assert_close(x.var(), a.var(ddof=1), rtol=1e-6)
+    assert_close(x.var(1, unbiased=False), a.var(axis=1), rtol=1e-6)
+    assert_close(ember.std(x, dim=0, correction=0), a.std(axis=0), rtol=1e-6)
+    assert_close(x.prod(1), a.prod(axis=1), rtol=1e-6)
+    assert_close(x.norm(), np.linalg.norm(a), rtol=1e-6)
+    assert_close(x.norm(p=1, dim=1), np.abs(a).sum(axis=1), rtol=1e-6)
+    assert_close(ember.logsumexp(x, 1), np.log(np.exp(a).sum(axis=1)), rtol=1e-6)
+    assert_close(x.cumsum(1), a.cumsum(axis=1), rtol=1e-6)
+    assert_close(x.cumprod(0), a.cumprod(axis=0), rtol=1e-6)
+    assert x.argmax().item() == a.argmax() and x.argmin(1).tolist() == a.argmin(axis=1).tolist()
+    values, indices = x.max(1)
+    assert_close(values, a.max(axis=1)) and indices.tolist() == a.argmax(axis=1).tolist()
+    r = ember.min(x, dim=0, keepdim=True)
+    assert r.values.shape == (1, 6) and r.indices.tolist() == [a.argmin(axis=0).tolist()]
+    assert_close(ember.max(x, ember.zeros(4, 6, dtype=ember.float64)), np.maximum(a, 0))
+    assert x.max().item() == a.max()
+    assert ember.tensor([1, 2]).sum().dtype is ember.int64
+    assert ember.tensor([1, 2], dtype=ember.int32).sum(dtype=ember.float64).dtype is ember.float64
+    assert (x > 0).any().item() and not (x > 100).any().item() and (x < 100).all().item()
+    assert ember.count_nonzero(ember.tensor([0, 1, 2, 0])).item() == 2
+
+
+def test_softmax_family(rng):
+    a = rng.standard_normal((3, 5))
+    x = ember.tensor(a)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    sm = e / e.sum(axis=1, keepdims=True)
+    assert_close(x.softmax(1), sm, rtol=1e-6)
+    assert_close(ember.softmax(x, dim=-1), sm, rtol=1e-6)
+    assert_close(F.log_softmax(x, dim=1), np.log(sm), rtol=1e-6)
+    assert_close(F.softmin(x, dim=1), ember.softmax(-x, 1), rtol=1e-6)
+
+
+def test_products(rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    x, y = ember.tensor(a), ember.tensor(b)
+    assert_close(x @ y, a @ b, rtol=1e-6)
+    assert_close(ember.mm(x, y), a @ b, rtol=1e-6)
+    assert_close(ember.matmul(x, y[:, 0]), a @ b[:, 0], rtol=1e-6)
+    ba, bb = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5))
+    assert_close(ember.bmm(ember.tensor(ba), ember.tensor(bb)), ba @ bb, rtol=1e-6)
+    assert_close(ember.einsum("bij,bjk->bik", ember.tensor(ba), ember.tensor(bb)), ba @ bb, rtol=1e-6)
+    assert_close(ember.einsum("ij->ji", [x]), a.T)
+    v = rng.standard_normal(4)
+    assert_close(ember.dot(ember.tensor(v), ember.tensor(v)), v @ v, rtol=1e-6)
+    assert_close(ember.outer(ember.tensor(v), ember.tensor(v)), np.outer(v, v), rtol=1e-6)
+    assert_close(ember.mv(x, ember.tensor(v)), a @ v, rtol=1e-6)
+    c = rng.standard_normal((3, 2))
+    assert_close(ember.addmm(ember.tensor(c), x, y, beta=0.5, alpha=2.0), 0.5 * c + 2 * a @ b, rtol=1e-6)
+    assert_close(ember.trace(ember.tensor(np.eye(3) * 2)), 6.0)
+
+
+def test_views_and_shapes(rng):
+    a = rng.standard_normal((2, 3, 4))
+    x = ember.tensor(a)
+    assert_close(x.view(6, 4), a.reshape(6, 4))
+    assert_close(x.view((4, -1)), a.reshape(4, 6))
+    assert_close(x.reshape(-1), a.reshape(-1))
+    assert_close(ember.reshape(x, (3, 8)), a.reshape(3, 8))
+    assert_close(x.permute(2, 0, 1), a.transpose(2, 0, 1))
+    assert_close(x.permute((1, 2, 0)), a.transpose(1, 2, 0))
+    assert_close(x.transpose(0, 2), a.swapaxes(0, 2))
+    assert_close(x.unsqueeze(1).squeeze(1), a)
+    assert x.unsqueeze(0).unsqueeze(-1).shape == (1, 2, 3, 4, 1)
+    assert x.unsqueeze(0).unsqueeze(-1).squeeze().shape == (2, 3, 4)
+    assert x.unsqueeze(0).unsqueeze(-1).squeeze((0, -1)).shape == (2, 3, 4)
+    assert_close(x.flatten(1), a.reshape(2, 12))
+    assert x.flatten().shape == (24,) and x.unflatten(2, (2, 2)).shape == (2, 3, 2, 2)
+    assert_close(x.narrow(1, 1, 2), a[:, 1:3])
+    assert_close(x.select(2, -1), a[:, :, -1])
+    assert_close(ember.movedim(x, 0, -1), np.moveaxis(a, 0, -1))
+    e = ember.tensor([[1.0], [2.0]]).expand(2, 3)
+    assert e.tolist() == [[1, 1, 1], [2, 2, 2]] and e.stride() == (1, 0)
+    assert_close(ember.tensor([[1.0, 2.0]]).repeat(2, 2), np.tile([[1.0, 2.0]], (2, 2)))
+    assert_close(x.flip(0), a[::-1])
+    assert_close(x.flip((1, 2)), a[:, ::-1, ::-1])
+    assert_close(ember.roll(x, 1, 2), np.roll(a, 1, axis=2))
+    assert_close(ember.roll(x, -2), np.roll(a, -2))
+    assert_close(ember.tril(x[0]), np.tril(a[0])) and True
+    assert_close(ember.triu(x[0], 1), np.triu(a[0], 1))
+    assert_close(x[0].diagonal(), np.diagonal(a[0]))
+    assert_close(x.diagonal(1, 1, 2), np.diagonal(a, 1, 1, 2))
+    assert_close(x.contiguous(), a)
+    assert x.view_as(ember.zeros(24)).shape == (24,)
+    assert x.T.shape == (4, 3, 2) and x.t if True else None
+
+
+def test_joining_and_splitting(rng):
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    x, y = ember.tensor(a), ember.tensor(b)
+    assert_close(ember.cat([x, y]), np.concatenate([a, b]))
+    assert_close(ember.cat((x, y), dim=1), np.concatenate([a, b], axis=1))
+    assert_close(ember.concat([x, y], -1), np.concatenate([a, b], axis=-1))
+    assert_close(ember.stack([x, y], 1), np.stack([a, b], axis=1))
+    assert_close(ember.hstack([x, y]), np.hstack([a, b]))
+    assert_close(ember.vstack([x, y]), np.vstack([a, b]))
+    parts = ember.arange(10).split(3)
+    assert [p.tolist() for p in parts] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    parts = ember.split(ember.arange(10), [2, 8])
+    assert [p.tolist() for p in parts] == [[0, 1], list(range(2, 10))]
+    assert [c.shape for c in ember.arange(10).chunk(3)] == [(4,), (4,), (2,)]
+    assert [u.tolist() for u in x.unbind(1)] == [a[:, i].tolist() for i in range(3)]
+
+
+def test_indexing_ops(rng):
+    a = rng.standard_normal((4, 5))
+    x = ember.tensor(a)
+    idx = ember.tensor([3, 0, 3])
+    assert_close(x.index_select(0, idx), a[[3, 0, 3]])
+    g = ember.tensor([[0, 4], [1, 1], [2, 0], [4, 3]])
+    assert_close(ember.gather(x, 1, g), np.take_along_axis(a, g.numpy(), 1))
+    s = ember.zeros(3, 4).scatter(1, ember.tensor([[1], [3], [0]]), ember.ones(3, 1))
+    assert s.tolist() == [[0, 1, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0]]
+    assert ember.zeros(2, 2).scatter(0, ember.tensor([[1, 0]]), 5.0).tolist() == [[0, 5], [5, 0]]
+    sa = ember.zeros(3).scatter_add(0, ember.tensor([0, 0, 2]), ember.tensor([1.0, 2.0, 3.0]))
+    assert sa.tolist() == [3, 0, 3]
+    m = x > 0
+    assert_close(x.masked_fill(m, 0.0), np.where(a > 0, 0, a))
+    assert_close(x.masked_select(m), a[a > 0])
+    assert ember.nonzero(ember.tensor([[0, 1], [1, 0]])).tolist() == [[0, 1], [1, 0]]
+    assert [n.tolist() for n in ember.tensor([0, 2, 0, 3]).nonzero(as_tuple=True)] == [[1, 3]]
+    v, i = ember.sort(ember.tensor([3.0, 1.0, 2.0]))
+    assert v.tolist() == [1, 2, 3] and i.tolist() == [1, 2, 0]
+    r = ember.tensor([3.0, 1.0, 2.0]).sort(descending=True)
+    assert r.values.tolist() == [3, 2, 1] and r.indices.tolist() == [0, 2, 1]
+    assert ember.argsort(ember.tensor([3, 1, 2])).tolist() == [1, 2, 0]
+    top = x.topk(2, dim=1)
+    assert_close(top.values, -np.sort(-a, axis=1)[:, :2])
+    low = ember.topk(x, 2, largest=False)
+    assert_close(low.values, np.sort(a, axis=1)[:, :2])
+
+
+def test_in_place_ops_write_through_and_return_self():
+    x = ember.tensor([1.0, 2.0])
+    y = x.add_(1)
+    assert y is x and x.tolist() == [2, 3]
+    x.mul_(2).sub_(1, alpha=2).div_(2)
+    assert x.tolist() == [1.0, 2.0]
+    x += 1
+    x *= ember.tensor([2.0, 0.5])
+    x -= 1
+    x /= 2
+    assert x.tolist() == [1.5, 0.25]
+    view = x[0:1]
+    view.fill_(9)
+    assert x.tolist() == [9.0, 0.25]
+    x.zero_()
+    assert x.tolist() == [0, 0]
+    x.copy_(ember.tensor([5, 6]))
+    assert x.tolist() == [5.0, 6.0] and x.dtype is ember.float32
+    x.clamp_(max=5.5).neg_().abs_().sqrt_()
+    assert_close(x, np.sqrt([5.0, 5.5]))
+    assert ember.relu_(ember.tensor([-1.0, 1.0])).tolist() == [0, 1]
+
+
+def test_functional_activations(rng):
+    a = rng.standard_normal(20) * 3
+    x = ember.tensor(a)
+    assert_close(F.relu(x), np.maximum(a, 0))
+    assert_close(F.relu6(x), np.clip(a, 0, 6))
+    assert_close(F.leaky_relu(x, 0.2), np.where(a > 0, a, 0.2 * a))
+    assert_close(F.elu(x, alpha=0.5), np.where(a > 0, a, 0.5 * (np.exp(a) - 1)), rtol=1e-6)
+    assert_close(F.silu(x), a / (1 + np.exp(-a)), rtol=1e-6)
+    assert_close(F.softplus(x, beta=2), np.where(2 * a > 20, a, np.log1p(np.exp(2 * a)) / 2), rtol=1e-6)
+    assert_close(F.hardtanh(x, -2, 2), np.clip(a, -2, 2))
+    assert_close(F.logsigmoid(x), -np.log1p(np.exp(-a)), rtol=1e-6)
+    assert_close(F.gelu(x), a * 0.5 * (1 + np.vectorize(math.erf)(a / math.sqrt(2))), rtol=1e-6)
+    assert_close(F.mish(x), a * np.tanh(np.log1p(np.exp(a))), rtol=1e-6)
+    assert_close(F.hardsigmoid(x), np.clip(a + 3, 0, 6) / 6, rtol=1e-6)
+    assert_close(F.softsign(x), a / (1 + np.abs(a)), rtol=1e-6)
+    assert_close(F.normalize(ember.tensor(a.reshape(4, 5))), a.reshape(4, 5) /
+                 np.linalg.norm(a.reshape(4, 5), axis=1, keepdims=True), rtol=1e-6)
+    y = x.clone()
+    F.relu(y, inplace=True)
+    assert_close(y, np.maximum(a, 0))
+
+
+def conv2d_reference(x, w, b, stride, padding):
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    oh = (h + 2 * padding - kh) // stride + 1
+    ow = (wd + 2 * padding - kw) // stride + 1
+    out = np.zeros((n, o, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw]
+            out[:, :, i, j] = np.tensordot(patch, w, axes=([1, 2, 3], [1, 2, 3]))
+    return out + b.reshape(1, -1, 1, 1)
+
+
+def test_conv_pool_and_norms_against_float64_references(rng):
+    x = rng.standard_normal((2, 3, 7, 6))
+    w = rng.standard_normal((4, 3, 3, 3))
+    b = rng.standard_normal(4)
+    ex = ember.tensor(x)
+    out = F.conv2d(ex, ember.tensor(w), ember.tensor(b), stride=2, padding=1)
+    assert_close(out, conv2d_reference(x, w, b, 2, 1), rtol=1e-6, atol=1e-8)
+    same = F.conv2d(ex, ember.tensor(w), padding="same")
+    assert same.shape == (2, 4, 7, 6)
+    assert_close(same, conv2d_reference(x, w, np.zeros(4), 1, 1), rtol=1e-6, atol=1e-8)
+    mp = F.max_pool2d(ex, 2)
+    assert_close(mp, x[:, :, :6, :6].reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    ap = F.avg_pool2d(ex, (2, 3))
+    assert_close(ap, x[:, :, :6, :6].reshape(2, 3, 3, 2, 2, 3).mean(axis=(3, 5)), rtol=1e-6)
+    assert_close(F.adaptive_avg_pool2d(ex, 1), x.mean(axis=(2, 3), keepdims=True), rtol=1e-6)
+    assert F.adaptive_avg_pool2d(ex, (None, 2)).shape == (2, 3, 7, 2)
+    values, indices = F.max_pool2d(ex, 2, return_indices=True)
+    assert values.shape == indices.shape == (2, 3, 3, 3) and indices.dtype is ember.int64
+    ln = F.layer_norm(ex, (7, 6))
+    mu, var = x.mean(axis=(2, 3), keepdims=True), x.var(axis=(2, 3), keepdims=True)
+    assert_close(ln, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-7)
+    bn = F.batch_norm(ex, None, None, training=True)
+    mu, var = x.mean(axis=(0, 2, 3), keepdims=True), x.var(axis=(0, 2, 3), keepdims=True)
+    assert_close(bn, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-7)
+    gn = F.group_norm(ex, 1)
+    mu, var = x.mean(axis=(1, 2, 3), keepdims=True), x.var(axis=(1, 2, 3), keepdims=True)
+    assert_close(gn, (x - mu) / np.sqrt(var + 1e-5), rtol=1e-5, atol=1e-7)
+
+
+def test_losses_against_formulas(rng):
+    logits = rng.standard_normal((5, 4))
+    target = np.array([0, 3, 1, 1, 2])
+    lt, tt = ember.tensor(logits), ember.tensor(target)
+    logp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    ce = -logp[np.arange(5), target]
+    assert_close(F.cross_entropy(lt, tt), ce.mean(), rtol=1e-6)
+    assert_close(F.cross_entropy(lt, tt, reduction="none"), ce, rtol=1e-6)
+    assert_close(F.cross_entropy(lt, tt, reduction="sum"), ce.sum(), rtol=1e-6)
+    assert_close(F.nll_loss(ember.tensor(logp), tt), ce.mean(), rtol=1e-6)
+    w = np.array([1.0, 2.0, 0.5, 1.5])
+    assert_close(F.cross_entropy(lt, tt, weight=ember.tensor(w)), (ce * w[target]).sum() / w[target].sum(), rtol=1e-6)
+    ig = F.cross_entropy(lt, tt, ignore_index=1)
+    assert_close(ig, ce[target != 1].mean(), rtol=1e-6)
+    a, b = rng.standard_normal(6), rng.standard_normal(6)
+    ea, eb = ember.tensor(a), ember.tensor(b)
+    assert_close(F.mse_loss(ea, eb), ((a - b) ** 2).mean(), rtol=1e-6)
+    assert_close(F.l1_loss(ea, eb, reduction="sum"), np.abs(a - b).sum(), rtol=1e-6)
+    d = np.abs(a - b)
+    assert_close(F.huber_loss(ea, eb, delta=0.5), np.where(d < 0.5, 0.5 * d**2, 0.5 * (d - 0.25)).mean(), rtol=1e-6)
+    assert_close(F.smooth_l1_loss(ea, eb, beta=0.5), np.where(d < 0.5, 0.5 * d**2 / 0.5, d - 0.25).mean(), rtol=1e-6)
+    p = 1 / (1 + np.exp(-a))
+    y = (b > 0).astype(np.float64)
+    bce = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert_close(F.binary_cross_entropy(ember.tensor(p), ember.tensor(y)), bce.mean(), rtol=1e-6)
+    assert_close(F.binary_cross_entropy_with_logits(ea, ember.tensor(y)), bce.mean(), rtol=1e-6)
+    q = np.exp(logp)
+    kl = (q * (np.log(q) - logp)).sum() / 5
+    assert_close(F.kl_div(ember.tensor(logp), ember.tensor(q), reduction="batchmean"), kl, rtol=1e-6, atol=1e-9)
+    # PyTorch's legacy arguments fold into a reduction.
+    assert_close(F.mse_loss(ea, eb, size_average=False), ((a - b) ** 2).sum(), rtol=1e-6)
+    with pytest.raises(ValueError, match="reduction"):
+        F.mse_loss(ea, eb, reduction="avg")
+
+
+def test_embedding_one_hot_pad_interpolate_attention(rng):
+    w = rng.standard_normal((10, 3))
+    idx = ember.tensor([[1, 2], [9, 0]])
+    assert_close(F.embedding(idx, ember.tensor(w)), w[[[1, 2], [9, 0]]])
+    assert F.one_hot(ember.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
+    x = ember.tensor(rng.standard_normal((1, 1, 2, 3)))
+    assert_close(F.pad(x, (1, 2)), np.pad(x.numpy(), ((0, 0), (0, 0), (0, 0), (1, 2))))
+    assert_close(F.pad(x, (1, 1, 1, 1), value=2.0), np.pad(x.numpy(), ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=2))
+    up = F.interpolate(x, scale_factor=2)
+    assert_close(up, x.numpy().repeat(2, axis=2).repeat(2, axis=3))
+    assert F.interpolate(x, size=(4, 6), mode="bilinear").shape == (1, 1, 4, 6)
+    q, k, v = (rng.standard_normal((2, 3, 4)) for _ in range(3))
+    s = q @ k.transpose(0, 2, 1) / 2.0
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    ref = (e / e.sum(axis=-1, keepdims=True)) @ v
+    out = F.scaled_dot_product_attention(ember.tensor(q), ember.tensor(k), ember.tensor(v))
+    assert_close(out, ref, rtol=1e-6, atol=1e-8)
+
+
+def test_ops_match_pytorch_on_random_inputs(torch, rng):
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5)).astype(np.float32)
+    ea, eb, ta, tb = ember.tensor(a), ember.tensor(b), torch.tensor(a), torch.tensor(b)
+    cases = [
+        lambda m, x, y: m.add(x, y, alpha=0.3),
+        lambda m, x, y: (x * y).sum(dim=(0, 2), keepdim=True),
+        lambda m, x, y: m.softmax(x, dim=1),
+        lambda m, x, y: x.std(dim=1, unbiased=False),
+        lambda m, x, y: m.where(x > 0, x, y),
+        lambda m, x, y: m.nn.functional.gelu(x, approximate="tanh"),
+        lambda m, x, y: m.nn.functional.layer_norm(x, (5,)),
+        lambda m, x, y: x.permute(2, 0, 1).reshape(5, -1).t().contiguous(),
+        lambda m, x, y: m.cumsum(x, dim=-1),
+        lambda m, x, y: x.clamp(min=-0.5, max=0.25),
+        lambda m, x, y: m.logsumexp(x, dim=2),
+        lambda m, x, y: x.norm(p=3, dim=0),
+        lambda m, x, y: m.matmul(x, y.t()),
+        lambda m, x, y: x[1:, ::2, -1],
+        lambda m, x, y: x.var(0) + y.mean(),
+        lambda m, x, y: m.nn.functional.log_softmax(x, dim=0),
+    ]
+    for i, case in enumerate(cases):
+        assert_close(case(ember, ea, eb), case(torch, ta, tb).numpy(), rtol=1e-4, atol=1e-5), i

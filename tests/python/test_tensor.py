@@ -1,0 +1,291 @@
+"""ember.Tensor from Python: construction, properties, printing, conversions, NumPy and DLPack
+interop (aliasing checked), pickling and object identity."""
+
+import copy
+import gc
+import pickle
+
+import numpy as np
+import pytest
+
+import ember
+from helpers import assert_close
+
+
+def test_tensor_from_nested_lists_infers_the_dtype_as_pytorch():
+    assert ember.tensor([[1.0, 2.0], [3.0, 4.0]]).dtype is ember.float32
+    assert ember.tensor([1, 2, 3]).dtype is ember.int64
+    assert ember.tensor([True, False]).dtype is ember.bool
+    assert ember.tensor([1, 2.5]).dtype is ember.float32  # a float anywhere makes it floating
+    assert ember.tensor([True, 2]).dtype is ember.int64
+    assert ember.tensor(3.5).shape == ()
+    assert ember.tensor([]).shape == (0,)
+    assert ember.tensor([]).dtype is ember.float32
+    assert ember.tensor([[], []]).shape == (2, 0)
+    t = ember.tensor([[1, 2, 3], [4, 5, 6]], dtype=ember.float64)
+    assert t.dtype is ember.float64 and t.shape == (2, 3)
+    assert t.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    assert ember.tensor((1, 2), dtype=float).dtype is ember.float64
+    assert ember.tensor([1.7, -1.7], dtype=ember.int64).tolist() == [1, -1]
+
+
+def test_tensor_keeps_int64_values_exactly():
+    big = 2**62 + 1
+    t = ember.tensor([big, -big])
+    assert t.tolist() == [big, -big]
+    with pytest.raises(ValueError, match="int64"):
+        ember.tensor([2**64])
+
+
+def test_ragged_and_non_numeric_data_are_refused_clearly():
+    with pytest.raises(ValueError, match="length"):
+        ember.tensor([[1, 2], [3]])
+    with pytest.raises(ValueError, match="ragged|length"):
+        ember.tensor([[1, 2], 3])
+    with pytest.raises(TypeError, match="str"):
+        ember.tensor(["a"])
+    with pytest.raises(TypeError):
+        ember.tensor([None])
+
+
+def test_one_element_tensors_and_numpy_scalars_are_data():
+    t = ember.tensor([ember.tensor(1.5), np.float32(2.5), np.int64(3)])
+    assert t.tolist() == [1.5, 2.5, 3.0]
+    with pytest.raises(ValueError, match="one-element"):
+        ember.tensor([ember.ones(2)])
+
+
+def test_properties(rng):
+    a = ember.tensor(rng.standard_normal((2, 3, 4)).astype(np.float32))
+    assert a.shape == ember.Size([2, 3, 4]) == (2, 3, 4)
+    assert isinstance(a.shape, tuple) and repr(a.shape) == "ember.Size([2, 3, 4])"
+    assert a.size() == (2, 3, 4) and a.size(1) == 3 and a.size(-1) == 4
+    assert a.stride() == (12, 4, 1) and a.stride(0) == 12
+    assert a.dim() == a.ndim == 3
+    assert a.numel() == a.nelement() == 24 == a.shape.numel()
+    assert a.element_size() == a.itemsize == 4 and a.nbytes == 96
+    assert a.dtype.is_floating_point and not ember.int64.is_floating_point
+    assert a.device == ember.device("cpu") and a.is_cpu and not a.is_cuda
+    assert a.is_contiguous() and not a.transpose(0, 1).is_contiguous()
+    assert a.is_floating_point() and not a.long().is_floating_point()
+    assert len(a) == 2
+    assert a.T.shape == (4, 3, 2) and a.mT.shape == (2, 4, 3)
+
+
+def test_repr_matches_pytorchs_format():
+    assert repr(ember.tensor([1.0, 2.5])) == "tensor([1.0000, 2.5000])"
+    assert repr(ember.tensor([1, 2])) == "tensor([1, 2])"
+    assert repr(ember.tensor([1.0, 2.0], dtype=ember.float64)) == "tensor([1., 2.], dtype=ember.float64)"
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    assert repr(x) == "tensor([1., 2.], requires_grad=True)"
+    assert repr(x * 2) == "tensor([2., 4.], grad_fn=<MulBackward>)"
+    assert repr(ember.nn.Parameter(ember.zeros(2))).startswith("Parameter containing:\ntensor([0., 0.]")
+    assert repr(ember.float16) == "ember.float16" and str(ember.device("cpu")) == "cpu"
+    assert repr(ember.device("cpu")) == "device(type='cpu')"
+    assert f"{ember.tensor(3.14159):.2f}" == "3.14"
+
+
+def test_item_tolist_and_python_number_protocols():
+    assert ember.tensor(2.5).item() == 2.5 and isinstance(ember.tensor(2.5).item(), float)
+    assert ember.tensor(7).item() == 7 and isinstance(ember.tensor(7).item(), int)
+    assert ember.tensor(True).item() is True
+    assert float(ember.tensor([1.5])) == 1.5 and int(ember.tensor(3.9)) == 3
+    assert [10, 20, 30][ember.tensor(1)] == 20  # __index__
+    assert bool(ember.tensor(0.0)) is False
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(ember.ones(2))
+    with pytest.raises(ValueError, match="one-element|only"):
+        ember.ones(3).item()
+    with pytest.raises(TypeError, match="0-d"):
+        len(ember.tensor(1.0))
+    assert [t.tolist() for t in ember.tensor([[1, 2], [3, 4]])] == [[1, 2], [3, 4]]
+    assert 3 in ember.tensor([1, 2, 3]) and 5 not in ember.tensor([1, 2, 3])
+
+
+def test_to_and_dtype_conversions():
+    a = ember.tensor([1.5, -2.5])
+    assert a.to(ember.float64).dtype is ember.float64
+    assert a.to("cpu") is a  # already there: the same tensor, as in PyTorch
+    assert a.to(ember.float32) is a
+    b = a.to("cpu", ember.int32)
+    assert b.dtype is ember.int32 and b.tolist() == [1, -2]
+    assert a.to(ember.zeros(1, dtype=ember.float64)).dtype is ember.float64
+    assert a.to(dtype=ember.float16).dtype is ember.float16
+    c = a.to(copy=True)
+    assert c is not a and c.tolist() == a.tolist()
+    assert a.double().dtype is ember.float64 and a.half().dtype is ember.float16
+    assert a.bfloat16().dtype is ember.bfloat16 and a.long().dtype is ember.int64
+    assert a.int().dtype is ember.int32 and a.bool().tolist() == [True, True]
+    assert a.byte().dtype is ember.uint8 and a.char().dtype is ember.int8
+    assert a.type_as(ember.zeros(1, dtype=ember.float64)).dtype is ember.float64
+    with pytest.raises(TypeError, match="unexpected"):
+        a.to(object())
+
+
+def test_factories():
+    assert ember.zeros(2, 3).tolist() == [[0.0] * 3] * 2
+    assert ember.zeros((2, 3)).shape == (2, 3)
+    assert ember.ones([4], dtype=ember.int64).tolist() == [1, 1, 1, 1]
+    assert ember.empty(3, 2).shape == (3, 2)
+    assert ember.full((2,), 7).dtype is ember.int64 and ember.full((2,), 7.5).dtype is ember.float32
+    assert ember.full((1,), True).dtype is ember.bool
+    assert ember.arange(5).tolist() == [0, 1, 2, 3, 4] and ember.arange(5).dtype is ember.int64
+    assert ember.arange(1, 2, 0.25).tolist() == [1.0, 1.25, 1.5, 1.75]
+    assert ember.arange(0, 3, dtype=ember.float64).dtype is ember.float64
+    assert_close(ember.linspace(0, 1, 5), np.linspace(0, 1, 5))
+    assert_close(ember.eye(2, 3), np.eye(2, 3))
+    x = ember.zeros(2, 3, requires_grad=True)
+    assert x.requires_grad and x.is_leaf
+    like = ember.ones_like(ember.zeros(2, 2, dtype=ember.float64))
+    assert like.dtype is ember.float64 and like.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert ember.full_like(ember.zeros(2), 3).tolist() == [3.0, 3.0]
+    assert ember.zeros_like(ember.ones(2), dtype=ember.int64).dtype is ember.int64
+    perm = ember.randperm(10)
+    assert sorted(perm.tolist()) == list(range(10))
+    r = ember.randint(3, 7, (1000,))
+    assert r.dtype is ember.int64 and r.min().item() >= 3 and r.max().item() <= 6
+    assert ember.randint(5, (3,)).shape == (3,)
+
+
+def test_random_numbers_are_seeded():
+    ember.manual_seed(7)
+    a = ember.randn(5)
+    ember.manual_seed(7)
+    assert ember.randn(5).tolist() == a.tolist()
+    g = ember.Generator().manual_seed(3)
+    b = ember.rand(4, generator=g)
+    g.manual_seed(3)
+    assert ember.rand(4, generator=g).tolist() == b.tolist()
+    s = g.get_state()
+    c = ember.rand(3, generator=g)
+    g.set_state(s)
+    assert ember.rand(3, generator=g).tolist() == c.tolist()
+    u = ember.rand(100000)
+    assert 0.49 < u.mean().item() < 0.51 and u.min().item() >= 0 and u.max().item() < 1
+    n = ember.randn(100000, dtype=ember.float64)
+    assert abs(n.mean().item()) < 0.02 and abs(n.std().item() - 1) < 0.02
+
+
+def test_from_numpy_shares_memory_both_ways():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = ember.from_numpy(a)
+    a[0, 0] = 42
+    assert t[0, 0].item() == 42
+    t[1, 2] = -1
+    assert a[1, 2] == -1
+    # Strided views keep their strides.
+    v = ember.from_numpy(a[:, ::2])
+    assert v.shape == (2, 2) and v.stride() == (3, 2) and v.tolist() == [[42, 2], [3, -1]]
+    for dtype in (np.float64, np.float16, np.int64, np.int32, np.int8, np.uint8, np.bool_):
+        arr = (np.arange(4) % 2).astype(dtype)
+        assert ember.from_numpy(arr).tolist() == arr.tolist()
+    with pytest.raises(TypeError, match="supported"):
+        ember.from_numpy(np.zeros(2, dtype=np.uint16))
+    with pytest.raises(ValueError, match="negative"):
+        ember.from_numpy(np.arange(4.0)[::-1])
+
+
+def test_from_numpy_keeps_the_array_alive():
+    t = ember.from_numpy(np.arange(1000, dtype=np.float64))
+    gc.collect()
+    assert t.sum().item() == sum(range(1000))
+
+
+def test_numpy_shares_memory_and_refuses_what_pytorch_refuses():
+    t = ember.arange(6, dtype=ember.float32).reshape(2, 3)
+    a = t.numpy()
+    assert a.dtype == np.float32 and a.shape == (2, 3)
+    a[0, 1] = 9
+    assert t[0, 1].item() == 9
+    assert ember.tensor([True, False]).numpy().dtype == np.bool_
+    assert ember.ones(2, dtype=ember.float16).numpy().dtype == np.float16
+    tt = t.transpose(0, 1).numpy()
+    assert tt.strides == (4, 12)
+    with pytest.raises(RuntimeError, match="requires grad"):
+        ember.ones(2, requires_grad=True).numpy()
+    assert ember.ones(2, requires_grad=True).numpy(force=True).tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="bfloat16"):
+        ember.ones(2, dtype=ember.bfloat16).numpy()
+    assert np.asarray(ember.tensor([1, 2])).tolist() == [1, 2]
+
+
+def test_tensor_copies_numpy_data_and_keeps_its_dtype():
+    a = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    t = ember.tensor(a)
+    a[0, 0] = 100
+    assert t.dtype is ember.int32 and t.tolist() == [[1, 2], [3, 4]]
+    assert ember.as_tensor(a)[0, 0].item() == 100  # as_tensor shares
+
+
+def test_dlpack_with_numpy_both_ways_without_copies():
+    t = ember.arange(12, dtype=ember.float64).reshape(3, 4)
+    a = np.from_dlpack(t)
+    a[2, 3] = -5
+    assert t[2, 3].item() == -5
+    b = np.arange(8, dtype=np.int32).reshape(2, 4)
+    u = ember.from_dlpack(b)
+    b[1, 1] = 77
+    assert u.dtype is ember.int32 and u[1, 1].item() == 77
+    assert t.__dlpack_device__() == (1, 0)
+    flags = np.from_dlpack(ember.tensor([True, False, True]))
+    assert flags.dtype == np.bool_ and flags.tolist() == [True, False, True]
+    # A capsule is consumed once.
+    cap = t.__dlpack__()
+    ember.from_dlpack(cap)
+    with pytest.raises(TypeError, match="once"):
+        ember.from_dlpack(cap)
+    with pytest.raises(TypeError, match="__dlpack__"):
+        ember.from_dlpack(object())
+
+
+def test_dlpack_with_pytorch_both_ways_without_copies(torch):
+    t = ember.arange(6, dtype=ember.float32).reshape(2, 3)
+    p = torch.from_dlpack(t)
+    p[0, 0] = 11
+    assert t[0, 0].item() == 11
+    q = torch.arange(6, dtype=torch.int64).reshape(3, 2)
+    e = ember.from_dlpack(q)
+    q[2, 1] = -3
+    assert e[2, 1].item() == -3 and e.dtype is ember.int64
+    assert torch.from_dlpack(ember.tensor([True, False])).dtype == torch.bool
+
+
+def test_pickle_and_deepcopy_round_trip():
+    t = ember.tensor([[1.5, 2.5]], dtype=ember.float64, requires_grad=True)
+    u = pickle.loads(pickle.dumps(t))
+    assert u.dtype is ember.float64 and u.tolist() == t.tolist() and u.requires_grad
+    p = ember.nn.Parameter(ember.ones(3))
+    assert type(pickle.loads(pickle.dumps(p))) is ember.nn.Parameter
+    d = copy.deepcopy(t)
+    assert d is not t and d.tolist() == t.tolist() and d.requires_grad
+    d.data[0, 0] = 0
+    assert t[0, 0].item() == 1.5
+    assert pickle.loads(pickle.dumps(ember.float16)) is ember.float16
+    assert pickle.loads(pickle.dumps(ember.Size([2, 3]))) == (2, 3)
+
+
+def test_python_objects_keep_their_identity():
+    lin = ember.nn.Linear(3, 2)
+    assert lin.weight is lin.weight
+    w = lin.weight
+    state = {w: "weight"}
+    assert state[next(iter(lin.parameters()))] == "weight"
+    x = ember.ones(2)
+    assert x.add_(1) is x
+    assert x.requires_grad_() is x
+    x.label = "kept"  # tensors take attributes, like PyTorch's
+    assert x.label == "kept"
+    y = x * 2
+    assert y.grad_fn.next_functions[0][0].variable is x
+
+
+def test_data_attribute_and_grad_assignment():
+    p = ember.ones(3, requires_grad=True)
+    p.data.mul_(2)  # no history recorded
+    assert p.tolist() == [2.0, 2.0, 2.0] and p.grad_fn is None
+    p.grad = ember.full((3,), 0.5)
+    assert p.grad.tolist() == [0.5] * 3
+    p.grad = None
+    assert p.grad is None
+    with pytest.raises(ValueError, match="shape"):
+        p.grad = ember.ones(2)
