@@ -8,13 +8,24 @@ plugins found next to it at import. See README.md and ARCHITECTURE.md, "Python".
 
 from ember import _C
 from ember._C import *  # noqa: F401,F403  (tensors, dtypes, devices, factories, ops, errors)
-from ember._C import Tensor, Size, dtype, device, Generator  # noqa: F401
+from ember._C import Tensor, dtype, device, Generator  # noqa: F401
+from ember._size import Size  # noqa: F401
+from ember._errors import (  # noqa: F401
+    DeviceError,
+    DistributedError,
+    Error,
+    FileNotFoundError,
+    IndexError,
+    InternalError,
+    IoError,
+    NotImplementedError,
+    OutOfMemoryError,
+    PluginError,
+    TypeError,
+    ValueError,
+)
 
-# The star import brought _C's submodules; the Python packages of those names replace them.
-for _name in ("functional", "autograd", "nn", "optim", "data", "io", "amp", "profiler",
-              "distributed", "models"):
-    globals().pop(_name, None)
-del _name
+import builtins as _builtins
 from ember import return_types  # noqa: F401
 from ember.autograd import (  # noqa: F401
     no_grad,
@@ -31,16 +42,26 @@ from ember.io import save, load  # noqa: F401
 __version__ = _C.version()
 
 
-def is_tensor(obj) -> bool:
+def is_tensor(obj: object) -> _builtins.bool:
     """True if obj is an ember.Tensor."""
     return isinstance(obj, Tensor)
 
 
-def numel(input: Tensor) -> int:
+def numel(input: Tensor) -> _builtins.int:
     """The number of elements of input."""
     return input.numel()
 
 
-def plugins() -> list:
+def plugins() -> _builtins.list:
     """The plugin files discovery considered and what happened to each (``ember plugins``)."""
-    return _C.plugin_report()["plugins"]
+    return _C.plugin_report()["plugins"]  # type: ignore[index, no-any-return]
+
+
+# PyTorch's dtype names, including those that shadow Python's builtins inside this module
+# (ember.float, ember.int, ember.bool); kept out of _C, whose stubs need the builtins.
+bool = _C._dtypes["bool"]
+float = float32  # noqa: F405
+double = float64  # noqa: F405
+half = float16  # noqa: F405
+long = int64  # noqa: F405
+int = int32  # noqa: F405

@@ -75,6 +75,9 @@ struct Ints {
   size_t size() const { return v.size(); }
 };
 
+/** Sizes or dims given as *args or as one sequence: zeros(2, 3), zeros((2, 3)), view(-1). */
+Shape sizes_from_args(nb::args args, const char* op);
+
 /** A Python number as an op's scalar: bool, int or float (NumPy's scalars included). */
 struct PyScalar {
   Scalar v;

@@ -16,27 +16,13 @@ namespace {
 //   Io -> ember.IoError(OSError), and ember.FileNotFoundError(IoError, FileNotFoundError) when
 //         the file is missing                     Plugin -> ember.PluginError
 //   Distributed -> ember.DistributedError         Internal -> ember.InternalError
-// The message is Ember's unchanged: `[op] what is wrong: observed values (hint)`.
+// The message is Ember's unchanged: `[op] what is wrong: observed values (hint)`. The classes
+// live in ember/_errors.py.
 struct ErrorTypes {
-  PyObject* base = nullptr;
   PyObject* by_kind[16] = {};
   PyObject* file_not_found = nullptr;
 };
 ErrorTypes g_errors;
-
-PyObject* new_error(nb::module_& m, const char* name, std::vector<PyObject*> bases,
-                    const char* doc) {
-  nb::tuple b = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(bases.size())));
-  for (size_t i = 0; i < bases.size(); ++i) {
-    Py_INCREF(bases[i]);
-    PyTuple_SET_ITEM(b.ptr(), static_cast<Py_ssize_t>(i), bases[i]);
-  }
-  const std::string qualified = std::string("ember.") + name;
-  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, b.ptr(), nullptr);
-  if (!type) throw nb::python_error();
-  m.attr(name) = nb::handle(type);
-  return type;
-}
 
 void translate(const std::exception_ptr& p, void*) {
   try {
@@ -54,31 +40,25 @@ void translate(const std::exception_ptr& p, void*) {
 }  // namespace
 
 void bind_errors(nb::module_& m) {
-  PyObject* base = new_error(m, "Error", {PyExc_RuntimeError},
-                             "Base of every error Ember raises (a RuntimeError).");
-  g_errors.base = base;
-  auto kind = [&](ErrorKind k, const char* name, std::vector<PyObject*> extra, const char* doc) {
-    extra.insert(extra.begin(), base);
-    g_errors.by_kind[static_cast<int>(k)] = new_error(m, name, extra, doc);
+  // The classes are Python's (ember/_errors.py, so that type checkers see them); importing that
+  // module while ember/__init__.py imports _C is fine: it imports nothing of Ember.
+  nb::module_ errors = nb::module_::import_("ember._errors");
+  auto kind = [&](ErrorKind k, const char* name) {
+    nb::object cls = errors.attr(name);
+    g_errors.by_kind[static_cast<int>(k)] = cls.release().ptr();  // kept for the process's life
   };
-  kind(ErrorKind::Value, "ValueError", {PyExc_ValueError},
-       "A shape, size or argument value out of its domain.");
-  kind(ErrorKind::Type, "TypeError", {PyExc_TypeError}, "A dtype or device that does not fit.");
-  kind(ErrorKind::Index, "IndexError", {PyExc_IndexError}, "A dim or index out of range.");
-  kind(ErrorKind::NotImplemented, "NotImplementedError", {PyExc_NotImplementedError},
-       "No kernel for this op, dtype and device, or an unsupported combination.");
-  kind(ErrorKind::OutOfMemory, "OutOfMemoryError", {}, "An allocation failed.");
-  kind(ErrorKind::Device, "DeviceError", {}, "The device or its vendor library failed.");
-  kind(ErrorKind::Io, "IoError", {PyExc_OSError},
-       "A file could not be read or written, or its format is malformed.");
-  kind(ErrorKind::Plugin, "PluginError", {}, "Plugin loading failed or the plugin API was misused.");
-  kind(ErrorKind::Internal, "InternalError", {}, "An Ember bug (please report it).");
-  kind(ErrorKind::Distributed, "DistributedError", {},
-       "A collective or the rendezvous failed: a peer died or did not answer in time.");
-  g_errors.file_not_found =
-      new_error(m, "FileNotFoundError",
-                {g_errors.by_kind[static_cast<int>(ErrorKind::Io)], PyExc_FileNotFoundError},
-                "A file Ember was asked to read does not exist.");
+  kind(ErrorKind::Value, "ValueError");
+  kind(ErrorKind::Type, "TypeError");
+  kind(ErrorKind::Index, "IndexError");
+  kind(ErrorKind::NotImplemented, "NotImplementedError");
+  kind(ErrorKind::OutOfMemory, "OutOfMemoryError");
+  kind(ErrorKind::Device, "DeviceError");
+  kind(ErrorKind::Io, "IoError");
+  kind(ErrorKind::Plugin, "PluginError");
+  kind(ErrorKind::Internal, "InternalError");
+  kind(ErrorKind::Distributed, "DistributedError");
+  g_errors.file_not_found = nb::object(errors.attr("FileNotFoundError")).release().ptr();
+  for (nb::handle name : errors.attr("__all__")) m.attr(name) = errors.attr(name);
   nb::register_exception_translator(translate);
 }
 
@@ -116,4 +96,12 @@ NB_MODULE(_C, m) {
   bind_profiler(m);
   bind_distributed(m);
   bind_models(m);
+  // `from ember._C import *` (ember/__init__.py) takes the functions, classes and constants, not
+  // the submodules, which the Python packages of the same names wrap.
+  nb::list names;
+  for (auto [key, value] : nb::borrow<nb::dict>(m.attr("__dict__"))) {
+    const std::string name = nb::cast<std::string>(key);
+    if (!name.empty() && name[0] != '_' && !PyModule_Check(value.ptr())) names.append(key);
+  }
+  m.attr("__all__") = names;
 }

@@ -601,7 +601,8 @@ void bind_module_base(nb::module_& m) {
             nn::Module& s = submodule(m, target);
             return module_object(s);
           },
-          "target"_a, "The submodule at a dotted path ('' is the module itself).")
+          "target"_a, nb::sig("def get_submodule(self, target: str) -> ember._C.nn.Module"),
+          "The submodule at a dotted path ('' is the module itself).")
       .def(
           "get_parameter",
           [](nn::Module& m, const std::string& target) {

@@ -1092,23 +1092,16 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "Einstein summation, as torch.einsum.");
 
   // --- Views and shapes -------------------------------------------------------------------------
-  auto varargs_shape = [](nb::args args, const char* op) -> Shape {
-    if (args.size() == 1 && !PyLong_Check(args[0].ptr())) return nb::cast<Ints>(args[0]).v;
-    Shape out;
-    for (nb::handle a : args) out.push_back(nb::cast<int64_t>(a));
-    EMBER_CHECK(!out.empty() || std::string_view(op) != "permute", "[{}] needs dims", op);
-    return out;
-  };
   cls.def(
       "view",
-      [varargs_shape](const Tensor& x, nb::args shape) {
+      [](const Tensor& x, nb::args shape) {
         if (shape.size() == 1 && nb::isinstance<DTypeObject>(shape[0])) {
           const DType d = nb::cast<DType>(shape[0]);
           EMBER_CHECK_NOT_IMPLEMENTED(d == x.dtype(),
                                       "[view] reinterpreting {} as {} is not supported", x.dtype(), d);
           return x;
         }
-        const Shape s = varargs_shape(shape, "view");
+        const Shape s = sizes_from_args(shape, "view");
         nb::gil_scoped_release release;
         return x.view(s);
       },
@@ -1116,8 +1109,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "The same data with a new shape (one size may be -1).");
   cls.def(
       "reshape",
-      [varargs_shape](const Tensor& x, nb::args shape) {
-        const Shape s = varargs_shape(shape, "reshape");
+      [](const Tensor& x, nb::args shape) {
+        const Shape s = sizes_from_args(shape, "reshape");
         nb::gil_scoped_release release;
         return x.reshape(s);
       },
@@ -1150,8 +1143,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "mT", [](const Tensor& x) { return x.transpose(-2, -1); }, "The last two dims swapped.");
   cls.def(
       "permute",
-      [varargs_shape](const Tensor& x, nb::args dims) {
-        const Shape d = varargs_shape(dims, "permute");
+      [](const Tensor& x, nb::args dims) {
+        const Shape d = sizes_from_args(dims, "permute");
         nb::gil_scoped_release release;
         return x.permute(d);
       },
@@ -1194,8 +1187,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "dim"_a, "index"_a, "Removes dim by picking one index (a view).");
   cls.def(
       "expand",
-      [varargs_shape](const Tensor& x, nb::args sizes) {
-        const Shape s = varargs_shape(sizes, "expand");
+      [](const Tensor& x, nb::args sizes) {
+        const Shape s = sizes_from_args(sizes, "expand");
         nb::gil_scoped_release release;
         return x.expand(s);
       },
@@ -1247,8 +1240,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "A view with explicit sizes, strides and offset.");
   cls.def(
       "repeat",
-      [varargs_shape](const Tensor& x, nb::args repeats) {
-        const Shape r = varargs_shape(repeats, "repeat");
+      [](const Tensor& x, nb::args repeats) {
+        const Shape r = sizes_from_args(repeats, "repeat");
         nb::gil_scoped_release release;
         EMBER_CHECK(static_cast<int64_t>(r.size()) >= x.dim(),
                     "[repeat] number of repeats ({}) can not be smaller than the number of dims "

@@ -64,28 +64,29 @@ void bind_runtime(nb::module_& m) {
       .def("__repr__",
            [](const DTypeObject& d) { return fmt::format("ember.{}", dtype_name(d.dtype)); })
       .def("__reduce__", [](const DTypeObject& d) { return std::string(dtype_name(d.dtype)); });
-  const std::pair<DType, std::vector<const char*>> names[] = {
-      {DType::Float32, {"float32", "float"}}, {DType::Float64, {"float64", "double"}},
-      {DType::Float16, {"float16", "half"}},  {DType::BFloat16, {"bfloat16"}},
-      {DType::Int64, {"int64", "long"}},      {DType::Int32, {"int32", "int"}},
-      {DType::Int8, {"int8"}},                {DType::UInt8, {"uint8"}},
-      {DType::Bool, {"bool"}}};
-  for (const auto& [d, aliases] : names) {
+  // The names that shadow Python's builtins (ember.float, ember.int, ember.bool) and the other
+  // aliases are set by ember/__init__.py from _dtypes: in _C, and in its stubs, `bool` must stay
+  // the builtin.
+  nb::dict by_name;
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int64,
+                  DType::Int32, DType::Int8, DType::UInt8, DType::Bool}) {
     nb::object o = nb::cast(DTypeObject{d});
     g_dtypes[static_cast<size_t>(d)] = o;
-    for (const char* a : aliases) m.attr(a) = o;
+    const std::string name(dtype_name(d));
+    by_name[name.c_str()] = o;
+    if (d != DType::Bool) m.attr(name.c_str()) = o;
   }
+  m.attr("_dtypes") = by_name;
 
   // ember.device: a device type and index; made from "cpu", "cuda", "cuda:1" or ("cuda", 1).
   nb::class_<Device>(m, "device", "A device: ember.device('cuda:0'), ember.device('cpu').")
-      .def(nb::init<std::string_view>(), "spec"_a, "Parses 'cpu', 'cuda', 'cuda:1'.")
       .def(
           "__init__",
           [](Device* self, std::string_view type, int64_t index) {
             new (self) Device(fmt::format("{}:{}", type, index));
           },
           "type"_a, "index"_a, "A device type and index.")
-      .def(nb::init_implicit<std::string_view>())
+      .def(nb::init_implicit<std::string_view>(), "spec"_a, "Parses 'cpu', 'cuda', 'cuda:1'.")
       .def_prop_ro(
           "type", [](const Device& d) { return std::string(d.type_name()); },
           "The device type's name ('cpu', 'cuda').")
@@ -98,8 +99,10 @@ void bind_runtime(nb::module_& m) {
           "The index within the type (None for the CPU).")
       .def("__repr__", &device_repr)
       .def("__str__", &Device::str)
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
-      .def("__eq__", [](const Device&, nb::handle) { return false; })
+      .def("__eq__",
+           [](const Device& a, nb::handle b) {
+             return nb::isinstance<Device>(b) && a == nb::cast<Device>(b);
+           })
       .def("__hash__", [](const Device& d) { return (static_cast<int64_t>(d.type) << 16) | d.index; })
       .def("__reduce__", [](const Device& d) {
         return nb::make_tuple(nb::module_::import_("ember").attr("device"),
@@ -148,7 +151,10 @@ void bind_runtime(nb::module_& m) {
            "Makes later work here wait for `event`.")
       .def("wait_stream", nb::overload_cast<const Stream&>(&Stream::wait, nb::const_),
            "stream"_a, "Makes later work here wait for the work queued on `stream` so far.")
-      .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
+      .def("__eq__",
+           [](const Stream& a, nb::handle b) {
+             return nb::isinstance<Stream>(b) && a == nb::cast<Stream>(b);
+           })
       .def("__hash__", [](const Stream& s) { return reinterpret_cast<intptr_t>(s.handle()); });
   nb::class_<Event>(m, "Event", "A point in a stream's work (torch.cuda.Event).")
       .def(nb::init<Device, bool>(), "device"_a, "enable_timing"_a = false)

@@ -125,6 +125,27 @@ Tensor apply_to(const Tensor& t, const ToArgs& a) {
 }
 
 
+/** Sizes given as *size or as one sequence: zeros(2, 3) and zeros((2, 3)). */
+Shape sizes_from_args(nb::args args, const char* op) {
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
+    nb::handle a = args[0];
+    Ints ints;
+    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, ints),
+                     "[{}] expected ints or one sequence of ints, got {}", op,
+                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
+    return ints.v;
+  }
+  Shape out;
+  for (nb::handle a : args) {
+    Ints i;
+    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, i) && i.size() == 1,
+                     "[{}] expected ints or one sequence of ints, got {}", op,
+                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
+    out.push_back(i.v[0]);
+  }
+  return out;
+}
+
 namespace {
 
 /** An ember.Size (a tuple subclass) of `sizes`. */
@@ -136,47 +157,6 @@ nb::object make_size(IntList sizes) {
     PyTuple_SET_ITEM(o, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(sizes[i]));
   }
   return nb::steal(o);
-}
-
-const char* kSizeSource = R"PY(
-class Size(tuple):
-    """The shape of a tensor: a tuple of ints, as torch.Size."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "ember.Size([" + ", ".join(str(s) for s in self) + "])"
-
-    def numel(self):
-        """The number of elements a tensor of this shape has."""
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-    def __getitem__(self, i):
-        r = tuple.__getitem__(self, i)
-        return Size(r) if isinstance(i, slice) else r
-
-    def __add__(self, other):
-        return Size(tuple.__add__(self, tuple(other)))
-
-    def __radd__(self, other):
-        return Size(tuple(other) + tuple(self))
-
-    def __reduce__(self):
-        return (Size, (tuple(self),))
-
-Size.__module__ = "ember"
-)PY";
-
-nb::object build_size_type() {
-  nb::dict globals;
-  globals["__builtins__"] = nb::module_::import_("builtins");
-  globals["__name__"] = "ember";
-  nb::object r = nb::steal(PyRun_String(kSizeSource, Py_file_input, globals.ptr(), globals.ptr()));
-  if (!r.is_valid()) throw nb::python_error();
-  return globals["Size"];
 }
 
 std::string tensor_repr(const Tensor& t) {
@@ -258,27 +238,6 @@ nb::object to_list(const Tensor& t) {
   return rec(0, 0);
 }
 
-/** Sizes given as *size or as one sequence: zeros(2, 3) and zeros((2, 3)). */
-Shape sizes_from_args(nb::args args, const char* op) {
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    nb::handle a = args[0];
-    Ints ints;
-    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, ints),
-                     "[{}] size must be ints or one sequence of ints, not {}", op,
-                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
-    return ints.v;
-  }
-  Shape out;
-  for (nb::handle a : args) {
-    Ints i;
-    EMBER_CHECK_TYPE(nb::try_cast<Ints>(a, i) && i.size() == 1,
-                     "[{}] size must be ints or one sequence of ints, not {}", op,
-                     nb::cast<std::string>(nb::str(a.type().attr("__name__"))));
-    out.push_back(i.v[0]);
-  }
-  return out;
-}
-
 TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
                       DType fallback = kDefaultFloat) {
   TensorOptions o(dtype.value_or(fallback), device.value_or(Device::cpu()));
@@ -339,7 +298,7 @@ nb::object register_grad_hook(const Tensor& t, nb::handle fn) {
 }
 
 void bind_tensor(nb::module_& m) {
-  g_size_type = build_size_type().release();
+  g_size_type = nb::object(nb::module_::import_("ember._size").attr("Size")).release();
   m.attr("Size") = g_size_type;
 
   nb::enum_<MemoryFormat>(m, "memory_format", "How a tensor's elements lie in memory.")
@@ -403,19 +362,18 @@ void bind_tensor(nb::module_& m) {
          "shape", [](const Tensor& t) { return make_size(t.sizes()); },
          nb::for_getter(nb::sig("def shape(self, /) -> ember.Size")), "The sizes, as an ember.Size.")
       .def(
-          "size",
-          [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
-            if (dim) return nb::int_(t.size(*dim));
-            return make_size(t.sizes());
-          },
-          "dim"_a = nb::none(), "The sizes, or the size of one dim.")
+          "size", [](const Tensor& t) { return make_size(t.sizes()); },
+          nb::sig("def size(self) -> ember.Size"), "The sizes.")
+      .def("size", &Tensor::size, "dim"_a, "The size of one dim.")
       .def(
           "stride",
-          [](const Tensor& t, std::optional<int64_t> dim) -> nb::object {
-            if (dim) return nb::int_(t.stride(*dim));
-            return nb::cast(Ints{t.strides()});
+          [](const Tensor& t) {
+            nb::list out;
+            for (int64_t s : t.strides()) out.append(s);
+            return nb::tuple(out);
           },
-          "dim"_a = nb::none(), "The strides (in elements), or one dim's.")
+          nb::sig("def stride(self) -> tuple[int, ...]"), "The strides, in elements.")
+      .def("stride", &Tensor::stride, "dim"_a, "The stride of one dim, in elements.")
       .def("dim", &Tensor::dim, "The number of dims.")
       .def("ndimension", &Tensor::dim, "The number of dims.")
       .def_prop_ro("ndim", &Tensor::dim, "The number of dims.")
@@ -516,9 +474,12 @@ void bind_tensor(nb::module_& m) {
       .def(
           "zero_", [](Tensor& t) -> Tensor& { return t.zero_(); }, release_gil(),
           "Sets every element to zero; returns the tensor.")
-      .def("item", &item_object, "The one element as a Python number.")
-      .def("tolist", &to_list, "The elements as (nested) Python lists of numbers.")
+      .def("item", &item_object, nb::sig("def item(self) -> float | int | bool"),
+           "The one element as a Python number.")
+      .def("tolist", &to_list, nb::sig("def tolist(self) -> typing.Any"),
+           "The elements as (nested) Python lists of numbers.")
       .def("numpy", &tensor_to_numpy, nb::kw_only(), "force"_a = false,
+           nb::sig("def numpy(self, *, force: bool = False) -> numpy.typing.NDArray[typing.Any]"),
            "A NumPy array sharing the memory (CPU, no grad); force=True copies and detaches.")
       .def(
           "__array__",
@@ -682,9 +643,8 @@ void bind_tensor(nb::module_& m) {
              }
              return nb::iter(nb::cast(rows));
            })
-      .def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; })
       .def("__reduce_ex__",
-           [](nb::handle self, int) {
+           [](nb::handle self, nb::handle) {
              const Tensor& t = self_of(self);
              Tensor host;
              {
@@ -710,6 +670,9 @@ void bind_tensor(nb::module_& m) {
              return wrap_tensor(c, self.type());
            });
   m.def("_rebuild_tensor", &rebuild_tensor);
+  m.def(
+      "_live_tensor_objects", []() { return live_tensors().size(); },
+      "How many tensors have a Python object now (the identity map's size; for leak tests).");
   cls.attr("__array_priority__") = 1000;  // NumPy defers mixed operators to the tensor
 
   // nn.Parameter: a tensor a module registers and an optimizer updates.
