@@ -229,11 +229,15 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 
 DistributedDataParallel::~DistributedDataParallel() = default;
 
-Tensor DistributedDataParallel::forward(const Tensor& input) {
+void DistributedDataParallel::sync_buffers() {
   if (state_->options.broadcast_buffers && is_training()) {
     const std::vector<Tensor> buffers = module_->buffers();
     if (!buffers.empty()) broadcast_coalesced(state_->pg, buffers);
   }
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  sync_buffers();
   return (*module_)(input);
 }
 

@@ -29,6 +29,10 @@ class DistributedDataParallel : public Module {
   ~DistributedDataParallel() override;
   /** The wrapped module's forward (after broadcasting buffers, if asked to). */
   Tensor forward(const Tensor& input) override;
+  /** What forward does before running the module: rank 0's buffers are broadcast if
+   *  broadcast_buffers is set and this module is training (for callers that run the wrapped
+   *  module themselves, with other arguments than one tensor). */
+  void sync_buffers();
   /** The wrapped module. */
   const std::shared_ptr<Module>& module() const { return module_; }
   /** Number of gradient buckets (for tests and tuning). */
