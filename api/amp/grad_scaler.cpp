@@ -35,31 +35,50 @@ Tensor GradScaler::scale(const Tensor& loss) const {
   return mul(loss, scale_);
 }
 
+namespace {
+
+std::vector<Tensor> params_of(const optim::Optimizer& optimizer) {
+  std::vector<Tensor> params;
+  for (const auto& group : optimizer.param_groups()) {
+    params.insert(params.end(), group.params.begin(), group.params.end());
+  }
+  return params;
+}
+
+}  // namespace
+
 void GradScaler::unscale_(optim::Optimizer& optimizer) {
+  unscale_(&optimizer, params_of(optimizer));
+}
+
+void GradScaler::unscale_(const void* owner, const std::vector<Tensor>& params) {
   if (!options_.enabled) return;
-  EMBER_CHECK(unscaled_.insert(&optimizer).second,
+  EMBER_CHECK(unscaled_.insert(owner).second,
               "[amp.GradScaler] unscale_ was already called for this optimizer since the last "
               "update()");
   autograd::NoGradGuard no_grad;
   const double inv = 1.0 / scale_;
-  for (auto& group : optimizer.param_groups()) {
-    for (Tensor& p : group.params) {
-      Tensor& g = p.mutable_grad();
-      if (!g.defined()) continue;
-      mul_(g, inv);
-      if (!found_inf_ && !std::isfinite(amax(abs(g)).to(DType::Float64).item())) found_inf_ = true;
-    }
+  for (const Tensor& p : params) {
+    Tensor& g = p.mutable_grad();
+    if (!g.defined()) continue;
+    mul_(g, inv);
+    if (!found_inf_ && !std::isfinite(amax(abs(g)).to(DType::Float64).item())) found_inf_ = true;
   }
 }
 
 bool GradScaler::step(optim::Optimizer& optimizer) {
+  return step(&optimizer, params_of(optimizer), [&optimizer] { optimizer.step(); });
+}
+
+bool GradScaler::step(const void* owner, const std::vector<Tensor>& params,
+                      const std::function<void()>& run_step) {
   if (!options_.enabled) {
-    optimizer.step();
+    run_step();
     return true;
   }
-  if (unscaled_.count(&optimizer) == 0) unscale_(optimizer);
+  if (unscaled_.count(owner) == 0) unscale_(owner, params);
   skipped_ = found_inf_;
-  if (!skipped_) optimizer.step();
+  if (!skipped_) run_step();
   return !skipped_;
 }
 
@@ -72,6 +91,15 @@ void GradScaler::update() {
     scale_ *= options_.growth_factor;
     growth_tracker_ = 0;
   }
+  found_inf_ = false;
+  unscaled_.clear();
+}
+
+void GradScaler::update(double new_scale) {
+  if (!options_.enabled) return;
+  EMBER_CHECK(new_scale > 0 && std::isfinite(new_scale),
+              "[amp.GradScaler] update: new_scale must be positive and finite: got {}", new_scale);
+  scale_ = new_scale;
   found_inf_ = false;
   unscaled_.clear();
 }

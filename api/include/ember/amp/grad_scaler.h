@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_set>
+#include <vector>
 
 #include "ember/optim/optimizer.h"
 #include "ember/state_dict.h"
@@ -35,11 +37,22 @@ class GradScaler {
   /** Divides the gradients of `optimizer`'s parameters by the scale, once per step, and notes
    *  whether any is inf or NaN (call it before clipping gradients). */
   void unscale_(optim::Optimizer& optimizer);
+  /** unscale_ for the parameters of an optimizer C++ does not hold (one written in Python):
+   *  `owner` stands for that optimizer in the once-per-step check. */
+  void unscale_(const void* owner, const std::vector<Tensor>& params);
   /** Unscales if not done yet, then steps `optimizer` unless a gradient was inf or NaN;
    *  returns whether it stepped. */
   bool step(optim::Optimizer& optimizer);
+  /** step for an optimizer C++ does not hold: unscales `params` unless `owner` was unscaled this
+   *  step, then calls `run_step` unless a gradient was inf or NaN; returns whether it called it. */
+  bool step(const void* owner, const std::vector<Tensor>& params,
+            const std::function<void()>& run_step);
   /** Backs off after a skipped step, grows after growth_interval good ones; starts a new step. */
   void update();
+  /** Starts a new step with `new_scale` (> 0, finite) as the scale; the growth tracker is kept. */
+  void update(double new_scale);
+  /** The settings. */
+  const GradScalerOptions& options() const { return options_; }
   /** The current scale. */
   double get_scale() const { return scale_; }
   /** Whether the last step() was skipped. */
@@ -54,7 +67,7 @@ class GradScaler {
   double scale_;
   int64_t growth_tracker_ = 0;
   bool found_inf_ = false, skipped_ = false;
-  std::unordered_set<const optim::Optimizer*> unscaled_;  // this step
+  std::unordered_set<const void*> unscaled_;  // the optimizers unscaled this step
 };
 
 }  // namespace ember::amp

@@ -64,6 +64,10 @@ class Optimizer {
 
   /** The state of `param`, or null if it was never updated. */
   const ParamState* state(const Tensor& param) const;
+  /** The names of the buffers in each ParamState, in the order of ParamState::buffers. */
+  const std::vector<std::string>& buffer_names() const { return buffer_names_; }
+  /** Whether ParamState::step counts updates (it stays 0 for optimizers that keep no count). */
+  bool counts_steps() const { return counts_steps_; }
 
   /** A copy of the state: "state.<i>.<buffer>", "state.<i>.step" and "param_groups.<g>.<hyper>". */
   StateDict state_dict() const;

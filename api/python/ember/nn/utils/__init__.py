@@ -16,8 +16,11 @@ def clip_grad_norm_(parameters: _Params, max_norm: float, norm_type: float = 2.0
     """Scales the gradients so their total norm is at most max_norm; returns the norm before."""
     import ember
     from ember._C import optim as _optim
-    norm = _optim.clip_grad_norm_(_as_list(parameters), float(max_norm), float(norm_type), error_if_nonfinite)
-    return ember.tensor(norm)
+    params = _as_list(parameters)
+    norm = _optim.clip_grad_norm_(params, float(max_norm), float(norm_type), error_if_nonfinite)
+    grads = [p.grad for p in params if p.grad is not None]
+    # The total norm in the gradients' dtype, as PyTorch returns it.
+    return ember.tensor(norm, dtype=grads[0].dtype if grads else ember.float32)
 
 
 def clip_grad_value_(parameters: _Params, clip_value: float, foreach=None) -> None:
