@@ -1,2 +1,4 @@
-"""Placeholder: filled in by its binding."""
-from ember.utils import data  # noqa: F401
+"""Utilities (torch.utils): ``ember.utils.data`` for datasets and loaders,
+``ember.utils.checkpoint`` for activation checkpointing."""
+
+from ember.utils import checkpoint, data  # noqa: F401

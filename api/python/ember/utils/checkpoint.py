@@ -1,13 +1,13 @@
 """Activation checkpointing (torch.utils.checkpoint): a block's intermediate tensors are not
 kept for backward but recomputed there, with the random generators as they were."""
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ember._C import Tensor
 from ember._C import autograd as _native
 
 
-def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool = None,
+def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: Optional[bool] = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """function(*args, **kwargs) without keeping its intermediate tensors; backward runs it
     again. The tensor arguments are the block's inputs; others are passed through unchanged."""
@@ -26,7 +26,7 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool = N
     return outputs[0] if single and single[0] else tuple(outputs)
 
 
-def checkpoint_sequential(functions, segments: int, input: Tensor, use_reentrant: bool = None,
+def checkpoint_sequential(functions, segments: int, input: Tensor, use_reentrant: Optional[bool] = None,
                           preserve_rng_state: bool = True) -> Tensor:
     """Runs a Sequential (or a list of modules) in `segments` segments, each checkpointed."""
     from ember import nn

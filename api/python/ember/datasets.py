@@ -1,0 +1,54 @@
+"""Datasets read by Ember's C++ (torchvision.datasets' names): MNIST and Fashion-MNIST from their
+IDX files, and ``read_idx`` for any IDX file of bytes.
+
+Samples are ``(image, label)``: image float32 [1, 28, 28] in [0, 1], label an int64 0-d tensor. A
+DataLoader over them (or a Subset of them) makes each batch in one C++ call::
+
+    train = ember.datasets.FashionMNIST(train=True)   # 60000 samples
+    loader = ember.utils.data.DataLoader(train, batch_size=64, shuffle=True)
+"""
+
+import os
+from typing import List, Optional, Union
+
+from ember._C import Tensor
+from ember._C import data as _native
+from ember._C.data import find_fashion_mnist, read_idx  # noqa: F401
+from ember.utils.data import Dataset
+
+__all__ = ["MNIST", "FashionMNIST", "find_fashion_mnist", "read_idx"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class MNIST(_native.MNIST, Dataset):
+    """MNIST-format images and labels read from the four IDX files (gzipped or not) in `root`:
+    ``train-images-idx3-ubyte``, ``train-labels-idx1-ubyte`` and the ``t10k-`` pair. ``limit``
+    keeps the first samples only. ``images`` and ``labels`` are the whole tensors."""
+
+    def __init__(self, root: PathLike, train: bool = True, limit: Optional[int] = None) -> None:
+        super().__init__(os.fspath(root), train, limit)
+        self.root = os.fspath(root)
+        self.train = train
+
+    @property
+    def targets(self) -> Tensor:
+        """The labels, int64 [N] (torchvision's name)."""
+        return self.labels
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(root={self.root!r}, split={'train' if self.train else 'test'}, "
+                f"samples={len(self)})")
+
+
+class FashionMNIST(MNIST):
+    """Fashion-MNIST: 60000 training and 10000 test images of 10 kinds of clothing. With no
+    `root`, the directory is $EMBER_DATA_DIR or that of Debian's ``dataset-fashion-mnist``
+    package (/usr/share/datasets/fashion-mnist); an ember.IoError names where it looked."""
+
+    classes: List[str] = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
+                          "Sneaker", "Bag", "Ankle boot"]
+
+    def __init__(self, root: Optional[PathLike] = None, train: bool = True,
+                 limit: Optional[int] = None) -> None:
+        super().__init__(find_fashion_mnist(None if root is None else os.fspath(root)), train, limit)

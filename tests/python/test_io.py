@@ -1,0 +1,227 @@
+"""ember.save / ember.load (ember.io): safetensors written and read back exactly, the file format
+checked by a reader written here with NumPy, modules restored from their state_dict, PyTorch's
+torch.save files read against what PyTorch wrote beside them, and the errors."""
+
+import json
+import os
+import pathlib
+import struct
+
+import numpy as np
+import pytest
+
+import ember
+from ember import nn
+
+HERE = pathlib.Path(__file__).resolve().parent
+TORCH_FILES = HERE.parent / "fuzz" / "corpus" / "torch_fuzz"  # written by torch.save
+TWINS = HERE.parent / "api" / "io" / "fixtures"  # their contents, written by safetensors.torch
+
+# safetensors dtype names and their NumPy types (bfloat16 handled apart).
+ST_NUMPY = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64,
+            "I32": np.int32, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+
+
+def read_safetensors(path):
+    """A safetensors file parsed with json and NumPy alone: ({name: array}, metadata); bfloat16
+    tensors come back as float32 (their bits shifted into place)."""
+    raw = pathlib.Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    data = raw[8 + n:]
+    out = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        chunk = data[begin:end]
+        if entry["dtype"] == "BF16":
+            bits = np.frombuffer(chunk, dtype="<u2").astype(np.uint32) << 16
+            array = bits.view(np.float32)
+        else:
+            array = np.frombuffer(chunk, dtype=np.dtype(ST_NUMPY[entry["dtype"]]).newbyteorder("<"))
+        out[name] = array.reshape(entry["shape"])
+    return out, meta
+
+
+def to_numpy(t):
+    return t.float().numpy() if t.dtype == ember.bfloat16 else t.numpy()
+
+
+@pytest.fixture
+def arrays(rng):
+    """Arrays of every dtype safetensors and Ember share, of several shapes."""
+    out = {
+        "f32": rng.standard_normal((3, 4)).astype(np.float32),
+        "f64": rng.standard_normal(5),
+        "f16": rng.standard_normal((2, 2, 2)).astype(np.float16),
+        "i64": rng.integers(-2**62, 2**62, (7,)),
+        "i32": rng.integers(-2**31, 2**31 - 1, (2, 3), dtype=np.int32),
+        "i8": np.array([-128, -1, 0, 127], dtype=np.int8),
+        "u8": rng.integers(0, 256, (4, 1, 3), dtype=np.uint8),
+        "bool": rng.integers(0, 2, (6,)).astype(bool),
+        "scalar": np.array(2.5, dtype=np.float32),
+        "empty": np.zeros((0, 3), dtype=np.float32),
+    }
+    return out
+
+
+def test_round_trip_of_every_dtype_and_shape(tmp_path, arrays):
+    tensors = {name: ember.tensor(a) for name, a in arrays.items()}
+    # bfloat16: values it represents exactly (8 significant bits).
+    bf = (np.arange(-8, 8, dtype=np.float32) * 0.375).reshape(4, 4)
+    tensors["bf16"] = ember.tensor(bf).to(ember.bfloat16)
+    # A transposed view and a slice are written as their values.
+    tensors["transposed"] = ember.tensor(arrays["f32"]).t()
+    tensors["sliced"] = ember.tensor(arrays["f64"])[1::2]
+    path = tmp_path / "all.safetensors"
+    ember.save(tensors, path)
+    loaded = ember.load(path)
+    assert set(loaded) == set(tensors)
+    expected = dict(arrays, bf16=bf, transposed=arrays["f32"].T, sliced=arrays["f64"][1::2])
+    for name, want in expected.items():
+        got = loaded[name]
+        assert got.dtype == tensors[name].dtype, name
+        assert tuple(got.shape) == want.shape, name
+        assert got.device == ember.device("cpu")
+        np.testing.assert_array_equal(to_numpy(got), want, err_msg=name)
+    # The file itself, read without Ember: the same values under the same names.
+    parsed, meta = read_safetensors(path)
+    assert meta == {}
+    for name, want in expected.items():
+        assert parsed[name].shape == want.shape, name
+        np.testing.assert_array_equal(parsed[name], want, err_msg=name)
+
+
+def test_metadata_round_trip(tmp_path):
+    path = tmp_path / "m.safetensors"
+    meta = {"epoch": "3", "arch": "lenet", "note": "naïve — ünïcode", "empty": ""}
+    ember.io.save({"w": ember.ones(2)}, str(path), metadata=meta)
+    assert ember.io.load_metadata(path) == meta
+    assert read_safetensors(path)[1] == meta
+    with pytest.raises(TypeError, match="metadata"):
+        ember.save({"w": ember.ones(2)}, path, metadata={"epoch": 3})
+
+
+def test_a_module_restored_from_its_state_dict_computes_the_same(tmp_path):
+    ember.manual_seed(1)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.BatchNorm1d(16), nn.Linear(16, 3))
+    x = ember.randn(8, 6)
+    model.train()
+    model(x)  # updates the batch-norm statistics, which are buffers
+    model.eval()
+    expected = model(x).detach().numpy()
+    path = tmp_path / "model.safetensors"
+    ember.save(model.state_dict(), path)
+    ember.manual_seed(2)
+    fresh = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.BatchNorm1d(16), nn.Linear(16, 3))
+    fresh.eval()
+    assert not np.array_equal(fresh(x).detach().numpy(), expected)
+    fresh.load_state_dict(ember.load(path))
+    np.testing.assert_array_equal(fresh(x).detach().numpy(), expected)
+    state = ember.load(path, map_location="cpu")
+    assert set(state) == set(model.state_dict())
+    assert "2.running_mean" in state
+
+
+def test_save_is_atomic_and_leaves_no_temporary(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    ember.save({"a": ember.arange(4)}, path)
+    with pytest.raises(TypeError, match="'b' is of type int"):
+        ember.save({"a": ember.arange(9), "b": 1}, path)
+    assert ember.load(path)["a"].tolist() == [0, 1, 2, 3]
+    ember.save({"a": ember.arange(5)}, path)
+    assert ember.load(path)["a"].tolist() == [0, 1, 2, 3, 4]
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.safetensors"]
+    assert ember.save is ember.io.save and ember.load is ember.io.load
+
+
+def test_a_missing_file_is_file_not_found(tmp_path):
+    missing = tmp_path / "nope.safetensors"
+    for load in (ember.load, ember.io.load_metadata, ember.io.load_torch):
+        with pytest.raises(FileNotFoundError, match="No such file or directory") as info:
+            load(missing)
+        assert isinstance(info.value, ember.FileNotFoundError)
+        assert isinstance(info.value, ember.IoError) and "nope.safetensors" in str(info.value)
+    with pytest.raises(FileNotFoundError):
+        ember.save({"a": ember.ones(1)}, tmp_path / "no_such_dir" / "a.safetensors")
+
+
+def test_malformed_files_are_io_errors(tmp_path):
+    good = tmp_path / "good.safetensors"
+    ember.save({"w": ember.randn(64, 64)}, good)
+    raw = good.read_bytes()
+    cases = {
+        "truncated.safetensors": raw[:len(raw) // 2],
+        "garbage.safetensors": b"\x07not a safetensors file at all",
+        "short.safetensors": b"\x01\x02",
+        "bad_json.safetensors": struct.pack("<Q", 4) + b"{x}}",
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ember.IoError) as info:
+            ember.load(tmp_path / name)
+        assert isinstance(info.value, OSError) and not isinstance(info.value, FileNotFoundError)
+        assert name in str(info.value)
+    with pytest.raises(ember.IoError, match="not a regular file"):
+        ember.load(tmp_path)
+    for bad in ("bad_truncated.pt", "bad_legacy.pt", "bad_numpy_array.pt", "bad_compressed.pt"):
+        with pytest.raises(ember.IoError):
+            ember.load(TORCH_FILES / bad)
+
+
+def test_paths_and_arguments(tmp_path):
+    ember.save({"a": ember.ones(2)}, str(tmp_path / "s.safetensors"))
+    assert ember.load(tmp_path / "s.safetensors")["a"].tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="path"):
+        ember.load(open(tmp_path / "s.safetensors", "rb"))
+    with pytest.raises(TypeError, match="state_dict"):
+        ember.save(nn.Linear(2, 2), tmp_path / "m.safetensors")
+    with pytest.raises(TypeError, match="keys must be str"):
+        ember.save({1: ember.ones(1)}, tmp_path / "m.safetensors")
+
+
+# ------------------------------------------------------------------------------------------------
+# Files written by PyTorch (tests/api/io/fixtures/make_torch_fixtures.py)
+
+
+@pytest.mark.parametrize("name", ["valid_state_dict", "valid_checkpoint", "valid_parameters",
+                                  "valid_empty", "valid_big_endian"])
+def test_torch_save_files_hold_what_pytorch_wrote(name):
+    tensors, values = ember.io.load_torch(TORCH_FILES / f"{name}.pt")
+    twin, twin_values = read_safetensors(TWINS / f"{name}.safetensors")
+    assert set(tensors) == set(twin)
+    for key, want in twin.items():
+        got = tensors[key]
+        assert tuple(got.shape) == want.shape, key
+        np.testing.assert_array_equal(to_numpy(got), want, err_msg=key)
+    assert values == twin_values
+    loaded = ember.load(TORCH_FILES / f"{name}.pt")
+    assert set(loaded) == set(tensors)
+
+
+def test_a_torch_state_dict_has_the_values_the_fixture_script_made():
+    sd = ember.load(TORCH_FILES / "valid_state_dict.pt")
+    assert sd["i64"].dtype == ember.int64 and sd["i64"].tolist() == list(range(-3, 3))
+    assert sd["i32"].dtype == ember.int32 and sd["i32"].tolist() == [0, -7, -14, -21, -28]
+    assert sd["i8"].tolist() == [-128, -1, 0, 127] and sd["u8"].tolist() == [0, 1, 200, 255]
+    assert sd["bool"].dtype == ember.bool and sd["bool"].tolist() == [True, False, True]
+    assert sd["scalar"].dim() == 0 and sd["scalar"].item() == 2.5
+    assert tuple(sd["empty"].shape) == (0, 3)
+    assert sd["f16"].dtype == ember.float16 and sd["bf16"].dtype == ember.bfloat16
+    np.testing.assert_array_equal(sd["offset_view"].numpy(), sd["transposed"].numpy().T[1:3, 2:5])
+    np.testing.assert_array_equal(sd["tied_a"].numpy(), sd["tied_b"].numpy())
+    _, values = ember.io.load_torch(TORCH_FILES / "valid_checkpoint.pt")
+    assert values["epoch"] == "3" and values["best_acc"] == "0.875" and values["arch"] == "mlp"
+    assert values["amp"] == "False" and values["note"] == "None" and values["lrs.1"] == "0.01"
+
+
+def test_torch_save_read_by_ember(tmp_path, torch):
+    g = torch.Generator().manual_seed(0)
+    state = {"w": torch.randn(3, 4, generator=g), "n": torch.arange(5),
+             "h": torch.randn(2, generator=g).half(), "nested": {"b": torch.ones(2, dtype=torch.bool)}}
+    torch.save(state, tmp_path / "t.pt")
+    got = ember.load(tmp_path / "t.pt")
+    assert set(got) == {"w", "n", "h", "nested.b"}
+    for key, want in (("w", state["w"]), ("n", state["n"]), ("h", state["h"]),
+                      ("nested.b", state["nested"]["b"])):
+        np.testing.assert_array_equal(got[key].numpy(), want.numpy())
