@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything Ember needs (Debian packages), builds, and runs the whole test suite:
-#   1. the release build, every test (ctest);
+#   1. the release build, every test (ctest), the Python package's tests and its wheel among them;
 #   2. the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer);
 #   3. the concurrency tests under ThreadSanitizer.
 # EMBER_SANITIZERS=0 runs only the first pass; EMBER_PRESET picks its preset (default release).
@@ -11,11 +11,18 @@ preset=${EMBER_PRESET:-release}
 jobs=${EMBER_JOBS:-$(nproc)}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ember-ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+# Paths under the checkout are hashed relative to it, so another build tree of the same sources
+# (the wheel's, tests/install/wheel.sh) reuses the objects this build compiled.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+# The Python package is built and tested in the release pass (tests/python, the wheel), with the
+# interpreter tools/setup.sh prepared (Note [Python build dependencies]).
+python=${EMBER_DEPS_DIR:-$HOME/.cache/ember-deps}/python/bin/python
 
 section() { echo; echo "==== $* ($(date +%T))"; }
 
 section "$preset build and tests"
-cmake --preset "$preset" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --preset "$preset" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_PYTHON=ON \
+  -DPython_EXECUTABLE="$python" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
 ctest --preset "$preset" -j "$jobs"
 
