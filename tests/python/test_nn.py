@@ -348,3 +348,40 @@ def test_recurrent_layers_from_zero_and_given_states():
     gru = nn.GRU(2, 3)
     out, h = gru(x)
     assert out.shape == (4, 1, 3) and h.shape == (1, 1, 3)
+
+
+FIXTURES = __import__("pathlib").Path(__file__).with_name("fixtures") / "layers.safetensors"
+
+
+def _fixture(prefix):
+    data = ember.load(str(FIXTURES))
+
+    def group(kind):
+        items = {k[len(prefix) + len(kind) + 2:]: v for k, v in data.items() if k.startswith(f"{prefix}.{kind}.")}
+        return items if kind == "state" else [items[str(i)] for i in range(len(items))]
+
+    return group("state"), group("input"), group("output")
+
+
+@pytest.mark.parametrize("make,prefix", [
+    (lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True), "lstm"),
+    (lambda: nn.GRU(3, 4, num_layers=2, bidirectional=True, batch_first=True), "gru"),
+    (lambda: nn.MultiheadAttention(8, 2, batch_first=True), "mha"),
+    (lambda: nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True), "encoder"),
+])
+def test_layers_match_pytorchs_committed_outputs(make, prefix):
+    """PyTorch's outputs for these layers, weights and inputs, made once by
+    fixtures/make_layers.py (torch 2.15) and committed."""
+    state, inputs, outputs = _fixture(prefix)
+    module = make()
+    module.load_state_dict(state)
+    if prefix == "mha":
+        got = module(inputs[0], inputs[0], inputs[0])
+    else:
+        got = module(inputs[0])
+    flat = []
+    for item in (got if isinstance(got, tuple) else (got,)):
+        flat.extend(item if isinstance(item, tuple) else (item,))
+    assert len(flat) == len(outputs)
+    for g, e in zip(flat, outputs):
+        assert_close(g, e, rtol=1e-4, atol=1e-5)
