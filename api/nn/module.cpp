@@ -144,7 +144,8 @@ void Module::set_child(const std::string& name, std::shared_ptr<Module> module) 
 
 bool Module::remove(const std::string& name) {
   auto drop = [&](std::vector<Slot>& slots) {
-    auto it = std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.name == name; });
+    auto it =
+        std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.name == name; });
     if (it == slots.end()) return false;
     *it->tensor = Tensor();  // the slot stays (layers may hold it), unlisted and empty
     slots.erase(it);

@@ -40,6 +40,19 @@ def small_backward(lib):
     return step
 
 
+def training_step(lib, model, x, y):
+    """One SGD-with-momentum step of model on (x, y) with cross entropy, as a closure."""
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
 def mlp_step(lib, batch=64):
     nn = lib.nn
 
@@ -53,17 +66,7 @@ def mlp_step(lib, batch=64):
         def forward(self, x):
             return self.fc3(lib.relu(self.fc2(lib.relu(self.fc1(x)))))
 
-    model = MLP()
-    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x, y = lib.randn(batch, 784), lib.randint(0, 10, (batch,))
-
-    def step():
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return step
+    return training_step(lib, MLP(), lib.randn(batch, 784), lib.randint(0, 10, (batch,)))
 
 
 def cnn_step(lib, batch=64):
@@ -81,17 +84,7 @@ def cnn_step(lib, batch=64):
         def forward(self, x):
             return self.head(self.features(x))
 
-    model = CNN()
-    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x, y = lib.randn(batch, 1, 28, 28), lib.randint(0, 10, (batch,))
-
-    def step():
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
-    return step
+    return training_step(lib, CNN(), lib.randn(batch, 1, 28, 28), lib.randint(0, 10, (batch,)))
 
 
 WORKLOADS = [

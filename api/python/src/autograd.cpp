@@ -54,7 +54,8 @@ struct InferenceScope {
 
 void bind_autograd(nb::module_& root) {
   nb::module_ m = root.def_submodule("autograd", "The autograd engine's controls.");
-  m.def("is_grad_enabled", &autograd::is_grad_enabled, "True if ops record history on this thread.");
+  m.def("is_grad_enabled", &autograd::is_grad_enabled,
+        "True if ops record history on this thread.");
   m.def("set_grad_enabled", &autograd::set_grad_enabled, "enabled"_a,
         "Turns recording on or off for this thread.");
   m.def("is_inference_mode", &autograd::is_inference_mode,
@@ -100,34 +101,26 @@ void bind_autograd(nb::module_& root) {
       "create_graph"_a = false, "allow_unused"_a = false,
       "Gradients of outputs w.r.t. inputs (None for an unused input with allow_unused).");
 
-  m.def(
-      "gradcheck",
-      [](nb::handle fn, std::vector<Tensor> inputs, double eps, double atol, double rtol) {
-        autograd::GradcheckOptions o;
-        o.eps = eps;
-        o.atol = atol;
-        o.rtol = rtol;
-        const autograd::TensorFn f = python_tensor_fn(fn);
-        nb::gil_scoped_release release;
-        const autograd::GradcheckResult r = autograd::gradcheck(f, inputs, o);
-        return std::make_pair(r.ok, r.message);
-      },
-      "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3,
-      "(ok, message): fn's analytical Jacobian against central differences (float64 inputs).");
-  m.def(
-      "gradgradcheck",
-      [](nb::handle fn, std::vector<Tensor> inputs, double eps, double atol, double rtol) {
-        autograd::GradcheckOptions o;
-        o.eps = eps;
-        o.atol = atol;
-        o.rtol = rtol;
-        const autograd::TensorFn f = python_tensor_fn(fn);
-        nb::gil_scoped_release release;
-        const autograd::GradcheckResult r = autograd::gradgradcheck(f, inputs, o);
-        return std::make_pair(r.ok, r.message);
-      },
-      "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3,
-      "(ok, message): second derivatives of fn checked the same way.");
+  // gradcheck and gradgradcheck take the same arguments and answer (ok, message).
+  auto check = [&](const char* name, auto run, const char* doc) {
+    m.def(
+        name,
+        [run](nb::handle fn, std::vector<Tensor> inputs, double eps, double atol, double rtol) {
+          autograd::GradcheckOptions o;
+          o.eps = eps;
+          o.atol = atol;
+          o.rtol = rtol;
+          const autograd::TensorFn f = python_tensor_fn(fn);
+          nb::gil_scoped_release release;
+          const autograd::GradcheckResult r = run(f, inputs, o);
+          return std::make_pair(r.ok, r.message);
+        },
+        "fn"_a, "inputs"_a, "eps"_a = 1e-6, "atol"_a = 1e-5, "rtol"_a = 1e-3, doc);
+  };
+  check("gradcheck", &autograd::gradcheck,
+        "(ok, message): fn's analytical Jacobian against central differences (float64 inputs).");
+  check("gradgradcheck", &autograd::gradgradcheck,
+        "(ok, message): second derivatives of fn checked the same way.");
 
   m.def(
       "checkpoint",

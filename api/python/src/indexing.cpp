@@ -55,14 +55,14 @@ int64_t consumed(nb::handle item) {
   if (nb::isinstance<PyTensor>(item)) {
     const Tensor& t = *nb::inst_ptr<PyTensor>(item);
     return t.dtype() == DType::Bool || t.dtype() == DType::UInt8 ? std::max<int64_t>(t.dim(), 0)
-                                                                  : 1;
+                                                                 : 1;
   }
   return 1;
 }
 
 Indexed apply_basic(const Tensor& self, nb::handle index) {
-  nb::tuple items = nb::isinstance<nb::tuple>(index) ? nb::borrow<nb::tuple>(index)
-                                                       : nb::make_tuple(index);
+  nb::tuple items =
+      nb::isinstance<nb::tuple>(index) ? nb::borrow<nb::tuple>(index) : nb::make_tuple(index);
   int64_t used = 0;
   bool ellipsis = false;
   for (nb::handle item : items) {
@@ -72,8 +72,9 @@ Indexed apply_basic(const Tensor& self, nb::handle index) {
     }
     used += consumed(item);
   }
-  EMBER_CHECK_INDEX(used <= self.dim(), "[index] too many indices for tensor of dimension {} ({} given)",
-                    self.dim(), used);
+  EMBER_CHECK_INDEX(used <= self.dim(),
+                    "[index] too many indices for tensor of dimension {} ({} given)", self.dim(),
+                    used);
   Indexed r{self, {}};
   int64_t dim = 0;
   for (nb::handle item : items) {
@@ -274,10 +275,9 @@ void setitem(Tensor& self, nb::handle index, nb::handle value) {
   // index applied to an arange of the tensor's positions) receive the value by a differentiable
   // scatter, and the result is copied into the tensor, which takes over its history.
   if (use_tensor && src.requires_grad() && !self.requires_grad() && autograd::is_grad_enabled()) {
-    Tensor positions =
-        arange(Scalar(int64_t{0}), Scalar(self.numel()), Scalar(int64_t{1}),
-               TensorOptions(DType::Int64, self.device()))
-            .view(self.sizes());
+    Tensor positions = arange(Scalar(int64_t{0}), Scalar(self.numel()), Scalar(int64_t{1}),
+                              TensorOptions(DType::Int64, self.device()))
+                           .view(self.sizes());
     const Tensor picked = getitem(positions, index);
     nb::gil_scoped_release release;
     const Tensor values = src.to(self.dtype()).to(self.device()).expand(picked.sizes());

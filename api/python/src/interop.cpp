@@ -60,8 +60,8 @@ DLDataType dl_dtype(DType d) {
 }
 
 DType from_dl_dtype(DLDataType t) {
-  EMBER_CHECK_NOT_IMPLEMENTED(t.lanes == 1, "[from_dlpack] vector types are not supported: {} lanes",
-                              t.lanes);
+  EMBER_CHECK_NOT_IMPLEMENTED(t.lanes == 1,
+                              "[from_dlpack] vector types are not supported: {} lanes", t.lanes);
   const int code = t.code;
   if (code == kDLFloat && t.bits == 32) return DType::Float32;
   if (code == kDLFloat && t.bits == 64) return DType::Float64;
@@ -113,8 +113,8 @@ Managed* make_export(const Tensor& t) {
 /** A capsule's destructor: deletes the export unless a consumer took it (renamed it used_*). */
 template <typename Managed>
 void capsule_destructor(PyObject* capsule) {
-  const char* name = std::is_same_v<Managed, DLManagedTensorVersioned> ? kVersionedName
-                                                                        : kUnversionedName;
+  const char* name =
+      std::is_same_v<Managed, DLManagedTensorVersioned> ? kVersionedName : kUnversionedName;
   if (!PyCapsule_IsValid(capsule, name)) return;  // consumed (renamed), or not ours
   auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
   if (m && m->deleter) m->deleter(m);
@@ -130,9 +130,10 @@ nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::t
   if (!dl_device.is_none()) {
     auto [dev_type, dev_id] = nb::cast<std::pair<int, int>>(dl_device);
     const int ours = type == "cpu" ? kDLCPU : kDLCUDA;
-    EMBER_CHECK(dev_type == ours && (type == "cpu" || dev_id == t.device().index),
-                "[__dlpack__] dl_device ({}, {}) is not the tensor's device {} (move it with .to())",
-                dev_type, dev_id, t.device().str());
+    EMBER_CHECK(
+        dev_type == ours && (type == "cpu" || dev_id == t.device().index),
+        "[__dlpack__] dl_device ({}, {}) is not the tensor's device {} (move it with .to())",
+        dev_type, dev_id, t.device().str());
   }
   if (type == "cpu") {
     EMBER_CHECK(stream.is_none(), "[__dlpack__] stream must be None for a CPU tensor");
@@ -190,7 +191,8 @@ Tensor wrap_dltensor(const DLTensor& dl, std::function<void()> release) {
               "[from_dlpack] malformed DLTensor: ndim {} with{} shape", dl.ndim,
               dl.shape ? "" : "out");
   Shape sizes(IntList(dl.shape, static_cast<size_t>(dl.ndim)));
-  for (int64_t s : sizes) EMBER_CHECK(s >= 0, "[from_dlpack] negative size in shape {}", shape_str(sizes));
+  for (int64_t s : sizes)
+    EMBER_CHECK(s >= 0, "[from_dlpack] negative size in shape {}", shape_str(sizes));
   Shape strides = dl.strides ? Shape(IntList(dl.strides, static_cast<size_t>(dl.ndim)))
                              : contiguous_strides(sizes);
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
@@ -200,8 +202,8 @@ Tensor wrap_dltensor(const DLTensor& dl, std::function<void()> release) {
 
 Tensor dlpack_import_capsule(nb::handle capsule) {
   if (PyCapsule_IsValid(capsule.ptr(), kVersionedName)) {
-    auto* m = static_cast<DLManagedTensorVersioned*>(
-        PyCapsule_GetPointer(capsule.ptr(), kVersionedName));
+    auto* m =
+        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule.ptr(), kVersionedName));
     EMBER_CHECK(m->version.major == 1,
                 "[from_dlpack] DLPack {}.{} is not supported (Ember reads 0.x and 1.x)",
                 m->version.major, m->version.minor);
@@ -292,10 +294,11 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op) {
   };
   try {
     const std::optional<DType> dtype = buffer_dtype(*view);
-    EMBER_CHECK_TYPE(dtype.has_value(),
-                     "[{}] can't convert an array of format '{}' (itemsize {}): the supported types "
-                     "are float64, float32, float16, int64, int32, int8, uint8 and bool",
-                     op, view->format ? view->format : "B", view->itemsize);
+    EMBER_CHECK_TYPE(
+        dtype.has_value(),
+        "[{}] can't convert an array of format '{}' (itemsize {}): the supported types "
+        "are float64, float32, float16, int64, int32, int8, uint8 and bool",
+        op, view->format ? view->format : "B", view->itemsize);
     Shape sizes, strides;
     for (int i = 0; i < view->ndim; ++i) {
       sizes.push_back(view->shape[i]);
@@ -400,9 +403,10 @@ void add_value(Gathered& g, nb::handle item) {
   }
   if (nb::isinstance<PyTensor>(item)) {
     const Tensor& t = *nb::inst_ptr<PyTensor>(item);
-    EMBER_CHECK(t.numel() == 1,
-                "[tensor] only one-element tensors can be elements of the data: got one of shape {}",
-                shape_str(t.sizes()));
+    EMBER_CHECK(
+        t.numel() == 1,
+        "[tensor] only one-element tensors can be elements of the data: got one of shape {}",
+        shape_str(t.sizes()));
     const Scalar s = t.item_scalar();
     if (s.kind() == Scalar::Kind::Float) {
       g.kind = Gathered::Float;
@@ -472,14 +476,13 @@ void gather(Gathered& g, nb::handle data, size_t depth) {
 }
 
 bool has_buffer(nb::handle o) {
-  return PyObject_CheckBuffer(o.ptr()) && !PyBytes_Check(o.ptr()) &&
-         !PyByteArray_Check(o.ptr()) && !PyUnicode_Check(o.ptr());
+  return PyObject_CheckBuffer(o.ptr()) && !PyBytes_Check(o.ptr()) && !PyByteArray_Check(o.ptr()) &&
+         !PyUnicode_Check(o.ptr());
 }
 
 }  // namespace
 
-Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype,
-                        std::optional<Device> device) {
+Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {
   Tensor host;
   if (nb::isinstance<PyTensor>(data)) {
     host = nb::inst_ptr<PyTensor>(data)->detach().clone();
@@ -512,8 +515,9 @@ Tensor dlpack_to_tensor(nb::handle obj) {
 }
 
 /** Tensor.__dlpack__ for bind_tensor. */
-nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
-                            nb::handle dl_device, std::optional<bool> copy) {
+nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream,
+                            std::optional<nb::tuple> max_version, nb::handle dl_device,
+                            std::optional<bool> copy) {
   return dlpack_export(t, stream, std::move(max_version), dl_device, copy);
 }
 
@@ -602,7 +606,7 @@ bool type_caster<ember::python::Ints>::from_python(handle src, uint32_t, cleanup
 }
 
 handle type_caster<ember::python::Ints>::from_cpp(const ember::python::Ints& v, rv_policy,
-                                                   cleanup_list*) noexcept {
+                                                  cleanup_list*) noexcept {
   PyObject* t = PyTuple_New(static_cast<Py_ssize_t>(v.v.size()));
   if (!t) return handle();
   for (size_t i = 0; i < v.v.size(); ++i) {
@@ -612,7 +616,7 @@ handle type_caster<ember::python::Ints>::from_cpp(const ember::python::Ints& v, 
 }
 
 bool type_caster<ember::python::PyScalar>::from_python(handle src, uint32_t,
-                                                        cleanup_list*) noexcept {
+                                                       cleanup_list*) noexcept {
   PyObject* o = src.ptr();
   if (PyBool_Check(o)) {
     value.v = ember::Scalar(o == Py_True);
@@ -682,7 +686,7 @@ bool type_caster<ember::python::PyScalar>::from_python(handle src, uint32_t,
 }
 
 handle type_caster<ember::python::PyScalar>::from_cpp(const ember::python::PyScalar& v, rv_policy,
-                                                       cleanup_list*) noexcept {
+                                                      cleanup_list*) noexcept {
   switch (v.v.kind()) {
     case ember::Scalar::Kind::Bool:
       return PyBool_FromLong(v.v.to_int());
@@ -695,7 +699,7 @@ handle type_caster<ember::python::PyScalar>::from_cpp(const ember::python::PySca
 }
 
 bool type_caster<ember::python::Operand>::from_python(handle src, uint32_t flags,
-                                                       cleanup_list* cleanup) noexcept {
+                                                      cleanup_list* cleanup) noexcept {
   if (nanobind::isinstance<PyTensor>(src)) {
     value.tensor = nanobind::inst_ptr<PyTensor>(src);
     return true;

@@ -5,10 +5,12 @@
 namespace ember::python {
 
 void bind_models(nb::module_& root) {
-  nb::module_ m = root.def_submodule("models", "Reference models: LeNet-5, CNNs, ResNets, ViT, GPT.");
+  nb::module_ m =
+      root.def_submodule("models", "Reference models: LeNet-5, CNNs, ResNets, ViT, GPT.");
   nb::class_<models::BasicBlock, nn::Module> basic(m, "BasicBlock", nb::dynamic_attr(),
                                                    "ResNet-18's two-convolution residual block.");
-  basic.def(nb::init<int64_t, int64_t, int64_t>(), "in_channels"_a, "out_channels"_a, "stride"_a = 1);
+  basic.def(nb::init<int64_t, int64_t, int64_t>(), "in_channels"_a, "out_channels"_a,
+            "stride"_a = 1);
   bind_tensor_forward(basic);
   nb::class_<models::Bottleneck, nn::Module> bottleneck(m, "Bottleneck", nb::dynamic_attr(),
                                                         "ResNet-50's 1x1-3x3-1x1 residual block.");
@@ -30,16 +32,16 @@ void bind_models(nb::module_& root) {
                                                         "A small Vision Transformer.");
   bind_tensor_forward(vit);
   vit.def(
-          "__init__",
-          [](models::VisionTransformer* self, int64_t image_size, int64_t patch_size,
-             int64_t in_channels, int64_t num_classes, int64_t dim, int64_t depth, int64_t heads,
-             int64_t mlp_dim, double dropout) {
-            new (self) models::VisionTransformer(
-                {image_size, patch_size, in_channels, num_classes, dim, depth, heads, mlp_dim, dropout});
-          },
-          nb::kw_only(), "image_size"_a = 28, "patch_size"_a = 4, "in_channels"_a = 1,
-          "num_classes"_a = 10, "dim"_a = 64, "depth"_a = 4, "heads"_a = 4, "mlp_dim"_a = 128,
-          "dropout"_a = 0.0, "A ViT of the given sizes (28x28 grey images by default).");
+      "__init__",
+      [](models::VisionTransformer* self, int64_t image_size, int64_t patch_size,
+         int64_t in_channels, int64_t num_classes, int64_t dim, int64_t depth, int64_t heads,
+         int64_t mlp_dim, double dropout) {
+        new (self) models::VisionTransformer({image_size, patch_size, in_channels, num_classes, dim,
+                                              depth, heads, mlp_dim, dropout});
+      },
+      nb::kw_only(), "image_size"_a = 28, "patch_size"_a = 4, "in_channels"_a = 1,
+      "num_classes"_a = 10, "dim"_a = 64, "depth"_a = 4, "heads"_a = 4, "mlp_dim"_a = 128,
+      "dropout"_a = 0.0, "A ViT of the given sizes (28x28 grey images by default).");
   m.def(
       "vit",
       [](int64_t image_size, int64_t patch_size, int64_t in_channels, int64_t num_classes,
@@ -55,20 +57,22 @@ void bind_models(nb::module_& root) {
                                           "A small causal Transformer language model.");
   bind_tensor_forward(gpt);
   gpt.def(
-          "__init__",
-          [](models::GPT* self, int64_t vocab_size, int64_t block_size, int64_t dim, int64_t depth,
-             int64_t heads, double dropout) {
-            new (self) models::GPT({vocab_size, block_size, dim, depth, heads, dropout});
-          },
-          nb::kw_only(), "vocab_size"_a = 256, "block_size"_a = 128, "dim"_a = 128, "depth"_a = 4,
-          "heads"_a = 4, "dropout"_a = 0.1, "A GPT of the given sizes.")
+         "__init__",
+         [](models::GPT* self, int64_t vocab_size, int64_t block_size, int64_t dim, int64_t depth,
+            int64_t heads, double dropout) {
+           new (self) models::GPT({vocab_size, block_size, dim, depth, heads, dropout});
+         },
+         nb::kw_only(), "vocab_size"_a = 256, "block_size"_a = 128, "dim"_a = 128, "depth"_a = 4,
+         "heads"_a = 4, "dropout"_a = 0.1, "A GPT of the given sizes.")
       .def("generate", &models::GPT::generate, "idx"_a, "max_new_tokens"_a, "temperature"_a = 1.0,
            "top_k"_a = 0, "generator"_a.none() = nb::none(), release_gil(),
            "idx [N, T] continued by max_new_tokens sampled tokens.");
   m.def(
       "gpt",
       [](int64_t vocab_size, int64_t block_size, int64_t dim, int64_t depth, int64_t heads,
-         double dropout) { return models::gpt({vocab_size, block_size, dim, depth, heads, dropout}); },
+         double dropout) {
+        return models::gpt({vocab_size, block_size, dim, depth, heads, dropout});
+      },
       nb::kw_only(), "vocab_size"_a = 256, "block_size"_a = 128, "dim"_a = 128, "depth"_a = 4,
       "heads"_a = 4, "dropout"_a = 0.1, "A small causal character-level language model.");
   m.def("by_name", &models::by_name, "name"_a,

@@ -76,8 +76,9 @@ Reduction parse_reduction(std::string_view reduction, const char* op) {
 
 NB_MODULE(_C, m) {
   using namespace ember::python;
-  m.doc() = "Ember's native core: tensors, ops, autograd, nn, optim, data, io, amp, profiler, "
-            "distributed and models, bound with nanobind.";
+  m.doc() =
+      "Ember's native core: tensors, ops, autograd, nn, optim, data, io, amp, profiler, "
+      "distributed and models, bound with nanobind.";
   // Note [No leak report at exit]: nanobind reports C++ objects still alive when the interpreter
   // has finished. Python does not free every object at exit (module dicts that outlive the final
   // collection, objects a C++ container keeps through a shared_ptr), so models and tensors a

@@ -43,7 +43,7 @@ struct PyLayer : Base {
     constexpr uint64_t hash = nb::detail::str_hash("forward");
     nb::detail::ticket ticket(nb_trampoline, "forward", hash, false);
     if (ticket.key.is_valid()) return nb::cast<Tensor>(nb_trampoline.base().attr(ticket.key)(x));
-    if constexpr (requires(Base& b) { b.Base::forward(x); }) {
+    if constexpr (requires(Base & b) { b.Base::forward(x); }) {
       return Base::forward(x);
     } else {
       return nn::Module::forward(x);
@@ -129,7 +129,8 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   for (const nn::ForwardPreHook& h : pre) {
     if (const PyPreHook* py = h.target<PyPreHook>()) {
       nb::object r = nb::borrow(py->fn.get())(self, a);
-      if (!r.is_none()) a = nb::isinstance<nb::tuple>(r) ? nb::borrow<nb::tuple>(r) : nb::make_tuple(r);
+      if (!r.is_none())
+        a = nb::isinstance<nb::tuple>(r) ? nb::borrow<nb::tuple>(r) : nb::make_tuple(r);
     } else if (const Tensor* x = first_tensor(a)) {
       Tensor r = h(m, *x);
       if (r.defined()) {
@@ -163,10 +164,9 @@ void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
   const bool is_param = nb::isinstance<PyParameter>(value);
   const bool is_module = !is_param && nb::isinstance<nn::Module>(value);
   if ((is_param || is_module) && !ready) {
-    throw nb::attribute_error(
-        fmt::format("cannot assign {} '{}' before Module.__init__() call",
-                    is_param ? "parameter" : "module", name)
-            .c_str());
+    throw nb::attribute_error(fmt::format("cannot assign {} '{}' before Module.__init__() call",
+                                          is_param ? "parameter" : "module", name)
+                                  .c_str());
   }
   if (ready) {
     nn::Module& m = mod(self);
@@ -205,7 +205,8 @@ void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
       return;
     }
   }
-  if (PyObject_GenericSetAttr(self.ptr(), name_obj.ptr(), value.ptr()) != 0) throw nb::python_error();
+  if (PyObject_GenericSetAttr(self.ptr(), name_obj.ptr(), value.ptr()) != 0)
+    throw nb::python_error();
 }
 
 nb::object get_attribute(nb::handle self, const std::string& name) {
@@ -270,7 +271,8 @@ nn::Module& submodule(nn::Module& m, const std::string& target) {
   size_t start = 0;
   while (start < target.size()) {
     const size_t dot = target.find('.', start);
-    const std::string part = target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const std::string part =
+        target.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     auto child = cur->find_child(part);
     EMBER_CHECK_INDEX(child != nullptr, "[nn.{}] has no submodule '{}' (in '{}')", cur->type_name(),
                       part, target);
@@ -287,7 +289,8 @@ std::pair<nn::Module*, std::string> owner_of(nn::Module& m, const std::string& t
   return {&submodule(m, target.substr(0, dot)), target.substr(dot + 1)};
 }
 
-nb::object incompatible_keys(std::vector<std::string> missing, std::vector<std::string> unexpected) {
+nb::object incompatible_keys(std::vector<std::string> missing,
+                             std::vector<std::string> unexpected) {
   nb::object type = nb::module_::import_("ember.return_types").attr("IncompatibleKeys");
   return type(missing, unexpected);
 }
@@ -409,11 +412,11 @@ void bind_module_base(nb::module_& m) {
              }
              return s;
            })
-      .def("extra_repr", [](const nn::Module& m) { return m.extra_repr(); },
-           "The arguments shown in repr(); subclasses may define it.")
-      .def_prop_rw(
-          "training", &nn::Module::is_training, &nn::Module::set_training,
-          "True in training mode (train()), False in evaluation mode (eval()).")
+      .def(
+          "extra_repr", [](const nn::Module& m) { return m.extra_repr(); },
+          "The arguments shown in repr(); subclasses may define it.")
+      .def_prop_rw("training", &nn::Module::is_training, &nn::Module::set_training,
+                   "True in training mode (train()), False in evaluation mode (eval()).")
       .def(
           "train",
           [](nb::handle self, bool mode) {
@@ -435,7 +438,8 @@ void bind_module_base(nb::module_& m) {
           "zero_grad", [](nn::Module& m, bool set_to_none) { m.zero_grad(set_to_none); },
           "set_to_none"_a = true, "Resets every parameter's gradient (to None by default).")
       .def("to", &module_to, "args"_a, "kwargs"_a,
-           nb::sig("def to(self, *args: typing.Any, **kwargs: typing.Any) -> typing_extensions.Self"),
+           nb::sig(
+               "def to(self, *args: typing.Any, **kwargs: typing.Any) -> typing_extensions.Self"),
            "Moves or converts every parameter and buffer (device, dtype, memory_format); returns "
            "self.")
       .def(
@@ -443,8 +447,9 @@ void bind_module_base(nb::module_& m) {
           [](nb::handle self, std::optional<nb::object> device) {
             Device d("cuda");
             if (device && !device->is_none()) {
-              d = PyLong_Check(device->ptr()) ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
-                                              : nb::cast<Device>(*device);
+              d = PyLong_Check(device->ptr())
+                      ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
+                      : nb::cast<Device>(*device);
             }
             {
               nb::gil_scoped_release release;
@@ -463,8 +468,9 @@ void bind_module_base(nb::module_& m) {
             return self;
           },
           "Moves every parameter and buffer to the CPU; returns self.");
-  for (auto [name, d] : {std::pair{"float", DType::Float32}, std::pair{"double", DType::Float64},
-                         std::pair{"half", DType::Float16}, std::pair{"bfloat16", DType::BFloat16}}) {
+  for (auto [name, d] :
+       {std::pair{"float", DType::Float32}, std::pair{"double", DType::Float64},
+        std::pair{"half", DType::Float16}, std::pair{"bfloat16", DType::BFloat16}}) {
     const DType dt = d;
     cls.def(
         name,
@@ -489,11 +495,13 @@ void bind_module_base(nb::module_& m) {
           "parameters",
           [](nn::Module& m, bool recurse) {
             nb::list out;
-            for (auto item : named_parameters(m, "", recurse, true)) out.append(nb::borrow<nb::tuple>(item)[1]);
+            for (auto item : named_parameters(m, "", recurse, true))
+              out.append(nb::borrow<nb::tuple>(item)[1]);
             return iter_of(out);
           },
           "recurse"_a = true,
-          nb::sig("def parameters(self, recurse: bool = True) -> collections.abc.Iterator[ember._C.Parameter]"),
+          nb::sig("def parameters(self, recurse: bool = True) -> "
+                  "collections.abc.Iterator[ember._C.Parameter]"),
           "The parameters of this module and (with recurse) its submodules, each once.")
       .def(
           "named_parameters",
@@ -513,7 +521,8 @@ void bind_module_base(nb::module_& m) {
             return iter_of(out);
           },
           "recurse"_a = true,
-          nb::sig("def buffers(self, recurse: bool = True) -> collections.abc.Iterator[ember._C.Tensor]"),
+          nb::sig("def buffers(self, recurse: bool = True) -> "
+                  "collections.abc.Iterator[ember._C.Tensor]"),
           "The buffers of this module and (with recurse) its submodules.")
       .def(
           "named_buffers",
@@ -544,7 +553,8 @@ void bind_module_base(nb::module_& m) {
             for (auto& [n, c] : m.named_children()) out.append(nb::make_tuple(n, nb::cast(c)));
             return iter_of(out);
           },
-          nb::sig("def named_children(self) -> collections.abc.Iterator[tuple[str, ember._C.nn.Module]]"),
+          nb::sig("def named_children(self) -> collections.abc.Iterator[tuple[str, "
+                  "ember._C.nn.Module]]"),
           "(name, submodule) pairs.")
       .def(
           "modules",
@@ -574,10 +584,12 @@ void bind_module_base(nb::module_& m) {
               m.set_parameter(name, Tensor());
             }
           },
-          "name"_a, "param"_a.none(), "Adds (or replaces) a parameter; None registers an empty one.")
+          "name"_a, "param"_a.none(),
+          "Adds (or replaces) a parameter; None registers an empty one.")
       .def(
           "register_buffer",
-          [](nn::Module& m, const std::string& name, std::optional<Tensor> tensor, bool persistent) {
+          [](nn::Module& m, const std::string& name, std::optional<Tensor> tensor,
+             bool persistent) {
             if (m.find_buffer(name)) m.remove(name);
             m.register_buffer(name, tensor.value_or(Tensor()), persistent);
           },
@@ -608,7 +620,8 @@ void bind_module_base(nb::module_& m) {
           [](nn::Module& m, const std::string& target) {
             auto [owner, name] = owner_of(m, target);
             Tensor* p = owner->find_parameter(name);
-            EMBER_CHECK_INDEX(p != nullptr, "[nn.{}] has no parameter '{}'", owner->type_name(), name);
+            EMBER_CHECK_INDEX(p != nullptr, "[nn.{}] has no parameter '{}'", owner->type_name(),
+                              name);
             return wrap_tensor(*p, parameter_type());
           },
           "target"_a, "The parameter at a dotted path.")
@@ -637,8 +650,8 @@ void bind_module_base(nb::module_& m) {
       .def(
           "load_state_dict",
           [](nn::Module& m, const StateDict& state, bool strict, bool assign) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!assign, "[nn.{}] load_state_dict(assign=True) is not supported",
-                                        m.type_name());
+            EMBER_CHECK_NOT_IMPLEMENTED(
+                !assign, "[nn.{}] load_state_dict(assign=True) is not supported", m.type_name());
             std::vector<std::string> missing, unexpected;
             std::unordered_set<std::string> own;
             for (auto& [n, t] : m.state_items()) {
@@ -664,7 +677,8 @@ void bind_module_base(nb::module_& m) {
                                         "[nn.{}] register_forward_hook: prepend, with_kwargs and "
                                         "always_call are not supported",
                                         m.type_name());
-            auto handle = std::make_shared<nn::HookHandle>(m.register_forward_hook(PyHook{PyRef(hook)}));
+            auto handle =
+                std::make_shared<nn::HookHandle>(m.register_forward_hook(PyHook{PyRef(hook)}));
             return make_removable_handle([handle] { handle->remove(); });
           },
           "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
@@ -678,117 +692,60 @@ void bind_module_base(nb::module_& m) {
                                         "[nn.{}] register_forward_pre_hook: prepend and "
                                         "with_kwargs are not supported",
                                         m.type_name());
-            auto handle =
-                std::make_shared<nn::HookHandle>(m.register_forward_pre_hook(PyPreHook{PyRef(hook)}));
+            auto handle = std::make_shared<nn::HookHandle>(
+                m.register_forward_pre_hook(PyPreHook{PyRef(hook)}));
             return make_removable_handle([handle] { handle->remove(); });
           },
           "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
           "Calls hook(module, args) before every forward; a returned value replaces the args.");
 }
 
-void bind_containers(nb::module_& m) {
-  layer<nn::Sequential>(m, "Sequential", "Runs its modules one after another.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Sequential> v, nb::args modules) {
-            construct<nn::Sequential>(v);
-            if (modules.size() == 1 && nb::hasattr(modules[0], "items") &&
-                !nb::isinstance<nn::Module>(modules[0])) {
-              for (auto item : modules[0].attr("items")()) {
-                nb::tuple kv = nb::borrow<nb::tuple>(item);
-                v.p->push_back(nb::cast<std::string>(kv[0]), nb::cast<std::shared_ptr<nn::Module>>(kv[1]));
-              }
-              return;
-            }
-            for (nb::handle h : modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
-          },
-          "args"_a, "Sequential(*modules) or Sequential(OrderedDict of name -> module).")
-      .def(
-          "__getitem__",
-          [](nn::Sequential& s, nb::handle idx) -> nb::object {
-            if (PySlice_Check(idx.ptr())) {
-              Py_ssize_t start, stop, step, len;
-              if (PySlice_GetIndicesEx(idx.ptr(), s.size(), &start, &stop, &step, &len) != 0) {
-                throw nb::python_error();
-              }
-              auto out = std::make_shared<nn::Sequential>();
-              auto named = s.named_children();
-              for (Py_ssize_t i = 0; i < len; ++i) {
-                auto& [n, c] = named[static_cast<size_t>(start + i * step)];
-                out->push_back(n, c);
-              }
-              return nb::cast(out);
-            }
-            return nb::cast(s[nb::cast<int64_t>(idx)]);
-          },
-          "idx"_a, "The i-th module, or a Sequential of a slice of them.")
-      .def("__len__", &nn::Sequential::size)
-      .def("__iter__",
-           [](nn::Sequential& s) {
-             nb::list out;
-             for (auto& c : s.children()) out.append(nb::cast(c));
-             return nb::iter(out);
-           })
-      .def(
-          "append",
-          [](nb::handle self, std::shared_ptr<nn::Module> module) {
-            nb::cast<nn::Sequential&>(self).push_back(std::move(module));
-            return self;
-          },
-          "module"_a, "Appends a module; returns self.")
-      .def(
-          "extend",
-          [](nb::handle self, nb::iterable modules) {
-            for (nb::handle h : modules) {
-              nb::cast<nn::Sequential&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
-            }
-            return self;
-          },
-          "modules"_a, "Appends every module; returns self.");
-  layer<nn::ModuleList>(m, "ModuleList", "Holds submodules in a list (no forward).")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::ModuleList> v, std::optional<nb::iterable> modules) {
-            construct<nn::ModuleList>(v);
-            if (modules) {
-              for (nb::handle h : *modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
-            }
-          },
-          "modules"_a = nb::none(), "A list of the given modules.")
-      .def(
-          "__getitem__",
-          [](nn::ModuleList& l, nb::handle idx) -> nb::object {
-            if (PySlice_Check(idx.ptr())) {
-              Py_ssize_t start, stop, step, len;
-              if (PySlice_GetIndicesEx(idx.ptr(), l.size(), &start, &stop, &step, &len) != 0) {
-                throw nb::python_error();
-              }
-              auto out = std::make_shared<nn::ModuleList>();
-              for (Py_ssize_t i = 0; i < len; ++i) out->push_back(l[start + i * step]);
-              return nb::cast(out);
-            }
-            return nb::cast(l[nb::cast<int64_t>(idx)]);
-          },
-          "idx"_a, "The i-th module, or a ModuleList of a slice.")
+/** What Sequential and ModuleList share from Python: indexing (a slice gives a container of
+ *  the same kind, keeping Sequential's names), len, iteration, append, extend, item assignment. */
+template <class T, class... Extra>
+void bind_module_list(nb::class_<T, Extra...>& cls) {
+  cls.def(
+         "__getitem__",
+         [](T& l, nb::handle idx) -> nb::object {
+           if (!PySlice_Check(idx.ptr())) return nb::cast(l[nb::cast<int64_t>(idx)]);
+           Py_ssize_t start, stop, step, len;
+           if (PySlice_GetIndicesEx(idx.ptr(), l.size(), &start, &stop, &step, &len) != 0) {
+             throw nb::python_error();
+           }
+           auto out = std::make_shared<T>();
+           const auto named = l.named_children();
+           for (Py_ssize_t i = 0; i < len; ++i) {
+             const auto& [name, child] = named[static_cast<size_t>(start + i * step)];
+             if constexpr (std::is_same_v<T, nn::Sequential>) {
+               out->push_back(name, child);
+             } else {
+               out->push_back(child);
+             }
+           }
+           return nb::cast(out);
+         },
+         "idx"_a, "The i-th module, or a container of a slice of them.")
       .def(
           "__setitem__",
-          [](nn::ModuleList& l, int64_t i, std::shared_ptr<nn::Module> module) {
-            const int64_t n = l.size();
-            EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.ModuleList] index {} out of range for {} modules", i, n);
-            l.set_child(std::to_string(i < 0 ? i + n : i), std::move(module));
+          [](T& l, int64_t i, std::shared_ptr<nn::Module> module) {
+            const auto named = l.named_children();
+            const int64_t n = static_cast<int64_t>(named.size());
+            EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.{}] index {} out of range for {} modules",
+                              l.type_name(), i, n);
+            l.set_child(named[static_cast<size_t>(i < 0 ? i + n : i)].first, std::move(module));
           },
           "idx"_a, "module"_a, "Replaces the i-th module.")
-      .def("__len__", &nn::ModuleList::size)
+      .def("__len__", &T::size)
       .def("__iter__",
-           [](nn::ModuleList& l) {
+           [](T& l) {
              nb::list out;
-             for (auto& c : l) out.append(nb::cast(c));
+             for (auto& c : l.children()) out.append(nb::cast(c));
              return nb::iter(out);
            })
       .def(
           "append",
           [](nb::handle self, std::shared_ptr<nn::Module> module) {
-            nb::cast<nn::ModuleList&>(self).push_back(std::move(module));
+            nb::cast<T&>(self).push_back(std::move(module));
             return self;
           },
           "module"_a, "Appends a module; returns self.")
@@ -796,18 +753,52 @@ void bind_containers(nb::module_& m) {
           "extend",
           [](nb::handle self, nb::iterable modules) {
             for (nb::handle h : modules) {
-              nb::cast<nn::ModuleList&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+              nb::cast<T&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
             }
             return self;
           },
           "modules"_a, "Appends every module; returns self.");
 }
 
+void bind_containers(nb::module_& m) {
+  auto seq = layer<nn::Sequential>(m, "Sequential", "Runs its modules one after another.");
+  seq.def(
+      "__init__",
+      [](nb::pointer_and_handle<nn::Sequential> v, nb::args modules) {
+        construct<nn::Sequential>(v);
+        if (modules.size() == 1 && nb::hasattr(modules[0], "items") &&
+            !nb::isinstance<nn::Module>(modules[0])) {
+          for (auto item : modules[0].attr("items")()) {
+            nb::tuple kv = nb::borrow<nb::tuple>(item);
+            v.p->push_back(nb::cast<std::string>(kv[0]),
+                           nb::cast<std::shared_ptr<nn::Module>>(kv[1]));
+          }
+          return;
+        }
+        for (nb::handle h : modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+      },
+      "args"_a, "Sequential(*modules) or Sequential(OrderedDict of name -> module).");
+  bind_module_list(seq);
+  auto list = layer<nn::ModuleList>(m, "ModuleList", "Holds submodules in a list (no forward).");
+  list.def(
+      "__init__",
+      [](nb::pointer_and_handle<nn::ModuleList> v, std::optional<nb::iterable> modules) {
+        construct<nn::ModuleList>(v);
+        if (modules) {
+          for (nb::handle h : *modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+        }
+      },
+      "modules"_a = nb::none(), "A list of the given modules.");
+  bind_module_list(list);
+}
+
 void bind_layers(nb::module_& m) {
   layer<nn::Identity>(m, "Identity", "Returns its input.")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Identity> v, nb::args, nb::kwargs) { construct<nn::Identity>(v); },
+          [](nb::pointer_and_handle<nn::Identity> v, nb::args, nb::kwargs) {
+            construct<nn::Identity>(v);
+          },
           "args"_a, "kwargs"_a, "Identity (arguments are ignored, as in PyTorch).");
   layer<nn::Linear>(m, "Linear", "y = x W^T + b.")
       .def(
@@ -829,8 +820,8 @@ void bind_layers(nb::module_& m) {
     if (!transposed) {
       c.def(
           "__init__",
-          [name](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
-                 nb::handle padding, Ints dilation, int64_t groups, bool bias,
+          [name](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size,
+                 Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
                  std::string_view padding_mode, std::optional<Device> device,
                  std::optional<DType> dtype) {
             EMBER_CHECK_NOT_IMPLEMENTED(padding_mode == "zeros",
@@ -871,14 +862,21 @@ void bind_layers(nb::module_& m) {
     }
     c.def_ro("in_channels", &T::in_channels, "Input channels.")
         .def_ro("out_channels", &T::out_channels, "Output channels.")
-        .def_prop_ro("kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
-        .def_prop_ro("stride", [](const T& l) { return pair_tuple(l.options.stride); }, "Window steps.")
-        .def_prop_ro("padding", [](const T& l) { return pair_tuple(l.options.padding); }, "Padding per side.")
-        .def_prop_ro("dilation", [](const T& l) { return pair_tuple(l.options.dilation); }, "Tap spacing.")
-        .def_prop_ro("groups", [](const T& l) { return l.options.groups; }, "Channel groups.")
+        .def_prop_ro(
+            "kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+        .def_prop_ro(
+            "stride", [](const T& l) { return pair_tuple(l.options.stride); }, "Window steps.")
+        .def_prop_ro(
+            "padding", [](const T& l) { return pair_tuple(l.options.padding); },
+            "Padding per side.")
+        .def_prop_ro(
+            "dilation", [](const T& l) { return pair_tuple(l.options.dilation); }, "Tap spacing.")
+        .def_prop_ro(
+            "groups", [](const T& l) { return l.options.groups; }, "Channel groups.")
         .def("reset_parameters", &T::reset_parameters, "PyTorch's default initialisation.");
   };
-  conv2d_like(std::type_identity<nn::Conv2d>{}, "Conv2d", "2-d convolution over [N, C, H, W].", false);
+  conv2d_like(std::type_identity<nn::Conv2d>{}, "Conv2d", "2-d convolution over [N, C, H, W].",
+              false);
   conv2d_like(std::type_identity<nn::ConvTranspose2d>{}, "ConvTranspose2d",
               "Transposed 2-d convolution.", true);
   layer<nn::Conv1d>(m, "Conv1d", "1-d convolution over [N, C, L].")
@@ -886,10 +884,11 @@ void bind_layers(nb::module_& m) {
           "__init__",
           [](nb::pointer_and_handle<nn::Conv1d> v, int64_t in, int64_t out, int64_t kernel_size,
              int64_t stride, nb::handle padding, int64_t dilation, int64_t groups, bool bias,
-             std::string_view padding_mode, std::optional<Device> device, std::optional<DType> dtype) {
-            EMBER_CHECK_NOT_IMPLEMENTED(padding_mode == "zeros",
-                                        "[nn.Conv1d] padding_mode '{}' is not supported (only 'zeros')",
-                                        padding_mode);
+             std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(
+                padding_mode == "zeros",
+                "[nn.Conv1d] padding_mode '{}' is not supported (only 'zeros')", padding_mode);
             nn::Conv1dOptions o;
             o.stride = stride;
             o.dilation = dilation;
@@ -906,20 +905,26 @@ void bind_layers(nb::module_& m) {
           "device"_a = nb::none(), "dtype"_a = nb::none(), "1-d convolution.")
       .def_ro("in_channels", &nn::Conv1d::in_channels, "Input channels.")
       .def_ro("out_channels", &nn::Conv1d::out_channels, "Output channels.")
-      .def_prop_ro("kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
+      .def_prop_ro(
+          "kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
 
   nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
                                                    "What BatchNorm1d and BatchNorm2d share.");
   bind_tensor_forward(batch_norm);
-  batch_norm
-      .def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
-      .def_prop_ro("eps", [](const nn::BatchNorm& b) { return b.options.eps; }, "Added to the variance.")
-      .def_prop_ro("momentum", [](const nn::BatchNorm& b) { return b.options.momentum; },
-                   "Running-statistics rate (None: cumulative average).")
-      .def_prop_ro("affine", [](const nn::BatchNorm& b) { return b.options.affine; }, "Learns weight and bias.")
-      .def_prop_ro("track_running_stats", [](const nn::BatchNorm& b) { return b.options.track_running_stats; },
-                   "Keeps running statistics.");
+  batch_norm.def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
+      .def_prop_ro(
+          "eps", [](const nn::BatchNorm& b) { return b.options.eps; }, "Added to the variance.")
+      .def_prop_ro(
+          "momentum", [](const nn::BatchNorm& b) { return b.options.momentum; },
+          "Running-statistics rate (None: cumulative average).")
+      .def_prop_ro(
+          "affine", [](const nn::BatchNorm& b) { return b.options.affine; },
+          "Learns weight and bias.")
+      .def_prop_ro(
+          "track_running_stats",
+          [](const nn::BatchNorm& b) { return b.options.track_running_stats; },
+          "Keeps running statistics.");
   auto batchnorm = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
     nb::class_<T, nn::BatchNorm, PyLayer<T>>(m, name, nb::dynamic_attr(), doc)
@@ -928,29 +933,35 @@ void bind_layers(nb::module_& m) {
             [](nb::pointer_and_handle<T> v, int64_t num_features, double eps,
                std::optional<double> momentum, bool affine, bool track_running_stats,
                std::optional<Device> device, std::optional<DType> dtype) {
-              construct<T>(v, num_features, nn::BatchNormOptions{eps, momentum, affine, track_running_stats});
+              construct<T>(v, num_features,
+                           nn::BatchNormOptions{eps, momentum, affine, track_running_stats});
               place(*v.p, device, dtype);
             },
             "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1, "affine"_a = true,
             "track_running_stats"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
   };
-  batchnorm(std::type_identity<nn::BatchNorm1d>{}, "BatchNorm1d", "Batch normalisation of [N, C] or [N, C, L].");
-  batchnorm(std::type_identity<nn::BatchNorm2d>{}, "BatchNorm2d", "Batch normalisation of [N, C, H, W].");
+  batchnorm(std::type_identity<nn::BatchNorm1d>{}, "BatchNorm1d",
+            "Batch normalisation of [N, C] or [N, C, L].");
+  batchnorm(std::type_identity<nn::BatchNorm2d>{}, "BatchNorm2d",
+            "Batch normalisation of [N, C, H, W].");
   layer<nn::LayerNorm>(m, "LayerNorm", "Layer normalisation over the trailing normalized_shape.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::LayerNorm> v, Ints normalized_shape, double eps,
              bool elementwise_affine, bool bias, std::optional<Device> device,
              std::optional<DType> dtype) {
-            construct<nn::LayerNorm>(v, std::vector<int64_t>(normalized_shape.v.begin(), normalized_shape.v.end()),
-                                     eps, elementwise_affine);
+            construct<nn::LayerNorm>(
+                v, std::vector<int64_t>(normalized_shape.v.begin(), normalized_shape.v.end()), eps,
+                elementwise_affine);
             if (elementwise_affine && !bias) v.p->set_parameter("bias", Tensor());
             place(*v.p, device, dtype);
           },
           "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true,
           "device"_a = nb::none(), "dtype"_a = nb::none(), "LayerNorm over normalized_shape.")
-      .def_prop_ro("normalized_shape", [](const nn::LayerNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); },
-                   "The trailing dims normalised.")
+      .def_prop_ro(
+          "normalized_shape",
+          [](const nn::LayerNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); },
+          "The trailing dims normalised.")
       .def_ro("eps", &nn::LayerNorm::eps, "Added to the variance.");
   layer<nn::GroupNorm>(m, "GroupNorm", "Group normalisation of [N, C, ...].")
       .def(
@@ -968,7 +979,9 @@ void bind_layers(nb::module_& m) {
   layer<nn::Dropout>(m, "Dropout", "Zeroes elements with probability p in training.")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Dropout> v, double p, bool) { construct<nn::Dropout>(v, p); },
+          [](nb::pointer_and_handle<nn::Dropout> v, double p, bool) {
+            construct<nn::Dropout>(v, p);
+          },
           "p"_a = 0.5, "inplace"_a = false, "Dropout with probability p.")
       .def_ro("p", &nn::Dropout::p, "The probability of zeroing.");
   layer<nn::Embedding>(m, "Embedding", "A lookup table of vectors.")
@@ -978,8 +991,10 @@ void bind_layers(nb::module_& m) {
              std::optional<int64_t> padding_idx, std::optional<double> max_norm, double norm_type,
              bool, bool sparse, std::optional<Tensor> weight, bool freeze,
              std::optional<Device> device, std::optional<DType> dtype) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[nn.Embedding] sparse gradients are not supported");
-            construct<nn::Embedding>(v, num_embeddings, embedding_dim, padding_idx, max_norm, norm_type);
+            EMBER_CHECK_NOT_IMPLEMENTED(!sparse,
+                                        "[nn.Embedding] sparse gradients are not supported");
+            construct<nn::Embedding>(v, num_embeddings, embedding_dim, padding_idx, max_norm,
+                                     norm_type);
             if (weight) {
               EMBER_CHECK(weight->dim() == 2 && weight->size(0) == num_embeddings &&
                               weight->size(1) == embedding_dim,
@@ -991,8 +1006,9 @@ void bind_layers(nb::module_& m) {
           },
           "num_embeddings"_a, "embedding_dim"_a, "padding_idx"_a = nb::none(),
           "max_norm"_a = nb::none(), "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false,
-          "sparse"_a = false, "_weight"_a = nb::none(), "_freeze"_a = false, "device"_a = nb::none(),
-          "dtype"_a = nb::none(), "A table of num_embeddings vectors of size embedding_dim.")
+          "sparse"_a = false, "_weight"_a = nb::none(), "_freeze"_a = false,
+          "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "A table of num_embeddings vectors of size embedding_dim.")
       .def_ro("num_embeddings", &nn::Embedding::num_embeddings, "Rows.")
       .def_ro("embedding_dim", &nn::Embedding::embedding_dim, "Columns.")
       .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
@@ -1004,8 +1020,8 @@ void bind_layers(nb::module_& m) {
     if (is_max) {
       c.def(
           "__init__",
-          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-             Ints dilation, bool return_indices, bool ceil_mode) {
+          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
             EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
                                         "[nn.MaxPool2d] return_indices is not supported by the "
                                         "layer (use nn.functional.max_pool2d)");
@@ -1021,8 +1037,9 @@ void bind_layers(nb::module_& m) {
     } else {
       c.def(
           "__init__",
-          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-             bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, bool ceil_mode, bool count_include_pad,
+             std::optional<int64_t> divisor_override) {
             nn::Pool2dOptions o;
             if (stride) o.stride = pair_of(*stride);
             o.padding = pair_of(padding);
@@ -1034,10 +1051,13 @@ void bind_layers(nb::module_& m) {
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
           "count_include_pad"_a = true, "divisor_override"_a = nb::none(), doc);
     }
-    c.def_prop_ro("kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).");
+    c.def_prop_ro(
+        "kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).");
   };
-  pool_layer(std::type_identity<nn::MaxPool2d>{}, "MaxPool2d", "Max pooling over [N, C, H, W].", true);
-  pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].", false);
+  pool_layer(std::type_identity<nn::MaxPool2d>{}, "MaxPool2d", "Max pooling over [N, C, H, W].",
+             true);
+  pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].",
+             false);
   layer<nn::AdaptiveAvgPool2d>(m, "AdaptiveAvgPool2d", "Average pooling to a fixed output size.")
       .def(
           "__init__",
@@ -1045,8 +1065,9 @@ void bind_layers(nb::module_& m) {
             construct<nn::AdaptiveAvgPool2d>(v, pair_of(output_size));
           },
           "output_size"_a, "Pools to output_size.")
-      .def_prop_ro("output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
-                   "(H, W).");
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
+          "(H, W).");
   layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
       .def(
           "__init__",
@@ -1060,9 +1081,10 @@ void bind_layers(nb::module_& m) {
   // Activations.
   auto simple = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
-    layer<T>(m, name, doc).def(
-        "__init__", [](nb::pointer_and_handle<T> v, bool) { construct<T>(v); }, "inplace"_a = false,
-        doc);
+    layer<T>(m, name, doc)
+        .def(
+            "__init__", [](nb::pointer_and_handle<T> v, bool) { construct<T>(v); },
+            "inplace"_a = false, doc);
   };
   simple(std::type_identity<nn::ReLU>{}, "ReLU", "max(x, 0).");
   simple(std::type_identity<nn::SiLU>{}, "SiLU", "x * sigmoid(x).");
@@ -1070,9 +1092,11 @@ void bind_layers(nb::module_& m) {
   simple(std::type_identity<nn::ReLU6>{}, "ReLU6", "min(max(x, 0), 6).");
   simple(std::type_identity<nn::Mish>{}, "Mish", "x * tanh(softplus(x)).");
   layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).")
-      .def("__init__", [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); });
-  layer<nn::Tanh>(m, "Tanh", "tanh(x).")
-      .def("__init__", [](nb::pointer_and_handle<nn::Tanh> v) { construct<nn::Tanh>(v); });
+      .def("__init__",
+           [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); });
+  layer<nn::Tanh>(m, "Tanh", "tanh(x).").def("__init__", [](nb::pointer_and_handle<nn::Tanh> v) {
+    construct<nn::Tanh>(v);
+  });
   layer<nn::Sigmoid>(m, "Sigmoid", "1 / (1 + exp(-x)).")
       .def("__init__", [](nb::pointer_and_handle<nn::Sigmoid> v) { construct<nn::Sigmoid>(v); });
   layer<nn::GELU>(m, "GELU", "x * Phi(x), or its tanh approximation.")
@@ -1086,19 +1110,25 @@ void bind_layers(nb::module_& m) {
   layer<nn::LeakyReLU>(m, "LeakyReLU", "x where positive, else negative_slope * x.")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool) { construct<nn::LeakyReLU>(v, slope); },
+          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool) {
+            construct<nn::LeakyReLU>(v, slope);
+          },
           "negative_slope"_a = 0.01, "inplace"_a = false)
       .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.");
   layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool) { construct<nn::ELU>(v, alpha); },
+          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool) {
+            construct<nn::ELU>(v, alpha);
+          },
           "alpha"_a = 1.0, "inplace"_a = false)
       .def_ro("alpha", &nn::ELU::alpha, "Alpha.");
   layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool) { construct<nn::CELU>(v, alpha); },
+          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool) {
+            construct<nn::CELU>(v, alpha);
+          },
           "alpha"_a = 1.0, "inplace"_a = false)
       .def_ro("alpha", &nn::CELU::alpha, "Alpha.");
   layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].")
@@ -1124,7 +1154,9 @@ void bind_layers(nb::module_& m) {
     layer<T>(m, name, doc)
         .def(
             "__init__",
-            [](nb::pointer_and_handle<T> v, std::optional<int64_t> dim) { construct<T>(v, dim.value_or(-1)); },
+            [](nb::pointer_and_handle<T> v, std::optional<int64_t> dim) {
+              construct<T>(v, dim.value_or(-1));
+            },
             "dim"_a = nb::none(), doc)
         .def_ro("dim", &T::dim, "The dim it normalises along.");
   };
@@ -1136,10 +1168,13 @@ void bind_losses(nb::module_& m) {
   nb::class_<nn::Loss, nn::Module>(m, "_Loss", nb::dynamic_attr(), "Base of the loss modules.")
       .def(
           "forward",
-          [](nn::Loss& l, const Tensor& input, const Tensor& target) { return l.forward(input, target); },
+          [](nn::Loss& l, const Tensor& input, const Tensor& target) {
+            return l.forward(input, target);
+          },
           "input"_a, "target"_a, release_gil(), "The loss of input against target.")
-      .def_prop_ro("reduction", [](const nn::Loss& l) { return reduction_name(l.reduction); },
-                   "'mean', 'sum' or 'none'.");
+      .def_prop_ro(
+          "reduction", [](const nn::Loss& l) { return reduction_name(l.reduction); },
+          "'mean', 'sum' or 'none'.");
   auto loss = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
     return nb::class_<T, nn::Loss, PyLayer<T>>(m, name, nb::dynamic_attr(), doc);
@@ -1150,9 +1185,10 @@ void bind_losses(nb::module_& m) {
           [](nb::pointer_and_handle<nn::CrossEntropyLoss> v, std::optional<Tensor> weight,
              std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
              std::string_view reduction, double label_smoothing) {
-            construct<nn::CrossEntropyLoss>(v, weight.value_or(Tensor()), ignore_index,
-                                            reduction_arg(size_average, reduce, reduction, "CrossEntropyLoss"),
-                                            label_smoothing);
+            construct<nn::CrossEntropyLoss>(
+                v, weight.value_or(Tensor()), ignore_index,
+                reduction_arg(size_average, reduce, reduction, "CrossEntropyLoss"),
+                label_smoothing);
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
           "reduce"_a = nb::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0)
@@ -1196,16 +1232,19 @@ void bind_losses(nb::module_& m) {
           "__init__",
           [](nb::pointer_and_handle<nn::SmoothL1Loss> v, std::optional<bool> size_average,
              std::optional<bool> reduce, std::string_view reduction, double beta) {
-            construct<nn::SmoothL1Loss>(v, reduction_arg(size_average, reduce, reduction, "SmoothL1Loss"), beta);
+            construct<nn::SmoothL1Loss>(
+                v, reduction_arg(size_average, reduce, reduction, "SmoothL1Loss"), beta);
           },
-          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean", "beta"_a = 1.0)
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+          "beta"_a = 1.0)
       .def_ro("beta", &nn::SmoothL1Loss::beta, "Where the loss turns linear.");
   loss(std::type_identity<nn::KLDivLoss>{}, "KLDivLoss", "Kullback-Leibler divergence.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::KLDivLoss> v, std::optional<bool> size_average,
              std::optional<bool> reduce, std::string_view reduction, bool log_target) {
-            construct<nn::KLDivLoss>(v, reduction_arg(size_average, reduce, reduction, "KLDivLoss"), log_target);
+            construct<nn::KLDivLoss>(v, reduction_arg(size_average, reduce, reduction, "KLDivLoss"),
+                                     log_target);
           },
           "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
           "log_target"_a = false)
@@ -1214,20 +1253,23 @@ void bind_losses(nb::module_& m) {
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::BCELoss> v, std::optional<Tensor> weight,
-             std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
             construct<nn::BCELoss>(v, weight.value_or(Tensor()),
                                    reduction_arg(size_average, reduce, reduction, "BCELoss"));
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
           "reduction"_a = "mean");
-  loss(std::type_identity<nn::BCEWithLogitsLoss>{}, "BCEWithLogitsLoss", "Binary cross entropy of logits.")
+  loss(std::type_identity<nn::BCEWithLogitsLoss>{}, "BCEWithLogitsLoss",
+       "Binary cross entropy of logits.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::BCEWithLogitsLoss> v, std::optional<Tensor> weight,
-             std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction,
-             std::optional<Tensor> pos_weight) {
-            construct<nn::BCEWithLogitsLoss>(v, weight.value_or(Tensor()), pos_weight.value_or(Tensor()),
-                                             reduction_arg(size_average, reduce, reduction, "BCEWithLogitsLoss"));
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction, std::optional<Tensor> pos_weight) {
+            construct<nn::BCEWithLogitsLoss>(
+                v, weight.value_or(Tensor()), pos_weight.value_or(Tensor()),
+                reduction_arg(size_average, reduce, reduction, "BCEWithLogitsLoss"));
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
           "reduction"_a = "mean", "pos_weight"_a = nb::none());
@@ -1235,7 +1277,8 @@ void bind_losses(nb::module_& m) {
 
 nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, double dropout,
                            bool bidirectional, int64_t proj_size) {
-  EMBER_CHECK_NOT_IMPLEMENTED(proj_size == 0, "[nn.LSTM] proj_size is not supported, got {}", proj_size);
+  EMBER_CHECK_NOT_IMPLEMENTED(proj_size == 0, "[nn.LSTM] proj_size is not supported, got {}",
+                              proj_size);
   nn::RNNOptions o;
   o.num_layers = num_layers;
   o.bias = bias;
@@ -1249,21 +1292,31 @@ void bind_recurrent(nb::module_& m) {
   nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), "What LSTM and GRU share.")
       .def_ro("input_size", &nn::RNNBase::input_size, "Input features.")
       .def_ro("hidden_size", &nn::RNNBase::hidden_size, "Hidden features per direction.")
-      .def_prop_ro("num_layers", [](const nn::RNNBase& r) { return r.options.num_layers; }, "Stacked layers.")
-      .def_prop_ro("bias", [](const nn::RNNBase& r) { return r.options.bias; }, "Has biases.")
-      .def_prop_ro("batch_first", [](const nn::RNNBase& r) { return r.options.batch_first; }, "[N, L, ...] layout.")
-      .def_prop_ro("dropout", [](const nn::RNNBase& r) { return r.options.dropout; }, "Dropout between layers.")
-      .def_prop_ro("bidirectional", [](const nn::RNNBase& r) { return r.options.bidirectional; },
-                   "Two directions per layer.")
+      .def_prop_ro(
+          "num_layers", [](const nn::RNNBase& r) { return r.options.num_layers; },
+          "Stacked layers.")
+      .def_prop_ro(
+          "bias", [](const nn::RNNBase& r) { return r.options.bias; }, "Has biases.")
+      .def_prop_ro(
+          "batch_first", [](const nn::RNNBase& r) { return r.options.batch_first; },
+          "[N, L, ...] layout.")
+      .def_prop_ro(
+          "dropout", [](const nn::RNNBase& r) { return r.options.dropout; },
+          "Dropout between layers.")
+      .def_prop_ro(
+          "bidirectional", [](const nn::RNNBase& r) { return r.options.bidirectional; },
+          "Two directions per layer.")
       .def("reset_parameters", &nn::RNNBase::reset_parameters, "PyTorch's default initialisation.");
-  nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(m, "LSTM", nb::dynamic_attr(), "Long short-term memory.")
+  nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(m, "LSTM", nb::dynamic_attr(),
+                                                       "Long short-term memory.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::LSTM> v, int64_t input_size, int64_t hidden_size,
              int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
              int64_t proj_size, std::optional<Device> device, std::optional<DType> dtype) {
-            construct<nn::LSTM>(v, input_size, hidden_size,
-                                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, proj_size));
+            construct<nn::LSTM>(
+                v, input_size, hidden_size,
+                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, proj_size));
             place(*v.p, device, dtype);
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
@@ -1275,19 +1328,23 @@ void bind_recurrent(nb::module_& m) {
             std::tuple<Tensor, Tensor, Tensor> r;
             {
               nb::gil_scoped_release release;
-              r = hx ? l.forward(input, hx->first, hx->second) : l.forward(input, Tensor(), Tensor());
+              r = hx ? l.forward(input, hx->first, hx->second)
+                     : l.forward(input, Tensor(), Tensor());
             }
             return nb::make_tuple(std::get<0>(r), nb::make_tuple(std::get<1>(r), std::get<2>(r)));
           },
-          "input"_a, "hx"_a = nb::none(), "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).");
-  nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(), "Gated recurrent unit.")
+          "input"_a, "hx"_a = nb::none(),
+          "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).");
+  nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(),
+                                                     "Gated recurrent unit.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::GRU> v, int64_t input_size, int64_t hidden_size,
              int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
              std::optional<Device> device, std::optional<DType> dtype) {
-            construct<nn::GRU>(v, input_size, hidden_size,
-                               rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0));
+            construct<nn::GRU>(
+                v, input_size, hidden_size,
+                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0));
             place(*v.p, device, dtype);
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
@@ -1318,7 +1375,8 @@ nn::TransformerLayerOptions transformer_options(int64_t dim_feedforward, double 
     // A function (F.relu, F.gelu): by name, as PyTorch fast-paths them.
     const std::string name = nb::cast<std::string>(activation.attr("__name__"));
     EMBER_CHECK(name == "relu" || name == "gelu",
-                "[nn.Transformer] activation must be 'relu', 'gelu' or those functions, got {}", name);
+                "[nn.Transformer] activation must be 'relu', 'gelu' or those functions, got {}",
+                name);
     o.activation = name;
   }
   o.layer_norm_eps = layer_norm_eps;
@@ -1333,7 +1391,8 @@ Tensor opt(const std::optional<Tensor>& t) {
 }
 
 void bind_attention(nb::module_& m) {
-  layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.", false)
+  layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.",
+                                false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::MultiheadAttention> v, int64_t embed_dim, int64_t num_heads,
@@ -1358,8 +1417,8 @@ void bind_attention(nb::module_& m) {
       .def(
           "forward",
           [](nn::MultiheadAttention& a, const Tensor& q, const Tensor& k, const Tensor& v,
-             std::optional<Tensor> key_padding_mask, bool need_weights, std::optional<Tensor> attn_mask,
-             bool average_attn_weights, bool is_causal) {
+             std::optional<Tensor> key_padding_mask, bool need_weights,
+             std::optional<Tensor> attn_mask, bool average_attn_weights, bool is_causal) {
             std::pair<Tensor, Tensor> r;
             {
               nb::gil_scoped_release release;
@@ -1385,8 +1444,8 @@ void bind_attention(nb::module_& m) {
              std::optional<DType> dtype) {
             construct<nn::TransformerEncoderLayer>(
                 v, d_model, nhead,
-                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-                                    norm_first, bias));
+                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps,
+                                    batch_first, norm_first, bias));
             place(*v.p, device, dtype);
           },
           "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
@@ -1401,9 +1460,9 @@ void bind_attention(nb::module_& m) {
           },
           "src"_a, "src_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
           "is_causal"_a = false, release_gil(), "The layer on src.");
-  layer<nn::TransformerDecoderLayer>(m, "TransformerDecoderLayer",
-                                     "Self-attention, attention over a memory and a feed-forward block.",
-                                     false)
+  layer<nn::TransformerDecoderLayer>(
+      m, "TransformerDecoderLayer",
+      "Self-attention, attention over a memory and a feed-forward block.", false)
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::TransformerDecoderLayer> v, int64_t d_model, int64_t nhead,
@@ -1412,8 +1471,8 @@ void bind_attention(nb::module_& m) {
              std::optional<DType> dtype) {
             construct<nn::TransformerDecoderLayer>(
                 v, d_model, nhead,
-                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
-                                    norm_first, bias));
+                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps,
+                                    batch_first, norm_first, bias));
             place(*v.p, device, dtype);
           },
           "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
@@ -1424,10 +1483,12 @@ void bind_attention(nb::module_& m) {
           "forward",
           [](nn::TransformerDecoderLayer& l, const Tensor& tgt, const Tensor& memory,
              std::optional<Tensor> tgt_mask, std::optional<Tensor> memory_mask,
-             std::optional<Tensor> tgt_key_padding_mask, std::optional<Tensor> memory_key_padding_mask,
-             bool tgt_is_causal, bool memory_is_causal) {
-            return l.forward(tgt, memory, opt(tgt_mask), opt(memory_mask), opt(tgt_key_padding_mask),
-                             opt(memory_key_padding_mask), tgt_is_causal, memory_is_causal);
+             std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, bool tgt_is_causal,
+             bool memory_is_causal) {
+            return l.forward(tgt, memory, opt(tgt_mask), opt(memory_mask),
+                             opt(tgt_key_padding_mask), opt(memory_key_padding_mask), tgt_is_causal,
+                             memory_is_causal);
           },
           "tgt"_a, "memory"_a, "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
           "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
@@ -1437,8 +1498,9 @@ void bind_attention(nb::module_& m) {
                                 false)
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::TransformerEncoder> v, const nn::TransformerEncoderLayer& encoder_layer,
-             int64_t num_layers, std::shared_ptr<nn::LayerNorm> norm, bool, bool) {
+          [](nb::pointer_and_handle<nn::TransformerEncoder> v,
+             const nn::TransformerEncoderLayer& encoder_layer, int64_t num_layers,
+             std::shared_ptr<nn::LayerNorm> norm, bool, bool) {
             construct<nn::TransformerEncoder>(v, encoder_layer, num_layers, std::move(norm));
           },
           "encoder_layer"_a, "num_layers"_a, "norm"_a.none() = nb::none(),
@@ -1458,22 +1520,27 @@ void bind_attention(nb::module_& m) {
 void bind_init(nb::module_& m) {
   nb::module_ init = m.def_submodule("init", "In-place initialisers with PyTorch's formulas.");
   auto fan_mode = [](std::string_view mode) {
-    EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[nn.init] mode must be 'fan_in' or 'fan_out', got '{}'",
-                mode);
+    EMBER_CHECK(mode == "fan_in" || mode == "fan_out",
+                "[nn.init] mode must be 'fan_in' or 'fan_out', got '{}'", mode);
     return mode == "fan_in" ? nn::init::FanMode::FanIn : nn::init::FanMode::FanOut;
   };
   init.def(
-      "uniform_", [](Tensor& t, double a, double b, Generator* g) -> Tensor& { return nn::init::uniform_(t, a, b, g); },
+      "uniform_",
+      [](Tensor& t, double a, double b, Generator* g) -> Tensor& {
+        return nn::init::uniform_(t, a, b, g);
+      },
       "tensor"_a, "a"_a = 0.0, "b"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
       "Fills tensor from U(a, b).");
   init.def(
       "normal_",
-      [](Tensor& t, double mean, double std, Generator* g) -> Tensor& { return nn::init::normal_(t, mean, std, g); },
+      [](Tensor& t, double mean, double std, Generator* g) -> Tensor& {
+        return nn::init::normal_(t, mean, std, g);
+      },
       "tensor"_a, "mean"_a = 0.0, "std"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
       "Fills tensor from N(mean, std^2).");
   init.def(
-      "constant_", [](Tensor& t, double v) -> Tensor& { return nn::init::constant_(t, v); }, "tensor"_a,
-      "val"_a, release_gil(), "Fills tensor with val.");
+      "constant_", [](Tensor& t, double v) -> Tensor& { return nn::init::constant_(t, v); },
+      "tensor"_a, "val"_a, release_gil(), "Fills tensor with val.");
   init.def(
       "zeros_", [](Tensor& t) -> Tensor& { return nn::init::zeros_(t); }, "tensor"_a, release_gil(),
       "Fills tensor with zeros.");
@@ -1482,12 +1549,16 @@ void bind_init(nb::module_& m) {
       "Fills tensor with ones.");
   init.def(
       "xavier_uniform_",
-      [](Tensor& t, double gain, Generator* g) -> Tensor& { return nn::init::xavier_uniform_(t, gain, g); },
+      [](Tensor& t, double gain, Generator* g) -> Tensor& {
+        return nn::init::xavier_uniform_(t, gain, g);
+      },
       "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
       "U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).");
   init.def(
       "xavier_normal_",
-      [](Tensor& t, double gain, Generator* g) -> Tensor& { return nn::init::xavier_normal_(t, gain, g); },
+      [](Tensor& t, double gain, Generator* g) -> Tensor& {
+        return nn::init::xavier_normal_(t, gain, g);
+      },
       "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
       "N(0, s^2), s = gain * sqrt(2 / (fan_in + fan_out)).");
   init.def(

@@ -94,8 +94,9 @@ Tensor div_op(const Tensor& a, const Operand& b, const std::optional<std::string
               "[div] rounding_mode must be None, 'trunc' or 'floor', got '{}'", *rounding_mode);
   Tensor q = div(a.to(DType::Float64), bt.to(DType::Float64));
   q = mul(sign(q), floor(abs(q)));
-  return q.to(is_floating(a.dtype()) || is_floating(bt.dtype()) ? div(a, bt).dtype()
-                                                                  : promote_types(a.dtype(), bt.dtype()));
+  return q.to(is_floating(a.dtype()) || is_floating(bt.dtype())
+                  ? div(a, bt).dtype()
+                  : promote_types(a.dtype(), bt.dtype()));
 }
 
 Tensor pow_op(const Tensor& a, const Operand& b) {
@@ -173,19 +174,25 @@ Tensor opt(const std::optional<Tensor>& t) {
   return t.value_or(Tensor());
 }
 
+/** A functional form's result, written into x when it is asked for in place (inplace=True). */
+Tensor maybe_inplace(const Tensor& x, const Tensor& r, bool inplace) {
+  if (!inplace) return r;
+  Tensor self = x;
+  return self.copy_(r);
+}
+
 void bind_functional(nb::module_& f) {
   // Layers.
   f.def(
       "linear",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) { return linear(x, w, opt(b)); },
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
+        return linear(x, w, opt(b));
+      },
       "input"_a, "weight"_a, "bias"_a = nb::none(), release_gil(), "input @ weight.T + bias.");
   f.def(
       "dropout",
       [](const Tensor& x, double p, bool training, bool inplace) {
-        Tensor r = dropout(x, p, training);
-        if (!inplace) return r;
-        Tensor self = x;
-        return self.copy_(r);
+        return maybe_inplace(x, dropout(x, p, training), inplace);
       },
       "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
       "Zeroes elements with probability p in training, scaling the rest by 1 / (1 - p).");
@@ -204,7 +211,8 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& t, int64_t num_classes) {
         EMBER_CHECK_TYPE(t.dtype() == DType::Int64, "[one_hot] expects an int64 tensor, got {}",
                          t.dtype());
-        const int64_t n = num_classes >= 0 ? num_classes : (t.numel() ? amax(t).item<int64_t>() + 1 : 0);
+        const int64_t n =
+            num_classes >= 0 ? num_classes : (t.numel() ? amax(t).item<int64_t>() + 1 : 0);
         const Tensor classes = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
                                       TensorOptions(DType::Int64, t.device()));
         return eq(t.unsqueeze(-1), classes).to(DType::Int64);
@@ -281,10 +289,10 @@ void bind_functional(nb::module_& f) {
       "Transposed 2-d convolution.");
   f.def(
       "max_pool2d",
-      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-         Ints dilation, bool ceil_mode, bool return_indices) -> nb::object {
-        const Shape k = pair(kernel_size), s = stride ? pair(*stride) : Shape(),
-                    p = pair(padding), d = pair(dilation);
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
+         bool ceil_mode, bool return_indices) -> nb::object {
+        const Shape k = pair(kernel_size), s = stride ? pair(*stride) : Shape(), p = pair(padding),
+                    d = pair(dilation);
         if (!return_indices) {
           Tensor r;
           {
@@ -345,17 +353,15 @@ void bind_functional(nb::module_& f) {
   f.def(
       "layer_norm",
       [](const Tensor& x, Ints normalized_shape, std::optional<Tensor> weight,
-         std::optional<Tensor> bias, double eps) {
-        return layer_norm(x, normalized_shape, opt(weight), opt(bias), eps);
-      },
+         std::optional<Tensor> bias,
+         double eps) { return layer_norm(x, normalized_shape, opt(weight), opt(bias), eps); },
       "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(),
       "eps"_a = 1e-5, release_gil(), "Layer normalisation over the trailing normalized_shape.");
   f.def(
       "group_norm",
       [](const Tensor& x, int64_t num_groups, std::optional<Tensor> weight,
-         std::optional<Tensor> bias, double eps) {
-        return group_norm(x, num_groups, opt(weight), opt(bias), eps);
-      },
+         std::optional<Tensor> bias,
+         double eps) { return group_norm(x, num_groups, opt(weight), opt(bias), eps); },
       "input"_a, "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5,
       release_gil(), "Group normalisation of [N, C, ...].");
   f.def(
@@ -379,20 +385,19 @@ void bind_functional(nb::module_& f) {
   // Activations.
   auto activation = [&](const char* name, auto fn, const char* doc) {
     f.def(
-        name,
-        [fn](const Tensor& x, bool inplace) {
-          Tensor r = fn(x);
-          if (!inplace) return r;
-          Tensor self = x;
-          return self.copy_(r);
-        },
+        name, [fn](const Tensor& x, bool inplace) { return maybe_inplace(x, fn(x), inplace); },
         "input"_a, "inplace"_a = false, release_gil(), doc);
   };
-  activation("relu", [](const Tensor& x) { return relu(x); }, "max(input, 0).");
-  activation("relu6", [](const Tensor& x) { return relu6(x); }, "min(max(input, 0), 6).");
-  activation("selu", [](const Tensor& x) { return selu(x); }, "The self-normalising ELU.");
-  activation("silu", [](const Tensor& x) { return silu(x); }, "input * sigmoid(input).");
-  activation("mish", [](const Tensor& x) { return mish(x); }, "input * tanh(softplus(input)).");
+  activation(
+      "relu", [](const Tensor& x) { return relu(x); }, "max(input, 0).");
+  activation(
+      "relu6", [](const Tensor& x) { return relu6(x); }, "min(max(input, 0), 6).");
+  activation(
+      "selu", [](const Tensor& x) { return selu(x); }, "The self-normalising ELU.");
+  activation(
+      "silu", [](const Tensor& x) { return silu(x); }, "input * sigmoid(input).");
+  activation(
+      "mish", [](const Tensor& x) { return mish(x); }, "input * tanh(softplus(input)).");
   activation(
       "hardsigmoid", [](const Tensor& x) { return div(relu6(add(x, 3)), 6); },
       "relu6(input + 3) / 6.");
@@ -402,20 +407,14 @@ void bind_functional(nb::module_& f) {
   f.def(
       "leaky_relu",
       [](const Tensor& x, double slope, bool inplace) {
-        Tensor r = leaky_relu(x, slope);
-        if (!inplace) return r;
-        Tensor self = x;
-        return self.copy_(r);
+        return maybe_inplace(x, leaky_relu(x, slope), inplace);
       },
       "input"_a, "negative_slope"_a = 0.01, "inplace"_a = false, release_gil(),
       "input where positive, else negative_slope * input.");
   f.def(
       "elu",
       [](const Tensor& x, double alpha, bool inplace) {
-        Tensor r = elu(x, alpha);
-        if (!inplace) return r;
-        Tensor self = x;
-        return self.copy_(r);
+        return maybe_inplace(x, elu(x, alpha), inplace);
       },
       "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
       "input where positive, else alpha * (exp(input) - 1).");
@@ -428,19 +427,25 @@ void bind_functional(nb::module_& f) {
       "input"_a, "approximate"_a = "none", release_gil(),
       "input * Phi(input), or its tanh approximation.");
   f.def(
-      "softplus", [](const Tensor& x, double beta, double threshold) { return softplus(x, beta, threshold); },
+      "softplus",
+      [](const Tensor& x, double beta, double threshold) { return softplus(x, beta, threshold); },
       "input"_a, "beta"_a = 1.0, "threshold"_a = 20.0, release_gil(),
       "log(1 + exp(beta * input)) / beta.");
   f.def(
       "hardtanh",
-      [](const Tensor& x, double min_val, double max_val, bool) { return hardtanh(x, min_val, max_val); },
+      [](const Tensor& x, double min_val, double max_val, bool) {
+        return hardtanh(x, min_val, max_val);
+      },
       "input"_a, "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, release_gil(),
       "input clamped to [min_val, max_val].");
-  f.def("logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
-        "log(sigmoid(input)).");
-  f.def("sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
-        "1 / (1 + exp(-input)).");
-  f.def("tanh", [](const Tensor& x) { return tanh(x); }, "input"_a, release_gil(), "tanh(input).");
+  f.def(
+      "logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
+      "log(sigmoid(input)).");
+  f.def(
+      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
+      "1 / (1 + exp(-input)).");
+  f.def(
+      "tanh", [](const Tensor& x) { return tanh(x); }, "input"_a, release_gil(), "tanh(input).");
   f.def(
       "softsign", [](const Tensor& x) { return div(x, add(abs(x), 1)); }, "input"_a, release_gil(),
       "input / (1 + |input|).");
@@ -516,9 +521,8 @@ void bind_functional(nb::module_& f) {
       "smooth_l1_loss",
       [](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
          std::optional<bool> reduce, std::string_view reduction, double beta) {
-        return smooth_l1_loss(input, target,
-                              loss_reduction(size_average, reduce, reduction, "smooth_l1_loss"),
-                              beta);
+        return smooth_l1_loss(
+            input, target, loss_reduction(size_average, reduce, reduction, "smooth_l1_loss"), beta);
       },
       "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
       "reduction"_a = "mean", "beta"_a = 1.0, release_gil(),
@@ -580,20 +584,21 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   // --- Arithmetic ------------------------------------------------------------------------------
   for (const char* name : {"add"}) {
     b.both(
-        name,
-        [](const Tensor& a, const Operand& o, PyScalar alpha) { return add_op(a, o, alpha); },
-        "other"_a, nb::kw_only(), "alpha"_a = one, "input + alpha * other, broadcast and promoted.");
+        name, [](const Tensor& a, const Operand& o, PyScalar alpha) { return add_op(a, o, alpha); },
+        "other"_a, nb::kw_only(), "alpha"_a = one,
+        "input + alpha * other, broadcast and promoted.");
   }
   for (const char* name : {"sub", "subtract"}) {
     b.both(
-        name,
-        [](const Tensor& a, const Operand& o, PyScalar alpha) { return sub_op(a, o, alpha); },
+        name, [](const Tensor& a, const Operand& o, PyScalar alpha) { return sub_op(a, o, alpha); },
         "other"_a, nb::kw_only(), "alpha"_a = one, "input - alpha * other.");
   }
   for (const char* name : {"mul", "multiply"}) {
     b.both(
         name,
-        [](const Tensor& a, const Operand& o) { return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar); },
+        [](const Tensor& a, const Operand& o) {
+          return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar);
+        },
         "other"_a, "input * other.");
   }
   for (const char* name : {"div", "divide"}) {
@@ -606,9 +611,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         "input / other: true division, or rounded 'trunc' or 'floor'.");
   }
   b.both(
-      "true_divide",
-      [](const Tensor& a, const Operand& o) { return div_op(a, o, std::nullopt); }, "other"_a,
-      "input / other (true division).");
+      "true_divide", [](const Tensor& a, const Operand& o) { return div_op(a, o, std::nullopt); },
+      "other"_a, "input / other (true division).");
   b.both(
       "floor_divide",
       [](const Tensor& a, const Operand& o) { return floor_divide_op(a, as_tensor_operand(o, a)); },
@@ -621,13 +625,18 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "other"_a, "input - floor(input / other) * other (Python's %).");
   b.both(
       "fmod",
-      [](const Tensor& a, const Operand& o) { return o.tensor ? fmod(a, *o.tensor) : fmod(a, o.scalar); },
+      [](const Tensor& a, const Operand& o) {
+        return o.tensor ? fmod(a, *o.tensor) : fmod(a, o.scalar);
+      },
       "other"_a, "input - trunc(input / other) * other (C's fmod).");
   b.both(
       "pow", [](const Tensor& a, const Operand& e) { return pow_op(a, e); }, "exponent"_a,
       "input ** exponent.");
   b.function(
-      "pow", [](PyScalar base, const Tensor& e) { return pow(detail::scalar_tensor(base, e.dtype(), e.device()), e); },
+      "pow",
+      [](PyScalar base, const Tensor& e) {
+        return pow(detail::scalar_tensor(base, e.dtype(), e.device()), e);
+      },
       "self"_a, "exponent"_a, "base ** exponent for a number base.");
   b.both(
       "maximum", [](const Tensor& a, const Tensor& o) { return maximum(a, o); }, "other"_a,
@@ -638,7 +647,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
 
   // Comparisons and logic.
   auto comparison = [&](const char* name, const char* alias, auto tt, auto ts, const char* doc) {
-    auto fn = [tt, ts](const Tensor& a, const Operand& o) { return o.tensor ? tt(a, *o.tensor) : ts(a, o.scalar); };
+    auto fn = [tt, ts](const Tensor& a, const Operand& o) {
+      return o.tensor ? tt(a, *o.tensor) : ts(a, o.scalar);
+    };
     b.both(name, fn, "other"_a, doc);
     if (alias) b.both(alias, fn, "other"_a, doc);
   };
@@ -673,16 +684,21 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "logical_or", [](const Tensor& a, const Tensor& o) { return logical_or(a, o); }, "other"_a,
       "Truthiness of input or other.");
   b.both(
-      "logical_xor", [](const Tensor& a, const Tensor& o) { return ne(a.to(DType::Bool), o.to(DType::Bool)); },
+      "logical_xor",
+      [](const Tensor& a, const Tensor& o) { return ne(a.to(DType::Bool), o.to(DType::Bool)); },
       "other"_a, "Truthiness of input xor other.");
-  b.both("logical_not", [](const Tensor& a) { return logical_not(a); }, "Not truthiness of input.");
+  b.both(
+      "logical_not", [](const Tensor& a) { return logical_not(a); }, "Not truthiness of input.");
   b.both(
       "isnan", [](const Tensor& a) { return ne(a, a); }, "True where input is NaN.");
   b.both(
       "isinf", [](const Tensor& a) { return eq(abs(a), std::numeric_limits<double>::infinity()); },
       "True where input is +-inf.");
   b.both(
-      "isfinite", [](const Tensor& a) { return logical_and(eq(a, a), ne(abs(a), std::numeric_limits<double>::infinity())); },
+      "isfinite",
+      [](const Tensor& a) {
+        return logical_and(eq(a, a), ne(abs(a), std::numeric_limits<double>::infinity()));
+      },
       "True where input is finite.");
   auto where_fn = [](const Tensor& cond, const Operand& x, const Operand& y) {
     if (x.tensor && y.tensor) return where(cond, *x.tensor, *y.tensor);
@@ -698,10 +714,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         return where_fn(condition, Operand{&self, {}}, other);
       },
       "condition"_a, "other"_a, "self where condition is true, else other.");
-  m.def(
-      "where", where_fn,
-      "condition"_a, "input"_a, "other"_a, release_gil(),
-      "input where condition is true, else other (broadcast).");
+  m.def("where", where_fn, "condition"_a, "input"_a, "other"_a, release_gil(),
+        "input where condition is true, else other (broadcast).");
   m.def(
       "where",
       [](const Tensor& cond) {
@@ -714,7 +728,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
 
   // --- Unary math ------------------------------------------------------------------------------
   auto unary = [&](const char* name, Tensor (*fn)(const Tensor&), const char* doc) {
-    b.both(name, [fn](const Tensor& x) { return fn(x); }, doc);
+    b.both(
+        name, [fn](const Tensor& x) { return fn(x); }, doc);
   };
   unary("neg", &neg, "-input.");
   unary("negative", &neg, "-input.");
@@ -775,11 +790,13 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "min"_a = nb::none(), "max"_a = nb::none(), "input clamped to [min, max].");
   b.both(
-      "clamp_min", [](const Tensor& x, PyScalar min) { return clamp(x, Scalar(min), std::nullopt); },
-      "min"_a, "max(input, min).");
+      "clamp_min",
+      [](const Tensor& x, PyScalar min) { return clamp(x, Scalar(min), std::nullopt); }, "min"_a,
+      "max(input, min).");
   b.both(
-      "clamp_max", [](const Tensor& x, PyScalar max) { return clamp(x, std::nullopt, Scalar(max)); },
-      "max"_a, "min(input, max).");
+      "clamp_max",
+      [](const Tensor& x, PyScalar max) { return clamp(x, std::nullopt, Scalar(max)); }, "max"_a,
+      "min(input, max).");
   b.both(
       "lerp",
       [](const Tensor& x, const Tensor& end, const Operand& weight) {
@@ -807,14 +824,19 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input -= alpha * other.");
   b.method(
       "mul_",
-      [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar); },
+      [](Tensor& a, const Operand& o) -> Tensor& {
+        return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar);
+      },
       "other"_a, "In place: input *= other.");
   b.method(
       "div_",
-      [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar); },
+      [](Tensor& a, const Operand& o) -> Tensor& {
+        return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar);
+      },
       "other"_a, "In place: input /= other.");
   auto unary_ = [&](const char* name, Tensor& (*fn)(Tensor&), const char* doc) {
-    b.method(name, [fn](Tensor& x) -> Tensor& { return fn(x); }, doc);
+    b.method(
+        name, [fn](Tensor& x) -> Tensor& { return fn(x); }, doc);
   };
   unary_("neg_", &neg_, "In place: -input.");
   unary_("abs_", &abs_, "In place: |input|.");
@@ -843,25 +865,47 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "In place: max(input, 0).");
 
   // Operators.
-  b.op("__add__", [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
-      .op("__radd__", [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
-      .op("__sub__", [](const Tensor& a, const Operand& o) { return sub_op(a, o, Scalar(int64_t{1})); })
-      .op("__rsub__",
-          [](const Tensor& a, const Operand& o) { return o.tensor ? sub(*o.tensor, a) : o.scalar - a; })
-      .op("__mul__", [](const Tensor& a, const Operand& o) { return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar); })
-      .op("__rmul__", [](const Tensor& a, const Operand& o) { return o.tensor ? mul(*o.tensor, a) : mul(a, o.scalar); })
-      .op("__truediv__", [](const Tensor& a, const Operand& o) { return o.tensor ? div(a, *o.tensor) : div(a, o.scalar); })
+  b.op("__add__",
+       [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
+      .op("__radd__",
+          [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
+      .op("__sub__",
+          [](const Tensor& a, const Operand& o) { return sub_op(a, o, Scalar(int64_t{1})); })
+      .op("__rsub__", [](const Tensor& a,
+                         const Operand& o) { return o.tensor ? sub(*o.tensor, a) : o.scalar - a; })
+      .op("__mul__",
+          [](const Tensor& a, const Operand& o) {
+            return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar);
+          })
+      .op("__rmul__",
+          [](const Tensor& a, const Operand& o) {
+            return o.tensor ? mul(*o.tensor, a) : mul(a, o.scalar);
+          })
+      .op("__truediv__",
+          [](const Tensor& a, const Operand& o) {
+            return o.tensor ? div(a, *o.tensor) : div(a, o.scalar);
+          })
       .op("__rtruediv__",
-          [](const Tensor& a, const Operand& o) { return o.tensor ? div(*o.tensor, a) : o.scalar / a; })
+          [](const Tensor& a, const Operand& o) {
+            return o.tensor ? div(*o.tensor, a) : o.scalar / a;
+          })
       .op("__floordiv__",
-          [](const Tensor& a, const Operand& o) { return floor_divide_op(a, as_tensor_operand(o, a)); })
+          [](const Tensor& a, const Operand& o) {
+            return floor_divide_op(a, as_tensor_operand(o, a));
+          })
       .op("__rfloordiv__",
-          [](const Tensor& a, const Operand& o) { return floor_divide_op(as_tensor_operand(o, a), a); })
+          [](const Tensor& a, const Operand& o) {
+            return floor_divide_op(as_tensor_operand(o, a), a);
+          })
       .op("__mod__",
-          [](const Tensor& a, const Operand& o) { return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar); })
-      .op("__rmod__", [](const Tensor& a, const Operand& o) { return remainder(as_tensor_operand(o, a), a); })
+          [](const Tensor& a, const Operand& o) {
+            return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar);
+          })
+      .op("__rmod__",
+          [](const Tensor& a, const Operand& o) { return remainder(as_tensor_operand(o, a), a); })
       .op("__pow__", [](const Tensor& a, const Operand& o) { return pow_op(a, o); })
-      .op("__rpow__", [](const Tensor& a, const Operand& o) { return pow(as_tensor_operand(o, a), a); })
+      .op("__rpow__",
+          [](const Tensor& a, const Operand& o) { return pow(as_tensor_operand(o, a), a); })
       .op("__matmul__", [](const Tensor& a, const Tensor& o) { return matmul(a, o); })
       .op("__rmatmul__", [](const Tensor& a, const Tensor& o) { return matmul(o, a); })
       .op("__neg__", [](const Tensor& a) { return neg(a); })
@@ -870,38 +914,55 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       .op("__invert__",
           [](const Tensor& a) {
             EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[~] bitwise not is supported for bool tensors only, got {}", a.dtype());
+                             "[~] bitwise not is supported for bool tensors only, got {}",
+                             a.dtype());
             return logical_not(a);
           })
       .op("__and__",
           [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[&] supported for bool tensors only, got {}", a.dtype());
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[&] supported for bool tensors only, got {}", a.dtype());
             return logical_and(a, as_tensor_operand(o, a));
           })
       .op("__or__",
           [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[|] supported for bool tensors only, got {}", a.dtype());
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[|] supported for bool tensors only, got {}", a.dtype());
             return logical_or(a, as_tensor_operand(o, a));
           })
       .op("__xor__",
           [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[^] supported for bool tensors only, got {}", a.dtype());
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[^] supported for bool tensors only, got {}", a.dtype());
             return ne(a, as_tensor_operand(o, a).to(DType::Bool));
           })
-      .op("__eq__", [](const Tensor& a, const Operand& o) { return o.tensor ? eq(a, *o.tensor) : eq(a, o.scalar); })
-      .op("__ne__", [](const Tensor& a, const Operand& o) { return o.tensor ? ne(a, *o.tensor) : ne(a, o.scalar); })
-      .op("__lt__", [](const Tensor& a, const Operand& o) { return o.tensor ? lt(a, *o.tensor) : lt(a, o.scalar); })
-      .op("__le__", [](const Tensor& a, const Operand& o) { return o.tensor ? le(a, *o.tensor) : le(a, o.scalar); })
-      .op("__gt__", [](const Tensor& a, const Operand& o) { return o.tensor ? gt(a, *o.tensor) : gt(a, o.scalar); })
-      .op("__ge__", [](const Tensor& a, const Operand& o) { return o.tensor ? ge(a, *o.tensor) : ge(a, o.scalar); })
+      .op("__eq__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? eq(a, *o.tensor) : eq(a, o.scalar); })
+      .op("__ne__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? ne(a, *o.tensor) : ne(a, o.scalar); })
+      .op("__lt__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? lt(a, *o.tensor) : lt(a, o.scalar); })
+      .op("__le__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? le(a, *o.tensor) : le(a, o.scalar); })
+      .op("__gt__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? gt(a, *o.tensor) : gt(a, o.scalar); })
+      .op("__ge__", [](const Tensor& a,
+                       const Operand& o) { return o.tensor ? ge(a, *o.tensor) : ge(a, o.scalar); })
       .op("__iadd__",
-          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? add_(a, *o.tensor) : add_(a, o.scalar); })
+          [](Tensor& a, const Operand& o) -> Tensor& {
+            return o.tensor ? add_(a, *o.tensor) : add_(a, o.scalar);
+          })
       .op("__isub__",
-          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? sub_(a, *o.tensor) : sub_(a, o.scalar); })
+          [](Tensor& a, const Operand& o) -> Tensor& {
+            return o.tensor ? sub_(a, *o.tensor) : sub_(a, o.scalar);
+          })
       .op("__imul__",
-          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar); })
-      .op("__itruediv__",
-          [](Tensor& a, const Operand& o) -> Tensor& { return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar); });
+          [](Tensor& a, const Operand& o) -> Tensor& {
+            return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar);
+          })
+      .op("__itruediv__", [](Tensor& a, const Operand& o) -> Tensor& {
+        return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar);
+      });
   // Note: __eq__ makes Python drop the inherited __hash__; tensor.cpp defines it again below.
   cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
 
@@ -930,11 +991,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "Product over dim (all elements if None).");
   b.both(
       "amax",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return amax(x, dims_of(dim), keepdim); },
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
+        return amax(x, dims_of(dim), keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "Largest value over dim.");
   b.both(
       "amin",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return amin(x, dims_of(dim), keepdim); },
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
+        return amin(x, dims_of(dim), keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "Smallest value over dim.");
   for (const char* name : {"max", "min"}) {
     const bool is_max = std::string_view(name) == "max";
@@ -972,11 +1037,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   }
   b.both(
       "argmax",
-      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmax(x, dim, keepdim); },
+      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+        return argmax(x, dim, keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "Index of the largest element.");
   b.both(
       "argmin",
-      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmin(x, dim, keepdim); },
+      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+        return argmin(x, dim, keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "Index of the smallest element.");
   b.both(
       "var",
@@ -1013,11 +1082,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "The p-norm over dim (all elements if None); 'fro' is the 2-norm.");
   b.both(
       "all",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return all(x, dims_of(dim), keepdim); },
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
+        return all(x, dims_of(dim), keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "True if every element is truthy.");
   b.both(
       "any",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) { return any(x, dims_of(dim), keepdim); },
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
+        return any(x, dims_of(dim), keepdim);
+      },
       "dim"_a = nb::none(), "keepdim"_a = false, "True if any element is truthy.");
   b.both(
       "logsumexp",
@@ -1025,11 +1098,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "keepdim"_a = false, "log(sum(exp(input))) over dim, computed stably.");
   b.both(
       "cumsum",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return cumsum(cast_input(x, dtype), dim); },
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+        return cumsum(cast_input(x, dtype), dim);
+      },
       "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running sum along dim.");
   b.both(
       "cumprod",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return cumprod(cast_input(x, dtype), dim); },
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+        return cumprod(cast_input(x, dtype), dim);
+      },
       "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running product along dim.");
   b.both(
       "count_nonzero",
@@ -1037,20 +1114,27 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "dim"_a = nb::none(), "Number of non-zero elements over dim.");
   b.both(
       "softmax",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return softmax(cast_input(x, dtype), dim); },
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+        return softmax(cast_input(x, dtype), dim);
+      },
       "dim"_a, "dtype"_a = nb::none(), "exp(input) / sum(exp(input)) along dim.");
   b.both(
       "log_softmax",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) { return log_softmax(cast_input(x, dtype), dim); },
+      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
+        return log_softmax(cast_input(x, dtype), dim);
+      },
       "dim"_a, "dtype"_a = nb::none(), "log(softmax(input)) along dim, computed stably.");
 
   // --- Products --------------------------------------------------------------------------------
-  b.both("matmul", [](const Tensor& a, const Tensor& o) { return matmul(a, o); }, "other"_a,
-         "Matrix product with NumPy's broadcasting rules.");
-  b.both("mm", [](const Tensor& a, const Tensor& o) { return mm(a, o); }, "mat2"_a,
-         "2-d matrix product.");
-  b.both("bmm", [](const Tensor& a, const Tensor& o) { return bmm(a, o); }, "mat2"_a,
-         "Batched matrix product [b, n, k] x [b, k, m].");
+  b.both(
+      "matmul", [](const Tensor& a, const Tensor& o) { return matmul(a, o); }, "other"_a,
+      "Matrix product with NumPy's broadcasting rules.");
+  b.both(
+      "mm", [](const Tensor& a, const Tensor& o) { return mm(a, o); }, "mat2"_a,
+      "2-d matrix product.");
+  b.both(
+      "bmm", [](const Tensor& a, const Tensor& o) { return bmm(a, o); }, "mat2"_a,
+      "Batched matrix product [b, n, k] x [b, k, m].");
   b.both(
       "mv", [](const Tensor& a, const Tensor& v) { return matmul(a, v); }, "vec"_a,
       "Matrix-vector product.");
@@ -1063,8 +1147,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "other"_a, "Inner product of two 1-d tensors.");
   b.both(
-      "outer",
-      [](const Tensor& a, const Tensor& o) { return mul(a.unsqueeze(1), o.unsqueeze(0)); },
+      "outer", [](const Tensor& a, const Tensor& o) { return mul(a.unsqueeze(1), o.unsqueeze(0)); },
       "vec2"_a, "Outer product of two 1-d tensors.");
   b.both(
       "addmm",
@@ -1079,7 +1162,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "einsum",
       [](std::string_view equation, nb::args operands) {
         std::vector<Tensor> ts;
-        if (operands.size() == 1 && (nb::isinstance<nb::list>(operands[0]) || nb::isinstance<nb::tuple>(operands[0]))) {
+        if (operands.size() == 1 &&
+            (nb::isinstance<nb::list>(operands[0]) || nb::isinstance<nb::tuple>(operands[0]))) {
           ts = nb::cast<std::vector<Tensor>>(operands[0]);
         } else {
           ts = nb::cast<std::vector<Tensor>>(operands);
@@ -1088,7 +1172,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         return einsum(equation, ts);
       },
       "equation"_a, "operands"_a,
-      nb::sig("def einsum(equation: str, *operands: ember.Tensor | collections.abc.Sequence[ember.Tensor]) -> ember.Tensor"),
+      nb::sig("def einsum(equation: str, *operands: ember.Tensor | "
+              "collections.abc.Sequence[ember.Tensor]) -> ember.Tensor"),
       "Einstein summation, as torch.einsum.");
 
   // --- Views and shapes -------------------------------------------------------------------------
@@ -1097,15 +1182,16 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, nb::args shape) {
         if (shape.size() == 1 && nb::isinstance<DTypeObject>(shape[0])) {
           const DType d = nb::cast<DType>(shape[0]);
-          EMBER_CHECK_NOT_IMPLEMENTED(d == x.dtype(),
-                                      "[view] reinterpreting {} as {} is not supported", x.dtype(), d);
+          EMBER_CHECK_NOT_IMPLEMENTED(
+              d == x.dtype(), "[view] reinterpreting {} as {} is not supported", x.dtype(), d);
           return x;
         }
         const Shape s = sizes_from_args(shape, "view");
         nb::gil_scoped_release release;
         return x.view(s);
       },
-      "shape"_a, nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "shape"_a,
+      nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The same data with a new shape (one size may be -1).");
   cls.def(
       "reshape",
@@ -1114,11 +1200,12 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         nb::gil_scoped_release release;
         return x.reshape(s);
       },
-      "shape"_a, nb::sig("def reshape(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "shape"_a,
+      nb::sig("def reshape(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "A view with a new shape when strides allow, else a copy.");
   m.def(
-      "reshape", [](const Tensor& x, Ints shape) { return x.reshape(shape); }, "input"_a,
-      "shape"_a, release_gil(), "input with a new shape.");
+      "reshape", [](const Tensor& x, Ints shape) { return x.reshape(shape); }, "input"_a, "shape"_a,
+      release_gil(), "input with a new shape.");
   b.method(
       "view_as", [](const Tensor& x, const Tensor& o) { return x.view(o.sizes()); }, "other"_a,
       "A view with other's shape.");
@@ -1130,7 +1217,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         name, [](const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }, "dim0"_a,
         "dim1"_a, "Swaps two dims (a view).");
   }
-  b.both("t", [](const Tensor& x) { return x.t(); }, "Transpose of a tensor of at most 2 dims.");
+  b.both(
+      "t", [](const Tensor& x) { return x.t(); }, "Transpose of a tensor of at most 2 dims.");
   cls.def_prop_ro(
       "T",
       [](const Tensor& x) {
@@ -1148,7 +1236,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         nb::gil_scoped_release release;
         return x.permute(d);
       },
-      "dims"_a, nb::sig("def permute(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "dims"_a,
+      nb::sig("def permute(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "Reorders the dims (a view).");
   m.def(
       "permute", [](const Tensor& x, Ints dims) { return x.permute(dims); }, "input"_a, "dims"_a,
@@ -1180,7 +1269,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "source"_a, "destination"_a, "Moves dims to new positions (a view).");
   b.both(
       "narrow",
-      [](const Tensor& x, int64_t dim, int64_t start, int64_t length) { return x.narrow(dim, start, length); },
+      [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+        return x.narrow(dim, start, length);
+      },
       "dim"_a, "start"_a, "length"_a, "`length` elements from `start` along dim (a view).");
   b.both(
       "select", [](const Tensor& x, int64_t dim, int64_t index) { return x.select(dim, index); },
@@ -1192,7 +1283,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         nb::gil_scoped_release release;
         return x.expand(s);
       },
-      "sizes"_a, nb::sig("def expand(self, *sizes: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "sizes"_a,
+      nb::sig("def expand(self, *sizes: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "Broadcasts size-1 dims to sizes (-1 keeps a size), without copying.");
   b.method(
       "expand_as", [](const Tensor& x, const Tensor& o) { return x.expand_as(o); }, "other"_a,
@@ -1205,7 +1297,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, std::optional<Ints> dim) {
         if (!dim) return x.squeeze();
         Shape ds;
-        for (int64_t d : dim->v) ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze"));
+        for (int64_t d : dim->v)
+          ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze"));
         std::sort(ds.begin(), ds.end(), std::greater<>());
         Tensor r = x;
         for (int64_t d : ds) r = r.squeeze(d);
@@ -1217,7 +1310,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "Inserts a size-1 dim at dim.");
   b.both(
       "flatten",
-      [](const Tensor& x, int64_t start_dim, int64_t end_dim) { return x.flatten(start_dim, end_dim); },
+      [](const Tensor& x, int64_t start_dim, int64_t end_dim) {
+        return x.flatten(start_dim, end_dim);
+      },
       "start_dim"_a = 0, "end_dim"_a = -1, "Merges dims start_dim..end_dim into one.");
   b.both(
       "unflatten",
@@ -1230,7 +1325,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         return x.view(s);
       },
       "dim"_a, "sizes"_a, "Splits dim into sizes.");
-  b.both("ravel", [](const Tensor& x) { return x.reshape({-1}); }, "input as one dim.");
+  b.both(
+      "ravel", [](const Tensor& x) { return x.reshape({-1}); }, "input as one dim.");
   b.both(
       "as_strided",
       [](const Tensor& x, Ints size, Ints stride, std::optional<int64_t> storage_offset) {
@@ -1261,7 +1357,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         }
         return x.reshape(inter).expand(expanded).reshape(out);
       },
-      "repeats"_a, nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
+      "repeats"_a,
+      nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The tensor tiled `repeats` times along each dim (a copy).");
   b.both(
       "flip",
@@ -1270,8 +1367,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         for (int64_t d : dims.v) {
           const int64_t w = wrap_dim(d, x.dim(), "flip");
           const int64_t n = x.size(w);
-          r = index_select(r, w, arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
-                                        TensorOptions(DType::Int64, x.device())));
+          r = index_select(r, w,
+                           arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
+                                  TensorOptions(DType::Int64, x.device())));
         }
         return r;
       },
@@ -1316,10 +1414,12 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "diagonal",
       [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
-        const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"), d2 = wrap_dim(dim2, x.dim(), "diagonal");
+        const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"),
+                      d2 = wrap_dim(dim2, x.dim(), "diagonal");
         EMBER_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ, both are {}", d1);
         const int64_t n1 = x.size(d1), n2 = x.size(d2);
-        const int64_t len = std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+        const int64_t len = std::max<int64_t>(
+            0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
         Shape sizes, strides;
         for (int64_t i = 0; i < x.dim(); ++i) {
           if (i == d1 || i == d2) continue;
@@ -1328,7 +1428,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         }
         sizes.push_back(len);
         strides.push_back(x.stride(d1) + x.stride(d2));
-        const int64_t start = len == 0 ? 0 : (offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1));
+        const int64_t start =
+            len == 0 ? 0 : (offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1));
         return x.as_strided(sizes, strides, x.storage_offset() + start);
       },
       "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1, "The diagonal of dims dim1, dim2 (a view).");
@@ -1372,7 +1473,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         if (one) return split(x, sizes.v[0], dim);
         return split(x, IntList(sizes.v), dim);
       },
-      "split_size_or_sections"_a, "dim"_a = 0, "Views of equal size (or the given sizes) along dim.");
+      "split_size_or_sections"_a, "dim"_a = 0,
+      "Views of equal size (or the given sizes) along dim.");
   b.both(
       "chunk", [](const Tensor& x, int64_t chunks, int64_t dim) { return chunk(x, chunks, dim); },
       "chunks"_a, "dim"_a = 0, "`chunks` nearly equal views along dim.");
@@ -1386,14 +1488,16 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, int64_t dim, const Tensor& index) { return index_select(x, dim, index); },
       "dim"_a, "index"_a, "The entries at index (1-d int64) along dim.");
   b.both(
-      "gather", [](const Tensor& x, int64_t dim, const Tensor& index) { return gather(x, dim, index); },
+      "gather",
+      [](const Tensor& x, int64_t dim, const Tensor& index) { return gather(x, dim, index); },
       "dim"_a, "index"_a, "out[i][j] = input[index[i][j]][j] (for dim 0).");
   b.both(
       "scatter",
       [](const Tensor& x, int64_t dim, const Tensor& index, const Operand& src) {
         return scatter(x, dim, index,
-                       src.tensor ? *src.tensor
-                                  : full(index.sizes(), src.scalar, TensorOptions(x.dtype(), x.device())));
+                       src.tensor
+                           ? *src.tensor
+                           : full(index.sizes(), src.scalar, TensorOptions(x.dtype(), x.device())));
       },
       "dim"_a, "index"_a, "src"_a, "A copy with src written at index along dim.");
   b.both(
@@ -1404,7 +1508,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "dim"_a, "index"_a, "src"_a, "A copy with src added at index along dim.");
   b.both(
       "masked_fill",
-      [](const Tensor& x, const Tensor& mask, PyScalar value) { return masked_fill(x, mask, value); },
+      [](const Tensor& x, const Tensor& mask, PyScalar value) {
+        return masked_fill(x, mask, value);
+      },
       "mask"_a, "value"_a, "A copy with value where mask is true.");
   b.both(
       "masked_select",
@@ -1456,7 +1562,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "(values, indices) sorted along dim (stable).");
   b.both(
       "argsort",
-      [](const Tensor& x, int64_t dim, bool descending, bool) { return std::get<1>(sort(x, dim, descending)); },
+      [](const Tensor& x, int64_t dim, bool descending, bool) {
+        return std::get<1>(sort(x, dim, descending));
+      },
       "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
       "The indices that sort input along dim.");
   auto topk_fn = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {

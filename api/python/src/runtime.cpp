@@ -57,7 +57,8 @@ void bind_runtime(nb::module_& m) {
           "is_floating_point", [](const DTypeObject& d) { return is_floating(d.dtype); },
           "True for float16, bfloat16, float32 and float64.")
       .def_prop_ro(
-          "is_signed", [](const DTypeObject& d) { return d.dtype != DType::UInt8 && d.dtype != DType::Bool; },
+          "is_signed",
+          [](const DTypeObject& d) { return d.dtype != DType::UInt8 && d.dtype != DType::Bool; },
           "True unless the type is unsigned (uint8, bool).")
       .def_prop_ro(
           "itemsize", [](const DTypeObject& d) { return itemsize(d.dtype); }, "Bytes per element.")
@@ -103,7 +104,8 @@ void bind_runtime(nb::module_& m) {
            [](const Device& a, nb::handle b) {
              return nb::isinstance<Device>(b) && a == nb::cast<Device>(b);
            })
-      .def("__hash__", [](const Device& d) { return (static_cast<int64_t>(d.type) << 16) | d.index; })
+      .def("__hash__",
+           [](const Device& d) { return (static_cast<int64_t>(d.type) << 16) | d.index; })
       .def("__reduce__", [](const Device& d) {
         return nb::make_tuple(nb::module_::import_("ember").attr("device"),
                               nb::make_tuple(d.str()));
@@ -114,10 +116,10 @@ void bind_runtime(nb::module_& m) {
                         "A seedable random-number generator (Philox for tensors), as "
                         "torch.Generator.")
       .def(
-          "__init__",
-          [](Generator* self, std::optional<Device>) { new (self) Generator(); },
-          "device"_a = nb::none(), "A generator with the default seed (`device` is accepted for "
-                                   "PyTorch's signature: the same generator serves every device).")
+          "__init__", [](Generator* self, std::optional<Device>) { new (self) Generator(); },
+          "device"_a = nb::none(),
+          "A generator with the default seed (`device` is accepted for "
+          "PyTorch's signature: the same generator serves every device).")
       .def(
           "manual_seed",
           [](Generator& g, uint64_t seed) -> Generator& {
@@ -149,8 +151,8 @@ void bind_runtime(nb::module_& m) {
       .def("query", &Stream::query, "True if the queued work has completed.")
       .def("wait_event", nb::overload_cast<const Event&>(&Stream::wait, nb::const_), "event"_a,
            "Makes later work here wait for `event`.")
-      .def("wait_stream", nb::overload_cast<const Stream&>(&Stream::wait, nb::const_),
-           "stream"_a, "Makes later work here wait for the work queued on `stream` so far.")
+      .def("wait_stream", nb::overload_cast<const Stream&>(&Stream::wait, nb::const_), "stream"_a,
+           "Makes later work here wait for the work queued on `stream` so far.")
       .def("__eq__",
            [](const Stream& a, nb::handle b) {
              return nb::isinstance<Stream>(b) && a == nb::cast<Stream>(b);
@@ -171,8 +173,9 @@ void bind_runtime(nb::module_& m) {
         "A stream from the device's pool.");
   m.def("set_current_stream", &set_current_stream, "stream"_a,
         "Makes `stream` this thread's current stream of its device.");
-  m.def("synchronize", [](Device d) { synchronize(d); }, "device"_a = Device::cpu(),
-        release_gil(), "Waits for all queued work on `device`.");
+  m.def(
+      "synchronize", [](Device d) { synchronize(d); }, "device"_a = Device::cpu(), release_gil(),
+      "Waits for all queued work on `device`.");
 
   // What is here.
   m.def("devices", &available_devices,
@@ -230,7 +233,8 @@ void bind_runtime(nb::module_& m) {
       "require_device"_a = nb::none(), release_gil(),
       "Runs plugin discovery with these controls (over the EMBER_* variables); only before "
       "anything else used Ember.");
-  m.def("version", []() { return std::string(version()); }, "The core library's version.");
+  m.def(
+      "version", []() { return std::string(version()); }, "The core library's version.");
 
   // Threads and memory.
   m.def("set_num_threads", &set_num_threads, "n"_a, "Threads every backend uses within an op.");

@@ -9,8 +9,9 @@ namespace ember::python {
 Tensor tensor_from_buffer(nb::handle obj, const char* op);
 nb::object tensor_to_numpy(const Tensor& t, bool force);
 Tensor dlpack_to_tensor(nb::handle obj);
-nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
-                            nb::handle dl_device, std::optional<bool> copy);
+nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream,
+                            std::optional<nb::tuple> max_version, nb::handle dl_device,
+                            std::optional<bool> copy);
 std::pair<int, int> tensor_dlpack_device(const Tensor& t);
 
 namespace {
@@ -77,7 +78,8 @@ ToArgs parse_to(nb::args args, nb::kwargs kwargs) {
       const Tensor& o = self_of(a);
       r.device = o.device();
       r.dtype = o.dtype();
-    } else if (nb::isinstance<DTypeObject>(a) || a.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
+    } else if (nb::isinstance<DTypeObject>(a) ||
+               a.ptr() == reinterpret_cast<PyObject*>(&PyFloat_Type) ||
                a.ptr() == reinterpret_cast<PyObject*>(&PyLong_Type) ||
                a.ptr() == reinterpret_cast<PyObject*>(&PyBool_Type)) {
       r.dtype = nb::cast<DType>(a);
@@ -119,11 +121,11 @@ Tensor apply_to(const Tensor& t, const ToArgs& a) {
   Tensor r = t;
   if (a.device && r.device() != *a.device) r = r.to(*a.device, a.non_blocking);
   if (a.dtype) r = r.to(*a.dtype);
-  if (a.memory_format && *a.memory_format != MemoryFormat::Preserve) r = r.contiguous(*a.memory_format);
+  if (a.memory_format && *a.memory_format != MemoryFormat::Preserve)
+    r = r.contiguous(*a.memory_format);
   if (a.copy && r.is_same(t)) r = t.clone();
   return r;
 }
-
 
 /** Sizes given as *size or as one sequence: zeros(2, 3) and zeros((2, 3)). */
 Shape sizes_from_args(nb::args args, const char* op) {
@@ -232,7 +234,8 @@ nb::object to_list(const Tensor& t) {
       return v;
     }
     nb::list out;
-    for (int64_t i = 0; i < sizes[dim]; ++i) out.append(rec(dim + 1, offset + i * host.stride(static_cast<int64_t>(dim))));
+    for (int64_t i = 0; i < sizes[dim]; ++i)
+      out.append(rec(dim + 1, offset + i * host.stride(static_cast<int64_t>(dim))));
     return out;
   };
   return rec(0, 0);
@@ -360,7 +363,8 @@ void bind_tensor(nb::module_& m) {
   // Shape and layout.
   cls.def_prop_ro(
          "shape", [](const Tensor& t) { return make_size(t.sizes()); },
-         nb::for_getter(nb::sig("def shape(self, /) -> ember.Size")), "The sizes, as an ember.Size.")
+         nb::for_getter(nb::sig("def shape(self, /) -> ember.Size")),
+         "The sizes, as an ember.Size.")
       .def(
           "size", [](const Tensor& t) { return make_size(t.sizes()); },
           nb::sig("def size(self) -> ember.Size"), "The sizes.")
@@ -390,18 +394,19 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro(
           "is_cpu", [](const Tensor& t) { return t.device() == Device::cpu(); },
           "True for a CPU tensor.")
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
-           "The address of the first element.")
+      .def(
+          "data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); },
+          "The address of the first element.")
       .def("storage_offset", &Tensor::storage_offset, "The offset into the storage, in elements.")
       .def(
-          "is_contiguous",
-          [](const Tensor& t, MemoryFormat f) { return t.is_contiguous(f); },
+          "is_contiguous", [](const Tensor& t, MemoryFormat f) { return t.is_contiguous(f); },
           "memory_format"_a = MemoryFormat::Contiguous,
           "True if the elements are dense in that format's order.")
       .def(
           "is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); },
           "True for floating dtypes.")
-      .def("is_complex", [](const Tensor&) { return false; }, "Always False: no complex dtypes.")
+      .def(
+          "is_complex", [](const Tensor&) { return false; }, "Always False: no complex dtypes.")
       .def("is_pinned", &Tensor::is_pinned, "True for page-locked host memory.")
       .def("pin_memory", &Tensor::pin_memory, release_gil(),
            "A copy in page-locked host memory (the tensor if already pinned).")
@@ -417,8 +422,7 @@ void bind_tensor(nb::module_& m) {
            nb::gil_scoped_release release;
            return apply_to(t, a);
          },
-         "args"_a, "kwargs"_a,
-         nb::sig("def to(self, *args, **kwargs) -> ember.Tensor"),
+         "args"_a, "kwargs"_a, nb::sig("def to(self, *args, **kwargs) -> ember.Tensor"),
          "Converted to a device, dtype or memory format: to(device), to(dtype), to(device, "
          "dtype), to(other), with non_blocking, copy and memory_format keywords.")
       .def(
@@ -437,21 +441,28 @@ void bind_tensor(nb::module_& m) {
             return t.to(d, non_blocking);
           },
           "device"_a = nb::none(), "non_blocking"_a = false, "A copy on a CUDA device.")
-      .def("float", [](const Tensor& t) { return t.to(DType::Float32); }, release_gil(),
-           "As float32.")
-      .def("double", [](const Tensor& t) { return t.to(DType::Float64); }, release_gil(),
-           "As float64.")
-      .def("half", [](const Tensor& t) { return t.to(DType::Float16); }, release_gil(),
-           "As float16.")
-      .def("bfloat16", [](const Tensor& t) { return t.to(DType::BFloat16); }, release_gil(),
-           "As bfloat16.")
-      .def("long", [](const Tensor& t) { return t.to(DType::Int64); }, release_gil(),
-           "As int64.")
-      .def("int", [](const Tensor& t) { return t.to(DType::Int32); }, release_gil(), "As int32.")
-      .def("char", [](const Tensor& t) { return t.to(DType::Int8); }, release_gil(), "As int8.")
-      .def("byte", [](const Tensor& t) { return t.to(DType::UInt8); }, release_gil(),
-           "As uint8.")
-      .def("bool", [](const Tensor& t) { return t.to(DType::Bool); }, release_gil(), "As bool.")
+      .def(
+          "float", [](const Tensor& t) { return t.to(DType::Float32); }, release_gil(),
+          "As float32.")
+      .def(
+          "double", [](const Tensor& t) { return t.to(DType::Float64); }, release_gil(),
+          "As float64.")
+      .def(
+          "half", [](const Tensor& t) { return t.to(DType::Float16); }, release_gil(),
+          "As float16.")
+      .def(
+          "bfloat16", [](const Tensor& t) { return t.to(DType::BFloat16); }, release_gil(),
+          "As bfloat16.")
+      .def(
+          "long", [](const Tensor& t) { return t.to(DType::Int64); }, release_gil(), "As int64.")
+      .def(
+          "int", [](const Tensor& t) { return t.to(DType::Int32); }, release_gil(), "As int32.")
+      .def(
+          "char", [](const Tensor& t) { return t.to(DType::Int8); }, release_gil(), "As int8.")
+      .def(
+          "byte", [](const Tensor& t) { return t.to(DType::UInt8); }, release_gil(), "As uint8.")
+      .def(
+          "bool", [](const Tensor& t) { return t.to(DType::Bool); }, release_gil(), "As bool.")
       .def(
           "type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); }, "other"_a,
           release_gil(), "As the other tensor's dtype.")
@@ -464,9 +475,8 @@ void bind_tensor(nb::module_& m) {
           "memory_format"_a = MemoryFormat::Preserve, release_gil(), "A copy (differentiable).")
       .def("detach", &Tensor::detach, "The same data, cut from the graph.")
       .def(
-          "copy_",
-          [](Tensor& t, const Tensor& src, bool) -> Tensor& { return t.copy_(src); }, "src"_a,
-          "non_blocking"_a = false, release_gil(),
+          "copy_", [](Tensor& t, const Tensor& src, bool) -> Tensor& { return t.copy_(src); },
+          "src"_a, "non_blocking"_a = false, release_gil(),
           "Copies `src` (broadcast, converted) into this tensor; returns it.")
       .def(
           "fill_", [](Tensor& t, PyScalar v) -> Tensor& { return t.fill_(v); }, "value"_a,
@@ -496,8 +506,8 @@ void bind_tensor(nb::module_& m) {
 
   // Autograd.
   cls.def_prop_rw(
-         "requires_grad", &Tensor::requires_grad,
-         [](Tensor& t, bool on) { t.requires_grad_(on); }, "True if gradients flow to it.")
+         "requires_grad", &Tensor::requires_grad, [](Tensor& t, bool on) { t.requires_grad_(on); },
+         "True if gradients flow to it.")
       .def(
           "requires_grad_", [](Tensor& t, bool on) -> Tensor& { return t.requires_grad_(on); },
           "requires_grad"_a = true, "Makes a leaf (not) require grad; returns the tensor.")
@@ -509,8 +519,8 @@ void bind_tensor(nb::module_& m) {
                           "[grad] assigned grad has shape {} but the tensor has shape {}",
                           shape_str(g->sizes()), shape_str(t.sizes()));
               EMBER_CHECK_TYPE(g->dtype() == t.dtype() && g->device() == t.device(),
-                               "[grad] assigned grad is {} on {}, the tensor {} on {}",
-                               g->dtype(), g->device(), t.dtype(), t.device());
+                               "[grad] assigned grad is {} on {}, the tensor {} on {}", g->dtype(),
+                               g->device(), t.dtype(), t.device());
             }
             t.mutable_grad() = g.value_or(Tensor());
           },
@@ -587,7 +597,8 @@ void bind_tensor(nb::module_& m) {
       .def(
           "__format__",
           [](const Tensor& t, const std::string& spec) -> nb::object {
-            if (t.dim() == 0) return nb::module_::import_("builtins").attr("format")(item_object(t), spec);
+            if (t.dim() == 0)
+              return nb::module_::import_("builtins").attr("format")(item_object(t), spec);
             EMBER_CHECK_TYPE(spec.empty(),
                              "[format] format spec '{}' applies to 0-d tensors only (this one has "
                              "shape {})",
@@ -595,15 +606,14 @@ void bind_tensor(nb::module_& m) {
             return nb::str(tensor_repr(t).c_str());
           },
           "spec"_a)
-      .def(
-          "__bool__",
-          [](const Tensor& t) {
-            EMBER_CHECK(t.numel() == 1,
-                        "[bool] the truth value of a tensor with {} elements is ambiguous (use "
-                        "any() or all())",
-                        t.numel());
-            return t.item_scalar().to_double() != 0;
-          })
+      .def("__bool__",
+           [](const Tensor& t) {
+             EMBER_CHECK(t.numel() == 1,
+                         "[bool] the truth value of a tensor with {} elements is ambiguous (use "
+                         "any() or all())",
+                         t.numel());
+             return t.item_scalar().to_double() != 0;
+           })
       .def("__float__",
            [](const Tensor& t) {
              EMBER_CHECK(t.numel() == 1,
@@ -622,10 +632,11 @@ void bind_tensor(nb::module_& m) {
            })
       .def("__index__",
            [](const Tensor& t) {
-             EMBER_CHECK_TYPE(t.numel() == 1 && (is_integral(t.dtype()) || t.dtype() == DType::Bool),
-                              "[index] only integer tensors of a single element can be converted "
-                              "to an index (got {} of shape {})",
-                              t.dtype(), shape_str(t.sizes()));
+             EMBER_CHECK_TYPE(
+                 t.numel() == 1 && (is_integral(t.dtype()) || t.dtype() == DType::Bool),
+                 "[index] only integer tensors of a single element can be converted "
+                 "to an index (got {} of shape {})",
+                 t.dtype(), shape_str(t.sizes()));
              return t.item_scalar().to_int();
            })
       .def("__len__",
@@ -652,23 +663,22 @@ void bind_tensor(nb::module_& m) {
                host = t.detach().to(Device::cpu()).contiguous();
              }
              nb::bytes data(static_cast<const char*>(host.data_ptr()), host.nbytes());
-             return nb::make_tuple(nb::module_::import_("ember._utils").attr("_rebuild_tensor"),
-                                   nb::make_tuple(std::string(dtype_name(t.dtype())),
-                                                  Ints{t.sizes()}, data, t.requires_grad(),
-                                                  t.device().str(),
-                                                  nb::isinstance<PyParameter>(self)));
+             return nb::make_tuple(
+                 nb::module_::import_("ember._utils").attr("_rebuild_tensor"),
+                 nb::make_tuple(std::string(dtype_name(t.dtype())), Ints{t.sizes()}, data,
+                                t.requires_grad(), t.device().str(),
+                                nb::isinstance<PyParameter>(self)));
            })
-      .def("__deepcopy__",
-           [](nb::handle self, nb::handle) {
-             const Tensor& t = self_of(self);
-             Tensor c;
-             {
-               nb::gil_scoped_release release;
-               c = t.detach().clone();
-             }
-             if (t.requires_grad() && t.is_leaf()) c.requires_grad_(true);
-             return wrap_tensor(c, self.type());
-           });
+      .def("__deepcopy__", [](nb::handle self, nb::handle) {
+        const Tensor& t = self_of(self);
+        Tensor c;
+        {
+          nb::gil_scoped_release release;
+          c = t.detach().clone();
+        }
+        if (t.requires_grad() && t.is_leaf()) c.requires_grad_(true);
+        return wrap_tensor(c, self.type());
+      });
   m.def("_rebuild_tensor", &rebuild_tensor);
   m.def(
       "_live_tensor_objects", []() { return live_tensors().size(); },
@@ -691,9 +701,7 @@ void bind_tensor(nb::module_& m) {
           },
           "data"_a = nb::none(), "requires_grad"_a = true,
           "A parameter sharing `data`'s memory (a new leaf).")
-      .def("__repr__", [](const Tensor& t) {
-        return "Parameter containing:\n" + tensor_repr(t);
-      });
+      .def("__repr__", [](const Tensor& t) { return "Parameter containing:\n" + tensor_repr(t); });
 
   // Factories.
   m.def(
@@ -739,7 +747,7 @@ void bind_tensor(nb::module_& m) {
     m.def(
         name,
         [make, name](nb::args size, std::optional<DType> dtype, std::optional<Device> device,
-               bool requires_grad, bool pin_memory) {
+                     bool requires_grad, bool pin_memory) {
           const Shape s = sizes_from_args(size, name);
           const TensorOptions o = options(dtype, device, pin_memory);
           nb::gil_scoped_release release;
@@ -755,12 +763,15 @@ void bind_tensor(nb::module_& m) {
                     .c_str()),
         doc);
   };
-  fill_factory("zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
-               "Zeros of the given size (float32 unless dtype says otherwise).");
-  fill_factory("ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
-               "Ones of the given size.");
-  fill_factory("empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
-               "An uninitialised tensor of the given size.");
+  fill_factory(
+      "zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
+      "Zeros of the given size (float32 unless dtype says otherwise).");
+  fill_factory(
+      "ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
+      "Ones of the given size.");
+  fill_factory(
+      "empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
+      "An uninitialised tensor of the given size.");
   m.def(
       "full",
       [](Ints size, PyScalar value, std::optional<DType> dtype, std::optional<Device> device,
@@ -788,8 +799,7 @@ void bind_tensor(nb::module_& m) {
   like_factory(
       "zeros_like",
       [](const Tensor& t, const TensorOptions& o) {
-        return o.dtype == t.dtype() && o.device == t.device() ? zeros_like(t)
-                                                               : zeros(t.sizes(), o);
+        return o.dtype == t.dtype() && o.device == t.device() ? zeros_like(t) : zeros(t.sizes(), o);
       },
       "Zeros shaped like input.");
   like_factory(
@@ -825,7 +835,7 @@ void bind_tensor(nb::module_& m) {
     m.def(
         name,
         [make, name](nb::args size, Generator* gen, std::optional<DType> dtype,
-               std::optional<Device> device, bool requires_grad, bool pin_memory) {
+                     std::optional<Device> device, bool requires_grad, bool pin_memory) {
           const Shape s = sizes_from_args(size, name);
           const TensorOptions o = options(dtype, device, pin_memory);
           nb::gil_scoped_release release;
@@ -880,7 +890,8 @@ void bind_tensor(nb::module_& m) {
       "device"_a = nb::none(), "A random permutation of 0..n-1.");
   m.def(
       "randint_like",
-      [](const Tensor& input, int64_t low, std::optional<int64_t> high, std::optional<DType> dtype) {
+      [](const Tensor& input, int64_t low, std::optional<int64_t> high,
+         std::optional<DType> dtype) {
         const int64_t lo = high ? low : 0, hi = high ? *high : low;
         nb::gil_scoped_release release;
         return randint(lo, hi, input.sizes(),
@@ -914,9 +925,8 @@ void bind_tensor(nb::module_& m) {
         nb::gil_scoped_release release;
         return finish(linspace(start, end, steps, o), requires_grad);
       },
-      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(),
-      "device"_a = nb::none(), "requires_grad"_a = false,
-      "`steps` evenly spaced values from start to end inclusive.");
+      "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false, "`steps` evenly spaced values from start to end inclusive.");
   m.def(
       "eye",
       [](int64_t n, std::optional<int64_t> mcols, std::optional<DType> dtype,

@@ -134,7 +134,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Parameters and persistent buffers by dotted name. */
   StateDict state_dict() const;
   /** state_dict()'s entries in registration order (each module's parameters, then its buffers,
-   *  then its submodules', as PyTorch orders a state dict); the tensors themselves, not detached. */
+   *  then its submodules', as PyTorch orders a state dict); the tensors themselves, not detached.
+   */
   std::vector<NamedTensor> state_items() const;
   /** Copies tensors into parameters and buffers in place; with `strict`, missing or unexpected
    *  names are an error; a shape mismatch always is. */
@@ -173,8 +174,8 @@ class Module : public std::enable_shared_from_this<Module> {
     bool persistent = true;  // buffers only: saved in the state dict
   };
   template <typename Fn>
-  void visit_tensors(const std::string& prefix, bool params, bool buffers, bool recurse,
-                     Fn&& fn, bool persistent_only = false) const;
+  void visit_tensors(const std::string& prefix, bool params, bool buffers, bool recurse, Fn&& fn,
+                     bool persistent_only = false) const;
   void apply_to_slots(const std::function<Tensor(const Tensor&)>& convert);
   void check_new_name(const std::string& name) const;
 
