@@ -35,7 +35,7 @@ from ember.autograd import (  # noqa: F401
     is_grad_enabled,
     is_inference_mode_enabled,
 )
-from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, models, cuda, datasets  # noqa: F401
+from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, models, cuda, datasets, ops  # noqa: F401
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401
 
@@ -55,6 +55,12 @@ def numel(input: Tensor) -> _builtins.int:
 def plugins() -> _builtins.list:
     """The plugin files discovery considered and what happened to each (``ember plugins``)."""
     return _C.plugin_report()["plugins"]  # type: ignore[index, no-any-return]
+
+
+def load_plugin(path: str) -> dict:  # type: ignore[type-arg]
+    """Loads one plugin file (a backend or an op library); returns its record. A plugin that
+    fails is reported in the record, not raised, unless plugins are strict."""
+    return _C.load_plugin(str(path))  # type: ignore[no-any-return]
 
 
 # PyTorch's dtype names, including those that shadow Python's builtins inside this module

@@ -207,11 +207,16 @@ void bind_runtime(nb::module_& m) {
       "What plugin discovery searched, loaded and rejected, and why (as `ember plugins`).");
   m.def(
       "load_plugin",
-      [](const std::string& path) {
+      [](const std::string& path) -> nb::object {
+        PluginRecord record;
+        {
+          nb::gil_scoped_release release;
+          record = load_plugin(path);
+        }
         return json_to_python(nlohmann::json::parse(
-            plugin_report_json(PluginReport{{}, {load_plugin(path)}, {}})))["plugins"][0];
+            plugin_report_json(PluginReport{{}, {record}, {}})))["plugins"][0];
       },
-      "path"_a, release_gil(),
+      "path"_a,
       "Loads one plugin file; returns its record (a failure is reported there, never raised "
       "unless plugins are strict).");
   m.def(
@@ -235,6 +240,33 @@ void bind_runtime(nb::module_& m) {
       "anything else used Ember.");
   m.def(
       "version", []() { return std::string(version()); }, "The core library's version.");
+
+  // Ops defined by plugins (ember.ops, ember/ops.py).
+  m.def(
+      "call_op",
+      [](std::string_view name, std::vector<Tensor> inputs, std::vector<int64_t> ints,
+         std::vector<double> floats) {
+        return call(name, std::move(inputs), std::move(ints), std::move(floats));
+      },
+      "name"_a, "inputs"_a, "ints"_a = std::vector<int64_t>{}, "floats"_a = std::vector<double>{},
+      release_gil(), "Runs the op a plugin defined as `name` ('ns::op'); returns its outputs.");
+  m.def(
+      "extension_ops",
+      []() {
+        nb::list out;
+        for (const OpSchema* s : extension_ops()) {
+          nb::dict d;
+          d["name"] = s->name;
+          d["doc"] = s->doc;
+          d["plugin"] = s->plugin;
+          d["inputs"] = s->min_inputs;
+          d["outputs"] = s->max_outputs;
+          d["differentiable"] = !s->backward_name.empty();
+          out.append(d);
+        }
+        return out;
+      },
+      "Every op a loaded plugin defined: name, doc, plugin, inputs, outputs, differentiable.");
 
   // Threads and memory.
   m.def("set_num_threads", &set_num_threads, "n"_a, "Threads every backend uses within an op.");
