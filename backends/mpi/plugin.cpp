@@ -1,9 +1,10 @@
 // The mpi communication backend: collectives between the processes mpirun (or srun) started, on
 // CPU tensors, with the system's MPI (Debian's Open MPI). Registered through ABI 1.5
 // (plugin_abi.h, Note [Communication backends are plugins]); the core does the ordering, averages
-// and diagnosis, MPI the transport.
-#include <mpi.h>
-
+// and diagnosis, MPI the transport. libmpi is dlopen'ed by the first call that needs MPI (Note
+// [Lazy MPI] in lazy_mpi.cpp); every MPI call goes through its table, mpi(), and the handles
+// (MPI_COMM_WORLD, MPI_FLOAT, ...) are read from the loaded library (Note [Open MPI's handles are
+// data symbols]).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/mpi/lazy_mpi.h"
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_comm.hpp"
 #include "ember/plugin_sdk_ops.hpp"
@@ -63,15 +65,17 @@ static_assert(sizeof(bool) == 1, "ember's bool is one byte, as MPI_C_BOOL");
 // (the core does not promise to call shutdown, and mpirun reports a process that exits without
 // finalizing as failed); it is skipped after a collective failed or an operation timed out,
 // since MPI_Finalize would wait for the peer that did not answer.
+// libmpi itself is opened by that first use too (Note [Lazy MPI] in lazy_mpi.cpp).
 
 /** What the process shares: who initialized MPI, the 16-bit float type and its reductions. */
 struct Global {
   std::mutex mu;
   bool initialized_by_us = false;
   bool types_ready = false;
-  MPI_Datatype two_bytes = MPI_DATATYPE_NULL;  // F16 and BF16 travel as 2 opaque bytes
-  MPI_Op half_ops[2][4] = {};                  // [F16, BF16][EMBER_REDUCE_*]
-  std::atomic<bool> poisoned{false};           // an operation failed: skip MPI_Finalize
+  // No MPI handle may be read before MPI is loaded (Note [Open MPI's handles are data symbols]).
+  MPI_Datatype two_bytes{};           // F16 and BF16 travel as 2 opaque bytes, once types_ready
+  MPI_Op half_ops[2][4] = {};         // [F16, BF16][EMBER_REDUCE_*], once types_ready
+  std::atomic<bool> poisoned{false};  // an operation failed: skip MPI_Finalize
   const ember_host_v1* host = nullptr;
 };
 
@@ -79,6 +83,11 @@ struct Global {
 Global& global() {
   static Global* g = new Global;
   return *g;
+}
+
+/** The MPI table. Only valid once ensure_mpi loaded it: every MPI call comes after that. */
+const MpiApi& mpi() {
+  return *mpi_api_if_loaded();
 }
 
 /** Logs through the core (0 debug .. 3 error), once init has run. */
@@ -91,7 +100,7 @@ void log(int32_t level, const char* message) {
 std::string error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  if (mpi().error_string(rc, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
   return std::string(text, static_cast<size_t>(std::max(len, 0)));
 }
 
@@ -148,11 +157,11 @@ int32_t create_types(Global& g, char* error, size_t cap) {
        reduce_16<H, EMBER_REDUCE_MIN>, reduce_16<H, EMBER_REDUCE_MAX>},
       {reduce_16<B, EMBER_REDUCE_SUM>, reduce_16<B, EMBER_REDUCE_PRODUCT>,
        reduce_16<B, EMBER_REDUCE_MIN>, reduce_16<B, EMBER_REDUCE_MAX>}};
-  int rc = MPI_Type_contiguous(2, MPI_BYTE, &g.two_bytes);
-  if (rc == MPI_SUCCESS) rc = MPI_Type_commit(&g.two_bytes);
+  int rc = mpi().type_contiguous(2, MPI_BYTE, &g.two_bytes);
+  if (rc == MPI_SUCCESS) rc = mpi().type_commit(&g.two_bytes);
   for (int t = 0; t < 2 && rc == MPI_SUCCESS; ++t)
     for (int r = 0; r < 4 && rc == MPI_SUCCESS; ++r)
-      rc = MPI_Op_create(fns[t][r], /*commute=*/1, &g.half_ops[t][r]);
+      rc = mpi().op_create(fns[t][r], /*commute=*/1, &g.half_ops[t][r]);
   if (rc != MPI_SUCCESS)
     return sdk::fail_into(error, cap, EMBER_ERR_INTERNAL,
                           "could not create the MPI type and reductions of float16/bfloat16: %s",
@@ -208,12 +217,12 @@ MPI_Op mpi_op(int32_t dtype, int32_t reduce) {
 // ---------------------------------------------------------------------------------------------
 // Initialization and the launcher
 
-/** MPI_Finalize, if this plugin initialized MPI and nothing failed since. */
+/** MPI_Finalize, if this plugin initialized MPI (so loaded it) and nothing failed since. */
 void finalize_mpi() {
   Global& g = global();
   std::lock_guard lock(g.mu);
   int finalized = 0;
-  if (!g.initialized_by_us || MPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return;
+  if (!g.initialized_by_us || mpi().finalized(&finalized) != MPI_SUCCESS || finalized) return;
   if (g.poisoned.load()) {
     log(2,
         "[mpi] MPI_Finalize skipped: an operation failed or timed out, and MPI_Finalize would "
@@ -221,7 +230,7 @@ void finalize_mpi() {
         "without finalizing)");
     return;
   }
-  MPI_Finalize();
+  mpi().finalize();
 }
 
 /** finalize_mpi for std::atexit. */
@@ -229,19 +238,21 @@ void finalize_at_exit() {
   finalize_mpi();
 }
 
-/** Initializes MPI with MPI_THREAD_MULTIPLE unless it is (Note [MPI is initialized on first use]).
- */
+/** Loads libmpi and initializes MPI with MPI_THREAD_MULTIPLE unless it is (Note [MPI is
+ *  initialized on first use]). */
 int32_t ensure_mpi(char* error, size_t cap) {
+  const MpiApi* api = nullptr;  // loads libmpi the first time (Note [Lazy MPI])
+  if (int32_t s = mpi_api(&api, error, cap); s != EMBER_OK) return s;
   Global& g = global();
   std::lock_guard lock(g.mu);
   int finalized = 0, initialized = 0, provided = MPI_THREAD_SINGLE;
-  MPI_Finalized(&finalized);
+  mpi().finalized(&finalized);
   if (finalized)
     return sdk::fail_into(error, cap, EMBER_ERR_INVALID,
                           "MPI was already finalized in this process and cannot start again");
-  MPI_Initialized(&initialized);
+  mpi().initialized(&initialized);
   if (!initialized) {
-    const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    const int rc = mpi().init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS)
       return sdk::fail_into(error, cap, EMBER_ERR_PEER, "MPI_Init_thread failed: %s",
                             error_text(rc).c_str());
@@ -249,9 +260,9 @@ int32_t ensure_mpi(char* error, size_t cap) {
     std::atexit(finalize_at_exit);
     // Open MPI reports some failures of a duplicate's non-blocking collectives through
     // MPI_COMM_WORLD's handler; ours may return them (an application's MPI keeps its own).
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    mpi().comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   } else {
-    MPI_Query_thread(&provided);
+    mpi().query_thread(&provided);
   }
   if (provided < MPI_THREAD_MULTIPLE)
     return sdk::fail_into(
@@ -325,8 +336,8 @@ int32_t world_impl(int32_t* rank, int32_t* size, char* error, size_t cap) {
                           "not started by mpirun or srun (OMPI_COMM_WORLD_SIZE unset)");
   if (int32_t s = ensure_mpi(error, cap); s != EMBER_OK) return s;
   int r = 0, s = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  mpi().comm_rank(MPI_COMM_WORLD, &r);
+  mpi().comm_size(MPI_COMM_WORLD, &s);
   *rank = r;
   *size = s;
   return EMBER_OK;
@@ -364,7 +375,7 @@ Waited wait_all(std::vector<MPI_Request>& reqs, std::vector<MPI_Status>* statuse
       if (reqs[i] == MPI_REQUEST_NULL) continue;
       int flag = 0;
       MPI_Status status;
-      *rc = MPI_Test(&reqs[i], &flag, &status);
+      *rc = mpi().test(&reqs[i], &flag, &status);
       if (*rc != MPI_SUCCESS) return Waited::kFailed;
       if (!flag) {
         all = false;
@@ -386,7 +397,7 @@ Waited wait_all(std::vector<MPI_Request>& reqs, std::vector<MPI_Status>* statuse
 /** Cancels pending receives and waits briefly for MPI to confirm; true if none is left pending. */
 bool cancel_receives(std::vector<MPI_Request>& reqs) {
   for (MPI_Request& r : reqs)
-    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    if (r != MPI_REQUEST_NULL) mpi().cancel(&r);
   int rc = MPI_SUCCESS;
   const auto deadline = Clock::now() + std::chrono::milliseconds(100);
   return wait_all(reqs, nullptr, deadline, &rc) == Waited::kDone;
@@ -422,8 +433,8 @@ struct Comm {
 int32_t create_impl(const ember_comm_config* cfg, void** out, char* error, size_t cap) {
   if (int32_t s = ensure_mpi(error, cap); s != EMBER_OK) return s;
   int wrank = 0, wsize = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  mpi().comm_rank(MPI_COMM_WORLD, &wrank);
+  mpi().comm_size(MPI_COMM_WORLD, &wsize);
   if (cfg->rank != wrank || cfg->world_size != wsize)
     return sdk::fail_into(
         error, cap, EMBER_ERR_INVALID,
@@ -436,7 +447,7 @@ int32_t create_impl(const ember_comm_config* cfg, void** out, char* error, size_
   c->size = wsize;
   // MPI_Comm_idup rather than MPI_Comm_dup: a rank that never joins must end in the timeout.
   std::vector<MPI_Request> reqs(1, MPI_REQUEST_NULL);
-  int rc = MPI_Comm_idup(MPI_COMM_WORLD, &c->comm, &reqs[0]);
+  int rc = mpi().comm_idup(MPI_COMM_WORLD, &c->comm, &reqs[0]);
   if (rc != MPI_SUCCESS)
     return sdk::fail_into(error, cap, EMBER_ERR_PEER, "MPI_Comm_idup failed: %s",
                           error_text(rc).c_str());
@@ -456,10 +467,10 @@ int32_t create_impl(const ember_comm_config* cfg, void** out, char* error, size_
           "must create the process group)",
           static_cast<long long>(cfg->timeout_ms));
   }
-  MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
+  mpi().comm_set_errhandler(c->comm, MPI_ERRORS_RETURN);
   void* ub = nullptr;
   int flag = 0;
-  if (MPI_Comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub)
+  if (mpi().comm_get_attr(c->comm, MPI_TAG_UB, &ub, &flag) == MPI_SUCCESS && flag && ub)
     c->tag_ub = *static_cast<int*>(ub);
   *out = c.release();
   return EMBER_OK;
@@ -557,41 +568,41 @@ int32_t run(Comm& c, const ember_collective_call& call) {
     case EMBER_COLL_ALL_REDUCE:
       rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
         const void* src = in == out ? MPI_IN_PLACE : at(in, off);
-        return MPI_Iallreduce(src, at(out, off), count, type, op, c.comm, r);
+        return mpi().iallreduce(src, at(out, off), count, type, op, c.comm, r);
       });
       break;
     case EMBER_COLL_BROADCAST:
       rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
-        return MPI_Ibcast(at(out, off), count, type, call.peer, c.comm, r);
+        return mpi().ibcast(at(out, off), count, type, call.peer, c.comm, r);
       });
       break;
     case EMBER_COLL_ALL_GATHER:
       reqs.push_back(MPI_REQUEST_NULL);
-      rc = MPI_Iallgather(in, static_cast<int>(whole), type, out, static_cast<int>(whole), type,
-                          c.comm, &reqs.back());
+      rc = mpi().iallgather(in, static_cast<int>(whole), type, out, static_cast<int>(whole), type,
+                            c.comm, &reqs.back());
       break;
     case EMBER_COLL_REDUCE_SCATTER:
       reqs.push_back(MPI_REQUEST_NULL);
-      rc = MPI_Ireduce_scatter_block(in, out, static_cast<int>(whole), type, op, c.comm,
-                                     &reqs.back());
+      rc = mpi().ireduce_scatter_block(in, out, static_cast<int>(whole), type, op, c.comm,
+                                       &reqs.back());
       break;
     case EMBER_COLL_ALL_TO_ALL:
       reqs.push_back(MPI_REQUEST_NULL);
-      rc = MPI_Ialltoall(in, static_cast<int>(whole), type, out, static_cast<int>(whole), type,
-                         c.comm, &reqs.back());
+      rc = mpi().ialltoall(in, static_cast<int>(whole), type, out, static_cast<int>(whole), type,
+                           c.comm, &reqs.back());
       break;
     case EMBER_COLL_BARRIER:
       reqs.push_back(MPI_REQUEST_NULL);
-      rc = MPI_Ibarrier(c.comm, &reqs.back());
+      rc = mpi().ibarrier(c.comm, &reqs.back());
       break;
     case EMBER_COLL_SEND:
       rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
-        return MPI_Isend(at(in, off), count, type, call.peer, call.tag, c.comm, r);
+        return mpi().isend(at(in, off), count, type, call.peer, call.tag, c.comm, r);
       });
       break;
     case EMBER_COLL_RECV:
       rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
-        return MPI_Irecv(at(out, off), count, type, call.peer, call.tag, c.comm, r);
+        return mpi().irecv(at(out, off), count, type, call.peer, call.tag, c.comm, r);
       });
       break;
   }
@@ -632,7 +643,7 @@ int32_t run(Comm& c, const ember_collective_call& call) {
     for (const MPI_Status& s : statuses) {
       const int64_t want = std::min(n - off, kMaxCount);
       int got = 0;
-      MPI_Get_count(&s, type, &got);
+      mpi().get_count(&s, type, &got);
       if (got != want)
         return fail(call, EMBER_ERR_PEER,
                     "MPI %s delivered %d elements where %lld were expected (the sender's tensor "
@@ -656,9 +667,9 @@ void destroy(void*, void* comm) {
   sdk::guard(ignored, sizeof(ignored), [&] {
     std::unique_ptr<Comm> c(static_cast<Comm*>(comm));
     int finalized = 0;
-    MPI_Finalized(&finalized);
+    mpi().finalized(&finalized);
     // A broken communicator keeps its handle: operations still pending on it may use it.
-    if (!finalized && c->comm != MPI_COMM_NULL && !c->broken.load()) MPI_Comm_free(&c->comm);
+    if (!finalized && c->comm != MPI_COMM_NULL && !c->broken.load()) mpi().comm_free(&c->comm);
     return EMBER_OK;
   });
 }

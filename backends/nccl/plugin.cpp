@@ -1,7 +1,8 @@
 // The nccl communication backend: collectives between GPUs with NVIDIA's NCCL, on CUDA tensors.
 // Registered through ABI 1.5 (plugin_abi.h, Note [Communication backends are plugins]); the core
 // does the rendezvous store, the ordering, averages and diagnosis, NCCL the transport. Plain C++
-// against the CUDA runtime and NCCL: no kernels of its own.
+// against the CUDA runtime and NCCL: no kernels of its own. NCCL is dlopen'ed by the first create
+// (Note [Lazy NCCL] in lazy_nccl.cpp); every NCCL call goes through its table, nccl().
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -19,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/nccl/lazy_nccl.h"
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_comm.hpp"
 #include "ember/plugin_sdk_ops.hpp"
@@ -41,7 +43,8 @@ using Clock = std::chrono::steady_clock;
 // Every Ember process loads this plugin at start-up. On a host with the CUDA libraries but no
 // GPU or no driver, cudaGetDeviceCount fails fast; `available` then returns 0 with the CUDA
 // runtime's reason, and the plugin stays loaded and harmless (as the cuda plugin's Note [No
-// device is not an error]). Nothing here initializes NCCL before create.
+// device is not an error]). Nothing here opens or initializes NCCL before create (Note [Lazy
+// NCCL] in lazy_nccl.cpp).
 
 // Note [NCCL calls never block the host]
 // Communicators are created non-blocking (ncclConfig_t::blocking = 0): every NCCL call returns at
@@ -75,6 +78,11 @@ int32_t fail(char* error, size_t cap, int32_t status, const char* fmt, ...) {
   return status;
 }
 
+/** The NCCL table. Only valid once a create loaded it: every NCCL call comes after one. */
+const NcclApi& nccl() {
+  return *nccl_api_if_loaded();
+}
+
 /** A CUDA error as "text (cudaErrorName)"; clears the thread's last error. */
 std::string cuda_text(cudaError_t e) {
   cudaGetLastError();
@@ -83,8 +91,8 @@ std::string cuda_text(cudaError_t e) {
 
 /** A NCCL result with NCCL's last message, when it has one. */
 std::string nccl_text(ncclResult_t r, ncclComm_t comm) {
-  std::string s = ncclGetErrorString(r);
-  const char* last = ncclGetLastError(comm);
+  std::string s = nccl().get_error_string(r);
+  const char* last = nccl().get_last_error(comm);
   if (last && *last) s += std::string(": ") + last;
   return s;
 }
@@ -191,7 +199,7 @@ ncclResult_t settle(ncclComm_t comm, Clock::time_point deadline) {
   Backoff backoff;
   for (;;) {
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    const ncclResult_t r = nccl().comm_get_async_error(comm, &state);
     if (r != ncclSuccess) return r;
     if (state != ncclInProgress) return state;
     if (Clock::now() >= deadline) return ncclInProgress;
@@ -212,7 +220,7 @@ struct Link {
 
   /** Aborts the communicator (mu held): its kernels stop, later calls fail naming `why`. */
   void abort_locked(const std::string& why) {
-    if (comm) ncclCommAbort(comm);
+    if (comm) nccl().comm_abort(comm);
     comm = nullptr;
     if (!aborted) broken_by = why;
     aborted = true;
@@ -258,10 +266,10 @@ int32_t join_link(Link& link, int nranks, int rank, const ncclUniqueId& id,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // Note [NCCL calls never block the host]
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &config);
+  ncclResult_t r = nccl().comm_init_rank_config(&comm, nranks, id, rank, &config);
   if (r == ncclInProgress || (r == ncclSuccess && comm)) r = settle(comm, deadline);
   if (r == ncclInProgress) {
-    if (comm) ncclCommAbort(comm);
+    if (comm) nccl().comm_abort(comm);
     return fail(error, cap, EMBER_ERR_TIMEOUT,
                 "NCCL did not connect %s within %lld ms (does every rank create the process "
                 "group, each on a GPU of its own?)",
@@ -269,7 +277,7 @@ int32_t join_link(Link& link, int nranks, int rank, const ncclUniqueId& id,
   }
   if (r != ncclSuccess) {
     const std::string text = nccl_text(r, comm);
-    if (comm) ncclCommAbort(comm);
+    if (comm) nccl().comm_abort(comm);
     return fail(error, cap, EMBER_ERR_PEER, "NCCL could not connect %s: %s", what, text.c_str());
   }
   link.comm = comm;
@@ -297,7 +305,7 @@ int32_t store_get_id(const ember_store_v1* store, const char* key, int64_t timeo
 /** Makes a unique id and writes it into the store as `key`. */
 int32_t store_set_id(const ember_store_v1* store, const char* key, ncclUniqueId* id, char* error,
                      size_t cap) {
-  const ncclResult_t r = ncclGetUniqueId(id);
+  const ncclResult_t r = nccl().get_unique_id(id);
   if (r != ncclSuccess)
     return fail(error, cap, EMBER_ERR_PEER, "ncclGetUniqueId failed: %s",
                 nccl_text(r, nullptr).c_str());
@@ -319,8 +327,11 @@ int32_t select_device(int device, char* error, size_t cap) {
   return EMBER_OK;
 }
 
-/** Picks the device, exchanges the unique id through the store and joins, within the timeout. */
+/** Loads NCCL, picks the device, exchanges the unique id through the store and joins, within the
+ *  timeout. */
 int32_t create_impl(const ember_comm_config* cfg, void** out, char* error, size_t cap) {
+  const NcclApi* api = nullptr;  // loads NCCL the first time (Note [Lazy NCCL])
+  if (int32_t s = nccl_api(&api, error, cap); s != EMBER_OK) return s;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)
@@ -495,7 +506,7 @@ int32_t run_on(const Target& t, const ember_collective_call& call, const char* w
         return fail(error, cap, EMBER_ERR_PEER, "NCCL %s was aborted: %s", what,
                     link.broken_by.c_str());
       ncclResult_t state = ncclSuccess;
-      const ncclResult_t r = ncclCommGetAsyncError(link.comm, &state);
+      const ncclResult_t r = nccl().comm_get_async_error(link.comm, &state);
       if (r != ncclSuccess) return nccl_failure(link, r, what, error, cap);
       if (state != ncclSuccess && state != ncclInProgress)
         return nccl_failure(link, state, what, error, cap);
@@ -544,36 +555,36 @@ int32_t run(Comm& c, const ember_collective_call& call) {
   switch (call.op) {
     case EMBER_COLL_ALL_REDUCE:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
-        return ncclAllReduce(in, out, n, type, op, comm, s);
+        return nccl().all_reduce(in, out, n, type, op, comm, s);
       });
     case EMBER_COLL_BROADCAST:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
-        return ncclBroadcast(out, out, n, type, call.peer, comm, s);
+        return nccl().broadcast(out, out, n, type, call.peer, comm, s);
       });
     case EMBER_COLL_ALL_GATHER:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
-        return ncclAllGather(in, out, n, type, comm, s);
+        return nccl().all_gather(in, out, n, type, comm, s);
       });
     case EMBER_COLL_REDUCE_SCATTER:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
-        return ncclReduceScatter(in, out, n / static_cast<size_t>(c.size), type, op, comm, s);
+        return nccl().reduce_scatter(in, out, n / static_cast<size_t>(c.size), type, op, comm, s);
       });
     case EMBER_COLL_ALL_TO_ALL:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
         const size_t block = n / static_cast<size_t>(c.size), bytes = block * esize;
-        ncclResult_t first = ncclGroupStart();
+        ncclResult_t first = nccl().group_start();
         for (int r = 0; r < c.size && first == ncclSuccess; ++r) {
           const size_t at = static_cast<size_t>(r) * bytes;
-          first = ncclSend(static_cast<const char*>(in) + at, block, type, r, comm, s);
+          first = nccl().send(static_cast<const char*>(in) + at, block, type, r, comm, s);
           if (first == ncclSuccess)
-            first = ncclRecv(static_cast<char*>(out) + at, block, type, r, comm, s);
+            first = nccl().recv(static_cast<char*>(out) + at, block, type, r, comm, s);
         }
-        const ncclResult_t end = ncclGroupEnd();  // always closes the group
+        const ncclResult_t end = nccl().group_end();  // always closes the group
         return first != ncclSuccess ? first : end;
       });
     case EMBER_COLL_BARRIER:
       return run_on(coll, call, label, [&](ncclComm_t comm, int, cudaStream_t s) {
-        return ncclAllReduce(c.scratch, c.scratch, 1, ncclInt32, ncclSum, comm, s);
+        return nccl().all_reduce(c.scratch, c.scratch, 1, ncclInt32, ncclSum, comm, s);
       });
     case EMBER_COLL_SEND:
     case EMBER_COLL_RECV: {
@@ -596,7 +607,8 @@ int32_t run(Comm& c, const ember_collective_call& call) {
                     cuda_text(e).c_str());
       const Target pair{&p->link, send ? 1 : 0, p->stream};
       return run_on(pair, call, what, [&](ncclComm_t comm, int peer, cudaStream_t s) {
-        return send ? ncclSend(in, n, type, peer, comm, s) : ncclRecv(out, n, type, peer, comm, s);
+        return send ? nccl().send(in, n, type, peer, comm, s)
+                    : nccl().recv(out, n, type, peer, comm, s);
       });
     }
   }
@@ -624,7 +636,7 @@ void destroy_impl(Comm* c) {
   std::vector<ncclResult_t> states(links.size(), ncclSuccess);
   for (size_t i = 0; i < links.size(); ++i) {
     std::lock_guard lock(links[i]->mu);
-    if (links[i]->comm) states[i] = ncclCommFinalize(links[i]->comm);
+    if (links[i]->comm) states[i] = nccl().comm_finalize(links[i]->comm);
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(c->timeout_ms);
   for (size_t i = 0; i < links.size(); ++i) {
@@ -633,9 +645,9 @@ void destroy_impl(Comm* c) {
     if (states[i] == ncclSuccess || states[i] == ncclInProgress)
       states[i] = settle(links[i]->comm, deadline);
     if (states[i] == ncclSuccess)
-      ncclCommDestroy(links[i]->comm);
+      nccl().comm_destroy(links[i]->comm);
     else
-      ncclCommAbort(links[i]->comm);
+      nccl().comm_abort(links[i]->comm);
     links[i]->comm = nullptr;
   }
   for (auto& [key, p] : c->pairs)

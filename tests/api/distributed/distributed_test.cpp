@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/plugin/elf_check.h"
 #include "ember/data/sampler.h"
 #include "ember/distributed/store.h"
 #include "ember/util/error.h"
@@ -137,6 +138,23 @@ std::vector<Exit> run_job(const std::string& scenario, int world, int timeout_ms
     pids.push_back(spawn({EMBER_DIST_WORKER, scenario}, env, outs.back()));
   }
   return wait_all(pids, outs, deadline_s);
+}
+
+// The rest of every line of `output` that starts with `prefix`, in order.
+std::vector<std::string> lines_starting(const std::string& output, const std::string& prefix) {
+  std::vector<std::string> rests;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) rests.push_back(line.substr(prefix.size()));
+  return rests;
+}
+
+// libnccl*, libmpi* and Open MPI's libopen-rte*, libopen-pal*: what the communication plugins
+// open on first use only.
+bool is_vendor_library(const std::string& soname) {
+  for (const char* prefix : {"libnccl", "libmpi", "libopen-rte", "libopen-pal"})
+    if (soname.rfind(prefix, 0) == 0) return true;
+  return false;
 }
 
 void expect_all_ok(const std::vector<Exit>& exits) {
@@ -403,6 +421,22 @@ Exit run_under_mpirun(const std::string& scenario, int world) {
 }
 }  // namespace
 
+// Every rank maps neither libmpi nor libnccl after discovery, and libmpi once its first process
+// group exists (Note [Lazy MPI] in backends/mpi/lazy_mpi.cpp).
+TEST(Mpi, DiscoveryLeavesLibmpiUnloadedUntilTheFirstProcessGroup) {
+  const Exit e = run_under_mpirun("vendor_libraries", 2);
+  EXPECT_EQ(e.status, 0) << e.output;
+  const std::vector<std::string> discovered = lines_starting(e.output, "after discovery: ");
+  EXPECT_EQ(discovered, std::vector<std::string>(2, "none")) << e.output;
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<std::string> used =
+        lines_starting(e.output, "after mpi on rank " + std::to_string(r) + " of 2: ");
+    ASSERT_EQ(used.size(), 1u) << e.output;
+    EXPECT_NE(used[0].find("libmpi.so"), std::string::npos) << e.output;
+    EXPECT_EQ(used[0].find("libnccl"), std::string::npos) << e.output;
+  }
+}
+
 TEST(Mpi, EveryOperationAndDtypeUnderMpirunOnTwoRanks) {
   const Exit e = run_under_mpirun("collectives", 2);
   EXPECT_EQ(e.status, 0) << e.output;
@@ -421,6 +455,92 @@ TEST(Mpi, DistributedDataParallelUnderMpirun) {
   const Exit e = run_under_mpirun("ddp", 2);
   EXPECT_EQ(e.status, 0) << e.output;
   EXPECT_NE(e.output.find("ddp on rank 0 of 2"), std::string::npos) << e.output;
+}
+#endif
+
+// Note [Lazy NCCL] and Note [Lazy MPI]: the plugins open their vendor library on first use, so
+// neither libnccl nor libmpi is a dependency of their files (directly or through another library).
+TEST(VendorLibraries, TheCommunicationPluginsDoNotNeedNcclOrMpi) {
+  std::vector<std::string> plugins;
+#ifdef EMBER_MPI_PLUGIN
+  plugins.push_back(EMBER_MPI_PLUGIN);
+#endif
+#ifdef EMBER_NCCL_PLUGIN
+  plugins.push_back(EMBER_NCCL_PLUGIN);
+#endif
+  if (plugins.empty()) GTEST_SKIP() << "neither the mpi nor the nccl plugin is built here";
+  for (const std::string& plugin : plugins) {
+    ASSERT_TRUE(std::filesystem::exists(plugin)) << plugin;
+    const ember::DependencyScan scan = ember::scan_dependencies(plugin);
+    EXPECT_TRUE(scan.missing.empty()) << plugin << " misses " << scan.missing.front();
+    ASSERT_FALSE(scan.found.empty()) << plugin << ": no DT_NEEDED read";
+    for (const auto& [soname, path] : scan.found)
+      EXPECT_FALSE(is_vendor_library(soname))
+          << plugin << " needs " << soname << " (" << path << ")";
+    for (const std::string& soname : scan.missing_names)
+      EXPECT_FALSE(is_vendor_library(soname)) << plugin << " needs " << soname;
+  }
+}
+
+// Discovery loads the mpi and nccl plugins (they report why they are unusable here) but maps
+// neither vendor library into the process.
+TEST(VendorLibraries, DiscoveryMapsNeitherNcclNorMpi) {
+  const std::string out = temp_path("vendor_libraries.log");
+  const std::vector<Exit> e = wait_all({spawn({EMBER_DIST_WORKER, "vendor_libraries"},
+                                              {{"EMBER_DIST_BACKEND", ""},
+                                               {"OMPI_COMM_WORLD_SIZE", ""},
+                                               {"PMI_SIZE", ""},
+                                               {"MV2_COMM_WORLD_SIZE", ""},
+                                               {"PMIX_RANK", ""}},
+                                              out)},
+                                       {out}, 60);
+  ASSERT_EQ(e[0].status, 0) << e[0].output;
+  EXPECT_EQ(lines_starting(e[0].output, "before discovery: "), std::vector<std::string>{"none"})
+      << e[0].output;
+  EXPECT_EQ(lines_starting(e[0].output, "after discovery: "), std::vector<std::string>{"none"})
+      << e[0].output;
+#ifdef EMBER_MPI_PLUGIN
+  EXPECT_EQ(lines_starting(e[0].output, "plugin mpi: "), std::vector<std::string>{"unusable"})
+      << e[0].output;
+#endif
+#ifdef EMBER_NCCL_PLUGIN
+  EXPECT_EQ(lines_starting(e[0].output, "plugin nccl: ").size(), 1u) << e[0].output;
+#endif
+}
+
+#ifdef EMBER_MPI_MISSING_LIBRARY_PLUGIN
+// The mpi plugin built to open a libmpi that does not exist (backends/mpi/CMakeLists.txt), named
+// first so that it shadows the real one, in a process that looks started by mpirun: discovery is
+// clean, and the first process group is a DistributedError naming the library and dlerror().
+TEST(VendorLibraries, AnMpiLibraryThatCannotBeOpenedIsADistributedErrorAtFirstUse) {
+  const std::string out = temp_path("mpi_missing_library.log");
+  const std::vector<Exit> e =
+      wait_all({spawn({EMBER_DIST_WORKER, "vendor_libraries"},
+                      {{"EMBER_PLUGIN_PATH", EMBER_MPI_MISSING_LIBRARY_PLUGIN},
+                       {"EMBER_DIST_BACKEND", "mpi"},
+                       {"OMPI_COMM_WORLD_RANK", "0"},
+                       {"OMPI_COMM_WORLD_SIZE", "1"},
+                       {"RANK", ""},
+                       {"WORLD_SIZE", ""},
+                       {"MASTER_ADDR", "127.0.0.1"},
+                       {"MASTER_PORT", std::to_string(free_port())},
+                       {"EMBER_TEST_TIMEOUT_MS", "20000"}},
+                      out)},
+               {out}, 60);
+  EXPECT_EQ(e[0].status, 3) << e[0].output;  // caught, not a crash
+  EXPECT_EQ(lines_starting(e[0].output, "plugin mpi: "),
+            (std::vector<std::string>{"loaded", "shadowed"}))
+      << e[0].output;
+  EXPECT_EQ(lines_starting(e[0].output, "after discovery: "), std::vector<std::string>{"none"})
+      << e[0].output;
+  const std::vector<std::string> error = lines_starting(e[0].output, "distributed error: ");
+  ASSERT_EQ(error.size(), 1u) << e[0].output;
+  EXPECT_NE(error[0].find("[mpi] cannot open libember-no-such-mpi.so.40: "
+                          "libember-no-such-mpi.so.40: cannot open shared object file"),
+            std::string::npos)
+      << error[0];
+  EXPECT_EQ(lines_starting(e[0].output, "after mpi failed: "), std::vector<std::string>{"none"})
+      << e[0].output;
 }
 #endif
 

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -395,6 +397,56 @@ int join_only() {
   return 0;
 }
 
+// The vendor communication libraries mapped into this process ("libmpi.so.40 libnccl.so.2"), or
+// "none": files of /proc/self/maps named libnccl*, libmpi*, libopen-rte* or libopen-pal*.
+std::string vendor_libraries_mapped() {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return "unreadable /proc/self/maps";
+  std::set<std::string> found;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), maps)) {
+    const char* slash = std::strrchr(line, '/');
+    if (!slash) continue;
+    std::string name(slash + 1);
+    name.erase(name.find_last_not_of(" \n") + 1);
+    for (const char* prefix : {"libnccl", "libmpi", "libopen-rte", "libopen-pal"})
+      if (name.rfind(prefix, 0) == 0) found.insert(name);
+  }
+  std::fclose(maps);
+  std::string out;
+  for (const std::string& f : found) out += (out.empty() ? "" : " ") + f;
+  return out.empty() ? "none" : out;
+}
+
+// Discovery loads the mpi and nccl plugins but neither libnccl nor libmpi (Note [Lazy NCCL], Note
+// [Lazy MPI]); the first process group of EMBER_DIST_BACKEND (if set) loads its library.
+int vendor_libraries() {
+  std::printf("before discovery: %s\n", vendor_libraries_mapped().c_str());
+  ember::init();
+  for (const ember::PluginRecord& p : ember::plugin_report().plugins)
+    if (p.name == "mpi" || p.name == "nccl")
+      std::printf("plugin %s: %s\n", p.name.c_str(), ember::outcome_name(p.outcome));
+  std::printf("after discovery: %s\n", vendor_libraries_mapped().c_str());
+  const char* backend = std::getenv("EMBER_DIST_BACKEND");
+  if (!backend || !*backend) return 0;
+  std::optional<dist::ProcessGroup> group;
+  try {
+    group = dist::init_process_group(options());
+  } catch (const ember::DistributedError& e) {  // a library that cannot be opened, for one
+    std::printf("distributed error: %s\n", e.what());
+    std::printf("after %s failed: %s\n", backend, vendor_libraries_mapped().c_str());
+    return 3;
+  }
+  dist::ProcessGroup& pg = *group;
+  Tensor t = ember::ones({4}).to(device());
+  pg.all_reduce(t);
+  expect(values(t)[3] == pg.size(), "all_reduce of ones");
+  std::printf("after %s on rank %d of %d: %s\n", backend, pg.rank(), pg.size(),
+              vendor_libraries_mapped().c_str());
+  dist::destroy_process_group();
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -405,6 +457,7 @@ int main(int argc, char** argv) {
     if (scenario == "mismatched_sizes") return mismatched_sizes();
     if (scenario == "join") return join_only();
     if (scenario == "ddp") return ddp();
+    if (scenario == "vendor_libraries") return vendor_libraries();
   } catch (const ember::Error& e) {
     std::printf("caught: %s\n", e.what());
     std::fflush(stdout);
