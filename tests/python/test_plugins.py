@@ -60,3 +60,16 @@ def test_a_broken_plugin_file_is_reported_not_raised(tmp_path):
     record = ember.load_plugin(bad)
     assert record["outcome"] != "loaded" and record["reason"], record
     assert ember.ones(2).sum().item() == 2.0  # the process carries on
+
+
+def test_importing_ember_maps_no_nccl_or_mpi_so_pytorch_can_follow():
+    # The communication plugins open their vendor libraries on first use: after discovery the
+    # process holds neither, so a later `import torch` brings its own NCCL.
+    script = ("import ember\n"
+              "ember.ones(1).sum()\n"
+              "maps = open('/proc/self/maps').read()\n"
+              "print([n for n in ('libnccl', 'libmpi') if n in maps])\n")
+    r = subprocess.run([sys.executable, "-c", script], env=worker_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
