@@ -5,7 +5,7 @@ several rounds; the same code runs on both libraries, which are passed in as `li
 
     PYTHONPATH=build/release/python python benchmarks/python/compare.py [--threads 1 2] [--rounds 7]
 
-PyTorch is used where it is importable (and imported first: see README.md, "From Python").
+PyTorch is used where it is importable.
 """
 
 import argparse
@@ -102,7 +102,7 @@ def main():
     args = parser.parse_args()
     libs = {}
     try:
-        import torch  # before ember: see README.md, "From Python"
+        import torch
         libs["torch"] = torch
     except ImportError:
         pass
