@@ -355,9 +355,12 @@ int32_t world(void*, int32_t* rank, int32_t* size, char* error, size_t cap) {
 // MPI's blocking calls cannot be bounded in time, so every operation starts in its non-blocking
 // form (MPI_Iallreduce, MPI_Isend, ...) and its requests are tested until they complete or the
 // call's timeout runs out. MPI_Test also drives MPI's progress (Open MPI's non-blocking
-// collectives advance only inside MPI calls), so the first tests follow each other closely; then
-// the pause between them grows from 50 us to 1 ms, so a long wait costs little CPU (ranks share
-// cores under --oversubscribe). MPI cannot cancel a collective: after a timeout its requests stay
+// collectives advance only inside MPI calls, one step of their schedule per call on each rank),
+// so for the first 10 ms the tests follow each other with only a yield between them, as MPI's
+// own blocking calls poll; then the pause between them grows from 50 us to 1 ms, so a long wait
+// costs little CPU (ranks share cores under --oversubscribe). (Pausing from the start made a
+// 1-element all-reduce between two ranks take 4 ms: every step of its schedule waited out the
+// other rank's pause.) MPI cannot cancel a collective: after a timeout its requests stay
 // pending and may still write the buffers, so the communicator is marked unusable and every later
 // call on it fails at once, naming the operation that broke it. A receive is cancelled instead;
 // if MPI confirms the cancellation nothing is pending and the communicator stays usable.
@@ -369,7 +372,8 @@ enum class Waited { kDone, kFailed, kTimedOut };
 Waited wait_all(std::vector<MPI_Request>& reqs, std::vector<MPI_Status>* statuses,
                 Clock::time_point deadline, int* rc) {
   auto pause = std::chrono::microseconds(50);
-  for (int round = 0;; ++round) {
+  const auto spin_until = Clock::now() + std::chrono::milliseconds(10);
+  for (;;) {
     bool all = true;
     for (size_t i = 0; i < reqs.size(); ++i) {
       if (reqs[i] == MPI_REQUEST_NULL) continue;
@@ -384,8 +388,9 @@ Waited wait_all(std::vector<MPI_Request>& reqs, std::vector<MPI_Status>* statuse
       if (statuses) (*statuses)[i] = status;
     }
     if (all) return Waited::kDone;
-    if (Clock::now() >= deadline) return Waited::kTimedOut;
-    if (round < 16) {
+    const auto now = Clock::now();
+    if (now >= deadline) return Waited::kTimedOut;
+    if (now < spin_until) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(pause);
@@ -519,6 +524,149 @@ int start_pieces(int64_t n, std::vector<MPI_Request>& reqs, Start&& start) {
   return MPI_SUCCESS;
 }
 
+// Note [Ranks agree before data moves]
+// MPI trusts every rank's count and type: an all-reduce of 4 elements on one rank and 3 on
+// another reduces 3 and leaves the fourth as it was on one rank, or fails with MPI_ERR_TRUNCATE
+// on one rank only, and an int32 tensor received as float32 arrives as wrong values. So every
+// collective starts with an all-gather of a header, what this rank is about to do (operation,
+// dtype, reduction, root, elements), and every rank compares all of them before any data moves.
+// A disagreement is a DistributedError on every rank that names each rank's call. The exchange
+// itself waits for every rank, so it is the barrier too. A send goes with its header, first, on
+// the same tag (MPI keeps the order of messages between two ranks on one tag); the receiver
+// posts the header's receive before the data's and checks it, so a receive whose sender moved
+// another dtype or count is named as such, not as a count that came out wrong. The cost is one
+// small all-gather per collective (about the latency of a 1-element all-reduce) and one small
+// message per send.
+
+/** What one rank is about to do, as the ranks exchange it (Note [Ranks agree before ...]). */
+struct Header {
+  int64_t magic = 0;    // kHeaderMagic once filled (a header never received stays 0)
+  int64_t op = -1;      // EMBER_COLL_*
+  int64_t dtype = -1;   // EMBER_* dtype, -1 for a barrier
+  int64_t reduce = -1;  // EMBER_REDUCE_* for the reductions, else -1
+  int64_t root = -1;    // the broadcast's root, else -1
+  int64_t numel = 0;    // elements of this rank's tensor (the input's; a broadcast's output)
+  bool operator==(const Header&) const = default;
+};
+/** int64 words of a Header on the wire. */
+constexpr int kHeaderWords = sizeof(Header) / sizeof(int64_t);
+static_assert(sizeof(Header) == kHeaderWords * sizeof(int64_t), "a Header is int64 words");
+/** Marks a header that was filled in (ASCII "EMBERHDR" read as a little-endian int64). */
+constexpr int64_t kHeaderMagic = 0x5244484d45424d45;
+
+/** The header of `call`, which moves `n` elements of `dtype`. */
+Header header_of(const ember_collective_call& call, int32_t dtype, int64_t n) {
+  Header h;
+  h.magic = kHeaderMagic;
+  h.op = call.op;
+  if (call.op == EMBER_COLL_BARRIER) return h;
+  h.dtype = dtype;
+  h.numel = n;
+  if (call.op == EMBER_COLL_ALL_REDUCE || call.op == EMBER_COLL_REDUCE_SCATTER)
+    h.reduce = call.reduce;
+  if (call.op == EMBER_COLL_BROADCAST) h.root = call.peer;
+  return h;
+}
+
+/** A header for messages: "all_reduce (sum) of 4 float32", "broadcast from rank 0 of ...". */
+std::string header_text(const Header& h) {
+  constexpr const char* reductions[] = {"sum", "product", "min", "max"};
+  const char* op = sdk::collective_name(static_cast<int32_t>(h.op));
+  std::string s = op ? op : "operation " + std::to_string(h.op);
+  if (h.op == EMBER_COLL_BARRIER) return s;
+  if (h.reduce >= 0 && h.reduce < 4) s += std::string(" (") + reductions[h.reduce] + ")";
+  if (h.root >= 0) s += " from rank " + std::to_string(h.root);
+  return s + " of " + std::to_string(h.numel) + " " +
+         sdk::dtype_name(static_cast<int32_t>(h.dtype));
+}
+
+/** "rank 0: <header>; ranks 1, 2: <header>" for the distinct headers in `all`, one per rank. */
+std::string headers_text(const std::vector<Header>& all) {
+  std::vector<std::pair<Header, std::vector<int>>> distinct;
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    auto it = std::find_if(distinct.begin(), distinct.end(),
+                           [&](const auto& d) { return d.first == all[r]; });
+    if (it == distinct.end())
+      distinct.push_back({all[r], {r}});
+    else
+      it->second.push_back(r);
+  }
+  std::string s;
+  for (const auto& [h, ranks] : distinct) {
+    if (!s.empty()) s += "; ";
+    s += ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+    s += ": " + (h.magic == kHeaderMagic ? header_text(h) : std::string("no call"));
+  }
+  return s;
+}
+
+/** Leaks `buffer` if `request` is still pending: MPI may write (or read) it later, after a
+ *  timeout or a failure left the request behind (Note [Waiting with a deadline]). */
+template <typename T>
+void leak_if_pending(std::unique_ptr<T>& buffer, MPI_Request request) {
+  if (request != MPI_REQUEST_NULL) (void)buffer.release();
+}
+
+/** Turns how the requests of `what` ended into the call's status: EMBER_OK when they completed;
+ *  after a timeout a receive is cancelled, anything else makes the communicator unusable (Note
+ *  [Waiting with a deadline]). */
+int32_t settle(Comm& c, const ember_collective_call& call, const char* what, Waited waited, int rc,
+               std::vector<MPI_Request>& reqs) {
+  const bool p2p = call.op == EMBER_COLL_SEND || call.op == EMBER_COLL_RECV;
+  if (waited == Waited::kTimedOut) {
+    if (call.op == EMBER_COLL_RECV && cancel_receives(reqs))
+      return fail(call, EMBER_ERR_TIMEOUT,
+                  "MPI %s did not complete within %lld ms (cancelled; the communicator stays "
+                  "usable)",
+                  what, static_cast<long long>(call.timeout_ms));
+    c.mark_broken(std::string("an MPI ") + what + " timed out");
+    return fail(call, EMBER_ERR_TIMEOUT,
+                "MPI %s did not complete within %lld ms (the communicator is unusable now: MPI "
+                "cannot cancel it)",
+                what, static_cast<long long>(call.timeout_ms));
+  }
+  if (waited == Waited::kFailed) {
+    const std::string text = error_text(rc);
+    // A failed collective leaves the ranks out of step; a failed message only itself.
+    if (!p2p) c.mark_broken(std::string("an MPI ") + what + " failed: " + text);
+    return fail(call, EMBER_ERR_PEER, "MPI %s failed: %s", what, text.c_str());
+  }
+  return EMBER_OK;
+}
+
+/** Waits for `reqs` (started with `rc`) until the call's deadline, and settles the outcome. */
+int32_t finish(Comm& c, const ember_collective_call& call, const char* what, int rc,
+               std::vector<MPI_Request>& reqs, std::vector<MPI_Status>* statuses) {
+  Waited waited = Waited::kFailed;
+  if (rc == MPI_SUCCESS) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(call.timeout_ms);
+    waited = wait_all(reqs, statuses, deadline, &rc);
+  }
+  return settle(c, call, what, waited, rc, reqs);
+}
+
+/** Exchanges every rank's header for a collective and fails, on every rank alike, unless all
+ *  are `mine` (Note [Ranks agree before data moves]). */
+int32_t agree(Comm& c, const ember_collective_call& call, const char* what, const Header& mine) {
+  auto sent = std::make_unique<Header>(mine);
+  auto all = std::make_unique<std::vector<Header>>(static_cast<size_t>(c.size));
+  std::vector<MPI_Request> reqs(1, MPI_REQUEST_NULL);
+  const int rc = mpi().iallgather(sent.get(), kHeaderWords, MPI_INT64_T, all->data(), kHeaderWords,
+                                  MPI_INT64_T, c.comm, &reqs[0]);
+  if (int32_t s = finish(c, call, what, rc, reqs, nullptr); s != EMBER_OK) {
+    leak_if_pending(sent, reqs[0]);
+    leak_if_pending(all, reqs[0]);
+    return s;
+  }
+  if (std::all_of(all->begin(), all->end(), [&](const Header& h) { return h == mine; }))
+    return EMBER_OK;
+  return fail(call, EMBER_ERR_PEER,
+              "the ranks made different collectives, so nothing was sent: %s (every rank must "
+              "make the same call with the same dtype and number of elements)",
+              headers_text(*all).c_str());
+}
+
 /** Runs one operation to completion or its timeout (Note [Waiting with a deadline]). */
 int32_t run(Comm& c, const ember_collective_call& call) {
   const char* label = sdk::collective_name(call.op);
@@ -559,10 +707,25 @@ int32_t run(Comm& c, const ember_collective_call& call) {
                 "MPI %s moves at most %d elements per rank: got %lld (split the tensor)", label,
                 INT_MAX, static_cast<long long>(whole));
 
+  // What this call is, for messages: "all_reduce", "send to rank 1 (tag 3)".
+  char what[96];
+  if (p2p)
+    std::snprintf(what, sizeof(what), "%s %s rank %d (tag %d)", label,
+                  call.op == EMBER_COLL_SEND ? "to" : "from", call.peer, call.tag);
+  else
+    std::snprintf(what, sizeof(what), "%s", label);
+  const Header mine = header_of(call, t.dtype, n);
+  if (!p2p) {
+    if (int32_t s = agree(c, call, what, mine); s != EMBER_OK) return s;
+    if (call.op == EMBER_COLL_BARRIER) return EMBER_OK;  // the agreement was the barrier
+  }
+
   auto* in = static_cast<char*>(call.input.data);
   auto* out = static_cast<char*>(call.output.data);
   const auto at = [&](char* base, int64_t off) { return base + static_cast<size_t>(off) * esize; };
   std::vector<MPI_Request> reqs;
+  // A send's header and a receive's sender's header (Note [Ranks agree before data moves]).
+  auto header = std::make_unique<Header>(mine);
   int rc = MPI_SUCCESS;
   switch (call.op) {
     case EMBER_COLL_ALL_REDUCE:
@@ -591,66 +754,63 @@ int32_t run(Comm& c, const ember_collective_call& call) {
       rc = mpi().ialltoall(in, static_cast<int>(whole), type, out, static_cast<int>(whole), type,
                            c.comm, &reqs.back());
       break;
-    case EMBER_COLL_BARRIER:
-      reqs.push_back(MPI_REQUEST_NULL);
-      rc = mpi().ibarrier(c.comm, &reqs.back());
-      break;
     case EMBER_COLL_SEND:
-      rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
-        return mpi().isend(at(in, off), count, type, call.peer, call.tag, c.comm, r);
-      });
+      reqs.push_back(MPI_REQUEST_NULL);
+      rc = mpi().isend(header.get(), kHeaderWords, MPI_INT64_T, call.peer, call.tag, c.comm,
+                       &reqs[0]);
+      if (rc == MPI_SUCCESS)
+        rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
+          return mpi().isend(at(in, off), count, type, call.peer, call.tag, c.comm, r);
+        });
       break;
     case EMBER_COLL_RECV:
-      rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
-        return mpi().irecv(at(out, off), count, type, call.peer, call.tag, c.comm, r);
-      });
+      reqs.push_back(MPI_REQUEST_NULL);
+      *header = Header{};
+      rc = mpi().irecv(header.get(), kHeaderWords, MPI_INT64_T, call.peer, call.tag, c.comm,
+                       &reqs[0]);
+      if (rc == MPI_SUCCESS)
+        rc = start_pieces(n, reqs, [&](int64_t off, int count, MPI_Request* r) {
+          return mpi().irecv(at(out, off), count, type, call.peer, call.tag, c.comm, r);
+        });
       break;
   }
-
-  // What this call is, for messages: "all-reduce", "send to rank 1 (tag 3)".
-  char what[96];
-  if (p2p)
-    std::snprintf(what, sizeof(what), "%s %s rank %d (tag %d)", label,
-                  call.op == EMBER_COLL_SEND ? "to" : "from", call.peer, call.tag);
-  else
-    std::snprintf(what, sizeof(what), "%s", label);
   std::vector<MPI_Status> statuses(reqs.size());
-  Waited waited = Waited::kFailed;
-  if (rc == MPI_SUCCESS) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(call.timeout_ms);
-    waited = wait_all(reqs, &statuses, deadline, &rc);
+  const int32_t status = finish(c, call, what, rc, reqs, &statuses);
+  if (call.op == EMBER_COLL_SEND) leak_if_pending(header, reqs[0]);
+  if (call.op != EMBER_COLL_RECV) return status;
+  // The sender's header arrives first, whatever becomes of the data (which MPI_ERR_TRUNCATE
+  // reports when the sender moved more): a sender that moved something else is named as such.
+  // A data request may fail before the header's was tested: it gets a moment more.
+  if (!reqs.empty() && reqs[0] != MPI_REQUEST_NULL) {
+    std::vector<MPI_Request> first(1, reqs[0]);
+    int ignored = MPI_SUCCESS;
+    if (wait_all(first, nullptr, Clock::now() + std::chrono::milliseconds(100), &ignored) !=
+            Waited::kDone &&
+        !cancel_receives(first))
+      leak_if_pending(header, first[0]);
+    reqs[0] = first[0];
   }
-  if (waited == Waited::kTimedOut) {
-    if (call.op == EMBER_COLL_RECV && cancel_receives(reqs))
-      return fail(call, EMBER_ERR_TIMEOUT,
-                  "MPI %s did not complete within %lld ms (cancelled; the communicator stays "
-                  "usable)",
-                  what, static_cast<long long>(call.timeout_ms));
-    c.mark_broken(std::string("an MPI ") + what + " timed out");
-    return fail(call, EMBER_ERR_TIMEOUT,
-                "MPI %s did not complete within %lld ms (the communicator is unusable now: MPI "
-                "cannot cancel it)",
-                what, static_cast<long long>(call.timeout_ms));
-  }
-  if (waited == Waited::kFailed) {
-    const std::string text = error_text(rc);
-    // A failed collective leaves the ranks out of step; a failed message only itself.
-    if (!p2p) c.mark_broken(std::string("an MPI ") + what + " failed: " + text);
-    return fail(call, EMBER_ERR_PEER, "MPI %s failed: %s", what, text.c_str());
-  }
-  if (call.op == EMBER_COLL_RECV) {  // a shorter message is not an error to MPI
-    int64_t off = 0;
-    for (const MPI_Status& s : statuses) {
-      const int64_t want = std::min(n - off, kMaxCount);
-      int got = 0;
-      mpi().get_count(&s, type, &got);
-      if (got != want)
-        return fail(call, EMBER_ERR_PEER,
-                    "MPI %s delivered %d elements where %lld were expected (the sender's tensor "
-                    "has another size)",
-                    what, got, static_cast<long long>(want));
-      off += want;
-    }
+  if (!header) return status;  // the header never came
+  const Header theirs = *header;
+  Header expected = mine;
+  expected.op = EMBER_COLL_SEND;
+  if (theirs.magic == kHeaderMagic && !(theirs == expected))
+    return fail(call, EMBER_ERR_PEER,
+                "MPI %s: the sender moved %s, this rank expected %s (the tensors of a send and "
+                "its receive must have the same dtype and number of elements)",
+                what, header_text(theirs).c_str(), header_text(expected).c_str());
+  if (status != EMBER_OK) return status;
+  int64_t off = 0;  // a shorter message is not an error to MPI
+  for (size_t i = 1; i < statuses.size(); ++i) {
+    const int64_t want = std::min(n - off, kMaxCount);
+    int got = 0;
+    mpi().get_count(&statuses[i], type, &got);
+    if (got != want)
+      return fail(call, EMBER_ERR_PEER,
+                  "MPI %s delivered %d elements where %lld were expected (the sender's tensor "
+                  "has another size)",
+                  what, got, static_cast<long long>(want));
+    off += want;
   }
   return EMBER_OK;
 }

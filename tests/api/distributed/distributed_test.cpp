@@ -403,20 +403,32 @@ TEST(Launcher, TrainInTwoProcessesMatchesOneProcessWithTheSameGlobalBatch) {
 
 #ifdef EMBER_MPIRUN
 namespace {
+// How run_under_mpirun starts a job besides its scenario and size.
+struct MpiJob {
+  std::string arg;         // the scenario's argument, if any
+  int timeout_ms = 20000;  // the process groups' timeout
+  bool recovery = false;   // mpirun --enable-recovery: a rank's death does not end the job
+};
+
 // Runs `world` workers of `scenario` under mpirun with the mpi backend.
-Exit run_under_mpirun(const std::string& scenario, int world) {
-  const std::string out = temp_path("mpi_" + scenario + ".log");
+Exit run_under_mpirun(const std::string& scenario, int world, const MpiJob& job = {}) {
+  const std::string out = temp_path("mpi_" + scenario + job.arg + ".log");
   const std::string port = std::to_string(free_port());
-  const pid_t pid = spawn(
-      {EMBER_MPIRUN, "--oversubscribe", "-np", std::to_string(world), "-x", "MASTER_ADDR=127.0.0.1",
-       "-x", "MASTER_PORT=" + port, "-x", "EMBER_DIST_BACKEND=mpi", "-x",
-       "EMBER_TEST_TIMEOUT_MS=20000", "-x", "OMP_NUM_THREADS=1", EMBER_DIST_WORKER, scenario},
-      {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-       {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-       {"OMPI_MCA_btl", "self,tcp"},
-       {"OMPI_MCA_btl_tcp_if_include", "lo"},
-       {"OMPI_MCA_oob_tcp_if_include", "lo"}},
-      out);
+  std::vector<std::string> argv = {EMBER_MPIRUN, "--oversubscribe", "-np", std::to_string(world)};
+  if (job.recovery) argv.push_back("--enable-recovery");
+  const std::vector<std::string> vars = {
+      "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port, "EMBER_DIST_BACKEND=mpi",
+      "EMBER_TEST_TIMEOUT_MS=" + std::to_string(job.timeout_ms), "OMP_NUM_THREADS=1"};
+  for (const std::string& var : vars) argv.insert(argv.end(), {"-x", var});
+  argv.insert(argv.end(), {EMBER_DIST_WORKER, scenario});
+  if (!job.arg.empty()) argv.push_back(job.arg);
+  const pid_t pid = spawn(argv,
+                          {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                           {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                           {"OMPI_MCA_btl", "self,tcp"},
+                           {"OMPI_MCA_btl_tcp_if_include", "lo"},
+                           {"OMPI_MCA_oob_tcp_if_include", "lo"}},
+                          out);
   return wait_all({pid}, {out}, 180)[0];
 }
 }  // namespace
@@ -449,6 +461,75 @@ TEST(Mpi, EveryOperationAndDtypeUnderMpirunOnThreeRanks) {
   EXPECT_EQ(e.status, 0) << e.output;
   EXPECT_NE(e.output.find("collectives ok on rank 2 of 3: 0 failures"), std::string::npos)
       << e.output;
+}
+
+// Note [Ranks agree before data moves]: ranks whose collectives differ in size, dtype or operation
+// all fail at once, each naming every rank's call, and none returns (MPI itself would reduce the
+// shorter length, or fail on one rank only).
+TEST(Mpi, RanksThatMakeDifferentCollectivesFailOnEveryRankNamingEachCall) {
+  struct Case {
+    const char* scenario;
+    const char* arg;
+    int world;
+    const char* calls;
+  };
+  const Case cases[] = {
+      {"mismatched_sizes", "", 2,
+       "rank 0: all_reduce (sum) of 4 float32; rank 1: all_reduce (sum) of 3 float32"},
+      {"mismatched_sizes", "", 3,
+       "rank 0: all_reduce (sum) of 4 float32; ranks 1, 2: all_reduce (sum) of 3 float32"},
+      {"mismatched_calls", "dtype", 2,
+       "rank 0: all_reduce (sum) of 4 float32; rank 1: all_reduce (sum) of 4 float64"},
+      {"mismatched_calls", "op", 2,
+       "rank 0: all_reduce (sum) of 4 float32; rank 1: broadcast from rank 0 of 4 float32"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.scenario) + " " + c.arg + " on " + std::to_string(c.world));
+    const Exit e = run_under_mpirun(c.scenario, c.world, {c.arg});
+    EXPECT_NE(e.status, 0) << e.output;
+    EXPECT_EQ(e.output.find("a mismatched collective returned"), std::string::npos) << e.output;
+    EXPECT_EQ(e.output.find("mismatched all_reduce returned"), std::string::npos) << e.output;
+    const std::vector<std::string> caught = lines_starting(e.output, "caught: ");
+    ASSERT_EQ(caught.size(), static_cast<size_t>(c.world)) << e.output;
+    EXPECT_EQ(lines_starting(e.output, "kind: distributed").size(), caught.size()) << e.output;
+    for (const std::string& line : caught) {
+      EXPECT_NE(line.find(std::string("the ranks made different collectives, so nothing was "
+                                      "sent: ") +
+                          c.calls),
+                std::string::npos)
+          << line;
+    }
+  }
+}
+
+// A receive whose sender moved another dtype fails naming both (MPI would deliver the int32
+// bytes as float32 values); the send itself completes. (The short timeout bounds the receiver's
+// wait for the sender's note, Note [Naming the ranks that failed], which never comes.)
+TEST(Mpi, AReceiveFromASenderOfAnotherDtypeFailsNamingBoth) {
+  const Exit e = run_under_mpirun("mismatched_calls", 2, {"send", 2000});
+  EXPECT_NE(e.output.find("rank 0: sent"), std::string::npos) << e.output;
+  EXPECT_EQ(e.output.find("a mismatched recv returned"), std::string::npos) << e.output;
+  const std::vector<std::string> caught = lines_starting(e.output, "caught: ");
+  ASSERT_EQ(caught.size(), 1u) << e.output;
+  EXPECT_EQ(lines_starting(e.output, "kind: distributed").size(), 1u) << e.output;
+  EXPECT_NE(caught[0].find("recv from rank 0 (tag 5): the sender moved send of 4 int32, this "
+                           "rank expected send of 4 float32"),
+            std::string::npos)
+      << caught[0];
+}
+
+// A rank that dies: plain mpirun ends the whole job at once (its own message names the rank, and
+// the others are killed before they can report). Under --enable-recovery the others live on, but
+// Open MPI 4.1 does not fail a non-blocking collective whose peer died, so they fail at the
+// group's timeout, and the core's diagnosis names the rank that exited (backends/mpi/README.md).
+TEST(Mpi, UnderRecoveryARankThatDiedIsNamedAtTheTimeout) {
+  const Exit e = run_under_mpirun("killed_rank", 3, {"", 3000, /*recovery=*/true});
+  const std::vector<std::string> caught = lines_starting(e.output, "caught: ");
+  ASSERT_EQ(caught.size(), 2u) << e.output;
+  for (const std::string& line : caught) {
+    EXPECT_NE(line.find("did not complete within 3000 ms"), std::string::npos) << line;
+    EXPECT_NE(line.find("rank 1 exited"), std::string::npos) << line;
+  }
 }
 
 TEST(Mpi, DistributedDataParallelUnderMpirun) {

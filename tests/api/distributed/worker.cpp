@@ -1,7 +1,8 @@
 // One rank of a distributed test job: `distributed_worker <scenario>`, started several times by
 // distributed_test.cpp (directly or through `ember run`) with RANK, WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT set. Prints what failed and exits 1 on a wrong value; exits 3 after catching an
-// ember::Error (printed as "caught: <message>"), which the fault tests expect.
+// ember::Error (printed as "caught: <message>", and "kind: distributed" after a DistributedError),
+// which the fault tests expect.
 #include <signal.h>
 #include <unistd.h>
 
@@ -389,6 +390,36 @@ int mismatched_sizes() {
   return 1;
 }
 
+// Rank 0 and the others make calls that differ in `how` (Note [Ranks agree before data moves]
+// in backends/mpi/plugin.cpp): "dtype" (float32 against float64), "op" (an all-reduce against a
+// broadcast from rank 0) or "send" (rank 0 sends 4 int32 to rank 1, which receives 4 float32).
+int mismatched_calls(const std::string& how) {
+  dist::ProcessGroup pg = dist::init_process_group(options());
+  const bool first = pg.rank() == 0;
+  if (how == "send") {
+    if (first) {
+      pg.send(ember::ones({4}, ember::TensorOptions(DType::Int32)), 1, 5);
+      std::printf("rank 0: sent\n");
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // the receiver reports meanwhile
+      return 0;
+    }
+    if (pg.rank() != 1) return 0;
+    Tensor t = ember::zeros({4});
+    pg.recv(t, 0, 5);
+    std::printf("rank 1: a mismatched recv returned %g\n", values(t)[0]);
+    return 1;
+  }
+  Tensor t = ember::ones(
+      {4}, ember::TensorOptions(how == "dtype" && !first ? DType::Float64 : DType::Float32));
+  if (how == "op" && !first)
+    pg.broadcast(t, 0);
+  else
+    pg.all_reduce(t);
+  std::printf("rank %d: a mismatched collective returned\n", pg.rank());
+  return 1;
+}
+
 // Only joins.
 int join_only() {
   dist::init_process_group(options());
@@ -455,11 +486,13 @@ int main(int argc, char** argv) {
     if (scenario == "collectives") return collectives();
     if (scenario == "killed_rank") return killed_rank();
     if (scenario == "mismatched_sizes") return mismatched_sizes();
+    if (scenario == "mismatched_calls") return mismatched_calls(argc > 2 ? argv[2] : "");
     if (scenario == "join") return join_only();
     if (scenario == "ddp") return ddp();
     if (scenario == "vendor_libraries") return vendor_libraries();
   } catch (const ember::Error& e) {
     std::printf("caught: %s\n", e.what());
+    if (dynamic_cast<const ember::DistributedError*>(&e)) std::printf("kind: distributed\n");
     std::fflush(stdout);
     return 3;
   }
