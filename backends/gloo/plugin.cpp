@@ -9,7 +9,10 @@
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/tcp/pair.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/plugin_sdk.hpp"
@@ -62,6 +66,109 @@ class StoreAdapter : public ::gloo::rendezvous::Store {
   milliseconds timeout_;
 };
 
+namespace tcp = ::gloo::transport::tcp;
+
+// Note [A dead peer fails the waits on it]
+// Every operation here, collectives and send/recv alike, waits on Gloo's unbound buffers. When a
+// connection breaks (the peer died: end of file or a reset), this Gloo (Debian's
+// 0.0~git20220518.5b14351) fails the operations still queued on that pair, but not the two it is
+// moving: the receive whose bytes are arriving (Pair::rx_) and the sends being written
+// (Pair::tx_). Their waits ran out the whole timeout (30 minutes by default) though the peer was
+// gone, and so did every rank waiting on this one; a receive of 256 MiB from a rank killed in
+// the middle did. Pair::close (Note [A failed call closes the connections]) fails no wait at
+// all, so a recv on a thread of its own slept on after a collective failed beside it.
+// Gloo's transport is open for the fix: the plugin's Device makes a Context that makes the Pair
+// below, which, as it moves to CLOSED (changeState: virtual, called under the pair's lock, after
+// Gloo recorded the pair's error), fails every wait it still holds with that error, or with one
+// of its own if this rank closed it (and records which peer broke it, for the message). Calls that
+// succeed run exactly as before. Gloo fails buffers as a friend (UnboundBuffer::signalException
+// is protected); the plugin takes a pointer to it through a derived class, which C++ allows.
+// The tcp headers include gloo/common/memory.h, which libgloo-dev lacks: compat/ declares what
+// they use (Note [Gloo's missing memory.h]).
+
+// Fails an unbound buffer's waits with `ex` (what Gloo's Pair does as its friend).
+struct UnboundBufferAccess : tcp::UnboundBuffer {
+  static void fail(tcp::UnboundBuffer& buf, std::exception_ptr ex) {
+    (buf.*(&UnboundBufferAccess::signalException))(std::move(ex));
+  }
+};
+
+// Gloo's message without its "[file:line] " prefix.
+std::string gloo_text(const std::string& what) {
+  const size_t end = what.find("] ");
+  return what.rfind('[', 0) == 0 && end != std::string::npos ? what.substr(end + 2) : what;
+}
+
+/** A Gloo TCP pair whose waits fail when it closes (Note [A dead peer fails the waits on it]). */
+class Pair final : public tcp::Pair {
+ public:
+  using tcp::Pair::Pair;
+
+  /** Gloo's reason if the peer broke this connection (not a failure on this rank); else empty. */
+  std::string broken_by_peer() {
+    std::lock_guard lock(m_);
+    return state_ == CLOSED && !closed_here_ ? reason_ : std::string();
+  }
+
+ protected:
+  void changeState(state next) noexcept override {
+    if (next == CLOSED && state_ != CLOSED) fail_waits();
+    tcp::Pair::changeState(next);
+  }
+
+ private:
+  void fail_waits() noexcept {
+    try {
+      if (ex_ == nullptr) {  // Pair::close: this rank closes it after a failure
+        closed_here_ = true;
+        ex_ = std::make_exception_ptr(::gloo::IoException(
+            "this rank closed its connection to rank " + std::to_string(rank_)));
+      }
+      try {
+        std::rethrow_exception(ex_);
+      } catch (const std::exception& e) {
+        reason_ = gloo_text(e.what());
+      }
+      // A wait of this rank that ran out closes every pair with this message (Gloo's
+      // Context::signalException): not the peer's doing either.
+      if (reason_.find("Application timeout") != std::string::npos) closed_here_ = true;
+      auto fail = [&](const ::gloo::WeakNonOwningPtr<tcp::UnboundBuffer>& weak) {
+        ::gloo::NonOwningPtr<tcp::UnboundBuffer> buf(weak);
+        if (buf) UnboundBufferAccess::fail(*buf.operator->(), ex_);
+      };
+      fail(rx_.ubuf);
+      for (const tcp::Op& op : tx_) fail(op.ubuf);
+      for (const auto& [slot, ops] : localPendingSend_)
+        for (const auto& op : ops) fail(std::get<0>(op));
+      for (const auto& [slot, ops] : localPendingRecv_)
+        for (const auto& op : ops) fail(std::get<0>(op));
+    } catch (...) {  // out of memory for a message: the waits still end at their timeout
+    }
+  }
+
+  bool closed_here_ = false;  // under m_, as Gloo's own members
+  std::string reason_;
+};
+
+/** Gloo's TCP context, making Pairs of the class above. */
+class Context final : public tcp::Context {
+ public:
+  using tcp::Context::Context;
+  std::unique_ptr<::gloo::transport::Pair>& createPair(int rank) override {
+    pairs_[rank] = std::make_unique<Pair>(this, device_.get(), rank, getTimeout());
+    return pairs_[rank];
+  }
+};
+
+/** Gloo's TCP device, making Contexts of the class above. */
+class Device final : public tcp::Device {
+ public:
+  using tcp::Device::Device;
+  std::shared_ptr<::gloo::transport::Context> createContext(int rank, int size) override {
+    return std::make_shared<Context>(shared_from_this(), rank, size);
+  }
+};
+
 // Note [A failed call closes the connections]
 // A collective that fails (a peer that died, a timeout) leaves the other ranks where they were:
 // one that waits for bytes from this rank would wait out its whole timeout, and by then the
@@ -69,8 +176,10 @@ class StoreAdapter : public ::gloo::rendezvous::Store {
 // [Naming the ranks that failed] in the core). So a failure closes every connection of the
 // communicator at once (Gloo resets them), as NCCL's backend aborts its communicator: the peers'
 // calls fail within moments and every rank diagnoses the same failure while the store is still
-// up. Bytes half sent cannot be taken back either, so the communicator stays unusable: every
-// later call fails at once, naming what broke it.
+// up. Closing fails this rank's own calls still waiting on other threads as well (a recv beside
+// the collective), with the first failure (Note [A dead peer fails the waits on it]). Bytes half
+// sent cannot be taken back either, so the communicator stays unusable: every later call fails
+// at once, naming what broke it.
 struct Comm {
   std::shared_ptr<::gloo::transport::Device> device;
   std::shared_ptr<::gloo::rendezvous::Context> context;
@@ -305,9 +414,9 @@ int32_t create(void*, const ember_comm_config* cfg, void** out, char* error, siz
     auto c = std::make_unique<Comm>();
     c->rank = cfg->rank;
     c->size = cfg->world_size;
-    ::gloo::transport::tcp::attr attr;
+    tcp::attr attr;
     attr.hostname = cfg->local_address && cfg->local_address[0] ? cfg->local_address : "127.0.0.1";
-    c->device = ::gloo::transport::tcp::CreateDevice(attr);
+    c->device = std::make_shared<Device>(tcp::CreateDeviceAttr(attr));
     c->context = std::make_shared<::gloo::rendezvous::Context>(cfg->rank, cfg->world_size);
     c->context->setTimeout(milliseconds(cfg->timeout_ms));
     StoreAdapter store(cfg->store, milliseconds(cfg->timeout_ms));
@@ -334,6 +443,48 @@ void close_after(Comm& c, const char* why) {
   }
 }
 
+// The message and status of a call that failed with `e`: the ranks that broke their connections
+// (Note [A dead peer fails the waits on it]), or the other call whose failure closed them (Note
+// [A failed call closes the connections]), or Gloo's own words (a timeout, for one).
+int32_t call_failure(Comm& c, const std::exception& e, char* error, size_t cap) {
+  const int32_t status = failure(e, error, cap);
+  if (status == EMBER_ERR_TIMEOUT) return status;
+  {
+    std::lock_guard lock(c.mu);
+    if (!c.broken_by.empty()) {
+      std::snprintf(error, cap,
+                    "another call of this rank failed while this one waited, and closed the "
+                    "connections: %s",
+                    c.broken_by.c_str());
+      return EMBER_ERR_PEER;
+    }
+  }
+  std::string ranks, why;
+  int broken = 0;
+  try {
+    for (int r = 0; r < c.size; ++r) {
+      auto* pair = r == c.rank ? nullptr : dynamic_cast<Pair*>(c.context->getPair(r).get());
+      const std::string reason = pair ? pair->broken_by_peer() : std::string();
+      if (reason.empty()) continue;
+      ranks += (broken++ ? ", " : "") + std::to_string(r);
+      if (why.empty()) why = reason;
+    }
+  } catch (const std::exception&) {  // no pairs to ask: Gloo's words stand
+    broken = 0;
+  }
+  if (broken == 1)
+    std::snprintf(error, cap,
+                  "rank %s broke its connection while this rank waited (it exited, or failed and "
+                  "closed its connections; Gloo: %s)",
+                  ranks.c_str(), why.c_str());
+  else if (broken > 1)
+    std::snprintf(error, cap,
+                  "ranks %s broke their connections while this rank waited (they exited, or "
+                  "failed and closed their connections; Gloo, on the first: %s)",
+                  ranks.c_str(), why.c_str());
+  return status;
+}
+
 int32_t collective(void*, void* comm, const ember_collective_call* call) {
   Comm& c = *static_cast<Comm*>(comm);
   {
@@ -350,7 +501,7 @@ int32_t collective(void*, void* comm, const ember_collective_call* call) {
   try {
     return run(c, *call);
   } catch (const std::exception& e) {
-    status = failure(e, call->error, call->error_capacity);
+    status = call_failure(c, e, call->error, call->error_capacity);
   } catch (...) {
     std::snprintf(call->error, call->error_capacity, "gloo failed (non-standard exception)");
   }

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -135,7 +136,11 @@ std::vector<Exit> run_job(const std::string& scenario, int world, int timeout_ms
     if (static_cast<size_t>(r) < extra.size())
       for (const auto& [k, v] : extra[r]) env[k] = v;
     outs.push_back(temp_path(scenario + "_" + std::to_string(r) + ".log"));
-    pids.push_back(spawn({EMBER_DIST_WORKER, scenario}, env, outs.back()));
+    // EMBER_TEST_WORKER: a copy of the worker (kill_under_load.sh runs one, beside its libraries,
+    // so that a rebuild of the shared build tree meanwhile cannot break the running ranks).
+    const char* worker = std::getenv("EMBER_TEST_WORKER");
+    pids.push_back(
+        spawn({worker && *worker ? worker : EMBER_DIST_WORKER, scenario}, env, outs.back()));
   }
   return wait_all(pids, outs, deadline_s);
 }
@@ -213,6 +218,102 @@ TEST(Faults, AKilledRankIsNamedByEveryOtherRankWithinTheTimeout) {
         << exits[r].output;
   }
   EXPECT_LT(seconds, 15.0 + 10.0);  // within the timeout (plus start-up), never a hang
+}
+
+namespace {
+// The milliseconds after `label` ("killed at", "failed at") in `output`, or -1.
+long long ms_after(const std::string& output, const std::string& label) {
+  const size_t at = output.find(label + " ");
+  return at == std::string::npos ? -1 : std::atoll(output.c_str() + at + label.size() + 1);
+}
+
+// One job of three ranks whose rank 1 is killed while the others wait for it, under a timeout of
+// 60 s: what went wrong (empty if nothing) and the slowest survivor's seconds from the kill to
+// its DistributedError.
+struct KilledJob {
+  std::string problems;
+  double worst_s = 0;
+};
+
+// `scenario` "killed_rank" (an all-reduce) or "killed_in_transfer" with EMBER_TEST_HOW `how`.
+KilledJob run_killed_job(const std::string& scenario, const std::string& how, double limit_s) {
+  const std::string marker = temp_path("marker_" + how);
+  std::filesystem::remove(marker);
+  const std::map<std::string, std::string> env{{"EMBER_TEST_HOW", how},
+                                               {"EMBER_TEST_MARKER", marker}};
+  // The deadline is half the timeout: a survivor that waits for its timeout is a hang here.
+  const std::vector<Exit> exits = run_job(scenario, 3, 60000, 30, {env, env, env});
+  std::filesystem::remove(marker);
+  KilledJob job;
+  std::ostringstream problems;
+  const long long killed = ms_after(exits[1].output, "killed at");
+  if (exits[1].status != 128 + SIGKILL || killed < 0)
+    problems << "rank 1 was not killed:\n" << exits[1].output << "\n";
+  if (how == "recv") {  // rank 0's recv beside failed with the failure that closed the connections
+    const std::vector<std::string> beside = lines_starting(exits[0].output, "beside: ");
+    if (beside.size() != 1 ||
+        beside[0].find("another call of this rank failed while this one waited") ==
+            std::string::npos)
+      problems << "rank 0's recv beside did not fail with its failure:\n"
+               << exits[0].output << "\n";
+  }
+  for (int r : {0, 2}) {
+    const std::string& out = exits[r].output;
+    const std::vector<std::string> caught = lines_starting(out, "caught: ");
+    const long long failed = ms_after(out, "failed at");
+    const double s = failed < 0 || killed < 0 ? std::numeric_limits<double>::infinity()
+                                              : (failed - killed) / 1000.0;
+    job.worst_s = std::max(job.worst_s, s);
+    if (exits[r].status != 3 || caught.size() != 1 ||
+        lines_starting(out, "kind: distributed").size() != 1 ||
+        caught[0].find("rank 1 exited") == std::string::npos || s > limit_s)
+      problems << "rank " << r << " (status " << exits[r].status << ", failed " << s
+               << " s after the kill):\n"
+               << out << "\n";
+  }
+  job.problems = problems.str();
+  return job;
+}
+}  // namespace
+
+// Note [A dead peer fails the waits on it] in backends/gloo/plugin.cpp: every survivor of a rank
+// killed in the middle of an all-reduce, a send, a recv or a broadcast (or waiting on a survivor
+// that is) fails within moments with a DistributedError naming it, not at the 60 s timeout.
+// EMBER_TEST_KILL_REPEAT=N runs the four jobs N times (tests/api/distributed/kill_under_load.sh
+// does 50 beside busy loops) and prints the worst latency.
+TEST(Faults, EverySurvivorOfAKilledRankFailsWithinMomentsThoughTheTimeoutIsLong) {
+  const char* repeat_env = std::getenv("EMBER_TEST_KILL_REPEAT");
+  const int repeat = repeat_env ? std::max(1, std::atoi(repeat_env)) : 1;
+  const double limit_s = 5.0;
+  struct Case {
+    const char* scenario;
+    const char* how;
+  };
+  const Case cases[] = {{"killed_rank", ""},
+                        {"killed_in_transfer", "recv"},
+                        {"killed_in_transfer", "send"},
+                        {"killed_in_transfer", "broadcast"}};
+  int passed = 0, jobs = 0;
+  double worst_s = 0;
+  std::string worst_case;
+  for (int k = 0; k < repeat; ++k) {
+    for (const Case& c : cases) {
+      const std::string name = std::string(c.scenario) + (*c.how ? " " : "") + c.how;
+      SCOPED_TRACE(name + ", run " + std::to_string(k + 1));
+      const KilledJob job = run_killed_job(c.scenario, c.how, limit_s);
+      ++jobs;
+      passed += job.problems.empty();
+      std::printf("%s, run %d: the last survivor failed %.3f s after the kill\n", name.c_str(),
+                  k + 1, job.worst_s);
+      EXPECT_TRUE(job.problems.empty()) << job.problems;
+      if (job.worst_s > worst_s) {
+        worst_s = job.worst_s;
+        worst_case = name;
+      }
+    }
+  }
+  std::printf("killed-rank jobs: %d of %d passed; worst failure latency %.3f s (%s)\n", passed,
+              jobs, worst_s, worst_case.c_str());
 }
 
 TEST(Faults, MismatchedSizesAreAnErrorNamingBothSizes) {

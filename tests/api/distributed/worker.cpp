@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
@@ -348,22 +349,48 @@ int ddp() {
   return failures == 0 ? 0 : 1;
 }
 
+// Milliseconds on the steady clock, which all processes of this machine share: the fault tests
+// compare the victim's time of death with the times its survivors failed.
+long long now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Says when, then dies of SIGKILL (as a rank does that the OOM killer or a crash takes).
+[[noreturn]] void die() {
+  std::printf("killed at %lld ms\n", now_ms());
+  std::fflush(stdout);
+  ::kill(::getpid(), SIGKILL);
+  for (;;) ::pause();
+}
+
+// Prints when the call that failed returned (the fault tests read "failed at").
+void report_failure() {
+  std::printf("failed at %lld ms\n", now_ms());
+  std::fflush(stdout);
+}
+
+int victim_rank() {
+  return std::atoi(std::getenv("EMBER_TEST_VICTIM") ? std::getenv("EMBER_TEST_VICTIM") : "1");
+}
+
 // Rank `EMBER_TEST_VICTIM` dies (SIGKILL) in the middle of a large all-reduce.
 int killed_rank() {
   dist::ProcessGroup pg = dist::init_process_group(options());
-  const int victim =
-      std::atoi(std::getenv("EMBER_TEST_VICTIM") ? std::getenv("EMBER_TEST_VICTIM") : "1");
+  const int victim = victim_rank();
   Tensor t = ember::ones({1 << 24});  // 64 MiB: long enough to be killed inside it
   pg.all_reduce(t);                   // every rank is connected and has done one
   if (pg.rank() == victim) {
     std::thread([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
-      ::kill(::getpid(), SIGKILL);
+      die();
     }).detach();
   }
   try {
     for (int k = 0; k < 1000; ++k) pg.all_reduce(t);
   } catch (const ember::Error& e) {
+    report_failure();
     // The group stays failed: the next call fails at once, quoting the first failure.
     const auto start = std::chrono::steady_clock::now();
     try {
@@ -378,6 +405,96 @@ int killed_rank() {
     throw;
   }
   std::printf("rank %d: the victim never died\n", pg.rank());
+  return 1;
+}
+
+// Whether the first element of `t` (float32, zeroed before the receive) holds the sender's 1:
+// bytes of the transfer have landed, and with 256 MiB most of it is still on its way. (Gloo's
+// thread writes the tensor meanwhile; the relaxed atomic read is the test's only look at it.)
+bool first_bytes_landed(const Tensor& t) {
+  const uint32_t* first = static_cast<const uint32_t*>(t.data_ptr());
+  return __atomic_load_n(first, __ATOMIC_RELAXED) != 0;
+}
+
+// Three ranks; rank 1 (the victim) dies of SIGKILL in the middle of a transfer of 256 MiB, while
+// the others wait in send, recv or broadcast. `how` (EMBER_TEST_HOW):
+//  "recv": rank 1 sends to rank 0, which receives; rank 2 waits in a recv from rank 0. Rank 0
+//          also waits, on a thread of its own, in a recv from rank 2: its failure beside must end
+//          that wait too (it prints "beside: <error>").
+//  "send": rank 0 sends to rank 1, which receives; rank 2 waits in a send to rank 0.
+//  "broadcast": rank 1 broadcasts to ranks 0 and 2.
+// A receiver that sees the first bytes land creates the file EMBER_TEST_MARKER, which a sending
+// victim waits for; a receiving victim dies when it sees them itself. Rank 2's recv or send,
+// which rank 0 never answers, fails only because rank 0's failure closes its connections.
+int killed_in_transfer(const std::string& how) {
+  dist::ProcessGroup pg = dist::init_process_group(options());
+  const int rank = pg.rank();
+  const char* marker = std::getenv("EMBER_TEST_MARKER");
+  const bool broadcast = how == "broadcast";
+  if ((how != "recv" && how != "send" && !broadcast) || !marker) {
+    std::printf("unknown mode '%s', or EMBER_TEST_MARKER unset\n", how.c_str());
+    return 2;
+  }
+  const int peer = 1 - rank;  // of ranks 0 and 1 in send and recv
+  const bool sender = rank == 1 ? how != "send" : how == "send";
+  const int64_t n = int64_t{1} << 26;  // 256 MiB: a transfer long enough to die inside
+  Tensor big = !broadcast && rank == 2 ? ember::ones({4})
+               : sender                ? ember::ones({n})
+                                       : ember::zeros({n});
+  Tensor small = ember::zeros({4});
+  std::optional<dist::Work> beside;  // rank 0's recv from rank 2 ("recv")
+  // Starts this rank's part of the transfer.
+  auto start = [&] {
+    if (broadcast) return pg.broadcast_async(big, 1);
+    return sender ? pg.send_async(big, peer, 3) : pg.recv_async(big, peer, 3);
+  };
+  pg.barrier();  // every rank is connected
+  try {
+    if (!broadcast && rank == 2) {
+      if (how == "recv") {  // as many operations as rank 0 (Note [Naming the ranks that failed])
+        dist::Work first = pg.recv_async(big, 0, 7);
+        dist::Work second = pg.recv_async(small, 0, 8);
+        first.wait();
+        second.wait();
+      } else {
+        pg.send(big, 0, 7);
+      }
+      std::printf("rank 2: a %s that nobody answered returned\n", how.c_str());
+      return 1;
+    }
+    dist::Work w = start();
+    if (how == "recv" && rank == 0) beside = pg.recv_async(small, 2, 8);
+    if (sender) {
+      if (rank == 1) {  // dies once a receiver saw the transfer start
+        while (!std::filesystem::exists(marker))
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        die();
+      }
+    } else {
+      while (!first_bytes_landed(big) && !w.is_completed()) std::this_thread::yield();
+      if (rank == 1) die();  // the receiving victim dies in the middle
+      std::FILE* f = std::fopen(marker, "w");
+      if (f) std::fclose(f);
+    }
+    w.wait();
+    // The transfer was quicker than the victim: the next one never comes.
+    std::printf("rank %d: the transfer completed before the victim died\n", rank);
+    std::fflush(stdout);
+    start().wait();
+  } catch (const ember::Error&) {
+    if (beside) {
+      try {
+        beside->wait();
+        std::printf("rank 0: the recv beside returned\n");
+        return 1;
+      } catch (const ember::DistributedError& e) {
+        std::printf("beside: %s\n", e.what());
+      }
+    }
+    report_failure();
+    throw;
+  }
+  std::printf("rank %d: the victim never died\n", rank);
   return 1;
 }
 
@@ -485,6 +602,8 @@ int main(int argc, char** argv) {
   try {
     if (scenario == "collectives") return collectives();
     if (scenario == "killed_rank") return killed_rank();
+    if (scenario == "killed_in_transfer")
+      return killed_in_transfer(std::getenv("EMBER_TEST_HOW") ? std::getenv("EMBER_TEST_HOW") : "");
     if (scenario == "mismatched_sizes") return mismatched_sizes();
     if (scenario == "mismatched_calls") return mismatched_calls(argc > 2 ? argv[2] : "");
     if (scenario == "join") return join_only();
