@@ -800,6 +800,12 @@ class Flattener {
                    "{} {}: '{}' has a dict key that is a {} (keys must be str, or int as in "
                    "optimizer states)",
                    kOp, path_, parent, kind_name(k->kind));
+    // Entries are named by their keys joined with dots, so an empty key would name nothing ('')
+    // or make names that collide ("a." from {'a': {'': x}}); no state_dict has one.
+    EMBER_CHECK_IO(!k->s.empty(),
+                   "{} {}: '{}' has an empty key (entries are named by their keys joined with "
+                   "dots)",
+                   kOp, path_, parent);
     const size_t bad = detail::invalid_utf8_at(k->s);
     EMBER_CHECK_IO(bad == std::string::npos,
                    "{} {}: '{}' has a key that is not valid UTF-8 (byte 0x{:02x} at offset {})",

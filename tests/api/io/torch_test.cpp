@@ -486,6 +486,12 @@ TEST(TorchLoad, RefusesWhatDoesNotFlattenToNames) {
       "a dict key that is a float");
   EXPECT_REFUSED(wrap_pickle(Pickle().op('}').str("\xff").integer(1).op('s').done()),
                  "not valid UTF-8 (byte 0xff at offset 0)");
+  // An empty key would name an entry '' (found by torch_fuzz), or "a." one level down.
+  EXPECT_REFUSED(wrap_pickle(Pickle().op('}').str("").integer(1).op('s').done()),
+                 "'' has an empty key");
+  EXPECT_REFUSED(
+      wrap_pickle(Pickle().op('}').str("a").op('}').str("").integer(1).op('s').op('s').done()),
+      "'a' has an empty key");
   // One long key, memoized, at every level: the joined names are refused past 64 KiB.
   Pickle longname;
   longname.op('}').str(std::string(20000, 'k')).raw(put0);
