@@ -3,7 +3,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "ember/optim/optimizer.h"
@@ -34,20 +34,21 @@ class GradScaler {
   explicit GradScaler(GradScalerOptions options = {});
   /** loss * scale (the loss as it is when disabled). */
   Tensor scale(const Tensor& loss) const;
-  /** Divides the gradients of `optimizer`'s parameters by the scale, once per step, and notes
-   *  whether any is inf or NaN (call it before clipping gradients). */
+  /** Divides the gradients of `optimizer`'s parameters by the scale, once per step, and starts
+   *  the check for inf and NaN on their devices (call it before clipping gradients). */
   void unscale_(optim::Optimizer& optimizer);
   /** unscale_ for the parameters of an optimizer C++ does not hold (one written in Python):
    *  `owner` stands for that optimizer in the once-per-step check. */
   void unscale_(const void* owner, const std::vector<Tensor>& params);
-  /** Unscales if not done yet, then steps `optimizer` unless a gradient was inf or NaN;
-   *  returns whether it stepped. */
+  /** Unscales if not done yet, then steps `optimizer` unless one of its gradients was inf or
+   *  NaN (one host read per device of its gradients); returns whether it stepped. */
   bool step(optim::Optimizer& optimizer);
   /** step for an optimizer C++ does not hold: unscales `params` unless `owner` was unscaled this
    *  step, then calls `run_step` unless a gradient was inf or NaN; returns whether it called it. */
   bool step(const void* owner, const std::vector<Tensor>& params,
             const std::function<void()>& run_step);
-  /** Backs off after a skipped step, grows after growth_interval good ones; starts a new step. */
+  /** Backs off if any optimizer unscaled since the last update had inf or NaN, grows after
+   *  growth_interval clean steps; starts a new step. */
   void update();
   /** Starts a new step with `new_scale` (> 0, finite) as the scale; the growth tracker is kept. */
   void update(double new_scale);
@@ -65,9 +66,17 @@ class GradScaler {
  private:
   GradScalerOptions options_;
   double scale_;
+  /** Whether any gradient of `owner`'s was inf or NaN, read once from its checks. */
+  bool found_inf(const void* owner);
+
   int64_t growth_tracker_ = 0;
-  bool found_inf_ = false, skipped_ = false;
-  std::unordered_set<const void*> unscaled_;  // the optimizers unscaled this step
+  bool skipped_ = false;
+  /** An optimizer unscaled this step: its checks on the devices, until read, then the answer. */
+  struct Unscaled {
+    std::vector<Tensor> checks;  // float32 scalars, NaN iff a gradient there had inf or NaN
+    bool read = false, found_inf = false;
+  };
+  std::unordered_map<const void*, Unscaled> unscaled_;
 };
 
 }  // namespace ember::amp
