@@ -63,6 +63,56 @@ bool dense4(const ember_tensor& t) {
   return t.ndim == 4 && sdk::is_contiguous(t);
 }
 
+// Note [Row-major max pooling in blocks of columns]
+// The general row-major loop visits one output pixel at a time, computes its window's bounds
+// and takes each tap with a branch that random data mispredicts. For the output columns whose
+// windows lie inside the image (all but a border of about pad / stride on each side), the
+// bounds are those of the row, so a row's interior runs in blocks of 32 output columns held in
+// local arrays: for each tap in the scalar loop's order, a branch-free select over the block,
+// reading x with the stride's step (as the channels-last loop does over channels, Note
+// [Channels-last pooling]). The taps, the NaN rule and the first-maximum tie rule are the
+// scalar loop's, so both give the same bits; the border columns keep the scalar loop. Indices
+// are 32-bit inside the block (planes below 2^31 elements; larger ones keep the scalar loop).
+
+/** Max pooling of one output row's interior columns [j0, j1) of plane xp (Note [Row-major max
+ *  pooling in blocks of columns]); `t` holds the row's taps (its column fields unused). */
+template <typename T>
+void max_pool_row_blocks(const T* xp, T* yr, int64_t* ir, int64_t W, int64_t j0, int64_t j1,
+                         const MaxTaps& t, const attrs::max_pool2d& a) {
+  using C = sdk::Compute<T>;
+  constexpr int64_t kBlock = 32;
+  for (int64_t b0 = j0; b0 < j1; b0 += kBlock) {
+    const int64_t nb = std::min(kBlock, j1 - b0);
+    C best[kBlock];
+    int32_t bi[kBlock];
+    bool first = true;
+    for (int64_t ty = t.ylo; ty < t.yhi; ++ty) {
+      const int64_t h = t.h0 + ty * a.dil_h;
+      for (int64_t tx = 0; tx < a.kernel_w; ++tx) {
+        // Column of tap tx for output column b0: inside the plane for the whole block.
+        const int64_t at = h * W + b0 * a.stride_w - a.pad_w + tx * a.dil_w;
+        const T* xs = xp + at;
+        const auto at32 = static_cast<int32_t>(at), step = static_cast<int32_t>(a.stride_w);
+        if (first) {
+          for (int64_t c = 0; c < nb; ++c)
+            best[c] = static_cast<C>(xs[c * a.stride_w]),
+            bi[c] = at32 + static_cast<int32_t>(c) * step;
+          first = false;
+          continue;
+        }
+        for (int64_t c = 0; c < nb; ++c) {
+          const C v = static_cast<C>(xs[c * a.stride_w]);
+          const bool take = (v > best[c]) | (v != v);  // no branch: the selects vectorise
+          best[c] = take ? v : best[c];
+          bi[c] = take ? at32 + static_cast<int32_t>(c) * step : bi[c];
+        }
+      }
+    }
+    for (int64_t c = 0; c < nb; ++c)
+      yr[b0 - j0 + c] = static_cast<T>(best[c]), ir[b0 - j0 + c] = bi[c];
+  }
+}
+
 template <typename T>
 void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, int64_t W,
                      int64_t oH, int64_t oW, const attrs::max_pool2d& a) {
@@ -107,8 +157,24 @@ void max_pool_planes(const T* x, T* y, int64_t* idx, int64_t planes, int64_t H, 
         continue;
       }
     }
+    // The output columns whose windows lie inside the plane: [jin0, jin1) (Note [Row-major max
+    // pooling in blocks of columns]).
+    int64_t jin0 = 0, jin1 = 0;
+    if (H * W < (int64_t{1} << 31)) {
+      jin0 = std::min(oW, (pW + sW - 1) / sW);
+      const int64_t last = W - 1 - (kW - 1) * dW + pW;  // largest window start + pW inside
+      jin1 = last < 0 ? 0 : std::min(oW, last / sW + 1);
+      if (jin1 <= jin0) jin0 = jin1 = 0;
+    }
     for (int64_t i = 0; i < oH; ++i) {
+      const MaxTaps row = max_taps(a, i, 0, H, W);
+      if (jin1 > jin0 && row.ylo < row.yhi)
+        max_pool_row_blocks(xp, yp + i * oW + jin0, ip + i * oW + jin0, W, jin0, jin1, row, a);
       for (int64_t j = 0; j < oW; ++j) {
+        if (j == jin0 && jin1 > jin0 && row.ylo < row.yhi) {
+          j = jin1 - 1;  // the interior is done
+          continue;
+        }
         const MaxTaps t = max_taps(a, i, j, H, W);
         C best = std::numeric_limits<C>::lowest();
         int64_t bi = -1;

@@ -143,6 +143,25 @@ TEST(PoolTest, MaxPoolMatchesReference) {
   }
 }
 
+// Rows wide enough for several blocks of interior columns (Note [Row-major max pooling in blocks
+// of columns]), with many ties (values 0..3) and NaNs: values and indices equal the reference's,
+// in every dtype the blocks run in.
+TEST(PoolTest, MaxPoolWideRowsWithTiesAndNaNMatchReference) {
+  const int64_t H = 6, W = 77;
+  std::vector<double> xs(static_cast<size_t>(2 * H * W));
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = i % 37 == 5 ? std::nan("") : static_cast<double>((i * 7 + i / 5) % 4);
+  for (DType dt : {f32, f64, DType::Float16, DType::BFloat16}) {
+    const Tensor x = from_vector(xs, {1, 2, H, W}, TensorOptions(DType::Float64)).to(dt);
+    for (const Cfg& c : kConfigs) {
+      auto [y, idx] = max_pool2d_with_indices(x, {c.k}, {c.s}, {c.p}, {c.d}, c.ceil);
+      auto [ry, ri] = ref_max(xs, 2, H, W, c);
+      expect_near(values(y), ry, 0);
+      expect_near(values(idx), ri, 0);
+    }
+  }
+}
+
 TEST(PoolTest, MaxPoolHandComputed) {
   const Tensor x = make({1, 5, 2, 0, 3, 4, 8, 1, 9, 7, 6, 6, 2, 2, 6, 9}, {1, 1, 4, 4}, f32);
   auto [y, idx] = max_pool2d_with_indices(x, {2});
