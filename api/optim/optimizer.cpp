@@ -8,6 +8,7 @@
 #include "api/optim/fused_step.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
+#include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/util/error.h"
 
@@ -244,6 +245,7 @@ bool fused_step(ops::Id op, KernelAttrs attrs, Tensor& param,
   const auto flat = [&](const Tensor& t) {
     return format == MemoryFormat::Contiguous ? t : t.as_strided({t.numel()}, {1});
   };
+  autograd::check_writable(param, "optimizer.step");  // Note [Inference tensors]
   std::array<Tensor, 4> outputs;  // the parameter and at most three state tensors
   std::array<const Tensor*, 4> out_ptrs{};
   size_t n = 0;

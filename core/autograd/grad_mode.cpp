@@ -25,7 +25,19 @@ void set_anomaly_enabled(bool enabled) {
   g_anomaly.store(enabled, std::memory_order_relaxed);
 }
 
-InferenceMode::InferenceMode() : prev_grad_(t_grad_enabled), prev_inference_(t_inference) {
+// Note [Inference tensors]
+// InferenceMode is NoGradGuard plus a promise that nothing made inside will meet autograd, as in
+// PyTorch. Storages allocated inside are inference storages and every tensor on one (views made
+// later included) is an inference tensor: its in-place writes bump no version counter, and it
+// may not reach autograd afterwards. Outside inference mode, an op that autograd records with an
+// inference tensor among its inputs fails (record_impl in record.cpp), as do an in-place write to
+// one (check_writable) and requires_grad_(true) on one; using it without recording (under
+// NoGradGuard, or with no input that requires grad) is allowed and gives normal tensors, and
+// clone() outside inference mode gives a normal tensor. Normal tensors keep their rules inside
+// inference mode: an in-place write to one bumps its version as before.
+InferenceMode::InferenceMode(bool enabled)
+    : prev_grad_(t_grad_enabled), prev_inference_(t_inference) {
+  if (!enabled) return;
   t_grad_enabled = false;
   t_inference = true;
 }

@@ -50,6 +50,13 @@ class CopySlices : public Node {
 std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op,
                                         const Tensor* const* inputs, size_t n_in,
                                         std::span<Tensor* const> outputs, BackwardFn fn) {
+  for (size_t i = 0; i < n_in; ++i) {
+    EMBER_CHECK(!inputs[i]->defined() || !inputs[i]->is_inference(),
+                "[{}] an inference tensor cannot be used in an operation autograd records (it was "
+                "made inside inference_mode; clone() it outside inference_mode to get a normal "
+                "tensor)",
+                forward_op ? forward_op : name.c_str());
+  }
   auto node = std::make_shared<LambdaNode>(std::move(name), std::move(fn));
   node->forward_op = forward_op;
   node->next_edges.reserve(n_in);
@@ -122,7 +129,15 @@ Tensor reduce_grad(const Tensor& grad, const TensorMeta& t) {
   return g.dtype() == t.dtype ? g : g.to(t.dtype);
 }
 
+void check_writable(const Tensor& t, const char* op) {
+  EMBER_CHECK(!t.is_inference() || is_inference_mode(),
+              "[{}] an inference tensor cannot be modified in place outside inference_mode (it "
+              "was made inside one; clone() it to get a normal tensor)",
+              op);
+}
+
 void check_inplace(const Tensor& t, const char* op) {
+  check_writable(t, op);
   if (!is_grad_enabled() || !t.requires_grad()) return;
   AutogradMeta* m = t.autograd_meta();
   EMBER_CHECK(m->grad_fn != nullptr || m->is_view,

@@ -22,6 +22,9 @@ Tensor& Tensor::requires_grad_(bool on) {
       "[requires_grad_] only tensors of floating point dtype can require gradients: got "
       "{}",
       dtype());
+  EMBER_CHECK(!on || !is_inference() || autograd::is_inference_mode(),
+              "[requires_grad_] setting requires_grad=True on an inference tensor outside "
+              "inference_mode is not allowed (clone() it to get a normal tensor)");
   AutogradMeta& m = impl_->ensure_autograd_meta();
   EMBER_CHECK(on || !m.grad_fn,
               "[requires_grad_] you can only change requires_grad of leaf tensors (use detach() "
@@ -29,6 +32,10 @@ Tensor& Tensor::requires_grad_(bool on) {
   m.requires_grad = on;
   impl_->set_requires_grad_flag(on || m.grad_fn != nullptr);
   return *this;
+}
+
+bool Tensor::is_inference() const {
+  return defined() && impl_->storage() && impl_->storage()->inference();
 }
 
 const Tensor& Tensor::grad() const {

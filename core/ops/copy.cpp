@@ -107,6 +107,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     return autograd::inplace(
         *this, "copy_", [&](const Tensor&) { return src_in.to(dev).to(d).expand(shape).clone(); });
   }
+  autograd::check_writable(*this, "copy_");
   Tensor src = src_in.device() == device() ? src_in : src_in.to(device());
   if (!(src.sizes() == sizes())) {
     EMBER_CHECK(broadcast_shapes(sizes(), src.sizes(), "copy_") == sizes(),
@@ -127,6 +128,7 @@ Tensor& Tensor::fill_(Scalar value) {
     return autograd::inplace(*this, "fill_",
                              [&](const Tensor& old) { return add(mul(old, 0), value); });
   }
+  autograd::check_writable(*this, "fill_");
   if (numel() == 0) return *this;
   run_kernel(attrs::fill{.int_value = value.to_int(), .value = value.to_double()}, dtype(), {},
              {this});

@@ -90,6 +90,7 @@ void binary_check_inplace(const Tensor& a, const Tensor& b, const char* name, Ki
 
 Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind kind) {
   binary_check_inplace(a, b, name, kind);
+  autograd::check_writable(a, name);
   if (a.dtype() == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
   if (a.numel() == 0) return a;
   const Tensor b2 = b.to(a.dtype()).expand(a.sizes());
@@ -114,6 +115,7 @@ Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
   EMBER_CHECK_TYPE(!needs_float || is_floating(x.dtype()),
                    "[{}] result type float32 can't be cast to the desired output type {}", name,
                    x.dtype());
+  autograd::check_writable(x, name);
   if (x.numel() > 0) run_kernel(op, x.dtype(), {&x}, {&x}, attrs);
   x.bump_version();
   return x;
@@ -725,6 +727,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
                              [&](const Tensor& old) { return where(mask, v, old); });
   }
   const Tensor m = mask.expand(x.sizes()), vv = v.expand(x.sizes());
+  autograd::check_writable(x, "masked_fill_");
   if (x.numel() > 0) run_kernel(core_op(ops::where), x.dtype(), {&m, &vv, &x}, {&x});
   x.bump_version();
   return x;

@@ -102,6 +102,27 @@ def test_grad_modes_as_context_managers_and_decorators():
         assert (x * 2).requires_grad
 
 
+def test_inference_tensors_follow_pytorchs_rules():
+    w = ember.ones(3, requires_grad=True)
+    with ember.inference_mode():
+        made = ember.full((3,), 2.0)
+        assert made.is_inference() and made[1:].is_inference()
+        made.add_(1.0)
+        assert made._version == 0
+    assert not w.is_inference() and not (made + 1).is_inference()
+    with pytest.raises(RuntimeError, match="inference tensor cannot be modified in place"):
+        made.mul_(2.0)
+    assert made.tolist() == [3.0, 3.0, 3.0]
+    with pytest.raises(RuntimeError, match="inference tensor cannot be used in an operation"):
+        made * w
+    with ember.no_grad():
+        assert (made * w).tolist() == [3.0, 3.0, 3.0]
+    c = made.clone()
+    assert not c.is_inference()
+    (c * w).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0, 3.0]
+
+
 def test_grad_mode_is_per_thread():
     seen = []
     with ember.no_grad():

@@ -97,7 +97,7 @@ Tensor bits(const Tensor& logits, const Tensor& y, Reduction reduction = Reducti
 /** Validation bits per character: every whole window of the held-out text, in batches. */
 double evaluate(models::GPT& model, const std::vector<int64_t>& val, int64_t count, int64_t batch,
                 Device device, const Mixed& m) {
-  autograd::NoGradGuard no_grad;
+  autograd::InferenceMode inference;  // Note [Inference tensors]: nothing here meets autograd
   model.eval();
   const int64_t block = model.options.block_size;
   double total = 0;

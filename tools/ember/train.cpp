@@ -44,7 +44,7 @@ Tensor to_device(const Tensor& x, Device device, MemoryFormat format) {
 
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device,
                     std::optional<DType> amp_dtype, MemoryFormat format) {
-  autograd::NoGradGuard no_grad;
+  autograd::InferenceMode inference;  // Note [Inference tensors]: nothing here meets autograd
   const amp::autocast mixed(device_type(device.type).name, amp_dtype, amp_dtype.has_value());
   model.eval();
   double loss_sum = 0;

@@ -412,7 +412,9 @@ void bind_tensor(nb::module_& m) {
            "A copy in page-locked host memory (the tensor if already pinned).")
       .def("is_same_storage", &Tensor::is_same_storage, "other"_a,
            "True if both tensors share storage.")
-      .def_prop_ro("_version", &Tensor::version, "The storage's version counter.");
+      .def_prop_ro("_version", &Tensor::version, "The storage's version counter.")
+      .def("is_inference", &Tensor::is_inference,
+           "True if made inside inference_mode (a view of such a tensor included).");
 
   // Conversions.
   cls.def(

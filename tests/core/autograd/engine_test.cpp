@@ -131,6 +131,78 @@ TEST(Engine, NoGradAndInferenceModeRecordNothing) {
   EXPECT_FALSE(mul(x, 2.0).detach().requires_grad());
 }
 
+TEST(Engine, TensorsMadeInInferenceModeAreInferenceTensorsWithoutVersions) {
+  Tensor normal = ones({4}, DType::Float64);
+  Tensor made, view;
+  {
+    autograd::InferenceMode guard;
+    made = mul(normal, 3.0);
+    view = made.slice(0, 1, 3);
+    EXPECT_TRUE(made.is_inference());
+    EXPECT_TRUE(view.is_inference());
+    EXPECT_FALSE(normal.is_inference());
+    EXPECT_FALSE(normal.slice(0, 0, 2).is_inference()) << "a view of a normal tensor stays normal";
+    add_(made, 1.0);  // in-place inside inference mode: allowed, and no version is kept
+    EXPECT_EQ(made.version(), 0u);
+    add_(normal, 1.0);  // a normal tensor keeps counting inside inference mode
+    EXPECT_EQ(normal.version(), 1u);
+  }
+  {
+    autograd::InferenceMode off(false);
+    EXPECT_FALSE(autograd::is_inference_mode());
+    EXPECT_TRUE(autograd::is_grad_enabled());
+    EXPECT_FALSE(zeros({1}).is_inference());
+  }
+  EXPECT_FALSE(autograd::is_inference_mode());
+  EXPECT_TRUE(view.is_inference()) << "the flag belongs to the memory, not to the scope";
+  EXPECT_FALSE(zeros({1}).is_inference());
+  EXPECT_FALSE(made.clone().is_inference()) << "clone() outside inference mode is a normal tensor";
+}
+
+TEST(Engine, InferenceTensorsFollowPyTorchsRulesOutsideInferenceMode) {
+  Tensor made;
+  {
+    autograd::InferenceMode guard;
+    made = full({3}, 2.0, DType::Float64);
+  }
+  // Reading without recording is allowed, and gives normal tensors.
+  Tensor sum_ = add(made, 1.0);
+  EXPECT_FALSE(sum_.is_inference());
+  EXPECT_DOUBLE_EQ(at(sum_, 0), 3.0);
+
+  // An in-place write outside inference mode fails before it writes.
+  for (const auto& write : std::vector<std::function<void()>>{
+           [&] { add_(made, 1.0); }, [&] { made.fill_(7.0); },
+           [&] { made.copy_(zeros({3}, DType::Float64)); }, [&] { neg_(made); },
+           [&] { made.slice(0, 0, 1).fill_(5.0); }}) {
+    const std::string msg = error_of(write);
+    EXPECT_NE(msg.find("inference tensor cannot be modified in place"), std::string::npos) << msg;
+  }
+  for (int64_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(at(made, i), 2.0) << "the data is unchanged";
+
+  // An op that autograd records may not take it; under no_grad the same op is allowed.
+  Tensor w = ones({3}, DType::Float64).requires_grad_(true);
+  const std::string msg = error_of([&] { (void)mul(made, w); });
+  EXPECT_NE(msg.find("[mul] an inference tensor cannot be used in an operation autograd records"),
+            std::string::npos)
+      << msg;
+  {
+    autograd::NoGradGuard guard;
+    EXPECT_DOUBLE_EQ(at(mul(made, w), 0), 2.0);
+  }
+  EXPECT_NE(error_of([&] { made.requires_grad_(true); }).find("inference tensor"),
+            std::string::npos);
+
+  // A clone is a normal tensor that takes part in autograd.
+  Tensor c = made.clone().requires_grad_(true);
+  sum(mul(c, w)).backward();
+  EXPECT_DOUBLE_EQ(at(c.grad(), 0), 1.0);
+  EXPECT_DOUBLE_EQ(at(w.grad(), 0), 2.0);
+  Tensor detached = c.detach();
+  add_(detached, 1.0);
+  EXPECT_EQ(c.version(), 1u);
+}
+
 TEST(Engine, ModifyingASavedTensorInPlaceIsReported) {
   Tensor x = tensor({1.0, 2.0}, DType::Float64).requires_grad_(true);
   Tensor a = mul(x, 1.0);

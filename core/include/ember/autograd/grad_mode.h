@@ -35,10 +35,13 @@ class EMBER_API NoGradGuard : public AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
 
-/** Disables recording and marks the thread as in inference mode, like torch.inference_mode(). */
+/** Disables recording and marks the thread as in inference mode, like c10::InferenceMode: the
+ *  tensors made inside are inference tensors (Note [Inference tensors] in grad_mode.cpp).
+ *  InferenceMode(false) changes nothing. */
 class EMBER_API InferenceMode {
  public:
-  InferenceMode();
+  /** Enters inference mode until destruction (or does nothing if `enabled` is false). */
+  explicit InferenceMode(bool enabled = true);
   ~InferenceMode();
   InferenceMode(const InferenceMode&) = delete;
   InferenceMode& operator=(const InferenceMode&) = delete;

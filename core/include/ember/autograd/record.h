@@ -49,8 +49,13 @@ EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forwa
 /** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
 EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);
 
-/** Rejects an in-place op on a leaf that requires grad (or a view of one) while recording. */
+/** Rejects an in-place op on a leaf that requires grad (or a view of one) while recording, and
+ *  one on an inference tensor outside inference mode (check_writable). */
 EMBER_API void check_inplace(const Tensor& t, const char* op);
+
+/** Rejects an in-place write to an inference tensor outside InferenceMode (Note [Inference
+ *  tensors]); every in-place op calls it before it writes. */
+EMBER_API void check_writable(const Tensor& t, const char* op);
 
 /** After an in-place op wrote `r` (its out-of-place result) into `x`: x takes over r's history,
  *  and if x is a view of a base that requires grad, the base is rebased (CopySlices). */

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/tensor/device.h"
 #include "ember/util/export.h"
 #include "ember/util/intrusive_ptr.h"
@@ -27,7 +28,8 @@ class EMBER_API StorageImpl : public RefCounted {
         deleter_(deleter),
         ctx_(ctx),
         id_(next_id()),
-        pinned_(pinned) {}
+        pinned_(pinned),
+        inference_(autograd::is_inference_mode()) {}
   ~StorageImpl() {
     if (deleter_) deleter_(ctx_, data_, bytes_, device_);
   }
@@ -38,10 +40,15 @@ class EMBER_API StorageImpl : public RefCounted {
   size_t bytes() const { return bytes_; }
   /** Device holding the block. */
   Device device() const { return device_; }
-  /** Version counter, bumped by every in-place write through any view. */
+  /** Version counter, bumped by every in-place write through any view (always 0 for an
+   *  inference storage, Note [Inference tensors] in core/autograd/grad_mode.cpp). */
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
-  /** Records an in-place write. */
-  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  /** Records an in-place write (nothing for an inference storage). */
+  void bump_version() {
+    if (!inference_) version_.fetch_add(1, std::memory_order_relaxed);
+  }
+  /** True if made inside an InferenceMode scope: its tensors are inference tensors. */
+  bool inference() const { return inference_; }
   /** Process-wide identity of this storage, never reused (Note [Tensor identities] in
    *  plugin_abi.h): unlike data(), a block recycled by a caching allocator gets a new one. */
   uint64_t id() const { return id_; }
@@ -57,6 +64,7 @@ class EMBER_API StorageImpl : public RefCounted {
   std::atomic<uint32_t> version_{0};
   uint64_t id_;
   bool pinned_;
+  bool inference_;
 
   // Only the core makes storages, so this one counter (in libember_core) numbers them all.
   static uint64_t next_id() {

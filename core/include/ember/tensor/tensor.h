@@ -91,6 +91,9 @@ class EMBER_API Tensor {
   const Storage& storage() const { return impl_->storage(); }
   /** Version counter of the storage, bumped by in-place ops. */
   uint32_t version() const { return impl_->storage()->version(); }
+  /** True for a tensor whose memory was made inside InferenceMode (a view of one included):
+   *  it keeps no version counter and autograd may not record it (Note [Inference tensors]). */
+  bool is_inference() const;
   /** True if both handles share the same storage. */
   bool is_same_storage(const Tensor& o) const { return storage().get() == o.storage().get(); }
   /** True if both handles point at the same impl. */
