@@ -11,6 +11,7 @@ packages=(
   libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
+  lintian
   file binutils
   python3-dev python3-venv
   dataset-fashion-mnist bible-kjv

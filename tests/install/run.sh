@@ -7,7 +7,8 @@
 #   4. the prefix moved elsewhere still works and reports its new plugin directory;
 #   5. one application binary with only the reference backend, only cpu, both, and none;
 #   6. find_package(Ember) refuses another major version;
-#   7. the Debian packages (tools/package.sh): contents, and a deployment made of them.
+#   7. the Debian packages (tools/package.sh): contents, a deployment made of them, lintian, and
+#      dpkg installing and removing them in a fresh root (debs.sh).
 # Usage: tests/install/run.sh BUILD_DIR   (a configured and built tree; work goes to
 # BUILD_DIR/install-check).
 set -euo pipefail
@@ -188,5 +189,7 @@ for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 em
   "$app" compare "$work/cpu.safetensors" "$work/deb-$name.safetensors" || fail "deb $name disagrees"
   [[ -z $(find "$r" -name '*cuda*') ]] || fail "a $name deployment got CUDA files"
 done
+# lintian, and the packages installed and removed with dpkg in a fresh root.
+"$here/debs.sh" "$pkgs" "$work"
 echo
 echo "install check passed"
