@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package as a user installs it (ctest runs this as `python_wheel`):
 #   1. `pip wheel .` builds one wheel with scikit-build-core (pyproject.toml) in its own build
-#      tree, BUILD_DIR/wheel (with ccache and CCACHE_BASEDIR, the objects of BUILD_DIR's build);
+#      tree, BUILD_DIR-wheel beside BUILD_DIR, taking BUILD_DIR's objects from ccache (Note [The
+#      wheel's build tree reuses the build's objects]);
 #   2. the wheel holds _C, the stubs, py.typed, the libraries, every backend plugin built and the
 #      command line, and nothing of the build machine's paths in its RPATHs;
 #   3. a fresh virtual environment installs it from the file alone (no index), and from a neutral
@@ -17,10 +18,24 @@ work=$build/wheel-check
 fail() { echo "wheel check FAILED: $*" >&2; exit 1; }
 step() { echo; echo "== $*"; }
 
+# Note [The wheel's build tree reuses the build's objects]
+# ccache (with CCACHE_BASEDIR at the checkout, as tools/test.sh sets it) rewrites the paths under
+# the checkout relative to the compiler's working directory, the build tree. The wheel's tree is
+# a sibling of BUILD_DIR, at the same depth, so every source and include path reads the same from
+# both, and it is given BUILD_DIR's compilers by path (scikit-build-core would otherwise pick g++
+# where BUILD_DIR has c++, a different compiler name to ccache): the wheel then compiles only the
+# extension module, and takes every other object from the cache.
+wheel_build=$(dirname "$build")/$(basename "$build")-wheel
+compilers=()
+for lang in C CXX CUDA; do
+  c=$(sed -n "s/^CMAKE_${lang}_COMPILER:[A-Z]*=//p" "$build/CMakeCache.txt")
+  [[ -n $c ]] && compilers+=("-Ccmake.define.CMAKE_${lang}_COMPILER=$c")
+done
 rm -rf "$work" && mkdir -p "$work/dist"
-step "pip wheel (build tree $build/wheel)"
+step "pip wheel (build tree $wheel_build)"
 "$python" -m pip wheel "$root" --no-build-isolation --no-deps --quiet -w "$work/dist" \
-  -Cbuild-dir="$build/wheel" >"$work/wheel.log" 2>&1 || { tail -50 "$work/wheel.log"; fail "pip wheel"; }
+  -Cbuild-dir="$wheel_build" "${compilers[@]}" >"$work/wheel.log" 2>&1 ||
+  { tail -50 "$work/wheel.log"; fail "pip wheel"; }
 wheel=$(ls "$work"/dist/ember-*.whl)
 echo "$(basename "$wheel"): $(du -h "$wheel" | cut -f1)"
 

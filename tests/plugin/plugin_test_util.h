@@ -52,10 +52,12 @@ inline RunResult run(const std::string& env, const std::string& program, const s
   return r;
 }
 
+#ifdef EMBER_CLI
 /** Runs the ember CLI. */
 inline RunResult run_cli(const std::string& env, const std::string& args) {
   return run(env, EMBER_CLI, args);
 }
+#endif
 
 /** Runs plugin_probe. */
 inline RunResult run_probe(const std::string& env, const std::string& args) {

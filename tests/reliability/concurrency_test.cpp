@@ -1,9 +1,9 @@
 // Concurrency: ops and whole forward+backward passes from 8 threads at once give the
 // single-threaded results bit for bit; a 4-worker DataLoader yields what the 0-worker one does;
 // a tensor read by 8 threads at once stays intact; profilers start and stop while 8 threads run
-// ops. Plugin discovery racing with first use is covered by tests/plugin/doctor_test.cpp
-// (Concurrency.EightThreadsOneDiscoveryIdenticalReports), not repeated here. Kept small and
-// deterministic so the suite also runs under ThreadSanitizer.
+// ops; eight threads racing to the first use of a fresh process discover the plugins once
+// (plugin_probe, a child process). Kept small and deterministic: this binary is what the
+// ThreadSanitizer pass builds and runs (tools/test.sh).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,7 +14,9 @@
 #include <vector>
 
 #include <ember/ember.h>
+#include <nlohmann/json.hpp>
 
+#include "tests/plugin/plugin_test_util.h"
 #include "tests/testing/tensor_helpers.h"
 
 namespace ember {
@@ -263,6 +265,17 @@ TEST(Concurrency, ProfilersStartAndStopWhileEightThreadsRunOps) {
   done = true;
   for (std::thread& t : workers) t.join();
   EXPECT_FALSE(profiler::is_enabled());
+}
+
+TEST(Concurrency, EightThreadsOneDiscoveryIdenticalReports) {
+  for (int round = 0; round < 3; ++round) {
+    test::RunResult r = test::run_probe("", "--concurrent 8");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out)["concurrent"];
+    EXPECT_EQ(j["identical"], true);
+    EXPECT_EQ(j["discoveries"], 1);
+    for (const auto& s : j["sums"]) EXPECT_EQ(s, 2.0);
+  }
 }
 
 }  // namespace
