@@ -5,6 +5,8 @@
 #   tools/fuzz.sh idx_fuzz ...    just these
 # Crashes, hangs and OOMs land in build/fuzz/findings/<target>/; add each to
 # tests/fuzz/corpus/<target>/ once fixed, and `ctest -R <target>_replay` replays it forever.
+# EMBER_FUZZ_KEEP=1 merges what a clean run found into tests/fuzz/corpus/<target>/ (libFuzzer's
+# -merge=1: only inputs that reach code the corpus did not), to be committed.
 # EMBER_FUZZ_BUILD picks the build directory; EMBER_FUZZ_PLUGINS="" skips building the CPU
 # plugin (only targets that run ops need it).
 set -euo pipefail
@@ -61,7 +63,15 @@ for t in "${targets[@]}"; do
     summary+=("$(printf '%-22s FAILED (exit %d) after %s runs; log %s' "$t" "$rc" "${runs:-?}" "$work/log")")
     grep -E 'ERROR: |SUMMARY: |runtime error|Test unit written' "$work/log" | head -n 8 || true
   else
-    summary+=("$(printf '%-22s %s runs in %ss' "$t" "${runs:-?}" "$seconds")")
+    kept=""
+    if [[ ${EMBER_FUZZ_KEEP:-0} == 1 ]]; then
+      repo_corpus=tests/fuzz/corpus/$t
+      mkdir -p "$repo_corpus"
+      before=$(find "$repo_corpus" -type f | wc -l)
+      "$build/bin/$t" -merge=1 "$repo_corpus" "$work/corpus" >"$work/merge.log" 2>&1
+      kept="; corpus $before -> $(find "$repo_corpus" -type f | wc -l) files, $(du -sk "$repo_corpus" | cut -f1) KiB"
+    fi
+    summary+=("$(printf '%-22s %s runs in %ss%s' "$t" "${runs:-?}" "$seconds" "$kept")")
   fi
 done
 echo "[fuzz] results:"
