@@ -217,6 +217,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
               "[nn.{}] expected a {}-d input: got {}-d input of shape {}", type_name(),
               fmt::join(ranks_, "-d or "), x.defined() ? x.dim() : 0,
               x.defined() ? shape_str(x.sizes()) : std::string("undefined"));
+  if (folded_) {  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
+    EMBER_CHECK(!is_training(),
+                "[nn.{}] this batch norm was folded into the layer before it by "
+                "fuse_for_inference, so the model is for inference only (call eval())",
+                type_name());
+    return x;
+  }
   // As in PyTorch: without running statistics, eval also normalises with the batch's own.
   const bool use_batch_stats = is_training() || !running_mean.defined();
   if (is_training() && num_batches_tracked.defined()) {

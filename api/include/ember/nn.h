@@ -4,6 +4,7 @@
 
 #include "ember/nn/container.h"
 #include "ember/nn/ddp.h"
+#include "ember/nn/fuse.h"
 #include "ember/nn/init.h"
 #include "ember/nn/layers.h"
 #include "ember/nn/loss.h"

@@ -131,8 +131,15 @@ class BatchNorm : public Module {
   Tensor& running_var;          ///< [C], undefined unless tracking
   Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
 
+  /** True once nn::fuse_for_inference folded it into the layer before it: forward() then
+   *  returns its input, and refuses to run in training mode. */
+  bool folded() const { return folded_; }
+  /** Marks it folded (or not); used by nn::fuse_for_inference. */
+  void set_folded(bool folded) { folded_ = folded; }
+
  private:
   std::vector<int64_t> ranks_;
+  bool folded_ = false;
 };
 
 /** Batch normalisation of [N, C] or [N, C, L]. */

@@ -1,0 +1,29 @@
+// Eval-time folding of batch normalisation into the layer before it (nn::fuse_for_inference).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/nn/module.h"
+#include "ember/util/export.h"
+
+namespace ember::nn {
+
+/** What fuse_for_inference did: each folded pair as (layer name, batch-norm name). */
+struct FuseReport {
+  std::vector<std::pair<std::string, std::string>> folded;  ///< in call order
+  double max_abs_difference = 0;  ///< fused vs unfused output on the example input
+};
+
+/** Folds every BatchNorm whose input is the output of a Conv2d or Linear called just before it
+ *  (and once per forward) into that layer's weight and bias, and makes the BatchNorm pass its
+ *  input through (Note [Folding batch norm for inference] in api/nn/fuse.cpp). The pairs are
+ *  found by running `model` once on `example` in eval mode; the fused model's output on it must
+ *  match the unfused one within float32 tolerance, or every change is undone and an Error is
+ *  thrown. The model is left in eval mode and is for inference: a folded BatchNorm refuses to
+ *  run in training mode. */
+EMBER_API FuseReport fuse_for_inference(Module& model, const Tensor& example);
+
+}  // namespace ember::nn

@@ -1,0 +1,175 @@
+// nn::fuse_for_inference: batch normalisation folded into the convolution or linear layer before
+// it, for eval.
+#include "ember/nn/fuse.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/nn/layers.h"
+#include "ember/ops/elementwise.h"
+#include "ember/ops/reduce.h"
+#include "ember/util/error.h"
+
+namespace ember::nn {
+
+// Note [Folding batch norm for inference]
+// In eval mode BatchNorm computes y = (x - mean) / sqrt(var + eps) * gamma + beta with fixed
+// running statistics: a per-channel scale s = gamma / sqrt(var + eps) and shift. When x is the
+// output of a convolution or linear layer with weight W and bias b, the pair equals that layer
+// with W' = s * W (scaled along its output channels) and b' = (b - mean) * s + beta, so the
+// batch norm's pass over the activations disappears (PyTorch's fuse_conv_bn_eval does the same).
+// Ember modules call their children from C++ forward() code, so which layer feeds which batch
+// norm is not written down anywhere: fuse_for_inference runs the model once on an example with
+// forward hooks on every Conv2d, Linear and BatchNorm and pairs a batch norm with the layer whose
+// output tensor is its input. A pair is folded only if both modules ran exactly once, the batch
+// norm keeps running statistics, the channel counts agree and (for Linear) the output is [N, C].
+// What the hooks cannot see is whether the layer's output also went somewhere else; folding would
+// change what that other consumer reads. So the fused model is run on the example again and its
+// output compared with the unfused one: a difference beyond float32 rounding undoes every change
+// and throws. The scale and shift are computed in float64 and the new values are copied into the
+// existing parameter tensors, so optimizers and state dicts keep seeing the same tensors (a layer
+// without a bias gets one). A folded batch norm returns its input; in training mode it throws,
+// since its statistics now live in the layer before it.
+
+namespace {
+
+struct Call {
+  std::string name;
+  Module* module = nullptr;
+  Tensor input, output;
+};
+
+struct Saved {
+  Tensor* weight;
+  Tensor* bias;
+  Tensor old_weight, old_bias;
+  BatchNorm* bn;
+};
+
+// The scale and shift a batch norm applies per channel in eval mode, in float64.
+std::pair<Tensor, Tensor> scale_and_shift(const BatchNorm& bn) {
+  const Tensor var = bn.running_var.to(DType::Float64), mean = bn.running_mean.to(DType::Float64);
+  Tensor scale = div(ones_like(var), sqrt(add(var, bn.options.eps)));
+  if (bn.weight.defined()) scale = mul(scale, bn.weight.to(DType::Float64));
+  Tensor shift = neg(mul(mean, scale));
+  if (bn.bias.defined()) shift = add(shift, bn.bias.to(DType::Float64));
+  return {scale, shift};
+}
+
+}  // namespace
+
+FuseReport fuse_for_inference(Module& model, const Tensor& example) {
+  EMBER_CHECK(example.defined(),
+              "[nn.fuse_for_inference] expected an example input: got undefined");
+  model.eval();
+  std::vector<Call> calls;
+  std::map<Module*, int> times_called;
+  std::vector<HookHandle> hooks;
+  std::map<Module*, std::string> names;
+  for (const auto& [name, m] : model.named_modules()) {
+    Module* mod = m.get();
+    if (!dynamic_cast<Conv2d*>(mod) && !dynamic_cast<Linear*>(mod) &&
+        !dynamic_cast<BatchNorm*>(mod)) {
+      continue;
+    }
+    names[mod] = name;
+    hooks.push_back(mod->register_forward_hook(
+        [&calls, &times_called, &names](Module& self, const Tensor& in, const Tensor& out) {
+          ++times_called[&self];
+          calls.push_back({names[&self], &self, in, out});
+        }));
+  }
+  Tensor reference;
+  {
+    autograd::NoGradGuard no_grad;
+    try {
+      reference = model(example);
+    } catch (...) {
+      for (HookHandle& h : hooks) h.remove();
+      throw;
+    }
+  }
+  for (HookHandle& h : hooks) h.remove();
+
+  FuseReport report;
+  std::vector<Saved> saved;
+  autograd::NoGradGuard no_grad;
+  for (const Call& c : calls) {
+    auto* bn = dynamic_cast<BatchNorm*>(c.module);
+    if (!bn || bn->folded() || times_called[bn] != 1 || !bn->running_mean.defined()) continue;
+    const auto producer = std::find_if(calls.begin(), calls.end(), [&](const Call& p) {
+      return p.module != c.module && p.output.defined() && p.output.is_same(c.input);
+    });
+    if (producer == calls.end() || times_called[producer->module] != 1) continue;
+    Tensor* weight = nullptr;
+    Tensor* bias = nullptr;
+    if (auto* conv = dynamic_cast<Conv2d*>(producer->module)) {
+      weight = &conv->weight;
+      bias = &conv->bias;
+    } else if (auto* lin = dynamic_cast<Linear*>(producer->module); lin && c.input.dim() == 2) {
+      weight = &lin->weight;
+      bias = &lin->bias;
+    }
+    if (!weight || weight->size(0) != bn->num_features) continue;
+
+    const auto [scale, shift] = scale_and_shift(*bn);
+    std::vector<int64_t> per_out(static_cast<size_t>(weight->dim()), 1);
+    per_out[0] = bn->num_features;
+    saved.push_back(
+        {weight, bias, weight->clone(), bias->defined() ? bias->clone() : Tensor(), bn});
+    const Tensor new_weight = mul(weight->to(DType::Float64), scale.reshape(per_out));
+    const Tensor old_bias =
+        bias->defined() ? bias->to(DType::Float64) : zeros({bn->num_features}, DType::Float64);
+    const Tensor new_bias = add(mul(old_bias, scale), shift);
+    weight->copy_(new_weight.to(weight->dtype()));
+    if (bias->defined()) {
+      bias->copy_(new_bias.to(bias->dtype()));
+    } else {
+      *bias =
+          new_bias.to(weight->dtype()).to(weight->device()).requires_grad_(weight->requires_grad());
+    }
+    bn->set_folded(true);
+    report.folded.emplace_back(producer->name, c.name);
+  }
+  if (report.folded.empty()) return report;
+
+  // Undo everything if the fused model computes something else (Note [Folding batch norm for
+  // inference]): a folded layer's output had another consumer.
+  const auto undo = [&] {
+    for (Saved& s : saved) {
+      s.weight->copy_(s.old_weight);
+      if (s.old_bias.defined()) {
+        s.bias->copy_(s.old_bias);
+      } else {
+        *s.bias = Tensor();
+      }
+      s.bn->set_folded(false);
+    }
+  };
+  Tensor fused;
+  try {
+    fused = model(example);
+  } catch (...) {
+    undo();
+    throw;
+  }
+  const Tensor ref64 = reference.to(DType::Float64), fused64 = fused.to(DType::Float64);
+  const double scale = std::max(1.0, max(abs(ref64)).item());
+  report.max_abs_difference = max(abs(sub(fused64, ref64))).item();
+  // float32 rounding of the folded weights, relative to the output's magnitude.
+  const double tolerance = 1e-3 * scale;
+  const bool same = report.max_abs_difference <= tolerance;
+  if (!same) undo();
+  EMBER_CHECK(same,
+              "[nn.fuse_for_inference] folding {} batch norm(s) changed the model's output by {} "
+              "(more than {}): a folded layer's output is also used elsewhere; nothing was changed",
+              report.folded.size(), report.max_abs_difference, tolerance);
+  return report;
+}
+
+}  // namespace ember::nn

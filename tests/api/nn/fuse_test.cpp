@@ -1,0 +1,173 @@
+// nn::fuse_for_inference: batch norms folded into the convolution or linear layer before them,
+// on every model in models:: (row-major and channels-last, float32 and bf16 autocast), against
+// the unfused model's output; the pairs it must not fold, and the refusals.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+#include <ember/models.h>
+#include <ember/nn.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::nn {
+namespace {
+
+using ember::testing::expect_error;
+
+// Running statistics and affine parameters far from their initial values, so that folding
+// changes every weight.
+void randomise_batch_norms(Module& model) {
+  autograd::NoGradGuard no_grad;
+  for (const auto& [name, m] : model.named_modules()) {
+    auto* bn = dynamic_cast<BatchNorm*>(m.get());
+    if (!bn) continue;
+    const int64_t c = bn->num_features;
+    bn->running_mean.copy_(mul(randn({c}), 0.3));
+    bn->running_var.copy_(add(rand({c}), 0.5));
+    if (bn->weight.defined()) bn->weight.copy_(add(mul(randn({c}), 0.2), 1.0));
+    if (bn->bias.defined()) bn->bias.copy_(mul(randn({c}), 0.1));
+  }
+}
+
+int64_t count_batch_norms(Module& model) {
+  int64_t n = 0;
+  for (const auto& [name, m] : model.named_modules())
+    n += dynamic_cast<BatchNorm*>(m.get()) != nullptr;
+  return n;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  return max(abs(sub(a.to(DType::Float64), b.to(DType::Float64)))).item();
+}
+
+double max_abs(const Tensor& a) {
+  return max(abs(a.to(DType::Float64))).item();
+}
+
+class FuseEveryModel : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
+  manual_seed(7);
+  const std::shared_ptr<Module> fused = models::by_name(GetParam());
+  const std::shared_ptr<Module> plain = models::by_name(GetParam());
+  randomise_batch_norms(*fused);
+  plain->load_state_dict(fused->state_dict());
+  plain->eval();
+  const Tensor x = randn({4, 1, 28, 28});
+  autograd::NoGradGuard no_grad;
+  const Tensor expected = (*plain)(x);
+
+  const FuseReport report = fuse_for_inference(*fused, x);
+  // Every batch norm in these models follows a convolution (or a linear layer) directly.
+  EXPECT_EQ(static_cast<int64_t>(report.folded.size()), count_batch_norms(*fused));
+  for (const auto& [layer, bn] : report.folded) EXPECT_NE(layer, bn);
+  const double tol = 1e-4 * std::max(1.0, max_abs(expected));
+  EXPECT_LE(max_abs_diff((*fused)(x), expected), tol) << GetParam();
+  // Another batch than the example, and channels-last.
+  const Tensor x2 = randn({3, 1, 28, 28});
+  EXPECT_LE(max_abs_diff((*fused)(x2), (*plain)(x2)), tol);
+  const Tensor x_cl = x2.contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_LE(max_abs_diff((*fused)(x_cl), (*plain)(x_cl)), tol);
+  {
+    amp::autocast bf16("cpu", DType::BFloat16);
+    const Tensor a = (*fused)(x2), b = (*plain)(x2);
+    EXPECT_LE(max_abs_diff(a, b), 0.05 * std::max(1.0, max_abs(b))) << "bf16 autocast";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, FuseEveryModel,
+                         ::testing::Values("lenet", "cnn", "mlp", "resnet18", "resnet50", "vit"),
+                         [](const auto& info) { return std::string(info.param); });
+
+TEST(Fuse, FoldsConvAndLinearWithTheArithmeticOfTheFormula) {
+  // One conv + bn pair and one linear + bn pair, folded by hand in float64 as the reference.
+  manual_seed(3);
+  auto conv = std::make_shared<Conv2d>(2, 3, 3, Conv2dOptions{.padding = 1, .bias = false});
+  auto bn = std::make_shared<BatchNorm2d>(3);
+  auto net = std::make_shared<Sequential>();
+  net->push_back(conv);
+  net->push_back(bn);
+  randomise_batch_norms(*net);
+  const Tensor w = conv->weight.to(DType::Float64).clone();
+  const Tensor s = div(bn->weight.to(DType::Float64),
+                       sqrt(add(bn->running_var.to(DType::Float64), bn->options.eps)));
+  const Tensor shift =
+      sub(bn->bias.to(DType::Float64), mul(bn->running_mean.to(DType::Float64), s));
+  const FuseReport report = fuse_for_inference(*net, randn({1, 2, 5, 5}));
+  ASSERT_EQ(report.folded.size(), 1u);
+  EXPECT_EQ(report.folded[0].first, "0");
+  EXPECT_EQ(report.folded[0].second, "1");
+  EXPECT_TRUE(bn->folded());
+  ASSERT_TRUE(conv->bias.defined()) << "a layer without a bias gets one";
+  EXPECT_LE(max_abs_diff(conv->weight, mul(w, s.reshape({3, 1, 1, 1}))), 1e-6);
+  EXPECT_LE(max_abs_diff(conv->bias, shift), 1e-6);
+  EXPECT_EQ(net->parameters().size(), 4u) << "conv weight and new bias, bn weight and bias";
+
+  auto lin = std::make_shared<Linear>(5, 4);
+  auto bn1 = std::make_shared<BatchNorm1d>(4);
+  auto mlp = std::make_shared<Sequential>();
+  mlp->push_back(lin);
+  mlp->push_back(bn1);
+  mlp->push_back(std::make_shared<ReLU>());
+  randomise_batch_norms(*mlp);
+  auto plain = std::make_shared<Sequential>();
+  plain->push_back(std::make_shared<Linear>(5, 4));
+  plain->push_back(std::make_shared<BatchNorm1d>(4));
+  plain->push_back(std::make_shared<ReLU>());
+  plain->load_state_dict(mlp->state_dict());
+  plain->eval();
+  const Tensor x = randn({6, 5});
+  EXPECT_EQ(fuse_for_inference(*mlp, x).folded.size(), 1u);
+  EXPECT_LE(max_abs_diff((*mlp)(x), (*plain)(x)), 1e-5);
+}
+
+// conv -> bn, and the conv's output added back: folding would change what the add reads.
+class SharedOutput : public Module {
+ public:
+  SharedOutput() : Module("SharedOutput") {
+    conv = register_module("conv", std::make_shared<Conv2d>(3, 3, 1));
+    bn = register_module("bn", std::make_shared<BatchNorm2d>(3));
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor y = (*conv)(x);
+    return add((*bn)(y), y);
+  }
+  std::shared_ptr<Conv2d> conv;
+  std::shared_ptr<BatchNorm2d> bn;
+};
+
+TEST(Fuse, ALayerWhoseOutputIsAlsoUsedElsewhereIsRefusedAndNothingChanges) {
+  manual_seed(5);
+  SharedOutput m;
+  randomise_batch_norms(m);
+  const Tensor w = m.conv->weight.clone(), b = m.conv->bias.clone();
+  const Tensor x = randn({2, 3, 4, 4});
+  m.eval();
+  const Tensor before = m(x);
+  expect_error([&] { fuse_for_inference(m, x); },
+               {"[nn.fuse_for_inference] folding 1 batch norm(s) changed the model's output",
+                "nothing was changed"});
+  EXPECT_FALSE(m.bn->folded());
+  EXPECT_EQ(max_abs_diff(m.conv->weight, w), 0.0);
+  EXPECT_EQ(max_abs_diff(m.conv->bias, b), 0.0);
+  EXPECT_EQ(max_abs_diff(m(x), before), 0.0);
+}
+
+TEST(Fuse, AFoldedModelRefusesToTrainAndBatchNormsWithoutStatisticsStay) {
+  manual_seed(6);
+  auto net = std::make_shared<Sequential>();
+  net->push_back(std::make_shared<Conv2d>(1, 2, 3));
+  net->push_back(std::make_shared<BatchNorm2d>(2));
+  net->push_back(std::make_shared<Conv2d>(2, 2, 3));
+  net->push_back(std::make_shared<BatchNorm2d>(2, BatchNormOptions{.track_running_stats = false}));
+  const Tensor x = randn({2, 1, 8, 8});
+  const FuseReport report = fuse_for_inference(*net, x);
+  ASSERT_EQ(report.folded.size(), 1u) << "a batch norm without running statistics uses the batch's";
+  EXPECT_EQ(report.folded[0].second, "1");
+  net->train();
+  expect_error([&] { (*net)(x); }, {"[nn.BatchNorm2d] this batch norm was folded", "eval()"});
+  expect_error([&] { fuse_for_inference(*net, Tensor()); }, {"[nn.fuse_for_inference]"});
+}
+
+}  // namespace
+}  // namespace ember::nn
