@@ -385,3 +385,37 @@ def test_layers_match_pytorchs_committed_outputs(make, prefix):
     assert len(flat) == len(outputs)
     for g, e in zip(flat, outputs):
         assert_close(g, e, rtol=1e-4, atol=1e-5)
+
+
+class _ConvBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(4)
+        self.head = nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3))
+
+    def forward(self, x):
+        y = ember.relu(self.bn(self.conv(x)))
+        return self.head(y.mean(dim=(2, 3)))
+
+
+def test_fuse_for_inference_on_a_python_module():
+    ember.manual_seed(0)
+    m = _ConvBlock()
+    with ember.no_grad():
+        for bn in (m.bn, m.head[1]):
+            bn.running_mean.copy_(ember.randn(bn.running_mean.shape) * 0.3)
+            bn.running_var.copy_(ember.rand(bn.running_var.shape) + 0.5)
+            bn.weight.copy_(ember.randn(bn.weight.shape) * 0.2 + 1)
+    m.eval()
+    x, other = ember.randn(2, 2, 6, 6), ember.randn(3, 2, 6, 6)
+    with ember.no_grad():
+        expected = m(other)
+    folded = nn.fuse_for_inference(m, x)
+    assert folded == [("conv", "bn"), ("head.0", "head.1")]
+    assert m.conv.bias is not None and not m.training
+    with ember.no_grad():
+        assert_close(m(other), expected, atol=1e-5, rtol=1e-5)
+    m.train()
+    with pytest.raises(ValueError, match="folded into the layer before it"):
+        m(x)

@@ -1607,6 +1607,16 @@ void bind_nn(nb::module_& root) {
       "functions"_a, "segments"_a, "input"_a, "use_reentrant"_a = nb::none(),
       "preserve_rng_state"_a = true, release_gil(),
       "Runs a Sequential in segments, each checkpointed (only the boundaries are kept).");
+  // The GIL stays held: the example's forward may be a Python module's.
+  m.def(
+      "fuse_for_inference",
+      [](nn::Module& model, const Tensor& example) {
+        return nn::fuse_for_inference(model, example).folded;
+      },
+      "model"_a, "example"_a,
+      "Folds each BatchNorm into the Conv2d or Linear before it (found by running the model on "
+      "`example`); returns the folded (layer, batch norm) name pairs. The model is left in eval "
+      "mode, for inference.");
 }
 
 }  // namespace ember::python

@@ -60,6 +60,7 @@ from ember._C.nn import (  # noqa: F401
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
+    fuse_for_inference,
 )
 from ember.nn import functional, init, parallel, utils  # noqa: F401
 from ember.nn.parallel import DistributedDataParallel  # noqa: F401
