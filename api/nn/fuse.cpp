@@ -2,12 +2,8 @@
 // it, for eval.
 #include "ember/nn/fuse.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <cmath>
 #include <map>
-#include <optional>
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/nn/layers.h"
@@ -69,32 +65,30 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
   model.eval();
   std::vector<Call> calls;
   std::map<Module*, int> times_called;
-  std::vector<HookHandle> hooks;
-  std::map<Module*, std::string> names;
-  for (const auto& [name, m] : model.named_modules()) {
-    Module* mod = m.get();
-    if (!dynamic_cast<Conv2d*>(mod) && !dynamic_cast<Linear*>(mod) &&
-        !dynamic_cast<BatchNorm*>(mod)) {
-      continue;
-    }
-    names[mod] = name;
-    hooks.push_back(mod->register_forward_hook(
-        [&calls, &times_called, &names](Module& self, const Tensor& in, const Tensor& out) {
-          ++times_called[&self];
-          calls.push_back({names[&self], &self, in, out});
-        }));
-  }
   Tensor reference;
   {
-    autograd::NoGradGuard no_grad;
-    try {
-      reference = model(example);
-    } catch (...) {
-      for (HookHandle& h : hooks) h.remove();
-      throw;
+    // The hooks live for this one forward, which may throw.
+    struct Hooks {
+      std::vector<HookHandle> handles;
+      ~Hooks() {
+        for (HookHandle& h : handles) h.remove();
+      }
+    } hooks;
+    for (const auto& [name, m] : model.named_modules()) {
+      Module* mod = m.get();
+      if (!dynamic_cast<Conv2d*>(mod) && !dynamic_cast<Linear*>(mod) &&
+          !dynamic_cast<BatchNorm*>(mod)) {
+        continue;
+      }
+      hooks.handles.push_back(mod->register_forward_hook(
+          [&calls, &times_called, name](Module& self, const Tensor& in, const Tensor& out) {
+            ++times_called[&self];
+            calls.push_back({name, &self, in, out});
+          }));
     }
+    autograd::NoGradGuard no_grad;
+    reference = model(example);
   }
-  for (HookHandle& h : hooks) h.remove();
 
   FuseReport report;
   std::vector<Saved> saved;
