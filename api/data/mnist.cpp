@@ -155,6 +155,21 @@ Tensor read_idx(const std::string& path) {
   return from_blob(data->data(), sizes, DType::UInt8, [data](void*) mutable { data.reset(); });
 }
 
+Tensor to_float_images(const Tensor& pixels) {
+  EMBER_CHECK(pixels.dim() == 3 && pixels.dtype() == DType::UInt8,
+              "[data.to_float_images] expected uint8 images [N, rows, cols]: got {} {}",
+              pixels.dtype(), pixels.sizes());
+  const Tensor src = pixels.to(Device::cpu()).contiguous();
+  const int64_t n = src.size(0), rows = src.size(1), cols = src.size(2);
+  // As torchvision's ToTensor: x / 255 in float32.
+  Tensor x = empty({n, 1, rows, cols}, TensorOptions(DType::Float32));
+  const uint8_t* pixel_src = src.data_ptr<uint8_t>();
+  float* pixel_dst = x.data_ptr<float>();
+  const int64_t count = n * rows * cols;
+  for (int64_t i = 0; i < count; ++i) pixel_dst[i] = static_cast<float>(pixel_src[i]) / 255.0f;
+  return x;
+}
+
 std::string find_fashion_mnist(std::optional<std::string> root) {
   const std::string install =
       "install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) "
@@ -209,7 +224,6 @@ TensorDataset MNIST::read(const std::string& root, bool train, std::optional<int
                  label_path, labels.size(0));
 
   const int64_t n = limit ? std::min(*limit, images.size(0)) : images.size(0);
-  const int64_t rows = images.size(1), cols = images.size(2);
   const uint8_t* label_src = labels.data_ptr<uint8_t>();
   Tensor y = empty({n}, TensorOptions(DType::Int64));
   int64_t* label_dst = y.data_ptr<int64_t>();
@@ -219,13 +233,7 @@ TensorDataset MNIST::read(const std::string& root, bool train, std::optional<int
                    static_cast<int>(label_src[i]), i);
     label_dst[i] = label_src[i];
   }
-  // As torchvision's ToTensor: x / 255 in float32.
-  Tensor x = empty({n, 1, rows, cols}, TensorOptions(DType::Float32));
-  const uint8_t* pixel_src = images.data_ptr<uint8_t>();
-  float* pixel_dst = x.data_ptr<float>();
-  const int64_t count = n * rows * cols;
-  for (int64_t i = 0; i < count; ++i) pixel_dst[i] = static_cast<float>(pixel_src[i]) / 255.0f;
-  return TensorDataset({x, y});
+  return TensorDataset({to_float_images(images.narrow(0, 0, n)), y});
 }
 
 int64_t MNIST::size() const {

@@ -1,9 +1,11 @@
 // MNIST and Fashion-MNIST: the IDX file reader and a Dataset over the four standard files.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ember/data/dataset.h"
@@ -13,6 +15,15 @@ namespace ember::data {
 
 /** Reads an IDX file of unsigned bytes (gzipped or not): uint8 [N, rows, cols] or [N]. */
 Tensor read_idx(const std::string& path);
+
+/** Images as the (Fashion-)MNIST datasets give them to a model: uint8 [N, rows, cols] to float32
+ *  [N, 1, rows, cols] in [0, 1], each pixel / 255 (torchvision's ToTensor). */
+Tensor to_float_images(const Tensor& pixels);
+
+/** The names of Fashion-MNIST's ten classes, by label (as torchvision's FashionMNIST.classes). */
+inline constexpr std::array<std::string_view, 10> kFashionMnistClasses = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 /** The Fashion-MNIST directory: `root`, else $EMBER_DATA_DIR, else the Debian package's. */
 std::string find_fashion_mnist(std::optional<std::string> root = std::nullopt);
