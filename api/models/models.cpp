@@ -185,9 +185,14 @@ std::shared_ptr<nn::Module> by_name(const std::string& name) {
   if (name == "resnet18") return resnet18(10, 1);
   if (name == "resnet50") return resnet50(10, 1);
   if (name == "vit") return vit();
-  EMBER_CHECK(false, "[models] unknown model '{}' (lenet, cnn, mlp, resnet18, resnet50, vit)",
-              name);
+  EMBER_CHECK(false, "[models] unknown model '{}' ({})", name, fmt::join(names(), ", "));
   return nullptr;
+}
+
+const std::vector<std::string>& names() {
+  static const std::vector<std::string> kNames = {"lenet",    "cnn",      "mlp",
+                                                  "resnet18", "resnet50", "vit"};
+  return kNames;
 }
 
 }  // namespace ember::models

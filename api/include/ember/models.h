@@ -132,4 +132,7 @@ std::shared_ptr<GPT> gpt(GPTOptions options = {});
  *  and 10 classes. */
 std::shared_ptr<nn::Module> by_name(const std::string& name);
 
+/** The names by_name knows, in that order. */
+const std::vector<std::string>& names();
+
 }  // namespace ember::models
