@@ -36,12 +36,6 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
 };
 
-// A batch of inputs on `device`, images in `format`.
-Tensor to_device(const Tensor& x, Device device, MemoryFormat format) {
-  const Tensor moved = x.to(device, /*non_blocking=*/true);
-  return moved.dim() == 4 ? moved.contiguous(format) : moved;
-}
-
 Evaluation evaluate(nn::Module& model, data::DataLoader& loader, Device device,
                     std::optional<DType> amp_dtype, MemoryFormat format) {
   autograd::InferenceMode inference;  // Note [Inference tensors]: nothing here meets autograd

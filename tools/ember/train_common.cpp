@@ -64,16 +64,21 @@ void check_options(const TrainOptions& o) {
               "[train] unknown --amp '{}' (none, bf16, f16)", o.amp);
 }
 
-Device pick_device(const std::string& name) {
+Device pick_device(const std::string& name, const char* command) {
   if (!name.empty()) {
     Device d(name);
-    check_device(d, "train");
+    check_device(d, command);
     return d;
   }
   for (const DeviceTypeEntry& e : device_types()) {
     if (e.name != "cpu" && e.name != "reference" && e.count > 0) return Device(e.name);
   }
   return Device::cpu();
+}
+
+Tensor to_device(const Tensor& x, Device device, MemoryFormat format) {
+  const Tensor moved = x.to(device, /*non_blocking=*/true);
+  return moved.dim() == 4 ? moved.contiguous(format) : moved;
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o,

@@ -33,9 +33,12 @@ void check_options(const TrainOptions& o);
  *  character. */
 double train_charlm(const TrainOptions& o);
 
-/** The device `--device` names, or the best one: a non-CPU device type with devices, else the
- *  CPU. */
-Device pick_device(const std::string& name);
+/** The device `--device` names (checked, errors tagged with `command`), or the best one: a
+ *  non-CPU device type with devices, else the CPU. */
+Device pick_device(const std::string& name, const char* command = "train");
+
+/** A batch of inputs moved to `device` without blocking, images (4-d) in `format`. */
+Tensor to_device(const Tensor& x, Device device, MemoryFormat format);
 
 /** The optimizer --optimizer and --lr (and --momentum) ask for, over `params`. */
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o,
