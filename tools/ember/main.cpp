@@ -1,5 +1,5 @@
-// The `ember` command: devices, plugins, ops, conformance, train, generate, run, convert,
-// --version.
+// The `ember` command: devices, plugins, ops, conformance, train, generate, predict, run,
+// convert, --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "ember/dispatch/device_registry.h"
 #include "tools/ember/conformance.h"
 #include "tools/ember/launch.h"
+#include "tools/ember/predict.h"
 #include "tools/ember/train.h"
 
 namespace {
@@ -428,6 +429,42 @@ int main(int argc, char** argv) {
   generate->add_option("--seed", g.seed, "Seed of the sampling")->capture_default_str();
   generate->add_option("--device", g.device, "cpu, cuda, ... (default: the best available)");
   generate->add_option("--threads", g.threads, "CPU threads (0: all cores)");
+  ember::tools::PredictOptions p;
+  auto* predict = app.add_subcommand(
+      "predict",
+      "Classify 28x28 greyscale images (IDX files, PGM images) with a checkpoint of ember train "
+      "or a torch.save file: top-k classes, accuracy when labels are known, throughput");
+  predict
+      ->add_option("checkpoint", p.checkpoint,
+                   "<out>/<model>.safetensors of ember train, or a .pt/.pth state dict")
+      ->required();
+  predict->add_option("inputs", p.inputs,
+                      "IDX images files (gzipped or not) and PGM images (P5, P2) (default: the "
+                      "Fashion-MNIST test set)");
+  predict->add_option("--model", p.model,
+                      "lenet, cnn, mlp, resnet18, resnet50 or vit (default: the checkpoint's)");
+  predict->add_option("--labels", p.labels,
+                      "IDX labels of the IDX input (default: *-labels-idx1-ubyte[.gz] beside it)");
+  predict->add_option("--data", p.data,
+                      "Fashion-MNIST directory when no inputs are given (default: "
+                      "$EMBER_DATA_DIR or the dataset-fashion-mnist package)");
+  predict->add_option("--device", p.device, "cpu, cuda, cuda:1, ... (default: the best available)");
+  predict->add_option("--threads", p.threads, "CPU threads (0: all cores)");
+  predict->add_option("--batch-size", p.batch_size, "Images per forward pass")
+      ->capture_default_str();
+  predict->add_flag("--channels-last", p.channels_last,
+                    "Images and convolution weights in the channels-last (NHWC) memory format");
+  predict->add_option("--amp", p.amp, "Autocast: none, bf16 or f16")->capture_default_str();
+  predict->add_flag("!--no-fuse", p.fuse,
+                    "Keep batch norms as they are instead of folding them into the layer before");
+  predict->add_option("--top-k", p.top_k, "Classes listed per image, likeliest first")
+      ->capture_default_str();
+  predict->add_option("--limit", p.limit, "Only the first N images (0: all)");
+  predict->add_option("--show", p.show,
+                      "A line for each of the first N images (default: each PGM image, no IDX "
+                      "image)");
+  bool quiet = false;
+  predict->add_flag("-q,--quiet", quiet, "Only the summary, no line per image");
   std::string convert_in, convert_out;
   auto* convert = app.add_subcommand(
       "convert",
@@ -470,6 +507,11 @@ int main(int argc, char** argv) {
     if (*ops) return cmd_ops(json);
     if (*conformance) return ember::conformance::run_cli(conf);
     if (*convert) return cmd_convert(convert_in, convert_out);
+    if (*predict) {
+      if (quiet) p.show = 0;
+      ember::tools::predict(p);
+      return 0;
+    }
     if (*generate) {
       ember::tools::generate(g);
       return 0;
