@@ -48,6 +48,13 @@ T& at(const ember_tensor& t, const int64_t* idx) {
   return sdk::data<T>(t)[offset(t, idx)];
 }
 
+/** Element (i0, i1, i2, i3) of a 4-d descriptor. */
+template <typename T>
+T& at4(const ember_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+  const int64_t idx[4] = {i0, i1, i2, i3};
+  return at<T>(t, idx);
+}
+
 /** Widens an element to double (through float for the half types). */
 template <typename T>
 double to_double(T v) {

@@ -29,7 +29,7 @@ struct ExtensionRegistry {
   std::unordered_map<std::string, const OpSchema*> by_name;
 };
 
-ExtensionRegistry& registry() {
+ExtensionRegistry& extension_registry() {
   static ExtensionRegistry r;
   return r;
 }
@@ -281,14 +281,14 @@ std::vector<Tensor> run(const OpSchema& e, const std::vector<Tensor>& inputs,
 
 const OpSchema* find_extension_op(std::string_view name) {
   ensure_plugins_loaded();
-  ExtensionRegistry& r = registry();
+  ExtensionRegistry& r = extension_registry();
   std::shared_lock lock(r.mu);
   return find_locked(r, std::string(name));
 }
 
 std::vector<const OpSchema*> extension_ops() {
   ensure_plugins_loaded();
-  ExtensionRegistry& r = registry();
+  ExtensionRegistry& r = extension_registry();
   std::shared_lock lock(r.mu);
   std::vector<const OpSchema*> out;
   for (const OpSchema& e : r.ops) out.push_back(&e);
@@ -396,7 +396,7 @@ int32_t stage_op_schema(StagedOpSchemas& staged, const ember_op_schema_v1* schem
 CommittedOpSchemas commit_op_schemas(StagedOpSchemas& staged, const std::string& plugin) {
   CommittedOpSchemas result;
   if (staged.schemas.empty()) return result;
-  ExtensionRegistry& r = registry();
+  ExtensionRegistry& r = extension_registry();
   std::unique_lock lock(r.mu);
 
   // 1. Names another plugin defined first are rejected, with the ops whose backward they are.

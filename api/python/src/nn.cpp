@@ -1386,10 +1386,6 @@ nn::TransformerLayerOptions transformer_options(int64_t dim_feedforward, double 
   return o;
 }
 
-Tensor opt(const std::optional<Tensor>& t) {
-  return t.value_or(Tensor());
-}
-
 void bind_attention(nb::module_& m) {
   layer<nn::MultiheadAttention>(m, "MultiheadAttention", "Multi-head attention as PyTorch's.",
                                 false)

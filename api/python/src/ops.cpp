@@ -170,10 +170,6 @@ Reduction loss_reduction(std::optional<bool> size_average, std::optional<bool> r
   return parse_reduction(reduction, op);
 }
 
-Tensor opt(const std::optional<Tensor>& t) {
-  return t.value_or(Tensor());
-}
-
 /** A functional form's result, written into x when it is asked for in place (inplace=True). */
 Tensor maybe_inplace(const Tensor& x, const Tensor& r, bool inplace) {
   if (!inplace) return r;

@@ -18,13 +18,6 @@ struct Geom {
   int64_t n, c, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, g;
 };
 
-/** Element (i0, i1, i2, i3) of a 4-d descriptor. */
-template <typename T>
-T& at4(const ember_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-  const int64_t idx[4] = {i0, i1, i2, i3};
-  return at<T>(t, idx);
-}
-
 /** Calls fn(n, o, i, j, c, a, e, h, w) for every (output position, input channel, tap) whose
  *  input position (h, w) lies inside the image. */
 template <typename Fn>

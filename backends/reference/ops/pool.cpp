@@ -20,12 +20,6 @@
 namespace ember::reference {
 namespace {
 
-template <typename T>
-T& at4(const ember_tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-  const int64_t idx[4] = {i0, i1, i2, i3};
-  return at<T>(t, idx);
-}
-
 /** One window along one dim: [lo, hi) inside the image and the divisor it counts. */
 struct Window {
   int64_t lo, hi, size;
