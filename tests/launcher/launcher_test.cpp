@@ -25,6 +25,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/build_paths.h"
+
 extern char** environ;
 
 namespace {

@@ -12,6 +12,7 @@
 #include <ember/nn.h>
 #include <ember/optim.h>
 
+#include "tests/testing/build_paths.h"
 #include "tests/testing/tensor_helpers.h"
 
 namespace ember {

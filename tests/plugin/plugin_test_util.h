@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/build_paths.h"
+
 namespace ember::test {
 
 /** What a child process did. */

@@ -131,7 +131,7 @@ TEST(PluginSecurity, NeverSearchesTheWorkingDirectory) {
   TempDir cwd;
   plant_decoy(cwd.path());
   install_good(cwd.path(), 0755);
-  test::RunResult r = test::run("", "sh", "-c 'cd " + cwd.path() + " && exec " EMBER_PROBE "'");
+  test::RunResult r = test::run("", "sh", "-c 'cd " + cwd.path() + " && exec " + EMBER_PROBE + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   expect_never_looked_in(nlohmann::json::parse(r.out)["report"], cwd.path());
 }

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/build_paths.h"
+
 namespace ember::testing {
 
 /** A fresh directory under the temp dir for one test, removed with its contents. */

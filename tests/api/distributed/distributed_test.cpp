@@ -28,6 +28,7 @@
 #include "ember/data/sampler.h"
 #include "ember/distributed/store.h"
 #include "ember/util/error.h"
+#include "tests/testing/build_paths.h"
 
 extern char** environ;
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/testing/build_paths.h"
+
 namespace ember {
 namespace {
 
