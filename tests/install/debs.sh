@@ -16,6 +16,8 @@ set -euo pipefail
 pkgs=$(cd "${1:?usage: tests/install/debs.sh PACKAGES_DIR WORK_DIR}" && pwd)
 work=${2:?usage: tests/install/debs.sh PACKAGES_DIR WORK_DIR}
 fail() { echo "package check FAILED: $*" >&2; exit 1; }
+# shellcheck source=tests/install/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 deb() { ls "$pkgs/$1"_*.deb; }
 
 echo "-- lintian"
@@ -31,10 +33,10 @@ for f in "$pkgs"/*.deb; do
   listing=$(dpkg-deb -c "$f" | awk '{print $6}')
   grep -qx "./usr/share/doc/$name/copyright" <<<"$listing" || fail "$name has no copyright file"
   grep -qx "./usr/share/doc/$name/changelog.Debian.gz" <<<"$listing" || fail "$name has no changelog"
-  dpkg-deb -f "$f" Maintainer | grep -q '<.*@.*\..*>' || fail "$name has no maintainer address"
+  dpkg-deb -f "$f" Maintainer | contains '<.*@.*\..*>' || fail "$name has no maintainer address"
 done
 dpkg-deb --fsys-tarfile "$(deb ember-backend-cpu)" |
-  tar -xO ./usr/share/doc/ember-backend-cpu/copyright | grep -q '^License: Apache-2.0' ||
+  tar -xO ./usr/share/doc/ember-backend-cpu/copyright | contains '^License: Apache-2.0' ||
   fail "ember-backend-cpu's copyright does not cover the oneDNN it ships"
 
 echo "-- a fresh root, with dpkg"

@@ -23,6 +23,8 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 
 step() { echo; echo "== $*"; }
 fail() { echo "install check FAILED: $*" >&2; exit 1; }
+# shellcheck source=tests/install/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 # expect_fail <what> <pattern> <command...>: the command must fail and print <pattern>.
 expect_fail() {
   local what=$1 pattern=$2 out
@@ -95,7 +97,7 @@ for plugin in "$work/examples/custom_op/libember-fused_bias_gelu.so" \
   "$work/examples/custom_backend/libember-toy.so"; do
   exported=$(nm -D --defined-only "$plugin" | awk '{print $3}')
   [[ $exported == ember_plugin_entry_v1 ]] || fail "$(basename "$plugin") exports: $exported"
-  ! readelf -d "$plugin" | grep -q 'NEEDED.*libember' || fail "$(basename "$plugin") links Ember"
+  ! readelf -d "$plugin" | contains 'NEEDED.*libember' || fail "$(basename "$plugin") links Ember"
 done
 "$work/examples/hello/hello"
 "$work/examples/train_mnist/train_mnist" --epochs 1 --limit 6000 --test-limit 2000 --min-accuracy 0.70 \
@@ -161,22 +163,22 @@ pkgs=$work/packages
 "$root/tools/package.sh" "$build" "$pkgs"
 deb() { ls "$pkgs/$1"_*.deb; }
 contents() { dpkg-deb -c "$(deb "$1")" | awk '{print $6}'; }
-contents libember0 | grep -q 'usr/lib/libember_core.so.0$' || fail "libember0 lacks libember_core.so.0"
-contents libember0 | grep -q 'include/' && fail "libember0 holds headers"
-contents libember-dev | grep -q 'usr/include/ember/ember.h$' || fail "libember-dev lacks ember.h"
-contents libember-dev | grep -q 'usr/lib/cmake/Ember/EmberConfig.cmake$' || fail "libember-dev lacks the CMake package"
-contents ember-backend-cpu | grep -q 'usr/lib/ember-plugins/libember-cpu.so$' || fail "ember-backend-cpu"
-contents ember-backend-reference | grep -q 'libember-reference.so$' || fail "ember-backend-reference"
-contents ember-tools | grep -q 'usr/bin/ember$' || fail "ember-tools lacks bin/ember"
+contents libember0 | contains 'usr/lib/libember_core.so.0$' || fail "libember0 lacks libember_core.so.0"
+contents libember0 | contains 'include/' && fail "libember0 holds headers"
+contents libember-dev | contains 'usr/include/ember/ember.h$' || fail "libember-dev lacks ember.h"
+contents libember-dev | contains 'usr/lib/cmake/Ember/EmberConfig.cmake$' || fail "libember-dev lacks the CMake package"
+contents ember-backend-cpu | contains 'usr/lib/ember-plugins/libember-cpu.so$' || fail "ember-backend-cpu"
+contents ember-backend-reference | contains 'libember-reference.so$' || fail "ember-backend-reference"
+contents ember-tools | contains 'usr/bin/ember$' || fail "ember-tools lacks bin/ember"
 for p in ember-backend-cpu ember-backend-reference ember-tools libember-dev; do
-  contents "$p" | grep -q 'cuda' && fail "$p holds CUDA files"
+  contents "$p" | contains 'cuda' && fail "$p holds CUDA files"
 done
 # The CPU backend ships its oneDNN 3 beside the plugin (Note [oneDNN from the wheels]) rather than
 # depending on the distribution's older one; that library's own needs are dependencies.
-contents ember-backend-cpu | grep -q 'usr/lib/ember-plugins/cpu/libdnnl.so.3$' || fail "ember-backend-cpu lacks its oneDNN"
-dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libdnnl && fail "ember-backend-cpu depends on the distribution's oneDNN"
-dpkg-deb -f "$(deb ember-backend-cpu)" Depends | grep -q libgomp1 || fail "ember-backend-cpu does not depend on libgomp1"
-dpkg-deb -f "$(deb libember0)" Depends | grep -q libzip4 || fail "libember0 does not depend on libzip4 (torch.save files)"
+contents ember-backend-cpu | contains 'usr/lib/ember-plugins/cpu/libdnnl.so.3$' || fail "ember-backend-cpu lacks its oneDNN"
+dpkg-deb -f "$(deb ember-backend-cpu)" Depends | contains libdnnl && fail "ember-backend-cpu depends on the distribution's oneDNN"
+dpkg-deb -f "$(deb ember-backend-cpu)" Depends | contains libgomp1 || fail "ember-backend-cpu does not depend on libgomp1"
+dpkg-deb -f "$(deb libember0)" Depends | contains libzip4 || fail "libember0 does not depend on libzip4 (torch.save files)"
 # A CPU server: the runtime, the tools and the CPU backend, extracted into a fresh root.
 for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 ember-tools ember-backend-reference"; do
   name=${set%%:*}

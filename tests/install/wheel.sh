@@ -16,6 +16,8 @@ build=$(cd "${1:?usage: tests/install/wheel.sh BUILD_DIR PYTHON}" && pwd)
 python=${2:?usage: tests/install/wheel.sh BUILD_DIR PYTHON}
 work=$build/wheel-check
 fail() { echo "wheel check FAILED: $*" >&2; exit 1; }
+# shellcheck source=tests/install/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 step() { echo; echo "== $*"; }
 
 # Note [The wheel's build tree reuses the build's objects]
@@ -72,7 +74,7 @@ assert x.grad.tolist() == [[7.0, 11.0], [9.0, 13.0]], x.grad
 print("computed on", x.device, "with", len(loaded), "plugins loaded")
 ') || fail "import ember in the fresh environment"
 echo "$check"
-env -i HOME="$HOME" PATH=/usr/bin:/bin "$work/venv/bin/ember" devices | grep -q '^cpu ' || fail "the ember console script"
-env -i HOME="$HOME" PATH=/usr/bin:/bin "$work/venv/bin/python" -m ember --version | grep -q '^ember ' || fail "python -m ember"
+env -i HOME="$HOME" PATH=/usr/bin:/bin "$work/venv/bin/ember" devices | contains '^cpu ' || fail "the ember console script"
+env -i HOME="$HOME" PATH=/usr/bin:/bin "$work/venv/bin/python" -m ember --version | contains '^ember ' || fail "python -m ember"
 echo "the console script and python -m ember run"
 step "wheel check passed"
