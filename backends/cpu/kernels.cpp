@@ -38,6 +38,9 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d, sdk::kFloatingMask, kCl)
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_input, sdk::kFloatingMask, kCl)
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_backward_weight, sdk::kFloatingMask, kCl)
+  // Optional: the convolution with its ReLU as a oneDNN post-op (Note [Fused convolution and
+  // ReLU] in core/ops/conv.cpp).
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_relu, sdk::kFloatingMask, kCl)
   // So do the pools (pool.cpp, Note [Channels-last pooling]), for the dtypes ops.def gives them.
 #define EMBER_CPU_CHANNELS_LAST(name) \
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, name, ops::kInfo[ops::name].dtypes, kCl)

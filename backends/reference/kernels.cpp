@@ -1,6 +1,6 @@
 // Everything the reference backend implements: every mandatory op of ember/ops.def for the
-// dtypes it lists, plus the optional relu_backward, gelu_backward, max_pool2d_backward and the
-// whole recurrent layer (rnn_layer and its backward), each as a plain single-threaded loop.
+// dtypes it lists, plus the optional relu_backward, gelu_backward, max_pool2d_backward, conv2d_relu
+// and the whole recurrent layer (rnn_layer and its backward), each as a plain single-threaded loop.
 // Attribute meanings are documented with each op in core/ops/.
 #include "backends/reference/kernels.h"
 
@@ -29,6 +29,7 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t device) {
   EMBER_REGISTER_KERNEL(reg, device, kPriority, relu_backward)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, gelu_backward)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, max_pool2d_backward)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, conv2d_relu)
   //   a whole LSTM or GRU layer, forward and backward through time, in double  ops/rnn.cpp
   EMBER_REGISTER_KERNEL(reg, device, kPriority, rnn_layer)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, rnn_layer_backward)

@@ -13,6 +13,19 @@
 //   "conv2d"                  {x [N, C, H, W], w [O, C/g, kH, kW], optional b [O]} -> {y}
 //   "conv2d_backward_input"   {dy [N, O, OH, OW], w} -> {dx [N, C, H, W]}
 //   "conv2d_backward_weight"  {x, dy} -> {dw [O, C/g, kH, kW]}
+//   "conv2d_relu" (optional)  as "conv2d", every output element max(y, 0) (a NaN: NaN or 0)
+//
+// Note [Fused convolution and ReLU]
+// conv2d_relu(x, w, b) = relu(conv2d(x, w, b)). For inference a backend may do it in one pass:
+// the CPU backend gives oneDNN the ReLU as a post-op of the convolution, so the activation is
+// rectified while it is still in cache instead of read and written once more (PyTorch's
+// mkldnn-fused convolutions do the same). The fused kernel is used when no gradient is recorded
+// (no input requires grad, or grad mode is off) and the device has it; otherwise the op is the
+// composite relu(conv2d(...)), differentiable and available everywhere. nn::Conv2d runs it
+// when nn::fuse_for_inference has merged a ReLU that follows it (api/nn/fuse.cpp). One
+// difference: oneDNN's ReLU post-op turns a NaN sum into 0 where relu() keeps NaN (PyTorch's
+// oneDNN-fused convolutions behave the same), so the contract allows either; the reference
+// backend, the own float64 loops and the composite keep NaN.
 //
 // backward (Note [Backward of convolutions]):
 //   conv2d            dx = conv_transpose2d(dy, w) sized back to x, dw = W(x, dy),
@@ -125,6 +138,8 @@ MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
              : MemoryFormat::Contiguous;
 }
 
+// The forward kernels: conv2d, or conv2d_relu (which the caller checked the device has).
+template <typename A = attrs::conv2d>
 Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
   // The public ops checked these sizes (and the padded and dilated extents) fit int64.
   const auto oh = static_cast<int64_t>(conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh));
@@ -135,9 +150,9 @@ Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvP
   if (x.size(1) == 0) {  // empty reduction: the bias alone
     y.zero_();
     if (b.defined()) y.copy_(b.view({1, w.size(0), 1, 1}));
-    return y;
+    return std::is_same_v<A, attrs::conv2d_relu> ? relu(y) : y;
   }
-  const auto a = p.as<attrs::conv2d>();
+  const auto a = p.as<A>();
   if (b.defined()) {
     run_image_kernel(a, x.dtype(), format, {&x, &w, &b}, {&y});
   } else {
@@ -242,37 +257,61 @@ Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
-              IntList padding, IntList dilation, int64_t groups) {
-  EMBER_AUTOCAST(Lower, conv2d, x, x, weight, bias, stride, padding, dilation, groups);
-  constexpr const char* kOp = "conv2d";
+namespace {
+// conv2d, or conv2d_relu when `rectify` (named kOp in errors): the checks, then the op.
+Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      IntList stride, IntList padding, IntList dilation, int64_t groups,
+                      bool rectify) {
   check_tensors(kOp, x, weight, bias);
   const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
   const bool batched = x.dim() == 4;
   const Tensor x4 = batched ? x : x.unsqueeze(0);
   const int64_t c = x4.size(1), o = weight.size(0);
   EMBER_CHECK(o % groups == 0,
-              "[conv2d] weight's out channels must be divisible by groups: {} out channels, "
+              "[{}] weight's out channels must be divisible by groups: {} out channels, "
               "groups {} (weight shape {})",
-              o, groups, shape_str(weight.sizes()));
+              kOp, o, groups, shape_str(weight.sizes()));
   EMBER_CHECK(c == WideInt(weight.size(1)) * groups,
-              "[conv2d] expected input with {} channels (weight {} in channels x groups {}): got "
+              "[{}] expected input with {} channels (weight {} in channels x groups {}): got "
               "{} channels (input shape {}, weight shape {})",
-              WideInt(weight.size(1)) * groups, weight.size(1), groups, c, shape_str(x.sizes()),
-              shape_str(weight.sizes()));
+              kOp, WideInt(weight.size(1)) * groups, weight.size(1), groups, c,
+              shape_str(x.sizes()), shape_str(weight.sizes()));
   check_bias(kOp, bias, o);
   const WideInt oh = conv_out(x4.size(2), weight.size(2), p.sh, p.ph, p.dh);
   const WideInt ow = conv_out(x4.size(3), weight.size(3), p.sw, p.pw, p.dw);
   EMBER_CHECK(oh >= 1 && ow >= 1,
-              "[conv2d] computed output size is too small: input {}x{} padded to {}x{}, kernel "
+              "[{}] computed output size is too small: input {}x{} padded to {}x{}, kernel "
               "{}x{} dilated to {}x{}, gives output {}x{}",
-              x4.size(2), x4.size(3), x4.size(2) + 2 * WideInt(p.ph),
+              kOp, x4.size(2), x4.size(3), x4.size(2) + 2 * WideInt(p.ph),
               x4.size(3) + 2 * WideInt(p.pw), weight.size(2), weight.size(3),
               WideInt(p.dh) * (weight.size(2) - 1) + 1, WideInt(p.dw) * (weight.size(3) - 1) + 1,
               oh, ow);
   check_extents(kOp, x4.size(2), x4.size(3), weight, p);
-  const Tensor y = conv(x4, weight, bias, p);
+  Tensor y;
+  if (!rectify) {
+    y = conv(x4, weight, bias, p);
+  } else if (autograd::is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                             (bias.defined() && bias.requires_grad()))) {
+    y = relu(conv(x4, weight, bias, p));  // recorded: the composite
+  } else if (has_kernel(core_op(attrs::conv2d_relu::kOp), x.device(), x.dtype())) {
+    y = conv2d_raw<attrs::conv2d_relu>(x4, weight, bias, p);
+  } else {
+    y = relu(conv2d_raw(x4, weight, bias, p));
+  }
   return batched ? y : y.squeeze(0);
+}
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+              IntList padding, IntList dilation, int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv2d, x, x, weight, bias, stride, padding, dilation, groups);
+  return conv2d_checked("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
+}
+
+Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                   IntList padding, IntList dilation, int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv2d_relu, x, x, weight, bias, stride, padding, dilation, groups);
+  return conv2d_checked("conv2d_relu", x, weight, bias, stride, padding, dilation, groups, true);
 }
 
 // conv1d is conv2d over images of height 1: x [N, C, 1, L], weight [O, C/g, 1, K]. Its own

@@ -718,6 +718,27 @@ std::vector<Case> make_cases() {
                {},
                4.0});
 
+  // The fused inference form (Note [Fused convolution and ReLU]): values only, as its gradient
+  // is the composite's.
+  c.push_back({"conv2d_relu",
+               {"conv2d_relu"},
+               {{"basic",
+                 [](Gen& g) {
+                   return Inputs{g({2, 3, 7, 6}), g({4, 3, 3, 3}), g({4})};
+                 }},
+                {"channels_last_strided",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 9, 8}).contiguous(MemoryFormat::ChannelsLast),
+                                 g({6, 2, 3, 2}).contiguous(MemoryFormat::ChannelsLast), g({6})};
+                 }}},
+               one([](const Inputs& in) {
+                 const int64_t groups = in[0].size(1) / in[1].size(1);
+                 return conv2d_relu(in[0], in[1], in[2], {groups, 1}, {1, 0}, {1, 1}, groups);
+               }),
+               false,
+               {},
+               4.0});
+
   // ---- pooling --------------------------------------------------------------------------------
   const std::vector<Variant> pool_variants = {
       {"basic",

@@ -1,8 +1,9 @@
-// CPU convolution: conv2d, conv2d_backward_input, conv2d_backward_weight (contract in
-// core/ops/conv.cpp). float32, bfloat16 and float16 run through oneDNN's convolution_forward /
-// _backward_data / _backward_weights with the layouts oneDNN picks (the half types computed in
-// float32, Note [Half-type convolutions in float32]); float64 and any geometry oneDNN declines
-// run through own direct loops split over OpenMP.
+// CPU convolution: conv2d, conv2d_backward_input, conv2d_backward_weight and the optional
+// conv2d_relu (contract in core/ops/conv.cpp; its ReLU is a oneDNN post-op). float32, bfloat16 and
+// float16 run through oneDNN's convolution_forward / _backward_data / _backward_weights with the
+// layouts oneDNN picks (the half types computed in float32, Note [Half-type convolutions in
+// float32]); float64 and any geometry oneDNN declines run through own direct loops split over
+// OpenMP.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
@@ -111,7 +112,7 @@ struct ThreadPlanes {
 };
 
 template <typename T>
-void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, T* y) {
+void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, bool relu, T* y) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.oh * g.ow;
   const bool parallel = run_parallel(g.n * g.o * plane * cg * g.kh * g.kw);
@@ -140,7 +141,11 @@ void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, T* y) 
       }
     }
     T* yp = y + t * plane;
-    for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[i]);
+    if (relu) {
+      for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[i] < C(0) ? C(0) : acc[i]);
+    } else {
+      for (int64_t i = 0; i < plane; ++i) yp[i] = store<T>(acc[i]);
+    }
   }
 }
 
@@ -297,8 +302,8 @@ ConvCache& conv_cache() {
 
 constexpr size_t kConvCacheCapacity = 128;
 
-std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl) {
-  return {static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0),
+std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
+  return {(static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0)) * 2 + (relu ? 1 : 0),
           g.n,
           g.c,
           g.h,
@@ -327,9 +332,9 @@ using dims = dnnl::memory::dims;
 using tag = dnnl::memory::format_tag;
 constexpr auto kF32 = dnnl::memory::data_type::f32;
 
-// Builds the primitive and reorders for one geometry and layout (cl: channels-last operands);
-// ok = false when oneDNN declines it.
-std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool cl) {
+// Builds the primitive and reorders for one geometry and layout (cl: channels-last operands),
+// the forward with a ReLU post-op when `relu`; ok = false when oneDNN declines it.
+std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
   auto e = std::make_shared<ConvEntry>();
   const dnnl::engine& eng = dnnl_engine();
   const dims xd = {g.n, g.c, g.h, g.w}, yd = {g.n, g.o, g.oh, g.ow};
@@ -350,13 +355,21 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
   if (pad_r[0] + g.sh <= 0 || pad_r[1] + g.sw <= 0) return e;
   try {
     constexpr auto direct = dnnl::algorithm::convolution_direct;
-    const auto training = dnnl::prop_kind::forward_training;
+    // The fused forward only ever runs for inference; the plain one also serves as the hint of
+    // the backward primitives, which need a training forward.
+    const auto prop = relu ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+    dnnl::primitive_attr attr = dnnl_attr();
+    if (relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(ops);
+    }
     const dnnl::convolution_forward::primitive_desc fpd =
-        bias ? dnnl::convolution_forward::primitive_desc(
-                   eng, training, direct, xa, wa, dnnl::memory::desc({g.o}, kF32, tag::x), ya,
-                   strides, dil, pad_l, pad_r, dnnl_attr())
-             : dnnl::convolution_forward::primitive_desc(eng, training, direct, xa, wa, ya, strides,
-                                                         dil, pad_l, pad_r, dnnl_attr());
+        bias ? dnnl::convolution_forward::primitive_desc(eng, prop, direct, xa, wa,
+                                                         dnnl::memory::desc({g.o}, kF32, tag::x),
+                                                         ya, strides, dil, pad_l, pad_r, attr)
+             : dnnl::convolution_forward::primitive_desc(eng, prop, direct, xa, wa, ya, strides,
+                                                         dil, pad_l, pad_r, attr);
     if (dir == Dir::Forward) {
       e->internal = {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()};
       e->conv = dnnl::convolution_forward(fpd);
@@ -388,8 +401,8 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
   return e;
 }
 
-std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl) {
-  const auto key = make_key(dir, g, bias, cl);
+std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
+  const auto key = make_key(dir, g, bias, cl, relu);
   const uint64_t h = hash_of(key);
   ConvCache& c = conv_cache();
   {
@@ -398,7 +411,7 @@ std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl
       if ((*it)->hash == h && (*it)->key == key) return *it;
     }
   }
-  auto e = build_entry(dir, g, bias, cl);  // outside the lock (Note [oneDNN primitive cache])
+  auto e = build_entry(dir, g, bias, cl, relu);  // outside the lock (Note [oneDNN primitive cache])
   e->hash = h;
   e->key = key;
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -477,11 +490,11 @@ void convert_half(int32_t dtype, const void* src, void* dst, int64_t n, bool tow
   });
 }
 
-// Runs one direction through oneDNN; false when oneDNN declined the geometry. Half types run
-// in float32 (Note [Half-type convolutions in float32]).
-bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl) {
+// Runs one direction through oneDNN (the forward rectified when `relu`); false when oneDNN
+// declined the geometry. Half types run in float32 (Note [Half-type convolutions in float32]).
+bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, bool relu) {
   const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
-  const auto e = find_entry(dir, g, bias, cl);
+  const auto e = find_entry(dir, g, bias, cl, relu);
   if (!e->ok) return false;
   // The user pointers in the order (x, w, y).
   void* user[3];
@@ -569,13 +582,14 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl) {
   return true;
 }
 
-int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g);
+int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g,
+                      bool relu);
 
 // A channels-last call that oneDNN does not run (float64, or a geometry it declines): the own
 // row-major loops on row-major scratch copies of the 4-d operands (made by this plugin's copy
 // kernel), the output copied back.
 int32_t run_rows_of_channels_last(const ember_kernel_call* call, Dir dir, const char* name,
-                                  const Geom& g, int nin) {
+                                  const Geom& g, int nin, bool relu) {
   // The copy kernel on one (from, to) pair, with the call's host and error buffer.
   const auto copy_into = [&](const ember_tensor& from, const ember_tensor& to) {
     ember_kernel_call c = *call;
@@ -607,7 +621,7 @@ int32_t run_rows_of_channels_last(const ember_kernel_call* call, Dir dir, const 
   ember_kernel_call rc = *call;
   rc.inputs = in;
   rc.outputs = &out;
-  const int32_t status = run_conv_call(&rc, dir, name, g);
+  const int32_t status = run_conv_call(&rc, dir, name, g, relu);
   return status == EMBER_OK ? copy_into(out, call->outputs[0]) : status;
 }
 
@@ -620,11 +634,13 @@ int32_t run_conv(const ember_kernel_call* call, Dir dir) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
                      name);
   }
-  return run_conv_call(call, dir, name, g);
+  return run_conv_call(call, dir, name, g, std::is_same_v<A, attrs::conv2d_relu>);
 }
 
-// A convolution call of direction `dir` whose geometry was read.
-int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g) {
+// A convolution call of direction `dir` whose geometry was read (a forward rectified when
+// `relu`).
+int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g,
+                      bool relu) {
   const int32_t dtype = call->outputs[0].dtype;
   const int nin = dir == Dir::Forward ? std::min(call->num_inputs, 3) : 2;
   // The call's layout: every operand row-major, or every 4-d one channels-last (Note
@@ -649,12 +665,12 @@ int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, 
   // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
     const bool dnnl_type = dtype == EMBER_F32 || dtype == EMBER_BF16 || dtype == EMBER_F16;
-    if (dnnl_type && dnnl_conv(call, dir, g, cl)) return EMBER_OK;
+    if (dnnl_type && dnnl_conv(call, dir, g, cl, relu)) return EMBER_OK;
   } catch (const dnnl::error& e) {
     return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
                      static_cast<int>(e.status));
   }
-  if (cl) return run_rows_of_channels_last(call, dir, name, g, nin);
+  if (cl) return run_rows_of_channels_last(call, dir, name, g, nin, relu);
   bool floating = false;
   const bool known = sdk::visit_dtype(dtype, [&](auto t) {
     using T = typename decltype(t)::type;
@@ -666,7 +682,7 @@ int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, 
       T* out = sdk::data<T>(call->outputs[0]);
       if (dir == Dir::Forward) {
         const T* bias = call->num_inputs >= 3 ? sdk::data<const T>(call->inputs[2]) : nullptr;
-        conv_forward_loop<T>(g, a, b, bias, out);
+        conv_forward_loop<T>(g, a, b, bias, relu, out);
       } else if (dir == Dir::BackwardData) {
         conv_backward_data_loop<T>(g, a, b, out);
       } else {
@@ -684,6 +700,10 @@ int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, 
 
 EMBER_KERNEL(conv2d) {
   return run_conv<attrs::conv2d>(call, Dir::Forward);
+}
+
+EMBER_KERNEL(conv2d_relu) {
+  return run_conv<attrs::conv2d_relu>(call, Dir::Forward);
 }
 
 EMBER_KERNEL(conv2d_backward_input) {

@@ -3,7 +3,9 @@
 // pad_w, dil_h, dil_w, groups (G). Output o reads input channels g * C/G .. (g + 1) * C/G - 1
 // of its group g = o / (O/G), and tap (a, e) of output (i, j) reads input
 // (i * stride_h - pad_h + a * dil_h, j * stride_w - pad_w + e * dil_w) when inside.
-// All three directions walk that same seven-deep loop nest and accumulate in double.
+// All three directions walk that same seven-deep loop nest and accumulate in double;
+// conv2d_relu is the forward with negative sums written as 0.
+#include <type_traits>
 #include <vector>
 
 #include "backends/reference/ops/ops.h"
@@ -40,6 +42,7 @@ void for_each_tap(const Geom& g, Fn&& fn) {
 template <typename A>
 int32_t run(const ember_kernel_call* call, Dir dir) {
   const char* name = ops::kInfo[A::kOp].name;
+  constexpr bool relu = std::is_same_v<A, attrs::conv2d_relu>;  // rectified forward
   if (call->num_inputs < 2 || call->num_outputs < 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   }
@@ -91,7 +94,8 @@ int32_t run(const ember_kernel_call* call, Dir dir) {
           for (int64_t i3 = 0; i3 < s[3]; ++i3) {
             const int64_t idx[1] = {i1};
             const double b = bias ? to_double(at<T>(*bias, idx)) : 0.0;
-            at4<T>(out, i0, i1, i2, i3) = from_double<T>(slot(i0, i1, i2, i3) + b);
+            const double v = slot(i0, i1, i2, i3) + b;
+            at4<T>(out, i0, i1, i2, i3) = from_double<T>(relu && v < 0 ? 0.0 : v);
           }
   });
 }
@@ -100,6 +104,9 @@ int32_t run(const ember_kernel_call* call, Dir dir) {
 
 int32_t conv2d(const ember_kernel_call* call) {
   return run<attrs::conv2d>(call, Dir::Forward);
+}
+int32_t conv2d_relu(const ember_kernel_call* call) {
+  return run<attrs::conv2d_relu>(call, Dir::Forward);
 }
 int32_t conv2d_backward_input(const ember_kernel_call* call) {
   return run<attrs::conv2d_backward_input>(call, Dir::BackwardInput);

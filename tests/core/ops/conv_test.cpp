@@ -120,6 +120,21 @@ Tensor run_conv(const Cfg& k, const Tensor& x, const Tensor& w, const Tensor& b)
   return conv2d(x, w, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.g);
 }
 
+/** Random operands of case k in dtype dt (seeds from `seed` on) and the float64 reference. */
+struct RandomCase {
+  Tensor x, w, b;
+  int64_t oh, ow;
+  std::vector<double> want;
+  RandomCase(const Cfg& k, DType dt, uint64_t& seed)
+      : x(random({k.n, k.c, k.h, k.w}, dt, seed++)),
+        w(random({k.o, k.c / k.g, k.kh, k.kw}, dt, seed++)),
+        b(k.bias ? random({k.o}, dt, seed++) : Tensor()),
+        oh((k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1),
+        ow((k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1),
+        want(conv_ref(values(x), values(w), b.defined() ? values(b) : std::vector<double>{}, k, oh,
+                      ow)) {}
+};
+
 TEST(Conv2d, HandComputed) {
   const Tensor x = make({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, f32);
   const Tensor w = make({1, 0, 0, 1}, {1, 1, 2, 2}, f32);
@@ -136,20 +151,59 @@ TEST(Conv2d, MatchesReference) {
   for (DType dt : {f32, f64}) {
     uint64_t seed = 1;
     for (const Cfg& k : kConvCases) {
-      const Tensor x = random({k.n, k.c, k.h, k.w}, dt, seed++);
-      const Tensor w = random({k.o, k.c / k.g, k.kh, k.kw}, dt, seed++);
-      const Tensor b = k.bias ? random({k.o}, dt, seed++) : Tensor();
-      const Tensor y = run_conv(k, x, w, b);
-      const int64_t oh = (k.h + 2 * k.ph - k.dh * (k.kh - 1) - 1) / k.sh + 1;
-      const int64_t ow = (k.w + 2 * k.pw - k.dw * (k.kw - 1) - 1) / k.sw + 1;
-      ASSERT_EQ(y.sizes(), Shape({k.n, k.o, oh, ow})) << k.str();
+      const RandomCase r(k, dt, seed);
+      const Tensor y = run_conv(k, r.x, r.w, r.b);
+      ASSERT_EQ(y.sizes(), Shape({k.n, k.o, r.oh, r.ow})) << k.str();
       EXPECT_EQ(y.dtype(), dt);
-      expect_close(y,
-                   conv_ref(values(x), values(w), b.defined() ? values(b) : std::vector<double>{},
-                            k, oh, ow),
-                   dt == f32 ? 1e-5 : 1e-12, k.str() + " " + std::string(dtype_name(dt)));
+      expect_close(y, r.want, dt == f32 ? 1e-5 : 1e-12,
+                   k.str() + " " + std::string(dtype_name(dt)));
     }
   }
+}
+
+// Note [Fused convolution and ReLU]: conv2d_relu is max(conv2d, 0) of the float64 reference on
+// every geometry, row-major and channels-last, through the fused kernel (nothing recorded) and
+// through the composite (inputs requiring grad), whose gradient is the unfused one's.
+TEST(Conv2d, ReluFusedMatchesReference) {
+  for (DType dt : {f32, f64}) {
+    uint64_t seed = 40;
+    for (const Cfg& k : kConvCases) {
+      const RandomCase r(k, dt, seed);
+      const Tensor &x = r.x, &w = r.w, &b = r.b;
+      std::vector<double> want = r.want;
+      size_t negative = 0;
+      for (double& v : want) negative += v < 0 ? (v = 0, 1) : 0;
+      ASSERT_GT(negative, 0u) << "the case must have something to rectify";
+      const std::string what = k.str() + " " + std::string(dtype_name(dt));
+      const auto fused = [&](const Tensor& xx, const Tensor& ww) {
+        return conv2d_relu(xx, ww, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.g);
+      };
+      const double tol = dt == f32 ? 1e-5 : 1e-12;
+      expect_close(fused(x, w), want, tol, what);
+      const Tensor y_cl =
+          fused(x.contiguous(MemoryFormat::ChannelsLast), w.contiguous(MemoryFormat::ChannelsLast));
+      EXPECT_EQ(y_cl.suggest_memory_format(), MemoryFormat::ChannelsLast) << what;
+      expect_close(y_cl, want, tol, what + " channels-last");
+      const Tensor xg = x.clone().requires_grad_(true), xr = x.clone().requires_grad_(true);
+      const Tensor yg = fused(xg, w);
+      expect_close(yg, want, tol, what + " recorded");
+      sum(mul(yg, yg)).backward();
+      sum(mul(relu(run_conv(k, xr, w, b)), relu(run_conv(k, xr, w, b)))).backward();
+      expect_close(xg.grad(), values(xr.grad()), tol, what + " gradient");
+    }
+  }
+  // Unbatched; a NaN sum is NaN or 0 (Note [Fused convolution and ReLU]), never anything else.
+  const Tensor x = random({2, 4, 4}, f32, 90), w = random({3, 2, 3, 3}, f32, 91);
+  expect_close(conv2d_relu(x, w), values(relu(conv2d(x, w))), 1e-6, "unbatched");
+  Tensor xn = x.clone();
+  xn.fill_(std::nan(""));
+  for (double v : values(conv2d_relu(xn, w))) EXPECT_TRUE(std::isnan(v) || v == 0.0) << v;
+  for (double v : values(conv2d_relu(xn.to(f64), w.to(f64)))) EXPECT_TRUE(std::isnan(v));
+  expect_error(
+      [&] {
+        conv2d_relu(x, random({3, 3, 3, 3}, f32, 92));
+      },
+      {"[conv2d_relu] expected input with 3 channels"});
 }
 
 TEST(Conv2d, HalfTypes) {
