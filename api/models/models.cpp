@@ -77,6 +77,7 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicB
       "conv1", make_shared<nn::Conv2d>(
                    in, out, 3, nn::Conv2dOptions{.stride = stride, .padding = 1, .bias = false}));
   bn1_ = register_module("bn1", make_shared<nn::BatchNorm2d>(out));
+  relu1_ = register_module("relu1", make_shared<nn::ReLU>());
   conv2_ = register_module(
       "conv2",
       make_shared<nn::Conv2d>(out, out, 3, nn::Conv2dOptions{.padding = 1, .bias = false}));
@@ -86,7 +87,7 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicB
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor y = relu((*bn1_)((*conv1_)(x)));
+  Tensor y = (*relu1_)((*bn1_)((*conv1_)(x)));
   y = (*bn2_)((*conv2_)(y));
   return relu(add(y, downsample_ ? (*downsample_)(x) : x));
 }
@@ -96,11 +97,13 @@ Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bott
   conv1_ = register_module("conv1",
                            make_shared<nn::Conv2d>(in, width, 1, nn::Conv2dOptions{.bias = false}));
   bn1_ = register_module("bn1", make_shared<nn::BatchNorm2d>(width));
+  relu1_ = register_module("relu1", make_shared<nn::ReLU>());
   conv2_ = register_module(
       "conv2",
       make_shared<nn::Conv2d>(width, width, 3,
                               nn::Conv2dOptions{.stride = stride, .padding = 1, .bias = false}));
   bn2_ = register_module("bn2", make_shared<nn::BatchNorm2d>(width));
+  relu2_ = register_module("relu2", make_shared<nn::ReLU>());
   conv3_ = register_module(
       "conv3", make_shared<nn::Conv2d>(width, out, 1, nn::Conv2dOptions{.bias = false}));
   bn3_ = register_module("bn3", make_shared<nn::BatchNorm2d>(out));
@@ -109,8 +112,8 @@ Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bott
 }
 
 Tensor Bottleneck::forward(const Tensor& x) {
-  Tensor y = relu((*bn1_)((*conv1_)(x)));
-  y = relu((*bn2_)((*conv2_)(y)));
+  Tensor y = (*relu1_)((*bn1_)((*conv1_)(x)));
+  y = (*relu2_)((*bn2_)((*conv2_)(y)));
   y = (*bn3_)((*conv3_)(y));
   return relu(add(y, downsample_ ? (*downsample_)(x) : x));
 }
@@ -123,7 +126,9 @@ namespace {
 // (the 1x1 convolution) and downsample.1 (its batch norm). Ember builds the same tree as a named
 // Sequential, so state_dict() has torchvision's names and shapes, buffers included
 // (running_mean, running_var, num_batches_tracked), and a torchvision state_dict loads strictly.
-// The one extra child, flatten, holds nothing: torchvision calls torch.flatten in its forward.
+// The extra children hold nothing: flatten (torchvision calls torch.flatten in its forward) and a
+// block's relu1 (and relu2), one ReLU module per activation inside the block where torchvision
+// shares one, so nn::fuse_for_inference can merge each into its convolution.
 // `width` scales every stage (torchvision's is 64), for small models and small test fixtures.
 std::shared_ptr<nn::Sequential> resnet(
     int64_t in_channels, int64_t width, int64_t features, int64_t num_classes,

@@ -1,5 +1,5 @@
 // nn::fuse_for_inference: batch normalisation folded into the convolution or linear layer before
-// it, for eval.
+// it, and a ReLU after a convolution merged into it, for eval.
 #include "ember/nn/fuse.h"
 
 #include <algorithm>
@@ -31,6 +31,11 @@ namespace ember::nn {
 // existing parameter tensors, so optimizers and state dicts keep seeing the same tensors (a layer
 // without a bias gets one). A folded batch norm returns its input; in training mode it throws,
 // since its statistics now live in the layer before it.
+// A ReLU module whose input is the output of a Conv2d (directly, or through a batch norm just
+// folded into it) is merged the same way: the convolution runs conv2d_relu, one oneDNN
+// primitive with the ReLU as a post-op (Note [Fused convolution and ReLU] in core/ops/conv.cpp),
+// and the ReLU returns its input. Only ReLU modules are seen (a functional relu() in a forward
+// is not), and only one called once per forward; the same check of the output covers them.
 
 namespace {
 
@@ -46,6 +51,18 @@ struct Saved {
   Tensor old_weight, old_bias;
   BatchNorm* bn;
 };
+
+// The Conv2d call whose output is `input`, looking through a batch norm folded into one.
+const Call* conv_feeding(const std::vector<Call>& calls, const Tensor& input,
+                         const std::map<Module*, const Call*>& folded_into) {
+  for (const Call& p : calls) {
+    if (!p.output.defined() || !p.output.is_same(input)) continue;
+    if (dynamic_cast<Conv2d*>(p.module)) return &p;
+    const auto it = folded_into.find(p.module);
+    if (it != folded_into.end() && dynamic_cast<Conv2d*>(it->second->module)) return it->second;
+  }
+  return nullptr;
+}
 
 // The scale and shift a batch norm applies per channel in eval mode, in float64.
 std::pair<Tensor, Tensor> scale_and_shift(const BatchNorm& bn) {
@@ -77,7 +94,7 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
     for (const auto& [name, m] : model.named_modules()) {
       Module* mod = m.get();
       if (!dynamic_cast<Conv2d*>(mod) && !dynamic_cast<Linear*>(mod) &&
-          !dynamic_cast<BatchNorm*>(mod)) {
+          !dynamic_cast<BatchNorm*>(mod) && !dynamic_cast<ReLU*>(mod)) {
         continue;
       }
       hooks.handles.push_back(mod->register_forward_hook(
@@ -92,6 +109,7 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
 
   FuseReport report;
   std::vector<Saved> saved;
+  std::map<Module*, const Call*> folded_into;  // batch norm -> the call of its layer
   autograd::NoGradGuard no_grad;
   for (const Call& c : calls) {
     auto* bn = dynamic_cast<BatchNorm*>(c.module);
@@ -128,9 +146,23 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
           new_bias.to(weight->dtype()).to(weight->device()).requires_grad_(weight->requires_grad());
     }
     bn->set_folded(true);
+    folded_into[bn] = &*producer;
     report.folded.emplace_back(producer->name, c.name);
   }
-  if (report.folded.empty()) return report;
+  std::vector<std::pair<Conv2d*, ReLU*>> merged;
+  for (const Call& c : calls) {
+    auto* relu = dynamic_cast<ReLU*>(c.module);
+    if (!relu || relu->folded() || times_called[relu] != 1) continue;
+    const Call* producer = conv_feeding(calls, c.input, folded_into);
+    if (!producer || times_called[producer->module] != 1) continue;
+    auto* conv = static_cast<Conv2d*>(producer->module);
+    if (conv->fused_relu()) continue;
+    conv->set_fused_relu(true);
+    relu->set_folded(true);
+    merged.emplace_back(conv, relu);
+    report.relus.emplace_back(producer->name, c.name);
+  }
+  if (report.folded.empty() && report.relus.empty()) return report;
 
   // Undo everything if the fused model computes something else (Note [Folding batch norm for
   // inference]): a folded layer's output had another consumer.
@@ -143,6 +175,10 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
         *s.bias = Tensor();
       }
       s.bn->set_folded(false);
+    }
+    for (auto& [conv, relu] : merged) {
+      conv->set_fused_relu(false);
+      relu->set_folded(false);
     }
   };
   Tensor fused;
@@ -160,9 +196,10 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
   const bool same = report.max_abs_difference <= tolerance;
   if (!same) undo();
   EMBER_CHECK(same,
-              "[nn.fuse_for_inference] folding {} batch norm(s) changed the model's output by {} "
-              "(more than {}): a folded layer's output is also used elsewhere; nothing was changed",
-              report.folded.size(), report.max_abs_difference, tolerance);
+              "[nn.fuse_for_inference] folding {} batch norm(s) and {} ReLU(s) changed the model's "
+              "output by {} (more than {}): a folded layer's output is also used elsewhere; "
+              "nothing was changed",
+              report.folded.size(), report.relus.size(), report.max_abs_difference, tolerance);
   return report;
 }
 

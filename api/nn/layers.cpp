@@ -128,8 +128,9 @@ void Conv2d::reset_parameters() {
 
 Tensor Conv2d::forward(const Tensor& x) {
   const Conv2dOptions& o = options;
-  return conv2d(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
-                {o.dilation.h, o.dilation.w}, o.groups);
+  const auto op = fused_relu_ ? conv2d_relu : conv2d;
+  return op(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
+            {o.dilation.h, o.dilation.w}, o.groups);
 }
 
 std::string Conv2d::extra_repr() const {
@@ -378,7 +379,7 @@ std::string Flatten::extra_repr() const {
 // Activations -----------------------------------------------------------------------------------
 
 Tensor ReLU::forward(const Tensor& x) {
-  return relu(x);
+  return folded_ ? x : relu(x);  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
 }
 
 GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {

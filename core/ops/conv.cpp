@@ -22,7 +22,9 @@
 // mkldnn-fused convolutions do the same). The fused kernel is used when no gradient is recorded
 // (no input requires grad, or grad mode is off) and the device has it; otherwise the op is the
 // composite relu(conv2d(...)), differentiable and available everywhere. nn::Conv2d runs it
-// when nn::fuse_for_inference has merged a ReLU that follows it (api/nn/fuse.cpp). One
+// when nn::fuse_for_inference has merged a ReLU that follows it (api/nn/fuse.cpp): ResNet-18
+// inference on 32 images of 224x224 (batch norms folded, 2 threads) went from 622 to 579 ms
+// (channels-last: 558 to 528 ms); at batch 1 the difference is within the noise. One
 // difference: oneDNN's ReLU post-op turns a NaN sum into 0 where relu() keeps NaN (PyTorch's
 // oneDNN-fused convolutions behave the same), so the contract allows either; the reference
 // backend, the own float64 loops and the composite keep NaN.

@@ -419,3 +419,21 @@ def test_fuse_for_inference_on_a_python_module():
     m.train()
     with pytest.raises(ValueError, match="folded into the layer before it"):
         m(x)
+
+
+def test_fuse_for_inference_merges_a_relu_module_into_its_convolution():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                      nn.Conv2d(8, 4, 1), nn.ReLU())
+    with ember.no_grad():
+        m[1].running_mean.copy_(ember.randn(8) * 0.3)
+        m[1].running_var.copy_(ember.rand(8) + 0.5)
+    m.eval()
+    x, other = ember.randn(2, 3, 7, 7), ember.randn(3, 3, 7, 7)
+    with ember.no_grad():
+        expected = m(other)
+    assert nn.fuse_for_inference(m, x) == [("0", "1"), ("0", "2"), ("3", "4")]
+    with ember.inference_mode():
+        got = m(other)
+    assert (got >= 0).all()
+    assert_close(got, expected, atol=1e-5, rtol=1e-5)

@@ -28,6 +28,7 @@ class BasicBlock : public nn::Module {
  private:
   std::shared_ptr<nn::Conv2d> conv1_, conv2_;
   std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_;
+  std::shared_ptr<nn::ReLU> relu1_;
   std::shared_ptr<nn::Sequential> downsample_;
 };
 
@@ -43,6 +44,7 @@ class Bottleneck : public nn::Module {
  private:
   std::shared_ptr<nn::Conv2d> conv1_, conv2_, conv3_;
   std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_, bn3_;
+  std::shared_ptr<nn::ReLU> relu1_, relu2_;
   std::shared_ptr<nn::Sequential> downsample_;
 };
 

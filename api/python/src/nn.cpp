@@ -1607,12 +1607,15 @@ void bind_nn(nb::module_& root) {
   m.def(
       "fuse_for_inference",
       [](nn::Module& model, const Tensor& example) {
-        return nn::fuse_for_inference(model, example).folded;
+        nn::FuseReport report = nn::fuse_for_inference(model, example);
+        report.folded.insert(report.folded.end(), report.relus.begin(), report.relus.end());
+        return report.folded;
       },
       "model"_a, "example"_a,
-      "Folds each BatchNorm into the Conv2d or Linear before it (found by running the model on "
-      "`example`); returns the folded (layer, batch norm) name pairs. The model is left in eval "
-      "mode, for inference.");
+      "Folds each BatchNorm into the Conv2d or Linear before it and each ReLU module into the "
+      "Conv2d before it (found by running the model on `example`); returns the (layer, batch "
+      "norm) name pairs, then the (convolution, ReLU) ones. The model is left in eval mode, for "
+      "inference.");
 }
 
 }  // namespace ember::python

@@ -1,11 +1,15 @@
 // nn::fuse_for_inference: batch norms folded into the convolution or linear layer before them,
-// on every model in models:: (row-major and channels-last, float32 and bf16 autocast), against
-// the unfused model's output; the pairs it must not fold, and the refusals.
+// ReLU modules merged into the convolution before them (conv2d_relu), on every model in models::
+// (row-major and channels-last, float32 and bf16 autocast), against the unfused model's output; the
+// pairs it must not fold, and the refusals.
 #include <gtest/gtest.h>
 
 #include <ember/ember.h>
 #include <ember/models.h>
 #include <ember/nn.h>
+
+#include <map>
+#include <string>
 
 #include "tests/testing/tensor_helpers.h"
 
@@ -44,6 +48,14 @@ double max_abs(const Tensor& a) {
   return max(abs(a.to(DType::Float64))).item();
 }
 
+// The ReLU modules that read a convolution's output (through a batch norm or not), per model.
+int64_t expected_relus(const std::string& model) {
+  if (model == "lenet" || model == "cnn") return 2;
+  if (model == "resnet18") return 1 + 8;       // the stem's, and relu1 of each basic block
+  if (model == "resnet50") return 1 + 2 * 16;  // the stem's, relu1 and relu2 of each bottleneck
+  return 0;                                    // mlp (linear layers), vit (GELU)
+}
+
 class FuseEveryModel : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
@@ -61,6 +73,13 @@ TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
   // Every batch norm in these models follows a convolution (or a linear layer) directly.
   EXPECT_EQ(static_cast<int64_t>(report.folded.size()), count_batch_norms(*fused));
   for (const auto& [layer, bn] : report.folded) EXPECT_NE(layer, bn);
+  EXPECT_EQ(static_cast<int64_t>(report.relus.size()), expected_relus(GetParam()));
+  std::map<std::string, std::shared_ptr<Module>> modules;
+  for (const auto& [name, m] : fused->named_modules()) modules[name] = m;
+  for (const auto& [conv, relu] : report.relus) {
+    EXPECT_TRUE(std::dynamic_pointer_cast<Conv2d>(modules.at(conv))->fused_relu()) << conv;
+    EXPECT_TRUE(std::dynamic_pointer_cast<ReLU>(modules.at(relu))->folded()) << relu;
+  }
   const double tol = 1e-4 * std::max(1.0, max_abs(expected));
   EXPECT_LE(max_abs_diff((*fused)(x), expected), tol) << GetParam();
   // Another batch than the example, and channels-last.
@@ -145,11 +164,78 @@ TEST(Fuse, ALayerWhoseOutputIsAlsoUsedElsewhereIsRefusedAndNothingChanges) {
   m.eval();
   const Tensor before = m(x);
   expect_error([&] { fuse_for_inference(m, x); },
-               {"[nn.fuse_for_inference] folding 1 batch norm(s) changed the model's output",
+               {"[nn.fuse_for_inference] folding 1 batch norm(s) and 0 ReLU(s) changed the "
+                "model's output",
                 "nothing was changed"});
   EXPECT_FALSE(m.bn->folded());
   EXPECT_EQ(max_abs_diff(m.conv->weight, w), 0.0);
   EXPECT_EQ(max_abs_diff(m.conv->bias, b), 0.0);
+  EXPECT_EQ(max_abs_diff(m(x), before), 0.0);
+}
+
+// Note [Fused convolution and ReLU]: a ReLU module after a convolution becomes the convolution's
+// post-op; the fused model computes what the unfused one does, also with gradients (the
+// composite path), and the ReLU returns its input.
+TEST(Fuse, MergesAReluModuleIntoTheConvolutionBeforeIt) {
+  manual_seed(8);
+  auto conv = std::make_shared<Conv2d>(3, 5, 3, Conv2dOptions{.padding = 1});
+  auto relu = std::make_shared<ReLU>();
+  auto net = std::make_shared<Sequential>();
+  net->push_back(conv);
+  net->push_back(relu);
+  auto plain = std::make_shared<Sequential>();
+  plain->push_back(std::make_shared<Conv2d>(3, 5, 3, Conv2dOptions{.padding = 1}));
+  plain->push_back(std::make_shared<ReLU>());
+  plain->load_state_dict(net->state_dict());
+  const Tensor x = randn({2, 3, 6, 6});
+  const FuseReport report = fuse_for_inference(*net, x);
+  EXPECT_TRUE(report.folded.empty());
+  ASSERT_EQ(report.relus.size(), 1u);
+  EXPECT_EQ(report.relus[0], std::make_pair(std::string("0"), std::string("1")));
+  EXPECT_TRUE(conv->fused_relu());
+  EXPECT_TRUE(relu->folded());
+  EXPECT_EQ(max_abs_diff(relu->forward(neg(ones({2}))), neg(ones({2}))), 0.0) << "passes through";
+  const Tensor x2 = randn({4, 3, 5, 7});
+  {
+    autograd::InferenceMode inference;
+    EXPECT_LE(max_abs_diff((*net)(x2), (*plain)(x2)), 1e-5);
+    const Tensor x_cl = x2.contiguous(MemoryFormat::ChannelsLast);
+    EXPECT_LE(max_abs_diff((*net)(x_cl), (*plain)(x_cl)), 1e-5);
+  }
+  // Recorded for autograd: the same values and gradients as the unfused layers.
+  const Tensor xa = x2.clone().requires_grad_(true), xb = x2.clone().requires_grad_(true);
+  const Tensor ya = (*net)(xa), yb = (*plain)(xb);
+  sum(mul(ya, ya)).backward();
+  sum(mul(yb, yb)).backward();
+  EXPECT_LE(max_abs_diff(xa.grad(), xb.grad()), 1e-5);
+}
+
+// A convolution whose output also goes around its ReLU cannot take the ReLU: refused, unchanged.
+class ReluAndSkip : public Module {
+ public:
+  ReluAndSkip() : Module("ReluAndSkip") {
+    conv = register_module("conv", std::make_shared<Conv2d>(2, 2, 1));
+    relu = register_module("relu", std::make_shared<ReLU>());
+  }
+  Tensor forward(const Tensor& x) override {
+    const Tensor y = (*conv)(x);
+    return add((*relu)(y), y);
+  }
+  std::shared_ptr<Conv2d> conv;
+  std::shared_ptr<ReLU> relu;
+};
+
+TEST(Fuse, AConvolutionWhoseOutputAlsoSkipsItsReluKeepsIt) {
+  manual_seed(9);
+  ReluAndSkip m;
+  const Tensor x = randn({2, 2, 4, 4});
+  m.eval();
+  const Tensor before = m(x);
+  expect_error(
+      [&] { fuse_for_inference(m, x); },
+      {"folding 0 batch norm(s) and 1 ReLU(s) changed the model's output", "nothing was changed"});
+  EXPECT_FALSE(m.conv->fused_relu());
+  EXPECT_FALSE(m.relu->folded());
   EXPECT_EQ(max_abs_diff(m(x), before), 0.0);
 }
 

@@ -1,4 +1,5 @@
-// Eval-time folding of batch normalisation into the layer before it (nn::fuse_for_inference).
+// Eval-time folding of batch normalisation into the layer before it, and of a ReLU into the
+// convolution before it (nn::fuse_for_inference).
 #pragma once
 
 #include <cstdint>
@@ -11,15 +12,19 @@
 
 namespace ember::nn {
 
-/** What fuse_for_inference did: each folded pair as (layer name, batch-norm name). */
+/** What fuse_for_inference did: each folded pair as (layer name, batch-norm name), each merged
+ *  ReLU as (convolution name, ReLU name). */
 struct FuseReport {
   std::vector<std::pair<std::string, std::string>> folded;  ///< in call order
+  std::vector<std::pair<std::string, std::string>> relus;   ///< in call order
   double max_abs_difference = 0;  ///< fused vs unfused output on the example input
 };
 
 /** Folds every BatchNorm whose input is the output of a Conv2d or Linear called just before it
  *  (and once per forward) into that layer's weight and bias, and makes the BatchNorm pass its
- *  input through (Note [Folding batch norm for inference] in api/nn/fuse.cpp). The pairs are
+ *  input through; then merges every ReLU module whose input is a Conv2d's output (directly or
+ *  through such a BatchNorm) into that convolution, which then runs conv2d_relu (Note [Folding
+ *  batch norm for inference] in api/nn/fuse.cpp). The pairs are
  *  found by running `model` once on `example` in eval mode; the fused model's output on it must
  *  match the unfused one within float32 tolerance, or every change is undone and an Error is
  *  thrown. The model is left in eval mode and is for inference: a folded BatchNorm refuses to

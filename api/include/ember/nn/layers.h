@@ -53,12 +53,20 @@ class Conv2d : public Module {
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
+  /** True once nn::fuse_for_inference merged the ReLU after it: forward() then returns
+   *  conv2d_relu (Note [Fused convolution and ReLU] in core/ops/conv.cpp). */
+  bool fused_relu() const { return fused_relu_; }
+  /** Makes forward() rectify its output (or not); used by nn::fuse_for_inference. */
+  void set_fused_relu(bool fused) { fused_relu_ = fused; }
 
   const int64_t in_channels, out_channels;
   const Pair kernel_size;
   const Conv2dOptions options;
   Tensor& weight;  ///< [out, in/groups, kH, kW]
   Tensor& bias;    ///< [out], undefined without bias
+
+ private:
+  bool fused_relu_ = false;
 };
 
 /** Options of Conv1d beyond channel counts and kernel size. */
@@ -283,6 +291,14 @@ class ReLU : public Module {
  public:
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override;
+  /** True once nn::fuse_for_inference merged it into the convolution before it: forward() then
+   *  returns its input, which that convolution already rectified. */
+  bool folded() const { return folded_; }
+  /** Marks it folded (or not); used by nn::fuse_for_inference. */
+  void set_folded(bool folded) { folded_ = folded; }
+
+ private:
+  bool folded_ = false;
 };
 
 /** x * Phi(x), or its tanh approximation with approximate = "tanh". */
