@@ -5,6 +5,7 @@
 # wheels libtorch_cpu.so needs at run time unless EMBER_TORCH_FULL=1), configures a Release
 # build with -DEMBER_TORCH_DIR=<site-packages>/torch, builds compare_ember and compare_torch and
 # runs the comparison. Arguments go to the driver: --rounds N, --only add_1,matmul_1024,...
+# (--only inference: every inference row).
 # Environment: EMBER_COMPARE_BUILD (build dir, default build/compare), EMBER_TORCH_CACHE.
 set -euo pipefail
 

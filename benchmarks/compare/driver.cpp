@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "benchmarks/compare/workloads.h"
@@ -28,7 +29,8 @@ namespace {
 // a slow spell of a shared machine hits both sides instead of one. A process warms up, takes
 // its samples and exits; the row's number is the median of all samples of that side, and its
 // memory is the largest ru_maxrss (from wait4) among that side's processes. The ResNet-18 row's
-// processes do nothing else, so their peak RSS is the peak of a training step.
+// processes do nothing else, so their peak RSS is the peak of a training step; the ResNet-50
+// batch-1 inference rows' the peak of a model set up for inference and its forward passes.
 
 // Note [Spawning from a small process]: posix_spawn shares the parent's address space until
 // exec, and Linux carries that address space's high-water RSS into the child's ru_maxrss. The
@@ -93,8 +95,8 @@ Outcome run_process(const std::vector<std::string>& args, const std::vector<std:
 
 /** This process's environment without the variables that set threads or malloc behaviour. */
 std::vector<std::string> clean_env() {
-  static const char* const drop[] = {
-      "OMP_NUM_THREADS=", "MKL_NUM_THREADS=", "EMBER_NUM_THREADS=", "GLIBC_TUNABLES="};
+  static const char* const drop[] = {"OMP_NUM_THREADS=", "MKL_NUM_THREADS=", "EMBER_NUM_THREADS=",
+                                     "GLIBC_TUNABLES=", "EMBER_COMPARE_TUNED="};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string s = *e;
@@ -175,6 +177,14 @@ void print_table(const std::vector<Row>& rows) {
   }
 }
 
+/** The label of the extra row that repeats a workload's peak RSS, or null for none. */
+const char* peak_rss_label(std::string_view name) {
+  if (name == "resnet18_step") return "peak RSS of the ResNet-18 step process (MiB)";
+  if (name == "resnet50_inf_b1") return "peak RSS of the ResNet-50 b1 inference process (MiB)";
+  if (name == "resnet50_inf_b1_cl") return "same, channels-last (MiB)";
+  return nullptr;
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);) {
@@ -244,7 +254,11 @@ int drive(int argc, char** argv) {
   }
 
   for (const Workload& w : workloads()) {
-    if (!only.empty() && only.find("," + std::string(w.name) + ",") == std::string::npos) continue;
+    // --only names workloads, or "inference" for every inference row.
+    const bool listed =
+        only.find("," + std::string(w.name) + ",") != std::string::npos ||
+        (only.find(",inference,") != std::string::npos && inference_spec(w.name).batch > 0);
+    if (!only.empty() && !listed) continue;
     for (int t : w.threaded ? std::vector<int>{1, 2} : std::vector<int>{1}) {
       std::vector<double> samples[kSides];
       double rss[kSides] = {NAN, NAN, NAN};
@@ -258,6 +272,8 @@ int drive(int argc, char** argv) {
             e.push_back("GLIBC_TUNABLES=glibc.malloc.hugetlb=1");
             e.push_back("OMP_NUM_THREADS=" + std::to_string(t));
             e.push_back("MKL_NUM_THREADS=" + std::to_string(t));
+            // The inference rows: batch norms folded by hand (Note [Inference workloads]).
+            e.push_back("EMBER_COMPARE_TUNED=1");
           }
           const std::string prog = side == kEmber ? std::string(exe) : torch_path;
           std::fprintf(stderr, "[compare] %-14s threads=%d round %d/%d: %s\n", w.name, t, r + 1,
@@ -285,7 +301,17 @@ int drive(int argc, char** argv) {
               "-",
               fmt("%.0f", rss[kEmber]) + " / " + fmt("%.0f", rss[kTorch]) + " / " +
                   fmt("%.0f", rss[kTorchTuned])};
-      if (w.flop > 0 || w.bytes > 0) {
+      if (w.items > 0) {
+        // Images per second, and the FLOP rate's share of the FMA peak where FLOPs are known.
+        auto rate = [&](double s) {
+          const double per_s = static_cast<double>(w.items) / s;
+          return fmt(per_s < 100 ? "%.1f img/s" : "%.0f img/s", per_s) +
+                 (w.flop > 0 ? fmt(" (%.0f%%)", 100 * w.flop / s / 1e9 / fma[t]) : "");
+        };
+        row.rate_e = rate(me);
+        row.rate_t = rate(best);
+        row.limit = w.flop > 0 ? "of FMA peak" : "-";
+      } else if (w.flop > 0 || w.bytes > 0) {
         const bool f = w.flop > 0;
         const double per = f ? w.flop : w.bytes;
         const double lim = w.limit == Limit::FmaPeak      ? fma[t]
@@ -302,10 +328,9 @@ int drive(int argc, char** argv) {
                                                    : "of triad";
       }
       rows.push_back(row);
-      if (std::string(w.name) == "resnet18_step") {
-        rows.push_back({"peak RSS of the ResNet-18 step process (MiB)", std::to_string(t),
-                        fmt("%.0f", rss[kEmber]), fmt("%.0f", rss[kTorch]),
-                        fmt("%.0f", rss[kTorchTuned]),
+      if (const char* label = peak_rss_label(w.name)) {
+        rows.push_back({label, std::to_string(t), fmt("%.0f", rss[kEmber]),
+                        fmt("%.0f", rss[kTorch]), fmt("%.0f", rss[kTorchTuned]),
                         fmt("%.2f", rss[kEmber] / std::min(rss[kTorch], rss[kTorchTuned])), "-",
                         "-", "-", "-"});
       }
@@ -320,6 +345,9 @@ int drive(int argc, char** argv) {
   std::printf(
       "PyTorch tuned = GLIBC_TUNABLES=glibc.malloc.hugetlb=1, OMP_NUM_THREADS and "
       "MKL_NUM_THREADS = threads; both sides also call set_num_threads(threads).\n");
+  std::printf(
+      "Inference rows: Ember folds batch norms and ReLUs (nn::fuse_for_inference), PyTorch tuned "
+      "also folds batch norms into the convolutions.\n");
   std::printf(
       "Rates use the better PyTorch time; (%%) is the fraction of the machine limit at "
       "the same thread count.\n");

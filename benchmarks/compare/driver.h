@@ -4,7 +4,8 @@
 
 namespace compare {
 
-/** Runs the comparison; argv[0] is "table", then --torch PATH, --rounds N, --only a,b. */
+/** Runs the comparison; argv[0] is "table", then --torch PATH, --rounds N, --only a,b (workload
+ *  names, or "inference" for all inference rows). */
 int drive(int argc, char** argv);
 
 /** Prints "<isa> <fma 1t> <fma 2t> <copy 1t> <copy 2t> <triad 1t> <triad 2t>" (--limits). */

@@ -1,6 +1,7 @@
 // The Ember side of the comparison: `compare_ember <workload> <threads>` runs one workload of
 // workloads.h through the public API and prints its samples; `compare_ember table ...` is the
 // driver that alternates this program with compare_torch and prints the table (driver.cpp).
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -24,8 +25,44 @@ void train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const
   opt.step();
 }
 
+/** One forward pass per unit of an inference workload (Note [Inference workloads]): the model
+ *  in eval mode, its batch norms and ReLUs fused, inference mode around the timed passes. */
+std::vector<double> run_inference(const Workload& w, const compare::InferenceSpec& spec) {
+  std::shared_ptr<nn::Module> model;
+  Tensor x;
+  if (spec.model == "resnet18" || spec.model == "resnet50") {
+    model = spec.model == "resnet18" ? std::shared_ptr<nn::Module>(models::resnet18())
+                                     : models::resnet50();
+    x = randn({spec.batch, 3, compare::kImageSide, compare::kImageSide});
+  } else if (spec.model == "vit") {
+    model = models::vit();
+    x = randn({spec.batch, 1, 28, 28});
+  } else if (spec.model == "mlp") {
+    model =
+        models::mlp({compare::kMlpIn, compare::kMlpHidden, compare::kMlpHidden, compare::kMlpOut});
+    x = randn({spec.batch, compare::kMlpIn});
+  } else {
+    std::fprintf(stderr, "compare_ember: no model %s\n", spec.model.c_str());
+    std::exit(2);
+  }
+  if (spec.channels_last) {
+    model->to(MemoryFormat::ChannelsLast);
+    x = x.contiguous(MemoryFormat::ChannelsLast);
+  }
+  model->eval();
+  // One image is enough to find what to fuse; the driver reads only the samples line.
+  const nn::FuseReport fused = nn::fuse_for_inference(*model, x.narrow(0, 0, 1));
+  std::printf("fused %zu batch norms and %zu ReLUs, max difference %g\n", fused.folded.size(),
+              fused.relus.size(), fused.max_abs_difference);
+  autograd::InferenceMode inference;
+  return sample(w, [&] { Tensor y = (*model)(x); });
+}
+
 std::vector<double> run(const Workload& w) {
   const std::string name = w.name;
+  if (const compare::InferenceSpec spec = compare::inference_spec(name); spec.batch > 0) {
+    return run_inference(w, spec);
+  }
   if (name == "add_1" || name == "add_1_grad") {
     const bool grad = name == "add_1_grad";
     Tensor a = ones({1}), b = ones({1});

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -133,51 +134,104 @@ struct GptImpl : nn::Module {
 };
 TORCH_MODULE(Gpt);
 
+/** A convolution without bias and the batch norm after it, as ember's Conv2d and BatchNorm2d in
+ *  its ResNets; fold() moves the batch norm into the convolution (Note [Inference workloads]). */
+struct ConvBnImpl : nn::Module {
+  ConvBnImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding)
+      : conv(register_module(
+            "conv",
+            nn::Conv2d(
+                nn::Conv2dOptions(in, out, kernel).stride(stride).padding(padding).bias(false)))),
+        bn(register_module("bn", nn::BatchNorm2d(out))) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    const torch::Tensor y = conv->forward(x);
+    return folded ? y : bn->forward(y);
+  }
+  /** The eval-mode batch norm folded into the convolution: w * s and beta - mean * s, with
+   *  s = gamma / sqrt(var + eps) per channel; the batch norm is skipped from then on. */
+  void fold() {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor scale = bn->weight / torch::sqrt(bn->running_var + bn->options.eps());
+    conv->weight.mul_(scale.view({-1, 1, 1, 1}));
+    conv->bias = bn->bias - bn->running_mean * scale;  // Conv2dImpl's forward reads the member
+    folded = true;
+  }
+  nn::Conv2d conv;      ///< without bias until fold() gives it one
+  nn::BatchNorm2d bn;   ///< skipped once folded
+  bool folded = false;  ///< fold() ran
+};
+TORCH_MODULE(ConvBn);
+
 /** The two-convolution residual block of ResNet-18, as ember::models::BasicBlock. */
 struct BasicBlockImpl : nn::Module {
   BasicBlockImpl(int64_t in, int64_t out, int64_t stride)
-      : conv1(register_module(
-            "conv1",
-            nn::Conv2d(nn::Conv2dOptions(in, out, 3).stride(stride).padding(1).bias(false)))),
-        bn1(register_module("bn1", nn::BatchNorm2d(out))),
-        conv2(register_module("conv2",
-                              nn::Conv2d(nn::Conv2dOptions(out, out, 3).padding(1).bias(false)))),
-        bn2(register_module("bn2", nn::BatchNorm2d(out))) {
+      : c1(register_module("c1", ConvBn(in, out, 3, stride, 1))),
+        c2(register_module("c2", ConvBn(out, out, 3, 1, 1))) {
     if (stride != 1 || in != out) {
-      downsample = register_module(
-          "downsample",
-          nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in, out, 1).stride(stride).bias(false)),
-                         nn::BatchNorm2d(out)));
+      downsample = register_module("downsample", ConvBn(in, out, 1, stride, 0));
     }
   }
   torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor y = torch::relu(bn1->forward(conv1->forward(x)));
-    y = bn2->forward(conv2->forward(y));
+    const torch::Tensor y = c2->forward(torch::relu(c1->forward(x)));
     return torch::relu(y + (downsample ? downsample->forward(x) : x));
   }
-  nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
-  nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
-  nn::Sequential downsample{nullptr};
+  ConvBn c1, c2;
+  ConvBn downsample{nullptr};  ///< the projection, when the block changes shape
 };
 TORCH_MODULE(BasicBlock);
 
-/** ResNet-18 as torchvision builds it, as ember::models::resnet18. */
-nn::Sequential resnet18(int64_t num_classes) {
-  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(3, 64, 7).stride(2).padding(3).bias(false)),
-                     nn::BatchNorm2d(64), nn::ReLU(),
+/** The 1x1-3x3-1x1 residual block of ResNet-50 (the stride on the 3x3), as
+ *  ember::models::Bottleneck. */
+struct BottleneckImpl : nn::Module {
+  BottleneckImpl(int64_t in, int64_t width, int64_t stride)
+      : c1(register_module("c1", ConvBn(in, width, 1, 1, 0))),
+        c2(register_module("c2", ConvBn(width, width, 3, stride, 1))),
+        c3(register_module("c3", ConvBn(width, 4 * width, 1, 1, 0))) {
+    if (stride != 1 || in != 4 * width) {
+      downsample = register_module("downsample", ConvBn(in, 4 * width, 1, stride, 0));
+    }
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::relu(c1->forward(x));
+    y = c3->forward(torch::relu(c2->forward(y)));
+    return torch::relu(y + (downsample ? downsample->forward(x) : x));
+  }
+  ConvBn c1, c2, c3;
+  ConvBn downsample{nullptr};  ///< the projection, when the block changes shape
+};
+TORCH_MODULE(Bottleneck);
+
+/** ResNet-18 (basic blocks) or ResNet-50 (bottlenecks) as torchvision builds it, as
+ *  ember::models::resnet18 and resnet50. */
+nn::Sequential resnet(bool bottleneck, int64_t num_classes) {
+  nn::Sequential net(ConvBn(3, 64, 7, 2, 3), nn::ReLU(),
                      nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+  const int64_t basic[4] = {2, 2, 2, 2}, deep[4] = {3, 4, 6, 3};
   int64_t in = 64;
-  for (int64_t out : {64, 128, 256, 512}) {
-    net->push_back(BasicBlock(in, out, out == 64 ? 1 : 2));
-    net->push_back(BasicBlock(out, out, 1));
-    in = out;
+  for (int s = 0; s < 4; ++s) {
+    const int64_t planes = int64_t{64} << s;
+    for (int64_t b = 0; b < (bottleneck ? deep : basic)[s]; ++b) {
+      const int64_t stride = b == 0 && s > 0 ? 2 : 1;
+      if (bottleneck) {
+        net->push_back(Bottleneck(in, planes, stride));
+        in = 4 * planes;
+      } else {
+        net->push_back(BasicBlock(in, planes, stride));
+        in = planes;
+      }
+    }
   }
   net->push_back(nn::AdaptiveAvgPool2d(1));
   net->push_back(nn::Flatten());
-  net->push_back(nn::Linear(512, num_classes));
+  net->push_back(nn::Linear(in, num_classes));
   return net;
+}
+
+/** Every 4-d parameter of `model` in `format`, as module.to(memory_format=...). */
+void to_format(nn::Module& model, torch::MemoryFormat format) {
+  for (torch::Tensor& p : model.parameters()) {
+    if (p.dim() == 4) p.set_data(p.data().contiguous(format));
+  }
 }
 
 /** An IDX file (gzip or plain) as a uint8 tensor of its dimensions. */
@@ -214,8 +268,49 @@ std::string fashion_mnist_dir() {
   throw std::runtime_error("Fashion-MNIST not found (install dataset-fashion-mnist)");
 }
 
+/** One forward pass per unit in eval mode under inference mode. */
+template <typename M>
+std::vector<double> time_forward(const Workload& w, M& model, const torch::Tensor& x) {
+  model->eval();
+  c10::InferenceMode inference;
+  return sample(w, [&] { torch::Tensor y = model->forward(x); });
+}
+
+/** An inference workload (Note [Inference workloads]); the tuned side folds the batch norms. */
+std::vector<double> run_inference(const Workload& w, const compare::InferenceSpec& spec) {
+  if (spec.model == "resnet18" || spec.model == "resnet50") {
+    nn::Sequential model = resnet(spec.model == "resnet50", 1000);
+    torch::Tensor x = torch::randn({spec.batch, 3, compare::kImageSide, compare::kImageSide});
+    if (std::getenv("EMBER_COMPARE_TUNED")) {
+      model->eval();
+      for (const std::shared_ptr<nn::Module>& m : model->modules()) {
+        if (auto pair = std::dynamic_pointer_cast<ConvBnImpl>(m)) pair->fold();
+      }
+    }
+    if (spec.channels_last) {
+      to_format(*model, torch::MemoryFormat::ChannelsLast);
+      x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    }
+    return time_forward(w, model, x);
+  }
+  if (spec.model == "vit") {
+    Vit model;
+    return time_forward(w, model, torch::randn({spec.batch, 1, 28, 28}));
+  }
+  if (spec.model == "mlp") {
+    nn::Sequential model =
+        mlp({compare::kMlpIn, compare::kMlpHidden, compare::kMlpHidden, compare::kMlpOut});
+    return time_forward(w, model, torch::randn({spec.batch, compare::kMlpIn}));
+  }
+  std::fprintf(stderr, "compare_torch: no model %s\n", spec.model.c_str());
+  std::exit(2);
+}
+
 std::vector<double> run(const Workload& w) {
   const std::string name = w.name;
+  if (const compare::InferenceSpec spec = compare::inference_spec(name); spec.batch > 0) {
+    return run_inference(w, spec);
+  }
   if (name == "add_1" || name == "add_1_grad") {
     const bool grad = name == "add_1_grad";
     torch::Tensor a = torch::ones({1}).requires_grad_(grad);
@@ -364,11 +459,8 @@ std::vector<double> run(const Workload& w) {
   if (name == "resnet18_step" || name == "resnet18_step_cl") {
     const auto format = name == "resnet18_step_cl" ? torch::MemoryFormat::ChannelsLast
                                                    : torch::MemoryFormat::Contiguous;
-    nn::Sequential model = resnet18(10);
-    // module.to(memory_format=torch.channels_last): every 4-d parameter and buffer.
-    for (torch::Tensor& p : model->parameters()) {
-      if (p.dim() == 4) p.set_data(p.data().contiguous(format));
-    }
+    nn::Sequential model = resnet(/*bottleneck=*/false, 10);
+    to_format(*model, format);
     torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
     const torch::Tensor x = torch::randn({32, 3, 32, 32}).contiguous(format);
     const torch::Tensor y = torch::randint(0, 10, {32});

@@ -41,6 +41,9 @@ struct Workload {
   double bytes;
   /** The limit the rate is set against. */
   Limit limit;
+  /** Images (or samples) per unit: the rate is given in images/s, with the FLOP rate's share of
+   *  the limit beside it when flop > 0 (0: no image rate). */
+  int64_t items = 0;
 };
 
 // Note [Compare sizes]: sizes follow benchmarks/ops_bench.cpp and nn_bench.cpp: 16M floats
@@ -70,6 +73,79 @@ inline constexpr int64_t kLeNetStepsPerSample = 50;
 
 inline constexpr double mm_flop(double n) {
   return 2.0 * n * n * n;
+}
+
+// Note [Inference workloads]: the inference rows time one forward pass of a model in eval mode
+// under inference mode, per batch: ResNet-18 and ResNet-50 as torchvision builds them (1000
+// classes) on 3x224x224 images at batch 1 (latency) and 32 (throughput), in NCHW and
+// channels-last; the small ViT of the training rows (ember::models::vit, 1x28x28) at batch 1
+// and 64; the MLP 784-512-512-10 at batch 64 and 256. Ember folds batch norms and merges ReLUs
+// with nn::fuse_for_inference first; PyTorch's C++ API has no such pass for torch::nn modules
+// (torch.jit.freeze needs a scripted module), so PyTorch runs the model as built and its tuned
+// side folds each batch norm into its convolution by hand (torch_side.cpp). Only the shapes are
+// the same on both sides, not the random weights. FLOPs count the multiply-adds of the
+// convolutions and linear layers twice (torchvision's 1.81 and 4.09 GMACs per image); the batch
+// norms, pools, ReLUs and residual adds are left out.
+/** The side of the ResNets' square 3-channel input images (ImageNet's). */
+inline constexpr int64_t kImageSide = 224;
+/** The MLP's input, hidden and output widths. */
+inline constexpr int64_t kMlpIn = 784, kMlpHidden = 512, kMlpOut = 10;
+
+/** Multiply-adds of one 3x224x224 image through torchvision's ResNet-18 (basic blocks) or
+ *  ResNet-50 (bottlenecks), 1000 classes: every convolution and the classifier. */
+inline constexpr double resnet_macs(bool bottleneck) {
+  auto conv = [](double in, double out, double k, double side) {
+    return in * out * k * k * side * side;
+  };
+  double macs = conv(3, 64, 7, kImageSide / 2);  // the stem, stride 2
+  const int basic[4] = {2, 2, 2, 2}, deep[4] = {3, 4, 6, 3};
+  const int* blocks = bottleneck ? deep : basic;
+  double in = 64;
+  for (int s = 0; s < 4; ++s) {
+    const double planes = 64 << s, side = (kImageSide / 4) >> s;  // after the max pool: 56
+    for (int b = 0; b < blocks[s]; ++b) {
+      const double stride = b == 0 && s > 0 ? 2 : 1;
+      const double out = bottleneck ? 4 * planes : planes;
+      if (bottleneck) {
+        macs += conv(in, planes, 1, side * stride) + conv(planes, planes, 3, side) +
+                conv(planes, out, 1, side);
+      } else {
+        macs += conv(in, out, 3, side) + conv(out, out, 3, side);
+      }
+      if (b == 0 && in != out) macs += conv(in, out, 1, side);  // the projection
+      in = out;
+    }
+  }
+  return macs + in * 1000;
+}
+/** FLOPs of one image through ResNet-18 and ResNet-50 (Note [Inference workloads]). */
+inline constexpr double kResNet18Flop = 2 * resnet_macs(false),
+                        kResNet50Flop = 2 * resnet_macs(true);
+/** FLOPs of one sample through the MLP 784-512-512-10. */
+inline constexpr double kMlpFlop =
+    2.0 * (kMlpIn * kMlpHidden + kMlpHidden * kMlpHidden + kMlpHidden * kMlpOut);
+static_assert(resnet_macs(false) == 1814073344.0 && resnet_macs(true) == 4089184256.0,
+              "torchvision's multiply-adds per image");
+
+/** The model of an inference workload and its batch, read from its name
+ *  ("resnet50_inf_b32_cl": "resnet50", 32, channels-last). */
+struct InferenceSpec {
+  std::string model;           ///< "resnet18", "resnet50", "vit" or "mlp"
+  int64_t batch = 0;           ///< images per forward
+  bool channels_last = false;  ///< input and 4-d parameters channels-last
+};
+
+/** The spec of an inference workload's name, or a spec with batch 0 for any other name. */
+inline InferenceSpec inference_spec(std::string_view name) {
+  InferenceSpec spec;
+  const size_t inf = name.find("_inf_b");
+  if (inf == std::string_view::npos) return spec;
+  spec.model = std::string(name.substr(0, inf));
+  std::string_view rest = name.substr(inf + 6);
+  spec.channels_last = rest.ends_with("_cl");
+  if (spec.channels_last) rest.remove_suffix(3);
+  spec.batch = std::atoll(std::string(rest).c_str());
+  return spec;
 }
 
 /** Every workload in table order. */
@@ -111,6 +187,28 @@ inline const std::vector<Workload>& workloads() {
       {"lenet_epoch", "LeNet-5 epoch, Fashion-MNIST, b64 (*)", true, 1, 3, 1, 0, 0, Limit::None},
       {"resnet18_step", "ResNet-18 step, 32x3x32x32", true, 2, 5, 1, 0, 0, Limit::None},
       {"resnet18_step_cl", "ResNet-18 step, same, channels-last", true, 2, 5, 1, 0, 0, Limit::None},
+      {"resnet18_inf_b1", "ResNet-18 inference, 1x3x224x224", true, 3, 8, 3, kResNet18Flop, 0,
+       Limit::FmaPeak, 1},
+      {"resnet18_inf_b1_cl", "ResNet-18 inference, same, channels-last", true, 3, 8, 3,
+       kResNet18Flop, 0, Limit::FmaPeak, 1},
+      {"resnet18_inf_b32", "ResNet-18 inference, 32x3x224x224", true, 1, 4, 1, 32 * kResNet18Flop,
+       0, Limit::FmaPeak, 32},
+      {"resnet18_inf_b32_cl", "ResNet-18 inference, same, channels-last", true, 1, 4, 1,
+       32 * kResNet18Flop, 0, Limit::FmaPeak, 32},
+      {"resnet50_inf_b1", "ResNet-50 inference, 1x3x224x224", true, 2, 8, 2, kResNet50Flop, 0,
+       Limit::FmaPeak, 1},
+      {"resnet50_inf_b1_cl", "ResNet-50 inference, same, channels-last", true, 2, 8, 2,
+       kResNet50Flop, 0, Limit::FmaPeak, 1},
+      {"resnet50_inf_b32", "ResNet-50 inference, 32x3x224x224", true, 1, 3, 1, 32 * kResNet50Flop,
+       0, Limit::FmaPeak, 32},
+      {"resnet50_inf_b32_cl", "ResNet-50 inference, same, channels-last", true, 1, 3, 1,
+       32 * kResNet50Flop, 0, Limit::FmaPeak, 32},
+      {"vit_inf_b1", "ViT inference, 1x1x28x28", true, 5, 10, 20, 0, 0, Limit::None, 1},
+      {"vit_inf_b64", "ViT inference, 64x1x28x28", true, 3, 10, 5, 0, 0, Limit::None, 64},
+      {"mlp_inf_b64", "MLP 784-512-512-10 inference, batch 64", true, 5, 10, 50, 64 * kMlpFlop, 0,
+       Limit::FmaPeak, 64},
+      {"mlp_inf_b256", "MLP 784-512-512-10 inference, batch 256", true, 5, 10, 20, 256 * kMlpFlop,
+       0, Limit::FmaPeak, 256},
       {"startup", "process start to first add result", false, 1, 5, 1, 0, 0, Limit::None},
   };
   return list;
