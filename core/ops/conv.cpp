@@ -289,16 +289,15 @@ Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, co
               WideInt(p.dh) * (weight.size(2) - 1) + 1, WideInt(p.dw) * (weight.size(3) - 1) + 1,
               oh, ow);
   check_extents(kOp, x4.size(2), x4.size(3), weight, p);
+  const bool recorded =
+      autograd::is_grad_enabled() &&
+      (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   Tensor y;
-  if (!rectify) {
-    y = conv(x4, weight, bias, p);
-  } else if (autograd::is_grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                             (bias.defined() && bias.requires_grad()))) {
-    y = relu(conv(x4, weight, bias, p));  // recorded: the composite
-  } else if (has_kernel(core_op(attrs::conv2d_relu::kOp), x.device(), x.dtype())) {
+  if (rectify && !recorded && has_kernel(core_op(attrs::conv2d_relu::kOp), x.device(), x.dtype())) {
     y = conv2d_raw<attrs::conv2d_relu>(x4, weight, bias, p);
   } else {
-    y = relu(conv2d_raw(x4, weight, bias, p));
+    y = conv(x4, weight, bias, p);
+    if (rectify) y = relu(y);  // the composite (Note [Fused convolution and ReLU])
   }
   return batched ? y : y.squeeze(0);
 }

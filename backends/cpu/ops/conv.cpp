@@ -358,7 +358,7 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
     // A training forward also for the fused (inference-only) convolution: with
     // forward_inference oneDNN picks kernels that want channels-last images, so row-major
     // calls paid a reorder each way (ResNet-50, batch 1, 2 threads: 42.8 vs 41.5 ms).
-    const auto prop = dnnl::prop_kind::forward_training;
+    const auto training = dnnl::prop_kind::forward_training;
     dnnl::primitive_attr attr = dnnl_attr();
     if (relu) {
       dnnl::post_ops ops;
@@ -366,10 +366,10 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
       attr.set_post_ops(ops);
     }
     const dnnl::convolution_forward::primitive_desc fpd =
-        bias ? dnnl::convolution_forward::primitive_desc(eng, prop, direct, xa, wa,
+        bias ? dnnl::convolution_forward::primitive_desc(eng, training, direct, xa, wa,
                                                          dnnl::memory::desc({g.o}, kF32, tag::x),
                                                          ya, strides, dil, pad_l, pad_r, attr)
-             : dnnl::convolution_forward::primitive_desc(eng, prop, direct, xa, wa, ya, strides,
+             : dnnl::convolution_forward::primitive_desc(eng, training, direct, xa, wa, ya, strides,
                                                          dil, pad_l, pad_r, attr);
     if (dir == Dir::Forward) {
       e->internal = {fpd.src_desc(), fpd.weights_desc(), fpd.dst_desc()};
