@@ -1,5 +1,5 @@
 // nn::fuse_for_inference: batch normalisation folded into the convolution or linear layer before
-// it, and a ReLU after a convolution merged into it, for eval.
+// it, and the activation after a convolution or linear layer merged into it, for eval.
 #include "ember/nn/fuse.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/nn/layers.h"
+#include "ember/nn/transformer.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/reduce.h"
 #include "ember/util/error.h"
@@ -34,8 +35,12 @@ namespace ember::nn {
 // A ReLU module whose input is the output of a Conv2d (directly, or through a batch norm just
 // folded into it) is merged the same way: the convolution runs conv2d_relu, one oneDNN
 // primitive with the ReLU as a post-op (Note [Fused convolution and ReLU] in core/ops/conv.cpp),
-// and the ReLU returns its input. Only ReLU modules are seen (a functional relu() in a forward
-// is not), and only one called once per forward; the same check of the output covers them.
+// and the ReLU returns its input. A ReLU or GELU module whose input is a Linear's output is
+// merged into that Linear, which then runs fused_linear (Note [Fused linear layers] in
+// core/ops/nn.cpp). Only modules are seen (a functional relu() in a forward is not), and only
+// one called once per forward; the exception is the feed-forward block of Ember's Transformer
+// layers, whose activation is functional but known: it moves into the layer's linear1. The
+// same check of the output covers all of them.
 
 namespace {
 
@@ -75,16 +80,42 @@ struct Saved {
   BatchNorm* bn;
 };
 
-// The Conv2d call whose output is `input`, looking through a batch norm folded into one.
-const Call* conv_feeding(const std::vector<Call>& calls, const Seen& input,
-                         const std::map<Module*, const Call*>& folded_into) {
+// The Conv2d or Linear call whose output is `input`, looking through a batch norm folded into
+// one.
+const Call* layer_feeding(const std::vector<Call>& calls, const Seen& input,
+                          const std::map<Module*, const Call*>& folded_into) {
+  const auto is_layer = [](const Module* m) {
+    return dynamic_cast<const Conv2d*>(m) != nullptr || dynamic_cast<const Linear*>(m) != nullptr;
+  };
   for (const Call& p : calls) {
     if (!(p.output == input)) continue;
-    if (dynamic_cast<Conv2d*>(p.module)) return &p;
+    if (is_layer(p.module)) return &p;
     const auto it = folded_into.find(p.module);
-    if (it != folded_into.end() && dynamic_cast<Conv2d*>(it->second->module)) return it->second;
+    if (it != folded_into.end() && is_layer(it->second->module)) return it->second;
   }
   return nullptr;
+}
+
+// The activation fused_linear applies for a ReLU or GELU module.
+Activation activation_of(const Module& m) {
+  if (dynamic_cast<const ReLU*>(&m)) return Activation::ReLU;
+  return static_cast<const GELU&>(m).approximate == "tanh" ? Activation::GELUTanh
+                                                           : Activation::GELU;
+}
+
+// The feed-forward linear1 of a Transformer layer and the activation its forward applies after
+// it, or {nullptr, None} for any other module.
+std::pair<Linear*, Activation> feed_forward_of(Module& m) {
+  const auto pick = [](const std::shared_ptr<Linear>& linear1, const std::string& act) {
+    return std::make_pair(linear1.get(), act == "gelu" ? Activation::GELU : Activation::ReLU);
+  };
+  if (auto* enc = dynamic_cast<TransformerEncoderLayer*>(&m)) {
+    return pick(enc->linear1, enc->options.activation);
+  }
+  if (auto* dec = dynamic_cast<TransformerDecoderLayer*>(&m)) {
+    return pick(dec->linear1, dec->options.activation);
+  }
+  return {nullptr, Activation::None};
 }
 
 // The scale and shift a batch norm applies per channel in eval mode, in float64.
@@ -117,7 +148,8 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
     for (const auto& [name, m] : model.named_modules()) {
       Module* mod = m.get();
       if (!dynamic_cast<Conv2d*>(mod) && !dynamic_cast<Linear*>(mod) &&
-          !dynamic_cast<BatchNorm*>(mod) && !dynamic_cast<ReLU*>(mod)) {
+          !dynamic_cast<BatchNorm*>(mod) && !dynamic_cast<ReLU*>(mod) &&
+          !dynamic_cast<GELU*>(mod)) {
         continue;
       }
       hooks.handles.push_back(mod->register_forward_hook(
@@ -174,19 +206,36 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
     report.folded.emplace_back(producer->name, c.name);
   }
   std::vector<std::pair<Conv2d*, ReLU*>> merged;
+  std::vector<std::pair<Linear*, Foldable*>> merged_linear;  // Foldable null: a Transformer's
   for (const Call& c : calls) {
     auto* relu = dynamic_cast<ReLU*>(c.module);
-    if (!relu || relu->folded() || times_called[relu] != 1) continue;
-    const Call* producer = conv_feeding(calls, c.input, folded_into);
+    auto* gelu = dynamic_cast<GELU*>(c.module);
+    Foldable* act = relu != nullptr ? static_cast<Foldable*>(relu) : gelu;
+    if (!act || act->folded() || times_called[c.module] != 1) continue;
+    const Call* producer = layer_feeding(calls, c.input, folded_into);
     if (!producer || times_called[producer->module] != 1) continue;
-    auto* conv = static_cast<Conv2d*>(producer->module);
-    if (conv->fused_relu()) continue;
-    conv->set_fused_relu(true);
-    relu->set_folded(true);
-    merged.emplace_back(conv, relu);
-    report.relus.emplace_back(producer->name, c.name);
+    if (auto* conv = dynamic_cast<Conv2d*>(producer->module)) {
+      if (!relu || conv->fused_relu()) continue;  // only conv2d_relu exists
+      conv->set_fused_relu(true);
+      merged.emplace_back(conv, relu);
+      report.relus.emplace_back(producer->name, c.name);
+    } else {
+      auto* linear = static_cast<Linear*>(producer->module);
+      if (linear->fused_activation() != Activation::None) continue;
+      linear->set_fused_activation(activation_of(*c.module));
+      merged_linear.emplace_back(linear, act);
+      report.activations.emplace_back(producer->name, c.name);
+    }
+    act->set_folded(true);
   }
-  if (report.folded.empty() && report.relus.empty()) return report;
+  for (const auto& [name, m] : model.named_modules()) {
+    const auto [linear1, activation] = feed_forward_of(*m);
+    if (!linear1 || linear1->fused_activation() != Activation::None) continue;
+    linear1->set_fused_activation(activation);
+    merged_linear.emplace_back(linear1, nullptr);
+    report.activations.emplace_back(name.empty() ? "linear1" : name + ".linear1", name);
+  }
+  if (report.folded.empty() && report.relus.empty() && report.activations.empty()) return report;
 
   // Undo everything if the fused model computes something else (Note [Folding batch norm for
   // inference]): a folded layer's output had another consumer.
@@ -204,6 +253,10 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
       conv->set_fused_relu(false);
       relu->set_folded(false);
     }
+    for (auto& [linear, act] : merged_linear) {
+      linear->set_fused_activation(Activation::None);
+      if (act) act->set_folded(false);
+    }
   };
   Tensor fused;
   try {
@@ -220,10 +273,11 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
   const bool same = report.max_abs_difference <= tolerance;
   if (!same) undo();
   EMBER_CHECK(same,
-              "[nn.fuse_for_inference] folding {} batch norm(s) and {} ReLU(s) changed the model's "
-              "output by {} (more than {}): a folded layer's output is also used elsewhere; "
-              "nothing was changed",
-              report.folded.size(), report.relus.size(), report.max_abs_difference, tolerance);
+              "[nn.fuse_for_inference] folding {} batch norm(s) and {} activation(s) changed the "
+              "model's output by {} (more than {}): a folded layer's output is also used "
+              "elsewhere; nothing was changed",
+              report.folded.size(), report.relus.size() + report.activations.size(),
+              report.max_abs_difference, tolerance);
   return report;
 }
 

@@ -71,7 +71,8 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  return linear(x, weight, bias);
+  if (fused_activation_ == Activation::None) return linear(x, weight, bias);
+  return fused_linear(x, weight, bias, fused_activation_);
 }
 
 std::string Linear::extra_repr() const {
@@ -218,7 +219,7 @@ Tensor BatchNorm::forward(const Tensor& x) {
               "[nn.{}] expected a {}-d input: got {}-d input of shape {}", type_name(),
               fmt::join(ranks_, "-d or "), x.defined() ? x.dim() : 0,
               x.defined() ? shape_str(x.sizes()) : std::string("undefined"));
-  if (folded_) {  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
+  if (folded()) {  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
     EMBER_CHECK(!is_training(),
                 "[nn.{}] this batch norm was folded into the layer before it by "
                 "fuse_for_inference, so the model is for inference only (call eval())",
@@ -379,7 +380,7 @@ std::string Flatten::extra_repr() const {
 // Activations -----------------------------------------------------------------------------------
 
 Tensor ReLU::forward(const Tensor& x) {
-  return folded_ ? x : relu(x);  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
+  return folded() ? x : relu(x);  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
 }
 
 GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
@@ -388,7 +389,7 @@ GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) 
 }
 
 Tensor GELU::forward(const Tensor& x) {
-  return gelu(x, approximate);
+  return folded() ? x : gelu(x, approximate);
 }
 
 std::string GELU::extra_repr() const {

@@ -205,8 +205,15 @@ MultiheadAttentionOptions attention_options(const TransformerLayerOptions& o) {
   return a;
 }
 
-Tensor activate(const std::string& activation, const Tensor& x) {
-  return activation == "gelu" ? gelu(x) : relu(x);
+// The feed-forward block linear2(dropout(act(linear1(x)))); the activation is linear1's own
+// once nn::fuse_for_inference merged it there (Note [Fused linear layers] in core/ops/nn.cpp).
+Tensor feed_forward(Linear& linear1, Dropout& dropout, Linear& linear2,
+                    const std::string& activation, const Tensor& x) {
+  Tensor h = linear1(x);
+  if (linear1.fused_activation() == Activation::None) {
+    h = activation == "gelu" ? gelu(h) : relu(h);
+  }
+  return linear2(dropout(h));
 }
 
 }  // namespace
@@ -243,7 +250,7 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
                            .first);
   };
   auto ff = [&](const Tensor& x) {
-    return (*dropout2)((*linear2)((*dropout)(activate(options.activation, (*linear1)(x)))));
+    return (*dropout2)(feed_forward(*linear1, *dropout, *linear2, options.activation, x));
   };
   Tensor x = src;
   if (options.norm_first) {
@@ -308,7 +315,7 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
                            .first);
   };
   auto ff = [&](const Tensor& x) {
-    return (*dropout3)((*linear2)((*dropout)(activate(options.activation, (*linear1)(x)))));
+    return (*dropout3)(feed_forward(*linear1, *dropout, *linear2, options.activation, x));
   };
   Tensor x = tgt;
   if (options.norm_first) {

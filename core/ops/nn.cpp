@@ -1,11 +1,19 @@
 // Layers' ops that are not convolutions, pooling or norms. All are composites of public ops;
 // none has a kernel of its own.
 //
-// linear:      y = x W^T + b for x [..., in], W [out, in], b [out]. Forward: one matmul of x
-//              (viewed as [rows, in]) with the transposed view of W, read in place, then the
-//              bias added in place into that result: two kernels, one temporary (the output).
+// linear:      y = x W^T + b for x [..., in], W [out, in], b [out]. Forward: the device's
+//              fused_linear kernel (activation 0) on x viewed as [rows, in], the bias added
+//              inside the product; without it, one matmul with the transposed view of W and the
+//              bias added in place into that result.
 //              backward: dx = dy W, dW = dy^T x, db = sum of dy over all but the last dim
 //              (two matmuls and one sum, all public ops, so differentiable again).
+// fused_linear: act(linear(x, W, b)) (Note [Fused linear layers]).
+//
+// Kernel contract ("fused_linear", optional): inputs {x [M, K], w [N, K], optional b [N]} of one
+// floating dtype, x and w with any strides, b contiguous; output {y [M, N]} contiguous, of that
+// dtype: y = act(x w^T + b), the bias added before the activation and before any rounding to a
+// half type. Attribute activation: 0 none, 1 relu (a NaN may become 0, as with conv2d_relu), 2
+// gelu x Phi(x), 3 gelu's tanh form. The kernel sees M, N, K > 0.
 // dropout:     y = x * m with m = 0 (probability p) or 1 / (1 - p), a Philox draw of the
 //              generator (the device's default) in x's dtype on x's device; one mul kernel.
 //              backward: dy * m
@@ -74,11 +82,55 @@ int64_t matrix_rows(const Tensor& x) {
   return rows;
 }
 
-Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType dtype) {
-  const int64_t in = w.size(1), out = w.size(0);
-  const Tensor x2 = x.dim() == 2 ? x : x.reshape({matrix_rows(x), in});
-  Tensor y = matmul(x2.to(dtype), w.to(dtype).t());
-  if (b.defined()) add_(y, b.to(dtype));
+// Note [Fused linear layers]
+// A linear layer's output used to be written by the matmul, then read and written again by the
+// bias add and again by the activation after it. The optional kernel "fused_linear" does all
+// three in one pass: the CPU backend gives oneDNN's matmul the bias as its bias argument and the
+// activation as an eltwise post-op, so each output element is finished while it is in
+// registers (PyTorch's addmm fuses the bias the same way; its mkldnn-fused linear the
+// activation). linear() always uses it, without activation, when the device has it: the
+// forward's output is all its backward needs from it. An activation is fused only when nothing
+// is recorded for autograd (its backward would need the pre-activation values): otherwise
+// fused_linear is the composite act(linear(...)), differentiable and available everywhere.
+// nn::Linear runs it when nn::fuse_for_inference merged the ReLU or GELU after it
+// (api/nn/fuse.cpp), and so does a Transformer layer's feed-forward block.
+
+// The activation of fused_linear as the composite applies it.
+Tensor activate(const Tensor& y, Activation act) {
+  switch (act) {
+    case Activation::ReLU:
+      return relu(y);
+    case Activation::GELU:
+      return gelu(y);
+    case Activation::GELUTanh:
+      return gelu(y, "tanh");
+    case Activation::None:
+      break;
+  }
+  return y;
+}
+
+Tensor linear_forward(const Tensor& x, const Tensor& w, const Tensor& b, DType dtype,
+                      Activation act) {
+  const int64_t in = w.size(1), out = w.size(0), rows = matrix_rows(x);
+  const Tensor x2 = x.dim() == 2 ? x : x.reshape({rows, in});
+  Tensor y;
+  if (rows > 0 && in > 0 && out > 0 &&
+      has_kernel(core_op(attrs::fused_linear::kOp), x.device(), dtype)) {
+    const Tensor xd = x2.to(dtype), wd = w.to(dtype);
+    const Tensor bd = b.defined() ? b.to(dtype).contiguous() : Tensor();
+    y = empty({rows, out}, {dtype, x.device()});
+    const attrs::fused_linear a{.activation = static_cast<int64_t>(act)};
+    if (bd.defined()) {
+      run_kernel(a, dtype, {&xd, &wd, &bd}, {&y});
+    } else {
+      run_kernel(a, dtype, {&xd, &wd}, {&y});
+    }
+  } else {
+    y = matmul(x2.to(dtype), w.to(dtype).t());
+    if (b.defined()) add_(y, b.to(dtype));
+    y = activate(y, act);
+  }
   Shape sizes = x.sizes();
   sizes[sizes.size() - 1] = out;
   return x.dim() == 2 ? y : y.view(sizes);
@@ -246,28 +298,37 @@ void check_interpolate(const Tensor& x, std::string_view mode, bool align_corner
 
 }  // namespace
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  EMBER_AUTOCAST(Lower, linear, x, x, weight, bias);
-  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[linear] undefined tensor argument");
-  EMBER_CHECK(weight.dim() == 2, "[linear] weight must be 2-d [out, in]: got shape {}",
+namespace {
+// linear, or fused_linear with `act` (named kOp in errors): the checks, then the op.
+Tensor linear_checked(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                      Activation act) {
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[{}] undefined tensor argument", kOp);
+  EMBER_CHECK(weight.dim() == 2, "[{}] weight must be 2-d [out, in]: got shape {}", kOp,
               shape_str(weight.sizes()));
-  EMBER_CHECK(x.dim() >= 1, "[linear] input must have at least 1 dimension: got a 0-d tensor");
+  EMBER_CHECK(x.dim() >= 1, "[{}] input must have at least 1 dimension: got a 0-d tensor", kOp);
   EMBER_CHECK(x.size(-1) == weight.size(1),
-              "[linear] input size(-1)={} does not match weight size(1)={} (input shape {}, "
+              "[{}] input size(-1)={} does not match weight size(1)={} (input shape {}, "
               "weight shape {})",
-              x.size(-1), weight.size(1), shape_str(x.sizes()), shape_str(weight.sizes()));
+              kOp, x.size(-1), weight.size(1), shape_str(x.sizes()), shape_str(weight.sizes()));
   EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)),
-              "[linear] bias must be 1-d of size {} (weight size(0)): got shape {}", weight.size(0),
-              bias.defined() ? shape_str(bias.sizes()) : std::string("[]"));
+              "[{}] bias must be 1-d of size {} (weight size(0)): got shape {}", kOp,
+              weight.size(0), bias.defined() ? shape_str(bias.sizes()) : std::string("[]"));
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool && weight.dtype() != DType::Bool &&
                        (!bias.defined() || bias.dtype() != DType::Bool),
-                   "[linear] not defined for bool tensors (convert with .to(ember::f32))");
-  common_device({&x, &weight, &bias}, "linear");
+                   "[{}] not defined for bool tensors (convert with .to(ember::f32))", kOp);
+  common_device({&x, &weight, &bias}, kOp);
   DType dtype = promote_types(x.dtype(), weight.dtype());
   if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
+  const bool recorded =
+      autograd::is_grad_enabled() &&
+      (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+  if (act != Activation::None && recorded) {
+    // The composite (Note [Fused linear layers]).
+    return activate(linear_checked("linear", x, weight, bias, Activation::None), act);
+  }
   return autograd::differentiable(
-      "LinearBackward", "linear", {&x, &weight, &bias},
-      [&] { return linear_forward(x, weight, bias, dtype); },
+      "LinearBackward", kOp, {&x, &weight, &bias},
+      [&] { return linear_forward(x, weight, bias, dtype, act); },
       [&] {
         return [sx = SavedTensor(x), sw = SavedTensor(weight), rx = x.requires_grad(),
                 rw = weight.requires_grad(), rb = bias.defined() && bias.requires_grad(),
@@ -284,6 +345,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
           return Grads{gx, gw, gb};
         };
       });
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_AUTOCAST(Lower, linear, x, x, weight, bias);
+  return linear_checked("linear", x, weight, bias, Activation::None);
+}
+
+Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    Activation activation) {
+  EMBER_AUTOCAST(Lower, fused_linear, x, x, weight, bias, activation);
+  EMBER_CHECK(activation >= Activation::None && activation <= Activation::GELUTanh,
+              "[fused_linear] unknown activation {} (expected an ember::Activation)",
+              static_cast<int>(activation));
+  return linear_checked("fused_linear", x, weight, bias, activation);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {

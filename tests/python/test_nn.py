@@ -437,3 +437,21 @@ def test_fuse_for_inference_merges_a_relu_module_into_its_convolution():
         got = m(other)
     assert (got >= 0).all()
     assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_fuse_for_inference_merges_activations_into_linear_layers():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.GELU(approximate="tanh"),
+                      nn.Linear(16, 5), nn.GELU())
+    m.eval()
+    x, other = ember.randn(4, 6), ember.randn(9, 6)
+    with ember.no_grad():
+        expected = m(other)
+    assert nn.fuse_for_inference(m, x) == [("0", "1"), ("2", "3"), ("4", "5")]
+    with ember.inference_mode():
+        assert_close(m(other), expected, atol=1e-5, rtol=1e-5)
+    # Recorded for autograd, the merged layers run the composite and give its gradients.
+    m.train()
+    y = m(other.requires_grad_())
+    y.sum().backward()
+    assert other.grad is not None and other.grad.shape == (9, 6)

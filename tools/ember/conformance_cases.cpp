@@ -441,6 +441,30 @@ std::vector<Case> make_cases() {
                one([](const Inputs& in) { return linear(in[0], in[1], in[2]); }),
                true,
                kF32F64});
+  // The fused inference form (Note [Fused linear layers]): every activation, values only (its
+  // gradient is the composite's).
+  c.push_back({"fused_linear",
+               {"fused_linear"},
+               {{"2d",
+                 [](Gen& g) {
+                   return Inputs{g({5, 4}), g({3, 4}), g({3})};
+                 }},
+                {"transposed_no_bias",
+                 [](Gen& g) {
+                   return Inputs{g({6, 5}).t(), g({6, 3}).t()};
+                 }}},
+               [](const Inputs& in) {
+                 const Tensor bias = in.size() > 2 ? in[2] : Tensor();
+                 std::vector<Tensor> out;
+                 for (const Activation act : {Activation::None, Activation::ReLU, Activation::GELU,
+                                              Activation::GELUTanh}) {
+                   out.push_back(fused_linear(in[0], in[1], bias, act));
+                 }
+                 return out;
+               },
+               false,
+               {},
+               4.0});
   const std::vector<Variant> softmax_variants = {
       {"2d",
        [](Gen& g) {

@@ -1609,13 +1609,16 @@ void bind_nn(nb::module_& root) {
       [](nn::Module& model, const Tensor& example) {
         nn::FuseReport report = nn::fuse_for_inference(model, example);
         report.folded.insert(report.folded.end(), report.relus.begin(), report.relus.end());
+        report.folded.insert(report.folded.end(), report.activations.begin(),
+                             report.activations.end());
         return report.folded;
       },
       "model"_a, "example"_a,
-      "Folds each BatchNorm into the Conv2d or Linear before it and each ReLU module into the "
-      "Conv2d before it (found by running the model on `example`); returns the (layer, batch "
-      "norm) name pairs, then the (convolution, ReLU) ones. The model is left in eval mode, for "
-      "inference.");
+      "Folds each BatchNorm into the Conv2d or Linear before it, each ReLU module into the Conv2d "
+      "before it and each ReLU or GELU module (and each Transformer layer's feed-forward "
+      "activation) into the Linear before it (found by running the model on `example`); returns "
+      "the (layer, batch norm) name pairs, then the (convolution, ReLU) ones, then the (linear, "
+      "activation) ones. The model is left in eval mode, for inference.");
 }
 
 }  // namespace ember::python

@@ -1,14 +1,17 @@
-// CPU matmul: float32 (and bfloat16/float16 where this CPU's oneDNN implements them) through
-// oneDNN's matmul primitive reading the operands in place from their strides; float64, the
+// CPU matmul and fused_linear: float32 (and bfloat16/float16 where this CPU's oneDNN implements
+// them) through oneDNN's matmul primitive reading the operands in place from their strides,
+// fused_linear's bias as the primitive's bias and its activation as a post-op; float64, the
 // integer types and whatever oneDNN declines go through an own blocked loop (accumulating in
-// double for float64, in 64-bit integers for integers, in float for the half types). Also home
-// of the plugin's one oneDNN engine, stream and primitive cache, which softmax.cpp shares.
+// double for float64, in 64-bit integers for integers, in float for the half types) and, for
+// fused_linear, a pass adding the bias and applying the activation. Also home of the plugin's
+// one oneDNN engine, stream and primitive cache, which softmax.cpp shares.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <omp.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
@@ -390,12 +393,19 @@ dnnl::memory::data_type dnnl_type(int32_t dtype) {
 
 enum class DnnlResult { Done, Declined };
 
-// Runs C = A x B through oneDNN; Declined when oneDNN has no implementation (or the geometry
-// does not suit it) and the own loop should run instead.
-DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
-  const ember_tensor& a = call->inputs[0];
-  const ember_tensor& b = call->inputs[1];
-  const ember_tensor& c = call->outputs[0];
+// fused_linear's activation codes (ops.def).
+enum Activation : int64_t { kNone = 0, kRelu = 1, kGelu = 2, kGeluTanh = 3 };
+
+// What runs after the product: fused_linear's bias [N] (null: none) and activation.
+struct Epilogue {
+  const ember_tensor* bias = nullptr;
+  int64_t activation = kNone;
+};
+
+// Runs C = A x B (then the epilogue) through oneDNN; Declined when oneDNN has no implementation
+// (or the geometry does not suit it) and the own loop should run instead.
+DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const ember_tensor& a,
+                       const ember_tensor& b, const ember_tensor& c, const Epilogue& epi) {
   if (g.too_many_dims) return DnnlResult::Declined;
   for (int d = 0; d < g.nb; ++d) {
     if (g.sa[d] == 0 && g.sb[d] == 0) return DnnlResult::Declined;
@@ -416,10 +426,11 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
     op.strides[axis] = padded_ld(op.dims[1 - axis], item);
   }
 
-  // Key: tag, dtype, rank, then dims and strides of A, B and C.
+  // Key: tag (matmul, or fused_linear's bias and activation), dtype, rank, then dims and strides
+  // of A, B and C.
   std::array<int64_t, 3 + 6 * DNNL_MAX_NDIMS> key;
   int32_t kn = 0;
-  key[kn++] = 1;  // matmul
+  key[kn++] = 1 + (epi.bias != nullptr ? 1 : 0) + 2 * epi.activation;
   key[kn++] = a.dtype;
   key[kn++] = oa.nd;
   for (const Operand* op : {&oa, &ob, &oc}) {
@@ -429,10 +440,25 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   const dnnl::memory::data_type dt = dnnl_type(a.dtype);
   const dnnl::memory::desc amd(oa.dims, dt, oa.strides), bmd(ob.dims, dt, ob.strides),
       cmd(oc.dims, dt, oc.strides);
+  // The bias as a row broadcast over C's rows (fused_linear is 2-d: no batch dims).
+  const dnnl::memory::desc biasmd =
+      epi.bias != nullptr ? dnnl::memory::desc({1, g.n}, dt, {g.n, 1}) : dnnl::memory::desc();
   dnnl::primitive prim;
   if (!dnnl_cache_find(key.data(), kn, &prim)) {
     try {
-      prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl_engine(), amd, bmd, cmd, dnnl_attr()));
+      dnnl::primitive_attr attr = dnnl_attr();
+      if (epi.activation != kNone) {
+        dnnl::post_ops ops;
+        ops.append_eltwise(epi.activation == kRelu   ? dnnl::algorithm::eltwise_relu
+                           : epi.activation == kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                                     : dnnl::algorithm::eltwise_gelu_tanh,
+                           0.f, 0.f);
+        attr.set_post_ops(ops);
+      }
+      prim = dnnl::matmul(
+          epi.bias != nullptr
+              ? dnnl::matmul::primitive_desc(dnnl_engine(), amd, bmd, biasmd, cmd, attr)
+              : dnnl::matmul::primitive_desc(dnnl_engine(), amd, bmd, cmd, attr));
     } catch (const dnnl::error& e) {
       if (e.status != dnnl_unimplemented) throw;
       prim = dnnl::primitive();
@@ -476,8 +502,72 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g) {
   const dnnl::engine& eng = dnnl_engine();
   dnnl::memory ma(amd, eng, const_cast<void*>(data[0])), mb(bmd, eng, const_cast<void*>(data[1])),
       mc(cmd, eng, c.data);
-  dnnl_execute(call, prim, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+  if (epi.bias != nullptr) {
+    args[DNNL_ARG_BIAS] = dnnl::memory(biasmd, eng, const_cast<void*>(epi.bias->data));
+  }
+  dnnl_execute(call, prim, std::move(args));
   return DnnlResult::Done;
+}
+
+// The own loop's epilogue for fused_linear: bias and activation over C [M, N] in the compute
+// type (float for the half types, double for float64).
+template <typename T>
+void own_epilogue(const Geometry& g, const Epilogue& epi, T* c) {
+  using C = sdk::Compute<T>;
+  const T* bias = epi.bias != nullptr ? sdk::data<const T>(*epi.bias) : nullptr;
+  const int64_t rows = g.m, n = g.n;
+#pragma omp parallel for schedule(static) if (rows * n >= kGrainSize && !omp_in_parallel())
+  for (int64_t i = 0; i < rows; ++i) {
+    T* row = c + i * n;
+    for (int64_t j = 0; j < n; ++j) {
+      C v = static_cast<C>(row[j]);
+      if (bias != nullptr) v += static_cast<C>(bias[j]);
+      if (epi.activation == kRelu) {
+        v = v < C(0) ? C(0) : v;  // a NaN stays NaN
+      } else if (epi.activation == kGelu) {
+        v = C(0.5) * v * (C(1) + std::erf(v * C(M_SQRT1_2)));
+      } else if (epi.activation == kGeluTanh) {
+        const C k = C(0.7978845608028654);  // sqrt(2 / pi)
+        v = C(0.5) * v * (C(1) + std::tanh(k * (v + C(0.044715) * v * v * v)));
+      }
+      row[j] = T(v);
+    }
+  }
+}
+
+// C = A x B for the matmul and fused_linear kernels, then the epilogue: oneDNN where it takes
+// the dtype and geometry, else the own loop.
+int32_t run_product(const ember_kernel_call* call, const char* name, const ember_tensor& a,
+                    const ember_tensor& b, const ember_tensor& c, const Epilogue& epi) {
+  const Geometry g = make_geometry(a, b, c);
+  // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
+  // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
+  try {
+    if (g.k > 0 && dnnl_type(c.dtype) != dnnl::memory::data_type::undef &&
+        dnnl_matmul(call, g, a, b, c, epi) == DnnlResult::Done) {
+      return EMBER_OK;
+    }
+  } catch (const dnnl::error& e) {
+    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
+                     static_cast<int>(e.status));
+  }
+  if (c.dtype == EMBER_BOOL) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: bool is not supported", name);
+  }
+  const bool known = sdk::visit_dtype(c.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      blocked_matmul<T>(g, sdk::data<const T>(a), sdk::data<const T>(b), sdk::data<T>(c));
+      if constexpr (!std::is_integral_v<T>) {
+        if (epi.bias != nullptr || epi.activation != kNone)
+          own_epilogue<T>(g, epi, sdk::data<T>(c));
+      }
+    }
+  });
+  return known ? EMBER_OK
+               : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "%s: unknown dtype %d", name, c.dtype);
 }
 
 }  // namespace
@@ -496,29 +586,37 @@ EMBER_KERNEL(matmul) {
                      c.dtype);
   }
   if (sdk::numel(c) == 0) return EMBER_OK;
-  const Geometry g = make_geometry(a, b, c);
-  // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
-  // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
-  try {
-    if (g.k > 0 && dnnl_type(c.dtype) != dnnl::memory::data_type::undef &&
-        dnnl_matmul(call, g) == DnnlResult::Done) {
-      return EMBER_OK;
-    }
-  } catch (const dnnl::error& e) {
-    return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN matmul failed: %s (status %d)", e.what(),
-                     static_cast<int>(e.status));
+  return run_product(call, "matmul", a, b, c, {});
+}
+
+// fused_linear (contract in core/ops/nn.cpp): the product x w^T with w read through its
+// transposed view, the bias and activation as the epilogue (Note [Fused linear layers]).
+EMBER_KERNEL(fused_linear) {
+  const ember_tensor& x = call->inputs[0];
+  const ember_tensor& w = call->inputs[1];
+  const ember_tensor& y = call->outputs[0];
+  const ember_tensor* bias = call->num_inputs > 2 ? &call->inputs[2] : nullptr;
+  const int64_t act = sdk::attrs<attrs::fused_linear>(call).activation;
+  if (x.ndim != 2 || w.ndim != 2 || y.ndim != 2 || x.sizes[1] != w.sizes[1] ||
+      y.sizes[0] != x.sizes[0] || y.sizes[1] != w.sizes[0] ||
+      (bias != nullptr && (bias->ndim != 1 || bias->sizes[0] != w.sizes[0] ||
+                           (bias->sizes[0] > 1 && bias->strides[0] != 1)))) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "fused_linear: bad operand shapes");
   }
-  if (c.dtype == EMBER_BOOL) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "matmul: bool is not supported");
+  if (x.dtype != y.dtype || w.dtype != y.dtype || (bias != nullptr && bias->dtype != y.dtype)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "fused_linear: mixed dtypes");
   }
-  const bool known = sdk::visit_dtype(c.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      blocked_matmul<T>(g, sdk::data<const T>(a), sdk::data<const T>(b), sdk::data<T>(c));
-    }
-  });
-  return known ? EMBER_OK
-               : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "matmul: unknown dtype %d", c.dtype);
+  if (act < kNone || act > kGeluTanh) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "fused_linear: unknown activation %lld",
+                     static_cast<long long>(act));
+  }
+  if (sdk::numel(y) == 0) return EMBER_OK;
+  // w [N, K] read as B = w^T [K, N]: the same storage with sizes and strides swapped.
+  const int64_t sizes[2] = {w.sizes[1], w.sizes[0]}, strides[2] = {w.strides[1], w.strides[0]};
+  ember_tensor wt = w;
+  wt.sizes = sizes;
+  wt.strides = strides;
+  return run_product(call, "fused_linear", x, wt, y, {bias, act});
 }
 
 }  // namespace ember::cpu

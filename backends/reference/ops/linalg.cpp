@@ -1,7 +1,8 @@
-// Reference matmul and softmax. matmul: C[..., m, n] = sum_k A[..., m, k] B[..., k, n] with the
-// batch dims already broadcast to C's by the core; every dot product is accumulated in double
-// (int64 for integers, wrapping). softmax/log_softmax along `dim`: max-subtracted, the
-// exponential sum in double.
+// Reference matmul, fused_linear and softmax. matmul: C[..., m, n] = sum_k A[..., m, k]
+// B[..., k, n] with the batch dims already broadcast to C's by the core; every dot product is
+// accumulated in double (int64 for integers, wrapping). fused_linear: y[m, n] = act(sum_k x[m, k]
+// w[n, k] + b[n]), all in double, rounded once. softmax/log_softmax along `dim`: max-subtracted,
+// the exponential sum in double.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -53,6 +54,43 @@ int32_t matmul(const ember_kernel_call* call) {
         at<T>(c, ic) = static_cast<T>(iacc);
       }
     });
+  });
+}
+
+int32_t fused_linear(const ember_kernel_call* call) {
+  const ember_tensor& x = call->inputs[0];
+  const ember_tensor& w = call->inputs[1];
+  const ember_tensor& y = call->outputs[0];
+  const ember_tensor* b = call->num_inputs > 2 ? &call->inputs[2] : nullptr;
+  const int64_t act = sdk::attrs<attrs::fused_linear>(call).activation;
+  if (x.ndim != 2 || w.ndim != 2 || y.ndim != 2 || x.sizes[1] != w.sizes[1] ||
+      y.sizes[0] != x.sizes[0] || y.sizes[1] != w.sizes[0] ||
+      (b != nullptr && (b->ndim != 1 || b->sizes[0] != w.sizes[0])) || act < 0 || act > 3) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "fused_linear: bad operands or activation");
+  }
+  if (x.dtype != y.dtype || w.dtype != y.dtype || (b != nullptr && b->dtype != y.dtype)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "fused_linear: mixed dtypes");
+  }
+  return visit_floating(call, y.dtype, "fused_linear", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t m = 0; m < y.sizes[0]; ++m) {
+      for (int64_t n = 0; n < y.sizes[1]; ++n) {
+        double v = b != nullptr ? to_double(at<T>(*b, &n)) : 0.0;
+        for (int64_t k = 0; k < x.sizes[1]; ++k) {
+          const int64_t ix[2] = {m, k}, iw[2] = {n, k};
+          v += to_double(at<T>(x, ix)) * to_double(at<T>(w, iw));
+        }
+        if (act == 1) {
+          v = v < 0.0 ? 0.0 : v;  // a NaN stays NaN
+        } else if (act == 2) {
+          v = 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2));
+        } else if (act == 3) {
+          v = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        }
+        const int64_t iy[2] = {m, n};
+        at<T>(y, iy) = from_double<T>(v);
+      }
+    }
   });
 }
 

@@ -1,5 +1,7 @@
 // nn::fuse_for_inference: batch norms folded into the convolution or linear layer before them,
-// ReLU modules merged into the convolution before them (conv2d_relu), on every model in models::
+// ReLU modules merged into the convolution before them (conv2d_relu), ReLU and GELU modules and
+// Transformer layers' feed-forward activations into the Linear before them (fused_linear), on
+// every model in models::
 // (row-major and channels-last, float32 and bf16 autocast), against the unfused model's output; the
 // pairs it must not fold, and the refusals.
 #include <gtest/gtest.h>
@@ -56,6 +58,14 @@ int64_t expected_relus(const std::string& model) {
   return 0;                                    // mlp (linear layers), vit (GELU)
 }
 
+// The activations that read a Linear's output, per model (the ViT's: one per encoder layer).
+int64_t expected_linear_activations(const std::string& model) {
+  if (model == "lenet" || model == "mlp") return 2;
+  if (model == "cnn") return 1;
+  if (model == "vit") return models::ViTOptions{}.depth;
+  return 0;
+}
+
 class FuseEveryModel : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
@@ -79,6 +89,14 @@ TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
   for (const auto& [conv, relu] : report.relus) {
     EXPECT_TRUE(std::dynamic_pointer_cast<Conv2d>(modules.at(conv))->fused_relu()) << conv;
     EXPECT_TRUE(std::dynamic_pointer_cast<ReLU>(modules.at(relu))->folded()) << relu;
+  }
+  EXPECT_EQ(static_cast<int64_t>(report.activations.size()),
+            expected_linear_activations(GetParam()));
+  for (const auto& [linear, act] : report.activations) {
+    EXPECT_NE(std::dynamic_pointer_cast<Linear>(modules.at(linear))->fused_activation(),
+              Activation::None)
+        << linear;
+    EXPECT_TRUE(modules.count(act)) << act;
   }
   const double tol = 1e-4 * std::max(1.0, max_abs(expected));
   EXPECT_LE(max_abs_diff((*fused)(x), expected), tol) << GetParam();
@@ -164,8 +182,8 @@ TEST(Fuse, ALayerWhoseOutputIsAlsoUsedElsewhereIsRefusedAndNothingChanges) {
   m.eval();
   const Tensor before = m(x);
   expect_error([&] { fuse_for_inference(m, x); },
-               {"[nn.fuse_for_inference] folding 1 batch norm(s) and 0 ReLU(s) changed the "
-                "model's output",
+               {"[nn.fuse_for_inference] folding 1 batch norm(s) and 0 activation(s) changed "
+                "the model's output",
                 "nothing was changed"});
   EXPECT_FALSE(m.bn->folded());
   EXPECT_EQ(max_abs_diff(m.conv->weight, w), 0.0);
@@ -210,6 +228,96 @@ TEST(Fuse, MergesAReluModuleIntoTheConvolutionBeforeIt) {
   EXPECT_LE(max_abs_diff(xa.grad(), xb.grad()), 1e-5);
 }
 
+// Note [Fused linear layers]: ReLU and GELU modules after Linear layers (one through a folded
+// BatchNorm1d) become the layers' fused activations; the fused model computes what the unfused
+// one does, with the unfused gradients when recorded, and a second fusion changes nothing.
+TEST(Fuse, MergesReluAndGeluModulesIntoTheLinearBeforeThem) {
+  manual_seed(10);
+  const auto build = [] {
+    auto net = std::make_shared<Sequential>();
+    net->push_back(std::make_shared<Linear>(6, 16));
+    net->push_back(std::make_shared<BatchNorm1d>(16));
+    net->push_back(std::make_shared<ReLU>());
+    net->push_back(std::make_shared<Linear>(16, 16));
+    net->push_back(std::make_shared<GELU>("tanh"));
+    net->push_back(std::make_shared<Linear>(16, 8));
+    net->push_back(std::make_shared<GELU>());
+    return net;
+  };
+  auto net = build(), plain = build();
+  randomise_batch_norms(*net);
+  plain->load_state_dict(net->state_dict());
+  plain->eval();
+  const FuseReport report = fuse_for_inference(*net, randn({5, 6}));
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(report.folded, (std::vector<P>{{"0", "1"}}));
+  EXPECT_TRUE(report.relus.empty());
+  EXPECT_EQ(report.activations, (std::vector<P>{{"0", "2"}, {"3", "4"}, {"5", "6"}}));
+  const auto linear = [&](int64_t i) { return std::dynamic_pointer_cast<Linear>((*net)[i]); };
+  EXPECT_EQ(linear(0)->fused_activation(), Activation::ReLU);
+  EXPECT_EQ(linear(3)->fused_activation(), Activation::GELUTanh);
+  EXPECT_EQ(linear(5)->fused_activation(), Activation::GELU);
+  const Tensor x2 = randn({9, 6});
+  {
+    autograd::InferenceMode inference;
+    EXPECT_LE(max_abs_diff((*net)(x2), (*plain)(x2)), 1e-5);
+  }
+  const Tensor xa = x2.clone().requires_grad_(true), xb = x2.clone().requires_grad_(true);
+  const Tensor ya = (*net)(xa), yb = (*plain)(xb);
+  sum(mul(ya, ya)).backward();
+  sum(mul(yb, yb)).backward();
+  EXPECT_LE(max_abs_diff(xa.grad(), xb.grad()), 1e-5);
+  const FuseReport again = fuse_for_inference(*net, x2);
+  EXPECT_TRUE(again.folded.empty() && again.relus.empty() && again.activations.empty());
+}
+
+// A Transformer layer's feed-forward activation moves into its linear1, for ReLU and GELU layers,
+// norm first or not, in encoders and decoders.
+TEST(Fuse, TransformerFeedForwardActivationsMoveIntoTheirFirstLinear) {
+  manual_seed(11);
+  for (const std::string act : {"relu", "gelu"}) {
+    for (const bool norm_first : {false, true}) {
+      TransformerLayerOptions o;
+      o.dim_feedforward = 24;
+      o.activation = act;
+      o.norm_first = norm_first;
+      o.batch_first = true;
+      o.dropout = 0.0;
+      auto enc = std::make_shared<TransformerEncoderLayer>(8, 2, o);
+      auto plain = std::make_shared<TransformerEncoderLayer>(8, 2, o);
+      plain->load_state_dict(enc->state_dict());
+      plain->eval();
+      const Tensor x = randn({3, 5, 8});
+      const FuseReport report = fuse_for_inference(*enc, x);
+      ASSERT_EQ(report.activations.size(), 1u);
+      EXPECT_EQ(report.activations[0].first, "linear1");
+      EXPECT_EQ(enc->linear1->fused_activation(),
+                act == "gelu" ? Activation::GELU : Activation::ReLU);
+      autograd::InferenceMode inference;
+      const Tensor x2 = randn({2, 7, 8});
+      EXPECT_LE(max_abs_diff((*enc)(x2), (*plain)(x2)), 1e-5) << act << " " << norm_first;
+
+      auto dec = std::make_shared<TransformerDecoderLayer>(8, 2, o);
+      auto dplain = std::make_shared<TransformerDecoderLayer>(8, 2, o);
+      dplain->load_state_dict(dec->state_dict());
+      dplain->eval();
+      struct Wrap : Module {
+        std::shared_ptr<TransformerDecoderLayer> layer;
+        Tensor memory;
+        explicit Wrap(std::shared_ptr<TransformerDecoderLayer> l, Tensor m)
+            : Module("Wrap"), memory(std::move(m)) {
+          layer = register_module("layer", std::move(l));
+        }
+        Tensor forward(const Tensor& t) override { return layer->forward(t, memory); }
+      };
+      const Tensor memory = randn({2, 4, 8});
+      Wrap wrapped(dec, memory);
+      EXPECT_EQ(fuse_for_inference(wrapped, x2).activations.size(), 1u);
+      EXPECT_LE(max_abs_diff(wrapped(x2), dplain->forward(x2, memory)), 1e-5);
+    }
+  }
+}
+
 // A convolution whose output also goes around its ReLU cannot take the ReLU: refused, unchanged.
 class ReluAndSkip : public Module {
  public:
@@ -231,9 +339,9 @@ TEST(Fuse, AConvolutionWhoseOutputAlsoSkipsItsReluKeepsIt) {
   const Tensor x = randn({2, 2, 4, 4});
   m.eval();
   const Tensor before = m(x);
-  expect_error(
-      [&] { fuse_for_inference(m, x); },
-      {"folding 0 batch norm(s) and 1 ReLU(s) changed the model's output", "nothing was changed"});
+  expect_error([&] { fuse_for_inference(m, x); },
+               {"folding 0 batch norm(s) and 1 activation(s) changed the model's output",
+                "nothing was changed"});
   EXPECT_FALSE(m.conv->fused_relu());
   EXPECT_FALSE(m.relu->folded());
   EXPECT_EQ(max_abs_diff(m(x), before), 0.0);

@@ -1,4 +1,4 @@
-// linear, dropout, embedding, pad and interpolate against float64 reference loops and
+// linear, fused_linear, dropout, embedding, pad and interpolate against float64 reference loops and
 // hand-computed cases, across dtypes and non-contiguous inputs, plus every argument check.
 #include <gtest/gtest.h>
 
@@ -338,6 +338,141 @@ TEST(Linear, BadArguments) {
       },
       {"[linear]", "bias", "3"});
   expect_error([&] { linear(uniform({2, 4}, 11).to(DType::Bool), w); }, {"[linear]", "bool"});
+}
+
+// ---- fused_linear -----------------------------------------------------------------------------
+
+// act(v) of fused_linear's activation in double.
+double activate_ref(double v, Activation act) {
+  switch (act) {
+    case Activation::ReLU:
+      return v < 0 ? 0 : v;
+    case Activation::GELU:
+      return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case Activation::GELUTanh:
+      return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    case Activation::None:
+      break;
+  }
+  return v;
+}
+
+constexpr Activation kActivations[] = {Activation::None, Activation::ReLU, Activation::GELU,
+                                       Activation::GELUTanh};
+
+// Note [Fused linear layers]: the fused kernel (CPU: oneDNN's matmul with bias and post-op; the
+// own loop for float64) against act(x w^T + b) in float64, on the CPU and the reference backend.
+TEST(FusedLinear, EveryActivationMatchesTheFloat64Reference) {
+  init();
+  const Device ref(find_device_type("reference"), 0);
+  for (const Device dev : {Device::cpu(), ref}) {
+    for (DType dt : {f32, f64, bf16}) {
+      const double tol = dt == f64 ? 1e-12 : dt == f32 ? 2e-5 : 3e-2;
+      const Tensor w = uniform({37, 19}, 21, dt).to(dev), b = uniform({37}, 22, dt).to(dev);
+      // Row-major, a 3-d input, a transposed (column-major) input and a transposed weight.
+      const Tensor xs[] = {uniform({16, 19}, 23, dt), uniform({2, 5, 19}, 24, dt),
+                           uniform({19, 9}, 25, dt).t()};
+      for (const Tensor& x0 : xs) {
+        const Tensor x = x0.to(dev);
+        for (const Activation act : kActivations) {
+          for (const bool with_bias : {true, false}) {
+            const Tensor bias = with_bias ? b : Tensor();
+            std::vector<double> want = linear_ref(x.contiguous(), w, bias);
+            for (double& v : want) v = activate_ref(v, act);
+            const Tensor y = fused_linear(x, w, bias, act);
+            Shape shape = x.sizes();
+            shape.back() = 37;
+            EXPECT_EQ(y.sizes(), shape);
+            EXPECT_EQ(y.dtype(), dt);
+            EXPECT_EQ(y.device(), dev);
+            const std::vector<double> got = values(y.to(Device::cpu()));
+            ASSERT_EQ(got.size(), want.size());
+            for (size_t i = 0; i < got.size(); ++i) {
+              EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i])))
+                  << dev.str() << " " << dtype_name(dt) << " activation " << static_cast<int>(act)
+                  << " at " << i;
+            }
+          }
+        }
+        // A transposed weight view too.
+        const Tensor wt = uniform({19, 37}, 26, dt).to(dev).t();
+        expect_near(values(fused_linear(x, wt, b, Activation::None).to(Device::cpu())),
+                    linear_ref(x.contiguous(), wt.contiguous(), b), tol * 10);
+      }
+    }
+  }
+}
+
+TEST(FusedLinear, RecordedForAutogradItIsTheCompositeWithItsGradients) {
+  for (const Activation act : kActivations) {
+    Tensor x = uniform({4, 6}, 31, f32).requires_grad_(true);
+    Tensor w = uniform({5, 6}, 32, f32).requires_grad_(true);
+    Tensor b = uniform({5}, 33, f32).requires_grad_(true);
+    const Tensor y = fused_linear(x, w, b, act);
+    sum(mul(y, y)).backward();
+    Tensor x2 = x.detach().requires_grad_(true), w2 = w.detach().requires_grad_(true),
+           b2 = b.detach().requires_grad_(true);
+    Tensor y2 = linear(x2, w2, b2);
+    if (act == Activation::ReLU) y2 = relu(y2);
+    if (act == Activation::GELU) y2 = gelu(y2);
+    if (act == Activation::GELUTanh) y2 = gelu(y2, "tanh");
+    sum(mul(y2, y2)).backward();
+    EXPECT_EQ(values(y), values(y2));
+    EXPECT_EQ(values(x.grad()), values(x2.grad()));
+    EXPECT_EQ(values(w.grad()), values(w2.grad()));
+    EXPECT_EQ(values(b.grad()), values(b2.grad()));
+    // Without recording, the fused kernel gives the same values within float32 rounding.
+    autograd::NoGradGuard no_grad;
+    expect_near(values(fused_linear(x, w, b, act)), values(y2), 1e-5);
+  }
+  // float64 through the gradient checker.
+  Tensor x = uniform({3, 4}, 34).requires_grad_(true), w = uniform({2, 4}, 35).requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return fused_linear(in[0], in[1], Tensor(), Activation::GELU);
+      },
+      {x, w});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(FusedLinear, EdgeSizesAndNonFiniteSums) {
+  autograd::InferenceMode guard;
+  const Tensor w = uniform({3, 4}, 41, f32), b = uniform({3}, 42, f32);
+  EXPECT_EQ(fused_linear(empty({0, 4}, f32), w, b, Activation::GELU).sizes(), Shape({0, 3}));
+  // in == 0: relu(bias) in every row.
+  const Tensor y = fused_linear(empty({2, 0}, f32), empty({3, 0}, f32), b, Activation::ReLU);
+  const std::vector<double> bv = values(b);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(values(y)[i], std::max(0.0, bv[i % 3]));
+  // A NaN sum: NaN or 0 after the fused ReLU (oneDNN's post-op may give 0), NaN in float64 and
+  // on the reference backend; an infinite one stays infinite.
+  Tensor x = uniform({2, 4}, 43, f32);
+  x.data_ptr<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  x.data_ptr<float>()[5] = std::numeric_limits<float>::infinity();
+  const std::vector<double> r32 = values(fused_linear(x, abs(w), Tensor(), Activation::ReLU));
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(r32[i]) || r32[i] == 0.0) << r32[i];
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(r32[i], std::numeric_limits<double>::infinity());
+  const std::vector<double> r64 =
+      values(fused_linear(x.to(f64), abs(w).to(f64), Tensor(), Activation::ReLU));
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(r64[i]));
+}
+
+TEST(FusedLinear, BadArguments) {
+  const Tensor w = uniform({3, 4}, 50, f32);
+  expect_error(
+      [&] {
+        fused_linear(uniform({2, 5}, 51, f32), w, Tensor(), Activation::ReLU);
+      },
+      {"[fused_linear]", "input size(-1)=5 does not match weight size(1)=4"});
+  expect_error(
+      [&] {
+        fused_linear(uniform({2, 4}, 51, f32), w, uniform({4}, 52, f32), Activation::GELU);
+      },
+      {"[fused_linear]", "bias", "3"});
+  expect_error(
+      [&] {
+        fused_linear(uniform({2, 4}, 51, f32), w, Tensor(), Activation(9));
+      },
+      {"[fused_linear]", "unknown activation 9"});
 }
 
 // ---- dropout ----------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-// Eval-time folding of batch normalisation into the layer before it, and of a ReLU into the
-// convolution before it (nn::fuse_for_inference).
+// Eval-time folding of batch normalisation into the layer before it, and of an activation into
+// the convolution or linear layer before it (nn::fuse_for_inference).
 #pragma once
 
 #include <cstdint>
@@ -12,19 +12,24 @@
 
 namespace ember::nn {
 
-/** What fuse_for_inference did: each folded pair as (layer name, batch-norm name), each merged
- *  ReLU as (convolution name, ReLU name). */
+/** What fuse_for_inference did: each folded pair as (layer name, batch-norm name), each ReLU
+ *  merged into a convolution as (convolution name, ReLU name), each activation merged into a
+ *  Linear as (linear name, ReLU or GELU name, or the Transformer layer's name for its
+ *  feed-forward activation). */
 struct FuseReport {
-  std::vector<std::pair<std::string, std::string>> folded;  ///< in call order
-  std::vector<std::pair<std::string, std::string>> relus;   ///< in call order
+  std::vector<std::pair<std::string, std::string>> folded;       ///< in call order
+  std::vector<std::pair<std::string, std::string>> relus;        ///< in call order
+  std::vector<std::pair<std::string, std::string>> activations;  ///< modules, then layers
   double max_abs_difference = 0;  ///< fused vs unfused output on the example input
 };
 
 /** Folds every BatchNorm whose input is the output of a Conv2d or Linear called just before it
  *  (and once per forward) into that layer's weight and bias, and makes the BatchNorm pass its
  *  input through; then merges every ReLU module whose input is a Conv2d's output (directly or
- *  through such a BatchNorm) into that convolution, which then runs conv2d_relu (Note [Folding
- *  batch norm for inference] in api/nn/fuse.cpp). The pairs are
+ *  through such a BatchNorm) into that convolution, which then runs conv2d_relu, and every ReLU
+ *  or GELU module after a Linear, and each Transformer layer's feed-forward activation, into
+ *  that Linear, which then runs fused_linear (Note [Folding batch norm for inference] in
+ *  api/nn/fuse.cpp). The pairs are
  *  found by running `model` once on `example` in eval mode; the fused model's output on it must
  *  match the unfused one within float32 tolerance, or every change is undone and an Error is
  *  thrown. The model is left in eval mode and is for inference: a folded BatchNorm refuses to

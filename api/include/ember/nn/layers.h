@@ -7,6 +7,7 @@
 
 #include "ember/nn/module.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/nn.h"
 
 namespace ember::nn {
 
@@ -28,10 +29,32 @@ class Linear : public Module {
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
+  /** The activation nn::fuse_for_inference merged into it (None: none): forward() then returns
+   *  fused_linear (Note [Fused linear layers] in core/ops/nn.cpp). */
+  Activation fused_activation() const { return fused_activation_; }
+  /** Makes forward() apply `activation` to its output; used by nn::fuse_for_inference. */
+  void set_fused_activation(Activation activation) { fused_activation_ = activation; }
 
   const int64_t in_features, out_features;
   Tensor& weight;  ///< [out_features, in_features]
   Tensor& bias;    ///< [out_features], undefined without bias
+
+ private:
+  Activation fused_activation_ = Activation::None;
+};
+
+/** The mark nn::fuse_for_inference leaves on a module it merged into the layer before it (a
+ *  BatchNorm, ReLU or GELU): forward() then returns its input, which that layer already
+ *  transformed. */
+class Foldable {
+ public:
+  /** True once merged into the layer before it. */
+  bool folded() const { return folded_; }
+  /** Marks it folded (or not); used by nn::fuse_for_inference. */
+  void set_folded(bool folded) { folded_ = folded; }
+
+ private:
+  bool folded_ = false;
 };
 
 /** Options of Conv2d and ConvTranspose2d beyond channel counts and kernel size. */
@@ -123,7 +146,7 @@ struct BatchNormOptions {
 };
 
 /** Batch normalisation over channel dim 1, shared by BatchNorm1d and BatchNorm2d. */
-class BatchNorm : public Module {
+class BatchNorm : public Module, public Foldable {
  public:
   /** Normalises `num_features` channels of inputs of rank `ranks` (e.g. {2, 3} or {4}). */
   BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t num_features,
@@ -138,16 +161,10 @@ class BatchNorm : public Module {
   Tensor& running_mean;         ///< [C], undefined unless tracking
   Tensor& running_var;          ///< [C], undefined unless tracking
   Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
-
-  /** True once nn::fuse_for_inference folded it into the layer before it: forward() then
-   *  returns its input, and refuses to run in training mode. */
-  bool folded() const { return folded_; }
-  /** Marks it folded (or not); used by nn::fuse_for_inference. */
-  void set_folded(bool folded) { folded_ = folded; }
+  // folded() (Foldable): it then also refuses to run in training mode.
 
  private:
   std::vector<int64_t> ranks_;
-  bool folded_ = false;
 };
 
 /** Batch normalisation of [N, C] or [N, C, L]. */
@@ -286,23 +303,16 @@ class Identity : public Module {
   Tensor forward(const Tensor& x) override { return x; }
 };
 
-/** max(x, 0). */
-class ReLU : public Module {
+/** max(x, 0); passes its input through once folded() into a Conv2d or Linear. */
+class ReLU : public Module, public Foldable {
  public:
   ReLU() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override;
-  /** True once nn::fuse_for_inference merged it into the convolution before it: forward() then
-   *  returns its input, which that convolution already rectified. */
-  bool folded() const { return folded_; }
-  /** Marks it folded (or not); used by nn::fuse_for_inference. */
-  void set_folded(bool folded) { folded_ = folded; }
-
- private:
-  bool folded_ = false;
 };
 
-/** x * Phi(x), or its tanh approximation with approximate = "tanh". */
-class GELU : public Module {
+/** x * Phi(x), or its tanh approximation with approximate = "tanh"; passes its input through
+ *  once folded() into a Linear. */
+class GELU : public Module, public Foldable {
  public:
   /** GELU, exact ("none") or "tanh". */
   explicit GELU(std::string approximate = "none");

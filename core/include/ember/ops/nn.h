@@ -1,5 +1,5 @@
-// Layers' ops that are not convolutions, pooling or norms: linear, dropout, embedding, pad,
-// interpolate.
+// Layers' ops that are not convolutions, pooling or norms: linear (and fused_linear), dropout,
+// embedding, pad, interpolate.
 #pragma once
 
 #include <optional>
@@ -12,6 +12,12 @@ namespace ember {
 
 /** x W^T + b for x [..., in], weight [out, in] and an optional bias [out]. */
 EMBER_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+/** The activation fused_linear applies to the layer's output. */
+enum class Activation { None, ReLU, GELU, GELUTanh };
+/** activation(linear(x, weight, bias)), in one kernel when nothing is recorded for autograd and
+ *  the device has it (Note [Fused linear layers] in core/ops/nn.cpp); else the composite. */
+EMBER_API Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              Activation activation);
 /** Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training;
  *  the identity otherwise. */
 EMBER_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
