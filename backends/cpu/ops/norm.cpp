@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backends/cpu/dense_math.h"
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
 #include "ember/plugin_sdk.hpp"
@@ -39,7 +40,7 @@ inline bool go_parallel(int64_t work) {
 
 /** sum(p[i] - shift) over n elements. */
 template <typename T>
-double sum_of(const T* p, int64_t n, double shift) {
+[[gnu::always_inline]] inline double sum_of(const T* p, int64_t n, double shift) {
   using C = sdk::Compute<T>;
   const C sh = static_cast<C>(shift);
   double total = 0;
@@ -55,7 +56,7 @@ double sum_of(const T* p, int64_t n, double shift) {
 
 /** sum((p[i] - mu)^2) over n elements. */
 template <typename T>
-double sqdev_of(const T* p, int64_t n, double mu) {
+[[gnu::always_inline]] inline double sqdev_of(const T* p, int64_t n, double mu) {
   using C = sdk::Compute<T>;
   const C m = static_cast<C>(mu);
   double total = 0;
@@ -341,19 +342,14 @@ void bn_backward(const ember_kernel_call* call, int64_t N, int64_t Cn, int64_t S
 
 // ---- layer_norm, group_norm ---------------------------------------------------------------
 
+// Rows [r0, r1) of the row norms' forward: statistics, then the affine output.
 template <typename T>
-void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S,
-                  double eps) {
+[[gnu::always_inline]] inline void rows_forward_range(const T* x, const T* w, const T* b, T* y,
+                                                      T* mean, T* rstd, int64_t r0, int64_t r1,
+                                                      int64_t G, int64_t K, int64_t S, double eps) {
   using Cp = sdk::Compute<T>;
-  const T* x = static_cast<const T*>(call->inputs[0].data);
-  const T* w = static_cast<const T*>(call->inputs[1].data);
-  const T* b = static_cast<const T*>(call->inputs[2].data);
-  T* y = static_cast<T*>(call->outputs[0].data);
-  T* mean = static_cast<T*>(call->outputs[1].data);
-  T* rstd = static_cast<T*>(call->outputs[2].data);
   const int64_t D = K * S;
-#pragma omp parallel for schedule(static) if (go_parallel(R * D))
-  for (int64_t r = 0; r < R; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     const T* xr = x + r * D;
     T* yr = y + r * D;
     const double mu = sum_of(xr, D, 0.0) / static_cast<double>(D);
@@ -375,6 +371,39 @@ void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K
         affine(xr + k * S, yr + k * S, S, a, static_cast<double>(static_cast<Cp>(br[k])) - mu * a);
       }
     }
+  }
+}
+
+// float32 rows in an AVX2 copy (Note [AVX2 clones of hot loops]): a LayerNorm's rows are short
+// (a Transformer's 64 to 1024 features), so the vector width decides their time.
+EMBER_CPU_AVX2 void rows_forward_avx2(const float* x, const float* w, const float* b, float* y,
+                                      float* mean, float* rstd, int64_t r0, int64_t r1, int64_t G,
+                                      int64_t K, int64_t S, double eps) {
+  rows_forward_range(x, w, b, y, mean, rstd, r0, r1, G, K, S, eps);
+}
+
+template <typename T>
+void rows_forward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t K, int64_t S,
+                  double eps) {
+  const T* x = static_cast<const T*>(call->inputs[0].data);
+  const T* w = static_cast<const T*>(call->inputs[1].data);
+  const T* b = static_cast<const T*>(call->inputs[2].data);
+  T* y = static_cast<T*>(call->outputs[0].data);
+  T* mean = static_cast<T*>(call->outputs[1].data);
+  T* rstd = static_cast<T*>(call->outputs[2].data);
+  // Chunks of rows, so that the vector copy is chosen once per chunk.
+  const int64_t D = K * S, chunk = std::max<int64_t>(1, 4096 / D);
+  const int64_t chunks = (R + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (go_parallel(R * D))
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t r0 = c * chunk, r1 = std::min(R, r0 + chunk);
+    if constexpr (std::is_same_v<T, float>) {
+      if (cpu_has_avx2()) {
+        rows_forward_avx2(x, w, b, y, mean, rstd, r0, r1, G, K, S, eps);
+        continue;
+      }
+    }
+    rows_forward_range(x, w, b, y, mean, rstd, r0, r1, G, K, S, eps);
   }
 }
 
