@@ -105,6 +105,10 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cuda) {
   EMBER_CUDA_REGISTER_FLAGS(conv2d, kNhwc, kCl)
   EMBER_CUDA_REGISTER_FLAGS(conv2d_backward_input, kNhwc, kCl)
   EMBER_CUDA_REGISTER_FLAGS(conv2d_backward_weight, kNhwc, kCl)
+  // Optional: the convolution with its ReLU (and bias) as one cuDNN call (ops/conv.cpp, Note
+  // [Convolution and ReLU through cuDNN]), every floating dtype, channels-last as conv2d.
+  EMBER_CUDA_REGISTER(conv2d_relu)
+  EMBER_CUDA_REGISTER_FLAGS(conv2d_relu, kNhwc, kCl)
   return EMBER_OK;
 }
 

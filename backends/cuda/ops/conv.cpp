@@ -1,14 +1,14 @@
-// CUDA conv2d and its two backward passes through cuDNN's convolution API (forward, backward
-// data, backward filter) on the core's contract (core/ops/conv.cpp: dense NCHW tensors of one
-// floating dtype, or all three channels-last for the dtypes registered so, Note [Channels-last
-// convolutions through cuDNN]; attributes stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups;
-// taps outside the input read 0, and the input may be larger than the output needs). Algorithms are
-// ranked by cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option cudnn.benchmark, by
-// timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), the ranking cached per shape
-// and walked until one algorithm's workspace fits (Note [Walking cuDNN's algorithm ranking] in
-// cudnn_plan.cpp); workspaces from the caching allocator. Batches whose tensors exceed cuDNN's
-// 32-bit descriptors run in chunks (Note [Convolutions in batch chunks]). The bias gradient is a
-// sum in the core.
+// CUDA conv2d, conv2d_relu and the two backward passes through cuDNN's convolution API (forward,
+// fused forward, backward data, backward filter) on the core's contract (core/ops/conv.cpp: dense
+// NCHW tensors of one floating dtype, or all three channels-last for the dtypes registered so, Note
+// [Channels-last convolutions through cuDNN]; attributes stride_h, stride_w, pad_h, pad_w, dil_h,
+// dil_w, groups; taps outside the input read 0, and the input may be larger than the output needs).
+// Algorithms are ranked by cuDNN's heuristics (cudnnGet*Algorithm_v7) or, with the option
+// cudnn.benchmark, by timing them (cudnnFind*AlgorithmEx, Note [cuDNN benchmark mode]), the ranking
+// cached per shape and walked until one algorithm's workspace fits (Note [Walking cuDNN's algorithm
+// ranking] in cudnn_plan.cpp); workspaces from the caching allocator. Batches whose tensors exceed
+// cuDNN's 32-bit descriptors run in chunks (Note [Convolutions in batch chunks]). The bias gradient
+// is a sum in the core.
 #include <cudnn.h>
 
 #include <algorithm>
@@ -298,7 +298,46 @@ struct ChunkPlan {
   std::vector<ConvAlgo> algos;  // its ranking, best first
 };
 
-Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
+/** An owned cuDNN activation descriptor. */
+using ActivationDesc = UniqueHandle<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>;
+
+// Note [Convolution and ReLU through cuDNN]
+// conv2d_relu (Note [Fused convolution and ReLU] in core/ops/conv.cpp) runs as one
+// cudnnConvolutionBiasActivationForward per chunk: y = relu(conv(x, w) + 0 * z + bias), z being y
+// itself (alpha2 = 0, so it is never read for its value) and the bias a zeroed buffer when the op
+// has none, as PyTorch's cudnn_convolution_relu calls it. cuDNN supports that call for fewer
+// configurations than the plain forward (dtype, layout, algorithm); where it answers
+// NOT_SUPPORTED or BAD_PARAM for the algorithm at hand, that chunk runs the plain forward, the
+// bias add and cudnnActivationForward in place instead, with the same result.
+struct ReluPlan {
+  ActivationDesc act;
+  TensorDesc bias_desc;
+  DeviceBuffer zero_bias;  // when the op has no bias
+  const void* bias = nullptr;
+};
+
+Status make_relu_plan(const ember_kernel_call* call, const Geom& gm, cudnnDataType_t data,
+                      size_t item, cudaStream_t stream, ReluPlan* plan) {
+  cudnnActivationDescriptor_t act = nullptr;
+  EMBER_CUDNN_CHECK(cudnnCreateActivationDescriptor(&act));
+  plan->act = ActivationDesc(act);
+  EMBER_CUDNN_CHECK(
+      cudnnSetActivationDescriptor(act, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+  EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &plan->bias_desc,
+                                              gm.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW));
+  if (call->num_inputs >= 3 && call->inputs[2].data != nullptr) {
+    plan->bias = call->inputs[2].data;
+  } else {
+    const size_t bytes = static_cast<size_t>(gm.o) * item;
+    EMBER_CUDA_RETURN_IF_ERROR(
+        plan->zero_bias.allocate(call->outputs[0].device_index, bytes, stream));
+    EMBER_CUDA_CHECK(cudaMemsetAsync(plan->zero_bias.get(), 0, bytes, stream));
+    plan->bias = plan->zero_bias.get();
+  }
+  return {};
+}
+
+Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name, bool rectify = false) {
   Geom gm{};
   EMBER_CUDA_RETURN_IF_ERROR(read_geom(call, dir, name, &gm));
   const ember_tensor& out = call->outputs[0];
@@ -426,6 +465,8 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
   }
 
   const Blend blend = blend_for(dtype);
+  ReluPlan relu;
+  if (rectify) EMBER_CUDA_RETURN_IF_ERROR(make_relu_plan(call, gm, data, item, stream, &relu));
   for (int64_t i = 0; i < split.chunks; ++i) {
     const ChunkPlan& cp = plans[i == split.chunks - 1 ? num_plans - 1 : 0];
     const Descriptors& d = cp.d;
@@ -435,6 +476,7 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
     // Note [Convolutions in batch chunks]: later chunks add to the weight gradient.
     const void* const beta = dir == Dir::kBackwardFilter && i > 0 ? blend.one : blend.zero;
     // Note [Walking cuDNN's algorithm ranking]: the candidate's workspace, then the call.
+    bool fused = false;  // Note [Convolution and ReLU through cuDNN]: this chunk is finished
     const auto run = [&](const ConvAlgo& a) -> Status {
       EMBER_CUDNN_CHECK(
           cudnnSetConvolutionMathType(d.conv.get(), fma_only ? CUDNN_FMA_MATH : a.math));
@@ -455,6 +497,19 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
       DeviceBuffer workspace;
       EMBER_CUDA_RETURN_IF_ERROR(workspace.allocate(index, ws_bytes, stream));
       note_launch(name);
+      if (dir == Dir::kForward && rectify) {
+        const cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+            h, blend.one, d.x.get(), xc, d.w.get(), w, d.conv.get(),
+            static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace.get(), ws_bytes, blend.zero,
+            d.y.get(), yc, relu.bias_desc.get(), relu.bias, relu.act.get(), d.y.get(), yc);
+        if (st == CUDNN_STATUS_SUCCESS) {
+          fused = true;
+          return {};
+        }
+        if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM) {
+          EMBER_CUDNN_CHECK(st);
+        }
+      }
       if (dir == Dir::kForward) {
         EMBER_CUDNN_CHECK(cudnnConvolutionForward(h, blend.one, d.x.get(), xc, d.w.get(), w,
                                                   d.conv.get(),
@@ -475,13 +530,17 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
     };
     size_t chosen = 0;
     EMBER_CUDA_RETURN_IF_ERROR(run_first_working_algo(name, cp.algos, run, &chosen));
-    if (dir == Dir::kForward && call->num_inputs >= 3 && call->inputs[2].data &&
+    if (!fused && dir == Dir::kForward && call->num_inputs >= 3 && call->inputs[2].data &&
         call->inputs[2].ndim == 1) {
       TensorDesc bias;
       EMBER_CUDA_RETURN_IF_ERROR(make_tensor_desc(data, 1, gm.o, 1, 1, &bias,
                                                   gm.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW));
       EMBER_CUDNN_CHECK(
           cudnnAddTensor(h, blend.one, bias.get(), call->inputs[2].data, blend.one, d.y.get(), yc));
+    }
+    if (rectify && !fused) {
+      EMBER_CUDNN_CHECK(cudnnActivationForward(h, relu.act.get(), blend.one, d.y.get(), yc,
+                                               blend.zero, d.y.get(), yc));
     }
   }
   if (dir == Dir::kForward && !full) {
@@ -498,6 +557,9 @@ Status conv_impl(const ember_kernel_call* call, Dir dir, const char* name) {
 
 int32_t conv2d(const ember_kernel_call* call) {
   return write_status(conv_impl(call, Dir::kForward, "conv2d"), call);
+}
+int32_t conv2d_relu(const ember_kernel_call* call) {
+  return write_status(conv_impl(call, Dir::kForward, "conv2d_relu", /*rectify=*/true), call);
 }
 int32_t conv2d_backward_input(const ember_kernel_call* call) {
   return write_status(conv_impl(call, Dir::kBackwardData, "conv2d_backward_input"), call);

@@ -95,6 +95,34 @@ TEST(CudaGpu, MatmulMatchesCpu) {
   }
 }
 
+// Note [Convolution and ReLU through cuDNN]: conv2d_relu on the GPU (the fused cuDNN call, or its
+// per-chunk fallback) against relu(conv2d) on the CPU, row-major and channels-last, with and
+// without bias, in every floating dtype; nothing recorded, so the kernel runs.
+TEST(CudaGpu, ConvolutionWithReluMatchesCpu) {
+  EMBER_REQUIRE_CUDA();
+  autograd::InferenceMode inference;
+  const Device g("cuda");
+  for (DType d : kFloatTypes) {
+    const double tol = d == DType::Float64 ? 1e-12 : d == DType::Float32 ? 1e-4 : 3e-2;
+    for (const bool cl : {false, true}) {
+      for (const bool with_bias : {true, false}) {
+        Tensor x = randn({3, 8, 11, 9}).to(d), w = randn({6, 8, 3, 3}).to(d);
+        if (cl) {
+          x = x.contiguous(MemoryFormat::ChannelsLast);
+          w = w.contiguous(MemoryFormat::ChannelsLast);
+        }
+        const Tensor b = with_bias ? randn({6}).to(d) : Tensor();
+        const Tensor want = relu(conv2d(x, w, b, {1, 2}, {1, 0}));
+        const Tensor got =
+            conv2d_relu(x.to(g), w.to(g), with_bias ? b.to(g) : Tensor(), {1, 2}, {1, 0});
+        EXPECT_LE(max_rel_diff(got, want), tol)
+            << fmt::format("{} channels-last {} bias {}", d, cl, with_bias);
+        EXPECT_GE(min(got.to(Device::cpu()).to(DType::Float64)).item(), 0.0);
+      }
+    }
+  }
+}
+
 // An input with NaN, +-inf, ties and exact zeros among random values, in dtype d.
 Tensor special_values(DType d, int64_t n) {
   Tensor x = mul(randn({n}), 3).to(DType::Float64).contiguous();
