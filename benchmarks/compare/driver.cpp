@@ -346,8 +346,8 @@ int drive(int argc, char** argv) {
       "PyTorch tuned = GLIBC_TUNABLES=glibc.malloc.hugetlb=1, OMP_NUM_THREADS and "
       "MKL_NUM_THREADS = threads; both sides also call set_num_threads(threads).\n");
   std::printf(
-      "Inference rows: Ember folds batch norms and ReLUs (nn::fuse_for_inference), PyTorch tuned "
-      "also folds batch norms into the convolutions.\n");
+      "Inference rows: Ember folds batch norms and activations (nn::fuse_for_inference), PyTorch "
+      "tuned also folds batch norms into the convolutions.\n");
   std::printf(
       "Rates use the better PyTorch time; (%%) is the fraction of the machine limit at "
       "the same thread count.\n");

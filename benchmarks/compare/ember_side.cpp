@@ -26,7 +26,7 @@ void train_step(nn::Module& model, optim::Optimizer& opt, const Tensor& x, const
 }
 
 /** One forward pass per unit of an inference workload (Note [Inference workloads]): the model
- *  in eval mode, its batch norms and ReLUs fused, inference mode around the timed passes. */
+ *  in eval mode, its batch norms and activations fused, inference mode around the timed passes. */
 std::vector<double> run_inference(const Workload& w, const compare::InferenceSpec& spec) {
   std::shared_ptr<nn::Module> model;
   Tensor x;
@@ -52,8 +52,10 @@ std::vector<double> run_inference(const Workload& w, const compare::InferenceSpe
   model->eval();
   // One image is enough to find what to fuse; the driver reads only the samples line.
   const nn::FuseReport fused = nn::fuse_for_inference(*model, x.narrow(0, 0, 1));
-  std::printf("fused %zu batch norms and %zu ReLUs, max difference %g\n", fused.folded.size(),
-              fused.relus.size(), fused.max_abs_difference);
+  std::printf(
+      "fused %zu batch norms, %zu ReLUs into convolutions and %zu activations into linear "
+      "layers, max difference %g\n",
+      fused.folded.size(), fused.relus.size(), fused.activations.size(), fused.max_abs_difference);
   autograd::InferenceMode inference;
   return sample(w, [&] { Tensor y = (*model)(x); });
 }

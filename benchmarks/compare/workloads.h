@@ -79,8 +79,8 @@ inline constexpr double mm_flop(double n) {
 // under inference mode, per batch: ResNet-18 and ResNet-50 as torchvision builds them (1000
 // classes) on 3x224x224 images at batch 1 (latency) and 32 (throughput), in NCHW and
 // channels-last; the small ViT of the training rows (ember::models::vit, 1x28x28) at batch 1
-// and 64; the MLP 784-512-512-10 at batch 64 and 256. Ember folds batch norms and merges ReLUs
-// with nn::fuse_for_inference first; PyTorch's C++ API has no such pass for torch::nn modules
+// and 64; the MLP 784-512-512-10 at batch 64 and 256. Ember folds batch norms and merges
+// activations into the layers before them with nn::fuse_for_inference first; PyTorch's C++ API has no such pass for torch::nn modules
 // (torch.jit.freeze needs a scripted module), so PyTorch runs the model as built and its tuned
 // side folds each batch norm into its convolution by hand (torch_side.cpp). Only the shapes are
 // the same on both sides, not the random weights. FLOPs count the multiply-adds of the
