@@ -13,7 +13,12 @@ namespace ember {
 /** x W^T + b for x [..., in], weight [out, in] and an optional bias [out]. */
 EMBER_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 /** The activation fused_linear applies to the layer's output. */
-enum class Activation { None, ReLU, GELU, GELUTanh };
+enum class Activation {
+  None,     ///< the linear layer's output as it is
+  ReLU,     ///< max(y, 0)
+  GELU,     ///< y * Phi(y), as gelu(y)
+  GELUTanh  ///< gelu's tanh approximation, as gelu(y, "tanh")
+};
 /** activation(linear(x, weight, bias)), in one kernel when nothing is recorded for autograd and
  *  the device has it (Note [Fused linear layers] in core/ops/nn.cpp); else the composite. */
 EMBER_API Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
