@@ -1,5 +1,6 @@
-// Layers' ops that are not convolutions, pooling or norms. All are composites of public ops;
-// none has a kernel of its own.
+// Layers' ops that are not convolutions, pooling or norms. All are composites of public ops,
+// except that linear and fused_linear run the optional kernel "fused_linear" where the device
+// has it.
 //
 // linear:      y = x W^T + b for x [..., in], W [out, in], b [out]. Forward: the device's
 //              fused_linear kernel (activation 0) on x viewed as [rows, in], the bias added
@@ -8,12 +9,6 @@
 //              backward: dx = dy W, dW = dy^T x, db = sum of dy over all but the last dim
 //              (two matmuls and one sum, all public ops, so differentiable again).
 // fused_linear: act(linear(x, W, b)) (Note [Fused linear layers]).
-//
-// Kernel contract ("fused_linear", optional): inputs {x [M, K], w [N, K], optional b [N]} of one
-// floating dtype, x and w with any strides, b contiguous; output {y [M, N]} contiguous, of that
-// dtype: y = act(x w^T + b), the bias added before the activation and before any rounding to a
-// half type. Attribute activation: 0 none, 1 relu (a NaN may become 0, as with conv2d_relu), 2
-// gelu x Phi(x), 3 gelu's tanh form. The kernel sees M, N, K > 0.
 // dropout:     y = x * m with m = 0 (probability p) or 1 / (1 - p), a Philox draw of the
 //              generator (the device's default) in x's dtype on x's device; one mul kernel.
 //              backward: dy * m
@@ -29,6 +24,12 @@
 //              bilinear: separable, per spatial dim y = x[i0] * (1 - l) + x[i1] * l with
 //              PyTorch's source coordinate (align_corners: dst * (in - 1) / (out - 1); else
 //              (dst + 0.5) * in / out - 0.5 clamped at 0). Both differentiable through their ops.
+//
+// Kernel contract ("fused_linear", optional): inputs {x [M, K], w [N, K], optional b [N]} of one
+// floating dtype, x and w with any strides, b contiguous; output {y [M, N]} contiguous, of that
+// dtype: y = act(x w^T + b), the bias added before the activation. Attribute activation: 0 none,
+// 1 relu (a NaN may become 0, as with conv2d_relu), 2 gelu x Phi(x), 3 gelu's tanh form. The
+// kernel sees M, N, K > 0.
 #include "ember/ops/nn.h"
 
 #include <algorithm>

@@ -426,11 +426,12 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const e
     op.strides[axis] = padded_ld(op.dims[1 - axis], item);
   }
 
-  // Key: tag (matmul, or fused_linear's bias and activation), dtype, rank, then dims and strides
-  // of A, B and C.
+  // Key: tag (1: the plain product; 16 to 23: fused_linear's bias and activation; softmax and
+  // the recurrent layers use others), dtype, rank, then dims and strides of A, B and C.
   std::array<int64_t, 3 + 6 * DNNL_MAX_NDIMS> key;
   int32_t kn = 0;
-  key[kn++] = 1 + (epi.bias != nullptr ? 1 : 0) + 2 * epi.activation;
+  const bool plain = epi.bias == nullptr && epi.activation == kNone;
+  key[kn++] = plain ? 1 : 16 + (epi.bias != nullptr ? 1 : 0) + 2 * epi.activation;
   key[kn++] = a.dtype;
   key[kn++] = oa.nd;
   for (const Operand* op : {&oa, &ob, &oc}) {
