@@ -434,14 +434,17 @@ double predict(const PredictOptions& o) {
   };
 
   // --fuse (the default) folds each batch norm into the convolution or linear layer before it
-  // (nn::fuse_for_inference, checked on the first batch): the logits change only by float32
-  // rounding (the default CNN predicts the same class for all 10,000 test images either way),
-  // and a model it cannot fold runs as it is.
+  // and merges the activations after them (nn::fuse_for_inference, checked on the first batch):
+  // the logits change only by float32 rounding (the default CNN predicts the same class for all
+  // 10,000 test images either way), and a model it cannot fold runs as it is.
   std::string fused;
   if (o.fuse && n > 0) {
     try {
       const nn::FuseReport r = nn::fuse_for_inference(*model, batch(0));
       if (!r.folded.empty()) fused = fmt::format(", {} batch norms folded", r.folded.size());
+      if (const size_t acts = r.relus.size() + r.activations.size(); acts > 0) {
+        fused += fmt::format(", {} activations merged", acts);
+      }
     } catch (const Error& e) {
       fmt::print("note: batch norms left as they are: {}\n", e.what());
     }
