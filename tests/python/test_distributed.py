@@ -8,6 +8,7 @@ Every job is bounded: a rank still running at its deadline is killed and the tes
 
 import os
 import pickle
+import random
 import signal
 import socket
 import subprocess
@@ -31,9 +32,17 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "distributed_w
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port below the ephemeral range, which concurrent tests' outgoing connections
+    draw from (Note [Test ports below the ephemeral range] in distributed_test.cpp)."""
+    for _ in range(1000):
+        port = random.randint(20000, 32767)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port in 20000-32767")
 
 
 def run_job(scenario, world, tmp_path, deadline_s=60.0):

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -41,17 +42,28 @@ struct Exit {
   std::string output;
 };
 
-// A free loopback port (bound once and released; the kernel does not hand it out again at once).
+// Note [Test ports below the ephemeral range]
+// A port found by binding port 0 comes from the kernel's ephemeral range (32768-60999 here), the
+// range every outgoing connection of the tests running beside this one draws from, so between
+// its release here and rank 0's store binding it a connection may take it and the job fails at
+// once (the four-rank DDP test failed so, within a second, once under the sanitizers, output
+// lost). Ports are therefore drawn at random below that range, the first one that binds.
 int free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-  socklen_t len = sizeof(a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = pick(gen);
+    const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    ::close(s);
+    if (bound) return port;
+  }
+  ADD_FAILURE() << "no free loopback port in 20000-32767";
+  return 0;
 }
 
 std::string read_file(const std::string& path) {
