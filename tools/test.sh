@@ -27,6 +27,14 @@ section "$preset build and tests"
 cmake --preset "$preset" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_PYTHON=ON \
   -DPython_EXECUTABLE="$python" >/dev/null
 cmake --build --preset "$preset" -j "$jobs"
+# The Python side is part of this run: ctest runs each pytest file of tests/python (python.test_*)
+# and the wheel's check. Were they not registered (no interpreter found, say), the run would pass
+# without testing Python at all, so that is an error.
+pytests=$(ctest --preset "$preset" -N -R '^python\.test_' | sed -n 's/^Total Tests: //p')
+if [[ ${pytests:-0} -eq 0 ]]; then
+  echo "[test] the Python package's pytest suite is not registered with ctest (EMBER_PYTHON)" >&2
+  exit 1
+fi
 ctest --preset "$preset" -j "$jobs"
 
 [[ ${EMBER_SANITIZERS:-1} == 0 ]] && exit 0

@@ -80,12 +80,12 @@ inline constexpr double mm_flop(double n) {
 // classes) on 3x224x224 images at batch 1 (latency) and 32 (throughput), in NCHW and
 // channels-last; the small ViT of the training rows (ember::models::vit, 1x28x28) at batch 1
 // and 64; the MLP 784-512-512-10 at batch 64 and 256. Ember folds batch norms and merges
-// activations into the layers before them with nn::fuse_for_inference first; PyTorch's C++ API has no such pass for torch::nn modules
-// (torch.jit.freeze needs a scripted module), so PyTorch runs the model as built and its tuned
-// side folds each batch norm into its convolution by hand (torch_side.cpp). Only the shapes are
-// the same on both sides, not the random weights. FLOPs count the multiply-adds of the
-// convolutions and linear layers twice (torchvision's 1.81 and 4.09 GMACs per image); the batch
-// norms, pools, ReLUs and residual adds are left out.
+// activations into the layers before them with nn::fuse_for_inference first; PyTorch's C++ API has
+// no such pass for torch::nn modules (torch.jit.freeze needs a scripted module), so PyTorch runs
+// the model as built and its tuned side folds each batch norm into its convolution by hand
+// (torch_side.cpp). Only the shapes are the same on both sides, not the random weights. FLOPs count
+// the multiply-adds of the convolutions and linear layers twice (torchvision's 1.81 and 4.09 GMACs
+// per image); the batch norms, pools, ReLUs and residual adds are left out.
 /** The side of the ResNets' square 3-channel input images (ImageNet's). */
 inline constexpr int64_t kImageSide = 224;
 /** The MLP's input, hidden and output widths. */
