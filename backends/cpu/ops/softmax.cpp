@@ -152,6 +152,22 @@ bool dnnl_softmax(const ember_kernel_call* call, const float* src, float* dst, i
   return true;
 }
 
+// Note [NaN rows of oneDNN's softmax]
+// The contract (and PyTorch) makes a whole row NaN when it holds a NaN or a +inf (whose
+// x - max is inf - inf). oneDNN's softmax leaves the NaN at that element and gives the rest of
+// the row 0 (softmax) or -inf (log_softmax); the GPU backend and the own loop give the whole row
+// NaN. So each row oneDNN wrote is checked for a NaN, in cache right after it was written, and
+// such a row is filled with NaN.
+void nan_rows(float* y, int64_t outer, int64_t len) {
+#pragma omp parallel for schedule(static) if (outer * len >= kGrainSize && !omp_in_parallel())
+  for (int64_t r = 0; r < outer; ++r) {
+    float* row = y + r * len;
+    bool nan = false;
+    for (int64_t j = 0; j < len; ++j) nan |= row[j] != row[j];
+    if (nan) std::fill(row, row + len, std::numeric_limits<float>::quiet_NaN());
+  }
+}
+
 // softmax or log_softmax (op A) along the dim its attribute names.
 template <typename A>
 int32_t softmax_kernel(const ember_kernel_call* call) {
@@ -181,6 +197,7 @@ int32_t softmax_kernel(const ember_kernel_call* call) {
     try {
       if (dnnl_softmax<Log>(call, static_cast<const float*>(src), static_cast<float*>(y.data),
                             outer, len, inner)) {
+        nan_rows(static_cast<float*>(y.data), outer, len);
         return EMBER_OK;
       }
     } catch (const dnnl::error& e) {

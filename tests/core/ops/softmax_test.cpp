@@ -141,6 +141,22 @@ TEST(Softmax, NegativeInfinityGetsZeroProbability) {
   EXPECT_NEAR(z[1], 0.0, 1e-5);
 }
 
+// Note [NaN rows of oneDNN's softmax]: a NaN or a +inf makes its whole row NaN in every dtype
+// (float32 runs oneDNN, float64 the own loop), as in PyTorch; other rows are untouched.
+TEST(Softmax, ANanOrPlusInfinityMakesItsWholeRowNan) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const Tensor x64 =
+      tensor({{nan, 1.0, 2.0}, {inf, 1.0, 2.0}, {-inf, -inf, -inf}, {0.0, 1.0, 2.0}});
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    const Tensor x = x64.to(dt);
+    for (const Tensor& y : {softmax(x, 1), log_softmax(x, 1)}) {
+      const std::vector<double> v = values(y);
+      for (size_t i = 0; i < 9; ++i) EXPECT_TRUE(std::isnan(v[i])) << dtype_name(dt) << " at " << i;
+      for (size_t i = 9; i < 12; ++i) EXPECT_FALSE(std::isnan(v[i])) << dtype_name(dt) << " at " << i;
+    }
+  }
+}
+
 TEST(Softmax, IntegerInputIsPromotedToFloat32) {
   const Tensor x = tensor({{1, 2, 3}, {4, 4, 4}});
   const Tensor y = softmax(x, 1);
