@@ -481,8 +481,8 @@ TEST(CudaGpu, ConvolutionsAndTheirGradientsMatchCpu) {
       const std::string what =
           fmt::format("{} stride {} pad {} dil {} groups {}", n, c.stride, c.pad, c.dil, c.groups);
       EXPECT_LE(max_rel_diff(gy, cy), tol) << what;
-      EXPECT_LE(max_rel_diff(gdx, cdx), tol * 10) << what;
-      EXPECT_LE(max_rel_diff(gdw, cdw), tol * 10) << what;
+      EXPECT_LE(grad_diff(d, gdx, cdx), tol * 10) << what;
+      EXPECT_LE(grad_diff(d, gdw, cdw), tol * 10) << what;
     }
     // conv_transpose2d with output_padding: the backward-data kernel with a larger input.
     const Tensor x = randn({2, 6, 5, 5}).to(d);
@@ -539,13 +539,15 @@ std::vector<Tensor> value_and_grads(Fn&& fn, const std::vector<Tensor>& params, 
   return out;
 }
 
-// Compares every tensor of a (GPU) with b (CPU) within tol; `what` labels failures.
+// Compares every tensor of a (GPU) with b (CPU) within tol, the gradients (all but the first)
+// as grad_diff does for dtype d; `what` labels failures.
 void expect_all_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol,
-                      const std::string& what) {
+                      const std::string& what, DType d = DType::Float32) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) {
     ASSERT_TRUE(a[i].defined() && b[i].defined()) << what << " #" << i;
-    EXPECT_LE(max_rel_diff(a[i], b[i]), tol) << what << " #" << i;
+    const double diff = i == 0 ? max_rel_diff(a[i], b[i]) : grad_diff(d, a[i], b[i]);
+    EXPECT_LE(diff, tol) << what << " #" << i;
   }
 }
 
@@ -743,7 +745,7 @@ TEST(CudaGpu, ChannelsLastConvolutionsThroughCudnnMatchRowMajorAndCpu) {
           fmt::format("{} stride {} pad {} dil {} groups {}", d, c.stride, c.pad, c.dil, c.groups);
       const auto cpu = run(x, w, b, c, false, what + " cpu row-major");
       const auto rows = run(x.to(g), w.to(g), b.to(g), c, false, what + " row-major");
-      expect_all_close(rows, cpu, tol * 10, what + " row-major vs cpu");
+      expect_all_close(rows, cpu, tol * 10, what + " row-major vs cpu", d);
       // Both channels-last, and either one alone (the core reorders the other).
       const std::pair<bool, bool> layouts[] = {{true, true}, {false, true}, {true, false}};
       for (const auto& [xc, wc] : layouts) {
@@ -751,8 +753,8 @@ TEST(CudaGpu, ChannelsLastConvolutionsThroughCudnnMatchRowMajorAndCpu) {
         const Tensor wg = wc ? w.to(g).contiguous(kCl) : w.to(g);
         const std::string v = fmt::format("{} x cl {} w cl {}", what, xc, wc);
         const auto cl = run(xg, wg, b.to(g), c, true, v);
-        expect_all_close(cl, rows, tol * 10, v + " vs row-major");
-        expect_all_close(cl, cpu, tol * 10, v + " vs cpu");
+        expect_all_close(cl, rows, tol * 10, v + " vs row-major", d);
+        expect_all_close(cl, cpu, tol * 10, v + " vs cpu", d);
       }
     }
     // A split batch and benchmark mode over channels-last tensors.
