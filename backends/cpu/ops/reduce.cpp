@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -345,9 +346,12 @@ void reduce_driver(const ember_kernel_call* call, int64_t k) {
   const int nt = serial ? 1 : omp_get_max_threads();
 
   // Few outputs, much work: split each reduction over the threads (partials combined in
-  // thread order, so results do not depend on scheduling).
+  // thread order, so results do not depend on scheduling). The partials are a plain array, one
+  // element per thread: a std::vector<bool> (all, any) packs them into shared words, and the
+  // threads' concurrent writes lost each other's bits (all() of a long true tensor came out
+  // false now and then on a 16-core machine).
   if (!serial && g.n_out < nt && g.n_red >= kGrainSize) {
-    std::vector<typename R::Acc> part(static_cast<size_t>(nt));
+    const std::unique_ptr<typename R::Acc[]> part(new typename R::Acc[static_cast<size_t>(nt)]);
     Cursor c(g.outer, 0, 0);
     for (int64_t o = 0; o < g.n_out; ++o, c.next(g.outer, 0)) {
       const T* base = x + c.ox;

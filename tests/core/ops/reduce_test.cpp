@@ -236,6 +236,24 @@ TEST(ReduceSum, MatchesFloat64LoopsAcrossDimsLayoutsAndDtypes) {
   check_reduction(DType::Bool, op, ref_sum, DType::Int64, 0, 0);
 }
 
+// all() and any() of one long row split over many threads (the few-outputs path of the CPU
+// reduction): each thread's partial is its own byte. They once shared the words of a
+// std::vector<bool> and lost each other's writes, which a 16-core machine showed and this
+// 2-core one did not; 16 threads over many repeats give the race its chances anywhere.
+TEST(ReduceLogical, AllAndAnyOfALongRowOverManyThreads) {
+  const int before = get_num_threads();
+  set_num_threads(16);
+  const Tensor t = ones({1 << 18}, DType::Bool), f = zeros({1 << 18}, DType::Bool);
+  int wrong = 0;
+  for (int i = 0; i < 300; ++i) {
+    wrong += all(t).item() != 1.0;
+    wrong += any(f).item() != 0.0;
+    wrong += any(t).item() != 1.0;
+  }
+  set_num_threads(before);
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ReduceSum, HandCheckedSmallCases) {
   const Tensor x = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
   EXPECT_EQ(values(sum(x)), std::vector<double>({21}));
