@@ -190,8 +190,8 @@ int collectives() {
   std::vector<Tensor> ts;
   std::vector<dist::Work> works;
   for (int k = 0; k < 8; ++k) {
-    ts.push_back(
-        ember::full({1000}, static_cast<double>(rank + k), ember::TensorOptions(DType::Float32)));
+    ts.push_back(ember::full({1000}, static_cast<double>(rank + k),
+                             ember::TensorOptions(DType::Float32, device())));
     works.push_back(pg.all_reduce_async(ts.back()));
   }
   for (int k = 0; k < 8; ++k) {
