@@ -46,8 +46,7 @@ struct Exit {
 // A port found by binding port 0 comes from the kernel's ephemeral range (32768-60999 here), the
 // range every outgoing connection of the tests running beside this one draws from, so between
 // its release here and rank 0's store binding it a connection may take it and the job fails at
-// once (the four-rank DDP test failed so, within a second, once under the sanitizers, output
-// lost). Ports are therefore drawn at random below that range, the first one that binds.
+// once. Ports are therefore drawn at random below that range, the first one that binds.
 int free_port() {
   std::mt19937 gen(std::random_device{}());
   std::uniform_int_distribution<int> pick(20000, 32767);
