@@ -134,13 +134,21 @@ step ember_bench "$bin/cuda_bench" --benchmark_out="$out/ember_cuda.json" \
 # Note [NCCL in the GPU check]
 # The nccl plugin travels in the bundle, libnccl.so.2 (over 200 MB) does not: it is found on
 # this machine like the other CUDA libraries. Every collective x dtype runs on CUDA tensors with
-# one rank, then with two ranks sharing the one GPU, which NCCL may refuse (informational: it
-# does not fail the check).
+# one rank, then, where the machine has two GPUs or more, with two ranks, one GPU each
+# (informational: it does not fail the check). NCCL refuses two ranks on one GPU ("Duplicate GPU
+# detected"), so a one-GPU machine skips that step.
 if grep -q "nccl (cuda)" "$out/plugins.log"; then
   step nccl_world1 env EMBER_DIST_BACKEND=nccl EMBER_TEST_DEVICE=cuda \
     "$bin/ember" run --nproc-per-node 1 --timeout-s 200 "$bin/distributed_worker" collectives
-  step nccl_two_ranks env EMBER_DIST_BACKEND=nccl EMBER_TEST_DEVICE=cuda:0 EMBER_TEST_DEVICE_INDEX=0 \
-    "$bin/ember" run --nproc-per-node 2 --timeout-s 200 "$bin/distributed_worker" collectives
+  gpus=$(awk '$1 == "cuda" {print $2}' "$out/devices.log")
+  if [[ ${gpus:-0} -ge 2 ]]; then
+    # shellcheck disable=SC2016  # $LOCAL_RANK is each rank's, expanded by its own shell
+    step nccl_two_ranks env EMBER_DIST_BACKEND=nccl "$bin/ember" run --nproc-per-node 2 \
+      --timeout-s 200 sh -c 'EMBER_TEST_DEVICE=cuda:$LOCAL_RANK exec "$0" collectives' \
+      "$bin/distributed_worker"
+  else
+    status[nccl_two_ranks]="skipped (one GPU: NCCL takes one rank per GPU)"
+  fi
 else
   status[nccl_world1]="skipped (the nccl plugin is not usable here: see plugins.log)"
 fi
