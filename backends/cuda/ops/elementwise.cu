@@ -78,6 +78,11 @@ Status make_geometry(const ember_tensor* const (&ops)[N], Geometry<N>* g) {
 
 template <int N>
 __device__ __forceinline__ void offsets(const Geometry<N>& g, int64_t i, int64_t (&off)[N]) {
+  if (g.ndim == 1) {  // one dim: no division (a strided or broadcast row)
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] = i * g.strides[k][0];
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < N; ++k) off[k] = 0;
   for (int d = g.ndim - 1; d >= 0; --d) {
@@ -166,12 +171,26 @@ __global__ void binary_kernel(Geometry<3> g, D* out, const A* a, const B* b, F f
   }
 }
 
+// The pack of `p` at pack index i, or its one element repeated when `one` (a broadcast scalar).
+template <int V, typename T>
+__device__ __forceinline__ Pack<T, V> load_pack(const T* p, int64_t i, bool one) {
+  if (!one) return reinterpret_cast<const Pack<T, V>*>(p)[i];
+  Pack<T, V> r;
+  const T x = p[0];
+#pragma unroll
+  for (int k = 0; k < V; ++k) r.v[k] = x;
+  return r;
+}
+
+// Note [Vectorized dense path] for two inputs; `one_a` / `one_b`: that input is a single element
+// broadcast over the output (x * 1.5), read once per pack instead of through offsets().
 template <int V, typename D, typename A, typename B, typename F>
-__global__ void binary_vec_kernel(int64_t n, D* out, const A* a, const B* b, F f) {
+__global__ void binary_vec_kernel(int64_t n, D* out, const A* a, const B* b, bool one_a, bool one_b,
+                                  F f) {
   const int64_t nv = n / V;
   EMBER_GRID_STRIDE_LOOP(i, nv) {
-    const Pack<A, V> x = reinterpret_cast<const Pack<A, V>*>(a)[i];
-    const Pack<B, V> y = reinterpret_cast<const Pack<B, V>*>(b)[i];
+    const Pack<A, V> x = load_pack<V>(a, i, one_a);
+    const Pack<B, V> y = load_pack<V>(b, i, one_b);
     Pack<D, V> z;
 #pragma unroll
     for (int k = 0; k < V; ++k) z.v[k] = f(x.v[k], y.v[k]);
@@ -179,7 +198,7 @@ __global__ void binary_vec_kernel(int64_t n, D* out, const A* a, const B* b, F f
   }
   EMBER_GRID_STRIDE_LOOP(j, n - nv * V) {
     const int64_t i = nv * V + j;
-    out[i] = f(a[i], b[i]);
+    out[i] = f(a[one_a ? 0 : i], b[one_b ? 0 : i]);
   }
 }
 
@@ -226,8 +245,15 @@ Status run_binary(const char* name, const ember_kernel_call* call, cudaStream_t 
   const B* pb = static_cast<const B*>(b.data);
   constexpr int V = kVec<D, A, B>;
   if constexpr (V > 1) {
-    if (g.dense && g.n >= V && aligned<V>(static_cast<const D*>(po), pa, pb)) {
-      return launch(name, g.n / V, stream, binary_vec_kernel<V, D, A, B, F>, g.n, po, pa, pb, f);
+    // Dense, or one dim where the output and each input step by 1 or an input stays at 0.
+    const bool row = g.ndim == 1 && g.strides[0][0] == 1;
+    const bool one_a = row && g.strides[1][0] == 0, one_b = row && g.strides[2][0] == 0;
+    const bool packed =
+        g.dense || (row && (one_a || g.strides[1][0] == 1) && (one_b || g.strides[2][0] == 1));
+    if (packed && g.n >= V && aligned<V>(static_cast<const D*>(po)) && (one_a || aligned<V>(pa)) &&
+        (one_b || aligned<V>(pb))) {
+      return launch(name, g.n / V, stream, binary_vec_kernel<V, D, A, B, F>, g.n, po, pa, pb, one_a,
+                    one_b, f);
     }
   }
   return launch(name, g.n, stream, binary_kernel<D, A, B, F>, g, po, pa, pb, f);

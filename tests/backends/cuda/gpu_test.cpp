@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/backends/cuda/gpu_test_util.h"
@@ -34,6 +35,35 @@ TEST(CudaGpu, AddMulSubDivMatchCpuWithBroadcastAndViews) {
               0.0)
         << fmt::format("{}", d);
     EXPECT_LE(max_rel_diff(div(ga, add(gb, 5)), div(a, add(b, 5))), 1e-6) << fmt::format("{}", d);
+  }
+}
+
+// A single element broadcast over a row (x * 1.5, 1 - x) takes the vectorized path with that
+// element read once per pack; tails, an unaligned start and a strided row take the others.
+TEST(CudaGpu, BinaryOpsWithAScalarMatchCpuOnEveryPath) {
+  EMBER_REQUIRE_CUDA();
+  const Device g("cuda");
+  for (DType d : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16, DType::Int32,
+                  DType::Int8}) {
+    const bool floating = d != DType::Int32 && d != DType::Int8;
+    const Tensor x = floating ? randn({1031}).to(d) : randint(-50, 50, {1031}).to(d);
+    const Tensor one = full({}, 3, {d});
+    const Tensor gx = x.to(g), gone = one.to(g);
+    for (const auto& [what, cx, gxv] :
+         {std::tuple<const char*, Tensor, Tensor>{"row", x, gx},
+          {"tail", x.slice(0, 0, 1029), gx.slice(0, 0, 1029)},
+          {"unaligned", x.slice(0, 1, 1031), gx.slice(0, 1, 1031)},
+          {"strided", x.slice(0, 0, 1031, 2), gx.slice(0, 0, 1031, 2)}}) {
+      const std::string n = fmt::format("{} {}", d, what);
+      EXPECT_EQ(max_rel_diff(mul(gxv, 1.5), mul(cx, 1.5)), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(sub(gone, gxv), sub(one, cx)), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(add(gxv, gone), add(cx, one)), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(lt(gxv, 0.5), lt(cx, 0.5)), 0.0) << n;
+      EXPECT_EQ(max_rel_diff(maximum(gone, gxv), maximum(one, cx)), 0.0) << n;
+    }
+    // Both inputs one element, broadcast over the output.
+    const Tensor both = add(gone.expand({517}), gone.expand({517}));
+    EXPECT_EQ(max_rel_diff(both, full({517}, 6, {d})), 0.0) << fmt::format("{}", d);
   }
 }
 
