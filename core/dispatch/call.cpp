@@ -55,10 +55,19 @@ void no_backend_installed(const Op& op) {
                   op.name(), device.str(), dtype, have.empty() ? "none" : have));
 }
 
+// Note [Inference tensors have no identity]
+// A kernel may keep what it derived from an input for as long as the input's (storage id,
+// version) stays the same (Note [Tensor identities] in plugin_abi.h). An inference storage
+// counts no versions (Note [Inference tensors] in core/autograd/grad_mode.cpp), so an in-place
+// write to it (a weight made inside InferenceMode and reloaded there) would go unseen and a
+// kernel would reuse a stale copy. Such tensors are passed as unknown (storage id 0), which
+// kernels never reuse anything for; a model built outside InferenceMode, as usual, keeps its
+// identities inside it.
 void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
   const TensorImpl* impl = t.impl();
   const StorageImpl* s = impl->storage().get();
-  *id = s ? ember_tensor_identity{s->id(), s->version()} : ember_tensor_identity{0, 0};
+  *id = s && !s->inference() ? ember_tensor_identity{s->id(), s->version()}
+                             : ember_tensor_identity{0, 0};
   d->data = impl->data();
   d->dtype = static_cast<int32_t>(impl->dtype());
   d->ndim = static_cast<int32_t>(impl->sizes().size());

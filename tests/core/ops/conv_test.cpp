@@ -368,6 +368,25 @@ TEST(Conv2d, WeightWrittenInPlaceBetweenCallsIsSeen) {
   check("after copy_");
 }
 
+// A weight made inside InferenceMode is an inference tensor, which counts no versions: its
+// in-place writes must be seen all the same (Note [Inference tensors have no identity]).
+TEST(Conv2d, AnInferenceWeightWrittenInPlaceIsSeen) {
+  autograd::InferenceMode guard;
+  const Cfg k = kConvCases[8];
+  const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 530);
+  Tensor w = random({k.o, k.c, k.kh, k.kw}, f32, 531);
+  ASSERT_TRUE(w.is_inference());
+  for (int round = 0; round < 3; ++round) {
+    const std::vector<double> ref = conv_ref(values(x), values(w), {}, k, k.h, k.w);
+    for (int sight = 0; sight < kSights; ++sight) {
+      expect_close(run_conv(k, x, w, Tensor()), ref, 1e-5,
+                   fmt::format("round {}, call {}", round, sight));
+    }
+    if (round == 0) add_(w, 1.0);
+    if (round == 1) w.copy_(random({k.o, k.c, k.kh, k.kw}, f32, 532));
+  }
+}
+
 TEST(Conv2d, OptimizerStepBetweenCallsIsSeen) {
   const Cfg k = kConvCases[8];
   const Tensor x = random({k.n, k.c, k.h, k.w}, f32, 510);
