@@ -1,11 +1,12 @@
 // Concurrency: ops and whole forward+backward passes from 8 threads at once give the
 // single-threaded results bit for bit; a 4-worker DataLoader yields what the 0-worker one does;
 // a tensor read by 8 threads at once stays intact; profilers start and stop while 8 threads run
-// ops; eight threads racing to the first use of a fresh process discover the plugins once
-// (plugin_probe, a child process). Kept small and deterministic: this binary is what the
-// ThreadSanitizer pass builds and runs (tools/test.sh).
+// ops; eight threads share one linear weight while it is packed; eight threads racing to the first
+// use of a fresh process discover the plugins once (plugin_probe, a child process). Kept small and
+// deterministic: this binary is what the ThreadSanitizer pass builds and runs (tools/test.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -79,6 +80,37 @@ TEST(Concurrency, OpsFromEightThreadsMatchTheSingleThreadedRun) {
     for (size_t i = 0; i < got[t].size(); ++i) {
       EXPECT_TRUE(bitwise_equal(got[t][i], expected[t][i])) << "thread " << t << " result " << i;
     }
+  }
+}
+
+// Note [Packed linear weights]: eight threads race through one weight's first sight, its
+// packing and the reads of the packed copy (and of its slot's replacement after an in-place
+// write); every result must equal the float64 product within float32 rounding.
+TEST(Concurrency, EightThreadsShareOneLinearWeightWhileItIsPacked) {
+  Tensor w = pattern({80, 96}, 0.5, 0.2);
+  const Tensor b = pattern({80}, 1.5);
+  std::vector<Tensor> xs;
+  for (int t = 0; t < kThreads; ++t) xs.push_back(pattern({16, 96}, 0.1 * t));
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<double>> want;
+    for (int t = 0; t < kThreads; ++t) {
+      const Tensor y =
+          add(matmul(xs[t].to(DType::Float64), w.to(DType::Float64).t()), b.to(DType::Float64));
+      want.push_back(testing::values(relu(y)));
+    }
+    std::vector<double> worst(kThreads, 0.0);
+    run_threads([&](int t) {
+      autograd::InferenceMode guard;
+      for (int rep = 0; rep < 6; ++rep) {
+        const std::vector<double> got =
+            testing::values(fused_linear(xs[t], w, b, Activation::ReLU));
+        for (size_t i = 0; i < got.size(); ++i)
+          worst[t] = std::max(worst[t], std::abs(got[i] - want[t][i]) / (1 + std::abs(want[t][i])));
+      }
+    });
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_LT(worst[t], 1e-5) << "round " << round << ", thread " << t;
+    add_(w, 0.25);  // a new version: the next round packs it again
   }
 }
 

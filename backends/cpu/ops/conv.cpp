@@ -226,53 +226,9 @@ void conv_backward_weight_loop(const Geom& g, const T* x, const T* dy, T* dw) {
 // chose the layout for the convolution to run in, as PyTorch's channels-last convolutions do.
 // A primitive plus its three reorders is cached per (direction, geometry, layout).
 //
-// Note [Reordered weight cache]
-// Forward and backward-data read the weight in oneDNN's layout; in training it changes once per
-// step while the convolution may run several times in between (forward, backward data, and
-// any evaluation), in inference never. So each entry keeps the last reordered weights (up to
-// kWeightSlots, as layers of one geometry share an entry) keyed by the weight's identity:
-// (storage id, data address, version) from the call (Note [Tensor identities] in
-// plugin_abi.h). The data address alone is not an identity (a caching allocator hands a freed
-// weight's block to the next tensor of that size) but the storage id is never reused, and the
-// version moves on every in-place write (optimizer steps, add_, copy_), so a hit always holds
-// the current contents. A slot is replaced on a version mismatch; buffers are immutable once
-// published and shared_ptr-owned, so a thread still reading one that another replaces keeps it
-// alive. Calls without identities (a core older than ABI 1.2, storage id 0) reorder every time,
-// as does everything past kWeightCacheBytes in all.
-// A weight is kept only on its second sight: the first reorder of a (tensor, version) goes to
-// scratch and the slot merely remembers the identity. In training every version is seen once
-// per direction (forward and backward data are separate entries), so the cache holds no memory
-// there; a buffer kept per weight per direction would have added ~120 MB of stale copies to the
-// ResNet-18 step (518 -> 638 MB peak RSS). Inference and evaluation hit from the second batch.
-constexpr int kWeightSlots = 8;
-constexpr size_t kWeightCacheBytes = size_t{512} << 20;
-std::atomic<size_t> g_weight_cache_bytes{0};
-
-/** One cached reordered weight. */
-struct WeightSlot {
-  uint64_t storage_id = 0, version = 0;
-  const void* data = nullptr;
-  uint64_t last_use = 0;
-  std::shared_ptr<void> buf;
-};
-
-/** 64-byte aligned memory owned by a shared_ptr, counted in g_weight_cache_bytes; null when
- *  the budget is spent or there is no memory. */
-std::shared_ptr<void> weight_buffer(size_t bytes) {
-  if (g_weight_cache_bytes.fetch_add(bytes) + bytes > kWeightCacheBytes) {
-    g_weight_cache_bytes.fetch_sub(bytes);
-    return nullptr;
-  }
-  void* p = ::operator new (bytes, std::align_val_t{64}, std::nothrow);
-  if (!p) {
-    g_weight_cache_bytes.fetch_sub(bytes);
-    return nullptr;
-  }
-  return std::shared_ptr<void>(p, [bytes](void* q) {
-    ::operator delete (q, std::align_val_t{64});
-    g_weight_cache_bytes.fetch_sub(bytes);
-  });
-}
+// The reordered weights each entry keeps (Note [Reordered weight cache] in weight_cache.cpp):
+// layers of one geometry share an entry.
+constexpr size_t kWeightSlots = 8;
 
 struct ConvEntry {
   uint64_t hash = 0;
@@ -284,10 +240,7 @@ struct ConvEntry {
   std::array<dnnl::memory::desc, 3> internal, user;
   std::array<dnnl::primitive, 3> reorder;
   std::array<bool, 3> needs_reorder{};
-  // Reordered weights (Note [Reordered weight cache]), guarded by weight_mutex.
-  std::mutex weight_mutex;
-  std::array<WeightSlot, kWeightSlots> weights;
-  uint64_t weight_tick = 0;
+  WeightCache weights{kWeightSlots};  // Note [Reordered weight cache]
 };
 
 struct ConvCache {
@@ -421,48 +374,6 @@ std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl
   return e;
 }
 
-// The identity of input `i`, or null when the core does not pass identities (older than 1.2).
-const ember_tensor_identity* input_identity(const ember_kernel_call* call, int i) {
-  const bool has =
-      call->struct_size >= offsetof(ember_kernel_call, input_ids) + sizeof(call->input_ids) &&
-      call->input_ids != nullptr;
-  return has && call->input_ids[i].storage_id != 0 ? &call->input_ids[i] : nullptr;
-}
-
-/** What the weight cache knows of one weight (Note [Reordered weight cache]). */
-struct WeightLookup {
-  std::shared_ptr<void> buf;  // the cached reordered weight, or null
-  bool seen = false;          // this exact (tensor, version) was reordered before
-};
-
-// The cache's record of `id` at `data`: a buffer on a hit, `seen` on the second sight.
-WeightLookup find_weight(ConvEntry& e, const ember_tensor_identity& id, const void* data) {
-  std::lock_guard<std::mutex> lock(e.weight_mutex);
-  for (WeightSlot& s : e.weights) {
-    if (s.storage_id == id.storage_id && s.data == data && s.version == id.version) {
-      s.last_use = ++e.weight_tick;
-      return {s.buf, true};
-    }
-  }
-  return {};
-}
-
-// Records `id` at `data` with `buf` (null: seen once, not kept): replaces the slot of the same
-// tensor (an older version, whose buffer is released) or else the least recently used one.
-void put_weight(ConvEntry& e, const ember_tensor_identity& id, const void* data,
-                std::shared_ptr<void> buf) {
-  std::lock_guard<std::mutex> lock(e.weight_mutex);
-  WeightSlot* victim = &e.weights[0];
-  for (WeightSlot& s : e.weights) {
-    if (s.storage_id == id.storage_id && s.data == data) {
-      victim = &s;
-      break;
-    }
-    if (s.storage_id == 0 || s.last_use < victim->last_use) victim = &s;
-  }
-  *victim = {id.storage_id, id.version, data, ++e.weight_tick, std::move(buf)};
-}
-
 // Note [Half-type convolutions in float32]
 // A bfloat16 or float16 convolution runs the float32 primitive: its operands are widened
 // exactly into float32 scratch, every product is accumulated in float32 and the result is
@@ -530,18 +441,13 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, b
     const ember_tensor_identity* id =
         i == 1 && dir != Dir::BackwardWeights ? input_identity(call, 1) : nullptr;
     if (id) {
-      WeightLookup found = find_weight(*e, *id, user[1]);
-      if (found.buf) {
-        weight = std::move(found.buf);
+      weight = e->weights.get(*id, user[1], e->internal[1].get_size(), [&](void* to) {
+        dnnl_execute(
+            call, e->reorder[1],
+            {{DNNL_ARG_FROM, user_mem(1)}, {DNNL_ARG_TO, dnnl::memory(e->internal[1], eng, to)}});
+      });
+      if (weight) {
         mem[1] = dnnl::memory(e->internal[1], eng, weight.get());
-        continue;
-      }
-      if (!found.seen) {
-        put_weight(*e, *id, user[1], nullptr);  // first sight: remember, reorder into scratch
-      } else if ((weight = weight_buffer(e->internal[1].get_size()))) {
-        mem[1] = dnnl::memory(e->internal[1], eng, weight.get());
-        dnnl_execute(call, e->reorder[1], {{DNNL_ARG_FROM, user_mem(1)}, {DNNL_ARG_TO, mem[1]}});
-        put_weight(*e, *id, user[1], weight);
         continue;
       }
     }

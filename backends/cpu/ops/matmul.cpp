@@ -17,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -396,11 +397,118 @@ enum class DnnlResult { Done, Declined };
 // fused_linear's activation codes (ops.def).
 enum Activation : int64_t { kNone = 0, kRelu = 1, kGelu = 2, kGeluTanh = 3 };
 
-// What runs after the product: fused_linear's bias [N] (null: none) and activation.
+// What runs after the product: fused_linear's bias [N] (null: none) and activation; and the
+// identity of fused_linear's weight, which may then be read packed (Note [Packed linear
+// weights]; null for a plain matmul).
 struct Epilogue {
   const ember_tensor* bias = nullptr;
   int64_t activation = kNone;
+  const ember_tensor_identity* weight = nullptr;
 };
+
+// Note [Packed linear weights]
+// oneDNN's matmul reading B (a linear layer's weight, transposed) in the plain layout copies it
+// into its own blocked panels on every call; for the small row counts of inference (a batch of
+// 64 through an MLP) that copy is a good part of the product: 810 -> 750 us for the MLP at batch
+// 64 on one thread with the weights packed once. So fused_linear, given its weight's identity,
+// also has a primitive that reads B in the layout oneDNN picks (format any) and keeps B reordered
+// into it in a WeightCache (Note [Reordered weight cache] in weight_cache.cpp): the first call of
+// a (weight, version) runs the plain primitive and only remembers it, the second reorders and
+// keeps it, later ones read the copy. Training, whose weights change every step, never keeps
+// one. Only row counts up to kPackedRows take this path (inference latency, where the copy
+// matters; a big batch amortizes it and would double the weights' memory for little), and only
+// where oneDNN's choice differs from the plain layout. The copies are shared by every row count
+// with the same B geometry and layout, so a last short batch does not pack a second copy.
+constexpr int64_t kPackedRows = 512;
+constexpr size_t kPackedSlots = 64;  // weights of one geometry: the layers of a deep model
+
+// One product reading B packed: the primitive, B's packed layout, the reorder plain -> packed
+// and the packed copies. Not ok: oneDNN declined or keeps B plain anyway.
+struct PackedProduct {
+  bool ok = false;
+  dnnl::primitive prim;
+  dnnl::memory::desc layout;
+  dnnl::reorder reorder;
+  std::shared_ptr<WeightCache> weights;
+};
+
+// The packed products by full key (as the primitive cache's), and the weight caches by B's
+// key and layout, shared across row counts. Small FIFOs; never destroyed (kernels may run at
+// exit).
+struct PackedCache {
+  std::mutex mutex;
+  std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const PackedProduct>>> products;
+  std::vector<std::tuple<std::vector<int64_t>, dnnl::memory::desc, std::shared_ptr<WeightCache>>>
+      weights;
+};
+constexpr size_t kPackedCapacity = 128;
+
+PackedCache& packed_cache() {
+  static PackedCache* c = new PackedCache();
+  return *c;
+}
+
+// The weight cache for B's key `bkey` in `layout`, made on first use.
+std::shared_ptr<WeightCache> weights_for(const std::vector<int64_t>& bkey,
+                                         const dnnl::memory::desc& layout) {
+  PackedCache& c = packed_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (const auto& [k, l, w] : c.weights)
+    if (k == bkey && l == layout) return w;
+  if (c.weights.size() >= kPackedCapacity) c.weights.erase(c.weights.begin());
+  c.weights.emplace_back(bkey, layout, std::make_shared<WeightCache>(kPackedSlots));
+  return std::get<2>(c.weights.back());
+}
+
+// The packed product for `key` (built on a miss, outside the lock): A, C and the bias as given,
+// B (plain layout `bmd`) in the layout oneDNN picks, with `attr`; `biasmd` null without bias.
+std::shared_ptr<const PackedProduct> packed_product(
+    const std::vector<int64_t>& key, const std::vector<int64_t>& bkey,
+    const dnnl::memory::desc& amd, const dnnl::memory::desc& bmd, const dnnl::memory::desc* biasmd,
+    const dnnl::memory::desc& cmd, const dnnl::primitive_attr& attr) {
+  PackedCache& c = packed_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto it = c.products.rbegin(); it != c.products.rend(); ++it)
+      if (it->first == key) return it->second;
+  }
+  auto p = std::make_shared<PackedProduct>();
+  try {
+    const dnnl::engine& eng = dnnl_engine();
+    const dnnl::memory::desc any(bmd.get_dims(), bmd.get_data_type(),
+                                 dnnl::memory::format_tag::any);
+    const auto pd = biasmd ? dnnl::matmul::primitive_desc(eng, amd, any, *biasmd, cmd, attr)
+                           : dnnl::matmul::primitive_desc(eng, amd, any, cmd, attr);
+    if (pd.weights_desc() != bmd) {
+      p->layout = pd.weights_desc();
+      p->prim = dnnl::matmul(pd);
+      p->reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, bmd, eng, p->layout, dnnl_attr()));
+      p->weights = weights_for(bkey, p->layout);
+      p->ok = true;
+    }
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.products.size() >= kPackedCapacity) c.products.erase(c.products.begin());
+  c.products.emplace_back(key, p);
+  return p;
+}
+
+// The primitive attributes of a product with epilogue `epi`: its activation as a post-op.
+dnnl::primitive_attr dnnl_attr_of(const Epilogue& epi) {
+  dnnl::primitive_attr attr = dnnl_attr();
+  if (epi.activation != kNone) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(epi.activation == kRelu   ? dnnl::algorithm::eltwise_relu
+                       : epi.activation == kGelu ? dnnl::algorithm::eltwise_gelu_erf
+                                                 : dnnl::algorithm::eltwise_gelu_tanh,
+                       0.f, 0.f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
 
 // Runs C = A x B (then the epilogue) through oneDNN; Declined when oneDNN has no implementation
 // (or the geometry does not suit it) and the own loop should run instead.
@@ -447,15 +555,7 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const e
   dnnl::primitive prim;
   if (!dnnl_cache_find(key.data(), kn, &prim)) {
     try {
-      dnnl::primitive_attr attr = dnnl_attr();
-      if (epi.activation != kNone) {
-        dnnl::post_ops ops;
-        ops.append_eltwise(epi.activation == kRelu   ? dnnl::algorithm::eltwise_relu
-                           : epi.activation == kGelu ? dnnl::algorithm::eltwise_gelu_erf
-                                                     : dnnl::algorithm::eltwise_gelu_tanh,
-                           0.f, 0.f);
-        attr.set_post_ops(ops);
-      }
+      const dnnl::primitive_attr attr = dnnl_attr_of(epi);
       prim = dnnl::matmul(
           epi.bias != nullptr
               ? dnnl::matmul::primitive_desc(dnnl_engine(), amd, bmd, biasmd, cmd, attr)
@@ -467,6 +567,26 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const e
     dnnl_cache_put(key.data(), kn, prim);
   }
   if (!prim) return DnnlResult::Declined;
+
+  // Note [Packed linear weights]: B read from its kept packed copy where there is one.
+  const dnnl::engine& eng = dnnl_engine();
+  std::shared_ptr<void> packed;
+  std::shared_ptr<const PackedProduct> pp;
+  if (epi.weight != nullptr && g.nb == 0 && g.m <= kPackedRows && !ob.pack && !ob.pad_rows) {
+    const std::vector<int64_t> full(key.begin(), key.begin() + kn);
+    // B's part of the key: dtype, then B's dims and strides (after A's).
+    std::vector<int64_t> bkey = {a.dtype};
+    bkey.insert(bkey.end(), key.begin() + 3 + 2 * oa.nd, key.begin() + 3 + 2 * oa.nd + 2 * ob.nd);
+    pp = packed_product(full, bkey, amd, bmd, epi.bias != nullptr ? &biasmd : nullptr, cmd,
+                        dnnl_attr_of(epi));
+    if (pp->ok) {
+      packed = pp->weights->get(*epi.weight, b.data, pp->layout.get_size(), [&](void* to) {
+        dnnl_execute(call, pp->reorder,
+                     {{DNNL_ARG_FROM, dnnl::memory(bmd, eng, const_cast<void*>(b.data))},
+                      {DNNL_ARG_TO, dnnl::memory(pp->layout, eng, to)}});
+      });
+    }
+  }
 
   // Pack what oneDNN cannot read in place, in the reduced geometry: batch strides from g,
   // matrix strides from the tensor.
@@ -500,15 +620,15 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const e
     pack_operand(i == 0 ? a : b, op, orig[i], scratch[i].ptr);
     data[i] = scratch[i].ptr;
   }
-  const dnnl::engine& eng = dnnl_engine();
-  dnnl::memory ma(amd, eng, const_cast<void*>(data[0])), mb(bmd, eng, const_cast<void*>(data[1])),
-      mc(cmd, eng, c.data);
+  dnnl::memory ma(amd, eng, const_cast<void*>(data[0])), mc(cmd, eng, c.data);
+  dnnl::memory mb = packed ? dnnl::memory(pp->layout, eng, packed.get())
+                           : dnnl::memory(bmd, eng, const_cast<void*>(data[1]));
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
   if (epi.bias != nullptr) {
     args[DNNL_ARG_BIAS] = dnnl::memory(biasmd, eng, const_cast<void*>(epi.bias->data));
   }
-  dnnl_execute(call, prim, std::move(args));
+  dnnl_execute(call, packed ? pp->prim : prim, std::move(args));
   return DnnlResult::Done;
 }
 
@@ -617,7 +737,7 @@ EMBER_KERNEL(fused_linear) {
   ember_tensor wt = w;
   wt.sizes = sizes;
   wt.strides = strides;
-  return run_product(call, "fused_linear", x, wt, y, {bias, act});
+  return run_product(call, "fused_linear", x, wt, y, {bias, act, input_identity(call, 1)});
 }
 
 }  // namespace ember::cpu

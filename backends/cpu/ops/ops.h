@@ -2,8 +2,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "ember/plugin_abi.h"
 #include "ember/plugin_sdk.hpp"
@@ -15,8 +20,8 @@ namespace ember::cpu {
 // ember/plugin_sdk_ops.hpp); kernels.cpp registers them. Defined in elementwise.cpp (copies,
 // fills, arithmetic, comparison, unary math), reduce.cpp, matmul.cpp and softmax.cpp (oneDNN),
 // index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp,
-// norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm or oneDNN's matmul, and own loops).
-// "random" is declared but has no CPU kernel: the op is optional.
+// norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm or oneDNN's matmul, and own
+// loops). "random" is declared but has no CPU kernel: the op is optional.
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
 #undef EMBER_OP
@@ -41,6 +46,38 @@ bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out);
 /** Stores a primitive (an empty handle records "no oneDNN implementation") under `key`. */
 void dnnl_cache_put(const int64_t* key, int32_t n, const dnnl::primitive& prim);
 #endif
+
+/** The identity of input `i` of `call`, or null when the core passes none (older than ABI 1.2,
+ *  or storage id 0). */
+const ember_tensor_identity* input_identity(const ember_kernel_call* call, int i);
+
+/** Reordered copies of the weights one cached primitive reads, in its layout (Note [Reordered
+ *  weight cache] in weight_cache.cpp); thread-safe. */
+class WeightCache {
+ public:
+  /** A cache of `slots` weights. */
+  explicit WeightCache(size_t slots) : slots_(slots) {}
+  /** Weight `id` at `data` in the primitive's layout (`bytes`): the kept copy; on the weight's
+   *  second sight a new copy that `fill` writes, now kept; null on a first sight (now
+   *  remembered) or when the cache's memory budget is spent. */
+  std::shared_ptr<void> get(const ember_tensor_identity& id, const void* data, size_t bytes,
+                            const std::function<void(void*)>& fill);
+
+ private:
+  /** One weight: its identity, when it was last used, and its copy (null: seen once). */
+  struct Slot {
+    uint64_t storage_id = 0, version = 0;
+    const void* data = nullptr;
+    uint64_t last_use = 0;
+    std::shared_ptr<void> buf;
+  };
+  Slot* find(const ember_tensor_identity& id, const void* data);
+  void put(const ember_tensor_identity& id, const void* data, std::shared_ptr<void> buf);
+
+  std::mutex mutex_;
+  std::vector<Slot> slots_;
+  uint64_t tick_ = 0;
+};
 
 /** Scratch memory for a kernel, from the plugin's caching allocator (Note [CPU scratch memory]);
  *  null when there is none. */

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -454,6 +455,97 @@ TEST(FusedLinear, EdgeSizesAndNonFiniteSums) {
   const std::vector<double> r64 =
       values(fused_linear(x.to(f64), abs(w).to(f64), Tensor(), Activation::ReLU));
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(r64[i]));
+}
+
+// Note [Packed linear weights]: float32 and bfloat16 linear layers keep their weight packed in
+// oneDNN's layout between calls, keyed by the weight's identity and version, from its second
+// sight (so each state runs kSights times: remember, pack, read the copy). Every way a loop
+// changes a weight (in place, through a view, an optimizer step, a new tensor in a recycled
+// block) must be seen, at every row count sharing the copy; each result is checked against the
+// float64 reference of the weight's current values. 96 -> 80 features: oneDNN packs that.
+constexpr int kSights = 3;
+
+void expect_linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation act, double tol,
+                   const std::string& what) {
+  std::vector<double> want = linear_ref(x, w, b);
+  for (double& v : want) v = activate_ref(v, act);
+  const std::vector<double> got = values(fused_linear(x, w, b, act));
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " at " << i;
+}
+
+// Runs the weight through every kind of change, each state kSights times at three row counts
+// under InferenceMode; `inference_weight`: the weight is made and changed inside it too (an
+// inference tensor, which counts no versions: Note [Inference tensors have no identity]).
+void expect_every_weight_change_seen(DType dt, bool inference_weight) {
+  const double tol = dt == f32 ? 2e-5 : 3e-2;
+  std::optional<autograd::InferenceMode> outer;
+  if (inference_weight) outer.emplace();
+  Tensor w = uniform({80, 96}, 60, dt);
+  const Tensor b = uniform({80}, 61, dt);
+  EXPECT_EQ(w.is_inference(), inference_weight);
+  const Tensor xs[] = {uniform({64, 96}, 62, dt), uniform({7, 96}, 63, dt),
+                       uniform({1, 96}, 64, dt)};
+  const auto check = [&](const std::string& what) {
+    autograd::InferenceMode guard;
+    for (int sight = 0; sight < kSights; ++sight)
+      for (const Tensor& x : xs)
+        for (const Activation act : {Activation::None, Activation::ReLU})
+          expect_linear(
+              x, w, b, act, tol,
+              fmt::format("{}{} {}, call {}, {} rows", dtype_name(dt),
+                          inference_weight ? " inference weight" : "", what, sight, x.size(0)));
+  };
+  check("first calls");
+  add_(w, 0.5);
+  check("after add_");
+  Tensor rows = w.narrow(0, 3, 20);
+  mul_(rows, -2.0);
+  check("after mul_ of a view");
+  w.copy_(uniform({80, 96}, 65, dt));
+  check("after copy_");
+  // A new weight in the block the old one freed: another storage, maybe the same address.
+  w = Tensor();
+  w = uniform({80, 96}, 66, dt);
+  check("a new weight");
+}
+
+TEST(FusedLinear, AWeightChangedBetweenCallsIsSeenAtEveryRowCount) {
+  for (DType dt : {f32, bf16})
+    for (const bool inference_weight : {false, true})
+      expect_every_weight_change_seen(dt, inference_weight);
+}
+
+TEST(FusedLinear, AnOptimizerStepBetweenEvaluationsIsSeen) {
+  Tensor w = uniform({80, 96}, 70, f32).requires_grad_(true);
+  const Tensor b = uniform({80}, 71, f32);
+  const Tensor x = uniform({32, 96}, 72, f32);
+  optim::SGD opt({w}, {.lr = 0.05, .momentum = 0.9});
+  for (int step = 0; step < 4; ++step) {
+    for (int sight = 0; sight < kSights; ++sight) {
+      autograd::NoGradGuard no_grad;  // evaluation between steps
+      expect_linear(x, w.detach(), b, Activation::GELU, 2e-5, fmt::format("step {}", step));
+    }
+    opt.zero_grad();
+    sum(mul(linear(x, w, b), 0.1)).backward();
+    const std::vector<double> before = values(w);
+    opt.step();
+    EXPECT_NE(values(w), before) << "the step did not change the weight";
+  }
+}
+
+// Many layers of one geometry (a deep Transformer's) share the packed copies' slots: more layers
+// than slots evict one another and must still give each layer's own result.
+TEST(FusedLinear, ManyWeightsOfOneShapeKeepTheirOwnResults) {
+  autograd::InferenceMode guard;
+  std::vector<Tensor> ws;
+  for (int i = 0; i < 70; ++i) ws.push_back(uniform({80, 96}, 100 + i, f32));
+  const Tensor x = uniform({16, 96}, 99, f32);
+  for (int round = 0; round < kSights; ++round)
+    for (size_t i = 0; i < ws.size(); i += round == 1 ? 1 : 7)
+      expect_linear(x, ws[i], Tensor(), Activation::None, 2e-5,
+                    fmt::format("round {}, weight {}", round, i));
 }
 
 TEST(FusedLinear, BadArguments) {
