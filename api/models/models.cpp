@@ -87,9 +87,17 @@ BasicBlock::BasicBlock(int64_t in, int64_t out, int64_t stride) : Module("BasicB
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor y = (*relu1_)((*bn1_)((*conv1_)(x)));
-  y = (*bn2_)((*conv2_)(y));
-  return relu(add(y, downsample_ ? (*downsample_)(x) : x));
+  const Tensor y = (*relu1_)((*bn1_)((*conv1_)(x)));
+  const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
+  if (fused_tail_) return conv2_->forward_add_relu(y, shortcut);  // bn2 folded into conv2
+  return relu(add((*bn2_)((*conv2_)(y)), shortcut));
+}
+
+// Note [Convolution, residual add and ReLU] in core/ops/conv.cpp: only once the batch norm
+// between the convolution and the sum is folded into the convolution.
+std::string BasicBlock::fuse_residual_tail(bool on) {
+  fused_tail_ = on && bn2_->folded() && !conv2_->fused_relu();
+  return fused_tail_ ? "conv2" : "";
 }
 
 Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bottleneck") {
@@ -114,8 +122,14 @@ Bottleneck::Bottleneck(int64_t in, int64_t width, int64_t stride) : Module("Bott
 Tensor Bottleneck::forward(const Tensor& x) {
   Tensor y = (*relu1_)((*bn1_)((*conv1_)(x)));
   y = (*relu2_)((*bn2_)((*conv2_)(y)));
-  y = (*bn3_)((*conv3_)(y));
-  return relu(add(y, downsample_ ? (*downsample_)(x) : x));
+  const Tensor shortcut = downsample_ ? (*downsample_)(x) : x;
+  if (fused_tail_) return conv3_->forward_add_relu(y, shortcut);  // bn3 folded into conv3
+  return relu(add((*bn3_)((*conv3_)(y)), shortcut));
+}
+
+std::string Bottleneck::fuse_residual_tail(bool on) {
+  fused_tail_ = on && bn3_->folded() && !conv3_->fused_relu();
+  return fused_tail_ ? "conv3" : "";
 }
 
 namespace {

@@ -42,8 +42,11 @@ namespace ember::nn {
 // merged into that Linear, which then runs fused_linear (Note [Fused linear layers] in
 // core/ops/nn.cpp). Only modules are seen (a functional relu() in a forward is not), and only
 // one called once per forward; the exception is the feed-forward block of Ember's Transformer
-// layers, whose activation is functional but known: it moves into the layer's linear1. The
-// same check of the output covers all of them.
+// layers, whose activation is functional but known: it moves into the layer's linear1. So is
+// the end of a residual block that says so (a ResidualTail: Ember's ResNet blocks): once its
+// last batch norm is folded, relu(conv(...) + shortcut) runs as one conv2d_add_relu (Note
+// [Convolution, residual add and ReLU] in core/ops/conv.cpp). The same check of the output
+// covers all of them.
 
 namespace {
 
@@ -238,7 +241,19 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
     merged_linear.emplace_back(linear1, nullptr);
     report.activations.emplace_back(name.empty() ? "linear1" : name + ".linear1", name);
   }
-  if (report.folded.empty() && report.relus.empty() && report.activations.empty()) return report;
+  std::vector<ResidualTail*> tails;
+  for (const auto& [name, m] : model.named_modules()) {
+    auto* tail = dynamic_cast<ResidualTail*>(m.get());
+    if (!tail) continue;
+    const std::string conv = tail->fuse_residual_tail(true);
+    if (conv.empty()) continue;
+    tails.push_back(tail);
+    report.residuals.emplace_back(name.empty() ? conv : name + "." + conv, name);
+  }
+  if (report.folded.empty() && report.relus.empty() && report.activations.empty() &&
+      report.residuals.empty()) {
+    return report;
+  }
 
   // Undo everything if the fused model computes something else (Note [Folding batch norm for
   // inference]): a folded layer's output had another consumer.
@@ -260,6 +275,7 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
       linear->set_fused_activation(Activation::None);
       if (act) act->set_folded(false);
     }
+    for (ResidualTail* tail : tails) tail->fuse_residual_tail(false);
   };
   // The float64 folds' temporaries are free now but cached; hand them back before the check's
   // forward, the peak of the fusion (Note [Folding batch norm for inference]).
@@ -279,11 +295,11 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
   const bool same = report.max_abs_difference <= tolerance;
   if (!same) undo();
   EMBER_CHECK(same,
-              "[nn.fuse_for_inference] folding {} batch norm(s) and {} activation(s) changed the "
-              "model's output by {} (more than {}): a folded layer's output is also used "
-              "elsewhere; nothing was changed",
+              "[nn.fuse_for_inference] folding {} batch norm(s), {} activation(s) and {} "
+              "residual block end(s) changed the model's output by {} (more than {}): a folded "
+              "layer's output is also used elsewhere; nothing was changed",
               report.folded.size(), report.relus.size() + report.activations.size(),
-              report.max_abs_difference, tolerance);
+              report.residuals.size(), report.max_abs_difference, tolerance);
   return report;
 }
 

@@ -134,6 +134,12 @@ Tensor Conv2d::forward(const Tensor& x) {
             {o.dilation.h, o.dilation.w}, o.groups);
 }
 
+Tensor Conv2d::forward_add_relu(const Tensor& x, const Tensor& residual) {
+  const Conv2dOptions& o = options;
+  return conv2d_add_relu(x, weight, residual, bias, {o.stride.h, o.stride.w},
+                         {o.padding.h, o.padding.w}, {o.dilation.h, o.dilation.w}, o.groups);
+}
+
 std::string Conv2d::extra_repr() const {
   return conv_repr(in_channels, out_channels, kernel_size, options, false, bias.defined());
 }

@@ -41,6 +41,9 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   // Optional: the convolution with its ReLU as a oneDNN post-op (Note [Fused convolution and
   // ReLU] in core/ops/conv.cpp).
   EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_relu, sdk::kFloatingMask, kCl)
+  // Optional: the residual's sum and the ReLU as post-ops too (Note [Convolution, residual add
+  // and ReLU]).
+  EMBER_REGISTER_KERNEL_FLAGS(reg, cpu, kPriority, conv2d_add_relu, sdk::kFloatingMask, kCl)
   // Optional: a linear layer's product, bias and activation as one oneDNN matmul (Note [Fused
   // linear layers] in core/ops/nn.cpp; matmul.cpp).
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, fused_linear)

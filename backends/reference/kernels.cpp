@@ -1,7 +1,8 @@
 // Everything the reference backend implements: every mandatory op of ember/ops.def for the
 // dtypes it lists, plus the optional relu_backward, gelu_backward, max_pool2d_backward,
-// conv2d_relu, fused_linear and the whole recurrent layer (rnn_layer and its backward), each as a
-// plain single-threaded loop. Attribute meanings are documented with each op in core/ops/.
+// conv2d_relu, conv2d_add_relu, fused_linear and the whole recurrent layer (rnn_layer and its
+// backward), each as a plain single-threaded loop. Attribute meanings are documented with each op
+// in core/ops/.
 #include "backends/reference/kernels.h"
 
 #include "backends/reference/ops/ops.h"
@@ -30,6 +31,7 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t device) {
   EMBER_REGISTER_KERNEL(reg, device, kPriority, gelu_backward)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, max_pool2d_backward)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, conv2d_relu)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, conv2d_add_relu)
   //   fused_linear: dot products in double, then bias and activation  ops/linalg.cpp
   EMBER_REGISTER_KERNEL(reg, device, kPriority, fused_linear)
   //   a whole LSTM or GRU layer, forward and backward through time, in double  ops/rnn.cpp

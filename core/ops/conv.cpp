@@ -14,6 +14,8 @@
 //   "conv2d_backward_input"   {dy [N, O, OH, OW], w} -> {dx [N, C, H, W]}
 //   "conv2d_backward_weight"  {x, dy} -> {dw [O, C/g, kH, kW]}
 //   "conv2d_relu" (optional)  as "conv2d", every output element max(y, 0) (a NaN: NaN or 0)
+//   "conv2d_add_relu" (optional)  {x, w, r [N, O, OH, OW] (y's layout), optional b} -> {y}:
+//                             max(conv2d + r, 0) (a NaN: NaN or 0)
 //
 // Note [Fused convolution and ReLU]
 // conv2d_relu(x, w, b) = relu(conv2d(x, w, b)). For inference a backend may do it in one pass:
@@ -28,6 +30,18 @@
 // difference: oneDNN's ReLU post-op turns a NaN sum into 0 where relu() keeps NaN (PyTorch's
 // oneDNN-fused convolutions behave the same), so the contract allows either; the reference
 // backend, the own float64 loops and the composite keep NaN.
+//
+// Note [Convolution, residual add and ReLU]
+// A residual block ends in relu(conv(...) + shortcut) (its batch norm folded into the
+// convolution). conv2d_add_relu(x, w, r, b) is that, and for inference a backend may do it in
+// one pass: the CPU backend writes r into the convolution's destination and gives oneDNN a sum
+// post-op (the destination's old contents added) and the ReLU, so the sum and the ReLU happen
+// while the output is in cache instead of two more passes over it (PyTorch's inductor fuses the
+// same with the binary form of _convolution_pointwise). As with conv2d_relu, the kernel runs
+// when nothing is recorded and the device has it, the composite relu(add(conv2d(...), r))
+// otherwise, and a NaN sum may come out 0 from the fused kernel. The residual goes to the kernel
+// in the output's memory format (copied there if it is not). nn::fuse_for_inference arranges it
+// for the blocks that offer it (ResidualTail in ember/nn/fuse.h).
 //
 // backward (Note [Backward of convolutions]):
 //   conv2d            dx = conv_transpose2d(dy, w) sized back to x, dw = W(x, dy),
@@ -140,9 +154,12 @@ MemoryFormat conv_format(const Tensor& a, const Tensor& b) {
              : MemoryFormat::Contiguous;
 }
 
-// The forward kernels: conv2d, or conv2d_relu (which the caller checked the device has).
+// The forward kernels: conv2d, or conv2d_relu / conv2d_add_relu (which the caller checked the
+// device has; `residual` is conv2d_add_relu's).
 template <typename A = attrs::conv2d>
-Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p,
+                  const Tensor& residual = {}) {
+  constexpr bool kAdd = std::is_same_v<A, attrs::conv2d_add_relu>;
   // The public ops checked these sizes (and the padded and dilated extents) fit int64.
   const auto oh = static_cast<int64_t>(conv_out(x.size(2), w.size(2), p.sh, p.ph, p.dh));
   const auto ow = static_cast<int64_t>(conv_out(x.size(3), w.size(3), p.sw, p.pw, p.dw));
@@ -152,10 +169,18 @@ Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvP
   if (x.size(1) == 0) {  // empty reduction: the bias alone
     y.zero_();
     if (b.defined()) y.copy_(b.view({1, w.size(0), 1, 1}));
+    if constexpr (kAdd) return relu(add(y, residual));
     return std::is_same_v<A, attrs::conv2d_relu> ? relu(y) : y;
   }
   const auto a = p.as<A>();
-  if (b.defined()) {
+  if constexpr (kAdd) {
+    const Tensor r = residual.contiguous(format);
+    if (b.defined()) {
+      run_image_kernel(a, x.dtype(), format, {&x, &w, &r, &b}, {&y});
+    } else {
+      run_image_kernel(a, x.dtype(), format, {&x, &w, &r}, {&y});
+    }
+  } else if (b.defined()) {
     run_image_kernel(a, x.dtype(), format, {&x, &w, &b}, {&y});
   } else {
     run_image_kernel(a, x.dtype(), format, {&x, &w}, {&y});
@@ -260,10 +285,14 @@ Tensor conv_weight(const Tensor& x, const Tensor& dy, const ConvParams& p, int64
 }  // namespace
 
 namespace {
-// conv2d, or conv2d_relu when `rectify` (named kOp in errors): the checks, then the op.
+// What follows the convolution in one of the public forward ops.
+enum class Tail { None, ReLU, AddReLU };
+
+// conv2d, conv2d_relu or conv2d_add_relu after `tail` (named kOp in errors): the checks, then
+// the op; `residual` is conv2d_add_relu's.
 Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                      IntList stride, IntList padding, IntList dilation, int64_t groups,
-                      bool rectify) {
+                      IntList stride, IntList padding, IntList dilation, int64_t groups, Tail tail,
+                      const Tensor& residual = {}) {
   check_tensors(kOp, x, weight, bias);
   const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
   const bool batched = x.dim() == 4;
@@ -289,15 +318,39 @@ Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, co
               WideInt(p.dh) * (weight.size(2) - 1) + 1, WideInt(p.dw) * (weight.size(3) - 1) + 1,
               oh, ow);
   check_extents(kOp, x4.size(2), x4.size(3), weight, p);
+  Tensor r4;
+  if (tail == Tail::AddReLU) {
+    EMBER_CHECK_TYPE(residual.defined(), "[{}] undefined residual", kOp);
+    EMBER_CHECK_TYPE(residual.dtype() == x.dtype(),
+                     "[{}] input and residual dtypes differ: {} and {} (convert one with .to())",
+                     kOp, x.dtype(), residual.dtype());
+    common_device({&x, &residual}, kOp);
+    const Shape out = batched
+                          ? Shape{x4.size(0), o, static_cast<int64_t>(oh), static_cast<int64_t>(ow)}
+                          : Shape{o, static_cast<int64_t>(oh), static_cast<int64_t>(ow)};
+    EMBER_CHECK(residual.sizes() == out,
+                "[{}] the residual must have the convolution's output shape {}: got {}", kOp,
+                shape_str(out), shape_str(residual.sizes()));
+    r4 = batched ? residual : residual.unsqueeze(0);
+  }
   const bool recorded =
       autograd::is_grad_enabled() &&
-      (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+      (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()) ||
+       (residual.defined() && residual.requires_grad()));
   Tensor y;
-  if (rectify && !recorded && has_kernel(core_op(attrs::conv2d_relu::kOp), x.device(), x.dtype())) {
+  const auto fused = [&](ops::Id op) {
+    return !recorded && has_kernel(core_op(op), x.device(), x.dtype());
+  };
+  if (tail == Tail::ReLU && fused(attrs::conv2d_relu::kOp)) {
     y = conv2d_raw<attrs::conv2d_relu>(x4, weight, bias, p);
+  } else if (tail == Tail::AddReLU && fused(attrs::conv2d_add_relu::kOp)) {
+    y = conv2d_raw<attrs::conv2d_add_relu>(x4, weight, bias, p, r4);
   } else {
+    // The composites (Note [Fused convolution and ReLU], Note [Convolution, residual add and
+    // ReLU]).
     y = conv(x4, weight, bias, p);
-    if (rectify) y = relu(y);  // the composite (Note [Fused convolution and ReLU])
+    if (tail == Tail::AddReLU) y = add(y, r4);
+    if (tail != Tail::None) y = relu(y);
   }
   return batched ? y : y.squeeze(0);
 }
@@ -306,13 +359,23 @@ Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, co
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
               IntList padding, IntList dilation, int64_t groups) {
   EMBER_AUTOCAST(Lower, conv2d, x, x, weight, bias, stride, padding, dilation, groups);
-  return conv2d_checked("conv2d", x, weight, bias, stride, padding, dilation, groups, false);
+  return conv2d_checked("conv2d", x, weight, bias, stride, padding, dilation, groups, Tail::None);
 }
 
 Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                    IntList padding, IntList dilation, int64_t groups) {
   EMBER_AUTOCAST(Lower, conv2d_relu, x, x, weight, bias, stride, padding, dilation, groups);
-  return conv2d_checked("conv2d_relu", x, weight, bias, stride, padding, dilation, groups, true);
+  return conv2d_checked("conv2d_relu", x, weight, bias, stride, padding, dilation, groups,
+                        Tail::ReLU);
+}
+
+Tensor conv2d_add_relu(const Tensor& x, const Tensor& weight, const Tensor& residual,
+                       const Tensor& bias, IntList stride, IntList padding, IntList dilation,
+                       int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv2d_add_relu, x, x, weight, residual, bias, stride, padding, dilation,
+                 groups);
+  return conv2d_checked("conv2d_add_relu", x, weight, bias, stride, padding, dilation, groups,
+                        Tail::AddReLU, residual);
 }
 
 // conv1d is conv2d over images of height 1: x [N, C, 1, L], weight [O, C/g, 1, K]. Its own

@@ -763,6 +763,33 @@ std::vector<Case> make_cases() {
                {},
                4.0});
 
+  // A residual block's end (Note [Convolution, residual add and ReLU]): values only, as above.
+  c.push_back({"conv2d_add_relu",
+               {"conv2d_add_relu"},
+               {{"basic",
+                 [](Gen& g) {
+                   return Inputs{g({2, 3, 7, 6}), g({4, 3, 3, 3}), g({2, 4, 7, 6}), g({4})};
+                 }},
+                {"channels_last_strided",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 9, 8}).contiguous(MemoryFormat::ChannelsLast),
+                                 g({6, 2, 3, 2}).contiguous(MemoryFormat::ChannelsLast),
+                                 g({2, 6, 5, 7}).contiguous(MemoryFormat::ChannelsLast), g({6})};
+                 }},
+                {"row_major_residual_of_a_channels_last_convolution",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 9, 8}).contiguous(MemoryFormat::ChannelsLast),
+                                 g({6, 2, 3, 2}), g({2, 6, 5, 7}), g({6})};
+                 }}},
+               one([](const Inputs& in) {
+                 const int64_t groups = in[0].size(1) / in[1].size(1);
+                 return conv2d_add_relu(in[0], in[1], in[2], in[3], {groups, 1},
+                                        {1, groups == 1 ? 1 : 0}, {1, 1}, groups);
+               }),
+               false,
+               {},
+               4.0});
+
   // ---- pooling --------------------------------------------------------------------------------
   const std::vector<Variant> pool_variants = {
       {"basic",

@@ -19,33 +19,37 @@ std::shared_ptr<nn::Sequential> fashion_cnn(int64_t num_classes = 10);
 std::shared_ptr<nn::Sequential> mlp(const std::vector<int64_t>& sizes);
 
 /** The two-convolution residual block of ResNet-18 and ResNet-34. */
-class BasicBlock : public nn::Module {
+class BasicBlock : public nn::Module, public nn::ResidualTail {
  public:
   /** A block from `in` to `out` channels; stride 2 (or a channel change) adds a projection. */
   BasicBlock(int64_t in, int64_t out, int64_t stride);
   Tensor forward(const Tensor& x) override;
+  std::string fuse_residual_tail(bool on) override;
 
  private:
   std::shared_ptr<nn::Conv2d> conv1_, conv2_;
   std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_;
   std::shared_ptr<nn::ReLU> relu1_;
   std::shared_ptr<nn::Sequential> downsample_;
+  bool fused_tail_ = false;  // conv2 + bn2 + shortcut + relu as one conv2d_add_relu
 };
 
 /** The 1x1-3x3-1x1 residual block of ResNet-50 and deeper (torchvision's v1.5: the stride sits
  *  on the 3x3 convolution); its output has 4 x `width` channels. */
-class Bottleneck : public nn::Module {
+class Bottleneck : public nn::Module, public nn::ResidualTail {
  public:
   /** A block from `in` channels to 4 x `width`; stride 2 (or a channel change) adds a
    *  projection. */
   Bottleneck(int64_t in, int64_t width, int64_t stride);
   Tensor forward(const Tensor& x) override;
+  std::string fuse_residual_tail(bool on) override;
 
  private:
   std::shared_ptr<nn::Conv2d> conv1_, conv2_, conv3_;
   std::shared_ptr<nn::BatchNorm2d> bn1_, bn2_, bn3_;
   std::shared_ptr<nn::ReLU> relu1_, relu2_;
   std::shared_ptr<nn::Sequential> downsample_;
+  bool fused_tail_ = false;  // conv3 + bn3 + shortcut + relu as one conv2d_add_relu
 };
 
 /** ResNet-18 as torchvision builds it (7x7 stem, max pool, 4 stages of 2 blocks), with its

@@ -1611,14 +1611,17 @@ void bind_nn(nb::module_& root) {
         report.folded.insert(report.folded.end(), report.relus.begin(), report.relus.end());
         report.folded.insert(report.folded.end(), report.activations.begin(),
                              report.activations.end());
+        report.folded.insert(report.folded.end(), report.residuals.begin(), report.residuals.end());
         return report.folded;
       },
       "model"_a, "example"_a,
       "Folds each BatchNorm into the Conv2d or Linear before it, each ReLU module into the Conv2d "
       "before it and each ReLU or GELU module (and each Transformer layer's feed-forward "
-      "activation) into the Linear before it (found by running the model on `example`); returns "
-      "the (layer, batch norm) name pairs, then the (convolution, ReLU) ones, then the (linear, "
-      "activation) ones. The model is left in eval mode, for inference.");
+      "activation) into the Linear before it (found by running the model on `example`), and ends "
+      "each ResNet block whose batch norm was folded in one convolution with the residual sum "
+      "and the ReLU; returns the (layer, batch norm) name pairs, then the (convolution, ReLU) "
+      "ones, the (linear, activation) ones and the (convolution, block) ones. The model is left "
+      "in eval mode, for inference.");
 }
 
 }  // namespace ember::python

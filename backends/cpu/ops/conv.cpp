@@ -1,5 +1,6 @@
 // CPU convolution: conv2d, conv2d_backward_input, conv2d_backward_weight and the optional
-// conv2d_relu (contract in core/ops/conv.cpp; its ReLU is a oneDNN post-op). float32, bfloat16 and
+// conv2d_relu and conv2d_add_relu (contract in core/ops/conv.cpp; the ReLU and the residual's sum
+// are oneDNN post-ops). float32, bfloat16 and
 // float16 run through oneDNN's convolution_forward / _backward_data / _backward_weights with the
 // layouts oneDNN picks (the half types computed in float32, Note [Half-type convolutions in
 // float32]); float64 and any geometry oneDNN declines run through own direct loops split over
@@ -28,6 +29,10 @@ namespace ember::cpu {
 namespace {
 
 enum class Dir : int64_t { Forward = 0, BackwardData = 1, BackwardWeights = 2 };
+
+// What a forward does after the convolution: nothing, a ReLU (conv2d_relu), or adding the
+// residual and a ReLU (conv2d_add_relu, Note [Convolution, residual add and ReLU]).
+enum class Post : int64_t { None = 0, Relu = 1, AddRelu = 2 };
 
 // Sizes and attributes of one convolution: x [N, C, H, W], w [O, C/G, KH, KW], y [N, O, OH, OW].
 struct Geom {
@@ -240,6 +245,8 @@ struct ConvEntry {
   std::array<dnnl::memory::desc, 3> internal, user;
   std::array<dnnl::primitive, 3> reorder;
   std::array<bool, 3> needs_reorder{};
+  // Post::AddRelu with a reordered output: the residual's reorder user -> internal layout.
+  dnnl::primitive residual_reorder;
   WeightCache weights{kWeightSlots};  // Note [Reordered weight cache]
 };
 
@@ -255,8 +262,8 @@ ConvCache& conv_cache() {
 
 constexpr size_t kConvCacheCapacity = 128;
 
-std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
-  return {(static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0)) * 2 + (relu ? 1 : 0),
+std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl, Post post) {
+  return {(static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0)) * 3 + static_cast<int64_t>(post),
           g.n,
           g.c,
           g.h,
@@ -286,8 +293,9 @@ using tag = dnnl::memory::format_tag;
 constexpr auto kF32 = dnnl::memory::data_type::f32;
 
 // Builds the primitive and reorders for one geometry and layout (cl: channels-last operands),
-// the forward with a ReLU post-op when `relu`; ok = false when oneDNN declines it.
-std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
+// the forward with the post-ops `post` asks for (the residual as a sum post-op: the destination
+// holds it before the convolution); ok = false when oneDNN declines it.
+std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool cl, Post post) {
   auto e = std::make_shared<ConvEntry>();
   const dnnl::engine& eng = dnnl_engine();
   const dims xd = {g.n, g.c, g.h, g.w}, yd = {g.n, g.o, g.oh, g.ow};
@@ -313,8 +321,9 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
     // calls paid a reorder each way (ResNet-50, batch 1, 2 threads: 42.8 vs 41.5 ms).
     const auto training = dnnl::prop_kind::forward_training;
     dnnl::primitive_attr attr = dnnl_attr();
-    if (relu) {
+    if (post != Post::None) {
       dnnl::post_ops ops;
+      if (post == Post::AddRelu) ops.append_sum(1.f);
       ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       attr.set_post_ops(ops);
     }
@@ -351,12 +360,16 @@ std::shared_ptr<ConvEntry> build_entry(Dir dir, const Geom& g, bool bias, bool c
     const auto& to = i == out ? e->user[i] : e->internal[i];
     e->reorder[i] = dnnl::reorder(dnnl::reorder::primitive_desc(eng, from, eng, to, dnnl_attr()));
   }
+  if (post == Post::AddRelu && e->needs_reorder[2]) {
+    e->residual_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(eng, e->user[2], eng, e->internal[2], dnnl_attr()));
+  }
   e->ok = true;
   return e;
 }
 
-std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl, bool relu) {
-  const auto key = make_key(dir, g, bias, cl, relu);
+std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl, Post post) {
+  const auto key = make_key(dir, g, bias, cl, post);
   const uint64_t h = hash_of(key);
   ConvCache& c = conv_cache();
   {
@@ -365,7 +378,7 @@ std::shared_ptr<ConvEntry> find_entry(Dir dir, const Geom& g, bool bias, bool cl
       if ((*it)->hash == h && (*it)->key == key) return *it;
     }
   }
-  auto e = build_entry(dir, g, bias, cl, relu);  // outside the lock (Note [oneDNN primitive cache])
+  auto e = build_entry(dir, g, bias, cl, post);  // outside the lock (Note [oneDNN primitive cache])
   e->hash = h;
   e->key = key;
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -402,11 +415,13 @@ void convert_half(int32_t dtype, const void* src, void* dst, int64_t n, bool tow
   });
 }
 
-// Runs one direction through oneDNN (the forward rectified when `relu`); false when oneDNN
-// declined the geometry. Half types run in float32 (Note [Half-type convolutions in float32]).
-bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, bool relu) {
+// Runs one direction through oneDNN (a forward with the post-ops of `post`, `residual` its
+// residual for Post::AddRelu, in the output's layout); false when oneDNN declined the geometry.
+// Half types run in float32 (Note [Half-type convolutions in float32]).
+bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, Post post,
+               const ember_tensor* residual) {
   const bool bias = dir == Dir::Forward && call->num_inputs >= 3;
-  const auto e = find_entry(dir, g, bias, cl, relu);
+  const auto e = find_entry(dir, g, bias, cl, post);
   if (!e->ok) return false;
   // The user pointers in the order (x, w, y).
   void* user[3];
@@ -457,6 +472,25 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, b
       dnnl_execute(call, e->reorder[i], {{DNNL_ARG_FROM, user_mem(i)}, {DNNL_ARG_TO, mem[i]}});
     }
   }
+  if (post == Post::AddRelu) {
+    // The sum post-op adds what the destination holds: the residual, in the user layout (widened
+    // for a half type), copied or reordered into it.
+    ScratchGuard wide_residual{call};
+    const void* r = residual->data;
+    if (dtype != EMBER_F32) {
+      if (!wide_residual.alloc(e->user[2].get_size())) throw std::bad_alloc();
+      convert_half(dtype, r, wide_residual.ptr,
+                   static_cast<int64_t>(e->user[2].get_size() / sizeof(float)), false);
+      r = wide_residual.ptr;
+    }
+    if (e->needs_reorder[2]) {
+      dnnl_execute(call, e->residual_reorder,
+                   {{DNNL_ARG_FROM, dnnl::memory(e->user[2], eng, const_cast<void*>(r))},
+                    {DNNL_ARG_TO, mem[2]}});
+    } else if (mem[2].get_data_handle() != r) {
+      std::memcpy(mem[2].get_data_handle(), r, e->user[2].get_size());
+    }
+  }
   if (dir == Dir::Forward) {
     std::unordered_map<int, dnnl::memory> args = {
         {DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]}, {DNNL_ARG_DST, mem[2]}};
@@ -490,7 +524,7 @@ bool dnnl_conv(const ember_kernel_call* call, Dir dir, const Geom& g, bool cl, b
 }
 
 int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g,
-                      bool relu);
+                      bool relu, const ember_tensor* residual = nullptr);
 
 // A channels-last call that oneDNN does not run (float64, or a geometry it declines): the own
 // row-major loops on row-major scratch copies of the 4-d operands (made by this plugin's copy
@@ -544,10 +578,29 @@ int32_t run_conv(const ember_kernel_call* call, Dir dir) {
   return run_conv_call(call, dir, name, g, std::is_same_v<A, attrs::conv2d_relu>);
 }
 
+// y = max(y + r, 0) over n elements in the compute type (a NaN stays NaN): conv2d_add_relu's
+// tail where the convolution ran without it.
+void add_relu(int32_t dtype, void* y, const void* r, int64_t n) {
+  sdk::visit_dtype(dtype, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_floating_point_v<T> || sdk::kIsHalf<T>) {
+      using C = sdk::Compute<T>;
+      T* py = static_cast<T*>(y);
+      const T* pr = static_cast<const T*>(r);
+#pragma omp parallel for schedule(static) if (run_parallel(n))
+      for (int64_t i = 0; i < n; ++i) {
+        const C v = static_cast<C>(py[i]) + static_cast<C>(pr[i]);
+        py[i] = store<T>(v < C(0) ? C(0) : v);
+      }
+    }
+  });
+}
+
 // A convolution call of direction `dir` whose geometry was read (a forward rectified when
-// `relu`).
+// `relu`; with `residual`, conv2d_add_relu's: relu(conv + residual), the residual in the
+// output's layout).
 int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, const Geom& g,
-                      bool relu) {
+                      bool relu, const ember_tensor* residual) {
   const int32_t dtype = call->outputs[0].dtype;
   const int nin = dir == Dir::Forward ? std::min(call->num_inputs, 3) : 2;
   // The call's layout: every operand row-major, or every 4-d one channels-last (Note
@@ -567,15 +620,32 @@ int32_t run_conv_call(const ember_kernel_call* call, Dir dir, const char* name, 
                      "%s: operands must all be contiguous or all (4-d ones) channels-last", name);
   }
   const bool cl = !all_rows;
-  if (sdk::numel(call->outputs[0]) == 0) return EMBER_OK;
+  const ember_tensor& y = call->outputs[0];
+  if (residual != nullptr) {
+    bool same = residual->dtype == dtype && residual->ndim == 4;
+    for (int d = 0; same && d < 4; ++d)
+      same = residual->sizes[d] == y.sizes[d] &&
+             (y.sizes[d] == 1 || residual->strides[d] == y.strides[d]);
+    if (!same) {
+      return sdk::fail(call, EMBER_ERR_INVALID,
+                       "%s: the residual must have the output's dtype, shape and layout", name);
+    }
+  }
+  if (sdk::numel(y) == 0) return EMBER_OK;
+  const Post post = residual ? Post::AddRelu : relu ? Post::Relu : Post::None;
   // A failure of oneDNN is the vendor library's (EMBER_ERR_DEVICE); anything else, running out
   // of scratch memory included (std::bad_alloc), reaches the kernel's guard.
   try {
     const bool dnnl_type = dtype == EMBER_F32 || dtype == EMBER_BF16 || dtype == EMBER_F16;
-    if (dnnl_type && dnnl_conv(call, dir, g, cl, relu)) return EMBER_OK;
+    if (dnnl_type && dnnl_conv(call, dir, g, cl, post, residual)) return EMBER_OK;
   } catch (const dnnl::error& e) {
     return sdk::fail(call, EMBER_ERR_DEVICE, "oneDNN %s failed: %s (status %d)", name, e.what(),
                      static_cast<int>(e.status));
+  }
+  if (residual != nullptr) {  // the convolution alone, then the residual and the ReLU
+    const int32_t st = run_conv_call(call, dir, name, g, false);
+    if (st == EMBER_OK) add_relu(dtype, y.data, residual->data, sdk::numel(y));
+    return st;
   }
   if (cl) return run_rows_of_channels_last(call, dir, name, g, nin, relu);
   bool floating = false;
@@ -611,6 +681,27 @@ EMBER_KERNEL(conv2d) {
 
 EMBER_KERNEL(conv2d_relu) {
   return run_conv<attrs::conv2d_relu>(call, Dir::Forward);
+}
+
+// conv2d_add_relu: {x, w, residual, optional b}, run as the forward of {x, w, optional b} (the
+// weight's identity keeps its place) with the residual beside it.
+EMBER_KERNEL(conv2d_add_relu) {
+  const char* name = "conv2d_add_relu";
+  if (call->num_inputs < 3 || call->num_inputs > 4 || call->num_outputs != 1) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: %d inputs and %d outputs", name,
+                     call->num_inputs, call->num_outputs);
+  }
+  ember_tensor in[3] = {call->inputs[0], call->inputs[1], {}};
+  if (call->num_inputs == 4) in[2] = call->inputs[3];
+  ember_kernel_call rc = *call;
+  rc.inputs = in;
+  rc.num_inputs = call->num_inputs - 1;
+  Geom g;
+  if (!read_geom<attrs::conv2d_add_relu>(&rc, Dir::Forward, &g)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
+                     name);
+  }
+  return run_conv_call(&rc, Dir::Forward, name, g, true, &call->inputs[2]);
 }
 
 EMBER_KERNEL(conv2d_backward_input) {

@@ -4,7 +4,8 @@
 // of its group g = o / (O/G), and tap (a, e) of output (i, j) reads input
 // (i * stride_h - pad_h + a * dil_h, j * stride_w - pad_w + e * dil_w) when inside.
 // All three directions walk that same seven-deep loop nest and accumulate in double;
-// conv2d_relu is the forward with negative sums written as 0.
+// conv2d_relu is the forward with negative sums written as 0; conv2d_add_relu ({x, w, r,
+// optional b}) adds r[n, o, i, j] before that.
 #include <type_traits>
 #include <vector>
 
@@ -42,7 +43,8 @@ void for_each_tap(const Geom& g, Fn&& fn) {
 template <typename A>
 int32_t run(const ember_kernel_call* call, Dir dir) {
   const char* name = ops::kInfo[A::kOp].name;
-  constexpr bool relu = std::is_same_v<A, attrs::conv2d_relu>;  // rectified forward
+  constexpr bool add = std::is_same_v<A, attrs::conv2d_add_relu>;      // adds the residual
+  constexpr bool relu = add || std::is_same_v<A, attrs::conv2d_relu>;  // rectified forward
   if (call->num_inputs < 2 || call->num_outputs < 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments", name);
   }
@@ -67,8 +69,18 @@ int32_t run(const ember_kernel_call* call, Dir dir) {
     return sdk::fail(call, EMBER_ERR_INVALID, "%s: inconsistent operand shapes or attributes",
                      name);
   }
+  const int bias_at = add ? 3 : 2;  // conv2d_add_relu: {x, w, r, optional b}
   const ember_tensor* bias =
-      dir == Dir::Forward && call->num_inputs >= 3 ? &call->inputs[2] : nullptr;
+      dir == Dir::Forward && call->num_inputs > bias_at ? &call->inputs[bias_at] : nullptr;
+  const ember_tensor* residual = add && call->num_inputs >= 3 ? &call->inputs[2] : nullptr;
+  if (add && (residual == nullptr || residual->ndim != 4)) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expected a 4-d residual", name);
+  }
+  for (int d = 0; residual != nullptr && d < 4; ++d) {
+    if (residual->sizes[d] != y->sizes[d]) {
+      return sdk::fail(call, EMBER_ERR_INVALID, "%s: the residual's shape differs from y's", name);
+    }
+  }
   return visit_floating(call, call->outputs[0].dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     // The output, accumulated in double as a dense array of the output's shape.
@@ -94,7 +106,8 @@ int32_t run(const ember_kernel_call* call, Dir dir) {
           for (int64_t i3 = 0; i3 < s[3]; ++i3) {
             const int64_t idx[1] = {i1};
             const double b = bias ? to_double(at<T>(*bias, idx)) : 0.0;
-            const double v = slot(i0, i1, i2, i3) + b;
+            const double r = residual ? to_double(at4<T>(*residual, i0, i1, i2, i3)) : 0.0;
+            const double v = slot(i0, i1, i2, i3) + b + r;
             at4<T>(out, i0, i1, i2, i3) = from_double<T>(relu && v < 0 ? 0.0 : v);
           }
   });
@@ -107,6 +120,9 @@ int32_t conv2d(const ember_kernel_call* call) {
 }
 int32_t conv2d_relu(const ember_kernel_call* call) {
   return run<attrs::conv2d_relu>(call, Dir::Forward);
+}
+int32_t conv2d_add_relu(const ember_kernel_call* call) {
+  return run<attrs::conv2d_add_relu>(call, Dir::Forward);
 }
 int32_t conv2d_backward_input(const ember_kernel_call* call) {
   return run<attrs::conv2d_backward_input>(call, Dir::BackwardInput);

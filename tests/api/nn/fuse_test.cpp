@@ -1,7 +1,7 @@
 // nn::fuse_for_inference: batch norms folded into the convolution or linear layer before them,
 // ReLU modules merged into the convolution before them (conv2d_relu), ReLU and GELU modules and
-// Transformer layers' feed-forward activations into the Linear before them (fused_linear), on
-// every model in models::
+// Transformer layers' feed-forward activations into the Linear before them (fused_linear), and
+// ResNet blocks ending in one conv2d_add_relu, on every model in models::
 // (row-major and channels-last, float32 and bf16 autocast), against the unfused model's output; the
 // pairs it must not fold, and the refusals.
 #include <gtest/gtest.h>
@@ -66,6 +66,13 @@ int64_t expected_linear_activations(const std::string& model) {
   return 0;
 }
 
+// The residual blocks that end in one conv2d_add_relu, per model.
+int64_t expected_residuals(const std::string& model) {
+  if (model == "resnet18") return 8;
+  if (model == "resnet50") return 16;
+  return 0;
+}
+
 class FuseEveryModel : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
@@ -98,6 +105,11 @@ TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
         << linear;
     EXPECT_TRUE(modules.count(act)) << act;
   }
+  EXPECT_EQ(static_cast<int64_t>(report.residuals.size()), expected_residuals(GetParam()));
+  for (const auto& [conv, block] : report.residuals) {
+    EXPECT_TRUE(std::dynamic_pointer_cast<Conv2d>(modules.at(conv))) << conv;
+    EXPECT_EQ(conv.rfind(block + ".", 0), 0u) << conv << " in " << block;
+  }
   const double tol = 1e-4 * std::max(1.0, max_abs(expected));
   EXPECT_LE(max_abs_diff((*fused)(x), expected), tol) << GetParam();
   // Another batch than the example, and channels-last.
@@ -115,6 +127,28 @@ TEST_P(FuseEveryModel, OutputsEqualTheUnfusedModel) {
 INSTANTIATE_TEST_SUITE_P(Models, FuseEveryModel,
                          ::testing::Values("lenet", "cnn", "mlp", "resnet18", "resnet50", "vit"),
                          [](const auto& info) { return std::string(info.param); });
+
+// A block ends fused only once its batch norm is folded, and switches back on request; the
+// fused end equals the written one, with and without a projection on the shortcut.
+TEST(Fuse, AResidualBlockEndsFusedOnlyWithItsBatchNormFolded) {
+  manual_seed(11);
+  for (const int64_t stride : {1, 2}) {
+    auto block = std::make_shared<models::BasicBlock>(8, 8 * stride, stride);
+    randomise_batch_norms(*block);
+    block->eval();
+    EXPECT_EQ(block->fuse_residual_tail(true), "") << "bn2 is not folded yet";
+    const Tensor x = randn({2, 8, 6, 6});
+    autograd::NoGradGuard no_grad;
+    const Tensor before = (*block)(x);
+    const FuseReport report = fuse_for_inference(*block, x);
+    ASSERT_EQ(report.residuals.size(), 1u);
+    EXPECT_EQ(report.residuals[0], std::make_pair(std::string("conv2"), std::string("")));
+    const Tensor fused = (*block)(x);
+    EXPECT_LE(max_abs_diff(fused, before), 1e-4 * std::max(1.0, max_abs(before)));
+    EXPECT_EQ(block->fuse_residual_tail(false), "");
+    EXPECT_LE(max_abs_diff((*block)(x), fused), 1e-5 * std::max(1.0, max_abs(before)));
+  }
+}
 
 TEST(Fuse, FoldsConvAndLinearWithTheArithmeticOfTheFormula) {
   // One conv + bn pair and one linear + bn pair, folded by hand in float64 as the reference.
@@ -182,8 +216,8 @@ TEST(Fuse, ALayerWhoseOutputIsAlsoUsedElsewhereIsRefusedAndNothingChanges) {
   m.eval();
   const Tensor before = m(x);
   expect_error([&] { fuse_for_inference(m, x); },
-               {"[nn.fuse_for_inference] folding 1 batch norm(s) and 0 activation(s) changed "
-                "the model's output",
+               {"[nn.fuse_for_inference] folding 1 batch norm(s), 0 activation(s) and 0 residual "
+                "block end(s) changed the model's output",
                 "nothing was changed"});
   EXPECT_FALSE(m.bn->folded());
   EXPECT_EQ(max_abs_diff(m.conv->weight, w), 0.0);
@@ -340,7 +374,8 @@ TEST(Fuse, AConvolutionWhoseOutputAlsoSkipsItsReluKeepsIt) {
   m.eval();
   const Tensor before = m(x);
   expect_error([&] { fuse_for_inference(m, x); },
-               {"folding 0 batch norm(s) and 1 activation(s) changed the model's output",
+               {"folding 0 batch norm(s), 1 activation(s) and 0 residual block end(s) changed the "
+                "model's output",
                 "nothing was changed"});
   EXPECT_FALSE(m.conv->fused_relu());
   EXPECT_FALSE(m.relu->folded());

@@ -206,6 +206,84 @@ TEST(Conv2d, ReluFusedMatchesReference) {
       {"[conv2d_relu] expected input with 3 channels"});
 }
 
+// Note [Convolution, residual add and ReLU]: conv2d_add_relu is max(conv2d + r, 0) of the
+// float64 reference on every geometry and dtype, the residual row-major or channels-last under
+// either layout of the convolution (and the output in the convolution's), through the fused
+// kernel and through the composite (inputs requiring grad), whose gradients are the unfused
+// ones', the residual's included.
+TEST(Conv2d, ResidualAddAndReluFusedMatchReference) {
+  for (DType dt : {f32, f64, bf16}) {
+    uint64_t seed = 140;
+    for (const Cfg& k : kConvCases) {
+      const RandomCase c(k, dt, seed);
+      const Tensor &x = c.x, &w = c.w, &b = c.b;
+      const Tensor r = random({k.n, k.o, c.oh, c.ow}, dt, seed++);
+      std::vector<double> want = c.want;
+      const std::vector<double> rv = values(r);
+      size_t negative = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        want[i] += rv[i];
+        negative += want[i] < 0 ? (want[i] = 0, 1) : 0;
+      }
+      ASSERT_GT(negative, 0u) << "the case must have something to rectify";
+      const std::string what = k.str() + " " + std::string(dtype_name(dt));
+      const auto fused = [&](const Tensor& xx, const Tensor& ww, const Tensor& rr) {
+        return conv2d_add_relu(xx, ww, rr, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.dh, k.dw}, k.g);
+      };
+      const double tol = dt == f32 ? 1e-5 : dt == f64 ? 1e-12 : 3e-2;
+      expect_close(fused(x, w, r), want, tol, what);
+      const auto cl = [](const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); };
+      const Tensor y_cl = fused(cl(x), cl(w), cl(r));
+      EXPECT_EQ(y_cl.suggest_memory_format(), MemoryFormat::ChannelsLast) << what;
+      expect_close(y_cl, want, tol, what + " channels-last");
+      expect_close(fused(cl(x), cl(w), r), want, tol, what + " row-major residual");
+      expect_close(fused(x, w, cl(r)), want, tol, what + " channels-last residual");
+      expect_close(fused(x, w, r.clone()), want, tol, what + " again (cached primitive)");
+      if (dt != f32) continue;
+      const Tensor xg = x.clone().requires_grad_(true), xr = x.clone().requires_grad_(true);
+      const Tensor rg = r.clone().requires_grad_(true), rr = r.clone().requires_grad_(true);
+      const Tensor yg = fused(xg, w, rg);
+      expect_close(yg, want, tol, what + " recorded");
+      sum(mul(yg, yg)).backward();
+      const Tensor yr = relu(add(run_conv(k, xr, w, b), rr));
+      sum(mul(yr, yr)).backward();
+      expect_close(xg.grad(), values(xr.grad()), tol, what + " input gradient");
+      expect_close(rg.grad(), values(rr.grad()), tol, what + " residual gradient");
+    }
+  }
+}
+
+TEST(Conv2d, ResidualAddAndReluEdgesAndBadArguments) {
+  // Unbatched; no input channels (the bias and the residual alone); an empty batch.
+  const Tensor x = random({2, 4, 4}, f32, 190), w = random({3, 2, 3, 3}, f32, 191);
+  const Tensor r = random({3, 2, 2}, f32, 192), b = random({3}, f32, 193);
+  expect_close(conv2d_add_relu(x, w, r), values(relu(add(conv2d(x, w), r))), 1e-6, "unbatched");
+  const Tensor r4 = random({2, 3, 4, 4}, f32, 194);
+  expect_close(conv2d_add_relu(empty({2, 0, 4, 4}, f32), empty({3, 0, 1, 1}, f32), r4, b),
+               values(relu(add(b.view({1, 3, 1, 1}), r4))), 0, "no input channels");
+  EXPECT_EQ(conv2d_add_relu(empty({0, 2, 4, 4}, f32), w, empty({0, 3, 2, 2}, f32)).sizes(),
+            Shape({0, 3, 2, 2}));
+  // A NaN sum is NaN or 0, never anything else; NaN in float64 (the own loops).
+  Tensor rn = r.clone();
+  rn.fill_(std::nan(""));
+  for (double v : values(conv2d_add_relu(x, w, rn))) EXPECT_TRUE(std::isnan(v) || v == 0.0) << v;
+  for (double v : values(conv2d_add_relu(x.to(f64), w.to(f64), rn.to(f64))))
+    EXPECT_TRUE(std::isnan(v));
+  expect_error(
+      [&] {
+        conv2d_add_relu(x, w, random({3, 3, 2}, f32, 195));
+      },
+      {"[conv2d_add_relu]", "residual", "[3, 2, 2]", "[3, 3, 2]"});
+  expect_error([&] { conv2d_add_relu(x, w, r.to(f64)); },
+               {"[conv2d_add_relu] input and residual dtypes differ"});
+  expect_error([&] { conv2d_add_relu(x, w, Tensor()); }, {"[conv2d_add_relu] undefined residual"});
+  expect_error(
+      [&] {
+        conv2d_add_relu(x, random({3, 3, 3, 3}, f32, 196), r);
+      },
+      {"[conv2d_add_relu] expected input with 3 channels"});
+}
+
 TEST(Conv2d, HalfTypes) {
   const Cfg k = {2, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, true};
   for (DType dt : {bf16, f16}) {

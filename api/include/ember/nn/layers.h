@@ -81,6 +81,9 @@ class Conv2d : public Module {
   bool fused_relu() const { return fused_relu_; }
   /** Makes forward() rectify its output (or not); used by nn::fuse_for_inference. */
   void set_fused_relu(bool fused) { fused_relu_ = fused; }
+  /** relu(this convolution of x + residual) as one conv2d_add_relu (Note [Convolution, residual
+   *  add and ReLU] in core/ops/conv.cpp): how a residual block fused for inference ends. */
+  Tensor forward_add_relu(const Tensor& x, const Tensor& residual);
 
   const int64_t in_channels, out_channels;
   const Pair kernel_size;

@@ -23,6 +23,14 @@ EMBER_API Tensor conv2d_relu(const Tensor& x, const Tensor& weight, const Tensor
                              IntList stride = {1, 1}, IntList padding = {0, 0},
                              IntList dilation = {1, 1}, int64_t groups = 1);
 
+/** relu(conv2d(x, weight, bias, ...) + residual), residual of the convolution's output shape
+ *  (a residual block's end), in one kernel where nothing is recorded for autograd and the device
+ *  has it (Note [Convolution, residual add and ReLU] in core/ops/conv.cpp). */
+EMBER_API Tensor conv2d_add_relu(const Tensor& x, const Tensor& weight, const Tensor& residual,
+                                 const Tensor& bias = {}, IntList stride = {1, 1},
+                                 IntList padding = {0, 0}, IntList dilation = {1, 1},
+                                 int64_t groups = 1);
+
 /** Transposed 2-d convolution (the gradient of conv2d with respect to its input) of x
  *  [N, C, H, W] with weight [C, O/groups, kH, kW] and an optional bias [O]. */
 EMBER_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
