@@ -58,6 +58,23 @@ inline Tensor make(const std::vector<double>& vals, IntList sizes, DType dtype) 
   return t;
 }
 
+/** Changes weight `w` in each way a training loop may between two calls of a layer, calling
+ *  check(what) first and after each change: added to in place, scaled through a view of some
+ *  rows, overwritten with copy_ from `fresh` (a tensor of w's shape); the tests of kernels that
+ *  keep a weight in their own layout (Note [Reordered weight cache]). */
+template <typename Check>
+void change_weight_every_way(Tensor& w, const Tensor& fresh, Check&& check) {
+  check("first calls");
+  check("same weight again");
+  add_(w, 0.5);
+  check("after add_");
+  Tensor rows = w.narrow(0, 2, 5);
+  mul_(rows, -2.0);
+  check("after mul_ of a view");
+  w.copy_(fresh);
+  check("after copy_");
+}
+
 /** Runs `fn` and expects an ember::Error whose message contains every one of `parts`. */
 template <typename Fn>
 void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
