@@ -127,7 +127,8 @@ TEST(CudaGpu, MatmulMatchesCpu) {
 
 // Note [Convolution and ReLU through cuDNN]: conv2d_relu on the GPU (the fused cuDNN call, or its
 // per-chunk fallback) against relu(conv2d) on the CPU, row-major and channels-last, with and
-// without bias, in every floating dtype; nothing recorded, so the kernel runs.
+// without bias, in every floating dtype; nothing recorded, so the kernel runs. conv2d_add_relu
+// too.
 TEST(CudaGpu, ConvolutionWithReluMatchesCpu) {
   EMBER_REQUIRE_CUDA();
   autograd::InferenceMode inference;
@@ -148,6 +149,16 @@ TEST(CudaGpu, ConvolutionWithReluMatchesCpu) {
         EXPECT_LE(max_rel_diff(got, want), tol)
             << fmt::format("{} channels-last {} bias {}", d, cl, with_bias);
         EXPECT_GE(min(got.to(Device::cpu()).to(DType::Float64)).item(), 0.0);
+        // A residual block's end (Note [Convolution, residual add and ReLU]): the composite
+        // here, the CPU's fused kernel as the reference.
+        const Tensor r = randn(want.sizes()).to(d);
+        const Tensor want_r = conv2d_add_relu(x, w, r, b, {1, 2}, {1, 0});
+        const Tensor got_r = conv2d_add_relu(x.to(g), w.to(g), r.to(g),
+                                             with_bias ? b.to(g) : Tensor(), {1, 2}, {1, 0});
+        // Half types: the composite rounds the convolution before the sum, so entries near 0
+        // have no relative accuracy; compared against the output's scale.
+        EXPECT_LE(grad_diff(d, got_r, want_r), tol)
+            << fmt::format("residual {} channels-last {} bias {}", d, cl, with_bias);
       }
     }
   }
