@@ -433,8 +433,9 @@ double predict(const PredictOptions& o) {
     return to_device(data::to_float_images(pixels.narrow(0, start, b)), device, format);
   };
 
-  // --fuse (the default) folds each batch norm into the convolution or linear layer before it
-  // and merges the activations after them (nn::fuse_for_inference, checked on the first batch):
+  // --fuse (the default) folds each batch norm into the convolution or linear layer before it,
+  // merges the activations after them and fuses ResNet blocks' ends (nn::fuse_for_inference,
+  // checked on the first batch):
   // the logits change only by float32 rounding (the default CNN predicts the same class for all
   // 10,000 test images either way), and a model it cannot fold runs as it is.
   std::string fused;
@@ -444,6 +445,9 @@ double predict(const PredictOptions& o) {
       if (!r.folded.empty()) fused = fmt::format(", {} batch norms folded", r.folded.size());
       if (const size_t acts = r.relus.size() + r.activations.size(); acts > 0) {
         fused += fmt::format(", {} activations merged", acts);
+      }
+      if (!r.residuals.empty()) {
+        fused += fmt::format(", {} residual block ends fused", r.residuals.size());
       }
     } catch (const Error& e) {
       fmt::print("note: batch norms left as they are: {}\n", e.what());
