@@ -53,6 +53,7 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
@@ -172,19 +173,15 @@ Tensor conv2d_raw(const Tensor& x, const Tensor& w, const Tensor& b, const ConvP
     if constexpr (kAdd) return relu(add(y, residual));
     return std::is_same_v<A, attrs::conv2d_relu> ? relu(y) : y;
   }
-  const auto a = p.as<A>();
-  if constexpr (kAdd) {
-    const Tensor r = residual.contiguous(format);
-    if (b.defined()) {
-      run_image_kernel(a, x.dtype(), format, {&x, &w, &r, &b}, {&y});
-    } else {
-      run_image_kernel(a, x.dtype(), format, {&x, &w, &r}, {&y});
-    }
-  } else if (b.defined()) {
-    run_image_kernel(a, x.dtype(), format, {&x, &w, &b}, {&y});
-  } else {
-    run_image_kernel(a, x.dtype(), format, {&x, &w}, {&y});
-  }
+  // Inputs {x, w, optional b}, conv2d_add_relu's {x, w, r, optional b}.
+  const Tensor r = kAdd ? residual.contiguous(format) : Tensor();
+  std::array<const Tensor*, 4> in = {&x, &w};
+  size_t n = 2;
+  if constexpr (kAdd) in[n++] = &r;
+  if (b.defined()) in[n++] = &b;
+  const Tensor* out[1] = {&y};
+  run_image_kernel(core_op(A::kOp), x.dtype(), format, std::span<const Tensor* const>(in.data(), n),
+                   out, PackedAttrs(p.as<A>()));
   return y;
 }
 

@@ -126,7 +126,9 @@ uint64_t hash_key(const int64_t* key, int32_t n) {
   return h;
 }
 
-bool same_key(const CacheEntry& e, uint64_t h, const int64_t* key, int32_t n) {
+// Whether entry `e` (a CacheEntry, or a PackedEntry of the packed products) is `key`, hash `h`.
+template <typename Entry>
+bool same_key(const Entry& e, uint64_t h, const int64_t* key, int32_t n) {
   return e.hash == h && e.key.size() == static_cast<size_t>(n) &&
          std::memcmp(e.key.data(), key, sizeof(int64_t) * static_cast<size_t>(n)) == 0;
 }
@@ -432,12 +434,19 @@ struct PackedProduct {
   std::shared_ptr<WeightCache> weights;
 };
 
-// The packed products by full key (as the primitive cache's), and the weight caches by B's
+// A packed product under the primitive cache's key of its plain product.
+struct PackedEntry {
+  uint64_t hash;
+  std::vector<int64_t> key;
+  std::shared_ptr<const PackedProduct> product;
+};
+
+// The packed products by key (looked up as the primitive cache's), and the weight caches by B's
 // key and layout, shared across row counts. Small FIFOs; never destroyed (kernels may run at
 // exit).
 struct PackedCache {
   std::mutex mutex;
-  std::vector<std::pair<std::vector<int64_t>, std::shared_ptr<const PackedProduct>>> products;
+  std::vector<PackedEntry> products;
   std::vector<std::tuple<std::vector<int64_t>, dnnl::memory::desc, std::shared_ptr<WeightCache>>>
       weights;
 };
@@ -460,42 +469,6 @@ std::shared_ptr<WeightCache> weights_for(const std::vector<int64_t>& bkey,
   return std::get<2>(c.weights.back());
 }
 
-// The packed product for `key` (built on a miss, outside the lock): A, C and the bias as given,
-// B (plain layout `bmd`) in the layout oneDNN picks, with `attr`; `biasmd` null without bias.
-std::shared_ptr<const PackedProduct> packed_product(
-    const std::vector<int64_t>& key, const std::vector<int64_t>& bkey,
-    const dnnl::memory::desc& amd, const dnnl::memory::desc& bmd, const dnnl::memory::desc* biasmd,
-    const dnnl::memory::desc& cmd, const dnnl::primitive_attr& attr) {
-  PackedCache& c = packed_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    for (auto it = c.products.rbegin(); it != c.products.rend(); ++it)
-      if (it->first == key) return it->second;
-  }
-  auto p = std::make_shared<PackedProduct>();
-  try {
-    const dnnl::engine& eng = dnnl_engine();
-    const dnnl::memory::desc any(bmd.get_dims(), bmd.get_data_type(),
-                                 dnnl::memory::format_tag::any);
-    const auto pd = biasmd ? dnnl::matmul::primitive_desc(eng, amd, any, *biasmd, cmd, attr)
-                           : dnnl::matmul::primitive_desc(eng, amd, any, cmd, attr);
-    if (pd.weights_desc() != bmd) {
-      p->layout = pd.weights_desc();
-      p->prim = dnnl::matmul(pd);
-      p->reorder =
-          dnnl::reorder(dnnl::reorder::primitive_desc(eng, bmd, eng, p->layout, dnnl_attr()));
-      p->weights = weights_for(bkey, p->layout);
-      p->ok = true;
-    }
-  } catch (const dnnl::error& e) {
-    if (e.status != dnnl_unimplemented) throw;
-  }
-  std::lock_guard<std::mutex> lock(c.mutex);
-  if (c.products.size() >= kPackedCapacity) c.products.erase(c.products.begin());
-  c.products.emplace_back(key, p);
-  return p;
-}
-
 // The primitive attributes of a product with epilogue `epi`: its activation as a post-op.
 dnnl::primitive_attr dnnl_attr_of(const Epilogue& epi) {
   dnnl::primitive_attr attr = dnnl_attr();
@@ -508,6 +481,50 @@ dnnl::primitive_attr dnnl_attr_of(const Epilogue& epi) {
     attr.set_post_ops(ops);
   }
   return attr;
+}
+
+// The packed product for the plain product's key (`kn` values, B's dims and strides from
+// `bkey_at`), built on a miss outside the lock: A, C and the bias as given, B (plain layout
+// `bmd`) in the layout oneDNN picks, with epilogue `epi`; `biasmd` null without bias.
+std::shared_ptr<const PackedProduct> packed_product(const int64_t* key, int32_t kn, int32_t bkey_at,
+                                                    const dnnl::memory::desc& amd,
+                                                    const dnnl::memory::desc& bmd,
+                                                    const dnnl::memory::desc* biasmd,
+                                                    const dnnl::memory::desc& cmd,
+                                                    const Epilogue& epi) {
+  const uint64_t h = hash_key(key, kn);
+  PackedCache& c = packed_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto it = c.products.rbegin(); it != c.products.rend(); ++it)
+      if (same_key(*it, h, key, kn)) return it->product;
+  }
+  auto p = std::make_shared<PackedProduct>();
+  try {
+    const dnnl::primitive_attr attr = dnnl_attr_of(epi);
+    const dnnl::engine& eng = dnnl_engine();
+    const dnnl::memory::desc any(bmd.get_dims(), bmd.get_data_type(),
+                                 dnnl::memory::format_tag::any);
+    const auto pd = biasmd ? dnnl::matmul::primitive_desc(eng, amd, any, *biasmd, cmd, attr)
+                           : dnnl::matmul::primitive_desc(eng, amd, any, cmd, attr);
+    if (pd.weights_desc() != bmd) {
+      p->layout = pd.weights_desc();
+      p->prim = dnnl::matmul(pd);
+      p->reorder =
+          dnnl::reorder(dnnl::reorder::primitive_desc(eng, bmd, eng, p->layout, dnnl_attr()));
+      // B's part of the key: its dtype, dims and strides.
+      std::vector<int64_t> bkey = {key[1]};
+      bkey.insert(bkey.end(), key + bkey_at, key + bkey_at + 2 * bmd.get_ndims());
+      p->weights = weights_for(bkey, p->layout);
+      p->ok = true;
+    }
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) throw;
+  }
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (c.products.size() >= kPackedCapacity) c.products.erase(c.products.begin());
+  c.products.push_back({h, std::vector<int64_t>(key, key + kn), p});
+  return p;
 }
 
 // Runs C = A x B (then the epilogue) through oneDNN; Declined when oneDNN has no implementation
@@ -573,12 +590,9 @@ DnnlResult dnnl_matmul(const ember_kernel_call* call, const Geometry& g, const e
   std::shared_ptr<void> packed;
   std::shared_ptr<const PackedProduct> pp;
   if (epi.weight != nullptr && g.nb == 0 && g.m <= kPackedRows && !ob.pack && !ob.pad_rows) {
-    const std::vector<int64_t> full(key.begin(), key.begin() + kn);
-    // B's part of the key: dtype, then B's dims and strides (after A's).
-    std::vector<int64_t> bkey = {a.dtype};
-    bkey.insert(bkey.end(), key.begin() + 3 + 2 * oa.nd, key.begin() + 3 + 2 * oa.nd + 2 * ob.nd);
-    pp = packed_product(full, bkey, amd, bmd, epi.bias != nullptr ? &biasmd : nullptr, cmd,
-                        dnnl_attr_of(epi));
+    // B's dims and strides follow the tag, dtype, rank and A's in the key.
+    pp = packed_product(key.data(), kn, 3 + 2 * oa.nd, amd, bmd,
+                        epi.bias != nullptr ? &biasmd : nullptr, cmd, epi);
     if (pp->ok) {
       packed = pp->weights->get(*epi.weight, b.data, pp->layout.get_size(), [&](void* to) {
         dnnl_execute(call, pp->reorder,

@@ -152,7 +152,8 @@ TEST(Softmax, ANanOrPlusInfinityMakesItsWholeRowNan) {
     for (const Tensor& y : {softmax(x, 1), log_softmax(x, 1)}) {
       const std::vector<double> v = values(y);
       for (size_t i = 0; i < 9; ++i) EXPECT_TRUE(std::isnan(v[i])) << dtype_name(dt) << " at " << i;
-      for (size_t i = 9; i < 12; ++i) EXPECT_FALSE(std::isnan(v[i])) << dtype_name(dt) << " at " << i;
+      for (size_t i = 9; i < 12; ++i)
+        EXPECT_FALSE(std::isnan(v[i])) << dtype_name(dt) << " at " << i;
     }
   }
 }
