@@ -88,7 +88,8 @@ fi
 # tests use NumPy, pytest and mypy. They come from the Python package index by name and exact
 # version into a virtual environment of their own, $EMBER_DEPS_DIR/python, which tools/test.sh
 # hands to CMake (Python_EXECUTABLE) and pytest; nothing is installed into the system's Python.
-python_pins=(nanobind==3.1.0 scikit-build-core==1.1.2 numpy==2.4.6 pytest==9.2.0 mypy==2.4.1)
+python_pins=(nanobind==3.1.0 scikit-build-core==1.1.2 numpy==2.4.6 pytest==9.2.0 mypy==2.4.1
+  hypothesis==6.170.27)
 pyenv=$deps/python
 if ! "$pyenv/bin/python" - "${python_pins[@]}" 2>/dev/null <<'EOF_PY'; then
 import importlib.metadata as md, sys
