@@ -18,6 +18,7 @@
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
+#include "ember/ops/indexing.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/loss.h"
 #include "ember/ops/memory.h"
