@@ -1,6 +1,7 @@
 // Elementwise ops: y = f(a, b) with NumPy broadcasting and PyTorch's type promotion.
 // Kernel contract ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder",
-// "fmod"; the two remainders are never called with an integer 0 divisor): inputs {a, b} of
+// "fmod", "div_floor", "div_trunc"; the remainders and rounded divisions are never called with
+// an integer 0 divisor, Note [Integer division by zero]): inputs {a, b} of
 // the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
 // {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
 // {x}, outputs {y} of x's dtype, attributes as ops.def names them. "where": inputs {cond
@@ -281,6 +282,24 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return extremum(core_op(ops::minimum), "minimum", "MinimumBackward", a, b, false);
 }
+// Note [Integer division by zero]
+// An integer division, remainder or fmod by 0 has no value: PyTorch raises on the CPU
+// ("ZeroDivisionError"), and Ember raises ember::ZeroDivisionError (a ValueError; Python's
+// ZeroDivisionError too) on every device before any kernel runs, so the kernels never see a 0
+// divisor (they return 0 for one; Note [Integer division is exact] in plugin_sdk_binary_ops.hpp).
+// The check reads the divisor (one pass, and a synchronisation on an accelerator), so it runs
+// only for integer results; floating ones give inf or NaN as IEEE says.
+namespace {
+void check_integer_divisor(const Tensor& b, DType ct, const char* name) {
+  if (is_floating(ct)) return;
+  const bool zero_divisor = b.numel() > 0 && any(eq(b, 0)).item<bool>();
+  EMBER_CHECK_AS(
+      ZeroDivisionError, !zero_divisor,
+      "[{}] integer division by zero: the divisor holds a 0 (a floating divisor gives inf or NaN)",
+      name);
+}
+}  // namespace
+
 // The two remainders: d/da = 1, d/db = -floor(a / b) (remainder) or -trunc(a / b) (fmod).
 // An integer divisor of 0 is an error, as in PyTorch (floating ones give NaN).
 namespace {
@@ -289,13 +308,7 @@ Tensor remainder_like(const Tensor& a, const Tensor& b, bool floor_mode) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   const DType ct = result_type(a, b);
   EMBER_CHECK_TYPE(ct != DType::Bool, "[{}] not defined for bool tensors", name);
-  if (!is_floating(ct)) {
-    const bool zero_divisor = any(eq(b, 0)).item<bool>();
-    EMBER_CHECK(
-        !zero_divisor,
-        "[{}] integer division by zero: the divisor holds a 0 (a floating divisor gives NaN)",
-        name);
-  }
+  check_integer_divisor(b, ct, name);
   return differentiable(
       floor_mode ? "RemainderBackward" : "FmodBackward", name, {&a, &b},
       [&] {
@@ -324,6 +337,33 @@ Tensor fmod(const Tensor& a, const Tensor& b) {
 }
 Tensor fmod(const Tensor& a, Scalar b) {
   return fmod(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+
+// Division with a rounding mode: "trunc" rounds toward zero, "floor" toward -inf (Python's //).
+// Integers are divided as integers (exact at any size, Note [Integer division is exact]) and
+// keep their dtype; a 0 divisor is refused (Note [Integer division by zero]). The result is a
+// step function: it carries no gradient (as floor() would give 0).
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> rounding_mode) {
+  if (!rounding_mode) return div(a, b);
+  const bool floor_mode = *rounding_mode == "floor";
+  EMBER_CHECK(floor_mode || *rounding_mode == "trunc",
+              "[div] rounding_mode must be None, 'trunc' or 'floor': got '{}'", *rounding_mode);
+  const char* name = floor_mode ? "floor_divide" : "div";
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  const DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
+  EMBER_CHECK_TYPE(ct != DType::Bool, "[{}] rounded division is not defined for bool tensors",
+                   name);
+  check_integer_divisor(b, ct, name);
+  return binary(core_op(floor_mode ? ops::div_floor : ops::div_trunc), name, a, b, Kind::Arith);
+}
+Tensor div(const Tensor& a, Scalar b, std::optional<std::string_view> rounding_mode) {
+  return div(a, detail::scalar_tensor(b, a.dtype(), a.device()), rounding_mode);
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return div(a, b, "floor");
+}
+Tensor floor_divide(const Tensor& a, Scalar b) {
+  return div(a, b, "floor");
 }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {

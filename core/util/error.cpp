@@ -8,6 +8,7 @@ namespace ember {
 // catching by type and dynamic_cast work from any library that includes this header.
 Error::~Error() = default;
 ValueError::~ValueError() = default;
+ZeroDivisionError::~ZeroDivisionError() = default;
 TypeError::~TypeError() = default;
 IndexError::~IndexError() = default;
 NotImplementedError::~NotImplementedError() = default;

@@ -201,6 +201,20 @@ std::vector<Case> make_cases() {
       "fmod", [](const Tensor& a, const Tensor& b) { return fmod(a, b); }, {-5, 5, -9, 9},
       negative_divisor));
   c.back().dtypes = kSigned;
+  // Rounded divisions (Note [Integer division is exact]): results are steps, no gradient.
+  c.push_back(binary(
+      "div_floor", [](const Tensor& a, const Tensor& b) { return div(a, b, "floor"); },
+      {-5, 5, -9, 9}, positive_divisor, /*grad=*/false));
+  c.push_back(binary(
+      "div_floor_negative_divisor",
+      [](const Tensor& a, const Tensor& b) { return div(a, b, "floor"); }, {-5, 5, -9, 9},
+      negative_divisor, /*grad=*/false));
+  c.back().kernels = {"div_floor"};
+  c.back().dtypes = kSigned;
+  c.push_back(binary(
+      "div_trunc", [](const Tensor& a, const Tensor& b) { return div(a, b, "trunc"); },
+      {-5, 5, -9, 9}, negative_divisor, /*grad=*/false));
+  c.back().dtypes = kSigned;
   c.push_back({"scalar_ops", {"add", "mul", "sub"}, unary_variants({}), one([](const Inputs& in) {
                  return add(mul(in[0], 3), 2) - 1;
                })});

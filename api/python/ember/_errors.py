@@ -7,7 +7,7 @@ see them; ember._C raises them. Importing this module imports nothing else of Em
 import builtins
 
 __all__ = [
-    "Error", "ValueError", "TypeError", "IndexError", "NotImplementedError", "OutOfMemoryError",
+    "Error", "ValueError", "ZeroDivisionError", "TypeError", "IndexError", "NotImplementedError", "OutOfMemoryError",
     "DeviceError", "IoError", "FileNotFoundError", "PluginError", "InternalError",
     "DistributedError",
 ]
@@ -19,6 +19,10 @@ class Error(RuntimeError):
 
 class ValueError(Error, builtins.ValueError):
     """A shape, size or argument value out of its domain."""
+
+
+class ZeroDivisionError(ValueError, builtins.ZeroDivisionError):
+    """An integer division (//, %, fmod, div with a rounding mode) by zero."""
 
 
 class TypeError(Error, builtins.TypeError):
@@ -61,7 +65,7 @@ class DistributedError(Error):
     """A collective or the rendezvous failed: a peer died or did not answer in time."""
 
 
-for _cls in (Error, ValueError, TypeError, IndexError, NotImplementedError, OutOfMemoryError,
+for _cls in (Error, ValueError, ZeroDivisionError, TypeError, IndexError, NotImplementedError, OutOfMemoryError,
              DeviceError, IoError, FileNotFoundError, PluginError, InternalError, DistributedError):
     _cls.__module__ = "ember"  # tracebacks say ember.ValueError
 del _cls

@@ -16,17 +16,22 @@ namespace {
 //   Io -> ember.IoError(OSError), and ember.FileNotFoundError(IoError, FileNotFoundError) when
 //         the file is missing                     Plugin -> ember.PluginError
 //   Distributed -> ember.DistributedError         Internal -> ember.InternalError
+// and an ember::ZeroDivisionError (a Value error) -> ember.ZeroDivisionError(ember.ValueError,
+// ZeroDivisionError), so `except ZeroDivisionError` catches x // 0 on integers as in Python.
 // The message is Ember's unchanged: `[op] what is wrong: observed values (hint)`. The classes
 // live in ember/_errors.py.
 struct ErrorTypes {
   PyObject* by_kind[16] = {};
   PyObject* file_not_found = nullptr;
+  PyObject* zero_division = nullptr;
 };
 ErrorTypes g_errors;
 
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
+  } catch (const ZeroDivisionError& e) {
+    PyErr_SetString(g_errors.zero_division ? g_errors.zero_division : PyExc_RuntimeError, e.what());
   } catch (const Error& e) {
     PyObject* type = g_errors.by_kind[static_cast<int>(e.kind())];
     const std::string_view what = e.what();
@@ -58,6 +63,7 @@ void bind_errors(nb::module_& m) {
   kind(ErrorKind::Internal, "InternalError");
   kind(ErrorKind::Distributed, "DistributedError");
   g_errors.file_not_found = nb::object(errors.attr("FileNotFoundError")).release().ptr();
+  g_errors.zero_division = nb::object(errors.attr("ZeroDivisionError")).release().ptr();
   for (nb::handle name : errors.attr("__all__")) m.attr(name) = errors.attr(name);
   nb::register_exception_translator(translate);
 }

@@ -79,24 +79,10 @@ Tensor as_tensor_operand(const Operand& b, const Tensor& a) {
   return b.tensor ? *b.tensor : scalar_like(b.scalar, a);
 }
 
-Tensor floor_divide_op(const Tensor& a, const Tensor& b) {
-  if (is_floating(a.dtype()) || is_floating(b.dtype())) return floor(div(a, b));
-  // Integers: exact in float64 for |values| < 2^53, then back to the promoted integer type.
-  const DType out = promote_types(a.dtype(), b.dtype());
-  return floor(div(a.to(DType::Float64), b.to(DType::Float64))).to(out);
-}
-
 Tensor div_op(const Tensor& a, const Operand& b, const std::optional<std::string>& rounding_mode) {
-  const Tensor bt = as_tensor_operand(b, a);
-  if (!rounding_mode) return b.tensor ? div(a, *b.tensor) : div(a, b.scalar);
-  if (*rounding_mode == "floor") return floor_divide_op(a, bt);
-  EMBER_CHECK(*rounding_mode == "trunc",
-              "[div] rounding_mode must be None, 'trunc' or 'floor', got '{}'", *rounding_mode);
-  Tensor q = div(a.to(DType::Float64), bt.to(DType::Float64));
-  q = mul(sign(q), floor(abs(q)));
-  return q.to(is_floating(a.dtype()) || is_floating(bt.dtype())
-                  ? div(a, bt).dtype()
-                  : promote_types(a.dtype(), bt.dtype()));
+  const std::optional<std::string_view> mode =
+      rounding_mode ? std::optional<std::string_view>(*rounding_mode) : std::nullopt;
+  return b.tensor ? div(a, *b.tensor, mode) : div(a, b.scalar, mode);
 }
 
 Tensor pow_op(const Tensor& a, const Operand& b) {
@@ -611,7 +597,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "other"_a, "input / other (true division).");
   b.both(
       "floor_divide",
-      [](const Tensor& a, const Operand& o) { return floor_divide_op(a, as_tensor_operand(o, a)); },
+      [](const Tensor& a, const Operand& o) {
+        return o.tensor ? floor_divide(a, *o.tensor) : floor_divide(a, o.scalar);
+      },
       "other"_a, "floor(input / other).");
   b.both(
       "remainder",
@@ -887,11 +875,11 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           })
       .op("__floordiv__",
           [](const Tensor& a, const Operand& o) {
-            return floor_divide_op(a, as_tensor_operand(o, a));
+            return o.tensor ? floor_divide(a, *o.tensor) : floor_divide(a, o.scalar);
           })
       .op("__rfloordiv__",
           [](const Tensor& a, const Operand& o) {
-            return floor_divide_op(as_tensor_operand(o, a), a);
+            return floor_divide(as_tensor_operand(o, a), a);
           })
       .op("__mod__",
           [](const Tensor& a, const Operand& o) {

@@ -143,7 +143,7 @@ int32_t binary(const ember_kernel_call* call) {
 }
 
 using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp,
-    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp;
+    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp, sdk::DivFloorOp, sdk::DivTruncOp;
 using sdk::kNotBool;
 
 template <typename Cmp>
@@ -192,6 +192,12 @@ EMBER_KERNEL(remainder) {
 }
 EMBER_KERNEL(fmod) {
   return binary<FmodOp>(call);
+}
+EMBER_KERNEL(div_floor) {
+  return binary<DivFloorOp>(call);
+}
+EMBER_KERNEL(div_trunc) {
+  return binary<DivTruncOp>(call);
 }
 EMBER_KERNEL(eq) {
   return compare<std::equal_to<>>(call);

@@ -357,7 +357,10 @@ struct GeluTanhBackwardOp {
     return g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * du);
   }
 };
-// The remainders are the SDK's host-and-device definitions (plugin_sdk_binary_ops.hpp).
+// The remainders and the rounded divisions are the SDK's host-and-device definitions
+// (plugin_sdk_binary_ops.hpp).
+using sdk::DivFloorOp;
+using sdk::DivTruncOp;
 using sdk::FmodOp;
 using sdk::RemainderOp;
 struct MaximumOp {
@@ -799,6 +802,8 @@ int32_t gelu_backward(const ember_kernel_call* call) {
 }
 EMBER_CUDA_BINARY(remainder, Kinds::kNumeric, RemainderOp)
 EMBER_CUDA_BINARY(fmod, Kinds::kNumeric, FmodOp)
+EMBER_CUDA_BINARY(div_floor, Kinds::kNumeric, DivFloorOp)
+EMBER_CUDA_BINARY(div_trunc, Kinds::kNumeric, DivTruncOp)
 #undef EMBER_CUDA_BINARY
 
 #define EMBER_CUDA_PREDICATE(name, Op)          \

@@ -64,7 +64,7 @@ int32_t binary(const ember_kernel_call* call, const char* name) {
 }
 
 using sdk::AddOp, sdk::SubOp, sdk::MulOp, sdk::DivOp, sdk::PowOp, sdk::MaximumOp, sdk::MinimumOp,
-    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp;
+    sdk::ReluBackwardOp, sdk::RemainderOp, sdk::FmodOp, sdk::DivFloorOp, sdk::DivTruncOp;
 using sdk::kNotBool;
 
 template <typename Cmp>
@@ -162,6 +162,12 @@ int32_t remainder(const ember_kernel_call* c) {
 }
 int32_t fmod(const ember_kernel_call* c) {
   return binary<FmodOp>(c, "fmod");
+}
+int32_t div_floor(const ember_kernel_call* c) {
+  return binary<DivFloorOp>(c, "div_floor");
+}
+int32_t div_trunc(const ember_kernel_call* c) {
+  return binary<DivTruncOp>(c, "div_trunc");
 }
 
 int32_t eq(const ember_kernel_call* c) {

@@ -9,9 +9,11 @@
 namespace ember::sdk {
 
 // Note [Binary op semantics]
-// What one element of add/sub/mul/div/pow/maximum/minimum is, in the compute type C: bool add
-// is or and mul is and; integer pow wraps modulo 2^bits and a negative exponent gives 0 except
-// for the bases 1 and -1; maximum/minimum propagate NaN. `supports<T>` says which storage
+// What one element of add/sub/mul/div/pow/maximum/minimum/div_floor/div_trunc is, in the
+// compute type C: bool add is or and mul is and; integer pow wraps modulo 2^bits and a negative
+// exponent tensor gives 0 except for the bases 1 and -1 (a negative integer exponent given as a
+// number is refused by the core, as in PyTorch); maximum/minimum propagate NaN; integer
+// division is exact (Note [Integer division is exact]). `supports<T>` says which storage
 // dtypes the op takes. Backends differ in how they loop, vectorise and thread, not in this, so
 // the reference backend checks the loops while these definitions are pinned by core tests.
 
@@ -161,6 +163,59 @@ struct FmodOp {
         if (b == C(-1)) return C(0);
       }
       return a % b;
+    }
+  }
+};
+// Note [Integer division is exact]
+// Integer floor and trunc division are integer operations in every backend: a route through
+// double (floor(double(a) / double(b))) rounds operands above 2^53, so 2^62 + 1 // 1 came out as
+// 2^62. A divisor of 0 never reaches these loops (the core raises ZeroDivisionError first, as
+// PyTorch does on the CPU; Note [Integer division by zero] in core/ops/elementwise.cpp), and
+// INT_MIN // -1, which traps in C++, wraps to INT_MIN as the other integer ops do. Floating
+// floor division is PyTorch's div_floor: from fmod, so that 1 // 0.1 is 9 as in Python, where
+// floor(1 / 0.1) rounds the quotient up to 10 first.
+
+/** floor(a / b), rounded toward negative infinity (Python's //); not bool. */
+struct DivFloorOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (b == C(0)) return a / b;
+      const C mod = std::fmod(a, b);
+      C div = (a - mod) / b;
+      if (mod != C(0) && (b < C(0)) != (mod < C(0))) div -= C(1);
+      if (div == C(0)) return std::copysign(C(0), a / b);
+      C floordiv = std::floor(div);
+      if (div - floordiv > C(0.5)) floordiv += C(1);
+      return floordiv;
+    } else {
+      if (b == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return wrap_neg(a);
+        const C q = static_cast<C>(a / b);
+        return static_cast<C>(a % b) != C(0) && ((a < C(0)) != (b < C(0))) ? C(q - 1) : q;
+      } else {
+        return static_cast<C>(a / b);
+      }
+    }
+  }
+};
+/** trunc(a / b), rounded toward zero (C's integer division); not bool. */
+struct DivTruncOp {
+  template <typename T>
+  static constexpr bool supports = kNotBool<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::trunc(a / b);
+    } else {
+      if (b == C(0)) return C(0);
+      if constexpr (std::is_signed_v<C>) {
+        if (b == C(-1)) return wrap_neg(a);
+      }
+      return static_cast<C>(a / b);
     }
   }
 };

@@ -802,5 +802,82 @@ TEST(Elementwise, MismatchedShapesThrowWithBothShapes) {
   expect_error([] { exp(Tensor()); }, {"[exp]", "undefined"});
 }
 
+// ---- integer arithmetic is exact, bad numbers are refused
+// ----------------------------------------
+
+// The CPU and the reference backend, which must agree on every element semantics.
+std::vector<Device> cpu_and_reference() {
+  init();  // discovery is lazy: find_device_type alone would not run it
+  return {Device::cpu(), Device(find_device_type("reference"), 0)};
+}
+
+/** The int64 elements of t, read exactly (values() goes through double). */
+std::vector<int64_t> int64s(const Tensor& t) {
+  const Tensor c = t.to(Device::cpu()).to(DType::Int64).contiguous();
+  const int64_t* p = static_cast<const int64_t*>(c.data_ptr());
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+TEST(IntegerDivision, RoundsTowardMinusInfinityOrZeroExactly) {
+  constexpr int64_t kBig = (int64_t{1} << 62) + 1;  // not a double
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    const Tensor a = tensor({7, -7, 7, -7, 6, kBig, kMin, kMin}, DType::Int64).to(d);
+    const Tensor b = tensor({2, 2, -2, -2, 3, 1, -1, 1}, DType::Int64).to(d);
+    // Python's //: -7 // 2 == -4; C's /: -7 / 2 == -3; INT64_MIN // -1 wraps as in PyTorch.
+    EXPECT_EQ(int64s(floor_divide(a, b)),
+              (std::vector<int64_t>{3, -4, -4, 3, 2, kBig, kMin, kMin}));
+    EXPECT_EQ(int64s(div(a, b, "trunc")),
+              (std::vector<int64_t>{3, -3, -3, 3, 2, kBig, kMin, kMin}));
+    EXPECT_EQ(floor_divide(a, b).dtype(), DType::Int64);
+    EXPECT_EQ(int64s(floor_divide(tensor({kBig}, DType::Int64).to(d), 1)),
+              (std::vector<int64_t>{kBig}));
+    // Narrow integers keep their dtype and their values.
+    const Tensor i8 = tensor({-128, 127, -5}, DType::Int8).to(d);
+    EXPECT_EQ(floor_divide(i8, 2).dtype(), DType::Int8);
+    EXPECT_EQ(values(floor_divide(i8, 2)), (std::vector<double>{-64, 63, -3}));
+    EXPECT_EQ(values(div(tensor({250, 7}, DType::UInt8).to(d), 3, "trunc")),
+              (std::vector<double>{83, 2}));
+  }
+}
+
+TEST(IntegerDivision, FloatingFloorDivisionIsPythons) {
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    // Python: 1 // 0.1 == 9.0 (floor(1 / 0.1) would be 10), -1 // 0.1 == -10, 7.5 // -2 == -4.
+    const Tensor a = tensor({1.0, -1.0, 7.5, -0.0, 5.0}, DType::Float64).to(d);
+    const Tensor b = tensor({0.1, 0.1, -2.0, 3.0, 0.0}, DType::Float64).to(d);
+    const std::vector<double> f = values(floor_divide(a, b));
+    EXPECT_EQ(f[0], 9.0);
+    EXPECT_EQ(f[1], -10.0);
+    EXPECT_EQ(f[2], -4.0);
+    EXPECT_TRUE(f[3] == 0.0 && std::signbit(f[3]));
+    EXPECT_TRUE(std::isinf(f[4]));
+    EXPECT_EQ(values(div(a, b, "trunc"))[2], -3.0);
+    EXPECT_EQ(div(tensor({7}, DType::Int64), 2.0, "floor").dtype(), kDefaultFloat);
+  }
+}
+
+TEST(IntegerDivision, ByZeroIsAZeroDivisionError) {
+  const Tensor a = tensor({5, -7}, DType::Int64);
+  const Tensor zero = tensor({0, 1}, DType::Int64);
+  for (const auto& fn : std::vector<std::function<Tensor()>>{
+           [&] { return floor_divide(a, 0); },
+           [&] { return floor_divide(a, zero); },
+           [&] { return div(a, zero, "trunc"); },
+           [&] { return div(a, 0, "floor"); },
+           [&] { return remainder(a, zero); },
+           [&] { return fmod(a, 0); },
+       }) {
+    EXPECT_THROW(fn(), ZeroDivisionError);
+  }
+  expect_error([&] { floor_divide(a, 0); }, {"[floor_divide]", "integer division by zero"});
+  // A ZeroDivisionError is a ValueError, and floating division by zero gives inf or NaN.
+  EXPECT_THROW(floor_divide(a, 0), ValueError);
+  EXPECT_TRUE(std::isinf(values(floor_divide(a.to(DType::Float32), 0))[0]));
+  expect_error([&] { div(a, a, "round"); }, {"[div]", "rounding_mode", "'round'"});
+}
+
 }  // namespace
 }  // namespace ember

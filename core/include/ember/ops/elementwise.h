@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include "ember/tensor/tensor.h"
 
@@ -19,6 +20,14 @@ EMBER_API Tensor mul(const Tensor& a, Scalar b);
 /** a / b, true division (integers promote to float32). */
 EMBER_API Tensor div(const Tensor& a, const Tensor& b);
 EMBER_API Tensor div(const Tensor& a, Scalar b);
+/** a / b rounded: "trunc" toward zero, "floor" toward -inf; integers divide exactly and keep
+ *  their dtype, a 0 divisor is a ZeroDivisionError; no rounding mode is true division. */
+EMBER_API Tensor div(const Tensor& a, const Tensor& b,
+                     std::optional<std::string_view> rounding_mode);
+EMBER_API Tensor div(const Tensor& a, Scalar b, std::optional<std::string_view> rounding_mode);
+/** div(a, b, "floor"): Python's a // b. */
+EMBER_API Tensor floor_divide(const Tensor& a, const Tensor& b);
+EMBER_API Tensor floor_divide(const Tensor& a, Scalar b);
 /** a ** b. */
 EMBER_API Tensor pow(const Tensor& a, const Tensor& b);
 EMBER_API Tensor pow(const Tensor& a, Scalar b);

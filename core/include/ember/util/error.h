@@ -35,7 +35,9 @@ namespace ember {
 //   Internal        Ember's own bugs: EMBER_ASSERT and EMBER_ERR_INTERNAL from a kernel.
 // A kernel's ABI status maps to a kind in status_error_kind(): an index value a kernel finds out
 // of range (index_select, gather, scatter) answers EMBER_ERR_INDEX (ABI 1.4) and is Index, as
-// the indices checked in the core (select, embedding, nll_loss targets) are.
+// the indices checked in the core (select, embedding, nll_loss targets) are. One kind has a
+// finer class: an integer division by zero is a ZeroDivisionError, a ValueError (its kind is
+// Value) that Python also raises as its builtin ZeroDivisionError (Note [Errors in Python]).
 
 /** What went wrong, coarsely; see Note [Error kinds]. */
 enum class ErrorKind : uint8_t {
@@ -74,6 +76,14 @@ class EMBER_API ValueError : public Error {
   /** Wraps the message. */
   explicit ValueError(const std::string& message) : Error(message, ErrorKind::Value) {}
   ~ValueError() override;
+};
+
+/** An integer division (//, %, fmod, div with a rounding mode) by zero: a ValueError. */
+class EMBER_API ZeroDivisionError : public ValueError {
+ public:
+  /** Wraps the message. */
+  explicit ZeroDivisionError(const std::string& message) : ValueError(message) {}
+  ~ZeroDivisionError() override;
 };
 
 /** A dtype or device that does not fit (ErrorKind::Type). */

@@ -1,0 +1,75 @@
+"""Numbers that used to come out silently wrong: integer arithmetic through float, numbers that do
+not fit their dtype, bad arguments accepted, and precision lost near 0. References are Python's
+own integers, hand-computed values and NumPy's float64 results; every check runs on the CPU and
+on the reference backend where the op is an elementwise kernel."""
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+BIG = 2**62 + 1  # not a double
+DEVICES = ["cpu", "reference"]
+
+
+# --- integer division ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_integer_floor_and_trunc_division_are_exact(device):
+    a_vals = [7, -7, 7, -7, 6, BIG, -BIG, -2**63]
+    b_vals = [2, 2, -2, -2, 3, 1, 3, -1]
+    a = ember.tensor(a_vals, device=device)
+    b = ember.tensor(b_vals, device=device)
+    # Python's // on ints, and C's truncation; INT64_MIN // -1 wraps as in PyTorch.
+    want_floor = [x // y for x, y in zip(a_vals, b_vals)]
+    want_floor[-1] = -2**63
+    want_trunc = [abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+                  for x, y in zip(a_vals, b_vals)]
+    want_trunc[-1] = -2**63
+    assert (a // b).tolist() == want_floor
+    assert ember.floor_divide(a, b).tolist() == want_floor
+    assert a.div(b, rounding_mode="floor").tolist() == want_floor
+    assert ember.div(a, b, rounding_mode="trunc").tolist() == want_trunc
+    assert (a // b).dtype is ember.int64
+    assert (ember.tensor([BIG], device=device) // 1).tolist() == [BIG]
+    assert (BIG // ember.tensor([2], device=device)).tolist() == [BIG // 2]
+    assert (ember.tensor([BIG], device=device) % 10).tolist() == [BIG % 10]
+    i8 = ember.tensor([-128, 127, -5], dtype=ember.int8, device=device)
+    assert (i8 // 2).dtype is ember.int8 and (i8 // 2).tolist() == [-64, 63, -3]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_floating_floor_division_is_pythons(device):
+    a = [1.0, -1.0, 7.5, 5.5, -0.0]
+    b = [0.1, 0.1, -2.0, 0.5, 3.0]
+    got = (ember.tensor(a, dtype=ember.float64, device=device)
+           // ember.tensor(b, dtype=ember.float64, device=device)).tolist()
+    assert got == [x // y for x, y in zip(a, b)]  # 1 // 0.1 == 9.0, not floor(1 / 0.1) == 10
+    assert math.copysign(1.0, got[-1]) == -1.0
+
+
+@pytest.mark.parametrize("op", [
+    lambda a, b: a // b,
+    lambda a, b: a % b,
+    lambda a, b: ember.floor_divide(a, b),
+    lambda a, b: ember.div(a, b, rounding_mode="trunc"),
+    lambda a, b: ember.div(a, b, rounding_mode="floor"),
+    lambda a, b: ember.remainder(a, b),
+    lambda a, b: ember.fmod(a, b),
+])
+def test_integer_division_by_zero_raises_zero_division_error(op):
+    a = ember.tensor([5, -7])
+    for b in (0, ember.tensor([1, 0])):
+        with pytest.raises(ZeroDivisionError, match="division by zero"):
+            op(a, b)
+        # PyTorch raises a RuntimeError: so does Ember (ember.Error), and a ValueError.
+        with pytest.raises(RuntimeError):
+            op(a, b)
+    assert issubclass(ember.ZeroDivisionError, ember.ValueError)
+    # Floating division by zero is IEEE's.
+    assert math.isinf((ember.tensor([5.0]) // 0).item())
+
+
