@@ -4,7 +4,8 @@
 // an integer 0 divisor, Note [Integer division by zero]): inputs {a, b} of
 // the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
 // {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
-// {x}, outputs {y} of x's dtype, attributes as ops.def names them. "where": inputs {cond
+// {x}, outputs {y} of x's dtype, attributes as ops.def names them ("clamp": int_lo/int_hi are
+// the bounds of an integer x, lo/hi those of a floating one). "where": inputs {cond
 // (bool), a, b}. "relu_backward" (optional): {g, y} -> {g where y > 0, else 0}. In-place forms
 // run the same kernel with the output aliasing the first input.
 #include "ember/ops/elementwise.h"
@@ -235,7 +236,50 @@ Tensor div(const Tensor& a, Scalar b) {
   return div(a, detail::scalar_tensor(b, a.dtype(), a.device()));
 }
 Tensor pow(const Tensor& a, Scalar b) {
+  // PyTorch refuses an integer base with a negative integer exponent given as a number (an
+  // exponent tensor gives 0 elementwise, except for the bases 1 and -1).
+  EMBER_CHECK(!(is_integral(a.dtype()) && b.kind() == Scalar::Kind::Int && b.to_int() < 0),
+              "[pow] integers to negative integer powers are not allowed: exponent {} for a {} "
+              "tensor (use a floating base or exponent)",
+              b.to_int(), a.dtype());
   return pow(a, detail::scalar_tensor(b, a.dtype(), a.device()));
+}
+
+// Note [alpha is the core's]
+// add(a, b, alpha) and sub(a, b, alpha) are a + alpha * b and a - alpha * b as PyTorch defines
+// them: b is converted to the result dtype of (a, b) first and scaled there, so integers stay
+// integers and exact (alpha once went through a double, and int64 + 3 with alpha 2 came out
+// float32). An integer result takes only an integer alpha and a non-bool result no bool alpha,
+// as in PyTorch. Python's alpha= keyword calls these.
+namespace {
+bool is_one(Scalar alpha) {
+  return alpha.kind() == Scalar::Kind::Float ? alpha.to_double() == 1.0 : alpha.to_int() == 1;
+}
+/** alpha * b in the result dtype of (a, b), or b itself for an alpha of 1; checks alpha. */
+Tensor scaled(const Tensor& a, const Tensor& b, Scalar alpha, const char* name) {
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  const DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
+  EMBER_CHECK_TYPE(alpha.kind() != Scalar::Kind::Bool || ct == DType::Bool,
+                   "[{}] a bool alpha is only supported for bool results: got {}", name, ct);
+  EMBER_CHECK_TYPE(is_floating(ct) || alpha.kind() != Scalar::Kind::Float,
+                   "[{}] for integral input tensors, argument alpha must not be a floating point "
+                   "number: got {} for {}",
+                   name, alpha.to_double(), ct);
+  return is_one(alpha) ? b : mul(b.to(ct), alpha);
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  return add(a, scaled(a, b, alpha, "add"));
+}
+Tensor add(const Tensor& a, Scalar b, Scalar alpha) {
+  return add(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
+}
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  return sub(a, scaled(a, b, alpha, "sub"));
+}
+Tensor sub(const Tensor& a, Scalar b, Scalar alpha) {
+  return sub(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
 }
 
 #define EMBER_COMPARE(name)                                                                      \
@@ -654,6 +698,8 @@ ClampArgs clamp_args(DType x, std::optional<Scalar> lo, std::optional<Scalar> hi
   EMBER_CHECK_TYPE(x != DType::Bool, "[clamp] not defined for bool tensors");
   return {{.has_lo = lo ? 1 : 0,
            .has_hi = hi ? 1 : 0,
+           .int_lo = lo ? lo->to_int() : 0,
+           .int_hi = hi ? hi->to_int() : 0,
            .lo = lo ? lo->to_double() : 0.0,
            .hi = hi ? hi->to_double() : 0.0},
           d};
@@ -729,6 +775,19 @@ EMBER_BINARY_INPLACE(sub, Kind::Arith)
 EMBER_BINARY_INPLACE(mul, Kind::Arith)
 EMBER_BINARY_INPLACE(div, Kind::TrueDiv)
 #undef EMBER_BINARY_INPLACE
+
+Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha) {
+  return add_(a, scaled(a, b, alpha, "add_"));
+}
+Tensor& add_(Tensor& a, Scalar b, Scalar alpha) {
+  return add_(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
+}
+Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha) {
+  return sub_(a, scaled(a, b, alpha, "sub_"));
+}
+Tensor& sub_(Tensor& a, Scalar b, Scalar alpha) {
+  return sub_(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
+}
 
 #define EMBER_UNARY_INPLACE(name, needs_float)                                             \
   Tensor& name##_(Tensor& x) {                                                             \

@@ -15,6 +15,7 @@
 //   Ember names ("float64", not "torch.float64").
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ember/ops/factory.h"
@@ -42,17 +43,25 @@ void for_each_printed(const Shape& sizes, const Shape& strides, size_t dim, int6
   }
 }
 
+/** One element: its value as a double (floating dtypes) and as an int64 (integers and bool, read
+ *  exactly: a double rounds int64 values above 2^53). */
+struct Elem {
+  double d;
+  int64_t i;
+};
+
 class Formatter {
  public:
-  Formatter(DType dtype, const std::vector<double>& printed) : dtype_(dtype) {
+  Formatter(DType dtype, const std::vector<Elem>& printed) : dtype_(dtype) {
     floating_ = is_floating(dtype);
     if (!floating_) {
-      for (double v : printed) width_ = std::max(width_, raw(v).size());
+      for (const Elem& e : printed) width_ = std::max(width_, raw(e).size());
       return;
     }
     double lo = INFINITY, hi = 0;
     bool any = false;
-    for (double v : printed) {
+    for (const Elem& e : printed) {
+      const double v = e.d;
       if (!std::isfinite(v) || v == 0) continue;
       any = true;
       lo = std::min(lo, std::fabs(v));
@@ -61,24 +70,25 @@ class Formatter {
     }
     if (!any) return;
     sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!int_mode_ && lo < 1.0e-4);
-    for (double v : printed) {
-      if (std::isfinite(v) && v != 0) width_ = std::max(width_, raw(v).size());
+    for (const Elem& e : printed) {
+      if (std::isfinite(e.d) && e.d != 0) width_ = std::max(width_, raw(e).size());
     }
   }
 
   size_t width() const { return width_; }
 
   /** The element right-aligned to the common width. */
-  std::string format(double v) const {
-    std::string s = raw(v);
+  std::string format(const Elem& e) const {
+    std::string s = raw(e);
     if (s.size() < width_) s.insert(0, width_ - s.size(), ' ');
     return s;
   }
 
  private:
-  std::string raw(double v) const {
-    if (dtype_ == DType::Bool) return v != 0 ? "True" : "False";
-    if (!floating_) return fmt::format("{}", static_cast<int64_t>(v));
+  std::string raw(const Elem& e) const {
+    if (dtype_ == DType::Bool) return e.i != 0 ? "True" : "False";
+    if (!floating_) return fmt::format("{}", e.i);
+    const double v = e.d;
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (sci_) return fmt::format("{:.4e}", v);
@@ -94,7 +104,7 @@ class Formatter {
 };
 
 struct Printer {
-  const std::vector<double>& vals;
+  const std::vector<Elem>& vals;
   const Shape& sizes;
   const Shape& strides;
   bool summarize;
@@ -145,12 +155,16 @@ struct Printer {
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
   const Tensor host = to(Device::cpu()).contiguous();
-  std::vector<double> vals(static_cast<size_t>(numel()));
+  std::vector<Elem> vals(static_cast<size_t>(numel()));
   visit_dtype(dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = static_cast<const T*>(host.data_ptr());
     for (size_t i = 0; i < vals.size(); ++i) {
-      vals[i] = static_cast<double>(static_cast<sdk::Compute<T>>(p[i]));
+      if constexpr (std::is_integral_v<T>) {
+        vals[i] = {0.0, static_cast<int64_t>(p[i])};
+      } else {
+        vals[i] = {static_cast<double>(static_cast<sdk::Compute<T>>(p[i])), 0};
+      }
     }
   });
   const std::string prefix = "tensor(";
@@ -167,7 +181,7 @@ std::string Tensor::str() const {
     if (dtype() != kDefaultFloat) suffixes.push_back(fmt::format("dtype={}", dtype()));
   } else {
     const bool summarize = numel() > kSummarizeAbove;
-    std::vector<double> printed;
+    std::vector<Elem> printed;
     for_each_printed(sizes(), host.strides(), 0, 0, summarize,
                      [&](int64_t i) { printed.push_back(vals[static_cast<size_t>(i)]); });
     const Formatter formatter(dtype(), printed);

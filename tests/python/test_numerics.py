@@ -73,3 +73,41 @@ def test_integer_division_by_zero_raises_zero_division_error(op):
     assert math.isinf((ember.tensor([5.0]) // 0).item())
 
 
+def test_integer_to_a_negative_integer_power_is_refused():
+    with pytest.raises(ValueError, match="negative integer powers"):
+        ember.tensor([2, 3]) ** -1
+    # An exponent tensor is elementwise (PyTorch's rule), a float exponent promotes.
+    assert (ember.tensor([2, -1, 1]) ** ember.tensor([-1])).tolist() == [0, -1, 1]
+    assert (ember.tensor([2]) ** -1.0).tolist() == [0.5]
+    assert (ember.tensor([3]) ** 39).tolist() == [(3**39 + 2**63) % 2**64 - 2**63]
+
+
+# --- alpha, scalars, clamp: integers stay exact --------------------------------------------------
+
+def test_alpha_keeps_integers_integers():
+    r = ember.tensor([1]).add(3, alpha=2)
+    assert r.dtype is ember.int64 and r.tolist() == [7]
+    assert ember.tensor([BIG]).sub(1, alpha=2).tolist() == [BIG - 2]
+    assert ember.add(ember.tensor([BIG]), ember.tensor([1]), alpha=2).tolist() == [BIG + 2]
+    t = ember.tensor([10])
+    t.add_(2, alpha=3)
+    t.sub_(ember.tensor([1]), alpha=4)
+    assert t.tolist() == [12]
+    with pytest.raises(TypeError, match="alpha"):
+        ember.tensor([1]).add(1, alpha=0.5)
+    np.testing.assert_allclose(ember.tensor([1.0]).add(ember.tensor([2.0]), alpha=0.25).numpy(), [1.5])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_clamp_with_integer_bounds_is_exact(device):
+    x = ember.tensor([BIG, 3, -BIG], device=device)
+    assert x.clamp(min=BIG + 2).tolist() == [BIG + 2] * 3
+    assert x.clamp(-BIG + 1, BIG - 2).tolist() == [BIG - 2, 3, -BIG + 1]
+    assert ember.tensor([5, 200], dtype=ember.uint8, device=device).clamp(-1, 300).tolist() == [5, 200]
+
+
+def test_int64_tensors_print_exactly():
+    assert repr(ember.tensor([BIG, 3])) == f"tensor([{BIG},                   3])"
+    assert str(ember.tensor(2**63 - 1)) == "tensor(9223372036854775807)"
+
+

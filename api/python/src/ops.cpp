@@ -58,15 +58,11 @@ struct Binder {
 };
 
 Tensor add_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
-  const bool one = alpha.to_double() == 1.0;
-  if (b.tensor) return one ? add(a, *b.tensor) : add(a, mul(*b.tensor, alpha));
-  return add(a, one ? b.scalar : Scalar(b.scalar.to_double() * alpha.to_double()));
+  return b.tensor ? add(a, *b.tensor, alpha) : add(a, b.scalar, alpha);
 }
 
 Tensor sub_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
-  const bool one = alpha.to_double() == 1.0;
-  if (b.tensor) return one ? sub(a, *b.tensor) : sub(a, mul(*b.tensor, alpha));
-  return sub(a, one ? b.scalar : Scalar(b.scalar.to_double() * alpha.to_double()));
+  return b.tensor ? sub(a, *b.tensor, alpha) : sub(a, b.scalar, alpha);
 }
 
 /** The number `s` as a 0-d tensor that broadcasts against `like`. */
@@ -793,17 +789,13 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.method(
       "add_",
       [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
-        const bool unit = Scalar(alpha).to_double() == 1.0;
-        if (o.tensor) return add_(a, unit ? *o.tensor : mul(*o.tensor, alpha));
-        return add_(a, unit ? o.scalar : Scalar(o.scalar.to_double() * Scalar(alpha).to_double()));
+        return o.tensor ? add_(a, *o.tensor, alpha) : add_(a, o.scalar, alpha);
       },
       "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input += alpha * other.");
   b.method(
       "sub_",
       [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
-        const bool unit = Scalar(alpha).to_double() == 1.0;
-        if (o.tensor) return sub_(a, unit ? *o.tensor : mul(*o.tensor, alpha));
-        return sub_(a, unit ? o.scalar : Scalar(o.scalar.to_double() * Scalar(alpha).to_double()));
+        return o.tensor ? sub_(a, *o.tensor, alpha) : sub_(a, o.scalar, alpha);
       },
       "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input -= alpha * other.");
   b.method(

@@ -543,11 +543,17 @@ __device__ A clamp_bound(double v) {
 struct ClampOp {
   bool has_lo, has_hi;
   double lo, hi;
+  int64_t ilo, ihi;  // the bounds of integer tensors, exact
   template <typename A>
   __device__ A operator()(A x) const {
     if (is_nan(x)) return x;
-    if (has_lo && x < clamp_bound<A>(lo)) x = clamp_bound<A>(lo);
-    if (has_hi && x > clamp_bound<A>(hi)) x = clamp_bound<A>(hi);
+    if constexpr (::cuda::std::is_integral_v<A>) {
+      if (has_lo && x < sdk::saturating_int_bound<A>(ilo)) x = sdk::saturating_int_bound<A>(ilo);
+      if (has_hi && x > sdk::saturating_int_bound<A>(ihi)) x = sdk::saturating_int_bound<A>(ihi);
+    } else {
+      if (has_lo && x < clamp_bound<A>(lo)) x = clamp_bound<A>(lo);
+      if (has_hi && x > clamp_bound<A>(hi)) x = clamp_bound<A>(hi);
+    }
     return x;
   }
 };
@@ -778,8 +784,12 @@ int32_t elu(const ember_kernel_call* call) {
 int32_t clamp(const ember_kernel_call* call) {
   const auto a = sdk::attrs<attrs::clamp>(call);
   // A NaN bound clamps nothing (every comparison with it is false), as on the CPU.
-  const ClampOp op{a.has_lo != 0 && !std::isnan(a.lo), a.has_hi != 0 && !std::isnan(a.hi), a.lo,
-                   a.hi};
+  const ClampOp op{a.has_lo != 0 && !std::isnan(a.lo),
+                   a.has_hi != 0 && !std::isnan(a.hi),
+                   a.lo,
+                   a.hi,
+                   a.int_lo,
+                   a.int_hi};
   return unary_same<Kinds::kNumeric, ClampOp>(call, "clamp", op);
 }
 

@@ -332,6 +332,7 @@ int32_t clamp(const ember_kernel_call* call) {
   const auto a = sdk::attrs<attrs::clamp>(call);
   // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
   const double lo = a.lo, hi = a.hi;
+  const int64_t ilo = a.int_lo, ihi = a.int_hi;
   const bool has_lo = a.has_lo != 0 && !std::isnan(lo);
   const bool has_hi = a.has_hi != 0 && !std::isnan(hi);
   return unary<false>(call, "clamp", [=](auto x) {
@@ -339,8 +340,14 @@ int32_t clamp(const ember_kernel_call* call) {
     if constexpr (std::is_floating_point_v<C>) {
       if (std::isnan(x)) return x;
     }
-    if (has_lo && x < sdk::saturating_bound<C>(lo)) x = sdk::saturating_bound<C>(lo);
-    if (has_hi && x > sdk::saturating_bound<C>(hi)) x = sdk::saturating_bound<C>(hi);
+    if constexpr (std::is_integral_v<C>) {
+      // Integer tensors have integer bounds, taken exactly (int64 above 2^53 included).
+      if (has_lo && x < sdk::saturating_int_bound<C>(ilo)) x = sdk::saturating_int_bound<C>(ilo);
+      if (has_hi && x > sdk::saturating_int_bound<C>(ihi)) x = sdk::saturating_int_bound<C>(ihi);
+    } else {
+      if (has_lo && x < sdk::saturating_bound<C>(lo)) x = sdk::saturating_bound<C>(lo);
+      if (has_hi && x > sdk::saturating_bound<C>(hi)) x = sdk::saturating_bound<C>(hi);
+    }
     return x;
   });
 }

@@ -171,6 +171,24 @@ inline C saturating_bound(double v) {
   return static_cast<C>(v);
 }
 
+/** An int64 bound (clamp's, for integer tensors) as the integer type C, saturating at C's
+ *  range: exact, where a double bound rounds above 2^53. */
+template <typename C>
+EMBER_SDK_HOST_DEVICE inline C saturating_int_bound(int64_t v) {
+  // The limits from the type's bits: std::numeric_limits is host-only in CUDA device code.
+  using U = std::make_unsigned_t<C>;
+  if constexpr (std::is_unsigned_v<C>) {
+    constexpr uint64_t kMax = static_cast<U>(~U(0));
+    if (v < 0) return C(0);
+    if (static_cast<uint64_t>(v) > kMax) return static_cast<C>(kMax);
+  } else {
+    constexpr int64_t kMax = static_cast<int64_t>(static_cast<U>(~U(0)) >> 1);
+    if (v < -kMax - 1) return static_cast<C>(-kMax - 1);
+    if (v > kMax) return static_cast<C>(kMax);
+  }
+  return static_cast<C>(v);
+}
+
 /** Bytes per element of an ember_dtype (0 for an unknown value). */
 constexpr size_t itemsize(int32_t dtype) {
   constexpr size_t sizes[] = {4, 8, 2, 2, 8, 4, 1, 1, 1};

@@ -879,5 +879,53 @@ TEST(IntegerDivision, ByZeroIsAZeroDivisionError) {
   expect_error([&] { div(a, a, "round"); }, {"[div]", "rounding_mode", "'round'"});
 }
 
+TEST(IntegerPow, NegativeIntegerExponentNumberIsRefused) {
+  const Tensor a = tensor({2, -1, 1}, DType::Int64);
+  expect_error([&] { pow(a, -1); }, {"[pow]", "negative integer powers"});
+  // As in PyTorch, an exponent tensor is elementwise: 0 except for the bases 1 and -1.
+  EXPECT_EQ(values(pow(a, tensor({-1}, DType::Int64))), (std::vector<double>{0, -1, 1}));
+  EXPECT_EQ(values(pow(a, -1.0)), (std::vector<double>{0.5, -1, 1}));
+  EXPECT_EQ(int64s(pow(tensor({3}, DType::Int64), 39)),
+            (std::vector<int64_t>{4052555153018976267}));
+}
+
+TEST(Alpha, ScalesInTheResultDtype) {
+  constexpr int64_t kBig = (int64_t{1} << 62) + 1;
+  const Tensor one = tensor({1}, DType::Int64);
+  EXPECT_EQ(add(one, 3, 2).dtype(), DType::Int64);
+  EXPECT_EQ(int64s(add(one, 3, 2)), (std::vector<int64_t>{7}));
+  EXPECT_EQ(int64s(sub(tensor({kBig}, DType::Int64), 1, 2)), (std::vector<int64_t>{kBig - 2}));
+  EXPECT_EQ(int64s(add(tensor({kBig}, DType::Int64), tensor({1}, DType::Int64), 2)),
+            (std::vector<int64_t>{kBig + 2}));
+  // int32 + int64 with alpha scales in int64, without an int32 overflow.
+  EXPECT_EQ(int64s(add(tensor({0}, DType::Int64), tensor({1 << 30}, DType::Int32), 4)),
+            (std::vector<int64_t>{int64_t{1} << 32}));
+  EXPECT_EQ(values(add(tensor({1.0}), tensor({2.0}), 0.5)), (std::vector<double>{2.0}));
+  Tensor t = tensor({10}, DType::Int64);
+  sub_(t, 3, 2);
+  EXPECT_EQ(int64s(t), (std::vector<int64_t>{4}));
+  add_(t, tensor({1}, DType::Int64), -4);
+  EXPECT_EQ(int64s(t), (std::vector<int64_t>{0}));
+  expect_error([&] { add(one, one, 0.5); }, {"[add]", "alpha must not be a floating point"});
+  expect_error([&] { add(one, one, true); }, {"[add]", "bool alpha"});
+}
+
+TEST(Clamp, IntegerBoundsAreExact) {
+  constexpr int64_t kBig = (int64_t{1} << 62) + 1;
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    const Tensor x = tensor({kBig, 3, -kBig}, DType::Int64).to(d);
+    EXPECT_EQ(int64s(clamp(x, kBig + 2, std::nullopt)),
+              (std::vector<int64_t>{kBig + 2, kBig + 2, kBig + 2}));
+    EXPECT_EQ(int64s(clamp(x, -kBig + 1, kBig - 2)),
+              (std::vector<int64_t>{kBig - 2, 3, -kBig + 1}));
+    // Bounds beyond a narrow dtype saturate.
+    EXPECT_EQ(values(clamp(tensor({-5, 100}, DType::Int8).to(d), -1000, 1000)),
+              (std::vector<double>{-5, 100}));
+    EXPECT_EQ(values(clamp(tensor({5, 200}, DType::UInt8).to(d), -1, 300)),
+              (std::vector<double>{5, 200}));
+  }
+}
+
 }  // namespace
 }  // namespace ember

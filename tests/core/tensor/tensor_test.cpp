@@ -780,6 +780,14 @@ TEST(Print, BoolZeroDimAndEmpty) {
   EXPECT_EQ(fmt::format("{}", tensor({1, 2})), "tensor([1, 2])");
 }
 
+TEST(Print, Int64ElementsPrintExactly) {
+  // Through a double, 2^62 + 1 printed as 4611686018427387904.
+  const Tensor t = full({2}, (int64_t{1} << 62) + 1, DType::Int64);
+  EXPECT_EQ(t.str(), "tensor([4611686018427387905, 4611686018427387905])");
+  EXPECT_EQ(full(IntList{}, std::numeric_limits<int64_t>::max(), DType::Int64).str(),
+            "tensor(9223372036854775807)");
+}
+
 TEST(Print, LongRowsWrapAtEightyColumns) {
   EXPECT_EQ(arange(30).str(),
             "tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,\n"

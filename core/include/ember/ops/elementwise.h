@@ -11,9 +11,15 @@ namespace ember {
 /** a + b, broadcast and promoted. */
 EMBER_API Tensor add(const Tensor& a, const Tensor& b);
 EMBER_API Tensor add(const Tensor& a, Scalar b);
+/** a + alpha * b, scaled in the result dtype (Note [alpha is the core's]). */
+EMBER_API Tensor add(const Tensor& a, const Tensor& b, Scalar alpha);
+EMBER_API Tensor add(const Tensor& a, Scalar b, Scalar alpha);
 /** a - b. */
 EMBER_API Tensor sub(const Tensor& a, const Tensor& b);
 EMBER_API Tensor sub(const Tensor& a, Scalar b);
+/** a - alpha * b. */
+EMBER_API Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha);
+EMBER_API Tensor sub(const Tensor& a, Scalar b, Scalar alpha);
 /** a * b. */
 EMBER_API Tensor mul(const Tensor& a, const Tensor& b);
 EMBER_API Tensor mul(const Tensor& a, Scalar b);
@@ -28,7 +34,7 @@ EMBER_API Tensor div(const Tensor& a, Scalar b, std::optional<std::string_view> 
 /** div(a, b, "floor"): Python's a // b. */
 EMBER_API Tensor floor_divide(const Tensor& a, const Tensor& b);
 EMBER_API Tensor floor_divide(const Tensor& a, Scalar b);
-/** a ** b. */
+/** a ** b; an integer a with a negative integer number b is an error (PyTorch's rule). */
 EMBER_API Tensor pow(const Tensor& a, const Tensor& b);
 EMBER_API Tensor pow(const Tensor& a, Scalar b);
 /** Elementwise larger (NaN propagates). */
@@ -134,9 +140,15 @@ EMBER_API Tensor square(const Tensor& x);
 /** In place: a += b (b broadcast to a; result must keep a's dtype). */
 EMBER_API Tensor& add_(Tensor& a, const Tensor& b);
 EMBER_API Tensor& add_(Tensor& a, Scalar b);
+/** In place: a += alpha * b. */
+EMBER_API Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha);
+EMBER_API Tensor& add_(Tensor& a, Scalar b, Scalar alpha);
 /** In place: a -= b. */
 EMBER_API Tensor& sub_(Tensor& a, const Tensor& b);
 EMBER_API Tensor& sub_(Tensor& a, Scalar b);
+/** In place: a -= alpha * b. */
+EMBER_API Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha);
+EMBER_API Tensor& sub_(Tensor& a, Scalar b, Scalar alpha);
 /** In place: a *= b. */
 EMBER_API Tensor& mul_(Tensor& a, const Tensor& b);
 EMBER_API Tensor& mul_(Tensor& a, Scalar b);
