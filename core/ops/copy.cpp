@@ -123,6 +123,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
 
 Tensor& Tensor::fill_(Scalar value) {
   EMBER_CHECK_TYPE(defined(), "[fill_] called on an undefined tensor");
+  check_scalar_fits(value, dtype(), "fill_");
   if (autograd::any_requires_grad({this})) {
     // A constant: the old value gets a zero gradient, nothing else does.
     return autograd::inplace(*this, "fill_",

@@ -132,8 +132,10 @@ DType detail::promote_with_scalar(DType t, Scalar s) {
 }
 
 Tensor detail::scalar_tensor(Scalar s, DType other, Device device) {
+  // The fill kernel, not fill_: an operand of out-of-place arithmetic converts as PyTorch's does
+  // (uint8 + 300 wraps; Note [Scalars that do not fit]).
   Tensor t = empty({}, {promote_with_scalar(other, s), device});
-  t.fill_(s);
+  run_kernel(attrs::fill{.int_value = s.to_int(), .value = s.to_double()}, t.dtype(), {}, {&t});
   return t;
 }
 
@@ -759,16 +761,18 @@ Tensor relu6(const Tensor& x) {
 
 // In-place forms: below autograd they run the kernel into `a`; while recording they are the
 // out-of-place op on a clone written back (Note [In-place ops and CopySlices]).
-#define EMBER_BINARY_INPLACE(name, kind)                                                       \
-  Tensor& name##_(Tensor& a, const Tensor& b) {                                                \
-    if (autograd::any_requires_grad({&a, &b})) {                                               \
-      binary_check_inplace(a, b, #name "_", kind);                                             \
-      return autograd::inplace(a, #name "_", [&](const Tensor& old) { return name(old, b); }); \
-    }                                                                                          \
-    return binary_(core_op(ops::name), #name "_", a, b, kind);                                 \
-  }                                                                                            \
-  Tensor& name##_(Tensor& a, Scalar b) {                                                       \
-    return name##_(a, detail::scalar_tensor(b, a.dtype(), a.device()));                        \
+#define EMBER_BINARY_INPLACE(name, kind)                                                        \
+  Tensor& name##_(Tensor& a, const Tensor& b) {                                                 \
+    if (autograd::any_requires_grad({&a, &b})) {                                                \
+      binary_check_inplace(a, b, #name "_", kind);                                              \
+      return autograd::inplace(a, #name "_", [&](const Tensor& old) { return name(old, b); });  \
+    }                                                                                           \
+    return binary_(core_op(ops::name), #name "_", a, b, kind);                                  \
+  }                                                                                             \
+  Tensor& name##_(Tensor& a, Scalar b) {                                                        \
+    /* Note [Scalars that do not fit]: a number an integer tensor cannot hold is refused. */    \
+    if (is_integral(a.dtype()) && !b.is_floating()) check_scalar_fits(b, a.dtype(), #name "_"); \
+    return name##_(a, detail::scalar_tensor(b, a.dtype(), a.device()));                         \
   }
 EMBER_BINARY_INPLACE(add, Kind::Arith)
 EMBER_BINARY_INPLACE(sub, Kind::Arith)
@@ -780,12 +784,14 @@ Tensor& add_(Tensor& a, const Tensor& b, Scalar alpha) {
   return add_(a, scaled(a, b, alpha, "add_"));
 }
 Tensor& add_(Tensor& a, Scalar b, Scalar alpha) {
+  if (is_integral(a.dtype()) && !b.is_floating()) check_scalar_fits(b, a.dtype(), "add_");
   return add_(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
 }
 Tensor& sub_(Tensor& a, const Tensor& b, Scalar alpha) {
   return sub_(a, scaled(a, b, alpha, "sub_"));
 }
 Tensor& sub_(Tensor& a, Scalar b, Scalar alpha) {
+  if (is_integral(a.dtype()) && !b.is_floating()) check_scalar_fits(b, a.dtype(), "sub_");
   return sub_(a, detail::scalar_tensor(b, a.dtype(), a.device()), alpha);
 }
 
@@ -820,6 +826,7 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
   const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill_");
   EMBER_CHECK(shape == x.sizes(), "[masked_fill_] mask of shape {} does not broadcast to {}",
               shape_str(mask.sizes()), shape_str(x.sizes()));
+  check_scalar_fits(value, x.dtype(), "masked_fill_");
   const Tensor v = detail::scalar_tensor(value, x.dtype(), x.device()).to(x.dtype());
   if (autograd::any_requires_grad({&x})) {
     return autograd::inplace(x, "masked_fill_",

@@ -48,6 +48,7 @@ namespace {
 // Fills a new tensor with the "fill" kernel directly rather than fill_(): a new tensor starts at
 // version 0, as in PyTorch, since nothing can have saved it yet.
 Tensor filled(Tensor t, Scalar value) {
+  check_scalar_fits(value, t.dtype(), "full");
   if (t.numel() == 0) return t;
   run_kernel(attrs::fill{.int_value = value.to_int(), .value = value.to_double()}, t.dtype(), {},
              {&t});

@@ -249,6 +249,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
                    mask.dtype());
   common_device({&x, &mask}, "masked_fill");
   broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
+  check_scalar_fits(value, x.dtype(), "masked_fill");
   // A 0-d value of x's own dtype keeps where()'s result dtype that of x.
   const Tensor v = detail::scalar_tensor(value, x.dtype(), x.device()).to(x.dtype());
   return where(mask, v, x);

@@ -1,5 +1,9 @@
 #include "ember/tensor/dtype.h"
 
+#include <cmath>
+#include <limits>
+
+#include "ember/tensor/scalar.h"
 #include "ember/util/error.h"
 
 namespace ember {
@@ -63,6 +67,77 @@ DType parse_dtype(std::string_view name) {
   }
   throw ValueError(
       fmt::format("[dtype] unknown dtype name: '{}' (try float32, float64, int64, bool)", name));
+}
+
+// The checked conversion of a number to a tensor element (ember/tensor/scalar.h).
+namespace {
+
+// Note [Scalars that do not fit]
+// A number becomes a tensor element in full, full_like, fill_, masked_fill_, the number operand
+// of an in-place integer op (x.add_(300) on uint8) and ember.tensor(...) of Python numbers with
+// a dtype. A value the dtype cannot hold is an error there, as in PyTorch (c10::checked_convert:
+// "value cannot be converted to type uint8_t without overflow"), never a wrapped or truncated
+// element: full(300, uint8) gave 44 and fill_(nan) on int64 gave INT64_MIN. What fits is
+// PyTorch's rule:
+//   integer dtypes  an integer in [min, max], or for uint8 an integer down to -255, which wraps
+//                   as PyTorch lets it (x.add_(-1) is x + 255); a floating number that is finite
+//                   and in [min, max] before truncation (NaN and infinities do not fit);
+//   floating dtypes a number of magnitude at most the largest finite value, or an infinity or
+//                   NaN (1e40 does not fit float32, nor 70000 float16);
+//   bool            anything.
+// Conversions of tensors (to(), copies) are not checked: they follow Note [Float to integer
+// conversion], as PyTorch's do. Out-of-place arithmetic with a number (x + 300 on uint8) wraps
+// as in PyTorch, where the number's dtype only takes part in the promotion.
+
+struct Range {
+  double lo, hi;     // the finite values a floating number may take
+  int64_t ilo, ihi;  // the integers an integer may take
+};
+
+Range range_of(DType d) {
+  constexpr double kInt64Hi = 0x1p63;  // exclusive: the doubles below 2^63 fit int64
+  switch (d) {
+    case DType::Int64:
+      return {-kInt64Hi, std::nextafter(kInt64Hi, 0.0), INT64_MIN, INT64_MAX};
+    case DType::Int32:
+      return {INT32_MIN, INT32_MAX, INT32_MIN, INT32_MAX};
+    case DType::Int8:
+      return {INT8_MIN, INT8_MAX, INT8_MIN, INT8_MAX};
+    case DType::UInt8:
+      return {0, UINT8_MAX, -int64_t{UINT8_MAX}, UINT8_MAX};
+    case DType::Float16:
+      return {-65504.0, 65504.0, INT64_MIN, INT64_MAX};
+    case DType::BFloat16:
+      return {-0x1.fep127, 0x1.fep127, INT64_MIN, INT64_MAX};
+    case DType::Float32:
+      return {-std::numeric_limits<float>::max(), std::numeric_limits<float>::max(), INT64_MIN,
+              INT64_MAX};
+    default:
+      return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+              INT64_MIN, INT64_MAX};
+  }
+}
+
+}  // namespace
+
+void check_scalar_fits(Scalar s, DType dtype, const char* op) {
+  if (dtype == DType::Bool || dtype == DType::Float64 || s.kind() == Scalar::Kind::Bool) return;
+  const Range r = range_of(dtype);
+  bool fits;
+  if (s.kind() == Scalar::Kind::Int) {
+    const int64_t v = s.to_int();
+    // float16 is the one floating dtype an int64 can overflow.
+    fits = is_floating(dtype) ? static_cast<double>(v) >= r.lo && static_cast<double>(v) <= r.hi
+                              : v >= r.ilo && v <= r.ihi;
+  } else {
+    const double v = s.to_double();
+    fits = is_floating(dtype) ? !(std::abs(v) > r.hi) || std::isinf(v) : v >= r.lo && v <= r.hi;
+  }
+  if (__builtin_expect(fits, 1)) return;
+  const std::string value = s.kind() == Scalar::Kind::Int ? fmt::format("{}", s.to_int())
+                                                          : fmt::format("{}", s.to_double());
+  throw ValueError(fmt::format("[{}] value {} cannot be converted to type {} without overflow", op,
+                               value, dtype));
 }
 
 }  // namespace ember

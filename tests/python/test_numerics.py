@@ -111,3 +111,46 @@ def test_int64_tensors_print_exactly():
     assert str(ember.tensor(2**63 - 1)) == "tensor(9223372036854775807)"
 
 
+# --- numbers that do not fit ---------------------------------------------------------------------
+
+def test_numbers_that_do_not_fit_the_dtype_are_refused():
+    with pytest.raises(ValueError, match="300 cannot be converted to type uint8 without overflow"):
+        ember.full((2,), 300, dtype=ember.uint8)
+    with pytest.raises(ValueError, match="int64"):
+        ember.zeros(2, dtype=ember.int64).fill_(float("nan"))
+    with pytest.raises(ValueError, match="uint8"):
+        ember.tensor([1, 300], dtype=ember.uint8)
+    with pytest.raises(ValueError, match="int8"):
+        ember.tensor([1.0, 1e10], dtype=ember.int8)
+    with pytest.raises(ValueError, match="float16"):
+        ember.full((1,), 1e5, dtype=ember.float16)
+    u8 = ember.zeros(2, dtype=ember.uint8)
+    with pytest.raises(ValueError, match="uint8"):
+        u8.add_(300)
+    with pytest.raises(ValueError, match="uint8"):
+        u8.masked_fill_(ember.tensor([True, False]), 256)
+    with pytest.raises(ValueError, match="uint8"):
+        u8[0] = 300  # assignment fills through the same check
+    with pytest.raises(ValueError, match="uint8"):
+        u8[ember.tensor([0, 1])] = -256
+    assert u8.tolist() == [0, 0]
+    # What fits, as in PyTorch: -1 wraps in uint8, floats truncate, float dtypes take inf and NaN.
+    assert ember.full((1,), -1, dtype=ember.uint8).tolist() == [255]
+    assert ember.tensor([-1], dtype=ember.uint8).tolist() == [255]
+    assert ember.full((1,), 2.9, dtype=ember.int32).tolist() == [2]
+    assert math.isinf(ember.full((1,), float("inf"), dtype=ember.float16).item())
+    assert math.isinf(ember.tensor([1e40]).item())  # float32 from a Python float: inf
+    # Out-of-place arithmetic with a number wraps, as in PyTorch.
+    assert (ember.ones(1, dtype=ember.uint8) + 300).tolist() == [45]
+
+
+def test_int_of_a_floating_tensor_is_pythons_int():
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        int(ember.tensor(float("nan")))
+    with pytest.raises(OverflowError):
+        int(ember.tensor(float("inf")))
+    assert int(ember.tensor(1e20, dtype=ember.float64)) == int(1e20)
+    assert int(ember.tensor(-2.7)) == -2
+    assert int(ember.tensor(BIG)) == BIG
+
+

@@ -498,6 +498,14 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
                           : g.kind == Gathered::Int                     ? DType::Int64
                                                                         : DType::Bool;
     const DType want = dtype.value_or(natural);
+    // Numbers an integer dtype cannot hold are refused (Note [Scalars that do not fit]); as in
+    // PyTorch, floating dtypes take any number (1e40 is inf in float32).
+    if (is_integral(want)) {
+      for (size_t i = 0; i < g.floats.size(); ++i) {
+        check_scalar_fits(g.kind == Gathered::Float ? Scalar(g.floats[i]) : Scalar(g.ints[i]), want,
+                          "tensor");
+      }
+    }
     if (g.kind == Gathered::Float || is_floating(want)) {
       host = from_vector(g.floats, g.sizes, TensorOptions(DType::Float64)).to(want);
     } else {

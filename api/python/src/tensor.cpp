@@ -630,7 +630,13 @@ void bind_tensor(nb::module_& m) {
                          "[int] only one-element tensors can be converted to Python scalars "
                          "(this one has {})",
                          t.numel());
-             return t.item_scalar().to_int();
+             const Scalar v = t.item_scalar();
+             // A floating element converts as Python's int(float): truncated, any size, and
+             // ValueError / OverflowError for NaN / infinities (PyTorch's behaviour).
+             if (!v.is_floating()) return nb::cast(v.to_int());
+             PyObject* i = PyLong_FromDouble(v.to_double());
+             if (!i) throw nb::python_error();
+             return nb::steal<nb::object>(i);
            })
       .def("__index__",
            [](const Tensor& t) {

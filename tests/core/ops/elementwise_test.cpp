@@ -927,5 +927,33 @@ TEST(Clamp, IntegerBoundsAreExact) {
   }
 }
 
+TEST(ScalarsThatDoNotFit, AreRefusedWhereANumberBecomesAnElement) {
+  expect_error([] { full({2}, 300, DType::UInt8); },
+               {"[full]", "value 300 cannot be converted to type uint8 without overflow"});
+  expect_error([] { zeros({2}, DType::Int64).fill_(std::nan("")); }, {"[fill_]", "nan", "int64"});
+  expect_error([] { full({1}, 1e40, DType::Float32); }, {"[full]", "float32"});
+  expect_error([] { full({1}, 70000, DType::Float16); }, {"[full]", "float16"});
+  expect_error([] { full({1}, std::numeric_limits<double>::infinity(), DType::Int32); },
+               {"[full]", "int32"});
+  expect_error([] { full({1}, int64_t{1} << 40, DType::Int32); }, {"[full]", "int32"});
+  Tensor u8 = zeros({2}, DType::UInt8);
+  expect_error([&] { add_(u8, 300); }, {"[add_]", "uint8"});
+  expect_error([&] { masked_fill_(u8, ones({2}, DType::Bool), 256); }, {"[masked_fill_]"});
+  expect_error([&] { masked_fill(u8, ones({2}, DType::Bool), -256); }, {"[masked_fill]"});
+  // What fits: PyTorch's rule, uint8 takes -1 (it wraps to 255), floats take inf and NaN.
+  EXPECT_EQ(values(full({1}, -1, DType::UInt8)), (std::vector<double>{255}));
+  EXPECT_EQ(values(full({1}, 2.9, DType::Int8)), (std::vector<double>{2}));
+  EXPECT_TRUE(std::isinf(values(full({1}, INFINITY, DType::Float16))[0]));
+  EXPECT_TRUE(std::isnan(values(full({1}, NAN, DType::Float32))[0]));
+  EXPECT_EQ(values(full({1}, 1e300, DType::Bool)), (std::vector<double>{1}));
+  EXPECT_EQ(int64s(full({1}, std::numeric_limits<int64_t>::max(), DType::Int64)),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max()}));
+  // Out-of-place arithmetic with a number wraps, as in PyTorch.
+  EXPECT_EQ(values(add(ones({1}, DType::UInt8), 300)), (std::vector<double>{45}));
+  // A floating element read as an integer.
+  expect_error([] { full(IntList{}, NAN).item<int64_t>(); }, {"[item]", "nan"});
+  EXPECT_EQ(full(IntList{}, -2.5).item<int64_t>(), -2);
+}
+
 }  // namespace
 }  // namespace ember

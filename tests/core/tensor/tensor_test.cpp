@@ -889,18 +889,19 @@ TEST(FloatToInt, NonContiguousAndZeroSizeInputs) {
   EXPECT_EQ(make({}, {0}, f64).to(i64).numel(), 0);
 }
 
-TEST(FloatToInt, FillWithNanOnIntegerTensors) {
+// A number becomes an element only where it fits (Note [Scalars that do not fit]): filling an
+// integer tensor with NaN, an infinity or 1e30 is an error, not INT64_MIN.
+TEST(FloatToInt, FillWithNanOnIntegerTensorsIsAnError) {
   Tensor a = zeros({3}, i64);
-  a.fill_(kNaN);
-  EXPECT_EQ(ints(a), (std::vector<int64_t>(3, kI64Min)));
+  EXPECT_THROW(a.fill_(kNaN), ValueError);
+  EXPECT_EQ(ints(a), (std::vector<int64_t>(3, 0)));  // untouched
   Tensor b = zeros({2, 2}, i32).t();
-  b.fill_(-kInf);
-  EXPECT_EQ(ints(b), (std::vector<int64_t>(4, 0)));  // low 32 bits of INT64_MIN
+  EXPECT_THROW(b.fill_(-kInf), ValueError);
   Tensor c = zeros({2}, u8);
-  c.fill_(1e30);
-  EXPECT_EQ(ints(c), (std::vector<int64_t>(2, 0)));
-  EXPECT_EQ(ints(full({2}, kNaN, i64)), (std::vector<int64_t>(2, kI64Min)));
+  EXPECT_THROW(c.fill_(1e30), ValueError);
+  EXPECT_THROW(full({2}, kNaN, i64), ValueError);
   EXPECT_EQ(ints(full({2}, 7.9, i64)), (std::vector<int64_t>(2, 7)));
+  EXPECT_THROW(full({2}, -0.5, u8), ValueError);  // below uint8's range before truncation
 }
 
 TEST(FloatToInt, ReferenceBackendAgreesWithCpu) {
@@ -915,9 +916,10 @@ TEST(FloatToInt, ReferenceBackendAgreesWithCpu) {
           << dtype_name(src) << " -> " << dtype_name(dst);
     }
   }
+  const Tensor converted = full({3}, kNaN, {f64, ref}).to(i64);
+  EXPECT_EQ(ints(converted.to(Device::cpu())), (std::vector<int64_t>(3, kI64Min)));
   Tensor filled = zeros({3}, {i64, ref});
-  filled.fill_(kNaN);
-  EXPECT_EQ(ints(filled.to(Device::cpu())), (std::vector<int64_t>(3, kI64Min)));
+  EXPECT_THROW(filled.fill_(kNaN), ValueError);
 }
 
 // The op fuzzer found pow(x, nan) converting the NaN scalar to int64 (undefined behaviour;
@@ -952,9 +954,11 @@ TEST(Item, IntegersAreReadExactly) {
   EXPECT_EQ(full({}, true, DType::Bool).item_scalar().kind(), Scalar::Kind::Bool);
   EXPECT_EQ(full({}, 255, DType::UInt8).item<int>(), 255);
   EXPECT_EQ(full({}, -7, DType::Int32).item<int64_t>(), -7);
-  // Floating elements follow Note [Float to integer conversion].
+  // Floating elements truncate; NaN, infinities and values beyond int64 have no integer (Note
+  // [Scalars that do not fit]).
   EXPECT_EQ(full({}, 2.75, DType::Float32).item<int64_t>(), 2);
-  EXPECT_EQ(full({}, NAN, DType::Float64).item<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_THROW(full({}, NAN, DType::Float64).item<int64_t>(), ValueError);
+  EXPECT_THROW(full({}, 1e30, DType::Float64).item<int>(), ValueError);
   EXPECT_DOUBLE_EQ(full({}, 2.75, DType::Float32).item<double>(), 2.75);
   EXPECT_THROW(full({2}, 1, DType::Int64).item<int64_t>(), Error);
 }

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "ember/tensor/dtype.h"
+#include "ember/util/export.h"
 
 namespace ember {
 
@@ -51,5 +52,9 @@ class Scalar {
   int64_t i_ = 0;
   double d_ = 0;
 };
+
+/** Throws ValueError "[op] value V cannot be converted to type D without overflow" unless `s`
+ *  fits `dtype` (Note [Scalars that do not fit] in core/tensor/dtype.cpp, PyTorch's rule). */
+EMBER_API void check_scalar_fits(Scalar s, DType dtype, const char* op);
 
 }  // namespace ember

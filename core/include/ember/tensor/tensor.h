@@ -162,12 +162,16 @@ class EMBER_API Tensor {
   /** The one element as a Scalar: exact for integer and bool dtypes. */
   Scalar item_scalar() const;
   /** The one element converted to T: integers are read exactly (not through a double), and
-   *  a floating element becomes an integer T as Note [Float to integer conversion] says. */
+   *  a floating element becomes an integer T by truncation, an error for NaN, an infinity or a
+   *  value beyond int64 (Note [Scalars that do not fit]). */
   template <typename T>
   T item() const {
     const Scalar s = item_scalar();
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (s.is_floating()) check_scalar_fits(s, DType::Int64, "item");
       return static_cast<T>(s.to_int());
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return s.to_double() != 0;
     } else {
       return static_cast<T>(s.to_double());
     }
