@@ -543,6 +543,26 @@ Tensor log1p(const Tensor& x) {
   return unary_ad(ops::log1p, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return div(g, add(x, 1.0)); });
 }
+Tensor expm1(const Tensor& x) {
+  // d/dx (e^x - 1) = e^x = y + 1
+  return unary_ad(ops::expm1, x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, add(y, 1.0)); });
+}
+Tensor log2(const Tensor& x) {
+  return unary_ad(ops::log2, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return div(g, mul(x, 0.6931471805599453));  // ln 2
+  });
+}
+Tensor log10(const Tensor& x) {
+  return unary_ad(ops::log10, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return div(g, mul(x, 2.302585092994046));  // ln 10
+  });
+}
+Tensor exp2(const Tensor& x) {
+  return unary_ad(ops::exp2, x, true, Save::Output, [](const Tensor& g, const Tensor& y) {
+    return mul(g, mul(y, 0.6931471805599453));
+  });
+}
 Tensor sqrt(const Tensor& x) {
   return unary_ad(ops::sqrt, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return div(g, mul(y, 2.0)); });

@@ -154,3 +154,40 @@ def test_int_of_a_floating_tensor_is_pythons_int():
     assert int(ember.tensor(BIG)) == BIG
 
 
+# --- precision near 0 and at the extremes --------------------------------------------------------
+
+SMALL = np.array([1e-8, -1e-7, 1e-30, 3e-4, -0.5, 2.0, 10.0], dtype=np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,ref,xs", [
+    ("expm1", np.expm1, SMALL),
+    ("log1p", np.log1p, np.abs(SMALL)),
+    ("log2", np.log2, np.array([8.0, 1024.0, 1e-3, 3.0, 1e30], dtype=np.float32)),
+    ("log10", np.log10, np.array([1000.0, 1e-3, 2.0, 1e30], dtype=np.float32)),
+    ("exp2", np.exp2, np.array([3.0, 10.0, -1.0, 0.3, -126.0], dtype=np.float32)),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), np.array([-100, -30, -1e-8, 0, 30], dtype=np.float32)),
+    ("tanh", np.tanh, np.array([-20, -1e-8, 1e-30, 0.5, 20], dtype=np.float32)),
+])
+def test_unary_math_matches_float64(device, name, ref, xs):
+    got = getattr(ember, name)(ember.tensor(xs, device=device)).cpu().numpy().astype(np.float64)
+    want = ref(xs.astype(np.float64))
+    # atol: float32's subnormals (below 1.2e-38) keep few digits; sigmoid(-100) may be 0.
+    np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-40)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_activations_near_0_and_at_the_extremes(device):
+    x = np.array([-100, -30, -1e-8, 1e-8, 30, 100], dtype=np.float32)
+    t = ember.tensor(x, device=device)
+    xd = x.astype(np.float64)
+    sub = 1e-40  # float32's subnormals keep few digits
+    np.testing.assert_allclose(F.logsigmoid(t).cpu().numpy(), -np.logaddexp(0, -xd), rtol=1e-6,
+                               atol=sub)
+    np.testing.assert_allclose(F.softplus(t).cpu().numpy(), np.logaddexp(0, xd), rtol=1e-6,
+                               atol=sub)
+    np.testing.assert_allclose(F.elu(t).cpu().numpy(), np.where(xd > 0, xd, np.expm1(xd)), rtol=1e-6)
+    np.testing.assert_allclose(ember.erf(t).cpu().numpy(),
+                               [math.erf(v) for v in xd], rtol=1e-6)
+    # The old composite exp(x) - 1 gave 0 here.
+    assert ember.expm1(ember.tensor([1e-8], device=device)).item() == pytest.approx(1e-8, rel=1e-6)

@@ -287,6 +287,12 @@ std::vector<Case> make_cases() {
   c.push_back(unary(
       "log", [](const Tensor& x) { return log(x); }, pos));
   c.push_back(unary("log1p", [](const Tensor& x) { return log1p(x); }, {0, 3}));
+  c.push_back(unary("expm1", [](const Tensor& x) { return expm1(x); }, {-2, 2}));
+  c.push_back(unary(
+      "log2", [](const Tensor& x) { return log2(x); }, pos));
+  c.push_back(unary(
+      "log10", [](const Tensor& x) { return log10(x); }, pos));
+  c.push_back(unary("exp2", [](const Tensor& x) { return exp2(x); }, {-2, 2}));
   c.push_back(unary(
       "sqrt", [](const Tensor& x) { return sqrt(x); }, pos));
   c.push_back(unary(

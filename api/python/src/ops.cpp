@@ -743,14 +743,10 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "Round toward zero.");
   b.both(
       "reciprocal", [](const Tensor& x) { return Scalar(1.0) / x; }, "1 / input.");
-  b.both(
-      "log2", [](const Tensor& x) { return div(log(x), std::log(2.0)); }, "Base-2 logarithm.");
-  b.both(
-      "log10", [](const Tensor& x) { return div(log(x), std::log(10.0)); }, "Base-10 logarithm.");
-  b.both(
-      "exp2", [](const Tensor& x) { return exp(mul(x, std::log(2.0))); }, "2 ** input.");
-  b.both(
-      "expm1", [](const Tensor& x) { return sub(exp(x), 1); }, "exp(input) - 1.");
+  unary("log2", &log2, "Base-2 logarithm.");
+  unary("log10", &log10, "Base-10 logarithm.");
+  unary("exp2", &exp2, "2 ** input.");
+  unary("expm1", &expm1, "exp(input) - 1, accurate near 0.");
   b.both(
       "tan", [](const Tensor& x) { return div(sin(x), cos(x)); }, "Tangent.");
   b.both(

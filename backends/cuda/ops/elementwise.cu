@@ -437,6 +437,10 @@ struct OrOp {
 EMBER_CUDA_FLOAT_OP(ExpOp, expf(x), ::exp(x));
 EMBER_CUDA_FLOAT_OP(LogOp, logf(x), ::log(x));
 EMBER_CUDA_FLOAT_OP(Log1pOp, log1pf(x), ::log1p(x));
+EMBER_CUDA_FLOAT_OP(Expm1Op, expm1f(x), ::expm1(x));
+EMBER_CUDA_FLOAT_OP(Log2Op, log2f(x), ::log2(x));
+EMBER_CUDA_FLOAT_OP(Log10Op, log10f(x), ::log10(x));
+EMBER_CUDA_FLOAT_OP(Exp2Op, exp2f(x), ::exp2(x));
 EMBER_CUDA_FLOAT_OP(SqrtOp, sqrtf(x), ::sqrt(x));
 EMBER_CUDA_FLOAT_OP(RsqrtOp, 1.0f / sqrtf(x), 1.0 / ::sqrt(x));
 EMBER_CUDA_FLOAT_OP(SinOp, sinf(x), ::sin(x));
@@ -841,6 +845,10 @@ EMBER_CUDA_UNARY(relu, Kinds::kNumeric, ReluOp)
 EMBER_CUDA_UNARY(exp, Kinds::kFloating, ExpOp)
 EMBER_CUDA_UNARY(log, Kinds::kFloating, LogOp)
 EMBER_CUDA_UNARY(log1p, Kinds::kFloating, Log1pOp)
+EMBER_CUDA_UNARY(expm1, Kinds::kFloating, Expm1Op)
+EMBER_CUDA_UNARY(log2, Kinds::kFloating, Log2Op)
+EMBER_CUDA_UNARY(log10, Kinds::kFloating, Log10Op)
+EMBER_CUDA_UNARY(exp2, Kinds::kFloating, Exp2Op)
 EMBER_CUDA_UNARY(sqrt, Kinds::kFloating, SqrtOp)
 EMBER_CUDA_UNARY(rsqrt, Kinds::kFloating, RsqrtOp)
 EMBER_CUDA_UNARY(sin, Kinds::kFloating, SinOp)

@@ -226,6 +226,10 @@ int32_t where(const ember_kernel_call* call) {
 EMBER_REF_UNARY_FLOAT(exp, std::exp(x))
 EMBER_REF_UNARY_FLOAT(log, std::log(x))
 EMBER_REF_UNARY_FLOAT(log1p, std::log1p(x))
+EMBER_REF_UNARY_FLOAT(expm1, std::expm1(x))
+EMBER_REF_UNARY_FLOAT(log2, std::log2(x))
+EMBER_REF_UNARY_FLOAT(log10, std::log10(x))
+EMBER_REF_UNARY_FLOAT(exp2, std::exp2(x))
 EMBER_REF_UNARY_FLOAT(sqrt, std::sqrt(x))
 EMBER_REF_UNARY_FLOAT(rsqrt, decltype(x)(1) / std::sqrt(x))
 EMBER_REF_UNARY_FLOAT(sin, std::sin(x))
@@ -289,13 +293,13 @@ int32_t leaky_relu(const ember_kernel_call* c) {
     return x > C(0) ? x : C(slope) * x;
   });
 }
-// scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+// scale * x where x > 0, else scale * alpha * expm1(input_scale * x) (exp(.) - 1 loses every
+// digit near 0).
 int32_t elu(const ember_kernel_call* c) {
   const auto a = sdk::attrs<attrs::elu>(c);
   return unary<true>(c, "elu", [a](auto x) {
     using C = decltype(x);
-    return x > C(0) ? C(a.scale) * x
-                    : C(a.scale) * C(a.alpha) * (std::exp(C(a.input_scale) * x) - C(1));
+    return x > C(0) ? C(a.scale) * x : C(a.scale) * C(a.alpha) * std::expm1(C(a.input_scale) * x);
   });
 }
 // log(1 / (1 + exp(-x))), as written (the reference favours the plain formula).

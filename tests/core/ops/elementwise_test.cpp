@@ -955,5 +955,30 @@ TEST(ScalarsThatDoNotFit, AreRefusedWhereANumberBecomesAnElement) {
   EXPECT_EQ(full(IntList{}, -2.5).item<int64_t>(), -2);
 }
 
+TEST(AccurateUnary, Expm1Log2Log10Exp2MatchFloat64) {
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    const std::vector<double> xs = {1e-8, -1e-7, 1e-30, 0.5, -3.0};
+    const Tensor x = from_vector(xs, {5}, DType::Float64).to(DType::Float32).to(d);
+    const std::vector<double> got = values(expm1(x));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double want = std::expm1(static_cast<double>(static_cast<float>(xs[i])));
+      EXPECT_NEAR(got[i], want, 2e-7 * std::abs(want)) << xs[i];
+    }
+    // exp(x) - 1 would give 0 here.
+    EXPECT_GT(values(expm1(tensor({1e-8f}).to(d)))[0], 0.0);
+    const Tensor p = tensor({8.0, 1024.0, 1e-3, 1000.0}, DType::Float32).to(d);
+    EXPECT_EQ(values(log2(p))[0], 3.0);
+    EXPECT_EQ(values(log2(p))[1], 10.0);
+    EXPECT_EQ(values(log10(p))[3], 3.0);
+    EXPECT_NEAR(values(log10(p))[2], -3.0, 1e-6);
+    EXPECT_EQ(values(exp2(tensor({3.0, 10.0, -1.0}, DType::Float32).to(d))),
+              (std::vector<double>{8.0, 1024.0, 0.5}));
+    // ELU's negative side is an expm1 too.
+    EXPECT_NEAR(values(elu(tensor({-1e-8f}).to(d)))[0], -1e-8, 1e-15);
+    EXPECT_EQ(expm1(tensor({1}, DType::Int64)).dtype(), kDefaultFloat);
+  }
+}
+
 }  // namespace
 }  // namespace ember

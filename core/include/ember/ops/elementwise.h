@@ -86,6 +86,14 @@ EMBER_API Tensor exp(const Tensor& x);
 EMBER_API Tensor log(const Tensor& x);
 /** log(1 + x), accurate near 0. */
 EMBER_API Tensor log1p(const Tensor& x);
+/** e^x - 1, accurate near 0. */
+EMBER_API Tensor expm1(const Tensor& x);
+/** Base-2 logarithm. */
+EMBER_API Tensor log2(const Tensor& x);
+/** Base-10 logarithm. */
+EMBER_API Tensor log10(const Tensor& x);
+/** 2^x. */
+EMBER_API Tensor exp2(const Tensor& x);
 /** Square root. */
 EMBER_API Tensor sqrt(const Tensor& x);
 /** 1 / sqrt(x). */
