@@ -288,6 +288,35 @@ Tensor randn(IntList sizes, TensorOptions opts, Generator* gen) {
   return philox_tensor("randn", sizes, opts, gen, sdk::kRandomNormal, 0, 0);
 }
 
+Tensor normal(double mean, double std, IntList sizes, TensorOptions opts, Generator* gen) {
+  EMBER_CHECK(std >= 0.0, "[normal] expects std >= 0.0: got {}", std);
+  return add(mul(randn(sizes, opts, gen), std), mean);
+}
+
+// A probability outside [0, 1] (NaN included) is an error, as in PyTorch, not a draw that is
+// always 0 or always 1.
+Tensor bernoulli(const Tensor& p, Generator* gen) {
+  EMBER_CHECK_TYPE(p.defined() && is_floating(p.dtype()),
+                   "[bernoulli] expects floating probabilities: got {}",
+                   p.defined() ? fmt::format("{}", p.dtype()) : std::string("undefined"));
+  if (p.numel() > 0) {
+    const bool ok = all(logical_and(ge(p, 0.0), le(p, 1.0))).item<bool>();
+    EMBER_CHECK(ok, "[bernoulli] expects every probability in [0, 1]: got values in [{}, {}]",
+                amin(p).item(), amax(p).item());
+  }
+  const Tensor u = rand(p.sizes(), TensorOptions(p.dtype(), p.device()), gen);
+  return lt(u, p).to(p.dtype());
+}
+
+Tensor bernoulli(const Tensor& input, double p, Generator* gen) {
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli] expects p to be in [0, 1]: got p={}", p);
+  EMBER_CHECK_TYPE(input.defined() && is_floating(input.dtype()),
+                   "[bernoulli] expects a floating input: got {}",
+                   input.defined() ? fmt::format("{}", input.dtype()) : std::string("undefined"));
+  const Tensor u = rand(input.sizes(), TensorOptions(input.dtype(), input.device()), gen);
+  return lt(u, p).to(input.dtype());
+}
+
 Tensor detail::dropout_mask(IntList sizes, TensorOptions opts, double p, double scale,
                             Generator* gen) {
   return philox_tensor("dropout", sizes, opts, gen, sdk::kRandomDropoutMask, p, scale);

@@ -28,6 +28,7 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -253,6 +254,34 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value) {
   // A 0-d value of x's own dtype keeps where()'s result dtype that of x.
   const Tensor v = detail::scalar_tensor(value, x.dtype(), x.device()).to(x.dtype());
   return where(mask, v, x);
+}
+
+// PyTorch's one_hot: int64 classes in [0, num_classes); num_classes -1 infers max + 1. A class
+// out of range is an error (it once gave an all-zero row).
+Tensor one_hot(const Tensor& t, int64_t num_classes) {
+  EMBER_CHECK_TYPE(t.defined() && t.dtype() == DType::Int64,
+                   "[one_hot] is only applicable to an int64 index tensor: got {}",
+                   t.defined() ? fmt::format("{}", t.dtype()) : std::string("undefined"));
+  EMBER_CHECK(num_classes >= -1, "[one_hot] num_classes must be -1 (infer) or >= 0: got {}",
+              num_classes);
+  int64_t n = num_classes;
+  if (t.numel() == 0) {
+    EMBER_CHECK(n > 0, "[one_hot] cannot infer the number of classes from an empty tensor");
+  } else {
+    const int64_t lo = amin(t).item<int64_t>(), hi = amax(t).item<int64_t>();
+    EMBER_CHECK_INDEX(lo >= 0, "[one_hot] class values must be non-negative: got {}", lo);
+    if (n == -1) {
+      n = hi + 1;
+    } else {
+      EMBER_CHECK_INDEX(hi < n,
+                        "[one_hot] class values must be smaller than num_classes: got {} "
+                        "for num_classes={}",
+                        hi, n);
+    }
+  }
+  const Tensor classes = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
+                                TensorOptions(DType::Int64, t.device()));
+  return eq(t.unsqueeze(-1), classes).to(DType::Int64);
 }
 
 // tril / triu: where() against a broadcast [rows, 1] vs [1, cols] comparison of positions, so

@@ -431,6 +431,15 @@ Tensor binary_cross_entropy(const Tensor& p, const Tensor& target, const Tensor&
   check_same_shape(name, p, target);
   check_broadcasts_to(name, "weight", weight, p);
   common_device({&p, &target, &weight}, name);
+  // Probabilities outside [0, 1] (NaN included) are an error, as in PyTorch: the clamped logs
+  // would turn them into a finite, meaningless loss.
+  if (p.numel() > 0) {
+    autograd::NoGradGuard no_grad;
+    EMBER_CHECK(all(logical_and(ge(p, 0.0), le(p, 1.0))).item<bool>(),
+                "[binary_cross_entropy] all elements of input should be between 0 and 1: got "
+                "values in [{}, {}] (apply sigmoid, or use binary_cross_entropy_with_logits)",
+                amin(p).item(), amax(p).item());
+  }
   // Unweighted elementwise loss from log p and log(1 - p), both clamped at -100.
   auto unweighted = [](const Tensor& p, const Tensor& t) {
     const Tensor lp = clamp(log(p), -100.0, std::nullopt);

@@ -154,6 +154,50 @@ def test_int_of_a_floating_tensor_is_pythons_int():
     assert int(ember.tensor(BIG)) == BIG
 
 
+# --- bad arguments -------------------------------------------------------------------------------
+
+def test_one_hot_refuses_classes_out_of_range():
+    with pytest.raises(IndexError, match="smaller than num_classes"):
+        F.one_hot(ember.tensor([0, 3]), 3)
+    with pytest.raises(IndexError, match="non-negative"):
+        F.one_hot(ember.tensor([-1, 1]))
+    with pytest.raises(ValueError, match="empty"):
+        F.one_hot(ember.tensor([], dtype=ember.int64))
+    assert F.one_hot(ember.tensor([0, 2]), 3).tolist() == [[1, 0, 0], [0, 0, 1]]
+    assert F.one_hot(ember.tensor([1, 0])).tolist() == [[0, 1], [1, 0]]
+
+
+def test_random_draws_refuse_bad_parameters():
+    with pytest.raises(ValueError, match=r"std >= 0.0"):
+        ember.normal(0, -1, (2,))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        ember.bernoulli(ember.zeros(3), p=2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        ember.bernoulli(ember.tensor([0.5, float("nan")]))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        ember.bernoulli(ember.tensor([0.5, -0.1]))
+    assert ember.bernoulli(ember.tensor([0.0, 1.0])).tolist() == [0.0, 1.0]
+    assert ember.normal(3.0, 0.0, (2,)).tolist() == [3.0, 3.0]
+
+
+def test_binary_cross_entropy_refuses_input_outside_0_1():
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.binary_cross_entropy(ember.tensor([0.5, 1.5]), ember.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.binary_cross_entropy(ember.tensor([float("nan")]), ember.tensor([0.0]))
+    got = F.binary_cross_entropy(ember.tensor([0.25]), ember.tensor([1.0])).item()
+    assert got == pytest.approx(-math.log(0.25), rel=1e-6)
+
+
+def test_an_integer_parameter_cannot_require_grad():
+    with pytest.raises(TypeError, match="floating point"):
+        ember.nn.Parameter(ember.tensor([1, 2]))
+    with pytest.raises(TypeError, match="floating point"):
+        ember.tensor([1, 2]).requires_grad_(True)
+    p = ember.nn.Parameter(ember.tensor([1, 2]), requires_grad=False)
+    assert not p.requires_grad
+
+
 # --- precision near 0 and at the extremes --------------------------------------------------------
 
 SMALL = np.array([1e-8, -1e-7, 1e-30, 3e-4, -0.5, 2.0, 10.0], dtype=np.float32)

@@ -325,6 +325,10 @@ std::vector<Row> rows() {
       ROW("linear_bias_shape", Value, "[linear]", linear(f32({2, 3}), f32({4, 3}), f32({5})), "[5]"),
 
       // --- indexing -------------------------------------------------------------------------
+      ROW("one_hot_class_too_large", Index, "[one_hot]", one_hot(full({2}, 3, DType::Int64), 3),
+          "smaller than num_classes"),
+      ROW("one_hot_negative_class", Index, "[one_hot]", one_hot(full({2}, -1, DType::Int64)),
+          "non-negative"),
       // Index values are bounds-checked by the kernel, which answers EMBER_ERR_INDEX (ABI 1.4):
       // IndexError, as for the indices the core checks (Note [Error kinds]).
       ROW("index_select_out_of_range", Index, "[index_select]",
@@ -414,6 +418,10 @@ std::vector<Row> rows() {
       ROW("layer_norm_shape", Value, "[layer_norm]", layer_norm(f32({2, 3}), {4}), "[4]", "[2, 3]"),
       ROW("group_norm_groups", Value, "[group_norm]", group_norm(f32({2, 6, 4}), 4), "4", "6"),
       ROW("dropout_p_out_of_range", Value, "[dropout]", dropout(f32({3}), 1.5), "1.5"),
+      ROW("normal_negative_std", Value, "[normal]", normal(0, -1, {2}), "std >= 0.0", "-1"),
+      ROW("bernoulli_p_out_of_range", Value, "[bernoulli]", bernoulli(f32({2}), 2.0), "[0, 1]",
+          "p=2"),
+      ROW("bernoulli_nan_probability", Value, "[bernoulli]", bernoulli(full({2}, NAN)), "[0, 1]"),
       ROW("sdpa_embedding_mismatch", Value, "[scaled_dot_product_attention]",
           scaled_dot_product_attention(f32({2, 3, 4}), f32({2, 5, 3}), f32({2, 5, 6})), "E=4",
           "E=3"),
@@ -501,6 +509,8 @@ std::vector<Row> rows() {
           cross_entropy(f32({2, 3}), i64({2}), {}, -100, Reduction::Mean, 1.5), "1.5"),
       ROW("mse_loss_shape", Value, "[mse_loss]", mse_loss(f32({2, 3}), f32({3, 2})), "[2, 3]", "[3, 2]"),
       ROW("l1_loss_shape", Value, "[l1_loss]", l1_loss(f32({2}), f32({3})), "[2]", "[3]"),
+      ROW("bce_input_out_of_range", Value, "[binary_cross_entropy]",
+          binary_cross_entropy(full({2}, 1.5), f32({2})), "between 0 and 1", "1.5"),
       ROW("bce_shape", Value, "[binary_cross_entropy]", binary_cross_entropy(f32({2}), f32({3})), "[2]",
           "[3]"),
 

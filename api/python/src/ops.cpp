@@ -185,16 +185,7 @@ void bind_functional(nb::module_& f) {
       "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false, release_gil(),
       "Rows of weight picked by the integer indices of input.");
   f.def(
-      "one_hot",
-      [](const Tensor& t, int64_t num_classes) {
-        EMBER_CHECK_TYPE(t.dtype() == DType::Int64, "[one_hot] expects an int64 tensor, got {}",
-                         t.dtype());
-        const int64_t n =
-            num_classes >= 0 ? num_classes : (t.numel() ? amax(t).item<int64_t>() + 1 : 0);
-        const Tensor classes = arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
-                                      TensorOptions(DType::Int64, t.device()));
-        return eq(t.unsqueeze(-1), classes).to(DType::Int64);
-      },
+      "one_hot", [](const Tensor& t, int64_t num_classes) { return one_hot(t, num_classes); },
       "tensor"_a, "num_classes"_a = -1, release_gil(), "The classes as one-hot int64 rows.");
   f.def(
       "pad",

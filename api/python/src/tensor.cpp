@@ -703,7 +703,8 @@ void bind_tensor(nb::module_& m) {
           "__init__",
           [](PyParameter* self, std::optional<Tensor> data, bool requires_grad) {
             Tensor t = data ? data->detach() : empty({0});
-            if (requires_grad) t.requires_grad_(is_floating(t.dtype()));
+            // An integer parameter that requires grad is refused by requires_grad_ (the one check).
+            if (requires_grad) t.requires_grad_(true);
             new (self) PyParameter(std::move(t));
             register_tensor_object(nb::find(self));
           },
@@ -956,8 +957,7 @@ void bind_tensor(nb::module_& m) {
   m.def(
       "bernoulli",
       [](const Tensor& input, std::optional<double> p, Generator* gen) {
-        Tensor u = rand(input.sizes(), TensorOptions(input.dtype(), input.device()), gen);
-        return (p ? lt(u, *p) : lt(u, input)).to(input.dtype());
+        return p ? bernoulli(input, *p, gen) : bernoulli(input, gen);
       },
       "input"_a, "p"_a = nb::none(), nb::kw_only(), "generator"_a.none() = nb::none(),
       release_gil(), "1 with probability input (or p), else 0, elementwise.");
@@ -967,7 +967,7 @@ void bind_tensor(nb::module_& m) {
          std::optional<Device> device, bool requires_grad) {
         const TensorOptions o = options(dtype, device, false);
         nb::gil_scoped_release release;
-        return finish(add(mul(randn(size, o, gen), std), mean), requires_grad);
+        return finish(normal(mean, std, size, o, gen), requires_grad);
       },
       "mean"_a, "std"_a, "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(),
       "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,

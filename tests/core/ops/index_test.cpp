@@ -810,5 +810,19 @@ TEST(Sort, TopkErrors) {
   expect_error([&] { topk(zeros({2, 3}), 1, 2); }, {"[topk]"});
 }
 
+TEST(OneHot, ClassesOutsideTheRangeAreIndexErrors) {
+  const Tensor t = tensor({0, 2, 1}, DType::Int64);
+  const Tensor oh = one_hot(t, 4);
+  EXPECT_EQ(oh.dtype(), DType::Int64);
+  EXPECT_EQ(oh.sizes(), (Shape{3, 4}));
+  EXPECT_EQ(one_hot(t).sizes(), (Shape{3, 3}));
+  EXPECT_EQ(sum(one_hot(t).to(DType::Float64)).item(), 3.0);
+  EXPECT_THROW(one_hot(t, 2), IndexError);  // was an all-zero row for the class 2
+  EXPECT_THROW(one_hot(tensor({-1, 0}, DType::Int64), 3), IndexError);
+  EXPECT_THROW(one_hot(zeros({0}, DType::Int64)), ValueError);
+  EXPECT_EQ(one_hot(zeros({0}, DType::Int64), 3).sizes(), (Shape{0, 3}));
+  EXPECT_THROW(one_hot(tensor({0.0})), TypeError);
+}
+
 }  // namespace
 }  // namespace ember

@@ -334,5 +334,20 @@ TEST(ClassTargetsOnTheDevice, SameLossesAndGradientsAsTheHostPath) {
       {"[gather]", "3"});
 }
 
+// PyTorch: "all elements of input should be between 0 and 1"; the clamped logs once made a
+// finite, meaningless loss of them.
+TEST(BinaryCrossEntropy, RefusesInputOutsideZeroOne) {
+  expect_error(
+      [] {
+        binary_cross_entropy(tensor({0.5, 1.5}), tensor({0.0, 1.0}));
+      },
+      {"[binary_cross_entropy]", "between 0 and 1", "1.5"});
+  expect_error([] { binary_cross_entropy(tensor({-0.1}), tensor({0.0})); },
+               {"[binary_cross_entropy]", "-0.1"});
+  EXPECT_THROW(binary_cross_entropy(tensor({NAN}), tensor({0.0})), ValueError);
+  // The ends of [0, 1] are in: their logs clamp at -100.
+  EXPECT_NEAR(binary_cross_entropy(tensor({0.0, 1.0}), tensor({1.0, 1.0})).item(), 50.0, 1e-4);
+}
+
 }  // namespace
 }  // namespace ember::testing

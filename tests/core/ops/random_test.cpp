@@ -238,5 +238,22 @@ TEST(Multinomial, RefusesWhatIsNotADistribution) {
   expect_error([&] { multinomial(ones({2, 0}), 1); }, {"[multinomial]", "at least one"});
 }
 
+// Parameters outside their domain are errors, as in PyTorch, not draws of a wrong distribution.
+TEST(Random, NormalAndBernoulliRefuseParametersOutsideTheirDomain) {
+  testing::expect_error([] { normal(0, -1, {2}); }, {"[normal]", "std >= 0.0", "-1"});
+  testing::expect_error([] { bernoulli(zeros({2}), 2.0); }, {"[bernoulli]", "[0, 1]", "p=2"});
+  testing::expect_error([] { bernoulli(tensor({0.5, NAN})); }, {"[bernoulli]", "[0, 1]"});
+  testing::expect_error([] { bernoulli(tensor({0.5, -0.25})); }, {"[bernoulli]", "-0.25"});
+  EXPECT_EQ(testing::values(bernoulli(tensor({0.0, 1.0, 1.0}))), (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(testing::values(bernoulli(zeros({3}), 1.0)), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(testing::values(normal(2.5, 0.0, {2})), (std::vector<double>{2.5, 2.5}));
+  const std::vector<double> v = testing::values(normal(10.0, 2.0, {4000}, DType::Float64));
+  double mean = 0, sq = 0;
+  for (double x : v) mean += x / v.size();
+  for (double x : v) sq += (x - mean) * (x - mean) / v.size();
+  EXPECT_NEAR(mean, 10.0, 0.15);
+  EXPECT_NEAR(std::sqrt(sq), 2.0, 0.15);
+}
+
 }  // namespace
 }  // namespace ember

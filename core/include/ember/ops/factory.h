@@ -106,6 +106,13 @@ EMBER_API void manual_seed(uint64_t seed);
 EMBER_API Tensor rand(IntList sizes, TensorOptions opts = {}, Generator* gen = nullptr);
 /** Standard normal. */
 EMBER_API Tensor randn(IntList sizes, TensorOptions opts = {}, Generator* gen = nullptr);
+/** Samples of N(mean, std^2); std must be >= 0. */
+EMBER_API Tensor normal(double mean, double std, IntList sizes, TensorOptions opts = {},
+                        Generator* gen = nullptr);
+/** 1 with probability p[i], else 0, of p's floating dtype; every p[i] must be in [0, 1]. */
+EMBER_API Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
+/** 1 with probability p, else 0, of input's shape and floating dtype; p must be in [0, 1]. */
+EMBER_API Tensor bernoulli(const Tensor& input, double p, Generator* gen = nullptr);
 /** Integers uniform in [low, high); int64 unless told otherwise. */
 EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
                          TensorOptions opts = TensorOptions(DType::Int64),

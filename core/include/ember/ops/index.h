@@ -18,6 +18,9 @@ EMBER_API Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, cons
 EMBER_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /** x with `value` where `mask` (broadcast) is true. */
 EMBER_API Tensor masked_fill(const Tensor& x, const Tensor& mask, Scalar value);
+/** One-hot int64 rows of `num_classes` (-1: max + 1) for int64 classes; a class outside
+ *  [0, num_classes) is an IndexError. */
+EMBER_API Tensor one_hot(const Tensor& t, int64_t num_classes = -1);
 /** The lower triangle of the last two dims: x[..., i, j] where j - i <= diagonal, else 0. */
 EMBER_API Tensor tril(const Tensor& x, int64_t diagonal = 0);
 /** The upper triangle of the last two dims: x[..., i, j] where j - i >= diagonal, else 0. */
