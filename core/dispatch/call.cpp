@@ -143,6 +143,31 @@ Device common_device(std::initializer_list<const Tensor*> tensors, const char* o
   return dev;
 }
 
+// Note [Ops that take one dtype]
+// Elementwise arithmetic promotes mixed dtypes (Note [Type promotion]), but PyTorch refuses them
+// where an op multiplies a tensor by parameters: matmul, mm, bmm, linear, the convolutions, the
+// normalisations' weight and bias, attention's q, k and v, the recurrent layers' weights ("mat1
+// and mat2 must have the same dtype"). Promoting there is a silent change of precision, and of
+// the result's dtype: a float32 Linear given float64 input returned float64. Those ops check
+// with common_dtype, after autocast has cast their inputs.
+DType common_dtype(std::initializer_list<const Tensor*> tensors, const char* op) {
+  DType dtype = DType::Float32;
+  bool first = true;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (first) {
+      dtype = t->dtype();
+      first = false;
+    } else {
+      EMBER_CHECK_TYPE(t->dtype() == dtype,
+                       "[{}] expected all tensors of one dtype: got {} and {} (convert them with "
+                       ".to())",
+                       op, dtype, t->dtype());
+    }
+  }
+  return dtype;
+}
+
 void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs,
                 std::span<const Tensor* const> outputs, KernelAttrs attrs) {
   EMBER_ASSERT(inputs.size() <= kMaxArgs && outputs.size() <= kMaxArgs);

@@ -99,4 +99,9 @@ EMBER_API const char* backward_node_name(ops::Id id);
 /** Checks that all defined tensors share one device; returns it. */
 EMBER_API Device common_device(std::initializer_list<const Tensor*> tensors, const char* op);
 
+/** Checks that all defined tensors share one dtype (TypeError otherwise); returns it. For the ops
+ *  PyTorch gives no type promotion: products, convolutions, normalisation weights (Note [Ops
+ *  that take one dtype]). */
+EMBER_API DType common_dtype(std::initializer_list<const Tensor*> tensors, const char* op);
+
 }  // namespace ember

@@ -35,7 +35,8 @@ Tensor product(const char* name, const Tensor& a, const Tensor& b) {
                    "[{}] not defined for bool tensors: got {} and {} (convert with .to())", name,
                    a.dtype(), b.dtype());
   const Device device = common_device({&a, &b}, name);
-  const DType dtype = promote_types(a.dtype(), b.dtype());
+  // No promotion (Note [Ops that take one dtype]).
+  const DType dtype = common_dtype({&a, &b}, name);
 
   // Note [1-d operands of matmul]
   // As in NumPy, a 1-d left operand is a row vector [1, K] and a 1-d right operand a column

@@ -318,8 +318,8 @@ Tensor linear_checked(const char* kOp, const Tensor& x, const Tensor& weight, co
                        (!bias.defined() || bias.dtype() != DType::Bool),
                    "[{}] not defined for bool tensors (convert with .to(ember::f32))", kOp);
   common_device({&x, &weight, &bias}, kOp);
-  DType dtype = promote_types(x.dtype(), weight.dtype());
-  if (bias.defined()) dtype = promote_types(dtype, bias.dtype());
+  // No promotion (Note [Ops that take one dtype]): a float32 layer refuses float64 input.
+  const DType dtype = common_dtype({&x, &weight, &bias}, kOp);
   const bool recorded =
       autograd::is_grad_enabled() &&
       (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));

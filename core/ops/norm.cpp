@@ -29,6 +29,8 @@
 
 #include <array>
 
+#include <optional>
+
 #include "core/dispatch/call.h"
 #include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
@@ -52,12 +54,22 @@ void check_input(const char* name, const Tensor& x, double eps) {
 }
 
 // A per-channel (or per-element) parameter: undefined, or `sizes` exactly.
-void check_param(const char* name, const char* what, const Tensor& t, IntList sizes) {
+// An affine parameter (weight, bias) has the input's dtype, or float32 for a float16 or bfloat16
+// input (PyTorch's mixed types); any other pair is an error, not a promotion (Note [Ops that take
+// one dtype] in core/dispatch/call.cpp). Running statistics keep their own floating dtype.
+void check_param(const char* name, const char* what, const Tensor& t, IntList sizes,
+                 std::optional<DType> x_dtype) {
   if (!t.defined()) return;
   EMBER_CHECK(t.sizes() == Shape(sizes), "[{}] {} should have shape {}: got shape {}", name, what,
               shape_str(sizes), shape_str(t.sizes()));
   EMBER_CHECK_TYPE(is_floating(t.dtype()), "[{}] {} must be floating: got dtype {}", name, what,
                    t.dtype());
+  if (!x_dtype) return;
+  const bool mixed =
+      (*x_dtype == DType::Float16 || *x_dtype == DType::BFloat16) && t.dtype() == DType::Float32;
+  EMBER_CHECK_TYPE(t.dtype() == *x_dtype || mixed,
+                   "[{}] expected {} of the input's dtype {}: got {} (convert it with .to())", name,
+                   what, *x_dtype, t.dtype());
 }
 
 // `t` as a contiguous [n] tensor of `dtype`, or `fill` when undefined.
@@ -280,10 +292,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
               "shape {}",
               shape_str(x.sizes()));
   const int64_t c = x.size(1);
-  check_param(name, "weight", weight, {c});
-  check_param(name, "bias", bias, {c});
-  check_param(name, "running_mean", running_mean, {c});
-  check_param(name, "running_var", running_var, {c});
+  check_param(name, "weight", weight, {c}, x.dtype());
+  check_param(name, "bias", bias, {c}, x.dtype());
+  check_param(name, "running_mean", running_mean, {c}, std::nullopt);
+  check_param(name, "running_var", running_var, {c}, std::nullopt);
   EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
               "[batch_norm] running_mean and running_var must be defined in evaluation mode "
               "(training=false): got {} and {}",
@@ -334,8 +346,8 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
               "[layer_norm] normalized_shape {} does not match the trailing dims of the input "
               "shape {}",
               shape_str(normalized_shape), shape_str(x.sizes()));
-  check_param(name, "weight", weight, normalized_shape);
-  check_param(name, "bias", bias, normalized_shape);
+  check_param(name, "weight", weight, normalized_shape, x.dtype());
+  check_param(name, "bias", bias, normalized_shape, x.dtype());
   int64_t d = 1;
   for (int64_t v : normalized_shape) d *= v;
   const int64_t rows = d == 0 ? 0 : x.numel() / d;
@@ -364,8 +376,8 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
               "[group_norm] num_groups must be positive and divide the number of channels: got "
               "num_groups={} for C={}",
               num_groups, c);
-  check_param(name, "weight", weight, {c});
-  check_param(name, "bias", bias, {c});
+  check_param(name, "weight", weight, {c}, x.dtype());
+  check_param(name, "bias", bias, {c}, x.dtype());
   // An empty input has no rows; with C = 0 any num_groups divides C, so n * num_groups could
   // overflow (n * c cannot: a tensor's non-zero dims multiply within int64).
   const bool empty = x.numel() == 0;

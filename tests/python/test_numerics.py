@@ -189,6 +189,24 @@ def test_binary_cross_entropy_refuses_input_outside_0_1():
     assert got == pytest.approx(-math.log(0.25), rel=1e-6)
 
 
+def test_products_and_layers_take_one_dtype():
+    lin = ember.nn.Linear(3, 2)
+    with pytest.raises(TypeError, match="float64"):
+        lin(ember.ones(4, 3, dtype=ember.float64))
+    with pytest.raises(TypeError):
+        ember.ones(2, 3) @ ember.ones(3, 2, dtype=ember.float64)
+    with pytest.raises(TypeError):
+        ember.mm(ember.ones(2, 3), ember.ones(3, 2, dtype=ember.float64))
+    with pytest.raises(TypeError):
+        ember.bmm(ember.ones(1, 2, 3), ember.ones(1, 3, 2, dtype=ember.float64))
+    with pytest.raises(TypeError, match="weight"):
+        F.layer_norm(ember.ones(2, 3, dtype=ember.float64), (3,), weight=ember.ones(3))
+    conv = ember.nn.Conv2d(1, 1, 1)
+    with pytest.raises(TypeError):
+        conv(ember.ones(1, 1, 2, 2, dtype=ember.float64))
+    assert lin(ember.ones(4, 3)).dtype is ember.float32
+
+
 def test_an_integer_parameter_cannot_require_grad():
     with pytest.raises(TypeError, match="floating point"):
         ember.nn.Parameter(ember.tensor([1, 2]))

@@ -527,7 +527,9 @@ REFERENCE_OPS = {
     "add": lambda x, y: x + y,
     "mul": lambda x, y: x * y,
     "div": lambda x, y: x / (y.abs() + 1),
-    "matmul_t": lambda x, y: ember.matmul(x.reshape(x.numel(), 1), y.reshape(1, y.numel())),
+    # matmul takes one dtype, as PyTorch's: both operands in their promoted dtype.
+    "matmul_t": lambda x, y: ember.matmul(x.reshape(x.numel(), 1).to((x + y).dtype),
+                                          y.reshape(1, y.numel()).to((x + y).dtype)),
     "softmax": lambda x, y: ember.softmax(x + y, -1) if (x + y).dim() else x + y,
     "log_softmax": lambda x, y: ember.log_softmax(x + y, -1) if (x + y).dim() else x + y,
     "sum_dim": lambda x, y: (x * y).sum(-1) if (x * y).dim() else x * y,

@@ -323,6 +323,14 @@ std::vector<Row> rows() {
           "bool"),
       ROW("linear_in_features", Value, "[linear]", linear(f32({2, 3}), f32({4, 5})), "[2, 3]", "[4, 5]"),
       ROW("linear_bias_shape", Value, "[linear]", linear(f32({2, 3}), f32({4, 3}), f32({5})), "[5]"),
+      // No promotion where PyTorch requires one dtype (Note [Ops that take one dtype]).
+      ROW("linear_mixed_dtypes", Type, "[linear]", linear(f32({2, 3}).to(DType::Float64),
+          f32({4, 3})), "float64", "float32"),
+      ROW("matmul_mixed_dtypes", Type, "[matmul]", matmul(f32({2, 3}),
+          f32({3, 2}).to(DType::Float64)), "float32", "float64"),
+      ROW("bmm_mixed_dtypes", Type, "[bmm]", bmm(f32({1, 2, 3}), i64({1, 3, 2})), "int64"),
+      ROW("layer_norm_weight_dtype", Type, "[layer_norm]",
+          layer_norm(f32({2, 3}).to(DType::Float64), {3}, f32({3})), "weight", "float32"),
 
       // --- indexing -------------------------------------------------------------------------
       ROW("one_hot_class_too_large", Index, "[one_hot]", one_hot(full({2}, 3, DType::Int64), 3),

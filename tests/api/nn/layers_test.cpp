@@ -94,6 +94,7 @@ TEST(BatchNorm2d, TrainingUpdatesRunningStatsAndEvalUsesThem) {
   BatchNorm2d bn(2);
   EXPECT_EQ(values(bn.weight), (std::vector<double>{1, 1}));
   EXPECT_EQ(values(bn.bias), (std::vector<double>{0, 0}));
+  bn.to(DType::Float64);  // a float32 layer refuses float64 input, as in PyTorch
   const Tensor x = randn({4, 2, 3, 3}, DType::Float64);
   const Tensor y = bn(x);
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
@@ -134,6 +135,7 @@ TEST(BatchNorm1d, AcceptsTwoAndThreeDims) {
 
 TEST(LayerNormAndGroupNorm, NormaliseAndHaveAffineParameters) {
   LayerNorm ln({4});
+  ln.to(DType::Float64);  // a float32 layer refuses float64 input, as in PyTorch
   const Tensor x = randn({2, 4}, DType::Float64);
   const auto y = values(ln(x));
   const auto xv = values(x);

@@ -189,10 +189,13 @@ TEST(LinalgGrad, VectorOperandsGetVectorGradients) {
   EXPECT_EQ(values(b.grad()), (std::vector<double>{1, 2, 3}));
 }
 
+// matmul takes one dtype (Note [Ops that take one dtype]); converting one input first still
+// gives each input a gradient of its own dtype.
 TEST(LinalgGrad, MixedDtypeMatmulGivesEachInputItsOwnDtype) {
   Tensor a = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, DType::Float32).requires_grad_(true);
   Tensor b = tensor({{1.0, -1.0}, {0.5, 2.0}, {-2.0, 1.0}}, DType::Float64).requires_grad_(true);
-  Tensor y = matmul(a, b);
+  EXPECT_THROW(matmul(a, b), TypeError);
+  Tensor y = matmul(a.to(DType::Float64), b);
   EXPECT_EQ(y.dtype(), DType::Float64);
   sum(y).backward();
   EXPECT_EQ(a.grad().dtype(), DType::Float32);

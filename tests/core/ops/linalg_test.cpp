@@ -160,13 +160,27 @@ TEST(Matmul, IntegerResultsAreExact) {
             int64_t{6} << 40);
 }
 
-TEST(Matmul, PromotesMixedDtypes) {
+// PyTorch's products take one dtype ("expected m1 and m2 to have the same dtype"): promoting
+// silently changed the precision and the result's dtype (Note [Ops that take one dtype]).
+TEST(Matmul, RefusesMixedDtypes) {
   const Tensor a = tensor({{1, 2}, {3, 4}});
   const Tensor b = tensor({{0.5, 0.0}, {0.0, 0.25}});
-  const Tensor c = matmul(a, b);
+  try {
+    matmul(a, b);
+    ADD_FAILURE() << "matmul of int64 and float32 did not throw";
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[matmul] expected all tensors of one dtype"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(matmul(b.to(f64), b), TypeError);
+  EXPECT_THROW(mm(b, b.to(f64)), TypeError);
+  EXPECT_THROW(bmm(b.unsqueeze(0), b.to(f64).unsqueeze(0)), TypeError);
+  EXPECT_THROW(linear(b.to(f64), b), TypeError);
+  EXPECT_THROW(linear(b, b, tensor({1.0, 2.0}, DType::Float64)), TypeError);
+  const Tensor c = matmul(a.to(f32), b);
   EXPECT_EQ(c.dtype(), f32);
   EXPECT_EQ(values(c), (std::vector<double>{0.5, 0.5, 1.5, 1.0}));
-  EXPECT_EQ(matmul(b.to(f64), b).dtype(), f64);
 }
 
 TEST(Matmul, RepeatedShapesReuseAndStayCorrect) {

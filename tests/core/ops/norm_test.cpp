@@ -272,5 +272,17 @@ TEST(NormTest, Float32AgreesWithFloat64) {
   expect_near(values(group_norm(x32, 4)), values(group_norm(x, 4)), 1e-5);
 }
 
+// Affine parameters take the input's dtype (float32 also for a half input, PyTorch's mixed
+// types): a float64 input with float32 weights was silently promoted.
+TEST(NormTest, AffineParametersTakeTheInputsDtype) {
+  const Tensor x = random({2, 4, 3}, f64, 21);
+  const Tensor w = random({4}, f32, 22), b = random({4}, f32, 23);
+  EXPECT_THROW(layer_norm(x, {3}, random({3}, f32, 24)), TypeError);
+  EXPECT_THROW(group_norm(x, 2, w, b), TypeError);
+  EXPECT_THROW(batch_norm(x, w, {}, {}, {}, true), TypeError);
+  EXPECT_EQ(layer_norm(x.to(f16), {3}, random({3}, f32, 24)).dtype(), f16);
+  EXPECT_EQ(group_norm(x.to(f32), 2, w, b).dtype(), f32);
+}
+
 }  // namespace
 }  // namespace ember::testing
