@@ -41,8 +41,12 @@ Tensor Module::operator()(const Tensor& input) {
 }
 
 void Module::check_new_name(const std::string& name) const {
-  EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos,
-              "[nn.{}] invalid name '{}': names are non-empty and have no '.'", type_name_, name);
+  // KeyError, as PyTorch's register_parameter, register_buffer and add_module raise.
+  EMBER_CHECK_KEY(!name.empty(), "[nn.{}] a parameter, buffer or submodule name can't be empty",
+                  type_name_);
+  EMBER_CHECK_KEY(name.find('.') == std::string::npos,
+                  "[nn.{}] a parameter, buffer or submodule name can't contain '.': got '{}'",
+                  type_name_, name);
   auto taken = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& s) {
       if constexpr (std::is_same_v<std::decay_t<decltype(s)>, Slot>) {
@@ -52,8 +56,12 @@ void Module::check_new_name(const std::string& name) const {
       }
     });
   };
-  EMBER_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_),
-              "[nn.{}] name '{}' is already registered in this module", type_name_, name);
+  const char* kind = taken(params_)     ? "parameter"
+                     : taken(buffers_)  ? "buffer"
+                     : taken(children_) ? "submodule"
+                                        : nullptr;
+  EMBER_CHECK_KEY(kind == nullptr, "[nn.{}] attribute '{}' already exists (a {} of this module)",
+                  type_name_, name, kind ? kind : "");
 }
 
 namespace {

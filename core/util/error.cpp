@@ -18,6 +18,7 @@ IoError::~IoError() = default;
 PluginError::~PluginError() = default;
 InternalError::~InternalError() = default;
 DistributedError::~DistributedError() = default;
+KeyError::~KeyError() = default;
 
 const char* kind_name(ErrorKind kind) {
   switch (kind) {
@@ -41,6 +42,8 @@ const char* kind_name(ErrorKind kind) {
       return "Internal";
     case ErrorKind::Distributed:
       return "Distributed";
+    case ErrorKind::Key:
+      return "Key";
   }
   return "Unknown";
 }
@@ -67,6 +70,8 @@ void throw_error(ErrorKind kind, const std::string& message) {
       throw InternalError(message);
     case ErrorKind::Distributed:
       throw DistributedError(message);
+    case ErrorKind::Key:
+      throw KeyError(message);
   }
   throw Error(message, kind);
 }

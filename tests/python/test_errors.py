@@ -109,3 +109,11 @@ print("survived")
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "survived" in r.stdout
+
+
+def test_key_errors_are_key_errors_with_embers_message():
+    assert issubclass(ember.KeyError, KeyError) and issubclass(ember.KeyError, ember.Error)
+    with pytest.raises(KeyError) as info:
+        ember.nn.Linear(2, 2).register_buffer("weight", ember.ones(2))
+    assert str(info.value) == ("[nn.Linear] attribute 'weight' already exists (a parameter of "
+                               "this module)")  # not quoted as a dict key would be

@@ -132,6 +132,8 @@ bool is_subclass_of_kind(const Error& e, ErrorKind kind) {
       return dynamic_cast<const InternalError*>(&e) != nullptr;
     case ErrorKind::Distributed:
       return dynamic_cast<const DistributedError*>(&e) != nullptr;
+    case ErrorKind::Key:
+      return dynamic_cast<const KeyError*>(&e) != nullptr;
   }
   return false;
 }
@@ -596,6 +598,19 @@ std::vector<Row> rows() {
             s[3];
           },
           "index 3", "1 modules"),
+      ROW("register_buffer_over_a_parameter", Key, "[nn.Linear]",
+          nn::Linear(2, 2).register_buffer("weight", f32({2, 2})), "attribute 'weight' already",
+          "parameter"),
+      ROW("register_parameter_over_a_buffer", Key, "[nn.BatchNorm1d]",
+          nn::BatchNorm1d(2).register_parameter("running_mean", f32({2})),
+          "attribute 'running_mean' already", "buffer"),
+      ROW("register_module_over_a_parameter", Key, "[nn.Linear]",
+          nn::Linear(2, 2).register_module("bias", std::make_shared<nn::ReLU>()),
+          "attribute 'bias' already", "parameter"),
+      ROW("register_buffer_empty_name", Key, "[nn.Linear]",
+          nn::Linear(2, 2).register_buffer("", f32({2})), "can't be empty"),
+      ROW("register_parameter_dotted_name", Key, "[nn.Linear]",
+          nn::Linear(2, 2).register_parameter("a.b", f32({2})), "can't contain '.'", "'a.b'"),
 
       // --- optimizers -----------------------------------------------------------------------
       ROW("SGD_negative_lr", Value, "[optim.SGD]", optim::SGD({leaf({2})}, {.lr = -0.1}), "-0.1"),
@@ -803,13 +818,14 @@ TEST(ErrorKinds, KindNamePrintsEveryKind) {
   EXPECT_STREQ(kind_name(ErrorKind::Plugin), "Plugin");
   EXPECT_STREQ(kind_name(ErrorKind::Internal), "Internal");
   EXPECT_STREQ(kind_name(ErrorKind::Distributed), "Distributed");
+  EXPECT_STREQ(kind_name(ErrorKind::Key), "Key");
 }
 
 TEST(ErrorKinds, ThrowErrorThrowsTheSubclassOfTheKind) {
   for (ErrorKind k :
        {ErrorKind::Value, ErrorKind::Type, ErrorKind::Index, ErrorKind::NotImplemented,
         ErrorKind::OutOfMemory, ErrorKind::Device, ErrorKind::Io, ErrorKind::Plugin,
-        ErrorKind::Internal, ErrorKind::Distributed}) {
+        ErrorKind::Internal, ErrorKind::Distributed, ErrorKind::Key}) {
     try {
       throw_error(k, "[test] message");
     } catch (const Error& e) {

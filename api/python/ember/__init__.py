@@ -18,6 +18,7 @@ from ember._errors import (  # noqa: F401
     IndexError,
     InternalError,
     IoError,
+    KeyError,
     NotImplementedError,
     OutOfMemoryError,
     PluginError,

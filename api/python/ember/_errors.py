@@ -9,7 +9,7 @@ import builtins
 __all__ = [
     "Error", "ValueError", "ZeroDivisionError", "TypeError", "IndexError", "NotImplementedError", "OutOfMemoryError",
     "DeviceError", "IoError", "FileNotFoundError", "PluginError", "InternalError",
-    "DistributedError",
+    "DistributedError", "KeyError",
 ]
 
 
@@ -65,7 +65,18 @@ class DistributedError(Error):
     """A collective or the rendezvous failed: a peer died or did not answer in time."""
 
 
+class KeyError(Error, builtins.KeyError):
+    """A name a registry refuses: a module attribute that already exists, an empty or dotted
+    name (PyTorch's register_buffer, register_parameter and add_module raise KeyError)."""
+
+    def __str__(self) -> str:
+        # builtins.KeyError quotes its message (it is meant for a missing key); Ember's is a
+        # sentence, printed as is.
+        return Error.__str__(self)
+
+
 for _cls in (Error, ValueError, ZeroDivisionError, TypeError, IndexError, NotImplementedError, OutOfMemoryError,
-             DeviceError, IoError, FileNotFoundError, PluginError, InternalError, DistributedError):
+             DeviceError, IoError, FileNotFoundError, PluginError, InternalError, DistributedError,
+             KeyError):
     _cls.__module__ = "ember"  # tracebacks say ember.ValueError
 del _cls

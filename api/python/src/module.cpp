@@ -16,6 +16,7 @@ namespace {
 //   Io -> ember.IoError(OSError), and ember.FileNotFoundError(IoError, FileNotFoundError) when
 //         the file is missing                     Plugin -> ember.PluginError
 //   Distributed -> ember.DistributedError         Internal -> ember.InternalError
+//   Key -> ember.KeyError(KeyError)
 // and an ember::ZeroDivisionError (a Value error) -> ember.ZeroDivisionError(ember.ValueError,
 // ZeroDivisionError), so `except ZeroDivisionError` catches x // 0 on integers as in Python.
 // The message is Ember's unchanged: `[op] what is wrong: observed values (hint)`. The classes
@@ -62,6 +63,7 @@ void bind_errors(nb::module_& m) {
   kind(ErrorKind::Plugin, "PluginError");
   kind(ErrorKind::Internal, "InternalError");
   kind(ErrorKind::Distributed, "DistributedError");
+  kind(ErrorKind::Key, "KeyError");
   g_errors.file_not_found = nb::object(errors.attr("FileNotFoundError")).release().ptr();
   g_errors.zero_division = nb::object(errors.attr("ZeroDivisionError")).release().ptr();
   for (nb::handle name : errors.attr("__all__")) m.attr(name) = errors.attr(name);

@@ -33,6 +33,8 @@ namespace ember {
 //   Plugin          plugin loading and plugin API misuse (strict-mode failures, bad schemas, a
 //                   plugin op called with the wrong arguments).
 //   Internal        Ember's own bugs: EMBER_ASSERT and EMBER_ERR_INTERNAL from a kernel.
+//   Key             a name that a by-name registry refuses: a module's parameter, buffer or
+//                   submodule name that is empty, dotted or already taken by another entry.
 // A kernel's ABI status maps to a kind in status_error_kind(): an index value a kernel finds out
 // of range (index_select, gather, scatter) answers EMBER_ERR_INDEX (ABI 1.4) and is Index, as
 // the indices checked in the core (select, embedding, nll_loss targets) are. One kind has a
@@ -51,6 +53,7 @@ enum class ErrorKind : uint8_t {
   Plugin,
   Internal,
   Distributed,  // a peer process failed or did not answer in time, the rendezvous failed
+  Key,          // a name a by-name registry refuses (taken, empty, dotted)
 };
 
 /** The kind's name as spelled in the enum ("Value", "OutOfMemory", ...). */
@@ -152,6 +155,14 @@ class EMBER_API DistributedError : public Error {
   ~DistributedError() override;
 };
 
+/** A name that a by-name registry refuses (ErrorKind::Key). */
+class EMBER_API KeyError : public Error {
+ public:
+  /** Wraps the message. */
+  explicit KeyError(const std::string& message) : Error(message, ErrorKind::Key) {}
+  ~KeyError() override;
+};
+
 /** An Ember bug (ErrorKind::Internal). */
 class EMBER_API InternalError : public Error {
  public:
@@ -199,6 +210,8 @@ namespace detail {
 #define EMBER_CHECK_IO(cond, ...) EMBER_CHECK_AS(::ember::IoError, cond, __VA_ARGS__)
 /** Throws ember::PluginError (plugin loading, plugin API misuse) unless `cond` holds. */
 #define EMBER_CHECK_PLUGIN(cond, ...) EMBER_CHECK_AS(::ember::PluginError, cond, __VA_ARGS__)
+/** Throws ember::KeyError (a name a registry refuses) unless `cond` holds. */
+#define EMBER_CHECK_KEY(cond, ...) EMBER_CHECK_AS(::ember::KeyError, cond, __VA_ARGS__)
 
 /** Reports an Ember bug (not a user error; ember::InternalError) unless `cond` holds. */
 #define EMBER_ASSERT(cond)                                     \
