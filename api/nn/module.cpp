@@ -139,8 +139,34 @@ Tensor& Module::set_buffer(const std::string& name, Tensor value, bool persisten
   return register_buffer(name, std::move(value), persistent);
 }
 
+namespace {
+
+/** True if `target` is `root` or one of its submodules (the tree has no cycles: see below). */
+bool tree_contains(const Module& root, const Module* target) {
+  if (&root == target) return true;
+  for (const auto& [name, child] : root.named_children()) {
+    if (tree_contains(*child, target)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// Note [Module trees have no cycles]
+// Every walk over a module (parameters(), to(), train(), repr(), state_dict(), ...) recurses
+// into the submodules, so a module that contains itself, directly or through its submodules,
+// would recurse until the stack overflows. Adding a submodule therefore refuses one whose tree
+// holds this module; the check walks the new submodule's tree once, when it is added.
+void Module::check_new_child(const std::string& name, const Module& module) const {
+  EMBER_CHECK(!tree_contains(module, this),
+              "[nn.{}] cannot add submodule '{}': it {} this module, and a module cannot contain "
+              "itself (keep a reference to it outside the module tree instead)",
+              type_name_, name, &module == this ? "is" : "contains");
+}
+
 void Module::set_child(const std::string& name, std::shared_ptr<Module> module) {
   EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
+  check_new_child(name, *module);
   for (auto& [n, child] : children_) {
     if (n == name) {
       child = std::move(module);
@@ -170,6 +196,7 @@ bool Module::remove(const std::string& name) {
 void Module::add_child(std::string name, std::shared_ptr<Module> module) {
   EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
   check_new_name(name);
+  check_new_child(name, *module);
   children_.emplace_back(std::move(name), std::move(module));
 }
 

@@ -455,3 +455,15 @@ def test_fuse_for_inference_merges_activations_into_linear_layers():
     y = m(other.requires_grad_())
     y.sum().backward()
     assert other.grad is not None and other.grad.shape == (9, 6)
+
+
+def test_a_module_cannot_contain_itself():
+    outer = nn.Sequential(nn.Linear(2, 2))
+    outer.inner = nn.Sequential(nn.ReLU())
+    for add in (lambda: setattr(outer.inner, "outer", outer), lambda: outer.inner.append(outer),
+                lambda: outer.add_module("me", outer), lambda: outer.inner.add_module("o", outer)):
+        with pytest.raises(ValueError, match="a module cannot contain itself"):
+            add()
+    # Nothing was added, and every walk over the tree still ends.
+    assert len(list(outer.modules())) == 4 and len(list(outer.parameters())) == 2
+    assert "Sequential" in repr(outer) and outer.float() is outer

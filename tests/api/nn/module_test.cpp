@@ -50,6 +50,40 @@ TEST(Module, RejectsDuplicateAndDottedNames) {
   expect_error([&] { m.forward(zeros({1})); }, {"[nn.Module]", "forward"});
 }
 
+TEST(Module, RegisteringATakenNameIsAKeyError) {
+  Module m;
+  m.register_parameter("w", zeros({2}));
+  m.register_buffer("b", zeros({2}));
+  m.register_module("c", std::make_shared<ReLU>());
+  EXPECT_THROW(m.register_buffer("w", zeros({2})), KeyError);
+  EXPECT_THROW(m.register_parameter("b", zeros({2})), KeyError);
+  EXPECT_THROW(m.register_module("w", std::make_shared<ReLU>()), KeyError);
+  EXPECT_THROW(m.register_buffer("c", zeros({2})), KeyError);
+  EXPECT_THROW(m.set_parameter("c", zeros({2})), KeyError);
+  EXPECT_THROW(m.register_buffer("", zeros({2})), KeyError);
+  EXPECT_THROW(m.register_module("x.y", std::make_shared<ReLU>()), KeyError);
+  expect_error([&] { m.register_buffer("w", zeros({2})); },
+               {"[nn.Module]", "attribute 'w' already exists", "parameter"});
+}
+
+TEST(Module, ATreeCannotContainItself) {
+  auto outer = std::make_shared<Sequential>();
+  auto inner = std::make_shared<Sequential>();
+  outer->push_back(inner);
+  expect_error([&] { inner->register_module("outer", outer); },
+               {"[nn.Sequential]", "'outer'", "contains this module"});
+  expect_error([&] { outer->set_child("0", outer); }, {"'0'", "is this module"});
+  expect_error([&] { inner->push_back(outer); }, {"contains this module"});
+  // The refused calls changed nothing, and every walk still ends.
+  EXPECT_EQ(outer->named_modules().size(), 2u);
+  EXPECT_EQ(inner->named_children().size(), 0u);
+  // The same module twice in a tree is not a cycle.
+  auto shared = std::make_shared<Linear>(2, 2);
+  outer->push_back(shared);
+  EXPECT_NO_THROW(inner->push_back(shared));
+  EXPECT_FALSE(outer->parameters().empty());
+}
+
 TEST(Module, TrainAndEvalReachEverySubmodule) {
   TwoLayer m;
   EXPECT_TRUE(m.fc1->is_training());

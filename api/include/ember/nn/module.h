@@ -178,6 +178,7 @@ class Module : public std::enable_shared_from_this<Module> {
                      bool persistent_only = false) const;
   void apply_to_slots(const std::function<Tensor(const Tensor&)>& convert);
   void check_new_name(const std::string& name) const;
+  void check_new_child(const std::string& name, const Module& module) const;
 
   std::string type_name_;
   bool training_ = true;
