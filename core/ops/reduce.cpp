@@ -85,11 +85,21 @@ Tensor run_reduce(const Op& op, const Plan& p, DType out_dtype, bool keepdim) {
   return finish(y, p, keepdim);
 }
 
-void check_nonempty(const Plan& p, const Tensor& x, const char* name) {
-  EMBER_CHECK(p.zero_dim < 0,
-              "[{}] cannot reduce over a zero-size dim: dim {} of input of shape {} has size 0 "
-              "(the operation has no identity)",
-              name, p.zero_dim, shape_str(x.sizes()));
+// Note [Reductions without an identity over empty dims]
+// max, min, amax, amin, argmax and argmin have no identity, so a reduced dim of size 0 has no
+// answer. As in PyTorch, a dim the caller named is an Index error ("Expected reduction dim 0 to
+// have non-zero size"), and an empty tensor reduced over all of its dims (no dim given) a Value
+// error asking for a dim.
+void check_nonempty(const Plan& p, const Tensor& x, IntList dims, const char* name) {
+  if (p.zero_dim < 0) return;
+  EMBER_CHECK(!dims.empty(),
+              "[{}] cannot reduce over a zero-size dim: input of shape {} has no elements and "
+              "the operation has no identity (specify a dim)",
+              name, shape_str(x.sizes()));
+  EMBER_CHECK_INDEX(false,
+                    "[{}] cannot reduce over a zero-size dim: expected reduction dim {} to have "
+                    "non-zero size, input of shape {} (the operation has no identity)",
+                    name, p.zero_dim, shape_str(x.sizes()));
 }
 
 void check_floating(const Tensor& x, const char* name) {
@@ -127,10 +137,7 @@ std::tuple<Tensor, Tensor> arg_reduce(const Op& op, const char* name, const Tens
   const Tensor x1 = nd == 0 ? x.reshape({1}) : x;
   const int64_t ref[1] = {d};
   const Plan p = plan(x1, IntList(ref, 1), name);
-  EMBER_CHECK(p.zero_dim < 0,
-              "[{}] cannot reduce over a zero-size dim: dim {} of input of shape {} has size 0 "
-              "(the operation has no identity)",
-              name, d, shape_str(x.sizes()));
+  check_nonempty(p, x1, IntList(ref, 1), name);  // Note [Reductions without an identity ...]
   Tensor idx = empty(p.out_sizes, {DType::Int64, x.device()});
   Tensor val = values ? empty(p.out_sizes, {x.dtype(), x.device()}) : Tensor();
   if (idx.numel() > 0) {
@@ -317,7 +324,7 @@ Tensor amax_amin(const Op& op, const char* name, const char* node, const Tensor&
       node, name, x, dims,
       [&] {
         const Plan p = plan(x, dims, name);
-        check_nonempty(p, x, name);
+        check_nonempty(p, x, dims, name);
         return run_reduce(op, p, x.dtype(), keepdim);
       },
       [d = Shape(dims)](const Tensor& gk, const Tensor& x, const Tensor& yk) {

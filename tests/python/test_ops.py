@@ -450,3 +450,18 @@ def test_ops_match_pytorch_on_random_inputs(torch, rng):
     ]
     for i, case in enumerate(cases):
         assert_close(case(ember, ea, eb), case(torch, ta, tb).numpy(), rtol=1e-4, atol=1e-5), i
+
+
+@pytest.mark.parametrize("reduce", [
+    lambda x: x.amax(0), lambda x: x.amin(0), lambda x: x.amax((1, 0)), lambda x: x.max(0),
+    lambda x: x.min(0), lambda x: x.argmax(0), lambda x: x.argmin(0), lambda x: ember.amax(x, 0),
+    lambda x: x.max(dim=0, keepdim=True), lambda x: ember.argmin(x, dim=-2),
+])
+def test_reducing_an_empty_dim_without_identity_is_an_index_error_as_in_pytorch(reduce):
+    with pytest.raises(IndexError, match="expected reduction dim 0 to have non-zero size") as info:
+        reduce(ember.zeros(0, 3))
+    assert isinstance(info.value, ember.IndexError)
+    # Over a dim that is not empty, the result is empty; with no dim, an error asking for one.
+    assert ember.zeros(0, 3).amax(1).shape == (0,)
+    with pytest.raises(RuntimeError, match="specify a dim"):
+        ember.zeros(0, 3).max()

@@ -274,7 +274,7 @@ std::vector<Row> rows() {
       ROW("sum_bad_dim", Index, "[sum]", sum(f32({2, 3}), {2}), "dim 2", "2-d"),
       ROW("sum_repeated_dim", Value, "[sum]", sum(f32({2, 3}), {1, -1}), "dim 1"),
       ROW("mean_int", Type, "[mean]", mean(i64({3})), "int64"),
-      ROW("max_dim_empty", Value, "[max]", max(f32({0, 3}), 0), "0"),
+      ROW("max_dim_empty", Index, "[max]", max(f32({0, 3}), 0), "reduction dim 0"),
       ROW("max_all_empty", Value, "[max]", max(f32({0})), "zero-size", "[0]"),
       ROW("argmax_bad_dim", Index, "[argmax]", argmax(f32({2, 3}), 5), "dim 5"),
       ROW("var_bad_dim", Index, "[var]", var(f32({2, 3}), {-3}), "dim -3"),

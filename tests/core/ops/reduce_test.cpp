@@ -382,6 +382,11 @@ TEST(ReduceAmax, NanPropagatesAndInfinitiesWork) {
 TEST(ReduceAmax, ZeroSizeDimIsAnError) {
   EXPECT_ERROR(amax(zeros({0, 3}), {0}), "[amax] cannot reduce over a zero-size dim");
   EXPECT_ERROR(amin(zeros({2, 0}), {}), "[amin] cannot reduce over a zero-size dim");
+  // A named dim of size 0 is an IndexError, as in PyTorch; no dim at all asks for one.
+  EXPECT_THROW(amax(zeros({0, 3}), {0}), IndexError);
+  EXPECT_THROW(amin(zeros({2, 0}), {1}), IndexError);
+  EXPECT_THROW(amin(zeros({2, 0}), {-1, 0}), IndexError);
+  EXPECT_THROW(amax(zeros({2, 0}), {}), ValueError);
   // Reducing a non-empty dim of an empty tensor is fine.
   EXPECT_EQ(amax(zeros({0, 3}), {1}).sizes(), Shape({0}));
   EXPECT_ERROR(max(zeros({0})), "[max] cannot reduce over a zero-size dim");
@@ -428,6 +433,10 @@ TEST(ReduceMax, WithIndicesMatchesLoopsOnEveryLayout) {
 TEST(ReduceMax, ZeroSizeDimIsAnError) {
   EXPECT_ERROR(max(zeros({2, 0}), 1), "[max] cannot reduce over a zero-size dim");
   EXPECT_ERROR(min(zeros({0}), 0), "[min] cannot reduce over a zero-size dim");
+  EXPECT_ERROR(max(zeros({2, 0}), 1), "expected reduction dim 1 to have non-zero size");
+  EXPECT_THROW(max(zeros({2, 0}), 1), IndexError);
+  EXPECT_THROW(min(zeros({0}), 0), IndexError);
+  EXPECT_THROW(max(zeros({0})), ValueError);
   auto [v, i] = max(zeros({0, 3}), 1);
   EXPECT_EQ(v.sizes(), Shape({0}));
   EXPECT_EQ(i.sizes(), Shape({0}));
@@ -470,6 +479,9 @@ TEST(ReduceArgmax, EmptyIsAnError) {
   EXPECT_ERROR(argmax(zeros({0})), "[argmax] cannot reduce over a zero-size dim");
   EXPECT_ERROR(argmin(zeros({3, 0}), 1), "[argmin] cannot reduce over a zero-size dim");
   EXPECT_ERROR(argmax(zeros({3, 2}), 2), "[argmax] dim 2 out of range");
+  EXPECT_THROW(argmin(zeros({3, 0}), 1), IndexError);
+  EXPECT_THROW(argmax(zeros({0, 3}), 0, /*keepdim=*/true), IndexError);
+  EXPECT_THROW(argmax(zeros({0})), ValueError);
   EXPECT_EQ(argmax(zeros({0, 3}), 1).sizes(), Shape({0}));
 }
 
