@@ -57,6 +57,14 @@ Device::Device(std::string_view spec) {
                     name, known));
   }
   type = id;
+  // An index the user wrote must exist now (cpu has only cpu:0), or the mistake would surface
+  // far from here, at the first allocation; a bare name means the current device.
+  if (index >= 0) {
+    const DeviceTypeEntry& e = device_type(id);
+    EMBER_CHECK_DEVICE(index < e.count,
+                       "[device] device '{}' does not exist: {} has {} device(s){}", spec, e.name,
+                       e.count, e.unusable_reason.empty() ? "" : " (" + e.unusable_reason + ")");
+  }
   this->index = index < 0 ? current_device_index(id) : static_cast<int16_t>(index);
 }
 

@@ -23,8 +23,9 @@ struct EMBER_API Device {
   /** A device by id. */
   constexpr Device(int16_t t, int16_t i) : type(t), index(i) {}
   /** Parses "cpu", "cuda", "cuda:1"; a name without an index means the calling thread's current
-   *  device of that type (index 0 unless set_current_device said otherwise); throws if no such
-   *  device type is registered. */
+   *  device of that type (index 0 unless set_current_device said otherwise); throws
+   *  DeviceError if no such device type is registered or an explicit index names no device of
+   *  it ("cpu:1"). */
   Device(std::string_view spec);  // NOLINT(google-explicit-constructor)
   Device(const char* spec) : Device(std::string_view(spec)) {}         // NOLINT
   Device(const std::string& spec) : Device(std::string_view(spec)) {}  // NOLINT
