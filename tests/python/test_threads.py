@@ -101,3 +101,66 @@ def test_callbacks_from_cpp_threads_take_the_gil():
     for t in threads:
         t.join()
     assert errors == [] and len(hook_calls) == 80
+
+
+# A daemon thread still inside Ember when the main thread exits: an op with the GIL released,
+# a backward calling Python hooks and a custom Function, a Python module run by a C++
+# container. Before the exit gate (Note [Threads at interpreter exit]) such a process aborted
+# ("terminate called without an active exception") when the thread took the GIL back.
+_EXIT_SCRIPT = r"""
+import sys, threading, time
+import ember
+from ember import nn
+
+class Double(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+class Scale(nn.Module):
+    def forward(self, x):
+        return x * 0.5
+
+started = threading.Barrier(5)
+
+def loop(kind):
+    a = ember.randn(128, 128, requires_grad=True)
+    model = nn.Sequential(nn.Linear(128, 128), Scale(), nn.ReLU())
+    model.register_forward_hook(lambda m, i, o: None)
+    started.wait()
+    while True:
+        if kind == 0:
+            (a @ a).sum()
+        elif kind == 1:
+            y = a @ a
+            y.register_hook(lambda g: g * 1)
+            y.sum().backward()
+        elif kind == 2:
+            Double.apply(model(a)).sum().backward()
+        else:
+            with ember.no_grad():
+                model(a)
+
+for kind in range(4):
+    threading.Thread(target=loop, args=(kind,), daemon=True).start()
+started.wait()
+time.sleep(float(sys.argv[1]))
+print("main exits")
+"""
+
+
+def test_daemon_threads_inside_ember_do_not_abort_the_interpreter_exit():
+    import subprocess
+    import sys
+
+    from helpers import worker_env
+
+    for i, delay in enumerate((0.0, 0.05, 0.2, 0.01, 0.1, 0.3)):
+        r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT, str(delay)], env=worker_env(),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "main exits" in r.stdout, (i, r.returncode, r.stderr[-2000:])
+        assert "terminate called" not in r.stderr, r.stderr[-2000:]

@@ -52,9 +52,9 @@ nb::object scaled_step(amp::GradScaler& s, const void* owner, const std::vector<
                        const nb::callable& fn) {
   nb::object result = nb::none();
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     s.step(owner, params, [&] {
-      nb::gil_scoped_acquire gil;
+      GilAcquire gil;
       result = fn();
     });
   }

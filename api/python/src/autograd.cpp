@@ -29,7 +29,7 @@ std::vector<Tensor> tensors_of(nb::handle r, const char* what) {
 autograd::TensorFn python_tensor_fn(nb::handle fn) {
   PyRef f(fn);
   return [f](const std::vector<Tensor>& inputs) -> Tensor {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::list args;
     for (const Tensor& t : inputs) args.append(wrap_tensor(t));
     nb::object r = nb::borrow(f.get())(*nb::tuple(args));
@@ -77,7 +77,7 @@ void bind_autograd(nb::module_& root) {
         bool all_undefined = true;
         for (const Tensor& g : grads) all_undefined = all_undefined && !g.defined();
         if (all_undefined) grads.clear();
-        nb::gil_scoped_release release;
+        GilRelease release;
         autograd::backward(tensors, grads, retain_graph.value_or(create_graph), create_graph);
       },
       "tensors"_a, "grad_tensors"_a, "retain_graph"_a = nb::none(), "create_graph"_a = false,
@@ -94,7 +94,7 @@ void bind_autograd(nb::module_& root) {
           all_undefined = all_undefined && !g.has_value();
         }
         if (all_undefined) gos.clear();
-        nb::gil_scoped_release release;
+        GilRelease release;
         return autograd::grad(outputs, inputs, gos, retain_graph, create_graph, allow_unused);
       },
       "outputs"_a, "inputs"_a, "grad_outputs"_a, "retain_graph"_a = nb::none(),
@@ -111,7 +111,7 @@ void bind_autograd(nb::module_& root) {
           o.atol = atol;
           o.rtol = rtol;
           const autograd::TensorFn f = python_tensor_fn(fn);
-          nb::gil_scoped_release release;
+          GilRelease release;
           const autograd::GradcheckResult r = run(f, inputs, o);
           return std::make_pair(r.ok, r.message);
         },
@@ -127,12 +127,12 @@ void bind_autograd(nb::module_& root) {
       [](nb::handle fn, std::vector<Tensor> inputs, bool preserve_rng_state) {
         PyRef f(fn);
         autograd::CheckpointFn block = [f](const std::vector<Tensor>& in) {
-          nb::gil_scoped_acquire gil;
+          GilAcquire gil;
           nb::list args;
           for (const Tensor& t : in) args.append(wrap_tensor(t));
           return tensors_of(nb::borrow(f.get())(*nb::tuple(args)), "checkpoint");
         };
-        nb::gil_scoped_release release;
+        GilRelease release;
         return autograd::checkpoint(block, inputs, preserve_rng_state);
       },
       "fn"_a, "inputs"_a, "preserve_rng_state"_a = true,
@@ -180,7 +180,7 @@ void bind_autograd(nb::module_& root) {
         auto node = autograd::record(
             name, "custom Function", inputs, differentiable,
             [fn, n_in, name](const std::vector<Tensor>& grads, const autograd::LambdaNode&) {
-              nb::gil_scoped_acquire gil;
+              GilAcquire gil;
               nb::list args;
               for (const Tensor& g : grads) args.append(wrap_tensor(g));
               nb::object r = nb::borrow(fn.get())(*nb::tuple(args));

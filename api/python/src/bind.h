@@ -121,8 +121,73 @@ Tensor apply_to(const Tensor& t, const ToArgs& a);
 /** The `reduction` argument of the losses: "mean", "sum", "none" ("batchmean" for kl_div). */
 Reduction parse_reduction(std::string_view reduction, const char* op);
 
+// Note [Threads at interpreter exit]
+// A daemon thread may be inside an Ember call (an op with the GIL released, a backward calling a
+// Python hook) when the main thread exits. Once Python has started finalising, a thread that
+// waits for the GIL is ended by pthread_exit (CPython before 3.14), which unwinds the thread's
+// stack with a forced unwind; our frames cannot pass it on (a destructor that takes the GIL back
+// is noexcept, nanobind's dispatcher catches everything), so the process aborts ("terminate called
+// without an active exception"). So no Ember frame waits for the GIL once exit has begun: every
+// place that takes the GIL (GilRelease's destructor, GilAcquire, PyRef) passes the gate of
+// gil_enter(). An atexit handler, which runs before finalisation starts, closes the gate, then
+// lets the threads already past it take the GIL (it waits for them with the GIL released);
+// a thread that finds the gate closed parks for good (the process ends around it, as CPython
+// 3.14 parks daemon threads itself), and PyRef leaks its reference instead. The thread running
+// the atexit handler (the one finalising) keeps using the GIL normally. The gate costs two atomic
+// operations per GIL acquisition, both sequentially consistent: a thread announces itself, then
+// reads the gate; the handler closes the gate, then waits until no announced thread is left, so
+// no thread can pass the gate unseen. A forked child starts with the gate open and no thread
+// announced.
+
+/** Called before taking the GIL: returns if the caller may take it (then gil_entered() must
+ *  follow once it holds it); parks the thread for good once the interpreter is exiting. */
+void gil_enter() noexcept;
+/** Called once the GIL is held after gil_enter(). */
+void gil_entered() noexcept;
+/** True if this thread may take the GIL (not parked by exit); false when it must leave Python
+ *  objects alone (the interpreter is exiting or gone). Takes nothing. */
+bool gil_available() noexcept;
+
+/** Releases the GIL for a scope and takes it back, through the exit gate (Note [Threads at
+ *  interpreter exit]); Ember's gil_scoped_release. */
+class GilRelease {
+ public:
+  GilRelease() noexcept : state_(PyEval_SaveThread()) {}
+  ~GilRelease() {
+    gil_enter();
+    PyEval_RestoreThread(state_);
+    gil_entered();
+  }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+/** Takes the GIL for a scope, on any thread, through the exit gate; Ember's
+ *  gil_scoped_acquire. */
+class GilAcquire {
+ public:
+  GilAcquire() noexcept {
+    if (PyGILState_Check()) {  // held already (a callback on a Python thread): no waiting
+      state_ = PyGILState_Ensure();
+      return;
+    }
+    gil_enter();
+    state_ = PyGILState_Ensure();
+    gil_entered();
+  }
+  ~GilAcquire() { PyGILState_Release(state_); }
+  GilAcquire(const GilAcquire&) = delete;
+  GilAcquire& operator=(const GilAcquire&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
 /** Releases the GIL for the duration of a C++ call (nb::call_guard). */
-using release_gil = nb::call_guard<nb::gil_scoped_release>;
+using release_gil = nb::call_guard<GilRelease>;
 
 // Note [Python objects held by C++]
 // Hooks, custom Functions, datasets and Python modules leave Python objects inside C++ state
@@ -138,7 +203,7 @@ class PyRef {
   explicit PyRef(nb::handle o) : obj_(o.ptr()) { Py_XINCREF(obj_); }
   PyRef(const PyRef& o) : obj_(o.obj_) {
     if (obj_) {
-      nb::gil_scoped_acquire gil;
+      GilAcquire gil;
       Py_INCREF(obj_);
     }
   }
@@ -148,11 +213,13 @@ class PyRef {
     return *this;
   }
   ~PyRef() { reset(); }
-  /** Drops the reference (taking the GIL if the interpreter is alive). */
+  /** Drops the reference (taking the GIL); leaks it once the interpreter is exiting or gone
+   *  (Note [Threads at interpreter exit]). */
   void reset() noexcept {
-    if (!obj_) return;
-    if (nb::detail::cleanup_guard guard{}) Py_DECREF(obj_);
-    obj_ = nullptr;
+    PyObject* o = std::exchange(obj_, nullptr);
+    if (!o || !gil_available()) return;
+    GilAcquire gil;
+    Py_DECREF(o);
   }
   /** The object (borrowed); call with the GIL held. */
   nb::handle get() const { return obj_; }
@@ -173,7 +240,7 @@ void bind_tensor_forward(nb::class_<T, Extra...>& cls) {
       [](nb::handle self, const Tensor& x) {
         T& m = nb::cast<T&>(self);
         const bool derived = nb::inst_python_derived(self);
-        nb::gil_scoped_release release;
+        GilRelease release;
         if (!derived) return static_cast<nn::Module&>(m).forward(x);
         if constexpr (requires { m.T::forward(x); }) {
           return m.T::forward(x);

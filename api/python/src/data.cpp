@@ -50,7 +50,7 @@ void bind_data(nb::module_& root) {
           [](const data::Dataset& d, int64_t i) {
             std::vector<Tensor> fields;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               fields = d.get(wrap_index(i, d.size()));
             }
             return as_tuple(fields);
@@ -61,7 +61,7 @@ void bind_data(nb::module_& root) {
           [](const data::Dataset& d, std::vector<int64_t> indices) {
             std::vector<std::vector<Tensor>> samples;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               const int64_t size = d.size();
               samples.reserve(indices.size());
               for (int64_t i : indices) samples.push_back(d.get(wrap_index(i, size)));

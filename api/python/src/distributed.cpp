@@ -68,7 +68,7 @@ template <class Start>
 PyWork started(Start&& start, std::function<void()> then = {}) {
   std::optional<dist::Work> work;
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     work.emplace(start());
   }
   return PyWork(std::move(*work), std::move(then));
@@ -80,7 +80,7 @@ template <class Blocking, class Start>
 std::optional<PyWork> issue(bool async_op, Blocking&& blocking, Start&& start,
                             std::function<void()> then = {}) {
   if (async_op) return started(start, std::move(then));
-  nb::gil_scoped_release release;
+  GilRelease release;
   blocking();
   if (then) then();
   return std::nullopt;
@@ -231,7 +231,7 @@ void bind_collectives(nb::module_& m) {
         const Tensor flat =
             stage_in("reduce_scatter", "input_list", input_list, output.numel(), output, pg.size());
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           gather_in(flat, input_list);
         }
         return issue(
@@ -271,7 +271,7 @@ void bind_collectives(nb::module_& m) {
         const Tensor out = stage_in("all_to_all", "output_tensor_list", output_tensor_list,
                                     like.numel(), like, pg.size());
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           gather_in(in, input_tensor_list);
         }
         return issue(
@@ -292,7 +292,7 @@ void bind_collectives(nb::module_& m) {
       "send",
       [](const Tensor& tensor, int dst, std::optional<dist::ProcessGroup> group, int tag) {
         const dist::ProcessGroup pg = group_of(group);
-        nb::gil_scoped_release release;
+        GilRelease release;
         pg.send(tensor, dst, tag);
       },
       "tensor"_a, "dst"_a, "group"_a = nb::none(), "tag"_a = 0,
@@ -301,7 +301,7 @@ void bind_collectives(nb::module_& m) {
       "recv",
       [](const Tensor& tensor, int src, std::optional<dist::ProcessGroup> group, int tag) {
         const dist::ProcessGroup pg = group_of(group);
-        nb::gil_scoped_release release;
+        GilRelease release;
         pg.recv(tensor, src, tag);
         return src;
       },
@@ -368,7 +368,7 @@ void bind_groups(nb::module_& m) {
         o.world_size = world_size;
         o.rank = rank;
         if (!device_id.is_none()) o.device_index = static_cast<int>(device_arg(device_id).index);
-        nb::gil_scoped_release release;
+        GilRelease release;
         dist::init_process_group(o);
       },
       "backend"_a = nb::none(), "init_method"_a = nb::none(), "timeout"_a = nb::none(),
@@ -383,7 +383,7 @@ void bind_groups(nb::module_& m) {
   m.def(
       "destroy_process_group",
       [](std::optional<dist::ProcessGroup>) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         dist::destroy_process_group();
       },
       "group"_a = nb::none(),
@@ -473,7 +473,7 @@ void bind_ddp(nb::module_& m) {
             o.bucket_cap_mb = bucket_cap_mb.value_or(o.bucket_cap_mb);
             o.find_unused_parameters = find_unused_parameters;
             o.broadcast_buffers = broadcast_buffers;
-            nb::gil_scoped_release release;  // the constructor broadcasts rank 0's state
+            GilRelease release;  // the constructor broadcasts rank 0's state
             new (self) DDP(std::move(module), o, std::move(process_group));
           },
           "module"_a, "device_ids"_a = nb::none(), "output_device"_a = nb::none(), "dim"_a = 0,
@@ -499,13 +499,13 @@ void bind_ddp(nb::module_& m) {
               const Tensor x = *nb::inst_ptr<PyTensor>(args[0]);
               Tensor out;
               {
-                nb::gil_scoped_release release;
+                GilRelease release;
                 out = d.forward(x);
               }
               return wrap_tensor(out);
             }
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               d.sync_buffers();
             }
             return wrapped(*args, **kwargs);

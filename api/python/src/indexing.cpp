@@ -85,7 +85,7 @@ std::vector<TensorIndex> to_items(nb::handle index) {
 
 Tensor getitem(const Tensor& self, nb::handle index) {
   const std::vector<TensorIndex> items = to_items(index);
-  nb::gil_scoped_release release;
+  GilRelease release;
   return ember::index(self, items);
 }
 
@@ -93,18 +93,18 @@ void setitem(Tensor& self, nb::handle index, nb::handle value) {
   const std::vector<TensorIndex> items = to_items(index);
   if (nb::isinstance<PyTensor>(value)) {
     const Tensor src = *nb::inst_ptr<PyTensor>(value);
-    nb::gil_scoped_release release;
+    GilRelease release;
     index_put_(self, items, src);
     return;
   }
   PyScalar s;
   if (nb::try_cast<PyScalar>(value, s)) {
-    nb::gil_scoped_release release;
+    GilRelease release;
     index_put_(self, items, Scalar(s));
     return;
   }
   const Tensor src = tensor_from_data(value, self.dtype(), self.device());
-  nb::gil_scoped_release release;
+  GilRelease release;
   index_put_(self, items, src);
 }
 

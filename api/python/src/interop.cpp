@@ -140,12 +140,12 @@ nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::t
   } else {
     // Note: the consumer's stream is not known to Ember's streams; the queued work is finished
     // before the capsule leaves, which is always correct (if not always the fastest).
-    nb::gil_scoped_release release;
+    GilRelease release;
     synchronize(t.device());
   }
   Tensor src = t;
   if (copy.value_or(false)) {
-    nb::gil_scoped_release release;
+    GilRelease release;
     src = t.detach().clone();
   }
   const bool versioned =
@@ -330,7 +330,7 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op) {
 nb::object tensor_to_numpy(const Tensor& t, bool force) {
   Tensor src = t;
   if (force) {
-    nb::gil_scoped_release release;
+    GilRelease release;
     src = t.detach().to(Device::cpu());
   } else {
     EMBER_CHECK_TYPE(t.device() == Device::cpu(),

@@ -60,7 +60,7 @@ void bind_io(nb::module_& root) {
       [](nb::handle obj, const std::filesystem::path& path, nb::handle metadata) {
         const StateDict tensors = state_dict_from(obj);
         const io::Metadata meta = metadata_from(metadata);
-        nb::gil_scoped_release release;
+        GilRelease release;
         io::save(path.string(), tensors, meta);
       },
       "obj"_a, "path"_a, "metadata"_a = nb::none(),
@@ -82,7 +82,7 @@ void bind_io(nb::module_& root) {
       [](const std::filesystem::path& path) {
         io::TorchFile f;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           f = io::load_torch(path.string());
         }
         return nb::make_tuple(f.tensors, f.values);

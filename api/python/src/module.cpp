@@ -1,5 +1,9 @@
 // ember._C: the extension module. Its parts are registered in dependency order; the pure-Python
 // package (api/python/ember) re-exports them under PyTorch's names.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "bind.h"
 
 namespace ember::python {
@@ -70,6 +74,55 @@ void bind_errors(nb::module_& m) {
   nb::register_exception_translator(translate);
 }
 
+namespace {
+
+// Note [Threads at interpreter exit] in bind.h.
+std::atomic<int> g_gil_waiters{0};          // threads between gil_enter() and gil_entered()
+std::atomic<bool> g_exiting{false};         // set by the atexit handler
+std::atomic<unsigned long> g_finalizer{0};  // the thread that ran it (PyThread_get_thread_ident)
+
+bool parked_by_exit() noexcept {
+  return g_exiting.load() && PyThread_get_thread_ident() != g_finalizer.load();
+}
+
+[[noreturn]] void park() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+/** The atexit handler: closes the gate, then lets the threads already past it take the GIL. */
+void close_gil_gate() {
+  g_finalizer.store(PyThread_get_thread_ident());
+  g_exiting.store(true);
+  GilRelease release;  // this thread passes its own gate
+  for (int i = 0; i < 5000 && g_gil_waiters.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/** After fork: the child has only the forking thread, and its own exit ahead. */
+void reset_gil_gate() {
+  g_gil_waiters.store(0);
+  g_exiting.store(false);
+}
+
+}  // namespace
+
+void gil_enter() noexcept {
+  g_gil_waiters.fetch_add(1);
+  if (parked_by_exit()) {
+    g_gil_waiters.fetch_sub(1);
+    park();
+  }
+}
+
+void gil_entered() noexcept {
+  g_gil_waiters.fetch_sub(1);
+}
+
+bool gil_available() noexcept {
+  return nb::is_alive() && !parked_by_exit();
+}
+
 Reduction parse_reduction(std::string_view reduction, const char* op) {
   if (reduction == "mean") return Reduction::Mean;
   if (reduction == "sum") return Reduction::Sum;
@@ -93,6 +146,9 @@ NB_MODULE(_C, m) {
   // script leaves in globals would be reported on every run. Leaks are tested instead while the
   // interpreter runs (tests/python/test_memory.py).
   nb::set_leak_warnings(false);
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function(&close_gil_gate));
+  nb::module_::import_("os").attr("register_at_fork")("after_in_child"_a =
+                                                          nb::cpp_function(&reset_gil_gate));
   bind_errors(m);
   bind_runtime(m);
   bind_tensor(m);

@@ -33,24 +33,43 @@ namespace ember::python {
 
 namespace {
 
-/** The trampoline of every module class: forward, train and extra_repr overridable in Python. */
+/** The trampoline of every module class: forward, train and extra_repr overridable in Python.
+ *  Each takes the GIL through the exit gate before nanobind's dispatch may take it (Note
+ *  [Threads at interpreter exit]) and lets it go again before a C++ base method runs. */
 template <class Base>
 struct PyLayer : Base {
   NB_TRAMPOLINE(Base);
   Tensor forward(const Tensor& x) override {
-    // NB_OVERRIDE spelled out: some layers hide forward(Tensor) behind their own overloads
-    // (losses, the decoder layer), so the base call names the class that declares it.
-    constexpr uint64_t hash = nb::detail::str_hash("forward");
-    nb::detail::ticket ticket(nb_trampoline, "forward", hash, false);
-    if (ticket.key.is_valid()) return nb::cast<Tensor>(nb_trampoline.base().attr(ticket.key)(x));
+    {
+      GilAcquire gil;
+      // NB_OVERRIDE spelled out: some layers hide forward(Tensor) behind their own overloads
+      // (losses, the decoder layer), so the base call names the class that declares it.
+      constexpr uint64_t hash = nb::detail::str_hash("forward");
+      nb::detail::ticket ticket(nb_trampoline, "forward", hash, false);
+      if (ticket.key.is_valid()) return nb::cast<Tensor>(nb_trampoline.base().attr(ticket.key)(x));
+    }
     if constexpr (requires(Base & b) { b.Base::forward(x); }) {
       return Base::forward(x);
     } else {
       return nn::Module::forward(x);
     }
   }
-  void train(bool on) override { NB_OVERRIDE(train, on); }
-  std::string extra_repr() const override { NB_OVERRIDE(extra_repr); }
+  void train(bool on) override {
+    {
+      GilAcquire gil;
+      constexpr uint64_t hash = nb::detail::str_hash("train");
+      nb::detail::ticket ticket(nb_trampoline, "train", hash, false);
+      if (ticket.key.is_valid()) {
+        nb_trampoline.base().attr(ticket.key)(on);
+        return;
+      }
+    }
+    Base::train(on);
+  }
+  std::string extra_repr() const override {
+    GilAcquire gil;
+    NB_OVERRIDE(extra_repr);
+  }
 };
 
 /** Constructs T (or its trampoline, for a Python subclass, named after the subclass). */
@@ -83,7 +102,7 @@ nb::object module_object(nn::Module& m) {
 struct PyHook {
   PyRef fn;
   void operator()(nn::Module& m, const Tensor& in, const Tensor& out) const {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::borrow(fn.get())(module_object(m), nb::make_tuple(in), out);
   }
 };
@@ -92,7 +111,7 @@ struct PyHook {
 struct PyPreHook {
   PyRef fn;
   Tensor operator()(nn::Module& m, const Tensor& in) const {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object r = nb::borrow(fn.get())(module_object(m), nb::make_tuple(in));
     if (r.is_none()) return {};
     if (nb::isinstance<nb::tuple>(r)) {
@@ -117,7 +136,7 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
     const Tensor x = *nb::inst_ptr<PyTensor>(args[0]);
     Tensor out;
     {
-      nb::gil_scoped_release release;
+      GilRelease release;
       out = m(x);
     }
     return wrap_tensor(out);
@@ -258,7 +277,7 @@ nb::handle module_to(nb::handle self, nb::args args, nb::kwargs kwargs) {
   nn::Module& m = mod(self);
   const ToArgs a = parse_to(args, kwargs);
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     if (a.device) m.to(*a.device);
     if (a.dtype) m.to(*a.dtype);
     if (a.memory_format && *a.memory_format != MemoryFormat::Preserve) m.to(*a.memory_format);
@@ -383,7 +402,7 @@ void bind_module_base(nb::module_& m) {
           [](nb::handle self, const Tensor& x) {
             nn::Module& m = mod(self);
             const bool derived = nb::inst_python_derived(self);
-            nb::gil_scoped_release release;
+            GilRelease release;
             return derived ? m.nn::Module::forward(x) : m.forward(x);
           },
           "input"_a, "The computation; subclasses define it.")
@@ -452,7 +471,7 @@ void bind_module_base(nb::module_& m) {
                       : nb::cast<Device>(*device);
             }
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               mod(self).to(d);
             }
             return self;
@@ -462,7 +481,7 @@ void bind_module_base(nb::module_& m) {
           "cpu",
           [](nb::handle self) {
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               mod(self).to(Device::cpu());
             }
             return self;
@@ -476,7 +495,7 @@ void bind_module_base(nb::module_& m) {
         name,
         [dt](nb::handle self) {
           {
-            nb::gil_scoped_release release;
+            GilRelease release;
             mod(self).to(dt);
           }
           return self;
@@ -662,7 +681,7 @@ void bind_module_base(nb::module_& m) {
               if (!own.count(n)) unexpected.push_back(n);
             }
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               m.load_state_dict(state, strict);
             }
             return incompatible_keys(missing, unexpected);
@@ -1327,7 +1346,7 @@ void bind_recurrent(nb::module_& m) {
           [](nn::LSTM& l, const Tensor& input, std::optional<std::pair<Tensor, Tensor>> hx) {
             std::tuple<Tensor, Tensor, Tensor> r;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               r = hx ? l.forward(input, hx->first, hx->second)
                      : l.forward(input, Tensor(), Tensor());
             }
@@ -1355,7 +1374,7 @@ void bind_recurrent(nb::module_& m) {
           [](nn::GRU& g, const Tensor& input, std::optional<Tensor> hx) {
             std::tuple<Tensor, Tensor> r;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               r = g.forward(input, hx.value_or(Tensor()));
             }
             return nb::make_tuple(std::get<0>(r), std::get<1>(r));
@@ -1417,7 +1436,7 @@ void bind_attention(nb::module_& m) {
              std::optional<Tensor> attn_mask, bool average_attn_weights, bool is_causal) {
             std::pair<Tensor, Tensor> r;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               r = a.forward(q, k, v, opt(key_padding_mask), need_weights, opt(attn_mask),
                             average_attn_weights, is_causal);
             }

@@ -16,8 +16,9 @@ namespace ember::python {
 // workers, a second training thread) run while a kernel computes. Arguments are converted before
 // the release and the result after it: both touch Python objects. A Python callback reached from
 // inside an op (a tensor hook during backward, a Python module's forward called by a C++
-// container, a custom Function) takes the GIL again itself (PyRef, gil_scoped_acquire,
-// nanobind's trampolines).
+// container, a custom Function) takes the GIL again itself (PyRef, GilAcquire, the modules'
+// trampolines), through the gate that keeps threads off it once the interpreter exits (Note
+// [Threads at interpreter exit] in bind.h).
 
 namespace {
 
@@ -205,7 +206,7 @@ void bind_functional(nb::module_& f) {
         const bool ac = align_corners.value_or(false);
         if (size) {
           const Shape s = pair(*size, static_cast<size_t>(std::max<int64_t>(x.dim() - 2, 1)));
-          nb::gil_scoped_release release;
+          GilRelease release;
           return interpolate(x, s, mode, ac);
         }
         double factor;
@@ -219,7 +220,7 @@ void bind_functional(nb::module_& f) {
         } else {
           factor = nb::cast<double>(*scale_factor);
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         return interpolate(x, factor, mode, ac);
       },
       "input"_a, "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest",
@@ -230,7 +231,7 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
          Ints dilation, int64_t groups) {
         const Shape p = conv_padding(padding, w, dilation, stride, 1, "conv1d");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return conv1d(x, w, opt(b), stride.v[0], p[0], dilation.v[0], groups);
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
@@ -241,7 +242,7 @@ void bind_functional(nb::module_& f) {
          Ints dilation, int64_t groups) {
         const Shape s = pair(stride), d = pair(dilation);
         const Shape p = conv_padding(padding, w, d, s, 2, "conv2d");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return conv2d(x, w, opt(b), s, p, d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
@@ -265,14 +266,14 @@ void bind_functional(nb::module_& f) {
         if (!return_indices) {
           Tensor r;
           {
-            nb::gil_scoped_release release;
+            GilRelease release;
             r = max_pool2d(x, k, s, p, d, ceil_mode);
           }
           return wrap_tensor(r);
         }
         std::tuple<Tensor, Tensor> r;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           r = max_pool2d_with_indices(x, k, s, p, d, ceil_mode);
         }
         return nb::make_tuple(std::get<0>(r), std::get<1>(r));
@@ -304,7 +305,7 @@ void bind_functional(nb::module_& f) {
         } else {
           out = pair(nb::cast<Ints>(output_size));
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         return adaptive_avg_pool2d(x, out);
       },
       "input"_a, "output_size"_a, "Average pooling to a fixed output size (None keeps a size).");
@@ -423,7 +424,7 @@ void bind_functional(nb::module_& f) {
         name,
         [fn](const Tensor& x, std::optional<int64_t> dim, nb::handle, std::optional<DType> dtype) {
           const int64_t d = dim.value_or(x.dim() <= 1 || x.dim() == 3 ? 0 : 1);
-          nb::gil_scoped_release release;
+          GilRelease release;
           return fn(cast_input(x, dtype), d);
         },
         "input"_a, "dim"_a = nb::none(), "_stacklevel"_a = 3, "dtype"_a = nb::none(), doc);
@@ -972,7 +973,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           if (dim.is_none()) {
             Tensor r;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               r = is_max ? max(x) : min(x);
             }
             return wrap_tensor(r);
@@ -981,7 +982,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
             const Tensor& other = *nb::inst_ptr<PyTensor>(dim);
             Tensor r;
             {
-              nb::gil_scoped_release release;
+              GilRelease release;
               r = is_max ? maximum(x, other) : minimum(x, other);
             }
             return wrap_tensor(r);
@@ -989,7 +990,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           const int64_t d = nb::cast<int64_t>(dim);
           std::tuple<Tensor, Tensor> r;
           {
-            nb::gil_scoped_release release;
+            GilRelease release;
             r = is_max ? max(x, d, keepdim) : min(x, d, keepdim);
           }
           return values_indices(std::move(r), is_max ? "max" : "min");
@@ -1038,7 +1039,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
             order = nb::cast<double>(p);
           }
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         return norm(x, order, dims_of(dim), keepdim);
       },
       "p"_a = nb::str("fro"), "dim"_a = nb::none(), "keepdim"_a = false,
@@ -1131,7 +1132,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         } else {
           ts = nb::cast<std::vector<Tensor>>(operands);
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         return einsum(equation, ts);
       },
       "equation"_a, "operands"_a,
@@ -1150,7 +1151,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           return x;
         }
         const Shape s = sizes_from_args(shape, "view");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return x.view(s);
       },
       "shape"_a,
@@ -1160,7 +1161,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "reshape",
       [](const Tensor& x, nb::args shape) {
         const Shape s = sizes_from_args(shape, "reshape");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return x.reshape(s);
       },
       "shape"_a,
@@ -1196,7 +1197,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "permute",
       [](const Tensor& x, nb::args dims) {
         const Shape d = sizes_from_args(dims, "permute");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return x.permute(d);
       },
       "dims"_a,
@@ -1243,7 +1244,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "expand",
       [](const Tensor& x, nb::args sizes) {
         const Shape s = sizes_from_args(sizes, "expand");
-        nb::gil_scoped_release release;
+        GilRelease release;
         return x.expand(s);
       },
       "sizes"_a,
@@ -1301,7 +1302,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "repeat",
       [](const Tensor& x, nb::args repeats) {
         const Shape r = sizes_from_args(repeats, "repeat");
-        nb::gil_scoped_release release;
+        GilRelease release;
         EMBER_CHECK(static_cast<int64_t>(r.size()) >= x.dim(),
                     "[repeat] number of repeats ({}) can not be smaller than the number of dims "
                     "({})",
@@ -1432,7 +1433,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, nb::handle split_size_or_sections, int64_t dim) {
         const bool one = PyLong_Check(split_size_or_sections.ptr());
         const Ints sizes = nb::cast<Ints>(split_size_or_sections);
-        nb::gil_scoped_release release;
+        GilRelease release;
         if (one) return split(x, sizes.v[0], dim);
         return split(x, IntList(sizes.v), dim);
       },
@@ -1487,7 +1488,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   auto nonzero_fn = [](const Tensor& x, bool as_tuple) -> nb::object {
     Tensor nz;
     {
-      nb::gil_scoped_release release;
+      GilRelease release;
       nz = nonzero(x);
     }
     if (!as_tuple) return wrap_tensor(nz);
@@ -1504,7 +1505,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, int64_t dim, bool descending, bool) {
         std::tuple<Tensor, Tensor> r;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           r = sort(x, dim, descending);
         }
         return values_indices(std::move(r), "sort");
@@ -1516,7 +1517,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, int64_t dim, bool descending, bool) {
         std::tuple<Tensor, Tensor> r;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           r = sort(x, dim, descending);
         }
         return values_indices(std::move(r), "sort");
@@ -1533,7 +1534,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   auto topk_fn = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
     std::tuple<Tensor, Tensor> r;
     {
-      nb::gil_scoped_release release;
+      GilRelease release;
       r = topk(x, k, dim, largest, sorted);
     }
     return values_indices(std::move(r), "topk");

@@ -210,7 +210,7 @@ void bind_runtime(nb::module_& m) {
       [](const std::string& path) -> nb::object {
         PluginRecord record;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           record = load_plugin(path);
         }
         return json_to_python(nlohmann::json::parse(

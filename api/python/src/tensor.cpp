@@ -165,7 +165,7 @@ std::string tensor_repr(const Tensor& t) {
   if (!t.defined()) return "tensor(undefined)";
   std::string s;
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     s = t.str();
   }
   const std::string name(dtype_name(t.dtype()));
@@ -193,7 +193,7 @@ nb::object item_object(const Tensor& t) {
               t.numel());
   Scalar s;
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     s = t.item_scalar();
   }
   switch (s.kind()) {
@@ -210,7 +210,7 @@ nb::object item_object(const Tensor& t) {
 nb::object to_list(const Tensor& t) {
   Tensor host;
   {
-    nb::gil_scoped_release release;
+    GilRelease release;
     host = t.detach().to(Device::cpu()).contiguous();
   }
   if (host.dtype() == DType::Float16 || host.dtype() == DType::BFloat16) {
@@ -292,7 +292,7 @@ nb::object register_grad_hook(const Tensor& t, nb::handle fn) {
   PyRef hook(fn);
   t.register_hook([alive, hook](const Tensor& g) -> Tensor {
     if (!alive->load()) return {};
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object r = nb::borrow(hook.get())(g);
     if (r.is_none()) return {};
     return nb::cast<Tensor>(r);
@@ -421,7 +421,7 @@ void bind_tensor(nb::module_& m) {
          "to",
          [](const Tensor& t, nb::args args, nb::kwargs kwargs) {
            const ToArgs a = parse_to(args, kwargs);
-           nb::gil_scoped_release release;
+           GilRelease release;
            return apply_to(t, a);
          },
          "args"_a, "kwargs"_a, nb::sig("def to(self, *args, **kwargs) -> ember.Tensor"),
@@ -439,7 +439,7 @@ void bind_tensor(nb::module_& m) {
                       ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
                       : nb::cast<Device>(*device);
             }
-            nb::gil_scoped_release release;
+            GilRelease release;
             return t.to(d, non_blocking);
           },
           "device"_a = nb::none(), "non_blocking"_a = false, "A copy on a CUDA device.")
@@ -557,7 +557,7 @@ void bind_tensor(nb::module_& m) {
           "backward",
           [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,
              bool create_graph, std::optional<std::vector<Tensor>> inputs) {
-            nb::gil_scoped_release release;
+            GilRelease release;
             const bool retain = retain_graph.value_or(create_graph);
             if (!inputs) {
               t.backward(gradient.value_or(Tensor()), retain, create_graph);
@@ -587,7 +587,7 @@ void bind_tensor(nb::module_& m) {
             PyRef hook(fn);
             t.register_post_accumulate_grad_hook([alive, hook](const Tensor& leaf) {
               if (!alive->load()) return;
-              nb::gil_scoped_acquire gil;
+              GilAcquire gil;
               nb::borrow(hook.get())(leaf);
             });
             return make_removable_handle([alive] { alive->store(false); });
@@ -657,7 +657,7 @@ void bind_tensor(nb::module_& m) {
              EMBER_CHECK_TYPE(t.dim() > 0, "[iter] iteration over a 0-d tensor");
              std::vector<Tensor> rows;
              {
-               nb::gil_scoped_release release;
+               GilRelease release;
                rows = unbind(t, 0);
              }
              return nb::iter(nb::cast(rows));
@@ -667,7 +667,7 @@ void bind_tensor(nb::module_& m) {
              const Tensor& t = self_of(self);
              Tensor host;
              {
-               nb::gil_scoped_release release;
+               GilRelease release;
                host = t.detach().to(Device::cpu()).contiguous();
              }
              nb::bytes data(static_cast<const char*>(host.data_ptr()), host.nbytes());
@@ -681,7 +681,7 @@ void bind_tensor(nb::module_& m) {
         const Tensor& t = self_of(self);
         Tensor c;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           c = t.detach().clone();
         }
         if (t.requires_grad() && t.is_leaf()) c.requires_grad_(true);
@@ -759,7 +759,7 @@ void bind_tensor(nb::module_& m) {
                      bool requires_grad, bool pin_memory) {
           const Shape s = sizes_from_args(size, name);
           const TensorOptions o = options(dtype, device, pin_memory);
-          nb::gil_scoped_release release;
+          GilRelease release;
           return finish(make(s, o), requires_grad);
         },
         "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -786,7 +786,7 @@ void bind_tensor(nb::module_& m) {
       [](Ints size, PyScalar value, std::optional<DType> dtype, std::optional<Device> device,
          bool requires_grad) {
         const TensorOptions o = options(dtype, device, false, dtype_of_value(value));
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(full(size, value, o), requires_grad);
       },
       "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -799,7 +799,7 @@ void bind_tensor(nb::module_& m) {
         [make](const Tensor& input, std::optional<DType> dtype, std::optional<Device> device,
                bool requires_grad, MemoryFormat) {
           const TensorOptions o(dtype.value_or(input.dtype()), device.value_or(input.device()));
-          nb::gil_scoped_release release;
+          GilRelease release;
           return finish(make(input, o), requires_grad);
         },
         "input"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -834,7 +834,7 @@ void bind_tensor(nb::module_& m) {
       [](const Tensor& input, PyScalar value, std::optional<DType> dtype,
          std::optional<Device> device, bool requires_grad) {
         const TensorOptions o(dtype.value_or(input.dtype()), device.value_or(input.device()));
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(full(input.sizes(), value, o), requires_grad);
       },
       "input"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -847,7 +847,7 @@ void bind_tensor(nb::module_& m) {
                      std::optional<Device> device, bool requires_grad, bool pin_memory) {
           const Shape s = sizes_from_args(size, name);
           const TensorOptions o = options(dtype, device, pin_memory);
-          nb::gil_scoped_release release;
+          GilRelease release;
           return finish(make(s, o, gen), requires_grad);
         },
         "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = nb::none(),
@@ -877,7 +877,7 @@ void bind_tensor(nb::module_& m) {
         const int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
         const Ints size = nb::cast<Ints>(args[args.size() - 1]);
         const TensorOptions o = options(dtype, device, false, DType::Int64);
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(randint(low, high, size, o, gen), requires_grad);
       },
       "args"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = nb::none(),
@@ -890,7 +890,7 @@ void bind_tensor(nb::module_& m) {
       "randperm",
       [](int64_t n, Generator* gen, DType dtype, std::optional<Device> device) {
         EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got {}", n);
-        nb::gil_scoped_release release;
+        GilRelease release;
         Tensor keys = rand({n}, TensorOptions(DType::Float64), gen);
         Tensor perm = std::get<1>(sort(keys, 0));
         return perm.to(dtype).to(device.value_or(Device::cpu()));
@@ -902,7 +902,7 @@ void bind_tensor(nb::module_& m) {
       [](const Tensor& input, int64_t low, std::optional<int64_t> high,
          std::optional<DType> dtype) {
         const int64_t lo = high ? low : 0, hi = high ? *high : low;
-        nb::gil_scoped_release release;
+        GilRelease release;
         return randint(lo, hi, input.sizes(),
                        TensorOptions(dtype.value_or(input.dtype()), input.device()));
       },
@@ -920,7 +920,7 @@ void bind_tensor(nb::module_& m) {
           o = TensorOptions(dtype.value_or(all_int ? DType::Int64 : kDefaultFloat),
                             device.value_or(Device::cpu()));
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(arange(s, e, step, o), requires_grad);
       },
       "start"_a, "end"_a = nb::none(), "step"_a = PyScalar{Scalar(int64_t{1})}, nb::kw_only(),
@@ -931,7 +931,7 @@ void bind_tensor(nb::module_& m) {
       [](double start, double end, int64_t steps, std::optional<DType> dtype,
          std::optional<Device> device, bool requires_grad) {
         const TensorOptions o = options(dtype, device, false);
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(linspace(start, end, steps, o), requires_grad);
       },
       "start"_a, "end"_a, "steps"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -941,7 +941,7 @@ void bind_tensor(nb::module_& m) {
       [](int64_t n, std::optional<int64_t> mcols, std::optional<DType> dtype,
          std::optional<Device> device, bool requires_grad) {
         const TensorOptions o = options(dtype, device, false);
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(eye(n, mcols.value_or(-1), o), requires_grad);
       },
       "n"_a, "m"_a = nb::none(), nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
@@ -966,7 +966,7 @@ void bind_tensor(nb::module_& m) {
       [](double mean, double std, Ints size, Generator* gen, std::optional<DType> dtype,
          std::optional<Device> device, bool requires_grad) {
         const TensorOptions o = options(dtype, device, false);
-        nb::gil_scoped_release release;
+        GilRelease release;
         return finish(normal(mean, std, size, o, gen), requires_grad);
       },
       "mean"_a, "std"_a, "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(),
