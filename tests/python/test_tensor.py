@@ -289,3 +289,26 @@ def test_data_attribute_and_grad_assignment():
     assert p.grad is None
     with pytest.raises(ValueError, match="shape"):
         p.grad = ember.ones(2)
+
+
+# --- Input that used to crash or mislead -----------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: ember.device(d), lambda d: ember.zeros(2, device=d), lambda d: ember.tensor([1.0], device=d),
+    lambda d: ember.ones(2).to(d), lambda d: ember.ones(2).to(device=d), lambda d: ember.arange(3, device=d),
+    lambda d: ember.nn.Linear(2, 2).to(d), lambda d: ember.nn.Linear(2, 2, device=d),
+    lambda d: ember.ones(2).cuda(d), lambda d: ember.empty_like(ember.ones(2), device=d),
+])
+@pytest.mark.parametrize("spec", ["cpu:1", "cpu:7", "reference:3", "cuda:64"])
+def test_a_device_index_that_does_not_exist_is_refused_where_it_is_given(make, spec):
+    if spec.startswith("cuda") and "cuda" not in [t["name"] for t in ember._C.device_types()]:
+        spec = "cpu:64"
+    with pytest.raises(RuntimeError, match=rf"\[device\] device '{spec}' does not exist") as info:
+        make(spec)
+    assert isinstance(info.value, ember.DeviceError)
+
+
+def test_existing_device_indices_are_accepted():
+    assert ember.device("cpu:0") == ember.device("cpu") and ember.zeros(1, device="cpu:0").is_cpu
+    assert ember.device("reference:0").index == 0 and ember.device("reference", 0).type == "reference"

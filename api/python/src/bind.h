@@ -100,6 +100,10 @@ struct DTypeObject {
 /** The ember.dtype object of `d`. */
 nb::object dtype_object(DType d);
 
+/** A device from Python: an ember.device, a string ("cuda:1", parsed and checked by the core,
+ *  so a bad one raises its DeviceError) or an int (a CUDA index, as PyTorch takes it). */
+Device device_from(nb::handle d);
+
 /** A tensor made from Python data: a (nested) list or tuple of numbers or tensors, a number, a
  *  NumPy array, a tensor, or anything with __dlpack__ or __array__; copies. */
 Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device);
@@ -329,6 +333,82 @@ struct type_caster<ember::python::Operand> {
   static handle from_cpp(const ember::python::Operand&, rv_policy, cleanup_list*) noexcept {
     return none().release();
   }
+};
+
+/** ember::Device arguments: an ember.device, or a string parsed when the function runs, not
+ *  during overload resolution, so that a device the core refuses ("cpu:1") raises its
+ *  DeviceError rather than nanobind's "incompatible function arguments". */
+template <>
+struct type_caster<ember::Device> : type_caster_base<ember::Device> {
+  using Base = type_caster_base<ember::Device>;  // its Name too: it marks a constructor's self
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept {
+    spec_.reset();
+    parsed_.reset();
+    if (!PyUnicode_Check(src.ptr())) return Base::from_python(src, flags, cleanup);
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(src.ptr(), &n);
+    if (!s) {
+      PyErr_Clear();
+      return false;
+    }
+    spec_.emplace(s, static_cast<size_t>(n));
+    return true;
+  }
+  template <typename T_>
+  bool can_cast() const noexcept {
+    return spec_.has_value() || Base::template can_cast<T_>();
+  }
+  operator ember::Device*() { return spec_ ? &parsed() : Base::operator ember::Device*(); }
+  operator ember::Device&() { return spec_ ? parsed() : Base::operator ember::Device&(); }
+  operator ember::Device&&() { return std::move(operator ember::Device&()); }
+
+ private:
+  /** The string as the core parses and checks it (throws its error). */
+  ember::Device& parsed() {
+    if (!parsed_) parsed_.emplace(*spec_);
+    return *parsed_;
+  }
+  std::optional<std::string> spec_;
+  std::optional<ember::Device> parsed_;
+};
+
+/** std::optional<ember::Device> (every device= argument): None, or what the Device caster
+ *  takes, converted when the function runs (the optional caster of nanobind would convert
+ *  during overload resolution, where the core's error cannot be raised). */
+template <>
+struct type_caster<std::optional<ember::Device>> {
+  using Value = std::optional<ember::Device>;
+  static constexpr auto Name = io_name("ember._C.device | str | None", "ember._C.device | None");
+  template <typename T_>
+  using Cast = movable_cast_t<T_>;
+  template <typename T_>
+  static constexpr bool can_cast() {
+    return true;
+  }
+  bool from_python(handle src, uint32_t flags, cleanup_list* cleanup) noexcept {
+    present_ = !src.is_none();
+    return !present_ || device_.from_python(src, flags, cleanup);
+  }
+  static handle from_cpp(const Value& v, rv_policy, cleanup_list* cleanup) noexcept {
+    if (!v) return none().release();
+    return make_caster<ember::Device>::from_cpp(*v, rv_policy::copy, cleanup);  // a value
+  }
+  explicit operator Value*() { return &resolved(); }
+  explicit operator Value&() { return resolved(); }
+  explicit operator Value&&() { return std::move(resolved()); }
+  Value value;
+
+ private:
+  Value& resolved() {
+    if (present_) {
+      value = device_.operator ember::Device&();
+    } else {
+      value.reset();
+    }
+    return value;
+  }
+  make_caster<ember::Device> device_;
+  bool present_ = false;
 };
 
 /** ember::DType: an ember.dtype object, or Python's float, int and bool types as PyTorch takes

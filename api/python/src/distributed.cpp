@@ -157,12 +157,6 @@ std::chrono::milliseconds timeout_arg(nb::handle timeout) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000 + 0.5));
 }
 
-/** A device from Python: an ember.device, a string, or an int (a CUDA index). */
-Device device_arg(nb::handle d) {
-  if (PyLong_Check(d.ptr())) return Device(fmt::format("cuda:{}", nb::cast<int64_t>(d)));
-  return nb::cast<Device>(d);
-}
-
 void bind_collectives(nb::module_& m) {
   using dist::ReduceOp;
   m.def(
@@ -367,7 +361,7 @@ void bind_groups(nb::module_& m) {
         if (!timeout.is_none()) o.timeout = timeout_arg(timeout);
         o.world_size = world_size;
         o.rank = rank;
-        if (!device_id.is_none()) o.device_index = static_cast<int>(device_arg(device_id).index);
+        if (!device_id.is_none()) o.device_index = static_cast<int>(device_from(device_id).index);
         GilRelease release;
         dist::init_process_group(o);
       },
@@ -420,15 +414,25 @@ struct NoSyncScope {
 /** device_ids and output_device as PyTorch takes them for a module on one device: None, or
  *  that device, which every parameter must be on. */
 void check_ddp_devices(const nn::Module& module, nb::handle device_ids, nb::handle output_device) {
-  std::vector<Device> devices;
+  std::vector<nb::handle> ids;
   if (!device_ids.is_none())
-    for (nb::handle d : device_ids) devices.push_back(device_arg(d));
-  EMBER_CHECK(devices.size() <= 1,
+    for (nb::handle d : device_ids) ids.push_back(d);
+  EMBER_CHECK(ids.size() <= 1,
               "[DistributedDataParallel] device_ids names {} devices: a module is replicated on "
               "one device per process (start one process per device)",
-              devices.size());
+              ids.size());
+  // A CPU module takes no device_ids: said before they are parsed, since they name devices
+  // (GPUs) this machine may not have.
+  for (const auto& [name, p] : module.named_parameters()) {
+    EMBER_CHECK_TYPE(ids.empty() || p.device() != Device::cpu(),
+                     "[DistributedDataParallel] device_ids is [{}] but parameter '{}' is on cpu "
+                     "(move the module there first; a CPU module takes device_ids=None)",
+                     nb::cast<std::string>(nb::str(ids[0])), name);
+  }
+  std::vector<Device> devices;
+  for (nb::handle d : ids) devices.push_back(device_from(d));
   if (!output_device.is_none()) {
-    const Device out = device_arg(output_device);
+    const Device out = device_from(output_device);
     EMBER_CHECK(devices.empty() || devices[0] == out,
                 "[DistributedDataParallel] output_device {} differs from device_ids [{}] (the "
                 "output stays where the module computes it)",

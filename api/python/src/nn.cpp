@@ -466,9 +466,7 @@ void bind_module_base(nb::module_& m) {
           [](nb::handle self, std::optional<nb::object> device) {
             Device d("cuda");
             if (device && !device->is_none()) {
-              d = PyLong_Check(device->ptr())
-                      ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
-                      : nb::cast<Device>(*device);
+              d = device_from(*device);
             }
             {
               GilRelease release;

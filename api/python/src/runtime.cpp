@@ -45,6 +45,15 @@ nb::object dtype_object(DType d) {
   return g_dtypes[static_cast<size_t>(d)];
 }
 
+Device device_from(nb::handle d) {
+  if (PyLong_Check(d.ptr())) return Device(fmt::format("cuda:{}", nb::cast<int64_t>(d)));
+  if (PyUnicode_Check(d.ptr())) return Device(nb::cast<std::string>(d));
+  EMBER_CHECK_TYPE(nb::isinstance<Device>(d),
+                   "[device] expected an ember.device, a string or an int, got {}",
+                   nb::cast<std::string>(d.type().attr("__name__")));
+  return *nb::inst_ptr<Device>(d);
+}
+
 void bind_runtime(nb::module_& m) {
   // The singletons below are released before the interpreter tears down (atexit runs first),
   // so nanobind's leak check at exit sees only real leaks.
@@ -87,7 +96,7 @@ void bind_runtime(nb::module_& m) {
             new (self) Device(fmt::format("{}:{}", type, index));
           },
           "type"_a, "index"_a, "A device type and index.")
-      .def(nb::init_implicit<std::string_view>(), "spec"_a, "Parses 'cpu', 'cuda', 'cuda:1'.")
+      .def(nb::init<std::string_view>(), "spec"_a, "Parses 'cpu', 'cuda', 'cuda:1'.")
       .def_prop_ro(
           "type", [](const Device& d) { return std::string(d.type_name()); },
           "The device type's name ('cpu', 'cuda').")

@@ -86,7 +86,7 @@ ToArgs parse_to(nb::args args, nb::kwargs kwargs) {
     } else if (PyBool_Check(a.ptr())) {
       (bools++ == 0 ? r.non_blocking : r.copy) = a.ptr() == Py_True;
     } else if (nb::isinstance<Device>(a) || nb::isinstance<nb::str>(a)) {
-      r.device = nb::cast<Device>(a);
+      r.device = device_from(a);
     } else if (PyLong_Check(a.ptr())) {
       r.device = Device(fmt::format("cuda:{}", nb::cast<int64_t>(a)));
     } else if (nb::isinstance<MemoryFormat>(a)) {
@@ -101,7 +101,7 @@ ToArgs parse_to(nb::args args, nb::kwargs kwargs) {
   for (auto [k, v] : kwargs) {
     const std::string key = nb::cast<std::string>(k);
     if (key == "device") {
-      if (!v.is_none()) r.device = nb::cast<Device>(v);
+      if (!v.is_none()) r.device = device_from(v);
     } else if (key == "dtype") {
       if (!v.is_none()) r.dtype = nb::cast<DType>(v);
     } else if (key == "non_blocking") {
@@ -435,9 +435,7 @@ void bind_tensor(nb::module_& m) {
           [](const Tensor& t, std::optional<nb::object> device, bool non_blocking) {
             Device d("cuda");
             if (device && !device->is_none()) {
-              d = PyLong_Check(device->ptr())
-                      ? Device(fmt::format("cuda:{}", nb::cast<int64_t>(*device)))
-                      : nb::cast<Device>(*device);
+              d = device_from(*device);
             }
             GilRelease release;
             return t.to(d, non_blocking);
