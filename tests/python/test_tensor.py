@@ -312,3 +312,36 @@ def test_a_device_index_that_does_not_exist_is_refused_where_it_is_given(make, s
 def test_existing_device_indices_are_accepted():
     assert ember.device("cpu:0") == ember.device("cpu") and ember.zeros(1, device="cpu:0").is_cpu
     assert ember.device("reference:0").index == 0 and ember.device("reference", 0).type == "reference"
+
+
+def _read_only(a):
+    a.setflags(write=False)
+    return a
+
+
+def test_copying_a_read_only_array_does_not_warn_sharing_it_does():
+    import warnings
+
+    a = _read_only(np.arange(4.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = ember.tensor(a)  # a copy: nothing to warn about
+        t[0] = 7.0
+        assert a[0] == 0.0
+        ember.as_tensor(a, dtype=ember.float32)  # converted: a copy too
+        ember.Tensor(a)
+    with pytest.warns(UserWarning, match=r"\[from_numpy\] the given array is not writable"):
+        ember.from_numpy(a)
+    with pytest.warns(UserWarning, match=r"\[as_tensor\] the given array is not writable"):
+        ember.as_tensor(a)
+
+
+def test_warnings_turned_into_errors_raise_them_not_system_error():
+    import warnings
+
+    a = _read_only(np.arange(4.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for share in (ember.from_numpy, ember.as_tensor):
+            with pytest.raises(UserWarning, match="not writable"):
+                share(a)

@@ -193,6 +193,10 @@ class GilAcquire {
 /** Releases the GIL for the duration of a C++ call (nb::call_guard). */
 using release_gil = nb::call_guard<GilRelease>;
 
+/** Issues a Python warning from C++; if the warning filters turn it into an error (python -W
+ *  error), raises that exception (nb::python_error) instead of returning with it pending. */
+void warn(PyObject* category, const char* message, int stack_level = 1);
+
 // Note [Python objects held by C++]
 // Hooks, custom Functions, datasets and Python modules leave Python objects inside C++ state
 // (closures of autograd nodes, module hook lists) that may be destroyed on any thread, with or

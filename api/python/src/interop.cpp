@@ -277,7 +277,7 @@ std::optional<DType> buffer_dtype(const Py_buffer& view) {
 
 }  // namespace
 
-Tensor tensor_from_buffer(nb::handle obj, const char* op) {
+Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only) {
   auto* view = new Py_buffer{};
   bool writable = true;
   if (PyObject_GetBuffer(obj.ptr(), view, PyBUF_RECORDS) != 0) {
@@ -314,12 +314,7 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op) {
       strides.push_back(s / view->itemsize);
     }
     if (!view->strides) strides = contiguous_strides(sizes);
-    if (!writable) {
-      PyErr_WarnEx(PyExc_UserWarning,
-                   "The given array is not writable; Ember shares its memory and writing to the "
-                   "tensor is undefined. Copy the array first (array.copy()) to own the data.",
-                   1);
-    }
+    if (read_only) *read_only = !writable;
     return from_blob(view->buf, sizes, strides, *dtype, [release](void*) { release(); });
   } catch (...) {
     release();
@@ -487,7 +482,7 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
   if (nb::isinstance<PyTensor>(data)) {
     host = nb::inst_ptr<PyTensor>(data)->detach().clone();
   } else if (has_buffer(data)) {
-    host = tensor_from_buffer(data, "tensor").clone();
+    host = tensor_from_buffer(data, "tensor", nullptr).clone();  // a copy: writable either way
   } else if (!is_sequence(data) && nb::hasattr(data, "__dlpack__")) {
     host = from_dlpack_object(data).clone();
   } else {
@@ -515,6 +510,16 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
   if (dtype && host.dtype() != *dtype) host = host.to(*dtype);
   if (device && host.device() != *device) host = host.to(*device);
   return host;
+}
+
+void warn_read_only_shared(const char* op) {
+  // PyTorch's warning for the same case (torch.from_numpy, torch.as_tensor).
+  warn(PyExc_UserWarning,
+       fmt::format("[{}] the given array is not writable; the tensor shares its memory, and "
+                   "writing to the tensor is undefined (copy the array first, array.copy(), or "
+                   "use ember.tensor, which copies)",
+                   op)
+           .c_str());
 }
 
 /** from_dlpack for bind_tensor (ember.from_dlpack). */

@@ -123,6 +123,10 @@ bool gil_available() noexcept {
   return nb::is_alive() && !parked_by_exit();
 }
 
+void warn(PyObject* category, const char* message, int stack_level) {
+  if (PyErr_WarnEx(category, message, stack_level) != 0) throw nb::python_error();
+}
+
 Reduction parse_reduction(std::string_view reduction, const char* op) {
   if (reduction == "mean") return Reduction::Mean;
   if (reduction == "sum") return Reduction::Sum;

@@ -6,7 +6,11 @@
 
 namespace ember::python {
 
-Tensor tensor_from_buffer(nb::handle obj, const char* op);
+/** A tensor over the memory of a buffer-protocol object (a NumPy array), which it keeps;
+ *  `read_only` (if given) says whether that memory is read-only. */
+Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only);
+/** Warns that a tensor shares the memory of a read-only array (as PyTorch does). */
+void warn_read_only_shared(const char* op);
 nb::object tensor_to_numpy(const Tensor& t, bool force);
 Tensor dlpack_to_tensor(nb::handle obj);
 nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream,
@@ -735,9 +739,12 @@ void bind_tensor(nb::module_& m) {
           return apply_to(self_of(data), a);
         }
         if (PyObject_CheckBuffer(data.ptr()) && !PyBytes_Check(data.ptr())) {
-          Tensor t = tensor_from_buffer(data, "as_tensor");
+          bool read_only = false;
+          const Tensor shared = tensor_from_buffer(data, "as_tensor", &read_only);
+          Tensor t = shared;
           if (dtype && t.dtype() != *dtype) t = t.to(*dtype);
           if (device && t.device() != *device) t = t.to(*device);
+          if (read_only && t.is_same(shared)) warn_read_only_shared("as_tensor");
           return t;
         }
         return tensor_from_data(data, dtype, device);
@@ -745,7 +752,13 @@ void bind_tensor(nb::module_& m) {
       "data"_a, "dtype"_a = nb::none(), "device"_a = nb::none(),
       "data as a tensor, sharing memory where it can (tensors, NumPy arrays).");
   m.def(
-      "from_numpy", [](nb::handle array) { return tensor_from_buffer(array, "from_numpy"); },
+      "from_numpy",
+      [](nb::handle array) {
+        bool read_only = false;
+        Tensor t = tensor_from_buffer(array, "from_numpy", &read_only);
+        if (read_only) warn_read_only_shared("from_numpy");
+        return t;
+      },
       "ndarray"_a, "A tensor sharing a NumPy array's memory (no copy).");
   m.def("from_dlpack", &dlpack_to_tensor, "ext_tensor"_a,
         "A tensor sharing the memory of an object with __dlpack__ (or a DLPack capsule).");
