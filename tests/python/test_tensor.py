@@ -345,3 +345,21 @@ def test_warnings_turned_into_errors_raise_them_not_system_error():
         for share in (ember.from_numpy, ember.as_tensor):
             with pytest.raises(UserWarning, match="not writable"):
                 share(a)
+
+
+def test_a_list_that_contains_itself_is_a_value_error_not_a_crash():
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"\[tensor\] too many dimensions"):
+        ember.tensor(loop)
+    deep = [1.0]
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="too many dimensions"):
+        ember.tensor(deep)
+    with pytest.raises(ValueError, match="too many dimensions"):
+        ember.Tensor(deep)
+    ok = [1.0]
+    for _ in range(7):
+        ok = [ok]
+    assert ember.tensor(ok).dim() == 8

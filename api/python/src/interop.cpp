@@ -456,6 +456,12 @@ void gather(Gathered& g, nb::handle data, size_t depth) {
     add_value(g, data);
     return;
   }
+  // Each level of nesting is a dim: deeper than a tensor can have is refused before recursing
+  // further (a list that contains itself would recurse until the stack overflows).
+  EMBER_CHECK(depth < EMBER_MAX_DIMS,
+              "[tensor] too many dimensions: the data nests sequences more than {} deep (a tensor "
+              "has at most {} dims; does a list contain itself?)",
+              EMBER_MAX_DIMS, EMBER_MAX_DIMS);
   nb::object seq = nb::steal(PySequence_Fast(data.ptr(), "expected a sequence"));
   if (!seq.is_valid()) throw nb::python_error();
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
