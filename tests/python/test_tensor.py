@@ -363,3 +363,26 @@ def test_a_list_that_contains_itself_is_a_value_error_not_a_crash():
     for _ in range(7):
         ok = [ok]
     assert ember.tensor(ok).dim() == 8
+
+
+def test_from_dlpack_leaves_a_refused_capsule_to_its_producer():
+    import sys
+
+    a = np.zeros(3, dtype=np.complex64)  # a dtype Ember does not have
+    base = sys.getrefcount(a)
+    for _ in range(10):
+        with pytest.raises(TypeError, match=r"\[from_dlpack\] unsupported DLPack dtype"):
+            ember.from_dlpack(a)
+    gc.collect()
+    assert sys.getrefcount(a) == base  # each refused capsule released the array
+    capsule = a.__dlpack__()
+    with pytest.raises(TypeError):
+        ember.from_dlpack(capsule)
+    del capsule
+    assert sys.getrefcount(a) == base
+    # An accepted capsule is consumed once.
+    b = np.arange(3.0)
+    capsule = b.__dlpack__()
+    assert ember.from_dlpack(capsule).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(TypeError, match="consumed only once"):
+        ember.from_dlpack(capsule)

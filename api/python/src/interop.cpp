@@ -207,20 +207,23 @@ Tensor dlpack_import_capsule(nb::handle capsule) {
     EMBER_CHECK(m->version.major == 1,
                 "[from_dlpack] DLPack {}.{} is not supported (Ember reads 0.x and 1.x)",
                 m->version.major, m->version.minor);
-    PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
     const bool read_only = (m->flags & kDLFlagReadOnly) != 0;
+    // Consumed (renamed, so that the capsule's destructor leaves it to us) only once the tensor
+    // owns it: a capsule refused by a check keeps its name, and its destructor frees it.
     Tensor t = wrap_dltensor(m->dl_tensor, [m] {
       if (m->deleter) m->deleter(m);
     });
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
     // Ember's tensors are always writable: read-only memory is copied rather than shared.
     return read_only ? t.clone() : t;
   }
   if (PyCapsule_IsValid(capsule.ptr(), kUnversionedName)) {
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kUnversionedName));
-    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
-    return wrap_dltensor(m->dl_tensor, [m] {
+    Tensor t = wrap_dltensor(m->dl_tensor, [m] {
       if (m->deleter) m->deleter(m);
     });
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    return t;
   }
   throw TypeError(
       "[from_dlpack] expected an object with __dlpack__ or an unconsumed DLPack capsule "
