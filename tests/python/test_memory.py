@@ -2,6 +2,9 @@
 times leave the process's memory and the tensor identity map where they were."""
 
 import gc
+import weakref
+
+import pytest
 
 import ember
 from ember import nn
@@ -69,3 +72,108 @@ def test_graphs_with_python_callbacks_and_python_modules_are_freed():
     assert ember._C._live_tensor_objects() == live
     grown = rss_bytes() - before
     assert grown < 8 << 20, f"resident memory grew by {grown >> 20} MiB over 3000 graphs"
+
+
+# Reference cycles through C++ state: Python's collector sees what Ember's objects keep of
+# Python (Note [Python objects in the garbage collector]), so these cycles are collected.
+
+class _Tripled(ember.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x * 3
+        ctx.out = out  # the ctx keeps the output, whose grad_fn keeps the ctx
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+
+def _cycle_leaf_hook():
+    x = ember.ones(3, requires_grad=True)
+    x.register_hook(lambda g: g + x.detach())
+    return x
+
+
+def _cycle_post_accumulate_hook():
+    x = ember.ones(3, requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda t: x)
+    return x
+
+
+def _cycle_non_leaf_hook():
+    y = ember.ones(3, requires_grad=True) * 2
+    y.register_hook(lambda g: g * y.detach())
+    return y
+
+
+def _cycle_function_ctx():
+    return _Tripled.apply(ember.ones(3, requires_grad=True))
+
+
+_CYCLES = [_cycle_leaf_hook, _cycle_post_accumulate_hook, _cycle_non_leaf_hook,
+           _cycle_function_ctx]
+
+
+def _tracked(cls) -> int:
+    return sum(1 for o in gc.get_objects() if isinstance(o, cls))
+
+
+@pytest.mark.parametrize("make", _CYCLES, ids=lambda f: f.__name__[len("_cycle_"):])
+def test_reference_cycles_through_cpp_state_are_collected(make):
+    gc.collect()
+    live, tensors, modules = ember._C._live_tensor_objects(), _tracked(ember.Tensor), _tracked(nn.Module)
+    ref = weakref.ref(make())
+    gc.collect()
+    # Freed, not only found unreachable (a cycle the collector cannot break keeps its objects
+    # after clearing their weak references).
+    assert ref() is None, "the cycle was not collected"
+    assert _tracked(ember.Tensor) == tensors and _tracked(nn.Module) == modules
+    assert ember._C._live_tensor_objects() == live and gc.garbage == []
+
+
+def test_objects_in_cycles_still_work_while_reachable():
+    x = _cycle_leaf_hook()
+    gc.collect()  # reachable: the collector must not clear the hook
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0, 3.0]  # 2 + x
+    y = _cycle_function_ctx()
+    gc.collect()
+    y.sum().backward()
+
+
+def test_removed_hooks_release_their_callables():
+    x = ember.ones(2, requires_grad=True)
+
+    class Hook:
+        def __call__(self, g):
+            return g
+
+    hook = Hook()
+    ref = weakref.ref(hook)
+    handle = x.register_hook(hook)
+    del hook
+    assert ref() is not None
+    handle.remove()
+    assert ref() is None  # dropped at once, not when x dies
+
+
+def test_cycles_through_cpp_state_do_not_leak_over_thousands_of_iterations():
+    def churn(n):
+        for i in range(n):
+            for make in _CYCLES:
+                obj = make()
+                if i % 4 == 0 and isinstance(obj, ember.Tensor) and obj.requires_grad:
+                    obj.sum().backward(retain_graph=True)
+
+    churn(50)
+    gc.collect()
+    live = ember._C._live_tensor_objects()
+    objects = len(gc.get_objects())
+    before = rss_bytes()
+    churn(1500)
+    gc.collect()
+    assert ember._C._live_tensor_objects() == live
+    assert len(gc.get_objects()) <= objects + 100
+    grown = rss_bytes() - before
+    assert grown < 16 << 20, f"resident memory grew by {grown >> 20} MiB"

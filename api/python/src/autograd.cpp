@@ -27,12 +27,12 @@ std::vector<Tensor> tensors_of(nb::handle r, const char* what) {
 /** gradcheck's function: the Python callable on the inputs, its outputs flattened into one
  *  tensor so every output's Jacobian is checked. */
 autograd::TensorFn python_tensor_fn(nb::handle fn) {
-  PyRef f(fn);
+  auto f = std::make_shared<PyRef>(fn);
   return [f](const std::vector<Tensor>& inputs) -> Tensor {
     GilAcquire gil;
     nb::list args;
     for (const Tensor& t : inputs) args.append(wrap_tensor(t));
-    nb::object r = nb::borrow(f.get())(*nb::tuple(args));
+    nb::object r = nb::borrow(f->get())(*nb::tuple(args));
     std::vector<Tensor> outs = tensors_of(r, "gradcheck");
     if (outs.size() == 1) return outs[0];
     std::vector<Tensor> flat;
@@ -51,6 +51,22 @@ struct InferenceScope {
 };
 
 }  // namespace
+
+std::vector<Tensor> PyBackward::operator()(const std::vector<Tensor>& grads,
+                                           const autograd::LambdaNode&) const {
+  GilAcquire gil;
+  // Cleared only when the collector found the graph unreachable, so no backward can reach it.
+  EMBER_ASSERT(fn->get().is_valid());
+  nb::list args;
+  for (const Tensor& g : grads) args.append(wrap_tensor(g));
+  nb::object r = nb::borrow(fn->get())(*nb::tuple(args));
+  std::vector<Tensor> out = tensors_of(r, "autograd.Function");
+  EMBER_CHECK(out.size() == inputs,
+              "[{}] backward returned {} gradients for {} tensor inputs (return one per input of "
+              "forward, None where there is none)",
+              name, out.size(), inputs);
+  return out;
+}
 
 void bind_autograd(nb::module_& root) {
   nb::module_ m = root.def_submodule("autograd", "The autograd engine's controls.");
@@ -125,12 +141,12 @@ void bind_autograd(nb::module_& root) {
   m.def(
       "checkpoint",
       [](nb::handle fn, std::vector<Tensor> inputs, bool preserve_rng_state) {
-        PyRef f(fn);
+        auto f = std::make_shared<PyRef>(fn);
         autograd::CheckpointFn block = [f](const std::vector<Tensor>& in) {
           GilAcquire gil;
           nb::list args;
           for (const Tensor& t : in) args.append(wrap_tensor(t));
-          return tensors_of(nb::borrow(f.get())(*nb::tuple(args)), "checkpoint");
+          return tensors_of(nb::borrow(f->get())(*nb::tuple(args)), "checkpoint");
         };
         GilRelease release;
         return autograd::checkpoint(block, inputs, preserve_rng_state);
@@ -175,22 +191,9 @@ void bind_autograd(nb::module_& root) {
             differentiable.push_back(&t);
           }
         }
-        PyRef fn(backward);
-        const size_t n_in = inputs.size();
-        auto node = autograd::record(
-            name, "custom Function", inputs, differentiable,
-            [fn, n_in, name](const std::vector<Tensor>& grads, const autograd::LambdaNode&) {
-              GilAcquire gil;
-              nb::list args;
-              for (const Tensor& g : grads) args.append(wrap_tensor(g));
-              nb::object r = nb::borrow(fn.get())(*nb::tuple(args));
-              std::vector<Tensor> out = tensors_of(r, "autograd.Function");
-              EMBER_CHECK(out.size() == n_in,
-                          "[{}] backward returned {} gradients for {} tensor inputs (return one "
-                          "per input of forward, None where there is none)",
-                          name, out.size(), n_in);
-              return out;
-            });
+        auto node =
+            autograd::record(name, "custom Function", inputs, differentiable,
+                             PyBackward{std::make_shared<PyRef>(backward), inputs.size(), name});
         ctx->finalize(outputs, node.get());
         return outputs;
       },

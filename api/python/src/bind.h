@@ -229,13 +229,72 @@ class PyRef {
     GilAcquire gil;
     Py_DECREF(o);
   }
-  /** The object (borrowed); call with the GIL held. */
+  /** The object (borrowed, null once reset); call with the GIL held. */
   nb::handle get() const { return obj_; }
   explicit operator bool() const { return obj_ != nullptr; }
+  /** Reports the reference to the garbage collector (a tp_traverse step). */
+  int visit(visitproc visit, void* arg) const {
+    Py_VISIT(obj_);
+    return 0;
+  }
 
  private:
   PyObject* obj_ = nullptr;
 };
+
+// Note [Python objects in the garbage collector]
+// C++ state keeps Python objects that may refer back to their owner: a tensor's hook that reads
+// the tensor, a forward hook that is a bound method of its module, a custom Function's backward
+// whose ctx keeps an output. Python's cycle collector sees only references that tp_traverse
+// reports, so the Python types whose C++ objects hold such references report them (Tensor,
+// Parameter, every module class), and tp_clear drops them to break a cycle. A reference is
+// reported only where the Python object is the sole owner of the C++ state that holds it:
+// otherwise C++ may keep that state (and the callable) after the Python object is collected, and
+// the collector would have cleared a function still in use. Concretely: a tensor's hooks when no
+// other handle shares its TensorImpl, and its grad_fn's Python hooks and backward when the
+// tensor alone holds the node; a module's hooks always when the Python object holds the module
+// itself (a C++ container holding it keeps the object alive through nanobind's shared_ptr, an
+// external reference), only when it holds the sole shared_ptr otherwise; a submodule made in
+// Python when the module holds the sole shared_ptr to it, a submodule made in C++ (recursively)
+// likewise; parameters and buffers as tensors. Every Python callable C++ keeps is held by one of
+// the functors below (a shared PyRef, so copying a hook list does not touch reference counts and
+// needs no GIL), which is how the traversal finds it: std::function::target.
+
+/** A Python gradient hook on a tensor (Tensor::register_hook): hook(grad) -> None or a new
+ *  gradient; its handle's remove() drops the callable. */
+struct PyGradHook {
+  std::shared_ptr<PyRef> fn;
+  /** Calls the hook with the GIL. */
+  Tensor operator()(const Tensor& grad) const;
+};
+
+/** A Python hook run after a leaf's .grad was accumulated: hook(tensor). */
+struct PyPostAccumulateHook {
+  std::shared_ptr<PyRef> fn;
+  /** Calls the hook with the GIL. */
+  void operator()(const Tensor& leaf) const;
+};
+
+/** The backward of a custom Function (ember.autograd.Function): a Python callable from the
+ *  output gradients to the input gradients, recorded as a LambdaNode's closure. */
+struct PyBackward {
+  std::shared_ptr<PyRef> fn;
+  size_t inputs = 0;
+  std::string name;
+  /** Calls the Python backward with the GIL. */
+  std::vector<Tensor> operator()(const std::vector<Tensor>& grads,
+                                 const autograd::LambdaNode&) const;
+};
+
+/** Reports the Python objects that `t` keeps (Note [Python objects in the garbage collector])
+ *  if `owners` handles, the caller's included, are all that share its TensorImpl. */
+int traverse_tensor(const Tensor& t, visitproc visit, void* arg, uint32_t owners = 1);
+/** Drops those objects (tp_clear), under the same condition. */
+void clear_tensor(const Tensor& t, uint32_t owners = 1);
+
+/** The type slots of ember.Tensor and ember.nn.Parameter (the collector's traversal). */
+nb::type_slots tensor_type_slots();
+
 
 /** Binds T.forward(input) for a module class whose forward takes and returns one tensor, and
  *  marks the class so that calling a module of it with one tensor runs Module::operator()

@@ -287,21 +287,108 @@ nb::object make_removable_handle(std::function<void()> remove) {
   return nb::cast(RemovableHandle{std::move(remove)});
 }
 
-/** Registers a Python gradient hook on `t`; the handle disables it (the core keeps hooks for
- *  the tensor's life, so removal makes the hook a no-op). */
+Tensor PyGradHook::operator()(const Tensor& grad) const {
+  GilAcquire gil;
+  if (!fn->get()) return {};  // removed, or cleared by the garbage collector
+  nb::object r = nb::borrow(fn->get())(grad);
+  if (r.is_none()) return {};
+  EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(r),
+                   "[register_hook] a gradient hook returned {} where a tensor or None was "
+                   "expected",
+                   nb::cast<std::string>(r.type().attr("__name__")));
+  return *nb::inst_ptr<PyTensor>(r);
+}
+
+void PyPostAccumulateHook::operator()(const Tensor& leaf) const {
+  GilAcquire gil;
+  if (!fn->get()) return;
+  nb::borrow(fn->get())(leaf);
+}
+
+namespace {
+
+/** Calls fn(ref) for each Python callable `t` keeps, if `owners` handles are all that share its
+ *  impl (Note [Python objects in the garbage collector]); stops at fn's first non-zero answer. */
+int each_python_ref(const Tensor& t, uint32_t owners,
+                    const std::function<int(const std::shared_ptr<PyRef>&)>& fn) {
+  if (!t.defined() || t.impl()->use_count() > owners) return 0;
+  autograd::AutogradMeta* meta = t.impl()->autograd_meta();
+  if (meta == nullptr) return 0;
+  for (const autograd::GradHook& h : meta->leaf_hooks) {
+    if (const PyGradHook* p = h.target<PyGradHook>()) {
+      if (int e = fn(p->fn)) return e;
+    }
+  }
+  for (const auto& h : meta->post_accumulate_hooks) {
+    if (const PyPostAccumulateHook* p = h.target<PyPostAccumulateHook>()) {
+      if (int e = fn(p->fn)) return e;
+    }
+  }
+  // The node, if this tensor alone holds it (another output or a later node may hold it too).
+  if (meta->grad_fn && meta->grad_fn.use_count() == 1) {
+    autograd::Node& node = *meta->grad_fn;
+    for (const auto& [output_nr, h] : node.pre_hooks) {
+      if (const PyGradHook* p = h.target<PyGradHook>()) {
+        if (int e = fn(p->fn)) return e;
+      }
+    }
+    if (auto* lambda = dynamic_cast<autograd::LambdaNode*>(&node)) {
+      if (const PyBackward* b = lambda->backward_fn().target<PyBackward>()) {
+        if (int e = fn(b->fn)) return e;
+      }
+    }
+  }
+  return 0;
+}
+
+int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_VISIT(*dict);
+  if (!nb::inst_ready(self)) return 0;
+  return traverse_tensor(*nb::inst_ptr<PyTensor>(self), visit, arg);
+}
+
+int tensor_clear(PyObject* self) {
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
+  if (nb::inst_ready(self)) clear_tensor(*nb::inst_ptr<PyTensor>(self));
+  return 0;
+}
+
+PyType_Slot g_tensor_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(&tensor_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(&tensor_clear)},
+    {0, nullptr},
+};
+
+}  // namespace
+
+int traverse_tensor(const Tensor& t, visitproc visit, void* arg, uint32_t owners) {
+  return each_python_ref(t, owners,
+                         [&](const std::shared_ptr<PyRef>& r) { return r->visit(visit, arg); });
+}
+
+void clear_tensor(const Tensor& t, uint32_t owners) {
+  // Dropping a reference runs Python code, which may register hooks: collect first.
+  std::vector<std::shared_ptr<PyRef>> refs;
+  each_python_ref(t, owners, [&](const std::shared_ptr<PyRef>& r) {
+    refs.push_back(r);
+    return 0;
+  });
+  for (const std::shared_ptr<PyRef>& r : refs) r->reset();
+}
+
+nb::type_slots tensor_type_slots() {
+  return nb::type_slots(g_tensor_slots);
+}
+
+/** Registers a Python gradient hook on `t`; the handle's remove() drops it (the core keeps a
+ *  hook for the tensor's life, so removal leaves an empty one). */
 nb::object register_grad_hook(const Tensor& t, nb::handle fn) {
   EMBER_CHECK(t.requires_grad(),
               "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
-  auto alive = std::make_shared<std::atomic<bool>>(true);
-  PyRef hook(fn);
-  t.register_hook([alive, hook](const Tensor& g) -> Tensor {
-    if (!alive->load()) return {};
-    GilAcquire gil;
-    nb::object r = nb::borrow(hook.get())(g);
-    if (r.is_none()) return {};
-    return nb::cast<Tensor>(r);
-  });
-  return make_removable_handle([alive] { alive->store(false); });
+  auto ref = std::make_shared<PyRef>(fn);
+  t.register_hook(PyGradHook{ref});
+  return make_removable_handle([ref] { ref->reset(); });
 }
 
 void bind_tensor(nb::module_& m) {
@@ -347,6 +434,7 @@ void bind_tensor(nb::module_& m) {
       });
 
   nb::class_<PyTensor> cls(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(),
+                           tensor_type_slots(),
                            "An n-dimensional array on a device, with autograd.");
   g_tensor_type = cls;
   cls.def(
@@ -585,14 +673,9 @@ void bind_tensor(nb::module_& m) {
       .def(
           "register_post_accumulate_grad_hook",
           [](const Tensor& t, nb::handle fn) {
-            auto alive = std::make_shared<std::atomic<bool>>(true);
-            PyRef hook(fn);
-            t.register_post_accumulate_grad_hook([alive, hook](const Tensor& leaf) {
-              if (!alive->load()) return;
-              GilAcquire gil;
-              nb::borrow(hook.get())(leaf);
-            });
-            return make_removable_handle([alive] { alive->store(false); });
+            auto ref = std::make_shared<PyRef>(fn);
+            t.register_post_accumulate_grad_hook(PyPostAccumulateHook{ref});
+            return make_removable_handle([ref] { ref->reset(); });
           },
           "hook"_a, "Calls hook(tensor) after a gradient was accumulated into this leaf's .grad.");
 
@@ -696,7 +779,7 @@ void bind_tensor(nb::module_& m) {
   cls.attr("__array_priority__") = 1000;  // NumPy defers mixed operators to the tensor
 
   // nn.Parameter: a tensor a module registers and an optimizer updates.
-  nb::class_<PyParameter, PyTensor> param(m, "Parameter", nb::dynamic_attr(),
+  nb::class_<PyParameter, PyTensor> param(m, "Parameter", nb::dynamic_attr(), tensor_type_slots(),
                                           "A tensor that is a module parameter (requires grad "
                                           "by default).");
   g_parameter_type = param;

@@ -107,6 +107,9 @@ class EMBER_API LambdaNode : public Node {
   Tensor saved_output(size_t i) const;
   /** Unpacks a tensor this node's closure saved, naming this node if it changed. */
   Tensor unpack(const SavedTensor& s) const { return s.unpack(this); }
+  /** The backward closure (empty once release_saved() ran); a language binding looks into it
+   *  for the objects it holds (its garbage collector's traversal). */
+  BackwardFn& backward_fn() { return fn_; }
 
  private:
   std::string name_;
