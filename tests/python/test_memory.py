@@ -89,6 +89,31 @@ class _Tripled(ember.autograd.Function):
         return g * 3
 
 
+class _SelfHooked(nn.Module):
+    """A module whose forward hook and pre-hook are its own bound methods."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+        self.seen = 0
+        self.register_forward_hook(self._after)
+        self.register_forward_pre_hook(self._before)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def _before(self, module, args):
+        self.seen += 1
+
+    def _after(self, module, args, output):
+        self.seen += 1
+
+
+class _Child(nn.Module):
+    def forward(self, x):
+        return x
+
+
 def _cycle_leaf_hook():
     x = ember.ones(3, requires_grad=True)
     x.register_hook(lambda g: g + x.detach())
@@ -111,8 +136,36 @@ def _cycle_function_ctx():
     return _Tripled.apply(ember.ones(3, requires_grad=True))
 
 
+def _cycle_module_hooks():
+    m = _SelfHooked()
+    m(ember.ones(1, 2))
+    return m
+
+
+def _cycle_parameter_hook():
+    m = nn.Linear(2, 2)
+    m.weight.register_hook(lambda g: m and g)
+    return m
+
+
+def _cycle_child_refers_to_parent():
+    parent = nn.Sequential(nn.Linear(2, 2))
+    parent.child = _Child()
+    parent.child.back = [parent]  # a plain attribute (a submodule would be refused: a cycle)
+    return parent
+
+
+def _cycle_hooked_tensor_in_module():
+    m = nn.Linear(2, 2)
+    t = ember.ones(2, requires_grad=True)
+    t.register_hook(lambda g: m)
+    m.saved = t
+    return m
+
+
 _CYCLES = [_cycle_leaf_hook, _cycle_post_accumulate_hook, _cycle_non_leaf_hook,
-           _cycle_function_ctx]
+           _cycle_function_ctx, _cycle_module_hooks, _cycle_parameter_hook,
+           _cycle_child_refers_to_parent, _cycle_hooked_tensor_in_module]
 
 
 def _tracked(cls) -> int:
@@ -137,6 +190,10 @@ def test_objects_in_cycles_still_work_while_reachable():
     gc.collect()  # reachable: the collector must not clear the hook
     (x * 2).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0, 3.0]  # 2 + x
+    m = _cycle_module_hooks()
+    gc.collect()
+    m(ember.ones(1, 2))
+    assert m.seen == 4
     y = _cycle_function_ctx()
     gc.collect()
     y.sum().backward()

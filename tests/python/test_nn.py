@@ -467,3 +467,252 @@ def test_a_module_cannot_contain_itself():
     # Nothing was added, and every walk over the tree still ends.
     assert len(list(outer.modules())) == 4 and len(list(outer.parameters())) == 2
     assert "Sequential" in repr(outer) and outer.float() is outer
+
+
+# --- Modules whose Module.__init__ has not run (Note [Modules before Module.__init__]) --------
+
+class _Forgetful(nn.Module):
+    def __init__(self):
+        self.scale = 2  # a plain attribute is fine, as in PyTorch
+
+    def helper(self):
+        return self.scale
+
+
+class _ForgetfulSequential(nn.Sequential):
+    def __init__(self):
+        pass
+
+
+@pytest.mark.parametrize("use", [
+    lambda m: m.float(), lambda m: m.double(), lambda m: m.half(), lambda m: m.bfloat16(),
+    lambda m: m.cpu(), lambda m: m.cuda(), lambda m: m.to("cpu"), lambda m: m.train(),
+    lambda m: m.eval(), lambda m: list(m.parameters()), lambda m: m.state_dict(),
+    lambda m: m.zero_grad(), lambda m: m.training, lambda m: m.apply(print),
+    lambda m: m.register_forward_hook(print), lambda m: m.named_modules(),
+    lambda m: m.forward(ember.ones(1)), lambda m: m(ember.ones(1)), lambda m: repr(m),
+    lambda m: dir(m), lambda m: m.missing, lambda m: m.load_state_dict({}),
+    lambda m: m.register_buffer("b", ember.ones(1)), lambda m: m.requires_grad_(),
+    lambda m: nn.Module.forward(m, ember.ones(1)), lambda m: m.__reduce_ex__(4),
+])
+def test_every_method_of_a_module_without_module_init_is_a_clear_attribute_error(use):
+    m = _Forgetful()
+    with pytest.raises(AttributeError, match=r"'_Forgetful' object has no attribute .*"
+                                             r"call super\(\)\.__init__\(\)"):
+        use(m)
+    assert m.helper() == 2 and m.scale == 2  # its own attributes work
+
+
+@pytest.mark.parametrize("use", [lambda s: len(s), lambda s: s[0], lambda s: list(s),
+                                 lambda s: s.append(nn.ReLU()), lambda s: s(ember.ones(1))])
+def test_container_methods_without_module_init_are_clear_errors(use):
+    with pytest.raises(AttributeError, match="Module.__init__"):
+        use(_ForgetfulSequential())
+
+
+def test_module_init_called_late_makes_the_module_usable():
+    class Late(nn.Module):
+        def __init__(self):
+            with pytest.raises(AttributeError, match="Module.__init__"):
+                self.train()
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+
+    m = Late()
+    assert m.train() is m and len(list(m.parameters())) == 2
+
+
+# --- Errors from Python modules run by C++ containers ----------------------------------------
+
+class _ReturnsTuple(nn.Module):
+    def forward(self, x):
+        return x, x
+
+
+class _ReturnsNone(nn.Module):
+    def forward(self, x):
+        return None
+
+
+@pytest.mark.parametrize("inner,returned", [(_ReturnsTuple, "tuple"), (_ReturnsNone, "None")])
+def test_a_python_module_returning_a_non_tensor_inside_a_cpp_container_is_a_type_error(inner, returned):
+    seq = nn.Sequential(nn.Linear(2, 2), inner(), nn.ReLU())
+    with pytest.raises(TypeError, match=rf"\[nn\.{inner.__name__}\] forward\(\) returned {returned} "
+                                        "where a tensor was expected"):
+        seq(ember.ones(1, 2))
+    # Called from Python, the same module may return anything.
+    assert isinstance(inner()(ember.ones(1)), (tuple, type(None)))
+
+
+def test_a_forward_pre_hook_returning_a_non_tensor_inside_a_cpp_container_is_a_type_error():
+    inner = nn.Linear(2, 2)
+    inner.register_forward_pre_hook(lambda m, args: "nope")
+    seq = nn.Sequential(inner, nn.ReLU())
+    with pytest.raises(TypeError, match=r"\[nn\.Linear\] a forward pre-hook returned str"):
+        seq(ember.ones(1, 2))
+
+
+@pytest.mark.parametrize("make,text", [
+    (lambda: nn.Sequential(nn.ReLU(), 3), r"\[nn.Sequential\] int is not a Module subclass"),
+    (lambda: nn.ModuleList([nn.ReLU(), "x"]), r"\[nn.ModuleList\] str is not a Module subclass"),
+    (lambda: nn.Sequential().extend([None]), r"\[nn.Sequential\] NoneType is not a Module subclass"),
+    (lambda: nn.Sequential(nn.ReLU())["a"], r"\[nn.Sequential\] indices must be integers or slices"),
+])
+def test_containers_given_what_they_cannot_hold_raise_type_errors(make, text):
+    with pytest.raises(TypeError, match=text):
+        make()
+
+
+# --- Registering names (PyTorch's KeyError) --------------------------------------------------
+
+@pytest.mark.parametrize("register,text", [
+    (lambda m: m.register_buffer("weight", ember.ones(2)), "attribute 'weight' already exists"),
+    (lambda m: m.register_parameter("running", nn.Parameter(ember.ones(2))),
+     "attribute 'running' already exists"),
+    (lambda m: m.add_module("bias", nn.ReLU()), "attribute 'bias' already exists"),
+    (lambda m: m.register_module("weight", nn.ReLU()), "attribute 'weight' already exists"),
+    (lambda m: m.add_module("inner", nn.ReLU()) or m.register_buffer("inner", ember.ones(1)),
+     "attribute 'inner' already exists"),
+    (lambda m: m.register_buffer("a.b", ember.ones(2)), "can't contain '.'"),
+    (lambda m: m.register_parameter("", nn.Parameter(ember.ones(2))), "can't be empty"),
+    (lambda m: m.add_module("x.y", nn.ReLU()), "can't contain '.'"),
+    (lambda m: m.register_buffer("forward", ember.ones(2)), "attribute 'forward' already exists"),
+    (lambda m: m.register_parameter("train", nn.Parameter(ember.ones(2))),
+     "attribute 'train' already exists"),
+])
+def test_registering_a_taken_or_invalid_name_is_a_key_error(register, text):
+    m = nn.Linear(2, 2)
+    m.register_buffer("running", ember.zeros(2))
+    with pytest.raises(KeyError) as info:
+        register(m)
+    assert isinstance(info.value, ember.KeyError) and text in str(info.value), str(info.value)
+
+
+def test_registering_again_under_the_same_kind_replaces():
+    m = nn.Linear(2, 2)
+    m.register_buffer("running", ember.zeros(2))
+    m.register_buffer("running", ember.ones(3))
+    m.register_parameter("weight", nn.Parameter(ember.ones(2, 2)))
+    m.add_module("inner", nn.ReLU())
+    m.add_module("inner", nn.Tanh())
+    assert m.running.tolist() == [1, 1, 1] and m.weight.tolist() == [[1, 1], [1, 1]]
+    assert isinstance(m.inner, nn.Tanh)
+    # Attribute assignment moves a name between kinds, as PyTorch's __setattr__ does.
+    m.running = nn.Parameter(ember.ones(1))
+    assert "running" in dict(m.named_parameters()) and "running" not in dict(m.named_buffers())
+
+
+# --- copy.deepcopy and pickle (Note [Copying and pickling modules]) -------------------------
+
+class _Net(nn.Module):
+    """A Python module with Python attributes, a Python-registered buffer and a shared layer."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        self.hidden = hidden
+        self.body = nn.Sequential(nn.Linear(3, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        self.head = nn.Linear(2, 2)
+        self.tied = self.head  # the same module twice
+        self.register_buffer("steps", ember.zeros(1))
+        self.register_buffer("scratch", ember.ones(2), persistent=False)
+        self.scale = nn.Parameter(ember.full((1,), 3.0))
+
+    def forward(self, x):
+        return self.tied(self.body(x)) * self.scale
+
+
+class _Wide(nn.Linear):
+    """A Python subclass of a C++ layer, with extra state."""
+
+    def __init__(self, tag):
+        super().__init__(4, 3, bias=False)
+        self.tag = tag
+
+    def forward(self, x):
+        return super().forward(x) * 2
+
+
+def _copies():
+    import copy
+    import pickle
+
+    return [("deepcopy", copy.deepcopy), ("pickle", lambda m: pickle.loads(pickle.dumps(m)))]
+
+
+def _assert_same_values_independent(a, b):
+    sa, sb = a.state_dict(), b.state_dict()
+    assert list(sa) == list(sb)
+    for k in sa:
+        assert_close(sb[k], sa[k], rtol=0, atol=0)
+    for (na, pa), (nb_, pb) in zip(a.named_parameters(), b.named_parameters()):
+        assert na == nb_ and pa is not pb and type(pa) is type(pb) and pa.requires_grad == pb.requires_grad
+    with ember.no_grad():
+        for p in b.parameters():
+            p.add_(1.0)
+    for k, v in a.state_dict().items():
+        assert_close(v, sa[k], rtol=0, atol=0)  # the original did not change
+
+
+@pytest.mark.parametrize("how,copy_fn", _copies())
+@pytest.mark.parametrize("make", [
+    lambda: nn.Linear(3, 2), lambda: nn.Conv2d(2, 4, 3, stride=2, padding=1, bias=False),
+    lambda: nn.BatchNorm2d(4), lambda: nn.LayerNorm([5]), lambda: nn.Embedding(10, 3, padding_idx=0),
+    lambda: nn.LSTM(3, 4, num_layers=2), lambda: nn.GRU(3, 4, batch_first=True),
+    lambda: nn.MultiheadAttention(8, 2), lambda: nn.Dropout(0.3),
+    lambda: nn.CrossEntropyLoss(label_smoothing=0.1),
+    lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2, nn.LayerNorm(8)),
+    lambda: nn.Sequential(nn.Linear(2, 2), nn.Tanh(), nn.Sequential(nn.Linear(2, 1))),
+    lambda: nn.ModuleList([nn.Linear(1, 1), nn.ReLU()]),
+    lambda: nn.ModuleDict({"a": nn.Linear(1, 2)}), lambda: nn.ParameterList([ember.ones(2)]),
+    lambda: _Net(5), lambda: _Wide("w"),
+])
+def test_modules_deepcopy_and_pickle_to_independent_equal_modules(make, how, copy_fn):
+    m = make()
+    m.eval() if isinstance(m, nn.Dropout) else None
+    c = copy_fn(m)
+    assert type(c) is type(m) and c is not m and repr(c) == repr(m)
+    assert c.training == m.training
+    _assert_same_values_independent(m, c)
+    assert [n for n, _ in c.named_buffers()] == [n for n, _ in m.named_buffers()]
+
+
+@pytest.mark.parametrize("how,copy_fn", _copies())
+def test_a_copied_python_module_keeps_its_attributes_sharing_and_behaviour(how, copy_fn):
+    m = _Net(5).eval()
+    x = ember.randn(4, 3)
+    c = copy_fn(m)
+    assert c.hidden == 5 and c.tied is c.head and c.tied is not m.head
+    assert dict(c.named_buffers()).keys() == {"steps", "scratch"}
+    assert "scratch" not in c.state_dict() and not c.training and not c.body[0].training
+    assert_close(c(x), m(x), rtol=0, atol=0)
+    w = _Wide("tag")
+    cw = copy_fn(w)
+    assert cw.tag == "tag" and cw.weight.shape == (3, 4) and cw.bias is None
+    assert_close(cw(ember.ones(1, 4)), w(ember.ones(1, 4)), rtol=0, atol=0)
+
+
+def test_deepcopy_keeps_hooks_and_tied_parameters():
+    import copy
+
+    m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    m[1].weight = m[0].weight
+    calls = []
+    m.register_forward_hook(lambda mod, args, out: calls.append(type(mod).__name__))
+    c = copy.deepcopy(m)
+    assert c[1].weight is c[0].weight and c[0].weight is not m[0].weight
+    c(ember.ones(1, 2))
+    assert calls == ["Sequential"]
+
+
+def test_optimizer_state_dicts_deepcopy_and_pickle():
+    import copy
+    import pickle
+
+    model = nn.Linear(2, 2)
+    opt = ember.optim.Adam(model.parameters(), lr=0.1)
+    model(ember.ones(1, 2)).sum().backward()
+    opt.step()
+    state = opt.state_dict()
+    for c in (copy.deepcopy(state), pickle.loads(pickle.dumps(state))):
+        assert c["param_groups"][0]["lr"] == 0.1
+        assert_close(c["state"][0]["exp_avg"], state["state"][0]["exp_avg"], rtol=0, atol=0)

@@ -465,3 +465,17 @@ def test_reducing_an_empty_dim_without_identity_is_an_index_error_as_in_pytorch(
     assert ember.zeros(0, 3).amax(1).shape == (0,)
     with pytest.raises(RuntimeError, match="specify a dim"):
         ember.zeros(0, 3).max()
+
+
+def test_arguments_of_the_wrong_type_are_type_errors_not_bad_cast():
+    with pytest.raises(TypeError, match=r"\[einsum\] operands must be tensors, got int"):
+        ember.einsum("i,i->", [ember.ones(2), 3])
+    with pytest.raises(TypeError, match="has a type this call cannot take"):
+        ember.randint(1.5, (2,))
+
+
+def test_a_gradient_hook_returning_a_non_tensor_is_a_type_error():
+    x = ember.ones(2, requires_grad=True)
+    x.register_hook(lambda g: "not a gradient")
+    with pytest.raises(TypeError, match=r"\[register_hook\] a gradient hook returned str"):
+        (x * 2).sum().backward()

@@ -6,3 +6,8 @@ from ember import _C
 def _rebuild_tensor(dtype, sizes, data, requires_grad, device, parameter):
     """Rebuilds a pickled tensor (Tensor.__reduce_ex__'s reconstructor)."""
     return _C._rebuild_tensor(dtype, sizes, data, requires_grad, device, parameter)
+
+
+def _rebuild_module(cls, init_args):
+    """Rebuilds a copied or unpickled module (Module.__reduce_ex__'s reconstructor)."""
+    return _C.nn._rebuild_module(cls, init_args)

@@ -292,9 +292,35 @@ int traverse_tensor(const Tensor& t, visitproc visit, void* arg, uint32_t owners
 /** Drops those objects (tp_clear), under the same condition. */
 void clear_tensor(const Tensor& t, uint32_t owners = 1);
 
+/** The C++ module inside a module object; AttributeError naming `what` while its
+ *  Module.__init__ has not run (Note [Modules before Module.__init__] in nn.cpp). */
+nn::Module& module_of(nb::handle self, std::string_view what);
+/** The type slots of the module classes bound below Module: the garbage collector's traversal
+ *  (Note [Python objects in the garbage collector]); Module's tp_getattro is inherited. */
+nb::type_slots module_type_slots();
 /** The type slots of ember.Tensor and ember.nn.Parameter (the collector's traversal). */
 nb::type_slots tensor_type_slots();
 
+/** Keeps the arguments of a module __init__ in the instance (Note [Copying and pickling
+ *  modules] in nn.cpp): args[0] is the instance, then one object per parameter. */
+void record_init_args(PyObject** args, size_t nargs);
+
+/** The call policy of every module class's __init__: record_init_args after it ran. */
+struct RecordInit {
+  /** Nothing before the call. */
+  template <size_t N>
+  static void precall(PyObject**, std::integral_constant<size_t, N>, nb::detail::cleanup_list*) {}
+  /** Records the arguments once the instance is made. */
+  template <size_t N>
+  static void postcall(PyObject** args, std::integral_constant<size_t, N>, nb::handle) {
+    record_init_args(args, N);
+  }
+};
+
+/** The call policy that makes a module class's __init__ record its arguments. */
+inline nb::call_policy<RecordInit> record_init() {
+  return {};
+}
 
 /** Binds T.forward(input) for a module class whose forward takes and returns one tensor, and
  *  marks the class so that calling a module of it with one tensor runs Module::operator()
@@ -305,6 +331,7 @@ void bind_tensor_forward(nb::class_<T, Extra...>& cls) {
   cls.def(
       "forward",
       [](nb::handle self, const Tensor& x) {
+        module_of(self, "forward");
         T& m = nb::cast<T&>(self);
         const bool derived = nb::inst_python_derived(self);
         GilRelease release;

@@ -464,7 +464,7 @@ void bind_ddp(nb::module_& m) {
           "Turns it back on: the next backward averages the accumulated gradients.");
 
   nb::class_<DDP, nn::Module>(
-      m, "DistributedDataParallel", nb::dynamic_attr(),
+      m, "DistributedDataParallel", nb::dynamic_attr(), module_type_slots(),
       "Data-parallel training: every backward leaves the average of all ranks' gradients in .grad.")
       .def(
           "__init__",

@@ -8,13 +8,16 @@ void bind_models(nb::module_& root) {
   nb::module_ m =
       root.def_submodule("models", "Reference models: LeNet-5, CNNs, ResNets, ViT, GPT.");
   nb::class_<models::BasicBlock, nn::Module> basic(m, "BasicBlock", nb::dynamic_attr(),
+                                                   module_type_slots(),
                                                    "ResNet-18's two-convolution residual block.");
   basic.def(nb::init<int64_t, int64_t, int64_t>(), "in_channels"_a, "out_channels"_a,
-            "stride"_a = 1);
+            "stride"_a = 1, record_init());
   bind_tensor_forward(basic);
   nb::class_<models::Bottleneck, nn::Module> bottleneck(m, "Bottleneck", nb::dynamic_attr(),
+                                                        module_type_slots(),
                                                         "ResNet-50's 1x1-3x3-1x1 residual block.");
-  bottleneck.def(nb::init<int64_t, int64_t, int64_t>(), "in_channels"_a, "width"_a, "stride"_a = 1);
+  bottleneck.def(nb::init<int64_t, int64_t, int64_t>(), "in_channels"_a, "width"_a, "stride"_a = 1,
+                 record_init());
   bind_tensor_forward(bottleneck);
 
   m.def("lenet5", &models::lenet5, "num_classes"_a = 10, "LeNet-5 for 1x28x28 inputs.");
@@ -29,6 +32,7 @@ void bind_models(nb::module_& root) {
         release_gil(), "ResNet-50 as torchvision builds it (its parameter names).");
 
   nb::class_<models::VisionTransformer, nn::Module> vit(m, "VisionTransformer", nb::dynamic_attr(),
+                                                        module_type_slots(),
                                                         "A small Vision Transformer.");
   bind_tensor_forward(vit);
   vit.def(
@@ -41,7 +45,7 @@ void bind_models(nb::module_& root) {
       },
       nb::kw_only(), "image_size"_a = 28, "patch_size"_a = 4, "in_channels"_a = 1,
       "num_classes"_a = 10, "dim"_a = 64, "depth"_a = 4, "heads"_a = 4, "mlp_dim"_a = 128,
-      "dropout"_a = 0.0, "A ViT of the given sizes (28x28 grey images by default).");
+      "dropout"_a = 0.0, "A ViT of the given sizes (28x28 grey images by default).", record_init());
   m.def(
       "vit",
       [](int64_t image_size, int64_t patch_size, int64_t in_channels, int64_t num_classes,
@@ -53,7 +57,7 @@ void bind_models(nb::module_& root) {
       "num_classes"_a = 10, "dim"_a = 64, "depth"_a = 4, "heads"_a = 4, "mlp_dim"_a = 128,
       "dropout"_a = 0.0, "A small Vision Transformer for 28x28 images.");
 
-  nb::class_<models::GPT, nn::Module> gpt(m, "GPT", nb::dynamic_attr(),
+  nb::class_<models::GPT, nn::Module> gpt(m, "GPT", nb::dynamic_attr(), module_type_slots(),
                                           "A small causal Transformer language model.");
   bind_tensor_forward(gpt);
   gpt.def(
@@ -63,7 +67,7 @@ void bind_models(nb::module_& root) {
            new (self) models::GPT({vocab_size, block_size, dim, depth, heads, dropout});
          },
          nb::kw_only(), "vocab_size"_a = 256, "block_size"_a = 128, "dim"_a = 128, "depth"_a = 4,
-         "heads"_a = 4, "dropout"_a = 0.1, "A GPT of the given sizes.")
+         "heads"_a = 4, "dropout"_a = 0.1, "A GPT of the given sizes.", record_init())
       .def("generate", &models::GPT::generate, "idx"_a, "max_new_tokens"_a, "temperature"_a = 1.0,
            "top_k"_a = 0, "generator"_a.none() = nb::none(), release_gil(),
            "idx [N, T] continued by max_new_tokens sampled tokens.");

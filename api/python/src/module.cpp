@@ -37,6 +37,12 @@ void translate(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const ZeroDivisionError& e) {
     PyErr_SetString(g_errors.zero_division ? g_errors.zero_division : PyExc_RuntimeError, e.what());
+  } catch (const std::bad_cast&) {
+    // nanobind's nb::cast of a Python object to a C++ type failed inside a binding: the object
+    // had a type the call cannot take. Calls that know what they expected say it themselves.
+    PyErr_SetString(PyExc_TypeError,
+                    "[ember] an argument, or a value a Python callback returned, has a type this "
+                    "call cannot take (see the function's signature)");
   } catch (const Error& e) {
     PyObject* type = g_errors.by_kind[static_cast<int>(e.kind())];
     const std::string_view what = e.what();

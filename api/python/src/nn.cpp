@@ -18,8 +18,8 @@ namespace ember::python {
 //   subclass Linear or Sequential as well as Module.
 // - Attributes: assigning a Parameter registers (or replaces) a parameter, a Module a submodule,
 //   a tensor to a registered buffer replaces the buffer (Module::set_parameter and friends,
-//   Note [Modules edited by name]); reading falls back (__getattr__) to those registries, so
-//   `self.fc` and `self.weight` read what the C++ side holds, also after to() replaced it.
+//   Note [Modules edited by name]); reading falls back to those registries (module_getattro),
+//   so `self.fc` and `self.weight` read what the C++ side holds, also after to() replaced it.
 // - Calling: a C++ layer called with one tensor and no hooks runs Module::operator() with the
 //   GIL released. Otherwise __call__ runs in Python terms: the forward pre-hooks, then
 //   self.forward(*args, **kwargs) (any signature and return type), then the forward hooks. A
@@ -32,6 +32,20 @@ namespace ember::python {
 //   the module and its __dict__ live as long as either side needs them.
 
 namespace {
+
+std::string type_name_of(nb::handle o) {
+  return nb::cast<std::string>(o.type().attr("__name__"));
+}
+
+/** What a Python module's forward returned to a C++ caller, as the one tensor it must be. */
+Tensor forward_result(const nb::object& r, const nn::Module& m) {
+  if (nb::isinstance<PyTensor>(r)) return *nb::inst_ptr<PyTensor>(r);
+  throw TypeError(fmt::format(
+      "[nn.{}] forward() returned {} where a tensor was expected: a module run by a C++ "
+      "container (nn.Sequential, DistributedDataParallel, ...) takes one tensor and must return "
+      "one (call it from Python to return anything else)",
+      m.type_name(), r.is_none() ? std::string("None") : type_name_of(r)));
+}
 
 /** The trampoline of every module class: forward, train and extra_repr overridable in Python.
  *  Each takes the GIL through the exit gate before nanobind's dispatch may take it (Note
@@ -46,7 +60,9 @@ struct PyLayer : Base {
       // (losses, the decoder layer), so the base call names the class that declares it.
       constexpr uint64_t hash = nb::detail::str_hash("forward");
       nb::detail::ticket ticket(nb_trampoline, "forward", hash, false);
-      if (ticket.key.is_valid()) return nb::cast<Tensor>(nb_trampoline.base().attr(ticket.key)(x));
+      if (ticket.key.is_valid()) {
+        return forward_result(nb_trampoline.base().attr(ticket.key)(x), *this);
+      }
     }
     if constexpr (requires(Base & b) { b.Base::forward(x); }) {
       return Base::forward(x);
@@ -83,12 +99,52 @@ void construct(nb::pointer_and_handle<T> v, A&&... a) {
   p->set_type_name(nb::cast<std::string>(v.h.type().attr("__name__")));
 }
 
-nn::Module& mod(nb::handle self) {
+// Note [Modules before Module.__init__]
+// A Python subclass whose __init__ does not call super().__init__() (or has not yet) has no C++
+// module: nanobind's instance is not ready, and a bound method would reach a C++ object that does
+// not exist (a warning raised with the GIL released, std::bad_cast). Every way into a module
+// checks that in one place, module_of(): the methods and slots that take the object call it,
+// and Module's tp_getattro (module_getattro, inherited by every module class) refuses the
+// attributes of the bound classes (nanobind's methods and properties) before nanobind could
+// touch the missing object; __getattr__ then raises module_of()'s AttributeError, the exception
+// PyTorch raises for such a module ("... has no attribute ..."), with the cure. The subclass's
+// own attributes work as usual. The same tp_getattro finds parameters, buffers and submodules
+// after the usual lookup, so __getattr__ runs only to word an error (a lookup of a plain
+// attribute goes through CPython's __getattribute__ dispatch, some 70 ns; one of a parameter or
+// submodule no longer raises and catches an AttributeError first, several times faster).
+
+/** Raises the AttributeError for `what` of a module whose Module.__init__ has not run. */
+[[noreturn]] void not_initialised(nb::handle self, std::string_view what) {
+  const std::string type = type_name_of(self);
+  throw nb::attribute_error(fmt::format("'{}' object has no attribute '{}': Module.__init__() has "
+                                        "not run for it (call super().__init__() at the start of "
+                                        "{}.__init__)",
+                                        type, what, type)
+                                .c_str());
+}
+
+}  // namespace
+
+nn::Module& module_of(nb::handle self, std::string_view what) {
+  if (!nb::inst_ready(self)) [[unlikely]]
+    not_initialised(self, what);
   return nb::cast<nn::Module&>(self);
 }
 
-std::string type_name_of(nb::handle o) {
-  return nb::cast<std::string>(o.type().attr("__name__"));
+namespace {
+
+/** A module given where a container takes one (Sequential(...), append, extend). */
+std::shared_ptr<nn::Module> module_arg(nb::handle h, std::string_view container) {
+  EMBER_CHECK_TYPE(nb::isinstance<nn::Module>(h), "[nn.{}] {} is not a Module subclass", container,
+                   nb::cast<std::string>(nb::str(h.type().attr("__name__"))));
+  return nb::cast<std::shared_ptr<nn::Module>>(h);
+}
+
+/** module_of() as the bound class T. */
+template <class T>
+T& module_as(nb::handle self, std::string_view what) {
+  module_of(self, what);
+  return nb::cast<T&>(self);
 }
 
 /** The Python object of a C++ module (its existing one if it has one). */
@@ -100,33 +156,445 @@ nb::object module_object(nn::Module& m) {
 
 /** A Python forward hook stored in a C++ module: hook(module, args, output). */
 struct PyHook {
-  PyRef fn;
+  std::shared_ptr<PyRef> fn;
   void operator()(nn::Module& m, const Tensor& in, const Tensor& out) const {
     GilAcquire gil;
-    nb::borrow(fn.get())(module_object(m), nb::make_tuple(in), out);
+    if (!fn->get()) return;  // cleared by the garbage collector
+    nb::borrow(fn->get())(module_object(m), nb::make_tuple(in), out);
   }
 };
 
 /** A Python forward pre-hook stored in a C++ module: hook(module, args) -> None or new args. */
 struct PyPreHook {
-  PyRef fn;
+  std::shared_ptr<PyRef> fn;
   Tensor operator()(nn::Module& m, const Tensor& in) const {
     GilAcquire gil;
-    nb::object r = nb::borrow(fn.get())(module_object(m), nb::make_tuple(in));
+    if (!fn->get()) return {};
+    nb::object r = nb::borrow(fn->get())(module_object(m), nb::make_tuple(in));
     if (r.is_none()) return {};
     if (nb::isinstance<nb::tuple>(r)) {
       nb::tuple t = nb::borrow<nb::tuple>(r);
-      return t.size() ? nb::cast<Tensor>(t[0]) : Tensor();
+      if (t.size() == 0) return {};
+      r = t[0];
     }
-    return nb::cast<Tensor>(r);
+    if (nb::isinstance<PyTensor>(r)) return *nb::inst_ptr<PyTensor>(r);
+    throw TypeError(fmt::format(
+        "[nn.{}] a forward pre-hook returned {} where a tensor (or None) was expected: the "
+        "module is run by a C++ container, which passes one tensor",
+        m.type_name(), type_name_of(r)));
   }
 };
 
+}  // namespace
+
+// Note [Copying and pickling modules]
+// A module is a C++ object made by its class's constructor, plus state (parameters, buffers,
+// submodules, training flags, Python hooks) and a Python __dict__; copy.deepcopy and pickle
+// see it through __reduce_ex__, as PyTorch's modules are copied and pickled:
+// - Rebuilding: the __init__ of every bound module class runs under the RecordInit policy,
+//   which keeps the arguments it was called with in the instance's __dict__ ("_ember_init").
+//   _rebuild_module makes a new object of the module's own class (a Python subclass included)
+//   and runs the __init__ of its bound class (the first nanobind class of its MRO) with them,
+//   never the subclass's __init__ (PyTorch does not run __init__ either). A module made by
+//   C++ (a layer's submodule) has no arguments and is not copied alone.
+// - State (__getstate__/__setstate__): the instance __dict__ and the module tree below the
+//   object. For each module: training, its own parameters and buffers (set by name in the
+//   rebuilt module, so a C++ layer keeps the slots it reads), its Python hooks, and each
+//   submodule either as an object (one that can be rebuilt alone: made in Python), which is
+//   copied or pickled as itself, or, for one made by its parent's C++ constructor, as a nested
+//   state restored into the rebuilt parent's own submodule of that name (a C++ layer keeps
+//   pointers to its submodules, which must stay the ones it runs).
+// copy.deepcopy's memo and pickle's memo keep shared tensors and modules shared (tied weights).
+
+namespace {
+PyTypeObject* g_nb_method_type = nullptr;  // the type of nanobind's methods (set by bind_nn)
+}  // namespace
+
+/** Keeps a module __init__'s arguments in the instance (Note [Copying and pickling modules]). */
+void record_init_args(PyObject** args, size_t nargs) {
+  nb::tuple recorded = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(nargs - 1)));
+  for (size_t i = 1; i < nargs; ++i) {
+    PyTuple_SET_ITEM(recorded.ptr(), static_cast<Py_ssize_t>(i - 1),
+                     nb::borrow(args[i]).release().ptr());
+  }
+  nb::str key("_ember_init");
+  if (PyObject_GenericSetAttr(args[0], key.ptr(), recorded.ptr()) != 0) throw nb::python_error();
+}
+
+namespace {
+
+/** The first bound class of `cls`'s MRO (with a nanobind __init__): the one whose __init__
+ *  made the object. */
+nb::handle bound_class(nb::handle cls) {
+  for (nb::handle t : nb::borrow<nb::tuple>(cls.attr("__mro__"))) {
+    PyObject* init = PyDict_GetItemString(reinterpret_cast<PyTypeObject*>(t.ptr())->tp_dict,
+                                          "__init__");  // borrowed
+    if (init && Py_TYPE(init) == g_nb_method_type) return t;
+  }
+  throw TypeError(
+      fmt::format("[nn] {} is not a module class", nb::cast<std::string>(nb::str(cls))));
+}
+
+/** The parameter list of one signature "def __init__(self, a: int, *args, b=1) -> None":
+ *  (name, kind) with kind 0 positional, 1 keyword-only, 2 *args, 3 **kwargs; self dropped. */
+std::vector<std::pair<std::string, int>> parse_parameters(std::string_view sig) {
+  std::vector<std::pair<std::string, int>> out;
+  const size_t open = sig.find('(');
+  if (open == std::string_view::npos) return out;
+  int depth = 0;
+  size_t start = open + 1;
+  bool keyword_only = false;
+  auto take = [&](std::string_view p) {
+    while (!p.empty() && p.front() == ' ') p.remove_prefix(1);
+    const size_t end = p.find_first_of(":=");
+    std::string_view name = p.substr(0, end);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.empty() || name == "/") return;
+    if (name == "*") {
+      keyword_only = true;
+      return;
+    }
+    if (name.substr(0, 2) == "**") {
+      out.emplace_back(std::string(name.substr(2)), 3);
+    } else if (name[0] == '*') {
+      out.emplace_back(std::string(name.substr(1)), 2);
+      keyword_only = true;
+    } else {
+      out.emplace_back(std::string(name), keyword_only ? 1 : 0);
+    }
+  };
+  for (size_t i = open + 1; i < sig.size(); ++i) {
+    const char c = sig[i];
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if ((c == ')' || c == ']' || c == '}') && depth-- == 0) {
+      take(sig.substr(start, i - start));
+      break;
+    }
+    if (c == ',' && depth == 0) {
+      take(sig.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (!out.empty() && out.front().first == "self") out.erase(out.begin());
+  return out;
+}
+
+/** Rebuilds a module (copy's and pickle's reconstructor): Note [Copying and pickling
+ *  modules]. */
+nb::object rebuild_module(nb::handle cls, nb::tuple recorded) {
+  nb::handle bound = bound_class(cls);
+  nb::object init = bound.attr("__init__");
+  nb::list pos;
+  nb::dict kw;
+  bool matched = false;
+  for (nb::handle overload : nb::borrow<nb::tuple>(init.attr("__nb_signature__"))) {
+    const auto params = parse_parameters(nb::cast<std::string>(nb::borrow<nb::tuple>(overload)[0]));
+    if (params.size() != recorded.size()) continue;
+    for (size_t i = 0; i < params.size(); ++i) {
+      nb::handle v = recorded[i];
+      switch (params[i].second) {
+        case 0:
+          pos.append(v);
+          break;
+        case 1:
+          kw[params[i].first.c_str()] = v;
+          break;
+        case 2:
+          for (nb::handle a : nb::borrow<nb::tuple>(v)) pos.append(a);
+          break;
+        default:
+          for (auto [k, a] : nb::borrow<nb::dict>(v)) kw[k] = a;
+      }
+    }
+    matched = true;
+    break;
+  }
+  EMBER_ASSERT(matched);
+  nb::object obj = cls.attr("__new__")(cls);
+  init(obj, *pos, **kw);
+  return obj;
+}
+
+/** The state of module `m` (whose Python object, if any, is `self`) without its __dict__. */
+nb::dict module_tree_state(nn::Module& m) {
+  nb::dict st;
+  st["training"] = m.is_training();
+  nb::list params, buffers, children, hooks, pre_hooks;
+  for (const auto& [name, t] : m.named_parameters(false)) {
+    params.append(nb::make_tuple(name, wrap_tensor(t, parameter_type())));
+  }
+  for (const auto& [name, t] : m.named_buffers(false)) {
+    buffers.append(nb::make_tuple(name, wrap_tensor(t), m.is_persistent_buffer(name)));
+  }
+  for (const auto& [name, child] : m.named_children()) {
+    nb::object obj = nb::find(child.get());
+    if (obj.is_valid() && nb::hasattr(obj, "__dict__") &&
+        nb::borrow<nb::dict>(obj.attr("__dict__")).contains("_ember_init")) {
+      children.append(nb::make_tuple(name, obj));
+      continue;
+    }
+    // Made by the parent's constructor: restored in place (with its Python object's
+    // attributes, if it has one).
+    nb::dict sub = module_tree_state(*child);
+    if (obj.is_valid() && nb::hasattr(obj, "__dict__")) sub["dict"] = obj.attr("__dict__");
+    children.append(nb::make_tuple(name, sub));
+  }
+  for (const nn::ForwardHook& h : m.forward_hooks()) {
+    if (const PyHook* p = h.target<PyHook>(); p && p->fn->get()) hooks.append(p->fn->get());
+  }
+  for (const nn::ForwardPreHook& h : m.forward_pre_hooks()) {
+    if (const PyPreHook* p = h.target<PyPreHook>(); p && p->fn->get()) {
+      pre_hooks.append(p->fn->get());
+    }
+  }
+  st["parameters"] = params;
+  st["buffers"] = buffers;
+  st["children"] = children;
+  st["forward_hooks"] = hooks;
+  st["forward_pre_hooks"] = pre_hooks;
+  return st;
+}
+
+/** Restores module_tree_state() into `m`, a module rebuilt as the saved one was made. */
+void set_module_tree_state(nn::Module& m, nb::dict st) {
+  auto names = [](const nb::list& l) {
+    std::unordered_set<std::string> out;
+    for (nb::handle item : l) out.insert(nb::cast<std::string>(nb::borrow<nb::tuple>(item)[0]));
+    return out;
+  };
+  const nb::list params = st["parameters"], buffers = st["buffers"], children = st["children"];
+  // What the constructor made but the saved module no longer had (deleted from Python).
+  const auto keep_params = names(params), keep_buffers = names(buffers),
+             keep_children = names(children);
+  for (const auto& [name, t] : m.named_parameters(false)) {
+    if (!keep_params.count(name)) m.remove(name);
+  }
+  for (const auto& [name, t] : m.named_buffers(false)) {
+    if (!keep_buffers.count(name)) m.remove(name);
+  }
+  for (const auto& [name, c] : m.named_children()) {
+    if (!keep_children.count(name)) m.remove(name);
+  }
+  for (nb::handle item : params) {
+    nb::tuple p = nb::borrow<nb::tuple>(item);
+    const std::string name = nb::cast<std::string>(p[0]);
+    if (p[1].is_none()) {
+      m.set_parameter(name, Tensor());
+      continue;
+    }
+    const Tensor& t = nb::cast<const Tensor&>(p[1]);
+    m.set_parameter(name, t, t.requires_grad());
+  }
+  for (nb::handle item : buffers) {
+    nb::tuple b = nb::borrow<nb::tuple>(item);
+    const std::string name = nb::cast<std::string>(b[0]);
+    const bool persistent = nb::cast<bool>(b[2]);
+    const Tensor t = b[1].is_none() ? Tensor() : nb::cast<Tensor>(b[1]);
+    if (m.find_buffer(name) && m.is_persistent_buffer(name) != persistent) m.remove(name);
+    m.set_buffer(name, t, persistent);
+  }
+  for (nb::handle item : children) {
+    nb::tuple c = nb::borrow<nb::tuple>(item);
+    const std::string name = nb::cast<std::string>(c[0]);
+    if (!nb::isinstance<nb::dict>(c[1])) {
+      m.set_child(name, nb::cast<std::shared_ptr<nn::Module>>(c[1]));
+      continue;
+    }
+    std::shared_ptr<nn::Module> own = m.find_child(name);
+    EMBER_CHECK_TYPE(own != nullptr,
+                     "[nn.{}] cannot restore submodule '{}': it was made by the module's C++ "
+                     "constructor, which did not make it again",
+                     m.type_name(), name);
+    nb::dict sub = nb::borrow<nb::dict>(c[1]);
+    set_module_tree_state(*own, sub);
+    if (sub.contains("dict")) {
+      nb::object obj = module_object(*own);
+      for (auto [k, v] : nb::borrow<nb::dict>(sub["dict"])) {
+        if (PyObject_GenericSetAttr(obj.ptr(), k.ptr(), v.ptr()) != 0) throw nb::python_error();
+      }
+    }
+  }
+  m.set_training(nb::cast<bool>(st["training"]));
+  for (nb::handle h : nb::borrow<nb::list>(st["forward_hooks"])) {
+    m.register_forward_hook(PyHook{std::make_shared<PyRef>(h)});
+  }
+  for (nb::handle h : nb::borrow<nb::list>(st["forward_pre_hooks"])) {
+    m.register_forward_pre_hook(PyPreHook{std::make_shared<PyRef>(h)});
+  }
+}
+
+/** Module.__reduce_ex__: (rebuild, (class, init arguments), state). */
+nb::tuple reduce_module(nb::handle self, int) {
+  nn::Module& m = module_of(self, "__reduce_ex__");
+  nb::dict d = nb::borrow<nb::dict>(self.attr("__dict__"));
+  EMBER_CHECK_TYPE(d.contains("_ember_init"),
+                   "[nn.{}] cannot copy or pickle a module made by C++ (a submodule a layer made "
+                   "itself): copy or pickle the module it belongs to",
+                   m.type_name());
+  nb::object rebuild = nb::module_::import_("ember._utils").attr("_rebuild_module");
+  return nb::make_tuple(rebuild, nb::make_tuple(self.type(), d["_ember_init"]),
+                        self.attr("__getstate__")());
+}
+
+}  // namespace
+
+namespace {
+
+// --- The garbage collector (Note [Python objects in the garbage collector] in bind.h) -----
+
+/** Reports (visit set) or drops (visit null) the Python objects that `m` keeps, `m` being owned
+ *  by the object the collector asks about. The lists come as copies, each a second owner of
+ *  its tensors and submodules. */
+int gc_module(nn::Module& m, visitproc visit, void* arg) {
+  std::vector<std::shared_ptr<PyRef>> refs;
+  for (const nn::ForwardHook& h : m.forward_hooks()) {
+    if (const PyHook* p = h.target<PyHook>()) refs.push_back(p->fn);
+  }
+  for (const nn::ForwardPreHook& h : m.forward_pre_hooks()) {
+    if (const PyPreHook* p = h.target<PyPreHook>()) refs.push_back(p->fn);
+  }
+  for (const std::shared_ptr<PyRef>& r : refs) {
+    if (!visit) {
+      r->reset();
+    } else if (int e = r->visit(visit, arg)) {
+      return e;
+    }
+  }
+  std::vector<nn::NamedTensor> tensors = m.named_parameters(false);
+  for (nn::NamedTensor& b : m.named_buffers(false)) tensors.push_back(std::move(b));
+  for (const auto& [name, t] : tensors) {
+    if (!visit) {
+      clear_tensor(t, /*owners=*/2);  // the module's slot and `tensors`
+    } else if (int e = traverse_tensor(t, visit, arg, /*owners=*/2)) {
+      return e;
+    }
+  }
+  std::vector<std::string> dropped;
+  for (const auto& [name, child] : m.named_children()) {
+    if (child.use_count() != 2) continue;  // held elsewhere too (not only by `m` and the copy)
+    if (const auto* d = std::get_deleter<nb::detail::py_deleter>(child)) {
+      // Made in Python: the control block holds its object, whose own traversal does the rest;
+      // clearing unregisters it (the reference to break may be this one).
+      if (visit) {
+        Py_VISIT(d->o);
+      } else {
+        dropped.push_back(name);
+      }
+    } else if (int e = gc_module(*child, visit, arg)) {
+      return e;
+    }
+  }
+  for (const std::string& name : dropped) m.remove(name);
+  return 0;
+}
+
+/** True if the module object `self` owns its C++ module: nanobind made it inside the object,
+ *  or the object holds the only shared_ptr to it. */
+bool owns_module(PyObject* self, nn::Module& m) {
+  return nb::inst_state(self).second || m.weak_from_this().use_count() == 1;
+}
+
+int module_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_VISIT(*dict);
+  if (!nb::inst_ready(self)) return 0;
+  nn::Module& m = *nb::inst_ptr<nn::Module>(self);
+  return owns_module(self, m) ? gc_module(m, visit, arg) : 0;
+}
+
+int module_clear(PyObject* self) {
+  if (PyObject** dict = _PyObject_GetDictPtr(self)) Py_CLEAR(*dict);
+  if (nb::inst_ready(self)) {
+    nn::Module& m = *nb::inst_ptr<nn::Module>(self);
+    if (owns_module(self, m)) gc_module(m, nullptr, nullptr);
+  }
+  return 0;
+}
+
+/** True if attribute `name` of an instance of `type` is one of the bound classes' (a nanobind
+ *  method, or a property made of them), not one a Python subclass defines; dunders do not count
+ *  (their slots check themselves). */
+bool bound_attribute(PyTypeObject* type, PyObject* name) {
+  if (!PyUnicode_Check(name)) return false;
+  const Py_ssize_t n = PyUnicode_GetLength(name);
+  if (n >= 4 && PyUnicode_ReadChar(name, 0) == '_' && PyUnicode_ReadChar(name, 1) == '_' &&
+      PyUnicode_ReadChar(name, n - 1) == '_' && PyUnicode_ReadChar(name, n - 2) == '_') {
+    return false;
+  }
+  PyObject* mro = type->tp_mro;
+  for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); ++i) {
+    PyObject* d = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i))->tp_dict;
+    PyObject* attr = d ? PyDict_GetItemWithError(d, name) : nullptr;  // borrowed
+    if (!attr) {
+      PyErr_Clear();
+      continue;
+    }
+    if (Py_TYPE(attr) == g_nb_method_type) return true;
+    if (Py_TYPE(attr) != &PyProperty_Type) return false;
+    nb::object getter = nb::steal(PyObject_GetAttrString(attr, "fget"));
+    if (!getter.is_valid()) PyErr_Clear();
+    return getter.is_valid() && Py_TYPE(getter.ptr()) == g_nb_method_type;
+  }
+  return false;
+}
+
+/** A parameter, buffer or submodule of `m` named `name` as its Python object, or null. */
+nb::object registered_attribute(nn::Module& m, const std::string& name) {
+  if (Tensor* p = m.find_parameter(name)) return wrap_tensor(*p, parameter_type());
+  if (Tensor* b = m.find_buffer(name)) return wrap_tensor(*b);
+  if (auto c = m.find_child(name)) return nb::cast(c);
+  return {};
+}
+
+/** tp_getattro of the module classes: the Module.__init__ check (Note [Modules before
+ *  Module.__init__]), the usual lookup, then the module's parameters, buffers and submodules
+ *  (found here rather than by __getattr__, which then only words the AttributeError). */
+PyObject* module_getattro(PyObject* self, PyObject* name) {
+  const bool ready = nb::inst_ready(self);
+  if (!ready && bound_attribute(Py_TYPE(self), name)) [[unlikely]] {
+    PyErr_SetObject(PyExc_AttributeError, name);  // __getattr__ words it (module_of)
+    return nullptr;
+  }
+  PyObject* found = _PyObject_GenericGetAttrWithDict(self, name, nullptr, /*suppress=*/1);
+  if (found || PyErr_Occurred()) return found;
+  if (!ready || !PyUnicode_Check(name)) {
+    PyErr_SetObject(PyExc_AttributeError, name);  // __getattr__ words it
+    return nullptr;
+  }
+  try {
+    Py_ssize_t n = 0;
+    const char* s = PyUnicode_AsUTF8AndSize(name, &n);
+    if (!s) return nullptr;
+    nb::object r = registered_attribute(*nb::inst_ptr<nn::Module>(self),
+                                        std::string(s, static_cast<size_t>(n)));
+    if (r.is_valid()) return r.release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+  PyErr_SetObject(PyExc_AttributeError, name);
+  return nullptr;
+}
+
+// Module's own slots; the bound subclasses get the collector's two and inherit Module's
+// tp_getattro (CPython's hook that calls __getattribute__, this one, then __getattr__).
+PyType_Slot g_module_base_slots[] = {
+    {Py_tp_getattro, reinterpret_cast<void*>(&module_getattro)},
+    {Py_tp_traverse, reinterpret_cast<void*>(&module_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(&module_clear)},
+    {0, nullptr},
+};
+PyType_Slot g_module_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(&module_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(&module_clear)},
+    {0, nullptr},
+};
+
 nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
-  EMBER_CHECK(nb::inst_ready(self),
-              "[nn] {} was called before Module.__init__() ran (call super().__init__() first)",
-              type_name_of(self));
-  nn::Module& m = mod(self);
+  nn::Module& m = module_of(self, "__call__");
   std::vector<nn::ForwardPreHook> pre = m.forward_pre_hooks();
   std::vector<nn::ForwardHook> post = m.forward_hooks();
   const bool python_forward = nb::inst_python_derived(self);
@@ -147,7 +615,8 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   };
   for (const nn::ForwardPreHook& h : pre) {
     if (const PyPreHook* py = h.target<PyPreHook>()) {
-      nb::object r = nb::borrow(py->fn.get())(self, a);
+      if (!py->fn->get()) continue;
+      nb::object r = nb::borrow(py->fn->get())(self, a);
       if (!r.is_none())
         a = nb::isinstance<nb::tuple>(r) ? nb::borrow<nb::tuple>(r) : nb::make_tuple(r);
     } else if (const Tensor* x = first_tensor(a)) {
@@ -162,7 +631,8 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
   nb::object out = self.attr("forward")(*a, **kwargs);
   for (const nn::ForwardHook& h : post) {
     if (const PyHook* py = h.target<PyHook>()) {
-      nb::object r = nb::borrow(py->fn.get())(self, a, out);
+      if (!py->fn->get()) continue;
+      nb::object r = nb::borrow(py->fn->get())(self, a, out);
       if (!r.is_none()) out = r;
     } else if (const Tensor* x = first_tensor(a); x && nb::isinstance<PyTensor>(out)) {
       h(m, *x, *nb::inst_ptr<PyTensor>(out));
@@ -188,14 +658,18 @@ void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
                                   .c_str());
   }
   if (ready) {
-    nn::Module& m = mod(self);
+    nn::Module& m = module_of(self, "__setattr__");
+    // A Parameter or a Module takes the name over from an entry of another kind, as in
+    // PyTorch (whose __setattr__ removes the name from the other registries first).
     if (is_param) {
       const Tensor& t = *nb::inst_ptr<PyTensor>(value);
+      if (!m.find_parameter(name)) m.remove(name);
       m.set_parameter(name, t, t.requires_grad());
       drop_instance_attribute(self, name);
       return;
     }
     if (is_module) {
+      if (m.find_parameter(name) || m.find_buffer(name)) m.remove(name);
       m.set_child(name, nb::cast<std::shared_ptr<nn::Module>>(value));
       drop_instance_attribute(self, name);
       return;
@@ -229,20 +703,30 @@ void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
 }
 
 nb::object get_attribute(nb::handle self, const std::string& name) {
-  if (nb::inst_ready(self)) {
-    nn::Module& m = mod(self);
-    if (Tensor* p = m.find_parameter(name)) return wrap_tensor(*p, parameter_type());
-    if (Tensor* b = m.find_buffer(name)) return wrap_tensor(*b);
-    if (auto c = m.find_child(name)) return nb::cast(c);
-  }
+  if (nb::object r = registered_attribute(module_of(self, name), name); r.is_valid()) return r;
   throw nb::attribute_error(
       fmt::format("'{}' object has no attribute '{}'", type_name_of(self), name).c_str());
 }
 
 void del_attribute(nb::handle self, nb::handle name_obj) {
   const std::string name = nb::cast<std::string>(name_obj);
-  if (nb::inst_ready(self) && mod(self).remove(name)) return;
+  if (nb::inst_ready(self) && module_of(self, name).remove(name)) return;
   if (PyObject_GenericSetAttr(self.ptr(), name_obj.ptr(), nullptr) != 0) throw nb::python_error();
+}
+
+/** The module of `self` for register_parameter, register_buffer and add_module under `name`:
+ *  a name that is already another attribute of the object (a method, a Python attribute) is a
+ *  KeyError, as in PyTorch; the core refuses names of its other kinds and invalid names. */
+nn::Module& registering(nb::handle self, const std::string& name, const char* method) {
+  nn::Module& m = module_of(self, method);
+  const bool registered = m.find_parameter(name) || m.find_buffer(name) || m.find_child(name);
+  if (!registered && !name.empty() && name.find('.') == std::string::npos) {
+    EMBER_CHECK_KEY(!nb::hasattr(self, name.c_str()),
+                    "[nn.{}] attribute '{}' already exists (an attribute of {}, not a parameter, "
+                    "buffer or submodule)",
+                    m.type_name(), name, type_name_of(self));
+  }
+  return m;
 }
 
 /** A module's parameters as (name, Parameter) pairs, each tensor once. */
@@ -274,7 +758,7 @@ nb::object iter_of(nb::list l) {
 }
 
 nb::handle module_to(nb::handle self, nb::args args, nb::kwargs kwargs) {
-  nn::Module& m = mod(self);
+  nn::Module& m = module_of(self, "to");
   const ToArgs a = parse_to(args, kwargs);
   {
     GilRelease release;
@@ -359,7 +843,7 @@ void place(nn::Module& m, const std::optional<Device>& device, const std::option
 template <class T, class Base = nn::Module>
 nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const char* doc,
                                       bool tensor_forward = true) {
-  nb::class_<T, Base, PyLayer<T>> cls(m, name, nb::dynamic_attr(), doc);
+  nb::class_<T, Base, PyLayer<T>> cls(m, name, nb::dynamic_attr(), module_type_slots(), doc);
   if (tensor_forward) bind_tensor_forward(cls);
   return cls;
 }
@@ -386,6 +870,7 @@ nn::Pair conv_padding_arg(nb::handle padding, const nn::Pair& kernel, const nn::
 void bind_module_base(nb::module_& m) {
   auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
       m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
+      nb::type_slots(g_module_base_slots),
       "Base of every layer and model; subclass it and define forward.");
   cls.attr("_tensor_forward") = false;
   cls.def(
@@ -393,14 +878,15 @@ void bind_module_base(nb::module_& m) {
          [](nb::pointer_and_handle<nn::Module> v, nb::args, nb::kwargs) {
            construct<nn::Module>(v, "Module");
          },
-         "args"_a, "kwargs"_a, "A module with no parameters, buffers or submodules yet.")
+         "args"_a, "kwargs"_a, "A module with no parameters, buffers or submodules yet.",
+         record_init())
       .def("__call__", &call_module, "args"_a, "kwargs"_a,
            nb::sig("def __call__(self, *args: typing.Any, **kwargs: typing.Any) -> typing.Any"),
            "Runs the forward pre-hooks, forward(*args, **kwargs) and the forward hooks.")
       .def(
           "forward",
           [](nb::handle self, const Tensor& x) {
-            nn::Module& m = mod(self);
+            nn::Module& m = module_of(self, "forward");
             const bool derived = nb::inst_python_derived(self);
             GilRelease release;
             return derived ? m.nn::Module::forward(x) : m.forward(x);
@@ -414,16 +900,16 @@ void bind_module_base(nb::module_& m) {
            [](nb::handle self) {
              nb::list out = nb::borrow<nb::list>(
                  nb::module_::import_("builtins").attr("object").attr("__dir__")(self));
-             nn::Module& m = mod(self);
+             nn::Module& m = module_of(self, "__dir__");
              for (auto& [n, t] : m.named_parameters(false)) out.append(n);
              for (auto& [n, t] : m.named_buffers(false)) out.append(n);
              for (auto& [n, c] : m.named_children()) out.append(n);
              return out;
            })
       .def("__repr__",
-           [](const nn::Module& m) {
+           [](nb::handle self) {
              // C++'s extra_repr spells booleans as C++ does; Python spells them True/False.
-             std::string s = m.repr();
+             std::string s = module_of(self, "__repr__").repr();
              for (auto [from, to] : {std::pair{"=true", "=True"}, std::pair{"=false", "=False"}}) {
                for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos)) {
                  s.replace(pos, std::strlen(from), to);
@@ -439,7 +925,7 @@ void bind_module_base(nb::module_& m) {
       .def(
           "train",
           [](nb::handle self, bool mode) {
-            mod(self).train(mode);
+            module_of(self, "train").train(mode);
             return self;
           },
           "mode"_a = true, "Sets training mode here and in every submodule; returns self.")
@@ -449,7 +935,7 @@ void bind_module_base(nb::module_& m) {
       .def(
           "requires_grad_",
           [](nb::handle self, bool on) {
-            for (Tensor& p : mod(self).parameters()) p.requires_grad_(on);
+            for (Tensor& p : module_of(self, "requires_grad_").parameters()) p.requires_grad_(on);
             return self;
           },
           "requires_grad"_a = true, "Sets requires_grad of every parameter; returns self.")
@@ -468,9 +954,10 @@ void bind_module_base(nb::module_& m) {
             if (device && !device->is_none()) {
               d = device_from(*device);
             }
+            nn::Module& m = module_of(self, "cuda");
             {
               GilRelease release;
-              mod(self).to(d);
+              m.to(d);
             }
             return self;
           },
@@ -478,9 +965,10 @@ void bind_module_base(nb::module_& m) {
       .def(
           "cpu",
           [](nb::handle self) {
+            nn::Module& m = module_of(self, "cpu");
             {
               GilRelease release;
-              mod(self).to(Device::cpu());
+              m.to(Device::cpu());
             }
             return self;
           },
@@ -489,12 +977,14 @@ void bind_module_base(nb::module_& m) {
        {std::pair{"float", DType::Float32}, std::pair{"double", DType::Float64},
         std::pair{"half", DType::Float16}, std::pair{"bfloat16", DType::BFloat16}}) {
     const DType dt = d;
+    const char* method = name;
     cls.def(
         name,
-        [dt](nb::handle self) {
+        [dt, method](nb::handle self) {
+          nn::Module& m = module_of(self, method);
           {
             GilRelease release;
-            mod(self).to(dt);
+            m.to(dt);
           }
           return self;
         },
@@ -503,7 +993,7 @@ void bind_module_base(nb::module_& m) {
   cls.def(
          "apply",
          [](nb::handle self, nb::handle fn) {
-           for (auto& c : mod(self).children()) nb::cast(c).attr("apply")(fn);
+           for (auto& c : module_of(self, "apply").children()) nb::cast(c).attr("apply")(fn);
            fn(self);
            return self;
          },
@@ -594,7 +1084,8 @@ void bind_module_base(nb::module_& m) {
           "(dotted name, module) pairs, this module first (named '').")
       .def(
           "register_parameter",
-          [](nn::Module& m, const std::string& name, std::optional<Tensor> param) {
+          [](nb::handle self, const std::string& name, std::optional<Tensor> param) {
+            nn::Module& m = registering(self, name, "register_parameter");
             if (param) {
               m.set_parameter(name, *param, param->requires_grad());
             } else {
@@ -605,33 +1096,31 @@ void bind_module_base(nb::module_& m) {
           "Adds (or replaces) a parameter; None registers an empty one.")
       .def(
           "register_buffer",
-          [](nn::Module& m, const std::string& name, std::optional<Tensor> tensor,
+          [](nb::handle self, const std::string& name, std::optional<Tensor> tensor,
              bool persistent) {
+            nn::Module& m = registering(self, name, "register_buffer");
             if (m.find_buffer(name)) m.remove(name);
             m.register_buffer(name, tensor.value_or(Tensor()), persistent);
           },
           "name"_a, "tensor"_a.none(), "persistent"_a = true,
-          "Adds a buffer: moved with the module, saved in the state dict if persistent.")
-      .def(
-          "add_module",
-          [](nn::Module& m, const std::string& name, std::shared_ptr<nn::Module> module) {
-            m.set_child(name, std::move(module));
-          },
-          "name"_a, "module"_a, "Adds (or replaces) a submodule.")
-      .def(
-          "register_module",
-          [](nn::Module& m, const std::string& name, std::shared_ptr<nn::Module> module) {
-            m.set_child(name, std::move(module));
-          },
-          "name"_a, "module"_a, "Adds (or replaces) a submodule.")
-      .def(
-          "get_submodule",
-          [](nn::Module& m, const std::string& target) {
-            nn::Module& s = submodule(m, target);
-            return module_object(s);
-          },
-          "target"_a, nb::sig("def get_submodule(self, target: str) -> ember._C.nn.Module"),
-          "The submodule at a dotted path ('' is the module itself).")
+          "Adds a buffer: moved with the module, saved in the state dict if persistent.");
+  for (const char* method_name : {"add_module", "register_module"}) {
+    const char* method = method_name;
+    cls.def(
+        method_name,
+        [method](nb::handle self, const std::string& name, std::shared_ptr<nn::Module> module) {
+          registering(self, name, method).set_child(name, std::move(module));
+        },
+        "name"_a, "module"_a, "Adds (or replaces) a submodule.");
+  }
+  cls.def(
+         "get_submodule",
+         [](nn::Module& m, const std::string& target) {
+           nn::Module& s = submodule(m, target);
+           return module_object(s);
+         },
+         "target"_a, nb::sig("def get_submodule(self, target: str) -> ember._C.nn.Module"),
+         "The submodule at a dotted path ('' is the module itself).")
       .def(
           "get_parameter",
           [](nn::Module& m, const std::string& target) {
@@ -694,14 +1183,39 @@ void bind_module_base(nb::module_& m) {
                                         "[nn.{}] register_forward_hook: prepend, with_kwargs and "
                                         "always_call are not supported",
                                         m.type_name());
-            auto handle =
-                std::make_shared<nn::HookHandle>(m.register_forward_hook(PyHook{PyRef(hook)}));
+            auto handle = std::make_shared<nn::HookHandle>(
+                m.register_forward_hook(PyHook{std::make_shared<PyRef>(hook)}));
             return make_removable_handle([handle] { handle->remove(); });
           },
           "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
           "always_call"_a = false,
           "Calls hook(module, args, output) after every forward; a returned value replaces the "
           "output.")
+      .def("__reduce_ex__", &reduce_module, "protocol"_a,
+           "Pickling and copying: Note [Copying and pickling modules] in nn.cpp.")
+      .def(
+          "__getstate__",
+          [](nb::handle self) {
+            nn::Module& m = module_of(self, "__getstate__");
+            nb::dict d;
+            for (auto [k, v] : nb::borrow<nb::dict>(self.attr("__dict__"))) {
+              if (!nb::str(k).equal(nb::str("_ember_init"))) d[k] = v;
+            }
+            nb::dict st;
+            st["dict"] = d;
+            st["module"] = module_tree_state(m);
+            return st;
+          },
+          "The module's state for copy and pickle: its attributes and its module tree.")
+      .def(
+          "__setstate__",
+          [](nb::handle self, nb::dict st) {
+            set_module_tree_state(module_of(self, "__setstate__"),
+                                  nb::borrow<nb::dict>(st["module"]));
+            nb::dict d = nb::borrow<nb::dict>(self.attr("__dict__"));
+            for (auto [k, v] : nb::borrow<nb::dict>(st["dict"])) d[k] = v;
+          },
+          "state"_a, "Restores __getstate__()'s state into a rebuilt module.")
       .def(
           "register_forward_pre_hook",
           [](nn::Module& m, nb::handle hook, bool prepend, bool with_kwargs) {
@@ -710,7 +1224,7 @@ void bind_module_base(nb::module_& m) {
                                         "with_kwargs are not supported",
                                         m.type_name());
             auto handle = std::make_shared<nn::HookHandle>(
-                m.register_forward_pre_hook(PyPreHook{PyRef(hook)}));
+                m.register_forward_pre_hook(PyPreHook{std::make_shared<PyRef>(hook)}));
             return make_removable_handle([handle] { handle->remove(); });
           },
           "hook"_a, nb::kw_only(), "prepend"_a = false, "with_kwargs"_a = false,
@@ -723,8 +1237,14 @@ template <class T, class... Extra>
 void bind_module_list(nb::class_<T, Extra...>& cls) {
   cls.def(
          "__getitem__",
-         [](T& l, nb::handle idx) -> nb::object {
-           if (!PySlice_Check(idx.ptr())) return nb::cast(l[nb::cast<int64_t>(idx)]);
+         [](nb::handle self, nb::handle idx) -> nb::object {
+           T& l = module_as<T>(self, "__getitem__");
+           if (!PySlice_Check(idx.ptr())) {
+             EMBER_CHECK_TYPE(PyIndex_Check(idx.ptr()),
+                              "[nn.{}] indices must be integers or slices, got {}", l.type_name(),
+                              nb::cast<std::string>(nb::str(idx.type().attr("__name__"))));
+             return nb::cast(l[nb::cast<int64_t>(nb::int_(idx))]);
+           }
            Py_ssize_t start, stop, step, len;
            if (PySlice_GetIndicesEx(idx.ptr(), l.size(), &start, &stop, &step, &len) != 0) {
              throw nb::python_error();
@@ -744,7 +1264,8 @@ void bind_module_list(nb::class_<T, Extra...>& cls) {
          "idx"_a, "The i-th module, or a container of a slice of them.")
       .def(
           "__setitem__",
-          [](T& l, int64_t i, std::shared_ptr<nn::Module> module) {
+          [](nb::handle self, int64_t i, std::shared_ptr<nn::Module> module) {
+            T& l = module_as<T>(self, "__setitem__");
             const auto named = l.named_children();
             const int64_t n = static_cast<int64_t>(named.size());
             EMBER_CHECK_INDEX(i >= -n && i < n, "[nn.{}] index {} out of range for {} modules",
@@ -752,25 +1273,26 @@ void bind_module_list(nb::class_<T, Extra...>& cls) {
             l.set_child(named[static_cast<size_t>(i < 0 ? i + n : i)].first, std::move(module));
           },
           "idx"_a, "module"_a, "Replaces the i-th module.")
-      .def("__len__", &T::size)
+      .def("__len__", [](nb::handle self) { return module_as<T>(self, "__len__").size(); })
       .def("__iter__",
-           [](T& l) {
+           [](nb::handle self) {
              nb::list out;
-             for (auto& c : l.children()) out.append(nb::cast(c));
+             for (auto& c : module_as<T>(self, "__iter__").children()) out.append(nb::cast(c));
              return nb::iter(out);
            })
       .def(
           "append",
           [](nb::handle self, std::shared_ptr<nn::Module> module) {
-            nb::cast<T&>(self).push_back(std::move(module));
+            module_as<T>(self, "append").push_back(std::move(module));
             return self;
           },
           "module"_a, "Appends a module; returns self.")
       .def(
           "extend",
           [](nb::handle self, nb::iterable modules) {
+            T& l = module_as<T>(self, "extend");
             for (nb::handle h : modules) {
-              nb::cast<T&>(self).push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+              l.push_back(module_arg(h, l.type_name()));
             }
             return self;
           },
@@ -787,14 +1309,14 @@ void bind_containers(nb::module_& m) {
             !nb::isinstance<nn::Module>(modules[0])) {
           for (auto item : modules[0].attr("items")()) {
             nb::tuple kv = nb::borrow<nb::tuple>(item);
-            v.p->push_back(nb::cast<std::string>(kv[0]),
-                           nb::cast<std::shared_ptr<nn::Module>>(kv[1]));
+            v.p->push_back(nb::cast<std::string>(kv[0]), module_arg(kv[1], "Sequential"));
           }
           return;
         }
-        for (nb::handle h : modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+        for (nb::handle h : modules) v.p->push_back(module_arg(h, "Sequential"));
       },
-      "args"_a, "Sequential(*modules) or Sequential(OrderedDict of name -> module).");
+      "args"_a, "Sequential(*modules) or Sequential(OrderedDict of name -> module).",
+      record_init());
   bind_module_list(seq);
   auto list = layer<nn::ModuleList>(m, "ModuleList", "Holds submodules in a list (no forward).");
   list.def(
@@ -802,10 +1324,10 @@ void bind_containers(nb::module_& m) {
       [](nb::pointer_and_handle<nn::ModuleList> v, std::optional<nb::iterable> modules) {
         construct<nn::ModuleList>(v);
         if (modules) {
-          for (nb::handle h : *modules) v.p->push_back(nb::cast<std::shared_ptr<nn::Module>>(h));
+          for (nb::handle h : *modules) v.p->push_back(module_arg(h, "ModuleList"));
         }
       },
-      "modules"_a = nb::none(), "A list of the given modules.");
+      "modules"_a = nb::none(), "A list of the given modules.", record_init());
   bind_module_list(list);
 }
 
@@ -816,7 +1338,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::Identity> v, nb::args, nb::kwargs) {
             construct<nn::Identity>(v);
           },
-          "args"_a, "kwargs"_a, "Identity (arguments are ignored, as in PyTorch).");
+          "args"_a, "kwargs"_a, "Identity (arguments are ignored, as in PyTorch).", record_init());
   layer<nn::Linear>(m, "Linear", "y = x W^T + b.")
       .def(
           "__init__",
@@ -826,7 +1348,7 @@ void bind_layers(nb::module_& m) {
             place(*v.p, device, dtype);
           },
           "in_features"_a, "out_features"_a, "bias"_a = true, "device"_a = nb::none(),
-          "dtype"_a = nb::none(), "A layer from in_features to out_features.")
+          "dtype"_a = nb::none(), "A layer from in_features to out_features.", record_init())
       .def_ro("in_features", &nn::Linear::in_features, "Input features.")
       .def_ro("out_features", &nn::Linear::out_features, "Output features.")
       .def("reset_parameters", &nn::Linear::reset_parameters, "PyTorch's default initialisation.");
@@ -856,7 +1378,7 @@ void bind_layers(nb::module_& m) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
           "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
-          "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+          "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init());
     } else {
       c.def(
           "__init__",
@@ -875,7 +1397,7 @@ void bind_layers(nb::module_& m) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
           "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+          "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init());
     }
     c.def_ro("in_channels", &T::in_channels, "Input channels.")
         .def_ro("out_channels", &T::out_channels, "Output channels.")
@@ -919,7 +1441,7 @@ void bind_layers(nb::module_& m) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
           "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "1-d convolution.")
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "1-d convolution.", record_init())
       .def_ro("in_channels", &nn::Conv1d::in_channels, "Input channels.")
       .def_ro("out_channels", &nn::Conv1d::out_channels, "Output channels.")
       .def_prop_ro(
@@ -927,6 +1449,7 @@ void bind_layers(nb::module_& m) {
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
 
   nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
+                                                   module_type_slots(),
                                                    "What BatchNorm1d and BatchNorm2d share.");
   bind_tensor_forward(batch_norm);
   batch_norm.def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
@@ -944,7 +1467,7 @@ void bind_layers(nb::module_& m) {
           "Keeps running statistics.");
   auto batchnorm = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
-    nb::class_<T, nn::BatchNorm, PyLayer<T>>(m, name, nb::dynamic_attr(), doc)
+    nb::class_<T, nn::BatchNorm, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(), doc)
         .def(
             "__init__",
             [](nb::pointer_and_handle<T> v, int64_t num_features, double eps,
@@ -955,7 +1478,8 @@ void bind_layers(nb::module_& m) {
               place(*v.p, device, dtype);
             },
             "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1, "affine"_a = true,
-            "track_running_stats"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(), doc);
+            "track_running_stats"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(), doc,
+            record_init());
   };
   batchnorm(std::type_identity<nn::BatchNorm1d>{}, "BatchNorm1d",
             "Batch normalisation of [N, C] or [N, C, L].");
@@ -974,7 +1498,8 @@ void bind_layers(nb::module_& m) {
             place(*v.p, device, dtype);
           },
           "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "LayerNorm over normalized_shape.")
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "LayerNorm over normalized_shape.",
+          record_init())
       .def_prop_ro(
           "normalized_shape",
           [](const nn::LayerNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); },
@@ -989,7 +1514,7 @@ void bind_layers(nb::module_& m) {
             place(*v.p, device, dtype);
           },
           "num_groups"_a, "num_channels"_a, "eps"_a = 1e-5, "affine"_a = true,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "GroupNorm.")
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "GroupNorm.", record_init())
       .def_ro("num_groups", &nn::GroupNorm::num_groups, "Groups.")
       .def_ro("num_channels", &nn::GroupNorm::num_channels, "Channels.")
       .def_ro("eps", &nn::GroupNorm::eps, "Added to the variance.");
@@ -999,7 +1524,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::Dropout> v, double p, bool) {
             construct<nn::Dropout>(v, p);
           },
-          "p"_a = 0.5, "inplace"_a = false, "Dropout with probability p.")
+          "p"_a = 0.5, "inplace"_a = false, "Dropout with probability p.", record_init())
       .def_ro("p", &nn::Dropout::p, "The probability of zeroing.");
   layer<nn::Embedding>(m, "Embedding", "A lookup table of vectors.")
       .def(
@@ -1025,7 +1550,7 @@ void bind_layers(nb::module_& m) {
           "max_norm"_a = nb::none(), "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false,
           "sparse"_a = false, "_weight"_a = nb::none(), "_freeze"_a = false,
           "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "A table of num_embeddings vectors of size embedding_dim.")
+          "A table of num_embeddings vectors of size embedding_dim.", record_init())
       .def_ro("num_embeddings", &nn::Embedding::num_embeddings, "Rows.")
       .def_ro("embedding_dim", &nn::Embedding::embedding_dim, "Columns.")
       .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
@@ -1050,7 +1575,7 @@ void bind_layers(nb::module_& m) {
             construct<T>(v, pair_of(kernel_size), o);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
-          "return_indices"_a = false, "ceil_mode"_a = false, doc);
+          "return_indices"_a = false, "ceil_mode"_a = false, doc, record_init());
     } else {
       c.def(
           "__init__",
@@ -1066,7 +1591,7 @@ void bind_layers(nb::module_& m) {
             construct<T>(v, pair_of(kernel_size), o);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-          "count_include_pad"_a = true, "divisor_override"_a = nb::none(), doc);
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none(), doc, record_init());
     }
     c.def_prop_ro(
         "kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).");
@@ -1081,7 +1606,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::AdaptiveAvgPool2d> v, Ints output_size) {
             construct<nn::AdaptiveAvgPool2d>(v, pair_of(output_size));
           },
-          "output_size"_a, "Pools to output_size.")
+          "output_size"_a, "Pools to output_size.", record_init())
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
@@ -1091,7 +1616,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::Flatten> v, int64_t start_dim, int64_t end_dim) {
             construct<nn::Flatten>(v, start_dim, end_dim);
           },
-          "start_dim"_a = 1, "end_dim"_a = -1, "Flatten.")
+          "start_dim"_a = 1, "end_dim"_a = -1, "Flatten.", record_init())
       .def_ro("start_dim", &nn::Flatten::start_dim, "First dim merged.")
       .def_ro("end_dim", &nn::Flatten::end_dim, "Last dim merged.");
 
@@ -1101,7 +1626,7 @@ void bind_layers(nb::module_& m) {
     layer<T>(m, name, doc)
         .def(
             "__init__", [](nb::pointer_and_handle<T> v, bool) { construct<T>(v); },
-            "inplace"_a = false, doc);
+            "inplace"_a = false, doc, record_init());
   };
   simple(std::type_identity<nn::ReLU>{}, "ReLU", "max(x, 0).");
   simple(std::type_identity<nn::SiLU>{}, "SiLU", "x * sigmoid(x).");
@@ -1109,20 +1634,25 @@ void bind_layers(nb::module_& m) {
   simple(std::type_identity<nn::ReLU6>{}, "ReLU6", "min(max(x, 0), 6).");
   simple(std::type_identity<nn::Mish>{}, "Mish", "x * tanh(softplus(x)).");
   layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).")
-      .def("__init__",
-           [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); });
-  layer<nn::Tanh>(m, "Tanh", "tanh(x).").def("__init__", [](nb::pointer_and_handle<nn::Tanh> v) {
-    construct<nn::Tanh>(v);
-  });
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); },
+          record_init());
+  layer<nn::Tanh>(m, "Tanh", "tanh(x).")
+      .def(
+          "__init__", [](nb::pointer_and_handle<nn::Tanh> v) { construct<nn::Tanh>(v); },
+          record_init());
   layer<nn::Sigmoid>(m, "Sigmoid", "1 / (1 + exp(-x)).")
-      .def("__init__", [](nb::pointer_and_handle<nn::Sigmoid> v) { construct<nn::Sigmoid>(v); });
+      .def(
+          "__init__", [](nb::pointer_and_handle<nn::Sigmoid> v) { construct<nn::Sigmoid>(v); },
+          record_init());
   layer<nn::GELU>(m, "GELU", "x * Phi(x), or its tanh approximation.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::GELU> v, std::string approximate) {
             construct<nn::GELU>(v, std::move(approximate));
           },
-          "approximate"_a = "none")
+          "approximate"_a = "none", record_init())
       .def_ro("approximate", &nn::GELU::approximate, "'none' or 'tanh'.");
   layer<nn::LeakyReLU>(m, "LeakyReLU", "x where positive, else negative_slope * x.")
       .def(
@@ -1130,7 +1660,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool) {
             construct<nn::LeakyReLU>(v, slope);
           },
-          "negative_slope"_a = 0.01, "inplace"_a = false)
+          "negative_slope"_a = 0.01, "inplace"_a = false, record_init())
       .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.");
   layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).")
       .def(
@@ -1138,7 +1668,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool) {
             construct<nn::ELU>(v, alpha);
           },
-          "alpha"_a = 1.0, "inplace"_a = false)
+          "alpha"_a = 1.0, "inplace"_a = false, record_init())
       .def_ro("alpha", &nn::ELU::alpha, "Alpha.");
   layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).")
       .def(
@@ -1146,7 +1676,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool) {
             construct<nn::CELU>(v, alpha);
           },
-          "alpha"_a = 1.0, "inplace"_a = false)
+          "alpha"_a = 1.0, "inplace"_a = false, record_init())
       .def_ro("alpha", &nn::CELU::alpha, "Alpha.");
   layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].")
       .def(
@@ -1154,7 +1684,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::Hardtanh> v, double lo, double hi, bool) {
             construct<nn::Hardtanh>(v, lo, hi);
           },
-          "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false)
+          "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, record_init())
       .def_ro("min_val", &nn::Hardtanh::min_val, "Lower bound.")
       .def_ro("max_val", &nn::Hardtanh::max_val, "Upper bound.");
   layer<nn::Softplus>(m, "Softplus", "log(1 + exp(beta x)) / beta.")
@@ -1163,7 +1693,7 @@ void bind_layers(nb::module_& m) {
           [](nb::pointer_and_handle<nn::Softplus> v, double beta, double threshold) {
             construct<nn::Softplus>(v, beta, threshold);
           },
-          "beta"_a = 1.0, "threshold"_a = 20.0)
+          "beta"_a = 1.0, "threshold"_a = 20.0, record_init())
       .def_ro("beta", &nn::Softplus::beta, "Beta.")
       .def_ro("threshold", &nn::Softplus::threshold, "Above it the function is linear.");
   auto dim_layer = [&](auto tag, const char* name, const char* doc) {
@@ -1174,7 +1704,7 @@ void bind_layers(nb::module_& m) {
             [](nb::pointer_and_handle<T> v, std::optional<int64_t> dim) {
               construct<T>(v, dim.value_or(-1));
             },
-            "dim"_a = nb::none(), doc)
+            "dim"_a = nb::none(), doc, record_init())
         .def_ro("dim", &T::dim, "The dim it normalises along.");
   };
   dim_layer(std::type_identity<nn::Softmax>{}, "Softmax", "softmax along dim.");
@@ -1182,7 +1712,8 @@ void bind_layers(nb::module_& m) {
 }
 
 void bind_losses(nb::module_& m) {
-  nb::class_<nn::Loss, nn::Module>(m, "_Loss", nb::dynamic_attr(), "Base of the loss modules.")
+  nb::class_<nn::Loss, nn::Module>(m, "_Loss", nb::dynamic_attr(), module_type_slots(),
+                                   "Base of the loss modules.")
       .def(
           "forward",
           [](nn::Loss& l, const Tensor& input, const Tensor& target) {
@@ -1194,7 +1725,8 @@ void bind_losses(nb::module_& m) {
           "'mean', 'sum' or 'none'.");
   auto loss = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
-    return nb::class_<T, nn::Loss, PyLayer<T>>(m, name, nb::dynamic_attr(), doc);
+    return nb::class_<T, nn::Loss, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(),
+                                               doc);
   };
   loss(std::type_identity<nn::CrossEntropyLoss>{}, "CrossEntropyLoss", "cross_entropy as a module.")
       .def(
@@ -1208,7 +1740,7 @@ void bind_losses(nb::module_& m) {
                 label_smoothing);
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
-          "reduce"_a = nb::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0)
+          "reduce"_a = nb::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0, record_init())
       .def_ro("ignore_index", &nn::CrossEntropyLoss::ignore_index, "The target value ignored.")
       .def_ro("label_smoothing", &nn::CrossEntropyLoss::label_smoothing, "Label smoothing.");
   loss(std::type_identity<nn::NLLLoss>{}, "NLLLoss", "nll_loss as a module.")
@@ -1221,7 +1753,7 @@ void bind_losses(nb::module_& m) {
                                    reduction_arg(size_average, reduce, reduction, "NLLLoss"));
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "ignore_index"_a = -100,
-          "reduce"_a = nb::none(), "reduction"_a = "mean")
+          "reduce"_a = nb::none(), "reduction"_a = "mean", record_init())
       .def_ro("ignore_index", &nn::NLLLoss::ignore_index, "The target value ignored.");
   auto plain_loss = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
@@ -1232,7 +1764,8 @@ void bind_losses(nb::module_& m) {
                    std::optional<bool> reduce, std::string_view reduction) {
               construct<T>(v, reduction_arg(size_average, reduce, reduction, name));
             },
-            "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean");
+            "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+            record_init());
   };
   plain_loss(std::type_identity<nn::MSELoss>{}, "MSELoss", "Mean squared error.");
   plain_loss(std::type_identity<nn::L1Loss>{}, "L1Loss", "Mean absolute error.");
@@ -1242,7 +1775,7 @@ void bind_losses(nb::module_& m) {
           [](nb::pointer_and_handle<nn::HuberLoss> v, std::string_view reduction, double delta) {
             construct<nn::HuberLoss>(v, parse_reduction(reduction, "HuberLoss"), delta);
           },
-          "reduction"_a = "mean", "delta"_a = 1.0)
+          "reduction"_a = "mean", "delta"_a = 1.0, record_init())
       .def_ro("delta", &nn::HuberLoss::delta, "Where the loss turns linear.");
   loss(std::type_identity<nn::SmoothL1Loss>{}, "SmoothL1Loss", "Smooth L1 loss.")
       .def(
@@ -1253,7 +1786,7 @@ void bind_losses(nb::module_& m) {
                 v, reduction_arg(size_average, reduce, reduction, "SmoothL1Loss"), beta);
           },
           "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
-          "beta"_a = 1.0)
+          "beta"_a = 1.0, record_init())
       .def_ro("beta", &nn::SmoothL1Loss::beta, "Where the loss turns linear.");
   loss(std::type_identity<nn::KLDivLoss>{}, "KLDivLoss", "Kullback-Leibler divergence.")
       .def(
@@ -1264,7 +1797,7 @@ void bind_losses(nb::module_& m) {
                                      log_target);
           },
           "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
-          "log_target"_a = false)
+          "log_target"_a = false, record_init())
       .def_ro("log_target", &nn::KLDivLoss::log_target, "The target holds log-probabilities.");
   loss(std::type_identity<nn::BCELoss>{}, "BCELoss", "Binary cross entropy of probabilities.")
       .def(
@@ -1276,7 +1809,7 @@ void bind_losses(nb::module_& m) {
                                    reduction_arg(size_average, reduce, reduction, "BCELoss"));
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-          "reduction"_a = "mean");
+          "reduction"_a = "mean", record_init());
   loss(std::type_identity<nn::BCEWithLogitsLoss>{}, "BCEWithLogitsLoss",
        "Binary cross entropy of logits.")
       .def(
@@ -1289,7 +1822,7 @@ void bind_losses(nb::module_& m) {
                 reduction_arg(size_average, reduce, reduction, "BCEWithLogitsLoss"));
           },
           "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-          "reduction"_a = "mean", "pos_weight"_a = nb::none());
+          "reduction"_a = "mean", "pos_weight"_a = nb::none(), record_init());
 }
 
 nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, double dropout,
@@ -1306,7 +1839,8 @@ nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, doub
 }
 
 void bind_recurrent(nb::module_& m) {
-  nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), "What LSTM and GRU share.")
+  nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), module_type_slots(),
+                                      "What LSTM and GRU share.")
       .def_ro("input_size", &nn::RNNBase::input_size, "Input features.")
       .def_ro("hidden_size", &nn::RNNBase::hidden_size, "Hidden features per direction.")
       .def_prop_ro(
@@ -1324,8 +1858,8 @@ void bind_recurrent(nb::module_& m) {
           "bidirectional", [](const nn::RNNBase& r) { return r.options.bidirectional; },
           "Two directions per layer.")
       .def("reset_parameters", &nn::RNNBase::reset_parameters, "PyTorch's default initialisation.");
-  nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(m, "LSTM", nb::dynamic_attr(),
-                                                       "Long short-term memory.")
+  nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(
+      m, "LSTM", nb::dynamic_attr(), module_type_slots(), "Long short-term memory.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::LSTM> v, int64_t input_size, int64_t hidden_size,
@@ -1338,7 +1872,7 @@ void bind_recurrent(nb::module_& m) {
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
           "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false, "proj_size"_a = 0,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "An LSTM.")
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "An LSTM.", record_init())
       .def(
           "forward",
           [](nn::LSTM& l, const Tensor& input, std::optional<std::pair<Tensor, Tensor>> hx) {
@@ -1353,7 +1887,7 @@ void bind_recurrent(nb::module_& m) {
           "input"_a, "hx"_a = nb::none(),
           "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).");
   nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(),
-                                                     "Gated recurrent unit.")
+                                                     module_type_slots(), "Gated recurrent unit.")
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::GRU> v, int64_t input_size, int64_t hidden_size,
@@ -1366,7 +1900,7 @@ void bind_recurrent(nb::module_& m) {
           },
           "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
           "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "A GRU.")
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "A GRU.", record_init())
       .def(
           "forward",
           [](nn::GRU& g, const Tensor& input, std::optional<Tensor> hx) {
@@ -1426,7 +1960,7 @@ void bind_attention(nb::module_& m) {
           "embed_dim"_a, "num_heads"_a, "dropout"_a = 0.0, "bias"_a = true, "add_bias_kv"_a = false,
           "add_zero_attn"_a = false, "kdim"_a = nb::none(), "vdim"_a = nb::none(),
           "batch_first"_a = false, "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "embed_dim split over num_heads heads.")
+          "embed_dim split over num_heads heads.", record_init())
       .def(
           "forward",
           [](nn::MultiheadAttention& a, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -1464,7 +1998,7 @@ void bind_attention(nb::module_& m) {
           "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
           "activation"_a = "relu", "layer_norm_eps"_a = 1e-5, "batch_first"_a = false,
           "norm_first"_a = false, "bias"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "An encoder layer of width d_model.")
+          "An encoder layer of width d_model.", record_init())
       .def(
           "forward",
           [](nn::TransformerEncoderLayer& l, const Tensor& src, std::optional<Tensor> src_mask,
@@ -1491,7 +2025,7 @@ void bind_attention(nb::module_& m) {
           "d_model"_a, "nhead"_a, "dim_feedforward"_a = 2048, "dropout"_a = 0.1,
           "activation"_a = "relu", "layer_norm_eps"_a = 1e-5, "batch_first"_a = false,
           "norm_first"_a = false, "bias"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "A decoder layer of width d_model.")
+          "A decoder layer of width d_model.", record_init())
       .def(
           "forward",
           [](nn::TransformerDecoderLayer& l, const Tensor& tgt, const Tensor& memory,
@@ -1518,7 +2052,7 @@ void bind_attention(nb::module_& m) {
           },
           "encoder_layer"_a, "num_layers"_a, "norm"_a.none() = nb::none(),
           "enable_nested_tensor"_a = true, "mask_check"_a = true,
-          "num_layers copies of encoder_layer, then norm if given.")
+          "num_layers copies of encoder_layer, then norm if given.", record_init())
       .def(
           "forward",
           [](nn::TransformerEncoder& e, const Tensor& src, std::optional<Tensor> mask,
@@ -1602,15 +2136,22 @@ void bind_init(nb::module_& m) {
 
 }  // namespace
 
+nb::type_slots module_type_slots() {
+  return nb::type_slots(g_module_slots);
+}
+
 void bind_nn(nb::module_& root) {
   nb::module_ m = root.def_submodule("nn", "Modules: layers, containers, losses.");
   bind_module_base(m);
+  g_nb_method_type = Py_TYPE(nb::object(m.attr("Module").attr("__dict__")["train"]).ptr());
   bind_containers(m);
   bind_layers(m);
   bind_losses(m);
   bind_recurrent(m);
   bind_attention(m);
   bind_init(m);
+  m.def("_rebuild_module", &rebuild_module, "cls"_a, "init_args"_a,
+        "Rebuilds a copied or unpickled module (Note [Copying and pickling modules]).");
   m.def(
       "checkpoint_sequential",
       [](const nn::Sequential& functions, int64_t segments, const Tensor& input,

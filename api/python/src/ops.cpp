@@ -1126,11 +1126,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "einsum",
       [](std::string_view equation, nb::args operands) {
         std::vector<Tensor> ts;
+        nb::handle list = operands;
         if (operands.size() == 1 &&
             (nb::isinstance<nb::list>(operands[0]) || nb::isinstance<nb::tuple>(operands[0]))) {
-          ts = nb::cast<std::vector<Tensor>>(operands[0]);
-        } else {
-          ts = nb::cast<std::vector<Tensor>>(operands);
+          list = operands[0];
+        }
+        for (nb::handle t : list) {
+          EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(t), "[einsum] operands must be tensors, got {}",
+                           nb::cast<std::string>(nb::str(t.type().attr("__name__"))));
+          ts.push_back(*nb::inst_ptr<PyTensor>(t));
         }
         GilRelease release;
         return einsum(equation, ts);
