@@ -172,8 +172,8 @@ def test_malformed_files_are_io_errors(tmp_path):
 def test_paths_and_arguments(tmp_path):
     ember.save({"a": ember.ones(2)}, str(tmp_path / "s.safetensors"))
     assert ember.load(tmp_path / "s.safetensors")["a"].tolist() == [1.0, 1.0]
-    with pytest.raises(TypeError, match="path"):
-        ember.load(open(tmp_path / "s.safetensors", "rb"))
+    with open(tmp_path / "s.safetensors", "rb") as f, pytest.raises(TypeError, match="path"):
+        ember.load(f)
     with pytest.raises(TypeError, match="state_dict"):
         ember.save(nn.Linear(2, 2), tmp_path / "m.safetensors")
     with pytest.raises(TypeError, match="keys must be str"):
