@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "bind.h"
+#include "ember/ops/nested_data.h"
 
 namespace ember::python {
 namespace {
@@ -356,15 +357,6 @@ namespace {
 
 // --- Nested Python data ---------------------------------------------------------------------
 
-/** What tensor_from_data gathers from nested sequences: values by kind, and the shape. */
-struct Gathered {
-  enum Kind { Bool, Int, Float } kind = Bool;
-  std::vector<double> floats;  // every value, as double (used once a float appears)
-  std::vector<int64_t> ints;   // every value, as int64 (exact while no float appears)
-  Shape sizes;
-  bool sizes_known = false;
-};
-
 [[noreturn]] void bad_element(nb::handle item) {
   throw TypeError(fmt::format(
       "[tensor] could not infer a dtype for an element of type {}: the data must be numbers "
@@ -372,14 +364,10 @@ struct Gathered {
       nb::cast<std::string>(nb::str(item.type().attr("__name__")))));
 }
 
-void add_value(Gathered& g, nb::handle item) {
+/** A Python number (bool, int, float, NumPy's scalars, a one-element tensor) as a Scalar. */
+Scalar element(nb::handle item) {
   PyObject* o = item.ptr();
-  if (PyBool_Check(o)) {
-    const bool b = o == Py_True;
-    g.ints.push_back(b);
-    g.floats.push_back(b);
-    return;
-  }
+  if (PyBool_Check(o)) return Scalar(o == Py_True);
   if (PyLong_Check(o)) {
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
@@ -387,55 +375,29 @@ void add_value(Gathered& g, nb::handle item) {
       throw ValueError(fmt::format("[tensor] integer {} does not fit int64",
                                    nb::cast<std::string>(nb::str(item))));
     }
-    if (g.kind == Gathered::Bool) g.kind = Gathered::Int;
-    g.ints.push_back(v);
-    g.floats.push_back(static_cast<double>(v));
-    return;
+    return Scalar(static_cast<int64_t>(v));
   }
-  if (PyFloat_Check(o)) {
-    g.kind = Gathered::Float;
-    const double v = PyFloat_AS_DOUBLE(o);
-    g.floats.push_back(v);
-    g.ints.push_back(0);
-    return;
-  }
+  if (PyFloat_Check(o)) return Scalar(PyFloat_AS_DOUBLE(o));
   if (nb::isinstance<PyTensor>(item)) {
     const Tensor& t = *nb::inst_ptr<PyTensor>(item);
     EMBER_CHECK(
         t.numel() == 1,
         "[tensor] only one-element tensors can be elements of the data: got one of shape {}",
         shape_str(t.sizes()));
-    const Scalar s = t.item_scalar();
-    if (s.kind() == Scalar::Kind::Float) {
-      g.kind = Gathered::Float;
-    } else if (s.kind() == Scalar::Kind::Int && g.kind == Gathered::Bool) {
-      g.kind = Gathered::Int;
-    }
-    g.ints.push_back(s.to_int());
-    g.floats.push_back(s.to_double());
-    return;
+    return t.item_scalar();
   }
   // NumPy's scalars and other numbers.
   std::string_view tname = Py_TYPE(o)->tp_name;
-  if (tname == "numpy.bool" || tname == "numpy.bool_") {
-    const bool b = PyObject_IsTrue(o) == 1;
-    g.ints.push_back(b);
-    g.floats.push_back(b);
-    return;
-  }
+  if (tname == "numpy.bool" || tname == "numpy.bool_") return Scalar(PyObject_IsTrue(o) == 1);
   if (PyIndex_Check(o)) {
     nb::object i = nb::steal(PyNumber_Index(o));
     if (!i.is_valid()) throw nb::python_error();
-    add_value(g, i);
-    return;
+    return element(i);
   }
   if (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float && !PyUnicode_Check(o)) {
     const double v = PyFloat_AsDouble(o);
     if (v == -1.0 && PyErr_Occurred()) throw nb::python_error();
-    g.kind = Gathered::Float;
-    g.floats.push_back(v);
-    g.ints.push_back(0);
-    return;
+    return Scalar(v);
   }
   bad_element(item);
 }
@@ -446,37 +408,20 @@ bool is_sequence(nb::handle o) {
           !nb::isinstance<PyTensor>(o) && nb::hasattr(o, "__len__"));
 }
 
-void gather(Gathered& g, nb::handle data, size_t depth) {
+/** Walks nested Python sequences in order into `out` (Note [Nested data] holds the rules; it
+ *  refuses a sequence nested too deep before this recurses into it). */
+void gather(NestedData& out, nb::handle data) {
   if (!is_sequence(data)) {
-    if (!g.sizes_known) {
-      g.sizes_known = true;
-    } else {
-      EMBER_CHECK(depth == g.sizes.size(),
-                  "[tensor] ragged nested sequence: a number at depth {} where sequences of "
-                  "depth {} were seen",
-                  depth, g.sizes.size());
-    }
-    add_value(g, data);
+    out.value(element(data));
     return;
   }
-  // Each level of nesting is a dim: deeper than a tensor can have is refused before recursing
-  // further (a list that contains itself would recurse until the stack overflows).
-  EMBER_CHECK(depth < EMBER_MAX_DIMS,
-              "[tensor] too many dimensions: the data nests sequences more than {} deep (a tensor "
-              "has at most {} dims; does a list contain itself?)",
-              EMBER_MAX_DIMS, EMBER_MAX_DIMS);
   nb::object seq = nb::steal(PySequence_Fast(data.ptr(), "expected a sequence"));
   if (!seq.is_valid()) throw nb::python_error();
   const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
   PyObject** items = PySequence_Fast_ITEMS(seq.ptr());
-  if (!g.sizes_known) {
-    if (depth == g.sizes.size()) g.sizes.push_back(n);
-    if (n == 0) g.sizes_known = true;  // an empty list ends the shape
-  }
-  EMBER_CHECK(depth < g.sizes.size() && g.sizes[depth] == n,
-              "[tensor] expected a sequence of length {} at dim {} (got {})",
-              depth < g.sizes.size() ? g.sizes[depth] : 0, depth, n);
-  for (Py_ssize_t i = 0; i < n; ++i) gather(g, items[i], depth + 1);
+  out.begin_sequence(n);
+  for (Py_ssize_t i = 0; i < n; ++i) gather(out, items[i]);
+  out.end_sequence();
 }
 
 bool has_buffer(nb::handle o) {
@@ -495,26 +440,9 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
   } else if (!is_sequence(data) && nb::hasattr(data, "__dlpack__")) {
     host = from_dlpack_object(data).clone();
   } else {
-    Gathered g;
-    gather(g, data, 0);
-    // An empty list is float32, as in PyTorch; otherwise float32, int64 or bool by kind.
-    const DType natural = g.floats.empty() || g.kind == Gathered::Float ? kDefaultFloat
-                          : g.kind == Gathered::Int                     ? DType::Int64
-                                                                        : DType::Bool;
-    const DType want = dtype.value_or(natural);
-    // Numbers an integer dtype cannot hold are refused (Note [Scalars that do not fit]); as in
-    // PyTorch, floating dtypes take any number (1e40 is inf in float32).
-    if (is_integral(want)) {
-      for (size_t i = 0; i < g.floats.size(); ++i) {
-        check_scalar_fits(g.kind == Gathered::Float ? Scalar(g.floats[i]) : Scalar(g.ints[i]), want,
-                          "tensor");
-      }
-    }
-    if (g.kind == Gathered::Float || is_floating(want)) {
-      host = from_vector(g.floats, g.sizes, TensorOptions(DType::Float64)).to(want);
-    } else {
-      host = from_vector(g.ints, g.sizes, TensorOptions(DType::Int64)).to(want);
-    }
+    NestedData nested;
+    gather(nested, data);
+    host = nested.finish(dtype);
   }
   if (dtype && host.dtype() != *dtype) host = host.to(*dtype);
   if (device && host.device() != *device) host = host.to(*device);

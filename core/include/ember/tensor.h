@@ -20,6 +20,7 @@
 #include "ember/ops/index.h"
 #include "ember/ops/indexing.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/nested_data.h"
 #include "ember/ops/loss.h"
 #include "ember/ops/memory.h"
 #include "ember/ops/nn.h"
