@@ -408,20 +408,17 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
       shape_str(sizes), shape_str(strides), off, last, capacity);
-  // Backward: the gradient written at the viewed places of a zero tensor laid out like this
-  // one's storage region (first order only; overlapping views keep one write per place).
-  return track_view("AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off),
-                    [&] {
-                      return [in = this->sizes(), base_off = storage_offset(),
-                              contiguous = is_contiguous(), sz = Shape(sizes), st = Shape(strides),
-                              off](const Grads& g, const autograd::LambdaNode&) {
-                        EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
-                        Tensor out = zeros(in, {g[0].dtype(), g[0].device()});
-                        autograd::NoGradGuard no_grad;
-                        out.as_strided(sz, st, off - base_off).copy_(g[0]);
-                        return Grads{out};
-                      };
-                    });
+  // Backward: the gradient added at the viewed places of a zero tensor laid out like this one's
+  // storage region (first order only; places an overlapping view reads twice sum).
+  return track_view(
+      "AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off), [&] {
+        return [in = this->sizes(), base_off = storage_offset(), contiguous = is_contiguous(),
+                sz = Shape(sizes), st = Shape(strides),
+                off](const Grads& g, const autograd::LambdaNode&) {
+          EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
+          return Grads{autograd::as_strided_backward(g[0], in, sz, st, off - base_off)};
+        };
+      });
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -450,3 +450,64 @@ def test_ops_match_pytorch_on_random_inputs(torch, rng):
     ]
     for i, case in enumerate(cases):
         assert_close(case(ember, ea, eb), case(torch, ta, tb).numpy(), rtol=1e-4, atol=1e-5), i
+
+
+# ---- Outputs that overlap their inputs (Note [Overlapping operands] in core/dispatch/call.cpp) --
+
+SELF_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+PARTIAL_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single"
+
+
+def test_an_input_partially_overlapping_the_output_is_refused_as_pytorch_does():
+    x = ember.arange(6.0)
+    # Without the check the kernel read its own writes: the cumulative sums 0 1 3 6 10 15.
+    with pytest.raises(RuntimeError, match=PARTIAL_OVERLAP):
+        x[1:].add_(x[:-1])
+    with pytest.raises(NotImplementedError, match=r"\[add_\].*clone\(\)"):
+        x[1:] += x[:-1]
+    assert x.tolist() == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(RuntimeError, match=PARTIAL_OVERLAP):
+        x.add_(x[0])
+    assert_close(x[1:] + x[:-1], np.arange(1.0, 10.0, 2.0))  # out of place: a fresh output
+
+
+def test_writing_into_an_expanded_tensor_is_refused():
+    e = ember.zeros(1).expand(4)
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):  # was silently 4 everywhere
+        e.add_(1)
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):
+        e.zero_()
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):
+        e.copy_(ember.arange(4.0))
+    assert e.tolist() == [0, 0, 0, 0]
+
+
+def test_an_input_over_the_outputs_memory_in_another_order_gives_the_out_of_place_result(rng):
+    a = ember.arange(4.0).view(2, 2)
+    a.copy_(a.t())  # was [[0, 2], [2, 3]]
+    assert a.tolist() == [[0, 2], [1, 3]]
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    tw = ember.tensor(w)
+    tw.add_(tw.t())
+    assert_close(tw, w + w.T)
+    # A layer's weight replaced by its own transpose, then updated in place.
+    lin = ember.nn.Linear(3, 3, bias=False)
+    w0 = lin.weight.detach().numpy().copy()
+    lin.weight.data = lin.weight.data.t()
+    with ember.no_grad():
+        lin.weight.mul_(2)
+        lin.weight.copy_(lin.weight.t())
+    assert_close(lin.weight, 2 * w0)
+
+
+def test_disjoint_views_of_one_tensor_still_run_in_place():
+    m = ember.arange(9.0).view(3, 3)
+    m[:, 0].copy_(m[:, 1])  # columns interleave in memory but share no element
+    assert m.tolist() == [[1, 1, 2], [4, 4, 5], [7, 7, 8]]
+    g = ember.arange(8.0).view(2, 4)
+    a, b = g.chunk(2, dim=1)
+    a.mul_(b)
+    assert g.tolist() == [[0, 3, 2, 3], [24, 35, 6, 7]]
+    v = ember.arange(6.0)
+    v[::2] += v[1::2]
+    assert v.tolist() == [1, 1, 5, 3, 9, 5]

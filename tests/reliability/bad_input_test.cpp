@@ -217,6 +217,19 @@ std::vector<Row> rows() {
       ROW("select_out_of_range", Index, "[select]", f32({4, 5}).select(1, 5), "index 5", "5"),
       ROW("select_negative_out_of_range", Index, "[select]", f32({4, 5}).select(0, -5), "index -5"),
       ROW("select_scalar", Value, "[select]", f32({}).select(0, 0), "0-d"),
+      ROW("write_overlapping_itself", NotImplemented, "[add_]",
+          [] {
+            Tensor e = f32({1}).expand({4});
+            add_(e, 1.0);
+          }(),
+          "written-to tensor", "strides [0]"),
+      ROW("write_over_part_of_input", NotImplemented, "[add_]",
+          [] {
+            Tensor x = f32({6});
+            Tensor tail = x.narrow(0, 1, 5);
+            add_(tail, x.narrow(0, 0, 5));
+          }(),
+          "input tensor and the written-to tensor", "clone()"),
       ROW("slice_zero_step", Value, "[slice]", f32({4}).slice(0, 0, 4, 0), "step 0"),
       ROW("slice_bad_dim", Index, "[slice]", f32({4}).slice(3, 0, 1), "dim 3"),
       ROW("expand_non_singleton", Value, "[expand]", f32({2, 3}).expand({4, 3}), "[2, 3]", "[4, 3]"),
