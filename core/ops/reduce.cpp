@@ -39,8 +39,8 @@ struct Plan {
 Plan plan(const Tensor& x, IntList dims, const char* name) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const int64_t nd = x.dim();
-  EMBER_CHECK_NOT_IMPLEMENTED(
-      nd <= 64, "[{}] tensors of more than 64 dims are not supported: got {}", name, nd);
+  // The reduced dims are a bit set: one bit per dim (Note [At most EMBER_MAX_DIMS dims]).
+  static_assert(EMBER_MAX_DIMS <= 64);
   const uint64_t all_dims = nd == 64 ? ~uint64_t{0} : (uint64_t{1} << nd) - 1;
   uint64_t reduced = dims.empty() ? all_dims : 0;
   for (int64_t d : dims) {

@@ -10,7 +10,14 @@ namespace ember {
 // fit int64 too: [0, 2^62, 4] has 0 elements and a stride of 2^64 for dim 0. Such shapes are
 // rejected here, where every allocation's shape is checked, rather than wrapping in
 // contiguous_strides (found by the op fuzzer: empty() of such a shape).
+void check_ndim(size_t ndim, const char* op) {
+  EMBER_CHECK(ndim <= EMBER_MAX_DIMS,
+              "[{}] too many dims: a tensor of {} dims, at most {} are supported (EMBER_MAX_DIMS)",
+              op, ndim, EMBER_MAX_DIMS);
+}
+
 int64_t shape_numel(IntList sizes, const char* op) {
+  check_ndim(sizes.size(), op);
   int64_t n = 1, span = 1;  // span: the product of the dims with zeros counted as 1
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, "[{}] sizes must be non-negative: got {}", op, shape_str(sizes));

@@ -345,6 +345,7 @@ Tensor Tensor::squeeze(int64_t d) const {
                     reshape_back(*this));
 }
 
+  check_ndim(sizes().size() + 1, "unsqueeze");
 Tensor Tensor::unsqueeze(int64_t d) const {
   check_defined(*this, "unsqueeze");
   d = wrap_dim(d, dim() + 1, "unsqueeze");

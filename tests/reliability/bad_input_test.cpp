@@ -217,6 +217,9 @@ std::vector<Row> rows() {
       ROW("select_out_of_range", Index, "[select]", f32({4, 5}).select(1, 5), "index 5", "5"),
       ROW("select_negative_out_of_range", Index, "[select]", f32({4, 5}).select(0, -5), "index -5"),
       ROW("select_scalar", Value, "[select]", f32({}).select(0, 0), "0-d"),
+      ROW("too_many_dims", Value, "[empty]", empty(Shape(EMBER_MAX_DIMS + 1, 1)), "65", "64"),
+      ROW("unsqueeze_past_limit", Value, "[unsqueeze]", f32(Shape(EMBER_MAX_DIMS, 1)).unsqueeze(0),
+          "too many dims"),
       ROW("write_overlapping_itself", NotImplemented, "[add_]",
           [] {
             Tensor e = f32({1}).expand({4});

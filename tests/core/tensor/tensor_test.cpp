@@ -963,5 +963,89 @@ TEST(Item, IntegersAreReadExactly) {
   EXPECT_THROW(full({2}, 1, DType::Int64).item<int64_t>(), Error);
 }
 
+// ---- The dim limit (Note [At most EMBER_MAX_DIMS dims]) ---------------------------------------
+
+// A shape of EMBER_MAX_DIMS dims of which `big` (every third from the first) have size 2.
+Shape shape_at_limit(int big) {
+  Shape s(EMBER_MAX_DIMS, 1);
+  for (int i = 0; i < big; ++i) s[static_cast<size_t>(3 * i)] = 2;
+  return s;
+}
+
+Shape reversed_dims(int64_t n) {
+  Shape p;
+  for (int64_t d = n - 1; d >= 0; --d) p.push_back(d);
+  return p;
+}
+
+TEST(TensorDims, EveryWayToMakeATensorStopsAtTheLimit) {
+  const Shape at(EMBER_MAX_DIMS, 1), past(EMBER_MAX_DIMS + 1, 1);
+  const std::string n = std::to_string(EMBER_MAX_DIMS), n1 = std::to_string(EMBER_MAX_DIMS + 1);
+  const Tensor t = zeros(at);
+  EXPECT_EQ(t.dim(), EMBER_MAX_DIMS);
+  const auto refused = [&](auto&& fn, const char* op) {
+    EXPECT_THROW(fn(), ValueError) << op;
+    expect_error(fn, {op, "too many dims", n1.c_str(), n.c_str(), "EMBER_MAX_DIMS"});
+  };
+  refused([&] { return empty(past); }, "[empty]");
+  refused([&] { return zeros(past); }, "too many dims");
+  refused([&] { return t.unsqueeze(0); }, "[unsqueeze]");
+  refused([&] { return t.view(past); }, "[view]");
+  refused([&] { return t.reshape(past); }, "[reshape]");
+  refused([&] { return t.expand(past); }, "[expand]");
+  refused([&] { return t.as_strided(past, past); }, "[as_strided]");
+  float one = 1;
+  refused([&] { return from_blob(&one, past, f32); }, "[from_blob]");
+  // The constructor every tensor goes through refuses it too.
+  EXPECT_THROW(TensorImpl(t.storage(), past, past, 0, f32), ValueError);
+}
+
+TEST(TensorDims, KernelsAtTheLimitMatchFloat64Loops) {
+  // 64 dims, 18 of size 2, reversed so that no two dims of the operands merge: more dims than
+  // the CPU loops used to hold (17 summed to 3 instead of 131072; 18 crashed).
+  const Shape sizes = shape_at_limit(18);
+  const int64_t n = int64_t{1} << 18;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % 97) - 48;
+  for (const char* dev : {"cpu", "reference"}) {
+    SCOPED_TRACE(dev);
+    const Device d(find_device_type(dev), 0);
+    const Tensor x = make(v, sizes, f64).to(d);
+    const Tensor p = x.permute(reversed_dims(EMBER_MAX_DIMS));
+    EXPECT_EQ(sum(ones(sizes, TensorOptions(f64, d)).permute(reversed_dims(EMBER_MAX_DIMS))).item(),
+              static_cast<double>(n));
+    // The permuted elements in row-major order, read by walking strides in the test.
+    const std::vector<double> pv = values(p);
+    double total = 0;
+    for (double e : pv) total += e;
+    EXPECT_EQ(sum(p).item(), total);
+    EXPECT_EQ(values(p.contiguous()), pv);  // copy
+    std::vector<double> twice = pv;
+    for (double& e : twice) e *= 2;
+    EXPECT_EQ(values(add(p, p.contiguous())), twice);  // binary, two layouts
+    const std::vector<double> relu_ref = [&] {
+      std::vector<double> r = pv;
+      for (double& e : r) e = e > 0 ? e : 0;
+      return r;
+    }();
+    EXPECT_EQ(values(relu(p)), relu_ref);
+    Tensor inplace = x.clone().permute(reversed_dims(EMBER_MAX_DIMS));
+    mul_(inplace, 2.0);  // in place through the permuted view
+    EXPECT_EQ(values(inplace), twice);
+    EXPECT_EQ(amax(p).item(), 48.0);
+    // Reductions over one dim, the running sum and the index kernels, against the other layout
+    // (dims 12, 15, ..., 63 of p have size 2).
+    const Tensor c = p.contiguous();
+    EXPECT_EQ(values(sum(p, {15})), values(sum(c, {15})));
+    EXPECT_EQ(values(cumsum(p, 63)), values(cumsum(c, 63)));
+    EXPECT_EQ(values(std::get<1>(max(p, 18))), values(std::get<1>(max(c, 18))));
+    const Tensor idx = make({1, 0}, {2}, i64).to(d);
+    EXPECT_EQ(values(index_select(p, 21, idx)), values(index_select(c, 21, idx)));
+    const Tensor gidx = zeros(p.sizes(), TensorOptions(i64, d));
+    EXPECT_EQ(values(gather(p, 24, gidx)), values(gather(c, 24, gidx)));
+    EXPECT_EQ(values(nonzero(eq(p, 0.0))), values(nonzero(eq(c, 0.0))));
+  }
+}
+
 }  // namespace
 }  // namespace ember

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ember/plugin_abi.h"
 #include "ember/util/export.h"
 #include "ember/util/small_vec.h"
 
@@ -58,7 +59,11 @@ class IntList {
   size_t size_ = 0;
 };
 
-/** Product of sizes; throws if it overflows int64 or a size is negative. */
+/** Throws ValueError if a tensor of `ndim` dims would exceed EMBER_MAX_DIMS (Note [At most
+ *  EMBER_MAX_DIMS dims] in core/tensor/tensor_impl.cpp). */
+EMBER_API void check_ndim(size_t ndim, const char* op);
+/** Product of sizes; throws if it overflows int64, a size is negative or there are more than
+ *  EMBER_MAX_DIMS sizes. */
 EMBER_API int64_t shape_numel(IntList sizes, const char* op = "shape");
 /** Row-major strides for `sizes`. */
 EMBER_API Shape contiguous_strides(IntList sizes);
