@@ -177,8 +177,9 @@ Tensor Tensor::reshape(IntList sizes_in) const {
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   check_defined(*this, "transpose");
-  d0 = wrap_dim(d0, dim(), "transpose");
-  d1 = wrap_dim(d1, dim(), "transpose");
+  // A 0-d tensor transposes dims -1 and 0 onto itself (Note [Dims of a 0-d tensor]).
+  d0 = wrap_dim(d0, std::max<int64_t>(dim(), 1), "transpose");
+  d1 = wrap_dim(d1, std::max<int64_t>(dim(), 1), "transpose");
   Shape sizes = this->sizes(), strides = this->strides();
   if (dim() > 0) {
     std::swap(sizes[d0], sizes[d1]);
@@ -227,7 +228,6 @@ Tensor Tensor::permute(IntList dims) const {
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
   check_defined(*this, "slice");
-  EMBER_CHECK(dim() > 0, "[slice] cannot slice a 0-d tensor");
   d = wrap_dim(d, dim(), "slice");
   EMBER_CHECK(step > 0, "[slice] step must be positive: got step {}", step);
   const int64_t n = sizes()[d];
@@ -254,7 +254,6 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   check_defined(*this, "narrow");
-  EMBER_CHECK(dim() > 0, "[narrow] cannot narrow a 0-d tensor");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
@@ -266,7 +265,6 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
   check_defined(*this, "select");
-  EMBER_CHECK(dim() > 0, "[select] cannot select on a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = sizes()[d];
   EMBER_CHECK_INDEX(index >= -n && index < n,
@@ -334,8 +332,8 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   check_defined(*this, "squeeze");
+  d = wrap_dim(d, std::max<int64_t>(dim(), 1), "squeeze");
   if (dim() == 0) return *this;
-  d = wrap_dim(d, dim(), "squeeze");
   if (sizes()[d] != 1) return *this;
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(d);
@@ -345,9 +343,9 @@ Tensor Tensor::squeeze(int64_t d) const {
                     reshape_back(*this));
 }
 
-  check_ndim(sizes().size() + 1, "unsqueeze");
 Tensor Tensor::unsqueeze(int64_t d) const {
   check_defined(*this, "unsqueeze");
+  check_ndim(sizes().size() + 1, "unsqueeze");
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sizes = this->sizes(), strides = this->strides();
   const int64_t stride = d < dim() ? this->strides()[d] * this->sizes()[d] : 1;
@@ -360,9 +358,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   check_defined(*this, "flatten");
+  start = wrap_dim(start, std::max<int64_t>(dim(), 1), "flatten");
+  end = wrap_dim(end, std::max<int64_t>(dim(), 1), "flatten");
   if (dim() == 0) return reshape({1});
-  start = wrap_dim(start, dim(), "flatten");
-  end = wrap_dim(end, dim(), "flatten");
   EMBER_CHECK(start <= end, "[flatten] start_dim {} must not come after end_dim {}", start, end);
   Shape sizes;
   for (int64_t i = 0; i < start; ++i) sizes.push_back(this->sizes()[i]);

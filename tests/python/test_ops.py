@@ -511,3 +511,72 @@ def test_disjoint_views_of_one_tensor_still_run_in_place():
     v = ember.arange(6.0)
     v[::2] += v[1::2]
     assert v.tolist() == [1, 1, 5, 3, 9, 5]
+
+
+# ---- 0-d tensors and dim arguments (Note [Dims of a 0-d tensor] in core/tensor/shape.cpp) ------
+
+ZERO_D_OPS = {
+    # name: (call with dim d, the result for dims 0 and -1 as PyTorch gives it)
+    "flip": (lambda x, d: x.flip(d), 2.0),
+    "flip_list": (lambda x, d: ember.flip(x, [d]), 2.0),
+    "roll": (lambda x, d: x.roll(1, d), 2.0),
+    "movedim": (lambda x, d: x.movedim(d, 0), 2.0),
+    "sum": (lambda x, d: x.sum(d), 2.0),
+    "mean": (lambda x, d: x.mean(d), 2.0),
+    "prod": (lambda x, d: x.prod(d), 2.0),
+    "amax": (lambda x, d: x.amax(d), 2.0),
+    "amin": (lambda x, d: x.amin(d), 2.0),
+    "argmax": (lambda x, d: x.argmax(d), 0),
+    "argmin": (lambda x, d: x.argmin(d), 0),
+    "max": (lambda x, d: x.max(d)[0], 2.0),
+    "min": (lambda x, d: x.min(d)[1], 0),
+    "logsumexp": (lambda x, d: x.logsumexp(d), 2.0),
+    "norm": (lambda x, d: x.norm(dim=d), 2.0),
+    "std": (lambda x, d: x.std(d, unbiased=False), 0.0),
+    "softmax": (lambda x, d: x.softmax(d), 1.0),
+    "log_softmax": (lambda x, d: x.log_softmax(d), 0.0),
+    "cumsum": (lambda x, d: x.cumsum(d), 2.0),
+    "cumprod": (lambda x, d: x.cumprod(d), 2.0),
+    "transpose": (lambda x, d: x.transpose(d, 0), 2.0),
+    "squeeze": (lambda x, d: x.squeeze(d), 2.0),
+    "index_select": (lambda x, d: x.index_select(d, ember.tensor([0])), 2.0),
+    "gather": (lambda x, d: x.gather(d, ember.tensor(0)), 2.0),
+    "scatter_add": (lambda x, d: x.scatter_add(d, ember.tensor(0), ember.tensor(5.0)), 7.0),
+    "sort": (lambda x, d: x.sort(d)[0], 2.0),
+    "argsort": (lambda x, d: x.argsort(d), 0),
+    "topk": (lambda x, d: x.topk(1, d)[0], 2.0),
+    "all": (lambda x, d: x.all(d), True),
+    "count_nonzero": (lambda x, d: x.count_nonzero(d), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_OPS))
+def test_ops_taking_a_dim_treat_a_0d_tensor_as_pytorch_does(name):
+    fn, expected = ZERO_D_OPS[name]
+    x = ember.tensor(2.0)
+    for d in (0, -1):
+        r = fn(x, d)
+        assert r.shape == (), (name, d, r.shape)
+        assert r.item() == expected, (name, d)
+    for d in (1, -2):
+        with pytest.raises(IndexError, match="out of range"):
+            fn(x, d)
+    assert x.item() == 2.0  # and the input is left alone
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.size(0), lambda x: x.stride(-1), lambda x: x.select(0, 0),
+    lambda x: x.narrow(0, 0, 1), lambda x: x.unbind(0), lambda x: x.unflatten(0, (1,)),
+    lambda x: x.diagonal(), lambda x: x[0],
+])
+def test_ops_that_need_a_dim_refuse_a_0d_tensor_with_an_index_error(call):
+    with pytest.raises(IndexError):
+        call(ember.tensor(2.0))
+
+
+def test_flip_and_roll_of_a_0d_tensor_are_copies():
+    x = ember.tensor(2.0)
+    for y in (x.flip(0), x.roll(3, 0), x.flip([])):
+        y.add_(1)
+        assert x.item() == 2.0
+    assert x.flatten().shape == (1,) and x.unsqueeze(-1).shape == (1,)

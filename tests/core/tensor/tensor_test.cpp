@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -1045,6 +1046,93 @@ TEST(TensorDims, KernelsAtTheLimitMatchFloat64Loops) {
     EXPECT_EQ(values(gather(p, 24, gidx)), values(gather(c, 24, gidx)));
     EXPECT_EQ(values(nonzero(eq(p, 0.0))), values(nonzero(eq(c, 0.0))));
   }
+}
+
+// ---- 0-d tensors and dim arguments (Note [Dims of a 0-d tensor]) -----------------------------
+
+struct ZeroDimCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, int64_t)> fn;
+  Shape shape;  // of the result for dims 0 and -1
+  double value;
+};
+
+TEST(ZeroDim, OpsTakingADimTreatAZeroDTensorAsOneDimOfSizeOne) {
+  // PyTorch's rule: a 0-d tensor takes dims -1 and 0, as if it were 1-d of size 1.
+  const Tensor x = full({}, 2.0);
+  const Tensor i0 = full({}, 0, DType::Int64);
+  const Tensor i1 = full({1}, 0, DType::Int64);
+  const Tensor five = full({}, 5.0);
+  const std::vector<ZeroDimCase> cases = {
+      {"sum", [](const Tensor& t, int64_t d) { return sum(t, {d}); }, {}, 2},
+      {"mean", [](const Tensor& t, int64_t d) { return mean(t, {d}); }, {}, 2},
+      {"prod", [](const Tensor& t, int64_t d) { return prod(t, {d}); }, {}, 2},
+      {"amax", [](const Tensor& t, int64_t d) { return amax(t, {d}); }, {}, 2},
+      {"amin", [](const Tensor& t, int64_t d) { return amin(t, {d}); }, {}, 2},
+      {"all", [](const Tensor& t, int64_t d) { return all(t, {d}); }, {}, 1},
+      {"any", [](const Tensor& t, int64_t d) { return any(t, {d}); }, {}, 1},
+      {"norm", [](const Tensor& t, int64_t d) { return norm(t, 2.0, {d}); }, {}, 2},
+      {"logsumexp", [](const Tensor& t, int64_t d) { return logsumexp(t, {d}); }, {}, 2},
+      {"var", [](const Tensor& t, int64_t d) { return var(t, {d}, 0); }, {}, 0},
+      {"max", [](const Tensor& t, int64_t d) { return std::get<0>(max(t, d)); }, {}, 2},
+      {"min", [](const Tensor& t, int64_t d) { return std::get<1>(min(t, d)); }, {}, 0},
+      {"argmax", [](const Tensor& t, int64_t d) { return argmax(t, d); }, {}, 0},
+      {"argmin", [](const Tensor& t, int64_t d) { return argmin(t, d, true); }, {}, 0},
+      {"softmax", [](const Tensor& t, int64_t d) { return softmax(t, d); }, {}, 1},
+      {"log_softmax", [](const Tensor& t, int64_t d) { return log_softmax(t, d); }, {}, 0},
+      {"cumsum", [](const Tensor& t, int64_t d) { return cumsum(t, d); }, {}, 2},
+      {"cumprod", [](const Tensor& t, int64_t d) { return cumprod(t, d); }, {}, 2},
+      {"transpose", [](const Tensor& t, int64_t d) { return t.transpose(d, 0); }, {}, 2},
+      {"squeeze", [](const Tensor& t, int64_t d) { return t.squeeze(d); }, {}, 2},
+      {"unsqueeze", [](const Tensor& t, int64_t d) { return t.unsqueeze(d); }, {1}, 2},
+      {"flatten", [](const Tensor& t, int64_t d) { return t.flatten(d, -1); }, {1}, 2},
+      {"index_select", [&](const Tensor& t, int64_t d) { return index_select(t, d, i1); }, {}, 2},
+      {"gather", [&](const Tensor& t, int64_t d) { return gather(t, d, i0); }, {}, 2},
+      {"scatter", [&](const Tensor& t, int64_t d) { return scatter(t, d, i0, five); }, {}, 5},
+      {"scatter_add",
+       [&](const Tensor& t, int64_t d) { return scatter_add(t, d, i0, five); },
+       {},
+       7},
+      {"sort", [](const Tensor& t, int64_t d) { return std::get<0>(sort(t, d)); }, {}, 2},
+      {"topk", [](const Tensor& t, int64_t d) { return std::get<1>(topk(t, 1, d)); }, {}, 0},
+  };
+  for (const ZeroDimCase& c : cases) {
+    for (int64_t d : {0, -1}) {
+      SCOPED_TRACE(std::string(c.name) + " dim " + std::to_string(d));
+      const Tensor r = c.fn(x, d);
+      EXPECT_EQ(r.sizes(), c.shape);
+      EXPECT_EQ(values(r), std::vector<double>{c.value});
+    }
+    for (int64_t d : {1, -2}) {
+      SCOPED_TRACE(std::string(c.name) + " dim " + std::to_string(d));
+      EXPECT_THROW(c.fn(x, d), IndexError);
+      expect_error([&] { c.fn(x, d); }, {"out of range"});
+    }
+  }
+}
+
+TEST(ZeroDim, OpsThatNeedARealDimRefuseAZeroDTensor) {
+  const Tensor x = full({}, 2.0);
+  // IndexError, as PyTorch's "dimension specified as 0 but tensor has no dimensions".
+  const std::vector<std::pair<const char*, std::function<void(int64_t)>>> index_errors = {
+      {"[size]", [&](int64_t d) { x.size(d); }},
+      {"[stride]", [&](int64_t d) { x.stride(d); }},
+      {"[select]", [&](int64_t d) { x.select(d, 0); }},
+      {"[narrow]", [&](int64_t d) { x.narrow(d, 0, 1); }},
+      {"[slice]", [&](int64_t d) { x.slice(d, 0, 1); }},
+      {"[unbind]", [&](int64_t d) { unbind(x, d); }},
+  };
+  for (const auto& [op, fn] : index_errors) {
+    for (int64_t d : {0, -1}) {
+      SCOPED_TRACE(std::string(op) + " dim " + std::to_string(d));
+      EXPECT_THROW(fn(d), IndexError);
+      expect_error([&] { fn(d); }, {op, "0-d", "has no dims"});
+    }
+  }
+  // PyTorch raises RuntimeError for these ("expects at least a 1-dimensional tensor").
+  EXPECT_THROW(split(x, 1, 0), ValueError);
+  EXPECT_THROW(chunk(x, 1, 0), ValueError);
+  EXPECT_THROW(cat({x, x}, 0), ValueError);
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ EMBER_API Shape contiguous_strides(IntList sizes);
 EMBER_API Shape channels_last_strides(IntList sizes);
 /** Broadcasts two shapes on NumPy's rules; throws with both shapes if they do not match. */
 EMBER_API Shape broadcast_shapes(IntList a, IntList b, const char* op);
-/** Wraps a possibly negative dim into [0, ndim); throws if out of range. */
+/** Wraps a possibly negative dim into [0, ndim); throws IndexError if out of range or if ndim
+ *  is 0 (an op taking a 0-d tensor wraps against max(ndim, 1): Note [Dims of a 0-d tensor]). */
 EMBER_API int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 /** Formats sizes like "[2, 3]". */
 EMBER_API std::string shape_str(IntList sizes);
