@@ -199,6 +199,11 @@ Entry parse_entry(const std::string& path, const std::string& name, const json& 
       overflow = overflow || __builtin_mul_overflow(numel, s, &numel);
     }
   }
+  // Note [At most EMBER_MAX_DIMS dims] in core/tensor/tensor_impl.cpp.
+  EMBER_CHECK_IO(e.shape.size() <= EMBER_MAX_DIMS,
+                 "{} {}: tensor '{}': shape {} has {} dims, at most {} are supported "
+                 "(EMBER_MAX_DIMS)",
+                 op, path, name, sh->dump(), e.shape.size(), EMBER_MAX_DIMS);
   int64_t nbytes = 0;
   if (!has_zero) {
     overflow =

@@ -681,9 +681,9 @@ class Reader {
     Shape size, stride;
     for (Value* v : sizes->items) size.push_back(expect(v, Value::kInt, "a size")->i);
     for (Value* v : strides->items) stride.push_back(expect(v, Value::kInt, "a stride")->i);
-    check(size.size() == stride.size() && size.size() <= 64,
-          "a tensor of {} sizes and {} strides (they must match, at most 64)", size.size(),
-          stride.size());
+    check(size.size() == stride.size() && size.size() <= EMBER_MAX_DIMS,
+          "a tensor of {} sizes and {} strides (they must match, at most {}: EMBER_MAX_DIMS)",
+          size.size(), stride.size(), EMBER_MAX_DIMS);
     int64_t numel = 1, last = offset;
     bool overflow = false;
     for (size_t d = 0; d < size.size(); ++d) {

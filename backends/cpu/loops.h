@@ -30,8 +30,8 @@ void for_each_chunk(int64_t n, int64_t chunk, Body&& body) {
 template <int N>
 struct StridedIter {
   int ndim = 0;
-  int64_t sizes[16];
-  int64_t strides[N][16];  // bytes
+  int64_t sizes[EMBER_MAX_DIMS];
+  int64_t strides[N][EMBER_MAX_DIMS];  // bytes
   char* base[N];
 
   /** Builds from operand descriptors sharing `shape` (operand 0 defines it). With
@@ -40,7 +40,7 @@ struct StridedIter {
    *  order of the elements (elementwise maps). */
   explicit StridedIter(const ember_tensor* const* ops, bool output_order = false) {
     const ember_tensor& t0 = *ops[0];
-    int perm[16];  // perm[i]: the dim visited at position i (innermost last)
+    int perm[EMBER_MAX_DIMS];  // perm[i]: the dim visited at position i (innermost last)
     for (int d = 0; d < t0.ndim; ++d) perm[d] = d;
     if (output_order) {  // stable insertion sort by operand 0's stride, descending
       for (int i = 1; i < t0.ndim; ++i) {
@@ -94,7 +94,7 @@ struct StridedIter {
   template <typename Inner>
   void run_range(int64_t begin, int64_t end, Inner& inner) const {
     const int64_t row = sizes[0];
-    int64_t idx[16] = {0};
+    int64_t idx[EMBER_MAX_DIMS];  // idx[0] unused: the column is `col`
     int64_t lin = begin / row;
     for (int d = 1; d < ndim; ++d) {
       idx[d] = lin % sizes[d];

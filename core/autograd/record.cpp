@@ -3,7 +3,9 @@
 #include <mutex>
 
 #include "ember/ops/factory.h"
+#include "ember/ops/index.h"
 #include "ember/ops/reduce.h"
+#include "ember/tensor/overlap.h"
 
 namespace ember::autograd {
 namespace {
@@ -108,6 +110,24 @@ std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
   return record_impl(std::move(name), forward_op, ptrs.data(), ptrs.size(), outputs, std::move(fn));
 }
 
+Tensor as_strided_backward(const Tensor& g, IntList base_sizes, IntList sizes, IntList strides,
+                           int64_t offset) {
+  NoGradGuard no_grad;
+  Tensor out = zeros(base_sizes, {g.dtype(), g.device()});
+  Tensor region = out.as_strided(sizes, strides, offset);
+  if (internal_overlap(region) == InternalOverlap::No) {
+    region.copy_(g);
+    return out;
+  }
+  // Writing through an overlapping region would be refused (Note [Overlapping operands] in
+  // core/dispatch/call.cpp) and would keep one gradient per place: each element's gradient is
+  // added at its place instead.
+  const Tensor places = arange(0, out.numel(), 1, TensorOptions(DType::Int64, g.device()))
+                            .as_strided(sizes, strides, offset)
+                            .reshape({-1});
+  return scatter_add(out.reshape({-1}), 0, places, g.reshape({-1})).view(base_sizes);
+}
+
 Tensor sum_to(const Tensor& grad, IntList sizes) {
   if (grad.sizes() == Shape(sizes)) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
@@ -180,10 +200,7 @@ void rebase_history(Tensor& x, const Tensor& r) {
   auto view_node = std::make_shared<LambdaNode>(
       "AsStridedBackward", [base_sizes = base.sizes(), sizes, strides, offset](
                                const std::vector<Tensor>& g, const LambdaNode&) {
-        Tensor out = zeros(base_sizes, {g[0].dtype(), g[0].device()});
-        NoGradGuard no_grad;
-        out.as_strided(sizes, strides, offset).copy_(g[0]);
-        return std::vector<Tensor>{out};
+        return std::vector<Tensor>{as_strided_backward(g[0], base_sizes, sizes, strides, offset)};
       });
   view_node->forward_op = cs->forward_op;
   view_node->outputs.push_back({x.sizes(), x.dtype(), x.device()});

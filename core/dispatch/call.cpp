@@ -10,6 +10,7 @@
 #include "ember/dispatch/device_registry.h"
 #include "ember/ops/factory.h"
 #include "ember/plugin/loader.h"
+#include "ember/tensor/overlap.h"
 #include "ember/util/error.h"
 
 namespace ember {
@@ -77,6 +78,108 @@ void describe(const Tensor& t, ember_tensor* d, ember_tensor_identity* id) {
   d->device_index = impl->device().index;
 }
 
+// Note [Overlapping operands]
+// A kernel writes its outputs while it reads its inputs, in an order of its own and over several
+// threads, so where an output shares memory with an input or with itself the result depends on
+// that order: x[1:].add_(x[:-1]) summed cumulatively, a.copy_(a.t()) read half-written values,
+// zeros(1).expand(4).add_(1) added four times to one place. Every kernel call is therefore
+// checked here, once for every op and backend, with PyTorch's rules (the geometry is decided in
+// Note [Deciding overlap] in core/tensor/overlap.cpp):
+//   - an output with internal overlap (two of its elements at one location, as a stride 0 over a
+//     size > 1 makes) is refused: each write would land on elements it does not name;
+//   - an output and an input with exactly one geometry (MemOverlap::Full) are the contract of
+//     in-place ops ("the output aliases input 0"; the other operands of where for masked_fill_):
+//     allowed, since the kernels handed such a pair are elementwise and read element k before
+//     writing element k. The core hands no other kernel an input that aliases its output; the
+//     optimizer steps read and write their outputs in place, which needs no input at all;
+//   - an input over exactly the output's memory in another order (MemOverlap::Permuted,
+//     a.copy_(a.t())) is read from a copy, so the answer is the one of the out-of-place op;
+//   - an input that shares only some locations with an output (MemOverlap::Partial) is refused,
+//     as in PyTorch: no order of the kernel gives a meaningful answer;
+//   - two outputs that share a location are refused;
+//   - where the geometry could not be decided (TooHard, awkward as_strided layouts only), an
+//     output is allowed as in PyTorch and an input is read from a copy, which is always right.
+// Cost: a contiguous output (cached in TensorImpl) needs no internal check, and operands whose
+// storages differ and do not wrap one block (a pointer compare, then the blocks' bounds) need no
+// pair check, which settles every out-of-place call and an in-place one whose other operands are
+// separate tensors; an output passed as its own input is the same impl, skipped without a look.
+// Empty outputs write nothing and are not checked.
+
+// True when a and b may share memory: one storage, or two storages wrapping one block (from_blob,
+// DLPack, NumPy).
+inline bool may_share(const TensorImpl& a, const TensorImpl& b) {
+  const StorageImpl* sa = a.storage().get();
+  const StorageImpl* sb = b.storage().get();
+  if (sa == sb) return true;
+  if (!sa || !sb) return false;
+  const auto a0 = reinterpret_cast<uintptr_t>(sa->data());
+  const auto b0 = reinterpret_cast<uintptr_t>(sb->data());
+  return a0 < b0 + sb->bytes() && b0 < a0 + sa->bytes();
+}
+
+std::string geometry_str(const Tensor& t) {
+  return fmt::format("sizes {} strides {} offset {}", shape_str(t.sizes()), shape_str(t.strides()),
+                     t.storage_offset());
+}
+
+// The name the user called: an in-place form when an output is one of the inputs.
+std::string written_name(const Op& op, std::span<const Tensor* const> inputs,
+                         std::span<const Tensor* const> outputs) {
+  for (const Tensor* o : outputs) {
+    for (const Tensor* i : inputs) {
+      if (i->defined() && mem_overlap(*o, *i) == MemOverlap::Full) return op.name() + "_";
+    }
+  }
+  return op.name();
+}
+
+[[noreturn]] void refuse_internal_overlap(const std::string& name, const Tensor& out) {
+  throw NotImplementedError(
+      fmt::format("[{}] unsupported operation: more than one element of the written-to tensor "
+                  "refers to a single memory location: {} (clone() it first)",
+                  name, geometry_str(out)));
+}
+
+// Checks output `o` against itself, the outputs before it and every input (Note [Overlapping
+// operands]); returns the inputs to read from a copy, one bit each.
+uint32_t check_overlap(const Op& op, std::span<const Tensor* const> inputs,
+                       std::span<const Tensor* const> outputs, size_t o) {
+  const Tensor& out = *outputs[o];
+  if (internal_overlap(out) == InternalOverlap::Yes) {
+    refuse_internal_overlap(written_name(op, inputs, outputs), out);
+  }
+  for (size_t p = 0; p < o; ++p) {
+    const MemOverlap m = mem_overlap(*outputs[p], out);
+    if (m != MemOverlap::None && m != MemOverlap::TooHard) {
+      throw NotImplementedError(
+          fmt::format("[{}] unsupported operation: outputs {} and {} refer to a single memory "
+                      "location: {} and {} (write them to separate tensors)",
+                      op.name(), p, o, geometry_str(*outputs[p]), geometry_str(out)));
+    }
+  }
+  uint32_t copy = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = *inputs[i];
+    if (!in.defined() || in.is_same(out)) continue;
+    switch (mem_overlap(out, in)) {
+      case MemOverlap::None:
+      case MemOverlap::Full:
+        break;
+      case MemOverlap::Permuted:
+      case MemOverlap::TooHard:
+        copy |= uint32_t{1} << i;
+        break;
+      case MemOverlap::Partial:
+        throw NotImplementedError(fmt::format(
+            "[{}] unsupported operation: some elements of the input tensor and the written-to "
+            "tensor refer to a single memory location: input {} has {}, the output {} (clone() "
+            "the input first)",
+            written_name(op, inputs, outputs), i, geometry_str(in), geometry_str(out)));
+    }
+  }
+  return copy;
+}
+
 }  // namespace
 
 bool kernel_has_flag(const Op& op, Device device, DType dtype, uint32_t flag) {
@@ -108,6 +211,11 @@ void run_image_kernel(const Op& op, DType dtype, MemoryFormat format,
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& o = *outputs[i];
+    // An output not in the kernel's layout receives a copy of the result, which run_kernel would
+    // refuse under the copy's name (Note [Overlapping operands]).
+    if (o.numel() > 1 && !o.is_contiguous() && internal_overlap(o) == InternalOverlap::Yes) {
+      refuse_internal_overlap(op.name(), o);
+    }
     out[i] =
         o.is_contiguous(in_layout(o)) ? o : empty(o.sizes(), {o.dtype(), o.device()}, in_layout(o));
     out_ptrs[i] = &out[i];
@@ -180,7 +288,31 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
         inputs[i]->device() == device,
         "[{}] expected all tensors on one device: got {} and {} (move them with .to())", op.name(),
         device.str(), inputs[i]->device().str());
-    describe(*inputs[i], &in[i], &in_id[i]);
+  }
+  // Note [Overlapping operands]
+  uint32_t copy_inputs = 0;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const TensorImpl& t = *outputs[o]->impl();
+    if (t.numel() == 0) continue;
+    bool suspect = !t.is_contiguous();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorImpl* in = inputs[i]->impl();
+      suspect |= in != &t && may_share(t, *in);  // the output itself: an in-place op's input 0
+    }
+    for (size_t p = 0; p < o; ++p) suspect |= may_share(t, *outputs[p]->impl());
+    if (__builtin_expect(suspect, 0)) copy_inputs |= check_overlap(op, inputs, outputs, o);
+  }
+  std::vector<Tensor> copies;  // inputs read from a copy, alive until the kernel returns
+  if (__builtin_expect(copy_inputs != 0, 0)) copies.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* src = inputs[i];
+    if (__builtin_expect((copy_inputs >> i) & 1, 0)) {
+      Tensor c = empty(src->sizes(), {src->dtype(), src->device()});
+      run_kernel(core_op(ops::copy), src->dtype(), {src}, {&c});
+      copies.push_back(std::move(c));
+      src = &copies.back();
+    }
+    describe(*src, &in[i], &in_id[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i], &out_id[i]);
   ember_kernel_fn fn = op.kernels().lookup(device.type, dtype).get();

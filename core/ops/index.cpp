@@ -497,8 +497,7 @@ std::vector<Tensor> split(const Tensor& x, IntList sizes, int64_t dim) {
 // in-place write into one goes through CopySlices on x, as for any view.
 std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
   EMBER_CHECK_TYPE(x.defined(), "[unbind] undefined tensor argument");
-  EMBER_CHECK(x.dim() > 0, "[unbind] expects at least a 1-dimensional tensor: got a scalar");
-  const int64_t d = wrap_dim(dim, x.dim(), "unbind");
+  const int64_t d = wrap_dim(dim, x.dim(), "unbind");  // a 0-d tensor has no dim to unbind
   const int64_t n = x.size(d);
   // Note [Pieces of an empty tensor]
   EMBER_CHECK(x.numel() > 0 || n <= kMaxEmptyChunks,

@@ -39,13 +39,14 @@ struct Plan {
 Plan plan(const Tensor& x, IntList dims, const char* name) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const int64_t nd = x.dim();
-  EMBER_CHECK_NOT_IMPLEMENTED(
-      nd <= 64, "[{}] tensors of more than 64 dims are not supported: got {}", name, nd);
+  // The reduced dims are a bit set: one bit per dim (Note [At most EMBER_MAX_DIMS dims]).
+  static_assert(EMBER_MAX_DIMS <= 64);
   const uint64_t all_dims = nd == 64 ? ~uint64_t{0} : (uint64_t{1} << nd) - 1;
   uint64_t reduced = dims.empty() ? all_dims : 0;
   for (int64_t d : dims) {
-    const int64_t w = wrap_dim(d, nd, name);
-    if (nd == 0) continue;  // dim 0 / -1 of a 0-d tensor: nothing to move
+    // Note [Dims of a 0-d tensor]: dim 0 / -1 of a 0-d tensor, nothing to move.
+    const int64_t w = wrap_dim(d, std::max<int64_t>(nd, 1), name);
+    if (nd == 0) continue;
     EMBER_CHECK(!(reduced >> w & 1), "[{}] dim {} appears multiple times in the list of dims {}",
                 name, w, shape_str(dims));
     reduced |= uint64_t{1} << w;
@@ -132,8 +133,9 @@ std::tuple<Tensor, Tensor> arg_reduce(const Op& op, const char* name, const Tens
                                       bool keepdim, bool values) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
   const int64_t nd = x.dim();
-  const int64_t d = wrap_dim(dim, nd, name);
-  // A 0-d tensor reduces like a 1-element vector; the result stays 0-d.
+  // A 0-d tensor reduces like a 1-element vector; the result stays 0-d (Note [Dims of a 0-d
+  // tensor]).
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(nd, 1), name);
   const Tensor x1 = nd == 0 ? x.reshape({1}) : x;
   const int64_t ref[1] = {d};
   const Plan p = plan(x1, IntList(ref, 1), name);
@@ -363,7 +365,7 @@ std::tuple<Tensor, Tensor> extremum_dim_ad(const Op& op, const char* name, const
   }
   Tensor& values = std::get<0>(r);
   if (!is_floating(values.dtype())) return r;
-  const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), name);
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), name);
   autograd::record(node, name, {&x}, {&values},
                    [si = SavedTensor(std::get<1>(r)), sizes = x.sizes(), d](
                        const Grads& g, const LambdaNode& self) {
@@ -527,7 +529,7 @@ Tensor cumulative_forward(ops::Id op, const Tensor& x, int64_t d) {
 Tensor cumsum(const Tensor& x, int64_t dim) {
   EMBER_AUTOCAST(Float32, cumsum, x, x, dim);
   EMBER_CHECK_TYPE(x.defined(), "[cumsum] undefined tensor argument");
-  const int64_t d = wrap_dim(dim, x.dim(), "cumsum");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumsum");  // 0-d: a copy
   return autograd::differentiable(
       "CumsumBackward", "cumsum", {&x}, [&] { return cumulative_forward(ops::cumsum, x, d); },
       [&] {
@@ -559,7 +561,7 @@ Tensor reverse_cumsum(const Tensor& t, int64_t d) {
 Tensor cumprod(const Tensor& x, int64_t dim) {
   EMBER_AUTOCAST(Float32, cumprod, x, x, dim);
   EMBER_CHECK_TYPE(x.defined(), "[cumprod] undefined tensor argument");
-  const int64_t d = wrap_dim(dim, x.dim(), "cumprod");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumprod");
   return autograd::differentiable(
       "CumprodBackward", "cumprod", {&x}, [&] { return cumulative_forward(ops::cumprod, x, d); },
       [&] {

@@ -73,7 +73,7 @@ using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
 
-constexpr const char* kName = "lstm_layer";
+constexpr const char* kLstmName = "lstm_layer";
 
 /** The state each step starts from: `all` [L, N, H] shifted one step in walking order, with
  *  `first` [N, H] in front. */
@@ -181,7 +181,7 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
   }
   if (!autograd::any_requires_grad({&gx, &w_hh, &h0, &c0})) return {h, c};
   auto node = autograd::record(
-      "LstmLayerBackward", kName, {&gx, &w_hh, &h0, &c0}, {&h, &c},
+      "LstmLayerBackward", kLstmName, {&gx, &w_hh, &h0, &c0}, {&h, &c},
       [sx = SavedTensor(gx), sw = SavedTensor(w_hh), sh0 = SavedTensor(h0), sc0 = SavedTensor(c0),
        gates, reverse, L, N, H](const Grads& g, const LambdaNode& self) {
         const Tensor x = self.unpack(sx), w = self.unpack(sw), h0 = self.unpack(sh0),
@@ -512,28 +512,29 @@ std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Tensor& w_hh,
   // autocast lowered would otherwise meet float32 weights).
   if (gates_x.defined()) EMBER_AUTOCAST(Lower, lstm_layer, gates_x, gates_x, w_hh, h0, c0, reverse);
   EMBER_CHECK_TYPE(gates_x.defined() && w_hh.defined() && h0.defined() && c0.defined(),
-                   "[{}] undefined tensor argument: gates_x, w_hh, h0 and c0 are required", kName);
+                   "[{}] undefined tensor argument: gates_x, w_hh, h0 and c0 are required",
+                   kLstmName);
   EMBER_CHECK_TYPE(is_floating(gates_x.dtype()),
                    "[{}] gates_x must be floating: got dtype {} (convert with .to(ember::f32))",
-                   kName, gates_x.dtype());
+                   kLstmName, gates_x.dtype());
   EMBER_CHECK_TYPE(w_hh.dtype() == gates_x.dtype() && h0.dtype() == gates_x.dtype() &&
                        c0.dtype() == gates_x.dtype(),
                    "[{}] gates_x, w_hh, h0 and c0 must have one dtype: got {}, {}, {} and {}",
-                   kName, gates_x.dtype(), w_hh.dtype(), h0.dtype(), c0.dtype());
-  common_device({&gates_x, &w_hh, &h0, &c0}, kName);
-  EMBER_CHECK(w_hh.dim() == 2, "[{}] w_hh must be [4 * hidden, hidden]: got shape {}", kName,
+                   kLstmName, gates_x.dtype(), w_hh.dtype(), h0.dtype(), c0.dtype());
+  common_device({&gates_x, &w_hh, &h0, &c0}, kLstmName);
+  EMBER_CHECK(w_hh.dim() == 2, "[{}] w_hh must be [4 * hidden, hidden]: got shape {}", kLstmName,
               shape_str(w_hh.sizes()));
   const int64_t H = w_hh.size(1);
-  EMBER_CHECK(w_hh.size(0) == 4 * H, "[{}] w_hh must be [4 * hidden, hidden]: got shape {}", kName,
-              shape_str(w_hh.sizes()));
+  EMBER_CHECK(w_hh.size(0) == 4 * H, "[{}] w_hh must be [4 * hidden, hidden]: got shape {}",
+              kLstmName, shape_str(w_hh.sizes()));
   EMBER_CHECK(gates_x.dim() == 3 && gates_x.size(2) == 4 * H,
-              "[{}] gates_x must be [steps, batch, 4 * hidden] = [L, N, {}]: got shape {}", kName,
-              4 * H, shape_str(gates_x.sizes()));
+              "[{}] gates_x must be [steps, batch, 4 * hidden] = [L, N, {}]: got shape {}",
+              kLstmName, 4 * H, shape_str(gates_x.sizes()));
   const int64_t L = gates_x.size(0), N = gates_x.size(1);
   const Shape state = {N, H};
   EMBER_CHECK(h0.sizes() == state && c0.sizes() == state,
-              "[{}] h0 and c0 must be [batch, hidden] = {}: got {} and {}", kName, shape_str(state),
-              shape_str(h0.sizes()), shape_str(c0.sizes()));
+              "[{}] h0 and c0 must be [batch, hidden] = {}: got {} and {}", kLstmName,
+              shape_str(state), shape_str(h0.sizes()), shape_str(c0.sizes()));
   if (L == 0) {
     const TensorOptions o{gates_x.dtype(), gates_x.device()};
     return {empty({0, N, H}, o), empty({0, N, H}, o)};

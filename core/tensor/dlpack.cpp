@@ -90,6 +90,7 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   }
   const DType dtype = from_dl(dl.dtype);
   EMBER_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape), "[from_dlpack] invalid shape");
+  check_ndim(static_cast<size_t>(dl.ndim), "from_dlpack");
   Shape sizes(IntList(dl.shape, static_cast<size_t>(dl.ndim)));
   Shape strides = dl.strides ? Shape(IntList(dl.strides, static_cast<size_t>(dl.ndim)))
                              : contiguous_strides(sizes);

@@ -10,7 +10,14 @@ namespace ember {
 // fit int64 too: [0, 2^62, 4] has 0 elements and a stride of 2^64 for dim 0. Such shapes are
 // rejected here, where every allocation's shape is checked, rather than wrapping in
 // contiguous_strides (found by the op fuzzer: empty() of such a shape).
+void check_ndim(size_t ndim, const char* op) {
+  EMBER_CHECK(ndim <= EMBER_MAX_DIMS,
+              "[{}] too many dims: a tensor of {} dims, at most {} are supported (EMBER_MAX_DIMS)",
+              op, ndim, EMBER_MAX_DIMS);
+}
+
 int64_t shape_numel(IntList sizes, const char* op) {
+  check_ndim(sizes.size(), op);
   int64_t n = 1, span = 1;  // span: the product of the dims with zeros counted as 1
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, "[{}] sizes must be non-negative: got {}", op, shape_str(sizes));
@@ -60,12 +67,24 @@ Shape broadcast_shapes(IntList a, IntList b, const char* op) {
   return out;
 }
 
+// Note [Dims of a 0-d tensor]
+// A 0-d tensor has no dim, so no wrapped dim can index its sizes or strides. wrap_dim refuses
+// ndim 0 with an IndexError (PyTorch's "dimension specified as 0 but tensor has no dimensions"),
+// so an op that forgets the 0-d case fails cleanly instead of reading sizes()[0], which is
+// uninitialised memory past the end of an empty Shape. Where PyTorch accepts a 0-d tensor for a
+// dim argument (reductions, softmax, cumsum, sort, topk, flip, roll, transpose, squeeze, movedim,
+// index_select, gather, scatter), it treats it as 1-d of size 1, dims -1 and 0: the op wraps
+// against std::max<int64_t>(ndim, 1), which checks the dim, and then handles ndim 0 itself
+// (usually by working on a [1] view and viewing the result back as 0-d). Ops PyTorch refuses a
+// 0-d tensor (size, stride, select, narrow, slicing, unbind, diagonal, unflatten) let wrap_dim
+// refuse it.
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
-  const int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
-  EMBER_CHECK_INDEX(dim >= lo && dim <= hi,
+  EMBER_CHECK_INDEX(ndim > 0, "[{}] dim {} out of range: the tensor is 0-d and has no dims", op,
+                    dim);
+  EMBER_CHECK_INDEX(dim >= -ndim && dim < ndim,
                     "[{}] dim {} out of range for a {}-d tensor (expected {}..{})", op, dim, ndim,
-                    lo, hi);
-  return dim < 0 ? dim + (ndim == 0 ? 1 : ndim) : dim;
+                    -ndim, ndim - 1);
+  return dim < 0 ? dim + ndim : dim;
 }
 
 std::string shape_str(IntList sizes) {

@@ -177,8 +177,9 @@ Tensor Tensor::reshape(IntList sizes_in) const {
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   check_defined(*this, "transpose");
-  d0 = wrap_dim(d0, dim(), "transpose");
-  d1 = wrap_dim(d1, dim(), "transpose");
+  // A 0-d tensor transposes dims -1 and 0 onto itself (Note [Dims of a 0-d tensor]).
+  d0 = wrap_dim(d0, std::max<int64_t>(dim(), 1), "transpose");
+  d1 = wrap_dim(d1, std::max<int64_t>(dim(), 1), "transpose");
   Shape sizes = this->sizes(), strides = this->strides();
   if (dim() > 0) {
     std::swap(sizes[d0], sizes[d1]);
@@ -227,7 +228,6 @@ Tensor Tensor::permute(IntList dims) const {
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
   check_defined(*this, "slice");
-  EMBER_CHECK(dim() > 0, "[slice] cannot slice a 0-d tensor");
   d = wrap_dim(d, dim(), "slice");
   EMBER_CHECK(step > 0, "[slice] step must be positive: got step {}", step);
   const int64_t n = sizes()[d];
@@ -254,7 +254,6 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   check_defined(*this, "narrow");
-  EMBER_CHECK(dim() > 0, "[narrow] cannot narrow a 0-d tensor");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = sizes()[d];
   if (start < 0) start += n;
@@ -266,7 +265,6 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
   check_defined(*this, "select");
-  EMBER_CHECK(dim() > 0, "[select] cannot select on a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = sizes()[d];
   EMBER_CHECK_INDEX(index >= -n && index < n,
@@ -334,8 +332,8 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   check_defined(*this, "squeeze");
+  d = wrap_dim(d, std::max<int64_t>(dim(), 1), "squeeze");
   if (dim() == 0) return *this;
-  d = wrap_dim(d, dim(), "squeeze");
   if (sizes()[d] != 1) return *this;
   Shape sizes = this->sizes(), strides = this->strides();
   sizes.erase(d);
@@ -347,6 +345,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   check_defined(*this, "unsqueeze");
+  check_ndim(sizes().size() + 1, "unsqueeze");
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sizes = this->sizes(), strides = this->strides();
   const int64_t stride = d < dim() ? this->strides()[d] * this->sizes()[d] : 1;
@@ -359,9 +358,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   check_defined(*this, "flatten");
+  start = wrap_dim(start, std::max<int64_t>(dim(), 1), "flatten");
+  end = wrap_dim(end, std::max<int64_t>(dim(), 1), "flatten");
   if (dim() == 0) return reshape({1});
-  start = wrap_dim(start, dim(), "flatten");
-  end = wrap_dim(end, dim(), "flatten");
   EMBER_CHECK(start <= end, "[flatten] start_dim {} must not come after end_dim {}", start, end);
   Shape sizes;
   for (int64_t i = 0; i < start; ++i) sizes.push_back(this->sizes()[i]);
@@ -408,20 +407,17 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
       shape_str(sizes), shape_str(strides), off, last, capacity);
-  // Backward: the gradient written at the viewed places of a zero tensor laid out like this
-  // one's storage region (first order only; overlapping views keep one write per place).
-  return track_view("AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off),
-                    [&] {
-                      return [in = this->sizes(), base_off = storage_offset(),
-                              contiguous = is_contiguous(), sz = Shape(sizes), st = Shape(strides),
-                              off](const Grads& g, const autograd::LambdaNode&) {
-                        EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
-                        Tensor out = zeros(in, {g[0].dtype(), g[0].device()});
-                        autograd::NoGradGuard no_grad;
-                        out.as_strided(sz, st, off - base_off).copy_(g[0]);
-                        return Grads{out};
-                      };
-                    });
+  // Backward: the gradient added at the viewed places of a zero tensor laid out like this one's
+  // storage region (first order only; places an overlapping view reads twice sum).
+  return track_view(
+      "AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off), [&] {
+        return [in = this->sizes(), base_off = storage_offset(), contiguous = is_contiguous(),
+                sz = Shape(sizes), st = Shape(strides),
+                off](const Grads& g, const autograd::LambdaNode&) {
+          EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
+          return Grads{autograd::as_strided_backward(g[0], in, sz, st, off - base_off)};
+        };
+      });
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -36,6 +36,21 @@ static bool compute_channels_last(const Shape& sizes, const Shape& strides) {
          dense_in_order(sizes, strides, 4, [&](size_t i) { return kOrder[i]; });
 }
 
+// Note [At most EMBER_MAX_DIMS dims]
+// Kernels keep a tensor's sizes and strides in fixed arrays (StridedIter in backends/cpu/loops.h,
+// the reductions' and index kernels' coalesced dims, the SDK's MatmulGeometry), so one constant
+// bounds them all: EMBER_MAX_DIMS in plugin_abi.h, which every backend and the core read. No
+// tensor has more dims: this constructor, through which every tensor is made (empty and the
+// factories, every view, from_blob and so DLPack and NumPy, the readers of files), refuses it,
+// and the paths users reach first (shape_numel: empty, view, reshape, expand, as_strided,
+// from_blob; unsqueeze; DLPack import) do so under their own names. The limit is 64 rather than
+// the 16 the CPU arrays used to hold: the ABI already fixed EMBER_MAX_DIMS at 64 in 1.1 (the
+// shape an op defined by a plugin infers, ember_output_info, is laid out with it), so a lower
+// limit would have needed a second constant beside it; 64 is NumPy's limit too, so every array
+// converts; and the arrays cost nothing per call, since they live on the stack and loops only
+// visit the dims a tensor has (coalesced, size-1 dims dropped). The CUDA kernels carry a
+// smaller coalesced geometry as launch parameters (Note [Coalesced geometry] in
+// backends/cuda/ops/elementwise.cu) and refuse a tensor with more non-mergeable dims by name.
 TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype)
     : storage_(std::move(storage)),
       sizes_(std::move(sizes)),
@@ -45,6 +60,7 @@ TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offs
       dtype_(dtype),
       contiguous_(compute_contiguous(sizes_, strides_)),
       channels_last_(compute_channels_last(sizes_, strides_)) {
+  if (__builtin_expect(sizes_.size() > EMBER_MAX_DIMS, 0)) check_ndim(sizes_.size(), "tensor");
   for (int64_t s : sizes_) numel_ *= s;
 }
 

@@ -479,3 +479,133 @@ def test_a_gradient_hook_returning_a_non_tensor_is_a_type_error():
     x.register_hook(lambda g: "not a gradient")
     with pytest.raises(TypeError, match=r"\[register_hook\] a gradient hook returned str"):
         (x * 2).sum().backward()
+
+
+# ---- Outputs that overlap their inputs (Note [Overlapping operands] in core/dispatch/call.cpp) --
+
+SELF_OVERLAP = "more than one element of the written-to tensor refers to a single memory location"
+PARTIAL_OVERLAP = "some elements of the input tensor and the written-to tensor refer to a single"
+
+
+def test_an_input_partially_overlapping_the_output_is_refused_as_pytorch_does():
+    x = ember.arange(6.0)
+    # Without the check the kernel read its own writes: the cumulative sums 0 1 3 6 10 15.
+    with pytest.raises(RuntimeError, match=PARTIAL_OVERLAP):
+        x[1:].add_(x[:-1])
+    with pytest.raises(NotImplementedError, match=r"\[add_\].*clone\(\)"):
+        x[1:] += x[:-1]
+    assert x.tolist() == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(RuntimeError, match=PARTIAL_OVERLAP):
+        x.add_(x[0])
+    assert_close(x[1:] + x[:-1], np.arange(1.0, 10.0, 2.0))  # out of place: a fresh output
+
+
+def test_writing_into_an_expanded_tensor_is_refused():
+    e = ember.zeros(1).expand(4)
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):  # was silently 4 everywhere
+        e.add_(1)
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):
+        e.zero_()
+    with pytest.raises(RuntimeError, match=SELF_OVERLAP):
+        e.copy_(ember.arange(4.0))
+    assert e.tolist() == [0, 0, 0, 0]
+
+
+def test_an_input_over_the_outputs_memory_in_another_order_gives_the_out_of_place_result(rng):
+    a = ember.arange(4.0).view(2, 2)
+    a.copy_(a.t())  # was [[0, 2], [2, 3]]
+    assert a.tolist() == [[0, 2], [1, 3]]
+    w = rng.standard_normal((3, 3)).astype(np.float32)
+    tw = ember.tensor(w)
+    tw.add_(tw.t())
+    assert_close(tw, w + w.T)
+    # A layer's weight replaced by its own transpose, then updated in place.
+    lin = ember.nn.Linear(3, 3, bias=False)
+    w0 = lin.weight.detach().numpy().copy()
+    lin.weight.data = lin.weight.data.t()
+    with ember.no_grad():
+        lin.weight.mul_(2)
+        lin.weight.copy_(lin.weight.t())
+    assert_close(lin.weight, 2 * w0)
+
+
+def test_disjoint_views_of_one_tensor_still_run_in_place():
+    m = ember.arange(9.0).view(3, 3)
+    m[:, 0].copy_(m[:, 1])  # columns interleave in memory but share no element
+    assert m.tolist() == [[1, 1, 2], [4, 4, 5], [7, 7, 8]]
+    g = ember.arange(8.0).view(2, 4)
+    a, b = g.chunk(2, dim=1)
+    a.mul_(b)
+    assert g.tolist() == [[0, 3, 2, 3], [24, 35, 6, 7]]
+    v = ember.arange(6.0)
+    v[::2] += v[1::2]
+    assert v.tolist() == [1, 1, 5, 3, 9, 5]
+
+
+# ---- 0-d tensors and dim arguments (Note [Dims of a 0-d tensor] in core/tensor/shape.cpp) ------
+
+ZERO_D_OPS = {
+    # name: (call with dim d, the result for dims 0 and -1 as PyTorch gives it)
+    "flip": (lambda x, d: x.flip(d), 2.0),
+    "flip_list": (lambda x, d: ember.flip(x, [d]), 2.0),
+    "roll": (lambda x, d: x.roll(1, d), 2.0),
+    "movedim": (lambda x, d: x.movedim(d, 0), 2.0),
+    "sum": (lambda x, d: x.sum(d), 2.0),
+    "mean": (lambda x, d: x.mean(d), 2.0),
+    "prod": (lambda x, d: x.prod(d), 2.0),
+    "amax": (lambda x, d: x.amax(d), 2.0),
+    "amin": (lambda x, d: x.amin(d), 2.0),
+    "argmax": (lambda x, d: x.argmax(d), 0),
+    "argmin": (lambda x, d: x.argmin(d), 0),
+    "max": (lambda x, d: x.max(d)[0], 2.0),
+    "min": (lambda x, d: x.min(d)[1], 0),
+    "logsumexp": (lambda x, d: x.logsumexp(d), 2.0),
+    "norm": (lambda x, d: x.norm(dim=d), 2.0),
+    "std": (lambda x, d: x.std(d, unbiased=False), 0.0),
+    "softmax": (lambda x, d: x.softmax(d), 1.0),
+    "log_softmax": (lambda x, d: x.log_softmax(d), 0.0),
+    "cumsum": (lambda x, d: x.cumsum(d), 2.0),
+    "cumprod": (lambda x, d: x.cumprod(d), 2.0),
+    "transpose": (lambda x, d: x.transpose(d, 0), 2.0),
+    "squeeze": (lambda x, d: x.squeeze(d), 2.0),
+    "index_select": (lambda x, d: x.index_select(d, ember.tensor([0])), 2.0),
+    "gather": (lambda x, d: x.gather(d, ember.tensor(0)), 2.0),
+    "scatter_add": (lambda x, d: x.scatter_add(d, ember.tensor(0), ember.tensor(5.0)), 7.0),
+    "sort": (lambda x, d: x.sort(d)[0], 2.0),
+    "argsort": (lambda x, d: x.argsort(d), 0),
+    "topk": (lambda x, d: x.topk(1, d)[0], 2.0),
+    "all": (lambda x, d: x.all(d), True),
+    "count_nonzero": (lambda x, d: x.count_nonzero(d), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_OPS))
+def test_ops_taking_a_dim_treat_a_0d_tensor_as_pytorch_does(name):
+    fn, expected = ZERO_D_OPS[name]
+    x = ember.tensor(2.0)
+    for d in (0, -1):
+        r = fn(x, d)
+        assert r.shape == (), (name, d, r.shape)
+        assert r.item() == expected, (name, d)
+    for d in (1, -2):
+        with pytest.raises(IndexError, match="out of range"):
+            fn(x, d)
+    assert x.item() == 2.0  # and the input is left alone
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.size(0), lambda x: x.stride(-1), lambda x: x.select(0, 0),
+    lambda x: x.narrow(0, 0, 1), lambda x: x.unbind(0), lambda x: x.unflatten(0, (1,)),
+    lambda x: x.diagonal(), lambda x: x[0],
+])
+def test_ops_that_need_a_dim_refuse_a_0d_tensor_with_an_index_error(call):
+    with pytest.raises(IndexError):
+        call(ember.tensor(2.0))
+
+
+def test_flip_and_roll_of_a_0d_tensor_are_copies():
+    x = ember.tensor(2.0)
+    for y in (x.flip(0), x.roll(3, 0), x.flip([])):
+        y.add_(1)
+        assert x.item() == 2.0
+    assert x.flatten().shape == (1,) and x.unsqueeze(-1).shape == (1,)

@@ -386,3 +386,40 @@ def test_from_dlpack_leaves_a_refused_capsule_to_its_producer():
     assert ember.from_dlpack(capsule).tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(TypeError, match="consumed only once"):
         ember.from_dlpack(capsule)
+
+
+# ---- The dim limit (Note [At most EMBER_MAX_DIMS dims] in core/tensor/tensor_impl.cpp) ----------
+
+MAX_DIMS = 64
+
+
+def test_seventeen_and_more_dims_compute_right():
+    # 17 permuted dims of size 2 summed to 3 (and 18 crashed) while the CPU loops held 16 dims.
+    x = ember.ones([2] * 17).permute(list(range(16, -1, -1)))
+    assert x.sum().item() == 2**17
+    rng = np.random.default_rng(0)
+    shape = [2 if i % 3 == 0 and i < 54 else 1 for i in range(MAX_DIMS)]
+    a = rng.standard_normal(shape)  # float64, 18 dims of size 2
+    axes = list(range(MAX_DIMS - 1, -1, -1))
+    t = ember.tensor(a).permute(axes)
+    at = np.transpose(a, axes)
+    assert t.dim() == MAX_DIMS
+    assert_close(t.sum(), at.sum(), rtol=1e-12)
+    assert_close(t + t.contiguous(), 2 * at, rtol=1e-12)
+    assert_close(t.exp(), np.exp(at), rtol=1e-12)
+    assert_close(t.amax(dim=12), at.max(axis=12), rtol=1e-12)
+    assert_close(t.cumsum(60), np.cumsum(at, axis=60), rtol=1e-12)
+    assert_close(ember.from_numpy(np.ascontiguousarray(at)), at)
+
+
+def test_more_dims_than_the_limit_are_a_value_error():
+    at_limit = ember.zeros([1] * MAX_DIMS)
+    for make in (lambda: ember.zeros([1] * (MAX_DIMS + 1)),
+                 lambda: ember.ones([1] * (MAX_DIMS + 1)),
+                 lambda: at_limit.unsqueeze(0),
+                 lambda: at_limit.reshape([1] * (MAX_DIMS + 1)),
+                 lambda: at_limit.view([1] * (MAX_DIMS + 1)),
+                 lambda: at_limit.expand([1] * (MAX_DIMS + 1))):
+        with pytest.raises(ValueError, match=r"too many dims: a tensor of 65 dims, at most 64"):
+            make()
+    assert at_limit.squeeze().shape == ()

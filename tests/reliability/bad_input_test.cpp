@@ -222,7 +222,25 @@ std::vector<Row> rows() {
       ROW("narrow_bad_dim", Index, "[narrow]", f32({4, 5}).narrow(2, 0, 1), "dim 2"),
       ROW("select_out_of_range", Index, "[select]", f32({4, 5}).select(1, 5), "index 5", "5"),
       ROW("select_negative_out_of_range", Index, "[select]", f32({4, 5}).select(0, -5), "index -5"),
-      ROW("select_scalar", Value, "[select]", f32({}).select(0, 0), "0-d"),
+      ROW("select_scalar", Index, "[select]", f32({}).select(0, 0), "0-d"),
+      ROW("size_of_scalar", Index, "[size]", f32({}).size(0), "0-d", "no dims"),
+      ROW("cumsum_scalar_bad_dim", Index, "[cumsum]", cumsum(f32({}), 1), "dim 1"),
+      ROW("too_many_dims", Value, "[empty]", empty(Shape(EMBER_MAX_DIMS + 1, 1)), "65", "64"),
+      ROW("unsqueeze_past_limit", Value, "[unsqueeze]", f32(Shape(EMBER_MAX_DIMS, 1)).unsqueeze(0),
+          "too many dims"),
+      ROW("write_overlapping_itself", NotImplemented, "[add_]",
+          [] {
+            Tensor e = f32({1}).expand({4});
+            add_(e, 1.0);
+          }(),
+          "written-to tensor", "strides [0]"),
+      ROW("write_over_part_of_input", NotImplemented, "[add_]",
+          [] {
+            Tensor x = f32({6});
+            Tensor tail = x.narrow(0, 1, 5);
+            add_(tail, x.narrow(0, 0, 5));
+          }(),
+          "input tensor and the written-to tensor", "clone()"),
       ROW("slice_zero_step", Value, "[slice]", f32({4}).slice(0, 0, 4, 0), "step 0"),
       ROW("slice_bad_dim", Index, "[slice]", f32({4}).slice(3, 0, 1), "dim 3"),
       ROW("expand_non_singleton", Value, "[expand]", f32({2, 3}).expand({4, 3}), "[2, 3]", "[4, 3]"),
@@ -500,7 +518,7 @@ std::vector<Row> rows() {
           rnn_layer(static_cast<RnnMode>(7), f32({2, 1, 3}), f32({6, 3}), f32({6, 2}), {}, {},
                     f32({1, 2})),
           "got 7"),
-      ROW("unbind_scalar", Value, "[unbind]", unbind(f32({})), "scalar"),
+      ROW("unbind_scalar", Index, "[unbind]", unbind(f32({})), "0-d"),
       ROW("unbind_empty_tensor_huge_dim", Value, "[unbind]", unbind(f32({kTera, 0})),
           "[1099511627776, 0]", "exceed"),
       ROW("pad_too_many", Value, "[pad]", pad(f32({3}), {1, 1, 1, 1}), "4 values", "shape [3]"),

@@ -191,6 +191,7 @@ Tensor wrap_dltensor(const DLTensor& dl, std::function<void()> release) {
   EMBER_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape),
               "[from_dlpack] malformed DLTensor: ndim {} with{} shape", dl.ndim,
               dl.shape ? "" : "out");
+  check_ndim(static_cast<size_t>(dl.ndim), "from_dlpack");
   Shape sizes(IntList(dl.shape, static_cast<size_t>(dl.ndim)));
   for (int64_t s : sizes)
     EMBER_CHECK(s >= 0, "[from_dlpack] negative size in shape {}", shape_str(sizes));
@@ -303,6 +304,7 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only) {
         "[{}] can't convert an array of format '{}' (itemsize {}): the supported types "
         "are float64, float32, float16, int64, int32, int8, uint8 and bool",
         op, view->format ? view->format : "B", view->itemsize);
+    check_ndim(static_cast<size_t>(view->ndim), op);
     Shape sizes, strides;
     for (int i = 0; i < view->ndim; ++i) {
       sizes.push_back(view->shape[i]);

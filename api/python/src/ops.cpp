@@ -1216,12 +1216,14 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         EMBER_CHECK(source.size() == destination.size(),
                     "[movedim] source and destination have {} and {} dims", source.size(),
                     destination.size());
+        // Note [Dims of a 0-d tensor]: a 0-d tensor moves dim 0 / -1 onto itself.
         const int64_t n = x.dim();
         std::vector<int64_t> order(static_cast<size_t>(n), -1);
         std::vector<bool> used(static_cast<size_t>(n), false);
         for (size_t i = 0; i < source.size(); ++i) {
-          const int64_t s = wrap_dim(source.v[i], n, "movedim");
-          const int64_t d = wrap_dim(destination.v[i], n, "movedim");
+          const int64_t s = wrap_dim(source.v[i], std::max<int64_t>(n, 1), "movedim");
+          const int64_t d = wrap_dim(destination.v[i], std::max<int64_t>(n, 1), "movedim");
+          if (n == 0) continue;
           EMBER_CHECK(order[d] == -1 && !used[s], "[movedim] repeated dim");
           order[d] = s;
           used[s] = true;
@@ -1333,13 +1335,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, Ints dims) {
         Tensor r = x;
         for (int64_t d : dims.v) {
-          const int64_t w = wrap_dim(d, x.dim(), "flip");
+          // Note [Dims of a 0-d tensor]: a 0-d tensor flips onto itself.
+          const int64_t w = wrap_dim(d, std::max<int64_t>(x.dim(), 1), "flip");
+          if (x.dim() == 0) continue;
           const int64_t n = x.size(w);
           r = index_select(r, w,
                            arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
                                   TensorOptions(DType::Int64, x.device())));
         }
-        return r;
+        return r.is_same(x) ? x.clone() : r;
       },
       "dims"_a, "The elements in reverse order along dims (a copy).");
   b.both(
@@ -1360,7 +1364,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
                     dims->size());
         Tensor r = x;
         for (size_t i = 0; i < dims->size(); ++i) {
-          const int64_t d = wrap_dim(dims->v[i], x.dim(), "roll");
+          // Note [Dims of a 0-d tensor]: a 0-d tensor rolls onto itself.
+          const int64_t d = wrap_dim(dims->v[i], std::max<int64_t>(x.dim(), 1), "roll");
+          if (x.dim() == 0) continue;
           const int64_t n = x.size(d);
           if (n == 0) continue;
           const int64_t s = ((shifts.v[i] % n) + n) % n;
@@ -1370,7 +1376,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
                                  n);
           r = index_select(r, d, idx);
         }
-        return r;
+        return r.is_same(x) ? x.clone() : r;
       },
       "shifts"_a, "dims"_a = nb::none(), "Elements shifted cyclically along dims.");
   b.both(

@@ -17,14 +17,12 @@ namespace {
 using sdk::Compute;
 using sdk::TypeTag;
 
-constexpr int kMaxDims = 16;
-
 using sdk::itemsize;
 
 // A descriptor with its own sizes and strides, for restrided views made inside a kernel.
 struct OwnedDesc {
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims];
+  int64_t sizes[EMBER_MAX_DIMS];
+  int64_t strides[EMBER_MAX_DIMS];
   ember_tensor t;
   OwnedDesc(const ember_tensor& like, void* data, int32_t dtype) : t(like) {
     t.data = data;
@@ -78,8 +76,9 @@ int32_t check_indices(const ember_kernel_call* call, const ember_tensor& index, 
   if (index.dtype != EMBER_I64) {
     return sdk::fail(call, EMBER_ERR_INVALID, "index must be int64: got dtype %d", index.dtype);
   }
-  if (index.ndim > kMaxDims) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, index.ndim);
+  if (index.ndim > EMBER_MAX_DIMS) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", EMBER_MAX_DIMS,
+                     index.ndim);
   }
   const ember_tensor* ops[1] = {&index};
   StridedIter<1> it(ops);
@@ -188,7 +187,7 @@ bool truthy(T v) {
 template <typename Fn>
 void walk(const ember_tensor& t, int64_t b, int64_t e, Fn&& fn) {
   const int32_t nd = t.ndim;
-  int64_t coord[kMaxDims] = {0};
+  int64_t coord[EMBER_MAX_DIMS] = {0};
   int64_t off = 0, rem = b;
   for (int32_t d = nd - 1; d >= 0; --d) {
     coord[d] = rem % t.sizes[d];
@@ -213,8 +212,9 @@ EMBER_KERNEL(index_select) {
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
   const auto d = static_cast<int32_t>(sdk::attrs<attrs::index_select>(call).dim);
-  if (y.ndim > kMaxDims) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, y.ndim);
+  if (y.ndim > EMBER_MAX_DIMS) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", EMBER_MAX_DIMS,
+                     y.ndim);
   }
   if (index.ndim != 1) {
     return sdk::fail(call, EMBER_ERR_INVALID, "index must be 1-d: got %d dims", index.ndim);
@@ -236,8 +236,9 @@ EMBER_KERNEL(gather) {
   const ember_tensor& index = call->inputs[1];
   const ember_tensor& y = call->outputs[0];
   const auto d = static_cast<int32_t>(sdk::attrs<attrs::gather>(call).dim);
-  if (y.ndim > kMaxDims) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, y.ndim);
+  if (y.ndim > EMBER_MAX_DIMS) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", EMBER_MAX_DIMS,
+                     y.ndim);
   }
   if (const int32_t st = check_indices(call, index, x.sizes[d], d); st != EMBER_OK) return st;
   if (sdk::numel(y) == 0) return EMBER_OK;
@@ -260,8 +261,9 @@ EMBER_KERNEL(scatter_add) {
 
 EMBER_KERNEL(count_nonzero) {
   const ember_tensor& x = call->inputs[0];
-  if (x.ndim > kMaxDims) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, x.ndim);
+  if (x.ndim > EMBER_MAX_DIMS) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", EMBER_MAX_DIMS,
+                     x.ndim);
   }
   const ember_tensor* ops[1] = {&x};
   StridedIter<1> it(ops);
@@ -289,8 +291,9 @@ EMBER_KERNEL(count_nonzero) {
 EMBER_KERNEL(nonzero) {
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& out = call->outputs[0];
-  if (x.ndim > kMaxDims) {
-    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", kMaxDims, x.ndim);
+  if (x.ndim > EMBER_MAX_DIMS) {
+    return sdk::fail(call, EMBER_ERR_UNSUPPORTED, "at most %d dims: got %d", EMBER_MAX_DIMS,
+                     x.ndim);
   }
   const int64_t n = sdk::numel(x);
   const int64_t chunks = num_chunks(n);

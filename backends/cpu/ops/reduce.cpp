@@ -27,9 +27,9 @@ using sdk::Half;
 /** Coalesced dims, innermost first; strides in elements (xs: input, ys: output). */
 struct Dims {
   int n = 0;
-  int64_t size[16];
-  int64_t xs[16];
-  int64_t ys[16];
+  int64_t size[EMBER_MAX_DIMS];
+  int64_t xs[EMBER_MAX_DIMS];
+  int64_t ys[EMBER_MAX_DIMS];
 
   void push(int64_t s, int64_t x_stride, int64_t y_stride) {
     if (s == 1) return;
@@ -60,11 +60,12 @@ struct Dims {
 
 /** A position in a Dims space that advances one step along dim 0 (or one row, from dim 1). */
 struct Cursor {
-  int64_t idx[16] = {0};
+  int64_t idx[EMBER_MAX_DIMS];  // entries [0, d.n) are set
   int64_t ox = 0, oy = 0;
 
   /** Positions at linear index `lin` counted over dims [first, n). */
   Cursor(const Dims& d, int first, int64_t lin) {
+    for (int k = 0; k < first && k < d.n; ++k) idx[k] = 0;
     for (int k = first; k < d.n; ++k) {
       idx[k] = lin % d.size[k];
       lin /= d.size[k];

@@ -23,12 +23,17 @@ using namespace kern;  // NOLINT: the shared kernel helpers
 // ---- geometry ---------------------------------------------------------------------------------
 
 constexpr int kMaxDims = 12;
+static_assert(kMaxDims <= EMBER_MAX_DIMS);
 
 // Note [Coalesced geometry]
 // Operand 0 is the output; all operands have its shape (inputs come expanded, stride 0 where
 // broadcast). Size-1 dims are dropped and a dim merges into the one inside it when, for every
 // operand, stride[outer] == stride[inner] * size[inner]. A dense tensor becomes one dim of
-// stride 1 (the `dense` fast path); a broadcast row keeps two dims, one of stride 0.
+// stride 1 (the `dense` fast path); a broadcast row keeps two dims, one of stride 0. The
+// geometry travels by value as a launch parameter, so it holds kMaxDims coalesced dims rather
+// than EMBER_MAX_DIMS (the host side takes every tensor the core makes); an operand with more
+// dims that do not merge is refused with EMBER_ERR_UNSUPPORTED, never computed wrong. The
+// reduction and index kernels keep the same bound.
 template <int N>
 struct Geometry {
   int ndim = 0;
@@ -42,8 +47,8 @@ template <int N>
 Status make_geometry(const ember_tensor* const (&ops)[N], Geometry<N>* g) {
   const ember_tensor& out = *ops[0];
   int nd = 0;
-  int64_t sizes[64], strides[N][64];
-  if (out.ndim > 64)
+  int64_t sizes[EMBER_MAX_DIMS], strides[N][EMBER_MAX_DIMS];
+  if (out.ndim > EMBER_MAX_DIMS)
     return status_error(EMBER_ERR_UNSUPPORTED, "[cuda] rank %d is too high", out.ndim);
   for (int d = 0; d < out.ndim; ++d) {
     const int64_t s = out.sizes[d];

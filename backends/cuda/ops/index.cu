@@ -17,7 +17,8 @@ namespace {
 
 using namespace kern;  // NOLINT: the shared kernel helpers
 
-constexpr int kMaxDims = 12;
+constexpr int kMaxDims = 12;  // Note [Coalesced geometry] in elementwise.cu
+static_assert(kMaxDims <= EMBER_MAX_DIMS);
 
 // A shape with up to three operands' strides over it (elements).
 struct Shape3 {

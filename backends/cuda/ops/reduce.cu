@@ -15,7 +15,8 @@ namespace {
 
 using namespace kern;  // NOLINT: the shared kernel helpers
 
-constexpr int kMaxDims = 12;
+constexpr int kMaxDims = 12;  // Note [Coalesced geometry] in elementwise.cu
+static_assert(kMaxDims <= EMBER_MAX_DIMS);
 
 // Coalesced dims, innermost first; strides in elements (xs: input, ys: output).
 struct Dims {

@@ -38,7 +38,8 @@ namespace {
 
 using namespace kern;  // NOLINT: the shared kernel helpers
 
-constexpr int kMaxDims = 16;
+constexpr int kMaxDims = 16;  // Note [Coalesced geometry] in elementwise.cu
+static_assert(kMaxDims <= EMBER_MAX_DIMS);
 
 // Thrust's temporary storage from the device's caching allocator, on `stream`.
 struct ThrustAlloc {

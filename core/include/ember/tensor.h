@@ -32,5 +32,6 @@
 #include "ember/plugin/loader.h"
 #include "ember/profiler/profiler.h"
 #include "ember/tensor/dlpack.h"
+#include "ember/tensor/overlap.h"
 #include "ember/tensor/tensor.h"
 #include "ember/version.h"

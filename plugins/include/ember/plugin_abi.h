@@ -272,7 +272,9 @@ typedef struct ember_host_v1 {
 
 /* ---- ABI 1.1: operators defined by plugins --------------------------------------------- */
 
-/** Most dimensions an inferred output may have. */
+/** Most dimensions any tensor has: the core makes no larger one, so a kernel may keep a
+ *  descriptor's sizes and strides in arrays of this length, and an inferred output has at most
+ *  this many (Note [At most EMBER_MAX_DIMS dims] in core/tensor/tensor_impl.cpp). */
 #define EMBER_MAX_DIMS 64
 
 /** One output as an infer callback describes it; the core allocates it accordingly. */

@@ -339,7 +339,7 @@ T* data(const ember_tensor& t) {
  *  dims of C with size-1 dims dropped and adjacent dims merged wherever every operand allows
  *  it (outermost first), then the matrix sizes and strides (in elements). */
 struct MatmulGeometry {
-  static constexpr int kMaxDims = 64;
+  static constexpr int kMaxDims = EMBER_MAX_DIMS;
   int nb = 0;               // batch dims after merging
   int64_t batch[kMaxDims];  // their sizes
   int64_t sa[kMaxDims], sb[kMaxDims], sc[kMaxDims];

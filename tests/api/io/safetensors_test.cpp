@@ -383,6 +383,24 @@ std::string f32_header(const std::string& entry) {
   return "{\"a\":" + entry + "}";
 }
 
+// "1,1,...,1": n ones, a JSON shape of n size-1 dims.
+std::string ones_list(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += i ? ",1" : "1";
+  return s;
+}
+
+TEST(Safetensors, LoadsATensorOfAsManyDimsAsTheLimit) {
+  TempDir dir;
+  const std::string path = dir.file("deep.safetensors");
+  write_bytes(path, st_file(f32_header(R"({"dtype":"F32","shape":[)" + ones_list(EMBER_MAX_DIMS) +
+                                       R"(],"data_offsets":[0,4]})"),
+                            std::string(4, '\0')));
+  const Tensor t = io::load(path).at("a");
+  EXPECT_EQ(t.dim(), EMBER_MAX_DIMS);
+  EXPECT_EQ(t.item(), 0.0);
+}
+
 TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
   const std::string ok_entry = R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   const std::string eight(8, '\0');
@@ -522,6 +540,11 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
                R"("e":{"dtype":"U8","shape":[0],"data_offsets":[10,10]}})",
                std::string(10, '\0')),
        "bytes [8, 10) of the data section, between tensors 'a' [0, 8] and 'e' [10, 10]"},
+      {"more dims than the limit",
+       st_file(f32_header(R"({"dtype":"F32","shape":[)" + ones_list(EMBER_MAX_DIMS + 1) +
+                          R"(],"data_offsets":[0,4]})"),
+               std::string(4, '\0')),
+       "has 65 dims, at most 64 are supported"},
       {"bool byte 2",
        st_file(R"({"a":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}})",
                std::string("\1\2\0", 3)),

@@ -205,6 +205,24 @@ EMBER_GRADCHECK_CASE({"as_strided", "overlapping-free window (first order)",
                       },
                       false});
 
+EMBER_GRADCHECK_CASE({"as_strided", "overlapping windows (first order)",
+                      [](const V& in) {
+                        return square(in[0].as_strided({3, 2}, {1, 1}, 1));
+                      },
+                      [] {
+                        return V{input({2, 3}, 33)};
+                      },
+                      false});
+
+TEST(ElementwiseGrad, AsStridedWindowsThatOverlapSumTheirGradients) {
+  // Windows [x0 x1], [x1 x2], [x2 x3]: the middle elements are read twice (PyTorch's gradient);
+  // the backward used to copy into the overlapping region, keeping one gradient per place.
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}).requires_grad_(true);
+  sum(x.as_strided({3, 2}, {1, 1})).backward();
+  const float expected[] = {1, 2, 2, 1};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(x.grad().data_ptr<float>()[i], expected[i]) << i;
+}
+
 TEST(ElementwiseGrad, MulOfSameTensorAccumulates) {
   Tensor x = tensor({1.0, 2.0, 3.0}).requires_grad_(true);
   sum(mul(x, x)).backward();

@@ -184,5 +184,29 @@ TEST(DLPack, RejectsWhatItCannotRepresent) {
   expect_error([] { to_dlpack(Tensor()); }, {"[to_dlpack]", "undefined"});
 }
 
+TEST(DLPack, ImportOfMoreDimsThanTheLimitIsRefusedBeforeTakingOwnership) {
+  std::vector<int64_t> shape(EMBER_MAX_DIMS + 1, 1);
+  float value = 1;
+  int deleted = 0;
+  DLManagedTensor managed{};
+  managed.dl_tensor.data = &value;
+  managed.dl_tensor.device = {kDLCPU, 0};
+  managed.dl_tensor.ndim = EMBER_MAX_DIMS + 1;
+  managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  managed.dl_tensor.shape = shape.data();
+  managed.manager_ctx = &deleted;
+  managed.deleter = [](DLManagedTensor* self) { ++*static_cast<int*>(self->manager_ctx); };
+  EXPECT_THROW(from_dlpack(&managed), ValueError);
+  testing::expect_error([&] { from_dlpack(&managed); }, {"[from_dlpack]", "too many dims"});
+  EXPECT_EQ(deleted, 0);  // still the caller's
+  managed.dl_tensor.ndim = EMBER_MAX_DIMS;
+  {
+    const Tensor t = from_dlpack(&managed);
+    EXPECT_EQ(t.dim(), EMBER_MAX_DIMS);
+    EXPECT_EQ(t.item(), 1.0);
+  }
+  EXPECT_EQ(deleted, 1);
+}
+
 }  // namespace
 }  // namespace ember

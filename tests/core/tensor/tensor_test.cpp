@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -961,6 +962,177 @@ TEST(Item, IntegersAreReadExactly) {
   EXPECT_THROW(full({}, 1e30, DType::Float64).item<int>(), ValueError);
   EXPECT_DOUBLE_EQ(full({}, 2.75, DType::Float32).item<double>(), 2.75);
   EXPECT_THROW(full({2}, 1, DType::Int64).item<int64_t>(), Error);
+}
+
+// ---- The dim limit (Note [At most EMBER_MAX_DIMS dims]) ---------------------------------------
+
+// A shape of EMBER_MAX_DIMS dims of which `big` (every third from the first) have size 2.
+Shape shape_at_limit(int big) {
+  Shape s(EMBER_MAX_DIMS, 1);
+  for (int i = 0; i < big; ++i) s[static_cast<size_t>(3 * i)] = 2;
+  return s;
+}
+
+Shape reversed_dims(int64_t n) {
+  Shape p;
+  for (int64_t d = n - 1; d >= 0; --d) p.push_back(d);
+  return p;
+}
+
+TEST(TensorDims, EveryWayToMakeATensorStopsAtTheLimit) {
+  const Shape at(EMBER_MAX_DIMS, 1), past(EMBER_MAX_DIMS + 1, 1);
+  const std::string n = std::to_string(EMBER_MAX_DIMS), n1 = std::to_string(EMBER_MAX_DIMS + 1);
+  const Tensor t = zeros(at);
+  EXPECT_EQ(t.dim(), EMBER_MAX_DIMS);
+  const auto refused = [&](auto&& fn, const char* op) {
+    EXPECT_THROW(fn(), ValueError) << op;
+    expect_error(fn, {op, "too many dims", n1.c_str(), n.c_str(), "EMBER_MAX_DIMS"});
+  };
+  refused([&] { return empty(past); }, "[empty]");
+  refused([&] { return zeros(past); }, "too many dims");
+  refused([&] { return t.unsqueeze(0); }, "[unsqueeze]");
+  refused([&] { return t.view(past); }, "[view]");
+  refused([&] { return t.reshape(past); }, "[reshape]");
+  refused([&] { return t.expand(past); }, "[expand]");
+  refused([&] { return t.as_strided(past, past); }, "[as_strided]");
+  float one = 1;
+  refused([&] { return from_blob(&one, past, f32); }, "[from_blob]");
+  // The constructor every tensor goes through refuses it too.
+  EXPECT_THROW(TensorImpl(t.storage(), past, past, 0, f32), ValueError);
+}
+
+TEST(TensorDims, KernelsAtTheLimitMatchFloat64Loops) {
+  // 64 dims, 18 of size 2, reversed so that no two dims of the operands merge: more dims than
+  // the CPU loops used to hold (17 summed to 3 instead of 131072; 18 crashed).
+  const Shape sizes = shape_at_limit(18);
+  const int64_t n = int64_t{1} << 18;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i % 97) - 48;
+  for (const char* dev : {"cpu", "reference"}) {
+    SCOPED_TRACE(dev);
+    const Device d(find_device_type(dev), 0);
+    const Tensor x = make(v, sizes, f64).to(d);
+    const Tensor p = x.permute(reversed_dims(EMBER_MAX_DIMS));
+    EXPECT_EQ(sum(ones(sizes, TensorOptions(f64, d)).permute(reversed_dims(EMBER_MAX_DIMS))).item(),
+              static_cast<double>(n));
+    // The permuted elements in row-major order, read by walking strides in the test.
+    const std::vector<double> pv = values(p);
+    double total = 0;
+    for (double e : pv) total += e;
+    EXPECT_EQ(sum(p).item(), total);
+    EXPECT_EQ(values(p.contiguous()), pv);  // copy
+    std::vector<double> twice = pv;
+    for (double& e : twice) e *= 2;
+    EXPECT_EQ(values(add(p, p.contiguous())), twice);  // binary, two layouts
+    const std::vector<double> relu_ref = [&] {
+      std::vector<double> r = pv;
+      for (double& e : r) e = e > 0 ? e : 0;
+      return r;
+    }();
+    EXPECT_EQ(values(relu(p)), relu_ref);
+    Tensor inplace = x.clone().permute(reversed_dims(EMBER_MAX_DIMS));
+    mul_(inplace, 2.0);  // in place through the permuted view
+    EXPECT_EQ(values(inplace), twice);
+    EXPECT_EQ(amax(p).item(), 48.0);
+    // Reductions over one dim, the running sum and the index kernels, against the other layout
+    // (dims 12, 15, ..., 63 of p have size 2).
+    const Tensor c = p.contiguous();
+    EXPECT_EQ(values(sum(p, {15})), values(sum(c, {15})));
+    EXPECT_EQ(values(cumsum(p, 63)), values(cumsum(c, 63)));
+    EXPECT_EQ(values(std::get<1>(max(p, 18))), values(std::get<1>(max(c, 18))));
+    const Tensor idx = make({1, 0}, {2}, i64).to(d);
+    EXPECT_EQ(values(index_select(p, 21, idx)), values(index_select(c, 21, idx)));
+    const Tensor gidx = zeros(p.sizes(), TensorOptions(i64, d));
+    EXPECT_EQ(values(gather(p, 24, gidx)), values(gather(c, 24, gidx)));
+    EXPECT_EQ(values(nonzero(eq(p, 0.0))), values(nonzero(eq(c, 0.0))));
+  }
+}
+
+// ---- 0-d tensors and dim arguments (Note [Dims of a 0-d tensor]) -----------------------------
+
+struct ZeroDimCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, int64_t)> fn;
+  Shape shape;  // of the result for dims 0 and -1
+  double value;
+};
+
+TEST(ZeroDim, OpsTakingADimTreatAZeroDTensorAsOneDimOfSizeOne) {
+  // PyTorch's rule: a 0-d tensor takes dims -1 and 0, as if it were 1-d of size 1.
+  const Tensor x = full({}, 2.0);
+  const Tensor i0 = full({}, 0, DType::Int64);
+  const Tensor i1 = full({1}, 0, DType::Int64);
+  const Tensor five = full({}, 5.0);
+  const std::vector<ZeroDimCase> cases = {
+      {"sum", [](const Tensor& t, int64_t d) { return sum(t, {d}); }, {}, 2},
+      {"mean", [](const Tensor& t, int64_t d) { return mean(t, {d}); }, {}, 2},
+      {"prod", [](const Tensor& t, int64_t d) { return prod(t, {d}); }, {}, 2},
+      {"amax", [](const Tensor& t, int64_t d) { return amax(t, {d}); }, {}, 2},
+      {"amin", [](const Tensor& t, int64_t d) { return amin(t, {d}); }, {}, 2},
+      {"all", [](const Tensor& t, int64_t d) { return all(t, {d}); }, {}, 1},
+      {"any", [](const Tensor& t, int64_t d) { return any(t, {d}); }, {}, 1},
+      {"norm", [](const Tensor& t, int64_t d) { return norm(t, 2.0, {d}); }, {}, 2},
+      {"logsumexp", [](const Tensor& t, int64_t d) { return logsumexp(t, {d}); }, {}, 2},
+      {"var", [](const Tensor& t, int64_t d) { return var(t, {d}, 0); }, {}, 0},
+      {"max", [](const Tensor& t, int64_t d) { return std::get<0>(max(t, d)); }, {}, 2},
+      {"min", [](const Tensor& t, int64_t d) { return std::get<1>(min(t, d)); }, {}, 0},
+      {"argmax", [](const Tensor& t, int64_t d) { return argmax(t, d); }, {}, 0},
+      {"argmin", [](const Tensor& t, int64_t d) { return argmin(t, d, true); }, {}, 0},
+      {"softmax", [](const Tensor& t, int64_t d) { return softmax(t, d); }, {}, 1},
+      {"log_softmax", [](const Tensor& t, int64_t d) { return log_softmax(t, d); }, {}, 0},
+      {"cumsum", [](const Tensor& t, int64_t d) { return cumsum(t, d); }, {}, 2},
+      {"cumprod", [](const Tensor& t, int64_t d) { return cumprod(t, d); }, {}, 2},
+      {"transpose", [](const Tensor& t, int64_t d) { return t.transpose(d, 0); }, {}, 2},
+      {"squeeze", [](const Tensor& t, int64_t d) { return t.squeeze(d); }, {}, 2},
+      {"unsqueeze", [](const Tensor& t, int64_t d) { return t.unsqueeze(d); }, {1}, 2},
+      {"flatten", [](const Tensor& t, int64_t d) { return t.flatten(d, -1); }, {1}, 2},
+      {"index_select", [&](const Tensor& t, int64_t d) { return index_select(t, d, i1); }, {}, 2},
+      {"gather", [&](const Tensor& t, int64_t d) { return gather(t, d, i0); }, {}, 2},
+      {"scatter", [&](const Tensor& t, int64_t d) { return scatter(t, d, i0, five); }, {}, 5},
+      {"scatter_add",
+       [&](const Tensor& t, int64_t d) { return scatter_add(t, d, i0, five); },
+       {},
+       7},
+      {"sort", [](const Tensor& t, int64_t d) { return std::get<0>(sort(t, d)); }, {}, 2},
+      {"topk", [](const Tensor& t, int64_t d) { return std::get<1>(topk(t, 1, d)); }, {}, 0},
+  };
+  for (const ZeroDimCase& c : cases) {
+    for (int64_t d : {0, -1}) {
+      SCOPED_TRACE(std::string(c.name) + " dim " + std::to_string(d));
+      const Tensor r = c.fn(x, d);
+      EXPECT_EQ(r.sizes(), c.shape);
+      EXPECT_EQ(values(r), std::vector<double>{c.value});
+    }
+    for (int64_t d : {1, -2}) {
+      SCOPED_TRACE(std::string(c.name) + " dim " + std::to_string(d));
+      EXPECT_THROW(c.fn(x, d), IndexError);
+      expect_error([&] { c.fn(x, d); }, {"out of range"});
+    }
+  }
+}
+
+TEST(ZeroDim, OpsThatNeedARealDimRefuseAZeroDTensor) {
+  const Tensor x = full({}, 2.0);
+  // IndexError, as PyTorch's "dimension specified as 0 but tensor has no dimensions".
+  const std::vector<std::pair<const char*, std::function<void(int64_t)>>> index_errors = {
+      {"[size]", [&](int64_t d) { x.size(d); }},
+      {"[stride]", [&](int64_t d) { x.stride(d); }},
+      {"[select]", [&](int64_t d) { x.select(d, 0); }},
+      {"[narrow]", [&](int64_t d) { x.narrow(d, 0, 1); }},
+      {"[slice]", [&](int64_t d) { x.slice(d, 0, 1); }},
+      {"[unbind]", [&](int64_t d) { unbind(x, d); }},
+  };
+  for (const auto& [op, fn] : index_errors) {
+    for (int64_t d : {0, -1}) {
+      SCOPED_TRACE(std::string(op) + " dim " + std::to_string(d));
+      EXPECT_THROW(fn(d), IndexError);
+      expect_error([&] { fn(d); }, {op, "0-d", "has no dims"});
+    }
+  }
+  // PyTorch raises RuntimeError for these ("expects at least a 1-dimensional tensor").
+  EXPECT_THROW(split(x, 1, 0), ValueError);
+  EXPECT_THROW(chunk(x, 1, 0), ValueError);
+  EXPECT_THROW(cat({x, x}, 0), ValueError);
 }
 
 }  // namespace

@@ -49,6 +49,12 @@ EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forwa
 /** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
 EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);
 
+/** The gradient of a view (sizes, strides, offset in elements) of a contiguous tensor of
+ *  `base_sizes`: g's elements at the places they view, zeros elsewhere; a place an overlapping
+ *  view reads several times gets the sum of their gradients, as in PyTorch. First order only. */
+EMBER_API Tensor as_strided_backward(const Tensor& g, IntList base_sizes, IntList sizes,
+                                     IntList strides, int64_t offset);
+
 /** Rejects an in-place op on a leaf that requires grad (or a view of one) while recording, and
  *  one on an inference tensor outside inference mode (check_writable). */
 EMBER_API void check_inplace(const Tensor& t, const char* op);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ember/plugin_abi.h"
 #include "ember/util/export.h"
 #include "ember/util/small_vec.h"
 
@@ -58,7 +59,11 @@ class IntList {
   size_t size_ = 0;
 };
 
-/** Product of sizes; throws if it overflows int64 or a size is negative. */
+/** Throws ValueError if a tensor of `ndim` dims would exceed EMBER_MAX_DIMS (Note [At most
+ *  EMBER_MAX_DIMS dims] in core/tensor/tensor_impl.cpp). */
+EMBER_API void check_ndim(size_t ndim, const char* op);
+/** Product of sizes; throws if it overflows int64, a size is negative or there are more than
+ *  EMBER_MAX_DIMS sizes. */
 EMBER_API int64_t shape_numel(IntList sizes, const char* op = "shape");
 /** Row-major strides for `sizes`. */
 EMBER_API Shape contiguous_strides(IntList sizes);
@@ -66,7 +71,8 @@ EMBER_API Shape contiguous_strides(IntList sizes);
 EMBER_API Shape channels_last_strides(IntList sizes);
 /** Broadcasts two shapes on NumPy's rules; throws with both shapes if they do not match. */
 EMBER_API Shape broadcast_shapes(IntList a, IntList b, const char* op);
-/** Wraps a possibly negative dim into [0, ndim); throws if out of range. */
+/** Wraps a possibly negative dim into [0, ndim); throws IndexError if out of range or if ndim
+ *  is 0 (an op taking a 0-d tensor wraps against max(ndim, 1): Note [Dims of a 0-d tensor]). */
 EMBER_API int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 /** Formats sizes like "[2, 3]". */
 EMBER_API std::string shape_str(IntList sizes);
