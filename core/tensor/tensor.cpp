@@ -12,12 +12,15 @@ namespace ember {
 namespace {
 
 // Note [Views are differentiable]
-// A view records a backward node only when its base requires grad (checked before any closure
-// is built, so plain views stay allocation-light). The node maps the view's gradient back to
-// the base's shape; record_view also marks the result as a view of the base so in-place ops
-// on it rebase the base's history (Note [In-place ops and CopySlices]).
+// Every view of a floating tensor is marked as a view of its base (mark_view: a pointer and a
+// version in the TensorImpl, no allocation), so it follows the base's history when the base or
+// another view of it is modified in place (Note [Views see their base's history] in
+// core/autograd/record.cpp). A view records a backward node only when its base requires grad
+// (checked before any closure is built, so plain views stay allocation-light); the node maps the
+// view's gradient back to the base's shape with differentiable ops.
 template <typename MakeFn>
 Tensor track_view(const char* name, const Tensor& base, Tensor view, MakeFn&& make_fn) {
+  autograd::mark_view(view, base);
   if (autograd::needs_grad(base)) autograd::record_view(name, base, view, make_fn());
   return view;
 }
@@ -172,7 +175,10 @@ Tensor Tensor::reshape(IntList sizes_in) const {
                       make_view(*this, std::move(sizes), std::move(*strides), storage_offset()),
                       reshape_back(*this));
   }
-  return clone(MemoryFormat::Contiguous).view(sizes);
+  // A copy, as in PyTorch: no view of the temporary it was made from.
+  Tensor out = clone(MemoryFormat::Contiguous).view(sizes);
+  out.impl()->clear_view_base();
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -408,20 +414,15 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
       shape_str(sizes), shape_str(strides), off, last, capacity);
-  // Backward: the gradient written at the viewed places of a zero tensor laid out like this
-  // one's storage region (first order only; overlapping views keep one write per place).
-  return track_view("AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off),
-                    [&] {
-                      return [in = this->sizes(), base_off = storage_offset(),
-                              contiguous = is_contiguous(), sz = Shape(sizes), st = Shape(strides),
-                              off](const Grads& g, const autograd::LambdaNode&) {
-                        EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
-                        Tensor out = zeros(in, {g[0].dtype(), g[0].device()});
-                        autograd::NoGradGuard no_grad;
-                        out.as_strided(sz, st, off - base_off).copy_(g[0]);
-                        return Grads{out};
-                      };
-                    });
+  // Backward: the gradient put back at the places of the storage the view reads, then read out
+  // with this tensor's geometry (any layout; overlapping places sum, as in PyTorch).
+  Tensor view = make_view(*this, Shape(sizes), Shape(strides), off);
+  return track_view("AsStridedBackward", *this, view, [&] {
+    return [in = autograd::TensorGeometry(*this), out = autograd::TensorGeometry(view)](
+               const Grads& g, const autograd::LambdaNode&) {
+      return Grads{autograd::as_strided_backward(g[0], in, out)};
+    };
+  });
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

@@ -413,6 +413,14 @@ void bind_tensor(nb::module_& m) {
       .def("is_same_storage", &Tensor::is_same_storage, "other"_a,
            "True if both tensors share storage.")
       .def_prop_ro("_version", &Tensor::version, "The storage's version counter.")
+      .def_prop_ro(
+          "_base",
+          [](const Tensor& t) -> std::optional<Tensor> {
+            if (!t.is_view()) return std::nullopt;
+            return t.base();
+          },
+          "For a view, the tensor whose history it follows; None otherwise.")
+      .def("_is_view", &Tensor::is_view, "True for a view that follows its base's history.")
       .def("is_inference", &Tensor::is_inference,
            "True if made inside inference_mode (a view of such a tensor included).");
 

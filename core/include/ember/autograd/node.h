@@ -140,9 +140,6 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;
   std::vector<GradHook> leaf_hooks;  // hooks on a leaf's incoming gradient
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  // leaf, after .grad
-  // Views: the tensor this one is a view of (autograd-wise), if any.
-  Tensor base;
-  bool is_view = false;
 };
 
 }  // namespace ember::autograd

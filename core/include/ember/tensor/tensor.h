@@ -200,6 +200,11 @@ class EMBER_API Tensor {
   bool is_leaf() const;
   /** Which output of its grad_fn this tensor is. */
   uint32_t output_nr() const;
+  /** True for a view autograd tracks: it follows its base's history (Note [Views see their
+   *  base's history] in core/autograd/record.cpp). */
+  bool is_view() const;
+  /** The tensor this view follows (the first of its chain of views), or undefined. */
+  Tensor base() const;
   /** Autograd state, or null. */
   autograd::AutogradMeta* autograd_meta() const;
   /** Runs backward from this tensor (a scalar unless `gradient` is given). */
