@@ -92,6 +92,25 @@ Tensor Tensor::detach() const {
       make_intrusive<TensorImpl>(storage(), sizes(), strides(), storage_offset(), dtype()));
 }
 
+// Note [Replacing a tensor's data]
+// set_data swaps what a TensorImpl points at (storage, geometry, dtype) under every handle to it,
+// which is how a module converts its parameters (Module::to) without making new tensors: an
+// optimizer, a Python object or a user's map keyed by the parameter keep working. The autograd
+// state stays; an accumulator made for the old dtype or device is dropped (a graph recorded
+// before keeps it, and AccumulateGrad stores in the leaf's current dtype), as PyTorch's set_data
+// does. Views made of the tensor before keep the old storage.
+void Tensor::set_data(const Tensor& data) const {
+  EMBER_CHECK_TYPE(defined() && data.defined(), "[set_data] undefined tensor");
+  EMBER_CHECK_TYPE(!requires_grad() || is_floating(data.dtype()),
+                   "[set_data] data set to a tensor that requires gradients must be floating "
+                   "point: got {}",
+                   data.dtype());
+  if (AutogradMeta* m = impl_->autograd_meta()) {
+    if (data.dtype() != dtype() || data.device() != device()) m->grad_accumulator.reset();
+  }
+  impl_->set_data(*data.impl());
+}
+
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   EMBER_CHECK(requires_grad(),
               "[register_hook] cannot register a hook on a tensor that doesn't require gradient");

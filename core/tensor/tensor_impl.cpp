@@ -50,4 +50,16 @@ TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offs
   for (int64_t s : sizes_) numel_ *= s;
 }
 
+void TensorImpl::set_data(const TensorImpl& src) {
+  storage_ = src.storage_;
+  sizes_ = src.sizes_;
+  strides_ = src.strides_;
+  offset_ = src.offset_;
+  numel_ = src.numel_;
+  dtype_ = src.dtype_;
+  contiguous_ = src.contiguous_;
+  channels_last_ = src.channels_last_;
+  view_base_ = IntrusivePtr<TensorImpl>();
+}
+
 }  // namespace ember

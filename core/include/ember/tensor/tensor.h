@@ -212,6 +212,10 @@ class EMBER_API Tensor {
                 bool create_graph = false) const;
   /** Same data, cut from the graph (shares storage and version counter). */
   Tensor detach() const;
+  /** Makes this tensor use `data`'s storage, shape, dtype and device while staying the same
+   *  tensor (handles, requires_grad, .grad and hooks kept): PyTorch's `t.data = data`, with
+   *  which modules convert their parameters in place. */
+  void set_data(const Tensor& data) const;
   /** Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it. */
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
   /** On a leaf: calls `hook(leaf)` each time a gradient was accumulated into its .grad. */

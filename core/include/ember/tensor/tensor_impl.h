@@ -75,6 +75,9 @@ class EMBER_API TensorImpl : public RefCounted {
   uint32_t view_version() const { return view_version_.load(std::memory_order_acquire); }
   /** Records the version at which the view's grad_fn was set; autograd use. */
   void set_view_version(uint32_t v) { view_version_.store(v, std::memory_order_release); }
+  /** Takes `src`'s storage, geometry and dtype, keeping this impl (its identity and autograd
+   *  state); the tensor is no view afterwards. Tensor::set_data is the checked form. */
+  void set_data(const TensorImpl& src);
   /** Address of element [0, ..., 0]. */
   void* data() const {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize(dtype_));
