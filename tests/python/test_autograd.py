@@ -439,3 +439,47 @@ def test_retain_grad_follows_an_in_place_change():
     y.mul_(3)
     (y * y).sum().backward()
     assert y.grad.tolist() == [6.0, 12.0]
+
+
+class HalfPrecisionBackward(Function):
+    """A backward that returns float64 gradients (or broadcast ones) for float32 inputs."""
+
+    @staticmethod
+    def forward(ctx, x, mode):
+        ctx.mode = mode
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        d = g.double() * 2
+        if ctx.mode == "broadcast":
+            d = d.expand(3, *d.shape)
+        elif ctx.mode == "wrong":
+            d = ember.cat([d, d])
+        return d, None
+
+
+def test_gradients_are_converted_to_the_dtype_of_their_input():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    HalfPrecisionBackward.apply(x, "dtype").sum().backward()
+    assert x.grad.dtype == ember.float32 and x.grad.tolist() == [2.0, 2.0]
+    w = ember.tensor([3.0, 4.0], requires_grad=True)
+    h = w * 1
+    (HalfPrecisionBackward.apply(h, "dtype") * h).sum().backward()
+    assert w.grad.dtype == ember.float32 and w.grad.tolist() == [12.0, 16.0]
+    x.grad = None
+    (x * 3).backward(ember.ones(2, dtype=ember.float64))
+    assert x.grad.dtype == ember.float32
+
+
+def test_gradients_of_another_shape_are_summed_or_refused():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    HalfPrecisionBackward.apply(x, "broadcast").sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0]
+    with pytest.raises(ValueError, match=r"invalid gradient at index 0: got shape \[4\] but expected shape "
+                                         r"compatible with \[2\]"):
+        HalfPrecisionBackward.apply(x, "wrong").sum().backward()
+    y = x * 1
+    y.register_hook(lambda g: g.double())
+    with pytest.raises(TypeError, match="hook changed the gradient's type"):
+        y.sum().backward()

@@ -27,6 +27,10 @@ struct Edge {
 /** A hook on a gradient: returns a replacement, or an undefined tensor to keep it. */
 using GradHook = std::function<Tensor(const Tensor&)>;
 
+/** Runs `hook` on `grad`: its replacement, or `grad` if it returned none. A replacement of
+ *  another shape, dtype or device is an error (as PyTorch checks a hook's result). */
+EMBER_API Tensor apply_grad_hook(const GradHook& hook, const Tensor& grad);
+
 /** Shape, dtype and device of a forward output, to make zeros for a missing gradient. */
 struct OutputMeta {
   Shape sizes;
