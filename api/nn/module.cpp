@@ -36,7 +36,10 @@ Tensor Module::operator()(const Tensor& input) {
     if (replaced.defined()) in = std::move(replaced);
   }
   Tensor out = forward(in);
-  for (auto& [id, hook] : std::vector(hooks_)) hook(*this, in, out);
+  for (auto& [id, hook] : std::vector(hooks_)) {
+    Tensor replaced = hook(*this, in, out);
+    if (replaced.defined()) out = std::move(replaced);
+  }
   return out;
 }
 

@@ -201,6 +201,21 @@ def test_forward_hooks_run_on_both_call_paths():
     assert lin(ember.ones(1, 2)).abs().sum().item() == 0
 
 
+def test_forward_hook_results_replace_values_when_a_cpp_container_calls():
+    lin = nn.Linear(2, 2)
+    seq = nn.Sequential(lin, nn.ReLU())  # runs lin through the C++ call path
+    x = ember.ones(1, 2)
+    lin.register_forward_hook(lambda m, args, out: out * 0 - 1)
+    assert seq(x).tolist() == [[0.0, 0.0]] and lin(x).tolist() == [[-1.0, -1.0]]
+    pre = nn.Linear(2, 2)
+    pre.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    assert_close(nn.Sequential(pre)(x), pre.bias.detach().numpy()[None, :])
+    bad = nn.Linear(2, 2)
+    bad.register_forward_hook(lambda m, args, out: "not a tensor")
+    with pytest.raises(TypeError, match="forward hook returned str"):
+        nn.Sequential(bad)(x)
+
+
 def _regression(dtype):
     ember.manual_seed(3)
     x = ember.randn(64, 3, dtype=dtype)

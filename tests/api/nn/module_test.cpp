@@ -226,6 +226,21 @@ TEST(Module, ConversionsKeepEveryHandleOfAParameter) {
   EXPECT_TRUE(m.fc1->weight.is_same(w));
 }
 
+TEST(Module, ForwardHookResultReplacesTheOutput) {
+  Linear fc(2, 2);
+  HookHandle h = fc.register_forward_hook(
+      [](Module&, const Tensor&, const Tensor& out) { return mul(out, 0.0); });
+  int seen = 0;
+  HookHandle watch = fc.register_forward_hook([&](Module&, const Tensor&, const Tensor& out) {
+    seen += static_cast<int>(values(out)[0] == 0.0);  // sees the replaced output
+  });
+  const Tensor y = fc(ones({1, 2}));
+  EXPECT_EQ(values(y), (std::vector<double>{0.0, 0.0}));
+  EXPECT_EQ(seen, 1);
+  h.remove();
+  EXPECT_NE(values(fc(ones({1, 2}))), (std::vector<double>{0.0, 0.0}));
+}
+
 TEST(Module, ForwardHooksSeeInputAndOutputAndCanBeRemoved) {
   Linear fc(2, 2);
   int calls = 0;
