@@ -342,9 +342,10 @@ void rebase_history(Tensor& x, const Tensor& r) {
 void mark_view(Tensor& view, const Tensor& base) {
   if (!is_floating(view.dtype()) || base.is_inference()) return;
   TensorImpl* root = base.impl();
-  ViewCreation how = is_inference_mode() ? ViewCreation::Inference
-                     : is_grad_enabled() ? ViewCreation::Default
-                                         : ViewCreation::NoGrad;
+  // Grad mode first (inference mode turns it off): the common case reads one flag.
+  ViewCreation how = is_grad_enabled()     ? ViewCreation::Default
+                     : is_inference_mode() ? ViewCreation::Inference
+                                           : ViewCreation::NoGrad;
   if (TensorImpl* b = root->view_base()) {
     // A view of a view made without grad mode is as ambiguous as its parent (PyTorch's
     // propagate_creation_meta).

@@ -1,6 +1,7 @@
 // Tensor metadata and views: geometry only, no kernels.
 #include "ember/tensor/tensor.h"
 
+#include "core/tensor/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -292,12 +293,14 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
                     });
 }
 
-Tensor Tensor::expand(IntList target) const {
-  check_defined(*this, "expand");
-  EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(),
+namespace {
+
+// The sizes and strides of `t` expanded to `target` (-1 keeps a size), checked.
+std::pair<Shape, Shape> expanded_geometry(const Tensor& t, IntList target) {
+  EMBER_CHECK(static_cast<int64_t>(target.size()) >= t.dim(),
               "[expand] the number of sizes ({}) must be >= the tensor's dims ({}): sizes {} to {}",
-              target.size(), dim(), shape_str(sizes()), shape_str(target));
-  const size_t lead = target.size() - sizes().size();
+              target.size(), t.dim(), shape_str(t.sizes()), shape_str(target));
+  const size_t lead = target.size() - t.sizes().size();
   Shape sizes(target.size()), strides(target.size());
   for (size_t i = 0; i < target.size(); ++i) {
     if (i < lead) {
@@ -307,21 +310,41 @@ Tensor Tensor::expand(IntList target) const {
       strides[i] = 0;
       continue;
     }
-    const int64_t have = this->sizes()[i - lead];
+    const int64_t have = t.sizes()[i - lead];
     const int64_t want = target[i] == -1 ? have : target[i];
     EMBER_CHECK(have == want || have == 1,
                 "[expand] the size {} must match the existing size {} at dim {} (sizes {} to {})",
-                want, have, i, shape_str(this->sizes()), shape_str(target));
+                want, have, i, shape_str(t.sizes()), shape_str(target));
     sizes[i] = want;
-    strides[i] = have == want ? this->strides()[i - lead] : 0;
+    strides[i] = have == want ? t.strides()[i - lead] : 0;
   }
   shape_numel(sizes, "expand");  // Note [Sizes never wrap around]
+  return {std::move(sizes), std::move(strides)};
+}
+
+}  // namespace
+
+Tensor Tensor::expand(IntList target) const {
+  check_defined(*this, "expand");
+  auto [sizes, strides] = expanded_geometry(*this, target);
   return track_view("ExpandBackward", *this,
                     make_view(*this, std::move(sizes), std::move(strides), storage_offset()), [&] {
                       return [in = this->sizes()](const Grads& g, const autograd::LambdaNode&) {
                         return Grads{autograd::sum_to(g[0], in)};
                       };
                     });
+}
+
+// Note [Views inside ops]
+// An op that broadcasts its operands for a kernel (binary ops, where, copy_) makes views that
+// only feed the kernel and die with the call: nothing can modify them in place or take their
+// grad_fn. They skip the autograd marking every user-visible view gets (Note [Views are
+// differentiable]), which would cost a reference count on the base per operand on the path of
+// every broadcasting op.
+Tensor detail::expand_for_kernel(const Tensor& t, IntList shape) {
+  if (t.sizes() == Shape(shape)) return t;
+  auto [sizes, strides] = expanded_geometry(t, shape);
+  return make_view(t, std::move(sizes), std::move(strides), t.storage_offset());
 }
 
 Tensor Tensor::squeeze() const {
