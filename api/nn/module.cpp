@@ -36,7 +36,10 @@ Tensor Module::operator()(const Tensor& input) {
     if (replaced.defined()) in = std::move(replaced);
   }
   Tensor out = forward(in);
-  for (auto& [id, hook] : std::vector(hooks_)) hook(*this, in, out);
+  for (auto& [id, hook] : std::vector(hooks_)) {
+    Tensor replaced = hook(*this, in, out);
+    if (replaced.defined()) out = std::move(replaced);
+  }
   return out;
 }
 
@@ -288,13 +291,25 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+// Note [Modules convert their parameters in place]
+// to(dtype), to(device) and to(format) convert each parameter into the same tensor
+// (Tensor::set_data, Note [Replacing a tensor's data]), as PyTorch's Module._apply sets
+// param.data: an optimizer, a Python Parameter object or any handle taken before the conversion
+// still names the parameter the module trains, with its requires_grad and hooks. Its .grad is
+// converted the same way. A parameter shared by two modules is converted once (the second visit
+// finds it converted already). Buffers are replaced in their slots by converted tensors, as
+// PyTorch rebinds them; layers read them through their slots.
 void Module::apply_to_slots(const std::function<Tensor(const Tensor&)>& convert) {
   autograd::NoGradGuard no_grad;
   for (Slot& s : params_) {
     if (!s.tensor->defined()) continue;
-    const bool rg = s.tensor->requires_grad();
-    Tensor moved = convert(*s.tensor).detach();
-    if (!moved.is_same(*s.tensor)) *s.tensor = moved.requires_grad_(rg);
+    const Tensor converted = convert(*s.tensor);
+    if (!converted.is_same(*s.tensor)) s.tensor->set_data(converted.detach());
+    const Tensor& grad = s.tensor->grad();
+    if (grad.defined()) {
+      const Tensor g = convert(grad);
+      if (!g.is_same(grad)) grad.set_data(g.detach());
+    }
   }
   for (Slot& s : buffers_) {
     if (s.tensor->defined()) *s.tensor = convert(*s.tensor).detach();

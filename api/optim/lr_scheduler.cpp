@@ -17,12 +17,20 @@ void LRScheduler::init() {
   step();
 }
 
+// Note [Recursive schedules]
+// As PyTorch's get_lr, a scheduler whose PyTorch form is recursive (StepLR, CosineAnnealingLR)
+// computes the next lr from the lr the group holds now, not from base_lrs alone: an lr changed by
+// hand between steps, or by another scheduler stepping the same optimizer (a warm-up chained
+// before a cosine), carries on along the schedule instead of being overwritten. Left alone, the
+// recursion gives the closed form's values (PyTorch's _get_closed_form_lr). OneCycleLR is a
+// closed form in PyTorch too, and overwrites such a change.
 void LRScheduler::step() {
   ++last_epoch_;
   std::vector<double> lrs = compute_lr();
   auto& groups = optimizer_.param_groups();
   EMBER_ASSERT(lrs.size() == groups.size());
   for (size_t i = 0; i < groups.size(); ++i) groups[i].set_lr(lrs[i]);
+  schedule_other_hyperparameters();
   last_lr_ = std::move(lrs);
 }
 
@@ -98,10 +106,23 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double
 }
 
 std::vector<double> CosineAnnealingLR::compute_lr() const {
+  const int64_t e = last_epoch();
+  const double pi = std::numbers::pi, t = static_cast<double>(t_max_);
+  const auto& groups = optimizer_.param_groups();
   std::vector<double> lrs;
-  const double c =
-      std::cos(std::numbers::pi * static_cast<double>(last_epoch()) / static_cast<double>(t_max_));
-  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + c) / 2);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const double lr = groups[i].lr();
+    if (e == 0) {
+      lrs.push_back(lr);
+    } else if ((e - 1 - t_max_) % (2 * t_max_) == 0) {
+      // The step out of a trough, where the ratio below would divide by 1 + cos(pi) = 0.
+      lrs.push_back(lr + (base_lrs_[i] - eta_min_) * (1 - std::cos(pi / t)) / 2);
+    } else {
+      const double ratio = (1 + std::cos(pi * static_cast<double>(e) / t)) /
+                           (1 + std::cos(pi * static_cast<double>(e - 1) / t));
+      lrs.push_back(ratio * (lr - eta_min_) + eta_min_);
+    }
+  }
   return lrs;
 }
 
@@ -123,15 +144,73 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_
   EMBER_CHECK(options.div_factor > 0 && options.final_div_factor > 0,
               "[optim.OneCycleLR] div_factor and final_div_factor must be > 0, got {} and {}",
               options.div_factor, options.final_div_factor);
-  EMBER_CHECK(max_lrs_.size() == optimizer.param_groups().size(),
+  auto& groups = optimizer.param_groups();
+  EMBER_CHECK(max_lrs_.size() == groups.size(),
               "[optim.OneCycleLR] got {} max_lr values for {} param groups", max_lrs_.size(),
-              optimizer.param_groups().size());
+              groups.size());
   for (double m : max_lrs_) {
     EMBER_CHECK(m >= 0, "[optim.OneCycleLR] invalid max_lr: {} (must be >= 0)", m);
   }
   // The schedule starts at max_lr / div_factor whatever lr the groups had.
   for (size_t i = 0; i < max_lrs_.size(); ++i) base_lrs_[i] = max_lrs_[i] / options.div_factor;
+  const double total = static_cast<double>(total_steps);
+  if (options.three_phase) {
+    phases_ = {{options.pct_start * total - 1, 0, 1},
+               {2 * options.pct_start * total - 2, 1, 0},
+               {total - 1, 0, 2}};
+  } else {
+    phases_ = {{options.pct_start * total - 1, 0, 1}, {total - 1, 1, 2}};
+  }
+  if (options.cycle_momentum) {
+    const Options& d = optimizer.defaults();
+    momentum_key_ = d.count("momentum") ? "momentum" : d.count("beta1") ? "beta1" : "";
+    EMBER_CHECK(!momentum_key_.empty(),
+                "[optim.OneCycleLR] {} has no momentum or beta1 to cycle (pass "
+                "cycle_momentum=false)",
+                optimizer.name());
+    for (auto* v : {&options_.base_momentum, &options_.max_momentum}) {
+      const char* what = v == &options_.base_momentum ? "base_momentum" : "max_momentum";
+      if (v->size() == 1) v->assign(groups.size(), v->front());
+      EMBER_CHECK(v->size() == groups.size(),
+                  "[optim.OneCycleLR] got {} {} values for {} param groups", v->size(), what,
+                  groups.size());
+    }
+    for (size_t i = 0; i < groups.size(); ++i)
+      groups[i].set(momentum_key_, options_.max_momentum[i]);
+  }
   init();
+}
+
+std::pair<const OneCycleLR::Phase*, double> OneCycleLR::locate(int64_t step) const {
+  const double s = static_cast<double>(step);
+  double start = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    const Phase& p = phases_[i];
+    if (s <= p.end_step || i + 1 == phases_.size()) {
+      return {&p, p.end_step > start ? (s - start) / (p.end_step - start) : 0.0};
+    }
+    start = p.end_step;
+  }
+  EMBER_ASSERT(false);
+  return {nullptr, 0.0};
+}
+
+double OneCycleLR::anneal(double start, double end, double pct) const {
+  if (options_.anneal_strategy == AnnealStrategy::Linear) return (end - start) * pct + start;
+  return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
+}
+
+void OneCycleLR::schedule_other_hyperparameters() {
+  if (momentum_key_.empty()) return;
+  const auto [phase, pct] = locate(last_epoch());
+  auto& groups = optimizer_.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    // Endpoint 1 (the peak lr) has the lowest momentum; 0 and 2 the highest.
+    auto momentum = [&](int at) {
+      return at == 1 ? options_.base_momentum[i] : options_.max_momentum[i];
+    };
+    groups[i].set(momentum_key_, anneal(momentum(phase->start), momentum(phase->end), pct));
+  }
 }
 
 std::vector<double> OneCycleLR::compute_lr() const {
@@ -140,23 +219,16 @@ std::vector<double> OneCycleLR::compute_lr() const {
               "[optim.OneCycleLR] tried to step {} times; the schedule has total_steps = {}", step,
               total_steps_);
   // Note [OneCycleLR phases]: as in PyTorch, phase one ends at step pct_start * total - 1
-  // (a float), phase two at total - 1; a step past the last phase end stays in phase two.
-  const double end1 = options_.pct_start * static_cast<double>(total_steps_) - 1;
-  const double end2 = static_cast<double>(total_steps_) - 1;
-  const double s = static_cast<double>(step);
-  auto anneal = [&](double start, double end, double pct) {
-    if (options_.anneal_strategy == AnnealStrategy::Linear) return (end - start) * pct + start;
-    return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
-  };
+  // (a float), the last phase at total - 1 (with three_phase, a middle phase back down to
+  // initial_lr ends at 2 * pct_start * total - 2); a step past the last phase end stays in it.
+  // Each phase goes from one endpoint to another: initial_lr, max_lr or min_lr, and for the
+  // momentum max_momentum, base_momentum or max_momentum.
+  const auto [phase, pct] = locate(step);
   std::vector<double> lrs;
   for (size_t i = 0; i < max_lrs_.size(); ++i) {
-    const double initial = base_lrs_[i], peak = max_lrs_[i];
-    const double min_lr = initial / options_.final_div_factor;
-    if (s <= end1) {
-      lrs.push_back(anneal(initial, peak, end1 > 0 ? s / end1 : 0.0));
-    } else {
-      lrs.push_back(anneal(peak, min_lr, (s - end1) / (end2 - end1)));
-    }
+    const double initial = base_lrs_[i];
+    const double endpoints[] = {initial, max_lrs_[i], initial / options_.final_div_factor};
+    lrs.push_back(anneal(endpoints[phase->start], endpoints[phase->end], pct));
   }
   return lrs;
 }

@@ -38,6 +38,47 @@ bool has_non_finite(const Tensor& g) {
   return false;
 }
 
+// True if a tensor of shape `from` broadcasts to `to`.
+bool expandable(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != to[lead + i] && from[i] != 1) return false;
+  }
+  return true;
+}
+
+// Note [Gradients are checked where they enter a node]
+// Every gradient a node returns, and every root gradient, is checked against the input it flows
+// into (the OutputMeta its edge points at: the forward tensor's shape, dtype and device) before
+// it is summed there, whatever made it: a built-in formula, a custom Function in C++ or Python,
+// an extension op's backward. A shape the input broadcasts to is summed down to the input's;
+// another shape is an error. Another dtype is converted to the input's, so a float64 gradient
+// from a custom backward never turns a float32 parameter's .grad into float64. Another device
+// is an error, except for a 0-dim gradient, which is moved (PyTorch's validate_outputs).
+// `from` is the node that returned g (null for a root gradient), named only in a message.
+Tensor validate_grad(Tensor g, const OutputMeta& m, const Node* from, size_t index) {
+  auto who = [from] {
+    return from ? fmt::format("function '{}'", from->name()) : std::string("the caller");
+  };
+  if (!(g.sizes() == m.sizes)) {
+    EMBER_CHECK(expandable(m.sizes, g.sizes()),
+                "[autograd] {} returned an invalid gradient at index {}: got shape {} but "
+                "expected shape compatible with {}",
+                who(), index, shape_str(g.sizes()), shape_str(m.sizes));
+    g = sum_to(g, m.sizes);
+  }
+  if (g.device() != m.device) {
+    EMBER_CHECK_TYPE(g.dim() == 0,
+                     "[autograd] {} returned an invalid gradient at index {}: expected device {} "
+                     "but got {}",
+                     who(), index, m.device, g.device());
+    g = g.to(m.device);
+  }
+  if (g.dtype() != m.dtype) g = g.to(m.dtype);
+  return g;
+}
+
 // Runs `n` as the engine does, recorded as a backward range (a profiler is running).
 std::vector<Tensor> apply_profiled(Node& n, std::vector<Tensor>&& grads) {
   profiler::detail::BackwardRange range(n, grads);
@@ -133,7 +174,9 @@ struct GraphTask {
     if (capturing) mark_needed(root_nodes);
     std::priority_queue<Node*, std::vector<Node*>, ReadyOrder> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
-      add_to_buffer(roots[i].fn.get(), roots[i].input_nr, root_grads[i]);
+      Node* root = roots[i].fn.get();
+      add_to_buffer(root, roots[i].input_nr,
+                    validate_grad(root_grads[i], root->outputs[roots[i].input_nr], nullptr, i));
     }
     for (Node* r : root_set) {
       if (deps[r] == 0) ready.push(r);
@@ -153,10 +196,7 @@ struct GraphTask {
         for (auto [nr, slot] : it->second) {
           Tensor g = nr < inputs.size() ? inputs[nr] : Tensor();
           for (const auto& [hook_nr, hook] : n->pre_hooks) {
-            if (hook_nr == nr && g.defined()) {
-              Tensor r = hook(g);
-              if (r.defined()) g = r;
-            }
+            if (hook_nr == nr && g.defined()) g = apply_grad_hook(hook, g);
           }
           captured[slot] = g;
         }
@@ -164,8 +204,7 @@ struct GraphTask {
       if (capturing && !needed[n]) continue;
       for (const auto& [nr, hook] : n->pre_hooks) {
         if (nr < inputs.size() && inputs[nr].defined()) {
-          Tensor r = hook(inputs[nr]);
-          if (r.defined()) inputs[nr] = r;
+          inputs[nr] = apply_grad_hook(hook, inputs[nr]);
         }
       }
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -193,12 +232,8 @@ struct GraphTask {
         if (!e.fn) continue;
         Node* next = e.fn.get();
         if (i < outs.size() && outs[i].defined()) {
-          const OutputMeta& m = next->outputs[e.input_nr];
-          EMBER_CHECK(outs[i].sizes() == m.sizes,
-                      "[autograd] function '{}' returned a gradient of shape {} for input {}, "
-                      "which has shape {} (a backward formula is wrong: please report)",
-                      n->name(), shape_str(outs[i].sizes()), i, shape_str(m.sizes));
-          add_to_buffer(next, e.input_nr, outs[i]);
+          add_to_buffer(next, e.input_nr,
+                        validate_grad(std::move(outs[i]), next->outputs[e.input_nr], n, i));
         }
         keep.push_back(e.fn);
         if (--deps[next] == 0) ready.push(next);

@@ -41,6 +41,20 @@ Node::~Node() {
   t_orphans = nullptr;
 }
 
+Tensor apply_grad_hook(const GradHook& hook, const Tensor& grad) {
+  Tensor r = hook(grad);
+  if (!r.defined()) return grad;
+  EMBER_CHECK(r.sizes() == grad.sizes(),
+              "[autograd] a gradient hook changed the gradient's shape: was {}, got {} (return a "
+              "tensor of the same shape, or None)",
+              shape_str(grad.sizes()), shape_str(r.sizes()));
+  EMBER_CHECK_TYPE(r.dtype() == grad.dtype() && r.device() == grad.device(),
+                   "[autograd] a gradient hook changed the gradient's type: was {} on {}, got {} "
+                   "on {} (convert the result back)",
+                   grad.dtype(), grad.device(), r.dtype(), r.device());
+  return r;
+}
+
 std::vector<Tensor> LambdaNode::apply(std::vector<Tensor>&& grads) {
   EMBER_CHECK(!released_,
               "[autograd] trying to backward through {} a second time: its saved tensors were "
@@ -71,11 +85,24 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   EMBER_ASSERT(meta != nullptr);
   {
     std::lock_guard lock(mu_);
-    for (const GradHook& hook : meta->leaf_hooks) {
-      Tensor replaced = hook(g);
-      if (replaced.defined()) g = replaced;
-    }
+    for (const GradHook& hook : meta->leaf_hooks) g = apply_grad_hook(hook, g);
     if (!g.defined()) return {};
+    // The engine has made g the leaf's shape, dtype and device as they were when this node was
+    // made (Note [Gradients are checked where they enter a node]); the leaf may have been
+    // converted since (Module::to), so .grad is kept in the leaf's own dtype.
+    EMBER_CHECK(g.sizes() == variable_.sizes() && g.device() == variable_.device(),
+                "[autograd] a gradient of shape {} on {} reached a leaf of shape {} on {} (was the "
+                "leaf's data replaced after the graph was recorded?)",
+                shape_str(g.sizes()), g.device(), shape_str(variable_.sizes()), variable_.device());
+    if (g.dtype() != variable_.dtype()) g = g.to(variable_.dtype());
+    if (meta->grad.defined()) {
+      EMBER_CHECK(
+          meta->grad.sizes() == variable_.sizes() && meta->grad.device() == variable_.device(),
+          "[autograd] the .grad of a leaf of shape {} on {} has shape {} on {} (assign a "
+          "gradient like the leaf, or None)",
+          shape_str(variable_.sizes()), variable_.device(), shape_str(meta->grad.sizes()),
+          meta->grad.device());
+    }
     if (!is_grad_enabled()) g = g.detach();
     // Out of place: the previous .grad may be shared with user code or another graph.
     // Note [The layout of .grad]
@@ -88,6 +115,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     const MemoryFormat format = variable_.suggest_memory_format();
     meta->grad = meta->grad.defined() ? add(meta->grad, g)
                                       : (g.is_contiguous(format) ? g : g.contiguous(format));
+    if (meta->grad.dtype() != variable_.dtype()) meta->grad = meta->grad.to(variable_.dtype());
   }
   for (const auto& hook : meta->post_accumulate_hooks) hook(variable_);
   return {};
@@ -152,6 +180,14 @@ bool AutogradContext::is_non_differentiable(const Tensor& t) const {
     if (p == t.impl()) return true;
   }
   return false;
+}
+
+void alias_returned_inputs(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs) {
+  for (Tensor* out : outputs) {
+    for (const Tensor& in : inputs) {
+      if (out->defined() && in.defined() && out->is_same(in)) *out = out->detach();
+    }
+  }
 }
 
 void AutogradContext::finalize(const std::vector<Tensor>& outputs, const Node* node) {

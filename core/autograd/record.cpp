@@ -1,7 +1,11 @@
 #include "ember/autograd/record.h"
 
+#include <algorithm>
+#include <climits>
 #include <mutex>
 
+#include "core/autograd/retain_grad.h"
+#include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/reduce.h"
@@ -12,46 +16,168 @@ namespace {
 
 std::mutex g_accumulator_mu;
 
-void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr) {
-  AutogradMeta& m = out.impl()->ensure_autograd_meta();
-  m.grad_fn = node;
+// Gives `t` the history (node, output_nr). A gradient retained on the old history moves to the
+// new one (PyTorch's update_tensor_hooks_on_new_gradfn); hooks stay with the node they were
+// registered on, so a hook registered before an in-place op sees the old value's gradient.
+void set_grad_fn(const Tensor& t, std::shared_ptr<Node> node, uint32_t output_nr) {
+  AutogradMeta& m = t.impl()->ensure_autograd_meta();
+  const bool retained = m.retains_grad && m.grad_fn != node;
+  m.grad_fn = std::move(node);
   m.output_nr = output_nr;
-  out.impl()->set_requires_grad_flag(true);
+  t.impl()->set_requires_grad_flag(true);
+  if (retained) {
+    m.retains_grad = false;
+    retain_grad_in_node(m);
+  }
+}
+
+// An op's output gets its history. It is not a view for autograd even if the op's forward made
+// it as a view of an input below autograd: its grad_fn is the op's (only view ops, through
+// record_views, make outputs that follow their base).
+void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  out.impl()->clear_view_base();
+  set_grad_fn(out, node, output_nr);
+}
+
+int64_t numel_of(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+// The storage span [lo, hi) that two geometries' elements cover (strides are never negative).
+std::pair<int64_t, int64_t> span_of(const TensorGeometry& a, const TensorGeometry& b) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const TensorGeometry* g : {&a, &b}) {
+    if (numel_of(g->sizes) == 0) continue;
+    int64_t last = g->offset;
+    for (size_t i = 0; i < g->sizes.size(); ++i) last += (g->sizes[i] - 1) * g->strides[i];
+    lo = std::min(lo, g->offset);
+    hi = std::max(hi, last + 1);
+  }
+  return {lo, hi};
+}
+
+// True unless the elements of `g` are known to sit at distinct places: sorted by stride, each
+// dim (of size > 1) must step past everything the smaller dims reach. Interleavings this cannot
+// prove distinct count as overlapping, which only sends them down the general path.
+bool may_overlap(const TensorGeometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    if (g.sizes[i] == 0) return false;
+    if (g.sizes[i] > 1) dims.emplace_back(g.strides[i], g.sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (auto [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += (size - 1) * stride;
+  }
+  return false;
+}
+
+// The places, relative to `lo`, of the elements of `g` in row-major order: int64 of shape [numel].
+Tensor storage_positions(const TensorGeometry& g, int64_t lo, Device device) {
+  const TensorOptions opts(DType::Int64, device);
+  Tensor pos = full({}, Scalar(g.offset - lo), opts);
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    Shape at(g.sizes.size(), 1);
+    at[i] = g.sizes[i];
+    pos = add(pos, mul(arange(Scalar(int64_t{0}), Scalar(g.sizes[i]), Scalar(int64_t{1}), opts),
+                       Scalar(g.strides[i]))
+                       .reshape(at));
+  }
+  return pos.reshape({-1});
 }
 
 // Note [In-place ops and CopySlices]
-// An in-place op on a tensor that requires grad is recorded as its out-of-place form on a
-// clone of the old value, r = f(x.clone()); x's data becomes r's and x takes over r's history.
-// If x is a view of a base that requires grad, the base changed too: its new grad_fn is a
+// An in-place op on a tensor autograd tracks is recorded as its out-of-place form on a clone of
+// the old value, r = f(x.clone()); x's data becomes r's and x takes over r's history. If x is a
+// view (Note [Views see their base's history]), its base changed too: the base's new grad_fn is a
 // CopySlices node whose backward passes the gradient through unchanged outside the view's
-// region and sends the region's part to r (whose own graph reaches the old values through the
-// clone). The view then becomes a fresh view of the new base. The region is addressed with
-// the view's geometry relative to a contiguous copy of the base gradient, so the base must be
-// contiguous.
+// region, to the base's old history, and sends the region's part to r (whose own graph reaches
+// the old values through the clone). The view's grad_fn then becomes an AsStridedBackward of the
+// new base history. The region is addressed through a buffer laid out as the storage span the
+// base and the view cover, so the base may have any geometry without overlap (channels-last,
+// transposed, sliced); a base or view whose elements overlap is refused before anything is
+// written. With create_graph the gradient is built from scatter and gather, which are
+// differentiable again; otherwise by copies into the buffer.
 class CopySlices : public Node {
  public:
-  CopySlices(Shape sizes, Shape strides, int64_t offset)
-      : sizes_(std::move(sizes)), strides_(std::move(strides)), offset_(offset) {}
+  CopySlices(TensorGeometry base, TensorGeometry view)
+      : base_(std::move(base)), view_(std::move(view)) {}
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
-    Tensor result = grads[0].contiguous().clone();
-    Tensor region = result.as_strided(sizes_, strides_, offset_);
-    Tensor to_r = region.clone();
-    {
-      NoGradGuard no_grad;
-      region.zero_();
+    const Tensor& g = grads[0];
+    const TensorOptions opts(g.dtype(), g.device());
+    if (numel_of(base_.sizes) == 0 || numel_of(view_.sizes) == 0) {
+      return {g, zeros(view_.sizes, opts)};
     }
-    return {result, to_r};
+    const auto [lo, hi] = span_of(base_, view_);
+    if (!is_grad_enabled()) {
+      Tensor flat = zeros({hi - lo}, opts);
+      Tensor result = flat.as_strided(base_.sizes, base_.strides, base_.offset - lo);
+      result.copy_(g);
+      Tensor region = flat.as_strided(view_.sizes, view_.strides, view_.offset - lo);
+      Tensor to_r = region.clone();
+      region.zero_();
+      return {result, to_r};
+    }
+    const Tensor base_pos = storage_positions(base_, lo, g.device());
+    const Tensor view_pos = storage_positions(view_, lo, g.device());
+    Tensor flat = scatter(zeros({hi - lo}, opts), 0, base_pos, g.reshape({-1}));
+    Tensor to_r = gather(flat, 0, view_pos).reshape(view_.sizes);
+    flat = scatter(flat, 0, view_pos, zeros({view_pos.numel()}, opts));
+    return {gather(flat, 0, base_pos).reshape(base_.sizes), to_r};
   }
 
  private:
-  Shape sizes_, strides_;
-  int64_t offset_;
+  TensorGeometry base_, view_;
 };
+
+std::mutex g_view_mu;
+
+// The grad_fn of `view` rebuilt from its base's current history (one AsStridedBackward node).
+void regenerate_view_grad_fn(const Tensor& view) {
+  const Tensor base{IntrusivePtr<TensorImpl>(view.impl()->view_base())};
+  auto node = std::make_shared<LambdaNode>(
+      "AsStridedBackward", [in = TensorGeometry(base), out = TensorGeometry(view)](
+                               const std::vector<Tensor>& g, const LambdaNode&) {
+        return std::vector<Tensor>{as_strided_backward(g[0], in, out)};
+      });
+  node->forward_op = "as_strided";
+  node->outputs.push_back({view.sizes(), view.dtype(), view.device()});
+  node->next_edges.push_back(gradient_edge(base));
+  set_grad_fn(view, std::move(node), 0);
+  // Published after the grad_fn: a reader that sees this version reads the new grad_fn.
+  view.impl()->set_view_version(view.version());
+}
+
+// Refuses to rebase a view made under no_grad or in inference mode (Note [Views see their base's
+// history]); `indirect` when the base or another view was changed, not this one.
+void check_view_creation(const TensorImpl& view, const char* op, bool indirect) {
+  const ViewCreation how = view.view_creation();
+  if (how == ViewCreation::Default) return;
+  const char* made = how == ViewCreation::NoGrad ? "under no_grad" : "in inference mode";
+  const char* mode = how == ViewCreation::NoGrad ? "with grad mode on" : "outside inference mode";
+  if (indirect) {
+    throw ValueError(fmt::format(
+        "[{}] a view made {} is used after its base or another view of its base was modified "
+        "in place, and its base requires grad: whether its history should follow the change is "
+        "ambiguous (make the view outside {}, or clone it)",
+        op, made, how == ViewCreation::NoGrad ? "no_grad" : "inference mode"));
+  }
+  throw ValueError(fmt::format(
+      "[{}] a view made {} is being modified in place {}: whether the change should be "
+      "recorded is ambiguous (make the view and the in-place operation both inside {} or both "
+      "outside it, or clone the view)",
+      op, made, mode, how == ViewCreation::NoGrad ? "no_grad" : "inference mode"));
+}
 
 std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op,
                                         const Tensor* const* inputs, size_t n_in,
-                                        std::span<Tensor* const> outputs, BackwardFn fn) {
+                                        std::span<Tensor* const> outputs, BackwardFn fn,
+                                        bool views = false) {
   for (size_t i = 0; i < n_in; ++i) {
     EMBER_CHECK(!inputs[i]->defined() || !inputs[i]->is_inference(),
                 "[{}] an inference tensor cannot be used in an operation autograd records (it was "
@@ -66,7 +192,13 @@ std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op
   uint32_t nr = 0;
   for (Tensor* out : outputs) {
     node->outputs.push_back({out->sizes(), out->dtype(), out->device()});
-    set_history(*out, node, nr++);
+    if (views) {
+      out->impl()->set_view_creation(ViewCreation::Default);
+      set_grad_fn(*out, node, nr++);
+      out->impl()->set_view_version(out->version());
+    } else {
+      set_history(*out, node, nr++);
+    }
   }
   return node;
 }
@@ -75,8 +207,11 @@ std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op
 
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};
+  if (std::shared_ptr<Node> fn = t.grad_fn()) return {std::move(fn), t.output_nr()};
   AutogradMeta* m = t.autograd_meta();
-  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  // A view that requires grad only through its base, with no history of its own (made before
+  // its base required grad, or under no_grad): no gradient flows to it, as in PyTorch.
+  if (m == nullptr || !m->requires_grad) return {};
   std::lock_guard lock(g_accumulator_mu);
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
@@ -110,24 +245,6 @@ std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
   return record_impl(std::move(name), forward_op, ptrs.data(), ptrs.size(), outputs, std::move(fn));
 }
 
-Tensor as_strided_backward(const Tensor& g, IntList base_sizes, IntList sizes, IntList strides,
-                           int64_t offset) {
-  NoGradGuard no_grad;
-  Tensor out = zeros(base_sizes, {g.dtype(), g.device()});
-  Tensor region = out.as_strided(sizes, strides, offset);
-  if (internal_overlap(region) == InternalOverlap::No) {
-    region.copy_(g);
-    return out;
-  }
-  // Writing through an overlapping region would be refused (Note [Overlapping operands] in
-  // core/dispatch/call.cpp) and would keep one gradient per place: each element's gradient is
-  // added at its place instead.
-  const Tensor places = arange(0, out.numel(), 1, TensorOptions(DType::Int64, g.device()))
-                            .as_strided(sizes, strides, offset)
-                            .reshape({-1});
-  return scatter_add(out.reshape({-1}), 0, places, g.reshape({-1})).view(base_sizes);
-}
-
 Tensor sum_to(const Tensor& grad, IntList sizes) {
   if (grad.sizes() == Shape(sizes)) return grad;
   const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
@@ -158,54 +275,127 @@ void check_writable(const Tensor& t, const char* op) {
 
 void check_inplace(const Tensor& t, const char* op) {
   check_writable(t, op);
-  if (!is_grad_enabled() || !t.requires_grad()) return;
-  AutogradMeta* m = t.autograd_meta();
-  EMBER_CHECK(m->grad_fn != nullptr || m->is_view,
-              "[{}] a leaf tensor that requires grad is being used in an in-place operation "
-              "(do it under NoGradGuard, or on a clone)",
-              op);
-  if (m->is_view && m->base.defined()) {
-    AutogradMeta* bm = m->base.autograd_meta();
-    EMBER_CHECK(!(bm && bm->requires_grad && !bm->grad_fn),
+  if (!is_grad_enabled()) return;
+  if (const TensorImpl* base = t.impl()->view_base()) {
+    check_view_creation(*t.impl(), op, /*indirect=*/false);
+    const AutogradMeta* bm = base->autograd_meta();
+    EMBER_CHECK(!(t.requires_grad() && !(bm && bm->grad_fn)),
                 "[{}] a view of a leaf tensor that requires grad is being used in an in-place "
                 "operation (do it under NoGradGuard, or on a clone)",
                 op);
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        !may_overlap(TensorGeometry(t)) &&
+            !may_overlap(TensorGeometry(Tensor(IntrusivePtr<TensorImpl>(t.impl()->view_base())))),
+        "[{}] in-place operation on a view whose elements (or whose base's elements) overlap in "
+        "memory, e.g. an expanded tensor, while autograd records: sizes {} strides {} (clone() "
+        "it first)",
+        op, shape_str(t.sizes()), shape_str(t.strides()));
+    return;
   }
+  if (!t.requires_grad()) return;
+  EMBER_CHECK(t.grad_fn() != nullptr,
+              "[{}] a leaf tensor that requires grad is being used in an in-place operation "
+              "(do it under NoGradGuard, or on a clone)",
+              op);
 }
 
 void rebase_history(Tensor& x, const Tensor& r) {
-  AutogradMeta* m = x.autograd_meta();
-  const bool view_of_grad_base = m && m->is_view && m->base.defined() && m->base.requires_grad();
-  if (!view_of_grad_base) {
-    if (!r.requires_grad()) return;
-    AutogradMeta& xm = x.impl()->ensure_autograd_meta();
-    xm.grad_fn = r.grad_fn();
-    xm.output_nr = r.output_nr();
-    x.impl()->set_requires_grad_flag(true);
+  if (!r.requires_grad()) return;
+  TensorImpl* base_impl = x.impl()->view_base();
+  if (base_impl == nullptr) {
+    set_grad_fn(x, r.grad_fn(), r.output_nr());
     return;
   }
-  Tensor base = m->base;
-  EMBER_CHECK_NOT_IMPLEMENTED(
-      base.is_contiguous(),
-      "[autograd] in-place operation on a view of a non-contiguous tensor that requires "
-      "grad is not supported (make the base contiguous first)");
-  const int64_t offset = x.storage_offset() - base.storage_offset();
-  auto cs = std::make_shared<CopySlices>(x.sizes(), x.strides(), offset);
+  const Tensor base{IntrusivePtr<TensorImpl>(base_impl)};
+  auto cs = std::make_shared<CopySlices>(TensorGeometry(base), TensorGeometry(x));
   cs->forward_op = r.grad_fn() ? r.grad_fn()->forward_op : "copy_";
   cs->outputs.push_back({base.sizes(), base.dtype(), base.device()});
   cs->next_edges.push_back(gradient_edge(base));
   cs->next_edges.push_back(gradient_edge(r));
-  set_history(base, cs, 0);
-  const Shape sizes = x.sizes(), strides = x.strides();
-  auto view_node = std::make_shared<LambdaNode>(
-      "AsStridedBackward", [base_sizes = base.sizes(), sizes, strides, offset](
-                               const std::vector<Tensor>& g, const LambdaNode&) {
-        return std::vector<Tensor>{as_strided_backward(g[0], base_sizes, sizes, strides, offset)};
-      });
-  view_node->forward_op = cs->forward_op;
-  view_node->outputs.push_back({x.sizes(), x.dtype(), x.device()});
-  view_node->next_edges.push_back(gradient_edge(base));
-  set_history(x, view_node, 0);
+  set_grad_fn(base, std::move(cs), 0);
+  std::lock_guard lock(g_view_mu);
+  regenerate_view_grad_fn(x);
+}
+
+// Note [Views see their base's history]
+// A view shares its base's storage, so an in-place change of the base, or of any other view of
+// it, changes the view's values, and its gradient must go through that change (PyTorch's
+// view + in-place semantics). mark_view gives every view of a floating tensor, in its
+// TensorImpl (no allocation), a pointer to its base (the first non-view tensor of its chain of
+// views, which the view keeps alive as PyTorch's _base), the grad mode it was made in and the
+// storage version at which its grad_fn was set. The version counter is the storage's, shared by
+// the base and all its views, so a version past the recorded one means an alias was written in
+// place since. Then:
+//  - requires_grad() of a view is its own or its base's (TensorImpl::requires_grad), so writing
+//    a value that requires grad into y makes every view of y require grad;
+//  - grad_fn() of such a view, when it or its base has history, is rebuilt on access
+//    (view_grad_fn) as one AsStridedBackward node on the base's current history: the view's
+//    geometry says where its elements are in the base's storage, whatever chain of views made
+//    it, as PyTorch does for strided tensors;
+//  - an in-place op recorded on a view rewrites the base's history and rebuilds the view's at
+//    once (Note [In-place ops and CopySlices]).
+// A view made under no_grad or in inference mode may not be rebased: recording an in-place op
+// on it, or reading its grad_fn once an alias changed while its base requires grad, is an error
+// (whether the change should count is ambiguous), as in PyTorch. A view made before its base
+// required grad, with no history of its own, requires grad through the base but no gradient
+// flows to it until an alias changes (gradient_edge). The rebuild runs under one mutex and
+// publishes the version after the grad_fn, so readers that see the version see the node.
+void mark_view(Tensor& view, const Tensor& base) {
+  if (!is_floating(view.dtype()) || base.is_inference()) return;
+  TensorImpl* root = base.impl();
+  // Grad mode first (inference mode turns it off): the common case reads one flag.
+  ViewCreation how = is_grad_enabled()     ? ViewCreation::Default
+                     : is_inference_mode() ? ViewCreation::Inference
+                                           : ViewCreation::NoGrad;
+  if (TensorImpl* b = root->view_base()) {
+    // A view of a view made without grad mode is as ambiguous as its parent (PyTorch's
+    // propagate_creation_meta).
+    if (how == ViewCreation::Default || root->view_creation() == ViewCreation::Inference) {
+      how = root->view_creation();
+    }
+    root = b;
+  }
+  view.impl()->set_view_base(IntrusivePtr<TensorImpl>(root), how);
+  view.impl()->set_view_version(view.version());
+}
+
+std::shared_ptr<Node> view_grad_fn(const Tensor& view) {
+  TensorImpl* impl = view.impl();
+  const AutogradMeta* m = impl->autograd_meta();
+  const bool has_fn = m != nullptr && m->grad_fn != nullptr;
+  if (!has_fn && !impl->view_base()->requires_grad()) return nullptr;
+  const uint32_t version = view.version();
+  if (impl->view_version() == version) return has_fn ? m->grad_fn : nullptr;
+  std::lock_guard lock(g_view_mu);
+  if (impl->view_version() != version) {
+    check_view_creation(*impl, "autograd", /*indirect=*/true);
+    regenerate_view_grad_fn(view);
+  }
+  return impl->autograd_meta()->grad_fn;
+}
+
+Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& in,
+                           const TensorGeometry& out) {
+  const TensorOptions opts(grad.dtype(), grad.device());
+  if (numel_of(in.sizes) == 0 || numel_of(out.sizes) == 0) return zeros(in.sizes, opts);
+  const auto [lo, hi] = span_of(in, out);
+  const bool in_overlaps = may_overlap(in);
+  if (!is_grad_enabled() && !in_overlaps && !may_overlap(out)) {
+    Tensor flat = zeros({hi - lo}, opts);
+    flat.as_strided(out.sizes, out.strides, out.offset - lo).copy_(grad);
+    return flat.as_strided(in.sizes, in.strides, in.offset - lo);
+  }
+  // Places the view reads more than once sum their gradients; places the input holds more than
+  // once share theirs equally (PyTorch's as_strided_backward).
+  const Tensor in_pos = storage_positions(in, lo, grad.device());
+  Tensor flat = scatter_add(zeros({hi - lo}, opts), 0, storage_positions(out, lo, grad.device()),
+                            grad.reshape({-1}));
+  if (in_overlaps) {
+    const Tensor count =
+        scatter_add(zeros({hi - lo}, opts), 0, in_pos, ones({in_pos.numel()}, opts));
+    flat = div(flat, clamp(count, Scalar(1), std::nullopt));
+  }
+  return gather(flat, 0, in_pos).reshape(in.sizes);
 }
 
 void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn) {
@@ -215,14 +405,8 @@ void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn 
 void record_views(const char* name, const Tensor& base, const std::vector<Tensor*>& views,
                   BackwardFn fn) {
   if (!needs_grad(base)) return;
-  record(name, name, std::vector<Tensor>{base}, views, std::move(fn));
-  AutogradMeta* bm = base.autograd_meta();
-  const Tensor& root = bm && bm->is_view && bm->base.defined() ? bm->base : base;
-  for (Tensor* view : views) {
-    AutogradMeta& m = view->impl()->ensure_autograd_meta();
-    m.is_view = true;
-    m.base = root;
-  }
+  const Tensor* in = &base;
+  record_impl(name, name, &in, 1, views, std::move(fn), /*views=*/true);
 }
 
 }  // namespace ember::autograd

@@ -1,4 +1,5 @@
 // The autograd members of Tensor: requires_grad, grad, grad_fn, backward, detach, hooks.
+#include "core/autograd/retain_grad.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/node.h"
 #include "ember/autograd/record.h"
@@ -42,6 +43,7 @@ const Tensor& Tensor::grad() const {
   static const Tensor kUndefined;
   const AutogradMeta* m = impl_->autograd_meta();
   if (!m) return kUndefined;
+  if (m->retains_grad && impl_->view_base() != nullptr) grad_fn();  // moves to a rebuilt history
   if (m->retains_grad && m->grad_fn && m->output_nr < m->grad_fn->retained_grads.size()) {
     return m->grad_fn->retained_grads[m->output_nr];
   }
@@ -53,18 +55,28 @@ Tensor& Tensor::mutable_grad() const {
 }
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  if (impl_->view_base() != nullptr) return autograd::view_grad_fn(*this);
   const AutogradMeta* m = impl_->autograd_meta();
   return m ? m->grad_fn : nullptr;
 }
 
 bool Tensor::is_leaf() const {
-  const AutogradMeta* m = impl_->autograd_meta();
-  return !m || !m->grad_fn;
+  return grad_fn() == nullptr;
 }
 
 uint32_t Tensor::output_nr() const {
+  if (impl_->view_base() != nullptr) grad_fn();  // a rebuilt history has output 0
   const AutogradMeta* m = impl_->autograd_meta();
   return m ? m->output_nr : 0;
+}
+
+bool Tensor::is_view() const {
+  return impl_->view_base() != nullptr;
+}
+
+Tensor Tensor::base() const {
+  TensorImpl* b = impl_->view_base();
+  return b ? Tensor(IntrusivePtr<TensorImpl>(b)) : Tensor();
 }
 
 autograd::AutogradMeta* Tensor::autograd_meta() const {
@@ -80,14 +92,32 @@ Tensor Tensor::detach() const {
       make_intrusive<TensorImpl>(storage(), sizes(), strides(), storage_offset(), dtype()));
 }
 
+// Note [Replacing a tensor's data]
+// set_data swaps what a TensorImpl points at (storage, geometry, dtype) under every handle to it,
+// which is how a module converts its parameters (Module::to) without making new tensors: an
+// optimizer, a Python object or a user's map keyed by the parameter keep working. The autograd
+// state stays; an accumulator made for the old dtype or device is dropped (a graph recorded
+// before keeps it, and AccumulateGrad stores in the leaf's current dtype), as PyTorch's set_data
+// does. Views made of the tensor before keep the old storage.
+void Tensor::set_data(const Tensor& data) const {
+  EMBER_CHECK_TYPE(defined() && data.defined(), "[set_data] undefined tensor");
+  EMBER_CHECK_TYPE(!requires_grad() || is_floating(data.dtype()),
+                   "[set_data] data set to a tensor that requires gradients must be floating "
+                   "point: got {}",
+                   data.dtype());
+  if (AutogradMeta* m = impl_->autograd_meta()) {
+    if (data.dtype() != dtype() || data.device() != device()) m->grad_accumulator.reset();
+  }
+  impl_->set_data(*data.impl());
+}
+
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   EMBER_CHECK(requires_grad(),
               "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
-  AutogradMeta* m = impl_->autograd_meta();
-  if (m->grad_fn) {
-    m->grad_fn->pre_hooks.emplace_back(m->output_nr, std::move(hook));
+  if (std::shared_ptr<autograd::Node> fn = grad_fn()) {
+    fn->pre_hooks.emplace_back(output_nr(), std::move(hook));
   } else {
-    m->leaf_hooks.push_back(std::move(hook));
+    impl_->ensure_autograd_meta().leaf_hooks.push_back(std::move(hook));
   }
 }
 
@@ -96,7 +126,7 @@ void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&
               "[register_post_accumulate_grad_hook] the tensor must be a leaf that requires "
               "grad: requires_grad={}, has grad_fn={}",
               requires_grad(), grad_fn() != nullptr);
-  impl_->autograd_meta()->post_accumulate_hooks.push_back(std::move(hook));
+  impl_->ensure_autograd_meta().post_accumulate_hooks.push_back(std::move(hook));
 }
 
 // Note [retain_grad stores in the node]
@@ -106,11 +136,17 @@ void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&
 void Tensor::retain_grad() const {
   EMBER_CHECK(requires_grad(),
               "[retain_grad] can't retain_grad on a tensor that has requires_grad=false");
-  AutogradMeta* m = impl_->autograd_meta();
-  if (!m->grad_fn || m->retains_grad) return;  // leaves keep their grad anyway
-  m->retains_grad = true;
-  autograd::Node* node = m->grad_fn.get();
-  const uint32_t nr = m->output_nr;
+  if (impl_->view_base() != nullptr) grad_fn();  // bring a view's history up to date first
+  autograd::retain_grad_in_node(impl_->ensure_autograd_meta());
+}
+
+namespace autograd {
+
+void retain_grad_in_node(AutogradMeta& m) {
+  if (!m.grad_fn || m.retains_grad) return;  // leaves keep their grad anyway
+  m.retains_grad = true;
+  Node* node = m.grad_fn.get();
+  const uint32_t nr = m.output_nr;
   if (node->retained_grads.size() <= nr) node->retained_grads.resize(nr + 1);
   node->pre_hooks.emplace_back(nr, [node, nr](const Tensor& g) {
     Tensor& slot = node->retained_grads[nr];
@@ -118,5 +154,7 @@ void Tensor::retain_grad() const {
     return Tensor();
   });
 }
+
+}  // namespace autograd
 
 }  // namespace ember

@@ -6,6 +6,7 @@
 #include "ember/ops/elementwise.h"
 
 #include "core/dispatch/call.h"
+#include "core/tensor/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/stream.h"
 #include "ember/ops/factory.h"
@@ -113,7 +114,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     EMBER_CHECK(broadcast_shapes(sizes(), src.sizes(), "copy_") == sizes(),
                 "[copy_] source of shape {} does not broadcast to the destination's shape {}",
                 shape_str(src.sizes()), shape_str(sizes()));
-    src = src.expand(sizes());
+    src = detail::expand_for_kernel(src, sizes());
   }
   if (numel() == 0) return *this;
   run_kernel(core_op(ops::copy), src.dtype(), {&src}, {this});

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/dispatch/call.h"
+#include "core/tensor/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/reduce.h"
@@ -71,7 +72,8 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
   Tensor out = empty(shape, {out_dtype, device}, result_format(shape, {&a, &b}));
   if (out.numel() == 0) return out;
-  const Tensor a2 = a.to(ct).expand(shape), b2 = b.to(ct).expand(shape);
+  const Tensor a2 = detail::expand_for_kernel(a.to(ct), shape),
+               b2 = detail::expand_for_kernel(b.to(ct), shape);
   run_kernel(op, ct, {&a2, &b2}, {&out});
   return out;
 }
@@ -95,7 +97,7 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
   autograd::check_writable(a, name);
   if (a.dtype() == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
   if (a.numel() == 0) return a;
-  const Tensor b2 = b.to(a.dtype()).expand(a.sizes());
+  const Tensor b2 = detail::expand_for_kernel(b.to(a.dtype()), a.sizes());
   // Note: with a.dtype() == ct this is exact; for a float16 `a` and float32 `b` PyTorch
   // computes in float32 and rounds once, while this rounds b first (difference <= 1 ulp).
   run_kernel(op, a.dtype(), {&a, &b2}, {&a});
@@ -437,8 +439,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
         const DType ct = result_type(a, b);
         const Shape shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"),
                                              b.sizes(), "where");
-        const Tensor c2 = cond.expand(shape), a2 = a.to(ct).expand(shape),
-                     b2 = b.to(ct).expand(shape);
+        const Tensor c2 = detail::expand_for_kernel(cond, shape),
+                     a2 = detail::expand_for_kernel(a.to(ct), shape),
+                     b2 = detail::expand_for_kernel(b.to(ct), shape);
         Tensor out = empty(shape, {ct, device}, result_format(shape, {&cond, &a, &b}));
         if (out.numel() > 0) run_kernel(core_op(ops::where), ct, {&c2, &a2, &b2}, {&out});
         return out;
@@ -852,7 +855,8 @@ Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value) {
     return autograd::inplace(x, "masked_fill_",
                              [&](const Tensor& old) { return where(mask, v, old); });
   }
-  const Tensor m = mask.expand(x.sizes()), vv = v.expand(x.sizes());
+  const Tensor m = detail::expand_for_kernel(mask, x.sizes()),
+               vv = detail::expand_for_kernel(v, x.sizes());
   autograd::check_writable(x, "masked_fill_");
   if (x.numel() > 0) run_kernel(core_op(ops::where), x.dtype(), {&m, &vv, &x}, {&x});
   x.bump_version();

@@ -509,6 +509,7 @@ std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
     autograd::NoGradGuard below_autograd;
     for (int64_t i = 0; i < n; ++i) out.push_back(x.select(d, i));
   }
+  for (Tensor& t : out) autograd::mark_view(t, x);  // made in the caller's grad mode
   if (out.empty() || !autograd::needs_grad(x)) return out;
   std::vector<Tensor*> views;
   for (Tensor& t : out) views.push_back(&t);

@@ -29,9 +29,10 @@ using indexing::TensorIndex;
 // (negatives wrapped, every index bounds-checked against its own dim, so a wrong index can't
 // alias a valid position), and index_select picks the rows. Assignment writes through the same
 // view: basic indexing then copy_ (or fill_), advanced indexing a scatter into the merged rows
-// that is copied back into the view. Front ends translate their syntax into items and hold no
-// rule of their own (the Python binding: Note [Indexing from Python] in
-// api/python/src/indexing.cpp).
+// that is copied back into the view; a value that requires grad thus gives the tensor its
+// history (Note [Views see their base's history] in core/autograd/record.cpp). Front ends translate
+// their syntax into items and hold no rule of their own (the Python binding: Note [Indexing from
+// Python] in api/python/src/indexing.cpp).
 
 /** One advanced index: the dim of the (basic-indexed) view it applies to and its indices. */
 struct Advanced {
@@ -223,22 +224,6 @@ Tensor gather_advanced(const Tensor& v, const Plan& p) {
 /** x[items] = value (a tensor, or a number when `src` is undefined). */
 void put(Tensor& self, std::span<const TensorIndex> items, const Tensor& src, Scalar scalar) {
   const bool use_tensor = src.defined();
-  // Note [Assigning a value with history]: writing a value that requires grad into a tensor that
-  // does not (out = zeros(...); out[t] = h) must give the tensor that history, but the core
-  // tracks views only of tensors that require grad, so a write through a view would not reach
-  // it. The write is made out of place instead: the flat positions the index selects (the
-  // index applied to an arange of the tensor's positions) receive the value by a differentiable
-  // scatter, and the result is copied into the tensor, which takes over its history.
-  if (use_tensor && src.requires_grad() && !self.requires_grad() && autograd::is_grad_enabled()) {
-    const Tensor positions = arange(Scalar(int64_t{0}), Scalar(self.numel()), Scalar(int64_t{1}),
-                                    TensorOptions(DType::Int64, self.device()))
-                                 .view(self.sizes());
-    const Tensor picked = index(positions, items);
-    const Tensor values = src.to(self.dtype()).to(self.device()).expand(picked.sizes());
-    const Tensor flat = scatter(self.reshape({-1}), 0, picked.reshape({-1}), values.reshape({-1}));
-    self.copy_(flat.view(self.sizes()));
-    return;
-  }
   // x[mask] = number with a mask of x's shape: one masked_fill_.
   if (!use_tensor && items.size() == 1 && items[0].is_tensor() &&
       items[0].tensor().dtype() == DType::Bool && items[0].tensor().sizes() == self.sizes()) {

@@ -1,6 +1,7 @@
 // Tensor metadata and views: geometry only, no kernels.
 #include "ember/tensor/tensor.h"
 
+#include "core/tensor/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -12,12 +13,15 @@ namespace ember {
 namespace {
 
 // Note [Views are differentiable]
-// A view records a backward node only when its base requires grad (checked before any closure
-// is built, so plain views stay allocation-light). The node maps the view's gradient back to
-// the base's shape; record_view also marks the result as a view of the base so in-place ops
-// on it rebase the base's history (Note [In-place ops and CopySlices]).
+// Every view of a floating tensor is marked as a view of its base (mark_view: a pointer and a
+// version in the TensorImpl, no allocation), so it follows the base's history when the base or
+// another view of it is modified in place (Note [Views see their base's history] in
+// core/autograd/record.cpp). A view records a backward node only when its base requires grad
+// (checked before any closure is built, so plain views stay allocation-light); the node maps the
+// view's gradient back to the base's shape with differentiable ops.
 template <typename MakeFn>
 Tensor track_view(const char* name, const Tensor& base, Tensor view, MakeFn&& make_fn) {
+  autograd::mark_view(view, base);
   if (autograd::needs_grad(base)) autograd::record_view(name, base, view, make_fn());
   return view;
 }
@@ -172,7 +176,10 @@ Tensor Tensor::reshape(IntList sizes_in) const {
                       make_view(*this, std::move(sizes), std::move(*strides), storage_offset()),
                       reshape_back(*this));
   }
-  return clone(MemoryFormat::Contiguous).view(sizes);
+  // A copy, as in PyTorch: no view of the temporary it was made from.
+  Tensor out = clone(MemoryFormat::Contiguous).view(sizes);
+  out.impl()->clear_view_base();
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -284,12 +291,14 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
                     });
 }
 
-Tensor Tensor::expand(IntList target) const {
-  check_defined(*this, "expand");
-  EMBER_CHECK(static_cast<int64_t>(target.size()) >= dim(),
+namespace {
+
+// The sizes and strides of `t` expanded to `target` (-1 keeps a size), checked.
+std::pair<Shape, Shape> expanded_geometry(const Tensor& t, IntList target) {
+  EMBER_CHECK(static_cast<int64_t>(target.size()) >= t.dim(),
               "[expand] the number of sizes ({}) must be >= the tensor's dims ({}): sizes {} to {}",
-              target.size(), dim(), shape_str(sizes()), shape_str(target));
-  const size_t lead = target.size() - sizes().size();
+              target.size(), t.dim(), shape_str(t.sizes()), shape_str(target));
+  const size_t lead = target.size() - t.sizes().size();
   Shape sizes(target.size()), strides(target.size());
   for (size_t i = 0; i < target.size(); ++i) {
     if (i < lead) {
@@ -299,21 +308,41 @@ Tensor Tensor::expand(IntList target) const {
       strides[i] = 0;
       continue;
     }
-    const int64_t have = this->sizes()[i - lead];
+    const int64_t have = t.sizes()[i - lead];
     const int64_t want = target[i] == -1 ? have : target[i];
     EMBER_CHECK(have == want || have == 1,
                 "[expand] the size {} must match the existing size {} at dim {} (sizes {} to {})",
-                want, have, i, shape_str(this->sizes()), shape_str(target));
+                want, have, i, shape_str(t.sizes()), shape_str(target));
     sizes[i] = want;
-    strides[i] = have == want ? this->strides()[i - lead] : 0;
+    strides[i] = have == want ? t.strides()[i - lead] : 0;
   }
   shape_numel(sizes, "expand");  // Note [Sizes never wrap around]
+  return {std::move(sizes), std::move(strides)};
+}
+
+}  // namespace
+
+Tensor Tensor::expand(IntList target) const {
+  check_defined(*this, "expand");
+  auto [sizes, strides] = expanded_geometry(*this, target);
   return track_view("ExpandBackward", *this,
                     make_view(*this, std::move(sizes), std::move(strides), storage_offset()), [&] {
                       return [in = this->sizes()](const Grads& g, const autograd::LambdaNode&) {
                         return Grads{autograd::sum_to(g[0], in)};
                       };
                     });
+}
+
+// Note [Views inside ops]
+// An op that broadcasts its operands for a kernel (binary ops, where, copy_) makes views that
+// only feed the kernel and die with the call: nothing can modify them in place or take their
+// grad_fn. They skip the autograd marking every user-visible view gets (Note [Views are
+// differentiable]), which would cost a reference count on the base per operand on the path of
+// every broadcasting op.
+Tensor detail::expand_for_kernel(const Tensor& t, IntList shape) {
+  if (t.sizes() == Shape(shape)) return t;
+  auto [sizes, strides] = expanded_geometry(t, shape);
+  return make_view(t, std::move(sizes), std::move(strides), t.storage_offset());
 }
 
 Tensor Tensor::squeeze() const {
@@ -407,17 +436,15 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
       empty || last < capacity,
       "[as_strided] sizes {} strides {} offset {} reach element {} but the storage holds {}",
       shape_str(sizes), shape_str(strides), off, last, capacity);
-  // Backward: the gradient added at the viewed places of a zero tensor laid out like this one's
-  // storage region (first order only; places an overlapping view reads twice sum).
-  return track_view(
-      "AsStridedBackward", *this, make_view(*this, Shape(sizes), Shape(strides), off), [&] {
-        return [in = this->sizes(), base_off = storage_offset(), contiguous = is_contiguous(),
-                sz = Shape(sizes), st = Shape(strides),
-                off](const Grads& g, const autograd::LambdaNode&) {
-          EMBER_CHECK(contiguous, "[as_strided] backward needs a contiguous input");
-          return Grads{autograd::as_strided_backward(g[0], in, sz, st, off - base_off)};
-        };
-      });
+  // Backward: the gradient put back at the places of the storage the view reads, then read out
+  // with this tensor's geometry (any layout; overlapping places sum, as in PyTorch).
+  Tensor view = make_view(*this, Shape(sizes), Shape(strides), off);
+  return track_view("AsStridedBackward", *this, view, [&] {
+    return [in = autograd::TensorGeometry(*this), out = autograd::TensorGeometry(view)](
+               const Grads& g, const autograd::LambdaNode&) {
+      return Grads{autograd::as_strided_backward(g[0], in, out)};
+    };
+  });
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

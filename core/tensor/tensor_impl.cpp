@@ -7,7 +7,9 @@ namespace ember {
 // Note [TensorImpl stays small]
 // One TensorImpl is allocated per op output, so its size is part of the op overhead budget
 // (ARCHITECTURE.md, "The path of one op call"). Sizes and strides keep up to 6 dims inline; numel
-// and contiguity are cached because every kernel call asks for them.
+// and contiguity are cached because every kernel call asks for them. A view's base pointer and
+// version live here rather than in the autograd meta so that making a view allocates nothing
+// more (Note [Views see their base's history]); the version fills the padding after the count.
 static_assert(sizeof(TensorImpl) <= 192, "TensorImpl grew: check Note [TensorImpl stays small]");
 
 // Dense in the order dim_at(0), dim_at(1), ... (innermost first) over `n` dims; size-1 dims may
@@ -62,6 +64,18 @@ TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offs
       channels_last_(compute_channels_last(sizes_, strides_)) {
   if (__builtin_expect(sizes_.size() > EMBER_MAX_DIMS, 0)) check_ndim(sizes_.size(), "tensor");
   for (int64_t s : sizes_) numel_ *= s;
+}
+
+void TensorImpl::set_data(const TensorImpl& src) {
+  storage_ = src.storage_;
+  sizes_ = src.sizes_;
+  strides_ = src.strides_;
+  offset_ = src.offset_;
+  numel_ = src.numel_;
+  dtype_ = src.dtype_;
+  contiguous_ = src.contiguous_;
+  channels_last_ = src.channels_last_;
+  view_base_ = IntrusivePtr<TensorImpl>();
 }
 
 }  // namespace ember

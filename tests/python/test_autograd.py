@@ -345,3 +345,141 @@ def test_graph_matches_pytorch(torch, rng):
         y = (m.tanh(x @ x.t()).sum(1) * x[:, 0]).softmax(0)
         (y * m.arange(3)).sum().backward()
     assert_close(e.grad, p.grad.numpy(), rtol=1e-6)
+
+
+def test_a_view_sees_its_base_modified_in_place():
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    v = y[:2]
+    y.mul_(2)
+    v.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 0.0]
+    assert v.grad_fn.name() == "AsStridedBackward"
+    assert v._is_view() and v._base is y and not y._is_view() and y._base is None
+
+
+def test_a_view_requires_grad_once_its_base_gains_history():
+    w = ember.ones(2, requires_grad=True)
+    y = ember.zeros(2)
+    v = y.view(2)
+    assert not v.requires_grad
+    y.add_(w * 3)
+    assert v.requires_grad and not v.is_leaf
+    assert v.grad_fn is not None and v.grad_fn.name() == "AsStridedBackward"
+    (v * v).sum().backward()
+    assert w.grad.tolist() == [18.0, 18.0]
+
+
+def test_writing_through_a_view_gives_the_base_history():
+    # y[:1].mul_(w), y[1:] = h and y[mask-like index] = h: the base takes the history
+    w = ember.tensor([2.0], requires_grad=True)
+    h = ember.tensor([5.0, 7.0], requires_grad=True)
+    y = ember.tensor([1.0, 2.0, 3.0, 4.0])
+    y[:1].mul_(w)
+    y[2:] = h
+    y[ember.tensor([1])] = h[:1] * 10
+    assert y.requires_grad and y.grad_fn.name() == "CopySlices"
+    assert y.tolist() == [2.0, 50.0, 5.0, 7.0]
+    (y * ember.tensor([1.0, 10.0, 100.0, 1000.0])).sum().backward()
+    assert w.grad.tolist() == [1.0]
+    assert h.grad.tolist() == [100.0 + 100.0, 1000.0]
+
+
+def test_views_of_views_and_other_views_follow_an_in_place_change():
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=ember.float64, requires_grad=True)
+    y = x * 1
+    col = y[:, 1]
+    top = y[:2]
+    top_left = top[:, 0]
+    top.mul_(10)
+    assert col.tolist() == [20.0, 40.0, 6.0] and top_left.tolist() == [10.0, 30.0]
+    (col.sum() + 2 * top_left.sum()).backward()
+    assert x.grad.tolist() == [[20.0, 10.0], [20.0, 10.0], [0.0, 1.0]]
+
+
+def test_in_place_through_views_has_right_first_and_second_derivatives():
+    def f(x, w):
+        y = x * 1
+        y[:, :2].mul_(w)  # a view of a contiguous base
+        z = (x * 1).t().contiguous().t()  # a base with a transposed layout
+        z[1, :2].add_(w[0] * w[0])
+        v = y.view(-1)
+        y.mul_(x)
+        return (v * v).sum() + (z * y).sum()
+
+    x = ember.randn(3, 4, dtype=ember.float64, requires_grad=True)
+    w = ember.randn(3, 2, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(f, (x, w))
+    assert ember.autograd.gradgradcheck(f, (x, w))
+
+
+def test_a_view_made_under_no_grad_is_not_rebased():
+    x = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1
+    with ember.no_grad():
+        v = y[:2]
+    with pytest.raises(RuntimeError, match="view made under no_grad is being modified in place"):
+        v.mul_(x[:2])
+    assert y.tolist() == [1.0, 2.0, 3.0]
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match="view made under no_grad is used after its base"):
+        v * 2
+    z = x * 1
+    with ember.no_grad():
+        z[:2].mul_(2)
+    assert z.tolist() == [2.0, 4.0, 3.0]
+    z.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_retain_grad_follows_an_in_place_change():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    y.retain_grad()
+    y.mul_(3)
+    (y * y).sum().backward()
+    assert y.grad.tolist() == [6.0, 12.0]
+
+
+class HalfPrecisionBackward(Function):
+    """A backward that returns float64 gradients (or broadcast ones) for float32 inputs."""
+
+    @staticmethod
+    def forward(ctx, x, mode):
+        ctx.mode = mode
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        d = g.double() * 2
+        if ctx.mode == "broadcast":
+            d = d.expand(3, *d.shape)
+        elif ctx.mode == "wrong":
+            d = ember.cat([d, d])
+        return d, None
+
+
+def test_gradients_are_converted_to_the_dtype_of_their_input():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    HalfPrecisionBackward.apply(x, "dtype").sum().backward()
+    assert x.grad.dtype == ember.float32 and x.grad.tolist() == [2.0, 2.0]
+    w = ember.tensor([3.0, 4.0], requires_grad=True)
+    h = w * 1
+    (HalfPrecisionBackward.apply(h, "dtype") * h).sum().backward()
+    assert w.grad.dtype == ember.float32 and w.grad.tolist() == [12.0, 16.0]
+    x.grad = None
+    (x * 3).backward(ember.ones(2, dtype=ember.float64))
+    assert x.grad.dtype == ember.float32
+
+
+def test_gradients_of_another_shape_are_summed_or_refused():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    HalfPrecisionBackward.apply(x, "broadcast").sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0]
+    with pytest.raises(ValueError, match=r"invalid gradient at index 0: got shape \[4\] but expected shape "
+                                         r"compatible with \[2\]"):
+        HalfPrecisionBackward.apply(x, "wrong").sum().backward()
+    y = x * 1
+    y.register_hook(lambda g: g.double())
+    with pytest.raises(TypeError, match="hook changed the gradient's type"):
+        y.sum().backward()

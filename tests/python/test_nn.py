@@ -201,6 +201,90 @@ def test_forward_hooks_run_on_both_call_paths():
     assert lin(ember.ones(1, 2)).abs().sum().item() == 0
 
 
+def test_forward_hook_results_replace_values_when_a_cpp_container_calls():
+    lin = nn.Linear(2, 2)
+    seq = nn.Sequential(lin, nn.ReLU())  # runs lin through the C++ call path
+    x = ember.ones(1, 2)
+    lin.register_forward_hook(lambda m, args, out: out * 0 - 1)
+    assert seq(x).tolist() == [[0.0, 0.0]] and lin(x).tolist() == [[-1.0, -1.0]]
+    pre = nn.Linear(2, 2)
+    pre.register_forward_pre_hook(lambda m, args: (args[0] * 0,))
+    assert_close(nn.Sequential(pre)(x), pre.bias.detach().numpy()[None, :])
+    bad = nn.Linear(2, 2)
+    bad.register_forward_hook(lambda m, args, out: "not a tensor")
+    with pytest.raises(TypeError, match="forward hook returned str"):
+        nn.Sequential(bad)(x)
+
+
+def _regression(dtype):
+    ember.manual_seed(3)
+    x = ember.randn(64, 3, dtype=dtype)
+    y = x @ ember.tensor([[1.0], [-2.0], [0.5]], dtype=dtype)
+    return x, y
+
+
+@pytest.mark.parametrize("convert", ["double", "to_dtype", "half_then_double"])
+@pytest.mark.parametrize("make_opt", ["SGD", "Adam", "python"])
+def test_an_optimizer_made_before_a_conversion_still_trains_the_model(convert, make_opt):
+    class PySGD(ember.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, dict(lr=lr))
+
+        @ember.no_grad()
+        def step(self):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        p.add_(p.grad, alpha=-group["lr"])
+
+    model = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1))
+    params = list(model.parameters())
+    opt = {"SGD": lambda: ember.optim.SGD(params, lr=0.05, momentum=0.9),
+           "Adam": lambda: ember.optim.Adam(params, lr=0.01),
+           "python": lambda: PySGD(params, lr=0.05)}[make_opt]()
+    x32, y32 = _regression(ember.float32)
+    ember.nn.functional.mse_loss(model(x32), y32).backward()
+    opt.step()  # optimizer state (momentum, moments) made in float32
+    if convert == "double":
+        assert model.double() is model
+    elif convert == "to_dtype":
+        model.to(ember.float64)
+    else:
+        model.half()
+        assert all(p.dtype == ember.float16 for p in params)
+        model.to(dtype=ember.float64)
+    assert list(model.parameters()) == params and all(a is b for a, b in zip(model.parameters(), params))
+    assert all(p.dtype == ember.float64 and p.is_leaf and p.requires_grad for p in params)
+    assert all(p.grad is None or p.grad.dtype == ember.float64 for p in params)
+    assert model[1].running_mean.dtype == ember.float64 and model[1].num_batches_tracked.dtype == ember.int64
+    x, y = _regression(ember.float64)
+    before = [p.detach().clone() for p in params]
+    losses = []
+    for _ in range(60):
+        opt.zero_grad()
+        loss = ember.nn.functional.mse_loss(model(x), y)
+        assert loss.dtype == ember.float64
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    # Every parameter but the first layer's bias, whose gradient the batch norm cancels, moved.
+    changed = [not ember.equal(p.detach(), b) for p, b in zip(params, before)]
+    assert changed[0] and all(changed[2:])
+
+
+def test_assigning_data_keeps_the_tensor_and_takes_the_new_data():
+    p = nn.Parameter(ember.ones(2))
+    q = ember.arange(6, dtype=ember.float64).reshape(2, 3)
+    p.data = q
+    assert isinstance(p, nn.Parameter) and p.requires_grad and p.is_leaf
+    assert p.dtype == ember.float64 and p.shape == (2, 3) and p.tolist() == q.tolist()
+    q[0, 0] = 7.0  # PyTorch's .data assignment shares the assigned tensor's memory
+    assert p[0, 0].item() == 7.0
+    (p * 2).sum().backward()
+    assert p.grad.dtype == ember.float64 and p.grad.shape == (2, 3)
+
+
 def test_modules_are_freed_with_their_python_objects():
     m = TwoLayer()
     seq = nn.Sequential(m)

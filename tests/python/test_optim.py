@@ -586,6 +586,101 @@ def test_schedulers_set_the_lr_of_python_optimizers_changed_by_hand():
     assert opt.param_groups[0]["initial_lr"] == 1.0 and scheduler.base_lrs == [1.0]
 
 
+@pytest.mark.parametrize("kind", ["native", "python"])
+def test_cosine_annealing_follows_an_lr_changed_by_hand(kind):
+    # PyTorch's CosineAnnealingLR.get_lr is recursive: the lr set by hand moves along the cosine.
+    opt = make_optimizer(kind, [ember.zeros(1, requires_grad=True)], [1.0])
+    scheduler = lr_scheduler.CosineAnnealingLR(opt, T_max=10, eta_min=0.1)
+    for _ in range(3):
+        scheduler.step()
+    opt.param_groups[0]["lr"] = 0.5
+    scheduler.step()
+    ratio = (1 + math.cos(math.pi * 4 / 10)) / (1 + math.cos(math.pi * 3 / 10))
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.1 + ratio * 0.4, rel=1e-14)
+    assert scheduler.get_last_lr() == pytest.approx([0.1 + ratio * 0.4], rel=1e-14)
+
+
+def test_chained_warmup_and_cosine_multiply_as_in_pytorch():
+    # Two recursive schedulers stepping one optimizer compose: ExponentialLR's factor applies on
+    # top of the cosine's (worked from PyTorch's get_lr formulas).
+    opt = optim.SGD([ember.zeros(1, requires_grad=True)], lr=1.0)
+    cos = lr_scheduler.CosineAnnealingLR(opt, T_max=4)
+    exp = lr_scheduler.ExponentialLR(opt, gamma=0.5)
+    got = [opt.param_groups[0]["lr"]]
+    for _ in range(3):
+        cos.step()
+        exp.step()
+        got.append(opt.param_groups[0]["lr"])
+    want, lr = [1.0], 1.0
+    for e in range(1, 4):
+        lr = (1 + math.cos(math.pi * e / 4)) / (1 + math.cos(math.pi * (e - 1) / 4)) * lr * 0.5
+        want.append(lr)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+class PythonAdam(optim.Optimizer):
+    """Only the hyperparameters of Adam (betas), for the schedulers."""
+
+    def __init__(self, params, lr=0.1, betas=(0.9, 0.999)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+
+    def step(self, closure=None):
+        pass
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam", "PythonSGD", "PythonAdam"])
+def test_one_cycle_cycles_momentum_by_default(kind):
+    p = ember.zeros(1, requires_grad=True)
+    opt = {"SGD": lambda: optim.SGD([p], lr=0.1, momentum=0.9), "Adam": lambda: optim.Adam([p]),
+           "PythonSGD": lambda: PythonSGD([p], momentum=0.9), "PythonAdam": lambda: PythonAdam([p])}[kind]()
+
+    def momentum():
+        g = opt.param_groups[0]
+        return g["betas"][0] if "betas" in g else g["momentum"]
+
+    scheduler = lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    got = [momentum()]
+    for _ in range(9):
+        scheduler.step()
+        got.append(momentum())
+    # Phase one ends at step 2: 0.95 down to 0.85; then cosine back up to 0.95 at step 9.
+    want = [0.95, 0.90, 0.85] + [0.95 + (0.85 - 0.95) / 2 * (math.cos(math.pi * (s - 2) / 7) + 1)
+                                 for s in range(3, 10)]
+    assert got == pytest.approx(want, rel=1e-12)
+    if "betas" in opt.param_groups[0]:
+        assert opt.param_groups[0]["betas"][1] == 0.999
+
+
+def test_one_cycle_momentum_options_and_three_phases():
+    opt = optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1, momentum=0.3)
+    lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, cycle_momentum=False).step()
+    assert opt.param_groups[0]["momentum"] == 0.3
+    scheduler = lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, anneal_strategy="linear",
+                                        three_phase=True, base_momentum=0.8, max_momentum=0.9)
+    lrs, ms = [], []
+    for i in range(10):
+        if i:
+            scheduler.step()
+        lrs.append(opt.param_groups[0]["lr"])
+        ms.append(opt.param_groups[0]["momentum"])
+    assert lrs[:5] == pytest.approx([0.04, 0.52, 1.0, 0.52, 0.04], rel=1e-12)
+    assert lrs[9] == pytest.approx(0.04 / 1e4, rel=1e-12)
+    assert ms[:5] == pytest.approx([0.9, 0.85, 0.8, 0.85, 0.9], rel=1e-12)
+    assert ms[5:] == pytest.approx([0.9] * 5, rel=1e-12)
+
+    class NoMomentum(optim.Optimizer):
+        def __init__(self, params):
+            super().__init__(params, dict(lr=0.1))
+
+        def step(self, closure=None):
+            pass
+
+    with pytest.raises(ValueError, match="no momentum or beta1 to cycle"):
+        lr_scheduler.OneCycleLR(NoMomentum([ember.zeros(1, requires_grad=True)]), max_lr=1.0, total_steps=5)
+    assert lr_scheduler.OneCycleLR(NoMomentum([ember.zeros(1, requires_grad=True)]), max_lr=1.0, total_steps=5,
+                                   cycle_momentum=False).get_last_lr() == pytest.approx([0.04])
+
+
 def test_one_cycle_past_total_steps_is_an_error():
     opt = optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1)
     scheduler = lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=3)

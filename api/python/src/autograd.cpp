@@ -170,13 +170,9 @@ void bind_autograd(nb::module_& root) {
       "_record_function",
       [](std::string name, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
          std::shared_ptr<autograd::AutogradContext> ctx, nb::handle backward) {
-        // An output that is one of the inputs becomes an alias of it: the node must not become
-        // the grad_fn of the caller's input (PyTorch returns a view there too).
-        for (Tensor& out : outputs) {
-          for (const Tensor& in : inputs) {
-            if (out.defined() && in.defined() && out.is_same(in)) out = out.detach();
-          }
-        }
+        std::vector<Tensor*> all;
+        for (Tensor& t : outputs) all.push_back(&t);
+        autograd::alias_returned_inputs(inputs, all);
         bool any = false;
         if (autograd::is_grad_enabled()) {
           for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());

@@ -25,8 +25,8 @@ namespace ember::python {
 //   self.forward(*args, **kwargs) (any signature and return type), then the forward hooks. A
 //   hook registered from Python is stored in the C++ module too (PyHook, PyPreHook), so a C++
 //   container calling the module runs it as well; there it sees the first tensor argument and
-//   a tensor output, and a value it returns cannot replace the output (the C++ hook type has no
-//   result), which only the Python call path honours.
+//   a tensor output, and a tensor it returns replaces the input or output as on the Python path
+//   (Module::operator()).
 // - Ownership: nanobind keeps a Python-created module inside its Python object; a C++ container
 //   holding it keeps that object alive through its shared_ptr (nanobind's shared_ptr caster), so
 //   the module and its __dict__ live as long as either side needs them.
@@ -154,13 +154,20 @@ nb::object module_object(nn::Module& m) {
   return nb::cast(m.shared_from_this());
 }
 
-/** A Python forward hook stored in a C++ module: hook(module, args, output). */
+/** A Python forward hook stored in a C++ module: hook(module, args, output) -> None or a new
+ *  output. */
 struct PyHook {
   std::shared_ptr<PyRef> fn;
-  void operator()(nn::Module& m, const Tensor& in, const Tensor& out) const {
+  Tensor operator()(nn::Module& m, const Tensor& in, const Tensor& out) const {
     GilAcquire gil;
-    if (!fn->get()) return;  // cleared by the garbage collector
-    nb::borrow(fn->get())(module_object(m), nb::make_tuple(in), out);
+    if (!fn->get()) return {};  // cleared by the garbage collector
+    nb::object r = nb::borrow(fn->get())(module_object(m), nb::make_tuple(in), out);
+    if (r.is_none()) return {};
+    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(r),
+                     "[nn.{}] a forward hook returned {} where the module's output is a tensor "
+                     "(return a tensor, or None to keep the output)",
+                     m.type_name(), type_name_of(r));
+    return *nb::inst_ptr<PyTensor>(r);
   }
 };
 
@@ -635,7 +642,8 @@ nb::object call_module(nb::handle self, nb::args args, nb::kwargs kwargs) {
       nb::object r = nb::borrow(py->fn->get())(self, a, out);
       if (!r.is_none()) out = r;
     } else if (const Tensor* x = first_tensor(a); x && nb::isinstance<PyTensor>(out)) {
-      h(m, *x, *nb::inst_ptr<PyTensor>(out));
+      Tensor r = h(m, *x, *nb::inst_ptr<PyTensor>(out));
+      if (r.defined()) out = wrap_tensor(r);
     }
   }
   return out;

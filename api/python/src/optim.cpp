@@ -63,16 +63,27 @@ void bind_optimizer(nb::module_& m, const char* name, const char* doc) {
 // The C++ schedulers drive an optim::Optimizer: they read and set the lr of its groups. A
 // built-in optimizer (SGD, ...) is one, so a scheduler sets its lrs directly. An optimizer
 // written in Python is not; for it ember.optim.lr_scheduler builds an LrGroups, a C++ optimizer
-// with one parameterless group per Python group holding only its lr, copies the Python lrs into
-// it before each scheduler step and copies the result back after. One implementation of each
-// schedule serves both kinds, and a Python optimizer's lrs changed by hand between steps are
-// seen, as PyTorch's chainable schedulers see them.
+// with one parameterless group per Python group holding only its lr (and its momentum, under
+// the C++ name "momentum" or "beta1", when the Python optimizer has one, for OneCycleLR to
+// cycle), copies the Python values into it before each scheduler step and copies the result
+// back after. One implementation of each schedule serves both kinds, and a Python optimizer's
+// lrs changed by hand between steps are seen, as PyTorch's chainable schedulers see them.
 class LrGroups final : public Optimizer {
  public:
-  explicit LrGroups(const std::vector<double>& lrs)
-      : Optimizer("optim.Optimizer", {{"lr", 0.0}}, {}, /*counts_steps=*/false) {
-    for (double lr : lrs) add_param_group(optim::ParamGroup{{}, {{"lr", lr}}});
+  LrGroups(const std::vector<double>& lrs, const std::string& momentum_key,
+           const std::vector<double>& momenta)
+      : Optimizer("optim.Optimizer", defaults_for(momentum_key), {}, /*counts_steps=*/false),
+        momentum_key_(momentum_key) {
+    EMBER_CHECK(momentum_key.empty() || momenta.size() == lrs.size(),
+                "[optim.Optimizer] got {} momenta for {} param groups", momenta.size(), lrs.size());
+    for (size_t i = 0; i < lrs.size(); ++i) {
+      optim::Options o{{"lr", lrs[i]}};
+      if (!momentum_key.empty()) o[momentum_key] = momenta[i];
+      add_param_group(optim::ParamGroup{{}, o});
+    }
   }
+  /** "momentum", "beta1" or empty. */
+  const std::string& momentum_key() const { return momentum_key_; }
   void step() override {
     throw NotImplementedError(
         "[optim.Optimizer] the lr groups of a Python optimizer only hold learning rates: step "
@@ -81,6 +92,17 @@ class LrGroups final : public Optimizer {
 
  protected:
   void validate(const optim::ParamGroup&) const override {}
+
+ private:
+  static optim::Options defaults_for(const std::string& momentum_key) {
+    EMBER_CHECK(momentum_key.empty() || momentum_key == "momentum" || momentum_key == "beta1",
+                "[optim.Optimizer] momentum_key must be '', 'momentum' or 'beta1': got '{}'",
+                momentum_key);
+    optim::Options d{{"lr", 0.0}};
+    if (!momentum_key.empty()) d[momentum_key] = 0.0;
+    return d;
+  }
+  std::string momentum_key_;
 };
 
 optim::AnnealStrategy anneal_strategy(std::string_view s) {
@@ -191,7 +213,9 @@ void bind_optimizers(nb::module_& m) {
       m, "LrGroups",
       "The learning rates of a Python optimizer's groups, for the C++ schedulers (Note "
       "[Schedulers of Python optimizers]).")
-      .def(nb::init<const std::vector<double>&>(), "lrs"_a, "One group per learning rate.")
+      .def(nb::init<const std::vector<double>&, const std::string&, const std::vector<double>&>(),
+           "lrs"_a, "momentum_key"_a = "", "momenta"_a = std::vector<double>{},
+           "One group per learning rate (with its momentum under momentum_key, if given).")
       .def_prop_rw(
           "lrs",
           [](const LrGroups& o) {
@@ -206,7 +230,23 @@ void bind_optimizers(nb::module_& m) {
                         groups.size());
             for (size_t i = 0; i < lrs.size(); ++i) groups[i].set_lr(lrs[i]);
           },
-          "The learning rate of each group.");
+          "The learning rate of each group.")
+      .def_prop_rw(
+          "momenta",
+          [](const LrGroups& o) {
+            std::vector<double> out;
+            if (o.momentum_key().empty()) return out;
+            for (const auto& g : o.param_groups()) out.push_back(g.get(o.momentum_key()));
+            return out;
+          },
+          [](LrGroups& o, const std::vector<double>& momenta) {
+            auto& groups = o.param_groups();
+            EMBER_CHECK(!o.momentum_key().empty() && momenta.size() == groups.size(),
+                        "[optim.Optimizer] got {} momenta for {} param groups", momenta.size(),
+                        groups.size());
+            for (size_t i = 0; i < momenta.size(); ++i) groups[i].set(o.momentum_key(), momenta[i]);
+          },
+          "The momentum of each group (empty without a momentum_key).");
 }
 
 void bind_schedulers(nb::module_& m) {
@@ -238,17 +278,25 @@ void bind_schedulers(nb::module_& m) {
       .def(
           "__init__",
           [](optim::OneCycleLR* self, Optimizer& o, std::vector<double> max_lrs,
-             int64_t total_steps, double pct_start, std::string_view strategy, double div_factor,
-             double final_div_factor) {
+             int64_t total_steps, double pct_start, std::string_view strategy, bool cycle_momentum,
+             std::vector<double> base_momentum, std::vector<double> max_momentum, double div_factor,
+             double final_div_factor, bool three_phase) {
             new (self) optim::OneCycleLR(o, std::move(max_lrs), total_steps,
                                          {.pct_start = pct_start,
                                           .anneal_strategy = anneal_strategy(strategy),
+                                          .cycle_momentum = cycle_momentum,
+                                          .base_momentum = std::move(base_momentum),
+                                          .max_momentum = std::move(max_momentum),
                                           .div_factor = div_factor,
-                                          .final_div_factor = final_div_factor});
+                                          .final_div_factor = final_div_factor,
+                                          .three_phase = three_phase});
           },
           "optimizer"_a, "max_lrs"_a, "total_steps"_a, "pct_start"_a = 0.3,
-          "anneal_strategy"_a = "cos", "div_factor"_a = 25.0, "final_div_factor"_a = 1e4,
-          nb::keep_alive<1, 2>(), "One max_lr per group, over `total_steps` steps.");
+          "anneal_strategy"_a = "cos", "cycle_momentum"_a = true,
+          "base_momentum"_a = std::vector<double>{0.85},
+          "max_momentum"_a = std::vector<double>{0.95}, "div_factor"_a = 25.0,
+          "final_div_factor"_a = 1e4, "three_phase"_a = false, nb::keep_alive<1, 2>(),
+          "One max_lr per group, over `total_steps` steps.");
 
   nb::class_<optim::ReduceLROnPlateau>(m, "ReduceLROnPlateau", nb::is_weak_referenceable(),
                                        "Reduces the lr by factor when a metric stops improving.")

@@ -505,6 +505,14 @@ void bind_tensor(nb::module_& m) {
       .def("is_same_storage", &Tensor::is_same_storage, "other"_a,
            "True if both tensors share storage.")
       .def_prop_ro("_version", &Tensor::version, "The storage's version counter.")
+      .def_prop_ro(
+          "_base",
+          [](const Tensor& t) -> std::optional<Tensor> {
+            if (!t.is_view()) return std::nullopt;
+            return t.base();
+          },
+          "For a view, the tensor whose history it follows; None otherwise.")
+      .def("_is_view", &Tensor::is_view, "True for a view that follows its base's history.")
       .def("is_inference", &Tensor::is_inference,
            "True if made inside inference_mode (a view of such a tensor included).");
 
@@ -632,17 +640,9 @@ void bind_tensor(nb::module_& m) {
       .def("retain_grad", &Tensor::retain_grad, "Keeps this non-leaf's gradient in .grad.")
       .def_prop_rw(
           "data", [](const Tensor& t) { return t.detach(); },
-          [](Tensor& t, const Tensor& v) {
-            EMBER_CHECK_NOT_IMPLEMENTED(
-                v.sizes() == t.sizes() && v.dtype() == t.dtype() && v.device() == t.device(),
-                "[data] assigning .data of another shape, dtype or device is not supported "
-                "({} {} {} -> {} {} {}): make a new tensor instead",
-                shape_str(t.sizes()), t.dtype(), t.device(), shape_str(v.sizes()), v.dtype(),
-                v.device());
-            autograd::NoGradGuard no_grad;
-            t.detach().copy_(v);
-          },
-          "The same data without history; assigning copies values of the same shape in.")
+          [](Tensor& t, const Tensor& v) { t.set_data(v.detach()); },
+          "The same data without history; assigning makes the tensor use the assigned tensor's "
+          "data (any shape, dtype or device), staying the same object.")
       .def(
           "backward",
           [](const Tensor& t, std::optional<Tensor> gradient, std::optional<bool> retain_graph,

@@ -177,6 +177,104 @@ TEST(Module, ToDtypeConvertsFloatingTensorsAndKeepsLeaves) {
   expect_error([&] { m.to(DType::Int32); }, {"[nn.TwoLayer]", "floating"});
 }
 
+// A model with a buffer that follows conversions (BatchNorm's running statistics).
+class Regressor : public Module {
+ public:
+  Regressor() : Module("Regressor") {
+    fc1 = register_module("fc1", std::make_shared<Linear>(3, 8));
+    bn = register_module("bn", std::make_shared<BatchNorm1d>(8));
+    fc2 = register_module("fc2", std::make_shared<Linear>(8, 1));
+  }
+  Tensor forward(const Tensor& x) override { return (*fc2)(relu((*bn)((*fc1)(x)))); }
+  std::shared_ptr<Linear> fc1, fc2;
+  std::shared_ptr<BatchNorm1d> bn;
+};
+
+// Trains `model` on y = x0 - 2 x1 + 0.5 x2 in `dtype` for `steps` steps; the first and last loss.
+std::pair<double, double> train(Module& model, optim::Optimizer& opt, DType dtype, int steps) {
+  manual_seed(7);
+  const Tensor x = randn({32, 3}, dtype);
+  const Tensor w = tensor({1.0, -2.0, 0.5}, dtype).view({3, 1});
+  const Tensor y = matmul(x, w);
+  double first = 0, last = 0;
+  for (int i = 0; i < steps; ++i) {
+    opt.zero_grad();
+    Tensor loss = mse_loss(model(x), y);
+    EXPECT_EQ(loss.dtype(), dtype);
+    loss.backward();
+    opt.step();
+    (i == 0 ? first : last) = loss.item();
+  }
+  return {first, last};
+}
+
+TEST(Module, AnOptimizerMadeBeforeAConversionStillTrainsTheModel) {
+  // Before: to(Float64) made new parameter tensors, so the optimizer stepped tensors the model
+  // no longer used and the loss stayed where it was.
+  for (const char* name : {"SGD", "Adam"}) {
+    Regressor m;
+    const std::vector<Tensor> before = m.parameters();
+    std::unique_ptr<optim::Optimizer> opt;
+    if (std::string(name) == "SGD") {
+      opt = std::make_unique<optim::SGD>(m.parameters(),
+                                         optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
+    } else {
+      opt = std::make_unique<optim::Adam>(m.parameters(), optim::AdamOptions{.lr = 0.01});
+    }
+    train(m, *opt, DType::Float32, 2);  // state (momentum, Adam's moments) made in float32
+    m.to(DType::Float64);
+    const std::vector<Tensor> after = m.parameters();
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      EXPECT_TRUE(after[i].is_same(before[i])) << name << " parameter " << i;
+      EXPECT_TRUE(opt->param_groups()[0].params[i].is_same(after[i]));
+      EXPECT_EQ(before[i].dtype(), DType::Float64);
+      EXPECT_TRUE(before[i].requires_grad() && before[i].is_leaf());
+      EXPECT_EQ(before[i].grad().dtype(), DType::Float64);  // .grad converted with it
+    }
+    for (const auto& [buffer, t] : m.named_buffers()) {
+      if (is_floating(t.dtype())) {
+        EXPECT_EQ(t.dtype(), DType::Float64) << buffer;
+      }
+    }
+    const std::vector<double> w0 = values(m.fc1->weight);
+    const auto [first, last] = train(m, *opt, DType::Float64, 60);
+    EXPECT_LT(last, 0.5 * first) << name;
+    EXPECT_NE(values(m.fc1->weight), w0) << name;
+    for (const Tensor& p : m.parameters()) EXPECT_EQ(p.grad().dtype(), DType::Float64);
+    EXPECT_EQ(m.bn->running_mean.dtype(), DType::Float64);
+  }
+}
+
+TEST(Module, ConversionsKeepEveryHandleOfAParameter) {
+  Regressor m;
+  const Tensor w = m.fc1->weight;  // a handle taken before
+  for (DType d : {DType::Float16, DType::BFloat16, DType::Float64, DType::Float32}) {
+    m.to(d);
+    EXPECT_TRUE(m.fc1->weight.is_same(w));
+    EXPECT_EQ(w.dtype(), d);
+    EXPECT_EQ(m.bn->running_var.dtype(), d);
+    EXPECT_EQ(m.bn->num_batches_tracked.dtype(), DType::Int64);
+  }
+  m.to(Device::cpu());
+  EXPECT_TRUE(m.fc1->weight.is_same(w));
+}
+
+TEST(Module, ForwardHookResultReplacesTheOutput) {
+  Linear fc(2, 2);
+  HookHandle h = fc.register_forward_hook(
+      [](Module&, const Tensor&, const Tensor& out) { return mul(out, 0.0); });
+  int seen = 0;
+  HookHandle watch = fc.register_forward_hook([&](Module&, const Tensor&, const Tensor& out) {
+    seen += static_cast<int>(values(out)[0] == 0.0);  // sees the replaced output
+  });
+  const Tensor y = fc(ones({1, 2}));
+  EXPECT_EQ(values(y), (std::vector<double>{0.0, 0.0}));
+  EXPECT_EQ(seen, 1);
+  h.remove();
+  EXPECT_NE(values(fc(ones({1, 2}))), (std::vector<double>{0.0, 0.0}));
+}
+
 TEST(Module, ForwardHooksSeeInputAndOutputAndCanBeRemoved) {
   Linear fc(2, 2);
   int calls = 0;

@@ -81,6 +81,104 @@ TEST(OptimCosineAnnealingLR, ClosedForm) {
   expect_error([&] { CosineAnnealingLR(opt, 0); }, "[optim.CosineAnnealingLR] invalid T_max: 0");
 }
 
+TEST(OptimCosineAnnealingLR, FollowsAnLrChangedByHand) {
+  // PyTorch's get_lr is recursive: an lr set between steps moves along the cosine from there.
+  // Before, the closed form from base_lr overwrote it.
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  CosineAnnealingLR sched(opt, /*T_max=*/10, /*eta_min=*/0.1);
+  for (int e = 1; e <= 3; ++e) sched.step();
+  opt.param_groups()[0].set_lr(0.5);
+  sched.step();  // epoch 4
+  const double pi = std::numbers::pi;
+  const double ratio4 = (1 + std::cos(pi * 4 / 10)) / (1 + std::cos(pi * 3 / 10));
+  EXPECT_NEAR(sched.get_last_lr()[0], 0.1 + ratio4 * (0.5 - 0.1), 1e-15);
+  EXPECT_NEAR(opt.param_groups()[0].lr(), 0.1 + ratio4 * 0.4, 1e-15);
+  sched.step();  // epoch 5
+  const double ratio5 = (1 + std::cos(pi * 5 / 10)) / (1 + std::cos(pi * 4 / 10));
+  EXPECT_NEAR(sched.get_last_lr()[0], 0.1 + ratio5 * ratio4 * 0.4, 1e-15);
+}
+
+TEST(OptimCosineAnnealingLR, ContinuesPastTMaxAsPyTorch) {
+  // Past T_max the lr rises again; the step out of the trough (epoch T_max + 1) uses PyTorch's
+  // special case, and left alone the values are the closed form's.
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 1.0});
+  CosineAnnealingLR sched(opt, /*T_max=*/2, /*eta_min=*/0.2);
+  const Vec want = {1.0, 0.6, 0.2, 0.6, 1.0, 0.6, 0.2, 0.6};
+  for (size_t e = 0; e < want.size(); ++e) {
+    EXPECT_NEAR(sched.get_last_lr()[0], want[e], 1e-12) << "epoch " << e;
+    sched.step();
+  }
+}
+
+TEST(OptimOneCycleLR, CyclesMomentumByDefault) {
+  // PyTorch's default cycle_momentum=True: momentum from max_momentum (0.95) down to
+  // base_momentum (0.85) while the lr rises, and back up while it falls.
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  OneCycleLR sched(opt, /*max_lr=*/1.0, /*total_steps=*/10);
+  auto cos_anneal = [](double start, double end, double pct) {
+    return end + (start - end) / 2 * (std::cos(std::numbers::pi * pct) + 1);
+  };
+  Vec momentum;
+  momentum.push_back(opt.param_groups()[0].get("momentum"));
+  for (int s = 1; s < 10; ++s) {
+    sched.step();
+    momentum.push_back(opt.param_groups()[0].get("momentum"));
+  }
+  EXPECT_NEAR(momentum[0], 0.95, 1e-15);
+  EXPECT_NEAR(momentum[1], 0.90, 1e-12);  // halfway down phase one (ends at step 2)
+  EXPECT_NEAR(momentum[2], 0.85, 1e-12);
+  for (int s = 3; s < 10; ++s) {
+    EXPECT_NEAR(momentum[s], cos_anneal(0.85, 0.95, (s - 2) / 7.0), 1e-12) << "step " << s;
+  }
+  // Adam's beta1 is its momentum; per-group bounds; cycle_momentum=false leaves it.
+  Tensor q = make({1.0}).requires_grad_();
+  Adam adam(std::vector<ParamGroup>{{.params = {p}}, {.params = {q}}});
+  OneCycleLR linear(adam, 1.0, 5,
+                    {.anneal_strategy = AnnealStrategy::Linear,
+                     .base_momentum = {0.8, 0.5},
+                     .max_momentum = {0.9, 0.7}});
+  EXPECT_NEAR(adam.param_groups()[0].get("beta1"), 0.9, 1e-15);
+  EXPECT_NEAR(adam.param_groups()[1].get("beta1"), 0.7, 1e-15);
+  linear.step();  // phase one ends at 0.3 * 5 - 1 = 0.5: step 1 is 1/7 of phase two
+  EXPECT_NEAR(adam.param_groups()[0].get("beta1"), 0.8 + (0.9 - 0.8) * (0.5 / 3.5), 1e-12);
+  EXPECT_NEAR(adam.param_groups()[1].get("beta2"), 0.999, 1e-15);
+  SGD plain({p}, {.lr = 0.1, .momentum = 0.3});
+  OneCycleLR off(plain, 1.0, 5, {.cycle_momentum = false});
+  off.step();
+  EXPECT_EQ(plain.param_groups()[0].get("momentum"), 0.3);
+  expect_error(
+      [&] {
+        OneCycleLR(opt, 1.0, 5, {.base_momentum = {0.8, 0.7}});
+      },
+      "[optim.OneCycleLR] got 2 base_momentum values for 1 param groups");
+}
+
+TEST(OptimOneCycleLR, ThreePhases) {
+  // Phases end at 0.3 * 10 - 1 = 2 (up to max_lr), 2 * 0.3 * 10 - 2 = 4 (back to initial_lr)
+  // and 9 (down to min_lr); the momentum mirrors the first two and stays at max in the third.
+  Tensor p = make({1.0}).requires_grad_();
+  SGD opt({p}, {.lr = 0.1, .momentum = 0.9});
+  OneCycleLR sched(opt, 1.0, 10, {.anneal_strategy = AnnealStrategy::Linear, .three_phase = true});
+  const double initial = 0.04, min_lr = 4e-6;
+  Vec lr{sched.get_last_lr()[0]}, m{opt.param_groups()[0].get("momentum")};
+  for (int s = 1; s < 10; ++s) {
+    sched.step();
+    lr.push_back(sched.get_last_lr()[0]);
+    m.push_back(opt.param_groups()[0].get("momentum"));
+  }
+  const Vec want_lr = {initial, 0.52, 1.0, 0.52, initial};
+  for (int s = 0; s < 5; ++s) EXPECT_NEAR(lr[s], want_lr[s], 1e-12) << "step " << s;
+  for (int s = 5; s < 10; ++s) {
+    EXPECT_NEAR(lr[s], initial + (min_lr - initial) * (s - 4) / 5.0, 1e-12) << "step " << s;
+    EXPECT_NEAR(m[s], 0.95, 1e-12);
+  }
+  EXPECT_NEAR(m[2], 0.85, 1e-12);
+  EXPECT_NEAR(m[3], 0.90, 1e-12);
+}
+
 TEST(OptimOneCycleLR, TwoPhasesByHand) {
   Tensor p = make({1.0}).requires_grad_();
   Adam opt({p});

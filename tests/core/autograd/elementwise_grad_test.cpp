@@ -196,14 +196,20 @@ EMBER_GRADCHECK_CASE({"flatten", "dims 1..2", [](const V& in) { return square(in
                       [] {
                         return V{input({2, 2, 2}, 31)};
                       }});
-EMBER_GRADCHECK_CASE({"as_strided", "overlapping-free window (first order)",
+EMBER_GRADCHECK_CASE({"as_strided", "overlapping-free window",
                       [](const V& in) {
                         return square(in[0].as_strided({2, 2}, {3, 1}, 1));
                       },
                       [] {
                         return V{input({2, 3}, 32)};
+                      }});
+EMBER_GRADCHECK_CASE({"as_strided", "overlapping window of a transposed input",
+                      [](const V& in) {
+                        return square(in[0].t().as_strided({3, 2}, {1, 1}, 0));
                       },
-                      false});
+                      [] {
+                        return V{input({2, 3}, 33)};
+                      }});
 
 EMBER_GRADCHECK_CASE({"as_strided", "overlapping windows (first order)",
                       [](const V& in) {

@@ -287,6 +287,99 @@ TEST(Engine, CustomFunctionNonDifferentiableOutputs) {
   EXPECT_DOUBLE_EQ(at(x.grad(), 0), 2.0);
 }
 
+// A custom backward that returns its gradient in another dtype, or in another shape.
+struct Twice : autograd::Function<Twice> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x, double mode) {
+    ctx->saved_data["mode"] = mode;
+    return mul(x, 2.0);
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> g) {
+    const int mode = static_cast<int>(ctx->saved_data["mode"]);
+    const Tensor d = mul(g[0].to(DType::Float64), 2.0);
+    if (mode == 1) return {d.unsqueeze(0).expand({3, d.size(0)})};  // broadcast: summed down
+    if (mode == 2) return {cat({d, d}, 0)};                         // not broadcastable
+    return {d};
+  }
+};
+
+TEST(Engine, GradientsOfAnotherDtypeAreConvertedToTheInputs) {
+  // Before: x.grad became float64 because the custom backward returned float64.
+  Tensor x = tensor({1.0, 2.0}).requires_grad_(true);  // float32
+  sum(Twice::apply(x, 0.0)).backward();
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  EXPECT_DOUBLE_EQ(at(x.grad(), 0), 2.0);
+  // In the middle of a graph: the next node gets float32 too.
+  Tensor w = tensor({3.0, 4.0}).requires_grad_(true);
+  Tensor h = mul(w, 1.0);
+  sum(mul(Twice::apply(h, 0.0), h)).backward();
+  EXPECT_EQ(w.grad().dtype(), DType::Float32);
+  EXPECT_DOUBLE_EQ(at(w.grad(), 1), 4.0 * 4.0);  // d/dw 2 w^2
+  // A root gradient of another dtype.
+  Tensor y = mul(x, 3.0);
+  x.mutable_grad() = Tensor();
+  y.backward(tensor({1.0, 1.0}, DType::Float64));
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  EXPECT_DOUBLE_EQ(at(x.grad(), 1), 3.0);
+}
+
+TEST(Engine, GradientsOfAnotherShapeAreSummedOrRefused) {
+  Tensor x = tensor({1.0, 2.0}, DType::Float64).requires_grad_(true);
+  sum(Twice::apply(x, 1.0)).backward();  // [3, 2] for [2]: summed, as PyTorch does
+  EXPECT_EQ(x.grad().sizes(), Shape({2}));
+  EXPECT_DOUBLE_EQ(at(x.grad(), 0), 6.0);
+  const std::string msg = error_of([&] { sum(Twice::apply(x, 2.0)).backward(); });
+  EXPECT_NE(msg.find("returned an invalid gradient at index 0: got shape [4] but expected shape "
+                     "compatible with [2]"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(Engine, HooksMayNotChangeTheGradientsTypeOrShape) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor y = mul(x, 2.0);
+  y.register_hook([](const Tensor& g) { return g.to(DType::Float64); });
+  EXPECT_NE(
+      error_of([&] { sum(y).backward(); }).find("a gradient hook changed the gradient's type"),
+      std::string::npos);
+  Tensor z = tensor({1.0, 2.0}).requires_grad_(true);
+  z.register_hook([](const Tensor& g) { return cat({g, g}, 0); });
+  EXPECT_NE(error_of([&] {
+              sum(mul(z, 2.0)).backward();
+            }).find("a gradient hook changed the gradient's shape: was [2], got [4]"),
+            std::string::npos);
+  EXPECT_FALSE(z.grad().defined());
+}
+
+TEST(Engine, AccumulateGradStoresInTheLeafsCurrentDtype) {
+  // A graph recorded before the leaf was converted (Tensor::set_data) still accumulates into a
+  // .grad of the leaf's new dtype.
+  Tensor x = tensor({1.0, 2.0}).requires_grad_(true);
+  Tensor y = sum(mul(x, 2.0));
+  x.set_data(x.detach().to(DType::Float64));
+  EXPECT_EQ(x.dtype(), DType::Float64);
+  y.backward();
+  EXPECT_EQ(x.grad().dtype(), DType::Float64);
+  EXPECT_DOUBLE_EQ(at(x.grad(), 0), 2.0);
+  sum(mul(x, 3.0)).backward();  // a new graph: float64 throughout
+  EXPECT_EQ(x.grad().dtype(), DType::Float64);
+  EXPECT_DOUBLE_EQ(at(x.grad(), 1), 5.0);
+}
+
+TEST(Engine, ACustomFunctionReturningItsInputLeavesTheInputALeaf) {
+  struct Same : autograd::Function<Same> {
+    static Tensor forward(autograd::AutogradContext*, const Tensor& x) { return x; }
+    static std::vector<Tensor> backward(autograd::AutogradContext*, std::vector<Tensor> g) {
+      return {mul(g[0], 2.0)};
+    }
+  };
+  Tensor x = ones({2}).requires_grad_(true);
+  Tensor y = Same::apply(x);
+  EXPECT_FALSE(y.is_same(x));
+  EXPECT_TRUE(x.is_leaf());
+  sum(y).backward();
+  EXPECT_DOUBLE_EQ(at(x.grad(), 0), 2.0);
+}
+
 TEST(Engine, AnomalyModeNamesTheForwardOp) {
   Tensor x = tensor({0.0, 1.0}, DType::Float64).requires_grad_(true);
   Tensor y = sum(sqrt(x));  // d sqrt at 0 is inf

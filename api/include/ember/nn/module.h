@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,9 +21,10 @@ class Module;
 using NamedTensor = std::pair<std::string, Tensor>;
 /** A named submodule, as listed by named_children() and named_modules(). */
 using NamedModule = std::pair<std::string, std::shared_ptr<Module>>;
-/** Called after forward with the module, its input and its output. */
-using ForwardHook = std::function<void(Module&, const Tensor& input, const Tensor& output)>;
-/** Called before forward with the module and its input; may return a replacement input. */
+/** Called after forward with the module, its input and its output; a defined result replaces the
+ *  output (an undefined one keeps it), as a PyTorch forward hook's non-None return does. */
+using ForwardHook = std::function<Tensor(Module&, const Tensor& input, const Tensor& output)>;
+/** Called before forward with the module and its input; a defined result replaces the input. */
 using ForwardPreHook = std::function<Tensor(Module&, const Tensor& input)>;
 
 /** Removes the hook it was returned for, once (a default-constructed handle does nothing). */
@@ -141,8 +143,18 @@ class Module : public std::enable_shared_from_this<Module> {
    *  names are an error; a shape mismatch always is. */
   void load_state_dict(const StateDict& state, bool strict = true);
 
-  /** Registers a hook called after every forward. */
+  /** Registers a hook called after every forward; its defined result replaces the output. */
   HookHandle register_forward_hook(ForwardHook hook);
+  /** Registers a hook that only looks at every forward (it returns nothing). */
+  template <typename Hook>
+  requires std::is_void_v<std::invoke_result_t<Hook&, Module&, const Tensor&, const Tensor&>>
+      HookHandle register_forward_hook(Hook hook) {
+    return register_forward_hook(ForwardHook(
+        [hook = std::move(hook)](Module& m, const Tensor& in, const Tensor& out) mutable {
+          hook(m, in, out);
+          return Tensor();
+        }));
+  }
   /** Registers a hook called before every forward. */
   HookHandle register_forward_pre_hook(ForwardPreHook hook);
   /** The forward hooks, in call order (for bindings that call forward themselves). */

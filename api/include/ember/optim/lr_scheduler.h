@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/optim/optimizer.h"
@@ -37,8 +39,12 @@ class LRScheduler {
   explicit LRScheduler(Optimizer& optimizer);
   /** Takes the initial step (last_epoch 0), as PyTorch's constructors do. */
   void init();
-  /** The learning rates for the current last_epoch(). */
+  /** The learning rates for the current last_epoch(), from the groups' current learning rates
+   *  where the schedule is recursive (PyTorch's get_lr, Note [Recursive schedules]). */
   virtual std::vector<double> compute_lr() const = 0;
+  /** Sets hyperparameters other than the lr for the current last_epoch() after each step
+   *  (OneCycleLR's momentum); nothing by default. */
+  virtual void schedule_other_hyperparameters() {}
 
   /** The optimizer being scheduled. */
   Optimizer& optimizer_;
@@ -72,7 +78,9 @@ class CosineAnnealingLR : public LRScheduler {
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0.0);
 
  protected:
-  /** eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2. */
+  /** PyTorch's recursive form, which follows an lr changed between steps: the current lr moved
+   *  along the cosine, (1 + cos(pi e / T)) / (1 + cos(pi (e - 1) / T)) * (lr - eta_min) +
+   *  eta_min; left alone the lrs are eta_min + (base_lr - eta_min) (1 + cos(pi e / T)) / 2. */
   std::vector<double> compute_lr() const override;
 
  private:
@@ -83,21 +91,31 @@ class CosineAnnealingLR : public LRScheduler {
 /** How OneCycleLR interpolates within a phase. */
 enum class AnnealStrategy { Cos, Linear };
 
-/** OneCycleLR options (torch.optim.lr_scheduler.OneCycleLR's defaults; two phases). */
+/** OneCycleLR options (torch.optim.lr_scheduler.OneCycleLR's defaults). */
 struct OneCycleOptions {
   /** Fraction of the steps spent increasing the lr. */
   double pct_start = 0.3;
   /** Interpolation within each phase. */
   AnnealStrategy anneal_strategy = AnnealStrategy::Cos;
+  /** Cycle the momentum (SGD's and RMSprop's "momentum", Adam's "beta1") inversely to the lr,
+   *  between max_momentum and base_momentum. */
+  bool cycle_momentum = true;
+  /** The lowest momentum, reached with the peak lr: one value, or one per param group. */
+  std::vector<double> base_momentum = {0.85};
+  /** The highest momentum, at the start and the end: one value, or one per param group. */
+  std::vector<double> max_momentum = {0.95};
   /** initial_lr = max_lr / div_factor. */
   double div_factor = 25.0;
   /** min_lr = initial_lr / final_div_factor. */
   double final_div_factor = 1e4;
+  /** Three phases (up, back down to initial_lr, then to min_lr) instead of two. */
+  bool three_phase = false;
 };
 
 /**
  * The 1cycle policy (Smith & Topin): lr rises from max_lr / div_factor to max_lr, then anneals
- * to initial_lr / final_div_factor over total_steps steps. Momentum is not cycled.
+ * to initial_lr / final_div_factor over total_steps steps, while the momentum goes the other way
+ * between max_momentum and base_momentum (Note [OneCycleLR phases]).
  */
 class OneCycleLR : public LRScheduler {
  public:
@@ -109,13 +127,26 @@ class OneCycleLR : public LRScheduler {
              OneCycleOptions options = {});
 
  protected:
-  /** The lr of step last_epoch() on the two-phase schedule (throws past total_steps). */
+  /** The lr of step last_epoch() on the schedule (throws past total_steps). */
   std::vector<double> compute_lr() const override;
+  /** The momentum of step last_epoch(), with cycle_momentum. */
+  void schedule_other_hyperparameters() override;
 
  private:
+  struct Phase {
+    double end_step;
+    int start, end;  // 0: initial_lr (max_momentum), 1: max_lr (base_momentum), 2: min_lr
+  };
+  /** The phase of `step` and how far into it it is. */
+  std::pair<const Phase*, double> locate(int64_t step) const;
+  /** Interpolates from `start` to `end` by `pct` with the anneal strategy. */
+  double anneal(double start, double end, double pct) const;
+
   std::vector<double> max_lrs_;
   int64_t total_steps_;
   OneCycleOptions options_;
+  std::vector<Phase> phases_;
+  std::string momentum_key_;  // "momentum", "beta1", or empty when not cycling
 };
 
 /** Whether ReduceLROnPlateau looks for a decreasing or an increasing metric. */

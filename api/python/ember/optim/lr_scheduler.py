@@ -121,6 +121,16 @@ class MultiplicativeLR(LambdaLR):
         return [g["lr"] for g in self.optimizer.param_groups]
 
 
+def _momentum_key(optimizer: Optimizer) -> str:
+    """The C++ name of a Python optimizer's momentum: 'momentum', 'beta1' (from 'betas') or ''."""
+    defaults = getattr(optimizer, "defaults", {})
+    if "momentum" in defaults:
+        return "momentum"
+    if "betas" in defaults:
+        return "beta1"
+    return ""
+
+
 def _per_group(optimizer: Optimizer, fn: Any, who: str, name: str) -> list:
     _check_optimizer(optimizer, who)
     count = len(optimizer.param_groups)
@@ -280,13 +290,15 @@ class _NativeScheduler(LRScheduler):
         self._build()
 
     def _target(self, optimizer: Optimizer) -> None:
-        """Picks the C++ optimizer to drive: the built-in's own, or an LrGroups for the lrs of a
-        Python one."""
+        """Picks the C++ optimizer to drive: the built-in's own, or an LrGroups for the lrs (and
+        momenta) of a Python one."""
         self._groups: Optional[Any] = None
         if isinstance(optimizer, _NativeOptimizer):
             self._driven = optimizer._native
         else:
-            self._groups = self._driven = _native.LrGroups([g["lr"] for g in optimizer.param_groups])
+            self._momentum_key = _momentum_key(optimizer)
+            self._groups = self._driven = _native.LrGroups(
+                [g["lr"] for g in optimizer.param_groups], self._momentum_key, self._momenta())
 
     def _build(self) -> None:
         self._copy_in()
@@ -296,14 +308,29 @@ class _NativeScheduler(LRScheduler):
         if initial != self.base_lrs:
             self.load_state_dict(dict(self.state_dict(), base_lrs=initial))
 
+    def _momenta(self) -> List[float]:
+        groups = self.optimizer.param_groups
+        if self._momentum_key == "momentum":
+            return [float(g["momentum"]) for g in groups]
+        if self._momentum_key == "beta1":
+            return [float(g["betas"][0]) for g in groups]
+        return []
+
     def _copy_in(self) -> None:
         if self._groups is not None:
             self._groups.lrs = [g["lr"] for g in self.optimizer.param_groups]
+            if self._momentum_key:
+                self._groups.momenta = self._momenta()
 
     def _copy_out(self) -> None:
         if self._groups is not None:
             for group, lr in zip(self.optimizer.param_groups, self._groups.lrs):
                 group["lr"] = lr
+            for group, m in zip(self.optimizer.param_groups, self._groups.momenta):
+                if self._momentum_key == "momentum":
+                    group["momentum"] = m
+                else:
+                    group["betas"] = (m, *tuple(group["betas"])[1:])
 
     def step(self) -> None:
         """Advances one epoch (or batch) and sets the new learning rates."""
@@ -364,15 +391,16 @@ class CosineAnnealingLR(_NativeScheduler):
 
 class OneCycleLR(_NativeScheduler):
     """The 1cycle policy: the lr rises from max_lr / div_factor to max_lr over pct_start of the
-    steps, then anneals to max_lr / (div_factor * final_div_factor). Momentum is not cycled
-    (PyTorch's cycle_momentum=False); two phases (three_phase=False)."""
+    steps, then anneals to max_lr / (div_factor * final_div_factor) (with three_phase, back to
+    the initial lr first); with cycle_momentum the momentum (or Adam's beta1) goes the other way,
+    from max_momentum down to base_momentum and back (api/optim/lr_scheduler.cpp)."""
 
     def __init__(self, optimizer: Optimizer, max_lr: Union[float, Sequence[float]], total_steps: Optional[int] = None,
                  epochs: Optional[int] = None, steps_per_epoch: Optional[int] = None, pct_start: float = 0.3,
-                 anneal_strategy: str = "cos", cycle_momentum: bool = False, div_factor: float = 25.0,
+                 anneal_strategy: str = "cos", cycle_momentum: bool = True,
+                 base_momentum: Union[float, Sequence[float]] = 0.85,
+                 max_momentum: Union[float, Sequence[float]] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False):
-        if cycle_momentum or three_phase:
-            raise _errors.NotImplementedError("[optim.OneCycleLR] cycle_momentum and three_phase are not supported")
         if total_steps is None:
             if epochs is None or steps_per_epoch is None:
                 raise _errors.ValueError("[optim.OneCycleLR] pass total_steps, or epochs and steps_per_epoch")
@@ -384,8 +412,13 @@ class OneCycleLR(_NativeScheduler):
         max_lrs = _per_group(optimizer, list(max_lr) if isinstance(max_lr, (list, tuple)) else max_lr,
                              "OneCycleLR", "max_lr")
         self.total_steps = total_steps
-        self._start(optimizer, lambda o: _native.OneCycleLR(o, [float(m) for m in max_lrs], total_steps, pct_start,
-                                                            anneal_strategy, div_factor, final_div_factor))
+
+        def floats(v: Union[float, Sequence[float]]) -> List[float]:
+            return [float(x) for x in v] if isinstance(v, (list, tuple)) else [float(v)]
+
+        self._start(optimizer, lambda o: _native.OneCycleLR(
+            o, [float(m) for m in max_lrs], total_steps, pct_start, anneal_strategy, cycle_momentum,
+            floats(base_momentum), floats(max_momentum), div_factor, final_div_factor, three_phase))
 
     def _build(self) -> None:
         # The schedule starts at max_lr / div_factor whatever the groups held (PyTorch sets

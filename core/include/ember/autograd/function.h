@@ -49,6 +49,12 @@ class EMBER_API AutogradContext {
   const Node* node_ = nullptr;
 };
 
+/** Replaces each output that is one of the inputs itself by a detached alias of it, so that
+ *  recording a custom function never makes its node the grad_fn of the caller's input (PyTorch
+ *  returns a view there). */
+EMBER_API void alias_returned_inputs(const std::vector<Tensor>& inputs,
+                                     const std::vector<Tensor*>& outputs);
+
 namespace detail {
 inline void collect_tensors(std::vector<Tensor>&) {}
 template <typename A, typename... Rest>
@@ -79,6 +85,7 @@ struct Function {
     } else {
       for (Tensor& t : out) outputs.push_back(&t);
     }
+    alias_returned_inputs(inputs, outputs);
     bool any = false;
     if (is_grad_enabled()) {
       for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());

@@ -27,6 +27,10 @@ struct Edge {
 /** A hook on a gradient: returns a replacement, or an undefined tensor to keep it. */
 using GradHook = std::function<Tensor(const Tensor&)>;
 
+/** Runs `hook` on `grad`: its replacement, or `grad` if it returned none. A replacement of
+ *  another shape, dtype or device is an error (as PyTorch checks a hook's result). */
+EMBER_API Tensor apply_grad_hook(const GradHook& hook, const Tensor& grad);
+
 /** Shape, dtype and device of a forward output, to make zeros for a missing gradient. */
 struct OutputMeta {
   Shape sizes;
@@ -143,9 +147,6 @@ struct AutogradMeta {
   std::weak_ptr<Node> grad_accumulator;
   std::vector<GradHook> leaf_hooks;  // hooks on a leaf's incoming gradient
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  // leaf, after .grad
-  // Views: the tensor this one is a view of (autograd-wise), if any.
-  Tensor base;
-  bool is_view = false;
 };
 
 }  // namespace ember::autograd

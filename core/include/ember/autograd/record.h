@@ -49,14 +49,10 @@ EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forwa
 /** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
 EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);
 
-/** The gradient of a view (sizes, strides, offset in elements) of a contiguous tensor of
- *  `base_sizes`: g's elements at the places they view, zeros elsewhere; a place an overlapping
- *  view reads several times gets the sum of their gradients, as in PyTorch. First order only. */
-EMBER_API Tensor as_strided_backward(const Tensor& g, IntList base_sizes, IntList sizes,
-                                     IntList strides, int64_t offset);
-
-/** Rejects an in-place op on a leaf that requires grad (or a view of one) while recording, and
- *  one on an inference tensor outside inference mode (check_writable). */
+/** Rejects, before anything is written, an in-place op that autograd would record on a leaf that
+ *  requires grad, on a view of one, on a view made under no_grad or in inference mode, or on a
+ *  view whose elements overlap; and one on an inference tensor outside inference mode
+ *  (check_writable). */
 EMBER_API void check_inplace(const Tensor& t, const char* op);
 
 /** Rejects an in-place write to an inference tensor outside InferenceMode (Note [Inference
@@ -64,8 +60,33 @@ EMBER_API void check_inplace(const Tensor& t, const char* op);
 EMBER_API void check_writable(const Tensor& t, const char* op);
 
 /** After an in-place op wrote `r` (its out-of-place result) into `x`: x takes over r's history,
- *  and if x is a view of a base that requires grad, the base is rebased (CopySlices). */
+ *  or, if x is a view, its base's history becomes a CopySlices of r and x's is rebuilt from it
+ *  (Note [In-place ops and CopySlices] in core/autograd/record.cpp). */
 EMBER_API void rebase_history(Tensor& x, const Tensor& r);
+
+/** Sizes, strides and storage offset of a tensor: where its elements lie in its storage. */
+struct TensorGeometry {
+  Shape sizes;
+  Shape strides;
+  int64_t offset = 0;
+  TensorGeometry() = default;
+  /** The geometry of `t`. */
+  explicit TensorGeometry(const Tensor& t)
+      : sizes(t.sizes()), strides(t.strides()), offset(t.storage_offset()) {}
+};
+
+/** Marks `view`, just made from `base` by a view op, as a view for autograd: it follows the
+ *  history of base's base (Note [Views see their base's history] in core/autograd/record.cpp). */
+EMBER_API void mark_view(Tensor& view, const Tensor& base);
+
+/** The grad_fn of a view, rebuilt from its base's history if an alias was changed in place since
+ *  it was set; Tensor::grad_fn() calls it for views. */
+EMBER_API std::shared_ptr<Node> view_grad_fn(const Tensor& view);
+
+/** Gradient for a tensor of geometry `in` from the gradient `grad` of its as_strided view of
+ *  geometry `out` (offsets in the same storage); differentiable when grad mode is on. */
+EMBER_API Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& in,
+                                     const TensorGeometry& out);
 
 /** Records an in-place op on `x` as out_of_place(x.clone()) written back into x. */
 template <typename OutOfPlace>
@@ -84,7 +105,8 @@ Tensor& inplace(Tensor& x, const char* op, OutOfPlace&& out_of_place) {
   return x;
 }
 
-/** Marks `view` as an autograd view of `base` and records its backward `fn` (named `name`). */
+/** Records the backward `fn` (named `name`) of `view`, made from `base` by a view op and marked by
+ *  mark_view, when base requires grad. */
 EMBER_API void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn);
 /** The same for several views of `base` made by one op: one node with an output per view. */
 EMBER_API void record_views(const char* name, const Tensor& base, const std::vector<Tensor*>& views,

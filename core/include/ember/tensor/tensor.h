@@ -200,6 +200,11 @@ class EMBER_API Tensor {
   bool is_leaf() const;
   /** Which output of its grad_fn this tensor is. */
   uint32_t output_nr() const;
+  /** True for a view autograd tracks: it follows its base's history (Note [Views see their
+   *  base's history] in core/autograd/record.cpp). */
+  bool is_view() const;
+  /** The tensor this view follows (the first of its chain of views), or undefined. */
+  Tensor base() const;
   /** Autograd state, or null. */
   autograd::AutogradMeta* autograd_meta() const;
   /** Runs backward from this tensor (a scalar unless `gradient` is given). */
@@ -207,6 +212,10 @@ class EMBER_API Tensor {
                 bool create_graph = false) const;
   /** Same data, cut from the graph (shares storage and version counter). */
   Tensor detach() const;
+  /** Makes this tensor use `data`'s storage, shape, dtype and device while staying the same
+   *  tensor (handles, requires_grad, .grad and hooks kept): PyTorch's `t.data = data`, with
+   *  which modules convert their parameters in place. */
+  void set_data(const Tensor& data) const;
   /** Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it. */
   void register_hook(std::function<Tensor(const Tensor&)> hook) const;
   /** On a leaf: calls `hook(leaf)` each time a gradient was accumulated into its .grad. */
