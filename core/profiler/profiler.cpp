@@ -15,6 +15,7 @@
 
 #include "core/profiler/hooks.h"
 #include "core/profiler/report.h"
+#include "core/util/file_writer.h"
 #include "ember/autograd/node.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/stream.h"
@@ -542,8 +543,8 @@ void Profiler::export_chrome_trace(const std::string& path) const {
   EMBER_CHECK(!running(),
               "[profiler.export_chrome_trace] the profiler is still recording (call stop() "
               "first)");
-  detail::write_file_atomically(path, detail::make_chrome_trace(state_->events),
-                                "profiler.export_chrome_trace");
+  ember::detail::write_file(path, detail::make_chrome_trace(state_->events),
+                            "profiler.export_chrome_trace");
 }
 
 }  // namespace ember::profiler

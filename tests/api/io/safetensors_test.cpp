@@ -19,6 +19,7 @@
 #include <ember/ember.h>
 
 #include "ember/io.h"
+#include "tests/testing/special_files.h"
 
 namespace ember {
 namespace {
@@ -313,7 +314,7 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.safetensors"});
 }
 
-TEST(Safetensors, FailedRenameLeavesNoTemporary) {
+TEST(Safetensors, SavingOntoADirectoryLeavesItAndNoTemporary) {
   TempDir dir;
   fs::create_directory(dir.file("taken"));
   write_bytes(dir.file("taken") + "/inside", "keep");
@@ -321,9 +322,48 @@ TEST(Safetensors, FailedRenameLeavesNoTemporary) {
       [&] {
         io::save(dir.file("taken"), {{"w", ones({2})}});
       },
-      {"[io.save] " + dir.file("taken"), "cannot replace it"});
+      {"[io.save] " + dir.file("taken") + ": is a directory, not a file (give a file path)"});
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"taken"});
   EXPECT_EQ(read_bytes(dir.file("taken") + "/inside"), "keep");
+}
+
+// Note [Writing files] in core/util/file_writer.cpp: a save writes what its path names, as
+// torch.save's open(path, "wb") does, and replaces only regular files.
+TEST(Safetensors, SavingThroughASymlinkWritesItsTargetAndKeepsTheLink) {
+  TempDir dir;
+  const std::string real = dir.file("run1.safetensors");
+  io::save(real, {{"w", ones({2})}});
+  fs::create_symlink("run1.safetensors", dir.file("latest.safetensors"));
+  io::save(dir.file("latest.safetensors"), {{"w", full({3}, 2.0)}});
+  EXPECT_TRUE(fs::is_symlink(dir.file("latest.safetensors")));
+  EXPECT_EQ(io::load(real).at("w").sizes(), Shape({3}));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"latest.safetensors", "run1.safetensors"}));
+}
+
+TEST(Safetensors, SavingToAFifoWritesThroughIt) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const StateDict sd = {{"w", full({20000}, 1.5)}, {"b", arange(7)}};  // more than a pipe holds
+  testing::FifoReader reader(fifo);
+  io::save(fifo, sd, {{"epoch", "3"}});
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  // What came through the FIFO is the file a regular save writes.
+  io::save(dir.file("regular"), sd, {{"epoch", "3"}});
+  EXPECT_EQ(reader.bytes().size(), read_bytes(dir.file("regular")).size());
+  EXPECT_TRUE(reader.bytes() == read_bytes(dir.file("regular")));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"pipe", "regular"}));
+}
+
+TEST(Safetensors, SavingToANullDeviceKeepsTheDevice) {
+  TempDir dir;
+  const std::string null = testing::null_device(dir.file("null"));
+  if (null.empty()) GTEST_SKIP() << "root without the right to make a device node";
+  io::save(null, {{"w", ones({4})}});
+  struct stat st {};
+  ASSERT_EQ(::stat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
 }
 
 TEST(Safetensors, SaveIntoMissingOrReadOnlyDirectoryThrows) {
@@ -591,8 +631,8 @@ TEST(Safetensors, CorpusFixturesAreRefusedOrLoadedByName) {
   EXPECT_GE(valid, 4);
 }
 
-// Note [Temporary files of killed saves] in safetensors.cpp: a save killed before its rename
-// leaves its temporary; the next save of the same file removes it.
+// Note [Temporary files of killed saves] in core/util/file_writer.cpp: a save killed before its
+// rename leaves its temporary; the next save of the same file removes it.
 TEST(Safetensors, ASaveRemovesTheTemporaryOfAKilledSave) {
   TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");
