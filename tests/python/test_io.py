@@ -230,6 +230,27 @@ def test_malformed_files_are_io_errors(tmp_path):
             ember.load(TORCH_FILES / bad)
 
 
+def test_header_whitespace_is_what_the_reference_reader_takes(tmp_path):
+    # The reference reader parses the header with serde_json: space, tab, newline and carriage
+    # return may pad it (and sit inside the JSON); other whitespace and a leading one may not.
+    entry = '{"dtype":"F32","shape":[2],"data_offsets":[0,8]}'
+    data = struct.pack("<2f", 1.5, -2.0)
+
+    def write(header):
+        path = tmp_path / "h.safetensors"
+        raw = header.encode()
+        path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+        return path
+
+    for padding in ("\n", "\t\t", "\r\n", " \t\r\n"):
+        assert ember.load(write('{"a":' + entry + "}" + padding))["a"].tolist() == [1.5, -2.0]
+    assert ember.load(write('{\n\t"a" :\r\n' + entry + "\n}"))["a"].tolist() == [1.5, -2.0]
+    for bad in ('{"a":' + entry + "}\f", '{"a":' + entry + "}\v", '{"a":' + entry + "}\u00a0",
+                '\n{"a":' + entry + "}"):
+        with pytest.raises(ember.IoError):
+            ember.load(write(bad))
+
+
 def test_paths_and_arguments(tmp_path):
     ember.save({"a": ember.ones(2)}, str(tmp_path / "s.safetensors"))
     assert ember.load(tmp_path / "s.safetensors")["a"].tolist() == [1.0, 1.0]

@@ -523,15 +523,23 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
       {"JSON after a NUL", st_file(std::string("{}\0{\"a\":1}  ", 12)),
        "the header has a NUL byte at offset 2"},
       {"NUL padding", st_file(std::string("{}\0\0\0\0\0\0", 8)),
-       "NUL byte at offset 2 (a header is UTF-8 JSON padded only with spaces)"},
+       "NUL byte at offset 2 (a header is UTF-8 JSON, padded only with JSON whitespace)"},
       {"invalid UTF-8 in a name", st_file("{\"a\xff\":1}   "),
        "the header is not valid UTF-8: byte 0xff at offset 3"},
       {"overlong UTF-8", st_file("{\"\xc0\xaf\":1}  "), "not valid UTF-8: byte 0xc0 at offset 2"},
       {"UTF-16 surrogate", st_file("{\"\xed\xa0\x80\":1}"), "not valid UTF-8: byte 0xed"},
       {"truncated UTF-8", st_file("{\"a\":1}\xe2\x82"), "not valid UTF-8: byte 0xe2 at offset 7"},
-      {"newline padding", st_file("{}\n     "),
-       "the header's JSON object is followed by \"\\n     \" (only spaces may pad a header)"},
-      {"tab padding", st_file("{}  \t"), "followed by \"  \\t\""},
+      // Whitespace other than JSON's four, which the reference reader refuses too.
+      {"form feed padding", st_file("{}  \f"), "invalid JSON header"},
+      {"vertical tab padding", st_file("{}\v"), "invalid JSON header"},
+      // (The parser's message quotes the byte it stopped at, half a character: escaped.)
+      {"no-break space padding", st_file("{}\xc2\xa0"),
+       "invalid JSON header: [json.exception.parse_error.101] parse error at line 1, column 3: "
+       "syntax error while parsing value - invalid literal; last read: '{}\\xc2'"},
+      {"form feed inside", st_file("{\f}"), "invalid JSON header"},
+      {"padding then text", st_file("{}\n x"), "invalid JSON header"},
+      {"leading newline", st_file("\n{}"), "must be a JSON object starting with '{'"},
+      {"leading tab", st_file("\t{}"), "must be a JSON object starting with '{'"},
       // ...and the data section, which the tensors must cover exactly.
       {"data without tensors", st_file("{}      ", "abcd"),
        "the header lists no tensors but the data section has 4 bytes (the tensors must cover "
@@ -576,6 +584,33 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
     if (c.message.find("BOOL") == std::string::npos) {
       expect_error([&] { io::load_metadata(path); }, {"[io.load] " + path + ": ", c.message});
     }
+  }
+}
+
+TEST(Safetensors, AcceptsJsonWhitespaceAsTheReferenceReaderDoes) {
+  // The reference reader parses the header with serde_json, which takes space, tab, newline and
+  // carriage return inside the JSON and after it (Note [A strict reader]).
+  const std::string data = raw<float>({1.5f, -2.0f});
+  const std::string entry = R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::vector<std::pair<const char*, std::string>> headers = {
+      {"newline padding", "{\"a\":" + entry + "}\n     "},
+      {"tab padding", "{\"a\":" + entry + "}\t\t"},
+      {"CRLF padding", "{\"a\":" + entry + "}\r\n"},
+      {"mixed padding", "{\"a\":" + entry + "} \t\r\n \n"},
+      {"whitespace inside",
+       "{\n\t\"a\" :\r\n {\"dtype\": \"F32\",\t\"shape\": [ 2 ],\n"
+       "  \"data_offsets\": [0,\r8]\n}\n}\n"},
+      {"metadata with whitespace", "{\"__metadata__\":\n {\"k\": \"v\"},\n\"a\":" + entry + "}\t"},
+  };
+  TempDir dir;
+  for (const auto& [what, header] : headers) {
+    SCOPED_TRACE(what);
+    const std::string path = dir.file("ws.safetensors");
+    write_bytes(path, st_file(header, data));
+    const StateDict d = io::load(path);
+    ASSERT_EQ(d.count("a"), 1u);
+    EXPECT_EQ(tensor_bytes(d.at("a")), data);
+    EXPECT_NO_THROW(io::load_metadata(path));
   }
 }
 
