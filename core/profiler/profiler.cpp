@@ -156,11 +156,14 @@ class ThreadBuffer {
   Chunk* tail_ = &head_;
 };
 
-std::mutex g_mu;                                       // guards the three below
-std::vector<std::shared_ptr<ThreadBuffer>> g_buffers;  // of the running profile
-const Profiler* g_owner = nullptr;                     // the running profiler
-uint64_t g_last_session = 0;                           // sessions ever started
-std::atomic<uint64_t> g_session{0};                    // the running one, 0 when none
+std::mutex g_mu;  // guards the three below
+// Of the running profile; never destroyed: threads may record while the process exits (Note
+// [Op registries outlive exit] in core/dispatch/op.cpp).
+std::vector<std::shared_ptr<ThreadBuffer>>& g_buffers =
+    *new std::vector<std::shared_ptr<ThreadBuffer>>();
+const Profiler* g_owner = nullptr;   // the running profiler
+uint64_t g_last_session = 0;         // sessions ever started
+std::atomic<uint64_t> g_session{0};  // the running one, 0 when none
 std::atomic<bool> g_record_shapes{true};
 std::atomic<bool> g_profile_memory{true};
 std::atomic<bool> g_device_timing{true};

@@ -50,13 +50,17 @@ def _ops_forever(n=SMALL):
         x = x * 1.0 + 0.0
 
 
-def _backward_forever():
+def _backward_once():
     w = ember.full((64, 64), 0.01, requires_grad=True)
+    y = w
+    for _ in range(8):
+        y = ember.tanh(y @ w)
+    y.sum().backward()
+
+
+def _backward_forever():
     while True:
-        y = w
-        for _ in range(8):
-            y = ember.tanh(y @ w)
-        y.sum().backward()
+        _backward_once()
 
 
 def daemon_threads_in_ops():
@@ -104,7 +108,9 @@ def dataloader_worker_stuck():
 
 
 def backward_on_a_daemon_thread():
-    """A daemon thread inside backward when the interpreter finalizes."""
+    """A daemon thread inside backward when the interpreter finalizes (its products' oneDNN
+    primitives made first: Note [Op registries outlive exit] in core/dispatch/op.cpp)."""
+    _backward_once()
     threading.Thread(target=_backward_forever, daemon=True).start()
     time.sleep(0.05)
 

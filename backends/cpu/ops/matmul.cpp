@@ -30,8 +30,9 @@ namespace ember::cpu {
 // ---- engine, stream, primitive cache ----------------------------------------------------------
 
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  // Never destroyed: kernels may run at exit, as the caches below.
+  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 // Note [oneDNN from many threads]
