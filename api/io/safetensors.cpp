@@ -3,17 +3,14 @@
 #include "ember/io/torch.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <set>
 #include <string_view>
@@ -25,6 +22,7 @@
 
 #include "api/io/open_file.h"
 #include "api/io/text.h"
+#include "core/util/file_writer.h"
 #include "ember/ops/factory.h"
 
 namespace ember::io {
@@ -118,7 +116,7 @@ class KeyChecker : public json::json_sax_t {
   bool start_array(size_t) override { return push(false); }
   bool end_array() override { return pop(); }
   bool parse_error(size_t, const std::string&, const json::exception& ex) override {
-    error = fmt::format("invalid JSON header: {}", ex.what());
+    error = fmt::format("invalid JSON header: {}", detail::printable_utf8(ex.what()));
     return false;
   }
 
@@ -306,15 +304,18 @@ Header read_header(const std::string& path, FILE* f) {
                    : json(text.substr(0, 16)).dump(-1, ' ', false, json::error_handler_t::replace));
 
   // Note [A strict reader]
-  // The format's header is UTF-8 JSON padded only with spaces, and its data section is covered
-  // exactly by the tensors' byte ranges. The reference reader refuses anything else, and so do
-  // we: a JSON parser stops at a NUL byte, so `{...}\0<more JSON>` would load with the second
-  // part invisible, and holes or trailing bytes would let a file carry content that one tool
-  // shows and another ignores.
+  // The format's header is UTF-8 JSON that starts with '{', and its data section is covered
+  // exactly by the tensors' byte ranges. The reference reader (serde_json's from_str after that
+  // first byte) refuses anything else, and so do we; what it accepts, we accept: JSON whitespace
+  // (space, tab, newline, carriage return) inside the JSON and after it, which writers use to pad
+  // the header to an alignment. nlohmann's strict parse allows exactly that whitespace after the
+  // object, except that it takes a NUL byte for the end of the input, so `{...}\0<more JSON>`
+  // would load with the second part invisible: a NUL is refused first. Holes or trailing bytes
+  // in the data would let a file carry content that one tool shows and another ignores.
   if (const size_t nul = text.find('\0'); nul != std::string::npos) {
     EMBER_CHECK_IO(false,
-                   "{} {}: the header has a NUL byte at offset {} (a header is UTF-8 JSON padded "
-                   "only with spaces)",
+                   "{} {}: the header has a NUL byte at offset {} (a header is UTF-8 JSON, padded "
+                   "only with JSON whitespace)",
                    op, path, nul);
   }
   if (const size_t bad = detail::invalid_utf8_at(text); bad != std::string::npos) {
@@ -329,16 +330,11 @@ Header read_header(const std::string& path, FILE* f) {
   try {
     root = json::parse(text);
   } catch (const json::exception& ex) {
-    EMBER_CHECK_IO(false, "{} {}: invalid JSON header: {}", op, path, ex.what());
+    EMBER_CHECK_IO(false, "{} {}: invalid JSON header: {}", op, path,
+                   detail::printable_utf8(ex.what()));
   }
   EMBER_CHECK_IO(root.is_object(), "{} {}: the header is a JSON {}, not an object", op, path,
                  root.type_name());
-  // The parser skips any JSON whitespace after the object; only spaces may pad a header.
-  const std::string padding = text.substr(text.find_last_of('}') + 1);
-  EMBER_CHECK_IO(padding.find_first_not_of(' ') == std::string::npos,
-                 "{} {}: the header's JSON object is followed by {} (only spaces may pad a "
-                 "header)",
-                 op, path, json(padding.substr(0, 16)).dump());
 
   Header h;
   h.data_start = 8 + n;
@@ -375,138 +371,6 @@ FilePtr open_for_reading(const std::string& path) {
 
 // ---------------------------------------------------------------------------------------------
 // Saving.
-
-std::atomic<int64_t> g_fail_writes_after{-1};
-std::atomic<uint64_t> g_temp_counter{0};
-
-// Note [Temporary files of killed saves]
-// A save writes `.<name>.tmp.<host>.<pid>.<n>` (host: a hash of the host's name) beside `<name>`
-// and renames it over the target, so a reader never sees half a file. A process killed before the
-// rename (SIGKILL, power loss aside) leaves that temporary behind, as large as the checkpoint, and
-// nothing else would ever remove it. Each save of `<name>` therefore first removes the temporaries
-// of `<name>` that this host's processes left and that no live process owns: the pid in the name
-// has exited. Those of other hosts (a shared file system) and of live processes, this one included,
-// are left alone.
-/** This host in temporary file names: 8 hex digits of a hash (FNV-1a) of its name, short so
- * that long file names still fit. */
-std::string host_tag() {
-  char buf[256] = {};
-  (void)::gethostname(buf, sizeof(buf) - 1);
-  uint32_t h = 2166136261u;
-  for (const char* p = buf; *p != '\0'; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
-  return fmt::format("{:08x}", h);
-}
-
-/** Removes the temporaries of `filename` in `dir` left by this host's exited processes. */
-void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& filename,
-                              const std::string& host) {
-  namespace fs = std::filesystem;
-  const std::string prefix = fmt::format(".{}.tmp.{}.", filename, host);
-  std::error_code ec;
-  fs::directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    // What follows the prefix is "<pid>.<n>", both decimal.
-    const std::string rest = name.substr(prefix.size());
-    const size_t dot = rest.find('.');
-    const auto decimal = [](std::string_view v) {
-      return !v.empty() && v.size() <= 18 &&
-             std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
-    };
-    if (dot == std::string::npos || !decimal(std::string_view(rest).substr(0, dot)) ||
-        !decimal(std::string_view(rest).substr(dot + 1))) {
-      continue;
-    }
-    const long long pid = std::stoll(rest.substr(0, dot));
-    if (pid <= 0 || pid > INT32_MAX || pid == ::getpid()) continue;
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive
-    std::error_code type_ec;
-    if (!fs::is_regular_file(fs::symlink_status(it->path(), type_ec))) continue;
-    (void)::unlink(it->path().c_str());
-  }
-}
-
-/** A temporary file next to the target: removed unless committed by rename. */
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target) {
-    namespace fs = std::filesystem;
-    fs::path t(target);
-    fs::path dir = t.parent_path().empty() ? fs::path(".") : t.parent_path();
-    dir_ = dir.string();
-    const std::string host = host_tag();
-    remove_stale_temporaries(dir, t.filename().string(), host);
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      path_ = (dir / fmt::format(".{}.tmp.{}.{}.{}", t.filename().string(), host, ::getpid(),
-                                 g_temp_counter.fetch_add(1)))
-                  .string();
-      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-      if (fd_ >= 0 || errno != EEXIST) break;
-    }
-    EMBER_CHECK_IO(fd_ >= 0, "[io.save] {}: cannot create a temporary file in {}: {}", target_,
-                   dir_, errno_str(errno));
-    // Replacing a file keeps its permissions.
-    struct stat st {};
-    if (::stat(target.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      (void)::fchmod(fd_, st.st_mode & 07777);
-    }
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(path_.c_str());
-  }
-
-  void write(const void* data, size_t bytes) {
-    const char* p = static_cast<const char*>(data);
-    const int64_t limit = g_fail_writes_after.load();
-    while (bytes > 0) {
-      size_t chunk = std::min<size_t>(bytes, size_t{1} << 30);
-      if (limit >= 0) {
-        int64_t room = std::max<int64_t>(limit - written_, 0);
-        if (room == 0) fail_write(ENOSPC);
-        chunk = std::min<size_t>(chunk, static_cast<size_t>(room));
-      }
-      ssize_t w = ::write(fd_, p, chunk);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) fail_write(errno);
-      p += w;
-      bytes -= static_cast<size_t>(w);
-      written_ += w;
-    }
-  }
-
-  /** Flushes to disk and renames over the target; the temporary is gone either way. */
-  void commit() {
-    EMBER_CHECK_IO(::fsync(fd_) == 0, "[io.save] {}: cannot flush {} to disk: {}", target_, path_,
-                   errno_str(errno));
-    int fd = std::exchange(fd_, -1);
-    EMBER_CHECK_IO(::close(fd) == 0, "[io.save] {}: cannot close {}: {}", target_, path_,
-                   errno_str(errno));
-    EMBER_CHECK_IO(::rename(path_.c_str(), target_.c_str()) == 0,
-                   "[io.save] {}: cannot replace it with {}: {}", target_, path_, errno_str(errno));
-    committed_ = true;
-    // Make the rename itself durable; a failure here leaves a complete file, so it is ignored.
-    int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-      (void)::fsync(dir_fd);
-      ::close(dir_fd);
-    }
-  }
-
- private:
-  [[noreturn]] void fail_write(int err) {
-    throw IoError(fmt::format("[io.save] {}: write to {} failed after {} bytes: {}", target_, path_,
-                              written_, errno_str(err)));
-  }
-
-  std::string target_, dir_, path_;
-  int fd_ = -1;
-  int64_t written_ = 0;
-  bool committed_ = false;
-};
 
 std::string json_string(const std::string& path, const std::string& s) {
   try {
@@ -565,13 +429,14 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(header.size() >> (8 * i));
 
-  TempFile tmp(path);
-  tmp.write(len_bytes, 8);
-  tmp.write(header.data(), header.size());
+  // Atomically where the path is a regular file (Note [Writing files] in core/util/file_writer.h).
+  ember::detail::FileWriter out(path, "io.save");
+  out.write(len_bytes, 8);
+  out.write(header.data(), header.size());
   for (const Tensor& t : data) {
-    if (t.nbytes() > 0) tmp.write(t.data_ptr(), t.nbytes());
+    if (t.nbytes() > 0) out.write(t.data_ptr(), t.nbytes());
   }
-  tmp.commit();
+  out.commit();
 }
 
 StateDict load(const std::string& path) {
@@ -611,7 +476,7 @@ Metadata load_metadata(const std::string& path) {
 
 namespace testing {
 void fail_writes_after(std::optional<int64_t> bytes) {
-  g_fail_writes_after = bytes.value_or(-1);
+  ember::detail::testing::fail_writes_after(bytes);
 }
 }  // namespace testing
 

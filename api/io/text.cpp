@@ -35,4 +35,17 @@ size_t invalid_utf8_at(std::string_view s) {
   return std::string::npos;
 }
 
+std::string printable_utf8(std::string_view s) {
+  std::string out;
+  for (size_t bad = invalid_utf8_at(s); bad != std::string::npos; bad = invalid_utf8_at(s)) {
+    out.append(s.substr(0, bad));
+    static constexpr char kHex[] = "0123456789abcdef";
+    const auto c = static_cast<unsigned char>(s[bad]);
+    out += {'\\', 'x', kHex[c >> 4], kHex[c & 0xf]};
+    s.remove_prefix(bad + 1);
+  }
+  out.append(s);
+  return out;
+}
+
 }  // namespace ember::io::detail

@@ -1,7 +1,9 @@
 // The CPU backend plugin: the entry symbol, the descriptor and the device table.
 #include <omp.h>
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -79,9 +81,29 @@ void empty_cache(void*, int32_t) {
 // Note [One thread pool]
 // oneDNN in Debian is built with OpenMP (libgomp), and every parallel loop of this plugin uses
 // OpenMP too, so there is exactly one pool of worker threads; set_num_threads sizes it.
+//
+// Note [Forked children run on one thread]
+// fork() copies only the calling thread. libgomp keeps the thread that ran a parallel region
+// attached to its pool, so in the child that thread's next region with more than one thread
+// hands work to pool threads that do not exist and waits for them forever: `os.fork()` or a
+// multiprocessing worker after one large op hung. As PyTorch does, a pthread_atfork handler
+// marks the child and gives the forking thread (the child's only thread) one OpenMP thread:
+// every loop of this plugin asks omp_get_max_threads() for its team, and a team of one never
+// touches the pool (libgomp returns before it). oneDNN primitives kept from the parent were made
+// for the parent's thread count, so the primitive caches key by the count and the child makes
+// its own (Note [Primitives are made for a thread count] in ops/matmul.cpp). set_num_threads in
+// the child keeps that one thread. Threads the child starts later have no pool yet and get
+// fresh ones of their own, which work.
+std::atomic<bool> g_forked{false};
+
+void in_forked_child() {
+  g_forked.store(true, std::memory_order_relaxed);
+  omp_set_num_threads(1);
+}
+
 void set_num_threads(void*, int32_t n) {
   sdk::guard(nullptr, 0, [n]() -> int32_t {
-    omp_set_num_threads(n);
+    omp_set_num_threads(g_forked.load(std::memory_order_relaxed) ? 1 : n);
     return EMBER_OK;
   });
 }
@@ -91,6 +113,13 @@ int32_t get_num_threads(void*) {
 
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
+    // Plugins are never unloaded, so the handler stays valid (Note [Forked children run on one
+    // thread]).
+    static const int atfork = pthread_atfork(nullptr, nullptr, in_forked_child);
+    if (atfork != 0) {
+      std::snprintf(error, cap, "pthread_atfork failed: %s", std::strerror(atfork));
+      return EMBER_ERR_OUT_OF_MEMORY;
+    }
     static const ember_device_type_v1 table = [] {
       ember_device_type_v1 t{};
       t.struct_size = sizeof(t);

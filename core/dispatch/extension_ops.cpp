@@ -30,8 +30,9 @@ struct ExtensionRegistry {
 };
 
 ExtensionRegistry& extension_registry() {
-  static ExtensionRegistry r;
-  return r;
+  // Never destroyed: ops may run at exit (Note [Op registries outlive exit] in op.cpp).
+  static ExtensionRegistry* r = new ExtensionRegistry();
+  return *r;
 }
 
 const OpSchema* find_locked(ExtensionRegistry& r, const std::string& name) {

@@ -20,9 +20,18 @@ struct OpRegistry {
   std::unordered_map<std::string, Op*> by_name;
 };
 
+// Note [Op registries outlive exit]
+// Ops run on whatever threads users start, and a thread still inside an op when the process
+// exits (a detached C++ thread, a Python daemon thread) keeps calling into the registries while
+// exit() runs the static destructors: a destroyed deque of Ops made run_kernel read freed memory
+// and crash at exit. So the registries an op call reads (these, the extension ops', the
+// loader's and the device types'), and the state the profiler and the CPU plugin keep, are made
+// once and never destroyed, as the plugins are never unloaded. What other libraries keep is
+// theirs: oneDNN destroys its primitive cache at exit, so a thread that makes a new oneDNN
+// primitive while the process exits may still crash (a cached one runs without it).
 OpRegistry& op_registry() {
-  static OpRegistry r;
-  return r;
+  static OpRegistry* r = new OpRegistry();  // never destroyed: Note [Op registries outlive exit]
+  return *r;
 }
 
 // The core's ops and their schemas, made from ember/ops.def on first use (Note [One op list]).
@@ -54,8 +63,8 @@ struct CoreOps {
 };
 
 const CoreOps& core_ops() {
-  static const CoreOps c;
-  return c;
+  static const CoreOps* c = new CoreOps();  // never destroyed: Note [Op registries outlive exit]
+  return *c;
 }
 
 }  // namespace
@@ -86,18 +95,19 @@ const OpSchema* find_op_schema(std::string_view name) {
 }
 
 const char* backward_node_name(ops::Id id) {
-  static const std::array<std::string, ops::kCount> names = [] {
-    std::array<std::string, ops::kCount> out;
-    for (size_t i = 0; i < out.size(); ++i) {
+  // Never destroyed: backward may run at exit (Note [Op registries outlive exit]).
+  static const auto* names = [] {
+    auto* out = new std::array<std::string, ops::kCount>();
+    for (size_t i = 0; i < out->size(); ++i) {
+      std::string& s = (*out)[i];
       for (const char *name = ops::kInfo[i].name, *c = name; *c; ++c) {
-        if (*c != '_')
-          out[i] += c == name || c[-1] == '_' ? static_cast<char>(std::toupper(*c)) : *c;
+        if (*c != '_') s += c == name || c[-1] == '_' ? static_cast<char>(std::toupper(*c)) : *c;
       }
-      out[i] += "Backward";
+      s += "Backward";
     }
     return out;
   }();
-  return names[static_cast<size_t>(id)].c_str();
+  return (*names)[static_cast<size_t>(id)].c_str();
 }
 
 std::vector<std::string> differentiable_ops() {

@@ -15,6 +15,7 @@
 
 #include "core/profiler/hooks.h"
 #include "core/profiler/report.h"
+#include "core/util/file_writer.h"
 #include "ember/autograd/node.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/stream.h"
@@ -155,11 +156,14 @@ class ThreadBuffer {
   Chunk* tail_ = &head_;
 };
 
-std::mutex g_mu;                                       // guards the three below
-std::vector<std::shared_ptr<ThreadBuffer>> g_buffers;  // of the running profile
-const Profiler* g_owner = nullptr;                     // the running profiler
-uint64_t g_last_session = 0;                           // sessions ever started
-std::atomic<uint64_t> g_session{0};                    // the running one, 0 when none
+std::mutex g_mu;  // guards the three below
+// Of the running profile; never destroyed: threads may record while the process exits (Note
+// [Op registries outlive exit] in core/dispatch/op.cpp).
+std::vector<std::shared_ptr<ThreadBuffer>>& g_buffers =
+    *new std::vector<std::shared_ptr<ThreadBuffer>>();
+const Profiler* g_owner = nullptr;   // the running profiler
+uint64_t g_last_session = 0;         // sessions ever started
+std::atomic<uint64_t> g_session{0};  // the running one, 0 when none
 std::atomic<bool> g_record_shapes{true};
 std::atomic<bool> g_profile_memory{true};
 std::atomic<bool> g_device_timing{true};
@@ -542,8 +546,8 @@ void Profiler::export_chrome_trace(const std::string& path) const {
   EMBER_CHECK(!running(),
               "[profiler.export_chrome_trace] the profiler is still recording (call stop() "
               "first)");
-  detail::write_file_atomically(path, detail::make_chrome_trace(state_->events),
-                                "profiler.export_chrome_trace");
+  ember::detail::write_file(path, detail::make_chrome_trace(state_->events),
+                            "profiler.export_chrome_trace");
 }
 
 }  // namespace ember::profiler

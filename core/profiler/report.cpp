@@ -1,16 +1,11 @@
 // A stopped profile as per-name totals, a text table and a Chrome trace.
 #include "core/profiler/report.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -73,13 +68,6 @@ int64_t sort_key(const KeyAverage& r, SortBy by) {
 
 constexpr size_t kMaxNameWidth = 55;  // longer names are cut, as PyTorch does
 constexpr size_t kColumnWidth = 12;
-
-std::atomic<uint64_t> g_temp_counter{0};
-
-[[noreturn]] void io_failure(const char* op, const std::string& path, const std::string& what,
-                             int err) {
-  throw IoError(fmt::format("[{}] {}: {}: {}", op, path, what, std::strerror(err)));
-}
 
 }  // namespace
 
@@ -321,44 +309,6 @@ std::string make_chrome_trace(const std::vector<EventRecord>& events) {
   doc["traceEvents"] = std::move(trace);
   doc["displayTimeUnit"] = "ms";
   return doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-}
-
-void write_file_atomically(const std::string& path, std::string_view text, const char* op) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  EMBER_CHECK_IO(!target.filename().empty(), "[{}] '{}' names no file (give a file path)", op,
-                 path);
-  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  const std::string temp = (dir / fmt::format(".{}.tmp.{}.{}", target.filename().string(),
-                                              ::getpid(), g_temp_counter.fetch_add(1)))
-                               .string();
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    io_failure(op, path, fmt::format("cannot create a temporary file in {}", dir.string()), errno);
-  }
-  const auto fail = [&](const std::string& what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    io_failure(op, path, what, err);
-  };
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail(fmt::format("write to {} failed after {} bytes", temp, done));
-    done += static_cast<size_t>(w);
-  }
-  if (::fsync(fd) != 0) fail(fmt::format("cannot flush {} to disk", temp));
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    io_failure(op, path, fmt::format("cannot close {}", temp), err);
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    io_failure(op, path, fmt::format("cannot replace it with {}", temp), err);
-  }
 }
 
 }  // namespace detail

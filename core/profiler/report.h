@@ -17,8 +17,4 @@ KeyAverages make_key_averages(const std::vector<EventRecord>& events, bool group
  *  microseconds, device intervals on rows of their own, flows from kernel to device interval. */
 std::string make_chrome_trace(const std::vector<EventRecord>& events);
 
-/** Writes `text` to a temporary beside `path` and renames it over `path`; IoError naming `op`
- *  if it cannot. */
-void write_file_atomically(const std::string& path, std::string_view text, const char* op);
-
 }  // namespace ember::profiler::detail

@@ -12,6 +12,7 @@ import pytest
 
 import ember
 import ember.datasets
+import ember.utils.data.dataloader as dataloader_module
 from ember.utils.data import (
     BatchSampler,
     ConcatDataset,
@@ -330,7 +331,65 @@ def test_a_slow_batch_times_out():
     with pytest.raises(RuntimeError, match="timed out after 0.1 seconds"):
         next(it)
     assert time.perf_counter() - t0 < 0.5
-    del it  # joins the worker once its batch is made
+    del it  # does not wait for the worker: it ends once its batch is made
+
+
+def test_a_timeout_leaves_the_stuck_worker_behind():
+    # As PyTorch: the wait for a batch is bounded by the timeout, and dropping the iterator
+    # afterwards (leaving the except block) does not wait for the worker stuck in the dataset.
+    release = threading.Event()
+
+    class Stuck(Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            if i == 0:
+                release.wait(60)
+            return i
+
+    def first_batch():
+        try:
+            next(iter(DataLoader(Stuck(), batch_size=1, num_workers=2, timeout=0.2)))
+        except RuntimeError as e:
+            return str(e)
+        return None
+
+    try:
+        t0 = time.monotonic()
+        assert first_batch() == "DataLoader timed out after 0.2 seconds"
+        assert time.monotonic() - t0 < 3.0
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while [t for t in threading.enumerate() if t.name.startswith("ember-DataLoader")]:
+        assert time.monotonic() < deadline, "the released worker did not end"
+        time.sleep(0.01)
+
+
+def test_dropping_an_iterator_waits_a_bounded_time_for_a_slow_worker(monkeypatch):
+    # A worker in a batch that takes long is waited for up to the shutdown's bound, then left to
+    # end by itself, as PyTorch's shutdown waits for its worker processes a bounded time.
+    monkeypatch.setattr(dataloader_module, "_SHUTDOWN_WAIT", 0.3)
+    release = threading.Event()
+
+    class Slow(Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            if i == 1:
+                release.wait(60)
+            return i
+
+    it = iter(DataLoader(Slow(), batch_size=1, num_workers=2))
+    try:
+        assert next(it).tolist() == [0]
+        t0 = time.monotonic()
+        del it
+        assert 0.2 < time.monotonic() - t0 < 3.0
+    finally:
+        release.set()
 
 
 def test_worker_init_fn_runs_in_each_worker_and_its_errors_surface():

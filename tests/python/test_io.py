@@ -5,7 +5,10 @@ torch.save files read against what PyTorch wrote beside them, and the errors."""
 import json
 import os
 import pathlib
+import stat
 import struct
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -135,6 +138,64 @@ def test_save_is_atomic_and_leaves_no_temporary(tmp_path):
     assert ember.save is ember.io.save and ember.load is ember.io.load
 
 
+def _read_fifo_in_background(path, seconds=20.0):
+    """Starts reading the FIFO at `path` without blocking anyone; returns (thread, bytearray) with
+    everything written until the writer closes it, or what came within `seconds`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    got = bytearray()
+
+    def run():
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    chunk = None
+                if chunk:
+                    got.extend(chunk)
+                elif chunk == b"" and got:
+                    return  # the writer closed it
+                else:
+                    time.sleep(0.002)
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, got
+
+
+def test_save_writes_what_the_path_names(tmp_path):
+    # As torch.save's open(path, "wb"): a symlink's target is written and the link stays, a FIFO
+    # is written through, a directory is refused; only a regular file is replaced (atomically).
+    real = tmp_path / "run1.safetensors"
+    ember.save({"a": ember.arange(2)}, real)
+    link = tmp_path / "latest.safetensors"
+    link.symlink_to("run1.safetensors")
+    ember.save({"a": ember.arange(3)}, link)
+    assert link.is_symlink()
+    assert ember.load(real)["a"].tolist() == [0, 1, 2]
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    state = {"w": ember.full((50_000,), 0.5)}  # more than a pipe holds
+    thread, got = _read_fifo_in_background(fifo)
+    ember.save(state, fifo)
+    thread.join()
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    ember.save(state, tmp_path / "regular.safetensors")
+    assert bytes(got) == (tmp_path / "regular.safetensors").read_bytes()
+
+    (tmp_path / "d").mkdir()
+    with pytest.raises(OSError, match="is a directory, not a file") as info:
+        ember.save(state, tmp_path / "d")
+    assert isinstance(info.value, ember.IoError)
+    assert (tmp_path / "d").is_dir()
+    assert sorted(os.listdir(tmp_path)) == ["d", "latest.safetensors", "pipe", "regular.safetensors",
+                                            "run1.safetensors"]
+
+
 def test_a_missing_file_is_file_not_found(tmp_path):
     missing = tmp_path / "nope.safetensors"
     for load in (ember.load, ember.io.load_metadata, ember.io.load_torch):
@@ -167,6 +228,27 @@ def test_malformed_files_are_io_errors(tmp_path):
     for bad in ("bad_truncated.pt", "bad_legacy.pt", "bad_numpy_array.pt", "bad_compressed.pt"):
         with pytest.raises(ember.IoError):
             ember.load(TORCH_FILES / bad)
+
+
+def test_header_whitespace_is_what_the_reference_reader_takes(tmp_path):
+    # The reference reader parses the header with serde_json: space, tab, newline and carriage
+    # return may pad it (and sit inside the JSON); other whitespace and a leading one may not.
+    entry = '{"dtype":"F32","shape":[2],"data_offsets":[0,8]}'
+    data = struct.pack("<2f", 1.5, -2.0)
+
+    def write(header):
+        path = tmp_path / "h.safetensors"
+        raw = header.encode()
+        path.write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+        return path
+
+    for padding in ("\n", "\t\t", "\r\n", " \t\r\n"):
+        assert ember.load(write('{"a":' + entry + "}" + padding))["a"].tolist() == [1.5, -2.0]
+    assert ember.load(write('{\n\t"a" :\r\n' + entry + "\n}"))["a"].tolist() == [1.5, -2.0]
+    for bad in ('{"a":' + entry + "}\f", '{"a":' + entry + "}\v", '{"a":' + entry + "}\u00a0",
+                '\n{"a":' + entry + "}"):
+        with pytest.raises(ember.IoError):
+            ember.load(write(bad))
 
 
 def test_paths_and_arguments(tmp_path):

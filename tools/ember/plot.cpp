@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include <fmt/format.h>
 
-#include "ember/util/error.h"
+#include "core/util/file_writer.h"
 
 namespace ember::tools {
 namespace {
@@ -120,11 +119,7 @@ std::string svg_charts(const std::vector<Chart>& charts) {
 }
 
 void write_svg(const std::string& path, const std::vector<Chart>& charts) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  EMBER_CHECK(f.good(), "[train] cannot write the curve to {}", path);
-  f << svg_charts(charts);
-  f.close();
-  EMBER_CHECK(f.good(), "[train] writing the curve to {} failed", path);
+  ember::detail::write_file(path, svg_charts(charts), "train.curve");
 }
 
 }  // namespace ember::tools

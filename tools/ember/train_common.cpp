@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/util/file_writer.h"
 #include "ember/dispatch/device_registry.h"
 
 namespace ember::tools {
@@ -31,7 +32,7 @@ void cut_csv(const std::string& path, int64_t epoch) {
     header = false;
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  ember::detail::write_file(path, kept, "train.resume");
 }
 
 void open_csv(std::ofstream& f, const std::string& path, bool append, const std::string& header) {

@@ -2,7 +2,8 @@
 
 ``ember.save(module.state_dict(), "model.safetensors")`` writes a safetensors file (readable by
 the safetensors library and PyTorch), atomically: a temporary beside the target, renamed over it,
-so a crash never leaves half a file. ``ember.load(path)`` reads a safetensors file or a file
+so a crash never leaves half a file. As torch.save, it writes what the path names: a symlink's
+target (the link stays), a FIFO or device through itself; a directory is refused. ``ember.load(path)`` reads a safetensors file or a file
 written by torch.save (PyTorch 1.6+), returning its tensors on the CPU by name; a torch.save file
 is read by a restricted unpickler that runs none of its code (as weights_only=True would). A
 missing file raises ember.FileNotFoundError (a FileNotFoundError), a malformed one ember.IoError
@@ -28,8 +29,8 @@ def _path(f: Any, fn: str) -> str:
 
 def save(obj: Mapping[str, Tensor], f: PathLike, metadata: Optional[Mapping[str, str]] = None) -> None:
     """Writes a dict of tensors (a module's or optimizer's state_dict(); tensors on any device,
-    with any strides) to `f` as a safetensors file, atomically, with optional string
-    metadata."""
+    with any strides) to `f` as a safetensors file, with optional string metadata: a file
+    atomically, a symlink's target, a FIFO or device written through."""
     _native.save(obj, _path(f, "save"), metadata)
 
 

@@ -237,7 +237,7 @@ constexpr size_t kWeightSlots = 8;
 
 struct ConvEntry {
   uint64_t hash = 0;
-  std::array<int64_t, 17> key{};
+  std::array<int64_t, 18> key{};
   bool ok = false;  // false: oneDNN declined, use the own loop
   dnnl::primitive conv;
   // Per operand (0: x, 1: w, 2: y): the layout the primitive wants and, when it differs from
@@ -262,8 +262,11 @@ ConvCache& conv_cache() {
 
 constexpr size_t kConvCacheCapacity = 128;
 
-std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl, Post post) {
+// The key of an entry; the thread count, as every cached primitive's (Note [Primitives are made
+// for a thread count] in matmul.cpp).
+std::array<int64_t, 18> make_key(Dir dir, const Geom& g, bool bias, bool cl, Post post) {
   return {(static_cast<int64_t>(dir) * 2 + (cl ? 1 : 0)) * 3 + static_cast<int64_t>(post),
+          dnnl_threads(),
           g.n,
           g.c,
           g.h,
@@ -282,7 +285,7 @@ std::array<int64_t, 17> make_key(Dir dir, const Geom& g, bool bias, bool cl, Pos
           g.g * 2 + (bias ? 1 : 0)};
 }
 
-uint64_t hash_of(const std::array<int64_t, 17>& key) {
+uint64_t hash_of(const std::array<int64_t, 18>& key) {
   uint64_t h = 1469598103934665603ull;
   for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
   return h;

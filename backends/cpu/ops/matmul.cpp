@@ -30,8 +30,9 @@ namespace ember::cpu {
 // ---- engine, stream, primitive cache ----------------------------------------------------------
 
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
+  // Never destroyed: kernels may run at exit, as the caches below.
+  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *engine;
 }
 
 // Note [oneDNN from many threads]
@@ -91,6 +92,18 @@ void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
   stream.wait();
 }
 
+// Note [Primitives are made for a thread count]
+// A oneDNN primitive fixes its thread count when it is made: many implementations split their
+// work for omp_get_max_threads() then and open `parallel num_threads(n)` with that n on every
+// run. A primitive kept from before set_num_threads(1) would still run on n threads, and one kept
+// from the parent in a forked child would wait forever for the parent's pool, which the child
+// does not have (Note [Forked children run on one thread] in plugin.cpp). So every cached
+// primitive (here, the packed products and the convolutions' entries) is keyed by the calling
+// thread's count too, and a thread with another count makes its own.
+int32_t dnnl_threads() {
+  return omp_get_max_threads();
+}
+
 namespace {
 
 // Note [oneDNN primitive cache]
@@ -102,10 +115,13 @@ namespace {
 // short scan; a miss builds the primitive outside the lock, so two threads may build the same
 // one and the second put is dropped. An empty handle is cached too: it records that oneDNN has
 // no implementation (bf16 on a CPU without AVX-512), so the kernel goes to its own loop at once.
+// The calling thread's OpenMP thread count is part of every key (Note [Primitives are made for
+// a thread count]).
 constexpr size_t kCacheCapacity = 256;
 
 struct CacheEntry {
   uint64_t hash;
+  int32_t threads;
   std::vector<int64_t> key;
   dnnl::primitive prim;
 };
@@ -120,27 +136,29 @@ PrimitiveCache& cache() {
   return *c;
 }
 
-uint64_t hash_key(const int64_t* key, int32_t n) {
-  uint64_t h = 1469598103934665603ull;
+uint64_t hash_key(const int64_t* key, int32_t n, int32_t threads) {
+  uint64_t h = (1469598103934665603ull ^ static_cast<uint64_t>(threads)) * 1099511628211ull;
   for (int32_t i = 0; i < n; ++i) h = (h ^ static_cast<uint64_t>(key[i])) * 1099511628211ull;
   return h;
 }
 
-// Whether entry `e` (a CacheEntry, or a PackedEntry of the packed products) is `key`, hash `h`.
+// Whether entry `e` (a CacheEntry, or a PackedEntry of the packed products) is `key` for
+// `threads` threads, hash `h`.
 template <typename Entry>
-bool same_key(const Entry& e, uint64_t h, const int64_t* key, int32_t n) {
-  return e.hash == h && e.key.size() == static_cast<size_t>(n) &&
+bool same_key(const Entry& e, uint64_t h, const int64_t* key, int32_t n, int32_t threads) {
+  return e.hash == h && e.threads == threads && e.key.size() == static_cast<size_t>(n) &&
          std::memcmp(e.key.data(), key, sizeof(int64_t) * static_cast<size_t>(n)) == 0;
 }
 
 }  // namespace
 
 bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out) {
-  const uint64_t h = hash_key(key, n);
+  const int32_t threads = dnnl_threads();
+  const uint64_t h = hash_key(key, n, threads);
   PrimitiveCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   for (auto it = c.entries.rbegin(); it != c.entries.rend(); ++it) {
-    if (same_key(*it, h, key, n)) {
+    if (same_key(*it, h, key, n, threads)) {
       *out = it->prim;
       return true;
     }
@@ -149,14 +167,15 @@ bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out) {
 }
 
 void dnnl_cache_put(const int64_t* key, int32_t n, const dnnl::primitive& prim) {
-  const uint64_t h = hash_key(key, n);
+  const int32_t threads = dnnl_threads();
+  const uint64_t h = hash_key(key, n, threads);
   PrimitiveCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   for (const CacheEntry& e : c.entries) {
-    if (same_key(e, h, key, n)) return;
+    if (same_key(e, h, key, n, threads)) return;
   }
   if (c.entries.size() >= kCacheCapacity) c.entries.erase(c.entries.begin());
-  c.entries.push_back({h, std::vector<int64_t>(key, key + n), prim});
+  c.entries.push_back({h, threads, std::vector<int64_t>(key, key + n), prim});
 }
 
 namespace {
@@ -437,6 +456,7 @@ struct PackedProduct {
 // A packed product under the primitive cache's key of its plain product.
 struct PackedEntry {
   uint64_t hash;
+  int32_t threads;
   std::vector<int64_t> key;
   std::shared_ptr<const PackedProduct> product;
 };
@@ -492,12 +512,13 @@ std::shared_ptr<const PackedProduct> packed_product(const int64_t* key, int32_t 
                                                     const dnnl::memory::desc* biasmd,
                                                     const dnnl::memory::desc& cmd,
                                                     const Epilogue& epi) {
-  const uint64_t h = hash_key(key, kn);
+  const int32_t threads = dnnl_threads();
+  const uint64_t h = hash_key(key, kn, threads);
   PackedCache& c = packed_cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     for (auto it = c.products.rbegin(); it != c.products.rend(); ++it)
-      if (same_key(*it, h, key, kn)) return it->product;
+      if (same_key(*it, h, key, kn, threads)) return it->product;
   }
   auto p = std::make_shared<PackedProduct>();
   try {
@@ -523,7 +544,7 @@ std::shared_ptr<const PackedProduct> packed_product(const int64_t* key, int32_t 
   }
   std::lock_guard<std::mutex> lock(c.mutex);
   if (c.products.size() >= kPackedCapacity) c.products.erase(c.products.begin());
-  c.products.push_back({h, std::vector<int64_t>(key, key + kn), p});
+  c.products.push_back({h, threads, std::vector<int64_t>(key, key + kn), p});
   return p;
 }
 

@@ -41,6 +41,9 @@ std::optional<dnnl::memory> dnnl_scratch_memory(const_dnnl_memory_desc_t md, Scr
 /** Runs `prim` on this thread's stream with a scratchpad of its own, and waits. */
 void dnnl_execute(const ember_kernel_call* call, const dnnl::primitive& prim,
                   std::unordered_map<int, dnnl::memory> args);
+/** The OpenMP threads a primitive made on this thread runs on, part of every cached primitive's
+ *  key (Note [Primitives are made for a thread count] in matmul.cpp). */
+int32_t dnnl_threads();
 /** Looks `key` up in the primitive cache (Note [oneDNN primitive cache]); true on a hit. */
 bool dnnl_cache_find(const int64_t* key, int32_t n, dnnl::primitive* out);
 /** Stores a primitive (an empty handle records "no oneDNN implementation") under `key`. */

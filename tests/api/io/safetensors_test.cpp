@@ -19,6 +19,7 @@
 #include <ember/ember.h>
 
 #include "ember/io.h"
+#include "tests/testing/special_files.h"
 
 namespace ember {
 namespace {
@@ -313,7 +314,7 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.safetensors"});
 }
 
-TEST(Safetensors, FailedRenameLeavesNoTemporary) {
+TEST(Safetensors, SavingOntoADirectoryLeavesItAndNoTemporary) {
   TempDir dir;
   fs::create_directory(dir.file("taken"));
   write_bytes(dir.file("taken") + "/inside", "keep");
@@ -321,9 +322,48 @@ TEST(Safetensors, FailedRenameLeavesNoTemporary) {
       [&] {
         io::save(dir.file("taken"), {{"w", ones({2})}});
       },
-      {"[io.save] " + dir.file("taken"), "cannot replace it"});
+      {"[io.save] " + dir.file("taken") + ": is a directory, not a file (give a file path)"});
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"taken"});
   EXPECT_EQ(read_bytes(dir.file("taken") + "/inside"), "keep");
+}
+
+// Note [Writing files] in core/util/file_writer.cpp: a save writes what its path names, as
+// torch.save's open(path, "wb") does, and replaces only regular files.
+TEST(Safetensors, SavingThroughASymlinkWritesItsTargetAndKeepsTheLink) {
+  TempDir dir;
+  const std::string real = dir.file("run1.safetensors");
+  io::save(real, {{"w", ones({2})}});
+  fs::create_symlink("run1.safetensors", dir.file("latest.safetensors"));
+  io::save(dir.file("latest.safetensors"), {{"w", full({3}, 2.0)}});
+  EXPECT_TRUE(fs::is_symlink(dir.file("latest.safetensors")));
+  EXPECT_EQ(io::load(real).at("w").sizes(), Shape({3}));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"latest.safetensors", "run1.safetensors"}));
+}
+
+TEST(Safetensors, SavingToAFifoWritesThroughIt) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const StateDict sd = {{"w", full({20000}, 1.5)}, {"b", arange(7)}};  // more than a pipe holds
+  testing::FifoReader reader(fifo);
+  io::save(fifo, sd, {{"epoch", "3"}});
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  // What came through the FIFO is the file a regular save writes.
+  io::save(dir.file("regular"), sd, {{"epoch", "3"}});
+  EXPECT_EQ(reader.bytes().size(), read_bytes(dir.file("regular")).size());
+  EXPECT_TRUE(reader.bytes() == read_bytes(dir.file("regular")));
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"pipe", "regular"}));
+}
+
+TEST(Safetensors, SavingToANullDeviceKeepsTheDevice) {
+  TempDir dir;
+  const std::string null = testing::null_device(dir.file("null"));
+  if (null.empty()) GTEST_SKIP() << "root without the right to make a device node";
+  io::save(null, {{"w", ones({4})}});
+  struct stat st {};
+  ASSERT_EQ(::stat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
 }
 
 TEST(Safetensors, SaveIntoMissingOrReadOnlyDirectoryThrows) {
@@ -501,15 +541,23 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
       {"JSON after a NUL", st_file(std::string("{}\0{\"a\":1}  ", 12)),
        "the header has a NUL byte at offset 2"},
       {"NUL padding", st_file(std::string("{}\0\0\0\0\0\0", 8)),
-       "NUL byte at offset 2 (a header is UTF-8 JSON padded only with spaces)"},
+       "NUL byte at offset 2 (a header is UTF-8 JSON, padded only with JSON whitespace)"},
       {"invalid UTF-8 in a name", st_file("{\"a\xff\":1}   "),
        "the header is not valid UTF-8: byte 0xff at offset 3"},
       {"overlong UTF-8", st_file("{\"\xc0\xaf\":1}  "), "not valid UTF-8: byte 0xc0 at offset 2"},
       {"UTF-16 surrogate", st_file("{\"\xed\xa0\x80\":1}"), "not valid UTF-8: byte 0xed"},
       {"truncated UTF-8", st_file("{\"a\":1}\xe2\x82"), "not valid UTF-8: byte 0xe2 at offset 7"},
-      {"newline padding", st_file("{}\n     "),
-       "the header's JSON object is followed by \"\\n     \" (only spaces may pad a header)"},
-      {"tab padding", st_file("{}  \t"), "followed by \"  \\t\""},
+      // Whitespace other than JSON's four, which the reference reader refuses too.
+      {"form feed padding", st_file("{}  \f"), "invalid JSON header"},
+      {"vertical tab padding", st_file("{}\v"), "invalid JSON header"},
+      // (The parser's message quotes the byte it stopped at, half a character: escaped.)
+      {"no-break space padding", st_file("{}\xc2\xa0"),
+       "invalid JSON header: [json.exception.parse_error.101] parse error at line 1, column 3: "
+       "syntax error while parsing value - invalid literal; last read: '{}\\xc2'"},
+      {"form feed inside", st_file("{\f}"), "invalid JSON header"},
+      {"padding then text", st_file("{}\n x"), "invalid JSON header"},
+      {"leading newline", st_file("\n{}"), "must be a JSON object starting with '{'"},
+      {"leading tab", st_file("\t{}"), "must be a JSON object starting with '{'"},
       // ...and the data section, which the tensors must cover exactly.
       {"data without tensors", st_file("{}      ", "abcd"),
        "the header lists no tensors but the data section has 4 bytes (the tensors must cover "
@@ -559,6 +607,33 @@ TEST(Safetensors, RejectsMalformedFilesWithClearErrors) {
     if (c.message.find("BOOL") == std::string::npos) {
       expect_error([&] { io::load_metadata(path); }, {"[io.load] " + path + ": ", c.message});
     }
+  }
+}
+
+TEST(Safetensors, AcceptsJsonWhitespaceAsTheReferenceReaderDoes) {
+  // The reference reader parses the header with serde_json, which takes space, tab, newline and
+  // carriage return inside the JSON and after it (Note [A strict reader]).
+  const std::string data = raw<float>({1.5f, -2.0f});
+  const std::string entry = R"({"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::vector<std::pair<const char*, std::string>> headers = {
+      {"newline padding", "{\"a\":" + entry + "}\n     "},
+      {"tab padding", "{\"a\":" + entry + "}\t\t"},
+      {"CRLF padding", "{\"a\":" + entry + "}\r\n"},
+      {"mixed padding", "{\"a\":" + entry + "} \t\r\n \n"},
+      {"whitespace inside",
+       "{\n\t\"a\" :\r\n {\"dtype\": \"F32\",\t\"shape\": [ 2 ],\n"
+       "  \"data_offsets\": [0,\r8]\n}\n}\n"},
+      {"metadata with whitespace", "{\"__metadata__\":\n {\"k\": \"v\"},\n\"a\":" + entry + "}\t"},
+  };
+  TempDir dir;
+  for (const auto& [what, header] : headers) {
+    SCOPED_TRACE(what);
+    const std::string path = dir.file("ws.safetensors");
+    write_bytes(path, st_file(header, data));
+    const StateDict d = io::load(path);
+    ASSERT_EQ(d.count("a"), 1u);
+    EXPECT_EQ(tensor_bytes(d.at("a")), data);
+    EXPECT_NO_THROW(io::load_metadata(path));
   }
 }
 
@@ -614,8 +689,8 @@ TEST(Safetensors, CorpusFixturesAreRefusedOrLoadedByName) {
   EXPECT_GE(valid, 4);
 }
 
-// Note [Temporary files of killed saves] in safetensors.cpp: a save killed before its rename
-// leaves its temporary; the next save of the same file removes it.
+// Note [Temporary files of killed saves] in core/util/file_writer.cpp: a save killed before its
+// rename leaves its temporary; the next save of the same file removes it.
 TEST(Safetensors, ASaveRemovesTheTemporaryOfAKilledSave) {
   TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");

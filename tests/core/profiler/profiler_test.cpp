@@ -17,6 +17,8 @@
 
 #include <ember/ember.h>
 
+#include "tests/testing/special_files.h"
+
 namespace ember {
 namespace {
 
@@ -490,6 +492,29 @@ TEST(Profiler, ChromeTraceIsValidJsonWithTheEventsNested) {
     });
     EXPECT_TRUE(inside) << k.dump();
   }
+}
+
+TEST(Profiler, ExportThroughASymlinkOrAFifoKeepsThem) {
+  // Note [Writing files] in core/util/file_writer.cpp: the trace goes where the path points.
+  Profiler prof;
+  profile_mlp(prof);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ember_trace_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string real = (dir / "run.json").string(), link = (dir / "trace.json").string();
+  std::filesystem::create_symlink("run.json", link);
+  prof.export_chrome_trace(link);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  std::ifstream in(real);
+  EXPECT_EQ(json::parse(in).at("traceEvents").size(),
+            json::parse(prof.chrome_trace()).at("traceEvents").size());
+  const std::string fifo = (dir / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  testing::FifoReader reader(fifo);
+  prof.export_chrome_trace(fifo);
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_TRUE(reader.bytes() == prof.chrome_trace());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Profiler, ExportToAnUnwritablePlaceIsAnIoError) {

@@ -13,8 +13,9 @@ namespace ember::io {
 /** String key/value pairs stored under "__metadata__" in a safetensors header. */
 using Metadata = std::map<std::string, std::string>;
 
-/** Writes `tensors` (any device, any strides) to `path` atomically; the old file survives a
- * failure. */
+/** Writes `tensors` (any device, any strides) to `path`: a file atomically (the old one survives
+ *  a failure), a symlink's target keeping the link, a FIFO or device written through; a directory
+ *  or socket is refused. */
 void save(const std::string& path, const StateDict& tensors, const Metadata& metadata = {});
 /** Reads every tensor of a safetensors file onto the CPU, validating the whole header first; a
  *  torch.save file, recognised by its first bytes, is read by load_torch instead. */

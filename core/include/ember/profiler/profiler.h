@@ -189,8 +189,8 @@ class EMBER_API Profiler {
   KeyAverages key_averages(bool group_by_input_shapes = false) const;
   /** The last run in the Chrome Trace Event Format (JSON text). */
   std::string chrome_trace() const;
-  /** Writes chrome_trace() to `path` atomically (a temporary beside it, renamed over it);
-   *  throws IoError if it cannot. */
+  /** Writes chrome_trace() to `path`: a file atomically (a temporary beside it, renamed over
+   *  it), a symlink's target, a FIFO or device written through; throws IoError if it cannot. */
   void export_chrome_trace(const std::string& path) const;
 
  private:

@@ -7,10 +7,14 @@ copied between processes. The batches are the same, in the same order, for any n
 (Note [Ordered prefetching] in api/data/dataloader.cpp, which the map-style workers follow).
 """
 
+import atexit
 import collections.abc
 import itertools
+import sys
 import threading
+import time
 import warnings
+import weakref
 from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, Set, Tuple, TypeVar
 
 from ember import _C
@@ -73,8 +77,9 @@ class DataLoader(Generic[T_co]):
       ``num_workers * prefetch_factor`` batches ahead of the consumer; the batches and their
       order are those of ``num_workers=0``. An exception raised while making a batch is raised by
       the iterator at that batch (the same exception object, its traceback included); dropping
-      the iterator (``break``) stops and joins the threads; ``timeout`` (seconds) bounds the wait
-      for one batch (RuntimeError).
+      the iterator (``break``) stops the threads and waits a bounded time for them to finish the
+      batch in hand, as does interpreter exit; ``timeout`` (seconds) bounds the wait for one batch
+      (RuntimeError), after which a worker stuck in the dataset is not waited for.
     - Ember's C++ datasets (TensorDataset, ember.datasets.MNIST and FashionMNIST, and Subsets of
       them) make each batch in one call without the GIL when ``collate_fn`` is the default;
       otherwise a dataset's ``__getitems__`` is called once per batch if it has one, else
@@ -268,7 +273,7 @@ class _LoaderIter:
 
 class _Shared:
     """What worker threads and the consumer share; workers never refer to the iterator, so
-    dropping the iterator (``break``) runs its __del__, which stops and joins them."""
+    dropping the iterator (``break``) runs its __del__, which stops them."""
 
     def __init__(self, num_workers: int) -> None:
         self.cond = threading.Condition()
@@ -298,17 +303,49 @@ def _start_worker(state: _Shared, worker_id: int, loader: DataLoader, seed: int)
     return state.fatal is None
 
 
+# Note [Worker threads at exit]
+# Workers are daemon threads, so a loader never keeps the interpreter alive, but a daemon thread
+# still running when the interpreter finalizes is stopped wherever it next takes the GIL: inside
+# an op that released it (a C++ frame), or joined by an iterator's __del__ run during
+# finalization, which waits forever for a thread that can no longer end. An iterator alive at
+# exit (a global, or one held by the traceback of an exception that ended the script) aborted or
+# hung in about half the runs. So every live threaded iterator is in `_live`, and an atexit
+# handler (which runs before finalization, after the non-daemon threads were joined) stops them
+# all and gives their workers up to _SHUTDOWN_WAIT seconds in total to finish the batch in hand,
+# as PyTorch's shutdown waits up to its status interval for worker processes. Shutdown never
+# waits longer than that for a worker: one stuck in a dataset (what a timeout reports) is left to
+# end by itself, a daemon that exits once its batch is done; after a timeout nothing waits at all.
+# During finalization, or on a worker thread (the collector), shutdown only signals.
+_SHUTDOWN_WAIT = 5.0
+_live: "weakref.WeakSet[_ThreadedIter]" = weakref.WeakSet()
+_exiting = False
+
+
+def _shutdown_at_exit() -> None:
+    global _exiting
+    _exiting = True
+    deadline = time.monotonic() + _SHUTDOWN_WAIT
+    for it in list(_live):
+        it._shutdown(deadline)
+
+
+atexit.register(_shutdown_at_exit)
+
+
 class _ThreadedIter(_LoaderIter):
-    """Worker threads, the wait for a batch with the loader's timeout, and shutdown."""
+    """Worker threads, the wait for a batch with the loader's timeout, and shutdown (Note [Worker
+    threads at exit])."""
 
     def __init__(self, loader: DataLoader, state: _Shared, work: Callable) -> None:
         self._loader = loader
         self._state = state
         self._timeout = loader.timeout if loader.timeout > 0 else None
+        self._timed_out = False
         seed = loader._base_seed()
         self._threads = [threading.Thread(target=work, args=(state, w, loader, seed), daemon=True,
                                           name=f"ember-DataLoader-worker-{w}")
                          for w in range(loader.num_workers)]
+        _live.add(self)
         for t in self._threads:
             t.start()
 
@@ -317,20 +354,28 @@ class _ThreadedIter(_LoaderIter):
         past the timeout, RuntimeError."""
         s = self._state
         if not s.cond.wait_for(lambda: s.fatal is not None or ready(), timeout=self._timeout):
+            self._timed_out = True
             raise RuntimeError(f"DataLoader timed out after {self._loader.timeout} seconds")
         if s.fatal is not None:
             raise s.fatal
 
-    def _shutdown(self) -> None:
-        """Stops the workers and joins them (unless called on one of them, by the collector)."""
+    def _shutdown(self, deadline: Optional[float] = None) -> None:
+        """Stops the workers and waits for them until `deadline` (time.monotonic(); by default
+        _SHUTDOWN_WAIT from now), not at all after a timeout, during finalization or on a worker
+        thread (by the collector)."""
         s = self._state
         with s.cond:
             s.stop = True
             s.cond.notify_all()
         threads, self._threads = self._threads, []
-        if threading.current_thread() not in threads:
-            for t in threads:
-                t.join()
+        _live.discard(self)
+        if (self._timed_out or _exiting and deadline is None or sys.is_finalizing()
+                or threading.current_thread() in threads):
+            return
+        if deadline is None:
+            deadline = time.monotonic() + _SHUTDOWN_WAIT
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def __del__(self) -> None:
         if getattr(self, "_threads", None):
