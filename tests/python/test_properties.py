@@ -296,7 +296,8 @@ def test_in_place_add_between_views_of_one_buffer(data):
 @given(data=st.data())
 def test_writing_into_an_expanded_tensor_is_refused(data):
     t, _ = data.draw(tensors(dtypes=FLOATS, min_dims=1, layouts=["expanded"]))
-    assume(any(s > 1 and st_ == 0 for s, st_ in zip(t.shape, t.stride())))
+    # An empty tensor has no element to write twice (PyTorch takes it too).
+    assume(t.numel() > 0 and any(s > 1 and st_ == 0 for s, st_ in zip(t.shape, t.stride())))
     with pytest.raises(ember.Error):
         t.add_(1)
 
