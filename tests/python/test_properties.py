@@ -398,6 +398,46 @@ def test_contiguous_permute_and_transpose_keep_values(data):
     assert t.permute(*perm).contiguous().is_contiguous()
 
 
+# The most dims a tensor may have (EMBER_MAX_DIMS); NumPy 2 has the same limit.
+MAX_DIMS = 64
+
+
+@st.composite
+def many_dim_shapes(draw):
+    """Shapes of 9 to MAX_DIMS dims, mostly of size 1, with at most 10 dims of size 2 or 3."""
+    nd = draw(st.integers(9, MAX_DIMS))
+    shape = [1] * nd
+    for i in draw(st.lists(st.integers(0, nd - 1), max_size=10)):
+        shape[i] = draw(st.integers(2, 3)) if shape[i] == 1 else 2
+    return tuple(shape)
+
+
+@given(data=st.data())
+def test_tensors_up_to_the_dimension_limit_match_numpy(data):
+    """Kernels index with arrays of EMBER_MAX_DIMS entries: every op, every layout, any rank."""
+    # "sliced" doubles every dim of its base: 2**64 elements.
+    layouts = ["contiguous", "transposed", "expanded", "overlapping"]
+    t, a = data.draw(tensors(dtypes=FLOATS, shape=data.draw(many_dim_shapes()), layouts=layouts))
+    nd = t.dim()
+    perm = data.draw(st.permutations(range(nd)))
+    assert_close(t.permute(*perm).contiguous(), a.transpose(perm), t.dtype)
+    assert_close(t.permute(*perm).exp(), np.exp(a.astype(np.float64)).transpose(perm), t.dtype)
+    assert_close(t.sum(), a.astype(np.float64).sum(), t.dtype)
+    dim = data.draw(st.integers(-nd, nd - 1))
+    assert_close(t.sum(dim), a.astype(np.float64).sum(dim), t.dtype)
+    assert_close(t.amax(dim), a.max(dim), t.dtype)
+    assert_close(t + t.permute(*perm).permute(*np.argsort(perm)), 2 * a.astype(np.float64),
+                 t.dtype)
+
+
+def test_one_dim_past_the_limit_is_a_value_error():
+    for make in (lambda: ember.ones([1] * (MAX_DIMS + 1)), lambda: ember.ones(1).view([1] * 65),
+                 lambda: ember.ones([1] * MAX_DIMS).unsqueeze(0)):
+        with pytest.raises(ValueError, match="at most 64"):
+            make()
+    assert ember.ones([1] * MAX_DIMS).dim() == MAX_DIMS
+
+
 @given(data=st.data())
 def test_cat_and_stack_of_mixed_layouts(data):
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=3))
