@@ -75,6 +75,17 @@ void change_weight_every_way(Tensor& w, const Tensor& fresh, Check&& check) {
   check("after copy_");
 }
 
+/** The message of the ember::Error `fn` throws, or "" if it throws none. */
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 /** Runs `fn` and expects an ember::Error whose message contains every one of `parts`. */
 template <typename Fn>
 void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {

@@ -11,11 +11,13 @@
 #include <ember/ember.h>
 
 #include "ember/data.h"
+#include "tests/testing/temp_dir.h"
 
 namespace ember::data {
 namespace {
 
 namespace fs = std::filesystem;
+using ember::testing::TempDir;
 
 bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
@@ -30,24 +32,6 @@ void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
     for (const std::string& p : parts) EXPECT_PRED2(contains, e.what(), p);
   }
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ember_data_XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 /** Sets an environment variable for a scope, restoring the old value. */
 class ScopedEnv {

@@ -20,37 +20,13 @@
 
 #include "ember/io.h"
 #include "tests/testing/special_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
-
-/** A fresh directory under the system temp dir, removed with everything in it. */
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ember_io_XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  /** Names of the entries in the directory, sorted. */
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
+using ember::testing::TempDir;
 
 /** True if `s` contains `part`. */
 bool contains(const std::string& s, const std::string& part) {

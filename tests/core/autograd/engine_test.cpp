@@ -6,21 +6,13 @@
 #include <thread>
 
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
 namespace {
 
 double at(const Tensor& t, int64_t i) {
   return t.to(DType::Float64).contiguous().reshape({-1}).narrow(0, i, 1).item();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Engine, DiamondSumsBothPaths) {

@@ -8,25 +8,12 @@
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
 namespace {
 
 using V = std::vector<Tensor>;
-
-std::vector<double> values(const Tensor& t) {
-  const Tensor c = t.detach().to(DType::Float64).contiguous().reshape({-1});
-  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 Tensor f64(NestedList<double> data) {
   return tensor(data, DType::Float64);

@@ -16,6 +16,7 @@
 #include <ember/ember.h>
 
 #include "tests/testing/special_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace ember {
 namespace {
@@ -23,31 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using detail::FileWriter;
 using detail::write_file;
-
-/** A fresh directory under the system temp dir, removed with everything in it. */
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ember_writer_XXXXXX").string();
-    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  /** Names of the entries in the directory, sorted. */
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
-};
+using ember::testing::TempDir;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
