@@ -62,6 +62,22 @@ def rmsprop_ref(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.
     return p - lr * g / denom
 
 
+def adadelta_ref(p, g, s, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
+    g = g + weight_decay * p
+    s["sq"] = rho * s.get("sq", 0.0) + (1 - rho) * g * g
+    delta = np.sqrt(s.get("acc", 0.0) + eps) / np.sqrt(s["sq"] + eps) * g
+    s["acc"] = rho * s.get("acc", 0.0) + (1 - rho) * delta * delta
+    return p - lr * delta
+
+
+def adagrad_ref(p, g, s, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
+                eps=1e-10):
+    s["t"] = s.get("t", 0) + 1
+    g = g + weight_decay * p
+    s["sum"] = s.get("sum", initial_accumulator_value) + g * g
+    return p - lr / (1 + (s["t"] - 1) * lr_decay) * g / (np.sqrt(s["sum"]) + eps)
+
+
 CASES = [
     (optim.SGD, sgd_ref, dict(lr=0.1)),
     (optim.SGD, sgd_ref, dict(lr=0.05, momentum=0.9)),
@@ -76,6 +92,11 @@ CASES = [
     (optim.RMSprop, rmsprop_ref, dict(lr=0.01, centered=True)),
     (optim.RMSprop, rmsprop_ref, dict(lr=0.01, momentum=0.9, weight_decay=0.05)),
     (optim.RMSprop, rmsprop_ref, dict(lr=0.005, alpha=0.9, momentum=0.5, centered=True)),
+    (optim.Adadelta, adadelta_ref, dict()),
+    (optim.Adadelta, adadelta_ref, dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1)),
+    (optim.Adagrad, adagrad_ref, dict()),
+    (optim.Adagrad, adagrad_ref, dict(lr=0.1, lr_decay=0.05, weight_decay=0.1,
+                                      initial_accumulator_value=0.3)),
 ]
 
 
@@ -271,7 +292,9 @@ def test_step_with_a_closure(rng):
     lambda ps: optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.05}], lr=0.01, amsgrad=True),
     lambda ps: optim.AdamW(ps, lr=0.01),
     lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.9, centered=True),
-], ids=["SGD", "Adam", "AdamW", "RMSprop"])
+    lambda ps: optim.Adadelta(ps, weight_decay=0.01),
+    lambda ps: optim.Adagrad(ps, lr=0.1, lr_decay=0.01),
+], ids=["SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad"])
 def test_state_dict_round_trip_continues_identically(rng, make):
     problem = Problem(rng)
     a_params, b_params = problem.params(), problem.params()
@@ -323,7 +346,7 @@ def test_load_state_dict_errors(rng):
 
 def test_bad_arguments_raise_clear_errors():
     p = ember.zeros(3, requires_grad=True)
-    for cls in (optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop):
+    for cls in (optim.SGD, optim.Adam, optim.AdamW, optim.RMSprop, optim.Adadelta, optim.Adagrad):
         with pytest.raises(ValueError, match=r"invalid learning rate: -1"):
             cls([p], lr=-1)
         with pytest.raises(ValueError, match="empty parameter list"):
@@ -399,7 +422,9 @@ def test_update_rules_match_pytorch(torch, rng):
     for name, kwargs in [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)),
                          ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1)),
                          ("AdamW", dict(lr=0.01)),
-                         ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True))]:
+                         ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+                         ("Adadelta", dict(lr=0.5, weight_decay=0.01)),
+                         ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1))]:
         e_params = problem.params()
         t_params = [torch.tensor(x, requires_grad=True) for x in problem.start]
         e_opt, t_opt = getattr(optim, name)(e_params, **kwargs), getattr(torch.optim, name)(t_params, **kwargs)

@@ -1,6 +1,8 @@
-// ember::optim: optimizers (SGD, Adam, AdamW, RMSprop), LR schedulers and gradient clipping.
+// ember::optim: optimizers (SGD, Adam, AdamW, RMSprop, Adadelta, Adagrad), LR schedulers and
+// gradient clipping.
 #pragma once
 
+#include "ember/optim/adadelta.h"
 #include "ember/optim/adam.h"
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/lr_scheduler.h"

@@ -208,6 +208,8 @@ void bind_optimizers(nb::module_& m) {
           "param_groups"_a, "defaults"_a,
           "The optimizer over (params, options) groups; `defaults` names every hyperparameter.");
   bind_optimizer<optim::RMSprop>(m, "RMSprop", "RMSprop, centered or not, with momentum.");
+  bind_optimizer<optim::Adadelta>(m, "Adadelta", "Adadelta, with weight decay.");
+  bind_optimizer<optim::Adagrad>(m, "Adagrad", "Adagrad, with lr decay and weight decay.");
 
   nb::class_<LrGroups, Optimizer>(
       m, "LrGroups",

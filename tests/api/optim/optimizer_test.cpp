@@ -149,6 +149,41 @@ RefStep ref_rmsprop(RMSpropOptions o) {
   };
 }
 
+RefStep ref_adadelta(AdadeltaOptions o) {
+  struct S {
+    Vec sq, acc;
+  };
+  auto s = std::make_shared<S>();
+  return [o, s](Vec& p, const Vec& g0) {
+    if (s->sq.empty()) s->sq = s->acc = Vec(p.size(), 0.0);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = g0[i] + o.weight_decay * p[i];
+      s->sq[i] = o.rho * s->sq[i] + (1 - o.rho) * g * g;
+      const double delta = std::sqrt(s->acc[i] + o.eps) / std::sqrt(s->sq[i] + o.eps) * g;
+      s->acc[i] = o.rho * s->acc[i] + (1 - o.rho) * delta * delta;
+      p[i] -= o.lr * delta;
+    }
+  };
+}
+
+RefStep ref_adagrad(AdagradOptions o) {
+  struct S {
+    Vec sum;
+    int t = 0;
+  };
+  auto s = std::make_shared<S>();
+  return [o, s](Vec& p, const Vec& g0) {
+    if (s->sum.empty()) s->sum = Vec(p.size(), o.initial_accumulator_value);
+    ++s->t;
+    const double clr = o.lr / (1 + (s->t - 1) * o.lr_decay);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double g = g0[i] + o.weight_decay * p[i];
+      s->sum[i] += g * g;
+      p[i] -= clr * g / (std::sqrt(s->sum[i]) + o.eps);
+    }
+  };
+}
+
 TEST(OptimSGD, MatchesReference) {
   const std::vector<std::pair<std::string, SGDOptions>> cases = {
       {"plain", {.lr = 0.1}},
@@ -196,6 +231,38 @@ TEST(OptimAdamW, MatchesReference) {
   }
 }
 
+TEST(OptimAdadelta, MatchesReference) {
+  const std::vector<std::pair<std::string, AdadeltaOptions>> cases = {
+      {"default", {}},
+      {"lr_rho", {.lr = 0.5, .rho = 0.7, .eps = 1e-4}},
+      {"weight_decay", {.lr = 2.0, .weight_decay = 0.1}},
+  };
+  for (const auto& [name, o] : cases) {
+    expect_matches([o](std::vector<Tensor> ps) { return std::make_unique<Adadelta>(ps, o); },
+                   [o] { return ref_adadelta(o); }, "Adadelta " + name);
+  }
+}
+
+TEST(OptimAdagrad, MatchesReference) {
+  const std::vector<std::pair<std::string, AdagradOptions>> cases = {
+      {"default", {}},
+      {"lr_decay", {.lr = 0.1, .lr_decay = 0.05}},
+      {"accumulator_wd", {.lr = 0.05, .weight_decay = 0.1, .initial_accumulator_value = 0.5}},
+  };
+  for (const auto& [name, o] : cases) {
+    expect_matches([o](std::vector<Tensor> ps) { return std::make_unique<Adagrad>(ps, o); },
+                   [o] { return ref_adagrad(o); }, "Adagrad " + name);
+  }
+}
+
+TEST(OptimAdadelta, RefusesBadHyperparameters) {
+  const Tensor p = zeros({2}).requires_grad_();
+  EXPECT_THROW(Adadelta({p}, {.rho = 1.5}), ValueError);
+  EXPECT_THROW(Adadelta({p}, {.lr = -1}), ValueError);
+  EXPECT_THROW(Adagrad({p}, {.lr_decay = -0.1}), ValueError);
+  EXPECT_THROW(Adagrad({p}, {.initial_accumulator_value = -1}), ValueError);
+}
+
 TEST(OptimRMSprop, MatchesReference) {
   const std::vector<std::pair<std::string, RMSpropOptions>> cases = {
       {"default", {}},
@@ -240,14 +307,17 @@ TEST(OptimFused, KernelAndTensorOpsAgree) {
          return std::make_unique<Adam>(ps, AdamOptions{.lr = 0.01, .weight_decay = 0.1});
        }},
       {"adam amsgrad",
-       [](auto ps) { return std::make_unique<Adam>(ps, AdamOptions{.lr = 0.01, .amsgrad = true}); }},
+       [](auto ps) {
+         return std::make_unique<Adam>(ps, AdamOptions{.lr = 0.01, .amsgrad = true});
+       }},
       {"adamw", [](auto ps) { return std::make_unique<AdamW>(ps, AdamWOptions{.lr = 0.01}); }},
-      {"rmsprop", [](auto ps) { return std::make_unique<RMSprop>(ps, RMSpropOptions{.lr = 0.01}); }},
+      {"rmsprop",
+       [](auto ps) { return std::make_unique<RMSprop>(ps, RMSpropOptions{.lr = 0.01}); }},
       {"rmsprop centered momentum",
        [](auto ps) {
          return std::make_unique<RMSprop>(
-             ps, RMSpropOptions{
-                     .lr = 0.01, .weight_decay = 0.1, .momentum = 0.5, .centered = true});
+             ps,
+             RMSpropOptions{.lr = 0.01, .weight_decay = 0.1, .momentum = 0.5, .centered = true});
        }},
   };
   for (const auto& [what, factory] : cases) {

@@ -1,6 +1,7 @@
-"""Optimizers (torch.optim): SGD, Adam, AdamW and RMSprop, and Optimizer to subclass.
+"""Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, Adadelta and Adagrad, and Optimizer to
+subclass.
 
-The four built-in optimizers are Ember's C++ ones (``ember._C.optim``): step() runs in C++ with
+The built-in optimizers are Ember's C++ ones (``ember._C.optim``): step() runs in C++ with
 the GIL released, and their ``param_groups`` and ``state`` are views of the C++ groups and state,
 so ``group['lr'] = 0.1`` changes the group the next step uses. ``Optimizer`` is PyTorch's base
 class in Python: subclass it, call ``super().__init__(params, defaults)`` and write step() over
@@ -18,7 +19,7 @@ from ember._C import Tensor
 from ember._C import optim as _native
 from ember.autograd import enable_grad, no_grad
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "lr_scheduler"]
 
 
 def _param_groups(params: Any, who: str) -> List[dict]:
@@ -459,6 +460,31 @@ class RMSprop(_NativeOptimizer):
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False):
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered))
+
+
+class Adadelta(_NativeOptimizer):
+    """Adadelta with weight decay (torch.optim.Adadelta), run by Ember's C++ optimizer."""
+
+    _Native = _native.Adadelta
+    _hyper = {"lr": ("lr",), "rho": ("rho",), "eps": ("eps",), "weight_decay": ("weight_decay",)}
+
+    def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0):
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay))
+
+
+class Adagrad(_NativeOptimizer):
+    """Adagrad with lr decay and weight decay (torch.optim.Adagrad), run by Ember's C++
+    optimizer."""
+
+    _Native = _native.Adagrad
+    _hyper = {"lr": ("lr",), "lr_decay": ("lr_decay",), "weight_decay": ("weight_decay",),
+              "initial_accumulator_value": ("initial_accumulator_value",), "eps": ("eps",)}
+
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10):
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps))
 
 
 from ember.optim import lr_scheduler  # noqa: E402  (it uses the classes above)
