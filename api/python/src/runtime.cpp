@@ -200,11 +200,14 @@ void bind_runtime(nb::module_& m) {
           d["plugin"] = e.plugin;
           d["count"] = e.count;
           d["reason"] = e.unusable_reason;
+          d["priority"] = e.table.priority;
+          d["host_accessible"] = e.table.host_accessible != 0;
           out.append(d);
         }
         return out;
       },
-      "Every registered device type: name, plugin, device count and why it has none.");
+      "Every registered device type: name, plugin, device count and why it has none, priority "
+      "and whether the host can read its memory.");
   m.def("device_count", &device_count, "type"_a, "Devices of a device type (0 if unknown).");
   m.def("_set_current_device", &set_current_device, "device"_a,
         "Makes `device` this thread's current device of its type.");
