@@ -423,3 +423,30 @@ def test_more_dims_than_the_limit_are_a_value_error():
         with pytest.raises(ValueError, match=r"too many dims: a tensor of 65 dims, at most 64"):
             make()
     assert at_limit.squeeze().shape == ()
+
+
+def test_new_factories_take_the_tensors_dtype_and_device_unless_told():
+    d = ember.ones(2, dtype=ember.float64)
+    assert d.new_zeros(2, 3).dtype == ember.float64 and d.new_zeros((2, 3)).shape == (2, 3)
+    assert d.new_ones(4, dtype=ember.int32).dtype == ember.int32
+    assert d.new_full((2,), 7).tolist() == [7.0, 7.0] and d.new_full((2,), 7).dtype == ember.float64
+    assert d.new_empty(0).shape == (0,)
+    assert d.new_zeros(1, requires_grad=True).requires_grad
+    src = ember.ones(2, requires_grad=True)
+    copy = d.new_tensor(src)
+    assert copy.dtype == ember.float64 and not copy.requires_grad and not copy.is_same_storage(src)
+    assert ember.ones(1, dtype=ember.int64).new_tensor([1.5]).dtype == ember.int64
+    assert d.new_zeros(2, device="reference").device.type == "reference"
+
+
+def test_type_names_and_converts_as_in_pytorch():
+    t = ember.ones(2)
+    assert t.type() == "ember.FloatTensor"
+    assert ember.ones(1, dtype=ember.int64).type() == "ember.LongTensor"
+    assert t.type(ember.float32) is t
+    assert t.type(ember.int64).dtype == ember.int64
+    assert t.type("torch.DoubleTensor").dtype == ember.float64
+    assert t.type("torch.ByteTensor").tolist() == [1, 1]
+    with pytest.raises(TypeError, match="invalid type: 'torch.FooTensor'"):
+        t.type("torch.FooTensor")
+    assert not t.is_xpu and not t.is_mps and not t.is_cuda

@@ -391,6 +391,39 @@ nb::object register_grad_hook(const Tensor& t, nb::handle fn) {
   return make_removable_handle([ref] { ref->reset(); });
 }
 
+namespace {
+
+/** PyTorch's legacy type names by dtype: Float for float32, Long for int64, ... */
+constexpr std::pair<DType, const char*> kLegacyTypeNames[] = {
+    {DType::Float32, "Float"},     {DType::Float64, "Double"}, {DType::Float16, "Half"},
+    {DType::BFloat16, "BFloat16"}, {DType::Int64, "Long"},     {DType::Int32, "Int"},
+    {DType::Int8, "Char"},         {DType::UInt8, "Byte"},     {DType::Bool, "Bool"}};
+
+/** Tensor.type(): "ember.FloatTensor", "ember.cuda.LongTensor", ... */
+std::string legacy_type_name(const Tensor& t) {
+  for (const auto& [d, name] : kLegacyTypeNames) {
+    if (d != t.dtype()) continue;
+    return t.device() == Device::cpu()
+               ? fmt::format("ember.{}Tensor", name)
+               : fmt::format("ember.{}.{}Tensor", t.device().type_name(), name);
+  }
+  return fmt::format("ember.{}Tensor", t.dtype());
+}
+
+/** The dtype of a legacy type name: "torch.FloatTensor", "ember.cuda.LongTensor", "FloatTensor". */
+DType dtype_of_legacy_name(const std::string& s) {
+  const std::string last = s.substr(s.rfind('.') == std::string::npos ? 0 : s.rfind('.') + 1);
+  for (const auto& [d, name] : kLegacyTypeNames) {
+    if (last == fmt::format("{}Tensor", name)) return d;
+  }
+  throw TypeError(
+      fmt::format("[type] invalid type: '{}' (a dtype, or a name such as "
+                  "'torch.FloatTensor')",
+                  s));
+}
+
+}  // namespace
+
 void bind_tensor(nb::module_& m) {
   g_size_type = nb::object(nb::module_::import_("ember._size").attr("Size")).release();
   m.attr("Size") = g_size_type;
@@ -481,9 +514,6 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro("dtype", &Tensor::dtype, "The element type.")
       .def_prop_ro("device", &Tensor::device, "The device the data lives on.")
       .def_prop_ro(
-          "is_cuda", [](const Tensor& t) { return t.device().type_name() == "cuda"; },
-          "True for a CUDA tensor.")
-      .def_prop_ro(
           "is_cpu", [](const Tensor& t) { return t.device() == Device::cpu(); },
           "True for a CPU tensor.")
       .def(
@@ -515,6 +545,110 @@ void bind_tensor(nb::module_& m) {
       .def("_is_view", &Tensor::is_view, "True for a view that follows its base's history.")
       .def("is_inference", &Tensor::is_inference,
            "True if made inside inference_mode (a view of such a tensor included).");
+
+  // is_cuda, is_xpu, is_mps: whether the tensor is on a device of that type (any backend plugin
+  // may register one by that name).
+  static constexpr struct {
+    const char* prop;
+    const char* type;
+    const char* doc;
+  } kIsDeviceType[] = {{"is_cuda", "cuda", "True for a CUDA tensor."},
+                       {"is_xpu", "xpu", "True for a tensor on an 'xpu' device."},
+                       {"is_mps", "mps", "True for a tensor on an 'mps' device."}};
+  for (const auto& d : kIsDeviceType) {
+    cls.def_prop_ro(
+        d.prop, [type = d.type](const Tensor& t) { return t.device().type_name() == type; }, d.doc);
+  }
+
+  // Note [Factories of a tensor's kind]
+  // new_zeros, new_ones, new_empty, new_full and new_tensor make a tensor with this one's dtype
+  // and device unless told otherwise (PyTorch's Tensor.new_*): the core's factories with the
+  // options defaulted here, nothing more.
+  auto new_factory = [&](const char* name, auto make, const char* doc) {
+    cls.def(
+        name,
+        [make, name](const Tensor& self, nb::args size, std::optional<DType> dtype,
+                     std::optional<Device> device, bool requires_grad, bool pin_memory) {
+          const Shape s = sizes_from_args(size, name);
+          const TensorOptions o =
+              TensorOptions(dtype.value_or(self.dtype()), device.value_or(self.device()))
+                  .pinned_memory(pin_memory);
+          GilRelease release;
+          return finish(make(s, o), requires_grad);
+        },
+        "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+        "requires_grad"_a = false, "pin_memory"_a = false,
+        nb::sig(fmt::format("def {}(self, *size: int | collections.abc.Sequence[int], dtype: "
+                            "ember.dtype | None = None, device: ember.device | str | None = "
+                            "None, requires_grad: bool = False, pin_memory: bool = False) -> "
+                            "ember.Tensor",
+                            name)
+                    .c_str()),
+        doc);
+  };
+  new_factory(
+      "new_zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
+      "Zeros of the given size, with this tensor's dtype and device unless given.");
+  new_factory(
+      "new_ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
+      "Ones of the given size, with this tensor's dtype and device unless given.");
+  new_factory(
+      "new_empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
+      "An uninitialised tensor of the given size, with this tensor's dtype and device.");
+  cls.def(
+         "new_full",
+         [](const Tensor& self, Ints size, PyScalar value, std::optional<DType> dtype,
+            std::optional<Device> device, bool requires_grad) {
+           const TensorOptions o(dtype.value_or(self.dtype()), device.value_or(self.device()));
+           GilRelease release;
+           return finish(full(size, value, o), requires_grad);
+         },
+         "size"_a, "fill_value"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+         "requires_grad"_a = false,
+         "fill_value in every element, with this tensor's dtype and device unless given.")
+      .def(
+          "new_tensor",
+          [](const Tensor& self, nb::handle data, std::optional<DType> dtype,
+             std::optional<Device> device, bool requires_grad) {
+            Tensor t = tensor_from_data(data, dtype.value_or(self.dtype()),
+                                        device.value_or(self.device()));
+            if (nb::isinstance<PyTensor>(data)) t = t.detach().clone();
+            return finish(t, requires_grad);
+          },
+          "data"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+          "requires_grad"_a = false,
+          "A copy of data with this tensor's dtype and device unless given (no history).")
+      .def(
+          "type",
+          [](const Tensor& self, nb::handle dtype, bool non_blocking) -> nb::object {
+            if (dtype.is_none()) return nb::str(legacy_type_name(self).c_str());
+            Device device = self.device();
+            DType want;
+            if (nb::isinstance<nb::str>(dtype)) {
+              const std::string name = nb::cast<std::string>(dtype);
+              want = dtype_of_legacy_name(name);
+              // "torch.cuda.FloatTensor" names the device type too.
+              const size_t last = name.rfind('.'), prev = name.rfind('.', last - 1);
+              device = last == std::string::npos || prev == std::string::npos
+                           ? Device::cpu()
+                           : Device(name.substr(prev + 1, last - prev - 1));
+            } else {
+              want = nb::cast<DType>(dtype);
+            }
+            if (want == self.dtype() && device == self.device()) return nb::cast(self);
+            Tensor t;
+            {
+              GilRelease release;
+              t = want == self.dtype() ? self : self.to(want);
+              if (device != t.device()) t = t.to(device, non_blocking);
+            }
+            return nb::cast(t);
+          },
+          "dtype"_a = nb::none(), "non_blocking"_a = false,
+          nb::sig("def type(self, dtype: ember.dtype | str | None = None, non_blocking: bool = "
+                  "False) -> str | ember.Tensor"),
+          "With no dtype, the type's name ('ember.FloatTensor'); else the tensor converted to "
+          "dtype (an ember.dtype, or a name such as 'torch.LongTensor'); itself if it has it.");
 
   // Conversions.
   cls.def(
