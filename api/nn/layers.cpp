@@ -300,6 +300,22 @@ std::string Dropout::extra_repr() const {
   return fmt::format("p={}", p);
 }
 
+FeatureDropout::FeatureDropout(int64_t spatial_dims_, double p_)
+    : Module(fmt::format("Dropout{}d", spatial_dims_)), p(p_), spatial_dims(spatial_dims_) {
+  EMBER_CHECK(spatial_dims >= 1 && spatial_dims <= 3,
+              "[nn.FeatureDropout] spatial_dims must be 1, 2 or 3: got {}", spatial_dims);
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[nn.Dropout{}d] probability p must be in [0, 1]: got {}",
+              spatial_dims, p);
+}
+
+Tensor FeatureDropout::forward(const Tensor& x) {
+  return feature_dropout(x, p, spatial_dims, is_training());
+}
+
+std::string FeatureDropout::extra_repr() const {
+  return fmt::format("p={}", p);
+}
+
 Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
                      std::optional<double> max_norm_, double norm_type_)
     : Module("Embedding"),

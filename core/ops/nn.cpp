@@ -380,6 +380,28 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   return mul(x, mask);
 }
 
+Tensor feature_dropout(const Tensor& x, double p, int64_t spatial_dims, bool training,
+                       Generator* gen) {
+  EMBER_CHECK(spatial_dims >= 1 && spatial_dims <= 3,
+              "[dropout{}d] spatial_dims must be 1, 2 or 3: got {}", spatial_dims, spatial_dims);
+  EMBER_CHECK_TYPE(x.defined(), "[dropout{}d] undefined tensor argument", spatial_dims);
+  EMBER_CHECK(x.dim() == spatial_dims + 1 || x.dim() == spatial_dims + 2,
+              "[dropout{}d] expected a {}-d (unbatched) or {}-d (batched) input: got shape {}",
+              spatial_dims, spatial_dims + 1, spatial_dims + 2, shape_str(x.sizes()));
+  EMBER_CHECK(p >= 0.0 && p <= 1.0, "[dropout{}d] probability p must be in [0, 1]: got {}",
+              spatial_dims, p);
+  EMBER_CHECK_TYPE(is_floating(x.dtype()), "[dropout{}d] needs a floating tensor: got {}",
+                   spatial_dims, x.dtype());
+  if (!training || p == 0.0) return x;
+  if (p == 1.0) return mul(x, 0.0);
+  // One draw per (sample, channel), broadcast over the spatial dims.
+  Shape mask_sizes(x.sizes());
+  for (int64_t d = x.dim() - spatial_dims; d < x.dim(); ++d) mask_sizes[d] = 1;
+  const Tensor mask =
+      detail::dropout_mask(mask_sizes, {x.dtype(), x.device()}, p, 1.0 / (1.0 - p), gen);
+  return mul(x, mask);
+}
+
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
                  std::optional<double> max_norm, double norm_type) {
   EMBER_CHECK_TYPE(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");

@@ -11,6 +11,7 @@ import pytest
 
 import ember
 from ember import nn
+from ember.nn import functional as F
 from helpers import assert_close
 
 
@@ -800,3 +801,34 @@ def test_optimizer_state_dicts_deepcopy_and_pickle():
     for c in (copy.deepcopy(state), pickle.loads(pickle.dumps(state))):
         assert c["param_groups"][0]["lr"] == 0.1
         assert_close(c["state"][0]["exp_avg"], state["state"][0]["exp_avg"], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("cls,spatial", [(nn.Dropout1d, 1), (nn.Dropout2d, 2), (nn.Dropout3d, 3)])
+def test_channel_dropout_zeroes_whole_channels(cls, spatial):
+    m = cls(0.5)
+    assert repr(m) == f"{cls.__name__}(p=0.5)"
+    x = ember.rand(*([6, 10] + [3] * spatial)) + 1.0
+    y = m(x).numpy().reshape(60, -1)
+    xs = x.numpy().reshape(60, -1)
+    zero = (y == 0).all(axis=1)
+    assert ((y == 0).any(axis=1) == zero).all(), "a channel is dropped whole or not at all"
+    np.testing.assert_allclose(y[~zero], 2 * xs[~zero], rtol=1e-6)
+    assert 0 < zero.sum() < 60
+    unbatched = ember.ones(*([4] + [2] * spatial))
+    assert m(unbatched).shape == unbatched.shape
+    m.eval()
+    assert m(x) is x or (m(x) == x).all().item()
+    fn = getattr(F, f"dropout{spatial}d")
+    assert fn(x, 0.5, training=False).equal(x)
+    with pytest.raises(ValueError, match=rf"\[dropout{spatial}d\] expected a"):
+        m.train()(ember.ones(2))
+    with pytest.raises(ValueError, match="probability p must be in"):
+        cls(1.5)
+
+
+def test_nn_modules_and_flatten_parameters_are_there_for_scripts():
+    assert nn.modules.Linear is nn.Linear and nn.modules.Module is nn.Module
+    lstm = nn.LSTM(2, 3)
+    before = {k: v.clone() for k, v in lstm.state_dict().items()}
+    assert lstm.flatten_parameters() is None
+    assert all(v.equal(before[k]) for k, v in lstm.state_dict().items())

@@ -1534,6 +1534,21 @@ void bind_layers(nb::module_& m) {
           },
           "p"_a = 0.5, "inplace"_a = false, "Dropout with probability p.", record_init())
       .def_ro("p", &nn::Dropout::p, "The probability of zeroing.");
+  layer<nn::FeatureDropout>(m, "_FeatureDropout", "What Dropout1d, Dropout2d and Dropout3d share.")
+      .def_ro("p", &nn::FeatureDropout::p, "The probability of zeroing a channel.");
+  auto feature_dropout = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    layer<T, nn::FeatureDropout>(m, name, doc)
+        .def(
+            "__init__", [](nb::pointer_and_handle<T> v, double p, bool) { construct<T>(v, p); },
+            "p"_a = 0.5, "inplace"_a = false, "Channel dropout with probability p.", record_init());
+  };
+  feature_dropout(std::type_identity<nn::Dropout1d>{}, "Dropout1d",
+                  "Zeroes whole channels of [N, C, L] with probability p in training.");
+  feature_dropout(std::type_identity<nn::Dropout2d>{}, "Dropout2d",
+                  "Zeroes whole channels of [N, C, H, W] with probability p in training.");
+  feature_dropout(std::type_identity<nn::Dropout3d>{}, "Dropout3d",
+                  "Zeroes whole channels of [N, C, D, H, W] with probability p in training.");
   layer<nn::Embedding>(m, "Embedding", "A lookup table of vectors.")
       .def(
           "__init__",
@@ -1849,6 +1864,10 @@ nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, doub
 void bind_recurrent(nb::module_& m) {
   nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), module_type_slots(),
                                       "What LSTM and GRU share.")
+      .def(
+          "flatten_parameters", [](nn::RNNBase&) {},
+          "Does nothing: the weights are always used where they are (PyTorch compacts them for "
+          "cuDNN here).")
       .def_ro("input_size", &nn::RNNBase::input_size, "Input features.")
       .def_ro("hidden_size", &nn::RNNBase::hidden_size, "Hidden features per direction.")
       .def_prop_ro(

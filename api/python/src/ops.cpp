@@ -175,6 +175,16 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
       "Zeroes elements with probability p in training, scaling the rest by 1 / (1 - p).");
+  for (int64_t d = 1; d <= 3; ++d) {
+    static const char* const kNames[] = {"dropout1d", "dropout2d", "dropout3d"};
+    f.def(
+        kNames[d - 1],
+        [d](const Tensor& x, double p, bool training, bool inplace) {
+          return maybe_inplace(x, feature_dropout(x, p, d, training), inplace);
+        },
+        "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
+        "Zeroes whole channels with probability p in training, scaling the rest by 1 / (1 - p).");
+  }
   f.def(
       "embedding",
       [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,

@@ -608,6 +608,51 @@ TEST(Dropout, BadArguments) {
   expect_error([&] { dropout(arange(3), 0.5); }, {"[dropout]", "floating"});
 }
 
+TEST(FeatureDropout, ZeroesWholeChannelsAndScalesTheRest) {
+  for (int64_t spatial = 1; spatial <= 3; ++spatial) {
+    for (bool batched : {true, false}) {
+      Shape sizes = batched ? Shape{8, 16} : Shape{16};
+      for (int64_t d = 0; d < spatial; ++d) sizes.push_back(3);
+      const Tensor x = add(uniform(sizes, 24), 2.0);  // no zeros in x
+      Generator g(11);
+      const Tensor y = feature_dropout(x, 0.5, spatial, true, &g);
+      const int64_t per_channel = x.numel() / (batched ? 8 * 16 : 16);
+      const std::vector<double> xv = values(x), yv = values(y);
+      int64_t dropped = 0;
+      for (size_t c = 0; c < yv.size(); c += static_cast<size_t>(per_channel)) {
+        const bool zero = yv[c] == 0.0;
+        dropped += zero;
+        for (int64_t k = 0; k < per_channel; ++k) {
+          const size_t i = c + static_cast<size_t>(k);
+          EXPECT_EQ(yv[i] == 0.0, zero) << "a channel is dropped whole, spatial=" << spatial;
+          if (!zero) {
+            EXPECT_NEAR(yv[i], 2 * xv[i], 1e-5 * xv[i]);
+          }
+        }
+      }
+      const int64_t channels = batched ? 8 * 16 : 16;
+      EXPECT_GT(dropped, 0) << "spatial=" << spatial;
+      EXPECT_LT(dropped, channels) << "spatial=" << spatial;
+    }
+  }
+}
+
+TEST(FeatureDropout, IdentityInEvalAndBadArguments) {
+  const Tensor x = uniform({2, 3, 4, 4}, 25);
+  EXPECT_TRUE(feature_dropout(x, 0.5, 2, /*training=*/false).is_same(x));
+  for (double v : values(feature_dropout(x, 1.0, 2))) EXPECT_EQ(v, 0.0);
+  expect_error(
+      [&] { feature_dropout(x, 0.5, 1); },
+      {"[dropout1d]", "expected a 2-d (unbatched) or 3-d (batched) input", "[2, 3, 4, 4]"});
+  expect_error([&] { feature_dropout(x, 1.5, 2); }, {"[dropout2d]", "[0, 1]", "1.5"});
+  expect_error([&] { feature_dropout(x, 0.5, 4); }, {"spatial_dims must be 1, 2 or 3"});
+  expect_error(
+      [&] {
+        feature_dropout(ones({2, 3, 4}, DType::Int64), 0.5, 1);
+      },
+      {"[dropout1d]", "floating"});
+}
+
 // ---- embedding --------------------------------------------------------------------------------
 
 TEST(Embedding, PicksRowsForAnyIndexShape) {

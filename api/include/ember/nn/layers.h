@@ -226,6 +226,40 @@ class Dropout : public Module {
   const double p;
 };
 
+/** Zeroes whole channels with probability p in training (scaling the rest); identity in eval.
+ *  Dropout1d, Dropout2d and Dropout3d are this with 1, 2 or 3 spatial dims. */
+class FeatureDropout : public Module {
+ public:
+  /** Channel dropout with probability `p` over inputs of `spatial_dims` spatial dims. */
+  FeatureDropout(int64_t spatial_dims, double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double p;
+  const int64_t spatial_dims;
+};
+
+/** Channel dropout of [N, C, L] or [C, L] inputs (torch.nn.Dropout1d). */
+class Dropout1d : public FeatureDropout {
+ public:
+  /** Channel dropout with probability `p`. */
+  explicit Dropout1d(double p = 0.5) : FeatureDropout(1, p) {}
+};
+
+/** Channel dropout of [N, C, H, W] or [C, H, W] inputs (torch.nn.Dropout2d). */
+class Dropout2d : public FeatureDropout {
+ public:
+  /** Channel dropout with probability `p`. */
+  explicit Dropout2d(double p = 0.5) : FeatureDropout(2, p) {}
+};
+
+/** Channel dropout of [N, C, D, H, W] or [C, D, H, W] inputs (torch.nn.Dropout3d). */
+class Dropout3d : public FeatureDropout {
+ public:
+  /** Channel dropout with probability `p`. */
+  explicit Dropout3d(double p = 0.5) : FeatureDropout(3, p) {}
+};
+
 /** A lookup table of `num_embeddings` vectors of size `embedding_dim`, from N(0, 1). */
 class Embedding : public Module {
  public:

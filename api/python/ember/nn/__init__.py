@@ -22,6 +22,9 @@ from ember._C.nn import (  # noqa: F401
     ConvTranspose2d,
     CrossEntropyLoss,
     Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
     ELU,
     Embedding,
     Flatten,
@@ -251,3 +254,5 @@ class Softsign(Module):
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("OrderedDict", "Any", "Dict", "Iterable", "Iterator", "Mapping", "Optional", "Tuple")]
+
+from ember.nn import modules  # noqa: E402  (it re-exports the names above)

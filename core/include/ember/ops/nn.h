@@ -27,6 +27,11 @@ EMBER_API Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tenso
  *  the identity otherwise. */
 EMBER_API Tensor dropout(const Tensor& x, double p = 0.5, bool training = true,
                          Generator* gen = nullptr);
+/** Dropout of whole channels (PyTorch's dropout1d/2d/3d): x is [N, C, *spatial] or unbatched
+ *  [C, *spatial] with `spatial_dims` (1 to 3) spatial dims; each (sample, channel) is zeroed with
+ *  probability p and the rest scaled by 1 / (1 - p) when training; the identity otherwise. */
+EMBER_API Tensor feature_dropout(const Tensor& x, double p, int64_t spatial_dims,
+                                 bool training = true, Generator* gen = nullptr);
 /** Rows of weight [num, dim] picked by integer indices of any shape: result [..., dim]. Rows
  *  at padding_idx get no gradient. With max_norm, the rows looked up whose norm_type-norm
  *  exceeds it are first rescaled in place to max_norm (PyTorch's embedding renorm). */
