@@ -450,3 +450,34 @@ def test_type_names_and_converts_as_in_pytorch():
     with pytest.raises(TypeError, match="invalid type: 'torch.FooTensor'"):
         t.type("torch.FooTensor")
     assert not t.is_xpu and not t.is_mps and not t.is_cuda
+
+
+def test_randint_takes_its_arguments_by_position_or_keyword():
+    for t in (ember.randint(5, (40,)), ember.randint(5, size=(40,)),
+              ember.randint(high=5, size=(40,)), ember.randint(0, 5, size=(40,))):
+        assert t.shape == (40,) and t.dtype == ember.int64
+        assert 0 <= t.min().item() and t.max().item() < 5
+    t = ember.randint(low=3, high=6, size=(2, 50))
+    assert t.shape == (2, 50) and 3 <= t.min().item() and t.max().item() < 6
+    with pytest.raises(TypeError, match=r"\[randint\] missing high"):
+        ember.randint(5)
+    with pytest.raises(TypeError, match=r"\[randint\] takes \(high, size\)"):
+        ember.randint(1, 2, 3, (2,))
+
+
+def test_a_range_indexes_as_the_sequence_it_is():
+    x = ember.arange(10) * 10
+    assert x[range(2, 8, 2)].tolist() == [20, 40, 60]
+    assert x[range(0)].tolist() == []
+    assert x[range(9, 0, -4)].tolist() == [90, 50, 10]
+    y = ember.zeros(4)
+    y[range(1, 3)] = 5
+    assert y.tolist() == [0, 5, 5, 0]
+    with pytest.raises(IndexError):
+        x[range(8, 12)]
+
+
+def test_clone_as_a_function():
+    x = ember.ones(2, requires_grad=True)
+    c = ember.clone(x)
+    assert c.grad_fn is not None and not c.is_same_storage(x) and c.tolist() == [1, 1]

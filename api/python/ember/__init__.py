@@ -27,6 +27,7 @@ from ember._errors import (  # noqa: F401
 )
 
 import builtins as _builtins
+from typing import Any as _Any
 from ember import return_types  # noqa: F401
 from ember.autograd import (  # noqa: F401
     no_grad,
@@ -52,6 +53,11 @@ def is_tensor(obj: object) -> _builtins.bool:
 def numel(input: Tensor) -> _builtins.int:
     """The number of elements of input."""
     return input.numel()
+
+
+def clone(input: Tensor, *, memory_format: _Any = None) -> Tensor:
+    """A copy of input that autograd tracks (Tensor.clone)."""
+    return input.clone() if memory_format is None else input.clone(memory_format=memory_format)
 
 
 def plugins() -> _builtins.list:

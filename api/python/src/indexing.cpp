@@ -61,6 +61,10 @@ TensorIndex to_item(nb::handle item) {
     return indexing::Slice(slice_end(sl->start), slice_end(sl->stop), step.value_or(1));
   }
   if (nb::isinstance<PyTensor>(item)) return Tensor(*nb::inst_ptr<PyTensor>(item));
+  if (PyRange_Check(o)) {  // a sequence of integers, as PyTorch reads it: x[range(2, 5)]
+    const auto attr = [&](const char* name) { return nb::cast<int64_t>(item.attr(name)); };
+    return arange(attr("start"), attr("stop"), attr("step"), TensorOptions(DType::Int64));
+  }
   if (is_index_tensor_like(item)) {
     Tensor t = tensor_from_data(item, std::nullopt, std::nullopt);
     if (PyList_Check(o) && t.numel() == 0) t = t.to(DType::Int64);

@@ -1096,24 +1096,42 @@ void bind_tensor(nb::module_& m) {
       "Standard normal.");
   m.def(
       "randint",
-      [](nb::args args, Generator* gen, std::optional<DType> dtype, std::optional<Device> device,
-         bool requires_grad) {
-        EMBER_CHECK_TYPE(args.size() == 2 || args.size() == 3,
-                         "[randint] takes (high, size) or (low, high, size), got {} arguments",
-                         args.size());
-        const int64_t low = args.size() == 3 ? nb::cast<int64_t>(args[0]) : 0;
-        const int64_t high = nb::cast<int64_t>(args[args.size() - 2]);
-        const Ints size = nb::cast<Ints>(args[args.size() - 1]);
+      [](nb::args args, std::optional<int64_t> low, std::optional<int64_t> high,
+         std::optional<Ints> size, Generator* gen, std::optional<DType> dtype,
+         std::optional<Device> device, bool requires_grad) {
+        // torch.randint(low=0, high, size): positionals fill what the keywords leave, from the
+        // right (size, then high, then low).
+        std::vector<nb::handle> pos(args.begin(), args.end());
+        auto take = [&](const char* what) {
+          EMBER_CHECK_TYPE(!pos.empty(),
+                           "[randint] missing {}: takes (high, size) or (low, high, size), "
+                           "positionally or by keyword",
+                           what);
+          nb::handle h = pos.back();
+          pos.pop_back();
+          return h;
+        };
+        if (!size) size = nb::cast<Ints>(take("size"));
+        if (!high) high = nb::cast<int64_t>(take("high"));
+        if (!low) low = pos.empty() ? 0 : nb::cast<int64_t>(take("low"));
+        EMBER_CHECK_TYPE(pos.empty(),
+                         "[randint] takes (high, size) or (low, high, size): got {} more "
+                         "arguments",
+                         pos.size());
         const TensorOptions o = options(dtype, device, false, DType::Int64);
         GilRelease release;
-        return finish(randint(low, high, size, o, gen), requires_grad);
+        return finish(randint(*low, *high, *size, o, gen), requires_grad);
       },
-      "args"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = nb::none(),
-      "device"_a = nb::none(), "requires_grad"_a = false,
-      nb::sig("def randint(*args: int | collections.abc.Sequence[int], generator: "
-              "ember.Generator | None = None, dtype: ember.dtype | None = None, device: "
-              "ember.device | str | None = None, requires_grad: bool = False) -> ember.Tensor"),
-      "Integers uniform in [low, high): randint(high, size) or randint(low, high, size).");
+      "args"_a, nb::kw_only(), "low"_a = nb::none(), "high"_a = nb::none(), "size"_a = nb::none(),
+      "generator"_a.none() = nb::none(), "dtype"_a = nb::none(), "device"_a = nb::none(),
+      "requires_grad"_a = false,
+      nb::sig("def randint(*args: int | collections.abc.Sequence[int], low: int | None = None, "
+              "high: int | None = None, size: collections.abc.Sequence[int] | None = None, "
+              "generator: ember.Generator | None = None, dtype: ember.dtype | None = None, "
+              "device: ember.device | str | None = None, requires_grad: bool = False) -> "
+              "ember.Tensor"),
+      "Integers uniform in [low, high): randint(high, size) or randint(low, high, size), by "
+      "position or keyword.");
   m.def(
       "randperm",
       [](int64_t n, Generator* gen, DType dtype, std::optional<Device> device) {
