@@ -659,7 +659,18 @@ class Reader {
         check(a.size() == (fn->callable == Callable::RebuildParameter ? 3u : 4u),
               "{} takes {} arguments, got {}", fn->s,
               fn->callable == Callable::RebuildParameter ? 3 : 4, a.size());
-        return expect(a[0], Value::kTensor, "a parameter's data");
+        {
+          Value* data = expect(a[0], Value::kTensor, "a parameter's data");
+          // _rebuild_parameter(data, requires_grad, hooks): the flag is the parameter's.
+          if (expect(a[1], Value::kBool, "requires_grad")->b && is_floating(data->tensor.dtype()) &&
+              !data->tensor.requires_grad()) {
+            Value* p = make(Value::kTensor);
+            p->tensor = data->tensor.detach();
+            p->tensor.requires_grad_(true);
+            return p;
+          }
+          return data;
+        }
       case Callable::RebuildTensorV2:
         return rebuild_tensor(a);
       case Callable::StorageType:
@@ -717,6 +728,12 @@ class Reader {
             "that overlap?)",
             copied_bytes_, archive_.file_bytes());
       v->tensor = v->tensor.contiguous();
+    }
+    // A tensor saved while it required grad (a Parameter) requires grad again, as in PyTorch;
+    // it is a leaf of its own, whatever else shares its storage.
+    if (a[4]->b && is_floating(v->tensor.dtype())) {
+      v->tensor = v->tensor.detach();
+      v->tensor.requires_grad_(true);
     }
     return v;
   }
@@ -835,6 +852,65 @@ class Flattener {
   std::set<std::string> names_;
 };
 
+// ---------------------------------------------------------------------------------------------
+// The saved object as it is (torch.load's result).
+
+class Builder {
+ public:
+  Builder(const std::string& path, size_t budget) : path_(path), budget_(budget) {}
+
+  TorchValue build(const Value* v, int depth) {
+    EMBER_CHECK_IO(depth <= kMaxDepth && ++visits_ <= budget_,
+                   "{} {}: containers nested deeper than {} levels, or one that holds itself", kOp,
+                   path_, kMaxDepth);
+    TorchValue out;
+    switch (v->kind) {
+      case Value::kNone:
+        return out;
+      case Value::kBool:
+        out.kind = TorchValue::Kind::Bool;
+        out.b = v->b;
+        return out;
+      case Value::kInt:
+        out.kind = TorchValue::Kind::Int;
+        out.i = v->i;
+        return out;
+      case Value::kFloat:
+        out.kind = TorchValue::Kind::Float;
+        out.f = v->f;
+        return out;
+      case Value::kStr:
+        out.kind = TorchValue::Kind::Str;
+        out.s = v->s;
+        return out;
+      case Value::kTensor:
+        out.kind = TorchValue::Kind::Tensor;
+        out.tensor = v->tensor;
+        return out;
+      case Value::kTuple:
+      case Value::kList:
+      case Value::kDict:
+        out.kind = v->kind == Value::kTuple  ? TorchValue::Kind::Tuple
+                   : v->kind == Value::kList ? TorchValue::Kind::List
+                                             : TorchValue::Kind::Dict;
+        out.items.reserve(v->items.size());
+        for (const Value* item : v->items) out.items.push_back(build(item, depth + 1));
+        return out;
+      case Value::kGlobal:
+      case Value::kStorage:
+        break;
+    }
+    EMBER_CHECK_IO(false,
+                   "{} {}: the file holds a bare {} (only tensors and plain values are read)", kOp,
+                   path_, kind_name(v->kind));
+    return out;
+  }
+
+ private:
+  const std::string& path_;
+  size_t budget_, visits_ = 0;
+};
+
 }  // namespace
 
 bool is_torch_file(const void* head, size_t size) {
@@ -845,7 +921,12 @@ bool is_torch_file(const void* head, size_t size) {
          (size >= sizeof(kLegacyMagic) && std::memcmp(p, kLegacyMagic, sizeof(kLegacyMagic)) == 0);
 }
 
-TorchFile load_torch(const std::string& path) {
+namespace {
+
+/** Runs `use(root, values)` on the object a torch.save file pickles (Note [A restricted
+ *  unpickler]); `values` is how many values the reader made. */
+template <typename Use>
+auto read_torch(const std::string& path, Use&& use) {
   {
     // The legacy format is a bare pickle, not a zip: say so rather than what libzip says.
     const int fd = detail::open_regular_file(path, "io.load");
@@ -870,9 +951,25 @@ TorchFile load_torch(const std::string& path) {
   EMBER_ASSERT(pickle.has_value());  // Archive found it
   Reader reader(path, archive, *pickle, big_endian);
   const Value* root = reader.run();
-  Flattener flat(path, 4 * reader.values() + 16);
-  flat.run(root);
-  return std::move(flat.out);
+  return use(root, reader.values());
+}
+
+}  // namespace
+
+TorchFile load_torch(const std::string& path) {
+  return read_torch(path, [&](const Value* root, size_t values) {
+    Flattener flat(path, 4 * values + 16);
+    flat.run(root);
+    return std::move(flat.out);
+  });
+}
+
+TorchValue load_torch_object(const std::string& path) {
+  return read_torch(path, [&](const Value* root, size_t values) {
+    // The memo lets a file refer to one value from many places, each of which is copied here:
+    // the budget bounds the copies as it bounds flattening.
+    return Builder(path, 4 * values + 16).build(root, 0);
+  });
 }
 
 }  // namespace ember::io

@@ -145,6 +145,55 @@ TEST(TorchLoad, ACheckpointFlattensToDottedNames) {
   EXPECT_EQ(f.values.at("optimizer.param_groups.0.lr"), "0.1");
 }
 
+TEST(TorchLoad, TheObjectKeepsItsNesting) {
+  const io::TorchValue v =
+      io::load_torch_object(std::string(EMBER_TORCH_CORPUS) + "/valid_checkpoint.pt");
+  using K = io::TorchValue::Kind;
+  ASSERT_EQ(v.kind, K::Dict);
+  const auto at = [](const io::TorchValue& d, const std::string& key) -> const io::TorchValue& {
+    for (size_t k = 0; k + 1 < d.items.size(); k += 2) {
+      if (d.items[k].kind == K::Str && d.items[k].s == key) return d.items[k + 1];
+    }
+    ADD_FAILURE() << "no key " << key;
+    static const io::TorchValue none;
+    return none;
+  };
+  EXPECT_EQ(at(v, "epoch").kind, K::Int);
+  EXPECT_EQ(at(v, "epoch").i, 3);
+  EXPECT_EQ(at(v, "best_acc").f, 0.875);
+  EXPECT_EQ(at(v, "arch").s, "mlp");
+  EXPECT_EQ(at(v, "amp").kind, K::Bool);
+  EXPECT_EQ(at(v, "note").kind, K::None);
+  const io::TorchValue& lrs = at(v, "lrs");
+  ASSERT_EQ(lrs.items.size(), 2u);
+  EXPECT_EQ(lrs.items[1].f, 0.01);
+  const io::TorchValue& model = at(v, "model");
+  EXPECT_EQ(at(model, "0.weight").kind, K::Tensor);
+  const io::TorchFile flat =
+      io::load_torch(std::string(EMBER_TORCH_CORPUS) + "/valid_checkpoint.pt");
+  EXPECT_EQ(bytes_of(at(model, "0.weight").tensor), bytes_of(flat.tensors.at("model.0.weight")));
+  // The optimizer state's keys are ints, as PyTorch saves them.
+  const io::TorchValue& state = at(at(v, "optimizer"), "state");
+  ASSERT_FALSE(state.items.empty());
+  EXPECT_EQ(state.items[0].kind, K::Int);
+}
+
+TEST(TorchLoad, TheObjectIsBoundedLikeTheFlatRead) {
+  const std::string put0("q\0", 2), get0("h\0", 2);
+  Pickle dag;  // a list holding itself twice per level: 2^60 paths
+  dag.op(']').raw(put0).op('0');
+  for (int i = 0; i < 60; ++i) dag.op(']').raw(get0).op('a').raw(get0).op('a').raw(put0).op('0');
+  dag.raw(get0).op('\x85');
+  TempFile f(wrap_pickle(dag.done()));
+  try {
+    io::load_torch_object(f.path());
+    ADD_FAILURE() << "loaded";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("or one that holds itself"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TorchLoad, IoLoadReadsTorchFilesByTheirFirstBytes) {
   const std::string path = std::string(EMBER_TORCH_CORPUS) + "/valid_state_dict.pt";
   const StateDict a = io::load(path);
