@@ -480,4 +480,8 @@ void fail_writes_after(std::optional<int64_t> bytes) {
 }
 }  // namespace testing
 
+void write_bytes(const std::string& path, std::string_view bytes) {
+  ember::detail::write_file(path, bytes, "io.save");
+}
+
 }  // namespace ember::io

@@ -47,6 +47,7 @@ def read_safetensors(path):
 
 
 def to_numpy(t):
+    t = t.detach()  # a parameter PyTorch saved loads requiring grad, as in PyTorch
     return t.float().numpy() if t.dtype == ember.bfloat16 else t.numpy()
 
 
@@ -254,8 +255,11 @@ def test_header_whitespace_is_what_the_reference_reader_takes(tmp_path):
 def test_paths_and_arguments(tmp_path):
     ember.save({"a": ember.ones(2)}, str(tmp_path / "s.safetensors"))
     assert ember.load(tmp_path / "s.safetensors")["a"].tolist() == [1.0, 1.0]
-    with open(tmp_path / "s.safetensors", "rb") as f, pytest.raises(TypeError, match="path"):
-        ember.load(f)
+    with open(tmp_path / "s.safetensors", "rb") as f:  # a file object, as torch.load takes
+        assert ember.load(f)["a"].tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="path .* or a binary file object"):
+        ember.load(3)
+    # A .safetensors path holds a dict of tensors only.
     with pytest.raises(TypeError, match="state_dict"):
         ember.save(nn.Linear(2, 2), tmp_path / "m.safetensors")
     with pytest.raises(TypeError, match="keys must be str"):
@@ -277,8 +281,24 @@ def test_torch_save_files_hold_what_pytorch_wrote(name):
         assert tuple(got.shape) == want.shape, key
         np.testing.assert_array_equal(to_numpy(got), want, err_msg=key)
     assert values == twin_values
+    # ember.load gives the object as saved, nested (torch.load's result); flattened, it is
+    # what load_torch names.
     loaded = ember.load(TORCH_FILES / f"{name}.pt")
-    assert set(loaded) == set(tensors)
+    flat = {}
+
+    def walk(v, prefix):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, f"{prefix}.{k}" if prefix else str(k))
+        elif isinstance(v, (list, tuple)):
+            for i, x in enumerate(v):
+                walk(x, f"{prefix}.{i}" if prefix else str(i))
+        elif isinstance(v, ember.Tensor):
+            flat[prefix] = v
+    walk(loaded, "")
+    assert set(flat) == set(tensors)
+    for key, t in flat.items():
+        assert t.equal(tensors[key]), key
 
 
 def test_a_torch_state_dict_has_the_values_the_fixture_script_made():
@@ -303,7 +323,112 @@ def test_torch_save_read_by_ember(tmp_path, torch):
              "h": torch.randn(2, generator=g).half(), "nested": {"b": torch.ones(2, dtype=torch.bool)}}
     torch.save(state, tmp_path / "t.pt")
     got = ember.load(tmp_path / "t.pt")
-    assert set(got) == {"w", "n", "h", "nested.b"}
-    for key, want in (("w", state["w"]), ("n", state["n"]), ("h", state["h"]),
-                      ("nested.b", state["nested"]["b"])):
-        np.testing.assert_array_equal(got[key].numpy(), want.numpy())
+    assert set(got) == {"w", "n", "h", "nested"} and set(got["nested"]) == {"b"}
+    for e, want in ((got["w"], state["w"]), (got["n"], state["n"]), (got["h"], state["h"]),
+                    (got["nested"]["b"], state["nested"]["b"])):
+        np.testing.assert_array_equal(e.numpy(), want.numpy())
+    # And the other way: what Ember saves, PyTorch loads (weights_only, its default).
+    ember.save({"model": {"w": ember.ones(2, 3).t()}, "epoch": 4, "lrs": [0.1]}, tmp_path / "e.pt")
+    back = torch.load(tmp_path / "e.pt", weights_only=True)
+    assert back["epoch"] == 4 and back["lrs"] == [0.1]
+    np.testing.assert_array_equal(back["model"]["w"].numpy(), np.ones((3, 2), np.float32))
+
+
+
+# ------------------------------------------------------------------------------------------------
+# Any object, as torch.save and torch.load (Note [Files PyTorch reads] in ember/io.py)
+
+
+def test_checkpoints_of_any_shape_round_trip_nested(tmp_path):
+    model = nn.Linear(3, 2)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(ember.ones(1, 3)).sum().backward()
+    opt.step()
+    ck = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 7,
+          "best": 0.875, "arch": "linear", "flags": (True, None), "lrs": [0.1, 0.01]}
+    ember.save(ck, tmp_path / "ck.pt")
+    back = ember.load(tmp_path / "ck.pt")
+    assert back["epoch"] == 7 and back["best"] == 0.875 and back["arch"] == "linear"
+    assert back["flags"] == (True, None) and back["lrs"] == [0.1, 0.01]
+    assert set(back["model"]) == {"weight", "bias"}
+    assert back["model"]["weight"].equal(model.weight.detach())
+    fresh = nn.Linear(3, 2)
+    fresh.load_state_dict(back["model"])
+    assert fresh.weight.equal(model.weight)
+    opt2 = ember.optim.SGD(fresh.parameters(), lr=0.5, momentum=0.9)
+    opt2.load_state_dict(back["optimizer"])
+    assert opt2.param_groups[0]["lr"] == 0.1
+    # Views and non-contiguous tensors are saved as their values.
+    t = ember.arange(12.0).reshape(3, 4).t()
+    ember.save([t, t[1:], ember.ones(2, dtype=ember.bfloat16)], tmp_path / "views.pt")
+    views = ember.load(tmp_path / "views.pt")
+    assert views[0].tolist() == t.tolist() and views[1].tolist() == t[1:].tolist()
+    assert views[2].dtype == ember.bfloat16
+
+
+def test_whole_modules_load_only_when_trusted(tmp_path):
+    model = nn.Sequential(nn.Linear(2, 4), nn.ReLU(), nn.Linear(4, 1))
+    ember.save(model, tmp_path / "model.pt")
+    with pytest.raises(ember.IoError, match="not allowed"):
+        ember.load(tmp_path / "model.pt")  # weights_only=True is the default, as in PyTorch
+    back = ember.load(tmp_path / "model.pt", weights_only=False)
+    x = ember.randn(3, 2)
+    assert type(back) is type(model) and back(x).equal(model(x))
+    assert isinstance(back[0].weight, nn.Parameter) and back[0].weight.requires_grad
+
+
+class _Config:
+    def __init__(self, lr):
+        self.lr = lr
+
+
+def test_safe_globals_allow_named_classes_in_weights_only_loads(tmp_path):
+    ember.save({"config": _Config(0.25), "w": ember.ones(2)}, tmp_path / "c.pt")
+    with pytest.raises(ember.IoError, match="_Config' is not allowed"):
+        ember.load(tmp_path / "c.pt")
+    with ember.serialization.safe_globals([_Config]):
+        got = ember.load(tmp_path / "c.pt")
+    assert got["config"].lr == 0.25 and got["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(ember.IoError):
+        ember.load(tmp_path / "c.pt")  # the allowance ended with the block
+    ember.serialization.add_safe_globals([_Config])
+    try:
+        assert ember.serialization.get_safe_globals() == [_Config]
+        assert ember.load(tmp_path / "c.pt")["config"].lr == 0.25
+    finally:
+        ember.serialization.clear_safe_globals()
+
+
+def test_file_objects_and_map_location(tmp_path):
+    import io
+
+    buf = io.BytesIO()
+    ember.save({"a": [ember.ones(2)], "n": 1}, buf)
+    buf.seek(0)
+    got = ember.load(buf, map_location="reference")
+    assert got["n"] == 1 and got["a"][0].device.type == "reference"
+    with open(tmp_path / "f.pt", "wb") as f:
+        ember.save({"w": ember.zeros(3)}, f)
+    with open(tmp_path / "f.pt", "rb") as f:
+        assert ember.load(f, map_location=lambda t, loc: t * 2)["w"].tolist() == [0, 0, 0]
+
+
+def test_parameters_saved_requiring_grad_load_requiring_grad(tmp_path):
+    # (A dict of tensors alone is a safetensors file, which holds no requires_grad.)
+    ember.save({"p": nn.Parameter(ember.ones(2)), "t": ember.ones(2), "step": 1}, tmp_path / "p.pt")
+    got = ember.load(tmp_path / "p.pt")
+    assert got["p"].requires_grad and not got["t"].requires_grad
+
+
+def test_hostile_torch_files_are_io_errors(tmp_path):
+    import zipfile
+
+    bad = tmp_path / "bad.pt"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.")
+    for weights_only in (None, True):
+        with pytest.raises(ember.IoError, match="os.system' is not allowed"):
+            ember.load(bad, weights_only=weights_only)
+    (tmp_path / "cut.pt").write_bytes(bad.read_bytes()[:30])
+    with pytest.raises(ember.IoError):
+        ember.load(tmp_path / "cut.pt", weights_only=False)

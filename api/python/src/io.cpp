@@ -49,6 +49,46 @@ io::Metadata metadata_from(nb::handle obj) {
   return out;
 }
 
+/** A torch.save file's object in Python terms: dict, list, tuple, str, int, float, bool, None
+ *  and tensors. */
+nb::object to_python(io::TorchValue& v) {
+  using K = io::TorchValue::Kind;
+  switch (v.kind) {
+    case K::None:
+      return nb::none();
+    case K::Bool:
+      return nb::bool_(v.b);
+    case K::Int:
+      return nb::int_(v.i);
+    case K::Float:
+      return nb::float_(v.f);
+    case K::Str:
+      return nb::str(v.s.data(), v.s.size());
+    case K::Tensor:
+      return nb::cast(std::move(v.tensor));
+    case K::Tuple:
+    case K::List: {
+      nb::list out;
+      for (io::TorchValue& item : v.items) out.append(to_python(item));
+      return v.kind == K::Tuple ? nb::object(nb::tuple(out)) : nb::object(out);
+    }
+    case K::Dict: {
+      nb::dict out;
+      for (size_t k = 0; k + 1 < v.items.size(); k += 2) {
+        nb::object key = to_python(v.items[k]);
+        if (PyObject_Hash(key.ptr()) == -1) {  // a list as a key: the file is malformed
+          PyErr_Clear();
+          throw IoError(fmt::format("[io.load] a dict key of type {} cannot be a Python dict key",
+                                    py_type_name(key)));
+        }
+        out[key] = to_python(v.items[k + 1]);
+      }
+      return out;
+    }
+  }
+  return nb::none();
+}
+
 }  // namespace
 
 void bind_io(nb::module_& root) {
@@ -92,6 +132,47 @@ void bind_io(nb::module_& root) {
               "dict[str, str]]"),
       "A torch.save file's tensors and its other values (as str()), by dotted name; runs none of "
       "the file's code.");
+  m.def(
+      "load_object",
+      [](const std::filesystem::path& path) {
+        io::TorchValue v;
+        {
+          GilRelease release;
+          v = io::load_torch_object(path.string());
+        }
+        return to_python(v);
+      },
+      "path"_a, nb::sig("def load_object(path: str | os.PathLike[str]) -> object"),
+      "The object a torch.save file holds, nested as saved (dicts, lists, tuples, numbers, "
+      "strings, tensors); runs none of the file's code.");
+  m.def(
+      "tensor_from_bytes",
+      [](nb::bytes data, DType dtype) {
+        const size_t item = itemsize(dtype);
+        EMBER_CHECK_IO(data.size() % item == 0,
+                       "[io.load] a {} storage of {} bytes is not a whole number of elements",
+                       dtype, data.size());
+        Tensor t = empty({static_cast<int64_t>(data.size() / item)}, TensorOptions(dtype));
+        if (data.size() > 0) std::memcpy(t.data_ptr(), data.c_str(), data.size());
+        return t;
+      },
+      "data"_a, "dtype"_a, "A 1-d CPU tensor of `dtype` holding the bytes (a storage of a file).");
+  m.def(
+      "tensor_bytes",
+      [](const Tensor& t) {
+        const Tensor c = t.detach().to(Device::cpu()).contiguous();
+        return nb::bytes(static_cast<const char*>(c.data_ptr()), c.nbytes());
+      },
+      "tensor"_a, "The elements of a tensor in row-major order as bytes (a storage of a file).");
+  m.def(
+      "write_file",
+      [](const std::filesystem::path& path, nb::bytes data) {
+        const std::string_view bytes(data.c_str(), data.size());
+        GilRelease release;
+        io::write_bytes(path.string(), bytes);
+      },
+      "path"_a, "data"_a,
+      "Writes bytes to what the path names: a regular file atomically (Note [Writing files]).");
 }
 
 }  // namespace ember::python

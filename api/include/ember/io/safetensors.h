@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ember/state_dict.h"
 
@@ -22,6 +23,10 @@ void save(const std::string& path, const StateDict& tensors, const Metadata& met
 StateDict load(const std::string& path);
 /** Reads only the "__metadata__" of a safetensors file (the header is validated as by load). */
 Metadata load_metadata(const std::string& path);
+
+/** Writes `bytes` to what `path` names, as save() writes its file: a regular file atomically (a
+ *  temporary renamed over it), a symlink's target, a FIFO or device through itself. */
+void write_bytes(const std::string& path, std::string_view bytes);
 
 namespace testing {
 /** Test hook: save() fails with ENOSPC after writing `bytes` bytes of its file (nullopt: off). */
