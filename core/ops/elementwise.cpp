@@ -127,6 +127,24 @@ Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
 
 }  // namespace
 
+Tensor& apply_inplace(Tensor& x, const char* op, const std::function<Tensor(const Tensor&)>& fn) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
+  auto checked = [&](const Tensor& value) {
+    const Tensor r = fn(value);
+    EMBER_CHECK_TYPE(r.defined() && category(r.dtype()) <= category(x.dtype()),
+                     "[{}] result type {} can't be cast to the desired output type {}", op,
+                     r.defined() ? fmt::format("{}", r.dtype()) : "undefined", x.dtype());
+    return r;
+  };
+  if (autograd::is_grad_enabled()) return autograd::inplace(x, op, checked);
+  autograd::check_writable(x, op);
+  const Tensor r = checked(x);
+  EMBER_CHECK(r.sizes() == x.sizes(),
+              "[{}] output with shape {} doesn't match the broadcast shape {}", op,
+              shape_str(x.sizes()), shape_str(r.sizes()));
+  return x.copy_(r);
+}
+
 DType detail::promote_with_scalar(DType t, Scalar s) {
   const int sc = s.kind() == Scalar::Kind::Float ? 2 : s.kind() == Scalar::Kind::Int ? 1 : 0;
   if (sc > category(t)) return sc == 2 ? kDefaultFloat : DType::Int64;

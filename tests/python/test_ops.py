@@ -609,3 +609,73 @@ def test_flip_and_roll_of_a_0d_tensor_are_copies():
         y.add_(1)
         assert x.item() == 2.0
     assert x.flatten().shape == (1,) and x.unsqueeze(-1).shape == (1,)
+
+
+# ---- In-place forms of every op (Note [In-place forms of every op] in ops.cpp) -----------------
+
+_INPLACE_CASES = [
+    ("absolute", ()), ("ceil", ()), ("clamp_max", (0.5,)), ("clamp_min", (-0.5,)),
+    ("clip", (-0.5, 0.5)), ("cos", ()), ("divide", (2.0,)), ("erf", ()), ("exp2", ()),
+    ("expm1", ()), ("floor", ()), ("floor_divide", (0.7,)), ("fmod", (0.3,)), ("log1p", ()),
+    ("multiply", (3.0,)), ("negative", ()), ("pow", (2,)), ("reciprocal", ()), ("remainder", (0.4,)),
+    ("round", ()), ("sign", ()), ("sin", ()), ("square", ()), ("subtract", (1.0,)), ("tan", ()),
+    ("trunc", ()), ("true_divide", (4.0,)), ("eq", (0.25,)), ("lt", (0.0,)), ("ge", (0.1,)),
+    ("tril", ()), ("triu", (1,)), ("logical_not", ()),
+]
+
+
+@pytest.mark.parametrize("name,args", _INPLACE_CASES, ids=[c[0] for c in _INPLACE_CASES])
+def test_in_place_forms_equal_the_op_and_return_the_tensor(name, args):
+    base = ember.tensor([[0.25, -1.5, 0.75], [2.0, -0.2, 0.1]])
+    want = getattr(base, name)(*args)
+    x = base.clone()
+    version = x._version
+    got = getattr(x, name + "_")(*args)
+    assert got is x and x._version > version
+    np.testing.assert_allclose(x.numpy(), want.to(ember.float32).numpy(), rtol=1e-6)
+    # Through a view, its base sees the change.
+    y = base.clone()
+    getattr(y.t(), name + "_")(*args)
+    np.testing.assert_allclose(y.numpy(), getattr(base.t(), name)(*args).to(ember.float32).t().numpy(),
+                               rtol=1e-6)
+
+
+def test_in_place_forms_refuse_results_the_tensor_cannot_hold():
+    i = ember.tensor([1, 2, 3])
+    with pytest.raises(TypeError, match=r"\[sin_\] result type float32 can't be cast"):
+        i.sin_()
+    assert i.tolist() == [1, 2, 3]
+    i.eq_(2)  # a bool result fits an integer tensor, as in PyTorch
+    assert i.tolist() == [0, 1, 0] and i.dtype == ember.int64
+    with pytest.raises(TypeError, match=r"\[multiply_\] result type int64 can't be cast to the "
+                                        r"desired output type bool"):
+        ember.tensor([True]).multiply_(2)
+
+
+def test_in_place_forms_are_recorded_by_autograd():
+    w = ember.tensor([0.5, 1.0, 2.0], requires_grad=True)
+    with pytest.raises(ember.Error, match=r"\[sin_\] a leaf tensor that requires grad"):
+        w.sin_()
+    h = w * 1
+    h.sin_().pow_(2)
+    h.sum().backward()
+    want = 2 * np.sin(w.detach().numpy()) * np.cos(w.detach().numpy())
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-6)
+
+
+def test_uniform_and_normal_fill_in_place():
+    w = ember.zeros(4000)
+    assert w.uniform_(-0.1, 0.1) is w
+    assert -0.1 <= w.min().item() and w.max().item() < 0.1 and abs(w.mean().item()) < 0.01
+    w.normal_(2.0, 0.5)
+    assert abs(w.mean().item() - 2.0) < 0.05 and abs(w.std().item() - 0.5) < 0.05
+    g1, g2 = ember.Generator(), ember.Generator()
+    g1.manual_seed(7)
+    g2.manual_seed(7)
+    assert ember.zeros(5).uniform_(generator=g1).equal(ember.zeros(5).uniform_(generator=g2))
+    with pytest.raises(NotImplementedError, match=r"\[uniform_\] not implemented for int64"):
+        ember.zeros(2, dtype=ember.int64).uniform_()
+    p = ember.nn.Linear(2, 2).weight
+    p.data.uniform_(-1, 1)  # the way scripts initialise weights
+    with pytest.raises(ember.Error, match="leaf tensor that requires grad"):
+        p.uniform_()

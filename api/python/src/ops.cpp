@@ -1563,6 +1563,85 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           "(values, indices) of the k largest (or smallest) along dim.");
   m.def("topk", topk_fn, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
         "(values, indices) of the k largest (or smallest) along dim.");
+
+  // Note [In-place forms of every op]
+  // PyTorch has x.<op>_(...) for every op whose result has x's shape. Where the core has no
+  // kernel writing in place, x.<op>_(args) is the core's apply_inplace over the bound
+  // out-of-place method, so the dtype and shape rules and autograd's in-place recording are the
+  // core's, and no op's semantics is written twice. Bound after every op, so each name below
+  // names a method bound above.
+  static constexpr const char* kInplaceForms[] = {"absolute",
+                                                  "ceil",
+                                                  "clamp_max",
+                                                  "clamp_min",
+                                                  "clip",
+                                                  "cos",
+                                                  "divide",
+                                                  "erf",
+                                                  "exp2",
+                                                  "expm1",
+                                                  "floor",
+                                                  "floor_divide",
+                                                  "fmod",
+                                                  "lerp",
+                                                  "log10",
+                                                  "log1p",
+                                                  "log2",
+                                                  "logical_and",
+                                                  "logical_not",
+                                                  "logical_or",
+                                                  "logical_xor",
+                                                  "multiply",
+                                                  "negative",
+                                                  "pow",
+                                                  "reciprocal",
+                                                  "remainder",
+                                                  "round",
+                                                  "rsqrt",
+                                                  "sign",
+                                                  "sin",
+                                                  "square",
+                                                  "subtract",
+                                                  "tan",
+                                                  "trunc",
+                                                  "true_divide",
+                                                  "eq",
+                                                  "ne",
+                                                  "lt",
+                                                  "le",
+                                                  "gt",
+                                                  "ge",
+                                                  "greater",
+                                                  "greater_equal",
+                                                  "less",
+                                                  "less_equal",
+                                                  "not_equal",
+                                                  "tril",
+                                                  "triu",
+                                                  "scatter",
+                                                  "scatter_add",
+                                                  "masked_fill"};
+  static const std::vector<std::string> kInplaceNames = [] {
+    std::vector<std::string> out;
+    for (const char* name : kInplaceForms) out.push_back(std::string(name) + "_");
+    return out;
+  }();
+  for (size_t i = 0; i < std::size(kInplaceForms); ++i) {
+    const char* name = kInplaceForms[i];
+    const char* inplace_name = kInplaceNames[i].c_str();
+    if (nb::hasattr(cls, inplace_name)) continue;  // a kernel writes it in place
+    nb::object method = nb::getattr(cls, name);
+    cls.def(
+        inplace_name,
+        [method, inplace_name](Tensor& self, nb::args args, nb::kwargs kwargs) -> Tensor& {
+          return apply_inplace(self, inplace_name, [&](const Tensor& value) {
+            return nb::cast<Tensor>(method(value, *args, **kwargs));
+          });
+        },
+        "args"_a, "kwargs"_a, nb::rv_policy::reference,
+        nb::sig(fmt::format("def {}(self, *args, **kwargs) -> ember.Tensor", inplace_name).c_str()),
+        "In place: this tensor becomes the out-of-place op's result (its dtype and shape kept).");
+  }
 }
 
 }  // namespace ember::python

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "bind.h"
+#include "ember/nn/init.h"
 
 namespace ember::python {
 
@@ -559,6 +560,37 @@ void bind_tensor(nb::module_& m) {
     cls.def_prop_ro(
         d.prop, [type = d.type](const Tensor& t) { return t.device().type_name() == type; }, d.doc);
   }
+
+  // uniform_ and normal_: nn.init's draws, written in place as any in-place op is (a leaf that
+  // requires grad is refused outside no_grad, as in PyTorch; Note [In-place forms of every op]).
+  cls.def(
+         "uniform_",
+         [](Tensor& self, double from, double to, Generator* gen) -> Tensor& {
+           EMBER_CHECK_NOT_IMPLEMENTED(is_floating(self.dtype()),
+                                       "[uniform_] not implemented for {} (a floating dtype only)",
+                                       self.dtype());
+           GilRelease release;
+           return apply_inplace(self, "uniform_", [&](const Tensor& v) {
+             Tensor r = empty_like(v);
+             return nn::init::uniform_(r, from, to, gen);
+           });
+         },
+         "from_"_a = 0.0, "to"_a = 1.0, nb::kw_only(), "generator"_a.none() = nb::none(),
+         nb::rv_policy::reference, "Fills with values uniform in [from, to).")
+      .def(
+          "normal_",
+          [](Tensor& self, double mean, double std, Generator* gen) -> Tensor& {
+            EMBER_CHECK_NOT_IMPLEMENTED(is_floating(self.dtype()),
+                                        "[normal_] not implemented for {} (a floating dtype only)",
+                                        self.dtype());
+            GilRelease release;
+            return apply_inplace(self, "normal_", [&](const Tensor& v) {
+              Tensor r = empty_like(v);
+              return nn::init::normal_(r, mean, std, gen);
+            });
+          },
+          "mean"_a = 0.0, "std"_a = 1.0, nb::kw_only(), "generator"_a.none() = nb::none(),
+          nb::rv_policy::reference, "Fills with values from N(mean, std^2).");
 
   // Note [Factories of a tensor's kind]
   // new_zeros, new_ones, new_empty, new_full and new_tensor make a tensor with this one's dtype

@@ -982,3 +982,40 @@ TEST(AccurateUnary, Expm1Log2Log10Exp2MatchFloat64) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+TEST(ApplyInplace, WritesTheResultKeepingDtypeAndShape) {
+  Tensor x = testing::make({0.5, -1.0, 2.0}, {3}, DType::Float32);
+  const Tensor want = sin(x);
+  Tensor& r = apply_inplace(x, "sin_", [](const Tensor& v) { return sin(v); });
+  EXPECT_TRUE(r.is_same(x));
+  EXPECT_EQ(testing::values(x), testing::values(want));
+  Tensor i = testing::make({1, 2, 3}, {3}, DType::Int64);
+  testing::expect_error(
+      [&] { apply_inplace(i, "sin_", [](const Tensor& v) { return sin(v); }); },
+      {"[sin_] result type float32 can't be cast to the desired output type int64"});
+  EXPECT_EQ(testing::values(i), (std::vector<double>{1, 2, 3}));
+  apply_inplace(i, "eq_", [](const Tensor& v) { return eq(v, Scalar(2)); });
+  EXPECT_EQ(testing::values(i), (std::vector<double>{0, 1, 0}));
+  testing::expect_error([&] { apply_inplace(x, "sum_", [](const Tensor& v) { return sum(v); }); },
+                        {"[sum_] output with shape [3] doesn't match the broadcast shape []"});
+}
+
+TEST(ApplyInplace, IsRecordedByAutograd) {
+  const Tensor w = testing::make({0.5, 1.0}, {2}, DType::Float64).requires_grad_();
+  Tensor leaf = w;
+  testing::expect_error(
+      [&] { apply_inplace(leaf, "sin_", [](const Tensor& v) { return sin(v); }); },
+      {"[sin_] a leaf tensor that requires grad"});
+  Tensor h = mul(w, 3.0);
+  apply_inplace(h, "sin_", [](const Tensor& v) { return sin(v); });
+  sum(h).backward();
+  const std::vector<double> g = testing::values(w.grad());
+  EXPECT_NEAR(g[0], 3 * std::cos(1.5), 1e-12);
+  EXPECT_NEAR(g[1], 3 * std::cos(3.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,6 +1,7 @@
 // Elementwise ops: broadcasting binary arithmetic and comparison, unary math, in-place forms.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -173,6 +174,12 @@ EMBER_API Tensor& tanh_(Tensor& x);
 EMBER_API Tensor& sigmoid_(Tensor& x);
 EMBER_API Tensor& relu_(Tensor& x);
 EMBER_API Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/** The in-place form of any op that keeps x's shape (PyTorch's x.<op>_(...) where the core has no
+ *  kernel writing in place): x = fn(x), refused where fn's result has another shape or a dtype x
+ *  cannot hold (a floating result in an integer x, an integer one in a bool x), as PyTorch
+ *  refuses; autograd records it as an in-place op of x. */
+EMBER_API Tensor& apply_inplace(Tensor& x, const char* op,
+                                const std::function<Tensor(const Tensor&)>& fn);
 /** In place: x = where(mask, value, x). */
 EMBER_API Tensor& masked_fill_(Tensor& x, const Tensor& mask, Scalar value);
 
