@@ -56,3 +56,12 @@ def test_vae_trains_and_writes_its_images(tmp_path):
     assert len(train) == 2 and train[1] < train[0] and test[1] < test[0], out
     for name in ("reconstruction_1.png", "sample_2.png"):
         assert (tmp_path / "results" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_forward_forward_trains_each_layer_on_its_own_goodness():
+    # A Linear subclass overriding train(), a plain list of layers, x[range(n), y] = ... indexing.
+    out = run("mnist_forward_forward.py", "--epochs", "30", "--log-interval", "10", limit=500)
+    losses = numbers(r"Loss:\s+([0-9.]+)", out)
+    assert len(losses) == 6 and losses[2] < losses[0] and losses[5] < losses[3], out
+    errors = numbers(r"(?:train|test) error: ([0-9.]+)", out)
+    assert len(errors) == 2 and errors[0] < 0.9, out  # better than chance
