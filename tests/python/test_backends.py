@@ -80,3 +80,12 @@ def test_unknown_or_mistyped_backend_flags_are_refused():
         ember.backends.cudnn.benchmrk
     with pytest.raises(TypeError, match="must be a bool"):
         ember.backends.cudnn.benchmark = "yes"
+
+
+def test_flag_objects_import_as_modules():
+    import importlib
+
+    import ember.backends.cudnn as cudnn
+
+    assert cudnn is ember.backends.cudnn
+    assert importlib.import_module("ember.backends.mps") is ember.backends.mps

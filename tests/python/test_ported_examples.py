@@ -65,3 +65,18 @@ def test_forward_forward_trains_each_layer_on_its_own_goodness():
     assert len(losses) == 6 and losses[2] < losses[0] and losses[5] < losses[3], out
     errors = numbers(r"(?:train|test) error: ([0-9.]+)", out)
     assert len(errors) == 2 and errors[0] < 0.9, out  # better than chance
+
+
+def test_dcgan_runs_a_training_cycle_and_checkpoints(tmp_path):
+    # import ember.backends.cudnn as cudnn; cudnn.benchmark = True; netG.apply(weights_init).
+    import ember
+
+    root = ember.datasets.find_fashion_mnist()
+    out = run("dcgan.py", "--dataset", "mnist", "--dataroot", root, "--dry-run", "--outf",
+              str(tmp_path), "--manualSeed", "1", "--workers", "0", limit=64)
+    step = re.search(r"Loss_D: ([0-9.]+) Loss_G: ([0-9.]+) D\(x\): ([0-9.]+)", out)
+    assert step, out
+    assert 0 < float(step.group(3)) < 1  # the discriminator's output is a probability
+    netG = ember.load(tmp_path / "netG_epoch_0.pth")
+    assert netG["main.0.weight"].shape == (100, 512, 4, 4)
+    assert (tmp_path / "fake_samples_epoch_000.png").read_bytes()[:4] == b"\x89PNG"

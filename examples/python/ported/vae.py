@@ -1,36 +1,15 @@
 # pytorch/examples vae/main.py, run by Ember: the imports name ember instead of torch, the data
-# comes from Ember's Fashion-MNIST reader instead of torchvision, and torchvision's save_image is
-# a small PNG writer here (both marked below). Nothing else is changed.
+# comes from Ember's Fashion-MNIST reader instead of torchvision (marked below), and torchvision's
+# save_image is the small PNG writer of _images.py. Nothing else is changed.
 from __future__ import print_function
 import argparse
 import os
-import struct
-import zlib
-import numpy as np
 import ember as torch
 import ember.utils.data
 from ember import nn, optim
 from ember.nn import functional as F
+from _images import save_image
 
-
-def save_image(t, path, nrow=8):
-    """torchvision.utils.save_image for [N, 1, H, W] images in [0, 1]: a grayscale PNG grid."""
-    images = (t.clamp(0, 1) * 255).to(torch.uint8).numpy()[:, 0]
-    n, h, w = images.shape
-    rows = (n + nrow - 1) // nrow
-    grid = np.zeros((rows * (h + 2) + 2, nrow * (w + 2) + 2), np.uint8)
-    for i, img in enumerate(images):
-        r, c = divmod(i, nrow)
-        grid[2 + r * (h + 2):2 + r * (h + 2) + h, 2 + c * (w + 2):2 + c * (w + 2) + w] = img
-    raw = b"".join(b"\0" + row.tobytes() for row in grid)
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", grid.shape[1], grid.shape[0], 8, 0, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 parser = argparse.ArgumentParser(description='VAE MNIST Example')

@@ -2,6 +2,7 @@
 is built in. An option set where the CUDA backend is not loaded is kept and has no effect, as
 PyTorch's flags are on a build without CUDA."""
 
+import sys
 from typing import Dict
 
 from ember import _C
@@ -97,3 +98,8 @@ cuda = _Cuda()
 mps = _Built(lambda: False)  # Apple's Metal: no Ember backend
 mkldnn = _Built(lambda: _has_type("cpu"))  # oneDNN runs the CPU backend
 openmp = _Built(lambda: _has_type("cpu"))
+
+# `import ember.backends.cudnn as cudnn` (as scripts import torch's) finds these objects as the
+# submodules they stand for, as PyTorch registers its own flag modules.
+for _name in __all__:
+    sys.modules[f"{__name__}.{_name}"] = globals()[_name]
