@@ -401,8 +401,24 @@ std::string Flatten::extra_repr() const {
 
 // Activations -----------------------------------------------------------------------------------
 
+Tensor PointwiseActivation::apply(const Tensor& x, const char* op,
+                                  Tensor (*fn)(const Tensor&, const PointwiseActivation&)) const {
+  if (!inplace) return fn(x, *this);
+  Tensor self = x;  // the same tensor: written in place, returned as the output
+  return apply_inplace(self, op, [&](const Tensor& v) { return fn(v, *this); });
+}
+
+std::string PointwiseActivation::with_inplace(std::string rest) const {
+  if (!inplace) return rest;
+  return rest.empty() ? "inplace=True" : rest + ", inplace=True";
+}
+
 Tensor ReLU::forward(const Tensor& x) {
-  return folded() ? x : relu(x);  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
+  if (folded()) return x;  // Note [Folding batch norm for inference] in api/nn/fuse.cpp
+  return apply(x, "relu_", [](const Tensor& v, const PointwiseActivation&) { return relu(v); });
+}
+std::string ReLU::extra_repr() const {
+  return with_inplace("");
 }
 
 GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
@@ -419,44 +435,65 @@ std::string GELU::extra_repr() const {
 }
 
 Tensor SiLU::forward(const Tensor& x) {
-  return silu(x);
+  return apply(x, "silu_", [](const Tensor& v, const PointwiseActivation&) { return silu(v); });
+}
+std::string SiLU::extra_repr() const {
+  return with_inplace("");
 }
 
 Tensor LeakyReLU::forward(const Tensor& x) {
-  return leaky_relu(x, negative_slope);
+  return apply(x, "leaky_relu_", [](const Tensor& v, const PointwiseActivation& a) {
+    return leaky_relu(v, static_cast<const LeakyReLU&>(a).negative_slope);
+  });
 }
 std::string LeakyReLU::extra_repr() const {
-  return fmt::format("negative_slope={}", negative_slope);
+  return with_inplace(fmt::format("negative_slope={}", negative_slope));
 }
 Tensor ELU::forward(const Tensor& x) {
-  return elu(x, alpha);
+  return apply(x, "elu_", [](const Tensor& v, const PointwiseActivation& a) {
+    return elu(v, static_cast<const ELU&>(a).alpha);
+  });
 }
 std::string ELU::extra_repr() const {
-  return fmt::format("alpha={}", alpha);
+  return with_inplace(fmt::format("alpha={}", alpha));
 }
 Tensor SELU::forward(const Tensor& x) {
-  return selu(x);
+  return apply(x, "selu_", [](const Tensor& v, const PointwiseActivation&) { return selu(v); });
+}
+std::string SELU::extra_repr() const {
+  return with_inplace("");
 }
 Tensor CELU::forward(const Tensor& x) {
-  return celu(x, alpha);
+  return apply(x, "celu_", [](const Tensor& v, const PointwiseActivation& a) {
+    return celu(v, static_cast<const CELU&>(a).alpha);
+  });
 }
 std::string CELU::extra_repr() const {
-  return fmt::format("alpha={}", alpha);
+  return with_inplace(fmt::format("alpha={}", alpha));
 }
 Tensor Hardtanh::forward(const Tensor& x) {
-  return hardtanh(x, min_val, max_val);
+  return apply(x, "hardtanh_", [](const Tensor& v, const PointwiseActivation& a) {
+    const auto& h = static_cast<const Hardtanh&>(a);
+    return hardtanh(v, h.min_val, h.max_val);
+  });
 }
 std::string Hardtanh::extra_repr() const {
-  return fmt::format("min_val={}, max_val={}", min_val, max_val);
+  return with_inplace(fmt::format("min_val={}, max_val={}", min_val, max_val));
 }
 Tensor ReLU6::forward(const Tensor& x) {
-  return relu6(x);
+  return apply(x, "relu6_", [](const Tensor& v, const PointwiseActivation&) { return relu6(v); });
+}
+std::string ReLU6::extra_repr() const {
+  return with_inplace("");
 }
 Tensor LogSigmoid::forward(const Tensor& x) {
   return logsigmoid(x);
 }
 Tensor Mish::forward(const Tensor& x) {
-  return mish(x);
+  return apply(x, "mish_", [](const Tensor& v, const PointwiseActivation&) { return mish(v); });
+}
+std::string Mish::extra_repr() const {
+  return with_inplace("");
 }
 Tensor Softplus::forward(const Tensor& x) {
   return softplus(x, beta, threshold);

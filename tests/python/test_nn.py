@@ -832,3 +832,20 @@ def test_nn_modules_and_flatten_parameters_are_there_for_scripts():
     before = {k: v.clone() for k, v in lstm.state_dict().items()}
     assert lstm.flatten_parameters() is None
     assert all(v.equal(before[k]) for k, v in lstm.state_dict().items())
+
+
+@pytest.mark.parametrize("make,fn", [
+    (lambda: nn.ReLU(inplace=True), lambda x: np.maximum(x, 0)),
+    (lambda: nn.LeakyReLU(0.2, inplace=True), lambda x: np.where(x > 0, x, 0.2 * x)),
+    (lambda: nn.Hardtanh(-0.5, 0.5, inplace=True), lambda x: np.clip(x, -0.5, 0.5)),
+    (lambda: nn.ReLU6(True), lambda x: np.clip(x, 0, 6)),
+])
+def test_inplace_activations_write_into_their_input(make, fn):
+    m = make()
+    assert m.inplace and "inplace=True" in repr(m)
+    x = ember.tensor([-1.5, -0.25, 0.5, 7.0])
+    want = fn(x.numpy().astype(np.float64))
+    assert m(x) is x
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+    assert repr(nn.LeakyReLU(0.2, inplace=True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
+    assert repr(nn.ReLU()) == "ReLU()" and not nn.ReLU().inplace

@@ -1648,8 +1648,9 @@ void bind_layers(nb::module_& m) {
     using T = typename decltype(tag)::type;
     layer<T>(m, name, doc)
         .def(
-            "__init__", [](nb::pointer_and_handle<T> v, bool) { construct<T>(v); },
-            "inplace"_a = false, doc, record_init());
+            "__init__", [](nb::pointer_and_handle<T> v, bool inplace) { construct<T>(v, inplace); },
+            "inplace"_a = false, doc, record_init())
+        .def_ro("inplace", &T::inplace, "Whether the input tensor becomes the output.");
   };
   simple(std::type_identity<nn::ReLU>{}, "ReLU", "max(x, 0).");
   simple(std::type_identity<nn::SiLU>{}, "SiLU", "x * sigmoid(x).");
@@ -1680,36 +1681,40 @@ void bind_layers(nb::module_& m) {
   layer<nn::LeakyReLU>(m, "LeakyReLU", "x where positive, else negative_slope * x.")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool) {
-            construct<nn::LeakyReLU>(v, slope);
+          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool inplace) {
+            construct<nn::LeakyReLU>(v, slope, inplace);
           },
           "negative_slope"_a = 0.01, "inplace"_a = false, record_init())
-      .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.");
+      .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.")
+      .def_ro("inplace", &nn::LeakyReLU::inplace, "Whether the input tensor becomes the output.");
   layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool) {
-            construct<nn::ELU>(v, alpha);
+          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool inplace) {
+            construct<nn::ELU>(v, alpha, inplace);
           },
           "alpha"_a = 1.0, "inplace"_a = false, record_init())
-      .def_ro("alpha", &nn::ELU::alpha, "Alpha.");
+      .def_ro("alpha", &nn::ELU::alpha, "Alpha.")
+      .def_ro("inplace", &nn::ELU::inplace, "Whether the input tensor becomes the output.");
   layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool) {
-            construct<nn::CELU>(v, alpha);
+          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool inplace) {
+            construct<nn::CELU>(v, alpha, inplace);
           },
           "alpha"_a = 1.0, "inplace"_a = false, record_init())
-      .def_ro("alpha", &nn::CELU::alpha, "Alpha.");
+      .def_ro("alpha", &nn::CELU::alpha, "Alpha.")
+      .def_ro("inplace", &nn::CELU::inplace, "Whether the input tensor becomes the output.");
   layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Hardtanh> v, double lo, double hi, bool) {
-            construct<nn::Hardtanh>(v, lo, hi);
+          [](nb::pointer_and_handle<nn::Hardtanh> v, double lo, double hi, bool inplace) {
+            construct<nn::Hardtanh>(v, lo, hi, inplace);
           },
           "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, record_init())
       .def_ro("min_val", &nn::Hardtanh::min_val, "Lower bound.")
-      .def_ro("max_val", &nn::Hardtanh::max_val, "Upper bound.");
+      .def_ro("max_val", &nn::Hardtanh::max_val, "Upper bound.")
+      .def_ro("inplace", &nn::Hardtanh::inplace, "Whether the input tensor becomes the output.");
   layer<nn::Softplus>(m, "Softplus", "log(1 + exp(beta x)) / beta.")
       .def(
           "__init__",

@@ -275,6 +275,37 @@ TEST(Pooling, AvgPool2dDivisorOverride) {
   EXPECT_EQ(values(pool(x)), (std::vector<double>(4, 2.0)));
 }
 
+TEST(Activations, InplaceWritesTheResultIntoTheInputItself) {
+  const std::vector<std::pair<std::shared_ptr<Module>, std::shared_ptr<Module>>> pairs = {
+      {std::make_shared<ReLU>(), std::make_shared<ReLU>(true)},
+      {std::make_shared<LeakyReLU>(0.2), std::make_shared<LeakyReLU>(0.2, true)},
+      {std::make_shared<ELU>(0.5), std::make_shared<ELU>(0.5, true)},
+      {std::make_shared<CELU>(0.5), std::make_shared<CELU>(0.5, true)},
+      {std::make_shared<Hardtanh>(-0.5, 0.5), std::make_shared<Hardtanh>(-0.5, 0.5, true)},
+      {std::make_shared<SiLU>(), std::make_shared<SiLU>(true)},
+      {std::make_shared<SELU>(), std::make_shared<SELU>(true)},
+      {std::make_shared<ReLU6>(), std::make_shared<ReLU6>(true)},
+      {std::make_shared<Mish>(), std::make_shared<Mish>(true)},
+  };
+  for (const auto& [plain, inplace] : pairs) {
+    const Tensor x = testing::make({-1.5, -0.25, 0.5, 7.0}, {4}, DType::Float32);
+    const Tensor want = (*plain)(x);
+    EXPECT_NE(testing::values(want), testing::values(x)) << plain->type_name();
+    const Tensor got = (*inplace)(x);
+    EXPECT_TRUE(got.is_same(x)) << inplace->type_name();
+    EXPECT_EQ(testing::values(x), testing::values(want)) << inplace->type_name();
+    EXPECT_NE(inplace->repr().find("inplace=True"), std::string::npos) << inplace->repr();
+    EXPECT_EQ(plain->repr().find("inplace"), std::string::npos) << plain->repr();
+  }
+  // Recorded by autograd as an in-place op; a leaf that requires grad is refused.
+  const Tensor w = testing::make({-1.0, 2.0}, {2}, DType::Float64).requires_grad_();
+  ReLU relu(true);
+  expect_error([&] { relu(w); }, {"[relu_] a leaf tensor that requires grad"});
+  Tensor h = mul(w, 3.0);
+  sum(relu(h)).backward();
+  EXPECT_EQ(testing::values(w.grad()), (std::vector<double>{0, 3}));
+}
+
 TEST(Activations, NewModulesMatchTheirOps) {
   const Tensor x = randn({10});
   EXPECT_EQ(values(LeakyReLU(0.2)(x)), values(leaky_relu(x, 0.2)));

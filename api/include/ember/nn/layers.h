@@ -340,11 +340,32 @@ class Identity : public Module {
   Tensor forward(const Tensor& x) override { return x; }
 };
 
-/** max(x, 0); passes its input through once folded() into a Conv2d or Linear. */
-class ReLU : public Module, public Foldable {
+/** An elementwise activation that may write its result into its input (torch.nn's
+ *  `inplace=True`: the input tensor itself becomes the output, through the core's
+ *  apply_inplace, with its dtype and autograd rules). */
+class PointwiseActivation : public Module {
  public:
-  ReLU() : Module("ReLU") {}
+  /** Whether forward() writes into its input. */
+  const bool inplace;
+
+ protected:
+  /** An activation named `type_name`, in place or not. */
+  PointwiseActivation(std::string type_name, bool inplace)
+      : Module(std::move(type_name)), inplace(inplace) {}
+  /** fn(x), written into x when inplace (the op is named `op` in errors). */
+  Tensor apply(const Tensor& x, const char* op,
+               Tensor (*fn)(const Tensor&, const PointwiseActivation&)) const;
+  /** `rest` with ", inplace=True" appended when inplace (PyTorch's repr). */
+  std::string with_inplace(std::string rest) const;
+};
+
+/** max(x, 0); passes its input through once folded() into a Conv2d or Linear. */
+class ReLU : public PointwiseActivation, public Foldable {
+ public:
+  /** ReLU, writing into its input if `inplace`. */
+  explicit ReLU(bool inplace = false) : PointwiseActivation("ReLU", inplace) {}
   Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
 };
 
 /** x * Phi(x), or its tanh approximation with approximate = "tanh"; passes its input through
@@ -360,18 +381,20 @@ class GELU : public Module, public Foldable {
 };
 
 /** x * sigmoid(x). */
-class SiLU : public Module {
+class SiLU : public PointwiseActivation {
  public:
-  SiLU() : Module("SiLU") {}
+  /** SiLU, writing into its input if `inplace`. */
+  explicit SiLU(bool inplace = false) : PointwiseActivation("SiLU", inplace) {}
   Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
 };
 
 /** x where x > 0, else negative_slope * x. */
-class LeakyReLU : public Module {
+class LeakyReLU : public PointwiseActivation {
  public:
   /** LeakyReLU with the given slope for negative inputs. */
-  explicit LeakyReLU(double negative_slope = 0.01)
-      : Module("LeakyReLU"), negative_slope(negative_slope) {}
+  explicit LeakyReLU(double negative_slope = 0.01, bool inplace = false)
+      : PointwiseActivation("LeakyReLU", inplace), negative_slope(negative_slope) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -379,10 +402,11 @@ class LeakyReLU : public Module {
 };
 
 /** x where x > 0, else alpha * (exp(x) - 1). */
-class ELU : public Module {
+class ELU : public PointwiseActivation {
  public:
   /** ELU with the given alpha. */
-  explicit ELU(double alpha = 1.0) : Module("ELU"), alpha(alpha) {}
+  explicit ELU(double alpha = 1.0, bool inplace = false)
+      : PointwiseActivation("ELU", inplace), alpha(alpha) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -390,17 +414,20 @@ class ELU : public Module {
 };
 
 /** The self-normalising ELU. */
-class SELU : public Module {
+class SELU : public PointwiseActivation {
  public:
-  SELU() : Module("SELU") {}
+  /** SELU, writing into its input if `inplace`. */
+  explicit SELU(bool inplace = false) : PointwiseActivation("SELU", inplace) {}
   Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
 };
 
 /** max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). */
-class CELU : public Module {
+class CELU : public PointwiseActivation {
  public:
   /** CELU with the given alpha. */
-  explicit CELU(double alpha = 1.0) : Module("CELU"), alpha(alpha) {}
+  explicit CELU(double alpha = 1.0, bool inplace = false)
+      : PointwiseActivation("CELU", inplace), alpha(alpha) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -408,11 +435,11 @@ class CELU : public Module {
 };
 
 /** x clamped to [min_val, max_val]. */
-class Hardtanh : public Module {
+class Hardtanh : public PointwiseActivation {
  public:
   /** Hardtanh with the given bounds. */
-  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0)
-      : Module("Hardtanh"), min_val(min_val), max_val(max_val) {}
+  explicit Hardtanh(double min_val = -1.0, double max_val = 1.0, bool inplace = false)
+      : PointwiseActivation("Hardtanh", inplace), min_val(min_val), max_val(max_val) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -420,10 +447,12 @@ class Hardtanh : public Module {
 };
 
 /** min(max(x, 0), 6). */
-class ReLU6 : public Module {
+class ReLU6 : public PointwiseActivation {
  public:
-  ReLU6() : Module("ReLU6") {}
+  /** ReLU6, writing into its input if `inplace`. */
+  explicit ReLU6(bool inplace = false) : PointwiseActivation("ReLU6", inplace) {}
   Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
 };
 
 /** log(sigmoid(x)). */
@@ -434,10 +463,12 @@ class LogSigmoid : public Module {
 };
 
 /** x * tanh(softplus(x)). */
-class Mish : public Module {
+class Mish : public PointwiseActivation {
  public:
-  Mish() : Module("Mish") {}
+  /** Mish, writing into its input if `inplace`. */
+  explicit Mish(bool inplace = false) : PointwiseActivation("Mish", inplace) {}
   Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
 };
 
 /** log(1 + exp(beta x)) / beta, linear above threshold. */
