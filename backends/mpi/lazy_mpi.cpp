@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/lazy_library.h"
 #include "ember/plugin_sdk_ops.hpp"
 
 // Set by backends/mpi/CMakeLists.txt from the library find_package(MPI) found.
@@ -60,52 +61,12 @@ namespace {
 constexpr const char* kSoname = EMBER_MPI_SONAME;
 constexpr const char* kDir = EMBER_MPI_LIBRARY_DIR;
 
-struct Loaded {
-  std::once_flag once;
-  MpiApi api{};
-  int32_t status = EMBER_ERR_INTERNAL;
-  char error[1024] = {0};  // the message of a failed load
-};
-
-Loaded g_loaded;
-std::atomic<const MpiApi*> g_ready{nullptr};  // set once the table is complete
+// The library, loaded by the first communicator (Note [Lazy vendor libraries]).
+constinit backends::LazyLibrary<MpiApi> g_mpi(kSoname, kDir, mpi_load);
 
 #if defined(OPEN_MPI)
 const OmpiHandles kNoHandles{};  // what ompi_handles() gives before MPI is loaded
 #endif
-
-/** dlerror() after a failed dlopen/dlsym, or `fallback` if it has none. */
-std::string last_dl_error(const std::string& fallback) {
-  const char* e = dlerror();
-  return e ? e : fallback;
-}
-
-/** dlopen (RTLD_GLOBAL, Note [Lazy MPI]) of `soname` by the loader's search, else of
- *  `dir`/`soname`; nullptr with every attempt's dlerror() in `why`. */
-void* open_library(const char* soname, const char* dir, std::string* why) {
-  void* lib = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
-  if (lib) return lib;
-  *why = last_dl_error(std::string(soname) + ": cannot open shared object file");
-  if (!dir || !*dir) return nullptr;
-  const std::string path = std::string(dir) + "/" + soname;
-  lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (lib) return lib;
-  *why += "; " + last_dl_error(path + ": cannot open shared object file");
-  return nullptr;
-}
-
-/** Resolves the function `name` of `lib` into `*out`; false with dlerror() in `why`. */
-template <typename Fn>
-bool resolve(void* lib, const char* name, Fn* out, std::string* why) {
-  dlerror();
-  void* sym = dlsym(lib, name);
-  if (!sym) {
-    *why = last_dl_error(std::string(name) + ": symbol not found");
-    return false;
-  }
-  *out = reinterpret_cast<Fn>(sym);
-  return true;
-}
 
 /** Resolves the object `name` as libmpi's own references see it (Note [Open MPI's handles are
  *  data symbols]): the global scope first, where an executable's copy wins; false with dlerror().
@@ -115,16 +76,11 @@ bool resolve_object(void* lib, const char* name, void** out, std::string* why) {
   void* sym = dlsym(RTLD_DEFAULT, name);
   if (!sym) sym = dlsym(lib, name);
   if (!sym) {
-    *why = last_dl_error(std::string(name) + ": symbol not found");
+    *why = backends::last_dl_error(std::string(name) + ": symbol not found");
     return false;
   }
   *out = sym;
   return true;
-}
-
-void load_once() {
-  g_loaded.status = mpi_load(kSoname, kDir, &g_loaded.api, g_loaded.error, sizeof(g_loaded.error));
-  if (g_loaded.status == EMBER_OK) g_ready.store(&g_loaded.api, std::memory_order_release);
 }
 
 }  // namespace
@@ -141,38 +97,40 @@ int32_t mpi_load(const char* soname, const char* dir, MpiApi* api, char* error, 
   // The ABI has no status for "this backend cannot run here"; EMBER_ERR_PEER is the one the core
   // raises as a DistributedError, the kind it uses for a backend that is not usable.
   std::string why;
-  void* lib = open_library(soname, dir, &why);
+  // RTLD_GLOBAL: Note [Lazy MPI].
+  void* lib = backends::open_library(soname, dir, RTLD_NOW | RTLD_GLOBAL, &why);
   if (!lib)
     return sdk::fail_into(error, cap, EMBER_ERR_PEER,
                           "[mpi] cannot open %s: %s (install the MPI this plugin was built "
                           "with, Debian: libopenmpi3, or add its directory to LD_LIBRARY_PATH)",
                           soname, why.c_str());
   MpiApi a{};
-  bool ok = resolve(lib, "MPI_Init_thread", &a.init_thread, &why) &&
-            resolve(lib, "MPI_Initialized", &a.initialized, &why) &&
-            resolve(lib, "MPI_Finalized", &a.finalized, &why) &&
-            resolve(lib, "MPI_Finalize", &a.finalize, &why) &&
-            resolve(lib, "MPI_Query_thread", &a.query_thread, &why) &&
-            resolve(lib, "MPI_Error_string", &a.error_string, &why) &&
-            resolve(lib, "MPI_Comm_set_errhandler", &a.comm_set_errhandler, &why) &&
-            resolve(lib, "MPI_Comm_rank", &a.comm_rank, &why) &&
-            resolve(lib, "MPI_Comm_size", &a.comm_size, &why) &&
-            resolve(lib, "MPI_Comm_idup", &a.comm_idup, &why) &&
-            resolve(lib, "MPI_Comm_get_attr", &a.comm_get_attr, &why) &&
-            resolve(lib, "MPI_Comm_free", &a.comm_free, &why) &&
-            resolve(lib, "MPI_Type_contiguous", &a.type_contiguous, &why) &&
-            resolve(lib, "MPI_Type_commit", &a.type_commit, &why) &&
-            resolve(lib, "MPI_Op_create", &a.op_create, &why) &&
-            resolve(lib, "MPI_Test", &a.test, &why) &&
-            resolve(lib, "MPI_Cancel", &a.cancel, &why) &&
-            resolve(lib, "MPI_Get_count", &a.get_count, &why) &&
-            resolve(lib, "MPI_Iallreduce", &a.iallreduce, &why) &&
-            resolve(lib, "MPI_Ibcast", &a.ibcast, &why) &&
-            resolve(lib, "MPI_Iallgather", &a.iallgather, &why) &&
-            resolve(lib, "MPI_Ireduce_scatter_block", &a.ireduce_scatter_block, &why) &&
-            resolve(lib, "MPI_Ialltoall", &a.ialltoall, &why) &&
-            resolve(lib, "MPI_Ibarrier", &a.ibarrier, &why) &&
-            resolve(lib, "MPI_Isend", &a.isend, &why) && resolve(lib, "MPI_Irecv", &a.irecv, &why);
+  bool ok = backends::resolve(lib, "MPI_Init_thread", &a.init_thread, &why) &&
+            backends::resolve(lib, "MPI_Initialized", &a.initialized, &why) &&
+            backends::resolve(lib, "MPI_Finalized", &a.finalized, &why) &&
+            backends::resolve(lib, "MPI_Finalize", &a.finalize, &why) &&
+            backends::resolve(lib, "MPI_Query_thread", &a.query_thread, &why) &&
+            backends::resolve(lib, "MPI_Error_string", &a.error_string, &why) &&
+            backends::resolve(lib, "MPI_Comm_set_errhandler", &a.comm_set_errhandler, &why) &&
+            backends::resolve(lib, "MPI_Comm_rank", &a.comm_rank, &why) &&
+            backends::resolve(lib, "MPI_Comm_size", &a.comm_size, &why) &&
+            backends::resolve(lib, "MPI_Comm_idup", &a.comm_idup, &why) &&
+            backends::resolve(lib, "MPI_Comm_get_attr", &a.comm_get_attr, &why) &&
+            backends::resolve(lib, "MPI_Comm_free", &a.comm_free, &why) &&
+            backends::resolve(lib, "MPI_Type_contiguous", &a.type_contiguous, &why) &&
+            backends::resolve(lib, "MPI_Type_commit", &a.type_commit, &why) &&
+            backends::resolve(lib, "MPI_Op_create", &a.op_create, &why) &&
+            backends::resolve(lib, "MPI_Test", &a.test, &why) &&
+            backends::resolve(lib, "MPI_Cancel", &a.cancel, &why) &&
+            backends::resolve(lib, "MPI_Get_count", &a.get_count, &why) &&
+            backends::resolve(lib, "MPI_Iallreduce", &a.iallreduce, &why) &&
+            backends::resolve(lib, "MPI_Ibcast", &a.ibcast, &why) &&
+            backends::resolve(lib, "MPI_Iallgather", &a.iallgather, &why) &&
+            backends::resolve(lib, "MPI_Ireduce_scatter_block", &a.ireduce_scatter_block, &why) &&
+            backends::resolve(lib, "MPI_Ialltoall", &a.ialltoall, &why) &&
+            backends::resolve(lib, "MPI_Ibarrier", &a.ibarrier, &why) &&
+            backends::resolve(lib, "MPI_Isend", &a.isend, &why) &&
+            backends::resolve(lib, "MPI_Irecv", &a.irecv, &why);
 #if defined(OPEN_MPI)
 #define EMBER_OMPI_RESOLVE(symbol) ok = ok && resolve_object(lib, #symbol, &a.handles.symbol, &why);
   EMBER_OMPI_HANDLES(EMBER_OMPI_RESOLVE)
@@ -190,15 +148,11 @@ int32_t mpi_load(const char* soname, const char* dir, MpiApi* api, char* error, 
 }
 
 int32_t mpi_api(const MpiApi** out, char* error, size_t cap) {
-  std::call_once(g_loaded.once, load_once);
-  if (g_loaded.status != EMBER_OK)
-    return sdk::fail_into(error, cap, g_loaded.status, "%s", g_loaded.error);
-  *out = &g_loaded.api;
-  return EMBER_OK;
+  return g_mpi.get(out, error, cap);
 }
 
 const MpiApi* mpi_api_if_loaded() {
-  return g_ready.load(std::memory_order_acquire);
+  return g_mpi.if_loaded();
 }
 
 #if defined(OPEN_MPI)
