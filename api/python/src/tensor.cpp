@@ -423,6 +423,32 @@ DType dtype_of_legacy_name(const std::string& s) {
                   s));
 }
 
+/** A factory of a size and options: zeros, ones, empty, as module functions and, for
+ *  Tensor.new_<name>, methods. */
+struct SizeFactory {
+  const char* name;
+  const char* method;  // new_<name>
+  Tensor (*make)(const Shape&, const TensorOptions&);
+  const char* doc;
+};
+constexpr SizeFactory kSizeFactories[] = {
+    {"zeros", "new_zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
+     "Zeros of the given size"},
+    {"ones", "new_ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
+     "Ones of the given size"},
+    {"empty", "new_empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
+     "An uninitialised tensor of the given size"},
+};
+
+/** The Python signature of a size factory `name`, a method of a tensor if `method`. */
+std::string size_factory_sig(const char* name, bool method) {
+  return fmt::format(
+      "def {}({}*size: int | collections.abc.Sequence[int], dtype: ember.dtype | "
+      "None = None, device: ember.device | str | None = None, requires_grad: bool "
+      "= False, pin_memory: bool = False) -> ember.Tensor",
+      name, method ? "self, " : "");
+}
+
 }  // namespace
 
 void bind_tensor(nb::module_& m) {
@@ -596,37 +622,23 @@ void bind_tensor(nb::module_& m) {
   // new_zeros, new_ones, new_empty, new_full and new_tensor make a tensor with this one's dtype
   // and device unless told otherwise (PyTorch's Tensor.new_*): the core's factories with the
   // options defaulted here, nothing more.
-  auto new_factory = [&](const char* name, auto make, const char* doc) {
+  for (const SizeFactory& f : kSizeFactories) {
     cls.def(
-        name,
-        [make, name](const Tensor& self, nb::args size, std::optional<DType> dtype,
-                     std::optional<Device> device, bool requires_grad, bool pin_memory) {
-          const Shape s = sizes_from_args(size, name);
+        f.method,
+        [f](const Tensor& self, nb::args size, std::optional<DType> dtype,
+            std::optional<Device> device, bool requires_grad, bool pin_memory) {
+          const Shape s = sizes_from_args(size, f.method);
           const TensorOptions o =
               TensorOptions(dtype.value_or(self.dtype()), device.value_or(self.device()))
                   .pinned_memory(pin_memory);
           GilRelease release;
-          return finish(make(s, o), requires_grad);
+          return finish(f.make(s, o), requires_grad);
         },
         "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
         "requires_grad"_a = false, "pin_memory"_a = false,
-        nb::sig(fmt::format("def {}(self, *size: int | collections.abc.Sequence[int], dtype: "
-                            "ember.dtype | None = None, device: ember.device | str | None = "
-                            "None, requires_grad: bool = False, pin_memory: bool = False) -> "
-                            "ember.Tensor",
-                            name)
-                    .c_str()),
-        doc);
-  };
-  new_factory(
-      "new_zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
-      "Zeros of the given size, with this tensor's dtype and device unless given.");
-  new_factory(
-      "new_ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
-      "Ones of the given size, with this tensor's dtype and device unless given.");
-  new_factory(
-      "new_empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
-      "An uninitialised tensor of the given size, with this tensor's dtype and device.");
+        nb::sig(size_factory_sig(f.method, true).c_str()),
+        fmt::format("{}, with this tensor's dtype and device unless given.", f.doc).c_str());
+  }
   cls.def(
          "new_full",
          [](const Tensor& self, Ints size, PyScalar value, std::optional<DType> dtype,
@@ -1012,35 +1024,21 @@ void bind_tensor(nb::module_& m) {
   m.def("from_dlpack", &dlpack_to_tensor, "ext_tensor"_a,
         "A tensor sharing the memory of an object with __dlpack__ (or a DLPack capsule).");
 
-  auto fill_factory = [&](const char* name, auto make, const char* doc) {
+  for (const SizeFactory& f : kSizeFactories) {
     m.def(
-        name,
-        [make, name](nb::args size, std::optional<DType> dtype, std::optional<Device> device,
-                     bool requires_grad, bool pin_memory) {
-          const Shape s = sizes_from_args(size, name);
+        f.name,
+        [f](nb::args size, std::optional<DType> dtype, std::optional<Device> device,
+            bool requires_grad, bool pin_memory) {
+          const Shape s = sizes_from_args(size, f.name);
           const TensorOptions o = options(dtype, device, pin_memory);
           GilRelease release;
-          return finish(make(s, o), requires_grad);
+          return finish(f.make(s, o), requires_grad);
         },
         "size"_a, nb::kw_only(), "dtype"_a = nb::none(), "device"_a = nb::none(),
         "requires_grad"_a = false, "pin_memory"_a = false,
-        nb::sig(fmt::format("def {}(*size: int | collections.abc.Sequence[int], dtype: "
-                            "ember.dtype | None = None, device: ember.device | str | None = "
-                            "None, requires_grad: bool = False, pin_memory: bool = False) -> "
-                            "ember.Tensor",
-                            name)
-                    .c_str()),
-        doc);
-  };
-  fill_factory(
-      "zeros", [](const Shape& s, const TensorOptions& o) { return zeros(s, o); },
-      "Zeros of the given size (float32 unless dtype says otherwise).");
-  fill_factory(
-      "ones", [](const Shape& s, const TensorOptions& o) { return ones(s, o); },
-      "Ones of the given size.");
-  fill_factory(
-      "empty", [](const Shape& s, const TensorOptions& o) { return empty(s, o); },
-      "An uninitialised tensor of the given size.");
+        nb::sig(size_factory_sig(f.name, false).c_str()),
+        fmt::format("{} (float32 unless dtype says otherwise).", f.doc).c_str());
+  }
   m.def(
       "full",
       [](Ints size, PyScalar value, std::optional<DType> dtype, std::optional<Device> device,
