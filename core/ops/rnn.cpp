@@ -37,8 +37,10 @@
 // db_hh, the sum of dgates_h over steps and rows.
 //
 // rnn_layer(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse): a whole layer, PyTorch's nn.LSTM
-// (mode 0, lstm_layer's equations with gates_x = x w_ih^T + b_ih + b_hh) or nn.GRU (mode 1,
-// gru_layer's with gates_x = x w_ih^T + b_ih).
+// (mode 0, lstm_layer's equations with gates_x = x w_ih^T + b_ih + b_hh), nn.GRU (mode 1,
+// gru_layer's with gates_x = x w_ih^T + b_ih) or nn.RNN (mode 2 tanh, 3 relu: one gate,
+//   h[t] = act(gates_x[t] + h_prev w_hh^T),   gates_x = x w_ih^T + b_ih + b_hh).
+// The Elman modes are always composed (elman_steps): the kernels below see modes 0 and 1 only.
 // Kernel contract ("rnn_layer", optional): inputs {x [L, N, I], w_ih [G H, I], w_hh [G H, H],
 // b_ih [G H], b_hh [G H], h0 [N, H], c0 [N, H] (LSTM only)}, contiguous, of one dtype (a layer
 // without bias gets zeros); outputs {y [L, N, H], h_n [N, H], c_n [N, H] (LSTM only)},
@@ -212,7 +214,8 @@ std::tuple<Tensor, Tensor> fused(const Tensor& gx, const Tensor& w_hh, const Ten
 // reference backend has it as plain loops, so the path is exercised and gradchecked everywhere
 // (gradcheck_device_test). Without the kernel the layer is composed: one matmul projects every
 // step's input, then lstm_layer (fused where the backend has it) or the GRU's steps as public
-// ops.
+// ops. The Elman RNN (nn.RNN) is always composed: one matmul and one activation a step leave
+// nothing for a fused kernel to save but dispatch, and the kernels stay LSTM and GRU only.
 //  - Reverse: cuDNN's unidirectional RNN walks forward only, so the core flips the time axis of
 //    x (and of dy) before the kernel and of y (and dx) after it: two copies of a sequence,
 //    cheap beside the recurrence.
@@ -244,6 +247,24 @@ Tensor gru_steps(const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const
     const Tensor r = sigmoid(add(gi[0], gh[0])), z = sigmoid(add(gi[1], gh[1]));
     const Tensor n = tanh(add(gi[2], mul(r, gh[2])));
     h = add(n, mul(z, sub(h, n)));  // (1 - z) n + z h
+    out[t] = h;
+  }
+  return stack(out, 0);
+}
+
+/** The Elman RNN's recurrence as public ops, a step at a time (gates_x holds both biases):
+ *  differentiable, one matmul and one activation per step. */
+Tensor elman_steps(const Tensor& gx, const Tensor& w_hh, const Tensor& h0, bool relu_act,
+                   bool reverse) {
+  const std::vector<Tensor> steps = unbind(gx, 0);  // L x [N, H]
+  const auto L = static_cast<int64_t>(steps.size());
+  const Tensor w_t = w_hh.t();
+  Tensor h = h0;
+  std::vector<Tensor> out(steps.size());
+  for (int64_t k = 0; k < L; ++k) {
+    const auto t = static_cast<size_t>(reverse ? L - 1 - k : k);
+    const Tensor pre = add(steps[t], matmul(h, w_t));
+    h = relu_act ? relu(pre) : tanh(pre);
     out[t] = h;
   }
   return stack(out, 0);
@@ -323,8 +344,13 @@ std::tuple<Tensor, Tensor, Tensor> layer_composite(RnnMode mode, const Tensor& x
     const Tensor h = gru_layer(linear(x, w_ih, b_ih), w_hh, b_hh, h0, reverse);
     return {h, h.select(0, last), Tensor()};
   }
-  // Both biases go into the input projection: one [4H] add, no per-step one.
+  // Both biases go into the input projection: one [G H] add, no per-step one.
   const Tensor bias = b_ih.defined() ? add(b_ih, b_hh) : Tensor();
+  if (mode != RnnMode::LSTM) {
+    const Tensor h =
+        elman_steps(linear(x, w_ih, bias), w_hh, h0, mode == RnnMode::RNN_RELU, reverse);
+    return {h, h.select(0, last), Tensor()};
+  }
   auto [h, c] = lstm_layer(linear(x, w_ih, bias), w_hh, h0, c0, reverse);
   return {h, h.select(0, last), c.select(0, last)};
 }
@@ -422,12 +448,13 @@ std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x, cons
   constexpr const char* op = "rnn_layer";
   if (x.defined())
     EMBER_AUTOCAST(Lower, rnn_layer, x, mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
-  EMBER_CHECK(mode == RnnMode::LSTM || mode == RnnMode::GRU,
-              "[{}] mode must be RnnMode::LSTM or RnnMode::GRU: got {}", op,
+  EMBER_CHECK(mode == RnnMode::LSTM || mode == RnnMode::GRU || mode == RnnMode::RNN_TANH ||
+                  mode == RnnMode::RNN_RELU,
+              "[{}] mode must be RnnMode::LSTM, GRU, RNN_TANH or RNN_RELU: got {}", op,
               static_cast<int64_t>(mode));
-  const bool lstm = mode == RnnMode::LSTM;
-  const char* cell = lstm ? "an LSTM" : "a GRU";
-  const int64_t G = lstm ? 4 : 3;
+  const bool lstm = mode == RnnMode::LSTM, gru = mode == RnnMode::GRU;
+  const char* cell = lstm ? "an LSTM" : gru ? "a GRU" : "an Elman RNN";
+  const int64_t G = lstm ? 4 : gru ? 3 : 1;
   EMBER_CHECK_TYPE(x.defined() && w_ih.defined() && w_hh.defined() && h0.defined(),
                    "[{}] undefined tensor argument: x, w_ih, w_hh and h0 are required", op);
   EMBER_CHECK_TYPE(c0.defined() == lstm, "[{}] c0 is for the LSTM only: got {} c0 for {}", op,
@@ -465,7 +492,8 @@ std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x, cons
               shape_str(state), shape_str(h0.sizes()),
               lstm ? " and " + shape_str(c0.sizes()) : std::string());
   if (L == 0) return {empty({0, N, H}, {x.dtype(), x.device()}), h0, c0};
-  if (N > 0 && H > 0 && I > 0 && has_kernel(core_op(ops::rnn_layer), x.device(), x.dtype())) {
+  if ((lstm || gru) && N > 0 && H > 0 && I > 0 &&
+      has_kernel(core_op(ops::rnn_layer), x.device(), x.dtype())) {
     return layer_fused(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
   }
   return layer_composite(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);

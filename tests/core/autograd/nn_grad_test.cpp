@@ -258,7 +258,7 @@ Tensor rnn_all(RnnMode mode, const V& in, bool bias, bool reverse) {
   return cat(parts, 0);
 }
 V rnn_inputs(RnnMode mode, bool bias, int64_t L, int64_t N, int64_t I, int64_t H, uint64_t seed) {
-  const int64_t G = mode == RnnMode::LSTM ? 4 : 3;
+  const int64_t G = mode == RnnMode::LSTM ? 4 : mode == RnnMode::GRU ? 3 : 1;
   V v = {input({L, N, I}, seed), input({G * H, I}, seed + 1), input({G * H, H}, seed + 2)};
   if (bias) v.push_back(input({G * H}, seed + 3)), v.push_back(input({G * H}, seed + 4));
   v.push_back(input({N, H}, seed + 5));
@@ -277,6 +277,12 @@ EMBER_GRADCHECK_CASE({"rnn_layer", "GRU, 3 steps, batch 2, bias",
 EMBER_GRADCHECK_CASE({"rnn_layer", "GRU reverse, no bias",
                       [](const V& in) { return rnn_all(RnnMode::GRU, in, false, true); },
                       [] { return rnn_inputs(RnnMode::GRU, false, 4, 1, 2, 2, 431); }});
+EMBER_GRADCHECK_CASE({"rnn_layer", "Elman tanh, 3 steps, batch 2, bias",
+                      [](const V& in) { return rnn_all(RnnMode::RNN_TANH, in, true, false); },
+                      [] { return rnn_inputs(RnnMode::RNN_TANH, true, 3, 2, 3, 2, 441); }});
+EMBER_GRADCHECK_CASE({"rnn_layer", "Elman relu reverse, no bias",
+                      [](const V& in) { return rnn_all(RnnMode::RNN_RELU, in, false, true); },
+                      [] { return rnn_inputs(RnnMode::RNN_RELU, false, 4, 2, 2, 3, 451); }});
 
 TEST(NnGrad, LstmLayerFusedBackwardMatchesTheFormula) {
   // The same gradients with and without create_graph (kernel, then formula).

@@ -1,6 +1,6 @@
-// Recurrent layers' ops: a whole LSTM or GRU layer in one direction (nn::LSTM and nn::GRU run
-// one per layer and direction), and the LSTM and GRU recurrences it is made of where no backend
-// runs the whole layer.
+// Recurrent layers' ops: a whole LSTM, GRU or Elman RNN layer in one direction (nn::LSTM,
+// nn::GRU and nn::RNN run one per layer and direction; the cells one with a single step), and the
+// LSTM and GRU recurrences it is made of where no backend runs the whole layer.
 #pragma once
 
 #include <tuple>
@@ -24,16 +24,17 @@ EMBER_API std::tuple<Tensor, Tensor> lstm_layer(const Tensor& gates_x, const Ten
 EMBER_API Tensor gru_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& b_hh,
                            const Tensor& h0, bool reverse = false);
 
-/** The cell of a recurrent layer: PyTorch's nn.LSTM or nn.GRU. */
-enum class RnnMode : int64_t { LSTM = 0, GRU = 1 };
+/** The cell of a recurrent layer: PyTorch's nn.LSTM, nn.GRU, or nn.RNN with tanh or relu. */
+enum class RnnMode : int64_t { LSTM = 0, GRU = 1, RNN_TANH = 2, RNN_RELU = 3 };
 
-/** One whole recurrent layer in one direction over L steps, as PyTorch's nn.LSTM / nn.GRU run
- *  each layer and direction, with G = 4 gates (i, f, g, o) for the LSTM and 3 (r, z, n) for the
- *  GRU: x [L, N, I], w_ih [G H, I], w_hh [G H, H], b_ih and b_hh [G H] (both undefined for a
- *  layer without bias), h0 [N, H], and for the LSTM c0 [N, H] (undefined for the GRU). Returns
- *  {y [L, N, H], the hidden state after every step; h_n [N, H], the last step's; c_n [N, H], the
- *  LSTM's last cell state (undefined for the GRU)}. With `reverse` the steps run from L - 1
- *  down to 0, so h_n is y[0]. */
+/** One whole recurrent layer in one direction over L steps, as PyTorch's nn.LSTM / nn.GRU /
+ *  nn.RNN run each layer and direction, with G = 4 gates (i, f, g, o) for the LSTM, 3 (r, z, n)
+ *  for the GRU and 1 for the Elman RNN (h = act(x W_ih^T + b_ih + h_prev W_hh^T + b_hh)):
+ *  x [L, N, I], w_ih [G H, I], w_hh [G H, H], b_ih and b_hh [G H] (both undefined for a
+ *  layer without bias), h0 [N, H], and for the LSTM c0 [N, H] (undefined for the others).
+ *  Returns {y [L, N, H], the hidden state after every step; h_n [N, H], the last step's; c_n
+ *  [N, H], the LSTM's last cell state (undefined for the others)}. With `reverse` the steps run
+ * from L - 1 down to 0, so h_n is y[0]. */
 EMBER_API std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x,
                                                        const Tensor& w_ih, const Tensor& w_hh,
                                                        const Tensor& b_ih, const Tensor& b_hh,
