@@ -1,4 +1,5 @@
-// Recurrent layers: LSTM and GRU, with PyTorch's parameter names, layouts and semantics.
+// Recurrent layers: LSTM, GRU and the Elman RNN, and their one-step cells, with PyTorch's
+// parameter names, layouts and semantics.
 #pragma once
 
 #include <cstdint>
@@ -7,10 +8,11 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/ops/rnn.h"
 
 namespace ember::nn {
 
-/** Options of LSTM and GRU beyond the input and hidden sizes. */
+/** Options of LSTM, GRU and RNN beyond the input and hidden sizes. */
 struct RNNOptions {
   int64_t num_layers = 1;      ///< stacked layers, each fed the previous one's output
   bool bias = true;            ///< learn bias_ih and bias_hh
@@ -19,11 +21,11 @@ struct RNNOptions {
   bool bidirectional = false;  ///< a second direction per layer, run from the end
 };
 
-/** What LSTM and GRU share: the parameters of every layer and direction, and the loop. */
+/** What LSTM, GRU and RNN share: the parameters of every layer and direction, and the loop. */
 class RNNBase : public Module {
  public:
-  /** A stack of recurrent layers of `gates` gates each (LSTM 4, GRU 3). */
-  RNNBase(std::string type_name, int64_t gates, int64_t input_size, int64_t hidden_size,
+  /** A stack of recurrent layers of `mode`'s cell (gates: LSTM 4, GRU 3, Elman RNN 1). */
+  RNNBase(std::string type_name, RnnMode mode, int64_t input_size, int64_t hidden_size,
           RNNOptions options);
   std::string extra_repr() const override;
   /** Resets every weight and bias to U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)). */
@@ -35,11 +37,11 @@ class RNNBase : public Module {
  protected:
   /** Runs every layer and direction over `input` from the states `h0` (and `c0` for the LSTM;
    *  undefined: zeros), each through ember::rnn_layer; returns the output, h_n and c_n
-   *  (undefined for the GRU). */
+   *  (undefined but for the LSTM). */
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0);
 
  private:
-  int64_t gates_;
+  RnnMode mode_;
   /** Per layer and direction: weight_ih, weight_hh, bias_ih, bias_hh (PyTorch's order). */
   std::vector<std::vector<Tensor*>> weights_;
 };
@@ -65,6 +67,84 @@ class GRU : public RNNBase {
   /** The output and h_n [num_layers * D, N, hidden]; an undefined h0 is zeros. */
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0);
   /** The output alone, from a zero state. */
+  Tensor forward(const Tensor& input) override;
+};
+
+/** Elman RNN (PyTorch's nn.RNN): h_t = act(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh). */
+class RNN : public RNNBase {
+ public:
+  /** RNN from `input_size` features to `hidden_size` per direction; `nonlinearity` is "tanh"
+   *  or "relu". */
+  RNN(int64_t input_size, int64_t hidden_size, RNNOptions options = {},
+      const std::string& nonlinearity = "tanh");
+  /** The output and h_n [num_layers * D, N, hidden]; an undefined h0 is zeros. */
+  std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0);
+  /** The output alone, from a zero state. */
+  Tensor forward(const Tensor& input) override;
+
+  const std::string nonlinearity;
+};
+
+/** What RNNCell, LSTMCell and GRUCell share: PyTorch's four parameters and one step. */
+class RNNCellBase : public Module {
+ public:
+  /** A cell of `mode`'s kind (gates: LSTM 4, GRU 3, Elman 1) with weight_ih [gates * hidden,
+   *  input], weight_hh [gates * hidden, hidden] and, with `bias`, bias_ih and bias_hh. */
+  RNNCellBase(std::string type_name, RnnMode mode, int64_t input_size, int64_t hidden_size,
+              bool bias);
+  std::string extra_repr() const override;
+  /** Resets every weight and bias to U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)). */
+  void reset_parameters();
+
+  const int64_t input_size, hidden_size;
+  const bool bias;
+
+ protected:
+  /** One step of ember::rnn_layer from `input` [N, input] (or unbatched [input]) and the states
+   *  `hx` (and `cx` for the LSTM; undefined: zeros) of shape [N, hidden] (or [hidden]); returns
+   *  the next h and c (undefined but for the LSTM), batched as the input is. */
+  std::tuple<Tensor, Tensor> step(const Tensor& input, const Tensor& hx, const Tensor& cx);
+
+ private:
+  RnnMode mode_;
+  Tensor *weight_ih_, *weight_hh_, *bias_ih_ = nullptr, *bias_hh_ = nullptr;
+};
+
+/** One step of an Elman RNN (PyTorch's nn.RNNCell): h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh). */
+class RNNCell : public RNNCellBase {
+ public:
+  /** RNNCell from `input_size` to `hidden_size` features; `nonlinearity` is "tanh" or "relu". */
+  RNNCell(int64_t input_size, int64_t hidden_size, bool bias = true,
+          const std::string& nonlinearity = "tanh");
+  /** h' [N, hidden] (or [hidden] for an unbatched input); an undefined hx is zeros. */
+  Tensor forward(const Tensor& input, const Tensor& hx);
+  /** h' from a zero state. */
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+  const std::string nonlinearity;
+};
+
+/** One step of an LSTM (PyTorch's nn.LSTMCell, gates i, f, g, o). */
+class LSTMCell : public RNNCellBase {
+ public:
+  /** LSTMCell from `input_size` to `hidden_size` features. */
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  /** (h', c'), each [N, hidden] (or [hidden] for an unbatched input); undefined hx / cx are
+   *  zeros. */
+  std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx, const Tensor& cx);
+  /** h' from zero states. */
+  Tensor forward(const Tensor& input) override;
+};
+
+/** One step of a GRU (PyTorch's nn.GRUCell, gates r, z, n). */
+class GRUCell : public RNNCellBase {
+ public:
+  /** GRUCell from `input_size` to `hidden_size` features. */
+  GRUCell(int64_t input_size, int64_t hidden_size, bool bias = true);
+  /** h' [N, hidden] (or [hidden] for an unbatched input); an undefined hx is zeros. */
+  Tensor forward(const Tensor& input, const Tensor& hx);
+  /** h' from a zero state. */
   Tensor forward(const Tensor& input) override;
 };
 
