@@ -435,6 +435,174 @@ def test_recurrent_layers_from_zero_and_given_states():
     assert out.shape == (4, 1, 3) and h.shape == (1, 1, 3)
 
 
+def _sigmoid(v):
+    return 1.0 / (1.0 + np.exp(-v))
+
+
+def _cell_ref(kind, p, x, h, c=None):
+    """PyTorch's cell equations in float64 NumPy: (h', c') from x [N, I], h, c [N, H]."""
+    w_ih, w_hh = p["weight_ih"], p["weight_hh"]
+    gi = x @ w_ih.T + p.get("bias_ih", 0.0)
+    gh = h @ w_hh.T + p.get("bias_hh", 0.0)
+    if kind in ("tanh", "relu"):
+        pre = gi + gh
+        return (np.tanh(pre) if kind == "tanh" else np.maximum(pre, 0.0)), None
+    if kind == "lstm":
+        i, f, g, o = np.split(gi + gh, 4, axis=-1)
+        c1 = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+        return _sigmoid(o) * np.tanh(c1), c1
+    (ri, zi, ni), (rh, zh, nh) = np.split(gi, 3, axis=-1), np.split(gh, 3, axis=-1)
+    r, z = _sigmoid(ri + rh), _sigmoid(zi + zh)
+    n = np.tanh(ni + r * nh)
+    return (1 - z) * n + z * h, None
+
+
+def _make_cell(kind, i, h, bias=True):
+    if kind == "lstm":
+        return nn.LSTMCell(i, h, bias=bias, dtype=ember.float64)
+    if kind == "gru":
+        return nn.GRUCell(i, h, bias=bias, dtype=ember.float64)
+    return nn.RNNCell(i, h, bias, kind, dtype=ember.float64)
+
+
+@pytest.mark.parametrize("kind", ["tanh", "relu", "lstm", "gru"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_recurrent_cells_match_numpy(kind, bias, rng):
+    cell = _make_cell(kind, 3, 4, bias)
+    gates = {"tanh": 1, "relu": 1, "lstm": 4, "gru": 3}[kind]
+    sd = cell.state_dict()
+    names = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if bias else [])
+    assert list(sd.keys()) == names  # PyTorch's names, in its order
+    assert tuple(sd["weight_ih"].shape) == (gates * 4, 3)
+    assert tuple(sd["weight_hh"].shape) == (gates * 4, 4)
+    if bias:
+        assert tuple(sd["bias_ih"].shape) == tuple(sd["bias_hh"].shape) == (gates * 4,)
+    else:
+        assert cell.bias_ih is None and cell.bias_hh is None
+    bound = 1 / math.sqrt(4)
+    assert all(np.abs(v.numpy()).max() <= bound for v in sd.values())
+    p = {k: v.numpy() for k, v in sd.items()}
+    x, h, c = rng.standard_normal((5, 3)), rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+    want_h, want_c = _cell_ref(kind, p, x, h, c)
+    if kind == "lstm":
+        got_h, got_c = cell(ember.tensor(x), (ember.tensor(h), ember.tensor(c)))
+        assert_close(got_c, want_c, rtol=1e-12, atol=1e-12)
+        # Unbatched: [I] in, ([H], [H]) out.
+        uh, uc = cell(ember.tensor(x[2]), (ember.tensor(h[2]), ember.tensor(c[2])))
+        assert_close(uh, want_h[2], rtol=1e-12, atol=1e-12)
+        assert_close(uc, want_c[2], rtol=1e-12, atol=1e-12)
+        zh, zc = cell(ember.tensor(x))
+        ref_h, ref_c = _cell_ref(kind, p, x, np.zeros((5, 4)), np.zeros((5, 4)))
+        assert_close(zc, ref_c, rtol=1e-12, atol=1e-12)
+    else:
+        got_h = cell(ember.tensor(x), ember.tensor(h))
+        assert_close(cell(ember.tensor(x[2]), ember.tensor(h[2])), want_h[2], rtol=1e-12, atol=1e-12)
+        zh = cell(ember.tensor(x))
+        ref_h, _ = _cell_ref(kind, p, x, np.zeros((5, 4)))
+    assert_close(got_h, want_h, rtol=1e-12, atol=1e-12)
+    assert_close(zh, ref_h, rtol=1e-12, atol=1e-12)
+
+
+def test_recurrent_cells_backward_reaches_every_parameter():
+    cell = nn.LSTMCell(3, 4)
+    x = ember.randn(2, 3, requires_grad=True)
+    h, c = cell(x)
+    (h.sum() + c.sum()).backward()
+    assert x.grad is not None
+    assert all(p.grad is not None for p in cell.parameters())
+
+
+def _rnn_ref(kind, sd, x, h0, num_layers, bidirectional):
+    """nn.RNN's layers and directions as NumPy loops over steps; x [L, N, I], h0 [layers * D, N, H]."""
+    dirs = 2 if bidirectional else 1
+    seq, h_n = x, []
+    for layer in range(num_layers):
+        outs = []
+        for d in range(dirs):
+            sfx = f"_l{layer}" + ("_reverse" if d else "")
+            p = {k[: -len(sfx)]: v for k, v in sd.items() if k.endswith(sfx)}
+            h = h0[layer * dirs + d]
+            ys = [None] * len(seq)
+            for t in (reversed(range(len(seq))) if d else range(len(seq))):
+                h, _ = _cell_ref(kind, p, seq[t], h)
+                ys[t] = h
+            outs.append(np.stack(ys))
+            h_n.append(h)
+        seq = np.concatenate(outs, axis=-1)
+    return seq, np.stack(h_n)
+
+
+@pytest.mark.parametrize("kind", ["tanh", "relu"])
+def test_rnn_matches_numpy_and_pytorchs_names(kind, rng):
+    rnn = nn.RNN(3, 4, 2, kind, batch_first=True, bidirectional=True, dtype=ember.float64)
+    assert rnn.nonlinearity == kind and rnn.num_layers == 2
+    sd = {k: v.numpy() for k, v in rnn.state_dict().items()}
+    names = [f"{w}_{b}_l{layer}{s}" for layer in range(2) for s in ("", "_reverse")
+             for w, b in (("weight", "ih"), ("weight", "hh"), ("bias", "ih"), ("bias", "hh"))]
+    assert list(sd.keys()) == names  # PyTorch's state_dict order
+    assert sd["weight_ih_l0"].shape == (4, 3) and sd["weight_ih_l1_reverse"].shape == (4, 8)
+    assert sd["weight_hh_l1"].shape == (4, 4) and sd["bias_ih_l0_reverse"].shape == (4,)
+    x, h0 = rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 2, 4))
+    out, h_n = rnn(ember.tensor(x), ember.tensor(h0))
+    want, want_h = _rnn_ref(kind, sd, x.transpose(1, 0, 2), h0, 2, True)
+    assert_close(out, want.transpose(1, 0, 2), rtol=1e-12, atol=1e-12)
+    assert_close(h_n, want_h, rtol=1e-12, atol=1e-12)
+    # Unbatched [L, I] with h0 [layers * D, H].
+    out, h_n = rnn(ember.tensor(x[1]), ember.tensor(h0[:, 1]))
+    assert_close(out, want[:, 1], rtol=1e-12, atol=1e-12)
+    assert_close(h_n, want_h[:, 1], rtol=1e-12, atol=1e-12)
+    # A word language model's use: default arguments, zero state, no bias.
+    plain = nn.RNN(3, 4, bias=False, dtype=ember.float64)
+    assert list(plain.state_dict().keys()) == ["weight_ih_l0", "weight_hh_l0"]
+    out, h_n = plain(ember.tensor(x[0][:, None]))
+    psd = {k: v.numpy() for k, v in plain.state_dict().items()}
+    want, want_h = _rnn_ref("tanh", psd, x[0][:, None], np.zeros((1, 1, 4)), 1, False)
+    assert_close(out, want, rtol=1e-12, atol=1e-12)
+    assert_close(h_n, want_h, rtol=1e-12, atol=1e-12)
+
+
+def test_recurrent_cells_and_rnn_errors():
+    with pytest.raises(ValueError, match=r"\[nn.RNNCell\] unknown nonlinearity: got 'gelu'"):
+        nn.RNNCell(3, 4, nonlinearity="gelu")
+    with pytest.raises(ValueError, match=r"\[nn.RNN\] unknown nonlinearity: got 'sigmoid'"):
+        nn.RNN(3, 4, nonlinearity="sigmoid")
+    cell = nn.GRUCell(3, 4)
+    with pytest.raises(ValueError, match=r"\[nn.GRUCell\] expected 3 input features.*\[2, 5\]"):
+        cell(ember.randn(2, 5))
+    with pytest.raises(ValueError, match=r"\[nn.GRUCell\] expected a 1-d \(unbatched\) or 2-d input"):
+        cell(ember.randn(1, 2, 3))
+    with pytest.raises(ValueError, match=r"\[nn.GRUCell\] expected hx of shape \[2, 4\]: got \[2, 3\]"):
+        cell(ember.randn(2, 3), ember.randn(2, 3))
+    lstm = nn.LSTMCell(3, 4)
+    with pytest.raises(ValueError, match=r"\[nn.LSTMCell\] expected hx\[1\] of shape \[2, 4\]"):
+        lstm(ember.randn(2, 3), (ember.randn(2, 4), ember.randn(1, 4)))
+    rnn = nn.RNN(3, 4)
+    with pytest.raises(ValueError, match=r"\[nn.RNN\] expected 3 input features"):
+        rnn(ember.randn(5, 2, 4))
+    with pytest.raises(ValueError, match=r"\[nn.RNN\] expected h0 of shape \[1, 2, 4\]"):
+        rnn(ember.randn(5, 2, 3), ember.randn(2, 2, 4))
+
+
+def test_rnn_and_cells_match_pytorch(torch, rng):
+    x = rng.standard_normal((5, 2, 3)).astype(np.float32)
+    for kind in ("tanh", "relu"):
+        ours = nn.RNN(3, 4, num_layers=2, nonlinearity=kind, bidirectional=True)
+        theirs = torch.nn.RNN(3, 4, num_layers=2, nonlinearity=kind, bidirectional=True)
+        assert list(ours.state_dict().keys()) == list(theirs.state_dict().keys())
+        theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()})
+        out, h = ours(ember.tensor(x))
+        ref, ref_h = theirs(torch.tensor(x))
+        assert_close(out, ref.detach().numpy(), rtol=1e-4, atol=1e-5)
+        assert_close(h, ref_h.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for ours, theirs in ((nn.RNNCell(3, 4, nonlinearity="relu"), torch.nn.RNNCell(3, 4, nonlinearity="relu")),
+                         (nn.LSTMCell(3, 4), torch.nn.LSTMCell(3, 4)), (nn.GRUCell(3, 4), torch.nn.GRUCell(3, 4))):
+        assert list(ours.state_dict().keys()) == list(theirs.state_dict().keys())
+        theirs.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()})
+        got, ref = ours(ember.tensor(x[0])), theirs(torch.tensor(x[0]))
+        for g, r in zip(got if isinstance(got, tuple) else (got,), ref if isinstance(ref, tuple) else (ref,)):
+            assert_close(g, r.detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
 FIXTURES = __import__("pathlib").Path(__file__).with_name("fixtures") / "layers.safetensors"
 
 

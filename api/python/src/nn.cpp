@@ -1868,7 +1868,7 @@ nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, doub
 
 void bind_recurrent(nb::module_& m) {
   nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), module_type_slots(),
-                                      "What LSTM and GRU share.")
+                                      "What LSTM, GRU and RNN share.")
       .def(
           "flatten_parameters", [](nn::RNNBase&) {},
           "Does nothing: the weights are always used where they are (PyTorch compacts them for "
@@ -1944,6 +1944,106 @@ void bind_recurrent(nb::module_& m) {
             return nb::make_tuple(std::get<0>(r), std::get<1>(r));
           },
           "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.");
+  nb::class_<nn::RNN, nn::RNNBase, PyLayer<nn::RNN>>(m, "RNN", nb::dynamic_attr(),
+                                                     module_type_slots(), "Elman RNN.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::RNN> v, int64_t input_size, int64_t hidden_size,
+             int64_t num_layers, const std::string& nonlinearity, bool bias, bool batch_first,
+             double dropout, bool bidirectional, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::RNN>(
+                v, input_size, hidden_size,
+                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0),
+                nonlinearity);
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "nonlinearity"_a = "tanh",
+          "bias"_a = true, "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "An Elman RNN (tanh or relu).",
+          record_init())
+      .def_ro("nonlinearity", &nn::RNN::nonlinearity, "'tanh' or 'relu'.")
+      .def(
+          "forward",
+          [](nn::RNN& r, const Tensor& input, std::optional<Tensor> hx) {
+            std::tuple<Tensor, Tensor> out;
+            {
+              GilRelease release;
+              out = r.forward(input, hx.value_or(Tensor()));
+            }
+            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
+          },
+          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.");
+
+  nb::class_<nn::RNNCellBase, nn::Module>(m, "RNNCellBase", nb::dynamic_attr(), module_type_slots(),
+                                          "What RNNCell, LSTMCell and GRUCell share.")
+      .def_ro("input_size", &nn::RNNCellBase::input_size, "Input features.")
+      .def_ro("hidden_size", &nn::RNNCellBase::hidden_size, "Hidden features.")
+      .def_ro("bias", &nn::RNNCellBase::bias, "Has biases.")
+      .def("reset_parameters", &nn::RNNCellBase::reset_parameters,
+           "PyTorch's default initialisation.");
+  nb::class_<nn::RNNCell, nn::RNNCellBase, PyLayer<nn::RNNCell>>(
+      m, "RNNCell", nb::dynamic_attr(), module_type_slots(), "One step of an Elman RNN.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::RNNCell> v, int64_t input_size, int64_t hidden_size,
+             bool bias, const std::string& nonlinearity, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::RNNCell>(v, input_size, hidden_size, bias, nonlinearity);
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "bias"_a = true, "nonlinearity"_a = "tanh",
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "An RNN cell (tanh or relu).",
+          record_init())
+      .def_ro("nonlinearity", &nn::RNNCell::nonlinearity, "'tanh' or 'relu'.")
+      .def(
+          "forward",
+          [](nn::RNNCell& c, const Tensor& input, std::optional<Tensor> hx) {
+            GilRelease release;
+            return c.forward(input, hx.value_or(Tensor()));
+          },
+          "input"_a, "hx"_a = nb::none(), "The next hidden state from a zero state or hx.");
+  nb::class_<nn::LSTMCell, nn::RNNCellBase, PyLayer<nn::LSTMCell>>(
+      m, "LSTMCell", nb::dynamic_attr(), module_type_slots(), "One step of an LSTM.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LSTMCell> v, int64_t input_size, int64_t hidden_size,
+             bool bias, std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::LSTMCell>(v, input_size, hidden_size, bias);
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "bias"_a = true, "device"_a = nb::none(),
+          "dtype"_a = nb::none(), "An LSTM cell.", record_init())
+      .def(
+          "forward",
+          [](nn::LSTMCell& c, const Tensor& input, std::optional<std::pair<Tensor, Tensor>> hx) {
+            std::tuple<Tensor, Tensor> r;
+            {
+              GilRelease release;
+              r = hx ? c.forward(input, hx->first, hx->second)
+                     : c.forward(input, Tensor(), Tensor());
+            }
+            return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+          },
+          "input"_a, "hx"_a = nb::none(), "(h_1, c_1) from zero states or hx = (h_0, c_0).");
+  nb::class_<nn::GRUCell, nn::RNNCellBase, PyLayer<nn::GRUCell>>(
+      m, "GRUCell", nb::dynamic_attr(), module_type_slots(), "One step of a GRU.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GRUCell> v, int64_t input_size, int64_t hidden_size,
+             bool bias, std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::GRUCell>(v, input_size, hidden_size, bias);
+            place(*v.p, device, dtype);
+          },
+          "input_size"_a, "hidden_size"_a, "bias"_a = true, "device"_a = nb::none(),
+          "dtype"_a = nb::none(), "A GRU cell.", record_init())
+      .def(
+          "forward",
+          [](nn::GRUCell& c, const Tensor& input, std::optional<Tensor> hx) {
+            GilRelease release;
+            return c.forward(input, hx.value_or(Tensor()));
+          },
+          "input"_a, "hx"_a = nb::none(), "The next hidden state from a zero state or hx.");
 }
 
 nn::TransformerLayerOptions transformer_options(int64_t dim_feedforward, double dropout,
