@@ -1,13 +1,13 @@
 // Elementwise ops: y = f(a, b) with NumPy broadcasting and PyTorch's type promotion.
 // Kernel contract ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "remainder",
-// "fmod", "div_floor", "div_trunc"; the remainders and rounded divisions are never called with
-// an integer 0 divisor, Note [Integer division by zero]): inputs {a, b} of
-// the common dtype, already expanded to the output shape (stride 0 where broadcast); outputs
-// {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops: inputs
-// {x}, outputs {y} of x's dtype, attributes as ops.def names them ("clamp": int_lo/int_hi are
-// the bounds of an integer x, lo/hi those of a floating one). "where": inputs {cond
-// (bool), a, b}. "relu_backward" (optional): {g, y} -> {g where y > 0, else 0}. In-place forms
-// run the same kernel with the output aliasing the first input.
+// "fmod", "div_floor", "div_trunc", "atan2", "hypot", "logaddexp"; the remainders and rounded
+// divisions are never called with an integer 0 divisor, Note [Integer division by zero]): inputs
+// {a, b} of the common dtype, already expanded to the output shape (stride 0 where broadcast);
+// outputs {y} of that dtype (the comparison ops "eq".."ge", "logical_and/or": bool). Unary ops:
+// inputs {x}, outputs {y} of x's dtype, attributes as ops.def names them ("clamp": int_lo/int_hi
+// are the bounds of an integer x, lo/hi those of a floating one). "where": inputs {cond (bool), a,
+// b}. "relu_backward" (optional): {g, y} -> {g where y > 0, else 0}. In-place forms run the same
+// kernel with the output aliasing the first input.
 #include "ember/ops/elementwise.h"
 
 #include <string_view>
@@ -348,6 +348,47 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 Tensor minimum(const Tensor& a, const Tensor& b) {
   return extremum(core_op(ops::minimum), "minimum", "MinimumBackward", a, b, false);
 }
+// atan2, hypot and logaddexp: floating results (integers promote as for div), their element
+// semantics shared by every backend (Note [Binary math ops] in plugin_sdk_binary_ops.hpp).
+// d atan2(a, b) = (b da - a db) / (a^2 + b^2); d hypot = (a da + b db) / h;
+// d logaddexp = sigmoid(a - b) da + sigmoid(b - a) db.
+Tensor atan2(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "Atan2Backward", "atan2", {&a, &b},
+      [&] { return binary(core_op(ops::atan2), "atan2", a, b, Kind::TrueDiv); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          const Tensor scale = div(g[0], add(mul(a, a), mul(b, b)));
+          return Grads{reduce_grad(mul(scale, b), a), reduce_grad(neg(mul(scale, a)), b)};
+        };
+      });
+}
+Tensor hypot(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "HypotBackward", "hypot", {&a, &b},
+      [&] { return binary(core_op(ops::hypot), "hypot", a, b, Kind::TrueDiv); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          const Tensor scale = div(g[0], self.saved_output(0));
+          return Grads{reduce_grad(mul(scale, a), a), reduce_grad(mul(scale, b), b)};
+        };
+      },
+      /*save_output=*/true);
+}
+Tensor logaddexp(const Tensor& a, const Tensor& b) {
+  return differentiable(
+      "LogaddexpBackward", "logaddexp", {&a, &b},
+      [&] { return binary(core_op(ops::logaddexp), "logaddexp", a, b, Kind::TrueDiv); },
+      [&] {
+        return [sa = SavedTensor(a), sb = SavedTensor(b)](const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa), b = self.unpack(sb);
+          return Grads{reduce_grad(mul(g[0], sigmoid(sub(a, b))), a),
+                       reduce_grad(mul(g[0], sigmoid(sub(b, a))), b)};
+        };
+      });
+}
 // Note [Integer division by zero]
 // An integer division, remainder or fmod by 0 has no value: PyTorch raises on the CPU
 // ("ZeroDivisionError"), and Ember raises ember::ZeroDivisionError (a ValueError; Python's
@@ -601,6 +642,47 @@ Tensor cos(const Tensor& x) {
   return unary_ad(ops::cos, x, true, Save::Input,
                   [](const Tensor& g, const Tensor& x) { return neg(mul(g, sin(x))); });
 }
+Tensor tan(const Tensor& x) {
+  // d tan = 1 + tan^2
+  return unary_ad(ops::tan, x, true, Save::Output,
+                  [](const Tensor& g, const Tensor& y) { return mul(g, add(mul(y, y), 1.0)); });
+}
+Tensor asin(const Tensor& x) {
+  return unary_ad(ops::asin, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return div(g, sqrt(rsub_one(mul(x, x))));
+  });
+}
+Tensor acos(const Tensor& x) {
+  return unary_ad(ops::acos, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return neg(div(g, sqrt(rsub_one(mul(x, x)))));
+  });
+}
+Tensor atan(const Tensor& x) {
+  return unary_ad(ops::atan, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return div(g, add(mul(x, x), 1.0)); });
+}
+Tensor sinh(const Tensor& x) {
+  return unary_ad(ops::sinh, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, cosh(x)); });
+}
+Tensor cosh(const Tensor& x) {
+  return unary_ad(ops::cosh, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, sinh(x)); });
+}
+Tensor asinh(const Tensor& x) {
+  return unary_ad(ops::asinh, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return div(g, sqrt(add(mul(x, x), 1.0)));
+  });
+}
+Tensor acosh(const Tensor& x) {
+  return unary_ad(ops::acosh, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return div(g, sqrt(sub(mul(x, x), 1.0)));
+  });
+}
+Tensor atanh(const Tensor& x) {
+  return unary_ad(ops::atanh, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return div(g, rsub_one(mul(x, x))); });
+}
 Tensor tanh(const Tensor& x) {
   return unary_ad(ops::tanh, x, true, Save::Output,
                   [](const Tensor& g, const Tensor& y) { return mul(g, rsub_one(mul(y, y))); });
@@ -620,6 +702,12 @@ Tensor erf(const Tensor& x) {
   // d erf = 2/sqrt(pi) exp(-x^2)
   return unary_ad(ops::erf, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
     return mul(g, mul(exp(neg(mul(x, x))), 1.1283791670955126));
+  });
+}
+Tensor erfinv(const Tensor& x) {
+  // d erfinv = sqrt(pi)/2 exp(y^2), y = erfinv(x)
+  return unary_ad(ops::erfinv, x, true, Save::Output, [](const Tensor& g, const Tensor& y) {
+    return mul(g, mul(exp(mul(y, y)), 0.886226925452758));
   });
 }
 // Note [Fused GELU backward]

@@ -186,6 +186,12 @@ std::vector<Case> make_cases() {
                      {0.5, 2.0, -3, 3}, {-2.0, 2.0, 0, 4}));
   c.push_back(binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }));
   c.push_back(binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }));
+  c.push_back(binary("atan2", [](const Tensor& a, const Tensor& b) { return atan2(a, b); }, {-2, 2},
+                     {0.5, 2}));
+  c.push_back(binary("hypot", [](const Tensor& a, const Tensor& b) { return hypot(a, b); }, {-2, 2},
+                     {0.5, 2}));
+  c.push_back(binary("logaddexp", [](const Tensor& a, const Tensor& b) { return logaddexp(a, b); },
+                     {-3, 3}, {-3, 3}));
   // Divisors of both signs (never an integer 0, which the core refuses), dividends of both.
   const Range positive_divisor{0.5, 3, 1, 4}, negative_divisor{-3, -0.5, -4, -1};
   c.push_back(binary(
@@ -299,6 +305,15 @@ std::vector<Case> make_cases() {
       "rsqrt", [](const Tensor& x) { return rsqrt(x); }, pos));
   c.push_back(unary("sin", [](const Tensor& x) { return sin(x); }, {-3, 3}));
   c.push_back(unary("cos", [](const Tensor& x) { return cos(x); }, {-3, 3}));
+  c.push_back(unary("tan", [](const Tensor& x) { return tan(x); }, {-1.2, 1.2}));
+  c.push_back(unary("asin", [](const Tensor& x) { return asin(x); }, {-0.9, 0.9}));
+  c.push_back(unary("acos", [](const Tensor& x) { return acos(x); }, {-0.9, 0.9}));
+  c.push_back(unary("atan", [](const Tensor& x) { return atan(x); }, {-3, 3}));
+  c.push_back(unary("sinh", [](const Tensor& x) { return sinh(x); }, {-3, 3}));
+  c.push_back(unary("cosh", [](const Tensor& x) { return cosh(x); }, {-3, 3}));
+  c.push_back(unary("asinh", [](const Tensor& x) { return asinh(x); }, {-3, 3}));
+  c.push_back(unary("acosh", [](const Tensor& x) { return acosh(x); }, {1.2, 3}));
+  c.push_back(unary("atanh", [](const Tensor& x) { return atanh(x); }, {-0.9, 0.9}));
   c.push_back(unary("tanh", [](const Tensor& x) { return tanh(x); }, {-3, 3}));
   c.push_back(unary("sigmoid", [](const Tensor& x) { return sigmoid(x); }, {-4, 4}));
   // GELU's gradient runs the fused backward; "large" crosses the CPU's threaded, vectorized path
@@ -328,6 +343,7 @@ std::vector<Case> make_cases() {
   c.push_back(unary(
       "round", [](const Tensor& x) { return round(x); }, {-3, 3}, false));
   c.push_back(unary("erf", [](const Tensor& x) { return erf(x); }, {-2, 2}));
+  c.push_back(unary("erfinv", [](const Tensor& x) { return erfinv(x); }, {-0.95, 0.95}));
 
   // ---- reductions -----------------------------------------------------------------------------
   c.push_back({"sum", {"sum"}, reduce_variants({}, /*empty_reduction=*/true), [](const Inputs& in) {

@@ -193,6 +193,15 @@ EMBER_KERNEL(remainder) {
 EMBER_KERNEL(fmod) {
   return binary<FmodOp>(call);
 }
+EMBER_KERNEL(atan2) {
+  return binary<sdk::Atan2Op>(call);
+}
+EMBER_KERNEL(hypot) {
+  return binary<sdk::HypotOp>(call);
+}
+EMBER_KERNEL(logaddexp) {
+  return binary<sdk::LogaddexpOp>(call);
+}
 EMBER_KERNEL(div_floor) {
   return binary<DivFloorOp>(call);
 }
@@ -307,6 +316,15 @@ EMBER_CPU_UNARY_FLOAT(sqrt, std::sqrt(x))
 EMBER_CPU_UNARY_FLOAT(rsqrt, decltype(x)(1) / std::sqrt(x))
 EMBER_CPU_UNARY_FLOAT(sin, std::sin(x))
 EMBER_CPU_UNARY_FLOAT(cos, std::cos(x))
+EMBER_CPU_UNARY_FLOAT(tan, std::tan(x))
+EMBER_CPU_UNARY_FLOAT(asin, std::asin(x))
+EMBER_CPU_UNARY_FLOAT(acos, std::acos(x))
+EMBER_CPU_UNARY_FLOAT(atan, std::atan(x))
+EMBER_CPU_UNARY_FLOAT(sinh, std::sinh(x))
+EMBER_CPU_UNARY_FLOAT(cosh, std::cosh(x))
+EMBER_CPU_UNARY_FLOAT(asinh, std::asinh(x))
+EMBER_CPU_UNARY_FLOAT(acosh, std::acosh(x))
+EMBER_CPU_UNARY_FLOAT(atanh, std::atanh(x))
 EMBER_CPU_UNARY_FLOAT(tanh, std::tanh(x))
 EMBER_CPU_UNARY_FLOAT(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
 EMBER_CPU_UNARY_FLOAT(silu, x / (decltype(x)(1) + std::exp(-x)))
@@ -314,6 +332,7 @@ EMBER_CPU_UNARY_FLOAT(floor, std::floor(x))
 EMBER_CPU_UNARY_FLOAT(ceil, std::ceil(x))
 EMBER_CPU_UNARY_FLOAT(round, std::nearbyint(x))
 EMBER_CPU_UNARY_FLOAT(erf, std::erf(x))
+EMBER_CPU_UNARY_FLOAT(erfinv, sdk::erfinv(x))
 #undef EMBER_CPU_UNARY_FLOAT
 
 EMBER_KERNEL(neg) {

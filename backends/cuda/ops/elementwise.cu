@@ -368,6 +368,10 @@ using sdk::DivFloorOp;
 using sdk::DivTruncOp;
 using sdk::FmodOp;
 using sdk::RemainderOp;
+// atan2, hypot and logaddexp too (Note [Binary math ops]).
+using sdk::Atan2Op;
+using sdk::HypotOp;
+using sdk::LogaddexpOp;
 struct MaximumOp {
   template <typename A>
   __device__ A operator()(A a, A b) const {
@@ -450,6 +454,15 @@ EMBER_CUDA_FLOAT_OP(SqrtOp, sqrtf(x), ::sqrt(x));
 EMBER_CUDA_FLOAT_OP(RsqrtOp, 1.0f / sqrtf(x), 1.0 / ::sqrt(x));
 EMBER_CUDA_FLOAT_OP(SinOp, sinf(x), ::sin(x));
 EMBER_CUDA_FLOAT_OP(CosOp, cosf(x), ::cos(x));
+EMBER_CUDA_FLOAT_OP(TanOp, tanf(x), ::tan(x));
+EMBER_CUDA_FLOAT_OP(AsinOp, asinf(x), ::asin(x));
+EMBER_CUDA_FLOAT_OP(AcosOp, acosf(x), ::acos(x));
+EMBER_CUDA_FLOAT_OP(AtanOp, atanf(x), ::atan(x));
+EMBER_CUDA_FLOAT_OP(SinhOp, sinhf(x), ::sinh(x));
+EMBER_CUDA_FLOAT_OP(CoshOp, coshf(x), ::cosh(x));
+EMBER_CUDA_FLOAT_OP(AsinhOp, asinhf(x), ::asinh(x));
+EMBER_CUDA_FLOAT_OP(AcoshOp, acoshf(x), ::acosh(x));
+EMBER_CUDA_FLOAT_OP(AtanhOp, atanhf(x), ::atanh(x));
 EMBER_CUDA_FLOAT_OP(TanhOp, tanhf(x), ::tanh(x));
 EMBER_CUDA_FLOAT_OP(SigmoidOp, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + ::exp(-x)));
 EMBER_CUDA_FLOAT_OP(SiluOp, x / (1.0f + expf(-x)), x / (1.0 + ::exp(-x)));
@@ -457,6 +470,8 @@ EMBER_CUDA_FLOAT_OP(FloorOp, floorf(x), ::floor(x));
 EMBER_CUDA_FLOAT_OP(CeilOp, ceilf(x), ::ceil(x));
 EMBER_CUDA_FLOAT_OP(RoundOp, rintf(x), ::rint(x));  // half to even, as std::nearbyint
 EMBER_CUDA_FLOAT_OP(ErfOp, erff(x), ::erf(x));
+// The SDK's (Note [erfinv]), so every backend gives the same digits.
+EMBER_CUDA_FLOAT_OP(ErfinvOp, sdk::erfinv(x), sdk::erfinv(x));
 EMBER_CUDA_FLOAT_OP(GeluErfOp, 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)),
                     0.5 * x * (1.0 + ::erf(x * 0.7071067811865476)));
 EMBER_CUDA_FLOAT_OP(GeluTanhOp,
@@ -821,6 +836,9 @@ int32_t gelu_backward(const ember_kernel_call* call) {
 }
 EMBER_CUDA_BINARY(remainder, Kinds::kNumeric, RemainderOp)
 EMBER_CUDA_BINARY(fmod, Kinds::kNumeric, FmodOp)
+EMBER_CUDA_BINARY(atan2, Kinds::kFloating, Atan2Op)
+EMBER_CUDA_BINARY(hypot, Kinds::kFloating, HypotOp)
+EMBER_CUDA_BINARY(logaddexp, Kinds::kFloating, LogaddexpOp)
 EMBER_CUDA_BINARY(div_floor, Kinds::kNumeric, DivFloorOp)
 EMBER_CUDA_BINARY(div_trunc, Kinds::kNumeric, DivTruncOp)
 #undef EMBER_CUDA_BINARY
@@ -858,6 +876,15 @@ EMBER_CUDA_UNARY(sqrt, Kinds::kFloating, SqrtOp)
 EMBER_CUDA_UNARY(rsqrt, Kinds::kFloating, RsqrtOp)
 EMBER_CUDA_UNARY(sin, Kinds::kFloating, SinOp)
 EMBER_CUDA_UNARY(cos, Kinds::kFloating, CosOp)
+EMBER_CUDA_UNARY(tan, Kinds::kFloating, TanOp)
+EMBER_CUDA_UNARY(asin, Kinds::kFloating, AsinOp)
+EMBER_CUDA_UNARY(acos, Kinds::kFloating, AcosOp)
+EMBER_CUDA_UNARY(atan, Kinds::kFloating, AtanOp)
+EMBER_CUDA_UNARY(sinh, Kinds::kFloating, SinhOp)
+EMBER_CUDA_UNARY(cosh, Kinds::kFloating, CoshOp)
+EMBER_CUDA_UNARY(asinh, Kinds::kFloating, AsinhOp)
+EMBER_CUDA_UNARY(acosh, Kinds::kFloating, AcoshOp)
+EMBER_CUDA_UNARY(atanh, Kinds::kFloating, AtanhOp)
 EMBER_CUDA_UNARY(tanh, Kinds::kFloating, TanhOp)
 EMBER_CUDA_UNARY(sigmoid, Kinds::kFloating, SigmoidOp)
 EMBER_CUDA_UNARY(silu, Kinds::kFloating, SiluOp)
@@ -865,6 +892,7 @@ EMBER_CUDA_UNARY(floor, Kinds::kFloating, FloorOp)
 EMBER_CUDA_UNARY(ceil, Kinds::kFloating, CeilOp)
 EMBER_CUDA_UNARY(round, Kinds::kFloating, RoundOp)
 EMBER_CUDA_UNARY(erf, Kinds::kFloating, ErfOp)
+EMBER_CUDA_UNARY(erfinv, Kinds::kFloating, ErfinvOp)
 EMBER_CUDA_UNARY(logsigmoid, Kinds::kFloating, LogsigmoidOp)
 EMBER_CUDA_UNARY(mish, Kinds::kFloating, MishOp)
 #undef EMBER_CUDA_UNARY

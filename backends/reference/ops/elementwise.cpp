@@ -163,6 +163,15 @@ int32_t remainder(const ember_kernel_call* c) {
 int32_t fmod(const ember_kernel_call* c) {
   return binary<FmodOp>(c, "fmod");
 }
+int32_t atan2(const ember_kernel_call* c) {
+  return binary<sdk::Atan2Op>(c, "atan2");
+}
+int32_t hypot(const ember_kernel_call* c) {
+  return binary<sdk::HypotOp>(c, "hypot");
+}
+int32_t logaddexp(const ember_kernel_call* c) {
+  return binary<sdk::LogaddexpOp>(c, "logaddexp");
+}
 int32_t div_floor(const ember_kernel_call* c) {
   return binary<DivFloorOp>(c, "div_floor");
 }
@@ -234,6 +243,15 @@ EMBER_REF_UNARY_FLOAT(sqrt, std::sqrt(x))
 EMBER_REF_UNARY_FLOAT(rsqrt, decltype(x)(1) / std::sqrt(x))
 EMBER_REF_UNARY_FLOAT(sin, std::sin(x))
 EMBER_REF_UNARY_FLOAT(cos, std::cos(x))
+EMBER_REF_UNARY_FLOAT(tan, std::tan(x))
+EMBER_REF_UNARY_FLOAT(asin, std::asin(x))
+EMBER_REF_UNARY_FLOAT(acos, std::acos(x))
+EMBER_REF_UNARY_FLOAT(atan, std::atan(x))
+EMBER_REF_UNARY_FLOAT(sinh, std::sinh(x))
+EMBER_REF_UNARY_FLOAT(cosh, std::cosh(x))
+EMBER_REF_UNARY_FLOAT(asinh, std::asinh(x))
+EMBER_REF_UNARY_FLOAT(acosh, std::acosh(x))
+EMBER_REF_UNARY_FLOAT(atanh, std::atanh(x))
 EMBER_REF_UNARY_FLOAT(tanh, std::tanh(x))
 EMBER_REF_UNARY_FLOAT(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
 EMBER_REF_UNARY_FLOAT(silu, x / (decltype(x)(1) + std::exp(-x)))
@@ -241,6 +259,7 @@ EMBER_REF_UNARY_FLOAT(floor, std::floor(x))
 EMBER_REF_UNARY_FLOAT(ceil, std::ceil(x))
 EMBER_REF_UNARY_FLOAT(round, std::nearbyint(x))  // halves to even
 EMBER_REF_UNARY_FLOAT(erf, std::erf(x))
+EMBER_REF_UNARY_FLOAT(erfinv, sdk::erfinv(x))
 #undef EMBER_REF_UNARY_FLOAT
 
 int32_t neg(const ember_kernel_call* c) {

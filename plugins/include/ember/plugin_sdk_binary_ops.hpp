@@ -1,4 +1,5 @@
-// Scalar semantics of the core binary ops (PyTorch's), shared by every backend's loops.
+// Scalar semantics of the core binary ops (PyTorch's), and of the math that has no std::
+// function (erfinv), shared by every backend's loops.
 #pragma once
 
 #include <cmath>
@@ -282,5 +283,107 @@ struct MinimumOp {
     return a < b ? a : b;
   }
 };
+
+// Note [Binary math ops]
+// atan2, hypot and logaddexp take floating dtypes only (the core promotes integers, as for
+// div). logaddexp is max + log1p(exp(-|a - b|)), which neither overflows nor loses the smaller
+// term; where a == b the difference is 0 (or NaN for two infinities of one sign, whose sum is
+// that infinity), so equal operands give a + log(2) directly, as NumPy's logaddexp does.
+
+/** The angle of the point (b, a): atan(a / b) in the quadrant of (b, a), as C's atan2. */
+struct Atan2Op {
+  template <typename T>
+  static constexpr bool supports = kIsFloating<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    return std::atan2(a, b);
+  }
+};
+/** sqrt(a^2 + b^2) without overflow or underflow in between, as C's hypot. */
+struct HypotOp {
+  template <typename T>
+  static constexpr bool supports = kIsFloating<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    return std::hypot(a, b);
+  }
+};
+/** log(exp(a) + exp(b)), computed stably (Note [Binary math ops]). */
+struct LogaddexpOp {
+  template <typename T>
+  static constexpr bool supports = kIsFloating<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    if (a == b) return a + C(0.6931471805599453);  // ln 2; inf for two +infs, -inf for -infs
+    const C m = a > b ? a : b;
+    return m + std::log1p(std::exp(-std::fabs(a - b)));
+  }
+};
+
+// Note [erfinv]
+// C++ has no inverse error function. erfinv(x) starts from Giles' single-precision
+// approximation ("Approximating the erfinv function", GPU Computing Gems, 2011: a polynomial
+// in w = -log(1 - x^2), relative error ~4e-7 on float's range) and refines it in double to
+// within 1 ulp of double (float results are then correctly rounded but for rare ties). For
+// |x| < 0.5, two Halley steps on f(y) = erf(y) - |x|, which converge cubically. Above, erf(y)
+// rounds toward 1 and f loses its digits, and in double's far tail (1 - |x| < 1e-7) the
+// polynomial's guess is poor; there Newton runs on g(y) = log(erfc(y) / (1 - |x|)) (1 - |x|
+// is exact for |x| >= 0.5, erfc keeps its relative accuracy, g is close to linear) until a
+// step is below 1e-12 relative: two or three steps, up to six at 1 - 2^-53.
+// erfinv(+-1) = +-inf, |x| > 1 or NaN gives NaN, as PyTorch.
+
+/** The inverse of erf on [-1, 1] (Note [erfinv]). */
+template <typename C>
+EMBER_SDK_HD C erfinv(C x_in) {
+  const double x = static_cast<double>(x_in);
+  const double ax = std::fabs(x);
+  if (!(ax <= 1.0)) return static_cast<C>(NAN);
+  if (ax == 1.0) return static_cast<C>(x * static_cast<double>(INFINITY));
+  if (ax == 0.0) return x_in;  // keeps the sign of zero
+  const double one_minus = 1.0 - ax;
+  double w = -std::log(one_minus * (1.0 + ax));
+  double p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double y = p * ax;
+  if (ax < 0.5) {
+    for (int step = 0; step < 2; ++step) {
+      // f = erf(y) - |x|, f' = 2 / sqrt(pi) exp(-y^2); Halley: y -= z / (1 + y z), z = f / f'.
+      const double z = (std::erf(y) - ax) / (1.1283791670955126 * std::exp(-y * y));
+      y -= z / (1.0 + y * z);
+    }
+  } else {
+    for (int step = 0; step < 8; ++step) {
+      // Newton on g = log(erfc(y) / (1 - |x|)), g' = -f' / erfc(y), which is close to linear
+      // where f is exponential; a step below 1e-12 leaves an error far below 1 ulp.
+      const double e = std::erfc(y);
+      const double dy = std::log(e / one_minus) * e / (1.1283791670955126 * std::exp(-y * y));
+      y += dy;
+      if (std::fabs(dy) < 1e-12 * y) break;
+    }
+  }
+  return static_cast<C>(x < 0 ? -y : y);
+}
 
 }  // namespace ember::sdk

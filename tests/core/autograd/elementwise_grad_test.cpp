@@ -37,7 +37,29 @@ BINARY_CASES(div, 0.5, 2.0);
 BINARY_CASES(pow, 0.5, 2.0);
 BINARY_CASES(maximum, -1.0, 1.0);
 BINARY_CASES(minimum, -1.0, 1.0);
+BINARY_CASES(atan2, 0.5, 2.0);
+BINARY_CASES(hypot, 0.5, 2.0);
+BINARY_CASES(logaddexp, -2.0, 2.0);
 #undef BINARY_CASES
+
+// atan2 in all four quadrants, hypot with negative legs, logaddexp far apart (one term
+// dominating: the gradient is nearly 1 and 0).
+EMBER_GRADCHECK_CASE({"atan2", "four quadrants", [](const V& in) { return atan2(in[0], in[1]); },
+                      [] {
+                        return V{
+                            tensor({1.5, 0.7, -0.4, -2.0}, DType::Float64).requires_grad_(true),
+                            tensor({0.8, -1.2, -0.9, 1.1}, DType::Float64).requires_grad_(true)};
+                      }});
+EMBER_GRADCHECK_CASE({"hypot", "negative legs", [](const V& in) { return hypot(in[0], in[1]); },
+                      [] {
+                        return V{tensor({-1.5, 0.7, -0.4}, DType::Float64).requires_grad_(true),
+                                 tensor({0.8, -1.2, -0.9}, DType::Float64).requires_grad_(true)};
+                      }});
+EMBER_GRADCHECK_CASE({"logaddexp", "far apart", [](const V& in) { return logaddexp(in[0], in[1]); },
+                      [] {
+                        return V{tensor({-30.0, 40.0, 0.5}, DType::Float64).requires_grad_(true),
+                                 tensor({10.0, -5.0, 0.25}, DType::Float64).requires_grad_(true)};
+                      }});
 
 EMBER_GRADCHECK_CASE({"where", "broadcast condition",
                       [](const V& in) { return where(gt(in[0], 0.0), in[0], in[1]); },
@@ -69,11 +91,21 @@ UNARY_CASE(sqrt, 0.5, 2.0);
 UNARY_CASE(rsqrt, 0.5, 2.0);
 UNARY_CASE(sin, -2.0, 2.0);
 UNARY_CASE(cos, -2.0, 2.0);
+UNARY_CASE(tan, -1.2, 1.2);
+UNARY_CASE(asin, -0.9, 0.9);
+UNARY_CASE(acos, -0.9, 0.9);
+UNARY_CASE(atan, -2.0, 2.0);
+UNARY_CASE(sinh, -2.0, 2.0);
+UNARY_CASE(cosh, -2.0, 2.0);
+UNARY_CASE(asinh, -2.0, 2.0);
+UNARY_CASE(acosh, 1.2, 3.0);
+UNARY_CASE(atanh, -0.9, 0.9);
 UNARY_CASE(tanh, -2.0, 2.0);
 UNARY_CASE(sigmoid, -3.0, 3.0);
 UNARY_CASE(relu, 0.1, 1.0);
 UNARY_CASE(silu, -3.0, 3.0);
 UNARY_CASE(erf, -2.0, 2.0);
+UNARY_CASE(erfinv, -0.9, 0.9);
 UNARY_CASE(sign, 0.1, 1.0);
 UNARY_CASE(floor, 0.1, 0.9);
 UNARY_CASE(ceil, 0.1, 0.9);

@@ -1017,5 +1017,180 @@ TEST(ApplyInplace, IsRecordedByAutograd) {
   EXPECT_NEAR(g[1], 3 * std::cos(3.0), 1e-12);
 }
 
+// ---- trigonometric, hyperbolic and binary math --------------------------------------------------
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/** A 1-d float64 tensor of `v`. */
+Tensor f64(const std::vector<double>& v) {
+  return from_vector(v, {static_cast<int64_t>(v.size())}, DType::Float64);
+}
+
+/** Expects got[i] within `ulps` units in the last place of double of want[i] (NaN matches NaN). */
+void expect_ulps(const std::vector<double>& got, const std::vector<double>& want, double ulps,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i]) || std::isinf(want[i])) {
+      EXPECT_TRUE(std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i])
+          << what << "[" << i << "]: " << got[i] << " vs " << want[i];
+      continue;
+    }
+    const double tol = ulps * std::numeric_limits<double>::epsilon() *
+                       std::max(std::abs(want[i]), std::numeric_limits<double>::min());
+    EXPECT_NEAR(got[i], want[i], tol) << what << "[" << i << "]";
+  }
+}
+
+TEST(TrigAndHyperbolic, MatchStdInFloat64AndFloat32) {
+  const std::vector<double> xs = {-0.99, -0.5, -1e-9, 0.0, 1e-300, 0.25, 0.7, 0.999};
+  const std::vector<double> big = {-20.0, -3.5, -1e-8, 0.3, 1.0, 2.5, 30.0};
+  const std::vector<double> ge1 = {1.0, 1.0 + 1e-9, 1.5, 10.0, 1e10};
+  struct Fn {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    double (*ref)(double);
+    const std::vector<double>* at;
+  };
+  const Fn fns[] = {
+      {"tan", &tan, [](double x) { return std::tan(x); }, &big},
+      {"asin", &asin, [](double x) { return std::asin(x); }, &xs},
+      {"acos", &acos, [](double x) { return std::acos(x); }, &xs},
+      {"atan", &atan, [](double x) { return std::atan(x); }, &big},
+      {"sinh", &sinh, [](double x) { return std::sinh(x); }, &big},
+      {"cosh", &cosh, [](double x) { return std::cosh(x); }, &big},
+      {"asinh", &asinh, [](double x) { return std::asinh(x); }, &big},
+      {"acosh", &acosh, [](double x) { return std::acosh(x); }, &ge1},
+      {"atanh", &atanh, [](double x) { return std::atanh(x); }, &xs},
+  };
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    for (const Fn& f : fns) {
+      std::vector<double> want;
+      for (double x : *f.at) want.push_back(f.ref(x));
+      const Tensor x64 = f64(*f.at).to(d);
+      expect_ulps(values(f.op(x64)), want, 2, f.name);
+      // float32: within 2 float ulps of the double result of the rounded input.
+      const Tensor x32 = x64.to(DType::Float32);
+      const Tensor y32 = f.op(x32);
+      EXPECT_EQ(y32.dtype(), DType::Float32);
+      const std::vector<double> got = values(y32), rounded = values(x32);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double w = f.ref(rounded[i]);
+        EXPECT_NEAR(got[i], w, 2.4e-7 * std::abs(w) + 1e-45) << f.name << "(" << rounded[i] << ")";
+      }
+    }
+    // Integer inputs promote to the default float, as sin does.
+    const Tensor ints = tensor({0, 1}, DType::Int64).to(d);
+    for (const Fn& f : fns) EXPECT_EQ(f.op(ints).dtype(), kDefaultFloat) << f.name;
+    // Domain edges, as PyTorch and NumPy.
+    EXPECT_TRUE(std::isnan(values(asin(tensor({2.0}, DType::Float64).to(d)))[0]));
+    EXPECT_TRUE(std::isnan(values(acos(tensor({-1.5}, DType::Float64).to(d)))[0]));
+    EXPECT_TRUE(std::isnan(values(acosh(tensor({0.5}, DType::Float64).to(d)))[0]));
+    EXPECT_EQ(values(atanh(tensor({1.0, -1.0}, DType::Float32).to(d))),
+              (std::vector<double>{kInf, -kInf}));
+    EXPECT_TRUE(std::isnan(values(atanh(tensor({1.5}, DType::Float64).to(d)))[0]));
+    EXPECT_EQ(values(cosh(tensor({1000.0}, DType::Float64).to(d)))[0], kInf);
+    // sin / cos rounded twice was not tan: tan(pi/4 in float32) is 1 - 4.4e-8 within 1 ulp.
+    EXPECT_NEAR(values(tan(tensor({0.78539816f}).to(d)))[0], std::tan(double(0.78539816f)), 6e-8);
+  }
+}
+
+TEST(Erfinv, MatchesKnownValuesAndInvertsErf) {
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    // erfinv to 20 digits (computed with arbitrary precision).
+    const std::vector<double> xs = {0.5,       -0.9,      0.99,  1e-10, 0.999999,
+                                    1 - 1e-10, 1 - 1e-15, -0.25, 0.0};
+    const std::vector<double> want = {
+        0.47693627620446987338,    -1.1630871536766741628,  1.8213863677184494559,
+        8.8622692545275804594e-11, 3.4589107372754987775,   4.5728249585449249378,
+        5.6759157397447131788,     -0.22531205501217810473, 0.0};
+    expect_ulps(values(erfinv(f64(xs).to(d))), want, 2, "erfinv");
+    // erf(erfinv(x)) == x to within an ulp or two, over [-1, 1].
+    std::vector<double> sweep;
+    for (int i = -999; i <= 999; i += 7) sweep.push_back(i / 1000.0);
+    const Tensor s = f64(sweep).to(d);
+    expect_ulps(values(erf(erfinv(s))), sweep, 4, "erf(erfinv(x))");
+    // float32 is rounded from the double result.
+    const std::vector<double> f32 = values(erfinv(s.to(DType::Float32)));
+    const std::vector<double> s32 = values(s.to(DType::Float32));
+    for (size_t i = 0; i < f32.size(); ++i) {
+      const double w = static_cast<float>(values(erfinv(tensor({s32[i]}, DType::Float64)))[0]);
+      EXPECT_EQ(f32[i], w) << s32[i];
+    }
+    // The edges, as PyTorch.
+    const std::vector<double> e =
+        values(erfinv(tensor({1.0, -1.0, 1.5, -2.0, -0.0}, DType::Float32).to(d)));
+    EXPECT_EQ(e[0], kInf);
+    EXPECT_EQ(e[1], -kInf);
+    EXPECT_TRUE(std::isnan(e[2]));
+    EXPECT_TRUE(std::isnan(e[3]));
+    EXPECT_TRUE(e[4] == 0.0 && std::signbit(e[4]));
+    EXPECT_EQ(erfinv(tensor({0}, DType::Int64)).dtype(), kDefaultFloat);
+  }
+}
+
+TEST(BinaryMath, Atan2HypotLogaddexpMatchStdAndBroadcast) {
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    // Broadcast [4, 1] x [3], each quadrant and the axes.
+    const std::vector<double> av = {1.5, -0.7, 0.0, -0.0}, bv = {2.0, -3.0, 0.0};
+    const Tensor a = f64(av).reshape({4, 1}).to(d);
+    const Tensor b = f64(bv).to(d);
+    std::vector<double> w_atan2, w_hypot, w_lae;
+    for (double x : av) {
+      for (double y : bv) {
+        w_atan2.push_back(std::atan2(x, y));
+        w_hypot.push_back(std::hypot(x, y));
+        w_lae.push_back(std::max(x, y) + std::log1p(std::exp(-std::abs(x - y))));
+      }
+    }
+    const Tensor t = atan2(a, b);
+    EXPECT_EQ(t.sizes(), (Shape{4, 3}));
+    const std::vector<double> got = values(t);
+    expect_ulps(got, w_atan2, 1, "atan2");
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(std::signbit(got[i]), std::signbit(w_atan2[i])) << "atan2[" << i << "]";
+    }
+    expect_ulps(values(hypot(a, b)), w_hypot, 1, "hypot");
+    expect_ulps(values(logaddexp(a, b)), w_lae, 2, "logaddexp");
+    // hypot neither overflows nor underflows in between.
+    const std::vector<double> h = values(hypot(tensor({1e300, 3e-300}, DType::Float64).to(d),
+                                               tensor({1e300, 4e-300}, DType::Float64).to(d)));
+    EXPECT_NEAR(h[0], 1.4142135623730951e300, 1e285);
+    EXPECT_NEAR(h[1], 5e-300, 1e-315);
+    EXPECT_EQ(values(hypot(tensor({3e-30f}).to(d), tensor({4e-30f}).to(d)))[0],
+              static_cast<double>(5e-30f));
+    // logaddexp: no overflow, the small term kept, infinities as NumPy.
+    const Tensor la = tensor({1000.0f, -1000.0f, 0.0f, 1e-3f}).to(d);
+    const Tensor lb = tensor({1000.0f, -1000.0f, -40.0f, 0.0f}).to(d);
+    const std::vector<double> l = values(logaddexp(la, lb));
+    EXPECT_NEAR(l[0], 1000.0 + std::log(2.0), 1e-4);
+    EXPECT_NEAR(l[1], -1000.0 + std::log(2.0), 1e-4);
+    EXPECT_NEAR(l[2], std::log1p(std::exp(-40.0)), 1e-24);
+    EXPECT_NEAR(l[3], std::log(std::exp(double(1e-3f)) + 1.0), 2e-7);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> li =
+        values(logaddexp(tensor({kInf, -kInf, kInf, -kInf, nan, 2.0}, DType::Float64).to(d),
+                         tensor({kInf, -kInf, -kInf, 3.0, 1.0, nan}, DType::Float64).to(d)));
+    EXPECT_EQ(li[0], kInf);
+    EXPECT_EQ(li[1], -kInf);
+    EXPECT_EQ(li[2], kInf);
+    EXPECT_EQ(li[3], 3.0);
+    EXPECT_TRUE(std::isnan(li[4]));
+    EXPECT_TRUE(std::isnan(li[5]));
+    // Integers promote as division does; mixed dtypes as PyTorch's result_type.
+    const Tensor i = tensor({3, 0}, DType::Int64).to(d), j = tensor({4, -1}, DType::Int32).to(d);
+    for (const Tensor& r : {atan2(i, j), hypot(i, j), logaddexp(i, j)}) {
+      EXPECT_EQ(r.dtype(), kDefaultFloat);
+    }
+    EXPECT_EQ(values(hypot(i, j)), (std::vector<double>{5.0, 1.0}));
+    EXPECT_EQ(atan2(tensor({1.0f}).to(d), tensor({1.0}, DType::Float64).to(d)).dtype(),
+              DType::Float64);
+    EXPECT_EQ(values(atan2(i, j))[1], static_cast<double>(static_cast<float>(M_PI)));
+  }
+}
+
 }  // namespace
 }  // namespace ember

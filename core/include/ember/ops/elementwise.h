@@ -48,6 +48,12 @@ EMBER_API Tensor remainder(const Tensor& a, Scalar b);
 /** a - trunc(a / b) * b: the remainder with the dividend's sign (C's fmod, PyTorch's). */
 EMBER_API Tensor fmod(const Tensor& a, const Tensor& b);
 EMBER_API Tensor fmod(const Tensor& a, Scalar b);
+/** The angle of the point (b, a) in (-pi, pi]: atan(a / b) in the right quadrant. */
+EMBER_API Tensor atan2(const Tensor& a, const Tensor& b);
+/** sqrt(a^2 + b^2), without overflow or underflow in between. */
+EMBER_API Tensor hypot(const Tensor& a, const Tensor& b);
+/** log(exp(a) + exp(b)), computed without overflow. */
+EMBER_API Tensor logaddexp(const Tensor& a, const Tensor& b);
 
 /** a == b as bool. */
 EMBER_API Tensor eq(const Tensor& a, const Tensor& b);
@@ -103,6 +109,24 @@ EMBER_API Tensor rsqrt(const Tensor& x);
 EMBER_API Tensor sin(const Tensor& x);
 /** Cosine. */
 EMBER_API Tensor cos(const Tensor& x);
+/** Tangent. */
+EMBER_API Tensor tan(const Tensor& x);
+/** Inverse sine, in [-pi/2, pi/2]; NaN outside [-1, 1]. */
+EMBER_API Tensor asin(const Tensor& x);
+/** Inverse cosine, in [0, pi]; NaN outside [-1, 1]. */
+EMBER_API Tensor acos(const Tensor& x);
+/** Inverse tangent, in (-pi/2, pi/2). */
+EMBER_API Tensor atan(const Tensor& x);
+/** Hyperbolic sine. */
+EMBER_API Tensor sinh(const Tensor& x);
+/** Hyperbolic cosine. */
+EMBER_API Tensor cosh(const Tensor& x);
+/** Inverse hyperbolic sine. */
+EMBER_API Tensor asinh(const Tensor& x);
+/** Inverse hyperbolic cosine; NaN below 1. */
+EMBER_API Tensor acosh(const Tensor& x);
+/** Inverse hyperbolic tangent; +-inf at +-1, NaN outside [-1, 1]. */
+EMBER_API Tensor atanh(const Tensor& x);
 /** Hyperbolic tangent. */
 EMBER_API Tensor tanh(const Tensor& x);
 /** 1 / (1 + e^-x). */
@@ -143,6 +167,9 @@ EMBER_API Tensor ceil(const Tensor& x);
 EMBER_API Tensor round(const Tensor& x);
 /** Error function. */
 EMBER_API Tensor erf(const Tensor& x);
+/** The inverse of erf: +-inf at +-1, NaN outside [-1, 1] (Note [erfinv] in
+ * plugin_sdk_binary_ops.hpp). */
+EMBER_API Tensor erfinv(const Tensor& x);
 /** x * x. */
 EMBER_API Tensor square(const Tensor& x);
 
