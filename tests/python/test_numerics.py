@@ -253,3 +253,132 @@ def test_activations_near_0_and_at_the_extremes(device):
                                [math.erf(v) for v in xd], rtol=1e-6)
     # The old composite exp(x) - 1 gave 0 here.
     assert ember.expm1(ember.tensor([1e-8], device=device)).item() == pytest.approx(1e-8, rel=1e-6)
+
+
+# --- trigonometric, hyperbolic and binary math ---------------------------------------------------
+
+UNIT = np.array([-0.999, -0.5, -1e-8, 0.0, 1e-30, 0.3, 0.75, 0.999])
+WIDE = np.array([-20.0, -3.5, -1e-8, 0.0, 0.3, 1.0, 2.5, 30.0])
+ABOVE_1 = np.array([1.0, 1.0 + 1e-7, 1.5, 10.0, 1e10])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,ref,xs", [
+    ("tan", np.tan, np.array([-1.5, -0.7, 1e-8, 0.78539816, 1.2])),
+    ("asin", np.arcsin, UNIT), ("arcsin", np.arcsin, UNIT),
+    ("acos", np.arccos, UNIT), ("arccos", np.arccos, UNIT),
+    ("atan", np.arctan, WIDE), ("arctan", np.arctan, WIDE),
+    ("sinh", np.sinh, WIDE), ("cosh", np.cosh, WIDE),
+    ("asinh", np.arcsinh, WIDE), ("arcsinh", np.arcsinh, WIDE),
+    ("acosh", np.arccosh, ABOVE_1), ("arccosh", np.arccosh, ABOVE_1),
+    ("atanh", np.arctanh, UNIT), ("arctanh", np.arctanh, UNIT),
+])
+def test_trig_and_hyperbolic_match_float64(device, name, ref, xs):
+    # float64: to an ulp or two of NumPy's.
+    t = ember.tensor(xs, dtype=ember.float64, device=device)
+    for got in (getattr(ember, name)(t), getattr(t, name)()):
+        np.testing.assert_allclose(got.cpu().numpy(), ref(xs), rtol=1e-15, atol=0)
+    # float32: rounded from the float64 value of the float32 input.
+    x32 = xs.astype(np.float32)
+    got = getattr(ember, name)(ember.tensor(x32, device=device))
+    assert got.dtype == ember.float32
+    np.testing.assert_allclose(got.cpu().numpy().astype(np.float64), ref(x32.astype(np.float64)),
+                               rtol=2.4e-7, atol=1e-45)
+    # Integers promote to float32, as sin does.
+    i = getattr(ember, name)(ember.tensor([1, 2], device=device))
+    assert i.dtype == ember.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_domain_edges_are_numpys(device):
+    def run(name, values):
+        return getattr(ember, name)(ember.tensor(values, device=device)).cpu().numpy()
+    assert np.isnan(run("asin", [2.0])).all() and np.isnan(run("acos", [-1.5])).all()
+    assert np.isnan(run("acosh", [0.5])).all() and np.isnan(run("atanh", [1.5])).all()
+    assert run("atanh", [1.0, -1.0]).tolist() == [math.inf, -math.inf]
+    assert run("cosh", [100.0]).tolist() == [math.inf]
+    e = run("erfinv", [1.0, -1.0, 1.5, -2.0, 0.0])
+    assert e[0] == math.inf and e[1] == -math.inf and np.isnan(e[2:4]).all() and e[4] == 0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tan_is_one_op_not_sin_over_cos(device):
+    x = np.array([0.78539816, 1.5, -1.2, 1e-20], dtype=np.float32)
+    got = ember.tan(ember.tensor(x, device=device)).cpu().numpy().astype(np.float64)
+    np.testing.assert_allclose(got, np.tan(x.astype(np.float64)), rtol=1.2e-7)
+
+
+# erfinv to 20 digits (computed with arbitrary precision).
+ERFINV_KNOWN = [(0.5, 0.47693627620446987338), (-0.9, -1.1630871536766741628),
+                (0.99, 1.8213863677184494559), (1e-10, 8.8622692545275804594e-11),
+                (0.999999, 3.4589107372754987775), (1 - 1e-15, 5.6759157397447131788)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_erfinv_matches_known_values_and_inverts_erf(device):
+    xs = np.array([x for x, _ in ERFINV_KNOWN])
+    got = ember.erfinv(ember.tensor(xs, dtype=ember.float64, device=device)).cpu().numpy()
+    np.testing.assert_allclose(got, [y for _, y in ERFINV_KNOWN], rtol=3e-16, atol=0)
+    sweep = np.linspace(-0.9999, 0.9999, 401)
+    t = ember.tensor(sweep, dtype=ember.float64, device=device)
+    back = np.array([math.erf(v) for v in t.erfinv().cpu().numpy()])
+    np.testing.assert_allclose(back, sweep, rtol=5e-16, atol=1e-17)
+    # float32 is the float64 result rounded.
+    r32 = ember.erfinv(t.to(ember.float32)).cpu().numpy()
+    want = ember.erfinv(t.to(ember.float32).to(ember.float64)).cpu().numpy().astype(np.float32)
+    np.testing.assert_array_equal(r32, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,ref", [("atan2", np.arctan2), ("arctan2", np.arctan2),
+                                      ("hypot", np.hypot), ("logaddexp", np.logaddexp)])
+def test_binary_math_broadcasts_and_matches_float64(device, name, ref):
+    a = np.array([[1.5], [-0.7], [0.0], [-0.0], [1e300], [-1000.0]])
+    b = np.array([2.0, -3.0, 0.0, -1000.0, 1e-300])
+    ta = ember.tensor(a, dtype=ember.float64, device=device)
+    tb = ember.tensor(b, dtype=ember.float64, device=device)
+    for got in (getattr(ember, name)(ta, tb), getattr(ta, name)(tb)):
+        assert tuple(got.shape) == (6, 5)
+        want = ref(a, b)
+        np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(np.signbit(got.cpu().numpy()), np.signbit(want))
+    # float32 with an int64 operand: float32 (result_type), within float32's rounding.
+    got = getattr(ember, name)(ember.tensor(a[:4].astype(np.float32), device=device),
+                               ember.tensor([2, -3, 0], device=device))
+    assert got.dtype == ember.float32
+    np.testing.assert_allclose(got.cpu().numpy(), ref(a[:4], np.array([2.0, -3.0, 0.0])),
+                               rtol=2.4e-7)
+    # Two integer tensors promote to float32.
+    assert getattr(ember, name)(ember.tensor([3], device=device),
+                                ember.tensor([4], device=device)).dtype == ember.float32
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_logaddexp_is_stable_with_numpys_infinities(device):
+    inf, nan = math.inf, math.nan
+    a = np.array([1000.0, -1000.0, 0.0, inf, -inf, inf, -inf, nan, 2.0, 1e-3], dtype=np.float32)
+    b = np.array([1000.0, -1000.0, -40.0, inf, -inf, -inf, 3.0, 1.0, nan, 0.0], dtype=np.float32)
+    got = ember.logaddexp(ember.tensor(a, device=device), ember.tensor(b, device=device))
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got.cpu().numpy().astype(np.float64), want, rtol=2.4e-7)
+    # hypot neither overflows nor underflows: the naive sqrt(a*a + b*b) gives inf and 0.
+    h = ember.hypot(ember.tensor([3e30, 3e-30], device=device),
+                    ember.tensor([4e30, 4e-30], device=device)).cpu().numpy()
+    np.testing.assert_allclose(h, [5e30, 5e-30], rtol=1.2e-7)
+
+
+def test_gradients_of_binary_math_are_the_textbooks():
+    a = ember.tensor([1.5, -0.7, 0.4], dtype=ember.float64, requires_grad=True)
+    b = ember.tensor([0.8, -1.2, -3.0], dtype=ember.float64, requires_grad=True)
+    an, bn = a.detach().numpy(), b.detach().numpy()
+    for fn, ga, gb in [
+        (ember.atan2, bn / (an**2 + bn**2), -an / (an**2 + bn**2)),
+        (ember.hypot, an / np.hypot(an, bn), bn / np.hypot(an, bn)),
+        (ember.logaddexp, 1 / (1 + np.exp(bn - an)), 1 / (1 + np.exp(an - bn))),
+    ]:
+        a.grad = None
+        b.grad = None
+        fn(a, b).sum().backward()
+        np.testing.assert_allclose(a.grad.numpy(), ga, rtol=1e-14)
+        np.testing.assert_allclose(b.grad.numpy(), gb, rtol=1e-14)

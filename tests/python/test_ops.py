@@ -620,7 +620,10 @@ _INPLACE_CASES = [
     ("multiply", (3.0,)), ("negative", ()), ("pow", (2,)), ("reciprocal", ()), ("remainder", (0.4,)),
     ("round", ()), ("sign", ()), ("sin", ()), ("square", ()), ("subtract", (1.0,)), ("tan", ()),
     ("trunc", ()), ("true_divide", (4.0,)), ("eq", (0.25,)), ("lt", (0.0,)), ("ge", (0.1,)),
-    ("tril", ()), ("triu", (1,)), ("logical_not", ()),
+    ("tril", ()), ("triu", (1,)), ("logical_not", ()), ("asin", ()), ("arccos", ()), ("atan", ()),
+    ("sinh", ()), ("cosh", ()), ("asinh", ()), ("atanh", ()), ("erfinv", ()),
+    ("atan2", (ember.tensor(0.5),)), ("hypot", (ember.tensor(0.5),)),
+    ("logaddexp", (ember.tensor(-0.5),)),
 ]
 
 

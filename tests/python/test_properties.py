@@ -161,6 +161,14 @@ UNARY = {
     "reciprocal": (lambda x: 1 / x, (0.01, 8)),
     "erf": (lambda x: np.vectorize(math.erf)(x) if np.size(x) else x, (-4, 4)),
     "exp2": (np.exp2, (-8, 8)),
+    "asin": (np.arcsin, (-0.99, 0.99)),
+    "acos": (np.arccos, (-0.99, 0.99)),
+    "atan": (np.arctan, (-8, 8)),
+    "sinh": (np.sinh, (-8, 8)),
+    "cosh": (np.cosh, (-8, 8)),
+    "asinh": (np.arcsinh, (-8, 8)),
+    "acosh": (np.arccosh, (1, 8)),
+    "atanh": (np.arctanh, (-0.99, 0.99)),
 }
 
 

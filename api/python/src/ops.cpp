@@ -626,6 +626,18 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "minimum", [](const Tensor& a, const Tensor& o) { return minimum(a, o); }, "other"_a,
       "Elementwise smaller (NaN propagates).");
+  b.both(
+      "atan2", [](const Tensor& a, const Tensor& o) { return atan2(a, o); }, "other"_a,
+      "The angle of the point (other, input), in the right quadrant.");
+  b.both(
+      "arctan2", [](const Tensor& a, const Tensor& o) { return atan2(a, o); }, "other"_a,
+      "The angle of the point (other, input), in the right quadrant.");
+  b.both(
+      "hypot", [](const Tensor& a, const Tensor& o) { return hypot(a, o); }, "other"_a,
+      "sqrt(input ** 2 + other ** 2), without overflow.");
+  b.both(
+      "logaddexp", [](const Tensor& a, const Tensor& o) { return logaddexp(a, o); }, "other"_a,
+      "log(exp(input) + exp(other)), without overflow.");
 
   // Comparisons and logic.
   auto comparison = [&](const char* name, const char* alias, auto tt, auto ts, const char* doc) {
@@ -749,8 +761,22 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   unary("log10", &log10, "Base-10 logarithm.");
   unary("exp2", &exp2, "2 ** input.");
   unary("expm1", &expm1, "exp(input) - 1, accurate near 0.");
-  b.both(
-      "tan", [](const Tensor& x) { return div(sin(x), cos(x)); }, "Tangent.");
+  unary("tan", &tan, "Tangent.");
+  // The inverse functions under their names and NumPy's (PyTorch binds both).
+  auto inverse = [&](const char* name, const char* alias, Tensor (*fn)(const Tensor&),
+                     const char* doc) {
+    unary(name, fn, doc);
+    unary(alias, fn, doc);
+  };
+  inverse("asin", "arcsin", &asin, "Inverse sine (NaN outside [-1, 1]).");
+  inverse("acos", "arccos", &acos, "Inverse cosine (NaN outside [-1, 1]).");
+  inverse("atan", "arctan", &atan, "Inverse tangent.");
+  unary("sinh", &sinh, "Hyperbolic sine.");
+  unary("cosh", &cosh, "Hyperbolic cosine.");
+  inverse("asinh", "arcsinh", &asinh, "Inverse hyperbolic sine.");
+  inverse("acosh", "arccosh", &acosh, "Inverse hyperbolic cosine (NaN below 1).");
+  inverse("atanh", "arctanh", &atanh, "Inverse hyperbolic tangent (+-inf at +-1).");
+  unary("erfinv", &erfinv, "Inverse error function (+-inf at +-1, NaN outside [-1, 1]).");
   b.both(
       "clamp",
       [](const Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) {
@@ -1570,57 +1596,41 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   // out-of-place method, so the dtype and shape rules and autograd's in-place recording are the
   // core's, and no op's semantics is written twice. Bound after every op, so each name below
   // names a method bound above.
-  static constexpr const char* kInplaceForms[] = {"absolute",
-                                                  "ceil",
-                                                  "clamp_max",
-                                                  "clamp_min",
-                                                  "clip",
-                                                  "cos",
-                                                  "divide",
-                                                  "erf",
-                                                  "exp2",
-                                                  "expm1",
-                                                  "floor",
-                                                  "floor_divide",
-                                                  "fmod",
-                                                  "lerp",
-                                                  "log10",
-                                                  "log1p",
-                                                  "log2",
-                                                  "logical_and",
-                                                  "logical_not",
-                                                  "logical_or",
-                                                  "logical_xor",
-                                                  "multiply",
-                                                  "negative",
-                                                  "pow",
-                                                  "reciprocal",
-                                                  "remainder",
-                                                  "round",
-                                                  "rsqrt",
-                                                  "sign",
-                                                  "sin",
-                                                  "square",
-                                                  "subtract",
-                                                  "tan",
-                                                  "trunc",
-                                                  "true_divide",
-                                                  "eq",
-                                                  "ne",
-                                                  "lt",
-                                                  "le",
-                                                  "gt",
-                                                  "ge",
-                                                  "greater",
-                                                  "greater_equal",
-                                                  "less",
-                                                  "less_equal",
-                                                  "not_equal",
-                                                  "tril",
-                                                  "triu",
-                                                  "scatter",
-                                                  "scatter_add",
-                                                  "masked_fill"};
+  static constexpr const char* kInplaceForms[] = {"absolute",    "acos",
+                                                  "acosh",       "arccos",
+                                                  "arccosh",     "arcsin",
+                                                  "arcsinh",     "arctan",
+                                                  "arctan2",     "arctanh",
+                                                  "asin",        "asinh",
+                                                  "atan",        "atan2",
+                                                  "atanh",       "ceil",
+                                                  "clamp_max",   "clamp_min",
+                                                  "clip",        "cos",
+                                                  "cosh",        "divide",
+                                                  "erf",         "erfinv",
+                                                  "exp2",        "expm1",
+                                                  "floor",       "floor_divide",
+                                                  "fmod",        "hypot",
+                                                  "lerp",        "log10",
+                                                  "log1p",       "log2",
+                                                  "logaddexp",   "logical_and",
+                                                  "logical_not", "logical_or",
+                                                  "logical_xor", "multiply",
+                                                  "negative",    "pow",
+                                                  "reciprocal",  "remainder",
+                                                  "round",       "rsqrt",
+                                                  "sign",        "sin",
+                                                  "sinh",        "square",
+                                                  "subtract",    "tan",
+                                                  "trunc",       "true_divide",
+                                                  "eq",          "ne",
+                                                  "lt",          "le",
+                                                  "gt",          "ge",
+                                                  "greater",     "greater_equal",
+                                                  "less",        "less_equal",
+                                                  "not_equal",   "tril",
+                                                  "triu",        "scatter",
+                                                  "scatter_add", "masked_fill"};
   static const std::vector<std::string> kInplaceNames = [] {
     std::vector<std::string> out;
     for (const char* name : kInplaceForms) out.push_back(std::string(name) + "_");
