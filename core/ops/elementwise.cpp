@@ -136,13 +136,20 @@ Tensor& apply_inplace(Tensor& x, const char* op, const std::function<Tensor(cons
                      r.defined() ? fmt::format("{}", r.dtype()) : "undefined", x.dtype());
     return r;
   };
-  if (autograd::is_grad_enabled()) return autograd::inplace(x, op, checked);
-  autograd::check_writable(x, op);
-  const Tensor r = checked(x);
-  EMBER_CHECK(r.sizes() == x.sizes(),
-              "[{}] output with shape {} doesn't match the broadcast shape {}", op,
-              shape_str(x.sizes()), shape_str(r.sizes()));
-  return x.copy_(r);
+  // autograd::inplace runs fn on a clone of x, so that a graph recorded through fn keeps x's old
+  // value. Where x does not require grad, fn runs on x itself, and only a result that requires
+  // grad (another operand does) is made again that way; nothing else pays for the clone.
+  if (!autograd::is_grad_enabled() || !x.requires_grad()) {
+    autograd::check_writable(x, op);
+    const Tensor r = checked(x);
+    if (!r.requires_grad()) {
+      EMBER_CHECK(r.sizes() == x.sizes(),
+                  "[{}] output with shape {} doesn't match the broadcast shape {}", op,
+                  shape_str(x.sizes()), shape_str(r.sizes()));
+      return x.copy_(r);
+    }
+  }
+  return autograd::inplace(x, op, checked);
 }
 
 DType detail::promote_with_scalar(DType t, Scalar s) {

@@ -174,8 +174,8 @@ def _to_location(obj: Any, map_location: Any) -> Any:
             return obj.to(map_location.get("cpu", "cpu"))
         return obj.to(map_location)
     if isinstance(obj, dict):
-        return type(obj)((k, _to_location(v, map_location)) for k, v in obj.items()) \
-            if isinstance(obj, OrderedDict) else {k: _to_location(v, map_location) for k, v in obj.items()}
+        items = ((k, _to_location(v, map_location)) for k, v in obj.items())
+        return OrderedDict(items) if isinstance(obj, OrderedDict) else dict(items)
     if isinstance(obj, list):
         return [_to_location(v, map_location) for v in obj]
     if isinstance(obj, tuple):
@@ -239,7 +239,7 @@ def _unpickle(path: str, allowed: Optional[set]) -> Any:
                 raise _C.IoError(f"[io.load] {path}: a zip archive without data.pkl is not a "
                                  f"torch.save file")
             prefix = pkl[0][: -len("data.pkl")]
-            if z.namelist().count(f"{prefix}byteorder") and \
+            if f"{prefix}byteorder" in z.namelist() and \
                     z.read(f"{prefix}byteorder").strip() not in (b"", b"little"):
                 raise _C.IoError(f"[io.load] {path}: only little-endian files are unpickled")
             return _Unpickler(z.read(pkl[0]), z, prefix, allowed).load()

@@ -19,6 +19,7 @@ class _Options:
     loaded."""
 
     _keys: Dict[str, str] = {}  # attribute -> the backend's option key ("" for Python-side only)
+    _defaults: Dict[str, bool] = {}  # values of the Python-side options before they are set
     _type = "cuda"
 
     def __init__(self) -> None:
@@ -64,7 +65,6 @@ class _Matmul(_Options):
     """torch.backends.cuda.matmul: allow_tf32 for float32 matmuls on CUDA."""
 
     _keys = {"allow_tf32": "matmul.allow_tf32"}
-    _defaults: Dict[str, bool] = {}
 
 
 class _Cuda:
