@@ -334,20 +334,29 @@ std::string TransformerDecoderLayer::extra_repr() const {
                      options.norm_first);
 }
 
+namespace {
+
+// PyTorch deep-copies the layer: every copy starts from its parameters and its training mode.
+template <class Layer>
+std::shared_ptr<ModuleList> copies_of(const Layer& layer, int64_t n, const char* op) {
+  EMBER_CHECK(n >= 1, "[{}] num_layers must be at least 1: got {}", op, n);
+  auto list = std::make_shared<ModuleList>();
+  const StateDict state = layer.state_dict();
+  for (int64_t i = 0; i < n; ++i) {
+    auto copy = std::make_shared<Layer>(layer.d_model, layer.nhead, layer.options);
+    copy->load_state_dict(state);
+    copy->train(layer.is_training());
+    list->push_back(copy);
+  }
+  return list;
+}
+
+}  // namespace
+
 TransformerEncoder::TransformerEncoder(const TransformerEncoderLayer& layer, int64_t n,
                                        std::shared_ptr<LayerNorm> final_norm)
     : Module("TransformerEncoder"), num_layers(n) {
-  EMBER_CHECK(n >= 1, "[nn.TransformerEncoder] num_layers must be at least 1: got {}", n);
-  layers = register_module("layers", std::make_shared<ModuleList>());
-  const StateDict state = layer.state_dict();
-  for (int64_t i = 0; i < n; ++i) {
-    // PyTorch deep-copies the layer: every copy starts from its parameters.
-    auto copy =
-        std::make_shared<TransformerEncoderLayer>(layer.d_model, layer.nhead, layer.options);
-    copy->load_state_dict(state);
-    copy->train(layer.is_training());
-    layers->push_back(copy);
-  }
+  layers = register_module("layers", copies_of(layer, n, "nn.TransformerEncoder"));
   if (final_norm) norm = register_module("norm", std::move(final_norm));
 }
 
@@ -362,6 +371,80 @@ Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask,
 
 Tensor TransformerEncoder::forward(const Tensor& src) {
   return forward(src, Tensor());
+}
+
+TransformerDecoder::TransformerDecoder(const TransformerDecoderLayer& layer, int64_t n,
+                                       std::shared_ptr<LayerNorm> final_norm)
+    : Module("TransformerDecoder"), num_layers(n) {
+  layers = register_module("layers", copies_of(layer, n, "nn.TransformerDecoder"));
+  if (final_norm) norm = register_module("norm", std::move(final_norm));
+}
+
+Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
+                                   const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
+                                   const Tensor& memory_key_padding_mask, bool tgt_is_causal,
+                                   bool memory_is_causal) {
+  Tensor x = tgt;
+  for (const auto& m : *layers) {
+    x = static_cast<TransformerDecoderLayer&>(*m).forward(
+        x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+        tgt_is_causal, memory_is_causal);
+  }
+  return norm ? (*norm)(x) : x;
+}
+
+namespace {
+
+std::shared_ptr<LayerNorm> stack_norm(int64_t d_model, const TransformerLayerOptions& o) {
+  auto norm = std::make_shared<LayerNorm>(std::vector<int64_t>{d_model}, o.layer_norm_eps);
+  if (!o.bias) norm->bias = Tensor();
+  return norm;
+}
+
+}  // namespace
+
+Transformer::Transformer(int64_t d, int64_t h, TransformerOptions o)
+    : Module("Transformer"), d_model(d), nhead(h), batch_first(o.batch_first) {
+  const TransformerLayerOptions& layer = o;
+  encoder = register_module(
+      "encoder", std::make_shared<TransformerEncoder>(TransformerEncoderLayer(d, h, layer),
+                                                      o.num_encoder_layers, stack_norm(d, layer)));
+  decoder = register_module(
+      "decoder", std::make_shared<TransformerDecoder>(TransformerDecoderLayer(d, h, layer),
+                                                      o.num_decoder_layers, stack_norm(d, layer)));
+  // PyTorch's _reset_parameters: every parameter of two or more dims, Xavier-uniform.
+  for (auto& [name, p] : named_parameters()) {
+    if (p.dim() > 1) init::xavier_uniform_(p);
+  }
+}
+
+Tensor Transformer::forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask,
+                            const Tensor& tgt_mask, const Tensor& memory_mask,
+                            const Tensor& src_key_padding_mask, const Tensor& tgt_key_padding_mask,
+                            const Tensor& memory_key_padding_mask, bool src_is_causal,
+                            bool tgt_is_causal, bool memory_is_causal) {
+  const int64_t batch_dim = batch_first ? 0 : 1;
+  EMBER_CHECK(src.dim() != 3 || tgt.dim() != 3 || src.size(batch_dim) == tgt.size(batch_dim),
+              "[nn.Transformer] the batch number of src and tgt must be equal: {} and {} (dim {}, "
+              "batch_first={})",
+              src.dim() == 3 ? src.size(batch_dim) : 0, tgt.dim() == 3 ? tgt.size(batch_dim) : 0,
+              batch_dim, batch_first);
+  EMBER_CHECK(
+      src.dim() >= 1 && tgt.dim() >= 1 && src.size(-1) == d_model && tgt.size(-1) == d_model,
+      "[nn.Transformer] the feature number of src and tgt must be equal to d_model: "
+      "src {}, tgt {}, d_model {}",
+      src.sizes(), tgt.sizes(), d_model);
+  const Tensor memory = encoder->forward(src, src_mask, src_key_padding_mask, src_is_causal);
+  return decoder->forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                          memory_key_padding_mask, tgt_is_causal, memory_is_causal);
+}
+
+Tensor Transformer::generate_square_subsequent_mask(int64_t size, TensorOptions options) {
+  EMBER_CHECK(size >= 0,
+              "[nn.Transformer.generate_square_subsequent_mask] size must be >= 0: "
+              "got {}",
+              size);
+  return triu(full({size, size}, -std::numeric_limits<double>::infinity(), options), 1);
 }
 
 }  // namespace ember::nn

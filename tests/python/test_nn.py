@@ -4,6 +4,7 @@ layers against float64 references and PyTorch, containers and nn.init."""
 
 import gc
 import math
+import pathlib
 import weakref
 
 import numpy as np
@@ -603,7 +604,7 @@ def test_rnn_and_cells_match_pytorch(torch, rng):
             assert_close(g, r.detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-FIXTURES = __import__("pathlib").Path(__file__).with_name("fixtures") / "layers.safetensors"
+FIXTURES = pathlib.Path(__file__).with_name("fixtures") / "layers.safetensors"
 
 
 def _fixture(prefix):
@@ -1017,3 +1018,54 @@ def test_inplace_activations_write_into_their_input(make, fn):
     np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
     assert repr(nn.LeakyReLU(0.2, inplace=True)) == "LeakyReLU(negative_slope=0.2, inplace=True)"
     assert repr(nn.ReLU()) == "ReLU()" and not nn.ReLU().inplace
+
+
+ATTENTION_FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures" / "attention"
+
+
+def test_transformer_loads_pytorchs_state_dict_and_matches_its_output():
+    # tests/fixtures/attention/make_fixtures.py: nn.Transformer(16, 2, 2, 2, 20, dropout=0),
+    # sequence first, a causal target mask and a source padding mask.
+    t = ember.load(str(ATTENTION_FIXTURES / "transformer.safetensors"))
+    model = nn.Transformer(16, 2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=20,
+                           dropout=0.0)
+    model.load_state_dict({k[5:]: v for k, v in t.items() if k.startswith("full.")})
+    model.eval()
+    causal = nn.Transformer.generate_square_subsequent_mask(4)
+    assert_close(causal, t["in.causal"])
+    out = model(t["in.x"].transpose(0, 1), t["in.tgt"].transpose(0, 1), tgt_mask=causal,
+                src_key_padding_mask=t["in.padding"][:, :5], tgt_is_causal=True)
+    assert_close(out, t["out.full"], rtol=2e-5, atol=2e-5)
+    assert [n for n, _ in model.named_children()] == ["encoder", "decoder"]
+    assert isinstance(model.decoder, nn.TransformerDecoder) and model.decoder.num_layers == 2
+
+
+def test_a_subclass_of_transformer_replaces_its_decoder_as_word_language_model_does():
+    class TransformerModel(nn.Transformer):
+        def __init__(self, ntoken, ninp, nhead, nhid, nlayers):
+            super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
+                             num_encoder_layers=nlayers)
+            self.input_emb = nn.Embedding(ntoken, ninp)
+            self.decoder = nn.Linear(ninp, ntoken)
+
+        def forward(self, src):
+            mask = ember.log(ember.tril(ember.ones(len(src), len(src))))
+            return F.log_softmax(self.decoder(self.encoder(self.input_emb(src), mask=mask)), -1)
+
+    model = TransformerModel(11, 8, 2, 16, 2)
+    assert isinstance(model.decoder, nn.Linear)
+    assert not any(n.startswith("decoder.layers") for n, _ in model.named_parameters())
+    out = model(ember.randint(0, 11, (5, 3)))
+    assert out.shape == (5, 3, 11)
+    out.sum().backward()
+    assert model.encoder.layers[0].linear1.weight.grad is not None
+
+
+def test_transformer_bad_arguments_are_clear_errors():
+    with pytest.raises(NotImplementedError, match="custom_encoder"):
+        nn.Transformer(8, 2, custom_encoder=nn.Linear(2, 2))
+    model = nn.Transformer(8, 2, 1, 1, 8)
+    with pytest.raises(ValueError, match="the batch number of src and tgt must be equal"):
+        model(ember.zeros(3, 2, 8), ember.zeros(4, 5, 8))
+    with pytest.raises(ValueError, match="feature number"):
+        model(ember.zeros(3, 2, 8), ember.zeros(4, 2, 6))

@@ -2194,6 +2194,93 @@ void bind_attention(nb::module_& m) {
           "src"_a, "mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
           "is_causal"_a = nb::none(), release_gil(), "Every layer on src, then the norm.")
       .def_ro("num_layers", &nn::TransformerEncoder::num_layers, "Layers.");
+  layer<nn::TransformerDecoder>(m, "TransformerDecoder", "A stack of decoder layers, then a norm.",
+                                false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TransformerDecoder> v,
+             const nn::TransformerDecoderLayer& decoder_layer, int64_t num_layers,
+             std::shared_ptr<nn::LayerNorm> norm) {
+            construct<nn::TransformerDecoder>(v, decoder_layer, num_layers, std::move(norm));
+          },
+          "decoder_layer"_a, "num_layers"_a, "norm"_a.none() = nb::none(),
+          "num_layers copies of decoder_layer, then norm if given.", record_init())
+      .def(
+          "forward",
+          [](nn::TransformerDecoder& d, const Tensor& tgt, const Tensor& memory,
+             std::optional<Tensor> tgt_mask, std::optional<Tensor> memory_mask,
+             std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, std::optional<bool> tgt_is_causal,
+             bool memory_is_causal) {
+            return d.forward(tgt, memory, opt(tgt_mask), opt(memory_mask),
+                             opt(tgt_key_padding_mask), opt(memory_key_padding_mask),
+                             tgt_is_causal.value_or(false), memory_is_causal);
+          },
+          "tgt"_a, "memory"_a, "tgt_mask"_a = nb::none(), "memory_mask"_a = nb::none(),
+          "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
+          "tgt_is_causal"_a = nb::none(), "memory_is_causal"_a = false, release_gil(),
+          "Every layer on tgt attending to memory, then the norm.")
+      .def_ro("num_layers", &nn::TransformerDecoder::num_layers, "Layers.");
+  layer<nn::Transformer>(m, "Transformer", "An encoder stack and a decoder stack (PyTorch's).",
+                         false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Transformer> v, int64_t d_model, int64_t nhead,
+             int64_t num_encoder_layers, int64_t num_decoder_layers, int64_t dim_feedforward,
+             double dropout, nb::handle activation, nb::handle custom_encoder,
+             nb::handle custom_decoder, double layer_norm_eps, bool batch_first, bool norm_first,
+             bool bias, std::optional<Device> device, std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(custom_encoder.is_none() && custom_decoder.is_none(),
+                                        "[nn.Transformer] custom_encoder and custom_decoder are "
+                                        "not supported (build the stacks with "
+                                        "nn.TransformerEncoder / nn.TransformerDecoder)");
+            nn::TransformerOptions o;
+            static_cast<nn::TransformerLayerOptions&>(o) =
+                transformer_options(dim_feedforward, dropout, activation, layer_norm_eps,
+                                    batch_first, norm_first, bias);
+            o.num_encoder_layers = num_encoder_layers;
+            o.num_decoder_layers = num_decoder_layers;
+            construct<nn::Transformer>(v, d_model, nhead, o);
+            place(*v.p, device, dtype);
+          },
+          "d_model"_a = 512, "nhead"_a = 8, "num_encoder_layers"_a = 6, "num_decoder_layers"_a = 6,
+          "dim_feedforward"_a = 2048, "dropout"_a = 0.1, "activation"_a = "relu",
+          "custom_encoder"_a = nb::none(), "custom_decoder"_a = nb::none(),
+          "layer_norm_eps"_a = 1e-5, "batch_first"_a = false, "norm_first"_a = false,
+          "bias"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "A model of width d_model with nhead heads.", record_init())
+      .def(
+          "forward",
+          [](nn::Transformer& t, const Tensor& src, const Tensor& tgt,
+             std::optional<Tensor> src_mask, std::optional<Tensor> tgt_mask,
+             std::optional<Tensor> memory_mask, std::optional<Tensor> src_key_padding_mask,
+             std::optional<Tensor> tgt_key_padding_mask,
+             std::optional<Tensor> memory_key_padding_mask, std::optional<bool> src_is_causal,
+             std::optional<bool> tgt_is_causal, bool memory_is_causal) {
+            return t.forward(src, tgt, opt(src_mask), opt(tgt_mask), opt(memory_mask),
+                             opt(src_key_padding_mask), opt(tgt_key_padding_mask),
+                             opt(memory_key_padding_mask), src_is_causal.value_or(false),
+                             tgt_is_causal.value_or(false), memory_is_causal);
+          },
+          "src"_a, "tgt"_a, "src_mask"_a = nb::none(), "tgt_mask"_a = nb::none(),
+          "memory_mask"_a = nb::none(), "src_key_padding_mask"_a = nb::none(),
+          "tgt_key_padding_mask"_a = nb::none(), "memory_key_padding_mask"_a = nb::none(),
+          "src_is_causal"_a = nb::none(), "tgt_is_causal"_a = nb::none(),
+          "memory_is_causal"_a = false, release_gil(),
+          "The decoder on tgt attending to the encoder's output on src.")
+      .def_static(
+          "generate_square_subsequent_mask",
+          [](int64_t sz, std::optional<Device> device, std::optional<DType> dtype) {
+            TensorOptions o;
+            if (dtype) o.dtype = *dtype;
+            if (device) o.device = *device;
+            return nn::Transformer::generate_square_subsequent_mask(sz, o);
+          },
+          "sz"_a, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "The [sz, sz] float mask hiding later positions (-inf above the diagonal).")
+      .def_ro("d_model", &nn::Transformer::d_model, "Model width.")
+      .def_ro("nhead", &nn::Transformer::nhead, "Heads.")
+      .def_ro("batch_first", &nn::Transformer::batch_first, "[N, L, E] layout.");
 }
 
 void bind_init(nb::module_& m) {

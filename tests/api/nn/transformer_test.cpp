@@ -115,6 +115,39 @@ TEST(Transformer, LoadsPyTorchStateDictsAndMatchesItsOutputs) {
   expect_close(stack.forward(x), t.at("out.stack"), kTol, "encoder stack");
 }
 
+TEST(Transformer, TheWholeModelLoadsPyTorchsStateDictAndMatchesItsOutput) {
+  // nn.Transformer(16, 2, 2 + 2 layers, dim_feedforward 20), sequence first: PyTorch's names
+  // (encoder.layers.N..., encoder.norm, decoder...) load strictly.
+  const StateDict& t = fixtures();
+  nn::Transformer full(
+      16, 2, {{.dim_feedforward = 20, .dropout = 0.0}, /*num_encoder_layers=*/2, /*decoder=*/2});
+  full.load_state_dict(under("full"));
+  full.eval();
+  const Tensor src = t.at("in.x").transpose(0, 1), tgt = t.at("in.tgt").transpose(0, 1);
+  const Tensor padding = t.at("in.padding").narrow(1, 0, 5);
+  expect_close(full.forward(src, tgt, {}, t.at("in.causal"), {}, padding, {}, {}, false,
+                            /*tgt_is_causal=*/true),
+               t.at("out.full"), 2e-5, "transformer");
+  EXPECT_EQ(values(nn::Transformer::generate_square_subsequent_mask(4)), values(t.at("in.causal")));
+  // Every matrix is re-drawn (PyTorch's _reset_parameters): the encoder's layers differ.
+  nn::Transformer fresh(8, 2, {{.dim_feedforward = 8}, 2, 1});
+  const auto p = fresh.state_dict();
+  EXPECT_NE(values(p.at("encoder.layers.0.linear1.weight")),
+            values(p.at("encoder.layers.1.linear1.weight")));
+  EXPECT_EQ(values(p.at("decoder.norm.weight")), std::vector<double>(8, 1.0));
+  expect_error(
+      [&] {
+        fresh.forward(ones({3, 2, 8}), ones({4, 5, 8}));
+      },
+      {"[nn.Transformer] the batch number of src and tgt must be equal", "2 and 5"});
+  expect_error(
+      [&] {
+        fresh.forward(ones({3, 2, 8}), ones({4, 2, 6}));
+      },
+      {"the feature number of src and tgt must be equal to d_model", "d_model 8"});
+  expect_error([] { nn::Transformer(8, 2, {{}, 0, 1}); }, {"num_layers must be at least 1"});
+}
+
 TEST(Transformer, FusedAttentionMatchesTheExplicitWeights) {
   MultiheadAttention mha(12, 3, {.batch_first = true});
   Generator gen(4);

@@ -1,6 +1,6 @@
-// Attention layers: MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer and
-// TransformerEncoder, with PyTorch's parameter names, shapes and layouts (state_dicts move
-// between the two unchanged).
+// Attention layers: MultiheadAttention, TransformerEncoderLayer, TransformerDecoderLayer, their
+// stacks TransformerEncoder and TransformerDecoder, and Transformer, with PyTorch's parameter
+// names, shapes and layouts (state_dicts move between the two unchanged).
 #pragma once
 
 #include <cstdint>
@@ -126,6 +126,52 @@ class TransformerEncoder : public Module {
   const int64_t num_layers;
   std::shared_ptr<ModuleList> layers;  ///< "layers.0", "layers.1", ...
   std::shared_ptr<LayerNorm> norm;     ///< "norm", or null
+};
+
+/** num_layers copies of a decoder layer (each starting from the given layer's parameters), then
+ *  an optional final norm. */
+class TransformerDecoder : public Module {
+ public:
+  /** `num_layers` layers configured and initialised as `layer`; `norm` runs last if given. */
+  TransformerDecoder(const TransformerDecoderLayer& layer, int64_t num_layers,
+                     std::shared_ptr<LayerNorm> norm = nullptr);
+  /** Every layer on tgt in turn, each attending to memory (with the same masks), then the norm. */
+  Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {},
+                 const Tensor& memory_mask = {}, const Tensor& tgt_key_padding_mask = {},
+                 const Tensor& memory_key_padding_mask = {}, bool tgt_is_causal = false,
+                 bool memory_is_causal = false);
+
+  const int64_t num_layers;
+  std::shared_ptr<ModuleList> layers;  ///< "layers.0", "layers.1", ...
+  std::shared_ptr<LayerNorm> norm;     ///< "norm", or null
+};
+
+/** Options of Transformer: its layers' and how many of each (PyTorch's defaults). */
+struct TransformerOptions : TransformerLayerOptions {
+  int64_t num_encoder_layers = 6;  ///< layers of the encoder stack
+  int64_t num_decoder_layers = 6;  ///< layers of the decoder stack
+};
+
+/** PyTorch's nn.Transformer: an encoder stack and a decoder stack, each ending in a LayerNorm,
+ *  every matrix re-drawn Xavier-uniform as PyTorch's _reset_parameters does. */
+class Transformer : public Module {
+ public:
+  /** A model of width d_model with nhead heads. */
+  explicit Transformer(int64_t d_model = 512, int64_t nhead = 8, TransformerOptions options = {});
+  /** The decoder's output on tgt, attending to the encoder's output on src; masks as
+   *  MultiheadAttention's. src and tgt have the same batch size and d_model features. */
+  Tensor forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask = {},
+                 const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
+                 const Tensor& src_key_padding_mask = {}, const Tensor& tgt_key_padding_mask = {},
+                 const Tensor& memory_key_padding_mask = {}, bool src_is_causal = false,
+                 bool tgt_is_causal = false, bool memory_is_causal = false);
+  /** The float mask [size, size] that hides later positions: -inf above the diagonal, 0 else. */
+  static Tensor generate_square_subsequent_mask(int64_t size, TensorOptions options = {});
+
+  const int64_t d_model, nhead;
+  const bool batch_first;
+  std::shared_ptr<TransformerEncoder> encoder;  ///< "encoder", ending in its norm
+  std::shared_ptr<TransformerDecoder> decoder;  ///< "decoder", ending in its norm
 };
 
 }  // namespace ember::nn

@@ -65,6 +65,8 @@ from ember._C.nn import (  # noqa: F401
     Softplus,
     SmoothL1Loss,
     Tanh,
+    Transformer,
+    TransformerDecoder,
     TransformerDecoderLayer,
     TransformerEncoder,
     TransformerEncoderLayer,
