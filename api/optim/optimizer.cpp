@@ -214,11 +214,8 @@ void Optimizer::load_state_dict(const StateDict& dict) {
       while (b < buffer_names_.size() && buffer_names_[b] != rest) ++b;
       EMBER_CHECK(b < buffer_names_.size(), "{} entry '{}' names an unknown state buffer '{}'", who,
                   key, rest);
-      EMBER_CHECK(value.sizes() == p.sizes(),
-                  "{} entry '{}' has shape {} but parameter {} has shape {}", who, key,
-                  value.sizes(), index, p.sizes());
       autograd::NoGradGuard no_grad;
-      s.buffers[b] = value.detach().to(p.device()).to(p.dtype()).contiguous().clone();
+      s.buffers[b] = load_buffer(b, value.detach(), p, key, index);
     } else {
       EMBER_CHECK(false, "{} unexpected entry '{}' (expected 'state.' or 'param_groups.' keys)",
                   who, key);
@@ -230,6 +227,14 @@ void Optimizer::load_state_dict(const StateDict& dict) {
   for (const auto& g : groups) validate(g);
   groups_ = std::move(groups);
   state_ = std::move(state);
+}
+
+Tensor Optimizer::load_buffer(size_t, const Tensor& value, const Tensor& param,
+                              const std::string& key, size_t index) const {
+  EMBER_CHECK(value.sizes() == param.sizes(),
+              "[{}] load_state_dict: entry '{}' has shape {} but parameter {} has shape {}", name_,
+              key, value.sizes(), index, param.sizes());
+  return value.to(param.device()).to(param.dtype()).contiguous().clone();
 }
 
 namespace detail {

@@ -878,3 +878,63 @@ def test_clip_grad_norm_and_value(rng):
         nn.utils.clip_grad_norm_(params(), -1.0)
     with pytest.raises(ValueError, match="invalid clip_value"):
         nn.utils.clip_grad_value_(params(), -1.0)
+
+
+def _rosenbrock_problem():
+    a = ember.tensor([-1.5, 0.5], dtype=ember.float64, requires_grad=True)
+    b = ember.tensor([[2.0], [-0.5]], dtype=ember.float64, requires_grad=True)
+
+    def loss():
+        x = ember.cat([a, b.reshape(-1)])
+        return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(3))
+    return a, b, loss
+
+
+@pytest.mark.parametrize("line_search_fn, max_iter, expected", [
+    # PyTorch 2.15's torch.optim.LBFGS on the same problem (tests/api/optim/lbfgs_test.cpp).
+    (None, 5, [(2645.0, [-0.9308259858262647, 0.8272346676559362, 0.546310517764528, 0.1746496538097969]),
+               (7.554818587607735, [-0.8417055518218578, 0.7194058543822065, 0.5229877109413812,
+                                    0.2739732080830977])]),
+    ("strong_wolfe", 10, [(2645.0, [-0.8417055518218578, 0.7194058543822065, 0.5229877109413812,
+                                    0.2739732080830977]),
+                          (3.7130997244407045, [-0.790093614538243, 0.6355543295319436,
+                                                0.40964752044523717, 0.16798080929817014])]),
+])
+def test_lbfgs_matches_pytorchs_iterates(line_search_fn, max_iter, expected):
+    a, b, loss_of = _rosenbrock_problem()
+    opt = optim.LBFGS([a, b], max_iter=max_iter, line_search_fn=line_search_fn)
+    calls = []
+
+    def closure():
+        opt.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        calls.append(ember.is_grad_enabled())
+        return loss
+
+    for want_loss, want_x in expected:
+        with ember.no_grad():  # step enables gradients for the closure itself
+            loss = opt.step(closure)
+        assert isinstance(loss, ember.Tensor) and loss.item() == pytest.approx(want_loss, rel=1e-9)
+        got = a.tolist() + b.reshape(-1).tolist()
+        np.testing.assert_allclose(got, want_x, rtol=0, atol=1e-9)
+    assert all(calls) and len(calls) > max_iter
+    group = opt.param_groups[0]
+    assert group["line_search_fn"] == line_search_fn and group["max_eval"] == max_iter * 5 // 4
+    assert group["max_iter"] == max_iter and isinstance(group["history_size"], int)
+    state = opt.state[a]
+    assert state["step"].item() == opt.state_dict()["state"][0]["step"].item() > 0
+    assert "old_dirs" in state and state["d"].shape == (4,)
+
+
+def test_lbfgs_needs_a_closure_and_one_group():
+    w = ember.zeros(3, requires_grad=True)
+    with pytest.raises(ValueError, match="line_search_fn must be None or 'strong_wolfe'"):
+        optim.LBFGS([w], line_search_fn="backtracking")
+    with pytest.raises(ValueError, match="per-parameter options"):
+        optim.LBFGS([{"params": [w]}, {"params": [ember.zeros(2, requires_grad=True)]}])
+    opt = optim.LBFGS([w])
+    with pytest.raises(TypeError):
+        opt.step()
+    with pytest.raises(TypeError, match="the closure must return the loss"):
+        opt.step(lambda: "loss")

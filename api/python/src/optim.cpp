@@ -47,8 +47,8 @@ std::map<std::string, Tensor> param_state(const Optimizer& o, const Tensor& para
 /** A built-in optimizer class whose constructor takes (param_groups, defaults), the defaults
  *  read into its options struct by Opt::options_of. */
 template <class Opt>
-void bind_optimizer(nb::module_& m, const char* name, const char* doc) {
-  nb::class_<Opt, Optimizer>(m, name, doc)
+nb::class_<Opt, Optimizer> bind_optimizer(nb::module_& m, const char* name, const char* doc) {
+  return nb::class_<Opt, Optimizer>(m, name, doc)
       .def(
           "__init__",
           [](Opt* self, Groups groups, optim::Options defaults) {
@@ -210,6 +210,24 @@ void bind_optimizers(nb::module_& m) {
   bind_optimizer<optim::RMSprop>(m, "RMSprop", "RMSprop, centered or not, with momentum.");
   bind_optimizer<optim::Adadelta>(m, "Adadelta", "Adadelta, with weight decay.");
   bind_optimizer<optim::Adagrad>(m, "Adagrad", "Adagrad, with lr decay and weight decay.");
+  bind_optimizer<optim::LBFGS>(m, "LBFGS", "L-BFGS, with an optional strong-Wolfe line search.")
+      .def(
+          "step",
+          [](optim::LBFGS& o, nb::callable closure) {
+            // The closure is Python: the GIL stays held. PyTorch returns what it first returned.
+            nb::object first;
+            o.step([&] {
+              nb::object loss = closure();
+              if (!first.is_valid()) first = loss;
+              if (nb::isinstance<PyTensor>(loss)) return Tensor(*nb::inst_ptr<PyTensor>(loss));
+              EMBER_CHECK_TYPE(nb::isinstance<nb::float_>(loss) || nb::isinstance<nb::int_>(loss),
+                               "[optim.LBFGS] the closure must return the loss: got {}",
+                               nb::type_name(loss.type()).c_str());
+              return full({}, nb::cast<double>(loss), DType::Float64);
+            });
+            return first;
+          },
+          "closure"_a, "Up to max_iter iterations calling closure; returns its first loss.");
 
   nb::class_<LrGroups, Optimizer>(
       m, "LrGroups",

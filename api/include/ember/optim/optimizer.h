@@ -85,6 +85,10 @@ class Optimizer {
   void init_groups(std::vector<ParamGroup> groups);
   /** Throws ember::Error if the group's hyperparameters are out of range. */
   virtual void validate(const ParamGroup& group) const = 0;
+  /** A saved state buffer made ready for `param` (its device), or an ember::Error naming `key`;
+   *  by default the buffer is shaped like the parameter and takes its dtype. */
+  virtual Tensor load_buffer(size_t buffer, const Tensor& value, const Tensor& param,
+                             const std::string& key, size_t index) const;
   /** The state of `param`, created (buffers undefined) if it has none yet. */
   ParamState& state_for(const Tensor& param);
 

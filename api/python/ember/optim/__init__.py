@@ -19,7 +19,7 @@ from ember._C import Tensor
 from ember._C import optim as _native
 from ember.autograd import enable_grad, no_grad
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "LBFGS", "lr_scheduler"]
 
 
 def _param_groups(params: Any, who: str) -> List[dict]:
@@ -485,6 +485,48 @@ class Adagrad(_NativeOptimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, eps=eps))
+
+
+class LBFGS(_NativeOptimizer):
+    """L-BFGS with an optional strong-Wolfe line search (torch.optim.LBFGS), run by Ember's C++
+    optimizer; step() calls the closure as often as its iterations need."""
+
+    _Native = _native.LBFGS
+    _hyper = {"lr": ("lr",), "max_iter": ("max_iter",), "max_eval": ("max_eval",),
+              "tolerance_grad": ("tolerance_grad",), "tolerance_change": ("tolerance_change",),
+              "history_size": ("history_size",), "line_search_fn": ("line_search_fn",)}
+    _counts = ("max_iter", "max_eval", "history_size")
+
+    def __init__(self, params: Any, lr: float = 1, max_iter: int = 20,
+                 max_eval: Optional[int] = None, tolerance_grad: float = 1e-7,
+                 tolerance_change: float = 1e-9, history_size: int = 100,
+                 line_search_fn: Optional[str] = None):
+        if max_eval is None:
+            max_eval = max_iter * 5 // 4
+        super().__init__(params, dict(lr=lr, max_iter=max_iter, max_eval=max_eval,
+                                      tolerance_grad=tolerance_grad,
+                                      tolerance_change=tolerance_change,
+                                      history_size=history_size, line_search_fn=line_search_fn))
+
+    def _to_native(self, key: str, value: Any) -> List[Tuple[str, float]]:
+        if key == "line_search_fn":
+            if value not in (None, "strong_wolfe"):
+                raise _errors.ValueError(
+                    f"[optim.LBFGS] line_search_fn must be None or 'strong_wolfe': got {value!r}")
+            return [("line_search_fn", 1.0 if value else 0.0)]
+        return super()._to_native(key, value)
+
+    def _from_native(self, key: str, options: Dict[str, float]) -> Any:
+        if key == "line_search_fn":
+            return "strong_wolfe" if options["line_search_fn"] else None
+        if key in self._counts:
+            return int(options[key])
+        return super()._from_native(key, options)
+
+    def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
+        """Up to max_iter iterations, each evaluating closure (with gradients enabled); returns
+        the loss closure first returned."""
+        return self._native.step(closure)
 
 
 from ember.optim import lr_scheduler  # noqa: E402  (it uses the classes above)
