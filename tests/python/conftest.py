@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ember
+from helpers import SUMMARY_LINES
 
 
 @pytest.fixture
@@ -27,3 +28,12 @@ def torch():
 def _seed():
     ember.manual_seed(0)
     yield
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Prints what tests put under helpers.SUMMARY_LINES (the torch coverage table)."""
+    lines = config.stash.get(SUMMARY_LINES, [])
+    if lines:
+        terminalreporter.section("report")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 
 import ember
 
@@ -22,3 +23,7 @@ def worker_env() -> dict:
     env["PYTHONPATH"] = os.pathsep.join(p for p in [os.path.dirname(os.path.dirname(ember.__file__)),
                                                      env.get("PYTHONPATH", "")] if p)
     return env
+
+
+# Lines a test adds to the end of pytest's summary (conftest.py prints them), e.g. a coverage table.
+SUMMARY_LINES = pytest.StashKey[list]()
