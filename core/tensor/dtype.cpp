@@ -140,4 +140,42 @@ void check_scalar_fits(Scalar s, DType dtype, const char* op) {
                                value, dtype));
 }
 
+FloatInfo finfo(DType d) {
+  // eps = 2^-(mantissa bits), tiny = 2^(1 - bias), max = (2 - eps) * 2^bias; resolution is
+  // 10^-floor(mantissa digits * log10(2)), PyTorch's (and NumPy's) figures.
+  switch (d) {
+    case DType::Float32:
+      return {d, 32, 0x1p-23, 0x1.fffffep127, -0x1.fffffep127, 0x1p-126, 1e-6};
+    case DType::Float64:
+      return {d, 64, 0x1p-52, 0x1.fffffffffffffp1023, -0x1.fffffffffffffp1023, 0x1p-1022, 1e-15};
+    case DType::Float16:
+      return {d, 16, 0x1p-10, 65504.0, -65504.0, 0x1p-14, 1e-3};
+    case DType::BFloat16:
+      return {d, 16, 0x1p-7, 0x1.fep127, -0x1.fep127, 0x1p-126, 1e-2};
+    default:
+      throw TypeError(
+          fmt::format("[finfo] {} is not supported by finfo (a floating dtype is: "
+                      "float16, bfloat16, float32, float64; iinfo describes integers)",
+                      dtype_name(d)));
+  }
+}
+
+IntInfo iinfo(DType d) {
+  switch (d) {
+    case DType::UInt8:
+      return {d, 8, 0, 255};
+    case DType::Int8:
+      return {d, 8, -128, 127};
+    case DType::Int32:
+      return {d, 32, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case DType::Int64:
+      return {d, 64, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    default:
+      throw TypeError(
+          fmt::format("[iinfo] {} is not supported by iinfo (an integer dtype is: "
+                      "uint8, int8, int32, int64; finfo describes floating types)",
+                      dtype_name(d)));
+  }
+}
+
 }  // namespace ember

@@ -88,6 +88,44 @@ void bind_runtime(nb::module_& m) {
   }
   m.attr("_dtypes") = by_name;
 
+  // ember.finfo / ember.iinfo: what a dtype represents (torch.finfo, torch.iinfo).
+  nb::class_<FloatInfo>(m, "finfo", "The numbers a floating dtype represents (torch.finfo).")
+      .def(
+          "__init__",
+          [](FloatInfo* self, std::optional<DType> type) {
+            new (self) FloatInfo(finfo(type.value_or(kDefaultFloat)));
+          },
+          "type"_a = nb::none(), "The properties of `type` (the default float dtype if None).")
+      .def_ro("bits", &FloatInfo::bits, "Bits per element.")
+      .def_ro("eps", &FloatInfo::eps, "The gap between 1 and the next larger number.")
+      .def_ro("max", &FloatInfo::max, "The largest finite number.")
+      .def_ro("min", &FloatInfo::min, "The most negative finite number.")
+      .def_ro("tiny", &FloatInfo::tiny, "The smallest positive normal number.")
+      .def_ro("smallest_normal", &FloatInfo::tiny, "The smallest positive normal number.")
+      .def_ro("resolution", &FloatInfo::resolution, "10^-digits, the decimal precision.")
+      .def_prop_ro(
+          "dtype", [](const FloatInfo& f) { return std::string(dtype_name(f.dtype)); },
+          "The dtype's name.")
+      .def("__repr__", [](const FloatInfo& f) {
+        return fmt::format(
+            "finfo(resolution={:g}, min={:g}, max={:g}, eps={:g}, smallest_normal={:g}, tiny={:g}, "
+            "dtype={})",
+            f.resolution, f.min, f.max, f.eps, f.tiny, f.tiny, dtype_name(f.dtype));
+      });
+  nb::class_<IntInfo>(m, "iinfo", "The range of an integer dtype (torch.iinfo).")
+      .def(
+          "__init__", [](IntInfo* self, DType type) { new (self) IntInfo(iinfo(type)); }, "type"_a,
+          "The range of `type`.")
+      .def_ro("bits", &IntInfo::bits, "Bits per element.")
+      .def_ro("min", &IntInfo::min, "The smallest value.")
+      .def_ro("max", &IntInfo::max, "The largest value.")
+      .def_prop_ro(
+          "dtype", [](const IntInfo& i) { return std::string(dtype_name(i.dtype)); },
+          "The dtype's name.")
+      .def("__repr__", [](const IntInfo& i) {
+        return fmt::format("iinfo(min={}, max={}, dtype={})", i.min, i.max, dtype_name(i.dtype));
+      });
+
   // ember.device: a device type and index; made from "cpu", "cuda", "cuda:1" or ("cuda", 1).
   nb::class_<Device>(m, "device", "A device: ember.device('cuda:0'), ember.device('cpu').")
       .def(

@@ -51,6 +51,29 @@ EMBER_API std::string_view dtype_name(DType d);
 EMBER_API DType promote_types(DType a, DType b);
 /** Parses a dtype name ("float32", "f32", "int64", ...); throws on unknown names. */
 EMBER_API DType parse_dtype(std::string_view name);
+/** The numbers a floating dtype represents, as torch.finfo gives them. */
+struct FloatInfo {
+  DType dtype;        ///< the dtype described
+  int bits;           ///< bits per element
+  double eps;         ///< the gap between 1 and the next larger number
+  double max;         ///< the largest finite number
+  double min;         ///< the most negative finite number (-max)
+  double tiny;        ///< the smallest positive normal number (torch's smallest_normal)
+  double resolution;  ///< 10^-digits, the decimal precision
+};
+/** FloatInfo of a floating dtype; a TypeError for the others. */
+EMBER_API FloatInfo finfo(DType d);
+
+/** The range of an integer dtype, as torch.iinfo gives it. */
+struct IntInfo {
+  DType dtype;  ///< the dtype described
+  int bits;     ///< bits per element
+  int64_t min;  ///< the smallest value
+  int64_t max;  ///< the largest value
+};
+/** IntInfo of an integer dtype (uint8, int8, int32, int64); a TypeError for the others. */
+EMBER_API IntInfo iinfo(DType d);
+
 /** The default floating dtype (float32). */
 inline constexpr DType kDefaultFloat = DType::Float32;
 
