@@ -399,6 +399,26 @@ std::string Flatten::extra_repr() const {
   return fmt::format("start_dim={}, end_dim={}", start_dim, end_dim);
 }
 
+PixelShuffle::PixelShuffle(int64_t r) : Module("PixelShuffle"), upscale_factor(r) {}
+
+Tensor PixelShuffle::forward(const Tensor& x) {
+  return pixel_shuffle(x, upscale_factor);
+}
+
+std::string PixelShuffle::extra_repr() const {
+  return fmt::format("upscale_factor={}", upscale_factor);
+}
+
+PixelUnshuffle::PixelUnshuffle(int64_t r) : Module("PixelUnshuffle"), downscale_factor(r) {}
+
+Tensor PixelUnshuffle::forward(const Tensor& x) {
+  return pixel_unshuffle(x, downscale_factor);
+}
+
+std::string PixelUnshuffle::extra_repr() const {
+  return fmt::format("downscale_factor={}", downscale_factor);
+}
+
 // Activations -----------------------------------------------------------------------------------
 
 Tensor PointwiseActivation::apply(const Tensor& x, const char* op,

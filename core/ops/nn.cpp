@@ -510,4 +510,60 @@ Tensor interpolate(const Tensor& x, double scale_factor, std::string_view mode,
   return interpolate_impl(x, oh, ow, 1.0 / scale_factor, 1.0 / scale_factor, mode, align_corners);
 }
 
+namespace {
+
+// Note [Pixel shuffle as a view and one copy]
+// [*, C r r, H, W] viewed as [*, C, r, r, H, W], permuted to [*, C, H, r, W, r] and reshaped (one
+// copy) is the shuffle; the unshuffle is the same read backwards. Autograd comes from the view
+// ops, so every backend has both with their gradients.
+Tensor shuffle_pixels(const char* op, const Tensor& x, int64_t r, bool up) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(x.dim() >= 3,
+              "[{}] expects input to have at least 3 dimensions, but got input with {} "
+              "dimension(s)",
+              op, x.dim());
+  EMBER_CHECK(r > 0, "[{}] expects a positive {}, but got {}", op,
+              up ? "upscale_factor" : "downscale_factor", r);
+  const int64_t d = x.dim(), c = x.size(d - 3), h = x.size(d - 2), w = x.size(d - 1);
+  Shape batch(x.sizes().begin(), x.sizes().end() - 3);
+  const auto with_batch = [&](std::initializer_list<int64_t> tail) {
+    Shape s = batch;
+    s.insert(s.end(), tail.begin(), tail.end());
+    return s;
+  };
+  Shape perm;
+  for (int64_t i = 0; i < static_cast<int64_t>(batch.size()); ++i) perm.push_back(i);
+  const int64_t b = static_cast<int64_t>(batch.size());
+  if (up) {
+    EMBER_CHECK(c % (r * r) == 0,
+                "[{}] expects its input's 'channel' dimension to be divisible by the square of "
+                "upscale_factor, but input.size(-3)={} is not divisible by {}",
+                op, c, r * r);
+    const int64_t oc = c / (r * r);
+    for (int64_t i : {0, 3, 1, 4, 2}) perm.push_back(b + i);
+    return x.reshape(with_batch({oc, r, r, h, w}))
+        .permute(perm)
+        .reshape(with_batch({oc, h * r, w * r}));
+  }
+  EMBER_CHECK(h % r == 0 && w % r == 0,
+              "[{}] expects height and width to be divisible by downscale_factor, but got "
+              "input.size(-2)={}, input.size(-1)={} and downscale_factor={}",
+              op, h, w, r);
+  const int64_t oh = h / r, ow = w / r;
+  for (int64_t i : {0, 2, 4, 1, 3}) perm.push_back(b + i);
+  return x.reshape(with_batch({c, oh, r, ow, r}))
+      .permute(perm)
+      .reshape(with_batch({c * r * r, oh, ow}));
+}
+
+}  // namespace
+
+Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor) {
+  return shuffle_pixels("pixel_shuffle", x, upscale_factor, true);
+}
+
+Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor) {
+  return shuffle_pixels("pixel_unshuffle", x, downscale_factor, false);
+}
+
 }  // namespace ember

@@ -1069,3 +1069,22 @@ def test_transformer_bad_arguments_are_clear_errors():
         model(ember.zeros(3, 2, 8), ember.zeros(4, 5, 8))
     with pytest.raises(ValueError, match="feature number"):
         model(ember.zeros(3, 2, 8), ember.zeros(4, 2, 6))
+
+
+def test_pixel_shuffle_matches_numpy_and_round_trips(rng):
+    x = rng.standard_normal((2, 18, 3, 4)).astype(np.float32)
+    r = 3
+    want = x.reshape(2, 2, r, r, 3, 4).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 9, 12)
+    t = ember.tensor(x, requires_grad=True)
+    layer = nn.PixelShuffle(r)
+    y = layer(t)
+    assert_close(y, want, rtol=0, atol=0)
+    assert_close(ember.pixel_shuffle(t, r), want, rtol=0, atol=0)
+    assert repr(layer) == "PixelShuffle(upscale_factor=3)"
+    assert_close(nn.PixelUnshuffle(r)(y), x, rtol=0, atol=0)
+    assert_close(F.pixel_unshuffle(y, downscale_factor=r), x, rtol=0, atol=0)
+    (y * ember.arange(y.numel()).reshape(y.shape)).sum().backward()
+    assert_close(t.grad, np.arange(y.numel()).reshape(want.shape).reshape(2, 2, 3, r, 4, r)
+                 .transpose(0, 1, 3, 5, 2, 4).reshape(x.shape), rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"input.size\(-3\)=18 is not divisible by 4"):
+        F.pixel_shuffle(t, 2)

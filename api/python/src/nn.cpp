@@ -1633,6 +1633,22 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
+  layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PixelShuffle> v, int64_t upscale_factor) {
+            construct<nn::PixelShuffle>(v, upscale_factor);
+          },
+          "upscale_factor"_a, "The shuffle by upscale_factor.", record_init())
+      .def_ro("upscale_factor", &nn::PixelShuffle::upscale_factor, "r.");
+  layer<nn::PixelUnshuffle>(m, "PixelUnshuffle", "[*, C, H r, W r] into [*, C r^2, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PixelUnshuffle> v, int64_t downscale_factor) {
+            construct<nn::PixelUnshuffle>(v, downscale_factor);
+          },
+          "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
+      .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
   layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
       .def(
           "__init__",

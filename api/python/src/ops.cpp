@@ -237,6 +237,12 @@ void bind_functional(nb::module_& f) {
       "align_corners"_a = nb::none(), "recompute_scale_factor"_a = nb::none(),
       "antialias"_a = false, "Resizes input to size or by scale_factor ('nearest', 'bilinear').");
   f.def(
+      "pixel_shuffle", [](const Tensor& x, int64_t r) { return pixel_shuffle(x, r); }, "input"_a,
+      "upscale_factor"_a, release_gil(), "[*, C r^2, H, W] into [*, C, H r, W r].");
+  f.def(
+      "pixel_unshuffle", [](const Tensor& x, int64_t r) { return pixel_unshuffle(x, r); },
+      "input"_a, "downscale_factor"_a, release_gil(), "[*, C, H r, W r] into [*, C r^2, H, W].");
+  f.def(
       "conv1d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
          Ints dilation, int64_t groups) {

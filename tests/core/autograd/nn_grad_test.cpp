@@ -171,6 +171,17 @@ EMBER_GRADCHECK_CASE({"interpolate", "bilinear, scale factor, down",
                         return V{input({1, 1, 5, 4}, 54)};
                       }});
 
+// ---- pixel_shuffle ----------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"pixel_shuffle", "r=2", [](const V& in) { return pixel_shuffle(in[0], 2); },
+                      [] {
+                        return V{input({2, 8, 2, 3}, 55)};
+                      }});
+EMBER_GRADCHECK_CASE({"pixel_unshuffle", "r=2, unbatched",
+                      [](const V& in) { return pixel_unshuffle(in[0], 2); },
+                      [] {
+                        return V{input({3, 4, 2}, 56)};
+                      }});
+
 // ---- value tests ------------------------------------------------------------------------------
 
 TEST(NnGrad, EmbeddingAccumulatesRepeatsAndSkipsThePaddingRow) {

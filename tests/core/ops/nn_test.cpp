@@ -64,6 +64,42 @@ std::pair<std::vector<double>, std::vector<double>> lstm_ref(const Tensor& gx_t,
   return {hs, cs};
 }
 
+TEST(PixelShuffle, MovesEachChannelGroupIntoItsBlockAndBack) {
+  // out[n, c, h r + i, w r + j] = in[n, c r^2 + i r + j, h, w], over a batch of 2 x 3 images.
+  const int64_t r = 3, c = 2, h = 2, w = 4;
+  const Tensor x =
+      arange(0, 2 * 3 * c * r * r * h * w).to(DType::Float32).reshape({2, 3, c * r * r, h, w});
+  const Tensor y = pixel_shuffle(x, r);
+  ASSERT_EQ(y.sizes(), Shape({2, 3, c, h * r, w * r}));
+  const std::vector<double> in = values(x), out = values(y);
+  for (int64_t n = 0; n < 6; ++n) {
+    for (int64_t k = 0; k < c; ++k) {
+      for (int64_t i = 0; i < h * r; ++i) {
+        for (int64_t j = 0; j < w * r; ++j) {
+          const int64_t src =
+              (((n * c * r * r) + k * r * r + (i % r) * r + (j % r)) * h + i / r) * w + j / r;
+          const int64_t dst = ((n * c + k) * h * r + i) * w * r + j;
+          ASSERT_EQ(out[static_cast<size_t>(dst)], in[static_cast<size_t>(src)]);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(values(pixel_unshuffle(y, r)), in);
+  EXPECT_EQ(pixel_unshuffle(y, r).sizes(), x.sizes());
+  expect_error([&] { pixel_shuffle(ones({4, 2}), 2); }, {"at least 3 dimensions", "2 dimension"});
+  expect_error(
+      [&] {
+        pixel_shuffle(ones({5, 2, 2}), 2);
+      },
+      {"input.size(-3)=5 is not divisible by 4"});
+  expect_error([&] { pixel_shuffle(ones({4, 2, 2}), 0); }, {"positive upscale_factor"});
+  expect_error(
+      [&] {
+        pixel_unshuffle(ones({1, 3, 2}), 2);
+      },
+      {"input.size(-2)=3", "downscale_factor=2"});
+}
+
 TEST(LstmLayer, MatchesAFloat64LoopInBothDirectionsAndDtypes) {
   for (DType dt : {f32, f64}) {
     for (bool reverse : {false, true}) {

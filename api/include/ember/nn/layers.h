@@ -333,6 +333,28 @@ class Flatten : public Module {
   const int64_t start_dim, end_dim;
 };
 
+/** pixel_shuffle with a fixed upscale factor. */
+class PixelShuffle : public Module {
+ public:
+  /** [*, C r^2, H, W] into [*, C, H r, W r] with r = upscale_factor. */
+  explicit PixelShuffle(int64_t upscale_factor);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t upscale_factor;
+};
+
+/** pixel_unshuffle with a fixed downscale factor. */
+class PixelUnshuffle : public Module {
+ public:
+  /** [*, C, H r, W r] into [*, C r^2, H, W] with r = downscale_factor. */
+  explicit PixelUnshuffle(int64_t downscale_factor);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t downscale_factor;
+};
+
 /** Returns its input. */
 class Identity : public Module {
  public:

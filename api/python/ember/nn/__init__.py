@@ -51,6 +51,8 @@ from ember._C.nn import (  # noqa: F401
     MSELoss,
     MultiheadAttention,
     NLLLoss,
+    PixelShuffle,
+    PixelUnshuffle,
     ReLU,
     ReLU6,
     RNN,

@@ -1,5 +1,5 @@
 // Layers' ops that are not convolutions, pooling or norms: linear (and fused_linear), dropout,
-// embedding, pad, interpolate.
+// embedding, pad, interpolate, pixel_shuffle.
 #pragma once
 
 #include <optional>
@@ -48,5 +48,10 @@ EMBER_API Tensor interpolate(const Tensor& x, IntList size, std::string_view mod
 /** Resizes the spatial dims of x [N, C, H, W] by `scale_factor` (output = floor(in * scale)). */
 EMBER_API Tensor interpolate(const Tensor& x, double scale_factor,
                              std::string_view mode = "nearest", bool align_corners = false);
+/** Sub-pixel rearrangement (Shi et al., 2016): [*, C r^2, H, W] into [*, C, H r, W r], each
+ *  group of r^2 channels spread over an r x r block. */
+EMBER_API Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+/** The inverse of pixel_shuffle: [*, C, H r, W r] into [*, C r^2, H, W]. */
+EMBER_API Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 
 }  // namespace ember
