@@ -481,3 +481,49 @@ def test_clone_as_a_function():
     x = ember.ones(2, requires_grad=True)
     c = ember.clone(x)
     assert c.grad_fn is not None and not c.is_same_storage(x) and c.tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float32", "float64"])
+def test_finfo_matches_numpys_figures(name):
+    info = ember.finfo(getattr(ember, name))
+    ref = np.finfo(np.float32) if name == "bfloat16" else np.finfo(getattr(np, name))
+    if name == "bfloat16":  # 8 exponent bits like float32, 7 mantissa bits
+        assert (info.bits, info.eps, info.resolution) == (16, 2.0 ** -7, 0.01)
+        assert info.max == float.fromhex("0x1.fep127") and info.tiny == float(ref.tiny)
+    else:
+        assert info.bits == ref.bits and info.eps == float(ref.eps) and info.max == float(ref.max)
+        assert info.tiny == info.smallest_normal == float(ref.tiny)
+        assert info.resolution == float(ref.resolution)
+    assert info.min == -info.max and info.dtype == name
+    assert "finfo(resolution=" in repr(info)
+
+
+def test_finfo_defaults_to_float32_and_iinfo_gives_integer_ranges():
+    assert ember.finfo().dtype == "float32"
+    for name in ("uint8", "int8", "int32", "int64"):
+        info, ref = ember.iinfo(getattr(ember, name)), np.iinfo(getattr(np, name))
+        assert (info.bits, info.min, info.max, info.dtype) == (ref.bits, ref.min, ref.max, name)
+    # A mask filled with finfo(dtype).min, as Hugging Face's attention does, stays finite.
+    mask = ember.full((2,), ember.finfo(ember.float16).min, dtype=ember.float16)
+    assert ember.isfinite(mask).all()
+    with pytest.raises(TypeError, match=r"\[finfo\] int32 is not supported"):
+        ember.finfo(ember.int32)
+    with pytest.raises(TypeError, match=r"\[iinfo\] float32 is not supported"):
+        ember.iinfo(ember.float32)
+
+
+def test_legacy_tensor_types_construct_check_and_convert():
+    x = ember.LongTensor(7).zero_().view(-1, 1)  # word_language_model's dummy input
+    assert x.dtype == ember.int64 and x.shape == (7, 1) and x.sum().item() == 0
+    assert ember.FloatTensor(2, 3).shape == (2, 3)
+    assert ember.FloatTensor(ember.Size([4])).shape == (4,)
+    assert ember.FloatTensor().shape == (0,)
+    y = ember.FloatTensor([[1, 2], [3, 4]])
+    assert y.dtype == ember.float32 and y.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert ember.BoolTensor([True, False]).dtype == ember.bool
+    assert isinstance(y, ember.FloatTensor) and isinstance(y, ember.Tensor)
+    assert not isinstance(y, ember.DoubleTensor) and not isinstance(x, ember.FloatTensor)
+    z = y.type(ember.DoubleTensor)
+    assert z.dtype == ember.float64 and isinstance(z, ember.DoubleTensor)
+    with pytest.raises(TypeError, match="expected a tensor of dtype ember.float32"):
+        ember.FloatTensor(ember.arange(3))

@@ -10,6 +10,7 @@ from ember import _C
 from ember._C import *  # noqa: F401,F403  (tensors, dtypes, devices, factories, ops, errors)
 from ember._C import Tensor, dtype, device, Generator  # noqa: F401
 from ember._size import Size  # noqa: F401
+from ember._legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
 from ember._errors import (  # noqa: F401
     DeviceError,
     DistributedError,
@@ -41,6 +42,7 @@ from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, mo
 from ember import accelerator, backends, jit, serialization  # noqa: F401
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401
+from ember._C.functional import pixel_shuffle, pixel_unshuffle  # noqa: F401  (torch.pixel_shuffle)
 
 __version__ = _C.version()
 

@@ -668,8 +668,11 @@ void bind_tensor(nb::module_& m) {
             if (dtype.is_none()) return nb::str(legacy_type_name(self).c_str());
             Device device = self.device();
             DType want;
-            if (nb::isinstance<nb::str>(dtype)) {
-              const std::string name = nb::cast<std::string>(dtype);
+            // A legacy type class (ember.FloatTensor) is read by its name.
+            const bool type_object = PyType_Check(dtype.ptr()) != 0;
+            if (nb::isinstance<nb::str>(dtype) || type_object) {
+              const std::string name = type_object ? nb::cast<std::string>(dtype.attr("__name__"))
+                                                   : nb::cast<std::string>(dtype);
               want = dtype_of_legacy_name(name);
               // "torch.cuda.FloatTensor" names the device type too.
               const size_t last = name.rfind('.'), prev = name.rfind('.', last - 1);
@@ -689,10 +692,12 @@ void bind_tensor(nb::module_& m) {
             return nb::cast(t);
           },
           "dtype"_a = nb::none(), "non_blocking"_a = false,
-          nb::sig("def type(self, dtype: ember.dtype | str | None = None, non_blocking: bool = "
-                  "False) -> str | ember.Tensor"),
+          nb::sig(
+              "def type(self, dtype: ember.dtype | str | type | None = None, non_blocking: bool = "
+              "False) -> str | ember.Tensor"),
           "With no dtype, the type's name ('ember.FloatTensor'); else the tensor converted to "
-          "dtype (an ember.dtype, or a name such as 'torch.LongTensor'); itself if it has it.");
+          "dtype (an ember.dtype, a name such as 'torch.LongTensor' or a legacy type such as "
+          "ember.LongTensor); itself if it has it.");
 
   // Conversions.
   cls.def(
