@@ -10,6 +10,8 @@
 // kernel with the output aliasing the first input.
 #include "ember/ops/elementwise.h"
 
+#include <cmath>
+#include <limits>
 #include <string_view>
 
 #include "core/dispatch/call.h"
@@ -1026,6 +1028,174 @@ Tensor& operator*=(Tensor& a, const Tensor& b) {
 }
 Tensor& operator/=(Tensor& a, const Tensor& b) {
   return div_(a, b);
+}
+
+// ---- Composites of the ops above ------------------------------------------------------------
+// isnan .. clamp with tensor bounds are made of public ops (every backend, autograd through
+// them); PyTorch's formulas are followed where the order of operations shows in the last bit.
+
+Tensor isnan(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[isnan] undefined tensor argument");
+  if (!is_floating(x.dtype())) return zeros(x.sizes(), {DType::Bool, x.device()});
+  return ne(x, x);
+}
+Tensor isinf(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[isinf] undefined tensor argument");
+  if (!is_floating(x.dtype())) return zeros(x.sizes(), {DType::Bool, x.device()});
+  return eq(abs(x), std::numeric_limits<double>::infinity());
+}
+Tensor isfinite(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[isfinite] undefined tensor argument");
+  if (!is_floating(x.dtype())) return ones(x.sizes(), {DType::Bool, x.device()});
+  // x - x is 0 for finite x and NaN for NaN and +-inf.
+  return eq(sub(x, x), 0);
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[isclose] undefined tensor argument");
+  EMBER_CHECK_TYPE(a.dtype() == b.dtype(),
+                   "[isclose] input and other must have the same dtype: got {} and {}", a.dtype(),
+                   b.dtype());
+  EMBER_CHECK(rtol >= 0, "[isclose] rtol must be greater than or equal to zero: got {}", rtol);
+  EMBER_CHECK(atol >= 0, "[isclose] atol must be greater than or equal to zero: got {}", atol);
+  // PyTorch's order: equality first (equal infinities), then NaN, then the finite error.
+  Tensor close = eq(a, b);
+  if (equal_nan && is_floating(a.dtype()))
+    close = logical_or(close, logical_and(isnan(a), isnan(b)));
+  if (rtol == 0 && atol == 0) return close;
+  const Tensor ca = a.dtype() == DType::Bool ? a.to(kDefaultFloat) : a;
+  const Tensor cb = b.dtype() == DType::Bool ? b.to(kDefaultFloat) : b;
+  const Tensor allowed = add(abs(mul(cb, rtol)), atol);
+  const Tensor actual = abs(sub(ca, cb));
+  return logical_or(close, logical_and(isfinite(actual), le(actual, allowed)));
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return all(isclose(a, b, rtol, atol, equal_nan)).item() != 0;
+}
+
+namespace {
+// The largest finite value of a floating dtype.
+double largest_finite(DType d) {
+  switch (d) {
+    case DType::Float16:
+      return 65504.0;
+    case DType::BFloat16:
+      return 0x1.fep127;
+    case DType::Float32:
+      return std::numeric_limits<float>::max();
+    default:
+      return std::numeric_limits<double>::max();
+  }
+}
+// `v` as a 0-d tensor of x's dtype on x's device.
+Tensor constant_like(const Tensor& x, double v) {
+  return detail::scalar_tensor(v, x.dtype(), x.device()).to(x.dtype());
+}
+}  // namespace
+
+Tensor nan_to_num(const Tensor& x, double nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  EMBER_CHECK_TYPE(x.defined(), "[nan_to_num] undefined tensor argument");
+  if (!is_floating(x.dtype())) return x.clone();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double hi = posinf.value_or(largest_finite(x.dtype()));
+  const double lo = neginf.value_or(-largest_finite(x.dtype()));
+  Tensor r = where(isnan(x), constant_like(x, nan), x);
+  r = where(eq(x, inf), constant_like(x, hi), r);
+  return where(eq(x, -inf), constant_like(x, lo), r);
+}
+Tensor& nan_to_num_(Tensor& x, double nan, std::optional<double> posinf,
+                    std::optional<double> neginf) {
+  return apply_inplace(x, "nan_to_num_",
+                       [&](const Tensor& v) { return nan_to_num(v, nan, posinf, neginf); });
+}
+
+namespace {
+void lerp_check(const Tensor& start, const Tensor& end, const Tensor* weight) {
+  EMBER_CHECK_TYPE(start.defined() && end.defined() && (!weight || weight->defined()),
+                   "[lerp] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(start.dtype()),
+                   "[lerp] expected a floating point input: got {} (convert with .to(float32))",
+                   start.dtype());
+  EMBER_CHECK_TYPE(end.dtype() == start.dtype(),
+                   "[lerp] expected dtype {} for end but got dtype {}", start.dtype(), end.dtype());
+  EMBER_CHECK_TYPE(!weight || weight->dtype() == start.dtype(),
+                   "[lerp] expected dtype {} for weight but got dtype {}", start.dtype(),
+                   weight->dtype());
+}
+}  // namespace
+
+// PyTorch's lerp: start + w (end - start) for |w| < 0.5, else end - (end - start)(1 - w), so that
+// w = 1 gives end exactly; both branches have the same derivatives.
+Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight) {
+  lerp_check(start, end, nullptr);
+  const double w = weight.to_double();
+  const Tensor diff = sub(end, start);
+  if (std::abs(w) < 0.5) return add(start, mul(diff, weight));
+  return sub(end, mul(diff, 1.0 - w));
+}
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  lerp_check(start, end, &weight);
+  const Tensor diff = sub(end, start);
+  const Tensor small = lt(abs(weight), 0.5);
+  return where(small, add(start, mul(weight, diff)), sub(end, mul(diff, rsub_one(weight))));
+}
+Tensor& lerp_(Tensor& x, const Tensor& end, Scalar weight) {
+  return apply_inplace(x, "lerp_", [&](const Tensor& v) { return lerp(v, end, weight); });
+}
+Tensor& lerp_(Tensor& x, const Tensor& end, const Tensor& weight) {
+  return apply_inplace(x, "lerp_", [&](const Tensor& v) { return lerp(v, end, weight); });
+}
+
+namespace {
+// value * t1, with PyTorch's rule that an integer or bool product takes no floating value.
+Tensor scaled_by_value(const char* name, const Tensor& x, const Tensor& t1, const Tensor& t2,
+                       Scalar value) {
+  EMBER_CHECK_TYPE(x.defined() && t1.defined() && t2.defined(), "[{}] undefined tensor argument",
+                   name);
+  const DType d = promote_types(promote_types(x.dtype(), t1.dtype()), t2.dtype());
+  EMBER_CHECK_TYPE(is_floating(d) || !value.is_floating(),
+                   "[{}] for integral input tensors, argument value must not be a floating point "
+                   "number: got {}",
+                   name, value.to_double());
+  if (value.kind() != Scalar::Kind::Float && value.to_int() == 1) return t1;
+  return mul(t1, value);
+}
+}  // namespace
+
+Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return add(x, mul(scaled_by_value("addcmul", x, t1, t2, value), t2));
+}
+Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value) {
+  EMBER_CHECK_TYPE(x.defined() && t1.defined() && t2.defined(),
+                   "[addcdiv] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(t1.dtype()) || is_floating(t2.dtype()),
+                   "[addcdiv] integer division of tensor1 ({}) by tensor2 ({}) is not supported "
+                   "(convert one of them to a floating dtype)",
+                   t1.dtype(), t2.dtype());
+  return add(x, div(scaled_by_value("addcdiv", x, t1, t2, value), t2));
+}
+Tensor& addcmul_(Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return apply_inplace(x, "addcmul_", [&](const Tensor& v) { return addcmul(v, t1, t2, value); });
+}
+Tensor& addcdiv_(Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value) {
+  return apply_inplace(x, "addcdiv_", [&](const Tensor& v) { return addcdiv(v, t1, t2, value); });
+}
+
+// Tensor bounds through where(): x where lo <= x <= hi, else the bound crossed (hi wins where
+// lo > hi, as min(max(x, lo), hi) does); a NaN bound gives NaN, as maximum/minimum do.
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  EMBER_CHECK_TYPE(x.defined(), "[clamp] undefined tensor argument");
+  EMBER_CHECK(lo.defined() || hi.defined(), "[clamp] at least one of min and max must be given");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[clamp] not defined for bool tensors");
+  Tensor r = x;
+  if (lo.defined()) r = where(logical_or(lt(r, lo), isnan(lo)), lo, r);
+  if (hi.defined()) r = where(logical_or(gt(r, hi), isnan(hi)), hi, r);
+  return r;
+}
+Tensor& clamp_(Tensor& x, const Tensor& lo, const Tensor& hi) {
+  return apply_inplace(x, "clamp_", [&](const Tensor& v) { return clamp(v, lo, hi); });
 }
 
 }  // namespace ember

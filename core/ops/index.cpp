@@ -63,10 +63,8 @@ Tensor index_select_backward(const Tensor& g, const Shape& in_sizes, int64_t dim
   return scatter_add(zeros(in_sizes, {g.dtype(), g.device()}), d, idx, g);
 }
 
-// Gradient for src of scatter / scatter_add: gather(g, dim, index), zero-padded to src's sizes.
-Tensor scatter_src_backward(const Tensor& g, int64_t dim, const Tensor& index,
-                            const Shape& src_sizes) {
-  Tensor r = gather(g, dim, index);
+// `r` (of an index's sizes) zero-padded to src's sizes.
+Tensor pad_to_src(Tensor r, const Shape& src_sizes) {
   for (int64_t i = 0; i < r.dim(); ++i) {
     if (r.size(i) < src_sizes[i]) {
       Shape pad = r.sizes();
@@ -75,6 +73,12 @@ Tensor scatter_src_backward(const Tensor& g, int64_t dim, const Tensor& index,
     }
   }
   return r;
+}
+
+// Gradient for src of scatter / scatter_add: gather(g, dim, index), zero-padded to src's sizes.
+Tensor scatter_src_backward(const Tensor& g, int64_t dim, const Tensor& index,
+                            const Shape& src_sizes) {
+  return pad_to_src(gather(g, dim, index), src_sizes);
 }
 
 // Records the backward of the values of sort / topk: the gradient goes back to the places the
@@ -583,6 +587,469 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
   }();
   record_ordering("SortBackward", "sort", x, d, values, indices);
   return {values, indices};
+}
+
+// ---- Diagonals, grids and repeats -------------------------------------------------------------
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  EMBER_CHECK_TYPE(x.defined(), "[diagonal] undefined tensor argument");
+  const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"), d2 = wrap_dim(dim2, x.dim(), "diagonal");
+  EMBER_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ: both are {}", d1);
+  const int64_t n1 = x.size(d1), n2 = x.size(d2);
+  const int64_t len =
+      std::max<int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  Shape sizes, strides;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i == d1 || i == d2) continue;
+    sizes.push_back(x.size(i));
+    strides.push_back(x.stride(i));
+  }
+  sizes.push_back(len);
+  strides.push_back(x.stride(d1) + x.stride(d2));
+  const int64_t start =
+      len == 0 ? 0 : (offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1));
+  return x.as_strided(sizes, strides, x.storage_offset() + start);
+}
+
+// Note [diag_embed without a kernel]
+// The n elements v_i of a row go to the flat positions i (m + 1) + start of an m x m matrix
+// (m = n + |offset|; start = offset above the diagonal, -offset * m below): each element followed
+// by m zeros, shifted by start zeros and cut (or padded) to m * m, is that matrix. cat, narrow
+// and views only, so every dtype, backend and gradient comes with them.
+Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  EMBER_CHECK_TYPE(x.defined(), "[diag_embed] undefined tensor argument");
+  const int64_t nd = x.dim() + 1;
+  const int64_t d1 = wrap_dim(dim1, nd, "diag_embed"), d2 = wrap_dim(dim2, nd, "diag_embed");
+  EMBER_CHECK(d1 != d2, "[diag_embed] dim1 and dim2 must differ: both are {}", d1);
+  const Tensor v = x.dim() == 0 ? x.reshape({1}) : x;
+  const int64_t n = v.size(-1);
+  const int64_t k = offset < 0 ? -offset : offset;
+  const int64_t m = n + k;
+  const TensorOptions opts{x.dtype(), x.device()};
+  auto with_last = [&](std::initializer_list<int64_t> last) {
+    Shape s;
+    for (int64_t i = 0; i + 1 < v.dim(); ++i) s.push_back(v.size(i));
+    for (int64_t l : last) s.push_back(l);
+    return s;
+  };
+  Tensor flat = cat({v.unsqueeze(-1), zeros(with_last({n, m}), opts)}, -1).flatten(-2, -1);
+  const int64_t start = offset >= 0 ? offset : k * m;
+  if (start > 0) flat = cat({zeros(with_last({start}), opts), flat}, -1);
+  const int64_t len = flat.size(-1);
+  if (len > m * m) {
+    flat = flat.narrow(-1, 0, m * m);
+  } else if (len < m * m) {
+    flat = cat({flat, zeros(with_last({m * m - len}), opts)}, -1);
+  }
+  const Tensor square = flat.reshape(with_last({m, m}));
+  // The two new dims go to d1 (rows) and d2 (columns); the batch dims keep their order.
+  Shape order;
+  int64_t next = 0;
+  for (int64_t i = 0; i < nd; ++i) order.push_back(i == d1 ? nd - 2 : i == d2 ? nd - 1 : next++);
+  return square.permute(order);
+}
+
+Tensor diag(const Tensor& x, int64_t diagonal_) {
+  EMBER_CHECK_TYPE(x.defined(), "[diag] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 1 || x.dim() == 2,
+              "[diag] supports 1-d or 2-d tensors: got {}-d (shape {})", x.dim(),
+              shape_str(x.sizes()));
+  if (x.dim() == 1) return diag_embed(x, diagonal_);
+  return diagonal(x, diagonal_).clone();
+}
+
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_view indexing) {
+  EMBER_CHECK(indexing == "ij" || indexing == "xy",
+              "[meshgrid] indexing must be 'ij' or 'xy': got '{}'", indexing);
+  EMBER_CHECK(!tensors.empty(), "[meshgrid] expects a non-empty list of tensors");
+  Shape shape;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK_TYPE(t.defined(), "[meshgrid] undefined tensor argument");
+    EMBER_CHECK(t.dim() <= 1, "[meshgrid] expects 0-d or 1-d tensors: tensor {} has {} dims", i,
+                t.dim());
+    EMBER_CHECK_TYPE(t.dtype() == tensors[0].dtype() && t.device() == tensors[0].device(),
+                     "[meshgrid] expects all tensors to have one dtype and device: got {} on {} "
+                     "and {} on {}",
+                     tensors[0].dtype(), tensors[0].device(), t.dtype(), t.device());
+    shape.push_back(t.numel());
+  }
+  // "xy" is "ij" with the first two dims swapped (NumPy's default).
+  const bool swap = indexing == "xy" && tensors.size() >= 2;
+  if (swap) std::swap(shape[0], shape[1]);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    size_t at = i;
+    if (swap && i < 2) at = 1 - i;
+    Shape view(tensors.size(), 1);
+    view[at] = shape[at];
+    out.push_back(tensors[i].reshape(view).expand(shape));
+  }
+  return out;
+}
+
+namespace {
+Tensor triangle_indices(const char* name, int64_t row, int64_t col, int64_t offset,
+                        TensorOptions opts, bool lower) {
+  EMBER_CHECK(row >= 0 && col >= 0, "[{}] row and col must be non-negative: got {} and {}", name,
+              row, col);
+  EMBER_CHECK_TYPE(is_integral(opts.dtype) || is_floating(opts.dtype),
+                   "[{}] dtype must be numeric: got {}", name, opts.dtype);
+  std::vector<int64_t> rows, cols;
+  for (int64_t i = 0; i < row; ++i) {
+    // Columns j with j - i <= offset (lower) or >= offset (upper), clamped to [0, col).
+    const int64_t lo = lower ? 0 : std::clamp<int64_t>(i + offset, 0, col);
+    const int64_t hi = lower ? std::clamp<int64_t>(i + offset + 1, 0, col) : col;
+    for (int64_t j = lo; j < hi; ++j) {
+      rows.push_back(i);
+      cols.push_back(j);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(rows.size());
+  rows.insert(rows.end(), cols.begin(), cols.end());
+  return from_vector(rows, {2, n}, opts);
+}
+}  // namespace
+
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
+  return triangle_indices("tril_indices", row, col, offset, opts, true);
+}
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
+  return triangle_indices("triu_indices", row, col, offset, opts, false);
+}
+
+namespace {
+void check_output_size(std::optional<int64_t> output_size, int64_t size) {
+  EMBER_CHECK(!output_size || *output_size == size,
+              "[repeat_interleave] output_size {} does not match the required size {}",
+              output_size.value_or(0), size);
+}
+}  // namespace
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  EMBER_CHECK_TYPE(x.defined(), "[repeat_interleave] undefined tensor argument");
+  EMBER_CHECK(repeats >= 0, "[repeat_interleave] repeats can not be negative: got {}", repeats);
+  const Tensor in = !dim ? x.reshape({-1}) : x.dim() == 0 ? x.reshape({1}) : x;
+  const int64_t d = wrap_dim(dim.value_or(0), in.dim(), "repeat_interleave");
+  check_output_size(output_size, in.size(d) * repeats);
+  Shape expanded = in.sizes();
+  expanded.insert(static_cast<size_t>(d + 1), repeats);
+  return in.unsqueeze(d + 1).expand(expanded).flatten(d, d + 1);
+}
+
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size) {
+  EMBER_CHECK_TYPE(repeats.defined(), "[repeat_interleave] undefined tensor argument");
+  EMBER_CHECK_TYPE(repeats.dtype() == DType::Int64 || repeats.dtype() == DType::Int32,
+                   "[repeat_interleave] repeats must be an int64 or int32 tensor: got {}",
+                   repeats.dtype());
+  EMBER_CHECK(repeats.dim() <= 1, "[repeat_interleave] repeats must be 0-d or 1-d: got shape {}",
+              shape_str(repeats.sizes()));
+  const Tensor r = repeats.reshape({-1}).to(DType::Int64).to(Device::cpu()).contiguous();
+  const int64_t* p = r.data_ptr<int64_t>();
+  std::vector<int64_t> index;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    EMBER_CHECK(p[i] >= 0, "[repeat_interleave] repeats can not be negative: got {} at index {}",
+                p[i], i);
+    index.insert(index.end(), static_cast<size_t>(p[i]), i);
+  }
+  const int64_t n = static_cast<int64_t>(index.size());
+  check_output_size(output_size, n);
+  return from_vector(index, {n}, TensorOptions(DType::Int64, repeats.device()));
+}
+
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  EMBER_CHECK_TYPE(x.defined() && repeats.defined(),
+                   "[repeat_interleave] undefined tensor argument");
+  const Tensor in = !dim ? x.reshape({-1}) : x.dim() == 0 ? x.reshape({1}) : x;
+  const int64_t d = wrap_dim(dim.value_or(0), in.dim(), "repeat_interleave");
+  const int64_t n = in.size(d);
+  // One count for every slice, or one count for all (PyTorch broadcasts a one-element repeats).
+  EMBER_CHECK(repeats.numel() == n || repeats.numel() == 1,
+              "[repeat_interleave] repeats must have the same size as input along dim {}: got {} "
+              "repeats for size {}",
+              d, repeats.numel(), n);
+  const Tensor r = repeats.numel() == n ? repeats.reshape({n}) : repeats.reshape({1}).expand({n});
+  return index_select(in, d, repeat_interleave(r, output_size));
+}
+
+// ---- In-place and reducing index ops ----------------------------------------------------------
+// Note [index_add, index_copy and index_fill through scatter]
+// The index_* ops name slices along dim by a 1-d index; the scatter ops name single elements by
+// an index of src's shape. Broadcasting the index over source's shape turns the first into the
+// second, so index_add is scatter_add, index_copy scatter, and their gradients are theirs. The
+// indices are range-checked here first, so the error names the op that was called.
+
+namespace {
+// A 1-d int64 index (from an int32 or int64 one of at most 1 dim), every value in [0, size).
+Tensor checked_slice_index(const Tensor& index, int64_t size, const char* name) {
+  EMBER_CHECK_TYPE(index.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK_TYPE(index.dtype() == DType::Int64 || index.dtype() == DType::Int32,
+                   "[{}] index must be an int64 or int32 tensor: got {}", name, index.dtype());
+  EMBER_CHECK(index.dim() <= 1, "[{}] index must be 0-d or 1-d: got shape {}", name,
+              shape_str(index.sizes()));
+  const Tensor idx = index.reshape({-1}).to(DType::Int64);
+  if (idx.numel() > 0) {
+    const int64_t lo = amin(idx).item<int64_t>(), hi = amax(idx).item<int64_t>();
+    const int64_t bad = lo < 0 ? lo : hi;
+    EMBER_CHECK_INDEX(lo >= 0 && hi < size,
+                      "[{}] index {} is out of bounds for dimension with size {}", name, bad, size);
+  }
+  return idx;
+}
+
+struct SliceIndex {
+  int64_t dim;
+  Tensor index;  // of source's shape, stride 0 outside dim
+};
+
+// The checks of index_add / index_copy: source has x's shape but index.numel() along dim.
+SliceIndex slice_index(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                       const char* name) {
+  EMBER_CHECK_TYPE(x.defined() && source.defined(), "[{}] undefined tensor argument", name);
+  const int64_t nd = std::max<int64_t>(x.dim(), 1);
+  const int64_t d = wrap_dim(dim, nd, name);
+  const Tensor xs = x.dim() == 0 ? x.reshape({1}) : x;
+  const Tensor idx = checked_slice_index(index, xs.size(d), name);
+  const Tensor src = source.dim() == 0 ? source.reshape({1}) : source;
+  EMBER_CHECK_TYPE(source.dtype() == x.dtype(),
+                   "[{}] source must have the dtype of the input {}: got {}", name, x.dtype(),
+                   source.dtype());
+  Shape want = xs.sizes();
+  want[d] = idx.numel();
+  EMBER_CHECK(src.sizes() == want,
+              "[{}] source of shape {} must have the input's shape {} with index's {} elements "
+              "along dim {} (expected {})",
+              name, shape_str(source.sizes()), shape_str(x.sizes()), idx.numel(), d,
+              shape_str(want));
+  Shape view(want.size(), 1);
+  view[d] = idx.numel();
+  return {d, idx.reshape(view).expand(want)};
+}
+
+// x and source as the scatter ops see them (1-d for a 0-d x), and back.
+Tensor as_1d(const Tensor& t) {
+  return t.dim() == 0 ? t.reshape({1}) : t;
+}
+Tensor like_input(const Tensor& r, const Tensor& x) {
+  return x.dim() == 0 ? r.reshape({}) : r;
+}
+}  // namespace
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                 Scalar alpha) {
+  const SliceIndex si = slice_index(x, dim, index, source, "index_add");
+  EMBER_CHECK_TYPE(is_floating(x.dtype()) || !alpha.is_floating(),
+                   "[index_add] for integral input tensors, alpha must not be a floating point "
+                   "number: got {}",
+                   alpha.to_double());
+  const bool one = !alpha.is_floating() && alpha.to_int() == 1;
+  const Tensor src = as_1d(one ? source : mul(source, alpha).to(x.dtype()));
+  return like_input(scatter_add(as_1d(x), si.dim, si.index, src), x);
+}
+Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                   Scalar alpha) {
+  return apply_inplace(x, "index_add_",
+                       [&](const Tensor& v) { return index_add(v, dim, index, source, alpha); });
+}
+
+Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+  const SliceIndex si = slice_index(x, dim, index, source, "index_copy");
+  return like_input(scatter(as_1d(x), si.dim, si.index, as_1d(source)), x);
+}
+Tensor& index_copy_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+  return apply_inplace(x, "index_copy_",
+                       [&](const Tensor& v) { return index_copy(v, dim, index, source); });
+}
+
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& value) {
+  EMBER_CHECK_TYPE(x.defined() && value.defined(), "[index_fill] undefined tensor argument");
+  EMBER_CHECK(value.dim() == 0, "[index_fill] only supports a 0-d value tensor: got shape {}",
+              shape_str(value.sizes()));
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "index_fill");
+  const Tensor xs = as_1d(x);
+  const Tensor idx = checked_slice_index(index, xs.size(d), "index_fill");
+  // A bool mask of the filled slices along d, broadcast over the other dims.
+  const TensorOptions bools{DType::Bool, x.device()};
+  Tensor mask = scatter(zeros({xs.size(d)}, bools), 0, idx, ones({idx.numel()}, bools));
+  Shape view(static_cast<size_t>(xs.dim()), 1);
+  view[d] = xs.size(d);
+  const Tensor filled = where(mask.reshape(view), value.to(x.dtype()), xs);
+  return like_input(filled, x);
+}
+Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  EMBER_CHECK_TYPE(x.defined(), "[index_fill] undefined tensor argument");
+  check_scalar_fits(value, x.dtype(), "index_fill");
+  return index_fill(x, dim, index, detail::scalar_tensor(value, x.dtype(), x.device()));
+}
+Tensor& index_fill_(Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return apply_inplace(x, "index_fill_",
+                       [&](const Tensor& v) { return index_fill(v, dim, index, value); });
+}
+Tensor& index_fill_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& value) {
+  return apply_inplace(x, "index_fill_",
+                       [&](const Tensor& v) { return index_fill(v, dim, index, value); });
+}
+
+Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return apply_inplace(x, "scatter_", [&](const Tensor& v) { return scatter(v, dim, index, src); });
+}
+Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  return apply_inplace(x, "scatter_add_",
+                       [&](const Tensor& v) { return scatter_add(v, dim, index, src); });
+}
+
+// Note [scatter_reduce without a kernel]
+// "sum" and "mean" are scatter_add (mean divides by the count of values each place got, x's own
+// included or not). "prod", "amax" and "amin" reduce the values bound for each place first: each
+// value's flat destination in x is gather(arange(numel).view(x's shape), dim, index); a stable
+// sort groups the values by destination; an inclusive scan within the groups (Hillis-Steele:
+// combine with the value s places back where it has the same destination, s = 1, 2, 4, ...,
+// until s passes the longest group) leaves each group's result at its end; those, one per
+// destination, are combined with x's value (include_self) and scattered. Every step is a public
+// op: prod gets its exact gradient (zeros included) through them. For amax and amin the gradient
+// is PyTorch's: shared evenly among the values equal to the result (x's own value included when
+// it took part), not the halving at every tie that the maximum()s of the scan would give.
+namespace {
+Tensor scatter_reduce_forward(const Tensor& x, int64_t d, const Tensor& index, const Tensor& src,
+                              std::string_view reduce, bool include_self) {
+  const TensorOptions longs{DType::Int64, x.device()};
+  const Tensor dest = gather(arange(x.numel(), longs).view(x.sizes()), d, index).reshape({-1});
+  Tensor vals = src;
+  for (int64_t i = 0; i < src.dim(); ++i) vals = vals.narrow(i, 0, index.size(i));
+  vals = vals.reshape({-1});
+  const auto [sorted_dest, perm] = sort(dest);
+  Tensor v = index_select(vals, 0, perm);
+  const int64_t n = v.numel();
+  auto combine = [&](const Tensor& a, const Tensor& b) {
+    return reduce == "prod" ? mul(a, b) : reduce == "amax" ? maximum(a, b) : minimum(a, b);
+  };
+  // The longest group bounds the number of scan steps.
+  const Tensor starts =
+      nonzero(cat({ones({1}, {DType::Bool, x.device()}),
+                   ne(sorted_dest.narrow(0, 1, n - 1), sorted_dest.narrow(0, 0, n - 1))}))
+          .reshape({-1});
+  const Tensor ends = cat({starts.narrow(0, 1, starts.numel() - 1), full({1}, n, longs)});
+  const int64_t longest = amax(sub(ends, starts)).item<int64_t>();
+  for (int64_t s = 1; s < longest; s *= 2) {
+    const Tensor same = eq(sorted_dest.narrow(0, s, n - s), sorted_dest.narrow(0, 0, n - s));
+    const Tensor tail = v.narrow(0, s, n - s);
+    v = cat({v.narrow(0, 0, s), where(same, combine(tail, v.narrow(0, 0, n - s)), tail)});
+  }
+  const Tensor last = sub(ends, 1);
+  const Tensor places = index_select(sorted_dest, 0, last);
+  Tensor result = index_select(v, 0, last);
+  const Tensor flat = x.reshape({-1});
+  if (include_self) result = combine(index_select(flat, 0, places), result);
+  return scatter(flat, 0, places, result).view(x.sizes());
+}
+
+// PyTorch's gradient of amax / amin (Note [scatter_reduce without a kernel]).
+Tensor scatter_extremum(const Tensor& x, int64_t d, const Tensor& index, const Tensor& src,
+                        std::string_view reduce, bool include_self) {
+  return differentiable(
+      reduce == "amax" ? "ScatterReduceAmaxBackward" : "ScatterReduceAminBackward",
+      "scatter_reduce", {&x, &src},
+      [&] { return scatter_reduce_forward(x, d, index, src, reduce, include_self); },
+      [&] {
+        return [sx = SavedTensor(x), ss = SavedTensor(src), si = SavedTensor(index), d,
+                include_self](const Grads& g, const LambdaNode& self) {
+          const Tensor x = self.unpack(sx), src = self.unpack(ss), index = self.unpack(si);
+          const Tensor out = self.saved_output(0);
+          Tensor vals = src;
+          for (int64_t i = 0; i < src.dim(); ++i) vals = vals.narrow(i, 0, index.size(i));
+          const Tensor src_hit = eq(vals, gather(out, d, index)).to(g[0].dtype());
+          const Tensor written = gt(scatter_add(zeros_like(g[0]), d, index, ones_like(src_hit)), 0);
+          const Tensor self_hit = include_self ? eq(x, out).to(g[0].dtype()) : zeros_like(g[0]);
+          const Tensor count = scatter_add(self_hit, d, index, src_hit);
+          const Tensor share = div(g[0], where(gt(count, 0), count, ones_like(count)));
+          const Tensor gx = where(written, mul(share, self_hit), g[0]);
+          const Tensor gsrc = pad_to_src(mul(gather(share, d, index), src_hit), src.sizes());
+          return Grads{gx, gsrc};
+        };
+      },
+      /*save_output=*/true);
+}
+}  // namespace
+
+Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                      std::string_view reduce, bool include_self) {
+  EMBER_CHECK_TYPE(x.defined() && index.defined() && src.defined(),
+                   "[scatter_reduce] undefined tensor argument");
+  EMBER_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" ||
+                  reduce == "amin",
+              "[scatter_reduce] reduce must be one of 'sum', 'prod', 'mean', 'amax' or 'amin': "
+              "got '{}'",
+              reduce);
+  if (x.dim() == 0) {
+    return scatter_reduce(x.reshape({1}), 0, as_1d(index), as_1d(src), reduce, include_self)
+        .reshape({});
+  }
+  const int64_t d = wrap_dim(dim, x.dim(), "scatter_reduce");
+  // scatter_add's checks, and the range of every index, under this op's name.
+  check_index_dtype(index, "scatter_reduce");
+  EMBER_CHECK_TYPE(src.dtype() == x.dtype(),
+                   "[scatter_reduce] src must have the dtype of the input {}: got {}", x.dtype(),
+                   src.dtype());
+  EMBER_CHECK(index.dim() == x.dim() && src.dim() == x.dim(),
+              "[scatter_reduce] index and src must have the input's number of dims {}: got {} "
+              "and {}",
+              x.dim(), index.dim(), src.dim());
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    EMBER_CHECK(index.size(i) <= src.size(i) && (i == d || index.size(i) <= x.size(i)),
+                "[scatter_reduce] index sizes {} must not exceed src sizes {}, nor input sizes {} "
+                "outside dim {}",
+                shape_str(index.sizes()), shape_str(src.sizes()), shape_str(x.sizes()), d);
+  }
+  if (index.numel() == 0) return x.clone();
+  checked_slice_index(index.reshape({-1}), x.size(d), "scatter_reduce");
+  const TensorOptions opts{x.dtype(), x.device()};
+  if (reduce == "sum" || reduce == "mean") {
+    // x with the places written to zeroed when its own values take no part.
+    const Tensor base = include_self ? x : scatter(x, d, index, zeros(index.sizes(), opts));
+    const Tensor total = scatter_add(base, d, index, src);
+    if (reduce == "sum") return total;
+    Tensor count = scatter_add(include_self ? ones_like(x) : zeros_like(x), d, index,
+                               ones(index.sizes(), opts));
+    count = where(eq(count, 0), ones_like(count), count);
+    // Integers divide rounding down, as PyTorch's mean does for them.
+    return is_floating(x.dtype()) ? div(total, count) : div(total, count, "floor");
+  }
+  if (reduce == "prod") return scatter_reduce_forward(x, d, index, src, reduce, include_self);
+  return scatter_extremum(x, d, index, src, reduce, include_self);
+}
+Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                        std::string_view reduce, bool include_self) {
+  return apply_inplace(x, "scatter_reduce_", [&](const Tensor& v) {
+    return scatter_reduce(v, dim, index, src, reduce, include_self);
+  });
+}
+
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source) {
+  EMBER_CHECK_TYPE(x.defined() && mask.defined() && source.defined(),
+                   "[masked_scatter] undefined tensor argument");
+  EMBER_CHECK_TYPE(mask.dtype() == DType::Bool, "[masked_scatter] mask must be bool: got {}",
+                   mask.dtype());
+  EMBER_CHECK_TYPE(source.dtype() == x.dtype(),
+                   "[masked_scatter] source must have the dtype of the input {}: got {}", x.dtype(),
+                   source.dtype());
+  const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_scatter");
+  EMBER_CHECK(shape == x.sizes(),
+              "[masked_scatter] mask of shape {} does not broadcast to the input's shape {}",
+              shape_str(mask.sizes()), shape_str(x.sizes()));
+  const Tensor places = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
+  const int64_t k = places.numel();
+  EMBER_CHECK(source.numel() >= k,
+              "[masked_scatter] source has {} elements but the mask selects {} (it needs at "
+              "least as many)",
+              source.numel(), k);
+  const Tensor values = source.reshape({-1}).narrow(0, 0, k);
+  return scatter(x.reshape({-1}), 0, places, values).view(x.sizes());
+}
+Tensor& masked_scatter_(Tensor& x, const Tensor& mask, const Tensor& source) {
+  return apply_inplace(x, "masked_scatter_",
+                       [&](const Tensor& v) { return masked_scatter(v, mask, source); });
 }
 
 }  // namespace ember

@@ -436,4 +436,24 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
   return arrange(acc, out, sizes, sizes);
 }
 
+// cdist: norm() of the broadcast differences over the last dim. Computing every difference is
+// exact where PyTorch's matmul form for p = 2 (|a|^2 + |b|^2 - 2ab) loses digits to
+// cancellation; the gradient is norm's (0 where a distance is 0).
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
+  EMBER_CHECK_TYPE(x1.defined() && x2.defined(), "[cdist] undefined tensor argument");
+  EMBER_CHECK(x1.dim() >= 2 && x2.dim() >= 2,
+              "[cdist] only supports at least 2-d tensors: got shapes {} and {}",
+              shape_str(x1.sizes()), shape_str(x2.sizes()));
+  EMBER_CHECK(x1.size(-1) == x2.size(-1),
+              "[cdist] x1 and x2 must have the same number of columns: got {} and {}", x1.size(-1),
+              x2.size(-1));
+  EMBER_CHECK_TYPE(is_floating(x1.dtype()) && x1.dtype() == x2.dtype(),
+                   "[cdist] expects floating inputs of one dtype: got {} and {}", x1.dtype(),
+                   x2.dtype());
+  EMBER_CHECK(p >= 0, "[cdist] only supports non-negative p values: got {}", p);
+  const Tensor diff = sub(x1.unsqueeze(-2), x2.unsqueeze(-3));
+  if (x1.size(-1) == 0) return sum(diff, {-1});  // no columns: every distance is 0
+  return norm(diff, p, {-1});
+}
+
 }  // namespace ember

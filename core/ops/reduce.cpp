@@ -319,6 +319,20 @@ Tensor mean(const Tensor& x, IntList dims, bool keepdim) {
   return r.to(x.dtype());
 }
 
+// nansum and nanmean: sum and mean of where(isnan(x), 0, x), the gradient 0 at the NaNs.
+Tensor nansum(const Tensor& x, IntList dims, bool keepdim) {
+  EMBER_CHECK_TYPE(x.defined(), "[nansum] undefined tensor argument");
+  if (!is_floating(x.dtype())) return sum(x, dims, keepdim);
+  return sum(where(eq(x, x), x, 0), dims, keepdim);
+}
+Tensor nanmean(const Tensor& x, IntList dims, bool keepdim) {
+  check_floating(x, "nanmean");
+  // Half types sum and divide in float32, as mean does.
+  const Tensor in = is_half(x.dtype()) ? x.to(DType::Float32) : x;
+  const Tensor count = sum(eq(in, in), dims, keepdim);
+  return div(nansum(in, dims, keepdim), count).to(x.dtype());
+}
+
 namespace {
 Tensor amax_amin(const Op& op, const char* name, const char* node, const Tensor& x, IntList dims,
                  bool keepdim) {

@@ -372,6 +372,42 @@ Tensor Tensor::squeeze(int64_t d) const {
                     reshape_back(*this));
 }
 
+// Note [Shape changes in place]
+// x.unsqueeze_(d), squeeze_, transpose_ and t_ give x's TensorImpl the geometry of the view the
+// out-of-place op makes (same storage, nothing copied), so every handle of x, its Python object
+// included, sees the new shape; a view keeps its base, since autograd finds a view's elements in
+// its base through its geometry (Note [Views see their base's history]). PyTorch also records
+// the change in x's autograd history; Ember does not, so where autograd would record it (grad
+// mode on and x, or its base, requiring grad) the change is refused with NotImplementedError
+// naming the out-of-place op, rather than leaving a history of the old shape behind.
+namespace {
+Tensor& change_shape(Tensor& x, const char* op, const char* out_of_place, const Tensor& view) {
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      !(autograd::is_grad_enabled() && x.requires_grad()),
+      "[{}] changing the shape of a tensor that requires grad in place is not supported (use "
+      "x = x.{}(...), or change it under no_grad)",
+      op, out_of_place);
+  x.impl()->set_geometry(*view.impl());
+  return x;
+}
+}  // namespace
+
+Tensor& Tensor::unsqueeze_(int64_t dim) {
+  return change_shape(*this, "unsqueeze_", "unsqueeze", unsqueeze(dim));
+}
+Tensor& Tensor::squeeze_() {
+  return change_shape(*this, "squeeze_", "squeeze", squeeze());
+}
+Tensor& Tensor::squeeze_(int64_t dim) {
+  return change_shape(*this, "squeeze_", "squeeze", squeeze(dim));
+}
+Tensor& Tensor::transpose_(int64_t dim0, int64_t dim1) {
+  return change_shape(*this, "transpose_", "transpose", transpose(dim0, dim1));
+}
+Tensor& Tensor::t_() {
+  return change_shape(*this, "t_", "t", t());
+}
+
 Tensor Tensor::unsqueeze(int64_t d) const {
   check_defined(*this, "unsqueeze");
   check_ndim(sizes().size() + 1, "unsqueeze");

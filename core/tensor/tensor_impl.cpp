@@ -66,6 +66,16 @@ TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offs
   for (int64_t s : sizes_) numel_ *= s;
 }
 
+void TensorImpl::set_geometry(const TensorImpl& view) {
+  EMBER_ASSERT(view.storage_.get() == storage_.get() && view.dtype_ == dtype_);
+  sizes_ = view.sizes_;
+  strides_ = view.strides_;
+  offset_ = view.offset_;
+  numel_ = view.numel_;
+  contiguous_ = view.contiguous_;
+  channels_last_ = view.channels_last_;
+}
+
 void TensorImpl::set_data(const TensorImpl& src) {
   storage_ = src.storage_;
   sizes_ = src.sizes_;

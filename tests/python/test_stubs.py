@@ -65,6 +65,11 @@ def test_stubs_and_marker_are_shipped():
     stub = (PACKAGE / "_C" / "__init__.pyi").read_text()
     for signature in ("class Tensor:", "def add(input: Tensor", "def add_(self", "class Generator:"):
         assert signature in stub
+    # PyTorch's tensor functions bound from the core's composites, functions and methods.
+    for signature in ("def isclose(input: Tensor", "def nan_to_num(input: Tensor", "def meshgrid(",
+                      "def searchsorted(", "def unique(input: Tensor", "def index_add_(self",
+                      "def scatter_reduce(input: Tensor", "def unsqueeze_(self"):
+        assert signature in stub, signature
     assert "class Module:" in (PACKAGE / "_C" / "nn" / "__init__.pyi").read_text()
 
 

@@ -76,6 +76,34 @@ Tensor as_tensor_operand(const Operand& b, const Tensor& a) {
   return b.tensor ? *b.tensor : scalar_like(b.scalar, a);
 }
 
+/** A clamp bound as a tensor: undefined when absent, a number as a 0-d tensor against x. */
+Tensor bound_tensor(const std::optional<Operand>& b, const Tensor& x) {
+  if (!b) return Tensor();
+  return as_tensor_operand(*b, x);
+}
+
+/** clamp with bounds that are numbers (clamp's kernel) or tensors (broadcast composites). */
+Tensor clamp_op(const Tensor& x, const std::optional<Operand>& min,
+                const std::optional<Operand>& max, const char* name) {
+  EMBER_CHECK(min || max, "[{}] at least one of 'min' or 'max' must not be None", name);
+  if ((min && min->tensor) || (max && max->tensor)) {
+    return clamp(x, bound_tensor(min, x), bound_tensor(max, x));
+  }
+  return clamp(x, min ? std::optional<Scalar>(min->scalar) : std::nullopt,
+               max ? std::optional<Scalar>(max->scalar) : std::nullopt);
+}
+
+/** unique's result as PyTorch returns it: the values alone, or a tuple with the asked-for parts. */
+nb::object unique_result(std::tuple<Tensor, Tensor, Tensor> r, bool return_inverse,
+                         bool return_counts) {
+  if (!return_inverse && !return_counts) return wrap_tensor(std::get<0>(r));
+  nb::list out;
+  out.append(wrap_tensor(std::get<0>(r)));
+  if (return_inverse) out.append(wrap_tensor(std::get<1>(r)));
+  if (return_counts) out.append(wrap_tensor(std::get<2>(r)));
+  return nb::tuple(out);
+}
+
 Tensor div_op(const Tensor& a, const Operand& b, const std::optional<std::string>& rounding_mode) {
   const std::optional<std::string_view> mode =
       rounding_mode ? std::optional<std::string_view>(*rounding_mode) : std::nullopt;
@@ -690,16 +718,25 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "logical_not", [](const Tensor& a) { return logical_not(a); }, "Not truthiness of input.");
   b.both(
-      "isnan", [](const Tensor& a) { return ne(a, a); }, "True where input is NaN.");
+      "isnan", [](const Tensor& a) { return isnan(a); }, "True where input is NaN.");
   b.both(
-      "isinf", [](const Tensor& a) { return eq(abs(a), std::numeric_limits<double>::infinity()); },
-      "True where input is +-inf.");
+      "isinf", [](const Tensor& a) { return isinf(a); }, "True where input is +-inf.");
   b.both(
-      "isfinite",
-      [](const Tensor& a) {
-        return logical_and(eq(a, a), ne(abs(a), std::numeric_limits<double>::infinity()));
+      "isfinite", [](const Tensor& a) { return isfinite(a); }, "True where input is finite.");
+  b.both(
+      "isclose",
+      [](const Tensor& a, const Tensor& o, double rtol, double atol, bool equal_nan) {
+        return isclose(a, o, rtol, atol, equal_nan);
       },
-      "True where input is finite.");
+      "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
+      "|input - other| <= atol + rtol * |other|, elementwise, as bool.");
+  b.both(
+      "allclose",
+      [](const Tensor& a, const Tensor& o, double rtol, double atol, bool equal_nan) {
+        return allclose(a, o, rtol, atol, equal_nan);
+      },
+      "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
+      "True if isclose(input, other) everywhere.");
   auto where_fn = [](const Tensor& cond, const Operand& x, const Operand& y) {
     if (x.tensor && y.tensor) return where(cond, *x.tensor, *y.tensor);
     if (x.tensor) return where(cond, *x.tensor, y.scalar);
@@ -783,22 +820,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   inverse("acosh", "arccosh", &acosh, "Inverse hyperbolic cosine (NaN below 1).");
   inverse("atanh", "arctanh", &atanh, "Inverse hyperbolic tangent (+-inf at +-1).");
   unary("erfinv", &erfinv, "Inverse error function (+-inf at +-1, NaN outside [-1, 1]).");
-  b.both(
-      "clamp",
-      [](const Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) {
-        EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
-        return clamp(x, min ? std::optional<Scalar>(*min) : std::nullopt,
-                     max ? std::optional<Scalar>(*max) : std::nullopt);
-      },
-      "min"_a = nb::none(), "max"_a = nb::none(), "input clamped to [min, max].");
-  b.both(
-      "clip",
-      [](const Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) {
-        EMBER_CHECK(min || max, "[clip] at least one of 'min' or 'max' must not be None");
-        return clamp(x, min ? std::optional<Scalar>(*min) : std::nullopt,
-                     max ? std::optional<Scalar>(*max) : std::nullopt);
-      },
-      "min"_a = nb::none(), "max"_a = nb::none(), "input clamped to [min, max].");
+  for (const char* name : {"clamp", "clip"}) {
+    b.both(
+        name,
+        [name](const Tensor& x, std::optional<Operand> min, std::optional<Operand> max) {
+          return clamp_op(x, min, max, name);
+        },
+        "min"_a = nb::none(), "max"_a = nb::none(),
+        "input clamped to [min, max] (numbers or tensors, broadcast).");
+  }
   b.both(
       "clamp_min",
       [](const Tensor& x, PyScalar min) { return clamp(x, Scalar(min), std::nullopt); }, "min"_a,
@@ -810,8 +840,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "lerp",
       [](const Tensor& x, const Tensor& end, const Operand& weight) {
-        const Tensor d = sub(end, x);
-        return add(x, weight.tensor ? mul(*weight.tensor, d) : mul(d, weight.scalar));
+        return weight.tensor ? lerp(x, end, *weight.tensor) : lerp(x, end, weight.scalar);
       },
       "end"_a, "weight"_a, "input + weight * (end - input).");
 
@@ -854,10 +883,13 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   unary_("relu_", &relu_, "In place: max(input, 0).");
   b.method(
       "clamp_",
-      [](Tensor& x, std::optional<PyScalar> min, std::optional<PyScalar> max) -> Tensor& {
+      [](Tensor& x, std::optional<Operand> min, std::optional<Operand> max) -> Tensor& {
         EMBER_CHECK(min || max, "[clamp_] at least one of 'min' or 'max' must not be None");
-        return clamp_(x, min ? std::optional<Scalar>(*min) : std::nullopt,
-                      max ? std::optional<Scalar>(*max) : std::nullopt);
+        if ((min && min->tensor) || (max && max->tensor)) {
+          return clamp_(x, bound_tensor(min, x), bound_tensor(max, x));
+        }
+        return clamp_(x, min ? std::optional<Scalar>(min->scalar) : std::nullopt,
+                      max ? std::optional<Scalar>(max->scalar) : std::nullopt);
       },
       "min"_a = nb::none(), "max"_a = nb::none(), "In place: clamp to [min, max].");
   b.method(
@@ -1430,23 +1462,7 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "diagonal",
       [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
-        const int64_t d1 = wrap_dim(dim1, x.dim(), "diagonal"),
-                      d2 = wrap_dim(dim2, x.dim(), "diagonal");
-        EMBER_CHECK(d1 != d2, "[diagonal] dim1 and dim2 must differ, both are {}", d1);
-        const int64_t n1 = x.size(d1), n2 = x.size(d2);
-        const int64_t len = std::max<int64_t>(
-            0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
-        Shape sizes, strides;
-        for (int64_t i = 0; i < x.dim(); ++i) {
-          if (i == d1 || i == d2) continue;
-          sizes.push_back(x.size(i));
-          strides.push_back(x.stride(i));
-        }
-        sizes.push_back(len);
-        strides.push_back(x.stride(d1) + x.stride(d2));
-        const int64_t start =
-            len == 0 ? 0 : (offset >= 0 ? offset * x.stride(d2) : -offset * x.stride(d1));
-        return x.as_strided(sizes, strides, x.storage_offset() + start);
+        return diagonal(x, offset, dim1, dim2);
       },
       "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1, "The diagonal of dims dim1, dim2 (a view).");
   b.both(
@@ -1595,6 +1611,280 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           "(values, indices) of the k largest (or smallest) along dim.");
   m.def("topk", topk_fn, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
         "(values, indices) of the k largest (or smallest) along dim.");
+
+  // --- Tensor functions made of core composites
+  // ---------------------------------------------------
+  b.both(
+      "nan_to_num",
+      [](const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+         std::optional<double> neginf) { return nan_to_num(x, nan.value_or(0.0), posinf, neginf); },
+      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
+      "NaN, +inf and -inf replaced by nan, posinf and neginf (default: the dtype's extremes).");
+  b.method(
+      "nan_to_num_",
+      [](Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+         std::optional<double> neginf) -> Tensor& {
+        return nan_to_num_(x, nan.value_or(0.0), posinf, neginf);
+      },
+      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none(), "In place: nan_to_num.");
+  b.both(
+      "nansum",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
+        return nansum(cast_input(x, dtype), dims_of(dim), keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Sum over dim treating NaN as 0.");
+  b.both(
+      "nanmean",
+      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
+        return nanmean(cast_input(x, dtype), dims_of(dim), keepdim);
+      },
+      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
+      "Mean over dim of the elements that are not NaN.");
+  b.both(
+      "addcmul",
+      [](const Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) {
+        return addcmul(x, t1, t2, value);
+      },
+      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
+      "input + value * tensor1 * tensor2.");
+  b.both(
+      "addcdiv",
+      [](const Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) {
+        return addcdiv(x, t1, t2, value);
+      },
+      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
+      "input + value * tensor1 / tensor2.");
+  b.method(
+      "addcmul_",
+      [](Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) -> Tensor& {
+        return addcmul_(x, t1, t2, value);
+      },
+      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
+      "In place: input += value * tensor1 * tensor2.");
+  b.method(
+      "addcdiv_",
+      [](Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) -> Tensor& {
+        return addcdiv_(x, t1, t2, value);
+      },
+      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
+      "In place: input += value * tensor1 / tensor2.");
+  b.both(
+      "diag", [](const Tensor& x, int64_t diagonal) { return diag(x, diagonal); }, "diagonal"_a = 0,
+      "A 1-d input as a diagonal matrix, or a 2-d input's diagonal.");
+  b.both(
+      "diag_embed",
+      [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+        return diag_embed(x, offset, dim1, dim2);
+      },
+      "offset"_a = 0, "dim1"_a = -2, "dim2"_a = -1,
+      "The last dim as diagonals of matrices in dims dim1, dim2.");
+  m.def(
+      "meshgrid",
+      [](nb::args tensors, std::optional<std::string> indexing) {
+        std::vector<Tensor> ts;
+        nb::handle list = tensors;
+        if (tensors.size() == 1 &&
+            (nb::isinstance<nb::list>(tensors[0]) || nb::isinstance<nb::tuple>(tensors[0]))) {
+          list = tensors[0];
+        }
+        for (nb::handle t : list) {
+          EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(t), "[meshgrid] expects tensors, got {}",
+                           nb::cast<std::string>(nb::str(t.type().attr("__name__"))));
+          ts.push_back(*nb::inst_ptr<PyTensor>(t));
+        }
+        std::vector<Tensor> out;
+        {
+          GilRelease release;
+          out = meshgrid(ts, indexing.value_or("ij"));
+        }
+        nb::list r;
+        for (const Tensor& t : out) r.append(wrap_tensor(t));
+        return nb::tuple(r);
+      },
+      "tensors"_a, nb::kw_only(), "indexing"_a = nb::none(),
+      nb::sig("def meshgrid(*tensors: ember.Tensor | collections.abc.Sequence[ember.Tensor], "
+              "indexing: str | None = None) -> tuple[ember.Tensor, ...]"),
+      "Coordinate grids of 1-d tensors ('ij' indexing unless told 'xy').");
+  for (const bool lower : {true, false}) {
+    m.def(
+        lower ? "tril_indices" : "triu_indices",
+        [lower](int64_t row, int64_t col, int64_t offset, std::optional<DType> dtype,
+                std::optional<Device> device) {
+          const TensorOptions o(dtype.value_or(DType::Int64), device.value_or(Device::cpu()));
+          return lower ? tril_indices(row, col, offset, o) : triu_indices(row, col, offset, o);
+        },
+        "row"_a, "col"_a, "offset"_a = 0, nb::kw_only(), "dtype"_a = nb::none(),
+        "device"_a = nb::none(), release_gil(),
+        lower ? "The [2, n] coordinates of the lower triangle of a row x col matrix."
+              : "The [2, n] coordinates of the upper triangle of a row x col matrix.");
+  }
+  b.both(
+      "repeat_interleave",
+      [](const Tensor& x, const Operand& repeats, std::optional<int64_t> dim,
+         std::optional<int64_t> output_size) {
+        if (repeats.tensor) return repeat_interleave(x, *repeats.tensor, dim, output_size);
+        EMBER_CHECK_TYPE(!repeats.scalar.is_floating(),
+                         "[repeat_interleave] repeats must be an int or a tensor: got {}",
+                         repeats.scalar.to_double());
+        return repeat_interleave(x, repeats.scalar.to_int(), dim, output_size);
+      },
+      "repeats"_a, "dim"_a = nb::none(), nb::kw_only(), "output_size"_a = nb::none(),
+      "Each element (slice along dim) repeated `repeats` times in a row.");
+  b.function(
+      "repeat_interleave",
+      [](const Tensor& repeats, std::optional<int64_t> output_size) {
+        return repeat_interleave(repeats, output_size);
+      },
+      "repeats"_a, nb::kw_only(), "output_size"_a = nb::none(),
+      "i repeated repeats[i] times (the indices repeat_interleave picks).");
+  b.function(
+      "cdist",
+      [](const Tensor& x1, const Tensor& x2, double p, nb::handle) { return cdist(x1, x2, p); },
+      "x1"_a, "x2"_a, "p"_a = 2.0, "compute_mode"_a = nb::none(),
+      "p-norm distances between the rows of x1 and x2.");
+  auto searchsorted_fn = [](const Tensor& seq, const Operand& values, bool out_int32, bool right,
+                            std::optional<std::string> side, std::optional<Tensor> sorter) {
+    const std::optional<std::string_view> s =
+        side ? std::optional<std::string_view>(*side) : std::nullopt;
+    if (values.tensor) return searchsorted(seq, *values.tensor, out_int32, right, s, opt(sorter));
+    return searchsorted(seq, values.scalar, out_int32, right, s, opt(sorter));
+  };
+  b.function("searchsorted", searchsorted_fn, "sorted_sequence"_a, "input"_a, nb::kw_only(),
+             "out_int32"_a = false, "right"_a = false, "side"_a = nb::none(),
+             "sorter"_a = nb::none(),
+             "Where each value would go in the sorted last dim of sorted_sequence.");
+  b.function(
+      "bucketize",
+      [](const Operand& x, const Tensor& boundaries, bool out_int32, bool right) {
+        const Tensor in =
+            x.tensor ? *x.tensor
+                     : detail::scalar_tensor(x.scalar, boundaries.dtype(), boundaries.device());
+        return bucketize(in, boundaries, out_int32, right);
+      },
+      "input"_a, "boundaries"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false,
+      "The bucket of each element between sorted 1-d boundaries.");
+  b.both(
+      "histc",
+      [](const Tensor& x, int64_t bins, double min, double max) {
+        return histc(x, bins, min, max);
+      },
+      "bins"_a = 100, "min"_a = 0.0, "max"_a = 0.0,
+      "Histogram in `bins` equal bins over [min, max] (the data's range if min == max).");
+  b.both_py(
+      "unique",
+      [](const Tensor& x, bool sorted, bool return_inverse, bool return_counts,
+         std::optional<int64_t> dim) {
+        std::tuple<Tensor, Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = unique(x, sorted, dim);
+        }
+        return unique_result(std::move(r), return_inverse, return_counts);
+      },
+      "sorted"_a = true, "return_inverse"_a = false, "return_counts"_a = false,
+      "dim"_a = nb::none(),
+      "The distinct elements (slices along dim), sorted; with inverse indices and counts.");
+  b.both_py(
+      "unique_consecutive",
+      [](const Tensor& x, bool return_inverse, bool return_counts, std::optional<int64_t> dim) {
+        std::tuple<Tensor, Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = unique_consecutive(x, dim);
+        }
+        return unique_result(std::move(r), return_inverse, return_counts);
+      },
+      "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = nb::none(),
+      "One element of every run of equal consecutive elements (slices along dim).");
+  b.both(
+      "index_add",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, PyScalar alpha) {
+        return index_add(x, dim, index, source, alpha);
+      },
+      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = one,
+      "A copy with alpha * source added at index along dim.");
+  b.method(
+      "index_add_",
+      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+         PyScalar alpha) -> Tensor& { return index_add_(x, dim, index, source, alpha); },
+      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = one,
+      "In place: alpha * source added at index along dim.");
+  b.both(
+      "index_copy",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
+        return index_copy(x, dim, index, source);
+      },
+      "dim"_a, "index"_a, "source"_a, "A copy with source's slices at index along dim.");
+  b.method(
+      "index_copy_",
+      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
+        return index_copy_(x, dim, index, source);
+      },
+      "dim"_a, "index"_a, "source"_a, "In place: source's slices at index along dim.");
+  b.both(
+      "index_fill",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Operand& value) {
+        return value.tensor ? index_fill(x, dim, index, *value.tensor)
+                            : index_fill(x, dim, index, value.scalar);
+      },
+      "dim"_a, "index"_a, "value"_a, "A copy with the slices at index along dim set to value.");
+  b.method(
+      "index_fill_",
+      [](Tensor& x, int64_t dim, const Tensor& index, const Operand& value) -> Tensor& {
+        return value.tensor ? index_fill_(x, dim, index, *value.tensor)
+                            : index_fill_(x, dim, index, value.scalar);
+      },
+      "dim"_a, "index"_a, "value"_a, "In place: the slices at index along dim set to value.");
+  b.both(
+      "scatter_reduce",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+         const std::string& reduce,
+         bool include_self) { return scatter_reduce(x, dim, index, src, reduce, include_self); },
+      "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true,
+      "A copy with src reduced ('sum', 'prod', 'mean', 'amax', 'amin') into index along dim.");
+  b.method(
+      "scatter_reduce_",
+      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
+         bool include_self) -> Tensor& {
+        return scatter_reduce_(x, dim, index, src, reduce, include_self);
+      },
+      "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true,
+      "In place: src reduced into index along dim.");
+  b.both(
+      "masked_scatter",
+      [](const Tensor& x, const Tensor& mask, const Tensor& source) {
+        return masked_scatter(x, mask, source);
+      },
+      "mask"_a, "source"_a, "A copy with source's elements, in order, where mask is true.");
+  b.method(
+      "masked_scatter_",
+      [](Tensor& x, const Tensor& mask, const Tensor& source) -> Tensor& {
+        return masked_scatter_(x, mask, source);
+      },
+      "mask"_a, "source"_a, "In place: source's elements, in order, where mask is true.");
+  b.method(
+      "unsqueeze_", [](Tensor& x, int64_t dim) -> Tensor& { return x.unsqueeze_(dim); }, "dim"_a,
+      "In place: a size-1 dim inserted at dim.");
+  b.method(
+      "squeeze_",
+      [](Tensor& x, std::optional<Ints> dim) -> Tensor& {
+        if (!dim) return x.squeeze_();
+        Shape ds;
+        for (int64_t d : dim->v)
+          ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze_"));
+        std::sort(ds.begin(), ds.end(), std::greater<>());
+        for (int64_t d : ds) x.squeeze_(d);
+        return x;
+      },
+      "dim"_a = nb::none(), "In place: size-1 dims dropped (all, or those in dim).");
+  b.method(
+      "transpose_",
+      [](Tensor& x, int64_t dim0, int64_t dim1) -> Tensor& { return x.transpose_(dim0, dim1); },
+      "dim0"_a, "dim1"_a, "In place: two dims swapped.");
+  b.method(
+      "t_", [](Tensor& x) -> Tensor& { return x.t_(); },
+      "In place: the transpose of a tensor of at most 2 dims.");
 
   // Note [In-place forms of every op]
   // PyTorch has x.<op>_(...) for every op whose result has x's shape. Where the core has no

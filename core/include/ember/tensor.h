@@ -28,6 +28,7 @@
 #include "ember/ops/pool.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/rnn.h"
+#include "ember/ops/search.h"
 #include "ember/ops/softmax.h"
 #include "ember/plugin/loader.h"
 #include "ember/profiler/profiler.h"

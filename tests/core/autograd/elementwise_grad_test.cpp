@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
@@ -400,6 +401,75 @@ TEST(Remainders, FollowTheDivisorOrTheDividendSign) {
   EXPECT_THROW(remainder(a, tensor({0}, DType::Int64)), Error);
   EXPECT_THROW(fmod(a, 0), Error);
   EXPECT_TRUE(std::isnan(values(fmod(fa, 0.0))[0]));
+}
+
+// ---- Composites: lerp, addcmul, addcdiv, nan_to_num, clamp with tensor bounds ------------------
+EMBER_GRADCHECK_CASE({"lerp", "tensor weight on both branches, broadcast",
+                      [](const V& in) { return lerp(in[0], in[1], in[2]); },
+                      [] {
+                        return V{input({2, 3}, 160), input({3}, 161),
+                                 tensor({0.1, 0.7, 1.3}, DType::Float64).requires_grad_(true)};
+                      }});
+EMBER_GRADCHECK_CASE({"lerp", "number weight >= 0.5",
+                      [](const V& in) { return lerp(in[0], in[1], 0.75); },
+                      [] {
+                        return V{input({4}, 162), input({4}, 163)};
+                      }});
+EMBER_GRADCHECK_CASE({"addcmul", "broadcast, value 0.5",
+                      [](const V& in) { return addcmul(in[0], in[1], in[2], 0.5); },
+                      [] {
+                        return V{input({2, 3}, 164), input({3}, 165), input({2, 1}, 166)};
+                      }});
+EMBER_GRADCHECK_CASE({"addcdiv", "broadcast, value -2",
+                      [](const V& in) { return addcdiv(in[0], in[1], in[2], -2); },
+                      [] {
+                        return V{input({2, 3}, 167), input({2, 3}, 168), input({3}, 169, 0.5, 2.0)};
+                      }});
+EMBER_GRADCHECK_CASE({"nan_to_num", "finite values pass through",
+                      [](const V& in) { return nan_to_num(in[0], 0.0, 1.0, -1.0); },
+                      [] {
+                        return V{input({2, 3}, 170)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"clamp", "tensor bounds, broadcast", [](const V& in) { return clamp(in[0], in[1], in[2]); },
+     [] {
+       return V{tensor({{-0.9, 0.1, 0.8}, {0.4, -0.2, 0.95}}, DType::Float64).requires_grad_(true),
+                tensor({-0.5, 0.0, 0.3}, DType::Float64).requires_grad_(true),
+                tensor({{0.6}, {0.5}}, DType::Float64).requires_grad_(true)};
+     }});
+
+TEST(Composites, NanToNumSendsNoGradientToReplacedElements) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = tensor({1.0, NAN, inf, -inf}, DType::Float64).requires_grad_(true);
+  sum(nan_to_num(x)).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 0, 0, 0}));
+  EXPECT_EQ(values(nan_to_num(x.detach())),
+            (std::vector<double>{1, 0, std::numeric_limits<double>::max(),
+                                 -std::numeric_limits<double>::max()}));
+  EXPECT_EQ(nan_to_num(tensor({1.0, inf}, DType::Float16)).to(DType::Float64).data_ptr<double>()[1],
+            65504.0);
+}
+
+TEST(Composites, LerpReachesEndExactlyAtWeightOne) {
+  // start + 1 * (end - start) rounds; PyTorch's second branch gives end itself.
+  const Tensor start = tensor({0.1f, 1e8f}), end = tensor({0.7f, 3.0f});
+  EXPECT_EQ(values(lerp(start, end, 1.0)), values(end));
+  EXPECT_EQ(values(lerp(start, end, tensor({1.0f, 1.0f}))), values(end));
+}
+
+TEST(Composites, ClampWithTensorBoundsSendsTheGradientToTheBoundCrossed) {
+  Tensor x = tensor({-2.0, 0.5, 3.0}, DType::Float64).requires_grad_(true);
+  Tensor lo = tensor({-1.0, -1.0, -1.0}, DType::Float64).requires_grad_(true);
+  Tensor hi = tensor({1.0}, DType::Float64).requires_grad_(true);
+  Tensor y = clamp(x, lo, hi);
+  EXPECT_EQ(values(y), (std::vector<double>{-1, 0.5, 1}));
+  sum(y).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(values(lo.grad()), (std::vector<double>{1, 0, 0}));
+  EXPECT_EQ(values(hi.grad()), (std::vector<double>{1}));
+  // NaN in x or a bound propagates, as maximum / minimum do.
+  const Tensor r = clamp(tensor({NAN, 0.0}), tensor({0.0, NAN}), Tensor());
+  EXPECT_TRUE(std::isnan(values(r)[0]) && std::isnan(values(r)[1]));
 }
 
 }  // namespace

@@ -429,5 +429,215 @@ TEST(Triangles, KeepTheirSideOfTheDiagonal) {
   EXPECT_THROW(tril(ones({3})), Error);
 }
 
+// ---- Diagonals, grids, repeats ------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"diagonal", "offset 1 of dims 2, 0",
+                      [](const V& in) { return diagonal(in[0], 1, 2, 0); },
+                      [] {
+                        return V{input({3, 2, 4}, 200)};
+                      }});
+EMBER_GRADCHECK_CASE({"diag", "1-d, offset -1", [](const V& in) { return diag(in[0], -1); },
+                      [] { return V{input({3}, 201)}; }});
+EMBER_GRADCHECK_CASE({"diag", "2-d, offset 1", [](const V& in) { return diag(in[0], 1); },
+                      [] {
+                        return V{input({3, 4}, 202)};
+                      }});
+EMBER_GRADCHECK_CASE({"diag_embed", "batched, offset 2, dims 0 and 2",
+                      [](const V& in) { return diag_embed(in[0], 2, 0, 2); },
+                      [] {
+                        return V{input({2, 3}, 203)};
+                      }});
+EMBER_GRADCHECK_CASE({"meshgrid", "xy",
+                      [](const V& in) {
+                        const std::vector<Tensor> g = meshgrid({in[0], in[1], in[2]}, "xy");
+                        return add(mul(g[0], g[1]), g[2]);
+                      },
+                      [] {
+                        return V{input({2}, 204), input({3}, 205), input({}, 206)};
+                      }});
+EMBER_GRADCHECK_CASE({"repeat_interleave", "int repeats along dim 1",
+                      [](const V& in) { return repeat_interleave(in[0], 3, 1); },
+                      [] {
+                        return V{input({2, 2}, 207)};
+                      }});
+EMBER_GRADCHECK_CASE({"repeat_interleave", "tensor repeats, flattened",
+                      [](const V& in) {
+                        return repeat_interleave(in[0], on(in[0], tensor({2, 0, 1, 3})));
+                      },
+                      [] {
+                        return V{input({2, 2}, 208)};
+                      }});
+
+// ---- index_add, index_copy, index_fill, scatter_reduce, masked_scatter -------------------------
+EMBER_GRADCHECK_CASE({"index_add", "repeated index, alpha 2",
+                      [](const V& in) {
+                        return index_add(in[0], 1, on(in[0], tensor({2, 0, 2})), in[1], 2.0);
+                      },
+                      [] {
+                        return V{input({2, 3}, 210), input({2, 3}, 211)};
+                      }});
+EMBER_GRADCHECK_CASE({"index_copy", "dim 0",
+                      [](const V& in) {
+                        return index_copy(in[0], 0, on(in[0], tensor({3, 0})), in[1]);
+                      },
+                      [] {
+                        return V{input({4, 2}, 212), input({2, 2}, 213)};
+                      }});
+EMBER_GRADCHECK_CASE({"index_fill", "0-d tensor value",
+                      [](const V& in) {
+                        return index_fill(in[0], 1, on(in[0], tensor({1, 1})), in[1]);
+                      },
+                      [] {
+                        return V{input({2, 3}, 214), input({}, 215)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_reduce", "sum without self",
+     [](const V& in) {
+       return scatter_reduce(in[0], 0, on(in[0], tensor({1, 0, 1, 1})), in[1], "sum", false);
+     },
+     [] {
+       return V{input({3}, 216), input({4}, 217)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_reduce", "mean with self",
+     [](const V& in) {
+       return scatter_reduce(in[0], 1, on(in[0], tensor({{0, 0, 2}, {1, 1, 1}})), in[1], "mean");
+     },
+     [] {
+       return V{input({2, 3}, 218), input({2, 4}, 219)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_reduce", "prod with a zero",
+     [](const V& in) {
+       const Tensor src = mul(in[1], on(in[1], tensor({1.0, 0.0, 1.0, 1.0, 1.0}, DType::Float64)));
+       return scatter_reduce(in[0], 0, on(in[0], tensor({0, 0, 2, 0, 2})), src, "prod");
+     },
+     [] {
+       return V{input({3}, 220), input({5}, 221)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_reduce", "amax without self",
+     [](const V& in) {
+       return scatter_reduce(in[0], 0, on(in[0], tensor({0, 2, 0, 0, 2})), in[1], "amax", false);
+     },
+     [] {
+       return V{input({3}, 222), input({5}, 223)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"scatter_reduce", "amin with self",
+     [](const V& in) {
+       return scatter_reduce(in[0], 0, on(in[0], tensor({1, 2, 1, 1})), in[1], "amin");
+     },
+     [] {
+       return V{input({3}, 224), input({4}, 225)};
+     }});
+EMBER_GRADCHECK_CASE({"masked_scatter", "broadcast mask, longer source",
+                      [](const V& in) {
+                        return masked_scatter(in[0], on(in[0], tensor({false, true, true})), in[1]);
+                      },
+                      [] {
+                        return V{input({2, 3}, 226), input({5}, 227)};
+                      }});
+
+TEST(ScatterReduce, ExtremaShareTheGradientEvenlyAmongTies) {
+  // PyTorch's rule: every value equal to the result, self included, gets g / count.
+  Tensor x = tensor({5.0, 1.0}, DType::Float64).requires_grad_(true);
+  Tensor src = tensor({5.0, 5.0, 0.5, 1.0}, DType::Float64).requires_grad_(true);
+  const Tensor index = tensor({0, 0, 1, 1});
+  Tensor y = scatter_reduce(x, 0, index, src, "amax");
+  EXPECT_EQ(values(y), (std::vector<double>{5, 1}));
+  sum(y).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1.0 / 3, 0.5}));
+  EXPECT_EQ(values(src.grad()), (std::vector<double>{1.0 / 3, 1.0 / 3, 0, 0.5}));
+}
+
+TEST(ScatterReduce, MatchesLoopsForEveryReduction) {
+  Generator gen(7);
+  const Tensor x = randint(-5, 6, {4, 3}, TensorOptions(DType::Int64), &gen);
+  const Tensor src = randint(-5, 6, {6, 3}, TensorOptions(DType::Int64), &gen);
+  const Tensor index = randint(0, 4, {5, 2}, TensorOptions(DType::Int64), &gen);
+  const std::vector<double> xv = values(x), sv = values(src), iv = values(index);
+  for (const char* reduce : {"sum", "prod", "mean", "amax", "amin"}) {
+    for (bool include_self : {true, false}) {
+      // The loop: gather every value bound for each place, then reduce.
+      std::vector<std::vector<double>> bound(12);
+      for (int64_t i = 0; i < 5; ++i) {
+        for (int64_t j = 0; j < 2; ++j) {
+          bound[static_cast<size_t>(iv[i * 2 + j] * 3 + j)].push_back(sv[i * 3 + j]);
+        }
+      }
+      std::vector<double> want(12);
+      for (size_t p = 0; p < 12; ++p) {
+        std::vector<double> vs = bound[p];
+        if (vs.empty()) {
+          want[p] = xv[p];
+          continue;
+        }
+        if (include_self) vs.push_back(xv[p]);
+        const std::string r = reduce;
+        double acc = r == "prod" ? 1 : r == "amax" ? -1e9 : r == "amin" ? 1e9 : 0;
+        for (double v : vs) {
+          acc = r == "prod"   ? acc * v
+                : r == "amax" ? std::max(acc, v)
+                : r == "amin" ? std::min(acc, v)
+                              : acc + v;
+        }
+        if (r == "mean") acc = std::floor(acc / static_cast<double>(vs.size()));
+        want[p] = acc;
+      }
+      EXPECT_EQ(values(scatter_reduce(x, 0, index, src, reduce, include_self)), want)
+          << reduce << " include_self=" << include_self;
+    }
+  }
+}
+
+TEST(IndexOps, IndexAddCopyFillMatchLoops) {
+  const Tensor x = arange(12, TensorOptions(DType::Float64)).view({3, 4});
+  const Tensor src = ones({3, 2}, DType::Float64);
+  const Tensor idx = tensor({3, 0});
+  EXPECT_EQ(values(index_add(x, 1, idx, src, -1)),
+            (std::vector<double>{-1, 1, 2, 2, 3, 5, 6, 6, 7, 9, 10, 10}));
+  EXPECT_EQ(values(index_copy(x, 1, idx, src)),
+            (std::vector<double>{1, 1, 2, 1, 1, 5, 6, 1, 1, 9, 10, 1}));
+  EXPECT_EQ(values(index_fill(x, 0, tensor({1}), -2.0)),
+            (std::vector<double>{0, 1, 2, 3, -2, -2, -2, -2, 8, 9, 10, 11}));
+  // In place, through apply_inplace; an index past the dim is an IndexError naming the op.
+  Tensor y = zeros({3}, DType::Int64);
+  index_add_(y, 0, tensor({0, 0, 2}), tensor({1, 2, 3}));
+  EXPECT_EQ(values(y), (std::vector<double>{3, 0, 3}));
+  EXPECT_THROW(index_add_(y, 0, tensor({3}), tensor({1})), IndexError);
+  EXPECT_EQ(values(masked_scatter(zeros({2, 2}), tensor({{true, false}, {true, true}}),
+                                  arange(5, TensorOptions(DType::Float32)))),
+            (std::vector<double>{0, 0, 1, 2}));
+}
+
+TEST(Diagonals, DiagEmbedAndDiagMatchLoops) {
+  const Tensor v = tensor({1, 2, 3});
+  for (int64_t k : {-2, -1, 0, 1, 3}) {
+    const int64_t m = 3 + (k < 0 ? -k : k);
+    std::vector<double> want(static_cast<size_t>(m * m), 0);
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t r = k >= 0 ? i : i - k, c = k >= 0 ? i + k : i;
+      want[static_cast<size_t>(r * m + c)] = static_cast<double>(i + 1);
+    }
+    const Tensor d = diag(v, k);
+    EXPECT_EQ(d.sizes(), (Shape{m, m})) << k;
+    EXPECT_EQ(values(d), want) << k;
+    EXPECT_EQ(values(diag(d, k)), (std::vector<double>{1, 2, 3})) << k;
+  }
+  EXPECT_EQ(diag(zeros({0}), 2).sizes(), (Shape{2, 2}));
+  EXPECT_EQ(diag_embed(ones({2, 3}), 0, 0, 2).sizes(), (Shape{3, 2, 3}));
+}
+
+TEST(Grids, MeshgridAndTriangleIndices) {
+  const auto g = meshgrid({tensor({1, 2}), tensor({3, 4, 5})}, "xy");
+  EXPECT_EQ(g[0].sizes(), (Shape{3, 2}));
+  EXPECT_EQ(values(g[0]), (std::vector<double>{1, 2, 1, 2, 1, 2}));
+  EXPECT_EQ(values(g[1]), (std::vector<double>{3, 3, 4, 4, 5, 5}));
+  EXPECT_EQ(values(tril_indices(3, 2, 0)), (std::vector<double>{0, 1, 1, 2, 2, 0, 0, 1, 0, 1}));
+  EXPECT_EQ(values(triu_indices(2, 3, -1)),
+            (std::vector<double>{0, 0, 0, 1, 1, 1, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(tril_indices(0, 3).sizes(), (Shape{2, 0}));
+}
+
 }  // namespace
 }  // namespace ember::testing

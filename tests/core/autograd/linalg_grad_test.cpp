@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::testing {
 namespace {
@@ -334,6 +335,43 @@ TEST(Einsum, MatchesExplicitLoops) {
   EXPECT_THROW(einsum("ij->ii", {m}), Error);        // repeated output label
   EXPECT_THROW(einsum("i1->i", {u}), Error);         // not a letter
   EXPECT_THROW(einsum("ij,jk->ik", {m, b}), Error);  // 3 against 4
+}
+
+// ---- cdist -------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"cdist", "p 2, batched", [](const V& in) { return cdist(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3, 4}, 190), input({2, 2, 4}, 191)};
+                      }});
+EMBER_GRADCHECK_CASE({"cdist", "p 1", [](const V& in) { return cdist(in[0], in[1], 1.0); },
+                      [] {
+                        return V{input({3, 2}, 192), input({4, 2}, 193)};
+                      }});
+EMBER_GRADCHECK_CASE({"cdist", "p inf",
+                      [](const V& in) {
+                        return cdist(in[0], in[1], std::numeric_limits<double>::infinity());
+                      },
+                      [] {
+                        return V{input({3, 2}, 194), input({2, 2}, 195)};
+                      }});
+EMBER_GRADCHECK_CASE({"cdist", "p 3, batch broadcast",
+                      [](const V& in) { return cdist(in[0], in[1], 3.0); },
+                      [] {
+                        return V{input({1, 3, 2}, 196), input({2, 2, 2}, 197)};
+                      }});
+
+TEST(Cdist, MatchesLoopsAndHasNoNaNGradientAtZeroDistance) {
+  const Tensor a = tensor({{0.0, 0.0}, {3.0, 4.0}}, DType::Float64);
+  const Tensor b = tensor({{0.0, 0.0}, {1.0, 1.0}, {-3.0, 4.0}}, DType::Float64);
+  EXPECT_EQ(values(cdist(a, b)),
+            (std::vector<double>{0, std::sqrt(2.0), 5, 5, std::sqrt(13.0), 6}));
+  EXPECT_EQ(values(cdist(a, b, 1.0)), (std::vector<double>{0, 2, 7, 7, 5, 6}));
+  EXPECT_EQ(values(cdist(a, b, std::numeric_limits<double>::infinity())),
+            (std::vector<double>{0, 1, 4, 4, 3, 6}));
+  EXPECT_EQ(values(cdist(a, b, 0.0)), (std::vector<double>{0, 2, 2, 2, 2, 1}));
+  Tensor x = a.clone().requires_grad_(true);
+  sum(cdist(x, b)).backward();
+  for (double g : values(x.grad())) EXPECT_FALSE(std::isnan(g));
+  EXPECT_EQ(cdist(zeros({2, 0}), zeros({3, 0})).sizes(), (Shape{2, 3}));
 }
 
 }  // namespace

@@ -504,5 +504,37 @@ TEST(Cumprod, ValuesAndTheGradientAtZeros) {
   EXPECT_EQ(values(v.grad()), (std::vector<double>{1.0, 8.0, 0.0}));
 }
 
+// ---- nansum, nanmean
+// -----------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE(
+    {"nansum", "dim 1, a NaN masked out",
+     [](const V& in) {
+       const Tensor nan_mask = on(in[0], tensor({{false, true, false}, {false, false, false}}));
+       return nansum(masked_fill(in[0], nan_mask, NAN), {1});
+     },
+     [] {
+       return V{input({2, 3}, 180)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"nanmean", "all dims, a NaN masked out",
+     [](const V& in) {
+       const Tensor nan_mask = on(in[0], tensor({{false, false, true}, {false, false, false}}));
+       return nanmean(masked_fill(in[0], nan_mask, NAN), {0}, true);
+     },
+     [] {
+       return V{input({2, 3}, 181)};
+     }});
+
+TEST(NanReductions, SkipNaNAndKeepIntegers) {
+  const Tensor x = tensor({{1.0, NAN, 3.0}, {NAN, NAN, 4.0}}, DType::Float64);
+  EXPECT_EQ(values(nansum(x, {1})), (std::vector<double>{4, 4}));
+  EXPECT_EQ(values(nanmean(x, {1})), (std::vector<double>{2, 4}));
+  EXPECT_TRUE(std::isnan(values(nanmean(x, {0}))[1]));  // only NaNs: 0 / 0
+  const Tensor i = tensor({1, 2, 3});
+  EXPECT_EQ(nansum(i).dtype(), DType::Int64);
+  EXPECT_EQ(nansum(i).item<int64_t>(), 6);
+  EXPECT_THROW(nanmean(i), TypeError);
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -1135,5 +1135,31 @@ TEST(ZeroDim, OpsThatNeedARealDimRefuseAZeroDTensor) {
   EXPECT_THROW(cat({x, x}, 0), ValueError);
 }
 
+TEST(ShapeInPlace, EveryHandleSeesTheNewShapeAndGradIsRefused) {
+  Tensor x = arange(6, TensorOptions(DType::Float32)).view({2, 3});
+  Tensor alias = x;  // another handle of the same tensor
+  x.unsqueeze_(0);
+  EXPECT_EQ(alias.sizes(), (Shape{1, 2, 3}));
+  x.squeeze_();
+  x.t_();
+  EXPECT_EQ(alias.sizes(), (Shape{3, 2}));
+  EXPECT_EQ(values(alias), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  x.transpose_(0, 1);
+  EXPECT_TRUE(x.is_contiguous());
+  // A view keeps writing into its base's storage.
+  Tensor base = zeros({2, 3});
+  Tensor row = base.select(0, 1);
+  row.unsqueeze_(1);
+  row.fill_(7);
+  EXPECT_EQ(values(base), (std::vector<double>{0, 0, 0, 7, 7, 7}));
+  Tensor w = ones({3}).requires_grad_(true);
+  EXPECT_THROW(w.unsqueeze_(0), NotImplementedError);
+  {
+    autograd::NoGradGuard no_grad;
+    w.unsqueeze_(0);
+  }
+  EXPECT_EQ(w.sizes(), (Shape{1, 3}));
+}
+
 }  // namespace
 }  // namespace ember

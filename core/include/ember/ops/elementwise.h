@@ -172,6 +172,35 @@ EMBER_API Tensor erf(const Tensor& x);
 EMBER_API Tensor erfinv(const Tensor& x);
 /** x * x. */
 EMBER_API Tensor square(const Tensor& x);
+/** True where x is NaN (never for integer and bool x). */
+EMBER_API Tensor isnan(const Tensor& x);
+/** True where x is +inf or -inf (never for integer and bool x). */
+EMBER_API Tensor isinf(const Tensor& x);
+/** True where x is neither NaN nor infinite (always for integer and bool x). */
+EMBER_API Tensor isfinite(const Tensor& x);
+/** |a - b| <= atol + rtol * |b| (or a == b, which covers equal infinities; NaN == NaN only with
+ *  equal_nan), as bool, broadcast; a and b must have one dtype (PyTorch's isclose). */
+EMBER_API Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-05, double atol = 1e-08,
+                         bool equal_nan = false);
+/** True if isclose(a, b, ...) holds everywhere. */
+EMBER_API bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-05, double atol = 1e-08,
+                        bool equal_nan = false);
+/** x with NaN, +inf and -inf replaced by `nan`, `posinf` and `neginf` (by default the largest and
+ *  lowest finite values of x's dtype); an integer or bool x is copied unchanged. */
+EMBER_API Tensor nan_to_num(const Tensor& x, double nan = 0.0, std::optional<double> posinf = {},
+                            std::optional<double> neginf = {});
+/** start + weight * (end - start), computed as PyTorch does (from end where |weight| >= 0.5, so
+ *  weight 1 gives end exactly); floating start and end of one dtype. */
+EMBER_API Tensor lerp(const Tensor& start, const Tensor& end, Scalar weight);
+/** lerp() with a tensor weight of start's dtype, broadcast with start and end. */
+EMBER_API Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+/** x + value * t1 * t2, broadcast and promoted (an integer result needs an integer value). */
+EMBER_API Tensor addcmul(const Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/** x + value * t1 / t2 (true division; t1 and t2 may not both be integers, as in PyTorch). */
+EMBER_API Tensor addcdiv(const Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/** x clamped elementwise to tensors [lo, hi] (broadcast; an undefined bound is absent; NaN in x
+ *  or a bound propagates); the gradient goes to x where lo <= x <= hi, else to the bound. */
+EMBER_API Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi);
 
 /** In place: a += b (b broadcast to a; result must keep a's dtype). */
 EMBER_API Tensor& add_(Tensor& a, const Tensor& b);
@@ -201,6 +230,18 @@ EMBER_API Tensor& tanh_(Tensor& x);
 EMBER_API Tensor& sigmoid_(Tensor& x);
 EMBER_API Tensor& relu_(Tensor& x);
 EMBER_API Tensor& clamp_(Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
+/** In place: clamp(x, lo, hi) with tensor bounds. */
+EMBER_API Tensor& clamp_(Tensor& x, const Tensor& lo, const Tensor& hi);
+/** In place: x = lerp(x, end, weight). */
+EMBER_API Tensor& lerp_(Tensor& x, const Tensor& end, Scalar weight);
+EMBER_API Tensor& lerp_(Tensor& x, const Tensor& end, const Tensor& weight);
+/** In place: x += value * t1 * t2. */
+EMBER_API Tensor& addcmul_(Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/** In place: x += value * t1 / t2. */
+EMBER_API Tensor& addcdiv_(Tensor& x, const Tensor& t1, const Tensor& t2, Scalar value = 1);
+/** In place: nan_to_num(x, ...). */
+EMBER_API Tensor& nan_to_num_(Tensor& x, double nan = 0.0, std::optional<double> posinf = {},
+                              std::optional<double> neginf = {});
 /** The in-place form of any op that keeps x's shape (PyTorch's x.<op>_(...) where the core has no
  *  kernel writing in place): x = fn(x), refused where fn's result has another shape or a dtype x
  *  cannot hold (a floating result in an integer x, an integer one in a bool x), as PyTorch

@@ -1,9 +1,12 @@
 // Indexing, joining and ordering: select by index tensors, scatter, cat/stack/split, sort/topk.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "ember/ops/factory.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember {
@@ -25,6 +28,75 @@ EMBER_API Tensor one_hot(const Tensor& t, int64_t num_classes = -1);
 EMBER_API Tensor tril(const Tensor& x, int64_t diagonal = 0);
 /** The upper triangle of the last two dims: x[..., i, j] where j - i >= diagonal, else 0. */
 EMBER_API Tensor triu(const Tensor& x, int64_t diagonal = 0);
+/** The diagonal of dims dim1 and dim2 (offset > 0 above it, < 0 below) as the last dim of a
+ *  view. */
+EMBER_API Tensor diagonal(const Tensor& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+/** A 1-d x as the `diagonal`-th diagonal of a square matrix of zeros; a 2-d x's `diagonal`-th
+ *  diagonal, copied (torch.diag). */
+EMBER_API Tensor diag(const Tensor& x, int64_t diagonal = 0);
+/** x's last dim as the `offset`-th diagonals of matrices of zeros in dims dim1 and dim2 of a
+ *  result with one dim more. */
+EMBER_API Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = -2,
+                            int64_t dim2 = -1);
+/** Coordinate grids of 0-d or 1-d tensors of one dtype, as expanded views: indexing "ij" gives
+ *  the shape (n0, n1, ...), "xy" swaps the first two dims (NumPy's Cartesian grid). */
+EMBER_API std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors,
+                                       std::string_view indexing = "ij");
+/** The [2, n] coordinates (rows, then columns) of the lower triangle of a row x col matrix where
+ *  col - row <= offset, in row-major order; int64 unless told otherwise. */
+EMBER_API Tensor tril_indices(int64_t row, int64_t col, int64_t offset = 0,
+                              TensorOptions opts = TensorOptions(DType::Int64));
+/** The coordinates of the upper triangle, where col - row >= offset. */
+EMBER_API Tensor triu_indices(int64_t row, int64_t col, int64_t offset = 0,
+                              TensorOptions opts = TensorOptions(DType::Int64));
+/** Each element (slice along `dim`; of the flattened x without one) `repeats` times in a row;
+ *  output_size, if given, must be the result's size along dim. */
+EMBER_API Tensor repeat_interleave(const Tensor& x, int64_t repeats,
+                                   std::optional<int64_t> dim = {},
+                                   std::optional<int64_t> output_size = {});
+/** repeat_interleave() with a count per slice: a 1-d (or one-element) integer `repeats`. */
+EMBER_API Tensor repeat_interleave(const Tensor& x, const Tensor& repeats,
+                                   std::optional<int64_t> dim = {},
+                                   std::optional<int64_t> output_size = {});
+/** i repeated repeats[i] times, for i = 0 .. n-1 (int64): the indices repeat_interleave picks. */
+EMBER_API Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size = {});
+/** Copy of x with alpha * source[.., i, ..] added to x[.., index[i], ..] along dim (repeats
+ *  accumulate); an index outside [0, x.size(dim)) is an IndexError. */
+EMBER_API Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                           Scalar alpha = 1);
+/** In place: x = index_add(x, dim, index, source, alpha). */
+EMBER_API Tensor& index_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                             Scalar alpha = 1);
+/** Copy of x with x[.., index[i], ..] = source[.., i, ..] along dim. */
+EMBER_API Tensor index_copy(const Tensor& x, int64_t dim, const Tensor& index,
+                            const Tensor& source);
+/** In place: x = index_copy(x, dim, index, source). */
+EMBER_API Tensor& index_copy_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source);
+/** Copy of x with the slices index picks along dim set to value. */
+EMBER_API Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+/** index_fill() with a 0-d tensor value (which gets the gradient of the filled places). */
+EMBER_API Tensor index_fill(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& value);
+/** In place: x = index_fill(x, dim, index, value). */
+EMBER_API Tensor& index_fill_(Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+EMBER_API Tensor& index_fill_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& value);
+/** In place: x = scatter(x, dim, index, src). */
+EMBER_API Tensor& scatter_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/** In place: x = scatter_add(x, dim, index, src). */
+EMBER_API Tensor& scatter_add_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/** Copy of x with src reduced into the places index names along dim (as scatter_add places
+ *  them): reduce is "sum", "prod", "mean", "amax" or "amin"; include_self false leaves x's
+ *  own values out of the places written to. */
+EMBER_API Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index,
+                                const Tensor& src, std::string_view reduce,
+                                bool include_self = true);
+/** In place: x = scatter_reduce(x, dim, index, src, reduce, include_self). */
+EMBER_API Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
+                                  std::string_view reduce, bool include_self = true);
+/** Copy of x with the places where mask (broadcast to x) is true taken, in row-major order, from
+ *  the first elements of source. */
+EMBER_API Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+/** In place: x = masked_scatter(x, mask, source). */
+EMBER_API Tensor& masked_scatter_(Tensor& x, const Tensor& mask, const Tensor& source);
 /** Indices of the non-zero elements, as an [n, ndim] int64 tensor in row-major order. */
 EMBER_API Tensor nonzero(const Tensor& x);
 /** Joins tensors along an existing dim. */

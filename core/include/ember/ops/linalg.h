@@ -18,4 +18,8 @@ EMBER_API Tensor bmm(const Tensor& a, const Tensor& b);
  *  implicit output (no "->") is the ellipsis then the labels used once, in order. */
 EMBER_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 
+/** The p-norm distances between the rows of x1 [..., P, M] and of x2 [..., R, M] as
+ *  [..., P, R] (batch dims broadcast); p >= 0, inf included; floating inputs. */
+EMBER_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
+
 }  // namespace ember

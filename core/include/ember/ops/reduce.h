@@ -12,6 +12,11 @@ namespace ember {
 EMBER_API Tensor sum(const Tensor& x, IntList dims = {}, bool keepdim = false);
 /** Mean over `dims`; needs a floating dtype. */
 EMBER_API Tensor mean(const Tensor& x, IntList dims = {}, bool keepdim = false);
+/** Sum over `dims` treating NaN as 0; integers and bool sum to int64. */
+EMBER_API Tensor nansum(const Tensor& x, IntList dims = {}, bool keepdim = false);
+/** Mean over `dims` of the elements that are not NaN (NaN where all are); needs a floating
+ *  dtype. */
+EMBER_API Tensor nanmean(const Tensor& x, IntList dims = {}, bool keepdim = false);
 /** Product over `dims`; integers and bool multiply to int64. */
 EMBER_API Tensor prod(const Tensor& x, IntList dims = {}, bool keepdim = false);
 /** Largest value over `dims` (NaN propagates). */

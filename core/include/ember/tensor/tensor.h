@@ -126,6 +126,17 @@ class EMBER_API Tensor {
   Tensor squeeze(int64_t dim) const;
   /** Inserts a size-1 dim at `dim`. */
   Tensor unsqueeze(int64_t dim) const;
+  /** In place: this tensor becomes unsqueeze(dim), every handle and alias of it seeing the new
+   *  shape (Note [Shape changes in place] in core/tensor/tensor.cpp). */
+  Tensor& unsqueeze_(int64_t dim);
+  /** In place: this tensor becomes squeeze(). */
+  Tensor& squeeze_();
+  /** In place: this tensor becomes squeeze(dim). */
+  Tensor& squeeze_(int64_t dim);
+  /** In place: this tensor becomes transpose(dim0, dim1). */
+  Tensor& transpose_(int64_t dim0, int64_t dim1);
+  /** In place: this tensor becomes t(). */
+  Tensor& t_();
   /** Merges dims start..end into one. */
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   /** A view with explicit geometry over the same storage. */
