@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "ember/graph/ops.h"
@@ -105,6 +106,16 @@ void Graph::add_node(Node node) {
     EMBER_CHECK_TYPE(attr_has_kind(value, spec->kind),
                      "[graph] {}: attribute '{}' must be of kind {} (got another kind)",
                      node_label(node), name, attr_kind_name(spec->kind));
+    if (!spec->values.empty()) {
+      const std::string& v = std::get<std::string>(value);
+      const bool known =
+          std::find(spec->values.begin(), spec->values.end(), v) != spec->values.end();
+      EMBER_CHECK_NOT_IMPLEMENTED(known,
+                                  "[graph] {}: attribute {}='{}' is not supported ({} "
+                                  "implements {})",
+                                  node_label(node), name, v, node.op,
+                                  fmt::join(spec->values, ", "));
+    }
   }
   for (const std::string& in : node.inputs) {
     EMBER_CHECK(in.empty() || defines(in),

@@ -562,6 +562,274 @@ Tensors op_conv(const Node& n, const Tensors& in, Device) {
   return {conv2d(xp, weight, bias, w.stride, padding, w.dilation, groups)};
 }
 
+Tensors op_conv_transpose(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const Tensor& weight = in[1];
+  EMBER_CHECK(weight.dim() == x.dim() && x.dim() >= 3,
+              "{} input [N, C, ...] and weight [C, M/group, ...] must have the same rank (3 or "
+              "more): got shapes {} and {}",
+              label(n), x.sizes(), weight.sizes());
+  const int64_t d = x.dim() - 2;
+  EMBER_CHECK_NOT_IMPLEMENTED(d <= 2,
+                              "{} {}-d transposed convolution is not supported (1-d and "
+                              "2-d are)",
+                              label(n), d);
+  auto ints = [&](std::string_view name, int64_t count, int64_t fill) {
+    std::vector<int64_t> v = attr_ints(n, name).value_or(std::vector<int64_t>(count, fill));
+    EMBER_CHECK(static_cast<int64_t>(v.size()) == count, "{} {} must have {} values: got {}",
+                label(n), name, count, v);
+    return v;
+  };
+  const std::vector<int64_t> stride = ints("strides", d, 1), dilation = ints("dilations", d, 1);
+  std::vector<int64_t> pads = ints("pads", 2 * d, 0), out_pad = ints("output_padding", d, 0);
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  const auto output_shape = attr_ints(n, "output_shape");
+  // The full result (every input pixel's contribution, no padding) is cropped or extended to
+  // ONNX's output: out[i] = full index i + pad_begin.
+  std::vector<int64_t> full(static_cast<size_t>(d));
+  for (int64_t i = 0; i < d; ++i) {
+    full[i] = stride[i] * (x.size(i + 2) - 1) + (weight.size(i + 2) - 1) * dilation[i] + 1;
+    int64_t want = -1;
+    if (output_shape) {
+      EMBER_CHECK(static_cast<int64_t>(output_shape->size()) >= d,
+                  "{} output_shape {} must give the {} spatial dims", label(n), *output_shape, d);
+      want = (*output_shape)[output_shape->size() - static_cast<size_t>(d) + i];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      want = x.size(i + 2) * stride[i];
+    }
+    if (want >= 0) {
+      // Negative when the output is larger than the full result; halves round down (ONNX's).
+      const int64_t total = full[i] + out_pad[i] - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[i + d] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[i + d] = 0;
+    }
+  }
+  Tensor xs = x, ws = weight;
+  Shape st(stride), dl(dilation);
+  if (d == 1) {
+    xs = x.unsqueeze(2);
+    ws = weight.unsqueeze(2);
+    st = Shape{1, stride[0]};
+    dl = Shape{1, dilation[0]};
+  }
+  Tensor y = conv_transpose2d(xs, ws, {}, st, {0, 0}, {0, 0}, attr_int(n, "group", 1), dl);
+  if (d == 1) y = y.squeeze(2);
+  Shape crop;
+  for (int64_t i = d - 1; i >= 0; --i) {
+    crop.push_back(-pads[i]);
+    crop.push_back(out_pad[i] - pads[i + d]);
+  }
+  y = pad(y, crop, "constant", 0.0);
+  if (in.size() > 2 && in[2].defined()) y = add(y, per_channel(in[2], y.dim()));
+  return {y};
+}
+
+/** Mean and variance over `dims` (biased), kept. */
+std::pair<Tensor, Tensor> moments(const Tensor& x, IntList dims) {
+  Tensor mean = ember::mean(x, dims, /*keepdim=*/true);
+  Tensor centered = sub(x, mean);
+  return {mean, ember::mean(mul(centered, centered), dims, /*keepdim=*/true)};
+}
+
+DType stash_dtype(DType d) {
+  return d == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+Tensors op_instance_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  auto [mean, var] = moments(xs, trailing_dims(2, x.dim() - 2));
+  Tensor y = div(sub(xs, mean), sqrt(add(var, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  y = add(mul(y, per_channel(in[1].to(xs.dtype()), x.dim())),
+          per_channel(in[2].to(xs.dtype()), x.dim()));
+  return {y.to(x.dtype())};
+}
+
+Tensors op_group_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t groups = attr_int(n, "num_groups", 0), c = x.size(1);
+  EMBER_CHECK(groups > 0 && c % groups == 0,
+              "{} num_groups {} must be positive and divide the {} channels", label(n), groups, c);
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor grouped = xs.reshape({x.size(0), groups, -1});
+  auto [mean, var] = moments(grouped, {2});
+  Tensor y = div(sub(grouped, mean), sqrt(add(var, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  y = y.reshape(x.sizes());
+  // Version 21 scales each channel; version 18 each group (a scale of num_groups values).
+  auto per_c = [&](const Tensor& v) {
+    Tensor t = v.to(xs.dtype());
+    if (t.numel() == groups && groups != c)
+      t = t.reshape({groups, 1}).expand({groups, c / groups}).reshape({c});
+    return per_channel(t, x.dim());
+  };
+  return {add(mul(y, per_c(in[1])), per_c(in[2])).to(x.dtype())};
+}
+
+Tensors op_rms_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
+  Tensor y = div(xs, sqrt(add(ms, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  return {mul(y, in[1].to(xs.dtype())).to(x.dtype())};
+}
+
+Tensors op_mean_variance_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> axes = attr_ints(n, "axes").value_or(std::vector<int64_t>{0, 2, 3});
+  Shape dims;
+  for (int64_t a : axes) dims.push_back(wrap_axis(n, a, x.dim()));
+  // As ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+  Tensor mean = ember::mean(x, dims, /*keepdim=*/true);
+  Tensor var = sub(ember::mean(mul(x, x), dims, /*keepdim=*/true), mul(mean, mean));
+  return {div(sub(x, mean), add(sqrt(var), Scalar(1e-9)))};
+}
+
+Tensors op_lp_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t p = attr_int(n, "p", 2);
+  EMBER_CHECK(p == 1 || p == 2, "{} p must be 1 or 2: got {}", label(n), p);
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  // A zero vector stays zero (ONNX's reference), not 0 / 0.
+  Tensor nrm = norm(x, static_cast<double>(p), {axis}, /*keepdim=*/true);
+  return {div(x, where(eq(nrm, Scalar(0)), ones_like(nrm), nrm))};
+}
+
+Tensors op_lrn(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t size = attr_int(n, "size", 0);
+  EMBER_CHECK(size > 0, "{} size must be positive: got {}", label(n), size);
+  EMBER_CHECK(x.dim() >= 3, "{} input must be [N, C, ...]: got shape {}", label(n), x.sizes());
+  const double alpha = attr_float(n, "alpha", 1e-4), beta = attr_float(n, "beta", 0.75),
+               bias = attr_float(n, "bias", 1.0);
+  // The sum of squares over channels [c - floor((size-1)/2), c + ceil((size-1)/2)].
+  Tensor sq = mul(x, x).reshape({x.size(0), x.size(1), -1});
+  Tensor padded = pad(sq.transpose(1, 2), {(size - 1) / 2, size / 2}, "constant", 0.0).contiguous();
+  Tensor windows = padded.as_strided({padded.size(0), padded.size(1), x.size(1), size},
+                                     {padded.stride(0), padded.stride(1), 1, 1});
+  Tensor sums = ember::sum(windows, {3}).transpose(1, 2).reshape(x.sizes());
+  return {div(x, pow(add(mul(sums, Scalar(alpha / static_cast<double>(size))), Scalar(bias)),
+                     Scalar(beta)))};
+}
+
+Tensors op_mish(const Node&, const Tensors& in, Device) {
+  return {mish(in[0])};
+}
+
+Tensors op_swish(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {mul(x, sigmoid(mul(x, Scalar(attr_float(n, "alpha", 1.0)))))};
+}
+
+Tensors op_shrink(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const double bias = attr_float(n, "bias", 0.0), lambd = attr_float(n, "lambd", 0.5);
+  Tensor y = where(lt(x, Scalar(-lambd)), add(x, Scalar(bias)),
+                   where(gt(x, Scalar(lambd)), sub(x, Scalar(bias)), zeros_like(x)));
+  return {y.dtype() == x.dtype() ? y : y.to(x.dtype())};
+}
+
+/** A [n] int64 range shaped to lie along `axis` of a rank-`rank` tensor. */
+Tensor range_along(int64_t count, int64_t axis, int64_t rank, Device device) {
+  Shape shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(axis)] = count;
+  return arange(count, TensorOptions(DType::Int64, device)).reshape(shape);
+}
+
+Tensors op_hardmax(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  Tensor idx = argmax(x, axis, /*keepdim=*/true);
+  return {eq(range_along(x.size(axis), axis, x.dim(), device), idx).to(x.dtype())};
+}
+
+Tensors op_one_hot(const Node& n, const Tensors& in, Device device) {
+  const Tensor& indices = in[0];
+  const int64_t depth = static_cast<int64_t>(host_scalar(n, in[1], "depth").to_double());
+  EMBER_CHECK(depth > 0, "{} depth must be positive: got {}", label(n), depth);
+  EMBER_CHECK(in[2].numel() == 2, "{} values must be [off, on]: got shape {}", label(n),
+              in[2].sizes());
+  const int64_t r = indices.dim() + 1;
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
+  Tensor idx = wrap_indices(indices.to(DType::Int64), depth).unsqueeze(axis);
+  Tensor mask = eq(range_along(depth, axis, r, device), idx);
+  Tensor values = in[2].reshape({2});
+  return {where(mask, values.select(0, 1), values.select(0, 0))};
+}
+
+Tensors op_non_zero(const Node&, const Tensors& in, Device) {
+  return {nonzero(in[0].dim() == 0 ? in[0].reshape({1}) : in[0]).t().contiguous()};
+}
+
+Tensors op_eye_like(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  EMBER_CHECK(x.dim() == 2, "{} input must be 2-d: got shape {}", label(n), x.sizes());
+  const DType dtype = find_attr(n, "dtype") ? parse_dtype(attr_string(n, "dtype", "")) : x.dtype();
+  Tensor rows = arange(x.size(0), TensorOptions(DType::Int64, device)).unsqueeze(1);
+  Tensor cols = arange(x.size(1), TensorOptions(DType::Int64, device)).unsqueeze(0);
+  return {eq(sub(cols, rows), Scalar(attr_int(n, "k", 0))).to(dtype)};
+}
+
+Tensors op_depth_to_space(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t b = attr_int(n, "blocksize", 0);
+  EMBER_CHECK(x.dim() == 4 && b > 0 && x.size(1) % (b * b) == 0,
+              "{} input [N, C, H, W] with C divisible by blocksize^2: got shape {} and blocksize "
+              "{}",
+              label(n), x.sizes(), b);
+  const int64_t N = x.size(0), C = x.size(1) / (b * b), H = x.size(2), W = x.size(3);
+  const std::string mode = attr_string(n, "mode", "DCR");
+  EMBER_CHECK(mode == "DCR" || mode == "CRD", "{} unknown mode '{}' (expected DCR or CRD)",
+              label(n), mode);
+  Tensor y = mode == "DCR" ? x.reshape({N, b, b, C, H, W}).permute({0, 3, 4, 1, 5, 2})
+                           : x.reshape({N, C, b, b, H, W}).permute({0, 1, 4, 2, 5, 3});
+  return {y.reshape({N, C, H * b, W * b})};
+}
+
+Tensors op_space_to_depth(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t b = attr_int(n, "blocksize", 0);
+  EMBER_CHECK(x.dim() == 4 && b > 0 && x.size(2) % b == 0 && x.size(3) % b == 0,
+              "{} input [N, C, H, W] with H and W divisible by blocksize: got shape {} and "
+              "blocksize {}",
+              label(n), x.sizes(), b);
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2) / b, W = x.size(3) / b;
+  const std::string mode = attr_string(n, "mode", "DCR");
+  EMBER_CHECK(mode == "DCR" || mode == "CRD", "{} unknown mode '{}' (expected DCR or CRD)",
+              label(n), mode);
+  Tensor v = x.reshape({N, C, H, b, W, b});
+  Tensor y = mode == "DCR" ? v.permute({0, 3, 5, 1, 2, 4}) : v.permute({0, 1, 3, 5, 2, 4});
+  return {y.reshape({N, C * b * b, H, W})};
+}
+
+Reduction reduction_attr(const Node& n) {
+  const std::string r = attr_string(n, "reduction", "mean");
+  EMBER_CHECK(r == "mean" || r == "sum" || r == "none",
+              "{} unknown reduction '{}' (expected mean, sum or none)", label(n), r);
+  return r == "mean" ? Reduction::Mean : r == "sum" ? Reduction::Sum : Reduction::None;
+}
+
+/** ignore_index, or a class no target can name when the node has none. */
+int64_t ignore_index_attr(const Node& n) {
+  return attr_int(n, "ignore_index", std::numeric_limits<int64_t>::min());
+}
+
+Tensors op_negative_log_likelihood_loss(const Node& n, const Tensors& in, Device) {
+  const Tensor weight = in.size() > 2 ? in[2] : Tensor();
+  return {nll_loss(in[0], in[1].to(DType::Int64), weight, ignore_index_attr(n), reduction_attr(n))};
+}
+
+Tensors op_softmax_cross_entropy_loss(const Node& n, const Tensors& in, Device) {
+  const Tensor weight = in.size() > 2 ? in[2] : Tensor();
+  Tensor log_prob = log_softmax(in[0], 1);
+  return {
+      nll_loss(log_prob, in[1].to(DType::Int64), weight, ignore_index_attr(n), reduction_attr(n)),
+      log_prob};
+}
+
 // Shapes ----------------------------------------------------------------------------------------
 
 Tensors op_identity(const Node&, const Tensors& in, Device) {
@@ -721,6 +989,90 @@ Tensors op_gather_elements(const Node& n, const Tensors& in, Device) {
   return {gather(x, axis, wrap_indices(in[1], x.size(axis)))};
 }
 
+/** Row-major linear indices into dims [first, first + k) of `shape` from index tuples
+ *  idx [..., k] (negative entries count from the end). */
+Tensor linear_index(const Node& n, const Tensor& idx, const Shape& shape, int64_t first) {
+  const int64_t k = idx.size(-1);
+  EMBER_CHECK(first + k <= static_cast<int64_t>(shape.size()),
+              "{} index tuples of {} entries do not fit data of shape {}", label(n), k, shape);
+  Tensor i64 = idx.to(DType::Int64);
+  Shape lead;
+  for (int64_t i = 0; i + 1 < idx.dim(); ++i) lead.push_back(idx.size(i));
+  Tensor lin = zeros(lead, TensorOptions(DType::Int64, idx.device()));
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t dim = shape[static_cast<size_t>(first + j)];
+    Tensor c = i64.select(-1, j);
+    c = where(lt(c, Scalar(0)), add(c, Scalar(dim)), c);
+    EMBER_CHECK_INDEX(!any(logical_or(lt(c, Scalar(0)), ge(c, Scalar(dim)))).item<bool>(),
+                      "{} an index is out of range for dim {} of size {}", label(n), first + j,
+                      dim);
+    lin = add(mul(lin, Scalar(dim)), c);
+  }
+  return lin;
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+Tensors op_gather_nd(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const Tensor& indices = in[1];
+  const int64_t b = attr_int(n, "batch_dims", 0);
+  EMBER_CHECK(indices.dim() >= 1 && b >= 0 && b < indices.dim() && b < data.dim(),
+              "{} batch_dims {} does not fit data {} and indices {}", label(n), b, data.sizes(),
+              indices.sizes());
+  const int64_t k = indices.size(-1);
+  const Shape& ds = data.sizes();
+  const auto bs = static_cast<size_t>(b), ks = static_cast<size_t>(b + k);
+  EMBER_CHECK(b + k <= data.dim(),
+              "{} index tuples of {} entries after {} batch dims do not fit "
+              "data of shape {}",
+              label(n), k, b, ds);
+  const int64_t B = product(ds, 0, bs), M = product(ds, bs, ks), R = product(ds, ks, ds.size());
+  Tensor lin = linear_index(n, indices, ds, b).reshape({B, -1});
+  const int64_t L = lin.size(1);
+  Tensor flat = data.reshape({B, M, R});
+  Tensor out = gather(flat, 1, lin.unsqueeze(2).expand({B, L, R}));
+  Shape shape;
+  for (int64_t i = 0; i + 1 < indices.dim(); ++i) shape.push_back(indices.size(i));
+  for (size_t i = ks; i < ds.size(); ++i) shape.push_back(ds[i]);
+  return {out.reshape(shape)};
+}
+
+Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const std::string reduction = attr_string(n, "reduction", "none");
+  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
+                              "{} reduction '{}' is not supported (none and add are)", label(n),
+                              reduction);
+  const Shape& ds = data.sizes();
+  const int64_t k = in[1].size(-1);
+  const auto ks = static_cast<size_t>(k);
+  const int64_t M = product(ds, 0, ks), R = product(ds, ks, ds.size());
+  Tensor lin = linear_index(n, in[1], ds, 0).reshape({-1});
+  const int64_t L = lin.size(0);
+  Tensor idx = lin.unsqueeze(1).expand({L, R});
+  Tensor upd = in[2].reshape({L, R});
+  Tensor flat = data.reshape({M, R});
+  Tensor out = reduction == "add" ? scatter_add(flat, 0, idx, upd) : scatter(flat, 0, idx, upd);
+  return {out.reshape(ds)};
+}
+
+Tensors op_scatter_elements(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), data.dim());
+  const std::string reduction = attr_string(n, "reduction", "none");
+  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
+                              "{} reduction '{}' is not supported (none and add are)", label(n),
+                              reduction);
+  Tensor idx = wrap_indices(in[1], data.size(axis));
+  return {reduction == "add" ? scatter_add(data, axis, idx, in[2])
+                             : scatter(data, axis, idx, in[2])};
+}
+
 Tensors op_slice(const Node& n, const Tensors& in, Device device) {
   const Tensor& x = in[0];
   const std::vector<int64_t> starts = host_ints(in[1]), ends = host_ints(in[2]);
@@ -842,13 +1194,18 @@ Tensors op_range(const Node& n, const Tensors& in, Device device) {
               full({}, start, TensorOptions(dt, device)))};
 }
 
-Tensors op_cumsum(const Node& n, const Tensors& in, Device) {
+template <bool Prod>
+Tensors cumulative(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   const int64_t axis = wrap_axis(n, host_scalar(n, in[1], "axis").to_int(), x.dim());
   const bool rev = attr_int(n, "reverse", 0) != 0;
   Tensor src = rev ? reversed(x, axis) : x;
-  Tensor y = cumsum(src, axis);
-  if (attr_int(n, "exclusive", 0) != 0) y = sub(y, src);
+  if (attr_int(n, "exclusive", 0) != 0 && x.size(axis) > 0) {
+    // Exclusive: the running result of the elements before, the identity first.
+    Tensor first = Prod ? ones_like(src.narrow(axis, 0, 1)) : zeros_like(src.narrow(axis, 0, 1));
+    src = cat({first, src.narrow(axis, 0, x.size(axis) - 1)}, axis);
+  }
+  Tensor y = Prod ? cumprod(src, axis) : cumsum(src, axis);
   if (rev) y = reversed(y, axis);
   return {y.dtype() == x.dtype() ? y : y.to(x.dtype())};
 }
@@ -1002,9 +1359,13 @@ using K = AttrKind;
 
 const std::vector<OpSchema>& schemas() {
   static const std::vector<OpSchema> ops = [] {
-    const std::vector<AttrSpec> conv_attrs{{"auto_pad", K::String}, {"dilations", K::Ints},
-                                           {"group", K::Int},       {"kernel_shape", K::Ints},
-                                           {"pads", K::Ints},       {"strides", K::Ints}};
+    const std::vector<AttrSpec> conv_attrs{
+        {"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+        {"dilations", K::Ints},
+        {"group", K::Int},
+        {"kernel_shape", K::Ints},
+        {"pads", K::Ints},
+        {"strides", K::Ints}};
     const std::vector<AttrSpec> reduce_attrs{
         {"axes", K::Ints}, {"keepdims", K::Int}, {"noop_with_empty_axes", K::Int}};
     const std::vector<AttrSpec> arg_attrs{
@@ -1025,7 +1386,7 @@ const std::vector<OpSchema>& schemas() {
          1,
          1,
          1,
-         {{"auto_pad", K::String},
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
           {"ceil_mode", K::Int},
           {"count_include_pad", K::Int},
           {"dilations", K::Ints},
@@ -1050,7 +1411,66 @@ const std::vector<OpSchema>& schemas() {
         {"conv", 2, 3, 1, conv_attrs, op_conv},
         {"cos", 1, 1, 1, {}, unary<cos>},
         {"cosh", 1, 1, 1, {}, unary<cosh>},
-        {"cumsum", 2, 2, 1, {{"exclusive", K::Int}, {"reverse", K::Int}}, op_cumsum},
+        {"conv_transpose",
+         2,
+         3,
+         1,
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"dilations", K::Ints},
+          {"group", K::Int},
+          {"kernel_shape", K::Ints},
+          {"output_padding", K::Ints},
+          {"output_shape", K::Ints},
+          {"pads", K::Ints},
+          {"strides", K::Ints}},
+         op_conv_transpose},
+        {"cumprod", 2, 2, 1, {{"exclusive", K::Int}, {"reverse", K::Int}}, cumulative<true>},
+        {"cumsum", 2, 2, 1, {{"exclusive", K::Int}, {"reverse", K::Int}}, cumulative<false>},
+        {"depth_to_space",
+         1,
+         1,
+         1,
+         {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
+         op_depth_to_space},
+        {"eye_like", 1, 1, 1, {{"dtype", K::String}, {"k", K::Int}}, op_eye_like},
+        {"group_normalization",
+         3,
+         3,
+         1,
+         {{"epsilon", K::Float}, {"num_groups", K::Int}, {"stash_type", K::Int}},
+         op_group_normalization},
+        {"hardmax", 1, 1, 1, {{"axis", K::Int}}, op_hardmax},
+        {"instance_normalization", 3, 3, 1, {{"epsilon", K::Float}}, op_instance_normalization},
+        {"lp_normalization", 1, 1, 1, {{"axis", K::Int}, {"p", K::Int}}, op_lp_normalization},
+        {"lrn",
+         1,
+         1,
+         1,
+         {{"alpha", K::Float}, {"beta", K::Float}, {"bias", K::Float}, {"size", K::Int}},
+         op_lrn},
+        {"mean_variance_normalization",
+         1,
+         1,
+         1,
+         {{"axes", K::Ints}},
+         op_mean_variance_normalization},
+        {"mish", 1, 1, 1, {}, op_mish},
+        {"non_zero", 1, 1, 1, {}, op_non_zero},
+        {"one_hot", 3, 3, 1, {{"axis", K::Int}}, op_one_hot},
+        {"rms_normalization",
+         2,
+         2,
+         1,
+         {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
+         op_rms_normalization},
+        {"shrink", 1, 1, 1, {{"bias", K::Float}, {"lambd", K::Float}}, op_shrink},
+        {"space_to_depth",
+         1,
+         1,
+         1,
+         {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
+         op_space_to_depth},
+        {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
         {"div", 2, 2, 1, {}, op_div},
         {"dropout", 1, 3, 2, {{"seed", K::Int}}, op_dropout},
         {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
@@ -1063,7 +1483,8 @@ const std::vector<OpSchema>& schemas() {
         {"floor", 1, 1, 1, {}, unary<floor>},
         {"gather", 2, 2, 1, {{"axis", K::Int}}, op_gather},
         {"gather_elements", 2, 2, 1, {{"axis", K::Int}}, op_gather_elements},
-        {"gelu", 1, 1, 1, {{"approximate", K::String}}, op_gelu},
+        {"gather_nd", 2, 2, 1, {{"batch_dims", K::Int}}, op_gather_nd},
+        {"gelu", 1, 1, 1, {{"approximate", K::String, {"none", "tanh"}}}, op_gelu},
         {"gemm",
          2,
          3,
@@ -1096,7 +1517,7 @@ const std::vector<OpSchema>& schemas() {
          1,
          1,
          2,
-         {{"auto_pad", K::String},
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
           {"ceil_mode", K::Int},
           {"dilations", K::Ints},
           {"kernel_shape", K::Ints},
@@ -1109,9 +1530,15 @@ const std::vector<OpSchema>& schemas() {
         {"mod", 2, 2, 1, {{"fmod", K::Int}}, op_mod},
         {"mul", 2, 2, 1, {}, binary<mul2>},
         {"neg", 1, 1, 1, {}, unary<neg>},
+        {"negative_log_likelihood_loss",
+         2,
+         3,
+         1,
+         {{"ignore_index", K::Int}, {"reduction", K::String, {"mean", "sum", "none"}}},
+         op_negative_log_likelihood_loss},
         {"not", 1, 1, 1, {}, op_not},
         {"or", 2, 2, 1, {}, op_or},
-        {"pad", 2, 4, 1, {{"mode", K::String}}, op_pad},
+        {"pad", 2, 4, 1, {{"mode", K::String, {"constant", "reflect", "edge", "wrap"}}}, op_pad},
         {"pow", 2, 2, 1, {}, op_pow},
         {"prelu", 2, 2, 1, {}, op_prelu},
         {"range", 3, 3, 1, {{"stash_type", K::Int}}, op_range},
@@ -1129,6 +1556,13 @@ const std::vector<OpSchema>& schemas() {
         {"relu", 1, 1, 1, {}, unary<relu>},
         {"reshape", 2, 2, 1, {{"allowzero", K::Int}}, op_reshape},
         {"round", 1, 1, 1, {}, unary<round>},
+        {"scatter_elements",
+         3,
+         3,
+         1,
+         {{"axis", K::Int}, {"reduction", K::String, {"none", "add"}}},
+         op_scatter_elements},
+        {"scatter_nd", 3, 3, 1, {{"reduction", K::String, {"none", "add"}}}, op_scatter_nd},
         {"selu", 1, 1, 1, {{"alpha", K::Float}, {"gamma", K::Float}}, op_selu},
         {"shape", 1, 1, 1, {{"end", K::Int}, {"start", K::Int}}, op_shape},
         {"sigmoid", 1, 1, 1, {}, unary<sigmoid>},
@@ -1138,6 +1572,12 @@ const std::vector<OpSchema>& schemas() {
         {"size", 1, 1, 1, {}, op_size},
         {"slice", 3, 5, 1, {}, op_slice},
         {"softmax", 1, 1, 1, {{"axis", K::Int}}, op_softmax},
+        {"softmax_cross_entropy_loss",
+         2,
+         3,
+         2,
+         {{"ignore_index", K::Int}, {"reduction", K::String, {"mean", "sum", "none"}}},
+         op_softmax_cross_entropy_loss},
         {"softplus", 1, 1, 1, {}, op_softplus},
         {"softsign", 1, 1, 1, {}, op_softsign},
         {"split", 1, 2, 1 << 16, {{"axis", K::Int}, {"num_outputs", K::Int}}, op_split},

@@ -26,8 +26,8 @@ namespace {
 // Each ONNX op Ember reads is one graph op (ember/graph/ops.h) with that ONNX op's semantics;
 // attributes keep their ONNX names and kinds, and the graph op's schema refuses any it does not
 // know, so an unsupported attribute is an error at load time, never an ignored one. Two change
-// form: Cast's `to` (an ONNX dtype number) becomes an Ember dtype name, and Constant's
-// value_float, value_ints, ... become one tensor `value`.
+// form: Cast's `to` and EyeLike's `dtype` (ONNX dtype numbers) become Ember dtype names, and
+// Constant's value_float, value_ints, ... become one tensor `value`.
 // ONNX versions each op: a node means the op's newest version at or below the model's opset.
 // The table lists, per op, the versions Ember implements: the one in force at opset 13 and every
 // later one up to opset 28 (the versions ONNX 1.23 defines), whose changes the graph op follows
@@ -35,6 +35,7 @@ namespace {
 // version is older (Softmax at opset 11, which flattened to 2-d) is refused by name, op and
 // opset; one whose version is the same at an older opset (And at opset 7) is read. A model
 // newer than opset 28 is refused, since any op may have changed.
+
 /** The graph op an ONNX op becomes, and the op's versions (the opsets that changed it) that Ember
  *  implements: the one in force at opset 13 and every later one, up to kOnnxMaxOpset. */
 struct OnnxOp {
@@ -66,9 +67,12 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Constant", {"constant", {13, 19, 21, 23, 24, 25}}},
       {"ConstantOfShape", {"constant_of_shape", {9, 20, 21, 23, 24, 25}}},
       {"Conv", {"conv", {11, 22}}},
+      {"ConvTranspose", {"conv_transpose", {11, 22}}},
       {"Cos", {"cos", {7, 22}}},
       {"Cosh", {"cosh", {9, 22}}},
+      {"CumProd", {"cumprod", {26}}},
       {"CumSum", {"cumsum", {11, 14}}},
+      {"DepthToSpace", {"depth_to_space", {13, 28}}},
       {"Div", {"div", {13, 14}}},
       {"Dropout", {"dropout", {13, 22}}},
       {"Einsum", {"einsum", {12, 28}}},
@@ -77,40 +81,53 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Erf", {"erf", {13}}},
       {"Exp", {"exp", {13}}},
       {"Expand", {"expand", {13}}},
+      {"EyeLike", {"eye_like", {9, 22}}},
       {"Flatten", {"flatten", {13, 21, 23, 24, 25}}},
       {"Floor", {"floor", {13}}},
       {"Gather", {"gather", {13}}},
       {"GatherElements", {"gather_elements", {13}}},
+      {"GatherND", {"gather_nd", {13}}},
       {"Gelu", {"gelu", {20}}},
       {"Gemm", {"gemm", {13}}},
       {"GlobalAveragePool", {"global_average_pool", {1, 22}}},
       {"GlobalMaxPool", {"global_max_pool", {1, 22}}},
       {"Greater", {"greater", {13}}},
       {"GreaterOrEqual", {"greater_or_equal", {12, 16}}},
+      {"GroupNormalization", {"group_normalization", {18, 21}}},
       {"HardSigmoid", {"hard_sigmoid", {6, 22}}},
       {"HardSwish", {"hard_swish", {14, 22}}},
+      {"Hardmax", {"hardmax", {13}}},
       {"Identity", {"identity", {13, 14, 16, 19, 21, 23, 24, 25}}},
+      {"InstanceNormalization", {"instance_normalization", {6, 22}}},
       {"IsInf", {"is_inf", {10, 20}}},
       {"IsNaN", {"is_nan", {13, 20}}},
+      {"LRN", {"lrn", {13}}},
       {"LayerNormalization", {"layer_normalization", {17}}},
       {"LeakyRelu", {"leaky_relu", {6, 16}}},
       {"Less", {"less", {13}}},
       {"LessOrEqual", {"less_or_equal", {12, 16}}},
       {"Log", {"log", {13}}},
       {"LogSoftmax", {"log_softmax", {13}}},
+      {"LpNormalization", {"lp_normalization", {1, 22}}},
       {"MatMul", {"matmul", {13}}},
       {"Max", {"max", {13}}},
       {"MaxPool", {"max_pool", {12, 22}}},
       {"Mean", {"mean", {13}}},
+      {"MeanVarianceNormalization", {"mean_variance_normalization", {13}}},
       {"Min", {"min", {13}}},
+      {"Mish", {"mish", {18, 22}}},
       {"Mod", {"mod", {13, 28}}},
       {"Mul", {"mul", {13, 14}}},
       {"Neg", {"neg", {13}}},
+      {"NegativeLogLikelihoodLoss", {"negative_log_likelihood_loss", {13, 22}}},
+      {"NonZero", {"non_zero", {13}}},
       {"Not", {"not", {1}}},
+      {"OneHot", {"one_hot", {11, 28}}},
       {"Or", {"or", {7}}},
       {"PRelu", {"prelu", {9, 16}}},
       {"Pad", {"pad", {13, 18, 19, 21, 23, 24, 25}}},
       {"Pow", {"pow", {13, 15}}},
+      {"RMSNormalization", {"rms_normalization", {23}}},
       {"Range", {"range", {11, 27}}},
       {"Reciprocal", {"reciprocal", {13}}},
       {"ReduceL1", {"reduce_l1", {13, 18}}},
@@ -126,8 +143,11 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Relu", {"relu", {13, 14}}},
       {"Reshape", {"reshape", {13, 14, 19, 21, 23, 24, 25}}},
       {"Round", {"round", {11, 22}}},
+      {"ScatterElements", {"scatter_elements", {13, 16, 18}}},
+      {"ScatterND", {"scatter_nd", {13, 16, 18}}},
       {"Selu", {"selu", {6, 22}}},
       {"Shape", {"shape", {13, 15, 19, 21, 23, 24, 25}}},
+      {"Shrink", {"shrink", {9}}},
       {"Sigmoid", {"sigmoid", {13}}},
       {"Sign", {"sign", {13}}},
       {"Sin", {"sin", {7, 22}}},
@@ -135,13 +155,16 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Size", {"size", {13, 19, 21, 23, 24, 25}}},
       {"Slice", {"slice", {13}}},
       {"Softmax", {"softmax", {13}}},
+      {"SoftmaxCrossEntropyLoss", {"softmax_cross_entropy_loss", {13}}},
       {"Softplus", {"softplus", {1, 22}}},
       {"Softsign", {"softsign", {1, 22}}},
+      {"SpaceToDepth", {"space_to_depth", {13, 28}}},
       {"Split", {"split", {13, 18}}},
       {"Sqrt", {"sqrt", {13}}},
       {"Squeeze", {"squeeze", {13, 21, 23, 24, 25}}},
       {"Sub", {"sub", {13, 14}}},
       {"Sum", {"sum", {13}}},
+      {"Swish", {"swish", {24}}},
       {"Tan", {"tan", {7, 22}}},
       {"Tanh", {"tanh", {13}}},
       {"ThresholdedRelu", {"thresholded_relu", {10, 22}}},
@@ -458,10 +481,12 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
   for (const onnx::AttributeProto& a : n.attribute()) {
-    if (n.op_type() == "Cast" && a.name() == "to" && a.type() == onnx::AttributeProto::INT) {
+    const bool dtype_attr = (n.op_type() == "Cast" && a.name() == "to") ||
+                            (n.op_type() == "EyeLike" && a.name() == "dtype");
+    if (dtype_attr && a.type() == onnx::AttributeProto::INT) {
       const auto to = static_cast<int32_t>(a.i());
-      node.attrs["to"] =
-          std::string(dtype_name(require_dtype(to, fmt::format("{}: attribute to", where))));
+      node.attrs[a.name()] = std::string(
+          dtype_name(require_dtype(to, fmt::format("{}: attribute {}", where, a.name()))));
       continue;
     }
     if (n.op_type() == "Constant" && a.name() != "value") {

@@ -113,6 +113,15 @@ TEST(Graph, RefusesNodesItCannotRun) {
       },
       {"attribute 'dim' is not supported", "the attributes of softmax are: axis"});
   EXPECT_THROW(g.add_node({"softmax", "n4", {"x"}, {"y"}, {{"axis", 1.5}}}), TypeError);
+  // A string attribute's value must be one the op implements.
+  g.add_initializer("pads", make({1, 1}, {2}, DType::Int64));
+  EXPECT_THROW(g.add_node({"pad", "n9", {"x", "pads"}, {"y"}, {{"mode", std::string("mirror")}}}),
+               NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"pad", "n9", {"x", "pads"}, {"y"}, {{"mode", std::string("mirror")}}});
+      },
+      {"node 'n9' (pad): attribute mode='mirror' is not supported", "constant, reflect, edge"});
   expect_error(
       [&] {
         g.add_node({"add", "n5", {"x"}, {"y"}, {}});

@@ -17,6 +17,8 @@ struct AttrSpec {
   std::string_view name;
   /** The kind its value must have. */
   AttrKind kind;
+  /** For a string attribute, the values the op implements (empty: any). */
+  std::vector<std::string_view> values = {};
 };
 
 /** Computes a node's outputs from its inputs (undefined tensors for omitted optional inputs),
