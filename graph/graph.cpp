@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "ember/graph/ops.h"
@@ -40,6 +41,30 @@ bool attr_has_kind(const Attribute& a, AttrKind k) {
 
 }  // namespace
 
+// Note [Initializers on the device]
+// A model's weights are copied to a run's device once, on the first run there, and kept for the
+// next runs (an accelerator would otherwise upload every weight per call). The copies live
+// behind a shared pointer with their own lock, so run() stays const and safe to call from
+// several threads; add_initializer starts a fresh set, so no run sees an old weight.
+struct Graph::DeviceCopies {
+  std::mutex mutex;
+  std::map<std::pair<int16_t, int16_t>, std::map<std::string, Tensor>> by_device;
+};
+
+std::map<std::string, Tensor> Graph::initializers_on(Device device) const {
+  if (device == Device::cpu() || !copies_) {
+    std::map<std::string, Tensor> moved;
+    for (const auto& [name, t] : initializers_) moved[name] = t.to(device);
+    return moved;
+  }
+  std::lock_guard<std::mutex> lock(copies_->mutex);
+  auto [it, fresh] = copies_->by_device.try_emplace({device.type, device.index});
+  if (fresh) {
+    for (const auto& [name, t] : initializers_) it->second[name] = t.to(device);
+  }
+  return it->second;
+}
+
 bool Graph::defines(const std::string& name) const {
   if (produced_.count(name) || initializers_.count(name)) return true;
   for (const ValueInfo& v : inputs_) {
@@ -69,6 +94,7 @@ void Graph::add_initializer(const std::string& name, Tensor value) {
   EMBER_CHECK_TYPE(value.defined(), "[graph] initializer '{}' is an undefined tensor", name);
   EMBER_CHECK(!produced_.count(name), "[graph] initializer '{}' is already a node's output", name);
   initializers_[name] = std::move(value);
+  copies_ = std::make_shared<DeviceCopies>();  // Note [Initializers on the device]
 }
 
 void Graph::add_node(Node node) {
@@ -153,8 +179,8 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
                     fmt::join(input_names(inputs_), ", "));
     EMBER_CHECK_TYPE(t.defined(), "[graph] input '{}' is an undefined tensor", name);
   }
-  std::map<std::string, Tensor> env;
-  for (const auto& [name, t] : initializers_) env[name] = t.to(device);
+  const std::map<std::string, Tensor> weights = initializers_on(device);
+  std::map<std::string, Tensor> env = weights;
   std::map<std::string, int64_t> symbols;
   for (const ValueInfo& v : inputs_) {
     auto it = feeds.find(v.name);
@@ -217,8 +243,19 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
       env[node.outputs[i]] = std::move(outs[i]);
     }
   }
+  // An output that shares storage with a weight (an initializer, a view of one) is copied, so
+  // that writing to an output never changes the model.
   std::map<std::string, Tensor> result;
-  for (const ValueInfo& v : outputs_) result[v.name] = env.at(v.name).contiguous();
+  for (const ValueInfo& v : outputs_) {
+    Tensor out = env.at(v.name).contiguous();
+    for (const auto& [name, w] : weights) {
+      if (out.is_same_storage(w)) {
+        out = out.clone();
+        break;
+      }
+    }
+    result[v.name] = std::move(out);
+  }
   return result;
 }
 

@@ -59,6 +59,30 @@ TEST(Graph, RunsOnEveryHostBackend) {
   }
 }
 
+TEST(Graph, OutputsNeverShareAWeightsStorage) {
+  // An output that is a weight, or a view of one, is a copy: writing to it leaves the model.
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("w", make({1, 2, 3, 4}, {2, 2}, DType::Float32));
+  g.add_initializer("shape", make({4}, {1}, DType::Int64));
+  g.add_node({"identity", "", {"w"}, {"same"}, {}});
+  g.add_node({"reshape", "", {"w", "shape"}, {"flat"}, {}});
+  g.add_output({"same", DType::Float32, std::nullopt});
+  g.add_output({"flat", DType::Float32, std::nullopt});
+  g.add_output({"w", DType::Float32, std::nullopt});
+  for (Device d : host_devices()) {
+    for (int run = 0; run < 2; ++run) {
+      auto out = g.run({{"x", zeros({1})}}, d);
+      for (const char* name : {"same", "flat", "w"}) {
+        EXPECT_EQ(values(out.at(name).to(Device::cpu())), (std::vector<double>{1, 2, 3, 4}))
+            << name << " on " << fmt::format("{}", d) << ", run " << run;
+        out.at(name).fill_(-1);
+      }
+    }
+  }
+  EXPECT_EQ(values(g.initializers().at("w")), (std::vector<double>{1, 2, 3, 4}));
+}
+
 TEST(Graph, ChecksInputsAgainstTheirDeclaration) {
   const Graph g = linear_relu();
   expect_error([&] { g.run({}); }, {"[graph] missing input 'x'", "inputs are: x"});

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -51,7 +52,8 @@ struct Node {
 
 /** A graph: inputs, initializers (named constant tensors), nodes in topological order, outputs.
  *  Nodes are checked against their op's schema as they are added; `run` evaluates them in order
- *  on one device. Copying a Graph shares its initializers' storage. */
+ *  on one device, and may be called from several threads at once. Copying a Graph shares its
+ *  initializers' storage. */
 class Graph {
  public:
   /** Declares an input the caller feeds to run(). */
@@ -78,8 +80,8 @@ class Graph {
   void validate() const;
 
   /** Runs the graph on `device`: `feeds` gives every input (dtype and shape checked against the
-   *  declaration, symbolic dims bound consistently); returns every output by name. Inputs and
-   *  initializers not on `device` are copied there. */
+   *  declaration, symbolic dims bound consistently); returns every output by name. Inputs not on
+   *  `device` are copied there; initializers are copied there on the first run on it, and kept. */
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
                                     Device device = Device::cpu()) const;
   /** run() returning the outputs in declaration order. */
@@ -88,12 +90,16 @@ class Graph {
 
  private:
   bool defines(const std::string& name) const;
+  std::map<std::string, Tensor> initializers_on(Device device) const;
+
+  struct DeviceCopies;  // the initializers copied to each device a run used
 
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   std::map<std::string, Tensor> initializers_;
   std::vector<Node> nodes_;
   std::map<std::string, size_t> produced_;  // value name -> index of the node that makes it
+  std::shared_ptr<DeviceCopies> copies_;
 };
 
 }  // namespace ember::graph
