@@ -1,10 +1,10 @@
 # Installing Ember and packaging it, in one place (ARCHITECTURE.md, "Install layout, packages and
 # versions"). `cmake --install <build> --prefix P` lays out:
-#   P/lib/libember_core.so.<v>, libember.so.<v> (+ SONAME and dev symlinks)
+#   P/lib/libember_core.so.<v>, libember.so.<v>, libember_graph.so.<v> (+ SONAME and dev symlinks)
 #   P/lib/ember-plugins/libember-<backend>.so   every backend that was built
 #   P/include/ember/...                         the public headers
 #   P/lib/cmake/Ember/                          the CMake package (Ember::ember, Ember::core,
-#                                               Ember::plugin_sdk, ember_add_plugin)
+#                                               Ember::graph, Ember::plugin_sdk, ember_add_plugin)
 #   P/lib/pkgconfig/ember.pc, ember-plugin-sdk.pc
 #   P/bin/ember                                 the command line
 # Nothing in it holds an absolute path: copied elsewhere, the tree still works (Note [Plugins
@@ -16,13 +16,13 @@ set(EMBER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Ember)
 set(EMBER_INSTALL_PLUGINDIR ${CMAKE_INSTALL_LIBDIR}/ember-plugins)
 
 # Libraries: the versioned files go to the runtime package, the unversioned dev symlinks to dev.
-install(TARGETS ember_core ember ember_plugin_sdk EXPORT EmberTargets
+install(TARGETS ember_core ember ember_graph ember_plugin_sdk EXPORT EmberTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-set_target_properties(ember PROPERTIES INSTALL_RPATH "$ORIGIN")
+set_target_properties(ember ember_graph PROPERTIES INSTALL_RPATH "$ORIGIN")
 
-# Headers: everything under the three include roots is public; private headers live elsewhere.
-foreach(root core/include api/include plugins/include)
+# Headers: everything under the four include roots is public; private headers live elsewhere.
+foreach(root core/include api/include graph/include plugins/include)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${root}/ember DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
           COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp" PATTERN "*.def")
 endforeach()
@@ -79,6 +79,7 @@ endforeach()
 
 # Everything the install rules and packages hold, for tools/package.sh to build.
 list(TRANSFORM EMBER_BACKENDS PREPEND ember-plugin- OUTPUT_VARIABLE ember_backend_targets)
-add_custom_target(ember_installables DEPENDS ember_core ember ember_cli ${ember_backend_targets})
+add_custom_target(ember_installables DEPENDS ember_core ember ember_graph ember_cli
+                                              ${ember_backend_targets})
 
 include(${CMAKE_CURRENT_LIST_DIR}/EmberPackage.cmake)

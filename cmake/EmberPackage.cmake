@@ -40,7 +40,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_RECOMMENDS "ember-backend-cpu")
 set(ember_deb_scripts ${CMAKE_CURRENT_LIST_DIR}/deb/postinst ${CMAKE_CURRENT_LIST_DIR}/deb/postrm)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${CMAKE_CURRENT_LIST_DIR}/deb/triggers ${ember_deb_scripts})
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION
-    "Ember runtime libraries\nlibember_core (tensors, ops, autograd, plugin loader) and libember\n(nn, optim, data, io, models). Backends come in the ember-backend-* packages.")
+    "Ember runtime libraries\nlibember_core (tensors, ops, autograd, plugin loader), libember\n(nn, optim, data, io, models) and libember_graph (graphs, ONNX import). Backends come in\nthe ember-backend-* packages.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libember-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

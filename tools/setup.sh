@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   python3-pip libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
-  libzip-dev
+  libzip-dev libonnx-dev libprotobuf-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   lintian
@@ -85,11 +85,13 @@ fi
 
 # Note [Python build dependencies]
 # The Python package (api/python) is built with nanobind and packaged by scikit-build-core; its
-# tests use NumPy, pytest and mypy. They come from the Python package index by name and exact
+# tests use NumPy, pytest and mypy, and the ONNX tests the onnx package (the newest with a
+# wheel for CPython 3.11: its node test suite and model-building helpers) with the protobuf and
+# ml_dtypes it needs, pinned with it. They come from the Python package index by name and exact
 # version into a virtual environment of their own, $EMBER_DEPS_DIR/python, which tools/test.sh
 # hands to CMake (Python_EXECUTABLE) and pytest; nothing is installed into the system's Python.
 python_pins=(nanobind==3.1.0 scikit-build-core==1.1.2 numpy==2.4.6 pytest==9.2.0 mypy==2.4.1
-  hypothesis==6.170.27)
+  hypothesis==6.170.27 onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.7.0)
 pyenv=$deps/python
 if ! "$pyenv/bin/python" - "${python_pins[@]}" 2>/dev/null <<'EOF_PY'; then
 import importlib.metadata as md, sys

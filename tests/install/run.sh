@@ -48,7 +48,8 @@ mkdir -p "$work"
 step "1. cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 libdir=lib
-for f in $libdir/libember_core.so $libdir/libember.so bin/ember include/ember/ember.h \
+for f in $libdir/libember_core.so $libdir/libember.so $libdir/libember_graph.so bin/ember \
+  include/ember/ember.h include/ember/graph/graph.h include/ember/graph/onnx.h \
   include/ember/tensor.h include/ember/nn.h include/ember/optim.h include/ember/data.h \
   include/ember/io.h include/ember/version.h include/ember/plugin_abi.h include/ember/ops.def \
   include/ember/plugin_sdk.hpp $libdir/cmake/Ember/EmberConfig.cmake \
@@ -59,7 +60,7 @@ for f in $libdir/libember_core.so $libdir/libember.so bin/ember include/ember/em
   $libdir/ember-plugins/cpu/libdnnl.so.3; do
   [[ -e $prefix/$f ]] || fail "$f is not installed"
 done
-for lib in ember_core ember; do
+for lib in ember_core ember ember_graph; do
   soname=$(readelf -d "$prefix/$libdir/lib$lib.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
   [[ $soname == lib$lib.so.0 ]] || fail "lib$lib.so has SONAME '$soname'"
   [[ -L $prefix/$libdir/lib$lib.so && -L $prefix/$libdir/$soname ]] || fail "lib$lib.so symlinks"
@@ -179,6 +180,7 @@ contents ember-backend-cpu | contains 'usr/lib/ember-plugins/cpu/libdnnl.so.3$' 
 dpkg-deb -f "$(deb ember-backend-cpu)" Depends | contains libdnnl && fail "ember-backend-cpu depends on the distribution's oneDNN"
 dpkg-deb -f "$(deb ember-backend-cpu)" Depends | contains libgomp1 || fail "ember-backend-cpu does not depend on libgomp1"
 dpkg-deb -f "$(deb libember0)" Depends | contains libzip4 || fail "libember0 does not depend on libzip4 (torch.save files)"
+dpkg-deb -f "$(deb libember0)" Depends | contains libonnx1 || fail "libember0 does not depend on libonnx1 (ONNX import)"
 # A CPU server: the runtime, the tools and the CPU backend, extracted into a fresh root.
 for set in "cpu:libember0 ember-tools ember-backend-cpu" "reference:libember0 ember-tools ember-backend-reference"; do
   name=${set%%:*}

@@ -44,7 +44,8 @@ echo "$(basename "$wheel"): $(du -h "$wheel" | cut -f1)"
 step "contents"
 listing=$("$python" -m zipfile -l "$wheel")
 for f in ember/__init__.py ember/py.typed ember/_C/__init__.pyi ember/nn/__init__.py \
-         ember/lib/libember_core.so ember/lib/libember.so ember/lib/ember-plugins/libember-cpu.so \
+         ember/lib/libember_core.so ember/lib/libember.so ember/lib/libember_graph.so \
+         ember/lib/ember-plugins/libember-cpu.so \
          ember/lib/ember-plugins/cpu/libdnnl.so.3 ember/lib/ember-plugins/libember-reference.so \
          ember/bin/ember; do
   grep -q "$f" <<<"$listing" || fail "the wheel lacks $f"

@@ -1,0 +1,116 @@
+// ember.onnx: ONNX models loaded as Ember graphs (ember::graph::load_onnx) and run on a device,
+// with onnxruntime's InferenceSession calls.
+#include <ember/graph/onnx.h>
+
+#include <nanobind/stl/filesystem.h>
+
+#include "bind.h"
+
+namespace ember::python {
+
+namespace {
+
+/** A loaded model and the device it runs on. */
+struct OnnxSession {
+  graph::Graph graph;
+  Device device;
+};
+
+Tensor feed_tensor(nb::handle value) {
+  if (nb::isinstance<PyTensor>(value)) return nb::cast<const PyTensor&>(value);
+  return tensor_from_data(value, std::nullopt, std::nullopt);
+}
+
+std::vector<std::string> names_of(const std::vector<graph::ValueInfo>& infos) {
+  std::vector<std::string> names;
+  for (const graph::ValueInfo& v : infos) names.push_back(v.name);
+  return names;
+}
+
+std::vector<Tensor> run_session(const OnnxSession& s, std::map<std::string, Tensor> feeds,
+                                const std::optional<std::vector<std::string>>& output_names) {
+  std::map<std::string, Tensor> out;
+  {
+    GilRelease release;
+    out = s.graph.run(feeds, s.device);
+  }
+  if (!output_names) {
+    std::vector<Tensor> all;
+    for (const graph::ValueInfo& v : s.graph.outputs()) all.push_back(out.at(v.name));
+    return all;
+  }
+  std::vector<Tensor> picked;
+  for (const std::string& name : *output_names) {
+    auto it = out.find(name);
+    EMBER_CHECK_KEY(it != out.end(), "[onnx] unknown output '{}' (the model's outputs are: {})",
+                    name, fmt::join(names_of(s.graph.outputs()), ", "));
+    picked.push_back(it->second);
+  }
+  return picked;
+}
+
+}  // namespace
+
+void bind_onnx(nb::module_& root) {
+  nb::module_ m = root.def_submodule(
+      "onnx", "ONNX models run as Ember graphs on any device (ember::graph::load_onnx).");
+  nb::class_<OnnxSession>(m, "InferenceSession",
+                          "A loaded ONNX model and the device it runs on; run() as "
+                          "onnxruntime's InferenceSession, or call it with the inputs in order.")
+      .def_prop_ro(
+          "input_names", [](const OnnxSession& s) { return names_of(s.graph.inputs()); },
+          "The names of the inputs run() takes, in order.")
+      .def_prop_ro(
+          "output_names", [](const OnnxSession& s) { return names_of(s.graph.outputs()); },
+          "The names of the outputs, in order.")
+      .def_prop_ro(
+          "device", [](const OnnxSession& s) { return s.device; }, "The device the model runs on.")
+      .def(
+          "run",
+          [](const OnnxSession& s, std::optional<std::vector<std::string>> output_names,
+             nb::dict input_feed) {
+            std::map<std::string, Tensor> feeds;
+            for (auto [k, v] : input_feed) feeds[nb::cast<std::string>(k)] = feed_tensor(v);
+            return run_session(s, std::move(feeds), output_names);
+          },
+          "output_names"_a.none(), "input_feed"_a,
+          "The outputs named (all of them for None), in that order, for inputs given by name as "
+          "tensors or arrays.")
+      .def(
+          "__call__",
+          [](const OnnxSession& s, nb::args args, nb::kwargs kwargs) -> nb::object {
+            const std::vector<graph::ValueInfo>& inputs = s.graph.inputs();
+            EMBER_CHECK(args.size() <= inputs.size(),
+                        "[onnx] the model takes {} inputs ({}): got {} positional arguments",
+                        inputs.size(), fmt::join(names_of(inputs), ", "), args.size());
+            std::map<std::string, Tensor> feeds;
+            for (size_t i = 0; i < args.size(); ++i) feeds[inputs[i].name] = feed_tensor(args[i]);
+            for (auto [k, v] : kwargs) {
+              const auto name = nb::cast<std::string>(k);
+              EMBER_CHECK(!feeds.count(name), "[onnx] input '{}' is given twice", name);
+              feeds[name] = feed_tensor(v);
+            }
+            std::vector<Tensor> out = run_session(s, std::move(feeds), std::nullopt);
+            if (out.size() == 1) return wrap_tensor(out[0]);
+            nb::list items;
+            for (const Tensor& t : out) items.append(wrap_tensor(t));
+            return nb::tuple(items);
+          },
+          "The outputs (one tensor, or a tuple of them) for the inputs in order or by name.");
+  m.def(
+      "load",
+      [](const std::filesystem::path& path, nb::handle device) {
+        OnnxSession s;
+        s.device = device.is_none() ? Device::cpu() : device_from(device);
+        GilRelease release;
+        s.graph = graph::load_onnx(path);
+        return s;
+      },
+      "path"_a, "device"_a = nb::none(),
+      nb::sig("def load(path: str | os.PathLike[str], device: ember._C.device | str | int | None "
+              "= None) -> InferenceSession"),
+      "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
+      "default).");
+}
+
+}  // namespace ember::python

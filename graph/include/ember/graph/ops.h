@@ -1,0 +1,54 @@
+// The graph ops: the vocabulary of a Graph's nodes, each one defined on the core's public ops.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <ember/graph/graph.h>
+
+namespace ember::graph {
+
+/** The kind an attribute's value must have (the alternative of Attribute it holds). */
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+
+/** One attribute an op takes. */
+struct AttrSpec {
+  /** Its name. */
+  std::string_view name;
+  /** The kind its value must have. */
+  AttrKind kind;
+  /** For a string attribute, the values the op implements (empty: any). */
+  std::vector<std::string_view> values = {};
+};
+
+/** Computes a node's outputs from its inputs (undefined tensors for omitted optional inputs),
+ *  on `device`, where new tensors are made. */
+using OpFn = std::vector<Tensor> (*)(const Node& node, const std::vector<Tensor>& inputs,
+                                     Device device);
+
+/** A graph op: its name, how many inputs and outputs it takes, its attributes, its function. */
+struct OpSchema {
+  /** The op's name, as nodes spell it ("conv"). */
+  std::string_view name;
+  /** Fewest inputs. */
+  int min_inputs;
+  /** Most inputs; -1 for any number. */
+  int max_inputs;
+  /** Most outputs. */
+  int max_outputs;
+  /** The attributes the op takes; a node naming any other is refused. */
+  std::vector<AttrSpec> attrs;
+  /** What it computes. */
+  OpFn run;
+};
+
+/** The schema of the op named `name`, or nullptr. */
+const OpSchema* find_op(std::string_view name);
+
+/** Every op's name, sorted. */
+std::vector<std::string_view> op_names();
+
+/** The name of an attribute kind ("int", "ints", "tensor", ...), for errors. */
+std::string_view attr_kind_name(AttrKind kind);
+
+}  // namespace ember::graph

@@ -1,0 +1,1641 @@
+// The graph ops, each written once on the core's public ops (so every backend runs them). Their
+// semantics are ONNX's from opset 13 to 28 (graph/onnx/import.cpp maps ONNX's ops onto them), in
+// Ember's names; the list at the end is the whole vocabulary.
+#include "ember/graph/ops.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+namespace ember::graph {
+
+namespace {
+
+using Tensors = std::vector<Tensor>;
+
+std::string label(const Node& n) {
+  return n.name.empty() ? fmt::format("[{}]", n.op) : fmt::format("[{}] node '{}':", n.op, n.name);
+}
+
+const Attribute* find_attr(const Node& n, std::string_view name) {
+  auto it = n.attrs.find(std::string(name));
+  return it == n.attrs.end() ? nullptr : &it->second;
+}
+
+int64_t attr_int(const Node& n, std::string_view name, int64_t def) {
+  const Attribute* a = find_attr(n, name);
+  return a ? std::get<int64_t>(*a) : def;
+}
+
+double attr_float(const Node& n, std::string_view name, double def) {
+  const Attribute* a = find_attr(n, name);
+  return a ? std::get<double>(*a) : def;
+}
+
+std::string attr_string(const Node& n, std::string_view name, std::string def) {
+  const Attribute* a = find_attr(n, name);
+  return a ? std::get<std::string>(*a) : def;
+}
+
+std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name) {
+  const Attribute* a = find_attr(n, name);
+  if (!a) return std::nullopt;
+  return std::get<std::vector<int64_t>>(*a);
+}
+
+/** The values of a small integer tensor (a shape, axes, pads), on the host. */
+std::vector<int64_t> host_ints(const Tensor& t) {
+  Tensor h = t.to(Device::cpu()).to(DType::Int64).contiguous();
+  const int64_t* p = h.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + h.numel());
+}
+
+/** The one value of a one-element tensor, as the op's scalar. */
+Scalar host_scalar(const Node& n, const Tensor& t, std::string_view what) {
+  EMBER_CHECK(t.numel() == 1, "{} {} must hold one value: got shape {}", label(n), what, t.sizes());
+  return t.to(Device::cpu()).reshape({}).item_scalar();
+}
+
+int64_t wrap_axis(const Node& n, int64_t axis, int64_t rank) {
+  EMBER_CHECK_INDEX(axis >= -rank && axis < std::max<int64_t>(rank, 1),
+                    "{} axis {} is out of range for rank {} (expected -{} to {})", label(n), axis,
+                    rank, rank, std::max<int64_t>(rank, 1) - 1);
+  return axis < 0 ? axis + rank : axis;
+}
+
+Tensor reversed(const Tensor& x, int64_t dim) {
+  const int64_t n = x.size(dim);
+  Tensor idx = arange(n - 1, -1, -1, TensorOptions(DType::Int64, x.device()));
+  return index_select(x, dim, idx);
+}
+
+/** Indices that may be negative (count from the end), made non-negative. */
+Tensor wrap_indices(const Tensor& idx, int64_t n) {
+  Tensor i = idx.to(DType::Int64);
+  return where(lt(i, Scalar(0)), add(i, Scalar(n)), i);
+}
+
+// Elementwise -----------------------------------------------------------------------------------
+
+template <Tensor (*F)(const Tensor&)>
+Tensors unary(const Node&, const Tensors& in, Device) {
+  return {F(in[0])};
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+Tensors binary(const Node&, const Tensors& in, Device) {
+  return {F(in[0], in[1])};
+}
+
+Tensor add2(const Tensor& a, const Tensor& b) {
+  return add(a, b);
+}
+Tensor sub2(const Tensor& a, const Tensor& b) {
+  return sub(a, b);
+}
+Tensor mul2(const Tensor& a, const Tensor& b) {
+  return mul(a, b);
+}
+Tensor eq2(const Tensor& a, const Tensor& b) {
+  return eq(a, b);
+}
+Tensor lt2(const Tensor& a, const Tensor& b) {
+  return lt(a, b);
+}
+Tensor le2(const Tensor& a, const Tensor& b) {
+  return le(a, b);
+}
+Tensor gt2(const Tensor& a, const Tensor& b) {
+  return gt(a, b);
+}
+Tensor ge2(const Tensor& a, const Tensor& b) {
+  return ge(a, b);
+}
+Tensor xor2(const Tensor& a, const Tensor& b) {
+  return ne(a, b);
+}
+
+Tensors op_div(const Node&, const Tensors& in, Device) {
+  // Integer division truncates (C's rule, ONNX's).
+  if (is_integral(in[0].dtype())) return {div(in[0], in[1], std::string_view("trunc"))};
+  return {div(in[0], in[1])};
+}
+
+Tensors op_pow(const Node&, const Tensors& in, Device) {
+  Tensor y = pow(in[0], in[1]);
+  return {y.dtype() == in[0].dtype() ? y : y.to(in[0].dtype())};
+}
+
+Tensors op_mod(const Node& n, const Tensors& in, Device) {
+  if (attr_int(n, "fmod", 0) != 0) return {fmod(in[0], in[1])};
+  return {remainder(in[0], in[1])};
+}
+
+Tensors op_reciprocal(const Node&, const Tensors& in, Device) {
+  return {div(ones_like(in[0]), in[0])};
+}
+
+Tensors op_softsign(const Node&, const Tensors& in, Device) {
+  return {div(in[0], add(abs(in[0]), Scalar(1)))};
+}
+
+Tensors op_leaky_relu(const Node& n, const Tensors& in, Device) {
+  return {leaky_relu(in[0], attr_float(n, "alpha", 0.01))};
+}
+
+Tensors op_elu(const Node& n, const Tensors& in, Device) {
+  return {elu(in[0], attr_float(n, "alpha", 1.0))};
+}
+
+Tensors op_celu(const Node& n, const Tensors& in, Device) {
+  return {celu(in[0], attr_float(n, "alpha", 1.0))};
+}
+
+Tensors op_selu(const Node& n, const Tensors& in, Device) {
+  const double alpha = attr_float(n, "alpha", 1.67326319217681884765625);
+  const double gamma = attr_float(n, "gamma", 1.05070102214813232421875);
+  const Tensor& x = in[0];
+  Tensor neg = mul(sub(exp(x), Scalar(1)), Scalar(alpha));
+  return {mul(where(gt(x, Scalar(0)), x, neg), Scalar(gamma))};
+}
+
+Tensors op_thresholded_relu(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {where(gt(x, Scalar(attr_float(n, "alpha", 1.0))), x, zeros_like(x))};
+}
+
+Tensors op_hard_sigmoid(const Node& n, const Tensors& in, Device) {
+  const double alpha = attr_float(n, "alpha", 0.2), beta = attr_float(n, "beta", 0.5);
+  return {clamp(add(mul(in[0], Scalar(alpha)), Scalar(beta)), Scalar(0), Scalar(1))};
+}
+
+Tensors op_hard_swish(const Node&, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {mul(x, clamp(add(mul(x, Scalar(1.0 / 6)), Scalar(0.5)), Scalar(0), Scalar(1)))};
+}
+
+Tensors op_gelu(const Node& n, const Tensors& in, Device) {
+  const std::string approximate = attr_string(n, "approximate", "none");
+  EMBER_CHECK(approximate == "none" || approximate == "tanh",
+              "{} unknown approximate '{}' (expected 'none' or 'tanh')", label(n), approximate);
+  return {gelu(in[0], approximate)};
+}
+
+Tensors op_prelu(const Node&, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {where(lt(x, Scalar(0)), mul(x, in[1]), x)};
+}
+
+Tensors op_softplus(const Node&, const Tensors& in, Device) {
+  // log(1 + exp(x)), stable for large x: max(x, 0) + log1p(exp(-|x|)).
+  const Tensor& x = in[0];
+  return {add(clamp(x, Scalar(0), std::nullopt), log1p(exp(neg(abs(x)))))};
+}
+
+Tensors op_clip(const Node& n, const Tensors& in, Device) {
+  std::optional<Scalar> lo, hi;
+  if (in.size() > 1 && in[1].defined()) lo = host_scalar(n, in[1], "min");
+  if (in.size() > 2 && in[2].defined()) hi = host_scalar(n, in[2], "max");
+  if (!lo && !hi) return {in[0]};
+  return {clamp(in[0], lo, hi)};
+}
+
+Tensors op_where(const Node&, const Tensors& in, Device) {
+  return {where(in[0].to(DType::Bool), in[1], in[2])};
+}
+
+Tensors op_not(const Node&, const Tensors& in, Device) {
+  return {logical_not(in[0])};
+}
+Tensors op_and(const Node&, const Tensors& in, Device) {
+  return {logical_and(in[0], in[1])};
+}
+Tensors op_or(const Node&, const Tensors& in, Device) {
+  return {logical_or(in[0], in[1])};
+}
+
+template <Tensor (*F)(const Tensor&, const Tensor&)>
+Tensors variadic(const Node&, const Tensors& in, Device) {
+  Tensor acc = in[0];
+  for (size_t i = 1; i < in.size(); ++i) acc = F(acc, in[i]);
+  return {acc};
+}
+
+Tensor max2(const Tensor& a, const Tensor& b) {
+  return maximum(a, b);
+}
+Tensor min2(const Tensor& a, const Tensor& b) {
+  return minimum(a, b);
+}
+
+Tensors op_mean(const Node& n, const Tensors& in, Device d) {
+  Tensor s = variadic<add2>(n, in, d)[0];
+  return {div(s, Scalar(static_cast<double>(in.size())))};
+}
+
+Tensors op_is_nan(const Node&, const Tensors& in, Device) {
+  return {ne(in[0], in[0])};
+}
+
+Tensors op_is_inf(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor pos = eq(x, Scalar(inf)), negi = eq(x, Scalar(-inf));
+  const bool p = attr_int(n, "detect_positive", 1) != 0, m = attr_int(n, "detect_negative", 1) != 0;
+  if (p && m) return {logical_or(pos, negi)};
+  if (p) return {pos};
+  if (m) return {negi};
+  return {zeros_like(x).to(DType::Bool)};
+}
+
+// Linear algebra and normalization ----------------------------------------------------------------
+
+Tensors op_gemm(const Node& n, const Tensors& in, Device) {
+  Tensor a = attr_int(n, "transA", 0) ? in[0].t() : in[0];
+  Tensor b = attr_int(n, "transB", 0) ? in[1].t() : in[1];
+  const double alpha = attr_float(n, "alpha", 1.0), beta = attr_float(n, "beta", 1.0);
+  Tensor y = matmul(a, b);
+  if (alpha != 1.0) y = mul(y, Scalar(alpha));
+  if (in.size() > 2 && in[2].defined()) {
+    y = add(y, beta == 1.0 ? in[2] : mul(in[2], Scalar(beta)));
+  }
+  return {y};
+}
+
+Tensors op_matmul(const Node&, const Tensors& in, Device) {
+  return {matmul(in[0], in[1])};
+}
+
+Tensors op_einsum(const Node& n, const Tensors& in, Device) {
+  return {einsum(attr_string(n, "equation", ""), in)};
+}
+
+/** A per-channel vector [C] shaped to broadcast against x [N, C, ...]. */
+Tensor per_channel(const Tensor& v, int64_t rank) {
+  Shape s(static_cast<size_t>(std::max<int64_t>(rank - 1, 1)), 1);
+  s[0] = -1;
+  return v.reshape(s);
+}
+
+Tensors op_batch_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const double eps = attr_float(n, "epsilon", 1e-5), momentum = attr_float(n, "momentum", 0.9);
+  const int64_t r = x.dim();
+  EMBER_CHECK(r >= 2, "{} input must be [N, C, ...]: got shape {}", label(n), x.sizes());
+  Tensor mean = in[3], var = in[4];
+  Tensors extra;
+  if (attr_int(n, "training_mode", 0) != 0) {
+    Shape dims;
+    for (int64_t d = 0; d < r; ++d) {
+      if (d != 1) dims.push_back(d);
+    }
+    Tensor batch_mean = ember::mean(x, dims);
+    Tensor batch_var = ember::var(x, dims, /*correction=*/0);
+    extra = {add(mul(mean, Scalar(momentum)), mul(batch_mean, Scalar(1 - momentum))),
+             add(mul(var, Scalar(momentum)), mul(batch_var, Scalar(1 - momentum)))};
+    mean = batch_mean;
+    var = batch_var;
+  }
+  Tensor y = div(sub(x, per_channel(mean, r)), sqrt(add(per_channel(var, r), Scalar(eps))));
+  y = add(mul(y, per_channel(in[1], r)), per_channel(in[2], r));
+  Tensors out{y.to(x.dtype())};
+  for (Tensor& e : extra) out.push_back(e.to(x.dtype()));
+  return out;
+}
+
+Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t r = x.dim();
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
+  const double eps = attr_float(n, "epsilon", 1e-5);
+  // stash_type 1: statistics in float32 (float64 inputs keep float64).
+  const DType stash = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
+  Tensor xs = x.to(stash);
+  Shape dims;
+  for (int64_t d = axis; d < r; ++d) dims.push_back(d);
+  Tensor mean = ember::mean(xs, dims, /*keepdim=*/true);
+  Tensor centered = sub(xs, mean);
+  Tensor var = ember::mean(mul(centered, centered), dims, /*keepdim=*/true);
+  Tensor inv_std = div(ones_like(var), sqrt(add(var, Scalar(eps))));
+  Tensor y = mul(centered, inv_std);
+  y = mul(y, in[1].to(stash));
+  if (in.size() > 2 && in[2].defined()) y = add(y, in[2].to(stash));
+  return {y.to(x.dtype()), mean, inv_std};
+}
+
+Tensors op_softmax(const Node& n, const Tensors& in, Device) {
+  return {softmax(in[0], wrap_axis(n, attr_int(n, "axis", -1), in[0].dim()))};
+}
+
+Tensors op_log_softmax(const Node& n, const Tensors& in, Device) {
+  return {log_softmax(in[0], wrap_axis(n, attr_int(n, "axis", -1), in[0].dim()))};
+}
+
+// Convolution and pooling ------------------------------------------------------------------------
+
+/** Where a sliding window (conv or pool) goes over the spatial dims: per dim the kernel, stride,
+ *  dilation, padding at each end and the output size. */
+struct Windows {
+  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end, out, ceil_extra;
+};
+
+Windows window_geometry(const Node& n, const Tensor& x, std::vector<int64_t> kernel,
+                        bool ceil_mode) {
+  const auto d = static_cast<int64_t>(kernel.size());
+  EMBER_CHECK(x.dim() == d + 2, "{} input must be [N, C] and {} spatial dims: got shape {}",
+              label(n), d, x.sizes());
+  Windows w;
+  w.kernel = std::move(kernel);
+  w.stride = attr_ints(n, "strides").value_or(std::vector<int64_t>(d, 1));
+  w.dilation = attr_ints(n, "dilations").value_or(std::vector<int64_t>(d, 1));
+  std::vector<int64_t> pads = attr_ints(n, "pads").value_or(std::vector<int64_t>(2 * d, 0));
+  EMBER_CHECK(static_cast<int64_t>(w.stride.size()) == d &&
+                  static_cast<int64_t>(w.dilation.size()) == d &&
+                  static_cast<int64_t>(pads.size()) == 2 * d,
+              "{} strides, dilations and pads must have {}, {} and {} values: got {}, {} and {}",
+              label(n), d, d, 2 * d, w.stride.size(), w.dilation.size(), pads.size());
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  EMBER_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
+                  auto_pad == "SAME_LOWER",
+              "{} unknown auto_pad '{}' (expected NOTSET, VALID, SAME_UPPER or SAME_LOWER)",
+              label(n), auto_pad);
+  for (int64_t i = 0; i < d; ++i) {
+    const int64_t in = x.size(i + 2), k = w.kernel[i], s = w.stride[i], dl = w.dilation[i];
+    EMBER_CHECK(k > 0 && s > 0 && dl > 0,
+                "{} kernel, stride and dilation must be positive: got {}, {} and {} in dim {}",
+                label(n), k, s, dl, i);
+    const int64_t span = (k - 1) * dl + 1;
+    int64_t pb = pads[i], pe = pads[i + d], out = 0;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out = (in + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + span - in);
+      pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pe = total - pb;
+    } else {
+      if (auto_pad == "VALID") pb = pe = 0;
+      const int64_t room = in + pb + pe - span;
+      EMBER_CHECK(room >= 0,
+                  "{} the window ({} wide with dilation) is larger than the padded "
+                  "input ({}) in dim {}",
+                  label(n), span, in + pb + pe, i);
+      out = (ceil_mode ? (room + s - 1) / s : room / s) + 1;
+      // A window must start inside the input or its begin padding.
+      if (ceil_mode && (out - 1) * s >= in + pb) --out;
+    }
+    w.pad_begin.push_back(pb);
+    w.pad_end.push_back(pe);
+    w.out.push_back(out);
+    w.ceil_extra.push_back(std::max<int64_t>(0, (out - 1) * s + span - (in + pb + pe)));
+  }
+  return w;
+}
+
+/** x padded by the windows' padding with `value`, then by their ceil-mode overhang with
+ *  `extra_value`. */
+Tensor pad_windows(const Tensor& x, const Windows& w, double value, double extra_value) {
+  const auto d = w.kernel.size();
+  Shape p, extra;
+  bool any = false, any_extra = false;
+  for (size_t i = d; i-- > 0;) {
+    p.push_back(w.pad_begin[i]);
+    p.push_back(w.pad_end[i]);
+    extra.push_back(0);
+    extra.push_back(w.ceil_extra[i]);
+    any = any || w.pad_begin[i] != 0 || w.pad_end[i] != 0;
+    any_extra = any_extra || w.ceil_extra[i] != 0;
+  }
+  Tensor y = any ? pad(x, p, "constant", value) : x;
+  return any_extra ? pad(y, extra, "constant", extra_value) : y;
+}
+
+/** The windows of a padded [N, C, ...] tensor as a view [N, C, out..., kernel...]. */
+Tensor window_view(const Tensor& padded, const Windows& w) {
+  Tensor p = padded.contiguous();
+  const auto d = static_cast<int64_t>(w.kernel.size());
+  Shape sizes{p.size(0), p.size(1)}, strides{p.stride(0), p.stride(1)};
+  for (int64_t i = 0; i < d; ++i) {
+    sizes.push_back(w.out[i]);
+    strides.push_back(p.stride(i + 2) * w.stride[i]);
+  }
+  for (int64_t i = 0; i < d; ++i) {
+    sizes.push_back(w.kernel[i]);
+    strides.push_back(p.stride(i + 2) * w.dilation[i]);
+  }
+  return p.as_strided(sizes, strides);
+}
+
+std::vector<int64_t> kernel_shape(const Node& n, const Tensor& x) {
+  auto k = attr_ints(n, "kernel_shape");
+  EMBER_CHECK(k.has_value(), "{} attribute kernel_shape is required", label(n));
+  EMBER_CHECK(static_cast<int64_t>(k->size()) + 2 == x.dim(),
+              "{} kernel_shape {} does not fit an input of shape {}", label(n), *k, x.sizes());
+  return *k;
+}
+
+Shape trailing_dims(int64_t from, int64_t count) {
+  Shape s;
+  for (int64_t i = 0; i < count; ++i) s.push_back(from + i);
+  return s;
+}
+
+double lowest_of(DType d) {
+  switch (d) {
+    case DType::UInt8:
+    case DType::Bool:
+      return 0;
+    case DType::Int8:
+      return -128;
+    case DType::Int32:
+      return static_cast<double>(std::numeric_limits<int32_t>::min());
+    case DType::Int64:
+      return static_cast<double>(std::numeric_limits<int64_t>::min());
+    default:
+      return -std::numeric_limits<double>::infinity();
+  }
+}
+
+Tensors op_max_pool(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  Windows w = window_geometry(n, x, kernel_shape(n, x), attr_int(n, "ceil_mode", 0) != 0);
+  const auto d = static_cast<int64_t>(w.kernel.size());
+  const double low = lowest_of(x.dtype());
+  Tensor windows = window_view(pad_windows(x, w, low, low), w);
+  Tensor y = amax(windows, trailing_dims(d + 2, d));
+  // Indices: the flat index in x (row-major over N, C and the spatial dims) of each maximum.
+  Shape flat_sizes;
+  for (int64_t i = 0; i < d + 2; ++i) flat_sizes.push_back(windows.size(i));
+  flat_sizes.push_back(-1);
+  Tensor k = argmax(windows.reshape(flat_sizes), -1);  // index inside the window, row-major
+  Tensor index = zeros_like(k);
+  // storage_order 1 numbers the spatial dims column-major (the first varies fastest).
+  const bool column_major = attr_int(n, "storage_order", 0) != 0;
+  int64_t inner = 1;
+  for (int64_t j = d - 1; j >= 0; --j) {
+    const int64_t i = column_major ? d - 1 - j : j;
+    // Coordinate i of the maximum: out_i * stride - pad_begin + (k / kinner % kernel) * dilation.
+    Shape shape(static_cast<size_t>(d + 2), 1);
+    shape[static_cast<size_t>(i + 2)] = w.out[i];
+    Tensor o = arange(w.out[i], TensorOptions(DType::Int64, x.device())).reshape(shape);
+    int64_t kinner = 1;
+    for (int64_t m = i + 1; m < d; ++m) kinner *= w.kernel[m];
+    Tensor kk = remainder(div(k, Scalar(kinner), std::string_view("floor")), Scalar(w.kernel[i]));
+    Tensor coord = add(sub(mul(o, Scalar(w.stride[i])), Scalar(w.pad_begin[i])),
+                       mul(kk, Scalar(w.dilation[i])));
+    index = add(index, mul(coord, Scalar(inner)));
+    inner *= x.size(i + 2);
+  }
+  Shape nc(static_cast<size_t>(d + 2), 1);
+  nc[1] = x.size(1);
+  Tensor c = arange(x.size(1), TensorOptions(DType::Int64, x.device())).reshape(nc);
+  nc[1] = 1;
+  nc[0] = x.size(0);
+  Tensor b = arange(x.size(0), TensorOptions(DType::Int64, x.device())).reshape(nc);
+  index = add(index, mul(add(mul(b, Scalar(x.size(1))), c), Scalar(inner)));
+  return {y, index};
+}
+
+Tensors op_average_pool(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  Windows w = window_geometry(n, x, kernel_shape(n, x), attr_int(n, "ceil_mode", 0) != 0);
+  const auto d = static_cast<int64_t>(w.kernel.size());
+  const Shape dims = trailing_dims(d + 2, d);
+  Tensor sum = ember::sum(window_view(pad_windows(x, w, 0, 0), w), dims);
+  // How many elements each window averages: the input, and the explicit padding when
+  // count_include_pad is set (never the ceil-mode overhang).
+  const double pad_counts = attr_int(n, "count_include_pad", 0) != 0 ? 1.0 : 0.0;
+  Shape one{1, 1};
+  for (int64_t i = 0; i < d; ++i) one.push_back(x.size(i + 2));
+  Tensor mask = ones(one, TensorOptions(x.dtype(), x.device()));
+  Tensor count = ember::sum(window_view(pad_windows(mask, w, pad_counts, 0), w), dims);
+  return {div(sum, count)};
+}
+
+Tensors op_global_average_pool(const Node&, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {ember::mean(x, trailing_dims(2, x.dim() - 2), /*keepdim=*/true)};
+}
+
+Tensors op_global_max_pool(const Node&, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {amax(x, trailing_dims(2, x.dim() - 2), /*keepdim=*/true)};
+}
+
+Tensors op_conv(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const Tensor& weight = in[1];
+  Tensor bias = in.size() > 2 ? in[2] : Tensor();
+  EMBER_CHECK(weight.dim() == x.dim() && x.dim() >= 3,
+              "{} input [N, C, ...] and weight [M, C/group, ...] must have the same rank (3 or "
+              "more): got shapes {} and {}",
+              label(n), x.sizes(), weight.sizes());
+  std::vector<int64_t> k(weight.sizes().begin() + 2, weight.sizes().end());
+  if (auto ks = attr_ints(n, "kernel_shape")) {
+    EMBER_CHECK(*ks == k, "{} kernel_shape {} does not match the weight's shape {}", label(n), *ks,
+                weight.sizes());
+  }
+  const int64_t d = x.dim() - 2;
+  EMBER_CHECK_NOT_IMPLEMENTED(d <= 2, "{} {}-d convolution is not supported (1-d and 2-d are)",
+                              label(n), d);
+  Windows w = window_geometry(n, x, k, /*ceil_mode=*/false);
+  Shape padding;
+  bool symmetric = true;
+  for (int64_t i = 0; i < d; ++i) {
+    symmetric = symmetric && w.pad_begin[i] == w.pad_end[i];
+    padding.push_back(w.pad_begin[i]);
+  }
+  Tensor xp = x;
+  if (!symmetric) {
+    xp = pad_windows(x, w, 0, 0);
+    padding = Shape(static_cast<size_t>(d), 0);
+  }
+  const int64_t groups = attr_int(n, "group", 1);
+  if (d == 1) {
+    Tensor y = conv2d(xp.unsqueeze(2), weight.unsqueeze(2), bias, {1, w.stride[0]}, {0, padding[0]},
+                      {1, w.dilation[0]}, groups);
+    return {y.squeeze(2)};
+  }
+  return {conv2d(xp, weight, bias, w.stride, padding, w.dilation, groups)};
+}
+
+Tensors op_conv_transpose(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const Tensor& weight = in[1];
+  EMBER_CHECK(weight.dim() == x.dim() && x.dim() >= 3,
+              "{} input [N, C, ...] and weight [C, M/group, ...] must have the same rank (3 or "
+              "more): got shapes {} and {}",
+              label(n), x.sizes(), weight.sizes());
+  const int64_t d = x.dim() - 2;
+  EMBER_CHECK_NOT_IMPLEMENTED(d <= 2,
+                              "{} {}-d transposed convolution is not supported (1-d and "
+                              "2-d are)",
+                              label(n), d);
+  auto ints = [&](std::string_view name, int64_t count, int64_t fill) {
+    std::vector<int64_t> v = attr_ints(n, name).value_or(std::vector<int64_t>(count, fill));
+    EMBER_CHECK(static_cast<int64_t>(v.size()) == count, "{} {} must have {} values: got {}",
+                label(n), name, count, v);
+    return v;
+  };
+  const std::vector<int64_t> stride = ints("strides", d, 1), dilation = ints("dilations", d, 1);
+  std::vector<int64_t> pads = ints("pads", 2 * d, 0), out_pad = ints("output_padding", d, 0);
+  const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
+  const auto output_shape = attr_ints(n, "output_shape");
+  // The full result (every input pixel's contribution, no padding) is cropped or extended to
+  // ONNX's output: out[i] = full index i + pad_begin.
+  std::vector<int64_t> full(static_cast<size_t>(d));
+  for (int64_t i = 0; i < d; ++i) {
+    full[i] = stride[i] * (x.size(i + 2) - 1) + (weight.size(i + 2) - 1) * dilation[i] + 1;
+    int64_t want = -1;
+    if (output_shape) {
+      EMBER_CHECK(static_cast<int64_t>(output_shape->size()) >= d,
+                  "{} output_shape {} must give the {} spatial dims", label(n), *output_shape, d);
+      want = (*output_shape)[output_shape->size() - static_cast<size_t>(d) + i];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      want = x.size(i + 2) * stride[i];
+    }
+    if (want >= 0) {
+      // Negative when the output is larger than the full result; halves round down (ONNX's).
+      const int64_t total = full[i] + out_pad[i] - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[i + d] = total - pads[i];
+    } else if (auto_pad == "VALID") {
+      pads[i] = pads[i + d] = 0;
+    }
+  }
+  Tensor xs = x, ws = weight;
+  Shape st(stride), dl(dilation);
+  if (d == 1) {
+    xs = x.unsqueeze(2);
+    ws = weight.unsqueeze(2);
+    st = Shape{1, stride[0]};
+    dl = Shape{1, dilation[0]};
+  }
+  Tensor y = conv_transpose2d(xs, ws, {}, st, {0, 0}, {0, 0}, attr_int(n, "group", 1), dl);
+  if (d == 1) y = y.squeeze(2);
+  Shape crop;
+  for (int64_t i = d - 1; i >= 0; --i) {
+    crop.push_back(-pads[i]);
+    crop.push_back(out_pad[i] - pads[i + d]);
+  }
+  y = pad(y, crop, "constant", 0.0);
+  if (in.size() > 2 && in[2].defined()) y = add(y, per_channel(in[2], y.dim()));
+  return {y};
+}
+
+/** Mean and variance over `dims` (biased), kept. */
+std::pair<Tensor, Tensor> moments(const Tensor& x, IntList dims) {
+  Tensor mean = ember::mean(x, dims, /*keepdim=*/true);
+  Tensor centered = sub(x, mean);
+  return {mean, ember::mean(mul(centered, centered), dims, /*keepdim=*/true)};
+}
+
+DType stash_dtype(DType d) {
+  return d == DType::Float64 ? DType::Float64 : DType::Float32;
+}
+
+Tensors op_instance_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  auto [mean, var] = moments(xs, trailing_dims(2, x.dim() - 2));
+  Tensor y = div(sub(xs, mean), sqrt(add(var, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  y = add(mul(y, per_channel(in[1].to(xs.dtype()), x.dim())),
+          per_channel(in[2].to(xs.dtype()), x.dim()));
+  return {y.to(x.dtype())};
+}
+
+Tensors op_group_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t groups = attr_int(n, "num_groups", 0), c = x.size(1);
+  EMBER_CHECK(groups > 0 && c % groups == 0,
+              "{} num_groups {} must be positive and divide the {} channels", label(n), groups, c);
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor grouped = xs.reshape({x.size(0), groups, -1});
+  auto [mean, var] = moments(grouped, {2});
+  Tensor y = div(sub(grouped, mean), sqrt(add(var, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  y = y.reshape(x.sizes());
+  // Version 21 scales each channel; version 18 each group (a scale of num_groups values).
+  auto per_c = [&](const Tensor& v) {
+    Tensor t = v.to(xs.dtype());
+    if (t.numel() == groups && groups != c)
+      t = t.reshape({groups, 1}).expand({groups, c / groups}).reshape({c});
+    return per_channel(t, x.dim());
+  };
+  return {add(mul(y, per_c(in[1])), per_c(in[2])).to(x.dtype())};
+}
+
+Tensors op_rms_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
+  Tensor y = div(xs, sqrt(add(ms, Scalar(attr_float(n, "epsilon", 1e-5)))));
+  return {mul(y, in[1].to(xs.dtype())).to(x.dtype())};
+}
+
+Tensors op_mean_variance_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> axes = attr_ints(n, "axes").value_or(std::vector<int64_t>{0, 2, 3});
+  Shape dims;
+  for (int64_t a : axes) dims.push_back(wrap_axis(n, a, x.dim()));
+  // As ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9).
+  Tensor mean = ember::mean(x, dims, /*keepdim=*/true);
+  Tensor var = sub(ember::mean(mul(x, x), dims, /*keepdim=*/true), mul(mean, mean));
+  return {div(sub(x, mean), add(sqrt(var), Scalar(1e-9)))};
+}
+
+Tensors op_lp_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t p = attr_int(n, "p", 2);
+  EMBER_CHECK(p == 1 || p == 2, "{} p must be 1 or 2: got {}", label(n), p);
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  // A zero vector stays zero (ONNX's reference), not 0 / 0.
+  Tensor nrm = norm(x, static_cast<double>(p), {axis}, /*keepdim=*/true);
+  return {div(x, where(eq(nrm, Scalar(0)), ones_like(nrm), nrm))};
+}
+
+Tensors op_lrn(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t size = attr_int(n, "size", 0);
+  EMBER_CHECK(size > 0, "{} size must be positive: got {}", label(n), size);
+  EMBER_CHECK(x.dim() >= 3, "{} input must be [N, C, ...]: got shape {}", label(n), x.sizes());
+  const double alpha = attr_float(n, "alpha", 1e-4), beta = attr_float(n, "beta", 0.75),
+               bias = attr_float(n, "bias", 1.0);
+  // The sum of squares over channels [c - floor((size-1)/2), c + ceil((size-1)/2)].
+  Tensor sq = mul(x, x).reshape({x.size(0), x.size(1), -1});
+  Tensor padded = pad(sq.transpose(1, 2), {(size - 1) / 2, size / 2}, "constant", 0.0).contiguous();
+  Tensor windows = padded.as_strided({padded.size(0), padded.size(1), x.size(1), size},
+                                     {padded.stride(0), padded.stride(1), 1, 1});
+  Tensor sums = ember::sum(windows, {3}).transpose(1, 2).reshape(x.sizes());
+  return {div(x, pow(add(mul(sums, Scalar(alpha / static_cast<double>(size))), Scalar(bias)),
+                     Scalar(beta)))};
+}
+
+Tensors op_mish(const Node&, const Tensors& in, Device) {
+  return {mish(in[0])};
+}
+
+Tensors op_swish(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {mul(x, sigmoid(mul(x, Scalar(attr_float(n, "alpha", 1.0)))))};
+}
+
+Tensors op_shrink(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const double bias = attr_float(n, "bias", 0.0), lambd = attr_float(n, "lambd", 0.5);
+  Tensor y = where(lt(x, Scalar(-lambd)), add(x, Scalar(bias)),
+                   where(gt(x, Scalar(lambd)), sub(x, Scalar(bias)), zeros_like(x)));
+  return {y.dtype() == x.dtype() ? y : y.to(x.dtype())};
+}
+
+/** A [n] int64 range shaped to lie along `axis` of a rank-`rank` tensor. */
+Tensor range_along(int64_t count, int64_t axis, int64_t rank, Device device) {
+  Shape shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(axis)] = count;
+  return arange(count, TensorOptions(DType::Int64, device)).reshape(shape);
+}
+
+Tensors op_hardmax(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  Tensor idx = argmax(x, axis, /*keepdim=*/true);
+  return {eq(range_along(x.size(axis), axis, x.dim(), device), idx).to(x.dtype())};
+}
+
+Tensors op_one_hot(const Node& n, const Tensors& in, Device device) {
+  const Tensor& indices = in[0];
+  const int64_t depth = static_cast<int64_t>(host_scalar(n, in[1], "depth").to_double());
+  EMBER_CHECK(depth > 0, "{} depth must be positive: got {}", label(n), depth);
+  EMBER_CHECK(in[2].numel() == 2, "{} values must be [off, on]: got shape {}", label(n),
+              in[2].sizes());
+  const int64_t r = indices.dim() + 1;
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
+  Tensor idx = wrap_indices(indices.to(DType::Int64), depth).unsqueeze(axis);
+  Tensor mask = eq(range_along(depth, axis, r, device), idx);
+  Tensor values = in[2].reshape({2});
+  return {where(mask, values.select(0, 1), values.select(0, 0))};
+}
+
+Tensors op_non_zero(const Node&, const Tensors& in, Device) {
+  return {nonzero(in[0].dim() == 0 ? in[0].reshape({1}) : in[0]).t().contiguous()};
+}
+
+Tensors op_eye_like(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  EMBER_CHECK(x.dim() == 2, "{} input must be 2-d: got shape {}", label(n), x.sizes());
+  const DType dtype = find_attr(n, "dtype") ? parse_dtype(attr_string(n, "dtype", "")) : x.dtype();
+  Tensor rows = arange(x.size(0), TensorOptions(DType::Int64, device)).unsqueeze(1);
+  Tensor cols = arange(x.size(1), TensorOptions(DType::Int64, device)).unsqueeze(0);
+  return {eq(sub(cols, rows), Scalar(attr_int(n, "k", 0))).to(dtype)};
+}
+
+Tensors op_depth_to_space(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t b = attr_int(n, "blocksize", 0);
+  EMBER_CHECK(x.dim() == 4 && b > 0 && x.size(1) % (b * b) == 0,
+              "{} input [N, C, H, W] with C divisible by blocksize^2: got shape {} and blocksize "
+              "{}",
+              label(n), x.sizes(), b);
+  const int64_t N = x.size(0), C = x.size(1) / (b * b), H = x.size(2), W = x.size(3);
+  const std::string mode = attr_string(n, "mode", "DCR");
+  EMBER_CHECK(mode == "DCR" || mode == "CRD", "{} unknown mode '{}' (expected DCR or CRD)",
+              label(n), mode);
+  Tensor y = mode == "DCR" ? x.reshape({N, b, b, C, H, W}).permute({0, 3, 4, 1, 5, 2})
+                           : x.reshape({N, C, b, b, H, W}).permute({0, 1, 4, 2, 5, 3});
+  return {y.reshape({N, C, H * b, W * b})};
+}
+
+Tensors op_space_to_depth(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t b = attr_int(n, "blocksize", 0);
+  EMBER_CHECK(x.dim() == 4 && b > 0 && x.size(2) % b == 0 && x.size(3) % b == 0,
+              "{} input [N, C, H, W] with H and W divisible by blocksize: got shape {} and "
+              "blocksize {}",
+              label(n), x.sizes(), b);
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2) / b, W = x.size(3) / b;
+  const std::string mode = attr_string(n, "mode", "DCR");
+  EMBER_CHECK(mode == "DCR" || mode == "CRD", "{} unknown mode '{}' (expected DCR or CRD)",
+              label(n), mode);
+  Tensor v = x.reshape({N, C, H, b, W, b});
+  Tensor y = mode == "DCR" ? v.permute({0, 3, 5, 1, 2, 4}) : v.permute({0, 1, 3, 5, 2, 4});
+  return {y.reshape({N, C * b * b, H, W})};
+}
+
+Reduction reduction_attr(const Node& n) {
+  const std::string r = attr_string(n, "reduction", "mean");
+  EMBER_CHECK(r == "mean" || r == "sum" || r == "none",
+              "{} unknown reduction '{}' (expected mean, sum or none)", label(n), r);
+  return r == "mean" ? Reduction::Mean : r == "sum" ? Reduction::Sum : Reduction::None;
+}
+
+/** ignore_index, or a class no target can name when the node has none. */
+int64_t ignore_index_attr(const Node& n) {
+  return attr_int(n, "ignore_index", std::numeric_limits<int64_t>::min());
+}
+
+Tensors op_negative_log_likelihood_loss(const Node& n, const Tensors& in, Device) {
+  const Tensor weight = in.size() > 2 ? in[2] : Tensor();
+  return {nll_loss(in[0], in[1].to(DType::Int64), weight, ignore_index_attr(n), reduction_attr(n))};
+}
+
+Tensors op_softmax_cross_entropy_loss(const Node& n, const Tensors& in, Device) {
+  const Tensor weight = in.size() > 2 ? in[2] : Tensor();
+  Tensor log_prob = log_softmax(in[0], 1);
+  return {
+      nll_loss(log_prob, in[1].to(DType::Int64), weight, ignore_index_attr(n), reduction_attr(n)),
+      log_prob};
+}
+
+// Shapes ----------------------------------------------------------------------------------------
+
+Tensors op_identity(const Node&, const Tensors& in, Device) {
+  return {in[0]};
+}
+
+Tensors op_dropout(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const bool training =
+      in.size() > 2 && in[2].defined() && host_scalar(n, in[2], "training_mode").to_double() != 0;
+  const double ratio =
+      in.size() > 1 && in[1].defined() ? host_scalar(n, in[1], "ratio").to_double() : 0.5;
+  EMBER_CHECK_NOT_IMPLEMENTED(!training || ratio == 0,
+                              "{} training mode with ratio {} is random; the graph runs "
+                              "inference only (training_mode false, or ratio 0)",
+                              label(n), ratio);
+  return {x, ones(x.sizes(), TensorOptions(DType::Bool, x.device()))};
+}
+
+Tensors op_flatten(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t r = x.dim();
+  int64_t axis = attr_int(n, "axis", 1);
+  EMBER_CHECK_INDEX(axis >= -r && axis <= r, "{} axis {} is out of range for rank {}", label(n),
+                    axis, r);
+  if (axis < 0) axis += r;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.size(i);
+  return {x.reshape({outer, inner})};
+}
+
+Tensors op_reshape(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> shape = host_ints(in[1]);
+  if (attr_int(n, "allowzero", 0) == 0) {
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 0) {
+        EMBER_CHECK_INDEX(static_cast<int64_t>(i) < x.dim(),
+                          "{} shape {} copies dim {} (a 0) of an input of shape {}", label(n),
+                          shape, i, x.sizes());
+        shape[i] = x.size(static_cast<int64_t>(i));
+      }
+    }
+  }
+  return {x.reshape(shape)};
+}
+
+Tensors op_transpose(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> perm;
+  if (auto p = attr_ints(n, "perm")) {
+    perm = *p;
+  } else {
+    for (int64_t i = x.dim() - 1; i >= 0; --i) perm.push_back(i);
+  }
+  return {x.permute(perm)};
+}
+
+Tensors op_concat(const Node& n, const Tensors& in, Device) {
+  EMBER_CHECK(find_attr(n, "axis"), "{} attribute axis is required", label(n));
+  return {cat(in, wrap_axis(n, attr_int(n, "axis", 0), in[0].dim()))};
+}
+
+Tensors op_split(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), x.dim());
+  const auto outputs = static_cast<int64_t>(n.outputs.size());
+  const int64_t len = x.size(axis);
+  std::vector<int64_t> sizes;
+  if (in.size() > 1 && in[1].defined()) {
+    sizes = host_ints(in[1]);
+  } else if (const Attribute* a = find_attr(n, "num_outputs")) {
+    const int64_t parts = std::get<int64_t>(*a);
+    EMBER_CHECK(parts > 0, "{} num_outputs must be positive: got {}", label(n), parts);
+    const int64_t chunk = (len + parts - 1) / parts;
+    for (int64_t start = 0; start < len; start += chunk)
+      sizes.push_back(std::min(chunk, len - start));
+  } else {
+    EMBER_CHECK(len % outputs == 0, "{} dim {} of size {} does not split into {} equal parts",
+                label(n), axis, len, outputs);
+    sizes.assign(static_cast<size_t>(outputs), len / outputs);
+  }
+  EMBER_CHECK(static_cast<int64_t>(sizes.size()) == outputs,
+              "{} splits into {} parts {} but the node has {} outputs", label(n), sizes.size(),
+              sizes, outputs);
+  return split(x, sizes, axis);
+}
+
+std::vector<int64_t> axes_input(const Tensors& in, size_t i) {
+  if (in.size() > i && in[i].defined()) return host_ints(in[i]);
+  return {};
+}
+
+Tensors op_squeeze(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  if (!(in.size() > 1 && in[1].defined())) return {x.squeeze()};
+  std::vector<int64_t> axes = axes_input(in, 1);
+  for (int64_t& a : axes) {
+    a = wrap_axis(n, a, x.dim());
+    EMBER_CHECK(x.size(a) == 1, "{} dim {} of shape {} is not 1 and cannot be squeezed", label(n),
+                a, x.sizes());
+  }
+  std::sort(axes.rbegin(), axes.rend());
+  Tensor y = x;
+  for (int64_t a : axes) y = y.squeeze(a);
+  return {y};
+}
+
+Tensors op_unsqueeze(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> axes = axes_input(in, 1);
+  const int64_t r = x.dim() + static_cast<int64_t>(axes.size());
+  for (int64_t& a : axes) a = wrap_axis(n, a, r);
+  std::sort(axes.begin(), axes.end());
+  EMBER_CHECK(std::adjacent_find(axes.begin(), axes.end()) == axes.end(), "{} axes {} repeat a dim",
+              label(n), axes);
+  Tensor y = x;
+  for (int64_t a : axes) y = y.unsqueeze(a);
+  return {y};
+}
+
+Tensor int64_vector(const std::vector<int64_t>& v, Device device) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, TensorOptions(DType::Int64));
+  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
+  return t.to(device);
+}
+
+Tensors op_shape(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const int64_t r = x.dim();
+  auto clampd = [r](int64_t v) { return std::clamp(v < 0 ? v + r : v, int64_t{0}, r); };
+  const int64_t start = clampd(attr_int(n, "start", 0)), end = clampd(attr_int(n, "end", r));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x.size(i));
+  return {int64_vector(dims, device)};
+}
+
+Tensors op_size(const Node&, const Tensors& in, Device device) {
+  return {full({}, Scalar(in[0].numel()), TensorOptions(DType::Int64, device))};
+}
+
+Tensors op_gather(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), x.dim());
+  const Tensor idx = wrap_indices(in[1], x.size(axis));
+  Tensor y = index_select(x, axis, idx.reshape({-1}));
+  Shape shape;
+  for (int64_t i = 0; i < axis; ++i) shape.push_back(x.size(i));
+  for (int64_t s : idx.sizes()) shape.push_back(s);
+  for (int64_t i = axis + 1; i < x.dim(); ++i) shape.push_back(x.size(i));
+  return {y.reshape(shape)};
+}
+
+Tensors op_gather_elements(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), x.dim());
+  return {gather(x, axis, wrap_indices(in[1], x.size(axis)))};
+}
+
+/** Row-major linear indices into dims [first, first + k) of `shape` from index tuples
+ *  idx [..., k] (negative entries count from the end). */
+Tensor linear_index(const Node& n, const Tensor& idx, const Shape& shape, int64_t first) {
+  const int64_t k = idx.size(-1);
+  EMBER_CHECK(first + k <= static_cast<int64_t>(shape.size()),
+              "{} index tuples of {} entries do not fit data of shape {}", label(n), k, shape);
+  Tensor i64 = idx.to(DType::Int64);
+  Shape lead;
+  for (int64_t i = 0; i + 1 < idx.dim(); ++i) lead.push_back(idx.size(i));
+  Tensor lin = zeros(lead, TensorOptions(DType::Int64, idx.device()));
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t dim = shape[static_cast<size_t>(first + j)];
+    Tensor c = i64.select(-1, j);
+    c = where(lt(c, Scalar(0)), add(c, Scalar(dim)), c);
+    EMBER_CHECK_INDEX(!any(logical_or(lt(c, Scalar(0)), ge(c, Scalar(dim)))).item<bool>(),
+                      "{} an index is out of range for dim {} of size {}", label(n), first + j,
+                      dim);
+    lin = add(mul(lin, Scalar(dim)), c);
+  }
+  return lin;
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= s[i];
+  return p;
+}
+
+Tensors op_gather_nd(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const Tensor& indices = in[1];
+  const int64_t b = attr_int(n, "batch_dims", 0);
+  EMBER_CHECK(indices.dim() >= 1 && b >= 0 && b < indices.dim() && b < data.dim(),
+              "{} batch_dims {} does not fit data {} and indices {}", label(n), b, data.sizes(),
+              indices.sizes());
+  const int64_t k = indices.size(-1);
+  const Shape& ds = data.sizes();
+  const auto bs = static_cast<size_t>(b), ks = static_cast<size_t>(b + k);
+  EMBER_CHECK(b + k <= data.dim(),
+              "{} index tuples of {} entries after {} batch dims do not fit "
+              "data of shape {}",
+              label(n), k, b, ds);
+  const int64_t B = product(ds, 0, bs), M = product(ds, bs, ks), R = product(ds, ks, ds.size());
+  Tensor lin = linear_index(n, indices, ds, b).reshape({B, -1});
+  const int64_t L = lin.size(1);
+  Tensor flat = data.reshape({B, M, R});
+  Tensor out = gather(flat, 1, lin.unsqueeze(2).expand({B, L, R}));
+  Shape shape;
+  for (int64_t i = 0; i + 1 < indices.dim(); ++i) shape.push_back(indices.size(i));
+  for (size_t i = ks; i < ds.size(); ++i) shape.push_back(ds[i]);
+  return {out.reshape(shape)};
+}
+
+Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const std::string reduction = attr_string(n, "reduction", "none");
+  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
+                              "{} reduction '{}' is not supported (none and add are)", label(n),
+                              reduction);
+  const Shape& ds = data.sizes();
+  const int64_t k = in[1].size(-1);
+  const auto ks = static_cast<size_t>(k);
+  const int64_t M = product(ds, 0, ks), R = product(ds, ks, ds.size());
+  Tensor lin = linear_index(n, in[1], ds, 0).reshape({-1});
+  const int64_t L = lin.size(0);
+  Tensor idx = lin.unsqueeze(1).expand({L, R});
+  Tensor upd = in[2].reshape({L, R});
+  Tensor flat = data.reshape({M, R});
+  Tensor out = reduction == "add" ? scatter_add(flat, 0, idx, upd) : scatter(flat, 0, idx, upd);
+  return {out.reshape(ds)};
+}
+
+Tensors op_scatter_elements(const Node& n, const Tensors& in, Device) {
+  const Tensor& data = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), data.dim());
+  const std::string reduction = attr_string(n, "reduction", "none");
+  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
+                              "{} reduction '{}' is not supported (none and add are)", label(n),
+                              reduction);
+  Tensor idx = wrap_indices(in[1], data.size(axis));
+  return {reduction == "add" ? scatter_add(data, axis, idx, in[2])
+                             : scatter(data, axis, idx, in[2])};
+}
+
+Tensors op_slice(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const std::vector<int64_t> starts = host_ints(in[1]), ends = host_ints(in[2]);
+  std::vector<int64_t> axes = axes_input(in, 3), steps = axes_input(in, 4);
+  if (axes.empty()) {
+    axes.resize(starts.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  EMBER_CHECK(
+      ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size(),
+      "{} starts, ends, axes and steps must have one value per sliced axis: got {}, {}, "
+      "{} and {}",
+      label(n), starts.size(), ends.size(), axes.size(), steps.size());
+  Tensor y = x;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = wrap_axis(n, axes[i], x.dim());
+    const int64_t dim = x.size(axis), step = steps[i];
+    EMBER_CHECK(step != 0, "{} step 0 on axis {}", label(n), axis);
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0) start = start < -dim ? 0 : start + dim;
+    if (end < 0) end = end < -dim ? -1 : end + dim;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      y = y.slice(axis, start, std::max(start, end), step);
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      const int64_t count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+      std::vector<int64_t> idx;
+      for (int64_t j = 0; j < count; ++j) idx.push_back(start + j * step);
+      y = index_select(y, axis, int64_vector(idx, device));
+    }
+  }
+  return {y};
+}
+
+Shape broadcast_shapes(const Node& n, const Shape& a, const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    EMBER_CHECK(x == y || x == 1 || y == 1, "{} shapes {} and {} do not broadcast", label(n), a, b);
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+Tensors op_expand(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {x.expand(broadcast_shapes(n, x.sizes(), host_ints(in[1])))};
+}
+
+Tensors op_tile(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const std::vector<int64_t> repeats = host_ints(in[1]);
+  EMBER_CHECK(static_cast<int64_t>(repeats.size()) == x.dim(),
+              "{} repeats {} must have one value per dim of shape {}", label(n), repeats,
+              x.sizes());
+  Shape view, expanded, result;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    EMBER_CHECK(repeats[i] >= 0, "{} repeats must not be negative: got {}", label(n), repeats);
+    view.push_back(1);
+    view.push_back(x.size(i));
+    expanded.push_back(repeats[i]);
+    expanded.push_back(x.size(i));
+    result.push_back(repeats[i] * x.size(i));
+  }
+  return {x.reshape(view).expand(expanded).contiguous().reshape(result)};
+}
+
+DType dtype_attr(const Node& n, std::string_view name) {
+  const Attribute* a = find_attr(n, name);
+  EMBER_CHECK(a != nullptr, "{} attribute {} is required", label(n), name);
+  return parse_dtype(std::get<std::string>(*a));
+}
+
+Tensors op_cast(const Node& n, const Tensors& in, Device) {
+  return {in[0].to(dtype_attr(n, "to"))};
+}
+
+Tensors op_cast_like(const Node&, const Tensors& in, Device) {
+  return {in[0].to(in[1].dtype())};
+}
+
+Tensors op_constant(const Node& n, const Tensors&, Device device) {
+  const Attribute* a = find_attr(n, "value");
+  EMBER_CHECK(a != nullptr, "{} attribute value is required", label(n));
+  return {std::get<Tensor>(*a).to(device)};
+}
+
+Tensors op_constant_of_shape(const Node& n, const Tensors& in, Device device) {
+  const std::vector<int64_t> shape = host_ints(in[0]);
+  Tensor value = zeros({1}, TensorOptions(DType::Float32));
+  if (const Attribute* a = find_attr(n, "value")) value = std::get<Tensor>(*a);
+  EMBER_CHECK(value.numel() == 1, "{} value must hold one element: got shape {}", label(n),
+              value.sizes());
+  return {full(shape, value.reshape({}).item_scalar(), TensorOptions(value.dtype(), device))};
+}
+
+Tensors op_range(const Node& n, const Tensors& in, Device device) {
+  const DType dt = in[0].dtype();
+  const Scalar start = host_scalar(n, in[0], "start"), limit = host_scalar(n, in[1], "limit"),
+               delta = host_scalar(n, in[2], "delta");
+  EMBER_CHECK(delta.to_double() != 0, "{} delta must not be 0", label(n));
+  if (is_integral(dt)) {
+    const int64_t s = start.to_int(), l = limit.to_int(), d = delta.to_int();
+    const int64_t count = std::max<int64_t>(0, (l - s + d + (d > 0 ? -1 : 1)) / d);
+    Tensor r = arange(count, TensorOptions(DType::Int64, device));
+    return {add(mul(r, Scalar(d)), Scalar(s)).to(dt)};
+  }
+  const double s = start.to_double(), l = limit.to_double(), d = delta.to_double();
+  const auto count = static_cast<int64_t>(std::max(0.0, std::ceil((l - s) / d)));
+  // ONNX defines the values as start + i * delta, computed in the input's dtype.
+  Tensor r = arange(count, TensorOptions(DType::Int64, device)).to(dt);
+  return {add(mul(r, full({}, delta, TensorOptions(dt, device))),
+              full({}, start, TensorOptions(dt, device)))};
+}
+
+template <bool Prod>
+Tensors cumulative(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, host_scalar(n, in[1], "axis").to_int(), x.dim());
+  const bool rev = attr_int(n, "reverse", 0) != 0;
+  Tensor src = rev ? reversed(x, axis) : x;
+  if (attr_int(n, "exclusive", 0) != 0 && x.size(axis) > 0) {
+    // Exclusive: the running result of the elements before, the identity first.
+    Tensor first = Prod ? ones_like(src.narrow(axis, 0, 1)) : zeros_like(src.narrow(axis, 0, 1));
+    src = cat({first, src.narrow(axis, 0, x.size(axis) - 1)}, axis);
+  }
+  Tensor y = Prod ? cumprod(src, axis) : cumsum(src, axis);
+  if (rev) y = reversed(y, axis);
+  return {y.dtype() == x.dtype() ? y : y.to(x.dtype())};
+}
+
+Tensors op_topk(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  const int64_t k = host_scalar(n, in[1], "k").to_int();
+  EMBER_CHECK(k >= 0 && k <= x.size(axis), "{} k {} is out of range for dim {} of size {}",
+              label(n), k, axis, x.size(axis));
+  auto [values, indices] = topk(x, k, axis, attr_int(n, "largest", 1) != 0,
+                                /*sorted=*/true);
+  return {values, indices};
+}
+
+Tensors op_pad(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const std::vector<int64_t> pads = host_ints(in[1]);
+  double value = 0;
+  if (in.size() > 2 && in[2].defined() && in[2].numel() > 0) {
+    value = host_scalar(n, in[2], "constant_value").to_double();
+  }
+  std::vector<int64_t> axes = axes_input(in, 3);
+  if (axes.empty()) {
+    axes.resize(static_cast<size_t>(x.dim()));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const size_t na = axes.size();
+  EMBER_CHECK(pads.size() == 2 * na, "{} pads must have 2 values per padded axis ({}): got {}",
+              label(n), 2 * na, pads.size());
+  std::vector<int64_t> begin(static_cast<size_t>(x.dim()), 0), end(begin);
+  for (size_t i = 0; i < na; ++i) {
+    const int64_t a = wrap_axis(n, axes[i], x.dim());
+    begin[static_cast<size_t>(a)] = pads[i];
+    end[static_cast<size_t>(a)] = pads[i + na];
+  }
+  const std::string mode = attr_string(n, "mode", "constant");
+  std::string_view ember_mode;
+  if (mode == "constant")
+    ember_mode = "constant";
+  else if (mode == "reflect")
+    ember_mode = "reflect";
+  else if (mode == "edge")
+    ember_mode = "replicate";
+  else if (mode == "wrap")
+    ember_mode = "circular";
+  EMBER_CHECK(!ember_mode.empty(),
+              "{} unknown mode '{}' (expected constant, reflect, edge or "
+              "wrap)",
+              label(n), mode);
+  Shape p;
+  for (int64_t d = x.dim() - 1; d >= 0; --d) {
+    p.push_back(begin[static_cast<size_t>(d)]);
+    p.push_back(end[static_cast<size_t>(d)]);
+  }
+  return {pad(x, p, ember_mode, value)};
+}
+
+Tensors op_trilu(const Node& n, const Tensors& in, Device) {
+  const int64_t k = in.size() > 1 && in[1].defined() ? host_scalar(n, in[1], "k").to_int() : 0;
+  return {attr_int(n, "upper", 1) != 0 ? triu(in[0], k) : tril(in[0], k)};
+}
+
+// Reductions ------------------------------------------------------------------------------------
+
+enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
+
+template <Reduce R>
+Tensors reduce(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> axes;
+  if (auto a = attr_ints(n, "axes")) axes = *a;
+  if (in.size() > 1 && in[1].defined()) axes = host_ints(in[1]);
+  if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) != 0) return {x};
+  const bool keep = attr_int(n, "keepdims", 1) != 0;
+  Shape dims;
+  for (int64_t a : axes) dims.push_back(wrap_axis(n, a, x.dim()));
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  }
+  bool empty_reduce = false;
+  for (int64_t d : dims) empty_reduce = empty_reduce || x.size(d) == 0;
+  Tensor y;
+  if ((R == Reduce::Max || R == Reduce::Min) && empty_reduce) {
+    // No element: the reduction's identity, as ONNX defines it.
+    Shape out;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      const bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+      if (!reduced)
+        out.push_back(x.size(d));
+      else if (keep)
+        out.push_back(1);
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    const double v = R == Reduce::Max ? lowest_of(x.dtype()) : is_floating(x.dtype()) ? inf : 0;
+    return {full(out, Scalar(v), TensorOptions(x.dtype(), x.device()))};
+  }
+  const Tensor xb = x.dtype() == DType::Bool ? x.to(DType::UInt8) : x;
+  switch (R) {
+    case Reduce::Sum:
+      y = ember::sum(xb, dims, keep);
+      break;
+    case Reduce::Mean:
+      y = ember::mean(xb, dims, keep);
+      break;
+    case Reduce::Max:
+      y = amax(xb, dims, keep);
+      break;
+    case Reduce::Min:
+      y = amin(xb, dims, keep);
+      break;
+    case Reduce::Prod:
+      y = prod(xb, dims, keep);
+      break;
+    case Reduce::L1:
+      y = ember::sum(abs(xb), dims, keep);
+      break;
+    case Reduce::L2:
+      y = sqrt(ember::sum(mul(xb, xb), dims, keep));
+      break;
+    case Reduce::SumSquare:
+      y = ember::sum(mul(xb, xb), dims, keep);
+      break;
+    case Reduce::LogSum:
+      y = log(ember::sum(xb, dims, keep));
+      break;
+    case Reduce::LogSumExp:
+      y = logsumexp(xb, dims, keep);
+      break;
+  }
+  return {y.dtype() == x.dtype() ? y : y.to(x.dtype())};
+}
+
+template <bool Max>
+Tensors arg_reduce(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), x.dim());
+  const bool keep = attr_int(n, "keepdims", 1) != 0;
+  const Tensor xb = x.dtype() == DType::Bool ? x.to(DType::UInt8) : x;
+  if (attr_int(n, "select_last_index", 0) != 0) {
+    Tensor i =
+        Max ? argmax(reversed(xb, axis), axis, keep) : argmin(reversed(xb, axis), axis, keep);
+    return {sub(full({}, Scalar(x.size(axis) - 1), TensorOptions(DType::Int64, x.device())), i)};
+  }
+  return {Max ? argmax(xb, axis, keep) : argmin(xb, axis, keep)};
+}
+
+// The vocabulary ---------------------------------------------------------------------------------
+
+using K = AttrKind;
+
+const std::vector<OpSchema>& schemas() {
+  static const std::vector<OpSchema> ops = [] {
+    const std::vector<AttrSpec> conv_attrs{
+        {"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+        {"dilations", K::Ints},
+        {"group", K::Int},
+        {"kernel_shape", K::Ints},
+        {"pads", K::Ints},
+        {"strides", K::Ints}};
+    const std::vector<AttrSpec> reduce_attrs{
+        {"axes", K::Ints}, {"keepdims", K::Int}, {"noop_with_empty_axes", K::Int}};
+    const std::vector<AttrSpec> arg_attrs{
+        {"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int}};
+    std::vector<OpSchema> v{
+        {"abs", 1, 1, 1, {}, unary<abs>},
+        {"acos", 1, 1, 1, {}, unary<acos>},
+        {"acosh", 1, 1, 1, {}, unary<acosh>},
+        {"add", 2, 2, 1, {}, binary<add2>},
+        {"and", 2, 2, 1, {}, op_and},
+        {"argmax", 1, 1, 1, arg_attrs, arg_reduce<true>},
+        {"argmin", 1, 1, 1, arg_attrs, arg_reduce<false>},
+        {"asin", 1, 1, 1, {}, unary<asin>},
+        {"asinh", 1, 1, 1, {}, unary<asinh>},
+        {"atan", 1, 1, 1, {}, unary<atan>},
+        {"atanh", 1, 1, 1, {}, unary<atanh>},
+        {"average_pool",
+         1,
+         1,
+         1,
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"ceil_mode", K::Int},
+          {"count_include_pad", K::Int},
+          {"dilations", K::Ints},
+          {"kernel_shape", K::Ints},
+          {"pads", K::Ints},
+          {"strides", K::Ints}},
+         op_average_pool},
+        {"batch_normalization",
+         5,
+         5,
+         3,
+         {{"epsilon", K::Float}, {"momentum", K::Float}, {"training_mode", K::Int}},
+         op_batch_normalization},
+        {"cast", 1, 1, 1, {{"to", K::String}, {"saturate", K::Int}}, op_cast},
+        {"cast_like", 2, 2, 1, {{"saturate", K::Int}}, op_cast_like},
+        {"ceil", 1, 1, 1, {}, unary<ceil>},
+        {"celu", 1, 1, 1, {{"alpha", K::Float}}, op_celu},
+        {"clip", 1, 3, 1, {}, op_clip},
+        {"concat", 1, -1, 1, {{"axis", K::Int}}, op_concat},
+        {"constant", 0, 0, 1, {{"value", K::Tensor}}, op_constant},
+        {"constant_of_shape", 1, 1, 1, {{"value", K::Tensor}}, op_constant_of_shape},
+        {"conv", 2, 3, 1, conv_attrs, op_conv},
+        {"cos", 1, 1, 1, {}, unary<cos>},
+        {"cosh", 1, 1, 1, {}, unary<cosh>},
+        {"conv_transpose",
+         2,
+         3,
+         1,
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"dilations", K::Ints},
+          {"group", K::Int},
+          {"kernel_shape", K::Ints},
+          {"output_padding", K::Ints},
+          {"output_shape", K::Ints},
+          {"pads", K::Ints},
+          {"strides", K::Ints}},
+         op_conv_transpose},
+        {"cumprod", 2, 2, 1, {{"exclusive", K::Int}, {"reverse", K::Int}}, cumulative<true>},
+        {"cumsum", 2, 2, 1, {{"exclusive", K::Int}, {"reverse", K::Int}}, cumulative<false>},
+        {"depth_to_space",
+         1,
+         1,
+         1,
+         {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
+         op_depth_to_space},
+        {"eye_like", 1, 1, 1, {{"dtype", K::String}, {"k", K::Int}}, op_eye_like},
+        {"group_normalization",
+         3,
+         3,
+         1,
+         {{"epsilon", K::Float}, {"num_groups", K::Int}, {"stash_type", K::Int}},
+         op_group_normalization},
+        {"hardmax", 1, 1, 1, {{"axis", K::Int}}, op_hardmax},
+        {"instance_normalization", 3, 3, 1, {{"epsilon", K::Float}}, op_instance_normalization},
+        {"lp_normalization", 1, 1, 1, {{"axis", K::Int}, {"p", K::Int}}, op_lp_normalization},
+        {"lrn",
+         1,
+         1,
+         1,
+         {{"alpha", K::Float}, {"beta", K::Float}, {"bias", K::Float}, {"size", K::Int}},
+         op_lrn},
+        {"mean_variance_normalization",
+         1,
+         1,
+         1,
+         {{"axes", K::Ints}},
+         op_mean_variance_normalization},
+        {"mish", 1, 1, 1, {}, op_mish},
+        {"non_zero", 1, 1, 1, {}, op_non_zero},
+        {"one_hot", 3, 3, 1, {{"axis", K::Int}}, op_one_hot},
+        {"rms_normalization",
+         2,
+         2,
+         1,
+         {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
+         op_rms_normalization},
+        {"shrink", 1, 1, 1, {{"bias", K::Float}, {"lambd", K::Float}}, op_shrink},
+        {"space_to_depth",
+         1,
+         1,
+         1,
+         {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
+         op_space_to_depth},
+        {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
+        {"div", 2, 2, 1, {}, op_div},
+        {"dropout", 1, 3, 2, {{"seed", K::Int}}, op_dropout},
+        {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
+        {"elu", 1, 1, 1, {{"alpha", K::Float}}, op_elu},
+        {"equal", 2, 2, 1, {}, binary<eq2>},
+        {"erf", 1, 1, 1, {}, unary<erf>},
+        {"exp", 1, 1, 1, {}, unary<exp>},
+        {"expand", 2, 2, 1, {}, op_expand},
+        {"flatten", 1, 1, 1, {{"axis", K::Int}}, op_flatten},
+        {"floor", 1, 1, 1, {}, unary<floor>},
+        {"gather", 2, 2, 1, {{"axis", K::Int}}, op_gather},
+        {"gather_elements", 2, 2, 1, {{"axis", K::Int}}, op_gather_elements},
+        {"gather_nd", 2, 2, 1, {{"batch_dims", K::Int}}, op_gather_nd},
+        {"gelu", 1, 1, 1, {{"approximate", K::String, {"none", "tanh"}}}, op_gelu},
+        {"gemm",
+         2,
+         3,
+         1,
+         {{"alpha", K::Float}, {"beta", K::Float}, {"transA", K::Int}, {"transB", K::Int}},
+         op_gemm},
+        {"global_average_pool", 1, 1, 1, {}, op_global_average_pool},
+        {"global_max_pool", 1, 1, 1, {}, op_global_max_pool},
+        {"greater", 2, 2, 1, {}, binary<gt2>},
+        {"greater_or_equal", 2, 2, 1, {}, binary<ge2>},
+        {"hard_sigmoid", 1, 1, 1, {{"alpha", K::Float}, {"beta", K::Float}}, op_hard_sigmoid},
+        {"hard_swish", 1, 1, 1, {}, op_hard_swish},
+        {"identity", 1, 1, 1, {}, op_identity},
+        {"is_inf", 1, 1, 1, {{"detect_negative", K::Int}, {"detect_positive", K::Int}}, op_is_inf},
+        {"is_nan", 1, 1, 1, {}, op_is_nan},
+        {"layer_normalization",
+         2,
+         3,
+         3,
+         {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
+         op_layer_normalization},
+        {"leaky_relu", 1, 1, 1, {{"alpha", K::Float}}, op_leaky_relu},
+        {"less", 2, 2, 1, {}, binary<lt2>},
+        {"less_or_equal", 2, 2, 1, {}, binary<le2>},
+        {"log", 1, 1, 1, {}, unary<log>},
+        {"log_softmax", 1, 1, 1, {{"axis", K::Int}}, op_log_softmax},
+        {"matmul", 2, 2, 1, {}, op_matmul},
+        {"max", 1, -1, 1, {}, variadic<max2>},
+        {"max_pool",
+         1,
+         1,
+         2,
+         {{"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"ceil_mode", K::Int},
+          {"dilations", K::Ints},
+          {"kernel_shape", K::Ints},
+          {"pads", K::Ints},
+          {"storage_order", K::Int},
+          {"strides", K::Ints}},
+         op_max_pool},
+        {"mean", 1, -1, 1, {}, op_mean},
+        {"min", 1, -1, 1, {}, variadic<min2>},
+        {"mod", 2, 2, 1, {{"fmod", K::Int}}, op_mod},
+        {"mul", 2, 2, 1, {}, binary<mul2>},
+        {"neg", 1, 1, 1, {}, unary<neg>},
+        {"negative_log_likelihood_loss",
+         2,
+         3,
+         1,
+         {{"ignore_index", K::Int}, {"reduction", K::String, {"mean", "sum", "none"}}},
+         op_negative_log_likelihood_loss},
+        {"not", 1, 1, 1, {}, op_not},
+        {"or", 2, 2, 1, {}, op_or},
+        {"pad", 2, 4, 1, {{"mode", K::String, {"constant", "reflect", "edge", "wrap"}}}, op_pad},
+        {"pow", 2, 2, 1, {}, op_pow},
+        {"prelu", 2, 2, 1, {}, op_prelu},
+        {"range", 3, 3, 1, {{"stash_type", K::Int}}, op_range},
+        {"reciprocal", 1, 1, 1, {}, op_reciprocal},
+        {"reduce_l1", 1, 2, 1, reduce_attrs, reduce<Reduce::L1>},
+        {"reduce_l2", 1, 2, 1, reduce_attrs, reduce<Reduce::L2>},
+        {"reduce_log_sum", 1, 2, 1, reduce_attrs, reduce<Reduce::LogSum>},
+        {"reduce_log_sum_exp", 1, 2, 1, reduce_attrs, reduce<Reduce::LogSumExp>},
+        {"reduce_max", 1, 2, 1, reduce_attrs, reduce<Reduce::Max>},
+        {"reduce_mean", 1, 2, 1, reduce_attrs, reduce<Reduce::Mean>},
+        {"reduce_min", 1, 2, 1, reduce_attrs, reduce<Reduce::Min>},
+        {"reduce_prod", 1, 2, 1, reduce_attrs, reduce<Reduce::Prod>},
+        {"reduce_sum", 1, 2, 1, reduce_attrs, reduce<Reduce::Sum>},
+        {"reduce_sum_square", 1, 2, 1, reduce_attrs, reduce<Reduce::SumSquare>},
+        {"relu", 1, 1, 1, {}, unary<relu>},
+        {"reshape", 2, 2, 1, {{"allowzero", K::Int}}, op_reshape},
+        {"round", 1, 1, 1, {}, unary<round>},
+        {"scatter_elements",
+         3,
+         3,
+         1,
+         {{"axis", K::Int}, {"reduction", K::String, {"none", "add"}}},
+         op_scatter_elements},
+        {"scatter_nd", 3, 3, 1, {{"reduction", K::String, {"none", "add"}}}, op_scatter_nd},
+        {"selu", 1, 1, 1, {{"alpha", K::Float}, {"gamma", K::Float}}, op_selu},
+        {"shape", 1, 1, 1, {{"end", K::Int}, {"start", K::Int}}, op_shape},
+        {"sigmoid", 1, 1, 1, {}, unary<sigmoid>},
+        {"sign", 1, 1, 1, {}, unary<sign>},
+        {"sin", 1, 1, 1, {}, unary<sin>},
+        {"sinh", 1, 1, 1, {}, unary<sinh>},
+        {"size", 1, 1, 1, {}, op_size},
+        {"slice", 3, 5, 1, {}, op_slice},
+        {"softmax", 1, 1, 1, {{"axis", K::Int}}, op_softmax},
+        {"softmax_cross_entropy_loss",
+         2,
+         3,
+         2,
+         {{"ignore_index", K::Int}, {"reduction", K::String, {"mean", "sum", "none"}}},
+         op_softmax_cross_entropy_loss},
+        {"softplus", 1, 1, 1, {}, op_softplus},
+        {"softsign", 1, 1, 1, {}, op_softsign},
+        {"split", 1, 2, 1 << 16, {{"axis", K::Int}, {"num_outputs", K::Int}}, op_split},
+        {"sqrt", 1, 1, 1, {}, unary<sqrt>},
+        {"squeeze", 1, 2, 1, {}, op_squeeze},
+        {"sub", 2, 2, 1, {}, binary<sub2>},
+        {"sum", 1, -1, 1, {}, variadic<add2>},
+        {"tan", 1, 1, 1, {}, unary<tan>},
+        {"tanh", 1, 1, 1, {}, unary<tanh>},
+        {"thresholded_relu", 1, 1, 1, {{"alpha", K::Float}}, op_thresholded_relu},
+        {"tile", 2, 2, 1, {}, op_tile},
+        {"topk", 2, 2, 2, {{"axis", K::Int}, {"largest", K::Int}, {"sorted", K::Int}}, op_topk},
+        {"transpose", 1, 1, 1, {{"perm", K::Ints}}, op_transpose},
+        {"trilu", 1, 2, 1, {{"upper", K::Int}}, op_trilu},
+        {"unsqueeze", 2, 2, 1, {}, op_unsqueeze},
+        {"where", 3, 3, 1, {}, op_where},
+        {"xor", 2, 2, 1, {}, binary<xor2>},
+    };
+    std::sort(v.begin(), v.end(),
+              [](const OpSchema& a, const OpSchema& b) { return a.name < b.name; });
+    return v;
+  }();
+  return ops;
+}
+
+}  // namespace
+
+const OpSchema* find_op(std::string_view name) {
+  const auto& ops = schemas();
+  auto it = std::lower_bound(ops.begin(), ops.end(), name,
+                             [](const OpSchema& s, std::string_view n) { return s.name < n; });
+  return it != ops.end() && it->name == name ? &*it : nullptr;
+}
+
+std::vector<std::string_view> op_names() {
+  std::vector<std::string_view> names;
+  for (const OpSchema& s : schemas()) names.push_back(s.name);
+  return names;
+}
+
+std::string_view attr_kind_name(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::Int:
+      return "int";
+    case AttrKind::Float:
+      return "float";
+    case AttrKind::String:
+      return "string";
+    case AttrKind::Ints:
+      return "ints";
+    case AttrKind::Floats:
+      return "floats";
+    case AttrKind::Strings:
+      return "strings";
+    case AttrKind::Tensor:
+      return "tensor";
+  }
+  return "?";
+}
+
+}  // namespace ember::graph

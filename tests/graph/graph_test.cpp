@@ -1,0 +1,219 @@
+// Graphs of Ember ops built by hand and run on the cpu and reference backends; the checks made
+// when nodes are added and when the graph runs.
+#include <gtest/gtest.h>
+
+#include <ember/graph/graph.h>
+#include <ember/graph/ops.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::graph {
+namespace {
+
+using ember::testing::expect_error;
+using ember::testing::make;
+using ember::testing::values;
+
+std::vector<Device> host_devices() {
+  return {Device::cpu(), Device(find_device_type("reference"), 0)};
+}
+
+/** y = relu(x @ w + b) with x [N, 2] (N symbolic), w [2, 3], b [3]. */
+Graph linear_relu() {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::vector<Dim>{{-1, "N"}, {2, ""}}});
+  g.add_initializer("w", make({1, -1, 2, 0.5, 1, -3}, {2, 3}, DType::Float32));
+  g.add_initializer("b", make({0.5, 0, -1}, {3}, DType::Float32));
+  g.add_node({"matmul", "mm", {"x", "w"}, {"xw"}, {}});
+  g.add_node({"add", "bias", {"xw", "b"}, {"z"}, {}});
+  g.add_node({"relu", "act", {"z"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(Graph, RunsOnEveryHostBackend) {
+  const Graph g = linear_relu();
+  for (int64_t n : {1, 3}) {
+    std::vector<double> xs;
+    for (int64_t i = 0; i < 2 * n; ++i) xs.push_back(static_cast<double>(i) - 1.5);
+    const Tensor x = make(xs, {n, 2}, DType::Float32);
+    // The float64 reference, by hand.
+    const double w[2][3] = {{1, -1, 2}, {0.5, 1, -3}}, b[3] = {0.5, 0, -1};
+    std::vector<double> expected;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int c = 0; c < 3; ++c) {
+        const double z = xs[2 * r] * w[0][c] + xs[2 * r + 1] * w[1][c] + b[c];
+        expected.push_back(z > 0 ? z : 0);
+      }
+    }
+    for (Device d : host_devices()) {
+      std::map<std::string, Tensor> out = g.run({{"x", x}}, d);
+      ASSERT_EQ(out.size(), 1u);
+      const Tensor y = out.at("y");
+      EXPECT_EQ(y.device(), d);
+      EXPECT_EQ(y.sizes(), Shape({n, 3}));
+      const std::vector<double> got = values(y.to(Device::cpu()));
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6) << i;
+    }
+  }
+}
+
+TEST(Graph, OutputsNeverShareAWeightsStorage) {
+  // An output that is a weight, or a view of one, is a copy: writing to it leaves the model.
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("w", make({1, 2, 3, 4}, {2, 2}, DType::Float32));
+  g.add_initializer("shape", make({4}, {1}, DType::Int64));
+  g.add_node({"identity", "", {"w"}, {"same"}, {}});
+  g.add_node({"reshape", "", {"w", "shape"}, {"flat"}, {}});
+  g.add_output({"same", DType::Float32, std::nullopt});
+  g.add_output({"flat", DType::Float32, std::nullopt});
+  g.add_output({"w", DType::Float32, std::nullopt});
+  for (Device d : host_devices()) {
+    for (int run = 0; run < 2; ++run) {
+      auto out = g.run({{"x", zeros({1})}}, d);
+      for (const char* name : {"same", "flat", "w"}) {
+        EXPECT_EQ(values(out.at(name).to(Device::cpu())), (std::vector<double>{1, 2, 3, 4}))
+            << name << " on " << fmt::format("{}", d) << ", run " << run;
+        out.at(name).fill_(-1);
+      }
+    }
+  }
+  EXPECT_EQ(values(g.initializers().at("w")), (std::vector<double>{1, 2, 3, 4}));
+}
+
+TEST(Graph, ChecksInputsAgainstTheirDeclaration) {
+  const Graph g = linear_relu();
+  expect_error([&] { g.run({}); }, {"[graph] missing input 'x'", "inputs are: x"});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({2, 2})}, {"q", zeros({1})}});
+      },
+      {"[graph] unknown input 'q'"});
+  EXPECT_THROW(g.run({{"x", zeros({2, 2}, DType::Float64)}}), TypeError);
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({2, 2}, DType::Float64)}});
+      },
+      {"input 'x' has the wrong dtype: got float64", "declares float32"});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({2, 3})}});
+      },
+      {"input 'x' has the wrong shape: got [2, 3]", "declares [N, 2]"});
+  expect_error([&] { g.run({{"x", zeros({2})}}); }, {"input 'x' has the wrong rank"});
+  EXPECT_THROW(g.run({{"x", zeros({2, 3})}}), ValueError);
+}
+
+TEST(Graph, BindsASymbolicDimOncePerRun) {
+  Graph g;
+  g.add_input({"a", DType::Float32, std::vector<Dim>{{-1, "batch"}}});
+  g.add_input({"b", DType::Float32, std::vector<Dim>{{-1, "batch"}}});
+  g.add_node({"add", "", {"a", "b"}, {"c"}, {}});
+  g.add_output({"c", DType::Float32, std::nullopt});
+  EXPECT_EQ(values(g.run({{"a", ones({4})}, {"b", ones({4})}}).at("c")),
+            std::vector<double>(4, 2.0));
+  expect_error(
+      [&] {
+        g.run({{"a", ones({4})}, {"b", ones({1})}});
+      },
+      {"input 'b' binds dim 'batch' to 1", "earlier input bound it to 4"});
+}
+
+TEST(Graph, RefusesNodesItCannotRun) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  EXPECT_THROW(g.add_node({"frobnicate", "n1", {"x"}, {"y"}, {}}), NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"frobnicate", "n1", {"x"}, {"y"}, {}});
+      },
+      {"[graph] node 'n1' (frobnicate): unknown op 'frobnicate'", "conv"});
+  EXPECT_THROW(g.add_node({"relu", "n2", {"x"}, {"y"}, {{"alpha", 1.0}}}), NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"softmax", "n3", {"x"}, {"y"}, {{"dim", int64_t{1}}}});
+      },
+      {"attribute 'dim' is not supported", "the attributes of softmax are: axis"});
+  EXPECT_THROW(g.add_node({"softmax", "n4", {"x"}, {"y"}, {{"axis", 1.5}}}), TypeError);
+  // A string attribute's value must be one the op implements.
+  g.add_initializer("pads", make({1, 1}, {2}, DType::Int64));
+  EXPECT_THROW(g.add_node({"pad", "n9", {"x", "pads"}, {"y"}, {{"mode", std::string("mirror")}}}),
+               NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"pad", "n9", {"x", "pads"}, {"y"}, {{"mode", std::string("mirror")}}});
+      },
+      {"node 'n9' (pad): attribute mode='mirror' is not supported", "constant, reflect, edge"});
+  expect_error(
+      [&] {
+        g.add_node({"add", "n5", {"x"}, {"y"}, {}});
+      },
+      {"wrong number of inputs: got 1, expected 2 to 2"});
+  expect_error(
+      [&] {
+        g.add_node({"add", "n6", {"x", "later"}, {"y"}, {}});
+      },
+      {"input 'later' is not defined before the node", "topological order"});
+  g.add_node({"relu", "n7", {"x"}, {"y"}, {}});
+  expect_error(
+      [&] {
+        g.add_node({"relu", "n8", {"x"}, {"y"}, {}});
+      },
+      {"output 'y' is already defined"});
+  g.add_output({"nowhere", DType::Float32, std::nullopt});
+  expect_error([&] { g.validate(); }, {"output 'nowhere' is not produced"});
+}
+
+TEST(Graph, OpErrorsNameTheNode) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("shape", make({5, -1}, {2}, DType::Int64));
+  g.add_node({"reshape", "to_rows", {"x", "shape"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  EXPECT_THROW(g.run({{"x", zeros({2, 3})}}), ValueError);
+  g.add_node({"concat", "glue", {"x", "x"}, {"z"}, {}});
+  g.add_output({"z", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({5, 2})}});
+      },
+      {"[concat] node 'glue': attribute axis is required"});
+}
+
+TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
+  // ONNX's Indices of MaxPool are flat over [N, C, H, W] (storage_order 0) or with the spatial
+  // dims column-major (storage_order 1), by hand for a 1 x 2 x 2 x 3 input and a 2 x 2 window.
+  const Tensor x = make({1, 9, 3, 4, 2, 10, /*c1*/ 7, 0, 5, 6, 1, 2}, {1, 2, 2, 3}, DType::Float32);
+  for (int64_t order : {0, 1}) {
+    Graph g;
+    g.add_input({"x", DType::Float32, std::nullopt});
+    g.add_node({"max_pool",
+                "",
+                {"x"},
+                {"y", "i"},
+                {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"storage_order", order}}});
+    g.add_output({"y", DType::Float32, std::nullopt});
+    g.add_output({"i", DType::Int64, std::nullopt});
+    for (Device d : host_devices()) {
+      auto out = g.run({{"x", x}}, d);
+      EXPECT_EQ(values(out.at("y").to(Device::cpu())), (std::vector<double>{9, 10, 7, 5}));
+      // Row-major: (h, w) -> h * 3 + w; column-major: h + w * 2; plus c * 6.
+      const std::vector<double> expected =
+          order == 0 ? std::vector<double>{1, 5, 6, 8} : std::vector<double>{2, 5, 6, 10};
+      EXPECT_EQ(values(out.at("i").to(Device::cpu())), expected) << "storage_order " << order;
+    }
+  }
+}
+
+TEST(GraphOps, EveryOpHasASortedUniqueName) {
+  const std::vector<std::string_view> names = op_names();
+  ASSERT_GT(names.size(), 100u);
+  for (size_t i = 1; i < names.size(); ++i) EXPECT_LT(names[i - 1], names[i]);
+  for (std::string_view n : names) ASSERT_NE(find_op(n), nullptr) << n;
+  EXPECT_EQ(find_op("Conv"), nullptr);
+}
+
+}  // namespace
+}  // namespace ember::graph
