@@ -86,6 +86,18 @@ int64_t count_of(IntList batch) {
   return c;
 }
 
+/** Checks that the batch dims of `a` and `y` (b, or b as a column) broadcast, naming the
+ *  operands' whole shapes. */
+void check_batches(const Tensor& a, const Tensor& y, const Tensor& b, const char* op) {
+  const Shape ba = batch_of(a), by = batch_of(y);
+  for (size_t i = 1; i <= std::min(ba.size(), by.size()); ++i) {
+    const int64_t da = ba[ba.size() - i], db = by[by.size() - i];
+    EMBER_CHECK(da == db || da == 1 || db == 1,
+                "[{}] the batch dims of A {} and B {} do not broadcast: {} vs {}", op,
+                shape_str(a.sizes()), shape_str(b.sizes()), da, db);
+  }
+}
+
 /** `a` as a contiguous [count, m, n]. */
 Tensor flat3(const Tensor& a) {
   return a.reshape({count_of(batch_of(a)), a.size(-2), a.size(-1)}).contiguous();
@@ -307,6 +319,7 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left) {
               "[{}] incompatible shapes: A {} and B {} (B needs {} rows, or to be a vector of "
               "that size)",
               op, shape_str(a.sizes()), shape_str(b.sizes()), a.size(-1));
+  check_batches(a, y, b, op);
   const Tensor x = solve_matrix(a, y, op);
   return vector ? x.squeeze(-1) : x;
 }
@@ -673,11 +686,16 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> lstsq(const Tensor& a, const Tensor& 
   const std::string_view drv = driver.value_or("gelsy");
   EMBER_CHECK(drv == "gels" || drv == "gelsy" || drv == "gelsd" || drv == "gelss",
               "[{}] driver must be one of gels, gelsy, gelsd, gelss: got '{}'", op, drv);
+  // PyTorch's rule: B is [..., m, k], or a batch of vectors [..., m] with one dim fewer than A.
+  EMBER_CHECK(b.dim() == a.dim() || b.dim() == a.dim() - 1,
+              "[{}] B must have as many dims as A or one fewer: got shapes {} and {}", op,
+              shape_str(a.sizes()), shape_str(b.sizes()));
   const bool vector = b.dim() == a.dim() - 1;
   const Tensor y = vector ? b.unsqueeze(-1) : b;
   EMBER_CHECK(y.dim() >= 2 && y.size(-2) == a.size(-2),
               "[{}] incompatible shapes: A {} and B {} (B needs A's {} rows)", op,
               shape_str(a.sizes()), shape_str(b.sizes()), a.size(-2));
+  check_batches(a, y, b, op);
   const double rc = rcond && *rcond > 0 ? *rcond : default_rtol(a);
   const int64_t m = a.size(-2), n = a.size(-1);
   const TensorOptions o{a.dtype(), a.device()};

@@ -227,6 +227,12 @@ EMBER_KERNEL(linalg_cholesky) {
       int info = 0;
       potrf(n, buf.data(), &info);
       if (info < 0) return sdk::fail(call, EMBER_ERR_INTERNAL, "potrf: argument %d", -info);
+      // OpenBLAS's potrf takes a NaN pivot for a positive one (the reference LAPACK does not);
+      // a NaN anywhere in the lower triangle reaches the diagonal, so the contract's "not
+      // positive (or NaN)" is checked there.
+      for (int j = 0; j < n && info == 0; ++j) {
+        if (!(buf[static_cast<size_t>(j + j * n)] > T(0))) info = j + 1;
+      }
       for (int j = 0; j < n; ++j) {  // potrf leaves the upper triangle as it was
         for (int i = 0; i < j; ++i) buf[static_cast<size_t>(i + j * n)] = T(0);
       }

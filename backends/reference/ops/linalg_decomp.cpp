@@ -208,7 +208,11 @@ bool jacobi_eigen(Mat a, std::vector<double>& w, Mat& v) {
   // A pair is rotated while its off-diagonal element is not negligible next to its diagonal
   // ones (Demmel and Veselic's relative test); a rotated pair's element is zero exactly.
   const double eps = std::numeric_limits<double>::epsilon();
-  const double tiny = std::numeric_limits<double>::min() / eps;
+  double frob2 = 0;
+  for (double x : a.v) frob2 += x * x;
+  // Below eps ||A|| / 1000 an off-diagonal element moves no eigenvalue by more than rounding.
+  const double tiny =
+      std::max(std::numeric_limits<double>::min() / eps, eps * 1e-3 * std::sqrt(frob2));
   bool converged = false;
   for (int sweep = 0; sweep < kMaxSweeps && !converged; ++sweep) {
     converged = true;
@@ -296,6 +300,9 @@ bool jacobi_svd_tall(Mat w, int64_t cu, Mat& u, std::vector<double>& s, Mat& v) 
     for (int64_t j = 0; j < n; ++j) v(i, j) = i == j ? 1.0 : 0.0;
   }
   const double eps = std::numeric_limits<double>::epsilon();
+  double frob2 = 0;
+  for (double x : w.v) frob2 += x * x;
+  const double negligible = eps * eps * frob2;
   bool converged = false;
   for (int sweep = 0; sweep < kMaxSweeps && !converged; ++sweep) {
     converged = true;
@@ -307,8 +314,10 @@ bool jacobi_svd_tall(Mat w, int64_t cu, Mat& u, std::vector<double>& s, Mat& v) 
           beta += w(i, q) * w(i, q);
           gamma += w(i, p) * w(i, q);
         }
-        // Rounding leaves |gamma| near m eps sqrt(alpha beta) after a rotation.
-        if (gamma == 0.0 ||
+        // Rounding leaves |gamma| near m eps sqrt(alpha beta) after a rotation; a column of
+        // norm below eps ||A|| is zero to rounding (rank deficiency) and rotating it against
+        // another only stirs the rounding noise, so neither is rotated.
+        if (gamma == 0.0 || std::min(alpha, beta) <= negligible ||
             std::abs(gamma) <= 4 * eps * static_cast<double>(m) * std::sqrt(alpha * beta)) {
           continue;
         }
