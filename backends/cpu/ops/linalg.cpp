@@ -15,9 +15,15 @@
 //   OpenBLAS (openmp)             141   ms               734   ms       323   ms
 // OpenBLAS is 5 to 15 times faster than the reference LAPACK. Of its two threaded builds the
 // OpenMP one runs on GNU OpenMP, the runtime of Ember's own loops and of oneDNN, so all three
-// share one pool (Note [One thread pool] in plugin.cpp); the pthread build would start a pool of
-// its own and oversubscribe the cores whenever both are busy. LAPACK's integers are 32-bit
-// (LP64): a matrix with a dimension over INT32_MAX is refused.
+// share one pool (Note [One thread pool] in plugin.cpp) and one thread count: OpenBLAS asks
+// omp_get_max_threads() on every call, so set_num_threads reaches it, and so does the one
+// thread of a forked child (Note [Forked children run on one thread]; an SVD, solve and eigh in
+// a child forked after large ones in the parent run). The pthread build would start a pool of
+// its own and oversubscribe the cores whenever both are busy. With the cores oversubscribed by
+// other processes (load 12 on 2 cores), two OpenMP threads wait for each other as Ember's loops
+// do: a 256 SVD took 3.7 s against 70 ms on one thread, and 100 ms with OMP_WAIT_POLICY=passive;
+// set_num_threads(1) or that policy is the remedy there. LAPACK's integers are 32-bit (LP64): a
+// matrix with a dimension over INT32_MAX is refused.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
