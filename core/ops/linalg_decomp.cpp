@@ -496,8 +496,8 @@ std::tuple<Tensor, Tensor> eigh(const Tensor& a, std::string_view uplo) {
       v = empty(a.sizes(), {a.dtype(), a.device()});
     } else {
       const Tensor a3 = flat3(a);
-      check_finite(a3, batch, op);
       require_kernel(ops::linalg_eigh, a3, op);
+      check_finite(a3, batch, op);
       w = empty({a3.size(0), n}, {a.dtype(), a.device()});
       v = empty(a3.sizes(), {a.dtype(), a.device()});
       Tensor info = int64_on({a3.size(0)}, a3);
@@ -595,8 +595,8 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices) {
       vh = eye(cv, n, o).expand(with(batch, {cv, n})).contiguous();
     } else {
       const Tensor a3 = flat3(a);
-      check_finite(a3, batch, op);
       require_kernel(ops::linalg_svd, a3, op);
+      check_finite(a3, batch, op);
       const int64_t b = a3.size(0);
       u = empty({b, m, cu}, o);
       s = empty({b, k}, o);
