@@ -248,7 +248,7 @@ Tensor solve_matrix(const Tensor& a, const Tensor& y, const char* op) {
 
 // ---- det, slogdet ---------------------------------------------------------------------------
 
-/** {LU diagonal [count, n], pivot sign [count]} of square a, or undefined when a is empty. */
+/** {LU diagonal [count, n], pivot sign [count]} of square, non-empty a. */
 std::tuple<Tensor, Tensor> lu_diag(const Tensor& a, const char* op) {
   const Tensor a3 = flat3(a);
   auto [lu, piv, info] = lu_factor_raw(a3, op);
