@@ -71,6 +71,10 @@ foreach(backend ${EMBER_BACKENDS})
   set(CPACK_DEBIAN_${comp}_DESCRIPTION
       "Ember ${backend_${backend}_summary}\nA plugin in Ember's plugin directory; found at start-up.")
 endforeach()
+# dpkg-shlibdeps gives the CPU backend "liblapack3 | liblapack.so.3"; the LAPACK it is meant to run
+# on is OpenBLAS's OpenMP build (Note [LAPACK in the CPU backend] in backends/cpu/ops/linalg.cpp).
+set(CPACK_DEBIAN_BACKEND_CPU_PACKAGE_DEPENDS
+    "libember${PROJECT_VERSION_MAJOR} (>= ${PROJECT_VERSION}), libopenblas0-openmp")
 # Jobs of the mpi backend are started by mpirun, which Debian ships apart from the library.
 set(CPACK_DEBIAN_BACKEND_MPI_PACKAGE_RECOMMENDS "openmpi-bin")
 # The CUDA libraries come from NVIDIA's distribution, not from Debian packages that

@@ -3,12 +3,15 @@
 # Idempotent and quick when everything is already present.
 set -euo pipefail
 
+# liblapack-dev is what the CPU backend links (liblapack.so); libopenblas0-openmp provides the
+# LAPACK it runs (Note [LAPACK in the CPU backend] in backends/cpu/ops/linalg.cpp).
 # dataset-fashion-mnist is the data of `ember train`; bible-kjv gives the public-domain text of
 # `ember train --task charlm` (README).
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   python3-pip libfmt-dev libboost-dev libdlpack-dev nlohmann-json3-dev zlib1g-dev
   libzip-dev libonnx-dev libprotobuf-dev
+  liblapack-dev libopenblas0-openmp
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libgloo-dev libopenmpi-dev openmpi-bin
   lintian

@@ -17,7 +17,8 @@
 //    returns values and flat h * W + w indices;
 //  - normalisation (norm.cpp): own two-pass loops, OpenMP across channels / rows;
 //  - attention (attention.cpp) and the LSTM recurrence (rnn.cpp): oneDNN's sgemm for the
-//    products, own vectorized loops for the rest (dense_math.h).
+//    products, own vectorized loops for the rest (dense_math.h);
+//  - the factorizations of torch.linalg (linalg.cpp): LAPACK (OpenBLAS's, on GNU OpenMP).
 // Attribute layouts are documented with each op in core/ops/.
 #include "backends/cpu/kernels.h"
 
@@ -74,6 +75,14 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, lstm_layer_backward, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, gru_layer, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, gru_layer_backward, kF32F64)
+  // The factorizations of torch.linalg through LAPACK (linalg.cpp, Note [LAPACK in the CPU
+  // backend]).
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_lu_factor)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_lu_solve)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_cholesky)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_qr)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_eigh)
+  EMBER_REGISTER_KERNEL(reg, cpu, kPriority, linalg_svd)
   return EMBER_OK;
 }
 

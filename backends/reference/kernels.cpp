@@ -1,8 +1,8 @@
 // Everything the reference backend implements: every mandatory op of ember/ops.def for the
 // dtypes it lists, plus the optional relu_backward, gelu_backward, max_pool2d_backward,
-// conv2d_relu, conv2d_add_relu, fused_linear and the whole recurrent layer (rnn_layer and its
-// backward), each as a plain single-threaded loop. Attribute meanings are documented with each op
-// in core/ops/.
+// conv2d_relu, conv2d_add_relu, fused_linear, the whole recurrent layer (rnn_layer and its
+// backward) and the factorizations of torch.linalg, each as a plain single-threaded loop.
+// Attribute meanings are documented with each op in core/ops/.
 #include "backends/reference/kernels.h"
 
 #include "backends/reference/ops/ops.h"
@@ -37,6 +37,13 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t device) {
   //   a whole LSTM or GRU layer, forward and backward through time, in double  ops/rnn.cpp
   EMBER_REGISTER_KERNEL(reg, device, kPriority, rnn_layer)
   EMBER_REGISTER_KERNEL(reg, device, kPriority, rnn_layer_backward)
+  //   the factorizations: LU, Cholesky, Householder QR, Jacobi eigh and SVD  ops/linalg_decomp.cpp
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_lu_factor)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_lu_solve)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_cholesky)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_qr)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_eigh)
+  EMBER_REGISTER_KERNEL(reg, device, kPriority, linalg_svd)
   return EMBER_OK;
 }
 

@@ -9,6 +9,7 @@ namespace ember {
 Error::~Error() = default;
 ValueError::~ValueError() = default;
 ZeroDivisionError::~ZeroDivisionError() = default;
+LinAlgError::~LinAlgError() = default;
 TypeError::~TypeError() = default;
 IndexError::~IndexError() = default;
 NotImplementedError::~NotImplementedError() = default;

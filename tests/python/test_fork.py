@@ -18,8 +18,8 @@ N = 2_000_000
 
 
 def _parallel_ops():
-    """Elementwise, a reduction, a product and a convolution (oneDNN), with their exact values
-    computed by hand: (name, got, expected)."""
+    """Elementwise, a reduction, a product, a convolution (oneDNN) and a solve (LAPACK), with
+    their exact values computed by hand: (name, got, expected)."""
     added = ember.ones(N) + 1
     product = ember.ones(600, 700) @ ember.ones(700, 500)
     conv = F.conv2d(ember.ones(8, 16, 32, 32), ember.ones(32, 16, 3, 3))
@@ -29,6 +29,10 @@ def _parallel_ops():
         ("matmul", float(product.sum()), 700.0 * 600 * 500),
         ("conv2d", float(conv.sum()), 144.0 * 8 * 32 * 30 * 30),
         ("softmax", float(F.softmax(ember.zeros(4096, 64), dim=-1).sum()), 4096.0),
+        # LAPACK's solve (OpenBLAS on the same OpenMP pool: Note [LAPACK in the CPU backend]).
+        ("linalg.solve", float(ember.linalg.solve(2 * ember.eye(400, dtype=ember.float64),
+                                                  ember.ones(400, 8, dtype=ember.float64)).sum()),
+         1600.0),
     ]
 
 

@@ -980,6 +980,117 @@ std::vector<Case> make_cases() {
                }),
                false,
                f32_f64});
+
+  // ---- torch.linalg: the factorizations and the ops made of them --------------------------------
+  // Inputs are shifted (+ n I) or made symmetric positive-definite inside the case so that every
+  // draw is well conditioned. Eigenvectors and singular vectors are compared through what does
+  // not depend on their signs: the squares of V's entries, the products u_i v_i^T.
+  const auto eye_like = [](const Tensor& a) {
+    return eye(a.size(-1), a.size(-1), {a.dtype(), a.device()});
+  };
+  const auto shifted = [eye_like](const Tensor& a) {
+    return add(a, mul(eye_like(a), static_cast<double>(a.size(-1))));
+  };
+  const auto spd = [eye_like](const Tensor& a) {
+    return add(matmul(a, a.transpose(-2, -1)), mul(eye_like(a), static_cast<double>(a.size(-1))));
+  };
+  const auto square_variants = std::vector<Variant>{
+      {"3x3",
+       [](Gen& g) {
+         return Inputs{g({3, 3})};
+       }},
+      {"batched",
+       [](Gen& g) {
+         return Inputs{g({2, 3, 4, 4})};
+       }},
+      {"transposed",
+       [](Gen& g) {
+         return Inputs{g({5, 5}).t()};
+       }},
+  };
+  const auto any_variants = std::vector<Variant>{
+      {"tall",
+       [](Gen& g) {
+         return Inputs{g({5, 3})};
+       }},
+      {"wide_batched",
+       [](Gen& g) {
+         return Inputs{g({2, 3, 5})};
+       }},
+      {"square",
+       [](Gen& g) {
+         return Inputs{g({4, 4})};
+       }},
+  };
+  c.push_back({"linalg_inv",
+               {"linalg_lu_factor", "linalg_lu_solve"},
+               square_variants,
+               one([shifted](const Inputs& in) { return linalg::inv(shifted(in[0])); })});
+  c.push_back({"linalg_det_slogdet",
+               {"linalg_lu_factor", "linalg_lu_solve"},
+               square_variants,
+               [](const Inputs& in) {
+                 auto [sign, logabs] = linalg::slogdet(in[0]);
+                 return Inputs{linalg::det(in[0]), sign, logabs};
+               }});
+  c.push_back({"linalg_solve",
+               {"linalg_lu_factor", "linalg_lu_solve"},
+               {{"matrix",
+                 [](Gen& g) {
+                   return Inputs{g({3, 3}), g({3, 2})};
+                 }},
+                {"vector_batched",
+                 [](Gen& g) {
+                   return Inputs{g({2, 4, 4}), g({2, 4})};
+                 }},
+                {"broadcast",
+                 [](Gen& g) {
+                   return Inputs{g({4, 4}), g({3, 4, 1})};
+                 }}},
+               one([shifted](const Inputs& in) { return linalg::solve(shifted(in[0]), in[1]); })});
+  c.push_back({"linalg_cholesky",
+               {"linalg_cholesky", "linalg_lu_factor", "linalg_lu_solve"},
+               square_variants,
+               [spd](const Inputs& in) {
+                 return Inputs{linalg::cholesky(spd(in[0])), linalg::cholesky(spd(in[0]), true)};
+               }});
+  c.push_back({"linalg_qr",
+               {"linalg_qr", "linalg_lu_factor", "linalg_lu_solve"},
+               any_variants,
+               [](const Inputs& in) {
+                 auto [q, r] = linalg::qr(in[0]);
+                 return Inputs{q, r};
+               }});
+  c.push_back({"linalg_qr_complete",
+               {"linalg_qr"},
+               any_variants,
+               [](const Inputs& in) {
+                 auto [q, r] = linalg::qr(in[0], "complete");
+                 return Inputs{q, r};
+               },
+               false});
+  c.push_back({"linalg_eigh", {"linalg_eigh"}, square_variants, [](const Inputs& in) {
+                 const Tensor s = add(in[0], in[0].transpose(-2, -1));
+                 auto [w, v] = linalg::eigh(s);
+                 auto [wu, vu] = linalg::eigh(s, "U");
+                 return Inputs{w, mul(v, v), wu};
+               }});
+  c.push_back({"linalg_svd", {"linalg_svd"}, any_variants, [](const Inputs& in) {
+                 auto [u, s, vh] = linalg::svd(in[0], false);
+                 Inputs out{s};
+                 for (int64_t i = 0; i < s.size(-1); ++i) {
+                   out.push_back(matmul(u.narrow(-1, i, 1), vh.narrow(-2, i, 1)));
+                 }
+                 return out;
+               }});
+  c.push_back({"linalg_pinv_lstsq_norms", {"linalg_svd"}, any_variants, [](const Inputs& in) {
+                 Shape bs = in[0].sizes();
+                 bs.back() = 2;  // B [..., m, 2]
+                 const Tensor b = ones(bs, {in[0].dtype(), in[0].device()});
+                 return Inputs{linalg::pinv(in[0]), std::get<0>(linalg::lstsq(in[0], b)),
+                               linalg::matrix_norm(in[0], "nuc"), linalg::matrix_norm(in[0], 2.0),
+                               linalg::norm(in[0])};
+               }});
   return c;
 }
 

@@ -7,7 +7,7 @@ see them; ember._C raises them. Importing this module imports nothing else of Em
 import builtins
 
 __all__ = [
-    "Error", "ValueError", "ZeroDivisionError", "TypeError", "IndexError", "NotImplementedError", "OutOfMemoryError",
+    "Error", "ValueError", "ZeroDivisionError", "LinAlgError", "TypeError", "IndexError", "NotImplementedError", "OutOfMemoryError",
     "DeviceError", "IoError", "FileNotFoundError", "PluginError", "InternalError",
     "DistributedError", "KeyError",
 ]
@@ -23,6 +23,11 @@ class ValueError(Error, builtins.ValueError):
 
 class ZeroDivisionError(ValueError, builtins.ZeroDivisionError):
     """An integer division (//, %, fmod, div with a rounding mode) by zero."""
+
+
+class LinAlgError(ValueError):
+    """A matrix a linalg op cannot factor: singular, not positive-definite, non-finite
+    (torch.linalg.LinAlgError; a ValueError too, as numpy.linalg.LinAlgError is)."""
 
 
 class TypeError(Error, builtins.TypeError):
@@ -80,3 +85,4 @@ for _cls in (Error, ValueError, ZeroDivisionError, TypeError, IndexError, NotImp
              KeyError):
     _cls.__module__ = "ember"  # tracebacks say ember.ValueError
 del _cls
+LinAlgError.__module__ = "ember.linalg"  # raised as ember.linalg.LinAlgError, as in torch

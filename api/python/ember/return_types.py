@@ -33,6 +33,51 @@ class topk(NamedTuple):
     indices: Tensor
 
 
+class slogdet(NamedTuple):
+    """slogdet(A): the sign and the log of the absolute value of the determinant."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_slogdet(NamedTuple):
+    """linalg.slogdet(A): the sign and the log of the absolute value of the determinant."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_qr(NamedTuple):
+    """linalg.qr(A): Q with orthonormal columns and upper triangular R."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class linalg_eigh(NamedTuple):
+    """linalg.eigh(A): the eigenvalues, ascending, and the eigenvectors as columns."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class linalg_svd(NamedTuple):
+    """linalg.svd(A): A = U diag(S) Vh."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class linalg_lstsq(NamedTuple):
+    """linalg.lstsq(A, B): the solution, the residuals, the rank and the singular values."""
+
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor
+
+
 class IncompatibleKeys(NamedTuple):
     """What load_state_dict did not match: keys the module has that the dict lacks, and keys the
     dict has that the module lacks."""

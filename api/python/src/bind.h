@@ -352,6 +352,7 @@ void bind_runtime(nb::module_& m);
 void bind_tensor(nb::module_& m);
 void bind_indexing(nb::class_<PyTensor>& cls);
 void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls);
+void bind_linalg(nb::module_& m, nb::class_<PyTensor>& cls);
 void bind_autograd(nb::module_& m);
 void bind_nn(nb::module_& m);
 void bind_optim(nb::module_& m);

@@ -22,13 +22,16 @@ namespace {
 //   Distributed -> ember.DistributedError         Internal -> ember.InternalError
 //   Key -> ember.KeyError(KeyError)
 // and an ember::ZeroDivisionError (a Value error) -> ember.ZeroDivisionError(ember.ValueError,
-// ZeroDivisionError), so `except ZeroDivisionError` catches x // 0 on integers as in Python.
+// ZeroDivisionError), so `except ZeroDivisionError` catches x // 0 on integers as in Python; an
+// ember::LinAlgError (a Value error) -> ember.linalg.LinAlgError(ember.ValueError), which is
+// torch.linalg.LinAlgError's RuntimeError and numpy.linalg.LinAlgError's ValueError at once.
 // The message is Ember's unchanged: `[op] what is wrong: observed values (hint)`. The classes
 // live in ember/_errors.py.
 struct ErrorTypes {
   PyObject* by_kind[16] = {};
   PyObject* file_not_found = nullptr;
   PyObject* zero_division = nullptr;
+  PyObject* linalg = nullptr;
 };
 ErrorTypes g_errors;
 
@@ -37,6 +40,8 @@ void translate(const std::exception_ptr& p, void*) {
     std::rethrow_exception(p);
   } catch (const ZeroDivisionError& e) {
     PyErr_SetString(g_errors.zero_division ? g_errors.zero_division : PyExc_RuntimeError, e.what());
+  } catch (const LinAlgError& e) {
+    PyErr_SetString(g_errors.linalg ? g_errors.linalg : PyExc_RuntimeError, e.what());
   } catch (const std::bad_cast&) {
     // nanobind's nb::cast of a Python object to a C++ type failed inside a binding: the object
     // had a type the call cannot take. Calls that know what they expected say it themselves.
@@ -76,6 +81,7 @@ void bind_errors(nb::module_& m) {
   kind(ErrorKind::Key, "KeyError");
   g_errors.file_not_found = nb::object(errors.attr("FileNotFoundError")).release().ptr();
   g_errors.zero_division = nb::object(errors.attr("ZeroDivisionError")).release().ptr();
+  g_errors.linalg = nb::object(errors.attr("LinAlgError")).release().ptr();
   for (nb::handle name : errors.attr("__all__")) m.attr(name) = errors.attr(name);
   nb::register_exception_translator(translate);
 }

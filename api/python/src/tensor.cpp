@@ -1255,6 +1255,7 @@ void bind_tensor(nb::module_& m) {
       "Samples of N(mean, std^2) of the given size.");
 
   bind_ops(m, cls);
+  bind_linalg(m, cls);
   bind_indexing(cls);
 }
 

@@ -28,10 +28,12 @@
 // the same count. The semantics stay in core/ops/<family>.cpp, where the kernel contract at the
 // top of the file says what each input, output and attribute means.
 
-/** Dtype sets of ops.def: every dtype, every one but bool, the floating ones. */
+/** Dtype sets of ops.def: every dtype, every one but bool, the floating ones, float32/64. */
 #define EMBER_DT_ALL (::ember::sdk::kAllMask)
 #define EMBER_DT_NUMERIC (::ember::sdk::kNumericMask)
 #define EMBER_DT_FLOATING (::ember::sdk::kFloatingMask)
+/** float32 and float64 only (the factorizations, as LAPACK's). */
+#define EMBER_DT_F32F64 (::ember::sdk::dtype_bit(EMBER_F32) | ::ember::sdk::dtype_bit(EMBER_F64))
 /** Flags of ops.def: differentiable; optional for a backend (the core has a composite). */
 #define EMBER_OPF_GRAD 1u
 #define EMBER_OPF_OPTIONAL 2u

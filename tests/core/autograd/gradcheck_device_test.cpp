@@ -20,6 +20,13 @@ bool is_device_mix(const std::string& what) {
   return what.find("expected all tensors on one device") != std::string::npos;
 }
 
+// A case of an optional op the device has no kernel for (the factorizations of linalg on CUDA:
+// Note [Devices without the factorizations] in core/ops/linalg_decomp.cpp) does not apply there;
+// it is listed, not failed. The reference backend has every such kernel, so all its cases run.
+bool is_unavailable_there(const std::string& what) {
+  return what.find("not available on device") != std::string::npos;
+}
+
 // The device of type `name`, or a reason to skip.
 std::string find_device(const char* name, Device* out) {
   init();
@@ -32,7 +39,7 @@ std::string find_device(const char* name, Device* out) {
 
 void run_all_on(Device dev, bool second_order) {
   int ran = 0, total = 0;
-  std::vector<std::string> not_portable;
+  std::vector<std::string> not_portable, unavailable;
   for (const GradcheckCase& c : gradcheck_cases()) {
     if (second_order && !c.second_order) continue;
     ++total;
@@ -49,14 +56,21 @@ void run_all_on(Device dev, bool second_order) {
         not_portable.push_back(c.op + " (" + c.label + ")");
         continue;
       }
+      if (is_unavailable_there(e.what()) && dev.type != find_device_type("reference")) {
+        unavailable.push_back(c.op + " (" + c.label + ")");
+        continue;
+      }
       r = {false, e.what()};
     }
     ++ran;
     EXPECT_TRUE(r.ok) << c.op << " (" << c.label << ") on " << dev.str() << ": " << r.message;
   }
-  std::printf("[gradcheck on %s] %d of %d cases ran\n", dev.str().c_str(), ran, total);
-  EXPECT_EQ(ran, total) << "cases that make CPU tensors of their own (use testing::on):\n  "
-                        << fmt::format("{}", fmt::join(not_portable, "\n  "));
+  std::printf("[gradcheck on %s] %d of %d cases ran; %zu need kernels it lacks: %s\n",
+              dev.str().c_str(), ran, total, unavailable.size(),
+              fmt::format("{}", fmt::join(unavailable, ", ")).c_str());
+  EXPECT_EQ(ran + static_cast<int>(unavailable.size()), total)
+      << "cases that make CPU tensors of their own (use testing::on):\n  "
+      << fmt::format("{}", fmt::join(not_portable, "\n  "));
 }
 
 TEST(GradcheckOnReference, AllCasesFirstOrder) {

@@ -378,5 +378,33 @@ TEST(PinMemory, DataLoaderHandsOutPinnedBatches) {
   EXPECT_EQ(rows, 10);
 }
 
+// A device whose backend lacks the optional factorizations (as CUDA does today: Note [Devices
+// without the factorizations] in core/ops/linalg_decomp.cpp) gets an error naming the linalg op,
+// the device and what to do, from every op made of them.
+TEST(QueueDevice, LinalgWithoutTheFactorizationsSaysWhatIsMissing) {
+  const Device q = queue();
+  const Tensor a = empty({2, 3, 3}, TensorOptions(DType::Float32, q));
+  try {
+    linalg::inv(a);
+    FAIL() << "expected NotImplementedError";
+  } catch (const NotImplementedError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[linalg.inv] not available on device queue:0: its backend has no "
+              "linalg_lu_factor kernel for float32 (the factorizations run on the cpu and "
+              "reference backends; move the input there with .to(\"cpu\"))");
+  }
+  EXPECT_THROW(linalg::det(a), NotImplementedError);
+  EXPECT_THROW(linalg::cholesky(a), NotImplementedError);
+  EXPECT_THROW(linalg::qr(a), NotImplementedError);
+  try {
+    linalg::svd(a);  // asked before the finiteness check, which needs kernels of its own
+    FAIL() << "expected NotImplementedError";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("[linalg.svd] not available on device queue:0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ember

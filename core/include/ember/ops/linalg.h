@@ -1,7 +1,9 @@
-// Matrix products and einsum.
+// Matrix products, einsum, and torch.linalg (ember::linalg): factorizations, solves, norms.
 #pragma once
 
+#include <optional>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "ember/tensor/tensor.h"
@@ -22,4 +24,76 @@ EMBER_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& op
  *  [..., P, R] (batch dims broadcast); p >= 0, inf included; floating inputs. */
 EMBER_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
 
+/** Determinant of a batch of square matrices: torch.det, linalg::det. */
+EMBER_API Tensor det(const Tensor& a);
+/** Inverse of a batch of square matrices: torch.inverse, linalg::inv. */
+EMBER_API Tensor inverse(const Tensor& a);
+/** (sign, log|det|) of a batch of square matrices: torch.slogdet, linalg::slogdet. */
+EMBER_API std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
+
 }  // namespace ember
+
+// Note [torch.linalg in Ember]
+// ember::linalg follows torch.linalg: operands are batches of matrices [..., m, n] (leading dims
+// are batch dims) of float32 or float64. Six factorizations are ops with kernels (LU with partial
+// pivoting and its solve, Cholesky, Householder QR, the symmetric eigendecomposition, the SVD;
+// ember/ops.def); everything else is composed of them and public ops in
+// core/ops/linalg_decomp.cpp, so every backend with the six gets all of it, gradients included.
+// A singular or not positive-definite matrix where the op needs otherwise is a LinAlgError naming
+// the batch element, as PyTorch's torch.linalg.LinAlgError.
+namespace ember::linalg {
+
+/** Inverse of a batch of square matrices; a singular one is a LinAlgError. */
+EMBER_API Tensor inv(const Tensor& a);
+/** Determinant of a batch of square matrices (0 for a singular one). */
+EMBER_API Tensor det(const Tensor& a);
+/** (sign, log|det|): sign is -1, 0 or 1, log|det| is -inf for a singular matrix. */
+EMBER_API std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
+/** X with A X = B (left) or X A = B; B is a batch of vectors when b.dim() == 1 or b's shape is
+ *  a's without the last dim. Batch dims broadcast; a singular A is a LinAlgError. */
+EMBER_API Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
+/** Cholesky factor of symmetric positive-definite matrices: lower L (A = L L^T), or upper U
+ *  (A = U^T U); only the lower triangle of A is read. Not positive-definite: a LinAlgError. */
+EMBER_API Tensor cholesky(const Tensor& a, bool upper = false);
+/** QR by Householder reflections, mode "reduced" (Q [m, k], R [k, n], k = min(m, n)),
+ *  "complete" (Q [m, m], R [m, n]) or "r" (R only; Q is empty). */
+EMBER_API std::tuple<Tensor, Tensor> qr(const Tensor& a, std::string_view mode = "reduced");
+/** Eigenvalues (ascending) and eigenvectors (columns) of symmetric matrices, reading the
+ *  triangle `uplo` ("L" or "U"). */
+EMBER_API std::tuple<Tensor, Tensor> eigh(const Tensor& a, std::string_view uplo = "L");
+/** The eigenvalues of eigh, ascending. */
+EMBER_API Tensor eigvalsh(const Tensor& a, std::string_view uplo = "L");
+/** A = U diag(S) Vh, S descending; full_matrices gives U [m, m] and Vh [n, n], otherwise
+ *  [m, k] and [k, n]. */
+EMBER_API std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices = true);
+/** The singular values of svd, descending. */
+EMBER_API Tensor svdvals(const Tensor& a);
+/** Moore-Penrose pseudo-inverse through the SVD (the eigendecomposition if hermitian); singular
+ *  values at most max(atol, rtol * largest) count as zero (rtol defaults to eps * max(m, n)
+ *  when neither is given). */
+EMBER_API Tensor pinv(const Tensor& a, std::optional<double> atol = {},
+                      std::optional<double> rtol = {}, bool hermitian = false);
+/** Least-squares solution of A X = B, PyTorch's (solution, residuals, rank, singular_values):
+ *  residuals when m > n and every A has full rank, rank unless driver is "gels", singular
+ *  values for "gelsd" and "gelss"; the others are empty. rcond defaults to eps * max(m, n). */
+EMBER_API std::tuple<Tensor, Tensor, Tensor, Tensor> lstsq(
+    const Tensor& a, const Tensor& b, std::optional<double> rcond = {},
+    std::optional<std::string_view> driver = {});
+/** Vector norm of order `ord` over `dims` (every dim when empty), in `dtype` if given. */
+EMBER_API Tensor vector_norm(const Tensor& x, double ord = 2, IntList dims = {},
+                             bool keepdim = false, std::optional<DType> dtype = {});
+/** Matrix norm over the two `dims`: ord "fro" or "nuc". */
+EMBER_API Tensor matrix_norm(const Tensor& a, std::string_view ord = "fro", IntList dims = {-2, -1},
+                             bool keepdim = false, std::optional<DType> dtype = {});
+/** Matrix norm over the two `dims`: ord 1, -1, 2, -2, inf or -inf. */
+EMBER_API Tensor matrix_norm(const Tensor& a, double ord, IntList dims = {-2, -1},
+                             bool keepdim = false, std::optional<DType> dtype = {});
+/** torch.linalg.norm with a numeric or no ord: a vector norm, or a matrix norm when `dims` has
+ *  two dims (or, with ord given and no dims, the input is 2-d). */
+EMBER_API Tensor norm(const Tensor& a, std::optional<double> ord = {}, IntList dims = {},
+                      bool keepdim = false, std::optional<DType> dtype = {});
+/** torch.linalg.norm with ord "fro" or "nuc": a matrix norm. */
+EMBER_API Tensor norm(const Tensor& a, std::string_view ord, IntList dims = {},
+                      bool keepdim = false, std::optional<DType> dtype = {});
+
+}  // namespace ember::linalg

@@ -39,7 +39,9 @@ namespace ember {
 // of range (index_select, gather, scatter) answers EMBER_ERR_INDEX (ABI 1.4) and is Index, as
 // the indices checked in the core (select, embedding, nll_loss targets) are. One kind has a
 // finer class: an integer division by zero is a ZeroDivisionError, a ValueError (its kind is
-// Value) that Python also raises as its builtin ZeroDivisionError (Note [Errors in Python]).
+// Value) that Python also raises as its builtin ZeroDivisionError (Note [Errors in Python]), and
+// a matrix a linalg op cannot factor (singular, not positive-definite) a LinAlgError, a
+// ValueError too, as NumPy's numpy.linalg.LinAlgError is (ember.linalg.LinAlgError in Python).
 
 /** What went wrong, coarsely; see Note [Error kinds]. */
 enum class ErrorKind : uint8_t {
@@ -87,6 +89,15 @@ class EMBER_API ZeroDivisionError : public ValueError {
   /** Wraps the message. */
   explicit ZeroDivisionError(const std::string& message) : ValueError(message) {}
   ~ZeroDivisionError() override;
+};
+
+/** A matrix a linalg op cannot factor as it needs: singular, not positive-definite, non-finite
+ *  (a ValueError, PyTorch's torch.linalg.LinAlgError). */
+class EMBER_API LinAlgError : public ValueError {
+ public:
+  /** Wraps the message. */
+  explicit LinAlgError(const std::string& message) : ValueError(message) {}
+  ~LinAlgError() override;
 };
 
 /** A dtype or device that does not fit (ErrorKind::Type). */
