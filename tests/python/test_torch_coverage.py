@@ -15,8 +15,8 @@ from helpers import SUMMARY_LINES
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 # Names Ember covered when the floors were last raised: a drop fails the test.
-FLOOR_ALL = 766
-FLOOR_USED = 206
+FLOOR_ALL = 806
+FLOOR_USED = 211
 
 
 def _read(name):
