@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 #include "core/profiler/hooks.h"
@@ -185,17 +184,8 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
   return r.size++;
 }
 
-namespace {
-std::mutex g_default_mu;
-std::optional<Device> g_default_device;
-}  // namespace
-
-Device default_device() {
+Device best_device() {
   ensure_plugins_loaded();
-  {
-    std::lock_guard lock(g_default_mu);
-    if (g_default_device) return *g_default_device;
-  }
   if (const char* env = std::getenv("EMBER_DEVICE"); env && *env) {
     const int16_t id =
         find_device_type(std::string_view(env).substr(0, std::string_view(env).find(':')));
@@ -218,13 +208,11 @@ Device default_device() {
 void set_default_device(Device device) {
   ensure_plugins_loaded();
   check_device(device, "set_default_device");
-  std::lock_guard lock(g_default_mu);
-  g_default_device = device;
+  detail::g_default_device.store(device, std::memory_order_relaxed);
 }
 
 void reset_default_device() {
-  std::lock_guard lock(g_default_mu);
-  g_default_device.reset();
+  detail::g_default_device.store(Device::cpu(), std::memory_order_relaxed);
 }
 
 namespace {

@@ -7,6 +7,10 @@
 #include "ember/util/error.h"
 
 namespace ember {
+
+std::atomic<Device> detail::g_default_device{Device::cpu()};
+static_assert(std::atomic<Device>::is_always_lock_free, "the default device is read lock-free");
+
 namespace {
 
 // Note [The current device]

@@ -139,7 +139,7 @@ cpu=$(deployment cpu cpu)
 both=$(deployment both cpu reference)
 none=$(deployment none)
 in_deploy "$ref" "$ref/bin/ember" devices
-# With only the reference backend, it is the default device: no setting needed.
+# With only the reference backend, it is the best device: no setting needed.
 in_deploy "$ref" "$app" "$work/ref.safetensors" | tee "$work/ref.txt"
 grep -q "^device reference" "$work/ref.txt" || fail "the only backend installed is not the default"
 in_deploy "$cpu" "$app" "$work/only-cpu.safetensors"
