@@ -6,10 +6,10 @@
 #include <map>
 
 #include "ember/autograd/grad_mode.h"
+#include "ember/dispatch/runtime.h"
 #include "ember/nn/layers.h"
 #include "ember/nn/transformer.h"
 #include "ember/ops/elementwise.h"
-#include "ember/ops/memory.h"
 #include "ember/ops/reduce.h"
 #include "ember/util/error.h"
 

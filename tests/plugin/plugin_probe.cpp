@@ -16,7 +16,7 @@
 
 #include "core/dispatch/call.h"
 #include "ember/dispatch/device_registry.h"
-#include "ember/ops/memory.h"
+#include "ember/dispatch/runtime.h"
 
 namespace {
 

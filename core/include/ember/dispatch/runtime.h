@@ -1,4 +1,5 @@
-// Device-agnostic memory statistics and thread control.
+// The loaded backends' runtime controls, reached through their device-type tables: memory
+// statistics, the allocator cache and the number of threads.
 #pragma once
 
 #include "ember/plugin_abi.h"

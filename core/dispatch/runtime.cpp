@@ -1,5 +1,5 @@
 // Memory statistics and thread control, forwarded to every backend that offers them.
-#include "ember/ops/memory.h"
+#include "ember/dispatch/runtime.h"
 
 #include "ember/dispatch/device_registry.h"
 #include "ember/plugin/loader.h"
