@@ -6,7 +6,7 @@
 #include "ember/ops/elementwise.h"
 
 #include "core/dispatch/call.h"
-#include "core/tensor/kernel_view.h"
+#include "core/ops/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/stream.h"
 #include "ember/ops/factory.h"

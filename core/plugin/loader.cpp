@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/plugin/elf_check.h"
@@ -31,8 +32,6 @@
 namespace fs = std::filesystem;
 
 namespace ember {
-
-std::atomic<bool> detail::g_plugins_loaded{false};
 
 const char* outcome_name(PluginOutcome o) {
   switch (o) {
@@ -69,23 +68,6 @@ const char* outcome_name(PluginOutcome o) {
 }
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Host services for plugins.
-
-void host_log(int32_t level, const char* message) {
-  log_message(static_cast<LogLevel>(std::clamp(level, 0, 3)), "{}", message ? message : "");
-}
-void* host_scratch_alloc(size_t bytes) {
-  return std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64));
-}
-void host_scratch_free(void* p, size_t) {
-  std::free(p);
-}
-
-const ember_host_v1 kHost = {sizeof(ember_host_v1), EMBER_ABI_MAJOR, EMBER_ABI_MINOR,
-                             EMBER_VERSION_STRING,  host_log,        host_scratch_alloc,
-                             host_scratch_free};
 
 // Note [Version compatibility]
 // Three versions meet at run time (ARCHITECTURE.md, "Install layout, packages and versions"):
@@ -545,7 +527,7 @@ PluginRecord& load_one(Loader& L, const std::string& path_in) {
   char err[1024] = {0};
   int32_t status = EMBER_ERR_INTERNAL;
   try {
-    status = desc->init(&kHost, &reg, err, sizeof(err));
+    status = desc->init(detail::host_table(), &reg, err, sizeof(err));
   } catch (const std::exception& e) {
     std::snprintf(err, sizeof(err), "init threw: %s", e.what());
   } catch (...) {
@@ -850,12 +832,27 @@ std::string strict_and_required(const PluginReport& r) {
 
 }  // namespace
 
-const char* version() {
-  return EMBER_VERSION_STRING;
+// Note [No backend installed]
+// When no plugin registered a kernel (no backend package, or ember-plugins/ left behind), the
+// error names what to install and where, not a "no kernel for add" that reads like a missing op.
+void detail::explain_no_backend(std::string_view op) {
+  const PluginReport r = plugin_report();
+  for (const PluginRecord& p : r.plugins) {
+    if (!p.ops.empty()) return;  // some backend is there: the usual missing-kernel message
+  }
+  std::vector<std::string> dirs;
+  for (const SearchDir& d : r.search_path) dirs.push_back(d.dir);
+  throw NotImplementedError(fmt::format(
+      "[{}] no backend is installed: {} plugin file(s) found in [{}]{}, none registered a kernel "
+      "(install a backend next to the core library: the ember-backend-cpu or "
+      "ember-backend-reference package, or lib/ember-plugins/libember-cpu.so of an Ember "
+      "install; or name one in EMBER_PLUGIN_PATH; `ember plugins` shows what was found)",
+      op, r.plugins.size(), fmt::join(dirs, ", "),
+      r.autoload ? "" : " (autoload is off: EMBER_PLUGIN_AUTOLOAD=0)"));
 }
 
-const ember_host_v1* detail::host_table() {
-  return &kHost;
+const char* version() {
+  return EMBER_VERSION_STRING;
 }
 
 int detail::discovery_runs() {

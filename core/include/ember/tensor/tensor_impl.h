@@ -15,6 +15,12 @@ namespace ember {
 
 namespace autograd {
 struct AutogradMeta;
+/** Destroys an AutogradMeta (defined in core/autograd/tensor_autograd.cpp, where it is complete,
+ *  so that the tensor layer holds autograd state without including autograd). */
+struct EMBER_API AutogradMetaDeleter {
+  /** Deletes `meta`. */
+  void operator()(AutogradMeta* meta) const;
+};
 }  // namespace autograd
 
 /** The grad mode a view was made in, which decides whether an in-place change of the view or
@@ -94,7 +100,7 @@ class EMBER_API TensorImpl : public RefCounted {
   Shape strides_;
   int64_t offset_;
   int64_t numel_;
-  std::unique_ptr<autograd::AutogradMeta> autograd_;
+  std::unique_ptr<autograd::AutogradMeta, autograd::AutogradMetaDeleter> autograd_;
   IntrusivePtr<TensorImpl> view_base_;  // see view_base()
   DType dtype_;
   bool contiguous_;
