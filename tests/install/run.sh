@@ -66,8 +66,9 @@ for lib in ember_core ember ember_graph; do
   [[ -L $prefix/$libdir/lib$lib.so && -L $prefix/$libdir/$soname ]] || fail "lib$lib.so symlinks"
   [[ -f $(readlink -f "$prefix/$libdir/$soname") ]] || fail "$soname dangles"
 done
-for private in dispatch/call.h plugin/elf_check.h util/log.h util/file_writer.h ops/size_math.h \
-    profiler/hooks.h profiler/report.h autograd/retain_grad.h tensor/kernel_view.h; do
+for private in dispatch/call.h dispatch/profiled.h plugin/elf_check.h plugin/loading.h util/log.h \
+    util/file_writer.h ops/size_math.h ops/kernel_view.h profiler/report.h autograd/retain_grad.h \
+    autograd/op_math.h autograd/profiled.h; do
   [[ ! -e $prefix/include/ember/$private ]] || fail "private header $private is installed"
 done
 [[ -z $(find "$prefix/include" -name '*.cpp' -o -name '*.in') ]] || fail "sources installed"
