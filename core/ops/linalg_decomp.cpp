@@ -181,7 +181,7 @@ Tensor diag3(const Tensor& t3) {
 }
 
 /** v [..., n] on the diagonal of [..., n, n] (differentiable). */
-Tensor diag_embed(const Tensor& v) {
+Tensor diagonal_matrix(const Tensor& v) {
   const int64_t n = v.size(-1);
   return mul(v.unsqueeze(-1), eye(n, n, {v.dtype(), v.device()}));
 }
@@ -526,7 +526,7 @@ std::tuple<Tensor, Tensor> eigh(const Tensor& a, std::string_view uplo) {
           const Tensor off = off_diagonal(n, w);
           const Tensor e = sub(w.unsqueeze(-2), w.unsqueeze(-1));  // w_j - w_i
           const Tensor f = where(off, div(skew, where(off, e, 1.0)), 0.0);
-          const Tensor inner = add(f, diag_embed(g[0]));
+          const Tensor inner = add(f, diagonal_matrix(g[0]));
           return Grads{matmul(v, matmul(inner, mT(v)))};
         });
   }
@@ -561,7 +561,7 @@ Tensor svd_backward(const Tensor& gu_full, const Tensor& gs, const Tensor& gvh_f
   const Tensor off = off_diagonal(k, s);
   const Tensor e = where(off, sub(s2.unsqueeze(-2), s2.unsqueeze(-1)), 1.0);
   Tensor j = div(add(mul(uhgu, s.unsqueeze(-2)), mul(s.unsqueeze(-1), vskew)), e);
-  j = add(j, diag_embed(gs));
+  j = add(j, diagonal_matrix(gs));
   if (m > n) {
     Tensor ga = matmul(u, j);
     const Tensor gus = div(gu, s.unsqueeze(-2));

@@ -525,10 +525,10 @@ Tensor shuffle_pixels(const char* op, const Tensor& x, int64_t r, bool up) {
   EMBER_CHECK(r > 0, "[{}] expects a positive {}, but got {}", op,
               up ? "upscale_factor" : "downscale_factor", r);
   const int64_t d = x.dim(), c = x.size(d - 3), h = x.size(d - 2), w = x.size(d - 1);
-  Shape batch(x.sizes().begin(), x.sizes().end() - 3);
+  const Shape batch(IntList(x.sizes().data(), x.sizes().size() - 3));
   const auto with_batch = [&](std::initializer_list<int64_t> tail) {
     Shape s = batch;
-    s.insert(s.end(), tail.begin(), tail.end());
+    for (int64_t v : tail) s.push_back(v);
     return s;
   };
   Shape perm;
