@@ -82,7 +82,7 @@ class EMBER_API TensorImpl : public RefCounted {
   /** Records the version at which the view's grad_fn was set; autograd use. */
   void set_view_version(uint32_t v) { view_version_.store(v, std::memory_order_release); }
   /** Takes `view`'s sizes, strides and offset (a view of this tensor's storage), keeping the rest:
-   *  the in-place shape ops (Note [Shape changes in place] in core/tensor/tensor.cpp). */
+   *  the in-place shape ops (Note [Shape changes in place] in core/ops/view.cpp). */
   void set_geometry(const TensorImpl& view);
   /** Takes `src`'s storage, geometry and dtype, keeping this impl (its identity and autograd
    *  state); the tensor is no view afterwards. Tensor::set_data is the checked form. */
