@@ -135,8 +135,9 @@ void GradScaler::update(double new_scale) {
 }
 
 StateDict GradScaler::state_dict() const {
-  return {{"scale", full({}, scale_, TensorOptions(DType::Float64))},
-          {"growth_tracker", full({}, growth_tracker_, TensorOptions(DType::Int64))}};
+  return {
+      {"scale", full({}, scale_, TensorOptions(DType::Float64, Device::cpu()))},
+      {"growth_tracker", full({}, growth_tracker_, TensorOptions(DType::Int64, Device::cpu()))}};
 }
 
 void GradScaler::load_state_dict(const StateDict& dict) {

@@ -58,8 +58,8 @@ std::vector<Tensor> TensorDataset::get_batch(const std::vector<int64_t>& indices
     EMBER_CHECK_INDEX(i >= 0 && i < size(),
                       "[data.TensorDataset] index {} out of range for {} examples", i, size());
   }
-  Tensor index =
-      from_vector(indices, {static_cast<int64_t>(indices.size())}, TensorOptions(DType::Int64));
+  Tensor index = from_vector(indices, {static_cast<int64_t>(indices.size())},
+                             TensorOptions(DType::Int64, Device::cpu()));
   std::vector<Tensor> out;
   out.reserve(fields_.size());
   for (const Tensor& f : fields_) out.push_back(index_select(f, 0, index.to(f.device())));

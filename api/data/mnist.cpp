@@ -151,7 +151,7 @@ Tensor read_idx(const std::string& path) {
                  trailing, describe(dims));
 
   const IntList sizes(dims);
-  if (expected == 0) return empty(sizes, TensorOptions(DType::UInt8));
+  if (expected == 0) return empty(sizes, TensorOptions(DType::UInt8, Device::cpu()));
   return from_blob(data->data(), sizes, DType::UInt8, [data](void*) mutable { data.reset(); });
 }
 
@@ -162,7 +162,7 @@ Tensor to_float_images(const Tensor& pixels) {
   const Tensor src = pixels.to(Device::cpu()).contiguous();
   const int64_t n = src.size(0), rows = src.size(1), cols = src.size(2);
   // As torchvision's ToTensor: x / 255 in float32.
-  Tensor x = empty({n, 1, rows, cols}, TensorOptions(DType::Float32));
+  Tensor x = empty({n, 1, rows, cols}, TensorOptions(DType::Float32, Device::cpu()));
   const uint8_t* pixel_src = src.data_ptr<uint8_t>();
   float* pixel_dst = x.data_ptr<float>();
   const int64_t count = n * rows * cols;
@@ -225,7 +225,7 @@ TensorDataset MNIST::read(const std::string& root, bool train, std::optional<int
 
   const int64_t n = limit ? std::min(*limit, images.size(0)) : images.size(0);
   const uint8_t* label_src = labels.data_ptr<uint8_t>();
-  Tensor y = empty({n}, TensorOptions(DType::Int64));
+  Tensor y = empty({n}, TensorOptions(DType::Int64, Device::cpu()));
   int64_t* label_dst = y.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     EMBER_CHECK_IO(label_src[i] <= 9,

@@ -447,7 +447,7 @@ StateDict load(const std::string& path) {
   Header h = read_header(path, f.get());
   StateDict out;
   for (const Entry& e : h.tensors) {
-    Tensor t = empty(e.shape, TensorOptions(e.dtype));
+    Tensor t = empty(e.shape, TensorOptions(e.dtype, Device::cpu()));
     const size_t nbytes = e.end - e.begin;
     if (nbytes > 0) {
       EMBER_CHECK_IO(::fseeko(f.get(), static_cast<off_t>(h.data_start + e.begin), SEEK_SET) == 0 &&

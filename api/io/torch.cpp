@@ -618,7 +618,7 @@ class Reader {
     v->s = key;
     v->i = numel;
     v->dtype = type->dtype;
-    v->tensor = empty({numel}, TensorOptions(type->dtype));
+    v->tensor = empty({numel}, TensorOptions(type->dtype, Device::cpu()));
     archive_.read(*index, entry, v->tensor.data_ptr(), bytes);
     const size_t item = itemsize(type->dtype);
     if (big_endian_ && item > 1) {

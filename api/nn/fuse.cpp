@@ -6,10 +6,10 @@
 #include <map>
 
 #include "ember/autograd/grad_mode.h"
+#include "ember/dispatch/runtime.h"
 #include "ember/nn/layers.h"
 #include "ember/nn/transformer.h"
 #include "ember/ops/elementwise.h"
-#include "ember/ops/memory.h"
 #include "ember/ops/reduce.h"
 #include "ember/util/error.h"
 
@@ -197,8 +197,9 @@ FuseReport fuse_for_inference(Module& model, const Tensor& example) {
     saved.push_back(
         {weight, bias, weight->clone(), bias->defined() ? bias->clone() : Tensor(), bn});
     const Tensor new_weight = mul(weight->to(DType::Float64), scale.reshape(per_out));
-    const Tensor old_bias =
-        bias->defined() ? bias->to(DType::Float64) : zeros({bn->num_features}, DType::Float64);
+    const Tensor old_bias = bias->defined()
+                                ? bias->to(DType::Float64)
+                                : zeros({bn->num_features}, {DType::Float64, weight->device()});
     const Tensor new_bias = add(mul(old_bias, scale), shift);
     weight->copy_(new_weight.to(weight->dtype()));
     if (bias->defined()) {

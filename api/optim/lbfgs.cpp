@@ -26,7 +26,7 @@ double abs_max(const Tensor& a) {
   return max(abs(a)).item();
 }
 Tensor scalar(double v) {
-  return full({}, v, DType::Float64);
+  return full({}, v, {DType::Float64, Device::cpu()});  // host bookkeeping, as Optimizer's step
 }
 
 /** The gradients of `params` as one flat vector (zeros for a parameter without one). */
@@ -370,8 +370,9 @@ Tensor LBFGS::step(const std::function<Tensor()>& closure) {
   b[kD] = d, b[kT] = scalar(t), b[kHDiag] = scalar(h_diag);
   b[kOldDirs] = old_dirs.empty() ? Tensor() : stack(old_dirs);
   b[kOldStps] = old_stps.empty() ? Tensor() : stack(old_stps);
-  b[kRo] =
-      ro.empty() ? Tensor() : from_vector(ro, {static_cast<int64_t>(ro.size())}, DType::Float64);
+  b[kRo] = ro.empty() ? Tensor()
+                      : from_vector(ro, {static_cast<int64_t>(ro.size())},
+                                    {DType::Float64, Device::cpu()});
   b[kPrevFlatGrad] = prev_flat_grad, b[kPrevLoss] = scalar(prev_loss);
   b[kFuncEvals] = scalar(func_evals);
   return orig_loss;

@@ -43,7 +43,8 @@ void LRScheduler::step() {
 namespace {
 
 Tensor f64_vector(const std::vector<double>& v) {
-  return from_vector(v, {static_cast<int64_t>(v.size())}, TensorOptions(DType::Float64));
+  return from_vector(v, {static_cast<int64_t>(v.size())},
+                     TensorOptions(DType::Float64, Device::cpu()));
 }
 
 std::vector<double> read_f64_vector(const StateDict& dict, const std::string& key, size_t n,
@@ -68,7 +69,7 @@ double read_scalar(const StateDict& dict, const std::string& key, const char* op
 }  // namespace
 
 StateDict LRScheduler::state_dict() const {
-  return {{"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64))},
+  return {{"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64, Device::cpu()))},
           {"base_lrs", f64_vector(base_lrs_)},
           {"last_lr", f64_vector(last_lr_)}};
 }
@@ -283,11 +284,12 @@ void ReduceLROnPlateau::step(double metric) {
 }
 
 StateDict ReduceLROnPlateau::state_dict() const {
-  return {{"best", full({}, best_, TensorOptions(DType::Float64))},
-          {"num_bad_epochs", full({}, num_bad_epochs_, TensorOptions(DType::Int64))},
-          {"cooldown_counter", full({}, cooldown_counter_, TensorOptions(DType::Int64))},
-          {"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64))},
-          {"last_lr", f64_vector(last_lr_)}};
+  return {
+      {"best", full({}, best_, TensorOptions(DType::Float64, Device::cpu()))},
+      {"num_bad_epochs", full({}, num_bad_epochs_, TensorOptions(DType::Int64, Device::cpu()))},
+      {"cooldown_counter", full({}, cooldown_counter_, TensorOptions(DType::Int64, Device::cpu()))},
+      {"last_epoch", full({}, last_epoch_, TensorOptions(DType::Int64, Device::cpu()))},
+      {"last_lr", f64_vector(last_lr_)}};
 }
 
 void ReduceLROnPlateau::load_state_dict(const StateDict& dict) {

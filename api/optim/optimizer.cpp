@@ -100,7 +100,7 @@ ParamState& Optimizer::state_for(const Tensor& param) {
 namespace {
 
 Tensor scalar_f64(double v) {
-  return full({}, v, DType::Float64);
+  return full({}, v, {DType::Float64, Device::cpu()});
 }
 
 // Parses "<int>.<rest>" at the start of `s`; false if there is no integer.
@@ -130,7 +130,7 @@ StateDict Optimizer::state_dict() const {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const std::string prefix = fmt::format("param_groups.{}.", g);
     const ParamGroup& group = groups_[g];
-    Tensor ids = empty({static_cast<int64_t>(group.params.size())}, DType::Int64);
+    Tensor ids = empty({static_cast<int64_t>(group.params.size())}, {DType::Int64, Device::cpu()});
     auto* id = ids.data_ptr<int64_t>();
     for (const auto& [key, value] : group.options) out[prefix + key] = scalar_f64(value);
     for (const auto& p : group.params) {

@@ -16,7 +16,7 @@
 namespace ember::reference {
 namespace {
 
-// Below the CPU's 100, so the default device (Note [The default device]) stays the CPU.
+// Below the CPU's 100, so the best device (Note [The best device]) stays the CPU.
 constexpr int32_t kPriority = 10;
 
 struct Stats {

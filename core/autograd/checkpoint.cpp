@@ -4,11 +4,11 @@
 #include <mutex>
 #include <utility>
 
+#include "core/autograd/op_math.h"
 #include "core/util/log.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
-#include "ember/ops/factory.h"
 
 namespace ember::autograd {
 namespace {
@@ -22,16 +22,6 @@ std::vector<Device> generator_devices(const std::vector<Tensor>& inputs) {
     }
   }
   return out;
-}
-
-std::vector<Tensor> generator_states(const std::vector<Device>& devices) {
-  std::vector<Tensor> out;
-  for (Device d : devices) out.push_back(default_generator(d).get_state());
-  return out;
-}
-
-void set_generator_states(const std::vector<Device>& devices, const std::vector<Tensor>& states) {
-  for (size_t i = 0; i < devices.size(); ++i) default_generator(devices[i]).set_state(states[i]);
 }
 
 }  // namespace
@@ -69,7 +59,7 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
   }
   const std::vector<Device> devices =
       preserve_rng_state ? generator_devices(inputs) : std::vector<Device>{};
-  const std::vector<Tensor> states = generator_states(devices);
+  const std::vector<Tensor> states = detail::generator_states(devices);
   std::vector<Tensor> outs;
   {
     NoGradGuard no_grad;
@@ -104,12 +94,12 @@ std::vector<Tensor> checkpoint(const CheckpointFn& fn, const std::vector<Tensor>
            }
            std::vector<Tensor> ys;
            {
-             const std::vector<Tensor> current = generator_states(devices);
-             set_generator_states(devices, states);
+             const std::vector<Tensor> current = detail::generator_states(devices);
+             detail::set_generator_states(devices, states);
              struct PutBack {
                const std::vector<Device>& devices;
                const std::vector<Tensor>& states;
-               ~PutBack() { set_generator_states(devices, states); }
+               ~PutBack() { detail::set_generator_states(devices, states); }
              } put_back{devices, current};
              AutoGradMode enable(true);
              ys = fn(xs);

@@ -7,11 +7,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "core/profiler/hooks.h"
+#include "core/autograd/op_math.h"
+#include "core/autograd/profiled.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
-#include "ember/ops/elementwise.h"
-#include "ember/ops/factory.h"
 
 namespace ember::autograd {
 namespace {
@@ -162,7 +161,7 @@ struct GraphTask {
     std::vector<Tensor>& buf = buffers[n];
     if (buf.size() < n->outputs.size()) buf.resize(n->outputs.size());
     if (input_nr >= buf.size()) buf.resize(input_nr + 1);
-    buf[input_nr] = buf[input_nr].defined() ? add(buf[input_nr], g) : g;
+    buf[input_nr] = buf[input_nr].defined() ? detail::add_grads(buf[input_nr], g) : g;
   }
 
   void run(const std::vector<Edge>& roots, const std::vector<Tensor>& root_grads) {
@@ -209,11 +208,10 @@ struct GraphTask {
       }
       for (size_t i = 0; i < inputs.size(); ++i) {
         if (!inputs[i].defined()) {
-          const OutputMeta& m = n->outputs[i];
-          inputs[i] = zeros(m.sizes, {m.dtype, m.device});
+          inputs[i] = detail::zeros_grad(n->outputs[i]);
         }
       }
-      // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+      // Note [One branch when the profiler is off] in ember/dispatch/profiling.h.
       std::vector<Tensor> outs = __builtin_expect(profiler::is_enabled(), 0)
                                      ? apply_profiled(*n, std::move(inputs))
                                      : n->apply(std::move(inputs));
@@ -259,7 +257,7 @@ std::vector<Tensor> make_root_grads(const std::vector<Tensor>& tensors,
                   "[{}] grad can be implicitly created only for scalar outputs: tensor {} has "
                   "shape {} (pass a gradient)",
                   op, i, shape_str(t.sizes()));
-      out.push_back(ones_like(t));
+      out.push_back(detail::ones_grad(t));
     }
   }
   return out;

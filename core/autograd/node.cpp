@@ -2,8 +2,8 @@
 
 #include <atomic>
 
+#include "core/autograd/op_math.h"
 #include "ember/autograd/grad_mode.h"
-#include "ember/ops/elementwise.h"
 #include "ember/util/error.h"
 
 namespace ember::autograd {
@@ -113,7 +113,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     // produced, so the optimizer steps them as one dense run. Later gradients are added to it and
     // the sum keeps the first operand's format.
     const MemoryFormat format = variable_.suggest_memory_format();
-    meta->grad = meta->grad.defined() ? add(meta->grad, g)
+    meta->grad = meta->grad.defined() ? detail::add_grads(meta->grad, g)
                                       : (g.is_contiguous(format) ? g : g.contiguous(format));
     if (meta->grad.dtype() != variable_.dtype()) meta->grad = meta->grad.to(variable_.dtype());
   }

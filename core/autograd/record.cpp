@@ -4,11 +4,8 @@
 #include <climits>
 #include <mutex>
 
+#include "core/autograd/op_math.h"
 #include "core/autograd/retain_grad.h"
-#include "ember/ops/elementwise.h"
-#include "ember/ops/factory.h"
-#include "ember/ops/index.h"
-#include "ember/ops/reduce.h"
 #include "ember/tensor/overlap.h"
 
 namespace ember::autograd {
@@ -38,102 +35,6 @@ void set_history(Tensor& out, const std::shared_ptr<Node>& node, uint32_t output
   out.impl()->clear_view_base();
   set_grad_fn(out, node, output_nr);
 }
-
-int64_t numel_of(const Shape& sizes) {
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  return n;
-}
-
-// The storage span [lo, hi) that two geometries' elements cover (strides are never negative).
-std::pair<int64_t, int64_t> span_of(const TensorGeometry& a, const TensorGeometry& b) {
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (const TensorGeometry* g : {&a, &b}) {
-    if (numel_of(g->sizes) == 0) continue;
-    int64_t last = g->offset;
-    for (size_t i = 0; i < g->sizes.size(); ++i) last += (g->sizes[i] - 1) * g->strides[i];
-    lo = std::min(lo, g->offset);
-    hi = std::max(hi, last + 1);
-  }
-  return {lo, hi};
-}
-
-// True unless the elements of `g` are known to sit at distinct places: sorted by stride, each
-// dim (of size > 1) must step past everything the smaller dims reach. Interleavings this cannot
-// prove distinct count as overlapping, which only sends them down the general path.
-bool may_overlap(const TensorGeometry& g) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
-  for (size_t i = 0; i < g.sizes.size(); ++i) {
-    if (g.sizes[i] == 0) return false;
-    if (g.sizes[i] > 1) dims.emplace_back(g.strides[i], g.sizes[i]);
-  }
-  std::sort(dims.begin(), dims.end());
-  int64_t reach = 0;
-  for (auto [stride, size] : dims) {
-    if (stride <= reach) return true;
-    reach += (size - 1) * stride;
-  }
-  return false;
-}
-
-// The places, relative to `lo`, of the elements of `g` in row-major order: int64 of shape [numel].
-Tensor storage_positions(const TensorGeometry& g, int64_t lo, Device device) {
-  const TensorOptions opts(DType::Int64, device);
-  Tensor pos = full({}, Scalar(g.offset - lo), opts);
-  for (size_t i = 0; i < g.sizes.size(); ++i) {
-    Shape at(g.sizes.size(), 1);
-    at[i] = g.sizes[i];
-    pos = add(pos, mul(arange(Scalar(int64_t{0}), Scalar(g.sizes[i]), Scalar(int64_t{1}), opts),
-                       Scalar(g.strides[i]))
-                       .reshape(at));
-  }
-  return pos.reshape({-1});
-}
-
-// Note [In-place ops and CopySlices]
-// An in-place op on a tensor autograd tracks is recorded as its out-of-place form on a clone of
-// the old value, r = f(x.clone()); x's data becomes r's and x takes over r's history. If x is a
-// view (Note [Views see their base's history]), its base changed too: the base's new grad_fn is a
-// CopySlices node whose backward passes the gradient through unchanged outside the view's
-// region, to the base's old history, and sends the region's part to r (whose own graph reaches
-// the old values through the clone). The view's grad_fn then becomes an AsStridedBackward of the
-// new base history. The region is addressed through a buffer laid out as the storage span the
-// base and the view cover, so the base may have any geometry without overlap (channels-last,
-// transposed, sliced); a base or view whose elements overlap is refused before anything is
-// written. With create_graph the gradient is built from scatter and gather, which are
-// differentiable again; otherwise by copies into the buffer.
-class CopySlices : public Node {
- public:
-  CopySlices(TensorGeometry base, TensorGeometry view)
-      : base_(std::move(base)), view_(std::move(view)) {}
-  std::string name() const override { return "CopySlices"; }
-  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
-    const Tensor& g = grads[0];
-    const TensorOptions opts(g.dtype(), g.device());
-    if (numel_of(base_.sizes) == 0 || numel_of(view_.sizes) == 0) {
-      return {g, zeros(view_.sizes, opts)};
-    }
-    const auto [lo, hi] = span_of(base_, view_);
-    if (!is_grad_enabled()) {
-      Tensor flat = zeros({hi - lo}, opts);
-      Tensor result = flat.as_strided(base_.sizes, base_.strides, base_.offset - lo);
-      result.copy_(g);
-      Tensor region = flat.as_strided(view_.sizes, view_.strides, view_.offset - lo);
-      Tensor to_r = region.clone();
-      region.zero_();
-      return {result, to_r};
-    }
-    const Tensor base_pos = storage_positions(base_, lo, g.device());
-    const Tensor view_pos = storage_positions(view_, lo, g.device());
-    Tensor flat = scatter(zeros({hi - lo}, opts), 0, base_pos, g.reshape({-1}));
-    Tensor to_r = gather(flat, 0, view_pos).reshape(view_.sizes);
-    flat = scatter(flat, 0, view_pos, zeros({view_pos.numel()}, opts));
-    return {gather(flat, 0, base_pos).reshape(base_.sizes), to_r};
-  }
-
- private:
-  TensorGeometry base_, view_;
-};
 
 std::mutex g_view_mu;
 
@@ -205,6 +106,24 @@ std::shared_ptr<LambdaNode> record_impl(std::string name, const char* forward_op
 
 }  // namespace
 
+// True unless the elements of `g` are known to sit at distinct places: sorted by stride, each
+// dim (of size > 1) must step past everything the smaller dims reach. Interleavings this cannot
+// prove distinct count as overlapping, which only sends them down the general path.
+bool detail::may_overlap(const TensorGeometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    if (g.sizes[i] == 0) return false;
+    if (g.sizes[i] > 1) dims.emplace_back(g.strides[i], g.sizes[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (auto [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += (size - 1) * stride;
+  }
+  return false;
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};
   if (std::shared_ptr<Node> fn = t.grad_fn()) return {std::move(fn), t.output_nr()};
@@ -245,27 +164,6 @@ std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
   return record_impl(std::move(name), forward_op, ptrs.data(), ptrs.size(), outputs, std::move(fn));
 }
 
-Tensor sum_to(const Tensor& grad, IntList sizes) {
-  if (grad.sizes() == Shape(sizes)) return grad;
-  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
-  EMBER_ASSERT(lead >= 0);
-  Shape dims;
-  for (int64_t i = 0; i < grad.dim(); ++i) {
-    if (i < lead || (sizes[i - lead] == 1 && grad.sizes()[i] != 1)) dims.push_back(i);
-  }
-  Tensor r = dims.empty() ? grad : sum(grad, dims, /*keepdim=*/true);
-  return r.reshape(sizes);
-}
-
-Tensor reduce_grad(const Tensor& grad, const Tensor& t) {
-  return reduce_grad(grad, TensorMeta(t));
-}
-
-Tensor reduce_grad(const Tensor& grad, const TensorMeta& t) {
-  Tensor g = sum_to(grad, t.sizes);
-  return g.dtype() == t.dtype ? g : g.to(t.dtype);
-}
-
 void check_writable(const Tensor& t, const char* op) {
   EMBER_CHECK(!t.is_inference() || is_inference_mode(),
               "[{}] an inference tensor cannot be modified in place outside inference_mode (it "
@@ -284,8 +182,9 @@ void check_inplace(const Tensor& t, const char* op) {
                 "operation (do it under NoGradGuard, or on a clone)",
                 op);
     EMBER_CHECK_NOT_IMPLEMENTED(
-        !may_overlap(TensorGeometry(t)) &&
-            !may_overlap(TensorGeometry(Tensor(IntrusivePtr<TensorImpl>(t.impl()->view_base())))),
+        !detail::may_overlap(TensorGeometry(t)) &&
+            !detail::may_overlap(
+                TensorGeometry(Tensor(IntrusivePtr<TensorImpl>(t.impl()->view_base())))),
         "[{}] in-place operation on a view whose elements (or whose base's elements) overlap in "
         "memory, e.g. an expanded tensor, while autograd records: sizes {} strides {} (clone() "
         "it first)",
@@ -307,7 +206,7 @@ void rebase_history(Tensor& x, const Tensor& r) {
     return;
   }
   const Tensor base{IntrusivePtr<TensorImpl>(base_impl)};
-  auto cs = std::make_shared<CopySlices>(TensorGeometry(base), TensorGeometry(x));
+  auto cs = detail::copy_slices(TensorGeometry(base), TensorGeometry(x));
   cs->forward_op = r.grad_fn() ? r.grad_fn()->forward_op : "copy_";
   cs->outputs.push_back({base.sizes(), base.dtype(), base.device()});
   cs->next_edges.push_back(gradient_edge(base));
@@ -372,30 +271,6 @@ std::shared_ptr<Node> view_grad_fn(const Tensor& view) {
     regenerate_view_grad_fn(view);
   }
   return impl->autograd_meta()->grad_fn;
-}
-
-Tensor as_strided_backward(const Tensor& grad, const TensorGeometry& in,
-                           const TensorGeometry& out) {
-  const TensorOptions opts(grad.dtype(), grad.device());
-  if (numel_of(in.sizes) == 0 || numel_of(out.sizes) == 0) return zeros(in.sizes, opts);
-  const auto [lo, hi] = span_of(in, out);
-  const bool in_overlaps = may_overlap(in);
-  if (!is_grad_enabled() && !in_overlaps && !may_overlap(out)) {
-    Tensor flat = zeros({hi - lo}, opts);
-    flat.as_strided(out.sizes, out.strides, out.offset - lo).copy_(grad);
-    return flat.as_strided(in.sizes, in.strides, in.offset - lo);
-  }
-  // Places the view reads more than once sum their gradients; places the input holds more than
-  // once share theirs equally (PyTorch's as_strided_backward).
-  const Tensor in_pos = storage_positions(in, lo, grad.device());
-  Tensor flat = scatter_add(zeros({hi - lo}, opts), 0, storage_positions(out, lo, grad.device()),
-                            grad.reshape({-1}));
-  if (in_overlaps) {
-    const Tensor count =
-        scatter_add(zeros({hi - lo}, opts), 0, in_pos, ones({in_pos.numel()}, opts));
-    flat = div(flat, clamp(count, Scalar(1), std::nullopt));
-  }
-  return gather(flat, 0, in_pos).reshape(in.sizes);
 }
 
 void record_view(const char* name, const Tensor& base, Tensor& view, BackwardFn fn) {

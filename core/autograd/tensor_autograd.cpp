@@ -1,9 +1,9 @@
 // The autograd members of Tensor: requires_grad, grad, grad_fn, backward, detach, hooks.
+#include "core/autograd/op_math.h"
 #include "core/autograd/retain_grad.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/node.h"
 #include "ember/autograd/record.h"
-#include "ember/ops/elementwise.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember {
@@ -11,11 +11,13 @@ namespace ember {
 using autograd::AutogradMeta;
 
 autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
-  if (!autograd_) autograd_ = std::make_unique<AutogradMeta>();
+  if (!autograd_) autograd_.reset(new AutogradMeta());
   return *autograd_;
 }
 
-TensorImpl::~TensorImpl() = default;
+void autograd::AutogradMetaDeleter::operator()(AutogradMeta* meta) const {
+  delete meta;
+}
 
 Tensor& Tensor::requires_grad_(bool on) {
   EMBER_CHECK_TYPE(
@@ -150,7 +152,7 @@ void retain_grad_in_node(AutogradMeta& m) {
   if (node->retained_grads.size() <= nr) node->retained_grads.resize(nr + 1);
   node->pre_hooks.emplace_back(nr, [node, nr](const Tensor& g) {
     Tensor& slot = node->retained_grads[nr];
-    slot = slot.defined() ? slot + g.detach() : g.detach();
+    slot = slot.defined() ? detail::add_grads(slot, g.detach()) : g.detach();
     return Tensor();
   });
 }

@@ -6,35 +6,22 @@
 
 #include <fmt/ranges.h>
 
-#include "core/profiler/hooks.h"
+#include "core/dispatch/profiled.h"
 #include "ember/dispatch/device_registry.h"
-#include "ember/ops/factory.h"
-#include "ember/plugin/loader.h"
+#include "ember/dispatch/runtime.h"
 #include "ember/tensor/overlap.h"
 #include "ember/util/error.h"
 
 namespace ember {
 namespace {
 
-constexpr int kMaxArgs = 16;
+constexpr int kMaxArgs = kMaxKernelArgs;
 
-// Note [No backend installed]
-// When no plugin registered a kernel (no backend package, or ember-plugins/ left behind), the
-// error names what to install and where, not a "no kernel for add" that reads like a missing op.
-void no_backend_installed(const Op& op) {
-  const PluginReport r = plugin_report();
-  for (const PluginRecord& p : r.plugins) {
-    if (!p.ops.empty()) return;  // some backend is there: the usual missing-kernel message
-  }
-  std::vector<std::string> dirs;
-  for (const SearchDir& d : r.search_path) dirs.push_back(d.dir);
-  throw NotImplementedError(fmt::format(
-      "[{}] no backend is installed: {} plugin file(s) found in [{}]{}, none registered a kernel "
-      "(install a backend next to the core library: the ember-backend-cpu or "
-      "ember-backend-reference package, or lib/ember-plugins/libember-cpu.so of an Ember "
-      "install; or name one in EMBER_PLUGIN_PATH; `ember plugins` shows what was found)",
-      op.name(), r.plugins.size(), fmt::join(dirs, ", "),
-      r.autoload ? "" : " (autoload is off: EMBER_PLUGIN_AUTOLOAD=0)"));
+// A new row-major tensor of t's sizes, dtype and device (empty_like below the ops).
+Tensor dense_like(const Tensor& t) {
+  const size_t bytes = static_cast<size_t>(t.numel()) * itemsize(t.dtype());
+  return Tensor(make_intrusive<TensorImpl>(allocate_storage(bytes, t.device()), t.sizes(),
+                                           contiguous_strides(t.sizes()), 0, t.dtype()));
 }
 
 [[noreturn]] void missing_kernel(const Op& op, Device device, DType dtype) {
@@ -49,7 +36,7 @@ void no_backend_installed(const Op& op) {
     }
     if (!dts.empty()) have += fmt::format("{}{} {{{}}}", have.empty() ? "" : "; ", t.name, dts);
   }
-  if (have.empty()) no_backend_installed(op);
+  if (have.empty()) detail::explain_no_backend(op.name());
   throw NotImplementedError(
       fmt::format("[{}] no kernel for device {} and dtype {}: registered {} (load a "
                   "backend plugin that provides it, see `ember ops`)",
@@ -133,20 +120,13 @@ std::string written_name(const Op& op, std::span<const Tensor* const> inputs,
   return op.name();
 }
 
-[[noreturn]] void refuse_internal_overlap(const std::string& name, const Tensor& out) {
-  throw NotImplementedError(
-      fmt::format("[{}] unsupported operation: more than one element of the written-to tensor "
-                  "refers to a single memory location: {} (clone() it first)",
-                  name, geometry_str(out)));
-}
-
 // Checks output `o` against itself, the outputs before it and every input (Note [Overlapping
 // operands]); returns the inputs to read from a copy, one bit each.
 uint32_t check_overlap(const Op& op, std::span<const Tensor* const> inputs,
                        std::span<const Tensor* const> outputs, size_t o) {
   const Tensor& out = *outputs[o];
   if (internal_overlap(out) == InternalOverlap::Yes) {
-    refuse_internal_overlap(written_name(op, inputs, outputs), out);
+    detail::refuse_internal_overlap(written_name(op, inputs, outputs), out);
   }
   for (size_t p = 0; p < o; ++p) {
     const MemOverlap m = mem_overlap(*outputs[p], out);
@@ -182,50 +162,17 @@ uint32_t check_overlap(const Op& op, std::span<const Tensor* const> inputs,
 
 }  // namespace
 
+void detail::refuse_internal_overlap(const std::string& name, const Tensor& out) {
+  throw NotImplementedError(
+      fmt::format("[{}] unsupported operation: more than one element of the written-to tensor "
+                  "refers to a single memory location: {} (clone() it first)",
+                  name, geometry_str(out)));
+}
+
 bool kernel_has_flag(const Op& op, Device device, DType dtype, uint32_t flag) {
   ensure_plugins_loaded();
   const KernelEntry& k = op.kernels().lookup(device.type, dtype);
   return k.get() != nullptr && k.has_flag(flag);
-}
-
-void run_image_kernel(const Op& op, DType dtype, MemoryFormat format,
-                      std::span<const Tensor* const> inputs, std::span<const Tensor* const> outputs,
-                      KernelAttrs attrs) {
-  EMBER_CHECK_AS(InternalError,
-                 inputs.size() <= kMaxArgs && outputs.size() <= kMaxArgs && !outputs.empty(),
-                 "[{}] image kernel call with {} inputs and {} outputs", op.name(), inputs.size(),
-                 outputs.size());
-  const Device device = outputs[0]->device();
-  const MemoryFormat layout = format == MemoryFormat::ChannelsLast &&
-                                      kernel_has_flag(op, device, dtype, EMBER_KERNEL_CHANNELS_LAST)
-                                  ? MemoryFormat::ChannelsLast
-                                  : MemoryFormat::Contiguous;
-  const auto in_layout = [&](const Tensor& t) {
-    return t.defined() && t.dim() == 4 ? layout : MemoryFormat::Contiguous;
-  };
-  std::array<Tensor, kMaxArgs> in, out;
-  std::array<const Tensor*, kMaxArgs> in_ptrs{}, out_ptrs{};
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in[i] = inputs[i]->defined() ? inputs[i]->contiguous(in_layout(*inputs[i])) : *inputs[i];
-    in_ptrs[i] = &in[i];
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const Tensor& o = *outputs[i];
-    // An output not in the kernel's layout receives a copy of the result, which run_kernel would
-    // refuse under the copy's name (Note [Overlapping operands]).
-    if (o.numel() > 1 && !o.is_contiguous() && internal_overlap(o) == InternalOverlap::Yes) {
-      refuse_internal_overlap(op.name(), o);
-    }
-    out[i] =
-        o.is_contiguous(in_layout(o)) ? o : empty(o.sizes(), {o.dtype(), o.device()}, in_layout(o));
-    out_ptrs[i] = &out[i];
-  }
-  run_kernel(op, dtype, {in_ptrs.data(), inputs.size()}, {out_ptrs.data(), outputs.size()}, attrs);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!out[i].is_same(*outputs[i]) && out[i].numel() > 0) {
-      run_kernel(core_op(ops::copy), out[i].dtype(), {&out[i]}, {outputs[i]});
-    }
-  }
 }
 
 bool has_kernel(const Op& op, Device device, DType dtype) {
@@ -307,7 +254,7 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor* src = inputs[i];
     if (__builtin_expect((copy_inputs >> i) & 1, 0)) {
-      Tensor c = empty(src->sizes(), {src->dtype(), src->device()});
+      Tensor c = dense_like(*src);
       run_kernel(core_op(ops::copy), src->dtype(), {src}, {&c});
       copies.push_back(std::move(c));
       src = &copies.back();
@@ -356,7 +303,7 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.stream = type.table.stream_get
                     ? type.table.stream_get(type.table.ctx, device.index, EMBER_STREAM_CURRENT)
                     : nullptr;
-  // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+  // Note [One branch when the profiler is off] in ember/dispatch/profiling.h.
   const int32_t status = __builtin_expect(profiler::is_enabled(), 0)
                              ? profiler::detail::run_kernel_profiled(op, dtype, device, fn, call)
                              : fn(&call);

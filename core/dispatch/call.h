@@ -11,6 +11,9 @@
 
 namespace ember {
 
+/** At most this many inputs, and as many outputs, in one kernel call. */
+inline constexpr int kMaxKernelArgs = 16;
+
 /** Attributes passed to a kernel; their meaning is fixed by the op's declaration. */
 struct KernelAttrs {
   std::span<const int64_t> ints;
@@ -56,6 +59,11 @@ void run_kernel(const A& attrs, DType dtype, std::initializer_list<const Tensor*
                 std::initializer_list<const Tensor*> outputs) {
   run_kernel(core_op(A::kOp), dtype, inputs, outputs, PackedAttrs(attrs));
 }
+
+namespace detail {
+/** Throws NotImplementedError for an output `out` whose elements overlap, naming op `name`. */
+[[noreturn]] EMBER_API void refuse_internal_overlap(const std::string& name, const Tensor& out);
+}  // namespace detail
 
 /** True if the kernel of `op` for (device, dtype) exists and was registered with `flag`
  *  (EMBER_KERNEL_*). */

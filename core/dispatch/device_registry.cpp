@@ -2,14 +2,14 @@
 
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <vector>
 
-#include "core/profiler/hooks.h"
-#include "ember/plugin/loader.h"
+#include "core/dispatch/profiled.h"
+#include "ember/dispatch/runtime.h"
 #include "ember/tensor/storage.h"
 #include "ember/util/error.h"
 
@@ -185,17 +185,8 @@ int16_t detail::register_device_type(const ember_device_type_v1& table, const st
   return r.size++;
 }
 
-namespace {
-std::mutex g_default_mu;
-std::optional<Device> g_default_device;
-}  // namespace
-
-Device default_device() {
+Device best_device() {
   ensure_plugins_loaded();
-  {
-    std::lock_guard lock(g_default_mu);
-    if (g_default_device) return *g_default_device;
-  }
   if (const char* env = std::getenv("EMBER_DEVICE"); env && *env) {
     const int16_t id =
         find_device_type(std::string_view(env).substr(0, std::string_view(env).find(':')));
@@ -218,13 +209,85 @@ Device default_device() {
 void set_default_device(Device device) {
   ensure_plugins_loaded();
   check_device(device, "set_default_device");
-  std::lock_guard lock(g_default_mu);
-  g_default_device = device;
+  detail::g_default_device.store(device, std::memory_order_relaxed);
 }
 
 void reset_default_device() {
-  std::lock_guard lock(g_default_mu);
-  g_default_device.reset();
+  detail::g_default_device.store(Device::cpu(), std::memory_order_relaxed);
+}
+
+// Device (ember/tensor/device.h): its names and current index come from this registry.
+
+namespace {
+
+// Note [The current device]
+// Each thread has a current index per device type (0 until set_current_device), and a device
+// named without an index ("cuda") means it, as torch.device("cuda") means the current CUDA
+// device. Tensors always carry a full Device, so the current device only matters where a name
+// is parsed; kernels make their tensors' device current in their backend themselves.
+thread_local int16_t t_current_index[kMaxDeviceTypes] = {};
+
+}  // namespace
+
+int16_t current_device_index(int16_t type) {
+  return type >= 0 && type < kMaxDeviceTypes ? t_current_index[type] : 0;
+}
+
+void set_current_device(Device device) {
+  check_device(device, "set_current_device");
+  t_current_index[device.type] = device.index;
+}
+
+DeviceGuard::DeviceGuard(Device device)
+    : previous_(device.type, current_device_index(device.type)) {
+  set_current_device(device);
+}
+
+DeviceGuard::~DeviceGuard() {
+  t_current_index[previous_.type] = previous_.index;
+}
+
+Device::Device(std::string_view spec) {
+  ensure_plugins_loaded();
+  const size_t colon = spec.find(':');
+  const std::string_view name = spec.substr(0, colon);
+  int index = -1;
+  if (colon != std::string_view::npos) {
+    const std::string_view num = spec.substr(colon + 1);
+    auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), index);
+    EMBER_CHECK(ec == std::errc() && ptr == num.data() + num.size() && index >= 0,
+                "[device] invalid device index in '{}' (expected e.g. 'cuda:0')", spec);
+  }
+  const int16_t id = find_device_type(name);
+  if (id < 0) {
+    std::string known;
+    for (const DeviceTypeEntry& e : device_types()) known += (known.empty() ? "" : ", ") + e.name;
+    throw DeviceError(
+        fmt::format("[device] unknown device type '{}': registered types are {} (is its "
+                    "plugin loaded? see `ember plugins`)",
+                    name, known));
+  }
+  type = id;
+  // An index the user wrote must exist now (cpu has only cpu:0), or the mistake would surface
+  // far from here, at the first allocation; a bare name means the current device.
+  if (index >= 0) {
+    const DeviceTypeEntry& e = device_type(id);
+    EMBER_CHECK_DEVICE(index < e.count,
+                       "[device] device '{}' does not exist: {} has {} device(s){}", spec, e.name,
+                       e.count, e.unusable_reason.empty() ? "" : " (" + e.unusable_reason + ")");
+  }
+  this->index = index < 0 ? current_device_index(id) : static_cast<int16_t>(index);
+}
+
+std::string Device::str() const {
+  const std::string_view name = type_name();
+  if (type == kCpuType && index == 0) return std::string(name);
+  return fmt::format("{}:{}", name, index);
+}
+
+std::string_view Device::type_name() const {
+  if (type < 0 || type >= kMaxDeviceTypes) return "invalid";
+  return detail::device_type_unchecked(type).name;
 }
 
 namespace {
@@ -258,7 +321,7 @@ Storage allocate_storage(size_t bytes, Device device) {
     EMBER_CHECK_OOM(p != nullptr, "[allocate] out of memory on {}: could not allocate {} bytes{}{}",
                     device.str(), bytes, why[0] ? ": " : "", why);
   }
-  // Note [One branch when the profiler is off] in ember/profiler/record_function.h. Both ways
+  // Note [One branch when the profiler is off] in ember/dispatch/profiling.h. Both ways
   // out of the deleter are tail calls.
   auto deleter = [](void* ctx, void* data, size_t n, Device d) {
     if (__builtin_expect(profiler::is_enabled(), 0)) return free_counted(ctx, data, n, d);

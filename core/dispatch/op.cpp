@@ -9,7 +9,7 @@
 
 #include "core/dispatch/call.h"
 #include "ember/dispatch/extension_ops.h"
-#include "ember/plugin/loader.h"
+#include "ember/dispatch/runtime.h"
 
 namespace ember {
 namespace {

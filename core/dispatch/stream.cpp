@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "ember/dispatch/device_registry.h"
-#include "ember/plugin/loader.h"
+#include "ember/dispatch/runtime.h"
 #include "ember/util/error.h"
 
 namespace ember {

@@ -6,7 +6,7 @@
 #include "ember/ops/elementwise.h"
 
 #include "core/dispatch/call.h"
-#include "core/tensor/kernel_view.h"
+#include "core/ops/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/stream.h"
 #include "ember/ops/factory.h"
@@ -254,7 +254,7 @@ Tensor Tensor::pin_memory() const {
                    "[pin_memory] pins data, not autograd history: the tensor requires grad (pin "
                    "its .detach() instead)");
   if (is_pinned()) return *this;
-  Tensor out = empty(sizes(), TensorOptions(dtype()).pinned_memory());
+  Tensor out = empty(sizes(), TensorOptions(dtype(), Device::cpu()).pinned_memory());
   if (numel() > 0) run_kernel(core_op(ops::copy), dtype(), {this}, {&out});
   return out;
 }

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "core/dispatch/call.h"
-#include "core/tensor/kernel_view.h"
+#include "core/ops/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/reduce.h"

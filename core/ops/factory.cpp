@@ -166,7 +166,7 @@ Tensor Generator::get_state() const {
   out << "ember-generator-v1 " << seed() << ' ' << state_->philox_offset.load() << ' '
       << state_->engine << ' ' << state_->normal << " end";
   const std::string text = out.str();
-  Tensor t = empty({static_cast<int64_t>(text.size())}, TensorOptions(DType::UInt8));
+  Tensor t = empty({static_cast<int64_t>(text.size())}, {DType::UInt8, Device::cpu()});
   std::memcpy(t.data_ptr(), text.data(), text.size());
   return t;
 }

@@ -82,8 +82,8 @@ Tensor NestedData::finish(std::optional<DType> dtype, Device device) const {
     for (double v : floats_) check_scalar_fits(Scalar(v), want, "tensor");
     for (int64_t v : ints_) check_scalar_fits(Scalar(v), want, "tensor");
   }
-  const Tensor host = floating ? from_vector(floats_, sizes_, TensorOptions(DType::Float64))
-                               : from_vector(ints_, sizes_, TensorOptions(DType::Int64));
+  const Tensor host = floating ? from_vector(floats_, sizes_, {DType::Float64, Device::cpu()})
+                               : from_vector(ints_, sizes_, {DType::Int64, Device::cpu()});
   return host.to(want).to(device);
 }
 

@@ -211,7 +211,7 @@ Tensor pad_indexed(const Tensor& x, const Shape& pads, std::string_view mode) {
                   n);
     }
     // The indices live in a tensor: a huge m is a clear out-of-memory error, not length_error.
-    Tensor idx = empty({m}, DType::Int64);
+    Tensor idx = empty({m}, {DType::Int64, Device::cpu()});
     int64_t* src = idx.data_ptr<int64_t>();
     for (int64_t o = 0; o < m; ++o) src[o] = pad_source(o, l, n, mode);
     y = index_select(y, d, idx.to(x.device()));

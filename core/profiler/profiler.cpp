@@ -13,7 +13,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/profiler/hooks.h"
+#include "core/autograd/profiled.h"
+#include "core/dispatch/profiled.h"
 #include "core/profiler/report.h"
 #include "core/util/file_writer.h"
 #include "ember/autograd/node.h"

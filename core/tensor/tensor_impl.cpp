@@ -1,7 +1,5 @@
 #include "ember/tensor/tensor_impl.h"
 
-#include "ember/autograd/node.h"
-
 namespace ember {
 
 // Note [TensorImpl stays small]
@@ -53,6 +51,8 @@ static bool compute_channels_last(const Shape& sizes, const Shape& strides) {
 // visit the dims a tensor has (coalesced, size-1 dims dropped). The CUDA kernels carry a
 // smaller coalesced geometry as launch parameters (Note [Coalesced geometry] in
 // backends/cuda/ops/elementwise.cu) and refuse a tensor with more non-mergeable dims by name.
+TensorImpl::~TensorImpl() = default;
+
 TensorImpl::TensorImpl(Storage storage, Shape sizes, Shape strides, int64_t offset, DType dtype)
     : storage_(std::move(storage)),
       sizes_(std::move(sizes)),

@@ -100,8 +100,8 @@ int run_demo() {
   for (const ember::DeviceTypeEntry& e : ember::device_types()) {
     std::printf(" %s (priority %d)", e.name.c_str(), e.table.priority);
   }
-  std::printf("\ndefault device: %s (toy's priority is the lowest, so it is never the default)\n",
-              ember::default_device().str().c_str());
+  std::printf("\nbest device: %s (toy's priority is the lowest, so it is never the best)\n",
+              ember::best_device().str().c_str());
 
   const Run on_toy = train(Device("toy"));
   const Run on_cpu = train(Device::cpu());

@@ -16,7 +16,7 @@ namespace toy {
 namespace {
 
 // Note [The toy device]
-// Priority: default_device() picks the available device type of highest priority; Ember's cpu
+// Priority: best_device() picks the available device type of highest priority; Ember's cpu
 // backend declares 100 and its reference backend 10. The toy declares less than both, so loading
 // it never moves a program off the cpu: only code that asks for Device("toy") gets it.
 // Host access: the memory is ordinary host memory, yet the table says host_accessible = 0, as a

@@ -1,10 +1,10 @@
 // Tensors and autograd in a few lines, on whichever backend this machine has installed: the
-// default device is the best one found next to Ember's core (EMBER_DEVICE picks another).
+// best device found next to Ember's core (EMBER_DEVICE picks another).
 #include <ember/ember.h>
 
 int main() {
   using namespace ember;
-  const TensorOptions on(DType::Float32, default_device());
+  const TensorOptions on(DType::Float32, best_device());
   const Tensor a = tensor({{1.0, 2.0}, {3.0, 4.0}}, on);
   const Tensor w = tensor({{0.5, -1.0}, {2.0, 0.25}}, on).requires_grad_(true);
   const Tensor loss = sum(relu(matmul(a, w)));  // relu([[4.5, -0.5], [9.5, -2]]) summed: 14

@@ -81,7 +81,7 @@ constexpr const char* kUsage =
     "  --epochs N        passes over the training set (default 1)\n"
     "  --limit N         train on the first N examples (default 0: all 60000)\n"
     "  --test-limit N    evaluate on the first N test examples (default 0: all 10000)\n"
-    "  --device D        cpu, cuda, ... (default: ember::default_device())\n"
+    "  --device D        cpu, cuda, ... (default: ember::best_device())\n"
     "  --min-accuracy F  exit with status 1 if the final test accuracy is below F (0..1)\n"
     "  --out FILE        where to save the weights (default train_mnist.safetensors)\n";
 
@@ -170,7 +170,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int run(const Options& o) {
   ember::init();
   ember::manual_seed(kSeed);
-  const Device device = o.device ? Device(*o.device) : ember::default_device();
+  const Device device = o.device ? Device(*o.device) : ember::best_device();
   ember::check_device(device, "train_mnist");
 
   // data::find_fashion_mnist looks in $EMBER_DATA_DIR, then where the Debian package

@@ -49,7 +49,7 @@ dpkg_root() {
   PATH=/usr/sbin:/sbin:$PATH dpkg --root="$root" --log=/dev/null --force-script-chrootless \
     --force-depends --force-not-root "$@" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg $*"; }
 }
-devices() { "$root/usr/bin/ember" devices | awk 'NF && $1 != "TYPE" && $1 != "default" {print $1}' | sort | tr '\n' ' '; }
+devices() { "$root/usr/bin/ember" devices | awk 'NF && $1 != "TYPE" && $1 != "best" {print $1}' | sort | tr '\n' ' '; }
 installed() { dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Package} ${Status}\n' | awk '$4 == "installed" {print $1}' | sort | tr '\n' ' '; }
 
 dpkg_root -i "$(deb libember0)" "$(deb ember-tools)" "$(deb ember-backend-cpu)"

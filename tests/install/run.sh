@@ -66,8 +66,9 @@ for lib in ember_core ember ember_graph; do
   [[ -L $prefix/$libdir/lib$lib.so && -L $prefix/$libdir/$soname ]] || fail "lib$lib.so symlinks"
   [[ -f $(readlink -f "$prefix/$libdir/$soname") ]] || fail "$soname dangles"
 done
-for private in dispatch/call.h plugin/elf_check.h util/log.h util/file_writer.h ops/size_math.h \
-    profiler/hooks.h profiler/report.h autograd/retain_grad.h tensor/kernel_view.h; do
+for private in dispatch/call.h dispatch/profiled.h plugin/elf_check.h plugin/loading.h util/log.h \
+    util/file_writer.h ops/size_math.h ops/kernel_view.h profiler/report.h autograd/retain_grad.h \
+    autograd/op_math.h autograd/profiled.h; do
   [[ ! -e $prefix/include/ember/$private ]] || fail "private header $private is installed"
 done
 [[ -z $(find "$prefix/include" -name '*.cpp' -o -name '*.in') ]] || fail "sources installed"
@@ -139,7 +140,7 @@ cpu=$(deployment cpu cpu)
 both=$(deployment both cpu reference)
 none=$(deployment none)
 in_deploy "$ref" "$ref/bin/ember" devices
-# With only the reference backend, it is the default device: no setting needed.
+# With only the reference backend, it is the best device: no setting needed.
 in_deploy "$ref" "$app" "$work/ref.safetensors" | tee "$work/ref.txt"
 grep -q "^device reference" "$work/ref.txt" || fail "the only backend installed is not the default"
 in_deploy "$cpu" "$app" "$work/only-cpu.safetensors"

@@ -1,5 +1,5 @@
 // One application binary for the backend-swap check (run.sh): it knows nothing of backends.
-//   swap_app OUT.safetensors   computes a small CNN step on the default device (EMBER_DEVICE,
+//   swap_app OUT.safetensors   computes a small CNN step on the best device (EMBER_DEVICE,
 //                              or the best one installed) and saves outputs and gradients
 //   swap_app compare A B       exits 0 if two such files agree (float32 tolerances)
 #include <cmath>
@@ -13,7 +13,7 @@ namespace {
 using namespace ember;
 
 int compute(const std::string& out) {
-  const Device device = default_device();
+  const Device device = best_device();
   Generator gen(2024);
   // Everything is made on `device` itself: the CPU may have no backend in this deployment.
   const TensorOptions f32(DType::Float32, device);

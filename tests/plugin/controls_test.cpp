@@ -139,7 +139,7 @@ TEST(ApiControls, LoadPluginReturnsAStatusRecord) {
   EXPECT_EQ(cpu_again.outcome, PluginOutcome::Shadowed);
 }
 
-TEST(DefaultDevice, IsTheAvailableTypeWithTheHighestPriority) {
+TEST(BestDevice, IsTheAvailableTypeWithTheHighestPriority) {
   init();
   int16_t best = kCpuType;
   const auto types = device_types();
@@ -147,22 +147,29 @@ TEST(DefaultDevice, IsTheAvailableTypeWithTheHighestPriority) {
     if (types[i].count > 0 && types[i].table.priority > types[best].table.priority)
       best = static_cast<int16_t>(i);
   }
-  EXPECT_EQ(default_device(), Device(best, 0));
-  set_default_device(Device::cpu());
-  EXPECT_EQ(default_device(), Device::cpu());
+  EXPECT_EQ(best_device(), Device(best, 0));
+  // The factories' default is a separate value: setting it leaves the best device alone.
+  const int16_t ref = find_device_type("reference");
+  ASSERT_GE(ref, 0);
+  set_default_device(Device(ref, 0));
+  EXPECT_EQ(default_device(), Device(ref, 0));
+  EXPECT_EQ(best_device(), Device(best, 0));
   reset_default_device();
-  EXPECT_EQ(default_device(), Device(best, 0));
+  EXPECT_EQ(default_device(), Device::cpu());
   EXPECT_THROW(set_default_device(Device(kCpuType, 5)), Error);
+  EXPECT_EQ(default_device(), Device::cpu());  // a refused device changes nothing
 }
 
-TEST(DefaultDevice, AcceleratorOverCpuAndEnvironmentOverride) {
+TEST(BestDevice, AcceleratorOverCpuAndEnvironmentOverride) {
   // fixdev (conflict-b) declares priority 300, the CPU plugin 100.
   auto j = probe_ok("EMBER_PLUGIN_PATH=" + kDir, "");
-  EXPECT_EQ(j["default_device"], "fixdev:0");
+  EXPECT_EQ(j["best_device"], "fixdev:0");
+  EXPECT_EQ(j["default_device"], "cpu");  // factories stay on the CPU unless told
   j = probe_ok("EMBER_PLUGIN_PATH=" + kDir + " EMBER_DEVICE=cpu", "");
-  EXPECT_EQ(j["default_device"], "cpu");
-  j = probe_ok("EMBER_PLUGIN_PATH=" + kDir + " EMBER_DEVICE=fixdev", "--set-default cpu");
-  EXPECT_EQ(j["default_device"], "cpu");  // the API wins
+  EXPECT_EQ(j["best_device"], "cpu");
+  j = probe_ok("EMBER_PLUGIN_PATH=" + kDir + " EMBER_DEVICE=cpu", "--set-default fixdev");
+  EXPECT_EQ(j["default_device"], "fixdev:0");  // the factories' default is not EMBER_DEVICE
+  EXPECT_EQ(j["best_device"], "cpu");
   test::RunResult r = run_probe("EMBER_DEVICE=nosuch", "");
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_TRUE(has(r.err, "[device] EMBER_DEVICE=nosuch")) << r.err;

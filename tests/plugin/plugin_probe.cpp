@@ -16,7 +16,7 @@
 
 #include "core/dispatch/call.h"
 #include "ember/dispatch/device_registry.h"
-#include "ember/ops/memory.h"
+#include "ember/dispatch/runtime.h"
 
 namespace {
 
@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     }
     if (!set_default.empty()) ember::set_default_device(ember::Device(set_default));
     out["default_device"] = ember::default_device().str();
+    out["best_device"] = ember::best_device().str();
     for (const std::string& name : run_ops) {
       const ember::Tensor x = ember::ones({3});
       const ember::Tensor y = ember::empty({3});

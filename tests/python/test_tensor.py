@@ -527,3 +527,62 @@ def test_legacy_tensor_types_construct_check_and_convert():
     assert z.dtype == ember.float64 and isinstance(z, ember.DoubleTensor)
     with pytest.raises(TypeError, match="expected a tensor of dtype ember.float32"):
         ember.FloatTensor(ember.arange(3))
+
+
+@pytest.fixture
+def default_reference():
+    """ember.set_default_device('reference') for one test, then back to the CPU."""
+    if "reference" not in [t["name"] for t in ember._C.device_types()]:
+        pytest.fail("the reference backend is not loaded")
+    ember.set_default_device("reference")
+    try:
+        yield ember.device("reference")
+    finally:
+        ember.set_default_device(None)
+
+
+def test_the_default_device_is_the_cpu_until_set():
+    assert ember.get_default_device() == ember.device("cpu")
+    assert ember.zeros(3).device == ember.device("cpu")
+
+
+def test_set_default_device_moves_every_factory_and_module(default_reference):
+    ref = default_reference
+    assert ember.get_default_device() == ref
+    made = {
+        "zeros": ember.zeros(3), "ones": ember.ones(2, 2), "empty": ember.empty(3),
+        "full": ember.full((2,), 1.5), "arange": ember.arange(4), "arange_f": ember.arange(0.0, 1.0, 0.5),
+        "linspace": ember.linspace(0, 1, 3), "eye": ember.eye(2), "rand": ember.rand(3),
+        "randn": ember.randn(3), "randint": ember.randint(0, 5, (3,)), "randperm": ember.randperm(4),
+        "tensor(list)": ember.tensor([[1.0, 2.0], [3.0, 4.0]]),
+        "tensor(numpy)": ember.tensor(np.arange(3.0)), "as_tensor(numpy)": ember.as_tensor(np.arange(3.0)),
+    }
+    for name, t in made.items():
+        assert t.device == ref, name
+    np.testing.assert_array_equal(ember.tensor([[1.0, 2.0], [3.0, 4.0]]).cpu().numpy(), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(ember.arange(4).cpu().numpy(), [0, 1, 2, 3])
+    lin = ember.nn.Linear(2, 3)
+    assert lin.weight.device == ref and lin.bias.device == ref
+    assert lin(ember.ones(4, 2)).device == ref
+    assert ember.nn.BatchNorm1d(2).running_mean.device == ref
+    # Naming a device still wins, and the *_like and new_* forms keep their input's device.
+    assert ember.zeros(2, device="cpu").device == ember.device("cpu")
+    on_cpu = ember.ones(2, device="cpu")
+    for t in (ember.zeros_like(on_cpu), ember.ones_like(on_cpu), ember.empty_like(on_cpu),
+              ember.full_like(on_cpu, 2), ember.rand_like(on_cpu), on_cpu.new_zeros(3), on_cpu.new_tensor([1])):
+        assert t.device == ember.device("cpu")
+    # A tensor given as data keeps its device; pickles and indices are host data.
+    assert ember.tensor(on_cpu).device == ember.device("cpu")
+    assert pickle.loads(pickle.dumps(on_cpu)).device == ember.device("cpu")
+    assert on_cpu[[0, 1]].device == ember.device("cpu")
+
+
+def test_set_default_device_none_resets_and_a_missing_device_is_refused(default_reference):
+    with pytest.raises(RuntimeError, match="does not exist"):
+        ember.set_default_device("cpu:1")
+    assert ember.get_default_device() == default_reference  # a refused device changes nothing
+    ember.set_default_device(None)
+    assert ember.get_default_device() == ember.device("cpu")
+    assert ember.nn.Linear(2, 3).weight.device == ember.device("cpu")
+    # The best device is another question, which set_default_device does not answer.
+    assert ember.best_device().type != "reference"

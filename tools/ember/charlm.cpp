@@ -70,8 +70,8 @@ std::string read_text(const std::string& path) {
 std::pair<Tensor, Tensor> windows(const std::vector<int64_t>& tokens,
                                   const std::vector<int64_t>& starts, int64_t block) {
   const auto n = static_cast<int64_t>(starts.size());
-  Tensor x = empty({n, block}, TensorOptions(DType::Int64));
-  Tensor y = empty({n, block}, TensorOptions(DType::Int64));
+  Tensor x = empty({n, block}, TensorOptions(DType::Int64, Device::cpu()));
+  Tensor y = empty({n, block}, TensorOptions(DType::Int64, Device::cpu()));
   int64_t* px = x.data_ptr<int64_t>();
   int64_t* py = y.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
@@ -199,7 +199,8 @@ double train_charlm(const TrainOptions& o) {
     double sum = 0, window_sum = 0;
     int64_t window = 0;
     for (int64_t step = 1; step <= steps; ++step) {
-      const Tensor offsets = randint(0, n_train - block, {o.batch_size});
+      const Tensor offsets =
+          randint(0, n_train - block, {o.batch_size}, {DType::Int64, Device::cpu()});
       const int64_t* po = offsets.data_ptr<int64_t>();
       const auto [x, y] = windows(train_tokens, std::vector<int64_t>(po, po + o.batch_size), block);
       Tensor loss;
@@ -288,8 +289,8 @@ void generate(const GenerateOptions& o) {
     ids.push_back(static_cast<int64_t>(at));
   }
   Generator gen(o.seed);
-  const Tensor idx =
-      from_vector(ids, {1, static_cast<int64_t>(ids.size())}, TensorOptions(DType::Int64));
+  const Tensor idx = from_vector(ids, {1, static_cast<int64_t>(ids.size())},
+                                 TensorOptions(DType::Int64, Device::cpu()));
   const Tensor out =
       model->generate(idx.to(device), o.length, o.temperature, o.top_k, &gen).to(Device::cpu());
   std::string text;

@@ -48,7 +48,7 @@ int cmd_devices() {
     }
     fmt::print("{:<12} {:<8} {:<10} {}\n", e.name, e.count, e.plugin, details);
   }
-  fmt::print("\ndefault device: {}\n", ember::default_device());
+  fmt::print("\nbest device: {}\n", ember::best_device());
   return 0;
 }
 
@@ -92,7 +92,7 @@ int cmd_plugins(bool json, bool verbose) {
   }
   if (verbose) {
     fmt::print("Controls: {}\n", fmt::join(r.controls, ", "));
-    fmt::print("Default device: {}\n", ember::default_device());
+    fmt::print("Best device: {}\n", ember::best_device());
   }
   fmt::print("\n{:<10} {:<9} {:<5} {:<19} {}\n", "NAME", "VERSION", "ABI", "OUTCOME", "FILE");
   for (const auto& p : r.plugins) {

@@ -426,8 +426,9 @@ double predict(const PredictOptions& o) {
   Inputs in = read_inputs(o);
   const int64_t n = in.size();
   const Tensor pixels =
-      n == 0 ? empty({0, kSide, kSide}, TensorOptions(DType::UInt8))
-             : from_vector(in.pixels, {n, kSide, kSide}, TensorOptions(DType::UInt8));
+      n == 0
+          ? empty({0, kSide, kSide}, TensorOptions(DType::UInt8, Device::cpu()))
+          : from_vector(in.pixels, {n, kSide, kSide}, TensorOptions(DType::UInt8, Device::cpu()));
   const auto batch = [&](int64_t start) {
     const int64_t b = std::min(o.batch_size, n - start);
     return to_device(data::to_float_images(pixels.narrow(0, start, b)), device, format);

@@ -82,7 +82,8 @@ StateDict with_prefix_removed(const StateDict& dict, const std::string& prefix) 
 Tensor series_tensor(const Series& s) {
   std::vector<double> v;
   for (const auto& [x, y] : s.points) v.insert(v.end(), {x, y});
-  return from_vector(v, {static_cast<int64_t>(s.points.size()), 2}, TensorOptions(DType::Float64));
+  return from_vector(v, {static_cast<int64_t>(s.points.size()), 2},
+                     TensorOptions(DType::Float64, Device::cpu()));
 }
 
 /** The points of a [n, 2] tensor saved by series_tensor. */
@@ -314,7 +315,7 @@ double train(const TrainOptions& options) {
     if (distributed) {  // the epoch's figures over every rank's share
       Tensor totals = from_vector(
           std::vector<double>{loss_sum, static_cast<double>(seen), static_cast<double>(correct)},
-          {3}, TensorOptions(DType::Float64));
+          {3}, TensorOptions(DType::Float64, Device::cpu()));
       distributed::default_group().all_reduce(totals);
       const double* p = totals.data_ptr<double>();
       loss_sum = p[0], seen = static_cast<int64_t>(p[1]), correct = static_cast<int64_t>(p[2]);

@@ -105,7 +105,8 @@ nb::object dtype_object(DType d);
 Device device_from(nb::handle d);
 
 /** A tensor made from Python data: a (nested) list or tuple of numbers or tensors, a number, a
- *  NumPy array, a tensor, or anything with __dlpack__ or __array__; copies. */
+ *  NumPy array, a tensor, or anything with __dlpack__ or __array__; copies. Without `device`,
+ *  host data goes to default_device() and a tensor or DLPack capsule keeps its device. */
 Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device);
 
 /** What a to(...) call asks for (Tensor.to and Module.to take the same arguments). */

@@ -63,10 +63,11 @@ TensorIndex to_item(nb::handle item) {
   if (nb::isinstance<PyTensor>(item)) return Tensor(*nb::inst_ptr<PyTensor>(item));
   if (PyRange_Check(o)) {  // a sequence of integers, as PyTorch reads it: x[range(2, 5)]
     const auto attr = [&](const char* name) { return nb::cast<int64_t>(item.attr(name)); };
-    return arange(attr("start"), attr("stop"), attr("step"), TensorOptions(DType::Int64));
+    return arange(attr("start"), attr("stop"), attr("step"),
+                  TensorOptions(DType::Int64, Device::cpu()));
   }
   if (is_index_tensor_like(item)) {
-    Tensor t = tensor_from_data(item, std::nullopt, std::nullopt);
+    Tensor t = tensor_from_data(item, std::nullopt, Device::cpu());
     if (PyList_Check(o) && t.numel() == 0) t = t.to(DType::Int64);
     return t;
   }

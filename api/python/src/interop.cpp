@@ -439,12 +439,13 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::option
     host = nb::inst_ptr<PyTensor>(data)->detach().clone();
   } else if (has_buffer(data)) {
     host = tensor_from_buffer(data, "tensor", nullptr).clone();  // a copy: writable either way
+    if (!device) device = default_device();  // host data lands where factories put tensors
   } else if (!is_sequence(data) && nb::hasattr(data, "__dlpack__")) {
     host = from_dlpack_object(data).clone();
   } else {
     NestedData nested;
     gather(nested, data);
-    host = nested.finish(dtype);
+    host = nested.finish(dtype, device.value_or(default_device()));
   }
   if (dtype && host.dtype() != *dtype) host = host.to(*dtype);
   if (device && host.device() != *device) host = host.to(*device);

@@ -152,7 +152,7 @@ void bind_io(nb::module_& root) {
         EMBER_CHECK_IO(data.size() % item == 0,
                        "[io.load] a {} storage of {} bytes is not a whole number of elements",
                        dtype, data.size());
-        Tensor t = empty({static_cast<int64_t>(data.size() / item)}, TensorOptions(dtype));
+        Tensor t = empty({static_cast<int64_t>(data.size() / item)}, {dtype, Device::cpu()});
         if (data.size() > 0) std::memcpy(t.data_ptr(), data.c_str(), data.size());
         return t;
       },

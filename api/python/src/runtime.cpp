@@ -249,8 +249,23 @@ void bind_runtime(nb::module_& m) {
   m.def("device_count", &device_count, "type"_a, "Devices of a device type (0 if unknown).");
   m.def("_set_current_device", &set_current_device, "device"_a,
         "Makes `device` this thread's current device of its type.");
-  m.def("default_device", &default_device, "The device to use when the caller has no preference.");
-  m.def("set_default_device", &set_default_device, "device"_a, "Makes `device` the default.");
+  m.def("get_default_device", &default_device,
+        "The device factories use when given none (the CPU unless set_default_device changed it).");
+  m.def(
+      "set_default_device",
+      [](std::optional<Device> device) {
+        if (device) {
+          set_default_device(*device);
+        } else {
+          reset_default_device();
+        }
+      },
+      "device"_a.none(),
+      nb::sig("def set_default_device(device: ember.device | str | None) -> None"),
+      "Makes `device` the factories' and modules' default device; None puts it back on the CPU.");
+  m.def("best_device", &best_device,
+        "The device to run on when nobody chose one: EMBER_DEVICE, else the available device "
+        "of highest priority.");
   m.def(
       "plugin_report",
       []() { return json_to_python(nlohmann::json::parse(plugin_report_json(plugin_report()))); },

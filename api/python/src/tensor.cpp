@@ -248,7 +248,8 @@ nb::object to_list(const Tensor& t) {
 
 TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
                       DType fallback = kDefaultFloat) {
-  TensorOptions o(dtype.value_or(fallback), device.value_or(Device::cpu()));
+  TensorOptions o(dtype.value_or(fallback));  // on default_device() unless given
+  if (device) o.device = *device;
   return o.pinned_memory(pin);
 }
 
@@ -265,7 +266,7 @@ DType dtype_of_value(const Scalar& s) {
 nb::object rebuild_tensor(std::string_view dtype, Ints sizes, nb::bytes data, bool requires_grad,
                           std::string device, bool parameter) {
   const DType d = parse_dtype(dtype);
-  Tensor t = empty(sizes, TensorOptions(d));
+  Tensor t = empty(sizes, {d, Device::cpu()});
   EMBER_CHECK(data.size() == t.nbytes(), "[unpickle] {} bytes for a {} tensor of shape {}",
               data.size(), dtype, shape_str(sizes.v));
   if (t.nbytes()) std::memcpy(t.data_ptr(), data.c_str(), t.nbytes());
@@ -1009,7 +1010,9 @@ void bind_tensor(nb::module_& m) {
           const Tensor shared = tensor_from_buffer(data, "as_tensor", &read_only);
           Tensor t = shared;
           if (dtype && t.dtype() != *dtype) t = t.to(*dtype);
-          if (device && t.device() != *device) t = t.to(*device);
+          if (const Device want = device.value_or(default_device()); t.device() != want) {
+            t = t.to(want);
+          }
           if (read_only && t.is_same(shared)) warn_read_only_shared("as_tensor");
           return t;
         }
@@ -1174,7 +1177,7 @@ void bind_tensor(nb::module_& m) {
         GilRelease release;
         Tensor keys = rand({n}, TensorOptions(DType::Float64), gen);
         Tensor perm = std::get<1>(sort(keys, 0));
-        return perm.to(dtype).to(device.value_or(Device::cpu()));
+        return perm.to(dtype).to(device.value_or(default_device()));
       },
       "n"_a, nb::kw_only(), "generator"_a.none() = nb::none(), "dtype"_a = DType::Int64,
       "device"_a = nb::none(), "A random permutation of 0..n-1.");
@@ -1199,7 +1202,7 @@ void bind_tensor(nb::module_& m) {
         if (dtype || device) {
           const bool all_int = !s.is_floating() && !e.is_floating() && !Scalar(step).is_floating();
           o = TensorOptions(dtype.value_or(all_int ? DType::Int64 : kDefaultFloat),
-                            device.value_or(Device::cpu()));
+                            device.value_or(default_device()));
         }
         GilRelease release;
         return finish(arange(s, e, step, o), requires_grad);

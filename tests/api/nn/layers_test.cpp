@@ -68,6 +68,38 @@ TEST(Linear, AppliesToBatchedAndUnbatchedInputs) {
   EXPECT_EQ(fc(randn({3})).sizes(), (Shape{2}));
 }
 
+// Modules make their parameters and buffers with the factories (Note [The default device]), so
+// set_default_device moves a model's construction as torch.set_default_device does.
+TEST(DefaultDevice, ModulesAreBuiltOnIt) {
+  ember::init();
+  const int16_t id = find_device_type("reference");
+  ASSERT_GE(id, 0) << "the reference backend is not loaded";
+  const Device ref(id, 0);
+  set_default_device(ref);
+  struct Reset {
+    ~Reset() { reset_default_device(); }
+  } reset;
+  manual_seed(2);
+  Linear fc(2, 3);
+  Conv2d conv(1, 2, {3, 3});
+  BatchNorm2d bn(2);
+  for (const auto& [name, t] : fc.named_parameters()) EXPECT_EQ(t.device(), ref) << name;
+  for (const auto& [name, t] : conv.named_parameters()) EXPECT_EQ(t.device(), ref) << name;
+  for (const auto& [name, t] : bn.named_parameters()) EXPECT_EQ(t.device(), ref) << name;
+  for (const auto& [name, t] : bn.named_buffers()) EXPECT_EQ(t.device(), ref) << name;
+  const Stats s = stats(conv.weight);  // initialised where it lives: U(-1/3, 1/3), fan-in 9
+  EXPECT_GE(s.min, -1.0 / 3.0);
+  EXPECT_LE(s.max, 1.0 / 3.0);
+  EXPECT_GT(s.var, 0.0);
+  // And the model runs there on tensors made there.
+  const Tensor x = ones({4, 2});
+  EXPECT_EQ(x.device(), ref);
+  const Tensor y = fc(x);
+  EXPECT_EQ(y.device(), ref);
+  const auto w = values(fc.weight), b = values(fc.bias), yv = values(y);
+  for (int o = 0; o < 3; ++o) EXPECT_NEAR(yv[o], w[o * 2] + w[o * 2 + 1] + b[o], 1e-6);
+}
+
 TEST(Conv2d, DefaultInitAndShapes) {
   manual_seed(2);
   Conv2d conv(16, 32, 3, {.stride = 2, .padding = 1});

@@ -633,5 +633,42 @@ TEST(OptimHyperparameters, BadValuesThrow) {
   throws([&] { RMSprop({p}, {.lr = -1}); }, "[optim.RMSprop] invalid learning rate: -1");
 }
 
+// Note [The default device]: the state optimizers and schedulers keep as host bookkeeping (step
+// counts, group indices, L-BFGS's scalars and ro, a scheduler's epoch and rates) is made on the
+// CPU whatever the factories' default, as PyTorch keeps a step count on the CPU.
+TEST(OptimizerState, HostBookkeepingStaysOnTheCpuWhateverTheDefaultDevice) {
+  ember::init();
+  const int16_t id = find_device_type("reference");
+  ASSERT_GE(id, 0) << "the reference backend is not loaded";
+  set_default_device(Device(id, 0));
+  struct Reset {
+    ~Reset() { reset_default_device(); }
+  } reset;
+  const TensorOptions cpu(DType::Float64, Device::cpu());
+  Tensor w = ones({2}, cpu).requires_grad_(true);
+  Adam adam({w});
+  sum(mul(w, w)).backward();
+  adam.step();
+  StepLR sched(adam, 1);
+  sched.step();
+  Tensor v = full({2}, 0.5, cpu).requires_grad_(true);
+  LBFGS lbfgs({v}, LBFGSOptions{.max_iter = 3});
+  lbfgs.step([&] {
+    lbfgs.zero_grad();
+    Tensor l = sum(mul(sub(v, 2.0), sub(v, 2.0)));
+    l.backward();
+    return l;
+  });
+  for (const StateDict& dict : {adam.state_dict(), sched.state_dict(), lbfgs.state_dict()}) {
+    ASSERT_FALSE(dict.empty());
+    for (const auto& [key, t] : dict) {
+      if (t.defined()) {
+        EXPECT_EQ(t.device(), Device::cpu()) << key;
+      }
+    }
+  }
+  EXPECT_EQ(lbfgs.state_dict().count("state.0.ro"), 1u);
+}
+
 }  // namespace
 }  // namespace ember::optim

@@ -8,7 +8,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/node.h"
-#include "ember/profiler/record_function.h"
+#include "ember/dispatch/profiling.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember::autograd {
@@ -61,7 +61,7 @@ EMBER_API void check_writable(const Tensor& t, const char* op);
 
 /** After an in-place op wrote `r` (its out-of-place result) into `x`: x takes over r's history,
  *  or, if x is a view, its base's history becomes a CopySlices of r and x's is rebuilt from it
- *  (Note [In-place ops and CopySlices] in core/autograd/record.cpp). */
+ *  (Note [In-place ops and CopySlices] in core/ops/autograd_math.cpp). */
 EMBER_API void rebase_history(Tensor& x, const Tensor& r);
 
 /** Sizes, strides and storage offset of a tensor: where its elements lie in its storage. */
@@ -148,7 +148,7 @@ template <typename Forward, typename MakeBackward>
 template <typename Forward, typename MakeBackward>
 Tensor differentiable(const char* node, const char* op, std::initializer_list<const Tensor*> inputs,
                       Forward&& forward, MakeBackward&& make_backward, bool save_output = false) {
-  // Note [One branch when the profiler is off] in ember/profiler/record_function.h.
+  // Note [One branch when the profiler is off] in ember/dispatch/profiling.h.
   if (profiler::is_enabled()) [[unlikely]] {
     return detail::differentiable_profiled(node, op, inputs, forward, make_backward, save_output);
   }

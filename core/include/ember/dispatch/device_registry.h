@@ -51,17 +51,19 @@ EMBER_API void set_backend_option(std::string_view type, std::string_view key,
 /** The current value of a backend option; throws for unknown keys. */
 EMBER_API std::string backend_option(std::string_view type, std::string_view key);
 
-// Note [The default device]
-// default_device() is, in order: the device given to set_default_device(); else EMBER_DEVICE
-// ("cuda", "cuda:1", "cpu"); else device 0 of the available device type (count > 0) with the
-// highest plugin-declared priority (ember_device_type_v1::priority: CUDA declares 200, the CPU
-// plugin 100), so an accelerator is preferred over the CPU when one works. Ties go to the type
-// registered first. Factories still default to the CPU; callers ask for this explicitly.
-/** The device to use when the caller has no preference (see Note [The default device]). */
-EMBER_API Device default_device();
-/** Makes `device` the default; throws if it is not available. */
+// Note [The best device]
+// best_device() is where to run when nobody chose: EMBER_DEVICE ("cuda", "cuda:1", "cpu") if
+// set; else device 0 of the available device type (count > 0) with the highest plugin-declared
+// priority (ember_device_type_v1::priority: CUDA declares 200, the CPU plugin 100), so an
+// accelerator is preferred over the CPU when one works. Ties go to the type registered first.
+// Tools and examples ask for it (`ember train`, --device's default); factories do not: they use
+// default_device() (Note [The default device] in ember/tensor/device.h), the CPU unless set.
+/** The device to run on when the caller has no preference (see Note [The best device]). */
+EMBER_API Device best_device();
+/** Makes `device` the factories' default (torch.set_default_device); throws if it is not
+ *  available (Note [The default device] in ember/tensor/device.h). */
 EMBER_API void set_default_device(Device device);
-/** Forgets set_default_device(): back to EMBER_DEVICE or the best available type. */
+/** Puts factories back on the CPU (torch.set_default_device(None)). */
 EMBER_API void reset_default_device();
 
 namespace detail {

@@ -74,6 +74,9 @@ EMBER_API std::vector<const OpSchema*> extension_ops();
 
 namespace detail {
 
+/** The schema of the op a plugin defined under `name`; throws naming the known ops if none. */
+EMBER_API const OpSchema& extension_op(std::string_view name);
+
 /** Schemas a plugin registered during init, validated and kept aside until it succeeds. */
 struct StagedOpSchemas {
   std::vector<OpSchema> schemas;

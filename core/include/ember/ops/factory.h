@@ -12,10 +12,11 @@
 
 namespace ember {
 
-/** dtype and device for a new tensor (float32 on the CPU unless told otherwise). */
+/** dtype and device for a new tensor: float32 on default_device() (the CPU unless
+ *  set_default_device said otherwise; Note [The default device]) unless told otherwise. */
 struct TensorOptions {
   DType dtype = kDefaultFloat;
-  Device device = Device::cpu();
+  Device device = default_device();
   /** CPU memory page-locked for an accelerator (Note [Pinned host memory] in plugin_abi.h). */
   bool pinned = false;
   TensorOptions() = default;
@@ -139,7 +140,7 @@ EMBER_API Tensor from_blob(void* data, IntList sizes, DType dtype,
 /** Copies host values of type T into a new tensor of `sizes`. */
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, IntList sizes, TensorOptions opts) {
-  Tensor host = empty(sizes, TensorOptions(dtype_of<T>()));
+  Tensor host = empty(sizes, {dtype_of<T>(), Device::cpu()});
   EMBER_CHECK(static_cast<size_t>(host.numel()) == values.size(),
               "[tensor] {} values cannot fill sizes {}", values.size(), shape_str(sizes));
   std::copy(values.begin(), values.end(), host.data_ptr<T>());
@@ -178,20 +179,20 @@ struct NestedList {
 
 /** A tensor from (nested) floating values: float32 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<double> data, TensorOptions opts = {}) {
-  return from_vector(data.values, data.sizes, TensorOptions(DType::Float64))
+  return from_vector(data.values, data.sizes, {DType::Float64, Device::cpu()})
       .to(opts.device)  // converted where it lands: the host may have no backend
       .to(opts.dtype);
 }
 /** A tensor from (nested) integer values: int64 unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<int64_t> data, TensorOptions opts = TensorOptions(DType::Int64)) {
-  return from_vector(data.values, data.sizes, TensorOptions(DType::Int64))
+  return from_vector(data.values, data.sizes, {DType::Int64, Device::cpu()})
       .to(opts.device)  // converted where it lands: the host may have no backend
       .to(opts.dtype);
 }
 /** A tensor from (nested) booleans. */
 inline Tensor tensor(NestedList<bool> data, TensorOptions opts = TensorOptions(DType::Bool)) {
   std::vector<uint8_t> bytes(data.values.begin(), data.values.end());
-  Tensor t = from_vector(bytes, data.sizes, TensorOptions(DType::UInt8));
+  Tensor t = from_vector(bytes, data.sizes, {DType::UInt8, Device::cpu()});
   return t.to(opts.device).to(DType::Bool).to(opts.dtype);
 }
 

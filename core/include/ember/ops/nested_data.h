@@ -25,8 +25,8 @@ class EMBER_API NestedData {
   /** A number at the current position. */
   void value(Scalar v);
   /** The tensor, of `dtype` (or the natural dtype: float32 if any number is floating or there is
-   *  none, else int64 if any is an integer, else bool) on `device`. */
-  Tensor finish(std::optional<DType> dtype = std::nullopt, Device device = Device::cpu()) const;
+   *  none, else int64 if any is an integer, else bool) on `device` (the factories' default). */
+  Tensor finish(std::optional<DType> dtype = std::nullopt, Device device = default_device()) const;
 
  private:
   Shape sizes_;               // the shape, as far as it is known

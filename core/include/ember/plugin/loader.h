@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/dispatch/runtime.h"
 #include "ember/plugin_abi.h"
 #include "ember/util/export.h"
 
@@ -114,20 +115,8 @@ struct CommBackend {
 EMBER_API std::vector<CommBackend> comm_backends();
 
 namespace detail {
-EMBER_API extern std::atomic<bool> g_plugins_loaded;
-/** Slow path of ensure_plugins_loaded. */
-EMBER_API void load_plugins_once();
-/** The host services table handed to plugins and kernels. */
-EMBER_API const ember_host_v1* host_table();
 /** How many times discovery has run in this process (0 or 1). */
 EMBER_API int discovery_runs();
 }  // namespace detail
-
-/** Makes sure discovery has run; one acquire load on the hot path. */
-inline void ensure_plugins_loaded() {
-  if (__builtin_expect(!detail::g_plugins_loaded.load(std::memory_order_acquire), 0)) {
-    detail::load_plugins_once();
-  }
-}
 
 }  // namespace ember

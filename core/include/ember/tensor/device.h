@@ -1,6 +1,7 @@
 // Device: a device type id (assigned at load time) and an index.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,6 +39,27 @@ struct EMBER_API Device {
   std::string_view type_name() const;
   bool operator==(const Device&) const = default;
 };
+
+// Note [The default device]
+// Factories (empty, zeros, full, arange, linspace, eye, rand, randn, randint, tensor(...), and
+// the modules whose constructors call them) put their tensor on default_device() when the
+// caller names no device, as torch.set_default_device does; the *_like factories keep their
+// input's device instead. It is the CPU until set_default_device() says otherwise. It is one
+// process-wide value (PyTorch keeps it per thread, in a function mode): a relaxed atomic read
+// on the factory path, written only by set_default_device / reset_default_device, so a thread
+// sees its own setting at once and others see it from their next factory call. It is never
+// the "best" device: best_device() (ember/dispatch/device_registry.h) answers which device to
+// run on when nobody chose one (EMBER_DEVICE, else the accelerator of highest priority), and
+// factories never consult it.
+namespace detail {
+/** The factories' default device (Note [The default device]); set_default_device writes it. */
+EMBER_API extern std::atomic<Device> g_default_device;
+}  // namespace detail
+
+/** The device factories use when given none: the CPU unless set_default_device changed it. */
+inline Device default_device() {
+  return detail::g_default_device.load(std::memory_order_relaxed);
+}
 
 /** The calling thread's current device index of device type `type` (0 unless set). */
 EMBER_API int16_t current_device_index(int16_t type);

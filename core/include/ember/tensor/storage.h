@@ -5,12 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "ember/autograd/grad_mode.h"
 #include "ember/tensor/device.h"
 #include "ember/util/export.h"
 #include "ember/util/intrusive_ptr.h"
 
 namespace ember {
+
+namespace autograd {
+/** True inside an InferenceMode scope on this thread; declared here for StorageImpl, with the
+ *  other modes in ember/autograd/grad_mode.h, which the tensor layer below autograd does not
+ *  include (ARCHITECTURE.md, "Layers"). */
+EMBER_API bool is_inference_mode();
+}  // namespace autograd
 
 /** Frees a storage's memory: (context, data, bytes, device). */
 using StorageDeleter = void (*)(void* ctx, void* data, size_t bytes, Device device);

@@ -127,7 +127,7 @@ class EMBER_API Tensor {
   /** Inserts a size-1 dim at `dim`. */
   Tensor unsqueeze(int64_t dim) const;
   /** In place: this tensor becomes unsqueeze(dim), every handle and alias of it seeing the new
-   *  shape (Note [Shape changes in place] in core/tensor/tensor.cpp). */
+   *  shape (Note [Shape changes in place] in core/ops/view.cpp). */
   Tensor& unsqueeze_(int64_t dim);
   /** In place: this tensor becomes squeeze(). */
   Tensor& squeeze_();

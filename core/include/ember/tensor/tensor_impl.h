@@ -15,6 +15,12 @@ namespace ember {
 
 namespace autograd {
 struct AutogradMeta;
+/** Destroys an AutogradMeta (defined in core/autograd/tensor_autograd.cpp, where it is complete,
+ *  so that the tensor layer holds autograd state without including autograd). */
+struct EMBER_API AutogradMetaDeleter {
+  /** Deletes `meta`. */
+  void operator()(AutogradMeta* meta) const;
+};
 }  // namespace autograd
 
 /** The grad mode a view was made in, which decides whether an in-place change of the view or
@@ -76,7 +82,7 @@ class EMBER_API TensorImpl : public RefCounted {
   /** Records the version at which the view's grad_fn was set; autograd use. */
   void set_view_version(uint32_t v) { view_version_.store(v, std::memory_order_release); }
   /** Takes `view`'s sizes, strides and offset (a view of this tensor's storage), keeping the rest:
-   *  the in-place shape ops (Note [Shape changes in place] in core/tensor/tensor.cpp). */
+   *  the in-place shape ops (Note [Shape changes in place] in core/ops/view.cpp). */
   void set_geometry(const TensorImpl& view);
   /** Takes `src`'s storage, geometry and dtype, keeping this impl (its identity and autograd
    *  state); the tensor is no view afterwards. Tensor::set_data is the checked form. */
@@ -94,7 +100,7 @@ class EMBER_API TensorImpl : public RefCounted {
   Shape strides_;
   int64_t offset_;
   int64_t numel_;
-  std::unique_ptr<autograd::AutogradMeta> autograd_;
+  std::unique_ptr<autograd::AutogradMeta, autograd::AutogradMetaDeleter> autograd_;
   IntrusivePtr<TensorImpl> view_base_;  // see view_base()
   DType dtype_;
   bool contiguous_;

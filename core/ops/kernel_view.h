@@ -1,4 +1,4 @@
-// Views an op makes only to feed its kernel (Note [Views inside ops] in core/tensor/tensor.cpp).
+// Views an op makes only to feed its kernel (Note [Views inside ops] in core/ops/view.cpp).
 #pragma once
 
 #include "ember/tensor/tensor.h"

@@ -1,7 +1,8 @@
-// Tensor metadata and views: geometry only, no kernels.
+// The view methods of Tensor (declared in ember/tensor/tensor.h): differentiable ops that give the
+// same storage a new geometry, no kernels.
 #include "ember/tensor/tensor.h"
 
-#include "core/tensor/kernel_view.h"
+#include "core/ops/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
