@@ -4,6 +4,8 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/elementwise.h"
+#include "ember/ops/index.h"
+#include "ember/ops/linalg.h"
 #include "ember/util/error.h"
 
 namespace ember::nn::init {
@@ -122,6 +124,26 @@ Tensor& kaiming_normal_(Tensor& t, double a, FanMode mode, std::string_view nonl
   EMBER_CHECK(f > 0, "[nn.init.kaiming_normal_] zero fan for a tensor of shape {}",
               shape_str(t.sizes()));
   return normal_(t, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(f)), gen);
+}
+
+Tensor& orthogonal_(Tensor& t, double gain, Generator* gen) {
+  check_defined(t, "orthogonal_");
+  EMBER_CHECK(t.dim() >= 2,
+              "[nn.init.orthogonal_] only tensors with 2 or more dimensions are supported: got "
+              "shape {}",
+              shape_str(t.sizes()));
+  if (t.numel() == 0) return t;
+  autograd::NoGradGuard no_grad;
+  // Drawn and factorized in float64 on the CPU (every backend has the result; the QR's kernels
+  // may be the CPU's only), then copied into t.
+  const int64_t rows = t.size(0), cols = t.numel() / rows;
+  Tensor flat = randn({rows, cols}, TensorOptions(DType::Float64, Device::cpu()), gen);
+  if (rows < cols) flat = flat.t();
+  auto [q, r] = linalg::qr(flat);
+  q = mul(q, sign(diagonal(r, 0, -2, -1)));
+  if (rows < cols) q = q.t();
+  t.copy_(mul(q, gain).reshape(t.sizes()));
+  return t;
 }
 
 }  // namespace ember::nn::init

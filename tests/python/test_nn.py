@@ -1088,3 +1088,12 @@ def test_pixel_shuffle_matches_numpy_and_round_trips(rng):
                  .transpose(0, 1, 3, 5, 2, 4).reshape(x.shape), rtol=0, atol=0)
     with pytest.raises(ValueError, match=r"input.size\(-3\)=18 is not divisible by 4"):
         F.pixel_shuffle(t, 2)
+
+
+def test_orthogonal_init_as_super_resolution_uses_it():
+    conv = nn.Conv2d(64, 32, 3)
+    nn.init.orthogonal_(conv.weight, nn.init.calculate_gain("relu"))
+    m = conv.weight.detach().reshape(32, -1).double().numpy()
+    np.testing.assert_allclose(m @ m.T, 2.0 * np.eye(32), atol=1e-5)
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        nn.init.orthogonal_(ember.zeros(3))

@@ -2337,6 +2337,13 @@ void bind_init(nb::module_& m) {
       "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
       "U(-b, b), b = gain * sqrt(6 / (fan_in + fan_out)).");
   init.def(
+      "orthogonal_",
+      [](Tensor& t, double gain, Generator* g) -> Tensor& {
+        return nn::init::orthogonal_(t, gain, g);
+      },
+      "tensor"_a, "gain"_a = 1.0, "generator"_a.none() = nb::none(), release_gil(),
+      "A (semi-)orthogonal matrix times gain, from the QR of a Gaussian one.");
+  init.def(
       "xavier_normal_",
       [](Tensor& t, double gain, Generator* g) -> Tensor& {
         return nn::init::xavier_normal_(t, gain, g);

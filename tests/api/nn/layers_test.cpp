@@ -363,6 +363,30 @@ TEST(Losses, NewModulesCallTheirOps) {
             kl_div(logp, p, Reduction::BatchMean).item());
 }
 
+TEST(Init, OrthogonalGivesOrthonormalRowsOrColumnsTimesTheGain) {
+  // [6, 4]: orthonormal columns; [3, 2, 4] is a 3 x 8 matrix: orthonormal rows.
+  for (const Shape& shape : {Shape({6, 4}), Shape({3, 2, 4})}) {
+    Tensor w = empty(shape);
+    nn::init::orthogonal_(w, 2.0);
+    const Tensor m = w.reshape({shape[0], -1}).to(DType::Float64);
+    const Tensor gram = shape[0] > m.size(1) ? matmul(m.t(), m) : matmul(m, m.t());
+    const int64_t n = gram.size(0);
+    const std::vector<double> g = values(gram);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_NEAR(g[static_cast<size_t>(i * n + j)], i == j ? 4.0 : 0.0, 1e-5) << i << "," << j;
+      }
+    }
+  }
+  Generator a(3), b(3);
+  Tensor x = empty({5, 5}), y = empty({5, 5});
+  nn::init::orthogonal_(x, 1.0, &a);
+  nn::init::orthogonal_(y, 1.0, &b);
+  EXPECT_EQ(values(x), values(y));  // seeded: reproducible
+  Tensor v = empty({4});
+  expect_error([&] { nn::init::orthogonal_(v); }, {"only tensors with 2 or more dimensions"});
+}
+
 TEST(Init, GainsAndFansFollowPyTorch) {
   EXPECT_DOUBLE_EQ(init::calculate_gain("relu"), std::sqrt(2.0));
   EXPECT_DOUBLE_EQ(init::calculate_gain("tanh"), 5.0 / 3);

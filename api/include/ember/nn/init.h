@@ -39,4 +39,8 @@ Tensor& kaiming_uniform_(Tensor& t, double a = 0.0, FanMode mode = FanMode::FanI
 Tensor& kaiming_normal_(Tensor& t, double a = 0.0, FanMode mode = FanMode::FanIn,
                         std::string_view nonlinearity = "leaky_relu", Generator* gen = nullptr);
 
+/** A (semi-)orthogonal matrix times gain (Saxe et al., 2013): t viewed as [size(0), rest] is
+ *  Q of the QR of a Gaussian matrix, signs fixed by R's diagonal, as PyTorch draws it. */
+Tensor& orthogonal_(Tensor& t, double gain = 1.0, Generator* gen = nullptr);
+
 }  // namespace ember::nn::init

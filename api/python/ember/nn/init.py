@@ -7,6 +7,7 @@ from ember._C.nn.init import (  # noqa: F401
     kaiming_normal_,
     kaiming_uniform_,
     normal_,
+    orthogonal_,
     ones_,
     uniform_,
     xavier_normal_,
