@@ -78,13 +78,8 @@ void TensorImpl::set_geometry(const TensorImpl& view) {
 
 void TensorImpl::set_data(const TensorImpl& src) {
   storage_ = src.storage_;
-  sizes_ = src.sizes_;
-  strides_ = src.strides_;
-  offset_ = src.offset_;
-  numel_ = src.numel_;
   dtype_ = src.dtype_;
-  contiguous_ = src.contiguous_;
-  channels_last_ = src.channels_last_;
+  set_geometry(src);
   view_base_ = IntrusivePtr<TensorImpl>();
 }
 
