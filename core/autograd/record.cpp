@@ -147,6 +147,15 @@ std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
                      std::span<Tensor* const>(outputs.begin(), outputs.size()), std::move(fn));
 }
 
+std::shared_ptr<LambdaNode> record_saving_outputs(std::string name, const char* forward_op,
+                                                  std::initializer_list<const Tensor*> inputs,
+                                                  std::initializer_list<Tensor*> outputs,
+                                                  BackwardFn fn) {
+  auto node = record(std::move(name), forward_op, inputs, outputs, std::move(fn));
+  for (Tensor* out : outputs) node->save_output(*out);
+  return node;
+}
+
 std::shared_ptr<LambdaNode> record(std::string name, const char* forward_op,
                                    const std::vector<Tensor>& inputs,
                                    std::initializer_list<Tensor*> outputs, BackwardFn fn) {

@@ -455,20 +455,19 @@ std::tuple<Tensor, Tensor> qr(const Tensor& a, std::string_view mode) {
   }
   if (autograd::needs_grad(a)) {
     std::string mode_s(mode);
-    autograd::record("LinalgQrBackward", op, {&a}, {&q, &r},
-                     [sa = SavedTensor(a), sq = SavedTensor(q), sr = SavedTensor(r), mode_s](
-                         const Grads& g, const LambdaNode& self) {
-                       const Tensor a = self.unpack(sa);
-                       EMBER_CHECK_AS(NotImplementedError, mode_s != "r",
-                                      "[linalg.qr] the derivative of linalg.qr depends on Q, "
-                                      "which mode='r' does not compute (use mode='reduced')");
-                       EMBER_CHECK_AS(NotImplementedError,
-                                      mode_s == "reduced" || a.size(-2) <= a.size(-1),
-                                      "[linalg.qr] mode='complete' with more rows than columns "
-                                      "({} > {}) is not differentiable (use mode='reduced')",
-                                      a.size(-2), a.size(-1));
-                       return Grads{qr_backward(g[0], g[1], self.unpack(sq), self.unpack(sr), a)};
-                     });
+    autograd::record_saving_outputs(
+        "LinalgQrBackward", op, {&a}, {&q, &r},
+        [sa = SavedTensor(a), mode_s](const Grads& g, const LambdaNode& self) {
+          const Tensor a = self.unpack(sa);
+          EMBER_CHECK_AS(NotImplementedError, mode_s != "r",
+                         "[linalg.qr] the derivative of linalg.qr depends on Q, "
+                         "which mode='r' does not compute (use mode='reduced')");
+          EMBER_CHECK_AS(NotImplementedError, mode_s == "reduced" || a.size(-2) <= a.size(-1),
+                         "[linalg.qr] mode='complete' with more rows than columns "
+                         "({} > {}) is not differentiable (use mode='reduced')",
+                         a.size(-2), a.size(-1));
+          return Grads{qr_backward(g[0], g[1], self.saved_output(0), self.saved_output(1), a)};
+        });
   }
   if (mode == "r") q = empty({0}, {a.dtype(), a.device()});
   return {q, r};
@@ -510,10 +509,9 @@ std::tuple<Tensor, Tensor> eigh(const Tensor& a, std::string_view uplo) {
     // gA = V (diag(gw) + F o skew(V^T gV)) V^T with skew(X) = (X - X^T) / 2 and F_ij =
     // 1 / (w_j - w_i) off the diagonal, 0 on it; repeated eigenvalues make it infinite, as in
     // PyTorch, when the loss depends on the eigenvectors.
-    autograd::record(
-        "LinalgEighBackward", op, {&a}, {&w, &v},
-        [sw = SavedTensor(w), sv = SavedTensor(v)](const Grads& g, const LambdaNode& self) {
-          const Tensor w = self.unpack(sw), v = self.unpack(sv);
+    autograd::record_saving_outputs(
+        "LinalgEighBackward", op, {&a}, {&w, &v}, [](const Grads& g, const LambdaNode& self) {
+          const Tensor w = self.saved_output(0), v = self.saved_output(1);
           const int64_t n = w.size(-1);
           const Tensor vgv = matmul(mT(v), g[1]);
           const Tensor skew = mul(sub(vgv, mT(vgv)), 0.5);
@@ -607,12 +605,11 @@ std::tuple<Tensor, Tensor, Tensor> svd(const Tensor& a, bool full_matrices) {
     }
   }
   if (autograd::needs_grad(a)) {
-    autograd::record("LinalgSvdBackward", op, {&a}, {&u, &s, &vh},
-                     [su = SavedTensor(u), ss = SavedTensor(s), svh = SavedTensor(vh)](
-                         const Grads& g, const LambdaNode& self) {
-                       return Grads{svd_backward(g[0], g[1], g[2], self.unpack(su), self.unpack(ss),
-                                                 self.unpack(svh))};
-                     });
+    autograd::record_saving_outputs(
+        "LinalgSvdBackward", op, {&a}, {&u, &s, &vh}, [](const Grads& g, const LambdaNode& self) {
+          return Grads{svd_backward(g[0], g[1], g[2], self.saved_output(0), self.saved_output(1),
+                                    self.saved_output(2))};
+        });
   }
   return {u, s, vh};
 }

@@ -53,6 +53,46 @@ TEST(Gradcheck, AllCasesSecondOrder) {
   }
 }
 
+// Note [A graph is freed with its outputs]
+// A backward closure that captured one of its own node's outputs as a plain SavedTensor held
+// the output, whose grad_fn is the node: a cycle that leaked the whole graph whenever backward
+// never ran or threw (linalg.qr/eigh/svd did). Every case's graph must be gone once its result
+// and inputs are, with no backward at all.
+/** Weak references to every node reachable from `t`'s grad_fn. */
+std::vector<std::weak_ptr<autograd::Node>> reachable_nodes(const Tensor& t) {
+  std::vector<std::weak_ptr<autograd::Node>> seen;
+  std::set<const autograd::Node*> visited;
+  std::vector<std::shared_ptr<autograd::Node>> stack;
+  if (t.grad_fn()) stack.push_back(t.grad_fn());
+  while (!stack.empty()) {
+    std::shared_ptr<autograd::Node> n = std::move(stack.back());
+    stack.pop_back();
+    if (!visited.insert(n.get()).second) continue;
+    seen.push_back(n);
+    for (const autograd::Edge& e : n->next_edges) {
+      if (e.valid()) stack.push_back(e.fn);
+    }
+  }
+  return seen;
+}
+
+TEST(Gradcheck, EveryCaseFreesItsGraphWithoutBackward) {
+  for (const GradcheckCase& c : gradcheck_cases()) {
+    std::vector<std::weak_ptr<autograd::Node>> nodes;
+    try {
+      std::vector<Tensor> in = c.inputs();
+      nodes = reachable_nodes(c.fn(in));
+    } catch (const Error& e) {
+      ADD_FAILURE() << c.op << " (" << c.label << "): " << e.what();
+      continue;
+    }
+    size_t alive = 0;
+    for (const auto& n : nodes) alive += n.expired() ? 0 : 1;
+    EXPECT_EQ(alive, 0u) << c.op << " (" << c.label << "): " << alive << " of " << nodes.size()
+                         << " nodes outlived the result and the inputs";
+  }
+}
+
 TEST(Gradcheck, ReportsTheElementThatDisagrees) {
   // A deliberately wrong backward: d/dx of x*x claimed to be 3x.
   auto wrong = [](const std::vector<Tensor>& in) {

@@ -46,6 +46,18 @@ EMBER_API std::shared_ptr<LambdaNode> record(std::string name, const char* forwa
                                              const std::vector<Tensor>& inputs,
                                              const std::vector<Tensor*>& outputs, BackwardFn fn);
 
+// Note [A closure never captures its own outputs]
+// An output captured in the backward closure as a SavedTensor is held strongly, and its grad_fn
+// is the closure's node: a cycle that leaks the graph whenever backward does not run (inference
+// with parameters that require grad) or throws. Outputs the backward needs are saved on the node
+// instead, weakly linked to it (SavedTensor's is_output), and read with self.saved_output(i).
+// Gradcheck.EveryCaseFreesItsGraphWithoutBackward finds a closure that breaks this.
+/** record() whose node also saves every output, in order, for its backward
+ *  (LambdaNode::saved_output(i)); see Note [A closure never captures its own outputs]. */
+EMBER_API std::shared_ptr<LambdaNode> record_saving_outputs(
+    std::string name, const char* forward_op, std::initializer_list<const Tensor*> inputs,
+    std::initializer_list<Tensor*> outputs, BackwardFn fn);
+
 /** Sums a broadcast gradient back down to `sizes` (the shape of the op's input). */
 EMBER_API Tensor sum_to(const Tensor& grad, IntList sizes);
 
