@@ -3,6 +3,8 @@
 // Ember's names; the list at the end is the whole vocabulary.
 #include "ember/graph/ops.h"
 
+#include "graph/fused_ops.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -1596,6 +1598,7 @@ const std::vector<OpSchema>& schemas() {
         {"where", 3, 3, 1, {}, op_where},
         {"xor", 2, 2, 1, {}, binary<xor2>},
     };
+    for (OpSchema& s : detail::fused_op_schemas()) v.push_back(std::move(s));
     std::sort(v.begin(), v.end(),
               [](const OpSchema& a, const OpSchema& b) { return a.name < b.name; });
     return v;

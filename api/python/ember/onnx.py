@@ -2,7 +2,7 @@
 
 ::
 
-    sess = ember.onnx.load("model.onnx")                 # or device="cuda"
+    sess = ember.onnx.load("model.onnx")                 # or device="cuda", optimization_level="basic"
     (y,) = sess.run(None, {"x": numpy_array})          # onnxruntime's InferenceSession.run
     y = sess(x)                                        # the inputs in order, or by name
 

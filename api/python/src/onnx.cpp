@@ -1,6 +1,7 @@
 // ember.onnx: ONNX models loaded as Ember graphs (ember::graph::load_onnx) and run on a device,
 // with onnxruntime's InferenceSession calls.
 #include <ember/graph/onnx.h>
+#include <ember/graph/optimize.h>
 
 #include <nanobind/stl/filesystem.h>
 
@@ -14,6 +15,7 @@ namespace {
 struct OnnxSession {
   graph::Graph graph;
   Device device;
+  graph::OptimizeReport report;
 };
 
 Tensor feed_tensor(nb::handle value) {
@@ -65,6 +67,17 @@ void bind_onnx(nb::module_& root) {
           "The names of the outputs, in order.")
       .def_prop_ro(
           "device", [](const OnnxSession& s) { return s.device; }, "The device the model runs on.")
+      .def_prop_ro(
+          "optimizations",
+          [](const OnnxSession& s) {
+            nb::dict d;
+            for (const graph::PassCount& p : s.report.passes) d[p.pass.c_str()] = p.changes;
+            return d;
+          },
+          "What the graph optimizer did at load: rewrites made by each pass that ran.")
+      .def_prop_ro(
+          "node_count", [](const OnnxSession& s) { return s.graph.nodes().size(); },
+          "How many nodes the (optimized) graph runs.")
       .def(
           "run",
           [](const OnnxSession& s, std::optional<std::vector<std::string>> output_names,
@@ -99,18 +112,20 @@ void bind_onnx(nb::module_& root) {
           "The outputs (one tensor, or a tuple of them) for the inputs in order or by name.");
   m.def(
       "load",
-      [](const std::filesystem::path& path, nb::handle device) {
+      [](const std::filesystem::path& path, nb::handle device, const std::string& level) {
         OnnxSession s;
         s.device = device.is_none() ? Device::cpu() : device_from(device);
+        const graph::OptLevel opt = graph::opt_level_from_name(level);
         GilRelease release;
-        s.graph = graph::load_onnx(path);
+        s.graph = graph::optimize(graph::load_onnx(path), opt, &s.report);
         return s;
       },
-      "path"_a, "device"_a = nb::none(),
+      "path"_a, "device"_a = nb::none(), "optimization_level"_a = "all",
       nb::sig("def load(path: str | os.PathLike[str], device: ember._C.device | str | int | None "
-              "= None) -> InferenceSession"),
+              "= None, optimization_level: str = 'all') -> InferenceSession"),
       "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
-      "default).");
+      "default), optimized at `optimization_level` ('none', 'basic', 'extended' or 'all', as "
+      "onnxruntime's levels).");
 }
 
 }  // namespace ember::python

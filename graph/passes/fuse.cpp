@@ -1,0 +1,342 @@
+// The extended and all-level passes: patterns of several nodes replaced by one op.
+#include <cmath>
+#include <numeric>
+
+#include "graph/attrs.h"
+#include "graph/passes/rewrite.h"
+
+namespace ember::graph::detail {
+
+namespace {
+
+/** The live node making `name` when it is op `op`, else nullptr. */
+Node* made_by(Rewrite& r, const std::string& name, std::string_view op) {
+  std::optional<size_t> p = r.producer(name);
+  return p && r.nodes[*p].op == op ? &r.nodes[*p] : nullptr;
+}
+
+/** The index of the only reader of `name` when it is op `op`. */
+std::optional<size_t> read_only_by(const Rewrite& r, const std::string& name, std::string_view op) {
+  std::optional<size_t> i = r.only_reader(name);
+  return i && r.nodes[*i].op == op ? i : std::nullopt;
+}
+
+/** True if `name` is a one-element constant equal to `value` (to float32 precision). */
+bool is_scalar_constant(const Rewrite& r, const std::string& name, double value) {
+  const Tensor* t = r.constant(name);
+  if (t == nullptr || t->numel() != 1 || !is_floating(t->dtype())) return false;
+  const double v = t->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+  return std::abs(v - value) <= 1e-6 * std::abs(value);
+}
+
+/** The operand of binary node `n` other than `name`, or empty if `name` is not an operand. */
+std::string other_operand(const Node& n, const std::string& name) {
+  if (n.inputs.size() != 2) return {};
+  if (n.inputs[0] == name) return n.inputs[1];
+  if (n.inputs[1] == name) return n.inputs[0];
+  return {};
+}
+
+/** True if every output of `n` after the first is unnamed or unread. */
+bool only_first_output_used(const Rewrite& r, const Node& n) {
+  for (size_t k = 1; k < n.outputs.size(); ++k) {
+    if (!n.outputs[k].empty() && r.uses(n.outputs[k]) > 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Note [Folding batch norm into a convolution]
+// BatchNormalization in inference is y = (x - mean) * s + B with s = scale / sqrt(var + eps),
+// per output channel: after a convolution whose output only it reads, it is the convolution
+// with weight W * s (per output channel) and bias (b - mean) * s + B. Computed once in float64,
+// stored in the weight's dtype, as new initializers (the old ones may have other readers).
+int64_t fold_conv_batchnorm(Rewrite& r) {
+  int64_t folded = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    Node& bn = r.nodes[i];
+    if (bn.op != "batch_normalization" || attr_int(bn, "training_mode", 0) != 0) continue;
+    if (!only_first_output_used(r, bn)) continue;
+    Node* conv = made_by(r, bn.inputs[0], "conv");
+    if (conv == nullptr || r.only_reader(bn.inputs[0]) != i) continue;
+    const Tensor* w = r.constant(conv->inputs[1]);
+    const bool has_bias = conv->inputs.size() > 2 && !conv->inputs[2].empty();
+    const Tensor* b = has_bias ? r.constant(conv->inputs[2]) : nullptr;
+    const Tensor *scale = r.constant(bn.inputs[1]), *shift = r.constant(bn.inputs[2]),
+                 *mean = r.constant(bn.inputs[3]), *var = r.constant(bn.inputs[4]);
+    if (!w || (has_bias && !b) || !scale || !shift || !mean || !var) continue;
+    if (!is_floating(w->dtype()) || w->dim() < 3) continue;
+    const int64_t m = w->size(0);
+    if (scale->numel() != m || shift->numel() != m || mean->numel() != m || var->numel() != m) {
+      continue;
+    }
+    auto f64 = [](const Tensor& t) { return t.to(Device::cpu()).to(DType::Float64).reshape({-1}); };
+    const Tensor s =
+        div(f64(*scale), sqrt(add(f64(*var), Scalar(attr_float(bn, "epsilon", 1e-5)))));
+    Shape per_out(static_cast<size_t>(w->dim()), 1);
+    per_out[0] = m;
+    const Tensor w2 = mul(f64(*w).reshape(w->sizes()), s.reshape(per_out)).to(w->dtype());
+    const Tensor b0 = has_bias ? f64(*b) : zeros({m}, DType::Float64);
+    const Tensor b2 = add(mul(sub(b0, f64(*mean)), s), f64(*shift)).to(w->dtype());
+    const std::string wn = r.fresh_name(conv->inputs[1]), bname = r.fresh_name(bn.inputs[2]);
+    r.initializers[wn] = w2.contiguous();
+    r.initializers[bname] = b2.contiguous();
+    conv->inputs = {conv->inputs[0], wn, bname};
+    conv->outputs = {bn.outputs[0]};
+    r.remove(i);
+    ++folded;
+  }
+  return folded;
+}
+
+// Note [The GELU pattern]
+// Exporters without a Gelu op write gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2))) as five nodes:
+// Div(x, 1.4142...) or Mul(x, 0.7071...), Erf, Add(., 1), and the two Muls by x and by 0.5 in
+// either order. Every intermediate read only inside the pattern, it becomes one gelu node where
+// the last Mul was.
+int64_t fuse_gelu(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    if (r.nodes[i].op != "erf") continue;
+    const Node& erf = r.nodes[i];
+    const std::string erf_in = erf.inputs[0], erf_out = erf.outputs[0];
+    // x / sqrt(2) or x * (1 / sqrt(2)).
+    std::optional<size_t> scaled = r.producer(erf_in);
+    if (!scaled || r.only_reader(erf_in) != i) continue;
+    const Node& sn = r.nodes[*scaled];
+    std::string x;
+    if (sn.op == "div" && is_scalar_constant(r, sn.inputs[1], std::sqrt(2.0))) {
+      x = sn.inputs[0];
+    } else if (sn.op == "mul") {
+      for (int k = 0; k < 2 && x.empty(); ++k) {
+        if (is_scalar_constant(r, sn.inputs[1 - k], std::sqrt(0.5))) x = sn.inputs[k];
+      }
+    }
+    if (x.empty()) continue;
+    // 1 + erf(...)
+    std::optional<size_t> plus = read_only_by(r, erf_out, "add");
+    if (!plus || !is_scalar_constant(r, other_operand(r.nodes[*plus], erf_out), 1.0)) continue;
+    const std::string one_plus = r.nodes[*plus].outputs[0];
+    std::optional<size_t> m1 = read_only_by(r, one_plus, "mul");
+    if (!m1) continue;
+    const std::string m1_other = other_operand(r.nodes[*m1], one_plus);
+    std::optional<size_t> last;
+    std::vector<size_t> extra;  // a Mul(x, 0.5) made before the product
+    if (m1_other == x) {
+      // (x * (1 + erf)) * 0.5
+      last = read_only_by(r, r.nodes[*m1].outputs[0], "mul");
+      if (!last ||
+          !is_scalar_constant(r, other_operand(r.nodes[*last], r.nodes[*m1].outputs[0]), 0.5)) {
+        continue;
+      }
+    } else {
+      // (x * 0.5) * (1 + erf)
+      std::optional<size_t> half = r.producer(m1_other);
+      if (!half || r.nodes[*half].op != "mul" || r.only_reader(m1_other) != *m1) continue;
+      if (other_operand(r.nodes[*half], x).empty() ||
+          !is_scalar_constant(r, other_operand(r.nodes[*half], x), 0.5)) {
+        continue;
+      }
+      last = m1;
+      extra.push_back(*half);
+    }
+    Node& out = r.nodes[*last];
+    out.op = "gelu";
+    out.inputs = {x};
+    out.attrs.clear();
+    for (size_t k : {*scaled, i, *plus}) r.remove(k);
+    if (*m1 != *last) r.remove(*m1);
+    for (size_t k : extra) r.remove(k);
+    ++fused;
+  }
+  return fused;
+}
+
+// Note [Transpose and reshape chains]
+// transpose(transpose(x, p1), p2) is transpose(x, p1[p2[i]]), the identity when that is
+// 0, 1, ...; reshape(reshape(x, s1), s2) is reshape(x, s2) when s2 is a constant without 0
+// (which would copy a dim of the inner result). The inner node, then unread, is dead.
+int64_t cancel_transposes(Rewrite& r) {
+  int64_t changed = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    Node& outer = r.nodes[i];
+    if (outer.op != "transpose") continue;
+    Node* inner = made_by(r, outer.inputs[0], "transpose");
+    if (inner == nullptr) continue;
+    const auto p1 = attr_ints(*inner, "perm"), p2 = attr_ints(outer, "perm");
+    if (!p1 || !p2 || p1->size() != p2->size()) continue;
+    std::vector<int64_t> composed;
+    for (int64_t k : *p2) composed.push_back((*p1)[static_cast<size_t>(k)]);
+    std::vector<int64_t> identity(composed.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (composed == identity && !r.is_output(outer.outputs[0])) {
+      r.replace_uses(outer.outputs[0], inner->inputs[0]);
+      r.remove(i);
+    } else {
+      outer.inputs[0] = inner->inputs[0];
+      outer.attrs["perm"] = composed;
+    }
+    ++changed;
+  }
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    Node& outer = r.nodes[i];
+    if (outer.op != "reshape" || attr_int(outer, "allowzero", 0) != 0) continue;
+    Node* inner = made_by(r, outer.inputs[0], "reshape");
+    const Tensor* shape = r.constant(outer.inputs[1]);
+    if (inner == nullptr || shape == nullptr) continue;
+    Tensor s = shape->to(Device::cpu()).to(DType::Int64).contiguous();
+    const int64_t* p = s.data_ptr<int64_t>();
+    if (std::find(p, p + s.numel(), 0) != p + s.numel()) continue;
+    outer.inputs[0] = inner->inputs[0];
+    ++changed;
+  }
+  return changed;
+}
+
+namespace {
+
+/** Folds the activation node reading `value` (its only reader) into a fused node's attrs:
+ *  returns the index of that activation node, whose place and output the fused node takes. */
+std::optional<size_t> absorb_activation(Rewrite& r, const std::string& value, std::string* act) {
+  std::optional<size_t> a = r.only_reader(value);
+  if (!a) return std::nullopt;
+  const Node& n = r.nodes[*a];
+  if (n.op == "relu") {
+    *act = "relu";
+  } else if (n.op == "gelu") {
+    *act = attr_string(n, "approximate", "none") == "tanh" ? "gelu_tanh" : "gelu";
+  } else {
+    return std::nullopt;
+  }
+  return a;
+}
+
+}  // namespace
+
+// Note [Linear layers in a graph]
+// Gemm(x, B, C) with alpha = beta = 1 and no transposed x, and MatMul(x, W) followed by
+// Add(., b), with constant weights and a 1-d bias, are linear(x, weight [out, in], bias): one
+// fused_linear node (the weight transposed once here where the model stores [in, out]), which
+// also takes a ReLU or GELU that only it feeds. fused_linear is one oneDNN primitive with the
+// weight packed once on the CPU (Note [Packed linear weights]).
+int64_t fuse_linear(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    Node& n = r.nodes[i];
+    std::string x, weight, bias;
+    size_t last = i;
+    std::vector<size_t> gone;
+    if (n.op == "gemm") {
+      if (attr_int(n, "transA", 0) != 0 || attr_float(n, "alpha", 1.0) != 1.0 ||
+          attr_float(n, "beta", 1.0) != 1.0) {
+        continue;
+      }
+      const Tensor* b = r.constant(n.inputs[1]);
+      if (b == nullptr || b->dim() != 2) continue;
+      const bool trans_b = attr_int(n, "transB", 0) != 0;
+      const int64_t out = trans_b ? b->size(0) : b->size(1);
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        const Tensor* c = r.constant(n.inputs[2]);
+        if (c == nullptr || c->dim() != 1 || c->size(0) != out) continue;
+        bias = n.inputs[2];
+      }
+      x = n.inputs[0];
+      weight = n.inputs[1];
+      if (!trans_b) {
+        weight = r.fresh_name(n.inputs[1]);
+        r.initializers[weight] = b->t().contiguous();
+      }
+    } else if (n.op == "matmul") {
+      const Tensor* w = r.constant(n.inputs[1]);
+      if (w == nullptr || w->dim() != 2 || !is_floating(w->dtype())) continue;
+      x = n.inputs[0];
+      if (std::optional<size_t> add = read_only_by(r, n.outputs[0], "add")) {
+        const std::string other = other_operand(r.nodes[*add], n.outputs[0]);
+        const Tensor* b = r.constant(other);
+        if (b != nullptr && b->dim() == 1 && b->size(0) == w->size(1) && b->dtype() == w->dtype()) {
+          bias = other;
+          gone.push_back(i);
+          last = *add;
+        }
+      }
+      weight = r.fresh_name(n.inputs[1]);
+      r.initializers[weight] = w->t().contiguous();
+    } else {
+      continue;
+    }
+    std::string act = "none";
+    if (std::optional<size_t> a = absorb_activation(r, r.nodes[last].outputs[0], &act)) {
+      gone.push_back(last);
+      last = *a;
+    }
+    Node fusedn{"fused_linear", r.nodes[last].name, {x, weight}, {r.nodes[last].outputs[0]}, {}};
+    if (!bias.empty()) fusedn.inputs.push_back(bias);
+    fusedn.attrs["activation"] = act;
+    for (size_t k : gone) r.remove(k);
+    if (last != i) r.remove(i);
+    r.nodes[last] = std::move(fusedn);
+    ++fused;
+  }
+  return fused;
+}
+
+namespace {
+
+/** True for a 2-d conv node fused_conv can run: a constant 4-d weight, symmetric pads, no
+ *  auto_pad. */
+bool plain_conv2d(const Rewrite& r, const Node& n) {
+  if (n.op != "conv" || attr_string(n, "auto_pad", "NOTSET") != "NOTSET") return false;
+  const Tensor* w = r.constant(n.inputs[1]);
+  if (w == nullptr || w->dim() != 4) return false;
+  const auto pads = attr_ints(n, "pads");
+  if (pads && (pads->size() != 4 || (*pads)[0] != (*pads)[2] || (*pads)[1] != (*pads)[3])) {
+    return false;
+  }
+  for (std::string_view a : {"strides", "dilations"}) {
+    const auto v = attr_ints(n, a);
+    if (v && v->size() != 2) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Note [Convolution, add and ReLU in a graph]
+// A 2-d Conv followed by Relu, or by Add (of any other value: a residual) and Relu, each read
+// only by the next, becomes one fused_conv node where the Relu was (every input is defined by
+// then): the core's conv2d_relu / conv2d_add_relu (Note [Fused convolutions in a graph]).
+int64_t fuse_conv_activation(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const Node& conv = r.nodes[i];
+    if (!plain_conv2d(r, conv)) continue;
+    std::string residual;
+    std::optional<size_t> relu = read_only_by(r, conv.outputs[0], "relu");
+    std::optional<size_t> add;
+    if (!relu) {
+      add = read_only_by(r, conv.outputs[0], "add");
+      if (!add) continue;
+      residual = other_operand(r.nodes[*add], conv.outputs[0]);
+      if (residual.empty() || residual == conv.outputs[0]) continue;
+      relu = read_only_by(r, r.nodes[*add].outputs[0], "relu");
+      if (!relu) continue;
+    }
+    Node fusedn{"fused_conv", r.nodes[*relu].name, conv.inputs, r.nodes[*relu].outputs, {}};
+    for (const char* a : {"strides", "pads", "dilations", "group"}) {
+      if (const Attribute* v = find_attr(conv, a)) fusedn.attrs[a] = *v;
+    }
+    fusedn.attrs["activation"] = std::string("relu");
+    if (!residual.empty()) {
+      fusedn.inputs.resize(3);  // an omitted bias stays an empty name
+      fusedn.inputs.push_back(residual);
+    }
+    r.remove(i);
+    if (add) r.remove(*add);
+    r.nodes[*relu] = std::move(fusedn);
+    ++fused;
+  }
+  return fused;
+}
+
+}  // namespace ember::graph::detail

@@ -1,0 +1,346 @@
+// The optimization passes, each alone (what it rewrites, what it must leave) and together by
+// level: every rewritten graph computes what the original does, on the cpu and reference
+// backends.
+#include <gtest/gtest.h>
+
+#include <ember/graph/graph.h>
+#include <ember/graph/optimize.h>
+
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::graph {
+namespace {
+
+using ember::testing::values;
+
+Tensor randn_of(IntList sizes, uint64_t seed) {
+  Generator gen(seed);
+  return randn(sizes, DType::Float32, &gen);
+}
+
+int64_t count_op(const Graph& g, std::string_view op) {
+  int64_t n = 0;
+  for (const Node& node : g.nodes()) n += node.op == op ? 1 : 0;
+  return n;
+}
+
+/** Runs both graphs on the same feeds on cpu and reference and compares every output. */
+void expect_same_outputs(const Graph& before, const Graph& after,
+                         const std::map<std::string, Tensor>& feeds, double tol = 1e-4) {
+  for (Device d : {Device::cpu(), Device(find_device_type("reference"), 0)}) {
+    std::map<std::string, Tensor> a = before.run(feeds, d), b = after.run(feeds, d);
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [name, t] : a) {
+      const Tensor& u = b.at(name);
+      EXPECT_EQ(t.sizes(), u.sizes()) << name;
+      EXPECT_EQ(t.dtype(), u.dtype()) << name;
+      const std::vector<double> x = values(t.to(Device::cpu())), y = values(u.to(Device::cpu()));
+      ASSERT_EQ(x.size(), y.size()) << name;
+      for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_NEAR(x[i], y[i], tol * (1 + std::abs(x[i]))) << name << " element " << i;
+      }
+    }
+  }
+}
+
+Graph run(const Graph& g, std::string_view pass, int64_t expected_changes) {
+  int64_t changes = -1;
+  Graph out = run_pass(g, pass, &changes);
+  EXPECT_EQ(changes, expected_changes) << pass;
+  return out;
+}
+
+ValueInfo f32(const std::string& name, std::vector<Dim> dims) {
+  return {name, DType::Float32, std::move(dims)};
+}
+
+// ---- basic passes ---------------------------------------------------------------------------
+
+TEST(GraphOptimize, FoldsConstantsButNotInputsWithDefaults) {
+  Graph g;
+  g.add_input(f32("x", {{2, ""}}));
+  g.add_input(f32("k", {{2, ""}}));  // an input with a default: a run may feed it
+  g.add_initializer("k", ones({2}));
+  g.add_initializer("a", full({2}, 3.0));
+  g.add_initializer("b", full({2}, 4.0));
+  g.add_node({"mul", "ab", {"a", "b"}, {"ab"}, {}});     // constant: folds
+  g.add_node({"add", "abk", {"ab", "k"}, {"abk"}, {}});  // reads k: stays
+  g.add_node({"add", "out", {"abk", "x"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(g, "fold_constants", 1);
+  EXPECT_EQ(f.nodes().size(), 2u);
+  EXPECT_EQ(count_op(f, "mul"), 0);
+  expect_same_outputs(g, f, {{"x", randn_of({2}, 1)}});
+  expect_same_outputs(g, f, {{"x", randn_of({2}, 1)}, {"k", randn_of({2}, 2)}});
+}
+
+TEST(GraphOptimize, RemovesIdentitiesExceptWhereAnOutputIsNamed) {
+  Graph g;
+  g.add_input(f32("x", {{3, ""}}));
+  g.add_node({"identity", "i1", {"x"}, {"a"}, {}});
+  g.add_node({"dropout", "d", {"a"}, {"b"}, {}});
+  g.add_node({"relu", "r", {"b"}, {"c"}, {}});
+  g.add_node({"identity", "i2", {"c"}, {"y"}, {}});  // writes the output: stays
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(g, "eliminate_identities", 2);
+  ASSERT_EQ(f.nodes().size(), 2u);
+  EXPECT_EQ(f.nodes()[0].op, "relu");
+  EXPECT_EQ(f.nodes()[0].inputs[0], "x");
+  expect_same_outputs(g, f, {{"x", randn_of({3}, 3)}});
+}
+
+TEST(GraphOptimize, KeepsADropoutThatMayTrainOrWhoseMaskIsRead) {
+  Graph g;
+  g.add_input(f32("x", {{3, ""}}));
+  g.add_input({"train", DType::Bool, std::vector<Dim>{}});
+  g.add_node({"dropout", "d1", {"x", "", "train"}, {"a"}, {}});
+  g.add_node({"dropout", "d2", {"a"}, {"b", "mask"}, {}});
+  g.add_node({"relu", "r", {"b"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"mask", DType::Bool, std::nullopt});
+  run(g, "eliminate_identities", 0);
+}
+
+TEST(GraphOptimize, MergesCommonSubexpressions) {
+  Graph g;
+  g.add_input(f32("x", {{4, ""}}));
+  g.add_node({"exp", "e1", {"x"}, {"a"}, {}});
+  g.add_node({"exp", "e2", {"x"}, {"b"}, {}});
+  g.add_node({"leaky_relu", "l1", {"a"}, {"c"}, {{"alpha", 0.1}}});
+  g.add_node({"leaky_relu", "l2", {"b"}, {"d"}, {{"alpha", 0.2}}});  // another alpha: stays
+  g.add_node({"add", "s", {"c", "d"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(g, "eliminate_common_subexpressions", 1);
+  EXPECT_EQ(count_op(f, "exp"), 1);
+  EXPECT_EQ(count_op(f, "leaky_relu"), 2);
+  expect_same_outputs(g, f, {{"x", randn_of({4}, 4)}});
+}
+
+TEST(GraphOptimize, RemovesDeadNodesAndUnreadWeights) {
+  Graph g;
+  g.add_input(f32("x", {{4, ""}}));
+  g.add_initializer("w", ones({4}));
+  g.add_initializer("unused", ones({4}));
+  g.add_node({"mul", "m", {"x", "w"}, {"a"}, {}});
+  g.add_node({"exp", "dead", {"a"}, {"b"}, {}});
+  g.add_node({"relu", "r", {"a"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(g, "eliminate_dead_nodes", 1);
+  EXPECT_EQ(count_op(f, "exp"), 0);
+  EXPECT_EQ(f.initializers().count("unused"), 0u);
+  EXPECT_EQ(f.initializers().count("w"), 1u);
+  expect_same_outputs(g, f, {{"x", randn_of({4}, 5)}});
+}
+
+// ---- fusions ---------------------------------------------------------------------------------
+
+/** conv(x, w, b) -> batch_normalization -> relu, x [N, 3, 8, 8] with N symbolic. */
+Graph conv_bn_relu(bool with_bias) {
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {3, ""}, {8, ""}, {8, ""}}));
+  g.add_initializer("w", randn_of({4, 3, 3, 3}, 10));
+  if (with_bias) g.add_initializer("b", randn_of({4}, 11));
+  g.add_initializer("scale", add(randn_of({4}, 12), 2.0));
+  g.add_initializer("shift", randn_of({4}, 13));
+  g.add_initializer("mean", randn_of({4}, 14));
+  g.add_initializer("var", add(abs(randn_of({4}, 15)), 0.5));
+  std::vector<std::string> conv_in{"x", "w"};
+  if (with_bias) conv_in.push_back("b");
+  g.add_node(
+      {"conv",
+       "conv",
+       conv_in,
+       {"c"},
+       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{1, 1}}}});
+  g.add_node({"batch_normalization",
+              "bn",
+              {"c", "scale", "shift", "mean", "var"},
+              {"n"},
+              {{"epsilon", 1e-3}}});
+  g.add_node({"relu", "relu", {"n"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, FoldsBatchNormIntoTheConvolution) {
+  for (bool bias : {true, false}) {
+    const Graph g = conv_bn_relu(bias);
+    const Graph f = run(g, "fold_conv_batchnorm", 1);
+    EXPECT_EQ(count_op(f, "batch_normalization"), 0);
+    EXPECT_EQ(count_op(f, "conv"), 1);
+    // The original weight is kept for other readers; dead-node removal drops it.
+    expect_same_outputs(g, f, {{"x", randn_of({2, 3, 8, 8}, 16)}});
+  }
+}
+
+TEST(GraphOptimize, LeavesABatchNormWhoseConvolutionHasAnotherReader) {
+  Graph g = conv_bn_relu(true);
+  Graph h;
+  for (const ValueInfo& v : g.inputs()) h.add_input(v);
+  for (const auto& [n, t] : g.initializers()) h.add_initializer(n, t);
+  for (const Node& n : g.nodes()) h.add_node(n);
+  h.add_output({"y", DType::Float32, std::nullopt});
+  h.add_output({"c", DType::Float32, std::nullopt});  // the conv's output is read twice
+  run(h, "fold_conv_batchnorm", 0);
+}
+
+TEST(GraphOptimize, FusesConvolutionAndReluAndTheResidualAdd) {
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {4, ""}, {6, ""}, {6, ""}}));
+  g.add_initializer("w1", randn_of({4, 4, 3, 3}, 20));
+  g.add_initializer("b1", randn_of({4}, 21));
+  g.add_initializer("w2", randn_of({4, 4, 3, 3}, 22));
+  const Attribute pads = std::vector<int64_t>{1, 1, 1, 1};
+  g.add_node({"conv", "c1", {"x", "w1", "b1"}, {"c1"}, {{"pads", pads}}});
+  g.add_node({"relu", "r1", {"c1"}, {"h"}, {}});
+  g.add_node({"conv", "c2", {"h", "w2"}, {"c2"}, {{"pads", pads}}});
+  g.add_node({"add", "res", {"x", "c2"}, {"s"}, {}});
+  g.add_node({"relu", "r2", {"s"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(g, "fuse_conv_activation", 2);
+  EXPECT_EQ(count_op(f, "fused_conv"), 2);
+  EXPECT_EQ(f.nodes().size(), 2u);
+  expect_same_outputs(g, f, {{"x", randn_of({2, 4, 6, 6}, 23)}});
+  // A residual that broadcasts runs the composite: the same values.
+  Graph b;
+  b.add_input(f32("x", {{1, ""}, {4, ""}, {6, ""}, {6, ""}}));
+  b.add_input(f32("r", {{1, ""}, {4, ""}, {1, ""}, {1, ""}}));
+  b.add_initializer("w", randn_of({4, 4, 3, 3}, 24));
+  b.add_node({"conv", "c", {"x", "w"}, {"c"}, {{"pads", pads}}});
+  b.add_node({"add", "a", {"c", "r"}, {"s"}, {}});
+  b.add_node({"relu", "r", {"s"}, {"y"}, {}});
+  b.add_output({"y", DType::Float32, std::nullopt});
+  const Graph fb = run(b, "fuse_conv_activation", 1);
+  expect_same_outputs(b, fb,
+                      {{"x", randn_of({1, 4, 6, 6}, 25)}, {"r", randn_of({1, 4, 1, 1}, 26)}});
+}
+
+TEST(GraphOptimize, LeavesConvolutionsFusedConvCannotRun) {
+  Graph g;
+  g.add_input(f32("x", {{1, ""}, {2, ""}, {5, ""}, {5, ""}}));
+  g.add_initializer("w", randn_of({2, 2, 3, 3}, 27));
+  g.add_node({"conv", "asym", {"x", "w"}, {"a"}, {{"pads", std::vector<int64_t>{0, 0, 1, 1}}}});
+  g.add_node({"relu", "r1", {"a"}, {"b"}, {}});
+  g.add_node({"conv", "same", {"b", "w"}, {"c"}, {{"auto_pad", std::string("SAME_UPPER")}}});
+  g.add_node({"relu", "r2", {"c"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  run(g, "fuse_conv_activation", 0);
+}
+
+/** gelu(x @ w + b) written as PyTorch's exporter writes gelu without a Gelu op. */
+Graph mlp_with_erf_gelu(bool half_first) {
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {5, ""}}));
+  g.add_initializer("w", randn_of({5, 6}, 30));
+  g.add_initializer("b", randn_of({6}, 31));
+  g.add_initializer("sqrt2", full({}, std::sqrt(2.0)));
+  g.add_initializer("one", full({}, 1.0));
+  g.add_initializer("half", full({}, 0.5));
+  g.add_node({"matmul", "mm", {"x", "w"}, {"xw"}, {}});
+  g.add_node({"add", "bias", {"b", "xw"}, {"z"}, {}});
+  g.add_node({"div", "d", {"z", "sqrt2"}, {"zs"}, {}});
+  g.add_node({"erf", "e", {"zs"}, {"ez"}, {}});
+  g.add_node({"add", "p", {"ez", "one"}, {"pz"}, {}});
+  if (half_first) {
+    g.add_node({"mul", "h", {"z", "half"}, {"hz"}, {}});
+    g.add_node({"mul", "m", {"hz", "pz"}, {"y"}, {}});
+  } else {
+    g.add_node({"mul", "m", {"z", "pz"}, {"mz"}, {}});
+    g.add_node({"mul", "h", {"mz", "half"}, {"y"}, {}});
+  }
+  g.add_output({"y", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, FusesTheErfGeluPatternInBothOrders) {
+  for (bool half_first : {false, true}) {
+    const Graph g = mlp_with_erf_gelu(half_first);
+    const Graph f = run(g, "fuse_gelu", 1);
+    EXPECT_EQ(count_op(f, "gelu"), 1);
+    EXPECT_EQ(count_op(f, "erf"), 0);
+    EXPECT_EQ(f.nodes().size(), 3u);
+    expect_same_outputs(g, f, {{"x", randn_of({3, 5}, 32)}});
+  }
+}
+
+TEST(GraphOptimize, FusesLinearLayersWithTheirActivation) {
+  // MatMul + Add + (fused) GELU becomes one fused_linear node.
+  Graph g = optimize(mlp_with_erf_gelu(false), OptLevel::Extended);
+  EXPECT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, "fused_linear");
+  EXPECT_EQ(std::get<std::string>(g.nodes()[0].attrs.at("activation")), "gelu");
+  expect_same_outputs(mlp_with_erf_gelu(false), g, {{"x", randn_of({4, 5}, 33)}});
+  // Gemm with transB, and without it, then a ReLU.
+  for (int64_t trans_b : {0, 1}) {
+    Graph m;
+    m.add_input(f32("x", {{-1, "N"}, {5, ""}}));
+    m.add_initializer("B", trans_b ? randn_of({7, 5}, 34) : randn_of({5, 7}, 34));
+    m.add_initializer("C", randn_of({7}, 35));
+    m.add_node({"gemm", "g", {"x", "B", "C"}, {"z"}, {{"transB", trans_b}}});
+    m.add_node({"relu", "r", {"z"}, {"y"}, {}});
+    m.add_output({"y", DType::Float32, std::nullopt});
+    const Graph f = run(m, "fuse_linear", 1);
+    ASSERT_EQ(f.nodes().size(), 1u);
+    EXPECT_EQ(std::get<std::string>(f.nodes()[0].attrs.at("activation")), "relu");
+    expect_same_outputs(m, f, {{"x", randn_of({3, 5}, 36)}});
+  }
+}
+
+TEST(GraphOptimize, CancelsTransposeAndReshapeChains) {
+  using ember::testing::make;
+  Graph g;
+  g.add_input(f32("x", {{2, ""}, {3, ""}, {4, ""}}));
+  g.add_initializer("s1", make({6, 4}, {2}, DType::Int64));
+  g.add_initializer("s2", make({4, -1}, {2}, DType::Int64));
+  g.add_initializer("s0", make({0, -1}, {2}, DType::Int64));  // 0 copies a dim: not collapsed
+  const Attribute p1 = std::vector<int64_t>{1, 2, 0}, p2 = std::vector<int64_t>{2, 0, 1};
+  g.add_node({"transpose", "t1", {"x"}, {"a"}, {{"perm", p1}}});
+  g.add_node({"transpose", "t2", {"a"}, {"b"}, {{"perm", p2}}});  // undoes t1
+  g.add_node({"reshape", "r1", {"b", "s1"}, {"c"}, {}});
+  g.add_node({"reshape", "r2", {"c", "s2"}, {"d"}, {}});  // reshape of a reshape
+  g.add_node({"transpose", "t3", {"d"}, {"e"}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  g.add_node({"transpose", "t4", {"e"}, {"f"}, {{"perm", std::vector<int64_t>{1, 0}}}});
+  g.add_node({"reshape", "r3", {"f", "s0"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  // t2 and t4 cancel their inner transposes; r2 reads x's reshape's input; r3 keeps its input.
+  const Graph f = run(g, "cancel_transposes", 3);
+  const Graph clean = optimize(g, OptLevel::Extended);
+  EXPECT_EQ(count_op(clean, "transpose"), 0);
+  EXPECT_EQ(count_op(clean, "reshape"), 2);
+  expect_same_outputs(g, f, {{"x", randn_of({2, 3, 4}, 40)}});
+  expect_same_outputs(g, clean, {{"x", randn_of({2, 3, 4}, 41)}});
+}
+
+// ---- levels --------------------------------------------------------------------------------
+
+TEST(GraphOptimize, LevelsRunTheirPassesAndReportThem) {
+  EXPECT_TRUE(passes_of(OptLevel::None).empty());
+  EXPECT_EQ(passes_of(OptLevel::Basic).size(), 4u);
+  EXPECT_GT(passes_of(OptLevel::Extended).size(), passes_of(OptLevel::Basic).size());
+  EXPECT_GT(passes_of(OptLevel::All).size(), passes_of(OptLevel::Extended).size());
+  const Graph g = conv_bn_relu(true);
+  OptimizeReport none, basic, all;
+  EXPECT_EQ(optimize(g, OptLevel::None, &none).nodes().size(), 3u);
+  EXPECT_EQ(optimize(g, OptLevel::Basic, &basic).nodes().size(), 3u);
+  const Graph f = optimize(g, OptLevel::All, &all);
+  ASSERT_EQ(f.nodes().size(), 1u);
+  EXPECT_EQ(f.nodes()[0].op, "fused_conv");
+  EXPECT_EQ(all.nodes_before, 3u);
+  EXPECT_EQ(all.nodes_after, 1u);
+  int64_t folded = 0, fused = 0;
+  for (const PassCount& p : all.passes) {
+    if (p.pass == "fold_conv_batchnorm") folded = p.changes;
+    if (p.pass == "fuse_conv_activation") fused = p.changes;
+  }
+  EXPECT_EQ(folded, 1);
+  EXPECT_EQ(fused, 1);
+  // Only the weights the fused graph reads are left.
+  EXPECT_EQ(f.initializers().size(), 2u);
+  expect_same_outputs(g, f, {{"x", randn_of({3, 3, 8, 8}, 42)}});
+  EXPECT_EQ(opt_level_from_name("extended"), OptLevel::Extended);
+  ember::testing::expect_error([] { opt_level_from_name("max"); }, {"unknown optimization level"});
+  ember::testing::expect_error([&] { run_pass(g, "nope"); }, {"unknown pass"});
+}
+
+}  // namespace
+}  // namespace ember::graph

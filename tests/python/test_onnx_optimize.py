@@ -1,0 +1,51 @@
+"""ember.onnx's graph optimizer: models exported by PyTorch, loaded at every optimization level,
+give PyTorch's outputs (fixtures/make_onnx_models.py) on every host backend, with the patterns
+PyTorch's exporter writes fused into single nodes."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import ember
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+LEVELS = ["none", "basic", "extended", "all"]
+
+
+@pytest.fixture(scope="module")
+def expected():
+    data = np.load(FIXTURES / "resblock.npz")
+    return data["x"], data["y"]
+
+
+@pytest.mark.parametrize("model", ["resblock.onnx", "resblock_bn.onnx"])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_every_level_gives_pytorchs_outputs(model, level, device, expected):
+    x, y = expected
+    sess = ember.onnx.load(FIXTURES / model, device=device, optimization_level=level)
+    (got,) = sess.run(None, {"x": x})
+    np.testing.assert_allclose(got.cpu().numpy(), y, rtol=1e-4, atol=1e-4)
+
+
+def test_the_exporters_patterns_become_single_nodes():
+    none = ember.onnx.load(FIXTURES / "resblock_bn.onnx", optimization_level="none")
+    full = ember.onnx.load(FIXTURES / "resblock_bn.onnx")  # "all" is the default
+    assert none.optimizations == {}
+    assert none.node_count == 21
+    report = full.optimizations
+    assert report["fold_conv_batchnorm"] == 3
+    assert report["fuse_gelu"] == 1
+    assert report["fuse_linear"] == 2
+    assert report["fuse_conv_activation"] == 3  # two Conv+Relu, one Conv+Add+Relu
+    # conv+relu, conv+relu, conv+add+relu, flatten, linear+gelu, linear
+    assert full.node_count == 6
+    extended = ember.onnx.load(FIXTURES / "resblock_bn.onnx", optimization_level="extended")
+    assert "fuse_conv_activation" not in extended.optimizations
+    assert extended.node_count == 10
+
+
+def test_an_unknown_level_is_refused():
+    with pytest.raises(ValueError, match="unknown optimization level 'max'"):
+        ember.onnx.load(FIXTURES / "resblock.onnx", optimization_level="max")
