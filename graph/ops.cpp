@@ -465,9 +465,26 @@ Tensors op_max_pool(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   Windows w = window_geometry(n, x, kernel_shape(n, x), attr_int(n, "ceil_mode", 0) != 0);
   const auto d = static_cast<int64_t>(w.kernel.size());
+  // Note [Max pooling without indices]
+  // A model that does not name the Indices output (every exported CNN) gets the core's pooling
+  // kernel where its geometry is the core's (2-d, symmetric padding of at most half the window,
+  // floating point); numbering the maxima costs more than the pooling itself.
+  const bool indices = n.outputs.size() > 1 && !n.outputs[1].empty();
+  if (!indices && d == 2 && is_floating(x.dtype())) {
+    bool plain = true;
+    for (int64_t i = 0; i < d; ++i) {
+      plain = plain && w.pad_begin[i] == w.pad_end[i] && 2 * w.pad_begin[i] <= w.kernel[i];
+    }
+    if (plain) {
+      Tensor y = max_pool2d(x, w.kernel, w.stride, {w.pad_begin[0], w.pad_begin[1]}, w.dilation,
+                            attr_int(n, "ceil_mode", 0) != 0);
+      if (y.size(2) == w.out[0] && y.size(3) == w.out[1]) return {y};
+    }
+  }
   const double low = lowest_of(x.dtype());
   Tensor windows = window_view(pad_windows(x, w, low, low), w);
   Tensor y = amax(windows, trailing_dims(d + 2, d));
+  if (!indices) return {y};
   // Indices: the flat index in x (row-major over N, C and the spatial dims) of each maximum.
   Shape flat_sizes;
   for (int64_t i = 0; i < d + 2; ++i) flat_sizes.push_back(windows.size(i));
