@@ -67,6 +67,13 @@ Tensors op_fused_linear(const Node& n, const Tensors& in, Device) {
   return {fused_linear(in[0], in[1], b, activation_of(n))};
 }
 
+/** softmax(q kt * scale + mask) v, kt being K^T [..., E, S] (Note [The attention pattern]). */
+Tensors op_attention(const Node& n, const Tensors& in, Device) {
+  const Tensor mask = in.size() > 3 ? in[3] : Tensor();
+  return {scaled_dot_product_attention(in[0], in[1].transpose(-2, -1), in[2], mask, 0.0, false,
+                                       attr_float(n, "scale", 1.0))};
+}
+
 }  // namespace
 
 std::vector<OpSchema> fused_op_schemas() {
@@ -88,6 +95,7 @@ std::vector<OpSchema> fused_op_schemas() {
        1,
        {{"activation", K::String, {"none", "relu", "gelu", "gelu_tanh"}}},
        op_fused_linear},
+      {"attention", 3, 4, 1, {{"scale", K::Float}}, op_attention},
   };
 }
 

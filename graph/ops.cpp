@@ -315,6 +315,18 @@ Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
   const int64_t r = x.dim();
   const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
   const double eps = attr_float(n, "epsilon", 1e-5);
+  // Only Y read (the usual case): the core's layer_norm, one kernel, when the scale and bias
+  // have the normalized shape (ONNX also lets them broadcast).
+  const bool stats = (n.outputs.size() > 1 && !n.outputs[1].empty()) ||
+                     (n.outputs.size() > 2 && !n.outputs[2].empty());
+  Shape normalized;
+  for (int64_t d = axis; d < r; ++d) normalized.push_back(x.size(d));
+  const Tensor bias = in.size() > 2 ? in[2] : Tensor();
+  if (!stats && is_floating(x.dtype()) && in[1].sizes() == normalized &&
+      in[1].dtype() == x.dtype() &&
+      (!bias.defined() || (bias.sizes() == normalized && bias.dtype() == x.dtype()))) {
+    return {layer_norm(x, normalized, in[1], bias, eps)};
+  }
   // stash_type 1: statistics in float32 (float64 inputs keep float64).
   const DType stash = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
   Tensor xs = x.to(stash);
@@ -740,7 +752,9 @@ Tensors op_mish(const Node&, const Tensors& in, Device) {
 
 Tensors op_swish(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
-  return {mul(x, sigmoid(mul(x, Scalar(attr_float(n, "alpha", 1.0)))))};
+  const double alpha = attr_float(n, "alpha", 1.0);
+  if (alpha == 1.0) return {silu(x)};
+  return {mul(x, sigmoid(mul(x, Scalar(alpha))))};
 }
 
 Tensors op_shrink(const Node& n, const Tensors& in, Device) {

@@ -20,12 +20,27 @@ bool foldable(const Node& n) {
   return n.op != "dropout";
 }
 
+/** The shape of declared input `name` when every dim is a fixed size. */
+std::optional<Shape> static_shape(const Rewrite& r, const std::string& name) {
+  for (const ValueInfo& v : r.inputs) {
+    if (v.name != name || !v.shape) continue;
+    Shape s;
+    for (const Dim& d : *v.shape) {
+      if (d.size < 0) return std::nullopt;
+      s.push_back(d.size);
+    }
+    return s;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 // Note [Constant folding]
 // A node whose every input is a constant (an initializer that is not also an input, which a run
 // may override) computes the same tensor at every run: it runs once here, on the CPU, and its
-// outputs become initializers. `constant` nodes fold the same way (no inputs at all). A node
+// outputs become initializers. `constant` nodes fold the same way (no inputs at all), and so does
+// `shape` of an input declared with fixed dims (a run checks the fed input against them). A node
 // whose op refuses its constant inputs is left for the run to report.
 int64_t fold_constants(Rewrite& r) {
   int64_t folded = 0;
@@ -39,6 +54,14 @@ int64_t fold_constants(Rewrite& r) {
         continue;
       }
       const Tensor* t = r.constant(in);
+      if (t == nullptr && n.op == "shape") {
+        // The shape of an input declared with fixed dims is known: an expanded scalar of that
+        // shape (nothing allocated) stands in for it.
+        if (std::optional<Shape> fixed = static_shape(r, in)) {
+          args.push_back(zeros({}, DType::Float32).expand(*fixed));
+          continue;
+        }
+      }
       if (t == nullptr) {
         constant = false;
         break;

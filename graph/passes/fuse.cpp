@@ -1,4 +1,5 @@
 // The extended and all-level passes: patterns of several nodes replaced by one op.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -334,6 +335,197 @@ int64_t fuse_conv_activation(Rewrite& r) {
     r.remove(i);
     if (add) r.remove(*add);
     r.nodes[*relu] = std::move(fusedn);
+    ++fused;
+  }
+  return fused;
+}
+
+namespace {
+
+/** The axes a reduce node reduces over: its axes attribute or its constant second input. */
+std::optional<std::vector<int64_t>> reduce_axes(const Rewrite& r, const Node& n) {
+  if (auto a = attr_ints(n, "axes")) return a;
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) {
+    const Tensor* t = r.constant(n.inputs[1]);
+    if (t == nullptr) return std::nullopt;
+    Tensor h = t->to(Device::cpu()).to(DType::Int64).contiguous();
+    const int64_t* p = h.data_ptr<int64_t>();
+    return std::vector<int64_t>(p, p + h.numel());
+  }
+  return std::nullopt;
+}
+
+/** For axes -k..-1 (each once, in any order), -k; else nothing: a layer norm's trailing dims. */
+std::optional<int64_t> trailing_axis(std::vector<int64_t> axes) {
+  if (axes.empty()) return std::nullopt;
+  std::sort(axes.begin(), axes.end());
+  const auto k = static_cast<int64_t>(axes.size());
+  for (int64_t i = 0; i < k; ++i) {
+    if (axes[static_cast<size_t>(i)] != i - k) return std::nullopt;
+  }
+  return -k;
+}
+
+/** True for a reduce_mean node over trailing axes `axis`.. that keeps its dims. */
+bool mean_over(const Rewrite& r, const Node& n, int64_t axis) {
+  if (n.op != "reduce_mean" || attr_int(n, "keepdims", 1) != 1) return false;
+  const auto axes = reduce_axes(r, n);
+  return axes && trailing_axis(*axes) == axis;
+}
+
+}  // namespace
+
+// Note [The layer norm pattern]
+// Exporters before opset 17 write layer norm as ReduceMean, Sub, Pow(., 2), ReduceMean, Add(eps),
+// Sqrt, Div, then Mul(gamma) and Add(beta): one layer_normalization node (the core's layer_norm,
+// one kernel) where the last Add was, when the reductions are over the same trailing axes
+// (given as negative axes, so they hold at any rank) and gamma and beta are constants.
+int64_t fuse_layer_norm(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    if (r.nodes[i].op != "div") continue;
+    const std::string d = r.nodes[i].inputs[0], sd = r.nodes[i].inputs[1];
+    Node* sub = made_by(r, d, "sub");
+    Node* sqrt_n = made_by(r, sd, "sqrt");
+    if (!sub || !sqrt_n || r.uses(d) != 2 || r.only_reader(sd) != i) continue;
+    Node* mean_x = made_by(r, sub->inputs[1], "reduce_mean");
+    if (!mean_x || mean_x->inputs[0] != sub->inputs[0] || r.uses(sub->inputs[1]) != 1) continue;
+    const auto axes = reduce_axes(r, *mean_x);
+    const std::optional<int64_t> axis = axes ? trailing_axis(*axes) : std::nullopt;
+    if (!axis || !mean_over(r, *mean_x, *axis)) continue;
+    Node* plus_eps = made_by(r, sqrt_n->inputs[0], "add");
+    if (!plus_eps || r.uses(sqrt_n->inputs[0]) != 1) continue;
+    // Add(var, eps) in either order.
+    std::string var_name, eps_name;
+    for (int k = 0; k < 2; ++k) {
+      const Tensor* c = r.constant(plus_eps->inputs[1 - k]);
+      if (c && c->numel() == 1 && made_by(r, plus_eps->inputs[k], "reduce_mean")) {
+        var_name = plus_eps->inputs[k];
+        eps_name = plus_eps->inputs[1 - k];
+      }
+    }
+    if (var_name.empty() || r.uses(var_name) != 1) continue;
+    Node* var = made_by(r, var_name, "reduce_mean");
+    if (!mean_over(r, *var, *axis)) continue;
+    Node* square = made_by(r, var->inputs[0], "pow");
+    if (!square || square->inputs[0] != d || r.uses(var->inputs[0]) != 1 ||
+        !is_scalar_constant(r, square->inputs[1], 2.0)) {
+      continue;
+    }
+    // * gamma + beta
+    const std::string normed = r.nodes[i].outputs[0];
+    std::optional<size_t> scale = read_only_by(r, normed, "mul");
+    if (!scale) continue;
+    const std::string gamma = other_operand(r.nodes[*scale], normed);
+    const Tensor* g = r.constant(gamma);
+    if (g == nullptr || g->dim() != -*axis) continue;
+    std::optional<size_t> shift = read_only_by(r, r.nodes[*scale].outputs[0], "add");
+    std::string beta;
+    if (shift) {
+      beta = other_operand(r.nodes[*shift], r.nodes[*scale].outputs[0]);
+      const Tensor* b = r.constant(beta);
+      if (b == nullptr || b->sizes() != g->sizes()) shift.reset(), beta.clear();
+    }
+    const size_t last = shift ? *shift : *scale;
+    const double eps =
+        r.constant(eps_name)->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+    Node ln{"layer_normalization",
+            r.nodes[last].name,
+            {sub->inputs[0], gamma},
+            {r.nodes[last].outputs[0]},
+            {{"axis", *axis}, {"epsilon", eps}}};
+    if (!beta.empty()) ln.inputs.push_back(beta);
+    for (Node* n : {mean_x, sub, square, var, plus_eps, sqrt_n}) n->op.clear();
+    r.remove(i);
+    if (last != *scale) r.remove(*scale);
+    r.nodes[last] = std::move(ln);
+    ++fused;
+  }
+  return fused;
+}
+
+// Note [The attention pattern]
+// Attention written out — MatMul(Q, K^T), a scale (Div by c or Mul by c), an optional additive
+// mask, Softmax over the last axis, MatMul(., V) — each intermediate read only by the next, is one
+// attention node: the core's scaled_dot_product_attention, given K^T's transpose as K (a view),
+// the scale and the mask.
+int64_t fuse_attention(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const Node& sm = r.nodes[i];
+    if (sm.op != "softmax" || attr_int(sm, "axis", -1) != -1) continue;
+    std::optional<size_t> out = read_only_by(r, sm.outputs[0], "matmul");
+    if (!out || r.nodes[*out].inputs[0] != sm.outputs[0]) continue;
+    std::string scores = sm.inputs[0], mask;
+    std::vector<size_t> gone{i};
+    if (Node* add = made_by(r, scores, "add"); add && r.only_reader(scores) == i) {
+      // The scaled scores are the operand made by a Div/Mul/MatMul; the other is the mask.
+      for (int k = 0; k < 2 && mask.empty(); ++k) {
+        Node* p = nullptr;
+        for (std::string_view op : {"div", "mul", "matmul"}) {
+          if (!p) p = made_by(r, add->inputs[k], op);
+        }
+        if (p) {
+          mask = add->inputs[1 - k];
+          scores = add->inputs[k];
+        }
+      }
+      if (mask.empty()) continue;
+      gone.push_back(*r.producer(sm.inputs[0]));
+    }
+    double scale = 1.0;
+    std::string product = scores;
+    if (r.only_reader(scores) != (gone.size() > 1 ? gone[1] : i)) continue;
+    if (Node* dv = made_by(r, scores, "div"); dv) {
+      const Tensor* c = r.constant(dv->inputs[1]);
+      if (!c || c->numel() != 1) continue;
+      scale = 1.0 / c->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+      product = dv->inputs[0];
+      gone.push_back(*r.producer(scores));
+    } else if (Node* ml = made_by(r, scores, "mul"); ml) {
+      std::string c_name;
+      for (int k = 0; k < 2; ++k) {
+        const Tensor* c = r.constant(ml->inputs[1 - k]);
+        if (c && c->numel() == 1) {
+          c_name = ml->inputs[1 - k];
+          product = ml->inputs[k];
+        }
+      }
+      if (c_name.empty()) continue;
+      scale = r.constant(c_name)->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+      gone.push_back(*r.producer(scores));
+    }
+    Node* qk = made_by(r, product, "matmul");
+    if (!qk || (product != scores && r.uses(product) != 1)) continue;
+    if (product == scores && r.only_reader(scores) != (gone.size() > 1 ? gone[1] : i)) continue;
+    gone.push_back(*r.producer(product));
+    Node att{"attention",
+             r.nodes[*out].name,
+             {qk->inputs[0], qk->inputs[1], r.nodes[*out].inputs[1]},
+             r.nodes[*out].outputs,
+             {{"scale", scale}}};
+    if (!mask.empty()) att.inputs.push_back(mask);
+    for (size_t k : gone) r.remove(k);
+    r.nodes[*out] = std::move(att);
+    ++fused;
+  }
+  return fused;
+}
+
+// Note [The SiLU pattern]
+// Mul(x, Sigmoid(x)), the sigmoid read only there, is swish (alpha 1: the core's silu, one pass).
+int64_t fuse_silu(Rewrite& r) {
+  int64_t fused = 0;
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    if (r.nodes[i].op != "sigmoid") continue;
+    const std::string x = r.nodes[i].inputs[0], s = r.nodes[i].outputs[0];
+    std::optional<size_t> m = read_only_by(r, s, "mul");
+    if (!m || other_operand(r.nodes[*m], s) != x) continue;
+    Node& mul = r.nodes[*m];
+    mul.op = "swish";
+    mul.inputs = {x};
+    mul.attrs.clear();
+    r.remove(i);
     ++fused;
   }
   return fused;

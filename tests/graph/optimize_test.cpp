@@ -311,6 +311,106 @@ TEST(GraphOptimize, CancelsTransposeAndReshapeChains) {
   expect_same_outputs(g, clean, {{"x", randn_of({2, 3, 4}, 41)}});
 }
 
+TEST(GraphOptimize, FoldsTheShapeOfAnInputWithFixedDims) {
+  using ember::testing::make;
+  Graph g;
+  g.add_input(f32("x", {{2, ""}, {3, ""}, {4, ""}}));
+  g.add_input(f32("z", {{-1, "N"}, {3, ""}}));
+  g.add_node({"shape", "s", {"x"}, {"s"}, {}});
+  g.add_node({"reshape", "r", {"x", "s"}, {"y"}, {}});
+  g.add_node({"shape", "sz", {"z"}, {"sz"}, {}});  // a symbolic dim: stays
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"sz", DType::Int64, std::nullopt});
+  const Graph f = run(g, "fold_constants", 1);
+  EXPECT_EQ(count_op(f, "shape"), 1);
+  EXPECT_EQ(values(f.initializers().at("s")), std::vector<double>({2, 3, 4}));
+  expect_same_outputs(g, f, {{"x", randn_of({2, 3, 4}, 50)}, {"z", randn_of({5, 3}, 51)}});
+}
+
+/** Layer norm over the last `k` dims written out as exporters before opset 17 write it. */
+Graph decomposed_layer_norm(int64_t k) {
+  using ember::testing::make;
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {3, ""}, {4, ""}}));
+  const Shape normalized = k == 1 ? Shape{4} : Shape{3, 4};
+  g.add_initializer("gamma", add(randn_of(normalized, 60), 1.0));
+  g.add_initializer("beta", randn_of(normalized, 61));
+  g.add_initializer("two", full({}, 2.0));
+  g.add_initializer("eps", full({}, 1e-5));
+  const Attribute axes = k == 1 ? std::vector<int64_t>{-1} : std::vector<int64_t>{-1, -2};
+  g.add_node({"reduce_mean", "m", {"x"}, {"m"}, {{"axes", axes}}});
+  g.add_node({"sub", "d", {"x", "m"}, {"d"}, {}});
+  g.add_node({"pow", "p", {"d", "two"}, {"p"}, {}});
+  g.add_node({"reduce_mean", "v", {"p"}, {"v"}, {{"axes", axes}}});
+  g.add_node({"add", "ve", {"v", "eps"}, {"ve"}, {}});
+  g.add_node({"sqrt", "s", {"ve"}, {"s"}, {}});
+  g.add_node({"div", "n", {"d", "s"}, {"n"}, {}});
+  g.add_node({"mul", "g", {"n", "gamma"}, {"ng"}, {}});
+  g.add_node({"add", "b", {"ng", "beta"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, FusesTheDecomposedLayerNorm) {
+  for (int64_t k : {1, 2}) {
+    const Graph g = decomposed_layer_norm(k);
+    const Graph f = run(g, "fuse_layer_norm", 1);
+    ASSERT_EQ(f.nodes().size(), 1u);
+    EXPECT_EQ(f.nodes()[0].op, "layer_normalization");
+    EXPECT_EQ(std::get<int64_t>(f.nodes()[0].attrs.at("axis")), -k);
+    expect_same_outputs(g, f, {{"x", randn_of({2, 3, 4}, 62)}});
+  }
+}
+
+TEST(GraphOptimize, FusesWrittenOutAttentionAndSilu) {
+  for (bool with_mask : {false, true}) {
+    Graph g;
+    g.add_input(f32("q", {{2, ""}, {3, ""}, {5, ""}, {8, ""}}));
+    g.add_input(f32("k", {{2, ""}, {3, ""}, {6, ""}, {8, ""}}));
+    g.add_input(f32("v", {{2, ""}, {3, ""}, {6, ""}, {4, ""}}));
+    g.add_input(f32("mask", {{2, ""}, {1, ""}, {1, ""}, {6, ""}}));
+    g.add_initializer("scale", full({}, 1.0 / std::sqrt(8.0)));
+    g.add_node({"transpose", "kt", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}});
+    g.add_node({"matmul", "qk", {"q", "kt"}, {"qk"}, {}});
+    g.add_node({"mul", "sc", {"scale", "qk"}, {"s"}, {}});
+    std::string scores = "s";
+    if (with_mask) {
+      g.add_node({"add", "mk", {"s", "mask"}, {"sm"}, {}});
+      scores = "sm";
+    }
+    g.add_node({"softmax", "sm", {scores}, {"p"}, {{"axis", int64_t{-1}}}});
+    g.add_node({"matmul", "pv", {"p", "v"}, {"ctx"}, {}});
+    g.add_node({"sigmoid", "sg", {"ctx"}, {"sg"}, {}});
+    g.add_node({"mul", "silu", {"ctx", "sg"}, {"y"}, {}});
+    g.add_output({"y", DType::Float32, std::nullopt});
+    const Graph a = run(g, "fuse_attention", 1);
+    EXPECT_EQ(count_op(a, "attention"), 1);
+    EXPECT_EQ(count_op(a, "softmax"), 0);
+    const Graph b = run(a, "fuse_silu", 1);
+    EXPECT_EQ(count_op(b, "swish"), 1);
+    Tensor mask = zeros({2, 1, 1, 6});
+    mask.narrow(0, 1, 1).narrow(3, 4, 2).fill_(-1e4);
+    expect_same_outputs(g, b,
+                        {{"q", randn_of({2, 3, 5, 8}, 70)},
+                         {"k", randn_of({2, 3, 6, 8}, 71)},
+                         {"v", randn_of({2, 3, 6, 4}, 72)},
+                         {"mask", mask}});
+  }
+}
+
+TEST(GraphOptimize, LeavesAttentionWhoseScoresAreReadElsewhere) {
+  Graph g;
+  g.add_input(f32("q", {{2, ""}, {4, ""}}));
+  g.add_input(f32("kt", {{4, ""}, {3, ""}}));
+  g.add_input(f32("v", {{3, ""}, {4, ""}}));
+  g.add_node({"matmul", "qk", {"q", "kt"}, {"s"}, {}});
+  g.add_node({"softmax", "sm", {"s"}, {"p"}, {}});
+  g.add_node({"matmul", "pv", {"p", "v"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"p", DType::Float32, std::nullopt});  // the probabilities are an output
+  run(g, "fuse_attention", 0);
+}
+
 // ---- levels --------------------------------------------------------------------------------
 
 TEST(GraphOptimize, LevelsRunTheirPassesAndReportThem) {

@@ -49,3 +49,21 @@ def test_the_exporters_patterns_become_single_nodes():
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="unknown optimization level 'max'"):
         ember.onnx.load(FIXTURES / "resblock.onnx", optimization_level="max")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_a_bert_style_encoder_gives_pytorchs_outputs(level, device):
+    data = np.load(FIXTURES / "encoder.npz")
+    sess = ember.onnx.load(FIXTURES / "encoder.onnx", device=device, optimization_level=level)
+    (got,) = sess.run(None, {"x": data["x"], "mask": data["mask"]})
+    np.testing.assert_allclose(got.cpu().numpy(), data["y"], rtol=1e-4, atol=1e-4)
+
+
+def test_attention_layer_norm_and_silu_become_single_nodes():
+    sess = ember.onnx.load(FIXTURES / "encoder.onnx", optimization_level="extended")
+    report = sess.optimizations
+    assert report["fuse_attention"] == 1
+    assert report["fuse_layer_norm"] == 2
+    assert report["fuse_silu"] == 1
+    assert report["fuse_linear"] == 6  # q, k, v, o, up, down
