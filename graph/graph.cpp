@@ -220,8 +220,33 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
     }
     env[v.name] = t.to(device);
   }
+  // Note [Freeing values at their last reader]
+  // An intermediate value is dropped once the last node reading it has run (or at once when
+  // nobody reads it), so a run holds only the values still to be read, as eager code does when
+  // its temporaries go out of scope; outputs are kept to the end.
+  std::vector<std::vector<const std::string*>> free_after(nodes_.size());
+  {
+    std::map<std::string_view, size_t> last;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const std::string& out : nodes_[i].outputs) {
+        if (!out.empty()) last[out] = i;
+      }
+      for (const std::string& in : nodes_[i].inputs) {
+        auto it = last.find(in);
+        if (it != last.end()) it->second = i;
+      }
+    }
+    for (const ValueInfo& v : outputs_) last.erase(v.name);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      for (const std::string& out : nodes_[i].outputs) {
+        auto it = last.find(out);
+        if (it != last.end()) free_after[it->second].push_back(&out);
+      }
+    }
+  }
   std::vector<Tensor> args;
-  for (const Node& node : nodes_) {
+  for (size_t index = 0; index < nodes_.size(); ++index) {
+    const Node& node = nodes_[index];
     const OpSchema* op = find_op(node.op);
     EMBER_ASSERT(op != nullptr);
     args.clear();
@@ -242,6 +267,8 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
                                   node_label(node), i, node.outputs[i], node.op);
       env[node.outputs[i]] = std::move(outs[i]);
     }
+    args.clear();
+    for (const std::string* dead : free_after[index]) env.erase(*dead);
   }
   // An output that shares storage with a weight (an initializer, a view of one) is copied, so
   // that writing to an output never changes the model.
