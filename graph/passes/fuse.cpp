@@ -22,11 +22,16 @@ std::optional<size_t> read_only_by(const Rewrite& r, const std::string& name, st
   return i && r.nodes[*i].op == op ? i : std::nullopt;
 }
 
+/** The value of a one-element tensor, as a double. */
+double value_of(const Tensor& t) {
+  return t.to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+}
+
 /** True if `name` is a one-element constant equal to `value` (to float32 precision). */
 bool is_scalar_constant(const Rewrite& r, const std::string& name, double value) {
   const Tensor* t = r.constant(name);
   if (t == nullptr || t->numel() != 1 || !is_floating(t->dtype())) return false;
-  const double v = t->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+  const double v = value_of(*t);
   return std::abs(v - value) <= 1e-6 * std::abs(value);
 }
 
@@ -427,8 +432,7 @@ int64_t fuse_layer_norm(Rewrite& r) {
       if (b == nullptr || b->sizes() != g->sizes()) shift.reset(), beta.clear();
     }
     const size_t last = shift ? *shift : *scale;
-    const double eps =
-        r.constant(eps_name)->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+    const double eps = value_of(*r.constant(eps_name));
     Node ln{"layer_normalization",
             r.nodes[last].name,
             {sub->inputs[0], gamma},
@@ -479,7 +483,7 @@ int64_t fuse_attention(Rewrite& r) {
     if (Node* dv = made_by(r, scores, "div"); dv) {
       const Tensor* c = r.constant(dv->inputs[1]);
       if (!c || c->numel() != 1) continue;
-      scale = 1.0 / c->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+      scale = 1.0 / value_of(*c);
       product = dv->inputs[0];
       gone.push_back(*r.producer(scores));
     } else if (Node* ml = made_by(r, scores, "mul"); ml) {
@@ -492,7 +496,7 @@ int64_t fuse_attention(Rewrite& r) {
         }
       }
       if (c_name.empty()) continue;
-      scale = r.constant(c_name)->to(Device::cpu()).to(DType::Float64).reshape({}).item<double>();
+      scale = value_of(*r.constant(c_name));
       gone.push_back(*r.producer(scores));
     }
     Node* qk = made_by(r, product, "matmul");
