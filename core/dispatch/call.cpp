@@ -6,6 +6,7 @@
 
 #include <fmt/ranges.h>
 
+#include "core/dispatch/capture.h"
 #include "core/dispatch/profiled.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/runtime.h"
@@ -255,6 +256,7 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
     const Tensor* src = inputs[i];
     if (__builtin_expect((copy_inputs >> i) & 1, 0)) {
       Tensor c = dense_like(*src);
+      capture::Suppress quiet;  // a replay's run_kernel makes the same copy itself
       run_kernel(core_op(ops::copy), src->dtype(), {src}, {&c});
       copies.push_back(std::move(c));
       src = &copies.back();
@@ -312,6 +314,9 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
     throw_error(status_error_kind(status),
                 fmt::format("[{}] {} kernel failed for {}: {}", op.name(), device.str(), dtype,
                             error[0] ? error : "no reason given"));
+  }
+  if (capture::detail::g_active.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+    capture::detail::on_kernel(op, dtype, inputs, outputs, attrs);
   }
 }
 

@@ -6,6 +6,7 @@
 #include "ember/ops/elementwise.h"
 
 #include "core/dispatch/call.h"
+#include "core/dispatch/capture.h"
 #include "core/ops/kernel_view.h"
 #include "ember/autograd/record.h"
 #include "ember/dispatch/stream.h"
@@ -232,11 +233,21 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
   }
   if (nbytes() == 0) return out;
   if (from_host && to_host) {
+    if (src.device() != target) {
+      capture::refuse("[compile] a tensor was copied to another device (a copy is not a kernel "
+                      "call: move inputs and weights to the device before compiling)");
+    }
     std::memcpy(out.data_ptr(), src.data_ptr(), nbytes());
   } else if (from_host) {
+    capture::refuse(
+        "[compile] a tensor was copied to another device (a copy is not a kernel "
+        "call: move inputs and weights to the device before compiling)");
     (non_blocking ? device_copy_async : device_copy)(target, out.data_ptr(), src.data_ptr(),
                                                      nbytes(), EMBER_COPY_H2D);
   } else if (to_host) {
+    capture::refuse(
+        "[compile] a tensor was copied from its device to the host (a copy is not "
+        "a kernel call: return device tensors and move them afterwards)");
     (non_blocking && out.is_pinned() ? device_copy_async : device_copy)(
         src.device(), out.data_ptr(), src.data_ptr(), nbytes(), EMBER_COPY_D2H);
   } else {

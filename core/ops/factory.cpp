@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/dispatch/call.h"
+#include "core/dispatch/capture.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/index.h"
@@ -141,16 +142,30 @@ void Generator::manual_seed(uint64_t seed) {
 uint64_t Generator::seed() const {
   return state_->seed.load(std::memory_order_relaxed);
 }
+// A capture would replay the draws of its recording: the same numbers on every call.
+constexpr const char* kRandomInCapture =
+    "[compile] random numbers were drawn (dropout in training mode, a random factory): a replay "
+    "would repeat them (call eval(), or run the function eagerly)";
+
 uint64_t Generator::philox_reserve(uint64_t blocks) {
+  if (capture::detail::g_active.load(std::memory_order_relaxed) != 0) {
+    capture::refuse(kRandomInCapture);
+  }
   return state_->philox_offset.fetch_add(blocks, std::memory_order_relaxed);
 }
 uint64_t Generator::next() {
+  if (capture::detail::g_active.load(std::memory_order_relaxed) != 0) {
+    capture::refuse(kRandomInCapture);
+  }
   return state_->engine();
 }
 double Generator::uniform() {
   return static_cast<double>(next() >> 11) * 0x1.0p-53;
 }
 double Generator::normal() {
+  if (capture::detail::g_active.load(std::memory_order_relaxed) != 0) {
+    capture::refuse(kRandomInCapture);
+  }
   return state_->normal(state_->engine);
 }
 

@@ -42,6 +42,7 @@ from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, mo
 from ember import accelerator, backends, jit, linalg, onnx, serialization  # noqa: F401
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401
+from ember._compile import compile  # noqa: F401  (torch.compile)
 from ember._C.functional import pixel_shuffle, pixel_unshuffle  # noqa: F401  (torch.pixel_shuffle)
 
 __version__ = _C.version()

@@ -364,6 +364,7 @@ void bind_profiler(nb::module_& m);
 void bind_distributed(nb::module_& m);
 void bind_models(nb::module_& m);
 void bind_onnx(nb::module_& m);
+void bind_compile(nb::module_& m);
 
 /** An optional tensor argument (None from Python) as the undefined Tensor the C++ API takes. */
 inline Tensor opt(const std::optional<Tensor>& t) {

@@ -178,6 +178,7 @@ NB_MODULE(_C, m) {
   bind_distributed(m);
   bind_models(m);
   bind_onnx(m);
+  bind_compile(m);
   // `from ember._C import *` (ember/__init__.py) takes the functions, classes and constants, not
   // the submodules, which the Python packages of the same names wrap.
   nb::list names;

@@ -15,6 +15,7 @@
 #include "ember/dispatch/runtime.h"
 #include "ember/dispatch/stream.h"
 #include "ember/ops/attention.h"
+#include "ember/ops/compile.h"
 #include "ember/ops/conv.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"

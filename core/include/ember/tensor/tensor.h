@@ -1,6 +1,7 @@
 // Tensor: the cheap-to-copy handle users hold; views and metadata live here, math in core/ops.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -41,6 +42,16 @@ class Node;
 struct AutogradMeta;
 }  // namespace autograd
 
+class Tensor;
+
+namespace capture::detail {
+/** How many captures record on some thread (core/dispatch/capture.h); 0 almost always. */
+EMBER_API extern std::atomic<int> g_active;
+/** Notes that host code takes the address of `t`'s data while this thread captures (defined in
+ *  core/dispatch/capture.cpp: Note [Host reads in a capture]). */
+EMBER_API void on_host_access(const Tensor& t);
+}  // namespace capture::detail
+
 /** An n-dimensional array on some device; copying the handle shares the data. */
 class EMBER_API Tensor {
  public:
@@ -79,7 +90,12 @@ class EMBER_API Tensor {
   /** Bytes covered by numel() elements. */
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   /** Address of element [0, ..., 0]. */
-  void* data_ptr() const { return impl_->data(); }
+  void* data_ptr() const {
+    if (capture::detail::g_active.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+      capture::detail::on_host_access(*this);
+    }
+    return impl_->data();
+  }
   /** Typed address of element [0, ..., 0]; checks the dtype. */
   template <typename T>
   T* data_ptr() const {
