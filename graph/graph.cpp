@@ -143,6 +143,13 @@ void Graph::add_node(Node node) {
                                   fmt::join(spec->values, ", "));
     }
   }
+  if (op->check != nullptr) {
+    try {
+      op->check(node);
+    } catch (const Error& e) {
+      throw_error(e.kind(), fmt::format("[graph] {}: {}", node_label(node), e.what()));
+    }
+  }
   for (const std::string& in : node.inputs) {
     EMBER_CHECK(in.empty() || defines(in),
                 "[graph] {}: input '{}' is not defined before the node (nodes must come in "

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -1386,6 +1387,328 @@ Tensors arg_reduce(const Node& n, const Tensors& in, Device) {
   return {Max ? argmax(xb, axis, keep) : argmin(xb, axis, keep)};
 }
 
+// Recurrent layers ------------------------------------------------------------------------------
+
+// Note [ONNX's recurrent ops as steps of core ops]
+// LSTM, GRU and RNN are ONNX's layers, not PyTorch's: gates in another order (i, o, f, c for the
+// LSTM; z, r, h for the GRU), a choice of activations per gate, peepholes, a clip on the gates'
+// inputs, the GRU's linear_before_reset = 0 (PyTorch's GRU is linear_before_reset = 1) and a
+// length per sequence. So the graph ops do not call the core's rnn_layer: one matmul projects the
+// whole sequence of each direction, then every step is a matmul with the recurrent weight and
+// elementwise core ops, so every backend runs them. A batch entry past its sequence length keeps
+// its state and outputs zeros; the reverse direction walks each sequence from its own last step,
+// by reversing it within its length (an index that is its own inverse, applied again to the
+// outputs). An activation's alpha and beta are taken from activation_alpha and activation_beta in
+// order by the activations that have one (as onnxruntime reads them), else the ONNX op's default.
+
+enum class Cell { LSTM, GRU, RNN };
+
+/** An activation ONNX's recurrent ops accept, and how many of alpha, beta it takes. */
+struct RnnActivationSpec {
+  std::string_view name;
+  int params;
+  double alpha, beta;
+};
+
+constexpr RnnActivationSpec kRnnActivations[] = {
+    {"Relu", 0, 0, 0},         {"Tanh", 0, 0, 0},
+    {"Sigmoid", 0, 0, 0},      {"Affine", 2, 1, 0},
+    {"LeakyRelu", 1, 0.01, 0}, {"ThresholdedRelu", 1, 1, 0},
+    {"ScaledTanh", 2, 1, 1},   {"HardSigmoid", 2, 0.2, 0.5},
+    {"Elu", 1, 1, 0},          {"Softsign", 0, 0, 0},
+    {"Softplus", 0, 0, 0}};
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+const RnnActivationSpec* find_rnn_activation(std::string_view name) {
+  for (const RnnActivationSpec& a : kRnnActivations) {
+    if (same_name(a.name, name)) return &a;
+  }
+  return nullptr;
+}
+
+/** One activation of a recurrent op, with its parameters. */
+struct RnnActivation {
+  const RnnActivationSpec* spec;
+  double alpha, beta;
+};
+
+constexpr int64_t rnn_gates(Cell c) {
+  return c == Cell::LSTM ? 4 : c == Cell::GRU ? 3 : 1;
+}
+
+constexpr size_t rnn_activations_per_direction(Cell c) {
+  return c == Cell::LSTM ? 3 : c == Cell::GRU ? 2 : 1;
+}
+
+int64_t rnn_directions(const Node& n) {
+  return attr_string(n, "direction", "forward") == "bidirectional" ? 2 : 1;
+}
+
+/** The node's activations, per_direction for each direction, with their alpha and beta. */
+template <Cell C>
+std::vector<RnnActivation> rnn_activations(const Node& n) {
+  const size_t per = rnn_activations_per_direction(C);
+  const auto dirs = static_cast<size_t>(rnn_directions(n));
+  std::vector<std::string> names;
+  if (const Attribute* a = find_attr(n, "activations"))
+    names = std::get<std::vector<std::string>>(*a);
+  if (names.empty()) {
+    names = C == Cell::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+            : C == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                             : std::vector<std::string>{"Tanh"};
+  }
+  EMBER_CHECK(names.size() == per || names.size() == per * dirs,
+              "attribute activations must list {} activations per direction ({} for {} "
+              "direction(s)): got {} ({})",
+              per, per * dirs, dirs, names.size(), fmt::join(names, ", "));
+  std::vector<double> alphas, betas;
+  if (const Attribute* a = find_attr(n, "activation_alpha"))
+    alphas = std::get<std::vector<double>>(*a);
+  if (const Attribute* a = find_attr(n, "activation_beta"))
+    betas = std::get<std::vector<double>>(*a);
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RnnActivation> acts;
+  for (const std::string& name : names) {
+    const RnnActivationSpec* spec = find_rnn_activation(name);
+    if (spec == nullptr) {
+      std::vector<std::string_view> known;
+      for (const RnnActivationSpec& s : kRnnActivations) known.push_back(s.name);
+      throw NotImplementedError(
+          fmt::format("attribute activations names '{}', which Ember does not implement (the "
+                      "activations are: {})",
+                      name, fmt::join(known, ", ")));
+    }
+    RnnActivation act{spec, spec->alpha, spec->beta};
+    if (spec->params >= 1 && next_alpha < alphas.size()) act.alpha = alphas[next_alpha++];
+    if (spec->params >= 2 && next_beta < betas.size()) act.beta = betas[next_beta++];
+    acts.push_back(act);
+  }
+  EMBER_CHECK(next_alpha == alphas.size() && next_beta == betas.size(),
+              "attributes activation_alpha and activation_beta hold {} and {} values, but the "
+              "activations ({}) take {} and {}",
+              alphas.size(), betas.size(), fmt::join(names, ", "), next_alpha, next_beta);
+  if (acts.size() < per * dirs) {
+    const std::vector<RnnActivation> first = acts;  // one list for both directions
+    acts.insert(acts.end(), first.begin(), first.end());
+  }
+  return acts;
+}
+
+template <Cell C>
+void check_recurrent(const Node& n) {
+  rnn_activations<C>(n);
+  const int64_t layout = attr_int(n, "layout", 0);
+  EMBER_CHECK(layout == 0 || layout == 1, "attribute layout must be 0 or 1: got {}", layout);
+  if (const Attribute* a = find_attr(n, "clip")) {
+    EMBER_CHECK(std::get<double>(*a) > 0, "attribute clip must be positive: got {}",
+                std::get<double>(*a));
+  }
+  if (const Attribute* a = find_attr(n, "hidden_size")) {
+    EMBER_CHECK(std::get<int64_t>(*a) > 0, "attribute hidden_size must be positive: got {}",
+                std::get<int64_t>(*a));
+  }
+}
+
+Tensor rnn_activate(const RnnActivation& a, const Tensor& x) {
+  const std::string_view name = a.spec->name;
+  if (name == "Sigmoid") return sigmoid(x);
+  if (name == "Tanh") return tanh(x);
+  if (name == "Relu") return relu(x);
+  if (name == "Affine") return add(mul(x, Scalar(a.alpha)), Scalar(a.beta));
+  if (name == "LeakyRelu") return leaky_relu(x, a.alpha);
+  if (name == "ThresholdedRelu") return where(gt(x, Scalar(a.alpha)), x, zeros_like(x));
+  if (name == "ScaledTanh") return mul(tanh(mul(x, Scalar(a.beta))), Scalar(a.alpha));
+  if (name == "HardSigmoid") {
+    return clamp(add(mul(x, Scalar(a.alpha)), Scalar(a.beta)), Scalar(0), Scalar(1));
+  }
+  if (name == "Elu") return elu(x, a.alpha);
+  if (name == "Softsign") return div(x, add(abs(x), Scalar(1)));
+  EMBER_ASSERT(name == "Softplus");
+  return add(clamp(x, Scalar(0), std::nullopt), log1p(exp(neg(abs(x)))));
+}
+
+/** x [T, B, ...] with each batch entry's first lens[b] steps reversed (its own inverse). */
+Tensor reverse_within(const Tensor& x, const std::vector<int64_t>& lens) {
+  const int64_t steps = x.size(0), batch = x.size(1);
+  Tensor idx = empty({steps, batch}, TensorOptions(DType::Int64));
+  int64_t* p = idx.data_ptr<int64_t>();
+  for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = lens[static_cast<size_t>(b)];
+      p[t * batch + b] = t < len ? len - 1 - t : t;
+    }
+  }
+  Shape index_shape{steps, batch};
+  for (int64_t d = 2; d < x.dim(); ++d) index_shape.push_back(1);
+  idx = idx.to(x.device()).reshape(index_shape).expand(x.sizes()).contiguous();
+  return gather(x, 0, idx);
+}
+
+template <Cell C>
+Tensors op_recurrent(const Node& n, const Tensors& in, Device device) {
+  constexpr int64_t G = rnn_gates(C);
+  const char* gate_names = C == Cell::LSTM ? "i, o, f, c" : C == Cell::GRU ? "z, r, h" : "h";
+  const bool batch_first = attr_int(n, "layout", 0) != 0;
+  auto arg = [&](size_t i) { return in.size() > i && in[i].defined() ? in[i] : Tensor(); };
+  EMBER_CHECK(in[0].dim() == 3, "{} X must be 3-d ({}): got shape {}", label(n),
+              batch_first ? "[batch, seq, input]" : "[seq, batch, input]", in[0].sizes());
+  const Tensor x = batch_first ? in[0].transpose(0, 1) : in[0];  // [T, B, I]
+  const Tensor& w = in[1];
+  const Tensor& r = in[2];
+  const int64_t dirs = rnn_directions(n), steps = x.size(0), batch = x.size(1);
+  EMBER_CHECK(r.dim() == 3 && r.size(0) == dirs && r.size(1) % G == 0,
+              "{} R must be [{}, {} * hidden_size, hidden_size] (gates {}): got shape {}", label(n),
+              dirs, G, gate_names, r.sizes());
+  const int64_t hidden = r.size(2);
+  EMBER_CHECK(r.size(1) == G * hidden && attr_int(n, "hidden_size", hidden) == hidden,
+              "{} R has shape {}, which does not fit hidden_size {} (expected [{}, {}, {}])",
+              label(n), r.sizes(), attr_int(n, "hidden_size", hidden), dirs, G * hidden, hidden);
+  EMBER_CHECK(
+      w.dim() == 3 && w.size(0) == dirs && w.size(1) == G * hidden && w.size(2) == x.size(2),
+      "{} W must be [{}, {}, {}] (directions, {} gates of hidden_size {}, input size): "
+      "got shape {}",
+      label(n), dirs, G * hidden, x.size(2), G, hidden, w.sizes());
+  const Tensor b = arg(3);
+  EMBER_CHECK(!b.defined() || b.sizes() == Shape({dirs, 2 * G * hidden}),
+              "{} B must be [{}, {}] (W's then R's biases): got shape {}", label(n), dirs,
+              2 * G * hidden, b.sizes());
+  std::vector<int64_t> lens;
+  bool masked = false;
+  if (const Tensor l = arg(4); l.defined()) {
+    lens = host_ints(l);
+    EMBER_CHECK(l.dim() == 1 && static_cast<int64_t>(lens.size()) == batch,
+                "{} sequence_lens must be [{}] (one length per batch entry): got shape {}",
+                label(n), batch, l.sizes());
+    for (int64_t len : lens) {
+      EMBER_CHECK(len >= 0 && len <= steps,
+                  "{} sequence_lens holds {}, outside 0 to the sequence length {}", label(n), len,
+                  steps);
+      masked = masked || len < steps;
+    }
+  }
+  auto state = [&](size_t i, const char* what) {
+    Tensor s = arg(i);
+    if (!s.defined()) return zeros({dirs, batch, hidden}, TensorOptions(x.dtype(), device));
+    const Shape want = batch_first ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
+    EMBER_CHECK(s.sizes() == want, "{} {} must be {}: got shape {}", label(n), what, want,
+                s.sizes());
+    return batch_first ? s.transpose(0, 1) : s;
+  };
+  const Tensor h0 = state(5, "initial_h");
+  const Tensor c0 = C == Cell::LSTM ? state(6, "initial_c") : Tensor();
+  const Tensor p = C == Cell::LSTM ? arg(7) : Tensor();
+  EMBER_CHECK(!p.defined() || p.sizes() == Shape({dirs, 3 * hidden}),
+              "{} P must be [{}, {}] (peepholes i, o, f): got shape {}", label(n), dirs, 3 * hidden,
+              p.sizes());
+  const std::vector<RnnActivation> acts = rnn_activations<C>(n);
+  const size_t per = rnn_activations_per_direction(C);
+  const Attribute* clip_attr = find_attr(n, "clip");
+  auto clip = [&](const Tensor& t) {
+    if (clip_attr == nullptr) return t;
+    const double c = std::get<double>(*clip_attr);
+    return clamp(t, Scalar(-c), Scalar(c));
+  };
+  const bool input_forget = attr_int(n, "input_forget", 0) != 0;
+  const bool linear_before_reset = attr_int(n, "linear_before_reset", 0) != 0;
+  // mask[t] [B, 1]: whether step t is inside batch entry b's sequence.
+  Tensor mask;
+  if (masked) {
+    Tensor lens_t = empty({batch}, TensorOptions(DType::Int64));
+    std::copy(lens.begin(), lens.end(), lens_t.data_ptr<int64_t>());
+    mask = lt(arange(0, steps, 1, TensorOptions(DType::Int64, device)).reshape({steps, 1, 1}),
+              lens_t.to(device).reshape({1, batch, 1}));
+  }
+  const bool reverse_only = attr_string(n, "direction", "forward") == "reverse";
+  std::vector<Tensor> ys, hs, cs;
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = reverse_only || d == 1;
+    const std::vector<RnnActivation> act(acts.begin() + static_cast<int64_t>(per * d),
+                                         acts.begin() + static_cast<int64_t>(per * (d + 1)));
+    Tensor xs = x;
+    if (reverse) xs = masked ? reverse_within(x, lens) : reversed(x, 0);
+    Tensor proj = matmul(xs, w.select(0, d).transpose(0, 1));  // [T, B, G H]
+    Tensor rt = r.select(0, d).transpose(0, 1);                // [H, G H]
+    Tensor wb, rb;
+    if (b.defined()) {
+      wb = b.select(0, d).narrow(0, 0, G * hidden);
+      rb = b.select(0, d).narrow(0, G * hidden, G * hidden);
+      proj = add(proj, C == Cell::GRU ? wb : add(wb, rb));
+    }
+    auto gate = [&](const Tensor& t, int64_t k) { return t.narrow(-1, k * hidden, hidden); };
+    Tensor h = h0.select(0, d), c = C == Cell::LSTM ? c0.select(0, d) : Tensor();
+    std::vector<Tensor> steps_out;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor px = proj.select(0, t);
+      Tensor h_new, c_new;
+      if constexpr (C == Cell::RNN) {
+        h_new = rnn_activate(act[0], clip(add(px, matmul(h, rt))));
+      } else if constexpr (C == Cell::LSTM) {
+        const Tensor g = add(px, matmul(h, rt));
+        Tensor gi = gate(g, 0), go = gate(g, 1), gf = gate(g, 2), gc = gate(g, 3);
+        if (p.defined()) {
+          gi = add(gi, mul(p.select(0, d).narrow(0, 0, hidden), c));
+          gf = add(gf, mul(p.select(0, d).narrow(0, 2 * hidden, hidden), c));
+        }
+        const Tensor i = rnn_activate(act[0], clip(gi));
+        const Tensor f = input_forget ? sub(ones_like(i), i) : rnn_activate(act[0], clip(gf));
+        c_new = add(mul(f, c), mul(i, rnn_activate(act[1], clip(gc))));
+        if (p.defined()) go = add(go, mul(p.select(0, d).narrow(0, hidden, hidden), c_new));
+        h_new = mul(rnn_activate(act[0], clip(go)), rnn_activate(act[2], c_new));
+      } else {
+        const Tensor rz = r.select(0, d).narrow(0, 0, 2 * hidden).transpose(0, 1);
+        const Tensor rh = r.select(0, d).narrow(0, 2 * hidden, hidden).transpose(0, 1);
+        Tensor hzr = matmul(h, rz);
+        if (rb.defined()) hzr = add(hzr, rb.narrow(0, 0, 2 * hidden));
+        const Tensor z = rnn_activate(act[0], clip(add(gate(px, 0), gate(hzr, 0))));
+        const Tensor rg = rnn_activate(act[0], clip(add(gate(px, 1), gate(hzr, 1))));
+        Tensor hh;
+        if (linear_before_reset) {
+          hh = matmul(h, rh);
+          if (rb.defined()) hh = add(hh, rb.narrow(0, 2 * hidden, hidden));
+          hh = mul(rg, hh);
+        } else {
+          hh = matmul(mul(rg, h), rh);
+          if (rb.defined()) hh = add(hh, rb.narrow(0, 2 * hidden, hidden));
+        }
+        const Tensor cand = rnn_activate(act[1], clip(add(gate(px, 2), hh)));
+        h_new = add(mul(sub(ones_like(z), z), cand), mul(z, h));
+      }
+      Tensor y = h_new;
+      if (masked) {
+        const Tensor m = mask.select(0, t);
+        h_new = where(m, h_new, h);
+        if (C == Cell::LSTM) c_new = where(m, c_new, c);
+        y = where(m, y, zeros_like(y));
+      }
+      steps_out.push_back(y);
+      h = h_new;
+      c = c_new;
+    }
+    Tensor y =
+        steps ? stack(steps_out, 0) : zeros({0, batch, hidden}, TensorOptions(x.dtype(), device));
+    if (reverse) y = masked ? reverse_within(y, lens) : reversed(y, 0);
+    ys.push_back(y);
+    hs.push_back(h);
+    if (C == Cell::LSTM) cs.push_back(c);
+  }
+  Tensor y = stack(ys, 1);    // [T, D, B, H]
+  Tensor y_h = stack(hs, 0);  // [D, B, H]
+  Tensor y_c = C == Cell::LSTM ? stack(cs, 0) : Tensor();
+  if (batch_first) {
+    y = y.permute({2, 0, 1, 3});
+    y_h = y_h.transpose(0, 1);
+    if (y_c.defined()) y_c = y_c.transpose(0, 1);
+  }
+  if (C == Cell::LSTM) return {y, y_h, y_c};
+  return {y, y_h};
+}
+
 // The vocabulary ---------------------------------------------------------------------------------
 
 using K = AttrKind;
@@ -1403,6 +1726,17 @@ const std::vector<OpSchema>& schemas() {
         {"axes", K::Ints}, {"keepdims", K::Int}, {"noop_with_empty_axes", K::Int}};
     const std::vector<AttrSpec> arg_attrs{
         {"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int}};
+    const std::vector<AttrSpec> rnn_attrs{
+        {"activation_alpha", K::Floats},
+        {"activation_beta", K::Floats},
+        {"activations", K::Strings},
+        {"clip", K::Float},
+        {"direction", K::String, {"forward", "reverse", "bidirectional"}},
+        {"hidden_size", K::Int},
+        {"layout", K::Int}};
+    std::vector<AttrSpec> lstm_attrs = rnn_attrs, gru_attrs = rnn_attrs;
+    lstm_attrs.push_back({"input_forget", K::Int});
+    gru_attrs.push_back({"linear_before_reset", K::Int});
     std::vector<OpSchema> v{
         {"abs", 1, 1, 1, {}, unary<abs>},
         {"acos", 1, 1, 1, {}, unary<acos>},
@@ -1628,6 +1962,9 @@ const std::vector<OpSchema>& schemas() {
         {"unsqueeze", 2, 2, 1, {}, op_unsqueeze},
         {"where", 3, 3, 1, {}, op_where},
         {"xor", 2, 2, 1, {}, binary<xor2>},
+        {"lstm", 3, 8, 3, lstm_attrs, op_recurrent<Cell::LSTM>, check_recurrent<Cell::LSTM>},
+        {"gru", 3, 6, 2, gru_attrs, op_recurrent<Cell::GRU>, check_recurrent<Cell::GRU>},
+        {"rnn", 3, 6, 2, rnn_attrs, op_recurrent<Cell::RNN>, check_recurrent<Cell::RNN>},
     };
     for (OpSchema& s : detail::fused_op_schemas()) v.push_back(std::move(s));
     std::sort(v.begin(), v.end(),

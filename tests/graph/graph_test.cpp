@@ -182,6 +182,83 @@ TEST(Graph, OpErrorsNameTheNode) {
       {"[concat] node 'glue': attribute axis is required"});
 }
 
+TEST(Graph, RecurrentOpsCheckTheirActivationsWhenAdded) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_input({"w", DType::Float32, std::nullopt});
+  g.add_input({"r", DType::Float32, std::nullopt});
+  using Names = std::vector<std::string>;
+  EXPECT_THROW(g.add_node({"lstm",
+                           "cell",
+                           {"x", "w", "r"},
+                           {"y"},
+                           {{"activations", Names{"Sigmoid", "Swish", "Tanh"}}}}),
+               NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"lstm",
+                    "cell",
+                    {"x", "w", "r"},
+                    {"y"},
+                    {{"activations", Names{"Sigmoid", "Swish", "Tanh"}}}});
+      },
+      {"[graph] node 'cell' (lstm): attribute activations names 'Swish'", "HardSigmoid"});
+  expect_error(
+      [&] {
+        g.add_node({"gru",
+                    "g1",
+                    {"x", "w", "r"},
+                    {"y"},
+                    {{"activations", Names{"Sigmoid", "Tanh", "Tanh"}},
+                     {"direction", std::string("bidirectional")}}});
+      },
+      {"node 'g1' (gru): attribute activations must list 2 activations per direction (4 for 2",
+       "got 3"});
+  expect_error(
+      [&] {
+        g.add_node(
+            {"rnn",
+             "r1",
+             {"x", "w", "r"},
+             {"y"},
+             {{"activations", Names{"Tanh"}}, {"activation_alpha", std::vector<double>{1}}}});
+      },
+      {"node 'r1' (rnn): attributes activation_alpha and activation_beta hold 1 and 0 values",
+       "take 0 and 0"});
+  expect_error(
+      [&] {
+        g.add_node({"rnn", "r2", {"x", "w", "r"}, {"y"}, {{"layout", int64_t{2}}}});
+      },
+      {"node 'r2' (rnn): attribute layout must be 0 or 1: got 2"});
+  EXPECT_THROW(
+      g.add_node({"rnn", "r3", {"x", "w", "r"}, {"y"}, {{"direction", std::string("both")}}}),
+      NotImplementedError);
+  // Lower-case names are the same activations (as onnxruntime reads them).
+  g.add_node({"rnn", "ok", {"x", "w", "r"}, {"y"}, {{"activations", Names{"relu"}}}});
+}
+
+TEST(Graph, RecurrentOpsCheckTheirInputsWhenRun) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("w", zeros({1, 2, 3}));
+  g.add_initializer("r", zeros({1, 2, 2}));
+  g.add_initializer("lens", make({2, 5}, {2}, DType::Int32));
+  g.add_node({"rnn", "cell", {"x", "w", "r", "", "lens"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({4, 2, 3})}});
+      },
+      {"[rnn] node 'cell': sequence_lens holds 5, outside 0 to the sequence length 4"});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({4, 2, 5})}});
+      },
+      {"[rnn] node 'cell': W must be [1, 2, 5]", "got shape [1, 2, 3]"});
+  const Tensor y = g.run({{"x", zeros({5, 2, 3})}}).at("y");
+  EXPECT_EQ(y.sizes(), Shape({5, 1, 2, 2}));
+}
+
 TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   // ONNX's Indices of MaxPool are flat over [N, C, H, W] (storage_order 0) or with the spatial
   // dims column-major (storage_order 1), by hand for a 1 x 2 x 2 x 3 input and a 2 x 2 window.

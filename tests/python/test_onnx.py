@@ -146,3 +146,119 @@ def test_unsupported_models_are_refused_at_load_time(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
     with pytest.raises(ember.IoError, match=r"\[onnx\] not an ONNX model"):
         ember.onnx.load(tmp_path / "junk.onnx")
+
+
+# Recurrent ops: what ONNX's node tests leave out (sequence lengths, clip, activations with alpha
+# and beta, GRU's linear_before_reset, LSTM's input_forget), against a NumPy loop that walks each
+# batch entry over its own steps.
+
+_ACTS = {
+    "Sigmoid": lambda x, a, b: 1 / (1 + np.exp(-x)),
+    "Tanh": lambda x, a, b: np.tanh(x),
+    "Relu": lambda x, a, b: np.maximum(x, 0),
+    "LeakyRelu": lambda x, a, b: np.where(x >= 0, x, a * x),
+    "HardSigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
+    "ScaledTanh": lambda x, a, b: a * np.tanh(b * x),
+    "Affine": lambda x, a, b: a * x + b,
+}
+
+
+def _recurrent_numpy(op, x, w, r, bias, lens, h0, c0, acts, clip, lbr, input_forget):
+    """Y [T, D, B, H], Y_h and Y_c [D, B, H] in float64; acts[d] = [(name, alpha, beta), ...]."""
+    x, w, r, bias = (v.astype(np.float64) for v in (x, w, r, bias))
+    steps, batch, _ = x.shape
+    dirs, hidden = r.shape[0], r.shape[2]
+    y = np.zeros((steps, dirs, batch, hidden))
+    y_h, y_c = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    for d in range(dirs):
+        f, g, h_act = [(lambda v, a=a: _ACTS[a[0]](v, a[1], a[2])) for a in acts[d]] + [None] * (
+            3 - len(acts[d]))
+        wd, rd, wb, rb = w[d], r[d], bias[d, :w.shape[1]], bias[d, w.shape[1]:]
+        for b in range(batch):
+            h, c = h0[d, b].astype(np.float64), c0[d, b].astype(np.float64)
+            order = range(lens[b]) if d == 0 else range(lens[b] - 1, -1, -1)
+            for t in order:
+                gx, gh = wd @ x[t, b] + wb, rd @ h + rb
+                sl = lambda v, k: v[k * hidden:(k + 1) * hidden]  # noqa: E731
+                if op == "RNN":
+                    h = f(cl(gx + gh))
+                elif op == "GRU":
+                    z, rr = f(cl(sl(gx, 0) + sl(gh, 0))), f(cl(sl(gx, 1) + sl(gh, 1)))
+                    if lbr:
+                        n = g(cl(sl(gx, 2) + rr * sl(gh, 2)))
+                    else:
+                        n = g(cl(sl(gx, 2) + sl(rd, 2) @ (rr * h) + sl(rb, 2)))
+                    h = (1 - z) * n + z * h
+                else:
+                    i = f(cl(sl(gx, 0) + sl(gh, 0)))
+                    fg = 1 - i if input_forget else f(cl(sl(gx, 2) + sl(gh, 2)))
+                    c = fg * c + i * g(cl(sl(gx, 3) + sl(gh, 3)))
+                    h = f(cl(sl(gx, 1) + sl(gh, 1))) * h_act(c)
+                y[t, d, b] = h
+            y_h[d, b], y_c[d, b] = h, c
+    return y, y_h, y_c
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_recurrent_ops_match_numpy_with_lengths_clip_and_activations(tmp_path, rng, device, op):
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    steps, batch, inp, hidden, dirs = 4, 3, 2, 3, 2
+    x = rng.standard_normal((steps, batch, inp)).astype(np.float32)
+    w = rng.standard_normal((dirs, gates * hidden, inp)).astype(np.float32) * 0.7
+    r = rng.standard_normal((dirs, gates * hidden, hidden)).astype(np.float32) * 0.7
+    bias = rng.standard_normal((dirs, 2 * gates * hidden)).astype(np.float32) * 0.3
+    lens = np.array([4, 2, 0], np.int32)
+    h0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
+    c0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
+    names = {"LSTM": ["HardSigmoid", "ScaledTanh", "Tanh", "Sigmoid", "Tanh", "LeakyRelu"],
+             "GRU": ["Sigmoid", "Affine", "HardSigmoid", "Tanh"],
+             "RNN": ["LeakyRelu", "Affine"]}[op]
+    # alpha and beta go, in order, to the activations that take them.
+    takes = {"HardSigmoid": 2, "ScaledTanh": 2, "Affine": 2, "LeakyRelu": 1}
+    alphas, betas, acts = [], [], []
+    for k, name in enumerate(names):
+        a, b = 0.3 + 0.1 * k, 0.4 + 0.05 * k
+        if takes.get(name, 0) >= 1:
+            alphas.append(a)
+        if takes.get(name, 0) >= 2:
+            betas.append(b)
+        acts.append((name, a, b))
+    per = len(names) // 2
+    attrs = dict(hidden_size=hidden, direction="bidirectional", activations=names,
+                 activation_alpha=alphas, activation_beta=betas, clip=1.5)
+    if op == "GRU":
+        attrs["linear_before_reset"] = 1
+    if op == "LSTM":
+        attrs["input_forget"] = 1
+    inputs = ["x", "w", "r", "b", "lens", "h0"] + (["c0"] if op == "LSTM" else [])
+    outputs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node(op, inputs, outputs, name="cell", **attrs)], "rnn",
+        [helper.make_tensor_value_info("x", f32, list(x.shape))],
+        [helper.make_tensor_value_info(o, f32, None) for o in outputs],
+        [numpy_helper.from_array(v, k) for k, v in
+         dict(w=w, r=r, b=bias, lens=lens, h0=h0, c0=c0).items() if k in inputs])
+    path = str(tmp_path / "rnn.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    got = ember.onnx.load(path, device=device).run(None, {"x": x})
+    want = _recurrent_numpy(op, x, w, r, bias, lens, h0, c0, [acts[:per], acts[per:]],
+                            1.5, op == "GRU", op == "LSTM")
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g.cpu().numpy(), e, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unsupported_recurrent_activation_is_refused_at_load_time(tmp_path):
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="cell", hidden_size=2,
+                          activations=["Sigmoid", "Gelu", "Tanh"])], "g",
+        [helper.make_tensor_value_info(n, f32, None) for n in ("x", "w", "r")],
+        [helper.make_tensor_value_info("y", f32, None)])
+    path = str(tmp_path / "lstm.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    with pytest.raises(NotImplementedError, match=r"\[onnx\] node 'cell' \(LSTM at opset 22\): "
+                       r"attribute activations names 'Gelu', which Ember does not implement"):
+        ember.onnx.load(path)

@@ -43,7 +43,7 @@ CLAIMED = [
     "InstanceNormalization", "GroupNormalization", "RMSNormalization", "LpNormalization",
     "MeanVarianceNormalization", "LRN", "Mish", "Swish", "Shrink", "Hardmax", "OneHot",
     "NonZero", "EyeLike", "DepthToSpace", "SpaceToDepth", "CumProd", "GatherND",
-    "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
+    "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "LSTM", "GRU", "RNN",
 ]
 # Read but not claimed, with why: Dropout in training mode draws a random mask; ConvTranspose
 # has no 3-d form (no conv_transpose3d core op); the scatters implement the reductions none
