@@ -474,6 +474,23 @@ double lowest_of(DType d) {
   }
 }
 
+double highest_of(DType d) {
+  switch (d) {
+    case DType::UInt8:
+      return 255;
+    case DType::Bool:
+      return 1;
+    case DType::Int8:
+      return 127;
+    case DType::Int32:
+      return static_cast<double>(std::numeric_limits<int32_t>::max());
+    case DType::Int64:
+      return static_cast<double>(std::numeric_limits<int64_t>::max());
+    default:
+      return std::numeric_limits<double>::infinity();
+  }
+}
+
 Tensors op_max_pool(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   Windows w = window_geometry(n, x, kernel_shape(n, x), attr_int(n, "ceil_mode", 0) != 0);
@@ -1709,6 +1726,278 @@ Tensors op_recurrent(const Node& n, const Tensors& in, Device device) {
   return {y, y_h};
 }
 
+// Resize ----------------------------------------------------------------------------------------
+
+// Note [Resize as taps along each axis]
+// ONNX's Resize is separable: each resized axis is resampled in turn, every output position o
+// taking a weighted sum of n input positions (its taps) along that axis. The positions and
+// weights depend only on the axis' sizes, scale and the attributes, so they are computed on the
+// host, as ONNX's reference implementation computes them (the source coordinate x of o by
+// coordinate_transformation_mode, the n taps nearest to x, preferring the lower ones, clamped to
+// the input as edge padding, weights by mode: nearest picks one tap by nearest_mode, linear two,
+// cubic four, and with antialias a filter stretched by 1 / scale when downsampling). On the
+// device an axis is one index_select of all taps, a multiply by the weights and a sum over the
+// taps; nearest is an index_select alone, exact for every dtype. Integer inputs are resampled
+// in float32 and rounded back, saturating. tf_crop_and_resize gives extrapolation_value where
+// x falls outside the input on any axis.
+
+struct ResizeAxis {
+  std::vector<int64_t> taps;    // [out, n] input positions, clamped into the input
+  std::vector<double> weights;  // [out, n]
+  std::vector<bool> outside;    // [out] (tf_crop_and_resize): x outside the input
+  int64_t n = 0;
+};
+
+std::vector<double> resize_weights(const std::string& mode, const std::string& nearest_mode,
+                                   bool antialias, double a, double ratio, double scale) {
+  if (mode == "nearest") {
+    bool upper = true;  // ratio 1: x is an integer, the upper of the two taps is x itself
+    if (ratio != 1.0) {
+      if (nearest_mode == "round_prefer_floor")
+        upper = ratio > 0.5;
+      else if (nearest_mode == "round_prefer_ceil")
+        upper = ratio >= 0.5;
+      else
+        upper = nearest_mode == "ceil";
+    }
+    return {upper ? 0.0 : 1.0, upper ? 1.0 : 0.0};
+  }
+  std::vector<double> w;
+  if (mode == "linear" && !antialias) return {1 - ratio, ratio};
+  if (mode == "cubic" && !antialias) {
+    const double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a,
+            ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1, ((a + 2) * q - (a + 3)) * q * q + 1,
+            ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
+  }
+  const double s = std::min(scale, 1.0);
+  if (mode == "linear") {
+    const auto start = static_cast<int64_t>(std::floor(-1 / s) + 1);
+    for (int64_t i = start; i < start + 2 - 2 * start; ++i) {
+      w.push_back(std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * s), 0.0, 1.0));
+    }
+  } else {
+    const auto start = static_cast<int64_t>(std::floor(-2 / s) + 1);
+    for (int64_t i = start; i < 2 - start; ++i) {
+      const double x = std::abs(s * (static_cast<double>(i) - ratio));
+      w.push_back(x <= 1  ? ((a + 2) * x - (a + 3)) * x * x + 1
+                  : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+                          : 0.0);
+    }
+  }
+  const double total = std::accumulate(w.begin(), w.end(), 0.0);
+  for (double& v : w) v /= total;
+  return w;
+}
+
+ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale, double roi_start,
+                       double roi_end) {
+  const std::string ctm = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const std::string nearest_mode = attr_string(n, "nearest_mode", "round_prefer_floor");
+  const bool antialias = attr_int(n, "antialias", 0) != 0 && mode != "nearest";
+  const double a = attr_float(n, "cubic_coeff_a", -0.75);
+  const bool exclude_outside = attr_int(n, "exclude_outside", 0) != 0;
+  const double in_d = static_cast<double>(in), out_w = scale * in_d;
+  ResizeAxis r;
+  for (int64_t o = 0; o < out; ++o) {
+    const auto y = static_cast<double>(o);
+    double x = 0;
+    if (ctm == "align_corners") {
+      x = out_w == 1 ? 0 : y * (in_d - 1) / (out_w - 1);
+    } else if (ctm == "asymmetric") {
+      x = y / scale;
+    } else if (ctm == "tf_half_pixel_for_nn") {
+      x = (y + 0.5) / scale;
+    } else if (ctm == "tf_crop_and_resize") {
+      x = out_w == 1 ? (roi_end - roi_start) * (in_d - 1) / 2
+                     : y * (roi_end - roi_start) * (in_d - 1) / (out_w - 1);
+      x += roi_start * (in_d - 1);
+      r.outside.push_back(x < 0 || x > in_d - 1);
+    } else if (ctm == "pytorch_half_pixel") {
+      x = out_w == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    } else if (ctm == "half_pixel_symmetric") {
+      const double offset = in_d / 2 * (1 - static_cast<double>(out) / out_w);
+      x = offset + (y + 0.5) / scale - 0.5;
+    } else {
+      x = (y + 0.5) / scale - 0.5;  // half_pixel
+    }
+    const double fl = std::floor(x);
+    const double ratio = x == fl ? 1.0 : x - fl;
+    std::vector<double> w = resize_weights(mode, nearest_mode, antialias, a, ratio, scale);
+    const auto taps = static_cast<int64_t>(w.size());
+    if (r.n == 0) r.n = taps;
+    EMBER_ASSERT(r.n == taps);
+    // The taps nearest to x, the lower ones first on a tie (ONNX's reference picks them so).
+    const int64_t pad = (taps + 1) / 2;
+    const double xp = x + static_cast<double>(pad);
+    const double p = std::floor(xp), frac = xp - p;
+    int64_t offset = 0;
+    if (taps % 2 == 0) {
+      offset = frac == 0 ? -(taps / 2) : -(taps / 2) + 1;
+    } else {
+      offset = frac <= 0.5 ? -((taps - 1) / 2) : -((taps - 1) / 2) + 1;
+    }
+    const int64_t start = static_cast<int64_t>(p) + offset - pad;
+    if (exclude_outside) {
+      double total = 0;
+      for (int64_t k = 0; k < taps; ++k) {
+        if (start + k < 0 || start + k >= in) w[static_cast<size_t>(k)] = 0;
+        total += w[static_cast<size_t>(k)];
+      }
+      for (double& v : w) v /= total == 0 ? 1 : total;
+    }
+    for (int64_t k = 0; k < taps; ++k) {
+      r.taps.push_back(std::clamp<int64_t>(start + k, 0, in - 1));
+      r.weights.push_back(w[static_cast<size_t>(k)]);
+    }
+  }
+  return r;
+}
+
+void check_resize(const Node& n) {
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const std::string ctm = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  EMBER_CHECK(!(ctm == "tf_half_pixel_for_nn" && mode != "nearest"),
+              "attribute coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode "
+              "nearest only: got mode '{}'",
+              mode);
+  if (const auto axes = attr_ints(n, "axes")) {
+    std::vector<int64_t> sorted = *axes;
+    std::sort(sorted.begin(), sorted.end());
+    EMBER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+                "attribute axes names an axis twice: [{}]", fmt::join(*axes, ", "));
+  }
+}
+
+Tensors op_resize(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const int64_t rank = x.dim();
+  auto given = [&](size_t i) { return in.size() > i && in[i].defined() && in[i].numel() > 0; };
+  EMBER_CHECK(given(2) != given(3), "{} exactly one of scales and sizes must be given: got {}",
+              label(n), given(2) ? "both" : "neither");
+  std::vector<int64_t> axes;
+  if (const auto a = attr_ints(n, "axes")) {
+    for (int64_t ax : *a) {
+      const int64_t w = wrap_axis(n, ax, rank);
+      EMBER_CHECK(std::find(axes.begin(), axes.end(), w) == axes.end(),
+                  "{} axes names axis {} twice: [{}]", label(n), w, fmt::join(*a, ", "));
+      axes.push_back(w);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const size_t na = axes.size();
+  std::vector<double> scale(static_cast<size_t>(rank), 1.0);
+  std::vector<int64_t> out(x.sizes().begin(), x.sizes().end());
+  if (given(2)) {
+    const Tensor s = in[2].to(Device::cpu()).to(DType::Float64).contiguous();
+    EMBER_CHECK(static_cast<size_t>(s.numel()) == na,
+                "{} scales must hold one value per resized axis ({}): got {}", label(n), na,
+                s.numel());
+    for (size_t i = 0; i < na; ++i) {
+      const double v = s.data_ptr<double>()[i];
+      EMBER_CHECK(v > 0, "{} scales must be positive: got {}", label(n), v);
+      const auto a = static_cast<size_t>(axes[i]);
+      scale[a] = v;
+      out[a] = static_cast<int64_t>(v * static_cast<double>(x.size(axes[i])));
+    }
+  } else {
+    const std::vector<int64_t> sizes = host_ints(in[3]);
+    EMBER_CHECK(sizes.size() == na, "{} sizes must hold one value per resized axis ({}): got {}",
+                label(n), na, sizes.size());
+    for (size_t i = 0; i < na; ++i) {
+      const auto a = static_cast<size_t>(axes[i]);
+      EMBER_CHECK(sizes[i] >= 0, "{} sizes must be non-negative: got {}", label(n),
+                  fmt::join(sizes, ", "));
+      EMBER_CHECK(x.size(axes[i]) > 0, "{} cannot resize axis {} of size 0 to size {}", label(n),
+                  axes[i], sizes[i]);
+      scale[a] = static_cast<double>(sizes[i]) / static_cast<double>(x.size(axes[i]));
+      out[a] = sizes[i];
+    }
+    const std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch") {
+      double s = scale[static_cast<size_t>(axes[0])];
+      for (int64_t a : axes) {
+        const double v = scale[static_cast<size_t>(a)];
+        s = policy == "not_larger" ? std::min(s, v) : std::max(s, v);
+      }
+      for (int64_t a : axes) {
+        scale[static_cast<size_t>(a)] = s;
+        out[static_cast<size_t>(a)] =
+            static_cast<int64_t>(s * static_cast<double>(x.size(a)) + 0.5);
+      }
+    }
+  }
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const bool crop =
+      attr_string(n, "coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
+  std::vector<double> roi;
+  if (crop) {
+    EMBER_CHECK(in.size() > 1 && in[1].defined() && in[1].numel() > 0,
+                "{} coordinate_transformation_mode tf_crop_and_resize needs the roi input",
+                label(n));
+    const Tensor r = in[1].to(Device::cpu()).to(DType::Float64).contiguous();
+    EMBER_CHECK(static_cast<size_t>(r.numel()) == 2 * na,
+                "{} roi must hold 2 values per resized axis ({}): got {}", label(n), 2 * na,
+                r.numel());
+    roi.assign(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
+  }
+  const double extrapolation = attr_float(n, "extrapolation_value", 0.0);
+  const DType dtype = x.dtype();
+  const bool integral = !is_floating(dtype);
+  EMBER_CHECK_TYPE(mode == "nearest" || dtype != DType::Bool,
+                   "{} mode {} cannot resample bool: use mode nearest", label(n), mode);
+  Tensor y = x;
+  if (mode != "nearest" && (integral || dtype == DType::Float16 || dtype == DType::BFloat16)) {
+    y = y.to(DType::Float32);
+  }
+  for (size_t i = 0; i < na; ++i) {
+    const int64_t a = axes[i];
+    const auto au = static_cast<size_t>(a);
+    const double r0 = crop ? roi[i] : 0.0, r1 = crop ? roi[i + na] : 1.0;
+    if (std::abs(scale[au] - 1) <= 1e-9 && out[au] == x.size(a) && r0 == 0 && r1 == 1) continue;
+    EMBER_CHECK(x.size(a) > 0 || out[au] == 0, "{} cannot resize axis {} of size 0 to size {}",
+                label(n), a, out[au]);
+    const ResizeAxis ra = resize_axis(n, x.size(a), out[au], scale[au], r0, r1);
+    const int64_t o = out[au];
+    if (mode == "nearest") {
+      std::vector<int64_t> pick;
+      for (int64_t k = 0; k < o; ++k) {
+        for (int64_t t = 0; t < ra.n; ++t) {
+          const auto at = static_cast<size_t>(k * ra.n + t);
+          if (ra.weights[at] == 1.0) pick.push_back(ra.taps[at]);
+        }
+      }
+      EMBER_ASSERT(static_cast<int64_t>(pick.size()) == o);
+      y = index_select(y, a, from_vector(pick, {o}, TensorOptions(DType::Int64, device)));
+    } else {
+      const Tensor taps = from_vector(ra.taps, {o * ra.n}, TensorOptions(DType::Int64, device));
+      Shape split = y.sizes();
+      split[au] = ra.n;
+      split.insert(au, o);
+      Shape wshape{o, ra.n};
+      for (int64_t d = a + 1; d < rank; ++d) wshape.push_back(1);
+      const Tensor w = from_vector(ra.weights, wshape, TensorOptions(y.dtype(), device));
+      y = ember::sum(mul(index_select(y, a, taps).reshape(split), w), {a + 1}, false);
+    }
+    if (!ra.outside.empty()) {
+      std::vector<uint8_t> outside(ra.outside.begin(), ra.outside.end());
+      Shape mshape{o};
+      for (int64_t d = a + 1; d < rank; ++d) mshape.push_back(1);
+      const Tensor m = from_vector(outside, mshape, TensorOptions(DType::Bool, device));
+      y = where(m, full({}, Scalar(extrapolation), TensorOptions(y.dtype(), device)), y);
+    }
+  }
+  if (y.dtype() != dtype) {
+    if (integral) {
+      y = clamp(round(y), Scalar(lowest_of(dtype)), Scalar(highest_of(dtype)));
+    }
+    y = y.to(dtype);
+  }
+  return {y};
+}
+
 // The vocabulary ---------------------------------------------------------------------------------
 
 using K = AttrKind;
@@ -1964,6 +2253,26 @@ const std::vector<OpSchema>& schemas() {
         {"xor", 2, 2, 1, {}, binary<xor2>},
         {"lstm", 3, 8, 3, lstm_attrs, op_recurrent<Cell::LSTM>, check_recurrent<Cell::LSTM>},
         {"gru", 3, 6, 2, gru_attrs, op_recurrent<Cell::GRU>, check_recurrent<Cell::GRU>},
+        {"resize",
+         1,
+         4,
+         1,
+         {{"antialias", K::Int},
+          {"axes", K::Ints},
+          {"coordinate_transformation_mode",
+           K::String,
+           {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+            "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"}},
+          {"cubic_coeff_a", K::Float},
+          {"exclude_outside", K::Int},
+          {"extrapolation_value", K::Float},
+          {"keep_aspect_ratio_policy", K::String, {"stretch", "not_larger", "not_smaller"}},
+          {"mode", K::String, {"nearest", "linear", "cubic"}},
+          {"nearest_mode",
+           K::String,
+           {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}}},
+         op_resize,
+         check_resize},
         {"rnn", 3, 6, 2, rnn_attrs, op_recurrent<Cell::RNN>, check_recurrent<Cell::RNN>},
     };
     for (OpSchema& s : detail::fused_op_schemas()) v.push_back(std::move(s));

@@ -145,6 +145,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"ReduceSumSquare", {"reduce_sum_square", {13, 18}}},
       {"Relu", {"relu", {13, 14}}},
       {"Reshape", {"reshape", {13, 14, 19, 21, 23, 24, 25}}},
+      {"Resize", {"resize", {13, 18, 19}}},
       {"Round", {"round", {11, 22}}},
       {"ScatterElements", {"scatter_elements", {13, 16, 18}}},
       {"ScatterND", {"scatter_nd", {13, 16, 18}}},

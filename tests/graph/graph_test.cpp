@@ -259,6 +259,65 @@ TEST(Graph, RecurrentOpsCheckTheirInputsWhenRun) {
   EXPECT_EQ(y.sizes(), Shape({5, 1, 2, 2}));
 }
 
+TEST(Graph, ResizeChecksItsAttributesWhenAddedAndItsInputsWhenRun) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  g.add_initializer("sizes", make({2, 4}, {2}, DType::Int64));
+  expect_error(
+      [&] {
+        g.add_node({"resize",
+                    "up",
+                    {"x", "", "scales"},
+                    {"y"},
+                    {{"mode", std::string("cubic")},
+                     {"coordinate_transformation_mode", std::string("tf_half_pixel_for_nn")}}});
+      },
+      {"[graph] node 'up' (resize): attribute "
+       "coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode nearest only: got "
+       "mode 'cubic'"});
+  expect_error(
+      [&] {
+        g.add_node(
+            {"resize", "up", {"x", "", "scales"}, {"y"}, {{"axes", std::vector<int64_t>{1, 1}}}});
+      },
+      {"node 'up' (resize): attribute axes names an axis twice: [1, 1]"});
+  g.add_node({"resize", "both", {"x", "", "scales", "sizes"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'both': exactly one of scales and sizes must be given: got both"});
+  // An axis named twice once wrapped into the input's rank.
+  Graph h;
+  h.add_input({"x", DType::Float32, std::nullopt});
+  h.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  h.add_node(
+      {"resize", "twice", {"x", "", "scales"}, {"y"}, {{"axes", std::vector<int64_t>{1, -1}}}});
+  h.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        h.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'twice': axes names axis 1 twice: [1, -1]"});
+  Graph c;
+  c.add_input({"x", DType::Float32, std::nullopt});
+  c.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  c.add_node({"resize",
+              "crop",
+              {"x", "", "scales"},
+              {"y"},
+              {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}});
+  c.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        c.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'crop': coordinate_transformation_mode tf_crop_and_resize needs the "
+       "roi input"});
+}
+
 TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   // ONNX's Indices of MaxPool are flat over [N, C, H, W] (storage_order 0) or with the spatial
   // dims column-major (storage_order 1), by hand for a 1 x 2 x 2 x 3 input and a 2 x 2 window.

@@ -262,3 +262,97 @@ def test_an_unsupported_recurrent_activation_is_refused_at_load_time(tmp_path):
     with pytest.raises(NotImplementedError, match=r"\[onnx\] node 'cell' \(LSTM at opset 22\): "
                        r"attribute activations names 'Gelu', which Ember does not implement"):
         ember.onnx.load(path)
+
+
+# Resize: what ONNX's node tests leave out (integer images, which round and saturate; other
+# ranks; opset 13's tf_half_pixel_for_nn), against ONNX's own reference evaluator or by hand.
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", [
+    ("uint8_linear", 19, np.uint8, (1, 1, 3, 4), dict(mode="linear"), [1, 1, 2.5, 1.5]),
+    ("uint8_cubic", 19, np.uint8, (1, 2, 4, 3), dict(mode="cubic"), [1, 1, 1.75, 2.0]),
+    ("int32_nearest", 19, np.int32, (2, 5), dict(mode="nearest", nearest_mode="ceil"),
+     [1, 1.6]),
+    ("rank3_linear", 19, np.float32, (2, 3, 7),
+     dict(mode="linear", axes=[2], coordinate_transformation_mode="pytorch_half_pixel"), [0.45]),
+    ("rank5_cubic_antialias", 19, np.float32, (1, 1, 6, 5, 4),
+     dict(mode="cubic", antialias=1, axes=[2, 4]), [0.5, 0.7]),
+])
+def test_resize_matches_onnx_reference(tmp_path, rng, device, case):
+    from onnx.reference import ReferenceEvaluator
+
+    name, opset, dtype, shape, attrs, scales = case
+    if np.issubdtype(dtype, np.integer):
+        x = rng.integers(0, 256 if dtype == np.uint8 else 1000, shape).astype(dtype)
+    else:
+        x = rng.standard_normal(shape).astype(dtype)
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", **attrs)], name,
+        [helper.make_tensor_value_info("x", elem, list(shape))],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = str(tmp_path / "resize.onnx")
+    onnx.save(model, path)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = ember.onnx.load(path, device=device).run(None, {"x": x})
+    got = got.cpu().numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resize_tf_half_pixel_for_nn_at_opset_13(tmp_path, device):
+    # x = (o + 0.5) / scale, rounded half down: rows 0.33, 1, 1.67, 2.33 and columns 0.83, 2.5,
+    # 4.17 take rows [0, 1, 2, 2] and columns [1, 2, 4].
+    x = np.arange(15, dtype=np.float32).reshape(1, 1, 3, 5)
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                          coordinate_transformation_mode="tf_half_pixel_for_nn")], "nn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 1.5, 0.6], np.float32), "scales")])
+    path = str(tmp_path / "nn.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    (y,) = ember.onnx.load(path, device=device).run(None, {"x": x})
+    np.testing.assert_array_equal(y.cpu().numpy(), x[:, :, [0, 1, 2, 2]][:, :, :, [1, 2, 4]])
+
+
+def test_resize_errors_name_the_node(tmp_path):
+    f32 = TensorProto.FLOAT
+
+    def save(node, opset=19, inits=()):
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", f32, None)],
+                                  [helper.make_tensor_value_info("y", f32, None)], list(inits))
+        path = str(tmp_path / "r.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+        return path
+
+    path = save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear",
+                                 coordinate_transformation_mode="tf_half_pixel_for_nn"), 13,
+                [numpy_helper.from_array(np.array([2.0], np.float32), "s")])
+    with pytest.raises(ValueError, match=r"\[onnx\] node 'up' \(Resize at opset 13\): attribute "
+                       r"coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode "
+                       r"nearest only"):
+        ember.onnx.load(path)
+    path = save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="area"), 19,
+                [numpy_helper.from_array(np.array([2.0], np.float32), "s")])
+    with pytest.raises(NotImplementedError, match=r"node 'up' \(Resize at opset 19\): attribute "
+                       r"mode='area' is not supported"):
+        ember.onnx.load(path)
+    inits = [numpy_helper.from_array(np.array([2.0], np.float32), "s"),
+             numpy_helper.from_array(np.array([4], np.int64), "n")]
+    sess = ember.onnx.load(save(helper.make_node("Resize", ["x", "", "s", "n"], ["y"], name="up"),
+                                19, inits))
+    with pytest.raises(ValueError, match=r"\[resize\] node 'up': exactly one of scales and sizes "
+                       r"must be given: got both"):
+        sess.run(None, {"x": np.zeros(2, np.float32)})
+    sess = ember.onnx.load(save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up"),
+                                19, inits[:1]))
+    with pytest.raises(ValueError, match=r"scales must hold one value per resized axis \(2\): "
+                       r"got 1"):
+        sess.run(None, {"x": np.zeros((2, 2), np.float32)})

@@ -44,6 +44,7 @@ CLAIMED = [
     "MeanVarianceNormalization", "LRN", "Mish", "Swish", "Shrink", "Hardmax", "OneHot",
     "NonZero", "EyeLike", "DepthToSpace", "SpaceToDepth", "CumProd", "GatherND",
     "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "LSTM", "GRU", "RNN",
+    "Resize",
 ]
 # Read but not claimed, with why: Dropout in training mode draws a random mask; ConvTranspose
 # has no 3-d form (no conv_transpose3d core op); the scatters implement the reductions none

@@ -63,9 +63,9 @@ class Graph {
   void add_output(ValueInfo info);
   /** Adds a named constant (a weight). */
   void add_initializer(const std::string& name, Tensor value);
-  /** Appends a node; checks its op, arity and attributes (their kinds, and values the op checks:
-   *  ValueError, NotImplementedError) and
-   *  that every input it names is already defined (topological order). */
+  /** Appends a node; checks its op, arity and attributes (their kinds, and the values the op
+   *  checks; ValueError, NotImplementedError) and that every input it names is already defined
+   *  (topological order). */
   void add_node(Node node);
 
   /** The declared inputs, in order. */
