@@ -991,7 +991,12 @@ Tensors op_squeeze(const Node& n, const Tensors& in, Device) {
 
 Tensors op_unsqueeze(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
-  std::vector<int64_t> axes = axes_input(in, 1);
+  // Unsqueeze 11 takes axes as an attribute, 13 on as an input.
+  const bool attr = find_attr(n, "axes") != nullptr, input = in.size() > 1 && in[1].defined();
+  EMBER_CHECK(attr != input,
+              "{} axes must be given once, as the input (or, at opset 11, the attribute): got {}",
+              label(n), attr ? "both" : "neither");
+  std::vector<int64_t> axes = attr ? *attr_ints(n, "axes") : axes_input(in, 1);
   const int64_t r = x.dim() + static_cast<int64_t>(axes.size());
   for (int64_t& a : axes) a = wrap_axis(n, a, r);
   std::sort(axes.begin(), axes.end());
@@ -1998,6 +2003,116 @@ Tensors op_resize(const Node& n, const Tensors& in, Device device) {
   return {y};
 }
 
+// Control flow ----------------------------------------------------------------------------------
+
+const Graph& subgraph(const Node& n, std::string_view name) {
+  const Attribute* a = find_attr(n, name);
+  EMBER_CHECK(a != nullptr, "{} attribute {} (a graph) is required", label(n), name);
+  return *std::get<std::shared_ptr<const Graph>>(*a);
+}
+
+/** The outer values `g` reads, from the node's inputs from `first` on (Note [Subgraphs read the
+ *  enclosing graph's values] in graph/graph.cpp). */
+std::map<std::string, Tensor> outer_feeds(const Node& n, const Tensors& in, size_t first,
+                                          const Graph& g) {
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = first; i < in.size(); ++i) {
+    const std::string& name = n.inputs[i];
+    if (std::find(g.outer().begin(), g.outer().end(), name) != g.outer().end()) {
+      feeds[name] = in[i];
+    }
+  }
+  return feeds;
+}
+
+void check_if(const Node& n) {
+  for (std::string_view branch : {"then_branch", "else_branch"}) {
+    const Attribute* a = find_attr(n, branch);
+    EMBER_CHECK(a != nullptr, "attribute {} (a graph) is required", branch);
+    const Graph& g = *std::get<std::shared_ptr<const Graph>>(*a);
+    EMBER_CHECK(g.inputs().empty() && g.outputs().size() == n.outputs.size(),
+                "attribute {} must take no inputs and give the node's {} outputs: it takes {} "
+                "and gives {}",
+                branch, n.outputs.size(), g.inputs().size(), g.outputs().size());
+  }
+}
+
+Tensors op_if(const Node& n, const Tensors& in, Device device) {
+  const bool cond = host_scalar(n, in[0], "cond").to_double() != 0;
+  const Graph& branch = subgraph(n, cond ? "then_branch" : "else_branch");
+  return branch.run_ordered(outer_feeds(n, in, 1, branch), device);
+}
+
+void check_loop(const Node& n) {
+  const Attribute* a = find_attr(n, "body");
+  EMBER_CHECK(a != nullptr, "attribute body (a graph) is required");
+  const Graph& body = *std::get<std::shared_ptr<const Graph>>(*a);
+  EMBER_CHECK(body.inputs().size() >= 2 && body.outputs().size() + 1 >= body.inputs().size(),
+              "attribute body must take the iteration number, cond and the loop-carried values, "
+              "and give cond, the loop-carried values and the scan outputs: it takes {} inputs "
+              "and gives {} outputs",
+              body.inputs().size(), body.outputs().size());
+  const size_t carried = body.inputs().size() - 2;
+  EMBER_CHECK(n.inputs.size() == 2 + carried + body.outer().size() &&
+                  n.outputs.size() <= body.outputs().size() - 1,
+              "the node must take M, cond and the body's {} loop-carried values, and give at "
+              "most the {} loop-carried values and scan outputs: it takes {} inputs and gives {} "
+              "outputs",
+              carried, body.outputs().size() - 1, n.inputs.size() - body.outer().size(),
+              n.outputs.size());
+  for (size_t i = 2; i < 2 + carried; ++i) {
+    EMBER_CHECK(!n.inputs[i].empty(), "loop-carried value {} is required but omitted", i - 2);
+  }
+}
+
+Tensors op_loop(const Node& n, const Tensors& in, Device device) {
+  const Graph& body = subgraph(n, "body");
+  const size_t carried = body.inputs().size() - 2;
+  const size_t scans = body.outputs().size() - 1 - carried;
+  const bool has_trip = in[0].defined(), has_cond = in[1].defined();
+  EMBER_CHECK(has_trip || has_cond,
+              "{} neither M nor cond is given, so the loop would never end (give M, or cond)",
+              label(n));
+  const int64_t trip =
+      has_trip ? host_scalar(n, in[0], "M").to_int() : std::numeric_limits<int64_t>::max();
+  Tensor cond = has_cond ? in[1] : full({}, Scalar(1), TensorOptions(DType::Bool, device));
+  bool go = host_scalar(n, cond, "cond").to_double() != 0;
+  std::vector<Tensor> values(in.begin() + 2, in.begin() + 2 + static_cast<int64_t>(carried));
+  std::vector<std::vector<Tensor>> scanned(scans);
+  std::map<std::string, Tensor> feeds = outer_feeds(n, in, 2 + carried, body);
+  for (int64_t i = 0; i < trip && go; ++i) {
+    feeds[body.inputs()[0].name] = full({}, Scalar(i), TensorOptions(DType::Int64, device));
+    feeds[body.inputs()[1].name] = cond;
+    for (size_t k = 0; k < carried; ++k) feeds[body.inputs()[2 + k].name] = values[k];
+    std::vector<Tensor> outs = body.run_ordered(feeds, device);
+    if (has_cond) {
+      cond = outs[0];
+      go = host_scalar(n, cond, "the body's cond output").to_double() != 0;
+    }
+    for (size_t k = 0; k < carried; ++k) values[k] = outs[1 + k];
+    for (size_t j = 0; j < scans; ++j) scanned[j].push_back(outs[1 + carried + j]);
+  }
+  Tensors result = values;
+  for (size_t j = 0; j < scans; ++j) {
+    if (!scanned[j].empty()) {
+      result.push_back(stack(scanned[j], 0));
+      continue;
+    }
+    // No iteration: an empty scan, shaped by the body's declaration where it fixes the dims.
+    const ValueInfo& info = body.outputs()[1 + carried + j];
+    Shape shape{0};
+    bool fixed = info.shape.has_value();
+    if (fixed) {
+      for (const Dim& d : *info.shape) {
+        fixed = fixed && d.size >= 0;
+        shape.push_back(d.size);
+      }
+    }
+    result.push_back(empty(fixed ? shape : Shape{0}, TensorOptions(info.dtype, device)));
+  }
+  return result;
+}
+
 // The vocabulary ---------------------------------------------------------------------------------
 
 using K = AttrKind;
@@ -2248,7 +2363,15 @@ const std::vector<OpSchema>& schemas() {
         {"topk", 2, 2, 2, {{"axis", K::Int}, {"largest", K::Int}, {"sorted", K::Int}}, op_topk},
         {"transpose", 1, 1, 1, {{"perm", K::Ints}}, op_transpose},
         {"trilu", 1, 2, 1, {{"upper", K::Int}}, op_trilu},
-        {"unsqueeze", 2, 2, 1, {}, op_unsqueeze},
+        {"unsqueeze", 1, 2, 1, {{"axes", K::Ints}}, op_unsqueeze},
+        {"if",
+         1,
+         -1,
+         1 << 16,
+         {{"else_branch", K::Graph}, {"then_branch", K::Graph}},
+         op_if,
+         check_if},
+        {"loop", 0, -1, 1 << 16, {{"body", K::Graph}}, op_loop, check_loop},
         {"where", 3, 3, 1, {}, op_where},
         {"xor", 2, 2, 1, {}, binary<xor2>},
         {"lstm", 3, 8, 3, lstm_attrs, op_recurrent<Cell::LSTM>, check_recurrent<Cell::LSTM>},
@@ -2314,6 +2437,8 @@ std::string_view attr_kind_name(AttrKind kind) {
       return "strings";
     case AttrKind::Tensor:
       return "tensor";
+    case AttrKind::Graph:
+      return "graph";
   }
   return "?";
 }

@@ -318,6 +318,90 @@ TEST(Graph, ResizeChecksItsAttributesWhenAddedAndItsInputsWhenRun) {
        "roi input"});
 }
 
+/** A branch that gives `op`(x, k) with x and k read from the enclosing graph. */
+std::shared_ptr<const Graph> branch(const char* op) {
+  auto g = std::make_shared<Graph>();
+  g->add_outer("x");
+  g->add_outer("k");
+  g->add_node({op, "", {"x", "k"}, {"out"}, {}});
+  g->add_output({"out", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(Graph, IfRunsTheBranchItPicksOnTheEnclosingGraphsValues) {
+  Graph g;
+  g.add_input({"c", DType::Bool, std::nullopt});
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("k", make({10, 20}, {2}, DType::Float32));
+  // The outer values x and k follow the If's own input, as the importer appends them.
+  g.add_node({"if",
+              "pick",
+              {"c", "x", "k"},
+              {"y"},
+              {{"then_branch", branch("add")}, {"else_branch", branch("mul")}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Tensor x = make({1, 2}, {2}, DType::Float32);
+  for (Device d : host_devices()) {
+    EXPECT_EQ(
+        values(g.run({{"c", make({1}, {}, DType::Bool)}, {"x", x}}, d).at("y").to(Device::cpu())),
+        std::vector<double>({11, 22}));
+    EXPECT_EQ(
+        values(g.run({{"c", make({0}, {}, DType::Bool)}, {"x", x}}, d).at("y").to(Device::cpu())),
+        std::vector<double>({10, 40}));
+  }
+  // A branch run on its own needs its outer values.
+  expect_error(
+      [&] {
+        branch("add")->run({{"x", x}});
+      },
+      {"[graph] missing outer value 'k' (the subgraph reads: x, k)"});
+  Graph s;
+  s.add_input({"x", DType::Float32, std::nullopt});
+  expect_error([&] { s.add_outer("x"); }, {"outer value 'x' is already defined"});
+}
+
+TEST(Graph, IfAndLoopCheckTheirSubgraphsWhenAdded) {
+  Graph g;
+  g.add_input({"c", DType::Bool, std::nullopt});
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("k", make({10, 20}, {2}, DType::Float32));
+  expect_error(
+      [&] {
+        g.add_node({"if",
+                    "pick",
+                    {"c", "x", "k"},
+                    {"y", "z"},
+                    {{"then_branch", branch("add")}, {"else_branch", branch("mul")}}});
+      },
+      {"[graph] node 'pick' (if): attribute then_branch must take no inputs and give the node's 2 "
+       "outputs: it takes 0 and gives 1"});
+  expect_error(
+      [&] {
+        g.add_node({"if", "pick", {"c"}, {"y"}, {{"then_branch", branch("add")}}});
+      },
+      {"node 'pick' (if): attribute else_branch (a graph) is required"});
+  EXPECT_THROW(g.add_node({"if", "pick", {"c"}, {"y"}, {{"then_branch", int64_t{1}}}}), TypeError);
+  auto body = std::make_shared<Graph>();
+  body->add_input({"i", DType::Int64, std::nullopt});
+  body->add_input({"cond", DType::Bool, std::nullopt});
+  body->add_input({"v", DType::Float32, std::nullopt});
+  body->add_output({"cond", DType::Bool, std::nullopt});
+  body->add_output({"v", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.add_node({"loop", "l", {"", "c"}, {"y"}, {{"body", body}}});
+      },
+      {"node 'l' (loop): the node must take M, cond and the body's 1 loop-carried "
+       "values",
+       "it takes 2 inputs and gives 1 outputs"});
+  expect_error(
+      [&] {
+        g.add_node({"loop", "l", {"", "c", ""}, {"y"}, {{"body", body}}});
+      },
+      {"node 'l' (loop): loop-carried value 0 is required but omitted"});
+  g.add_node({"loop", "l", {"", "c", "x"}, {"y"}, {{"body", body}}});
+}
+
 TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   // ONNX's Indices of MaxPool are flat over [N, C, H, W] (storage_order 0) or with the spatial
   // dims column-major (storage_order 1), by hand for a 1 x 2 x 2 x 3 input and a 2 x 2 window.

@@ -356,3 +356,79 @@ def test_resize_errors_name_the_node(tmp_path):
     with pytest.raises(ValueError, match=r"scales must hold one value per resized axis \(2\): "
                        r"got 1"):
         sess.run(None, {"x": np.zeros((2, 2), np.float32)})
+
+
+# If and Loop: subgraphs reading the enclosing graphs' values (two levels up, too), against NumPy.
+
+def _control_flow_model(opset):
+    """y = sum over i < n of (x * scale if i is even else x + shift), scanned; the If inside the
+    Loop's body reads `scale` and `shift` from the main graph, two scopes up."""
+    f32, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    scalar = lambda name, t: helper.make_tensor_value_info(name, t, [])  # noqa: E731
+    two = numpy_helper.from_array(np.array(2, np.int64), "two")
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", f32, [3])])
+    else_g = helper.make_graph([helper.make_node("Add", ["x", "shift"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", f32, [3])])
+    body = helper.make_graph(
+        [helper.make_node("Mod", ["i", "two"], ["parity"]),
+         helper.make_node("Equal", ["parity", "zero"], ["even"]),
+         helper.make_node("If", ["even"], ["term"], name="pick", then_branch=then_g,
+                          else_branch=else_g),
+         helper.make_node("Add", ["acc_in", "term"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["term"], ["scan"])],
+        "body", [scalar("i", i64), scalar("cond_in", b),
+                 helper.make_tensor_value_info("acc_in", f32, [3])],
+        [scalar("cond_out", b), helper.make_tensor_value_info("acc_out", f32, [3]),
+         helper.make_tensor_value_info("scan", f32, [3])], [two, zero])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "acc0"], ["acc", "terms"], name="loop", body=body)],
+        "g", [scalar("n", i64), helper.make_tensor_value_info("x", f32, [3])],
+        [helper.make_tensor_value_info("acc", f32, [3]),
+         helper.make_tensor_value_info("terms", f32, [None, 3])],
+        [numpy_helper.from_array(np.array([2, -1, 0.5], np.float32), "scale"),
+         numpy_helper.from_array(np.array([1, 1, -3], np.float32), "shift"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "acc0")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opset", [13, 16, 21])
+def test_loop_and_if_read_values_of_enclosing_graphs(tmp_path, rng, device, opset):
+    model = _control_flow_model(opset)
+    onnx.checker.check_model(model, full_check=True)
+    path = str(tmp_path / "flow.onnx")
+    onnx.save(model, path)
+    sess = ember.onnx.load(path, device=device)
+    x = rng.standard_normal(3).astype(np.float32)
+    scale, shift = np.array([2, -1, 0.5]), np.array([1, 1, -3])
+    for n in (0, 1, 4):
+        acc, terms = sess.run(None, {"n": np.array(n, np.int64), "x": x})
+        want = [x * scale if i % 2 == 0 else x + shift for i in range(n)]
+        np.testing.assert_allclose(acc.cpu().numpy(), np.sum(want, axis=0) if n else 0 * x,
+                                   rtol=1e-6)
+        assert tuple(terms.shape) == (n, 3)
+        if n:
+            np.testing.assert_allclose(terms.cpu().numpy(), np.stack(want), rtol=1e-6)
+
+
+def test_a_loop_that_would_never_end_is_refused(tmp_path):
+    b = TensorProto.BOOL
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]),
+         helper.make_node("Identity", ["v"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", b, []), helper.make_tensor_value_info("v", f32, [1])],
+        [helper.make_tensor_value_info("c_out", b, []),
+         helper.make_tensor_value_info("v_out", f32, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "", "x"], ["y"], name="forever", body=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    path = str(tmp_path / "forever.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]), path)
+    with pytest.raises(ValueError, match=r"\[loop\] node 'forever': neither M nor cond is given"):
+        ember.onnx.load(path).run(None, {"x": np.zeros(1, np.float32)})

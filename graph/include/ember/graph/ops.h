@@ -9,7 +9,7 @@
 namespace ember::graph {
 
 /** The kind an attribute's value must have (the alternative of Attribute it holds). */
-enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
 
 /** One attribute an op takes. */
 struct AttrSpec {
