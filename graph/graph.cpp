@@ -89,11 +89,14 @@ void Graph::add_input(ValueInfo info) {
 // An If's branches and a Loop's body are Graphs held by the node as attributes. Their nodes may
 // read values of the enclosing graphs (ONNX's outer scope) by name. Such a name is declared on
 // the subgraph with add_outer, and appended to the inputs of the node that holds the subgraph,
-// after the op's own inputs (the importer does both). So the enclosing graph checks, as for any
-// input, that the value is defined before the node, and passes its tensor to the op, which feeds
-// it to the subgraph's run() by name with the subgraph's inputs. A value read two scopes up is
-// thereby an outer value of the graph in between as well. Each run of a subgraph is a run() like
-// the main graph's, on the same device.
+// after the op's own inputs: each subgraph attribute's outer values, by attribute name, each
+// value once (the importer does both). So the enclosing graph checks, as for any input, that the
+// value is defined before the node, frees it only after the node, and passes its tensor to the
+// op, which feeds it to the subgraph's run() with the subgraph's inputs. The op pairs the tensors
+// with the subgraph's names by position, not by the node's input names, which an optimization
+// pass may rename (an identity removed). A value read two scopes up is thereby an outer value of
+// the graph in between as well. Each run of a subgraph is a run() like the main graph's, on the
+// same device.
 void Graph::add_outer(const std::string& name) {
   EMBER_CHECK(!name.empty(), "[graph] an outer value needs a name: got an empty one");
   EMBER_CHECK(!defines(name),

@@ -498,7 +498,6 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
   node.name = n.name();
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
-  std::vector<std::string> captures;  // the outer values its subgraphs read, appended as inputs
   for (const onnx::AttributeProto& a : n.attribute()) {
     const bool dtype_attr = (n.op_type() == "Cast" && a.name() == "to") ||
                             (n.op_type() == "EyeLike" && a.name() == "dtype");
@@ -540,15 +539,22 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
         if (inner.rfind("[onnx] ", 0) == 0) inner = inner.substr(7);
         throw_error(e.kind(), fmt::format("[onnx] {}: in subgraph {}: {}", where, a.name(), inner));
       }
-      for (const std::string& name : sub->outer()) {
-        if (std::find(captures.begin(), captures.end(), name) == captures.end()) {
-          captures.push_back(name);
-        }
-      }
       node.attrs[a.name()] = std::move(sub);
       continue;
     }
     node.attrs[a.name()] = attribute(a, base_dir, where);
+  }
+  // The outer values the subgraphs read follow the op's own inputs: each subgraph attribute's,
+  // by attribute name, each value once (as the graph ops read them).
+  std::vector<std::string> captures;
+  for (const auto& [attr, value] : node.attrs) {
+    const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (sub == nullptr) continue;
+    for (const std::string& name : (*sub)->outer()) {
+      if (std::find(captures.begin(), captures.end(), name) == captures.end()) {
+        captures.push_back(name);
+      }
+    }
   }
   node.inputs.insert(node.inputs.end(), captures.begin(), captures.end());
   return node;

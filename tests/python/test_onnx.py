@@ -432,3 +432,29 @@ def test_a_loop_that_would_never_end_is_refused(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]), path)
     with pytest.raises(ValueError, match=r"\[loop\] node 'forever': neither M nor cond is given"):
         ember.onnx.load(path).run(None, {"x": np.zeros(1, np.float32)})
+
+
+@pytest.mark.parametrize("level", ["none", "all"])
+def test_if_reads_its_outer_values_after_the_optimizer_renames_them(tmp_path, rng, level):
+    # Removing the Identity makes the If read x where it read xi; its branches still name xi.
+    f32 = TensorProto.FLOAT
+    out = lambda name: helper.make_tensor_value_info(name, f32, [3])  # noqa: E731
+    then_g = helper.make_graph([helper.make_node("Mul", ["xi", "xa"], ["t"])], "then", [],
+                               [out("t")])
+    else_g = helper.make_graph([helper.make_node("Sub", ["xa", "xi"], ["e"])], "else", [],
+                               [out("e")])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["xi"]),
+         helper.make_node("Add", ["xi", "one"], ["xa"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+        "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []), out("x")], [out("y")],
+        [numpy_helper.from_array(np.ones(3, np.float32), "one")])
+    path = str(tmp_path / "if.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    sess = ember.onnx.load(path, optimization_level=level)
+    assert sess.optimizations.get("eliminate_identities", 0) == (level == "all")
+    x = rng.standard_normal(3).astype(np.float32)
+    (y,) = sess.run(None, {"c": np.array(True), "x": x})
+    np.testing.assert_allclose(y.numpy(), x * (x + 1), rtol=1e-6)
+    (y,) = sess.run(None, {"c": np.array(False), "x": x})
+    np.testing.assert_allclose(y.numpy(), np.ones(3), rtol=1e-6)
