@@ -67,6 +67,7 @@ std::map<std::string, Tensor> Graph::initializers_on(Device device) const {
 
 bool Graph::defines(const std::string& name) const {
   if (produced_.count(name) || initializers_.count(name)) return true;
+  if (std::find(outer_.begin(), outer_.end(), name) != outer_.end()) return true;
   for (const ValueInfo& v : inputs_) {
     if (v.name == name) return true;
   }
@@ -82,6 +83,27 @@ void Graph::add_input(ValueInfo info) {
     EMBER_CHECK(v.name != info.name, "[graph] input '{}' is declared twice", info.name);
   }
   inputs_.push_back(std::move(info));
+}
+
+// Note [Subgraphs read the enclosing graph's values]
+// An If's branches and a Loop's body are Graphs held by the node as attributes. Their nodes may
+// read values of the enclosing graphs (ONNX's outer scope) by name. Such a name is declared on
+// the subgraph with add_outer, and appended to the inputs of the node that holds the subgraph,
+// after the op's own inputs: each subgraph attribute's outer values, by attribute name, each
+// value once (the importer does both). So the enclosing graph checks, as for any input, that the
+// value is defined before the node, frees it only after the node, and passes its tensor to the
+// op, which feeds it to the subgraph's run() with the subgraph's inputs. The op pairs the tensors
+// with the subgraph's names by position, not by the node's input names, which an optimization
+// pass may rename (an identity removed). A value read two scopes up is thereby an outer value of
+// the graph in between as well. Each run of a subgraph is a run() like the main graph's, on the
+// same device.
+void Graph::add_outer(const std::string& name) {
+  EMBER_CHECK(!name.empty(), "[graph] an outer value needs a name: got an empty one");
+  EMBER_CHECK(!defines(name),
+              "[graph] outer value '{}' is already defined in the graph (an input, initializer, "
+              "node output or outer value)",
+              name);
+  outer_.push_back(name);
 }
 
 void Graph::add_output(ValueInfo info) {
@@ -143,6 +165,13 @@ void Graph::add_node(Node node) {
                                   fmt::join(spec->values, ", "));
     }
   }
+  if (op->check != nullptr) {
+    try {
+      op->check(node);
+    } catch (const Error& e) {
+      throw_error(e.kind(), fmt::format("[graph] {}: {}", node_label(node), e.what()));
+    }
+  }
   for (const std::string& in : node.inputs) {
     EMBER_CHECK(in.empty() || defines(in),
                 "[graph] {}: input '{}' is not defined before the node (nodes must come in "
@@ -173,7 +202,7 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
                                          Device device) const {
   validate();
   for (const auto& [name, t] : feeds) {
-    bool known = false;
+    bool known = std::find(outer_.begin(), outer_.end(), name) != outer_.end();
     for (const ValueInfo& v : inputs_) known = known || v.name == name;
     EMBER_CHECK_KEY(known, "[graph] unknown input '{}' (the graph's inputs are: {})", name,
                     fmt::join(input_names(inputs_), ", "));
@@ -181,6 +210,12 @@ std::map<std::string, Tensor> Graph::run(const std::map<std::string, Tensor>& fe
   }
   const std::map<std::string, Tensor> weights = initializers_on(device);
   std::map<std::string, Tensor> env = weights;
+  for (const std::string& name : outer_) {
+    auto it = feeds.find(name);
+    EMBER_CHECK(it != feeds.end(), "[graph] missing outer value '{}' (the subgraph reads: {})",
+                name, fmt::join(outer_, ", "));
+    env[name] = it->second.to(device);
+  }
   std::map<std::string, int64_t> symbols;
   for (const ValueInfo& v : inputs_) {
     auto it = feeds.find(v.name);

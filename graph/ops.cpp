@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -470,6 +471,23 @@ double lowest_of(DType d) {
       return static_cast<double>(std::numeric_limits<int64_t>::min());
     default:
       return -std::numeric_limits<double>::infinity();
+  }
+}
+
+double highest_of(DType d) {
+  switch (d) {
+    case DType::UInt8:
+      return 255;
+    case DType::Bool:
+      return 1;
+    case DType::Int8:
+      return 127;
+    case DType::Int32:
+      return static_cast<double>(std::numeric_limits<int32_t>::max());
+    case DType::Int64:
+      return static_cast<double>(std::numeric_limits<int64_t>::max());
+    default:
+      return std::numeric_limits<double>::infinity();
   }
 }
 
@@ -973,7 +991,12 @@ Tensors op_squeeze(const Node& n, const Tensors& in, Device) {
 
 Tensors op_unsqueeze(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
-  std::vector<int64_t> axes = axes_input(in, 1);
+  // Unsqueeze 11 takes axes as an attribute, 13 on as an input.
+  const bool attr = find_attr(n, "axes") != nullptr, input = in.size() > 1 && in[1].defined();
+  EMBER_CHECK(attr != input,
+              "{} axes must be given once, as the input (or, at opset 11, the attribute): got {}",
+              label(n), attr ? "both" : "neither");
+  std::vector<int64_t> axes = attr ? *attr_ints(n, "axes") : axes_input(in, 1);
   const int64_t r = x.dim() + static_cast<int64_t>(axes.size());
   for (int64_t& a : axes) a = wrap_axis(n, a, r);
   std::sort(axes.begin(), axes.end());
@@ -1386,6 +1409,729 @@ Tensors arg_reduce(const Node& n, const Tensors& in, Device) {
   return {Max ? argmax(xb, axis, keep) : argmin(xb, axis, keep)};
 }
 
+// Recurrent layers ------------------------------------------------------------------------------
+
+// Note [ONNX's recurrent ops as steps of core ops]
+// LSTM, GRU and RNN are ONNX's layers, not PyTorch's: gates in another order (i, o, f, c for the
+// LSTM; z, r, h for the GRU), a choice of activations per gate, peepholes, a clip on the gates'
+// inputs, the GRU's linear_before_reset = 0 (PyTorch's GRU is linear_before_reset = 1) and a
+// length per sequence. So the graph ops do not call the core's rnn_layer: one matmul projects the
+// whole sequence of each direction, then every step is a matmul with the recurrent weight and
+// elementwise core ops, so every backend runs them. A batch entry past its sequence length keeps
+// its state and outputs zeros; the reverse direction walks each sequence from its own last step,
+// by reversing it within its length (an index that is its own inverse, applied again to the
+// outputs). An activation's alpha and beta are taken from activation_alpha and activation_beta in
+// order by the activations that have one (as onnxruntime reads them), else the ONNX op's default.
+
+enum class Cell { LSTM, GRU, RNN };
+
+/** An activation ONNX's recurrent ops accept, and how many of alpha, beta it takes. */
+struct RnnActivationSpec {
+  std::string_view name;
+  int params;
+  double alpha, beta;
+};
+
+constexpr RnnActivationSpec kRnnActivations[] = {
+    {"Relu", 0, 0, 0},         {"Tanh", 0, 0, 0},
+    {"Sigmoid", 0, 0, 0},      {"Affine", 2, 1, 0},
+    {"LeakyRelu", 1, 0.01, 0}, {"ThresholdedRelu", 1, 1, 0},
+    {"ScaledTanh", 2, 1, 1},   {"HardSigmoid", 2, 0.2, 0.5},
+    {"Elu", 1, 1, 0},          {"Softsign", 0, 0, 0},
+    {"Softplus", 0, 0, 0}};
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+const RnnActivationSpec* find_rnn_activation(std::string_view name) {
+  for (const RnnActivationSpec& a : kRnnActivations) {
+    if (same_name(a.name, name)) return &a;
+  }
+  return nullptr;
+}
+
+/** One activation of a recurrent op, with its parameters. */
+struct RnnActivation {
+  const RnnActivationSpec* spec;
+  double alpha, beta;
+};
+
+constexpr int64_t rnn_gates(Cell c) {
+  return c == Cell::LSTM ? 4 : c == Cell::GRU ? 3 : 1;
+}
+
+constexpr size_t rnn_activations_per_direction(Cell c) {
+  return c == Cell::LSTM ? 3 : c == Cell::GRU ? 2 : 1;
+}
+
+int64_t rnn_directions(const Node& n) {
+  return attr_string(n, "direction", "forward") == "bidirectional" ? 2 : 1;
+}
+
+/** The node's activations, per_direction for each direction, with their alpha and beta. */
+template <Cell C>
+std::vector<RnnActivation> rnn_activations(const Node& n) {
+  const size_t per = rnn_activations_per_direction(C);
+  const auto dirs = static_cast<size_t>(rnn_directions(n));
+  std::vector<std::string> names;
+  if (const Attribute* a = find_attr(n, "activations"))
+    names = std::get<std::vector<std::string>>(*a);
+  if (names.empty()) {
+    names = C == Cell::LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+            : C == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                             : std::vector<std::string>{"Tanh"};
+  }
+  EMBER_CHECK(names.size() == per || names.size() == per * dirs,
+              "attribute activations must list {} activations per direction ({} for {} "
+              "direction(s)): got {} ({})",
+              per, per * dirs, dirs, names.size(), fmt::join(names, ", "));
+  std::vector<double> alphas, betas;
+  if (const Attribute* a = find_attr(n, "activation_alpha"))
+    alphas = std::get<std::vector<double>>(*a);
+  if (const Attribute* a = find_attr(n, "activation_beta"))
+    betas = std::get<std::vector<double>>(*a);
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<RnnActivation> acts;
+  for (const std::string& name : names) {
+    const RnnActivationSpec* spec = find_rnn_activation(name);
+    if (spec == nullptr) {
+      std::vector<std::string_view> known;
+      for (const RnnActivationSpec& s : kRnnActivations) known.push_back(s.name);
+      throw NotImplementedError(
+          fmt::format("attribute activations names '{}', which Ember does not implement (the "
+                      "activations are: {})",
+                      name, fmt::join(known, ", ")));
+    }
+    RnnActivation act{spec, spec->alpha, spec->beta};
+    if (spec->params >= 1 && next_alpha < alphas.size()) act.alpha = alphas[next_alpha++];
+    if (spec->params >= 2 && next_beta < betas.size()) act.beta = betas[next_beta++];
+    acts.push_back(act);
+  }
+  EMBER_CHECK(next_alpha == alphas.size() && next_beta == betas.size(),
+              "attributes activation_alpha and activation_beta hold {} and {} values, but the "
+              "activations ({}) take {} and {}",
+              alphas.size(), betas.size(), fmt::join(names, ", "), next_alpha, next_beta);
+  if (acts.size() < per * dirs) {
+    const std::vector<RnnActivation> first = acts;  // one list for both directions
+    acts.insert(acts.end(), first.begin(), first.end());
+  }
+  return acts;
+}
+
+template <Cell C>
+void check_recurrent(const Node& n) {
+  rnn_activations<C>(n);
+  const int64_t layout = attr_int(n, "layout", 0);
+  EMBER_CHECK(layout == 0 || layout == 1, "attribute layout must be 0 or 1: got {}", layout);
+  if (const Attribute* a = find_attr(n, "clip")) {
+    EMBER_CHECK(std::get<double>(*a) > 0, "attribute clip must be positive: got {}",
+                std::get<double>(*a));
+  }
+  if (const Attribute* a = find_attr(n, "hidden_size")) {
+    EMBER_CHECK(std::get<int64_t>(*a) > 0, "attribute hidden_size must be positive: got {}",
+                std::get<int64_t>(*a));
+  }
+}
+
+Tensor rnn_activate(const RnnActivation& a, const Tensor& x) {
+  const std::string_view name = a.spec->name;
+  if (name == "Sigmoid") return sigmoid(x);
+  if (name == "Tanh") return tanh(x);
+  if (name == "Relu") return relu(x);
+  if (name == "Affine") return add(mul(x, Scalar(a.alpha)), Scalar(a.beta));
+  if (name == "LeakyRelu") return leaky_relu(x, a.alpha);
+  if (name == "ThresholdedRelu") return where(gt(x, Scalar(a.alpha)), x, zeros_like(x));
+  if (name == "ScaledTanh") return mul(tanh(mul(x, Scalar(a.beta))), Scalar(a.alpha));
+  if (name == "HardSigmoid") {
+    return clamp(add(mul(x, Scalar(a.alpha)), Scalar(a.beta)), Scalar(0), Scalar(1));
+  }
+  if (name == "Elu") return elu(x, a.alpha);
+  if (name == "Softsign") return div(x, add(abs(x), Scalar(1)));
+  EMBER_ASSERT(name == "Softplus");
+  return add(clamp(x, Scalar(0), std::nullopt), log1p(exp(neg(abs(x)))));
+}
+
+/** x [T, B, ...] with each batch entry's first lens[b] steps reversed (its own inverse). */
+Tensor reverse_within(const Tensor& x, const std::vector<int64_t>& lens) {
+  const int64_t steps = x.size(0), batch = x.size(1);
+  Tensor idx = empty({steps, batch}, TensorOptions(DType::Int64));
+  int64_t* p = idx.data_ptr<int64_t>();
+  for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = lens[static_cast<size_t>(b)];
+      p[t * batch + b] = t < len ? len - 1 - t : t;
+    }
+  }
+  Shape index_shape{steps, batch};
+  for (int64_t d = 2; d < x.dim(); ++d) index_shape.push_back(1);
+  idx = idx.to(x.device()).reshape(index_shape).expand(x.sizes()).contiguous();
+  return gather(x, 0, idx);
+}
+
+template <Cell C>
+Tensors op_recurrent(const Node& n, const Tensors& in, Device device) {
+  constexpr int64_t G = rnn_gates(C);
+  const char* gate_names = C == Cell::LSTM ? "i, o, f, c" : C == Cell::GRU ? "z, r, h" : "h";
+  const bool batch_first = attr_int(n, "layout", 0) != 0;
+  auto arg = [&](size_t i) { return in.size() > i && in[i].defined() ? in[i] : Tensor(); };
+  EMBER_CHECK(in[0].dim() == 3, "{} X must be 3-d ({}): got shape {}", label(n),
+              batch_first ? "[batch, seq, input]" : "[seq, batch, input]", in[0].sizes());
+  const Tensor x = batch_first ? in[0].transpose(0, 1) : in[0];  // [T, B, I]
+  const Tensor& w = in[1];
+  const Tensor& r = in[2];
+  const int64_t dirs = rnn_directions(n), steps = x.size(0), batch = x.size(1);
+  EMBER_CHECK(r.dim() == 3 && r.size(0) == dirs && r.size(1) % G == 0,
+              "{} R must be [{}, {} * hidden_size, hidden_size] (gates {}): got shape {}", label(n),
+              dirs, G, gate_names, r.sizes());
+  const int64_t hidden = r.size(2);
+  EMBER_CHECK(r.size(1) == G * hidden && attr_int(n, "hidden_size", hidden) == hidden,
+              "{} R has shape {}, which does not fit hidden_size {} (expected [{}, {}, {}])",
+              label(n), r.sizes(), attr_int(n, "hidden_size", hidden), dirs, G * hidden, hidden);
+  EMBER_CHECK(
+      w.dim() == 3 && w.size(0) == dirs && w.size(1) == G * hidden && w.size(2) == x.size(2),
+      "{} W must be [{}, {}, {}] (directions, {} gates of hidden_size {}, input size): "
+      "got shape {}",
+      label(n), dirs, G * hidden, x.size(2), G, hidden, w.sizes());
+  const Tensor b = arg(3);
+  EMBER_CHECK(!b.defined() || b.sizes() == Shape({dirs, 2 * G * hidden}),
+              "{} B must be [{}, {}] (W's then R's biases): got shape {}", label(n), dirs,
+              2 * G * hidden, b.sizes());
+  std::vector<int64_t> lens;
+  bool masked = false;
+  if (const Tensor l = arg(4); l.defined()) {
+    lens = host_ints(l);
+    EMBER_CHECK(l.dim() == 1 && static_cast<int64_t>(lens.size()) == batch,
+                "{} sequence_lens must be [{}] (one length per batch entry): got shape {}",
+                label(n), batch, l.sizes());
+    for (int64_t len : lens) {
+      EMBER_CHECK(len >= 0 && len <= steps,
+                  "{} sequence_lens holds {}, outside 0 to the sequence length {}", label(n), len,
+                  steps);
+      masked = masked || len < steps;
+    }
+  }
+  auto state = [&](size_t i, const char* what) {
+    Tensor s = arg(i);
+    if (!s.defined()) return zeros({dirs, batch, hidden}, TensorOptions(x.dtype(), device));
+    const Shape want = batch_first ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
+    EMBER_CHECK(s.sizes() == want, "{} {} must be {}: got shape {}", label(n), what, want,
+                s.sizes());
+    return batch_first ? s.transpose(0, 1) : s;
+  };
+  const Tensor h0 = state(5, "initial_h");
+  const Tensor c0 = C == Cell::LSTM ? state(6, "initial_c") : Tensor();
+  const Tensor p = C == Cell::LSTM ? arg(7) : Tensor();
+  EMBER_CHECK(!p.defined() || p.sizes() == Shape({dirs, 3 * hidden}),
+              "{} P must be [{}, {}] (peepholes i, o, f): got shape {}", label(n), dirs, 3 * hidden,
+              p.sizes());
+  const std::vector<RnnActivation> acts = rnn_activations<C>(n);
+  const size_t per = rnn_activations_per_direction(C);
+  const Attribute* clip_attr = find_attr(n, "clip");
+  auto clip = [&](const Tensor& t) {
+    if (clip_attr == nullptr) return t;
+    const double c = std::get<double>(*clip_attr);
+    return clamp(t, Scalar(-c), Scalar(c));
+  };
+  const bool input_forget = attr_int(n, "input_forget", 0) != 0;
+  const bool linear_before_reset = attr_int(n, "linear_before_reset", 0) != 0;
+  // mask[t] [B, 1]: whether step t is inside batch entry b's sequence.
+  Tensor mask;
+  if (masked) {
+    Tensor lens_t = empty({batch}, TensorOptions(DType::Int64));
+    std::copy(lens.begin(), lens.end(), lens_t.data_ptr<int64_t>());
+    mask = lt(arange(0, steps, 1, TensorOptions(DType::Int64, device)).reshape({steps, 1, 1}),
+              lens_t.to(device).reshape({1, batch, 1}));
+  }
+  const bool reverse_only = attr_string(n, "direction", "forward") == "reverse";
+  std::vector<Tensor> ys, hs, cs;
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = reverse_only || d == 1;
+    const std::vector<RnnActivation> act(acts.begin() + static_cast<int64_t>(per * d),
+                                         acts.begin() + static_cast<int64_t>(per * (d + 1)));
+    Tensor xs = x;
+    if (reverse) xs = masked ? reverse_within(x, lens) : reversed(x, 0);
+    Tensor proj = matmul(xs, w.select(0, d).transpose(0, 1));  // [T, B, G H]
+    Tensor rt = r.select(0, d).transpose(0, 1);                // [H, G H]
+    Tensor wb, rb;
+    if (b.defined()) {
+      wb = b.select(0, d).narrow(0, 0, G * hidden);
+      rb = b.select(0, d).narrow(0, G * hidden, G * hidden);
+      proj = add(proj, C == Cell::GRU ? wb : add(wb, rb));
+    }
+    auto gate = [&](const Tensor& t, int64_t k) { return t.narrow(-1, k * hidden, hidden); };
+    Tensor h = h0.select(0, d), c = C == Cell::LSTM ? c0.select(0, d) : Tensor();
+    std::vector<Tensor> steps_out;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor px = proj.select(0, t);
+      Tensor h_new, c_new;
+      if constexpr (C == Cell::RNN) {
+        h_new = rnn_activate(act[0], clip(add(px, matmul(h, rt))));
+      } else if constexpr (C == Cell::LSTM) {
+        const Tensor g = add(px, matmul(h, rt));
+        Tensor gi = gate(g, 0), go = gate(g, 1), gf = gate(g, 2), gc = gate(g, 3);
+        if (p.defined()) {
+          gi = add(gi, mul(p.select(0, d).narrow(0, 0, hidden), c));
+          gf = add(gf, mul(p.select(0, d).narrow(0, 2 * hidden, hidden), c));
+        }
+        const Tensor i = rnn_activate(act[0], clip(gi));
+        const Tensor f = input_forget ? sub(ones_like(i), i) : rnn_activate(act[0], clip(gf));
+        c_new = add(mul(f, c), mul(i, rnn_activate(act[1], clip(gc))));
+        if (p.defined()) go = add(go, mul(p.select(0, d).narrow(0, hidden, hidden), c_new));
+        h_new = mul(rnn_activate(act[0], clip(go)), rnn_activate(act[2], c_new));
+      } else {
+        const Tensor rz = r.select(0, d).narrow(0, 0, 2 * hidden).transpose(0, 1);
+        const Tensor rh = r.select(0, d).narrow(0, 2 * hidden, hidden).transpose(0, 1);
+        Tensor hzr = matmul(h, rz);
+        if (rb.defined()) hzr = add(hzr, rb.narrow(0, 0, 2 * hidden));
+        const Tensor z = rnn_activate(act[0], clip(add(gate(px, 0), gate(hzr, 0))));
+        const Tensor rg = rnn_activate(act[0], clip(add(gate(px, 1), gate(hzr, 1))));
+        Tensor hh;
+        if (linear_before_reset) {
+          hh = matmul(h, rh);
+          if (rb.defined()) hh = add(hh, rb.narrow(0, 2 * hidden, hidden));
+          hh = mul(rg, hh);
+        } else {
+          hh = matmul(mul(rg, h), rh);
+          if (rb.defined()) hh = add(hh, rb.narrow(0, 2 * hidden, hidden));
+        }
+        const Tensor cand = rnn_activate(act[1], clip(add(gate(px, 2), hh)));
+        h_new = add(mul(sub(ones_like(z), z), cand), mul(z, h));
+      }
+      Tensor y = h_new;
+      if (masked) {
+        const Tensor m = mask.select(0, t);
+        h_new = where(m, h_new, h);
+        if (C == Cell::LSTM) c_new = where(m, c_new, c);
+        y = where(m, y, zeros_like(y));
+      }
+      steps_out.push_back(y);
+      h = h_new;
+      c = c_new;
+    }
+    Tensor y =
+        steps ? stack(steps_out, 0) : zeros({0, batch, hidden}, TensorOptions(x.dtype(), device));
+    if (reverse) y = masked ? reverse_within(y, lens) : reversed(y, 0);
+    ys.push_back(y);
+    hs.push_back(h);
+    if (C == Cell::LSTM) cs.push_back(c);
+  }
+  Tensor y = stack(ys, 1);    // [T, D, B, H]
+  Tensor y_h = stack(hs, 0);  // [D, B, H]
+  Tensor y_c = C == Cell::LSTM ? stack(cs, 0) : Tensor();
+  if (batch_first) {
+    y = y.permute({2, 0, 1, 3});
+    y_h = y_h.transpose(0, 1);
+    if (y_c.defined()) y_c = y_c.transpose(0, 1);
+  }
+  if (C == Cell::LSTM) return {y, y_h, y_c};
+  return {y, y_h};
+}
+
+// Resize ----------------------------------------------------------------------------------------
+
+// Note [Resize as taps along each axis]
+// ONNX's Resize is separable: each resized axis is resampled in turn, every output position o
+// taking a weighted sum of n input positions (its taps) along that axis. The positions and
+// weights depend only on the axis' sizes, scale and the attributes, so they are computed on the
+// host, as ONNX's reference implementation computes them (the source coordinate x of o by
+// coordinate_transformation_mode, the n taps nearest to x, preferring the lower ones, clamped to
+// the input as edge padding, weights by mode: nearest picks one tap by nearest_mode, linear two,
+// cubic four, and with antialias a filter stretched by 1 / scale when downsampling). On the
+// device an axis is one index_select of all taps, a multiply by the weights and a sum over the
+// taps; nearest is an index_select alone, exact for every dtype. Integer inputs are resampled
+// in float32 and rounded back, saturating. tf_crop_and_resize gives extrapolation_value where
+// x falls outside the input on any axis.
+
+struct ResizeAxis {
+  std::vector<int64_t> taps;    // [out, n] input positions, clamped into the input
+  std::vector<double> weights;  // [out, n]
+  std::vector<bool> outside;    // [out] (tf_crop_and_resize): x outside the input
+  int64_t n = 0;
+};
+
+std::vector<double> resize_weights(const std::string& mode, const std::string& nearest_mode,
+                                   bool antialias, double a, double ratio, double scale) {
+  if (mode == "nearest") {
+    bool upper = true;  // ratio 1: x is an integer, the upper of the two taps is x itself
+    if (ratio != 1.0) {
+      if (nearest_mode == "round_prefer_floor")
+        upper = ratio > 0.5;
+      else if (nearest_mode == "round_prefer_ceil")
+        upper = ratio >= 0.5;
+      else
+        upper = nearest_mode == "ceil";
+    }
+    return {upper ? 0.0 : 1.0, upper ? 1.0 : 0.0};
+  }
+  std::vector<double> w;
+  if (mode == "linear" && !antialias) return {1 - ratio, ratio};
+  if (mode == "cubic" && !antialias) {
+    const double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
+    return {((a * r1 - 5 * a) * r1 + 8 * a) * r1 - 4 * a,
+            ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1, ((a + 2) * q - (a + 3)) * q * q + 1,
+            ((a * q1 - 5 * a) * q1 + 8 * a) * q1 - 4 * a};
+  }
+  const double s = std::min(scale, 1.0);
+  if (mode == "linear") {
+    const auto start = static_cast<int64_t>(std::floor(-1 / s) + 1);
+    for (int64_t i = start; i < start + 2 - 2 * start; ++i) {
+      w.push_back(std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * s), 0.0, 1.0));
+    }
+  } else {
+    const auto start = static_cast<int64_t>(std::floor(-2 / s) + 1);
+    for (int64_t i = start; i < 2 - start; ++i) {
+      const double x = std::abs(s * (static_cast<double>(i) - ratio));
+      w.push_back(x <= 1  ? ((a + 2) * x - (a + 3)) * x * x + 1
+                  : x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+                          : 0.0);
+    }
+  }
+  const double total = std::accumulate(w.begin(), w.end(), 0.0);
+  for (double& v : w) v /= total;
+  return w;
+}
+
+ResizeAxis resize_axis(const Node& n, int64_t in, int64_t out, double scale, double roi_start,
+                       double roi_end) {
+  const std::string ctm = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const std::string nearest_mode = attr_string(n, "nearest_mode", "round_prefer_floor");
+  const bool antialias = attr_int(n, "antialias", 0) != 0 && mode != "nearest";
+  const double a = attr_float(n, "cubic_coeff_a", -0.75);
+  const bool exclude_outside = attr_int(n, "exclude_outside", 0) != 0;
+  const double in_d = static_cast<double>(in), out_w = scale * in_d;
+  ResizeAxis r;
+  for (int64_t o = 0; o < out; ++o) {
+    const auto y = static_cast<double>(o);
+    double x = 0;
+    if (ctm == "align_corners") {
+      x = out_w == 1 ? 0 : y * (in_d - 1) / (out_w - 1);
+    } else if (ctm == "asymmetric") {
+      x = y / scale;
+    } else if (ctm == "tf_half_pixel_for_nn") {
+      x = (y + 0.5) / scale;
+    } else if (ctm == "tf_crop_and_resize") {
+      x = out_w == 1 ? (roi_end - roi_start) * (in_d - 1) / 2
+                     : y * (roi_end - roi_start) * (in_d - 1) / (out_w - 1);
+      x += roi_start * (in_d - 1);
+      r.outside.push_back(x < 0 || x > in_d - 1);
+    } else if (ctm == "pytorch_half_pixel") {
+      x = out_w == 1 ? -0.5 : (y + 0.5) / scale - 0.5;
+    } else if (ctm == "half_pixel_symmetric") {
+      const double offset = in_d / 2 * (1 - static_cast<double>(out) / out_w);
+      x = offset + (y + 0.5) / scale - 0.5;
+    } else {
+      x = (y + 0.5) / scale - 0.5;  // half_pixel
+    }
+    const double fl = std::floor(x);
+    const double ratio = x == fl ? 1.0 : x - fl;
+    std::vector<double> w = resize_weights(mode, nearest_mode, antialias, a, ratio, scale);
+    const auto taps = static_cast<int64_t>(w.size());
+    if (r.n == 0) r.n = taps;
+    EMBER_ASSERT(r.n == taps);
+    // The taps nearest to x, the lower ones first on a tie (ONNX's reference picks them so).
+    const int64_t pad = (taps + 1) / 2;
+    const double xp = x + static_cast<double>(pad);
+    const double p = std::floor(xp), frac = xp - p;
+    int64_t offset = 0;
+    if (taps % 2 == 0) {
+      offset = frac == 0 ? -(taps / 2) : -(taps / 2) + 1;
+    } else {
+      offset = frac <= 0.5 ? -((taps - 1) / 2) : -((taps - 1) / 2) + 1;
+    }
+    const int64_t start = static_cast<int64_t>(p) + offset - pad;
+    if (exclude_outside) {
+      double total = 0;
+      for (int64_t k = 0; k < taps; ++k) {
+        if (start + k < 0 || start + k >= in) w[static_cast<size_t>(k)] = 0;
+        total += w[static_cast<size_t>(k)];
+      }
+      for (double& v : w) v /= total == 0 ? 1 : total;
+    }
+    for (int64_t k = 0; k < taps; ++k) {
+      r.taps.push_back(std::clamp<int64_t>(start + k, 0, in - 1));
+      r.weights.push_back(w[static_cast<size_t>(k)]);
+    }
+  }
+  return r;
+}
+
+void check_resize(const Node& n) {
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const std::string ctm = attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  EMBER_CHECK(!(ctm == "tf_half_pixel_for_nn" && mode != "nearest"),
+              "attribute coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode "
+              "nearest only: got mode '{}'",
+              mode);
+  if (const auto axes = attr_ints(n, "axes")) {
+    std::vector<int64_t> sorted = *axes;
+    std::sort(sorted.begin(), sorted.end());
+    EMBER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+                "attribute axes names an axis twice: [{}]", fmt::join(*axes, ", "));
+  }
+}
+
+Tensors op_resize(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const int64_t rank = x.dim();
+  auto given = [&](size_t i) { return in.size() > i && in[i].defined() && in[i].numel() > 0; };
+  EMBER_CHECK(given(2) != given(3), "{} exactly one of scales and sizes must be given: got {}",
+              label(n), given(2) ? "both" : "neither");
+  std::vector<int64_t> axes;
+  if (const auto a = attr_ints(n, "axes")) {
+    for (int64_t ax : *a) {
+      const int64_t w = wrap_axis(n, ax, rank);
+      EMBER_CHECK(std::find(axes.begin(), axes.end(), w) == axes.end(),
+                  "{} axes names axis {} twice: [{}]", label(n), w, fmt::join(*a, ", "));
+      axes.push_back(w);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const size_t na = axes.size();
+  std::vector<double> scale(static_cast<size_t>(rank), 1.0);
+  std::vector<int64_t> out(x.sizes().begin(), x.sizes().end());
+  if (given(2)) {
+    const Tensor s = in[2].to(Device::cpu()).to(DType::Float64).contiguous();
+    EMBER_CHECK(static_cast<size_t>(s.numel()) == na,
+                "{} scales must hold one value per resized axis ({}): got {}", label(n), na,
+                s.numel());
+    for (size_t i = 0; i < na; ++i) {
+      const double v = s.data_ptr<double>()[i];
+      EMBER_CHECK(v > 0, "{} scales must be positive: got {}", label(n), v);
+      const auto a = static_cast<size_t>(axes[i]);
+      scale[a] = v;
+      out[a] = static_cast<int64_t>(v * static_cast<double>(x.size(axes[i])));
+    }
+  } else {
+    const std::vector<int64_t> sizes = host_ints(in[3]);
+    EMBER_CHECK(sizes.size() == na, "{} sizes must hold one value per resized axis ({}): got {}",
+                label(n), na, sizes.size());
+    for (size_t i = 0; i < na; ++i) {
+      const auto a = static_cast<size_t>(axes[i]);
+      EMBER_CHECK(sizes[i] >= 0, "{} sizes must be non-negative: got {}", label(n),
+                  fmt::join(sizes, ", "));
+      EMBER_CHECK(x.size(axes[i]) > 0, "{} cannot resize axis {} of size 0 to size {}", label(n),
+                  axes[i], sizes[i]);
+      scale[a] = static_cast<double>(sizes[i]) / static_cast<double>(x.size(axes[i]));
+      out[a] = sizes[i];
+    }
+    const std::string policy = attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch") {
+      double s = scale[static_cast<size_t>(axes[0])];
+      for (int64_t a : axes) {
+        const double v = scale[static_cast<size_t>(a)];
+        s = policy == "not_larger" ? std::min(s, v) : std::max(s, v);
+      }
+      for (int64_t a : axes) {
+        scale[static_cast<size_t>(a)] = s;
+        out[static_cast<size_t>(a)] =
+            static_cast<int64_t>(s * static_cast<double>(x.size(a)) + 0.5);
+      }
+    }
+  }
+  const std::string mode = attr_string(n, "mode", "nearest");
+  const bool crop =
+      attr_string(n, "coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize";
+  std::vector<double> roi;
+  if (crop) {
+    EMBER_CHECK(in.size() > 1 && in[1].defined() && in[1].numel() > 0,
+                "{} coordinate_transformation_mode tf_crop_and_resize needs the roi input",
+                label(n));
+    const Tensor r = in[1].to(Device::cpu()).to(DType::Float64).contiguous();
+    EMBER_CHECK(static_cast<size_t>(r.numel()) == 2 * na,
+                "{} roi must hold 2 values per resized axis ({}): got {}", label(n), 2 * na,
+                r.numel());
+    roi.assign(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
+  }
+  const double extrapolation = attr_float(n, "extrapolation_value", 0.0);
+  const DType dtype = x.dtype();
+  const bool integral = !is_floating(dtype);
+  EMBER_CHECK_TYPE(mode == "nearest" || dtype != DType::Bool,
+                   "{} mode {} cannot resample bool: use mode nearest", label(n), mode);
+  Tensor y = x;
+  if (mode != "nearest" && (integral || dtype == DType::Float16 || dtype == DType::BFloat16)) {
+    y = y.to(DType::Float32);
+  }
+  for (size_t i = 0; i < na; ++i) {
+    const int64_t a = axes[i];
+    const auto au = static_cast<size_t>(a);
+    const double r0 = crop ? roi[i] : 0.0, r1 = crop ? roi[i + na] : 1.0;
+    if (std::abs(scale[au] - 1) <= 1e-9 && out[au] == x.size(a) && r0 == 0 && r1 == 1) continue;
+    EMBER_CHECK(x.size(a) > 0 || out[au] == 0, "{} cannot resize axis {} of size 0 to size {}",
+                label(n), a, out[au]);
+    const ResizeAxis ra = resize_axis(n, x.size(a), out[au], scale[au], r0, r1);
+    const int64_t o = out[au];
+    if (mode == "nearest") {
+      std::vector<int64_t> pick;
+      for (int64_t k = 0; k < o; ++k) {
+        for (int64_t t = 0; t < ra.n; ++t) {
+          const auto at = static_cast<size_t>(k * ra.n + t);
+          if (ra.weights[at] == 1.0) pick.push_back(ra.taps[at]);
+        }
+      }
+      EMBER_ASSERT(static_cast<int64_t>(pick.size()) == o);
+      y = index_select(y, a, from_vector(pick, {o}, TensorOptions(DType::Int64, device)));
+    } else {
+      const Tensor taps = from_vector(ra.taps, {o * ra.n}, TensorOptions(DType::Int64, device));
+      Shape split = y.sizes();
+      split[au] = ra.n;
+      split.insert(au, o);
+      Shape wshape{o, ra.n};
+      for (int64_t d = a + 1; d < rank; ++d) wshape.push_back(1);
+      const Tensor w = from_vector(ra.weights, wshape, TensorOptions(y.dtype(), device));
+      y = ember::sum(mul(index_select(y, a, taps).reshape(split), w), {a + 1}, false);
+    }
+    if (!ra.outside.empty()) {
+      std::vector<uint8_t> outside(ra.outside.begin(), ra.outside.end());
+      Shape mshape{o};
+      for (int64_t d = a + 1; d < rank; ++d) mshape.push_back(1);
+      const Tensor m = from_vector(outside, mshape, TensorOptions(DType::Bool, device));
+      y = where(m, full({}, Scalar(extrapolation), TensorOptions(y.dtype(), device)), y);
+    }
+  }
+  if (y.dtype() != dtype) {
+    if (integral) {
+      y = clamp(round(y), Scalar(lowest_of(dtype)), Scalar(highest_of(dtype)));
+    }
+    y = y.to(dtype);
+  }
+  return {y};
+}
+
+// Control flow ----------------------------------------------------------------------------------
+
+const Graph& subgraph(const Node& n, std::string_view name) {
+  const Attribute* a = find_attr(n, name);
+  EMBER_CHECK(a != nullptr, "{} attribute {} (a graph) is required", label(n), name);
+  return *std::get<std::shared_ptr<const Graph>>(*a);
+}
+
+/** The outer values the node's subgraphs read, in the order the node's inputs pass them after
+ *  its own: each subgraph attribute's, by attribute name, each value once (Note [Subgraphs read
+ *  the enclosing graph's values] in graph/graph.cpp). */
+std::vector<std::string> outer_names(const Node& n) {
+  std::vector<std::string> names;
+  for (const auto& [attr, value] : n.attrs) {
+    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (g == nullptr) continue;
+    for (const std::string& name : (*g)->outer()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+/** The feeds of `g`'s outer values: the node's inputs from `first` on are `names`, by position
+ *  (so a pass that renames a value in the enclosing graph leaves them right). */
+std::map<std::string, Tensor> outer_feeds(const Tensors& in, size_t first,
+                                          const std::vector<std::string>& names, const Graph& g) {
+  std::map<std::string, Tensor> feeds;
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (std::find(g.outer().begin(), g.outer().end(), names[k]) != g.outer().end()) {
+      feeds[names[k]] = in[first + k];
+    }
+  }
+  return feeds;
+}
+
+void check_if(const Node& n) {
+  for (std::string_view branch : {"then_branch", "else_branch"}) {
+    const Attribute* a = find_attr(n, branch);
+    EMBER_CHECK(a != nullptr, "attribute {} (a graph) is required", branch);
+    const Graph& g = *std::get<std::shared_ptr<const Graph>>(*a);
+    EMBER_CHECK(g.inputs().empty() && g.outputs().size() == n.outputs.size(),
+                "attribute {} must take no inputs and give the node's {} outputs: it takes {} "
+                "and gives {}",
+                branch, n.outputs.size(), g.inputs().size(), g.outputs().size());
+  }
+  const size_t outer = outer_names(n).size();
+  EMBER_CHECK(n.inputs.size() == 1 + outer,
+              "the node must take cond and the {} outer values its branches read: it takes {} "
+              "inputs",
+              outer, n.inputs.size());
+}
+
+Tensors op_if(const Node& n, const Tensors& in, Device device) {
+  const bool cond = host_scalar(n, in[0], "cond").to_double() != 0;
+  const Graph& branch = subgraph(n, cond ? "then_branch" : "else_branch");
+  return branch.run_ordered(outer_feeds(in, 1, outer_names(n), branch), device);
+}
+
+void check_loop(const Node& n) {
+  const Attribute* a = find_attr(n, "body");
+  EMBER_CHECK(a != nullptr, "attribute body (a graph) is required");
+  const Graph& body = *std::get<std::shared_ptr<const Graph>>(*a);
+  EMBER_CHECK(body.inputs().size() >= 2 && body.outputs().size() + 1 >= body.inputs().size(),
+              "attribute body must take the iteration number, cond and the loop-carried values, "
+              "and give cond, the loop-carried values and the scan outputs: it takes {} inputs "
+              "and gives {} outputs",
+              body.inputs().size(), body.outputs().size());
+  const size_t carried = body.inputs().size() - 2;
+  EMBER_CHECK(n.inputs.size() == 2 + carried + body.outer().size() &&
+                  n.outputs.size() <= body.outputs().size() - 1,
+              "the node must take M, cond and the body's {} loop-carried values, and give at "
+              "most the {} loop-carried values and scan outputs: it takes {} inputs and gives {} "
+              "outputs",
+              carried, body.outputs().size() - 1, n.inputs.size() - body.outer().size(),
+              n.outputs.size());
+  for (size_t i = 2; i < 2 + carried; ++i) {
+    EMBER_CHECK(!n.inputs[i].empty(), "loop-carried value {} is required but omitted", i - 2);
+  }
+}
+
+Tensors op_loop(const Node& n, const Tensors& in, Device device) {
+  const Graph& body = subgraph(n, "body");
+  const size_t carried = body.inputs().size() - 2;
+  const size_t scans = body.outputs().size() - 1 - carried;
+  const bool has_trip = in[0].defined(), has_cond = in[1].defined();
+  EMBER_CHECK(has_trip || has_cond,
+              "{} neither M nor cond is given, so the loop would never end (give M, or cond)",
+              label(n));
+  const int64_t trip =
+      has_trip ? host_scalar(n, in[0], "M").to_int() : std::numeric_limits<int64_t>::max();
+  Tensor cond = has_cond ? in[1] : full({}, Scalar(1), TensorOptions(DType::Bool, device));
+  bool go = host_scalar(n, cond, "cond").to_double() != 0;
+  std::vector<Tensor> values(in.begin() + 2, in.begin() + 2 + static_cast<int64_t>(carried));
+  std::vector<std::vector<Tensor>> scanned(scans);
+  std::map<std::string, Tensor> feeds = outer_feeds(in, 2 + carried, outer_names(n), body);
+  for (int64_t i = 0; i < trip && go; ++i) {
+    feeds[body.inputs()[0].name] = full({}, Scalar(i), TensorOptions(DType::Int64, device));
+    feeds[body.inputs()[1].name] = cond;
+    for (size_t k = 0; k < carried; ++k) feeds[body.inputs()[2 + k].name] = values[k];
+    std::vector<Tensor> outs = body.run_ordered(feeds, device);
+    if (has_cond) {
+      cond = outs[0];
+      go = host_scalar(n, cond, "the body's cond output").to_double() != 0;
+    }
+    for (size_t k = 0; k < carried; ++k) values[k] = outs[1 + k];
+    for (size_t j = 0; j < scans; ++j) scanned[j].push_back(outs[1 + carried + j]);
+  }
+  Tensors result = values;
+  for (size_t j = 0; j < scans; ++j) {
+    if (!scanned[j].empty()) {
+      result.push_back(stack(scanned[j], 0));
+      continue;
+    }
+    // No iteration: an empty scan, shaped by the body's declaration where it fixes the dims.
+    const ValueInfo& info = body.outputs()[1 + carried + j];
+    Shape shape{0};
+    bool fixed = info.shape.has_value();
+    if (fixed) {
+      for (const Dim& d : *info.shape) {
+        fixed = fixed && d.size >= 0;
+        shape.push_back(d.size);
+      }
+    }
+    result.push_back(empty(fixed ? shape : Shape{0}, TensorOptions(info.dtype, device)));
+  }
+  return result;
+}
+
 // The vocabulary ---------------------------------------------------------------------------------
 
 using K = AttrKind;
@@ -1403,6 +2149,17 @@ const std::vector<OpSchema>& schemas() {
         {"axes", K::Ints}, {"keepdims", K::Int}, {"noop_with_empty_axes", K::Int}};
     const std::vector<AttrSpec> arg_attrs{
         {"axis", K::Int}, {"keepdims", K::Int}, {"select_last_index", K::Int}};
+    const std::vector<AttrSpec> rnn_attrs{
+        {"activation_alpha", K::Floats},
+        {"activation_beta", K::Floats},
+        {"activations", K::Strings},
+        {"clip", K::Float},
+        {"direction", K::String, {"forward", "reverse", "bidirectional"}},
+        {"hidden_size", K::Int},
+        {"layout", K::Int}};
+    std::vector<AttrSpec> lstm_attrs = rnn_attrs, gru_attrs = rnn_attrs;
+    lstm_attrs.push_back({"input_forget", K::Int});
+    gru_attrs.push_back({"linear_before_reset", K::Int});
     std::vector<OpSchema> v{
         {"abs", 1, 1, 1, {}, unary<abs>},
         {"acos", 1, 1, 1, {}, unary<acos>},
@@ -1625,9 +2382,40 @@ const std::vector<OpSchema>& schemas() {
         {"topk", 2, 2, 2, {{"axis", K::Int}, {"largest", K::Int}, {"sorted", K::Int}}, op_topk},
         {"transpose", 1, 1, 1, {{"perm", K::Ints}}, op_transpose},
         {"trilu", 1, 2, 1, {{"upper", K::Int}}, op_trilu},
-        {"unsqueeze", 2, 2, 1, {}, op_unsqueeze},
+        {"unsqueeze", 1, 2, 1, {{"axes", K::Ints}}, op_unsqueeze},
+        {"if",
+         1,
+         -1,
+         1 << 16,
+         {{"else_branch", K::Graph}, {"then_branch", K::Graph}},
+         op_if,
+         check_if},
+        {"loop", 0, -1, 1 << 16, {{"body", K::Graph}}, op_loop, check_loop},
         {"where", 3, 3, 1, {}, op_where},
         {"xor", 2, 2, 1, {}, binary<xor2>},
+        {"lstm", 3, 8, 3, lstm_attrs, op_recurrent<Cell::LSTM>, check_recurrent<Cell::LSTM>},
+        {"gru", 3, 6, 2, gru_attrs, op_recurrent<Cell::GRU>, check_recurrent<Cell::GRU>},
+        {"resize",
+         1,
+         4,
+         1,
+         {{"antialias", K::Int},
+          {"axes", K::Ints},
+          {"coordinate_transformation_mode",
+           K::String,
+           {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+            "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn"}},
+          {"cubic_coeff_a", K::Float},
+          {"exclude_outside", K::Int},
+          {"extrapolation_value", K::Float},
+          {"keep_aspect_ratio_policy", K::String, {"stretch", "not_larger", "not_smaller"}},
+          {"mode", K::String, {"nearest", "linear", "cubic"}},
+          {"nearest_mode",
+           K::String,
+           {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"}}},
+         op_resize,
+         check_resize},
+        {"rnn", 3, 6, 2, rnn_attrs, op_recurrent<Cell::RNN>, check_recurrent<Cell::RNN>},
     };
     for (OpSchema& s : detail::fused_op_schemas()) v.push_back(std::move(s));
     std::sort(v.begin(), v.end(),
@@ -1668,6 +2456,8 @@ std::string_view attr_kind_name(AttrKind kind) {
       return "strings";
     case AttrKind::Tensor:
       return "tensor";
+    case AttrKind::Graph:
+      return "graph";
   }
   return "?";
 }

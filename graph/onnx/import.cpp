@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 #include <system_error>
 
 #include "ember/graph/ops.h"
@@ -33,8 +34,12 @@ namespace {
 // later one up to opset 28 (the versions ONNX 1.23 defines), whose changes the graph op follows
 // (new attributes and inputs such as axes as an input, or wider type lists). A node whose
 // version is older (Softmax at opset 11, which flattened to 2-d) is refused by name, op and
-// opset; one whose version is the same at an older opset (And at opset 7) is read. A model
-// newer than opset 28 is refused, since any op may have changed.
+// opset; one whose version is the same at an older opset (And at opset 7) is read. A few ops
+// are also read at the version before, where it differs from the one in force at opset 13 only
+// in types Ember reads alike or has not (bfloat16, sequences): Add 7, Identity 1, Constant 11 and
+// 12, Slice 11, If 11 and Loop 11; and Unsqueeze 11, whose axes the graph op takes as an
+// attribute as well as an input. So opset 11 models with control flow load. A model newer than
+// opset 28 is refused, since any op may have changed.
 
 /** The graph op an ONNX op becomes, and the op's versions (the opsets that changed it) that Ember
  *  implements: the one in force at opset 13 and every later one, up to kOnnxMaxOpset. */
@@ -48,7 +53,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Abs", {"abs", {13}}},
       {"Acos", {"acos", {7, 22}}},
       {"Acosh", {"acosh", {9, 22}}},
-      {"Add", {"add", {13, 14}}},
+      {"Add", {"add", {7, 13, 14}}},
       {"And", {"and", {7}}},
       {"ArgMax", {"argmax", {13}}},
       {"ArgMin", {"argmin", {13}}},
@@ -64,7 +69,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Celu", {"celu", {12, 28}}},
       {"Clip", {"clip", {13}}},
       {"Concat", {"concat", {13}}},
-      {"Constant", {"constant", {13, 19, 21, 23, 24, 25}}},
+      {"Constant", {"constant", {11, 12, 13, 19, 21, 23, 24, 25}}},
       {"ConstantOfShape", {"constant_of_shape", {9, 20, 21, 23, 24, 25}}},
       {"Conv", {"conv", {11, 22}}},
       {"ConvTranspose", {"conv_transpose", {11, 22}}},
@@ -86,6 +91,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Floor", {"floor", {13}}},
       {"Gather", {"gather", {13}}},
       {"GatherElements", {"gather_elements", {13}}},
+      {"GRU", {"gru", {7, 14, 22}}},
       {"GatherND", {"gather_nd", {13}}},
       {"Gelu", {"gelu", {20}}},
       {"Gemm", {"gemm", {13}}},
@@ -97,10 +103,12 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"HardSigmoid", {"hard_sigmoid", {6, 22}}},
       {"HardSwish", {"hard_swish", {14, 22}}},
       {"Hardmax", {"hardmax", {13}}},
-      {"Identity", {"identity", {13, 14, 16, 19, 21, 23, 24, 25}}},
+      {"Identity", {"identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}}},
+      {"If", {"if", {11, 13, 16, 19, 21, 23, 24, 25}}},
       {"InstanceNormalization", {"instance_normalization", {6, 22}}},
       {"IsInf", {"is_inf", {10, 20}}},
       {"IsNaN", {"is_nan", {13, 20}}},
+      {"LSTM", {"lstm", {7, 14, 22}}},
       {"LRN", {"lrn", {13}}},
       {"LayerNormalization", {"layer_normalization", {17}}},
       {"LeakyRelu", {"leaky_relu", {6, 16}}},
@@ -109,6 +117,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Log", {"log", {13}}},
       {"LogSoftmax", {"log_softmax", {13}}},
       {"LpNormalization", {"lp_normalization", {1, 22}}},
+      {"Loop", {"loop", {11, 13, 16, 19, 21, 23, 24, 25}}},
       {"MatMul", {"matmul", {13}}},
       {"Max", {"max", {13}}},
       {"MaxPool", {"max_pool", {12, 22}}},
@@ -128,6 +137,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Pad", {"pad", {13, 18, 19, 21, 23, 24, 25}}},
       {"Pow", {"pow", {13, 15}}},
       {"RMSNormalization", {"rms_normalization", {23}}},
+      {"RNN", {"rnn", {7, 14, 22}}},
       {"Range", {"range", {11, 27}}},
       {"Reciprocal", {"reciprocal", {13}}},
       {"ReduceL1", {"reduce_l1", {13, 18}}},
@@ -142,6 +152,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"ReduceSumSquare", {"reduce_sum_square", {13, 18}}},
       {"Relu", {"relu", {13, 14}}},
       {"Reshape", {"reshape", {13, 14, 19, 21, 23, 24, 25}}},
+      {"Resize", {"resize", {13, 18, 19}}},
       {"Round", {"round", {11, 22}}},
       {"ScatterElements", {"scatter_elements", {13, 16, 18}}},
       {"ScatterND", {"scatter_nd", {13, 16, 18}}},
@@ -153,7 +164,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Sin", {"sin", {7, 22}}},
       {"Sinh", {"sinh", {9, 22}}},
       {"Size", {"size", {13, 19, 21, 23, 24, 25}}},
-      {"Slice", {"slice", {13}}},
+      {"Slice", {"slice", {11, 13}}},
       {"Softmax", {"softmax", {13}}},
       {"SoftmaxCrossEntropyLoss", {"softmax_cross_entropy_loss", {13}}},
       {"Softplus", {"softplus", {1, 22}}},
@@ -172,7 +183,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"TopK", {"topk", {11, 24}}},
       {"Transpose", {"transpose", {13, 21, 23, 24, 25}}},
       {"Trilu", {"trilu", {14}}},
-      {"Unsqueeze", {"unsqueeze", {13, 21, 23, 24, 25}}},
+      {"Unsqueeze", {"unsqueeze", {11, 13, 21, 23, 24, 25}}},
       {"Where", {"where", {9, 16}}},
       {"Xor", {"xor", {7}}},
   };
@@ -454,7 +465,14 @@ Tensor small_tensor(const std::vector<T>& values, DType dtype, bool scalar) {
   return t;
 }
 
-Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir) {
+/** The names of the enclosing graphs' values a subgraph may read. */
+using Scope = std::set<std::string>;
+
+Graph onnx_graph(const onnx::GraphProto& g, int64_t opset, const fs::path& base_dir,
+                 const Scope& scope);
+
+Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir,
+               const Scope& scope) {
   const std::string where =
       n.name().empty() ? fmt::format("node ({} at opset {})", n.op_type(), opset)
                        : fmt::format("node '{}' ({} at opset {})", n.name(), n.op_type(), opset);
@@ -511,8 +529,34 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
       node.attrs["value"] = value;
       continue;
     }
+    if (a.type() == onnx::AttributeProto::GRAPH && a.ref_attr_name().empty()) {
+      // Note [Subgraphs read the enclosing graph's values] in graph/graph.cpp.
+      std::shared_ptr<const Graph> sub;
+      try {
+        sub = std::make_shared<const Graph>(onnx_graph(a.g(), opset, base_dir, scope));
+      } catch (const Error& e) {
+        std::string inner = e.what();
+        if (inner.rfind("[onnx] ", 0) == 0) inner = inner.substr(7);
+        throw_error(e.kind(), fmt::format("[onnx] {}: in subgraph {}: {}", where, a.name(), inner));
+      }
+      node.attrs[a.name()] = std::move(sub);
+      continue;
+    }
     node.attrs[a.name()] = attribute(a, base_dir, where);
   }
+  // The outer values the subgraphs read follow the op's own inputs: each subgraph attribute's,
+  // by attribute name, each value once (as the graph ops read them).
+  std::vector<std::string> captures;
+  for (const auto& [attr, value] : node.attrs) {
+    const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (sub == nullptr) continue;
+    for (const std::string& name : (*sub)->outer()) {
+      if (std::find(captures.begin(), captures.end(), name) == captures.end()) {
+        captures.push_back(name);
+      }
+    }
+  }
+  node.inputs.insert(node.inputs.end(), captures.begin(), captures.end());
   return node;
 }
 
@@ -523,6 +567,62 @@ std::string strip_prefix(const std::string& msg) {
   if (msg.rfind(graph, 0) != 0) return msg;
   const size_t end = msg.find("): ");
   return end == std::string::npos ? msg : msg.substr(end + 3);
+}
+
+/** A GraphProto as a Graph: the model's graph (an empty scope), or a subgraph, whose nodes may
+ *  read the values of the enclosing graphs named in `scope`. */
+Graph onnx_graph(const onnx::GraphProto& g, int64_t opset, const fs::path& base_dir,
+                 const Scope& scope) {
+  Graph graph;
+  Scope local;  // the values this graph defines
+  for (const onnx::TensorProto& t : g.initializer()) {
+    graph.add_initializer(t.name(), onnx_tensor(t, base_dir, "initializer"));
+    local.insert(t.name());
+  }
+  EMBER_CHECK_NOT_IMPLEMENTED(g.sparse_initializer_size() == 0,
+                              "[onnx] the model has {} sparse initializers, which Ember does not "
+                              "read",
+                              g.sparse_initializer_size());
+  for (const onnx::ValueInfoProto& v : g.input()) {
+    if (graph.initializers().count(v.name())) continue;  // a weight listed as an input (IR < 4)
+    graph.add_input(value_info(v, /*is_input=*/true));
+    local.insert(v.name());
+  }
+  // A name this graph does not define but an enclosing one does is an outer value.
+  auto read = [&](const std::string& name) {
+    if (name.empty() || local.count(name) || !scope.count(name)) return;
+    graph.add_outer(name);
+    local.insert(name);
+  };
+  for (const onnx::NodeProto& n : g.node()) {
+    bool has_subgraph = false;
+    for (const onnx::AttributeProto& a : n.attribute()) {
+      has_subgraph = has_subgraph || a.type() == onnx::AttributeProto::GRAPH;
+    }
+    Scope visible;
+    if (has_subgraph) {
+      visible = scope;
+      visible.insert(local.begin(), local.end());
+    }
+    Node node = onnx_node(n, opset, base_dir, visible);
+    for (const std::string& in : node.inputs) read(in);
+    try {
+      graph.add_node(node);
+    } catch (const Error& e) {
+      const std::string where =
+          n.name().empty()
+              ? fmt::format("node ({} at opset {})", n.op_type(), opset)
+              : fmt::format("node '{}' ({} at opset {})", n.name(), n.op_type(), opset);
+      throw_error(e.kind(), fmt::format("[onnx] {}: {}", where, strip_prefix(e.what())));
+    }
+    for (const std::string& out : node.outputs) local.insert(out);
+  }
+  for (const onnx::ValueInfoProto& v : g.output()) {
+    read(v.name());
+    graph.add_output(value_info(v, /*is_input=*/false));
+  }
+  graph.validate();
+  return graph;
 }
 
 }  // namespace
@@ -556,36 +656,7 @@ Graph load_onnx_bytes(std::string_view bytes, const fs::path& base_dir) {
                               "[onnx] opset {} is not supported: Ember reads ai.onnx opsets up to "
                               "{} (convert the model with onnx.version_converter)",
                               opset, kOnnxMaxOpset);
-  const onnx::GraphProto& g = model.graph();
-  Graph graph;
-  for (const onnx::TensorProto& t : g.initializer()) {
-    graph.add_initializer(t.name(), onnx_tensor(t, base_dir, "initializer"));
-  }
-  EMBER_CHECK_NOT_IMPLEMENTED(g.sparse_initializer_size() == 0,
-                              "[onnx] the model has {} sparse initializers, which Ember does not "
-                              "read",
-                              g.sparse_initializer_size());
-  for (const onnx::ValueInfoProto& v : g.input()) {
-    if (graph.initializers().count(v.name())) continue;  // a weight listed as an input (IR < 4)
-    graph.add_input(value_info(v, /*is_input=*/true));
-  }
-  for (const onnx::NodeProto& n : g.node()) {
-    Node node = onnx_node(n, opset, base_dir);
-    try {
-      graph.add_node(std::move(node));
-    } catch (const Error& e) {
-      const std::string where =
-          n.name().empty()
-              ? fmt::format("node ({} at opset {})", n.op_type(), opset)
-              : fmt::format("node '{}' ({} at opset {})", n.name(), n.op_type(), opset);
-      throw_error(e.kind(), fmt::format("[onnx] {}: {}", where, strip_prefix(e.what())));
-    }
-  }
-  for (const onnx::ValueInfoProto& v : g.output()) {
-    graph.add_output(value_info(v, /*is_input=*/false));
-  }
-  graph.validate();
-  return graph;
+  return onnx_graph(model.graph(), opset, base_dir, {});
 }
 
 Graph load_onnx(const fs::path& path) {

@@ -127,6 +127,8 @@ std::string attr_key(const Attribute& a) {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, Tensor>) {
           return fmt::format("tensor@{}", static_cast<const void*>(v.impl()));
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const Graph>>) {
+          return fmt::format("graph@{}", static_cast<const void*>(v.get()));
         } else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) {
           return fmt::format("{}", v);
         } else if constexpr (std::is_same_v<T, std::string>) {

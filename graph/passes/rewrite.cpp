@@ -6,11 +6,16 @@
 namespace ember::graph::detail {
 
 Rewrite::Rewrite(const Graph& g)
-    : inputs(g.inputs()), outputs(g.outputs()), initializers(g.initializers()), nodes(g.nodes()) {}
+    : inputs(g.inputs()),
+      outer(g.outer()),
+      outputs(g.outputs()),
+      initializers(g.initializers()),
+      nodes(g.nodes()) {}
 
 Graph Rewrite::to_graph() const {
   Graph g;
   for (const ValueInfo& v : inputs) g.add_input(v);
+  for (const std::string& name : outer) g.add_outer(name);
   for (const auto& [name, t] : initializers) g.add_initializer(name, t);
   for (const Node& n : nodes) {
     if (!n.op.empty()) g.add_node(n);

@@ -15,6 +15,8 @@ namespace ember::graph::detail {
 /** A graph as editable pieces; passes change them, and to_graph() checks the result again. */
 struct Rewrite {
   std::vector<ValueInfo> inputs;
+  /** The enclosing graph's values a subgraph reads (Graph::outer). */
+  std::vector<std::string> outer;
   std::vector<ValueInfo> outputs;
   std::map<std::string, Tensor> initializers;
   /** The nodes in order; a pass removes one by clearing its op (compacted by to_graph). */

@@ -182,6 +182,226 @@ TEST(Graph, OpErrorsNameTheNode) {
       {"[concat] node 'glue': attribute axis is required"});
 }
 
+TEST(Graph, RecurrentOpsCheckTheirActivationsWhenAdded) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_input({"w", DType::Float32, std::nullopt});
+  g.add_input({"r", DType::Float32, std::nullopt});
+  using Names = std::vector<std::string>;
+  EXPECT_THROW(g.add_node({"lstm",
+                           "cell",
+                           {"x", "w", "r"},
+                           {"y"},
+                           {{"activations", Names{"Sigmoid", "Swish", "Tanh"}}}}),
+               NotImplementedError);
+  expect_error(
+      [&] {
+        g.add_node({"lstm",
+                    "cell",
+                    {"x", "w", "r"},
+                    {"y"},
+                    {{"activations", Names{"Sigmoid", "Swish", "Tanh"}}}});
+      },
+      {"[graph] node 'cell' (lstm): attribute activations names 'Swish'", "HardSigmoid"});
+  expect_error(
+      [&] {
+        g.add_node({"gru",
+                    "g1",
+                    {"x", "w", "r"},
+                    {"y"},
+                    {{"activations", Names{"Sigmoid", "Tanh", "Tanh"}},
+                     {"direction", std::string("bidirectional")}}});
+      },
+      {"node 'g1' (gru): attribute activations must list 2 activations per direction (4 for 2",
+       "got 3"});
+  expect_error(
+      [&] {
+        g.add_node(
+            {"rnn",
+             "r1",
+             {"x", "w", "r"},
+             {"y"},
+             {{"activations", Names{"Tanh"}}, {"activation_alpha", std::vector<double>{1}}}});
+      },
+      {"node 'r1' (rnn): attributes activation_alpha and activation_beta hold 1 and 0 values",
+       "take 0 and 0"});
+  expect_error(
+      [&] {
+        g.add_node({"rnn", "r2", {"x", "w", "r"}, {"y"}, {{"layout", int64_t{2}}}});
+      },
+      {"node 'r2' (rnn): attribute layout must be 0 or 1: got 2"});
+  EXPECT_THROW(
+      g.add_node({"rnn", "r3", {"x", "w", "r"}, {"y"}, {{"direction", std::string("both")}}}),
+      NotImplementedError);
+  // Lower-case names are the same activations (as onnxruntime reads them).
+  g.add_node({"rnn", "ok", {"x", "w", "r"}, {"y"}, {{"activations", Names{"relu"}}}});
+}
+
+TEST(Graph, RecurrentOpsCheckTheirInputsWhenRun) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("w", zeros({1, 2, 3}));
+  g.add_initializer("r", zeros({1, 2, 2}));
+  g.add_initializer("lens", make({2, 5}, {2}, DType::Int32));
+  g.add_node({"rnn", "cell", {"x", "w", "r", "", "lens"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({4, 2, 3})}});
+      },
+      {"[rnn] node 'cell': sequence_lens holds 5, outside 0 to the sequence length 4"});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({4, 2, 5})}});
+      },
+      {"[rnn] node 'cell': W must be [1, 2, 5]", "got shape [1, 2, 3]"});
+  const Tensor y = g.run({{"x", zeros({5, 2, 3})}}).at("y");
+  EXPECT_EQ(y.sizes(), Shape({5, 1, 2, 2}));
+}
+
+TEST(Graph, ResizeChecksItsAttributesWhenAddedAndItsInputsWhenRun) {
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  g.add_initializer("sizes", make({2, 4}, {2}, DType::Int64));
+  expect_error(
+      [&] {
+        g.add_node({"resize",
+                    "up",
+                    {"x", "", "scales"},
+                    {"y"},
+                    {{"mode", std::string("cubic")},
+                     {"coordinate_transformation_mode", std::string("tf_half_pixel_for_nn")}}});
+      },
+      {"[graph] node 'up' (resize): attribute "
+       "coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode nearest only: got "
+       "mode 'cubic'"});
+  expect_error(
+      [&] {
+        g.add_node(
+            {"resize", "up", {"x", "", "scales"}, {"y"}, {{"axes", std::vector<int64_t>{1, 1}}}});
+      },
+      {"node 'up' (resize): attribute axes names an axis twice: [1, 1]"});
+  g.add_node({"resize", "both", {"x", "", "scales", "sizes"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'both': exactly one of scales and sizes must be given: got both"});
+  // An axis named twice once wrapped into the input's rank.
+  Graph h;
+  h.add_input({"x", DType::Float32, std::nullopt});
+  h.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  h.add_node(
+      {"resize", "twice", {"x", "", "scales"}, {"y"}, {{"axes", std::vector<int64_t>{1, -1}}}});
+  h.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        h.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'twice': axes names axis 1 twice: [1, -1]"});
+  Graph c;
+  c.add_input({"x", DType::Float32, std::nullopt});
+  c.add_initializer("scales", make({1, 2}, {2}, DType::Float32));
+  c.add_node({"resize",
+              "crop",
+              {"x", "", "scales"},
+              {"y"},
+              {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}});
+  c.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        c.run({{"x", zeros({2, 2})}});
+      },
+      {"[resize] node 'crop': coordinate_transformation_mode tf_crop_and_resize needs the "
+       "roi input"});
+}
+
+/** A branch that gives `op`(x, k) with x and k read from the enclosing graph. */
+std::shared_ptr<const Graph> branch(const char* op) {
+  auto g = std::make_shared<Graph>();
+  g->add_outer("x");
+  g->add_outer("k");
+  g->add_node({op, "", {"x", "k"}, {"out"}, {}});
+  g->add_output({"out", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(Graph, IfRunsTheBranchItPicksOnTheEnclosingGraphsValues) {
+  Graph g;
+  g.add_input({"c", DType::Bool, std::nullopt});
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("k", make({10, 20}, {2}, DType::Float32));
+  // The outer values x and k follow the If's own input, as the importer appends them.
+  g.add_node({"if",
+              "pick",
+              {"c", "x", "k"},
+              {"y"},
+              {{"then_branch", branch("add")}, {"else_branch", branch("mul")}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Tensor x = make({1, 2}, {2}, DType::Float32);
+  for (Device d : host_devices()) {
+    EXPECT_EQ(
+        values(g.run({{"c", make({1}, {}, DType::Bool)}, {"x", x}}, d).at("y").to(Device::cpu())),
+        std::vector<double>({11, 22}));
+    EXPECT_EQ(
+        values(g.run({{"c", make({0}, {}, DType::Bool)}, {"x", x}}, d).at("y").to(Device::cpu())),
+        std::vector<double>({10, 40}));
+  }
+  // A branch run on its own needs its outer values.
+  expect_error(
+      [&] {
+        branch("add")->run({{"x", x}});
+      },
+      {"[graph] missing outer value 'k' (the subgraph reads: x, k)"});
+  Graph s;
+  s.add_input({"x", DType::Float32, std::nullopt});
+  expect_error([&] { s.add_outer("x"); }, {"outer value 'x' is already defined"});
+}
+
+TEST(Graph, IfAndLoopCheckTheirSubgraphsWhenAdded) {
+  Graph g;
+  g.add_input({"c", DType::Bool, std::nullopt});
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("k", make({10, 20}, {2}, DType::Float32));
+  expect_error(
+      [&] {
+        g.add_node({"if",
+                    "pick",
+                    {"c", "x", "k"},
+                    {"y", "z"},
+                    {{"then_branch", branch("add")}, {"else_branch", branch("mul")}}});
+      },
+      {"[graph] node 'pick' (if): attribute then_branch must take no inputs and give the node's 2 "
+       "outputs: it takes 0 and gives 1"});
+  expect_error(
+      [&] {
+        g.add_node({"if", "pick", {"c"}, {"y"}, {{"then_branch", branch("add")}}});
+      },
+      {"node 'pick' (if): attribute else_branch (a graph) is required"});
+  EXPECT_THROW(g.add_node({"if", "pick", {"c"}, {"y"}, {{"then_branch", int64_t{1}}}}), TypeError);
+  auto body = std::make_shared<Graph>();
+  body->add_input({"i", DType::Int64, std::nullopt});
+  body->add_input({"cond", DType::Bool, std::nullopt});
+  body->add_input({"v", DType::Float32, std::nullopt});
+  body->add_output({"cond", DType::Bool, std::nullopt});
+  body->add_output({"v", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        g.add_node({"loop", "l", {"", "c"}, {"y"}, {{"body", body}}});
+      },
+      {"node 'l' (loop): the node must take M, cond and the body's 1 loop-carried "
+       "values",
+       "it takes 2 inputs and gives 1 outputs"});
+  expect_error(
+      [&] {
+        g.add_node({"loop", "l", {"", "c", ""}, {"y"}, {{"body", body}}});
+      },
+      {"node 'l' (loop): loop-carried value 0 is required but omitted"});
+  g.add_node({"loop", "l", {"", "c", "x"}, {"y"}, {{"body", body}}});
+}
+
 TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   // ONNX's Indices of MaxPool are flat over [N, C, H, W] (storage_order 0) or with the spatial
   // dims column-major (storage_order 1), by hand for a 1 x 2 x 2 x 3 input and a 2 x 2 window.

@@ -146,3 +146,315 @@ def test_unsupported_models_are_refused_at_load_time(tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"\x0a\xff\xff\xff\xff\x0f")
     with pytest.raises(ember.IoError, match=r"\[onnx\] not an ONNX model"):
         ember.onnx.load(tmp_path / "junk.onnx")
+
+
+# Recurrent ops: what ONNX's node tests leave out (sequence lengths, clip, activations with alpha
+# and beta, GRU's linear_before_reset, LSTM's input_forget), against a NumPy loop that walks each
+# batch entry over its own steps.
+
+_ACTS = {
+    "Sigmoid": lambda x, a, b: 1 / (1 + np.exp(-x)),
+    "Tanh": lambda x, a, b: np.tanh(x),
+    "Relu": lambda x, a, b: np.maximum(x, 0),
+    "LeakyRelu": lambda x, a, b: np.where(x >= 0, x, a * x),
+    "HardSigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
+    "ScaledTanh": lambda x, a, b: a * np.tanh(b * x),
+    "Affine": lambda x, a, b: a * x + b,
+}
+
+
+def _recurrent_numpy(op, x, w, r, bias, lens, h0, c0, acts, clip, lbr, input_forget):
+    """Y [T, D, B, H], Y_h and Y_c [D, B, H] in float64; acts[d] = [(name, alpha, beta), ...]."""
+    x, w, r, bias = (v.astype(np.float64) for v in (x, w, r, bias))
+    steps, batch, _ = x.shape
+    dirs, hidden = r.shape[0], r.shape[2]
+    y = np.zeros((steps, dirs, batch, hidden))
+    y_h, y_c = np.zeros((dirs, batch, hidden)), np.zeros((dirs, batch, hidden))
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    for d in range(dirs):
+        f, g, h_act = [(lambda v, a=a: _ACTS[a[0]](v, a[1], a[2])) for a in acts[d]] + [None] * (
+            3 - len(acts[d]))
+        wd, rd, wb, rb = w[d], r[d], bias[d, :w.shape[1]], bias[d, w.shape[1]:]
+        for b in range(batch):
+            h, c = h0[d, b].astype(np.float64), c0[d, b].astype(np.float64)
+            order = range(lens[b]) if d == 0 else range(lens[b] - 1, -1, -1)
+            for t in order:
+                gx, gh = wd @ x[t, b] + wb, rd @ h + rb
+                sl = lambda v, k: v[k * hidden:(k + 1) * hidden]  # noqa: E731
+                if op == "RNN":
+                    h = f(cl(gx + gh))
+                elif op == "GRU":
+                    z, rr = f(cl(sl(gx, 0) + sl(gh, 0))), f(cl(sl(gx, 1) + sl(gh, 1)))
+                    if lbr:
+                        n = g(cl(sl(gx, 2) + rr * sl(gh, 2)))
+                    else:
+                        n = g(cl(sl(gx, 2) + sl(rd, 2) @ (rr * h) + sl(rb, 2)))
+                    h = (1 - z) * n + z * h
+                else:
+                    i = f(cl(sl(gx, 0) + sl(gh, 0)))
+                    fg = 1 - i if input_forget else f(cl(sl(gx, 2) + sl(gh, 2)))
+                    c = fg * c + i * g(cl(sl(gx, 3) + sl(gh, 3)))
+                    h = f(cl(sl(gx, 1) + sl(gh, 1))) * h_act(c)
+                y[t, d, b] = h
+            y_h[d, b], y_c[d, b] = h, c
+    return y, y_h, y_c
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", ["LSTM", "GRU", "RNN"])
+def test_recurrent_ops_match_numpy_with_lengths_clip_and_activations(tmp_path, rng, device, op):
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    steps, batch, inp, hidden, dirs = 4, 3, 2, 3, 2
+    x = rng.standard_normal((steps, batch, inp)).astype(np.float32)
+    w = rng.standard_normal((dirs, gates * hidden, inp)).astype(np.float32) * 0.7
+    r = rng.standard_normal((dirs, gates * hidden, hidden)).astype(np.float32) * 0.7
+    bias = rng.standard_normal((dirs, 2 * gates * hidden)).astype(np.float32) * 0.3
+    lens = np.array([4, 2, 0], np.int32)
+    h0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
+    c0 = rng.standard_normal((dirs, batch, hidden)).astype(np.float32)
+    names = {"LSTM": ["HardSigmoid", "ScaledTanh", "Tanh", "Sigmoid", "Tanh", "LeakyRelu"],
+             "GRU": ["Sigmoid", "Affine", "HardSigmoid", "Tanh"],
+             "RNN": ["LeakyRelu", "Affine"]}[op]
+    # alpha and beta go, in order, to the activations that take them.
+    takes = {"HardSigmoid": 2, "ScaledTanh": 2, "Affine": 2, "LeakyRelu": 1}
+    alphas, betas, acts = [], [], []
+    for k, name in enumerate(names):
+        a, b = 0.3 + 0.1 * k, 0.4 + 0.05 * k
+        if takes.get(name, 0) >= 1:
+            alphas.append(a)
+        if takes.get(name, 0) >= 2:
+            betas.append(b)
+        acts.append((name, a, b))
+    per = len(names) // 2
+    attrs = dict(hidden_size=hidden, direction="bidirectional", activations=names,
+                 activation_alpha=alphas, activation_beta=betas, clip=1.5)
+    if op == "GRU":
+        attrs["linear_before_reset"] = 1
+    if op == "LSTM":
+        attrs["input_forget"] = 1
+    inputs = ["x", "w", "r", "b", "lens", "h0"] + (["c0"] if op == "LSTM" else [])
+    outputs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node(op, inputs, outputs, name="cell", **attrs)], "rnn",
+        [helper.make_tensor_value_info("x", f32, list(x.shape))],
+        [helper.make_tensor_value_info(o, f32, None) for o in outputs],
+        [numpy_helper.from_array(v, k) for k, v in
+         dict(w=w, r=r, b=bias, lens=lens, h0=h0, c0=c0).items() if k in inputs])
+    path = str(tmp_path / "rnn.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    got = ember.onnx.load(path, device=device).run(None, {"x": x})
+    want = _recurrent_numpy(op, x, w, r, bias, lens, h0, c0, [acts[:per], acts[per:]],
+                            1.5, op == "GRU", op == "LSTM")
+    for g, e in zip(got, want):
+        np.testing.assert_allclose(g.cpu().numpy(), e, rtol=1e-5, atol=1e-5)
+
+
+def test_an_unsupported_recurrent_activation_is_refused_at_load_time(tmp_path):
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("LSTM", ["x", "w", "r"], ["y"], name="cell", hidden_size=2,
+                          activations=["Sigmoid", "Gelu", "Tanh"])], "g",
+        [helper.make_tensor_value_info(n, f32, None) for n in ("x", "w", "r")],
+        [helper.make_tensor_value_info("y", f32, None)])
+    path = str(tmp_path / "lstm.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]), path)
+    with pytest.raises(NotImplementedError, match=r"\[onnx\] node 'cell' \(LSTM at opset 22\): "
+                       r"attribute activations names 'Gelu', which Ember does not implement"):
+        ember.onnx.load(path)
+
+
+# Resize: what ONNX's node tests leave out (integer images, which round and saturate; other
+# ranks; opset 13's tf_half_pixel_for_nn), against ONNX's own reference evaluator or by hand.
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("case", [
+    ("uint8_linear", 19, np.uint8, (1, 1, 3, 4), dict(mode="linear"), [1, 1, 2.5, 1.5]),
+    ("uint8_cubic", 19, np.uint8, (1, 2, 4, 3), dict(mode="cubic"), [1, 1, 1.75, 2.0]),
+    ("int32_nearest", 19, np.int32, (2, 5), dict(mode="nearest", nearest_mode="ceil"),
+     [1, 1.6]),
+    ("rank3_linear", 19, np.float32, (2, 3, 7),
+     dict(mode="linear", axes=[2], coordinate_transformation_mode="pytorch_half_pixel"), [0.45]),
+    ("rank5_cubic_antialias", 19, np.float32, (1, 1, 6, 5, 4),
+     dict(mode="cubic", antialias=1, axes=[2, 4]), [0.5, 0.7]),
+])
+def test_resize_matches_onnx_reference(tmp_path, rng, device, case):
+    from onnx.reference import ReferenceEvaluator
+
+    name, opset, dtype, shape, attrs, scales = case
+    if np.issubdtype(dtype, np.integer):
+        x = rng.integers(0, 256 if dtype == np.uint8 else 1000, shape).astype(dtype)
+    else:
+        x = rng.standard_normal(shape).astype(dtype)
+    elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", **attrs)], name,
+        [helper.make_tensor_value_info("x", elem, list(shape))],
+        [helper.make_tensor_value_info("y", elem, None)],
+        [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = str(tmp_path / "resize.onnx")
+    onnx.save(model, path)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = ember.onnx.load(path, device=device).run(None, {"x": x})
+    got = got.cpu().numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if np.issubdtype(dtype, np.integer):
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resize_tf_half_pixel_for_nn_at_opset_13(tmp_path, device):
+    # x = (o + 0.5) / scale, rounded half down: rows 0.33, 1, 1.67, 2.33 and columns 0.83, 2.5,
+    # 4.17 take rows [0, 1, 2, 2] and columns [1, 2, 4].
+    x = np.arange(15, dtype=np.float32).reshape(1, 1, 3, 5)
+    graph = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest",
+                          coordinate_transformation_mode="tf_half_pixel_for_nn")], "nn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 1.5, 0.6], np.float32), "scales")])
+    path = str(tmp_path / "nn.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    (y,) = ember.onnx.load(path, device=device).run(None, {"x": x})
+    np.testing.assert_array_equal(y.cpu().numpy(), x[:, :, [0, 1, 2, 2]][:, :, :, [1, 2, 4]])
+
+
+def test_resize_errors_name_the_node(tmp_path):
+    f32 = TensorProto.FLOAT
+
+    def save(node, opset=19, inits=()):
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", f32, None)],
+                                  [helper.make_tensor_value_info("y", f32, None)], list(inits))
+        path = str(tmp_path / "r.onnx")
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+        return path
+
+    path = save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="linear",
+                                 coordinate_transformation_mode="tf_half_pixel_for_nn"), 13,
+                [numpy_helper.from_array(np.array([2.0], np.float32), "s")])
+    with pytest.raises(ValueError, match=r"\[onnx\] node 'up' \(Resize at opset 13\): attribute "
+                       r"coordinate_transformation_mode='tf_half_pixel_for_nn' is for mode "
+                       r"nearest only"):
+        ember.onnx.load(path)
+    path = save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up", mode="area"), 19,
+                [numpy_helper.from_array(np.array([2.0], np.float32), "s")])
+    with pytest.raises(NotImplementedError, match=r"node 'up' \(Resize at opset 19\): attribute "
+                       r"mode='area' is not supported"):
+        ember.onnx.load(path)
+    inits = [numpy_helper.from_array(np.array([2.0], np.float32), "s"),
+             numpy_helper.from_array(np.array([4], np.int64), "n")]
+    sess = ember.onnx.load(save(helper.make_node("Resize", ["x", "", "s", "n"], ["y"], name="up"),
+                                19, inits))
+    with pytest.raises(ValueError, match=r"\[resize\] node 'up': exactly one of scales and sizes "
+                       r"must be given: got both"):
+        sess.run(None, {"x": np.zeros(2, np.float32)})
+    sess = ember.onnx.load(save(helper.make_node("Resize", ["x", "", "s"], ["y"], name="up"),
+                                19, inits[:1]))
+    with pytest.raises(ValueError, match=r"scales must hold one value per resized axis \(2\): "
+                       r"got 1"):
+        sess.run(None, {"x": np.zeros((2, 2), np.float32)})
+
+
+# If and Loop: subgraphs reading the enclosing graphs' values (two levels up, too), against NumPy.
+
+def _control_flow_model(opset):
+    """y = sum over i < n of (x * scale if i is even else x + shift), scanned; the If inside the
+    Loop's body reads `scale` and `shift` from the main graph, two scopes up."""
+    f32, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+    scalar = lambda name, t: helper.make_tensor_value_info(name, t, [])  # noqa: E731
+    two = numpy_helper.from_array(np.array(2, np.int64), "two")
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", f32, [3])])
+    else_g = helper.make_graph([helper.make_node("Add", ["x", "shift"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", f32, [3])])
+    body = helper.make_graph(
+        [helper.make_node("Mod", ["i", "two"], ["parity"]),
+         helper.make_node("Equal", ["parity", "zero"], ["even"]),
+         helper.make_node("If", ["even"], ["term"], name="pick", then_branch=then_g,
+                          else_branch=else_g),
+         helper.make_node("Add", ["acc_in", "term"], ["acc_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["term"], ["scan"])],
+        "body", [scalar("i", i64), scalar("cond_in", b),
+                 helper.make_tensor_value_info("acc_in", f32, [3])],
+        [scalar("cond_out", b), helper.make_tensor_value_info("acc_out", f32, [3]),
+         helper.make_tensor_value_info("scan", f32, [3])], [two, zero])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "acc0"], ["acc", "terms"], name="loop", body=body)],
+        "g", [scalar("n", i64), helper.make_tensor_value_info("x", f32, [3])],
+        [helper.make_tensor_value_info("acc", f32, [3]),
+         helper.make_tensor_value_info("terms", f32, [None, 3])],
+        [numpy_helper.from_array(np.array([2, -1, 0.5], np.float32), "scale"),
+         numpy_helper.from_array(np.array([1, 1, -3], np.float32), "shift"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "acc0")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opset", [13, 16, 21])
+def test_loop_and_if_read_values_of_enclosing_graphs(tmp_path, rng, device, opset):
+    model = _control_flow_model(opset)
+    onnx.checker.check_model(model, full_check=True)
+    path = str(tmp_path / "flow.onnx")
+    onnx.save(model, path)
+    sess = ember.onnx.load(path, device=device)
+    x = rng.standard_normal(3).astype(np.float32)
+    scale, shift = np.array([2, -1, 0.5]), np.array([1, 1, -3])
+    for n in (0, 1, 4):
+        acc, terms = sess.run(None, {"n": np.array(n, np.int64), "x": x})
+        want = [x * scale if i % 2 == 0 else x + shift for i in range(n)]
+        np.testing.assert_allclose(acc.cpu().numpy(), np.sum(want, axis=0) if n else 0 * x,
+                                   rtol=1e-6)
+        assert tuple(terms.shape) == (n, 3)
+        if n:
+            np.testing.assert_allclose(terms.cpu().numpy(), np.stack(want), rtol=1e-6)
+
+
+def test_a_loop_that_would_never_end_is_refused(tmp_path):
+    b = TensorProto.BOOL
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]),
+         helper.make_node("Identity", ["v"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", b, []), helper.make_tensor_value_info("v", f32, [1])],
+        [helper.make_tensor_value_info("c_out", b, []),
+         helper.make_tensor_value_info("v_out", f32, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["", "", "x"], ["y"], name="forever", body=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    path = str(tmp_path / "forever.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]), path)
+    with pytest.raises(ValueError, match=r"\[loop\] node 'forever': neither M nor cond is given"):
+        ember.onnx.load(path).run(None, {"x": np.zeros(1, np.float32)})
+
+
+@pytest.mark.parametrize("level", ["none", "all"])
+def test_if_reads_its_outer_values_after_the_optimizer_renames_them(tmp_path, rng, level):
+    # Removing the Identity makes the If read x where it read xi; its branches still name xi.
+    f32 = TensorProto.FLOAT
+    out = lambda name: helper.make_tensor_value_info(name, f32, [3])  # noqa: E731
+    then_g = helper.make_graph([helper.make_node("Mul", ["xi", "xa"], ["t"])], "then", [],
+                               [out("t")])
+    else_g = helper.make_graph([helper.make_node("Sub", ["xa", "xi"], ["e"])], "else", [],
+                               [out("e")])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["xi"]),
+         helper.make_node("Add", ["xi", "one"], ["xa"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)],
+        "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []), out("x")], [out("y")],
+        [numpy_helper.from_array(np.ones(3, np.float32), "one")])
+    path = str(tmp_path / "if.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    sess = ember.onnx.load(path, optimization_level=level)
+    assert sess.optimizations.get("eliminate_identities", 0) == (level == "all")
+    x = rng.standard_normal(3).astype(np.float32)
+    (y,) = sess.run(None, {"c": np.array(True), "x": x})
+    np.testing.assert_allclose(y.numpy(), x * (x + 1), rtol=1e-6)
+    (y,) = sess.run(None, {"c": np.array(False), "x": x})
+    np.testing.assert_allclose(y.numpy(), np.ones(3), rtol=1e-6)

@@ -43,7 +43,8 @@ CLAIMED = [
     "InstanceNormalization", "GroupNormalization", "RMSNormalization", "LpNormalization",
     "MeanVarianceNormalization", "LRN", "Mish", "Swish", "Shrink", "Hardmax", "OneHot",
     "NonZero", "EyeLike", "DepthToSpace", "SpaceToDepth", "CumProd", "GatherND",
-    "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
+    "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "LSTM", "GRU", "RNN",
+    "Resize", "If", "Loop",
 ]
 # Read but not claimed, with why: Dropout in training mode draws a random mask; ConvTranspose
 # has no 3-d form (no conv_transpose3d core op); the scatters implement the reductions none
@@ -76,6 +77,8 @@ def _write_case(root, case):
     for kind, values, infos in (("input", inputs, case.model.graph.input),
                                 ("output", outputs, case.model.graph.output)):
         for i, (value, info) in enumerate(zip(values, infos)):
+            if not info.type.HasField("tensor_type"):  # sequences, optionals: refused at load
+                continue
             if not isinstance(value, onnx.TensorProto):
                 if not isinstance(value, np.ndarray):
                     value = np.asarray(value)

@@ -174,10 +174,10 @@ TEST(OnnxImport, RefusesExternalDataOutsideTheModelsFolder) {
 
 TEST(OnnxImport, UnsupportedOpsAttributesAndOpsetsAreErrorsAtLoadTime) {
   onnx::ModelProto m = gemm_relu();
-  m.mutable_graph()->mutable_node(1)->set_op_type("Loop");
+  m.mutable_graph()->mutable_node(1)->set_op_type("Scan");
   EXPECT_THROW(load_onnx_bytes(m.SerializeAsString()), NotImplementedError);
   expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
-               {"[onnx] node 'act' (Loop at opset 17): op Loop is not supported", "Relu"});
+               {"[onnx] node 'act' (Scan at opset 17): op Scan is not supported", "Relu"});
 
   m = gemm_relu();
   auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();

@@ -32,9 +32,13 @@ struct ValueInfo {
   std::optional<std::vector<Dim>> shape;
 };
 
-/** An attribute of a node: an int, a float, a string, lists of them, or a tensor. */
-using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, Tensor>;
+class Graph;
+
+/** An attribute of a node: an int, a float, a string, lists of them, a tensor, or a subgraph (an
+ *  If's branch, a Loop's body; Note [Subgraphs read the enclosing graph's values]). */
+using Attribute =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, Tensor, std::shared_ptr<const Graph>>;
 
 /** One op application: the op's name, its input and output value names, its attributes. */
 struct Node {
@@ -61,14 +65,20 @@ class Graph {
   /** Declares an output run() returns; it must be produced by a node, an input or an
    *  initializer by the time the graph runs. */
   void add_output(ValueInfo info);
+  /** Declares a value of the enclosing graph that this subgraph's nodes read (an outer-scope
+   *  value); run() takes it among the feeds. */
+  void add_outer(const std::string& name);
   /** Adds a named constant (a weight). */
   void add_initializer(const std::string& name, Tensor value);
-  /** Appends a node; checks its op, arity and attributes (ValueError, NotImplementedError) and
-   *  that every input it names is already defined (topological order). */
+  /** Appends a node; checks its op, arity and attributes (their kinds, and the values the op
+   *  checks; ValueError, NotImplementedError) and that every input it names is already defined
+   *  (topological order). */
   void add_node(Node node);
 
   /** The declared inputs, in order. */
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  /** The enclosing graph's values this subgraph reads, in the order they were declared. */
+  const std::vector<std::string>& outer() const { return outer_; }
   /** The declared outputs, in order. */
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
   /** The nodes, in the order they run. */
@@ -80,7 +90,8 @@ class Graph {
   void validate() const;
 
   /** Runs the graph on `device`: `feeds` gives every input (dtype and shape checked against the
-   *  declaration, symbolic dims bound consistently); returns every output by name. Inputs not on
+   *  declaration, symbolic dims bound consistently) and every outer value; returns every output
+   *  by name. Inputs not on
    *  `device` are copied there; initializers are copied there on the first run on it, and kept. */
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
                                     Device device = Device::cpu()) const;
@@ -95,6 +106,7 @@ class Graph {
   struct DeviceCopies;  // the initializers copied to each device a run used
 
   std::vector<ValueInfo> inputs_;
+  std::vector<std::string> outer_;
   std::vector<ValueInfo> outputs_;
   std::map<std::string, Tensor> initializers_;
   std::vector<Node> nodes_;

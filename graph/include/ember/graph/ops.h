@@ -9,7 +9,7 @@
 namespace ember::graph {
 
 /** The kind an attribute's value must have (the alternative of Attribute it holds). */
-enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor };
+enum class AttrKind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
 
 /** One attribute an op takes. */
 struct AttrSpec {
@@ -26,6 +26,10 @@ struct AttrSpec {
 using OpFn = std::vector<Tensor> (*)(const Node& node, const std::vector<Tensor>& inputs,
                                      Device device);
 
+/** An op's own check of a node's attribute values, run when the node is added: throws an
+ *  ember::Error saying what is wrong (Graph::add_node names the node before it). */
+using OpCheck = void (*)(const Node& node);
+
 /** A graph op: its name, how many inputs and outputs it takes, its attributes, its function. */
 struct OpSchema {
   /** The op's name, as nodes spell it ("conv"). */
@@ -40,6 +44,8 @@ struct OpSchema {
   std::vector<AttrSpec> attrs;
   /** What it computes. */
   OpFn run;
+  /** Checks the node's attribute values beyond their kinds (null: none to check). */
+  OpCheck check = nullptr;
 };
 
 /** The schema of the op named `name`, or nullptr. */
