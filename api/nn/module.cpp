@@ -1,6 +1,7 @@
 #include "ember/nn/module.h"
 
 #include <algorithm>
+#include <atomic>
 #include <ostream>
 #include <sstream>
 
@@ -84,7 +85,20 @@ Tensor as_buffer(const Tensor& value) {
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> g_structure_version{0};
+}  // namespace
+
+uint64_t structure_version() {
+  return g_structure_version.load(std::memory_order_relaxed);
+}
+
+void bump_structure_version() {
+  g_structure_version.fetch_add(1, std::memory_order_relaxed);
+}
+
 Tensor& Module::register_parameter(std::string name, Tensor value, bool requires_grad) {
+  bump_structure_version();
   check_new_name(name);
   Tensor& slot = storage_.emplace_back(as_parameter(std::move(value), requires_grad));
   params_.push_back({std::move(name), &slot});
@@ -92,6 +106,7 @@ Tensor& Module::register_parameter(std::string name, Tensor value, bool requires
 }
 
 Tensor& Module::register_buffer(std::string name, Tensor value, bool persistent) {
+  bump_structure_version();
   check_new_name(name);
   Tensor& slot = storage_.emplace_back(as_buffer(value));
   buffers_.push_back({std::move(name), &slot, persistent});
@@ -127,6 +142,7 @@ bool Module::is_persistent_buffer(const std::string& name) const {
 }
 
 Tensor& Module::set_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  bump_structure_version();
   if (Tensor* slot = find_parameter(name)) {
     *slot = as_parameter(std::move(value), requires_grad);
     return *slot;
@@ -135,6 +151,7 @@ Tensor& Module::set_parameter(const std::string& name, Tensor value, bool requir
 }
 
 Tensor& Module::set_buffer(const std::string& name, Tensor value, bool persistent) {
+  bump_structure_version();
   if (Tensor* slot = find_buffer(name)) {
     *slot = as_buffer(value);
     return *slot;
@@ -168,6 +185,7 @@ void Module::check_new_child(const std::string& name, const Module& module) cons
 }
 
 void Module::set_child(const std::string& name, std::shared_ptr<Module> module) {
+  bump_structure_version();
   EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
   check_new_child(name, *module);
   for (auto& [n, child] : children_) {
@@ -180,6 +198,7 @@ void Module::set_child(const std::string& name, std::shared_ptr<Module> module) 
 }
 
 bool Module::remove(const std::string& name) {
+  bump_structure_version();
   auto drop = [&](std::vector<Slot>& slots) {
     auto it =
         std::find_if(slots.begin(), slots.end(), [&](const Slot& s) { return s.name == name; });
@@ -197,6 +216,7 @@ bool Module::remove(const std::string& name) {
 }
 
 void Module::add_child(std::string name, std::shared_ptr<Module> module) {
+  bump_structure_version();
   EMBER_CHECK(module != nullptr, "[nn.{}] submodule '{}' is null", type_name_, name);
   check_new_name(name);
   check_new_child(name, *module);

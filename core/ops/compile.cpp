@@ -36,15 +36,21 @@ namespace compiled {
 
 constexpr int kMaxRecaptures = 8;
 
+/** The inputs' dtypes, devices, sizes and strides as bytes (a map key; compared every call). */
 std::string signature_of(const std::vector<Tensor>& inputs) {
   std::string key;
+  auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
   for (const Tensor& t : inputs) {
     if (!t.defined()) {
-      key += "undefined;";
+      put(-1);
       continue;
     }
-    key += fmt::format("{}@{}{}/{};", t.dtype(), t.device().str(), shape_str(t.sizes()),
-                       shape_str(t.strides()));
+    put(static_cast<int64_t>(t.dtype()));
+    put(t.device().type);
+    put(t.device().index);
+    put(t.dim());
+    for (int64_t s : t.sizes()) put(s);
+    for (int64_t s : t.strides()) put(s);
   }
   return key;
 }

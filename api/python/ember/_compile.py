@@ -61,6 +61,7 @@ class CompiledFunction:
         self._specs: dict = {}
         self._eager_reason = ""
         self._python_eager = 0
+        self._version = _C._module_structure_version()
         self._watched = self._watch()
         self._compiled = _C.CompiledFunction(weakref.WeakMethod(self._run_flat),
                                              list(self._watched))
@@ -88,24 +89,28 @@ class CompiledFunction:
         return self._fn(*args, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from ember.autograd import is_grad_enabled
         if kwargs or not args or not all(isinstance(a, Tensor) for a in args):
             return self._eager("[compile] only positional tensor arguments are captured", args,
                                kwargs)
-        if is_grad_enabled() and (any(a.requires_grad for a in args) or
+        if _C.autograd.is_grad_enabled() and (any(a.requires_grad for a in args) or
                                   any(t.requires_grad for t in self._watched)):
             return self._eager("[compile] replays are for inference: autograd must record this "
                                "call (run it under ember.no_grad() or ember.inference_mode())",
                                args, kwargs)
-        watched = self._watch()
-        if len(watched) != len(self._watched) or any(
-                a is not b for a, b in zip(watched, self._watched)):
-            # A parameter object was replaced: capture anew.
-            self._watched = watched
-            self._specs.clear()
-            self._compiled = _C.CompiledFunction(weakref.WeakMethod(self._run_flat),
-                                                 list(watched))
+        version = _C._module_structure_version()
+        if version != self._version:
+            # Some module's entries were set: look again for replaced parameter objects.
+            self._version = version
+            watched = self._watch()
+            if len(watched) != len(self._watched) or any(
+                    a is not b for a, b in zip(watched, self._watched)):
+                self._watched = watched
+                self._specs.clear()
+                self._compiled = _C.CompiledFunction(weakref.WeakMethod(self._run_flat),
+                                                     list(watched))
         flat = self._compiled(list(args))
+        if len(self._specs) == 1:  # one result structure so far: no need to look it up
+            return _unflatten(next(iter(self._specs.values())), flat)
         return _unflatten(self._specs[_signature(args)], flat)
 
     def report(self) -> dict:

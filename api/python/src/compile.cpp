@@ -1,5 +1,6 @@
 // ember._C.CompiledFunction: ember::CompiledFunction over a Python function (ember/_compile.py
 // wraps it as ember.compile).
+#include <ember/nn/module.h>
 #include <ember/ops/compile.h>
 
 #include "bind.h"
@@ -12,6 +13,8 @@ namespace ember::python {
 // see through C++. It holds a weakref.WeakMethod instead: the wrapper owns the C++ object, the C++
 // object only finds the wrapper's method while the wrapper lives.
 void bind_compile(nb::module_& m) {
+  m.def("_module_structure_version", &nn::structure_version,
+        "A count bumped whenever any module's parameter, buffer or submodule is set or removed.");
   nb::class_<CompiledFunction>(m, "CompiledFunction",
                                "A function of tensors captured per input signature and replayed "
                                "(ember::CompiledFunction; ember.compile wraps it).")

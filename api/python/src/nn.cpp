@@ -688,6 +688,7 @@ void set_attribute(nb::handle self, nb::handle name_obj, nb::handle value) {
                        "expected)",
                        m.type_name(), type_name_of(value), name);
       *p = Tensor();
+      nn::bump_structure_version();
       return;
     }
     if (m.find_buffer(name)) {

@@ -15,6 +15,12 @@
 
 namespace ember::nn {
 
+/** A count bumped whenever any module's parameter, buffer or submodule is registered, replaced
+ *  or removed: a compiled model compares it to learn that its weights may be other objects. */
+uint64_t structure_version();
+/** Bumps structure_version() (for code that writes a module's slots directly). */
+void bump_structure_version();
+
 class Module;
 
 /** A named tensor, as listed by named_parameters() and named_buffers(). */
