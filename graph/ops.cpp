@@ -3,6 +3,7 @@
 // Ember's names; the list at the end is the whole vocabulary.
 #include "ember/graph/ops.h"
 
+#include "graph/attrs.h"
 #include "graph/fused_ops.h"
 
 #include <fmt/format.h>
@@ -21,35 +22,12 @@ namespace {
 
 using Tensors = std::vector<Tensor>;
 
-std::string label(const Node& n) {
-  return n.name.empty() ? fmt::format("[{}]", n.op) : fmt::format("[{}] node '{}':", n.op, n.name);
-}
-
-const Attribute* find_attr(const Node& n, std::string_view name) {
-  auto it = n.attrs.find(std::string(name));
-  return it == n.attrs.end() ? nullptr : &it->second;
-}
-
-int64_t attr_int(const Node& n, std::string_view name, int64_t def) {
-  const Attribute* a = find_attr(n, name);
-  return a ? std::get<int64_t>(*a) : def;
-}
-
-double attr_float(const Node& n, std::string_view name, double def) {
-  const Attribute* a = find_attr(n, name);
-  return a ? std::get<double>(*a) : def;
-}
-
-std::string attr_string(const Node& n, std::string_view name, std::string def) {
-  const Attribute* a = find_attr(n, name);
-  return a ? std::get<std::string>(*a) : def;
-}
-
-std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name) {
-  const Attribute* a = find_attr(n, name);
-  if (!a) return std::nullopt;
-  return std::get<std::vector<int64_t>>(*a);
-}
+using detail::attr_float;
+using detail::attr_int;
+using detail::attr_ints;
+using detail::attr_string;
+using detail::find_attr;
+using detail::label;
 
 /** The values of a small integer tensor (a shape, axes, pads), on the host. */
 std::vector<int64_t> host_ints(const Tensor& t) {
