@@ -283,22 +283,20 @@ struct CompiledFunction::Impl {
       out_ptrs.clear();
       temps.clear();
       temps.reserve(s.inputs.size() + s.outputs.size());
-      for (size_t i = 0; i < s.inputs.size(); ++i) {
-        if (s.input_slots[i] >= 0) {
-          temps.push_back(input_view(p, inputs, rs.inputs[i]));
-          in_ptrs.push_back(&temps.back());
-        } else {
-          in_ptrs.push_back(&s.inputs[i]);
+      // Operands on an input slot are views of this call's inputs; the rest were bound once.
+      auto point = [&](std::vector<Tensor>& bound, const std::vector<int32_t>& slots,
+                       const std::vector<capture::Operand>& ops, std::vector<const Tensor*>& ptrs) {
+        for (size_t i = 0; i < bound.size(); ++i) {
+          if (slots[i] >= 0) {
+            temps.push_back(input_view(p, inputs, ops[i]));
+            ptrs.push_back(&temps.back());
+          } else {
+            ptrs.push_back(&bound[i]);
+          }
         }
-      }
-      for (size_t i = 0; i < s.outputs.size(); ++i) {
-        if (s.output_slots[i] >= 0) {
-          temps.push_back(input_view(p, inputs, rs.outputs[i]));
-          out_ptrs.push_back(&temps.back());
-        } else {
-          out_ptrs.push_back(&s.outputs[i]);
-        }
-      }
+      };
+      point(s.inputs, s.input_slots, rs.inputs, in_ptrs);
+      point(s.outputs, s.output_slots, rs.outputs, out_ptrs);
       run_kernel(*s.op, s.dtype, std::span<const Tensor* const>(in_ptrs),
                  std::span<const Tensor* const>(out_ptrs), KernelAttrs{s.ints, s.floats});
     }
