@@ -60,7 +60,7 @@ MemoryFormat result_format(IntList shape, std::initializer_list<const Tensor*> o
 Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
-  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
+  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
   const DType out_dtype = kind == Kind::Compare || kind == Kind::Logical ? DType::Bool : ct;
   const Device device = common_device({&a, &b}, name);
   if (ct == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
@@ -84,7 +84,7 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
 void binary_check_inplace(const Tensor& a, const Tensor& b, const char* name, Kind kind) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = result_type(a, b);
-  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
+  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
   EMBER_CHECK_TYPE(category(ct) <= category(a.dtype()),
                    "[{}] result type {} can't be cast to the desired output type {}", name, ct,
                    a.dtype());
@@ -110,7 +110,7 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
 Tensor unary(const Op& op, const char* name, const Tensor& x, bool promote_to_float,
              KernelAttrs attrs = {}) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
-  const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(kDefaultFloat) : x;
+  const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(default_dtype()) : x;
   Tensor out = empty_like(in);
   if (out.numel() > 0) run_kernel(op, in.dtype(), {&in}, {&out}, attrs);
   return out;
@@ -156,7 +156,7 @@ Tensor& apply_inplace(Tensor& x, const char* op, const std::function<Tensor(cons
 
 DType detail::promote_with_scalar(DType t, Scalar s) {
   const int sc = s.kind() == Scalar::Kind::Float ? 2 : s.kind() == Scalar::Kind::Int ? 1 : 0;
-  if (sc > category(t)) return sc == 2 ? kDefaultFloat : DType::Int64;
+  if (sc > category(t)) return sc == 2 ? default_dtype() : DType::Int64;
   return t;
 }
 
@@ -1063,8 +1063,8 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   if (equal_nan && is_floating(a.dtype()))
     close = logical_or(close, logical_and(isnan(a), isnan(b)));
   if (rtol == 0 && atol == 0) return close;
-  const Tensor ca = a.dtype() == DType::Bool ? a.to(kDefaultFloat) : a;
-  const Tensor cb = b.dtype() == DType::Bool ? b.to(kDefaultFloat) : b;
+  const Tensor ca = a.dtype() == DType::Bool ? a.to(default_dtype()) : a;
+  const Tensor cb = b.dtype() == DType::Bool ? b.to(default_dtype()) : b;
   const Tensor allowed = add(abs(mul(cb, rtol)), atol);
   const Tensor actual = abs(sub(ca, cb));
   return logical_or(close, logical_and(isfinite(actual), le(actual, allowed)));
