@@ -389,6 +389,66 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
   return "output_size=" + pair_str(output_size);
 }
 
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(Pair size) : Module("AdaptiveMaxPool2d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
+  return adaptive_max_pool2d(x, {output_size.h, output_size.w});
+}
+
+std::string AdaptiveMaxPool2d::extra_repr() const {
+  return "output_size=" + pair_str(output_size);
+}
+
+MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)
+    : Module("MaxPool1d"), kernel_size(k), options(o) {}
+
+Tensor MaxPool1d::forward(const Tensor& x) {
+  return max_pool1d(x, kernel_size, options.stride, options.padding, options.dilation,
+                    options.ceil_mode);
+}
+
+std::string MaxPool1d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                     kernel_size, options.stride.value_or(kernel_size), options.padding,
+                     options.dilation, options.ceil_mode ? "True" : "False");
+}
+
+AvgPool1d::AvgPool1d(int64_t k, Pool1dOptions o)
+    : Module("AvgPool1d"), kernel_size(k), options(o) {}
+
+Tensor AvgPool1d::forward(const Tensor& x) {
+  return avg_pool1d(x, kernel_size, options.stride, options.padding, options.ceil_mode,
+                    options.count_include_pad);
+}
+
+std::string AvgPool1d::extra_repr() const {
+  // PyTorch keeps AvgPool1d's arguments as 1-tuples.
+  return fmt::format("kernel_size=({},), stride=({},), padding=({},)", kernel_size,
+                     options.stride.value_or(kernel_size), options.padding);
+}
+
+AdaptiveAvgPool1d::AdaptiveAvgPool1d(int64_t size)
+    : Module("AdaptiveAvgPool1d"), output_size(size) {}
+
+Tensor AdaptiveAvgPool1d::forward(const Tensor& x) {
+  return adaptive_avg_pool1d(x, output_size);
+}
+
+std::string AdaptiveAvgPool1d::extra_repr() const {
+  return fmt::format("output_size={}", output_size);
+}
+
+AdaptiveMaxPool1d::AdaptiveMaxPool1d(int64_t size)
+    : Module("AdaptiveMaxPool1d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool1d::forward(const Tensor& x) {
+  return adaptive_max_pool1d(x, output_size);
+}
+
+std::string AdaptiveMaxPool1d::extra_repr() const {
+  return fmt::format("output_size={}", output_size);
+}
+
 Flatten::Flatten(int64_t start, int64_t end) : Module("Flatten"), start_dim(start), end_dim(end) {}
 
 Tensor Flatten::forward(const Tensor& x) {
@@ -417,6 +477,20 @@ Tensor PixelUnshuffle::forward(const Tensor& x) {
 
 std::string PixelUnshuffle::extra_repr() const {
   return fmt::format("downscale_factor={}", downscale_factor);
+}
+
+CosineSimilarity::CosineSimilarity(int64_t dim, double eps)
+    : Module("CosineSimilarity"), dim(dim), eps(eps) {}
+
+Tensor CosineSimilarity::forward(const Tensor& x1, const Tensor& x2) {
+  return cosine_similarity(x1, x2, dim, eps);
+}
+
+PairwiseDistance::PairwiseDistance(double p, double eps, bool keepdim)
+    : Module("PairwiseDistance"), norm(p), eps(eps), keepdim(keepdim) {}
+
+Tensor PairwiseDistance::forward(const Tensor& x1, const Tensor& x2) {
+  return pairwise_distance(x1, x2, norm, eps, keepdim);
 }
 
 // Activations -----------------------------------------------------------------------------------

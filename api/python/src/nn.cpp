@@ -1634,6 +1634,90 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
+  layer<nn::AdaptiveMaxPool2d>(m, "AdaptiveMaxPool2d", "Max pooling to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool2d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool2d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool2d>(v, pair_of(output_size));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
+          "(H, W).");
+  layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MaxPool1d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.MaxPool1d] return_indices is not supported by the "
+                                        "layer (use nn.functional.max_pool1d)");
+            nn::Pool1dOptions o;
+            if (stride && stride->size()) o.stride = single(*stride, "nn.MaxPool1d", "stride");
+            o.padding = single(padding, "nn.MaxPool1d", "padding");
+            o.dilation = single(dilation, "nn.MaxPool1d", "dilation");
+            o.ceil_mode = ceil_mode;
+            construct<nn::MaxPool1d>(v, single(kernel_size, "nn.MaxPool1d", "kernel_size"), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
+          record_init())
+      .def_ro("kernel_size", &nn::MaxPool1d::kernel_size, "The window.")
+      .def_prop_ro(
+          "stride", [](const nn::MaxPool1d& l) { return l.options.stride.value_or(l.kernel_size); },
+          "The step.")
+      .def_prop_ro(
+          "padding", [](const nn::MaxPool1d& l) { return l.options.padding; }, "Padding.");
+  layer<nn::AvgPool1d>(m, "AvgPool1d", "Average pooling over [N, C, L].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AvgPool1d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, bool ceil_mode, bool count_include_pad) {
+            nn::Pool1dOptions o;
+            if (stride && stride->size()) o.stride = single(*stride, "nn.AvgPool1d", "stride");
+            o.padding = single(padding, "nn.AvgPool1d", "padding");
+            o.ceil_mode = ceil_mode;
+            o.count_include_pad = count_include_pad;
+            construct<nn::AvgPool1d>(v, single(kernel_size, "nn.AvgPool1d", "kernel_size"), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "Pools kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::AvgPool1d& l) { return nb::make_tuple(l.kernel_size); },
+          "(k,).")
+      .def_prop_ro(
+          "stride",
+          [](const nn::AvgPool1d& l) {
+            return nb::make_tuple(l.options.stride.value_or(l.kernel_size));
+          },
+          "(s,).")
+      .def_prop_ro(
+          "padding", [](const nn::AvgPool1d& l) { return nb::make_tuple(l.options.padding); },
+          "(p,).");
+  layer<nn::AdaptiveAvgPool1d>(m, "AdaptiveAvgPool1d", "Average pooling to a fixed length.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveAvgPool1d> v, Ints output_size) {
+            construct<nn::AdaptiveAvgPool1d>(
+                v, single(output_size, "nn.AdaptiveAvgPool1d", "output_size"));
+          },
+          "output_size"_a, "Pools to output_size.", record_init())
+      .def_ro("output_size", &nn::AdaptiveAvgPool1d::output_size, "L.");
+  layer<nn::AdaptiveMaxPool1d>(m, "AdaptiveMaxPool1d", "Max pooling to a fixed length.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool1d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool1d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool1d>(
+                v, single(output_size, "nn.AdaptiveMaxPool1d", "output_size"));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_ro("output_size", &nn::AdaptiveMaxPool1d::output_size, "L.");
   layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
       .def(
           "__init__",
@@ -1650,6 +1734,37 @@ void bind_layers(nb::module_& m) {
           },
           "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
       .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
+  layer<nn::CosineSimilarity>(m, "CosineSimilarity", "cosine_similarity of two inputs.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CosineSimilarity> v, int64_t dim, double eps) {
+            construct<nn::CosineSimilarity>(v, dim, eps);
+          },
+          "dim"_a = 1, "eps"_a = 1e-8, "The cosine along dim.", record_init())
+      .def(
+          "forward",
+          [](nn::CosineSimilarity& l, const Tensor& x1, const Tensor& x2) {
+            return l.forward(x1, x2);
+          },
+          "x1"_a, "x2"_a, release_gil(), "The cosine of x1 and x2 along dim.")
+      .def_ro("dim", &nn::CosineSimilarity::dim, "The dim reduced.")
+      .def_ro("eps", &nn::CosineSimilarity::eps, "The smallest norm divided by.");
+  layer<nn::PairwiseDistance>(m, "PairwiseDistance", "pairwise_distance of two inputs.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PairwiseDistance> v, double p, double eps, bool keepdim) {
+            construct<nn::PairwiseDistance>(v, p, eps, keepdim);
+          },
+          "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false, "The p-norm distance.", record_init())
+      .def(
+          "forward",
+          [](nn::PairwiseDistance& l, const Tensor& x1, const Tensor& x2) {
+            return l.forward(x1, x2);
+          },
+          "x1"_a, "x2"_a, release_gil(), "The distance between x1 and x2 over the last dim.")
+      .def_ro("norm", &nn::PairwiseDistance::norm, "p.")
+      .def_ro("eps", &nn::PairwiseDistance::eps, "Added to the difference.")
+      .def_ro("keepdim", &nn::PairwiseDistance::keepdim, "Whether the reduced dim stays.");
   layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
       .def(
           "__init__",

@@ -354,6 +354,81 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "output_size"_a, "Average pooling to a fixed output size (None keeps a size).");
   f.def(
+      "adaptive_max_pool2d",
+      [](const Tensor& x, nb::handle output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool2d] return_indices is not supported");
+        Shape out;
+        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
+          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
+          int64_t i = 0;
+          for (nb::handle v : seq) {
+            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
+            ++i;
+          }
+        } else {
+          out = pair(nb::cast<Ints>(output_size));
+        }
+        GilRelease release;
+        return adaptive_max_pool2d(x, out);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling to a fixed output size (None keeps a size).");
+  f.def(
+      "max_pool1d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
+         bool ceil_mode, bool return_indices) -> nb::object {
+        const int64_t k = single(kernel_size, "max_pool1d", "kernel_size");
+        const std::optional<int64_t> s =
+            stride && stride->size() ? std::optional(single(*stride, "max_pool1d", "stride"))
+                                     : std::nullopt;
+        const int64_t p = single(padding, "max_pool1d", "padding"),
+                      d = single(dilation, "max_pool1d", "dilation");
+        std::tuple<Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = max_pool1d_with_indices(x, k, s, p, d, ceil_mode);
+        }
+        if (!return_indices) return wrap_tensor(std::get<0>(r));
+        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false,
+      "Max pooling over [N, C, L] (with the argmax indices if asked).");
+  f.def(
+      "avg_pool1d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         bool ceil_mode, bool count_include_pad) {
+        const int64_t k = single(kernel_size, "avg_pool1d", "kernel_size");
+        const std::optional<int64_t> s =
+            stride && stride->size() ? std::optional(single(*stride, "avg_pool1d", "stride"))
+                                     : std::nullopt;
+        const int64_t p = single(padding, "avg_pool1d", "padding");
+        GilRelease release;
+        return avg_pool1d(x, k, s, p, ceil_mode, count_include_pad);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true, "Average pooling over [N, C, L].");
+  f.def(
+      "adaptive_avg_pool1d",
+      [](const Tensor& x, Ints output_size) {
+        const int64_t o = single(output_size, "adaptive_avg_pool1d", "output_size");
+        GilRelease release;
+        return adaptive_avg_pool1d(x, o);
+      },
+      "input"_a, "output_size"_a, "Average pooling over [N, C, L] to output_size.");
+  f.def(
+      "adaptive_max_pool1d",
+      [](const Tensor& x, Ints output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool1d] return_indices is not supported");
+        const int64_t o = single(output_size, "adaptive_max_pool1d", "output_size");
+        GilRelease release;
+        return adaptive_max_pool1d(x, o);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling over [N, C, L] to output_size.");
+  f.def(
       "batch_norm",
       [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
          std::optional<Tensor> weight, std::optional<Tensor> bias, bool training, double momentum,
@@ -380,21 +455,23 @@ void bind_functional(nb::module_& f) {
       release_gil(), "Group normalisation of [N, C, ...].");
   f.def(
       "normalize",
-      [](const Tensor& x, double p, int64_t dim, double eps) {
-        return div(x, clamp(norm(x, p, {dim}, true), Scalar(eps), std::nullopt).expand_as(x));
-      },
+      [](const Tensor& x, double p, int64_t dim, double eps) { return normalize(x, p, dim, eps); },
       "input"_a, "p"_a = 2.0, "dim"_a = 1, "eps"_a = 1e-12, release_gil(),
       "input / max(||input||_p along dim, eps).");
   f.def(
       "cosine_similarity",
       [](const Tensor& a, const Tensor& b, int64_t dim, double eps) {
-        const Tensor num = sum(mul(a, b), {dim});
-        const Tensor den = mul(clamp(norm(a, 2.0, {dim}), Scalar(eps), std::nullopt),
-                               clamp(norm(b, 2.0, {dim}), Scalar(eps), std::nullopt));
-        return div(num, den);
+        return cosine_similarity(a, b, dim, eps);
       },
       "x1"_a, "x2"_a, "dim"_a = 1, "eps"_a = 1e-8, release_gil(),
       "Cosine of the angle between x1 and x2 along dim.");
+  f.def(
+      "pairwise_distance",
+      [](const Tensor& a, const Tensor& b, double p, double eps, bool keepdim) {
+        return pairwise_distance(a, b, p, eps, keepdim);
+      },
+      "x1"_a, "x2"_a, "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false, release_gil(),
+      "The p-norm of x1 - x2 + eps over the last dim.");
 
   // Activations.
   auto activation = [&](const char* name, auto fn, const char* doc) {
@@ -1189,13 +1266,74 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "vec2"_a, "Outer product of two 1-d tensors.");
   b.both(
       "addmm",
-      [](const Tensor& input, const Tensor& m1, const Tensor& m2, PyScalar beta, PyScalar alpha) {
-        Tensor p = mm(m1, m2);
-        if (Scalar(alpha).to_double() != 1.0) p = mul(p, alpha);
-        return Scalar(beta).to_double() == 0.0 ? p : add(mul(input, beta), p);
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addmm(input, x1, x2, beta, alpha);
       },
       "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
       "beta * input + alpha * (mat1 @ mat2).");
+  b.both(
+      "baddbmm",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return baddbmm(input, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * bmm(batch1, batch2).");
+  b.both(
+      "addbmm",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addbmm(input, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * the sum over b of batch1[b] @ batch2[b].");
+  b.both(
+      "addmv",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addmv(input, x1, x2, beta, alpha);
+      },
+      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * (mat @ vec).");
+  b.both(
+      "addr",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addr(input, x1, x2, beta, alpha);
+      },
+      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * outer(vec1, vec2).");
+  b.method(
+      "addmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addmm_(x, x1, x2, beta, alpha);
+      },
+      "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addmm(input, mat1, mat2, beta=beta, alpha=alpha).");
+  b.method(
+      "baddbmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return baddbmm_(x, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = baddbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
+  b.method(
+      "addbmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addbmm_(x, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
+  b.method(
+      "addmv_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addmv_(x, x1, x2, beta, alpha);
+      },
+      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addmv(input, mat, vec, beta=beta, alpha=alpha).");
+  b.method(
+      "addr_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addr_(x, x1, x2, beta, alpha);
+      },
+      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addr(input, vec1, vec2, beta=beta, alpha=alpha).");
   m.def(
       "einsum",
       [](std::string_view equation, nb::args operands) {

@@ -322,6 +322,73 @@ class AdaptiveAvgPool2d : public Module {
   const Pair output_size;
 };
 
+/** Max pooling to a fixed output size (window i of in spans [floor(i in / out), ceil((i+1) in /
+ *  out))). */
+class AdaptiveMaxPool2d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool2d(Pair output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair output_size;
+};
+
+/** The options of the 1-d poolings (Note [1-d pooling is 2-d pooling of height 1]). */
+struct Pool1dOptions {
+  std::optional<int64_t> stride;  ///< defaults to the kernel size
+  int64_t padding = 0;            ///< implicit padding on each side
+  int64_t dilation = 1;           ///< MaxPool1d only
+  bool ceil_mode = false;         ///< round the output size up
+  bool count_include_pad = true;  ///< AvgPool1d only: divide by the padded window size
+};
+
+/** Max pooling over [N, C, L]. */
+class MaxPool1d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit MaxPool1d(int64_t kernel_size, Pool1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t kernel_size;
+  const Pool1dOptions options;
+};
+
+/** Average pooling over [N, C, L]. */
+class AvgPool1d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit AvgPool1d(int64_t kernel_size, Pool1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t kernel_size;
+  const Pool1dOptions options;
+};
+
+/** Average pooling over [N, C, L] to a fixed length. */
+class AdaptiveAvgPool1d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveAvgPool1d(int64_t output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t output_size;
+};
+
+/** Max pooling over [N, C, L] to a fixed length. */
+class AdaptiveMaxPool1d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool1d(int64_t output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t output_size;
+};
+
 /** Flattens dims start_dim..end_dim into one. */
 class Flatten : public Module {
  public:
@@ -353,6 +420,38 @@ class PixelUnshuffle : public Module {
   std::string extra_repr() const override;
 
   const int64_t downscale_factor;
+};
+
+/** cosine_similarity(x1, x2, dim, eps) of two inputs (its repr shows no arguments, as PyTorch's).
+ */
+class CosineSimilarity : public Module {
+ public:
+  /** The cosine along `dim`, norms clamped at `eps`. */
+  explicit CosineSimilarity(int64_t dim = 1, double eps = 1e-8);
+  /** The cosine of x1 and x2 (broadcast) along dim. */
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  /** forward(x1, x2). */
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  using Module::forward;
+
+  const int64_t dim;
+  const double eps;
+};
+
+/** pairwise_distance(x1, x2, p, eps, keepdim) of two inputs (a repr without arguments). */
+class PairwiseDistance : public Module {
+ public:
+  /** The p-norm distance over the last dim, with eps added to the difference. */
+  explicit PairwiseDistance(double p = 2.0, double eps = 1e-6, bool keepdim = false);
+  /** The distance between x1 and x2 (broadcast) over the last dim. */
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  /** forward(x1, x2). */
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  using Module::forward;
+
+  const double norm;
+  const double eps;
+  const bool keepdim;
 };
 
 /** Returns its input. */

@@ -10,7 +10,11 @@ from typing import Any, Dict, Iterable, Iterator, Mapping, Optional, Tuple
 from ember._C import Parameter, Tensor
 from ember._C import nn as _native
 from ember._C.nn import (  # noqa: F401
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
@@ -19,6 +23,7 @@ from ember._C.nn import (  # noqa: F401
     CELU,
     Conv1d,
     Conv2d,
+    CosineSimilarity,
     ConvTranspose2d,
     CrossEntropyLoss,
     Dropout,
@@ -44,6 +49,7 @@ from ember._C.nn import (  # noqa: F401
     LogSoftmax,
     LSTM,
     LSTMCell,
+    MaxPool1d,
     MaxPool2d,
     Mish,
     Module,
@@ -51,6 +57,7 @@ from ember._C.nn import (  # noqa: F401
     MSELoss,
     MultiheadAttention,
     NLLLoss,
+    PairwiseDistance,
     PixelShuffle,
     PixelUnshuffle,
     ReLU,
