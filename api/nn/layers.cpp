@@ -493,6 +493,38 @@ Tensor PairwiseDistance::forward(const Tensor& x1, const Tensor& x2) {
   return pairwise_distance(x1, x2, norm, eps, keepdim);
 }
 
+namespace {
+
+constexpr const char* kPadNames[] = {"Zero", "Constant", "Reflection", "Replication", "Circular"};
+
+Shape pad_sides(const char* name, int64_t dims, Shape padding) {
+  if (padding.size() == 1) return Shape(static_cast<size_t>(2 * dims), padding[0]);
+  EMBER_CHECK(!padding.empty() && padding.size() % 2 == 0,
+              "[nn.{}] padding must be an int or (left, right, ...) pairs, got {} values", name,
+              padding.size());
+  return padding;
+}
+
+}  // namespace
+
+Pad::Pad(PadKind kind, int64_t dims, Shape padding, double value)
+    : Module(fmt::format("{}Pad{}d", kPadNames[static_cast<int>(kind)], dims)),
+      kind(kind),
+      padding(pad_sides(type_name().c_str(), dims, std::move(padding))),
+      value(kind == PadKind::Constant ? value : 0.0) {}
+
+Tensor Pad::forward(const Tensor& x) {
+  constexpr const char* kModes[] = {"constant", "constant", "reflect", "replicate", "circular"};
+  return pad(x, padding, kModes[static_cast<int>(kind)], value);
+}
+
+std::string Pad::extra_repr() const {
+  const std::string sides =
+      padding.size() == 1 ? fmt::format("({},)", padding[0])
+                          : fmt::format("({})", fmt::join(padding.begin(), padding.end(), ", "));
+  return kind == PadKind::Constant ? fmt::format("padding={}, value={}", sides, value) : sides;
+}
+
 // Activations -----------------------------------------------------------------------------------
 
 Tensor PointwiseActivation::apply(const Tensor& x, const char* op,

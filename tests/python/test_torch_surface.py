@@ -188,3 +188,26 @@ def test_pooling_1d_rejects_what_pytorch_rejects():
         F.adaptive_avg_pool1d(ember.zeros(1, 4), 0)
     with pytest.raises(RuntimeError, match=r"\[adaptive_max_pool2d\]"):
         F.adaptive_max_pool2d(ember.zeros(1, 4), 2)
+
+
+# ---- padding modules ---------------------------------------------------------------------------------
+
+def test_padding_modules_keep_their_arguments_as_pytorch():
+    assert repr(ember.nn.ZeroPad2d(1)) == "ZeroPad2d((1, 1, 1, 1))"
+    assert repr(ember.nn.ConstantPad2d((1, 2, 3, 4), 3.5)) == "ConstantPad2d(padding=(1, 2, 3, 4), value=3.5)"
+    assert repr(ember.nn.ReflectionPad1d(2)) == "ReflectionPad1d((2, 2))"
+    assert repr(ember.nn.ReplicationPad3d(1)) == "ReplicationPad3d((1, 1, 1, 1, 1, 1))"
+    assert ember.nn.ZeroPad2d(1).padding == (1, 1, 1, 1) and ember.nn.ZeroPad2d(1).value == 0.0
+    assert ember.nn.ConstantPad1d(2, 1.5).value == 1.5
+    assert tuple(ember.nn.ZeroPad2d((1, 2))(ember.zeros(3, 3)).shape) == (3, 6)  # a pair pads one dim
+
+
+def test_padding_modules_reject_what_pytorch_rejects():
+    with pytest.raises(RuntimeError, match=r"\[pad\].*reflect"):
+        ember.nn.ReflectionPad1d(3)(ember.zeros(1, 3))  # as large as the dim
+    with pytest.raises(RuntimeError, match=r"\[pad\].*circular"):
+        ember.nn.CircularPad1d(4)(ember.zeros(1, 3))
+    with pytest.raises(RuntimeError, match=r"\[nn.ConstantPad2d\] padding"):
+        ember.nn.ConstantPad2d((1, 2, 3), 0.0)
+    with pytest.raises(TypeError):
+        ember.nn.ConstantPad2d(1)  # value is required, as in PyTorch

@@ -1765,6 +1765,63 @@ void bind_layers(nb::module_& m) {
       .def_ro("norm", &nn::PairwiseDistance::norm, "p.")
       .def_ro("eps", &nn::PairwiseDistance::eps, "Added to the difference.")
       .def_ro("keepdim", &nn::PairwiseDistance::keepdim, "Whether the reduced dim stays.");
+  nb::class_<nn::Pad, nn::Module>(m, "_Pad", nb::dynamic_attr(), module_type_slots(),
+                                  "Base of the padding modules.")
+      .def_prop_ro(
+          "padding",
+          [](const nn::Pad& l) {
+            return nb::tuple(nb::cast(std::vector<int64_t>(l.padding.begin(), l.padding.end())));
+          },
+          "(left, right[, top, bottom[, front, back]]).")
+      .def_ro("value", &nn::Pad::value, "The fill of ZeroPad and ConstantPad.");
+  const auto pad_layer = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    auto c = layer<T, nn::Pad>(m, name, doc);
+    if constexpr (std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 1>> ||
+                  std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 2>> ||
+                  std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 3>>) {
+      c.def(
+          "__init__",
+          [](nb::pointer_and_handle<T> v, Ints padding, double value) {
+            construct<T>(v, padding.v, value);
+          },
+          "padding"_a, "value"_a, "Pads by padding (an int pads every side), filling with value.",
+          record_init());
+    } else {
+      c.def(
+          "__init__", [](nb::pointer_and_handle<T> v, Ints padding) { construct<T>(v, padding.v); },
+          "padding"_a, "Pads by padding (an int pads every side).", record_init());
+    }
+  };
+  using nn::PadKind;
+  using nn::PadNd;
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 1>>{}, "ZeroPad1d", "Zero padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 2>>{}, "ZeroPad2d", "Zero padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 3>>{}, "ZeroPad3d", "Zero padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 1>>{}, "ConstantPad1d",
+            "Constant padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 2>>{}, "ConstantPad2d",
+            "Constant padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 3>>{}, "ConstantPad3d",
+            "Constant padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 1>>{}, "ReflectionPad1d",
+            "Reflection padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 2>>{}, "ReflectionPad2d",
+            "Reflection padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 3>>{}, "ReflectionPad3d",
+            "Reflection padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 1>>{}, "ReplicationPad1d",
+            "Replication padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 2>>{}, "ReplicationPad2d",
+            "Replication padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 3>>{}, "ReplicationPad3d",
+            "Replication padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 1>>{}, "CircularPad1d",
+            "Circular padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 2>>{}, "CircularPad2d",
+            "Circular padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 3>>{}, "CircularPad3d",
+            "Circular padding of 3 dims.");
   layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
       .def(
           "__init__",

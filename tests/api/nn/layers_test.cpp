@@ -39,6 +39,26 @@ void expect_uniform(const Tensor& t, double bound) {
   EXPECT_NEAR(s.var, bound * bound / 3, 0.1 * bound * bound / 3);
 }
 
+TEST(Pad, ModulesPadAsTheirModeWithPyTorchsNamesAndRepr) {
+  const Tensor x = tensor({{1.0, 2.0, 3.0}});
+  EXPECT_EQ(values(PadNd<PadKind::Reflection, 1>({2})(x)),
+            (std::vector<double>{3, 2, 1, 2, 3, 2, 1}));
+  EXPECT_EQ(values(PadNd<PadKind::Replication, 1>({2, 1})(x)),
+            (std::vector<double>{1, 1, 1, 2, 3, 3}));
+  EXPECT_EQ(values(PadNd<PadKind::Circular, 1>({1, 2})(x)),
+            (std::vector<double>{3, 1, 2, 3, 1, 2}));
+  EXPECT_EQ(values(PadNd<PadKind::Constant, 1>({1, 0}, 9.0)(x)), (std::vector<double>{9, 1, 2, 3}));
+  PadNd<PadKind::Zero, 2> zero({1});
+  EXPECT_EQ(zero.padding, (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(zero(x).sizes(), (Shape{3, 5}));
+  EXPECT_EQ(zero.type_name(), "ZeroPad2d");
+  EXPECT_EQ(zero.extra_repr(), "(1, 1, 1, 1)");
+  EXPECT_EQ((PadNd<PadKind::Constant, 3>({1}, 2.5).extra_repr()),
+            "padding=(1, 1, 1, 1, 1, 1), value=2.5");
+  EXPECT_EQ((PadNd<PadKind::Replication, 3>({1}).type_name()), "ReplicationPad3d");
+  expect_error([] { PadNd<PadKind::Zero, 2>({1, 2, 3}); }, {"[nn.ZeroPad2d]", "3 values"});
+}
+
 TEST(Linear, DefaultInitIsUniformWithBoundOneOverSqrtFanIn) {
   manual_seed(1);
   Linear fc(784, 100);

@@ -454,6 +454,33 @@ class PairwiseDistance : public Module {
   const bool keepdim;
 };
 
+/** How a padding module fills: with zeros, a constant, a reflection, a replication of the
+ *  edge, or circularly. */
+enum class PadKind { Zero, Constant, Reflection, Replication, Circular };
+
+/** pad() as a layer, the base of ZeroPad2d, ConstantPad1d, ReflectionPad2d and the rest. */
+class Pad : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const PadKind kind;
+  const Shape padding;  ///< (left, right[, top, bottom[, front, back]])
+  const double value;   ///< what Zero and Constant fill with
+
+ protected:
+  /** Padding of `dims` dims; one value pads every side of each by it, as PyTorch's int. */
+  Pad(PadKind kind, int64_t dims, Shape padding, double value);
+};
+
+/** PyTorch's padding module of kind K over D dims (ReflectionPad2d is PadNd<Reflection, 2>). */
+template <PadKind K, int D>
+class PadNd : public Pad {
+ public:
+  /** Pads by `padding` (one value for every side), filling with `value` where K is Constant. */
+  explicit PadNd(Shape padding, double value = 0.0) : Pad(K, D, std::move(padding), value) {}
+};
+
 /** Returns its input. */
 class Identity : public Module {
  public:
