@@ -644,6 +644,66 @@ std::string Softmax::extra_repr() const {
   return fmt::format("dim={}", dim);
 }
 
+Tensor Softmin::forward(const Tensor& x) {
+  return softmin(x, dim);
+}
+
+std::string Softmin::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+Tensor Threshold::forward(const Tensor& x) {
+  return apply(x, "threshold_", [](const Tensor& v, const PointwiseActivation& a) {
+    const auto& t = static_cast<const Threshold&>(a);
+    return ember::threshold(v, t.threshold, t.value);
+  });
+}
+
+std::string Threshold::extra_repr() const {
+  return with_inplace(fmt::format("threshold={}, value={}", threshold, value));
+}
+
+Tensor Hardshrink::forward(const Tensor& x) {
+  return hardshrink(x, lambd);
+}
+
+std::string Hardshrink::extra_repr() const {
+  return fmt::format("{}", lambd);
+}
+
+Tensor Softshrink::forward(const Tensor& x) {
+  return softshrink(x, lambd);
+}
+
+std::string Softshrink::extra_repr() const {
+  return fmt::format("{}", lambd);
+}
+
+Tensor Tanhshrink::forward(const Tensor& x) {
+  return tanhshrink(x);
+}
+
+Tensor GLU::forward(const Tensor& x) {
+  return glu(x, dim);
+}
+
+std::string GLU::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+PReLU::PReLU(int64_t n, double init)
+    : Module("PReLU"),
+      num_parameters((check_positive("PReLU", "num_parameters", n), n)),
+      weight(register_parameter("weight", full({n}, init))) {}
+
+Tensor PReLU::forward(const Tensor& x) {
+  return prelu(x, weight);
+}
+
+std::string PReLU::extra_repr() const {
+  return fmt::format("num_parameters={}", num_parameters);
+}
+
 Tensor LogSoftmax::forward(const Tensor& x) {
   return log_softmax(x, dim);
 }

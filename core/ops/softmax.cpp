@@ -71,4 +71,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
                                 });
 }
 
+Tensor softmin(const Tensor& x, int64_t dim) {
+  EMBER_CHECK_TYPE(x.defined(), "[softmin] undefined tensor argument");
+  return softmax(neg(x), dim);
+}
+
 }  // namespace ember

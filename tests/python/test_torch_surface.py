@@ -211,3 +211,40 @@ def test_padding_modules_reject_what_pytorch_rejects():
         ember.nn.ConstantPad2d((1, 2, 3), 0.0)
     with pytest.raises(TypeError):
         ember.nn.ConstantPad2d(1)  # value is required, as in PyTorch
+
+
+# ---- activations -----------------------------------------------------------------------------------
+
+def test_activation_modules_match_pytorchs_reprs_and_parameters():
+    assert repr(ember.nn.Threshold(0.1, 20)) == "Threshold(threshold=0.1, value=20)"
+    assert repr(ember.nn.Threshold(0.1, 20, True)) == "Threshold(threshold=0.1, value=20, inplace=True)"
+    assert repr(ember.nn.Hardshrink()) == "Hardshrink(0.5)"
+    assert repr(ember.nn.Softshrink(0.3)) == "Softshrink(0.3)"
+    assert repr(ember.nn.Tanhshrink()) == "Tanhshrink()"
+    assert repr(ember.nn.GLU()) == "GLU(dim=-1)"
+    assert repr(ember.nn.Softmin(1)) == "Softmin(dim=1)"
+    p = ember.nn.PReLU(3, 0.1)
+    assert repr(p) == "PReLU(num_parameters=3)"
+    assert [n for n, _ in p.named_parameters()] == ["weight"]
+    assert_close(p.weight, np.full(3, 0.1, dtype=np.float32))
+    # The slope is learnt: gradients reach it.
+    x = ember.tensor([[-1.0, 2.0, -3.0], [4.0, -5.0, 6.0]])
+    p(x).sum().backward()
+    assert_close(p.weight.grad, [-1.0, -5.0, -3.0])
+    t = ember.tensor([-1.0, 0.5, 2.0])
+    assert F.threshold(t, 1.0, 0.0, inplace=True) is t and t.tolist() == [0.0, 0.0, 2.0]
+
+
+def test_activations_reject_what_pytorch_rejects():
+    with pytest.raises(RuntimeError, match=r"\[softshrink\]"):
+        F.softshrink(ember.zeros(3), -1.0)
+    with pytest.raises(RuntimeError, match=r"\[glu\].*even"):
+        F.glu(ember.zeros(3, 3))
+    with pytest.raises(RuntimeError, match=r"\[glu\]"):
+        F.glu(ember.tensor(1.0))
+    with pytest.raises(IndexError):
+        F.glu(ember.zeros(4, 2), dim=2)
+    with pytest.raises(RuntimeError, match=r"\[prelu\].*channels"):
+        F.prelu(ember.zeros(2, 3, 4), ember.zeros(2))
+    with pytest.raises(RuntimeError, match=r"\[prelu\]"):
+        F.prelu(ember.zeros(2, 3), ember.zeros(1, 3))

@@ -1926,6 +1926,54 @@ void bind_layers(nb::module_& m) {
   };
   dim_layer(std::type_identity<nn::Softmax>{}, "Softmax", "softmax along dim.");
   dim_layer(std::type_identity<nn::LogSoftmax>{}, "LogSoftmax", "log_softmax along dim.");
+  dim_layer(std::type_identity<nn::Softmin>{}, "Softmin", "softmin along dim.");
+  layer<nn::Threshold>(m, "Threshold", "x where x > threshold, else value.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Threshold> v, double threshold, double value,
+             bool inplace) { construct<nn::Threshold>(v, threshold, value, inplace); },
+          "threshold"_a, "value"_a, "inplace"_a = false, record_init())
+      .def_ro("threshold", &nn::Threshold::threshold, "The cut.")
+      .def_ro("value", &nn::Threshold::value, "What replaces x at or below the cut.")
+      .def_ro("inplace", &nn::Threshold::inplace, "Whether the input tensor becomes the output.");
+  layer<nn::Hardshrink>(m, "Hardshrink", "x where |x| > lambd, else 0.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Hardshrink> v, double lambd) {
+            construct<nn::Hardshrink>(v, lambd);
+          },
+          "lambd"_a = 0.5, record_init())
+      .def_ro("lambd", &nn::Hardshrink::lambd, "Lambda.");
+  layer<nn::Softshrink>(m, "Softshrink", "x shrunk towards 0 by lambd.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Softshrink> v, double lambd) {
+            construct<nn::Softshrink>(v, lambd);
+          },
+          "lambd"_a = 0.5, record_init())
+      .def_ro("lambd", &nn::Softshrink::lambd, "Lambda.");
+  layer<nn::Tanhshrink>(m, "Tanhshrink", "x - tanh(x).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Tanhshrink> v) { construct<nn::Tanhshrink>(v); },
+          record_init());
+  layer<nn::GLU>(m, "GLU", "The gated linear unit along dim.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GLU> v, int64_t dim) { construct<nn::GLU>(v, dim); },
+          "dim"_a = -1, record_init())
+      .def_ro("dim", &nn::GLU::dim, "The dim halved.");
+  layer<nn::PReLU>(m, "PReLU", "x where positive, else a learnt slope times x.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PReLU> v, int64_t num_parameters, double init,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::PReLU>(v, num_parameters, init);
+            place(*v.p, device, dtype);
+          },
+          "num_parameters"_a = 1, "init"_a = 0.25, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          record_init())
+      .def_ro("num_parameters", &nn::PReLU::num_parameters, "Slopes: 1 or one per channel.");
 }
 
 void bind_losses(nb::module_& m) {

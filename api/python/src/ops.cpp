@@ -533,6 +533,28 @@ void bind_functional(nb::module_& f) {
       "logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
       "log(sigmoid(input)).");
   f.def(
+      "threshold",
+      [](const Tensor& x, PyScalar th, PyScalar value, bool inplace) {
+        return maybe_inplace(x, threshold(x, th, value), inplace);
+      },
+      "input"_a, "threshold"_a, "value"_a, "inplace"_a = false, release_gil(),
+      "input where input > threshold, else value.");
+  f.def(
+      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); }, "input"_a,
+      "lambd"_a = 0.5, release_gil(), "input where |input| > lambd, else 0.");
+  f.def(
+      "softshrink", [](const Tensor& x, double lambd) { return softshrink(x, lambd); }, "input"_a,
+      "lambd"_a = 0.5, release_gil(), "input shrunk towards 0 by lambd (0 within it).");
+  f.def(
+      "tanhshrink", [](const Tensor& x) { return tanhshrink(x); }, "input"_a, release_gil(),
+      "input - tanh(input).");
+  f.def(
+      "glu", [](const Tensor& x, int64_t dim) { return glu(x, dim); }, "input"_a, "dim"_a = -1,
+      release_gil(), "a * sigmoid(b) for the halves a, b of input along dim.");
+  f.def(
+      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "input"_a, "weight"_a,
+      release_gil(), "input where positive, else weight * input (weight per channel or one).");
+  f.def(
       "sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
       "1 / (1 + exp(-input)).");
   f.def(
@@ -557,7 +579,7 @@ void bind_functional(nb::module_& f) {
       "log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); },
       "log(softmax(input)) along dim.");
   softmax_like(
-      "softmin", [](const Tensor& x, int64_t d) { return softmax(neg(x), d); },
+      "softmin", [](const Tensor& x, int64_t d) { return softmin(x, d); },
       "softmax(-input) along dim.");
 
   // Losses.
@@ -1233,6 +1255,12 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         return softmax(cast_input(x, dtype), dim);
       },
       "dim"_a, "dtype"_a = nb::none(), "exp(input) / sum(exp(input)) along dim.");
+  b.both(
+      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); },
+      "lambd"_a = 0.5, "input where |input| > lambd, else 0.");
+  b.both(
+      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "weight"_a,
+      "input where positive, else weight * input.");
   b.both(
       "log_softmax",
       [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {

@@ -59,6 +59,19 @@ TEST(Pad, ModulesPadAsTheirModeWithPyTorchsNamesAndRepr) {
   expect_error([] { PadNd<PadKind::Zero, 2>({1, 2, 3}); }, {"[nn.ZeroPad2d]", "3 values"});
 }
 
+TEST(PReLU, LearnsOneSlopePerChannel) {
+  PReLU p(2, 0.5);
+  EXPECT_EQ(p.named_parameters().size(), 1u);
+  EXPECT_EQ(values(p.weight), (std::vector<double>{0.5, 0.5}));
+  const Tensor x = tensor({{-2.0, 4.0}, {6.0, -8.0}});
+  const Tensor y = p(x);
+  EXPECT_EQ(values(y), (std::vector<double>{-1, 4, 6, -4}));
+  sum(y).backward();
+  EXPECT_EQ(values(p.weight.grad()), (std::vector<double>{-2, -8}));
+  EXPECT_EQ(p.extra_repr(), "num_parameters=2");
+  expect_error([] { PReLU(0); }, {"[nn.PReLU]", "num_parameters"});
+}
+
 TEST(Linear, DefaultInitIsUniformWithBoundOneOverSqrtFanIn) {
   manual_seed(1);
   Linear fc(784, 100);

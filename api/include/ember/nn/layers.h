@@ -667,4 +667,79 @@ class LogSoftmax : public Module {
   const int64_t dim;
 };
 
+/** softmin along `dim`. */
+class Softmin : public Module {
+ public:
+  /** Softmin along `dim`. */
+  explicit Softmin(int64_t dim) : Module("Softmin"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+/** x where x > threshold, else value. */
+class Threshold : public PointwiseActivation {
+ public:
+  /** Threshold with its cut and replacement, writing into its input if `inplace`. */
+  Threshold(double threshold, double value, bool inplace = false)
+      : PointwiseActivation("Threshold", inplace), threshold(threshold), value(value) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double threshold, value;
+};
+
+/** hardshrink(x, lambd). */
+class Hardshrink : public Module {
+ public:
+  /** Zeroes |x| <= lambd. */
+  explicit Hardshrink(double lambd = 0.5) : Module("Hardshrink"), lambd(lambd) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double lambd;
+};
+
+/** softshrink(x, lambd). */
+class Softshrink : public Module {
+ public:
+  /** Shrinks x towards 0 by lambd. */
+  explicit Softshrink(double lambd = 0.5) : Module("Softshrink"), lambd(lambd) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double lambd;
+};
+
+/** x - tanh(x). */
+class Tanhshrink : public Module {
+ public:
+  Tanhshrink() : Module("Tanhshrink") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** The gated linear unit along `dim`. */
+class GLU : public Module {
+ public:
+  /** Halves x along `dim`. */
+  explicit GLU(int64_t dim = -1) : Module("GLU"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+/** prelu with a learnt slope: one for all channels or one per channel. */
+class PReLU : public Module {
+ public:
+  /** `num_parameters` slopes (1 or the channels), each starting at `init`. */
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_parameters;
+  Tensor& weight;  ///< [num_parameters]
+};
+
 }  // namespace ember::nn
