@@ -31,7 +31,8 @@ def _call(fn, args, kwargs):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_matches_pytorch_values_and_gradients(case):
-    args = [_tensor(a).requires_grad_(True) if isinstance(a, dict) else a for a in case["args"]]
+    args = [(_tensor(a) if a.get("const") else _tensor(a).requires_grad_(True)) if isinstance(a, dict) else a
+            for a in case["args"]]
     out = _call(case["fn"], args, case["kwargs"])
     want = np.asarray(case["out"]["data"]).reshape(case["out"]["shape"])
     assert_close(out, want, rtol=1e-10, atol=1e-12)
@@ -248,3 +249,30 @@ def test_activations_reject_what_pytorch_rejects():
         F.prelu(ember.zeros(2, 3, 4), ember.zeros(2))
     with pytest.raises(RuntimeError, match=r"\[prelu\]"):
         F.prelu(ember.zeros(2, 3), ember.zeros(1, 3))
+
+
+# ---- margin and embedding losses ---------------------------------------------------------------------
+
+def test_margin_losses_keep_their_arguments_and_reduce_as_pytorch():
+    m = ember.nn.TripletMarginLoss(margin=0.5, p=1.0, swap=True, reduction="sum")
+    assert (m.margin, m.p, m.eps, m.swap, m.reduction) == (0.5, 1.0, 1e-6, True, "sum")
+    assert ember.nn.MarginRankingLoss(size_average=False).reduction == "sum"  # the legacy flags
+    assert ember.nn.PoissonNLLLoss(log_input=False).log_input is False
+    x, y = ember.tensor([0.5, -1.0, 2.0]), ember.tensor([1.0, -1.0, -1.0])
+    per = F.hinge_embedding_loss(x, y, reduction="none")
+    assert per.tolist() == [0.5, 2.0, 0.0]
+    assert F.hinge_embedding_loss(x, y).item() == pytest.approx(2.5 / 3)
+    assert F.hinge_embedding_loss(x, y, reduction="sum").item() == pytest.approx(2.5)
+
+
+def test_margin_losses_reject_what_pytorch_rejects():
+    with pytest.raises(RuntimeError, match=r"\[margin_ranking_loss\].*rank"):
+        F.margin_ranking_loss(ember.zeros(2), ember.zeros(2, 1), ember.zeros(2))
+    with pytest.raises(RuntimeError, match=r"\[cosine_embedding_loss\]"):
+        F.cosine_embedding_loss(ember.zeros(2, 2, 2), ember.zeros(2, 2, 2), ember.zeros(2, 2))
+    with pytest.raises(RuntimeError, match=r"\[cosine_embedding_loss\]"):
+        F.cosine_embedding_loss(ember.zeros(2, 3), ember.zeros(2, 3), ember.zeros(2, 1))
+    with pytest.raises(RuntimeError, match=r"\[triplet_margin_loss\].*rank"):
+        F.triplet_margin_loss(ember.zeros(2, 3), ember.zeros(3), ember.zeros(2, 3))
+    with pytest.raises(ValueError):
+        F.soft_margin_loss(ember.zeros(2), ember.zeros(2), reduction="avg")

@@ -2033,6 +2033,111 @@ void bind_losses(nb::module_& m) {
             record_init());
   };
   plain_loss(std::type_identity<nn::MSELoss>{}, "MSELoss", "Mean squared error.");
+  plain_loss(std::type_identity<nn::SoftMarginLoss>{}, "SoftMarginLoss",
+             "The two-class logistic loss.");
+  loss(std::type_identity<nn::HingeEmbeddingLoss>{}, "HingeEmbeddingLoss",
+       "hinge_embedding_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::HingeEmbeddingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::HingeEmbeddingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "HingeEmbeddingLoss"));
+          },
+          "margin"_a = 1.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::HingeEmbeddingLoss::margin, "The margin.");
+  loss(std::type_identity<nn::MultiLabelSoftMarginLoss>{}, "MultiLabelSoftMarginLoss",
+       "multilabel_soft_margin_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MultiLabelSoftMarginLoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::MultiLabelSoftMarginLoss>(
+                v, weight.value_or(Tensor()),
+                reduction_arg(size_average, reduce, reduction, "MultiLabelSoftMarginLoss"));
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init());
+  loss(std::type_identity<nn::PoissonNLLLoss>{}, "PoissonNLLLoss", "poisson_nll_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PoissonNLLLoss> v, bool log_input, bool full,
+             std::optional<bool> size_average, double eps, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::PoissonNLLLoss>(
+                v, log_input, full, eps,
+                reduction_arg(size_average, reduce, reduction, "PoissonNLLLoss"));
+          },
+          "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(), "eps"_a = 1e-8,
+          "reduce"_a = nb::none(), "reduction"_a = "mean", record_init())
+      .def_ro("log_input", &nn::PoissonNLLLoss::log_input, "Whether the input is log(rate).")
+      .def_ro("full", &nn::PoissonNLLLoss::full, "Whether Stirling's term is added.")
+      .def_ro("eps", &nn::PoissonNLLLoss::eps, "Added to the rate under the log.");
+  nb::class_<nn::TripleLoss, nn::Module>(m, "_TripleLoss", nb::dynamic_attr(), module_type_slots(),
+                                         "Base of the three-tensor losses.")
+      .def(
+          "forward",
+          [](nn::TripleLoss& l, const Tensor& a, const Tensor& b, const Tensor& c) {
+            return l.forward(a, b, c);
+          },
+          "input1"_a, "input2"_a, "target"_a, release_gil(), "The loss of the three tensors.")
+      .def_prop_ro(
+          "reduction", [](const nn::TripleLoss& l) { return reduction_name(l.reduction); },
+          "'mean', 'sum' or 'none'.");
+  const auto triple_loss = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    return nb::class_<T, nn::TripleLoss, PyLayer<T>>(m, name, nb::dynamic_attr(),
+                                                     module_type_slots(), doc);
+  };
+  triple_loss(std::type_identity<nn::MarginRankingLoss>{}, "MarginRankingLoss",
+              "margin_ranking_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MarginRankingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::MarginRankingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "MarginRankingLoss"));
+          },
+          "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::MarginRankingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::CosineEmbeddingLoss>{}, "CosineEmbeddingLoss",
+              "cosine_embedding_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CosineEmbeddingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::CosineEmbeddingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "CosineEmbeddingLoss"));
+          },
+          "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::CosineEmbeddingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::TripletMarginLoss>{}, "TripletMarginLoss",
+              "triplet_margin_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TripletMarginLoss> v, double margin, double p, double eps,
+             bool swap, std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::TripletMarginLoss>(
+                v, margin, p, eps, swap,
+                reduction_arg(size_average, reduce, reduction, "TripletMarginLoss"));
+          },
+          "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6, "swap"_a = false,
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+          record_init())
+      .def_ro("margin", &nn::TripletMarginLoss::margin, "The margin.")
+      .def_ro("p", &nn::TripletMarginLoss::p, "The norm degree of the distances.")
+      .def_ro("eps", &nn::TripletMarginLoss::eps, "Added to the differences.")
+      .def_ro("swap", &nn::TripletMarginLoss::swap,
+              "Whether d(positive, negative) may replace "
+              "d(anchor, negative).");
   plain_loss(std::type_identity<nn::L1Loss>{}, "L1Loss", "Mean absolute error.");
   loss(std::type_identity<nn::HuberLoss>{}, "HuberLoss", "Huber's loss.")
       .def(

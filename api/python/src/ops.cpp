@@ -618,6 +618,79 @@ void bind_functional(nb::module_& f) {
         "reduction"_a = "mean", release_gil(), doc);
   };
   pointwise_loss(
+      "soft_margin_loss",
+      [](const Tensor& a, const Tensor& b, Reduction r) { return soft_margin_loss(a, b, r); },
+      "log(1 + exp(-target * input)).");
+  f.def(
+      "hinge_embedding_loss",
+      [](const Tensor& input, const Tensor& target, double margin, std::optional<bool> size_average,
+         std::optional<bool> reduce, std::string_view reduction) {
+        return hinge_embedding_loss(
+            input, target, margin,
+            loss_reduction(size_average, reduce, reduction, "hinge_embedding_loss"));
+      },
+      "input"_a, "target"_a, "margin"_a = 1.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "input where target is 1, max(0, margin - input) where it is -1.");
+  f.def(
+      "multilabel_soft_margin_loss",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return multilabel_soft_margin_loss(
+            input, target, opt(weight),
+            loss_reduction(size_average, reduce, reduction, "multilabel_soft_margin_loss"));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "The per-class logistic loss averaged over the classes.");
+  f.def(
+      "poisson_nll_loss",
+      [](const Tensor& input, const Tensor& target, bool log_input, bool full,
+         std::optional<bool> size_average, double eps, std::optional<bool> reduce,
+         std::string_view reduction) {
+        return poisson_nll_loss(
+            input, target, log_input, full, eps,
+            loss_reduction(size_average, reduce, reduction, "poisson_nll_loss"));
+      },
+      "input"_a, "target"_a, "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(),
+      "eps"_a = 1e-8, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "Poisson negative log-likelihood.");
+  f.def(
+      "margin_ranking_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return margin_ranking_loss(
+            x1, x2, target, margin,
+            loss_reduction(size_average, reduce, reduction, "margin_ranking_loss"));
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "max(0, -target * (input1 - input2) + margin).");
+  f.def(
+      "cosine_embedding_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return cosine_embedding_loss(
+            x1, x2, target, margin,
+            loss_reduction(size_average, reduce, reduction, "cosine_embedding_loss"));
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "1 - cos where target is 1, max(0, cos - margin) where it is -1.");
+  f.def(
+      "triplet_margin_loss",
+      [](const Tensor& a, const Tensor& p, const Tensor& n, double margin, double norm, double eps,
+         bool swap, std::optional<bool> size_average, std::optional<bool> reduce,
+         std::string_view reduction) {
+        return triplet_margin_loss(
+            a, p, n, margin, norm, eps, swap,
+            loss_reduction(size_average, reduce, reduction, "triplet_margin_loss"));
+      },
+      "anchor"_a, "positive"_a, "negative"_a, "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
+      "swap"_a = false, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+      "reduction"_a = "mean", release_gil(),
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)).");
+  pointwise_loss(
       "mse_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return mse_loss(a, b, r); },
       "Mean squared error.");
   pointwise_loss(
