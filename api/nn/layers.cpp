@@ -389,6 +389,66 @@ std::string AdaptiveAvgPool2d::extra_repr() const {
   return "output_size=" + pair_str(output_size);
 }
 
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(Pair size) : Module("AdaptiveMaxPool2d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
+  return adaptive_max_pool2d(x, {output_size.h, output_size.w});
+}
+
+std::string AdaptiveMaxPool2d::extra_repr() const {
+  return "output_size=" + pair_str(output_size);
+}
+
+MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)
+    : Module("MaxPool1d"), kernel_size(k), options(o) {}
+
+Tensor MaxPool1d::forward(const Tensor& x) {
+  return max_pool1d(x, kernel_size, options.stride, options.padding, options.dilation,
+                    options.ceil_mode);
+}
+
+std::string MaxPool1d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                     kernel_size, options.stride.value_or(kernel_size), options.padding,
+                     options.dilation, options.ceil_mode ? "True" : "False");
+}
+
+AvgPool1d::AvgPool1d(int64_t k, Pool1dOptions o)
+    : Module("AvgPool1d"), kernel_size(k), options(o) {}
+
+Tensor AvgPool1d::forward(const Tensor& x) {
+  return avg_pool1d(x, kernel_size, options.stride, options.padding, options.ceil_mode,
+                    options.count_include_pad);
+}
+
+std::string AvgPool1d::extra_repr() const {
+  // PyTorch keeps AvgPool1d's arguments as 1-tuples.
+  return fmt::format("kernel_size=({},), stride=({},), padding=({},)", kernel_size,
+                     options.stride.value_or(kernel_size), options.padding);
+}
+
+AdaptiveAvgPool1d::AdaptiveAvgPool1d(int64_t size)
+    : Module("AdaptiveAvgPool1d"), output_size(size) {}
+
+Tensor AdaptiveAvgPool1d::forward(const Tensor& x) {
+  return adaptive_avg_pool1d(x, output_size);
+}
+
+std::string AdaptiveAvgPool1d::extra_repr() const {
+  return fmt::format("output_size={}", output_size);
+}
+
+AdaptiveMaxPool1d::AdaptiveMaxPool1d(int64_t size)
+    : Module("AdaptiveMaxPool1d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool1d::forward(const Tensor& x) {
+  return adaptive_max_pool1d(x, output_size);
+}
+
+std::string AdaptiveMaxPool1d::extra_repr() const {
+  return fmt::format("output_size={}", output_size);
+}
+
 Flatten::Flatten(int64_t start, int64_t end) : Module("Flatten"), start_dim(start), end_dim(end) {}
 
 Tensor Flatten::forward(const Tensor& x) {
@@ -417,6 +477,52 @@ Tensor PixelUnshuffle::forward(const Tensor& x) {
 
 std::string PixelUnshuffle::extra_repr() const {
   return fmt::format("downscale_factor={}", downscale_factor);
+}
+
+CosineSimilarity::CosineSimilarity(int64_t dim, double eps)
+    : Module("CosineSimilarity"), dim(dim), eps(eps) {}
+
+Tensor CosineSimilarity::forward(const Tensor& x1, const Tensor& x2) {
+  return cosine_similarity(x1, x2, dim, eps);
+}
+
+PairwiseDistance::PairwiseDistance(double p, double eps, bool keepdim)
+    : Module("PairwiseDistance"), norm(p), eps(eps), keepdim(keepdim) {}
+
+Tensor PairwiseDistance::forward(const Tensor& x1, const Tensor& x2) {
+  return pairwise_distance(x1, x2, norm, eps, keepdim);
+}
+
+namespace {
+
+constexpr const char* kPadNames[] = {"Zero", "Constant", "Reflection", "Replication", "Circular"};
+
+Shape pad_sides(const char* name, int64_t dims, Shape padding) {
+  if (padding.size() == 1) return Shape(static_cast<size_t>(2 * dims), padding[0]);
+  EMBER_CHECK(!padding.empty() && padding.size() % 2 == 0,
+              "[nn.{}] padding must be an int or (left, right, ...) pairs, got {} values", name,
+              padding.size());
+  return padding;
+}
+
+}  // namespace
+
+Pad::Pad(PadKind kind, int64_t dims, Shape padding, double value)
+    : Module(fmt::format("{}Pad{}d", kPadNames[static_cast<int>(kind)], dims)),
+      kind(kind),
+      padding(pad_sides(type_name().c_str(), dims, std::move(padding))),
+      value(kind == PadKind::Constant ? value : 0.0) {}
+
+Tensor Pad::forward(const Tensor& x) {
+  constexpr const char* kModes[] = {"constant", "constant", "reflect", "replicate", "circular"};
+  return pad(x, padding, kModes[static_cast<int>(kind)], value);
+}
+
+std::string Pad::extra_repr() const {
+  const std::string sides =
+      padding.size() == 1 ? fmt::format("({},)", padding[0])
+                          : fmt::format("({})", fmt::join(padding.begin(), padding.end(), ", "));
+  return kind == PadKind::Constant ? fmt::format("padding={}, value={}", sides, value) : sides;
 }
 
 // Activations -----------------------------------------------------------------------------------
@@ -536,6 +642,66 @@ Tensor Softmax::forward(const Tensor& x) {
 
 std::string Softmax::extra_repr() const {
   return fmt::format("dim={}", dim);
+}
+
+Tensor Softmin::forward(const Tensor& x) {
+  return softmin(x, dim);
+}
+
+std::string Softmin::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+Tensor Threshold::forward(const Tensor& x) {
+  return apply(x, "threshold_", [](const Tensor& v, const PointwiseActivation& a) {
+    const auto& t = static_cast<const Threshold&>(a);
+    return ember::threshold(v, t.threshold, t.value);
+  });
+}
+
+std::string Threshold::extra_repr() const {
+  return with_inplace(fmt::format("threshold={}, value={}", threshold, value));
+}
+
+Tensor Hardshrink::forward(const Tensor& x) {
+  return hardshrink(x, lambd);
+}
+
+std::string Hardshrink::extra_repr() const {
+  return fmt::format("{}", lambd);
+}
+
+Tensor Softshrink::forward(const Tensor& x) {
+  return softshrink(x, lambd);
+}
+
+std::string Softshrink::extra_repr() const {
+  return fmt::format("{}", lambd);
+}
+
+Tensor Tanhshrink::forward(const Tensor& x) {
+  return tanhshrink(x);
+}
+
+Tensor GLU::forward(const Tensor& x) {
+  return glu(x, dim);
+}
+
+std::string GLU::extra_repr() const {
+  return fmt::format("dim={}", dim);
+}
+
+PReLU::PReLU(int64_t n, double init)
+    : Module("PReLU"),
+      num_parameters((check_positive("PReLU", "num_parameters", n), n)),
+      weight(register_parameter("weight", full({n}, init))) {}
+
+Tensor PReLU::forward(const Tensor& x) {
+  return prelu(x, weight);
+}
+
+std::string PReLU::extra_repr() const {
+  return fmt::format("num_parameters={}", num_parameters);
 }
 
 Tensor LogSoftmax::forward(const Tensor& x) {

@@ -55,4 +55,36 @@ Tensor BCEWithLogitsLoss::forward(const Tensor& input, const Tensor& target) {
   return binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
 }
 
+Tensor HingeEmbeddingLoss::forward(const Tensor& input, const Tensor& target) {
+  return hinge_embedding_loss(input, target, margin, reduction);
+}
+
+Tensor SoftMarginLoss::forward(const Tensor& input, const Tensor& target) {
+  return soft_margin_loss(input, target, reduction);
+}
+
+MultiLabelSoftMarginLoss::MultiLabelSoftMarginLoss(Tensor w, Reduction r)
+    : Loss("MultiLabelSoftMarginLoss", r), weight(register_buffer("weight", std::move(w))) {}
+
+Tensor MultiLabelSoftMarginLoss::forward(const Tensor& input, const Tensor& target) {
+  return multilabel_soft_margin_loss(input, target, weight, reduction);
+}
+
+Tensor PoissonNLLLoss::forward(const Tensor& input, const Tensor& target) {
+  return poisson_nll_loss(input, target, log_input, full, eps, reduction);
+}
+
+Tensor MarginRankingLoss::forward(const Tensor& x1, const Tensor& x2, const Tensor& target) {
+  return margin_ranking_loss(x1, x2, target, margin, reduction);
+}
+
+Tensor CosineEmbeddingLoss::forward(const Tensor& x1, const Tensor& x2, const Tensor& target) {
+  return cosine_embedding_loss(x1, x2, target, margin, reduction);
+}
+
+Tensor TripletMarginLoss::forward(const Tensor& anchor, const Tensor& positive,
+                                  const Tensor& negative) {
+  return triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction);
+}
+
 }  // namespace ember::nn

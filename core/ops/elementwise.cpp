@@ -60,7 +60,7 @@ MemoryFormat result_format(IntList shape, std::initializer_list<const Tensor*> o
 Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
-  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
+  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
   const DType out_dtype = kind == Kind::Compare || kind == Kind::Logical ? DType::Bool : ct;
   const Device device = common_device({&a, &b}, name);
   if (ct == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
@@ -84,7 +84,7 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
 void binary_check_inplace(const Tensor& a, const Tensor& b, const char* name, Kind kind) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = result_type(a, b);
-  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = kDefaultFloat;
+  if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
   EMBER_CHECK_TYPE(category(ct) <= category(a.dtype()),
                    "[{}] result type {} can't be cast to the desired output type {}", name, ct,
                    a.dtype());
@@ -110,7 +110,7 @@ Tensor& binary_(const Op& op, const char* name, Tensor& a, const Tensor& b, Kind
 Tensor unary(const Op& op, const char* name, const Tensor& x, bool promote_to_float,
              KernelAttrs attrs = {}) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
-  const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(kDefaultFloat) : x;
+  const Tensor in = promote_to_float && !is_floating(x.dtype()) ? x.to(default_dtype()) : x;
   Tensor out = empty_like(in);
   if (out.numel() > 0) run_kernel(op, in.dtype(), {&in}, {&out}, attrs);
   return out;
@@ -156,7 +156,7 @@ Tensor& apply_inplace(Tensor& x, const char* op, const std::function<Tensor(cons
 
 DType detail::promote_with_scalar(DType t, Scalar s) {
   const int sc = s.kind() == Scalar::Kind::Float ? 2 : s.kind() == Scalar::Kind::Int ? 1 : 0;
-  if (sc > category(t)) return sc == 2 ? kDefaultFloat : DType::Int64;
+  if (sc > category(t)) return sc == 2 ? default_dtype() : DType::Int64;
   return t;
 }
 
@@ -794,6 +794,59 @@ Tensor celu(const Tensor& x, double alpha) {
   EMBER_CHECK(alpha != 0, "[celu] alpha must be nonzero: got {}", alpha);
   return elu_family(x, alpha, 1, 1 / alpha);
 }
+// The shrinks, threshold, prelu and glu are composites: where() or clamp() carries their
+// piecewise gradients (softshrink is x - clamp(x, -lambd, lambd): 1 outside, 0 inside).
+Tensor threshold(const Tensor& x, Scalar threshold, Scalar value) {
+  EMBER_CHECK_TYPE(x.defined(), "[threshold] undefined tensor argument");
+  return where(gt(x, threshold), x, value);
+}
+
+Tensor hardshrink(const Tensor& x, double lambd) {
+  EMBER_CHECK_TYPE(x.defined(), "[hardshrink] undefined tensor argument");
+  return where(gt(abs(x), Scalar(lambd)), x, Scalar(0));
+}
+
+Tensor softshrink(const Tensor& x, double lambd) {
+  EMBER_CHECK_TYPE(x.defined(), "[softshrink] undefined tensor argument");
+  EMBER_CHECK(lambd >= 0, "[softshrink] lambd must be at least 0, got {}", lambd);
+  return sub(x, clamp(x, Scalar(-lambd), Scalar(lambd)));
+}
+
+Tensor tanhshrink(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[tanhshrink] undefined tensor argument");
+  return sub(x, tanh(x));
+}
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[prelu] undefined tensor argument");
+  EMBER_CHECK(weight.dim() <= 1, "[prelu] weight must be a scalar or 1-d, got shape {}",
+              shape_str(weight.sizes()));
+  const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+  EMBER_CHECK(weight.numel() == 1 || weight.numel() == channels,
+              "[prelu] weight has {} values but the input has {} channels (dim 1 of shape {}); "
+              "give one value or one per channel",
+              weight.numel(), channels, shape_str(x.sizes()));
+  Tensor w = weight.reshape({weight.numel()});
+  if (weight.numel() > 1) {
+    Shape s(static_cast<size_t>(x.dim() - 1), 1);
+    s[0] = channels;
+    w = w.reshape(s);
+  } else {
+    w = w.reshape(Shape{});
+  }
+  return where(gt(x, Scalar(0)), x, mul(w, x));
+}
+
+Tensor glu(const Tensor& x, int64_t dim) {
+  EMBER_CHECK_TYPE(x.defined(), "[glu] undefined tensor argument");
+  EMBER_CHECK(x.dim() > 0, "[glu] does not support 0-d tensors: halving needs a dim");
+  const int64_t d = wrap_dim(dim, x.dim(), "glu");
+  const int64_t n = x.size(d);
+  EMBER_CHECK(n % 2 == 0, "[glu] halving dim {} needs an even size, got {} (shape {})", d, n,
+              shape_str(x.sizes()));
+  return mul(x.narrow(d, 0, n / 2), sigmoid(x.narrow(d, n / 2, n / 2)));
+}
+
 // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)); d/dx = sigmoid(-x).
 Tensor logsigmoid(const Tensor& x) {
   return unary_ad(ops::logsigmoid, x, true, Save::Input,
@@ -1063,8 +1116,8 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   if (equal_nan && is_floating(a.dtype()))
     close = logical_or(close, logical_and(isnan(a), isnan(b)));
   if (rtol == 0 && atol == 0) return close;
-  const Tensor ca = a.dtype() == DType::Bool ? a.to(kDefaultFloat) : a;
-  const Tensor cb = b.dtype() == DType::Bool ? b.to(kDefaultFloat) : b;
+  const Tensor ca = a.dtype() == DType::Bool ? a.to(default_dtype()) : a;
+  const Tensor cb = b.dtype() == DType::Bool ? b.to(default_dtype()) : b;
   const Tensor allowed = add(abs(mul(cb, rtol)), atol);
   const Tensor actual = abs(sub(ca, cb));
   return logical_or(close, logical_and(isfinite(actual), le(actual, allowed)));

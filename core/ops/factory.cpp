@@ -72,7 +72,7 @@ Tensor full_like(const Tensor& t, Scalar v) {
 
 Tensor arange(Scalar start, Scalar end, Scalar step, std::optional<TensorOptions> opts) {
   const bool integral = !start.is_floating() && !end.is_floating() && !step.is_floating();
-  const TensorOptions o = opts.value_or(TensorOptions(integral ? DType::Int64 : kDefaultFloat));
+  const TensorOptions o = opts.value_or(TensorOptions(integral ? DType::Int64 : default_dtype()));
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   EMBER_CHECK(st != 0 && std::isfinite(s) && std::isfinite(e) && std::isfinite(st),
               "[arange] step must be non-zero and bounds finite: start {} end {} step {}", s, e,

@@ -436,6 +436,122 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
   return arrange(acc, out, sizes, sizes);
 }
 
+// ---- the add*-products ------------------------------------------------------------------------
+
+// Note [beta and alpha of the add*-products]
+// addmm, baddbmm, addbmm, addmv and addr are beta * input + alpha * product with BLAS's meaning
+// of a zero scale, which PyTorch keeps: beta == 0 means input is not read, so NaN or inf in it
+// never reaches the result (0 * NaN would be NaN), and alpha == 0 drops the product likewise. A
+// dropped term still takes part in the shape checks and gets a zero gradient, through a where()
+// that never picks it. input must broadcast to the product's shape (not the other way round),
+// and all three tensors must have one dtype, as PyTorch requires.
+namespace {
+
+Tensor scaled_term(const Tensor& x, const Scalar& s) {
+  if (s.to_double() == 1.0) return x;
+  if (s.to_double() == 0.0) {
+    return where(zeros(Shape{}, TensorOptions(DType::Bool, x.device())), x, Scalar(0));
+  }
+  return mul(x, s);
+}
+
+void check_add_product(const char* op, const Tensor& input, const Tensor& a, const Tensor& b) {
+  EMBER_CHECK_TYPE(input.defined() && a.defined() && b.defined(), "[{}] undefined tensor argument",
+                   op);
+  EMBER_CHECK_TYPE(input.dtype() == a.dtype() && a.dtype() == b.dtype(),
+                   "[{}] expects input and both operands to have the same dtype, got {}, {} and {}",
+                   op, input.dtype(), a.dtype(), b.dtype());
+}
+
+Tensor add_product(const char* op, const Tensor& input, const Tensor& product, const Scalar& beta,
+                   const Scalar& alpha) {
+  const Shape& out = product.sizes();
+  bool fits = input.dim() <= static_cast<int64_t>(out.size());
+  for (int64_t i = 1; fits && i <= input.dim(); ++i) {
+    const int64_t s = input.size(input.dim() - i);
+    fits = s == 1 || s == out[out.size() - i];
+  }
+  EMBER_CHECK(fits, "[{}] input of shape {} cannot be broadcast to the product's shape {}", op,
+              shape_str(input.sizes()), shape_str(out));
+  return add(scaled_term(input, beta), scaled_term(product, alpha));
+}
+
+void check_batches(const char* op, const Tensor& b1, const Tensor& b2) {
+  EMBER_CHECK(b1.dim() == 3 && b2.dim() == 3,
+              "[{}] expects 3-d batch1 and batch2, got shapes {} and {}", op, shape_str(b1.sizes()),
+              shape_str(b2.sizes()));
+  EMBER_CHECK(b1.size(0) == b2.size(0) && b1.size(2) == b2.size(1),
+              "[{}] batch1 of shape {} and batch2 of shape {} cannot be multiplied: batch2 must "
+              "be [{}, {}, m]",
+              op, shape_str(b1.sizes()), shape_str(b2.sizes()), b1.size(0), b1.size(2));
+}
+
+}  // namespace
+
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta,
+             Scalar alpha) {
+  check_add_product("addmm", input, mat1, mat2);
+  EMBER_CHECK(mat1.dim() == 2 && mat2.dim() == 2 && mat1.size(1) == mat2.size(0),
+              "[addmm] mat1 and mat2 must be matrices that can be multiplied, got shapes {} and {}",
+              shape_str(mat1.sizes()), shape_str(mat2.sizes()));
+  return add_product("addmm", input, mm(mat1, mat2), beta, alpha);
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta,
+               Scalar alpha) {
+  check_add_product("baddbmm", input, batch1, batch2);
+  check_batches("baddbmm", batch1, batch2);
+  return add_product("baddbmm", input, bmm(batch1, batch2), beta, alpha);
+}
+
+Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, Scalar beta,
+              Scalar alpha) {
+  check_add_product("addbmm", input, batch1, batch2);
+  check_batches("addbmm", batch1, batch2);
+  return add_product("addbmm", input, sum(bmm(batch1, batch2), {0}), beta, alpha);
+}
+
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta, Scalar alpha) {
+  check_add_product("addmv", input, mat, vec);
+  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1 && mat.size(1) == vec.size(0),
+              "[addmv] expects a matrix and a vector it can multiply, got shapes {} and {}",
+              shape_str(mat.sizes()), shape_str(vec.sizes()));
+  return add_product("addmv", input, matmul(mat, vec), beta, alpha);
+}
+
+Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta,
+            Scalar alpha) {
+  check_add_product("addr", input, vec1, vec2);
+  EMBER_CHECK(vec1.dim() == 1 && vec2.dim() == 1,
+              "[addr] expects 1-d vec1 and vec2, got shapes {} and {}", shape_str(vec1.sizes()),
+              shape_str(vec2.sizes()));
+  return add_product("addr", input, mul(vec1.unsqueeze(1), vec2.unsqueeze(0)), beta, alpha);
+}
+
+Tensor& addmm_(Tensor& input, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  return apply_inplace(input, "addmm_",
+                       [&](const Tensor& v) { return addmm(v, a, b, beta, alpha); });
+}
+
+Tensor& baddbmm_(Tensor& input, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  return apply_inplace(input, "baddbmm_",
+                       [&](const Tensor& v) { return baddbmm(v, a, b, beta, alpha); });
+}
+
+Tensor& addbmm_(Tensor& input, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  return apply_inplace(input, "addbmm_",
+                       [&](const Tensor& v) { return addbmm(v, a, b, beta, alpha); });
+}
+
+Tensor& addmv_(Tensor& input, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  return apply_inplace(input, "addmv_",
+                       [&](const Tensor& v) { return addmv(v, a, b, beta, alpha); });
+}
+
+Tensor& addr_(Tensor& input, const Tensor& a, const Tensor& b, Scalar beta, Scalar alpha) {
+  return apply_inplace(input, "addr_", [&](const Tensor& v) { return addr(v, a, b, beta, alpha); });
+}
+
 // cdist: norm() of the broadcast differences over the last dim. Computing every difference is
 // exact where PyTorch's matmul form for p = 2 (|a|^2 + |b|^2 - 2ab) loses digits to
 // cancellation; the gradient is norm's (0 where a distance is 0).

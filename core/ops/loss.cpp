@@ -23,6 +23,8 @@
 #include "ember/ops/loss.h"
 
 #include <atomic>
+#include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +38,7 @@
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
+#include "ember/ops/nn.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/softmax.h"
 
@@ -535,6 +538,115 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& target, c
         };
       });
   return reduce_loss("binary_cross_entropy_with_logits", l, reduction);
+}
+
+// ---- margin and embedding losses ----------------------------------------------------------------
+
+// Note [The margin losses]
+// margin_ranking, hinge_embedding, soft_margin, multilabel_soft_margin, cosine_embedding,
+// triplet_margin and poisson_nll are PyTorch's formulas over public ops, so every backend runs
+// them with autograd; where() carries the piecewise gradients. Their shape rules are PyTorch's:
+// margin_ranking wants operands of one rank (then broadcasts), cosine_embedding 1-d or 2-d
+// inputs with a target of one dim less, triplet_margin inputs of one rank.
+namespace {
+
+void check_defined(const char* name, std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) EMBER_CHECK_TYPE(t->defined(), "[{}] undefined tensor argument", name);
+}
+
+}  // namespace
+
+Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+                           Reduction reduction) {
+  check_defined("margin_ranking_loss", {&x1, &x2, &target});
+  EMBER_CHECK(x1.dim() == x2.dim() && x1.dim() == target.dim(),
+              "[margin_ranking_loss] all input tensors should have the same rank, got shapes "
+              "{}, {} and {}",
+              shape_str(x1.sizes()), shape_str(x2.sizes()), shape_str(target.sizes()));
+  const Tensor l = clamp(add(neg(mul(target, sub(x1, x2))), Scalar(margin)), Scalar(0), {});
+  return reduce_loss("margin_ranking_loss", l, reduction);
+}
+
+Tensor hinge_embedding_loss(const Tensor& x, const Tensor& target, double margin,
+                            Reduction reduction) {
+  check_defined("hinge_embedding_loss", {&x, &target});
+  const Tensor hinge = clamp(add(neg(x), Scalar(margin)), Scalar(0), {});
+  const Tensor l = add(where(ne(target, Scalar(1)), hinge, Scalar(0)),
+                       where(ne(target, Scalar(-1)), x, Scalar(0)));
+  return reduce_loss("hinge_embedding_loss", l, reduction);
+}
+
+Tensor soft_margin_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  check_defined("soft_margin_loss", {&x, &target});
+  return reduce_loss("soft_margin_loss", log1p(exp(neg(mul(target, x)))), reduction);
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& x, const Tensor& target, const Tensor& weight,
+                                   Reduction reduction) {
+  check_defined("multilabel_soft_margin_loss", {&x, &target});
+  EMBER_CHECK(x.dim() >= 1,
+              "[multilabel_soft_margin_loss] input must have a class dim, got a 0-d "
+              "tensor");
+  Tensor l =
+      neg(add(mul(target, logsigmoid(x)), mul(add(neg(target), Scalar(1)), logsigmoid(neg(x)))));
+  if (weight.defined()) l = mul(l, weight);
+  const int64_t c = x.size(-1);
+  l = div(sum(l, {-1}), Scalar(c));
+  return reduce_loss("multilabel_soft_margin_loss", l, reduction);
+}
+
+Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                             double margin, Reduction reduction) {
+  check_defined("cosine_embedding_loss", {&x1, &x2, &target});
+  EMBER_CHECK(x1.dim() == 1 || x1.dim() == 2,
+              "[cosine_embedding_loss] expects 1-d or 2-d inputs, got shape {}",
+              shape_str(x1.sizes()));
+  EMBER_CHECK(x1.sizes() == x2.sizes(),
+              "[cosine_embedding_loss] input1 and input2 must have the same shape, got {} and {}",
+              shape_str(x1.sizes()), shape_str(x2.sizes()));
+  EMBER_CHECK(target.dim() == x1.dim() - 1,
+              "[cosine_embedding_loss] a {}-d input takes a {}-d target, got shape {}", x1.dim(),
+              x1.dim() - 1, shape_str(target.sizes()));
+  // PyTorch's form: the squared norms get 1e-12 before the square root of their product.
+  const int64_t d = x1.dim() - 1;
+  constexpr double kEps = 1e-12;
+  const Tensor dot = sum(mul(x1, x2), {d});
+  const Tensor m1 = add(sum(mul(x1, x1), {d}), Scalar(kEps));
+  const Tensor m2 = add(sum(mul(x2, x2), {d}), Scalar(kEps));
+  const Tensor cos = div(dot, sqrt(mul(m1, m2)));
+  const Tensor pos = add(neg(cos), Scalar(1));
+  const Tensor neg_part = clamp(sub(cos, Scalar(margin)), Scalar(0), {});
+  const Tensor l = add(where(eq(target, Scalar(1)), pos, Scalar(0)),
+                       where(eq(target, Scalar(-1)), neg_part, Scalar(0)));
+  return reduce_loss("cosine_embedding_loss", l, reduction);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           double margin, double p, double eps, bool swap, Reduction reduction) {
+  check_defined("triplet_margin_loss", {&anchor, &positive, &negative});
+  EMBER_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(),
+              "[triplet_margin_loss] the anchor, positive and negative tensors must have the "
+              "same rank, got shapes {}, {} and {}",
+              shape_str(anchor.sizes()), shape_str(positive.sizes()), shape_str(negative.sizes()));
+  const Tensor d_ap = pairwise_distance(anchor, positive, p, eps);
+  Tensor d_an = pairwise_distance(anchor, negative, p, eps);
+  if (swap) d_an = minimum(d_an, pairwise_distance(positive, negative, p, eps));
+  const Tensor l = clamp(add(sub(d_ap, d_an), Scalar(margin)), Scalar(0), {});
+  return reduce_loss("triplet_margin_loss", l, reduction);
+}
+
+Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool log_input, bool full,
+                        double eps, Reduction reduction) {
+  check_defined("poisson_nll_loss", {&x, &target});
+  Tensor l =
+      log_input ? sub(exp(x), mul(target, x)) : sub(x, mul(target, log(add(x, Scalar(eps)))));
+  if (full) {
+    // Stirling's approximation of log(y!), where y > 1 (0 elsewhere, as PyTorch).
+    const Tensor stirling = add(sub(mul(target, log(target)), target),
+                                mul(log(mul(target, Scalar(2 * M_PI))), Scalar(0.5)));
+    l = add(l, where(gt(target, Scalar(1)), stirling, Scalar(0)));
+  }
+  return reduce_loss("poisson_nll_loss", l, reduction);
 }
 
 namespace detail {

@@ -74,7 +74,7 @@ Tensor NestedData::finish(std::optional<DType> dtype, Device device) const {
   EMBER_ASSERT(depth_ == 0);
   const bool floating = kind_ == Scalar::Kind::Float;
   const bool none = ints_.empty() && floats_.empty();
-  const DType natural = none || floating             ? kDefaultFloat
+  const DType natural = none || floating             ? default_dtype()
                         : kind_ == Scalar::Kind::Int ? DType::Int64
                                                      : DType::Bool;
   const DType want = dtype.value_or(natural);

@@ -510,6 +510,41 @@ Tensor interpolate(const Tensor& x, double scale_factor, std::string_view mode,
   return interpolate_impl(x, oh, ow, 1.0 / scale_factor, 1.0 / scale_factor, mode, align_corners);
 }
 
+// Note [cosine_similarity clamps each norm without a gradient]
+// PyTorch divides each operand by its own norm before the product (which keeps the result in
+// [-1, 1]) and clamps the norms at eps under no_grad, so the gradient is that of the unclamped
+// norm. n + (max(n, eps) - n).detach() is that: max(n, eps) forward, n's gradient backward.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  EMBER_CHECK_TYPE(x1.defined() && x2.defined(), "[cosine_similarity] undefined tensor argument");
+  const DType common = promote_types(x1.dtype(), x2.dtype());
+  EMBER_CHECK_TYPE(is_floating(common),
+                   "[cosine_similarity] expects a floating common dtype, got {} and {}", x1.dtype(),
+                   x2.dtype());
+  const Shape shape = broadcast_shapes(x1.sizes(), x2.sizes(), "cosine_similarity");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cosine_similarity");
+  const auto unit = [&](const Tensor& x) {
+    const Tensor e = x.to(common).expand(shape);
+    const Tensor n = norm(e, 2.0, {d}, /*keepdim=*/true);
+    return div(e, add(n, sub(clamp(n, Scalar(eps), std::nullopt), n).detach()));
+  };
+  return sum(mul(unit(x1), unit(x2)), {d});
+}
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
+  EMBER_CHECK_TYPE(x1.defined() && x2.defined(), "[pairwise_distance] undefined tensor argument");
+  broadcast_shapes(x1.sizes(), x2.sizes(), "pairwise_distance");
+  const int64_t d = std::max(x1.dim(), x2.dim());
+  const Tensor diff = add(sub(x1, x2), Scalar(eps));
+  if (d == 0) return norm(diff, p, {}, keepdim);
+  return norm(diff, p, {d - 1}, keepdim);
+}
+
+Tensor normalize(const Tensor& x, double p, int64_t dim, double eps) {
+  EMBER_CHECK_TYPE(x.defined(), "[normalize] undefined tensor argument");
+  const Tensor n = norm(x, p, {dim}, /*keepdim=*/true);
+  return div(x, clamp(n, Scalar(eps), std::nullopt).expand_as(x));
+}
+
 namespace {
 
 // Note [Pixel shuffle as a view and one copy]

@@ -31,6 +31,7 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
+#include "ember/ops/reduce.h"
 
 namespace ember {
 namespace {
@@ -322,6 +323,87 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
   a.count_include_pad = count_include_pad;
   a.divisor_override = divisor_override.value_or(0);
   return squeeze_if(avg_forward(x4, a), x.dim() == 3);
+}
+
+// Note [Adaptive max pooling as two one-dim passes]
+// The maximum over a rectangle is the maximum over its rows of the maximum over its columns, and
+// adaptive windows are products of a row range and a column range. So adaptive_max_pool2d takes
+// amax over each of the oH row windows (one op each, stacked), then over each of the oW column
+// windows of that: O(oH + oW) ops on any backend, with amax's gradient, and no kernel of its own.
+// Windows follow PyTorch: output i spans [floor(i in / out), ceil((i + 1) in / out)).
+Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
+  const Tensor x4 = as_batched("adaptive_max_pool2d", x, /*allow_int=*/false);
+  const auto out = pair_arg("adaptive_max_pool2d", "output_size", output_size);
+  EMBER_CHECK(out[0] > 0 && out[1] > 0,
+              "[adaptive_max_pool2d] output_size must be positive: got ({}, {})", out[0], out[1]);
+  Tensor y = x4;
+  for (int64_t dim : {2, 3}) {
+    const int64_t in = y.size(dim), o = out[dim - 2];
+    std::vector<Tensor> parts;
+    parts.reserve(static_cast<size_t>(o));
+    for (int64_t i = 0; i < o; ++i) {
+      const int64_t start = i * in / o, end = ((i + 1) * in + o - 1) / o;
+      parts.push_back(amax(y.narrow(dim, start, end - start), {dim}, /*keepdim=*/true));
+    }
+    y = cat(parts, dim);
+  }
+  return squeeze_if(y, x.dim() == 3);
+}
+
+// Note [1-d pooling is 2-d pooling of height 1]
+// The 1-d poolings view x [N, C, L] as [N, C, 1, L] and pool it with a (1, k) window, stride
+// (1, s), padding (0, p) and dilation (1, d), so they share the 2-d kernels, checks and
+// gradients; a maximum's flat index within the 1 x L plane is its position along L, as PyTorch
+// returns it. Errors carry the 1-d op's name.
+namespace {
+
+Tensor as_rows(const char* name, const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(x.dim() == 2 || x.dim() == 3,
+              "[{}] expected a 2-d [C, L] or 3-d [N, C, L] input: got shape {}", name,
+              shape_str(x.sizes()));
+  return x.unsqueeze(-2);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, int64_t kernel_size,
+                                                   std::optional<int64_t> stride, int64_t padding,
+                                                   int64_t dilation, bool ceil_mode) {
+  const Tensor x4 = as_rows("max_pool1d", x);
+  auto [y, idx] = max_pool_ad("max_pool1d", x4, {1, kernel_size}, {1, stride.value_or(kernel_size)},
+                              {0, padding}, {1, dilation}, ceil_mode);
+  return {y.squeeze(-2), idx.squeeze(-2)};
+}
+
+Tensor max_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride,
+                  int64_t padding, int64_t dilation, bool ceil_mode) {
+  return std::get<0>(max_pool1d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride,
+                  int64_t padding, bool ceil_mode, bool count_include_pad) {
+  const Tensor x4 = as_rows("avg_pool1d", x);
+  const Tensor b4 = as_batched("avg_pool1d", x4, /*allow_int=*/false);
+  AvgArgs a;
+  a.g = make_pool("avg_pool1d", b4, {1, kernel_size}, {1, stride.value_or(kernel_size)},
+                  {0, padding}, {1, 1}, ceil_mode);
+  a.count_include_pad = count_include_pad;
+  return squeeze_if(avg_forward(b4, a), x4.dim() == 3).squeeze(-2);
+}
+
+Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size) {
+  const Tensor x4 = as_rows("adaptive_avg_pool1d", x);
+  EMBER_CHECK(output_size > 0, "[adaptive_avg_pool1d] output_size must be positive: got {}",
+              output_size);
+  return adaptive_avg_pool2d(x4, {1, output_size}).squeeze(-2);
+}
+
+Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size) {
+  const Tensor x4 = as_rows("adaptive_max_pool1d", x);
+  EMBER_CHECK(output_size > 0, "[adaptive_max_pool1d] output_size must be positive: got {}",
+              output_size);
+  return adaptive_max_pool2d(x4, {1, output_size}).squeeze(-2);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {

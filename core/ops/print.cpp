@@ -178,7 +178,7 @@ std::string Tensor::str() const {
       const std::string s = shape_str(sizes());
       suffixes.push_back(fmt::format("size=({})", s.substr(1, s.size() - 2)));
     }
-    if (dtype() != kDefaultFloat) suffixes.push_back(fmt::format("dtype={}", dtype()));
+    if (dtype() != default_dtype()) suffixes.push_back(fmt::format("dtype={}", dtype()));
   } else {
     const bool summarize = numel() > kSummarizeAbove;
     std::vector<Elem> printed;
@@ -191,7 +191,7 @@ std::string Tensor::str() const {
       const Printer p{vals, sizes(), host.strides(), summarize, formatter};
       out += p.tensor_str(0, 0, static_cast<int64_t>(prefix.size()));
     }
-    if (dtype() != kDefaultFloat && dtype() != DType::Int64 && dtype() != DType::Bool) {
+    if (dtype() != default_dtype() && dtype() != DType::Int64 && dtype() != DType::Bool) {
       suffixes.push_back(fmt::format("dtype={}", dtype()));
     }
   }

@@ -505,7 +505,7 @@ Tensor any(const Tensor& x, IntList dims, bool keepdim) {
 // and neither produces inf - inf = nan. An empty reduction is log(0) = -inf.
 namespace {
 Tensor logsumexp_forward(const Tensor& x, IntList dims, bool keepdim) {
-  const Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
+  const Tensor in = is_floating(x.dtype()) ? x : x.to(default_dtype());
   const Plan p = plan(in, dims, "logsumexp");
   if (p.zero_dim >= 0) {
     return full(keepdim ? p.keep_sizes : p.out_sizes, -std::numeric_limits<double>::infinity(),

@@ -23,7 +23,7 @@ Tensor run_softmax(const Op& op, const char* name, const Tensor& x, int64_t dim)
   EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
                    "[{}] not defined for bool tensors (convert with .to(ember::f32))", name);
   const int64_t d = wrap_dim(dim, x.dim() == 0 ? 1 : x.dim(), name);
-  const Tensor in = is_floating(x.dtype()) ? x : x.to(kDefaultFloat);
+  const Tensor in = is_floating(x.dtype()) ? x : x.to(default_dtype());
   const Tensor in1 = in.dim() == 0 ? in.unsqueeze(0) : in;
   Tensor out = empty(in1.sizes(), {in1.dtype(), in1.device()});
   // softmax and log_softmax share one attribute layout.
@@ -69,6 +69,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
                                 dim, [](const Tensor& dy, const Tensor& y, IntList dims) {
                                   return sub(dy, mul(exp(y), sum(dy, dims, /*keepdim=*/true)));
                                 });
+}
+
+Tensor softmin(const Tensor& x, int64_t dim) {
+  EMBER_CHECK_TYPE(x.defined(), "[softmin] undefined tensor argument");
+  return softmax(neg(x), dim);
 }
 
 }  // namespace ember

@@ -8,6 +8,16 @@
 
 namespace ember {
 
+std::atomic<DType> detail::g_default_dtype{DType::Float32};
+
+void set_default_dtype(DType d) {
+  EMBER_CHECK_TYPE(is_floating(d),
+                   "[set_default_dtype] only floating-point types are supported as the default "
+                   "type, got {}",
+                   dtype_name(d));
+  detail::g_default_dtype.store(d, std::memory_order_relaxed);
+}
+
 std::string_view dtype_name(DType d) {
   constexpr std::string_view names[] = {"float32", "float64", "float16", "bfloat16", "int64",
                                         "int32",   "int8",    "uint8",   "bool"};

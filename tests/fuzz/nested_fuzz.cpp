@@ -66,7 +66,7 @@ void run(Bytes& in) {
     finding("tensor", "numel " + std::to_string(t.numel()) + " for " +
                           std::to_string(fed.numbers.size()) + " numbers");
   }
-  const DType natural = fed.numbers.empty() || fed.kind == Scalar::Kind::Float ? kDefaultFloat
+  const DType natural = fed.numbers.empty() || fed.kind == Scalar::Kind::Float ? default_dtype()
                         : fed.kind == Scalar::Kind::Int                        ? DType::Int64
                                                                                : DType::Bool;
   if (t.dtype() != dtype.value_or(natural)) finding("tensor", "unexpected dtype");

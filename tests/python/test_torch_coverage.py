@@ -15,8 +15,8 @@ from helpers import SUMMARY_LINES
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 # Names Ember covered when the floors were last raised: a drop fails the test.
-FLOOR_ALL = 806
-FLOOR_USED = 211
+FLOOR_ALL = 890
+FLOOR_USED = 214
 
 
 def _read(name):

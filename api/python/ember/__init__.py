@@ -44,6 +44,9 @@ from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa:
 from ember.io import save, load  # noqa: F401
 from ember._compile import compile  # noqa: F401  (torch.compile)
 from ember._C.functional import pixel_shuffle, pixel_unshuffle  # noqa: F401  (torch.pixel_shuffle)
+from ember._C.functional import cosine_similarity, pairwise_distance  # noqa: F401
+from ember._C.functional import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d  # noqa: F401
+from ember._C.functional import threshold  # noqa: F401
 
 __version__ = _C.version()
 

@@ -75,6 +75,14 @@ struct Ints {
   size_t size() const { return v.size(); }
 };
 
+/** The one value of a 1-d op's size argument, given as an int or a 1-tuple (kernel_size=3 or
+ *  (3,)); `op` and `what` name it in the error for more values. */
+inline int64_t single(const Ints& v, const char* op, const char* what) {
+  EMBER_CHECK(v.size() == 1, "[{}] {} must be an int or a tuple of one int, got {} values", op,
+              what, v.size());
+  return v.v[0];
+}
+
 /** Sizes or dims given as *args or as one sequence: zeros(2, 3), zeros((2, 3)), view(-1). */
 Shape sizes_from_args(nb::args args, const char* op);
 

@@ -1634,6 +1634,90 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
+  layer<nn::AdaptiveMaxPool2d>(m, "AdaptiveMaxPool2d", "Max pooling to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool2d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool2d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool2d>(v, pair_of(output_size));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
+          "(H, W).");
+  layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MaxPool1d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.MaxPool1d] return_indices is not supported by the "
+                                        "layer (use nn.functional.max_pool1d)");
+            nn::Pool1dOptions o;
+            if (stride && stride->size()) o.stride = single(*stride, "nn.MaxPool1d", "stride");
+            o.padding = single(padding, "nn.MaxPool1d", "padding");
+            o.dilation = single(dilation, "nn.MaxPool1d", "dilation");
+            o.ceil_mode = ceil_mode;
+            construct<nn::MaxPool1d>(v, single(kernel_size, "nn.MaxPool1d", "kernel_size"), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
+          record_init())
+      .def_ro("kernel_size", &nn::MaxPool1d::kernel_size, "The window.")
+      .def_prop_ro(
+          "stride", [](const nn::MaxPool1d& l) { return l.options.stride.value_or(l.kernel_size); },
+          "The step.")
+      .def_prop_ro(
+          "padding", [](const nn::MaxPool1d& l) { return l.options.padding; }, "Padding.");
+  layer<nn::AvgPool1d>(m, "AvgPool1d", "Average pooling over [N, C, L].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AvgPool1d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, bool ceil_mode, bool count_include_pad) {
+            nn::Pool1dOptions o;
+            if (stride && stride->size()) o.stride = single(*stride, "nn.AvgPool1d", "stride");
+            o.padding = single(padding, "nn.AvgPool1d", "padding");
+            o.ceil_mode = ceil_mode;
+            o.count_include_pad = count_include_pad;
+            construct<nn::AvgPool1d>(v, single(kernel_size, "nn.AvgPool1d", "kernel_size"), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "Pools kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::AvgPool1d& l) { return nb::make_tuple(l.kernel_size); },
+          "(k,).")
+      .def_prop_ro(
+          "stride",
+          [](const nn::AvgPool1d& l) {
+            return nb::make_tuple(l.options.stride.value_or(l.kernel_size));
+          },
+          "(s,).")
+      .def_prop_ro(
+          "padding", [](const nn::AvgPool1d& l) { return nb::make_tuple(l.options.padding); },
+          "(p,).");
+  layer<nn::AdaptiveAvgPool1d>(m, "AdaptiveAvgPool1d", "Average pooling to a fixed length.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveAvgPool1d> v, Ints output_size) {
+            construct<nn::AdaptiveAvgPool1d>(
+                v, single(output_size, "nn.AdaptiveAvgPool1d", "output_size"));
+          },
+          "output_size"_a, "Pools to output_size.", record_init())
+      .def_ro("output_size", &nn::AdaptiveAvgPool1d::output_size, "L.");
+  layer<nn::AdaptiveMaxPool1d>(m, "AdaptiveMaxPool1d", "Max pooling to a fixed length.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool1d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool1d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool1d>(
+                v, single(output_size, "nn.AdaptiveMaxPool1d", "output_size"));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_ro("output_size", &nn::AdaptiveMaxPool1d::output_size, "L.");
   layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
       .def(
           "__init__",
@@ -1650,6 +1734,94 @@ void bind_layers(nb::module_& m) {
           },
           "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
       .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
+  layer<nn::CosineSimilarity>(m, "CosineSimilarity", "cosine_similarity of two inputs.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CosineSimilarity> v, int64_t dim, double eps) {
+            construct<nn::CosineSimilarity>(v, dim, eps);
+          },
+          "dim"_a = 1, "eps"_a = 1e-8, "The cosine along dim.", record_init())
+      .def(
+          "forward",
+          [](nn::CosineSimilarity& l, const Tensor& x1, const Tensor& x2) {
+            return l.forward(x1, x2);
+          },
+          "x1"_a, "x2"_a, release_gil(), "The cosine of x1 and x2 along dim.")
+      .def_ro("dim", &nn::CosineSimilarity::dim, "The dim reduced.")
+      .def_ro("eps", &nn::CosineSimilarity::eps, "The smallest norm divided by.");
+  layer<nn::PairwiseDistance>(m, "PairwiseDistance", "pairwise_distance of two inputs.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PairwiseDistance> v, double p, double eps, bool keepdim) {
+            construct<nn::PairwiseDistance>(v, p, eps, keepdim);
+          },
+          "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false, "The p-norm distance.", record_init())
+      .def(
+          "forward",
+          [](nn::PairwiseDistance& l, const Tensor& x1, const Tensor& x2) {
+            return l.forward(x1, x2);
+          },
+          "x1"_a, "x2"_a, release_gil(), "The distance between x1 and x2 over the last dim.")
+      .def_ro("norm", &nn::PairwiseDistance::norm, "p.")
+      .def_ro("eps", &nn::PairwiseDistance::eps, "Added to the difference.")
+      .def_ro("keepdim", &nn::PairwiseDistance::keepdim, "Whether the reduced dim stays.");
+  nb::class_<nn::Pad, nn::Module>(m, "_Pad", nb::dynamic_attr(), module_type_slots(),
+                                  "Base of the padding modules.")
+      .def_prop_ro(
+          "padding",
+          [](const nn::Pad& l) {
+            return nb::tuple(nb::cast(std::vector<int64_t>(l.padding.begin(), l.padding.end())));
+          },
+          "(left, right[, top, bottom[, front, back]]).")
+      .def_ro("value", &nn::Pad::value, "The fill of ZeroPad and ConstantPad.");
+  const auto pad_layer = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    auto c = layer<T, nn::Pad>(m, name, doc);
+    if constexpr (std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 1>> ||
+                  std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 2>> ||
+                  std::is_same_v<T, nn::PadNd<nn::PadKind::Constant, 3>>) {
+      c.def(
+          "__init__",
+          [](nb::pointer_and_handle<T> v, Ints padding, double value) {
+            construct<T>(v, padding.v, value);
+          },
+          "padding"_a, "value"_a, "Pads by padding (an int pads every side), filling with value.",
+          record_init());
+    } else {
+      c.def(
+          "__init__", [](nb::pointer_and_handle<T> v, Ints padding) { construct<T>(v, padding.v); },
+          "padding"_a, "Pads by padding (an int pads every side).", record_init());
+    }
+  };
+  using nn::PadKind;
+  using nn::PadNd;
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 1>>{}, "ZeroPad1d", "Zero padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 2>>{}, "ZeroPad2d", "Zero padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Zero, 3>>{}, "ZeroPad3d", "Zero padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 1>>{}, "ConstantPad1d",
+            "Constant padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 2>>{}, "ConstantPad2d",
+            "Constant padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Constant, 3>>{}, "ConstantPad3d",
+            "Constant padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 1>>{}, "ReflectionPad1d",
+            "Reflection padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 2>>{}, "ReflectionPad2d",
+            "Reflection padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Reflection, 3>>{}, "ReflectionPad3d",
+            "Reflection padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 1>>{}, "ReplicationPad1d",
+            "Replication padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 2>>{}, "ReplicationPad2d",
+            "Replication padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Replication, 3>>{}, "ReplicationPad3d",
+            "Replication padding of 3 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 1>>{}, "CircularPad1d",
+            "Circular padding of 1 dim.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 2>>{}, "CircularPad2d",
+            "Circular padding of 2 dims.");
+  pad_layer(std::type_identity<PadNd<PadKind::Circular, 3>>{}, "CircularPad3d",
+            "Circular padding of 3 dims.");
   layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
       .def(
           "__init__",
@@ -1754,6 +1926,54 @@ void bind_layers(nb::module_& m) {
   };
   dim_layer(std::type_identity<nn::Softmax>{}, "Softmax", "softmax along dim.");
   dim_layer(std::type_identity<nn::LogSoftmax>{}, "LogSoftmax", "log_softmax along dim.");
+  dim_layer(std::type_identity<nn::Softmin>{}, "Softmin", "softmin along dim.");
+  layer<nn::Threshold>(m, "Threshold", "x where x > threshold, else value.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Threshold> v, double threshold, double value,
+             bool inplace) { construct<nn::Threshold>(v, threshold, value, inplace); },
+          "threshold"_a, "value"_a, "inplace"_a = false, record_init())
+      .def_ro("threshold", &nn::Threshold::threshold, "The cut.")
+      .def_ro("value", &nn::Threshold::value, "What replaces x at or below the cut.")
+      .def_ro("inplace", &nn::Threshold::inplace, "Whether the input tensor becomes the output.");
+  layer<nn::Hardshrink>(m, "Hardshrink", "x where |x| > lambd, else 0.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Hardshrink> v, double lambd) {
+            construct<nn::Hardshrink>(v, lambd);
+          },
+          "lambd"_a = 0.5, record_init())
+      .def_ro("lambd", &nn::Hardshrink::lambd, "Lambda.");
+  layer<nn::Softshrink>(m, "Softshrink", "x shrunk towards 0 by lambd.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Softshrink> v, double lambd) {
+            construct<nn::Softshrink>(v, lambd);
+          },
+          "lambd"_a = 0.5, record_init())
+      .def_ro("lambd", &nn::Softshrink::lambd, "Lambda.");
+  layer<nn::Tanhshrink>(m, "Tanhshrink", "x - tanh(x).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Tanhshrink> v) { construct<nn::Tanhshrink>(v); },
+          record_init());
+  layer<nn::GLU>(m, "GLU", "The gated linear unit along dim.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GLU> v, int64_t dim) { construct<nn::GLU>(v, dim); },
+          "dim"_a = -1, record_init())
+      .def_ro("dim", &nn::GLU::dim, "The dim halved.");
+  layer<nn::PReLU>(m, "PReLU", "x where positive, else a learnt slope times x.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PReLU> v, int64_t num_parameters, double init,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            construct<nn::PReLU>(v, num_parameters, init);
+            place(*v.p, device, dtype);
+          },
+          "num_parameters"_a = 1, "init"_a = 0.25, "device"_a = nb::none(), "dtype"_a = nb::none(),
+          record_init())
+      .def_ro("num_parameters", &nn::PReLU::num_parameters, "Slopes: 1 or one per channel.");
 }
 
 void bind_losses(nb::module_& m) {
@@ -1813,6 +2033,111 @@ void bind_losses(nb::module_& m) {
             record_init());
   };
   plain_loss(std::type_identity<nn::MSELoss>{}, "MSELoss", "Mean squared error.");
+  plain_loss(std::type_identity<nn::SoftMarginLoss>{}, "SoftMarginLoss",
+             "The two-class logistic loss.");
+  loss(std::type_identity<nn::HingeEmbeddingLoss>{}, "HingeEmbeddingLoss",
+       "hinge_embedding_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::HingeEmbeddingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::HingeEmbeddingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "HingeEmbeddingLoss"));
+          },
+          "margin"_a = 1.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::HingeEmbeddingLoss::margin, "The margin.");
+  loss(std::type_identity<nn::MultiLabelSoftMarginLoss>{}, "MultiLabelSoftMarginLoss",
+       "multilabel_soft_margin_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MultiLabelSoftMarginLoss> v, std::optional<Tensor> weight,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::MultiLabelSoftMarginLoss>(
+                v, weight.value_or(Tensor()),
+                reduction_arg(size_average, reduce, reduction, "MultiLabelSoftMarginLoss"));
+          },
+          "weight"_a = nb::none(), "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init());
+  loss(std::type_identity<nn::PoissonNLLLoss>{}, "PoissonNLLLoss", "poisson_nll_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::PoissonNLLLoss> v, bool log_input, bool full,
+             std::optional<bool> size_average, double eps, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::PoissonNLLLoss>(
+                v, log_input, full, eps,
+                reduction_arg(size_average, reduce, reduction, "PoissonNLLLoss"));
+          },
+          "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(), "eps"_a = 1e-8,
+          "reduce"_a = nb::none(), "reduction"_a = "mean", record_init())
+      .def_ro("log_input", &nn::PoissonNLLLoss::log_input, "Whether the input is log(rate).")
+      .def_ro("full", &nn::PoissonNLLLoss::full, "Whether Stirling's term is added.")
+      .def_ro("eps", &nn::PoissonNLLLoss::eps, "Added to the rate under the log.");
+  nb::class_<nn::TripleLoss, nn::Module>(m, "_TripleLoss", nb::dynamic_attr(), module_type_slots(),
+                                         "Base of the three-tensor losses.")
+      .def(
+          "forward",
+          [](nn::TripleLoss& l, const Tensor& a, const Tensor& b, const Tensor& c) {
+            return l.forward(a, b, c);
+          },
+          "input1"_a, "input2"_a, "target"_a, release_gil(), "The loss of the three tensors.")
+      .def_prop_ro(
+          "reduction", [](const nn::TripleLoss& l) { return reduction_name(l.reduction); },
+          "'mean', 'sum' or 'none'.");
+  const auto triple_loss = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    return nb::class_<T, nn::TripleLoss, PyLayer<T>>(m, name, nb::dynamic_attr(),
+                                                     module_type_slots(), doc);
+  };
+  triple_loss(std::type_identity<nn::MarginRankingLoss>{}, "MarginRankingLoss",
+              "margin_ranking_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MarginRankingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::MarginRankingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "MarginRankingLoss"));
+          },
+          "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::MarginRankingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::CosineEmbeddingLoss>{}, "CosineEmbeddingLoss",
+              "cosine_embedding_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CosineEmbeddingLoss> v, double margin,
+             std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::CosineEmbeddingLoss>(
+                v, margin, reduction_arg(size_average, reduce, reduction, "CosineEmbeddingLoss"));
+          },
+          "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+          "reduction"_a = "mean", record_init())
+      .def_ro("margin", &nn::CosineEmbeddingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::TripletMarginLoss>{}, "TripletMarginLoss",
+              "triplet_margin_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::TripletMarginLoss> v, double margin, double p, double eps,
+             bool swap, std::optional<bool> size_average, std::optional<bool> reduce,
+             std::string_view reduction) {
+            construct<nn::TripletMarginLoss>(
+                v, margin, p, eps, swap,
+                reduction_arg(size_average, reduce, reduction, "TripletMarginLoss"));
+          },
+          "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6, "swap"_a = false,
+          "size_average"_a = nb::none(), "reduce"_a = nb::none(), "reduction"_a = "mean",
+          record_init())
+      .def_ro("margin", &nn::TripletMarginLoss::margin, "The margin.")
+      .def_ro("p", &nn::TripletMarginLoss::p, "The norm degree of the distances.")
+      .def_ro("eps", &nn::TripletMarginLoss::eps, "Added to the differences.")
+      .def_ro("swap", &nn::TripletMarginLoss::swap,
+              "Whether d(positive, negative) may replace "
+              "d(anchor, negative).");
   plain_loss(std::type_identity<nn::L1Loss>{}, "L1Loss", "Mean absolute error.");
   loss(std::type_identity<nn::HuberLoss>{}, "HuberLoss", "Huber's loss.")
       .def(

@@ -354,6 +354,81 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "output_size"_a, "Average pooling to a fixed output size (None keeps a size).");
   f.def(
+      "adaptive_max_pool2d",
+      [](const Tensor& x, nb::handle output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool2d] return_indices is not supported");
+        Shape out;
+        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
+          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
+          int64_t i = 0;
+          for (nb::handle v : seq) {
+            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
+            ++i;
+          }
+        } else {
+          out = pair(nb::cast<Ints>(output_size));
+        }
+        GilRelease release;
+        return adaptive_max_pool2d(x, out);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling to a fixed output size (None keeps a size).");
+  f.def(
+      "max_pool1d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
+         bool ceil_mode, bool return_indices) -> nb::object {
+        const int64_t k = single(kernel_size, "max_pool1d", "kernel_size");
+        const std::optional<int64_t> s =
+            stride && stride->size() ? std::optional(single(*stride, "max_pool1d", "stride"))
+                                     : std::nullopt;
+        const int64_t p = single(padding, "max_pool1d", "padding"),
+                      d = single(dilation, "max_pool1d", "dilation");
+        std::tuple<Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = max_pool1d_with_indices(x, k, s, p, d, ceil_mode);
+        }
+        if (!return_indices) return wrap_tensor(std::get<0>(r));
+        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false,
+      "Max pooling over [N, C, L] (with the argmax indices if asked).");
+  f.def(
+      "avg_pool1d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         bool ceil_mode, bool count_include_pad) {
+        const int64_t k = single(kernel_size, "avg_pool1d", "kernel_size");
+        const std::optional<int64_t> s =
+            stride && stride->size() ? std::optional(single(*stride, "avg_pool1d", "stride"))
+                                     : std::nullopt;
+        const int64_t p = single(padding, "avg_pool1d", "padding");
+        GilRelease release;
+        return avg_pool1d(x, k, s, p, ceil_mode, count_include_pad);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true, "Average pooling over [N, C, L].");
+  f.def(
+      "adaptive_avg_pool1d",
+      [](const Tensor& x, Ints output_size) {
+        const int64_t o = single(output_size, "adaptive_avg_pool1d", "output_size");
+        GilRelease release;
+        return adaptive_avg_pool1d(x, o);
+      },
+      "input"_a, "output_size"_a, "Average pooling over [N, C, L] to output_size.");
+  f.def(
+      "adaptive_max_pool1d",
+      [](const Tensor& x, Ints output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool1d] return_indices is not supported");
+        const int64_t o = single(output_size, "adaptive_max_pool1d", "output_size");
+        GilRelease release;
+        return adaptive_max_pool1d(x, o);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling over [N, C, L] to output_size.");
+  f.def(
       "batch_norm",
       [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
          std::optional<Tensor> weight, std::optional<Tensor> bias, bool training, double momentum,
@@ -380,21 +455,23 @@ void bind_functional(nb::module_& f) {
       release_gil(), "Group normalisation of [N, C, ...].");
   f.def(
       "normalize",
-      [](const Tensor& x, double p, int64_t dim, double eps) {
-        return div(x, clamp(norm(x, p, {dim}, true), Scalar(eps), std::nullopt).expand_as(x));
-      },
+      [](const Tensor& x, double p, int64_t dim, double eps) { return normalize(x, p, dim, eps); },
       "input"_a, "p"_a = 2.0, "dim"_a = 1, "eps"_a = 1e-12, release_gil(),
       "input / max(||input||_p along dim, eps).");
   f.def(
       "cosine_similarity",
       [](const Tensor& a, const Tensor& b, int64_t dim, double eps) {
-        const Tensor num = sum(mul(a, b), {dim});
-        const Tensor den = mul(clamp(norm(a, 2.0, {dim}), Scalar(eps), std::nullopt),
-                               clamp(norm(b, 2.0, {dim}), Scalar(eps), std::nullopt));
-        return div(num, den);
+        return cosine_similarity(a, b, dim, eps);
       },
       "x1"_a, "x2"_a, "dim"_a = 1, "eps"_a = 1e-8, release_gil(),
       "Cosine of the angle between x1 and x2 along dim.");
+  f.def(
+      "pairwise_distance",
+      [](const Tensor& a, const Tensor& b, double p, double eps, bool keepdim) {
+        return pairwise_distance(a, b, p, eps, keepdim);
+      },
+      "x1"_a, "x2"_a, "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false, release_gil(),
+      "The p-norm of x1 - x2 + eps over the last dim.");
 
   // Activations.
   auto activation = [&](const char* name, auto fn, const char* doc) {
@@ -456,6 +533,28 @@ void bind_functional(nb::module_& f) {
       "logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
       "log(sigmoid(input)).");
   f.def(
+      "threshold",
+      [](const Tensor& x, PyScalar th, PyScalar value, bool inplace) {
+        return maybe_inplace(x, threshold(x, th, value), inplace);
+      },
+      "input"_a, "threshold"_a, "value"_a, "inplace"_a = false, release_gil(),
+      "input where input > threshold, else value.");
+  f.def(
+      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); }, "input"_a,
+      "lambd"_a = 0.5, release_gil(), "input where |input| > lambd, else 0.");
+  f.def(
+      "softshrink", [](const Tensor& x, double lambd) { return softshrink(x, lambd); }, "input"_a,
+      "lambd"_a = 0.5, release_gil(), "input shrunk towards 0 by lambd (0 within it).");
+  f.def(
+      "tanhshrink", [](const Tensor& x) { return tanhshrink(x); }, "input"_a, release_gil(),
+      "input - tanh(input).");
+  f.def(
+      "glu", [](const Tensor& x, int64_t dim) { return glu(x, dim); }, "input"_a, "dim"_a = -1,
+      release_gil(), "a * sigmoid(b) for the halves a, b of input along dim.");
+  f.def(
+      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "input"_a, "weight"_a,
+      release_gil(), "input where positive, else weight * input (weight per channel or one).");
+  f.def(
       "sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
       "1 / (1 + exp(-input)).");
   f.def(
@@ -480,7 +579,7 @@ void bind_functional(nb::module_& f) {
       "log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); },
       "log(softmax(input)) along dim.");
   softmax_like(
-      "softmin", [](const Tensor& x, int64_t d) { return softmax(neg(x), d); },
+      "softmin", [](const Tensor& x, int64_t d) { return softmin(x, d); },
       "softmax(-input) along dim.");
 
   // Losses.
@@ -518,6 +617,79 @@ void bind_functional(nb::module_& f) {
         "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
         "reduction"_a = "mean", release_gil(), doc);
   };
+  pointwise_loss(
+      "soft_margin_loss",
+      [](const Tensor& a, const Tensor& b, Reduction r) { return soft_margin_loss(a, b, r); },
+      "log(1 + exp(-target * input)).");
+  f.def(
+      "hinge_embedding_loss",
+      [](const Tensor& input, const Tensor& target, double margin, std::optional<bool> size_average,
+         std::optional<bool> reduce, std::string_view reduction) {
+        return hinge_embedding_loss(
+            input, target, margin,
+            loss_reduction(size_average, reduce, reduction, "hinge_embedding_loss"));
+      },
+      "input"_a, "target"_a, "margin"_a = 1.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "input where target is 1, max(0, margin - input) where it is -1.");
+  f.def(
+      "multilabel_soft_margin_loss",
+      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return multilabel_soft_margin_loss(
+            input, target, opt(weight),
+            loss_reduction(size_average, reduce, reduction, "multilabel_soft_margin_loss"));
+      },
+      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "The per-class logistic loss averaged over the classes.");
+  f.def(
+      "poisson_nll_loss",
+      [](const Tensor& input, const Tensor& target, bool log_input, bool full,
+         std::optional<bool> size_average, double eps, std::optional<bool> reduce,
+         std::string_view reduction) {
+        return poisson_nll_loss(
+            input, target, log_input, full, eps,
+            loss_reduction(size_average, reduce, reduction, "poisson_nll_loss"));
+      },
+      "input"_a, "target"_a, "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(),
+      "eps"_a = 1e-8, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "Poisson negative log-likelihood.");
+  f.def(
+      "margin_ranking_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return margin_ranking_loss(
+            x1, x2, target, margin,
+            loss_reduction(size_average, reduce, reduction, "margin_ranking_loss"));
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "max(0, -target * (input1 - input2) + margin).");
+  f.def(
+      "cosine_embedding_loss",
+      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
+         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
+        return cosine_embedding_loss(
+            x1, x2, target, margin,
+            loss_reduction(size_average, reduce, reduction, "cosine_embedding_loss"));
+      },
+      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
+      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
+      "1 - cos where target is 1, max(0, cos - margin) where it is -1.");
+  f.def(
+      "triplet_margin_loss",
+      [](const Tensor& a, const Tensor& p, const Tensor& n, double margin, double norm, double eps,
+         bool swap, std::optional<bool> size_average, std::optional<bool> reduce,
+         std::string_view reduction) {
+        return triplet_margin_loss(
+            a, p, n, margin, norm, eps, swap,
+            loss_reduction(size_average, reduce, reduction, "triplet_margin_loss"));
+      },
+      "anchor"_a, "positive"_a, "negative"_a, "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
+      "swap"_a = false, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
+      "reduction"_a = "mean", release_gil(),
+      "max(0, margin + d(anchor, positive) - d(anchor, negative)).");
   pointwise_loss(
       "mse_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return mse_loss(a, b, r); },
       "Mean squared error.");
@@ -1157,6 +1329,12 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "dim"_a, "dtype"_a = nb::none(), "exp(input) / sum(exp(input)) along dim.");
   b.both(
+      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); },
+      "lambd"_a = 0.5, "input where |input| > lambd, else 0.");
+  b.both(
+      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "weight"_a,
+      "input where positive, else weight * input.");
+  b.both(
       "log_softmax",
       [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
         return log_softmax(cast_input(x, dtype), dim);
@@ -1189,13 +1367,74 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "vec2"_a, "Outer product of two 1-d tensors.");
   b.both(
       "addmm",
-      [](const Tensor& input, const Tensor& m1, const Tensor& m2, PyScalar beta, PyScalar alpha) {
-        Tensor p = mm(m1, m2);
-        if (Scalar(alpha).to_double() != 1.0) p = mul(p, alpha);
-        return Scalar(beta).to_double() == 0.0 ? p : add(mul(input, beta), p);
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addmm(input, x1, x2, beta, alpha);
       },
       "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
       "beta * input + alpha * (mat1 @ mat2).");
+  b.both(
+      "baddbmm",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return baddbmm(input, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * bmm(batch1, batch2).");
+  b.both(
+      "addbmm",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addbmm(input, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * the sum over b of batch1[b] @ batch2[b].");
+  b.both(
+      "addmv",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addmv(input, x1, x2, beta, alpha);
+      },
+      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * (mat @ vec).");
+  b.both(
+      "addr",
+      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
+        return addr(input, x1, x2, beta, alpha);
+      },
+      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "beta * input + alpha * outer(vec1, vec2).");
+  b.method(
+      "addmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addmm_(x, x1, x2, beta, alpha);
+      },
+      "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addmm(input, mat1, mat2, beta=beta, alpha=alpha).");
+  b.method(
+      "baddbmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return baddbmm_(x, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = baddbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
+  b.method(
+      "addbmm_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addbmm_(x, x1, x2, beta, alpha);
+      },
+      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
+  b.method(
+      "addmv_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addmv_(x, x1, x2, beta, alpha);
+      },
+      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addmv(input, mat, vec, beta=beta, alpha=alpha).");
+  b.method(
+      "addr_",
+      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
+        return addr_(x, x1, x2, beta, alpha);
+      },
+      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
+      "In place: input = addr(input, vec1, vec2, beta=beta, alpha=alpha).");
   m.def(
       "einsum",
       [](std::string_view equation, nb::args operands) {

@@ -93,7 +93,7 @@ void bind_runtime(nb::module_& m) {
       .def(
           "__init__",
           [](FloatInfo* self, std::optional<DType> type) {
-            new (self) FloatInfo(finfo(type.value_or(kDefaultFloat)));
+            new (self) FloatInfo(finfo(type.value_or(default_dtype())));
           },
           "type"_a = nb::none(), "The properties of `type` (the default float dtype if None).")
       .def_ro("bits", &FloatInfo::bits, "Bits per element.")
@@ -263,6 +263,23 @@ void bind_runtime(nb::module_& m) {
       "device"_a.none(),
       nb::sig("def set_default_device(device: ember.device | str | None) -> None"),
       "Makes `device` the factories' and modules' default device; None puts it back on the CPU.");
+  m.def("get_default_dtype", &default_dtype,
+        "The floating dtype factories and promotion use when given none (float32 unless "
+        "set_default_dtype changed it).");
+  m.def(
+      "set_default_dtype",
+      [](nb::handle d) {
+        // Only an ember.dtype: the Python types the dtype arguments also take (float) are not
+        // dtype objects here, as in PyTorch.
+        EMBER_CHECK_TYPE(nb::isinstance<DTypeObject>(d),
+                         "[set_default_dtype] invalid dtype object: only floating-point types are "
+                         "supported as the default type, got {}",
+                         nb::cast<std::string>(nb::repr(d)));
+        set_default_dtype(nb::inst_ptr<DTypeObject>(d)->dtype);
+      },
+      "d"_a, nb::sig("def set_default_dtype(d: ember.dtype) -> None"),
+      "Makes the floating dtype `d` the default of factories, module parameters and "
+      "promotion.");
   m.def("best_device", &best_device,
         "The device to run on when nobody chose one: EMBER_DEVICE, else the available device "
         "of highest priority.");

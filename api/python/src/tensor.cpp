@@ -247,7 +247,7 @@ nb::object to_list(const Tensor& t) {
 }
 
 TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
-                      DType fallback = kDefaultFloat) {
+                      DType fallback = default_dtype()) {
   TensorOptions o(dtype.value_or(fallback));  // on default_device() unless given
   if (device) o.device = *device;
   return o.pinned_memory(pin);
@@ -504,7 +504,7 @@ void bind_tensor(nb::module_& m) {
         // The legacy constructor: Tensor(*sizes) (uninitialised float32) or Tensor(data).
         Tensor t;
         if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-          t = tensor_from_data(args[0], kDefaultFloat, std::nullopt);
+          t = tensor_from_data(args[0], default_dtype(), std::nullopt);
         } else {
           t = empty(sizes_from_args(args, "Tensor"));
         }
@@ -1201,7 +1201,7 @@ void bind_tensor(nb::module_& m) {
         std::optional<TensorOptions> o;
         if (dtype || device) {
           const bool all_int = !s.is_floating() && !e.is_floating() && !Scalar(step).is_floating();
-          o = TensorOptions(dtype.value_or(all_int ? DType::Int64 : kDefaultFloat),
+          o = TensorOptions(dtype.value_or(all_int ? DType::Int64 : default_dtype()),
                             device.value_or(default_device()));
         }
         GilRelease release;

@@ -39,6 +39,39 @@ void expect_uniform(const Tensor& t, double bound) {
   EXPECT_NEAR(s.var, bound * bound / 3, 0.1 * bound * bound / 3);
 }
 
+TEST(Pad, ModulesPadAsTheirModeWithPyTorchsNamesAndRepr) {
+  const Tensor x = tensor({{1.0, 2.0, 3.0}});
+  EXPECT_EQ(values(PadNd<PadKind::Reflection, 1>({2})(x)),
+            (std::vector<double>{3, 2, 1, 2, 3, 2, 1}));
+  EXPECT_EQ(values(PadNd<PadKind::Replication, 1>({2, 1})(x)),
+            (std::vector<double>{1, 1, 1, 2, 3, 3}));
+  EXPECT_EQ(values(PadNd<PadKind::Circular, 1>({1, 2})(x)),
+            (std::vector<double>{3, 1, 2, 3, 1, 2}));
+  EXPECT_EQ(values(PadNd<PadKind::Constant, 1>({1, 0}, 9.0)(x)), (std::vector<double>{9, 1, 2, 3}));
+  PadNd<PadKind::Zero, 2> zero({1});
+  EXPECT_EQ(zero.padding, (Shape{1, 1, 1, 1}));
+  EXPECT_EQ(zero(x).sizes(), (Shape{3, 5}));
+  EXPECT_EQ(zero.type_name(), "ZeroPad2d");
+  EXPECT_EQ(zero.extra_repr(), "(1, 1, 1, 1)");
+  EXPECT_EQ((PadNd<PadKind::Constant, 3>({1}, 2.5).extra_repr()),
+            "padding=(1, 1, 1, 1, 1, 1), value=2.5");
+  EXPECT_EQ((PadNd<PadKind::Replication, 3>({1}).type_name()), "ReplicationPad3d");
+  expect_error([] { PadNd<PadKind::Zero, 2>({1, 2, 3}); }, {"[nn.ZeroPad2d]", "3 values"});
+}
+
+TEST(PReLU, LearnsOneSlopePerChannel) {
+  PReLU p(2, 0.5);
+  EXPECT_EQ(p.named_parameters().size(), 1u);
+  EXPECT_EQ(values(p.weight), (std::vector<double>{0.5, 0.5}));
+  const Tensor x = tensor({{-2.0, 4.0}, {6.0, -8.0}});
+  const Tensor y = p(x);
+  EXPECT_EQ(values(y), (std::vector<double>{-1, 4, 6, -4}));
+  sum(y).backward();
+  EXPECT_EQ(values(p.weight.grad()), (std::vector<double>{-2, -8}));
+  EXPECT_EQ(p.extra_repr(), "num_parameters=2");
+  expect_error([] { PReLU(0); }, {"[nn.PReLU]", "num_parameters"});
+}
+
 TEST(Linear, DefaultInitIsUniformWithBoundOneOverSqrtFanIn) {
   manual_seed(1);
   Linear fc(784, 100);

@@ -438,6 +438,63 @@ EMBER_GRADCHECK_CASE(
                 tensor({{0.6}, {0.5}}, DType::Float64).requires_grad_(true)};
      }});
 
+// ---- Activations as composites: threshold, the shrinks, prelu, glu, softmin -------------------
+EMBER_GRADCHECK_CASE({"threshold", "0.3 -> -2",
+                      [](const V& in) { return threshold(in[0], 0.3, -2.0); },
+                      [] {
+                        return V{input({3, 4}, 750)};
+                      }});
+EMBER_GRADCHECK_CASE({"hardshrink", "lambd 0.5", [](const V& in) { return hardshrink(in[0]); },
+                      [] {
+                        return V{input({3, 4}, 751)};
+                      }});
+EMBER_GRADCHECK_CASE({"softshrink", "lambd 0.3", [](const V& in) { return softshrink(in[0], 0.3); },
+                      [] {
+                        return V{input({3, 4}, 752)};
+                      }});
+EMBER_GRADCHECK_CASE({"tanhshrink", "", [](const V& in) { return tanhshrink(in[0]); },
+                      [] { return V{input({5}, 753)}; }});
+EMBER_GRADCHECK_CASE({"prelu", "one weight per channel",
+                      [](const V& in) { return prelu(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3, 2}, 754), input({3}, 755)};
+                      }});
+EMBER_GRADCHECK_CASE({"prelu", "one weight, 1-d input",
+                      [](const V& in) { return prelu(in[0], in[1]); },
+                      [] {
+                        return V{input({4}, 756), input({1}, 757)};
+                      }});
+EMBER_GRADCHECK_CASE({"glu", "dim 1", [](const V& in) { return glu(in[0], 1); },
+                      [] {
+                        return V{input({2, 4, 3}, 758)};
+                      }});
+EMBER_GRADCHECK_CASE({"softmin", "dim 0", [](const V& in) { return softmin(in[0], 0); },
+                      [] {
+                        return V{input({3, 2}, 759)};
+                      }});
+
+TEST(Activations, MatchHandComputedValuesAndRefuseWhatPyTorchRefuses) {
+  const Tensor x = tensor({-2.0, -0.5, 0.25, 1.0, 3.0}, DType::Float64);
+  EXPECT_EQ(values(threshold(x, 0.25, 9.0)), (std::vector<double>{9, 9, 9, 1, 3}));
+  EXPECT_EQ(values(hardshrink(x, 0.5)), (std::vector<double>{-2, 0, 0, 1, 3}));
+  EXPECT_EQ(values(softshrink(x, 0.5)), (std::vector<double>{-1.5, 0, 0, 0.5, 2.5}));
+  EXPECT_EQ(values(prelu(x, tensor({0.5}, DType::Float64))),
+            (std::vector<double>{-1, -0.25, 0.25, 1, 3}));
+  const Tensor m = tensor({{-1.0, -2.0}, {-3.0, 4.0}}, DType::Float64);
+  EXPECT_EQ(values(prelu(m, tensor({0.5, 2.0}, DType::Float64))),
+            (std::vector<double>{-0.5, -4, -1.5, 4}));
+  const Tensor g = glu(tensor({{1.0, 2.0, 0.0, 100.0}}, DType::Float64));
+  EXPECT_NEAR(values(g)[0], 0.5, 1e-15);
+  EXPECT_NEAR(values(g)[1], 2.0, 1e-15);
+  EXPECT_THROW(softshrink(x, -1.0), ValueError);
+  EXPECT_THROW(glu(tensor({1.0, 2.0, 3.0})), ValueError);  // odd size
+  EXPECT_THROW(glu(full(Shape{}, 1.0)), ValueError);       // 0-d
+  EXPECT_THROW(glu(zeros({2, 2}), 2), IndexError);
+  EXPECT_THROW(prelu(zeros({2, 3, 4}), zeros({2})), ValueError);
+  EXPECT_THROW(prelu(zeros({3}), zeros({3})), ValueError);  // a 1-d input has one channel
+  EXPECT_THROW(prelu(zeros({2, 3}), zeros({1, 3})), ValueError);
+}
+
 TEST(Composites, NanToNumSendsNoGradientToReplacedElements) {
   const double inf = std::numeric_limits<double>::infinity();
   Tensor x = tensor({1.0, NAN, inf, -inf}, DType::Float64).requires_grad_(true);

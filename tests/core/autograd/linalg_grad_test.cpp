@@ -359,6 +359,65 @@ EMBER_GRADCHECK_CASE({"cdist", "p 3, batch broadcast",
                         return V{input({1, 3, 2}, 196), input({2, 2, 2}, 197)};
                       }});
 
+// ---- the add*-products ------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"addmm", "broadcast input, beta 0.5, alpha 2",
+                      [](const V& in) { return addmm(in[0], in[1], in[2], 0.5, 2.0); },
+                      [] {
+                        return V{input({4}, 710), input({3, 2}, 711), input({2, 4}, 712)};
+                      }});
+EMBER_GRADCHECK_CASE({"baddbmm", "beta 2",
+                      [](const V& in) { return baddbmm(in[0], in[1], in[2], 2.0); },
+                      [] {
+                        return V{input({3, 1}, 713), input({2, 3, 2}, 714), input({2, 2, 1}, 715)};
+                      }});
+EMBER_GRADCHECK_CASE({"addbmm", "alpha -1",
+                      [](const V& in) { return addbmm(in[0], in[1], in[2], 1, -1.0); },
+                      [] {
+                        return V{input({2, 3}, 716), input({3, 2, 2}, 717), input({3, 2, 3}, 718)};
+                      }});
+EMBER_GRADCHECK_CASE({"addmv", "beta 0", [](const V& in) { return addmv(in[0], in[1], in[2], 0); },
+                      [] {
+                        return V{input({3}, 719), input({3, 2}, 720), input({2}, 721)};
+                      }});
+EMBER_GRADCHECK_CASE({"addr", "beta 3, alpha 0.5",
+                      [](const V& in) { return addr(in[0], in[1], in[2], 3.0, 0.5); },
+                      [] {
+                        return V{input({3, 2}, 722), input({3}, 723), input({2}, 724)};
+                      }});
+
+TEST(AddProducts, MatchLoopsAndAZeroScaleDropsItsTermWithNaN) {
+  const Tensor in = tensor({{1.0, 2.0}, {3.0, 4.0}}, DType::Float64);
+  const Tensor m = tensor({{1.0, 2.0}, {0.0, -1.0}}, DType::Float64);
+  const Tensor v = tensor({3.0, 5.0}, DType::Float64);
+  // 2 * in + 3 * m @ m = 2 * in + 3 * [[1, 0], [0, 1]].
+  EXPECT_EQ(values(addmm(in, m, m, 2, 3)), (std::vector<double>{5, 4, 6, 11}));
+  EXPECT_EQ(values(addmv(v, m, v, 1, -1)), (std::vector<double>{-10, 10}));
+  EXPECT_EQ(values(addr(in, v, v, 0, 1)), (std::vector<double>{9, 15, 15, 25}));
+  const Tensor b = stack({m, m});
+  EXPECT_EQ(values(addbmm(in, b, b, 1, 1)), (std::vector<double>{3, 2, 3, 6}));
+  EXPECT_EQ(values(baddbmm(in, b, b, 1, 1)), (std::vector<double>{2, 2, 3, 5, 2, 2, 3, 5}));
+  // beta 0 never reads input; alpha 0 never reads the product; the gradient there is zero.
+  Tensor nan = full({2, 2}, std::nan(""), DType::Float64).requires_grad_(true);
+  const Tensor r = addmm(nan, m, m, 0, 1);
+  EXPECT_EQ(values(r), (std::vector<double>{1, 0, 0, 1}));
+  sum(r).backward();
+  EXPECT_EQ(values(nan.grad()), (std::vector<double>{0, 0, 0, 0}));
+  EXPECT_EQ(values(addmm(in, mul(m, std::nan("")), m, 1, 0)), values(in));
+}
+
+TEST(AddProducts, RejectShapesAndDtypesPyTorchRejects) {
+  const Tensor m = zeros({2, 3}), n = zeros({3, 4});
+  EXPECT_THROW(addmm(zeros({5, 4}), m, n), ValueError);           // input does not broadcast
+  EXPECT_THROW(addmm(zeros({2, 2, 4}), m, n), ValueError);        // input has more dims
+  EXPECT_THROW(addmm(zeros({2, 4}), zeros({3}), n), ValueError);  // mat1 is 1-d
+  EXPECT_THROW(addmm(zeros({2, 4}, DType::Float64), m, n), TypeError);
+  EXPECT_THROW(addmv(zeros({2}), m, zeros({4})), ValueError);
+  EXPECT_THROW(addr(zeros({2, 3}), zeros({2, 1}), zeros({3})), ValueError);
+  EXPECT_THROW(baddbmm(zeros({3, 4}), zeros({3, 5}), zeros({2, 5, 4})), ValueError);
+  EXPECT_THROW(baddbmm(zeros({3, 4}), zeros({2, 3, 5}), zeros({3, 5, 4})), ValueError);
+  EXPECT_THROW(addbmm(zeros({2, 3, 4}), zeros({2, 3, 5}), zeros({2, 5, 4})), ValueError);
+}
+
 TEST(Cdist, MatchesLoopsAndHasNoNaNGradientAtZeroDistance) {
   const Tensor a = tensor({{0.0, 0.0}, {3.0, 4.0}}, DType::Float64);
   const Tensor b = tensor({{0.0, 0.0}, {1.0, 1.0}, {-3.0, 4.0}}, DType::Float64);

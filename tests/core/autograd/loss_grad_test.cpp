@@ -169,6 +169,86 @@ EMBER_GRADCHECK_CASE(
 
 // ---- value tests ------------------------------------------------------------------------------
 
+// ---- margin and embedding losses --------------------------------------------------------------
+EMBER_GRADCHECK_CASE(
+    {"margin_ranking_loss", "margin 0.2, mean",
+     [](const V& in) {
+       return margin_ranking_loss(in[0], in[1], on(in[0], tensor({1., -1., 1., -1.}, f64)), 0.2);
+     },
+     [] {
+       return V{input({4}, 760), input({4}, 761)};
+     }});
+EMBER_GRADCHECK_CASE({"hinge_embedding_loss", "margin 0.5, sum",
+                      [](const V& in) {
+                        return hinge_embedding_loss(
+                            in[0], on(in[0], tensor({{1., -1., -1.}, {-1., 1., -1.}}, f64)), 0.5,
+                            Reduction::Sum);
+                      },
+                      [] {
+                        return V{input({2, 3}, 762)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"soft_margin_loss", "none",
+     [](const V& in) {
+       return soft_margin_loss(in[0], on(in[0], tensor({1., -1., -1., 1.}, f64)), Reduction::None);
+     },
+     [] { return V{input({4}, 763)}; }});
+EMBER_GRADCHECK_CASE({"multilabel_soft_margin_loss", "weights, mean",
+                      [](const V& in) {
+                        return multilabel_soft_margin_loss(
+                            in[0], on(in[0], tensor({{1., 0., 1.}, {0., 0., 1.}}, f64)),
+                            on(in[0], tensor({0.5, 2., 1.}, f64)));
+                      },
+                      [] {
+                        return V{input({2, 3}, 764)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"cosine_embedding_loss", "margin 0.1",
+     [](const V& in) {
+       return cosine_embedding_loss(in[0], in[1], on(in[0], tensor({1., -1., -1.}, f64)), 0.1);
+     },
+     [] {
+       return V{input({3, 4}, 765), input({3, 4}, 766)};
+     }});
+EMBER_GRADCHECK_CASE({"triplet_margin_loss", "swap, p 1",
+                      [](const V& in) {
+                        return triplet_margin_loss(in[0], in[1], in[2], 0.5, 1.0, 1e-6, true);
+                      },
+                      [] {
+                        return V{input({3, 4}, 767), input({3, 4}, 768), input({3, 4}, 769)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"poisson_nll_loss", "full, rates",
+     [](const V& in) {
+       return poisson_nll_loss(in[0], on(in[0], tensor({0., 1., 3., 7.}, f64)), false, true);
+     },
+     [] { return V{input({4}, 770, 0.5, 2.0)}; }});
+
+TEST(LossGrad, MarginLossesMatchHandComputedValues) {
+  const Tensor x1 = tensor({1., 2., 3.}, f64), x2 = tensor({2., 2., 1.}, f64);
+  const Tensor y = tensor({1., -1., -1.}, f64);
+  // max(0, -y (x1 - x2) + 0.5) = max(0, 1.5), max(0, 0.5), max(0, 2.5).
+  EXPECT_EQ(values(margin_ranking_loss(x1, x2, y, 0.5, Reduction::None)),
+            (std::vector<double>{1.5, 0.5, 2.5}));
+  // y = 1 keeps x, y = -1 gives max(0, 1 - x).
+  EXPECT_EQ(values(hinge_embedding_loss(tensor({0.25, 0.25, 2.}, f64), y, 1.0, Reduction::None)),
+            (std::vector<double>{0.25, 0.75, 0}));
+  EXPECT_NEAR(values(soft_margin_loss(tensor({0.}, f64), tensor({1.}, f64)))[0], std::log(2.0),
+              1e-15);
+  // Parallel vectors: cos 1, so 1 - cos = 0 for y = 1 and max(0, 1 - 0.5) for y = -1.
+  const Tensor a = tensor({{1., 2.}, {1., 2.}}, f64);
+  const std::vector<double> c =
+      values(cosine_embedding_loss(a, mul(a, 3.0), tensor({1., -1.}, f64), 0.5, Reduction::None));
+  EXPECT_NEAR(c[0], 0.0, 1e-12);
+  EXPECT_NEAR(c[1], 0.5, 1e-12);
+  EXPECT_NEAR(values(poisson_nll_loss(tensor({0.}, f64), tensor({2.}, f64)))[0], 1.0, 1e-15);
+  EXPECT_THROW(margin_ranking_loss(zeros({2}), zeros({2, 1}), zeros({2})), ValueError);
+  EXPECT_THROW(cosine_embedding_loss(zeros({2, 2, 2}), zeros({2, 2, 2}), zeros({2, 2})),
+               ValueError);
+  EXPECT_THROW(cosine_embedding_loss(zeros({2, 3}), zeros({2, 3}), zeros({2, 1})), ValueError);
+  EXPECT_THROW(triplet_margin_loss(zeros({2, 3}), zeros({3}), zeros({2, 3})), ValueError);
+}
+
 TEST(LossGrad, NllLossGradientIsAScatterOfWeightsOverTheirSum) {
   Tensor x = zeros({3, 3}, f64).requires_grad_(true);
   nll_loss(x, tensor({2, 0, -100}), tensor({1., 2., 3.}, f64)).backward();

@@ -182,6 +182,42 @@ EMBER_GRADCHECK_CASE({"pixel_unshuffle", "r=2, unbatched",
                         return V{input({3, 4, 2}, 56)};
                       }});
 
+// ---- distances --------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"cosine_similarity", "dim 1, broadcast",
+                      [](const V& in) { return cosine_similarity(in[0], in[1]); },
+                      [] {
+                        return V{input({2, 3}, 730), input({1, 3}, 731)};
+                      }});
+EMBER_GRADCHECK_CASE({"pairwise_distance", "p 2",
+                      [](const V& in) { return pairwise_distance(in[0], in[1]); },
+                      [] {
+                        return V{input({3, 4}, 732), input({3, 4}, 733)};
+                      }});
+EMBER_GRADCHECK_CASE({"pairwise_distance", "p 1, keepdim",
+                      [](const V& in) { return pairwise_distance(in[0], in[1], 1.0, 1e-6, true); },
+                      [] {
+                        return V{input({2, 3}, 734), input({3}, 735)};
+                      }});
+EMBER_GRADCHECK_CASE({"normalize", "p 2, dim 1", [](const V& in) { return normalize(in[0]); },
+                      [] {
+                        return V{input({2, 3, 2}, 736)};
+                      }});
+
+TEST(Distances, MatchHandComputedValues) {
+  const Tensor a = tensor({{3.0, 4.0}, {1.0, 0.0}}, DType::Float64);
+  const Tensor b = tensor({{4.0, 3.0}, {0.0, 0.0}}, DType::Float64);
+  // cos = 24 / 25; a zero row is clamped at eps, so its cosine is 0.
+  EXPECT_EQ(values(cosine_similarity(a, b)), (std::vector<double>{24.0 / 25.0, 0.0}));
+  EXPECT_EQ(values(cosine_similarity(a, b, 0)).size(), 2u);
+  EXPECT_EQ(values(pairwise_distance(a, b, 1.0, 0.0)), (std::vector<double>{2.0, 1.0}));
+  EXPECT_EQ(pairwise_distance(a, b, 2.0, 0.0, true).sizes(), (Shape{2, 1}));
+  EXPECT_EQ(values(normalize(a, 2.0, 1)), (std::vector<double>{0.6, 0.8, 1.0, 0.0}));
+  EXPECT_THROW(cosine_similarity(a, b, 2), IndexError);
+  EXPECT_THROW(cosine_similarity(tensor({1, 2}), tensor({1, 2})), TypeError);
+  EXPECT_THROW(cosine_similarity(zeros({2, 3}), zeros({4, 3})), ValueError);
+  EXPECT_THROW(pairwise_distance(zeros({2, 3}), zeros({4, 3})), ValueError);
+}
+
 // ---- value tests ------------------------------------------------------------------------------
 
 TEST(NnGrad, EmbeddingAccumulatesRepeatsAndSkipsThePaddingRow) {

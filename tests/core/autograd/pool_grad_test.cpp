@@ -90,6 +90,58 @@ EMBER_GRADCHECK_CASE({"adaptive_avg_pool2d", "global 1x1",
                         return V{input({2, 3, 3, 4}, 12)};
                       }});
 
+// ---- adaptive max pooling and the 1-d poolings ------------------------------------------------
+EMBER_GRADCHECK_CASE({"adaptive_max_pool2d", "uneven windows 5x7 -> 3x2",
+                      [](const V& in) {
+                        return adaptive_max_pool2d(in[0], {3, 2});
+                      },
+                      [] {
+                        return V{input({1, 2, 5, 7}, 740)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool1d", "k 3 stride 2 padding 1, unbatched",
+                      [](const V& in) { return max_pool1d(in[0], 3, 2, 1); },
+                      [] {
+                        return V{input({2, 7}, 741)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool1d", "k 3 stride 2 padding 1, ceil_mode, padding excluded",
+                      [](const V& in) { return avg_pool1d(in[0], 3, 2, 1, true, false); },
+                      [] {
+                        return V{input({2, 2, 6}, 742)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_avg_pool1d", "7 -> 3",
+                      [](const V& in) { return adaptive_avg_pool1d(in[0], 3); },
+                      [] {
+                        return V{input({2, 2, 7}, 743)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_max_pool1d", "7 -> 3, unbatched",
+                      [](const V& in) { return adaptive_max_pool1d(in[0], 3); },
+                      [] {
+                        return V{input({2, 7}, 744)};
+                      }});
+
+TEST(Pool1d, MatchesHandComputedWindowsAndIndices) {
+  const Tensor x = tensor({{{1.0, 5.0, 2.0, 4.0, 3.0, 0.0, 6.0}}}, DType::Float64);
+  auto [y, idx] = max_pool1d_with_indices(x, 3, 2, 1);
+  // Windows (padded by one each side): [-, 1, 5] [5, 2, 4] [4, 3, 0] [0, 6, -].
+  EXPECT_EQ(values(y), (std::vector<double>{5, 5, 4, 6}));
+  EXPECT_EQ(values(idx), (std::vector<double>{1, 1, 3, 6}));
+  EXPECT_EQ(values(avg_pool1d(x, 2)), (std::vector<double>{3, 3, 1.5}));
+  EXPECT_EQ(values(avg_pool1d(x, 3, 2, 1, false, false)),
+            (std::vector<double>{3, 11.0 / 3, 7.0 / 3, 3}));
+  // Adaptive windows of 7 into 3: [0, 3), [2, 5), [4, 7).
+  EXPECT_EQ(values(adaptive_avg_pool1d(x, 3)), (std::vector<double>{8.0 / 3, 3, 3}));
+  EXPECT_EQ(values(adaptive_max_pool1d(x, 3)), (std::vector<double>{5, 4, 6}));
+  const Tensor m = tensor({{{1.0, 2.0, 3.0}, {4.0, 9.0, 6.0}, {7.0, 8.0, 0.0}}}, DType::Float64);
+  // 3 into 2: rows and columns [0, 2), [1, 3).
+  EXPECT_EQ(values(adaptive_max_pool2d(m, {2, 2})), (std::vector<double>{9, 9, 9, 9}));
+  EXPECT_EQ(values(adaptive_max_pool2d(m, {3, 1})), (std::vector<double>{3, 9, 8}));
+  EXPECT_THROW(max_pool1d(zeros({2, 3, 4, 5}), 2), ValueError);  // 4-d
+  EXPECT_THROW(max_pool1d(zeros({1, 4}), 2, 1, 2), ValueError);  // padding over half the window
+  EXPECT_THROW(avg_pool1d(zeros({1, 2}), 3), ValueError);        // input shorter than the window
+  EXPECT_THROW(adaptive_avg_pool1d(zeros({1, 4}), 0), ValueError);
+  EXPECT_THROW(adaptive_max_pool2d(zeros({1, 4}), {2, 2}), ValueError);
+}
+
 TEST(PoolGradTest, OverlappingMaxWindowsAccumulate) {
   // Stride 1 windows over [[1, 2, 3], [4, 9, 5], [6, 7, 8]]: the 9 wins all four windows.
   Tensor x = make({1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 1, 3, 3}, f64).requires_grad_(true);

@@ -855,7 +855,7 @@ TEST(IntegerDivision, FloatingFloorDivisionIsPythons) {
     EXPECT_TRUE(f[3] == 0.0 && std::signbit(f[3]));
     EXPECT_TRUE(std::isinf(f[4]));
     EXPECT_EQ(values(div(a, b, "trunc"))[2], -3.0);
-    EXPECT_EQ(div(tensor({7}, DType::Int64), 2.0, "floor").dtype(), kDefaultFloat);
+    EXPECT_EQ(div(tensor({7}, DType::Int64), 2.0, "floor").dtype(), default_dtype());
   }
 }
 
@@ -976,7 +976,7 @@ TEST(AccurateUnary, Expm1Log2Log10Exp2MatchFloat64) {
               (std::vector<double>{8.0, 1024.0, 0.5}));
     // ELU's negative side is an expm1 too.
     EXPECT_NEAR(values(elu(tensor({-1e-8f}).to(d)))[0], -1e-8, 1e-15);
-    EXPECT_EQ(expm1(tensor({1}, DType::Int64)).dtype(), kDefaultFloat);
+    EXPECT_EQ(expm1(tensor({1}, DType::Int64)).dtype(), default_dtype());
   }
 }
 
@@ -1082,7 +1082,7 @@ TEST(TrigAndHyperbolic, MatchStdInFloat64AndFloat32) {
     }
     // Integer inputs promote to the default float, as sin does.
     const Tensor ints = tensor({0, 1}, DType::Int64).to(d);
-    for (const Fn& f : fns) EXPECT_EQ(f.op(ints).dtype(), kDefaultFloat) << f.name;
+    for (const Fn& f : fns) EXPECT_EQ(f.op(ints).dtype(), default_dtype()) << f.name;
     // Domain edges, as PyTorch and NumPy.
     EXPECT_TRUE(std::isnan(values(asin(tensor({2.0}, DType::Float64).to(d)))[0]));
     EXPECT_TRUE(std::isnan(values(acos(tensor({-1.5}, DType::Float64).to(d)))[0]));
@@ -1127,7 +1127,7 @@ TEST(Erfinv, MatchesKnownValuesAndInvertsErf) {
     EXPECT_TRUE(std::isnan(e[2]));
     EXPECT_TRUE(std::isnan(e[3]));
     EXPECT_TRUE(e[4] == 0.0 && std::signbit(e[4]));
-    EXPECT_EQ(erfinv(tensor({0}, DType::Int64)).dtype(), kDefaultFloat);
+    EXPECT_EQ(erfinv(tensor({0}, DType::Int64)).dtype(), default_dtype());
   }
 }
 
@@ -1183,7 +1183,7 @@ TEST(BinaryMath, Atan2HypotLogaddexpMatchStdAndBroadcast) {
     // Integers promote as division does; mixed dtypes as PyTorch's result_type.
     const Tensor i = tensor({3, 0}, DType::Int64).to(d), j = tensor({4, -1}, DType::Int32).to(d);
     for (const Tensor& r : {atan2(i, j), hypot(i, j), logaddexp(i, j)}) {
-      EXPECT_EQ(r.dtype(), kDefaultFloat);
+      EXPECT_EQ(r.dtype(), default_dtype());
     }
     EXPECT_EQ(values(hypot(i, j)), (std::vector<double>{5.0, 1.0}));
     EXPECT_EQ(atan2(tensor({1.0f}).to(d), tensor({1.0}, DType::Float64).to(d)).dtype(),

@@ -31,6 +31,44 @@ struct DefaultDeviceScope {
   DefaultDeviceScope& operator=(const DefaultDeviceScope&) = delete;
 };
 
+/** Makes `d` the default dtype for one scope, then puts float32 back. */
+struct DefaultDtypeScope {
+  explicit DefaultDtypeScope(DType d) { set_default_dtype(d); }
+  ~DefaultDtypeScope() { set_default_dtype(DType::Float32); }
+  DefaultDtypeScope(const DefaultDtypeScope&) = delete;
+  DefaultDtypeScope& operator=(const DefaultDtypeScope&) = delete;
+};
+
+TEST(DefaultDtype, FloatingFactoriesAndPromotionFollowIt) {
+  init();
+  EXPECT_EQ(default_dtype(), DType::Float32);
+  const DefaultDtypeScope scope(DType::Float64);
+  EXPECT_EQ(default_dtype(), DType::Float64);
+  const std::vector<std::pair<const char*, Tensor>> made = {
+      {"empty", empty({2})},
+      {"zeros", zeros({3})},
+      {"ones", ones({3})},
+      {"full", full({3}, 2.5)},
+      {"arange(float)", arange(0.0, 1.0, 0.5)},
+      {"linspace", linspace(0, 1, 5)},
+      {"eye", eye(2)},
+      {"rand", rand({2})},
+      {"randn", randn({2})},
+      {"tensor(float)", tensor({1.5, 2.5})},
+      {"int / int", div(tensor({1, 2}), tensor({2, 2}))},
+      {"int + float scalar", add(tensor({1, 2}), 1.5)},
+      {"exp of ints", exp(tensor({1, 2}))},
+  };
+  for (const auto& [name, t] : made) EXPECT_EQ(t.dtype(), DType::Float64) << name;
+  EXPECT_EQ(tensor({1, 2}).dtype(), DType::Int64);
+  EXPECT_EQ(arange(3).dtype(), DType::Int64);
+  EXPECT_EQ(values(div(tensor({1}), tensor({3})))[0], 1.0 / 3.0);  // computed in float64
+  // Only floating dtypes, as PyTorch.
+  EXPECT_THROW(set_default_dtype(DType::Int64), TypeError);
+  EXPECT_THROW(set_default_dtype(DType::Bool), TypeError);
+  EXPECT_EQ(default_dtype(), DType::Float64);
+}
+
 TEST(DefaultDevice, IsTheCpuUntilSet) {
   init();
   EXPECT_EQ(default_device(), Device::cpu());

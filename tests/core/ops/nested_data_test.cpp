@@ -38,7 +38,7 @@ TEST(NestedData, ShapeAndNaturalDtypeFollowTheValues) {
   EXPECT_EQ(two_by_two(true, false, true, true).dtype(), DType::Bool);
   EXPECT_EQ(two_by_two(true, 2, false, 1).dtype(), DType::Int64);
   Tensor f = two_by_two(1, 2.5, true, 4);
-  EXPECT_EQ(f.dtype(), kDefaultFloat);
+  EXPECT_EQ(f.dtype(), default_dtype());
   EXPECT_EQ(values(f), (std::vector<double>{1, 2.5, 1, 4}));
 }
 
@@ -55,7 +55,7 @@ TEST(NestedData, EmptyDataIsFloatAndEmptySequencesEndTheShape) {
   none.end_sequence();
   Tensor e = none.finish();
   EXPECT_EQ(e.sizes(), Shape({0}));
-  EXPECT_EQ(e.dtype(), kDefaultFloat);
+  EXPECT_EQ(e.dtype(), default_dtype());
   NestedData rows;  // [[], []]
   rows.begin_sequence(2);
   for (int i = 0; i < 2; ++i) {

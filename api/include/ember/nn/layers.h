@@ -322,6 +322,73 @@ class AdaptiveAvgPool2d : public Module {
   const Pair output_size;
 };
 
+/** Max pooling to a fixed output size (window i of in spans [floor(i in / out), ceil((i+1) in /
+ *  out))). */
+class AdaptiveMaxPool2d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool2d(Pair output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair output_size;
+};
+
+/** The options of the 1-d poolings (Note [1-d pooling is 2-d pooling of height 1]). */
+struct Pool1dOptions {
+  std::optional<int64_t> stride;  ///< defaults to the kernel size
+  int64_t padding = 0;            ///< implicit padding on each side
+  int64_t dilation = 1;           ///< MaxPool1d only
+  bool ceil_mode = false;         ///< round the output size up
+  bool count_include_pad = true;  ///< AvgPool1d only: divide by the padded window size
+};
+
+/** Max pooling over [N, C, L]. */
+class MaxPool1d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit MaxPool1d(int64_t kernel_size, Pool1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t kernel_size;
+  const Pool1dOptions options;
+};
+
+/** Average pooling over [N, C, L]. */
+class AvgPool1d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit AvgPool1d(int64_t kernel_size, Pool1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t kernel_size;
+  const Pool1dOptions options;
+};
+
+/** Average pooling over [N, C, L] to a fixed length. */
+class AdaptiveAvgPool1d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveAvgPool1d(int64_t output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t output_size;
+};
+
+/** Max pooling over [N, C, L] to a fixed length. */
+class AdaptiveMaxPool1d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool1d(int64_t output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t output_size;
+};
+
 /** Flattens dims start_dim..end_dim into one. */
 class Flatten : public Module {
  public:
@@ -353,6 +420,65 @@ class PixelUnshuffle : public Module {
   std::string extra_repr() const override;
 
   const int64_t downscale_factor;
+};
+
+/** cosine_similarity(x1, x2, dim, eps) of two inputs (its repr shows no arguments, as PyTorch's).
+ */
+class CosineSimilarity : public Module {
+ public:
+  /** The cosine along `dim`, norms clamped at `eps`. */
+  explicit CosineSimilarity(int64_t dim = 1, double eps = 1e-8);
+  /** The cosine of x1 and x2 (broadcast) along dim. */
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  /** forward(x1, x2). */
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  using Module::forward;
+
+  const int64_t dim;
+  const double eps;
+};
+
+/** pairwise_distance(x1, x2, p, eps, keepdim) of two inputs (a repr without arguments). */
+class PairwiseDistance : public Module {
+ public:
+  /** The p-norm distance over the last dim, with eps added to the difference. */
+  explicit PairwiseDistance(double p = 2.0, double eps = 1e-6, bool keepdim = false);
+  /** The distance between x1 and x2 (broadcast) over the last dim. */
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  /** forward(x1, x2). */
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  using Module::forward;
+
+  const double norm;
+  const double eps;
+  const bool keepdim;
+};
+
+/** How a padding module fills: with zeros, a constant, a reflection, a replication of the
+ *  edge, or circularly. */
+enum class PadKind { Zero, Constant, Reflection, Replication, Circular };
+
+/** pad() as a layer, the base of ZeroPad2d, ConstantPad1d, ReflectionPad2d and the rest. */
+class Pad : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const PadKind kind;
+  const Shape padding;  ///< (left, right[, top, bottom[, front, back]])
+  const double value;   ///< what Zero and Constant fill with
+
+ protected:
+  /** Padding of `dims` dims; one value pads every side of each by it, as PyTorch's int. */
+  Pad(PadKind kind, int64_t dims, Shape padding, double value);
+};
+
+/** PyTorch's padding module of kind K over D dims (ReflectionPad2d is PadNd<Reflection, 2>). */
+template <PadKind K, int D>
+class PadNd : public Pad {
+ public:
+  /** Pads by `padding` (one value for every side), filling with `value` where K is Constant. */
+  explicit PadNd(Shape padding, double value = 0.0) : Pad(K, D, std::move(padding), value) {}
 };
 
 /** Returns its input. */
@@ -539,6 +665,81 @@ class LogSoftmax : public Module {
   std::string extra_repr() const override;
 
   const int64_t dim;
+};
+
+/** softmin along `dim`. */
+class Softmin : public Module {
+ public:
+  /** Softmin along `dim`. */
+  explicit Softmin(int64_t dim) : Module("Softmin"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+/** x where x > threshold, else value. */
+class Threshold : public PointwiseActivation {
+ public:
+  /** Threshold with its cut and replacement, writing into its input if `inplace`. */
+  Threshold(double threshold, double value, bool inplace = false)
+      : PointwiseActivation("Threshold", inplace), threshold(threshold), value(value) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double threshold, value;
+};
+
+/** hardshrink(x, lambd). */
+class Hardshrink : public Module {
+ public:
+  /** Zeroes |x| <= lambd. */
+  explicit Hardshrink(double lambd = 0.5) : Module("Hardshrink"), lambd(lambd) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double lambd;
+};
+
+/** softshrink(x, lambd). */
+class Softshrink : public Module {
+ public:
+  /** Shrinks x towards 0 by lambd. */
+  explicit Softshrink(double lambd = 0.5) : Module("Softshrink"), lambd(lambd) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double lambd;
+};
+
+/** x - tanh(x). */
+class Tanhshrink : public Module {
+ public:
+  Tanhshrink() : Module("Tanhshrink") {}
+  Tensor forward(const Tensor& x) override;
+};
+
+/** The gated linear unit along `dim`. */
+class GLU : public Module {
+ public:
+  /** Halves x along `dim`. */
+  explicit GLU(int64_t dim = -1) : Module("GLU"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t dim;
+};
+
+/** prelu with a learnt slope: one for all channels or one per channel. */
+class PReLU : public Module {
+ public:
+  /** `num_parameters` slopes (1 or the channels), each starting at `init`. */
+  explicit PReLU(int64_t num_parameters = 1, double init = 0.25);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_parameters;
+  Tensor& weight;  ///< [num_parameters]
 };
 
 }  // namespace ember::nn

@@ -117,4 +117,97 @@ class BCEWithLogitsLoss : public Loss {
   Tensor& pos_weight;  ///< buffer [C], undefined for 1
 };
 
+/** hinge_embedding_loss with a fixed margin. */
+class HingeEmbeddingLoss : public Loss {
+ public:
+  /** The loss with `margin` and `reduction`. */
+  explicit HingeEmbeddingLoss(double margin = 1.0, Reduction reduction = Reduction::Mean)
+      : Loss("HingeEmbeddingLoss", reduction), margin(margin) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  const double margin;
+};
+
+/** soft_margin_loss, the two-class logistic loss. */
+class SoftMarginLoss : public Loss {
+ public:
+  /** The loss with `reduction`. */
+  explicit SoftMarginLoss(Reduction reduction = Reduction::Mean)
+      : Loss("SoftMarginLoss", reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+
+/** multilabel_soft_margin_loss with optional class weights. */
+class MultiLabelSoftMarginLoss : public Loss {
+ public:
+  /** The loss; `weight` [C] may be undefined. */
+  explicit MultiLabelSoftMarginLoss(Tensor weight = {}, Reduction reduction = Reduction::Mean);
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  Tensor& weight;  ///< buffer [C], undefined for equal weights
+};
+
+/** poisson_nll_loss with its options. */
+class PoissonNLLLoss : public Loss {
+ public:
+  /** The loss; log_input says the input is log(rate), full adds Stirling's term. */
+  explicit PoissonNLLLoss(bool log_input = true, bool full = false, double eps = 1e-8,
+                          Reduction reduction = Reduction::Mean)
+      : Loss("PoissonNLLLoss", reduction), log_input(log_input), full(full), eps(eps) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+
+  const bool log_input, full;
+  const double eps;
+};
+
+/** Base of the losses of three tensors: forward(a, b, c) -> loss, reduced as configured. */
+class TripleLoss : public Module {
+ public:
+  /** A loss named `type_name` with the given reduction. */
+  TripleLoss(std::string type_name, Reduction reduction)
+      : Module(std::move(type_name)), reduction(reduction) {}
+  /** The loss of the three tensors. */
+  virtual Tensor forward(const Tensor& a, const Tensor& b, const Tensor& c) = 0;
+  /** forward(a, b, c). */
+  Tensor operator()(const Tensor& a, const Tensor& b, const Tensor& c) { return forward(a, b, c); }
+  using Module::forward;
+
+  const Reduction reduction;
+};
+
+/** margin_ranking_loss(x1, x2, y) with a fixed margin. */
+class MarginRankingLoss : public TripleLoss {
+ public:
+  /** The loss with `margin` and `reduction`. */
+  explicit MarginRankingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
+      : TripleLoss("MarginRankingLoss", reduction), margin(margin) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2, const Tensor& target) override;
+
+  const double margin;
+};
+
+/** cosine_embedding_loss(x1, x2, y) with a fixed margin. */
+class CosineEmbeddingLoss : public TripleLoss {
+ public:
+  /** The loss with `margin` and `reduction`. */
+  explicit CosineEmbeddingLoss(double margin = 0.0, Reduction reduction = Reduction::Mean)
+      : TripleLoss("CosineEmbeddingLoss", reduction), margin(margin) {}
+  Tensor forward(const Tensor& x1, const Tensor& x2, const Tensor& target) override;
+
+  const double margin;
+};
+
+/** triplet_margin_loss(anchor, positive, negative) with its options. */
+class TripletMarginLoss : public TripleLoss {
+ public:
+  /** The loss with its margin, norm degree p, eps and distance swap. */
+  explicit TripletMarginLoss(double margin = 1.0, double p = 2.0, double eps = 1e-6,
+                             bool swap = false, Reduction reduction = Reduction::Mean)
+      : TripleLoss("TripletMarginLoss", reduction), margin(margin), p(p), eps(eps), swap(swap) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) override;
+
+  const double margin, p, eps;
+  const bool swap;
+};
+
 }  // namespace ember::nn

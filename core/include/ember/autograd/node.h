@@ -34,7 +34,7 @@ EMBER_API Tensor apply_grad_hook(const GradHook& hook, const Tensor& grad);
 /** Shape, dtype and device of a forward output, to make zeros for a missing gradient. */
 struct OutputMeta {
   Shape sizes;
-  DType dtype = kDefaultFloat;
+  DType dtype = default_dtype();
   Device device;
 };
 

@@ -155,6 +155,18 @@ EMBER_API Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val =
 EMBER_API Tensor relu6(const Tensor& x);
 /** x * sigmoid(x). */
 EMBER_API Tensor silu(const Tensor& x);
+/** x where x > threshold, else value (F.threshold). */
+EMBER_API Tensor threshold(const Tensor& x, Scalar threshold, Scalar value);
+/** x where |x| > lambd, else 0 (F.hardshrink). */
+EMBER_API Tensor hardshrink(const Tensor& x, double lambd = 0.5);
+/** x - lambd above lambd, x + lambd below -lambd, else 0; lambd >= 0 (F.softshrink). */
+EMBER_API Tensor softshrink(const Tensor& x, double lambd = 0.5);
+/** x - tanh(x). */
+EMBER_API Tensor tanhshrink(const Tensor& x);
+/** x where x > 0, else weight * x, with weight one value or one per channel (dim 1; F.prelu). */
+EMBER_API Tensor prelu(const Tensor& x, const Tensor& weight);
+/** The gated linear unit: a * sigmoid(b) for the halves a, b of x along dim (F.glu). */
+EMBER_API Tensor glu(const Tensor& x, int64_t dim = -1);
 /** min(max(x, lo), hi); either bound may be absent. */
 EMBER_API Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 /** -1, 0 or 1. */

@@ -12,10 +12,11 @@
 
 namespace ember {
 
-/** dtype and device for a new tensor: float32 on default_device() (the CPU unless
- *  set_default_device said otherwise; Note [The default device]) unless told otherwise. */
+/** dtype and device for a new tensor: default_dtype() (float32 unless set_default_dtype said
+ *  otherwise; Note [The default dtype]) on default_device() (the CPU unless set_default_device
+ *  said otherwise; Note [The default device]) unless told otherwise. */
 struct TensorOptions {
-  DType dtype = kDefaultFloat;
+  DType dtype = default_dtype();
   Device device = default_device();
   /** CPU memory page-locked for an accelerator (Note [Pinned host memory] in plugin_abi.h). */
   bool pinned = false;
@@ -49,7 +50,7 @@ EMBER_API Tensor zeros_like(const Tensor& t);
 EMBER_API Tensor ones_like(const Tensor& t);
 /** Same sizes, dtype, device and memory format as `t`, filled with `value`. */
 EMBER_API Tensor full_like(const Tensor& t, Scalar value);
-/** start, start+step, ... < end; int64 if all arguments are integers, else float32. */
+/** start, start+step, ... < end; int64 if all arguments are integers, else default_dtype(). */
 EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1,
                         std::optional<TensorOptions> opts = {});
 /** 0, 1, ..., end-1 as int64 (or `opts`). */
@@ -177,7 +178,7 @@ struct NestedList {
   }
 };
 
-/** A tensor from (nested) floating values: float32 unless `opts` says otherwise. */
+/** A tensor from (nested) floating values: default_dtype() unless `opts` says otherwise. */
 inline Tensor tensor(NestedList<double> data, TensorOptions opts = {}) {
   return from_vector(data.values, data.sizes, {DType::Float64, Device::cpu()})
       .to(opts.device)  // converted where it lands: the host may have no backend

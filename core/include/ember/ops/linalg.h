@@ -20,6 +20,41 @@ EMBER_API Tensor bmm(const Tensor& a, const Tensor& b);
  *  implicit output (no "->") is the ellipsis then the labels used once, in order. */
 EMBER_API Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
 
+// The add*-products: beta * input + alpha * product, input broadcast to the product's shape
+// (Note [beta and alpha of the add*-products] in core/ops/linalg.cpp: a zero beta or alpha drops
+// its term, NaN and inf included).
+/** beta * input + alpha * (mat1 @ mat2) for mat1 [n, k], mat2 [k, m] (torch.addmm). */
+EMBER_API Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta = 1,
+                       Scalar alpha = 1);
+/** beta * input + alpha * bmm(batch1, batch2) for batch1 [b, n, k], batch2 [b, k, m]. */
+EMBER_API Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                         Scalar beta = 1, Scalar alpha = 1);
+/** beta * input + alpha * sum_b batch1[b] @ batch2[b], an [n, m] result (torch.addbmm). */
+EMBER_API Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                        Scalar beta = 1, Scalar alpha = 1);
+/** beta * input + alpha * (mat @ vec) for mat [n, m], vec [m] (torch.addmv). */
+EMBER_API Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta = 1,
+                       Scalar alpha = 1);
+/** beta * input + alpha * outer(vec1, vec2) for 1-d vec1 [n], vec2 [m] (torch.addr). */
+EMBER_API Tensor addr(const Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta = 1,
+                      Scalar alpha = 1);
+
+/** In place: input = addmm(input, mat1, mat2, beta, alpha) (apply_inplace's rules). */
+EMBER_API Tensor& addmm_(Tensor& input, const Tensor& mat1, const Tensor& mat2, Scalar beta = 1,
+                         Scalar alpha = 1);
+/** In place: input = baddbmm(input, batch1, batch2, beta, alpha). */
+EMBER_API Tensor& baddbmm_(Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                           Scalar beta = 1, Scalar alpha = 1);
+/** In place: input = addbmm(input, batch1, batch2, beta, alpha). */
+EMBER_API Tensor& addbmm_(Tensor& input, const Tensor& batch1, const Tensor& batch2,
+                          Scalar beta = 1, Scalar alpha = 1);
+/** In place: input = addmv(input, mat, vec, beta, alpha). */
+EMBER_API Tensor& addmv_(Tensor& input, const Tensor& mat, const Tensor& vec, Scalar beta = 1,
+                         Scalar alpha = 1);
+/** In place: input = addr(input, vec1, vec2, beta, alpha). */
+EMBER_API Tensor& addr_(Tensor& input, const Tensor& vec1, const Tensor& vec2, Scalar beta = 1,
+                        Scalar alpha = 1);
+
 /** The p-norm distances between the rows of x1 [..., P, M] and of x2 [..., R, M] as
  *  [..., P, R] (batch dims broadcast); p >= 0, inf included; floating inputs. */
 EMBER_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);

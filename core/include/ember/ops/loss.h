@@ -1,5 +1,6 @@
-// Loss functions: classification (nll, cross entropy, binary, kl_div) and regression (mse, l1,
-// huber, smooth l1).
+// Loss functions: classification (nll, cross entropy, binary, kl_div), regression (mse, l1,
+// huber, smooth l1), and the margin and embedding losses (margin ranking, hinge embedding, soft
+// margin, multilabel soft margin, cosine embedding, triplet margin, poisson nll).
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -46,5 +47,36 @@ EMBER_API Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor&
                                                   const Tensor& weight = {},
                                                   const Tensor& pos_weight = {},
                                                   Reduction reduction = Reduction::Mean);
+
+// The margin and embedding losses (Note [The margin losses] in core/ops/loss.cpp).
+/** max(0, -y (x1 - x2) + margin) for targets y of +1 or -1; operands of one rank, broadcast. */
+EMBER_API Tensor margin_ranking_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                                     double margin = 0.0, Reduction reduction = Reduction::Mean);
+/** x where y = 1, max(0, margin - x) where y = -1 (the two summed for other y). */
+EMBER_API Tensor hinge_embedding_loss(const Tensor& x, const Tensor& target, double margin = 1.0,
+                                      Reduction reduction = Reduction::Mean);
+/** log(1 + exp(-y x)), the two-class logistic loss. */
+EMBER_API Tensor soft_margin_loss(const Tensor& x, const Tensor& target,
+                                  Reduction reduction = Reduction::Mean);
+/** -(y log sigmoid(x) + (1 - y) log sigmoid(-x)) times weight [C], averaged over the classes
+ *  (the last dim), then reduced over the batch. */
+EMBER_API Tensor multilabel_soft_margin_loss(const Tensor& x, const Tensor& target,
+                                             const Tensor& weight = {},
+                                             Reduction reduction = Reduction::Mean);
+/** 1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1; x1, x2 [N, D] or
+ *  [D], y [N] or []. */
+EMBER_API Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
+                                       double margin = 0.0, Reduction reduction = Reduction::Mean);
+/** max(0, margin + d(a, p) - d(a, n)) with d the p-norm pairwise_distance; `swap` takes
+ *  min(d(a, n), d(p, n)) as the negative distance. */
+EMBER_API Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive,
+                                     const Tensor& negative, double margin = 1.0, double p = 2.0,
+                                     double eps = 1e-6, bool swap = false,
+                                     Reduction reduction = Reduction::Mean);
+/** Poisson negative log-likelihood: exp(x) - y x for log_input, else x - y log(x + eps); `full`
+ *  adds Stirling's term y log y - y + log(2 pi y) / 2 where y > 1. */
+EMBER_API Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool log_input = true,
+                                  bool full = false, double eps = 1e-8,
+                                  Reduction reduction = Reduction::Mean);
 
 }  // namespace ember

@@ -1,5 +1,6 @@
 // Layers' ops that are not convolutions, pooling or norms: linear (and fused_linear), dropout,
-// embedding, pad, interpolate, pixel_shuffle.
+// embedding, pad, interpolate, pixel_shuffle, and the distances cosine_similarity,
+// pairwise_distance and normalize.
 #pragma once
 
 #include <optional>
@@ -48,6 +49,15 @@ EMBER_API Tensor interpolate(const Tensor& x, IntList size, std::string_view mod
 /** Resizes the spatial dims of x [N, C, H, W] by `scale_factor` (output = floor(in * scale)). */
 EMBER_API Tensor interpolate(const Tensor& x, double scale_factor,
                              std::string_view mode = "nearest", bool align_corners = false);
+/** Cosine of the angle between x1 and x2 (broadcast) along dim: sum(x1 / max(|x1|, eps) *
+ *  x2 / max(|x2|, eps)) over dim (PyTorch's F.cosine_similarity). */
+EMBER_API Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1,
+                                   double eps = 1e-8);
+/** The p-norm of x1 - x2 + eps over the last dim of the broadcast (F.pairwise_distance). */
+EMBER_API Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2,
+                                   double eps = 1e-6, bool keepdim = false);
+/** x / max(||x||_p along dim, eps) (F.normalize). */
+EMBER_API Tensor normalize(const Tensor& x, double p = 2, int64_t dim = 1, double eps = 1e-12);
 /** Sub-pixel rearrangement (Shi et al., 2016): [*, C r^2, H, W] into [*, C, H r, W r], each
  *  group of r^2 channels spread over an r x r block. */
 EMBER_API Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);

@@ -1,4 +1,5 @@
-// Pooling over NCHW images: max, average and adaptive average.
+// Pooling over NCHW images (max, average, adaptive average and max), and over NCL sequences
+// through the same kernels (Note [1-d pooling is 2-d pooling of height 1] in core/ops/pool.cpp).
 #pragma once
 
 #include <optional>
@@ -27,5 +28,27 @@ EMBER_API Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride
                             std::optional<int64_t> divisor_override = std::nullopt);
 /** Average pooling of x [N, C, H, W] (or [C, H, W]) to the given output size [oH, oW]. */
 EMBER_API Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
+
+/** Adaptive max pooling of x [N, C, H, W] (or [C, H, W]) to [oH, oW]: window i spans
+ *  [floor(i in / out), ceil((i + 1) in / out)), as PyTorch's. */
+EMBER_API Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size);
+
+/** Max pooling of x [N, C, L] (or [C, L]) with the flat index of each maximum along L; no
+ *  stride means stride = kernel_size. */
+EMBER_API std::tuple<Tensor, Tensor> max_pool1d_with_indices(
+    const Tensor& x, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+    int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false);
+/** Max pooling of x [N, C, L] (or [C, L]); no stride means stride = kernel_size. */
+EMBER_API Tensor max_pool1d(const Tensor& x, int64_t kernel_size,
+                            std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                            int64_t dilation = 1, bool ceil_mode = false);
+/** Average pooling of x [N, C, L] (or [C, L]); no stride means stride = kernel_size. */
+EMBER_API Tensor avg_pool1d(const Tensor& x, int64_t kernel_size,
+                            std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                            bool ceil_mode = false, bool count_include_pad = true);
+/** Average pooling of x [N, C, L] (or [C, L]) to `output_size` along L. */
+EMBER_API Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
+/** Adaptive max pooling of x [N, C, L] (or [C, L]) to `output_size` along L. */
+EMBER_API Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
 
 }  // namespace ember

@@ -9,5 +9,7 @@ namespace ember {
 EMBER_API Tensor softmax(const Tensor& x, int64_t dim);
 /** x - max - log(sum(exp(x - max))) along `dim`. */
 EMBER_API Tensor log_softmax(const Tensor& x, int64_t dim);
+/** softmax(-x, dim) (F.softmin). */
+EMBER_API Tensor softmin(const Tensor& x, int64_t dim);
 
 }  // namespace ember

@@ -1,6 +1,7 @@
 // DType: the element type of a tensor; values match ember_dtype in the plugin ABI.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -74,8 +75,26 @@ struct IntInfo {
 /** IntInfo of an integer dtype (uint8, int8, int32, int64); a TypeError for the others. */
 EMBER_API IntInfo iinfo(DType d);
 
-/** The default floating dtype (float32). */
-inline constexpr DType kDefaultFloat = DType::Float32;
+// Note [The default dtype]
+// The floating dtype that factories and conversions pick when nobody names one: a tensor made
+// from Python floats, zeros/rand/arange/linspace/full with a float value, module parameters, a
+// float scalar's dtype in type promotion, and the float an integer input is promoted to (true
+// division, exp, mean). It is float32 until set_default_dtype (torch.set_default_dtype) says
+// otherwise, and only a floating dtype is accepted. Like the default device (Note [The default
+// device] in ember/tensor/device.h) it is one process-wide relaxed atomic, read on the factory
+// and promotion paths and written only by set_default_dtype.
+namespace detail {
+/** The default floating dtype (Note [The default dtype]); set_default_dtype writes it. */
+EMBER_API extern std::atomic<DType> g_default_dtype;
+}  // namespace detail
+
+/** The default floating dtype: float32 unless set_default_dtype changed it. */
+inline DType default_dtype() {
+  return detail::g_default_dtype.load(std::memory_order_relaxed);
+}
+/** Makes `d` the default floating dtype (torch.set_default_dtype); a TypeError unless `d` is
+ *  floating. */
+EMBER_API void set_default_dtype(DType d);
 
 /** The C++ element type of a DType. */
 template <DType D>

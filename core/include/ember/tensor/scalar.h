@@ -44,7 +44,7 @@ class Scalar {
   int64_t to_int() const { return kind_ == Kind::Float ? float_to_int64(d_) : i_; }
   /** The dtype a tensor made from this scalar alone would have. */
   DType natural_dtype() const {
-    return kind_ == Kind::Float ? kDefaultFloat : kind_ == Kind::Int ? DType::Int64 : DType::Bool;
+    return kind_ == Kind::Float ? default_dtype() : kind_ == Kind::Int ? DType::Int64 : DType::Bool;
   }
 
  private:
