@@ -1365,76 +1365,40 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   b.both(
       "outer", [](const Tensor& a, const Tensor& o) { return mul(a.unsqueeze(1), o.unsqueeze(0)); },
       "vec2"_a, "Outer product of two 1-d tensors.");
-  b.both(
-      "addmm",
-      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
-        return addmm(input, x1, x2, beta, alpha);
-      },
-      "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "beta * input + alpha * (mat1 @ mat2).");
-  b.both(
-      "baddbmm",
-      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
-        return baddbmm(input, x1, x2, beta, alpha);
-      },
-      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "beta * input + alpha * bmm(batch1, batch2).");
-  b.both(
-      "addbmm",
-      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
-        return addbmm(input, x1, x2, beta, alpha);
-      },
-      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "beta * input + alpha * the sum over b of batch1[b] @ batch2[b].");
-  b.both(
-      "addmv",
-      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
-        return addmv(input, x1, x2, beta, alpha);
-      },
-      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "beta * input + alpha * (mat @ vec).");
-  b.both(
-      "addr",
-      [](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) {
-        return addr(input, x1, x2, beta, alpha);
-      },
-      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "beta * input + alpha * outer(vec1, vec2).");
-  b.method(
-      "addmm_",
-      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
-        return addmm_(x, x1, x2, beta, alpha);
-      },
-      "mat1"_a, "mat2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "In place: input = addmm(input, mat1, mat2, beta=beta, alpha=alpha).");
-  b.method(
-      "baddbmm_",
-      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
-        return baddbmm_(x, x1, x2, beta, alpha);
-      },
-      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "In place: input = baddbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
-  b.method(
-      "addbmm_",
-      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
-        return addbmm_(x, x1, x2, beta, alpha);
-      },
-      "batch1"_a, "batch2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "In place: input = addbmm(input, batch1, batch2, beta=beta, alpha=alpha).");
-  b.method(
-      "addmv_",
-      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
-        return addmv_(x, x1, x2, beta, alpha);
-      },
-      "mat"_a, "vec"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "In place: input = addmv(input, mat, vec, beta=beta, alpha=alpha).");
-  b.method(
-      "addr_",
-      [](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta, PyScalar alpha) -> Tensor& {
-        return addr_(x, x1, x2, beta, alpha);
-      },
-      "vec1"_a, "vec2"_a, nb::kw_only(), "beta"_a = one, "alpha"_a = one,
-      "In place: input = addr(input, vec1, vec2, beta=beta, alpha=alpha).");
+  // The add*-products, beta * input + alpha * (a product): a function, a method and an
+  // in-place method each, bound from one table.
+  struct AddProduct {
+    const char *name, *name_, *a, *b, *doc, *doc_;
+    Tensor (*fn)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
+    Tensor& (*fn_)(Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
+  };
+  static constexpr AddProduct kAddProducts[] = {
+      {"addmm", "addmm_", "mat1", "mat2", "beta * input + alpha * (mat1 @ mat2).",
+       "In place: input = addmm(input, mat1, mat2, beta=beta, alpha=alpha).", &addmm, &addmm_},
+      {"baddbmm", "baddbmm_", "batch1", "batch2", "beta * input + alpha * bmm(batch1, batch2).",
+       "In place: input = baddbmm(input, batch1, batch2, beta=beta, alpha=alpha).", &baddbmm,
+       &baddbmm_},
+      {"addbmm", "addbmm_", "batch1", "batch2",
+       "beta * input + alpha * the sum over b of batch1[b] @ batch2[b].",
+       "In place: input = addbmm(input, batch1, batch2, beta=beta, alpha=alpha).", &addbmm,
+       &addbmm_},
+      {"addmv", "addmv_", "mat", "vec", "beta * input + alpha * (mat @ vec).",
+       "In place: input = addmv(input, mat, vec, beta=beta, alpha=alpha).", &addmv, &addmv_},
+      {"addr", "addr_", "vec1", "vec2", "beta * input + alpha * outer(vec1, vec2).",
+       "In place: input = addr(input, vec1, vec2, beta=beta, alpha=alpha).", &addr, &addr_},
+  };
+  for (const AddProduct& p : kAddProducts) {
+    b.both(
+        p.name,
+        [fn = p.fn](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta,
+                    PyScalar alpha) { return fn(input, x1, x2, beta, alpha); },
+        nb::arg(p.a), nb::arg(p.b), nb::kw_only(), "beta"_a = one, "alpha"_a = one, p.doc);
+    b.method(
+        p.name_,
+        [fn = p.fn_](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta,
+                     PyScalar alpha) -> Tensor& { return fn(x, x1, x2, beta, alpha); },
+        nb::arg(p.a), nb::arg(p.b), nb::kw_only(), "beta"_a = one, "alpha"_a = one, p.doc_);
+  }
   m.def(
       "einsum",
       [](std::string_view equation, nb::args operands) {
