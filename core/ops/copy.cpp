@@ -16,6 +16,11 @@
 namespace ember {
 namespace {
 
+// A copy between devices is not a kernel call: a capture cannot replay it.
+constexpr const char* kCopyInCapture =
+    "[compile] a tensor was copied to another device (a copy is not a kernel call: move inputs "
+    "and weights to the device before compiling)";
+
 bool host_accessible(Device d) {
   return device_type(d.type).table.host_accessible != 0;
 }
@@ -234,14 +239,11 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
   if (nbytes() == 0) return out;
   if (from_host && to_host) {
     if (src.device() != target) {
-      capture::refuse("[compile] a tensor was copied to another device (a copy is not a kernel "
-                      "call: move inputs and weights to the device before compiling)");
+      capture::refuse(kCopyInCapture);
     }
     std::memcpy(out.data_ptr(), src.data_ptr(), nbytes());
   } else if (from_host) {
-    capture::refuse(
-        "[compile] a tensor was copied to another device (a copy is not a kernel "
-        "call: move inputs and weights to the device before compiling)");
+    capture::refuse(kCopyInCapture);
     (non_blocking ? device_copy_async : device_copy)(target, out.data_ptr(), src.data_ptr(),
                                                      nbytes(), EMBER_COPY_H2D);
   } else if (to_host) {
