@@ -11,7 +11,7 @@
 #include "core/dispatch/call.h"
 #include "core/dispatch/capture.h"
 #include "ember/autograd/grad_mode.h"
-#include "ember/dispatch/runtime.h"
+#include "ember/tensor/storage.h"
 
 namespace ember {
 

@@ -479,7 +479,8 @@ int64_t fuse_attention(Rewrite& r) {
     }
     double scale = 1.0;
     std::string product = scores;
-    if (r.only_reader(scores) != (gone.size() > 1 ? gone[1] : i)) continue;
+    // The scores are read only by what consumes them here: the mask's Add, or the Softmax.
+    if (r.only_reader(scores) != gone.back()) continue;
     if (Node* dv = made_by(r, scores, "div"); dv) {
       const Tensor* c = r.constant(dv->inputs[1]);
       if (!c || c->numel() != 1) continue;
@@ -501,7 +502,6 @@ int64_t fuse_attention(Rewrite& r) {
     }
     Node* qk = made_by(r, product, "matmul");
     if (!qk || (product != scores && r.uses(product) != 1)) continue;
-    if (product == scores && r.only_reader(scores) != (gone.size() > 1 ? gone[1] : i)) continue;
     gone.push_back(*r.producer(product));
     Node att{"attention",
              r.nodes[*out].name,
