@@ -688,6 +688,18 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_vie
   return out;
 }
 
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
+  Shape shape;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    EMBER_CHECK_TYPE(tensors[i].defined(), "[broadcast_tensors] tensor {} is undefined", i);
+    shape = broadcast_shapes(shape, tensors[i].sizes(), "broadcast_tensors");
+  }
+  std::vector<Tensor> out;
+  out.reserve(tensors.size());
+  for (const Tensor& t : tensors) out.push_back(t.expand(shape));
+  return out;
+}
+
 namespace {
 Tensor triangle_indices(const char* name, int64_t row, int64_t col, int64_t offset,
                         TensorOptions opts, bool lower) {

@@ -168,6 +168,29 @@ def test_meshgrid_matches_numpy(indexing):
         ember.meshgrid(t(a), indexing="ab")
 
 
+def test_broadcast_tensors_and_shapes_match_numpy():
+    a, b = t(np.arange(3.0).reshape(3, 1)), t(np.arange(4.0))
+    got = ember.broadcast_tensors(a, b)
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, w in zip(got, np.broadcast_arrays(np.arange(3.0).reshape(3, 1), np.arange(4.0))):
+        assert_close(g, w, rtol=0, atol=0)
+    assert got[0].data_ptr() == a.data_ptr()  # views, not copies
+    assert ember.broadcast_shapes((2, 1), (3,), 1) == ember.Size([2, 3])
+    assert isinstance(ember.broadcast_shapes((5,)), ember.Size)
+    with pytest.raises(ValueError, match=r"\[broadcast_tensors\].*cannot be broadcast"):
+        ember.broadcast_tensors(t([1.0, 2.0]), t([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match=r"\[broadcast_shapes\]"):
+        ember.broadcast_shapes((2,), (3,))
+
+
+def test_ops_returning_several_tensors_return_tuples():
+    # PyTorch returns tuples from split, chunk, unbind, meshgrid and broadcast_tensors.
+    x = ember.arange(6.0)
+    for got in (x.split(2), x.chunk(3), x.reshape(2, 3).unbind(), ember.split(x, [2, 4]),
+                ember.meshgrid(x, x), ember.broadcast_tensors(x, x)):
+        assert isinstance(got, tuple), type(got)
+
+
 def test_diag_diag_embed_and_diagonal_match_numpy(rng):
     v = rng.standard_normal(4)
     m = rng.standard_normal((3, 5))

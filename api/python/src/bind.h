@@ -86,6 +86,12 @@ inline int64_t single(const Ints& v, const char* op, const char* what) {
 /** Sizes or dims given as *args or as one sequence: zeros(2, 3), zeros((2, 3)), view(-1). */
 Shape sizes_from_args(nb::args args, const char* op);
 
+/** Tensors given as *args or as one sequence: meshgrid(a, b) and meshgrid([a, b]). */
+std::vector<Tensor> tensors_from_args(nb::args args, const char* op);
+
+/** An ember.Size (a tuple subclass) of `sizes`. */
+nb::object make_size(IntList sizes);
+
 /** A Python number as an op's scalar: bool, int or float (NumPy's scalars included). */
 struct PyScalar {
   Scalar v;
@@ -409,6 +415,23 @@ struct type_caster<ember::Tensor> : type_caster_base<ember::python::PyTensor> {
   operator ember::Tensor*() { return Base::operator ember::python::PyTensor*(); }
   operator ember::Tensor&() { return Base::operator ember::python::PyTensor&(); }
   operator ember::Tensor&&() { return std::move(Base::operator ember::python::PyTensor&()); }
+};
+
+/** A list of tensors is read from any sequence and returned as a tuple, as PyTorch returns
+ *  split, chunk, unbind, meshgrid and broadcast_tensors. */
+template <>
+struct type_caster<std::vector<ember::Tensor>>
+    : list_caster<std::vector<ember::Tensor>, ember::Tensor> {
+  using Base = list_caster<std::vector<ember::Tensor>, ember::Tensor>;
+  static constexpr auto Name =
+      io_name("collections.abc.Sequence[ember.Tensor]", "tuple[ember.Tensor, ...]");
+
+  template <typename T>
+  static handle from_cpp(T&& src, rv_policy policy, cleanup_list* cleanup) {
+    object list = steal(Base::from_cpp(std::forward<T>(src), policy, cleanup));
+    if (!list.is_valid()) return handle();
+    return PyList_AsTuple(list.ptr());
+  }
 };
 
 /** Ints: an int, a sequence of ints or a small integer tensor. */

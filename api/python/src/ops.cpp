@@ -1885,30 +1885,40 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   m.def(
       "meshgrid",
       [](nb::args tensors, std::optional<std::string> indexing) {
-        std::vector<Tensor> ts;
-        nb::handle list = tensors;
-        if (tensors.size() == 1 &&
-            (nb::isinstance<nb::list>(tensors[0]) || nb::isinstance<nb::tuple>(tensors[0]))) {
-          list = tensors[0];
-        }
-        for (nb::handle t : list) {
-          EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(t), "[meshgrid] expects tensors, got {}",
-                           nb::cast<std::string>(nb::str(t.type().attr("__name__"))));
-          ts.push_back(*nb::inst_ptr<PyTensor>(t));
-        }
-        std::vector<Tensor> out;
-        {
-          GilRelease release;
-          out = meshgrid(ts, indexing.value_or("ij"));
-        }
-        nb::list r;
-        for (const Tensor& t : out) r.append(wrap_tensor(t));
-        return nb::tuple(r);
+        const std::vector<Tensor> ts = tensors_from_args(tensors, "meshgrid");
+        GilRelease release;
+        return meshgrid(ts, indexing.value_or("ij"));
       },
       "tensors"_a, nb::kw_only(), "indexing"_a = nb::none(),
       nb::sig("def meshgrid(*tensors: ember.Tensor | collections.abc.Sequence[ember.Tensor], "
               "indexing: str | None = None) -> tuple[ember.Tensor, ...]"),
       "Coordinate grids of 1-d tensors ('ij' indexing unless told 'xy').");
+  m.def(
+      "broadcast_tensors",
+      [](nb::args tensors) {
+        const std::vector<Tensor> ts = tensors_from_args(tensors, "broadcast_tensors");
+        GilRelease release;
+        return broadcast_tensors(ts);
+      },
+      "tensors"_a,
+      nb::sig("def broadcast_tensors(*tensors: ember.Tensor) -> tuple[ember.Tensor, ...]"),
+      "Every tensor expanded (a view) to the shape they broadcast to together.");
+  m.def(
+      "broadcast_shapes",
+      [](nb::args shapes) {
+        Shape shape;
+        for (nb::handle s : shapes) {
+          Ints ints;
+          EMBER_CHECK_TYPE(nb::try_cast<Ints>(s, ints),
+                           "[broadcast_shapes] expects ints or sequences of ints, got {}",
+                           nb::cast<std::string>(nb::str(s.type().attr("__name__"))));
+          shape = broadcast_shapes(shape, ints.v, "broadcast_shapes");
+        }
+        return make_size(shape);
+      },
+      "shapes"_a,
+      nb::sig("def broadcast_shapes(*shapes: int | collections.abc.Sequence[int]) -> ember.Size"),
+      "The shape tensors of these shapes broadcast to.");
   for (const bool lower : {true, false}) {
     m.def(
         lower ? "tril_indices" : "triu_indices",

@@ -153,9 +153,19 @@ Shape sizes_from_args(nb::args args, const char* op) {
   return out;
 }
 
-namespace {
+std::vector<Tensor> tensors_from_args(nb::args args, const char* op) {
+  nb::handle list = args;
+  if (args.size() == 1 && (nb::isinstance<nb::list>(args[0]) || nb::isinstance<nb::tuple>(args[0])))
+    list = args[0];
+  std::vector<Tensor> out;
+  for (nb::handle t : list) {
+    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(t), "[{}] expects tensors, got {}", op,
+                     nb::cast<std::string>(nb::str(t.type().attr("__name__"))));
+    out.push_back(*nb::inst_ptr<PyTensor>(t));
+  }
+  return out;
+}
 
-/** An ember.Size (a tuple subclass) of `sizes`. */
 nb::object make_size(IntList sizes) {
   auto* tp = reinterpret_cast<PyTypeObject*>(g_size_type.ptr());
   PyObject* o = tp->tp_alloc(tp, static_cast<Py_ssize_t>(sizes.size()));
@@ -165,6 +175,8 @@ nb::object make_size(IntList sizes) {
   }
   return nb::steal(o);
 }
+
+namespace {
 
 std::string tensor_repr(const Tensor& t) {
   if (!t.defined()) return "tensor(undefined)";

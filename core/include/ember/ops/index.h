@@ -42,6 +42,9 @@ EMBER_API Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = 
  *  the shape (n0, n1, ...), "xy" swaps the first two dims (NumPy's Cartesian grid). */
 EMBER_API std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors,
                                        std::string_view indexing = "ij");
+/** Every tensor expanded (a view) to the shape they broadcast to together
+ * (torch.broadcast_tensors). */
+EMBER_API std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
 /** The [2, n] coordinates (rows, then columns) of the lower triangle of a row x col matrix where
  *  col - row <= offset, in row-major order; int64 unless told otherwise. */
 EMBER_API Tensor tril_indices(int64_t row, int64_t col, int64_t offset = 0,
