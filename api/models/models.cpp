@@ -1,6 +1,6 @@
 #include "ember/models.h"
 
-#include <functional>
+#include <algorithm>
 #include <string>
 
 #include "ember/ops/elementwise.h"
@@ -132,63 +132,67 @@ std::string Bottleneck::fuse_residual_tail(bool on) {
   return fused_tail_ ? "conv3" : "";
 }
 
-namespace {
-
 // Note [torchvision's ResNet layout]
 // torchvision's ResNet names its children conv1, bn1, relu, maxpool, layer1 to layer4 (each a
 // Sequential of blocks "0", "1", ...), avgpool and fc, and a block's projection is downsample.0
 // (the 1x1 convolution) and downsample.1 (its batch norm). Ember builds the same tree as a named
 // Sequential, so state_dict() has torchvision's names and shapes, buffers included
 // (running_mean, running_var, num_batches_tracked), and a torchvision state_dict loads strictly.
-// The extra children hold nothing: flatten (torchvision calls torch.flatten in its forward) and a
-// block's relu1 (and relu2), one ReLU module per activation inside the block where torchvision
-// shares one, so nn::fuse_for_inference can merge each into its convolution.
+// The model is a Sequential (fusion and checkpointing walk it as one) whose forward flattens the
+// pooled features before fc, as torchvision's does, so its children are torchvision's ten and a
+// script's `Sequential(*list(model.children())[:-1])` is the feature extractor it expects. The
+// extra children inside a block hold nothing: relu1 (and relu2), one ReLU module per activation
+// where torchvision shares one, so nn::fuse_for_inference can merge each into its convolution.
 // `width` scales every stage (torchvision's is 64), for small models and small test fixtures.
-std::shared_ptr<nn::Sequential> resnet(
-    int64_t in_channels, int64_t width, int64_t features, int64_t num_classes,
-    const std::function<std::shared_ptr<nn::Sequential>(int)>& stage) {
-  EMBER_CHECK(width >= 1, "[models.resnet] width must be positive: got {}", width);
-  auto net = make_shared<nn::Sequential>();
-  net->push_back("conv1", make_shared<nn::Conv2d>(
-                              in_channels, width, 7,
-                              nn::Conv2dOptions{.stride = 2, .padding = 3, .bias = false}));
-  net->push_back("bn1", make_shared<nn::BatchNorm2d>(width));
-  net->push_back("relu", make_shared<nn::ReLU>());
-  net->push_back("maxpool",
-                 make_shared<nn::MaxPool2d>(3, nn::Pool2dOptions{.stride = Pair(2), .padding = 1}));
-  for (int s = 0; s < 4; ++s) net->push_back("layer" + std::to_string(s + 1), stage(s));
-  net->push_back("avgpool", make_shared<nn::AdaptiveAvgPool2d>(1));
-  net->push_back("flatten", make_shared<nn::Flatten>());
-  net->push_back("fc", make_shared<nn::Linear>(features, num_classes));
-  return net;
-}
 
-}  // namespace
-
-std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes, int64_t in_channels, int64_t width) {
+ResNet::ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes, int64_t in_channels,
+               int64_t width)
+    : nn::Sequential("ResNet") {
+  EMBER_CHECK(width >= 1, "[models.ResNet] width must be positive: got {}", width);
+  EMBER_CHECK(layers.size() == 4 && std::ranges::all_of(layers, [](int64_t n) { return n >= 1; }),
+              "[models.ResNet] layers must be four positive block counts: got [{}]",
+              fmt::join(layers, ", "));
+  push_back("conv1",
+            make_shared<nn::Conv2d>(in_channels, width, 7,
+                                    nn::Conv2dOptions{.stride = 2, .padding = 3, .bias = false}));
+  push_back("bn1", make_shared<nn::BatchNorm2d>(width));
+  push_back("relu", make_shared<nn::ReLU>());
+  push_back("maxpool",
+            make_shared<nn::MaxPool2d>(3, nn::Pool2dOptions{.stride = Pair(2), .padding = 1}));
+  const int64_t expansion = block == Block::Basic ? 1 : 4;
   int64_t in = width;
-  return resnet(in_channels, width, 32 * width, num_classes, [&](int s) {
-    const int64_t blocks[] = {3, 4, 6, 3};
+  for (size_t s = 0; s < layers.size(); ++s) {
     const int64_t planes = width << s;
     auto layer = make_shared<nn::Sequential>();
-    for (int64_t b = 0; b < blocks[s]; ++b) {
-      layer->push_back(make_shared<Bottleneck>(in, planes, b == 0 && s > 0 ? 2 : 1));
-      in = 4 * planes;
+    for (int64_t b = 0; b < layers[s]; ++b) {
+      const int64_t stride = b == 0 && s > 0 ? 2 : 1;
+      if (block == Block::Basic) {
+        layer->push_back(make_shared<BasicBlock>(in, planes, stride));
+      } else {
+        layer->push_back(make_shared<Bottleneck>(in, planes, stride));
+      }
+      in = expansion * planes;
     }
-    return layer;
-  });
+    push_back("layer" + std::to_string(s + 1), layer);
+  }
+  push_back("avgpool", make_shared<nn::AdaptiveAvgPool2d>(1));
+  push_back("fc", make_shared<nn::Linear>(in, num_classes));
 }
 
-std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes, int64_t in_channels, int64_t width) {
-  int64_t in = width;
-  return resnet(in_channels, width, 8 * width, num_classes, [&](int s) {
-    const int64_t out = width << s;
-    auto layer = make_shared<nn::Sequential>();
-    layer->push_back(make_shared<BasicBlock>(in, out, s == 0 ? 1 : 2));
-    layer->push_back(make_shared<BasicBlock>(out, out, 1));
-    in = out;
-    return layer;
-  });
+Tensor ResNet::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& [name, m] : child_list()) y = (*m)(name == "fc" ? y.flatten(1) : y);
+  return y;
+}
+
+std::shared_ptr<ResNet> resnet50(int64_t num_classes, int64_t in_channels, int64_t width) {
+  return make_shared<ResNet>(ResNet::Block::Bottleneck, std::vector<int64_t>{3, 4, 6, 3},
+                             num_classes, in_channels, width);
+}
+
+std::shared_ptr<ResNet> resnet18(int64_t num_classes, int64_t in_channels, int64_t width) {
+  return make_shared<ResNet>(ResNet::Block::Basic, std::vector<int64_t>{2, 2, 2, 2}, num_classes,
+                             in_channels, width);
 }
 
 std::shared_ptr<nn::Module> by_name(const std::string& name) {

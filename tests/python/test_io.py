@@ -399,6 +399,34 @@ def test_safe_globals_allow_named_classes_in_weights_only_loads(tmp_path):
         ember.serialization.clear_safe_globals()
 
 
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def test_whole_modules_load_weights_only_when_their_classes_are_allowed(tmp_path):
+    # torch.save(model, f); with safe_globals([...]): torch.load(f) -- PyTorch's examples.
+    net = _Net().eval()
+    with open(tmp_path / "net.pt", "wb") as f:
+        ember.save(net, f)
+    with pytest.raises(ember.IoError, match="is not allowed"):
+        ember.load(tmp_path / "net.pt")
+    with pytest.raises(ember.IoError, match="Dropout' is not allowed"):
+        with ember.serialization.safe_globals([_Net, nn.modules.linear.Linear]):
+            ember.load(tmp_path / "net.pt")
+    with ember.serialization.safe_globals([_Net, nn.modules.linear.Linear,
+                                           nn.modules.dropout.Dropout]):
+        with open(tmp_path / "net.pt", "rb") as f:
+            back = ember.load(f)
+    x = ember.randn(4, 3)
+    assert type(back) is _Net and back(x).equal(net(x))
+
+
 def test_file_objects_and_map_location(tmp_path):
     import io
 

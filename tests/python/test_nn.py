@@ -2,9 +2,11 @@
 buffers, state dicts, modes, devices, hooks), Python and C++ modules nested both ways, the
 layers against float64 references and PyTorch, containers and nn.init."""
 
+import copy
 import gc
 import math
 import pathlib
+import pickle
 import weakref
 
 import numpy as np
@@ -997,6 +999,15 @@ def test_channel_dropout_zeroes_whole_channels(cls, spatial):
 
 def test_nn_modules_and_flatten_parameters_are_there_for_scripts():
     assert nn.modules.Linear is nn.Linear and nn.modules.Module is nn.Module
+    # PyTorch's files, as allow-lists and isinstance checks name them.
+    assert nn.modules.dropout.Dropout is nn.Dropout and nn.modules.rnn.LSTM is nn.LSTM
+    assert nn.modules.transformer.TransformerEncoderLayer is nn.TransformerEncoderLayer
+    assert nn.modules.activation.MultiheadAttention is nn.MultiheadAttention
+    assert nn.modules.loss.CrossEntropyLoss is nn.CrossEntropyLoss
+    from ember.nn.modules.linear import NonDynamicallyQuantizableLinear
+    assert isinstance(NonDynamicallyQuantizableLinear(2, 3), nn.Linear)
+    with pytest.raises(AttributeError):
+        nn.modules.conv.ConvTranspose9d
     lstm = nn.LSTM(2, 3)
     before = {k: v.clone() for k, v in lstm.state_dict().items()}
     assert lstm.flatten_parameters() is None
@@ -1097,3 +1108,27 @@ def test_orthogonal_init_as_super_resolution_uses_it():
     np.testing.assert_allclose(m @ m.T, 2.0 * np.eye(32), atol=1e-5)
     with pytest.raises(ValueError, match="2 or more dimensions"):
         nn.init.orthogonal_(ember.zeros(3))
+
+
+def test_resnet_has_torchvisions_children_and_copies():
+    m = ember.models.resnet18(num_classes=10, in_channels=1, width=8, weights=None)
+    assert type(m) is ember.models.ResNet and isinstance(m, nn.Sequential)
+    assert [n for n, _ in m.named_children()] == ["conv1", "bn1", "relu", "maxpool", "layer1",
+                                                  "layer2", "layer3", "layer4", "avgpool", "fc"]
+    x = ember.randn(2, 1, 28, 28)
+    m.eval()
+    assert m(x).shape == (2, 10)
+    features = nn.Sequential(*list(m.children())[:-1])  # the feature extractor scripts cut out
+    assert features(x).shape == (2, 64, 1, 1)
+    assert m.fc(features(x).flatten(1)).allclose(m(x), atol=1e-6)
+    for copied in (copy.deepcopy(m), pickle.loads(pickle.dumps(m))):
+        assert type(copied) is ember.models.ResNet and copied(x).equal(m(x))
+    # torchvision's parameter counts.
+    assert sum(p.numel() for p in ember.models.resnet34().parameters()) == 21797672
+    assert sum(p.numel() for p in ember.models.resnet50().parameters()) == 25557032
+    with pytest.raises(ValueError, match="no pretrained weights"):
+        ember.models.resnet18(weights="IMAGENET1K_V1")
+    with pytest.raises(TypeError, match="BasicBlock or models.Bottleneck"):
+        ember.models.ResNet(nn.Linear, [2, 2, 2, 2])
+    with pytest.raises(ValueError, match="four positive block counts"):
+        ember.models.ResNet(ember.models.BasicBlock, [2, 2, 2])

@@ -52,15 +52,29 @@ class Bottleneck : public nn::Module, public nn::ResidualTail {
   bool fused_tail_ = false;  // conv3 + bn3 + shortcut + relu as one conv2d_add_relu
 };
 
+/** torchvision's ResNet: its stages as named children, run in order, the pooled features
+ *  flattened before fc as torchvision's forward does (Note [torchvision's ResNet layout]). */
+class ResNet : public nn::Sequential {
+ public:
+  /** The residual block a ResNet stacks. */
+  enum class Block { Basic, Bottleneck };
+  /** torchvision's ResNet(block, layers): a 7x7 stem and max pool, then stage i of layers[i]
+   *  blocks with width x 2^i channels (x4 out of a Bottleneck), average pool and fc. */
+  ResNet(Block block, std::vector<int64_t> layers, int64_t num_classes = 1000,
+         int64_t in_channels = 3, int64_t width = 64);
+  /** Logits [N, num_classes] of images [N, C, H, W]. */
+  Tensor forward(const Tensor& x) override;
+};
+
 /** ResNet-18 as torchvision builds it (7x7 stem, max pool, 4 stages of 2 blocks), with its
  *  parameter names ("layer1.0.conv1.weight"); `width` channels in the stem and width x 1, 2, 4,
  *  8 in the stages (Note [torchvision's ResNet layout]). */
-std::shared_ptr<nn::Sequential> resnet18(int64_t num_classes = 1000, int64_t in_channels = 3,
-                                         int64_t width = 64);
+std::shared_ptr<ResNet> resnet18(int64_t num_classes = 1000, int64_t in_channels = 3,
+                                 int64_t width = 64);
 /** ResNet-50 as torchvision builds it (7x7 stem, max pool, stages of 3, 4, 6 and 3 Bottleneck
  *  blocks), with its parameter names; 25,557,032 parameters with 1000 classes and width 64. */
-std::shared_ptr<nn::Sequential> resnet50(int64_t num_classes = 1000, int64_t in_channels = 3,
-                                         int64_t width = 64);
+std::shared_ptr<ResNet> resnet50(int64_t num_classes = 1000, int64_t in_channels = 3,
+                                 int64_t width = 64);
 
 /** Sizes of the small Vision Transformer (defaults: 28x28 grey images, 4x4 patches). */
 struct ViTOptions {

@@ -201,6 +201,11 @@ class _Unpickler(pickle.Unpickler):
             return _STORAGE_TYPES[name]
         if module == "collections" and name == "OrderedDict":
             return OrderedDict
+        if module == "ember._utils" and name == "_rebuild_module":
+            # Safe under weights_only: the class it rebuilds is itself a global, found (and so
+            # allowed or refused) by this method first (Note [Copying and pickling modules]).
+            from ember._utils import _rebuild_module
+            return _rebuild_module
         if self._allowed is not None and (module, name) not in self._allowed:
             raise pickle.UnpicklingError(
                 f"global '{module}.{name}' is not allowed with weights_only=True (allow it with "

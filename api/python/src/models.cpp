@@ -26,6 +26,26 @@ void bind_models(nb::module_& root) {
   m.def(
       "mlp", [](std::vector<int64_t> sizes) { return models::mlp(sizes); }, "sizes"_a,
       "Linear layers of the given sizes with ReLU between them.");
+  nb::class_<models::ResNet, nn::Sequential> resnet(
+      m, "ResNet", nb::dynamic_attr(), module_type_slots(),
+      "torchvision's ResNet: its stages as children, the pooled features flattened before fc.");
+  bind_tensor_forward(resnet);
+  resnet.def(
+      "__init__",
+      [](models::ResNet* self, nb::handle block, std::vector<int64_t> layers, int64_t num_classes,
+         int64_t in_channels, int64_t width) {
+        const bool basic = block.is(nb::type<models::BasicBlock>());
+        EMBER_CHECK_TYPE(basic || block.is(nb::type<models::Bottleneck>()),
+                         "[models.ResNet] block must be models.BasicBlock or models.Bottleneck, "
+                         "got {}",
+                         nb::cast<std::string>(nb::repr(block)));
+        GilRelease release;
+        new (self)
+            models::ResNet(basic ? models::ResNet::Block::Basic : models::ResNet::Block::Bottleneck,
+                           std::move(layers), num_classes, in_channels, width);
+      },
+      "block"_a, "layers"_a, "num_classes"_a = 1000, "in_channels"_a = 3, "width"_a = 64,
+      record_init(), "torchvision's ResNet(block, layers): stages of layers[i] blocks.");
   m.def("resnet18", &models::resnet18, "num_classes"_a = 1000, "in_channels"_a = 3, "width"_a = 64,
         release_gil(), "ResNet-18 as torchvision builds it (its parameter names).");
   m.def("resnet50", &models::resnet50, "num_classes"_a = 1000, "in_channels"_a = 3, "width"_a = 64,

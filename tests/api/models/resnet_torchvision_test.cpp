@@ -80,6 +80,26 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
+TEST(ResNetTorchvision, ChildrenAreTorchvisionsTenAndTheFeaturesFlattenBeforeFc) {
+  auto model = models::resnet18(10, 1, 4);
+  std::vector<std::string> names;
+  for (const auto& [name, child] : model->named_children()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1", "bn1", "relu", "maxpool", "layer1", "layer2",
+                                             "layer3", "layer4", "avgpool", "fc"}));
+  model->eval();
+  const Tensor x = randn({2, 1, 28, 28});
+  // Every child but fc, run in order, leaves the pooled features [N, C, 1, 1].
+  Tensor features = x;
+  for (int64_t i = 0; i + 1 < model->size(); ++i) features = (*(*model)[i])(features);
+  EXPECT_EQ(features.sizes(), (Shape{2, 32, 1, 1}));
+  EXPECT_LT(max_abs_diff((*(*model)[-1])(features.flatten(1)), (*model)(x)), 1e-6);
+  // torchvision's ResNet(block, layers): ResNet-34's stages.
+  models::ResNet r34(models::ResNet::Block::Basic, {3, 4, 6, 3}, 10, 1, 4);
+  EXPECT_EQ(r34.named_children().size(), 10u);
+  EXPECT_THROW(models::ResNet(models::ResNet::Block::Basic, {2, 2, 2}), Error);
+  EXPECT_THROW(models::ResNet(models::ResNet::Block::Bottleneck, {2, 0, 2, 2}), Error);
+}
+
 /** A width-4 ResNet-18 with the weights of the file at `path` (.pt or .safetensors). */
 std::shared_ptr<nn::Sequential> fixture_model(const std::string& path) {
   auto model = models::resnet18(/*num_classes=*/10, /*in_channels=*/3, /*width=*/4);

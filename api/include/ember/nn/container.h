@@ -29,6 +29,10 @@ class Sequential : public Module {
   std::shared_ptr<Module> operator[](int64_t i) const;
   /** Number of modules. */
   int64_t size() const { return static_cast<int64_t>(child_list().size()); }
+
+ protected:
+  /** An empty Sequential that prints as `type_name` (a subclass with a forward of its own). */
+  explicit Sequential(std::string type_name) : Module(std::move(type_name)) {}
 };
 
 /** Runs `seq` on `x` in `segments` consecutive segments of about equal length, each but the
