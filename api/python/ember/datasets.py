@@ -11,7 +11,7 @@ DataLoader over them (or a Subset of them) makes each batch in one C++ call::
 import os
 from typing import List, Optional, Union
 
-from ember._C import Tensor
+from ember._C import Tensor, uint8
 from ember._C import data as _native
 from ember._C.data import find_fashion_mnist, read_idx  # noqa: F401
 from ember.utils.data import Dataset
@@ -35,6 +35,11 @@ class MNIST(_native.MNIST, Dataset):
     def targets(self) -> Tensor:
         """The labels, int64 [N] (torchvision's name)."""
         return self.labels
+
+    @property
+    def data(self) -> Tensor:
+        """The images as torchvision's MNIST holds them: uint8 [N, 28, 28], the file's bytes."""
+        return self.images.squeeze(1).mul(255).round().to(uint8)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(root={self.root!r}, split={'train' if self.train else 'test'}, "
