@@ -308,6 +308,59 @@ Tensor normal(double mean, double std, IntList sizes, TensorOptions opts, Genera
   return add(mul(randn(sizes, opts, gen), std), mean);
 }
 
+Tensor normal(const Tensor& mean, const Tensor& std, Generator* gen) {
+  EMBER_CHECK_TYPE(mean.defined() && std.defined(), "[normal] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(mean.dtype()) && is_floating(std.dtype()),
+                   "[normal] expects floating mean and std: got {} and {}", mean.dtype(),
+                   std.dtype());
+  if (std.numel() > 0) {
+    EMBER_CHECK(all(ge(std, 0.0)).item<bool>(), "[normal] expects std >= 0.0: got a minimum of {}",
+                amin(std).item());
+  }
+  const std::vector<Tensor> b = broadcast_tensors({mean, std});
+  const DType dtype = promote_types(mean.dtype(), std.dtype());
+  autograd::NoGradGuard no_grad;  // torch.normal's samples have no gradient
+  return add(mul(randn(b[0].sizes(), TensorOptions(dtype, mean.device()), gen), b[1]), b[0]);
+}
+
+Tensor normal(const Tensor& mean, double std, Generator* gen) {
+  EMBER_CHECK_TYPE(mean.defined(), "[normal] undefined tensor argument");
+  return normal(mean, detail::scalar_tensor(std, mean.dtype(), mean.device()), gen);
+}
+
+Tensor normal(double mean, const Tensor& std, Generator* gen) {
+  EMBER_CHECK_TYPE(std.defined(), "[normal] undefined tensor argument");
+  return normal(detail::scalar_tensor(mean, std.dtype(), std.device()), std, gen);
+}
+
+// Note [out= arguments]
+// PyTorch's functions take out= to write their result into a tensor the caller owns. Ember
+// computes the result as usual and copies it: the same values and checks as PyTorch's (out on
+// the result's device, a dtype the result casts to, out taking the result's shape), one copy
+// more than a kernel writing in place, and one rule for every op instead of one per kernel. An
+// out= call records no autograd (PyTorch refuses it when an input requires grad), so a result
+// that requires grad is an error rather than a tensor whose history is silently dropped.
+Tensor& write_out(Tensor& out, const Tensor& result, std::string_view op, bool* resized_nonempty) {
+  EMBER_CHECK_TYPE(out.defined() && result.defined(), "[{}] out= needs a defined tensor", op);
+  EMBER_CHECK(!result.requires_grad(),
+              "[{}] functions with out= arguments don't support automatic differentiation, but "
+              "an input requires grad (call it under no_grad, or without out=)",
+              op);
+  EMBER_CHECK(out.device() == result.device(),
+              "[{}] out is on {} but the result is on {} (pass an out on the same device)", op,
+              out.device(), result.device());
+  EMBER_CHECK_TYPE(can_cast(result.dtype(), out.dtype()),
+                   "[{}] result type {} can't be cast to the desired output type {}", op,
+                   result.dtype(), out.dtype());
+  if (resized_nonempty) *resized_nonempty = false;
+  if (out.sizes() != result.sizes()) {
+    if (resized_nonempty) *resized_nonempty = out.numel() > 0;
+    out.set_data(empty(result.sizes(), TensorOptions(out.dtype(), out.device())));
+  }
+  out.copy_(result);
+  return out;
+}
+
 // A probability outside [0, 1] (NaN included) is an error, as in PyTorch, not a draw that is
 // always 0 or always 1.
 Tensor bernoulli(const Tensor& p, Generator* gen) {

@@ -58,6 +58,12 @@ DType promote_types(DType a, DType b) {
   return ra > rb ? a : b;
 }
 
+bool can_cast(DType from, DType to) {
+  if (is_floating(from)) return is_floating(to);
+  if (is_integral(from)) return to != DType::Bool;
+  return true;  // bool goes anywhere
+}
+
 DType parse_dtype(std::string_view name) {
   struct Alias {
     std::string_view name;

@@ -682,3 +682,50 @@ def test_uniform_and_normal_fill_in_place():
     p.data.uniform_(-1, 1)  # the way scripts initialise weights
     with pytest.raises(ember.Error, match="leaf tensor that requires grad"):
         p.uniform_()
+
+
+# ---- out= ------------------------------------------------------------------------------------
+
+def test_every_function_takes_out_and_returns_it():
+    a, b = ember.ones(2, 3), ember.full((3, 2), 2.0)
+    out = ember.empty(0)
+    assert ember.matmul(a, b, out=out) is out
+    assert out.tolist() == [[6.0, 6.0], [6.0, 6.0]]
+    same = ember.zeros(2, 3, dtype=ember.float64)
+    ptr = same.data_ptr()
+    ember.add(a, a, alpha=2, out=same)
+    assert same.data_ptr() == ptr and same.dtype == ember.float64 and same.sum().item() == 18
+    values, indices = ember.empty(0), ember.empty(0, dtype=ember.int64)
+    got = ember.max(ember.tensor([[1.0, 5.0], [7.0, 2.0]]), 1, out=(values, indices))
+    assert got[0] is values and values.tolist() == [5.0, 7.0] and indices.tolist() == [1, 0]
+    assert ember.arange(3, out=ember.empty(0)).tolist() == [0.0, 1.0, 2.0]
+    assert ember.linalg.inv(2 * ember.eye(2), out=ember.empty(2, 2)).tolist() == \
+        [[0.5, 0.0], [0.0, 0.5]]
+    assert ember.sin(a, out=None).equal(a.sin())  # out=None is no out
+
+
+def test_out_refuses_what_pytorch_refuses():
+    a = ember.ones(2, 3)
+    with pytest.raises(RuntimeError, match=r"\[add\] result type float32 can't be cast"):
+        ember.add(a, a, out=ember.empty(2, 3, dtype=ember.int64))
+    with pytest.raises(RuntimeError, match="automatic differentiation"):
+        ember.mul(a.clone().requires_grad_(), a, out=ember.empty(2, 3))
+    with pytest.warns(UserWarning, match=r"resized from shape \[5\]"):
+        ember.add(a, a, out=ember.empty(5))
+    with pytest.raises(TypeError, match="out must be a Tensor"):
+        ember.add(a, a, out=[1.0])
+    with pytest.raises(TypeError, match="out must be a tuple of 2 tensors"):
+        ember.max(a, 1, out=ember.empty(0))
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        ember.add(a, "x")  # a call without out= still gets the function's own message
+
+
+def test_normal_takes_tensors_of_means_and_stds():
+    z = ember.normal(ember.tensor([0.0, 100.0]), ember.zeros(3, 1))
+    assert z.shape == (3, 2) and z.tolist() == [[0.0, 100.0]] * 3
+    ember.manual_seed(0)
+    s = ember.normal(ember.full((4000,), 5.0), 0.5)
+    assert abs(s.mean().item() - 5.0) < 0.05 and abs(s.std().item() - 0.5) < 0.05
+    assert ember.normal(2.0, ember.zeros(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(ValueError, match=r"\[normal\] expects std >= 0.0"):
+        ember.normal(ember.zeros(2), ember.tensor([1.0, -1.0]))

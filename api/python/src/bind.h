@@ -92,6 +92,12 @@ std::vector<Tensor> tensors_from_args(nb::args args, const char* op);
 /** An ember.Size (a tuple subclass) of `sizes`. */
 nb::object make_size(IntList sizes);
 
+/** Where ember.tensor(t) and as_tensor(t) put a copy of tensor t without a device argument. */
+std::optional<Device> device_for_tensor_data(const Tensor& t);
+
+/** Gives every function of `m` PyTorch's out= (Note [out= from Python] in tensor.cpp). */
+void add_out_overloads(nb::module_ m);
+
 /** A Python number as an op's scalar: bool, int or float (NumPy's scalars included). */
 struct PyScalar {
   Scalar v;

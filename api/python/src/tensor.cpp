@@ -1,5 +1,6 @@
 // ember.Tensor and ember.nn.Parameter: identity, properties, conversions, printing, NumPy and
 // DLPack, autograd entry points; ember.Size; the factories (ember.tensor, zeros, rand, ...).
+#include <deque>
 #include <unordered_map>
 
 #include "bind.h"
@@ -1014,7 +1015,7 @@ void bind_tensor(nb::module_& m) {
         if (nb::isinstance<PyTensor>(data)) {
           ToArgs a;
           a.dtype = dtype;
-          a.device = device;
+          a.device = device ? device : device_for_tensor_data(self_of(data));
           return apply_to(self_of(data), a);
         }
         if (PyObject_CheckBuffer(data.ptr()) && !PyBytes_Check(data.ptr())) {
@@ -1268,10 +1269,104 @@ void bind_tensor(nb::module_& m) {
       "mean"_a, "std"_a, "size"_a, nb::kw_only(), "generator"_a.none() = nb::none(),
       "dtype"_a = nb::none(), "device"_a = nb::none(), "requires_grad"_a = false,
       "Samples of N(mean, std^2) of the given size.");
+  m.def(
+      "normal",
+      [](const Tensor& mean, const Tensor& std, Generator* gen) { return normal(mean, std, gen); },
+      "mean"_a, "std"_a, nb::kw_only(), "generator"_a.none() = nb::none(), release_gil(),
+      "Samples of N(mean, std^2) elementwise, mean and std broadcast together.");
+  m.def(
+      "normal",
+      [](const Tensor& mean, double std, Generator* gen) { return normal(mean, std, gen); },
+      "mean"_a, "std"_a = 1.0, nb::kw_only(), "generator"_a.none() = nb::none(), release_gil(),
+      "Samples of N(mean, std^2) with a tensor of means.");
+  m.def(
+      "normal",
+      [](double mean, const Tensor& std, Generator* gen) { return normal(mean, std, gen); },
+      "mean"_a, "std"_a, nb::kw_only(), "generator"_a.none() = nb::none(), release_gil(),
+      "Samples of N(mean, std^2) with a tensor of stds.");
 
   bind_ops(m, cls);
   bind_linalg(m, cls);
   bind_indexing(cls);
+  add_out_overloads(m);
+  add_out_overloads(nb::borrow<nb::module_>(m.attr("linalg")));
+}
+
+namespace {
+
+/** `result` written into `out` (a tensor, or a sequence of tensors for a tuple result). */
+nb::object write_out_py(nb::handle out, nb::handle result, const std::string& op) {
+  auto one = [&](nb::handle o, nb::handle r) {
+    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(o), "[{}] out must be a Tensor, got {}", op,
+                     nb::cast<std::string>(nb::str(o.type().attr("__name__"))));
+    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(r), "[{}] takes no out= (it returns {})", op,
+                     nb::cast<std::string>(nb::str(r.type().attr("__name__"))));
+    Tensor& dst = *nb::inst_ptr<PyTensor>(o);
+    const Tensor& src = *nb::inst_ptr<PyTensor>(r);
+    const Shape before = dst.sizes();
+    bool resized = false;
+    {
+      GilRelease release;
+      write_out(dst, src, op, &resized);
+    }
+    if (resized) {
+      const std::string msg = fmt::format(
+          "[{}] an out with elements was resized from shape {} to the result's {}; pass an out "
+          "of the result's shape, or an empty one",
+          op, shape_str(before), shape_str(src.sizes()));
+      warn(PyExc_UserWarning, msg.c_str(), 2);
+    }
+  };
+  if (!PyTuple_Check(result.ptr())) {
+    one(out, result);
+    return nb::borrow(out);
+  }
+  const size_t n = nb::len(result);
+  EMBER_CHECK_TYPE(
+      (nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out)) && nb::len(out) == n,
+      "[{}] out must be a tuple of {} tensors for this function", op, n);
+  for (size_t i = 0; i < n; ++i) one(out[i], result[i]);
+  return nb::borrow(out);
+}
+
+}  // namespace
+
+// Note [out= from Python]
+// Every function of ember and ember.linalg takes PyTorch's out=: a second overload, tried only
+// when the first refused the call, takes (*args, out=..., **kwargs), calls the function without
+// out and writes the result through the core's write_out (Note [out= arguments]). Calls without
+// out never reach it (it defers with next_overload), so they cost nothing more, and one overload
+// per function replaces an out argument in every binding.
+void add_out_overloads(nb::module_ m) {
+  static std::deque<std::string> signatures;  // nanobind keeps the pointer
+  std::vector<std::string> functions;
+  for (auto [name, fn] : nb::borrow<nb::dict>(m.attr("__dict__"))) {
+    if (std::string_view(Py_TYPE(fn.ptr())->tp_name) == "nanobind.nb_func") {
+      functions.push_back(nb::cast<std::string>(name));
+    }
+  }
+  for (const std::string& name : functions) {
+    signatures.push_back(fmt::format(
+        "def {}(*args: typing.Any, out: ember.Tensor | collections.abc.Sequence[ember.Tensor], "
+        "**kwargs: typing.Any) -> typing.Any",
+        name));
+    m.def(
+        name.c_str(),
+        [m, name](nb::args args, nb::kwargs kwargs) -> nb::object {
+          if (!kwargs.contains("out")) throw nb::next_overload();
+          nb::object out = kwargs["out"];
+          if (PyDict_DelItemString(kwargs.ptr(), "out") != 0) throw nb::python_error();
+          // The function as it is now (adding this overload remade it): the call, without out,
+          // is taken by its first overloads, or refused by this one.
+          nb::object fn = m.attr(name.c_str());
+          nb::object result = nb::steal(PyObject_Call(fn.ptr(), args.ptr(), kwargs.ptr()));
+          if (!result.is_valid()) throw nb::python_error();
+          if (out.is_none()) return result;
+          return write_out_py(out, result, name);
+        },
+        nb::sig(signatures.back().c_str()),
+        "With out=: the result written into out (resized to its shape), which is returned.");
+  }
 }
 
 }  // namespace ember::python

@@ -255,5 +255,62 @@ TEST(Random, NormalAndBernoulliRefuseParametersOutsideTheirDomain) {
   EXPECT_NEAR(std::sqrt(sq), 2.0, 0.15);
 }
 
+// torch.normal with tensors: mean and std broadcast, each sample drawn with its own pair.
+TEST(Random, NormalWithTensorsBroadcastsMeanAndStd) {
+  const Tensor mean = tensor({0.0, 100.0}).to(DType::Float64);
+  const Tensor std = zeros({3, 1}, DType::Float64);
+  const Tensor z = normal(mean, std);
+  EXPECT_EQ(z.sizes(), (Shape{3, 2}));
+  EXPECT_EQ(testing::values(z), (std::vector<double>{0, 100, 0, 100, 0, 100}));
+  const std::vector<double> v =
+      testing::values(normal(full({4000}, 5.0, DType::Float64), 0.5).to(DType::Float64));
+  double m = 0;
+  for (double x : v) m += x / v.size();
+  EXPECT_NEAR(m, 5.0, 0.05);
+  EXPECT_EQ(testing::values(normal(7.0, zeros({2}))), (std::vector<double>{7, 7}));
+  testing::expect_error(
+      [] {
+        normal(zeros({2}), tensor({1.0, -1.0}));
+      },
+      {"[normal]", "std >= 0.0", "-1"});
+  testing::expect_error([] { normal(zeros({2}, DType::Int64), 1.0); }, {"[normal]", "floating"});
+  testing::expect_error([] { normal(zeros({2}), ones({3})); }, {"cannot be broadcast"});
+  // No gradient flows into torch.normal's parameters.
+  const Tensor mu = zeros({2}).requires_grad_(true);
+  EXPECT_FALSE(normal(mu, 1.0).requires_grad());
+}
+
+// PyTorch's out=: one rule for every op (Note [out= arguments]).
+TEST(WriteOut, CopiesCastsAndResizesAsPyTorchDoes) {
+  Tensor out = empty({0});
+  bool resized = true;
+  Tensor& r = write_out(out, tensor({1.0, 2.0, 3.0}), "op", &resized);
+  EXPECT_EQ(&r, &out);
+  EXPECT_FALSE(resized);  // an empty out takes the shape without a word
+  EXPECT_EQ(testing::values(out), (std::vector<double>{1, 2, 3}));
+  Tensor d = zeros({3}, DType::Float64);
+  const void* storage = d.data_ptr();
+  write_out(d, tensor({4.0, 5.0, 6.0}), "op", &resized);
+  EXPECT_EQ(d.data_ptr(), storage);  // the same memory, written in place
+  EXPECT_EQ(d.dtype(), DType::Float64);
+  EXPECT_EQ(testing::values(d), (std::vector<double>{4, 5, 6}));
+  Tensor big = zeros({5});
+  write_out(big, ones({2, 2}), "op", &resized);
+  EXPECT_TRUE(resized);
+  EXPECT_EQ(big.sizes(), (Shape{2, 2}));
+  Tensor ints = zeros({2}, DType::Int64);
+  testing::expect_error([&] { write_out(ints, ones({2}), "add"); },
+                        {"[add]", "float32 can't be cast", "int64"});
+  write_out(ints, ones({2}, DType::Int32), "add");  // integers widen
+  EXPECT_EQ(testing::values(ints), (std::vector<double>{1, 1}));
+  Tensor f = zeros({2});
+  testing::expect_error([&] { write_out(f, ones({2}).requires_grad_(true), "mul"); },
+                        {"[mul]", "automatic differentiation"});
+  EXPECT_TRUE(can_cast(DType::Bool, DType::Float32));
+  EXPECT_TRUE(can_cast(DType::Int64, DType::Float16));
+  EXPECT_FALSE(can_cast(DType::Float64, DType::Int64));
+  EXPECT_FALSE(can_cast(DType::UInt8, DType::Bool));
+}
+
 }  // namespace
 }  // namespace ember

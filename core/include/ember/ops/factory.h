@@ -5,6 +5,7 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -111,6 +112,13 @@ EMBER_API Tensor randn(IntList sizes, TensorOptions opts = {}, Generator* gen = 
 /** Samples of N(mean, std^2); std must be >= 0. */
 EMBER_API Tensor normal(double mean, double std, IntList sizes, TensorOptions opts = {},
                         Generator* gen = nullptr);
+/** Samples of N(mean, std^2) elementwise, mean and std broadcast together (torch.normal with
+ *  tensors); every std must be >= 0. */
+EMBER_API Tensor normal(const Tensor& mean, const Tensor& std, Generator* gen = nullptr);
+/** normal() with a tensor of means and one std. */
+EMBER_API Tensor normal(const Tensor& mean, double std, Generator* gen = nullptr);
+/** normal() with one mean and a tensor of stds. */
+EMBER_API Tensor normal(double mean, const Tensor& std, Generator* gen = nullptr);
 /** 1 with probability p[i], else 0, of p's floating dtype; every p[i] must be in [0, 1]. */
 EMBER_API Tensor bernoulli(const Tensor& p, Generator* gen = nullptr);
 /** 1 with probability p, else 0, of input's shape and floating dtype; p must be in [0, 1]. */
@@ -125,6 +133,14 @@ EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
  *  torch.multinomial. */
 EMBER_API Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                              Generator* gen = nullptr);
+
+/** PyTorch's out= argument: copies `result` (of op `op`) into `out` and returns out. out must
+ *  be on result's device with a dtype result casts to (can_cast); a shape that differs makes out
+ *  take result's shape (`*resized_nonempty` says whether out held elements then, which PyTorch
+ *  warns about); no autograd is recorded, so a result that requires grad is refused (Note
+ *  [out= arguments] in factory.cpp). */
+EMBER_API Tensor& write_out(Tensor& out, const Tensor& result, std::string_view op,
+                            bool* resized_nonempty = nullptr);
 
 namespace detail {
 /** A dropout mask of `sizes`: 0 with probability p, else `scale` (core/ops/nn.cpp's dropout). */

@@ -50,6 +50,10 @@ constexpr bool is_integral(DType d) {
 EMBER_API std::string_view dtype_name(DType d);
 /** The dtype two operands promote to, on PyTorch's rules. */
 EMBER_API DType promote_types(DType a, DType b);
+/** Whether a value of `from` may be written into `to` without changing its kind, on PyTorch's
+ *  rule (torch.can_cast): a floating value never into an integer or bool, nor a number into bool.
+ */
+EMBER_API bool can_cast(DType from, DType to);
 /** Parses a dtype name ("float32", "f32", "int64", ...); throws on unknown names. */
 EMBER_API DType parse_dtype(std::string_view name);
 /** The numbers a floating dtype represents, as torch.finfo gives them. */
