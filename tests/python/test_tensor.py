@@ -571,8 +571,11 @@ def test_set_default_device_moves_every_factory_and_module(default_reference):
     for t in (ember.zeros_like(on_cpu), ember.ones_like(on_cpu), ember.empty_like(on_cpu),
               ember.full_like(on_cpu, 2), ember.rand_like(on_cpu), on_cpu.new_zeros(3), on_cpu.new_tensor([1])):
         assert t.device == ember.device("cpu")
-    # A tensor given as data keeps its device; pickles and indices are host data.
-    assert ember.tensor(on_cpu).device == ember.device("cpu")
+    # A tensor given as data moves to the default device as PyTorch's does (torch.tensor(t) and
+    # as_tensor(t) under set_default_device); pickles and indices are host data.
+    assert ember.tensor(on_cpu).device == ref and ember.as_tensor(on_cpu).device == ref
+    assert ember.tensor(on_cpu, device="cpu").device == ember.device("cpu")
+    assert ember.tensor(on_cpu).cpu().equal(on_cpu)
     assert pickle.loads(pickle.dumps(on_cpu)).device == ember.device("cpu")
     assert on_cpu[[0, 1]].device == ember.device("cpu")
 

@@ -433,10 +433,18 @@ bool has_buffer(nb::handle o) {
 
 }  // namespace
 
+std::optional<Device> device_for_tensor_data(const Tensor& t) {
+  // torch.tensor(t) and as_tensor(t) keep t's device, unless a default device was set: then
+  // they move to it, as every factory does (Note [The default device] in device.h).
+  const Device d = default_device();
+  return d == Device::cpu() ? std::optional<Device>(t.device()) : std::optional<Device>(d);
+}
+
 Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {
   Tensor host;
   if (nb::isinstance<PyTensor>(data)) {
     host = nb::inst_ptr<PyTensor>(data)->detach().clone();
+    if (!device) device = device_for_tensor_data(host);
   } else if (has_buffer(data)) {
     host = tensor_from_buffer(data, "tensor", nullptr).clone();  // a copy: writable either way
     if (!device) device = default_device();  // host data lands where factories put tensors
