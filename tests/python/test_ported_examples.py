@@ -173,3 +173,32 @@ def test_siamese_network_trains_a_resnet18_feature_extractor():
     test_loss = numbers(r"Test set: Average loss: ([0-9.]+)", out)
     # PyTorch 2.15, same images: 0.193 then 0.0052 (accuracy 50% and 51%).
     assert len(test_loss) == 2 and test_loss[1] < test_loss[0], out
+
+
+def test_learn_the_basics_quickstart_trains_saves_and_predicts(tmp_path):
+    r = subprocess.run([sys.executable, "-W", "error",
+                        str(PORTED / "learn_the_basics" / "quickstart.py")],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                       env={**worker_env(), "EMBER_EXAMPLE_LIMIT": "2000",
+                            "EMBER_EXAMPLE_EPOCHS": "3"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    losses = numbers(r"Avg loss: ([0-9.]+)", r.stdout)
+    # PyTorch 2.15, same data: 2.3005, 2.2957, 2.2910 (SGD at lr 1e-3 learns slowly).
+    assert len(losses) == 3 and losses[0] > losses[1] > losses[2], r.stdout
+    assert "Shape of X [N, C, H, W]: ember.Size([64, 1, 28, 28])" in r.stdout
+    assert re.search(r'Predicted: "[^"]+", Actual: "Ankle boot"', r.stdout), r.stdout
+    assert (tmp_path / "model.pth").exists()
+
+
+def test_learn_the_basics_tensors_build_model_and_autograd_pages():
+    out = run(str(PORTED / "learn_the_basics" / "tensors.py"))
+    # NumPy shares memory both ways: t.add_(1) shows in n, np.add(n, 1, out=n) in t.
+    assert out.count("n: [2. 2. 2. 2. 2.]") == 2 and "torch.float" not in out, out
+    out = run(str(PORTED / "learn_the_basics" / "buildmodel.py"))
+    assert "Layer: linear_relu_stack.0.weight | Size: ember.Size([512, 784])" in out, out
+    assert "torch.Size([3, 784])" not in out and "ember.Size([3, 784])" in out
+    out = run(str(PORTED / "learn_the_basics" / "autograd.py"))
+    calls = re.split(r"(?i)call", out)
+    # d/dinp sum((inp + 1)^2) = 2 (inp + 1): 4 on the diagonal, 2 elsewhere, accumulated twice.
+    assert "[4., 2., 2., 2., 2.]" in calls[1] and "[8., 4., 4., 4., 4.]" in calls[2], out
+    assert "[4., 2., 2., 2., 2.]" in calls[3] and out.count("False") == 2, out
