@@ -469,6 +469,27 @@ std::string PixelShuffle::extra_repr() const {
   return fmt::format("upscale_factor={}", upscale_factor);
 }
 
+Upsample::Upsample(InterpolateOptions o) : Module("Upsample"), options(std::move(o)) {
+  EMBER_CHECK(options.size.empty() != options.scale_factor.empty(),
+              "[nn.Upsample] give exactly one of size and scale_factor");
+  EMBER_CHECK(!options.antialias, "[nn.Upsample] takes no antialias (use F.interpolate)");
+}
+
+Tensor Upsample::forward(const Tensor& x) {
+  return interpolate(x, options);
+}
+
+std::string Upsample::extra_repr() const {
+  auto list = [](const auto& v) {
+    return v.size() == 1 ? fmt::format("{}", v[0]) : fmt::format("({})", fmt::join(v, ", "));
+  };
+  std::string r = options.size.empty() ? fmt::format("scale_factor={}", list(options.scale_factor))
+                                       : fmt::format("size={}", list(options.size));
+  r += fmt::format(", mode='{}'", options.mode);
+  if (options.align_corners) r += ", align_corners=True";
+  return r;
+}
+
 PixelUnshuffle::PixelUnshuffle(int64_t r) : Module("PixelUnshuffle"), downscale_factor(r) {}
 
 Tensor PixelUnshuffle::forward(const Tensor& x) {

@@ -221,83 +221,230 @@ Tensor pad_indexed(const Tensor& x, const Shape& pads, std::string_view mode) {
 
 // ---- interpolate ------------------------------------------------------------------------------
 
-// Note [Source coordinates of interpolate]
-// PyTorch's scale for a dim resized from `in` to `out` is in / out, or 1 / scale_factor when
-// the caller gave a scale factor (recompute_scale_factor unset). nearest picks
-// min(floor(dst * scale), in - 1). bilinear with align_corners maps the corner pixels onto each
-// other: src = dst * (in - 1) / (out - 1) (0 for out = 1); without it, pixel centres:
-// src = (dst + 0.5) * scale - 0.5, clamped at 0. Then i0 = floor(src), i1 = min(i0 + 1, in - 1),
-// l = src - i0. Bilinear is separable, so the two dims are resized one after the other.
-Tensor resize_dim(const Tensor& x, int64_t d, int64_t out, double scale, bool bilinear,
-                  bool align_corners) {
-  const int64_t in = x.size(d);
-  if (!bilinear) {
-    std::vector<int64_t> idx(static_cast<size_t>(out));
-    for (int64_t o = 0; o < out; ++o) {
-      const auto s = static_cast<int64_t>(std::floor(static_cast<double>(o) * scale));
-      idx[static_cast<size_t>(o)] = std::min(s, in - 1);
-    }
-    return index_select(x, d, index_tensor(idx, x.device()));
+// Note [interpolate as taps]
+// Every mode resizes one spatial dim at a time (they are all separable), and output position o
+// of a dim is a weighted sum of a few input positions: its taps. So a mode is a table of
+// (index, weight) pairs per output position — nearest one tap of weight 1, linear two, cubic
+// four, area and the antialiased filters as many as their widest window — and the resize is one
+// index_select per tap, scaled and summed. Autograd, every dtype the ops take and every backend
+// come from those ops. The coordinates are PyTorch's: the scale of a dim resized from `in` to
+// `out` is in / out, or 1 / scale_factor when the caller gave one (unless
+// recompute_scale_factor); with align_corners the corner pixels map onto each other:
+// src = o (in - 1) / (out - 1); else pixel centres: src = (o + 0.5) scale - 0.5, clamped at 0
+// for linear (not for cubic, whose taps are clamped instead). nearest takes
+// floor(o scale), nearest-exact floor((o + 0.5) scale). area averages [floor(o in / out),
+// ceil((o + 1) in / out)), as adaptive average pooling. antialias widens the linear and cubic
+// filters by the scale when shrinking, normalized, as PIL and PyTorch's antialiased kernels do
+// (cubic with a = -0.5 then, -0.75 otherwise).
+struct Taps {
+  int64_t count = 0;                        // taps per output position
+  std::vector<std::vector<int64_t>> index;  // [tap][o]
+  std::vector<std::vector<double>> weight;  // [tap][o]
+};
+
+double cubic1(double x, double a) {
+  return ((a + 2) * x - (a + 3)) * x * x + 1;
+}
+double cubic2(double x, double a) {
+  return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+}
+
+/** The taps of output position o, as (index, weight) pairs (any number of them). */
+using TapList = std::vector<std::pair<int64_t, double>>;
+
+TapList taps_at(std::string_view mode, int64_t o, int64_t in, int64_t out, double scale,
+                bool align_corners, bool antialias) {
+  const double od = static_cast<double>(o);
+  auto clamp_index = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  if (mode == "nearest" || mode == "nearest-exact") {
+    const double src = mode == "nearest" ? od * scale : (od + 0.5) * scale;
+    return {{std::min(static_cast<int64_t>(std::floor(src)), in - 1), 1.0}};
   }
-  std::vector<int64_t> i0(static_cast<size_t>(out)), i1(static_cast<size_t>(out));
-  std::vector<double> lambda(static_cast<size_t>(out));
+  if (mode == "area") {
+    const int64_t lo = (o * in) / out, hi = ((o + 1) * in + out - 1) / out;
+    TapList t;
+    for (int64_t j = lo; j < hi; ++j) t.emplace_back(j, 1.0 / static_cast<double>(hi - lo));
+    return t;
+  }
+  const bool cubic = mode == "bicubic";
+  const double s =
+      align_corners ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0)
+                    : scale;
+  if (antialias) {
+    const double a = -0.5, size = cubic ? 4.0 : 2.0;
+    auto filter = [&](double x) {
+      x = std::abs(x);
+      if (!cubic) return x < 1 ? 1 - x : 0.0;
+      return x < 1 ? cubic1(x, a) : x < 2 ? cubic2(x, a) : 0.0;
+    };
+    const double center = s * (od + 0.5);
+    const double support = s >= 1.0 ? size * 0.5 * s : size * 0.5;
+    const double inv = s >= 1.0 ? 1.0 / s : 1.0;
+    const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+    const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in);
+    TapList t;
+    double total = 0;
+    for (int64_t j = lo; j < hi; ++j) {
+      t.emplace_back(j, filter((static_cast<double>(j) - center + 0.5) * inv));
+      total += t.back().second;
+    }
+    for (auto& [j, w] : t) w = total != 0 ? w / total : 0.0;
+    return t;
+  }
+  double src = align_corners ? od * s : (od + 0.5) * s - 0.5;
+  if (!cubic) {
+    src = std::max(0.0, src);
+    const int64_t i0 = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
+    const double l = src - static_cast<double>(i0);
+    return {{i0, 1 - l}, {std::min(i0 + 1, in - 1), l}};
+  }
+  const double a = -0.75;
+  const auto i0 = static_cast<int64_t>(std::floor(src));
+  const double t = src - static_cast<double>(i0);
+  return {{clamp_index(i0 - 1), cubic2(t + 1, a)},
+          {clamp_index(i0), cubic1(t, a)},
+          {clamp_index(i0 + 1), cubic1(1 - t, a)},
+          {clamp_index(i0 + 2), cubic2(2 - t, a)}};
+}
+
+Taps make_taps(std::string_view mode, int64_t in, int64_t out, double scale, bool align_corners,
+               bool antialias) {
+  std::vector<TapList> per(static_cast<size_t>(out));
+  Taps taps;
   for (int64_t o = 0; o < out; ++o) {
-    double src;
-    if (align_corners) {
-      src = out > 1 ? static_cast<double>(o) * static_cast<double>(in - 1) /
-                          static_cast<double>(out - 1)
-                    : 0.0;
-    } else {
-      src = std::max(0.0, (static_cast<double>(o) + 0.5) * scale - 0.5);
+    per[static_cast<size_t>(o)] = taps_at(mode, o, in, out, scale, align_corners, antialias);
+    taps.count = std::max<int64_t>(taps.count, static_cast<int64_t>(per[o].size()));
+  }
+  taps.index.assign(static_cast<size_t>(taps.count), std::vector<int64_t>(out, 0));
+  taps.weight.assign(static_cast<size_t>(taps.count), std::vector<double>(out, 0.0));
+  for (int64_t o = 0; o < out; ++o) {
+    const TapList& t = per[static_cast<size_t>(o)];
+    for (size_t k = 0; k < t.size(); ++k) {
+      taps.index[k][static_cast<size_t>(o)] = t[k].first;
+      taps.weight[k][static_cast<size_t>(o)] = t[k].second;
     }
-    const int64_t a = std::min(static_cast<int64_t>(std::floor(src)), in - 1);
-    i0[static_cast<size_t>(o)] = a;
-    i1[static_cast<size_t>(o)] = std::min(a + 1, in - 1);
-    lambda[static_cast<size_t>(o)] = src - static_cast<double>(a);
   }
-  Shape lsizes(static_cast<size_t>(x.dim()), 1);
-  lsizes[d] = out;
-  const Tensor l = value_tensor(lambda, x.dtype(), x.device()).view(lsizes);
-  const Tensor lo = index_select(x, d, index_tensor(i0, x.device()));
-  const Tensor hi = index_select(x, d, index_tensor(i1, x.device()));
-  return add(lo, mul(sub(hi, lo), l));
+  return taps;
 }
 
-Tensor interpolate_impl(const Tensor& x, int64_t oh, int64_t ow, double sh, double sw,
-                        std::string_view mode, bool align_corners) {
-  const bool bilinear = mode == "bilinear";
-  if (bilinear) {
-    EMBER_CHECK_TYPE(is_floating(x.dtype()),
-                     "[interpolate] bilinear mode needs a floating tensor: got {} (convert with "
-                     ".to(ember::f32))",
-                     x.dtype());
+Tensor resize_dim(const Tensor& x, int64_t d, int64_t out, double scale, std::string_view mode,
+                  bool align_corners, bool antialias) {
+  const Taps taps = make_taps(mode, x.size(d), out, scale, align_corners, antialias);
+  if (mode == "nearest" || mode == "nearest-exact") {
+    return index_select(x, d, index_tensor(taps.index[0], x.device()));
   }
-  EMBER_CHECK(x.size(2) > 0 && x.size(3) > 0,
-              "[interpolate] input spatial sizes must be positive: got shape {}",
-              shape_str(x.sizes()));
-  // The host-side index lists grow with oh and ow: the output is allocated first (and handed
-  // back at once), so an impossible size is an [empty]/[allocate] error, not std::bad_alloc.
-  const Shape out_sizes{x.size(0), x.size(1), oh, ow};
-  if (shape_numel(out_sizes, "interpolate") == 0) return empty(out_sizes, {x.dtype(), x.device()});
-  empty(out_sizes, {x.dtype(), x.device()});
-  return resize_dim(resize_dim(x, 2, oh, sh, bilinear, align_corners), 3, ow, sw, bilinear,
-                    align_corners);
+  Shape wsizes(static_cast<size_t>(x.dim()), 1);
+  wsizes[d] = out;
+  Tensor y;
+  for (int64_t k = 0; k < taps.count; ++k) {
+    const Tensor w = value_tensor(taps.weight[k], x.dtype(), x.device()).view(wsizes);
+    const Tensor term = mul(index_select(x, d, index_tensor(taps.index[k], x.device())), w);
+    y = y.defined() ? add(y, term) : term;
+  }
+  return y;
 }
 
-void check_interpolate(const Tensor& x, std::string_view mode, bool align_corners) {
-  EMBER_CHECK_TYPE(x.defined(), "[interpolate] undefined tensor argument");
-  EMBER_CHECK(x.dim() == 4,
-              "[interpolate] expected a 4-d input [N, C, H, W]: got {}-d shape {} (unsqueeze an "
-              "unbatched input)",
-              x.dim(), shape_str(x.sizes()));
-  EMBER_CHECK(mode == "nearest" || mode == "bilinear",
-              "[interpolate] unknown mode '{}' (expected 'nearest' or 'bilinear')", mode);
-  EMBER_CHECK(!align_corners || mode == "bilinear",
-              "[interpolate] align_corners only applies to bilinear mode: got mode '{}'", mode);
-  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[interpolate] not defined for bool tensors");
+/** The spatial rank each interpolating mode takes ("linear" 1, "bilinear" and "bicubic" 2,
+ *  "trilinear" 3); 0 for the modes that take any. */
+int64_t mode_rank(std::string_view mode) {
+  if (mode == "linear") return 1;
+  if (mode == "bilinear" || mode == "bicubic") return 2;
+  if (mode == "trilinear") return 3;
+  return 0;
+}
+
+/** One value per spatial dim from `v` (one for all, or exactly one each). */
+template <class T>
+std::vector<T> per_dim(const std::vector<T>& v, int64_t rank, const char* what) {
+  EMBER_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == rank,
+              "[interpolate] {} must hold one value or one per spatial dim ({}): got {}", what,
+              rank, v.size());
+  return v.size() == 1 ? std::vector<T>(static_cast<size_t>(rank), v[0]) : v;
 }
 
 }  // namespace
+
+Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
+  EMBER_CHECK_TYPE(x.defined(), "[interpolate] undefined tensor argument");
+  const std::string_view mode = o.mode;
+  EMBER_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" || mode_rank(mode),
+              "[interpolate] unknown mode '{}' (expected 'nearest', 'nearest-exact', 'linear', "
+              "'bilinear', 'bicubic', 'trilinear' or 'area')",
+              mode);
+  EMBER_CHECK(x.dim() >= 3 && x.dim() <= 5,
+              "[interpolate] expected a 3-d, 4-d or 5-d input [N, C, *spatial]: got {}-d shape "
+              "{} (unsqueeze an unbatched input)",
+              x.dim(), shape_str(x.sizes()));
+  const int64_t rank = x.dim() - 2;
+  EMBER_CHECK(mode_rank(mode) == 0 || mode_rank(mode) == rank,
+              "[interpolate] mode '{}' needs a {}-d input: got {}-d shape {}", mode,
+              mode_rank(mode) + 2, x.dim(), shape_str(x.sizes()));
+  EMBER_CHECK(!o.align_corners || mode_rank(mode),
+              "[interpolate] align_corners only applies to the interpolating modes (linear, "
+              "bilinear, bicubic, trilinear): got mode '{}'",
+              mode);
+  EMBER_CHECK(!o.antialias || mode == "bilinear" || mode == "bicubic",
+              "[interpolate] antialias applies to modes 'bilinear' and 'bicubic' only: got '{}'",
+              mode);
+  EMBER_CHECK(o.size.empty() != o.scale_factor.empty(),
+              "[interpolate] give exactly one of size and scale_factor");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[interpolate] not defined for bool tensors");
+  if (mode != "nearest" && mode != "nearest-exact") {
+    EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                     "[interpolate] mode '{}' needs a floating tensor: got {} (convert with "
+                     ".to(ember::f32))",
+                     mode, x.dtype());
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    EMBER_CHECK(x.size(d + 2) > 0,
+                "[interpolate] input spatial sizes must be positive: got shape {}",
+                shape_str(x.sizes()));
+  }
+  Shape out(static_cast<size_t>(rank));
+  std::vector<double> scale(static_cast<size_t>(rank));
+  if (!o.size.empty()) {
+    const std::vector<int64_t> size = per_dim(o.size, rank, "size");
+    for (int64_t d = 0; d < rank; ++d) {
+      EMBER_CHECK(size[d] > 0, "[interpolate] size must be positive: got {}", shape_str(size));
+      out[d] = size[d];
+      scale[d] = static_cast<double>(x.size(d + 2)) / static_cast<double>(size[d]);
+    }
+  } else {
+    const std::vector<double> factor = per_dim(o.scale_factor, rank, "scale_factor");
+    for (int64_t d = 0; d < rank; ++d) {
+      EMBER_CHECK(factor[d] > 0 && std::isfinite(factor[d]),
+                  "[interpolate] scale_factor must be positive and finite: got {}", factor[d]);
+      out[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.size(d + 2)) * factor[d]));
+      EMBER_CHECK(out[d] > 0,
+                  "[interpolate] scale_factor {} turns spatial size {} into {}; the output must "
+                  "not be empty",
+                  factor[d], x.size(d + 2), out[d]);
+      scale[d] = o.recompute_scale_factor
+                     ? static_cast<double>(x.size(d + 2)) / static_cast<double>(out[d])
+                     : 1.0 / factor[d];
+    }
+  }
+  // The host-side tap tables grow with the output: the output is allocated first (and handed
+  // back at once), so an impossible size is an [empty]/[allocate] error, not std::bad_alloc.
+  Shape out_sizes{x.size(0), x.size(1)};
+  for (int64_t s : out) out_sizes.push_back(s);
+  if (shape_numel(out_sizes, "interpolate") == 0) return empty(out_sizes, {x.dtype(), x.device()});
+  empty(out_sizes, {x.dtype(), x.device()});
+  Tensor y = x;
+  for (int64_t d = 0; d < rank; ++d) {
+    y = resize_dim(y, d + 2, out[d], scale[d], mode, o.align_corners, o.antialias);
+  }
+  return y;
+}
+
+Tensor interpolate(const Tensor& x, IntList size, std::string_view mode, bool align_corners) {
+  InterpolateOptions o;
+  o.size.assign(size.begin(), size.end());
+  EMBER_CHECK(!o.size.empty(), "[interpolate] size must not be empty");
+  o.mode = mode;
+  o.align_corners = align_corners;
+  return interpolate(x, o);
+}
 
 namespace {
 // linear, or fused_linear with `act` (named kOp in errors): the checks, then the op.
@@ -485,29 +632,6 @@ Tensor pad(const Tensor& x, IntList pads, std::string_view mode, double value) {
           return Grads{pad(g[0], neg_p, "constant", 0.0)};
         };
       });
-}
-
-Tensor interpolate(const Tensor& x, IntList size, std::string_view mode, bool align_corners) {
-  check_interpolate(x, mode, align_corners);
-  EMBER_CHECK(size.size() == 2 && size[0] > 0 && size[1] > 0,
-              "[interpolate] size must hold two positive sizes (H, W): got {}", shape_str(size));
-  return interpolate_impl(
-      x, size[0], size[1], static_cast<double>(x.size(2)) / static_cast<double>(size[0]),
-      static_cast<double>(x.size(3)) / static_cast<double>(size[1]), mode, align_corners);
-}
-
-Tensor interpolate(const Tensor& x, double scale_factor, std::string_view mode,
-                   bool align_corners) {
-  check_interpolate(x, mode, align_corners);
-  EMBER_CHECK(scale_factor > 0 && std::isfinite(scale_factor),
-              "[interpolate] scale_factor must be positive and finite: got {}", scale_factor);
-  const auto oh = static_cast<int64_t>(std::floor(static_cast<double>(x.size(2)) * scale_factor));
-  const auto ow = static_cast<int64_t>(std::floor(static_cast<double>(x.size(3)) * scale_factor));
-  EMBER_CHECK(oh > 0 && ow > 0,
-              "[interpolate] scale_factor {} turns spatial sizes ({}, {}) into ({}, {}); the "
-              "output must not be empty",
-              scale_factor, x.size(2), x.size(3), oh, ow);
-  return interpolate_impl(x, oh, ow, 1.0 / scale_factor, 1.0 / scale_factor, mode, align_corners);
 }
 
 // Note [cosine_similarity clamps each norm without a gradient]

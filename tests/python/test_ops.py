@@ -1,7 +1,10 @@
 """Ops from Python against NumPy (float64 references) and, where it is installed, PyTorch on the
 same random inputs: names, keywords, defaults, broadcasting, promotion and operators."""
 
+import copy
+import json
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -729,3 +732,60 @@ def test_normal_takes_tensors_of_means_and_stds():
     assert ember.normal(2.0, ember.zeros(2)).tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match=r"\[normal\] expects std >= 0.0"):
         ember.normal(ember.zeros(2), ember.tensor([1.0, -1.0]))
+
+
+# ---- interpolate: every mode against PyTorch (fixtures/make_interpolate.py) --------------------
+
+INTERPOLATE_CASES = json.loads(
+    (pathlib.Path(__file__).with_name("fixtures") / "interpolate.json").read_text())
+
+
+def test_interpolate_matches_pytorch_in_every_mode():
+    want = np.load(pathlib.Path(__file__).with_name("fixtures") / "interpolate.npz")
+    rng = np.random.default_rng(0)
+    for i, (shape, kw) in enumerate(INTERPOLATE_CASES):
+        x = rng.standard_normal(shape)
+        got = F.interpolate(ember.tensor(x), **kw)
+        assert got.shape == want[f"y{i}"].shape, (shape, kw)
+        np.testing.assert_allclose(got.numpy(), want[f"y{i}"], rtol=0, atol=1e-10,
+                                   err_msg=f"{shape} {kw}")
+    modes = {kw["mode"] for _, kw in INTERPOLATE_CASES}
+    assert modes == {"nearest", "nearest-exact", "area", "linear", "bilinear", "bicubic",
+                     "trilinear"}
+
+
+def test_interpolate_has_gradients_and_upsample_module():
+    for mode, shape in [("bicubic", (1, 2, 4, 5)), ("trilinear", (1, 1, 3, 2, 4)),
+                        ("area", (1, 2, 6)), ("nearest-exact", (1, 1, 3, 3))]:
+        x = ember.randn(*shape, dtype=ember.float64, requires_grad=True)
+        size = [5] * (len(shape) - 2)
+        assert ember.autograd.gradcheck(lambda t: F.interpolate(t, size=size, mode=mode), [x])
+    x = ember.randn(1, 1, 8, 8, dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(
+        lambda t: F.interpolate(t, size=(3, 5), mode="bilinear", antialias=True), [x])
+    up = ember.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+    assert repr(up) == "Upsample(scale_factor=2, mode='bilinear', align_corners=True)"
+    y = ember.rand(1, 3, 4, 4)
+    assert up(y).equal(F.interpolate(y, scale_factor=2, mode="bilinear", align_corners=True))
+    assert ember.nn.Upsample(size=(2, 3))(y).shape == (1, 3, 2, 3)
+    assert copy.deepcopy(up)(y).equal(up(y))
+
+
+def test_interpolate_refuses_what_pytorch_refuses():
+    x = ember.rand(1, 1, 4, 4)
+    with pytest.raises(ValueError, match="mode 'trilinear' needs a 5-d input"):
+        F.interpolate(x, size=2, mode="trilinear")
+    with pytest.raises(ValueError, match="align_corners only applies"):
+        F.interpolate(x, size=2, mode="nearest", align_corners=True)
+    with pytest.raises(ValueError, match="antialias applies to modes 'bilinear' and 'bicubic'"):
+        F.interpolate(x, size=2, mode="area", antialias=True)
+    with pytest.raises(ValueError, match="one value or one per spatial dim"):
+        F.interpolate(x, size=(2, 2, 2))
+    with pytest.raises(ValueError, match="exactly one of size and scale_factor"):
+        F.interpolate(x)
+    with pytest.raises(TypeError, match="needs a floating tensor"):
+        F.interpolate(ember.ones(1, 1, 2, 2, dtype=ember.int64), size=3, mode="bicubic")
+    with pytest.raises(ValueError, match="unknown mode 'cubic'"):
+        F.interpolate(x, size=2, mode="cubic")
+    with pytest.raises(ValueError, match="3-d, 4-d or 5-d input"):
+        F.interpolate(ember.rand(4, 4), size=2)

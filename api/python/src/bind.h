@@ -95,6 +95,11 @@ nb::object make_size(IntList sizes);
 /** Where ember.tensor(t) and as_tensor(t) put a copy of tensor t without a device argument. */
 std::optional<Device> device_for_tensor_data(const Tensor& t);
 
+/** F.interpolate's and nn.Upsample's arguments as the core's options. */
+InterpolateOptions interpolate_options(const std::optional<Ints>& size, nb::handle scale_factor,
+                                       std::string mode, std::optional<bool> align_corners,
+                                       std::optional<bool> recompute_scale_factor, bool antialias);
+
 /** Gives every function of `m` PyTorch's out= (Note [out= from Python] in tensor.cpp). */
 void add_out_overloads(nb::module_ m);
 

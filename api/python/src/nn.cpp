@@ -1726,6 +1726,21 @@ void bind_layers(nb::module_& m) {
           },
           "upscale_factor"_a, "The shuffle by upscale_factor.", record_init())
       .def_ro("upscale_factor", &nn::PixelShuffle::upscale_factor, "r.");
+  layer<nn::Upsample>(m, "Upsample", "Resizes its input as F.interpolate does.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Upsample> v, std::optional<Ints> size,
+             nb::handle scale_factor, std::string mode, std::optional<bool> align_corners,
+             std::optional<bool> recompute_scale_factor) {
+            construct<nn::Upsample>(
+                v, interpolate_options(size, scale_factor, std::move(mode), align_corners,
+                                       recompute_scale_factor, false));
+          },
+          "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest",
+          "align_corners"_a = nb::none(), "recompute_scale_factor"_a = nb::none(),
+          "The resize to size or by scale_factor.", record_init())
+      .def_prop_ro(
+          "mode", [](const nn::Upsample& u) { return u.options.mode; }, "The interpolation mode.");
   layer<nn::PixelUnshuffle>(m, "PixelUnshuffle", "[*, C, H r, W r] into [*, C r^2, H, W].")
       .def(
           "__init__",

@@ -58,6 +58,27 @@ struct Binder {
   }
 };
 
+}  // namespace
+
+InterpolateOptions interpolate_options(const std::optional<Ints>& size, nb::handle scale_factor,
+                                       std::string mode, std::optional<bool> align_corners,
+                                       std::optional<bool> recompute_scale_factor, bool antialias) {
+  InterpolateOptions o;
+  if (size) o.size.assign(size->v.begin(), size->v.end());
+  if (scale_factor.is_valid() && !scale_factor.is_none()) {
+    o.scale_factor = PyNumber_Check(scale_factor.ptr()) && !PySequence_Check(scale_factor.ptr())
+                         ? std::vector<double>{nb::cast<double>(scale_factor)}
+                         : nb::cast<std::vector<double>>(scale_factor);
+  }
+  o.mode = std::move(mode);
+  o.align_corners = align_corners.value_or(false);
+  o.recompute_scale_factor = recompute_scale_factor.value_or(false);
+  o.antialias = antialias;
+  return o;
+}
+
+namespace {
+
 Tensor add_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
   return b.tensor ? add(a, *b.tensor, alpha) : add(a, b.scalar, alpha);
 }
@@ -236,34 +257,19 @@ void bind_functional(nb::module_& f) {
       "'replicate' or 'circular'.");
   f.def(
       "interpolate",
-      [](const Tensor& x, std::optional<Ints> size, std::optional<nb::object> scale_factor,
-         std::string_view mode, std::optional<bool> align_corners, nb::handle, bool antialias) {
-        EMBER_CHECK_NOT_IMPLEMENTED(!antialias, "[interpolate] antialias is not supported");
-        EMBER_CHECK(size.has_value() != (scale_factor.has_value() && !scale_factor->is_none()),
-                    "[interpolate] give exactly one of size and scale_factor");
-        const bool ac = align_corners.value_or(false);
-        if (size) {
-          const Shape s = pair(*size, static_cast<size_t>(std::max<int64_t>(x.dim() - 2, 1)));
-          GilRelease release;
-          return interpolate(x, s, mode, ac);
-        }
-        double factor;
-        if (nb::isinstance<nb::tuple>(*scale_factor) || nb::isinstance<nb::list>(*scale_factor)) {
-          auto factors = nb::cast<std::vector<double>>(*scale_factor);
-          EMBER_CHECK(!factors.empty() && std::all_of(factors.begin(), factors.end(),
-                                                      [&](double v) { return v == factors[0]; }),
-                      "[interpolate] per-dim scale factors must be equal here, got {}",
-                      fmt::join(factors, ", "));
-          factor = factors[0];
-        } else {
-          factor = nb::cast<double>(*scale_factor);
-        }
+      [](const Tensor& x, std::optional<Ints> size, nb::handle scale_factor, std::string mode,
+         std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor,
+         bool antialias) {
+        const InterpolateOptions o = interpolate_options(
+            size, scale_factor, std::move(mode), align_corners, recompute_scale_factor, antialias);
         GilRelease release;
-        return interpolate(x, factor, mode, ac);
+        return interpolate(x, o);
       },
       "input"_a, "size"_a = nb::none(), "scale_factor"_a = nb::none(), "mode"_a = "nearest",
       "align_corners"_a = nb::none(), "recompute_scale_factor"_a = nb::none(),
-      "antialias"_a = false, "Resizes input to size or by scale_factor ('nearest', 'bilinear').");
+      "antialias"_a = false,
+      "Resizes input's spatial dims to size or by scale_factor (nearest, nearest-exact, linear, "
+      "bilinear, bicubic, trilinear, area).");
   f.def(
       "pixel_shuffle", [](const Tensor& x, int64_t r) { return pixel_shuffle(x, r); }, "input"_a,
       "upscale_factor"_a, release_gil(), "[*, C r^2, H, W] into [*, C, H r, W r].");

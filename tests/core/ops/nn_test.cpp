@@ -902,10 +902,18 @@ TEST(Interpolate, BadArguments) {
       [&] {
         interpolate(uniform({1, 3, 3}, 54), {6, 6});
       },
-      {"[interpolate]", "4-d", "3-d"});
-  expect_error([&] { interpolate(x, {6, 6}, "bicubic"); }, {"[interpolate]", "'bicubic'"});
-  expect_error([&] { interpolate(x, Shape{6}); }, {"[interpolate]", "two positive sizes"});
-  expect_error([&] { interpolate(x, {0, 6}); }, {"[interpolate]", "two positive sizes"});
+      {"[interpolate]", "one value or one per spatial dim (1)", "2"});
+  expect_error(
+      [&] {
+        interpolate(uniform({3, 3}, 54), {6});
+      },
+      {"[interpolate]", "3-d, 4-d or 5-d"});
+  expect_error([&] { interpolate(x, {6, 6}, "cubic"); }, {"[interpolate]", "'cubic'"});
+  expect_error([&] { interpolate(x, {6, 6}, "trilinear"); }, {"[interpolate]", "5-d", "4-d"});
+  expect_error([&] { interpolate(x, {6, 6, 6}); }, {"[interpolate]", "one per spatial dim"});
+  expect_error([&] { interpolate(x, {0, 6}); }, {"[interpolate]", "positive"});
+  // One size stands for every spatial dim, as a Python int does.
+  EXPECT_EQ(interpolate(x, Shape{6}).sizes(), Shape({1, 1, 6, 6}));
   expect_error([&] { interpolate(x, -1.0); }, {"[interpolate]", "scale_factor"});
   expect_error(
       [&] {
@@ -917,6 +925,41 @@ TEST(Interpolate, BadArguments) {
         interpolate(arange(9).view({1, 1, 3, 3}), {6, 6}, "bilinear");
       },
       {"[interpolate]", "floating", "int64"});
+}
+
+// Hand-computed values of the modes beyond nearest and bilinear (PyTorch's, checked against
+// PyTorch on random inputs in tests/python/test_ops.py).
+TEST(Interpolate, AreaCubicNearestExactAndLinearByHand) {
+  const Tensor row = tensor({0., 1., 2., 3.}, f64).view({1, 1, 4});
+  // area: the mean of each output's window, [0, 2) and [2, 4).
+  expect_near(values(interpolate(row, Shape{2}, "area")), {0.5, 2.5}, 1e-12);
+  // nearest-exact picks floor((o + 0.5) * 4 / 3) = 0, 2, 3; nearest floor(o * 4 / 3) = 0, 1, 2.
+  expect_near(values(interpolate(row, Shape{3}, "nearest-exact")), {0, 2, 3}, 0);
+  expect_near(values(interpolate(row, Shape{3}, "nearest")), {0, 1, 2}, 0);
+  // linear with align_corners: 4 points onto 7, steps of 0.5.
+  expect_near(values(interpolate(row, Shape{7}, "linear", true)), {0, 0.5, 1, 1.5, 2, 2.5, 3},
+              1e-12);
+  // bicubic (a = -0.75) halfway between pixels weighs its four neighbours -3/32, 19/32, 19/32,
+  // -3/32: a ramp comes back exactly inside the image, and at the border the clamped index
+  // repeats pixel 0: 19/32 * 1 - 3/32 * 2 = 13/32. With align_corners the corners stay put.
+  const Tensor ramp = arange(0, 6).to(f64).view({1, 1, 1, 6});
+  const std::vector<double> cubic = values(interpolate(ramp, {1, 11}, "bicubic", true));
+  for (int i = 2; i < 9; ++i) EXPECT_NEAR(cubic[i], 0.5 * i, 1e-12) << i;
+  EXPECT_NEAR(cubic[0], 0, 1e-12);
+  EXPECT_NEAR(cubic[1], 13.0 / 32, 1e-12);
+  EXPECT_NEAR(cubic[10], 5, 1e-12);
+  // trilinear of a constant is that constant.
+  expect_near(values(interpolate(full({1, 1, 2, 3, 2}, 7.0, f64), {3, 2, 5}, "trilinear")),
+              std::vector<double>(30, 7.0), 1e-12);
+  InterpolateOptions aa;
+  aa.mode = "bilinear";
+  aa.antialias = true;
+  // Antialiased shrink of a 1x4 row to 1x2 with a triangle filter two pixels wide: each output
+  // weighs its four nearest inputs 1/8, 3/8, 3/8, 1/8 (normalized), clipped at the border.
+  const Tensor r4 = tensor({0., 1., 2., 3.}, f64).view({1, 1, 1, 4});
+  aa.size = {1, 2};
+  expect_near(values(interpolate(r4, aa)),
+              {(0 * 3 + 1 * 3 + 2 * 1) / 7.0, (1 + 2 * 3 + 3 * 3) / 7.0}, 1e-12);
 }
 
 }  // namespace

@@ -411,6 +411,18 @@ class PixelShuffle : public Module {
   const int64_t upscale_factor;
 };
 
+/** interpolate with fixed options (torch.nn.Upsample): size or scale_factor, mode,
+ *  align_corners, recompute_scale_factor. */
+class Upsample : public Module {
+ public:
+  /** The resize `options` describe (their antialias stays off, as in PyTorch's Upsample). */
+  explicit Upsample(InterpolateOptions options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const InterpolateOptions options;
+};
+
 /** pixel_unshuffle with a fixed downscale factor. */
 class PixelUnshuffle : public Module {
  public:

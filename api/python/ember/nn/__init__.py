@@ -105,6 +105,7 @@ from ember._C.nn import (  # noqa: F401
     TransformerEncoder,
     TransformerEncoderLayer,
     TripletMarginLoss,
+    Upsample,
     ZeroPad1d,
     ZeroPad2d,
     ZeroPad3d,

@@ -3,7 +3,9 @@
 // pairwise_distance and normalize.
 #pragma once
 
+#include <concepts>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "ember/ops/factory.h"
@@ -43,12 +45,35 @@ EMBER_API Tensor embedding(const Tensor& weight, const Tensor& indices,
  *  "constant" (with value), "reflect", "replicate" or "circular". */
 EMBER_API Tensor pad(const Tensor& x, IntList pad, std::string_view mode = "constant",
                      double value = 0.0);
-/** Resizes the spatial dims of x [N, C, H, W] to `size` ("nearest" or "bilinear"). */
+/** How interpolate resizes: PyTorch's F.interpolate arguments. */
+struct InterpolateOptions {
+  InterpolateOptions() {}     // not an aggregate: interpolate(x, {h, w}) stays the size overload
+  std::vector<int64_t> size;  ///< output spatial sizes: one for all dims, or one per dim
+  std::vector<double> scale_factor;  ///< or multipliers: one for all dims, or one per dim
+  /** "nearest", "nearest-exact", "linear" (3-d input), "bilinear", "bicubic" (4-d),
+   *  "trilinear" (5-d) or "area". */
+  std::string mode = "nearest";
+  bool align_corners = false;           ///< corner pixels map onto each other (interpolating)
+  bool recompute_scale_factor = false;  ///< source coordinates from in / out, not 1 / scale
+  bool antialias = false;               ///< widen bilinear and bicubic filters when shrinking
+};
+/** Resizes the spatial dims of x [N, C, *spatial] (1 to 3 of them) as F.interpolate does
+ *  (Note [interpolate as taps] in core/ops/nn.cpp); differentiable, on every backend. */
+EMBER_API Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
+/** Resizes the spatial dims of x to `size` (one size for all dims, or one per dim). */
 EMBER_API Tensor interpolate(const Tensor& x, IntList size, std::string_view mode = "nearest",
                              bool align_corners = false);
-/** Resizes the spatial dims of x [N, C, H, W] by `scale_factor` (output = floor(in * scale)). */
-EMBER_API Tensor interpolate(const Tensor& x, double scale_factor,
-                             std::string_view mode = "nearest", bool align_corners = false);
+/** Resizes the spatial dims of x by `scale_factor` (output = floor(in * scale)). A template
+ *  over floating types, so interpolate(x, {2}) stays a size and never reads as a scale. */
+template <std::floating_point F>
+Tensor interpolate(const Tensor& x, F scale_factor, std::string_view mode = "nearest",
+                   bool align_corners = false) {
+  InterpolateOptions o;
+  o.scale_factor = {static_cast<double>(scale_factor)};
+  o.mode = mode;
+  o.align_corners = align_corners;
+  return interpolate(x, o);
+}
 /** Cosine of the angle between x1 and x2 (broadcast) along dim: sum(x1 / max(|x1|, eps) *
  *  x2 / max(|x2|, eps)) over dim (PyTorch's F.cosine_similarity). */
 EMBER_API Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1,
