@@ -14,102 +14,13 @@ namespace {
 
 // Note [DLPack 1.0 in Python]
 // The Python protocol of the array API standard (`__dlpack__(max_version=...)`) exchanges
-// DLPack 1.0's versioned capsules ("dltensor_versioned"), which carry a version, read-only and
-// copied flags and a bool type; Debian 12 ships DLPack 0.6's header, which has neither, and the
-// core's to_dlpack/from_dlpack speak 0.6 for C++ users. The versioned struct is laid out here
-// (DLTensor itself is unchanged between 0.6 and 1.0). Export answers with the newest format the
-// consumer says it reads (max_version (1, x): versioned, otherwise the 0.6 capsule); import
-// reads either. Bool travels as kDLBool (code 6, 8 bits) both ways, as PyTorch and NumPy send it.
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint8_t kDLBoolCode = 6;
-constexpr uint64_t kDLFlagReadOnly = 1ull << 0;
+// DLPack 1.0's versioned capsules ("dltensor_versioned") or 0.x's ("dltensor"); the tensors in
+// them are the core's (Note [One DLPack] in core/ops/dlpack.cpp). Export answers with the newest
+// format the consumer says it reads (max_version (1, x): versioned, otherwise 0.x); import reads
+// either. A capsule is renamed "used_..." (so its destructor leaves it alone) only once the
+// tensor owns it: one refused by a check keeps its name, and its destructor frees it.
 constexpr const char* kVersionedName = "dltensor_versioned";
 constexpr const char* kUnversionedName = "dltensor";
-
-DLDataType dl_dtype(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return {kDLFloat, 32, 1};
-    case DType::Float64:
-      return {kDLFloat, 64, 1};
-    case DType::Float16:
-      return {kDLFloat, 16, 1};
-    case DType::BFloat16:
-      return {kDLBfloat, 16, 1};
-    case DType::Int64:
-      return {kDLInt, 64, 1};
-    case DType::Int32:
-      return {kDLInt, 32, 1};
-    case DType::Int8:
-      return {kDLInt, 8, 1};
-    case DType::UInt8:
-      return {kDLUInt, 8, 1};
-    case DType::Bool:
-      return {kDLBoolCode, 8, 1};
-  }
-  return {kDLFloat, 32, 1};
-}
-
-DType from_dl_dtype(DLDataType t) {
-  EMBER_CHECK_NOT_IMPLEMENTED(t.lanes == 1,
-                              "[from_dlpack] vector types are not supported: {} lanes", t.lanes);
-  const int code = t.code;
-  if (code == kDLFloat && t.bits == 32) return DType::Float32;
-  if (code == kDLFloat && t.bits == 64) return DType::Float64;
-  if (code == kDLFloat && t.bits == 16) return DType::Float16;
-  if (code == kDLBfloat && t.bits == 16) return DType::BFloat16;
-  if (code == kDLInt && t.bits == 64) return DType::Int64;
-  if (code == kDLInt && t.bits == 32) return DType::Int32;
-  if (code == kDLInt && t.bits == 8) return DType::Int8;
-  if (code == kDLUInt && t.bits == 8) return DType::UInt8;
-  if (code == kDLBoolCode && t.bits == 8) return DType::Bool;
-  throw TypeError(fmt::format(
-      "[from_dlpack] unsupported DLPack dtype (code {}, {} bits): Ember has float16/32/64, "
-      "bfloat16, int8/32/64, uint8 and bool",
-      code, static_cast<int>(t.bits)));
-}
-
-/** What an exported capsule owns: the tensor (keeping its memory alive) and its geometry. */
-template <typename Managed>
-struct Export {
-  Tensor tensor;
-  Shape sizes, strides;
-  Managed managed{};
-};
-
-template <typename Managed>
-Managed* make_export(const Tensor& t) {
-  auto* ctx = new Export<Managed>{t, t.sizes(), t.strides()};
-  DLTensor& dl = ctx->managed.dl_tensor;
-  dl.data = t.numel() ? t.data_ptr() : nullptr;
-  const std::string_view type = t.device().type_name();
-  dl.device = {type == "cpu" ? (t.is_pinned() ? kDLCUDAHost : kDLCPU) : kDLCUDA,
-               type == "cpu" ? 0 : t.device().index};
-  dl.ndim = static_cast<int32_t>(t.dim());
-  dl.dtype = dl_dtype(t.dtype());
-  dl.shape = ctx->sizes.data();
-  dl.strides = ctx->strides.data();
-  dl.byte_offset = 0;
-  ctx->managed.manager_ctx = ctx;
-  ctx->managed.deleter = [](Managed* self) {
-    delete static_cast<Export<Managed>*>(self->manager_ctx);
-  };
-  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
-    ctx->managed.version = {1, 0};
-    ctx->managed.flags = 0;
-  }
-  return &ctx->managed;
-}
 
 /** A capsule's destructor: deletes the export unless a consumer took it (renamed it used_*). */
 template <typename Managed>
@@ -117,17 +28,24 @@ void capsule_destructor(PyObject* capsule) {
   const char* name =
       std::is_same_v<Managed, DLManagedTensorVersioned> ? kVersionedName : kUnversionedName;
   if (!PyCapsule_IsValid(capsule, name)) return;  // consumed (renamed), or not ours
-  auto* m = static_cast<Managed*>(PyCapsule_GetPointer(capsule, name));
-  if (m && m->deleter) m->deleter(m);
+  dlpack_delete(static_cast<Managed*>(PyCapsule_GetPointer(capsule, name)));
+}
+
+/** `m` in a capsule named `name` that frees it unless consumed. */
+template <typename Managed>
+nb::object capsule_of(Managed* m, const char* name) {
+  PyObject* cap = PyCapsule_New(m, name, &capsule_destructor<Managed>);
+  if (!cap) {
+    dlpack_delete(m);
+    throw nb::python_error();
+  }
+  return nb::steal(cap);
 }
 
 nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::tuple> max_version,
                          nb::handle dl_device, std::optional<bool> copy) {
   EMBER_CHECK_TYPE(t.defined(), "[__dlpack__] undefined tensor");
   const std::string_view type = t.device().type_name();
-  EMBER_CHECK_NOT_IMPLEMENTED(type == "cpu" || type == "cuda",
-                              "[__dlpack__] device {} has no DLPack device type (cpu and cuda do)",
-                              t.device().str());
   if (!dl_device.is_none()) {
     auto [dev_type, dev_id] = nb::cast<std::pair<int, int>>(dl_device);
     const int ours = type == "cpu" ? kDLCPU : kDLCUDA;
@@ -138,7 +56,7 @@ nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::t
   }
   if (type == "cpu") {
     EMBER_CHECK(stream.is_none(), "[__dlpack__] stream must be None for a CPU tensor");
-  } else {
+  } else if (type == "cuda") {
     // Note: the consumer's stream is not known to Ember's streams; the queued work is finished
     // before the capsule leaves, which is always correct (if not always the fastest).
     GilRelease release;
@@ -151,80 +69,18 @@ nb::object dlpack_export(const Tensor& t, nb::handle stream, std::optional<nb::t
   }
   const bool versioned =
       max_version.has_value() && max_version->size() >= 1 && nb::cast<int>((*max_version)[0]) >= 1;
-  if (versioned) {
-    auto* m = make_export<DLManagedTensorVersioned>(src);
-    PyObject* cap = PyCapsule_New(m, kVersionedName, &capsule_destructor<DLManagedTensorVersioned>);
-    if (!cap) {
-      m->deleter(m);
-      throw nb::python_error();
-    }
-    return nb::steal(cap);
-  }
-  auto* m = make_export<DLManagedTensor>(src);
-  PyObject* cap = PyCapsule_New(m, kUnversionedName, &capsule_destructor<DLManagedTensor>);
-  if (!cap) {
-    m->deleter(m);
-    throw nb::python_error();
-  }
-  return nb::steal(cap);
-}
-
-Device device_of(const DLDevice& d) {
-  switch (d.device_type) {
-    case kDLCPU:
-    case kDLCUDAHost:
-      return Device::cpu();
-    case kDLCUDA:
-      return Device(fmt::format("cuda:{}", d.device_id));
-    default:
-      throw NotImplementedError(fmt::format(
-          "[from_dlpack] unsupported DLPack device type {} (Ember reads CPU, CUDA and CUDA host "
-          "memory)",
-          static_cast<int>(d.device_type)));
-  }
-}
-
-/** Wraps a consumed DLTensor; `release` runs the producer's deleter when the last view goes. */
-Tensor wrap_dltensor(const DLTensor& dl, std::function<void()> release) {
-  const DType dtype = from_dl_dtype(dl.dtype);
-  const Device device = device_of(dl.device);
-  EMBER_CHECK(dl.ndim >= 0 && (dl.ndim == 0 || dl.shape),
-              "[from_dlpack] malformed DLTensor: ndim {} with{} shape", dl.ndim,
-              dl.shape ? "" : "out");
-  check_ndim(static_cast<size_t>(dl.ndim), "from_dlpack");
-  Shape sizes(IntList(dl.shape, static_cast<size_t>(dl.ndim)));
-  for (int64_t s : sizes)
-    EMBER_CHECK(s >= 0, "[from_dlpack] negative size in shape {}", shape_str(sizes));
-  Shape strides = dl.strides ? Shape(IntList(dl.strides, static_cast<size_t>(dl.ndim)))
-                             : contiguous_strides(sizes);
-  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
-  return from_blob(
-      data, sizes, strides, dtype, [release = std::move(release)](void*) { release(); }, device);
+  if (versioned) return capsule_of(to_dlpack_versioned(src), kVersionedName);
+  return capsule_of(to_dlpack(src), kUnversionedName);
 }
 
 Tensor dlpack_import_capsule(nb::handle capsule) {
-  if (PyCapsule_IsValid(capsule.ptr(), kVersionedName)) {
-    auto* m =
-        static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule.ptr(), kVersionedName));
-    EMBER_CHECK(m->version.major == 1,
-                "[from_dlpack] DLPack {}.{} is not supported (Ember reads 0.x and 1.x)",
-                m->version.major, m->version.minor);
-    const bool read_only = (m->flags & kDLFlagReadOnly) != 0;
-    // Consumed (renamed, so that the capsule's destructor leaves it to us) only once the tensor
-    // owns it: a capsule refused by a check keeps its name, and its destructor frees it.
-    Tensor t = wrap_dltensor(m->dl_tensor, [m] {
-      if (m->deleter) m->deleter(m);
-    });
-    PyCapsule_SetName(capsule.ptr(), "used_dltensor_versioned");
-    // Ember's tensors are always writable: read-only memory is copied rather than shared.
-    return read_only ? t.clone() : t;
-  }
-  if (PyCapsule_IsValid(capsule.ptr(), kUnversionedName)) {
-    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), kUnversionedName));
-    Tensor t = wrap_dltensor(m->dl_tensor, [m] {
-      if (m->deleter) m->deleter(m);
-    });
-    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  for (const char* name : {kVersionedName, kUnversionedName}) {
+    if (!PyCapsule_IsValid(capsule.ptr(), name)) continue;
+    void* m = PyCapsule_GetPointer(capsule.ptr(), name);
+    Tensor t = name == kVersionedName ? from_dlpack(static_cast<DLManagedTensorVersioned*>(m))
+                                      : from_dlpack(static_cast<DLManagedTensor*>(m));
+    PyCapsule_SetName(capsule.ptr(),
+                      name == kVersionedName ? "used_dltensor_versioned" : "used_dltensor");
     return t;
   }
   throw TypeError(
@@ -348,8 +204,8 @@ nb::object tensor_to_numpy(const Tensor& t, bool force) {
   std::vector<int64_t> strides(src.strides().begin(), src.strides().end());
   auto* keep = new Tensor(src);
   nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
-  DLDataType d = dl_dtype(src.dtype());
-  nb::dlpack::dtype dt{d.code, d.bits, d.lanes};
+  const DLPackType d = dlpack_type(src.dtype());
+  nb::dlpack::dtype dt{d.code, d.bits, 1};
   void* data = src.numel() ? src.data_ptr() : nullptr;
   nb::ndarray<nb::numpy> arr(data, shape.size(), shape.data(), owner, strides.data(), dt);
   return arr.cast();

@@ -7,6 +7,7 @@
 
 #include <ember/ember.h>
 
+#include "core/tensor/dlpack_versioned.h"
 #include "tests/testing/tensor_helpers.h"
 
 namespace ember {
@@ -180,7 +181,8 @@ TEST(DLPack, RejectsWhatItCannotRepresent) {
   o.managed.dl_tensor.device = {kDLOpenCL, 0};
   expect_error([&] { from_dlpack(&o.managed); }, {"[from_dlpack]", "device"});
   EXPECT_EQ(o.deleted, 0);  // a refused import leaves ownership with the caller
-  expect_error([] { from_dlpack(nullptr); }, {"[from_dlpack]", "null"});
+  expect_error([] { from_dlpack(static_cast<DLManagedTensor*>(nullptr)); },
+               {"[from_dlpack]", "null"});
   expect_error([] { to_dlpack(Tensor()); }, {"[to_dlpack]", "undefined"});
 }
 
@@ -206,6 +208,49 @@ TEST(DLPack, ImportOfMoreDimsThanTheLimitIsRefusedBeforeTakingOwnership) {
     EXPECT_EQ(t.item(), 1.0);
   }
   EXPECT_EQ(deleted, 1);
+}
+
+// DLPack 1.0: versioned exports and imports, bool as kDLBool, read-only memory copied.
+TEST(DLPack, VersionedRoundTripBoolAndReadOnly) {
+  Tensor t = arange(0, 6, 1, f32).reshape({2, 3});
+  DLManagedTensorVersioned* m = to_dlpack_versioned(t);
+  EXPECT_EQ(m->version.major, 1u);
+  EXPECT_EQ(m->flags, 0u);
+  EXPECT_EQ(m->dl_tensor.data, t.data_ptr());
+  const Tensor back = from_dlpack(m);
+  EXPECT_EQ(back.data_ptr(), t.data_ptr());  // shared, not copied
+  // Bool is kDLBool in both layouts, and comes back as bool.
+  DLManagedTensor* b = to_dlpack(ones({2}, DType::Bool));
+  EXPECT_EQ(b->dl_tensor.dtype.code, kDLBool);
+  EXPECT_EQ(from_dlpack(b).dtype(), DType::Bool);
+  // A producer's read-only memory is copied (Ember's tensors are writable), and its deleter
+  // runs at once.
+  struct ReadOnly {
+    float data[2] = {4, 5};
+    int64_t shape[1] = {2};
+    int deleted = 0;
+    DLManagedTensorVersioned managed{};
+  } ro;
+  ro.managed.version = {1, 0};
+  ro.managed.flags = 1;  // read-only
+  ro.managed.dl_tensor.data = ro.data;
+  ro.managed.dl_tensor.device = {kDLCPU, 0};
+  ro.managed.dl_tensor.ndim = 1;
+  ro.managed.dl_tensor.shape = ro.shape;
+  ro.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  ro.managed.manager_ctx = &ro.deleted;
+  ro.managed.deleter = [](DLManagedTensorVersioned* self) {
+    ++*static_cast<int*>(self->manager_ctx);
+  };
+  const Tensor copy = from_dlpack(&ro.managed);
+  EXPECT_EQ(ro.deleted, 1);
+  EXPECT_NE(copy.data_ptr(), static_cast<void*>(ro.data));
+  EXPECT_EQ(testing::values(copy), (std::vector<double>{4, 5}));
+  // A version Ember does not read is refused before taking ownership.
+  ro.managed.version = {2, 0};
+  expect_error([&] { from_dlpack(&ro.managed); }, {"[from_dlpack]", "DLPack 2.0"});
+  EXPECT_EQ(ro.deleted, 1);
+  EXPECT_EQ(dlpack_type(DType::BFloat16).code, kDLBfloat);
 }
 
 }  // namespace
