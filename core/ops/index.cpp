@@ -688,6 +688,41 @@ std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_vie
   return out;
 }
 
+Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first, double padding_value,
+                    std::string_view padding_side) {
+  EMBER_CHECK(!sequences.empty(), "[pad_sequence] received an empty list of sequences");
+  EMBER_CHECK(padding_side == "right" || padding_side == "left",
+              "[pad_sequence] padding_side must be 'left' or 'right': got '{}'", padding_side);
+  const Tensor& first = sequences[0];
+  int64_t longest = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const Tensor& s = sequences[i];
+    EMBER_CHECK_TYPE(s.defined(), "[pad_sequence] sequence {} is undefined", i);
+    EMBER_CHECK(s.dim() >= 1, "[pad_sequence] sequence {} is 0-d: sequences are [L, *]", i);
+    EMBER_CHECK(s.dim() == first.dim() &&
+                    std::equal(s.sizes().begin() + 1, s.sizes().end(), first.sizes().begin() + 1),
+                "[pad_sequence] sequences must share their trailing shape: {} vs {} (sequence {})",
+                shape_str(first.sizes()), shape_str(s.sizes()), i);
+    EMBER_CHECK_TYPE(s.dtype() == first.dtype() && s.device() == first.device(),
+                     "[pad_sequence] sequences must share dtype and device: {} on {} vs {} on {}",
+                     first.dtype(), first.device(), s.dtype(), s.device());
+    longest = std::max(longest, s.size(0));
+  }
+  std::vector<Tensor> padded;
+  padded.reserve(sequences.size());
+  for (const Tensor& s : sequences) {
+    Shape fill_shape = s.sizes();
+    fill_shape[0] = longest - s.size(0);
+    if (fill_shape[0] == 0) {
+      padded.push_back(s);
+      continue;
+    }
+    const Tensor fill = full(fill_shape, padding_value, TensorOptions(s.dtype(), s.device()));
+    padded.push_back(padding_side == "right" ? cat({s, fill}, 0) : cat({fill, s}, 0));
+  }
+  return stack(padded, batch_first ? 0 : 1);
+}
+
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors) {
   Shape shape;
   for (size_t i = 0; i < tensors.size(); ++i) {

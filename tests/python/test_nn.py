@@ -1132,3 +1132,24 @@ def test_resnet_has_torchvisions_children_and_copies():
         ember.models.ResNet(nn.Linear, [2, 2, 2, 2])
     with pytest.raises(ValueError, match="four positive block counts"):
         ember.models.ResNet(ember.models.BasicBlock, [2, 2, 2])
+
+
+def test_pad_sequence_matches_pytorchs_layout_and_gradients():
+    from ember.nn.utils.rnn import pad_sequence, unpad_sequence
+
+    a = ember.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]], requires_grad=True)
+    b = ember.tensor([[4.0, 4.0]], requires_grad=True)
+    p = pad_sequence([a, b], padding_value=-1.0)
+    assert p.shape == (3, 2, 2)  # [max L, B, *]
+    assert p[:, 1, 0].tolist() == [4.0, -1.0, -1.0]
+    q = pad_sequence([a, b], batch_first=True, padding_side="left")
+    assert q.shape == (2, 3, 2) and q[1, :, 0].tolist() == [0.0, 0.0, 4.0]
+    (q * ember.arange(3.0).view(1, 3, 1)).sum().backward()
+    assert a.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]
+    assert b.grad.tolist() == [[2.0, 2.0]]
+    back = unpad_sequence(p, ember.tensor([3, 1]))
+    assert back[0].equal(a) and back[1].equal(b)
+    with pytest.raises(ValueError, match="share their trailing shape"):
+        pad_sequence([ember.ones(2, 3), ember.ones(2, 4)])
+    with pytest.raises(ValueError, match="padding_side must be 'left' or 'right'"):
+        pad_sequence([a], padding_side="middle")

@@ -1900,6 +1900,14 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
               "indexing: str | None = None) -> tuple[ember.Tensor, ...]"),
       "Coordinate grids of 1-d tensors ('ij' indexing unless told 'xy').");
   m.def(
+      "_pad_sequence",
+      [](const std::vector<Tensor>& sequences, bool batch_first, double padding_value,
+         std::string_view padding_side) {
+        return pad_sequence(sequences, batch_first, padding_value, padding_side);
+      },
+      "sequences"_a, "batch_first"_a = false, "padding_value"_a = 0.0, "padding_side"_a = "right",
+      release_gil(), "torch.nn.utils.rnn.pad_sequence (ember.nn.utils.rnn's).");
+  m.def(
       "broadcast_tensors",
       [](nb::args tensors) {
         const std::vector<Tensor> ts = tensors_from_args(tensors, "broadcast_tensors");

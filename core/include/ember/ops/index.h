@@ -42,6 +42,11 @@ EMBER_API Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = 
  *  the shape (n0, n1, ...), "xy" swaps the first two dims (NumPy's Cartesian grid). */
 EMBER_API std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors,
                                        std::string_view indexing = "ij");
+/** Sequences [L_i, *] of one dtype, device and trailing shape stacked into [max L, B, *] (or
+ *  [B, max L, *] with batch_first), padding_value past each one's end (before its start with
+ *  padding_side "left"): torch.nn.utils.rnn.pad_sequence, differentiable. */
+EMBER_API Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first = false,
+                              double padding_value = 0.0, std::string_view padding_side = "right");
 /** Every tensor expanded (a view) to the shape they broadcast to together
  * (torch.broadcast_tensors). */
 EMBER_API std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);

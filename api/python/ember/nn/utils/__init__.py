@@ -44,3 +44,4 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
             n = p.numel()
             p.copy_(vec[offset:offset + n].view_as(p))
             offset += n
+from ember.nn.utils import rnn  # noqa: E402,F401  (torch.nn.utils.rnn)
