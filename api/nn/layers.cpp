@@ -479,6 +479,33 @@ std::string PixelUnshuffle::extra_repr() const {
   return fmt::format("downscale_factor={}", downscale_factor);
 }
 
+Unfold::Unfold(Pair k, Pair d, Pair p, Pair s)
+    : Module("Unfold"), kernel_size(k), dilation(d), padding(p), stride(s) {}
+
+Tensor Unfold::forward(const Tensor& x) {
+  return unfold(x, {kernel_size.h, kernel_size.w}, {dilation.h, dilation.w}, {padding.h, padding.w},
+                {stride.h, stride.w});
+}
+
+std::string Unfold::extra_repr() const {
+  return fmt::format("kernel_size={}, dilation={}, padding={}, stride={}", pair_str(kernel_size),
+                     pair_str(dilation), pair_str(padding), pair_str(stride));
+}
+
+Fold::Fold(Pair o, Pair k, Pair d, Pair p, Pair s)
+    : Module("Fold"), output_size(o), kernel_size(k), dilation(d), padding(p), stride(s) {}
+
+Tensor Fold::forward(const Tensor& x) {
+  return fold(x, {output_size.h, output_size.w}, {kernel_size.h, kernel_size.w},
+              {dilation.h, dilation.w}, {padding.h, padding.w}, {stride.h, stride.w});
+}
+
+std::string Fold::extra_repr() const {
+  return fmt::format("output_size={}, kernel_size={}, dilation={}, padding={}, stride={}",
+                     pair_str(output_size), pair_str(kernel_size), pair_str(dilation),
+                     pair_str(padding), pair_str(stride));
+}
+
 CosineSimilarity::CosineSimilarity(int64_t dim, double eps)
     : Module("CosineSimilarity"), dim(dim), eps(eps) {}
 

@@ -49,6 +49,10 @@
 //   conv_transpose2d  dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast add
 //   W(x, dy)          (the weight gradient, bilinear) dx = conv_transpose2d(dy, dW),
 //                     d(dy) = conv2d(x, dW)
+// unfold: cols[n, (c, a, e), (i, j)] = x[n, c, i*sh - ph + a*dh, j*sw - pw + e*dw] (0 outside x),
+//   blocks (i, j) in row-major order; fold: its adjoint, y[n, c, h, w] = the sum of the columns'
+//   taps landing on (h, w). Both gather through one index (Note [unfold and fold through one
+//   index]), no kernel of their own.
 #include "ember/ops/conv.h"
 
 #include <algorithm>
@@ -61,6 +65,8 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/nn.h"
 #include "ember/ops/reduce.h"
 
 namespace ember {
@@ -442,6 +448,138 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   check_extents(kOp, oh, ow, weight, p);
   Tensor y = conv_input(x4, weight, p, oh, ow);
   if (bias.defined()) y = add(y, bias.view({1, o, 1, 1}));
+  return batched ? y : y.squeeze(0);
+}
+
+// Note [unfold and fold through one index]
+// unfold (im2col) copies tap (a, e) of block (i, j) of every plane into a column; fold (col2im)
+// sums the columns back onto the planes. Over a plane zero-padded to [Hp, Wp] that tap is the
+// flat position (i sh + a dh) Wp + (j sw + e dw), the same in every plane. So one int64 index
+// [kH kW L] makes unfold a gather from the padded planes [N C, Hp Wp] and fold a scatter_add into
+// zeros of that shape, then a crop of the padding. gather and scatter_add are each other's
+// backward, so unfold and fold are each other's adjoint, differentiable to any order, on every
+// backend, without a kernel of their own.
+namespace {
+
+/** The geometry of unfold and fold: per spatial dim the kernel, dilation, padding, stride, the
+ *  image size and the number of blocks. */
+struct Blocks {
+  std::array<int64_t, 2> k{}, d{}, p{}, s{}, in{}, out{};
+  int64_t padded(int i) const { return in[i] + 2 * p[i]; }
+  int64_t taps() const { return k[0] * k[1]; }
+  int64_t count() const { return out[0] * out[1]; }
+};
+
+Blocks make_blocks(const char* op, std::array<int64_t, 2> image, IntList kernel_size,
+                   IntList dilation, IntList padding, IntList stride) {
+  Blocks b;
+  b.k = pair_of(kernel_size, op, "kernel_size");
+  b.d = pair_of(dilation, op, "dilation");
+  b.p = pair_of(padding, op, "padding");
+  b.s = pair_of(stride, op, "stride");
+  b.in = image;
+  EMBER_CHECK(b.k[0] >= 1 && b.k[1] >= 1, "[{}] kernel_size must be >= 1: got ({}, {})", op, b.k[0],
+              b.k[1]);
+  EMBER_CHECK(b.d[0] >= 1 && b.d[1] >= 1, "[{}] dilation must be >= 1: got ({}, {})", op, b.d[0],
+              b.d[1]);
+  EMBER_CHECK(b.p[0] >= 0 && b.p[1] >= 0, "[{}] padding must be >= 0: got ({}, {})", op, b.p[0],
+              b.p[1]);
+  EMBER_CHECK(b.s[0] >= 1 && b.s[1] >= 1, "[{}] stride must be >= 1: got ({}, {})", op, b.s[0],
+              b.s[1]);
+  std::array<WideInt, 2> span{}, padded{};
+  for (int i = 0; i < 2; ++i) {
+    padded[i] = WideInt(b.in[i]) + 2 * WideInt(b.p[i]);
+    span[i] = WideInt(b.d[i]) * (b.k[i] - 1) + 1;
+  }
+  EMBER_CHECK(b.in[0] >= 1 && b.in[1] >= 1 && padded[0] >= span[0] && padded[1] >= span[1],
+              "[{}] no sliding block fits: spatial size ({}, {}) padded to ({}, {}), kernel_size "
+              "({}, {}) dilated to ({}, {}) (the blocks must number at least one per dim)",
+              op, b.in[0], b.in[1], padded[0], padded[1], b.k[0], b.k[1], span[0], span[1]);
+  for (int i = 0; i < 2; ++i) {
+    fit_int64(padded[i], op, i == 0 ? "padded height" : "padded width");
+    b.out[i] = static_cast<int64_t>((padded[i] - span[i]) / b.s[i] + 1);
+  }
+  fit_int64(WideInt(b.padded(0)) * b.padded(1), op, "padded plane");
+  fit_int64(WideInt(b.taps()) * b.count(), op, "taps times blocks");
+  return b;
+}
+
+// The flat position in the padded plane of every (tap, block), [kH kW L], on `device`.
+Tensor block_index(const Blocks& b, Device device) {
+  Tensor idx = empty({b.taps() * b.count()}, {DType::Int64, Device::cpu()});
+  int64_t* p = idx.data_ptr<int64_t>();
+  const int64_t wp = b.padded(1);
+  for (int64_t a = 0; a < b.k[0]; ++a) {
+    for (int64_t e = 0; e < b.k[1]; ++e) {
+      for (int64_t i = 0; i < b.out[0]; ++i) {
+        for (int64_t j = 0; j < b.out[1]; ++j) {
+          *p++ = (i * b.s[0] + a * b.d[0]) * wp + j * b.s[1] + e * b.d[1];
+        }
+      }
+    }
+  }
+  return idx.to(device);
+}
+
+void check_blocks_input(const char* op, const Tensor& t, int64_t unbatched_dim, const char* shape) {
+  EMBER_CHECK_TYPE(t.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(t.dim() == unbatched_dim || t.dim() == unbatched_dim + 1,
+              "[{}] expected a {}-d or {}-d (batched) input {}: got shape {}", op, unbatched_dim,
+              unbatched_dim + 1, shape, shape_str(t.sizes()));
+  EMBER_CHECK_TYPE(is_floating(t.dtype()),
+                   "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
+                   t.dtype());
+}
+
+}  // namespace
+
+Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding,
+              IntList stride) {
+  constexpr const char* kOp = "unfold";
+  check_blocks_input(kOp, x, 3, "[N, C, H, W]");
+  const bool batched = x.dim() == 4;
+  const Tensor x4 = batched ? x : x.unsqueeze(0);
+  EMBER_CHECK(x4.size(1) >= 1, "[unfold] expected at least one channel: got shape {}",
+              shape_str(x.sizes()));
+  const Blocks b =
+      make_blocks(kOp, {x4.size(2), x4.size(3)}, kernel_size, dilation, padding, stride);
+  const int64_t n = x4.size(0), c = x4.size(1);
+  const int64_t pads[4] = {b.p[1], b.p[1], b.p[0], b.p[0]};
+  const Tensor xp = b.p[0] > 0 || b.p[1] > 0 ? pad(x4, IntList(pads, 4)) : x4;
+  const int64_t planes = n * c, per_plane = b.taps() * b.count();
+  const Tensor idx = block_index(b, x.device()).view({1, per_plane}).expand({planes, per_plane});
+  const Tensor cols = gather(xp.reshape({planes, b.padded(0) * b.padded(1)}), 1, idx)
+                          .view({n, c * b.taps(), b.count()});
+  return batched ? cols : cols.squeeze(0);
+}
+
+Tensor fold(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation,
+            IntList padding, IntList stride) {
+  constexpr const char* kOp = "fold";
+  check_blocks_input(kOp, cols, 2, "[N, C kH kW, L]");
+  const bool batched = cols.dim() == 3;
+  const Tensor c3 = batched ? cols : cols.unsqueeze(0);
+  const auto size = pair_of(output_size, kOp, "output_size");
+  const Blocks b = make_blocks(kOp, size, kernel_size, dilation, padding, stride);
+  EMBER_CHECK(c3.size(1) >= 1 && c3.size(1) % b.taps() == 0,
+              "[fold] expected size(-2) of the input to be a positive multiple of the product of "
+              "kernel_size ({} x {} = {}): got input of shape {}",
+              b.k[0], b.k[1], b.taps(), shape_str(cols.sizes()));
+  EMBER_CHECK(c3.size(2) == b.count(),
+              "[fold] expected size(-1) of the input to be the number of sliding blocks, {} x {} "
+              "= {} for output_size ({}, {}), kernel_size ({}, {}), dilation ({}, {}), padding "
+              "({}, {}), stride ({}, {}): got input of shape {}",
+              b.out[0], b.out[1], b.count(), size[0], size[1], b.k[0], b.k[1], b.d[0], b.d[1],
+              b.p[0], b.p[1], b.s[0], b.s[1], shape_str(cols.sizes()));
+  const int64_t n = c3.size(0), c = c3.size(1) / b.taps();
+  const int64_t planes = n * c, per_plane = b.taps() * b.count();
+  const Tensor idx = block_index(b, cols.device()).view({1, per_plane}).expand({planes, per_plane});
+  const Tensor z = zeros({planes, b.padded(0) * b.padded(1)}, {cols.dtype(), cols.device()});
+  Tensor y = scatter_add(z, 1, idx, c3.reshape({planes, per_plane}))
+                 .view({n, c, b.padded(0), b.padded(1)});
+  if (b.p[0] > 0 || b.p[1] > 0) {
+    y = y.narrow(2, b.p[0], size[0]).narrow(3, b.p[1], size[1]).contiguous();
+  }
   return batched ? y : y.squeeze(0);
 }
 

@@ -1734,6 +1734,44 @@ void bind_layers(nb::module_& m) {
           },
           "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
       .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
+  layer<nn::Unfold>(m, "Unfold", "The sliding blocks of [N, C, H, W] as columns (im2col).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Unfold> v, Ints kernel_size, Ints dilation, Ints padding,
+             Ints stride) {
+            construct<nn::Unfold>(v, pair_of(kernel_size), pair_of(dilation), pair_of(padding),
+                                  pair_of(stride));
+          },
+          "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
+          "Blocks of kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::Unfold& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+      .def_prop_ro(
+          "dilation", [](const nn::Unfold& l) { return pair_tuple(l.dilation); }, "Tap spacing.")
+      .def_prop_ro(
+          "padding", [](const nn::Unfold& l) { return pair_tuple(l.padding); }, "Zero padding.")
+      .def_prop_ro(
+          "stride", [](const nn::Unfold& l) { return pair_tuple(l.stride); }, "Block steps.");
+  layer<nn::Fold>(m, "Fold", "Columns [N, C kH kW, L] summed into images (col2im).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Fold> v, Ints output_size, Ints kernel_size, Ints dilation,
+             Ints padding, Ints stride) {
+            construct<nn::Fold>(v, pair_of(output_size), pair_of(kernel_size), pair_of(dilation),
+                                pair_of(padding), pair_of(stride));
+          },
+          "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
+          "Images of output_size from blocks of kernel_size windows.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::Fold& l) { return pair_tuple(l.output_size); }, "(H, W).")
+      .def_prop_ro(
+          "kernel_size", [](const nn::Fold& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+      .def_prop_ro(
+          "dilation", [](const nn::Fold& l) { return pair_tuple(l.dilation); }, "Tap spacing.")
+      .def_prop_ro(
+          "padding", [](const nn::Fold& l) { return pair_tuple(l.padding); }, "Zero padding.")
+      .def_prop_ro(
+          "stride", [](const nn::Fold& l) { return pair_tuple(l.stride); }, "Block steps.");
   layer<nn::CosineSimilarity>(m, "CosineSimilarity", "cosine_similarity of two inputs.", false)
       .def(
           "__init__",

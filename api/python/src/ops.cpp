@@ -302,6 +302,22 @@ void bind_functional(nb::module_& f) {
       "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
       "Transposed 2-d convolution.");
   f.def(
+      "unfold",
+      [](const Tensor& x, Ints kernel_size, Ints dilation, Ints padding, Ints stride) {
+        return unfold(x, kernel_size.v, dilation.v, padding.v, stride.v);
+      },
+      "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1, release_gil(),
+      "The sliding blocks of [N, C, H, W] as columns [N, C kH kW, L] (im2col).");
+  f.def(
+      "fold",
+      [](const Tensor& x, Ints output_size, Ints kernel_size, Ints dilation, Ints padding,
+         Ints stride) {
+        return fold(x, output_size.v, kernel_size.v, dilation.v, padding.v, stride.v);
+      },
+      "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
+      "stride"_a = 1, release_gil(),
+      "Columns [N, C kH kW, L] summed into images [N, C, output_size] (col2im).");
+  f.def(
       "max_pool2d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
          bool ceil_mode, bool return_indices) -> nb::object {

@@ -436,5 +436,17 @@ TEST(Init, GainsAndFansFollowPyTorch) {
   EXPECT_EQ(stats(big).max, 0.0);
 }
 
+TEST(UnfoldAndFold, ModulesForwardTheirSizes) {
+  const Tensor x = randn({2, 3, 5, 4});
+  Unfold unfold_layer({2, 3}, 1, {1, 0}, 2);
+  const Tensor cols = unfold_layer(x);
+  EXPECT_EQ(values(cols), values(unfold(x, {2, 3}, {1}, {1, 0}, {2})));
+  EXPECT_EQ(cols.sizes(), (Shape{2, 18, 3 * 1}));
+  EXPECT_EQ(unfold_layer.extra_repr(), "kernel_size=(2, 3), dilation=1, padding=(1, 0), stride=2");
+  Fold fold_layer({5, 4}, {2, 3}, 1, {1, 0}, 2);
+  EXPECT_EQ(values(fold_layer(cols)), values(fold(cols, {5, 4}, {2, 3}, {1}, {1, 0}, {2})));
+  EXPECT_EQ(fold_layer(cols).sizes(), x.sizes());
+}
+
 }  // namespace
 }  // namespace ember::nn

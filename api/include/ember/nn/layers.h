@@ -422,6 +422,28 @@ class PixelUnshuffle : public Module {
   const int64_t downscale_factor;
 };
 
+/** unfold (im2col) with fixed sizes: [N, C, H, W] into columns [N, C kH kW, L]. */
+class Unfold : public Module {
+ public:
+  /** The blocks of `kernel_size` windows with the given dilation, padding and stride. */
+  explicit Unfold(Pair kernel_size, Pair dilation = 1, Pair padding = 0, Pair stride = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair kernel_size, dilation, padding, stride;
+};
+
+/** fold (col2im) with fixed sizes: columns [N, C kH kW, L] summed into [N, C, output_size]. */
+class Fold : public Module {
+ public:
+  /** Images of `output_size` from blocks of `kernel_size` windows. */
+  Fold(Pair output_size, Pair kernel_size, Pair dilation = 1, Pair padding = 0, Pair stride = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair output_size, kernel_size, dilation, padding, stride;
+};
+
 /** cosine_similarity(x1, x2, dim, eps) of two inputs (its repr shows no arguments, as PyTorch's).
  */
 class CosineSimilarity : public Module {

@@ -1,4 +1,5 @@
-// Convolutions over NCL sequences and NCHW images: conv1d, conv2d and conv_transpose2d.
+// Convolutions over NCL sequences and NCHW images: conv1d, conv2d and conv_transpose2d; the
+// sliding blocks of an image as columns and back (unfold and fold, im2col and col2im).
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -37,5 +38,16 @@ EMBER_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const T
                                   IntList stride = {1, 1}, IntList padding = {0, 0},
                                   IntList output_padding = {0, 0}, int64_t groups = 1,
                                   IntList dilation = {1, 1});
+
+/** The sliding kernel_size blocks of x [N, C, H, W] (or [C, H, W]) as columns (PyTorch's
+ *  F.unfold, im2col): [N, C kH kW, L], L the number of blocks; each size is one value or one per
+ *  spatial dim. Taps in the zero padding read 0. */
+EMBER_API Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation = {1},
+                        IntList padding = {0}, IntList stride = {1});
+
+/** The adjoint of unfold (PyTorch's F.fold, col2im): columns [N, C kH kW, L] (or [C kH kW, L])
+ *  summed back into images [N, C, output_size...]; taps in the padding are dropped. */
+EMBER_API Tensor fold(const Tensor& cols, IntList output_size, IntList kernel_size,
+                      IntList dilation = {1}, IntList padding = {0}, IntList stride = {1});
 
 }  // namespace ember
