@@ -27,6 +27,11 @@ std::string pair_str(Pair p) {
   return p.h == p.w ? fmt::format("{}", p.h) : fmt::format("({}, {})", p.h, p.w);
 }
 
+std::string triple_str(Triple t) {
+  return t.d == t.h && t.h == t.w ? fmt::format("{}", t.d)
+                                  : fmt::format("({}, {}, {})", t.d, t.h, t.w);
+}
+
 void check_positive(const char* module, const char* what, int64_t v) {
   EMBER_CHECK(v > 0, "[nn.{}] {} must be positive: got {}", module, what, v);
 }
@@ -173,6 +178,44 @@ std::string Conv1d::extra_repr() const {
   if (options.padding) s += fmt::format(", padding=({},)", options.padding);
   if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
+  if (!bias.defined()) s += ", bias=false";
+  return s;
+}
+
+Conv3d::Conv3d(int64_t in, int64_t out, Triple k, Conv3dOptions o)
+    : Module("Conv3d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter(
+          "weight", (check_conv("Conv3d", in, out, Pair(k.h, k.w), {.groups = o.groups}),
+                     check_positive("Conv3d", "kernel_size", k.d),
+                     empty({out, in / o.groups, k.d, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Conv3d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor Conv3d::forward(const Tensor& x) {
+  const Conv3dOptions& o = options;
+  return conv3d(x, weight, bias, {o.stride.d, o.stride.h, o.stride.w},
+                {o.padding.d, o.padding.h, o.padding.w}, {o.dilation.d, o.dilation.h, o.dilation.w},
+                o.groups);
+}
+
+std::string Conv3d::extra_repr() const {
+  const Conv3dOptions& o = options;
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", in_channels, out_channels,
+                              triple_str(kernel_size), triple_str(o.stride));
+  if (o.padding.d || o.padding.h || o.padding.w) s += ", padding=" + triple_str(o.padding);
+  if (o.dilation.d != 1 || o.dilation.h != 1 || o.dilation.w != 1) {
+    s += ", dilation=" + triple_str(o.dilation);
+  }
+  if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
   if (!bias.defined()) s += ", bias=false";
   return s;
 }

@@ -105,3 +105,68 @@ def test_unfold_fold_errors():
         F.unfold(ember.ones(1, 1, 3, 3, dtype=ember.int64), 2)
 
 
+# ---- conv3d ---------------------------------------------------------------------------------------
+
+def np_conv3d(x, w, b, s, p, d, groups):
+    n, c, D, H, W = x.shape
+    o, cg, kd, kh, kw = w.shape
+    out = [(size + 2 * p[i] - d[i] * (k - 1) - 1) // s[i] + 1
+           for i, (size, k) in enumerate(zip((D, H, W), (kd, kh, kw)))]
+    xp = np.zeros((n, c, D + 2 * p[0], H + 2 * p[1], W + 2 * p[2]))
+    xp[:, :, p[0]:p[0] + D, p[1]:p[1] + H, p[2]:p[2] + W] = x
+    y = np.zeros((n, o, *out))
+    per_group = o // groups
+    for oc in range(o):
+        g = oc // per_group
+        for i, j, l in itertools.product(*(range(v) for v in out)):
+            patch = xp[:, g * cg:(g + 1) * cg,
+                       i * s[0]:i * s[0] + d[0] * (kd - 1) + 1:d[0],
+                       j * s[1]:j * s[1] + d[1] * (kh - 1) + 1:d[1],
+                       l * s[2]:l * s[2] + d[2] * (kw - 1) + 1:d[2]]
+            y[:, oc, i, j, l] = (patch * w[oc]).sum(axis=(1, 2, 3, 4)) + (b[oc] if b is not None else 0)
+    return y
+
+
+def test_conv3d_matches_numpy_and_gradcheck(rng):
+    x = rng.standard_normal((2, 4, 5, 4, 6))
+    w = rng.standard_normal((6, 2, 3, 2, 2))
+    b = rng.standard_normal(6)
+    got = F.conv3d(f64(x), f64(w), f64(b), stride=(2, 1, 2), padding=(1, 1, 0), dilation=(1, 2, 1), groups=2)
+    assert_close(got, np_conv3d(x, w, b, (2, 1, 2), (1, 1, 0), (1, 2, 1), 2), rtol=1e-12, atol=1e-12)
+    # padding='same' keeps the size (stride 1); 'valid' is no padding.
+    w3 = rng.standard_normal((3, 4, 3, 3, 1))
+    assert F.conv3d(f64(x), f64(w3), padding="same").shape == (2, 3, 5, 4, 6)
+    assert F.conv3d(f64(x), f64(w3), padding="valid").shape == (2, 3, 3, 2, 6)
+    gradcheck(lambda a, c, e: F.conv3d(a, c, e, stride=2, padding=1),
+              f64(rng.standard_normal((1, 2, 3, 4, 3)), True), f64(rng.standard_normal((2, 2, 2, 2, 2)), True),
+              f64(rng.standard_normal(2), True))
+
+
+def test_conv3d_module():
+    m = nn.Conv3d(4, 6, (3, 2, 2), stride=(2, 1, 2), padding=1, groups=2, dtype=ember.float64)
+    assert m.weight.shape == (6, 2, 3, 2, 2) and m.bias.shape == (6,)
+    assert m.kernel_size == (3, 2, 2) and m.stride == (2, 1, 2) and m.padding == (1, 1, 1)
+    # PyTorch's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = 2 * 3 * 2 * 2.
+    bound = 1 / np.sqrt(24)
+    assert np.abs(m.weight.detach().numpy()).max() <= bound
+    x = np.random.default_rng(3).standard_normal((2, 4, 5, 4, 6))
+    want = np_conv3d(x, m.weight.detach().numpy(), m.bias.detach().numpy(), (2, 1, 2), (1, 1, 1), (1, 1, 1), 2)
+    assert_close(m(f64(x)), want, rtol=1e-12, atol=1e-12)
+    assert nn.Conv3d(2, 2, 3, padding="same")(ember.ones(1, 2, 4, 4, 4)).shape == (1, 2, 4, 4, 4)
+    assert "kernel_size=(3, 2, 2), stride=(2, 1, 2)" in repr(m)
+
+
+def test_conv3d_errors():
+    x, w = ember.ones(1, 2, 4, 4, 4), ember.ones(3, 2, 2, 2, 2)
+    with pytest.raises(ValueError, match=r"\[conv3d\].*5-d"):
+        F.conv3d(ember.ones(4, 4, 4), w)
+    with pytest.raises(ValueError, match="channels"):
+        F.conv3d(x, ember.ones(3, 1, 2, 2, 2))
+    with pytest.raises(ValueError, match="too small"):
+        F.conv3d(x, ember.ones(3, 2, 5, 2, 2))
+    with pytest.raises(ValueError, match="strided"):
+        F.conv3d(x, w, stride=2, padding="same")
+    with pytest.raises(NotImplementedError, match="padding_mode"):
+        nn.Conv3d(2, 2, 3, padding_mode="reflect")
+
+

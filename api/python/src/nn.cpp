@@ -857,23 +857,49 @@ nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const ch
   return cls;
 }
 
+nn::Triple triple_of(const Ints& v) {
+  if (v.size() == 1) return nn::Triple(v.v[0]);
+  EMBER_CHECK(v.size() == 3, "[nn] expected an int or a triple of ints, got {} values", v.size());
+  return nn::Triple(v.v[0], v.v[1], v.v[2]);
+}
+
+nb::tuple triple_tuple(const nn::Triple& t) {
+  return nb::make_tuple(t.d, t.h, t.w);
+}
+
+/** 'same' or 'valid' conv padding over the spatial dims of `kernel` (one value per dim), or
+ *  numbers (one or one per dim). */
+Shape conv_padding_dims(nb::handle padding, IntList kernel, IntList dilation, IntList stride,
+                        const char* layer_name) {
+  const size_t n = kernel.size();
+  if (!nb::isinstance<nb::str>(padding)) {
+    const Ints p = nb::cast<Ints>(padding);
+    return p.size() == 1 ? Shape(n, p.v[0]) : p.v;
+  }
+  const std::string p = nb::cast<std::string>(padding);
+  if (p == "valid") return Shape(n, 0);
+  EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
+              layer_name, p);
+  Shape pads;
+  for (size_t i = 0; i < n; ++i) {
+    EMBER_CHECK(stride[i] == 1, "[nn.{}] padding='same' is not supported for strided convolutions",
+                layer_name);
+    const int64_t span = dilation[i] * (kernel[i] - 1);
+    EMBER_CHECK(span % 2 == 0,
+                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {}",
+                layer_name, span);
+    pads.push_back(span / 2);
+  }
+  return pads;
+}
+
 /** 'same' or 'valid' conv padding, or numbers. */
 nn::Pair conv_padding_arg(nb::handle padding, const nn::Pair& kernel, const nn::Pair& dilation,
                           const nn::Pair& stride, const char* layer_name) {
-  if (nb::isinstance<nb::str>(padding)) {
-    const std::string p = nb::cast<std::string>(padding);
-    if (p == "valid") return nn::Pair(0);
-    EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
-                layer_name, p);
-    EMBER_CHECK(stride.h == 1 && stride.w == 1,
-                "[nn.{}] padding='same' is not supported for strided convolutions", layer_name);
-    const int64_t th = dilation.h * (kernel.h - 1), tw = dilation.w * (kernel.w - 1);
-    EMBER_CHECK(th % 2 == 0 && tw % 2 == 0,
-                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {} and {}",
-                layer_name, th, tw);
-    return nn::Pair(th / 2, tw / 2);
-  }
-  return pair_of(nb::cast<Ints>(padding));
+  const Shape p = conv_padding_dims(padding, {kernel.h, kernel.w}, {dilation.h, dilation.w},
+                                    {stride.h, stride.w}, layer_name);
+  EMBER_CHECK(p.size() == 2, "[nn] expected an int or a pair of ints, got {} values", p.size());
+  return nn::Pair(p[0], p[1]);
 }
 
 void bind_module_base(nb::module_& m) {
@@ -1456,6 +1482,50 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
+
+  layer<nn::Conv3d>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Conv3d> v, int64_t in, int64_t out, Ints kernel_size,
+             Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
+             std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(
+                padding_mode == "zeros",
+                "[nn.Conv3d] padding_mode '{}' is not supported (only 'zeros')", padding_mode);
+            nn::Conv3dOptions o;
+            const nn::Triple k = triple_of(kernel_size);
+            o.stride = triple_of(stride);
+            o.dilation = triple_of(dilation);
+            const Shape p = conv_padding_dims(padding, {k.d, k.h, k.w},
+                                              {o.dilation.d, o.dilation.h, o.dilation.w},
+                                              {o.stride.d, o.stride.h, o.stride.w}, "Conv3d");
+            o.padding = triple_of(Ints{p});
+            o.groups = groups;
+            o.bias = bias;
+            construct<nn::Conv3d>(v, in, out, k, o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "3-d convolution.", record_init())
+      .def_ro("in_channels", &nn::Conv3d::in_channels, "Input channels.")
+      .def_ro("out_channels", &nn::Conv3d::out_channels, "Output channels.")
+      .def_prop_ro(
+          "kernel_size", [](const nn::Conv3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).")
+      .def_prop_ro(
+          "stride", [](const nn::Conv3d& l) { return triple_tuple(l.options.stride); },
+          "Window steps.")
+      .def_prop_ro(
+          "padding", [](const nn::Conv3d& l) { return triple_tuple(l.options.padding); },
+          "Padding per side.")
+      .def_prop_ro(
+          "dilation", [](const nn::Conv3d& l) { return triple_tuple(l.options.dilation); },
+          "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
+      .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.");
 
   nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
                                                    module_type_slots(),

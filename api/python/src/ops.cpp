@@ -292,6 +292,17 @@ void bind_functional(nb::module_& f) {
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "2-d convolution over [N, C, H, W].");
   f.def(
+      "conv3d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
+         Ints dilation, int64_t groups) {
+        const Shape s = pair(stride, 3), d = pair(dilation, 3);
+        const Shape p = conv_padding(padding, w, d, s, 3, "conv3d");
+        GilRelease release;
+        return conv3d(x, w, opt(b), s, p, d, groups);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");
+  f.def(
       "conv_transpose2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
          Ints output_padding, int64_t groups, Ints dilation) {

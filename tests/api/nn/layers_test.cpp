@@ -448,5 +448,20 @@ TEST(UnfoldAndFold, ModulesForwardTheirSizes) {
   EXPECT_EQ(fold_layer(cols).sizes(), x.sizes());
 }
 
+TEST(Conv3d, LayoutInitAndForward) {
+  Conv3d conv(4, 6, {3, 2, 2}, {.stride = {2, 1, 1}, .padding = 1, .groups = 2});
+  EXPECT_EQ(conv.weight.sizes(), (Shape{6, 2, 3, 2, 2}));
+  EXPECT_EQ(conv.bias.sizes(), (Shape{6}));
+  expect_uniform(Conv3d(8, 4, 3, {.groups = 2}).weight, 1 / std::sqrt(4.0 * 27));  // fan_in
+  const Tensor x = randn({2, 4, 5, 4, 4});
+  EXPECT_EQ(values(conv(x)), values(conv3d(x, conv.weight, conv.bias, {2, 1, 1}, {1}, {1}, 2)));
+  EXPECT_EQ(conv(x).sizes(), (Shape{2, 6, 3, 5, 5}));
+  EXPECT_EQ(conv.extra_repr(),
+            "4, 6, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=1, groups=2");
+  EXPECT_FALSE(Conv3d(2, 2, 1, {.bias = false}).bias.defined());
+  expect_error([] { Conv3d(3, 4, 3, {.groups = 2}); }, {"[nn.Conv3d]", "groups=2"});
+  expect_error([] { Conv3d(2, 4, {0, 3, 3}); }, {"[nn.Conv3d]", "kernel_size"});
+}
+
 }  // namespace
 }  // namespace ember::nn

@@ -20,6 +20,15 @@ struct Pair {
   Pair(int64_t h_, int64_t w_) : h(h_), w(w_) {}
 };
 
+/** A size given once for the three spatial dims (3) or per dim ({3, 5, 5}). */
+struct Triple {
+  int64_t d, h, w;
+  /** The same value for depth, height and width. */
+  Triple(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
+  /** Depth, height and width. */
+  Triple(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
+};
+
 /** y = x W^T + b; weight [out, in] and bias [out] from U(-1/sqrt(in), 1/sqrt(in)). */
 class Linear : public Module {
  public:
@@ -118,6 +127,32 @@ class Conv1d : public Module {
   const int64_t in_channels, out_channels, kernel_size;
   const Conv1dOptions options;
   Tensor& weight;  ///< [out, in/groups, K]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
+/** Options of Conv3d beyond channel counts and kernel size. */
+struct Conv3dOptions {
+  Triple stride = 1;    ///< step between windows
+  Triple padding = 0;   ///< zeros added on each side
+  Triple dilation = 1;  ///< spacing between kernel taps
+  int64_t groups = 1;   ///< channel groups (in and out channels divisible by it)
+  bool bias = true;     ///< whether to add a learned bias
+};
+
+/** 3-d convolution over [N, C, D, H, W]; weight [out, in/groups, kD, kH, kW], PyTorch's init. */
+class Conv3d : public Module {
+ public:
+  /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
+  Conv3d(int64_t in_channels, int64_t out_channels, Triple kernel_size, Conv3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels;
+  const Triple kernel_size;
+  const Conv3dOptions options;
+  Tensor& weight;  ///< [out, in/groups, kD, kH, kW]
   Tensor& bias;    ///< [out], undefined without bias
 };
 

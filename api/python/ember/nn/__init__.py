@@ -29,6 +29,7 @@ from ember._C.nn import (  # noqa: F401
     ConstantPad3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose2d,
     CosineEmbeddingLoss,
     CosineSimilarity,

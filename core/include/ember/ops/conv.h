@@ -1,5 +1,6 @@
-// Convolutions over NCL sequences and NCHW images: conv1d, conv2d and conv_transpose2d; the
-// sliding blocks of an image as columns and back (unfold and fold, im2col and col2im).
+// Convolutions over NCL sequences, NCHW images and NCDHW volumes: conv1d, conv2d, conv3d and
+// conv_transpose2d; the sliding blocks of an image as columns and back (unfold and fold, im2col
+// and col2im).
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -17,6 +18,13 @@ EMBER_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
 EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
                         IntList stride = {1, 1}, IntList padding = {0, 0},
                         IntList dilation = {1, 1}, int64_t groups = 1);
+
+/** 3-d convolution of x [N, C, D, H, W] (or [C, D, H, W]) with weight [O, C/groups, kD, kH, kW]
+ *  and an optional bias [O]; stride, padding and dilation are one value or one per spatial dim
+ *  (Note [conv3d as one conv2d] in core/ops/conv.cpp). */
+EMBER_API Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        IntList stride = {1, 1, 1}, IntList padding = {0, 0, 0},
+                        IntList dilation = {1, 1, 1}, int64_t groups = 1);
 
 /** relu(conv2d(x, weight, bias, ...)), in one kernel where nothing is recorded for autograd
  *  and the device has it (Note [Fused convolution and ReLU] in core/ops/conv.cpp). */
