@@ -442,6 +442,59 @@ std::string AdaptiveMaxPool2d::extra_repr() const {
   return "output_size=" + pair_str(output_size);
 }
 
+MaxPool3d::MaxPool3d(Triple k, Pool3dOptions o) : Module("MaxPool3d"), kernel_size(k), options(o) {}
+
+Tensor MaxPool3d::forward(const Tensor& x) {
+  const Triple s = options.stride.value_or(kernel_size);
+  const Triple& p = options.padding;
+  const Triple& d = options.dilation;
+  return max_pool3d(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
+                    {p.d, p.h, p.w}, {d.d, d.h, d.w}, options.ceil_mode);
+}
+
+std::string MaxPool3d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                     triple_str(kernel_size), triple_str(options.stride.value_or(kernel_size)),
+                     triple_str(options.padding), triple_str(options.dilation), options.ceil_mode);
+}
+
+AvgPool3d::AvgPool3d(Triple k, Pool3dOptions o) : Module("AvgPool3d"), kernel_size(k), options(o) {}
+
+Tensor AvgPool3d::forward(const Tensor& x) {
+  const Triple s = options.stride.value_or(kernel_size);
+  const Triple& p = options.padding;
+  return avg_pool3d(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
+                    {p.d, p.h, p.w}, options.ceil_mode, options.count_include_pad,
+                    options.divisor_override);
+}
+
+std::string AvgPool3d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}", triple_str(kernel_size),
+                     triple_str(options.stride.value_or(kernel_size)), triple_str(options.padding));
+}
+
+AdaptiveAvgPool3d::AdaptiveAvgPool3d(Triple size)
+    : Module("AdaptiveAvgPool3d"), output_size(size) {}
+
+Tensor AdaptiveAvgPool3d::forward(const Tensor& x) {
+  return adaptive_avg_pool3d(x, {output_size.d, output_size.h, output_size.w});
+}
+
+std::string AdaptiveAvgPool3d::extra_repr() const {
+  return "output_size=" + triple_str(output_size);
+}
+
+AdaptiveMaxPool3d::AdaptiveMaxPool3d(Triple size)
+    : Module("AdaptiveMaxPool3d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool3d::forward(const Tensor& x) {
+  return adaptive_max_pool3d(x, {output_size.d, output_size.h, output_size.w});
+}
+
+std::string AdaptiveMaxPool3d::extra_repr() const {
+  return "output_size=" + triple_str(output_size);
+}
+
 MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)
     : Module("MaxPool1d"), kernel_size(k), options(o) {}
 

@@ -170,3 +170,115 @@ def test_conv3d_errors():
         nn.Conv3d(2, 2, 3, padding_mode="reflect")
 
 
+# ---- 3-d pooling ----------------------------------------------------------------------------------
+
+def np_pool3d(x, k, s, p, ceil_mode=False, count_include_pad=True, divisor_override=None, dilation=(1, 1, 1)):
+    """max (with PyTorch's flat indices) and average over 3-d windows, as float64 loops."""
+    n, c = x.shape[:2]
+    ins = x.shape[2:]
+
+    def out_size(size, kk, ss, pp, dd):
+        num = size + 2 * pp - dd * (kk - 1) - 1 + (ss - 1 if ceil_mode else 0)
+        o = num // ss + 1
+        if ceil_mode and (o - 1) * ss >= size + pp:
+            o -= 1
+        return o
+
+    outs = [out_size(ins[i], k[i], s[i], p[i], dilation[i]) for i in range(3)]
+    mx, idx, avg = (np.zeros((n, c, *outs)) for _ in range(3))
+    for b, ch, *o in itertools.product(range(n), range(c), *(range(v) for v in outs)):
+        taps = [[o[i] * s[i] - p[i] + t * dilation[i] for t in range(k[i])] for i in range(3)]
+        best, at, total = -np.inf, -1, 0.0
+        for dd, hh, ww in itertools.product(*taps):
+            if 0 <= dd < ins[0] and 0 <= hh < ins[1] and 0 <= ww < ins[2]:
+                v = x[b, ch, dd, hh, ww]
+                total += v
+                if v > best:
+                    best, at = v, (dd * ins[1] + hh) * ins[2] + ww
+        pool, real = 1, 1
+        for i in range(3):
+            start = o[i] * s[i] - p[i]
+            end = min(start + k[i], ins[i] + p[i])
+            pool *= end - start
+            real *= min(end, ins[i]) - max(start, 0)
+        mx[(b, ch, *o)], idx[(b, ch, *o)] = best, at
+        avg[(b, ch, *o)] = total / (divisor_override or (pool if count_include_pad else real))
+    return mx, idx, avg
+
+
+@pytest.mark.parametrize("k,s,p,ceil", [((2, 2, 2), (2, 2, 2), (0, 0, 0), False),
+                                        ((3, 2, 3), (2, 1, 2), (1, 1, 1), True),
+                                        ((2, 3, 2), (1, 2, 3), (1, 0, 1), False)])
+def test_pool3d_match_numpy_loops(rng, k, s, p, ceil):
+    x = rng.standard_normal((2, 3, 5, 6, 7))
+    mx, idx, avg = np_pool3d(x, k, s, p, ceil_mode=ceil)
+    y, i = F.max_pool3d(f64(x), k, s, p, ceil_mode=ceil, return_indices=True)
+    assert_close(y, mx, rtol=0, atol=0)
+    assert_close(i.to(ember.float64), idx, rtol=0, atol=0)
+    assert i.dtype == ember.int64
+    assert_close(F.avg_pool3d(f64(x), k, s, p, ceil_mode=ceil), avg, rtol=1e-12, atol=1e-12)
+    _, _, avg_ex = np_pool3d(x, k, s, p, ceil_mode=ceil, count_include_pad=False)
+    assert_close(F.avg_pool3d(f64(x), k, s, p, ceil_mode=ceil, count_include_pad=False), avg_ex,
+                 rtol=1e-12, atol=1e-12)
+    _, _, avg_div = np_pool3d(x, k, s, p, ceil_mode=ceil, divisor_override=7)
+    assert_close(F.avg_pool3d(f64(x), k, s, p, ceil_mode=ceil, divisor_override=7), avg_div, rtol=1e-12, atol=1e-12)
+    # The modules are the functional forms.
+    assert_close(nn.MaxPool3d(k, s, p, ceil_mode=ceil)(f64(x)), mx, rtol=0, atol=0)
+    assert_close(nn.AvgPool3d(k, s, p, ceil_mode=ceil, count_include_pad=False)(f64(x)), avg_ex,
+                 rtol=1e-12, atol=1e-12)
+
+
+def test_max_pool3d_dilation_and_unbatched(rng):
+    x = rng.standard_normal((2, 5, 6, 5))
+    mx, idx, _ = np_pool3d(x[None], (2, 2, 2), (1, 2, 1), (1, 0, 1), dilation=(2, 1, 2))
+    y, i = F.max_pool3d(f64(x), 2, (1, 2, 1), (1, 0, 1), dilation=(2, 1, 2), return_indices=True)
+    assert_close(y, mx[0], rtol=0, atol=0)
+    assert_close(i.to(ember.float64), idx[0], rtol=0, atol=0)
+
+
+def np_adaptive(x, out, reduce):
+    ins = x.shape[2:]
+    y = np.zeros(x.shape[:2] + tuple(out))
+    for o in itertools.product(*(range(v) for v in out)):
+        sl = tuple(slice(o[i] * ins[i] // out[i], -(-(o[i] + 1) * ins[i] // out[i])) for i in range(3))
+        y[(..., *o)] = reduce(x[(..., *sl)], axis=(-3, -2, -1))
+    return y
+
+
+def test_adaptive_pool3d_match_numpy(rng):
+    x = rng.standard_normal((2, 3, 5, 7, 4))
+    assert_close(F.adaptive_avg_pool3d(f64(x), (2, 3, 3)), np_adaptive(x, (2, 3, 3), np.mean), rtol=1e-12, atol=1e-12)
+    assert_close(F.adaptive_max_pool3d(f64(x), (3, 2, 4)), np_adaptive(x, (3, 2, 4), np.max), rtol=0, atol=0)
+    assert_close(nn.AdaptiveAvgPool3d(2)(f64(x)), np_adaptive(x, (2, 2, 2), np.mean), rtol=1e-12, atol=1e-12)
+    assert_close(nn.AdaptiveMaxPool3d((1, 7, 2))(f64(x)),
+                 np_adaptive(x, (1, 7, 2), np.max), rtol=0, atol=0)
+    # None keeps that dim's size.
+    assert F.adaptive_avg_pool3d(f64(x), (None, 2, None)).shape == (2, 3, 5, 2, 4)
+
+
+def test_pool3d_gradcheck(rng):
+    x = f64(rng.standard_normal((1, 2, 4, 5, 3)), True)
+    gradcheck(lambda t: F.max_pool3d(t, (2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 0), ceil_mode=True), x)
+    gradcheck(lambda t: F.avg_pool3d(t, 2, stride=1, padding=1, count_include_pad=False), x)
+    gradcheck(lambda t: F.adaptive_avg_pool3d(t, (3, 2, 2)), x)
+    gradcheck(lambda t: F.adaptive_max_pool3d(t, (3, 2, 2)), x)
+
+
+def test_pool3d_errors():
+    x = ember.ones(1, 1, 4, 4, 4)
+    with pytest.raises(ValueError, match=r"\[max_pool3d\]"):
+        F.max_pool3d(ember.ones(4, 4, 4), 2)
+    with pytest.raises(ValueError, match="padding should be at least 0 and at most half"):
+        F.avg_pool3d(x, 2, padding=2)
+    with pytest.raises(ValueError, match="too small"):
+        F.max_pool3d(x, 5)
+    with pytest.raises(ValueError, match="kernel_size must be positive"):
+        F.max_pool3d(x, (2, 0, 2))
+    with pytest.raises(ValueError, match="divisor_override"):
+        F.avg_pool3d(x, 2, divisor_override=0)
+    with pytest.raises(NotImplementedError):
+        nn.MaxPool3d(2, return_indices=True)
+    with pytest.raises(TypeError):
+        F.max_pool3d(ember.ones(1, 1, 4, 4, 4, dtype=ember.int64), 2)
+
+

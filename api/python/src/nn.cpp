@@ -1717,6 +1717,72 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
+  layer<nn::MaxPool3d>(m, "MaxPool3d", "Max pooling over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MaxPool3d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.MaxPool3d] return_indices is not supported by the "
+                                        "layer (use nn.functional.max_pool3d)");
+            nn::Pool3dOptions o;
+            if (stride) o.stride = triple_of(*stride);
+            o.padding = triple_of(padding);
+            o.dilation = triple_of(dilation);
+            o.ceil_mode = ceil_mode;
+            construct<nn::MaxPool3d>(v, triple_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
+          record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::MaxPool3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).");
+  layer<nn::AvgPool3d>(m, "AvgPool3d", "Average pooling over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AvgPool3d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, bool ceil_mode, bool count_include_pad,
+             std::optional<int64_t> divisor_override) {
+            nn::Pool3dOptions o;
+            if (stride) o.stride = triple_of(*stride);
+            o.padding = triple_of(padding);
+            o.ceil_mode = ceil_mode;
+            o.count_include_pad = count_include_pad;
+            o.divisor_override = divisor_override;
+            construct<nn::AvgPool3d>(v, triple_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none(),
+          "Pools kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::AvgPool3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).");
+  layer<nn::AdaptiveAvgPool3d>(m, "AdaptiveAvgPool3d",
+                               "Average pooling over [N, C, D, H, W] to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveAvgPool3d> v, Ints output_size) {
+            construct<nn::AdaptiveAvgPool3d>(v, triple_of(output_size));
+          },
+          "output_size"_a, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveAvgPool3d& l) { return triple_tuple(l.output_size); },
+          "(D, H, W).");
+  layer<nn::AdaptiveMaxPool3d>(m, "AdaptiveMaxPool3d",
+                               "Max pooling over [N, C, D, H, W] to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool3d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool3d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool3d>(v, triple_of(output_size));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveMaxPool3d& l) { return triple_tuple(l.output_size); },
+          "(D, H, W).");
   layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].")
       .def(
           "__init__",

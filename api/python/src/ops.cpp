@@ -170,6 +170,22 @@ Shape pair(const Ints& v, size_t n = 2) {
   return v.v;
 }
 
+/** An adaptive pooling's output_size over `n` spatial dims: an int, or a sequence whose None
+ *  entries keep x's size there. */
+Shape adaptive_size(const Tensor& x, nb::handle output_size, size_t n) {
+  if (!PyTuple_Check(output_size.ptr()) && !PyList_Check(output_size.ptr())) {
+    return pair(nb::cast<Ints>(output_size), n);
+  }
+  Shape out;
+  int64_t i = 0;
+  for (nb::handle v : nb::borrow<nb::sequence>(output_size)) {
+    out.push_back(v.is_none() ? x.size(x.dim() - static_cast<int64_t>(n) + i)
+                              : nb::cast<int64_t>(v));
+    ++i;
+  }
+  return out;
+}
+
 /** PyTorch's legacy size_average/reduce arguments folded into a reduction, as torch does. */
 Reduction loss_reduction(std::optional<bool> size_average, std::optional<bool> reduce,
                          std::string_view reduction, const char* op) {
@@ -365,17 +381,7 @@ void bind_functional(nb::module_& f) {
   f.def(
       "adaptive_avg_pool2d",
       [](const Tensor& x, nb::handle output_size) {
-        Shape out;
-        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
-          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
-          int64_t i = 0;
-          for (nb::handle v : seq) {
-            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
-            ++i;
-          }
-        } else {
-          out = pair(nb::cast<Ints>(output_size));
-        }
+        const Shape out = adaptive_size(x, output_size, 2);
         GilRelease release;
         return adaptive_avg_pool2d(x, out);
       },
@@ -385,22 +391,59 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
         EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
                                     "[adaptive_max_pool2d] return_indices is not supported");
-        Shape out;
-        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
-          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
-          int64_t i = 0;
-          for (nb::handle v : seq) {
-            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
-            ++i;
-          }
-        } else {
-          out = pair(nb::cast<Ints>(output_size));
-        }
+        const Shape out = adaptive_size(x, output_size, 2);
         GilRelease release;
         return adaptive_max_pool2d(x, out);
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
       "Max pooling to a fixed output size (None keeps a size).");
+  f.def(
+      "max_pool3d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
+         bool ceil_mode, bool return_indices) -> nb::object {
+        const Shape k = pair(kernel_size, 3), s = stride ? pair(*stride, 3) : Shape(),
+                    p = pair(padding, 3), d = pair(dilation, 3);
+        std::tuple<Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = max_pool3d_with_indices(x, k, s, p, d, ceil_mode);
+        }
+        if (!return_indices) return wrap_tensor(std::get<0>(r));
+        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false,
+      "Max pooling over [N, C, D, H, W] (with the argmax indices if asked).");
+  f.def(
+      "avg_pool3d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+        return avg_pool3d(x, pair(kernel_size, 3), stride ? pair(*stride, 3) : Shape(),
+                          pair(padding, 3), ceil_mode, count_include_pad, divisor_override);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true, "divisor_override"_a = nb::none(), release_gil(),
+      "Average pooling over [N, C, D, H, W].");
+  f.def(
+      "adaptive_avg_pool3d",
+      [](const Tensor& x, nb::handle output_size) {
+        const Shape out = adaptive_size(x, output_size, 3);
+        GilRelease release;
+        return adaptive_avg_pool3d(x, out);
+      },
+      "input"_a, "output_size"_a,
+      "Average pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
+  f.def(
+      "adaptive_max_pool3d",
+      [](const Tensor& x, nb::handle output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool3d] return_indices is not supported");
+        const Shape out = adaptive_size(x, output_size, 3);
+        GilRelease release;
+        return adaptive_max_pool3d(x, out);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
   f.def(
       "max_pool1d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,

@@ -463,5 +463,19 @@ TEST(Conv3d, LayoutInitAndForward) {
   expect_error([] { Conv3d(2, 4, {0, 3, 3}); }, {"[nn.Conv3d]", "kernel_size"});
 }
 
+TEST(Pooling, ThreeDimModulesForwardTheirOptions) {
+  const Tensor x = randn({1, 2, 6, 8, 8});
+  EXPECT_EQ(MaxPool3d(2)(x).sizes(), (Shape{1, 2, 3, 4, 4}));
+  EXPECT_EQ(values(MaxPool3d({3, 3, 2}, {.stride = 2, .padding = 1})(x)),
+            values(max_pool3d(x, {3, 3, 2}, {2}, {1})));
+  EXPECT_EQ(values(AvgPool3d(2, {.ceil_mode = true, .divisor_override = 3})(x)),
+            values(avg_pool3d(x, {2}, {}, {0}, true, true, 3)));
+  EXPECT_EQ(values(AdaptiveAvgPool3d({1, 2, 3})(x)), values(adaptive_avg_pool3d(x, {1, 2, 3})));
+  EXPECT_EQ(values(AdaptiveMaxPool3d(2)(x)), values(adaptive_max_pool3d(x, {2})));
+  EXPECT_EQ(MaxPool3d(2).extra_repr(),
+            "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=false");
+  EXPECT_EQ(AdaptiveAvgPool3d({1, 2, 3}).extra_repr(), "output_size=(1, 2, 3)");
+}
+
 }  // namespace
 }  // namespace ember::nn

@@ -424,6 +424,62 @@ class AdaptiveMaxPool1d : public Module {
   const int64_t output_size;
 };
 
+/** The options of the 3-d poolings (Note [3-d pooling as two passes]). */
+struct Pool3dOptions {
+  std::optional<Triple> stride;             ///< defaults to the kernel size
+  Triple padding = 0;                       ///< implicit padding on each side
+  Triple dilation = 1;                      ///< MaxPool3d only
+  bool ceil_mode = false;                   ///< round the output size up
+  bool count_include_pad = true;            ///< AvgPool3d only: divide by the padded window size
+  std::optional<int64_t> divisor_override;  ///< AvgPool3d only: every window's divisor
+};
+
+/** Max pooling over [N, C, D, H, W]. */
+class MaxPool3d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit MaxPool3d(Triple kernel_size, Pool3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple kernel_size;
+  const Pool3dOptions options;
+};
+
+/** Average pooling over [N, C, D, H, W]. */
+class AvgPool3d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit AvgPool3d(Triple kernel_size, Pool3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple kernel_size;
+  const Pool3dOptions options;
+};
+
+/** Average pooling over [N, C, D, H, W] to a fixed output size. */
+class AdaptiveAvgPool3d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveAvgPool3d(Triple output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple output_size;
+};
+
+/** Max pooling over [N, C, D, H, W] to a fixed output size. */
+class AdaptiveMaxPool3d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool3d(Triple output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple output_size;
+};
+
 /** Flattens dims start_dim..end_dim into one. */
 class Flatten : public Module {
  public:
