@@ -359,6 +359,25 @@ std::string FeatureDropout::extra_repr() const {
   return fmt::format("p={}", p);
 }
 
+namespace {
+
+// An embedding table [num, dim] for `module`: N(0, 1), its padding_idx row (checked, given in
+// [-num, num)) zero.
+Tensor embedding_table(const char* module, int64_t num, int64_t dim,
+                       std::optional<int64_t> padding_idx) {
+  check_positive(module, "num_embeddings", num);
+  check_positive(module, "embedding_dim", dim);
+  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= -num && *padding_idx < num),
+                    "[nn.{}] padding_idx={} out of range for {} embeddings", module, *padding_idx,
+                    num);
+  Tensor weight = empty({num, dim});
+  init::normal_(weight);
+  if (padding_idx) weight.select(0, *padding_idx < 0 ? *padding_idx + num : *padding_idx).zero_();
+  return weight;
+}
+
+}  // namespace
+
 Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
                      std::optional<double> max_norm_, double norm_type_)
     : Module("Embedding"),
@@ -367,17 +386,7 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
       padding_idx(pad && *pad < 0 ? *pad + num : pad),
       max_norm(max_norm_),
       norm_type(norm_type_),
-      weight(register_parameter(
-          "weight", (check_positive("Embedding", "num_embeddings", num),
-                     check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
-  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
-                    "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
-  init::normal_(weight);
-  if (padding_idx) {
-    autograd::NoGradGuard no_grad;
-    weight.select(0, *padding_idx).zero_();
-  }
-}
+      weight(register_parameter("weight", embedding_table("Embedding", num, dim, pad))) {}
 
 Tensor Embedding::forward(const Tensor& indices) {
   return embedding(weight, indices, padding_idx, max_norm, norm_type);
@@ -388,6 +397,42 @@ std::string Embedding::extra_repr() const {
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
   if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
+  return s;
+}
+
+EmbeddingBag::EmbeddingBag(int64_t num, int64_t dim, std::optional<double> max_norm_,
+                           double norm_type_, std::string mode_, bool include_last_offset_,
+                           std::optional<int64_t> pad)
+    : Module("EmbeddingBag"),
+      num_embeddings(num),
+      embedding_dim(dim),
+      max_norm(max_norm_),
+      norm_type(norm_type_),
+      mode(std::move(mode_)),
+      include_last_offset(include_last_offset_),
+      padding_idx(pad && *pad < 0 ? *pad + num : pad),
+      weight(register_parameter("weight", embedding_table("EmbeddingBag", num, dim, pad))) {
+  EMBER_CHECK(mode == "sum" || mode == "mean" || mode == "max",
+              "[nn.EmbeddingBag] mode has to be one of sum, mean or max: got '{}'", mode);
+}
+
+Tensor EmbeddingBag::forward(const Tensor& indices) {
+  return forward(indices, Tensor());
+}
+
+Tensor EmbeddingBag::forward(const Tensor& indices, const Tensor& offsets,
+                             const Tensor& per_sample_weights) {
+  return embedding_bag(weight, indices, offsets, mode, per_sample_weights, include_last_offset,
+                       padding_idx, max_norm, norm_type);
+}
+
+std::string EmbeddingBag::extra_repr() const {
+  std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
+  if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
+  if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
+  s += fmt::format(", mode='{}'", mode);
+  if (include_last_offset) s += ", include_last_offset=True";
+  if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   return s;
 }
 

@@ -282,3 +282,89 @@ def test_pool3d_errors():
         F.max_pool3d(ember.ones(1, 1, 4, 4, 4, dtype=ember.int64), 2)
 
 
+# ---- embedding_bag --------------------------------------------------------------------------------
+
+def np_embedding_bag(w, bags, mode, psw=None, padding_idx=None):
+    """bags: lists of positions into the flat (index, weight) pairs given as [(idx, weight)]."""
+    out = np.zeros((len(bags), w.shape[1]))
+    for b, entries in enumerate(bags):
+        rows = [(w[i] * (1.0 if s is None else s)) for i, s in entries if i != padding_idx]
+        if not rows:
+            continue
+        out[b] = {"sum": np.sum, "mean": np.mean, "max": np.max}[mode](np.stack(rows), axis=0)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_1d_with_offsets_matches_numpy(rng, mode):
+    w = rng.standard_normal((6, 3))
+    idx = [1, 4, 4, 0, 5, 2, 3, 1]
+    offsets = [0, 3, 3, 6]  # an empty bag
+    bags = [[(i, None) for i in idx[a:b]] for a, b in zip(offsets, offsets[1:] + [len(idx)])]
+    got = F.embedding_bag(ember.tensor(idx), f64(w), ember.tensor(offsets), mode=mode)
+    assert_close(got, np_embedding_bag(w, bags, mode), rtol=1e-12, atol=1e-12)
+    # include_last_offset: the last offset closes the last bag.
+    got = F.embedding_bag(ember.tensor(idx), f64(w), ember.tensor(offsets + [8]), mode=mode,
+                          include_last_offset=True)
+    assert_close(got, np_embedding_bag(w, bags, mode), rtol=1e-12, atol=1e-12)
+    # padding_idx 4 is left out of every bag (the mean counts only what is kept).
+    bags_pad = [[(i, None) for i in idx[a:b]] for a, b in zip(offsets, offsets[1:] + [len(idx)])]
+    got = F.embedding_bag(ember.tensor(idx, dtype=ember.int32), f64(w), ember.tensor(offsets, dtype=ember.int32),
+                          mode=mode, padding_idx=4)
+    assert_close(got, np_embedding_bag(w, bags_pad, mode, padding_idx=4), rtol=1e-12, atol=1e-12)
+    # The module.
+    m = nn.EmbeddingBag(6, 3, mode=mode, dtype=ember.float64)
+    with ember.no_grad():
+        m.weight.copy_(f64(w))
+    assert_close(m(ember.tensor(idx), ember.tensor(offsets)), np_embedding_bag(w, bags, mode), rtol=1e-12, atol=1e-12)
+
+
+def test_embedding_bag_2d_per_sample_weights_and_gradients(rng):
+    w = rng.standard_normal((5, 4))
+    idx = np.array([[0, 2, 2], [4, 1, 3]])
+    psw = rng.standard_normal(idx.shape)
+    bags = [[(i, s) for i, s in zip(r, sr)] for r, sr in zip(idx, psw)]
+    got = F.embedding_bag(ember.tensor(idx.tolist()), f64(w), mode="sum", per_sample_weights=f64(psw))
+    assert_close(got, np_embedding_bag(w, bags, "sum"), rtol=1e-12, atol=1e-12)
+    # The weight's gradient: each looked-up row gets the sum of its bags' output gradients.
+    wt = f64(w, True)
+    F.embedding_bag(ember.tensor(idx.tolist()), wt, mode="mean").sum().backward()
+    want = np.zeros_like(w)
+    for r in idx:
+        for i in r:
+            want[i] += 1 / 3
+    assert_close(wt.grad, want, rtol=1e-12, atol=1e-12)
+    for mode in ("sum", "mean", "max"):
+        gradcheck(lambda t: F.embedding_bag(ember.tensor([3, 1, 0, 3, 2]), t, ember.tensor([0, 2]), mode=mode),
+                  f64(w, True))
+    gradcheck(lambda t, s: F.embedding_bag(ember.tensor([3, 1, 0, 3, 2]), t, ember.tensor([0, 2]), mode="sum",
+                                           per_sample_weights=s), f64(w, True), f64(rng.standard_normal(5), True))
+
+
+def test_embedding_bag_module_and_errors():
+    m = nn.EmbeddingBag(10, 3, mode="max", padding_idx=2)
+    assert m.weight.shape == (10, 3) and m.mode == "max" and m.padding_idx == 2
+    assert np.all(m.weight.detach().numpy()[2] == 0)
+    assert "10, 3, mode='max', padding_idx=2" in repr(m)
+    assert m(ember.tensor([[1, 2], [3, 4]])).shape == (2, 3)
+    w = ember.ones(4, 2)
+    with pytest.raises(IndexError, match="out of range"):
+        F.embedding_bag(ember.tensor([1, 4]), w, ember.tensor([0]))
+    with pytest.raises(IndexError):
+        F.embedding_bag(ember.tensor([1, -1]), w, ember.tensor([0]))
+    with pytest.raises(ValueError, match="offsets has to be None"):
+        F.embedding_bag(ember.tensor([[1, 2]]), w, ember.tensor([0]))
+    with pytest.raises(ValueError, match="offsets has to be a 1-d tensor"):
+        F.embedding_bag(ember.tensor([1, 2]), w)
+    with pytest.raises(ValueError, match=r"offsets\[0\] has to be 0"):
+        F.embedding_bag(ember.tensor([1, 2]), w, ember.tensor([1]))
+    with pytest.raises(ValueError, match="mode has to be one of"):
+        F.embedding_bag(ember.tensor([1, 2]), w, ember.tensor([0]), mode="min")
+    with pytest.raises(NotImplementedError, match="per_sample_weights is only supported for mode='sum'"):
+        F.embedding_bag(ember.tensor([1, 2]), w, ember.tensor([0]), per_sample_weights=ember.ones(2))
+    with pytest.raises(ValueError, match="mode has to be one of"):
+        nn.EmbeddingBag(4, 2, mode="min")
+    with pytest.raises(NotImplementedError):
+        nn.EmbeddingBag(4, 2, sparse=True)
+
+

@@ -1650,6 +1650,51 @@ void bind_layers(nb::module_& m) {
       .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
       .def_ro("max_norm", &nn::Embedding::max_norm, "Rows looked up are renormalised to it.");
 
+  layer<nn::EmbeddingBag>(m, "EmbeddingBag", "Bags of rows of a lookup table, reduced.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::EmbeddingBag> v, int64_t num_embeddings,
+             int64_t embedding_dim, std::optional<double> max_norm, double norm_type,
+             bool scale_grad_by_freq, std::string mode, bool sparse, std::optional<Tensor> weight,
+             bool include_last_offset, std::optional<int64_t> padding_idx,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!sparse,
+                                        "[nn.EmbeddingBag] sparse gradients are not supported");
+            EMBER_CHECK_NOT_IMPLEMENTED(!scale_grad_by_freq,
+                                        "[nn.EmbeddingBag] scale_grad_by_freq is not supported");
+            construct<nn::EmbeddingBag>(v, num_embeddings, embedding_dim, max_norm, norm_type,
+                                        std::move(mode), include_last_offset, padding_idx);
+            if (weight) {
+              EMBER_CHECK(weight->dim() == 2 && weight->size(0) == num_embeddings &&
+                              weight->size(1) == embedding_dim,
+                          "[nn.EmbeddingBag] _weight has shape {}, expected [{}, {}]",
+                          shape_str(weight->sizes()), num_embeddings, embedding_dim);
+              v.p->set_parameter("weight", *weight, true);
+            }
+            place(*v.p, device, dtype);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
+          "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false,
+          "_weight"_a = nb::none(), "include_last_offset"_a = false, "padding_idx"_a = nb::none(),
+          "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "A table of num_embeddings vectors of size embedding_dim, reduced per bag.",
+          record_init())
+      .def(
+          "forward",
+          [](nn::EmbeddingBag& l, const Tensor& input, std::optional<Tensor> offsets,
+             std::optional<Tensor> per_sample_weights) {
+            return l.forward(input, opt(offsets), opt(per_sample_weights));
+          },
+          "input"_a, "offsets"_a = nb::none(), "per_sample_weights"_a = nb::none(), release_gil(),
+          "The reduced bags of input (1-d with offsets, or 2-d).")
+      .def_ro("num_embeddings", &nn::EmbeddingBag::num_embeddings, "Rows.")
+      .def_ro("embedding_dim", &nn::EmbeddingBag::embedding_dim, "Columns.")
+      .def_ro("mode", &nn::EmbeddingBag::mode, "'sum', 'mean' or 'max'.")
+      .def_ro("include_last_offset", &nn::EmbeddingBag::include_last_offset,
+              "Whether offsets ends with the end of the last bag.")
+      .def_ro("padding_idx", &nn::EmbeddingBag::padding_idx, "The row left out of every bag.")
+      .def_ro("max_norm", &nn::EmbeddingBag::max_norm, "Rows looked up are renormalised to it.");
+
   auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max) {
     using T = typename decltype(tag)::type;
     auto c = layer<T>(m, name, doc);

@@ -240,6 +240,23 @@ void bind_functional(nb::module_& f) {
       "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false, release_gil(),
       "Rows of weight picked by the integer indices of input.");
   f.def(
+      "embedding_bag",
+      [](const Tensor& input, const Tensor& weight, std::optional<Tensor> offsets,
+         std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq,
+         std::string_view mode, bool sparse, std::optional<Tensor> per_sample_weights,
+         bool include_last_offset, std::optional<int64_t> padding_idx) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[embedding_bag] sparse gradients are not supported");
+        EMBER_CHECK_NOT_IMPLEMENTED(!scale_grad_by_freq,
+                                    "[embedding_bag] scale_grad_by_freq is not supported");
+        return embedding_bag(weight, input, opt(offsets), mode, opt(per_sample_weights),
+                             include_last_offset, padding_idx, max_norm, norm_type);
+      },
+      "input"_a, "weight"_a, "offsets"_a = nb::none(), "max_norm"_a = nb::none(),
+      "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false,
+      "per_sample_weights"_a = nb::none(), "include_last_offset"_a = false,
+      "padding_idx"_a = nb::none(), release_gil(),
+      "Sums, means or maxima of bags of weight's rows picked by input (and offsets).");
+  f.def(
       "one_hot", [](const Tensor& t, int64_t num_classes) { return one_hot(t, num_classes); },
       "tensor"_a, "num_classes"_a = -1, release_gil(), "The classes as one-hot int64 rows.");
   f.def(

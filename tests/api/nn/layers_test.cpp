@@ -477,5 +477,20 @@ TEST(Pooling, ThreeDimModulesForwardTheirOptions) {
   EXPECT_EQ(AdaptiveAvgPool3d({1, 2, 3}).extra_repr(), "output_size=(1, 2, 3)");
 }
 
+TEST(EmbeddingBag, ReducesBagsWithItsModeAndZeroesThePaddingRow) {
+  manual_seed(5);
+  EmbeddingBag bag(20, 8, {}, 2.0, "sum", false, /*padding_idx=*/-1);
+  EXPECT_EQ(bag.padding_idx, 19);
+  for (double v : values(bag.weight.select(0, 19))) EXPECT_EQ(v, 0.0);
+  const Tensor idx = tensor({3, 7, 19, 3}), off = tensor({0, 2});
+  EXPECT_EQ(values(bag(idx, off)),
+            values(embedding_bag(bag.weight, idx, off, "sum", {}, false, 19)));
+  EXPECT_EQ(bag(tensor({{1, 2, 3}})).sizes(), (Shape{1, 8}));
+  EXPECT_EQ(bag.extra_repr(), "20, 8, mode='sum', padding_idx=19");
+  expect_error([] { EmbeddingBag(4, 2, {}, 2.0, "min"); }, {"[nn.EmbeddingBag]", "'min'"});
+  expect_error([] { EmbeddingBag(4, 2, {}, 2.0, "sum", false, 4); },
+               {"[nn.EmbeddingBag]", "padding_idx=4"});
+}
+
 }  // namespace
 }  // namespace ember::nn

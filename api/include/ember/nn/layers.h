@@ -312,6 +312,38 @@ class Embedding : public Module {
   Tensor& weight;  ///< [num_embeddings, embedding_dim]
 };
 
+/** Bags of rows of a lookup table reduced by sum, mean or max (PyTorch's nn.EmbeddingBag); the
+ *  table is N(0, 1), its padding_idx row zero. */
+class EmbeddingBag : public Module {
+ public:
+  /** A table of `num_embeddings` vectors of size `embedding_dim`; `mode` is "sum", "mean" or
+   *  "max"; rows at `padding_idx` are left out of every bag. */
+  EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, std::optional<double> max_norm = {},
+               double norm_type = 2.0, std::string mode = "mean", bool include_last_offset = false,
+               std::optional<int64_t> padding_idx = {});
+  /** The bags of 2-d indices [bags, n], one per row. */
+  Tensor forward(const Tensor& indices) override;
+  /** The bags of 1-d indices starting at `offsets` (or of 2-d indices without), rows scaled by
+   *  `per_sample_weights` (mode "sum"). */
+  Tensor forward(const Tensor& indices, const Tensor& offsets,
+                 const Tensor& per_sample_weights = {});
+  /** forward(indices, offsets, per_sample_weights). */
+  Tensor operator()(const Tensor& indices, const Tensor& offsets,
+                    const Tensor& per_sample_weights = {}) {
+    return forward(indices, offsets, per_sample_weights);
+  }
+  using Module::operator();
+  std::string extra_repr() const override;
+
+  const int64_t num_embeddings, embedding_dim;
+  const std::optional<double> max_norm;
+  const double norm_type;
+  const std::string mode;
+  const bool include_last_offset;
+  const std::optional<int64_t> padding_idx;
+  Tensor& weight;  ///< [num_embeddings, embedding_dim]
+};
+
 /** Options of the pooling layers. */
 struct Pool2dOptions {
   std::optional<Pair> stride;               ///< defaults to the kernel size

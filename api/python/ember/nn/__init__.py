@@ -43,6 +43,7 @@ from ember._C.nn import (  # noqa: F401
     Dropout3d,
     ELU,
     Embedding,
+    EmbeddingBag,
     Flatten,
     Fold,
     GELU,
