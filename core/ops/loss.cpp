@@ -20,8 +20,10 @@
 //                sp = softplus(-x) = log1p(exp(-|x|)) + max(-x, 0) (stable for any |x|):
 //                l = w ((1 - t) x + lw sp); dx = w ((1 - t) - lw sigmoid(-x)),
 //                dt = w (-x + (pos_weight - 1) sp).
+// gaussian_nll_loss: (log v + (x - t)^2 / v) / 2, v = var clamped at eps in value only.
 #include "ember/ops/loss.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <initializer_list>
@@ -647,6 +649,34 @@ Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool log_input, b
     l = add(l, where(gt(target, Scalar(1)), stirling, Scalar(0)));
   }
   return reduce_loss("poisson_nll_loss", l, reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, const Tensor& var, bool full,
+                         double eps, Reduction reduction) {
+  check_defined("gaussian_nll_loss", {&x, &target, &var});
+  Tensor v = var;
+  if (var.sizes() != x.sizes()) {
+    // PyTorch's homoscedastic cases: var lacks x's last dim, or has 1 there.
+    const IntList xs = x.sizes(), vs = var.sizes();
+    const auto leading_equal = [&](size_t n) {
+      return std::equal(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(n), xs.begin());
+    };
+    const bool one_short = x.dim() >= 1 && var.dim() == x.dim() - 1 && leading_equal(vs.size());
+    const bool last_one = x.dim() >= 1 && var.dim() == x.dim() && vs[vs.size() - 1] == 1 &&
+                          leading_equal(vs.size() - 1);
+    EMBER_CHECK(one_short || last_one,
+                "[gaussian_nll_loss] var is of incorrect size: {} for input {} (give input's "
+                "shape, or input's without its last dim, or with a last dim of 1)",
+                shape_str(vs), shape_str(xs));
+    if (one_short) v = var.unsqueeze(-1);
+  }
+  EMBER_CHECK(v.numel() == 0 || !any(lt(v, 0.0)).item<bool>(),
+              "[gaussian_nll_loss] var has negative entry/entries");
+  // max(v, eps) in value, the identity in gradient (PyTorch clamps a clone under no_grad).
+  const Tensor clamped = add(v, sub(clamp(v, Scalar(eps), std::nullopt), v).detach());
+  Tensor l = mul(add(log(clamped), div(square(sub(x, target)), clamped)), Scalar(0.5));
+  if (full) l = add(l, Scalar(0.5 * std::log(2 * M_PI)));
+  return reduce_loss("gaussian_nll_loss", l, reduction);
 }
 
 namespace detail {

@@ -368,3 +368,45 @@ def test_embedding_bag_module_and_errors():
         nn.EmbeddingBag(4, 2, sparse=True)
 
 
+# ---- gaussian_nll_loss ----------------------------------------------------------------------------
+
+def np_gaussian_nll(x, t, v, full=False, eps=1e-6, reduction="mean"):
+    v = np.maximum(v, eps)
+    loss = 0.5 * (np.log(v) + (x - t) ** 2 / v)
+    if full:
+        loss += 0.5 * np.log(2 * np.pi)
+    return {"mean": np.mean, "sum": np.sum, "none": lambda a: a}[reduction](loss)
+
+
+@pytest.mark.parametrize("var_shape", [(4, 3), (4,), (4, 1)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_gaussian_nll_loss_matches_numpy(rng, var_shape, reduction):
+    x, t = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    v = rng.uniform(0.1, 2.0, var_shape)
+    vb = v[:, None] if len(var_shape) == 1 else v
+    for full in (False, True):
+        got = F.gaussian_nll_loss(f64(x), f64(t), f64(v), full=full, reduction=reduction)
+        assert_close(got, np_gaussian_nll(x, t, vb, full, reduction=reduction), rtol=1e-12, atol=1e-12)
+        m = nn.GaussianNLLLoss(full=full, reduction=reduction)
+        assert_close(m(f64(x), f64(t), f64(v)), np_gaussian_nll(x, t, vb, full, reduction=reduction),
+                     rtol=1e-12, atol=1e-12)
+    gradcheck(lambda a, b, c: F.gaussian_nll_loss(a, b, c, reduction=reduction),
+              f64(x, True), f64(t, True), f64(v, True))
+
+
+def test_gaussian_nll_loss_eps_and_errors():
+    v = f64([0.0, 1.0], True)
+    loss = F.gaussian_nll_loss(f64([1.0, 1.0]), f64([0.0, 0.0]), v, eps=0.5, reduction="sum")
+    assert_close(loss, np_gaussian_nll(np.ones(2), np.zeros(2), np.array([0.0, 1.0]), eps=0.5, reduction="sum"))
+    loss.backward()  # d/dv of the clamped value, as if unclamped: 0.5 / 0.5 - 0.5 / 0.25
+    assert_close(v.grad, [0.5 / 0.5 - 0.5 * 1 / 0.25, 0.5 - 0.5], rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="var is of incorrect size"):
+        F.gaussian_nll_loss(ember.ones(4, 3), ember.ones(4, 3), ember.ones(3))
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(ember.ones(2), ember.ones(2), ember.tensor([1.0, -1.0]))
+    with pytest.raises(ValueError, match="reduction"):
+        F.gaussian_nll_loss(ember.ones(2), ember.ones(2), ember.ones(2), reduction="avg")
+    with pytest.raises(TypeError):
+        nn.GaussianNLLLoss(True)  # keyword-only, as PyTorch's
+
+

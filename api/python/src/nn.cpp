@@ -2324,6 +2324,24 @@ void bind_losses(nb::module_& m) {
           "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
           "reduction"_a = "mean", record_init())
       .def_ro("margin", &nn::MarginRankingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::GaussianNLLLoss>{}, "GaussianNLLLoss",
+              "gaussian_nll_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GaussianNLLLoss> v, bool full, double eps,
+             std::string_view reduction) {
+            construct<nn::GaussianNLLLoss>(v, full, eps,
+                                           parse_reduction(reduction, "GaussianNLLLoss"));
+          },
+          nb::kw_only(), "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean", record_init())
+      .def(
+          "forward",
+          [](nn::GaussianNLLLoss& l, const Tensor& input, const Tensor& target, const Tensor& var) {
+            return l.forward(input, target, var);
+          },
+          "input"_a, "target"_a, "var"_a, release_gil(), "The loss of input against target.")
+      .def_ro("full", &nn::GaussianNLLLoss::full, "Whether log(2 pi) / 2 is added.")
+      .def_ro("eps", &nn::GaussianNLLLoss::eps, "The smallest variance.");
   triple_loss(std::type_identity<nn::CosineEmbeddingLoss>{}, "CosineEmbeddingLoss",
               "cosine_embedding_loss as a module.")
       .def(

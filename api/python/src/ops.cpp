@@ -743,6 +743,15 @@ void bind_functional(nb::module_& f) {
       "eps"_a = 1e-8, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
       "Poisson negative log-likelihood.");
   f.def(
+      "gaussian_nll_loss",
+      [](const Tensor& input, const Tensor& target, const Tensor& var, bool full, double eps,
+         std::string_view reduction) {
+        return gaussian_nll_loss(input, target, var, full, eps,
+                                 parse_reduction(reduction, "gaussian_nll_loss"));
+      },
+      "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
+      release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
+  f.def(
       "margin_ranking_loss",
       [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
          std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {

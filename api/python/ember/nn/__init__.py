@@ -46,6 +46,7 @@ from ember._C.nn import (  # noqa: F401
     EmbeddingBag,
     Flatten,
     Fold,
+    GaussianNLLLoss,
     GELU,
     GLU,
     GroupNorm,
