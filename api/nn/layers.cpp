@@ -400,6 +400,17 @@ std::string Embedding::extra_repr() const {
   return s;
 }
 
+LocalResponseNorm::LocalResponseNorm(int64_t size_, double alpha_, double beta_, double k_)
+    : Module("LocalResponseNorm"), size(size_), alpha(alpha_), beta(beta_), k(k_) {}
+
+Tensor LocalResponseNorm::forward(const Tensor& x) {
+  return local_response_norm(x, size, alpha, beta, k);
+}
+
+std::string LocalResponseNorm::extra_repr() const {
+  return fmt::format("{}, alpha={}, beta={}, k={}", size, alpha, beta, k);
+}
+
 EmbeddingBag::EmbeddingBag(int64_t num, int64_t dim, std::optional<double> max_norm_,
                            double norm_type_, std::string mode_, bool include_last_offset_,
                            std::optional<int64_t> pad)

@@ -410,3 +410,30 @@ def test_gaussian_nll_loss_eps_and_errors():
         nn.GaussianNLLLoss(True)  # keyword-only, as PyTorch's
 
 
+# ---- local_response_norm --------------------------------------------------------------------------
+
+def np_lrn(x, size, alpha, beta, k):
+    c = x.shape[1]
+    sq = x ** 2
+    div = np.zeros_like(x)
+    for ch in range(c):
+        lo, hi = max(ch - size // 2, 0), min(ch + (size - 1) // 2, c - 1)
+        div[:, ch] = sq[:, lo:hi + 1].sum(axis=1) / size
+    return x / (k + alpha * div) ** beta
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 4), (2, 6, 3, 4), (1, 4, 2, 3, 2)])
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_local_response_norm_matches_numpy(rng, shape, size):
+    x = rng.standard_normal(shape)
+    got = F.local_response_norm(f64(x), size, alpha=0.2, beta=0.6, k=1.5)
+    assert_close(got, np_lrn(x, size, 0.2, 0.6, 1.5), rtol=1e-12, atol=1e-12)
+    assert_close(nn.LocalResponseNorm(size, 0.2, 0.6, 1.5)(f64(x)), np_lrn(x, size, 0.2, 0.6, 1.5),
+                 rtol=1e-12, atol=1e-12)
+
+
+def test_local_response_norm_gradcheck_and_errors(rng):
+    gradcheck(lambda t: F.local_response_norm(t, 3, alpha=0.5, k=2.0), f64(rng.standard_normal((2, 4, 3)), True))
+    with pytest.raises(ValueError, match="3-d or higher"):
+        F.local_response_norm(ember.ones(2, 3), 2)
+    assert "2, alpha=0.0001, beta=0.75, k=1" in repr(nn.LocalResponseNorm(2))

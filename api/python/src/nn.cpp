@@ -1915,6 +1915,17 @@ void bind_layers(nb::module_& m) {
           },
           "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
       .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
+  layer<nn::LocalResponseNorm>(m, "LocalResponseNorm", "local_response_norm across channels.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LocalResponseNorm> v, int64_t size, double alpha,
+             double beta, double k) { construct<nn::LocalResponseNorm>(v, size, alpha, beta, k); },
+          "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0,
+          "Normalises over size neighbouring channels.", record_init())
+      .def_ro("size", &nn::LocalResponseNorm::size, "Channels in each window.")
+      .def_ro("alpha", &nn::LocalResponseNorm::alpha, "Scale of the mean square.")
+      .def_ro("beta", &nn::LocalResponseNorm::beta, "Exponent.")
+      .def_ro("k", &nn::LocalResponseNorm::k, "Additive constant.");
   layer<nn::Unfold>(m, "Unfold", "The sliding blocks of [N, C, H, W] as columns (im2col).")
       .def(
           "__init__",

@@ -752,6 +752,13 @@ void bind_functional(nb::module_& f) {
       "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
       release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
   f.def(
+      "local_response_norm",
+      [](const Tensor& x, int64_t size, double alpha, double beta, double k) {
+        return local_response_norm(x, size, alpha, beta, k);
+      },
+      "input"_a, "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0, release_gil(),
+      "input / (k + alpha * mean of input^2 over size neighbouring channels)^beta.");
+  f.def(
       "margin_ranking_loss",
       [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
          std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {

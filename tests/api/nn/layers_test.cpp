@@ -492,5 +492,15 @@ TEST(EmbeddingBag, ReducesBagsWithItsModeAndZeroesThePaddingRow) {
                {"[nn.EmbeddingBag]", "padding_idx=4"});
 }
 
+TEST(LocalResponseNormAndGaussianNllLoss, ModulesCallTheirOps) {
+  const Tensor x = randn({2, 5, 3, 3});
+  EXPECT_EQ(values(LocalResponseNorm(3, 0.1, 0.5, 2.0)(x)),
+            values(local_response_norm(x, 3, 0.1, 0.5, 2.0)));
+  EXPECT_EQ(LocalResponseNorm(2).extra_repr(), "2, alpha=0.0001, beta=0.75, k=1");
+  const Tensor a = randn({4, 3}), b = randn({4, 3}), v = rand({4, 1});
+  EXPECT_EQ(GaussianNLLLoss(true, 1e-3, Reduction::Sum)(a, b, v).item(),
+            gaussian_nll_loss(a, b, v, true, 1e-3, Reduction::Sum).item());
+}
+
 }  // namespace
 }  // namespace ember::nn

@@ -250,6 +250,18 @@ class GroupNorm : public Module {
   Tensor& bias;    ///< [C] (zeros), undefined without affine
 };
 
+/** local_response_norm across channels with fixed size, alpha, beta and k. */
+class LocalResponseNorm : public Module {
+ public:
+  /** Normalises over `size` neighbouring channels. */
+  explicit LocalResponseNorm(int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t size;
+  const double alpha, beta, k;
+};
+
 /** Zeroes elements with probability p in training (scaling the rest); identity in eval. */
 class Dropout : public Module {
  public:

@@ -61,6 +61,7 @@ from ember._C.nn import (  # noqa: F401
     L1Loss,
     LayerNorm,
     LeakyReLU,
+    LocalResponseNorm,
     Linear,
     LogSigmoid,
     LogSoftmax,
