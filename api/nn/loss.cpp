@@ -78,6 +78,10 @@ Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, const
   return gaussian_nll_loss(input, target, var, full, eps, reduction);
 }
 
+Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, double var) {
+  return gaussian_nll_loss(input, target, var, full, eps, reduction);
+}
+
 Tensor MarginRankingLoss::forward(const Tensor& x1, const Tensor& x2, const Tensor& target) {
   return margin_ranking_loss(x1, x2, target, margin, reduction);
 }

@@ -394,6 +394,21 @@ def test_gaussian_nll_loss_matches_numpy(rng, var_shape, reduction):
               f64(x, True), f64(t, True), f64(v, True))
 
 
+def test_gaussian_nll_loss_takes_a_number_and_a_size_one_dim_anywhere(rng):
+    x, t = rng.standard_normal((4, 3, 5)), rng.standard_normal((4, 3, 5))
+    assert_close(F.gaussian_nll_loss(f64(x), f64(t), 0.7), np_gaussian_nll(x, t, np.full(x.shape, 0.7)),
+                 rtol=1e-12, atol=1e-12)
+    assert_close(nn.GaussianNLLLoss(reduction="sum")(f64(x), f64(t), 0.7),
+                 np_gaussian_nll(x, t, np.full(x.shape, 0.7), reduction="sum"), rtol=1e-12, atol=1e-12)
+    v = rng.uniform(0.5, 2.0, (4, 1, 5))  # one mismatched dim of size 1, not the last
+    assert_close(F.gaussian_nll_loss(f64(x), f64(t), f64(v), reduction="none"),
+                 np_gaussian_nll(x, t, v, reduction="none"), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="var is of incorrect size"):
+        F.gaussian_nll_loss(f64(x), f64(t), f64(np.ones((4, 1, 1))))
+    with pytest.raises(ValueError, match="negative"):
+        F.gaussian_nll_loss(f64(x), f64(t), -1.0)
+
+
 def test_gaussian_nll_loss_eps_and_errors():
     v = f64([0.0, 1.0], True)
     loss = F.gaussian_nll_loss(f64([1.0, 1.0]), f64([0.0, 0.0]), v, eps=0.5, reduction="sum")

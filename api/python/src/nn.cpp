@@ -2347,8 +2347,10 @@ void bind_losses(nb::module_& m) {
           nb::kw_only(), "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean", record_init())
       .def(
           "forward",
-          [](nn::GaussianNLLLoss& l, const Tensor& input, const Tensor& target, const Tensor& var) {
-            return l.forward(input, target, var);
+          [](nn::GaussianNLLLoss& l, const Tensor& input, const Tensor& target,
+             const Operand& var) {
+            return var.tensor ? l.forward(input, target, *var.tensor)
+                              : l.forward(input, target, var.scalar.to_double());
           },
           "input"_a, "target"_a, "var"_a, release_gil(), "The loss of input against target.")
       .def_ro("full", &nn::GaussianNLLLoss::full, "Whether log(2 pi) / 2 is added.")

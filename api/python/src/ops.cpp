@@ -744,10 +744,11 @@ void bind_functional(nb::module_& f) {
       "Poisson negative log-likelihood.");
   f.def(
       "gaussian_nll_loss",
-      [](const Tensor& input, const Tensor& target, const Tensor& var, bool full, double eps,
+      [](const Tensor& input, const Tensor& target, const Operand& var, bool full, double eps,
          std::string_view reduction) {
-        return gaussian_nll_loss(input, target, var, full, eps,
-                                 parse_reduction(reduction, "gaussian_nll_loss"));
+        const Reduction r = parse_reduction(reduction, "gaussian_nll_loss");
+        return var.tensor ? gaussian_nll_loss(input, target, *var.tensor, full, eps, r)
+                          : gaussian_nll_loss(input, target, var.scalar.to_double(), full, eps, r);
       },
       "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
       release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");

@@ -390,6 +390,14 @@ TEST(LossGrad, GaussianNllLossMatchesItsFormula) {
   EXPECT_NEAR(values(l)[0], 0.5 * std::log(1e-3), 1e-12);
   l.backward();
   EXPECT_NEAR(values(small.grad())[0], 0.5 / 1e-3, 1e-9);
+  // One variance for every element; a size-1 dim anywhere is homoscedastic too.
+  EXPECT_NEAR(values(gaussian_nll_loss(x, t, 2.0, false, 1e-6, Reduction::Sum))[0],
+              values(gaussian_nll_loss(x, t, full_like(x, 2.0), false, 1e-6, Reduction::Sum))[0],
+              1e-14);
+  EXPECT_EQ(
+      gaussian_nll_loss(x, t, ones({1, 2}, DType::Float64), false, 1e-6, Reduction::None).sizes(),
+      Shape({2, 2}));
+  EXPECT_THROW(gaussian_nll_loss(x, t, -1.0), ValueError);
   EXPECT_THROW(gaussian_nll_loss(x, t, ones({3}, DType::Float64)), ValueError);
   EXPECT_THROW(gaussian_nll_loss(x, t, tensor({1., -1.}, f64)), ValueError);
   EXPECT_THROW(gaussian_nll_loss(x, t, v, false, 1e-6, Reduction::BatchMean), ValueError);

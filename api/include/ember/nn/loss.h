@@ -218,6 +218,8 @@ class GaussianNLLLoss : public TripleLoss {
                            Reduction reduction = Reduction::Mean)
       : TripleLoss("GaussianNLLLoss", reduction), full(full), eps(eps) {}
   Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) override;
+  /** The loss with one variance `var` for every element. */
+  Tensor forward(const Tensor& input, const Tensor& target, double var);
 
   const bool full;
   const double eps;

@@ -80,8 +80,12 @@ EMBER_API Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool lo
                                   Reduction reduction = Reduction::Mean);
 /** Gaussian negative log-likelihood (log(v) + (x - y)^2 / v) / 2 with v = max(var, eps) (the
  *  gradient reaching var as if unclamped, as PyTorch's); var has x's shape, or x's without its
- *  last dim, or with a last dim of 1; `full` adds log(2 pi) / 2. */
+ *  last dim, or x's with one dim of size 1; `full` adds log(2 pi) / 2. */
 EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, const Tensor& var,
+                                   bool full = false, double eps = 1e-6,
+                                   Reduction reduction = Reduction::Mean);
+/** gaussian_nll_loss with one variance for every element (PyTorch's float var). */
+EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, double var,
                                    bool full = false, double eps = 1e-6,
                                    Reduction reduction = Reduction::Mean);
 
