@@ -489,11 +489,10 @@ IntList ints(const std::array<int64_t, 2>& v) {
   return IntList(v.data(), v.size());
 }
 
-}  // namespace
-
-std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
-                                                   IntList stride, IntList padding,
-                                                   IntList dilation, bool ceil_mode) {
+// max_pool3d's two passes; the indices are combined only when `indices` asks for them.
+std::tuple<Tensor, Tensor> max_pool3d_passes(const Tensor& x, IntList kernel_size, IntList stride,
+                                             IntList padding, IntList dilation, bool ceil_mode,
+                                             bool indices) {
   constexpr const char* kOp = "max_pool3d";
   const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
   const auto g = make_pool<3>(kOp, x5, kernel_size, stride, padding, dilation, ceil_mode);
@@ -504,18 +503,30 @@ std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kern
                   ints(plane.p), ints(plane.d), ceil_mode);
   const auto [yd, id] = max_pool_ad(kOp, yp.reshape({n, c, g.in[0], depth.in[1]}), ints(depth.k),
                                     ints(depth.s), ints(depth.p), ints(depth.d), ceil_mode);
+  const Shape sizes{n, c, g.out[0], g.out[1], g.out[2]};
+  const bool unbatched = x.dim() == 4;
+  const Tensor y = squeeze_if(yd.reshape(sizes), unbatched);
+  if (!indices) return {y, Tensor()};
   // id = d * OH OW + the output's position in its plane; the plane pass's index there.
   const Tensor at = id.reshape({n * c, -1});
   const Tensor within = gather(ip.reshape({n * c, -1}), 1, at);
   const Tensor idx = add(mul(div(at, depth.in[1], "floor"), g.in[1] * g.in[2]), within);
-  const Shape sizes{n, c, g.out[0], g.out[1], g.out[2]};
-  const bool unbatched = x.dim() == 4;
-  return {squeeze_if(yd.reshape(sizes), unbatched), squeeze_if(idx.reshape(sizes), unbatched)};
+  return {y, squeeze_if(idx.reshape(sizes), unbatched)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
+                                                   IntList stride, IntList padding,
+                                                   IntList dilation, bool ceil_mode) {
+  return max_pool3d_passes(x, kernel_size, stride, padding, dilation, ceil_mode,
+                           /*indices=*/true);
 }
 
 Tensor max_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
                   IntList dilation, bool ceil_mode) {
-  return std::get<0>(max_pool3d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode));
+  return std::get<0>(max_pool3d_passes(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                       /*indices=*/false));
 }
 
 Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,

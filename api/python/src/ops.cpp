@@ -186,6 +186,26 @@ Shape adaptive_size(const Tensor& x, nb::handle output_size, size_t n) {
   return out;
 }
 
+/** A max pooling's result: values() alone, or both()'s (output, indices) when return_indices;
+ *  either runs with the GIL released. */
+template <class Values, class Both>
+nb::object max_pooled(bool return_indices, Values&& values, Both&& both) {
+  if (!return_indices) {
+    Tensor r;
+    {
+      GilRelease release;
+      r = values();
+    }
+    return wrap_tensor(r);
+  }
+  std::tuple<Tensor, Tensor> r;
+  {
+    GilRelease release;
+    r = both();
+  }
+  return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+}
+
 /** PyTorch's legacy size_average/reduce arguments folded into a reduction, as torch does. */
 Reduction loss_reduction(std::optional<bool> size_average, std::optional<bool> reduce,
                          std::string_view reduction, const char* op) {
@@ -367,20 +387,9 @@ void bind_functional(nb::module_& f) {
          bool ceil_mode, bool return_indices) -> nb::object {
         const Shape k = pair(kernel_size), s = stride ? pair(*stride) : Shape(), p = pair(padding),
                     d = pair(dilation);
-        if (!return_indices) {
-          Tensor r;
-          {
-            GilRelease release;
-            r = max_pool2d(x, k, s, p, d, ceil_mode);
-          }
-          return wrap_tensor(r);
-        }
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = max_pool2d_with_indices(x, k, s, p, d, ceil_mode);
-        }
-        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+        return max_pooled(
+            return_indices, [&] { return max_pool2d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool2d_with_indices(x, k, s, p, d, ceil_mode); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
@@ -420,13 +429,9 @@ void bind_functional(nb::module_& f) {
          bool ceil_mode, bool return_indices) -> nb::object {
         const Shape k = pair(kernel_size, 3), s = stride ? pair(*stride, 3) : Shape(),
                     p = pair(padding, 3), d = pair(dilation, 3);
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = max_pool3d_with_indices(x, k, s, p, d, ceil_mode);
-        }
-        if (!return_indices) return wrap_tensor(std::get<0>(r));
-        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+        return max_pooled(
+            return_indices, [&] { return max_pool3d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool3d_with_indices(x, k, s, p, d, ceil_mode); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
@@ -471,13 +476,9 @@ void bind_functional(nb::module_& f) {
                                      : std::nullopt;
         const int64_t p = single(padding, "max_pool1d", "padding"),
                       d = single(dilation, "max_pool1d", "dilation");
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = max_pool1d_with_indices(x, k, s, p, d, ceil_mode);
-        }
-        if (!return_indices) return wrap_tensor(std::get<0>(r));
-        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+        return max_pooled(
+            return_indices, [&] { return max_pool1d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool1d_with_indices(x, k, s, p, d, ceil_mode); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
