@@ -27,6 +27,11 @@ std::string pair_str(Pair p) {
   return p.h == p.w ? fmt::format("{}", p.h) : fmt::format("({}, {})", p.h, p.w);
 }
 
+std::string triple_str(Triple t) {
+  return t.d == t.h && t.h == t.w ? fmt::format("{}", t.d)
+                                  : fmt::format("({}, {}, {})", t.d, t.h, t.w);
+}
+
 void check_positive(const char* module, const char* what, int64_t v) {
   EMBER_CHECK(v > 0, "[nn.{}] {} must be positive: got {}", module, what, v);
 }
@@ -177,6 +182,44 @@ std::string Conv1d::extra_repr() const {
   return s;
 }
 
+Conv3d::Conv3d(int64_t in, int64_t out, Triple k, Conv3dOptions o)
+    : Module("Conv3d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter(
+          "weight", (check_conv("Conv3d", in, out, Pair(k.h, k.w), {.groups = o.groups}),
+                     check_positive("Conv3d", "kernel_size", k.d),
+                     empty({out, in / o.groups, k.d, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Conv3d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor Conv3d::forward(const Tensor& x) {
+  const Conv3dOptions& o = options;
+  return conv3d(x, weight, bias, {o.stride.d, o.stride.h, o.stride.w},
+                {o.padding.d, o.padding.h, o.padding.w}, {o.dilation.d, o.dilation.h, o.dilation.w},
+                o.groups);
+}
+
+std::string Conv3d::extra_repr() const {
+  const Conv3dOptions& o = options;
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", in_channels, out_channels,
+                              triple_str(kernel_size), triple_str(o.stride));
+  if (o.padding.d || o.padding.h || o.padding.w) s += ", padding=" + triple_str(o.padding);
+  if (o.dilation.d != 1 || o.dilation.h != 1 || o.dilation.w != 1) {
+    s += ", dilation=" + triple_str(o.dilation);
+  }
+  if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
+  if (!bias.defined()) s += ", bias=false";
+  return s;
+}
+
 ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
     : Module("ConvTranspose2d"),
       in_channels(in),
@@ -316,6 +359,25 @@ std::string FeatureDropout::extra_repr() const {
   return fmt::format("p={}", p);
 }
 
+namespace {
+
+// An embedding table [num, dim] for `module`: N(0, 1), its padding_idx row (checked, given in
+// [-num, num)) zero.
+Tensor embedding_table(const char* module, int64_t num, int64_t dim,
+                       std::optional<int64_t> padding_idx) {
+  check_positive(module, "num_embeddings", num);
+  check_positive(module, "embedding_dim", dim);
+  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= -num && *padding_idx < num),
+                    "[nn.{}] padding_idx={} out of range for {} embeddings", module, *padding_idx,
+                    num);
+  Tensor weight = empty({num, dim});
+  init::normal_(weight);
+  if (padding_idx) weight.select(0, *padding_idx < 0 ? *padding_idx + num : *padding_idx).zero_();
+  return weight;
+}
+
+}  // namespace
+
 Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
                      std::optional<double> max_norm_, double norm_type_)
     : Module("Embedding"),
@@ -324,17 +386,7 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
       padding_idx(pad && *pad < 0 ? *pad + num : pad),
       max_norm(max_norm_),
       norm_type(norm_type_),
-      weight(register_parameter(
-          "weight", (check_positive("Embedding", "num_embeddings", num),
-                     check_positive("Embedding", "embedding_dim", dim), empty({num, dim})))) {
-  EMBER_CHECK_INDEX(!padding_idx || (*padding_idx >= 0 && *padding_idx < num),
-                    "[nn.Embedding] padding_idx={} out of range for {} embeddings", *pad, num);
-  init::normal_(weight);
-  if (padding_idx) {
-    autograd::NoGradGuard no_grad;
-    weight.select(0, *padding_idx).zero_();
-  }
-}
+      weight(register_parameter("weight", embedding_table("Embedding", num, dim, pad))) {}
 
 Tensor Embedding::forward(const Tensor& indices) {
   return embedding(weight, indices, padding_idx, max_norm, norm_type);
@@ -345,6 +397,53 @@ std::string Embedding::extra_repr() const {
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
   if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
+  return s;
+}
+
+LocalResponseNorm::LocalResponseNorm(int64_t size_, double alpha_, double beta_, double k_)
+    : Module("LocalResponseNorm"), size(size_), alpha(alpha_), beta(beta_), k(k_) {}
+
+Tensor LocalResponseNorm::forward(const Tensor& x) {
+  return local_response_norm(x, size, alpha, beta, k);
+}
+
+std::string LocalResponseNorm::extra_repr() const {
+  return fmt::format("{}, alpha={}, beta={}, k={}", size, alpha, beta, k);
+}
+
+EmbeddingBag::EmbeddingBag(int64_t num, int64_t dim, std::optional<double> max_norm_,
+                           double norm_type_, std::string mode_, bool include_last_offset_,
+                           std::optional<int64_t> pad)
+    : Module("EmbeddingBag"),
+      num_embeddings(num),
+      embedding_dim(dim),
+      max_norm(max_norm_),
+      norm_type(norm_type_),
+      mode(std::move(mode_)),
+      include_last_offset(include_last_offset_),
+      padding_idx(pad && *pad < 0 ? *pad + num : pad),
+      weight(register_parameter("weight", embedding_table("EmbeddingBag", num, dim, pad))) {
+  EMBER_CHECK(mode == "sum" || mode == "mean" || mode == "max",
+              "[nn.EmbeddingBag] mode has to be one of sum, mean or max: got '{}'", mode);
+}
+
+Tensor EmbeddingBag::forward(const Tensor& indices) {
+  return forward(indices, Tensor());
+}
+
+Tensor EmbeddingBag::forward(const Tensor& indices, const Tensor& offsets,
+                             const Tensor& per_sample_weights) {
+  return embedding_bag(weight, indices, offsets, mode, per_sample_weights, include_last_offset,
+                       padding_idx, max_norm, norm_type);
+}
+
+std::string EmbeddingBag::extra_repr() const {
+  std::string s = fmt::format("{}, {}", num_embeddings, embedding_dim);
+  if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
+  if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
+  s += fmt::format(", mode='{}'", mode);
+  if (include_last_offset) s += ", include_last_offset=True";
+  if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   return s;
 }
 
@@ -397,6 +496,59 @@ Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
 
 std::string AdaptiveMaxPool2d::extra_repr() const {
   return "output_size=" + pair_str(output_size);
+}
+
+MaxPool3d::MaxPool3d(Triple k, Pool3dOptions o) : Module("MaxPool3d"), kernel_size(k), options(o) {}
+
+Tensor MaxPool3d::forward(const Tensor& x) {
+  const Triple s = options.stride.value_or(kernel_size);
+  const Triple& p = options.padding;
+  const Triple& d = options.dilation;
+  return max_pool3d(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
+                    {p.d, p.h, p.w}, {d.d, d.h, d.w}, options.ceil_mode);
+}
+
+std::string MaxPool3d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                     triple_str(kernel_size), triple_str(options.stride.value_or(kernel_size)),
+                     triple_str(options.padding), triple_str(options.dilation), options.ceil_mode);
+}
+
+AvgPool3d::AvgPool3d(Triple k, Pool3dOptions o) : Module("AvgPool3d"), kernel_size(k), options(o) {}
+
+Tensor AvgPool3d::forward(const Tensor& x) {
+  const Triple s = options.stride.value_or(kernel_size);
+  const Triple& p = options.padding;
+  return avg_pool3d(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
+                    {p.d, p.h, p.w}, options.ceil_mode, options.count_include_pad,
+                    options.divisor_override);
+}
+
+std::string AvgPool3d::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}", triple_str(kernel_size),
+                     triple_str(options.stride.value_or(kernel_size)), triple_str(options.padding));
+}
+
+AdaptiveAvgPool3d::AdaptiveAvgPool3d(Triple size)
+    : Module("AdaptiveAvgPool3d"), output_size(size) {}
+
+Tensor AdaptiveAvgPool3d::forward(const Tensor& x) {
+  return adaptive_avg_pool3d(x, {output_size.d, output_size.h, output_size.w});
+}
+
+std::string AdaptiveAvgPool3d::extra_repr() const {
+  return "output_size=" + triple_str(output_size);
+}
+
+AdaptiveMaxPool3d::AdaptiveMaxPool3d(Triple size)
+    : Module("AdaptiveMaxPool3d"), output_size(size) {}
+
+Tensor AdaptiveMaxPool3d::forward(const Tensor& x) {
+  return adaptive_max_pool3d(x, {output_size.d, output_size.h, output_size.w});
+}
+
+std::string AdaptiveMaxPool3d::extra_repr() const {
+  return "output_size=" + triple_str(output_size);
 }
 
 MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)
@@ -498,6 +650,33 @@ Tensor PixelUnshuffle::forward(const Tensor& x) {
 
 std::string PixelUnshuffle::extra_repr() const {
   return fmt::format("downscale_factor={}", downscale_factor);
+}
+
+Unfold::Unfold(Pair k, Pair d, Pair p, Pair s)
+    : Module("Unfold"), kernel_size(k), dilation(d), padding(p), stride(s) {}
+
+Tensor Unfold::forward(const Tensor& x) {
+  return unfold(x, {kernel_size.h, kernel_size.w}, {dilation.h, dilation.w}, {padding.h, padding.w},
+                {stride.h, stride.w});
+}
+
+std::string Unfold::extra_repr() const {
+  return fmt::format("kernel_size={}, dilation={}, padding={}, stride={}", pair_str(kernel_size),
+                     pair_str(dilation), pair_str(padding), pair_str(stride));
+}
+
+Fold::Fold(Pair o, Pair k, Pair d, Pair p, Pair s)
+    : Module("Fold"), output_size(o), kernel_size(k), dilation(d), padding(p), stride(s) {}
+
+Tensor Fold::forward(const Tensor& x) {
+  return fold(x, {output_size.h, output_size.w}, {kernel_size.h, kernel_size.w},
+              {dilation.h, dilation.w}, {padding.h, padding.w}, {stride.h, stride.w});
+}
+
+std::string Fold::extra_repr() const {
+  return fmt::format("output_size={}, kernel_size={}, dilation={}, padding={}, stride={}",
+                     pair_str(output_size), pair_str(kernel_size), pair_str(dilation),
+                     pair_str(padding), pair_str(stride));
 }
 
 CosineSimilarity::CosineSimilarity(int64_t dim, double eps)

@@ -74,6 +74,14 @@ Tensor PoissonNLLLoss::forward(const Tensor& input, const Tensor& target) {
   return poisson_nll_loss(input, target, log_input, full, eps, reduction);
 }
 
+Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, const Tensor& var) {
+  return gaussian_nll_loss(input, target, var, full, eps, reduction);
+}
+
+Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, double var) {
+  return gaussian_nll_loss(input, target, var, full, eps, reduction);
+}
+
 Tensor MarginRankingLoss::forward(const Tensor& x1, const Tensor& x2, const Tensor& target) {
   return margin_ranking_loss(x1, x2, target, margin, reduction);
 }

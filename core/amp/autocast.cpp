@@ -20,8 +20,9 @@ constexpr int kMaxTypes = 64;
 // autocast is on for the device of its first tensor, calls the op again with its floating
 // tensor arguments cast by the op's policy, autocast suspended meanwhile (the ops it calls are
 // not cast again, as PyTorch excludes its autocast key inside them):
-//  - Lower (matmul, mm, bmm, linear, fused_linear, conv1d, conv2d, conv2d_relu, conv_transpose2d,
-//    scaled_dot_product_attention, lstm_layer, gru_layer, rnn_layer): to the autocast dtype;
+//  - Lower (matmul, mm, bmm, linear, fused_linear, conv1d, conv2d, conv3d, conv2d_relu,
+//    conv_transpose2d, scaled_dot_product_attention, lstm_layer, gru_layer, rnn_layer): to the
+//    autocast dtype;
 //  - Float32 (softmax, log_softmax, batch/layer/group norm, the losses, sum, mean, prod,
 //    cumsum, cumprod): float16 and bfloat16 to float32, so the result is float32;
 //  - Promote (cat, stack): to the widest floating dtype among the inputs.

@@ -1,6 +1,7 @@
 // conv2d: y[n, o, i, j] = b[o] + sum over c of o's group and taps (a, e) of
 //   x[n, c, i*sh - ph + a*dh, j*sw - pw + e*dw] * w[o, c - first channel of the group, a, e],
 //   taps outside x read 0; OH = (H + 2*ph - dh*(kH-1) - 1) / sh + 1 (likewise OW).
+// conv3d: the same over [N, C, D, H, W] (Note [conv3d as one conv2d]).
 // conv_transpose2d: the adjoint of conv2d in its input (weight [C, O/groups, kH, kW] read as a
 //   conv2d weight from O to C channels), plus the bias; OH = (H-1)*sh - 2*ph + dh*(kH-1) + oph + 1.
 //
@@ -49,11 +50,16 @@
 //   conv_transpose2d  dx = conv2d(dy, w) cut to x's size, dw = W(dy, x), db via the broadcast add
 //   W(x, dy)          (the weight gradient, bilinear) dx = conv_transpose2d(dy, dW),
 //                     d(dy) = conv2d(x, dW)
+// unfold: cols[n, (c, a, e), (i, j)] = x[n, c, i*sh - ph + a*dh, j*sw - pw + e*dw] (0 outside x),
+//   blocks (i, j) in row-major order; fold: its adjoint, y[n, c, h, w] = the sum of the columns'
+//   taps landing on (h, w). Both gather through one index (Note [unfold and fold through one
+//   index]), no kernel of their own.
 #include "ember/ops/conv.h"
 
 #include <algorithm>
 #include <array>
 #include <span>
+#include <vector>
 
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
@@ -61,6 +67,8 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/nn.h"
 #include "ember/ops/reduce.h"
 
 namespace ember {
@@ -79,12 +87,19 @@ struct ConvParams {
   }
 };
 
-// One value per spatial dim from a list of 1 or 2 values.
-std::array<int64_t, 2> pair_of(IntList v, const char* op, const char* what) {
-  EMBER_CHECK(v.size() == 1 || v.size() == 2,
-              "[{}] {} needs 1 or 2 values (one per spatial dim): got {} values {}", op, what,
+// One value per spatial dim from a list of 1 or N values.
+template <size_t N>
+std::array<int64_t, N> per_dim(IntList v, const char* op, const char* what) {
+  EMBER_CHECK(v.size() == 1 || v.size() == N,
+              "[{}] {} needs 1 or {} values (one per spatial dim): got {} values {}", op, what, N,
               v.size(), shape_str(v));
-  return {v[0], v.size() == 2 ? v[1] : v[0]};
+  std::array<int64_t, N> r{};
+  for (size_t i = 0; i < N; ++i) r[i] = v[v.size() == 1 ? 0 : i];
+  return r;
+}
+
+std::array<int64_t, 2> pair_of(IntList v, const char* op, const char* what) {
+  return per_dim<2>(v, op, what);
 }
 
 ConvParams make_params(const char* op, IntList stride, IntList padding, IntList dilation,
@@ -99,13 +114,24 @@ ConvParams make_params(const char* op, IntList stride, IntList padding, IntList 
   return {s[0], s[1], p[0], p[1], d[0], d[1], groups};
 }
 
-// Checks shared by both ops: defined, ranks, dtypes, devices of x, w and bias.
-void check_tensors(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias) {
+void check_bias(const char* op, const Tensor& bias, int64_t out_channels) {
+  if (!bias.defined()) return;
+  EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
+              "[{}] expected a bias of shape [{}]: got {}", op, out_channels,
+              shape_str(bias.sizes()));
+}
+
+// Checks shared by the convolutions over `spatial` (2 or 3) dims: defined, ranks, dtypes,
+// devices of x, w and bias, and a kernel of positive size.
+void check_tensors(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
+                   int64_t spatial = 2) {
   EMBER_CHECK_TYPE(x.defined() && w.defined(), "[{}] undefined tensor argument", op);
-  EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
-              "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", op,
-              shape_str(x.sizes()));
-  EMBER_CHECK(w.dim() == 4, "[{}] expected a 4-d weight: got shape {}", op, shape_str(w.sizes()));
+  const char* dims = spatial == 3 ? "D, H, W" : "H, W";
+  EMBER_CHECK(x.dim() == spatial + 1 || x.dim() == spatial + 2,
+              "[{}] expected a {}-d [C, {}] or {}-d [N, C, {}] input: got shape {}", op,
+              spatial + 1, dims, spatial + 2, dims, shape_str(x.sizes()));
+  EMBER_CHECK(w.dim() == spatial + 2, "[{}] expected a {}-d weight: got shape {}", op, spatial + 2,
+              shape_str(w.sizes()));
   EMBER_CHECK_TYPE(is_floating(x.dtype()),
                    "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
                    x.dtype());
@@ -116,15 +142,27 @@ void check_tensors(const char* op, const Tensor& x, const Tensor& w, const Tenso
                    "[{}] input and bias dtypes differ: {} and {} (convert one with .to())", op,
                    x.dtype(), bias.dtype());
   common_device({&x, &w, &bias}, op);
-  EMBER_CHECK(w.size(2) >= 1 && w.size(3) >= 1, "[{}] kernel size must be positive: weight {}", op,
-              shape_str(w.sizes()));
+  for (int64_t i = 2; i < w.dim(); ++i) {
+    EMBER_CHECK(w.size(i) >= 1, "[{}] kernel size must be positive: weight {}", op,
+                shape_str(w.sizes()));
+  }
 }
 
-void check_bias(const char* op, const Tensor& bias, int64_t out_channels) {
-  if (!bias.defined()) return;
-  EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels,
-              "[{}] expected a bias of shape [{}]: got {}", op, out_channels,
-              shape_str(bias.sizes()));
+// The channel counts of a convolution with input channels c: the weight's out channels divide
+// by groups, its in channels times groups are c, and the bias has one value per out channel.
+void check_channels(const char* op, const Tensor& x, int64_t c, const Tensor& weight,
+                    const Tensor& bias, int64_t groups) {
+  const int64_t o = weight.size(0);
+  EMBER_CHECK(o % groups == 0,
+              "[{}] weight's out channels must be divisible by groups: {} out channels, "
+              "groups {} (weight shape {})",
+              op, o, groups, shape_str(weight.sizes()));
+  EMBER_CHECK(c == WideInt(weight.size(1)) * groups,
+              "[{}] expected input with {} channels (weight {} in channels x groups {}): got "
+              "{} channels (input shape {}, weight shape {})",
+              op, WideInt(weight.size(1)) * groups, weight.size(1), groups, c, shape_str(x.sizes()),
+              shape_str(weight.sizes()));
+  check_bias(op, bias, o);
 }
 
 // Output size of a convolution along one dim (may be < 1: the caller checks), exact
@@ -294,17 +332,8 @@ Tensor conv2d_checked(const char* kOp, const Tensor& x, const Tensor& weight, co
   const ConvParams p = make_params(kOp, stride, padding, dilation, groups);
   const bool batched = x.dim() == 4;
   const Tensor x4 = batched ? x : x.unsqueeze(0);
-  const int64_t c = x4.size(1), o = weight.size(0);
-  EMBER_CHECK(o % groups == 0,
-              "[{}] weight's out channels must be divisible by groups: {} out channels, "
-              "groups {} (weight shape {})",
-              kOp, o, groups, shape_str(weight.sizes()));
-  EMBER_CHECK(c == WideInt(weight.size(1)) * groups,
-              "[{}] expected input with {} channels (weight {} in channels x groups {}): got "
-              "{} channels (input shape {}, weight shape {})",
-              kOp, WideInt(weight.size(1)) * groups, weight.size(1), groups, c,
-              shape_str(x.sizes()), shape_str(weight.sizes()));
-  check_bias(kOp, bias, o);
+  const int64_t o = weight.size(0);
+  check_channels(kOp, x, x4.size(1), weight, bias, groups);
   const WideInt oh = conv_out(x4.size(2), weight.size(2), p.sh, p.ph, p.dh);
   const WideInt ow = conv_out(x4.size(3), weight.size(3), p.sw, p.pw, p.dw);
   EMBER_CHECK(oh >= 1 && ow >= 1,
@@ -401,6 +430,66 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   return y.squeeze(y.dim() - 2);
 }
 
+// Note [conv3d as one conv2d]
+// Output depth slice i of a 3-d convolution sums, over the depth taps t, a 2-d convolution of
+// input depth slice i sd - pd + t dd with the weight's depth slice t. A sum over taps and
+// channels is what one conv2d computes, so conv3d stacks each output slice's kD input slices on
+// the channel dim, group-major ([N OD, groups kD C/groups, H, W]), and runs one conv2d with the
+// weight read as [O, kD C/groups, kH, kW] and the bias: the device's 2-d convolution (oneDNN,
+// cuDNN, the reference loops) computes it, and the backward is conv2d's through the stack,
+// slices and padding. The input is read kD / sd times over (the 2-d case of im2col).
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+              IntList padding, IntList dilation, int64_t groups) {
+  EMBER_AUTOCAST(Lower, conv3d, x, x, weight, bias, stride, padding, dilation, groups);
+  constexpr const char* kOp = "conv3d";
+  check_tensors(kOp, x, weight, bias, 3);
+  const auto s = per_dim<3>(stride, kOp, "stride");
+  const auto p = per_dim<3>(padding, kOp, "padding");
+  const auto d = per_dim<3>(dilation, kOp, "dilation");
+  EMBER_CHECK(s[0] >= 1 && s[1] >= 1 && s[2] >= 1, "[conv3d] stride must be >= 1: got ({}, {}, {})",
+              s[0], s[1], s[2]);
+  EMBER_CHECK(p[0] >= 0 && p[1] >= 0 && p[2] >= 0,
+              "[conv3d] padding must be >= 0: got ({}, {}, {})", p[0], p[1], p[2]);
+  EMBER_CHECK(d[0] >= 1 && d[1] >= 1 && d[2] >= 1,
+              "[conv3d] dilation must be >= 1: got ({}, {}, {})", d[0], d[1], d[2]);
+  EMBER_CHECK(groups >= 1, "[conv3d] groups must be >= 1: got {}", groups);
+  const bool batched = x.dim() == 5;
+  const Tensor x5 = batched ? x : x.unsqueeze(0);
+  check_channels(kOp, x, x5.size(1), weight, bias, groups);
+  std::array<WideInt, 3> out{};
+  for (int i = 0; i < 3; ++i) {
+    out[i] = conv_out(x5.size(2 + i), weight.size(2 + i), s[i], p[i], d[i]);
+    fit_int64(x5.size(2 + i) + 2 * WideInt(p[i]), kOp, "padded input");
+    fit_int64(WideInt(d[i]) * (weight.size(2 + i) - 1) + 1, kOp, "dilated kernel");
+  }
+  EMBER_CHECK(out[0] >= 1 && out[1] >= 1 && out[2] >= 1,
+              "[conv3d] computed output size is too small: input {}x{}x{}, kernel {}x{}x{}, "
+              "padding ({}, {}, {}), dilation ({}, {}, {}) give output {}x{}x{}",
+              x5.size(2), x5.size(3), x5.size(4), weight.size(2), weight.size(3), weight.size(4),
+              p[0], p[1], p[2], d[0], d[1], d[2], out[0], out[1], out[2]);
+  const int64_t n = x5.size(0), o = weight.size(0), kd = weight.size(2), cg = weight.size(1);
+  const auto od = static_cast<int64_t>(out[0]);
+  const int64_t h = x5.size(3), w = x5.size(4);
+  const int64_t depth_pads[6] = {0, 0, 0, 0, p[0], p[0]};
+  const Tensor xp = p[0] > 0 ? pad(x5, IntList(depth_pads, 6)) : x5;
+  std::vector<Tensor> taps;
+  taps.reserve(static_cast<size_t>(kd));
+  for (int64_t t = 0; t < kd; ++t) {
+    const int64_t first = t * d[0];
+    taps.push_back(
+        xp.slice(2, first, first + s[0] * (od - 1) + 1, s[0]).reshape({n, groups, cg, od, h, w}));
+  }
+  const Tensor slices = stack(taps, 2)  // [n, groups, kD, C/groups, OD, H, W]
+                            .permute({0, 4, 1, 2, 3, 5, 6})
+                            .reshape({n * od, groups * kd * cg, h, w});
+  const Tensor w2 =
+      weight.permute({0, 2, 1, 3, 4}).reshape({o, kd * cg, weight.size(3), weight.size(4)});
+  const Tensor y2 = conv2d(slices, w2, bias, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]}, groups);
+  const Tensor y =
+      y2.reshape({n, od, o, y2.size(2), y2.size(3)}).permute({0, 2, 1, 3, 4}).contiguous();
+  return batched ? y : y.squeeze(0);
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                         IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
   EMBER_AUTOCAST(Lower, conv_transpose2d, x, x, weight, bias, stride, padding, output_padding,
@@ -442,6 +531,138 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   check_extents(kOp, oh, ow, weight, p);
   Tensor y = conv_input(x4, weight, p, oh, ow);
   if (bias.defined()) y = add(y, bias.view({1, o, 1, 1}));
+  return batched ? y : y.squeeze(0);
+}
+
+// Note [unfold and fold through one index]
+// unfold (im2col) copies tap (a, e) of block (i, j) of every plane into a column; fold (col2im)
+// sums the columns back onto the planes. Over a plane zero-padded to [Hp, Wp] that tap is the
+// flat position (i sh + a dh) Wp + (j sw + e dw), the same in every plane. So one int64 index
+// [kH kW L] makes unfold a gather from the padded planes [N C, Hp Wp] and fold a scatter_add into
+// zeros of that shape, then a crop of the padding. gather and scatter_add are each other's
+// backward, so unfold and fold are each other's adjoint, differentiable to any order, on every
+// backend, without a kernel of their own.
+namespace {
+
+/** The geometry of unfold and fold: per spatial dim the kernel, dilation, padding, stride, the
+ *  image size and the number of blocks. */
+struct Blocks {
+  std::array<int64_t, 2> k{}, d{}, p{}, s{}, in{}, out{};
+  int64_t padded(int i) const { return in[i] + 2 * p[i]; }
+  int64_t taps() const { return k[0] * k[1]; }
+  int64_t count() const { return out[0] * out[1]; }
+};
+
+Blocks make_blocks(const char* op, std::array<int64_t, 2> image, IntList kernel_size,
+                   IntList dilation, IntList padding, IntList stride) {
+  Blocks b;
+  b.k = pair_of(kernel_size, op, "kernel_size");
+  b.d = pair_of(dilation, op, "dilation");
+  b.p = pair_of(padding, op, "padding");
+  b.s = pair_of(stride, op, "stride");
+  b.in = image;
+  EMBER_CHECK(b.k[0] >= 1 && b.k[1] >= 1, "[{}] kernel_size must be >= 1: got ({}, {})", op, b.k[0],
+              b.k[1]);
+  EMBER_CHECK(b.d[0] >= 1 && b.d[1] >= 1, "[{}] dilation must be >= 1: got ({}, {})", op, b.d[0],
+              b.d[1]);
+  EMBER_CHECK(b.p[0] >= 0 && b.p[1] >= 0, "[{}] padding must be >= 0: got ({}, {})", op, b.p[0],
+              b.p[1]);
+  EMBER_CHECK(b.s[0] >= 1 && b.s[1] >= 1, "[{}] stride must be >= 1: got ({}, {})", op, b.s[0],
+              b.s[1]);
+  std::array<WideInt, 2> span{}, padded{};
+  for (int i = 0; i < 2; ++i) {
+    padded[i] = WideInt(b.in[i]) + 2 * WideInt(b.p[i]);
+    span[i] = WideInt(b.d[i]) * (b.k[i] - 1) + 1;
+  }
+  EMBER_CHECK(b.in[0] >= 1 && b.in[1] >= 1 && padded[0] >= span[0] && padded[1] >= span[1],
+              "[{}] no sliding block fits: spatial size ({}, {}) padded to ({}, {}), kernel_size "
+              "({}, {}) dilated to ({}, {}) (the blocks must number at least one per dim)",
+              op, b.in[0], b.in[1], padded[0], padded[1], b.k[0], b.k[1], span[0], span[1]);
+  for (int i = 0; i < 2; ++i) {
+    fit_int64(padded[i], op, i == 0 ? "padded height" : "padded width");
+    b.out[i] = static_cast<int64_t>((padded[i] - span[i]) / b.s[i] + 1);
+  }
+  fit_int64(WideInt(b.padded(0)) * b.padded(1), op, "padded plane");
+  fit_int64(WideInt(b.taps()) * b.count(), op, "taps times blocks");
+  return b;
+}
+
+// The flat position in the padded plane of every (tap, block), [kH kW L], on `device`.
+Tensor block_index(const Blocks& b, Device device) {
+  Tensor idx = empty({b.taps() * b.count()}, {DType::Int64, Device::cpu()});
+  int64_t* p = idx.data_ptr<int64_t>();
+  const int64_t wp = b.padded(1);
+  for (int64_t a = 0; a < b.k[0]; ++a) {
+    for (int64_t e = 0; e < b.k[1]; ++e) {
+      for (int64_t i = 0; i < b.out[0]; ++i) {
+        for (int64_t j = 0; j < b.out[1]; ++j) {
+          *p++ = (i * b.s[0] + a * b.d[0]) * wp + j * b.s[1] + e * b.d[1];
+        }
+      }
+    }
+  }
+  return idx.to(device);
+}
+
+void check_blocks_input(const char* op, const Tensor& t, int64_t unbatched_dim, const char* shape) {
+  EMBER_CHECK_TYPE(t.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(t.dim() == unbatched_dim || t.dim() == unbatched_dim + 1,
+              "[{}] expected a {}-d or {}-d (batched) input {}: got shape {}", op, unbatched_dim,
+              unbatched_dim + 1, shape, shape_str(t.sizes()));
+  EMBER_CHECK_TYPE(is_floating(t.dtype()),
+                   "[{}] expected a floating input: got {} (convert with .to(ember::f32))", op,
+                   t.dtype());
+}
+
+}  // namespace
+
+Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation, IntList padding,
+              IntList stride) {
+  constexpr const char* kOp = "unfold";
+  check_blocks_input(kOp, x, 3, "[N, C, H, W]");
+  const bool batched = x.dim() == 4;
+  const Tensor x4 = batched ? x : x.unsqueeze(0);
+  EMBER_CHECK(x4.size(1) >= 1, "[unfold] expected at least one channel: got shape {}",
+              shape_str(x.sizes()));
+  const Blocks b =
+      make_blocks(kOp, {x4.size(2), x4.size(3)}, kernel_size, dilation, padding, stride);
+  const int64_t n = x4.size(0), c = x4.size(1);
+  const int64_t pads[4] = {b.p[1], b.p[1], b.p[0], b.p[0]};
+  const Tensor xp = b.p[0] > 0 || b.p[1] > 0 ? pad(x4, IntList(pads, 4)) : x4;
+  const int64_t planes = n * c, per_plane = b.taps() * b.count();
+  const Tensor idx = block_index(b, x.device()).view({1, per_plane}).expand({planes, per_plane});
+  const Tensor cols = gather(xp.reshape({planes, b.padded(0) * b.padded(1)}), 1, idx)
+                          .view({n, c * b.taps(), b.count()});
+  return batched ? cols : cols.squeeze(0);
+}
+
+Tensor fold(const Tensor& cols, IntList output_size, IntList kernel_size, IntList dilation,
+            IntList padding, IntList stride) {
+  constexpr const char* kOp = "fold";
+  check_blocks_input(kOp, cols, 2, "[N, C kH kW, L]");
+  const bool batched = cols.dim() == 3;
+  const Tensor c3 = batched ? cols : cols.unsqueeze(0);
+  const auto size = pair_of(output_size, kOp, "output_size");
+  const Blocks b = make_blocks(kOp, size, kernel_size, dilation, padding, stride);
+  EMBER_CHECK(c3.size(1) >= 1 && c3.size(1) % b.taps() == 0,
+              "[fold] expected size(-2) of the input to be a positive multiple of the product of "
+              "kernel_size ({} x {} = {}): got input of shape {}",
+              b.k[0], b.k[1], b.taps(), shape_str(cols.sizes()));
+  EMBER_CHECK(c3.size(2) == b.count(),
+              "[fold] expected size(-1) of the input to be the number of sliding blocks, {} x {} "
+              "= {} for output_size ({}, {}), kernel_size ({}, {}), dilation ({}, {}), padding "
+              "({}, {}), stride ({}, {}): got input of shape {}",
+              b.out[0], b.out[1], b.count(), size[0], size[1], b.k[0], b.k[1], b.d[0], b.d[1],
+              b.p[0], b.p[1], b.s[0], b.s[1], shape_str(cols.sizes()));
+  const int64_t n = c3.size(0), c = c3.size(1) / b.taps();
+  const int64_t planes = n * c, per_plane = b.taps() * b.count();
+  const Tensor idx = block_index(b, cols.device()).view({1, per_plane}).expand({planes, per_plane});
+  const Tensor z = zeros({planes, b.padded(0) * b.padded(1)}, {cols.dtype(), cols.device()});
+  Tensor y = scatter_add(z, 1, idx, c3.reshape({planes, per_plane}))
+                 .view({n, c, b.padded(0), b.padded(1)});
+  if (b.p[0] > 0 || b.p[1] > 0) {
+    y = y.narrow(2, b.p[0], size[0]).narrow(3, b.p[1], size[1]).contiguous();
+  }
   return batched ? y : y.squeeze(0);
 }
 

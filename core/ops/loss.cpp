@@ -20,8 +20,10 @@
 //                sp = softplus(-x) = log1p(exp(-|x|)) + max(-x, 0) (stable for any |x|):
 //                l = w ((1 - t) x + lw sp); dx = w ((1 - t) - lw sigmoid(-x)),
 //                dt = w (-x + (pos_weight - 1) sp).
+// gaussian_nll_loss: (log v + (x - t)^2 / v) / 2, v = var clamped at eps in value only.
 #include "ember/ops/loss.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <initializer_list>
@@ -647,6 +649,43 @@ Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool log_input, b
     l = add(l, where(gt(target, Scalar(1)), stirling, Scalar(0)));
   }
   return reduce_loss("poisson_nll_loss", l, reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, const Tensor& var, bool full,
+                         double eps, Reduction reduction) {
+  check_defined("gaussian_nll_loss", {&x, &target, &var});
+  EMBER_CHECK(var.numel() == 0 || !any(lt(var, 0.0)).item<bool>(),
+              "[gaussian_nll_loss] var has negative entry/entries");
+  Tensor v = var;
+  if (var.sizes() != x.sizes()) {
+    // PyTorch's homoscedastic cases: var lacks x's last dim, or differs from x's shape in one
+    // dim only, where it has size 1 (PyTorch's test: the sizes of var at the dims that differ
+    // sum to 1).
+    const IntList xs = x.sizes(), vs = var.sizes();
+    const bool one_short =
+        x.dim() >= 1 && var.dim() == x.dim() - 1 && std::equal(vs.begin(), vs.end(), xs.begin());
+    int64_t differing = 0;
+    for (size_t i = 0; var.dim() == x.dim() && i < vs.size(); ++i) {
+      if (vs[i] != xs[i]) differing += vs[i];
+    }
+    EMBER_CHECK(one_short || (var.dim() == x.dim() && differing == 1),
+                "[gaussian_nll_loss] var is of incorrect size: {} for input {} (give input's "
+                "shape, or input's without its last dim, or with one dim of size 1)",
+                shape_str(vs), shape_str(xs));
+    if (one_short) v = var.unsqueeze(-1);
+  }
+  // max(v, eps) in value, the identity in gradient (PyTorch clamps a clone under no_grad).
+  const Tensor clamped = add(v, sub(clamp(v, Scalar(eps), std::nullopt), v).detach());
+  Tensor l = mul(add(log(clamped), div(square(sub(x, target)), clamped)), Scalar(0.5));
+  if (full) l = add(l, Scalar(0.5 * std::log(2 * M_PI)));
+  return reduce_loss("gaussian_nll_loss", l, reduction);
+}
+
+Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, double var, bool full, double eps,
+                         Reduction reduction) {
+  check_defined("gaussian_nll_loss", {&x, &target});
+  EMBER_CHECK(var >= 0, "[gaussian_nll_loss] var has negative entry/entries: got {}", var);
+  return gaussian_nll_loss(x, target, full_like(x, var), full, eps, reduction);
 }
 
 namespace detail {

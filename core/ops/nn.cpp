@@ -16,6 +16,8 @@
 // embedding:   y[..., :] = W[i[...], :]: one index_select of the flattened indices.
 //              backward: dW = zeros scatter_add'ed with dy at the indexed rows (repeats
 //              accumulate); rows at padding_idx get nothing (their dy is zeroed first).
+// embedding_bag: y[b, :] = the sum, mean or max of W's rows that bag b looks up (Note
+//              [embedding_bag through one gather and one reduction]).
 // pad:         constant: fill, then one copy of the overlapping window; backward: pad of dy
 //              with the negated pads (a crop, zero-filled where the forward cropped).
 //              reflect/replicate/circular: one index_select per padded dim with a source index
@@ -549,51 +551,67 @@ Tensor feature_dropout(const Tensor& x, double p, int64_t spatial_dims, bool tra
   return mul(x, mask);
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
-                 std::optional<double> max_norm, double norm_type) {
-  EMBER_CHECK_TYPE(weight.defined() && indices.defined(), "[embedding] undefined tensor argument");
-  EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num, dim]: got shape {}",
+namespace {
+
+// As PyTorch's embedding_renorm_: outside autograd, the rows of weight that idx (flat int64)
+// looks up and whose norm_type-norm exceeds max_norm are scaled by max_norm / (norm + 1e-7), in
+// the weight itself. The rows are written back with one scatter over the whole table (a repeated
+// index writes the same row twice).
+void embedding_renorm(const char* op, const Tensor& weight, const Tensor& idx, double max_norm,
+                      double norm_type) {
+  EMBER_CHECK(max_norm > 0, "[{}] max_norm must be positive: got {}", op, max_norm);
+  if (idx.numel() == 0) return;
+  autograd::NoGradGuard no_grad;
+  const Tensor rows = index_select(weight, 0, idx);
+  const int64_t dims[1] = {1};
+  const Tensor norms = norm(rows, norm_type, IntList(dims, 1), /*keepdim=*/true);
+  const Tensor scale =
+      where(gt(norms, max_norm), div(full_like(norms, max_norm), add(norms, 1e-7)), 1.0);
+  const int64_t n = idx.numel();
+  Tensor& w = const_cast<Tensor&>(weight);
+  w.copy_(scatter(w, 0, idx.view({n, 1}).expand({n, weight.size(1)}), mul(rows, scale)));
+}
+
+// The checks embedding and embedding_bag share: weight 2-d, integer indices on its device, and
+// padding_idx within [-rows, rows) (returned as a row).
+std::optional<int64_t> check_lookup(const char* op, const Tensor& weight, const Tensor& indices,
+                                    std::optional<int64_t> padding_idx) {
+  EMBER_CHECK_TYPE(weight.defined() && indices.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(weight.dim() == 2, "[{}] weight must be 2-d [num, dim]: got shape {}", op,
               shape_str(weight.sizes()));
   EMBER_CHECK_TYPE(indices.dtype() == DType::Int64 || indices.dtype() == DType::Int32,
-                   "[embedding] indices must be an int64 or int32 tensor: got {}", indices.dtype());
-  common_device({&weight, &indices}, "embedding");
+                   "[{}] indices must be an int64 or int32 tensor: got {}", op, indices.dtype());
+  common_device({&weight, &indices}, op);
+  const int64_t num = weight.size(0);
+  if (!padding_idx) return std::nullopt;
+  EMBER_CHECK_INDEX(*padding_idx >= -num && *padding_idx < num,
+                    "[{}] padding_idx={} is out of range for {} rows", op, *padding_idx, num);
+  return *padding_idx < 0 ? *padding_idx + num : *padding_idx;
+}
+
+// Every index of `host` (contiguous int64 on the CPU) is a row of a table of `num` rows.
+void check_rows(const char* op, const Tensor& host, int64_t num) {
+  const int64_t* p = host.data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    EMBER_CHECK_INDEX(p[i] >= 0 && p[i] < num,
+                      "[{}] index {} is out of range for a weight of {} rows (indices must be "
+                      "in [0, {}))",
+                      op, p[i], num, num);
+  }
+}
+
+}  // namespace
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
+                 std::optional<double> max_norm, double norm_type) {
+  const std::optional<int64_t> pad = check_lookup("embedding", weight, indices, padding_idx);
   const int64_t num = weight.size(0), dim = weight.size(1);
-  std::optional<int64_t> pad;
-  if (padding_idx) {
-    EMBER_CHECK_INDEX(*padding_idx >= -num && *padding_idx < num,
-                      "[embedding] padding_idx={} is out of range for {} rows", *padding_idx, num);
-    pad = *padding_idx < 0 ? *padding_idx + num : *padding_idx;
-  }
   const Tensor idx = indices.to(DType::Int64).reshape({-1});
-  {
-    const Tensor host = idx.to(Device::cpu()).contiguous();
-    const int64_t* p = host.data_ptr<int64_t>();
-    for (int64_t i = 0; i < host.numel(); ++i) {
-      EMBER_CHECK_INDEX(
-          p[i] >= 0 && p[i] < num,
-          "[embedding] index {} is out of range for a weight of {} rows (indices must be "
-          "in [0, {}))",
-          p[i], num, num);
-    }
-  }
+  check_rows("embedding", idx.to(Device::cpu()).contiguous(), num);
   Shape sizes = indices.sizes();
   sizes.push_back(dim);
   shape_numel(sizes, "embedding");  // an empty index shape with a huge embedding dim
-  if (max_norm && idx.numel() > 0) {
-    // As PyTorch's embedding_renorm_: outside autograd, rows whose norm exceeds max_norm are
-    // scaled by max_norm / (norm + 1e-7), in the weight itself. The rows are written back with
-    // one scatter over the whole table (a repeated index writes the same row twice).
-    EMBER_CHECK(*max_norm > 0, "[embedding] max_norm must be positive: got {}", *max_norm);
-    autograd::NoGradGuard no_grad;
-    const Tensor rows = index_select(weight, 0, idx);
-    const int64_t dims[1] = {1};
-    const Tensor norms = norm(rows, norm_type, IntList(dims, 1), /*keepdim=*/true);
-    const Tensor scale =
-        where(gt(norms, *max_norm), div(full_like(norms, *max_norm), add(norms, 1e-7)), 1.0);
-    const int64_t n = idx.numel();
-    Tensor& w = const_cast<Tensor&>(weight);
-    w.copy_(scatter(w, 0, idx.view({n, 1}).expand({n, dim}), mul(rows, scale)));
-  }
+  if (max_norm) embedding_renorm("embedding", weight, idx, *max_norm, norm_type);
   return autograd::differentiable(
       "EmbeddingBackward", "embedding", {&weight},
       [&] { return index_select(weight, 0, idx).view(sizes); },
@@ -606,6 +624,120 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
           return Grads{scatter_add(z, 0, idx.view({n, 1}).expand({n, dim}), g2)};
         };
       });
+}
+
+// Note [embedding_bag through one gather and one reduction]
+// Bag b of embedding_bag reduces the rows its indices look up. The bags are laid out on the host
+// from the offsets (they are small integer tensors, and every index is range-checked there as
+// embedding does): the kept entries (not padding_idx) with their bag numbers. On the device one
+// index_select gathers the kept rows, scaled by per_sample_weights for "sum", and one reduction
+// into [bags, dim] zeros combines them: index_add for "sum" and "mean" (then divided by each
+// bag's count of kept entries), scatter_reduce "amax" (include_self false) for "max". An empty
+// bag stays 0, as in PyTorch. Gradients reach the weight (and per_sample_weights) through those
+// ops, on every backend, differentiable again.
+Tensor embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                     std::string_view mode, const Tensor& per_sample_weights,
+                     bool include_last_offset, std::optional<int64_t> padding_idx,
+                     std::optional<double> max_norm, double norm_type) {
+  constexpr const char* kOp = "embedding_bag";
+  const std::optional<int64_t> pad = check_lookup(kOp, weight, indices, padding_idx);
+  EMBER_CHECK(mode == "sum" || mode == "mean" || mode == "max",
+              "[embedding_bag] mode has to be one of sum, mean or max: got '{}'", mode);
+  EMBER_CHECK(indices.dim() == 1 || indices.dim() == 2,
+              "[embedding_bag] input has to be 1-d or 2-d: got shape {}",
+              shape_str(indices.sizes()));
+  if (indices.dim() == 2) {
+    EMBER_CHECK(!offsets.defined(),
+                "[embedding_bag] if input is 2-d, then offsets has to be None, as input is "
+                "treated as a mini-batch of fixed length sequences: got offsets of shape {}",
+                shape_str(offsets.sizes()));
+  } else {
+    EMBER_CHECK(offsets.defined(),
+                "[embedding_bag] offsets has to be a 1-d tensor when input is 1-d: got None");
+    EMBER_CHECK(offsets.dim() == 1, "[embedding_bag] offsets has to be a 1-d tensor: got shape {}",
+                shape_str(offsets.sizes()));
+    EMBER_CHECK_TYPE(offsets.dtype() == DType::Int64 || offsets.dtype() == DType::Int32,
+                     "[embedding_bag] offsets must be an int64 or int32 tensor: got {}",
+                     offsets.dtype());
+    common_device({&weight, &offsets}, kOp);
+  }
+  if (per_sample_weights.defined()) {
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        mode == "sum",
+        "[embedding_bag] per_sample_weights is only supported for mode='sum' (got mode='{}')",
+        mode);
+    EMBER_CHECK_TYPE(per_sample_weights.dtype() == weight.dtype(),
+                     "[embedding_bag] per_sample_weights and weight dtypes differ: {} and {}",
+                     per_sample_weights.dtype(), weight.dtype());
+    EMBER_CHECK(per_sample_weights.sizes() == indices.sizes(),
+                "[embedding_bag] per_sample_weights must have the input's shape {}: got {}",
+                shape_str(indices.sizes()), shape_str(per_sample_weights.sizes()));
+    common_device({&weight, &per_sample_weights}, kOp);
+  }
+  const int64_t num = weight.size(0), dim = weight.size(1), n = indices.numel();
+  const Tensor idx = indices.to(DType::Int64).reshape({-1});
+  const Tensor host = idx.to(Device::cpu()).contiguous();
+  check_rows(kOp, host, num);
+  // Bag b holds entries [starts[b], starts[b + 1]).
+  std::vector<int64_t> starts;
+  if (indices.dim() == 2) {
+    const int64_t bags = indices.size(0), len = indices.size(1);
+    for (int64_t b = 0; b <= bags; ++b) starts.push_back(b * len);
+  } else {
+    const Tensor off = offsets.to(DType::Int64).to(Device::cpu()).contiguous();
+    const int64_t* o = off.data_ptr<int64_t>();
+    const int64_t count = off.numel();
+    EMBER_CHECK(!include_last_offset || count >= 1,
+                "[embedding_bag] include_last_offset needs at least one offset: got none");
+    EMBER_CHECK(count == 0 || o[0] == 0,
+                "[embedding_bag] offsets[0] has to be 0, i.e., the first sequence in the "
+                "mini-batch has to start from position 0: got {}",
+                count ? o[0] : 0);
+    for (int64_t i = 0; i < count; ++i) {
+      EMBER_CHECK((i == 0 || o[i] >= o[i - 1]) && o[i] <= n,
+                  "[embedding_bag] offsets must be non-decreasing and at most the input's length "
+                  "{}: got offsets[{}] = {}",
+                  n, i, o[i]);
+      starts.push_back(o[i]);
+    }
+    if (!include_last_offset) starts.push_back(n);
+  }
+  const int64_t bags = std::max<int64_t>(static_cast<int64_t>(starts.size()) - 1, 0);
+  // The kept entries (not padding_idx), their bag numbers and each bag's count.
+  const int64_t* p = host.data_ptr<int64_t>();
+  std::vector<int64_t> kept, bag_of;
+  std::vector<double> count(static_cast<size_t>(bags), 0.0);
+  for (int64_t b = 0; b < bags; ++b) {
+    for (int64_t i = starts[static_cast<size_t>(b)]; i < starts[static_cast<size_t>(b) + 1]; ++i) {
+      if (pad && p[i] == *pad) continue;
+      kept.push_back(i);
+      bag_of.push_back(b);
+      count[static_cast<size_t>(b)] += 1;
+    }
+  }
+  const auto to_device = [&](const std::vector<int64_t>& v) {
+    return from_vector(v, {static_cast<int64_t>(v.size())}, {DType::Int64, weight.device()});
+  };
+  const Tensor kept_entries = to_device(kept);
+  const Tensor kept_rows = index_select(idx, 0, kept_entries);
+  if (max_norm) embedding_renorm(kOp, weight, kept_rows, *max_norm, norm_type);
+  Tensor rows = index_select(weight, 0, kept_rows);  // [kept, dim]
+  if (per_sample_weights.defined()) {
+    rows = mul(rows, index_select(per_sample_weights.reshape({-1}), 0, kept_entries).unsqueeze(1));
+  }
+  const Tensor bag = to_device(bag_of);
+  const Tensor z = zeros({bags, dim}, {weight.dtype(), weight.device()});
+  if (mode == "max") {
+    const int64_t k = rows.size(0);
+    return scatter_reduce(z, 0, bag.view({k, 1}).expand({k, dim}), rows, "amax",
+                          /*include_self=*/false);
+  }
+  Tensor out = index_add(z, 0, bag, rows);
+  if (mode == "mean") {
+    for (double& c : count) c = std::max(c, 1.0);
+    out = div(out, from_vector(count, {bags, 1}, {weight.dtype(), weight.device()}));
+  }
+  return out;
 }
 
 Tensor pad(const Tensor& x, IntList pads, std::string_view mode, double value) {

@@ -6,6 +6,9 @@
 //               shape, per element.
 //   group_norm: x [N, C, ...], statistics per (sample, group of C / G channels); weight and bias
 //               per channel.
+// local_response_norm: y = x / (k + alpha * avg of x^2 over channels [c - size/2, c + (size-1)/2],
+//               zero-padded)^beta, as PyTorch's: one avg_pool2d with a (size, 1) window over
+//               x^2 viewed [N, 1, C, rest] and padded along C (no kernel of its own).
 // Training batch_norm also updates running_mean/running_var in place (not recorded by autograd):
 // new = (1 - momentum) * old + momentum * batch, with the UNBIASED batch variance.
 //
@@ -36,6 +39,8 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/nn.h"
+#include "ember/ops/pool.h"
 #include "ember/ops/reduce.h"
 
 namespace ember {
@@ -391,6 +396,21 @@ Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, con
                   c / num_groups,
                   s};
   return row_norm(p, x, weight, bias, eps);
+}
+
+Tensor local_response_norm(const Tensor& x, int64_t size, double alpha, double beta, double k) {
+  EMBER_CHECK_TYPE(x.defined(), "[local_response_norm] undefined tensor argument");
+  EMBER_CHECK(x.dim() >= 3,
+              "[local_response_norm] expected 3-d or higher dimensionality input: got shape {}",
+              shape_str(x.sizes()));
+  EMBER_CHECK(size >= 1, "[local_response_norm] size must be positive: got {}", size);
+  if (x.numel() == 0) return x;
+  const Tensor sq = mul(x, x).reshape({x.size(0), 1, x.size(1), -1});
+  const int64_t pads[4] = {0, 0, size / 2, (size - 1) / 2};
+  const int64_t window[2] = {size, 1}, step[2] = {1, 1};
+  const Tensor avg =
+      avg_pool2d(pad(sq, IntList(pads, 4)), IntList(window, 2), IntList(step, 2)).view(x.sizes());
+  return div(x, pow(add(mul(avg, alpha), k), beta));
 }
 
 }  // namespace ember

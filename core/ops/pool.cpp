@@ -18,17 +18,23 @@
 //   scatter_add(zeros, plane, indices, dy), a plane's outputs added in order, an index outside
 //   [0, H * W) adding nothing; backward ops read H and W off dx. "adaptive_avg_pool2d" and its
 //   backward: {x} -> {y}, no attributes.
+// The 3-d poolings are two passes of these kernels (Note [3-d pooling as two passes]).
 // backward: max: dx = scatter_add(zeros, plane, indices, dy) (differentiable again: its own
 // backward is a gather), or the max_pool2d_backward kernel (Note [Backward of max pooling]). avg
 // and adaptive avg are linear maps whose adjoints are the *_backward kernels; each of the pair is
 // the other's backward, so both are differentiable to any order.
 #include "ember/ops/pool.h"
 
+#include <algorithm>
 #include <array>
+#include <string>
+
+#include <fmt/ranges.h>
 
 #include "core/dispatch/call.h"
 #include "core/ops/size_math.h"
 #include "ember/autograd/record.h"
+#include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
 #include "ember/ops/reduce.h"
@@ -40,39 +46,59 @@ using autograd::LambdaNode;
 using autograd::SavedTensor;
 using Grads = std::vector<Tensor>;
 
-/** Window geometry of one pooling call, per spatial dim (0 = height, 1 = width). */
-struct Pool {
-  std::array<int64_t, 2> k{}, s{}, p{}, d{1, 1}, in{}, out{};
+/** Window geometry of one pooling call over N spatial dims (for N = 2: 0 = height, 1 =
+ *  width; for N = 3 depth first). */
+template <size_t N>
+struct PoolGeometry {
+  std::array<int64_t, N> k{}, s{}, p{}, d{}, in{}, out{};
   /** max_pool2d's attributes; A is attrs::max_pool2d or attrs::max_pool2d_backward. */
   template <typename A>
   A max_attrs() const {
+    static_assert(N == 2);
     A a;
     a.kernel_h = k[0], a.kernel_w = k[1], a.stride_h = s[0], a.stride_w = s[1];
     a.pad_h = p[0], a.pad_w = p[1], a.dil_h = d[0], a.dil_w = d[1];
     return a;
   }
 };
+using Pool = PoolGeometry<2>;
 
-// One value or two for an (H, W) pair; `what` names the argument in messages.
-std::array<int64_t, 2> pair_arg(const char* name, const char* what, IntList v) {
-  EMBER_CHECK(v.size() == 1 || v.size() == 2,
-              "[{}] {} must be one int or two ints (H, W): got {} values {}", name, what, v.size(),
-              shape_str(v));
-  return {v[0], v.size() == 2 ? v[1] : v[0]};
+/** "(a, b)" or "(a, b, c)": a per-dim argument in messages. */
+template <size_t N>
+std::string dims_str(const std::array<int64_t, N>& v) {
+  return fmt::format("({})", fmt::join(v, ", "));
 }
 
-// Checks x (3-d or 4-d, floating unless allow_int) and returns it as a contiguous 4-d tensor.
-Tensor as_batched(const char* name, const Tensor& x, bool allow_int) {
+// One value or N for the spatial dims; `what` names the argument in messages.
+template <size_t N>
+std::array<int64_t, N> dims_arg(const char* name, const char* what, IntList v) {
+  EMBER_CHECK(v.size() == 1 || v.size() == N,
+              "[{}] {} must be one int or {} ints ({}): got {} values {}", name, what, N,
+              N == 3 ? "D, H, W" : "H, W", v.size(), shape_str(v));
+  std::array<int64_t, N> r{};
+  for (size_t i = 0; i < N; ++i) r[i] = v[v.size() == 1 ? 0 : i];
+  return r;
+}
+
+std::array<int64_t, 2> pair_arg(const char* name, const char* what, IntList v) {
+  return dims_arg<2>(name, what, v);
+}
+
+// Checks x (with `spatial` dims, unbatched or batched; floating unless allow_int) and returns
+// it batched.
+Tensor as_batched(const char* name, const Tensor& x, bool allow_int, int64_t spatial = 2) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", name);
-  EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
-              "[{}] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got shape {}", name,
-              shape_str(x.sizes()));
+  const char* dims = spatial == 3 ? "D, H, W" : "H, W";
+  EMBER_CHECK(x.dim() == spatial + 1 || x.dim() == spatial + 2,
+              "[{}] expected a {}-d [C, {}] or {}-d [N, C, {}] input: got shape {}", name,
+              spatial + 1, dims, spatial + 2, dims, shape_str(x.sizes()));
   EMBER_CHECK_TYPE(is_floating(x.dtype()) || (allow_int && x.dtype() != DType::Bool),
                    "[{}] not defined for dtype {} (convert with .to(ember::f32))", name, x.dtype());
-  EMBER_CHECK(x.size(-1) > 0 && x.size(-2) > 0 && x.size(-3) > 0,
-              "[{}] expected non-zero sizes for the C, H and W dims: got shape {}", name,
-              shape_str(x.sizes()));
-  return x.dim() == 3 ? x.unsqueeze(0) : x;
+  for (int64_t i = x.dim() - spatial - 1; i < x.dim(); ++i) {
+    EMBER_CHECK(x.size(i) > 0, "[{}] expected non-zero sizes for the C, {} dims: got shape {}",
+                name, dims, shape_str(x.sizes()));
+  }
+  return x.dim() == spatial + 1 ? x.unsqueeze(0) : x;
 }
 
 // PyTorch's pooling_output_shape, with the ceil_mode rule of the header comment, exact
@@ -85,40 +111,43 @@ WideInt out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ce
   return o;
 }
 
-Pool make_pool(const char* name, const Tensor& x4, IntList kernel_size, IntList stride,
-               IntList padding, IntList dilation, bool ceil_mode) {
-  Pool g;
-  std::array<WideInt, 2> out{};
-  g.k = pair_arg(name, "kernel_size", kernel_size);
-  g.s = stride.empty() ? g.k : pair_arg(name, "stride", stride);
-  g.p = pair_arg(name, "padding", padding);
-  g.d = pair_arg(name, "dilation", dilation);
-  EMBER_CHECK(g.k[0] > 0 && g.k[1] > 0, "[{}] kernel_size must be positive: got ({}, {})", name,
-              g.k[0], g.k[1]);
-  EMBER_CHECK(g.s[0] > 0 && g.s[1] > 0, "[{}] stride must be positive: got ({}, {})", name, g.s[0],
-              g.s[1]);
-  EMBER_CHECK(g.d[0] > 0 && g.d[1] > 0, "[{}] dilation must be positive: got ({}, {})", name,
-              g.d[0], g.d[1]);
-  for (int i = 0; i < 2; ++i) {
+// The checked geometry of pooling the last N dims of x.
+template <size_t N>
+PoolGeometry<N> make_pool(const char* name, const Tensor& x, IntList kernel_size, IntList stride,
+                          IntList padding, IntList dilation, bool ceil_mode) {
+  PoolGeometry<N> g;
+  std::array<WideInt, N> out{};
+  g.k = dims_arg<N>(name, "kernel_size", kernel_size);
+  g.s = stride.empty() ? g.k : dims_arg<N>(name, "stride", stride);
+  g.p = dims_arg<N>(name, "padding", padding);
+  g.d = dims_arg<N>(name, "dilation", dilation);
+  const auto positive = [](const std::array<int64_t, N>& v) {
+    return std::all_of(v.begin(), v.end(), [](int64_t e) { return e > 0; });
+  };
+  EMBER_CHECK(positive(g.k), "[{}] kernel_size must be positive: got {}", name, dims_str(g.k));
+  EMBER_CHECK(positive(g.s), "[{}] stride must be positive: got {}", name, dims_str(g.s));
+  EMBER_CHECK(positive(g.d), "[{}] dilation must be positive: got {}", name, dims_str(g.d));
+  for (size_t i = 0; i < N; ++i) {
     EMBER_CHECK(g.p[i] >= 0 && g.p[i] <= g.k[i] / 2,
                 "[{}] padding should be at least 0 and at most half of kernel_size: got padding "
-                "({}, {}) for kernel_size ({}, {})",
-                name, g.p[0], g.p[1], g.k[0], g.k[1]);
-    g.in[i] = x4.size(2 + i);
+                "{} for kernel_size {}",
+                name, dims_str(g.p), dims_str(g.k));
+    g.in[i] = x.size(x.dim() - static_cast<int64_t>(N) + static_cast<int64_t>(i));
     out[i] = out_size(g.in[i], g.k[i], g.s[i], g.p[i], g.d[i], ceil_mode);
     // As for convolution: the padded input and the dilated window fit int64, so the kernels'
     // window arithmetic cannot wrap.
-    fit_int64(WideInt(g.in[i]) + 2 * WideInt(g.p[i]), name,
-              i == 0 ? "padded height" : "padded width");
-    fit_int64(WideInt(g.d[i]) * (g.k[i] - 1) + 1, name,
-              i == 0 ? "dilated window height" : "dilated window width");
+    static constexpr const char* kPadded[] = {"padded depth", "padded height", "padded width"};
+    static constexpr const char* kDilated[] = {"dilated window depth", "dilated window height",
+                                               "dilated window width"};
+    fit_int64(WideInt(g.in[i]) + 2 * WideInt(g.p[i]), name, kPadded[3 - N + i]);
+    fit_int64(WideInt(g.d[i]) * (g.k[i] - 1) + 1, name, kDilated[3 - N + i]);
   }
-  EMBER_CHECK(out[0] > 0 && out[1] > 0,
-              "[{}] input of shape {} is too small: calculated output size ({}, {}) (kernel_size "
-              "({}, {}), stride ({}, {}), padding ({}, {}), dilation ({}, {}))",
-              name, shape_str(x4.sizes()), out[0], out[1], g.k[0], g.k[1], g.s[0], g.s[1], g.p[0],
-              g.p[1], g.d[0], g.d[1]);
-  g.out = {static_cast<int64_t>(out[0]), static_cast<int64_t>(out[1])};  // <= the padded input
+  EMBER_CHECK(std::all_of(out.begin(), out.end(), [](WideInt o) { return o > 0; }),
+              "[{}] input of shape {} is too small: calculated output size ({}) (kernel_size "
+              "{}, stride {}, padding {}, dilation {})",
+              name, shape_str(x.sizes()), fmt::join(out, ", "), dims_str(g.k), dims_str(g.s),
+              dims_str(g.p), dims_str(g.d));
+  for (size_t i = 0; i < N; ++i) g.out[i] = static_cast<int64_t>(out[i]);  // <= the padded input
   return g;
 }
 
@@ -132,7 +161,7 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* name, const Tensor& x, IntL
                                          IntList stride, IntList padding, IntList dilation,
                                          bool ceil_mode, Pool* geometry_out) {
   const Tensor x4 = as_batched(name, x, /*allow_int=*/true);
-  const Pool g = make_pool(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
+  const Pool g = make_pool<2>(name, x4, kernel_size, stride, padding, dilation, ceil_mode);
   if (geometry_out) *geometry_out = g;
   const Shape sizes{x4.size(0), x4.size(1), g.out[0], g.out[1]};
   const MemoryFormat format = x4.suggest_memory_format();
@@ -319,7 +348,7 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
               divisor_override.value_or(0));
   const Tensor x4 = as_batched("avg_pool2d", x, /*allow_int=*/false);
   AvgArgs a;
-  a.g = make_pool("avg_pool2d", x4, kernel_size, stride, padding, {1, 1}, ceil_mode);
+  a.g = make_pool<2>("avg_pool2d", x4, kernel_size, stride, padding, {1, 1}, ceil_mode);
   a.count_include_pad = count_include_pad;
   a.divisor_override = divisor_override.value_or(0);
   return squeeze_if(avg_forward(x4, a), x.dim() == 3);
@@ -331,23 +360,33 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
 // amax over each of the oH row windows (one op each, stacked), then over each of the oW column
 // windows of that: O(oH + oW) ops on any backend, with amax's gradient, and no kernel of its own.
 // Windows follow PyTorch: output i spans [floor(i in / out), ceil((i + 1) in / out)).
+namespace {
+
+// adaptive_max_pool2d's and adaptive_max_pool3d's passes: amax over each window of each of
+// `dims` of the batched xb in turn, `out` windows along each.
+Tensor adaptive_max_passes(const Tensor& xb, IntList dims, IntList out) {
+  Tensor y = xb;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t dim = dims[i], in = y.size(dim), o = out[i];
+    std::vector<Tensor> parts;
+    parts.reserve(static_cast<size_t>(o));
+    for (int64_t j = 0; j < o; ++j) {
+      const int64_t start = j * in / o, end = ((j + 1) * in + o - 1) / o;
+      parts.push_back(amax(y.narrow(dim, start, end - start), {dim}, /*keepdim=*/true));
+    }
+    y = cat(parts, dim);
+  }
+  return y;
+}
+
+}  // namespace
+
 Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
   const Tensor x4 = as_batched("adaptive_max_pool2d", x, /*allow_int=*/false);
   const auto out = pair_arg("adaptive_max_pool2d", "output_size", output_size);
   EMBER_CHECK(out[0] > 0 && out[1] > 0,
               "[adaptive_max_pool2d] output_size must be positive: got ({}, {})", out[0], out[1]);
-  Tensor y = x4;
-  for (int64_t dim : {2, 3}) {
-    const int64_t in = y.size(dim), o = out[dim - 2];
-    std::vector<Tensor> parts;
-    parts.reserve(static_cast<size_t>(o));
-    for (int64_t i = 0; i < o; ++i) {
-      const int64_t start = i * in / o, end = ((i + 1) * in + o - 1) / o;
-      parts.push_back(amax(y.narrow(dim, start, end - start), {dim}, /*keepdim=*/true));
-    }
-    y = cat(parts, dim);
-  }
-  return squeeze_if(y, x.dim() == 3);
+  return squeeze_if(adaptive_max_passes(x4, {2, 3}, {out[0], out[1]}), x.dim() == 3);
 }
 
 // Note [1-d pooling is 2-d pooling of height 1]
@@ -386,8 +425,8 @@ Tensor avg_pool1d(const Tensor& x, int64_t kernel_size, std::optional<int64_t> s
   const Tensor x4 = as_rows("avg_pool1d", x);
   const Tensor b4 = as_batched("avg_pool1d", x4, /*allow_int=*/false);
   AvgArgs a;
-  a.g = make_pool("avg_pool1d", b4, {1, kernel_size}, {1, stride.value_or(kernel_size)},
-                  {0, padding}, {1, 1}, ceil_mode);
+  a.g = make_pool<2>("avg_pool1d", b4, {1, kernel_size}, {1, stride.value_or(kernel_size)},
+                     {0, padding}, {1, 1}, ceil_mode);
   a.count_include_pad = count_include_pad;
   return squeeze_if(avg_forward(b4, a), x4.dim() == 3).squeeze(-2);
 }
@@ -412,6 +451,134 @@ Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
   EMBER_CHECK(out[0] > 0 && out[1] > 0,
               "[adaptive_avg_pool2d] output_size must be positive: got ({}, {})", out[0], out[1]);
   return squeeze_if(adaptive_forward(x4, out), x.dim() == 3);
+}
+
+// Note [3-d pooling as two passes]
+// A 3-d window is the product of a depth window and a plane window, and the maximum (or sum) over
+// it is the maximum (or sum) over the depth window of the plane windows' maxima (sums). So the
+// 3-d poolings pool every depth slice's planes with the 2-d kernels ([N, C D, H, W]), then the
+// depth with the same kernels over [N, C, D, OH OW] with (kD, 1) windows: every backend, the 2-d
+// kernels' gradients, no kernel of their own. Each dim's output size and window follow PyTorch's
+// per-dim rules, so the passes agree with the 3-d ones. Average pooling's divisor is a product
+// of per-dim counts too (PyTorch's pool_size; without count_include_pad, the taps inside the
+// input), so the passes' divisors multiply to it; divisor_override sums in both passes and
+// divides once. Max pooling returns PyTorch's indices, d H W + h W + w of the first maximum in
+// (d, h, w) order: the depth pass picks the first depth slice holding the maximum, and the
+// plane pass's index within that slice is the first there. Adaptive windows are products as
+// well (Note [Adaptive max pooling as two one-dim passes]).
+namespace {
+
+/** The plane pass (dims 1 and 2 of g) of a 3-d pooling. */
+Pool plane_pass(const PoolGeometry<3>& g) {
+  Pool p;
+  p.k = {g.k[1], g.k[2]}, p.s = {g.s[1], g.s[2]}, p.p = {g.p[1], g.p[2]};
+  p.d = {g.d[1], g.d[2]}, p.in = {g.in[1], g.in[2]}, p.out = {g.out[1], g.out[2]};
+  return p;
+}
+
+/** The depth pass of a 3-d pooling, over [N, C, D, OH OW]. */
+Pool depth_pass(const PoolGeometry<3>& g) {
+  const int64_t cols = g.out[1] * g.out[2];
+  Pool p;
+  p.k = {g.k[0], 1}, p.s = {g.s[0], 1}, p.p = {g.p[0], 0};
+  p.d = {g.d[0], 1}, p.in = {g.in[0], cols}, p.out = {g.out[0], cols};
+  return p;
+}
+
+IntList ints(const std::array<int64_t, 2>& v) {
+  return IntList(v.data(), v.size());
+}
+
+// max_pool3d's two passes; the indices are combined only when `indices` asks for them.
+std::tuple<Tensor, Tensor> max_pool3d_passes(const Tensor& x, IntList kernel_size, IntList stride,
+                                             IntList padding, IntList dilation, bool ceil_mode,
+                                             bool indices) {
+  constexpr const char* kOp = "max_pool3d";
+  const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
+  const auto g = make_pool<3>(kOp, x5, kernel_size, stride, padding, dilation, ceil_mode);
+  const Pool plane = plane_pass(g), depth = depth_pass(g);
+  const int64_t n = x5.size(0), c = x5.size(1);
+  const auto [yp, ip] =
+      max_pool_ad(kOp, x5.reshape({n, c * g.in[0], g.in[1], g.in[2]}), ints(plane.k), ints(plane.s),
+                  ints(plane.p), ints(plane.d), ceil_mode);
+  const auto [yd, id] = max_pool_ad(kOp, yp.reshape({n, c, g.in[0], depth.in[1]}), ints(depth.k),
+                                    ints(depth.s), ints(depth.p), ints(depth.d), ceil_mode);
+  const Shape sizes{n, c, g.out[0], g.out[1], g.out[2]};
+  const bool unbatched = x.dim() == 4;
+  const Tensor y = squeeze_if(yd.reshape(sizes), unbatched);
+  if (!indices) return {y, Tensor()};
+  // id = d * OH OW + the output's position in its plane; the plane pass's index there.
+  const Tensor at = id.reshape({n * c, -1});
+  const Tensor within = gather(ip.reshape({n * c, -1}), 1, at);
+  const Tensor idx = add(mul(div(at, depth.in[1], "floor"), g.in[1] * g.in[2]), within);
+  return {y, squeeze_if(idx.reshape(sizes), unbatched)};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
+                                                   IntList stride, IntList padding,
+                                                   IntList dilation, bool ceil_mode) {
+  return max_pool3d_passes(x, kernel_size, stride, padding, dilation, ceil_mode,
+                           /*indices=*/true);
+}
+
+Tensor max_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                  IntList dilation, bool ceil_mode) {
+  return std::get<0>(max_pool3d_passes(x, kernel_size, stride, padding, dilation, ceil_mode,
+                                       /*indices=*/false));
+}
+
+Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride, IntList padding,
+                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  constexpr const char* kOp = "avg_pool3d";
+  EMBER_CHECK(!divisor_override || *divisor_override > 0,
+              "[avg_pool3d] divisor_override must be positive: got {}",
+              divisor_override.value_or(0));
+  const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
+  const auto g = make_pool<3>(kOp, x5, kernel_size, stride, padding, {1}, ceil_mode);
+  AvgArgs plane, depth;
+  plane.g = plane_pass(g), depth.g = depth_pass(g);
+  plane.count_include_pad = depth.count_include_pad = count_include_pad;
+  plane.divisor_override = depth.divisor_override = divisor_override ? 1 : 0;
+  const int64_t n = x5.size(0), c = x5.size(1);
+  const Tensor yp = avg_forward(x5.reshape({n, c * g.in[0], g.in[1], g.in[2]}), plane);
+  Tensor y = avg_forward(yp.reshape({n, c, g.in[0], depth.g.in[1]}), depth)
+                 .reshape({n, c, g.out[0], g.out[1], g.out[2]});
+  if (divisor_override) y = div(y, static_cast<double>(*divisor_override));
+  return squeeze_if(y, x.dim() == 4);
+}
+
+namespace {
+
+// The checked output size of an adaptive 3-d pooling of x.
+std::array<int64_t, 3> adaptive_size3(const char* op, const Tensor& x, IntList output_size) {
+  const auto out = dims_arg<3>(op, "output_size", output_size);
+  EMBER_CHECK(out[0] > 0 && out[1] > 0 && out[2] > 0,
+              "[{}] output_size must be positive: got {} (input shape {})", op, dims_str(out),
+              shape_str(x.sizes()));
+  return out;
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size) {
+  constexpr const char* kOp = "adaptive_avg_pool3d";
+  const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
+  const auto out = adaptive_size3(kOp, x, output_size);
+  const int64_t n = x5.size(0), c = x5.size(1), d = x5.size(2), cols = out[1] * out[2];
+  const Tensor yp =
+      adaptive_forward(x5.reshape({n, c * d, x5.size(3), x5.size(4)}), {out[1], out[2]});
+  const Tensor y = adaptive_forward(yp.reshape({n, c, d, cols}), {out[0], cols})
+                       .reshape({n, c, out[0], out[1], out[2]});
+  return squeeze_if(y, x.dim() == 4);
+}
+
+Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
+  constexpr const char* kOp = "adaptive_max_pool3d";
+  const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
+  const auto out = adaptive_size3(kOp, x, output_size);
+  return squeeze_if(adaptive_max_passes(x5, {2, 3, 4}, {out[0], out[1], out[2]}), x.dim() == 4);
 }
 
 }  // namespace ember

@@ -857,23 +857,49 @@ nb::class_<T, Base, PyLayer<T>> layer(nb::module_& m, const char* name, const ch
   return cls;
 }
 
+nn::Triple triple_of(const Ints& v) {
+  if (v.size() == 1) return nn::Triple(v.v[0]);
+  EMBER_CHECK(v.size() == 3, "[nn] expected an int or a triple of ints, got {} values", v.size());
+  return nn::Triple(v.v[0], v.v[1], v.v[2]);
+}
+
+nb::tuple triple_tuple(const nn::Triple& t) {
+  return nb::make_tuple(t.d, t.h, t.w);
+}
+
+/** 'same' or 'valid' conv padding over the spatial dims of `kernel` (one value per dim), or
+ *  numbers (one or one per dim). */
+Shape conv_padding_dims(nb::handle padding, IntList kernel, IntList dilation, IntList stride,
+                        const char* layer_name) {
+  const size_t n = kernel.size();
+  if (!nb::isinstance<nb::str>(padding)) {
+    const Ints p = nb::cast<Ints>(padding);
+    return p.size() == 1 ? Shape(n, p.v[0]) : p.v;
+  }
+  const std::string p = nb::cast<std::string>(padding);
+  if (p == "valid") return Shape(n, 0);
+  EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
+              layer_name, p);
+  Shape pads;
+  for (size_t i = 0; i < n; ++i) {
+    EMBER_CHECK(stride[i] == 1, "[nn.{}] padding='same' is not supported for strided convolutions",
+                layer_name);
+    const int64_t span = dilation[i] * (kernel[i] - 1);
+    EMBER_CHECK(span % 2 == 0,
+                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {}",
+                layer_name, span);
+    pads.push_back(span / 2);
+  }
+  return pads;
+}
+
 /** 'same' or 'valid' conv padding, or numbers. */
 nn::Pair conv_padding_arg(nb::handle padding, const nn::Pair& kernel, const nn::Pair& dilation,
                           const nn::Pair& stride, const char* layer_name) {
-  if (nb::isinstance<nb::str>(padding)) {
-    const std::string p = nb::cast<std::string>(padding);
-    if (p == "valid") return nn::Pair(0);
-    EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
-                layer_name, p);
-    EMBER_CHECK(stride.h == 1 && stride.w == 1,
-                "[nn.{}] padding='same' is not supported for strided convolutions", layer_name);
-    const int64_t th = dilation.h * (kernel.h - 1), tw = dilation.w * (kernel.w - 1);
-    EMBER_CHECK(th % 2 == 0 && tw % 2 == 0,
-                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {} and {}",
-                layer_name, th, tw);
-    return nn::Pair(th / 2, tw / 2);
-  }
-  return pair_of(nb::cast<Ints>(padding));
+  const Shape p = conv_padding_dims(padding, {kernel.h, kernel.w}, {dilation.h, dilation.w},
+                                    {stride.h, stride.w}, layer_name);
+  EMBER_CHECK(p.size() == 2, "[nn] expected an int or a pair of ints, got {} values", p.size());
+  return nn::Pair(p[0], p[1]);
 }
 
 void bind_module_base(nb::module_& m) {
@@ -1457,6 +1483,50 @@ void bind_layers(nb::module_& m) {
           "kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
 
+  layer<nn::Conv3d>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Conv3d> v, int64_t in, int64_t out, Ints kernel_size,
+             Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
+             std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(
+                padding_mode == "zeros",
+                "[nn.Conv3d] padding_mode '{}' is not supported (only 'zeros')", padding_mode);
+            nn::Conv3dOptions o;
+            const nn::Triple k = triple_of(kernel_size);
+            o.stride = triple_of(stride);
+            o.dilation = triple_of(dilation);
+            const Shape p = conv_padding_dims(padding, {k.d, k.h, k.w},
+                                              {o.dilation.d, o.dilation.h, o.dilation.w},
+                                              {o.stride.d, o.stride.h, o.stride.w}, "Conv3d");
+            o.padding = triple_of(Ints{p});
+            o.groups = groups;
+            o.bias = bias;
+            construct<nn::Conv3d>(v, in, out, k, o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "3-d convolution.", record_init())
+      .def_ro("in_channels", &nn::Conv3d::in_channels, "Input channels.")
+      .def_ro("out_channels", &nn::Conv3d::out_channels, "Output channels.")
+      .def_prop_ro(
+          "kernel_size", [](const nn::Conv3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).")
+      .def_prop_ro(
+          "stride", [](const nn::Conv3d& l) { return triple_tuple(l.options.stride); },
+          "Window steps.")
+      .def_prop_ro(
+          "padding", [](const nn::Conv3d& l) { return triple_tuple(l.options.padding); },
+          "Padding per side.")
+      .def_prop_ro(
+          "dilation", [](const nn::Conv3d& l) { return triple_tuple(l.options.dilation); },
+          "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
+      .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.");
+
   nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
                                                    module_type_slots(),
                                                    "What BatchNorm1d and BatchNorm2d share.");
@@ -1580,6 +1650,51 @@ void bind_layers(nb::module_& m) {
       .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
       .def_ro("max_norm", &nn::Embedding::max_norm, "Rows looked up are renormalised to it.");
 
+  layer<nn::EmbeddingBag>(m, "EmbeddingBag", "Bags of rows of a lookup table, reduced.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::EmbeddingBag> v, int64_t num_embeddings,
+             int64_t embedding_dim, std::optional<double> max_norm, double norm_type,
+             bool scale_grad_by_freq, std::string mode, bool sparse, std::optional<Tensor> weight,
+             bool include_last_offset, std::optional<int64_t> padding_idx,
+             std::optional<Device> device, std::optional<DType> dtype) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!sparse,
+                                        "[nn.EmbeddingBag] sparse gradients are not supported");
+            EMBER_CHECK_NOT_IMPLEMENTED(!scale_grad_by_freq,
+                                        "[nn.EmbeddingBag] scale_grad_by_freq is not supported");
+            construct<nn::EmbeddingBag>(v, num_embeddings, embedding_dim, max_norm, norm_type,
+                                        std::move(mode), include_last_offset, padding_idx);
+            if (weight) {
+              EMBER_CHECK(weight->dim() == 2 && weight->size(0) == num_embeddings &&
+                              weight->size(1) == embedding_dim,
+                          "[nn.EmbeddingBag] _weight has shape {}, expected [{}, {}]",
+                          shape_str(weight->sizes()), num_embeddings, embedding_dim);
+              v.p->set_parameter("weight", *weight, true);
+            }
+            place(*v.p, device, dtype);
+          },
+          "num_embeddings"_a, "embedding_dim"_a, "max_norm"_a = nb::none(), "norm_type"_a = 2.0,
+          "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false,
+          "_weight"_a = nb::none(), "include_last_offset"_a = false, "padding_idx"_a = nb::none(),
+          "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "A table of num_embeddings vectors of size embedding_dim, reduced per bag.",
+          record_init())
+      .def(
+          "forward",
+          [](nn::EmbeddingBag& l, const Tensor& input, std::optional<Tensor> offsets,
+             std::optional<Tensor> per_sample_weights) {
+            return l.forward(input, opt(offsets), opt(per_sample_weights));
+          },
+          "input"_a, "offsets"_a = nb::none(), "per_sample_weights"_a = nb::none(), release_gil(),
+          "The reduced bags of input (1-d with offsets, or 2-d).")
+      .def_ro("num_embeddings", &nn::EmbeddingBag::num_embeddings, "Rows.")
+      .def_ro("embedding_dim", &nn::EmbeddingBag::embedding_dim, "Columns.")
+      .def_ro("mode", &nn::EmbeddingBag::mode, "'sum', 'mean' or 'max'.")
+      .def_ro("include_last_offset", &nn::EmbeddingBag::include_last_offset,
+              "Whether offsets ends with the end of the last bag.")
+      .def_ro("padding_idx", &nn::EmbeddingBag::padding_idx, "The row left out of every bag.")
+      .def_ro("max_norm", &nn::EmbeddingBag::max_norm, "Rows looked up are renormalised to it.");
+
   auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max) {
     using T = typename decltype(tag)::type;
     auto c = layer<T>(m, name, doc);
@@ -1647,6 +1762,72 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
+  layer<nn::MaxPool3d>(m, "MaxPool3d", "Max pooling over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::MaxPool3d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.MaxPool3d] return_indices is not supported by the "
+                                        "layer (use nn.functional.max_pool3d)");
+            nn::Pool3dOptions o;
+            if (stride) o.stride = triple_of(*stride);
+            o.padding = triple_of(padding);
+            o.dilation = triple_of(dilation);
+            o.ceil_mode = ceil_mode;
+            construct<nn::MaxPool3d>(v, triple_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
+          record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::MaxPool3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).");
+  layer<nn::AvgPool3d>(m, "AvgPool3d", "Average pooling over [N, C, D, H, W].")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AvgPool3d> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, bool ceil_mode, bool count_include_pad,
+             std::optional<int64_t> divisor_override) {
+            nn::Pool3dOptions o;
+            if (stride) o.stride = triple_of(*stride);
+            o.padding = triple_of(padding);
+            o.ceil_mode = ceil_mode;
+            o.count_include_pad = count_include_pad;
+            o.divisor_override = divisor_override;
+            construct<nn::AvgPool3d>(v, triple_of(kernel_size), o);
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none(),
+          "Pools kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::AvgPool3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).");
+  layer<nn::AdaptiveAvgPool3d>(m, "AdaptiveAvgPool3d",
+                               "Average pooling over [N, C, D, H, W] to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveAvgPool3d> v, Ints output_size) {
+            construct<nn::AdaptiveAvgPool3d>(v, triple_of(output_size));
+          },
+          "output_size"_a, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveAvgPool3d& l) { return triple_tuple(l.output_size); },
+          "(D, H, W).");
+  layer<nn::AdaptiveMaxPool3d>(m, "AdaptiveMaxPool3d",
+                               "Max pooling over [N, C, D, H, W] to a fixed output size.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::AdaptiveMaxPool3d> v, Ints output_size,
+             bool return_indices) {
+            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                        "[nn.AdaptiveMaxPool3d] return_indices is not supported");
+            construct<nn::AdaptiveMaxPool3d>(v, triple_of(output_size));
+          },
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::AdaptiveMaxPool3d& l) { return triple_tuple(l.output_size); },
+          "(D, H, W).");
   layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].")
       .def(
           "__init__",
@@ -1749,6 +1930,55 @@ void bind_layers(nb::module_& m) {
           },
           "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
       .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
+  layer<nn::LocalResponseNorm>(m, "LocalResponseNorm", "local_response_norm across channels.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::LocalResponseNorm> v, int64_t size, double alpha,
+             double beta, double k) { construct<nn::LocalResponseNorm>(v, size, alpha, beta, k); },
+          "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0,
+          "Normalises over size neighbouring channels.", record_init())
+      .def_ro("size", &nn::LocalResponseNorm::size, "Channels in each window.")
+      .def_ro("alpha", &nn::LocalResponseNorm::alpha, "Scale of the mean square.")
+      .def_ro("beta", &nn::LocalResponseNorm::beta, "Exponent.")
+      .def_ro("k", &nn::LocalResponseNorm::k, "Additive constant.");
+  layer<nn::Unfold>(m, "Unfold", "The sliding blocks of [N, C, H, W] as columns (im2col).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Unfold> v, Ints kernel_size, Ints dilation, Ints padding,
+             Ints stride) {
+            construct<nn::Unfold>(v, pair_of(kernel_size), pair_of(dilation), pair_of(padding),
+                                  pair_of(stride));
+          },
+          "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
+          "Blocks of kernel_size windows.", record_init())
+      .def_prop_ro(
+          "kernel_size", [](const nn::Unfold& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+      .def_prop_ro(
+          "dilation", [](const nn::Unfold& l) { return pair_tuple(l.dilation); }, "Tap spacing.")
+      .def_prop_ro(
+          "padding", [](const nn::Unfold& l) { return pair_tuple(l.padding); }, "Zero padding.")
+      .def_prop_ro(
+          "stride", [](const nn::Unfold& l) { return pair_tuple(l.stride); }, "Block steps.");
+  layer<nn::Fold>(m, "Fold", "Columns [N, C kH kW, L] summed into images (col2im).")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Fold> v, Ints output_size, Ints kernel_size, Ints dilation,
+             Ints padding, Ints stride) {
+            construct<nn::Fold>(v, pair_of(output_size), pair_of(kernel_size), pair_of(dilation),
+                                pair_of(padding), pair_of(stride));
+          },
+          "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1,
+          "Images of output_size from blocks of kernel_size windows.", record_init())
+      .def_prop_ro(
+          "output_size", [](const nn::Fold& l) { return pair_tuple(l.output_size); }, "(H, W).")
+      .def_prop_ro(
+          "kernel_size", [](const nn::Fold& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
+      .def_prop_ro(
+          "dilation", [](const nn::Fold& l) { return pair_tuple(l.dilation); }, "Tap spacing.")
+      .def_prop_ro(
+          "padding", [](const nn::Fold& l) { return pair_tuple(l.padding); }, "Zero padding.")
+      .def_prop_ro(
+          "stride", [](const nn::Fold& l) { return pair_tuple(l.stride); }, "Block steps.");
   layer<nn::CosineSimilarity>(m, "CosineSimilarity", "cosine_similarity of two inputs.", false)
       .def(
           "__init__",
@@ -2120,6 +2350,26 @@ void bind_losses(nb::module_& m) {
           "margin"_a = 0.0, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
           "reduction"_a = "mean", record_init())
       .def_ro("margin", &nn::MarginRankingLoss::margin, "The margin.");
+  triple_loss(std::type_identity<nn::GaussianNLLLoss>{}, "GaussianNLLLoss",
+              "gaussian_nll_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::GaussianNLLLoss> v, bool full, double eps,
+             std::string_view reduction) {
+            construct<nn::GaussianNLLLoss>(v, full, eps,
+                                           parse_reduction(reduction, "GaussianNLLLoss"));
+          },
+          nb::kw_only(), "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean", record_init())
+      .def(
+          "forward",
+          [](nn::GaussianNLLLoss& l, const Tensor& input, const Tensor& target,
+             const Operand& var) {
+            return var.tensor ? l.forward(input, target, *var.tensor)
+                              : l.forward(input, target, var.scalar.to_double());
+          },
+          "input"_a, "target"_a, "var"_a, release_gil(), "The loss of input against target.")
+      .def_ro("full", &nn::GaussianNLLLoss::full, "Whether log(2 pi) / 2 is added.")
+      .def_ro("eps", &nn::GaussianNLLLoss::eps, "The smallest variance.");
   triple_loss(std::type_identity<nn::CosineEmbeddingLoss>{}, "CosineEmbeddingLoss",
               "cosine_embedding_loss as a module.")
       .def(

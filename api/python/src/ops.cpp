@@ -191,6 +191,42 @@ Shape pair(const Ints& v, size_t n = 2) {
   return v.v;
 }
 
+/** An adaptive pooling's output_size over `n` spatial dims: an int, or a sequence whose None
+ *  entries keep x's size there. */
+Shape adaptive_size(const Tensor& x, nb::handle output_size, size_t n) {
+  if (!PyTuple_Check(output_size.ptr()) && !PyList_Check(output_size.ptr())) {
+    return pair(nb::cast<Ints>(output_size), n);
+  }
+  Shape out;
+  int64_t i = 0;
+  for (nb::handle v : nb::borrow<nb::sequence>(output_size)) {
+    out.push_back(v.is_none() ? x.size(x.dim() - static_cast<int64_t>(n) + i)
+                              : nb::cast<int64_t>(v));
+    ++i;
+  }
+  return out;
+}
+
+/** A max pooling's result: values() alone, or both()'s (output, indices) when return_indices;
+ *  either runs with the GIL released. */
+template <class Values, class Both>
+nb::object max_pooled(bool return_indices, Values&& values, Both&& both) {
+  if (!return_indices) {
+    Tensor r;
+    {
+      GilRelease release;
+      r = values();
+    }
+    return wrap_tensor(r);
+  }
+  std::tuple<Tensor, Tensor> r;
+  {
+    GilRelease release;
+    r = both();
+  }
+  return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+}
+
 /** PyTorch's legacy size_average/reduce arguments folded into a reduction, as torch does. */
 Reduction loss_reduction(std::optional<bool> size_average, std::optional<bool> reduce,
                          std::string_view reduction, const char* op) {
@@ -245,6 +281,23 @@ void bind_functional(nb::module_& f) {
       "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false, release_gil(),
       "Rows of weight picked by the integer indices of input.");
   f.def(
+      "embedding_bag",
+      [](const Tensor& input, const Tensor& weight, std::optional<Tensor> offsets,
+         std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq,
+         std::string_view mode, bool sparse, std::optional<Tensor> per_sample_weights,
+         bool include_last_offset, std::optional<int64_t> padding_idx) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[embedding_bag] sparse gradients are not supported");
+        EMBER_CHECK_NOT_IMPLEMENTED(!scale_grad_by_freq,
+                                    "[embedding_bag] scale_grad_by_freq is not supported");
+        return embedding_bag(weight, input, opt(offsets), mode, opt(per_sample_weights),
+                             include_last_offset, padding_idx, max_norm, norm_type);
+      },
+      "input"_a, "weight"_a, "offsets"_a = nb::none(), "max_norm"_a = nb::none(),
+      "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "mode"_a = "mean", "sparse"_a = false,
+      "per_sample_weights"_a = nb::none(), "include_last_offset"_a = false,
+      "padding_idx"_a = nb::none(), release_gil(),
+      "Sums, means or maxima of bags of weight's rows picked by input (and offsets).");
+  f.def(
       "one_hot", [](const Tensor& t, int64_t num_classes) { return one_hot(t, num_classes); },
       "tensor"_a, "num_classes"_a = -1, release_gil(), "The classes as one-hot int64 rows.");
   f.def(
@@ -298,6 +351,17 @@ void bind_functional(nb::module_& f) {
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "2-d convolution over [N, C, H, W].");
   f.def(
+      "conv3d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
+         Ints dilation, int64_t groups) {
+        const Shape s = pair(stride, 3), d = pair(dilation, 3);
+        const Shape p = conv_padding(padding, w, d, s, 3, "conv3d");
+        GilRelease release;
+        return conv3d(x, w, opt(b), s, p, d, groups);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");
+  f.def(
       "conv_transpose2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
          Ints output_padding, int64_t groups, Ints dilation) {
@@ -308,25 +372,30 @@ void bind_functional(nb::module_& f) {
       "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
       "Transposed 2-d convolution.");
   f.def(
+      "unfold",
+      [](const Tensor& x, Ints kernel_size, Ints dilation, Ints padding, Ints stride) {
+        return unfold(x, kernel_size.v, dilation.v, padding.v, stride.v);
+      },
+      "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1, release_gil(),
+      "The sliding blocks of [N, C, H, W] as columns [N, C kH kW, L] (im2col).");
+  f.def(
+      "fold",
+      [](const Tensor& x, Ints output_size, Ints kernel_size, Ints dilation, Ints padding,
+         Ints stride) {
+        return fold(x, output_size.v, kernel_size.v, dilation.v, padding.v, stride.v);
+      },
+      "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
+      "stride"_a = 1, release_gil(),
+      "Columns [N, C kH kW, L] summed into images [N, C, output_size] (col2im).");
+  f.def(
       "max_pool2d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
          bool ceil_mode, bool return_indices) -> nb::object {
         const Shape k = pair(kernel_size), s = stride ? pair(*stride) : Shape(), p = pair(padding),
                     d = pair(dilation);
-        if (!return_indices) {
-          Tensor r;
-          {
-            GilRelease release;
-            r = max_pool2d(x, k, s, p, d, ceil_mode);
-          }
-          return wrap_tensor(r);
-        }
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = max_pool2d_with_indices(x, k, s, p, d, ceil_mode);
-        }
-        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+        return max_pooled(
+            return_indices, [&] { return max_pool2d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool2d_with_indices(x, k, s, p, d, ceil_mode); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
@@ -344,17 +413,7 @@ void bind_functional(nb::module_& f) {
   f.def(
       "adaptive_avg_pool2d",
       [](const Tensor& x, nb::handle output_size) {
-        Shape out;
-        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
-          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
-          int64_t i = 0;
-          for (nb::handle v : seq) {
-            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
-            ++i;
-          }
-        } else {
-          out = pair(nb::cast<Ints>(output_size));
-        }
+        const Shape out = adaptive_size(x, output_size, 2);
         GilRelease release;
         return adaptive_avg_pool2d(x, out);
       },
@@ -364,22 +423,55 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
         EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
                                     "[adaptive_max_pool2d] return_indices is not supported");
-        Shape out;
-        if (PyTuple_Check(output_size.ptr()) || PyList_Check(output_size.ptr())) {
-          nb::sequence seq = nb::borrow<nb::sequence>(output_size);
-          int64_t i = 0;
-          for (nb::handle v : seq) {
-            out.push_back(v.is_none() ? x.size(x.dim() - 2 + i) : nb::cast<int64_t>(v));
-            ++i;
-          }
-        } else {
-          out = pair(nb::cast<Ints>(output_size));
-        }
+        const Shape out = adaptive_size(x, output_size, 2);
         GilRelease release;
         return adaptive_max_pool2d(x, out);
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
       "Max pooling to a fixed output size (None keeps a size).");
+  f.def(
+      "max_pool3d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
+         bool ceil_mode, bool return_indices) -> nb::object {
+        const Shape k = pair(kernel_size, 3), s = stride ? pair(*stride, 3) : Shape(),
+                    p = pair(padding, 3), d = pair(dilation, 3);
+        return max_pooled(
+            return_indices, [&] { return max_pool3d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool3d_with_indices(x, k, s, p, d, ceil_mode); });
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
+      "ceil_mode"_a = false, "return_indices"_a = false,
+      "Max pooling over [N, C, D, H, W] (with the argmax indices if asked).");
+  f.def(
+      "avg_pool3d",
+      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
+         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+        return avg_pool3d(x, pair(kernel_size, 3), stride ? pair(*stride, 3) : Shape(),
+                          pair(padding, 3), ceil_mode, count_include_pad, divisor_override);
+      },
+      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
+      "count_include_pad"_a = true, "divisor_override"_a = nb::none(), release_gil(),
+      "Average pooling over [N, C, D, H, W].");
+  f.def(
+      "adaptive_avg_pool3d",
+      [](const Tensor& x, nb::handle output_size) {
+        const Shape out = adaptive_size(x, output_size, 3);
+        GilRelease release;
+        return adaptive_avg_pool3d(x, out);
+      },
+      "input"_a, "output_size"_a,
+      "Average pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
+  f.def(
+      "adaptive_max_pool3d",
+      [](const Tensor& x, nb::handle output_size, bool return_indices) {
+        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
+                                    "[adaptive_max_pool3d] return_indices is not supported");
+        const Shape out = adaptive_size(x, output_size, 3);
+        GilRelease release;
+        return adaptive_max_pool3d(x, out);
+      },
+      "input"_a, "output_size"_a, "return_indices"_a = false,
+      "Max pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
   f.def(
       "max_pool1d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
@@ -390,13 +482,9 @@ void bind_functional(nb::module_& f) {
                                      : std::nullopt;
         const int64_t p = single(padding, "max_pool1d", "padding"),
                       d = single(dilation, "max_pool1d", "dilation");
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = max_pool1d_with_indices(x, k, s, p, d, ceil_mode);
-        }
-        if (!return_indices) return wrap_tensor(std::get<0>(r));
-        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+        return max_pooled(
+            return_indices, [&] { return max_pool1d(x, k, s, p, d, ceil_mode); },
+            [&] { return max_pool1d_with_indices(x, k, s, p, d, ceil_mode); });
       },
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
@@ -661,6 +749,23 @@ void bind_functional(nb::module_& f) {
       "input"_a, "target"_a, "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(),
       "eps"_a = 1e-8, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
       "Poisson negative log-likelihood.");
+  f.def(
+      "gaussian_nll_loss",
+      [](const Tensor& input, const Tensor& target, const Operand& var, bool full, double eps,
+         std::string_view reduction) {
+        const Reduction r = parse_reduction(reduction, "gaussian_nll_loss");
+        return var.tensor ? gaussian_nll_loss(input, target, *var.tensor, full, eps, r)
+                          : gaussian_nll_loss(input, target, var.scalar.to_double(), full, eps, r);
+      },
+      "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
+      release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
+  f.def(
+      "local_response_norm",
+      [](const Tensor& x, int64_t size, double alpha, double beta, double k) {
+        return local_response_norm(x, size, alpha, beta, k);
+      },
+      "input"_a, "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0, release_gil(),
+      "input / (k + alpha * mean of input^2 over size neighbouring channels)^beta.");
   f.def(
       "margin_ranking_loss",
       [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,

@@ -436,5 +436,71 @@ TEST(Init, GainsAndFansFollowPyTorch) {
   EXPECT_EQ(stats(big).max, 0.0);
 }
 
+TEST(UnfoldAndFold, ModulesForwardTheirSizes) {
+  const Tensor x = randn({2, 3, 5, 4});
+  Unfold unfold_layer({2, 3}, 1, {1, 0}, 2);
+  const Tensor cols = unfold_layer(x);
+  EXPECT_EQ(values(cols), values(unfold(x, {2, 3}, {1}, {1, 0}, {2})));
+  EXPECT_EQ(cols.sizes(), (Shape{2, 18, 3 * 1}));
+  EXPECT_EQ(unfold_layer.extra_repr(), "kernel_size=(2, 3), dilation=1, padding=(1, 0), stride=2");
+  Fold fold_layer({5, 4}, {2, 3}, 1, {1, 0}, 2);
+  EXPECT_EQ(values(fold_layer(cols)), values(fold(cols, {5, 4}, {2, 3}, {1}, {1, 0}, {2})));
+  EXPECT_EQ(fold_layer(cols).sizes(), x.sizes());
+}
+
+TEST(Conv3d, LayoutInitAndForward) {
+  Conv3d conv(4, 6, {3, 2, 2}, {.stride = {2, 1, 1}, .padding = 1, .groups = 2});
+  EXPECT_EQ(conv.weight.sizes(), (Shape{6, 2, 3, 2, 2}));
+  EXPECT_EQ(conv.bias.sizes(), (Shape{6}));
+  expect_uniform(Conv3d(8, 4, 3, {.groups = 2}).weight, 1 / std::sqrt(4.0 * 27));  // fan_in
+  const Tensor x = randn({2, 4, 5, 4, 4});
+  EXPECT_EQ(values(conv(x)), values(conv3d(x, conv.weight, conv.bias, {2, 1, 1}, {1}, {1}, 2)));
+  EXPECT_EQ(conv(x).sizes(), (Shape{2, 6, 3, 5, 5}));
+  EXPECT_EQ(conv.extra_repr(),
+            "4, 6, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=1, groups=2");
+  EXPECT_FALSE(Conv3d(2, 2, 1, {.bias = false}).bias.defined());
+  expect_error([] { Conv3d(3, 4, 3, {.groups = 2}); }, {"[nn.Conv3d]", "groups=2"});
+  expect_error([] { Conv3d(2, 4, {0, 3, 3}); }, {"[nn.Conv3d]", "kernel_size"});
+}
+
+TEST(Pooling, ThreeDimModulesForwardTheirOptions) {
+  const Tensor x = randn({1, 2, 6, 8, 8});
+  EXPECT_EQ(MaxPool3d(2)(x).sizes(), (Shape{1, 2, 3, 4, 4}));
+  EXPECT_EQ(values(MaxPool3d({3, 3, 2}, {.stride = 2, .padding = 1})(x)),
+            values(max_pool3d(x, {3, 3, 2}, {2}, {1})));
+  EXPECT_EQ(values(AvgPool3d(2, {.ceil_mode = true, .divisor_override = 3})(x)),
+            values(avg_pool3d(x, {2}, {}, {0}, true, true, 3)));
+  EXPECT_EQ(values(AdaptiveAvgPool3d({1, 2, 3})(x)), values(adaptive_avg_pool3d(x, {1, 2, 3})));
+  EXPECT_EQ(values(AdaptiveMaxPool3d(2)(x)), values(adaptive_max_pool3d(x, {2})));
+  EXPECT_EQ(MaxPool3d(2).extra_repr(),
+            "kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=false");
+  EXPECT_EQ(AdaptiveAvgPool3d({1, 2, 3}).extra_repr(), "output_size=(1, 2, 3)");
+}
+
+TEST(EmbeddingBag, ReducesBagsWithItsModeAndZeroesThePaddingRow) {
+  manual_seed(5);
+  EmbeddingBag bag(20, 8, {}, 2.0, "sum", false, /*padding_idx=*/-1);
+  EXPECT_EQ(bag.padding_idx, 19);
+  for (double v : values(bag.weight.select(0, 19))) EXPECT_EQ(v, 0.0);
+  const Tensor idx = tensor({3, 7, 19, 3}), off = tensor({0, 2});
+  EXPECT_EQ(values(bag(idx, off)),
+            values(embedding_bag(bag.weight, idx, off, "sum", {}, false, 19)));
+  EXPECT_EQ(bag(tensor({{1, 2, 3}})).sizes(), (Shape{1, 8}));
+  EXPECT_EQ(bag.extra_repr(), "20, 8, mode='sum', padding_idx=19");
+  expect_error([] { EmbeddingBag(4, 2, {}, 2.0, "min"); }, {"[nn.EmbeddingBag]", "'min'"});
+  expect_error([] { EmbeddingBag(4, 2, {}, 2.0, "sum", false, 4); },
+               {"[nn.EmbeddingBag]", "padding_idx=4"});
+}
+
+TEST(LocalResponseNormAndGaussianNllLoss, ModulesCallTheirOps) {
+  const Tensor x = randn({2, 5, 3, 3});
+  EXPECT_EQ(values(LocalResponseNorm(3, 0.1, 0.5, 2.0)(x)),
+            values(local_response_norm(x, 3, 0.1, 0.5, 2.0)));
+  EXPECT_EQ(LocalResponseNorm(2).extra_repr(), "2, alpha=0.0001, beta=0.75, k=1");
+  const Tensor a = randn({4, 3}), b = randn({4, 3}), v = rand({4, 1});
+  EXPECT_EQ(GaussianNLLLoss(true, 1e-3, Reduction::Sum)(a, b, v).item(),
+            gaussian_nll_loss(a, b, v, true, 1e-3, Reduction::Sum).item());
+}
+
 }  // namespace
 }  // namespace ember::nn

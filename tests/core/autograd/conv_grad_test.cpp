@@ -3,6 +3,7 @@
 // (also >= stride, allowed below the dilation), unbatched input and non-contiguous operands.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <vector>
 
 #include "tests/core/autograd/gradcheck_cases.h"
@@ -132,6 +133,179 @@ TEST(Conv1d, EqualsTheDirectSum) {
   EXPECT_THROW(conv1d(x, w.unsqueeze(0)), Error);
   EXPECT_THROW(conv1d(x, input({4, 3, 9}, 1).detach()), Error);
   EXPECT_THROW(conv1d(x, w, {}, 0), Error);
+}
+
+// ---- conv3d -------------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE(
+    {"conv3d", "stride (2, 1, 2), padding (1, 0, 1), dilation (1, 2, 1), bias",
+     [](const V& in) {
+       return conv3d(in[0], in[1], in[2], {2, 1, 2}, {1, 0, 1}, {1, 2, 1});
+     },
+     [] {
+       return V{input({2, 2, 4, 5, 4}, 176), input({3, 2, 2, 2, 3}, 177), input({3}, 178)};
+     }});
+EMBER_GRADCHECK_CASE({"conv3d", "groups 2, unbatched",
+                      [](const V& in) { return conv3d(in[0], in[1], {}, {1}, {1}, {1}, 2); },
+                      [] {
+                        return V{input({4, 3, 3, 3}, 179), input({4, 2, 2, 2, 2}, 180)};
+                      }});
+
+TEST(Conv3d, EqualsTheDirectSum) {
+  // y[n, o, i, j, l] = b[o] + sum over c of o's group and taps (a, e, f) of
+  // x[n, c, i*s0 - p0 + a*d0, j*s1 - p1 + e*d1, l*s2 - p2 + f*d2] * w[o, c - first, a, e, f].
+  const int64_t n = 2, c = 4, g = 2, o = 6, d = 5, h = 4, w = 6;
+  const std::array<int64_t, 3> k{3, 2, 2}, s{2, 1, 2}, p{1, 1, 0}, dil{1, 2, 1};
+  const Tensor x = input({n, c, d, h, w}, 181).detach();
+  const Tensor wt = input({o, c / g, k[0], k[1], k[2]}, 182).detach();
+  const Tensor b = input({o}, 183).detach();
+  const Tensor y =
+      conv3d(x, wt, b, {s[0], s[1], s[2]}, {p[0], p[1], p[2]}, {dil[0], dil[1], dil[2]}, g);
+  const std::array<int64_t, 3> in{d, h, w};
+  std::array<int64_t, 3> out{};
+  for (int i = 0; i < 3; ++i) out[i] = (in[i] + 2 * p[i] - dil[i] * (k[i] - 1) - 1) / s[i] + 1;
+  ASSERT_EQ(y.sizes(), Shape({n, o, out[0], out[1], out[2]}));
+  const std::vector<double> xv = values(x), wv = values(wt), bv = values(b), yv = values(y);
+  size_t at = 0;
+  for (int64_t bn = 0; bn < n; ++bn) {
+    for (int64_t oc = 0; oc < o; ++oc) {
+      const int64_t first = oc / (o / g) * (c / g);
+      for (int64_t i = 0; i < out[0]; ++i) {
+        for (int64_t j = 0; j < out[1]; ++j) {
+          for (int64_t l = 0; l < out[2]; ++l) {
+            double sum = bv[static_cast<size_t>(oc)];
+            for (int64_t cc = 0; cc < c / g; ++cc) {
+              for (int64_t a = 0; a < k[0]; ++a) {
+                for (int64_t e = 0; e < k[1]; ++e) {
+                  for (int64_t f = 0; f < k[2]; ++f) {
+                    const int64_t zd = i * s[0] - p[0] + a * dil[0];
+                    const int64_t zh = j * s[1] - p[1] + e * dil[1];
+                    const int64_t zw = l * s[2] - p[2] + f * dil[2];
+                    if (zd < 0 || zd >= d || zh < 0 || zh >= h || zw < 0 || zw >= w) continue;
+                    sum += xv[static_cast<size_t>((((bn * c + first + cc) * d + zd) * h + zh) * w +
+                                                  zw)] *
+                           wv[static_cast<size_t>(
+                               (((oc * (c / g) + cc) * k[0] + a) * k[1] + e) * k[2] + f)];
+                  }
+                }
+              }
+            }
+            EXPECT_NEAR(yv[at++], sum, 1e-12);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Conv3d, RefusesWhatPyTorchRefuses) {
+  const Tensor x = ones({1, 2, 4, 4, 4}), w = ones({3, 2, 2, 2, 2});
+  EXPECT_THROW(conv3d(ones({2, 4, 4}), w), ValueError);          // rank
+  EXPECT_THROW(conv3d(x, ones({3, 2, 2, 2})), ValueError);       // weight rank
+  EXPECT_THROW(conv3d(x, ones({3, 1, 2, 2, 2})), ValueError);    // channels
+  EXPECT_THROW(conv3d(x, w, ones({2})), ValueError);             // bias
+  EXPECT_THROW(conv3d(x, w, {}, {1, 0, 1}), ValueError);         // stride
+  EXPECT_THROW(conv3d(x, w, {}, {1}, {0}, {1}, 0), ValueError);  // groups
+  EXPECT_THROW(conv3d(x, ones({3, 2, 5, 2, 2})), ValueError);    // kernel too big
+  EXPECT_THROW(conv3d(x, w, {}, {1, 1}), ValueError);            // two strides
+  EXPECT_THROW(conv3d(x.to(DType::Float64), w), TypeError);      // dtypes
+}
+
+// ---- unfold and fold ----------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"unfold", "kernel (2, 3), dilation (2, 1), padding (1, 2), stride (2, 1)",
+                      [](const V& in) {
+                        return unfold(in[0], {2, 3}, {2, 1}, {1, 2}, {2, 1});
+                      },
+                      [] {
+                        return V{input({2, 2, 5, 4}, 170)};
+                      }});
+EMBER_GRADCHECK_CASE({"unfold", "unbatched, overlapping blocks",
+                      [](const V& in) { return unfold(in[0], {2}); },
+                      [] {
+                        return V{input({2, 3, 3}, 171)};
+                      }});
+EMBER_GRADCHECK_CASE({"fold", "overlapping blocks summed, padding cropped",
+                      [](const V& in) {
+                        return fold(in[0], {4, 5}, {2, 3}, {1}, {1}, {1, 2});
+                      },
+                      [] {
+                        // Blocks: (4 + 2 - 2) / 1 + 1 = 5 by (5 + 2 - 3) / 2 + 1 = 3.
+                        return V{input({2, 2 * 6, 15}, 172)};
+                      }});
+EMBER_GRADCHECK_CASE({"fold", "unbatched, dilation 2",
+                      [](const V& in) {
+                        return fold(in[0], {5, 5}, {2, 2}, {2});
+                      },
+                      [] {
+                        return V{input({4, 9}, 173)};
+                      }});
+
+// unfold by its definition, with float64 loops: cols[n, (c, a, e), (i, j)] =
+// x[n, c, i*sh - ph + a*dh, j*sw - pw + e*dw], 0 outside.
+std::vector<double> unfold_loops(const std::vector<double>& x, int64_t n, int64_t c, int64_t h,
+                                 int64_t w, std::array<int64_t, 8> g, int64_t* oh_out,
+                                 int64_t* ow_out) {
+  const auto [kh, kw, dh, dw, ph, pw, sh, sw] = g;
+  const int64_t oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
+  const int64_t ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  *oh_out = oh, *ow_out = ow;
+  std::vector<double> cols;
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t a = 0; a < kh; ++a) {
+        for (int64_t e = 0; e < kw; ++e) {
+          for (int64_t i = 0; i < oh; ++i) {
+            for (int64_t j = 0; j < ow; ++j) {
+              const int64_t y = i * sh - ph + a * dh, xx = j * sw - pw + e * dw;
+              const bool in = y >= 0 && y < h && xx >= 0 && xx < w;
+              cols.push_back(in ? x[static_cast<size_t>(((b * c + ch) * h + y) * w + xx)] : 0.0);
+            }
+          }
+        }
+      }
+    }
+  }
+  return cols;
+}
+
+TEST(Unfold, EqualsTheLoopsAndFoldIsItsAdjoint) {
+  const Tensor x = input({2, 3, 6, 5}, 174).detach();
+  int64_t oh = 0, ow = 0;
+  const std::vector<double> want =
+      unfold_loops(values(x), 2, 3, 6, 5, {3, 2, 2, 1, 1, 0, 1, 2}, &oh, &ow);
+  const Tensor cols = unfold(x, {3, 2}, {2, 1}, {1, 0}, {1, 2});
+  ASSERT_EQ(cols.sizes(), Shape({2, 3 * 6, oh * ow}));
+  EXPECT_EQ(values(cols), want);
+  // <unfold(x), c> = <x, fold(c)> for any c: fold is unfold's adjoint.
+  const Tensor c = input(cols.sizes(), 175).detach();
+  const Tensor folded = fold(c, {6, 5}, {3, 2}, {2, 1}, {1, 0}, {1, 2});
+  ASSERT_EQ(folded.sizes(), x.sizes());
+  EXPECT_NEAR(sum(mul(cols, c)).item<double>(), sum(mul(x, folded)).item<double>(), 1e-12);
+}
+
+TEST(Fold, SumsOverlappingBlocksAndCountsThem) {
+  // fold(unfold(ones)) counts how many blocks cover each pixel: a 3x3 image, 2x2 blocks.
+  const Tensor ones_img = ones({1, 1, 3, 3}, DType::Float64);
+  const Tensor counts = fold(unfold(ones_img, {2}), {3, 3}, {2});
+  EXPECT_EQ(values(counts), (std::vector<double>{1, 2, 1, 2, 4, 2, 1, 2, 1}));
+  // Unbatched in, unbatched out; an empty batch is allowed.
+  EXPECT_EQ(fold(ones({4, 4}, DType::Float64), {3, 3}, {2}).sizes(), Shape({1, 3, 3}));
+  EXPECT_EQ(unfold(ones({0, 2, 3, 3}, DType::Float64), {2}).sizes(), Shape({0, 8, 4}));
+  EXPECT_EQ(fold(ones({0, 8, 4}, DType::Float64), {3, 3}, {2}).sizes(), Shape({0, 2, 3, 3}));
+}
+
+TEST(Unfold, RefusesWhatPyTorchRefuses) {
+  const Tensor x = ones({1, 2, 4, 4});
+  EXPECT_THROW(unfold(ones({2, 4, 4, 4, 4}), {2}), ValueError);  // rank
+  EXPECT_THROW(unfold(x, {0, 2}), ValueError);                   // kernel size
+  EXPECT_THROW(unfold(x, {2}, {0}), ValueError);                 // dilation
+  EXPECT_THROW(unfold(x, {2}, {1}, {-1}), ValueError);           // padding
+  EXPECT_THROW(unfold(x, {2}, {1}, {0}, {0}), ValueError);       // stride
+  EXPECT_THROW(unfold(x, {5}), ValueError);                      // no block fits
+  EXPECT_THROW(unfold(x, {2, 2, 2}), ValueError);                // three sizes
+  EXPECT_THROW(unfold(ones({1, 2, 4, 4}, DType::Int64), {2}), TypeError);
+  EXPECT_THROW(fold(ones({1, 7, 9}), {4, 4}, {2}), ValueError);     // 7 is no multiple of 4
+  EXPECT_THROW(fold(ones({1, 8, 8}), {4, 4}, {2}), ValueError);     // 9 blocks, not 8
+  EXPECT_THROW(fold(ones({1, 1, 8, 9}), {4, 4}, {2}), ValueError);  // rank
 }
 
 }  // namespace

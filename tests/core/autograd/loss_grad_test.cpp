@@ -4,6 +4,7 @@
 // scatter-shaped gradient.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,52 @@ TEST(KlDiv, MatchesTheDefinitionAndTreatsZeroTargetsAsZero) {
   const std::vector<double> l2 = values(kl_div(logq, log(p2), Reduction::None, true));
   EXPECT_NEAR(l2[0], 0.5 * std::log(0.5 / 0.25), 1e-15);
   EXPECT_NEAR(l2[3], 0.75 * std::log(0.75 / 0.5), 1e-15);
+}
+
+EMBER_GRADCHECK_CASE({"gaussian_nll_loss", "full, var one dim short",
+                      [](const V& in) {
+                        return gaussian_nll_loss(in[0], in[1], in[2], true, 1e-6, Reduction::Sum);
+                      },
+                      [] {
+                        return V{input({3, 4}, 771), input({3, 4}, 772), input({3}, 773, 0.5, 2.)};
+                      }});
+EMBER_GRADCHECK_CASE(
+    {"gaussian_nll_loss", "per-element var, no reduction",
+     [](const V& in) {
+       return gaussian_nll_loss(in[0], in[1], in[2], false, 1e-6, Reduction::None);
+     },
+     [] {
+       return V{input({2, 3}, 774), input({2, 3}, 775), input({2, 3}, 776, 0.5, 2.)};
+     }});
+
+TEST(LossGrad, GaussianNllLossMatchesItsFormula) {
+  const Tensor x = tensor({{1., 2.}, {0., -1.}}, f64), t = tensor({{0., 2.}, {1., 1.}}, f64);
+  // var [2] (one dim short) broadcasts per row: (log v + (x - t)^2 / v) / 2.
+  const Tensor v = tensor({2., 0.5}, f64);
+  const std::vector<double> got = values(gaussian_nll_loss(x, t, v, false, 1e-6, Reduction::None));
+  const std::vector<double> want{0.5 * (std::log(2.0) + 0.5), 0.5 * std::log(2.0),
+                                 0.5 * (std::log(0.5) + 2.0), 0.5 * (std::log(0.5) + 8.0)};
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-14) << i;
+  // full adds log(2 pi) / 2; var [2, 1] is the same homoscedastic case.
+  const double mean = (want[0] + want[1] + want[2] + want[3]) / 4 + 0.5 * std::log(2 * M_PI);
+  EXPECT_NEAR(values(gaussian_nll_loss(x, t, v.unsqueeze(1), true))[0], mean, 1e-14);
+  // var is clamped at eps in value, the gradient passing as if unclamped.
+  const Tensor small = tensor({1e-9}, f64).requires_grad_(true);
+  const Tensor l = gaussian_nll_loss(tensor({0.}, f64), tensor({0.}, f64), small, false, 1e-3);
+  EXPECT_NEAR(values(l)[0], 0.5 * std::log(1e-3), 1e-12);
+  l.backward();
+  EXPECT_NEAR(values(small.grad())[0], 0.5 / 1e-3, 1e-9);
+  // One variance for every element; a size-1 dim anywhere is homoscedastic too.
+  EXPECT_NEAR(values(gaussian_nll_loss(x, t, 2.0, false, 1e-6, Reduction::Sum))[0],
+              values(gaussian_nll_loss(x, t, full_like(x, 2.0), false, 1e-6, Reduction::Sum))[0],
+              1e-14);
+  EXPECT_EQ(
+      gaussian_nll_loss(x, t, ones({1, 2}, DType::Float64), false, 1e-6, Reduction::None).sizes(),
+      Shape({2, 2}));
+  EXPECT_THROW(gaussian_nll_loss(x, t, -1.0), ValueError);
+  EXPECT_THROW(gaussian_nll_loss(x, t, ones({3}, DType::Float64)), ValueError);
+  EXPECT_THROW(gaussian_nll_loss(x, t, tensor({1., -1.}, f64)), ValueError);
+  EXPECT_THROW(gaussian_nll_loss(x, t, v, false, 1e-6, Reduction::BatchMean), ValueError);
 }
 
 }  // namespace

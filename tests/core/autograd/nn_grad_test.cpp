@@ -357,5 +357,64 @@ TEST(NnGrad, LinearBiasGradientSumsRows) {
   EXPECT_EQ(values(b.grad()), (std::vector<double>{6, 6}));
 }
 
+// ---- embedding_bag ------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"embedding_bag", "sum with per_sample_weights, an empty bag",
+                      [](const V& in) {
+                        return embedding_bag(in[0], on(in[0], tensor({1, 3, 1, 0, 4, 2})),
+                                             on(in[0], tensor({0, 2, 2, 5})), "sum", in[1]);
+                      },
+                      [] {
+                        return V{input({5, 3}, 200), input({6}, 201)};
+                      }});
+EMBER_GRADCHECK_CASE({"embedding_bag", "mean, 2-d input, padding_idx",
+                      [](const V& in) {
+                        return embedding_bag(in[0], on(in[0], tensor({{1, 3, 0}, {0, 0, 2}})), {},
+                                             "mean", {}, false, 0);
+                      },
+                      [] {
+                        return V{input({4, 3}, 202)};
+                      }});
+EMBER_GRADCHECK_CASE({"embedding_bag", "max, include_last_offset",
+                      [](const V& in) {
+                        return embedding_bag(in[0], on(in[0], tensor({2, 0, 3, 1, 2})),
+                                             on(in[0], tensor({0, 3, 5})), "max", {}, true);
+                      },
+                      [] {
+                        return V{input({4, 3}, 203)};
+                      }});
+
+TEST(EmbeddingBag, ReducesEachBagAsPyTorch) {
+  // Rows r_i = (i, 10 i); bags by offsets {0, 2, 2}: {1, 3}, {}, {0, 3, 3}.
+  const Tensor w =
+      tensor({{0., 0.}, {1., 10.}, {2., 20.}, {3., 30.}}, TensorOptions{DType::Float64});
+  const Tensor idx = tensor({1, 3, 0, 3, 3}), off = tensor({0, 2, 2});
+  EXPECT_EQ(values(embedding_bag(w, idx, off, "sum")), (std::vector<double>{4, 40, 0, 0, 6, 60}));
+  EXPECT_EQ(values(embedding_bag(w, idx, off, "mean")), (std::vector<double>{2, 20, 0, 0, 2, 20}));
+  EXPECT_EQ(values(embedding_bag(w, idx, off, "max")), (std::vector<double>{3, 30, 0, 0, 3, 30}));
+  // padding_idx 3 is left out: the mean of {1} and of {0}.
+  EXPECT_EQ(values(embedding_bag(w, idx, off, "mean", {}, false, 3)),
+            (std::vector<double>{1, 10, 0, 0, 0, 0}));
+  // include_last_offset: the last offset ends the last bag.
+  EXPECT_EQ(embedding_bag(w, idx, tensor({0, 2, 5}), "sum", {}, true).sizes(), Shape({2, 2}));
+  const Tensor psw = tensor({1., 2., 0.5, 1., 1.}, TensorOptions{DType::Float64});
+  EXPECT_EQ(values(embedding_bag(w, idx, off, "sum", psw)),
+            (std::vector<double>{7, 70, 0, 0, 6, 60}));
+}
+
+TEST(EmbeddingBag, RefusesWhatPyTorchRefuses) {
+  const Tensor w = ones({4, 2});
+  EXPECT_THROW(embedding_bag(w, tensor({1, 4}), tensor({0})), IndexError);
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({1})), ValueError);     // offsets[0]
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2})), ValueError);                  // no offsets
+  EXPECT_THROW(embedding_bag(w, tensor({{1, 2}}), tensor({0})), ValueError);   // 2-d + offsets
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({0, 3})), ValueError);  // past the end
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({0}), "median"), ValueError);
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({0}), "mean", ones({2})),
+               NotImplementedError);
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({0}), "sum", ones({3})), ValueError);
+  EXPECT_THROW(embedding_bag(w, ones({2}), tensor({0})), TypeError);
+  EXPECT_THROW(embedding_bag(w, tensor({1, 2}), tensor({0}), "sum", {}, false, 4), IndexError);
+}
+
 }  // namespace
 }  // namespace ember::testing

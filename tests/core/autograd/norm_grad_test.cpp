@@ -128,5 +128,42 @@ TEST(NormGradTest, EmptyBatchGivesZeroGradients) {
   EXPECT_EQ(values(w2.grad()), (std::vector<double>{0, 0, 0}));
 }
 
+// ---- local_response_norm -------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"local_response_norm", "size 3 over 5 channels, 4-d",
+                      [](const V& in) { return local_response_norm(in[0], 3, 0.1, 0.75, 2.0); },
+                      [] {
+                        return V{input({2, 5, 3, 2}, 230)};
+                      }});
+EMBER_GRADCHECK_CASE({"local_response_norm", "even size 2, 3-d",
+                      [](const V& in) { return local_response_norm(in[0], 2, 0.5, 0.5, 1.0); },
+                      [] {
+                        return V{input({2, 4, 3}, 231)};
+                      }});
+
+TEST(LocalResponseNorm, EqualsTheLoops) {
+  const Tensor x = input({2, 5, 3}, 232).detach();
+  const int64_t size = 4;
+  const double alpha = 0.3, beta = 0.6, k = 1.5;
+  const std::vector<double> xv = values(x),
+                            y = values(local_response_norm(x, size, alpha, beta, k));
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t c = 0; c < 5; ++c) {
+      for (int64_t l = 0; l < 3; ++l) {
+        // Channels [c - size / 2, c + (size - 1) / 2], zeros beyond the ends, divided by size.
+        double s = 0;
+        for (int64_t j = c - size / 2; j <= c + (size - 1) / 2; ++j) {
+          if (j < 0 || j >= 5) continue;
+          const double v = xv[static_cast<size_t>((n * 5 + j) * 3 + l)];
+          s += v * v;
+        }
+        const size_t at = static_cast<size_t>((n * 5 + c) * 3 + l);
+        EXPECT_NEAR(y[at], xv[at] / std::pow(k + alpha * s / size, beta), 1e-14);
+      }
+    }
+  }
+  EXPECT_THROW(local_response_norm(ones({2, 3}), 2), ValueError);
+  EXPECT_THROW(local_response_norm(ones({2, 3, 3}), 0), ValueError);
+}
+
 }  // namespace
 }  // namespace ember::testing

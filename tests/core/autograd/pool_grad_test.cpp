@@ -4,6 +4,9 @@
 // inputs; a hand-checked max-pool gradient where overlapping windows pick the same element.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <tuple>
 #include <vector>
 
@@ -204,6 +207,138 @@ TEST(AvgPool2d, DivisorOverrideDividesEveryWindow) {
   // With padding the corner window holds one real tap: 1 / 2.
   EXPECT_EQ(values(avg_pool2d(x, {2, 2}, {2, 2}, {1, 1}, false, true, 2))[0], 0.5);
   EXPECT_THROW(avg_pool2d(x, {2, 2}, {}, {0, 0}, false, true, 0), Error);
+}
+
+// ---- 3-d pooling --------------------------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"max_pool3d", "kernel (2, 3, 2), stride (1, 2, 1), padding (1, 1, 0), ceil",
+                      [](const V& in) {
+                        return max_pool3d(in[0], {2, 3, 2}, {1, 2, 1}, {1, 1, 0}, {1}, true);
+                      },
+                      [] {
+                        return V{input({2, 2, 3, 5, 4}, 190)};
+                      }});
+EMBER_GRADCHECK_CASE({"max_pool3d", "unbatched, dilation 2",
+                      [](const V& in) { return max_pool3d(in[0], {2}, {1}, {0}, {2}); },
+                      [] {
+                        return V{input({2, 4, 4, 5}, 191)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool3d", "padding excluded, ceil_mode",
+                      [](const V& in) {
+                        return avg_pool3d(in[0], {3, 2, 2}, {2, 1, 2}, {1, 0, 1}, true, false);
+                      },
+                      [] {
+                        return V{input({2, 2, 4, 3, 5}, 192)};
+                      }});
+EMBER_GRADCHECK_CASE({"avg_pool3d", "divisor_override, unbatched",
+                      [](const V& in) { return avg_pool3d(in[0], {2}, {}, {1}, false, true, 5); },
+                      [] {
+                        return V{input({2, 3, 4, 3}, 193)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_avg_pool3d", "uneven windows",
+                      [](const V& in) {
+                        return adaptive_avg_pool3d(in[0], {2, 3, 2});
+                      },
+                      [] {
+                        return V{input({2, 2, 5, 4, 3}, 194)};
+                      }});
+EMBER_GRADCHECK_CASE({"adaptive_max_pool3d", "uneven windows, unbatched",
+                      [](const V& in) {
+                        return adaptive_max_pool3d(in[0], {2, 3, 2});
+                      },
+                      [] {
+                        return V{input({2, 5, 4, 3}, 195)};
+                      }});
+
+/** The 3-d poolings by their definition with float64 loops: per output, the window's taps
+ *  (PyTorch's pool_size rule for the divisor) and the flat index of the first maximum. */
+struct Pool3dLoops {
+  std::vector<double> max, avg;
+  std::vector<int64_t> argmax;
+};
+
+Pool3dLoops pool3d_loops(const std::vector<double>& x, int64_t planes, std::array<int64_t, 3> in,
+                         std::array<int64_t, 3> k, std::array<int64_t, 3> s,
+                         std::array<int64_t, 3> p, std::array<int64_t, 3> out,
+                         bool count_include_pad) {
+  Pool3dLoops r;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    for (int64_t od = 0; od < out[0]; ++od) {
+      for (int64_t oh = 0; oh < out[1]; ++oh) {
+        for (int64_t ow = 0; ow < out[2]; ++ow) {
+          const std::array<int64_t, 3> o{od, oh, ow};
+          std::array<int64_t, 3> lo{}, hi{};
+          int64_t pool_size = 1, real = 1;
+          for (int i = 0; i < 3; ++i) {
+            const int64_t start = o[i] * s[i] - p[i];
+            const int64_t end = std::min(start + k[i], in[i] + p[i]);
+            pool_size *= end - start;
+            lo[i] = std::max<int64_t>(start, 0), hi[i] = std::min(end, in[i]);
+            real *= hi[i] - lo[i];
+          }
+          double best = -INFINITY, total = 0;
+          int64_t at = -1;
+          for (int64_t d = lo[0]; d < hi[0]; ++d) {
+            for (int64_t h = lo[1]; h < hi[1]; ++h) {
+              for (int64_t w = lo[2]; w < hi[2]; ++w) {
+                const int64_t flat = (d * in[1] + h) * in[2] + w;
+                const double v = x[static_cast<size_t>(pl * in[0] * in[1] * in[2] + flat)];
+                total += v;
+                if (v > best) best = v, at = flat;
+              }
+            }
+          }
+          r.max.push_back(best);
+          r.argmax.push_back(at);
+          r.avg.push_back(total / static_cast<double>(count_include_pad ? pool_size : real));
+        }
+      }
+    }
+  }
+  return r;
+}
+
+TEST(Pool3d, MaxAndAverageEqualTheLoops) {
+  const Tensor x = input({2, 3, 5, 6, 4}, 196).detach();
+  // Output: D (5 + 2 - 3 + 1) / 2 + 1 = 3 (ceil), H (6 + 2 - 2 + 2) / 3 + 1 = 3, W 4 / 2 = 2.
+  const std::array<int64_t, 3> k{3, 2, 2}, s{2, 3, 2}, p{1, 1, 0}, out{3, 3, 2};
+  for (bool include : {true, false}) {
+    const Pool3dLoops want = pool3d_loops(values(x), 6, {5, 6, 4}, k, s, p, out, include);
+    const Tensor avg = avg_pool3d(x, {3, 2, 2}, {2, 3, 2}, {1, 1, 0}, true, include);
+    ASSERT_EQ(avg.sizes(), Shape({2, 3, 3, 3, 2}));
+    const std::vector<double> got = values(avg);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.avg[i], 1e-12) << i;
+    if (!include) continue;
+    auto [mx, idx] = max_pool3d_with_indices(x, {3, 2, 2}, {2, 3, 2}, {1, 1, 0}, {1}, true);
+    EXPECT_EQ(values(mx), want.max);
+    const Tensor idx_host = idx.contiguous();
+    EXPECT_EQ(std::vector<int64_t>(idx_host.data_ptr<int64_t>(),
+                                   idx_host.data_ptr<int64_t>() + idx_host.numel()),
+              want.argmax);
+  }
+}
+
+TEST(Pool3d, TiesPickTheFirstMaximumAndAdaptiveWindowsAreProducts) {
+  // All equal: the first tap of each window, in (d, h, w) order.
+  auto [y, idx] = max_pool3d_with_indices(ones({1, 1, 4, 4, 4}, DType::Float64), {2});
+  EXPECT_EQ(values(idx.to(DType::Float64)), (std::vector<double>{0, 2, 8, 10, 32, 34, 40, 42}));
+  // Adaptive: 3 into 2 windows [0, 2) and [1, 3) per dim.
+  const Tensor x = arange(27, TensorOptions{DType::Float64}).view({1, 1, 3, 3, 3});
+  EXPECT_EQ(values(adaptive_max_pool3d(x, {2})),
+            (std::vector<double>{13, 14, 16, 17, 22, 23, 25, 26}));
+  EXPECT_EQ(values(adaptive_avg_pool3d(x, {1})), (std::vector<double>{13}));
+  EXPECT_EQ(values(avg_pool3d(x, {3}, {}, {0}, false, true, 9)), (std::vector<double>{39}));
+}
+
+TEST(Pool3d, RefusesWhatPyTorchRefuses) {
+  const Tensor x = ones({1, 1, 4, 4, 4});
+  EXPECT_THROW(max_pool3d(ones({4, 4, 4}), {2}), ValueError);             // rank
+  EXPECT_THROW(max_pool3d(x, {2, 2}), ValueError);                        // two sizes
+  EXPECT_THROW(max_pool3d(x, {0, 2, 2}), ValueError);                     // kernel
+  EXPECT_THROW(avg_pool3d(x, {2}, {2}, {2}), ValueError);                 // padding > k / 2
+  EXPECT_THROW(avg_pool3d(x, {5}), ValueError);                           // too small
+  EXPECT_THROW(avg_pool3d(x, {2}, {}, {0}, false, true, 0), ValueError);  // divisor 0
+  EXPECT_THROW(adaptive_avg_pool3d(x, {0, 1, 1}), ValueError);
+  EXPECT_THROW(max_pool3d(ones({1, 1, 4, 4, 4}, DType::Int64), {2}), TypeError);
 }
 
 }  // namespace

@@ -20,6 +20,15 @@ struct Pair {
   Pair(int64_t h_, int64_t w_) : h(h_), w(w_) {}
 };
 
+/** A size given once for the three spatial dims (3) or per dim ({3, 5, 5}). */
+struct Triple {
+  int64_t d, h, w;
+  /** The same value for depth, height and width. */
+  Triple(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
+  /** Depth, height and width. */
+  Triple(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
+};
+
 /** y = x W^T + b; weight [out, in] and bias [out] from U(-1/sqrt(in), 1/sqrt(in)). */
 class Linear : public Module {
  public:
@@ -121,6 +130,32 @@ class Conv1d : public Module {
   Tensor& bias;    ///< [out], undefined without bias
 };
 
+/** Options of Conv3d beyond channel counts and kernel size. */
+struct Conv3dOptions {
+  Triple stride = 1;    ///< step between windows
+  Triple padding = 0;   ///< zeros added on each side
+  Triple dilation = 1;  ///< spacing between kernel taps
+  int64_t groups = 1;   ///< channel groups (in and out channels divisible by it)
+  bool bias = true;     ///< whether to add a learned bias
+};
+
+/** 3-d convolution over [N, C, D, H, W]; weight [out, in/groups, kD, kH, kW], PyTorch's init. */
+class Conv3d : public Module {
+ public:
+  /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
+  Conv3d(int64_t in_channels, int64_t out_channels, Triple kernel_size, Conv3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels;
+  const Triple kernel_size;
+  const Conv3dOptions options;
+  Tensor& weight;  ///< [out, in/groups, kD, kH, kW]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
 /** Transposed 2-d convolution; weight [in, out/groups, kH, kW], PyTorch's init. */
 class ConvTranspose2d : public Module {
  public:
@@ -215,6 +250,18 @@ class GroupNorm : public Module {
   Tensor& bias;    ///< [C] (zeros), undefined without affine
 };
 
+/** local_response_norm across channels with fixed size, alpha, beta and k. */
+class LocalResponseNorm : public Module {
+ public:
+  /** Normalises over `size` neighbouring channels. */
+  explicit LocalResponseNorm(int64_t size, double alpha = 1e-4, double beta = 0.75, double k = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t size;
+  const double alpha, beta, k;
+};
+
 /** Zeroes elements with probability p in training (scaling the rest); identity in eval. */
 class Dropout : public Module {
  public:
@@ -274,6 +321,38 @@ class Embedding : public Module {
   const std::optional<int64_t> padding_idx;
   const std::optional<double> max_norm;
   const double norm_type;
+  Tensor& weight;  ///< [num_embeddings, embedding_dim]
+};
+
+/** Bags of rows of a lookup table reduced by sum, mean or max (PyTorch's nn.EmbeddingBag); the
+ *  table is N(0, 1), its padding_idx row zero. */
+class EmbeddingBag : public Module {
+ public:
+  /** A table of `num_embeddings` vectors of size `embedding_dim`; `mode` is "sum", "mean" or
+   *  "max"; rows at `padding_idx` are left out of every bag. */
+  EmbeddingBag(int64_t num_embeddings, int64_t embedding_dim, std::optional<double> max_norm = {},
+               double norm_type = 2.0, std::string mode = "mean", bool include_last_offset = false,
+               std::optional<int64_t> padding_idx = {});
+  /** The bags of 2-d indices [bags, n], one per row. */
+  Tensor forward(const Tensor& indices) override;
+  /** The bags of 1-d indices starting at `offsets` (or of 2-d indices without), rows scaled by
+   *  `per_sample_weights` (mode "sum"). */
+  Tensor forward(const Tensor& indices, const Tensor& offsets,
+                 const Tensor& per_sample_weights = {});
+  /** forward(indices, offsets, per_sample_weights). */
+  Tensor operator()(const Tensor& indices, const Tensor& offsets,
+                    const Tensor& per_sample_weights = {}) {
+    return forward(indices, offsets, per_sample_weights);
+  }
+  using Module::operator();
+  std::string extra_repr() const override;
+
+  const int64_t num_embeddings, embedding_dim;
+  const std::optional<double> max_norm;
+  const double norm_type;
+  const std::string mode;
+  const bool include_last_offset;
+  const std::optional<int64_t> padding_idx;
   Tensor& weight;  ///< [num_embeddings, embedding_dim]
 };
 
@@ -389,6 +468,62 @@ class AdaptiveMaxPool1d : public Module {
   const int64_t output_size;
 };
 
+/** The options of the 3-d poolings (Note [3-d pooling as two passes]). */
+struct Pool3dOptions {
+  std::optional<Triple> stride;             ///< defaults to the kernel size
+  Triple padding = 0;                       ///< implicit padding on each side
+  Triple dilation = 1;                      ///< MaxPool3d only
+  bool ceil_mode = false;                   ///< round the output size up
+  bool count_include_pad = true;            ///< AvgPool3d only: divide by the padded window size
+  std::optional<int64_t> divisor_override;  ///< AvgPool3d only: every window's divisor
+};
+
+/** Max pooling over [N, C, D, H, W]. */
+class MaxPool3d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit MaxPool3d(Triple kernel_size, Pool3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple kernel_size;
+  const Pool3dOptions options;
+};
+
+/** Average pooling over [N, C, D, H, W]. */
+class AvgPool3d : public Module {
+ public:
+  /** Pools `kernel_size` windows. */
+  explicit AvgPool3d(Triple kernel_size, Pool3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple kernel_size;
+  const Pool3dOptions options;
+};
+
+/** Average pooling over [N, C, D, H, W] to a fixed output size. */
+class AdaptiveAvgPool3d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveAvgPool3d(Triple output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple output_size;
+};
+
+/** Max pooling over [N, C, D, H, W] to a fixed output size. */
+class AdaptiveMaxPool3d : public Module {
+ public:
+  /** Pools to `output_size`. */
+  explicit AdaptiveMaxPool3d(Triple output_size);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Triple output_size;
+};
+
 /** Flattens dims start_dim..end_dim into one. */
 class Flatten : public Module {
  public:
@@ -432,6 +567,28 @@ class PixelUnshuffle : public Module {
   std::string extra_repr() const override;
 
   const int64_t downscale_factor;
+};
+
+/** unfold (im2col) with fixed sizes: [N, C, H, W] into columns [N, C kH kW, L]. */
+class Unfold : public Module {
+ public:
+  /** The blocks of `kernel_size` windows with the given dilation, padding and stride. */
+  explicit Unfold(Pair kernel_size, Pair dilation = 1, Pair padding = 0, Pair stride = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair kernel_size, dilation, padding, stride;
+};
+
+/** fold (col2im) with fixed sizes: columns [N, C kH kW, L] summed into [N, C, output_size]. */
+class Fold : public Module {
+ public:
+  /** Images of `output_size` from blocks of `kernel_size` windows. */
+  Fold(Pair output_size, Pair kernel_size, Pair dilation = 1, Pair padding = 0, Pair stride = 1);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const Pair output_size, kernel_size, dilation, padding, stride;
 };
 
 /** cosine_similarity(x1, x2, dim, eps) of two inputs (its repr shows no arguments, as PyTorch's).

@@ -210,4 +210,19 @@ class TripletMarginLoss : public TripleLoss {
   const bool swap;
 };
 
+/** gaussian_nll_loss(input, target, var) with its options. */
+class GaussianNLLLoss : public TripleLoss {
+ public:
+  /** The loss; `full` adds log(2 pi) / 2, var is clamped at `eps`. */
+  explicit GaussianNLLLoss(bool full = false, double eps = 1e-6,
+                           Reduction reduction = Reduction::Mean)
+      : TripleLoss("GaussianNLLLoss", reduction), full(full), eps(eps) {}
+  Tensor forward(const Tensor& input, const Tensor& target, const Tensor& var) override;
+  /** The loss with one variance `var` for every element. */
+  Tensor forward(const Tensor& input, const Tensor& target, double var);
+
+  const bool full;
+  const double eps;
+};
+
 }  // namespace ember::nn

@@ -1,4 +1,6 @@
-// Convolutions over NCL sequences and NCHW images: conv1d, conv2d and conv_transpose2d.
+// Convolutions over NCL sequences, NCHW images and NCDHW volumes: conv1d, conv2d, conv3d and
+// conv_transpose2d; the sliding blocks of an image as columns and back (unfold and fold, im2col
+// and col2im).
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -16,6 +18,13 @@ EMBER_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
 EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
                         IntList stride = {1, 1}, IntList padding = {0, 0},
                         IntList dilation = {1, 1}, int64_t groups = 1);
+
+/** 3-d convolution of x [N, C, D, H, W] (or [C, D, H, W]) with weight [O, C/groups, kD, kH, kW]
+ *  and an optional bias [O]; stride, padding and dilation are one value or one per spatial dim
+ *  (Note [conv3d as one conv2d] in core/ops/conv.cpp). */
+EMBER_API Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        IntList stride = {1, 1, 1}, IntList padding = {0, 0, 0},
+                        IntList dilation = {1, 1, 1}, int64_t groups = 1);
 
 /** relu(conv2d(x, weight, bias, ...)), in one kernel where nothing is recorded for autograd
  *  and the device has it (Note [Fused convolution and ReLU] in core/ops/conv.cpp). */
@@ -37,5 +46,16 @@ EMBER_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const T
                                   IntList stride = {1, 1}, IntList padding = {0, 0},
                                   IntList output_padding = {0, 0}, int64_t groups = 1,
                                   IntList dilation = {1, 1});
+
+/** The sliding kernel_size blocks of x [N, C, H, W] (or [C, H, W]) as columns (PyTorch's
+ *  F.unfold, im2col): [N, C kH kW, L], L the number of blocks; each size is one value or one per
+ *  spatial dim. Taps in the zero padding read 0. */
+EMBER_API Tensor unfold(const Tensor& x, IntList kernel_size, IntList dilation = {1},
+                        IntList padding = {0}, IntList stride = {1});
+
+/** The adjoint of unfold (PyTorch's F.fold, col2im): columns [N, C kH kW, L] (or [C kH kW, L])
+ *  summed back into images [N, C, output_size...]; taps in the padding are dropped. */
+EMBER_API Tensor fold(const Tensor& cols, IntList output_size, IntList kernel_size,
+                      IntList dilation = {1}, IntList padding = {0}, IntList stride = {1});
 
 }  // namespace ember

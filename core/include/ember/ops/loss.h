@@ -1,6 +1,6 @@
 // Loss functions: classification (nll, cross entropy, binary, kl_div), regression (mse, l1,
 // huber, smooth l1), and the margin and embedding losses (margin ranking, hinge embedding, soft
-// margin, multilabel soft margin, cosine embedding, triplet margin, poisson nll).
+// margin, multilabel soft margin, cosine embedding, triplet margin, poisson nll, gaussian nll).
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -78,5 +78,15 @@ EMBER_API Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positiv
 EMBER_API Tensor poisson_nll_loss(const Tensor& x, const Tensor& target, bool log_input = true,
                                   bool full = false, double eps = 1e-8,
                                   Reduction reduction = Reduction::Mean);
+/** Gaussian negative log-likelihood (log(v) + (x - y)^2 / v) / 2 with v = max(var, eps) (the
+ *  gradient reaching var as if unclamped, as PyTorch's); var has x's shape, or x's without its
+ *  last dim, or x's with one dim of size 1; `full` adds log(2 pi) / 2. */
+EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, const Tensor& var,
+                                   bool full = false, double eps = 1e-6,
+                                   Reduction reduction = Reduction::Mean);
+/** gaussian_nll_loss with one variance for every element (PyTorch's float var). */
+EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, double var,
+                                   bool full = false, double eps = 1e-6,
+                                   Reduction reduction = Reduction::Mean);
 
 }  // namespace ember

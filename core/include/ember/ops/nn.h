@@ -1,5 +1,5 @@
 // Layers' ops that are not convolutions, pooling or norms: linear (and fused_linear), dropout,
-// embedding, pad, interpolate, pixel_shuffle, and the distances cosine_similarity,
+// embedding, embedding_bag, pad, interpolate, pixel_shuffle, and the distances cosine_similarity,
 // pairwise_distance and normalize.
 #pragma once
 
@@ -41,6 +41,17 @@ EMBER_API Tensor feature_dropout(const Tensor& x, double p, int64_t spatial_dims
 EMBER_API Tensor embedding(const Tensor& weight, const Tensor& indices,
                            std::optional<int64_t> padding_idx = {},
                            std::optional<double> max_norm = {}, double norm_type = 2.0);
+/** Sums, means or maxima ("sum", "mean", "max") of bags of weight's rows (PyTorch's
+ *  embedding_bag): 1-d indices with offsets (bag b starts at offsets[b]; the last bag runs to
+ *  the end, or with include_last_offset ends at the last offset), or 2-d indices [bags, n]
+ *  without. Entries equal to padding_idx are left out; per_sample_weights (the indices' shape,
+ *  "sum" only) scale the rows; an empty bag is zeros. Result [bags, dim]. */
+EMBER_API Tensor embedding_bag(const Tensor& weight, const Tensor& indices,
+                               const Tensor& offsets = {}, std::string_view mode = "mean",
+                               const Tensor& per_sample_weights = {},
+                               bool include_last_offset = false,
+                               std::optional<int64_t> padding_idx = {},
+                               std::optional<double> max_norm = {}, double norm_type = 2.0);
 /** Pads the last dims: pad = {left, right, top, bottom, ...} as in PyTorch; mode is
  *  "constant" (with value), "reflect", "replicate" or "circular". */
 EMBER_API Tensor pad(const Tensor& x, IntList pad, std::string_view mode = "constant",

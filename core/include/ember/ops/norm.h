@@ -1,4 +1,4 @@
-// Normalisation layers' ops: batch_norm, layer_norm, group_norm.
+// Normalisation layers' ops: batch_norm, layer_norm, group_norm, local_response_norm.
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -19,5 +19,10 @@ EMBER_API Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Ten
  *  per-channel weight and bias [C]. */
 EMBER_API Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight = {},
                             const Tensor& bias = {}, double eps = 1e-5);
+
+/** Local response normalisation of x [N, C, ...] (at least 3-d) across channels: x / (k +
+ *  alpha * mean of x^2 over the `size` channels around each, zeros beyond the ends)^beta. */
+EMBER_API Tensor local_response_norm(const Tensor& x, int64_t size, double alpha = 1e-4,
+                                     double beta = 0.75, double k = 1.0);
 
 }  // namespace ember

@@ -1,5 +1,6 @@
-// Pooling over NCHW images (max, average, adaptive average and max), and over NCL sequences
-// through the same kernels (Note [1-d pooling is 2-d pooling of height 1] in core/ops/pool.cpp).
+// Pooling over NCHW images (max, average, adaptive average and max), and over NCL sequences and
+// NCDHW volumes through the same kernels (Note [1-d pooling is 2-d pooling of height 1], Note
+// [3-d pooling as two passes] in core/ops/pool.cpp).
 #pragma once
 
 #include <optional>
@@ -50,5 +51,26 @@ EMBER_API Tensor avg_pool1d(const Tensor& x, int64_t kernel_size,
 EMBER_API Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 /** Adaptive max pooling of x [N, C, L] (or [C, L]) to `output_size` along L. */
 EMBER_API Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
+
+/** Max pooling of x [N, C, D, H, W] (or [C, D, H, W]); sizes are one value or three, an empty
+ *  stride means stride = kernel_size. Returns the output and the flat index (d * H * W + h * W +
+ *  w) of each maximum within its volume. */
+EMBER_API std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, IntList kernel_size,
+                                                             IntList stride = {},
+                                                             IntList padding = {0},
+                                                             IntList dilation = {1},
+                                                             bool ceil_mode = false);
+/** Max pooling of x [N, C, D, H, W] (or [C, D, H, W]); an empty stride means stride = kernel. */
+EMBER_API Tensor max_pool3d(const Tensor& x, IntList kernel_size, IntList stride = {},
+                            IntList padding = {0}, IntList dilation = {1}, bool ceil_mode = false);
+/** Average pooling of x [N, C, D, H, W] (or [C, D, H, W]), as avg_pool2d per volume. */
+EMBER_API Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride = {},
+                            IntList padding = {0}, bool ceil_mode = false,
+                            bool count_include_pad = true,
+                            std::optional<int64_t> divisor_override = std::nullopt);
+/** Average pooling of x [N, C, D, H, W] (or [C, D, H, W]) to [oD, oH, oW]. */
+EMBER_API Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size);
+/** Adaptive max pooling of x [N, C, D, H, W] (or [C, D, H, W]) to [oD, oH, oW]. */
+EMBER_API Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
 
 }  // namespace ember
