@@ -379,17 +379,18 @@ Tensor embedding_table(const char* module, int64_t num, int64_t dim,
 }  // namespace
 
 Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad,
-                     std::optional<double> max_norm_, double norm_type_)
+                     std::optional<double> max_norm_, double norm_type_, bool scale_grad_by_freq_)
     : Module("Embedding"),
       num_embeddings(num),
       embedding_dim(dim),
       padding_idx(pad && *pad < 0 ? *pad + num : pad),
       max_norm(max_norm_),
       norm_type(norm_type_),
+      scale_grad_by_freq(scale_grad_by_freq_),
       weight(register_parameter("weight", embedding_table("Embedding", num, dim, pad))) {}
 
 Tensor Embedding::forward(const Tensor& indices) {
-  return embedding(weight, indices, padding_idx, max_norm, norm_type);
+  return embedding(weight, indices, padding_idx, max_norm, norm_type, scale_grad_by_freq);
 }
 
 std::string Embedding::extra_repr() const {
@@ -397,6 +398,7 @@ std::string Embedding::extra_repr() const {
   if (padding_idx) s += fmt::format(", padding_idx={}", *padding_idx);
   if (max_norm) s += fmt::format(", max_norm={}", *max_norm);
   if (max_norm && norm_type != 2.0) s += fmt::format(", norm_type={}", norm_type);
+  if (scale_grad_by_freq) s += ", scale_grad_by_freq=True";
   return s;
 }
 

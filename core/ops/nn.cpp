@@ -603,7 +603,7 @@ void check_rows(const char* op, const Tensor& host, int64_t num) {
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx,
-                 std::optional<double> max_norm, double norm_type) {
+                 std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq) {
   const std::optional<int64_t> pad = check_lookup("embedding", weight, indices, padding_idx);
   const int64_t num = weight.size(0), dim = weight.size(1);
   const Tensor idx = indices.to(DType::Int64).reshape({-1});
@@ -616,10 +616,16 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
       "EmbeddingBackward", "embedding", {&weight},
       [&] { return index_select(weight, 0, idx).view(sizes); },
       [&] {
-        return [idx, pad, num, dim](const Grads& g, const LambdaNode&) {
+        return [idx, pad, num, dim, scale_grad_by_freq](const Grads& g, const LambdaNode&) {
           const int64_t n = idx.numel();
           Tensor g2 = g[0].reshape({n, dim});
           if (pad) g2 = where(ne(idx, *pad).view({n, 1}), g2, 0.0);
+          if (scale_grad_by_freq && n > 0) {
+            // Each lookup's gradient divided by how often its row was looked up in this call.
+            const Tensor counts = scatter_add(zeros({num}, {g2.dtype(), g2.device()}), 0, idx,
+                                              ones({n}, {g2.dtype(), g2.device()}));
+            g2 = div(g2, index_select(counts, 0, idx).view({n, 1}));
+          }
           const Tensor z = zeros({num, dim}, {g2.dtype(), g2.device()});
           return Grads{scatter_add(z, 0, idx.view({n, 1}).expand({n, dim}), g2)};
         };

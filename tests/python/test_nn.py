@@ -1153,3 +1153,22 @@ def test_pad_sequence_matches_pytorchs_layout_and_gradients():
         pad_sequence([ember.ones(2, 3), ember.ones(2, 4)])
     with pytest.raises(ValueError, match="padding_side must be 'left' or 'right'"):
         pad_sequence([a], padding_side="middle")
+
+
+def test_embedding_scale_grad_by_freq_and_from_pretrained():
+    table = ember.arange(8.0).view(4, 2)
+    e = nn.Embedding.from_pretrained(table, freeze=False, scale_grad_by_freq=True)
+    assert e.weight.requires_grad and e.weight.equal(table) and e.scale_grad_by_freq
+    assert repr(e) == "Embedding(4, 2, scale_grad_by_freq=True)"
+    e(ember.tensor([1, 1, 2])).sum().backward()
+    assert e.weight.grad[:, 0].tolist() == [0.0, 1.0, 1.0, 0.0]  # row 1: two halves
+    w = ember.ones(3, 2, requires_grad=True)
+    F.embedding(ember.tensor([0, 0, 0]), w, scale_grad_by_freq=True).sum().backward()
+    assert w.grad[0].tolist() == [1.0, 1.0]
+    frozen = nn.Embedding.from_pretrained(table)
+    assert not frozen.weight.requires_grad and frozen(ember.tensor([3])).tolist() == [[6.0, 7.0]]
+    bag = nn.EmbeddingBag.from_pretrained(table, mode="sum")
+    assert bag(ember.tensor([[0, 1]])).tolist() == [[2.0, 4.0]]
+    assert not bag.weight.requires_grad
+    with pytest.raises(ValueError, match="2-d tensor"):
+        nn.Embedding.from_pretrained(ember.ones(3))

@@ -1625,12 +1625,12 @@ void bind_layers(nb::module_& m) {
           "__init__",
           [](nb::pointer_and_handle<nn::Embedding> v, int64_t num_embeddings, int64_t embedding_dim,
              std::optional<int64_t> padding_idx, std::optional<double> max_norm, double norm_type,
-             bool, bool sparse, std::optional<Tensor> weight, bool freeze,
+             bool scale_grad_by_freq, bool sparse, std::optional<Tensor> weight, bool freeze,
              std::optional<Device> device, std::optional<DType> dtype) {
             EMBER_CHECK_NOT_IMPLEMENTED(!sparse,
                                         "[nn.Embedding] sparse gradients are not supported");
             construct<nn::Embedding>(v, num_embeddings, embedding_dim, padding_idx, max_norm,
-                                     norm_type);
+                                     norm_type, scale_grad_by_freq);
             if (weight) {
               EMBER_CHECK(weight->dim() == 2 && weight->size(0) == num_embeddings &&
                               weight->size(1) == embedding_dim,
@@ -1648,7 +1648,9 @@ void bind_layers(nb::module_& m) {
       .def_ro("num_embeddings", &nn::Embedding::num_embeddings, "Rows.")
       .def_ro("embedding_dim", &nn::Embedding::embedding_dim, "Columns.")
       .def_ro("padding_idx", &nn::Embedding::padding_idx, "The row that gets no gradient.")
-      .def_ro("max_norm", &nn::Embedding::max_norm, "Rows looked up are renormalised to it.");
+      .def_ro("max_norm", &nn::Embedding::max_norm, "Rows looked up are renormalised to it.")
+      .def_ro("scale_grad_by_freq", &nn::Embedding::scale_grad_by_freq,
+              "Gradients divided by each row's count in the batch.");
 
   layer<nn::EmbeddingBag>(m, "EmbeddingBag", "Bags of rows of a lookup table, reduced.", false)
       .def(

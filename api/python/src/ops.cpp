@@ -273,9 +273,9 @@ void bind_functional(nb::module_& f) {
   f.def(
       "embedding",
       [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
-         std::optional<double> max_norm, double norm_type, bool, bool sparse) {
+         std::optional<double> max_norm, double norm_type, bool scale_grad_by_freq, bool sparse) {
         EMBER_CHECK_NOT_IMPLEMENTED(!sparse, "[embedding] sparse gradients are not supported");
-        return embedding(weight, input, padding_idx, max_norm, norm_type);
+        return embedding(weight, input, padding_idx, max_norm, norm_type, scale_grad_by_freq);
       },
       "input"_a, "weight"_a, "padding_idx"_a = nb::none(), "max_norm"_a = nb::none(),
       "norm_type"_a = 2.0, "scale_grad_by_freq"_a = false, "sparse"_a = false, release_gil(),

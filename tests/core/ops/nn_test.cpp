@@ -711,6 +711,17 @@ TEST(Embedding, PicksRowsForAnyIndexShape) {
   EXPECT_EQ(embedding(w, empty({0, 2}, i64)).sizes(), Shape({0, 2, 3}));
 }
 
+// scale_grad_by_freq: each lookup's gradient divided by its row's count in the call, as in
+// PyTorch: rows 1, 1, 2 and 3 (padding) under sum() give row 1 two halves, row 2 one, row 3 none.
+TEST(Embedding, ScaleGradByFreqDividesByEachRowsCount) {
+  for (const bool scale : {false, true}) {
+    const Tensor w = ones({4, 2}, f64).requires_grad_(true);
+    sum(embedding(w, tensor({1, 1, 2, 3}).to(DType::Int64), 3, std::nullopt, 2.0, scale))
+        .backward();
+    expect_near(values(w.grad()), {0, 0, scale ? 1.0 : 2.0, scale ? 1.0 : 2.0, 1, 1, 0, 0}, 1e-12);
+  }
+}
+
 TEST(Embedding, BadArguments) {
   const Tensor w = uniform({5, 3}, 32);
   expect_error([&] { embedding(w, tensor({1., 2.})); }, {"[embedding]", "int64", "float32"});

@@ -313,7 +313,8 @@ class Embedding : public Module {
   /** A table; the row at `padding_idx` (if any) starts at zero and gets no gradient; rows
    *  looked up with a norm above `max_norm` (p-norm `norm_type`) are rescaled in place to it. */
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {},
-            std::optional<double> max_norm = {}, double norm_type = 2.0);
+            std::optional<double> max_norm = {}, double norm_type = 2.0,
+            bool scale_grad_by_freq = false);
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
 
@@ -321,7 +322,8 @@ class Embedding : public Module {
   const std::optional<int64_t> padding_idx;
   const std::optional<double> max_norm;
   const double norm_type;
-  Tensor& weight;  ///< [num_embeddings, embedding_dim]
+  const bool scale_grad_by_freq;  ///< gradients divided by each row's count in the batch
+  Tensor& weight;                 ///< [num_embeddings, embedding_dim]
 };
 
 /** Bags of rows of a lookup table reduced by sum, mean or max (PyTorch's nn.EmbeddingBag); the

@@ -125,6 +125,38 @@ from ember.nn import functional, init, parallel, utils  # noqa: F401
 from ember.nn.parallel import DistributedDataParallel  # noqa: F401
 
 
+def _pretrained_table(cls_name: str, embeddings: Tensor) -> None:
+    if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
+        raise ValueError(f"[nn.{cls_name}.from_pretrained] embeddings must be a 2-d tensor "
+                         f"[num_embeddings, embedding_dim]")
+
+
+def _embedding_from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                               norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """An Embedding whose table is `embeddings` (frozen unless freeze=False)."""
+    _pretrained_table("Embedding", embeddings)
+    rows, cols = embeddings.shape
+    return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+               _weight=embeddings, _freeze=freeze)
+
+
+def _embedding_bag_from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                                   scale_grad_by_freq=False, mode="mean", sparse=False,
+                                   include_last_offset=False, padding_idx=None):
+    """An EmbeddingBag whose table is `embeddings` (frozen unless freeze=False)."""
+    _pretrained_table("EmbeddingBag", embeddings)
+    rows, cols = embeddings.shape
+    bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+              _weight=embeddings, include_last_offset=include_last_offset,
+              padding_idx=padding_idx)
+    bag.weight.requires_grad_(not freeze)
+    return bag
+
+
+Embedding.from_pretrained = classmethod(_embedding_from_pretrained)
+EmbeddingBag.from_pretrained = classmethod(_embedding_bag_from_pretrained)
+
+
 class ModuleDict(Module):
     """Holds submodules by name, like a dict (torch.nn.ModuleDict)."""
 

@@ -37,10 +37,12 @@ EMBER_API Tensor feature_dropout(const Tensor& x, double p, int64_t spatial_dims
                                  bool training = true, Generator* gen = nullptr);
 /** Rows of weight [num, dim] picked by integer indices of any shape: result [..., dim]. Rows
  *  at padding_idx get no gradient. With max_norm, the rows looked up whose norm_type-norm
- *  exceeds it are first rescaled in place to max_norm (PyTorch's embedding renorm). */
+ *  exceeds it are first rescaled in place to max_norm (PyTorch's embedding renorm). With
+ *  scale_grad_by_freq, a row's gradient is divided by how often the call looked it up. */
 EMBER_API Tensor embedding(const Tensor& weight, const Tensor& indices,
                            std::optional<int64_t> padding_idx = {},
-                           std::optional<double> max_norm = {}, double norm_type = 2.0);
+                           std::optional<double> max_norm = {}, double norm_type = 2.0,
+                           bool scale_grad_by_freq = false);
 /** Sums, means or maxima ("sum", "mean", "max") of bags of weight's rows (PyTorch's
  *  embedding_bag): 1-d indices with offsets (bag b starts at offsets[b]; the last bag runs to
  *  the end, or with include_last_offset ends at the last offset), or 2-d indices [bags, n]
