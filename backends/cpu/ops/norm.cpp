@@ -25,19 +25,6 @@ namespace {
 
 constexpr int64_t kBlock = 4096;
 
-template <typename T>
-inline T store(double v) {
-  if constexpr (sdk::kIsHalf<T>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-inline bool go_parallel(int64_t work) {
-  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
-
 /** sum(p[i] - shift) over n elements. */
 template <typename T>
 [[gnu::always_inline]] inline double sum_of(const T* p, int64_t n, double shift) {

@@ -174,13 +174,7 @@ struct SumOp {
       return static_cast<Acc>(acc);
     }
   }
-  static Out finish(Acc a) {
-    if constexpr (sdk::kIsHalf<T>) {
-      return T(static_cast<float>(a));
-    } else {
-      return static_cast<T>(a);
-    }
-  }
+  static Out finish(Acc a) { return store<T>(a); }
 };
 
 template <typename T>
@@ -202,13 +196,7 @@ struct ProdOp {
     for (int64_t i = 0; i < n; ++i) acc = combine(acc, lift(p[i * stride]));
     return acc;
   }
-  static Out finish(Acc a) {
-    if constexpr (sdk::kIsHalf<T>) {
-      return T(static_cast<float>(a));
-    } else {
-      return static_cast<T>(a);
-    }
-  }
+  static Out finish(Acc a) { return store<T>(a); }
 };
 
 /** amax (kMax) or amin; NaN propagates. */
