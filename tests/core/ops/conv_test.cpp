@@ -95,15 +95,6 @@ std::vector<double> conv_transpose_ref(const std::vector<double>& x, const std::
   return y;
 }
 
-void expect_close(const Tensor& got, const std::vector<double>& want, double tol,
-                  const std::string& what) {
-  const std::vector<double> v = values(got);
-  ASSERT_EQ(v.size(), want.size()) << what;
-  for (size_t i = 0; i < v.size(); ++i) {
-    ASSERT_NEAR(v[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
-  }
-}
-
 const std::vector<Cfg> kConvCases = {
     {2, 3, 7, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false},
     {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
