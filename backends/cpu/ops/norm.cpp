@@ -551,14 +551,11 @@ int32_t batch_norm_kernel(const ember_kernel_call* call) {
 template <typename A, bool Backward>
 int32_t rows_kernel(const ember_kernel_call* call) {
   const char* name = ops::kInfo[A::kOp].name;
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !sdk::all_dense(call)) {
-    return bad(call, name);
-  }
-  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const auto a = sdk::attrs<A>(call);
   const int64_t G = a.groups, K = a.group_size, S = a.spatial;
-  const int64_t R = sdk::norm_rows(sdk::numel(x), G, K, S);
+  const int64_t R = sdk::norm_rows(call, Backward, G, K, S);
   if (R < 0) return bad(call, name);
+  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Backward) {

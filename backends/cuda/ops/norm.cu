@@ -329,15 +329,12 @@ Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
 // layer_norm, group_norm (A: the op's attributes) and their backward passes.
 template <bool Backward, typename A>
 Status rows_impl(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !sdk::all_dense(call)) {
-    return bad(call, name);
-  }
   const auto a = sdk::attrs<A>(call);
-  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const int64_t G = a.groups, K = a.group_size, S = a.spatial;
-  const int64_t n = numel(x);
-  const int64_t R = sdk::norm_rows(n, G, K, S);
+  const int64_t R = sdk::norm_rows(call, Backward, G, K, S);
   if (R < 0) return bad(call, name);
+  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
+  const int64_t n = numel(x);
   const RowGeom g{R, G, K, S, a.eps};
   if (n == 0) return {};
   cudaStream_t stream = nullptr;

@@ -34,9 +34,15 @@ inline bool batch_norm_arity_ok(const ember_kernel_call* call, bool backward, bo
   return arity_ok && call->inputs[backward ? 1 : 0].ndim == 3;
 }
 
-/** The rows R of a layer_norm / group_norm x of n elements: n = R * K * S with R a multiple of
- *  the G groups (G, K, S from the attributes); -1 if the attributes do not describe x. */
-inline int64_t norm_rows(int64_t n, int64_t G, int64_t K, int64_t S) {
+/** The rows R of a layer_norm / group_norm call (backward: inputs {dy, x, w, mean, rstd}, else
+ *  {x, w, b}; three outputs; all dense) whose x holds R * K * S elements with R a multiple of
+ *  the G groups (G, K, S from the attributes); -1 if the call is not such a call. */
+inline int64_t norm_rows(const ember_kernel_call* call, bool backward, int64_t G, int64_t K,
+                         int64_t S) {
+  if (call->num_inputs != (backward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
+    return -1;
+  }
+  const int64_t n = numel(call->inputs[backward ? 1 : 0]);
   if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) return -1;
   return n / (K * S);
 }
