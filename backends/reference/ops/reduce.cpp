@@ -9,6 +9,7 @@
 
 #include "backends/reference/ops/ops.h"
 #include "backends/reference/walk.h"
+#include "ember/plugin_sdk_sort.hpp"
 
 namespace ember::reference {
 namespace {
@@ -126,19 +127,10 @@ int32_t logical_reduce(const ember_kernel_call* call) {
  *  index). Indices are int64. */
 template <typename A, bool kMax, bool kValues>
 int32_t arg_reduce(const ember_kernel_call* call) {
+  if (const int32_t st = sdk::check_arg_reduce<A, kValues>(call); st != EMBER_OK) return st;
   const char* name = ops::kInfo[A::kOp].name;
-  const int nout = kValues ? 2 : 1;
-  if (call->num_inputs != 1 || call->num_outputs != nout) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and %d outputs", name, nout);
-  }
-  if (sdk::attrs<A>(call).reduced_dims != 1) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects exactly one trailing reduced dim", name);
-  }
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& ind = call->outputs[kValues ? 1 : 0];
-  if (ind.dtype != EMBER_I64) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: indices must be int64", name);
-  }
   const int64_t n = x.sizes[x.ndim - 1];
   int64_t outputs = 1;
   for (int32_t d = 0; d + 1 < x.ndim; ++d) outputs *= x.sizes[d];
