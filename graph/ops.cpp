@@ -2,6 +2,7 @@
 // semantics are ONNX's from opset 13 to 28 (graph/onnx/import.cpp maps ONNX's ops onto them), in
 // Ember's names; the list at the end is the whole vocabulary.
 #include "ember/graph/ops.h"
+#include "ember/util/enum_name.h"
 
 #include "graph/attrs.h"
 #include "graph/fused_ops.h"
@@ -2419,25 +2420,9 @@ std::vector<std::string_view> op_names() {
 }
 
 std::string_view attr_kind_name(AttrKind kind) {
-  switch (kind) {
-    case AttrKind::Int:
-      return "int";
-    case AttrKind::Float:
-      return "float";
-    case AttrKind::String:
-      return "string";
-    case AttrKind::Ints:
-      return "ints";
-    case AttrKind::Floats:
-      return "floats";
-    case AttrKind::Strings:
-      return "strings";
-    case AttrKind::Tensor:
-      return "tensor";
-    case AttrKind::Graph:
-      return "graph";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"int",    "float",   "string", "ints",
+                                           "floats", "strings", "tensor", "graph"};
+  return enum_name<AttrKind::Graph>(kind, kNames, "?");
 }
 
 }  // namespace ember::graph

@@ -62,6 +62,18 @@ int64_t fan(const Tensor& t, FanMode mode) {
 
 }  // namespace
 
+namespace kaiming {
+
+// The fan a kaiming init `fn` scales by: t's in or out fan, which must not be zero.
+int64_t checked_fan(const Tensor& t, FanMode mode, const char* fn) {
+  check_defined(t, fn);
+  const int64_t f = fan(t, mode);
+  EMBER_CHECK(f > 0, "[nn.init.{}] zero fan for a tensor of shape {}", fn, shape_str(t.sizes()));
+  return f;
+}
+
+}  // namespace kaiming
+
 Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
   check_defined(t, "uniform_");
   EMBER_CHECK(a <= b, "[nn.init.uniform_] empty range: a={} > b={}", a, b);
@@ -109,20 +121,14 @@ Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
 
 Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, std::string_view nonlinearity,
                          Generator* gen) {
-  check_defined(t, "kaiming_uniform_");
-  const int64_t f = fan(t, mode);
-  EMBER_CHECK(f > 0, "[nn.init.kaiming_uniform_] zero fan for a tensor of shape {}",
-              shape_str(t.sizes()));
+  const int64_t f = kaiming::checked_fan(t, mode, "kaiming_uniform_");
   const double bound = calculate_gain(nonlinearity, a) * std::sqrt(3.0 / static_cast<double>(f));
   return uniform_(t, -bound, bound, gen);
 }
 
 Tensor& kaiming_normal_(Tensor& t, double a, FanMode mode, std::string_view nonlinearity,
                         Generator* gen) {
-  check_defined(t, "kaiming_normal_");
-  const int64_t f = fan(t, mode);
-  EMBER_CHECK(f > 0, "[nn.init.kaiming_normal_] zero fan for a tensor of shape {}",
-              shape_str(t.sizes()));
+  const int64_t f = kaiming::checked_fan(t, mode, "kaiming_normal_");
   return normal_(t, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(f)), gen);
 }
 

@@ -16,6 +16,22 @@ namespace ember::cpu {
 /** Below this many elements a loop runs on the calling thread. */
 inline constexpr int64_t kGrainSize = 32768;
 
+/** True when `work` elements are worth an OpenMP team: at least kGrainSize of them, more than one
+ *  thread, and not already inside a parallel region. */
+inline bool go_parallel(int64_t work) {
+  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
+/** `v` (a double, or T's compute type) stored as T: through float for the 16-bit floating types. */
+template <typename T, typename V>
+inline T store(V v) {
+  if constexpr (sdk::kIsHalf<T>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 /** Runs body(begin, end) over [0, n) in fixed chunks of `chunk` elements, across the threads when
  *  there is more than one chunk (on the calling thread inside a parallel region). For loops over
  *  dense elements whose results do not depend on the split. */

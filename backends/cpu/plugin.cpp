@@ -12,6 +12,7 @@
 #include "backends/cpu/allocator.h"
 #include "backends/cpu/kernels.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cpu {
@@ -121,17 +122,9 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
       return EMBER_ERR_OUT_OF_MEMORY;
     }
     static const ember_device_type_v1 table = [] {
-      ember_device_type_v1 t{};
-      t.struct_size = sizeof(t);
-      t.name = "cpu";
-      t.priority = 100;
-      t.host_accessible = 1;
-      t.device_count = device_count;
+      ember_device_type_v1 t = sdk::device_type("cpu", 100, /*host_accessible=*/true, device_count,
+                                                alloc, free_block, copy_bytes, synchronize);
       t.device_props = device_props;
-      t.alloc = alloc;
-      t.free = free_block;
-      t.copy = copy_bytes;
-      t.synchronize = synchronize;
       t.memory_stats = memory_stats;
       t.empty_cache = empty_cache;
       t.set_num_threads = set_num_threads;
@@ -142,20 +135,10 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   });
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    0,
-    "cpu",
-    "0.1.0",
-    "oneDNN " EMBER_DNNL_VERSION ", OpenMP, " __VERSION__,
-    init,
-    nullptr,
-};
+const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
+    0, "cpu", "0.1.0", "oneDNN " EMBER_DNNL_VERSION ", OpenMP, " __VERSION__, init);
 
 }  // namespace
 }  // namespace ember::cpu
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::cpu::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::cpu::kDescriptor)

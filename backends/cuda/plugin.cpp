@@ -12,6 +12,7 @@
 #include "backends/cuda/kernels.h"
 #include "backends/cuda/options.h"
 #include "backends/cuda/stream.h"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::cuda {
@@ -422,17 +423,9 @@ int32_t init_impl(const ember_host_v1* host, const ember_registrar_v1* reg, char
                   size_t cap) {
   if (host) set_host(host);
   static const ember_device_type_v1 table = [] {
-    ember_device_type_v1 t{};
-    t.struct_size = sizeof(t);
-    t.name = "cuda";
-    t.priority = 200;
-    t.host_accessible = 0;
-    t.device_count = device_count;
+    ember_device_type_v1 t = sdk::device_type("cuda", 200, /*host_accessible=*/false, device_count,
+                                              alloc, free_block, copy_bytes, synchronize);
     t.device_props = device_props;
-    t.alloc = alloc;
-    t.free = free_block;
-    t.copy = copy_bytes;
-    t.synchronize = synchronize;
     t.memory_stats = memory_stats;
     t.empty_cache = empty_cache;
     t.alloc_checked = alloc_checked;
@@ -466,21 +459,13 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
 #define EMBER_STR2(x) #x
 #define EMBER_STR(x) EMBER_STR2(x)
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    0,
-    "cuda",
-    "0.1.0",
+const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
+    0, "cuda", "0.1.0",
     "CUDA runtime " EMBER_STR(CUDART_VERSION) ", cuDNN " EMBER_STR(CUDNN_MAJOR) "." EMBER_STR(
         CUDNN_MINOR) ", sm_90 + PTX, " __VERSION__,
-    init,
-    nullptr,
-};
+    init);
 
 }  // namespace
 }  // namespace ember::cuda
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::cuda::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::cuda::kDescriptor)

@@ -26,6 +26,7 @@
 
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_comm.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::gloo_backend {
@@ -528,37 +529,13 @@ void destroy(void*, void* comm) {
   }
 }
 
-int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
-  return sdk::guard(error, cap, [&]() -> int32_t {
-    static const ember_comm_backend_v1 table = [] {
-      ember_comm_backend_v1 t{};
-      t.struct_size = sizeof(t);
-      t.name = "gloo";
-      t.device_types = "cpu,reference";
-      t.available = available;
-      t.create = create;
-      t.collective = collective;
-      t.destroy = destroy;
-      return t;
-    }();
-    return sdk::register_comm_backend(reg, table, error, cap);
-  });
-}
+constexpr ember_comm_backend_v1 kTable =
+    sdk::comm_backend("gloo", "cpu,reference", available, create, collective, destroy);
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    5,
-    "gloo",
-    "0.1.0",
-    "Gloo 0.5 over TCP, " __VERSION__,
-    init,
-    nullptr,
-};
+const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
+    5, "gloo", "0.1.0", "Gloo 0.5 over TCP, " __VERSION__, sdk::init_comm_backend<kTable>);
 
 }  // namespace
 }  // namespace ember::gloo_backend
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::gloo_backend::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::gloo_backend::kDescriptor)

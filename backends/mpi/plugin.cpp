@@ -22,6 +22,7 @@
 #include "backends/mpi/lazy_mpi.h"
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_comm.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 /** Most elements one MPI call moves (MPI counts are int); a build may lower it to test chunking. */
@@ -842,14 +843,8 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   return sdk::guard(error, cap, [&]() -> int32_t {
     global().host = host;
     static const ember_comm_backend_v1 table = [] {
-      ember_comm_backend_v1 t{};
-      t.struct_size = sizeof(t);
-      t.name = "mpi";
-      t.device_types = "cpu,reference";
-      t.available = available;
-      t.create = create;
-      t.collective = collective;
-      t.destroy = destroy;
+      ember_comm_backend_v1 t =
+          sdk::comm_backend("mpi", "cpu,reference", available, create, collective, destroy);
       t.world = world;
       return t;
     }();
@@ -866,21 +861,10 @@ void shutdown() {
   });
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    5,
-    "mpi",
-    "0.1.0",
-    EMBER_MPI_BUILD ", " __VERSION__,
-    init,
-    shutdown,
-};
+const ember_plugin_v1 kDescriptor =
+    sdk::plugin_descriptor(5, "mpi", "0.1.0", EMBER_MPI_BUILD ", " __VERSION__, init, shutdown);
 
 }  // namespace
 }  // namespace ember::mpi_backend
 
-/** The plugin's one exported symbol. */
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::mpi_backend::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::mpi_backend::kDescriptor)

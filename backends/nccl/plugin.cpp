@@ -23,6 +23,7 @@
 #include "backends/nccl/lazy_nccl.h"
 #include "ember/plugin_sdk.hpp"
 #include "ember/plugin_sdk_comm.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
@@ -694,39 +695,14 @@ int32_t available(void*, char* reason, size_t cap) {
   });
 }
 
-/** Registers the nccl communication backend. */
-int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
-  return sdk::guard(error, cap, [&]() -> int32_t {
-    static const ember_comm_backend_v1 table = [] {
-      ember_comm_backend_v1 t{};
-      t.struct_size = sizeof(t);
-      t.name = "nccl";
-      t.device_types = "cuda";
-      t.available = available;
-      t.create = create;
-      t.collective = collective;
-      t.destroy = destroy;
-      return t;
-    }();
-    return sdk::register_comm_backend(reg, table, error, cap);
-  });
-}
+/** The nccl communication backend, which the plugin's init registers. */
+constexpr ember_comm_backend_v1 kTable =
+    sdk::comm_backend("nccl", "cuda", available, create, collective, destroy);
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    5,
-    "nccl",
-    "0.1.0",
-    EMBER_NCCL_BUILD ", " __VERSION__,
-    init,
-    nullptr,
-};
+const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
+    5, "nccl", "0.1.0", EMBER_NCCL_BUILD ", " __VERSION__, sdk::init_comm_backend<kTable>);
 
 }  // namespace
 }  // namespace ember::nccl_backend
 
-/** The plugin's one exported symbol. */
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::nccl_backend::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::nccl_backend::kDescriptor)

@@ -11,6 +11,7 @@
 
 #include "backends/reference/kernels.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::reference {
@@ -104,17 +105,10 @@ void empty_cache(void*, int32_t) {
 int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* error, size_t cap) {
   return sdk::guard(error, cap, [&]() -> int32_t {
     static const ember_device_type_v1 table = [] {
-      ember_device_type_v1 t{};
-      t.struct_size = sizeof(t);
-      t.name = "reference";
-      t.priority = kPriority;
-      t.host_accessible = 1;
-      t.device_count = device_count;
+      ember_device_type_v1 t =
+          sdk::device_type("reference", kPriority, /*host_accessible=*/true, device_count, alloc,
+                           free_block, copy_bytes, synchronize);
       t.device_props = device_props;
-      t.alloc = alloc;
-      t.free = free_block;
-      t.copy = copy_bytes;
-      t.synchronize = synchronize;
       t.memory_stats = memory_stats;
       t.empty_cache = empty_cache;
       return t;  // no thread controls: the reference runs on the calling thread
@@ -123,20 +117,10 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
   });
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    0,
-    "reference",
-    "0.1.0",
-    "plain single-threaded loops, " __VERSION__,
-    init,
-    nullptr,
-};
+const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
+    0, "reference", "0.1.0", "plain single-threaded loops, " __VERSION__, init);
 
 }  // namespace
 }  // namespace ember::reference
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &ember::reference::kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(ember::reference::kDescriptor)

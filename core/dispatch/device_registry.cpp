@@ -10,6 +10,7 @@
 
 #include "core/dispatch/profiled.h"
 #include "ember/dispatch/runtime.h"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/tensor/storage.h"
 #include "ember/util/error.h"
 
@@ -40,17 +41,8 @@ int32_t builtin_sync(void*, int32_t, char*, size_t) {
 }
 
 ember_device_type_v1 builtin_cpu_table() {
-  ember_device_type_v1 t{};
-  t.struct_size = sizeof(t);
-  t.name = "cpu";
-  t.priority = -1000;
-  t.host_accessible = 1;
-  t.device_count = builtin_count;
-  t.alloc = builtin_alloc;
-  t.free = builtin_free;
-  t.copy = builtin_copy;
-  t.synchronize = builtin_sync;
-  return t;
+  return sdk::device_type("cpu", -1000, /*host_accessible=*/true, builtin_count, builtin_alloc,
+                          builtin_free, builtin_copy, builtin_sync);
 }
 
 // Note [Device entries are immutable]

@@ -12,6 +12,7 @@
 #include "ember/dispatch/stream.h"
 #include "ember/ops/factory.h"
 #include "ember/plugin/loader.h"
+#include "ember/util/enum_name.h"
 
 namespace ember {
 namespace {
@@ -82,15 +83,8 @@ Tensor empty_like(const Tensor& t, MemoryFormat format) {
 }
 
 const char* memory_format_name(MemoryFormat f) {
-  switch (f) {
-    case MemoryFormat::Contiguous:
-      return "contiguous_format";
-    case MemoryFormat::ChannelsLast:
-      return "channels_last";
-    case MemoryFormat::Preserve:
-      return "preserve_format";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"contiguous_format", "channels_last", "preserve_format"};
+  return enum_name<MemoryFormat::Preserve>(f, kNames, "unknown");
 }
 
 bool Tensor::is_contiguous(MemoryFormat f) const {

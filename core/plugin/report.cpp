@@ -12,6 +12,7 @@
 #include "core/plugin/loading.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/runtime.h"
+#include "ember/util/enum_name.h"
 #include "ember/util/error.h"
 
 namespace fs = std::filesystem;
@@ -19,37 +20,11 @@ namespace fs = std::filesystem;
 namespace ember {
 
 const char* outcome_name(PluginOutcome o) {
-  switch (o) {
-    case PluginOutcome::Loaded:
-      return "loaded";
-    case PluginOutcome::NotAPlugin:
-      return "not_a_plugin";
-    case PluginOutcome::CorruptFile:
-      return "corrupt_file";
-    case PluginOutcome::WrongArch:
-      return "wrong_arch";
-    case PluginOutcome::MissingDependency:
-      return "missing_dependency";
-    case PluginOutcome::UndefinedSymbol:
-      return "undefined_symbol";
-    case PluginOutcome::RejectedAbi:
-      return "rejected_abi";
-    case PluginOutcome::InitFailed:
-      return "init_failed";
-    case PluginOutcome::Unusable:
-      return "unusable";
-    case PluginOutcome::Shadowed:
-      return "shadowed";
-    case PluginOutcome::Disabled:
-      return "disabled";
-    case PluginOutcome::Unreadable:
-      return "unreadable";
-    case PluginOutcome::Insecure:
-      return "insecure";
-    case PluginOutcome::Crashed:
-      return "crashed";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {
+      "loaded",           "not_a_plugin", "corrupt_file", "wrong_arch", "missing_dependency",
+      "undefined_symbol", "rejected_abi", "init_failed",  "unusable",   "shadowed",
+      "disabled",         "unreadable",   "insecure",     "crashed"};
+  return enum_name<PluginOutcome::Crashed>(o, kNames, "unknown");
 }
 
 namespace loading {

@@ -20,6 +20,7 @@
 #include "ember/autograd/node.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/stream.h"
+#include "ember/util/enum_name.h"
 #include "ember/util/error.h"
 
 namespace ember::profiler {
@@ -386,17 +387,8 @@ void count_freed(size_t bytes) {
 }  // namespace detail
 
 const char* category_name(Category category) {
-  switch (category) {
-    case Category::Op:
-      return "cpu_op";
-    case Category::Kernel:
-      return "kernel";
-    case Category::Backward:
-      return "backward";
-    case Category::UserRange:
-      return "user_annotation";
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"cpu_op", "kernel", "backward", "user_annotation"};
+  return enum_name<Category::UserRange>(category, kNames, "unknown");
 }
 
 struct Profiler::State {

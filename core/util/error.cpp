@@ -1,6 +1,7 @@
 #include "ember/util/error.h"
 
 #include "ember/plugin_abi.h"
+#include "ember/util/enum_name.h"
 
 namespace ember {
 
@@ -22,31 +23,10 @@ DistributedError::~DistributedError() = default;
 KeyError::~KeyError() = default;
 
 const char* kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::Value:
-      return "Value";
-    case ErrorKind::Type:
-      return "Type";
-    case ErrorKind::Index:
-      return "Index";
-    case ErrorKind::NotImplemented:
-      return "NotImplemented";
-    case ErrorKind::OutOfMemory:
-      return "OutOfMemory";
-    case ErrorKind::Device:
-      return "Device";
-    case ErrorKind::Io:
-      return "Io";
-    case ErrorKind::Plugin:
-      return "Plugin";
-    case ErrorKind::Internal:
-      return "Internal";
-    case ErrorKind::Distributed:
-      return "Distributed";
-    case ErrorKind::Key:
-      return "Key";
-  }
-  return "Unknown";
+  static constexpr const char* kNames[] = {"Value",       "Type",        "Index", "NotImplemented",
+                                           "OutOfMemory", "Device",      "Io",    "Plugin",
+                                           "Internal",    "Distributed", "Key"};
+  return enum_name<ErrorKind::Key>(kind, kNames, "Unknown");
 }
 
 void throw_error(ErrorKind kind, const std::string& message) {

@@ -3,6 +3,7 @@
 //
 //   my_ext::scaled_add(x, y; floats = {alpha}) = x + alpha * y   (same shapes, float32/float64)
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace {
@@ -72,19 +73,10 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   return sdk::guard(error, cap, [&] { return init_impl(reg, error, cap); });
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1),
-    EMBER_ABI_MAJOR,
-    1,  // op schemas need ABI 1.1
-    "my_ext",
-    "0.1.0",
-    "template extension, " __VERSION__,
-    init,
-    nullptr,
-};
+// op schemas need ABI 1.1
+const ember_plugin_v1 kDescriptor =
+    sdk::plugin_descriptor(1, "my_ext", "0.1.0", "template extension, " __VERSION__, init);
 
 }  // namespace
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(kDescriptor)

@@ -4,6 +4,7 @@
 // backend's does (any strides, inputs already broadcast), so the threads' results do not change.
 #include "ember/plugin_abi.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 #include "ember/plugin_sdk_ops.hpp"
 
 namespace {
@@ -34,12 +35,9 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   });
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1), EMBER_ABI_MAJOR, 0, "fixture-hot", "0.0.1", "test fixture", init,
-    nullptr};
+const ember_plugin_v1 kDescriptor =
+    sdk::plugin_descriptor(0, "fixture-hot", "0.0.1", "test fixture", init);
 
 }  // namespace
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(kDescriptor)

@@ -6,11 +6,21 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
 
 namespace ember::testing {
+
+/** The bytes of the file at `path` ("" if it cannot be read). */
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 /** A fresh directory under the system temp dir, removed with everything in it (even where a
  *  test took away its permissions). */

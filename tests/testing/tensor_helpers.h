@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -38,6 +39,17 @@ inline std::vector<double> values(const Tensor& t) {
     }
   });
   return out;
+}
+
+/** Expects `got` to hold `want` (row-major), each element within tol * (1 + |want|), naming `what`
+ *  and the first index that is off. */
+inline void expect_close(const Tensor& got, const std::vector<double>& want, double tol,
+                         const std::string& what) {
+  const std::vector<double> v = values(got);
+  ASSERT_EQ(v.size(), want.size()) << what;
+  for (size_t i = 0; i < v.size(); ++i) {
+    ASSERT_NEAR(v[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
+  }
 }
 
 /** A contiguous tensor of `dtype` holding `vals`, converted by the test, not the library. */
@@ -75,12 +87,18 @@ void change_weight_every_way(Tensor& w, const Tensor& fresh, Check&& check) {
   check("after copy_");
 }
 
-/** The message of the ember::Error `fn` throws, or "" if it throws none. */
-template <typename Fn>
+/** True if `s` contains `part` (for EXPECT_PRED2, which then prints both). */
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+/** The message of the ember::Error (or the narrower kind E) `fn` throws, or "" if it throws
+ *  none. */
+template <typename E = Error, typename Fn>
 std::string error_of(Fn&& fn) {
   try {
     fn();
-  } catch (const Error& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "";
@@ -88,12 +106,12 @@ std::string error_of(Fn&& fn) {
 
 /** Runs `fn` and expects an ember::Error whose message contains every one of `parts`. */
 template <typename Fn>
-void expect_error(Fn&& fn, std::initializer_list<const char*> parts) {
+void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
   try {
     fn();
     ADD_FAILURE() << "expected ember::Error containing " << *parts.begin();
   } catch (const Error& e) {
-    for (const char* p : parts) {
+    for (const std::string& p : parts) {
       EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
           << "message: " << e.what() << "\nmissing: " << p;
     }

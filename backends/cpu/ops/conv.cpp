@@ -66,15 +66,6 @@ bool read_geom(const ember_kernel_call* call, Dir dir, Geom* gm) {
 
 // ---- own direct loops -------------------------------------------------------------------------
 
-template <typename T>
-inline T store(sdk::Compute<T> v) {
-  if constexpr (std::is_same_v<T, sdk::Half> || std::is_same_v<T, sdk::BFloat16>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // floor(a / b) for b > 0.
 inline int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
@@ -88,10 +79,6 @@ inline void tap_range(int64_t out, int64_t in, int64_t s, int64_t p, int64_t k, 
   *lo = std::max<int64_t>(0, floor_div(-off + s - 1, s));
   *hi = std::min<int64_t>(out, floor_div(in - 1 - off, s) + 1);
   if (*hi < *lo) *hi = *lo;
-}
-
-bool run_parallel(int64_t work) {
-  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
 }
 
 // Note [Direct convolution loops]
@@ -120,7 +107,7 @@ template <typename T>
 void conv_forward_loop(const Geom& g, const T* x, const T* w, const T* b, bool relu, T* y) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.oh * g.ow;
-  const bool parallel = run_parallel(g.n * g.o * plane * cg * g.kh * g.kw);
+  const bool parallel = go_parallel(g.n * g.o * plane * cg * g.kh * g.kw);
   const int threads = parallel ? omp_get_max_threads() : 1;
   ThreadPlanes<C> planes(threads, plane);
 #pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
@@ -158,7 +145,7 @@ template <typename T>
 void conv_backward_data_loop(const Geom& g, const T* dy, const T* w, T* dx) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.h * g.w, oplane = g.oh * g.ow;
-  const bool parallel = run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw);
+  const bool parallel = go_parallel(g.n * g.o * oplane * cg * g.kh * g.kw);
   const int threads = parallel ? omp_get_max_threads() : 1;
   ThreadPlanes<C> planes(threads, plane);
 #pragma omp parallel for schedule(static) num_threads(threads) if (parallel)
@@ -193,7 +180,7 @@ template <typename T>
 void conv_backward_weight_loop(const Geom& g, const T* x, const T* dy, T* dw) {
   using C = sdk::Compute<T>;
   const int64_t cg = g.c / g.g, og = g.o / g.g, plane = g.h * g.w, oplane = g.oh * g.ow;
-#pragma omp parallel for schedule(static) if (run_parallel(g.n * g.o * oplane * cg * g.kh * g.kw))
+#pragma omp parallel for schedule(static) if (go_parallel(g.n * g.o * oplane * cg * g.kh * g.kw))
   for (int64_t t = 0; t < g.o * cg; ++t) {
     const int64_t o = t / cg, ci = t % cg, c = (o / og) * cg + ci;
     for (int64_t a = 0; a < g.kh; ++a) {
@@ -406,7 +393,7 @@ void convert_half(int32_t dtype, const void* src, void* dst, int64_t n, bool tow
   sdk::visit_dtype(dtype, [&](auto t) {
     using T = typename decltype(t)::type;
     if constexpr (sdk::kIsHalf<T>) {
-#pragma omp parallel for schedule(static) if (run_parallel(n))
+#pragma omp parallel for schedule(static) if (go_parallel(n))
       for (int64_t i = 0; i < n; ++i) {
         if (toward) {
           static_cast<T*>(dst)[i] = T(static_cast<const float*>(src)[i]);
@@ -590,7 +577,7 @@ void add_relu(int32_t dtype, void* y, const void* r, int64_t n) {
       using C = sdk::Compute<T>;
       T* py = static_cast<T*>(y);
       const T* pr = static_cast<const T*>(r);
-#pragma omp parallel for schedule(static) if (run_parallel(n))
+#pragma omp parallel for schedule(static) if (go_parallel(n))
       for (int64_t i = 0; i < n; ++i) {
         const C v = static_cast<C>(py[i]) + static_cast<C>(pr[i]);
         py[i] = store<T>(v < C(0) ? C(0) : v);

@@ -48,23 +48,6 @@ void map(const ember_kernel_call* call, F f) {
   map_impl<Out, In...>(call, f, std::index_sequence_for<In...>{});
 }
 
-// ---- copy / convert ---------------------------------------------------------------------------
-
-// A value of dtype S as dtype D; floating to integer by Note [Float to integer conversion] (in
-// plugin_sdk.hpp), where a plain cast is undefined for NaN and out-of-range values.
-template <typename S, typename D>
-D convert(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return static_cast<Compute<S>>(v) != Compute<S>(0);
-  } else if constexpr (sdk::kIsHalf<D>) {
-    return D(static_cast<float>(static_cast<Compute<S>>(v)));
-  } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
-    return sdk::float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
-  } else {
-    return static_cast<D>(static_cast<Compute<S>>(v));
-  }
-}
-
 }  // namespace
 
 EMBER_KERNEL(copy) {
@@ -90,7 +73,7 @@ EMBER_KERNEL(copy) {
     using S = typename decltype(st)::type;
     sdk::visit_dtype(dst.dtype, [&](auto dt) {
       using D = typename decltype(dt)::type;
-      map<D, S>(call, [](S v) { return convert<S, D>(v); });
+      map<D, S>(call, [](S v) { return sdk::convert_element<S, D>(v); });
     });
   });
   return ok ? EMBER_OK : sdk::fail(call, EMBER_ERR_UNSUPPORTED, "unknown dtype %d", src.dtype);
@@ -99,19 +82,9 @@ EMBER_KERNEL(copy) {
 EMBER_KERNEL(fill) {
   const ember_tensor& dst = call->outputs[0];
   const auto a = sdk::attrs<attrs::fill>(call);
-  const double fv = a.value;
-  const int64_t iv = a.int_value;
   sdk::visit_dtype(dst.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T value;
-    if constexpr (std::is_same_v<T, bool>)
-      value = fv != 0;
-    else if constexpr (std::is_integral_v<T>)
-      value = static_cast<T>(iv);
-    else if constexpr (sdk::kIsHalf<T>)
-      value = T(static_cast<float>(fv));
-    else
-      value = static_cast<T>(fv);
+    const T value = sdk::fill_value<T>(a.value, a.int_value);
     map<T>(call, [value]() { return value; });
   });
   return EMBER_OK;
@@ -525,27 +498,7 @@ EMBER_KERNEL(gelu_backward) {
 }
 
 EMBER_KERNEL(clamp) {
-  // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
-  const auto a = sdk::attrs<attrs::clamp>(call);
-  const double lo = a.lo, hi = a.hi;
-  const int64_t ilo = a.int_lo, ihi = a.int_hi;
-  const bool has_lo = a.has_lo != 0 && !std::isnan(lo);
-  const bool has_hi = a.has_hi != 0 && !std::isnan(hi);
-  return unary_numeric(call, [=](auto x) {
-    using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(x)) return x;
-    }
-    if constexpr (std::is_integral_v<C>) {
-      // Integer tensors have integer bounds, taken exactly (int64 above 2^53 included).
-      if (has_lo && x < sdk::saturating_int_bound<C>(ilo)) x = sdk::saturating_int_bound<C>(ilo);
-      if (has_hi && x > sdk::saturating_int_bound<C>(ihi)) x = sdk::saturating_int_bound<C>(ihi);
-    } else {
-      if (has_lo && x < sdk::saturating_bound<C>(lo)) x = sdk::saturating_bound<C>(lo);
-      if (has_hi && x > sdk::saturating_bound<C>(hi)) x = sdk::saturating_bound<C>(hi);
-    }
-    return x;
-  });
+  return unary_numeric(call, sdk::ClampRule(sdk::attrs<attrs::clamp>(call)));
 }
 
 }  // namespace ember::cpu

@@ -236,8 +236,7 @@ void blocked_matmul(const Geometry& g, const T* a, const T* b, T* c) {
   using A = Acc<T>;
   const int64_t mblocks = (g.m + kMB - 1) / kMB, nblocks = (g.n + kNB - 1) / kNB;
   const int64_t tasks = g.batch_count * mblocks * nblocks;
-  const bool parallel = g.batch_count * g.m * g.n * g.k >= kGrainSize && tasks > 1 &&
-                        omp_get_max_threads() > 1 && !omp_in_parallel();
+  const bool parallel = tasks > 1 && go_parallel(g.batch_count * g.m * g.n * g.k);
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t nbk = t % nblocks, mbk = (t / nblocks) % mblocks, bi = t / (nblocks * mblocks);

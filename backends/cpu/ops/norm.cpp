@@ -19,24 +19,12 @@
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_norm.hpp"
 
 namespace ember::cpu {
 namespace {
 
 constexpr int64_t kBlock = 4096;
-
-template <typename T>
-inline T store(double v) {
-  if constexpr (sdk::kIsHalf<T>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-inline bool go_parallel(int64_t work) {
-  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
 
 /** sum(p[i] - shift) over n elements. */
 template <typename T>
@@ -538,33 +526,16 @@ int32_t bad(const ember_kernel_call* call, const char* name) {
                    name, call->num_inputs, call->num_outputs, call->num_ints);
 }
 
-bool all_dense(const ember_kernel_call* call) {
-  for (int32_t i = 0; i < call->num_inputs; ++i) {
-    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != call->inputs[0].dtype) {
-      return false;
-    }
-  }
-  for (int32_t i = 0; i < call->num_outputs; ++i) {
-    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != call->inputs[0].dtype) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // batch_norm or its backward (op A).
 template <typename A>
 int32_t batch_norm_kernel(const ember_kernel_call* call) {
   constexpr bool Backward = A::kOp == ops::batch_norm_backward;
   const char* name = ops::kInfo[A::kOp].name;
-  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  if (call->num_inputs < 3 || !sdk::all_dense(call)) return bad(call, name);
   const auto a = sdk::attrs<A>(call);
   const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
-  const bool shapes_ok = Backward ? call->num_inputs == 5 && call->num_outputs == 3
-                                  : (training ? call->num_inputs == 3 && call->num_outputs == 3
-                                              : call->num_inputs == 5 && call->num_outputs == 1);
-  if (!shapes_ok || x.ndim != 3) return bad(call, name);
+  if (!sdk::batch_norm_arity_ok(call, Backward, training)) return bad(call, name);
   const int64_t N = x.sizes[0], Cn = x.sizes[1], S = x.sizes[2];
   return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -580,17 +551,11 @@ int32_t batch_norm_kernel(const ember_kernel_call* call) {
 template <typename A, bool Backward>
 int32_t rows_kernel(const ember_kernel_call* call) {
   const char* name = ops::kInfo[A::kOp].name;
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
-    return bad(call, name);
-  }
-  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const auto a = sdk::attrs<A>(call);
   const int64_t G = a.groups, K = a.group_size, S = a.spatial;
-  const int64_t n = sdk::numel(x);
-  if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
-    return bad(call, name);
-  }
-  const int64_t R = n / (K * S);
+  const int64_t R = sdk::norm_rows(call, Backward, G, K, S);
+  if (R < 0) return bad(call, name);
+  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   return sdk::visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (Backward) {

@@ -26,20 +26,6 @@
 namespace ember::cpu {
 namespace {
 
-template <typename T>
-inline T store(double v) {
-  if constexpr (sdk::kIsHalf<T>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
-/** True when `work` elements are worth an OpenMP team. */
-inline bool go_parallel(int64_t work) {
-  return work >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
-}
-
 // Valid tap range [lo, hi) of a window starting at `start` with k taps d apart over [0, n).
 inline void tap_range(int64_t start, int64_t k, int64_t d, int64_t n, int64_t* lo, int64_t* hi) {
   *lo = start >= 0 ? 0 : (-start + d - 1) / d;

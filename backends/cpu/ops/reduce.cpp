@@ -14,6 +14,7 @@
 
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk_sort.hpp"
 
 namespace ember::cpu {
 namespace {
@@ -174,13 +175,7 @@ struct SumOp {
       return static_cast<Acc>(acc);
     }
   }
-  static Out finish(Acc a) {
-    if constexpr (sdk::kIsHalf<T>) {
-      return T(static_cast<float>(a));
-    } else {
-      return static_cast<T>(a);
-    }
-  }
+  static Out finish(Acc a) { return store<T>(a); }
 };
 
 template <typename T>
@@ -202,13 +197,7 @@ struct ProdOp {
     for (int64_t i = 0; i < n; ++i) acc = combine(acc, lift(p[i * stride]));
     return acc;
   }
-  static Out finish(Acc a) {
-    if constexpr (sdk::kIsHalf<T>) {
-      return T(static_cast<float>(a));
-    } else {
-      return static_cast<T>(a);
-    }
-  }
+  static Out finish(Acc a) { return store<T>(a); }
 };
 
 /** amax (kMax) or amin; NaN propagates. */
@@ -471,19 +460,10 @@ int64_t arg_row(const T* p, int64_t stride, int64_t n, Compute<T>* value) {
 /** argmax/argmin (outputs {indices}) or max_dim/min_dim (outputs {values, indices}): op A. */
 template <typename A, bool kMax, bool kValues>
 int32_t arg_reduce(const ember_kernel_call* call) {
+  if (const int32_t st = sdk::check_arg_reduce<A, kValues>(call); st != EMBER_OK) return st;
   const char* name = ops::kInfo[A::kOp].name;
-  const int nout = kValues ? 2 : 1;
-  if (call->num_inputs != 1 || call->num_outputs != nout) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and %d outputs", name, nout);
-  }
-  if (sdk::attrs<A>(call).reduced_dims != 1) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects exactly one trailing reduced dim", name);
-  }
   const ember_tensor& xd = call->inputs[0];
   const ember_tensor& id = call->outputs[kValues ? 1 : 0];
-  if (id.dtype != EMBER_I64) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: indices must be int64", name);
-  }
   const Geometry g = make_geometry(xd, id, 1);
   if (g.n_out == 0) return EMBER_OK;
   if (g.n_red == 0) {

@@ -49,21 +49,11 @@ inline C max_nan(C m, C v) {
   return (v > m || v != v) ? v : m;
 }
 
-template <typename T>
-inline T store(sdk::Compute<T> v) {
-  if constexpr (std::is_same_v<T, sdk::Half> || std::is_same_v<T, sdk::BFloat16>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // Own loop over a dense [outer, len, inner] array; src may alias dst.
 template <typename T, bool Log>
 void softmax_loop(const T* src, T* dst, int64_t outer, int64_t len, int64_t inner) {
   using C = sdk::Compute<T>;
-  const bool parallel =
-      outer * len * inner >= kGrainSize && omp_get_max_threads() > 1 && !omp_in_parallel();
+  const bool parallel = go_parallel(outer * len * inner);
   if (inner == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t o = 0; o < outer; ++o) {

@@ -12,33 +12,16 @@
 
 #include "backends/cpu/loops.h"
 #include "backends/cpu/ops/ops.h"
+#include "ember/plugin_sdk_sort.hpp"
 
 namespace ember::cpu {
 namespace {
 
 using sdk::Compute;
 
-// Note [NaN sorts as the largest value]
-// As in PyTorch, NaN compares greater than every number (and equal to other NaNs), so an
-// ascending sort puts NaNs last, a descending sort puts them first, and topk(largest) picks
-// them first. These predicates are strict weak orderings even with NaNs present.
-template <typename C>
-bool less(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return !std::isnan(a) && (std::isnan(b) || a < b);
-  } else {
-    return a < b;
-  }
-}
-
-template <typename C>
-bool greater(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return !std::isnan(b) && (std::isnan(a) || a > b);
-  } else {
-    return a > b;
-  }
-}
+// NaN orders as the largest value (Note [NaN sorts as the largest value] in plugin_sdk_sort.hpp).
+using sdk::sort_greater;
+using sdk::sort_less;
 
 // Offset (in elements) of row `row` of t: every dim but the last, in row-major order.
 int64_t row_offset(const ember_tensor& t, int64_t row) {
@@ -101,21 +84,10 @@ void store_row(const ember_tensor& x, const ember_tensor& values, const ember_te
   }
 }
 
-int32_t check_layout(const ember_kernel_call* call) {
-  const ember_tensor& x = call->inputs[0];
-  if (x.ndim < 1 || call->outputs[0].ndim != x.ndim || call->outputs[1].ndim != x.ndim) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "expected inputs and outputs of one ndim >= 1");
-  }
-  if (call->outputs[1].dtype != EMBER_I64) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "indices must be int64");
-  }
-  return EMBER_OK;
-}
-
 }  // namespace
 
 EMBER_KERNEL(sort) {
-  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  if (const int32_t st = sdk::check_sort_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
   const bool descending = sdk::attrs<attrs::sort>(call).descending != 0;
   const int64_t n = x.sizes[x.ndim - 1];
@@ -125,11 +97,12 @@ EMBER_KERNEL(sort) {
     for_rows<C>(x, [&](RowBuf<C> buf, int64_t r) {
       load_row<T>(x, r, buf);
       if (descending) {
-        std::stable_sort(buf.begin(), buf.end(),
-                         [](const auto& a, const auto& b) { return greater(a.first, b.first); });
+        std::stable_sort(buf.begin(), buf.end(), [](const auto& a, const auto& b) {
+          return sort_greater(a.first, b.first);
+        });
       } else {
         std::stable_sort(buf.begin(), buf.end(),
-                         [](const auto& a, const auto& b) { return less(a.first, b.first); });
+                         [](const auto& a, const auto& b) { return sort_less(a.first, b.first); });
       }
       store_row<T>(x, call->outputs[0], call->outputs[1], r, buf, n);
     });
@@ -138,7 +111,7 @@ EMBER_KERNEL(sort) {
 }
 
 EMBER_KERNEL(topk) {
-  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  if (const int32_t st = sdk::check_sort_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
   const auto a = sdk::attrs<attrs::topk>(call);
   const int64_t k = a.k;
@@ -154,8 +127,8 @@ EMBER_KERNEL(topk) {
     // Ties go to the earlier position, which makes the order total and the result the first k
     // of a stable sort.
     const auto better = [largest](const std::pair<C, int64_t>& a, const std::pair<C, int64_t>& b) {
-      if (largest ? greater(a.first, b.first) : less(a.first, b.first)) return true;
-      if (largest ? greater(b.first, a.first) : less(b.first, a.first)) return false;
+      if (largest ? sort_greater(a.first, b.first) : sort_less(a.first, b.first)) return true;
+      if (largest ? sort_greater(b.first, a.first) : sort_less(b.first, a.first)) return false;
       return a.second < b.second;
     };
     for_rows<C>(x, [&](RowBuf<C> buf, int64_t r) {

@@ -22,6 +22,7 @@
 #include "backends/cuda/ops/cudnn_ops.h"
 #include "backends/cuda/ops/ops.h"
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_norm.hpp"
 
 namespace ember::cuda {
 namespace {
@@ -276,19 +277,6 @@ __global__ void rows_backward_params_kernel(RowGeom g, const T* dy, const T* x, 
 
 // ---- entry points -------------------------------------------------------------------------
 
-// Every operand contiguous and of input 0's dtype (the CPU's all_dense).
-bool all_dense(const ember_kernel_call* call) {
-  for (int32_t i = 0; i < call->num_inputs; ++i) {
-    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != call->inputs[0].dtype)
-      return false;
-  }
-  for (int32_t i = 0; i < call->num_outputs; ++i) {
-    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != call->inputs[0].dtype)
-      return false;
-  }
-  return true;
-}
-
 Status bad(const ember_kernel_call* call, const char* name) {
   return status_error(EMBER_ERR_INVALID, "[cuda] %s: bad arguments (%d inputs, %d outputs)", name,
                       call->num_inputs, call->num_outputs);
@@ -300,15 +288,12 @@ unsigned blocks_for(int64_t n) {
 
 template <bool Backward>
 Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  if (call->num_inputs < 3 || !sdk::all_dense(call)) return bad(call, name);
   using A = std::conditional_t<Backward, attrs::batch_norm_backward, attrs::batch_norm>;
   const auto a = sdk::attrs<A>(call);
   const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[Backward ? 1 : 0];
-  const bool shapes_ok = Backward ? call->num_inputs == 5 && call->num_outputs == 3
-                                  : (training ? call->num_inputs == 3 && call->num_outputs == 3
-                                              : call->num_inputs == 5 && call->num_outputs == 1);
-  if (!shapes_ok || x.ndim != 3) return bad(call, name);
+  if (!sdk::batch_norm_arity_ok(call, Backward, training)) return bad(call, name);
   const BnGeom g{x.sizes[0], x.sizes[1], x.sizes[2], a.eps};
   if (g.n * g.c * g.s == 0) return {};
   cudaStream_t stream = nullptr;
@@ -344,17 +329,13 @@ Status batch_norm_impl(const ember_kernel_call* call, const char* name) {
 // layer_norm, group_norm (A: the op's attributes) and their backward passes.
 template <bool Backward, typename A>
 Status rows_impl(const ember_kernel_call* call, const char* name) {
-  if (call->num_inputs != (Backward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
-    return bad(call, name);
-  }
   const auto a = sdk::attrs<A>(call);
-  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const int64_t G = a.groups, K = a.group_size, S = a.spatial;
+  const int64_t R = sdk::norm_rows(call, Backward, G, K, S);
+  if (R < 0) return bad(call, name);
+  const ember_tensor& x = call->inputs[Backward ? 1 : 0];
   const int64_t n = numel(x);
-  if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
-    return bad(call, name);
-  }
-  const RowGeom g{n / (K * S), G, K, S, a.eps};
+  const RowGeom g{R, G, K, S, a.eps};
   if (n == 0) return {};
   cudaStream_t stream = nullptr;
   EMBER_CUDA_RETURN_IF_ERROR(prepare(call, &stream));

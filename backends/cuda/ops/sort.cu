@@ -1,7 +1,7 @@
 // CUDA ordering and counting kernels (contracts in core/ops/index.cpp), computing as the CPU
 // plugin's (backends/cpu/ops/sort.cpp, index.cpp):
 //  - sort: stable along the last dim (the core passes a transposed view), NaN sorts as the
-//    largest value (Note [NaN sorts as the largest value] in the CPU plugin);
+//    largest value (Note [NaN sorts as the largest value] in plugin_sdk_sort.hpp);
 //  - topk: the first k of that stable order (ties to the earlier position); unsorted results
 //    in position order;
 //  - count_nonzero, and nonzero in two passes (the core sizes the output from count_nonzero;

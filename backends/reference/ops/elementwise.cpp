@@ -31,21 +31,6 @@ void map(const ember_kernel_call* call, F f) {
   map_impl<Out, In...>(call, f, std::index_sequence_for<In...>{});
 }
 
-/** Converts one element between dtypes: to bool by != 0, floating to integer by Note [Float to
- *  integer conversion] (sdk::float_to_int), otherwise through the compute type. */
-template <typename S, typename D>
-D convert(S v) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return truthy(v);
-  } else if constexpr (sdk::kIsHalf<D>) {
-    return D(static_cast<float>(static_cast<Compute<S>>(v)));
-  } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
-    return sdk::float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
-  } else {
-    return static_cast<D>(static_cast<Compute<S>>(v));
-  }
-}
-
 /** A binary op whose result has the input dtype; Op::supports<T> says which dtypes. */
 template <typename Op>
 int32_t binary(const ember_kernel_call* call, const char* name) {
@@ -103,7 +88,7 @@ int32_t copy(const ember_kernel_call* call) {
     using S = typename decltype(st)::type;
     sdk::visit_dtype(dd, [&](auto dt) {
       using D = typename decltype(dt)::type;
-      map<D, S>(call, [](S v) { return convert<S, D>(v); });
+      map<D, S>(call, [](S v) { return sdk::convert_element<S, D>(v); });
     });
   });
 }
@@ -114,14 +99,7 @@ int32_t fill(const ember_kernel_call* call) {
   const ember_tensor& y = call->outputs[0];
   return visit_any(call, y.dtype, "fill", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T value;
-    if constexpr (std::is_same_v<T, bool>) {
-      value = a.value != 0;
-    } else if constexpr (std::is_integral_v<T>) {
-      value = static_cast<T>(a.int_value);
-    } else {
-      value = from_double<T>(a.value);
-    }
+    const T value = sdk::fill_value<T>(a.value, a.int_value);
     for_each_index(y.ndim, y.sizes, [&](const int64_t* idx) { at<T>(y, idx) = value; });
   });
 }
@@ -352,27 +330,7 @@ int32_t gelu(const ember_kernel_call* c) {
 
 // Bounds lo (if has_lo) and hi (if has_hi). NaN stays NaN.
 int32_t clamp(const ember_kernel_call* call) {
-  const auto a = sdk::attrs<attrs::clamp>(call);
-  // A NaN bound clamps nothing (every comparison with it is false), as for floating x.
-  const double lo = a.lo, hi = a.hi;
-  const int64_t ilo = a.int_lo, ihi = a.int_hi;
-  const bool has_lo = a.has_lo != 0 && !std::isnan(lo);
-  const bool has_hi = a.has_hi != 0 && !std::isnan(hi);
-  return unary<false>(call, "clamp", [=](auto x) {
-    using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) {
-      if (std::isnan(x)) return x;
-    }
-    if constexpr (std::is_integral_v<C>) {
-      // Integer tensors have integer bounds, taken exactly (int64 above 2^53 included).
-      if (has_lo && x < sdk::saturating_int_bound<C>(ilo)) x = sdk::saturating_int_bound<C>(ilo);
-      if (has_hi && x > sdk::saturating_int_bound<C>(ihi)) x = sdk::saturating_int_bound<C>(ihi);
-    } else {
-      if (has_lo && x < sdk::saturating_bound<C>(lo)) x = sdk::saturating_bound<C>(lo);
-      if (has_hi && x > sdk::saturating_bound<C>(hi)) x = sdk::saturating_bound<C>(hi);
-    }
-    return x;
-  });
+  return unary<false>(call, "clamp", sdk::ClampRule(sdk::attrs<attrs::clamp>(call)));
 }
 
 }  // namespace ember::reference

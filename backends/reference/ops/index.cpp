@@ -10,6 +10,7 @@
 
 #include "backends/reference/ops/ops.h"
 #include "backends/reference/walk.h"
+#include "ember/plugin_sdk_sort.hpp"
 
 namespace ember::reference {
 namespace {
@@ -70,22 +71,9 @@ int32_t scatter_kernel(const ember_kernel_call* call) {
   });
 }
 
-// Note [NaN sorts as the largest value]
-// As in PyTorch (and the CPU backend), NaN compares greater than every number and equal to
-// other NaNs: an ascending sort puts NaNs last, a descending one first, topk(largest) picks
-// them first. Both predicates are strict weak orderings, so std::stable_sort is well defined.
-template <typename C>
-bool less(C a, C b) {
-  if constexpr (std::is_floating_point_v<C>) {
-    return !std::isnan(a) && (std::isnan(b) || a < b);
-  } else {
-    return a < b;
-  }
-}
-template <typename C>
-bool greater(C a, C b) {
-  return less(b, a);
-}
+// NaN orders as the largest value (Note [NaN sorts as the largest value] in plugin_sdk_sort.hpp).
+using sdk::sort_greater;
+using sdk::sort_less;
 
 /** Stable-sorts each row of x along its last dim (descending if asked) and calls
  *  fn(row_idx, order) with the source positions in sorted order. */
@@ -103,7 +91,7 @@ void for_sorted_rows(const ember_tensor& x, bool descending, Fn&& fn) {
       row[static_cast<size_t>(j)] = {static_cast<C>(at<T>(x, idx.data())), j};
     }
     std::stable_sort(row.begin(), row.end(), [descending](const auto& a, const auto& b) {
-      return descending ? greater(a.first, b.first) : less(a.first, b.first);
+      return descending ? sort_greater(a.first, b.first) : sort_less(a.first, b.first);
     });
     std::vector<int64_t> order(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
@@ -126,17 +114,6 @@ void store_row(const ember_kernel_call* call, std::vector<int64_t>& idx,
     at<T>(call->outputs[0], idx.data()) = at<T>(x, src.data());
     at<int64_t>(call->outputs[1], idx.data()) = order[static_cast<size_t>(j)];
   }
-}
-
-int32_t check_layout(const ember_kernel_call* call) {
-  const ember_tensor& x = call->inputs[0];
-  if (x.ndim < 1 || call->outputs[0].ndim != x.ndim || call->outputs[1].ndim != x.ndim) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "expected inputs and outputs of one ndim >= 1");
-  }
-  if (call->outputs[1].dtype != EMBER_I64) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "indices must be int64");
-  }
-  return EMBER_OK;
 }
 
 }  // namespace
@@ -229,7 +206,7 @@ int32_t nonzero(const ember_kernel_call* call) {
 // Along the last dim, descending if asked; outputs {values, indices}. Stable: equal values keep
 // their order.
 int32_t sort(const ember_kernel_call* call) {
-  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  if (const int32_t st = sdk::check_sort_layout(call); st != EMBER_OK) return st;
   const ember_tensor& x = call->inputs[0];
   const bool descending = sdk::attrs<attrs::sort>(call).descending != 0;
   const int64_t n = x.sizes[x.ndim - 1];
@@ -245,7 +222,7 @@ int32_t sort(const ember_kernel_call* call) {
 // Along the last dim: the first k of a stable sort (descending for largest), so ties go to the
 // earlier position; unsorted results are in position order.
 int32_t topk(const ember_kernel_call* call) {
-  if (const int32_t st = check_layout(call); st != EMBER_OK) return st;
+  if (const int32_t st = sdk::check_sort_layout(call); st != EMBER_OK) return st;
   const auto a = sdk::attrs<attrs::topk>(call);
   const ember_tensor& x = call->inputs[0];
   const int64_t k = a.k;

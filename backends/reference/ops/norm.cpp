@@ -14,23 +14,10 @@
 
 #include "backends/reference/ops/ops.h"
 #include "backends/reference/walk.h"
+#include "ember/plugin_sdk_norm.hpp"
 
 namespace ember::reference {
 namespace {
-
-bool all_dense(const ember_kernel_call* call) {
-  for (int32_t i = 0; i < call->num_inputs; ++i) {
-    if (!sdk::is_contiguous(call->inputs[i]) || call->inputs[i].dtype != call->inputs[0].dtype) {
-      return false;
-    }
-  }
-  for (int32_t i = 0; i < call->num_outputs; ++i) {
-    if (!sdk::is_contiguous(call->outputs[i]) || call->outputs[i].dtype != call->inputs[0].dtype) {
-      return false;
-    }
-  }
-  return true;
-}
 
 int32_t bad(const ember_kernel_call* call, const char* name) {
   return sdk::fail(call, EMBER_ERR_INVALID, "%s: bad arguments (%d inputs, %d outputs, %d ints)",
@@ -173,14 +160,11 @@ void rows_backward(const ember_kernel_call* call, int64_t R, int64_t G, int64_t 
 template <typename A, bool kBackward>
 int32_t batch_norm_kernel(const ember_kernel_call* call) {
   const char* name = ops::kInfo[A::kOp].name;
-  if (call->num_inputs < 3 || !all_dense(call)) return bad(call, name);
+  if (call->num_inputs < 3 || !sdk::all_dense(call)) return bad(call, name);
   const auto a = sdk::attrs<A>(call);
   const bool training = a.training != 0;
   const ember_tensor& x = call->inputs[kBackward ? 1 : 0];
-  const bool arity_ok = kBackward ? call->num_inputs == 5 && call->num_outputs == 3
-                                  : (training ? call->num_inputs == 3 && call->num_outputs == 3
-                                              : call->num_inputs == 5 && call->num_outputs == 1);
-  if (!arity_ok || x.ndim != 3) return bad(call, name);
+  if (!sdk::batch_norm_arity_ok(call, kBackward, training)) return bad(call, name);
   return visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kBackward) {
@@ -194,22 +178,17 @@ int32_t batch_norm_kernel(const ember_kernel_call* call) {
 template <typename A, bool kBackward>
 int32_t rows_kernel(const ember_kernel_call* call) {
   const char* name = ops::kInfo[A::kOp].name;
-  if (call->num_inputs != (kBackward ? 5 : 3) || call->num_outputs != 3 || !all_dense(call)) {
-    return bad(call, name);
-  }
   const auto a = sdk::attrs<A>(call);
-  const ember_tensor& x = call->inputs[kBackward ? 1 : 0];
   const int64_t G = a.groups, K = a.group_size, S = a.spatial;
-  const int64_t n = sdk::numel(x);
-  if (G <= 0 || K <= 0 || S <= 0 || n % (K * S) != 0 || (n / (K * S)) % G != 0) {
-    return bad(call, name);
-  }
+  const int64_t R = sdk::norm_rows(call, kBackward, G, K, S);
+  if (R < 0) return bad(call, name);
+  const ember_tensor& x = call->inputs[kBackward ? 1 : 0];
   return visit_floating(call, x.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (kBackward) {
-      rows_backward<T>(call, n / (K * S), G, K, S);
+      rows_backward<T>(call, R, G, K, S);
     } else {
-      rows_forward<T>(call, n / (K * S), G, K, S, a.eps);
+      rows_forward<T>(call, R, G, K, S, a.eps);
     }
   });
 }

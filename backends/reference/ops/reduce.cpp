@@ -9,6 +9,7 @@
 
 #include "backends/reference/ops/ops.h"
 #include "backends/reference/walk.h"
+#include "ember/plugin_sdk_sort.hpp"
 
 namespace ember::reference {
 namespace {
@@ -44,30 +45,41 @@ int64_t wrap_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-/** sum (kProd false) or prod of the reduced positions. */
-template <typename A, bool kProd>
-int32_t sum_or_prod(const ember_kernel_call* call) {
+/** Runs per_output(tag, y_off, reduce) for each output of the reduction A (see for_each_output),
+ *  T = the input's element type: every dtype but bool when kNumeric, any dtype otherwise. */
+template <typename A, bool kNumeric, typename PerOutput>
+int32_t reduce_outputs(const ember_kernel_call* call, PerOutput per_output) {
   const char* name = ops::kInfo[A::kOp].name;
   const int64_t k = sdk::attrs<A>(call).reduced_dims;
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& y = call->outputs[0];
-  return visit_numeric(call, x.dtype, name, [&](auto tag) {
+  auto each = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* out = sdk::data<T>(y);
-    for_each_output<T>(x, y, k, [&](int64_t y_off, auto reduce) {
-      if constexpr (sdk::kIsFloating<T>) {
-        double acc = kProd ? 1.0 : 0.0;
-        reduce([&](T v) { acc = kProd ? acc * to_double(v) : acc + to_double(v); });
-        out[y_off] = from_double<T>(acc);
-      } else {
-        int64_t acc = kProd ? 1 : 0;
-        reduce([&](T v) {
-          acc = kProd ? wrap_mul(acc, static_cast<int64_t>(v))
-                      : wrap_add(acc, static_cast<int64_t>(v));
-        });
-        out[y_off] = static_cast<T>(acc);
-      }
-    });
+    for_each_output<T>(x, y, k,
+                       [&](int64_t y_off, auto reduce) { per_output(tag, y_off, reduce); });
+  };
+  if constexpr (kNumeric) return visit_numeric(call, x.dtype, name, each);
+  return visit_any(call, x.dtype, name, each);
+}
+
+/** sum (kProd false) or prod of the reduced positions. */
+template <typename A, bool kProd>
+int32_t sum_or_prod(const ember_kernel_call* call) {
+  return reduce_outputs<A, true>(call, [&](auto tag, int64_t y_off, auto reduce) {
+    using T = typename decltype(tag)::type;
+    T* out = sdk::data<T>(call->outputs[0]);
+    if constexpr (sdk::kIsFloating<T>) {
+      double acc = kProd ? 1.0 : 0.0;
+      reduce([&](T v) { acc = kProd ? acc * to_double(v) : acc + to_double(v); });
+      out[y_off] = from_double<T>(acc);
+    } else {
+      int64_t acc = kProd ? 1 : 0;
+      reduce([&](T v) {
+        acc =
+            kProd ? wrap_mul(acc, static_cast<int64_t>(v)) : wrap_add(acc, static_cast<int64_t>(v));
+      });
+      out[y_off] = static_cast<T>(acc);
+    }
   });
 }
 
@@ -75,52 +87,38 @@ int32_t sum_or_prod(const ember_kernel_call* call) {
  *  gives -inf/+inf (floating) or the type's lowest/highest value. */
 template <typename A, bool kMax>
 int32_t extremum(const ember_kernel_call* call) {
-  const char* name = ops::kInfo[A::kOp].name;
-  const int64_t k = sdk::attrs<A>(call).reduced_dims;
-  const ember_tensor& x = call->inputs[0];
-  const ember_tensor& y = call->outputs[0];
-  return visit_any(call, x.dtype, name, [&](auto tag) {
+  return reduce_outputs<A, false>(call, [&](auto tag, int64_t y_off, auto reduce) {
     using T = typename decltype(tag)::type;
     using C = Compute<T>;
-    T* out = sdk::data<T>(y);
-    for_each_output<T>(x, y, k, [&](int64_t y_off, auto reduce) {
-      C best;
-      if constexpr (std::is_floating_point_v<C>) {
-        best = kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
-      } else {
-        best = kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    C best;
+    if constexpr (std::is_floating_point_v<C>) {
+      best = kMax ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    } else {
+      best = kMax ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    }
+    bool seen_nan = false;
+    reduce([&](T t) {
+      const C v = static_cast<C>(t);
+      if (seen_nan) return;
+      if (is_nan(v)) {
+        seen_nan = true;
+        best = v;
+      } else if (kMax ? v > best : v < best) {
+        best = v;
       }
-      bool seen_nan = false;
-      reduce([&](T t) {
-        const C v = static_cast<C>(t);
-        if (seen_nan) return;
-        if (is_nan(v)) {
-          seen_nan = true;
-          best = v;
-        } else if (kMax ? v > best : v < best) {
-          best = v;
-        }
-      });
-      out[y_off] = T(best);
     });
+    sdk::data<T>(call->outputs[0])[y_off] = T(best);
   });
 }
 
 /** all (kAll) or any: a bool per output, true/false for an empty reduction. */
 template <typename A, bool kAll>
 int32_t logical_reduce(const ember_kernel_call* call) {
-  const char* name = ops::kInfo[A::kOp].name;
-  const int64_t k = sdk::attrs<A>(call).reduced_dims;
-  const ember_tensor& x = call->inputs[0];
-  const ember_tensor& y = call->outputs[0];
-  return visit_any(call, x.dtype, name, [&](auto tag) {
+  return reduce_outputs<A, false>(call, [&](auto tag, int64_t y_off, auto reduce) {
     using T = typename decltype(tag)::type;
-    bool* out = sdk::data<bool>(y);
-    for_each_output<T>(x, y, k, [&](int64_t y_off, auto reduce) {
-      bool acc = kAll;
-      reduce([&](T v) { acc = kAll ? (acc && truthy(v)) : (acc || truthy(v)); });
-      out[y_off] = acc;
-    });
+    bool acc = kAll;
+    reduce([&](T v) { acc = kAll ? (acc && truthy(v)) : (acc || truthy(v)); });
+    sdk::data<bool>(call->outputs[0])[y_off] = acc;
   });
 }
 
@@ -129,19 +127,10 @@ int32_t logical_reduce(const ember_kernel_call* call) {
  *  index). Indices are int64. */
 template <typename A, bool kMax, bool kValues>
 int32_t arg_reduce(const ember_kernel_call* call) {
+  if (const int32_t st = sdk::check_arg_reduce<A, kValues>(call); st != EMBER_OK) return st;
   const char* name = ops::kInfo[A::kOp].name;
-  const int nout = kValues ? 2 : 1;
-  if (call->num_inputs != 1 || call->num_outputs != nout) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects 1 input and %d outputs", name, nout);
-  }
-  if (sdk::attrs<A>(call).reduced_dims != 1) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: expects exactly one trailing reduced dim", name);
-  }
   const ember_tensor& x = call->inputs[0];
   const ember_tensor& ind = call->outputs[kValues ? 1 : 0];
-  if (ind.dtype != EMBER_I64) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "%s: indices must be int64", name);
-  }
   const int64_t n = x.sizes[x.ndim - 1];
   int64_t outputs = 1;
   for (int32_t d = 0; d + 1 < x.ndim; ++d) outputs *= x.sizes[d];

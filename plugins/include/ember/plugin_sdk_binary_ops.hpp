@@ -320,6 +320,73 @@ struct LogaddexpOp {
   }
 };
 
+/** One element of dtype S as dtype D (copy's conversion): to bool by != 0, floating to integer by
+ *  Note [Float to integer conversion] (float_to_int: a plain cast is undefined for NaN and
+ *  out-of-range values), otherwise through S's compute type. */
+template <typename S, typename D>
+D convert_element(S v) {
+  if constexpr (std::is_same_v<D, bool>) {
+    return static_cast<Compute<S>>(v) != Compute<S>(0);
+  } else if constexpr (kIsHalf<D>) {
+    return D(static_cast<float>(static_cast<Compute<S>>(v)));
+  } else if constexpr (std::is_integral_v<D> && !std::is_integral_v<Compute<S>>) {
+    return float_to_int<D>(static_cast<double>(static_cast<Compute<S>>(v)));
+  } else {
+    return static_cast<D>(static_cast<Compute<S>>(v));
+  }
+}
+
+/** fill's value as T: bool from the double value (!= 0), integers from the exact int64 value,
+ *  floating types from the double value (through float for the 16-bit ones). */
+template <typename T>
+T fill_value(double value, int64_t int_value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value != 0;
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(int_value);
+  } else if constexpr (kIsHalf<T>) {
+    return T(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+/** clamp on one element of the compute type C, on the host: a NaN x stays NaN; a bound not given,
+ *  or NaN, clamps nothing (every comparison with it is false, as for floating x); integer
+ *  tensors take their exact int64 bounds, floating ones the double bounds, each saturating at
+ *  C's range. Built from clamp's attributes (has_lo, lo, int_lo, has_hi, hi, int_hi). */
+struct ClampRule {
+  bool has_lo, has_hi;
+  double lo, hi;
+  int64_t ilo, ihi;
+
+  /** The rule of a clamp call's attributes. */
+  template <typename Attrs>
+  explicit ClampRule(const Attrs& a)
+      : has_lo(a.has_lo != 0 && !std::isnan(a.lo)),
+        has_hi(a.has_hi != 0 && !std::isnan(a.hi)),
+        lo(a.lo),
+        hi(a.hi),
+        ilo(a.int_lo),
+        ihi(a.int_hi) {}
+
+  /** x clamped. */
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(x)) return x;
+    }
+    if constexpr (std::is_integral_v<C>) {
+      if (has_lo && x < saturating_int_bound<C>(ilo)) x = saturating_int_bound<C>(ilo);
+      if (has_hi && x > saturating_int_bound<C>(ihi)) x = saturating_int_bound<C>(ihi);
+    } else {
+      if (has_lo && x < saturating_bound<C>(lo)) x = saturating_bound<C>(lo);
+      if (has_hi && x > saturating_bound<C>(hi)) x = saturating_bound<C>(hi);
+    }
+    return x;
+  }
+};
+
 // Note [erfinv]
 // C++ has no inverse error function. erfinv(x) starts from Giles' single-precision
 // approximation ("Approximating the erfinv function", GPU Computing Gems, 2011: a polynomial

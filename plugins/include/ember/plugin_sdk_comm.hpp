@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ember/plugin_abi.h"
+#include "ember/plugin_sdk_ops.hpp"
 
 namespace ember::sdk {
 
@@ -29,6 +30,32 @@ inline int32_t register_comm_backend(const ember_registrar_v1* reg,
     return EMBER_ERR_UNSUPPORTED;
   }
   return reg->comm_backend(reg->ctx, &table, error, cap);
+}
+
+/** A communication-backend table with its name, the device types whose tensors it moves and its
+ *  four required entries; the optional ones (world) stay unset. */
+constexpr ember_comm_backend_v1 comm_backend(const char* name, const char* device_types,
+                                             decltype(ember_comm_backend_v1::available) available,
+                                             decltype(ember_comm_backend_v1::create) create,
+                                             decltype(ember_comm_backend_v1::collective) collective,
+                                             decltype(ember_comm_backend_v1::destroy) destroy) {
+  ember_comm_backend_v1 t{};
+  t.struct_size = sizeof(t);
+  t.name = name;
+  t.device_types = device_types;
+  t.available = available;
+  t.create = create;
+  t.collective = collective;
+  t.destroy = destroy;
+  return t;
+}
+
+/** The init of a plugin that only registers the communication backend `table`, behind the SDK's
+ *  boundary (Note [One boundary for every plugin entry point]). */
+template <const ember_comm_backend_v1& table>
+int32_t init_comm_backend(const ember_host_v1*, const ember_registrar_v1* reg, char* error,
+                          size_t cap) noexcept {
+  return guard(error, cap, [&] { return register_comm_backend(reg, table, error, cap); });
 }
 
 }  // namespace ember::sdk

@@ -11,15 +11,14 @@
 #include <ember/ember.h>
 
 #include "ember/data.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::contains;
 
 std::vector<int64_t> values_i64(const Tensor& t) {
   Tensor c = t.to(DType::Int64).contiguous();

@@ -9,14 +9,12 @@
 #include <ember/ember.h>
 
 #include "ember/data.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::data {
 namespace {
 
-/** True if `s` contains `part`. */
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::contains;
 
 /** Expects `fn` to throw ember::Error containing `part`. */
 template <typename Fn>

@@ -12,6 +12,7 @@
 
 #include "ember/data.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember::data {
 namespace {
@@ -19,19 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using ember::testing::TempDir;
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-template <typename Fn>
-void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no ember::Error thrown; expected one containing '" << *parts.begin() << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_PRED2(contains, e.what(), p);
-  }
-}
+using ember::testing::contains;
+using ember::testing::expect_error;
 
 /** Sets an environment variable for a scope, restoring the old value. */
 class ScopedEnv {

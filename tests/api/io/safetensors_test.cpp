@@ -21,24 +21,15 @@
 #include "ember/io.h"
 #include "tests/testing/special_files.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
+using ember::testing::contains;
+using ember::testing::read_file;
 using ember::testing::TempDir;
-
-/** True if `s` contains `part`. */
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -68,16 +59,7 @@ std::string tensor_bytes(const Tensor& t) {
   return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
 }
 
-/** Expects `fn` to throw ember::Error whose message contains every one of `parts`. */
-template <typename Fn>
-void expect_error(Fn&& fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no ember::Error thrown; expected one containing '" << *parts.begin() << "'";
-  } catch (const Error& e) {
-    for (const std::string& p : parts) EXPECT_PRED2(contains, e.what(), p);
-  }
-}
+using testing::expect_error;
 
 // --- What we write is what the spec (and the reference implementation) prescribes. -----------
 
@@ -89,7 +71,7 @@ TEST(Safetensors, WritesTheReferenceBytesForTheSpecExample) {
   std::string expected = std::string("@\0\0\0\0\0\0\0", 8) +
                          R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})" +
                          "    " + std::string(16, '\0');
-  EXPECT_EQ(read_bytes(dir.file("a.safetensors")), expected);
+  EXPECT_EQ(read_file(dir.file("a.safetensors")), expected);
 }
 
 TEST(Safetensors, WritesMetadataFirstSortedNamesAndSpacePadding) {
@@ -106,14 +88,14 @@ TEST(Safetensors, WritesMetadataFirstSortedNamesAndSpacePadding) {
   header.append((8 - header.size() % 8) % 8, ' ');
   ASSERT_EQ(header.size() % 8, 0u);
   std::string data = raw<int64_t>({7, 8, 9}) + raw<float>({1.5f, -2.0f}) + raw<double>({3.0});
-  EXPECT_EQ(read_bytes(dir.file("m.safetensors")), st_file(header, data));
+  EXPECT_EQ(read_file(dir.file("m.safetensors")), st_file(header, data));
 }
 
 TEST(Safetensors, EscapesNamesAsJson) {
   TempDir dir;
   std::string name = "layer \"1\"\\weight\n\xc3\xa9";
   io::save(dir.file("e.safetensors"), {{name, ones({1})}}, {{"k\t", "v\""}});
-  std::string bytes = read_bytes(dir.file("e.safetensors"));
+  std::string bytes = read_file(dir.file("e.safetensors"));
   EXPECT_PRED2(contains, bytes, R"("layer \"1\"\\weight\n)");
   EXPECT_PRED2(contains, bytes, R"({"k\t":"v\""})");
   StateDict back = io::load(dir.file("e.safetensors"));
@@ -220,7 +202,7 @@ TEST(Safetensors, RoundTripsEveryDtypeBitExactly) {
   }
   // Saving what was loaded reproduces the file byte for byte.
   io::save(dir.file("again.safetensors"), out);
-  EXPECT_EQ(read_bytes(dir.file("again.safetensors")), read_bytes(path));
+  EXPECT_EQ(read_file(dir.file("again.safetensors")), read_file(path));
 }
 
 TEST(Safetensors, SavesNonContiguousInputsAsTheirValues) {
@@ -251,7 +233,7 @@ TEST(Safetensors, SavesNonContiguousInputsAsTheirValues) {
 TEST(Safetensors, EmptyDictAndMetadataOnly) {
   TempDir dir;
   io::save(dir.file("e.safetensors"), {});
-  EXPECT_EQ(read_bytes(dir.file("e.safetensors")), st_file("{}      "));
+  EXPECT_EQ(read_file(dir.file("e.safetensors")), st_file("{}      "));
   EXPECT_TRUE(io::load(dir.file("e.safetensors")).empty());
   io::save(dir.file("m.safetensors"), {}, {{"epoch", "3"}});
   EXPECT_TRUE(io::load(dir.file("m.safetensors")).empty());
@@ -270,7 +252,7 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileAndNoTemporary) {
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   io::save(path, {{"w", full({4}, 1.0)}}, {{"version", "1"}});
-  const std::string old_bytes = read_bytes(path);
+  const std::string old_bytes = read_file(path);
   StateDict bigger = {{"w", full({1000}, 2.0)}, {"b", zeros({10})}};
   // Fail at the length, inside the header, at its end, and in the middle of the data.
   for (int64_t fail_at : {0, 5, 8, 40, 120, 3000}) {
@@ -281,7 +263,7 @@ TEST(Safetensors, FailedWriteLeavesTheOldFileAndNoTemporary) {
           io::save(path, bigger, {{"version", "2"}});
         },
         {"[io.save] " + path, "No space left on device", fmt::format("after {} bytes", fail_at)});
-    EXPECT_EQ(read_bytes(path), old_bytes);
+    EXPECT_EQ(read_file(path), old_bytes);
     EXPECT_EQ(dir.entries(), std::vector<std::string>{"model.safetensors"});
   }
   EXPECT_EQ(io::load_metadata(path).at("version"), "1");
@@ -300,7 +282,7 @@ TEST(Safetensors, SavingOntoADirectoryLeavesItAndNoTemporary) {
       },
       {"[io.save] " + dir.file("taken") + ": is a directory, not a file (give a file path)"});
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"taken"});
-  EXPECT_EQ(read_bytes(dir.file("taken") + "/inside"), "keep");
+  EXPECT_EQ(read_file(dir.file("taken") + "/inside"), "keep");
 }
 
 // Note [Writing files] in core/util/file_writer.cpp: a save writes what its path names, as
@@ -326,8 +308,8 @@ TEST(Safetensors, SavingToAFifoWritesThroughIt) {
   EXPECT_TRUE(fs::is_fifo(fifo));
   // What came through the FIFO is the file a regular save writes.
   io::save(dir.file("regular"), sd, {{"epoch", "3"}});
-  EXPECT_EQ(reader.bytes().size(), read_bytes(dir.file("regular")).size());
-  EXPECT_TRUE(reader.bytes() == read_bytes(dir.file("regular")));
+  EXPECT_EQ(reader.bytes().size(), read_file(dir.file("regular")).size());
+  EXPECT_TRUE(reader.bytes() == read_file(dir.file("regular")));
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"pipe", "regular"}));
 }
 
@@ -720,7 +702,7 @@ TEST(Safetensors, EveryTruncationAndByteFlipFailsCleanly) {
             {"b", tensor({true, false}, DType::Bool)},
             {"c", tensor({{1, 2}}, DType::Int64)}},
            {{"k", "v"}});
-  const std::string good = read_bytes(good_path);
+  const std::string good = read_file(good_path);
   const std::string path = dir.file("t.safetensors");
   for (size_t n = 0; n < good.size(); ++n) {
     write_bytes(path, good.substr(0, n));

@@ -16,23 +16,18 @@
 
 #include "ember/io.h"
 #include "tests/api/io/torch_files.h"
+#include "tests/testing/temp_dir.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
 using torch_files::make_zip;
 using torch_files::Pickle;
 using torch_files::torch_zip;
 using torch_files::wrap_pickle;
 using torch_files::ZipEntry;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /** A file holding `bytes` in a fresh directory, removed at the end of the test. */
 class TempFile {
@@ -250,7 +245,7 @@ TEST(TorchLoad, CorpusFixturesAreRefusedOrLoadedByName) {
   for (const auto& entry : fs::directory_iterator(EMBER_TORCH_CORPUS)) {
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
-    std::string bytes = read_bytes(entry.path().string());
+    std::string bytes = read_file(entry.path().string());
     if (!torch_files::is_whole_file(bytes)) bytes = wrap_pickle(bytes);
     TempFile f(bytes);
     if (name.rfind("bad_", 0) == 0) {
@@ -266,7 +261,7 @@ TEST(TorchLoad, CorpusFixturesAreRefusedOrLoadedByName) {
 }
 
 TEST(TorchLoad, RefusesWhatIsNotATorchSaveArchive) {
-  EXPECT_REFUSED(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_legacy.pt"),
+  EXPECT_REFUSED(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_legacy.pt"),
                  "legacy torch.save format of PyTorch before 1.6");
   EXPECT_REFUSED(std::string("PK\x03\x04 not really a zip"), "not a readable zip archive");
   EXPECT_REFUSED(make_zip({{"archive/other.txt", "hi"}}), "without <name>/data.pkl");
@@ -306,15 +301,15 @@ TEST(TorchLoad, RefusesCompressedOversizedAndCorruptEntries) {
   std::string corrupt = torch_zip(p.done(), {{"0", floats16()}});
   corrupt[corrupt.find(floats16()) + 9] ^= 0x40;
   EXPECT_REFUSED(corrupt, "archive/data/0");
-  EXPECT_REFUSED(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_crc.pt"), "CRC");
+  EXPECT_REFUSED(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_crc.pt"), "CRC");
   const std::string whole = torch_zip(p.done(), {{"0", floats16()}});
   EXPECT_REFUSED(whole.substr(0, whole.size() - 30), "not a readable zip archive");
 }
 
 TEST(TorchLoad, RefusesGlobalsOtherThanTensorsAndContainers) {
-  EXPECT_REFUSED(wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_os_system.pkl")),
+  EXPECT_REFUSED(wrap_pickle(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_os_system.pkl")),
                  "global 'posix.system' is not allowed");
-  EXPECT_REFUSED(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_numpy_array.pt"),
+  EXPECT_REFUSED(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_numpy_array.pt"),
                  "is not allowed");
   // STACK_GLOBAL (protocol 4) is checked the same way.
   EXPECT_REFUSED(wrap_pickle(Pickle().str("builtins").str("eval").op('\x93').done()),
@@ -343,7 +338,7 @@ TEST(TorchLoad, RefusesOpcodesAndStacksThatAreNotAStateDict) {
                                                   "ab",
                                                   7))),
                  "truncated");
-  EXPECT_REFUSED(wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_truncated.pkl")),
+  EXPECT_REFUSED(wrap_pickle(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_truncated.pkl")),
                  "truncated");
   EXPECT_REFUSED(wrapped(Pickle().op('}').op('}')), "STOP with 2 values");
   EXPECT_REFUSED(wrapped(Pickle().op('}').op('(')), "1 open marks");
@@ -380,7 +375,7 @@ TEST(TorchLoad, RefusesStoragesThatDoNotMatchTheirEntries) {
     p.op('}').str("x").tensor(type, key, numel, 0, {numel}, {1}).op('s');
     return p.done();
   };
-  EXPECT_REFUSED(wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_storage_size.pkl")),
+  EXPECT_REFUSED(wrap_pickle(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_storage_size.pkl")),
                  "needs 80 bytes but its entry holds 64");
   EXPECT_REFUSED(wrap_pickle(with_storage("FloatStorage", "9", 16)),
                  "has no entry 'archive/data/9'");
@@ -416,7 +411,7 @@ TEST(TorchLoad, RefusesStoragesThatDoNotMatchTheirEntries) {
 
 TEST(TorchLoad, RefusesViewsOutsideTheirStorage) {
   EXPECT_REFUSED(
-      wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_view_out_of_range.pkl")),
+      wrap_pickle(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_view_out_of_range.pkl")),
       "reach element 25 of a storage of 16");
   EXPECT_REFUSED(one_view(0, {4, 4}, {5, 1}), "reach element 18 of a storage of 16");
   EXPECT_REFUSED(one_view(-1, {2}, {1}), "negative storage offset -1");
@@ -426,7 +421,7 @@ TEST(TorchLoad, RefusesViewsOutsideTheirStorage) {
   EXPECT_REFUSED(one_view(0, {2, 2}, {int64_t{1} << 62, int64_t{1} << 62}), "past int64");
   EXPECT_REFUSED(one_view(0, {int64_t{1} << 40, int64_t{1} << 40}, {0, 0}),
                  "more elements than its storage's 16");
-  EXPECT_REFUSED(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/bad_expanded_view.pt"),
+  EXPECT_REFUSED(read_file(std::string(EMBER_TORCH_CORPUS) + "/bad_expanded_view.pt"),
                  "more elements than its storage's 1");
   // Strided views of one storage copy at most the file's size between them: 40 transposed views
   // of a 16 KiB storage would copy 640 KiB out of a 24 KiB file.
@@ -517,7 +512,7 @@ TEST(TorchLoad, RefusesPersistentIdsAndTensorArgumentsOfTheWrongKind) {
 
 TEST(TorchLoad, RefusesWhatDoesNotFlattenToNames) {
   const auto corpus = [](const char* name) {
-    return wrap_pickle(read_bytes(std::string(EMBER_TORCH_CORPUS) + "/" + name));
+    return wrap_pickle(read_file(std::string(EMBER_TORCH_CORPUS) + "/" + name));
   };
   EXPECT_REFUSED(corpus("bad_self_reference.pkl"), "nested deeper than 64 levels");
   EXPECT_REFUSED(corpus("bad_deep_nesting.pkl"), "nested deeper than 64 levels");

@@ -58,6 +58,18 @@ Tensor fixture_loss(const Tensor& y, std::initializer_list<Tensor> states) {
   return loss;
 }
 
+// Loads the PyTorch fixture `name`'s weights into gru, runs it forward and backward, and checks
+// the output, the final state and the input gradient against PyTorch's.
+void expect_gru_matches_fixture(GRU& gru, const std::string& name) {
+  load_from_fixture(gru, name);
+  Tensor x = fixture(name + ".input").clone().requires_grad_(true);
+  auto [y, h] = gru.forward(x, fixture(name + ".state_in0"));
+  expect_close(y, fixture(name + ".output"), "output");
+  expect_close(h, fixture(name + ".state_out0"), "h_n");
+  fixture_loss(y, {h}).backward();
+  expect_close(x.grad(), fixture(name + ".input_grad"), "input gradient");
+}
+
 TEST(LSTM, MatchesPyTorchBidirectionalTwoLayersBatchFirst) {
   LSTM lstm(3, 4, {.num_layers = 2, .batch_first = true, .bidirectional = true});
   const auto sd = lstm.state_dict();
@@ -80,24 +92,12 @@ TEST(LSTM, MatchesPyTorchBidirectionalTwoLayersBatchFirst) {
 TEST(GRU, MatchesPyTorchWithoutBias) {
   GRU gru(2, 5, {.bias = false});
   EXPECT_EQ(gru.state_dict().size(), 2u);
-  load_from_fixture(gru, "gru");
-  Tensor x = fixture("gru.input").clone().requires_grad_(true);
-  auto [y, h] = gru.forward(x, fixture("gru.state_in0"));
-  expect_close(y, fixture("gru.output"), "output");
-  expect_close(h, fixture("gru.state_out0"), "h_n");
-  fixture_loss(y, {h}).backward();
-  expect_close(x.grad(), fixture("gru.input_grad"), "input gradient");
+  expect_gru_matches_fixture(gru, "gru");
 }
 
 TEST(GRU, MatchesPyTorchUnbatchedTwoLayers) {
   GRU gru(3, 2, {.num_layers = 2});
-  load_from_fixture(gru, "gru2");
-  Tensor x = fixture("gru2.input").clone().requires_grad_(true);
-  auto [y, h] = gru.forward(x, fixture("gru2.state_in0"));
-  expect_close(y, fixture("gru2.output"), "output");
-  expect_close(h, fixture("gru2.state_out0"), "h_n");
-  fixture_loss(y, {h}).backward();
-  expect_close(x.grad(), fixture("gru2.input_grad"), "input gradient");
+  expect_gru_matches_fixture(gru, "gru2");
   const auto wg = values(fixture("gru2.weight_ih_l0_grad"));
   const auto got = values(gru.named_parameters()[0].second.grad());
   for (size_t i = 0; i < wg.size(); ++i) EXPECT_NEAR(got[i], wg[i], 1e-10);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/backends/cuda/gpu_test_util.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember {
 namespace {
@@ -27,9 +28,7 @@ using namespace gpu_test;
 
 const DType kFloating[] = {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16};
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using testing::contains;
 
 TEST(CudaRuntime, RandomNumbersEqualTheHostPathBitForBit) {
   EMBER_REQUIRE_CUDA();

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -65,6 +66,38 @@ class CudaPluginLoad : public ::testing::Test {
     fs::create_directories(dir_ / "libs");
   }
   void TearDown() override { fs::remove_all(dir_); }
+
+  // Links into dir_/libs each library of `dirs` whose name starts with one of `prefixes` (the
+  // first of a name where the directories hold it twice).
+  void link_libraries(std::initializer_list<const char*> dirs,
+                      std::initializer_list<const char*> prefixes) {
+    for (const char* dir : dirs) {
+      for (const auto& e : fs::directory_iterator(dir)) {
+        const std::string name = e.path().filename().string();
+        bool wanted = false;
+        for (const char* prefix : prefixes) wanted = wanted || name.rfind(prefix, 0) == 0;
+        if (wanted && !fs::exists(dir_ / "libs" / name)) {
+          fs::create_symlink(fs::canonical(e.path()), dir_ / "libs" / name);
+        }
+      }
+    }
+  }
+
+  // Runs `ember plugins --json` on a copy of the plugin linked without a RUNPATH, under the
+  // dynamic loader `ld_so` with its cache off and dir_/libs as the one extra library directory
+  // (Note [Hiding libcudnn from the loader]); sets the report and the copy's record in it.
+  void report_without_runpath(const char* ld_so, nlohmann::json* report, nlohmann::json* cuda) {
+    const fs::path copy = dir_ / "plugins" / "libember-cuda.so";
+    fs::copy_file(EMBER_CUDA_PLUGIN_NORPATH, copy);
+    const RunResult r = run("EMBER_PLUGIN_PATH=" + (dir_ / "plugins").string() + " " + ld_so +
+                            " --inhibit-cache --library-path " + (dir_ / "libs").string() + " " +
+                            EMBER_CLI + " plugins --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    *report = nlohmann::json::parse(r.out);
+    *cuda = record_for(*report, copy.string());
+    ASSERT_FALSE(cuda->is_null()) << r.out;
+  }
+
   fs::path dir_;
 };
 
@@ -130,24 +163,12 @@ TEST_F(CudaPluginLoad, MissingCudnnIsReportedAndCpuStillLoads) {
   }
   const char* ld_so = "/lib64/ld-linux-x86-64.so.2";
   if (!fs::exists(ld_so)) GTEST_SKIP() << "no " << ld_so << " on this host";
-  for (const auto& e : fs::directory_iterator(EMBER_CUDA_LIB_DIR)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("libcudart.so", 0) == 0 || name.rfind("libcublas", 0) == 0) {
-      fs::create_symlink(fs::canonical(e.path()), dir_ / "libs" / name);
-    }
-  }
-  const fs::path copy = dir_ / "plugins" / "libember-cuda.so";
-  fs::copy_file(EMBER_CUDA_PLUGIN_NORPATH, copy);
-  const RunResult r = run("EMBER_PLUGIN_PATH=" + (dir_ / "plugins").string() + " " + ld_so +
-                          " --inhibit-cache --library-path " + (dir_ / "libs").string() + " " +
-                          EMBER_CLI + " plugins --json");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
-  const nlohmann::json cuda = record_for(j, copy.string());
-  ASSERT_FALSE(cuda.is_null()) << r.out;
+  link_libraries({EMBER_CUDA_LIB_DIR}, {"libcudart.so", "libcublas"});
+  nlohmann::json j, cuda;
+  ASSERT_NO_FATAL_FAILURE(report_without_runpath(ld_so, &j, &cuda));
   EXPECT_EQ(cuda["outcome"], "missing_dependency") << cuda.dump();
   EXPECT_EQ(cuda["reason"], "missing dependency libcudnn.so.9") << cuda.dump();
-  EXPECT_FALSE(loaded_named(j, "cpu").is_null()) << r.out;
+  EXPECT_FALSE(loaded_named(j, "cpu").is_null()) << j.dump();
 }
 
 // With libcublas absent (and cuDNN present) the plugin still loads: cuBLAS is only needed by
@@ -155,27 +176,12 @@ TEST_F(CudaPluginLoad, MissingCudnnIsReportedAndCpuStillLoads) {
 TEST_F(CudaPluginLoad, MissingCublasDoesNotStopThePluginFromLoading) {
   const char* ld_so = "/lib64/ld-linux-x86-64.so.2";
   if (!fs::exists(ld_so)) GTEST_SKIP() << "no " << ld_so << " on this host";
-  for (const char* dir : {EMBER_CUDA_LIB_DIR, EMBER_CUDNN_LIB_DIR}) {
-    for (const auto& e : fs::directory_iterator(dir)) {
-      const std::string name = e.path().filename().string();
-      const bool wanted = name.rfind("libcudart.so", 0) == 0 || name.rfind("libcudnn", 0) == 0;
-      if (wanted && !fs::exists(dir_ / "libs" / name)) {
-        fs::create_symlink(fs::canonical(e.path()), dir_ / "libs" / name);
-      }
-    }
-  }
-  const fs::path copy = dir_ / "plugins" / "libember-cuda.so";
-  fs::copy_file(EMBER_CUDA_PLUGIN_NORPATH, copy);
-  const RunResult r = run("EMBER_PLUGIN_PATH=" + (dir_ / "plugins").string() + " " + ld_so +
-                          " --inhibit-cache --library-path " + (dir_ / "libs").string() + " " +
-                          EMBER_CLI + " plugins --json");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
-  const nlohmann::json cuda = record_for(j, copy.string());
-  ASSERT_FALSE(cuda.is_null()) << r.out;
+  link_libraries({EMBER_CUDA_LIB_DIR, EMBER_CUDNN_LIB_DIR}, {"libcudart.so", "libcudnn"});
+  nlohmann::json j, cuda;
+  ASSERT_NO_FATAL_FAILURE(report_without_runpath(ld_so, &j, &cuda));
   EXPECT_TRUE(cuda["outcome"] == "loaded" || cuda["outcome"] == "unusable") << cuda.dump();
   EXPECT_TRUE(contains(cuda["ops"], "matmul")) << cuda.dump();
-  EXPECT_FALSE(loaded_named(j, "cpu").is_null()) << r.out;
+  EXPECT_FALSE(loaded_named(j, "cpu").is_null()) << j.dump();
 }
 
 }  // namespace

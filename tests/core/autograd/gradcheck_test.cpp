@@ -28,28 +28,29 @@ TEST(Gradcheck, EveryDifferentiableOpHasACase) {
   EXPECT_GT(covered.size(), 30u);
 }
 
+// Runs check (gradcheck or gradgradcheck) on case c and expects it to pass; an ember::Error
+// counts as a failure with its message.
+template <typename Check>
+void expect_case_passes(const GradcheckCase& c, Check check) {
+  autograd::GradcheckResult r;
+  try {
+    r = check(c.fn, c.inputs(), c.opts);
+  } catch (const Error& e) {
+    r = {false, e.what()};
+  }
+  EXPECT_TRUE(r.ok) << c.op << " (" << c.label << "): " << r.message;
+}
+
 TEST(Gradcheck, AllCasesFirstOrder) {
   for (const GradcheckCase& c : gradcheck_cases()) {
-    autograd::GradcheckResult r;
-    try {
-      r = autograd::gradcheck(c.fn, c.inputs(), c.opts);
-    } catch (const Error& e) {
-      r = {false, e.what()};
-    }
-    EXPECT_TRUE(r.ok) << c.op << " (" << c.label << "): " << r.message;
+    expect_case_passes(c, [](const auto&... a) { return autograd::gradcheck(a...); });
   }
 }
 
 TEST(Gradcheck, AllCasesSecondOrder) {
   for (const GradcheckCase& c : gradcheck_cases()) {
     if (!c.second_order) continue;
-    autograd::GradcheckResult r;
-    try {
-      r = autograd::gradgradcheck(c.fn, c.inputs(), c.opts);
-    } catch (const Error& e) {
-      r = {false, e.what()};
-    }
-    EXPECT_TRUE(r.ok) << c.op << " (" << c.label << "): " << r.message;
+    expect_case_passes(c, [](const auto&... a) { return autograd::gradgradcheck(a...); });
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ember/plugin_abi.h"
+#include "ember/plugin_sdk_entry.hpp"
 
 namespace {
 
@@ -316,16 +317,9 @@ int32_t get_option(void*, const char* key, char* value, size_t cap) {
 
 int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, size_t cap) {
   static const ember_device_type_v1 table = [] {
-    ember_device_type_v1 t{};
-    t.struct_size = sizeof(t);
-    t.name = "queue";
-    t.priority = 50;  // below the CPU's: never the default device
-    t.host_accessible = 0;
-    t.device_count = device_count;
-    t.alloc = alloc;
-    t.free = free_block;
-    t.copy = copy;
-    t.synchronize = synchronize;
+    // Priority below the CPU's: never the default device.
+    ember_device_type_v1 t = ember::sdk::device_type(
+        "queue", 50, /*host_accessible=*/false, device_count, alloc, free_block, copy, synchronize);
     t.alloc_checked = alloc_checked;
     t.host_alloc = host_alloc;
     t.host_free = host_free;
@@ -356,11 +350,9 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   return EMBER_OK;
 }
 
-const ember_plugin_v1 kDescriptor = {
-    sizeof(ember_plugin_v1), EMBER_ABI_MAJOR, 3, "queue", "1.0", "test fixture", init, nullptr};
+const ember_plugin_v1 kDescriptor =
+    ember::sdk::plugin_descriptor(3, "queue", "1.0", "test fixture", init);
 
 }  // namespace
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(kDescriptor)

@@ -95,15 +95,6 @@ std::vector<double> conv_transpose_ref(const std::vector<double>& x, const std::
   return y;
 }
 
-void expect_close(const Tensor& got, const std::vector<double>& want, double tol,
-                  const std::string& what) {
-  const std::vector<double> v = values(got);
-  ASSERT_EQ(v.size(), want.size()) << what;
-  for (size_t i = 0; i < v.size(); ++i) {
-    ASSERT_NEAR(v[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
-  }
-}
-
 const std::vector<Cfg> kConvCases = {
     {2, 3, 7, 6, 4, 3, 3, 1, 1, 0, 0, 1, 1, 1, false},
     {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
@@ -134,6 +125,19 @@ struct RandomCase {
         want(conv_ref(values(x), values(w), b.defined() ? values(b) : std::vector<double>{}, k, oh,
                       ow)) {}
 };
+
+// Expects each float32 gradient (f32[i]) within 1e-4, relative, of the float64 one (f64[i]).
+void expect_grads_close(const std::vector<std::vector<double>>& f64,
+                        const std::vector<std::vector<double>>& f32, const std::string& what) {
+  ASSERT_EQ(f64.size(), f32.size()) << what;
+  for (size_t i = 0; i < f64.size(); ++i) {
+    ASSERT_EQ(f64[i].size(), f32[i].size());
+    for (size_t j = 0; j < f64[i].size(); ++j) {
+      ASSERT_NEAR(f32[i][j], f64[i][j], 1e-4 * (1 + std::abs(f64[i][j])))
+          << what << " grad " << i << " at " << j;
+    }
+  }
+}
 
 TEST(Conv2d, HandComputed) {
   const Tensor x = make({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, f32);
@@ -394,13 +398,7 @@ TEST(Conv2d, Float32GradientsMatchFloat64) {
       grads[pass] = {values(x.grad()), values(w.grad()), values(b.grad())};
     }
     ++seed;
-    for (int i = 0; i < 3; ++i) {
-      ASSERT_EQ(grads[0][i].size(), grads[1][i].size());
-      for (size_t j = 0; j < grads[0][i].size(); ++j) {
-        ASSERT_NEAR(grads[1][i][j], grads[0][i][j], 1e-4 * (1 + std::abs(grads[0][i][j])))
-            << k.str() << " grad " << i << " at " << j;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_grads_close(grads[0], grads[1], k.str()));
   }
 }
 
@@ -649,13 +647,7 @@ TEST(ConvTranspose2d, Float32GradientsMatchFloat64) {
       grads[pass] = {values(x.grad()), values(w.grad())};
     }
     ++seed;
-    for (int i = 0; i < 2; ++i) {
-      ASSERT_EQ(grads[0][i].size(), grads[1][i].size());
-      for (size_t j = 0; j < grads[0][i].size(); ++j) {
-        ASSERT_NEAR(grads[1][i][j], grads[0][i][j], 1e-4 * (1 + std::abs(grads[0][i][j])))
-            << k.str() << " grad " << i << " at " << j;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_grads_close(grads[0], grads[1], k.str()));
   }
 }
 

@@ -6,15 +6,13 @@
 
 #include <ember/ember.h>
 
+#include "tests/testing/tensor_helpers.h"
+
 namespace ember {
 namespace {
 
-// Values of a tensor as doubles, in row-major order.
-std::vector<double> values(const Tensor& t) {
-  const Tensor d = t.to(f64).contiguous();
-  const double* p = d.numel() > 0 ? d.data_ptr<double>() : nullptr;
-  return std::vector<double>(p, p + d.numel());
-}
+using testing::expect_error;
+using testing::values;
 
 struct Ref {
   Shape sizes;
@@ -212,36 +210,23 @@ TEST(Matmul, PowerOfTwoRowsArePaddedAndStayCorrect) {
 }
 
 TEST(Matmul, ShapeMismatchNamesBothShapes) {
-  try {
-    matmul(zeros({2, 3}), zeros({4, 5}));
-    FAIL() << "expected ember::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(
-        std::string(e.what()).find(
-            "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied: size(-1)=3 but size(-2)=4"),
-        std::string::npos)
-        << e.what();
-  }
+  expect_error(
+      [] {
+        matmul(zeros({2, 3}), zeros({4, 5}));
+      },
+      {"[matmul] shapes [2, 3] and [4, 5] cannot be multiplied: size(-1)=3 but size(-2)=4"});
   EXPECT_THROW(matmul(zeros({3}), zeros({4})), Error);
   EXPECT_THROW(matmul(zeros({2, 3, 4}), zeros({3, 4, 5})), Error);  // batch 2 vs 3
 }
 
 TEST(Matmul, RejectsBoolAndScalars) {
-  try {
-    matmul(ones({2, 2}).to(DType::Bool), ones({2, 2}));
-    FAIL() << "expected ember::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[matmul] not defined for bool"), std::string::npos)
-        << e.what();
-  }
-  try {
-    matmul(zeros({}), zeros({3}));
-    FAIL() << "expected ember::Error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[matmul] both arguments need at least 1 dimension"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_error(
+      [] {
+        matmul(ones({2, 2}).to(DType::Bool), ones({2, 2}));
+      },
+      {"[matmul] not defined for bool"});
+  expect_error([] { matmul(zeros({}), zeros({3})); },
+               {"[matmul] both arguments need at least 1 dimension"});
 }
 
 TEST(Matmul, MmAndBmmCheckRanks) {
@@ -249,20 +234,17 @@ TEST(Matmul, MmAndBmmCheckRanks) {
   expect_matches(mm(a, b), reference_matmul(a, b), 2e-5, "mm");
   const Tensor x = randn({2, 3, 4}), y = randn({2, 4, 5});
   expect_matches(bmm(x, y), reference_matmul(x, y), 2e-5, "bmm");
-  auto expect_error = [](auto fn, const std::string& text) {
-    try {
-      fn();
-      FAIL() << "expected ember::Error containing " << text;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-  };
-  expect_error([&] { mm(randn({4}), b); }, "[mm] expected 2-d tensors: got shapes [4] and [4, 5]");
-  expect_error([&] { mm(x, b); }, "[mm] expected 2-d tensors");
-  expect_error([&] { mm(a, randn({5, 5})); }, "[mm] shapes [3, 4] and [5, 5] cannot be multiplied");
-  expect_error([&] { bmm(a, b); }, "[bmm] expected 3-d tensors: got shapes [3, 4] and [4, 5]");
-  expect_error([&] { bmm(x, randn({1, 4, 5})); }, "[bmm] batch sizes differ");
-  expect_error([&] { bmm(x, randn({2, 3, 5})); }, "[bmm] shapes [2, 3, 4] and [2, 3, 5]");
+  expect_error([&] { mm(randn({4}), b); },
+               {"[mm] expected 2-d tensors: got shapes [4] and [4, 5]"});
+  expect_error([&] { mm(x, b); }, {"[mm] expected 2-d tensors"});
+  expect_error(
+      [&] {
+        mm(a, randn({5, 5}));
+      },
+      {"[mm] shapes [3, 4] and [5, 5] cannot be multiplied"});
+  expect_error([&] { bmm(a, b); }, {"[bmm] expected 3-d tensors: got shapes [3, 4] and [4, 5]"});
+  expect_error([&] { bmm(x, randn({1, 4, 5})); }, {"[bmm] batch sizes differ"});
+  expect_error([&] { bmm(x, randn({2, 3, 5})); }, {"[bmm] shapes [2, 3, 4] and [2, 3, 5]"});
 }
 
 }  // namespace

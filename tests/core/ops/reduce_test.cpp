@@ -219,6 +219,17 @@ std::string error_of(F f) {
   return "<no error>";
 }
 
+/** check_reduction of sum or prod over every dtype: floating inputs keep their dtype (float32
+ *  within rtol 1e-5 and `f32_atol`), integer and bool ones give int64, exactly. */
+void check_sum_or_prod(const std::function<Tensor(const Tensor&, IntList, bool)>& op,
+                       const RefFn& ref, double f32_atol) {
+  check_reduction(DType::Float32, op, ref, DType::Float32, 1e-5, f32_atol);
+  check_reduction(DType::Float64, op, ref, DType::Float64, 1e-12, 1e-12);
+  check_reduction(DType::Int64, op, ref, DType::Int64, 0, 0);
+  check_reduction(DType::Int32, op, ref, DType::Int64, 0, 0);
+  check_reduction(DType::Bool, op, ref, DType::Int64, 0, 0);
+}
+
 #define EXPECT_ERROR(expr, text)                                          \
   do {                                                                    \
     const std::string msg_ = error_of([&] { (void)(expr); });             \
@@ -228,12 +239,7 @@ std::string error_of(F f) {
 // ---- sum, prod, mean --------------------------------------------------------------------------
 
 TEST(ReduceSum, MatchesFloat64LoopsAcrossDimsLayoutsAndDtypes) {
-  auto op = [](const Tensor& x, IntList d, bool k) { return sum(x, d, k); };
-  check_reduction(DType::Float32, op, ref_sum, DType::Float32, 1e-5, 1e-5);
-  check_reduction(DType::Float64, op, ref_sum, DType::Float64, 1e-12, 1e-12);
-  check_reduction(DType::Int64, op, ref_sum, DType::Int64, 0, 0);
-  check_reduction(DType::Int32, op, ref_sum, DType::Int64, 0, 0);
-  check_reduction(DType::Bool, op, ref_sum, DType::Int64, 0, 0);
+  check_sum_or_prod([](const Tensor& x, IntList d, bool k) { return sum(x, d, k); }, ref_sum, 1e-5);
 }
 
 // all() and any() of one long row split over many threads (the few-outputs path of the CPU
@@ -318,12 +324,8 @@ TEST(ReduceSum, ZeroSizeGivesZero) {
 }
 
 TEST(ReduceProd, MatchesFloat64LoopsAcrossDimsLayoutsAndDtypes) {
-  auto op = [](const Tensor& x, IntList d, bool k) { return prod(x, d, k); };
-  check_reduction(DType::Float32, op, ref_prod, DType::Float32, 1e-5, 1e-6);
-  check_reduction(DType::Float64, op, ref_prod, DType::Float64, 1e-12, 1e-12);
-  check_reduction(DType::Int64, op, ref_prod, DType::Int64, 0, 0);
-  check_reduction(DType::Int32, op, ref_prod, DType::Int64, 0, 0);
-  check_reduction(DType::Bool, op, ref_prod, DType::Int64, 0, 0);
+  check_sum_or_prod([](const Tensor& x, IntList d, bool k) { return prod(x, d, k); }, ref_prod,
+                    1e-6);
 }
 
 TEST(ReduceProd, ZeroSizeGivesOne) {

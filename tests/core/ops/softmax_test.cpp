@@ -7,14 +7,14 @@
 
 #include <ember/ember.h>
 
+#include "tests/testing/tensor_helpers.h"
+
 namespace ember {
 namespace {
 
-std::vector<double> values(const Tensor& t) {
-  const Tensor d = t.to(f64).contiguous();
-  const double* p = d.numel() > 0 ? d.data_ptr<double>() : nullptr;
-  return std::vector<double>(p, p + d.numel());
-}
+using testing::expect_close;
+using testing::expect_error;
+using testing::values;
 
 // Softmax (or log-softmax) in float64 along `dim` of a row-major array of `sizes`.
 std::vector<double> reference(const Tensor& x, int64_t dim, bool log) {
@@ -39,15 +39,6 @@ std::vector<double> reference(const Tensor& x, int64_t dim, bool log) {
     }
   }
   return out;
-}
-
-void expect_close(const Tensor& got, const std::vector<double>& want, double tol,
-                  const std::string& what) {
-  const std::vector<double> v = values(got);
-  ASSERT_EQ(v.size(), want.size()) << what;
-  for (size_t i = 0; i < v.size(); ++i) {
-    ASSERT_NEAR(v[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
-  }
 }
 
 void check(const Tensor& x, int64_t dim, double tol, const std::string& what) {
@@ -176,17 +167,9 @@ TEST(Softmax, ScalarsAndEmptyTensors) {
 }
 
 TEST(Softmax, BadArgumentsThrow) {
-  auto expect_error = [](auto fn, const std::string& text) {
-    try {
-      fn();
-      FAIL() << "expected ember::Error containing " << text;
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-    }
-  };
-  expect_error([] { softmax(zeros({2, 3}), 2); }, "[softmax]");
-  expect_error([] { log_softmax(zeros({2, 3}), -3); }, "[log_softmax]");
-  expect_error([] { softmax(ones({2}).to(DType::Bool), 0); }, "[softmax] not defined for bool");
+  expect_error([] { softmax(zeros({2, 3}), 2); }, {"[softmax]"});
+  expect_error([] { log_softmax(zeros({2, 3}), -3); }, {"[log_softmax]"});
+  expect_error([] { softmax(ones({2}).to(DType::Bool), 0); }, {"[softmax] not defined for bool"});
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <ember/ember.h>
 
 #include "tests/testing/special_files.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember {
 namespace {
@@ -28,6 +29,8 @@ using profiler::KeyAverages;
 using profiler::Profiler;
 using profiler::SortBy;
 using json = nlohmann::json;
+using testing::contains;
+using testing::error_of;
 
 int64_t count(const std::vector<EventRecord>& events, std::string_view name) {
   return std::count_if(events.begin(), events.end(),
@@ -247,15 +250,8 @@ TEST(Profiler, OneProfilerRecordsAtATime) {
   Profiler a, b;
   a.start();
   EXPECT_THROW(b.start(), ValueError);
-  try {
-    a.start();
-    FAIL() << "started twice";
-  } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("[profiler.start] a profiler is already recording (this "
-                                         "one)"),
-              std::string::npos)
-        << e.what();
-  }
+  EXPECT_PRED2(contains, error_of<ValueError>([&] { a.start(); }),
+               "[profiler.start] a profiler is already recording (this one)");
   EXPECT_THROW(a.events(), ValueError);  // while recording
   a.stop();
   b.start();
@@ -521,15 +517,10 @@ TEST(Profiler, ExportToAnUnwritablePlaceIsAnIoError) {
   Profiler prof;
   prof.start();
   prof.stop();
-  try {
-    prof.export_chrome_trace("/nonexistent-dir/trace.json");
-    FAIL() << "exported into a missing directory";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("[profiler.export_chrome_trace] /nonexistent-dir/"
-                                         "trace.json: cannot create a temporary file"),
-              std::string::npos)
-        << e.what();
-  }
+  EXPECT_PRED2(contains,
+               error_of<IoError>([&] { prof.export_chrome_trace("/nonexistent-dir/trace.json"); }),
+               "[profiler.export_chrome_trace] /nonexistent-dir/trace.json: cannot create a "
+               "temporary file");
 }
 
 }  // namespace

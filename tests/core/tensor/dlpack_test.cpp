@@ -92,21 +92,29 @@ struct Owner {
   int64_t strides[2] = {1, 2};  // column-major
   int deleted = 0;
   DLManagedTensor managed{};
+
+  // A float32 CPU tensor of `ndim` dims over `data` with `shape` and `strides`, whose deleter
+  // counts its calls in `deleted`.
+  explicit Owner(int32_t ndim) {
+    DLTensor& t = managed.dl_tensor;
+    t.data = data.data();
+    t.device = {kDLCPU, 0};
+    t.ndim = ndim;
+    t.dtype = {kDLFloat, 32, 1};
+    t.shape = shape;
+    t.strides = strides;
+    t.byte_offset = 0;
+    managed.manager_ctx = this;
+    managed.deleter = [](DLManagedTensor* self) {
+      ++static_cast<Owner*>(self->manager_ctx)->deleted;
+    };
+  }
+  Owner(const Owner&) = delete;
+  Owner& operator=(const Owner&) = delete;
 };
 
 TEST(DLPack, ImportsAHandBuiltTensorAndCallsItsDeleterOnce) {
-  Owner o;
-  o.managed.dl_tensor.data = o.data.data();
-  o.managed.dl_tensor.device = {kDLCPU, 0};
-  o.managed.dl_tensor.ndim = 2;
-  o.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
-  o.managed.dl_tensor.shape = o.shape;
-  o.managed.dl_tensor.strides = o.strides;
-  o.managed.dl_tensor.byte_offset = 0;
-  o.managed.manager_ctx = &o;
-  o.managed.deleter = [](DLManagedTensor* self) {
-    ++static_cast<Owner*>(self->manager_ctx)->deleted;
-  };
+  Owner o(2);
   {
     Tensor t = from_dlpack(&o.managed);
     EXPECT_EQ(t.data_ptr(), o.data.data());
@@ -128,19 +136,10 @@ TEST(DLPack, ImportsAHandBuiltTensorAndCallsItsDeleterOnce) {
 }
 
 TEST(DLPack, ImportHonoursByteOffsetAndNullStrides) {
-  Owner o;
-  o.managed.dl_tensor.data = o.data.data();
-  o.managed.dl_tensor.device = {kDLCPU, 0};
-  o.managed.dl_tensor.ndim = 1;
-  o.managed.dl_tensor.dtype = {kDLFloat, 32, 1};
+  Owner o(1);
   o.shape[0] = 4;
-  o.managed.dl_tensor.shape = o.shape;
   o.managed.dl_tensor.strides = nullptr;  // compact row-major
   o.managed.dl_tensor.byte_offset = 2 * sizeof(float);
-  o.managed.manager_ctx = &o;
-  o.managed.deleter = [](DLManagedTensor* self) {
-    ++static_cast<Owner*>(self->manager_ctx)->deleted;
-  };
   {
     Tensor t = from_dlpack(&o.managed);
     EXPECT_EQ(t.strides(), Shape({1}));
@@ -168,11 +167,8 @@ TEST(DLPack, RoundTripSharesData) {
 }
 
 TEST(DLPack, RejectsWhatItCannotRepresent) {
-  Owner o;
-  o.managed.dl_tensor.data = o.data.data();
-  o.managed.dl_tensor.device = {kDLCPU, 0};
-  o.managed.dl_tensor.ndim = 1;
-  o.managed.dl_tensor.shape = o.shape;
+  Owner o(1);
+  o.managed.dl_tensor.strides = nullptr;
   o.managed.dl_tensor.dtype = {kDLComplex, 64, 1};
   expect_error([&] { from_dlpack(&o.managed); }, {"[from_dlpack]", "unsupported"});
   o.managed.dl_tensor.dtype = {kDLFloat, 32, 4};

@@ -17,6 +17,7 @@
 
 #include "tests/testing/special_files.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_helpers.h"
 
 namespace ember {
 namespace {
@@ -24,29 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using detail::FileWriter;
 using detail::write_file;
+using ember::testing::contains;
+using ember::testing::error_of;
+using ember::testing::read_file;
 using ember::testing::TempDir;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/** The message of the IoError `f` throws ("" if it throws none). */
-template <typename F>
-std::string io_error(F&& f) {
-  try {
-    f();
-  } catch (const IoError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 TEST(FileWriter, ReplacesARegularFileAtomically) {
   TempDir dir;
@@ -89,7 +71,7 @@ TEST(FileWriter, WritesTheFileASymlinkPointsAtAndKeepsTheLink) {
   fs::create_symlink("loop_b", dir.file("loop_a"));
   fs::create_symlink("loop_a", dir.file("loop_b"));
   EXPECT_TRUE(
-      contains(io_error([&] { write_file(dir.file("loop_a"), "x", "test.write"); }),
+      contains(error_of<IoError>([&] { write_file(dir.file("loop_a"), "x", "test.write"); }),
                "[test.write] " + dir.file("loop_a") + ": Too many levels of symbolic links"));
 }
 
@@ -127,16 +109,16 @@ TEST(FileWriter, RefusesADirectoryAndASocketAndLeavesThem) {
   TempDir dir;
   fs::create_directory(dir.file("d"));
   write_file(dir.file("d/inside"), "keep", "test.write");
-  EXPECT_EQ(io_error([&] { write_file(dir.file("d"), "x", "test.write"); }),
+  EXPECT_EQ(error_of<IoError>([&] { write_file(dir.file("d"), "x", "test.write"); }),
             "[test.write] " + dir.file("d") + ": is a directory, not a file (give a file path)");
   EXPECT_EQ(read_file(dir.file("d/inside")), "keep");
   fs::create_symlink("d", dir.file("to_d"));
-  EXPECT_EQ(io_error([&] { write_file(dir.file("to_d"), "x", "test.write"); }),
+  EXPECT_EQ(error_of<IoError>([&] { write_file(dir.file("to_d"), "x", "test.write"); }),
             "[test.write] " + dir.file("to_d") + ": the link's target " + dir.file("d") +
                 " is a directory, not a file (give a file path)");
   const int sock = testing::bound_socket(dir.file("s"));
   ASSERT_GE(sock, 0);
-  EXPECT_TRUE(contains(io_error([&] { write_file(dir.file("s"), "x", "test.write"); }),
+  EXPECT_TRUE(contains(error_of<IoError>([&] { write_file(dir.file("s"), "x", "test.write"); }),
                        "is a socket, not a file"));
   EXPECT_TRUE(fs::is_socket(dir.file("s")));
   ::close(sock);
@@ -145,12 +127,13 @@ TEST(FileWriter, RefusesADirectoryAndASocketAndLeavesThem) {
 
 TEST(FileWriter, FailuresNameTheOperationAndThePath) {
   TempDir dir;
-  EXPECT_TRUE(contains(io_error([&] { write_file(dir.file("no/such/f"), "x", "test.write"); }),
-                       "[test.write] " + dir.file("no/such/f") +
-                           ": cannot create a temporary file in " + dir.file("no/such") +
-                           ": No such file or directory"));
+  EXPECT_TRUE(
+      contains(error_of<IoError>([&] { write_file(dir.file("no/such/f"), "x", "test.write"); }),
+               "[test.write] " + dir.file("no/such/f") + ": cannot create a temporary file in " +
+                   dir.file("no/such") + ": No such file or directory"));
   detail::testing::fail_writes_after(3);
-  const std::string error = io_error([&] { write_file(dir.file("f"), "abcdef", "test.write"); });
+  const std::string error =
+      error_of<IoError>([&] { write_file(dir.file("f"), "abcdef", "test.write"); });
   detail::testing::fail_writes_after(std::nullopt);
   EXPECT_TRUE(contains(error, "failed after 3 bytes: No space left on device")) << error;
   EXPECT_TRUE(dir.entries().empty());

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ember/plugin_sdk.hpp"
+#include "ember/plugin_sdk_entry.hpp"
 
 namespace {
 
@@ -105,17 +106,9 @@ int32_t init(const ember_host_v1*, const ember_registrar_v1* reg, char* error, s
   return s;
 }
 
-const ember_plugin_v1 kDescriptor = {sizeof(ember_plugin_v1),
-                                     EMBER_ABI_MAJOR,
-                                     1,
-                                     "ext-" FIXTURE_NAME,
-                                     "0.0.1",
-                                     "test fixture",
-                                     init,
-                                     nullptr};
+const ember_plugin_v1 kDescriptor =
+    sdk::plugin_descriptor(1, "ext-" FIXTURE_NAME, "0.0.1", "test fixture", init);
 
 }  // namespace
 
-extern "C" EMBER_PLUGIN_EXPORT const ember_plugin_v1* ember_plugin_entry_v1(void) {
-  return &kDescriptor;
-}
+EMBER_PLUGIN_DEFINE_ENTRY(kDescriptor)
