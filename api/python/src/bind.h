@@ -93,7 +93,7 @@ std::vector<Tensor> tensors_from_args(nb::args args, const char* op);
 nb::object make_size(IntList sizes);
 
 /** Where ember.tensor(t) and as_tensor(t) put a copy of tensor t without a device argument. */
-std::optional<Device> device_for_tensor_data(const Tensor& t);
+Device device_for_tensor_data(const Tensor& t);
 
 /** F.interpolate's and nn.Upsample's arguments as the core's options. */
 InterpolateOptions interpolate_options(const std::optional<Ints>& size, nb::handle scale_factor,

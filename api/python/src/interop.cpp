@@ -289,11 +289,11 @@ bool has_buffer(nb::handle o) {
 
 }  // namespace
 
-std::optional<Device> device_for_tensor_data(const Tensor& t) {
+Device device_for_tensor_data(const Tensor& t) {
   // torch.tensor(t) and as_tensor(t) keep t's device, unless a default device was set: then
   // they move to it, as every factory does (Note [The default device] in device.h).
   const Device d = default_device();
-  return d == Device::cpu() ? std::optional<Device>(t.device()) : std::optional<Device>(d);
+  return d == Device::cpu() ? t.device() : d;
 }
 
 Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype, std::optional<Device> device) {

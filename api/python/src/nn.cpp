@@ -867,6 +867,24 @@ nb::tuple triple_tuple(const nn::Triple& t) {
   return nb::make_tuple(t.d, t.h, t.w);
 }
 
+/** A layer's size argument (an int, or one per spatial dim) as `Size` (Pair or Triple). */
+template <class Size>
+Size size_of(const Ints& v) {
+  if constexpr (std::is_same_v<Size, nn::Pair>) {
+    return pair_of(v);
+  } else {
+    return triple_of(v);
+  }
+}
+
+/** A Pair or Triple as the tuple PyTorch's layers show. */
+nb::tuple size_tuple(const nn::Pair& p) {
+  return pair_tuple(p);
+}
+nb::tuple size_tuple(const nn::Triple& t) {
+  return triple_tuple(t);
+}
+
 /** 'same' or 'valid' conv padding over the spatial dims of `kernel` (one value per dim), or
  *  numbers (one or one per dim). */
 Shape conv_padding_dims(nb::handle padding, IntList kernel, IntList dilation, IntList stride,
@@ -1697,50 +1715,58 @@ void bind_layers(nb::module_& m) {
       .def_ro("padding_idx", &nn::EmbeddingBag::padding_idx, "The row left out of every bag.")
       .def_ro("max_norm", &nn::EmbeddingBag::max_norm, "Rows looked up are renormalised to it.");
 
-  auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max) {
+  // MaxPool2d/3d and AvgPool2d/3d: PyTorch's arguments, sized by the layer's kernel_size type.
+  auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max,
+                        const char* functional) {
     using T = typename decltype(tag)::type;
+    using Size = std::remove_cvref_t<decltype(T::kernel_size)>;
     auto c = layer<T>(m, name, doc);
     if (is_max) {
       c.def(
           "__init__",
-          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
-             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
+          [name, functional](nb::pointer_and_handle<T> v, Ints kernel_size,
+                             std::optional<Ints> stride, Ints padding, Ints dilation,
+                             bool return_indices, bool ceil_mode) {
             EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.MaxPool2d] return_indices is not supported by the "
-                                        "layer (use nn.functional.max_pool2d)");
-            nn::Pool2dOptions o;
-            if (stride) o.stride = pair_of(*stride);
-            o.padding = pair_of(padding);
-            o.dilation = pair_of(dilation);
+                                        "[nn.{}] return_indices is not supported by the layer "
+                                        "(use nn.functional.{})",
+                                        name, functional);
+            nn::PoolOptions<Size> o;
+            if (stride) o.stride = size_of<Size>(*stride);
+            o.padding = size_of<Size>(padding);
+            o.dilation = size_of<Size>(dilation);
             o.ceil_mode = ceil_mode;
-            construct<T>(v, pair_of(kernel_size), o);
+            construct<T>(v, size_of<Size>(kernel_size), o);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
-          "return_indices"_a = false, "ceil_mode"_a = false, doc, record_init());
+          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
+          record_init());
     } else {
       c.def(
           "__init__",
           [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
              Ints padding, bool ceil_mode, bool count_include_pad,
              std::optional<int64_t> divisor_override) {
-            nn::Pool2dOptions o;
-            if (stride) o.stride = pair_of(*stride);
-            o.padding = pair_of(padding);
+            nn::PoolOptions<Size> o;
+            if (stride) o.stride = size_of<Size>(*stride);
+            o.padding = size_of<Size>(padding);
             o.ceil_mode = ceil_mode;
             o.count_include_pad = count_include_pad;
             o.divisor_override = divisor_override;
-            construct<T>(v, pair_of(kernel_size), o);
+            construct<T>(v, size_of<Size>(kernel_size), o);
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-          "count_include_pad"_a = true, "divisor_override"_a = nb::none(), doc, record_init());
+          "count_include_pad"_a = true, "divisor_override"_a = nb::none(),
+          "Pools kernel_size windows.", record_init());
     }
     c.def_prop_ro(
-        "kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).");
+        "kernel_size", [](const T& l) { return size_tuple(l.kernel_size); },
+        std::is_same_v<Size, nn::Pair> ? "(kH, kW)." : "(kD, kH, kW).");
   };
   pool_layer(std::type_identity<nn::MaxPool2d>{}, "MaxPool2d", "Max pooling over [N, C, H, W].",
-             true);
+             true, "max_pool2d");
   pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].",
-             false);
+             false, "avg_pool2d");
   layer<nn::AdaptiveAvgPool2d>(m, "AdaptiveAvgPool2d", "Average pooling to a fixed output size.")
       .def(
           "__init__",
@@ -1764,47 +1790,10 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
-  layer<nn::MaxPool3d>(m, "MaxPool3d", "Max pooling over [N, C, D, H, W].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::MaxPool3d> v, Ints kernel_size, std::optional<Ints> stride,
-             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.MaxPool3d] return_indices is not supported by the "
-                                        "layer (use nn.functional.max_pool3d)");
-            nn::Pool3dOptions o;
-            if (stride) o.stride = triple_of(*stride);
-            o.padding = triple_of(padding);
-            o.dilation = triple_of(dilation);
-            o.ceil_mode = ceil_mode;
-            construct<nn::MaxPool3d>(v, triple_of(kernel_size), o);
-          },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
-          "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
-          record_init())
-      .def_prop_ro(
-          "kernel_size", [](const nn::MaxPool3d& l) { return triple_tuple(l.kernel_size); },
-          "(kD, kH, kW).");
-  layer<nn::AvgPool3d>(m, "AvgPool3d", "Average pooling over [N, C, D, H, W].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::AvgPool3d> v, Ints kernel_size, std::optional<Ints> stride,
-             Ints padding, bool ceil_mode, bool count_include_pad,
-             std::optional<int64_t> divisor_override) {
-            nn::Pool3dOptions o;
-            if (stride) o.stride = triple_of(*stride);
-            o.padding = triple_of(padding);
-            o.ceil_mode = ceil_mode;
-            o.count_include_pad = count_include_pad;
-            o.divisor_override = divisor_override;
-            construct<nn::AvgPool3d>(v, triple_of(kernel_size), o);
-          },
-          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-          "count_include_pad"_a = true, "divisor_override"_a = nb::none(),
-          "Pools kernel_size windows.", record_init())
-      .def_prop_ro(
-          "kernel_size", [](const nn::AvgPool3d& l) { return triple_tuple(l.kernel_size); },
-          "(kD, kH, kW).");
+  pool_layer(std::type_identity<nn::MaxPool3d>{}, "MaxPool3d", "Max pooling over [N, C, D, H, W].",
+             true, "max_pool3d");
+  pool_layer(std::type_identity<nn::AvgPool3d>{}, "AvgPool3d",
+             "Average pooling over [N, C, D, H, W].", false, "avg_pool3d");
   layer<nn::AdaptiveAvgPool3d>(m, "AdaptiveAvgPool3d",
                                "Average pooling over [N, C, D, H, W] to a fixed output size.")
       .def(

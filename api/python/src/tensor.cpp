@@ -1015,7 +1015,7 @@ void bind_tensor(nb::module_& m) {
         if (nb::isinstance<PyTensor>(data)) {
           ToArgs a;
           a.dtype = dtype;
-          a.device = device ? device : device_for_tensor_data(self_of(data));
+          a.device = device.value_or(device_for_tensor_data(self_of(data)));
           return apply_to(self_of(data), a);
         }
         if (PyObject_CheckBuffer(data.ptr()) && !PyBytes_Check(data.ptr())) {

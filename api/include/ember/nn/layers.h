@@ -358,15 +358,20 @@ class EmbeddingBag : public Module {
   Tensor& weight;  ///< [num_embeddings, embedding_dim]
 };
 
-/** Options of the pooling layers. */
-struct Pool2dOptions {
-  std::optional<Pair> stride;               ///< defaults to the kernel size
-  Pair padding = 0;                         ///< implicit padding on each side
-  Pair dilation = 1;                        ///< MaxPool2d only
+/** Options of the pooling layers, one value per spatial dim in `Size` (Pair or Triple). */
+template <class Size>
+struct PoolOptions {
+  std::optional<Size> stride;               ///< defaults to the kernel size
+  Size padding = 0;                         ///< implicit padding on each side
+  Size dilation = 1;                        ///< max pooling only
   bool ceil_mode = false;                   ///< round the output size up
-  bool count_include_pad = true;            ///< AvgPool2d only: divide by the padded window size
-  std::optional<int64_t> divisor_override;  ///< AvgPool2d only: every window's divisor
+  bool count_include_pad = true;            ///< average pooling only: divide by the padded window
+  std::optional<int64_t> divisor_override;  ///< average pooling only: every window's divisor
 };
+/** Options of the 2-d pooling layers. */
+using Pool2dOptions = PoolOptions<Pair>;
+/** Options of the 3-d pooling layers (Note [3-d pooling as two passes]). */
+using Pool3dOptions = PoolOptions<Triple>;
 
 /** Max pooling over [N, C, H, W]. */
 class MaxPool2d : public Module {
@@ -468,16 +473,6 @@ class AdaptiveMaxPool1d : public Module {
   std::string extra_repr() const override;
 
   const int64_t output_size;
-};
-
-/** The options of the 3-d poolings (Note [3-d pooling as two passes]). */
-struct Pool3dOptions {
-  std::optional<Triple> stride;             ///< defaults to the kernel size
-  Triple padding = 0;                       ///< implicit padding on each side
-  Triple dilation = 1;                      ///< MaxPool3d only
-  bool ceil_mode = false;                   ///< round the output size up
-  bool count_include_pad = true;            ///< AvgPool3d only: divide by the padded window size
-  std::optional<int64_t> divisor_override;  ///< AvgPool3d only: every window's divisor
 };
 
 /** Max pooling over [N, C, D, H, W]. */
