@@ -223,19 +223,31 @@ struct ProcessGroup::Impl {
   // operation or other sizes is named with them. If the store itself is gone, rank 0, which
   // serves it, is; a rank 0 that reported a failure keeps the store up while the others are
   // still connected (Note [The store outlives a failure]).
-  std::string diagnose(uint64_t seq, const std::string& mine) {
+  // A rank has one note, its first failure's, not one per operation number: ranks that fail at
+  // different operations (a point-to-point call only some ranks made, a transfer that finished
+  // on one side just before the peer died) read each other's at once, where notes kept per
+  // operation made each wait out the ten seconds for a note that never came and call the other
+  // silent. Later failures of the same rank (calls beside the first) keep the first note.
+  std::mutex note_mu;
+  bool noted = false;  // this rank's note is in the store, under note_mu
+
+  std::string diagnose(const std::string& mine) {
     std::vector<int> silent, exited;
     std::vector<std::string> differ;
     const std::string gone = "the rendezvous store on rank 0 is gone: rank 0 did not answer";
     try {
-      store->set(fmt::format("health/{}/{}", seq, rank),
-                 std::vector<uint8_t>(mine.begin(), mine.end()));
+      {
+        std::lock_guard lock(note_mu);
+        if (!std::exchange(noted, true))
+          store->set(fmt::format("health/{}", rank),
+                     std::vector<uint8_t>(mine.begin(), mine.end()));
+      }
       if (root_store) root_store->set(TCPStore::kFailedKey, {1});  // Note [The store outlives...]
       const auto deadline =
           Clock::now() + std::min<milliseconds>(timeout, std::chrono::seconds(10));
       for (int r = 0; r < size; ++r) {
         if (r == rank) continue;
-        const std::string key = fmt::format("health/{}/{}", seq, r);
+        const std::string key = fmt::format("health/{}", r);
         for (;;) {
           if (store->check(key)) {
             const std::vector<uint8_t> v = store->get(key, milliseconds(1000));
@@ -255,7 +267,7 @@ struct ProcessGroup::Impl {
         }
       }
       // Rank 0 serves the store: it stays until the ranks that answered have read its note.
-      store->set(fmt::format("health/{}/{}/read", seq, rank), {1});
+      store->set(fmt::format("health/{}/read", rank), {1});
       if (rank == 0) {
         const auto linger = Clock::now() + std::chrono::seconds(5);
         for (int r = 1; r < size; ++r) {
@@ -264,7 +276,7 @@ struct ProcessGroup::Impl {
             continue;
           try {
             const auto left = std::chrono::duration_cast<milliseconds>(linger - Clock::now());
-            store->get(fmt::format("health/{}/{}/read", seq, r), std::max(left, milliseconds(1)));
+            store->get(fmt::format("health/{}/read", r), std::max(left, milliseconds(1)));
           } catch (const std::exception&) {  // that rank is gone as well: nothing to wait for
           }
         }
@@ -357,7 +369,7 @@ struct ProcessGroup::Impl {
         error = fmt::format("[distributed] {} failed on rank {} ({}): {}", what, rank, backend.name,
                             why);
         if (kind == ErrorKind::Distributed) {
-          error += "; " + diagnose(seq, what);
+          error += "; " + diagnose(what);
           std::lock_guard broken_lock(broken_mu);
           if (broken_by.empty()) broken_by = error.substr(std::string("[distributed] ").size());
         }

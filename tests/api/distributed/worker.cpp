@@ -375,12 +375,22 @@ int victim_rank() {
   return std::atoi(std::getenv("EMBER_TEST_VICTIM") ? std::getenv("EMBER_TEST_VICTIM") : "1");
 }
 
-// Rank `EMBER_TEST_VICTIM` dies (SIGKILL) in the middle of a large all-reduce.
+// Rank `EMBER_TEST_VICTIM` dies (SIGKILL) in the middle of a large all-reduce. With
+// EMBER_TEST_HOW=skewed, ranks 0 and 1 first exchange a tensor that rank 2 has no part in, so the
+// survivors fail at different operation numbers (Note [Naming the ranks that failed]).
 int killed_rank() {
   dist::ProcessGroup pg = dist::init_process_group(options());
   const int victim = victim_rank();
   Tensor t = ember::ones({1 << 24});  // 64 MiB: long enough to be killed inside it
   pg.all_reduce(t);                   // every rank is connected and has done one
+  const char* how = std::getenv("EMBER_TEST_HOW");
+  if (how && std::string(how) == "skewed" && pg.rank() < 2) {
+    Tensor one = ember::ones({4});
+    if (pg.rank() == 0)
+      pg.send(one, 1, 9);
+    else
+      pg.recv(one, 0, 9);
+  }
   if (pg.rank() == victim) {
     std::thread([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
