@@ -23,6 +23,24 @@ python=${EMBER_DEPS_DIR:-$HOME/.cache/ember-deps}/python/bin/python
 
 section() { echo; echo "==== $* ($(date +%T))"; }
 
+# Runs the tests of preset $1. When some fail, the end of the log (all a reader of a long CI log
+# may see) also shows why: the first 40 lines from the first failure message of each of the first
+# three failed tests, taken from ctest's own log of the run. The status stays ctest's.
+run_ctest() {
+  local status=0 dir=build/$1/Testing/Temporary
+  ctest --preset "$1" -j "$jobs" || status=$?
+  ((status == 0)) && return 0
+  section "why the failed tests of the $1 pass failed"
+  cut -d: -f2- "$dir/LastTestsFailed.log" | head -3 | while read -r name; do
+    echo "---- $name"
+    awk -v name="$name" '
+      $0 ~ /^[0-9]+\/[0-9]+ Testing: / { mine = (substr($0, index($0, ": ") + 2) == name) }
+      mine && /<end of output>/ { mine = 0 }
+      mine && (shown || /Failure|FAILED|rror/) { if (shown++ < 40) print }' "$dir/LastTest.log"
+  done
+  return "$status"
+}
+
 section "$preset build and tests"
 cmake --preset "$preset" -DEMBER_BUILD_TESTS=ON -DEMBER_BUILD_BENCHMARKS=OFF -DEMBER_PYTHON=ON \
   -DPython_EXECUTABLE="$python" >/dev/null
@@ -35,7 +53,7 @@ if [[ ${pytests:-0} -eq 0 ]]; then
   echo "[test] the Python package's pytest suite is not registered with ctest (EMBER_PYTHON)" >&2
   exit 1
 fi
-ctest --preset "$preset" -j "$jobs"
+run_ctest "$preset"
 
 [[ ${EMBER_SANITIZERS:-1} == 0 ]] && exit 0
 
@@ -59,7 +77,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-use_tls=0:suppressions=$PWD/tools/lsan.supp:
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cmake --preset asan -DEMBER_BUILD_TESTS=ON >/dev/null
 cmake --build --preset asan -j "$jobs"
-ctest --preset asan -j "$jobs"
+run_ctest asan
 unset ASAN_OPTIONS LSAN_OPTIONS
 
 # Only what the concurrency tests need is built; OpenMP's own threads are not instrumented, so
