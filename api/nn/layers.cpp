@@ -100,17 +100,125 @@ void check_conv(const char* module, int64_t in, int64_t out, Pair k, const Conv2
               in, out, o.groups);
 }
 
+constexpr const char* kPadModes[] = {"zeros", "constant", "reflect", "replicate", "circular"};
+
+// Note [Padding in convolution layers]
+// A convolution layer pads as PyTorch's do. Zeros, as many on both sides, are the convolution's
+// own padding; 'same' splits each kernel span as Note [Padding 'same'] in core/ops/conv.cpp says
+// (the extra zero after, where uneven); reflect, replicate and circular pad the input with pad()
+// by the amounts on each side ('same''s split, or `padding`), and the convolution adds none. One
+// function does this for Conv1d, Conv2d and Conv3d; the checks run when the layer is made, so a
+// bad combination never reaches a forward.
+struct ConvInput {
+  Tensor x;       // what the convolution reads
+  Shape padding;  // the zeros the convolution adds on both sides of each spatial dim
+};
+
+/** The geometry of a convolution layer over its spatial dims, for conv_input. */
+struct ConvGeometry {
+  Shape kernel, stride, dilation, padding;
+  std::optional<ConvPadding> named;
+  PadKind mode = PadKind::Zero;
+};
+
+/** Checks what a layer's padding options allow (at construction). */
+void check_conv_padding(const char* module, const ConvGeometry& g) {
+  EMBER_CHECK(g.mode != PadKind::Constant,
+              "[nn.{}] padding_mode must be zeros, reflect, replicate or circular: got constant",
+              module);
+  for (int64_t p : g.padding)
+    EMBER_CHECK(p >= 0, "[nn.{}] padding must be >= 0: got {}", module, shape_str(g.padding));
+  if (g.named == ConvPadding::Same) (void)same_padding(g.kernel, g.stride, g.dilation, module);
+}
+
+ConvInput conv_input(const Tensor& x, const ConvGeometry& g, const char* module) {
+  const size_t n = g.kernel.size();
+  if (g.named == ConvPadding::Valid) return {x, Shape(n, 0)};
+  Shape before = g.padding, after = g.padding;
+  if (g.named == ConvPadding::Same)
+    std::tie(before, after) = same_padding(g.kernel, g.stride, g.dilation, module);
+  const bool zeros = g.mode == PadKind::Zero;
+  if (zeros && before == after) return {x, before};
+  Shape sides;  // pad()'s order: the last dim first
+  for (size_t i = n; i-- > 0;) {
+    sides.push_back(zeros ? 0 : before[i]);
+    sides.push_back(zeros ? after[i] - before[i] : after[i]);
+  }
+  const char* mode = zeros ? "constant" : kPadModes[static_cast<int>(g.mode)];
+  return {pad(x, sides, mode), zeros ? before : Shape(n, 0)};
+}
+
+/** ", padding=..." of a convolution layer's repr (`numbers` the explicit padding as PyTorch
+ *  prints it, empty when all zero). */
+std::string padding_repr(const std::optional<ConvPadding>& named, const std::string& numbers) {
+  std::string s;
+  if (named) {
+    s += *named == ConvPadding::Same ? ", padding=same" : ", padding=valid";
+  } else if (!numbers.empty()) {
+    s += ", padding=" + numbers;
+  }
+  return s;
+}
+
+/** ", padding_mode=..." of a convolution layer's repr (empty for zeros), last as PyTorch's. */
+std::string padding_mode_repr(PadKind mode) {
+  return mode == PadKind::Zero
+             ? ""
+             : fmt::format(", padding_mode={}", kPadModes[static_cast<int>(mode)]);
+}
+
+ConvGeometry geometry(Pair k, const Conv2dOptions& o) {
+  return {{k.h, k.w},
+          {o.stride.h, o.stride.w},
+          {o.dilation.h, o.dilation.w},
+          {o.padding.h, o.padding.w},
+          o.named_padding,
+          o.padding_mode};
+}
+
+/** ConvTranspose2d pads with zeros, by numbers (as PyTorch's). */
+void check_transposed_padding(const Conv2dOptions& o) {
+  EMBER_CHECK(o.padding_mode == PadKind::Zero,
+              "[nn.ConvTranspose2d] only padding_mode zeros is supported: got {}",
+              kPadModes[static_cast<int>(o.padding_mode)]);
+  EMBER_CHECK(!o.named_padding,
+              "[nn.ConvTranspose2d] padding must be numbers: 'same' and 'valid' are for "
+              "convolutions");
+}
+
+ConvGeometry geometry1d(int64_t k, const Conv1dOptions& o) {
+  return {{k}, {o.stride}, {o.dilation}, {o.padding}, o.named_padding, o.padding_mode};
+}
+
+ConvGeometry geometry3d(Triple k, const Conv3dOptions& o) {
+  return {{k.d, k.h, k.w},
+          {o.stride.d, o.stride.h, o.stride.w},
+          {o.dilation.d, o.dilation.h, o.dilation.w},
+          {o.padding.d, o.padding.h, o.padding.w},
+          o.named_padding,
+          o.padding_mode};
+}
+
+/** A convolution's per-dim sizes as PyTorch's reprs show them: always a tuple. */
+std::string conv_dims_str(Pair p) {
+  return fmt::format("({}, {})", p.h, p.w);
+}
+std::string conv_dims_str(Triple t) {
+  return fmt::format("({}, {}, {})", t.d, t.h, t.w);
+}
+
 std::string conv_repr(int64_t in, int64_t out, Pair k, const Conv2dOptions& o, bool transposed,
                       bool has_bias) {
-  std::string s =
-      fmt::format("{}, {}, kernel_size={}, stride={}", in, out, pair_str(k), pair_str(o.stride));
-  if (o.padding.h || o.padding.w) s += ", padding=" + pair_str(o.padding);
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", in, out, conv_dims_str(k),
+                              conv_dims_str(o.stride));
+  s += padding_repr(o.named_padding, o.padding.h || o.padding.w ? conv_dims_str(o.padding) : "");
   if (transposed && (o.output_padding.h || o.output_padding.w)) {
-    s += ", output_padding=" + pair_str(o.output_padding);
+    s += ", output_padding=" + conv_dims_str(o.output_padding);
   }
-  if (o.dilation.h != 1 || o.dilation.w != 1) s += ", dilation=" + pair_str(o.dilation);
+  if (o.dilation.h != 1 || o.dilation.w != 1) s += ", dilation=" + conv_dims_str(o.dilation);
   if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
   if (!has_bias) s += ", bias=false";
+  s += padding_mode_repr(o.padding_mode);
   return s;
 }
 
@@ -122,8 +230,9 @@ Conv2d::Conv2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
       out_channels(out),
       kernel_size(k),
       options(o),
-      weight(register_parameter(
-          "weight", (check_conv("Conv2d", in, out, k, o), empty({out, in / o.groups, k.h, k.w})))),
+      weight(register_parameter("weight", (check_conv("Conv2d", in, out, k, o),
+                                           check_conv_padding("Conv2d", geometry(k, o)),
+                                           empty({out, in / o.groups, k.h, k.w})))),
       bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }
@@ -134,15 +243,19 @@ void Conv2d::reset_parameters() {
 
 Tensor Conv2d::forward(const Tensor& x) {
   const Conv2dOptions& o = options;
-  const auto op = fused_relu_ ? conv2d_relu : conv2d;
-  return op(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
-            {o.dilation.h, o.dilation.w}, o.groups);
+  const ConvInput in = conv_input(x, geometry(kernel_size, o), "Conv2d");
+  const auto op = fused_relu_ ? conv2d_relu
+                              : static_cast<Tensor (*)(const Tensor&, const Tensor&, const Tensor&,
+                                                       IntList, IntList, IntList, int64_t)>(conv2d);
+  return op(in.x, weight, bias, {o.stride.h, o.stride.w}, in.padding, {o.dilation.h, o.dilation.w},
+            o.groups);
 }
 
 Tensor Conv2d::forward_add_relu(const Tensor& x, const Tensor& residual) {
   const Conv2dOptions& o = options;
-  return conv2d_add_relu(x, weight, residual, bias, {o.stride.h, o.stride.w},
-                         {o.padding.h, o.padding.w}, {o.dilation.h, o.dilation.w}, o.groups);
+  const ConvInput in = conv_input(x, geometry(kernel_size, o), "Conv2d");
+  return conv2d_add_relu(in.x, weight, residual, bias, {o.stride.h, o.stride.w}, in.padding,
+                         {o.dilation.h, o.dilation.w}, o.groups);
 }
 
 std::string Conv2d::extra_repr() const {
@@ -155,11 +268,12 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o)
       out_channels(out),
       kernel_size(k),
       options(o),
-      weight(register_parameter("weight", (check_conv("Conv1d", in, out, Pair(1, k),
-                                                      {.stride = Pair(1, o.stride),
-                                                       .dilation = Pair(1, o.dilation),
-                                                       .groups = o.groups}),
-                                           empty({out, in / o.groups, k})))),
+      weight(register_parameter(
+          "weight",
+          (check_conv(
+               "Conv1d", in, out, Pair(1, k),
+               {.stride = Pair(1, o.stride), .dilation = Pair(1, o.dilation), .groups = o.groups}),
+           check_conv_padding("Conv1d", geometry1d(k, o)), empty({out, in / o.groups, k})))),
       bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }
@@ -169,16 +283,20 @@ void Conv1d::reset_parameters() {
 }
 
 Tensor Conv1d::forward(const Tensor& x) {
-  return conv1d(x, weight, bias, options.stride, options.padding, options.dilation, options.groups);
+  const Conv1dOptions& o = options;
+  const ConvInput in = conv_input(x, geometry1d(kernel_size, o), "Conv1d");
+  return conv1d(in.x, weight, bias, o.stride, in.padding[0], o.dilation, o.groups);
 }
 
 std::string Conv1d::extra_repr() const {
   std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels,
                               kernel_size, options.stride);
-  if (options.padding) s += fmt::format(", padding=({},)", options.padding);
+  s += padding_repr(options.named_padding,
+                    options.padding ? fmt::format("({},)", options.padding) : "");
   if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
   if (!bias.defined()) s += ", bias=false";
+  s += padding_mode_repr(options.padding_mode);
   return s;
 }
 
@@ -191,6 +309,7 @@ Conv3d::Conv3d(int64_t in, int64_t out, Triple k, Conv3dOptions o)
       weight(register_parameter(
           "weight", (check_conv("Conv3d", in, out, Pair(k.h, k.w), {.groups = o.groups}),
                      check_positive("Conv3d", "kernel_size", k.d),
+                     check_conv_padding("Conv3d", geometry3d(k, o)),
                      empty({out, in / o.groups, k.d, k.h, k.w})))),
       bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
@@ -202,21 +321,23 @@ void Conv3d::reset_parameters() {
 
 Tensor Conv3d::forward(const Tensor& x) {
   const Conv3dOptions& o = options;
-  return conv3d(x, weight, bias, {o.stride.d, o.stride.h, o.stride.w},
-                {o.padding.d, o.padding.h, o.padding.w}, {o.dilation.d, o.dilation.h, o.dilation.w},
-                o.groups);
+  const ConvInput in = conv_input(x, geometry3d(kernel_size, o), "Conv3d");
+  return conv3d(in.x, weight, bias, {o.stride.d, o.stride.h, o.stride.w}, in.padding,
+                {o.dilation.d, o.dilation.h, o.dilation.w}, o.groups);
 }
 
 std::string Conv3d::extra_repr() const {
   const Conv3dOptions& o = options;
   std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", in_channels, out_channels,
-                              triple_str(kernel_size), triple_str(o.stride));
-  if (o.padding.d || o.padding.h || o.padding.w) s += ", padding=" + triple_str(o.padding);
+                              conv_dims_str(kernel_size), conv_dims_str(o.stride));
+  s += padding_repr(o.named_padding,
+                    o.padding.d || o.padding.h || o.padding.w ? conv_dims_str(o.padding) : "");
   if (o.dilation.d != 1 || o.dilation.h != 1 || o.dilation.w != 1) {
-    s += ", dilation=" + triple_str(o.dilation);
+    s += ", dilation=" + conv_dims_str(o.dilation);
   }
   if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
   if (!bias.defined()) s += ", bias=false";
+  s += padding_mode_repr(o.padding_mode);
   return s;
 }
 
@@ -226,8 +347,9 @@ ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions 
       out_channels(out),
       kernel_size(k),
       options(o),
-      weight(register_parameter("weight", (check_conv("ConvTranspose2d", in, out, k, o),
-                                           empty({in, out / o.groups, k.h, k.w})))),
+      weight(register_parameter(
+          "weight", (check_conv("ConvTranspose2d", in, out, k, o), check_transposed_padding(o),
+                     empty({in, out / o.groups, k.h, k.w})))),
       bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
 }

@@ -490,6 +490,88 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
   return batched ? y : y.squeeze(0);
 }
 
+// Note [Padding 'same']
+// padding='same' keeps every spatial size of a stride-1 convolution: each dim's dilated kernel
+// span d (k - 1) becomes zeros before and after, and where the span is odd the extra zero goes
+// after, as PyTorch places it (so results agree with it exactly). The devices' convolutions pad
+// symmetrically, so an uneven split pads the input by the extra zeros at the end first, and the
+// convolution adds the even part on both sides. The layers' other padding modes (reflect,
+// replicate, circular) take the same split from same_padding (Note [Padding in convolution
+// layers] in api/nn/layers.cpp).
+std::pair<Shape, Shape> same_padding(IntList kernel, IntList stride, IntList dilation,
+                                     const char* op) {
+  const size_t n = kernel.size();
+  auto at = [&](IntList v, const char* what, size_t i) {
+    EMBER_CHECK(v.size() == 1 || v.size() == n,
+                "[{}] {} needs 1 or {} values (one per spatial dim): got {} values {}", op, what, n,
+                v.size(), shape_str(v));
+    return v[v.size() == 1 ? 0 : i];
+  };
+  Shape before(n), after(n);
+  for (size_t i = 0; i < n; ++i) {
+    EMBER_CHECK(at(stride, "stride", i) == 1,
+                "[{}] padding='same' is not supported for strided convolutions: got stride {} "
+                "(pad explicitly, or use padding='valid')",
+                op, shape_str(stride));
+    const int64_t d = at(dilation, "dilation", i);
+    EMBER_CHECK(kernel[i] >= 1 && d >= 1,
+                "[{}] kernel sizes and dilation must be >= 1: got kernel {}, dilation {}", op,
+                shape_str(kernel), shape_str(dilation));
+    const int64_t span = d * (kernel[i] - 1);
+    before[i] = span / 2;
+    after[i] = span - before[i];
+  }
+  return {before, after};
+}
+
+namespace {
+
+/** conv(x', padding) for a named padding over `dims` spatial dims: x' is x with the extra zeros
+ *  of an uneven 'same' at the end of each dim (Note [Padding 'same']). */
+template <class Conv>
+Tensor conv_named(const char* op, const Tensor& x, const Tensor& weight, size_t dims,
+                  IntList stride, ConvPadding padding, IntList dilation, const Conv& conv) {
+  if (padding == ConvPadding::Valid) return conv(x, Shape(dims, 0));
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(weight.dim() == static_cast<int64_t>(dims) + 2,
+              "[{}] expected a {}-d weight: got shape {}", op, dims + 2, shape_str(weight.sizes()));
+  const IntList kernel(weight.sizes().data() + 2, dims);
+  const auto [before, after] = same_padding(kernel, stride, dilation, op);
+  Shape extra;  // pad()'s order: the last dim first
+  for (size_t i = dims; i-- > 0;) {
+    extra.push_back(0);
+    extra.push_back(after[i] - before[i]);
+  }
+  const bool uneven = before != after;
+  return conv(uneven ? pad(x, extra) : x, before);
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+              ConvPadding padding, int64_t dilation, int64_t groups) {
+  return conv_named("conv1d", x, weight, 1, {stride}, padding, {dilation},
+                    [&](const Tensor& in, IntList p) {
+                      return conv1d(in, weight, bias, stride, p[0], dilation, groups);
+                    });
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+              ConvPadding padding, IntList dilation, int64_t groups) {
+  return conv_named("conv2d", x, weight, 2, stride, padding, dilation,
+                    [&](const Tensor& in, IntList p) {
+                      return conv2d(in, weight, bias, stride, p, dilation, groups);
+                    });
+}
+
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+              ConvPadding padding, IntList dilation, int64_t groups) {
+  return conv_named("conv3d", x, weight, 3, stride, padding, dilation,
+                    [&](const Tensor& in, IntList p) {
+                      return conv3d(in, weight, bias, stride, p, dilation, groups);
+                    });
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                         IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
   EMBER_AUTOCAST(Lower, conv_transpose2d, x, x, weight, bias, stride, padding, output_padding,

@@ -166,8 +166,8 @@ def test_conv3d_errors():
         F.conv3d(x, ember.ones(3, 2, 5, 2, 2))
     with pytest.raises(ValueError, match="strided"):
         F.conv3d(x, w, stride=2, padding="same")
-    with pytest.raises(NotImplementedError, match="padding_mode"):
-        nn.Conv3d(2, 2, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="padding_mode must be"):
+        nn.Conv3d(2, 2, 3, padding_mode="constant")
 
 
 # ---- 3-d pooling ----------------------------------------------------------------------------------

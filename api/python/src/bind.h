@@ -100,6 +100,15 @@ InterpolateOptions interpolate_options(const std::optional<Ints>& size, nb::hand
                                        std::string mode, std::optional<bool> align_corners,
                                        std::optional<bool> recompute_scale_factor, bool antialias);
 
+/** A convolution's padding argument from Python: numbers (an int, or one per spatial dim) or
+ *  the name 'same' / 'valid', which the core's ConvPadding carries. */
+struct ConvPaddingArg {
+  Shape numbers;                     ///< one per spatial dim, when not named
+  std::optional<ConvPadding> named;  ///< 'same' or 'valid'
+};
+/** Reads `padding` for a convolution over `spatial` dims. */
+ConvPaddingArg conv_padding_arg(nb::handle padding, size_t spatial, const char* op);
+
 /** Gives every function of `m` PyTorch's out= (Note [out= from Python] in tensor.cpp). */
 void add_out_overloads(nb::module_ m);
 

@@ -885,39 +885,34 @@ nb::tuple size_tuple(const nn::Triple& t) {
   return triple_tuple(t);
 }
 
-/** 'same' or 'valid' conv padding over the spatial dims of `kernel` (one value per dim), or
- *  numbers (one or one per dim). */
-Shape conv_padding_dims(nb::handle padding, IntList kernel, IntList dilation, IntList stride,
-                        const char* layer_name) {
-  const size_t n = kernel.size();
-  if (!nb::isinstance<nb::str>(padding)) {
-    const Ints p = nb::cast<Ints>(padding);
-    return p.size() == 1 ? Shape(n, p.v[0]) : p.v;
-  }
-  const std::string p = nb::cast<std::string>(padding);
-  if (p == "valid") return Shape(n, 0);
-  EMBER_CHECK(p == "same", "[nn.{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
-              layer_name, p);
-  Shape pads;
-  for (size_t i = 0; i < n; ++i) {
-    EMBER_CHECK(stride[i] == 1, "[nn.{}] padding='same' is not supported for strided convolutions",
-                layer_name);
-    const int64_t span = dilation[i] * (kernel[i] - 1);
-    EMBER_CHECK(span % 2 == 0,
-                "[nn.{}] padding='same' needs symmetric padding (even kernel spans), got {}",
-                layer_name, span);
-    pads.push_back(span / 2);
-  }
-  return pads;
+/** PyTorch's padding_mode of a convolution layer as the PadKind its options hold. */
+nn::PadKind conv_padding_mode(std::string_view mode, const char* layer) {
+  constexpr std::pair<std::string_view, nn::PadKind> kModes[] = {
+      {"zeros", nn::PadKind::Zero},
+      {"reflect", nn::PadKind::Reflection},
+      {"replicate", nn::PadKind::Replication},
+      {"circular", nn::PadKind::Circular}};
+  for (const auto& [name, kind] : kModes)
+    if (name == mode) return kind;
+  EMBER_CHECK(false,
+              "[nn.{}] padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular': got "
+              "'{}'",
+              layer, mode);
+  return nn::PadKind::Zero;
 }
 
-/** 'same' or 'valid' conv padding, or numbers. */
-nn::Pair conv_padding_arg(nb::handle padding, const nn::Pair& kernel, const nn::Pair& dilation,
-                          const nn::Pair& stride, const char* layer_name) {
-  const Shape p = conv_padding_dims(padding, {kernel.h, kernel.w}, {dilation.h, dilation.w},
-                                    {stride.h, stride.w}, layer_name);
-  EMBER_CHECK(p.size() == 2, "[nn] expected an int or a pair of ints, got {} values", p.size());
-  return nn::Pair(p[0], p[1]);
+/** A convolution layer's `padding` as PyTorch shows it: 'same' / 'valid', or the numbers. */
+template <class Options>
+nb::object conv_padding_value(const Options& o, nb::tuple numbers) {
+  if (o.named_padding) return nb::str(*o.named_padding == ConvPadding::Same ? "same" : "valid");
+  return numbers;
+}
+
+/** A convolution layer's `padding_mode` as PyTorch names it. */
+template <class Options>
+const char* conv_padding_mode_name(const Options& o) {
+  constexpr const char* kNames[] = {"zeros", "constant", "reflect", "replicate", "circular"};
+  return kNames[static_cast<int>(o.padding_mode)];
 }
 
 void bind_module_base(nb::module_& m) {
@@ -1416,14 +1411,15 @@ void bind_layers(nb::module_& m) {
                  Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
                  std::string_view padding_mode, std::optional<Device> device,
                  std::optional<DType> dtype) {
-            EMBER_CHECK_NOT_IMPLEMENTED(padding_mode == "zeros",
-                                        "[nn.{}] padding_mode '{}' is not supported (only 'zeros')",
-                                        name, padding_mode);
             nn::Conv2dOptions o;
             const nn::Pair k = pair_of(kernel_size);
             o.stride = pair_of(stride);
             o.dilation = pair_of(dilation);
-            o.padding = conv_padding_arg(padding, k, o.dilation, o.stride, name);
+            const ConvPaddingArg p =
+                conv_padding_arg(padding, 2, ("nn." + std::string(name)).c_str());
+            if (!p.named) o.padding = nn::Pair(p.numbers[0], p.numbers[1]);
+            o.named_padding = p.named;
+            o.padding_mode = conv_padding_mode(padding_mode, name);
             o.groups = groups;
             o.bias = bias;
             construct<T>(v, in, out, k, o);
@@ -1437,8 +1433,10 @@ void bind_layers(nb::module_& m) {
           "__init__",
           [](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
              Ints padding, Ints output_padding, int64_t groups, bool bias, Ints dilation,
-             std::optional<Device> device, std::optional<DType> dtype) {
+             std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
             nn::Conv2dOptions o;
+            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose2d");
             o.stride = pair_of(stride);
             o.padding = pair_of(padding);
             o.output_padding = pair_of(output_padding);
@@ -1450,7 +1448,8 @@ void bind_layers(nb::module_& m) {
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
           "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init());
+          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(), doc,
+          record_init());
     }
     c.def_ro("in_channels", &T::in_channels, "Input channels.")
         .def_ro("out_channels", &T::out_channels, "Output channels.")
@@ -1459,8 +1458,12 @@ void bind_layers(nb::module_& m) {
         .def_prop_ro(
             "stride", [](const T& l) { return pair_tuple(l.options.stride); }, "Window steps.")
         .def_prop_ro(
-            "padding", [](const T& l) { return pair_tuple(l.options.padding); },
-            "Padding per side.")
+            "padding",
+            [](const T& l) { return conv_padding_value(l.options, pair_tuple(l.options.padding)); },
+            "Padding per side, or 'same' / 'valid'.")
+        .def_prop_ro(
+            "padding_mode", [](const T& l) { return conv_padding_mode_name(l.options); },
+            "What the padding holds: zeros, reflect, replicate or circular.")
         .def_prop_ro(
             "dilation", [](const T& l) { return pair_tuple(l.options.dilation); }, "Tap spacing.")
         .def_prop_ro(
@@ -1478,15 +1481,13 @@ void bind_layers(nb::module_& m) {
              int64_t stride, nb::handle padding, int64_t dilation, int64_t groups, bool bias,
              std::string_view padding_mode, std::optional<Device> device,
              std::optional<DType> dtype) {
-            EMBER_CHECK_NOT_IMPLEMENTED(
-                padding_mode == "zeros",
-                "[nn.Conv1d] padding_mode '{}' is not supported (only 'zeros')", padding_mode);
             nn::Conv1dOptions o;
             o.stride = stride;
             o.dilation = dilation;
-            o.padding = conv_padding_arg(padding, nn::Pair(1, kernel_size), nn::Pair(1, dilation),
-                                         nn::Pair(1, stride), "Conv1d")
-                            .w;
+            const ConvPaddingArg p = conv_padding_arg(padding, 1, "nn.Conv1d");
+            if (!p.named) o.padding = p.numbers[0];
+            o.named_padding = p.named;
+            o.padding_mode = conv_padding_mode(padding_mode, "Conv1d");
             o.groups = groups;
             o.bias = bias;
             construct<nn::Conv1d>(v, in, out, kernel_size, o);
@@ -1499,6 +1500,23 @@ void bind_layers(nb::module_& m) {
       .def_ro("out_channels", &nn::Conv1d::out_channels, "Output channels.")
       .def_prop_ro(
           "kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
+      .def_prop_ro(
+          "stride", [](const nn::Conv1d& l) { return nb::make_tuple(l.options.stride); },
+          "Window step.")
+      .def_prop_ro(
+          "padding",
+          [](const nn::Conv1d& l) {
+            return conv_padding_value(l.options, nb::make_tuple(l.options.padding));
+          },
+          "Padding per side, or 'same' / 'valid'.")
+      .def_prop_ro(
+          "padding_mode", [](const nn::Conv1d& l) { return conv_padding_mode_name(l.options); },
+          "What the padding holds: zeros, reflect, replicate or circular.")
+      .def_prop_ro(
+          "dilation", [](const nn::Conv1d& l) { return nb::make_tuple(l.options.dilation); },
+          "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const nn::Conv1d& l) { return l.options.groups; }, "Channel groups.")
       .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
 
   layer<nn::Conv3d>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].")
@@ -1508,17 +1526,14 @@ void bind_layers(nb::module_& m) {
              Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
              std::string_view padding_mode, std::optional<Device> device,
              std::optional<DType> dtype) {
-            EMBER_CHECK_NOT_IMPLEMENTED(
-                padding_mode == "zeros",
-                "[nn.Conv3d] padding_mode '{}' is not supported (only 'zeros')", padding_mode);
             nn::Conv3dOptions o;
             const nn::Triple k = triple_of(kernel_size);
             o.stride = triple_of(stride);
             o.dilation = triple_of(dilation);
-            const Shape p = conv_padding_dims(padding, {k.d, k.h, k.w},
-                                              {o.dilation.d, o.dilation.h, o.dilation.w},
-                                              {o.stride.d, o.stride.h, o.stride.w}, "Conv3d");
-            o.padding = triple_of(Ints{p});
+            const ConvPaddingArg p = conv_padding_arg(padding, 3, "nn.Conv3d");
+            if (!p.named) o.padding = triple_of(Ints{p.numbers});
+            o.named_padding = p.named;
+            o.padding_mode = conv_padding_mode(padding_mode, "Conv3d");
             o.groups = groups;
             o.bias = bias;
             construct<nn::Conv3d>(v, in, out, k, o);
@@ -1536,8 +1551,14 @@ void bind_layers(nb::module_& m) {
           "stride", [](const nn::Conv3d& l) { return triple_tuple(l.options.stride); },
           "Window steps.")
       .def_prop_ro(
-          "padding", [](const nn::Conv3d& l) { return triple_tuple(l.options.padding); },
-          "Padding per side.")
+          "padding",
+          [](const nn::Conv3d& l) {
+            return conv_padding_value(l.options, triple_tuple(l.options.padding));
+          },
+          "Padding per side, or 'same' / 'valid'.")
+      .def_prop_ro(
+          "padding_mode", [](const nn::Conv3d& l) { return conv_padding_mode_name(l.options); },
+          "What the padding holds: zeros, reflect, replicate or circular.")
       .def_prop_ro(
           "dilation", [](const nn::Conv3d& l) { return triple_tuple(l.options.dilation); },
           "Tap spacing.")

@@ -157,34 +157,23 @@ nb::object values_indices(std::tuple<Tensor, Tensor> r, const char* type_name) {
   return type(std::get<0>(r), std::get<1>(r));
 }
 
-/** Pads given as PyTorch does for conv2d: an int, a pair, or 'valid' / 'same'. */
-Shape conv_padding(nb::handle padding, const Tensor& weight, IntList dilation, IntList stride,
-                   size_t spatial, const char* op) {
-  if (nb::isinstance<nb::str>(padding)) {
-    const std::string p = nb::cast<std::string>(padding);
-    if (p == "valid") return Shape(spatial, 0);
-    EMBER_CHECK(p == "same", "[{}] padding must be an int, a tuple, 'valid' or 'same', got '{}'",
-                op, p);
-    for (int64_t s : stride) {
-      EMBER_CHECK(s == 1, "[{}] padding='same' is not supported for strided convolutions", op);
-    }
-    Shape pad;
-    for (size_t i = 0; i < spatial; ++i) {
-      const int64_t k = weight.size(static_cast<int64_t>(2 + i));
-      const int64_t d = dilation.size() == 1 ? dilation[0] : dilation[i];
-      const int64_t total = d * (k - 1);
-      EMBER_CHECK(total % 2 == 0,
-                  "[{}] padding='same' needs symmetric padding: kernel {} with dilation {} pads "
-                  "{} in total (make it even)",
-                  op, k, d, total);
-      pad.push_back(total / 2);
-    }
-    return pad;
+}  // namespace
+
+ConvPaddingArg conv_padding_arg(nb::handle padding, size_t spatial, const char* op) {
+  if (!nb::isinstance<nb::str>(padding)) {
+    const Ints p = nb::cast<Ints>(padding);
+    EMBER_CHECK(p.size() == 1 || p.size() == spatial,
+                "[{}] padding needs 1 or {} values (one per spatial dim): got {}", op, spatial,
+                p.size());
+    return {p.size() == 1 ? Shape(spatial, p.v[0]) : p.v, std::nullopt};
   }
-  Ints p = nb::cast<Ints>(padding);
-  if (p.size() == 1 && spatial > 1) return Shape(spatial, p.v[0]);
-  return p.v;
+  const std::string name = nb::cast<std::string>(padding);
+  EMBER_CHECK(name == "same" || name == "valid",
+              "[{}] padding must be an int, a tuple, 'valid' or 'same': got '{}'", op, name);
+  return {Shape(), name == "same" ? ConvPadding::Same : ConvPadding::Valid};
 }
+
+namespace {
 
 Shape pair(const Ints& v, size_t n = 2) {
   if (v.size() == 1 && n > 1) return Shape(n, v.v[0]);
@@ -333,9 +322,12 @@ void bind_functional(nb::module_& f) {
       "conv1d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
          Ints dilation, int64_t groups) {
-        const Shape p = conv_padding(padding, w, dilation, stride, 1, "conv1d");
+        const ConvPaddingArg p = conv_padding_arg(padding, 1, "conv1d");
+        const int64_t s = single(stride, "conv1d", "stride"),
+                      d = single(dilation, "conv1d", "dilation");
         GilRelease release;
-        return conv1d(x, w, opt(b), stride.v[0], p[0], dilation.v[0], groups);
+        return p.named ? conv1d(x, w, opt(b), s, *p.named, d, groups)
+                       : conv1d(x, w, opt(b), s, p.numbers[0], d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "1-d convolution over [N, C, L].");
@@ -344,9 +336,10 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
          Ints dilation, int64_t groups) {
         const Shape s = pair(stride), d = pair(dilation);
-        const Shape p = conv_padding(padding, w, d, s, 2, "conv2d");
+        const ConvPaddingArg p = conv_padding_arg(padding, 2, "conv2d");
         GilRelease release;
-        return conv2d(x, w, opt(b), s, p, d, groups);
+        return p.named ? conv2d(x, w, opt(b), s, *p.named, d, groups)
+                       : conv2d(x, w, opt(b), s, p.numbers, d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "2-d convolution over [N, C, H, W].");
@@ -355,9 +348,10 @@ void bind_functional(nb::module_& f) {
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
          Ints dilation, int64_t groups) {
         const Shape s = pair(stride, 3), d = pair(dilation, 3);
-        const Shape p = conv_padding(padding, w, d, s, 3, "conv3d");
+        const ConvPaddingArg p = conv_padding_arg(padding, 3, "conv3d");
         GilRelease release;
-        return conv3d(x, w, opt(b), s, p, d, groups);
+        return p.named ? conv3d(x, w, opt(b), s, *p.named, d, groups)
+                       : conv3d(x, w, opt(b), s, p.numbers, d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");

@@ -143,7 +143,7 @@ TEST(Conv2d, DefaultInitAndShapes) {
   EXPECT_EQ(grouped.weight.sizes(), (Shape{4, 2, 3, 1}));
   EXPECT_FALSE(grouped.bias.defined());
   EXPECT_EQ(grouped.parameters().size(), 1u);
-  EXPECT_EQ(grouped.extra_repr(), "8, 4, kernel_size=(3, 1), stride=1, groups=4, bias=false");
+  EXPECT_EQ(grouped.extra_repr(), "8, 4, kernel_size=(3, 1), stride=(1, 1), groups=4, bias=false");
   expect_error([] { Conv2d(6, 4, 3, {.groups = 4}); }, {"[nn.Conv2d]", "divisible by groups=4"});
 }
 
@@ -292,6 +292,59 @@ TEST(Conv1d, LayoutInitAndForward) {
   EXPECT_EQ(conv(x).sizes(), (Shape{2, 6, 5}));
   EXPECT_EQ(conv.extra_repr(), "4, 6, kernel_size=(3,), stride=(2,), padding=(1,), groups=2");
   expect_error([] { Conv1d(3, 4, 3, {.groups = 2}); }, {"[nn.Conv1d]", "groups=2"});
+}
+
+// Note [Padding in convolution layers]: x = [1, 2, 3, 4] through a kernel of ones, each padding
+// mode by hand; 'same' with a span of 3 puts one element before and two after.
+TEST(Conv1d, PaddingModesAndSameByHand) {
+  const Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, DType::Float64).reshape({1, 1, 4});
+  auto run = [&](int64_t k, Conv1dOptions o) {
+    o.bias = false;
+    Conv1d conv(1, 1, k, o);
+    conv.to(DType::Float64);
+    {
+      autograd::NoGradGuard no_grad;
+      conv.weight.fill_(1.0);
+    }
+    return values(conv(x));
+  };
+  using V = std::vector<double>;
+  EXPECT_EQ(run(3, {.padding = 1}), (V{3, 6, 9, 7}));  // 0 1 2 3 4 0
+  EXPECT_EQ(run(3, {.padding = 1, .padding_mode = PadKind::Reflection}),
+            (V{5, 6, 9, 10}));  // 2 1 2 3 4 3
+  EXPECT_EQ(run(3, {.padding = 1, .padding_mode = PadKind::Replication}),
+            (V{4, 6, 9, 11}));  // 1 1 2 3 4 4
+  EXPECT_EQ(run(3, {.padding = 1, .padding_mode = PadKind::Circular}),
+            (V{7, 6, 9, 8}));                                                 // 4 1 2 3 4 1
+  EXPECT_EQ(run(4, {.named_padding = ConvPadding::Same}), (V{6, 10, 9, 7}));  // 0 1 2 3 4 0 0
+  EXPECT_EQ(run(4, {.named_padding = ConvPadding::Same, .padding_mode = PadKind::Reflection}),
+            (V{8, 10, 12, 12}));  // 2 1 2 3 4 3 2
+  EXPECT_EQ(run(2, {.padding = 3, .named_padding = ConvPadding::Valid}), (V{3, 5, 7}));
+  EXPECT_EQ(Conv1d(1, 1, 4, {.named_padding = ConvPadding::Same, .padding_mode = PadKind::Circular})
+                .extra_repr(),
+            "1, 1, kernel_size=(4,), stride=(1,), padding=same, padding_mode=circular");
+  expect_error([] { Conv1d(1, 1, 3, {.stride = 2, .named_padding = ConvPadding::Same}); },
+               {"[Conv1d]", "padding='same'", "strided"});
+  expect_error([] { Conv1d(1, 1, 3, {.padding_mode = PadKind::Constant}); },
+               {"[nn.Conv1d]", "padding_mode must be", "constant"});
+  expect_error([] { ConvTranspose2d(1, 1, 3, {.padding_mode = PadKind::Reflection}); },
+               {"[nn.ConvTranspose2d]", "zeros", "reflect"});
+}
+
+// Conv2d and Conv3d pad through the same function: a reflect-padded layer is pad() then an
+// unpadded convolution, 'same' keeps every size, and the reprs show both as PyTorch's do.
+TEST(Conv2d, PaddingModeAndSameOverEveryDim) {
+  const Tensor x = randn({2, 3, 6, 5}, TensorOptions(DType::Float64));
+  Conv2d conv(3, 4, {3, 2}, {.padding = {1, 2}, .padding_mode = PadKind::Reflection});
+  conv.to(DType::Float64);
+  EXPECT_EQ(values(conv(x)),
+            values(conv2d(pad(x, {2, 2, 1, 1}, "reflect"), conv.weight, conv.bias)));
+  EXPECT_EQ(conv.extra_repr(),
+            "3, 4, kernel_size=(3, 2), stride=(1, 1), padding=(1, 2), padding_mode=reflect");
+  Conv3d same(3, 2, {2, 3, 4}, {.dilation = {1, 2, 1}, .named_padding = ConvPadding::Same});
+  EXPECT_EQ(same(randn({1, 3, 5, 6, 7})).sizes(), (Shape{1, 2, 5, 6, 7}));
+  EXPECT_EQ(same.extra_repr(),
+            "3, 2, kernel_size=(2, 3, 4), stride=(1, 1, 1), padding=same, dilation=(1, 2, 1)");
 }
 
 TEST(BatchNorm2d, MomentumNoneKeepsTheCumulativeAverage) {
@@ -457,7 +510,7 @@ TEST(Conv3d, LayoutInitAndForward) {
   EXPECT_EQ(values(conv(x)), values(conv3d(x, conv.weight, conv.bias, {2, 1, 1}, {1}, {1}, 2)));
   EXPECT_EQ(conv(x).sizes(), (Shape{2, 6, 3, 5, 5}));
   EXPECT_EQ(conv.extra_repr(),
-            "4, 6, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=1, groups=2");
+            "4, 6, kernel_size=(3, 2, 2), stride=(2, 1, 1), padding=(1, 1, 1), groups=2");
   EXPECT_FALSE(Conv3d(2, 2, 1, {.bias = false}).bias.defined());
   expect_error([] { Conv3d(3, 4, 3, {.groups = 2}); }, {"[nn.Conv3d]", "groups=2"});
   expect_error([] { Conv3d(2, 4, {0, 3, 3}); }, {"[nn.Conv3d]", "kernel_size"});

@@ -603,6 +603,41 @@ Tensor run_transpose(const Cfg& k, const Tensor& x, const Tensor& w, const Tenso
   return conv_transpose2d(x, w, b, {k.sh, k.sw}, {k.ph, k.pw}, {k.oph, k.opw}, k.g, {k.dh, k.dw});
 }
 
+// Note [Padding 'same']: the span of each dim split with the extra zero after, by hand.
+TEST(Conv2d, SamePaddingSplitsEachSpanWithTheExtraZeroAfter) {
+  const auto [before, after] = same_padding({2, 3, 4}, {1}, {1, 2, 1});
+  EXPECT_EQ(before, (Shape{0, 2, 1}));
+  EXPECT_EQ(after, (Shape{1, 2, 2}));
+  // conv1d of [1, 2, 3] with [10, 1]: [1, 2, 3, 0] -> [12, 23, 30].
+  const Tensor x = tensor({1.0, 2.0, 3.0}, f64).reshape({1, 1, 3});
+  const Tensor w = tensor({10.0, 1.0}, f64).reshape({1, 1, 2});
+  EXPECT_EQ(values(conv1d(x, w, {}, 1, ConvPadding::Same)), (std::vector<double>{12, 23, 30}));
+  EXPECT_EQ(values(conv1d(x, w, {}, 1, ConvPadding::Valid)), (std::vector<double>{12, 23}));
+  // Every size kept, in 2-d and 3-d, with even kernels and dilation; the gradient flows through
+  // the padding of the uneven split.
+  const Tensor x2 = random({2, 3, 5, 6}, f64, 4).requires_grad_(true);
+  const Tensor w2 = random({4, 3, 2, 3}, f64, 5);
+  const Tensor y2 = conv2d(x2, w2, {}, {1}, ConvPadding::Same, {1, 2});  // (0, 1) and (2, 2)
+  EXPECT_EQ(y2.sizes(), (Shape{2, 4, 5, 6}));
+  EXPECT_EQ(values(y2), values(conv2d(pad(x2, {0, 0, 0, 1}), w2, {}, {1}, {0, 2}, {1, 2})));
+  sum(y2).backward();
+  EXPECT_EQ(x2.grad().sizes(), x2.sizes());
+  EXPECT_EQ(conv3d(random({1, 2, 4, 5, 6}, f32, 6), random({3, 2, 2, 2, 3}, f32, 7), {}, {1},
+                   ConvPadding::Same)
+                .sizes(),
+            (Shape{1, 3, 4, 5, 6}));
+  expect_error(
+      [&] {
+        conv2d(x2, w2, {}, {2, 1}, ConvPadding::Same);
+      },
+      {"[conv2d]", "padding='same'", "strided", "[2, 1]"});
+  expect_error(
+      [&] {
+        conv2d(x2, random({4, 3, 2}, f64, 1), {}, {1}, ConvPadding::Same);
+      },
+      {"[conv2d]", "4-d weight", "[4, 3, 2]"});
+}
+
 TEST(ConvTranspose2d, HandComputed) {
   // Stride 2 spreads each input over a 2x2 block of the 1x1 kernel's output: a zero-stuffed copy.
   const Tensor x = make({1, 2, 3, 4}, {1, 1, 2, 2}, f64);

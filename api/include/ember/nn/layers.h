@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/ops/conv.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/nn.h"
 
@@ -66,14 +67,22 @@ class Foldable {
   bool folded_ = false;
 };
 
+/** How a padding module fills: with zeros, a constant, a reflection, a replication of the
+ *  edge, or circularly. */
+enum class PadKind { Zero, Constant, Reflection, Replication, Circular };
+
 /** Options of Conv2d and ConvTranspose2d beyond channel counts and kernel size. */
 struct Conv2dOptions {
   Pair stride = 1;          ///< step between windows
-  Pair padding = 0;         ///< zeros added on each side
+  Pair padding = 0;         ///< added on each side (by padding_mode)
   Pair dilation = 1;        ///< spacing between kernel taps
   int64_t groups = 1;       ///< channel groups (in and out channels divisible by it)
   bool bias = true;         ///< whether to add a learned bias
   Pair output_padding = 0;  ///< ConvTranspose2d only: extra rows/columns on one side
+  /** Conv2d only: 'same' or 'valid' in place of `padding` (PyTorch's string padding). */
+  std::optional<ConvPadding> named_padding;
+  /** Conv2d only: what the padding holds (Zero, Reflection, Replication or Circular). */
+  PadKind padding_mode = PadKind::Zero;
 };
 
 /** 2-d convolution over [N, C, H, W]; weight [out, in/groups, kH, kW], PyTorch's init. */
@@ -107,10 +116,14 @@ class Conv2d : public Module {
 /** Options of Conv1d beyond channel counts and kernel size. */
 struct Conv1dOptions {
   int64_t stride = 1;    ///< step between windows
-  int64_t padding = 0;   ///< zeros added on each side
+  int64_t padding = 0;   ///< added on each side (by padding_mode)
   int64_t dilation = 1;  ///< spacing between kernel taps
   int64_t groups = 1;    ///< channel groups (in and out channels divisible by it)
   bool bias = true;      ///< whether to add a learned bias
+  /** 'same' or 'valid' in place of `padding` (PyTorch's string padding). */
+  std::optional<ConvPadding> named_padding;
+  /** What the padding holds (Zero, Reflection, Replication or Circular). */
+  PadKind padding_mode = PadKind::Zero;
 };
 
 /** 1-d convolution over [N, C, L]; weight [out, in/groups, K], PyTorch's init. */
@@ -133,10 +146,14 @@ class Conv1d : public Module {
 /** Options of Conv3d beyond channel counts and kernel size. */
 struct Conv3dOptions {
   Triple stride = 1;    ///< step between windows
-  Triple padding = 0;   ///< zeros added on each side
+  Triple padding = 0;   ///< added on each side (by padding_mode)
   Triple dilation = 1;  ///< spacing between kernel taps
   int64_t groups = 1;   ///< channel groups (in and out channels divisible by it)
   bool bias = true;     ///< whether to add a learned bias
+  /** 'same' or 'valid' in place of `padding` (PyTorch's string padding). */
+  std::optional<ConvPadding> named_padding;
+  /** What the padding holds (Zero, Reflection, Replication or Circular). */
+  PadKind padding_mode = PadKind::Zero;
 };
 
 /** 3-d convolution over [N, C, D, H, W]; weight [out, in/groups, kD, kH, kW], PyTorch's init. */
@@ -619,10 +636,6 @@ class PairwiseDistance : public Module {
   const double eps;
   const bool keepdim;
 };
-
-/** How a padding module fills: with zeros, a constant, a reflection, a replication of the
- *  edge, or circularly. */
-enum class PadKind { Zero, Constant, Reflection, Replication, Circular };
 
 /** pad() as a layer, the base of ZeroPad2d, ConstantPad1d, ReflectionPad2d and the rest. */
 class Pad : public Module {

@@ -3,9 +3,21 @@
 // and col2im).
 #pragma once
 
+#include <utility>
+
 #include "ember/tensor/tensor.h"
 
 namespace ember {
+
+/** PyTorch's named paddings of a convolution: 'valid' (none) or 'same' (the output as large as
+ *  the input; stride 1 only). */
+enum class ConvPadding { Valid, Same };
+
+/** The zeros before and after each spatial dim that padding='same' adds for a kernel of spatial
+ *  sizes `kernel` (stride and dilation: one value or one per dim); where a dim's dilated span is
+ *  odd the extra zero goes after (Note [Padding 'same'] in core/ops/conv.cpp). */
+EMBER_API std::pair<Shape, Shape> same_padding(IntList kernel, IntList stride, IntList dilation,
+                                               const char* op = "conv");
 
 /** 1-d convolution of x [N, C, L] (or [C, L]) with weight [O, C/groups, K] and an optional
  *  bias [O] (PyTorch's conv1d). */
@@ -13,11 +25,19 @@ EMBER_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1,
                         int64_t groups = 1);
 
+/** conv1d with a named padding (PyTorch's padding='same' or 'valid'). */
+EMBER_API Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                        ConvPadding padding, int64_t dilation = 1, int64_t groups = 1);
+
 /** 2-d convolution of x [N, C, H, W] (or [C, H, W]) with weight [O, C/groups, kH, kW] and an
  *  optional bias [O]; stride, padding and dilation are one value or one per spatial dim. */
 EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
                         IntList stride = {1, 1}, IntList padding = {0, 0},
                         IntList dilation = {1, 1}, int64_t groups = 1);
+
+/** conv2d with a named padding (PyTorch's padding='same' or 'valid'). */
+EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                        ConvPadding padding, IntList dilation = {1, 1}, int64_t groups = 1);
 
 /** 3-d convolution of x [N, C, D, H, W] (or [C, D, H, W]) with weight [O, C/groups, kD, kH, kW]
  *  and an optional bias [O]; stride, padding and dilation are one value or one per spatial dim
@@ -25,6 +45,10 @@ EMBER_API Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bia
 EMBER_API Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
                         IntList stride = {1, 1, 1}, IntList padding = {0, 0, 0},
                         IntList dilation = {1, 1, 1}, int64_t groups = 1);
+
+/** conv3d with a named padding (PyTorch's padding='same' or 'valid'). */
+EMBER_API Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                        ConvPadding padding, IntList dilation = {1, 1, 1}, int64_t groups = 1);
 
 /** relu(conv2d(x, weight, bias, ...)), in one kernel where nothing is recorded for autograd
  *  and the device has it (Note [Fused convolution and ReLU] in core/ops/conv.cpp). */
