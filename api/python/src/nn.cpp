@@ -2485,7 +2485,94 @@ nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, doub
   return o;
 }
 
+/** `t`, or None where undefined (PackedSequence's optional fields). */
+nb::object tensor_or_none(const Tensor& t) {
+  return t.defined() ? nb::cast(t) : nb::none();
+}
+
+/** torch.nn.utils.rnn's PackedSequence and the functions that make and undo one. */
+void bind_packed_sequence(nb::module_& m) {
+  nb::class_<nn::PackedSequence>(
+      m, "PackedSequence",
+      "Sequences of different lengths packed time-major: data, batch_sizes, sorted_indices, "
+      "unsorted_indices (torch.nn.utils.rnn.PackedSequence).")
+      .def(
+          "__init__",
+          [](nn::PackedSequence* p, const Tensor& data, const Tensor& batch_sizes,
+             std::optional<Tensor> sorted_indices, std::optional<Tensor> unsorted_indices) {
+            new (p) nn::PackedSequence{data, batch_sizes, sorted_indices.value_or(Tensor()),
+                                       unsorted_indices.value_or(Tensor())};
+          },
+          "data"_a, "batch_sizes"_a, "sorted_indices"_a = nb::none(),
+          "unsorted_indices"_a = nb::none(), "A packed batch from its four fields.")
+      .def_prop_ro(
+          "data", [](const nn::PackedSequence& p) { return p.data; },
+          "[sum of the lengths, *]: the steps, time-major, longest sequences first.")
+      .def_prop_ro(
+          "batch_sizes", [](const nn::PackedSequence& p) { return p.batch_sizes; },
+          "int64 [longest length] on the CPU: how many sequences are longer than each step.")
+      .def_prop_ro(
+          "sorted_indices",
+          [](const nn::PackedSequence& p) { return tensor_or_none(p.sorted_indices); },
+          nb::sig("def sorted_indices(self) -> ember.Tensor | None"),
+          "The batch index in each sorted place (None: the batch came sorted).")
+      .def_prop_ro(
+          "unsorted_indices",
+          [](const nn::PackedSequence& p) { return tensor_or_none(p.unsorted_indices); },
+          nb::sig("def unsorted_indices(self) -> ember.Tensor | None"),
+          "Each sequence's sorted place (None: the batch came sorted).")
+      .def(
+          "__iter__",
+          [](const nn::PackedSequence& p) {
+            return nb::iter(nb::make_tuple(p.data, p.batch_sizes, tensor_or_none(p.sorted_indices),
+                                           tensor_or_none(p.unsorted_indices)));
+          },
+          "The four fields, as PyTorch's namedtuple unpacks.")
+      .def(
+          "to",
+          [](const nn::PackedSequence& p, nb::args args, nb::kwargs kwargs) {
+            const ToArgs a = parse_to(args, kwargs);
+            ToArgs device_only;
+            device_only.device = a.device;
+            auto moved = [&](const Tensor& t) {
+              return t.defined() ? apply_to(t, device_only) : Tensor();
+            };
+            return nn::PackedSequence{apply_to(p.data, a), p.batch_sizes, moved(p.sorted_indices),
+                                      moved(p.unsorted_indices)};
+          },
+          "args"_a, "kwargs"_a,
+          "The data converted as Tensor.to says, the indices moved with it; batch_sizes stays "
+          "on the CPU.")
+      .def_prop_ro(
+          "is_cuda",
+          [](const nn::PackedSequence& p) { return p.data.device().type_name() == "cuda"; },
+          "Whether the data is on a CUDA device.");
+  m.def(
+      "_pack_padded_sequence",
+      [](const Tensor& input, const Tensor& lengths, bool batch_first, bool enforce_sorted) {
+        return nn::pack_padded_sequence(input, lengths, batch_first, enforce_sorted);
+      },
+      "input"_a, "lengths"_a, "batch_first"_a = false, "enforce_sorted"_a = true, release_gil(),
+      "torch.nn.utils.rnn.pack_padded_sequence (ember.nn.utils.rnn's).");
+  m.def(
+      "_pad_packed_sequence",
+      [](const nn::PackedSequence& sequence, bool batch_first, double padding_value,
+         std::optional<int64_t> total_length) {
+        return nn::pad_packed_sequence(sequence, batch_first, padding_value, total_length);
+      },
+      "sequence"_a, "batch_first"_a = false, "padding_value"_a = 0.0, "total_length"_a = nb::none(),
+      release_gil(), "torch.nn.utils.rnn.pad_packed_sequence (ember.nn.utils.rnn's).");
+  m.def(
+      "_pack_sequence",
+      [](const std::vector<Tensor>& sequences, bool enforce_sorted) {
+        return nn::pack_sequence(sequences, enforce_sorted);
+      },
+      "sequences"_a, "enforce_sorted"_a = true, release_gil(),
+      "torch.nn.utils.rnn.pack_sequence (ember.nn.utils.rnn's).");
+}
+
 void bind_recurrent(nb::module_& m) {
+  bind_packed_sequence(m);
   nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), module_type_slots(),
                                       "What LSTM, GRU and RNN share.")
       .def(
@@ -2536,7 +2623,21 @@ void bind_recurrent(nb::module_& m) {
             return nb::make_tuple(std::get<0>(r), nb::make_tuple(std::get<1>(r), std::get<2>(r)));
           },
           "input"_a, "hx"_a = nb::none(),
-          "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).");
+          "(output, (h_n, c_n)) from zero states or hx = (h_0, c_0).")
+      .def(
+          "forward",
+          [](nn::LSTM& l, const nn::PackedSequence& input,
+             std::optional<std::pair<Tensor, Tensor>> hx) {
+            std::tuple<nn::PackedSequence, Tensor, Tensor> r;
+            {
+              GilRelease release;
+              r = hx ? l.forward(input, hx->first, hx->second)
+                     : l.forward(input, Tensor(), Tensor());
+            }
+            return nb::make_tuple(std::get<0>(r), nb::make_tuple(std::get<1>(r), std::get<2>(r)));
+          },
+          "input"_a, "hx"_a = nb::none(),
+          "(packed output, (h_n, c_n)) of packed sequences, each over its own steps.");
   nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(),
                                                      module_type_slots(), "Gated recurrent unit.")
       .def(
@@ -2562,7 +2663,19 @@ void bind_recurrent(nb::module_& m) {
             }
             return nb::make_tuple(std::get<0>(r), std::get<1>(r));
           },
-          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.");
+          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.")
+      .def(
+          "forward",
+          [](nn::GRU& layer, const nn::PackedSequence& input, std::optional<Tensor> hx) {
+            std::tuple<nn::PackedSequence, Tensor> out;
+            {
+              GilRelease release;
+              out = layer.forward(input, hx.value_or(Tensor()));
+            }
+            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
+          },
+          "input"_a, "hx"_a = nb::none(),
+          "(packed output, h_n) of packed sequences, each over its own steps.");
   nb::class_<nn::RNN, nn::RNNBase, PyLayer<nn::RNN>>(m, "RNN", nb::dynamic_attr(),
                                                      module_type_slots(), "Elman RNN.")
       .def(
@@ -2592,7 +2705,19 @@ void bind_recurrent(nb::module_& m) {
             }
             return nb::make_tuple(std::get<0>(out), std::get<1>(out));
           },
-          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.");
+          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.")
+      .def(
+          "forward",
+          [](nn::RNN& layer, const nn::PackedSequence& input, std::optional<Tensor> hx) {
+            std::tuple<nn::PackedSequence, Tensor> out;
+            {
+              GilRelease release;
+              out = layer.forward(input, hx.value_or(Tensor()));
+            }
+            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
+          },
+          "input"_a, "hx"_a = nb::none(),
+          "(packed output, h_n) of packed sequences, each over its own steps.");
 
   nb::class_<nn::RNNCellBase, nn::Module>(m, "RNNCellBase", nb::dynamic_attr(), module_type_slots(),
                                           "What RNNCell, LSTMCell and GRUCell share.")

@@ -120,6 +120,86 @@ TEST(RecurrentLayers, GradcheckThroughTime) {
   EXPECT_TRUE(autograd::gradcheck(gru_fn, {x, h0}).ok);
 }
 
+// Note [Packed sequences as one index]: the packed layout by hand, and unpacking its inverse.
+TEST(PackedSequences, PackAndPadByHand) {
+  // Three sequences of lengths 2, 3, 1 (values 10 t + n at step t of sequence n), unsorted.
+  Tensor padded = zeros({3, 3, 1}, DType::Float64);
+  for (int64_t t = 0; t < 3; ++t)
+    for (int64_t n = 0; n < 3; ++n) padded.select(0, t).select(0, n).fill_(10.0 * t + n);
+  const Tensor lengths = tensor({2, 3, 1});
+  const PackedSequence p = pack_padded_sequence(padded, lengths, false, false);
+  EXPECT_EQ(values(p.data), (Vec{1, 0, 2, 11, 10, 21}));  // sorted order 1, 0, 2
+  EXPECT_EQ(values(p.batch_sizes), (Vec{3, 2, 1}));
+  EXPECT_EQ(values(p.sorted_indices), (Vec{1, 0, 2}));
+  EXPECT_EQ(values(p.unsorted_indices), (Vec{1, 0, 2}));
+  const auto [back, lens] = pad_packed_sequence(p, true, -1.0, 4);
+  EXPECT_EQ(back.sizes(), (Shape{3, 4, 1}));
+  EXPECT_EQ(values(back), (Vec{0, 10, -1, -1, 1, 11, 21, -1, 2, -1, -1, -1}));
+  EXPECT_EQ(values(lens), (Vec{2, 3, 1}));
+  expect_error([&] { pack_padded_sequence(padded, lengths); },
+               {"[nn.utils.rnn.pack_padded_sequence]", "must not increase", "enforce_sorted"});
+  expect_error(
+      [&] {
+        pack_padded_sequence(padded, tensor({2, 4, 1}), false, false);
+      },
+      {"[nn.utils.rnn.pack_padded_sequence]", "[1, 3]", "[2, 4, 1]"});
+  expect_error(
+      [&] {
+        pack_padded_sequence(padded, tensor({2, 0, 1}), false, false);
+      },
+      {"[nn.utils.rnn.pack_padded_sequence]", "[1, 3]"});
+  expect_error(
+      [&] {
+        pack_padded_sequence(padded, tensor({2, 1}), false, false);
+      },
+      {"[nn.utils.rnn.pack_padded_sequence]", "expected 3 lengths"});
+  expect_error([&] { pad_packed_sequence(p, false, 0.0, 2); },
+               {"[nn.utils.rnn.pad_packed_sequence]", "total_length", "3"});
+}
+
+// Note [Packed sequences through whole layers]: every sequence of a packed batch gets exactly
+// what it gets alone, in both directions and through two layers: the outputs over its own steps,
+// zeros after them, and its own last states; gradients flow to the input and the states.
+TEST(PackedSequences, EachSequenceRunsAsIfAlone) {
+  LSTM lstm(2, 3, {.num_layers = 2, .bidirectional = true});
+  GRU gru(2, 3, {.batch_first = true});
+  lstm.to(DType::Float64);
+  gru.to(DType::Float64);
+  const std::vector<int64_t> lens = {3, 5, 1, 3};
+  const Tensor x = randn({5, 4, 2}, DType::Float64).requires_grad_(true);
+  const Tensor h0 = randn({4, 4, 3}, DType::Float64), c0 = randn({4, 4, 3}, DType::Float64);
+  const PackedSequence p = pack_padded_sequence(x, tensor({3, 5, 1, 3}), false, false);
+  const auto [out, h, c] = lstm.forward(p, h0, c0);
+  const Tensor y = std::get<0>(pad_packed_sequence(out));
+  EXPECT_EQ(y.sizes(), (Shape{5, 4, 6}));
+  for (int64_t n = 0; n < 4; ++n) {
+    SCOPED_TRACE("sequence " + std::to_string(n));
+    const int64_t len = lens[static_cast<size_t>(n)];
+    const Tensor xn = x.slice(0, 0, len).slice(1, n, n + 1);
+    const auto [yn, hn, cn] =
+        lstm.forward(xn, h0.slice(1, n, n + 1).contiguous(), c0.slice(1, n, n + 1).contiguous());
+    expect_close(y.slice(0, 0, len).slice(1, n, n + 1), yn, "yn");
+    if (len < 5) {
+      EXPECT_EQ(values(sum(abs(y.slice(0, len, 5).slice(1, n, n + 1)))), Vec{0});
+    }
+    expect_close(h.slice(1, n, n + 1), hn, "hn");
+    expect_close(c.slice(1, n, n + 1), cn, "cn");
+  }
+  sum(y).backward();
+  EXPECT_EQ(x.grad().sizes(), x.sizes());
+  EXPECT_EQ(values(sum(abs(x.grad().slice(0, 1, 5).select(1, 2)))), Vec{0});  // past its end
+  // A batch-first GRU takes the same packed batch (packing is always time-major).
+  const auto [gout, gh] = gru.forward(p, Tensor());
+  const auto [alone, alone_h] =
+      gru.forward(x.slice(0, 0, 5).slice(1, 1, 2).transpose(0, 1), Tensor());
+  expect_close(gh.slice(1, 1, 2), alone_h, "alone_h");
+  expect_error(
+      [&] {
+        lstm.forward(p, randn({4, 3, 3}, DType::Float64), Tensor());
+      },
+      {"[nn.LSTM]", "packed sequences", "[4, 3, 3]"});
+}
+
 TEST(RecurrentLayers, RunUnderAutocast) {
   // The LSTM's recurrence is lowered with its input projection, as in PyTorch; the GRU's steps
   // are ops autocast covers one by one.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,6 +21,33 @@ struct RNNOptions {
   double dropout = 0.0;        ///< dropout on every layer's output but the last, in training
   bool bidirectional = false;  ///< a second direction per layer, run from the end
 };
+
+/** A batch of sequences of different lengths packed time-major, as PyTorch's PackedSequence:
+ *  at each step t, step t of every sequence longer than t, the longest sequences first. */
+struct PackedSequence {
+  Tensor data;         ///< [sum of the lengths, *]: the steps, time-major, in sorted order
+  Tensor batch_sizes;  ///< int64 [longest length] on the CPU: how many sequences are longer than t
+  /** int64 [N]: the batch index of the sequence in each sorted place (undefined: the batch was
+   *  sorted longest first already). */
+  Tensor sorted_indices;
+  Tensor unsorted_indices;  ///< int64 [N]: each sequence's sorted place (sorted_indices' inverse)
+};
+
+/** Packs `input` [L, N, *] ([N, L, *] with batch_first) whose sequence n is lengths[n] steps
+ *  long (1 <= lengths[n] <= L; integers, any device); with enforce_sorted the lengths must not
+ *  increase, else the batch is sorted longest first (stably) and the order kept. */
+PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths,
+                                    bool batch_first = false, bool enforce_sorted = true);
+
+/** The padded batch [T, N, *] ([N, T, *] with batch_first) of `sequence` in its original order,
+ *  steps past each length set to padding_value, T the longest length or total_length; and the
+ *  lengths, int64 [N] on the CPU. */
+std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence,
+                                               bool batch_first = false, double padding_value = 0.0,
+                                               std::optional<int64_t> total_length = {});
+
+/** Packs sequences [L_i, *] (pad_sequence, then pack_padded_sequence with their lengths). */
+PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted = true);
 
 /** What LSTM, GRU and RNN share: the parameters of every layer and direction, and the loop. */
 class RNNBase : public Module {
@@ -39,6 +67,11 @@ class RNNBase : public Module {
    *  undefined: zeros), each through ember::rnn_layer; returns the output, h_n and c_n
    *  (undefined but for the LSTM). */
   std::tuple<Tensor, Tensor, Tensor> run(const Tensor& input, const Tensor& h0, const Tensor& c0);
+  /** run() over packed sequences, each only over its own steps (Note [Packed sequences through
+   *  whole layers] in api/nn/rnn.cpp); h0 / c0 and the states returned are in the batch's
+   *  original order, as PyTorch's. */
+  std::tuple<PackedSequence, Tensor, Tensor> run(const PackedSequence& input, const Tensor& h0,
+                                                 const Tensor& c0);
 
  private:
   RnnMode mode_;
@@ -55,6 +88,10 @@ class LSTM : public RNNBase {
    *  [num_layers * D, N, hidden]; undefined h0 / c0 are zeros. */
   std::tuple<Tensor, Tensor, Tensor> forward(const Tensor& input, const Tensor& h0,
                                              const Tensor& c0);
+  /** The same over packed sequences: the output packed alike, and (h_n, c_n) of each sequence's
+   *  last step. */
+  std::tuple<PackedSequence, Tensor, Tensor> forward(const PackedSequence& input, const Tensor& h0,
+                                                     const Tensor& c0);
   /** The output alone, from zero states. */
   Tensor forward(const Tensor& input) override;
 };
@@ -66,6 +103,8 @@ class GRU : public RNNBase {
   GRU(int64_t input_size, int64_t hidden_size, RNNOptions options = {});
   /** The output and h_n [num_layers * D, N, hidden]; an undefined h0 is zeros. */
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0);
+  /** The same over packed sequences: the output packed alike, and h_n of each one's last step. */
+  std::tuple<PackedSequence, Tensor> forward(const PackedSequence& input, const Tensor& h0);
   /** The output alone, from a zero state. */
   Tensor forward(const Tensor& input) override;
 };
@@ -79,6 +118,8 @@ class RNN : public RNNBase {
       const std::string& nonlinearity = "tanh");
   /** The output and h_n [num_layers * D, N, hidden]; an undefined h0 is zeros. */
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0);
+  /** The same over packed sequences: the output packed alike, and h_n of each one's last step. */
+  std::tuple<PackedSequence, Tensor> forward(const PackedSequence& input, const Tensor& h0);
   /** The output alone, from a zero state. */
   Tensor forward(const Tensor& input) override;
 

@@ -1,11 +1,40 @@
 """torch.nn.utils.rnn: batching sequences of different lengths."""
 
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from ember import _C
 from ember._C import Tensor
+from ember._C.nn import PackedSequence
 
-__all__ = ["pad_sequence", "unpad_sequence"]
+__all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
+           "unpack_sequence", "pad_sequence", "unpad_sequence"]
+
+
+def pack_padded_sequence(input: Tensor, lengths: Union[Tensor, Sequence[int]],
+                         batch_first: bool = False, enforce_sorted: bool = True) -> PackedSequence:
+    """Packs a padded batch [L, N, *] ([N, L, *] with batch_first) of sequences lengths[n] long;
+    with enforce_sorted=False the batch need not come longest first."""
+    if not isinstance(lengths, Tensor):
+        lengths = _C.tensor(list(lengths), dtype=_C.int64)
+    return _C.nn._pack_padded_sequence(input, lengths, batch_first, enforce_sorted)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
+                        padding_value: float = 0.0,
+                        total_length: Optional[int] = None) -> Tuple[Tensor, Tensor]:
+    """(padded batch in the original order, lengths): pack_padded_sequence undone."""
+    return _C.nn._pad_packed_sequence(sequence, batch_first, float(padding_value), total_length)
+
+
+def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
+    """Packs sequences [L_i, *] of different lengths."""
+    return _C.nn._pack_sequence(list(sequences), enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> List[Tensor]:
+    """The sequences pack_sequence packed, each [L_i, *]."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
 
 
 def pad_sequence(sequences: Union[Tensor, Sequence[Tensor]], batch_first: bool = False,
