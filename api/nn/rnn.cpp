@@ -39,6 +39,31 @@ void init_recurrent(const std::vector<Tensor*>& w, int64_t hidden) {
   }
 }
 
+// Note [LSTM projections as steps]
+// With proj_size P, PyTorch's LSTM carries h = (o * tanh(c)) W_hr^T, P features, into the next
+// step and layer. No backend's whole-layer kernel takes W_hr, so such a layer runs as its steps
+// of core ops (one input projection for all steps, then per step one matmul, the gates and the
+// projection): on every device, differentiable, at the speed of a composed recurrence.
+std::tuple<Tensor, Tensor, Tensor> projected_lstm_layer(const Tensor& x, const Tensor& w_ih,
+                                                        const Tensor& w_hh, const Tensor& b_ih,
+                                                        const Tensor& b_hh, const Tensor& w_hr,
+                                                        const Tensor& h0, const Tensor& c0,
+                                                        bool reverse) {
+  Tensor gates_x = matmul(x, w_ih.t());  // [L, N, 4H]
+  if (b_ih.defined()) gates_x = add(gates_x, add(b_ih, b_hh));
+  const int64_t steps = x.size(0);
+  Tensor h = h0, c = c0;
+  std::vector<Tensor> outs(static_cast<size_t>(steps));
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t t = reverse ? steps - 1 - k : k;
+    const std::vector<Tensor> g = chunk(add(gates_x.select(0, t), matmul(h, w_hh.t())), 4, 1);
+    c = add(mul(sigmoid(g[1]), c), mul(sigmoid(g[0]), tanh(g[2])));
+    h = matmul(mul(sigmoid(g[3]), tanh(c)), w_hr.t());
+    outs[static_cast<size_t>(t)] = h;
+  }
+  return {stack(outs, 0), h, c};
+}
+
 /** `v` as an int64 tensor [v.size()] on `device`. */
 Tensor int64_tensor(const std::vector<int64_t>& v, Device device) {
   Tensor t = empty({static_cast<int64_t>(v.size())}, TensorOptions(DType::Int64));
@@ -229,18 +254,26 @@ RNNBase::RNNBase(std::string type_name, RnnMode mode, int64_t input, int64_t hid
               this->type_name(), input, hidden, o.num_layers);
   EMBER_CHECK(o.dropout >= 0 && o.dropout <= 1, "[nn.{}] dropout must be in [0, 1]: got {}",
               this->type_name(), o.dropout);
+  EMBER_CHECK(
+      o.proj_size == 0 || (mode == RnnMode::LSTM && o.proj_size > 0 && o.proj_size < hidden),
+      "[nn.{}] proj_size must be 0, or (LSTM only) positive and smaller than "
+      "hidden_size {}: got {}",
+      this->type_name(), hidden, o.proj_size);
   const int64_t dirs = o.bidirectional ? 2 : 1;
+  const int64_t out = o.proj_size > 0 ? o.proj_size : hidden;  // h's features
   for (int64_t layer = 0; layer < o.num_layers; ++layer) {
-    const int64_t in = layer == 0 ? input : hidden * dirs;
+    const int64_t in = layer == 0 ? input : out * dirs;
     for (int64_t d = 0; d < dirs; ++d) {
       const std::string suffix = fmt::format("_l{}{}", layer, d == 1 ? "_reverse" : "");
       std::vector<Tensor*> w;
       w.push_back(&register_parameter("weight_ih" + suffix, empty({gates * hidden, in})));
-      w.push_back(&register_parameter("weight_hh" + suffix, empty({gates * hidden, hidden})));
-      if (o.bias) {
-        w.push_back(&register_parameter("bias_ih" + suffix, empty({gates * hidden})));
-        w.push_back(&register_parameter("bias_hh" + suffix, empty({gates * hidden})));
-      }
+      w.push_back(&register_parameter("weight_hh" + suffix, empty({gates * hidden, out})));
+      w.push_back(o.bias ? &register_parameter("bias_ih" + suffix, empty({gates * hidden}))
+                         : &no_bias_);
+      w.push_back(o.bias ? &register_parameter("bias_hh" + suffix, empty({gates * hidden}))
+                         : &no_bias_);
+      if (o.proj_size > 0)
+        w.push_back(&register_parameter("weight_hr" + suffix, empty({o.proj_size, hidden})));
       weights_.push_back(std::move(w));
     }
   }
@@ -253,6 +286,7 @@ void RNNBase::reset_parameters() {
 
 std::string RNNBase::extra_repr() const {
   std::string s = fmt::format("{}, {}", input_size, hidden_size);
+  if (options.proj_size != 0) s += fmt::format(", proj_size={}", options.proj_size);
   if (options.num_layers != 1) s += fmt::format(", num_layers={}", options.num_layers);
   if (!options.bias) s += ", bias=False";
   if (options.batch_first) s += ", batch_first=True";
@@ -276,8 +310,10 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
   // [L, N, I] from here on.
   Tensor x = batched ? (options.batch_first ? input.transpose(0, 1) : input) : input.unsqueeze(1);
   const int64_t batch = x.size(1), dirs = options.bidirectional ? 2 : 1;
-  const Shape state_shape = {options.num_layers * dirs, batch, hidden_size};
+  const int64_t proj = options.proj_size;
   const auto state = [&](const Tensor& s, const char* what) {
+    const int64_t features = proj > 0 && what[0] == 'h' ? proj : hidden_size;
+    const Shape state_shape = {options.num_layers * dirs, batch, features};
     if (!s.defined()) return zeros(state_shape, {x.dtype(), x.device()});
     const Tensor b = batched ? s : s.unsqueeze(1);
     EMBER_CHECK(b.sizes() == state_shape, "[{}] expected {} of shape {}: got {}", name, what,
@@ -292,9 +328,10 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
     for (int64_t d = 0; d < dirs; ++d) {
       const int64_t at = layer * dirs + d;
       const std::vector<Tensor*>& w = weights_[static_cast<size_t>(at)];
-      const Tensor b_ih = options.bias ? *w[2] : Tensor(), b_hh = options.bias ? *w[3] : Tensor();
-      auto [out, h, c] = rnn_layer(mode_, x, *w[0], *w[1], b_ih, b_hh, h_init.select(0, at),
-                                   has_cell ? c_init.select(0, at) : Tensor(), d == 1);
+      const Tensor hs = h_init.select(0, at), cs = has_cell ? c_init.select(0, at) : Tensor();
+      auto [out, h, c] =
+          proj > 0 ? projected_lstm_layer(x, *w[0], *w[1], *w[2], *w[3], *w[4], hs, cs, d == 1)
+                   : rnn_layer(mode_, x, *w[0], *w[1], *w[2], *w[3], hs, cs, d == 1);
       outputs.push_back(out);
       h_n.push_back(h);
       if (has_cell) c_n.push_back(c);

@@ -2474,9 +2474,8 @@ void bind_losses(nb::module_& m) {
 
 nn::RNNOptions rnn_options(int64_t num_layers, bool bias, bool batch_first, double dropout,
                            bool bidirectional, int64_t proj_size) {
-  EMBER_CHECK_NOT_IMPLEMENTED(proj_size == 0, "[nn.LSTM] proj_size is not supported, got {}",
-                              proj_size);
   nn::RNNOptions o;
+  o.proj_size = proj_size;
   o.num_layers = num_layers;
   o.bias = bias;
   o.batch_first = batch_first;
@@ -2595,6 +2594,9 @@ void bind_recurrent(nb::module_& m) {
       .def_prop_ro(
           "bidirectional", [](const nn::RNNBase& r) { return r.options.bidirectional; },
           "Two directions per layer.")
+      .def_prop_ro(
+          "proj_size", [](const nn::RNNBase& r) { return r.options.proj_size; },
+          "LSTM: the projected hidden state's features (0: none).")
       .def("reset_parameters", &nn::RNNBase::reset_parameters, "PyTorch's default initialisation.");
   nb::class_<nn::LSTM, nn::RNNBase, PyLayer<nn::LSTM>>(
       m, "LSTM", nb::dynamic_attr(), module_type_slots(), "Long short-term memory.")

@@ -200,6 +200,32 @@ TEST(PackedSequences, EachSequenceRunsAsIfAlone) {
       {"[nn.LSTM]", "packed sequences", "[4, 3, 3]"});
 }
 
+// Note [LSTM projections as steps]: PyTorch's parameter names and shapes, h of proj_size
+// features, c of hidden_size, gradients through the steps, and the checks.
+TEST(LSTM, ProjectionsCarryTheProjectedState) {
+  LSTM lstm(2, 4, {.proj_size = 3});
+  lstm.to(DType::Float64);
+  const auto params = lstm.named_parameters();
+  ASSERT_EQ(params.size(), 5u);
+  EXPECT_EQ(params[1].first, "weight_hh_l0");
+  EXPECT_EQ(params[1].second.sizes(), (Shape{16, 3}));
+  EXPECT_EQ(params[4].first, "weight_hr_l0");
+  EXPECT_EQ(params[4].second.sizes(), (Shape{3, 4}));
+  const Tensor x = randn({3, 2, 2}, DType::Float64).requires_grad_(true);
+  const auto [y, h, c] = lstm.forward(x, Tensor(), Tensor());
+  EXPECT_EQ(y.sizes(), (Shape{3, 2, 3}));
+  EXPECT_EQ(h.sizes(), (Shape{1, 2, 3}));
+  EXPECT_EQ(c.sizes(), (Shape{1, 2, 4}));
+  expect_close(h.select(0, 0), y.select(0, 2), "h_n is the last output");
+  const auto fn = [&](const std::vector<Tensor>& in) {
+    return std::get<0>(lstm.forward(in[0], Tensor(), Tensor()));
+  };
+  EXPECT_TRUE(autograd::gradcheck(fn, {x}).ok);
+  EXPECT_EQ(lstm.extra_repr(), "2, 4, proj_size=3");
+  expect_error([] { LSTM(2, 4, {.proj_size = 4}); }, {"[nn.LSTM]", "proj_size", "4"});
+  expect_error([] { GRU(2, 4, {.proj_size = 2}); }, {"[nn.GRU]", "LSTM only"});
+}
+
 TEST(RecurrentLayers, RunUnderAutocast) {
   // The LSTM's recurrence is lowered with its input projection, as in PyTorch; the GRU's steps
   // are ops autocast covers one by one.

@@ -20,6 +20,9 @@ struct RNNOptions {
   bool batch_first = false;    ///< input and output are [N, L, ...] instead of [L, N, ...]
   double dropout = 0.0;        ///< dropout on every layer's output but the last, in training
   bool bidirectional = false;  ///< a second direction per layer, run from the end
+  /** LSTM only: with P > 0 the hidden state is projected to P features by weight_hr (PyTorch's
+   *  LSTM with projections); 0 for none. */
+  int64_t proj_size = 0;
 };
 
 /** A batch of sequences of different lengths packed time-major, as PyTorch's PackedSequence:
@@ -75,8 +78,10 @@ class RNNBase : public Module {
 
  private:
   RnnMode mode_;
-  /** Per layer and direction: weight_ih, weight_hh, bias_ih, bias_hh (PyTorch's order). */
+  /** Per layer and direction: weight_ih, weight_hh, bias_ih, bias_hh (no_bias_ without bias),
+   *  then weight_hr with projections (PyTorch's order). */
   std::vector<std::vector<Tensor*>> weights_;
+  Tensor no_bias_;  ///< undefined: the biases of a layer without bias
 };
 
 /** Long short-term memory (gates i, f, g, o as PyTorch stacks them in weight_ih_l0). */
