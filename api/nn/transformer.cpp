@@ -36,14 +36,9 @@ int64_t checked_embed_dim(int64_t e, int64_t h, const MultiheadAttentionOptions&
               e, h);
   EMBER_CHECK(o.dropout >= 0.0 && o.dropout <= 1.0,
               "[nn.MultiheadAttention] dropout must be in [0, 1]: got {}", o.dropout);
-  EMBER_CHECK_NOT_IMPLEMENTED(!o.add_bias_kv && !o.add_zero_attn,
-                              "[nn.MultiheadAttention] add_bias_kv and add_zero_attn are not "
-                              "supported: got add_bias_kv={}, add_zero_attn={}",
-                              o.add_bias_kv, o.add_zero_attn);
-  EMBER_CHECK_NOT_IMPLEMENTED(o.kdim.value_or(e) == e && o.vdim.value_or(e) == e,
-                              "[nn.MultiheadAttention] kdim and vdim other than embed_dim are not "
-                              "supported: got kdim={}, vdim={} for embed_dim={}",
-                              o.kdim.value_or(e), o.vdim.value_or(e), e);
+  EMBER_CHECK(o.kdim.value_or(e) > 0 && o.vdim.value_or(e) > 0,
+              "[nn.MultiheadAttention] kdim and vdim must be positive: got kdim={}, vdim={}",
+              o.kdim.value_or(e), o.vdim.value_or(e));
   return e;
 }
 
@@ -58,17 +53,33 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
       head_dim(h > 0 ? e / h : 0),
       dropout(o.dropout),
       batch_first(o.batch_first),
-      in_proj_weight(
-          register_parameter("in_proj_weight", empty({3 * checked_embed_dim(e, h, o), e}))),
+      kdim(o.kdim.value_or(e)),
+      vdim(o.vdim.value_or(e)),
+      add_zero_attn(o.add_zero_attn),
+      in_proj_weight(register_parameter(
+          "in_proj_weight",
+          kdim == e && vdim == e ? empty({3 * checked_embed_dim(e, h, o), e}) : Tensor())),
+      q_proj_weight(register_parameter(
+          "q_proj_weight",
+          kdim == e && vdim == e ? Tensor() : empty({checked_embed_dim(e, h, o), e}))),
+      k_proj_weight(register_parameter("k_proj_weight",
+                                       kdim == e && vdim == e ? Tensor() : empty({e, kdim}))),
+      v_proj_weight(register_parameter("v_proj_weight",
+                                       kdim == e && vdim == e ? Tensor() : empty({e, vdim}))),
       in_proj_bias(register_parameter("in_proj_bias", o.bias ? empty({3 * e}) : Tensor())),
-      out_proj(register_module("out_proj", std::make_shared<Linear>(e, e, o.bias))) {
+      out_proj(register_module("out_proj", std::make_shared<Linear>(e, e, o.bias))),
+      bias_k(register_parameter("bias_k", o.add_bias_kv ? empty({1, 1, e}) : Tensor())),
+      bias_v(register_parameter("bias_v", o.add_bias_kv ? empty({1, 1, e}) : Tensor())) {
   reset_parameters();
 }
 
 void MultiheadAttention::reset_parameters() {
-  init::xavier_uniform_(in_proj_weight);
+  for (Tensor* w : {&in_proj_weight, &q_proj_weight, &k_proj_weight, &v_proj_weight})
+    if (w->defined()) init::xavier_uniform_(*w);
   if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
   if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+  for (Tensor* b : {&bias_k, &bias_v})
+    if (b->defined()) init::xavier_normal_(*b);
 }
 
 std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key,
@@ -85,10 +96,11 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
       "[{}] query, key and value must all be 3-d (batched) or 2-d (unbatched): got shapes "
       "{}, {} and {}",
       name, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
-  EMBER_CHECK(
-      query.size(-1) == embed_dim && key.size(-1) == embed_dim && value.size(-1) == embed_dim,
-      "[{}] query, key and value must end in embed_dim={}: got shapes {}, {} and {}", name,
-      embed_dim, shape_str(query.sizes()), shape_str(key.sizes()), shape_str(value.sizes()));
+  EMBER_CHECK(query.size(-1) == embed_dim && key.size(-1) == kdim && value.size(-1) == vdim,
+              "[{}] query, key and value must end in embed_dim={}, kdim={} and vdim={}: got "
+              "shapes {}, {} and {}",
+              name, embed_dim, kdim, vdim, shape_str(query.sizes()), shape_str(key.sizes()),
+              shape_str(value.sizes()));
   EMBER_CHECK(!is_causal || attn_mask.defined(),
               "[{}] is_causal is a hint that attn_mask is the causal mask: pass the mask too "
               "(got is_causal=true without attn_mask)",
@@ -126,7 +138,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     const Tensor kpm = additive(key_padding_mask, dt, "key_padding_mask").reshape({n, 1, 1, s});
     mask = mask.defined() ? add(mask, kpm) : kpm;
   }
-  const bool causal_only = is_causal && !key_padding_mask.defined() && !need_weights;
+  const bool causal_only = is_causal && !key_padding_mask.defined() && !need_weights &&
+                           !bias_k.defined() && !add_zero_attn;  // no extra keys to attend
 
   // Projections, split into heads: [N, H, L or S, head_dim].
   // Note [One projection for self-attention]
@@ -136,15 +149,18 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
   // narrowed weight to zero-fill and add. unbind splits the result with one autograd node, so
   // the three gradients are stacked straight back into the product's layout.
   Tensor q, k, v;
-  if (query.is_same(key) && key.is_same(value)) {
+  if (in_proj_weight.defined() && query.is_same(key) && key.is_same(value)) {
     const std::vector<Tensor> qkv =
         unbind(linear(q_in, in_proj_weight, in_proj_bias).view({n, l, 3, num_heads, head_dim}), 2);
     q = qkv[0].transpose(1, 2);
     k = qkv[1].transpose(1, 2);
     v = qkv[2].transpose(1, 2);
   } else {
+    const Tensor* separate[] = {&q_proj_weight, &k_proj_weight, &v_proj_weight};
     auto project = [&](const Tensor& x, int64_t part, int64_t len) {
-      const Tensor w = in_proj_weight.narrow(0, part * embed_dim, embed_dim);
+      const Tensor w = in_proj_weight.defined()
+                           ? in_proj_weight.narrow(0, part * embed_dim, embed_dim)
+                           : *separate[part];
       const Tensor b =
           in_proj_bias.defined() ? in_proj_bias.narrow(0, part * embed_dim, embed_dim) : Tensor();
       return linear(x, w, b).view({n, len, num_heads, head_dim}).transpose(1, 2);
@@ -152,6 +168,24 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const
     q = project(q_in, 0, l);
     k = project(k_in, 1, s);
     v = project(v_in, 2, s);
+  }
+  // Note [Extra keys of MultiheadAttention]
+  // add_bias_kv appends the learned bias_k and bias_v as one more key and value, add_zero_attn a
+  // zero key and value after that (both in that order, as PyTorch's): every query may attend to
+  // them, so the masks get as many columns of 0 (attended) at the end.
+  const int64_t extra = (bias_k.defined() ? 1 : 0) + (add_zero_attn ? 1 : 0);
+  if (bias_k.defined()) {
+    const Shape one = {n, num_heads, 1, head_dim};
+    k = cat({k, bias_k.view({1, num_heads, 1, head_dim}).expand(one)}, 2);
+    v = cat({v, bias_v.view({1, num_heads, 1, head_dim}).expand(one)}, 2);
+  }
+  if (add_zero_attn) {
+    k = cat({k, zeros({n, num_heads, 1, head_dim}, {k.dtype(), k.device()})}, 2);
+    v = cat({v, zeros({n, num_heads, 1, head_dim}, {v.dtype(), v.device()})}, 2);
+  }
+  if (extra > 0 && mask.defined()) {
+    const int64_t after[] = {0, extra};
+    mask = pad(mask, IntList(after, 2));
   }
   const double p = is_training() ? dropout : 0.0;
 

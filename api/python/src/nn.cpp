@@ -2858,6 +2858,14 @@ void bind_attention(nb::module_& m) {
       .def_ro("embed_dim", &nn::MultiheadAttention::embed_dim, "Embedding width.")
       .def_ro("num_heads", &nn::MultiheadAttention::num_heads, "Heads.")
       .def_ro("head_dim", &nn::MultiheadAttention::head_dim, "Width per head.")
+      .def_ro("kdim", &nn::MultiheadAttention::kdim, "Key features.")
+      .def_ro("vdim", &nn::MultiheadAttention::vdim, "Value features.")
+      .def_ro("add_zero_attn", &nn::MultiheadAttention::add_zero_attn,
+              "Whether a zero key and value are appended.")
+      .def_prop_ro(
+          "_qkv_same_embed_dim",
+          [](const nn::MultiheadAttention& a) { return a.in_proj_weight.defined(); },
+          "Whether one in_proj_weight projects query, key and value (kdim = vdim = embed_dim).")
       .def_ro("batch_first", &nn::MultiheadAttention::batch_first, "[N, L, E] layout.");
   layer<nn::TransformerEncoderLayer>(m, "TransformerEncoderLayer",
                                      "Self-attention and a feed-forward block, with norms.", false)

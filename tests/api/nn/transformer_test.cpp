@@ -201,10 +201,39 @@ TEST(Transformer, GradientsReachEveryParameterAndDropoutActsInTraining) {
   EXPECT_EQ(values(enc.forward(x)), values(enc.forward(x)));
 }
 
+// PyTorch's parameters for kdim / vdim and add_bias_kv (names, shapes, registration order), and
+// Note [Extra keys of MultiheadAttention]: the weights cover the appended keys and sum to 1, and
+// the gradient reaches bias_k and the separate projections.
+TEST(MultiheadAttention, SeparateProjectionsAndExtraKeys) {
+  MultiheadAttention m(4, 2, {.add_bias_kv = true, .add_zero_attn = true, .kdim = 3, .vdim = 5});
+  m.to(DType::Float64);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.named_parameters()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                             "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                                             "out_proj.bias"}));
+  EXPECT_FALSE(m.in_proj_weight.defined());
+  EXPECT_EQ(m.k_proj_weight.sizes(), (Shape{4, 3}));
+  EXPECT_EQ(m.bias_v.sizes(), (Shape{1, 1, 4}));
+  const Tensor q = randn({2, 3, 4}, DType::Float64).requires_grad_(true);
+  const Tensor k = randn({5, 3, 3}, DType::Float64), v = randn({5, 3, 5}, DType::Float64);
+  const auto [out, w] = m.forward(q, k, v, {}, true, {}, false);
+  EXPECT_EQ(out.sizes(), (Shape{2, 3, 4}));
+  EXPECT_EQ(w.sizes(), (Shape{3, 2, 2, 7}));  // 5 keys, bias_k, the zero key
+  ember::testing::expect_close(sum(w, {-1}), std::vector<double>(12, 1.0), 1e-12, "row sums");
+  sum(out).backward();
+  EXPECT_TRUE(m.bias_k.grad().defined() && m.k_proj_weight.grad().defined());
+}
+
 TEST(Transformer, BadArgumentsAreClearErrors) {
   expect_error([] { MultiheadAttention(10, 3); }, {"divisible by num_heads", "embed_dim=10"});
-  EXPECT_THROW(MultiheadAttention(8, 2, {.add_bias_kv = true}), NotImplementedError);
-  EXPECT_THROW(MultiheadAttention(8, 2, {.kdim = 4}), NotImplementedError);
+  expect_error([] { MultiheadAttention(8, 2, {.kdim = 0}); }, {"kdim and vdim must be positive"});
+  expect_error(
+      [] {
+        MultiheadAttention m(8, 2, {.kdim = 4});
+        m.forward(ones({3, 2, 8}), ones({3, 2, 8}), ones({3, 2, 8}));
+      },
+      {"kdim=4", "[3, 2, 8]"});
   MultiheadAttention mha(8, 2);
   const Tensor x = ones({3, 2, 8});
   expect_error(

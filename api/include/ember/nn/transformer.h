@@ -19,14 +19,16 @@ namespace ember::nn {
 struct MultiheadAttentionOptions {
   double dropout = 0.0;         ///< dropout on the attention weights, in training
   bool bias = true;             ///< in_proj_bias and out_proj.bias
-  bool add_bias_kv = false;     ///< not supported (must stay false)
-  bool add_zero_attn = false;   ///< not supported (must stay false)
-  std::optional<int64_t> kdim;  ///< key size; only embed_dim is supported
-  std::optional<int64_t> vdim;  ///< value size; only embed_dim is supported
+  bool add_bias_kv = false;     ///< learned bias_k, bias_v appended to the keys and values
+  bool add_zero_attn = false;   ///< a zero key and value appended (after the projections)
+  std::optional<int64_t> kdim;  ///< key features (default embed_dim)
+  std::optional<int64_t> vdim;  ///< value features (default embed_dim)
   bool batch_first = false;     ///< inputs [N, L, E] instead of [L, N, E]
 };
 
-/** Multi-head attention as PyTorch's: in_proj_weight [3E, E], in_proj_bias [3E], out_proj. */
+/** Multi-head attention as PyTorch's: in_proj_weight [3E, E] (or q_proj_weight, k_proj_weight,
+ *  v_proj_weight where kdim or vdim differ from E), in_proj_bias [3E], out_proj, bias_k and
+ *  bias_v (add_bias_kv). */
 class MultiheadAttention : public Module {
  public:
   /** `num_heads` heads of embed_dim / num_heads each (num_heads must divide embed_dim). */
@@ -42,15 +44,24 @@ class MultiheadAttention : public Module {
   /** Self-attention of x, the output only. */
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
-  /** Resets in_proj_weight (Xavier uniform) and both biases (zeros) as PyTorch does. */
+  /** Resets the projection weights (Xavier uniform), in_proj_bias and out_proj's bias (zeros),
+   *  bias_k and bias_v (Xavier normal) as PyTorch does. */
   void reset_parameters();
 
   const int64_t embed_dim, num_heads, head_dim;
   const double dropout;
   const bool batch_first;
-  Tensor& in_proj_weight;            ///< [3 * embed_dim, embed_dim]: W_q, W_k, W_v stacked
+  const int64_t kdim, vdim;  ///< key and value features
+  const bool add_zero_attn;  ///< a zero key and value appended
+  /** [3 * embed_dim, embed_dim]: W_q, W_k, W_v stacked; undefined where kdim or vdim differ. */
+  Tensor& in_proj_weight;
+  Tensor& q_proj_weight;             ///< [E, E] where kdim or vdim differ from E, else undefined
+  Tensor& k_proj_weight;             ///< [E, kdim] where kdim or vdim differ from E, else undefined
+  Tensor& v_proj_weight;             ///< [E, vdim] where kdim or vdim differ from E, else undefined
   Tensor& in_proj_bias;              ///< [3 * embed_dim], undefined without bias
   std::shared_ptr<Linear> out_proj;  ///< embed_dim -> embed_dim
+  Tensor& bias_k;                    ///< [1, 1, E] with add_bias_kv, else undefined
+  Tensor& bias_v;                    ///< [1, 1, E] with add_bias_kv, else undefined
 };
 
 /** Options shared by the Transformer layers (PyTorch's defaults). */
