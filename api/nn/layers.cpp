@@ -582,6 +582,13 @@ Tensor MaxPool2d::forward(const Tensor& x) {
                     {options.dilation.h, options.dilation.w}, options.ceil_mode);
 }
 
+std::tuple<Tensor, Tensor> MaxPool2d::forward_with_indices(const Tensor& x) {
+  const Pair s = options.stride.value_or(kernel_size);
+  return max_pool2d_with_indices(x, {kernel_size.h, kernel_size.w}, {s.h, s.w},
+                                 {options.padding.h, options.padding.w},
+                                 {options.dilation.h, options.dilation.w}, options.ceil_mode);
+}
+
 std::string MaxPool2d::extra_repr() const {
   return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
                      pair_str(kernel_size), pair_str(options.stride.value_or(kernel_size)),
@@ -630,6 +637,14 @@ Tensor MaxPool3d::forward(const Tensor& x) {
   const Triple& d = options.dilation;
   return max_pool3d(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
                     {p.d, p.h, p.w}, {d.d, d.h, d.w}, options.ceil_mode);
+}
+
+std::tuple<Tensor, Tensor> MaxPool3d::forward_with_indices(const Tensor& x) {
+  const Triple s = options.stride.value_or(kernel_size);
+  const Triple& p = options.padding;
+  const Triple& d = options.dilation;
+  return max_pool3d_with_indices(x, {kernel_size.d, kernel_size.h, kernel_size.w}, {s.d, s.h, s.w},
+                                 {p.d, p.h, p.w}, {d.d, d.h, d.w}, options.ceil_mode);
 }
 
 std::string MaxPool3d::extra_repr() const {
@@ -681,6 +696,11 @@ MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)
 Tensor MaxPool1d::forward(const Tensor& x) {
   return max_pool1d(x, kernel_size, options.stride, options.padding, options.dilation,
                     options.ceil_mode);
+}
+
+std::tuple<Tensor, Tensor> MaxPool1d::forward_with_indices(const Tensor& x) {
+  return max_pool1d_with_indices(x, kernel_size, options.stride, options.padding, options.dilation,
+                                 options.ceil_mode);
 }
 
 std::string MaxPool1d::extra_repr() const {

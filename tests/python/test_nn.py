@@ -1394,3 +1394,25 @@ def test_multihead_attention_kdim_vdim_bias_kv_and_zero_attn(rng, bias_kv, zero_
     assert weights.shape[-1] == 5 + bias_kv + zero_attn
     with pytest.raises(ValueError, match="kdim=3"):
         m(ember.tensor(q), ember.tensor(q), ember.tensor(v))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_pool_layers_return_indices(rng, dims):
+    layer = getattr(nn, f"MaxPool{dims}d")
+    x = ember.tensor(rng.standard_normal((2, 3) + (6,) * dims))
+    out, idx = layer(2, stride=2, return_indices=True)(x)
+    assert idx.dtype == ember.int64 and idx.shape == out.shape == (2, 3) + (3,) * dims
+    # Each index is the flat position of the maximum in its input plane.
+    flat = x.numpy().reshape(2, 3, -1)
+    np.testing.assert_array_equal(
+        np.take_along_axis(flat, idx.numpy().reshape(2, 3, -1), axis=2), out.numpy().reshape(2, 3, -1))
+    want_out, want_idx = getattr(F, f"max_pool{dims}d")(x, 2, return_indices=True)
+    assert (idx.numpy() == want_idx.numpy()).all() and (out.numpy() == want_out.numpy()).all()
+    plain = layer(2)
+    assert isinstance(plain(x), ember.Tensor) and not plain.return_indices
+
+    class Sub(layer):  # a subclass's super().forward keeps the tuple
+        def forward(self, t):
+            return super().forward(t)
+
+    assert isinstance(Sub(2, return_indices=True)(x), tuple)

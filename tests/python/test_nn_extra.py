@@ -276,8 +276,6 @@ def test_pool3d_errors():
         F.max_pool3d(x, (2, 0, 2))
     with pytest.raises(ValueError, match="divisor_override"):
         F.avg_pool3d(x, 2, divisor_override=0)
-    with pytest.raises(NotImplementedError):
-        nn.MaxPool3d(2, return_indices=True)
     with pytest.raises(TypeError):
         F.max_pool3d(ember.ones(1, 1, 4, 4, 4, dtype=ember.int64), 2)
 

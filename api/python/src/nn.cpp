@@ -915,6 +915,34 @@ const char* conv_padding_mode_name(const Options& o) {
   return kNames[static_cast<int>(o.padding_mode)];
 }
 
+/** forward(input) of a max-pooling layer T: the output, or (output, indices) when the module
+ *  was made with return_indices=True (T::forward_with_indices, as PyTorch's C++ API names it). */
+template <class T, class Cls>
+void bind_max_pool_forward(Cls& cls) {
+  cls.def(
+      "forward",
+      [](nb::handle self, const Tensor& x) -> nb::object {
+        module_of(self, "forward");
+        T& l = nb::cast<T&>(self);
+        if (!nb::cast<bool>(nb::getattr(self, "return_indices", nb::bool_(false)))) {
+          Tensor out;
+          {
+            GilRelease release;
+            out = l.T::forward(x);
+          }
+          return nb::cast(out);
+        }
+        std::tuple<Tensor, Tensor> r;
+        {
+          GilRelease release;
+          r = l.forward_with_indices(x);
+        }
+        return nb::make_tuple(std::get<0>(r), std::get<1>(r));
+      },
+      "input"_a, nb::sig("def forward(self, input: ember.Tensor) -> typing.Any"),
+      "The pooled output, or (output, indices) with return_indices.");
+}
+
 void bind_module_base(nb::module_& m) {
   auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
       m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
@@ -1737,27 +1765,25 @@ void bind_layers(nb::module_& m) {
       .def_ro("max_norm", &nn::EmbeddingBag::max_norm, "Rows looked up are renormalised to it.");
 
   // MaxPool2d/3d and AvgPool2d/3d: PyTorch's arguments, sized by the layer's kernel_size type.
-  auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max,
-                        const char* functional) {
+  auto pool_layer = [&](auto tag, const char* name, const char* doc, bool is_max) {
     using T = typename decltype(tag)::type;
     using Size = std::remove_cvref_t<decltype(T::kernel_size)>;
-    auto c = layer<T>(m, name, doc);
+    auto c = layer<T>(m, name, doc, !is_max);
+    if constexpr (requires(T & l, const Tensor& x) { l.forward_with_indices(x); }) {
+      bind_max_pool_forward<T>(c);
+    }
     if (is_max) {
       c.def(
           "__init__",
-          [name, functional](nb::pointer_and_handle<T> v, Ints kernel_size,
-                             std::optional<Ints> stride, Ints padding, Ints dilation,
-                             bool return_indices, bool ceil_mode) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.{}] return_indices is not supported by the layer "
-                                        "(use nn.functional.{})",
-                                        name, functional);
+          [](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
             nn::PoolOptions<Size> o;
             if (stride) o.stride = size_of<Size>(*stride);
             o.padding = size_of<Size>(padding);
             o.dilation = size_of<Size>(dilation);
             o.ceil_mode = ceil_mode;
             construct<T>(v, size_of<Size>(kernel_size), o);
+            nb::setattr(v.h, "return_indices", nb::bool_(return_indices));
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
           "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",
@@ -1785,9 +1811,9 @@ void bind_layers(nb::module_& m) {
         std::is_same_v<Size, nn::Pair> ? "(kH, kW)." : "(kD, kH, kW).");
   };
   pool_layer(std::type_identity<nn::MaxPool2d>{}, "MaxPool2d", "Max pooling over [N, C, H, W].",
-             true, "max_pool2d");
+             true);
   pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].",
-             false, "avg_pool2d");
+             false);
   layer<nn::AdaptiveAvgPool2d>(m, "AdaptiveAvgPool2d", "Average pooling to a fixed output size.")
       .def(
           "__init__",
@@ -1812,9 +1838,9 @@ void bind_layers(nb::module_& m) {
           "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
           "(H, W).");
   pool_layer(std::type_identity<nn::MaxPool3d>{}, "MaxPool3d", "Max pooling over [N, C, D, H, W].",
-             true, "max_pool3d");
+             true);
   pool_layer(std::type_identity<nn::AvgPool3d>{}, "AvgPool3d",
-             "Average pooling over [N, C, D, H, W].", false, "avg_pool3d");
+             "Average pooling over [N, C, D, H, W].", false);
   layer<nn::AdaptiveAvgPool3d>(m, "AdaptiveAvgPool3d",
                                "Average pooling over [N, C, D, H, W] to a fixed output size.")
       .def(
@@ -1840,20 +1866,21 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "output_size", [](const nn::AdaptiveMaxPool3d& l) { return triple_tuple(l.output_size); },
           "(D, H, W).");
-  layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].")
+  auto max_pool1d_layer =
+      layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].", false);
+  bind_max_pool_forward<nn::MaxPool1d>(max_pool1d_layer);
+  max_pool1d_layer
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::MaxPool1d> v, Ints kernel_size, std::optional<Ints> stride,
              Ints padding, Ints dilation, bool return_indices, bool ceil_mode) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.MaxPool1d] return_indices is not supported by the "
-                                        "layer (use nn.functional.max_pool1d)");
             nn::Pool1dOptions o;
             if (stride && stride->size()) o.stride = single(*stride, "nn.MaxPool1d", "stride");
             o.padding = single(padding, "nn.MaxPool1d", "padding");
             o.dilation = single(dilation, "nn.MaxPool1d", "dilation");
             o.ceil_mode = ceil_mode;
             construct<nn::MaxPool1d>(v, single(kernel_size, "nn.MaxPool1d", "kernel_size"), o);
+            nb::setattr(v.h, "return_indices", nb::bool_(return_indices));
           },
           "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
           "return_indices"_a = false, "ceil_mode"_a = false, "Pools kernel_size windows.",

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ember/nn/module.h"
@@ -396,6 +397,9 @@ class MaxPool2d : public Module {
   /** Pools `kernel_size` windows. */
   explicit MaxPool2d(Pair kernel_size, Pool2dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const Pair kernel_size;
@@ -452,6 +456,9 @@ class MaxPool1d : public Module {
   /** Pools `kernel_size` windows. */
   explicit MaxPool1d(int64_t kernel_size, Pool1dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const int64_t kernel_size;
@@ -498,6 +505,9 @@ class MaxPool3d : public Module {
   /** Pools `kernel_size` windows. */
   explicit MaxPool3d(Triple kernel_size, Pool3dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const Triple kernel_size;
