@@ -904,6 +904,20 @@ std::string GELU::extra_repr() const {
   return "approximate='" + approximate + "'";
 }
 
+Tensor Hardsigmoid::forward(const Tensor& x) {
+  return apply(x, "hardsigmoid_",
+               [](const Tensor& v, const PointwiseActivation&) { return hardsigmoid(v); });
+}
+std::string Hardsigmoid::extra_repr() const {
+  return with_inplace("");
+}
+Tensor Hardswish::forward(const Tensor& x) {
+  return apply(x, "hardswish_",
+               [](const Tensor& v, const PointwiseActivation&) { return hardswish(v); });
+}
+std::string Hardswish::extra_repr() const {
+  return with_inplace("");
+}
 Tensor SiLU::forward(const Tensor& x) {
   return apply(x, "silu_", [](const Tensor& v, const PointwiseActivation&) { return silu(v); });
 }

@@ -949,6 +949,12 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
 Tensor relu6(const Tensor& x) {
   return hardtanh(x, 0, 6);
 }
+Tensor hardsigmoid(const Tensor& x) {
+  return div(relu6(add(x, 3)), 6);
+}
+Tensor hardswish(const Tensor& x) {
+  return mul(x, hardsigmoid(x));
+}
 
 // In-place forms: below autograd they run the kernel into `a`; while recording they are the
 // out-of-place op on a clone written back (Note [In-place ops and CopySlices]).

@@ -1099,4 +1099,80 @@ Tensor& masked_scatter_(Tensor& x, const Tensor& mask, const Tensor& source) {
                        [&](const Tensor& v) { return masked_scatter(v, mask, source); });
 }
 
+// Note [flip and roll as one gather per dim]
+// flip reads position n - 1 - i along each dim it names, roll position (i - shift) mod n. Each
+// is one index_select per dim through an int64 index made on x's device (arange, then the map),
+// so both run on every backend and differentiate through index_select. A 0-d tensor flips and
+// rolls onto itself (Note [Dims of a 0-d tensor]); the result is always a new tensor.
+namespace {
+
+/** arange(n) on `device`, int64. */
+Tensor positions(int64_t n, Device device) {
+  return arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
+                TensorOptions(DType::Int64, device));
+}
+
+}  // namespace
+
+Tensor flip(const Tensor& x, IntList dims) {
+  EMBER_CHECK_TYPE(x.defined(), "[flip] undefined input");
+  std::vector<int64_t> seen;
+  Tensor r = x;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, std::max<int64_t>(x.dim(), 1), "flip");
+    EMBER_CHECK(std::find(seen.begin(), seen.end(), w) == seen.end(),
+                "[flip] dim {} appears more than once in dims {}", w, shape_str(dims));
+    seen.push_back(w);
+    if (x.dim() == 0) continue;
+    const int64_t n = x.size(w);
+    r = index_select(r, w,
+                     arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
+                            TensorOptions(DType::Int64, x.device())));
+  }
+  return r.is_same(x) ? x.clone() : r;
+}
+
+Tensor roll(const Tensor& x, IntList shifts, IntList dims) {
+  EMBER_CHECK_TYPE(x.defined(), "[roll] undefined input");
+  if (dims.empty()) {  // the flattened tensor, rolled, in x's shape
+    EMBER_CHECK(shifts.size() == 1, "[roll] without dims, shifts must be one value: got {}",
+                shape_str(shifts));
+    const int64_t flat[] = {0};
+    return roll(x.reshape({-1}), shifts, IntList(flat, 1)).view(x.sizes());
+  }
+  EMBER_CHECK(shifts.size() == dims.size(),
+              "[roll] shifts and dims must have as many values: got {} shifts for {} dims",
+              shifts.size(), dims.size());
+  Tensor r = x;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = wrap_dim(dims[i], std::max<int64_t>(x.dim(), 1), "roll");
+    if (x.dim() == 0 || x.size(d) == 0) continue;
+    const int64_t n = x.size(d), s = ((shifts[i] % n) + n) % n;
+    if (s != 0) r = index_select(r, d, remainder(add(positions(n, x.device()), n - s), n));
+  }
+  return r.is_same(x) ? x.clone() : r;
+}
+
+Tensor repeat(const Tensor& x, IntList repeats) {
+  EMBER_CHECK_TYPE(x.defined(), "[repeat] undefined input");
+  EMBER_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(),
+              "[repeat] number of repeats ({}) can not be smaller than the number of dims ({})",
+              repeats.size(), x.dim());
+  for (int64_t r : repeats)
+    EMBER_CHECK(r >= 0, "[repeat] repeats must be >= 0: got {}", shape_str(repeats));
+  // x's shape padded with 1s on the left, a repeat dim before each dim, expanded, merged.
+  const size_t lead = repeats.size() - static_cast<size_t>(x.dim());
+  Shape padded(lead, 1);
+  for (int64_t s : x.sizes()) padded.push_back(s);
+  Shape inter, expanded, out;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    inter.push_back(1);
+    inter.push_back(padded[i]);
+    expanded.push_back(repeats[i]);
+    expanded.push_back(padded[i]);
+    out.push_back(repeats[i] * padded[i]);
+  }
+  return x.reshape(inter).expand(expanded).reshape(out);
+}
+
 }  // namespace ember

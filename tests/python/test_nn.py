@@ -1416,3 +1416,20 @@ def test_max_pool_layers_return_indices(rng, dims):
             return super().forward(t)
 
     assert isinstance(Sub(2, return_indices=True)(x), tuple)
+
+
+def test_hardsigmoid_hardswish_layers_flip_and_roll_are_the_cores(rng):
+    x = rng.standard_normal((3, 4)) * 4
+    hs = np.clip(x + 3, 0, 6) / 6
+    np.testing.assert_allclose(nn.Hardsigmoid()(ember.tensor(x)).numpy(), hs, rtol=1e-15)
+    y = ember.tensor(x)
+    out = nn.Hardswish(inplace=True)(y)
+    assert out is y and repr(nn.Hardswish(inplace=True)) == "Hardswish(inplace=True)"
+    np.testing.assert_allclose(y.numpy(), x * hs, rtol=1e-15)
+    t = ember.tensor(x)
+    np.testing.assert_array_equal(t.flip((0, 1)).numpy(), x[::-1, ::-1])
+    np.testing.assert_array_equal(ember.roll(t, (1, -2), (0, 1)).numpy(), np.roll(x, (1, -2), (0, 1)))
+    np.testing.assert_array_equal(t.roll(5).numpy(), np.roll(x, 5))
+    np.testing.assert_array_equal(t.repeat(2, 1, 3).numpy(), np.tile(x, (2, 1, 3)))
+    with pytest.raises(ValueError, match="more than once"):
+        t.flip((1, -1))  # PyTorch refuses a dim named twice

@@ -2130,6 +2130,8 @@ void bind_layers(nb::module_& m) {
   simple(std::type_identity<nn::SELU>{}, "SELU", "The self-normalising ELU.");
   simple(std::type_identity<nn::ReLU6>{}, "ReLU6", "min(max(x, 0), 6).");
   simple(std::type_identity<nn::Mish>{}, "Mish", "x * tanh(softplus(x)).");
+  simple(std::type_identity<nn::Hardsigmoid>{}, "Hardsigmoid", "relu6(x + 3) / 6.");
+  simple(std::type_identity<nn::Hardswish>{}, "Hardswish", "x * relu6(x + 3) / 6.");
   layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).")
       .def(
           "__init__",

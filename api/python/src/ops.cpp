@@ -578,11 +578,9 @@ void bind_functional(nb::module_& f) {
   activation(
       "mish", [](const Tensor& x) { return mish(x); }, "input * tanh(softplus(input)).");
   activation(
-      "hardsigmoid", [](const Tensor& x) { return div(relu6(add(x, 3)), 6); },
-      "relu6(input + 3) / 6.");
+      "hardsigmoid", [](const Tensor& x) { return hardsigmoid(x); }, "relu6(input + 3) / 6.");
   activation(
-      "hardswish", [](const Tensor& x) { return mul(x, div(relu6(add(x, 3)), 6)); },
-      "input * relu6(input + 3) / 6.");
+      "hardswish", [](const Tensor& x) { return hardswish(x); }, "input * relu6(input + 3) / 6.");
   f.def(
       "leaky_relu",
       [](const Tensor& x, double slope, bool inplace) {
@@ -1691,74 +1689,18 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, nb::args repeats) {
         const Shape r = sizes_from_args(repeats, "repeat");
         GilRelease release;
-        EMBER_CHECK(static_cast<int64_t>(r.size()) >= x.dim(),
-                    "[repeat] number of repeats ({}) can not be smaller than the number of dims "
-                    "({})",
-                    r.size(), x.dim());
-        // Pad x's shape on the left, interleave a repeat dim before each, expand, merge.
-        const size_t lead = r.size() - static_cast<size_t>(x.dim());
-        Shape padded(lead, 1);
-        for (int64_t s : x.sizes()) padded.push_back(s);
-        Shape inter, expanded, out;
-        for (size_t i = 0; i < r.size(); ++i) {
-          inter.push_back(1);
-          inter.push_back(padded[i]);
-          expanded.push_back(r[i]);
-          expanded.push_back(padded[i]);
-          out.push_back(r[i] * padded[i]);
-        }
-        return x.reshape(inter).expand(expanded).reshape(out);
+        return repeat(x, r);
       },
       "repeats"_a,
       nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The tensor tiled `repeats` times along each dim (a copy).");
   b.both(
-      "flip",
-      [](const Tensor& x, Ints dims) {
-        Tensor r = x;
-        for (int64_t d : dims.v) {
-          // Note [Dims of a 0-d tensor]: a 0-d tensor flips onto itself.
-          const int64_t w = wrap_dim(d, std::max<int64_t>(x.dim(), 1), "flip");
-          if (x.dim() == 0) continue;
-          const int64_t n = x.size(w);
-          r = index_select(r, w,
-                           arange(Scalar(n - 1), Scalar(int64_t{-1}), Scalar(int64_t{-1}),
-                                  TensorOptions(DType::Int64, x.device())));
-        }
-        return r.is_same(x) ? x.clone() : r;
-      },
-      "dims"_a, "The elements in reverse order along dims (a copy).");
+      "flip", [](const Tensor& x, Ints dims) { return flip(x, dims.v); }, "dims"_a,
+      "The elements in reverse order along dims (a copy).");
   b.both(
       "roll",
       [](const Tensor& x, Ints shifts, std::optional<Ints> dims) {
-        if (!dims) {
-          EMBER_CHECK(shifts.size() == 1, "[roll] shifts must be one int when dims is None");
-          const int64_t n = x.numel();
-          if (n == 0) return x.clone();
-          const int64_t s = ((shifts.v[0] % n) + n) % n;
-          Tensor idx = remainder(add(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
-                                            TensorOptions(DType::Int64, x.device())),
-                                     n - s),
-                                 n);
-          return index_select(x.reshape({-1}), 0, idx).view(x.sizes());
-        }
-        EMBER_CHECK(shifts.size() == dims->size(), "[roll] {} shifts for {} dims", shifts.size(),
-                    dims->size());
-        Tensor r = x;
-        for (size_t i = 0; i < dims->size(); ++i) {
-          // Note [Dims of a 0-d tensor]: a 0-d tensor rolls onto itself.
-          const int64_t d = wrap_dim(dims->v[i], std::max<int64_t>(x.dim(), 1), "roll");
-          if (x.dim() == 0) continue;
-          const int64_t n = x.size(d);
-          if (n == 0) continue;
-          const int64_t s = ((shifts.v[i] % n) + n) % n;
-          Tensor idx = remainder(add(arange(Scalar(int64_t{0}), Scalar(n), Scalar(int64_t{1}),
-                                            TensorOptions(DType::Int64, x.device())),
-                                     n - s),
-                                 n);
-          r = index_select(r, d, idx);
-        }
-        return r.is_same(x) ? x.clone() : r;
+        return roll(x, shifts.v, dims ? IntList(dims->v) : IntList());
       },
       "shifts"_a, "dims"_a = nb::none(), "Elements shifted cyclically along dims.");
   b.both(

@@ -341,6 +341,16 @@ EMBER_GRADCHECK_CASE(
        return V{tensor({-1.5, -0.3, 0.2, 0.7, 1.4}, DType::Float64).requires_grad_(true)};
      }});
 EMBER_GRADCHECK_CASE(
+    {"hardsigmoid", "inside and beyond", [](const V& in) { return hardsigmoid(in[0]); },
+     [] {
+       return V{tensor({-4.0, -2.5, 0.3, 2.0, 3.5}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
+    {"hardswish", "inside and beyond", [](const V& in) { return hardswish(in[0]); },
+     [] {
+       return V{tensor({-4.0, -2.5, 0.3, 2.0, 3.5}, DType::Float64).requires_grad_(true)};
+     }});
+EMBER_GRADCHECK_CASE(
     {"remainder", "both signs, broadcast", [](const V& in) { return remainder(in[0], in[1]); },
      [] {
        return V{tensor({{-3.7, 2.2, 5.1}, {0.4, -1.3, 4.6}}, DType::Float64).requires_grad_(true),
@@ -373,6 +383,9 @@ TEST(Activations, MatchHandComputedValues) {
   EXPECT_EQ(values(hardtanh(x)), (std::vector<double>{-1.0, 0.0, 1.0}));
   EXPECT_EQ(values(relu6(tensor({-1.0, 3.0, 7.0}, DType::Float64))),
             (std::vector<double>{0.0, 3.0, 6.0}));
+  const Tensor h = tensor({-4.0, 0.0, 1.5, 3.0}, DType::Float64);
+  EXPECT_EQ(values(hardsigmoid(h)), (std::vector<double>{0.0, 0.5, 0.75, 1.0}));
+  EXPECT_EQ(values(hardswish(h)), (std::vector<double>{0.0, 0.0, 1.125, 3.0}));
 }
 
 TEST(Activations, HardtanhGradientIsZeroAtTheBoundsUnlikeClamp) {

@@ -810,6 +810,45 @@ TEST(Sort, TopkErrors) {
   expect_error([&] { topk(zeros({2, 3}), 1, 2); }, {"[topk]"});
 }
 
+// Note [flip and roll as one gather per dim]: by hand on [[0, 1, 2], [3, 4, 5]], gradients
+// through the gathers, a 0-d tensor onto itself, and the checks.
+TEST(FlipRollRepeat, HandComputedAndGradients) {
+  const Tensor x = from_vector<double>({0, 1, 2, 3, 4, 5}, {2, 3}, TensorOptions(DType::Float64));
+  EXPECT_EQ(values(flip(x, {1})), (std::vector<double>{2, 1, 0, 5, 4, 3}));
+  EXPECT_EQ(values(flip(x, {0, -1})), (std::vector<double>{5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(values(roll(x, {1}, {1})), (std::vector<double>{2, 0, 1, 5, 3, 4}));
+  EXPECT_EQ(values(roll(x, {-1, 4}, {0, 1})), (std::vector<double>{5, 3, 4, 2, 0, 1}));
+  EXPECT_EQ(values(roll(x, {2})), (std::vector<double>{4, 5, 0, 1, 2, 3}));  // flattened
+  EXPECT_EQ(roll(x, {2}).sizes(), x.sizes());
+  EXPECT_EQ(values(repeat(x.select(0, 0), {2, 2})),
+            (std::vector<double>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(repeat(x, {1, 2, 1}).sizes(), (Shape{1, 4, 3}));
+  const Tensor scalar = full({}, 7.0, TensorOptions(DType::Float64));
+  EXPECT_EQ(values(flip(scalar, {0})), std::vector<double>{7});
+  EXPECT_FALSE(flip(x, {}).is_same(x));  // always a new tensor
+  const Tensor g =
+      from_vector<double>({0.5, -1, 2, 3, 1, -2}, {2, 3}, TensorOptions(DType::Float64))
+          .requires_grad_(true);
+  for (const auto& fn : std::vector<std::function<Tensor(const std::vector<Tensor>&)>>{
+           [](const std::vector<Tensor>& in) {
+             return flip(in[0], {0, 1});
+           },
+           [](const std::vector<Tensor>& in) {
+             return roll(in[0], {1, -2}, {0, 1});
+           },
+           [](const std::vector<Tensor>& in) {
+             return repeat(in[0], {2, 1, 2});
+           }}) {
+    const autograd::GradcheckResult r = autograd::gradcheck(fn, {g});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+  EXPECT_THROW(flip(x, {1, -1}), ValueError);  // dim 1 twice
+  EXPECT_THROW(roll(x, {1, 2}), ValueError);   // two shifts, no dims
+  EXPECT_THROW(roll(x, {1}, {0, 1}), ValueError);
+  EXPECT_THROW(repeat(x, {2}), ValueError);  // fewer repeats than dims
+  EXPECT_THROW(flip(x, {2}), IndexError);
+}
+
 TEST(OneHot, ClassesOutsideTheRangeAreIndexErrors) {
   const Tensor t = tensor({0, 2, 1}, DType::Int64);
   const Tensor oh = one_hot(t, 4);

@@ -717,6 +717,24 @@ class GELU : public Module, public Foldable {
   const std::string approximate;
 };
 
+/** relu6(x + 3) / 6. */
+class Hardsigmoid : public PointwiseActivation {
+ public:
+  /** Hardsigmoid, writing into its input if `inplace`. */
+  explicit Hardsigmoid(bool inplace = false) : PointwiseActivation("Hardsigmoid", inplace) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+};
+
+/** x * relu6(x + 3) / 6. */
+class Hardswish : public PointwiseActivation {
+ public:
+  /** Hardswish, writing into its input if `inplace`. */
+  explicit Hardswish(bool inplace = false) : PointwiseActivation("Hardswish", inplace) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+};
+
 /** x * sigmoid(x). */
 class SiLU : public PointwiseActivation {
  public:

@@ -53,6 +53,8 @@ from ember._C.nn import (  # noqa: F401
     GRU,
     GRUCell,
     Hardshrink,
+    Hardsigmoid,
+    Hardswish,
     Hardtanh,
     HingeEmbeddingLoss,
     HuberLoss,
@@ -318,20 +320,6 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
-
-
-class Hardsigmoid(Module):
-    """relu6(x + 3) / 6."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return functional.hardsigmoid(input)
-
-
-class Hardswish(Module):
-    """x * relu6(x + 3) / 6."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return functional.hardswish(input)
 
 
 class Softsign(Module):

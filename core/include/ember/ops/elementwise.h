@@ -153,6 +153,10 @@ EMBER_API Tensor mish(const Tensor& x);
 EMBER_API Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val = 1);
 /** hardtanh(x, 0, 6). */
 EMBER_API Tensor relu6(const Tensor& x);
+/** relu6(x + 3) / 6 (F.hardsigmoid). */
+EMBER_API Tensor hardsigmoid(const Tensor& x);
+/** x * hardsigmoid(x) (F.hardswish). */
+EMBER_API Tensor hardswish(const Tensor& x);
 /** x * sigmoid(x). */
 EMBER_API Tensor silu(const Tensor& x);
 /** x where x > threshold, else value (F.threshold). */

@@ -42,6 +42,15 @@ EMBER_API Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = 
  *  the shape (n0, n1, ...), "xy" swaps the first two dims (NumPy's Cartesian grid). */
 EMBER_API std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors,
                                        std::string_view indexing = "ij");
+/** x with the order of its elements reversed along each of `dims` (each named once): a new
+ *  tensor (Note [flip and roll as one gather per dim] in core/ops/index.cpp). */
+EMBER_API Tensor flip(const Tensor& x, IntList dims);
+/** x shifted cyclically by shifts[i] along dims[i]; with no dims, the flattened tensor by the
+ *  one shift, in x's shape: a new tensor. */
+EMBER_API Tensor roll(const Tensor& x, IntList shifts, IntList dims = {});
+/** x tiled repeats[i] times along each dim (x's shape padded with 1s on the left to as many
+ *  dims as repeats), a copy: Tensor.repeat. */
+EMBER_API Tensor repeat(const Tensor& x, IntList repeats);
 /** Sequences [L_i, *] of one dtype, device and trailing shape stacked into [max L, B, *] (or
  *  [B, max L, *] with batch_first), padding_value past each one's end (before its start with
  *  padding_side "left"): torch.nn.utils.rnn.pad_sequence, differentiable. */
