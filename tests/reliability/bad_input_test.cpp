@@ -662,6 +662,15 @@ std::vector<Row> rows() {
       ROW("interpolate_zero_size", Value, "[interpolate]", interpolate(f32({1, 1, 2, 2}), {0, 4}),
           "[0, 4]"),
 
+      ROW("affine_grid_huge_size", Value, "[affine_grid]",
+          affine_grid(f32({1, 2, 3}), {1, 1, kMax, kMax}), "overflows int64"),
+      ROW("affine_grid_theta_shape", Value, "[affine_grid]", affine_grid(f32({1, 3, 3}), {1, 1, 2, 2}),
+          "[N, 2, 3]", "[1, 3, 3]"),
+      ROW("grid_sample_grid_last_dim", Value, "[grid_sample]",
+          grid_sample(f32({1, 1, 2, 2}), f32({1, 2, 2, 3})), "[1, 2, 2, 3]"),
+      ROW("grid_sample_bad_padding", Value, "[grid_sample]",
+          grid_sample(f32({1, 1, 2, 2}), f32({1, 2, 2, 2}), "bilinear", "mirror"), "mirror"),
+
       // --- losses ---------------------------------------------------------------------------
       ROW("nll_loss_target_out_of_range", Index, "[nll_loss]",
           nll_loss(f32({2, 3}), from_vector<int64_t>({0, 3}, {2}, DType::Int64)), "3"),

@@ -1,6 +1,6 @@
-// Gradients of linear, dropout, embedding, pad and interpolate: gradcheck cases (first and
-// second order) for their variants, and value tests for embedding's padding row and repeated
-// indices and for dropout's mask reuse.
+// Gradients of linear, dropout, embedding, pad, interpolate, affine_grid and grid_sample: gradcheck
+// cases (first and second order) for their variants, and value tests for embedding's padding row
+// and repeated indices and for dropout's mask reuse.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -169,6 +169,55 @@ EMBER_GRADCHECK_CASE({"interpolate", "bilinear, scale factor, down",
                       [](const V& in) { return interpolate(in[0], 0.6, "bilinear"); },
                       [] {
                         return V{input({1, 1, 5, 4}, 54)};
+                      }});
+
+// ---- affine_grid and grid_sample --------------------------------------------------------------
+EMBER_GRADCHECK_CASE({"affine_grid", "2-d",
+                      [](const V& in) {
+                        return affine_grid(in[0], {2, 1, 3, 4});
+                      },
+                      [] {
+                        return V{input({2, 2, 3}, 60)};
+                      }});
+EMBER_GRADCHECK_CASE({"affine_grid", "3-d, align_corners",
+                      [](const V& in) {
+                        return affine_grid(in[0], {1, 2, 2, 3, 2}, true);
+                      },
+                      [] {
+                        return V{input({1, 3, 4}, 61)};
+                      }});
+// Seeded random points, scaled to reach past the borders; none lies within the finite-difference
+// step of a kink (an integer source coordinate, a reflecting border).
+EMBER_GRADCHECK_CASE({"grid_sample", "bilinear, zeros, points outside",
+                      [](const V& in) { return grid_sample(in[0], mul(in[1], 1.3)); },
+                      [] {
+                        return V{input({2, 2, 3, 4}, 62), input({2, 3, 2, 2}, 63)};
+                      }});
+EMBER_GRADCHECK_CASE({"grid_sample", "bilinear, reflection, align_corners",
+                      [](const V& in) {
+                        return grid_sample(in[0], mul(in[1], 2.5), "bilinear", "reflection", true);
+                      },
+                      [] {
+                        return V{input({1, 2, 3, 4}, 64), input({1, 2, 3, 2}, 65)};
+                      }});
+EMBER_GRADCHECK_CASE({"grid_sample", "bicubic, border",
+                      [](const V& in) {
+                        return grid_sample(in[0], mul(in[1], 1.2), "bicubic", "border");
+                      },
+                      [] {
+                        return V{input({1, 2, 4, 4}, 66), input({1, 2, 2, 2}, 67)};
+                      }});
+EMBER_GRADCHECK_CASE({"grid_sample", "nearest, input only",
+                      [](const V& in) { return grid_sample(in[0], in[1], "nearest"); },
+                      [] {
+                        return V{input({1, 2, 3, 4}, 68), input({1, 2, 3, 2}, 69).detach()};
+                      }});
+EMBER_GRADCHECK_CASE({"grid_sample", "trilinear, border",
+                      [](const V& in) {
+                        return grid_sample(in[0], mul(in[1], 1.2), "bilinear", "border");
+                      },
+                      [] {
+                        return V{input({1, 2, 2, 3, 2}, 70), input({1, 2, 1, 2, 3}, 71)};
                       }});
 
 // ---- pixel_shuffle ----------------------------------------------------------------------------

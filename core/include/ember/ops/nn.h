@@ -1,6 +1,7 @@
 // Layers' ops that are not convolutions, pooling or norms: linear (and fused_linear), dropout,
-// embedding, embedding_bag, pad, interpolate, pixel_shuffle, and the distances cosine_similarity,
-// pairwise_distance and normalize.
+// embedding, embedding_bag, pad, interpolate, the spatial transformers affine_grid and
+// grid_sample, pixel_shuffle, and the distances cosine_similarity, pairwise_distance and
+// normalize.
 #pragma once
 
 #include <concepts>
@@ -87,6 +88,18 @@ Tensor interpolate(const Tensor& x, F scale_factor, std::string_view mode = "nea
   o.align_corners = align_corners;
   return interpolate(x, o);
 }
+/** The sampling grid of a batch of affine transforms (F.affine_grid): theta [N, 2, 3] with
+ *  size {N, C, H, W} gives [N, H, W, 2], theta [N, 3, 4] with size {N, C, D, H, W} gives
+ *  [N, D, H, W, 3]; the (x, y[, z]) of each output position in [-1, 1], mapped by theta. */
+EMBER_API Tensor affine_grid(const Tensor& theta, IntList size, bool align_corners = false);
+/** Samples input [N, C, H, W] (or [N, C, D, H, W]) at the normalized points of grid
+ *  [N, H_out, W_out, 2] (or [N, D_out, H_out, W_out, 3]) as F.grid_sample: mode "bilinear",
+ *  "nearest" or "bicubic" (4-d only), padding_mode "zeros", "border" or "reflection"
+ *  (Note [grid_sample as gathers] in core/ops/grid_sample.cpp); differentiable in input and
+ *  grid, on every backend. */
+EMBER_API Tensor grid_sample(const Tensor& input, const Tensor& grid,
+                             std::string_view mode = "bilinear",
+                             std::string_view padding_mode = "zeros", bool align_corners = false);
 /** Cosine of the angle between x1 and x2 (broadcast) along dim: sum(x1 / max(|x1|, eps) *
  *  x2 / max(|x2|, eps)) over dim (PyTorch's F.cosine_similarity). */
 EMBER_API Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1,
