@@ -373,6 +373,24 @@ EMBER_GRADCHECK_CASE(
        return V{input({2, 3}, 774), input({2, 3}, 775), input({2, 3}, 776, 0.5, 2.)};
      }});
 
+// ctc_loss: unnormalized log_probs are fine for the check (the loss is defined for any values).
+EMBER_GRADCHECK_CASE({"ctc_loss", "padded targets, repeats, mixed lengths",
+                      [](const V& in) {
+                        const Tensor tg = on(in[0], tensor({{1, 1, 2}, {2, 0, 0}}));
+                        return ctc_loss(in[0], tg, {5, 3}, {3, 1}, 0, Reduction::None);
+                      },
+                      [] {
+                        return V{input({5, 2, 3}, 780)};
+                      }});
+EMBER_GRADCHECK_CASE({"ctc_loss", "concatenated targets, blank 2, mean",
+                      [](const V& in) {
+                        const Tensor tg = on(in[0], tensor({0, 1, 1}));
+                        return ctc_loss(in[0], tg, {4, 4}, {2, 1}, 2, Reduction::Mean);
+                      },
+                      [] {
+                        return V{input({4, 2, 3}, 781)};
+                      }});
+
 TEST(LossGrad, GaussianNllLossMatchesItsFormula) {
   const Tensor x = tensor({{1., 2.}, {0., -1.}}, f64), t = tensor({{0., 2.}, {1., 1.}}, f64);
   // var [2] (one dim short) broadcasts per row: (log v + (x - t)^2 / v) / 2.

@@ -1,6 +1,7 @@
 // Loss functions: classification (nll, cross entropy, binary, kl_div), regression (mse, l1,
 // huber, smooth l1), and the margin and embedding losses (margin ranking, hinge embedding, soft
-// margin, multilabel soft margin, cosine embedding, triplet margin, poisson nll, gaussian nll).
+// margin, multilabel soft margin, cosine embedding, triplet margin, poisson nll, gaussian nll), and
+// the sequence loss ctc_loss.
 #pragma once
 
 #include "ember/tensor/tensor.h"
@@ -88,5 +89,19 @@ EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, const 
 EMBER_API Tensor gaussian_nll_loss(const Tensor& x, const Tensor& target, double var,
                                    bool full = false, double eps = 1e-6,
                                    Reduction reduction = Reduction::Mean);
+
+/** Connectionist temporal classification loss (F.ctc_loss) of log-probabilities [T, N, C] (or
+ *  unbatched [T, C]) against integer targets, padded [N, S] or concatenated 1-d (unbatched: [S]),
+ *  with one input and one target length per entry: -log of the probability of all alignments
+ *  (Note [ctc_loss as the alpha recursion] in core/ops/ctc_loss.cpp). Mean divides each loss by
+ *  its target length, then averages; an impossible alignment costs inf (0 with zero_infinity). */
+EMBER_API Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntList input_lengths,
+                          IntList target_lengths, int64_t blank = 0,
+                          Reduction reduction = Reduction::Mean, bool zero_infinity = false);
+/** ctc_loss with the lengths given as integer tensors (0-d or 1-d), read on the host. */
+EMBER_API Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets,
+                          const Tensor& input_lengths, const Tensor& target_lengths,
+                          int64_t blank = 0, Reduction reduction = Reduction::Mean,
+                          bool zero_infinity = false);
 
 }  // namespace ember
