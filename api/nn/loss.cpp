@@ -82,6 +82,18 @@ Tensor GaussianNLLLoss::forward(const Tensor& input, const Tensor& target, doubl
   return gaussian_nll_loss(input, target, var, full, eps, reduction);
 }
 
+Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                        const Tensor& target_lengths) {
+  return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                  zero_infinity);
+}
+
+Tensor CTCLoss::forward(const Tensor& log_probs, const Tensor& targets, IntList input_lengths,
+                        IntList target_lengths) {
+  return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction,
+                  zero_infinity);
+}
+
 Tensor MarginRankingLoss::forward(const Tensor& x1, const Tensor& x2, const Tensor& target) {
   return margin_ranking_loss(x1, x2, target, margin, reduction);
 }

@@ -555,5 +555,22 @@ TEST(LocalResponseNormAndGaussianNllLoss, ModulesCallTheirOps) {
             gaussian_nll_loss(a, b, v, true, 1e-3, Reduction::Sum).item());
 }
 
+TEST(CTCLoss, CallsItsOpWithBlankAndZeroInfinity) {
+  const Tensor lp = log_softmax(randn({5, 2, 4}), 2), tg = tensor({{1, 2}, {3, 3}});
+  const CTCLoss m(3, Reduction::None, true);
+  EXPECT_EQ(m.blank, 3);
+  EXPECT_TRUE(m.zero_infinity);
+  // The list-length overload gives the op's values.
+  EXPECT_EQ(values(CTCLoss(3, Reduction::None)(lp, tg, {5, 4}, {2, 1})),
+            values(ctc_loss(lp, tg, {5, 4}, {2, 1}, 3, Reduction::None)));
+  // The tensor-length overload, and zero_infinity for a target longer than its input.
+  const std::vector<double> got =
+      values(CTCLoss(0, Reduction::None, true)(lp, tg, tensor({1, 5}), tensor({2, 2})));
+  EXPECT_EQ(got[0], 0.0);
+  EXPECT_EQ(got[1], values(ctc_loss(lp, tg, {1, 5}, {2, 2}, 0, Reduction::None))[1]);
+  EXPECT_EQ(values(CTCLoss()(lp, tg, {5, 5}, {2, 2}))[0],
+            values(ctc_loss(lp, tg, {5, 5}, {2, 2}))[0]);
+}
+
 }  // namespace
 }  // namespace ember::nn

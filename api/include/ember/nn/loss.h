@@ -225,4 +225,34 @@ class GaussianNLLLoss : public TripleLoss {
   const double eps;
 };
 
+/** ctc_loss(log_probs, targets, input_lengths, target_lengths) with its blank and zero_infinity. */
+class CTCLoss : public Module {
+ public:
+  /** The loss; `blank` is the blank class, zero_infinity turns infinite losses into 0. */
+  explicit CTCLoss(int64_t blank = 0, Reduction reduction = Reduction::Mean,
+                   bool zero_infinity = false)
+      : Module("CTCLoss"), blank(blank), reduction(reduction), zero_infinity(zero_infinity) {}
+  /** The loss of log_probs [T, N, C] against targets, the lengths as integer tensors. */
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths);
+  /** The loss with the lengths as lists. */
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, IntList input_lengths,
+                 IntList target_lengths);
+  /** forward(log_probs, targets, input_lengths, target_lengths). */
+  Tensor operator()(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                    const Tensor& target_lengths) {
+    return forward(log_probs, targets, input_lengths, target_lengths);
+  }
+  /** forward with the lengths as lists. */
+  Tensor operator()(const Tensor& log_probs, const Tensor& targets, IntList input_lengths,
+                    IntList target_lengths) {
+    return forward(log_probs, targets, input_lengths, target_lengths);
+  }
+  using Module::forward;
+
+  const int64_t blank;
+  const Reduction reduction;
+  const bool zero_infinity;
+};
+
 }  // namespace ember::nn
