@@ -2411,6 +2411,36 @@ void bind_losses(nb::module_& m) {
           "input"_a, "target"_a, "var"_a, release_gil(), "The loss of input against target.")
       .def_ro("full", &nn::GaussianNLLLoss::full, "Whether log(2 pi) / 2 is added.")
       .def_ro("eps", &nn::GaussianNLLLoss::eps, "The smallest variance.");
+  nb::class_<nn::CTCLoss, nn::Module, PyLayer<nn::CTCLoss>>(
+      m, "CTCLoss", nb::dynamic_attr(), module_type_slots(), "ctc_loss as a module.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::CTCLoss> v, int64_t blank, std::string_view reduction,
+             bool zero_infinity) {
+            construct<nn::CTCLoss>(v, blank, parse_reduction(reduction, "CTCLoss"), zero_infinity);
+          },
+          "blank"_a = 0, "reduction"_a = "mean", "zero_infinity"_a = false, record_init())
+      .def(
+          "forward",
+          [](nn::CTCLoss& l, const Tensor& log_probs, const Tensor& targets,
+             const Tensor& input_lengths, const Tensor& target_lengths) {
+            return l.forward(log_probs, targets, input_lengths, target_lengths);
+          },
+          "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, release_gil(),
+          "The loss of log_probs against targets.")
+      .def(
+          "forward",
+          [](nn::CTCLoss& l, const Tensor& log_probs, const Tensor& targets, Ints input_lengths,
+             Ints target_lengths) {
+            return l.forward(log_probs, targets, input_lengths, target_lengths);
+          },
+          "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, release_gil(),
+          "The loss of log_probs against targets, the lengths as sequences.")
+      .def_ro("blank", &nn::CTCLoss::blank, "The blank class.")
+      .def_ro("zero_infinity", &nn::CTCLoss::zero_infinity, "Whether inf losses become 0.")
+      .def_prop_ro(
+          "reduction", [](const nn::CTCLoss& l) { return reduction_name(l.reduction); },
+          "'mean', 'sum' or 'none'.");
   triple_loss(std::type_identity<nn::CosineEmbeddingLoss>{}, "CosineEmbeddingLoss",
               "cosine_embedding_loss as a module.")
       .def(

@@ -313,6 +313,24 @@ void bind_functional(nb::module_& f) {
       "Resizes input's spatial dims to size or by scale_factor (nearest, nearest-exact, linear, "
       "bilinear, bicubic, trilinear, area).");
   f.def(
+      "affine_grid",
+      [](const Tensor& theta, Ints size, std::optional<bool> align_corners) {
+        return affine_grid(theta, size, align_corners.value_or(false));
+      },
+      "theta"_a, "size"_a, "align_corners"_a = nb::none(), release_gil(),
+      "The sampling grid [N, H, W, 2] (or [N, D, H, W, 3]) of affine matrices theta [N, 2, 3] "
+      "(or [N, 3, 4]) for an output of size (N, C, H, W) (or (N, C, D, H, W)).");
+  f.def(
+      "grid_sample",
+      [](const Tensor& input, const Tensor& grid, std::string_view mode,
+         std::string_view padding_mode, std::optional<bool> align_corners) {
+        return grid_sample(input, grid, mode, padding_mode, align_corners.value_or(false));
+      },
+      "input"_a, "grid"_a, "mode"_a = "bilinear", "padding_mode"_a = "zeros",
+      "align_corners"_a = nb::none(), release_gil(),
+      "Samples input at the normalized points of grid (bilinear, nearest or bicubic; zeros, "
+      "border or reflection padding).");
+  f.def(
       "pixel_shuffle", [](const Tensor& x, int64_t r) { return pixel_shuffle(x, r); }, "input"_a,
       "upscale_factor"_a, release_gil(), "[*, C r^2, H, W] into [*, C, H r, W r].");
   f.def(
@@ -751,6 +769,28 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
       release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
+  // ctc_loss's lengths are tensors or sequences of ints (an int for an unbatched input).
+  f.def(
+      "ctc_loss",
+      [](const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+         const Tensor& target_lengths, int64_t blank, std::string_view reduction,
+         bool zero_infinity) {
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                        parse_reduction(reduction, "ctc_loss"), zero_infinity);
+      },
+      "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
+      "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
+      "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
+  f.def(
+      "ctc_loss",
+      [](const Tensor& log_probs, const Tensor& targets, Ints input_lengths, Ints target_lengths,
+         int64_t blank, std::string_view reduction, bool zero_infinity) {
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                        parse_reduction(reduction, "ctc_loss"), zero_infinity);
+      },
+      "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
+      "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
+      "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
   f.def(
       "local_response_norm",
       [](const Tensor& x, int64_t size, double alpha, double beta, double k) {

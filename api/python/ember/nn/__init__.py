@@ -36,6 +36,7 @@ from ember._C.nn import (  # noqa: F401
     ConvTranspose2d,
     CosineEmbeddingLoss,
     CosineSimilarity,
+    CTCLoss,
     CrossEntropyLoss,
     Dropout,
     Dropout1d,
