@@ -2629,6 +2629,28 @@ void bind_packed_sequence(nb::module_& m) {
       "torch.nn.utils.rnn.pack_sequence (ember.nn.utils.rnn's).");
 }
 
+/** forward(input, hx=None) -> (output, h_n) of GRU and RNN (T), over a tensor or over packed
+ *  sequences. */
+template <class T, class Cls>
+void bind_hidden_state_forward(Cls& cls) {
+  auto bind = [&]<class Input>(std::type_identity<Input>, const char* doc) {
+    cls.def(
+        "forward",
+        [](T& layer, const Input& input, std::optional<Tensor> hx) {
+          std::tuple<Input, Tensor> out;
+          {
+            GilRelease release;
+            out = layer.forward(input, hx.value_or(Tensor()));
+          }
+          return nb::make_tuple(std::get<0>(out), std::get<1>(out));
+        },
+        "input"_a, "hx"_a = nb::none(), doc);
+  };
+  bind(std::type_identity<Tensor>{}, "(output, h_n) from a zero state or hx.");
+  bind(std::type_identity<nn::PackedSequence>{},
+       "(packed output, h_n) of packed sequences, each over its own steps.");
+}
+
 void bind_recurrent(nb::module_& m) {
   bind_packed_sequence(m);
   nb::class_<nn::RNNBase, nn::Module>(m, "RNNBase", nb::dynamic_attr(), module_type_slots(),
@@ -2699,46 +2721,24 @@ void bind_recurrent(nb::module_& m) {
           },
           "input"_a, "hx"_a = nb::none(),
           "(packed output, (h_n, c_n)) of packed sequences, each over its own steps.");
-  nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(m, "GRU", nb::dynamic_attr(),
-                                                     module_type_slots(), "Gated recurrent unit.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::GRU> v, int64_t input_size, int64_t hidden_size,
-             int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
-             std::optional<Device> device, std::optional<DType> dtype) {
-            construct<nn::GRU>(
-                v, input_size, hidden_size,
-                rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0));
-            place(*v.p, device, dtype);
-          },
-          "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true,
-          "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "A GRU.", record_init())
-      .def(
-          "forward",
-          [](nn::GRU& g, const Tensor& input, std::optional<Tensor> hx) {
-            std::tuple<Tensor, Tensor> r;
-            {
-              GilRelease release;
-              r = g.forward(input, hx.value_or(Tensor()));
-            }
-            return nb::make_tuple(std::get<0>(r), std::get<1>(r));
-          },
-          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.")
-      .def(
-          "forward",
-          [](nn::GRU& layer, const nn::PackedSequence& input, std::optional<Tensor> hx) {
-            std::tuple<nn::PackedSequence, Tensor> out;
-            {
-              GilRelease release;
-              out = layer.forward(input, hx.value_or(Tensor()));
-            }
-            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
-          },
-          "input"_a, "hx"_a = nb::none(),
-          "(packed output, h_n) of packed sequences, each over its own steps.");
-  nb::class_<nn::RNN, nn::RNNBase, PyLayer<nn::RNN>>(m, "RNN", nb::dynamic_attr(),
-                                                     module_type_slots(), "Elman RNN.")
+  auto gru_class = nb::class_<nn::GRU, nn::RNNBase, PyLayer<nn::GRU>>(
+      m, "GRU", nb::dynamic_attr(), module_type_slots(), "Gated recurrent unit.");
+  gru_class.def(
+      "__init__",
+      [](nb::pointer_and_handle<nn::GRU> v, int64_t input_size, int64_t hidden_size,
+         int64_t num_layers, bool bias, bool batch_first, double dropout, bool bidirectional,
+         std::optional<Device> device, std::optional<DType> dtype) {
+        construct<nn::GRU>(v, input_size, hidden_size,
+                           rnn_options(num_layers, bias, batch_first, dropout, bidirectional, 0));
+        place(*v.p, device, dtype);
+      },
+      "input_size"_a, "hidden_size"_a, "num_layers"_a = 1, "bias"_a = true, "batch_first"_a = false,
+      "dropout"_a = 0.0, "bidirectional"_a = false, "device"_a = nb::none(), "dtype"_a = nb::none(),
+      "A GRU.", record_init());
+  bind_hidden_state_forward<nn::GRU>(gru_class);
+  auto rnn_class = nb::class_<nn::RNN, nn::RNNBase, PyLayer<nn::RNN>>(
+      m, "RNN", nb::dynamic_attr(), module_type_slots(), "Elman RNN.");
+  rnn_class
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::RNN> v, int64_t input_size, int64_t hidden_size,
@@ -2755,30 +2755,8 @@ void bind_recurrent(nb::module_& m) {
           "bias"_a = true, "batch_first"_a = false, "dropout"_a = 0.0, "bidirectional"_a = false,
           "device"_a = nb::none(), "dtype"_a = nb::none(), "An Elman RNN (tanh or relu).",
           record_init())
-      .def_ro("nonlinearity", &nn::RNN::nonlinearity, "'tanh' or 'relu'.")
-      .def(
-          "forward",
-          [](nn::RNN& r, const Tensor& input, std::optional<Tensor> hx) {
-            std::tuple<Tensor, Tensor> out;
-            {
-              GilRelease release;
-              out = r.forward(input, hx.value_or(Tensor()));
-            }
-            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
-          },
-          "input"_a, "hx"_a = nb::none(), "(output, h_n) from a zero state or hx.")
-      .def(
-          "forward",
-          [](nn::RNN& layer, const nn::PackedSequence& input, std::optional<Tensor> hx) {
-            std::tuple<nn::PackedSequence, Tensor> out;
-            {
-              GilRelease release;
-              out = layer.forward(input, hx.value_or(Tensor()));
-            }
-            return nb::make_tuple(std::get<0>(out), std::get<1>(out));
-          },
-          "input"_a, "hx"_a = nb::none(),
-          "(packed output, h_n) of packed sequences, each over its own steps.");
+      .def_ro("nonlinearity", &nn::RNN::nonlinearity, "'tanh' or 'relu'.");
+  bind_hidden_state_forward<nn::RNN>(rnn_class);
 
   nb::class_<nn::RNNCellBase, nn::Module>(m, "RNNCellBase", nb::dynamic_attr(), module_type_slots(),
                                           "What RNNCell, LSTMCell and GRUCell share.")
