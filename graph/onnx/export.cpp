@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "core/dispatch/capture.h"
@@ -93,7 +96,9 @@ struct Held {
   int64_t offset = 0;
   std::vector<int64_t> sizes;
   std::vector<std::pair<Operand, Val>> parts;
-  std::string unreadable;  // why reading it is refused (max_pool2d's indices)
+  std::string unreadable;      // why reading it is refused (max_pool2d's indices)
+  std::optional<Scalar> fill;  // a fill not written yet: a constant when read, a Pad's value
+                               // when a kernel then writes a window of it
 };
 
 class Exporter;
@@ -262,12 +267,29 @@ class Exporter {
       h.sizes = v.sizes;  // the value's own shape: the operand may view it otherwise
       return;
     }
-    EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty(),
+    if (h.fill && h.parts.empty() && pad_into(o, h, v)) return;
+    EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty() && !h.fill,
                                 "{} kernel '{}' (call {}) updates part of a tensor that already "
                                 "holds values (an in-place write into a slice): ONNX has no "
                                 "such update Ember writes",
                                 kWho, s.op->name(), step_ + 1);
     h.parts.push_back({o, std::move(v)});
+  }
+  /** Makes output `i` of `s` the constant `value` everywhere (a fill kernel's). */
+  void fill(const Step& s, size_t i, Scalar value) {
+    const Operand& o = s.outputs[i];
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+    if (contiguous(o) && o.offset == 0 &&
+        static_cast<size_t>(numel(vec(o.sizes))) * itemsize(o.dtype) == slot.storage->bytes()) {
+      h = Held{};
+      h.fill = value;
+      h.sizes = vec(o.sizes);
+      return;
+    }
+    std::string name = fresh("fill");
+    initializer(name, full(o.sizes, value, {o.dtype}));
+    out(s, i, {name, vec(o.sizes)});
   }
   /** Marks output `i` as a value no ONNX op gives (reading it is refused, saying `why`). */
   void unreadable(const Step& s, size_t i, std::string why) {
@@ -323,6 +345,10 @@ class Exporter {
     }
     Val v;
     const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
+    if (h.name.empty() && h.fill) {
+      h.name = fresh("fill");
+      initializer(h.name, full(h.sizes, *h.fill, {o.dtype}));
+    }
     if (h.name.empty() && !h.parts.empty()) assemble(o, h);
     if (h.name.empty() && (kind == SlotKind::External || kind == SlotKind::Constant)) {
       adopt_weight(o, h);
@@ -353,6 +379,30 @@ class Exporter {
       v = {node1("Expand", {v.name, ints(shape)}), vec(o.sizes)};
     }
     return v;
+  }
+
+  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
+   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
+  bool pad_into(const Operand& o, Held& h, const Val& v) {
+    if (o.sizes.size() != h.sizes.size()) return false;
+    std::vector<int64_t> pads(2 * h.sizes.size());
+    int64_t rem = o.offset - h.offset, stride = numel(h.sizes);
+    for (size_t d = 0; d < h.sizes.size(); ++d) {
+      stride /= h.sizes[d];
+      if (o.sizes[d] != 1 && o.strides[d] != stride) return false;
+      const int64_t start = rem / stride;
+      rem %= stride;
+      if (start + o.sizes[d] > h.sizes[d]) return false;
+      pads[d] = start;
+      pads[d + h.sizes.size()] = h.sizes[d] - start - o.sizes[d];
+    }
+    if (rem != 0) return false;
+    const Val part = reshape(v, vec(o.sizes));
+    const std::string value = scalar(h.fill->to_double(), o.dtype);
+    const std::string padded = node1("Pad", {part.name, ints(pads), value});
+    h.fill.reset();
+    h.name = padded;
+    return true;
   }
 
   /** Makes a parameter or buffer sharing `o`'s storage the slot's value, by its name. */
@@ -561,13 +611,10 @@ void emit_copy(Exporter& x, const Step& s, const char* op) {
   x.out(s, 0, v);
 }
 
-/** A fill: a constant. */
+/** A fill: a constant, or the value of a Pad when a window of it is written next. */
 void emit_fill(Exporter& x, const Step& s, const char*) {
-  const Operand& o = s.outputs[0];
-  const Scalar value = is_floating(o.dtype) ? Scalar(s.floats[0]) : Scalar(s.ints[0]);
-  std::string name = x.fresh("fill");
-  x.initializer(name, full(o.sizes, value, {o.dtype}));
-  x.out(s, 0, {name, vec(o.sizes)});
+  const DType dt = s.outputs[0].dtype;
+  x.fill(s, 0, is_floating(dt) ? Scalar(s.floats[0]) : Scalar(s.ints[0]));
 }
 
 /** softmax and log_softmax: ints {dim}. */
@@ -798,6 +845,32 @@ void emit_gather(Exporter& x, const Step& s, const char* op) {
   x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
 }
 
+/** scaled_dot_product_attention: {q [B, L, E], k [B, S, E], v [B, S, Ev], optional additive
+ *  mask}, ints {is_causal}, floats {scale}: softmax(q k^T * scale + mask) v, written out (opset
+ *  17 has no Attention). The causal mask is a constant [L, S]; the logsumexp is not written. */
+void emit_attention(Exporter& x, const Step& s, const char* op) {
+  const std::string q = x.in(s, 0).name, k = x.in(s, 1).name, v = x.in(s, 2).name;
+  onnx::NodeProto* kt = x.node("Transpose", {k});
+  Exporter::attr(kt, "perm", std::vector<int64_t>{0, 2, 1});
+  std::string scores =
+      x.node1("Mul", {x.node1("MatMul", {q, kt->output(0)}), x.scalar(s.floats[0], s.dtype)});
+  if (Exporter::has(s, 3)) scores = x.node1("Add", {scores, x.in(s, 3, true).name});
+  if (s.ints[0] != 0) {
+    const int64_t l = s.inputs[0].sizes[1], n = s.inputs[1].sizes[1];
+    Tensor mask = zeros({l, n}, {s.dtype});
+    for (int64_t i = 0; i < l; ++i) {
+      if (i + 1 < n) mask.narrow(0, i, 1).narrow(1, i + 1, n - i - 1).fill_(-INFINITY);
+    }
+    const std::string name = x.fresh("causal_mask");
+    x.initializer(name, mask);
+    scores = x.node1("Add", {scores, name});
+  }
+  onnx::NodeProto* softmax = x.node(op, {scores});
+  Exporter::attr(softmax, "axis", int64_t{-1});
+  x.out(s, 0, {x.node1("MatMul", {softmax->output(0), v}), vec(s.outputs[0].sizes)});
+  x.unreadable(s, 1, "the attention's logsumexp, which the export does not write");
+}
+
 // The export table: each kernel Ember writes as ONNX, and the ONNX op its emitter uses.
 const ExportRule kExportRules[] = {
     {"copy", emit_copy, "Cast"},
@@ -859,6 +932,7 @@ const ExportRule kExportRules[] = {
     {"batch_norm", emit_batch_norm, "BatchNormalization"},
     {"layer_norm", emit_layer_norm, "LayerNormalization"},
     {"index_select", emit_gather, "Gather"},
+    {"scaled_dot_product_attention", emit_attention, "Softmax"},
 };
 
 const ExportRule* find_rule(std::string_view kernel) {
@@ -883,6 +957,12 @@ std::vector<std::string> names_or(const std::vector<std::string>& given, size_t 
 }
 
 // ---- one run of the function, written as a graph ----
+
+/** A dynamic input axis: its size in the example and in the second run. */
+struct DynamicDim {
+  std::string input;
+  int64_t axis, size, grown;
+};
 
 /** One run of the function, written as an ONNX graph. */
 struct Trace {
@@ -941,29 +1021,45 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
 // Note [Dynamic axes by a second run]
 // A recorded run knows sizes, not where they came from: a Reshape's target [2, 512] may be the
 // batch and the features or two constants. With dynamic axes the function runs a second time,
-// each dynamic axis of each input one larger (the inputs extended with their own first slice),
-// and both runs are written alike. They must give the same nodes: a difference means the
-// function does different things at other sizes, and is refused. Initializers may differ only
-// in Reshape targets, by one dim each, which becomes -1 (ONNX infers it); any other difference
-// (a constant of the batch's size, two dims of one target) is refused, naming it.
-void generalize(Trace& a, const Trace& b) {
+// each symbol's axes larger by an amount of its own (1 for the first symbol, 2 for the next...;
+// the inputs extended with their own first slices), and both runs are written alike. They must
+// give the same nodes: a difference means the function does different things at other sizes,
+// and is refused. Initializers may differ only in Reshape targets. A dim of a target that is a
+// dynamic input axis in both runs (its size there and its size grown) is read from that input
+// (Shape, Gather, and a Concat of the target's dims, at the head of the graph); one other dim
+// that differs (a product such as batch * sequence) becomes -1, which ONNX infers. Any other
+// difference (a constant of the batch's size, two such products in one target) is refused.
+void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources) {
   EMBER_CHECK_NOT_IMPLEMENTED(a.graph.node_size() == b.graph.node_size(),
                               "{} dynamic_axes: the function runs {} ONNX nodes at the example "
-                              "sizes and {} with the dynamic axes one larger: what it does "
+                              "sizes and {} with the dynamic axes larger: what it does "
                               "depends on those sizes",
                               kWho, a.graph.node_size(), b.graph.node_size());
   for (int i = 0; i < a.graph.node_size(); ++i) {
     EMBER_CHECK_NOT_IMPLEMENTED(
         a.graph.node(i).SerializeAsString() == b.graph.node(i).SerializeAsString(),
-        "{} dynamic_axes: node {} ({}) differs when the dynamic axes are one larger (its "
+        "{} dynamic_axes: node {} ({}) differs when the dynamic axes are larger (its "
         "attributes depend on those sizes)",
         kWho, a.graph.node(i).name(), a.graph.node(i).op_type());
   }
   EMBER_CHECK_NOT_IMPLEMENTED(a.graph.initializer_size() == b.graph.initializer_size(),
                               "{} dynamic_axes: the function makes {} constants at the example "
-                              "sizes and {} with the dynamic axes one larger",
+                              "sizes and {} with the dynamic axes larger",
                               kWho, a.graph.initializer_size(), b.graph.initializer_size());
-  for (int i = 0; i < a.graph.initializer_size(); ++i) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;  // nodes computing targets
+  std::map<std::string, std::string> dims_read;              // "input:axis" -> its 1-d size
+  const auto node = [&](const char* op, std::vector<std::string> ins, std::string out) {
+    onnx::NodeProto* n = head.Add();
+    n->set_op_type(op);
+    n->set_name("/dynamic/" + out);
+    for (std::string& in : ins) n->add_input(std::move(in));
+    n->add_output(out);
+    return n;
+  };
+  std::set<std::string> computed;  // targets now computed by nodes, no longer initializers
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> added;  // their constant pieces
+  const int count = a.graph.initializer_size();
+  for (int i = 0; i < count; ++i) {
     onnx::TensorProto* ta = a.graph.mutable_initializer(i);
     const onnx::TensorProto& tb = b.graph.initializer(i);
     if (ta->name() == tb.name() && ta->data_type() == tb.data_type() &&
@@ -980,20 +1076,76 @@ void generalize(Trace& a, const Trace& b) {
     std::vector<int64_t> va(static_cast<size_t>(ta->dims(0))), vb(va.size());
     std::memcpy(va.data(), ta->raw_data().data(), va.size() * sizeof(int64_t));
     std::memcpy(vb.data(), tb.raw_data().data(), vb.size() * sizeof(int64_t));
-    size_t differ = 0;
+    std::vector<const DynamicDim*> from(va.size(), nullptr);
+    size_t inferred = 0;
+    const auto differ = std::inner_product(va.begin(), va.end(), vb.begin(), size_t{0},
+                                           std::plus<>(), std::not_equal_to<>());
     for (size_t d = 0; d < va.size(); ++d) {
-      if (va[d] != vb[d]) {
+      if (va[d] == vb[d]) continue;
+      for (const DynamicDim& src : sources) {
+        if (differ == 1) break;  // the one dim that differs is inferred
+        if (src.size == va[d] && src.grown == vb[d]) {
+          from[d] = &src;
+          break;
+        }
+      }
+      if (from[d] == nullptr) {
         va[d] = -1;
-        ++differ;
+        ++inferred;
       }
     }
-    EMBER_CHECK_NOT_IMPLEMENTED(differ == 1,
-                                "{} dynamic_axes: a reshape to {} has {} dims that depend on the "
-                                "dynamic axes; ONNX infers one",
-                                kWho, va, differ);
-    ta->set_raw_data(
-        std::string(reinterpret_cast<const char*>(va.data()), va.size() * sizeof(int64_t)));
+    EMBER_CHECK_NOT_IMPLEMENTED(inferred <= 1,
+                                "{} dynamic_axes: a reshape to {} has {} dims that are products "
+                                "of the dynamic axes; ONNX infers one",
+                                kWho, va, inferred);
+    if (std::none_of(from.begin(), from.end(), [](const DynamicDim* f) { return f; })) {
+      ta->set_raw_data(
+          std::string(reinterpret_cast<const char*>(va.data()), va.size() * sizeof(int64_t)));
+      continue;
+    }
+    // The target as a Concat of 1-d pieces: constants, and sizes read from the inputs.
+    std::vector<std::string> pieces;
+    for (size_t d = 0; d < va.size(); ++d) {
+      const std::string piece = fmt::format("{}_dim{}", ta->name(), d);
+      if (from[d] != nullptr) {
+        const std::string key = fmt::format("{}_shape{}", from[d]->input, from[d]->axis);
+        if (!dims_read.count(key)) {
+          const std::string shape_of = from[d]->input + "_shape";
+          if (!dims_read.count(shape_of)) {
+            node("Shape", {from[d]->input}, shape_of);
+            dims_read[shape_of] = shape_of;
+          }
+          onnx::NodeProto* g = node("Gather", {shape_of, key + "_index"}, key);
+          Exporter::attr(g, "axis", int64_t{0});
+          onnx::TensorProto* index = added.Add();
+          index->set_name(key + "_index");
+          index->set_data_type(onnx::TensorProto::INT64);
+          index->add_dims(1);
+          index->set_raw_data(std::string(reinterpret_cast<const char*>(&from[d]->axis), 8));
+          dims_read[key] = key;
+        }
+        pieces.push_back(key);
+      } else {
+        onnx::TensorProto* c = added.Add();
+        c->set_name(piece);
+        c->set_data_type(onnx::TensorProto::INT64);
+        c->add_dims(1);
+        c->set_raw_data(std::string(reinterpret_cast<const char*>(&va[d]), 8));
+        pieces.push_back(piece);
+      }
+    }
+    Exporter::attr(node("Concat", pieces, ta->name()), "axis", int64_t{0});
+    computed.insert(ta->name());
   }
+  if (computed.empty()) return;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (onnx::TensorProto& t : *a.graph.mutable_initializer()) {
+    if (!computed.count(t.name())) kept.Add()->Swap(&t);
+  }
+  for (onnx::TensorProto& t : added) kept.Add()->Swap(&t);
+  a.graph.mutable_initializer()->Swap(&kept);
+  for (onnx::NodeProto& n : *a.graph.mutable_node()) head.Add()->Swap(&n);
+  a.graph.mutable_node()->Swap(&head);
 }
 
 void set_type(onnx::ValueInfoProto* v, const std::string& name, DType dtype,
@@ -1047,7 +1199,9 @@ std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& exa
   }
   const Trace* other = nullptr;
   Trace t2;
-  bool dynamic = false;
+  // Each symbol grows by its own amount, so that a size tells which symbol it is.
+  std::map<std::string, int64_t> growth;
+  std::vector<DynamicDim> sources;
   std::vector<Tensor> grown = inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto it = axes.find(input_names[i]);
@@ -1057,14 +1211,30 @@ std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& exa
       EMBER_CHECK_INDEX(axis >= 0 && axis < rank,
                         "{} dynamic_axes: axis {} of input '{}', which has {} dims", kWho, axis,
                         input_names[i], rank);
-      grown[i] = cat({grown[i], grown[i].narrow(axis, 0, 1)}, axis);
-      dynamic = true;
+      const int64_t more =
+          growth.emplace(sym, static_cast<int64_t>(growth.size()) + 1).first->second;
+      const int64_t want = inputs[i].size(axis) + more;
+      while (grown[i].size(axis) < want) {
+        const int64_t take = std::min(grown[i].size(axis), want - grown[i].size(axis));
+        grown[i] = cat({grown[i], grown[i].narrow(axis, 0, take)}, axis);
+      }
+      sources.push_back({input_names[i], axis, inputs[i].size(axis), want});
     }
   }
-  if (dynamic) {
+  if (!sources.empty()) {
     t2 = trace(fn, grown, options, input_names, output_names);
-    generalize(t, t2);
+    generalize(t, t2, sources);
     other = &t2;
+  }
+  for (size_t i = 0; i < output_names.size(); ++i) {
+    auto it = axes.find(output_names[i]);
+    if (it == axes.end()) continue;
+    for (const auto& [axis, sym] : it->second) {
+      const auto rank = static_cast<int64_t>(t.output_sizes[i].size());
+      EMBER_CHECK_INDEX(axis >= 0 && axis < rank,
+                        "{} dynamic_axes: axis {} of output '{}', which has {} dims", kWho, axis,
+                        output_names[i], rank);
+    }
   }
 
   onnx::ModelProto model;

@@ -3,14 +3,13 @@ onnxruntime (the independent reference) and by Ember's importer with the model's
 dynamic axes; and what has no ONNX form refused by name."""
 
 import numpy as np
+import onnx  # both pinned by tools/setup.sh (Note [Python build dependencies])
+import onnxruntime as ort
 import pytest
 
 import ember
 import ember.nn as nn
 import ember.nn.functional as F
-
-onnx = pytest.importorskip("onnx")  # pinned by tools/setup.sh (Note [Python build dependencies])
-ort = pytest.importorskip("onnxruntime")
 
 
 class Net(nn.Module):
@@ -26,7 +25,7 @@ class Net(nn.Module):
         self.fc = nn.Linear(8 * 2 * 2, 5)
 
     def forward(self, x, bias):
-        y = F.relu(self.bn(self.conv(x)))
+        y = F.gelu(F.relu(self.bn(self.conv(x))))
         y = self.pool(y)
         y = ember.tanh(self.conv2(y)) * 0.5 + ember.sigmoid(y) - 1.0
         y = F.avg_pool2d(y, 3, stride=1, padding=1)
@@ -101,6 +100,26 @@ def test_resnet18(tmp_path):
         (got,) = _ort(path, {"image": _numpy(batch)})
         _same(got, want, 1e-4)
         _same(_numpy(ember.onnx.load(path)(batch)), want, 1e-4)
+
+
+def test_attention_with_batch_and_sequence_axes(tmp_path):
+    ember.manual_seed(3)
+    attn, norm = nn.MultiheadAttention(8, 2, batch_first=True), nn.LayerNorm(8)
+    attn.eval()
+
+    def block(x):
+        return norm(x + attn(x, x, x, need_weights=False)[0])
+
+    path = tmp_path / "attn.onnx"
+    ember.onnx.export(block, ember.randn(2, 3, 8), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch", 1: "sequence"}})
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    for shape in [(2, 3, 8), (5, 11, 8), (1, 1, 8)]:
+        x = ember.randn(*shape)
+        with ember.no_grad():
+            want = _numpy(block(x))
+        (got,) = _ort(path, {"x": _numpy(x)})
+        _same(got, want)
 
 
 def test_function_of_tensors(tmp_path):
