@@ -14,6 +14,7 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/dispatch/capture.h"
 #include "ember/autograd/grad_mode.h"
@@ -43,9 +44,10 @@ using capture::Step;
 // before the capture is an initializer: a parameter or buffer under its name, any other tensor
 // as a constant. What cannot be written exactly is refused with an [onnx.export] error naming
 // the kernel: a kernel with no row, a host read of a tensor's values (the branch it decides
-// would be frozen), random numbers, an in-place update of part of a tensor, a view no reshape,
-// slice and transpose chain gives. A dynamic axis is found by running the function a second
-// time with that axis one larger (Note [Dynamic axes by a second run]).
+// would be frozen), random numbers, an in-place update of part of a tensor (but a window
+// written into a fill, which is a Pad), a view no reshape, slice and transpose chain gives. A
+// dynamic axis is found by running the function a second time with that axis larger (Note
+// [Dynamic axes by a second run]).
 
 constexpr char kWho[] = "[onnx.export]";
 
@@ -95,6 +97,7 @@ struct Held {
   std::string name;
   int64_t offset = 0;
   std::vector<int64_t> sizes;
+  DType dtype = DType::Float32;
   std::vector<std::pair<Operand, Val>> parts;
   std::string unreadable;      // why reading it is refused (max_pool2d's indices)
   std::optional<Scalar> fill;  // a fill not written yet: a constant when read, a Pad's value
@@ -131,8 +134,11 @@ class Exporter {
     }
   }
 
-  /** Declares input slot sizes (an input's Held). */
-  void set_input_sizes(size_t slot, std::vector<int64_t> sizes) { held_[slot].sizes = sizes; }
+  /** Declares an input slot's sizes and dtype (an input's Held). */
+  void set_input(size_t slot, const Tensor& t) {
+    held_[slot].sizes = vec(t.sizes());
+    held_[slot].dtype = t.dtype();
+  }
 
   void run() {
     for (size_t i = 0; i < rec_.steps.size(); ++i) {
@@ -265,6 +271,7 @@ class Exporter {
       h.name = v.name;
       h.offset = o.offset;
       h.sizes = v.sizes;  // the value's own shape: the operand may view it otherwise
+      h.dtype = o.dtype;
       return;
     }
     if (h.fill && h.parts.empty() && pad_into(o, h, v)) return;
@@ -285,6 +292,7 @@ class Exporter {
       h = Held{};
       h.fill = value;
       h.sizes = vec(o.sizes);
+      h.dtype = o.dtype;
       return;
     }
     std::string name = fresh("fill");
@@ -304,7 +312,6 @@ class Exporter {
   Val result(const Operand& o) { return read(o, false, 0); }
 
   std::string fresh(std::string_view what) { return fmt::format("{}_{}", what, counter_++); }
-  const Step& step() const { return rec_.steps[step_]; }
   std::string where() const {
     return step_ < rec_.steps.size()
                ? fmt::format("kernel '{}' (call {})", rec_.steps[step_].op->name(), step_ + 1)
@@ -369,6 +376,10 @@ class Exporter {
       }
       v = {it->second, target};
     } else {
+      EMBER_CHECK_NOT_IMPLEMENTED(h.dtype == o.dtype,
+                                  "{} {} reads a {} tensor as {} (a view as another dtype), which "
+                                  "no ONNX op does",
+                                  kWho, where(), h.dtype, o.dtype);
       v = view(h, u, target);
     }
     if (!broadcasts && std::find(expanded.begin(), expanded.end(), true) != expanded.end()) {
@@ -384,7 +395,9 @@ class Exporter {
   /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
    *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
   bool pad_into(const Operand& o, Held& h, const Val& v) {
-    if (o.sizes.size() != h.sizes.size()) return false;
+    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype) {
+      return false;
+    }
     std::vector<int64_t> pads(2 * h.sizes.size());
     int64_t rem = o.offset - h.offset, stride = numel(h.sizes);
     for (size_t d = 0; d < h.sizes.size(); ++d) {
@@ -417,6 +430,7 @@ class Exporter {
         written_.insert(name);
       }
       h.name = name;
+      h.dtype = t.dtype();
       h.offset = t.storage_offset();
       h.sizes = vec(t.sizes());
       return;
@@ -444,7 +458,7 @@ class Exporter {
       full[d] = outer / first.strides[d];
     }
     int64_t axis = -1;
-    std::vector<std::pair<int64_t, std::string>> starts;
+    std::vector<std::tuple<int64_t, int64_t, std::string>> spans;  // start, length, value
     for (const auto& [p, v] : h.parts) {
       if (p.sizes.size() != rank || p.strides != first.strides || p.dtype != first.dtype) {
         refuse("parts of different layouts");
@@ -455,28 +469,28 @@ class Exporter {
         axis = static_cast<int64_t>(d);
       }
       if (axis < 0) refuse("a part covers the whole");
-      const int64_t stride = first.strides[static_cast<size_t>(axis)];
-      if (p.offset % stride != 0 || p.offset / stride >= full[static_cast<size_t>(axis)]) {
+      const auto a = static_cast<size_t>(axis);
+      if (p.offset % first.strides[a] != 0 || p.offset / first.strides[a] >= full[a]) {
         refuse("a part not at an index of the axis");
       }
-      starts.push_back({p.offset / stride, v.name});
+      spans.emplace_back(p.offset / first.strides[a], p.sizes[a], v.name);
     }
-    std::sort(starts.begin(), starts.end());
+    std::sort(spans.begin(), spans.end());
     int64_t at = 0;
     std::vector<std::string> names;
-    for (const auto& [start, name] : starts) {
+    for (const auto& [start, length, name] : spans) {
       if (start != at) refuse("gaps or overlaps");
-      const auto& part = *std::find_if(h.parts.begin(), h.parts.end(),
-                                       [&](const auto& pv) { return pv.second.name == name; });
-      at += part.first.sizes[static_cast<size_t>(axis)];
+      at += length;
       names.push_back(name);
     }
     if (at != full[static_cast<size_t>(axis)]) refuse("gaps");
     onnx::NodeProto* n = node("Concat", names);
     attr(n, "axis", axis);
+    const DType dtype = first.dtype;  // `first` lives in h.parts, cleared next
     h = Held{};
     h.name = n->output(0);
     h.sizes = full;
+    h.dtype = dtype;
   }
 
   // Note [Views as ONNX nodes]
@@ -1002,7 +1016,7 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
   Exporter x(rec, &t.graph, opts, input_names);
   for (size_t i = 0; i < rec.slots.size(); ++i) {
     if (rec.slots[i].kind == SlotKind::Input) {
-      x.set_input_sizes(i, vec(inputs[static_cast<size_t>(rec.slots[i].input)].sizes()));
+      x.set_input(i, inputs[static_cast<size_t>(rec.slots[i].input)]);
     }
   }
   x.run();
