@@ -311,7 +311,8 @@ class Exporter {
   /** The value of an operand the function returns. */
   Val result(const Operand& o) { return read(o, false, 0); }
 
-  std::string fresh(std::string_view what) { return fmt::format("{}_{}", what, counter_++); }
+  /** A new value name; the exporter's own names begin with '/', which user names may not. */
+  std::string fresh(std::string_view what) { return fmt::format("/{}_{}", what, counter_++); }
   std::string where() const {
     return step_ < rec_.steps.size()
                ? fmt::format("kernel '{}' (call {})", rec_.steps[step_].op->name(), step_ + 1)
@@ -1065,7 +1066,7 @@ void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources
   const auto node = [&](const char* op, std::vector<std::string> ins, std::string out) {
     onnx::NodeProto* n = head.Add();
     n->set_op_type(op);
-    n->set_name("/dynamic/" + out);
+    n->set_name(out);
     for (std::string& in : ins) n->add_input(std::move(in));
     n->add_output(out);
     return n;
@@ -1120,19 +1121,19 @@ void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources
     // The target as a Concat of 1-d pieces: constants, and sizes read from the inputs.
     std::vector<std::string> pieces;
     for (size_t d = 0; d < va.size(); ++d) {
-      const std::string piece = fmt::format("{}_dim{}", ta->name(), d);
+      const std::string piece = fmt::format("{}/dim{}", ta->name(), d);
       if (from[d] != nullptr) {
-        const std::string key = fmt::format("{}_shape{}", from[d]->input, from[d]->axis);
+        const std::string key = fmt::format("/{}/shape{}", from[d]->input, from[d]->axis);
         if (!dims_read.count(key)) {
-          const std::string shape_of = from[d]->input + "_shape";
+          const std::string shape_of = "/" + from[d]->input + "/shape";
           if (!dims_read.count(shape_of)) {
             node("Shape", {from[d]->input}, shape_of);
             dims_read[shape_of] = shape_of;
           }
-          onnx::NodeProto* g = node("Gather", {shape_of, key + "_index"}, key);
+          onnx::NodeProto* g = node("Gather", {shape_of, key + "/index"}, key);
           Exporter::attr(g, "axis", int64_t{0});
           onnx::TensorProto* index = added.Add();
-          index->set_name(key + "_index");
+          index->set_name(key + "/index");
           index->set_data_type(onnx::TensorProto::INT64);
           index->add_dims(1);
           index->set_raw_data(std::string(reinterpret_cast<const char*>(&from[d]->axis), 8));
@@ -1189,12 +1190,26 @@ std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& exa
               options.opset_version, kOnnxExportOpset);
   const std::vector<std::string> input_names =
       names_or(options.input_names, example_inputs.size(), "input", "input_names");
+  // Every name the graph declares is its own: inputs, outputs and parameters apart, and none
+  // of the form of the exporter's own ("/Conv_3").
   std::set<std::string> seen;
+  for (const auto& [n, t] : options.parameters) seen.insert(n);
   for (const std::string& n : input_names) {
-    EMBER_CHECK(seen.insert(n).second, "{} the input name '{}' is given twice", kWho, n);
+    EMBER_CHECK(!n.empty() && n[0] != '/',
+                "{} the name '{}' is not one a graph input may have "
+                "(empty, or beginning with '/' as the exporter's own names do)",
+                kWho, n);
+    EMBER_CHECK(seen.insert(n).second,
+                "{} the input name '{}' is given twice, or is also a parameter's", kWho, n);
   }
-  for (const auto& [n, t] : options.parameters) {
-    EMBER_CHECK(!seen.count(n), "{} the input name '{}' is also a parameter's", kWho, n);
+  for (const std::string& n : options.output_names) {
+    EMBER_CHECK(!n.empty() && n[0] != '/',
+                "{} the name '{}' is not one a graph output may have "
+                "(empty, or beginning with '/' as the exporter's own names do)",
+                kWho, n);
+    EMBER_CHECK(seen.insert(n).second,
+                "{} the output name '{}' is given twice, or is also an input's or a parameter's",
+                kWho, n);
   }
   // Fresh contiguous inputs: each its own storage, read from element 0.
   std::vector<Tensor> inputs;

@@ -240,6 +240,11 @@ TEST(OnnxExport, RefusesWhatHasNoOnnxForm) {
             {x});
       },
       {"[onnx.export]", "updates part of a tensor"});
+  ExportOptions clash;
+  clash.input_names = {"y"};
+  clash.output_names = {"y"};
+  expect_error([&] { export_onnx_bytes([](const auto& in) { return in; }, {x}, clash); },
+               {"[onnx.export] the output name 'y' is given twice, or is also an input's"});
   ExportOptions bad;
   bad.opset_version = 11;
   expect_error([&] { export_onnx_bytes([](const auto& in) { return in; }, {x}, bad); },
