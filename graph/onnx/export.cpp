@@ -853,11 +853,32 @@ void emit_layer_norm(Exporter& x, const Step& s, const char* op) {
   x.unreadable(s, 2, "layer_norm's inverse standard deviation, which the export does not write");
 }
 
-/** index_select: {x, index}, ints {dim} (embedding's lookup). */
+/** index_select {x, index (1-d)} (embedding's lookup) and gather {x, index (x's rank)}, ints
+ *  {dim}. */
 void emit_gather(Exporter& x, const Step& s, const char* op) {
   onnx::NodeProto* n = x.node(op, {x.in(s, 0).name, x.in(s, 1).name});
   Exporter::attr(n, "axis", s.ints[0]);
   x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** cumsum: along the last dim (the core moves the dim there). */
+void emit_cumsum(Exporter& x, const Step& s, const char* op) {
+  const Val v = x.in(s, 0);
+  const auto last = static_cast<double>(v.sizes.size()) - 1;
+  x.out(s, 0, {x.node1(op, {v.name, x.scalar(last, DType::Int64)}), vec(s.outputs[0].sizes)});
+}
+
+/** max_dim, min_dim: the extreme over the one trailing reduced dim and its first index. */
+void emit_extreme_dim(Exporter& x, const Step& s, const char* op) {
+  const std::string v = x.in(s, 0).name;
+  onnx::NodeProto* values = x.node(op, {v});
+  Exporter::attr(values, "axes", std::vector<int64_t>{-1});
+  Exporter::attr(values, "keepdims", int64_t{0});
+  x.out(s, 0, {values->output(0), vec(s.outputs[0].sizes)});
+  onnx::NodeProto* index = x.node(std::string_view(op) == "ReduceMax" ? "ArgMax" : "ArgMin", {v});
+  Exporter::attr(index, "axis", int64_t{-1});
+  Exporter::attr(index, "keepdims", int64_t{0});
+  x.out(s, 1, {index->output(0), vec(s.outputs[1].sizes)});
 }
 
 /** scaled_dot_product_attention: {q [B, L, E], k [B, S, E], v [B, S, Ev], optional additive
@@ -946,7 +967,11 @@ const ExportRule kExportRules[] = {
     {"adaptive_avg_pool2d", emit_adaptive_avg_pool, "GlobalAveragePool"},
     {"batch_norm", emit_batch_norm, "BatchNormalization"},
     {"layer_norm", emit_layer_norm, "LayerNormalization"},
+    {"max_dim", emit_extreme_dim, "ReduceMax"},
+    {"min_dim", emit_extreme_dim, "ReduceMin"},
+    {"cumsum", emit_cumsum, "CumSum"},
     {"index_select", emit_gather, "Gather"},
+    {"gather", emit_gather, "GatherElements"},
     {"scaled_dot_product_attention", emit_attention, "Softmax"},
 };
 
