@@ -119,27 +119,24 @@ std::string rule_names();
 
 class Exporter {
  public:
+  /** Writes `rec` into `g`; the inputs (contiguous) hold the graph inputs of those names. */
   Exporter(const Recording& rec, onnx::GraphProto* g, const ExportOptions& opts,
-           const std::vector<std::string>& input_names)
+           const std::vector<Tensor>& inputs, const std::vector<std::string>& input_names)
       : rec_(rec), g_(g), held_(rec.slots.size()) {
     for (const auto& [name, t] : opts.parameters) {
       if (t.defined() && t.storage()) params_[t.storage().get()].push_back({name, t});
     }
     for (size_t i = 0; i < rec.slots.size(); ++i) {
       const capture::Slot& slot = rec.slots[i];
-      if (slot.kind == SlotKind::Input) {
-        Held& h = held_[i];
-        h.name = input_names[static_cast<size_t>(slot.input)];
-      }
+      if (slot.kind != SlotKind::Input) continue;
+      const auto input = static_cast<size_t>(slot.input);
+      held_[i].name = input_names[input];
+      held_[i].sizes = vec(inputs[input].sizes());
+      held_[i].dtype = inputs[input].dtype();
     }
   }
 
-  /** Declares an input slot's sizes and dtype (an input's Held). */
-  void set_input(size_t slot, const Tensor& t) {
-    held_[slot].sizes = vec(t.sizes());
-    held_[slot].dtype = t.dtype();
-  }
-
+  /** Writes every recorded kernel call, by its row of the export table. */
   void run() {
     for (size_t i = 0; i < rec_.steps.size(); ++i) {
       const Step& s = rec_.steps[i];
@@ -1039,12 +1036,7 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
       kWho, rec.guards.empty() ? 0 : rec.guards[0].after);
   Trace t;
   t.output_names = names_or(output_names, outputs.size(), "output", "output_names");
-  Exporter x(rec, &t.graph, opts, input_names);
-  for (size_t i = 0; i < rec.slots.size(); ++i) {
-    if (rec.slots[i].kind == SlotKind::Input) {
-      x.set_input(i, inputs[static_cast<size_t>(rec.slots[i].input)]);
-    }
-  }
+  Exporter x(rec, &t.graph, opts, inputs, input_names);
   x.run();
   for (size_t i = 0; i < outputs.size(); ++i) {
     EMBER_CHECK_NOT_IMPLEMENTED(results[i].slot >= 0, "{} output {} has no storage", kWho, i);

@@ -147,6 +147,8 @@ def test_what_has_no_onnx_form_is_refused(tmp_path):
         ember.onnx.export(lambda t: ember.sort(t, 1)[0], x, tmp_path / "a.onnx")
     with pytest.raises(NotImplementedError, match=r"read a tensor's values on the host"):
         ember.onnx.export(lambda t: t if t.sum().item() > 0 else -t, x, tmp_path / "b.onnx")
+    with pytest.raises(NotImplementedError, match=r"cannot be recorded: .*random"):
+        ember.onnx.export(lambda t: F.dropout(t, 0.5, training=True), x, tmp_path / "r.onnx")
     with pytest.raises(KeyError, match=r"dynamic_axes names 'y'"):
         ember.onnx.export(lambda t: t + 1, x, tmp_path / "c.onnx", dynamic_axes={"y": [0]})
     with pytest.raises(ValueError, match=r"opset_version 11"):
