@@ -15,7 +15,7 @@ once and writes the kernel calls it made (ember::graph::export_onnx, opset 17).
 """
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ember._C import Tensor
 from ember._C.onnx import InferenceSession, _export, load  # noqa: F401
@@ -26,7 +26,7 @@ __all__ = ["InferenceSession", "export", "load"]
 def export(
     model: Any,
     args: Union[Tensor, Sequence[Tensor]],
-    f: Union[str, "os.PathLike[str]"],
+    f: Union[str, "os.PathLike[str]", IO[bytes]],
     input_names: Optional[Sequence[str]] = None,
     output_names: Optional[Sequence[str]] = None,
     dynamic_axes: Optional[Mapping[str, Union[Mapping[int, str], Sequence[int]]]] = None,
@@ -34,7 +34,8 @@ def export(
 ) -> None:
     """Exports ``model`` (an nn.Module, in eval mode, its parameters and buffers as named
     initializers; or a function of tensors) called on ``args`` (a tensor or a tuple of them) as
-    an ONNX model file at ``f``, as torch.onnx.export. ``dynamic_axes`` maps an input or output
+    an ONNX model file at ``f`` (a path, or a binary file object it is written to), as
+    torch.onnx.export. ``dynamic_axes`` maps an input or output
     name to its symbolic axes, ``{axis: name}`` or a list of axes (named as PyTorch names
     them). What has no ONNX form is a NotImplementedError naming it."""
     inputs: List[Tensor] = [args] if isinstance(args, Tensor) else list(args)
@@ -44,12 +45,10 @@ def export(
             axes[name] = {int(k): str(v) for k, v in dims.items()}
         else:
             axes[name] = {int(d): f"{name}_dynamic_axes_{i + 1}" for i, d in enumerate(dims)}
-    _export(
-        model,
-        inputs,
-        os.fspath(f),
-        list(input_names or []),
-        list(output_names or []),
-        axes,
-        opset_version,
-    )
+    rest = (list(input_names or []), list(output_names or []), axes, opset_version)
+    if isinstance(f, (str, os.PathLike)):
+        _export(model, inputs, os.fspath(f), *rest)
+    else:
+        data = _export(model, inputs, None, *rest)
+        assert data is not None  # the bytes, when no path is given
+        f.write(data)

@@ -144,10 +144,11 @@ void bind_onnx(nb::module_& root) {
       "onnxruntime's levels).");
   m.def(
       "_export",
-      [](nb::object model, const std::vector<Tensor>& args, const std::filesystem::path& path,
-         std::vector<std::string> input_names, std::vector<std::string> output_names,
+      [](nb::object model, const std::vector<Tensor>& args,
+         std::optional<std::filesystem::path> path, std::vector<std::string> input_names,
+         std::vector<std::string> output_names,
          std::map<std::string, std::map<int64_t, std::string>> dynamic_axes,
-         std::optional<int64_t> opset_version) {
+         std::optional<int64_t> opset_version) -> std::optional<nb::bytes> {
         graph::ExportOptions opts;
         opts.input_names = std::move(input_names);
         opts.output_names = std::move(output_names);
@@ -159,16 +160,25 @@ void bind_onnx(nb::module_& root) {
           for (const Tensor& t : in) items.append(wrap_tensor(t));
           return returned_tensors(model(*nb::tuple(items)));
         };
-        if (nb::isinstance<nn::Module>(model)) {
-          graph::export_onnx(nb::cast<nn::Module&>(model), args, path, std::move(opts), fn);
-        } else {
-          graph::export_onnx(fn, args, path, opts);
+        const bool is_module = nb::isinstance<nn::Module>(model);
+        if (path) {
+          if (is_module) {
+            graph::export_onnx(nb::cast<nn::Module&>(model), args, *path, std::move(opts), fn);
+          } else {
+            graph::export_onnx(fn, args, *path, opts);
+          }
+          return std::nullopt;
         }
+        const std::string bytes = is_module ? graph::export_onnx_bytes(nb::cast<nn::Module&>(model),
+                                                                       args, std::move(opts), fn)
+                                            : graph::export_onnx_bytes(fn, args, opts);
+        return nb::bytes(bytes.data(), bytes.size());
       },
-      "model"_a, "args"_a, "f"_a, "input_names"_a, "output_names"_a, "dynamic_axes"_a,
+      "model"_a, "args"_a, "f"_a.none(), "input_names"_a, "output_names"_a, "dynamic_axes"_a,
       "opset_version"_a.none(),
-      "Runs `model` once on `args`, recording it, and writes it as an ONNX model to `f` "
-      "(ember::graph::export_onnx; ember.onnx.export is the public form).");
+      "Runs `model` once on `args`, recording it, and writes it as an ONNX model to the file "
+      "`f`, or returns its bytes when `f` is None (ember::graph::export_onnx; ember.onnx.export "
+      "is the public form).");
 }
 
 }  // namespace ember::python

@@ -58,28 +58,53 @@ std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& exa
 void export_onnx(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
                  const std::filesystem::path& path, const ExportOptions& options = {});
 
-/** Exports a module (an nn::Module, or anything with named_parameters(), named_buffers(),
- *  is_training() and train(bool)) called by `fn` (by default its forward on the one input), in
- *  eval mode and with its parameters and buffers as named initializers; its mode is restored. */
-template <typename Module>
-requires requires(Module& m) {
+/** Anything exported as a module: an nn::Module, or a type with its named_parameters(),
+ *  named_buffers(), is_training() and train(bool). */
+template <typename M>
+concept ExportableModule = requires(M& m) {
   m.named_parameters();
-}
-void export_onnx(Module& module, const std::vector<Tensor>& example_inputs,
-                 const std::filesystem::path& path, ExportOptions options = {}, TensorFn fn = {}) {
+  m.named_buffers();
+  m.train(false);
+};
+
+namespace detail {
+/** Returns write(fn, options) with `module` in eval mode (restored after) and its parameters and
+ *  buffers added to options.parameters by name; `fn` defaults to the module on one input. */
+template <ExportableModule Module, typename Write>
+auto export_module(Module& module, ExportOptions options, TensorFn fn, Write write) {
   if (!fn) {
     fn = [&module](const std::vector<Tensor>& in) { return std::vector<Tensor>{module(in.at(0))}; };
   }
   for (auto& named : module.named_parameters()) options.parameters.push_back(named);
   for (auto& named : module.named_buffers()) options.parameters.push_back(named);
-  const bool training = module.is_training();
-  module.train(false);
   struct Restore {
     Module& m;
     bool on;
     ~Restore() { m.train(on); }
-  } restore{module, training};
-  export_onnx(fn, example_inputs, path, options);
+  } restore{module, module.is_training()};
+  module.train(false);
+  return write(fn, options);
+}
+}  // namespace detail
+
+/** Exports a module called by `fn` (by default its forward on the one input) in eval mode, its
+ *  parameters and buffers as named initializers; its mode is restored. */
+template <ExportableModule Module>
+std::string export_onnx_bytes(Module& module, const std::vector<Tensor>& example_inputs,
+                              ExportOptions options = {}, TensorFn fn = {}) {
+  return detail::export_module(module, std::move(options), std::move(fn),
+                               [&](const TensorFn& f, const ExportOptions& o) {
+                                 return export_onnx_bytes(f, example_inputs, o);
+                               });
+}
+
+/** export_onnx_bytes of a module written to the file `path`. */
+template <ExportableModule Module>
+void export_onnx(Module& module, const std::vector<Tensor>& example_inputs,
+                 const std::filesystem::path& path, ExportOptions options = {}, TensorFn fn = {}) {
+  detail::export_module(
+      module, std::move(options), std::move(fn),
+      [&](const TensorFn& f, const ExportOptions& o) { export_onnx(f, example_inputs, path, o); });
 }
 
 }  // namespace ember::graph
