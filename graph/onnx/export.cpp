@@ -850,6 +850,31 @@ void emit_layer_norm(Exporter& x, const Step& s, const char* op) {
   x.unreadable(s, 2, "layer_norm's inverse standard deviation, which the export does not write");
 }
 
+/** group_norm: x viewed [R, D] (R = N * G rows of D = K * S), ints {G, K, S}, floats {eps}: each
+ *  row normalized, then scaled per channel (opset 17 has no GroupNormalization). The statistics
+ *  are not written. */
+void emit_group_norm(Exporter& x, const Step& s, const char* op) {
+  const int64_t g = s.ints[0], k = s.ints[1], sp = s.ints[2];
+  const Val v = x.in(s, 0);
+  const auto mean_of = [&](const std::string& t) {
+    onnx::NodeProto* n = x.node(op, {t});
+    Exporter::attr(n, "axes", std::vector<int64_t>{1});
+    Exporter::attr(n, "keepdims", int64_t{1});
+    return n->output(0);
+  };
+  const std::string d = x.node1("Sub", {v.name, mean_of(v.name)});
+  const std::string var = mean_of(x.node1("Mul", {d, d}));
+  const std::string denom =
+      x.node1("Sqrt", {x.node1("Add", {var, x.scalar(s.floats[0], s.dtype)})});
+  const std::vector<int64_t> rows = {v.sizes[0] / g, g * k, sp}, per_channel = {g * k, 1};
+  const std::string xhat = x.node1("Reshape", {x.node1("Div", {d, denom}), x.ints(rows, true)});
+  const std::string w = x.node1("Reshape", {x.in(s, 1).name, x.ints(per_channel)});
+  const std::string b = x.node1("Reshape", {x.in(s, 2).name, x.ints(per_channel)});
+  x.out(s, 0, {x.node1("Add", {x.node1("Mul", {xhat, w}), b}), rows});
+  x.unreadable(s, 1, "group_norm's mean, which the export does not write");
+  x.unreadable(s, 2, "group_norm's inverse standard deviation, which the export does not write");
+}
+
 /** index_select {x, index (1-d)} (embedding's lookup) and gather {x, index (x's rank)}, ints
  *  {dim}. */
 void emit_gather(Exporter& x, const Step& s, const char* op) {
@@ -964,6 +989,7 @@ const ExportRule kExportRules[] = {
     {"adaptive_avg_pool2d", emit_adaptive_avg_pool, "GlobalAveragePool"},
     {"batch_norm", emit_batch_norm, "BatchNormalization"},
     {"layer_norm", emit_layer_norm, "LayerNormalization"},
+    {"group_norm", emit_group_norm, "ReduceMean"},
     {"max_dim", emit_extreme_dim, "ReduceMax"},
     {"min_dim", emit_extreme_dim, "ReduceMin"},
     {"cumsum", emit_cumsum, "CumSum"},

@@ -15,21 +15,23 @@ import ember.nn.functional as F
 
 
 class Net(nn.Module):
-    """A Python-defined CNN: grouped strided convolution, batch norm, the activations and
-    poolings, flatten, a linear layer and softmax; and a second input added with broadcasting."""
+    """A Python-defined CNN: grouped strided convolution, batch and group norm, the activations
+    and poolings, flatten, a linear layer and softmax; and a second input added with
+    broadcasting."""
 
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1, groups=2)
         self.bn = nn.BatchNorm2d(8)
         self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.gn = nn.GroupNorm(2, 8)
         self.pool = nn.MaxPool2d(2)
         self.fc = nn.Linear(8 * 2 * 2, 5)
 
     def forward(self, x, bias):
         y = F.gelu(F.relu(self.bn(self.conv(x))))
         y = self.pool(y)
-        y = ember.tanh(self.conv2(y)) * 0.5 + ember.sigmoid(y) - 1.0
+        y = ember.tanh(self.gn(self.conv2(y))) * 0.5 + ember.sigmoid(y) - 1.0
         y = F.avg_pool2d(y, 3, stride=1, padding=1)
         y = F.adaptive_avg_pool2d(y, (2, 2))
         logits = self.fc(y.flatten(1)) / 2.0 + bias
