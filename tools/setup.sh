@@ -90,11 +90,13 @@ fi
 # The Python package (api/python) is built with nanobind and packaged by scikit-build-core; its
 # tests use NumPy, pytest and mypy, and the ONNX tests the onnx package (the newest with a
 # wheel for CPython 3.11: its node test suite and model-building helpers) with the protobuf and
-# ml_dtypes it needs, pinned with it. They come from the Python package index by name and exact
+# ml_dtypes it needs, pinned with it, and onnxruntime (with its flatbuffers), which runs the
+# models Ember exports as the independent reference. They come from the Python package index by name and exact
 # version into a virtual environment of their own, $EMBER_DEPS_DIR/python, which tools/test.sh
 # hands to CMake (Python_EXECUTABLE) and pytest; nothing is installed into the system's Python.
 python_pins=(nanobind==3.1.0 scikit-build-core==1.1.2 numpy==2.4.6 pytest==9.2.0 mypy==2.4.1
-  hypothesis==6.170.27 onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.7.0)
+  hypothesis==6.170.27 onnx==1.23.2 protobuf==7.36.2 ml_dtypes==0.7.0 onnxruntime==1.32.0
+  flatbuffers==25.12.19)
 pyenv=$deps/python
 if ! "$pyenv/bin/python" - "${python_pins[@]}" 2>/dev/null <<'EOF_PY'; then
 import importlib.metadata as md, sys

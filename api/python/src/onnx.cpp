@@ -1,5 +1,5 @@
 // ember.onnx: ONNX models loaded as Ember graphs (ember::graph::load_onnx) and run on a device,
-// with onnxruntime's InferenceSession calls.
+// with onnxruntime's InferenceSession calls; and modules exported (ember::graph::export_onnx).
 #include <ember/graph/onnx.h>
 #include <ember/graph/optimize.h>
 
@@ -49,6 +49,22 @@ std::vector<Tensor> run_session(const OnnxSession& s, std::map<std::string, Tens
     picked.push_back(it->second);
   }
   return picked;
+}
+
+/** The tensors a Python function returned: one tensor, or a tuple or list of them. */
+std::vector<Tensor> returned_tensors(nb::handle out) {
+  if (nb::isinstance<PyTensor>(out)) return {nb::cast<const PyTensor&>(out)};
+  EMBER_CHECK_TYPE(nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out),
+                   "[onnx.export] the model returned {}, not a tensor or a tuple of tensors",
+                   nb::type_name(out.type()).c_str());
+  std::vector<Tensor> tensors;
+  for (nb::handle item : out) {
+    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(item),
+                     "[onnx.export] the model returned a {} among its outputs, not a tensor",
+                     nb::type_name(item.type()).c_str());
+    tensors.push_back(nb::cast<const PyTensor&>(item));
+  }
+  return tensors;
 }
 
 }  // namespace
@@ -126,6 +142,43 @@ void bind_onnx(nb::module_& root) {
       "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
       "default), optimized at `optimization_level` ('none', 'basic', 'extended' or 'all', as "
       "onnxruntime's levels).");
+  m.def(
+      "_export",
+      [](nb::object model, const std::vector<Tensor>& args,
+         std::optional<std::filesystem::path> path, std::vector<std::string> input_names,
+         std::vector<std::string> output_names,
+         std::map<std::string, std::map<int64_t, std::string>> dynamic_axes,
+         std::optional<int64_t> opset_version) -> std::optional<nb::bytes> {
+        graph::ExportOptions opts;
+        opts.input_names = std::move(input_names);
+        opts.output_names = std::move(output_names);
+        opts.dynamic_axes = std::move(dynamic_axes);
+        opts.opset_version = opset_version.value_or(graph::kOnnxExportOpset);
+        // The model is called from Python, with the GIL held: the export runs on this thread.
+        TensorFn fn = [&model](const std::vector<Tensor>& in) {
+          nb::list items;
+          for (const Tensor& t : in) items.append(wrap_tensor(t));
+          return returned_tensors(model(*nb::tuple(items)));
+        };
+        const bool is_module = nb::isinstance<nn::Module>(model);
+        if (path) {
+          if (is_module) {
+            graph::export_onnx(nb::cast<nn::Module&>(model), args, *path, std::move(opts), fn);
+          } else {
+            graph::export_onnx(fn, args, *path, opts);
+          }
+          return std::nullopt;
+        }
+        const std::string bytes = is_module ? graph::export_onnx_bytes(nb::cast<nn::Module&>(model),
+                                                                       args, std::move(opts), fn)
+                                            : graph::export_onnx_bytes(fn, args, opts);
+        return nb::bytes(bytes.data(), bytes.size());
+      },
+      "model"_a, "args"_a, "f"_a.none(), "input_names"_a, "output_names"_a, "dynamic_axes"_a,
+      "opset_version"_a.none(),
+      "Runs `model` once on `args`, recording it, and writes it as an ONNX model to the file "
+      "`f`, or returns its bytes when `f` is None (ember::graph::export_onnx; ember.onnx.export "
+      "is the public form).");
 }
 
 }  // namespace ember::python

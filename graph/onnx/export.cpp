@@ -1,0 +1,1345 @@
+// ONNX export: a function of tensors, run once under a kernel-call capture, written as an ONNX
+// model (ModelProto, serialized by protobuf with ONNX's own generated classes).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/dispatch/capture.h"
+#include "ember/autograd/grad_mode.h"
+#include "ember/graph/onnx.h"
+#include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+
+namespace ember::graph {
+
+namespace {
+
+using capture::Operand;
+using capture::Recording;
+using capture::SlotKind;
+using capture::Step;
+
+// Note [Exporting kernel calls]
+// The exporter runs the function once under a capture (core/dispatch/capture.h, the recording
+// ember::compile replays) and writes each recorded kernel call as ONNX nodes, by the table
+// kExportRules: one row per kernel, naming the ONNX op its emitter writes. A kernel call is the
+// level where an op's identity and its attributes are known (conv2d's strides, softmax's dim);
+// the host code around it (Python, shape logic, views) is not recorded, so views are recovered
+// from the operands: every operand is a view (offset, sizes, strides) on a storage slot, and the
+// exporter keeps, per slot, the ONNX value that holds its elements (Held: a contiguous value
+// starting at an element offset). Reading an operand turns its view into nodes on that value
+// (Note [Views as ONNX nodes]); writing an output makes the node's value the slot's. A slot made
+// before the capture is an initializer: a parameter or buffer under its name, any other tensor
+// as a constant. What cannot be written exactly is refused with an [onnx.export] error naming
+// the kernel: a kernel with no row, a host read of a tensor's values (the branch it decides
+// would be frozen), random numbers, an in-place update of part of a tensor (but a window
+// written into a fill, which is a Pad), a view no reshape, slice and transpose chain gives. A
+// dynamic axis is found by running the function a second time with that axis larger (Note
+// [Dynamic axes by a second run]).
+
+constexpr char kWho[] = "[onnx.export]";
+
+int32_t onnx_dtype(DType d) {
+  switch (d) {
+    case DType::Float32:
+      return onnx::TensorProto::FLOAT;
+    case DType::Float64:
+      return onnx::TensorProto::DOUBLE;
+    case DType::Float16:
+      return onnx::TensorProto::FLOAT16;
+    case DType::BFloat16:
+      return onnx::TensorProto::BFLOAT16;
+    case DType::Int64:
+      return onnx::TensorProto::INT64;
+    case DType::Int32:
+      return onnx::TensorProto::INT32;
+    case DType::Int8:
+      return onnx::TensorProto::INT8;
+    case DType::UInt8:
+      return onnx::TensorProto::UINT8;
+    case DType::Bool:
+      return onnx::TensorProto::BOOL;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+std::vector<int64_t> vec(const Shape& s) {
+  return {s.begin(), s.end()};
+}
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t v : s) n *= v;
+  return n;
+}
+
+/** An ONNX value of the graph: its name and the sizes it has in the recorded run. */
+struct Val {
+  std::string name;
+  std::vector<int64_t> sizes;
+};
+
+/** What a storage slot holds: a contiguous value of `sizes` from element `offset` on, or, before
+ *  any whole write, the parts kernels wrote into it (a concatenation's). */
+struct Held {
+  std::string name;
+  int64_t offset = 0;
+  std::vector<int64_t> sizes;
+  DType dtype = DType::Float32;
+  std::vector<std::pair<Operand, Val>> parts;
+  std::string unreadable;      // why reading it is refused (max_pool2d's indices)
+  std::optional<Scalar> fill;  // a fill not written yet: a constant when read, a Pad's value
+                               // when a kernel then writes a window of it
+};
+
+class Exporter;
+using Emit = void (*)(Exporter& x, const Step& s, const char* onnx_op);
+
+/** One row of the export table: a kernel and how it is written. */
+struct ExportRule {
+  std::string_view kernel;
+  Emit emit;
+  const char* onnx_op;
+};
+
+const ExportRule* find_rule(std::string_view kernel);
+std::string rule_names();
+
+class Exporter {
+ public:
+  /** Writes `rec` into `g`; the inputs (contiguous) hold the graph inputs of those names. */
+  Exporter(const Recording& rec, onnx::GraphProto* g, const ExportOptions& opts,
+           const std::vector<Tensor>& inputs, const std::vector<std::string>& input_names)
+      : rec_(rec), g_(g), held_(rec.slots.size()) {
+    for (const auto& [name, t] : opts.parameters) {
+      if (t.defined() && t.storage()) params_[t.storage().get()].push_back({name, t});
+    }
+    for (size_t i = 0; i < rec.slots.size(); ++i) {
+      const capture::Slot& slot = rec.slots[i];
+      if (slot.kind != SlotKind::Input) continue;
+      const auto input = static_cast<size_t>(slot.input);
+      held_[i].name = input_names[input];
+      held_[i].sizes = vec(inputs[input].sizes());
+      held_[i].dtype = inputs[input].dtype();
+    }
+  }
+
+  /** Writes every recorded kernel call, by its row of the export table. */
+  void run() {
+    for (size_t i = 0; i < rec_.steps.size(); ++i) {
+      const Step& s = rec_.steps[i];
+      step_ = i;
+      const ExportRule* rule = find_rule(s.op->name());
+      EMBER_CHECK_NOT_IMPLEMENTED(rule != nullptr,
+                                  "{} Ember's kernel '{}' (call {} of {}) has no ONNX form in "
+                                  "the exporter (it writes: {})",
+                                  kWho, s.op->name(), i + 1, rec_.steps.size(), rule_names());
+      for (const Operand& o : s.outputs) {
+        if (o.slot < 0) continue;
+        const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
+        EMBER_CHECK_NOT_IMPLEMENTED(
+            kind == SlotKind::Intermediate,
+            "{} kernel '{}' (call {}) writes in place into {}: an ONNX graph cannot update "
+            "its inputs or weights (export a function that leaves them unchanged; a batch norm "
+            "in training mode updates its running statistics: export in eval mode)",
+            kWho, s.op->name(), i + 1,
+            kind == SlotKind::Input      ? "an input"
+            : kind == SlotKind::External ? "a tensor made outside the function"
+                                         : "a tensor the function filled on the host");
+      }
+      rule->emit(*this, s, rule->onnx_op);
+    }
+  }
+
+  // ---- nodes and constants ----
+
+  /** Appends a node of `op` reading `inputs`; returns it (its outputs named fresh). */
+  onnx::NodeProto* node(std::string_view op, const std::vector<std::string>& inputs,
+                        int outputs = 1) {
+    onnx::NodeProto* n = g_->add_node();
+    n->set_op_type(std::string(op));
+    n->set_name(fmt::format("/{}_{}", op, g_->node_size() - 1));
+    for (const std::string& in : inputs) n->add_input(in);
+    for (int i = 0; i < outputs; ++i) n->add_output(fresh(op));
+    return n;
+  }
+  /** A one-output node's output. */
+  std::string node1(std::string_view op, const std::vector<std::string>& inputs) {
+    return node(op, inputs)->output(0);
+  }
+  static void attr(onnx::NodeProto* n, const char* name, int64_t v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void attr(onnx::NodeProto* n, const char* name, double v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(static_cast<float>(v));
+  }
+  static void attr(onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t i : v) a->add_ints(i);
+  }
+
+  /** Adds `t` as an initializer named `name`. */
+  void initializer(const std::string& name, const Tensor& t) {
+    const Tensor c = t.to(Device::cpu()).contiguous();
+    onnx::TensorProto* p = g_->add_initializer();
+    p->set_name(name);
+    p->set_data_type(onnx_dtype(c.dtype()));
+    for (int64_t d : c.sizes()) p->add_dims(d);
+    p->set_raw_data(std::string(static_cast<const char*>(c.data_ptr()), c.nbytes()));
+  }
+  /** A 1-d int64 constant; `shape`: a Reshape's target (a dynamic axis may make it -1). */
+  std::string ints(const std::vector<int64_t>& v, bool shape = false) {
+    Tensor t = empty({static_cast<int64_t>(v.size())}, {DType::Int64});
+    if (!v.empty()) std::memcpy(t.data_ptr(), v.data(), v.size() * sizeof(int64_t));
+    std::string name = fresh(shape ? "shape" : "ints");
+    initializer(name, t);
+    if (shape) shape_constants_.insert(name);
+    return name;
+  }
+  /** A 0-d constant of `dtype`. */
+  std::string scalar(double v, DType dtype) {
+    std::string name = fresh("scalar");
+    initializer(name, full({}, v, {dtype}));
+    return name;
+  }
+  /** The names of the Reshape targets written (Note [Dynamic axes by a second run]). */
+  const std::set<std::string>& shape_constants() const { return shape_constants_; }
+
+  // ---- operands ----
+
+  /** The ONNX value of input `i` of `s`. `broadcasts`: the op broadcasts as NumPy does, so dims
+   *  the core expanded (stride 0) are read as size 1 and leading ones left out, down to
+   *  `min_rank` dims, instead of written as an Expand. */
+  Val in(const Step& s, size_t i, bool broadcasts = false, size_t min_rank = 0) {
+    return read(s.inputs[i], broadcasts, min_rank);
+  }
+  /** Input `i` of `s` as the value it views, when it views all of it contiguously with the same
+   *  first `prefix` dims (batch_norm's x viewed [N, C, S] is the [N, C, H, W] value itself); else
+   *  as in(). */
+  Val in_whole(const Step& s, size_t i, size_t prefix) {
+    const Operand& o = s.inputs[i];
+    const Held& h = held_[static_cast<size_t>(o.slot)];
+    const auto same_prefix = [&] {
+      if (h.sizes.size() < prefix || o.sizes.size() < prefix) return false;
+      return std::equal(o.sizes.begin(), o.sizes.begin() + static_cast<ptrdiff_t>(prefix),
+                        h.sizes.begin());
+    };
+    if (!h.name.empty() && h.unreadable.empty() && o.offset == h.offset && contiguous(o) &&
+        numel(vec(o.sizes)) == numel(h.sizes) && same_prefix()) {
+      return {h.name, h.sizes};
+    }
+    return in(s, i);
+  }
+  /** Whether input `i` was given (optional inputs are undefined operands). */
+  static bool has(const Step& s, size_t i) { return i < s.inputs.size() && s.inputs[i].slot >= 0; }
+
+  /** Makes `v` the value of output `i` of `s`. */
+  void out(const Step& s, size_t i, Val v) {
+    const Operand& o = s.outputs[i];
+    if (o.slot < 0) return;
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+    const bool whole =
+        contiguous(o) && o.offset == 0 &&
+        static_cast<size_t>(numel(vec(o.sizes))) * itemsize(o.dtype) == slot.storage->bytes();
+    if (whole) {
+      EMBER_ASSERT(numel(v.sizes) == numel(vec(o.sizes)));
+      h = Held{};
+      h.name = v.name;
+      h.offset = o.offset;
+      h.sizes = v.sizes;  // the value's own shape: the operand may view it otherwise
+      h.dtype = o.dtype;
+      return;
+    }
+    if (h.fill && h.parts.empty() && pad_into(o, h, v)) return;
+    EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty() && !h.fill,
+                                "{} kernel '{}' (call {}) updates part of a tensor that already "
+                                "holds values (an in-place write into a slice): ONNX has no "
+                                "such update Ember writes",
+                                kWho, s.op->name(), step_ + 1);
+    h.parts.push_back({o, std::move(v)});
+  }
+  /** Makes output `i` of `s` the constant `value` everywhere (a fill kernel's). */
+  void fill(const Step& s, size_t i, Scalar value) {
+    const Operand& o = s.outputs[i];
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+    if (contiguous(o) && o.offset == 0 &&
+        static_cast<size_t>(numel(vec(o.sizes))) * itemsize(o.dtype) == slot.storage->bytes()) {
+      h = Held{};
+      h.fill = value;
+      h.sizes = vec(o.sizes);
+      h.dtype = o.dtype;
+      return;
+    }
+    std::string name = fresh("fill");
+    initializer(name, full(o.sizes, value, {o.dtype}));
+    out(s, i, {name, vec(o.sizes)});
+  }
+  /** Marks output `i` as a value no ONNX op gives (reading it is refused, saying `why`). */
+  void unreadable(const Step& s, size_t i, std::string why) {
+    const Operand& o = s.outputs[i];
+    if (o.slot < 0) return;
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    h = Held{};
+    h.unreadable = std::move(why);
+  }
+
+  /** The value of an operand the function returns. */
+  Val result(const Operand& o) { return read(o, false, 0); }
+
+  /** A new value name; the exporter's own names begin with '/', which user names may not. */
+  std::string fresh(std::string_view what) { return fmt::format("/{}_{}", what, counter_++); }
+  std::string where() const {
+    return step_ < rec_.steps.size()
+               ? fmt::format("kernel '{}' (call {})", rec_.steps[step_].op->name(), step_ + 1)
+               : std::string("an output");
+  }
+
+ private:
+  static bool contiguous(const Operand& o) {
+    int64_t expect = 1;
+    for (size_t d = o.sizes.size(); d-- > 0;) {
+      if (o.sizes[d] != 1 && o.strides[d] != expect) return false;
+      expect *= o.sizes[d];
+    }
+    return true;
+  }
+
+  Val read(const Operand& o, bool broadcasts, size_t min_rank) {
+    EMBER_ASSERT(o.slot >= 0);
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    EMBER_CHECK_NOT_IMPLEMENTED(h.unreadable.empty(), "{} {} reads {}", kWho, where(),
+                                h.unreadable);
+    // The view with its expanded dims (stride 0) as size 1: what is read before an Expand.
+    Operand u = o;
+    std::vector<bool> expanded(o.sizes.size(), false);
+    for (size_t d = 0; d < o.sizes.size(); ++d) {
+      if (o.strides[d] == 0 && o.sizes[d] != 1) {
+        expanded[d] = true;
+        u.sizes[d] = 1;
+      }
+    }
+    std::vector<int64_t> target = vec(u.sizes);
+    if (broadcasts) {
+      size_t lead = 0;
+      while (lead < o.sizes.size() && o.strides[lead] == 0 && target.size() - lead > min_rank) {
+        ++lead;
+      }
+      target.erase(target.begin(), target.begin() + static_cast<ptrdiff_t>(lead));
+    }
+    Val v;
+    const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
+    if (h.name.empty() && h.fill) {
+      h.name = fresh("fill");
+      initializer(h.name, full(h.sizes, *h.fill, {o.dtype}));
+    }
+    if (h.name.empty() && !h.parts.empty()) assemble(o, h);
+    if (h.name.empty() && (kind == SlotKind::External || kind == SlotKind::Constant)) {
+      adopt_weight(o, h);
+    }
+    if (h.name.empty()) {
+      // A tensor made before the function ran and not a parameter: its values, as read.
+      EMBER_CHECK_NOT_IMPLEMENTED(kind == SlotKind::External || kind == SlotKind::Constant,
+                                  "{} {} reads a tensor no recorded kernel wrote", kWho, where());
+      auto key = std::make_pair(o.slot, fmt::format("{}:{}:{}:{}", u.offset, u.sizes, u.strides,
+                                                    static_cast<int>(u.dtype)));
+      auto it = constants_.find(key);
+      if (it == constants_.end()) {
+        const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+        Tensor t(make_intrusive<TensorImpl>(slot.storage, u.sizes, u.strides, u.offset, u.dtype));
+        std::string name = fresh("constant");
+        initializer(name, t.reshape(target));
+        it = constants_.emplace(key, name).first;
+      }
+      v = {it->second, target};
+    } else {
+      EMBER_CHECK_NOT_IMPLEMENTED(h.dtype == o.dtype,
+                                  "{} {} reads a {} tensor as {} (a view as another dtype), which "
+                                  "no ONNX op does",
+                                  kWho, where(), h.dtype, o.dtype);
+      v = view(h, u, target);
+    }
+    if (!broadcasts && std::find(expanded.begin(), expanded.end(), true) != expanded.end()) {
+      std::vector<int64_t> shape(o.sizes.size(), 1);
+      for (size_t d = 0; d < o.sizes.size(); ++d) {
+        if (expanded[d]) shape[d] = o.sizes[d];
+      }
+      v = {node1("Expand", {v.name, ints(shape)}), vec(o.sizes)};
+    }
+    return v;
+  }
+
+  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
+   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
+  bool pad_into(const Operand& o, Held& h, const Val& v) {
+    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype) {
+      return false;
+    }
+    std::vector<int64_t> pads(2 * h.sizes.size());
+    int64_t rem = o.offset - h.offset, stride = numel(h.sizes);
+    for (size_t d = 0; d < h.sizes.size(); ++d) {
+      stride /= h.sizes[d];
+      if (o.sizes[d] != 1 && o.strides[d] != stride) return false;
+      const int64_t start = rem / stride;
+      rem %= stride;
+      if (start + o.sizes[d] > h.sizes[d]) return false;
+      pads[d] = start;
+      pads[d + h.sizes.size()] = h.sizes[d] - start - o.sizes[d];
+    }
+    if (rem != 0) return false;
+    const Val part = reshape(v, vec(o.sizes));
+    const std::string value = scalar(h.fill->to_double(), o.dtype);
+    const std::string padded = node1("Pad", {part.name, ints(pads), value});
+    h.fill.reset();
+    h.name = padded;
+    return true;
+  }
+
+  /** Makes a parameter or buffer sharing `o`'s storage the slot's value, by its name. */
+  void adopt_weight(const Operand& o, Held& h) {
+    const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+    auto it = params_.find(slot.storage.get());
+    if (it == params_.end()) return;
+    for (const auto& [name, t] : it->second) {
+      if (!t.is_contiguous() || t.dtype() != o.dtype) continue;
+      if (!written_.count(name)) {
+        initializer(name, t);
+        written_.insert(name);
+      }
+      h.name = name;
+      h.dtype = t.dtype();
+      h.offset = t.storage_offset();
+      h.sizes = vec(t.sizes());
+      return;
+    }
+  }
+
+  /** The parts kernels wrote into a slot (copies into narrowed views of one contiguous
+   *  tensor, as cat writes), read when they cover it: their concatenation. The whole tensor's
+   *  sizes follow from the parts' strides and the slot's size. */
+  void assemble(const Operand& o, Held& h) {
+    const auto refuse = [&](std::string_view why) {
+      EMBER_CHECK_NOT_IMPLEMENTED(false,
+                                  "{} {} reads a tensor written in {} parts that are not a "
+                                  "concatenation Ember writes ({})",
+                                  kWho, where(), h.parts.size(), why);
+    };
+    const Operand& first = h.parts[0].first;
+    const size_t rank = first.sizes.size();
+    const int64_t total = static_cast<int64_t>(
+        rec_.slots[static_cast<size_t>(o.slot)].storage->bytes() / itemsize(first.dtype));
+    std::vector<int64_t> full(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t outer = d == 0 ? total : first.strides[d - 1];
+      if (first.strides[d] <= 0 || outer % first.strides[d] != 0) refuse("not a dense tensor");
+      full[d] = outer / first.strides[d];
+    }
+    int64_t axis = -1;
+    std::vector<std::tuple<int64_t, int64_t, std::string>> spans;  // start, length, value
+    for (const auto& [p, v] : h.parts) {
+      if (p.sizes.size() != rank || p.strides != first.strides || p.dtype != first.dtype) {
+        refuse("parts of different layouts");
+      }
+      for (size_t d = 0; d < rank; ++d) {
+        if (p.sizes[d] == full[d]) continue;
+        if (axis >= 0 && axis != static_cast<int64_t>(d)) refuse("parts along two axes");
+        axis = static_cast<int64_t>(d);
+      }
+      if (axis < 0) refuse("a part covers the whole");
+      const auto a = static_cast<size_t>(axis);
+      if (p.offset % first.strides[a] != 0 || p.offset / first.strides[a] >= full[a]) {
+        refuse("a part not at an index of the axis");
+      }
+      spans.emplace_back(p.offset / first.strides[a], p.sizes[a], v.name);
+    }
+    std::sort(spans.begin(), spans.end());
+    int64_t at = 0;
+    std::vector<std::string> names;
+    for (const auto& [start, length, name] : spans) {
+      if (start != at) refuse("gaps or overlaps");
+      at += length;
+      names.push_back(name);
+    }
+    if (at != full[static_cast<size_t>(axis)]) refuse("gaps");
+    onnx::NodeProto* n = node("Concat", names);
+    attr(n, "axis", axis);
+    const DType dtype = first.dtype;  // `first` lives in h.parts, cleared next
+    h = Held{};
+    h.name = n->output(0);
+    h.sizes = full;
+    h.dtype = dtype;
+  }
+
+  // Note [Views as ONNX nodes]
+  // An operand is a view (offset, sizes, strides) on elements a slot's value holds contiguously.
+  // Its dims of size > 1, sorted by decreasing stride s1 > ... > sk, are the axes of one reshape
+  // of the value, [M / s1, s1 / s2, ..., s(k-1) / sk, sk], when each stride divides the one
+  // before (the last axis, of stride 1, is dropped when sk = 1); the view is then a slice of
+  // that reshape (its offset's digits are the starts, the sizes the lengths; the last axis gives
+  // one element), reshaped to the sorted sizes and transposed back to the view's dim order. A
+  // contiguous view (flatten, view, unsqueeze) is one Reshape; a transposed weight one
+  // Transpose; a narrow one Slice. Each step is written only when it changes something.
+  Val view(const Held& h, const Operand& u, const std::vector<int64_t>& target) {
+    const auto refuse = [&](std::string_view why) {
+      EMBER_CHECK_NOT_IMPLEMENTED(false,
+                                  "{} {} reads a view (offset {}, sizes {}, strides {}) of a "
+                                  "value of sizes {} that is not a reshape, slice and transpose "
+                                  "of it ({})",
+                                  kWho, where(), u.offset - h.offset, u.sizes, u.strides, h.sizes,
+                                  why);
+    };
+    const int64_t m = numel(h.sizes);
+    const int64_t rel = u.offset - h.offset;
+    Val v{h.name, h.sizes};
+    // Dims that matter, by decreasing stride.
+    std::vector<size_t> dims;
+    for (size_t d = 0; d < u.sizes.size(); ++d) {
+      if (u.sizes[d] != 1) dims.push_back(d);
+    }
+    std::stable_sort(dims.begin(), dims.end(),
+                     [&](size_t a, size_t b) { return u.strides[a] > u.strides[b]; });
+    const int64_t count = numel(vec(u.sizes));
+    if (rel < 0 || rel + 1 > m || count > m) refuse("outside the value");
+    if (rel == 0 && count == m && contiguous(u)) return reshape(v, target);
+    std::vector<int64_t> radix, starts, lengths;
+    int64_t rem = rel, outer = m;
+    for (size_t j = 0; j < dims.size(); ++j) {
+      const int64_t s = u.strides[dims[j]];
+      if (s <= 0 || outer % s != 0) refuse("strides that do not nest");
+      radix.push_back(outer / s);
+      starts.push_back(rem / s);
+      lengths.push_back(u.sizes[dims[j]]);
+      rem %= s;
+      outer = s;
+    }
+    if (outer > 1) {
+      radix.push_back(outer);
+      starts.push_back(rem);
+      lengths.push_back(1);
+    } else if (rem != 0) {
+      refuse("strides that do not nest");
+    }
+    std::vector<int64_t> s_axes, s_starts, s_ends;
+    for (size_t a = 0; a < radix.size(); ++a) {
+      if (starts[a] + lengths[a] > radix[a]) refuse("a window that wraps around");
+      if (starts[a] == 0 && lengths[a] == radix[a]) continue;
+      s_axes.push_back(static_cast<int64_t>(a));
+      s_starts.push_back(starts[a]);
+      s_ends.push_back(starts[a] + lengths[a]);
+    }
+    if (!s_axes.empty()) {
+      v = reshape(v, radix);
+      v = {node1("Slice", {v.name, ints(s_starts), ints(s_ends), ints(s_axes)}), lengths};
+    }
+    std::vector<int64_t> perm(dims.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+    std::vector<size_t> order = dims;
+    std::sort(order.begin(), order.end());
+    bool moved = false;
+    for (size_t i = 0; i < order.size(); ++i) {
+      perm[i] = std::find(dims.begin(), dims.end(), order[i]) - dims.begin();
+      moved = moved || perm[i] != static_cast<int64_t>(i);
+    }
+    if (moved) {
+      std::vector<int64_t> sorted;
+      for (size_t d : dims) sorted.push_back(u.sizes[d]);
+      v = reshape(v, sorted);
+      std::vector<int64_t> sizes;
+      for (size_t d : order) sizes.push_back(u.sizes[d]);
+      onnx::NodeProto* n = node("Transpose", {v.name});
+      attr(n, "perm", perm);
+      v = {n->output(0), sizes};
+    }
+    return reshape(v, target);
+  }
+
+  Val reshape(const Val& v, const std::vector<int64_t>& sizes) {
+    if (v.sizes == sizes) return v;
+    return {node1("Reshape", {v.name, ints(sizes, true)}), sizes};
+  }
+
+  const Recording& rec_;
+  onnx::GraphProto* g_;
+  std::vector<Held> held_;
+  std::map<const StorageImpl*, std::vector<std::pair<std::string, Tensor>>> params_;
+  std::map<std::pair<int32_t, std::string>, std::string> constants_;
+  std::set<std::string> written_, shape_constants_;
+  size_t step_ = 0;
+  int64_t counter_ = 0;
+};
+
+// ---- the emitters: one per form a kernel takes ----
+
+/** y = op(x). */
+void emit_unary(Exporter& x, const Step& s, const char* op) {
+  x.out(s, 0, {x.node1(op, {x.in(s, 0).name}), vec(s.outputs[0].sizes)});
+}
+
+/** y = op(a, b) (or where(c, a, b)), ONNX broadcasting what the core expanded. */
+void emit_broadcast(Exporter& x, const Step& s, const char* op) {
+  const size_t min_rank = std::string_view(op) == "MatMul" ? 2 : 0;
+  std::vector<Val> ins;
+  size_t rank = 0;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    ins.push_back(x.in(s, i, true, min_rank));
+    rank = std::max(rank, ins.back().sizes.size());
+  }
+  // Every operand expanded from fewer dims: one is read whole, so the result keeps its rank.
+  if (rank < s.outputs[0].sizes.size()) ins[0] = x.in(s, 0);
+  std::vector<std::string> names;
+  for (const Val& v : ins) names.push_back(v.name);
+  x.out(s, 0, {x.node1(op, names), vec(s.outputs[0].sizes)});
+}
+
+/** A copy: the value itself, or its Cast to the output's dtype. */
+void emit_copy(Exporter& x, const Step& s, const char* op) {
+  Val v = x.in(s, 0);
+  if (s.inputs[0].dtype != s.outputs[0].dtype) {
+    onnx::NodeProto* n = x.node(op, {v.name});
+    Exporter::attr(n, "to", static_cast<int64_t>(onnx_dtype(s.outputs[0].dtype)));
+    v.name = n->output(0);
+  }
+  x.out(s, 0, v);
+}
+
+/** A fill: a constant, or the value of a Pad when a window of it is written next. */
+void emit_fill(Exporter& x, const Step& s, const char*) {
+  const DType dt = s.outputs[0].dtype;
+  x.fill(s, 0, is_floating(dt) ? Scalar(s.floats[0]) : Scalar(s.ints[0]));
+}
+
+/** softmax and log_softmax: ints {dim}. */
+void emit_softmax(Exporter& x, const Step& s, const char* op) {
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name});
+  Exporter::attr(n, "axis", s.ints[0]);
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** Reductions over the trailing ints[0] dims; ReduceSum takes its axes as an input (opset 13),
+ *  the others as an attribute (until opset 18). */
+void emit_reduce(Exporter& x, const Step& s, const char* op) {
+  const Val v = x.in(s, 0);
+  const int64_t k = s.ints[0], rank = static_cast<int64_t>(v.sizes.size());
+  std::vector<int64_t> axes;
+  for (int64_t a = rank - k; a < rank; ++a) axes.push_back(a);
+  onnx::NodeProto* n;
+  if (k == 0) {
+    n = x.node("Identity", {v.name});
+  } else if (std::string_view(op) == "ReduceSum") {
+    n = x.node(op, {v.name, x.ints(axes)});
+  } else {
+    n = x.node(op, {v.name});
+    Exporter::attr(n, "axes", axes);
+  }
+  if (k != 0) Exporter::attr(n, "keepdims", int64_t{0});
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** argmax, argmin: one trailing reduced dim. */
+void emit_arg(Exporter& x, const Step& s, const char* op) {
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name});
+  Exporter::attr(n, "axis", int64_t{-1});
+  Exporter::attr(n, "keepdims", int64_t{0});
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** x * Phi(x) (erf form) or its tanh form, as opset 17 has no Gelu. */
+std::string gelu(Exporter& x, const std::string& v, DType dt, bool tanh_form) {
+  std::string inner;
+  if (tanh_form) {
+    const std::string cube = x.node1("Mul", {x.node1("Mul", {v, v}), v});
+    const std::string poly = x.node1("Add", {v, x.node1("Mul", {cube, x.scalar(0.044715, dt)})});
+    inner = x.node1("Tanh", {x.node1("Mul", {poly, x.scalar(std::sqrt(2.0 / M_PI), dt)})});
+  } else {
+    inner = x.node1("Erf", {x.node1("Div", {v, x.scalar(std::sqrt(2.0), dt)})});
+  }
+  const std::string half = x.node1("Mul", {v, x.scalar(0.5, dt)});
+  return x.node1("Mul", {half, x.node1("Add", {inner, x.scalar(1.0, dt)})});
+}
+
+/** An activation code of the fused kernels (0 none, 1 relu, 2 gelu, 3 gelu tanh) on `v`. */
+std::string activation(Exporter& x, const std::string& v, DType dt, int64_t code) {
+  if (code == 1) return x.node1("Relu", {v});
+  if (code == 2 || code == 3) return gelu(x, v, dt, code == 3);
+  return v;
+}
+
+void emit_gelu(Exporter& x, const Step& s, const char*) {
+  x.out(s, 0, {gelu(x, x.in(s, 0).name, s.dtype, s.ints[0] != 0), vec(s.outputs[0].sizes)});
+}
+
+void emit_silu(Exporter& x, const Step& s, const char*) {
+  const std::string v = x.in(s, 0).name;
+  x.out(s, 0, {x.node1("Mul", {v, x.node1("Sigmoid", {v})}), vec(s.outputs[0].sizes)});
+}
+
+void emit_rsqrt(Exporter& x, const Step& s, const char*) {
+  x.out(s, 0,
+        {x.node1("Reciprocal", {x.node1("Sqrt", {x.in(s, 0).name})}), vec(s.outputs[0].sizes)});
+}
+
+/** leaky_relu: floats {negative_slope}. */
+void emit_leaky_relu(Exporter& x, const Step& s, const char* op) {
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name});
+  Exporter::attr(n, "alpha", s.floats[0]);
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** elu: floats {alpha, scale, input_scale}; ONNX's Elu is the one with both scales 1. */
+void emit_elu(Exporter& x, const Step& s, const char* op) {
+  EMBER_CHECK_NOT_IMPLEMENTED(s.floats[1] == 1.0 && s.floats[2] == 1.0,
+                              "{} elu with scale {} and input_scale {} has no ONNX form in the "
+                              "exporter (only elu's own, both 1)",
+                              kWho, s.floats[1], s.floats[2]);
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name});
+  Exporter::attr(n, "alpha", s.floats[0]);
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** clamp: ints {has_lo, has_hi, int_lo, int_hi}, floats {lo, hi}. */
+void emit_clamp(Exporter& x, const Step& s, const char* op) {
+  const bool fp = is_floating(s.dtype);
+  const auto bound = [&](bool has, int64_t i, double f) {
+    return has ? x.scalar(fp ? f : static_cast<double>(i), s.dtype) : std::string();
+  };
+  const std::string lo = bound(s.ints[0] != 0, s.ints[2], s.floats[0]);
+  const std::string hi = bound(s.ints[1] != 0, s.ints[3], s.floats[1]);
+  x.out(s, 0, {x.node1(op, {x.in(s, 0).name, lo, hi}), vec(s.outputs[0].sizes)});
+}
+
+/** matmul's fused form: {x [M, K], w [N, K], optional b} -> act(x w^T + b), ints {activation}. */
+void emit_fused_linear(Exporter& x, const Step& s, const char* op) {
+  std::vector<std::string> ins = {x.in(s, 0).name, x.in(s, 1).name};
+  if (Exporter::has(s, 2)) ins.push_back(x.in(s, 2).name);
+  onnx::NodeProto* n = x.node(op, ins);
+  Exporter::attr(n, "transB", int64_t{1});
+  x.out(s, 0, {activation(x, n->output(0), s.dtype, s.ints[0]), vec(s.outputs[0].sizes)});
+}
+
+/** conv2d and its fused forms: ints {stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, groups};
+ *  conv2d_add_relu's inputs are {x, w, r, optional b}. */
+void emit_conv(Exporter& x, const Step& s, const char*) {
+  const std::string_view kernel = s.op->name();
+  const bool add = kernel == "conv2d_add_relu";
+  const size_t bias = add ? 3 : 2;
+  std::vector<std::string> ins = {x.in(s, 0).name, x.in(s, 1).name};
+  if (Exporter::has(s, bias)) ins.push_back(x.in(s, bias).name);
+  onnx::NodeProto* n = x.node("Conv", ins);
+  Exporter::attr(n, "strides", std::vector<int64_t>{s.ints[0], s.ints[1]});
+  Exporter::attr(n, "pads", std::vector<int64_t>{s.ints[2], s.ints[3], s.ints[2], s.ints[3]});
+  Exporter::attr(n, "dilations", std::vector<int64_t>{s.ints[4], s.ints[5]});
+  Exporter::attr(n, "group", s.ints[6]);
+  Exporter::attr(n, "kernel_shape",
+                 std::vector<int64_t>{s.inputs[1].sizes[2], s.inputs[1].sizes[3]});
+  std::string y = n->output(0);
+  if (add) y = x.node1("Add", {y, x.in(s, 2).name});
+  if (kernel != "conv2d") y = x.node1("Relu", {y});
+  x.out(s, 0, {y, vec(s.outputs[0].sizes)});
+}
+
+/** Whether a pooling's output sizes are the ceil-mode ones (they differ from the floor ones). */
+int64_t ceil_mode(const Step& s, const std::vector<int64_t>& k, const std::vector<int64_t>& st,
+                  const std::vector<int64_t>& p, const std::vector<int64_t>& dil) {
+  for (size_t a = 0; a < 2; ++a) {
+    const int64_t in = s.inputs[0].sizes[2 + a], out = s.outputs[0].sizes[2 + a];
+    const int64_t span = in + 2 * p[a] - dil[a] * (k[a] - 1) - 1;
+    if (out != span / st[a] + 1) return 1;
+  }
+  return 0;
+}
+
+/** max_pool2d: ints {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w}. Its
+ *  indices (flat within each plane) are not ONNX's (flat over the tensor): reading them is
+ *  refused. avg_pool2d: ints {kernel, stride, pad, count_include_pad, divisor_override}. */
+void emit_pool(Exporter& x, const Step& s, const char* op) {
+  const bool max = std::string_view(op) == "MaxPool";
+  const std::vector<int64_t> k = {s.ints[0], s.ints[1]}, st = {s.ints[2], s.ints[3]},
+                             p = {s.ints[4], s.ints[5]};
+  const std::vector<int64_t> dil =
+      max ? std::vector<int64_t>{s.ints[6], s.ints[7]} : std::vector<int64_t>{1, 1};
+  if (!max) {
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        s.ints[7] <= 0, "{} avg_pool2d with divisor_override {} has no ONNX form", kWho, s.ints[7]);
+  }
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name});
+  Exporter::attr(n, "kernel_shape", k);
+  Exporter::attr(n, "strides", st);
+  Exporter::attr(n, "pads", std::vector<int64_t>{p[0], p[1], p[0], p[1]});
+  Exporter::attr(n, "ceil_mode", ceil_mode(s, k, st, p, dil));
+  if (max) {
+    Exporter::attr(n, "dilations", dil);
+  } else {
+    Exporter::attr(n, "count_include_pad", s.ints[6]);
+  }
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+  if (max) x.unreadable(s, 1, "max_pool2d's indices, which ONNX numbers otherwise");
+}
+
+/** adaptive_avg_pool2d: GlobalAveragePool for a 1x1 output, else AveragePool where the windows
+ *  are equal (the input a multiple of the output). */
+void emit_adaptive_avg_pool(Exporter& x, const Step& s, const char*) {
+  const Shape& in = s.inputs[0].sizes;
+  const Shape& o = s.outputs[0].sizes;
+  const std::string v = x.in(s, 0).name;
+  std::string y;
+  if (o[2] == 1 && o[3] == 1) {
+    y = x.node1("GlobalAveragePool", {v});
+  } else {
+    EMBER_CHECK_NOT_IMPLEMENTED(in[2] % o[2] == 0 && in[3] % o[3] == 0,
+                                "{} adaptive_avg_pool2d from {}x{} to {}x{} has unequal windows, "
+                                "which no ONNX pooling gives (make the input a multiple of the "
+                                "output size)",
+                                kWho, in[2], in[3], o[2], o[3]);
+    onnx::NodeProto* n = x.node("AveragePool", {v});
+    const std::vector<int64_t> k = {in[2] / o[2], in[3] / o[3]};
+    Exporter::attr(n, "kernel_shape", k);
+    Exporter::attr(n, "strides", k);
+    y = n->output(0);
+  }
+  x.out(s, 0, {y, vec(o)});
+}
+
+/** batch_norm in eval: {x, weight, bias, mean, var} -> {y}, floats {eps}. */
+void emit_batch_norm(Exporter& x, const Step& s, const char* op) {
+  EMBER_CHECK_NOT_IMPLEMENTED(s.ints[0] == 0,
+                              "{} batch_norm in training mode (batch statistics, running ones "
+                              "updated) has no ONNX form: export the module in eval mode",
+                              kWho);
+  // The input's own value: [N, C, ...] normalizes as the [N, C, S] view the kernel reads.
+  const Val v = x.in_whole(s, 0, 2);
+  EMBER_ASSERT(v.sizes.size() >= 2);
+  std::vector<std::string> ins = {v.name};
+  for (size_t i = 1; i < 5; ++i) ins.push_back(x.in(s, i).name);
+  onnx::NodeProto* n = x.node(op, ins);
+  Exporter::attr(n, "epsilon", s.floats[0]);
+  x.out(s, 0, {n->output(0), v.sizes});
+}
+
+/** layer_norm: x viewed [R, D], ints {1, D, 1}, floats {eps}; its statistics are not read. */
+void emit_layer_norm(Exporter& x, const Step& s, const char* op) {
+  EMBER_CHECK_NOT_IMPLEMENTED(s.ints[0] == 1 && s.ints[2] == 1,
+                              "{} layer_norm rows in groups ({} groups, {} spatial) have no ONNX "
+                              "form in the exporter",
+                              kWho, s.ints[0], s.ints[2]);
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name, x.in(s, 1).name, x.in(s, 2).name});
+  Exporter::attr(n, "axis", int64_t{-1});
+  Exporter::attr(n, "epsilon", s.floats[0]);
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+  x.unreadable(s, 1, "layer_norm's mean, which the export does not write");
+  x.unreadable(s, 2, "layer_norm's inverse standard deviation, which the export does not write");
+}
+
+/** group_norm: x viewed [R, D] (R = N * G rows of D = K * S), ints {G, K, S}, floats {eps}: each
+ *  row normalized, then scaled per channel (opset 17 has no GroupNormalization). The statistics
+ *  are not written. */
+void emit_group_norm(Exporter& x, const Step& s, const char* op) {
+  const int64_t g = s.ints[0], k = s.ints[1], sp = s.ints[2];
+  const Val v = x.in(s, 0);
+  const auto mean_of = [&](const std::string& t) {
+    onnx::NodeProto* n = x.node(op, {t});
+    Exporter::attr(n, "axes", std::vector<int64_t>{1});
+    Exporter::attr(n, "keepdims", int64_t{1});
+    return n->output(0);
+  };
+  const std::string d = x.node1("Sub", {v.name, mean_of(v.name)});
+  const std::string var = mean_of(x.node1("Mul", {d, d}));
+  const std::string denom =
+      x.node1("Sqrt", {x.node1("Add", {var, x.scalar(s.floats[0], s.dtype)})});
+  const std::vector<int64_t> rows = {v.sizes[0] / g, g * k, sp}, per_channel = {g * k, 1};
+  const std::string xhat = x.node1("Reshape", {x.node1("Div", {d, denom}), x.ints(rows, true)});
+  const std::string w = x.node1("Reshape", {x.in(s, 1).name, x.ints(per_channel)});
+  const std::string b = x.node1("Reshape", {x.in(s, 2).name, x.ints(per_channel)});
+  x.out(s, 0, {x.node1("Add", {x.node1("Mul", {xhat, w}), b}), rows});
+  x.unreadable(s, 1, "group_norm's mean, which the export does not write");
+  x.unreadable(s, 2, "group_norm's inverse standard deviation, which the export does not write");
+}
+
+/** index_select {x, index (1-d)} (embedding's lookup) and gather {x, index (x's rank)}, ints
+ *  {dim}. */
+void emit_gather(Exporter& x, const Step& s, const char* op) {
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name, x.in(s, 1).name});
+  Exporter::attr(n, "axis", s.ints[0]);
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+/** cumsum: along the last dim (the core moves the dim there). */
+void emit_cumsum(Exporter& x, const Step& s, const char* op) {
+  const Val v = x.in(s, 0);
+  const auto last = static_cast<double>(v.sizes.size()) - 1;
+  x.out(s, 0, {x.node1(op, {v.name, x.scalar(last, DType::Int64)}), vec(s.outputs[0].sizes)});
+}
+
+/** max_dim, min_dim: the extreme over the one trailing reduced dim and its first index. */
+void emit_extreme_dim(Exporter& x, const Step& s, const char* op) {
+  const std::string v = x.in(s, 0).name;
+  onnx::NodeProto* values = x.node(op, {v});
+  Exporter::attr(values, "axes", std::vector<int64_t>{-1});
+  Exporter::attr(values, "keepdims", int64_t{0});
+  x.out(s, 0, {values->output(0), vec(s.outputs[0].sizes)});
+  onnx::NodeProto* index = x.node(std::string_view(op) == "ReduceMax" ? "ArgMax" : "ArgMin", {v});
+  Exporter::attr(index, "axis", int64_t{-1});
+  Exporter::attr(index, "keepdims", int64_t{0});
+  x.out(s, 1, {index->output(0), vec(s.outputs[1].sizes)});
+}
+
+/** scaled_dot_product_attention: {q [B, L, E], k [B, S, E], v [B, S, Ev], optional additive
+ *  mask}, ints {is_causal}, floats {scale}: softmax(q k^T * scale + mask) v, written out (opset
+ *  17 has no Attention). The causal mask is a constant [L, S]; the logsumexp is not written. */
+void emit_attention(Exporter& x, const Step& s, const char* op) {
+  const std::string q = x.in(s, 0).name, k = x.in(s, 1).name, v = x.in(s, 2).name;
+  onnx::NodeProto* kt = x.node("Transpose", {k});
+  Exporter::attr(kt, "perm", std::vector<int64_t>{0, 2, 1});
+  std::string scores =
+      x.node1("Mul", {x.node1("MatMul", {q, kt->output(0)}), x.scalar(s.floats[0], s.dtype)});
+  if (Exporter::has(s, 3)) scores = x.node1("Add", {scores, x.in(s, 3, true).name});
+  if (s.ints[0] != 0) {
+    const int64_t l = s.inputs[0].sizes[1], n = s.inputs[1].sizes[1];
+    Tensor mask = zeros({l, n}, {s.dtype});
+    for (int64_t i = 0; i < l; ++i) {
+      if (i + 1 < n) mask.narrow(0, i, 1).narrow(1, i + 1, n - i - 1).fill_(-INFINITY);
+    }
+    const std::string name = x.fresh("causal_mask");
+    x.initializer(name, mask);
+    scores = x.node1("Add", {scores, name});
+  }
+  onnx::NodeProto* softmax = x.node(op, {scores});
+  Exporter::attr(softmax, "axis", int64_t{-1});
+  x.out(s, 0, {x.node1("MatMul", {softmax->output(0), v}), vec(s.outputs[0].sizes)});
+  x.unreadable(s, 1, "the attention's logsumexp, which the export does not write");
+}
+
+// The export table: each kernel Ember writes as ONNX, and the ONNX op its emitter uses.
+const ExportRule kExportRules[] = {
+    {"copy", emit_copy, "Cast"},
+    {"fill", emit_fill, nullptr},
+    {"add", emit_broadcast, "Add"},
+    {"sub", emit_broadcast, "Sub"},
+    {"mul", emit_broadcast, "Mul"},
+    {"div", emit_broadcast, "Div"},
+    {"pow", emit_broadcast, "Pow"},
+    {"maximum", emit_broadcast, "Max"},
+    {"minimum", emit_broadcast, "Min"},
+    {"eq", emit_broadcast, "Equal"},
+    {"lt", emit_broadcast, "Less"},
+    {"le", emit_broadcast, "LessOrEqual"},
+    {"gt", emit_broadcast, "Greater"},
+    {"ge", emit_broadcast, "GreaterOrEqual"},
+    {"logical_and", emit_broadcast, "And"},
+    {"logical_or", emit_broadcast, "Or"},
+    {"where", emit_broadcast, "Where"},
+    {"matmul", emit_broadcast, "MatMul"},
+    {"logical_not", emit_unary, "Not"},
+    {"neg", emit_unary, "Neg"},
+    {"abs", emit_unary, "Abs"},
+    {"sign", emit_unary, "Sign"},
+    {"relu", emit_unary, "Relu"},
+    {"exp", emit_unary, "Exp"},
+    {"log", emit_unary, "Log"},
+    {"sqrt", emit_unary, "Sqrt"},
+    {"sin", emit_unary, "Sin"},
+    {"cos", emit_unary, "Cos"},
+    {"tan", emit_unary, "Tan"},
+    {"tanh", emit_unary, "Tanh"},
+    {"sigmoid", emit_unary, "Sigmoid"},
+    {"erf", emit_unary, "Erf"},
+    {"floor", emit_unary, "Floor"},
+    {"ceil", emit_unary, "Ceil"},
+    {"round", emit_unary, "Round"},
+    {"rsqrt", emit_rsqrt, "Sqrt"},
+    {"gelu", emit_gelu, "Erf"},
+    {"silu", emit_silu, "Sigmoid"},
+    {"leaky_relu", emit_leaky_relu, "LeakyRelu"},
+    {"elu", emit_elu, "Elu"},
+    {"clamp", emit_clamp, "Clip"},
+    {"softmax", emit_softmax, "Softmax"},
+    {"log_softmax", emit_softmax, "LogSoftmax"},
+    {"sum", emit_reduce, "ReduceSum"},
+    {"prod", emit_reduce, "ReduceProd"},
+    {"amax", emit_reduce, "ReduceMax"},
+    {"amin", emit_reduce, "ReduceMin"},
+    {"argmax", emit_arg, "ArgMax"},
+    {"argmin", emit_arg, "ArgMin"},
+    {"fused_linear", emit_fused_linear, "Gemm"},
+    {"conv2d", emit_conv, "Conv"},
+    {"conv2d_relu", emit_conv, "Conv"},
+    {"conv2d_add_relu", emit_conv, "Conv"},
+    {"max_pool2d", emit_pool, "MaxPool"},
+    {"avg_pool2d", emit_pool, "AveragePool"},
+    {"adaptive_avg_pool2d", emit_adaptive_avg_pool, "GlobalAveragePool"},
+    {"batch_norm", emit_batch_norm, "BatchNormalization"},
+    {"layer_norm", emit_layer_norm, "LayerNormalization"},
+    {"group_norm", emit_group_norm, "ReduceMean"},
+    {"max_dim", emit_extreme_dim, "ReduceMax"},
+    {"min_dim", emit_extreme_dim, "ReduceMin"},
+    {"cumsum", emit_cumsum, "CumSum"},
+    {"index_select", emit_gather, "Gather"},
+    {"gather", emit_gather, "GatherElements"},
+    {"scaled_dot_product_attention", emit_attention, "Softmax"},
+};
+
+const ExportRule* find_rule(std::string_view kernel) {
+  for (const ExportRule& r : kExportRules) {
+    if (r.kernel == kernel) return &r;
+  }
+  return nullptr;
+}
+
+std::string rule_names() {
+  std::vector<std::string_view> names;
+  for (const ExportRule& r : kExportRules) names.push_back(r.kernel);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::vector<std::string> names_or(const std::vector<std::string>& given, size_t n,
+                                  const char* prefix, const char* what) {
+  EMBER_CHECK(given.size() <= n, "{} {} {} given for {} {}s", kWho, given.size(), what, n, prefix);
+  std::vector<std::string> names = given;
+  for (size_t i = names.size(); i < n; ++i) names.push_back(fmt::format("{}_{}", prefix, i));
+  return names;
+}
+
+// ---- one run of the function, written as a graph ----
+
+/** A dynamic input axis: its size in the example and in the second run. */
+struct DynamicDim {
+  std::string input;
+  int64_t axis, size, grown;
+};
+
+/** One run of the function, written as an ONNX graph. */
+struct Trace {
+  onnx::GraphProto graph;
+  std::vector<std::vector<int64_t>> output_sizes;
+  std::vector<DType> output_dtypes;
+  std::set<std::string> shape_constants;
+  std::vector<std::string> output_names;
+};
+
+Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportOptions& opts,
+            const std::vector<std::string>& input_names,
+            const std::vector<std::string>& output_names) {
+  Recording rec;
+  std::vector<Tensor> outputs;
+  std::vector<Operand> results;
+  {
+    autograd::NoGradGuard no_grad;
+    capture::CaptureScope scope(inputs);
+    outputs = fn(inputs);
+    for (const Tensor& t : outputs) {
+      EMBER_CHECK_TYPE(t.defined(), "{} the function returned an undefined tensor", kWho);
+      results.push_back(scope.operand_of(t));
+    }
+    rec = scope.finish();
+  }
+  EMBER_CHECK_NOT_IMPLEMENTED(rec.refused.empty(), "{} the function cannot be recorded: {}", kWho,
+                              rec.refused);
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      rec.guards.empty(),
+      "{} the function read a tensor's values on the host after {} kernel calls (item(), a "
+      "Python comparison, printing, an index check): the ONNX graph would freeze what it "
+      "decided (compute it with tensor ops instead)",
+      kWho, rec.guards.empty() ? 0 : rec.guards[0].after);
+  Trace t;
+  t.output_names = names_or(output_names, outputs.size(), "output", "output_names");
+  Exporter x(rec, &t.graph, opts, inputs, input_names);
+  x.run();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    EMBER_CHECK_NOT_IMPLEMENTED(results[i].slot >= 0, "{} output {} has no storage", kWho, i);
+    const Val v = x.result(results[i]);
+    onnx::NodeProto* n = x.node("Identity", {v.name});
+    n->set_output(0, t.output_names[i]);
+    t.output_sizes.push_back(vec(outputs[i].sizes()));
+    t.output_dtypes.push_back(outputs[i].dtype());
+  }
+  t.shape_constants = x.shape_constants();
+  return t;
+}
+
+// Note [Dynamic axes by a second run]
+// A recorded run knows sizes, not where they came from: a Reshape's target [2, 512] may be the
+// batch and the features or two constants. With dynamic axes the function runs a second time,
+// each symbol's axes larger by an amount of its own (1 for the first symbol, 2 for the next...;
+// the inputs extended with their own first slices), and both runs are written alike. They must
+// give the same nodes: a difference means the function does different things at other sizes,
+// and is refused. Initializers may differ only in Reshape targets. A dim of a target that is a
+// dynamic input axis in both runs (its size there and its size grown) is read from that input
+// (Shape, Gather, and a Concat of the target's dims, at the head of the graph); one other dim
+// that differs (a product such as batch * sequence) becomes -1, which ONNX infers. Any other
+// difference (a constant of the batch's size, two such products in one target) is refused.
+void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources) {
+  EMBER_CHECK_NOT_IMPLEMENTED(a.graph.node_size() == b.graph.node_size(),
+                              "{} dynamic_axes: the function runs {} ONNX nodes at the example "
+                              "sizes and {} with the dynamic axes larger: what it does "
+                              "depends on those sizes",
+                              kWho, a.graph.node_size(), b.graph.node_size());
+  for (int i = 0; i < a.graph.node_size(); ++i) {
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        a.graph.node(i).SerializeAsString() == b.graph.node(i).SerializeAsString(),
+        "{} dynamic_axes: node {} ({}) differs when the dynamic axes are larger (its "
+        "attributes depend on those sizes)",
+        kWho, a.graph.node(i).name(), a.graph.node(i).op_type());
+  }
+  EMBER_CHECK_NOT_IMPLEMENTED(a.graph.initializer_size() == b.graph.initializer_size(),
+                              "{} dynamic_axes: the function makes {} constants at the example "
+                              "sizes and {} with the dynamic axes larger",
+                              kWho, a.graph.initializer_size(), b.graph.initializer_size());
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;  // nodes computing targets
+  std::map<std::string, std::string> dims_read;              // "input:axis" -> its 1-d size
+  const auto node = [&](const char* op, std::vector<std::string> ins, std::string out) {
+    onnx::NodeProto* n = head.Add();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (std::string& in : ins) n->add_input(std::move(in));
+    n->add_output(out);
+    return n;
+  };
+  std::set<std::string> computed;  // targets now computed by nodes, no longer initializers
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> added;  // their constant pieces
+  const int count = a.graph.initializer_size();
+  for (int i = 0; i < count; ++i) {
+    onnx::TensorProto* ta = a.graph.mutable_initializer(i);
+    const onnx::TensorProto& tb = b.graph.initializer(i);
+    if (ta->name() == tb.name() && ta->data_type() == tb.data_type() &&
+        std::equal(ta->dims().begin(), ta->dims().end(), tb.dims().begin(), tb.dims().end()) &&
+        ta->raw_data() == tb.raw_data()) {
+      continue;
+    }
+    const bool shape = a.shape_constants.count(ta->name()) != 0;
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        shape && ta->dims_size() == 1 && tb.dims_size() == 1 && ta->dims(0) == tb.dims(0),
+        "{} dynamic_axes: the constant '{}' depends on the dynamic axes "
+        "(a tensor of their size made inside the function)",
+        kWho, ta->name());
+    std::vector<int64_t> va(static_cast<size_t>(ta->dims(0))), vb(va.size());
+    std::memcpy(va.data(), ta->raw_data().data(), va.size() * sizeof(int64_t));
+    std::memcpy(vb.data(), tb.raw_data().data(), vb.size() * sizeof(int64_t));
+    std::vector<const DynamicDim*> from(va.size(), nullptr);
+    size_t inferred = 0;
+    const auto differ = std::inner_product(va.begin(), va.end(), vb.begin(), size_t{0},
+                                           std::plus<>(), std::not_equal_to<>());
+    for (size_t d = 0; d < va.size(); ++d) {
+      if (va[d] == vb[d]) continue;
+      for (const DynamicDim& src : sources) {
+        if (differ == 1) break;  // the one dim that differs is inferred
+        if (src.size == va[d] && src.grown == vb[d]) {
+          from[d] = &src;
+          break;
+        }
+      }
+      if (from[d] == nullptr) {
+        va[d] = -1;
+        ++inferred;
+      }
+    }
+    EMBER_CHECK_NOT_IMPLEMENTED(inferred <= 1,
+                                "{} dynamic_axes: a reshape to {} has {} dims that are products "
+                                "of the dynamic axes; ONNX infers one",
+                                kWho, va, inferred);
+    if (std::none_of(from.begin(), from.end(), [](const DynamicDim* f) { return f; })) {
+      ta->set_raw_data(
+          std::string(reinterpret_cast<const char*>(va.data()), va.size() * sizeof(int64_t)));
+      continue;
+    }
+    // The target as a Concat of 1-d pieces: constants, and sizes read from the inputs.
+    std::vector<std::string> pieces;
+    for (size_t d = 0; d < va.size(); ++d) {
+      const std::string piece = fmt::format("{}/dim{}", ta->name(), d);
+      if (from[d] != nullptr) {
+        const std::string key = fmt::format("/{}/shape{}", from[d]->input, from[d]->axis);
+        if (!dims_read.count(key)) {
+          const std::string shape_of = "/" + from[d]->input + "/shape";
+          if (!dims_read.count(shape_of)) {
+            node("Shape", {from[d]->input}, shape_of);
+            dims_read[shape_of] = shape_of;
+          }
+          onnx::NodeProto* g = node("Gather", {shape_of, key + "/index"}, key);
+          Exporter::attr(g, "axis", int64_t{0});
+          onnx::TensorProto* index = added.Add();
+          index->set_name(key + "/index");
+          index->set_data_type(onnx::TensorProto::INT64);
+          index->add_dims(1);
+          index->set_raw_data(std::string(reinterpret_cast<const char*>(&from[d]->axis), 8));
+          dims_read[key] = key;
+        }
+        pieces.push_back(key);
+      } else {
+        onnx::TensorProto* c = added.Add();
+        c->set_name(piece);
+        c->set_data_type(onnx::TensorProto::INT64);
+        c->add_dims(1);
+        c->set_raw_data(std::string(reinterpret_cast<const char*>(&va[d]), 8));
+        pieces.push_back(piece);
+      }
+    }
+    Exporter::attr(node("Concat", pieces, ta->name()), "axis", int64_t{0});
+    computed.insert(ta->name());
+  }
+  if (computed.empty()) return;
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (onnx::TensorProto& t : *a.graph.mutable_initializer()) {
+    if (!computed.count(t.name())) kept.Add()->Swap(&t);
+  }
+  for (onnx::TensorProto& t : added) kept.Add()->Swap(&t);
+  a.graph.mutable_initializer()->Swap(&kept);
+  for (onnx::NodeProto& n : *a.graph.mutable_node()) head.Add()->Swap(&n);
+  a.graph.mutable_node()->Swap(&head);
+}
+
+void set_type(onnx::ValueInfoProto* v, const std::string& name, DType dtype,
+              const std::vector<int64_t>& sizes, const std::map<int64_t, std::string>& symbols,
+              const std::vector<int64_t>* other) {
+  v->set_name(name);
+  onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx_dtype(dtype));
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    onnx::TensorShapeProto_Dimension* dim = shape->add_dim();
+    auto it = symbols.find(static_cast<int64_t>(d));
+    if (it != symbols.end()) {
+      dim->set_dim_param(it->second);
+    } else if (other == nullptr || (*other)[d] == sizes[d]) {
+      dim->set_dim_value(sizes[d]);
+    }
+  }
+}
+
+}  // namespace
+
+std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
+                              const ExportOptions& options) {
+  EMBER_CHECK(options.opset_version == kOnnxExportOpset,
+              "{} opset_version {}: Ember writes opset {} (pass it, or leave it unset)", kWho,
+              options.opset_version, kOnnxExportOpset);
+  const std::vector<std::string> input_names =
+      names_or(options.input_names, example_inputs.size(), "input", "input_names");
+  // Every name the graph declares is its own: inputs, outputs and parameters apart, and none
+  // of the form of the exporter's own ("/Conv_3").
+  std::set<std::string> seen;
+  for (const auto& [n, t] : options.parameters) seen.insert(n);
+  for (const std::string& n : input_names) {
+    EMBER_CHECK(!n.empty() && n[0] != '/',
+                "{} the name '{}' is not one a graph input may have "
+                "(empty, or beginning with '/' as the exporter's own names do)",
+                kWho, n);
+    EMBER_CHECK(seen.insert(n).second,
+                "{} the input name '{}' is given twice, or is also a parameter's", kWho, n);
+  }
+  for (const std::string& n : options.output_names) {
+    EMBER_CHECK(!n.empty() && n[0] != '/',
+                "{} the name '{}' is not one a graph output may have "
+                "(empty, or beginning with '/' as the exporter's own names do)",
+                kWho, n);
+    EMBER_CHECK(seen.insert(n).second,
+                "{} the output name '{}' is given twice, or is also an input's or a parameter's",
+                kWho, n);
+  }
+  // Fresh contiguous inputs: each its own storage, read from element 0.
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < example_inputs.size(); ++i) {
+    EMBER_CHECK_TYPE(example_inputs[i].defined(), "{} example input {} is undefined", kWho, i);
+    inputs.push_back(example_inputs[i].clone(MemoryFormat::Contiguous));
+  }
+  Trace t = trace(fn, inputs, options, input_names, options.output_names);
+  const std::vector<std::string>& output_names = t.output_names;
+  const std::map<std::string, std::map<int64_t, std::string>>& axes = options.dynamic_axes;
+  std::set<std::string> known(input_names.begin(), input_names.end());
+  known.insert(output_names.begin(), output_names.end());
+  for (const auto& [name, dims] : axes) {
+    EMBER_CHECK_KEY(known.count(name), "{} dynamic_axes names '{}', which is no input or output",
+                    kWho, name);
+  }
+  const Trace* other = nullptr;
+  Trace t2;
+  // Each symbol grows by its own amount, so that a size tells which symbol it is.
+  std::map<std::string, int64_t> growth;
+  std::vector<DynamicDim> sources;
+  std::vector<Tensor> grown = inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto it = axes.find(input_names[i]);
+    if (it == axes.end()) continue;
+    for (const auto& [axis, sym] : it->second) {
+      const int64_t rank = inputs[i].dim();
+      EMBER_CHECK_INDEX(axis >= 0 && axis < rank,
+                        "{} dynamic_axes: axis {} of input '{}', which has {} dims", kWho, axis,
+                        input_names[i], rank);
+      const int64_t more =
+          growth.emplace(sym, static_cast<int64_t>(growth.size()) + 1).first->second;
+      const int64_t want = inputs[i].size(axis) + more;
+      while (grown[i].size(axis) < want) {
+        const int64_t take = std::min(grown[i].size(axis), want - grown[i].size(axis));
+        grown[i] = cat({grown[i], grown[i].narrow(axis, 0, take)}, axis);
+      }
+      sources.push_back({input_names[i], axis, inputs[i].size(axis), want});
+    }
+  }
+  if (!sources.empty()) {
+    t2 = trace(fn, grown, options, input_names, output_names);
+    generalize(t, t2, sources);
+    other = &t2;
+  }
+  for (size_t i = 0; i < output_names.size(); ++i) {
+    auto it = axes.find(output_names[i]);
+    if (it == axes.end()) continue;
+    for (const auto& [axis, sym] : it->second) {
+      const auto rank = static_cast<int64_t>(t.output_sizes[i].size());
+      EMBER_CHECK_INDEX(axis >= 0 && axis < rank,
+                        "{} dynamic_axes: axis {} of output '{}', which has {} dims", kWho, axis,
+                        output_names[i], rank);
+    }
+  }
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("ember");
+  model.add_opset_import()->set_version(kOnnxExportOpset);
+  onnx::GraphProto* g = model.mutable_graph();
+  *g = std::move(t.graph);
+  g->set_name("ember");
+  const std::map<int64_t, std::string> none;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto it = axes.find(input_names[i]);
+    set_type(g->add_input(), input_names[i], inputs[i].dtype(), vec(inputs[i].sizes()),
+             it == axes.end() ? none : it->second, nullptr);
+  }
+  for (size_t i = 0; i < output_names.size(); ++i) {
+    auto it = axes.find(output_names[i]);
+    set_type(g->add_output(), output_names[i], t.output_dtypes[i], t.output_sizes[i],
+             it == axes.end() ? none : it->second, other ? &other->output_sizes[i] : nullptr);
+  }
+  std::string bytes;
+  EMBER_CHECK(model.SerializeToString(&bytes), "{} the model could not be serialized", kWho);
+  return bytes;
+}
+
+void export_onnx(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
+                 const std::filesystem::path& path, const ExportOptions& options) {
+  const std::string bytes = export_onnx_bytes(fn, example_inputs, options);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  EMBER_CHECK_IO(f.good(), "{} cannot open '{}' for writing", kWho, path.string());
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  EMBER_CHECK_IO(f.good(), "{} writing '{}' failed", kWho, path.string());
+}
+
+}  // namespace ember::graph

@@ -1,0 +1,257 @@
+// ONNX export: functions and modules exported, loaded back with load_onnx_bytes and run, their
+// outputs compared with the function's own; parameters as named initializers; dynamic axes
+// running at another batch size; and what has no ONNX form refused by name.
+#include <gtest/gtest.h>
+
+#define ONNX_ML 1
+#include <onnx/onnx_pb.h>
+
+#include <ember/ember.h>
+#include <ember/graph/onnx.h>
+
+#include <set>
+
+#include "tests/testing/temp_dir.h"
+#include "tests/testing/tensor_helpers.h"
+
+namespace ember::graph {
+namespace {
+
+using ember::testing::expect_error;
+using ember::testing::TempDir;
+using ember::testing::values;
+
+/** The model's outputs for `inputs` (fed by the model's input names, in order). */
+std::vector<Tensor> run_loaded(const std::string& bytes, const std::vector<Tensor>& inputs) {
+  const Graph g = load_onnx_bytes(bytes);
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) feeds[g.inputs()[i].name] = inputs[i];
+  return g.run_ordered(feeds);
+}
+
+void expect_near(const Tensor& got, const Tensor& want, double tol = 1e-5) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  const std::vector<double> g = values(got), w = values(want);
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], w[i], tol) << "element " << i;
+}
+
+/** Exports `fn`, loads it back and compares its outputs with fn's on the same inputs. */
+std::string round_trip(const TensorFn& fn, const std::vector<Tensor>& inputs,
+                       const ExportOptions& opts = {}) {
+  const std::string bytes = export_onnx_bytes(fn, inputs, opts);
+  std::vector<Tensor> want;
+  {
+    autograd::NoGradGuard no_grad;
+    want = fn(inputs);
+  }
+  const std::vector<Tensor> got = run_loaded(bytes, inputs);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) expect_near(got[i], want[i]);
+  return bytes;
+}
+
+std::set<std::string> op_types(const std::string& bytes) {
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(bytes));
+  std::set<std::string> ops;
+  for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  return ops;
+}
+
+TEST(OnnxExport, ElementwiseBroadcastScalarsAndViews) {
+  manual_seed(1);
+  const Tensor a = randn({2, 3, 4}), b = randn({4}), c = randn({3, 1});
+  const std::string bytes = round_trip(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = (in[0] + in[1]) * 2.0 - in[2] / 3.0;            // broadcasting, scalars
+        y = y.transpose(1, 2);                                     // [2, 4, 3]
+        Tensor z = y.permute({2, 0, 1}).contiguous();              // [3, 2, 4]
+        Tensor w = cat({z, z.narrow(2, 1, 2)}, 2);                 // [3, 2, 6]
+        Tensor p = pad(w.select(0, 1), {1, 2}, "constant", -1.0);  // [2, 9]
+        return std::vector<Tensor>{sigmoid(w.reshape({6, 6})), matmul(y, in[2]), p};
+      },
+      {a, b, c});
+  const std::set<std::string> ops = op_types(bytes);
+  for (const char* op : {"Add", "Mul", "Sub", "Div", "Transpose", "Concat", "MatMul", "Pad"}) {
+    EXPECT_TRUE(ops.count(op)) << op;
+  }
+}
+
+TEST(OnnxExport, MlpWithNamedParameters) {
+  manual_seed(2);
+  nn::Sequential mlp({std::make_shared<nn::Linear>(8, 16), std::make_shared<nn::ReLU>(),
+                      std::make_shared<nn::Linear>(16, 4), std::make_shared<nn::LogSoftmax>(1)});
+  const Tensor x = randn({5, 8});
+  TempDir dir;
+  const auto path = dir.path() / "mlp.onnx";
+  ExportOptions opts;
+  opts.input_names = {"x"};
+  opts.output_names = {"y"};
+  export_onnx(mlp, {x}, path, opts);
+  const Graph g = load_onnx(path);
+  std::set<std::string> inits;
+  for (const auto& [name, t] : g.initializers()) inits.insert(name);
+  for (const char* name : {"0.weight", "0.bias", "2.weight", "2.bias"}) {
+    EXPECT_TRUE(inits.count(name)) << name;
+  }
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.inputs()[0].name, "x");
+  EXPECT_EQ(g.outputs()[0].name, "y");
+  autograd::NoGradGuard no_grad;
+  expect_near(g.run({{"x", x}}).at("y"), mlp(x));
+}
+
+/** A small CNN: grouped strided convolution with bias, batch norm (eval), the activations, the
+ *  poolings, flatten and a linear layer. */
+struct SmallCnn : nn::Module {
+  SmallCnn() : nn::Module("SmallCnn") {
+    conv1 = register_module(
+        "conv1", std::make_shared<nn::Conv2d>(
+                     4, 8, nn::Pair(3), nn::Conv2dOptions{.stride = 2, .padding = 1, .groups = 2}));
+    bn = register_module("bn", std::make_shared<nn::BatchNorm2d>(8));
+    conv2 = register_module(
+        "conv2", std::make_shared<nn::Conv2d>(8, 8, nn::Pair(3), nn::Conv2dOptions{.padding = 1}));
+    fc = register_module("fc", std::make_shared<nn::Linear>(8 * 2 * 2, 3));
+  }
+  Tensor forward(const Tensor& x) override {
+    Tensor y = gelu(bn->forward(conv1->forward(x)));
+    y = max_pool2d(y, {2, 2}, {2, 2});
+    y = tanh(conv2->forward(y)) + sigmoid(y);
+    y = avg_pool2d(y, {3, 3}, {1, 1}, {1, 1});
+    y = adaptive_avg_pool2d(y, {2, 2});
+    return softmax(fc->forward(y.flatten(1)), 1);
+  }
+  std::shared_ptr<nn::Conv2d> conv1, conv2;
+  std::shared_ptr<nn::BatchNorm2d> bn;
+  std::shared_ptr<nn::Linear> fc;
+};
+
+TEST(OnnxExport, CnnInEvalModeWithDynamicBatch) {
+  manual_seed(3);
+  SmallCnn cnn;
+  // Running statistics that are not the defaults, so eval mode matters.
+  cnn.train(true);
+  {
+    autograd::NoGradGuard no_grad;
+    for (int i = 0; i < 3; ++i) cnn.forward(randn({4, 4, 16, 16}) * 2.0 + 1.0);
+  }
+  const Tensor x = randn({2, 4, 16, 16});
+  TempDir dir;
+  const auto path = dir.path() / "cnn.onnx";
+  ExportOptions opts;
+  opts.input_names = {"x"};
+  opts.dynamic_axes = {{"x", {{0, "batch"}}}, {"output_0", {{0, "batch"}}}};
+  export_onnx(cnn, {x}, path, opts);
+  EXPECT_TRUE(cnn.is_training());  // the mode is restored
+  cnn.eval();
+  const Graph g = load_onnx(path);
+  ASSERT_EQ(g.inputs()[0].shape->at(0).symbol, "batch");
+  autograd::NoGradGuard no_grad;
+  for (const Tensor& in : {x, randn({5, 4, 16, 16})}) {
+    expect_near(g.run({{"x", in}}).at("output_0"), cnn.forward(in));
+  }
+}
+
+TEST(OnnxExport, TwoDynamicAxesReadFromTheInput) {
+  // [batch, sequence, features]: the linear layer's rows are batch * sequence, and the result is
+  // viewed back as [batch, sequence, out], a target of two dynamic dims.
+  manual_seed(5);
+  const Tensor w = randn({6, 4}), b = randn({6}), x = randn({2, 3, 4});
+  const TensorFn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{layer_norm(linear(in[0], w, b), {6}) + in[0].narrow(2, 0, 1)};
+  };
+  ExportOptions opts;
+  opts.dynamic_axes = {{"input_0", {{0, "batch"}, {1, "sequence"}}}};
+  opts.parameters = {{"w", w}, {"b", b}};
+  const std::string bytes = export_onnx_bytes(fn, {x}, opts);
+  EXPECT_TRUE(op_types(bytes).count("Shape"));
+  autograd::NoGradGuard no_grad;
+  for (const Tensor& in : {x, randn({5, 7, 4}), randn({1, 1, 4})}) {
+    expect_near(run_loaded(bytes, {in})[0], fn({in})[0]);
+  }
+}
+
+TEST(OnnxExport, ResNet18) {
+  manual_seed(4);
+  auto net = models::resnet18(10);
+  net->eval();
+  const Tensor x = randn({1, 3, 32, 32});
+  ExportOptions opts;
+  for (const auto& named : net->named_parameters()) opts.parameters.push_back(named);
+  for (const auto& named : net->named_buffers()) opts.parameters.push_back(named);
+  const std::string bytes = round_trip(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*net)(in[0])}; }, {x}, opts);
+  const std::set<std::string> ops = op_types(bytes);
+  for (const char* op : {"Conv", "BatchNormalization", "Relu", "MaxPool", "GlobalAveragePool"}) {
+    EXPECT_TRUE(ops.count(op)) << op;
+  }
+}
+
+TEST(OnnxExport, RefusesWhatHasNoOnnxForm) {
+  const Tensor x = randn({3, 4});
+  // A kernel with no row in the table, named.
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{std::get<0>(sort(in[0], 1))};
+            },
+            {x});
+      },
+      {"[onnx.export]", "'sort'", "no ONNX form"});
+  // A host read decides what the function does: refused, not frozen into the graph.
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{sum(in[0]).item() > 0 ? in[0] : -in[0]};
+            },
+            {x});
+      },
+      {"[onnx.export]", "read a tensor's values on the host"});
+  // Batch norm in training mode.
+  nn::BatchNorm2d bn(4);
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{bn.forward(in[0])}; },
+            {randn({2, 4, 3, 3})});
+      },
+      {"[onnx.export]", "training mode"});
+  // A constant of the batch's size, made inside the function: it would be fixed in the file.
+  ExportOptions opts;
+  opts.dynamic_axes = {{"input_0", {{0, "n"}}}};
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{in[0] + ones({in[0].size(0), 1})};
+            },
+            {x}, opts);
+      },
+      {"[onnx.export] dynamic_axes", "depends on the dynamic axes"});
+  // An in-place update of a slice of a computed tensor.
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [](const std::vector<Tensor>& in) {
+              Tensor y = in[0] * 2.0;
+              y.narrow(1, 0, 2).copy_(in[0].narrow(1, 2, 2));
+              return std::vector<Tensor>{y};
+            },
+            {x});
+      },
+      {"[onnx.export]", "updates part of a tensor"});
+  ExportOptions clash;
+  clash.input_names = {"y"};
+  clash.output_names = {"y"};
+  expect_error([&] { export_onnx_bytes([](const auto& in) { return in; }, {x}, clash); },
+               {"[onnx.export] the output name 'y' is given twice, or is also an input's"});
+  ExportOptions bad;
+  bad.opset_version = 11;
+  expect_error([&] { export_onnx_bytes([](const auto& in) { return in; }, {x}, bad); },
+               {"[onnx.export] opset_version 11"});
+}
+
+}  // namespace
+}  // namespace ember::graph
