@@ -769,28 +769,23 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
       release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
-  // ctc_loss's lengths are tensors or sequences of ints (an int for an unbatched input).
-  f.def(
-      "ctc_loss",
-      [](const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
-         const Tensor& target_lengths, int64_t blank, std::string_view reduction,
-         bool zero_infinity) {
-        return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                        parse_reduction(reduction, "ctc_loss"), zero_infinity);
-      },
-      "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
-      "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
-      "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
-  f.def(
-      "ctc_loss",
-      [](const Tensor& log_probs, const Tensor& targets, Ints input_lengths, Ints target_lengths,
-         int64_t blank, std::string_view reduction, bool zero_infinity) {
-        return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                        parse_reduction(reduction, "ctc_loss"), zero_infinity);
-      },
-      "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
-      "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
-      "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
+  // ctc_loss's lengths are tensors or sequences of ints (an int for an unbatched input): one
+  // overload each, both straight to the core's.
+  auto bind_ctc_loss = [&]<class Lengths>(std::type_identity<Lengths>) {
+    f.def(
+        "ctc_loss",
+        [](const Tensor& log_probs, const Tensor& targets, const Lengths& input_lengths,
+           const Lengths& target_lengths, int64_t blank, std::string_view reduction,
+           bool zero_infinity) {
+          return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                          parse_reduction(reduction, "ctc_loss"), zero_infinity);
+        },
+        "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
+        "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
+        "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
+  };
+  bind_ctc_loss(std::type_identity<Tensor>{});
+  bind_ctc_loss(std::type_identity<Ints>{});
   f.def(
       "local_response_norm",
       [](const Tensor& x, int64_t size, double alpha, double beta, double k) {
