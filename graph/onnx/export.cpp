@@ -21,6 +21,7 @@
 #include "ember/graph/onnx.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
+#include "graph/onnx/dtypes.h"
 
 namespace ember::graph {
 
@@ -52,27 +53,7 @@ using capture::Step;
 constexpr char kWho[] = "[onnx.export]";
 
 int32_t onnx_dtype(DType d) {
-  switch (d) {
-    case DType::Float32:
-      return onnx::TensorProto::FLOAT;
-    case DType::Float64:
-      return onnx::TensorProto::DOUBLE;
-    case DType::Float16:
-      return onnx::TensorProto::FLOAT16;
-    case DType::BFloat16:
-      return onnx::TensorProto::BFLOAT16;
-    case DType::Int64:
-      return onnx::TensorProto::INT64;
-    case DType::Int32:
-      return onnx::TensorProto::INT32;
-    case DType::Int8:
-      return onnx::TensorProto::INT8;
-    case DType::UInt8:
-      return onnx::TensorProto::UINT8;
-    case DType::Bool:
-      return onnx::TensorProto::BOOL;
-  }
-  return onnx::TensorProto::UNDEFINED;
+  return onnx_dtypes::to_onnx(d);
 }
 
 std::vector<int64_t> vec(const Shape& s) {

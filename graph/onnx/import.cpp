@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "ember/graph/ops.h"
+#include "graph/onnx/dtypes.h"
 
 namespace ember::graph {
 
@@ -192,28 +193,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
 
 /** Ember's dtype for an ONNX TensorProto.DataType, or nullopt. */
 std::optional<DType> dtype_of(int32_t t) {
-  switch (t) {
-    case onnx::TensorProto::FLOAT:
-      return DType::Float32;
-    case onnx::TensorProto::UINT8:
-      return DType::UInt8;
-    case onnx::TensorProto::INT8:
-      return DType::Int8;
-    case onnx::TensorProto::INT32:
-      return DType::Int32;
-    case onnx::TensorProto::INT64:
-      return DType::Int64;
-    case onnx::TensorProto::BOOL:
-      return DType::Bool;
-    case onnx::TensorProto::FLOAT16:
-      return DType::Float16;
-    case onnx::TensorProto::DOUBLE:
-      return DType::Float64;
-    case onnx::TensorProto::BFLOAT16:
-      return DType::BFloat16;
-    default:
-      return std::nullopt;
-  }
+  return onnx_dtypes::to_ember(t);
 }
 
 std::string onnx_dtype_name(int32_t t) {
