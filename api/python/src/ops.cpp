@@ -1729,9 +1729,19 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "repeats"_a,
       nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The tensor tiled `repeats` times along each dim (a copy).");
-  b.both(
-      "flip", [](const Tensor& x, Ints dims) { return flip(x, dims.v); }, "dims"_a,
+  cls.def(
+      "flip",
+      [](const Tensor& x, nb::args dims) {
+        const Shape d = sizes_from_args(dims, "flip");
+        GilRelease release;
+        return flip(x, d);
+      },
+      "dims"_a,
+      nb::sig("def flip(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The elements in reverse order along dims (a copy).");
+  m.def(
+      "flip", [](const Tensor& x, Ints dims) { return flip(x, dims.v); }, "input"_a, "dims"_a,
+      release_gil(), "The elements in reverse order along dims (a copy).");
   b.both(
       "roll",
       [](const Tensor& x, Ints shifts, std::optional<Ints> dims) {
