@@ -567,7 +567,7 @@ Tensors op_conv(const Node& n, const Tensors& in, Device) {
                 weight.sizes());
   }
   const int64_t d = x.dim() - 2;
-  EMBER_CHECK_NOT_IMPLEMENTED(d <= 2, "{} {}-d convolution is not supported (1-d and 2-d are)",
+  EMBER_CHECK_NOT_IMPLEMENTED(d <= 3, "{} {}-d convolution is not supported (1-d, 2-d and 3-d are)",
                               label(n), d);
   Windows w = window_geometry(n, x, k, /*ceil_mode=*/false);
   Shape padding;
@@ -587,6 +587,7 @@ Tensors op_conv(const Node& n, const Tensors& in, Device) {
                       {1, w.dilation[0]}, groups);
     return {y.squeeze(2)};
   }
+  if (d == 3) return {conv3d(xp, weight, bias, w.stride, padding, w.dilation, groups)};
   return {conv2d(xp, weight, bias, w.stride, padding, w.dilation, groups)};
 }
 

@@ -458,3 +458,29 @@ def test_if_reads_its_outer_values_after_the_optimizer_renames_them(tmp_path, rn
     np.testing.assert_allclose(y.numpy(), x * (x + 1), rtol=1e-6)
     (y,) = sess.run(None, {"c": np.array(False), "x": x})
     np.testing.assert_allclose(y.numpy(), np.ones(3), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("attrs", [
+    dict(pads=[1, 0, 1, 1, 2, 0], strides=[2, 1, 1], group=2),
+    dict(auto_pad="SAME_UPPER", dilations=[1, 2, 1]),
+])
+def test_3d_convolution_matches_onnx_reference(tmp_path, rng, device, attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    x = rng.standard_normal((2, 4, 5, 6, 4)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // attrs.get("group", 1), 3, 2, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv3d", **attrs)], "conv3d",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = str(tmp_path / "conv3d.onnx")
+    onnx.save(model, path)
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (got,) = ember.onnx.load(path, device=device).run(None, {"x": x})
+    got = got.cpu().numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
