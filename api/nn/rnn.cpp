@@ -158,6 +158,27 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> packed_layout(const Packed
   return {lengths, sorted};
 }
 
+/** The packed rows of `p` (with its lengths and sorted order, from packed_layout) as a padded
+ *  batch [steps, N, *] in the batch's order, padding_value past each sequence's end. */
+Tensor unpack_padded(const PackedSequence& p, const std::vector<int64_t>& lengths,
+                     const std::vector<int64_t>& sorted, int64_t steps, double padding_value) {
+  const int64_t n = static_cast<int64_t>(lengths.size());
+  // Note [Packed sequences as one index]: row t N + b of the result is packed row k, or the
+  // padding row (the last) where step t is past sequence b's end.
+  const Tensor& data = p.data;
+  const int64_t packed = data.size(0);
+  std::vector<int64_t> source(static_cast<size_t>(steps * n), packed);
+  const std::vector<int64_t> rows = packed_rows(lengths, sorted);
+  for (size_t k = 0; k < rows.size(); ++k) source[static_cast<size_t>(rows[k])] = k;
+  Shape row = data.sizes();
+  row[0] = 1;
+  const Tensor rows_and_pad =
+      cat({data, full(row, padding_value, TensorOptions(data.dtype(), data.device()))}, 0);
+  Shape out{steps, n};
+  for (int64_t d = 1; d < data.dim(); ++d) out.push_back(data.size(d));
+  return index_select(rows_and_pad, 0, int64_tensor(source, data.device())).reshape(out);
+}
+
 }  // namespace
 
 PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first,
@@ -201,27 +222,13 @@ std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, b
                                                double padding_value,
                                                std::optional<int64_t> total_length) {
   const auto [lengths, sorted] = packed_layout(sequence);
-  const int64_t n = static_cast<int64_t>(lengths.size());
   const int64_t longest = sequence.batch_sizes.size(0);
   const int64_t steps = total_length.value_or(longest);
   EMBER_CHECK(steps >= longest,
               "[nn.utils.rnn.pad_packed_sequence] total_length must be at least the longest "
               "length {}: got {}",
               longest, steps);
-  // Note [Packed sequences as one index]: row t N + b of the result is packed row k, or the
-  // padding row (the last) where step t is past sequence b's end.
-  const Tensor& data = sequence.data;
-  const int64_t packed = data.size(0);
-  std::vector<int64_t> source(static_cast<size_t>(steps * n), packed);
-  const std::vector<int64_t> rows = packed_rows(lengths, sorted);
-  for (size_t k = 0; k < rows.size(); ++k) source[static_cast<size_t>(rows[k])] = k;
-  Shape row = data.sizes();
-  row[0] = 1;
-  const Tensor rows_and_pad =
-      cat({data, full(row, padding_value, TensorOptions(data.dtype(), data.device()))}, 0);
-  Shape out{steps, n};
-  for (int64_t d = 1; d < data.dim(); ++d) out.push_back(data.size(d));
-  Tensor padded = index_select(rows_and_pad, 0, int64_tensor(source, data.device())).reshape(out);
+  Tensor padded = unpack_padded(sequence, lengths, sorted, steps, padding_value);
   if (batch_first) padded = padded.transpose(0, 1);
   return {padded, int64_tensor(lengths, Device("cpu"))};
 }
@@ -360,7 +367,9 @@ std::tuple<Tensor, Tensor, Tensor> RNNBase::run(const Tensor& input, const Tenso
 std::tuple<PackedSequence, Tensor, Tensor> RNNBase::run(const PackedSequence& input,
                                                         const Tensor& h0, const Tensor& c0) {
   const auto [lengths, sorted] = packed_layout(input);
-  const Tensor padded = std::get<0>(pad_packed_sequence(input));  // [T, N, I], the batch's order
+  // [T, N, I], the batch's order.
+  const Tensor padded =
+      unpack_padded(input, lengths, sorted, input.batch_sizes.size(0), /*padding_value=*/0.0);
   const int64_t batch = padded.size(1);
   for (const Tensor* s : {&h0, &c0})
     EMBER_CHECK(!s->defined() || (s->dim() == 3 && s->size(1) == batch),

@@ -885,15 +885,15 @@ nb::tuple size_tuple(const nn::Triple& t) {
   return triple_tuple(t);
 }
 
+/** PyTorch's padding_mode names, indexed by PadKind ("constant" is no convolution's). */
+constexpr const char* kConvPaddingModes[] = {"zeros", "constant", "reflect", "replicate",
+                                             "circular"};
+
 /** PyTorch's padding_mode of a convolution layer as the PadKind its options hold. */
 nn::PadKind conv_padding_mode(std::string_view mode, const char* layer) {
-  constexpr std::pair<std::string_view, nn::PadKind> kModes[] = {
-      {"zeros", nn::PadKind::Zero},
-      {"reflect", nn::PadKind::Reflection},
-      {"replicate", nn::PadKind::Replication},
-      {"circular", nn::PadKind::Circular}};
-  for (const auto& [name, kind] : kModes)
-    if (name == mode) return kind;
+  for (int k = 0; k < static_cast<int>(std::size(kConvPaddingModes)); ++k)
+    if (k != static_cast<int>(nn::PadKind::Constant) && mode == kConvPaddingModes[k])
+      return static_cast<nn::PadKind>(k);
   EMBER_CHECK(false,
               "[nn.{}] padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular': got "
               "'{}'",
@@ -911,8 +911,7 @@ nb::object conv_padding_value(const Options& o, nb::tuple numbers) {
 /** A convolution layer's `padding_mode` as PyTorch names it. */
 template <class Options>
 const char* conv_padding_mode_name(const Options& o) {
-  constexpr const char* kNames[] = {"zeros", "constant", "reflect", "replicate", "circular"};
-  return kNames[static_cast<int>(o.padding_mode)];
+  return kConvPaddingModes[static_cast<int>(o.padding_mode)];
 }
 
 /** forward(input) of a max-pooling layer T: the output, or (output, indices) when the module
