@@ -625,6 +625,10 @@ Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
   return adaptive_max_pool2d(x, {output_size.h, output_size.w});
 }
 
+std::tuple<Tensor, Tensor> AdaptiveMaxPool2d::forward_with_indices(const Tensor& x) {
+  return adaptive_max_pool2d_with_indices(x, {output_size.h, output_size.w});
+}
+
 std::string AdaptiveMaxPool2d::extra_repr() const {
   return "output_size=" + pair_str(output_size);
 }
@@ -686,6 +690,10 @@ Tensor AdaptiveMaxPool3d::forward(const Tensor& x) {
   return adaptive_max_pool3d(x, {output_size.d, output_size.h, output_size.w});
 }
 
+std::tuple<Tensor, Tensor> AdaptiveMaxPool3d::forward_with_indices(const Tensor& x) {
+  return adaptive_max_pool3d_with_indices(x, {output_size.d, output_size.h, output_size.w});
+}
+
 std::string AdaptiveMaxPool3d::extra_repr() const {
   return "output_size=" + triple_str(output_size);
 }
@@ -739,6 +747,10 @@ AdaptiveMaxPool1d::AdaptiveMaxPool1d(int64_t size)
 
 Tensor AdaptiveMaxPool1d::forward(const Tensor& x) {
   return adaptive_max_pool1d(x, output_size);
+}
+
+std::tuple<Tensor, Tensor> AdaptiveMaxPool1d::forward_with_indices(const Tensor& x) {
+  return adaptive_max_pool1d_with_indices(x, output_size);
 }
 
 std::string AdaptiveMaxPool1d::extra_repr() const {

@@ -357,36 +357,69 @@ Tensor avg_pool2d(const Tensor& x, IntList kernel_size, IntList stride, IntList 
 // Note [Adaptive max pooling as two one-dim passes]
 // The maximum over a rectangle is the maximum over its rows of the maximum over its columns, and
 // adaptive windows are products of a row range and a column range. So adaptive_max_pool2d takes
-// amax over each of the oH row windows (one op each, stacked), then over each of the oW column
-// windows of that: O(oH + oW) ops on any backend, with amax's gradient, and no kernel of its own.
-// Windows follow PyTorch: output i spans [floor(i in / out), ceil((i + 1) in / out)).
+// the maximum over each of the oW column windows (one op each, concatenated), then over each of
+// the oH row windows of that: O(oH + oW) ops on any backend, with max's gradient, and no kernel
+// of its own. Windows follow PyTorch: output i spans [floor(i in / out), ceil((i + 1) in / out)).
+// The last dim goes first so that ties resolve as PyTorch's kernel does, to the first maximum in
+// row-major order: the column pass keeps each row's first maximal column, the row pass then the
+// first maximal row, and with it that row's column. The indices (PyTorch's return_indices, flat
+// within each plane or volume) follow the same choice: each pass gathers the positions the
+// previous passes chose at the element it picked, and adds its own dim's position times the
+// size of the dims after it. The 1-d and 3-d forms are one and three passes.
 namespace {
 
-// adaptive_max_pool2d's and adaptive_max_pool3d's passes: amax over each window of each of
-// `dims` of the batched xb in turn, `out` windows along each.
-Tensor adaptive_max_passes(const Tensor& xb, IntList dims, IntList out) {
-  Tensor y = xb;
-  for (size_t i = 0; i < dims.size(); ++i) {
+// The passes over `dims` of the batched xb, last dim first, `out` windows along each; the flat
+// indices too when `indices`.
+std::tuple<Tensor, Tensor> adaptive_max_passes(const Tensor& xb, IntList dims, IntList out,
+                                               bool indices) {
+  Tensor y = xb, flat;
+  int64_t inner = 1;  // the number of positions in the dims already passed
+  for (size_t i = dims.size(); i-- > 0;) {
     const int64_t dim = dims[i], in = y.size(dim), o = out[i];
-    std::vector<Tensor> parts;
-    parts.reserve(static_cast<size_t>(o));
+    std::vector<Tensor> values, where;
+    values.reserve(static_cast<size_t>(o));
+    where.reserve(static_cast<size_t>(o));
     for (int64_t j = 0; j < o; ++j) {
       const int64_t start = j * in / o, end = ((j + 1) * in + o - 1) / o;
-      parts.push_back(amax(y.narrow(dim, start, end - start), {dim}, /*keepdim=*/true));
+      auto [v, at] = max(y.narrow(dim, start, end - start), dim, /*keepdim=*/true);
+      values.push_back(std::move(v));
+      if (indices) where.push_back(add(at, start));
     }
-    y = cat(parts, dim);
+    y = cat(values, dim);
+    if (indices) {
+      const Tensor pos = cat(where, dim);
+      const Tensor own = mul(pos, inner);
+      flat = flat.defined() ? add(own, gather(flat, dim, pos)) : own;
+      inner *= in;
+    }
   }
-  return y;
+  return {y, flat};
 }
 
-}  // namespace
+// Both parts of a pooling's result without their batch dim when `unbatched` (an undefined index
+// stays undefined).
+std::tuple<Tensor, Tensor> squeeze_both(std::tuple<Tensor, Tensor> r, bool unbatched) {
+  auto& [y, idx] = r;
+  return {squeeze_if(y, unbatched), idx.defined() ? squeeze_if(idx, unbatched) : idx};
+}
 
-Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
+// adaptive_max_pool2d's passes over x [N, C, H, W] or [C, H, W], with the indices if asked.
+std::tuple<Tensor, Tensor> adaptive_max2d(const Tensor& x, IntList output_size, bool indices) {
   const Tensor x4 = as_batched("adaptive_max_pool2d", x, /*allow_int=*/false);
   const auto out = pair_arg("adaptive_max_pool2d", "output_size", output_size);
   EMBER_CHECK(out[0] > 0 && out[1] > 0,
               "[adaptive_max_pool2d] output_size must be positive: got ({}, {})", out[0], out[1]);
-  return squeeze_if(adaptive_max_passes(x4, {2, 3}, {out[0], out[1]}), x.dim() == 3);
+  return squeeze_both(adaptive_max_passes(x4, {2, 3}, {out[0], out[1]}, indices), x.dim() == 3);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, IntList output_size) {
+  return adaptive_max2d(x, output_size, /*indices=*/true);
+}
+
+Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size) {
+  return std::get<0>(adaptive_max2d(x, output_size, /*indices=*/false));
 }
 
 // Note [1-d pooling is 2-d pooling of height 1]
@@ -438,11 +471,25 @@ Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size) {
   return adaptive_avg_pool2d(x4, {1, output_size}).squeeze(-2);
 }
 
-Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size) {
+namespace {
+
+// adaptive_max_pool1d's pass over x [N, C, L] or [C, L], with the indices if asked.
+std::tuple<Tensor, Tensor> adaptive_max1d(const Tensor& x, int64_t output_size, bool indices) {
   const Tensor x4 = as_rows("adaptive_max_pool1d", x);
   EMBER_CHECK(output_size > 0, "[adaptive_max_pool1d] output_size must be positive: got {}",
               output_size);
-  return adaptive_max_pool2d(x4, {1, output_size}).squeeze(-2);
+  auto [y, idx] = adaptive_max2d(x4, {1, output_size}, indices);
+  return {y.squeeze(-2), idx.defined() ? idx.squeeze(-2) : idx};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, int64_t output_size) {
+  return adaptive_max1d(x, output_size, /*indices=*/true);
+}
+
+Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size) {
+  return std::get<0>(adaptive_max1d(x, output_size, /*indices=*/false));
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size) {
@@ -574,11 +621,25 @@ Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size) {
   return squeeze_if(y, x.dim() == 4);
 }
 
-Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
+namespace {
+
+// adaptive_max_pool3d's passes over x [N, C, D, H, W] or [C, D, H, W], with the indices if asked.
+std::tuple<Tensor, Tensor> adaptive_max3d(const Tensor& x, IntList output_size, bool indices) {
   constexpr const char* kOp = "adaptive_max_pool3d";
   const Tensor x5 = as_batched(kOp, x, /*allow_int=*/false, 3);
   const auto out = adaptive_size3(kOp, x, output_size);
-  return squeeze_if(adaptive_max_passes(x5, {2, 3, 4}, {out[0], out[1], out[2]}), x.dim() == 4);
+  return squeeze_both(adaptive_max_passes(x5, {2, 3, 4}, {out[0], out[1], out[2]}, indices),
+                      x.dim() == 4);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, IntList output_size) {
+  return adaptive_max3d(x, output_size, /*indices=*/true);
+}
+
+Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
+  return std::get<0>(adaptive_max3d(x, output_size, /*indices=*/false));
 }
 
 }  // namespace ember

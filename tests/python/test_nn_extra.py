@@ -256,6 +256,53 @@ def test_adaptive_pool3d_match_numpy(rng):
     assert F.adaptive_avg_pool3d(f64(x), (None, 2, None)).shape == (2, 3, 5, 2, 4)
 
 
+def np_adaptive_argmax(x, out):
+    """Adaptive max pooling over x's trailing len(out) dims with the flat index of each window's
+    first maximum in row-major order (PyTorch's return_indices)."""
+    k = len(out)
+    ins = x.shape[-k:]
+    y = np.zeros(x.shape[:-k] + tuple(out))
+    idx = np.zeros(x.shape[:-k] + tuple(out), dtype=np.int64)
+    for o in itertools.product(*(range(v) for v in out)):
+        lo = [o[i] * ins[i] // out[i] for i in range(k)]
+        hi = [-(-(o[i] + 1) * ins[i] // out[i]) for i in range(k)]
+        win = x[(..., *(slice(a, b) for a, b in zip(lo, hi)))]
+        flat = win.reshape(win.shape[:-k] + (-1,))
+        at = np.argmax(flat, axis=-1)  # the first maximum, row-major
+        pos = np.unravel_index(at, tuple(b - a for a, b in zip(lo, hi)))
+        y[(..., *o)] = np.max(flat, axis=-1)
+        idx[(..., *o)] = np.ravel_multi_index(tuple(p + a for p, a in zip(pos, lo)), ins)
+    return y, idx
+
+
+@pytest.mark.parametrize("dims,shape,out", [
+    (1, (2, 3, 9), (4,)),
+    (2, (2, 3, 7, 5), (3, 2)),
+    (2, (3, 6, 6), (4, 4)),
+    (3, (1, 2, 5, 4, 6), (2, 3, 4)),
+])
+def test_adaptive_max_pool_return_indices_match_numpy(rng, dims, shape, out):
+    # Small integers make ties common, so the first-maximum rule is exercised.
+    x = rng.integers(0, 4, size=shape).astype(np.float64)
+    want_y, want_i = np_adaptive_argmax(x, out)
+    fn = getattr(F, f"adaptive_max_pool{dims}d")
+    size = out[0] if dims == 1 else out
+    y, i = fn(f64(x), size, return_indices=True)
+    assert i.dtype == ember.int64
+    assert_close(y, want_y, rtol=0, atol=0)
+    np.testing.assert_array_equal(i.numpy(), want_i)
+    layer = getattr(nn, f"AdaptiveMaxPool{dims}d")(size, return_indices=True)
+    ly, li = layer(f64(x))
+    assert_close(ly, want_y, rtol=0, atol=0)
+    np.testing.assert_array_equal(li.numpy(), want_i)
+    # Without return_indices the layer returns the tensor alone.
+    assert isinstance(getattr(nn, f"AdaptiveMaxPool{dims}d")(size)(f64(x)), ember.Tensor)
+    # The indices feed max_unpool-style scatters: every value sits at its index.
+    flat = x.reshape(x.shape[:len(x.shape) - dims] + (-1,))
+    np.testing.assert_array_equal(np.take_along_axis(flat, want_i.reshape(want_i.shape[:len(x.shape) - dims] + (-1,)), -1),
+                                  y.numpy().reshape(flat.shape[:-1] + (-1,)))
+
+
 def test_pool3d_gradcheck(rng):
     x = f64(rng.standard_normal((1, 2, 4, 5, 3)), True)
     gradcheck(lambda t: F.max_pool3d(t, (2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 0), ceil_mode=True), x)

@@ -1813,58 +1813,10 @@ void bind_layers(nb::module_& m) {
              true);
   pool_layer(std::type_identity<nn::AvgPool2d>{}, "AvgPool2d", "Average pooling over [N, C, H, W].",
              false);
-  layer<nn::AdaptiveAvgPool2d>(m, "AdaptiveAvgPool2d", "Average pooling to a fixed output size.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveAvgPool2d> v, Ints output_size) {
-            construct<nn::AdaptiveAvgPool2d>(v, pair_of(output_size));
-          },
-          "output_size"_a, "Pools to output_size.", record_init())
-      .def_prop_ro(
-          "output_size", [](const nn::AdaptiveAvgPool2d& l) { return pair_tuple(l.output_size); },
-          "(H, W).");
-  layer<nn::AdaptiveMaxPool2d>(m, "AdaptiveMaxPool2d", "Max pooling to a fixed output size.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveMaxPool2d> v, Ints output_size,
-             bool return_indices) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.AdaptiveMaxPool2d] return_indices is not supported");
-            construct<nn::AdaptiveMaxPool2d>(v, pair_of(output_size));
-          },
-          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
-      .def_prop_ro(
-          "output_size", [](const nn::AdaptiveMaxPool2d& l) { return pair_tuple(l.output_size); },
-          "(H, W).");
   pool_layer(std::type_identity<nn::MaxPool3d>{}, "MaxPool3d", "Max pooling over [N, C, D, H, W].",
              true);
   pool_layer(std::type_identity<nn::AvgPool3d>{}, "AvgPool3d",
              "Average pooling over [N, C, D, H, W].", false);
-  layer<nn::AdaptiveAvgPool3d>(m, "AdaptiveAvgPool3d",
-                               "Average pooling over [N, C, D, H, W] to a fixed output size.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveAvgPool3d> v, Ints output_size) {
-            construct<nn::AdaptiveAvgPool3d>(v, triple_of(output_size));
-          },
-          "output_size"_a, "Pools to output_size.", record_init())
-      .def_prop_ro(
-          "output_size", [](const nn::AdaptiveAvgPool3d& l) { return triple_tuple(l.output_size); },
-          "(D, H, W).");
-  layer<nn::AdaptiveMaxPool3d>(m, "AdaptiveMaxPool3d",
-                               "Max pooling over [N, C, D, H, W] to a fixed output size.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveMaxPool3d> v, Ints output_size,
-             bool return_indices) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.AdaptiveMaxPool3d] return_indices is not supported");
-            construct<nn::AdaptiveMaxPool3d>(v, triple_of(output_size));
-          },
-          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
-      .def_prop_ro(
-          "output_size", [](const nn::AdaptiveMaxPool3d& l) { return triple_tuple(l.output_size); },
-          "(D, H, W).");
   auto max_pool1d_layer =
       layer<nn::MaxPool1d>(m, "MaxPool1d", "Max pooling over [N, C, L].", false);
   bind_max_pool_forward<nn::MaxPool1d>(max_pool1d_layer);
@@ -1916,27 +1868,62 @@ void bind_layers(nb::module_& m) {
       .def_prop_ro(
           "padding", [](const nn::AvgPool1d& l) { return nb::make_tuple(l.options.padding); },
           "(p,).");
-  layer<nn::AdaptiveAvgPool1d>(m, "AdaptiveAvgPool1d", "Average pooling to a fixed length.")
-      .def(
+  // The adaptive poolings, sized by the layer's output_size type; the max ones take
+  // return_indices (forward then returns (output, indices), as MaxPool's).
+  auto adaptive_layer = [&](auto tag, const char* name, const char* doc) {
+    using T = typename decltype(tag)::type;
+    using Size = std::remove_cvref_t<decltype(T::output_size)>;
+    constexpr bool is_max = requires(T & l, const Tensor& x) {
+      l.forward_with_indices(x);
+    };
+    auto c = layer<T>(m, name, doc, !is_max);
+    const auto size_arg = [name](const Ints& v) {
+      if constexpr (std::is_same_v<Size, int64_t>) {
+        return single(v, name, "output_size");
+      } else {
+        return size_of<Size>(v);
+      }
+    };
+    if constexpr (is_max) {
+      bind_max_pool_forward<T>(c);
+      c.def(
           "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveAvgPool1d> v, Ints output_size) {
-            construct<nn::AdaptiveAvgPool1d>(
-                v, single(output_size, "nn.AdaptiveAvgPool1d", "output_size"));
+          [size_arg](nb::pointer_and_handle<T> v, Ints output_size, bool return_indices) {
+            construct<T>(v, size_arg(output_size));
+            nb::setattr(v.h, "return_indices", nb::bool_(return_indices));
           },
-          "output_size"_a, "Pools to output_size.", record_init())
-      .def_ro("output_size", &nn::AdaptiveAvgPool1d::output_size, "L.");
-  layer<nn::AdaptiveMaxPool1d>(m, "AdaptiveMaxPool1d", "Max pooling to a fixed length.")
-      .def(
+          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init());
+    } else {
+      c.def(
           "__init__",
-          [](nb::pointer_and_handle<nn::AdaptiveMaxPool1d> v, Ints output_size,
-             bool return_indices) {
-            EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                        "[nn.AdaptiveMaxPool1d] return_indices is not supported");
-            construct<nn::AdaptiveMaxPool1d>(
-                v, single(output_size, "nn.AdaptiveMaxPool1d", "output_size"));
+          [size_arg](nb::pointer_and_handle<T> v, Ints output_size) {
+            construct<T>(v, size_arg(output_size));
           },
-          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init())
-      .def_ro("output_size", &nn::AdaptiveMaxPool1d::output_size, "L.");
+          "output_size"_a, "Pools to output_size.", record_init());
+    }
+    c.def_prop_ro(
+        "output_size",
+        [](const T& l) -> nb::object {
+          if constexpr (std::is_same_v<Size, int64_t>) {
+            return nb::int_(l.output_size);
+          } else {
+            return size_tuple(l.output_size);
+          }
+        },
+        "The output's spatial size: L, (H, W) or (D, H, W).");
+  };
+  adaptive_layer(std::type_identity<nn::AdaptiveAvgPool1d>{}, "AdaptiveAvgPool1d",
+                 "Average pooling over [N, C, L] to a fixed length.");
+  adaptive_layer(std::type_identity<nn::AdaptiveMaxPool1d>{}, "AdaptiveMaxPool1d",
+                 "Max pooling over [N, C, L] to a fixed length.");
+  adaptive_layer(std::type_identity<nn::AdaptiveAvgPool2d>{}, "AdaptiveAvgPool2d",
+                 "Average pooling to a fixed output size.");
+  adaptive_layer(std::type_identity<nn::AdaptiveMaxPool2d>{}, "AdaptiveMaxPool2d",
+                 "Max pooling to a fixed output size.");
+  adaptive_layer(std::type_identity<nn::AdaptiveAvgPool3d>{}, "AdaptiveAvgPool3d",
+                 "Average pooling over [N, C, D, H, W] to a fixed output size.");
+  adaptive_layer(std::type_identity<nn::AdaptiveMaxPool3d>{}, "AdaptiveMaxPool3d",
+                 "Max pooling over [N, C, D, H, W] to a fixed output size.");
   layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
       .def(
           "__init__",

@@ -433,14 +433,13 @@ void bind_functional(nb::module_& f) {
   f.def(
       "adaptive_max_pool2d",
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
-        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                    "[adaptive_max_pool2d] return_indices is not supported");
         const Shape out = adaptive_size(x, output_size, 2);
-        GilRelease release;
-        return adaptive_max_pool2d(x, out);
+        return max_pooled(
+            return_indices, [&] { return adaptive_max_pool2d(x, out); },
+            [&] { return adaptive_max_pool2d_with_indices(x, out); });
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
-      "Max pooling to a fixed output size (None keeps a size).");
+      "Max pooling to a fixed output size (None keeps a size; with the indices if asked).");
   f.def(
       "max_pool3d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
@@ -476,11 +475,10 @@ void bind_functional(nb::module_& f) {
   f.def(
       "adaptive_max_pool3d",
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
-        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                    "[adaptive_max_pool3d] return_indices is not supported");
         const Shape out = adaptive_size(x, output_size, 3);
-        GilRelease release;
-        return adaptive_max_pool3d(x, out);
+        return max_pooled(
+            return_indices, [&] { return adaptive_max_pool3d(x, out); },
+            [&] { return adaptive_max_pool3d_with_indices(x, out); });
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
       "Max pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
@@ -526,11 +524,10 @@ void bind_functional(nb::module_& f) {
   f.def(
       "adaptive_max_pool1d",
       [](const Tensor& x, Ints output_size, bool return_indices) {
-        EMBER_CHECK_NOT_IMPLEMENTED(!return_indices,
-                                    "[adaptive_max_pool1d] return_indices is not supported");
         const int64_t o = single(output_size, "adaptive_max_pool1d", "output_size");
-        GilRelease release;
-        return adaptive_max_pool1d(x, o);
+        return max_pooled(
+            return_indices, [&] { return adaptive_max_pool1d(x, o); },
+            [&] { return adaptive_max_pool1d_with_indices(x, o); });
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
       "Max pooling over [N, C, L] to output_size.");

@@ -145,6 +145,40 @@ TEST(Pool1d, MatchesHandComputedWindowsAndIndices) {
   EXPECT_THROW(adaptive_max_pool2d(zeros({1, 4}), {2, 2}), ValueError);
 }
 
+TEST(AdaptiveMaxPool, IndicesAreTheFirstMaximumInRowMajorOrder) {
+  // 3 into 2: rows and columns [0, 2), [1, 3). Ties put the 9 at (0, 1) and (1, 0): PyTorch's
+  // kernel, scanning rows then columns, names (0, 1) (flat 1) for window (0, 0).
+  const Tensor m = tensor({{{1.0, 9.0, 3.0}, {9.0, 2.0, 6.0}, {7.0, 8.0, 9.0}}}, DType::Float64);
+  auto [y, idx] = adaptive_max_pool2d_with_indices(m, {2, 2});
+  EXPECT_EQ(values(y), (std::vector<double>{9, 9, 9, 9}));
+  EXPECT_EQ(values(idx), (std::vector<double>{1, 1, 3, 8}));
+  EXPECT_EQ(idx.dtype(), DType::Int64);
+  EXPECT_EQ(idx.sizes(), (Shape{1, 2, 2}));
+  // One window over all: the first of the three nines.
+  EXPECT_EQ(values(std::get<1>(adaptive_max_pool2d_with_indices(m, {1, 1}))),
+            (std::vector<double>{1}));
+  // 1-d: windows of 7 into 3 are [0, 3), [2, 5), [4, 7).
+  const Tensor x = tensor({{{1.0, 5.0, 5.0, 4.0, 3.0, 0.0, 6.0}}}, DType::Float64);
+  auto [y1, i1] = adaptive_max_pool1d_with_indices(x, 3);
+  EXPECT_EQ(values(y1), (std::vector<double>{5, 5, 6}));
+  EXPECT_EQ(values(i1), (std::vector<double>{1, 2, 6}));
+  // 3-d: a [2, 2, 2] volume into [1, 1, 2]; flat index d H W + h W + w.
+  const Tensor v = tensor({{{{1.0, 8.0}, {2.0, 3.0}}, {{4.0, 5.0}, {8.0, 8.0}}}}, DType::Float64);
+  auto [y3, i3] = adaptive_max_pool3d_with_indices(v, {1, 1, 2});
+  EXPECT_EQ(values(y3), (std::vector<double>{8, 8}));
+  EXPECT_EQ(values(i3), (std::vector<double>{6, 1}));
+}
+
+TEST(AdaptiveMaxPool, TiedGradientGoesToTheIndexedElement) {
+  // As PyTorch's backward: the whole gradient to the maximum its index names, not split.
+  Tensor x = make({2, 2, 2, 2, 2, 2}, {1, 1, 2, 3}, f64).requires_grad_(true);
+  auto [y, idx] = adaptive_max_pool2d_with_indices(x, {1, 2});
+  sum(y).backward();
+  // Column windows [0, 2) and [1, 3): the first maxima are (0, 0) and (0, 1).
+  EXPECT_EQ(values(idx), (std::vector<double>{0, 1}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 1, 0, 0, 0, 0}));
+}
+
 TEST(PoolGradTest, OverlappingMaxWindowsAccumulate) {
   // Stride 1 windows over [[1, 2, 3], [4, 9, 5], [6, 7, 8]]: the 9 wins all four windows.
   Tensor x = make({1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 1, 3, 3}, f64).requires_grad_(true);

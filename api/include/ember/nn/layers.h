@@ -436,6 +436,9 @@ class AdaptiveMaxPool2d : public Module {
   /** Pools to `output_size`. */
   explicit AdaptiveMaxPool2d(Pair output_size);
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane or volume, the first maximum of each window). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const Pair output_size;
@@ -494,6 +497,9 @@ class AdaptiveMaxPool1d : public Module {
   /** Pools to `output_size`. */
   explicit AdaptiveMaxPool1d(int64_t output_size);
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane or volume, the first maximum of each window). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const int64_t output_size;
@@ -543,6 +549,9 @@ class AdaptiveMaxPool3d : public Module {
   /** Pools to `output_size`. */
   explicit AdaptiveMaxPool3d(Triple output_size);
   Tensor forward(const Tensor& x) override;
+  /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
+   *  each input plane or volume, the first maximum of each window). */
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
   const Triple output_size;

@@ -33,6 +33,10 @@ EMBER_API Tensor adaptive_avg_pool2d(const Tensor& x, IntList output_size);
 /** Adaptive max pooling of x [N, C, H, W] (or [C, H, W]) to [oH, oW]: window i spans
  *  [floor(i in / out), ceil((i + 1) in / out)), as PyTorch's. */
 EMBER_API Tensor adaptive_max_pool2d(const Tensor& x, IntList output_size);
+/** adaptive_max_pool2d with the flat index (h * W + w) of each maximum within its plane: the
+ *  first maximum of its window in row-major order, as PyTorch's return_indices. */
+EMBER_API std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x,
+                                                                      IntList output_size);
 
 /** Max pooling of x [N, C, L] (or [C, L]) with the flat index of each maximum along L; no
  *  stride means stride = kernel_size. */
@@ -51,6 +55,9 @@ EMBER_API Tensor avg_pool1d(const Tensor& x, int64_t kernel_size,
 EMBER_API Tensor adaptive_avg_pool1d(const Tensor& x, int64_t output_size);
 /** Adaptive max pooling of x [N, C, L] (or [C, L]) to `output_size` along L. */
 EMBER_API Tensor adaptive_max_pool1d(const Tensor& x, int64_t output_size);
+/** adaptive_max_pool1d with the index along L of each maximum (the first of its window). */
+EMBER_API std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x,
+                                                                      int64_t output_size);
 
 /** Max pooling of x [N, C, D, H, W] (or [C, D, H, W]); sizes are one value or three, an empty
  *  stride means stride = kernel_size. Returns the output and the flat index (d * H * W + h * W +
@@ -72,5 +79,9 @@ EMBER_API Tensor avg_pool3d(const Tensor& x, IntList kernel_size, IntList stride
 EMBER_API Tensor adaptive_avg_pool3d(const Tensor& x, IntList output_size);
 /** Adaptive max pooling of x [N, C, D, H, W] (or [C, D, H, W]) to [oD, oH, oW]. */
 EMBER_API Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
+/** adaptive_max_pool3d with the flat index (d * H * W + h * W + w) of each maximum within its
+ *  volume (the first of its window in (d, h, w) order). */
+EMBER_API std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x,
+                                                                      IntList output_size);
 
 }  // namespace ember
