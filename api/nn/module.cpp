@@ -63,6 +63,7 @@ void Module::check_new_name(const std::string& name) const {
   const char* kind = taken(params_)     ? "parameter"
                      : taken(buffers_)  ? "buffer"
                      : taken(children_) ? "submodule"
+                     : taken(derived_)  ? "derived tensor"
                                         : nullptr;
   EMBER_CHECK_KEY(kind == nullptr, "[nn.{}] attribute '{}' already exists (a {} of this module)",
                   type_name_, name, kind ? kind : "");
@@ -150,6 +151,37 @@ Tensor& Module::set_parameter(const std::string& name, Tensor value, bool requir
   return register_parameter(name, std::move(value), requires_grad);
 }
 
+Tensor& Module::make_derived(const std::string& name) {
+  bump_structure_version();
+  auto it =
+      std::find_if(params_.begin(), params_.end(), [&](const Slot& s) { return s.name == name; });
+  EMBER_CHECK_KEY(it != params_.end(), "[nn.{}] '{}' is not a parameter of this module", type_name_,
+                  name);
+  derived_.push_back(*it);
+  params_.erase(it);
+  return *derived_.back().tensor;
+}
+
+Tensor* Module::find_derived(const std::string& name) {
+  for (Slot& s : derived_) {
+    if (s.name == name) return s.tensor;
+  }
+  return nullptr;
+}
+
+Tensor& Module::make_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  bump_structure_version();
+  auto it =
+      std::find_if(derived_.begin(), derived_.end(), [&](const Slot& s) { return s.name == name; });
+  EMBER_CHECK_KEY(it != derived_.end(), "[nn.{}] '{}' is not a derived tensor of this module",
+                  type_name_, name);
+  Tensor& slot = *it->tensor;
+  params_.push_back(*it);
+  derived_.erase(it);
+  slot = as_parameter(std::move(value), requires_grad);
+  return slot;
+}
+
 Tensor& Module::set_buffer(const std::string& name, Tensor value, bool persistent) {
   bump_structure_version();
   if (Tensor* slot = find_buffer(name)) {
@@ -207,7 +239,7 @@ bool Module::remove(const std::string& name) {
     slots.erase(it);
     return true;
   };
-  if (drop(params_) || drop(buffers_)) return true;
+  if (drop(params_) || drop(buffers_) || drop(derived_)) return true;
   auto it = std::find_if(children_.begin(), children_.end(),
                          [&](const NamedModule& c) { return c.first == name; });
   if (it == children_.end()) return false;

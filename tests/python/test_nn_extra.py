@@ -497,3 +497,114 @@ def test_local_response_norm_gradcheck_and_errors(rng):
     with pytest.raises(ValueError, match="3-d or higher"):
         F.local_response_norm(ember.ones(2, 3), 2)
     assert "2, alpha=0.0001, beta=0.75, k=1" in repr(nn.LocalResponseNorm(2))
+
+
+# ---- weight_norm and spectral_norm (torch.nn.utils) ----------------------------------------------
+
+def _linear64(rng, i, o):
+    m = nn.Linear(i, o).double()
+    with ember.no_grad():
+        m.weight.copy_(f64(rng.standard_normal((o, i))))
+        m.bias.copy_(f64(rng.standard_normal(o)))
+    return m
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_matches_its_formula_and_pytorchs_names(rng, dim):
+    m = _linear64(rng, 3, 4)
+    w = m.weight.detach().numpy().copy()
+    assert nn.utils.weight_norm(m, dim=dim) is m
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight_g", "weight_v"]
+    assert list(m.state_dict()) == ["bias", "weight_g", "weight_v"]
+    axes = None if dim is None else tuple(d for d in range(2) if d != dim)
+    g = np.sqrt((w * w).sum(axis=axes, keepdims=dim is not None))
+    assert_close(m.weight_g, g, rtol=1e-14, atol=0)
+    assert not isinstance(m.weight, nn.Parameter)
+    # A new g and v: the next forward uses g * v / ||v||.
+    with ember.no_grad():
+        m.weight_g.mul_(3.0)
+        m.weight_v.copy_(f64(rng.standard_normal((4, 3))))
+    v = m.weight_v.detach().numpy()
+    want_w = 3 * g * v / np.sqrt((v * v).sum(axis=axes, keepdims=dim is not None))
+    x = rng.standard_normal((2, 3))
+    y = m(f64(x))
+    assert_close(y, x @ want_w.T + m.bias.detach().numpy(), rtol=1e-12, atol=1e-12)
+    assert_close(m.weight, want_w, rtol=1e-13, atol=1e-13)
+    y.sum().backward()
+    assert m.weight_g.grad is not None and m.weight_v.grad is not None
+    nn.utils.remove_weight_norm(m)
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight"]
+    assert isinstance(m.weight, nn.Parameter)
+    assert_close(m.weight, want_w, rtol=1e-13, atol=1e-13)
+
+
+def test_weight_norm_gradcheck_through_g_and_v(rng):
+    m = _linear64(rng, 3, 2)
+    nn.utils.weight_norm(m)
+    x = f64(rng.standard_normal((4, 3)))
+
+    def run(g, v):
+        with ember.no_grad():
+            m.weight_g.copy_(g)
+            m.weight_v.copy_(v)
+        # The layer's computation written out: the reparametrization is what is checked.
+        w = v * (g / v.norm(dim=1, keepdim=True))
+        return F.linear(x, w, m.bias)
+
+    gradcheck(run, f64(m.weight_g.detach().numpy(), True), f64(m.weight_v.detach().numpy(), True))
+    out = m(x).sum()
+    out.backward()
+    # d/dg of sum(x w^T): per output row, (x_sum . v) / ||v||.
+    v = m.weight_v.detach().numpy()
+    want = (x.numpy().sum(0) @ v.T) / np.linalg.norm(v, axis=1)
+    assert_close(m.weight_g.grad.reshape(-1), want, rtol=1e-12, atol=1e-12)
+
+
+def test_weight_norm_on_a_python_module_and_errors(rng):
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(f64(np.array([3.0, 4.0])))
+
+        def forward(self, x):
+            return x * self.weight
+
+    s = nn.utils.weight_norm(Scale(), dim=None)
+    assert_close(s.weight_g, np.array(5.0), rtol=0, atol=0)
+    with ember.no_grad():
+        s.weight_g.fill_(10.0)
+    assert_close(s(f64(np.ones(2))), np.array([6.0, 8.0]), rtol=1e-14, atol=0)
+    with pytest.raises(KeyError, match="no parameter 'nope'"):
+        nn.utils.weight_norm(nn.Linear(2, 2), name="nope")
+    with pytest.raises(ValueError, match="remove_weight_norm"):
+        nn.utils.remove_weight_norm(nn.Linear(2, 2))
+    with pytest.raises(IndexError, match="out of range"):
+        nn.utils.weight_norm(nn.Linear(2, 2), dim=3)
+
+
+def test_spectral_norm_power_iteration_and_eval(rng):
+    ember.manual_seed(0)
+    m = _linear64(rng, 5, 4)
+    w = m.weight.detach().numpy().copy()
+    assert nn.utils.spectral_norm(m) is m
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight_orig"]
+    assert list(m.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    x = f64(rng.standard_normal((3, 5)))
+    for _ in range(60):
+        m(x)
+    sigma = np.linalg.svd(w, compute_uv=False)[0]
+    assert_close(m.weight, w / sigma, rtol=1e-9, atol=1e-9)
+    m.eval()
+    u = m.weight_u.detach().numpy().copy()
+    m(x)
+    np.testing.assert_array_equal(m.weight_u.detach().numpy(), u)
+    m.train()
+    m.zero_grad()
+    m(x).sum().backward()
+    assert m.weight_orig.grad is not None
+    nn.utils.remove_spectral_norm(m)
+    assert [n for n, _ in m.named_parameters()] == ["bias", "weight"]
+    assert list(dict(m.named_buffers())) == []
+    assert_close(m.weight, w / sigma, rtol=1e-9, atol=1e-9)
+    up = nn.utils.spectral_norm(nn.ConvTranspose2d(4, 2, 3))
+    assert up.weight_u.shape == (2,) and up.weight_v.shape == (36,)

@@ -9,5 +9,6 @@
 #include "ember/nn/layers.h"
 #include "ember/nn/loss.h"
 #include "ember/nn/module.h"
+#include "ember/nn/reparam.h"
 #include "ember/nn/rnn.h"
 #include "ember/nn/transformer.h"

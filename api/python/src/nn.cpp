@@ -550,6 +550,7 @@ nb::object registered_attribute(nn::Module& m, const std::string& name) {
   if (Tensor* p = m.find_parameter(name)) return wrap_tensor(*p, parameter_type());
   if (Tensor* b = m.find_buffer(name)) return wrap_tensor(*b);
   if (auto c = m.find_child(name)) return nb::cast(c);
+  if (Tensor* d = m.find_derived(name)) return wrap_tensor(*d);
   return {};
 }
 
@@ -3153,6 +3154,42 @@ void bind_nn(nb::module_& root) {
   bind_recurrent(m);
   bind_attention(m);
   bind_init(m);
+  // torch.nn.utils' weight reparametrizations (Note [Weight reparametrizations as pre-hooks]):
+  // each returns the module object it was given.
+  m.def(
+      "weight_norm",
+      [](nb::handle module, const std::string& name, std::optional<int64_t> dim) {
+        nn::weight_norm(module_of(module, "weight_norm"), name, dim);
+        return nb::borrow(module);
+      },
+      "module"_a, "name"_a = "weight", "dim"_a = 0,
+      "Replaces parameter `name` by name_g and name_v, recomputing g * v / ||v|| before every "
+      "forward (dim=None: one norm over the whole tensor).");
+  m.def(
+      "remove_weight_norm",
+      [](nb::handle module, const std::string& name) {
+        nn::remove_weight_norm(module_of(module, "remove_weight_norm"), name);
+        return nb::borrow(module);
+      },
+      "module"_a, "name"_a = "weight", "Makes `name` a parameter again, undoing weight_norm.");
+  m.def(
+      "spectral_norm",
+      [](nb::handle module, const std::string& name, int64_t n_power_iterations, double eps,
+         std::optional<int64_t> dim) {
+        nn::spectral_norm(module_of(module, "spectral_norm"), name, n_power_iterations, eps, dim);
+        return nb::borrow(module);
+      },
+      "module"_a, "name"_a = "weight", "n_power_iterations"_a = 1, "eps"_a = 1e-12,
+      "dim"_a = nb::none(),
+      "Replaces parameter `name` by name_orig / sigma (sigma by power iteration in training), "
+      "with buffers name_u and name_v.");
+  m.def(
+      "remove_spectral_norm",
+      [](nb::handle module, const std::string& name) {
+        nn::remove_spectral_norm(module_of(module, "remove_spectral_norm"), name);
+        return nb::borrow(module);
+      },
+      "module"_a, "name"_a = "weight", "Makes `name` a parameter again, undoing spectral_norm.");
   m.def("_rebuild_module", &rebuild_module, "cls"_a, "init_args"_a,
         "Rebuilds a copied or unpickled module (Note [Copying and pickling modules]).");
   m.def(

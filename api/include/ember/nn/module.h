@@ -105,6 +105,18 @@ class Module : public std::enable_shared_from_this<Module> {
   /** Whether this module's buffer `name` is saved in the state dict. */
   bool is_persistent_buffer(const std::string& name) const;
 
+  // Note [Derived tensors]: a tensor a layer reads from its slot but that is computed from
+  // others before every forward (weight_norm's weight from weight_g and weight_v, PyTorch's plain
+  // attribute that a forward pre-hook sets). It keeps its slot, so the layer's reference reads
+  // the computed value, and its name, so a binding can read it, but it is no parameter: not
+  // listed, trained, moved or saved.
+  /** Makes parameter `name` a derived tensor and returns its slot. */
+  Tensor& make_derived(const std::string& name);
+  /** The slot of this module's derived tensor `name`, or null. */
+  Tensor* find_derived(const std::string& name);
+  /** Makes derived tensor `name` a parameter again, holding `value` in the same slot. */
+  Tensor& make_parameter(const std::string& name, Tensor value, bool requires_grad = true);
+
   /** Parameters of this module and (with `recurse`) its submodules, in registration order. */
   std::vector<Tensor> parameters(bool recurse = true) const;
   /** parameters() with dotted names ("features.0.weight"). */
@@ -203,6 +215,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::deque<Tensor> storage_;  // Note [Parameter slots]
   std::vector<Slot> params_;
   std::vector<Slot> buffers_;
+  std::vector<Slot> derived_;  // Note [Derived tensors]
   std::vector<NamedModule> children_;
   std::vector<std::pair<int64_t, ForwardHook>> hooks_;
   std::vector<std::pair<int64_t, ForwardPreHook>> pre_hooks_;

@@ -3,6 +3,7 @@
 from typing import Iterable, Union
 
 from ember._C import Tensor
+from ember._C.nn import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
 
 _Params = Union[Tensor, Iterable[Tensor]]
 
