@@ -27,6 +27,11 @@ std::string pair_str(Pair p) {
   return p.h == p.w ? fmt::format("{}", p.h) : fmt::format("({}, {})", p.h, p.w);
 }
 
+// A list of sizes as Python prints a tuple: "(4,)", "(2, 3)".
+std::string tuple_str(const std::vector<int64_t>& v) {
+  return fmt::format("({}{})", fmt::join(v, ", "), v.size() == 1 ? "," : "");
+}
+
 std::string triple_str(Triple t) {
   return t.d == t.h && t.h == t.w ? fmt::format("{}", t.d)
                                   : fmt::format("({}, {}, {})", t.d, t.h, t.w);
@@ -371,6 +376,31 @@ std::string ConvTranspose2d::extra_repr() const {
 
 // Normalisation ---------------------------------------------------------------------------------
 
+namespace {
+
+// The momentum of this step's running-statistics update, counting the step in
+// num_batches_tracked when training with running statistics; momentum none: the cumulative
+// average of every batch seen so far (1 / batches), as PyTorch's.
+double step_momentum(std::optional<double> momentum, Tensor& num_batches_tracked, bool training) {
+  if (!training || !num_batches_tracked.defined()) return momentum.value_or(0.0);
+  {
+    autograd::NoGradGuard no_grad;
+    add_(num_batches_tracked, 1);
+  }
+  return momentum ? *momentum : 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+}
+
+// The repr of the batch and instance norms: "3, eps=1e-05, momentum=0.1, affine=True, ...", as
+// PyTorch prints them (bias: whether the module has one).
+std::string norm_repr(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
+                      bool bias, bool track_running_stats) {
+  return fmt::format("{}, eps={}, momentum={}, affine={}, bias={}, track_running_stats={}",
+                     num_features, eps, momentum ? fmt::format("{}", *momentum) : "None", affine,
+                     bias, track_running_stats);
+}
+
+}  // namespace
+
 BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t c,
                      BatchNormOptions o)
     : Module(std::move(type_name)),
@@ -378,7 +408,7 @@ BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t 
       options(o),
       weight(register_parameter("weight", (check_positive("BatchNorm", "num_features", c),
                                            o.affine ? ones({c}) : Tensor()))),
-      bias(register_parameter("bias", o.affine ? zeros({c}) : Tensor())),
+      bias(register_parameter("bias", o.affine && o.bias ? zeros({c}) : Tensor())),
       running_mean(register_buffer("running_mean", o.track_running_stats ? zeros({c}) : Tensor())),
       running_var(register_buffer("running_var", o.track_running_stats ? ones({c}) : Tensor())),
       num_batches_tracked(register_buffer(
@@ -399,59 +429,133 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   // As in PyTorch: without running statistics, eval also normalises with the batch's own.
   const bool use_batch_stats = is_training() || !running_mean.defined();
-  if (is_training() && num_batches_tracked.defined()) {
-    autograd::NoGradGuard no_grad;
-    add_(num_batches_tracked, 1);
-  }
-  // momentum none: the running statistics are the plain average of every batch seen so far.
-  double momentum = options.momentum.value_or(0.0);
-  if (!options.momentum && num_batches_tracked.defined() && is_training()) {
-    momentum = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
-  }
+  const double momentum = step_momentum(options.momentum, num_batches_tracked, is_training());
   return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, momentum,
                     options.eps);
 }
 
 std::string BatchNorm::extra_repr() const {
-  return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features,
-                     options.eps, options.momentum ? fmt::format("{}", *options.momentum) : "None",
-                     options.affine, options.track_running_stats);
+  return norm_repr(num_features, options.eps, options.momentum, options.affine, bias.defined(),
+                   options.track_running_stats);
 }
 
-LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine)
+InstanceNorm::InstanceNorm(std::string type_name, int64_t spatial_dims, int64_t c,
+                           InstanceNormOptions o)
+    : Module(std::move(type_name)),
+      num_features(c),
+      options(o),
+      weight(register_parameter("weight", (check_positive("InstanceNorm", "num_features", c),
+                                           o.affine ? ones({c}) : Tensor()))),
+      bias(register_parameter("bias", o.affine && o.bias ? zeros({c}) : Tensor())),
+      running_mean(register_buffer("running_mean", o.track_running_stats ? zeros({c}) : Tensor())),
+      running_var(register_buffer("running_var", o.track_running_stats ? ones({c}) : Tensor())),
+      num_batches_tracked(register_buffer(
+          "num_batches_tracked", o.track_running_stats ? zeros({}, DType::Int64) : Tensor())),
+      spatial_dims_(spatial_dims) {}
+
+Tensor InstanceNorm::forward(const Tensor& x) {
+  const int64_t batched = spatial_dims_ + 2;
+  EMBER_CHECK(x.defined() && (x.dim() == batched || x.dim() == batched - 1),
+              "[nn.{}] expected a {}-d or {}-d (unbatched) input: got {}-d input of shape {}",
+              type_name(), batched, batched - 1, x.defined() ? x.dim() : 0,
+              x.defined() ? shape_str(x.sizes()) : std::string("undefined"));
+  const bool unbatched = x.dim() == batched - 1;
+  const Tensor xb = unbatched ? x.unsqueeze(0) : x;
+  EMBER_CHECK(!(weight.defined() || running_mean.defined()) || xb.size(1) == num_features,
+              "[nn.{}] expected input's size at dim {} to match num_features ({}): got input of "
+              "shape {}",
+              type_name(), unbatched ? 0 : 1, num_features, shape_str(x.sizes()));
+  // As PyTorch: the input's own statistics unless evaluating with running statistics.
+  const bool use_input_stats = is_training() || !running_mean.defined();
+  const double momentum = step_momentum(options.momentum, num_batches_tracked, is_training());
+  const Tensor y = instance_norm(xb, weight, bias, running_mean, running_var, use_input_stats,
+                                 momentum, options.eps);
+  return unbatched ? y.squeeze(0) : y;
+}
+
+std::string InstanceNorm::extra_repr() const {
+  return norm_repr(num_features, options.eps, options.momentum, options.affine, bias.defined(),
+                   options.track_running_stats);
+}
+
+RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> eps_, bool affine)
+    : Module("RMSNorm"),
+      normalized_shape(std::move(shape)),
+      eps(eps_),
+      weight(register_parameter("weight", affine ? ones(normalized_shape) : Tensor())) {}
+
+Tensor RMSNorm::forward(const Tensor& x) {
+  return rms_norm(x, normalized_shape, weight, eps);
+}
+
+std::string RMSNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", tuple_str(normalized_shape),
+                     eps ? fmt::format("{}", *eps) : "None", weight.defined());
+}
+
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps_, bool affine, bool with_bias)
     : Module("LayerNorm"),
       normalized_shape(std::move(shape)),
       eps(eps_),
       weight(register_parameter("weight", affine ? ones(normalized_shape) : Tensor())),
-      bias(register_parameter("bias", affine ? zeros(normalized_shape) : Tensor())) {}
+      bias(register_parameter("bias", affine && with_bias ? zeros(normalized_shape) : Tensor())) {}
 
 Tensor LayerNorm::forward(const Tensor& x) {
   return layer_norm(x, normalized_shape, weight, bias, eps);
 }
 
 std::string LayerNorm::extra_repr() const {
-  return fmt::format("[{}], eps={}, elementwise_affine={}", fmt::join(normalized_shape, ", "), eps,
-                     weight.defined());
+  return fmt::format("{}, eps={}, elementwise_affine={}, bias={}", tuple_str(normalized_shape), eps,
+                     weight.defined(), bias.defined());
 }
 
-GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine)
+GroupNorm::GroupNorm(int64_t groups, int64_t channels, double eps_, bool affine, bool with_bias)
     : Module("GroupNorm"),
       num_groups(groups),
       num_channels(channels),
       eps(eps_),
       weight(register_parameter(
           "weight", (check_groups(groups, channels), affine ? ones({channels}) : Tensor()))),
-      bias(register_parameter("bias", affine ? zeros({channels}) : Tensor())) {}
+      bias(register_parameter("bias", affine && with_bias ? zeros({channels}) : Tensor())) {}
 
 Tensor GroupNorm::forward(const Tensor& x) {
   return group_norm(x, num_groups, weight, bias, eps);
 }
 
 std::string GroupNorm::extra_repr() const {
-  return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, eps, weight.defined());
+  return fmt::format("{}, {}, eps={}, affine={}, bias={}", num_groups, num_channels, eps,
+                     weight.defined(), bias.defined());
 }
 
 // Dropout and embedding -------------------------------------------------------------------------
+
+Bilinear::Bilinear(int64_t in1, int64_t in2, int64_t out, bool with_bias)
+    : Module("Bilinear"),
+      in1_features(in1),
+      in2_features(in2),
+      out_features(out),
+      weight(register_parameter(
+          "weight", (check_positive("Bilinear", "in1_features", in1),
+                     check_positive("Bilinear", "in2_features", in2),
+                     check_positive("Bilinear", "out_features", out), empty({out, in1, in2})))),
+      bias(register_parameter("bias", with_bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void Bilinear::reset_parameters() {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in1_features));
+  init::uniform_(weight, -bound, bound);
+  if (bias.defined()) init::uniform_(bias, -bound, bound);
+}
+
+Tensor Bilinear::forward(const Tensor& x1, const Tensor& x2) {
+  return bilinear(x1, x2, weight, bias);
+}
+
+std::string Bilinear::extra_repr() const {
+  return fmt::format("in1_features={}, in2_features={}, out_features={}, bias={}", in1_features,
+                     in2_features, out_features, bias.defined());
+}
 
 Dropout::Dropout(double p_) : Module("Dropout"), p(p_) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[nn.Dropout] probability must be in [0, 1]: got {}", p);

@@ -503,6 +503,33 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return linear_checked("linear", x, weight, bias, Activation::None);
 }
 
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  const char* name = "bilinear";
+  EMBER_CHECK_TYPE(x1.defined() && x2.defined() && weight.defined(),
+                   "[bilinear] undefined tensor argument");
+  EMBER_CHECK(weight.dim() == 3, "[bilinear] expected a 3-d weight [out, in1, in2]: got shape {}",
+              shape_str(weight.sizes()));
+  const int64_t out = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);
+  bool fits = x1.dim() >= 1 && x2.dim() == x1.dim() && x1.size(-1) == in1 && x2.size(-1) == in2;
+  for (int64_t d = 0; fits && d + 1 < x1.dim(); ++d) fits = x1.size(d) == x2.size(d);
+  EMBER_CHECK(fits,
+              "[{}] expected input1 [..., {}] and input2 [..., {}] with the same leading dims: "
+              "got shapes {} and {}",
+              name, in1, in2, shape_str(x1.sizes()), shape_str(x2.sizes()));
+  EMBER_CHECK(!bias.defined() || bias.sizes() == Shape{out},
+              "[bilinear] bias should have shape [{}]: got shape {}", out,
+              bias.defined() ? shape_str(bias.sizes()) : std::string());
+  // y[b, o] = sum_i x1[b, i] (sum_j W[o, i, j] x2[b, j]): one product with W viewed as
+  // [in1, out in2], then a multiply and a sum over j.
+  const Tensor a = x1.reshape({-1, in1}), b = x2.reshape({-1, 1, in2});
+  const Tensor t = matmul(a, weight.permute({1, 0, 2}).reshape({in1, out * in2}));
+  Tensor y = sum(mul(t.reshape({-1, out, in2}), b), {2});
+  if (bias.defined()) y = add(y, bias);
+  Shape sizes = x1.sizes();
+  sizes.back() = out;
+  return y.reshape(sizes);
+}
+
 Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                     Activation activation) {
   EMBER_AUTOCAST(Lower, fused_linear, x, x, weight, bias, activation);

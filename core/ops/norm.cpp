@@ -58,6 +58,20 @@ void check_input(const char* name, const Tensor& x, double eps) {
   EMBER_CHECK(eps > 0, "[{}] eps must be positive: got {}", name, eps);
 }
 
+// normalized_shape of layer_norm and rms_norm: at least one dim, the input's trailing dims.
+void check_trailing(const char* name, const Tensor& x, IntList normalized_shape) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  EMBER_CHECK(k >= 1, "[{}] normalized_shape must have at least 1 dim: got {}", name,
+              shape_str(normalized_shape));
+  bool match = x.dim() >= k;
+  for (int64_t i = 0; match && i < k; ++i) {
+    match = x.size(x.dim() - k + i) == normalized_shape[i];
+  }
+  EMBER_CHECK(match,
+              "[{}] normalized_shape {} does not match the trailing dims of the input shape {}",
+              name, shape_str(normalized_shape), shape_str(x.sizes()));
+}
+
 // A per-channel (or per-element) parameter: undefined, or `sizes` exactly.
 // An affine parameter (weight, bias) has the input's dtype, or float32 for a float16 or bfloat16
 // input (PyTorch's mixed types); any other pair is an error, not a promotion (Note [Ops that take
@@ -340,17 +354,7 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
   EMBER_AUTOCAST(Float32, layer_norm, x, x, normalized_shape, weight, bias, eps);
   const char* name = "layer_norm";
   check_input(name, x, eps);
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  EMBER_CHECK(k >= 1, "[layer_norm] normalized_shape must have at least 1 dim: got {}",
-              shape_str(normalized_shape));
-  bool match = x.dim() >= k;
-  for (int64_t i = 0; match && i < k; ++i) {
-    match = x.size(x.dim() - k + i) == normalized_shape[i];
-  }
-  EMBER_CHECK(match,
-              "[layer_norm] normalized_shape {} does not match the trailing dims of the input "
-              "shape {}",
-              shape_str(normalized_shape), shape_str(x.sizes()));
+  check_trailing(name, x, normalized_shape);
   check_param(name, "weight", weight, normalized_shape, x.dtype());
   check_param(name, "bias", bias, normalized_shape, x.dtype());
   int64_t d = 1;
@@ -365,6 +369,71 @@ Tensor layer_norm(const Tensor& x, IntList normalized_shape, const Tensor& weigh
                   d,
                   1};
   return row_norm(p, x, weight, bias, eps);
+}
+
+Tensor rms_norm(const Tensor& x, IntList normalized_shape, const Tensor& weight,
+                std::optional<double> eps) {
+  const char* name = "rms_norm";
+  const double e = eps.value_or(x.defined() && is_floating(x.dtype()) ? finfo(x.dtype()).eps : 1);
+  check_input(name, x, e);
+  check_trailing(name, x, normalized_shape);
+  check_param(name, "weight", weight, normalized_shape, x.dtype());
+  std::vector<int64_t> dims;
+  for (int64_t i = x.dim() - static_cast<int64_t>(normalized_shape.size()); i < x.dim(); ++i) {
+    dims.push_back(i);
+  }
+  const Tensor y = mul(x, rsqrt(add(mean(mul(x, x), dims, /*keepdim=*/true), e)));
+  return weight.defined() ? mul(y, weight) : y;
+}
+
+// Note [Instance norm as batch norm over N C channels]
+// Each (sample, channel) pair is normalised over its own spatial dims, which is batch norm of
+// the input viewed as [1, N C, ...], its weight and bias repeated N times. With running
+// statistics, the N copies of each channel's are updated by that batch norm and their mean is
+// the channel's new statistic, as PyTorch computes it; without input statistics (eval with
+// running statistics) every sample shares them, which is batch norm in evaluation mode.
+Tensor instance_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                     const Tensor& running_mean, const Tensor& running_var, bool use_input_stats,
+                     double momentum, double eps) {
+  const char* name = "instance_norm";
+  check_input(name, x, eps);
+  EMBER_CHECK(x.dim() >= 3,
+              "[instance_norm] expected an input [N, C, ...] of at least 3 dims: got shape {}",
+              shape_str(x.sizes()));
+  if (!use_input_stats) {
+    return batch_norm(x, weight, bias, running_mean, running_var, /*training=*/false, momentum,
+                      eps);
+  }
+  const int64_t n = x.size(0), c = x.size(1);
+  check_param(name, "weight", weight, {c}, x.dtype());
+  check_param(name, "bias", bias, {c}, x.dtype());
+  check_param(name, "running_mean", running_mean, {c}, std::nullopt);
+  check_param(name, "running_var", running_var, {c}, std::nullopt);
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) spatial *= x.size(d);
+  EMBER_CHECK(x.numel() == 0 || spatial > 1,
+              "[instance_norm] expected more than 1 spatial element when training: got input "
+              "shape {}",
+              shape_str(x.sizes()));
+  auto repeated = [n](const Tensor& t) { return t.defined() ? repeat(t, {n}) : Tensor(); };
+  Shape flat = x.sizes();
+  flat[0] = 1;
+  flat[1] = n * c;
+  Tensor rm, rv;
+  {
+    autograd::NoGradGuard no_grad;
+    rm = repeated(running_mean);
+    rv = repeated(running_var);
+  }
+  const Tensor y = batch_norm(x.reshape(flat), repeated(weight), repeated(bias), rm, rv,
+                              /*training=*/true, momentum, eps);
+  if (running_mean.defined() || running_var.defined()) {
+    autograd::NoGradGuard no_grad;
+    // Handles to the caller's statistics, updated in place as batch_norm updates them.
+    if (rm.defined()) Tensor(running_mean).copy_(mean(rm.view({n, c}), {0}));
+    if (rv.defined()) Tensor(running_var).copy_(mean(rv.view({n, c}), {0}));
+  }
+  return y.view(x.sizes());
 }
 
 Tensor group_norm(const Tensor& x, int64_t num_groups, const Tensor& weight, const Tensor& bias,

@@ -608,3 +608,81 @@ def test_spectral_norm_power_iteration_and_eval(rng):
     assert_close(m.weight, w / sigma, rtol=1e-9, atol=1e-9)
     up = nn.utils.spectral_norm(nn.ConvTranspose2d(4, 2, 3))
     assert up.weight_u.shape == (2,) and up.weight_v.shape == (36,)
+
+
+# ---- instance norm, RMSNorm, Bilinear, BatchNorm3d -----------------------------------------------
+
+def np_instance_norm(x, w=None, b=None, eps=1e-5):
+    axes = tuple(range(2, x.ndim))
+    m = x.mean(axis=axes, keepdims=True)
+    v = x.var(axis=axes, keepdims=True)
+    y = (x - m) / np.sqrt(v + eps)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if w is not None:
+        y = y * w.reshape(shape)
+    if b is not None:
+        y = y + b.reshape(shape)
+    return y
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_instance_norm_layers_match_numpy(rng, dims):
+    shape = (2, 3) + (4, 3, 2)[:dims]
+    x = rng.standard_normal(shape)
+    m = getattr(nn, f"InstanceNorm{dims}d")(3, affine=True, track_running_stats=True).double()
+    assert repr(m) == (f"InstanceNorm{dims}d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                       "track_running_stats=True)")
+    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                    "num_batches_tracked"]
+    with ember.no_grad():
+        m.weight.copy_(f64(rng.standard_normal(3)))
+        m.bias.copy_(f64(rng.standard_normal(3)))
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert_close(m(f64(x)), np_instance_norm(x, w, b), rtol=1e-12, atol=1e-12)
+    axes = tuple(range(2, x.ndim))
+    assert_close(m.running_mean, 0.1 * x.mean(axis=axes).mean(0), rtol=1e-12, atol=1e-14)
+    assert_close(m.running_var, 0.9 + 0.1 * x.var(axis=axes, ddof=1).mean(0), rtol=1e-12, atol=0)
+    # Unbatched input, and eval with the running statistics.
+    assert_close(m(f64(x[0])), np_instance_norm(x[:1], w, b)[0], rtol=1e-12, atol=1e-12)
+    m.eval()
+    rm, rv = m.running_mean.numpy(), m.running_var.numpy()
+    sh = (1, -1) + (1,) * dims
+    want = (x - rm.reshape(sh)) / np.sqrt(rv.reshape(sh) + 1e-5) * w.reshape(sh) + b.reshape(sh)
+    assert_close(m(f64(x)), want, rtol=1e-12, atol=1e-12)
+    # The defaults: no affine parameters, no running statistics, input statistics in eval.
+    plain = getattr(nn, f"InstanceNorm{dims}d")(3).eval()
+    assert list(plain.state_dict()) == []
+    assert_close(plain(f64(x)), np_instance_norm(x), rtol=1e-12, atol=1e-12)
+    assert_close(F.instance_norm(f64(x)), np_instance_norm(x), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match=r"InstanceNorm"):
+        m(f64(rng.standard_normal((2, 3))))
+
+
+def test_rms_norm_bilinear_and_norm_bias_keyword(rng):
+    x = rng.standard_normal((2, 3, 4))
+    m = nn.RMSNorm([3, 4]).double()
+    assert repr(m) == "RMSNorm((3, 4), eps=None, elementwise_affine=True)"
+    with ember.no_grad():
+        m.weight.copy_(f64(rng.standard_normal((3, 4))))
+    w = m.weight.detach().numpy()
+    eps = np.finfo(np.float64).eps
+    want = x / np.sqrt((x * x).mean(axis=(1, 2), keepdims=True) + eps) * w
+    assert_close(m(f64(x)), want, rtol=1e-12, atol=1e-12)
+    assert_close(F.rms_norm(f64(x), (4,), eps=0.5), x / np.sqrt((x * x).mean(-1, keepdims=True) + 0.5),
+                 rtol=1e-12, atol=1e-12)
+    gradcheck(lambda t: F.rms_norm(t, (4,), eps=1e-3), f64(x, True))
+    bl = nn.Bilinear(3, 2, 5).double()
+    assert repr(bl) == "Bilinear(in1_features=3, in2_features=2, out_features=5, bias=True)"
+    a, c = rng.standard_normal((4, 3)), rng.standard_normal((4, 2))
+    wt, bt = bl.weight.detach().numpy(), bl.bias.detach().numpy()
+    assert_close(bl(f64(a), f64(c)), np.einsum("ni,oij,nj->no", a, wt, c) + bt, rtol=1e-12, atol=1e-12)
+    assert np.abs(wt).max() <= 1 / np.sqrt(3)
+    gradcheck(lambda p, q: F.bilinear(p, q, f64(wt)), f64(a, True), f64(c, True))
+    # bias=False (keyword-only, as PyTorch 2.x): affine keeps the weight alone.
+    assert list(nn.BatchNorm2d(3, bias=False).state_dict())[:2] == ["weight", "running_mean"]
+    assert "bias=False" in repr(nn.GroupNorm(1, 4, bias=False))
+    assert repr(nn.LayerNorm(4)) == "LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)"
+    assert repr(nn.BatchNorm3d(2)) == ("BatchNorm3d(2, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+                                       "track_running_stats=True)")
+    with pytest.raises(ValueError, match="5-d"):
+        nn.BatchNorm3d(2)(ember.ones(2, 2, 3, 3))

@@ -1594,43 +1594,100 @@ void bind_layers(nb::module_& m) {
           "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
       .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.");
 
-  nb::class_<nn::BatchNorm, nn::Module> batch_norm(m, "_BatchNorm", nb::dynamic_attr(),
-                                                   module_type_slots(),
-                                                   "What BatchNorm1d and BatchNorm2d share.");
-  bind_tensor_forward(batch_norm);
-  batch_norm.def_ro("num_features", &nn::BatchNorm::num_features, "Channels normalised.")
-      .def_prop_ro(
-          "eps", [](const nn::BatchNorm& b) { return b.options.eps; }, "Added to the variance.")
-      .def_prop_ro(
-          "momentum", [](const nn::BatchNorm& b) { return b.options.momentum; },
-          "Running-statistics rate (None: cumulative average).")
-      .def_prop_ro(
-          "affine", [](const nn::BatchNorm& b) { return b.options.affine; },
-          "Learns weight and bias.")
-      .def_prop_ro(
-          "track_running_stats",
-          [](const nn::BatchNorm& b) { return b.options.track_running_stats; },
-          "Keeps running statistics.");
-  auto batchnorm = [&](auto tag, const char* name, const char* doc) {
+  // The batch and instance norms: a base class each with PyTorch's attributes, and the 1d, 2d
+  // and 3d classes taking its constructor's arguments, with the defaults of its options.
+  auto norm_base = [&](auto tag, const char* name, const char* doc) {
+    using B = typename decltype(tag)::type;
+    nb::class_<B, nn::Module> c(m, name, nb::dynamic_attr(), module_type_slots(), doc);
+    bind_tensor_forward(c);
+    c.def_ro("num_features", &B::num_features, "Channels normalised.")
+        .def_prop_ro(
+            "eps", [](const B& b) { return b.options.eps; }, "Added to the variance.")
+        .def_prop_ro(
+            "momentum", [](const B& b) { return b.options.momentum; },
+            "Running-statistics rate (None: cumulative average).")
+        .def_prop_ro(
+            "affine", [](const B& b) { return b.options.affine; }, "Learns weight and bias.")
+        .def_prop_ro(
+            "track_running_stats", [](const B& b) { return b.options.track_running_stats; },
+            "Keeps running statistics.");
+  };
+  norm_base(std::type_identity<nn::BatchNorm>{}, "_BatchNorm", "What the batch norms share.");
+  norm_base(std::type_identity<nn::InstanceNorm>{}, "_InstanceNorm",
+            "What the instance norms share.");
+  auto norm_layer = [&](auto tag, auto base, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
-    nb::class_<T, nn::BatchNorm, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(), doc)
+    using B = typename decltype(base)::type;
+    using Options = std::remove_cvref_t<decltype(T::options)>;
+    nb::class_<T, B, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(), doc)
         .def(
             "__init__",
             [](nb::pointer_and_handle<T> v, int64_t num_features, double eps,
                std::optional<double> momentum, bool affine, bool track_running_stats,
-               std::optional<Device> device, std::optional<DType> dtype) {
+               std::optional<Device> device, std::optional<DType> dtype, bool bias) {
               construct<T>(v, num_features,
-                           nn::BatchNormOptions{eps, momentum, affine, track_running_stats});
+                           Options{eps, momentum, affine, track_running_stats, bias});
               place(*v.p, device, dtype);
             },
-            "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1, "affine"_a = true,
-            "track_running_stats"_a = true, "device"_a = nb::none(), "dtype"_a = nb::none(), doc,
+            "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1,
+            "affine"_a = Options{}.affine, "track_running_stats"_a = Options{}.track_running_stats,
+            "device"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(), "bias"_a = true, doc,
             record_init());
   };
-  batchnorm(std::type_identity<nn::BatchNorm1d>{}, "BatchNorm1d",
-            "Batch normalisation of [N, C] or [N, C, L].");
-  batchnorm(std::type_identity<nn::BatchNorm2d>{}, "BatchNorm2d",
-            "Batch normalisation of [N, C, H, W].");
+  const std::type_identity<nn::BatchNorm> batch;
+  const std::type_identity<nn::InstanceNorm> instance;
+  norm_layer(std::type_identity<nn::BatchNorm1d>{}, batch, "BatchNorm1d",
+             "Batch normalisation of [N, C] or [N, C, L].");
+  norm_layer(std::type_identity<nn::BatchNorm2d>{}, batch, "BatchNorm2d",
+             "Batch normalisation of [N, C, H, W].");
+  norm_layer(std::type_identity<nn::BatchNorm3d>{}, batch, "BatchNorm3d",
+             "Batch normalisation of [N, C, D, H, W].");
+  norm_layer(std::type_identity<nn::InstanceNorm1d>{}, instance, "InstanceNorm1d",
+             "Instance normalisation of [N, C, L] or [C, L].");
+  norm_layer(std::type_identity<nn::InstanceNorm2d>{}, instance, "InstanceNorm2d",
+             "Instance normalisation of [N, C, H, W] or [C, H, W].");
+  norm_layer(std::type_identity<nn::InstanceNorm3d>{}, instance, "InstanceNorm3d",
+             "Instance normalisation of [N, C, D, H, W] or [C, D, H, W].");
+  layer<nn::RMSNorm>(m, "RMSNorm", "Root-mean-square normalisation over normalized_shape.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::RMSNorm> v, Ints normalized_shape,
+             std::optional<double> eps, bool elementwise_affine, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::RMSNorm>(
+                v, std::vector<int64_t>(normalized_shape.v.begin(), normalized_shape.v.end()), eps,
+                elementwise_affine);
+            place(*v.p, device, dtype);
+          },
+          "normalized_shape"_a, "eps"_a = nb::none(), "elementwise_affine"_a = true,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "RMSNorm over normalized_shape.",
+          record_init())
+      .def_prop_ro(
+          "normalized_shape",
+          [](const nn::RMSNorm& l) { return nb::tuple(nb::cast(l.normalized_shape)); },
+          "The trailing dims normalised.")
+      .def_ro("eps", &nn::RMSNorm::eps, "Added to the mean square (None: the dtype's epsilon).");
+  layer<nn::Bilinear>(m, "Bilinear", "x1^T A x2 + b for each output feature.", false)
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::Bilinear> v, int64_t in1_features, int64_t in2_features,
+             int64_t out_features, bool bias, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            construct<nn::Bilinear>(v, in1_features, in2_features, out_features, bias);
+            place(*v.p, device, dtype);
+          },
+          "in1_features"_a, "in2_features"_a, "out_features"_a, "bias"_a = true,
+          "device"_a = nb::none(), "dtype"_a = nb::none(), "A bilinear layer.", record_init())
+      .def(
+          "forward",
+          [](nn::Bilinear& l, const Tensor& input1, const Tensor& input2) {
+            return l.forward(input1, input2);
+          },
+          "input1"_a, "input2"_a, release_gil(), "The layer's output.")
+      .def("reset_parameters", &nn::Bilinear::reset_parameters, "Redraws weight and bias.")
+      .def_ro("in1_features", &nn::Bilinear::in1_features, "Size of the first input.")
+      .def_ro("in2_features", &nn::Bilinear::in2_features, "Size of the second input.")
+      .def_ro("out_features", &nn::Bilinear::out_features, "Output features.");
   layer<nn::LayerNorm>(m, "LayerNorm", "Layer normalisation over the trailing normalized_shape.")
       .def(
           "__init__",
@@ -1639,8 +1696,7 @@ void bind_layers(nb::module_& m) {
              std::optional<DType> dtype) {
             construct<nn::LayerNorm>(
                 v, std::vector<int64_t>(normalized_shape.v.begin(), normalized_shape.v.end()), eps,
-                elementwise_affine);
-            if (elementwise_affine && !bias) v.p->set_parameter("bias", Tensor());
+                elementwise_affine, bias);
             place(*v.p, device, dtype);
           },
           "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true, "bias"_a = true,
@@ -1655,12 +1711,14 @@ void bind_layers(nb::module_& m) {
       .def(
           "__init__",
           [](nb::pointer_and_handle<nn::GroupNorm> v, int64_t num_groups, int64_t num_channels,
-             double eps, bool affine, std::optional<Device> device, std::optional<DType> dtype) {
-            construct<nn::GroupNorm>(v, num_groups, num_channels, eps, affine);
+             double eps, bool affine, std::optional<Device> device, std::optional<DType> dtype,
+             bool bias) {
+            construct<nn::GroupNorm>(v, num_groups, num_channels, eps, affine, bias);
             place(*v.p, device, dtype);
           },
           "num_groups"_a, "num_channels"_a, "eps"_a = 1e-5, "affine"_a = true,
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "GroupNorm.", record_init())
+          "device"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(), "bias"_a = true,
+          "GroupNorm.", record_init())
       .def_ro("num_groups", &nn::GroupNorm::num_groups, "Groups.")
       .def_ro("num_channels", &nn::GroupNorm::num_channels, "Channels.")
       .def_ro("eps", &nn::GroupNorm::eps, "Added to the variance.");

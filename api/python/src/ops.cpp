@@ -550,6 +550,30 @@ void bind_functional(nb::module_& f) {
       "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(),
       "eps"_a = 1e-5, release_gil(), "Layer normalisation over the trailing normalized_shape.");
   f.def(
+      "rms_norm",
+      [](const Tensor& x, Ints normalized_shape, std::optional<Tensor> weight,
+         std::optional<double> eps) { return rms_norm(x, normalized_shape, opt(weight), eps); },
+      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none(), release_gil(),
+      "RMS normalisation over the trailing normalized_shape.");
+  f.def(
+      "instance_norm",
+      [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
+         std::optional<Tensor> weight, std::optional<Tensor> bias, bool use_input_stats,
+         double momentum, double eps) {
+        return instance_norm(x, opt(weight), opt(bias), opt(running_mean), opt(running_var),
+                             use_input_stats, momentum, eps);
+      },
+      "input"_a, "running_mean"_a = nb::none(), "running_var"_a = nb::none(),
+      "weight"_a = nb::none(), "bias"_a = nb::none(), "use_input_stats"_a = true,
+      "momentum"_a = 0.1, "eps"_a = 1e-5, release_gil(),
+      "Instance normalisation of [N, C, ...]: each sample's channels over their spatial dims.");
+  f.def(
+      "bilinear",
+      [](const Tensor& input1, const Tensor& input2, const Tensor& weight,
+         std::optional<Tensor> bias) { return bilinear(input1, input2, weight, opt(bias)); },
+      "input1"_a, "input2"_a, "weight"_a, "bias"_a = nb::none(), release_gil(),
+      "x1^T A x2 + b for each output feature.");
+  f.def(
       "group_norm",
       [](const Tensor& x, int64_t num_groups, std::optional<Tensor> weight,
          std::optional<Tensor> bias,

@@ -165,5 +165,103 @@ TEST(LocalResponseNorm, EqualsTheLoops) {
   EXPECT_THROW(local_response_norm(ones({2, 3, 3}), 0), ValueError);
 }
 
+// ---- instance_norm, rms_norm and bilinear -----------------------------------------------------
+EMBER_GRADCHECK_CASE({"instance_norm", "3-d, weight, bias and running statistics",
+                      [](const V& in) {
+                        Tensor rm = on(in[0], zeros({3}, {f64})), rv = on(in[0], ones({3}, {f64}));
+                        return instance_norm(in[0], in[1], in[2], rm, rv, true, 0.1, 1e-3);
+                      },
+                      [] {
+                        return V{input({2, 3, 4}, 901), input({3}, 902), input({3}, 903)};
+                      }});
+EMBER_GRADCHECK_CASE({"instance_norm", "4-d, no affine",
+                      [](const V& in) { return instance_norm(in[0]); },
+                      [] {
+                        return V{input({2, 2, 3, 2}, 904)};
+                      }});
+EMBER_GRADCHECK_CASE({"rms_norm", "two trailing dims, weight",
+                      [](const V& in) {
+                        return rms_norm(in[0], {2, 3}, in[1], 1e-3);
+                      },
+                      [] {
+                        return V{input({2, 2, 3}, 905), input({2, 3}, 906)};
+                      }});
+EMBER_GRADCHECK_CASE({"bilinear", "batched, bias",
+                      [](const V& in) { return bilinear(in[0], in[1], in[2], in[3]); },
+                      [] {
+                        return V{input({2, 3, 2}, 907), input({2, 3, 4}, 908),
+                                 input({3, 2, 4}, 909), input({3}, 910)};
+                      }});
+
+TEST(InstanceNorm, EqualsTheLoopsAndUpdatesRunningStatistics) {
+  const int64_t n = 2, c = 3, l = 5;
+  const Tensor x = input({n, c, l}, 911).detach();
+  const Tensor w = input({c}, 912).detach(), b = input({c}, 913).detach();
+  Tensor rm = zeros({c}, {f64}), rv = ones({c}, {f64});
+  const std::vector<double> xv = values(x), wv = values(w), bv = values(b),
+                            y = values(instance_norm(x, w, b, rm, rv, true, 0.25, 1e-5));
+  std::vector<double> mean_sum(c, 0), var_sum(c, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      double m = 0, v = 0;
+      for (int64_t k = 0; k < l; ++k) m += xv[static_cast<size_t>((i * c + j) * l + k)] / l;
+      for (int64_t k = 0; k < l; ++k) {
+        const double d = xv[static_cast<size_t>((i * c + j) * l + k)] - m;
+        v += d * d / l;
+      }
+      mean_sum[j] += m;
+      var_sum[j] += v * l / (l - 1);  // the running variance is unbiased
+      for (int64_t k = 0; k < l; ++k) {
+        const size_t at = static_cast<size_t>((i * c + j) * l + k);
+        EXPECT_NEAR(y[at], (xv[at] - m) / std::sqrt(v + 1e-5) * wv[j] + bv[j], 1e-12);
+      }
+    }
+  }
+  // Each channel's statistics: 0.75 old + 0.25 the mean over the batch of the instances'.
+  const std::vector<double> rmv = values(rm), rvv = values(rv);
+  for (int64_t j = 0; j < c; ++j) {
+    EXPECT_NEAR(rmv[j], 0.25 * mean_sum[j] / n, 1e-14);
+    EXPECT_NEAR(rvv[j], 0.75 + 0.25 * var_sum[j] / n, 1e-14);
+  }
+  // Without input statistics every sample is normalised with the running ones.
+  const std::vector<double> e = values(instance_norm(x, {}, {}, rm, rv, false));
+  EXPECT_NEAR(e[7], (xv[7] - rmv[1]) / std::sqrt(rvv[1] + 1e-5), 1e-12);
+  EXPECT_THROW(instance_norm(ones({2, 3})), ValueError);         // no spatial dim
+  EXPECT_THROW(instance_norm(ones({2, 3, 1})), ValueError);      // one value per instance
+  EXPECT_THROW(instance_norm(x, ones({4}, {f64})), ValueError);  // weight of the wrong size
+}
+
+TEST(RmsNormAndBilinear, EqualTheLoops) {
+  const Tensor x = input({2, 4}, 914).detach(), w = input({4}, 915).detach();
+  const std::vector<double> xv = values(x), wv = values(w), y = values(rms_norm(x, {4}, w, 1e-6));
+  for (int64_t i = 0; i < 2; ++i) {
+    double ms = 0;
+    for (int64_t k = 0; k < 4; ++k) ms += xv[static_cast<size_t>(i * 4 + k)] * xv[i * 4 + k] / 4;
+    for (int64_t k = 0; k < 4; ++k) {
+      const size_t at = static_cast<size_t>(i * 4 + k);
+      EXPECT_NEAR(y[at], xv[at] / std::sqrt(ms + 1e-6) * wv[k], 1e-14);
+    }
+  }
+  // No eps: the dtype's machine epsilon, so an all-zero row stays finite.
+  EXPECT_EQ(values(rms_norm(zeros({1, 3}, {f64}), {3})), (std::vector<double>{0, 0, 0}));
+  EXPECT_THROW(rms_norm(x, {3}), ValueError);
+  const Tensor a = input({3, 2}, 916).detach(), c = input({3, 3}, 917).detach();
+  const Tensor wt = input({2, 2, 3}, 918).detach(), bias = input({2}, 919).detach();
+  const std::vector<double> av = values(a), cv = values(c), wtv = values(wt), biv = values(bias),
+                            z = values(bilinear(a, c, wt, bias));
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t o = 0; o < 2; ++o) {
+      double s = biv[o];
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 3; ++j) {
+          s += av[r * 2 + i] * wtv[(o * 2 + i) * 3 + j] * cv[r * 3 + j];
+        }
+      }
+      EXPECT_NEAR(z[static_cast<size_t>(r * 2 + o)], s, 1e-13);
+    }
+  }
+  EXPECT_THROW(bilinear(a, a, wt), ValueError);  // input2 of the wrong width
+}
+
 }  // namespace
 }  // namespace ember::testing

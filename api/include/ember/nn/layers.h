@@ -199,6 +199,7 @@ struct BatchNormOptions {
   std::optional<double> momentum = 0.1;
   bool affine = true;               ///< learn weight and bias
   bool track_running_stats = true;  ///< keep running mean/var (used in eval)
+  bool bias = true;                 ///< with affine: learn the bias too
 };
 
 /** Batch normalisation over channel dim 1, shared by BatchNorm1d and BatchNorm2d. */
@@ -239,12 +240,93 @@ class BatchNorm2d : public BatchNorm {
       : BatchNorm("BatchNorm2d", {4}, num_features, options) {}
 };
 
+/** Batch normalisation of [N, C, D, H, W]. */
+class BatchNorm3d : public BatchNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit BatchNorm3d(int64_t num_features, BatchNormOptions options = {})
+      : BatchNorm("BatchNorm3d", {5}, num_features, options) {}
+};
+
+/** The options of the instance normalisations: PyTorch's defaults, without affine parameters
+ *  or running statistics. */
+struct InstanceNormOptions {
+  double eps = 1e-5;  ///< added to the variance
+  /** Running-statistics update rate; none: the cumulative average (1 / batches seen). */
+  std::optional<double> momentum = 0.1;
+  bool affine = false;               ///< learn a per-channel weight and bias
+  bool track_running_stats = false;  ///< keep running mean/var (then used in eval)
+  bool bias = true;                  ///< with affine: learn the bias too
+};
+
+/** Instance normalisation: each sample's channels over their spatial dims (Note [Instance norm
+ *  as batch norm over N C channels] in core/ops/norm.cpp); InstanceNorm1d, 2d and 3d are this
+ *  with 1, 2 or 3 spatial dims, batched or not. */
+class InstanceNorm : public Module {
+ public:
+  /** Normalises `num_features` channels of inputs with `spatial_dims` spatial dims. */
+  InstanceNorm(std::string type_name, int64_t spatial_dims, int64_t num_features,
+               InstanceNormOptions options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t num_features;
+  const InstanceNormOptions options;
+  Tensor& weight;               ///< [C] (ones), undefined unless affine
+  Tensor& bias;                 ///< [C] (zeros), undefined unless affine
+  Tensor& running_mean;         ///< [C], undefined unless tracking
+  Tensor& running_var;          ///< [C], undefined unless tracking
+  Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
+
+ private:
+  int64_t spatial_dims_;
+};
+
+/** Instance normalisation of [N, C, L] or [C, L]. */
+class InstanceNorm1d : public InstanceNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit InstanceNorm1d(int64_t num_features, InstanceNormOptions options = {})
+      : InstanceNorm("InstanceNorm1d", 1, num_features, options) {}
+};
+
+/** Instance normalisation of [N, C, H, W] or [C, H, W]. */
+class InstanceNorm2d : public InstanceNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit InstanceNorm2d(int64_t num_features, InstanceNormOptions options = {})
+      : InstanceNorm("InstanceNorm2d", 2, num_features, options) {}
+};
+
+/** Instance normalisation of [N, C, D, H, W] or [C, D, H, W]. */
+class InstanceNorm3d : public InstanceNorm {
+ public:
+  /** Normalises `num_features` channels. */
+  explicit InstanceNorm3d(int64_t num_features, InstanceNormOptions options = {})
+      : InstanceNorm("InstanceNorm3d", 3, num_features, options) {}
+};
+
+/** Root-mean-square normalisation over the trailing `normalized_shape` (rms_norm). */
+class RMSNorm : public Module {
+ public:
+  /** Normalises over the trailing dims `normalized_shape`; no eps: the input dtype's epsilon. */
+  explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const std::vector<int64_t> normalized_shape;
+  const std::optional<double> eps;
+  Tensor& weight;  ///< normalized_shape (ones), undefined without affine
+};
+
 /** Layer normalisation over the trailing `normalized_shape`. */
 class LayerNorm : public Module {
  public:
-  /** Normalises over the trailing dims `normalized_shape`, with elementwise affine. */
+  /** Normalises over the trailing dims `normalized_shape`, with elementwise affine (its bias
+   *  unless `bias` is false). */
   explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5,
-                     bool elementwise_affine = true);
+                     bool elementwise_affine = true, bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -257,8 +339,10 @@ class LayerNorm : public Module {
 /** Group normalisation of [N, C, ...] in `num_groups` groups. */
 class GroupNorm : public Module {
  public:
-  /** Normalises `num_channels` channels in `num_groups` groups. */
-  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true);
+  /** Normalises `num_channels` channels in `num_groups` groups; affine learns a per-channel
+   *  weight and (unless `bias` is false) bias. */
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true,
+            bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
@@ -278,6 +362,23 @@ class LocalResponseNorm : public Module {
 
   const int64_t size;
   const double alpha, beta, k;
+};
+
+/** x1^T A x2 + b for each output feature (bilinear). */
+class Bilinear : public Module {
+ public:
+  /** A layer from `in1_features` and `in2_features` to `out_features`, with a bias unless
+   *  `bias` is false; weights uniform in +-1/sqrt(in1_features), as PyTorch's. */
+  Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true);
+  /** The layer's output for inputs x1 [..., in1] and x2 [..., in2]. */
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  std::string extra_repr() const override;
+  /** Redraws weight and bias as the constructor did. */
+  void reset_parameters();
+
+  const int64_t in1_features, in2_features, out_features;
+  Tensor& weight;  ///< [out, in1, in2]
+  Tensor& bias;    ///< [out], undefined without bias
 };
 
 /** Zeroes elements with probability p in training (scaling the rest); identity in eval. */

@@ -16,6 +16,10 @@ namespace ember {
 
 /** x W^T + b for x [..., in], weight [out, in] and an optional bias [out]. */
 EMBER_API Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+/** x1^T A x2 + b per output feature for x1 [..., in1], x2 [..., in2], weight A [out, in1, in2]
+ *  and an optional bias [out] (PyTorch's bilinear). */
+EMBER_API Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight,
+                          const Tensor& bias = {});
 /** The activation fused_linear applies to the layer's output. */
 enum class Activation {
   None,     ///< the linear layer's output as it is
