@@ -78,6 +78,58 @@ def adagrad_ref(p, g, s, lr=1e-2, lr_decay=0.0, weight_decay=0.0, initial_accumu
     return p - lr / (1 + (s["t"] - 1) * lr_decay) * g / (np.sqrt(s["sum"]) + eps)
 
 
+def adamax_ref(p, g, s, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+    s["t"] = s.get("t", 0) + 1
+    g = g + weight_decay * p
+    s["m"] = betas[0] * s.get("m", 0) + (1 - betas[0]) * g
+    s["u"] = np.maximum(betas[1] * s.get("u", 0), np.abs(g) + eps)
+    return p - lr / (1 - betas[0] ** s["t"]) * s["m"] / s["u"]
+
+
+def nadam_ref(p, g, s, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3,
+              decoupled_weight_decay=False):
+    t = s["t"] = s.get("t", 0) + 1
+    if decoupled_weight_decay:
+        p = p * (1 - lr * weight_decay)
+    else:
+        g = g + weight_decay * p
+    mu = betas[0] * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+    mu_next = betas[0] * (1 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+    s["prod"] = s.get("prod", 1.0) * mu
+    s["m"] = betas[0] * s.get("m", 0) + (1 - betas[0]) * g
+    s["v"] = betas[1] * s.get("v", 0) + (1 - betas[1]) * g * g
+    denom = np.sqrt(s["v"] / (1 - betas[1] ** t)) + eps
+    return (p - lr * (1 - mu) / (1 - s["prod"]) * g / denom
+            - lr * mu_next / (1 - s["prod"] * mu_next) * s["m"] / denom)
+
+
+def radam_ref(p, g, s, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled_weight_decay=False):
+    t = s["t"] = s.get("t", 0) + 1
+    if decoupled_weight_decay:
+        p = p * (1 - lr * weight_decay)
+    else:
+        g = g + weight_decay * p
+    s["m"] = betas[0] * s.get("m", 0) + (1 - betas[0]) * g
+    s["v"] = betas[1] * s.get("v", 0) + (1 - betas[1]) * g * g
+    m_hat = s["m"] / (1 - betas[0] ** t)
+    rho_inf = 2 / (1 - betas[1]) - 1
+    rho_t = rho_inf - 2 * t * betas[1] ** t / (1 - betas[1] ** t)
+    if rho_t <= 5:
+        return p - lr * m_hat
+    rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+    return p - lr * m_hat * math.sqrt(1 - betas[1] ** t) / (np.sqrt(s["v"]) + eps) * rect
+
+
+def rprop_ref(p, g, s, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50)):
+    prev = s.get("prev", np.zeros_like(p))
+    step = s.get("step", np.full_like(p, lr))
+    agree = np.sign(g * prev)
+    step = np.clip(step * np.where(agree > 0, etas[1], np.where(agree < 0, etas[0], 1.0)), *step_sizes)
+    g = np.where(agree < 0, 0.0, g)
+    s["prev"], s["step"] = g, step
+    return p - np.sign(g) * step
+
+
 CASES = [
     (optim.SGD, sgd_ref, dict(lr=0.1)),
     (optim.SGD, sgd_ref, dict(lr=0.05, momentum=0.9)),
@@ -97,6 +149,16 @@ CASES = [
     (optim.Adagrad, adagrad_ref, dict()),
     (optim.Adagrad, adagrad_ref, dict(lr=0.1, lr_decay=0.05, weight_decay=0.1,
                                       initial_accumulator_value=0.3)),
+    (optim.Adamax, adamax_ref, dict()),
+    (optim.Adamax, adamax_ref, dict(lr=0.05, betas=(0.8, 0.9), eps=1e-3, weight_decay=0.1)),
+    (optim.NAdam, nadam_ref, dict()),
+    (optim.NAdam, nadam_ref, dict(lr=0.05, momentum_decay=0.1, weight_decay=0.1)),
+    (optim.NAdam, nadam_ref, dict(lr=0.05, weight_decay=0.1, decoupled_weight_decay=True)),
+    (optim.RAdam, radam_ref, dict()),
+    (optim.RAdam, radam_ref, dict(lr=0.05, betas=(0.9, 0.9), weight_decay=0.1)),  # rectified from step 6
+    (optim.RAdam, radam_ref, dict(lr=0.05, betas=(0.8, 0.8), weight_decay=0.1, decoupled_weight_decay=True)),
+    (optim.Rprop, rprop_ref, dict()),
+    (optim.Rprop, rprop_ref, dict(lr=0.1, etas=(0.3, 1.5), step_sizes=(1e-2, 0.2))),
 ]
 
 

@@ -4,6 +4,7 @@
 
 #include "ember/optim/adadelta.h"
 #include "ember/optim/adam.h"
+#include "ember/optim/adam_variants.h"
 #include "ember/optim/clip_grad.h"
 #include "ember/optim/lbfgs.h"
 #include "ember/optim/lr_scheduler.h"

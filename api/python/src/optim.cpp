@@ -210,6 +210,10 @@ void bind_optimizers(nb::module_& m) {
   bind_optimizer<optim::RMSprop>(m, "RMSprop", "RMSprop, centered or not, with momentum.");
   bind_optimizer<optim::Adadelta>(m, "Adadelta", "Adadelta, with weight decay.");
   bind_optimizer<optim::Adagrad>(m, "Adagrad", "Adagrad, with lr decay and weight decay.");
+  bind_optimizer<optim::Adamax>(m, "Adamax", "Adamax: Adam with the infinity norm.");
+  bind_optimizer<optim::NAdam>(m, "NAdam", "NAdam: Adam with Nesterov momentum.");
+  bind_optimizer<optim::RAdam>(m, "RAdam", "RAdam: Adam with a rectified adaptive rate.");
+  bind_optimizer<optim::Rprop>(m, "Rprop", "Rprop: per-coordinate steps from gradient signs.");
   bind_optimizer<optim::LBFGS>(m, "LBFGS", "L-BFGS, with an optional strong-Wolfe line search.")
       .def(
           "step",

@@ -263,6 +263,24 @@ TEST(OptimAdadelta, RefusesBadHyperparameters) {
   EXPECT_THROW(Adagrad({p}, {.initial_accumulator_value = -1}), ValueError);
 }
 
+TEST(OptimAdamVariants, RefuseBadHyperparametersAndNameTheirState) {
+  Tensor p = make({1.0, 2.0}).requires_grad_();
+  EXPECT_THROW(Adamax({p}, {.beta1 = 1.0}), ValueError);
+  EXPECT_THROW(NAdam({p}, {.momentum_decay = -1}), ValueError);
+  EXPECT_THROW(RAdam({p}, {.lr = -0.1}), ValueError);
+  EXPECT_THROW(Rprop({p}, {.etaminus = 1.5}), ValueError);
+  EXPECT_THROW(Rprop({p}, {.step_size_min = 2, .step_size_max = 1}), ValueError);
+  NAdam opt({p});
+  EXPECT_EQ(opt.buffer_names(), (std::vector<std::string>{"exp_avg", "exp_avg_sq", "mu_product"}));
+  set_grad(p, {1.0, -1.0});
+  opt.step();
+  StateDict sd = opt.state_dict();
+  EXPECT_EQ(sd.at("state.0.mu_product").dim(), 0);
+  // A mu_product of the wrong size is refused on load, naming the entry.
+  sd["state.0.mu_product"] = make({1.0, 2.0});
+  EXPECT_THROW(opt.load_state_dict(sd), ValueError);
+}
+
 TEST(OptimRMSprop, MatchesReference) {
   const std::vector<std::pair<std::string, RMSpropOptions>> cases = {
       {"default", {}},
@@ -514,6 +532,13 @@ TEST(OptimStateDict, ResumingGivesTheSameParameters) {
              return std::make_unique<RMSprop>(
                  ps, RMSpropOptions{.lr = 0.01, .momentum = 0.5, .centered = true});
            }},
+          {"Adamax", [](auto ps) { return std::make_unique<Adamax>(ps, AdamaxOptions{}); }},
+          {"NAdam", [](auto ps) { return std::make_unique<NAdam>(ps, NAdamOptions{.lr = 0.01}); }},
+          {"RAdam",
+           [](auto ps) {
+             return std::make_unique<RAdam>(ps, RAdamOptions{.lr = 0.01, .beta2 = 0.9});
+           }},
+          {"Rprop", [](auto ps) { return std::make_unique<Rprop>(ps, RpropOptions{}); }},
       };
   for (const auto& [name, make_opt] : cases) {
     SCOPED_TRACE(name);

@@ -1,5 +1,5 @@
-"""Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, Adadelta and Adagrad, and Optimizer to
-subclass.
+"""Optimizers (torch.optim): SGD, Adam, AdamW, RMSprop, Adadelta, Adagrad, Adamax, NAdam, RAdam,
+Rprop and LBFGS, and Optimizer to subclass.
 
 The built-in optimizers are Ember's C++ ones (``ember._C.optim``): step() runs in C++ with
 the GIL released, and their ``param_groups`` and ``state`` are views of the C++ groups and state,
@@ -19,7 +19,8 @@ from ember._C import Tensor
 from ember._C import optim as _native
 from ember.autograd import enable_grad, no_grad
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "LBFGS", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam",
+           "RAdam", "Rprop", "LBFGS", "lr_scheduler"]
 
 
 def _param_groups(params: Any, who: str) -> List[dict]:
@@ -485,6 +486,62 @@ class Adagrad(_NativeOptimizer):
                  initial_accumulator_value: float = 0, eps: float = 1e-10):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, eps=eps))
+
+
+class Adamax(_NativeOptimizer):
+    """Adamax, Adam with the infinity norm (torch.optim.Adamax), run by Ember's C++ optimizer."""
+
+    _Native = _native.Adamax
+    _hyper = {"lr": ("lr",), "betas": ("beta1", "beta2"), "eps": ("eps",),
+              "weight_decay": ("weight_decay",)}
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+
+class NAdam(_NativeOptimizer):
+    """NAdam, Adam with Nesterov momentum (torch.optim.NAdam), run by Ember's C++ optimizer."""
+
+    _Native = _native.NAdam
+    _hyper = {"lr": ("lr",), "betas": ("beta1", "beta2"), "eps": ("eps",),
+              "weight_decay": ("weight_decay",), "momentum_decay": ("momentum_decay",),
+              "decoupled_weight_decay": ("decoupled_weight_decay",)}
+    _flags = ("decoupled_weight_decay",)
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+
+class RAdam(_NativeOptimizer):
+    """RAdam, Adam with its adaptive rate's variance rectified (torch.optim.RAdam), run by Ember's
+    C++ optimizer."""
+
+    _Native = _native.RAdam
+    _hyper = {"lr": ("lr",), "betas": ("beta1", "beta2"), "eps": ("eps",),
+              "weight_decay": ("weight_decay",), "decoupled_weight_decay": ("decoupled_weight_decay",)}
+    _flags = ("decoupled_weight_decay",)
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: Tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay))
+
+
+class Rprop(_NativeOptimizer):
+    """Rprop, steps from the gradients' signs (torch.optim.Rprop), run by Ember's C++ optimizer."""
+
+    _Native = _native.Rprop
+    _hyper = {"lr": ("lr",), "etas": ("etaminus", "etaplus"),
+              "step_sizes": ("step_size_min", "step_size_max")}
+
+    def __init__(self, params: Any, lr: float = 1e-2, etas: Tuple[float, float] = (0.5, 1.2),
+                 step_sizes: Tuple[float, float] = (1e-6, 50)):
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes))
 
 
 class LBFGS(_NativeOptimizer):

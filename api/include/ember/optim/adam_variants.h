@@ -1,0 +1,149 @@
+// Adamax, NAdam and RAdam (Adam's variants in torch.optim) and Rprop, with PyTorch's update
+// rules, defaults and state names.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ember/optim/optimizer.h"
+
+namespace ember::optim {
+
+/** The parts of an optimizer that follow from its hyperparameter struct O: construction from
+ *  parameters or groups (O's values filling in what a group leaves out), O read back from a
+ *  group, and validation by O::check. O names the optimizer (kName), its state buffers
+ *  (buffers()) and converts to and from the name -> value map (to_map(), from()). */
+template <class O>
+class OptimizerOf : public Optimizer {
+ public:
+  /** One group of parameters with the given hyperparameters. */
+  explicit OptimizerOf(std::vector<Tensor> params, O options = {})
+      : OptimizerOf(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
+  /** Several groups; each group's options override `defaults`. */
+  explicit OptimizerOf(std::vector<ParamGroup> groups, O defaults = {})
+      : Optimizer(O::kName, defaults.to_map(), O::buffers(), /*counts_steps=*/true) {
+    init_groups(std::move(groups));
+  }
+  /** The hyperparameters of a group as a typed struct. */
+  static O options_of(const ParamGroup& group) { return O::from(group); }
+
+ protected:
+  /** Checks the group's hyperparameters. */
+  void validate(const ParamGroup& group) const override { O::from(group).check(); }
+};
+
+/** Adamax hyperparameters (torch.optim.Adamax's defaults). */
+struct AdamaxOptions {
+  static constexpr const char* kName = "optim.Adamax";  ///< the name in errors
+  double lr = 2e-3;                                     ///< learning rate
+  double beta1 = 0.9;                                   ///< decay rate of the first moment estimate
+  double beta2 = 0.999;                                 ///< decay of the infinity norm
+  double eps = 1e-8;                                    ///< added to |grad| in the infinity norm
+  double weight_decay = 0;                              ///< L2 penalty added to the gradient
+  /** The state buffers: exp_avg and exp_inf. */
+  static std::vector<std::string> buffers() { return {"exp_avg", "exp_inf"}; }
+  /** As a name -> value map (betas as beta1 and beta2). */
+  Options to_map() const;
+  /** Read from a group's options. */
+  static AdamaxOptions from(const ParamGroup& group);
+  /** Throws ember::Error for a value out of range. */
+  void check() const;
+};
+
+/** Adamax (Kingma & Ba, 2015: Adam with the infinity norm), with PyTorch's update rule. */
+class Adamax : public OptimizerOf<AdamaxOptions> {
+ public:
+  using OptimizerOf::OptimizerOf;
+  /** Applies one update to every parameter with a gradient. */
+  void step() override;
+};
+
+/** NAdam hyperparameters (torch.optim.NAdam's defaults). */
+struct NAdamOptions {
+  static constexpr const char* kName = "optim.NAdam";  ///< the name in errors
+  double lr = 2e-3;                                    ///< learning rate
+  double beta1 = 0.9;                                  ///< decay rate of the first moment estimate
+  double beta2 = 0.999;                                ///< decay rate of the second moment estimate
+  double eps = 1e-8;                    ///< added to the denominator after the square root
+  double weight_decay = 0;              ///< L2 penalty (or decoupled decay)
+  double momentum_decay = 4e-3;         ///< psi of the momentum schedule
+  bool decoupled_weight_decay = false;  ///< AdamW's weight decay instead of L2
+  /** The state buffers: exp_avg, exp_avg_sq and mu_product (0-d, the momenta's product). */
+  static std::vector<std::string> buffers() { return {"exp_avg", "exp_avg_sq", "mu_product"}; }
+  /** As a name -> value map. */
+  Options to_map() const;
+  /** Read from a group's options. */
+  static NAdamOptions from(const ParamGroup& group);
+  /** Throws ember::Error for a value out of range. */
+  void check() const;
+};
+
+/** NAdam (Dozat, 2016: Adam with Nesterov momentum), with PyTorch's update rule. */
+class NAdam : public OptimizerOf<NAdamOptions> {
+ public:
+  using OptimizerOf::OptimizerOf;
+  /** Applies one update to every parameter with a gradient. */
+  void step() override;
+
+ protected:
+  /** mu_product is a 0-d tensor; the moments are shaped like the parameter. */
+  Tensor load_buffer(size_t buffer, const Tensor& value, const Tensor& param,
+                     const std::string& key, size_t index) const override;
+};
+
+/** RAdam hyperparameters (torch.optim.RAdam's defaults). */
+struct RAdamOptions {
+  static constexpr const char* kName = "optim.RAdam";  ///< the name in errors
+  double lr = 1e-3;                                    ///< learning rate
+  double beta1 = 0.9;                                  ///< decay rate of the first moment estimate
+  double beta2 = 0.999;                                ///< decay rate of the second moment estimate
+  double eps = 1e-8;                    ///< added to the denominator after the square root
+  double weight_decay = 0;              ///< L2 penalty (or decoupled decay)
+  bool decoupled_weight_decay = false;  ///< AdamW's weight decay instead of L2
+  /** The state buffers: exp_avg and exp_avg_sq. */
+  static std::vector<std::string> buffers() { return {"exp_avg", "exp_avg_sq"}; }
+  /** As a name -> value map. */
+  Options to_map() const;
+  /** Read from a group's options. */
+  static RAdamOptions from(const ParamGroup& group);
+  /** Throws ember::Error for a value out of range. */
+  void check() const;
+};
+
+/** RAdam (Liu et al., 2020: Adam with the variance of its adaptive rate rectified), with
+ *  PyTorch's update rule. */
+class RAdam : public OptimizerOf<RAdamOptions> {
+ public:
+  using OptimizerOf::OptimizerOf;
+  /** Applies one update to every parameter with a gradient. */
+  void step() override;
+};
+
+/** Rprop hyperparameters (torch.optim.Rprop's defaults). */
+struct RpropOptions {
+  static constexpr const char* kName = "optim.Rprop";  ///< the name in errors
+  double lr = 1e-2;                                    ///< the initial step size
+  double etaminus = 0.5;        ///< step-size factor when the gradient's sign flips
+  double etaplus = 1.2;         ///< step-size factor when it keeps its sign
+  double step_size_min = 1e-6;  ///< the smallest step size
+  double step_size_max = 50;    ///< the largest step size
+  /** The state buffers: prev (the last gradient used) and step_size. */
+  static std::vector<std::string> buffers() { return {"prev", "step_size"}; }
+  /** As a name -> value map. */
+  Options to_map() const;
+  /** Read from a group's options. */
+  static RpropOptions from(const ParamGroup& group);
+  /** Throws ember::Error for a value out of range. */
+  void check() const;
+};
+
+/** Rprop (Riedmiller & Braun, 1993: per-coordinate steps from the gradient's sign), with
+ *  PyTorch's update rule. */
+class Rprop : public OptimizerOf<RpropOptions> {
+ public:
+  using OptimizerOf::OptimizerOf;
+  /** Applies one update to every parameter with a gradient. */
+  void step() override;
+};
+
+}  // namespace ember::optim
