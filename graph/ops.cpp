@@ -290,22 +290,20 @@ Tensors op_batch_normalization(const Node& n, const Tensors& in, Device) {
   return out;
 }
 
-Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
-  const Tensor& x = in[0];
+/** LayerNormalization over dims [axis, rank) of x: y = (x - mean) * inv_std * scale (+ bias) in
+ *  x's dtype, then the mean and inv_std, kept, in the stash dtype (float32, or float64 for
+ *  float64); only y when `stats` is false. */
+Tensors layer_norm_outputs(const Tensor& x, int64_t axis, const Tensor& scale, const Tensor& bias,
+                           double eps, bool stats) {
   const int64_t r = x.dim();
-  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
-  const double eps = attr_float(n, "epsilon", 1e-5);
   // Only Y read (the usual case): the core's layer_norm, one kernel, when the scale and bias
   // have the normalized shape (ONNX also lets them broadcast).
-  const bool stats = (n.outputs.size() > 1 && !n.outputs[1].empty()) ||
-                     (n.outputs.size() > 2 && !n.outputs[2].empty());
   Shape normalized;
   for (int64_t d = axis; d < r; ++d) normalized.push_back(x.size(d));
-  const Tensor bias = in.size() > 2 ? in[2] : Tensor();
-  if (!stats && is_floating(x.dtype()) && in[1].sizes() == normalized &&
-      in[1].dtype() == x.dtype() &&
+  if (!stats && is_floating(x.dtype()) && scale.sizes() == normalized &&
+      scale.dtype() == x.dtype() &&
       (!bias.defined() || (bias.sizes() == normalized && bias.dtype() == x.dtype()))) {
-    return {layer_norm(x, normalized, in[1], bias, eps)};
+    return {layer_norm(x, normalized, scale, bias, eps)};
   }
   // stash_type 1: statistics in float32 (float64 inputs keep float64).
   const DType stash = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
@@ -317,9 +315,24 @@ Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
   Tensor var = ember::mean(mul(centered, centered), dims, /*keepdim=*/true);
   Tensor inv_std = div(ones_like(var), sqrt(add(var, Scalar(eps))));
   Tensor y = mul(centered, inv_std);
-  y = mul(y, in[1].to(stash));
-  if (in.size() > 2 && in[2].defined()) y = add(y, in[2].to(stash));
+  y = mul(y, scale.to(stash));
+  if (bias.defined()) y = add(y, bias.to(stash));
   return {y.to(x.dtype()), mean, inv_std};
+}
+
+/** Whether any of a node's outputs from the second on is read. */
+bool reads_more_than_first(const Node& n) {
+  for (size_t i = 1; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i].empty()) return true;
+  }
+  return false;
+}
+
+Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  return layer_norm_outputs(x, axis, in[1], in.size() > 2 ? in[2] : Tensor(),
+                            attr_float(n, "epsilon", 1e-5), reads_more_than_first(n));
 }
 
 Tensors op_softmax(const Node& n, const Tensors& in, Device) {
@@ -697,13 +710,94 @@ Tensors op_group_normalization(const Node& n, const Tensors& in, Device) {
   return {add(mul(y, per_c(in[1])), per_c(in[2])).to(x.dtype())};
 }
 
+/** RMSNormalization over dims [axis, rank) of x: y = x * inv_std * scale in x's dtype, and
+ *  inv_std = 1 / sqrt(mean(x^2) + eps), kept, in the stash dtype. */
+Tensors rms_norm_outputs(const Tensor& x, int64_t axis, const Tensor& scale, double eps) {
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
+  Tensor inv_std = div(ones_like(ms), sqrt(add(ms, Scalar(eps))));
+  return {mul(mul(xs, inv_std), scale.to(xs.dtype())).to(x.dtype()), inv_std};
+}
+
 Tensors op_rms_normalization(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
-  const Tensor xs = x.to(stash_dtype(x.dtype()));
-  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
-  Tensor y = div(xs, sqrt(add(ms, Scalar(attr_float(n, "epsilon", 1e-5)))));
-  return {mul(y, in[1].to(xs.dtype())).to(x.dtype())};
+  return rms_norm_outputs(x, axis, in[1], attr_float(n, "epsilon", 1e-5));
+}
+
+// onnxruntime's contrib ops (com.microsoft; Note [Other domains than ai.onnx] in
+// graph/onnx/import.cpp) -------------------------------------------------------------------------
+
+/** onnxruntime's default epsilon of the skip layer norms. */
+constexpr double kSkipNormEpsilon = 1e-12;
+
+/** input + skip (+ bias): what the skip layer norms normalize, and their fourth output. */
+Tensor skip_sum(const Tensors& in, size_t bias_input) {
+  Tensor sum = add(in[0], in[1]);
+  if (in.size() > bias_input && in[bias_input].defined()) sum = add(sum, in[bias_input]);
+  return sum;
+}
+
+Tensors op_skip_layer_normalization(const Node& n, const Tensors& in, Device) {
+  Tensor sum = skip_sum(in, 4);
+  const bool stats = (n.outputs.size() > 1 && !n.outputs[1].empty()) ||
+                     (n.outputs.size() > 2 && !n.outputs[2].empty());
+  Tensors out = layer_norm_outputs(sum, sum.dim() - 1, in[2], in.size() > 3 ? in[3] : Tensor(),
+                                   attr_float(n, "epsilon", kSkipNormEpsilon), stats);
+  out.resize(3);
+  out.push_back(sum);
+  return out;
+}
+
+Tensors op_skip_simplified_layer_normalization(const Node& n, const Tensors& in, Device) {
+  Tensor sum = skip_sum(in, 3);
+  Tensors norm =
+      rms_norm_outputs(sum, sum.dim() - 1, in[2], attr_float(n, "epsilon", kSkipNormEpsilon));
+  return {norm[0], Tensor(), norm[1], sum};
+}
+
+/** SkipSimplifiedLayerNormalization has no mean to give (onnxruntime leaves it unwritten). */
+void check_skip_simplified_layer_normalization(const Node& n) {
+  EMBER_CHECK_NOT_IMPLEMENTED(n.outputs.size() < 2 || n.outputs[1].empty(),
+                              "output 1 (mean) is read, but a simplified layer norm computes "
+                              "no mean (read output 2, inv_std_var, or 3, input_skip_bias_sum)");
+}
+
+Tensors op_fast_gelu(const Node&, const Tensors& in, Device) {
+  const bool bias = in.size() > 1 && in[1].defined();
+  return {gelu(bias ? add(in[0], in[1]) : in[0], "tanh")};
+}
+
+Tensors op_bias_gelu(const Node&, const Tensors& in, Device) {
+  return {gelu(add(in[0], in[1]), "none")};
+}
+
+Tensors op_quick_gelu(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {mul(x, sigmoid(mul(x, Scalar(attr_float(n, "alpha", 1.702)))))};
+}
+
+Tensors op_bias_add(const Node&, const Tensors& in, Device) {
+  return {add(add(in[0], in[1]), in[2])};
+}
+
+Tensors op_fused_matmul(const Node& n, const Tensors& in, Device) {
+  auto operand = [&](const Tensor& t, const char* trans) {
+    return attr_int(n, trans, 0) != 0 && t.dim() >= 2 ? t.transpose(-2, -1) : t;
+  };
+  Tensor y = matmul(operand(in[0], "transA"), operand(in[1], "transB"));
+  const double alpha = attr_float(n, "alpha", 1.0);
+  return {alpha == 1.0 ? y : mul(y, Scalar(alpha))};
+}
+
+/** FusedMatMul's transBatchA/B (batch dims moved behind the matrix dims) are not implemented. */
+void check_fused_matmul(const Node& n) {
+  for (const char* name : {"transBatchA", "transBatchB"}) {
+    EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0,
+                                "attribute {} = {} is not supported (Ember implements transA, "
+                                "transB and alpha; {} must be 0)",
+                                name, attr_int(n, name, 0), name);
+  }
 }
 
 Tensors op_mean_variance_normalization(const Node& n, const Tensors& in, Device) {
@@ -2233,6 +2327,35 @@ const std::vector<OpSchema>& schemas() {
          1,
          {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
          op_rms_normalization},
+        {"simplified_layer_normalization",
+         2,
+         2,
+         2,
+         {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
+         op_rms_normalization},
+        {"skip_layer_normalization", 3, 5, 4, {{"epsilon", K::Float}}, op_skip_layer_normalization},
+        {"skip_simplified_layer_normalization",
+         3,
+         4,
+         4,
+         {{"epsilon", K::Float}},
+         op_skip_simplified_layer_normalization,
+         check_skip_simplified_layer_normalization},
+        {"fast_gelu", 1, 2, 1, {}, op_fast_gelu},
+        {"bias_gelu", 2, 2, 1, {}, op_bias_gelu},
+        {"quick_gelu", 1, 1, 1, {{"alpha", K::Float}}, op_quick_gelu},
+        {"bias_add", 3, 3, 1, {}, op_bias_add},
+        {"fused_matmul",
+         2,
+         2,
+         1,
+         {{"alpha", K::Float},
+          {"transA", K::Int},
+          {"transB", K::Int},
+          {"transBatchA", K::Int},
+          {"transBatchB", K::Int}},
+         op_fused_matmul,
+         check_fused_matmul},
         {"shrink", 1, 1, 1, {{"bias", K::Float}, {"lambd", K::Float}}, op_shrink},
         {"space_to_depth",
          1,

@@ -1,0 +1,194 @@
+"""ember.onnx on onnxruntime's com.microsoft contrib ops and its ai.onnx extensions (the fused
+forms its optimizer writes into PyTorch and Hugging Face exports): each built with ONNX's helper
+API, run on random inputs by Ember and by onnxruntime (which implements them), compared within
+1e-5; and the contrib ops Ember does not read, refused at load time by node, op and domain."""
+
+import numpy as np
+import pytest
+
+import ember
+
+onnx = pytest.importorskip("onnx")  # pinned by tools/setup.sh (Note [Python build dependencies])
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+DEVICES = ["cpu", "reference"]
+MS = "com.microsoft"
+
+
+def _model(node, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(
+        [node], "contrib",
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
+        [numpy_helper.from_array(v, k) for k, v in initializers])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
+                                                   helper.make_opsetid(MS, 1)])
+
+
+def _compare(tmp_path, model, feeds, device, atol=1e-5, expected=None):
+    path = str(tmp_path / "model.onnx")
+    onnx.save(model, path)
+    if expected is None:
+        expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = ember.onnx.load(path, device=device, optimization_level="none").run(None, feeds)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        g = g.cpu().numpy()
+        assert g.shape == e.shape and g.dtype == e.dtype, (g.shape, e.shape, g.dtype, e.dtype)
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=atol)
+
+
+def _r(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op,inputs,attrs", [
+    ("Gelu", ["x"], {}),
+    ("FastGelu", ["x"], {}),
+    ("FastGelu", ["x", "bias"], {}),
+    ("BiasGelu", ["x", "bias"], {}),
+    ("QuickGelu", ["x"], {}),
+    ("QuickGelu", ["x"], {"alpha": 1.3}),
+])
+def test_contrib_activations_match_onnxruntime(tmp_path, rng, device, op, inputs, attrs):
+    values = {"x": _r(rng, 2, 3, 8) * 3, "bias": _r(rng, 8), "skip": _r(rng, 2, 3, 8)}
+    feeds = {k: values[k] for k in inputs}
+    model = _model(helper.make_node(op, inputs, ["y"], domain=MS, **attrs), feeds, ["y"])
+    _compare(tmp_path, model, feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bias_add_matches_numpy(tmp_path, rng, device):
+    # onnxruntime implements BiasAdd on CUDA only: NumPy is the reference.
+    feeds = {"x": _r(rng, 2, 3, 8), "bias": _r(rng, 8), "skip": _r(rng, 2, 3, 8)}
+    model = _model(helper.make_node("BiasAdd", ["x", "bias", "skip"], ["y"], domain=MS), feeds,
+                   ["y"])
+    _compare(tmp_path, model, feeds, device, expected=[feeds["x"] + feeds["bias"] + feeds["skip"]])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("attrs,a_shape,b_shape", [
+    ({}, (2, 3, 4), (4, 5)),
+    ({"transA": 1}, (2, 4, 3), (4, 5)),
+    ({"transB": 1, "alpha": 0.125}, (2, 3, 4), (2, 5, 4)),
+    ({"transA": 1, "transB": 1, "alpha": -2.0}, (4, 3), (5, 4)),
+])
+def test_fused_matmul_matches_onnxruntime(tmp_path, rng, device, attrs, a_shape, b_shape):
+    feeds = {"a": _r(rng, *a_shape), "b": _r(rng, *b_shape)}
+    model = _model(helper.make_node("FusedMatMul", ["a", "b"], ["y"], domain=MS, **attrs), feeds,
+                   ["y"])
+    _compare(tmp_path, model, feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("with_beta,with_bias,eps", [
+    (True, True, None), (False, False, 1e-5), (True, False, 1e-3), (False, True, None)])
+def test_skip_layer_normalization_and_its_sum_match_onnxruntime(tmp_path, rng, device, with_beta,
+                                                                with_bias, eps):
+    h = 16
+    feeds = {"x": _r(rng, 2, 5, h), "skip": _r(rng, 2, 5, h)}
+    init = [("gamma", _r(rng, h))]
+    inputs = ["x", "skip", "gamma", "", ""]
+    if with_beta:
+        init.append(("beta", _r(rng, h)))
+        inputs[3] = "beta"
+    if with_bias:
+        init.append(("bias", _r(rng, h)))
+        inputs[4] = "bias"
+    while inputs[-1] == "":
+        inputs.pop()
+    attrs = {} if eps is None else {"epsilon": eps}
+    # Output 3 is input + skip (+ bias), which the next block's residual reads.
+    node = helper.make_node("SkipLayerNormalization", inputs, ["y", "", "", "sum"], domain=MS,
+                            **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y", "sum"], init), feeds, device)
+    node = helper.make_node("SkipLayerNormalization", inputs, ["y"], domain=MS, **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+    # Its statistics, [batch, sequence, 1] in float32.
+    outputs = ["y", "mean", "inv_std_var", "sum"]
+    node = helper.make_node("SkipLayerNormalization", inputs, outputs, domain=MS, **attrs)
+    _compare(tmp_path, _model(node, feeds, outputs, init), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_skip_simplified_layer_normalization_matches_onnxruntime(tmp_path, rng, device,
+                                                                 with_bias):
+    h = 16
+    feeds = {"x": _r(rng, 2, 5, h), "skip": _r(rng, 2, 5, h)}
+    init = [("gamma", _r(rng, h))]
+    inputs = ["x", "skip", "gamma"]
+    if with_bias:
+        init.append(("bias", _r(rng, h)))
+        inputs.append("bias")
+    node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, ["y", "", "inv", "sum"],
+                            domain=MS, epsilon=1e-6)
+    _compare(tmp_path, _model(node, feeds, ["y", "inv", "sum"], init), feeds, device)
+    node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, ["y"], domain=MS)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_onnxruntimes_ai_onnx_layer_norms_at_opset_13_match_it(tmp_path, rng, device):
+    # onnxruntime's optimizer writes these two into models of opsets before 17 (ai.onnx domain,
+    # version 1): LayerNormalization as opset 17's, SimplifiedLayerNormalization an RMS norm.
+    feeds = {"x": _r(rng, 3, 4, 8)}
+    init = [("scale", _r(rng, 8)), ("bias", _r(rng, 8))]
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y"], epsilon=1e-5)
+    _compare(tmp_path, _model(node, feeds, ["y"], init, opset=13), feeds, device)
+    node = helper.make_node("LayerNormalization", ["x", "scale", "bias"], ["y", "mean", "inv"],
+                            axis=1)
+    _compare(tmp_path, _model(node, feeds, ["y", "mean", "inv"], init, opset=13), feeds, device)
+    node = helper.make_node("SimplifiedLayerNormalization", ["x", "scale"], ["y", "inv"],
+                            epsilon=1e-6)
+    _compare(tmp_path, _model(node, feeds, ["y", "inv"], init[:1], opset=13), feeds, device)
+
+
+def test_an_unsupported_contrib_op_is_refused_at_load_time(tmp_path):
+    node = helper.make_node("GroupQueryAttention", ["x"], ["y"], name="gqa", domain=MS)
+    path = str(tmp_path / "gqa.onnx")
+    onnx.save(_model(node, {"x": np.zeros((1, 2), np.float32)}, ["y"]), path)
+    with pytest.raises(ember.NotImplementedError,
+                       match=r"\[onnx\] node 'gqa' \(GroupQueryAttention at com.microsoft opset 1\): "
+                             r"op GroupQueryAttention of domain com.microsoft is not supported "
+                             r"\(Ember reads from com.microsoft: BiasAdd, "):
+        ember.onnx.load(path)
+
+
+def test_contrib_nodes_need_their_domains_opset_and_a_known_domain(tmp_path):
+    x = np.zeros((1, 2), np.float32)
+    node = helper.make_node("FastGelu", ["x"], ["y"], name="g", domain=MS)
+    model = _model(node, {"x": x}, ["y"])
+    del model.opset_import[1]  # com.microsoft not imported
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path)
+    with pytest.raises(IOError, match=r"\[onnx\] node 'g' \(FastGelu in domain com.microsoft\): "
+                                      r"the model imports no com.microsoft opset"):
+        ember.onnx.load(path)
+    node = helper.make_node("Normalizer", ["x"], ["y"], name="n", domain="ai.onnx.ml")
+    model = _model(node, {"x": x}, ["y"])
+    model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 3))
+    onnx.save(model, path)
+    with pytest.raises(ember.NotImplementedError,
+                       match=r"op domain 'ai.onnx.ml' is not supported \(Ember reads ai.onnx and "
+                             r"com.microsoft\)"):
+        ember.onnx.load(path)
+
+
+def test_what_a_contrib_op_cannot_do_is_refused_at_load_time(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    x = np.zeros((2, 2), np.float32)
+    node = helper.make_node("FusedMatMul", ["x", "x"], ["y"], name="mm", domain=MS, transBatchA=1)
+    onnx.save(_model(node, {"x": x}, ["y"]), path)
+    with pytest.raises(ember.NotImplementedError,
+                       match=r"\[onnx\] node 'mm' \(FusedMatMul at com.microsoft opset 1\): "
+                             r"attribute transBatchA = 1 is not supported"):
+        ember.onnx.load(path)
+    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "x", "g"], ["y", "mean"],
+                            name="sn", domain=MS)
+    onnx.save(_model(node, {"x": x, "g": np.ones(2, np.float32)}, ["y", "mean"]), path)
+    with pytest.raises(ember.NotImplementedError, match=r"\(SkipSimplifiedLayerNormalization at com.microsoft "
+                                                      r"opset 1\): output 1 \(mean\) is read"):
+        ember.onnx.load(path)
