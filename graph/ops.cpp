@@ -1172,12 +1172,22 @@ Tensors op_gather_nd(const Node& n, const Tensors& in, Device) {
   return {out.reshape(shape)};
 }
 
+/** ONNX's scatter reduction as the core's: none and add as scatter and scatter_add, mul, max and
+ *  min as scatter_reduce's prod, amax and amin over the data and every update (each index's
+ *  updates applied in turn, as ONNX's reference does). */
+Tensor scatter_with(const std::string& reduction, const Tensor& data, int64_t dim,
+                    const Tensor& idx, const Tensor& upd) {
+  if (reduction == "add") return scatter_add(data, dim, idx, upd);
+  if (reduction == "none") return scatter(data, dim, idx, upd);
+  const std::string_view reduce = reduction == "mul"   ? "prod"
+                                  : reduction == "max" ? "amax"
+                                                       : "amin";
+  return scatter_reduce(data, dim, idx, upd, reduce, /*include_self=*/true);
+}
+
 Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
   const Tensor& data = in[0];
   const std::string reduction = attr_string(n, "reduction", "none");
-  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
-                              "{} reduction '{}' is not supported (none and add are)", label(n),
-                              reduction);
   const Shape& ds = data.sizes();
   const int64_t k = in[1].size(-1);
   const auto ks = static_cast<size_t>(k);
@@ -1187,20 +1197,14 @@ Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
   Tensor idx = lin.unsqueeze(1).expand({L, R});
   Tensor upd = in[2].reshape({L, R});
   Tensor flat = data.reshape({M, R});
-  Tensor out = reduction == "add" ? scatter_add(flat, 0, idx, upd) : scatter(flat, 0, idx, upd);
-  return {out.reshape(ds)};
+  return {scatter_with(reduction, flat, 0, idx, upd).reshape(ds)};
 }
 
 Tensors op_scatter_elements(const Node& n, const Tensors& in, Device) {
   const Tensor& data = in[0];
   const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), data.dim());
-  const std::string reduction = attr_string(n, "reduction", "none");
-  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
-                              "{} reduction '{}' is not supported (none and add are)", label(n),
-                              reduction);
   Tensor idx = wrap_indices(in[1], data.size(axis));
-  return {reduction == "add" ? scatter_add(data, axis, idx, in[2])
-                             : scatter(data, axis, idx, in[2])};
+  return {scatter_with(attr_string(n, "reduction", "none"), data, axis, idx, in[2])};
 }
 
 Tensors op_slice(const Node& n, const Tensors& in, Device device) {
@@ -2453,9 +2457,14 @@ const std::vector<OpSchema>& schemas() {
          3,
          3,
          1,
-         {{"axis", K::Int}, {"reduction", K::String, {"none", "add"}}},
+         {{"axis", K::Int}, {"reduction", K::String, {"none", "add", "mul", "max", "min"}}},
          op_scatter_elements},
-        {"scatter_nd", 3, 3, 1, {{"reduction", K::String, {"none", "add"}}}, op_scatter_nd},
+        {"scatter_nd",
+         3,
+         3,
+         1,
+         {{"reduction", K::String, {"none", "add", "mul", "max", "min"}}},
+         op_scatter_nd},
         {"selu", 1, 1, 1, {{"alpha", K::Float}, {"gamma", K::Float}}, op_selu},
         {"shape", 1, 1, 1, {{"end", K::Int}, {"start", K::Int}}, op_shape},
         {"sigmoid", 1, 1, 1, {}, unary<sigmoid>},

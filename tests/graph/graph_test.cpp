@@ -427,6 +427,34 @@ TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   }
 }
 
+TEST(Graph, ScatterReductionsMulMaxMinCombineEveryUpdate) {
+  // ONNX's ScatterElements and ScatterND apply each index's updates in turn to the data, by hand:
+  // data [1, 2, 3, 4, 5] with updates 2 and 3 at index 1 and 4 at index 3.
+  const Tensor data = make({1, 2, 3, 4, 5}, {5}, DType::Float32);
+  const Tensor upd = make({2, 3, 4}, {3}, DType::Float32);
+  const Tensor idx = make({1, 1, 3}, {3}, DType::Int64);
+  const std::map<std::string, std::vector<double>> expected{
+      {"mul", {1, 12, 3, 16, 5}}, {"max", {1, 3, 3, 4, 5}}, {"min", {1, 2, 3, 4, 5}}};
+  for (const auto& [reduction, want] : expected) {
+    Graph g;
+    g.add_input({"data", DType::Float32, std::nullopt});
+    g.add_input({"idx", DType::Int64, std::nullopt});
+    g.add_input({"nd_idx", DType::Int64, std::nullopt});
+    g.add_input({"upd", DType::Float32, std::nullopt});
+    g.add_node(
+        {"scatter_elements", "se", {"data", "idx", "upd"}, {"a"}, {{"reduction", reduction}}});
+    g.add_node({"scatter_nd", "sn", {"data", "nd_idx", "upd"}, {"b"}, {{"reduction", reduction}}});
+    g.add_output({"a", DType::Float32, std::nullopt});
+    g.add_output({"b", DType::Float32, std::nullopt});
+    for (Device d : host_devices()) {
+      auto out =
+          g.run({{"data", data}, {"idx", idx}, {"nd_idx", idx.reshape({3, 1})}, {"upd", upd}}, d);
+      EXPECT_EQ(values(out.at("a").to(Device::cpu())), want) << reduction;
+      EXPECT_EQ(values(out.at("b").to(Device::cpu())), want) << reduction;
+    }
+  }
+}
+
 TEST(GraphOps, EveryOpHasASortedUniqueName) {
   const std::vector<std::string_view> names = op_names();
   ASSERT_GT(names.size(), 100u);
