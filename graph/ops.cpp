@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <utility>
 
 namespace ember::graph {
@@ -961,17 +962,59 @@ Tensors op_identity(const Node&, const Tensors& in, Device) {
   return {in[0]};
 }
 
-Tensors op_dropout(const Node& n, const Tensors& in, Device) {
+// Note [Dropout's mask in a graph]
+// In training mode (the third input true) with a ratio above 0, Dropout zeroes each element with
+// probability ratio and scales the rest by 1 / (1 - ratio). A node with a `seed` draws the mask
+// ONNX's reference draws: NumPy's legacy RandomState seeded with it, whose uniform doubles are
+// MT19937's (std::mt19937 seeded alike gives the same words) two 32-bit words at a time, an
+// element kept where its double is >= ratio; so a seeded model gives the same output on every
+// run and device, and ONNX's training node tests pass exactly. Without a seed the mask is the
+// core's dropout (of ones), drawn from the default generator as any dropout is. The mask output
+// is the kept elements, true also where ratio is 0 or training mode is off.
+
+/** The keep mask of `sizes` that NumPy's RandomState(seed).uniform(0, 1, sizes) >= ratio gives
+ *  (Note [Dropout's mask in a graph]), on the host. */
+Tensor seeded_keep_mask(const Shape& sizes, int64_t seed, double ratio) {
+  Tensor mask = empty(sizes, TensorOptions(DType::Bool));
+  bool* p = mask.data_ptr<bool>();
+  std::mt19937 words(static_cast<uint32_t>(seed));
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    const uint32_t a = words() >> 5, b = words() >> 6;
+    const double u = (a * 67108864.0 + b) / 9007199254740992.0;
+    p[i] = u >= ratio;
+  }
+  return mask;
+}
+
+/** Version 10's ratio attribute comes without inputs beside the data (it never trains). */
+void check_dropout(const Node& n) {
+  EMBER_CHECK(find_attr(n, "ratio") == nullptr || n.inputs.size() == 1,
+              "attribute ratio (Dropout before version 12) and {} inputs: the ratio and "
+              "training_mode inputs came in version 12, when the attribute went",
+              n.inputs.size());
+}
+
+Tensors op_dropout(const Node& n, const Tensors& in, Device device) {
   const Tensor& x = in[0];
   const bool training =
       in.size() > 2 && in[2].defined() && host_scalar(n, in[2], "training_mode").to_double() != 0;
   const double ratio =
       in.size() > 1 && in[1].defined() ? host_scalar(n, in[1], "ratio").to_double() : 0.5;
-  EMBER_CHECK_NOT_IMPLEMENTED(!training || ratio == 0,
-                              "{} training mode with ratio {} is random; the graph runs "
-                              "inference only (training_mode false, or ratio 0)",
-                              label(n), ratio);
-  return {x, ones(x.sizes(), TensorOptions(DType::Bool, x.device()))};
+  if (!training || ratio == 0) {
+    return {x, ones(x.sizes(), TensorOptions(DType::Bool, device))};
+  }
+  EMBER_CHECK(ratio > 0 && ratio < 1, "{} ratio must be in [0, 1) in training mode: got {}",
+              label(n), ratio);
+  Tensor keep;
+  if (const Attribute* seed = find_attr(n, "seed")) {
+    keep = seeded_keep_mask(x.sizes(), std::get<int64_t>(*seed), ratio).to(device);
+  } else {
+    keep = ne(dropout(ones(x.sizes(), TensorOptions(DType::Float32, device)), ratio,
+                      /*training=*/true),
+              Scalar(0));
+  }
+  Tensor y = mul(mul(x, keep.to(x.dtype())), Scalar(1.0 / (1.0 - ratio)));
+  return {y.to(x.dtype()), keep};
 }
 
 Tensors op_flatten(const Node& n, const Tensors& in, Device) {
@@ -2369,7 +2412,7 @@ const std::vector<OpSchema>& schemas() {
          op_space_to_depth},
         {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
         {"div", 2, 2, 1, {}, op_div},
-        {"dropout", 1, 3, 2, {{"seed", K::Int}}, op_dropout},
+        {"dropout", 1, 3, 2, {{"ratio", K::Float}, {"seed", K::Int}}, op_dropout, check_dropout},
         {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
         {"elu", 1, 1, 1, {{"alpha", K::Float}}, op_elu},
         {"equal", 2, 2, 1, {}, binary<eq2>},

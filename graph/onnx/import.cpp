@@ -40,8 +40,9 @@ namespace {
 // opset; one whose version is the same at an older opset (And at opset 7) is read. A few ops
 // are also read at the version before, where it differs from the one in force at opset 13 only
 // in types Ember reads alike or has not (bfloat16, sequences): Add 7, Identity 1, Constant 11 and
-// 12, Slice 11, If 11 and Loop 11; and Unsqueeze 11, whose axes the graph op takes as an
-// attribute as well as an input. So opset 11 models with control flow load. A model newer than
+// 12, Slice 11, If 11, Loop 11 and Dropout 12; and Unsqueeze 11, whose axes the graph op takes as
+// an attribute as well as an input, and Dropout 10, inference only with its ratio an attribute.
+// So opset 11 models with control flow load. A model newer than
 // opset 28 is refused, since any op may have changed.
 //
 // Note [Other domains than ai.onnx]
@@ -94,7 +95,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"CumSum", {"cumsum", {11, 14}}},
       {"DepthToSpace", {"depth_to_space", {13, 28}}},
       {"Div", {"div", {13, 14}}},
-      {"Dropout", {"dropout", {13, 22}}},
+      {"Dropout", {"dropout", {10, 12, 13, 22}}},
       {"Einsum", {"einsum", {12, 28}}},
       {"Elu", {"elu", {6, 22}}},
       {"Equal", {"equal", {13, 19}}},
