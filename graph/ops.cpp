@@ -931,6 +931,22 @@ Tensors op_space_to_depth(const Node& n, const Tensors& in, Device) {
   return {y.reshape({N, C * b * b, H, W})};
 }
 
+// Spatial transformers ---------------------------------------------------------------------------
+
+Tensors op_grid_sample(const Node& n, const Tensors& in, Device) {
+  // Version 16 spells the modes bilinear and bicubic, version 20 on linear and cubic.
+  const std::string mode = attr_string(n, "mode", "linear");
+  const std::string_view core_mode = mode == "linear" || mode == "bilinear" ? "bilinear"
+                                     : mode == "cubic" || mode == "bicubic" ? "bicubic"
+                                                                            : "nearest";
+  return {grid_sample(in[0], in[1], core_mode, attr_string(n, "padding_mode", "zeros"),
+                      attr_int(n, "align_corners", 0) != 0)};
+}
+
+Tensors op_affine_grid(const Node& n, const Tensors& in, Device) {
+  return {affine_grid(in[0], host_ints(in[1]), attr_int(n, "align_corners", 0) != 0)};
+}
+
 Reduction reduction_attr(const Node& n) {
   const std::string r = attr_string(n, "reduction", "mean");
   EMBER_CHECK(r == "mean" || r == "sum" || r == "none",
@@ -2344,6 +2360,15 @@ const std::vector<OpSchema>& schemas() {
          {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
          op_depth_to_space},
         {"eye_like", 1, 1, 1, {{"dtype", K::String}, {"k", K::Int}}, op_eye_like},
+        {"grid_sample",
+         2,
+         2,
+         1,
+         {{"align_corners", K::Int},
+          {"mode", K::String, {"linear", "nearest", "cubic", "bilinear", "bicubic"}},
+          {"padding_mode", K::String, {"zeros", "border", "reflection"}}},
+         op_grid_sample},
+        {"affine_grid", 2, 2, 1, {{"align_corners", K::Int}}, op_affine_grid},
         {"group_normalization",
          3,
          3,

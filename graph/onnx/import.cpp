@@ -68,6 +68,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
   static const std::map<std::string, OnnxOp, std::less<>> table{
       {"Abs", {"abs", {13}}},
       {"Acos", {"acos", {7, 22}}},
+      {"AffineGrid", {"affine_grid", {20}}},
       {"Acosh", {"acosh", {9, 22}}},
       {"Add", {"add", {7, 13, 14}}},
       {"And", {"and", {7}}},
@@ -114,6 +115,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"GlobalAveragePool", {"global_average_pool", {1, 22}}},
       {"GlobalMaxPool", {"global_max_pool", {1, 22}}},
       {"Greater", {"greater", {13}}},
+      {"GridSample", {"grid_sample", {16, 20, 22}}},
       {"GreaterOrEqual", {"greater_or_equal", {12, 16}}},
       {"GroupNormalization", {"group_normalization", {18, 21}}},
       {"HardSigmoid", {"hard_sigmoid", {6, 22}}},
