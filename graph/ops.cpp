@@ -791,6 +791,138 @@ Tensors op_fused_matmul(const Node& n, const Tensors& in, Device) {
   return {alpha == 1.0 ? y : mul(y, Scalar(alpha))};
 }
 
+// Note [onnxruntime's attention ops]
+// Attention (the input projected by one [D, q + k + v] weight) and MultiHeadAttention (query, key
+// and value given) split the hidden dim into num_heads heads and run the core's
+// scaled_dot_product_attention with a float mask that onnxruntime's CPU kernels add to the
+// scaled scores: mask_filter_value (-10000) where a key is padding (a 1/0 mask [B, T] or
+// [B, S, T], or lengths [B] keeping the first keys), -inf where unidirectional hides
+// a later key (j > i), plus attention_bias. A row whose keys are all padding so attends as
+// though none were (the mask shifts its scores alike), as onnxruntime's does, not sdpa's zeros.
+// What onnxruntime adds for decoding (past and present keys, rotary embedding, packed QKV, the
+// other mask forms) is refused by name.
+
+/** The heads of x [B, S, H * d] as [B, H, S, d]. */
+Tensor split_heads(const Node& n, const Tensor& x, int64_t heads, std::string_view what) {
+  EMBER_CHECK(x.dim() == 3 && x.size(2) % heads == 0,
+              "{} {} must be [batch, sequence, hidden] with hidden divisible by num_heads {}: got "
+              "shape {}",
+              label(n), what, heads, x.sizes());
+  return x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+/** Attention of q [B, S, H * dk] over k [B, T, H * dk] and v [B, T, H * dv] with onnxruntime's
+ *  masks (Note [onnxruntime's attention ops]): [B, S, H * dv]. */
+Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const Tensor& key_mask, const Tensor& attention_bias) {
+  const int64_t heads = attr_int(n, "num_heads", 0);
+  EMBER_CHECK(heads > 0, "{} num_heads must be positive: got {}", label(n), heads);
+  const Tensor qh = split_heads(n, q, heads, "query"), kh = split_heads(n, k, heads, "key"),
+               vh = split_heads(n, v, heads, "value");
+  const int64_t B = q.size(0), S = q.size(1), T = k.size(1);
+  const TensorOptions opts(q.dtype(), q.device());
+  const double filter = attr_float(n, "mask_filter_value", -10000.0);
+  Tensor mask;
+  if (key_mask.defined()) {
+    Tensor keep;
+    if (key_mask.dim() == 1 && key_mask.size(0) == B) {
+      const Tensor positions = arange(T, TensorOptions(DType::Int64, q.device()));
+      keep = lt(positions.reshape({1, T}), key_mask.to(DType::Int64).reshape({B, 1}))
+                 .reshape({B, 1, 1, T});
+    } else if (key_mask.dim() == 2 && key_mask.sizes() == Shape({B, T})) {
+      keep = ne(key_mask, Scalar(0)).reshape({B, 1, 1, T});
+    } else if (key_mask.dim() == 3 && key_mask.sizes() == Shape({B, S, T})) {
+      keep = ne(key_mask, Scalar(0)).reshape({B, 1, S, T});
+    } else {
+      throw NotImplementedError(
+          fmt::format("{} a key mask of shape {} is not supported (Ember reads lengths [{}], "
+                      "a 1/0 mask [{}, {}] or [{}, {}, {}])",
+                      label(n), key_mask.sizes(), B, B, T, B, S, T));
+    }
+    mask = where(keep, zeros({}, opts), full({}, Scalar(filter), opts));
+  }
+  if (attr_int(n, "unidirectional", 0) != 0) {
+    const TensorOptions longs(DType::Int64, q.device());
+    const Tensor later = gt(arange(T, longs).reshape({1, T}), arange(S, longs).reshape({S, 1}));
+    const Tensor base = mask.defined() ? mask : zeros({1, 1, 1, T}, opts);
+    mask = where(later, full({}, Scalar(-std::numeric_limits<double>::infinity()), opts), base);
+  }
+  if (attention_bias.defined()) {
+    mask = mask.defined() ? add(mask, attention_bias) : attention_bias.to(q.dtype());
+  }
+  const Attribute* scale = find_attr(n, "scale");
+  std::optional<double> sc;
+  if (scale != nullptr && std::get<double>(*scale) != 0) sc = std::get<double>(*scale);
+  Tensor out = scaled_dot_product_attention(qh, kh, vh, mask, 0.0, /*is_causal=*/false, sc);
+  return out.transpose(1, 2).reshape({B, S, -1});
+}
+
+/** The input at `i`, or an undefined tensor where it is omitted. */
+Tensor optional_input(const Tensors& in, size_t i) {
+  return in.size() > i ? in[i] : Tensor();
+}
+
+Tensors op_qkv_attention(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  Tensor qkv = matmul(x, in[1]);
+  if (Tensor bias = optional_input(in, 2); bias.defined()) qkv = add(qkv, bias);
+  const int64_t total = qkv.size(-1);
+  std::vector<int64_t> sizes = attr_ints(n, "qkv_hidden_sizes").value_or(std::vector<int64_t>{});
+  if (sizes.empty()) sizes = {total / 3, total / 3, total / 3};
+  EMBER_CHECK(sizes.size() == 3 && sizes[0] == sizes[1] && sizes[0] + sizes[1] + sizes[2] == total,
+              "{} qkv_hidden_sizes {} must be three sizes, q's and k's equal, summing to the "
+              "weights' {} columns",
+              label(n), fmt::join(sizes, ", "), total);
+  const Tensor q = qkv.narrow(-1, 0, sizes[0]), k = qkv.narrow(-1, sizes[0], sizes[1]),
+               v = qkv.narrow(-1, sizes[0] + sizes[1], sizes[2]);
+  return {heads_attention(n, q, k, v, optional_input(in, 3), optional_input(in, 5))};
+}
+
+Tensors op_multi_head_attention(const Node& n, const Tensors& in, Device) {
+  Tensor q = in[0], k = in[1], v = in[2];
+  if (Tensor bias = optional_input(in, 3); bias.defined()) {
+    const int64_t dq = q.size(-1), dk = k.size(-1);
+    q = add(q, bias.narrow(0, 0, dq));
+    k = add(k, bias.narrow(0, dq, dk));
+    v = add(v, bias.narrow(0, dq + dk, bias.size(0) - dq - dk));
+  }
+  return {heads_attention(n, q, k, v, optional_input(in, 4), optional_input(in, 5))};
+}
+
+/** Refuses a node that gives input `i` (named `what`) or reads output `o`: what onnxruntime's
+ *  attention ops have for decoding and Ember does not implement. */
+void refuse_io(const Node& n, std::initializer_list<std::pair<size_t, const char*>> inputs,
+               std::initializer_list<std::pair<size_t, const char*>> outputs) {
+  for (auto [i, what] : inputs) {
+    EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() <= i || n.inputs[i].empty(),
+                                "input {} ({}) is not supported (Ember runs attention without a "
+                                "key/value cache)",
+                                i, what);
+  }
+  for (auto [o, what] : outputs) {
+    EMBER_CHECK_NOT_IMPLEMENTED(n.outputs.size() <= o || n.outputs[o].empty(),
+                                "output {} ({}) is read, which Ember does not give", o, what);
+  }
+}
+
+void check_qkv_attention(const Node& n) {
+  refuse_io(n, {{4, "past"}, {6, "past_sequence_length"}}, {{1, "present"}});
+  for (const char* name : {"do_rotary", "past_present_share_buffer"}) {
+    EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0, "attribute {} = {} is not supported",
+                                name, attr_int(n, name, 0));
+  }
+}
+
+void check_multi_head_attention(const Node& n) {
+  EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() >= 3 && !n.inputs[1].empty() && !n.inputs[2].empty(),
+                              "query, key and value must all be given (packed QKV or KV is not "
+                              "supported)");
+  refuse_io(
+      n,
+      {{6, "past_key"}, {7, "past_value"}, {8, "past_sequence_length"}, {9, "cache_indirection"}},
+      {{1, "present_key"}, {2, "present_value"}, {3, "qk"}});
+}
+
 /** FusedMatMul's transBatchA/B (batch dims moved behind the matrix dims) are not implemented. */
 void check_fused_matmul(const Node& n) {
   for (const char* name : {"transBatchA", "transBatchB"}) {
@@ -2413,6 +2545,30 @@ const std::vector<OpSchema>& schemas() {
          {{"epsilon", K::Float}},
          op_skip_simplified_layer_normalization,
          check_skip_simplified_layer_normalization},
+        {"qkv_attention",
+         2,
+         7,
+         2,
+         {{"do_rotary", K::Int},
+          {"mask_filter_value", K::Float},
+          {"num_heads", K::Int},
+          {"past_present_share_buffer", K::Int},
+          {"qkv_hidden_sizes", K::Ints},
+          {"rotary_embedding_dim", K::Int},
+          {"scale", K::Float},
+          {"unidirectional", K::Int}},
+         op_qkv_attention,
+         check_qkv_attention},
+        {"multi_head_attention",
+         1,
+         10,
+         4,
+         {{"mask_filter_value", K::Float},
+          {"num_heads", K::Int},
+          {"scale", K::Float},
+          {"unidirectional", K::Int}},
+         op_multi_head_attention,
+         check_multi_head_attention},
         {"fast_gelu", 1, 2, 1, {}, op_fast_gelu},
         {"bias_gelu", 2, 2, 1, {}, op_bias_gelu},
         {"quick_gelu", 1, 1, 1, {{"alpha", K::Float}}, op_quick_gelu},

@@ -212,11 +212,13 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
 /** onnxruntime's com.microsoft contrib ops Ember reads (Note [Other domains than ai.onnx]). */
 const std::map<std::string, OnnxOp, std::less<>>& microsoft_ops() {
   static const std::map<std::string, OnnxOp, std::less<>> table{
+      {"Attention", {"qkv_attention", {1}}},
       {"BiasAdd", {"bias_add", {1}}},
       {"BiasGelu", {"bias_gelu", {1}}},
       {"FastGelu", {"fast_gelu", {1}}},
       {"FusedMatMul", {"fused_matmul", {1}}},
       {"Gelu", {"gelu", {1}}},
+      {"MultiHeadAttention", {"multi_head_attention", {1}}},
       {"QuickGelu", {"quick_gelu", {1}}},
       {"SkipLayerNormalization", {"skip_layer_normalization", {1}}},
       {"SkipSimplifiedLayerNormalization", {"skip_simplified_layer_normalization", {1}}},

@@ -19,7 +19,8 @@ MS = "com.microsoft"
 def _model(node, inputs, outputs, initializers=(), opset=17):
     graph = helper.make_graph(
         [node], "contrib",
-        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in inputs.items()],
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+         for k, v in inputs.items()],
         [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
         [numpy_helper.from_array(v, k) for k, v in initializers])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset),
@@ -146,14 +147,106 @@ def test_onnxruntimes_ai_onnx_layer_norms_at_opset_13_match_it(tmp_path, rng, de
     _compare(tmp_path, _model(node, feeds, ["y", "inv"], init[:1], opset=13), feeds, device)
 
 
+def _padding(kind, b, s, t):
+    """A key mask of onnxruntime's forms: lengths [B], or 1/0 [B, T] or [B, S, T] (int32)."""
+    if kind == "lengths":
+        return np.array([t - 2, 1][:b], np.int32)
+    if kind == "2d":
+        m = np.ones((b, t), np.int32)
+        m[0, -2:] = 0
+        m[1, ::2] = 0
+        return m
+    m = (np.arange(t)[None, None, :] <= np.arange(s)[None, :, None] + 1).astype(np.int32)
+    return np.broadcast_to(m, (b, s, t)).copy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mask,attrs,with_bias,with_attention_bias", [
+    (None, {}, True, False),
+    ("2d", {}, True, False),
+    ("lengths", {}, False, False),
+    ("3d", {"scale": 0.3}, True, False),
+    (None, {"unidirectional": 1}, True, True),
+    ("2d", {"unidirectional": 1, "mask_filter_value": -1000.0}, True, False),
+    (None, {"qkv_hidden_sizes": [16, 16, 8]}, True, True),
+])
+def test_attention_matches_onnxruntime(tmp_path, rng, device, mask, attrs, with_bias,
+                                       with_attention_bias):
+    b, s, d, heads = 2, 5, 16, 4
+    sizes = attrs.get("qkv_hidden_sizes", [d, d, d])
+    feeds = {"x": _r(rng, b, s, d)}
+    init = [("w", _r(rng, d, sum(sizes)) * 0.5)]
+    inputs = ["x", "w", "", "", "", ""]
+    if with_bias:
+        init.append(("bias", _r(rng, sum(sizes))))
+        inputs[2] = "bias"
+    if mask is not None:
+        feeds["mask"] = _padding(mask, b, s, s)
+        inputs[3] = "mask"
+    if with_attention_bias:
+        feeds["ab"] = _r(rng, 1, heads, s, s)
+        inputs[5] = "ab"
+    while inputs[-1] == "":
+        inputs.pop()
+    node = helper.make_node("Attention", inputs, ["y"], domain=MS, num_heads=heads, **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mask,attrs,with_bias,with_attention_bias", [
+    (None, {}, False, False),
+    ("2d", {}, True, False),
+    ("lengths", {"scale": 0.2}, True, True),
+    (None, {}, True, True),
+])
+def test_multi_head_attention_matches_onnxruntime(tmp_path, rng, device, mask, attrs, with_bias,
+                                                  with_attention_bias):
+    b, s, t, heads = 2, 5, 7, 4
+    feeds = {"q": _r(rng, b, s, 16), "k": _r(rng, b, t, 16), "v": _r(rng, b, t, 8)}
+    inputs = ["q", "k", "v", "", "", ""]
+    init = []
+    if with_bias:
+        init.append(("bias", _r(rng, 40)))
+        inputs[3] = "bias"
+    if mask is not None:
+        feeds["mask"] = _padding(mask, b, s, t)
+        inputs[4] = "mask"
+    if with_attention_bias:
+        feeds["ab"] = _r(rng, b, heads, s, t)
+        inputs[5] = "ab"
+    while inputs[-1] == "":
+        inputs.pop()
+    node = helper.make_node("MultiHeadAttention", inputs, ["y"], domain=MS, num_heads=heads,
+                            **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+
+
+def test_attentions_decoding_inputs_are_refused_at_load_time(tmp_path):
+    path = str(tmp_path / "m.onnx")
+    x = np.zeros((1, 2, 4), np.float32)
+    node = helper.make_node("Attention", ["x", "w", "", "", "past"], ["y", "present"], name="att",
+                            domain=MS, num_heads=2)
+    onnx.save(_model(node, {"x": x, "w": np.zeros((4, 12), np.float32),
+                            "past": np.zeros((2, 1, 2, 1, 2), np.float32)}, ["y"]), path)
+    with pytest.raises(ember.NotImplementedError,
+                       match=r"\[onnx\] node 'att' \(Attention at com.microsoft opset 1\): input 4 "
+                             r"\(past\) is not supported"):
+        ember.onnx.load(path)
+    node = helper.make_node("MultiHeadAttention", ["x"], ["y"], name="mha", domain=MS,
+                            num_heads=2)
+    onnx.save(_model(node, {"x": x}, ["y"]), path)
+    with pytest.raises(ember.NotImplementedError, match=r"packed QKV or KV is not supported"):
+        ember.onnx.load(path)
+
+
 def test_an_unsupported_contrib_op_is_refused_at_load_time(tmp_path):
     node = helper.make_node("GroupQueryAttention", ["x"], ["y"], name="gqa", domain=MS)
     path = str(tmp_path / "gqa.onnx")
     onnx.save(_model(node, {"x": np.zeros((1, 2), np.float32)}, ["y"]), path)
     with pytest.raises(ember.NotImplementedError,
-                       match=r"\[onnx\] node 'gqa' \(GroupQueryAttention at com.microsoft opset 1\): "
-                             r"op GroupQueryAttention of domain com.microsoft is not supported "
-                             r"\(Ember reads from com.microsoft: BiasAdd, "):
+                       match=r"\[onnx\] node 'gqa' \(GroupQueryAttention at com.microsoft opset "
+                             r"1\): op GroupQueryAttention of domain com.microsoft is not "
+                             r"supported \(Ember reads from com.microsoft: Attention, BiasAdd, "):
         ember.onnx.load(path)
 
 
@@ -189,6 +282,7 @@ def test_what_a_contrib_op_cannot_do_is_refused_at_load_time(tmp_path):
     node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "x", "g"], ["y", "mean"],
                             name="sn", domain=MS)
     onnx.save(_model(node, {"x": x, "g": np.ones(2, np.float32)}, ["y", "mean"]), path)
-    with pytest.raises(ember.NotImplementedError, match=r"\(SkipSimplifiedLayerNormalization at com.microsoft "
-                                                      r"opset 1\): output 1 \(mean\) is read"):
+    with pytest.raises(ember.NotImplementedError,
+                       match=r"\(SkipSimplifiedLayerNormalization at com.microsoft opset 1\): "
+                             r"output 1 \(mean\) is read"):
         ember.onnx.load(path)
