@@ -25,6 +25,7 @@ namespace {
 using Tensors = std::vector<Tensor>;
 
 using detail::attr_float;
+using detail::attr_floats;
 using detail::attr_int;
 using detail::attr_ints;
 using detail::attr_string;
@@ -791,6 +792,41 @@ Tensors op_fused_matmul(const Node& n, const Tensors& in, Device) {
   return {alpha == 1.0 ? y : mul(y, Scalar(alpha))};
 }
 
+/** The input at `i`, or an undefined tensor where it is omitted. */
+Tensor optional_input(const Tensors& in, size_t i) {
+  return in.size() > i ? in[i] : Tensor();
+}
+
+/** How many activation_params FusedConv's activation reads (alpha; min and max; alpha and beta). */
+size_t conv_activation_params(const std::string& a) {
+  return a == "LeakyRelu" ? 1 : (a == "Clip" || a == "HardSigmoid") ? 2 : 0;
+}
+
+/** FusedConv: activation(Conv(X, W, B) + Z), the activation named as the ONNX op it stands for,
+ *  its parameters in activation_params. */
+Tensors op_conv_activation(const Node& n, const Tensors& in, Device device) {
+  Tensor y = op_conv(n, {in[0], in[1], optional_input(in, 2)}, device)[0];
+  if (Tensor z = optional_input(in, 3); z.defined()) y = add(y, z);
+  const std::string a = attr_string(n, "activation", "");
+  const std::vector<double> p = attr_floats(n, "activation_params");
+  if (a == "Relu") return {relu(y)};
+  if (a == "Tanh") return {tanh(y)};
+  if (a == "Sigmoid") return {sigmoid(y)};
+  if (a == "LeakyRelu") return {leaky_relu(y, p[0])};
+  if (a == "Clip") return {clamp(y, Scalar(p[0]), Scalar(p[1]))};
+  if (a == "HardSigmoid")
+    return {clamp(add(mul(y, Scalar(p[0])), Scalar(p[1])), Scalar(0), Scalar(1))};
+  return {y};
+}
+
+void check_conv_activation(const Node& n) {
+  const std::string a = attr_string(n, "activation", "");
+  const size_t given = attr_floats(n, "activation_params").size();
+  EMBER_CHECK(given >= conv_activation_params(a),
+              "activation {} takes {} activation_params: got {}", a, conv_activation_params(a),
+              given);
+}
+
 // Note [onnxruntime's attention ops]
 // Attention (the input projected by one [D, q + k + v] weight) and MultiHeadAttention (query, key
 // and value given) split the hidden dim into num_heads heads and run the core's
@@ -855,11 +891,6 @@ Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Te
   if (scale != nullptr && std::get<double>(*scale) != 0) sc = std::get<double>(*scale);
   Tensor out = scaled_dot_product_attention(qh, kh, vh, mask, 0.0, /*is_causal=*/false, sc);
   return out.transpose(1, 2).reshape({B, S, -1});
-}
-
-/** The input at `i`, or an undefined tensor where it is omitted. */
-Tensor optional_input(const Tensors& in, size_t i) {
-  return in.size() > i ? in[i] : Tensor();
 }
 
 Tensors op_qkv_attention(const Node& n, const Tensors& in, Device) {
@@ -2569,6 +2600,22 @@ const std::vector<OpSchema>& schemas() {
           {"unidirectional", K::Int}},
          op_multi_head_attention,
          check_multi_head_attention},
+        {"conv_activation",
+         2,
+         4,
+         1,
+         {{"activation",
+           K::String,
+           {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "Clip", "HardSigmoid"}},
+          {"activation_params", K::Floats},
+          {"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"dilations", K::Ints},
+          {"group", K::Int},
+          {"kernel_shape", K::Ints},
+          {"pads", K::Ints},
+          {"strides", K::Ints}},
+         op_conv_activation,
+         check_conv_activation},
         {"fast_gelu", 1, 2, 1, {}, op_fast_gelu},
         {"bias_gelu", 2, 2, 1, {}, op_bias_gelu},
         {"quick_gelu", 1, 1, 1, {{"alpha", K::Float}}, op_quick_gelu},

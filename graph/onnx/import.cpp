@@ -49,13 +49,13 @@ namespace {
 // A node's domain picks its table, and its version is read against the opset the model imports
 // for that domain, as for ai.onnx. Ember reads one other domain: com.microsoft, onnxruntime's
 // contrib ops, which PyTorch's and Hugging Face's exports contain once onnxruntime's optimizer has
-// fused them (Gelu, FastGelu, SkipLayerNormalization, FusedMatMul, ...); all are at version 1,
-// each a graph op with its semantics (a `gelu` for Gelu, a graph op of its own for the fused
-// forms). onnxruntime also defines two ops in the ai.onnx domain at version 1, which the same
-// optimizer writes into models of opsets before 17: LayerNormalization (as ONNX's version 17)
-// and SimplifiedLayerNormalization (RMSNormalization with its inv_std_var); the ai.onnx table
-// lists them at version 1. A node of another domain, or of a domain the model imports no opset
-// of, is refused by node, op and domain.
+// fused them (Gelu, FastGelu, SkipLayerNormalization, FusedMatMul, FusedConv, Attention, ...);
+// all are at version 1, each a graph op with its semantics (a `gelu` for Gelu, a graph op of its
+// own for the fused forms). onnxruntime also defines two ops in the ai.onnx domain at version 1,
+// which the same optimizer writes into models of opsets before 17: LayerNormalization (as ONNX's
+// version 17) and SimplifiedLayerNormalization (RMSNormalization with its inv_std_var); the ai.onnx
+// table lists them at version 1. A node of another domain, or of a domain the model imports no
+// opset of, is refused by node, op and domain.
 
 /** The graph op an ONNX op becomes, and the op's versions (the opsets that changed it) that Ember
  *  implements: the one in force at opset 13 and every later one, up to kOnnxMaxOpset. */
@@ -216,6 +216,7 @@ const std::map<std::string, OnnxOp, std::less<>>& microsoft_ops() {
       {"BiasAdd", {"bias_add", {1}}},
       {"BiasGelu", {"bias_gelu", {1}}},
       {"FastGelu", {"fast_gelu", {1}}},
+      {"FusedConv", {"conv_activation", {1}}},
       {"FusedMatMul", {"fused_matmul", {1}}},
       {"Gelu", {"gelu", {1}}},
       {"MultiHeadAttention", {"multi_head_attention", {1}}},

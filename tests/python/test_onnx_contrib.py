@@ -147,6 +147,65 @@ def test_onnxruntimes_ai_onnx_layer_norms_at_opset_13_match_it(tmp_path, rng, de
     _compare(tmp_path, _model(node, feeds, ["y", "inv"], init[:1], opset=13), feeds, device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("activation,params,with_z,conv_attrs", [
+    ("Relu", None, False, {"pads": [1, 1, 1, 1]}),
+    ("Relu", None, True, {"pads": [1, 1, 1, 1]}),
+    ("Tanh", None, False, {"strides": [2, 2]}),
+    ("Sigmoid", None, False, {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ("Relu", None, False, {"dilations": [2, 2]}),
+    ("LeakyRelu", [0.2], False, {"group": 2}),
+    ("Clip", [-0.5, 0.75], True, {"pads": [0, 1, 2, 1]}),
+    ("HardSigmoid", [0.3, 0.4], False, {}),
+])
+def test_fused_conv_matches_onnxruntime(tmp_path, rng, device, activation, params, with_z,
+                                        conv_attrs):
+    feeds = {"x": _r(rng, 2, 4, 7, 6)}
+    group = conv_attrs.get("group", 1)
+    init = [("w", _r(rng, 6, 4 // group, 3, 3) * 0.3), ("b", _r(rng, 6))]
+    inputs = ["x", "w", "b"]
+    if with_z:
+        pads = conv_attrs.get("pads", [0, 0, 0, 0])
+        h, w = 7 + pads[0] + pads[2] - 2, 6 + pads[1] + pads[3] - 2
+        feeds["z"] = _r(rng, 2, 6, h, w)
+        inputs.append("z")
+    attrs = dict(conv_attrs, activation=activation)
+    if params is not None:
+        attrs["activation_params"] = params
+    node = helper.make_node("FusedConv", inputs, ["y"], domain=MS, **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fixture", ["encoder", "resblock_bn"])
+def test_models_onnxruntime_optimized_run_and_match_it(tmp_path, rng, device, fixture):
+    # PyTorch exports (tests/python/fixtures) as onnxruntime's own optimizer rewrites them: fused
+    # into SkipLayerNormalization, FusedMatMul, QuickGelu, FusedConv, Gelu, ...
+    import os
+
+    src = os.path.join(os.path.dirname(__file__), "fixtures", f"{fixture}.onnx")
+    path = str(tmp_path / "optimized.onnx")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = path
+    ort.InferenceSession(src, options, providers=["CPUExecutionProvider"])
+    model = onnx.load(path)
+    contrib = {n.op_type for n in model.graph.node if n.domain == MS}
+    assert contrib, "onnxruntime fused nothing into its contrib ops"
+    feeds = {}
+    for info in model.graph.input:
+        shape = [d.dim_value or 2 for d in info.type.tensor_type.shape.dim]
+        feeds[info.name] = _r(rng, *shape)
+    if fixture == "encoder":  # an additive attention mask: 0 or -10000 per key
+        feeds["mask"] = np.where(rng.random(feeds["mask"].shape) < 0.3, -10000.0, 0.0).astype(
+            np.float32)
+    expected = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for level in ("none", "all"):
+        got = ember.onnx.load(path, device=device, optimization_level=level).run(None, feeds)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g.cpu().numpy(), e, rtol=1e-4, atol=1e-4)
+
+
 def _padding(kind, b, s, t):
     """A key mask of onnxruntime's forms: lengths [B], or 1/0 [B, T] or [B, S, T] (int32)."""
     if kind == "lengths":
@@ -278,6 +337,20 @@ def test_what_a_contrib_op_cannot_do_is_refused_at_load_time(tmp_path):
     with pytest.raises(ember.NotImplementedError,
                        match=r"\[onnx\] node 'mm' \(FusedMatMul at com.microsoft opset 1\): "
                              r"attribute transBatchA = 1 is not supported"):
+        ember.onnx.load(path)
+    w = np.zeros((1, 1, 1, 1), np.float32)
+    x4 = np.zeros((1, 1, 2, 2), np.float32)
+    node = helper.make_node("FusedConv", ["x", "w"], ["y"], name="fc", domain=MS,
+                            activation="LeakyRelu")
+    onnx.save(_model(node, {"x": x4, "w": w}, ["y"]), path)
+    with pytest.raises(ValueError, match=r"\(FusedConv at com.microsoft opset 1\): activation "
+                                         r"LeakyRelu takes 1 activation_params: got 0"):
+        ember.onnx.load(path)
+    node = helper.make_node("FusedConv", ["x", "w"], ["y"], name="fc", domain=MS,
+                            activation="Elu")
+    onnx.save(_model(node, {"x": x4, "w": w}, ["y"]), path)
+    with pytest.raises(ember.NotImplementedError, match=r"attribute activation='Elu' is not "
+                                                        r"supported"):
         ember.onnx.load(path)
     node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "x", "g"], ["y", "mean"],
                             name="sn", domain=MS)
