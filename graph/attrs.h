@@ -42,6 +42,12 @@ inline std::string attr_string(const Node& n, std::string_view name, std::string
   return a ? std::get<std::string>(*a) : def;
 }
 
+/** A floats attribute, or an empty list. */
+inline std::vector<double> attr_floats(const Node& n, std::string_view name) {
+  const Attribute* a = find_attr(n, name);
+  return a ? std::get<std::vector<double>>(*a) : std::vector<double>{};
+}
+
 /** An ints attribute, or nothing. */
 inline std::optional<std::vector<int64_t>> attr_ints(const Node& n, std::string_view name) {
   const Attribute* a = find_attr(n, name);

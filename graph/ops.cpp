@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <utility>
 
 namespace ember::graph {
@@ -24,6 +25,7 @@ namespace {
 using Tensors = std::vector<Tensor>;
 
 using detail::attr_float;
+using detail::attr_floats;
 using detail::attr_int;
 using detail::attr_ints;
 using detail::attr_string;
@@ -290,22 +292,20 @@ Tensors op_batch_normalization(const Node& n, const Tensors& in, Device) {
   return out;
 }
 
-Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
-  const Tensor& x = in[0];
+/** LayerNormalization over dims [axis, rank) of x: y = (x - mean) * inv_std * scale (+ bias) in
+ *  x's dtype, then the mean and inv_std, kept, in the stash dtype (float32, or float64 for
+ *  float64); only y when `stats` is false. */
+Tensors layer_norm_outputs(const Tensor& x, int64_t axis, const Tensor& scale, const Tensor& bias,
+                           double eps, bool stats) {
   const int64_t r = x.dim();
-  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), r);
-  const double eps = attr_float(n, "epsilon", 1e-5);
   // Only Y read (the usual case): the core's layer_norm, one kernel, when the scale and bias
   // have the normalized shape (ONNX also lets them broadcast).
-  const bool stats = (n.outputs.size() > 1 && !n.outputs[1].empty()) ||
-                     (n.outputs.size() > 2 && !n.outputs[2].empty());
   Shape normalized;
   for (int64_t d = axis; d < r; ++d) normalized.push_back(x.size(d));
-  const Tensor bias = in.size() > 2 ? in[2] : Tensor();
-  if (!stats && is_floating(x.dtype()) && in[1].sizes() == normalized &&
-      in[1].dtype() == x.dtype() &&
+  if (!stats && is_floating(x.dtype()) && scale.sizes() == normalized &&
+      scale.dtype() == x.dtype() &&
       (!bias.defined() || (bias.sizes() == normalized && bias.dtype() == x.dtype()))) {
-    return {layer_norm(x, normalized, in[1], bias, eps)};
+    return {layer_norm(x, normalized, scale, bias, eps)};
   }
   // stash_type 1: statistics in float32 (float64 inputs keep float64).
   const DType stash = x.dtype() == DType::Float64 ? DType::Float64 : DType::Float32;
@@ -317,9 +317,24 @@ Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
   Tensor var = ember::mean(mul(centered, centered), dims, /*keepdim=*/true);
   Tensor inv_std = div(ones_like(var), sqrt(add(var, Scalar(eps))));
   Tensor y = mul(centered, inv_std);
-  y = mul(y, in[1].to(stash));
-  if (in.size() > 2 && in[2].defined()) y = add(y, in[2].to(stash));
+  y = mul(y, scale.to(stash));
+  if (bias.defined()) y = add(y, bias.to(stash));
   return {y.to(x.dtype()), mean, inv_std};
+}
+
+/** Whether any of a node's outputs from the second on is read. */
+bool reads_more_than_first(const Node& n) {
+  for (size_t i = 1; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i].empty()) return true;
+  }
+  return false;
+}
+
+Tensors op_layer_normalization(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
+  return layer_norm_outputs(x, axis, in[1], in.size() > 2 ? in[2] : Tensor(),
+                            attr_float(n, "epsilon", 1e-5), reads_more_than_first(n));
 }
 
 Tensors op_softmax(const Node& n, const Tensors& in, Device) {
@@ -697,13 +712,256 @@ Tensors op_group_normalization(const Node& n, const Tensors& in, Device) {
   return {add(mul(y, per_c(in[1])), per_c(in[2])).to(x.dtype())};
 }
 
+/** RMSNormalization over dims [axis, rank) of x: y = x * inv_std * scale in x's dtype, and
+ *  inv_std = 1 / sqrt(mean(x^2) + eps), kept, in the stash dtype. */
+Tensors rms_norm_outputs(const Tensor& x, int64_t axis, const Tensor& scale, double eps) {
+  const Tensor xs = x.to(stash_dtype(x.dtype()));
+  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
+  Tensor inv_std = div(ones_like(ms), sqrt(add(ms, Scalar(eps))));
+  return {mul(mul(xs, inv_std), scale.to(xs.dtype())).to(x.dtype()), inv_std};
+}
+
 Tensors op_rms_normalization(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   const int64_t axis = wrap_axis(n, attr_int(n, "axis", -1), x.dim());
-  const Tensor xs = x.to(stash_dtype(x.dtype()));
-  Tensor ms = ember::mean(mul(xs, xs), trailing_dims(axis, x.dim() - axis), /*keepdim=*/true);
-  Tensor y = div(xs, sqrt(add(ms, Scalar(attr_float(n, "epsilon", 1e-5)))));
-  return {mul(y, in[1].to(xs.dtype())).to(x.dtype())};
+  return rms_norm_outputs(x, axis, in[1], attr_float(n, "epsilon", 1e-5));
+}
+
+// onnxruntime's contrib ops (com.microsoft; Note [Other domains than ai.onnx] in
+// graph/onnx/import.cpp) -------------------------------------------------------------------------
+
+/** onnxruntime's default epsilon of the skip layer norms. */
+constexpr double kSkipNormEpsilon = 1e-12;
+
+/** input + skip (+ bias): what the skip layer norms normalize, and their fourth output. */
+Tensor skip_sum(const Tensors& in, size_t bias_input) {
+  Tensor sum = add(in[0], in[1]);
+  if (in.size() > bias_input && in[bias_input].defined()) sum = add(sum, in[bias_input]);
+  return sum;
+}
+
+Tensors op_skip_layer_normalization(const Node& n, const Tensors& in, Device) {
+  Tensor sum = skip_sum(in, 4);
+  const bool stats = (n.outputs.size() > 1 && !n.outputs[1].empty()) ||
+                     (n.outputs.size() > 2 && !n.outputs[2].empty());
+  Tensors out = layer_norm_outputs(sum, sum.dim() - 1, in[2], in.size() > 3 ? in[3] : Tensor(),
+                                   attr_float(n, "epsilon", kSkipNormEpsilon), stats);
+  out.resize(3);
+  out.push_back(sum);
+  return out;
+}
+
+Tensors op_skip_simplified_layer_normalization(const Node& n, const Tensors& in, Device) {
+  Tensor sum = skip_sum(in, 3);
+  Tensors norm =
+      rms_norm_outputs(sum, sum.dim() - 1, in[2], attr_float(n, "epsilon", kSkipNormEpsilon));
+  return {norm[0], Tensor(), norm[1], sum};
+}
+
+/** SkipSimplifiedLayerNormalization has no mean to give (onnxruntime leaves it unwritten). */
+void check_skip_simplified_layer_normalization(const Node& n) {
+  EMBER_CHECK_NOT_IMPLEMENTED(n.outputs.size() < 2 || n.outputs[1].empty(),
+                              "output 1 (mean) is read, but a simplified layer norm computes "
+                              "no mean (read output 2, inv_std_var, or 3, input_skip_bias_sum)");
+}
+
+Tensors op_fast_gelu(const Node&, const Tensors& in, Device) {
+  const bool bias = in.size() > 1 && in[1].defined();
+  return {gelu(bias ? add(in[0], in[1]) : in[0], "tanh")};
+}
+
+Tensors op_bias_gelu(const Node&, const Tensors& in, Device) {
+  return {gelu(add(in[0], in[1]), "none")};
+}
+
+Tensors op_quick_gelu(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  return {mul(x, sigmoid(mul(x, Scalar(attr_float(n, "alpha", 1.702)))))};
+}
+
+Tensors op_bias_add(const Node&, const Tensors& in, Device) {
+  return {add(add(in[0], in[1]), in[2])};
+}
+
+Tensors op_fused_matmul(const Node& n, const Tensors& in, Device) {
+  auto operand = [&](const Tensor& t, const char* trans) {
+    return attr_int(n, trans, 0) != 0 && t.dim() >= 2 ? t.transpose(-2, -1) : t;
+  };
+  Tensor y = matmul(operand(in[0], "transA"), operand(in[1], "transB"));
+  const double alpha = attr_float(n, "alpha", 1.0);
+  return {alpha == 1.0 ? y : mul(y, Scalar(alpha))};
+}
+
+/** The input at `i`, or an undefined tensor where it is omitted. */
+Tensor optional_input(const Tensors& in, size_t i) {
+  return in.size() > i ? in[i] : Tensor();
+}
+
+/** How many activation_params FusedConv's activation reads (alpha; min and max; alpha and beta). */
+size_t conv_activation_params(const std::string& a) {
+  return a == "LeakyRelu" ? 1 : (a == "Clip" || a == "HardSigmoid") ? 2 : 0;
+}
+
+/** FusedConv: activation(Conv(X, W, B) + Z), the activation named as the ONNX op it stands for,
+ *  its parameters in activation_params. */
+Tensors op_conv_activation(const Node& n, const Tensors& in, Device device) {
+  Tensor y = op_conv(n, {in[0], in[1], optional_input(in, 2)}, device)[0];
+  if (Tensor z = optional_input(in, 3); z.defined()) y = add(y, z);
+  const std::string a = attr_string(n, "activation", "");
+  const std::vector<double> p = attr_floats(n, "activation_params");
+  if (a == "Relu") return {relu(y)};
+  if (a == "Tanh") return {tanh(y)};
+  if (a == "Sigmoid") return {sigmoid(y)};
+  if (a == "LeakyRelu") return {leaky_relu(y, p[0])};
+  if (a == "Clip") return {clamp(y, Scalar(p[0]), Scalar(p[1]))};
+  if (a == "HardSigmoid")
+    return {clamp(add(mul(y, Scalar(p[0])), Scalar(p[1])), Scalar(0), Scalar(1))};
+  return {y};
+}
+
+void check_conv_activation(const Node& n) {
+  const std::string a = attr_string(n, "activation", "");
+  const size_t given = attr_floats(n, "activation_params").size();
+  EMBER_CHECK(given >= conv_activation_params(a),
+              "activation {} takes {} activation_params: got {}", a, conv_activation_params(a),
+              given);
+}
+
+// Note [onnxruntime's attention ops]
+// Attention (the input projected by one [D, q + k + v] weight) and MultiHeadAttention (query, key
+// and value given) split the hidden dim into num_heads heads and run the core's
+// scaled_dot_product_attention with a float mask that onnxruntime's CPU kernels add to the
+// scaled scores: mask_filter_value (-10000) where a key is padding (a 1/0 mask [B, T] or
+// [B, S, T], or lengths [B] keeping the first keys), -inf where unidirectional hides
+// a later key (j > i), plus attention_bias. A row whose keys are all padding so attends as
+// though none were (the mask shifts its scores alike), as onnxruntime's does, not sdpa's zeros.
+// What onnxruntime adds for decoding (past and present keys, rotary embedding, packed QKV, the
+// other mask forms) is refused by name.
+
+/** The heads of x [B, S, H * d] as [B, H, S, d]. */
+Tensor split_heads(const Node& n, const Tensor& x, int64_t heads, std::string_view what) {
+  EMBER_CHECK(x.dim() == 3 && x.size(2) % heads == 0,
+              "{} {} must be [batch, sequence, hidden] with hidden divisible by num_heads {}: got "
+              "shape {}",
+              label(n), what, heads, x.sizes());
+  return x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
+}
+
+/** Attention of q [B, S, H * dk] over k [B, T, H * dk] and v [B, T, H * dv] with onnxruntime's
+ *  masks (Note [onnxruntime's attention ops]): [B, S, H * dv]. */
+Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v,
+                       const Tensor& key_mask, const Tensor& attention_bias) {
+  const int64_t heads = attr_int(n, "num_heads", 0);
+  EMBER_CHECK(heads > 0, "{} num_heads must be positive: got {}", label(n), heads);
+  const Tensor qh = split_heads(n, q, heads, "query"), kh = split_heads(n, k, heads, "key"),
+               vh = split_heads(n, v, heads, "value");
+  const int64_t B = q.size(0), S = q.size(1), T = k.size(1);
+  const TensorOptions opts(q.dtype(), q.device());
+  const double filter = attr_float(n, "mask_filter_value", -10000.0);
+  Tensor mask;
+  if (key_mask.defined()) {
+    Tensor keep;
+    if (key_mask.dim() == 1 && key_mask.size(0) == B) {
+      const Tensor positions = arange(T, TensorOptions(DType::Int64, q.device()));
+      keep = lt(positions.reshape({1, T}), key_mask.to(DType::Int64).reshape({B, 1}))
+                 .reshape({B, 1, 1, T});
+    } else if (key_mask.dim() == 2 && key_mask.sizes() == Shape({B, T})) {
+      keep = ne(key_mask, Scalar(0)).reshape({B, 1, 1, T});
+    } else if (key_mask.dim() == 3 && key_mask.sizes() == Shape({B, S, T})) {
+      keep = ne(key_mask, Scalar(0)).reshape({B, 1, S, T});
+    } else {
+      throw NotImplementedError(
+          fmt::format("{} a key mask of shape {} is not supported (Ember reads lengths [{}], "
+                      "a 1/0 mask [{}, {}] or [{}, {}, {}])",
+                      label(n), key_mask.sizes(), B, B, T, B, S, T));
+    }
+    mask = where(keep, zeros({}, opts), full({}, Scalar(filter), opts));
+  }
+  if (attr_int(n, "unidirectional", 0) != 0) {
+    const TensorOptions longs(DType::Int64, q.device());
+    const Tensor later = gt(arange(T, longs).reshape({1, T}), arange(S, longs).reshape({S, 1}));
+    const Tensor base = mask.defined() ? mask : zeros({1, 1, 1, T}, opts);
+    mask = where(later, full({}, Scalar(-std::numeric_limits<double>::infinity()), opts), base);
+  }
+  if (attention_bias.defined()) {
+    mask = mask.defined() ? add(mask, attention_bias) : attention_bias.to(q.dtype());
+  }
+  const Attribute* scale = find_attr(n, "scale");
+  std::optional<double> sc;
+  if (scale != nullptr && std::get<double>(*scale) != 0) sc = std::get<double>(*scale);
+  Tensor out = scaled_dot_product_attention(qh, kh, vh, mask, 0.0, /*is_causal=*/false, sc);
+  return out.transpose(1, 2).reshape({B, S, -1});
+}
+
+Tensors op_qkv_attention(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  Tensor qkv = matmul(x, in[1]);
+  if (Tensor bias = optional_input(in, 2); bias.defined()) qkv = add(qkv, bias);
+  const int64_t total = qkv.size(-1);
+  std::vector<int64_t> sizes = attr_ints(n, "qkv_hidden_sizes").value_or(std::vector<int64_t>{});
+  if (sizes.empty()) sizes = {total / 3, total / 3, total / 3};
+  EMBER_CHECK(sizes.size() == 3 && sizes[0] == sizes[1] && sizes[0] + sizes[1] + sizes[2] == total,
+              "{} qkv_hidden_sizes {} must be three sizes, q's and k's equal, summing to the "
+              "weights' {} columns",
+              label(n), fmt::join(sizes, ", "), total);
+  const Tensor q = qkv.narrow(-1, 0, sizes[0]), k = qkv.narrow(-1, sizes[0], sizes[1]),
+               v = qkv.narrow(-1, sizes[0] + sizes[1], sizes[2]);
+  return {heads_attention(n, q, k, v, optional_input(in, 3), optional_input(in, 5))};
+}
+
+Tensors op_multi_head_attention(const Node& n, const Tensors& in, Device) {
+  Tensor q = in[0], k = in[1], v = in[2];
+  if (Tensor bias = optional_input(in, 3); bias.defined()) {
+    const int64_t dq = q.size(-1), dk = k.size(-1);
+    q = add(q, bias.narrow(0, 0, dq));
+    k = add(k, bias.narrow(0, dq, dk));
+    v = add(v, bias.narrow(0, dq + dk, bias.size(0) - dq - dk));
+  }
+  return {heads_attention(n, q, k, v, optional_input(in, 4), optional_input(in, 5))};
+}
+
+/** Refuses a node that gives input `i` (named `what`) or reads output `o`: what onnxruntime's
+ *  attention ops have for decoding and Ember does not implement. */
+void refuse_io(const Node& n, std::initializer_list<std::pair<size_t, const char*>> inputs,
+               std::initializer_list<std::pair<size_t, const char*>> outputs) {
+  for (auto [i, what] : inputs) {
+    EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() <= i || n.inputs[i].empty(),
+                                "input {} ({}) is not supported (Ember runs attention without a "
+                                "key/value cache)",
+                                i, what);
+  }
+  for (auto [o, what] : outputs) {
+    EMBER_CHECK_NOT_IMPLEMENTED(n.outputs.size() <= o || n.outputs[o].empty(),
+                                "output {} ({}) is read, which Ember does not give", o, what);
+  }
+}
+
+void check_qkv_attention(const Node& n) {
+  refuse_io(n, {{4, "past"}, {6, "past_sequence_length"}}, {{1, "present"}});
+  for (const char* name : {"do_rotary", "past_present_share_buffer"}) {
+    EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0, "attribute {} = {} is not supported",
+                                name, attr_int(n, name, 0));
+  }
+}
+
+void check_multi_head_attention(const Node& n) {
+  EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() >= 3 && !n.inputs[1].empty() && !n.inputs[2].empty(),
+                              "query, key and value must all be given (packed QKV or KV is not "
+                              "supported)");
+  refuse_io(
+      n,
+      {{6, "past_key"}, {7, "past_value"}, {8, "past_sequence_length"}, {9, "cache_indirection"}},
+      {{1, "present_key"}, {2, "present_value"}, {3, "qk"}});
+}
+
+/** FusedMatMul's transBatchA/B (batch dims moved behind the matrix dims) are not implemented. */
+void check_fused_matmul(const Node& n) {
+  for (const char* name : {"transBatchA", "transBatchB"}) {
+    EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0,
+                                "attribute {} = {} is not supported (Ember implements transA, "
+                                "transB and alpha; {} must be 0)",
+                                name, attr_int(n, name, 0), name);
+  }
 }
 
 Tensors op_mean_variance_normalization(const Node& n, const Tensors& in, Device) {
@@ -836,6 +1094,22 @@ Tensors op_space_to_depth(const Node& n, const Tensors& in, Device) {
   return {y.reshape({N, C * b * b, H, W})};
 }
 
+// Spatial transformers ---------------------------------------------------------------------------
+
+Tensors op_grid_sample(const Node& n, const Tensors& in, Device) {
+  // Version 16 spells the modes bilinear and bicubic, version 20 on linear and cubic.
+  const std::string mode = attr_string(n, "mode", "linear");
+  const std::string_view core_mode = mode == "linear" || mode == "bilinear" ? "bilinear"
+                                     : mode == "cubic" || mode == "bicubic" ? "bicubic"
+                                                                            : "nearest";
+  return {grid_sample(in[0], in[1], core_mode, attr_string(n, "padding_mode", "zeros"),
+                      attr_int(n, "align_corners", 0) != 0)};
+}
+
+Tensors op_affine_grid(const Node& n, const Tensors& in, Device) {
+  return {affine_grid(in[0], host_ints(in[1]), attr_int(n, "align_corners", 0) != 0)};
+}
+
 Reduction reduction_attr(const Node& n) {
   const std::string r = attr_string(n, "reduction", "mean");
   EMBER_CHECK(r == "mean" || r == "sum" || r == "none",
@@ -867,17 +1141,59 @@ Tensors op_identity(const Node&, const Tensors& in, Device) {
   return {in[0]};
 }
 
-Tensors op_dropout(const Node& n, const Tensors& in, Device) {
+// Note [Dropout's mask in a graph]
+// In training mode (the third input true) with a ratio above 0, Dropout zeroes each element with
+// probability ratio and scales the rest by 1 / (1 - ratio). A node with a `seed` draws the mask
+// ONNX's reference draws: NumPy's legacy RandomState seeded with it, whose uniform doubles are
+// MT19937's (std::mt19937 seeded alike gives the same words) two 32-bit words at a time, an
+// element kept where its double is >= ratio; so a seeded model gives the same output on every
+// run and device, and ONNX's training node tests pass exactly. Without a seed the mask is the
+// core's dropout (of ones), drawn from the default generator as any dropout is. The mask output
+// is the kept elements, true also where ratio is 0 or training mode is off.
+
+/** The keep mask of `sizes` that NumPy's RandomState(seed).uniform(0, 1, sizes) >= ratio gives
+ *  (Note [Dropout's mask in a graph]), on the host. */
+Tensor seeded_keep_mask(const Shape& sizes, int64_t seed, double ratio) {
+  Tensor mask = empty(sizes, TensorOptions(DType::Bool));
+  bool* p = mask.data_ptr<bool>();
+  std::mt19937 words(static_cast<uint32_t>(seed));
+  for (int64_t i = 0; i < mask.numel(); ++i) {
+    const uint32_t a = words() >> 5, b = words() >> 6;
+    const double u = (a * 67108864.0 + b) / 9007199254740992.0;
+    p[i] = u >= ratio;
+  }
+  return mask;
+}
+
+/** Version 10's ratio attribute comes without inputs beside the data (it never trains). */
+void check_dropout(const Node& n) {
+  EMBER_CHECK(find_attr(n, "ratio") == nullptr || n.inputs.size() == 1,
+              "attribute ratio (Dropout before version 12) and {} inputs: the ratio and "
+              "training_mode inputs came in version 12, when the attribute went",
+              n.inputs.size());
+}
+
+Tensors op_dropout(const Node& n, const Tensors& in, Device device) {
   const Tensor& x = in[0];
   const bool training =
       in.size() > 2 && in[2].defined() && host_scalar(n, in[2], "training_mode").to_double() != 0;
   const double ratio =
       in.size() > 1 && in[1].defined() ? host_scalar(n, in[1], "ratio").to_double() : 0.5;
-  EMBER_CHECK_NOT_IMPLEMENTED(!training || ratio == 0,
-                              "{} training mode with ratio {} is random; the graph runs "
-                              "inference only (training_mode false, or ratio 0)",
-                              label(n), ratio);
-  return {x, ones(x.sizes(), TensorOptions(DType::Bool, x.device()))};
+  if (!training || ratio == 0) {
+    return {x, ones(x.sizes(), TensorOptions(DType::Bool, device))};
+  }
+  EMBER_CHECK(ratio > 0 && ratio < 1, "{} ratio must be in [0, 1) in training mode: got {}",
+              label(n), ratio);
+  Tensor keep;
+  if (const Attribute* seed = find_attr(n, "seed")) {
+    keep = seeded_keep_mask(x.sizes(), std::get<int64_t>(*seed), ratio).to(device);
+  } else {
+    keep = ne(dropout(ones(x.sizes(), TensorOptions(DType::Float32, device)), ratio,
+                      /*training=*/true),
+              Scalar(0));
+  }
+  Tensor y = mul(mul(x, keep.to(x.dtype())), Scalar(1.0 / (1.0 - ratio)));
+  return {y.to(x.dtype()), keep};
 }
 
 Tensors op_flatten(const Node& n, const Tensors& in, Device) {
@@ -1078,12 +1394,22 @@ Tensors op_gather_nd(const Node& n, const Tensors& in, Device) {
   return {out.reshape(shape)};
 }
 
+/** ONNX's scatter reduction as the core's: none and add as scatter and scatter_add, mul, max and
+ *  min as scatter_reduce's prod, amax and amin over the data and every update (each index's
+ *  updates applied in turn, as ONNX's reference does). */
+Tensor scatter_with(const std::string& reduction, const Tensor& data, int64_t dim,
+                    const Tensor& idx, const Tensor& upd) {
+  if (reduction == "add") return scatter_add(data, dim, idx, upd);
+  if (reduction == "none") return scatter(data, dim, idx, upd);
+  const std::string_view reduce = reduction == "mul"   ? "prod"
+                                  : reduction == "max" ? "amax"
+                                                       : "amin";
+  return scatter_reduce(data, dim, idx, upd, reduce, /*include_self=*/true);
+}
+
 Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
   const Tensor& data = in[0];
   const std::string reduction = attr_string(n, "reduction", "none");
-  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
-                              "{} reduction '{}' is not supported (none and add are)", label(n),
-                              reduction);
   const Shape& ds = data.sizes();
   const int64_t k = in[1].size(-1);
   const auto ks = static_cast<size_t>(k);
@@ -1093,20 +1419,14 @@ Tensors op_scatter_nd(const Node& n, const Tensors& in, Device) {
   Tensor idx = lin.unsqueeze(1).expand({L, R});
   Tensor upd = in[2].reshape({L, R});
   Tensor flat = data.reshape({M, R});
-  Tensor out = reduction == "add" ? scatter_add(flat, 0, idx, upd) : scatter(flat, 0, idx, upd);
-  return {out.reshape(ds)};
+  return {scatter_with(reduction, flat, 0, idx, upd).reshape(ds)};
 }
 
 Tensors op_scatter_elements(const Node& n, const Tensors& in, Device) {
   const Tensor& data = in[0];
   const int64_t axis = wrap_axis(n, attr_int(n, "axis", 0), data.dim());
-  const std::string reduction = attr_string(n, "reduction", "none");
-  EMBER_CHECK_NOT_IMPLEMENTED(reduction == "none" || reduction == "add",
-                              "{} reduction '{}' is not supported (none and add are)", label(n),
-                              reduction);
   Tensor idx = wrap_indices(in[1], data.size(axis));
-  return {reduction == "add" ? scatter_add(data, axis, idx, in[2])
-                             : scatter(data, axis, idx, in[2])};
+  return {scatter_with(attr_string(n, "reduction", "none"), data, axis, idx, in[2])};
 }
 
 Tensors op_slice(const Node& n, const Tensors& in, Device device) {
@@ -2203,6 +2523,15 @@ const std::vector<OpSchema>& schemas() {
          {{"blocksize", K::Int}, {"mode", K::String, {"DCR", "CRD"}}},
          op_depth_to_space},
         {"eye_like", 1, 1, 1, {{"dtype", K::String}, {"k", K::Int}}, op_eye_like},
+        {"grid_sample",
+         2,
+         2,
+         1,
+         {{"align_corners", K::Int},
+          {"mode", K::String, {"linear", "nearest", "cubic", "bilinear", "bicubic"}},
+          {"padding_mode", K::String, {"zeros", "border", "reflection"}}},
+         op_grid_sample},
+        {"affine_grid", 2, 2, 1, {{"align_corners", K::Int}}, op_affine_grid},
         {"group_normalization",
          3,
          3,
@@ -2233,6 +2562,75 @@ const std::vector<OpSchema>& schemas() {
          1,
          {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
          op_rms_normalization},
+        {"simplified_layer_normalization",
+         2,
+         2,
+         2,
+         {{"axis", K::Int}, {"epsilon", K::Float}, {"stash_type", K::Int}},
+         op_rms_normalization},
+        {"skip_layer_normalization", 3, 5, 4, {{"epsilon", K::Float}}, op_skip_layer_normalization},
+        {"skip_simplified_layer_normalization",
+         3,
+         4,
+         4,
+         {{"epsilon", K::Float}},
+         op_skip_simplified_layer_normalization,
+         check_skip_simplified_layer_normalization},
+        {"qkv_attention",
+         2,
+         7,
+         2,
+         {{"do_rotary", K::Int},
+          {"mask_filter_value", K::Float},
+          {"num_heads", K::Int},
+          {"past_present_share_buffer", K::Int},
+          {"qkv_hidden_sizes", K::Ints},
+          {"rotary_embedding_dim", K::Int},
+          {"scale", K::Float},
+          {"unidirectional", K::Int}},
+         op_qkv_attention,
+         check_qkv_attention},
+        {"multi_head_attention",
+         1,
+         10,
+         4,
+         {{"mask_filter_value", K::Float},
+          {"num_heads", K::Int},
+          {"scale", K::Float},
+          {"unidirectional", K::Int}},
+         op_multi_head_attention,
+         check_multi_head_attention},
+        {"conv_activation",
+         2,
+         4,
+         1,
+         {{"activation",
+           K::String,
+           {"Relu", "Tanh", "Sigmoid", "LeakyRelu", "Clip", "HardSigmoid"}},
+          {"activation_params", K::Floats},
+          {"auto_pad", K::String, {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}},
+          {"dilations", K::Ints},
+          {"group", K::Int},
+          {"kernel_shape", K::Ints},
+          {"pads", K::Ints},
+          {"strides", K::Ints}},
+         op_conv_activation,
+         check_conv_activation},
+        {"fast_gelu", 1, 2, 1, {}, op_fast_gelu},
+        {"bias_gelu", 2, 2, 1, {}, op_bias_gelu},
+        {"quick_gelu", 1, 1, 1, {{"alpha", K::Float}}, op_quick_gelu},
+        {"bias_add", 3, 3, 1, {}, op_bias_add},
+        {"fused_matmul",
+         2,
+         2,
+         1,
+         {{"alpha", K::Float},
+          {"transA", K::Int},
+          {"transB", K::Int},
+          {"transBatchA", K::Int},
+          {"transBatchB", K::Int}},
+         op_fused_matmul,
+         check_fused_matmul},
         {"shrink", 1, 1, 1, {{"bias", K::Float}, {"lambd", K::Float}}, op_shrink},
         {"space_to_depth",
          1,
@@ -2242,7 +2640,7 @@ const std::vector<OpSchema>& schemas() {
          op_space_to_depth},
         {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
         {"div", 2, 2, 1, {}, op_div},
-        {"dropout", 1, 3, 2, {{"seed", K::Int}}, op_dropout},
+        {"dropout", 1, 3, 2, {{"ratio", K::Float}, {"seed", K::Int}}, op_dropout, check_dropout},
         {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
         {"elu", 1, 1, 1, {{"alpha", K::Float}}, op_elu},
         {"equal", 2, 2, 1, {}, binary<eq2>},
@@ -2330,9 +2728,14 @@ const std::vector<OpSchema>& schemas() {
          3,
          3,
          1,
-         {{"axis", K::Int}, {"reduction", K::String, {"none", "add"}}},
+         {{"axis", K::Int}, {"reduction", K::String, {"none", "add", "mul", "max", "min"}}},
          op_scatter_elements},
-        {"scatter_nd", 3, 3, 1, {{"reduction", K::String, {"none", "add"}}}, op_scatter_nd},
+        {"scatter_nd",
+         3,
+         3,
+         1,
+         {{"reduction", K::String, {"none", "add", "mul", "max", "min"}}},
+         op_scatter_nd},
         {"selu", 1, 1, 1, {{"alpha", K::Float}, {"gamma", K::Float}}, op_selu},
         {"shape", 1, 1, 1, {{"end", K::Int}, {"start", K::Int}}, op_shape},
         {"sigmoid", 1, 1, 1, {}, unary<sigmoid>},

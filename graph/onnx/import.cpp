@@ -8,10 +8,12 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <ranges>
 #include <set>
 #include <system_error>
 
@@ -38,9 +40,22 @@ namespace {
 // opset; one whose version is the same at an older opset (And at opset 7) is read. A few ops
 // are also read at the version before, where it differs from the one in force at opset 13 only
 // in types Ember reads alike or has not (bfloat16, sequences): Add 7, Identity 1, Constant 11 and
-// 12, Slice 11, If 11 and Loop 11; and Unsqueeze 11, whose axes the graph op takes as an
-// attribute as well as an input. So opset 11 models with control flow load. A model newer than
+// 12, Slice 11, If 11, Loop 11 and Dropout 12; and Unsqueeze 11, whose axes the graph op takes as
+// an attribute as well as an input, and Dropout 10, inference only with its ratio an attribute.
+// So opset 11 models with control flow load. A model newer than
 // opset 28 is refused, since any op may have changed.
+//
+// Note [Other domains than ai.onnx]
+// A node's domain picks its table, and its version is read against the opset the model imports
+// for that domain, as for ai.onnx. Ember reads one other domain: com.microsoft, onnxruntime's
+// contrib ops, which PyTorch's and Hugging Face's exports contain once onnxruntime's optimizer has
+// fused them (Gelu, FastGelu, SkipLayerNormalization, FusedMatMul, FusedConv, Attention, ...);
+// all are at version 1, each a graph op with its semantics (a `gelu` for Gelu, a graph op of its
+// own for the fused forms). onnxruntime also defines two ops in the ai.onnx domain at version 1,
+// which the same optimizer writes into models of opsets before 17: LayerNormalization (as ONNX's
+// version 17) and SimplifiedLayerNormalization (RMSNormalization with its inv_std_var); the ai.onnx
+// table lists them at version 1. A node of another domain, or of a domain the model imports no
+// opset of, is refused by node, op and domain.
 
 /** The graph op an ONNX op becomes, and the op's versions (the opsets that changed it) that Ember
  *  implements: the one in force at opset 13 and every later one, up to kOnnxMaxOpset. */
@@ -53,6 +68,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
   static const std::map<std::string, OnnxOp, std::less<>> table{
       {"Abs", {"abs", {13}}},
       {"Acos", {"acos", {7, 22}}},
+      {"AffineGrid", {"affine_grid", {20}}},
       {"Acosh", {"acosh", {9, 22}}},
       {"Add", {"add", {7, 13, 14}}},
       {"And", {"and", {7}}},
@@ -80,7 +96,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"CumSum", {"cumsum", {11, 14}}},
       {"DepthToSpace", {"depth_to_space", {13, 28}}},
       {"Div", {"div", {13, 14}}},
-      {"Dropout", {"dropout", {13, 22}}},
+      {"Dropout", {"dropout", {10, 12, 13, 22}}},
       {"Einsum", {"einsum", {12, 28}}},
       {"Elu", {"elu", {6, 22}}},
       {"Equal", {"equal", {13, 19}}},
@@ -99,6 +115,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"GlobalAveragePool", {"global_average_pool", {1, 22}}},
       {"GlobalMaxPool", {"global_max_pool", {1, 22}}},
       {"Greater", {"greater", {13}}},
+      {"GridSample", {"grid_sample", {16, 20, 22}}},
       {"GreaterOrEqual", {"greater_or_equal", {12, 16}}},
       {"GroupNormalization", {"group_normalization", {18, 21}}},
       {"HardSigmoid", {"hard_sigmoid", {6, 22}}},
@@ -111,7 +128,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"IsNaN", {"is_nan", {13, 20}}},
       {"LSTM", {"lstm", {7, 14, 22}}},
       {"LRN", {"lrn", {13}}},
-      {"LayerNormalization", {"layer_normalization", {17}}},
+      {"LayerNormalization", {"layer_normalization", {1, 17}}},
       {"LeakyRelu", {"leaky_relu", {6, 16}}},
       {"Less", {"less", {13}}},
       {"LessOrEqual", {"less_or_equal", {12, 16}}},
@@ -160,6 +177,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Selu", {"selu", {6, 22}}},
       {"Shape", {"shape", {13, 15, 19, 21, 23, 24, 25}}},
       {"Shrink", {"shrink", {9}}},
+      {"SimplifiedLayerNormalization", {"simplified_layer_normalization", {1}}},
       {"Sigmoid", {"sigmoid", {13}}},
       {"Sign", {"sign", {13}}},
       {"Sin", {"sin", {7, 22}}},
@@ -190,6 +208,48 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
   };
   return table;
 }
+
+/** onnxruntime's com.microsoft contrib ops Ember reads (Note [Other domains than ai.onnx]). */
+const std::map<std::string, OnnxOp, std::less<>>& microsoft_ops() {
+  static const std::map<std::string, OnnxOp, std::less<>> table{
+      {"Attention", {"qkv_attention", {1}}},
+      {"BiasAdd", {"bias_add", {1}}},
+      {"BiasGelu", {"bias_gelu", {1}}},
+      {"FastGelu", {"fast_gelu", {1}}},
+      {"FusedConv", {"conv_activation", {1}}},
+      {"FusedMatMul", {"fused_matmul", {1}}},
+      {"Gelu", {"gelu", {1}}},
+      {"MultiHeadAttention", {"multi_head_attention", {1}}},
+      {"QuickGelu", {"quick_gelu", {1}}},
+      {"SkipLayerNormalization", {"skip_layer_normalization", {1}}},
+      {"SkipSimplifiedLayerNormalization", {"skip_simplified_layer_normalization", {1}}},
+  };
+  return table;
+}
+
+/** A domain of ops Ember reads: its name, the newest opset of it Ember knows, its ops. */
+struct OnnxDomain {
+  std::string_view name;
+  int64_t max_opset;
+  const std::map<std::string, OnnxOp, std::less<>>& (*ops)();
+};
+
+constexpr std::string_view kOnnxDomain = "ai.onnx";
+constexpr std::string_view kMicrosoftDomain = "com.microsoft";
+
+const std::vector<OnnxDomain>& onnx_domains() {
+  static const std::vector<OnnxDomain> domains{{kOnnxDomain, kOnnxMaxOpset, onnx_ops},
+                                               {kMicrosoftDomain, 1, microsoft_ops}};
+  return domains;
+}
+
+/** A domain's name as opset_import and nodes spell it, with "" as ai.onnx. */
+std::string_view domain_name(const std::string& d) {
+  return d.empty() ? kOnnxDomain : std::string_view(d);
+}
+
+/** The opset the model imports, per domain (ai.onnx's under "ai.onnx"). */
+using Opsets = std::map<std::string, int64_t, std::less<>>;
 
 /** Ember's dtype for an ONNX TensorProto.DataType, or nullopt. */
 std::optional<DType> dtype_of(int32_t t) {
@@ -448,24 +508,53 @@ Tensor small_tensor(const std::vector<T>& values, DType dtype, bool scalar) {
 /** The names of the enclosing graphs' values a subgraph may read. */
 using Scope = std::set<std::string>;
 
-Graph onnx_graph(const onnx::GraphProto& g, int64_t opset, const fs::path& base_dir,
+Graph onnx_graph(const onnx::GraphProto& g, const Opsets& opsets, const fs::path& base_dir,
                  const Scope& scope);
 
-Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir,
+/** "node 'name' (Op at opset 17)", or "(Op at com.microsoft opset 1)" in another domain. */
+std::string node_where(const onnx::NodeProto& n, const Opsets& opsets) {
+  const std::string_view domain = domain_name(n.domain());
+  auto opset = opsets.find(domain);
+  std::string at = opset == opsets.end()   ? fmt::format("in domain {}", domain)
+                   : domain == kOnnxDomain ? fmt::format("at opset {}", opset->second)
+                                           : fmt::format("at {} opset {}", domain, opset->second);
+  return n.name().empty() ? fmt::format("node ({} {})", n.op_type(), at)
+                          : fmt::format("node '{}' ({} {})", n.name(), n.op_type(), at);
+}
+
+Node onnx_node(const onnx::NodeProto& n, const Opsets& opsets, const fs::path& base_dir,
                const Scope& scope) {
-  const std::string where =
-      n.name().empty() ? fmt::format("node ({} at opset {})", n.op_type(), opset)
-                       : fmt::format("node '{}' ({} at opset {})", n.name(), n.op_type(), opset);
-  EMBER_CHECK_NOT_IMPLEMENTED(n.domain().empty() || n.domain() == "ai.onnx",
-                              "[onnx] {}: op domain '{}' is not supported (Ember reads ai.onnx)",
-                              where, n.domain());
-  auto op = onnx_ops().find(n.op_type());
-  if (op == onnx_ops().end()) {
+  const std::string where = node_where(n, opsets);
+  const std::string_view domain_id = domain_name(n.domain());
+  const auto& domains = onnx_domains();
+  auto domain = std::find_if(domains.begin(), domains.end(),
+                             [&](const OnnxDomain& d) { return d.name == domain_id; });
+  if (domain == domains.end()) {
     std::vector<std::string_view> known;
-    for (const auto& [name, _] : onnx_ops()) known.push_back(name);
-    throw NotImplementedError(fmt::format("[onnx] {}: op {} is not supported (Ember reads: {})",
-                                          where, n.op_type(), fmt::join(known, ", ")));
+    for (const OnnxDomain& d : domains) known.push_back(d.name);
+    throw NotImplementedError(
+        fmt::format("[onnx] {}: op domain '{}' is not supported (Ember reads {})", where, domain_id,
+                    fmt::join(known, " and ")));
   }
+  auto imported = opsets.find(domain_id);
+  EMBER_CHECK_IO(imported != opsets.end(),
+                 "[onnx] {}: the model imports no {} opset (its opset_import lists {})", where,
+                 domain_id, fmt::join(opsets | std::views::keys, ", "));
+  const int64_t opset = imported->second;
+  const auto& table = domain->ops();
+  auto op = table.find(n.op_type());
+  if (op == table.end()) {
+    std::vector<std::string_view> known;
+    for (const auto& [name, _] : table) known.push_back(name);
+    if (domain_id == kOnnxDomain) {
+      throw NotImplementedError(fmt::format("[onnx] {}: op {} is not supported (Ember reads: {})",
+                                            where, n.op_type(), fmt::join(known, ", ")));
+    }
+    throw NotImplementedError(
+        fmt::format("[onnx] {}: op {} of domain {} is not supported (Ember reads from {}: {})",
+                    where, n.op_type(), domain_id, domain_id, fmt::join(known, ", ")));
+  }
+  const bool onnx_domain = domain_id == kOnnxDomain;
   const std::vector<int64_t>& versions = op->second.versions;
   EMBER_CHECK_NOT_IMPLEMENTED(opset >= versions.front(),
                               "[onnx] {}: this opset's version of {} is older than Ember reads "
@@ -479,15 +568,15 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
   for (const onnx::AttributeProto& a : n.attribute()) {
-    const bool dtype_attr = (n.op_type() == "Cast" && a.name() == "to") ||
-                            (n.op_type() == "EyeLike" && a.name() == "dtype");
+    const bool dtype_attr = onnx_domain && ((n.op_type() == "Cast" && a.name() == "to") ||
+                                            (n.op_type() == "EyeLike" && a.name() == "dtype"));
     if (dtype_attr && a.type() == onnx::AttributeProto::INT) {
       const auto to = static_cast<int32_t>(a.i());
       node.attrs[a.name()] = std::string(
           dtype_name(require_dtype(to, fmt::format("{}: attribute {}", where, a.name()))));
       continue;
     }
-    if (n.op_type() == "Constant" && a.name() != "value") {
+    if (onnx_domain && n.op_type() == "Constant" && a.name() != "value") {
       using A = onnx::AttributeProto;
       Tensor value;
       if (a.name() == "value_float" && a.type() == A::FLOAT) {
@@ -513,7 +602,7 @@ Node onnx_node(const onnx::NodeProto& n, int64_t opset, const fs::path& base_dir
       // Note [Subgraphs read the enclosing graph's values] in graph/graph.cpp.
       std::shared_ptr<const Graph> sub;
       try {
-        sub = std::make_shared<const Graph>(onnx_graph(a.g(), opset, base_dir, scope));
+        sub = std::make_shared<const Graph>(onnx_graph(a.g(), opsets, base_dir, scope));
       } catch (const Error& e) {
         std::string inner = e.what();
         if (inner.rfind("[onnx] ", 0) == 0) inner = inner.substr(7);
@@ -551,7 +640,7 @@ std::string strip_prefix(const std::string& msg) {
 
 /** A GraphProto as a Graph: the model's graph (an empty scope), or a subgraph, whose nodes may
  *  read the values of the enclosing graphs named in `scope`. */
-Graph onnx_graph(const onnx::GraphProto& g, int64_t opset, const fs::path& base_dir,
+Graph onnx_graph(const onnx::GraphProto& g, const Opsets& opsets, const fs::path& base_dir,
                  const Scope& scope) {
   Graph graph;
   Scope local;  // the values this graph defines
@@ -584,16 +673,13 @@ Graph onnx_graph(const onnx::GraphProto& g, int64_t opset, const fs::path& base_
       visible = scope;
       visible.insert(local.begin(), local.end());
     }
-    Node node = onnx_node(n, opset, base_dir, visible);
+    Node node = onnx_node(n, opsets, base_dir, visible);
     for (const std::string& in : node.inputs) read(in);
     try {
       graph.add_node(node);
     } catch (const Error& e) {
-      const std::string where =
-          n.name().empty()
-              ? fmt::format("node ({} at opset {})", n.op_type(), opset)
-              : fmt::format("node '{}' ({} at opset {})", n.name(), n.op_type(), opset);
-      throw_error(e.kind(), fmt::format("[onnx] {}: {}", where, strip_prefix(e.what())));
+      throw_error(e.kind(),
+                  fmt::format("[onnx] {}: {}", node_where(n, opsets), strip_prefix(e.what())));
     }
     for (const std::string& out : node.outputs) local.insert(out);
   }
@@ -623,20 +709,31 @@ Graph load_onnx_bytes(std::string_view bytes, const fs::path& base_dir) {
                  bytes.size());
   EMBER_CHECK_IO(model.has_graph(), "[onnx] the model has no graph ({} bytes; a truncated file?)",
                  bytes.size());
-  int64_t opset = -1;
+  Opsets opsets;
   for (const auto& o : model.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    opsets[std::string(domain_name(o.domain()))] = o.version();
   }
-  if (opset < 0 && model.ir_version() < 3) opset = 1;  // before opset_import: opset 1
-  EMBER_CHECK_IO(opset >= 0,
+  if (!opsets.count(kOnnxDomain) && model.ir_version() < 3) {
+    opsets[std::string(kOnnxDomain)] = 1;  // before opset_import: opset 1
+  }
+  EMBER_CHECK_IO(opsets.count(kOnnxDomain),
                  "[onnx] the model imports no ai.onnx opset (opset_import lists {} "
                  "domains)",
                  model.opset_import_size());
+  const int64_t opset = opsets.at(std::string(kOnnxDomain));
   EMBER_CHECK_NOT_IMPLEMENTED(opset >= 1 && opset <= kOnnxMaxOpset,
                               "[onnx] opset {} is not supported: Ember reads ai.onnx opsets up to "
                               "{} (convert the model with onnx.version_converter)",
                               opset, kOnnxMaxOpset);
-  return onnx_graph(model.graph(), opset, base_dir, {});
+  for (const OnnxDomain& d : onnx_domains()) {
+    auto it = opsets.find(d.name);
+    if (it == opsets.end() || d.name == kOnnxDomain) continue;
+    EMBER_CHECK_NOT_IMPLEMENTED(it->second >= 1 && it->second <= d.max_opset,
+                                "[onnx] {} opset {} is not supported: Ember reads {} opsets up to "
+                                "{}",
+                                d.name, it->second, d.name, d.max_opset);
+  }
+  return onnx_graph(model.graph(), opsets, base_dir, {});
 }
 
 Graph load_onnx(const fs::path& path) {

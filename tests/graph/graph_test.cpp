@@ -427,6 +427,84 @@ TEST(Graph, MaxPoolIndicesCountOverTheWholeInput) {
   }
 }
 
+TEST(Graph, ScatterReductionsMulMaxMinCombineEveryUpdate) {
+  // ONNX's ScatterElements and ScatterND apply each index's updates in turn to the data, by hand:
+  // data [1, 2, 3, 4, 5] with updates 2 and 3 at index 1 and 4 at index 3.
+  const Tensor data = make({1, 2, 3, 4, 5}, {5}, DType::Float32);
+  const Tensor upd = make({2, 3, 4}, {3}, DType::Float32);
+  const Tensor idx = make({1, 1, 3}, {3}, DType::Int64);
+  const std::map<std::string, std::vector<double>> expected{
+      {"mul", {1, 12, 3, 16, 5}}, {"max", {1, 3, 3, 4, 5}}, {"min", {1, 2, 3, 4, 5}}};
+  for (const auto& [reduction, want] : expected) {
+    Graph g;
+    g.add_input({"data", DType::Float32, std::nullopt});
+    g.add_input({"idx", DType::Int64, std::nullopt});
+    g.add_input({"nd_idx", DType::Int64, std::nullopt});
+    g.add_input({"upd", DType::Float32, std::nullopt});
+    g.add_node(
+        {"scatter_elements", "se", {"data", "idx", "upd"}, {"a"}, {{"reduction", reduction}}});
+    g.add_node({"scatter_nd", "sn", {"data", "nd_idx", "upd"}, {"b"}, {{"reduction", reduction}}});
+    g.add_output({"a", DType::Float32, std::nullopt});
+    g.add_output({"b", DType::Float32, std::nullopt});
+    for (Device d : host_devices()) {
+      auto out =
+          g.run({{"data", data}, {"idx", idx}, {"nd_idx", idx.reshape({3, 1})}, {"upd", upd}}, d);
+      EXPECT_EQ(values(out.at("a").to(Device::cpu())), want) << reduction;
+      EXPECT_EQ(values(out.at("b").to(Device::cpu())), want) << reduction;
+    }
+  }
+}
+
+TEST(Graph, SeededTrainingDropoutDrawsNumPysMask) {
+  // NumPy: np.random.seed(0); np.random.uniform(0, 1, 6) is 0.5488, 0.7152, 0.6028, 0.5449,
+  // 0.4237, 0.6459; kept where >= ratio 0.6, scaled by 1 / 0.4.
+  const Tensor x = make({1, 2, 3, 4, 5, 6}, {2, 3}, DType::Float32);
+  Graph g;
+  g.add_input({"x", DType::Float32, std::nullopt});
+  g.add_initializer("r", make({0.6}, {}, DType::Float32));
+  g.add_initializer("t", make({1}, {}, DType::Bool));
+  g.add_node({"dropout", "drop", {"x", "r", "t"}, {"y", "mask"}, {{"seed", int64_t{0}}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"mask", DType::Bool, std::nullopt});
+  for (Device d : host_devices()) {
+    auto out = g.run({{"x", x}}, d);
+    EXPECT_EQ(values(out.at("mask").to(Device::cpu())), (std::vector<double>{0, 1, 1, 0, 0, 1}));
+    const std::vector<double> y = values(out.at("y").to(Device::cpu()));
+    const std::vector<double> want{0, 5, 7.5, 0, 0, 15};
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], want[i], 1e-5) << i;
+  }
+  // Without a seed, the core's dropout: every element is 0 or scaled, and the mask says which.
+  Graph u;
+  u.add_input({"x", DType::Float32, std::nullopt});
+  u.add_initializer("r", make({0.5}, {}, DType::Float32));
+  u.add_initializer("t", make({1}, {}, DType::Bool));
+  u.add_node({"dropout", "drop", {"x", "r", "t"}, {"y", "mask"}, {}});
+  u.add_output({"y", DType::Float32, std::nullopt});
+  u.add_output({"mask", DType::Bool, std::nullopt});
+  const Tensor big = add(zeros({4000}, TensorOptions(DType::Float32)), Scalar(1.0));
+  auto out = u.run({{"x", big}}, Device::cpu());
+  const std::vector<double> y = values(out.at("y")), mask = values(out.at("mask"));
+  double kept = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_EQ(y[i], mask[i] * 2.0) << i;
+    kept += mask[i];
+  }
+  EXPECT_GT(kept, 1800);
+  EXPECT_LT(kept, 2200);
+  // A ratio of 1 in training mode is refused.
+  Graph bad;
+  bad.add_input({"x", DType::Float32, std::nullopt});
+  bad.add_initializer("r", make({1.0}, {}, DType::Float32));
+  bad.add_initializer("t", make({1}, {}, DType::Bool));
+  bad.add_node({"dropout", "drop", {"x", "r", "t"}, {"y"}, {}});
+  bad.add_output({"y", DType::Float32, std::nullopt});
+  expect_error(
+      [&] {
+        bad.run({{"x", x}}, Device::cpu());
+      },
+      {"ratio must be in [0, 1) in training mode: got 1"});
+}
+
 TEST(GraphOps, EveryOpHasASortedUniqueName) {
   const std::vector<std::string_view> names = op_names();
   ASSERT_GT(names.size(), 100u);

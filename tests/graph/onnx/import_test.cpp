@@ -8,6 +8,7 @@
 
 #include <ember/graph/onnx.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -188,10 +189,34 @@ TEST(OnnxImport, UnsupportedOpsAttributesAndOpsetsAreErrorsAtLoadTime) {
                {"[onnx] node 'fc' (Gemm at opset 17): attribute 'gamma' is not supported",
                 "alpha, beta, transA, transB"});
 
+  // Another domain: refused unless Ember reads it, the model imports its opset, and the op is in
+  // its table (Note [Other domains than ai.onnx]).
+  m = gemm_relu();
+  m.mutable_graph()->mutable_node(0)->set_domain("com.example");
+  auto* other = m.add_opset_import();
+  other->set_domain("com.example");
+  other->set_version(1);
+  expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
+               {"node 'fc' (Gemm at com.example opset 1): op domain 'com.example' is not "
+                "supported (Ember reads ai.onnx and com.microsoft)"});
   m = gemm_relu();
   m.mutable_graph()->mutable_node(0)->set_domain("com.microsoft");
+  EXPECT_THROW(load_onnx_bytes(m.SerializeAsString()), IoError);
   expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
-               {"node 'fc' (Gemm at opset 17): op domain 'com.microsoft' is not supported"});
+               {"node 'fc' (Gemm in domain com.microsoft): the model imports no com.microsoft "
+                "opset (its opset_import lists ai.onnx)"});
+  auto* ms = m.add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  EXPECT_THROW(load_onnx_bytes(m.SerializeAsString()), NotImplementedError);
+  expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
+               {"node 'fc' (Gemm at com.microsoft opset 1): op Gemm of domain com.microsoft is "
+                "not supported (Ember reads from com.microsoft: ",
+                "BiasGelu, FastGelu", "SkipLayerNormalization"});
+  ms->set_version(2);
+  expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
+               {"[onnx] com.microsoft opset 2 is not supported: Ember reads com.microsoft "
+                "opsets up to 1"});
 
   // Gemm's version at opset 9 is older than the one Ember implements (13).
   expect_error([&] { load_onnx_bytes(gemm_relu(9).SerializeAsString()); },
@@ -210,6 +235,38 @@ TEST(OnnxImport, UnsupportedOpsAttributesAndOpsetsAreErrorsAtLoadTime) {
   EXPECT_THROW(load_onnx_bytes(m.SerializeAsString()), IoError);
   expect_error([&] { load_onnx_bytes(m.SerializeAsString()); },
                {"initializer 'w' has dims [3, 2] of float32 (24 bytes) but raw_data holds 20"});
+}
+
+TEST(OnnxImport, ComMicrosoftOpsRunAtTheirDomainsOpset) {
+  // y = FastGelu(x, bias) of onnxruntime's contrib ops: the tanh GELU of x + bias, by hand.
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  for (auto [domain, version] : {std::pair<const char*, int64_t>{"", 17}, {"com.microsoft", 1}}) {
+    auto* op = m.add_opset_import();
+    op->set_domain(domain);
+    op->set_version(version);
+  }
+  auto* g = m.mutable_graph();
+  add_value(g->add_input(), "x", {3});
+  add_value(g->add_output(), "y", {3});
+  *g->add_initializer() = float_tensor("bias", {3}, {0.5f, -1, 0});
+  auto* n = g->add_node();
+  n->set_name("gelu");
+  n->set_op_type("FastGelu");
+  n->set_domain("com.microsoft");
+  n->add_input("x");
+  n->add_input("bias");
+  n->add_output("y");
+  const Graph graph = load_onnx_bytes(m.SerializeAsString());
+  const std::vector<double> xs{-1, 0.25, 2};
+  const std::vector<double> bias{0.5, -1, 0};
+  const std::vector<double> y =
+      values(graph.run({{"x", make(xs, {3}, DType::Float32)}}, Device::cpu()).at("y"));
+  for (size_t i = 0; i < 3; ++i) {
+    const double v = xs[i] + bias[i];
+    const double want = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(y[i], want, 1e-6) << i;
+  }
 }
 
 TEST(OnnxImport, WhatIsNotAModelIsAnIoError) {
