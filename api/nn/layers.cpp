@@ -182,13 +182,12 @@ ConvGeometry geometry(Pair k, const Conv2dOptions& o) {
 }
 
 /** ConvTranspose2d pads with zeros, by numbers (as PyTorch's). */
-void check_transposed_padding(const Conv2dOptions& o) {
-  EMBER_CHECK(o.padding_mode == PadKind::Zero,
-              "[nn.ConvTranspose2d] only padding_mode zeros is supported: got {}",
-              kPadModes[static_cast<int>(o.padding_mode)]);
-  EMBER_CHECK(!o.named_padding,
-              "[nn.ConvTranspose2d] padding must be numbers: 'same' and 'valid' are for "
-              "convolutions");
+void check_transposed_padding(const char* layer, PadKind padding_mode,
+                              const std::optional<ConvPadding>& named_padding) {
+  EMBER_CHECK(padding_mode == PadKind::Zero, "[nn.{}] only padding_mode zeros is supported: got {}",
+              layer, kPadModes[static_cast<int>(padding_mode)]);
+  EMBER_CHECK(!named_padding,
+              "[nn.{}] padding must be numbers: 'same' and 'valid' are for convolutions", layer);
 }
 
 ConvGeometry geometry1d(int64_t k, const Conv1dOptions& o) {
@@ -353,7 +352,8 @@ ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Pair k, Conv2dOptions 
       kernel_size(k),
       options(o),
       weight(register_parameter(
-          "weight", (check_conv("ConvTranspose2d", in, out, k, o), check_transposed_padding(o),
+          "weight", (check_conv("ConvTranspose2d", in, out, k, o),
+                     check_transposed_padding("ConvTranspose2d", o.padding_mode, o.named_padding),
                      empty({in, out / o.groups, k.h, k.w})))),
       bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
   reset_parameters();
@@ -368,6 +368,57 @@ Tensor ConvTranspose2d::forward(const Tensor& x) {
   return conv_transpose2d(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
                           {o.output_padding.h, o.output_padding.w}, o.groups,
                           {o.dilation.h, o.dilation.w});
+}
+
+Tensor ConvTranspose2d::forward(const Tensor& x, IntList output_size) {
+  const Conv2dOptions& o = options;
+  const Shape pad = conv_transpose_output_padding(
+      x, output_size, {kernel_size.h, kernel_size.w}, {o.stride.h, o.stride.w},
+      {o.padding.h, o.padding.w}, {o.dilation.h, o.dilation.w});
+  return conv_transpose2d(x, weight, bias, {o.stride.h, o.stride.w}, {o.padding.h, o.padding.w},
+                          pad, o.groups, {o.dilation.h, o.dilation.w});
+}
+
+ConvTranspose1d::ConvTranspose1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o)
+    : Module("ConvTranspose1d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter(
+          "weight", (check_conv("ConvTranspose1d", in, out, Pair(1, k), {.groups = o.groups}),
+                     check_transposed_padding("ConvTranspose1d", o.padding_mode, o.named_padding),
+                     empty({in, out / o.groups, k})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void ConvTranspose1d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor ConvTranspose1d::forward(const Tensor& x) {
+  const Conv1dOptions& o = options;
+  return conv_transpose1d(x, weight, bias, o.stride, o.padding, o.output_padding, o.groups,
+                          o.dilation);
+}
+
+Tensor ConvTranspose1d::forward(const Tensor& x, IntList output_size) {
+  const Conv1dOptions& o = options;
+  const Shape pad = conv_transpose_output_padding(x, output_size, {kernel_size}, {o.stride},
+                                                  {o.padding}, {o.dilation});
+  return conv_transpose1d(x, weight, bias, o.stride, o.padding, pad[0], o.groups, o.dilation);
+}
+
+std::string ConvTranspose1d::extra_repr() const {
+  std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels,
+                              kernel_size, options.stride);
+  if (options.padding) s += fmt::format(", padding=({},)", options.padding);
+  if (options.output_padding) s += fmt::format(", output_padding=({},)", options.output_padding);
+  if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
+  if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
+  if (!bias.defined()) s += ", bias=false";
+  return s;
 }
 
 std::string ConvTranspose2d::extra_repr() const {

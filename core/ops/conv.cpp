@@ -572,6 +572,53 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList
                     });
 }
 
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                        int64_t padding, int64_t output_padding, int64_t groups, int64_t dilation) {
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[conv_transpose1d] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 2 || x.dim() == 3,
+              "[conv_transpose1d] expected a 2-d [C, L] or 3-d [N, C, L] input: got shape {}",
+              shape_str(x.sizes()));
+  EMBER_CHECK(weight.dim() == 3,
+              "[conv_transpose1d] expected a 3-d weight [C, O/groups, K]: got shape {}",
+              shape_str(weight.sizes()));
+  return conv_transpose2d(x.unsqueeze(-2), weight.unsqueeze(2), bias, {1, stride}, {0, padding},
+                          {0, output_padding}, groups, {1, dilation})
+      .squeeze(-2);
+}
+
+Shape conv_transpose_output_padding(const Tensor& x, IntList output_size, IntList kernel_size,
+                                    IntList stride, IntList padding, IntList dilation) {
+  constexpr const char* kOp = "conv_transpose";
+  const size_t n = kernel_size.size();
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", kOp);
+  EMBER_CHECK(stride.size() == n && padding.size() == n && dilation.size() == n &&
+                  x.dim() >= static_cast<int64_t>(n) + 1,
+              "[{}] expected one stride, padding and dilation per spatial dim and an input of at "
+              "least {} dims: got input shape {}",
+              kOp, n + 1, shape_str(x.sizes()));
+  // output_size may repeat the input's batch and channel dims before the spatial ones.
+  const size_t lead = output_size.size() > n ? output_size.size() - n : 0;
+  EMBER_CHECK(output_size.size() == n || output_size.size() == static_cast<size_t>(x.dim()),
+              "[{}] for a {}-d input, output_size must have {} or {} elements: got {}", kOp,
+              x.dim(), n, x.dim(), shape_str(output_size));
+  Shape pad, lo, hi;
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t in = x.size(x.dim() - static_cast<int64_t>(n - d));
+    const int64_t smallest =
+        (in - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel_size[d] - 1) + 1;
+    lo.push_back(smallest);
+    hi.push_back(smallest + stride[d] - 1);
+    pad.push_back(output_size[lead + d] - smallest);
+  }
+  for (size_t d = 0; d < n; ++d) {
+    EMBER_CHECK(pad[d] >= 0 && output_size[lead + d] <= hi[d],
+                "[{}] requested an output size of {}, but valid sizes range from {} to {} (for "
+                "an input of shape {})",
+                kOp, shape_str(output_size), shape_str(lo), shape_str(hi), shape_str(x.sizes()));
+  }
+  return pad;
+}
+
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
                         IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
   EMBER_AUTOCAST(Lower, conv_transpose2d, x, x, weight, bias, stride, padding, output_padding,

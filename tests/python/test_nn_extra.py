@@ -686,3 +686,40 @@ def test_rms_norm_bilinear_and_norm_bias_keyword(rng):
                                        "track_running_stats=True)")
     with pytest.raises(ValueError, match="5-d"):
         nn.BatchNorm3d(2)(ember.ones(2, 2, 3, 3))
+
+
+# ---- ConvTranspose1d and output_size -------------------------------------------------------------
+
+def np_conv_transpose1d(x, w, b, stride, padding, output_padding, dilation):
+    n, c, length = x.shape
+    o, k = w.shape[1], w.shape[2]
+    out = (length - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1
+    y = np.zeros((n, o, out))
+    for j in range(length):
+        for t in range(k):
+            at = stride * j - padding + dilation * t
+            if 0 <= at < out:
+                y[:, :, at] += np.einsum("nc,co->no", x[:, :, j], w[:, :, t])
+    return y + (0 if b is None else b[None, :, None])
+
+
+def test_conv_transpose1d_matches_numpy_and_output_size(rng):
+    m = nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1, dilation=2).double()
+    assert repr(m) == ("ConvTranspose1d(3, 4, kernel_size=(3,), stride=(2,), padding=(1,), "
+                       "output_padding=(1,), dilation=(2,))")
+    x = rng.standard_normal((2, 3, 5))
+    w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
+    assert_close(m(f64(x)), np_conv_transpose1d(x, w, b, 2, 1, 1, 2), rtol=1e-12, atol=1e-12)
+    assert_close(m(f64(x[0])), np_conv_transpose1d(x[:1], w, b, 2, 1, 1, 2)[0], rtol=1e-12, atol=1e-12)
+    # output_size picks the output padding: lengths 11 and 12 for this input.
+    assert m(f64(x), output_size=[11]).shape == (2, 4, 11)
+    assert_close(m(f64(x), output_size=(2, 4, 12)), np_conv_transpose1d(x, w, b, 2, 1, 1, 2),
+                 rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="valid sizes range from"):
+        m(f64(x), output_size=[13])
+    assert_close(F.conv_transpose1d(f64(x), f64(w), stride=3), np_conv_transpose1d(x, w, None, 3, 0, 0, 1),
+                 rtol=1e-12, atol=1e-12)
+    gradcheck(lambda t: F.conv_transpose1d(t, f64(w), stride=2, padding=1), f64(x[:1, :, :3], True))
+    up = nn.ConvTranspose2d(2, 2, 3, stride=2, padding=1).double()
+    assert up(f64(rng.standard_normal((1, 2, 4, 5))), output_size=(8, 10)).shape == (1, 2, 8, 10)
+    assert up(f64(rng.standard_normal((1, 2, 4, 5)))).shape == (1, 2, 7, 9)

@@ -943,6 +943,19 @@ void bind_max_pool_forward(Cls& cls) {
       "The pooled output, or (output, indices) with return_indices.");
 }
 
+/** forward(input, output_size) of a transposed convolution T beside its one-tensor forward:
+ *  the output padding that gives output_size (T::forward(x, output_size)). */
+template <class T, class Cls>
+void bind_transposed_forward(Cls& cls) {
+  cls.def(
+      "forward",
+      [](T& l, const Tensor& x, std::optional<Ints> output_size) {
+        return output_size ? l.forward(x, IntList(*output_size)) : l.T::forward(x);
+      },
+      "input"_a, "output_size"_a.none(), release_gil(),
+      "The output, sized output_size (spatial sizes, or with the input's leading dims).");
+}
+
 void bind_module_base(nb::module_& m) {
   auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
       m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
@@ -1432,6 +1445,9 @@ void bind_layers(nb::module_& m) {
   auto conv2d_like = [&](auto tag, const char* name, const char* doc, bool transposed) {
     using T = typename decltype(tag)::type;
     auto c = layer<T>(m, name, doc);
+    if constexpr (requires(T & l, const Tensor& x) { l.forward(x, IntList{}); }) {
+      bind_transposed_forward<T>(c);
+    }
     if (!transposed) {
       c.def(
           "__init__",
@@ -1502,6 +1518,56 @@ void bind_layers(nb::module_& m) {
               false);
   conv2d_like(std::type_identity<nn::ConvTranspose2d>{}, "ConvTranspose2d",
               "Transposed 2-d convolution.", true);
+  auto transposed1d = layer<nn::ConvTranspose1d>(m, "ConvTranspose1d",
+                                                 "Transposed 1-d convolution over [N, C, L].");
+  bind_transposed_forward<nn::ConvTranspose1d>(transposed1d);
+  transposed1d
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::ConvTranspose1d> v, int64_t in, int64_t out,
+             Ints kernel_size, Ints stride, Ints padding, Ints output_padding, int64_t groups,
+             bool bias, Ints dilation, std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            const char* name = "nn.ConvTranspose1d";
+            nn::Conv1dOptions o;
+            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose1d");
+            o.stride = single(stride, name, "stride");
+            o.padding = single(padding, name, "padding");
+            o.output_padding = single(output_padding, name, "output_padding");
+            o.dilation = single(dilation, name, "dilation");
+            o.groups = groups;
+            o.bias = bias;
+            construct<nn::ConvTranspose1d>(v, in, out, single(kernel_size, name, "kernel_size"), o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
+          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "Transposed 1-d convolution.", record_init())
+      .def_ro("in_channels", &nn::ConvTranspose1d::in_channels, "Input channels.")
+      .def_ro("out_channels", &nn::ConvTranspose1d::out_channels, "Output channels.")
+      .def_prop_ro(
+          "kernel_size", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.kernel_size); },
+          "(K,).")
+      .def_prop_ro(
+          "stride", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.stride); },
+          "Window step.")
+      .def_prop_ro(
+          "padding", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.padding); },
+          "Padding per side.")
+      .def_prop_ro(
+          "output_padding",
+          [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.output_padding); },
+          "Added to one side of the output.")
+      .def_prop_ro(
+          "dilation",
+          [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.dilation); },
+          "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const nn::ConvTranspose1d& l) { return l.options.groups; },
+          "Channel groups.")
+      .def("reset_parameters", &nn::ConvTranspose1d::reset_parameters,
+           "PyTorch's default initialisation.");
   layer<nn::Conv1d>(m, "Conv1d", "1-d convolution over [N, C, L].")
       .def(
           "__init__",

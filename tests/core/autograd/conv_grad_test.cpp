@@ -308,5 +308,44 @@ TEST(Unfold, RefusesWhatPyTorchRefuses) {
   EXPECT_THROW(fold(ones({1, 1, 8, 9}), {4, 4}, {2}), ValueError);  // rank
 }
 
+// ---- conv_transpose1d and output sizes ---------------------------------------------------------
+EMBER_GRADCHECK_CASE({"conv_transpose1d", "stride 2, padding 1, output_padding 1, groups 2",
+                      [](const V& in) { return conv_transpose1d(in[0], in[1], in[2], 2, 1, 1, 2); },
+                      [] {
+                        return V{input({2, 4, 3}, 920), input({4, 3, 3}, 921), input({6}, 922)};
+                      }});
+
+TEST(ConvTranspose1d, EqualsTheLoops) {
+  // y[o, s j - p + d k] += x[c, j] w[c, o, k]: every input position spreads its kernel.
+  const int64_t c = 2, o = 3, len = 4, k = 3, s = 2, p = 1, d = 2, op = 1;
+  const Tensor x = input({1, c, len}, 923).detach(), w = input({c, o, k}, 924).detach();
+  const Tensor y = conv_transpose1d(x, w, {}, s, p, op, 1, d);
+  const int64_t out = (len - 1) * s - 2 * p + d * (k - 1) + op + 1;
+  ASSERT_EQ(y.sizes(), (Shape{1, o, out}));
+  std::vector<double> want(static_cast<size_t>(o * out), 0.0);
+  const std::vector<double> xv = values(x), wv = values(w);
+  for (int64_t ci = 0; ci < c; ++ci) {
+    for (int64_t oi = 0; oi < o; ++oi) {
+      for (int64_t j = 0; j < len; ++j) {
+        for (int64_t ki = 0; ki < k; ++ki) {
+          const int64_t at = s * j - p + d * ki;
+          if (at < 0 || at >= out) continue;
+          want[static_cast<size_t>(oi * out + at)] +=
+              xv[static_cast<size_t>(ci * len + j)] *
+              wv[static_cast<size_t>((ci * o + oi) * k + ki)];
+        }
+      }
+    }
+  }
+  const std::vector<double> got = values(y);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-13) << i;
+  // The output padding that gives a requested size: sizes 9 and 10 for these.
+  EXPECT_EQ(conv_transpose_output_padding(x, {10}, {k}, {s}, {p}, {d}), (Shape{1}));
+  EXPECT_EQ(conv_transpose_output_padding(x, {1, 3, 9}, {k}, {s}, {p}, {d}), (Shape{0}));
+  EXPECT_THROW(conv_transpose_output_padding(x, {11}, {k}, {s}, {p}, {d}), ValueError);
+  EXPECT_THROW(conv_transpose_output_padding(x, {2, 10}, {k}, {s}, {p}, {d}), ValueError);
+  EXPECT_THROW(conv_transpose1d(ones({2, 2, 2, 2}), w), ValueError);
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -116,11 +116,12 @@ class Conv2d : public Module {
 
 /** Options of Conv1d beyond channel counts and kernel size. */
 struct Conv1dOptions {
-  int64_t stride = 1;    ///< step between windows
-  int64_t padding = 0;   ///< added on each side (by padding_mode)
-  int64_t dilation = 1;  ///< spacing between kernel taps
-  int64_t groups = 1;    ///< channel groups (in and out channels divisible by it)
-  bool bias = true;      ///< whether to add a learned bias
+  int64_t stride = 1;          ///< step between windows
+  int64_t padding = 0;         ///< added on each side (by padding_mode)
+  int64_t dilation = 1;        ///< spacing between kernel taps
+  int64_t groups = 1;          ///< channel groups (in and out channels divisible by it)
+  bool bias = true;            ///< whether to add a learned bias
+  int64_t output_padding = 0;  ///< ConvTranspose1d only: added to one side of the output
   /** 'same' or 'valid' in place of `padding` (PyTorch's string padding). */
   std::optional<ConvPadding> named_padding;
   /** What the padding holds (Zero, Reflection, Replication or Circular). */
@@ -181,6 +182,9 @@ class ConvTranspose2d : public Module {
   ConvTranspose2d(int64_t in_channels, int64_t out_channels, Pair kernel_size,
                   Conv2dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** The output sized `output_size` ([H, W], or with x's leading dims): the output padding
+   *  that gives it in place of the options' (PyTorch's forward(input, output_size)). */
+  Tensor forward(const Tensor& x, IntList output_size);
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
@@ -189,6 +193,25 @@ class ConvTranspose2d : public Module {
   const Pair kernel_size;
   const Conv2dOptions options;
   Tensor& weight;  ///< [in, out/groups, kH, kW]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
+/** Transposed 1-d convolution over [N, C, L]; weight [in, out/groups, K]. */
+class ConvTranspose1d : public Module {
+ public:
+  /** A transposed convolution from `in_channels` to `out_channels`. */
+  ConvTranspose1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                  Conv1dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  /** The output of length `output_size` ([L], or with x's leading dims). */
+  Tensor forward(const Tensor& x, IntList output_size);
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels, kernel_size;
+  const Conv1dOptions options;
+  Tensor& weight;  ///< [in, out/groups, K]
   Tensor& bias;    ///< [out], undefined without bias
 };
 

@@ -35,6 +35,7 @@ from ember._C.nn import (  # noqa: F401
     Conv1d,
     Conv2d,
     Conv3d,
+    ConvTranspose1d,
     ConvTranspose2d,
     CosineEmbeddingLoss,
     CosineSimilarity,

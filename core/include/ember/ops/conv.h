@@ -71,6 +71,21 @@ EMBER_API Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const T
                                   IntList output_padding = {0, 0}, int64_t groups = 1,
                                   IntList dilation = {1, 1});
 
+/** Transposed 1-d convolution of x [N, C, L] (or [C, L]) with weight [C, O/groups, K] and an
+ *  optional bias [O]: conv_transpose2d over inputs of height 1. */
+EMBER_API Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                                  int64_t stride = 1, int64_t padding = 0,
+                                  int64_t output_padding = 0, int64_t groups = 1,
+                                  int64_t dilation = 1);
+
+/** The output_padding that makes a transposed convolution of x (its trailing spatial dims, one
+ *  per entry of kernel_size) produce `output_size` (the spatial sizes, or with x's leading
+ *  dims), as PyTorch's ConvTranspose forward(input, output_size) picks it; an error for a size
+ *  outside the stride's range. */
+EMBER_API Shape conv_transpose_output_padding(const Tensor& x, IntList output_size,
+                                              IntList kernel_size, IntList stride, IntList padding,
+                                              IntList dilation);
+
 /** The sliding kernel_size blocks of x [N, C, H, W] (or [C, H, W]) as columns (PyTorch's
  *  F.unfold, im2col): [N, C kH kW, L], L the number of blocks; each size is one value or one per
  *  spatial dim. Taps in the zero padding read 0. */
