@@ -1000,3 +1000,57 @@ def test_lbfgs_needs_a_closure_and_one_group():
         opt.step()
     with pytest.raises(TypeError, match="the closure must return the loss"):
         opt.step(lambda: "loss")
+
+
+# ---- PolynomialLR, CosineAnnealingWarmRestarts, CyclicLR, ChainedScheduler -----------------------
+
+def _lrs(make, steps, opt=None, **okw):
+    p = ember.zeros(2, requires_grad=True)
+    o = (opt or optim.SGD)([p], lr=0.1, **okw)
+    s = make(o)
+    got = [o.param_groups[0]["lr"]]
+    for _ in range(steps):
+        o.step()
+        s.step()
+        got.append(o.param_groups[0]["lr"])
+    return got, o, s
+
+
+def test_polynomial_and_warm_restarts_follow_their_closed_forms():
+    got, _, _ = _lrs(lambda o: lr_scheduler.PolynomialLR(o, total_iters=4, power=2.0), 6)
+    assert_close(np.array(got), np.array([0.1 * (1 - min(t, 4) / 4) ** 2 for t in range(7)]), rtol=1e-12, atol=1e-15)
+    got, _, s = _lrs(lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.01), 8)
+    # Cycles of 2, 4, 8 epochs: epoch t sits at T_cur of its cycle.
+    cur = [(0, 2), (1, 2), (0, 4), (1, 4), (2, 4), (3, 4), (0, 8), (1, 8), (2, 8)]
+    want = [0.01 + 0.09 * (1 + math.cos(math.pi * c / t)) / 2 for c, t in cur]
+    assert_close(np.array(got), np.array(want), rtol=1e-12, atol=1e-15)
+    s.step(5.5)  # an epoch given: T_cur = 5.5 - 2 within the 4-epoch cycle
+    assert s.get_last_lr()[0] == pytest.approx(0.01 + 0.09 * (1 + math.cos(math.pi * 3.5 / 4)) / 2)
+    with pytest.raises(ValueError, match="T_0"):
+        lr_scheduler.CosineAnnealingWarmRestarts(optim.SGD([ember.zeros(1, requires_grad=True)], lr=0.1), T_0=0)
+
+
+def test_cyclic_lr_cycles_lr_and_momentum_and_chained_composes():
+    got, o, _ = _lrs(lambda o: lr_scheduler.CyclicLR(o, 0.01, 0.05, step_size_up=2, step_size_down=4), 8,
+                     momentum=0.9)
+    # Up over 2 iterations, down over 4, then again.
+    want = [0.01, 0.03, 0.05, 0.04, 0.03, 0.02, 0.01, 0.03, 0.05]
+    assert_close(np.array(got), np.array(want), rtol=1e-12, atol=1e-15)
+    assert o.param_groups[0]["momentum"] == pytest.approx(0.8)  # at the top of the lr, the bottom
+    got, _, _ = _lrs(lambda o: lr_scheduler.CyclicLR(o, 0.01, 0.05, step_size_up=1, mode="triangular2",
+                                                     cycle_momentum=False), 6)
+    assert_close(np.array(got), np.array([0.01, 0.05, 0.01, 0.03, 0.01, 0.02, 0.01]), rtol=1e-12, atol=1e-15)
+    _, o, _ = _lrs(lambda o: lr_scheduler.CyclicLR(o, 0.01, 0.05, step_size_up=2), 1, opt=optim.Adam)
+    assert o.param_groups[0]["betas"][0] == pytest.approx(0.85)  # beta1 cycles for Adam
+    with pytest.raises(ValueError, match="momentum"):
+        lr_scheduler.CyclicLR(optim.Adagrad([ember.zeros(1, requires_grad=True)]), 0.01, 0.1)
+
+    def chained(o):
+        return lr_scheduler.ChainedScheduler([lr_scheduler.ExponentialLR(o, 0.5),
+                                              lr_scheduler.PolynomialLR(o, total_iters=2)])
+
+    got, _, s = _lrs(chained, 3)
+    assert_close(np.array(got), np.array([0.1, 0.1 * 0.5 * 0.5, 0.0, 0.0]), rtol=1e-12, atol=1e-15)
+    state = s.state_dict()
+    assert len(state["_schedulers"]) == 2
+    s.load_state_dict(state)

@@ -1,11 +1,13 @@
 """Learning-rate schedulers (torch.optim.lr_scheduler).
 
 StepLR, CosineAnnealingLR, OneCycleLR and ReduceLROnPlateau are Ember's C++ schedulers; LambdaLR,
-MultiplicativeLR, MultiStepLR, ExponentialLR, LinearLR, ConstantLR and SequentialLR are written
-here with PyTorch's formulas. Every one works with the built-in optimizers and with optimizers
+MultiplicativeLR, MultiStepLR, ExponentialLR, LinearLR, ConstantLR, PolynomialLR,
+CosineAnnealingWarmRestarts, CyclicLR, SequentialLR and ChainedScheduler are written here with
+PyTorch's formulas. Every one works with the built-in optimizers and with optimizers
 written in Python (Note [Schedulers of Python optimizers] in api/python/src/optim.cpp).
 """
 
+import math
 import types
 from bisect import bisect_right
 from collections import Counter
@@ -19,6 +21,7 @@ from ember.optim import Optimizer, _NativeOptimizer
 __all__ = [
     "LRScheduler", "StepLR", "CosineAnnealingLR", "OneCycleLR", "ReduceLROnPlateau", "LambdaLR",
     "MultiplicativeLR", "MultiStepLR", "ExponentialLR", "LinearLR", "ConstantLR", "SequentialLR",
+    "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ChainedScheduler",
 ]
 
 
@@ -223,7 +226,26 @@ class ConstantLR(LRScheduler):
         return [base * scale for base in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _SchedulerList(LRScheduler):
+    """A scheduler made of others (SequentialLR, ChainedScheduler): its state holds theirs."""
+
+    _schedulers: List[LRScheduler]
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The attributes, with each scheduler's state_dict()."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Restores a state_dict(), each scheduler's too."""
+        state = dict(state_dict)
+        for s, saved in zip(self._schedulers, state.pop("_schedulers")):
+            s.load_state_dict(saved)
+        self.__dict__.update(state)
+
+
+class SequentialLR(_SchedulerList):
     """Runs schedulers one after the other, switching at the milestone epochs; each starts at its
     epoch 0 when its turn comes."""
 
@@ -259,18 +281,176 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self) -> Dict[str, Any]:
-        """The attributes, with each scheduler's state_dict()."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
 
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Restores a state_dict(), each scheduler's too."""
-        state = dict(state_dict)
-        for s, saved in zip(self._schedulers, state.pop("_schedulers")):
-            s.load_state_dict(saved)
-        self.__dict__.update(state)
+class PolynomialLR(LRScheduler):
+    """Decays the lr by (1 - epoch / total_iters)^power over total_iters epochs, then constant."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> List[float]:  # noqa: D102
+        lrs = [g["lr"] for g in self.optimizer.param_groups]
+        if self.last_epoch == 0 or self.last_epoch > self.total_iters:
+            return lrs
+        factor = ((1.0 - self.last_epoch / self.total_iters)
+                  / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [lr * factor for lr in lrs]
+
+    def _closed_form_lr(self) -> List[float]:
+        left = 1.0 - min(self.total_iters, self.last_epoch) / self.total_iters
+        return [base * left ** self.power for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the base lr to eta_min over T_i epochs, restarting at the base lr;
+    T_i starts at T_0 and is multiplied by T_mult at each restart (SGDR)."""
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1):
+        if not isinstance(T_0, int) or T_0 <= 0:
+            raise _errors.ValueError(f"[optim.CosineAnnealingWarmRestarts] expected a positive integer T_0: got {T_0}")
+        if not isinstance(T_mult, int) or T_mult < 1:
+            raise _errors.ValueError(f"[optim.CosineAnnealingWarmRestarts] expected an integer T_mult >= 1: "
+                                     f"got {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, float(eta_min)
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> List[float]:  # noqa: D102
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch: Optional[float] = None) -> None:
+        """Advances one epoch, or jumps to `epoch` (fractional epochs anneal within a cycle)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur - self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise _errors.ValueError(f"[optim.CosineAnnealingWarmRestarts] expected a non-negative epoch: "
+                                         f"got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._apply(self.get_lr())
+
+
+def _per_group_value(optimizer: Optimizer, value: Any, who: str, name: str) -> List[float]:
+    """One value per param group: a list or tuple of them, or one for all."""
+    groups = optimizer.param_groups
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(groups):
+            raise _errors.ValueError(f"[optim.{who}] expected {len(groups)} values for {name}, got {len(value)}")
+        return list(value)
+    return [value] * len(groups)
+
+
+class CyclicLR(LRScheduler):
+    """Cycles the lr between base_lr and max_lr (and the momentum or beta1 the other way), each
+    cycle step_size_up iterations up and step_size_down down; modes 'triangular', 'triangular2'
+    (the amplitude halves every cycle) and 'exp_range' (scaled by gamma^iteration), or scale_fn."""
+
+    def __init__(self, optimizer: Optimizer, base_lr: Union[float, Sequence[float]],
+                 max_lr: Union[float, Sequence[float]], step_size_up: int = 2000,
+                 step_size_down: Optional[int] = None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn: Optional[Callable[[float], float]] = None, scale_mode: str = "cycle",
+                 cycle_momentum: bool = True, base_momentum: Union[float, Sequence[float]] = 0.8,
+                 max_momentum: Union[float, Sequence[float]] = 0.9, last_epoch: int = -1):
+        _check_optimizer(optimizer, "CyclicLR")
+        base_lrs = _per_group_value(optimizer, base_lr, "CyclicLR", "base_lr")
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group_value(optimizer, max_lr, "CyclicLR", "max_lr")
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise _errors.ValueError(f"[optim.CyclicLR] mode must be 'triangular', 'triangular2' or 'exp_range' "
+                                     f"when scale_fn is None: got {mode!r}")
+        self.mode, self.gamma = mode, gamma
+        if scale_fn is None:
+            self._scale_fn = {"triangular": lambda x: 1.0, "triangular2": lambda x: 1 / (2.0 ** (x - 1)),
+                              "exp_range": lambda x: gamma ** x}[mode]
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        else:
+            self._scale_fn, self.scale_mode = scale_fn, scale_mode
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            defaults = optimizer.defaults
+            if "momentum" not in defaults and "betas" not in defaults:
+                raise _errors.ValueError("[optim.CyclicLR] the optimizer must have momentum or betas when "
+                                         "cycle_momentum is True")
+            self.use_beta1 = "betas" in defaults
+            self.base_momentums = _per_group_value(optimizer, base_momentum, "CyclicLR", "base_momentum")
+            self.max_momentums = _per_group_value(optimizer, max_momentum, "CyclicLR", "max_momentum")
+            if last_epoch == -1:
+                for top, bottom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
+                    self._set_momentum(group, top)
+                    group["max_momentum"], group["base_momentum"] = top, bottom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _set_momentum(self, group: Dict[str, Any], value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or iteration) x."""
+        return self._scale_fn(x)
+
+    def get_lr(self) -> List[float]:  # noqa: D102
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        factor = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, bottom, top in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+                self._set_momentum(group, top - (top - bottom) * factor * scale)
+        return lrs
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The attributes but the optimizer and the scale function (a lambda is not saved)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_scale_fn")}
+
+
+class ChainedScheduler(_SchedulerList):
+    """Steps every scheduler in the list at each step, so their factors compose."""
+
+    def __init__(self, schedulers: Sequence[LRScheduler], optimizer: Optional[Optimizer] = None):
+        if len(schedulers) < 1:
+            raise _errors.ValueError("[optim.ChainedScheduler] expects at least one scheduler")
+        optimizer = optimizer if optimizer is not None else schedulers[0].optimizer
+        for i, s in enumerate(schedulers):
+            if getattr(s, "optimizer", None) is not optimizer:
+                raise _errors.ValueError(f"[optim.ChainedScheduler] scheduler {i} schedules another optimizer")
+        self.optimizer = optimizer
+        self._schedulers = list(schedulers)
+        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+
+    def step(self) -> None:
+        """Steps each scheduler in turn."""
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
 
 class _NativeScheduler(LRScheduler):
