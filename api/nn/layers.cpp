@@ -912,6 +912,80 @@ std::string AdaptiveMaxPool1d::extra_repr() const {
   return fmt::format("output_size={}", output_size);
 }
 
+MaxUnpool::MaxUnpool(std::string type_name, int64_t spatial_dims, std::vector<int64_t> k,
+                     std::vector<int64_t> s, std::vector<int64_t> p)
+    : Module(std::move(type_name)),
+      kernel_size(std::move(k)),
+      stride(std::move(s)),
+      padding(std::move(p)),
+      spatial_dims_(spatial_dims) {}
+
+Tensor MaxUnpool::forward(const Tensor& x, const Tensor& indices, IntList output_size) {
+  switch (spatial_dims_) {
+    case 1:
+      return max_unpool1d(x, indices, kernel_size[0], stride[0], padding[0], output_size);
+    case 2:
+      return max_unpool2d(x, indices, kernel_size, stride, padding, output_size);
+    default:
+      return max_unpool3d(x, indices, kernel_size, stride, padding, output_size);
+  }
+}
+
+std::string MaxUnpool::extra_repr() const {
+  return fmt::format("kernel_size={}, stride={}, padding={}", tuple_str(kernel_size),
+                     tuple_str(stride), tuple_str(padding));
+}
+
+LPPool::LPPool(std::string type_name, int64_t spatial_dims, double p, std::vector<int64_t> k,
+               std::vector<int64_t> s, bool ceil)
+    : Module(std::move(type_name)),
+      norm_type(p),
+      kernel_size(std::move(k)),
+      stride(std::move(s)),
+      ceil_mode(ceil),
+      spatial_dims_(spatial_dims) {}
+
+Tensor LPPool::forward(const Tensor& x) {
+  switch (spatial_dims_) {
+    case 1:
+      return lp_pool1d(x, norm_type, kernel_size[0],
+                       stride.empty() ? std::nullopt : std::optional<int64_t>(stride[0]),
+                       ceil_mode);
+    case 2:
+      return lp_pool2d(x, norm_type, kernel_size, stride, ceil_mode);
+    default:
+      return lp_pool3d(x, norm_type, kernel_size, stride, ceil_mode);
+  }
+}
+
+std::string LPPool::extra_repr() const {
+  // As PyTorch shows the arguments: one number where every dim has the same.
+  const auto size = [](const std::vector<int64_t>& v) {
+    return std::all_of(v.begin(), v.end(), [&](int64_t x) { return x == v[0]; })
+               ? fmt::format("{}", v[0])
+               : tuple_str(v);
+  };
+  return fmt::format("norm_type={}, kernel_size={}, stride={}, ceil_mode={}", norm_type,
+                     size(kernel_size), stride.empty() ? "None" : size(stride), ceil_mode);
+}
+
+ChannelShuffle::ChannelShuffle(int64_t g) : Module("ChannelShuffle"), groups(g) {}
+
+Tensor ChannelShuffle::forward(const Tensor& x) {
+  return channel_shuffle(x, groups);
+}
+
+std::string ChannelShuffle::extra_repr() const {
+  return fmt::format("groups={}", groups);
+}
+
+Tensor Softmax2d::forward(const Tensor& x) {
+  EMBER_CHECK(x.defined() && (x.dim() == 3 || x.dim() == 4),
+              "[nn.Softmax2d] expected a 3-d [C, H, W] or 4-d [N, C, H, W] input: got {}",
+              x.defined() ? shape_str(x.sizes()) : std::string("undefined"));
+  return softmax(x, -3);
+}
+
 Flatten::Flatten(int64_t start, int64_t end) : Module("Flatten"), start_dim(start), end_dim(end) {}
 
 Tensor Flatten::forward(const Tensor& x) {
@@ -943,14 +1017,20 @@ Tensor Upsample::forward(const Tensor& x) {
 }
 
 std::string Upsample::extra_repr() const {
-  auto list = [](const auto& v) {
-    return v.size() == 1 ? fmt::format("{}", v[0]) : fmt::format("({})", fmt::join(v, ", "));
+  // As PyTorch prints it: the scale factors as Python floats (2.0), no align_corners.
+  const auto number = [](double v) {
+    return std::isfinite(v) && v == std::floor(v) ? fmt::format("{:.1f}", v) : fmt::format("{}", v);
   };
-  std::string r = options.size.empty() ? fmt::format("scale_factor={}", list(options.scale_factor))
-                                       : fmt::format("size={}", list(options.size));
-  r += fmt::format(", mode='{}'", options.mode);
-  if (options.align_corners) r += ", align_corners=True";
-  return r;
+  const auto list = [&](const auto& v, auto show) {
+    std::vector<std::string> parts;
+    for (const auto& x : v) parts.push_back(show(x));
+    return v.size() == 1 ? parts[0] : fmt::format("({})", fmt::join(parts, ", "));
+  };
+  std::string r =
+      options.size.empty()
+          ? fmt::format("scale_factor={}", list(options.scale_factor, number))
+          : fmt::format("size={}", list(options.size, [](int64_t v) { return std::to_string(v); }));
+  return r + fmt::format(", mode='{}'", options.mode);
 }
 
 PixelUnshuffle::PixelUnshuffle(int64_t r) : Module("PixelUnshuffle"), downscale_factor(r) {}

@@ -887,6 +887,22 @@ Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor) {
   return shuffle_pixels("pixel_shuffle", x, upscale_factor, true);
 }
 
+Tensor channel_shuffle(const Tensor& x, int64_t groups) {
+  EMBER_CHECK_TYPE(x.defined(), "[channel_shuffle] undefined tensor argument");
+  EMBER_CHECK(x.dim() >= 3,
+              "[channel_shuffle] expected an input [N, C, ...] of at least 3 dims: "
+              "got shape {}",
+              shape_str(x.sizes()));
+  const int64_t c = x.size(1);
+  EMBER_CHECK(groups > 0 && c % groups == 0,
+              "[channel_shuffle] groups must be positive and divide the {} channels: got {}", c,
+              groups);
+  Shape split = x.sizes();
+  split[1] = c / groups;
+  split.insert(1, groups);
+  return x.reshape(split).transpose(1, 2).reshape(x.sizes());
+}
+
 Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor) {
   return shuffle_pixels("pixel_unshuffle", x, downscale_factor, false);
 }

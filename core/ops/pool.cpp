@@ -643,3 +643,133 @@ Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size) {
 }
 
 }  // namespace ember
+
+namespace ember {
+
+// Note [Max unpooling as one scatter]
+// max_unpool puts each value of x at the position its index names in a zero output (the flat
+// index within each output plane or volume, as the max poolings return them), which is one
+// scatter along the flattened spatial dims: its gradient to x is the gather at the same indices,
+// as PyTorch's. The output size defaults to the pooling's input size, (in - 1) stride - 2 padding
+// + kernel per dim; a requested one must lie strictly within a stride of it, as PyTorch checks.
+namespace {
+
+Tensor max_unpool_n(const char* name, int64_t n, const Tensor& x, const Tensor& indices,
+                    IntList kernel_size, IntList stride, IntList padding, IntList output_size) {
+  EMBER_CHECK_TYPE(x.defined() && indices.defined(), "[{}] undefined tensor argument", name);
+  EMBER_CHECK(x.dim() == n + 1 || x.dim() == n + 2,
+              "[{}] expected a {}-d or {}-d (batched) input: got shape {}", name, n + 1, n + 2,
+              shape_str(x.sizes()));
+  EMBER_CHECK_TYPE(indices.dtype() == DType::Int64,
+                   "[{}] expected int64 indices (as the max poolings return them): got {}", name,
+                   indices.dtype());
+  EMBER_CHECK(indices.sizes() == x.sizes(),
+              "[{}] expected indices of the input's shape {}: got shape {}", name,
+              shape_str(x.sizes()), shape_str(indices.sizes()));
+  const auto each = [&](const char* what, IntList v, int64_t fallback_at) {
+    EMBER_CHECK(v.empty() || v.size() == 1 || static_cast<int64_t>(v.size()) == n,
+                "[{}] {} must be one int or {} ints: got {}", name, what, n, shape_str(v));
+    Shape r;
+    for (int64_t d = 0; d < n; ++d) {
+      r.push_back(v.empty() ? fallback_at : v[v.size() == 1 ? 0 : static_cast<size_t>(d)]);
+    }
+    return r;
+  };
+  const Shape k = each("kernel_size", kernel_size, 0);
+  Shape s = each("stride", stride, 0);
+  if (stride.empty()) s = k;
+  const Shape p = each("padding", padding, 0);
+  const bool batched = x.dim() == n + 2;
+  const Tensor xb = batched ? x : x.unsqueeze(0), ib = batched ? indices : indices.unsqueeze(0);
+  Shape out;
+  for (int64_t d = 0; d < n; ++d) {
+    out.push_back((xb.size(2 + d) - 1) * s[d] - 2 * p[d] + k[d]);
+  }
+  if (!output_size.empty()) {
+    const int64_t given = static_cast<int64_t>(output_size.size());
+    EMBER_CHECK(given == n || given == x.dim(),
+                "[{}] output_size must have {} or {} elements: got {}", name, n, x.dim(),
+                shape_str(output_size));
+    for (int64_t d = 0; d < n; ++d) {
+      const int64_t want = output_size[static_cast<size_t>(given - n + d)];
+      EMBER_CHECK(want > out[d] - s[d] && want < out[d] + s[d],
+                  "[{}] invalid output_size {}: each size must lie strictly within a stride of "
+                  "the default {}",
+                  name, shape_str(output_size), shape_str(out));
+      out[d] = want;
+    }
+  }
+  int64_t plane = 1;
+  for (int64_t v : out) plane *= v;
+  const int64_t nb = xb.size(0), c = xb.size(1);
+  const Tensor flat_i = ib.reshape({nb, c, -1});
+  if (flat_i.numel() > 0) {
+    const double lo = amin(flat_i).item<double>(), hi = amax(flat_i).item<double>();
+    EMBER_CHECK_INDEX(lo >= 0 && hi < static_cast<double>(plane),
+                      "[{}] found an invalid max index: indices span [{}, {}] for an output of {} "
+                      "positions per plane (output size {})",
+                      name, lo, hi, plane, shape_str(out));
+  }
+  const Tensor zeros_out = zeros({nb, c, plane}, TensorOptions(x.dtype(), x.device()));
+  Shape sizes{nb, c};
+  for (int64_t v : out) sizes.push_back(v);
+  const Tensor y = scatter(zeros_out, 2, flat_i, xb.reshape({nb, c, -1})).reshape(sizes);
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace
+
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, int64_t kernel_size,
+                    std::optional<int64_t> stride, int64_t padding, IntList output_size) {
+  return max_unpool_n("max_unpool1d", 1, x, indices, {kernel_size},
+                      stride ? Shape{*stride} : Shape{}, {padding}, output_size);
+}
+
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride,
+                    IntList padding, IntList output_size) {
+  return max_unpool_n("max_unpool2d", 2, x, indices, kernel_size, stride, padding, output_size);
+}
+
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, IntList kernel_size, IntList stride,
+                    IntList padding, IntList output_size) {
+  return max_unpool_n("max_unpool3d", 3, x, indices, kernel_size, stride, padding, output_size);
+}
+
+// lp_pool as PyTorch writes it: the average of x^p over each window times the window's size,
+// to the 1/p (negative averages of odd powers clamped to 0 by sign(s) relu(|s|)).
+namespace {
+
+Tensor lp_from_average(const Tensor& avg, double norm_type, int64_t window) {
+  return pow(mul(mul(sign(avg), relu(abs(avg))), static_cast<double>(window)), 1.0 / norm_type);
+}
+
+int64_t window_size(const char* name, IntList kernel_size, int64_t n) {
+  EMBER_CHECK(kernel_size.size() == 1 || static_cast<int64_t>(kernel_size.size()) == n,
+              "[{}] kernel_size must be one int or {} ints: got {}", name, n,
+              shape_str(kernel_size));
+  int64_t w = 1;
+  for (int64_t d = 0; d < n; ++d) w *= kernel_size[kernel_size.size() == 1 ? 0 : d];
+  return w;
+}
+
+}  // namespace
+
+Tensor lp_pool1d(const Tensor& x, double norm_type, int64_t kernel_size,
+                 std::optional<int64_t> stride, bool ceil_mode) {
+  const Tensor avg = avg_pool1d(pow(x, norm_type), kernel_size, stride, 0, ceil_mode);
+  return lp_from_average(avg, norm_type, kernel_size);
+}
+
+Tensor lp_pool2d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride,
+                 bool ceil_mode) {
+  const Tensor avg = avg_pool2d(pow(x, norm_type), kernel_size, stride, {0, 0}, ceil_mode);
+  return lp_from_average(avg, norm_type, window_size("lp_pool2d", kernel_size, 2));
+}
+
+Tensor lp_pool3d(const Tensor& x, double norm_type, IntList kernel_size, IntList stride,
+                 bool ceil_mode) {
+  const Tensor avg = avg_pool3d(pow(x, norm_type), kernel_size, stride, {0}, ceil_mode);
+  return lp_from_average(avg, norm_type, window_size("lp_pool3d", kernel_size, 3));
+}
+
+}  // namespace ember

@@ -723,3 +723,57 @@ def test_conv_transpose1d_matches_numpy_and_output_size(rng):
     up = nn.ConvTranspose2d(2, 2, 3, stride=2, padding=1).double()
     assert up(f64(rng.standard_normal((1, 2, 4, 5))), output_size=(8, 10)).shape == (1, 2, 8, 10)
     assert up(f64(rng.standard_normal((1, 2, 4, 5)))).shape == (1, 2, 7, 9)
+
+
+# ---- MaxUnpool, LPPool, ChannelShuffle, Softmax2d, the older upsampling names ---------------------
+
+@pytest.mark.parametrize("dims,shape", [(1, (2, 3, 8)), (2, (2, 3, 6, 4)), (3, (1, 2, 4, 2, 6))])
+def test_max_unpool_inverts_max_pool_at_its_indices(rng, dims, shape):
+    x = rng.standard_normal(shape)
+    pool = getattr(nn, f"MaxPool{dims}d")(2, return_indices=True)
+    unpool = getattr(nn, f"MaxUnpool{dims}d")(2)
+    assert repr(unpool) == (f"MaxUnpool{dims}d(kernel_size={(2,) * dims}, stride={(2,) * dims}, "
+                            f"padding={(0,) * dims})")
+    y, idx = pool(f64(x))
+    back = unpool(y, idx)
+    assert back.shape == x.shape
+    # Every pooled value sits at its index, zeros elsewhere.
+    flat = np.zeros(shape[:2] + (int(np.prod(shape[2:])),))
+    np.put_along_axis(flat, idx.numpy().reshape(shape[:2] + (-1,)), y.numpy().reshape(shape[:2] + (-1,)), -1)
+    assert_close(back, flat.reshape(shape), rtol=0, atol=0)
+    assert_close(getattr(F, f"max_unpool{dims}d")(y, idx, 2, output_size=shape), flat.reshape(shape), rtol=0, atol=0)
+    v = f64(y.numpy(), True)
+    gradcheck(lambda t: getattr(F, f"max_unpool{dims}d")(t, idx, 2), v)
+    with pytest.raises(IndexError, match="invalid max index"):
+        unpool(y, idx + 10_000)
+
+
+def test_lp_pool_channel_shuffle_softmax2d_and_upsampling_names(rng):
+    x = rng.standard_normal((2, 4, 6, 6))
+    m = nn.LPPool2d(3, (2, 3), stride=2)
+    assert repr(m) == "LPPool2d(norm_type=3, kernel_size=(2, 3), stride=2, ceil_mode=False)"
+    a = np.abs(x)
+    want = np.zeros((2, 4, 3, 2))
+    for i in range(3):
+        for j in range(2):
+            want[:, :, i, j] = ((a[:, :, 2 * i:2 * i + 2, 2 * j:2 * j + 3] ** 3).sum(axis=(2, 3))) ** (1 / 3)
+    assert_close(m(f64(a)), want, rtol=1e-12, atol=1e-12)
+    assert_close(F.lp_pool1d(f64(a[:, :, 0]), 2, 3), np.sqrt((a[:, :, 0, :6].reshape(2, 4, 2, 3) ** 2).sum(-1)),
+                 rtol=1e-12, atol=1e-12)
+    s = nn.ChannelShuffle(2)
+    assert repr(s) == "ChannelShuffle(groups=2)"
+    assert_close(s(f64(x)), x.reshape(2, 2, 2, 6, 6).transpose(0, 2, 1, 3, 4).reshape(x.shape), rtol=0, atol=0)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    assert_close(nn.Softmax2d()(f64(x)), e / e.sum(axis=1, keepdims=True), rtol=1e-12, atol=1e-14)
+    up = nn.UpsamplingBilinear2d(scale_factor=2)
+    assert repr(up) == "UpsamplingBilinear2d(scale_factor=2.0, mode='bilinear')"
+    assert_close(up(f64(x)), F.interpolate(f64(x), scale_factor=2, mode="bilinear", align_corners=True),
+                 rtol=0, atol=0)
+    assert_close(F.upsample_nearest(f64(x), size=(12, 12)), F.interpolate(f64(x), size=(12, 12)), rtol=0, atol=0)
+    # The in-place activations write into their input, as F.*_ do.
+    for name, args in [("relu_", ()), ("elu_", (0.5,)), ("celu_", (0.7,)), ("hardtanh_", (-0.5, 0.5)),
+                       ("leaky_relu_", (0.2,)), ("selu_", ()), ("threshold_", (0.1, 2.0))]:
+        t = f64(x.copy())
+        out = getattr(F, name)(t, *args)
+        assert out is t
+        assert_close(t, getattr(F, name[:-1])(f64(x), *args), rtol=0, atol=0)

@@ -2049,6 +2049,85 @@ void bind_layers(nb::module_& m) {
                  "Average pooling over [N, C, D, H, W] to a fixed output size.");
   adaptive_layer(std::type_identity<nn::AdaptiveMaxPool3d>{}, "AdaptiveMaxPool3d",
                  "Max pooling over [N, C, D, H, W] to a fixed output size.");
+  // MaxUnpool1d/2d/3d and LPPool1d/2d/3d: the sizes as one int or one per spatial dim.
+  const auto sizes_arg = [](const Ints& v, int64_t n, const char* layer, const char* what) {
+    EMBER_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == n,
+                "[nn.{}] {} must be an int or a tuple of {} ints: got {} values", layer, what, n,
+                v.size());
+    return v.size() == 1 ? std::vector<int64_t>(static_cast<size_t>(n), v.v[0])
+                         : std::vector<int64_t>(v.v.begin(), v.v.end());
+  };
+  nb::class_<nn::MaxUnpool, nn::Module>(m, "_MaxUnpoolNd", nb::dynamic_attr(), module_type_slots(),
+                                        "What MaxUnpool1d, 2d and 3d share.")
+      .def(
+          "forward",
+          [](nn::MaxUnpool& l, const Tensor& input, const Tensor& indices,
+             std::optional<Ints> output_size) {
+            return l.forward(input, indices, output_size ? IntList(*output_size) : IntList());
+          },
+          "input"_a, "indices"_a, "output_size"_a = nb::none(), release_gil(),
+          "The pooled values back at their indices, zeros elsewhere.")
+      .def_prop_ro(
+          "kernel_size", [](const nn::MaxUnpool& l) { return nb::tuple(nb::cast(l.kernel_size)); },
+          "The pooling's window.")
+      .def_prop_ro(
+          "stride", [](const nn::MaxUnpool& l) { return nb::tuple(nb::cast(l.stride)); },
+          "The pooling's step.")
+      .def_prop_ro(
+          "padding", [](const nn::MaxUnpool& l) { return nb::tuple(nb::cast(l.padding)); },
+          "The pooling's padding.");
+  nb::class_<nn::LPPool, nn::Module> lp_base(
+      m, "_LPPoolNd", nb::dynamic_attr(), module_type_slots(), "What LPPool1d, 2d and 3d share.");
+  bind_tensor_forward(lp_base);
+  lp_base.def_ro("norm_type", &nn::LPPool::norm_type, "The power p.")
+      .def_ro("ceil_mode", &nn::LPPool::ceil_mode, "Whether output sizes round up.");
+  auto nd_layer = [&](auto tag, auto base, const char* name, int64_t n, const char* doc) {
+    using T = typename decltype(tag)::type;
+    using B = typename decltype(base)::type;
+    auto c = nb::class_<T, B, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(), doc);
+    if constexpr (std::is_base_of_v<nn::MaxUnpool, T>) {
+      c.def(
+          "__init__",
+          [=](nb::pointer_and_handle<T> v, Ints kernel_size, std::optional<Ints> stride,
+              Ints padding) {
+            const auto k = sizes_arg(kernel_size, n, name, "kernel_size");
+            construct<T>(v, name, n, k, stride ? sizes_arg(*stride, n, name, "stride") : k,
+                         sizes_arg(padding, n, name, "padding"));
+          },
+          "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, doc, record_init());
+    } else {
+      c.def(
+          "__init__",
+          [=](nb::pointer_and_handle<T> v, double norm_type, Ints kernel_size,
+              std::optional<Ints> stride, bool ceil_mode) {
+            construct<T>(v, name, n, norm_type, sizes_arg(kernel_size, n, name, "kernel_size"),
+                         stride ? sizes_arg(*stride, n, name, "stride") : std::vector<int64_t>{},
+                         ceil_mode);
+          },
+          "norm_type"_a, "kernel_size"_a, "stride"_a = nb::none(), "ceil_mode"_a = false, doc,
+          record_init());
+    }
+  };
+  const std::type_identity<nn::MaxUnpool> unpool;
+  const std::type_identity<nn::LPPool> lp;
+  nd_layer(std::type_identity<nn::MaxUnpool1d>{}, unpool, "MaxUnpool1d", 1, "Undoes MaxPool1d.");
+  nd_layer(std::type_identity<nn::MaxUnpool2d>{}, unpool, "MaxUnpool2d", 2, "Undoes MaxPool2d.");
+  nd_layer(std::type_identity<nn::MaxUnpool3d>{}, unpool, "MaxUnpool3d", 3, "Undoes MaxPool3d.");
+  nd_layer(std::type_identity<nn::LPPool1d>{}, lp, "LPPool1d", 1, "Power-average pooling, 1-d.");
+  nd_layer(std::type_identity<nn::LPPool2d>{}, lp, "LPPool2d", 2, "Power-average pooling, 2-d.");
+  nd_layer(std::type_identity<nn::LPPool3d>{}, lp, "LPPool3d", 3, "Power-average pooling, 3-d.");
+  layer<nn::ChannelShuffle>(m, "ChannelShuffle", "ShuffleNet's channel shuffle.")
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::ChannelShuffle> v, int64_t groups) {
+            construct<nn::ChannelShuffle>(v, groups);
+          },
+          "groups"_a, "Shuffles the channels across groups.", record_init())
+      .def_ro("groups", &nn::ChannelShuffle::groups, "The groups.");
+  layer<nn::Softmax2d>(m, "Softmax2d", "softmax over the channels of [N, C, H, W].")
+      .def(
+          "__init__", [](nb::pointer_and_handle<nn::Softmax2d> v) { construct<nn::Softmax2d>(v); },
+          record_init());
   layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
       .def(
           "__init__",

@@ -334,6 +334,57 @@ void bind_functional(nb::module_& f) {
       "pixel_shuffle", [](const Tensor& x, int64_t r) { return pixel_shuffle(x, r); }, "input"_a,
       "upscale_factor"_a, release_gil(), "[*, C r^2, H, W] into [*, C, H r, W r].");
   f.def(
+      "channel_shuffle", [](const Tensor& x, int64_t groups) { return channel_shuffle(x, groups); },
+      "input"_a, "groups"_a, release_gil(), "ShuffleNet's shuffle of the channels across groups.");
+  f.def(
+      "max_unpool1d",
+      [](const Tensor& x, const Tensor& indices, Ints kernel_size, std::optional<Ints> stride,
+         Ints padding, std::optional<Ints> output_size) {
+        const char* name = "max_unpool1d";
+        return max_unpool1d(
+            x, indices, single(kernel_size, name, "kernel_size"),
+            stride && stride->size() ? std::optional(single(*stride, name, "stride"))
+                                     : std::nullopt,
+            single(padding, name, "padding"), output_size ? IntList(*output_size) : IntList());
+      },
+      "input"_a, "indices"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0,
+      "output_size"_a = nb::none(), release_gil(), "Max pooling's values back at their indices.");
+  for (const auto& [name, fn] :
+       {std::pair{"max_unpool2d", &max_unpool2d}, std::pair{"max_unpool3d", &max_unpool3d}}) {
+    f.def(
+        name,
+        [fn](const Tensor& x, const Tensor& indices, Ints kernel_size, std::optional<Ints> stride,
+             Ints padding, std::optional<Ints> output_size) {
+          return fn(x, indices, kernel_size, stride ? IntList(*stride) : IntList(), padding,
+                    output_size ? IntList(*output_size) : IntList());
+        },
+        "input"_a, "indices"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0,
+        "output_size"_a = nb::none(), release_gil(), "Max pooling's values back at their indices.");
+  }
+  f.def(
+      "lp_pool1d",
+      [](const Tensor& x, double norm_type, Ints kernel_size, std::optional<Ints> stride,
+         bool ceil_mode) {
+        const char* name = "lp_pool1d";
+        return lp_pool1d(x, norm_type, single(kernel_size, name, "kernel_size"),
+                         stride && stride->size() ? std::optional(single(*stride, name, "stride"))
+                                                  : std::nullopt,
+                         ceil_mode);
+      },
+      "input"_a, "norm_type"_a, "kernel_size"_a, "stride"_a = nb::none(), "ceil_mode"_a = false,
+      release_gil(), "Power-average pooling: (sum of x^p over each window)^(1/p).");
+  for (const auto& [name, fn] :
+       {std::pair{"lp_pool2d", &lp_pool2d}, std::pair{"lp_pool3d", &lp_pool3d}}) {
+    f.def(
+        name,
+        [fn](const Tensor& x, double norm_type, Ints kernel_size, std::optional<Ints> stride,
+             bool ceil_mode) {
+          return fn(x, norm_type, kernel_size, stride ? IntList(*stride) : IntList(), ceil_mode);
+        },
+        "input"_a, "norm_type"_a, "kernel_size"_a, "stride"_a = nb::none(), "ceil_mode"_a = false,
+        release_gil(), "Power-average pooling: (sum of x^p over each window)^(1/p).");
+  }
+  f.def(
       "pixel_unshuffle", [](const Tensor& x, int64_t r) { return pixel_unshuffle(x, r); },
       "input"_a, "downscale_factor"_a, release_gil(), "[*, C, H r, W r] into [*, C r^2, H, W].");
   f.def(
@@ -648,8 +699,11 @@ void bind_functional(nb::module_& f) {
       "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
       "input where positive, else alpha * (exp(input) - 1).");
   f.def(
-      "celu", [](const Tensor& x, double alpha, bool) { return celu(x, alpha); }, "input"_a,
-      "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
+      "celu",
+      [](const Tensor& x, double alpha, bool inplace) {
+        return maybe_inplace(x, celu(x, alpha), inplace);
+      },
+      "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
       "max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).");
   f.def(
       "gelu", [](const Tensor& x, std::string_view approximate) { return gelu(x, approximate); },
@@ -662,8 +716,8 @@ void bind_functional(nb::module_& f) {
       "log(1 + exp(beta * input)) / beta.");
   f.def(
       "hardtanh",
-      [](const Tensor& x, double min_val, double max_val, bool) {
-        return hardtanh(x, min_val, max_val);
+      [](const Tensor& x, double min_val, double max_val, bool inplace) {
+        return maybe_inplace(x, hardtanh(x, min_val, max_val), inplace);
       },
       "input"_a, "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, release_gil(),
       "input clamped to [min_val, max_val].");

@@ -179,6 +179,49 @@ TEST(AdaptiveMaxPool, TiedGradientGoesToTheIndexedElement) {
   EXPECT_EQ(values(x.grad()), (std::vector<double>{1, 1, 0, 0, 0, 0}));
 }
 
+EMBER_GRADCHECK_CASE({"max_unpool2d", "k 2 stride 2, the max pooling's indices",
+                      [](const V& in) {
+                        const Tensor idx =
+                            std::get<1>(max_pool2d_with_indices(in[1].detach(), {2}, {2}));
+                        return max_unpool2d(in[0], idx, {2}, {2});
+                      },
+                      [] {
+                        return V{input({1, 2, 2, 3}, 930), input({1, 2, 4, 6}, 931)};
+                      }});
+EMBER_GRADCHECK_CASE({"lp_pool2d", "p 2, k 2, stride 1",
+                      [](const V& in) { return lp_pool2d(in[0], 2.0, {2}, {1}); },
+                      [] {
+                        return V{input({1, 2, 3, 4}, 932)};
+                      }});
+
+TEST(MaxUnpool, PutsEachValueAtItsIndexAndChecksThem) {
+  const Tensor x = tensor({{{1.0, 5.0, 2.0, 4.0, 3.0, 0.0}}}, DType::Float64);
+  auto [y, idx] = max_pool1d_with_indices(x, 2);  // [5, 4, 3] at [1, 3, 4]
+  EXPECT_EQ(values(max_unpool1d(y, idx, 2)), (std::vector<double>{0, 5, 0, 4, 3, 0}));
+  // output_size may ask for one more (strictly within a stride of the default 6).
+  EXPECT_EQ(max_unpool1d(y, idx, 2, std::nullopt, 0, {7}).sizes(), (Shape{1, 1, 7}));
+  EXPECT_THROW(max_unpool1d(y, idx, 2, std::nullopt, 0, {8}), ValueError);
+  const Tensor bad = tensor({{{1.0, 3.0, 9.0}}}, DType::Int64);
+  EXPECT_THROW(max_unpool1d(y, bad, 2), IndexError);                          // past the output
+  EXPECT_THROW(max_unpool1d(y, idx.to(DType::Int32), 2), TypeError);          // not int64
+  EXPECT_THROW(max_unpool2d(y.squeeze(0), idx.squeeze(0), {2}), ValueError);  // 2-d input
+  const Tensor m = tensor({{{1.0, 2.0}, {3.0, 4.0}}}, DType::Float64);        // one 2x2 plane
+  const Tensor at = tensor({{{0.0, 3.0}, {5.0, 6.0}}}, DType::Int64);
+  EXPECT_EQ(values(max_unpool2d(m, at, {2})),
+            (std::vector<double>{1, 0, 0, 2, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST(LpPoolAndChannelShuffle, EqualHandComputedValues) {
+  const Tensor x = tensor({{{3.0, 4.0, 1.0, 1.0}}}, DType::Float64);
+  // Windows of 2: sqrt(9 + 16) = 5, sqrt(1 + 1).
+  EXPECT_EQ(values(lp_pool1d(x, 2.0, 2)), (std::vector<double>{5, std::sqrt(2.0)}));
+  const Tensor c = arange(0, 6, 1, DType::Float64).reshape({1, 6, 1});
+  // 6 channels in 2 groups of 3: 0 3 1 4 2 5.
+  EXPECT_EQ(values(channel_shuffle(c, 2)), (std::vector<double>{0, 3, 1, 4, 2, 5}));
+  EXPECT_THROW(channel_shuffle(c, 4), ValueError);
+  EXPECT_THROW(channel_shuffle(ones({2, 4}), 2), ValueError);
+}
+
 TEST(PoolGradTest, OverlappingMaxWindowsAccumulate) {
   // Stride 1 windows over [[1, 2, 3], [4, 9, 5], [6, 7, 8]]: the 9 wins all four windows.
   Tensor x = make({1, 2, 3, 4, 9, 5, 6, 7, 8}, {1, 1, 3, 3}, f64).requires_grad_(true);

@@ -681,6 +681,135 @@ class AdaptiveMaxPool3d : public Module {
   const Triple output_size;
 };
 
+/** Max unpooling over 1, 2 or 3 spatial dims (max_unpool1d/2d/3d): the values of a max pooling
+ *  back at the positions its indices name, zeros elsewhere; MaxUnpool1d, 2d and 3d are this. */
+class MaxUnpool : public Module {
+ public:
+  /** Undoes a max pooling with these window sizes (one value, or one per spatial dim; an empty
+   *  stride means kernel_size). */
+  MaxUnpool(std::string type_name, int64_t spatial_dims, std::vector<int64_t> kernel_size,
+            std::vector<int64_t> stride, std::vector<int64_t> padding);
+  /** x [N, C, *] at `indices` (as the max pooling returned them), sized `output_size` (spatial
+   *  sizes, or with x's leading dims; empty: the pooling's input size). */
+  Tensor forward(const Tensor& x, const Tensor& indices, IntList output_size = {});
+  std::string extra_repr() const override;
+
+  const std::vector<int64_t> kernel_size, stride, padding;
+
+ private:
+  int64_t spatial_dims_;
+};
+
+/** Max unpooling over [N, C, L]. */
+class MaxUnpool1d : public MaxUnpool {
+ public:
+  /** The general form: type name, spatial dims and the sizes per dim. */
+  using MaxUnpool::MaxUnpool;
+  /** Undoes max_pool1d(kernel_size, stride (default kernel_size), padding). */
+  explicit MaxUnpool1d(int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                       int64_t padding = 0)
+      : MaxUnpool("MaxUnpool1d", 1, {kernel_size}, {stride.value_or(kernel_size)}, {padding}) {}
+};
+
+/** Max unpooling over [N, C, H, W]. */
+class MaxUnpool2d : public MaxUnpool {
+ public:
+  /** The general form: type name, spatial dims and the sizes per dim. */
+  using MaxUnpool::MaxUnpool;
+  /** Undoes max_pool2d(kernel_size, stride (default kernel_size), padding). */
+  explicit MaxUnpool2d(Pair kernel_size, std::optional<Pair> stride = std::nullopt,
+                       Pair padding = 0)
+      : MaxUnpool("MaxUnpool2d", 2, {kernel_size.h, kernel_size.w},
+                  {stride.value_or(kernel_size).h, stride.value_or(kernel_size).w},
+                  {padding.h, padding.w}) {}
+};
+
+/** Max unpooling over [N, C, D, H, W]. */
+class MaxUnpool3d : public MaxUnpool {
+ public:
+  /** The general form: type name, spatial dims and the sizes per dim. */
+  using MaxUnpool::MaxUnpool;
+  /** Undoes max_pool3d(kernel_size, stride (default kernel_size), padding). */
+  explicit MaxUnpool3d(Triple kernel_size, std::optional<Triple> stride = std::nullopt,
+                       Triple padding = 0)
+      : MaxUnpool("MaxUnpool3d", 3, {kernel_size.d, kernel_size.h, kernel_size.w},
+                  {stride.value_or(kernel_size).d, stride.value_or(kernel_size).h,
+                   stride.value_or(kernel_size).w},
+                  {padding.d, padding.h, padding.w}) {}
+};
+
+/** Power-average pooling over 1, 2 or 3 spatial dims (lp_pool1d/2d/3d); LPPool1d, 2d and 3d are
+ *  this. */
+class LPPool : public Module {
+ public:
+  /** Pools windows of `kernel_size` (one value or one per dim; an empty stride means
+   *  kernel_size) as (sum of x^norm_type)^(1/norm_type). */
+  LPPool(std::string type_name, int64_t spatial_dims, double norm_type,
+         std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+         bool ceil_mode = false);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const double norm_type;
+  const std::vector<int64_t> kernel_size, stride;
+  const bool ceil_mode;
+
+ private:
+  int64_t spatial_dims_;
+};
+
+/** Power-average pooling over [N, C, L]. */
+class LPPool1d : public LPPool {
+ public:
+  /** The general form: type name, spatial dims, norm_type and the sizes per dim. */
+  using LPPool::LPPool;
+  /** Pools `kernel_size` windows with power norm_type. */
+  LPPool1d(double norm_type, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+           bool ceil_mode = false)
+      : LPPool("LPPool1d", 1, norm_type, {kernel_size},
+               stride ? std::vector<int64_t>{*stride} : std::vector<int64_t>{}, ceil_mode) {}
+};
+
+/** Power-average pooling over [N, C, H, W]. */
+class LPPool2d : public LPPool {
+ public:
+  /** The general form: type name, spatial dims, norm_type and the sizes per dim. */
+  using LPPool::LPPool;
+  /** Pools `kernel_size` windows with power norm_type. */
+  LPPool2d(double norm_type, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+           bool ceil_mode = false)
+      : LPPool("LPPool2d", 2, norm_type, std::move(kernel_size), std::move(stride), ceil_mode) {}
+};
+
+/** Power-average pooling over [N, C, D, H, W]. */
+class LPPool3d : public LPPool {
+ public:
+  /** The general form: type name, spatial dims, norm_type and the sizes per dim. */
+  using LPPool::LPPool;
+  /** Pools `kernel_size` windows with power norm_type. */
+  LPPool3d(double norm_type, std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+           bool ceil_mode = false)
+      : LPPool("LPPool3d", 3, norm_type, std::move(kernel_size), std::move(stride), ceil_mode) {}
+};
+
+/** ShuffleNet's channel shuffle (channel_shuffle). */
+class ChannelShuffle : public Module {
+ public:
+  /** Shuffles the channels across `groups` groups. */
+  explicit ChannelShuffle(int64_t groups);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+
+  const int64_t groups;
+};
+
+/** softmax over the channels of [N, C, H, W] or [C, H, W] (dim -3). */
+class Softmax2d : public Module {
+ public:
+  Softmax2d() : Module("Softmax2d") {}
+  Tensor forward(const Tensor& x) override;
+};
+
 /** Flattens dims start_dim..end_dim into one. */
 class Flatten : public Module {
  public:

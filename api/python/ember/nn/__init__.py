@@ -40,6 +40,7 @@ from ember._C.nn import (  # noqa: F401
     CosineEmbeddingLoss,
     CosineSimilarity,
     CTCLoss,
+    ChannelShuffle,
     CrossEntropyLoss,
     Dropout,
     Dropout1d,
@@ -71,6 +72,9 @@ from ember._C.nn import (  # noqa: F401
     LayerNorm,
     LeakyReLU,
     LocalResponseNorm,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     Linear,
     LogSigmoid,
     LogSoftmax,
@@ -80,6 +84,9 @@ from ember._C.nn import (  # noqa: F401
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
     Mish,
     Module,
     ModuleList,
@@ -112,6 +119,7 @@ from ember._C.nn import (  # noqa: F401
     SmoothL1Loss,
     SoftMarginLoss,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softshrink,
@@ -313,6 +321,20 @@ class ParameterDict(Module):
         pairs = parameters.items() if hasattr(parameters, "items") else parameters
         for k, v in pairs:
             self[k] = v
+
+
+class UpsamplingNearest2d(Upsample):
+    """Upsample in 'nearest' mode (PyTorch's older layer)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Upsample in 'bilinear' mode with align_corners=True (PyTorch's older layer)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class Unflatten(Module):

@@ -116,6 +116,9 @@ EMBER_API Tensor normalize(const Tensor& x, double p = 2, int64_t dim = 1, doubl
 /** Sub-pixel rearrangement (Shi et al., 2016): [*, C r^2, H, W] into [*, C, H r, W r], each
  *  group of r^2 channels spread over an r x r block. */
 EMBER_API Tensor pixel_shuffle(const Tensor& x, int64_t upscale_factor);
+/** ShuffleNet's channel shuffle of x [N, C, ...]: the C channels as `groups` x C/groups,
+ *  transposed, so each group takes one channel of every other. */
+EMBER_API Tensor channel_shuffle(const Tensor& x, int64_t groups);
 /** The inverse of pixel_shuffle: [*, C, H r, W r] into [*, C r^2, H, W]. */
 EMBER_API Tensor pixel_unshuffle(const Tensor& x, int64_t downscale_factor);
 

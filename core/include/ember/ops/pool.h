@@ -1,6 +1,6 @@
-// Pooling over NCHW images (max, average, adaptive average and max), and over NCL sequences and
-// NCDHW volumes through the same kernels (Note [1-d pooling is 2-d pooling of height 1], Note
-// [3-d pooling as two passes] in core/ops/pool.cpp).
+// Pooling over NCHW images (max, average, adaptive average and max, power-average, unpooling),
+// and over NCL sequences and NCDHW volumes through the same kernels (Note [1-d pooling is 2-d
+// pooling of height 1], Note [3-d pooling as two passes] in core/ops/pool.cpp).
 #pragma once
 
 #include <optional>
@@ -83,5 +83,29 @@ EMBER_API Tensor adaptive_max_pool3d(const Tensor& x, IntList output_size);
  *  volume (the first of its window in (d, h, w) order). */
 EMBER_API std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x,
                                                                       IntList output_size);
+
+/** Max unpooling of x [N, C, L] (or [C, L]): each value at its index (as max_pool1d returns it)
+ *  in a zero output of length `output_size` ([L], or with the leading dims), by default (in - 1)
+ *  stride - 2 padding + kernel_size (Note [Max unpooling as one scatter] in core/ops/pool.cpp). */
+EMBER_API Tensor max_unpool1d(const Tensor& x, const Tensor& indices, int64_t kernel_size,
+                              std::optional<int64_t> stride = std::nullopt, int64_t padding = 0,
+                              IntList output_size = {});
+/** Max unpooling of x [N, C, H, W] (or [C, H, W]) at its flat per-plane indices; sizes one value
+ *  or one per dim, an empty stride meaning kernel_size. */
+EMBER_API Tensor max_unpool2d(const Tensor& x, const Tensor& indices, IntList kernel_size,
+                              IntList stride = {}, IntList padding = {0}, IntList output_size = {});
+/** Max unpooling of x [N, C, D, H, W] (or [C, D, H, W]) at its flat per-volume indices. */
+EMBER_API Tensor max_unpool3d(const Tensor& x, const Tensor& indices, IntList kernel_size,
+                              IntList stride = {}, IntList padding = {0}, IntList output_size = {});
+
+/** Power-average pooling of x [N, C, L]: (sum of x^p over each window)^(1/p). */
+EMBER_API Tensor lp_pool1d(const Tensor& x, double norm_type, int64_t kernel_size,
+                           std::optional<int64_t> stride = std::nullopt, bool ceil_mode = false);
+/** Power-average pooling of x [N, C, H, W]; an empty stride means kernel_size. */
+EMBER_API Tensor lp_pool2d(const Tensor& x, double norm_type, IntList kernel_size,
+                           IntList stride = {}, bool ceil_mode = false);
+/** Power-average pooling of x [N, C, D, H, W]; an empty stride means kernel_size. */
+EMBER_API Tensor lp_pool3d(const Tensor& x, double norm_type, IntList kernel_size,
+                           IntList stride = {}, bool ceil_mode = false);
 
 }  // namespace ember
