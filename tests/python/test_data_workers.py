@@ -174,6 +174,19 @@ def test_a_batch_is_a_tensor_over_the_workers_shared_memory_not_a_copy():
     assert not ember.arange(4).is_shared()
 
 
+def _many_tensors(samples):
+    return [ember.full((2,), float(i)) for i in range(300)] + [ember.tensor(samples)]
+
+
+def test_a_batch_of_more_tensors_than_one_message_passes_fds_for():
+    # The kernel passes at most 253 fds in one message; a batch of 301 tensors takes two.
+    loader = DataLoader(Samples(6), batch_size=3, num_workers=2, collate_fn=_many_tensors)
+    for b, batch in enumerate(loader):
+        assert len(batch) == 301 and all(t.is_shared() for t in batch)
+        assert [t[1].item() for t in batch[:300]] == [float(i) for i in range(300)]
+        assert batch[300][:, 0].tolist() == [3 * b, 3 * b + 1, 3 * b + 2]
+
+
 def test_iterable_datasets_are_sharded_through_get_worker_info():
     loader = DataLoader(Stream(20), batch_size=3, num_workers=3)
     batches = list(loader)

@@ -841,7 +841,7 @@ class _ProcessIter(_LoaderIter):
         assert loader.prefetch_factor is not None
         self._loader = loader
         self._failure: Optional[str] = None
-        self._pin = loader._pin(stacklevel=5)
+        self._pin = loader._pin(stacklevel=4)
         seed = loader._base_seed()
         ctx = loader._context()
         spec = _WorkerSpec(loader)
@@ -866,7 +866,8 @@ class _ProcessIter(_LoaderIter):
                     theirs.close()
         except BaseException as e:
             self._shutdown()
-            if isinstance(e, (pickle.PicklingError, AttributeError, TypeError)):
+            if isinstance(e, (pickle.PicklingError, AttributeError, TypeError)) and \
+                    hasattr(e, "add_note"):
                 e.add_note("(DataLoader: under the 'spawn' and 'forkserver' start methods the "
                            "dataset, collate_fn and worker_init_fn are pickled to the worker "
                            "processes; define them at module level, or pass "
