@@ -125,3 +125,26 @@ def test_a_layout_outside_the_segment_is_refused():
         assert os.pread(fd, 16, 0)[8:] == ember.full((2,), 2.5).numpy().tobytes()
     finally:
         os.close(fd)
+
+
+def _hogwild_step(model):
+    with ember.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_shared_modules_parameters_are_updated_by_its_children(method):
+    ctx = mp.get_context(method)
+    model = ember.nn.Linear(3, 2)
+    assert model.share_memory() is model
+    assert all(p.is_shared() for p in model.parameters())
+    before = [p.detach().clone() for p in model.parameters()]
+    children = [ctx.Process(target=_hogwild_step, args=(model,)) for _ in range(2)]
+    for c in children:
+        c.start()
+    for c in children:
+        c.join(60)
+        assert c.exitcode == 0
+    for p, b in zip(model.parameters(), before):
+        assert ember.allclose(p, b + 2.0)

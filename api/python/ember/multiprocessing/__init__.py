@@ -5,10 +5,10 @@ Everything of ``multiprocessing`` is here under the same names (``Process``, ``Q
 ``get_context``, ...). Importing Ember registers the tensor reductions with multiprocessing's
 pickler, so a tensor put on any of its queues or pipes, or passed to a spawned ``Process``,
 arrives as a tensor over the same shared memory (Note [Tensors between processes] in
-``reductions.py``). ``Tensor.share_memory_()`` moves a tensor there in place and
-``Tensor.is_shared()`` tells; writes to a tensor shared that way are seen by every process that
-received it (Hogwild training). The one sharing strategy is PyTorch's default on Linux,
-"file_descriptor".
+``reductions.py``). ``Tensor.share_memory_()`` moves a tensor there in place
+(``Module.share_memory()`` every parameter and buffer of a model) and ``Tensor.is_shared()``
+tells; writes to a tensor shared that way are seen by every process that received it (Hogwild
+training). The one sharing strategy is PyTorch's default on Linux, "file_descriptor".
 """
 
 import multiprocessing

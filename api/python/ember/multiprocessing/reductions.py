@@ -3,6 +3,7 @@ Tensor.share_memory_ and is_shared, and the reduction multiprocessing's pickler 
 """
 
 import array
+import itertools
 import os
 import socket
 import struct
@@ -13,6 +14,7 @@ from typing import List, Sequence, Tuple
 
 from ember import _C
 from ember._C import Parameter, Tensor
+from ember._C.nn import Module
 from ember.autograd.grad_mode import no_grad
 
 __all__ = ["init_reductions", "rebuild_tensor", "recv_with_fds", "reduce_tensor", "send_with_fds"]
@@ -73,8 +75,13 @@ def _shared_copy(t: Tensor, keep_fd: bool) -> Tuple[Tensor, int]:
     except BaseException:
         os.close(fd)
         raise
-    with no_grad():
-        copy.copy_(t.detach())
+    try:
+        with no_grad():
+            copy.copy_(t.detach())
+    except BaseException:
+        if not keep_fd:
+            os.close(fd)
+        raise
     return copy, fd
 
 
@@ -234,10 +241,19 @@ def reduce_tensor(t: Tensor):
                             *meta[3:], False)
 
 
+def _module_share_memory(self):
+    """Moves every parameter and buffer of the module tree into shared memory
+    (Tensor.share_memory_), for Hogwild training; returns self."""
+    for t in itertools.chain(self.parameters(), self.buffers()):
+        t.share_memory_()
+    return self
+
+
 def init_reductions() -> None:
     """Makes multiprocessing's pickler send tensors through shared memory, and gives Tensor its
-    share_memory_() and is_shared()."""
+    share_memory_() and is_shared(), and Module its share_memory()."""
     for cls in (Tensor, Parameter):
         reduction.ForkingPickler.register(cls, reduce_tensor)
     Tensor.share_memory_ = _share_memory_
     Tensor.is_shared = _is_shared
+    Module.share_memory = _module_share_memory
