@@ -639,10 +639,11 @@ class _IterableWorkers(_ThreadedIter):
 # os._exit in the dataset) is seen at once, and raises RuntimeError naming its pid and how it
 # ended, never a hang; `timeout` bounds each wait. Shutdown (the epoch's end, the iterator
 # dropped, a worker's death, interpreter exit: Note [Worker threads at exit], whose registry and
-# bound it shares) puts None on every queue and closes the Connections, so a worker blocked
-# sending fails and exits, joins the workers for up to _SHUTDOWN_WAIT (not at all after a
-# timeout or during finalization), then terminates, and if need be kills, those still alive:
-# no process outlives its iterator, and since segments are memfds, no memory does either. An
+# bound it shares) puts None on every queue and closes the Connections (a worker whose next
+# send fails exits), joins the workers for up to _SHUTDOWN_WAIT (not at all after a timeout or
+# during finalization), then terminates, and if need be kills, those still alive (one stuck in
+# the dataset, or blocked sending to a socket a sibling forked later still holds open): no
+# process outlives its iterator, and since segments are memfds, no memory does either. An
 # idle worker also exits when its parent is gone. Workers run Ember's ops on one thread and
 # ignore SIGINT (the consumer gets ^C and shuts them down), as PyTorch's do.
 _STATUS_INTERVAL = 1.0  # how often an idle worker checks that its parent is alive
