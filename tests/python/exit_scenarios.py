@@ -83,26 +83,27 @@ def thread_in_ops_joined_at_exit():
     threading.Thread(target=work).start()
 
 
-def dataloader_iterator_alive():
+def dataloader_iterator_alive(mode="process"):
     """A DataLoader iterator (a global) whose workers are making batches at exit."""
     global it
-    it = iter(DataLoader(Heavy(), batch_size=4, num_workers=4))
+    it = iter(DataLoader(Heavy(), batch_size=4, num_workers=4, worker_mode=mode))
     next(it)
 
 
-def exception_escaping_a_dataloader_loop():
+def exception_escaping_a_dataloader_loop(mode="process"):
     """An exception escapes a loop over a DataLoader; the traceback keeps the iterator."""
-    loader = DataLoader(Heavy(), batch_size=4, num_workers=4)
+    loader = DataLoader(Heavy(), batch_size=4, num_workers=4, worker_mode=mode)
     batches = iter(loader)
     for batch in batches:
         raise ValueError(f"bad batch of shape {tuple(batch.shape)}")
 
 
-def dataloader_worker_stuck():
+def dataloader_worker_stuck(mode="process"):
     """A worker stuck in the dataset: the timeout is raised, the iterator dropped as the except
     block ends (without waiting for the stuck worker), then the script ends."""
     try:
-        next(iter(DataLoader(StuckAtZero(), batch_size=2, num_workers=2, timeout=0.2)))
+        next(iter(DataLoader(StuckAtZero(), batch_size=2, num_workers=2, timeout=0.2,
+                             worker_mode=mode)))
     except RuntimeError as e:
         assert str(e) == "DataLoader timed out after 0.2 seconds", e
 
@@ -159,6 +160,11 @@ SCENARIOS = {
     "dataloader_iterator_alive": (dataloader_iterator_alive, 0),
     "exception_escaping_a_dataloader_loop": (exception_escaping_a_dataloader_loop, 1),
     "dataloader_worker_stuck": (dataloader_worker_stuck, 0),
+    # The same with worker threads.
+    "dataloader_threads_alive": (lambda: dataloader_iterator_alive("thread"), 0),
+    "exception_escaping_a_dataloader_thread_loop":
+        (lambda: exception_escaping_a_dataloader_loop("thread"), 1),
+    "dataloader_thread_stuck": (lambda: dataloader_worker_stuck("thread"), 0),
     "profiler_running": (profiler_running, 0),
     "hooks_alive": (hooks_alive, 0),
     "daemon_threads_in_ops": (daemon_threads_in_ops, 0),

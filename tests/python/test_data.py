@@ -1,9 +1,12 @@
 """ember.utils.data and ember.datasets: datasets, samplers, default_collate and the DataLoader with
-and without worker threads, against NumPy, closed forms and (where installed) PyTorch."""
+and without workers (worker processes, and worker threads: worker_mode="thread"), against NumPy,
+closed forms and (where installed) PyTorch. What only worker processes do (shared memory, dead
+workers, start methods) is in test_data_workers.py."""
 
 import collections
 import gzip
 import os
+import pickle
 import threading
 import time
 
@@ -75,14 +78,21 @@ def assert_same_batches(a, b):
             np.testing.assert_array_equal(u, v)
 
 
+@pytest.fixture(params=["process", "thread"])
+def mode(request):
+    """Each worker_mode of the DataLoader."""
+    return request.param
+
+
 # ------------------------------------------------------------------------------------------------
 # Epochs, shuffling, batches
 
 
 @pytest.mark.parametrize("num_workers", [0, 3])
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_every_sample_is_visited_once_per_epoch(num_workers, shuffle):
-    loader = DataLoader(Squares(103), batch_size=10, shuffle=shuffle, num_workers=num_workers)
+def test_every_sample_is_visited_once_per_epoch(num_workers, shuffle, mode):
+    loader = DataLoader(Squares(103), batch_size=10, shuffle=shuffle, num_workers=num_workers,
+                        worker_mode=mode)
     assert len(loader) == 11
     for _ in range(2):
         batches = list(loader)
@@ -114,8 +124,9 @@ def test_shuffle_is_reproducible_and_differs_across_epochs():
 
 
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_drop_last(num_workers):
-    loader = DataLoader(Squares(103), batch_size=10, drop_last=True, num_workers=num_workers)
+def test_drop_last(num_workers, mode):
+    loader = DataLoader(Squares(103), batch_size=10, drop_last=True, num_workers=num_workers,
+                        worker_mode=mode)
     assert len(loader) == 10
     batches = list(loader)
     assert [len(b[0]) for b in batches] == [10] * 10
@@ -224,7 +235,7 @@ def make_tensor_dataset(n=90):
 @pytest.mark.parametrize("kind", ["python", "native", "native_custom_collate"])
 @pytest.mark.parametrize("num_workers,prefetch", [(1, 1), (2, 2), (4, 3)])
 def test_workers_make_the_batches_of_the_single_threaded_loader_in_order(kind, num_workers,
-                                                                          prefetch):
+                                                                          prefetch, mode):
     if kind == "python":
         ds, kw = Squares(97), {}
     elif kind == "native":
@@ -236,7 +247,7 @@ def test_workers_make_the_batches_of_the_single_threaded_loader_in_order(kind, n
                 for _ in range(2)]
     ember.manual_seed(11)
     loader = DataLoader(ds, batch_size=9, shuffle=True, num_workers=num_workers,
-                        prefetch_factor=prefetch, **kw)
+                        prefetch_factor=prefetch, worker_mode=mode, **kw)
     for epoch in range(2):
         assert_same_batches(batches_as_numpy(loader), expected[epoch])
 
@@ -252,7 +263,8 @@ def test_native_datasets_make_a_batch_in_one_call():
     ds = Spy(ember.arange(50.0), ember.arange(50))
     for num_workers in (0, 2):
         calls.clear()
-        loader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=num_workers)
+        loader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=num_workers,
+                            worker_mode="thread")  # the calls are counted in this process
         batches = list(loader)
         assert len(calls) == len(loader) == len(batches) == 7
         assert sorted(i for c in calls for i in c) == list(range(50))
@@ -264,6 +276,20 @@ def test_native_datasets_make_a_batch_in_one_call():
     out = list(DataLoader(part, batch_size=6))
     assert calls == [list(range(10, 16)), list(range(16, 22)), list(range(22, 28)), [28, 29]]
     assert out[-1][1].tolist() == [28, 29]
+
+
+class Tagged(TensorDataset):
+    """A TensorDataset subclass with an attribute of its own."""
+
+
+def test_tensor_datasets_pickle_with_their_class_and_attributes():
+    ds = Tagged(ember.arange(6.0), ember.arange(6) * 2)
+    ds.tag = "mine"
+    back = pickle.loads(pickle.dumps(ds))
+    assert type(back) is Tagged and back.tag == "mine" and len(back) == 6
+    assert [t.tolist() for t in back[4]] == [4.0, 8]
+    x, y = next(iter(DataLoader(back, batch_size=6)))  # still made in one native call
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0] and y.tolist() == [0, 2, 4, 6, 8, 10]
 
 
 def test_a_subclass_overriding_getitem_is_fetched_through_it():
@@ -281,7 +307,7 @@ def test_a_subclass_overriding_getitem_is_fetched_through_it():
 
 def test_a_python_dataset_is_fetched_by_the_worker_threads():
     ds = Squares(64)
-    loader = DataLoader(ds, batch_size=4, num_workers=3)
+    loader = DataLoader(ds, batch_size=4, num_workers=3, worker_mode="thread")
     assert flat_indices(loader) == list(range(64))
     assert threading.get_ident() not in ds.threads
     assert 1 <= len(ds.threads) <= 3
@@ -290,8 +316,9 @@ def test_a_python_dataset_is_fetched_by_the_worker_threads():
 
 
 @pytest.mark.parametrize("num_workers", [0, 2, 4])
-def test_an_exception_in_a_worker_is_raised_at_its_batch(num_workers):
-    loader = DataLoader(Squares(60, fail_at=37), batch_size=10, num_workers=num_workers)
+def test_an_exception_in_a_worker_is_raised_at_its_batch(num_workers, mode):
+    loader = DataLoader(Squares(60, fail_at=37), batch_size=10, num_workers=num_workers,
+                        worker_mode=mode)
     it = iter(loader)
     for b in range(3):
         assert next(it)[0].tolist() == list(range(10 * b, 10 * b + 10))
@@ -306,7 +333,8 @@ def test_an_exception_in_a_worker_is_raised_at_its_batch(num_workers):
 
 def test_an_early_break_leaves_no_thread_behind():
     before = threading.active_count()
-    loader = DataLoader(Squares(1000, delay=0.001), batch_size=5, num_workers=4)
+    loader = DataLoader(Squares(1000, delay=0.001), batch_size=5, num_workers=4,
+                        worker_mode="thread")
     for i, _ in enumerate(loader):
         if i == 3:
             assert threading.active_count() == before + 4
@@ -318,7 +346,8 @@ def test_an_early_break_leaves_no_thread_behind():
     assert threading.active_count() == before
     # A failed batch raised mid-epoch, then abandoned.
     with pytest.raises(Boom):
-        for _ in DataLoader(Squares(100, fail_at=12), batch_size=5, num_workers=2):
+        for _ in DataLoader(Squares(100, fail_at=12), batch_size=5, num_workers=2,
+                            worker_mode="thread"):
             pass
     assert threading.active_count() == before
     assert not [t for t in threading.enumerate() if t.name.startswith("ember-DataLoader")]
@@ -350,7 +379,8 @@ def test_a_timeout_leaves_the_stuck_worker_behind():
 
     def first_batch():
         try:
-            next(iter(DataLoader(Stuck(), batch_size=1, num_workers=2, timeout=0.2)))
+            next(iter(DataLoader(Stuck(), batch_size=1, num_workers=2, timeout=0.2,
+                                 worker_mode="thread")))
         except RuntimeError as e:
             return str(e)
         return None
@@ -382,7 +412,7 @@ def test_dropping_an_iterator_waits_a_bounded_time_for_a_slow_worker(monkeypatch
                 release.wait(60)
             return i
 
-    it = iter(DataLoader(Slow(), batch_size=1, num_workers=2))
+    it = iter(DataLoader(Slow(), batch_size=1, num_workers=2, worker_mode="thread"))
     try:
         assert next(it).tolist() == [0]
         t0 = time.monotonic()
@@ -398,7 +428,8 @@ def test_worker_init_fn_runs_in_each_worker_and_its_errors_surface():
     def init(worker_id):
         seen.append((worker_id, threading.get_ident(), get_worker_info().num_workers))
 
-    loader = DataLoader(Squares(40), batch_size=4, num_workers=3, worker_init_fn=init)
+    loader = DataLoader(Squares(40), batch_size=4, num_workers=3, worker_init_fn=init,
+                        worker_mode="thread")
     list(loader)
     assert sorted(w for w, _, _ in seen) == [0, 1, 2]
     assert {n for _, _, n in seen} == {3}
@@ -407,7 +438,7 @@ def test_worker_init_fn_runs_in_each_worker_and_its_errors_surface():
     assert len(seen) == 6  # once per worker per epoch
     seen.clear()
     loader = DataLoader(Squares(40), batch_size=4, num_workers=3, worker_init_fn=init,
-                        persistent_workers=True)
+                        persistent_workers=True, worker_mode="thread")
     list(loader)
     list(loader)
     assert sorted(w for w, _, _ in seen) == [0, 1, 2]  # once per worker
@@ -417,7 +448,8 @@ def test_worker_init_fn_runs_in_each_worker_and_its_errors_surface():
             raise Boom("init")
 
     with pytest.raises(Boom, match="init"):
-        next(iter(DataLoader(Squares(40), batch_size=4, num_workers=2, worker_init_fn=bad_init)))
+        next(iter(DataLoader(Squares(40), batch_size=4, num_workers=2, worker_init_fn=bad_init,
+                             worker_mode="thread")))
 
 
 def test_pin_memory():
@@ -449,9 +481,10 @@ def test_invalid_options_are_refused():
         DataLoader(Stream(5), shuffle=True)
 
 
-def test_a_batch_sampler_chooses_the_batches():
+def test_a_batch_sampler_chooses_the_batches(mode):
     ds = Squares(10)
-    loader = DataLoader(ds, batch_sampler=[[3, 1], [9], [0, 2, 4]], num_workers=2)
+    loader = DataLoader(ds, batch_sampler=[[3, 1], [9], [0, 2, 4]], num_workers=2,
+                        worker_mode=mode)
     assert [b[0].tolist() for b in loader] == [[3, 1], [9], [0, 2, 4]]
     assert len(loader) == 3
 
@@ -486,7 +519,7 @@ def test_an_iterable_dataset_is_batched_in_its_order():
         [0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [0, 1]]
 
 
-def test_iterable_workers_take_turns_as_pytorchs_do():
+def test_iterable_workers_take_turns_as_pytorchs_do(mode):
     # Worker w yields w, w+3, w+6, ...; batches of 2; the consumer takes one batch from each
     # worker in turn, skipping those that finished.
     shards = [list(range(w, 20, 3)) for w in range(3)]
@@ -494,10 +527,11 @@ def test_iterable_workers_take_turns_as_pytorchs_do():
     expected = []
     for r in range(max(len(p) for p in per_worker)):
         expected += [p[r] for p in per_worker if r < len(p)]
-    loader = DataLoader(Stream(20, shard=True), batch_size=2, num_workers=3)
+    loader = DataLoader(Stream(20, shard=True), batch_size=2, num_workers=3, worker_mode=mode)
     assert [b.tolist() for b in loader] == expected
     # Without sharding every worker yields everything (PyTorch's behaviour too).
-    everything = [i for b in DataLoader(Stream(6), batch_size=3, num_workers=2) for i in b.tolist()]
+    everything = [i for b in DataLoader(Stream(6), batch_size=3, num_workers=2, worker_mode=mode)
+                  for i in b.tolist()]
     assert sorted(everything) == sorted(list(range(6)) * 2)
 
 
@@ -664,6 +698,15 @@ def test_fashion_mnist_sizes_and_labels(fashion_dir):
     raw = ember.datasets.read_idx(idx_path(fashion_dir, f"{stem}-labels-idx1-ubyte"))
     assert raw.dtype == ember.uint8
     np.testing.assert_array_equal(raw.numpy(), labels)
+
+
+def test_fashion_mnist_pickles_as_where_its_files_are(fashion_dir):
+    # How a spawned DataLoader worker gets it: read again from the same files.
+    ds = ember.datasets.FashionMNIST(fashion_dir, train=False, limit=50)
+    back = pickle.loads(pickle.dumps(ds))
+    assert type(back) is ember.datasets.FashionMNIST and len(back) == 50 and not back.train
+    np.testing.assert_array_equal(back.images.numpy(), ds.images.numpy())
+    np.testing.assert_array_equal(back.labels.numpy(), ds.labels.numpy())
 
 
 def test_fashion_mnist_through_a_loader_with_workers(fashion_dir):

@@ -40,6 +40,7 @@ from ember.autograd import (  # noqa: F401
 )
 from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, models, cuda, datasets, ops  # noqa: F401
 from ember import accelerator, backends, distributions, jit, linalg, onnx, serialization  # noqa: F401
+from ember import multiprocessing  # noqa: F401  (tensors through shared memory between processes)
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401
 from ember._compile import compile  # noqa: F401  (torch.compile)

@@ -15,6 +15,7 @@ from ember._C import Tensor, uint8
 from ember._C import data as _native
 from ember._C.data import find_fashion_mnist, read_idx  # noqa: F401
 from ember.utils.data import Dataset
+from ember.utils.data.dataset import _rebuild_native
 
 __all__ = ["MNIST", "FashionMNIST", "find_fashion_mnist", "read_idx"]
 
@@ -30,6 +31,12 @@ class MNIST(_native.MNIST, Dataset):
         super().__init__(os.fspath(root), train, limit)
         self.root = os.fspath(root)
         self.train = train
+        self.limit = limit
+
+    def __reduce__(self):
+        # Pickled (to worker processes under spawn) as where its files are: read again there.
+        return _rebuild_native, (type(self), _native.MNIST, (self.root, self.train, self.limit),
+                                 dict(self.__dict__))
 
     @property
     def targets(self) -> Tensor:

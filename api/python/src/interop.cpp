@@ -4,7 +4,15 @@
 #include <dlpack/dlpack.h>
 #include <nanobind/ndarray.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
 
 #include "bind.h"
 #include "ember/ops/nested_data.h"
@@ -182,6 +190,87 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only) {
     release();
     throw;
   }
+}
+
+// Note [Tensors over shared memory]
+// ember.multiprocessing sends a CPU tensor between processes as a file descriptor of shared
+// memory plus its layout (Note [Tensors between processes] in ember/multiprocessing/
+// reductions.py). map_shared maps such a segment (MAP_SHARED) and wraps it without a copy, for
+// every dtype; the mapping is unmapped by the tensor's deleter, when the last view of it goes,
+// on whatever thread, without the GIL. Python's mmap cannot stand in: it keeps a duplicate of
+// the fd open as long as the mapping, and a process may open about a thousand fds while a
+// training loop keeps more batches than that. Live mappings are recorded by address, so that
+// shared_segment answers is_shared() and finds the segment a tensor lies in; a segment mapped
+// with keep_fd owns its fd (closed with the mapping), so that it can be sent on.
+struct SharedSegment {
+  int64_t size;
+  int fd;  // owned, or -1
+};
+std::mutex g_shared_mu;
+std::map<uintptr_t, SharedSegment> g_shared;  // by start address
+
+/** Bytes from a layout's first element to the end of its last (0 without elements). */
+int64_t layout_extent(DType dtype, IntList sizes, IntList strides) {
+  int64_t last = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return 0;
+    last += (sizes[i] - 1) * strides[i];
+  }
+  return (last + 1) * static_cast<int64_t>(itemsize(dtype));
+}
+
+Tensor map_shared(int fd, int64_t size, bool keep_fd, DType dtype, IntList sizes, IntList strides,
+                  int64_t offset) {
+  constexpr const char* op = "_map_shared";
+  EMBER_CHECK(sizes.size() == strides.size(), "[{}] {} sizes but {} strides", op, sizes.size(),
+              strides.size());
+  check_ndim(sizes.size(), op);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0,
+                "[{}] negative size or stride in dim {}: sizes {} strides {}", op, i,
+                shape_str(sizes), shape_str(strides));
+  }
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  EMBER_CHECK(size > 0 && offset >= 0 && offset % item == 0 &&
+                  offset + layout_extent(dtype, sizes, strides) <= size,
+              "[{}] a {} tensor of sizes {} and strides {} at byte {} does not fit in a "
+              "segment of {} bytes",
+              op, dtype, shape_str(sizes), shape_str(strides), offset, size);
+  void* p = mmap(nullptr, static_cast<size_t>(size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  EMBER_CHECK_IO(p != MAP_FAILED, "[{}] mapping {} bytes of fd {} failed: {}", op, size, fd,
+                 std::strerror(errno));
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  {
+    std::lock_guard<std::mutex> lock(g_shared_mu);
+    g_shared[start] = {size, keep_fd ? fd : -1};
+  }
+  auto unmap = [start, size](void*) {
+    int owned = -1;
+    {
+      std::lock_guard<std::mutex> lock(g_shared_mu);
+      auto it = g_shared.find(start);
+      if (it != g_shared.end()) {
+        owned = it->second.fd;
+        g_shared.erase(it);
+      }
+    }
+    munmap(reinterpret_cast<void*>(start), static_cast<size_t>(size));
+    if (owned >= 0) close(owned);
+  };
+  return from_blob(static_cast<char*>(p) + offset, sizes, strides, dtype, std::move(unmap));
+}
+
+std::optional<std::tuple<uintptr_t, int64_t, int>> shared_segment(const Tensor& t) {
+  if (!t.defined() || t.device() != Device::cpu()) return std::nullopt;
+  const auto ptr = reinterpret_cast<uintptr_t>(t.data_ptr());
+  const int64_t extent = layout_extent(t.dtype(), t.sizes(), t.strides());
+  std::lock_guard<std::mutex> lock(g_shared_mu);
+  auto it = g_shared.upper_bound(ptr);
+  if (it == g_shared.begin()) return std::nullopt;
+  --it;
+  if (ptr + static_cast<uintptr_t>(extent) > it->first + static_cast<uintptr_t>(it->second.size))
+    return std::nullopt;
+  return std::make_tuple(it->first, it->second.size, it->second.fd);
 }
 
 nb::object tensor_to_numpy(const Tensor& t, bool force) {

@@ -73,7 +73,11 @@ void bind_runtime(nb::module_& m) {
           "itemsize", [](const DTypeObject& d) { return itemsize(d.dtype); }, "Bytes per element.")
       .def("__repr__",
            [](const DTypeObject& d) { return fmt::format("ember.{}", dtype_name(d.dtype)); })
-      .def("__reduce__", [](const DTypeObject& d) { return std::string(dtype_name(d.dtype)); });
+      .def("__reduce__", [](const DTypeObject& d) {
+        // ember._utils._rebuild_dtype(name), not a name in _C: bool has none there (below).
+        return nb::make_tuple(nb::module_::import_("ember._utils").attr("_rebuild_dtype"),
+                              nb::make_tuple(std::string(dtype_name(d.dtype))));
+      });
   // The names that shadow Python's builtins (ember.float, ember.int, ember.bool) and the other
   // aliases are set by ember/__init__.py from _dtypes: in _C, and in its stubs, `bool` must stay
   // the builtin.

@@ -15,6 +15,11 @@ Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only);
 void warn_read_only_shared(const char* op);
 nb::object tensor_to_numpy(const Tensor& t, bool force);
 Tensor dlpack_to_tensor(nb::handle obj);
+/** A tensor over shared memory mapped from `fd` (Note [Tensors over shared memory]). */
+Tensor map_shared(int fd, int64_t size, bool keep_fd, DType dtype, IntList sizes, IntList strides,
+                  int64_t offset);
+/** (start, size, fd or -1) of the shared segment holding every element of `t`, if any. */
+std::optional<std::tuple<uintptr_t, int64_t, int>> shared_segment(const Tensor& t);
 nb::object tensor_to_dlpack(const Tensor& t, nb::handle stream,
                             std::optional<nb::tuple> max_version, nb::handle dl_device,
                             std::optional<bool> copy);
@@ -1042,6 +1047,16 @@ void bind_tensor(nb::module_& m) {
         return t;
       },
       "ndarray"_a, "A tensor sharing a NumPy array's memory (no copy).");
+  m.def(
+      "_map_shared",
+      [](int fd, int64_t size, bool keep_fd, DType dtype, Ints sizes, Ints strides,
+         int64_t offset) { return map_shared(fd, size, keep_fd, dtype, sizes, strides, offset); },
+      "fd"_a, "size"_a, "keep_fd"_a, "dtype"_a, "sizes"_a, "strides"_a, "offset"_a,
+      "A tensor over `size` bytes of shared memory mapped from `fd`, from byte `offset`; with "
+      "keep_fd the mapping owns the fd (Note [Tensors over shared memory]).");
+  m.def("_shared_segment", &shared_segment, "tensor"_a,
+        "(start address, size, fd or -1) of the shared mapping holding the tensor's elements, "
+        "or None (Note [Tensors over shared memory]).");
   m.def("from_dlpack", &dlpack_to_tensor, "ext_tensor"_a,
         "A tensor sharing the memory of an object with __dlpack__ (or a DLPack capsule).");
 

@@ -2,7 +2,8 @@
 
 Map-style datasets subclass ``Dataset`` (``__getitem__``, ``__len__``), streams subclass
 ``IterableDataset`` (``__iter__``); ``DataLoader`` batches either, shuffled and made ahead by
-worker threads if asked. ``TensorDataset`` and the datasets of ``ember.datasets`` are Ember's C++
+worker processes if asked (or worker threads: ``worker_mode="thread"``), their batches sent back
+through shared memory. ``TensorDataset`` and the datasets of ``ember.datasets`` are Ember's C++
 datasets, whose batches are made in one call without the GIL.
 """
 

@@ -55,6 +55,21 @@ class TensorDataset(_native.TensorDataset, Dataset[Tuple[Tensor, ...]]):
             return tuple(t[index] for t in self.tensors)
         return _native.TensorDataset.__getitem__(self, i)
 
+    def __reduce__(self):
+        # Pickled (to worker processes under spawn) as its tensors, which multiprocessing sends
+        # through shared memory, and the attributes of a subclass.
+        return _rebuild_native, (type(self), _native.TensorDataset, tuple(self.tensors),
+                                 dict(self.__dict__))
+
+
+def _rebuild_native(cls, native, args, state):
+    """Unpickles a C++ dataset of Python class `cls`: `native`'s constructor on `args`, then the
+    instance's attributes."""
+    obj = cls.__new__(cls)
+    native.__init__(obj, *args)
+    obj.__dict__.update(state)
+    return obj
+
 
 # The __getitem__ methods whose samples the C++ get_batch and __getitems__ make (Note [Native
 # batches] in api/python/src/data.cpp); a subclass overriding __getitem__ is fetched through it.
