@@ -55,17 +55,12 @@ Tensor& zeros_buffer(ParamState& state, size_t i, const Tensor& p) {
 
 // ---- Adamax ------------------------------------------------------------------------------------
 
-Options AdamaxOptions::to_map() const {
-  return {
-      {"lr", lr}, {"beta1", beta1}, {"beta2", beta2}, {"eps", eps}, {"weight_decay", weight_decay}};
-}
-
-AdamaxOptions AdamaxOptions::from(const ParamGroup& g) {
-  return {.lr = g.get("lr"),
-          .beta1 = g.get("beta1"),
-          .beta2 = g.get("beta2"),
-          .eps = g.get("eps"),
-          .weight_decay = g.get("weight_decay")};
+std::vector<Hyper<AdamaxOptions>> AdamaxOptions::fields() {
+  return {{"lr", &AdamaxOptions::lr},
+          {"beta1", &AdamaxOptions::beta1},
+          {"beta2", &AdamaxOptions::beta2},
+          {"eps", &AdamaxOptions::eps},
+          {"weight_decay", &AdamaxOptions::weight_decay}};
 }
 
 void AdamaxOptions::check() const {
@@ -93,24 +88,14 @@ void Adamax::step() {
 
 // ---- NAdam -------------------------------------------------------------------------------------
 
-Options NAdamOptions::to_map() const {
-  return {{"lr", lr},
-          {"beta1", beta1},
-          {"beta2", beta2},
-          {"eps", eps},
-          {"weight_decay", weight_decay},
-          {"momentum_decay", momentum_decay},
-          {"decoupled_weight_decay", decoupled_weight_decay ? 1.0 : 0.0}};
-}
-
-NAdamOptions NAdamOptions::from(const ParamGroup& g) {
-  return {.lr = g.get("lr"),
-          .beta1 = g.get("beta1"),
-          .beta2 = g.get("beta2"),
-          .eps = g.get("eps"),
-          .weight_decay = g.get("weight_decay"),
-          .momentum_decay = g.get("momentum_decay"),
-          .decoupled_weight_decay = g.get("decoupled_weight_decay") != 0};
+std::vector<Hyper<NAdamOptions>> NAdamOptions::fields() {
+  return {{"lr", &NAdamOptions::lr},
+          {"beta1", &NAdamOptions::beta1},
+          {"beta2", &NAdamOptions::beta2},
+          {"eps", &NAdamOptions::eps},
+          {"weight_decay", &NAdamOptions::weight_decay},
+          {"momentum_decay", &NAdamOptions::momentum_decay},
+          {"decoupled_weight_decay", nullptr, &NAdamOptions::decoupled_weight_decay}};
 }
 
 void NAdamOptions::check() const {
@@ -160,22 +145,13 @@ Tensor NAdam::load_buffer(size_t buffer, const Tensor& value, const Tensor& para
 
 // ---- RAdam -------------------------------------------------------------------------------------
 
-Options RAdamOptions::to_map() const {
-  return {{"lr", lr},
-          {"beta1", beta1},
-          {"beta2", beta2},
-          {"eps", eps},
-          {"weight_decay", weight_decay},
-          {"decoupled_weight_decay", decoupled_weight_decay ? 1.0 : 0.0}};
-}
-
-RAdamOptions RAdamOptions::from(const ParamGroup& g) {
-  return {.lr = g.get("lr"),
-          .beta1 = g.get("beta1"),
-          .beta2 = g.get("beta2"),
-          .eps = g.get("eps"),
-          .weight_decay = g.get("weight_decay"),
-          .decoupled_weight_decay = g.get("decoupled_weight_decay") != 0};
+std::vector<Hyper<RAdamOptions>> RAdamOptions::fields() {
+  return {{"lr", &RAdamOptions::lr},
+          {"beta1", &RAdamOptions::beta1},
+          {"beta2", &RAdamOptions::beta2},
+          {"eps", &RAdamOptions::eps},
+          {"weight_decay", &RAdamOptions::weight_decay},
+          {"decoupled_weight_decay", nullptr, &RAdamOptions::decoupled_weight_decay}};
 }
 
 void RAdamOptions::check() const {
@@ -218,20 +194,12 @@ void RAdam::step() {
 
 // ---- Rprop -------------------------------------------------------------------------------------
 
-Options RpropOptions::to_map() const {
-  return {{"lr", lr},
-          {"etaminus", etaminus},
-          {"etaplus", etaplus},
-          {"step_size_min", step_size_min},
-          {"step_size_max", step_size_max}};
-}
-
-RpropOptions RpropOptions::from(const ParamGroup& g) {
-  return {.lr = g.get("lr"),
-          .etaminus = g.get("etaminus"),
-          .etaplus = g.get("etaplus"),
-          .step_size_min = g.get("step_size_min"),
-          .step_size_max = g.get("step_size_max")};
+std::vector<Hyper<RpropOptions>> RpropOptions::fields() {
+  return {{"lr", &RpropOptions::lr},
+          {"etaminus", &RpropOptions::etaminus},
+          {"etaplus", &RpropOptions::etaplus},
+          {"step_size_min", &RpropOptions::step_size_min},
+          {"step_size_max", &RpropOptions::step_size_max}};
 }
 
 void RpropOptions::check() const {

@@ -9,10 +9,19 @@
 
 namespace ember::optim {
 
+/** One hyperparameter of the struct O: its name in a group's map and the member holding it (a
+ *  number, or a flag stored as 0 or 1). */
+template <class O>
+struct Hyper {
+  const char* name;             ///< the key in ParamGroup::options
+  double O::*number = nullptr;  ///< the member, when a number
+  bool O::*flag = nullptr;      ///< the member, when a flag
+};
+
 /** The parts of an optimizer that follow from its hyperparameter struct O: construction from
- *  parameters or groups (O's values filling in what a group leaves out), O read back from a
- *  group, and validation by O::check. O names the optimizer (kName), its state buffers
- *  (buffers()) and converts to and from the name -> value map (to_map(), from()). */
+ *  parameters or groups (O's values filling in what a group leaves out), O to and from a group's
+ *  name -> value map through O::fields(), and validation by O::check(). O also names the
+ *  optimizer (kName) and its state buffers (buffers()). */
 template <class O>
 class OptimizerOf : public Optimizer {
  public:
@@ -21,15 +30,30 @@ class OptimizerOf : public Optimizer {
       : OptimizerOf(std::vector<ParamGroup>{ParamGroup{std::move(params)}}, options) {}
   /** Several groups; each group's options override `defaults`. */
   explicit OptimizerOf(std::vector<ParamGroup> groups, O defaults = {})
-      : Optimizer(O::kName, defaults.to_map(), O::buffers(), /*counts_steps=*/true) {
+      : Optimizer(O::kName, to_map(defaults), O::buffers(), /*counts_steps=*/true) {
     init_groups(std::move(groups));
   }
   /** The hyperparameters of a group as a typed struct. */
-  static O options_of(const ParamGroup& group) { return O::from(group); }
+  static O options_of(const ParamGroup& group) {
+    O o;
+    for (const Hyper<O>& h : O::fields()) {
+      if (h.number) o.*h.number = group.get(h.name);
+      if (h.flag) o.*h.flag = group.get(h.name) != 0;
+    }
+    return o;
+  }
+  /** The hyperparameters as a name -> value map. */
+  static Options to_map(const O& o) {
+    Options m;
+    for (const Hyper<O>& h : O::fields()) {
+      m[h.name] = h.number ? o.*h.number : (o.*h.flag ? 1.0 : 0.0);
+    }
+    return m;
+  }
 
  protected:
   /** Checks the group's hyperparameters. */
-  void validate(const ParamGroup& group) const override { O::from(group).check(); }
+  void validate(const ParamGroup& group) const override { options_of(group).check(); }
 };
 
 /** Adamax hyperparameters (torch.optim.Adamax's defaults). */
@@ -42,10 +66,8 @@ struct AdamaxOptions {
   double weight_decay = 0;                              ///< L2 penalty added to the gradient
   /** The state buffers: exp_avg and exp_inf. */
   static std::vector<std::string> buffers() { return {"exp_avg", "exp_inf"}; }
-  /** As a name -> value map (betas as beta1 and beta2). */
-  Options to_map() const;
-  /** Read from a group's options. */
-  static AdamaxOptions from(const ParamGroup& group);
+  /** The hyperparameters by name. */
+  static std::vector<Hyper<AdamaxOptions>> fields();
   /** Throws ember::Error for a value out of range. */
   void check() const;
 };
@@ -70,10 +92,8 @@ struct NAdamOptions {
   bool decoupled_weight_decay = false;  ///< AdamW's weight decay instead of L2
   /** The state buffers: exp_avg, exp_avg_sq and mu_product (0-d, the momenta's product). */
   static std::vector<std::string> buffers() { return {"exp_avg", "exp_avg_sq", "mu_product"}; }
-  /** As a name -> value map. */
-  Options to_map() const;
-  /** Read from a group's options. */
-  static NAdamOptions from(const ParamGroup& group);
+  /** The hyperparameters by name. */
+  static std::vector<Hyper<NAdamOptions>> fields();
   /** Throws ember::Error for a value out of range. */
   void check() const;
 };
@@ -102,10 +122,8 @@ struct RAdamOptions {
   bool decoupled_weight_decay = false;  ///< AdamW's weight decay instead of L2
   /** The state buffers: exp_avg and exp_avg_sq. */
   static std::vector<std::string> buffers() { return {"exp_avg", "exp_avg_sq"}; }
-  /** As a name -> value map. */
-  Options to_map() const;
-  /** Read from a group's options. */
-  static RAdamOptions from(const ParamGroup& group);
+  /** The hyperparameters by name. */
+  static std::vector<Hyper<RAdamOptions>> fields();
   /** Throws ember::Error for a value out of range. */
   void check() const;
 };
@@ -129,10 +147,8 @@ struct RpropOptions {
   double step_size_max = 50;    ///< the largest step size
   /** The state buffers: prev (the last gradient used) and step_size. */
   static std::vector<std::string> buffers() { return {"prev", "step_size"}; }
-  /** As a name -> value map. */
-  Options to_map() const;
-  /** Read from a group's options. */
-  static RpropOptions from(const ParamGroup& group);
+  /** The hyperparameters by name. */
+  static std::vector<Hyper<RpropOptions>> fields();
   /** Throws ember::Error for a value out of range. */
   void check() const;
 };
