@@ -3,16 +3,24 @@
 from ember._C.functional import *  # noqa: F401,F403
 
 
-def _with_indices(pool):
-    """PyTorch's *_with_indices name of a max pooling: the pooling with return_indices=True."""
+def _fixing(fn, suffix, what, **fixed):
+    """fn under PyTorch's name for it with the keywords `fixed` set: the *_with_indices max
+    poolings (return_indices=True) and the in-place activations fn_ (inplace=True)."""
 
     def run(input, *args, **kwargs):
-        kwargs["return_indices"] = True
-        return pool(input, *args, **kwargs)
+        return fn(input, *args, **fixed, **kwargs)
 
-    run.__name__ = pool.__name__ + "_with_indices"
-    run.__doc__ = f"{pool.__name__} returning (output, indices)."
+    run.__name__ = fn.__name__ + suffix
+    run.__doc__ = f"{fn.__name__} {what}."
     return run
+
+
+def _with_indices(pool):
+    return _fixing(pool, "_with_indices", "returning (output, indices)", return_indices=True)
+
+
+def _in_place(fn):
+    return _fixing(fn, "_", "in place", inplace=True)
 
 
 max_pool1d_with_indices = _with_indices(max_pool1d)  # noqa: F405
@@ -21,17 +29,6 @@ max_pool3d_with_indices = _with_indices(max_pool3d)  # noqa: F405
 adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)  # noqa: F405
 adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)  # noqa: F405
 adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)  # noqa: F405
-
-
-def _in_place(fn):
-    """PyTorch's fn_ name of an activation: fn with inplace=True."""
-
-    def run(input, *args, **kwargs):
-        return fn(input, *args, inplace=True, **kwargs)
-
-    run.__name__ = fn.__name__ + "_"
-    run.__doc__ = f"{fn.__name__} in place."
-    return run
 
 
 relu_ = _in_place(relu)  # noqa: F405
