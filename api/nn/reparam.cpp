@@ -1,5 +1,6 @@
 #include "ember/nn/reparam.h"
 
+#include <initializer_list>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -134,6 +135,24 @@ Tensor parameter_to_reparametrize(Module& m, const std::string& name, const char
   return *p;
 }
 
+/** dim of `weight` (parameter `name`) made non-negative; an IndexError out of range. */
+int64_t wrap_weight_dim(const char* op, const std::string& name, const Tensor& weight,
+                        int64_t dim) {
+  EMBER_CHECK_INDEX(dim >= -weight.dim() && dim < weight.dim(),
+                    "[nn.{}] dim {} is out of range for '{}' of {} dims", op, dim, name,
+                    weight.dim());
+  return dim < 0 ? dim + weight.dim() : dim;
+}
+
+/** Undoes a reparametrization: the parameters and buffers name + `suffixes` removed, `name` a
+ *  parameter again holding `weight` (detached), in the slot the layer reads. */
+Module& restore(Module& m, const std::string& name, const Tensor& weight,
+                std::initializer_list<const char*> suffixes) {
+  for (const char* suffix : suffixes) m.remove(name + suffix);
+  m.make_parameter(name, weight.detach());
+  return m;
+}
+
 /** Registers `hook` on m, keeping its handle in the hook so that removal can find it. */
 template <class Hook>
 void install(Module& m, Hook hook) {
@@ -157,12 +176,7 @@ Module& weight_norm(Module& module, const std::string& name, std::optional<int64
   const Tensor weight = parameter_to_reparametrize(module, name, "weight_norm");
   // PyTorch reads dim=-1 as "no dim" (one norm over the whole tensor), other negatives as usual.
   if (dim && *dim == -1) dim.reset();
-  if (dim) {
-    EMBER_CHECK_INDEX(*dim >= -weight.dim() && *dim < weight.dim(),
-                      "[nn.weight_norm] dim {} is out of range for '{}' of {} dims", *dim, name,
-                      weight.dim());
-    if (*dim < 0) *dim += weight.dim();
-  }
+  if (dim) dim = wrap_weight_dim("weight_norm", name, weight, *dim);
   WeightNormHook hook{name, dim, nullptr};
   Tensor g, v;
   {
@@ -180,15 +194,8 @@ Module& weight_norm(Module& module, const std::string& name, std::optional<int64
 
 Module& remove_weight_norm(Module& module, const std::string& name) {
   const WeightNormHook hook = uninstall<WeightNormHook>(module, name, "weight_norm");
-  Tensor weight;
-  {
-    autograd::NoGradGuard no_grad;
-    weight = hook.compute(module).detach();
-  }
-  module.remove(name + "_g");
-  module.remove(name + "_v");
-  module.make_parameter(name, weight);
-  return module;
+  autograd::NoGradGuard no_grad;
+  return restore(module, name, hook.compute(module), {"_g", "_v"});
 }
 
 Module& spectral_norm(Module& module, const std::string& name, int64_t n_power_iterations,
@@ -200,10 +207,7 @@ Module& spectral_norm(Module& module, const std::string& name, int64_t n_power_i
   // PyTorch's default: the output features, which the transposed convolutions keep in dim 1.
   const bool transposed = module.type_name().rfind("ConvTranspose", 0) == 0;
   int64_t d = dim.value_or(transposed ? 1 : 0);
-  EMBER_CHECK_INDEX(d >= -weight.dim() && d < weight.dim(),
-                    "[nn.spectral_norm] dim {} is out of range for '{}' of {} dims", d, name,
-                    weight.dim());
-  if (d < 0) d += weight.dim();
+  d = wrap_weight_dim("spectral_norm", name, weight, d);
   SpectralNormHook hook{name, n_power_iterations, eps, d, nullptr};
   Tensor u, v;
   {
@@ -225,16 +229,8 @@ Module& spectral_norm(Module& module, const std::string& name, int64_t n_power_i
 
 Module& remove_spectral_norm(Module& module, const std::string& name) {
   const SpectralNormHook hook = uninstall<SpectralNormHook>(module, name, "spectral_norm");
-  Tensor weight;
-  {
-    autograd::NoGradGuard no_grad;
-    weight = hook.compute(module, /*iterate=*/false).detach();
-  }
-  module.remove(name + "_orig");
-  module.remove(name + "_u");
-  module.remove(name + "_v");
-  module.make_parameter(name, weight);
-  return module;
+  autograd::NoGradGuard no_grad;
+  return restore(module, name, hook.compute(module, /*iterate=*/false), {"_orig", "_u", "_v"});
 }
 
 }  // namespace ember::nn
