@@ -427,44 +427,40 @@ std::string ConvTranspose2d::extra_repr() const {
 
 // Normalisation ---------------------------------------------------------------------------------
 
-namespace {
-
-// The momentum of this step's running-statistics update, counting the step in
-// num_batches_tracked when training with running statistics; momentum none: the cumulative
-// average of every batch seen so far (1 / batches), as PyTorch's.
-double step_momentum(std::optional<double> momentum, Tensor& num_batches_tracked, bool training) {
-  if (!training || !num_batches_tracked.defined()) return momentum.value_or(0.0);
-  {
-    autograd::NoGradGuard no_grad;
-    add_(num_batches_tracked, 1);
-  }
-  return momentum ? *momentum : 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
-}
-
-// The repr of the batch and instance norms: "3, eps=1e-05, momentum=0.1, affine=True, ...", as
-// PyTorch prints them (bias: whether the module has one).
-std::string norm_repr(int64_t num_features, double eps, std::optional<double> momentum, bool affine,
-                      bool bias, bool track_running_stats) {
-  return fmt::format("{}, eps={}, momentum={}, affine={}, bias={}, track_running_stats={}",
-                     num_features, eps, momentum ? fmt::format("{}", *momentum) : "None", affine,
-                     bias, track_running_stats);
-}
-
-}  // namespace
-
-BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t c,
-                     BatchNormOptions o)
+NormBase::NormBase(std::string type_name, int64_t c, BatchNormOptions o)
     : Module(std::move(type_name)),
       num_features(c),
       options(o),
-      weight(register_parameter("weight", (check_positive("BatchNorm", "num_features", c),
-                                           o.affine ? ones({c}) : Tensor()))),
+      weight(register_parameter("weight",
+                                (check_positive(this->type_name().c_str(), "num_features", c),
+                                 o.affine ? ones({c}) : Tensor()))),
       bias(register_parameter("bias", o.affine && o.bias ? zeros({c}) : Tensor())),
       running_mean(register_buffer("running_mean", o.track_running_stats ? zeros({c}) : Tensor())),
       running_var(register_buffer("running_var", o.track_running_stats ? ones({c}) : Tensor())),
       num_batches_tracked(register_buffer(
-          "num_batches_tracked", o.track_running_stats ? zeros({}, DType::Int64) : Tensor())),
-      ranks_(std::move(ranks)) {}
+          "num_batches_tracked", o.track_running_stats ? zeros({}, DType::Int64) : Tensor())) {}
+
+double NormBase::step_momentum() {
+  if (!is_training() || !num_batches_tracked.defined()) return options.momentum.value_or(0.0);
+  {
+    autograd::NoGradGuard no_grad;
+    add_(num_batches_tracked, 1);
+  }
+  return options.momentum ? *options.momentum
+                          : 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+}
+
+std::string NormBase::extra_repr() const {
+  // As PyTorch prints them; bias is whether the module has one.
+  return fmt::format("{}, eps={}, momentum={}, affine={}, bias={}, track_running_stats={}",
+                     num_features, options.eps,
+                     options.momentum ? fmt::format("{}", *options.momentum) : "None",
+                     options.affine, bias.defined(), options.track_running_stats);
+}
+
+BatchNorm::BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t c,
+                     BatchNormOptions o)
+    : NormBase(std::move(type_name), c, o), ranks_(std::move(ranks)) {}
 
 Tensor BatchNorm::forward(const Tensor& x) {
   EMBER_CHECK(x.defined() && std::find(ranks_.begin(), ranks_.end(), x.dim()) != ranks_.end(),
@@ -480,29 +476,14 @@ Tensor BatchNorm::forward(const Tensor& x) {
   }
   // As in PyTorch: without running statistics, eval also normalises with the batch's own.
   const bool use_batch_stats = is_training() || !running_mean.defined();
-  const double momentum = step_momentum(options.momentum, num_batches_tracked, is_training());
+  const double momentum = step_momentum();
   return batch_norm(x, weight, bias, running_mean, running_var, use_batch_stats, momentum,
                     options.eps);
 }
 
-std::string BatchNorm::extra_repr() const {
-  return norm_repr(num_features, options.eps, options.momentum, options.affine, bias.defined(),
-                   options.track_running_stats);
-}
-
 InstanceNorm::InstanceNorm(std::string type_name, int64_t spatial_dims, int64_t c,
-                           InstanceNormOptions o)
-    : Module(std::move(type_name)),
-      num_features(c),
-      options(o),
-      weight(register_parameter("weight", (check_positive("InstanceNorm", "num_features", c),
-                                           o.affine ? ones({c}) : Tensor()))),
-      bias(register_parameter("bias", o.affine && o.bias ? zeros({c}) : Tensor())),
-      running_mean(register_buffer("running_mean", o.track_running_stats ? zeros({c}) : Tensor())),
-      running_var(register_buffer("running_var", o.track_running_stats ? ones({c}) : Tensor())),
-      num_batches_tracked(register_buffer(
-          "num_batches_tracked", o.track_running_stats ? zeros({}, DType::Int64) : Tensor())),
-      spatial_dims_(spatial_dims) {}
+                           BatchNormOptions o)
+    : NormBase(std::move(type_name), c, o), spatial_dims_(spatial_dims) {}
 
 Tensor InstanceNorm::forward(const Tensor& x) {
   const int64_t batched = spatial_dims_ + 2;
@@ -518,15 +499,10 @@ Tensor InstanceNorm::forward(const Tensor& x) {
               type_name(), unbatched ? 0 : 1, num_features, shape_str(x.sizes()));
   // As PyTorch: the input's own statistics unless evaluating with running statistics.
   const bool use_input_stats = is_training() || !running_mean.defined();
-  const double momentum = step_momentum(options.momentum, num_batches_tracked, is_training());
+  const double momentum = step_momentum();
   const Tensor y = instance_norm(xb, weight, bias, running_mean, running_var, use_input_stats,
                                  momentum, options.eps);
   return unbatched ? y.squeeze(0) : y;
-}
-
-std::string InstanceNorm::extra_repr() const {
-  return norm_repr(num_features, options.eps, options.momentum, options.affine, bias.defined(),
-                   options.track_running_stats);
 }
 
 RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> eps_, bool affine)

@@ -1660,31 +1660,34 @@ void bind_layers(nb::module_& m) {
           "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
       .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.");
 
-  // The batch and instance norms: a base class each with PyTorch's attributes, and the 1d, 2d
-  // and 3d classes taking its constructor's arguments, with the defaults of its options.
-  auto norm_base = [&](auto tag, const char* name, const char* doc) {
-    using B = typename decltype(tag)::type;
-    nb::class_<B, nn::Module> c(m, name, nb::dynamic_attr(), module_type_slots(), doc);
-    bind_tensor_forward(c);
-    c.def_ro("num_features", &B::num_features, "Channels normalised.")
-        .def_prop_ro(
-            "eps", [](const B& b) { return b.options.eps; }, "Added to the variance.")
-        .def_prop_ro(
-            "momentum", [](const B& b) { return b.options.momentum; },
-            "Running-statistics rate (None: cumulative average).")
-        .def_prop_ro(
-            "affine", [](const B& b) { return b.options.affine; }, "Learns weight and bias.")
-        .def_prop_ro(
-            "track_running_stats", [](const B& b) { return b.options.track_running_stats; },
-            "Keeps running statistics.");
-  };
-  norm_base(std::type_identity<nn::BatchNorm>{}, "_BatchNorm", "What the batch norms share.");
-  norm_base(std::type_identity<nn::InstanceNorm>{}, "_InstanceNorm",
-            "What the instance norms share.");
-  auto norm_layer = [&](auto tag, auto base, const char* name, const char* doc) {
+  // The batch and instance norms: their shared base with PyTorch's attributes, a class per
+  // family, and the 1d, 2d and 3d classes taking its constructor's arguments with the family's
+  // defaults (the instance norms': no affine parameters, no running statistics).
+  nb::class_<nn::NormBase, nn::Module> norm_base(m, "_NormBase", nb::dynamic_attr(),
+                                                 module_type_slots(),
+                                                 "What the batch and instance norms share.");
+  bind_tensor_forward(norm_base);
+  norm_base.def_ro("num_features", &nn::NormBase::num_features, "Channels normalised.")
+      .def_prop_ro(
+          "eps", [](const nn::NormBase& b) { return b.options.eps; }, "Added to the variance.")
+      .def_prop_ro(
+          "momentum", [](const nn::NormBase& b) { return b.options.momentum; },
+          "Running-statistics rate (None: cumulative average).")
+      .def_prop_ro(
+          "affine", [](const nn::NormBase& b) { return b.options.affine; },
+          "Learns weight and bias.")
+      .def_prop_ro(
+          "track_running_stats",
+          [](const nn::NormBase& b) { return b.options.track_running_stats; },
+          "Keeps running statistics.");
+  nb::class_<nn::BatchNorm, nn::NormBase>(m, "_BatchNorm", nb::dynamic_attr(), module_type_slots(),
+                                          "What the batch norms share.");
+  nb::class_<nn::InstanceNorm, nn::NormBase>(m, "_InstanceNorm", nb::dynamic_attr(),
+                                             module_type_slots(), "What the instance norms share.");
+  auto norm_layer = [&](auto tag, auto base, const char* name, const char* doc,
+                        nn::BatchNormOptions defaults) {
     using T = typename decltype(tag)::type;
     using B = typename decltype(base)::type;
-    using Options = std::remove_cvref_t<decltype(T::options)>;
     nb::class_<T, B, PyLayer<T>>(m, name, nb::dynamic_attr(), module_type_slots(), doc)
         .def(
             "__init__",
@@ -1692,28 +1695,29 @@ void bind_layers(nb::module_& m) {
                std::optional<double> momentum, bool affine, bool track_running_stats,
                std::optional<Device> device, std::optional<DType> dtype, bool bias) {
               construct<T>(v, num_features,
-                           Options{eps, momentum, affine, track_running_stats, bias});
+                           nn::BatchNormOptions{eps, momentum, affine, track_running_stats, bias});
               place(*v.p, device, dtype);
             },
             "num_features"_a, "eps"_a = 1e-5, "momentum"_a.none() = 0.1,
-            "affine"_a = Options{}.affine, "track_running_stats"_a = Options{}.track_running_stats,
+            "affine"_a = defaults.affine, "track_running_stats"_a = defaults.track_running_stats,
             "device"_a = nb::none(), "dtype"_a = nb::none(), nb::kw_only(), "bias"_a = true, doc,
             record_init());
   };
   const std::type_identity<nn::BatchNorm> batch;
   const std::type_identity<nn::InstanceNorm> instance;
   norm_layer(std::type_identity<nn::BatchNorm1d>{}, batch, "BatchNorm1d",
-             "Batch normalisation of [N, C] or [N, C, L].");
+             "Batch normalisation of [N, C] or [N, C, L].", nn::BatchNormOptions{});
   norm_layer(std::type_identity<nn::BatchNorm2d>{}, batch, "BatchNorm2d",
-             "Batch normalisation of [N, C, H, W].");
+             "Batch normalisation of [N, C, H, W].", nn::BatchNormOptions{});
   norm_layer(std::type_identity<nn::BatchNorm3d>{}, batch, "BatchNorm3d",
-             "Batch normalisation of [N, C, D, H, W].");
+             "Batch normalisation of [N, C, D, H, W].", nn::BatchNormOptions{});
   norm_layer(std::type_identity<nn::InstanceNorm1d>{}, instance, "InstanceNorm1d",
-             "Instance normalisation of [N, C, L] or [C, L].");
+             "Instance normalisation of [N, C, L] or [C, L].", nn::kInstanceNormDefaults);
   norm_layer(std::type_identity<nn::InstanceNorm2d>{}, instance, "InstanceNorm2d",
-             "Instance normalisation of [N, C, H, W] or [C, H, W].");
+             "Instance normalisation of [N, C, H, W] or [C, H, W].", nn::kInstanceNormDefaults);
   norm_layer(std::type_identity<nn::InstanceNorm3d>{}, instance, "InstanceNorm3d",
-             "Instance normalisation of [N, C, D, H, W] or [C, D, H, W].");
+             "Instance normalisation of [N, C, D, H, W] or [C, D, H, W].",
+             nn::kInstanceNormDefaults);
   layer<nn::RMSNorm>(m, "RMSNorm", "Root-mean-square normalisation over normalized_shape.")
       .def(
           "__init__",

@@ -215,7 +215,7 @@ class ConvTranspose1d : public Module {
   Tensor& bias;    ///< [out], undefined without bias
 };
 
-/** Options of the batch-norm layers. */
+/** Options of the batch and instance norm layers (the batch norms' defaults). */
 struct BatchNormOptions {
   double eps = 1e-5;  ///< added to the variance
   /** Running-statistics update rate; none: the cumulative average (1 / batches seen). */
@@ -225,22 +225,35 @@ struct BatchNormOptions {
   bool bias = true;                 ///< with affine: learn the bias too
 };
 
-/** Batch normalisation over channel dim 1, shared by BatchNorm1d and BatchNorm2d. */
-class BatchNorm : public Module, public Foldable {
+/** What the batch and instance norms share (PyTorch's _NormBase): per-channel affine parameters
+ *  and running statistics, made and printed alike. */
+class NormBase : public Module {
  public:
-  /** Normalises `num_features` channels of inputs of rank `ranks` (e.g. {2, 3} or {4}). */
-  BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t num_features,
-            BatchNormOptions options);
-  Tensor forward(const Tensor& x) override;
+  /** `num_features` channels with the parameters and statistics `options` asks for. */
+  NormBase(std::string type_name, int64_t num_features, BatchNormOptions options);
   std::string extra_repr() const override;
 
   const int64_t num_features;
   const BatchNormOptions options;
   Tensor& weight;               ///< [C] (ones), undefined unless affine
-  Tensor& bias;                 ///< [C] (zeros), undefined unless affine
+  Tensor& bias;                 ///< [C] (zeros), undefined unless affine and bias
   Tensor& running_mean;         ///< [C], undefined unless tracking
   Tensor& running_var;          ///< [C], undefined unless tracking
   Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
+
+ protected:
+  /** This step's running-statistics momentum, counting the step in num_batches_tracked when
+   *  training with running statistics (momentum none: 1 / batches seen). */
+  double step_momentum();
+};
+
+/** Batch normalisation over channel dim 1, shared by BatchNorm1d, 2d and 3d. */
+class BatchNorm : public NormBase, public Foldable {
+ public:
+  /** Normalises `num_features` channels of inputs of rank `ranks` (e.g. {2, 3} or {4}). */
+  BatchNorm(std::string type_name, std::vector<int64_t> ranks, int64_t num_features,
+            BatchNormOptions options);
+  Tensor forward(const Tensor& x) override;
   // folded() (Foldable): it then also refuses to run in training mode.
 
  private:
@@ -271,35 +284,19 @@ class BatchNorm3d : public BatchNorm {
       : BatchNorm("BatchNorm3d", {5}, num_features, options) {}
 };
 
-/** The options of the instance normalisations: PyTorch's defaults, without affine parameters
- *  or running statistics. */
-struct InstanceNormOptions {
-  double eps = 1e-5;  ///< added to the variance
-  /** Running-statistics update rate; none: the cumulative average (1 / batches seen). */
-  std::optional<double> momentum = 0.1;
-  bool affine = false;               ///< learn a per-channel weight and bias
-  bool track_running_stats = false;  ///< keep running mean/var (then used in eval)
-  bool bias = true;                  ///< with affine: learn the bias too
-};
+/** The instance norms' defaults, PyTorch's: no affine parameters, no running statistics. */
+inline constexpr BatchNormOptions kInstanceNormDefaults{.affine = false,
+                                                        .track_running_stats = false};
 
 /** Instance normalisation: each sample's channels over their spatial dims (Note [Instance norm
  *  as batch norm over N C channels] in core/ops/norm.cpp); InstanceNorm1d, 2d and 3d are this
  *  with 1, 2 or 3 spatial dims, batched or not. */
-class InstanceNorm : public Module {
+class InstanceNorm : public NormBase {
  public:
   /** Normalises `num_features` channels of inputs with `spatial_dims` spatial dims. */
   InstanceNorm(std::string type_name, int64_t spatial_dims, int64_t num_features,
-               InstanceNormOptions options);
+               BatchNormOptions options);
   Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-
-  const int64_t num_features;
-  const InstanceNormOptions options;
-  Tensor& weight;               ///< [C] (ones), undefined unless affine
-  Tensor& bias;                 ///< [C] (zeros), undefined unless affine
-  Tensor& running_mean;         ///< [C], undefined unless tracking
-  Tensor& running_var;          ///< [C], undefined unless tracking
-  Tensor& num_batches_tracked;  ///< int64 scalar, undefined unless tracking
 
  private:
   int64_t spatial_dims_;
@@ -309,7 +306,7 @@ class InstanceNorm : public Module {
 class InstanceNorm1d : public InstanceNorm {
  public:
   /** Normalises `num_features` channels. */
-  explicit InstanceNorm1d(int64_t num_features, InstanceNormOptions options = {})
+  explicit InstanceNorm1d(int64_t num_features, BatchNormOptions options = kInstanceNormDefaults)
       : InstanceNorm("InstanceNorm1d", 1, num_features, options) {}
 };
 
@@ -317,7 +314,7 @@ class InstanceNorm1d : public InstanceNorm {
 class InstanceNorm2d : public InstanceNorm {
  public:
   /** Normalises `num_features` channels. */
-  explicit InstanceNorm2d(int64_t num_features, InstanceNormOptions options = {})
+  explicit InstanceNorm2d(int64_t num_features, BatchNormOptions options = kInstanceNormDefaults)
       : InstanceNorm("InstanceNorm2d", 2, num_features, options) {}
 };
 
@@ -325,7 +322,7 @@ class InstanceNorm2d : public InstanceNorm {
 class InstanceNorm3d : public InstanceNorm {
  public:
   /** Normalises `num_features` channels. */
-  explicit InstanceNorm3d(int64_t num_features, InstanceNormOptions options = {})
+  explicit InstanceNorm3d(int64_t num_features, BatchNormOptions options = kInstanceNormDefaults)
       : InstanceNorm("InstanceNorm3d", 3, num_features, options) {}
 };
 
