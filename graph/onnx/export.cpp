@@ -46,10 +46,10 @@ using capture::Step;
 // before the capture is an initializer: a parameter or buffer under its name, any other tensor
 // as a constant. What cannot be written exactly is refused with an [onnx.export] error naming
 // the kernel: a kernel with no row, a host read of a tensor's values (the branch it decides
-// would be frozen), random numbers, an in-place update of part of a tensor (but a window
-// written into a fill, which is a Pad), a view no reshape, slice and transpose chain gives. A
-// dynamic axis is found by running the function a second time with that axis larger (Note
-// [Dynamic axes by a second run]).
+// would be frozen), random numbers, an in-place update of a window of a tensor that is no box
+// of it (a box written into a fill is a Pad, into a computed value a Where), a view no reshape,
+// slice and transpose chain gives. A dynamic axis is found by running the function a second
+// time with that axis larger (Note [Dynamic axes by a second run]).
 
 constexpr char kWho[] = "[onnx.export]";
 
@@ -346,10 +346,13 @@ class Exporter {
       }
     }
     if (h.fill && h.parts.empty() && pad_into(o, h, v)) return;
+    if (!h.name.empty() && h.unreadable.empty() && h.beyond.empty() && update_window(o, h, v)) {
+      return;
+    }
     EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty() && !h.fill,
                                 "{} kernel '{}' (call {}) updates part of a tensor that already "
-                                "holds values (an in-place write into a slice): ONNX has no "
-                                "such update Ember writes",
+                                "holds values, in a window that is no box of it (a strided or "
+                                "lower-rank slice): ONNX has no such update Ember writes",
                                 kWho, s.op->name(), step_ + 1);
     h.parts.push_back({o, std::move(v)});
   }
@@ -517,29 +520,59 @@ class Exporter {
     return v;
   }
 
-  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
-   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
-  bool pad_into(const Operand& o, Held& h, const Val& v) {
-    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype) {
-      return false;
+  /** Pad's pads that place the window `o` in the value `h` holds, when `o` is a box of it (a
+   *  narrow of each of its dims); else nothing. */
+  static std::optional<std::vector<int64_t>> box_pads(const Operand& o, const Held& h) {
+    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype ||
+        o.offset < h.offset) {
+      return std::nullopt;
     }
     std::vector<int64_t> pads(2 * h.sizes.size());
     int64_t rem = o.offset - h.offset, stride = numel(h.sizes);
     for (size_t d = 0; d < h.sizes.size(); ++d) {
       stride /= h.sizes[d];
-      if (o.sizes[d] != 1 && o.strides[d] != stride) return false;
+      if (o.sizes[d] != 1 && o.strides[d] != stride) return std::nullopt;
       const int64_t start = rem / stride;
       rem %= stride;
-      if (start + o.sizes[d] > h.sizes[d]) return false;
+      if (start + o.sizes[d] > h.sizes[d]) return std::nullopt;
       pads[d] = start;
       pads[d + h.sizes.size()] = h.sizes[d] - start - o.sizes[d];
     }
-    if (rem != 0) return false;
+    if (rem != 0) return std::nullopt;
+    return pads;
+  }
+
+  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
+   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
+  bool pad_into(const Operand& o, Held& h, const Val& v) {
+    const std::optional<std::vector<int64_t>> pads = box_pads(o, h);
+    if (!pads) return false;
     const Val part = reshape(v, vec(o.sizes));
     const std::string value = scalar(h.fill->to_double(), o.dtype);
-    const std::string padded = node1("Pad", {part.name, ints(pads), value});
+    const std::string padded = node1("Pad", {part.name, ints(*pads), value});
     h.fill.reset();
     h.name = padded;
+    return true;
+  }
+
+  /** A window `o` of a tensor holding values written with `v` (an in-place op on a slice,
+   *  x[:, :2] *= 0): the value becomes Where(mask, v padded to its size, the old value), the
+   *  mask a constant true in the window. False when `o` is no box of it. */
+  bool update_window(const Operand& o, Held& h, const Val& v) {
+    const std::optional<std::vector<int64_t>> pads = box_pads(o, h);
+    if (!pads) return false;
+    const size_t rank = h.sizes.size();
+    Tensor mask = zeros(IntList(h.sizes), {DType::Bool});
+    Tensor window = mask;
+    for (size_t d = 0; d < rank; ++d) {
+      window = window.narrow(static_cast<int64_t>(d), (*pads)[d], o.sizes[d]);
+    }
+    window.fill_(true);
+    const std::string mask_name = fresh("window");
+    initializer(mask_name, mask);
+    const Val part = reshape(v, vec(o.sizes));
+    const std::string padded = node1("Pad", {part.name, ints(*pads), scalar(0.0, o.dtype)});
+    h.name = node1("Where", {mask_name, padded, h.name});
     return true;
   }
 

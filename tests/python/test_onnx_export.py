@@ -428,3 +428,17 @@ def test_time_sequence_prediction_exports(tmp_path):
     onnx_model = _exported(model, (ember.randn(3, 7, dtype=ember.float64),), tmp_path,
                            ort_runs=False)
     assert _ops(onnx_model).count("LSTM") == 14
+
+
+def test_in_place_update_of_a_box(tmp_path):
+    def overlay(x):  # the forward-forward example's label overlay, first step
+        x_ = x.clone()
+        x_[:, :3] *= 0.0
+        x_[1:, 4:6] = x[:1, :2]
+        return x_
+
+    model = _exported(overlay, (ember.randn(3, 8),), tmp_path)
+    assert "Where" in _ops(model)
+    with pytest.raises(NotImplementedError, match=r"updates part of a tensor .* no box of it"):
+        ember.onnx.export(lambda x: (x * 2).diagonal().zero_(), ember.randn(3, 3),
+                          tmp_path / "d.onnx")
