@@ -158,7 +158,10 @@ void detail::on_kernel(const Op& op, DType dtype, std::span<const Tensor* const>
 // host code filling it: the slot is a Constant, kept as captured. Any other access may read
 // values that decide what the function does next (`if x.sum() > 0`, a bounds check): its bytes
 // become a guard, which a replay compares at the same point and, when they differ, abandons the
-// replay for the function itself. A device tensor's address (a copy's) reads nothing here.
+// replay for the function itself. A device tensor's address (a copy's) reads nothing here. A
+// check whose failure the kernel after it raises too (embedding's bounds before index_select's
+// own) reads under Suppress: it decides nothing, and a guard would only stop an export (which
+// refuses any) or make a replay with other indices fall back to the function.
 void detail::on_host_access(const Tensor& t) {
   CaptureScope::State* st = t_state;
   if (st == nullptr || !t.defined() || !t.storage() ||

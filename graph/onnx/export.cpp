@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -45,10 +46,10 @@ using capture::Step;
 // before the capture is an initializer: a parameter or buffer under its name, any other tensor
 // as a constant. What cannot be written exactly is refused with an [onnx.export] error naming
 // the kernel: a kernel with no row, a host read of a tensor's values (the branch it decides
-// would be frozen), random numbers, an in-place update of part of a tensor (but a window
-// written into a fill, which is a Pad), a view no reshape, slice and transpose chain gives. A
-// dynamic axis is found by running the function a second time with that axis larger (Note
-// [Dynamic axes by a second run]).
+// would be frozen), random numbers, an in-place update of a window of a tensor that is no box
+// of it (a box written into a fill is a Pad, into a computed value a Where), a view no reshape,
+// slice and transpose chain gives. A dynamic axis is found by running the function a second
+// time with that axis larger (Note [Dynamic axes by a second run]).
 
 constexpr char kWho[] = "[onnx.export]";
 
@@ -81,12 +82,22 @@ struct Held {
   DType dtype = DType::Float32;
   std::vector<std::pair<Operand, Val>> parts;
   std::string unreadable;      // why reading it is refused (max_pool2d's indices)
+  std::string beyond;          // why reading outside [offset, offset + numel(sizes)) is refused
+                               // (an LSTM's cell states: ONNX gives the last step's only)
   std::optional<Scalar> fill;  // a fill not written yet: a constant when read, a Pad's value
                                // when a kernel then writes a window of it
 };
 
 class Exporter;
 using Emit = void (*)(Exporter& x, const Step& s, const char* onnx_op);
+
+/** A value written as x w^T (+ b) by a linear kernel: what a recurrent layer's node takes as its
+ *  input and weights instead of the projection (Note [Recurrent layers as ONNX nodes]). */
+struct Projection {
+  Val x;          // [rows, in]
+  std::string w;  // [out, in]
+  std::string b;  // [out], empty without bias
+};
 
 /** One row of the export table: a kernel and how it is written. */
 struct ExportRule {
@@ -142,6 +153,7 @@ class Exporter {
       }
       rule->emit(*this, s, rule->onnx_op);
     }
+    step_ = rec_.steps.size();  // what is read from here on is the function's outputs
   }
 
   // ---- nodes and constants ----
@@ -172,6 +184,12 @@ class Exporter {
     a->set_type(onnx::AttributeProto::FLOAT);
     a->set_f(static_cast<float>(v));
   }
+  static void attr(onnx::NodeProto* n, const char* name, std::string_view v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(std::string(v));
+  }
   static void attr(onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
     onnx::AttributeProto* a = n->add_attribute();
     a->set_name(name);
@@ -197,14 +215,74 @@ class Exporter {
     if (shape) shape_constants_.insert(name);
     return name;
   }
+  /** A tensor of `sizes` holding `value` everywhere: a ConstantOfShape node, so that a fill of a
+   *  dynamic axis' size follows it (its shape is a target no dim of which is inferred). */
+  std::string constant_of_shape(const std::vector<int64_t>& sizes, const Scalar& value,
+                                DType dtype) {
+    const std::string shape = ints(sizes, true);
+    exact_shapes_.insert(shape);
+    onnx::NodeProto* n = node("ConstantOfShape", {shape});
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    const Tensor one = full({1}, value, {dtype});
+    onnx::TensorProto* t = a->mutable_t();
+    t->set_data_type(onnx_dtype(dtype));
+    t->add_dims(1);
+    t->set_raw_data(std::string(static_cast<const char*>(one.data_ptr()), one.nbytes()));
+    return n->output(0);
+  }
   /** A 0-d constant of `dtype`. */
   std::string scalar(double v, DType dtype) {
     std::string name = fresh("scalar");
     initializer(name, full({}, v, {dtype}));
     return name;
   }
+  /** `v` reshaped to `sizes` (nothing written when it has them). */
+  /** The view `u` (its dims of size > 1 `dims`, by decreasing stride) as a window of the value's
+   *  own axes, when each of those dims strides as one of them: the axes' sizes stay apart, so a
+   *  dynamic one among them is not merged into a product (a state of a recurrent layer, selected
+   *  from [layers, batch, hidden]). False when the strides are others. */
+  static bool own_axes(const Held& h, const Operand& u, const std::vector<size_t>& dims,
+                       int64_t rel, std::vector<int64_t>& radix, std::vector<int64_t>& starts,
+                       std::vector<int64_t>& lengths) {
+    const size_t rank = h.sizes.size();
+    std::vector<int64_t> stride(rank), start(rank), length(rank, 1);
+    int64_t s = 1;
+    for (size_t k = rank; k-- > 0;) {
+      stride[k] = s;
+      s *= h.sizes[k];
+    }
+    size_t k = 0;
+    for (size_t d : dims) {
+      while (k < rank && (h.sizes[k] == 1 || stride[k] != u.strides[d])) ++k;
+      if (k == rank) return false;
+      length[k++] = u.sizes[d];
+    }
+    int64_t rem = rel;
+    for (size_t a = 0; a < rank; ++a) {
+      start[a] = rem / stride[a];
+      rem %= stride[a];
+      if (start[a] + length[a] > h.sizes[a]) return false;
+    }
+    radix = h.sizes;
+    starts = std::move(start);
+    lengths = std::move(length);
+    return true;
+  }
+
+  Val reshape(const Val& v, const std::vector<int64_t>& sizes) {
+    if (v.sizes == sizes) return v;
+    return {node1("Reshape", {v.name, ints(sizes, true)}), sizes};
+  }
   /** The names of the Reshape targets written (Note [Dynamic axes by a second run]). */
   const std::set<std::string>& shape_constants() const { return shape_constants_; }
+  /** The targets among them that must keep every dim (ConstantOfShape's). */
+  const std::set<std::string>& exact_shapes() const { return exact_shapes_; }
+  /** The starts and ends of the Slices written, each with the sizes of the axes it slices. */
+  const std::map<std::string, std::vector<int64_t>>& slice_extents() const {
+    return slice_extents_;
+  }
 
   // ---- operands ----
 
@@ -241,9 +319,9 @@ class Exporter {
     Held& h = held_[static_cast<size_t>(o.slot)];
     const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
     const bool whole =
-        contiguous(o) && o.offset == 0 &&
+        o.offset == 0 &&
         static_cast<size_t>(numel(vec(o.sizes))) * itemsize(o.dtype) == slot.storage->bytes();
-    if (whole) {
+    if (whole && contiguous(o)) {
       EMBER_ASSERT(numel(v.sizes) == numel(vec(o.sizes)));
       h = Held{};
       h.name = v.name;
@@ -252,11 +330,29 @@ class Exporter {
       h.dtype = o.dtype;
       return;
     }
+    if (whole) {
+      // A dense output in another dim order (channels-last): the slot holds the value
+      // transposed into its memory order.
+      if (const std::optional<std::vector<int64_t>> perm = memory_order(o)) {
+        std::vector<int64_t> sizes;
+        for (int64_t d : *perm) sizes.push_back(o.sizes[static_cast<size_t>(d)]);
+        onnx::NodeProto* n = node("Transpose", {reshape(v, vec(o.sizes)).name});
+        attr(n, "perm", *perm);
+        h = Held{};
+        h.name = n->output(0);
+        h.sizes = sizes;
+        h.dtype = o.dtype;
+        return;
+      }
+    }
     if (h.fill && h.parts.empty() && pad_into(o, h, v)) return;
+    if (!h.name.empty() && h.unreadable.empty() && h.beyond.empty() && update_window(o, h, v)) {
+      return;
+    }
     EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty() && !h.fill,
                                 "{} kernel '{}' (call {}) updates part of a tensor that already "
-                                "holds values (an in-place write into a slice): ONNX has no "
-                                "such update Ember writes",
+                                "holds values, in a window that is no box of it (a strided or "
+                                "lower-rank slice): ONNX has no such update Ember writes",
                                 kWho, s.op->name(), step_ + 1);
     h.parts.push_back({o, std::move(v)});
   }
@@ -277,6 +373,37 @@ class Exporter {
     initializer(name, full(o.sizes, value, {o.dtype}));
     out(s, i, {name, vec(o.sizes)});
   }
+  /** Makes `v` [sizes] the value of the elements of output `i` from element `offset` of its
+   *  storage on; reading any other element of it is refused, saying `why`. */
+  void out_window(const Step& s, size_t i, const Val& v, int64_t offset, std::string why) {
+    const Operand& o = s.outputs[i];
+    if (o.slot < 0) return;
+    Held& h = held_[static_cast<size_t>(o.slot)];
+    h = Held{};
+    h.name = v.name;
+    h.offset = offset;
+    h.sizes = v.sizes;
+    h.dtype = o.dtype;
+    h.beyond = std::move(why);
+  }
+  /** The value of output `i` of `s` before the kernel writes it (a scatter's destination, which
+   *  the core filled first). */
+  Val before(const Step& s, size_t i) { return read(s.outputs[i], false, 0); }
+
+  /** Notes that the value `name` is the projection `p` (a linear kernel's output). */
+  void note_projection(const std::string& name, Projection p) { projections_[name] = std::move(p); }
+  /** The projection input `i` of `s` reads whole, if a linear kernel wrote it; else null. */
+  const Projection* projection(const Step& s, size_t i) const {
+    const Operand& o = s.inputs[i];
+    const Held& h = held_[static_cast<size_t>(o.slot)];
+    if (h.name.empty() || o.offset != h.offset || !contiguous(o) ||
+        numel(vec(o.sizes)) != numel(h.sizes)) {
+      return nullptr;
+    }
+    auto it = projections_.find(h.name);
+    return it == projections_.end() ? nullptr : &it->second;
+  }
+
   /** Marks output `i` as a value no ONNX op gives (reading it is refused, saying `why`). */
   void unreadable(const Step& s, size_t i, std::string why) {
     const Operand& o = s.outputs[i];
@@ -306,12 +433,37 @@ class Exporter {
     }
     return true;
   }
+  /** The dims of `o` from the outermost in memory to the innermost, when `o` is dense in that
+   *  order (a channels-last image is dims {0, 2, 3, 1}); else nothing. */
+  static std::optional<std::vector<int64_t>> memory_order(const Operand& o) {
+    std::vector<int64_t> perm(o.sizes.size());
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+      return o.strides[static_cast<size_t>(a)] > o.strides[static_cast<size_t>(b)];
+    });
+    int64_t expect = 1;
+    for (size_t k = perm.size(); k-- > 0;) {
+      const auto d = static_cast<size_t>(perm[k]);
+      if (o.sizes[d] != 1 && o.strides[d] != expect) return std::nullopt;
+      expect *= o.sizes[d];
+    }
+    return perm;
+  }
 
   Val read(const Operand& o, bool broadcasts, size_t min_rank) {
     EMBER_ASSERT(o.slot >= 0);
     Held& h = held_[static_cast<size_t>(o.slot)];
     EMBER_CHECK_NOT_IMPLEMENTED(h.unreadable.empty(), "{} {} reads {}", kWho, where(),
                                 h.unreadable);
+    if (!h.beyond.empty() && numel(vec(o.sizes)) > 0) {
+      int64_t lo = o.offset, hi = o.offset;
+      for (size_t d = 0; d < o.sizes.size(); ++d) {
+        const int64_t span = o.strides[d] * (o.sizes[d] - 1);
+        (span < 0 ? lo : hi) += span;
+      }
+      EMBER_CHECK_NOT_IMPLEMENTED(lo >= h.offset && hi < h.offset + numel(h.sizes),
+                                  "{} {} reads {}", kWho, where(), h.beyond);
+    }
     // The view with its expanded dims (stride 0) as size 1: what is read before an Expand.
     Operand u = o;
     std::vector<bool> expanded(o.sizes.size(), false);
@@ -331,10 +483,7 @@ class Exporter {
     }
     Val v;
     const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
-    if (h.name.empty() && h.fill) {
-      h.name = fresh("fill");
-      initializer(h.name, full(h.sizes, *h.fill, {o.dtype}));
-    }
+    if (h.name.empty() && h.fill) h.name = constant_of_shape(h.sizes, *h.fill, h.dtype);
     if (h.name.empty() && !h.parts.empty()) assemble(o, h);
     if (h.name.empty() && (kind == SlotKind::External || kind == SlotKind::Constant)) {
       adopt_weight(o, h);
@@ -371,29 +520,59 @@ class Exporter {
     return v;
   }
 
-  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
-   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
-  bool pad_into(const Operand& o, Held& h, const Val& v) {
-    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype) {
-      return false;
+  /** Pad's pads that place the window `o` in the value `h` holds, when `o` is a box of it (a
+   *  narrow of each of its dims); else nothing. */
+  static std::optional<std::vector<int64_t>> box_pads(const Operand& o, const Held& h) {
+    if (o.sizes.size() != h.sizes.size() || numel(h.sizes) == 0 || o.dtype != h.dtype ||
+        o.offset < h.offset) {
+      return std::nullopt;
     }
     std::vector<int64_t> pads(2 * h.sizes.size());
     int64_t rem = o.offset - h.offset, stride = numel(h.sizes);
     for (size_t d = 0; d < h.sizes.size(); ++d) {
       stride /= h.sizes[d];
-      if (o.sizes[d] != 1 && o.strides[d] != stride) return false;
+      if (o.sizes[d] != 1 && o.strides[d] != stride) return std::nullopt;
       const int64_t start = rem / stride;
       rem %= stride;
-      if (start + o.sizes[d] > h.sizes[d]) return false;
+      if (start + o.sizes[d] > h.sizes[d]) return std::nullopt;
       pads[d] = start;
       pads[d + h.sizes.size()] = h.sizes[d] - start - o.sizes[d];
     }
-    if (rem != 0) return false;
+    if (rem != 0) return std::nullopt;
+    return pads;
+  }
+
+  /** A window `o` of a filled tensor written with `v`: the fill is `v` padded with its value
+   *  (constant padding, F.pad's fill and copy). False when `o` is no box of it. */
+  bool pad_into(const Operand& o, Held& h, const Val& v) {
+    const std::optional<std::vector<int64_t>> pads = box_pads(o, h);
+    if (!pads) return false;
     const Val part = reshape(v, vec(o.sizes));
     const std::string value = scalar(h.fill->to_double(), o.dtype);
-    const std::string padded = node1("Pad", {part.name, ints(pads), value});
+    const std::string padded = node1("Pad", {part.name, ints(*pads), value});
     h.fill.reset();
     h.name = padded;
+    return true;
+  }
+
+  /** A window `o` of a tensor holding values written with `v` (an in-place op on a slice,
+   *  x[:, :2] *= 0): the value becomes Where(mask, v padded to its size, the old value), the
+   *  mask a constant true in the window. False when `o` is no box of it. */
+  bool update_window(const Operand& o, Held& h, const Val& v) {
+    const std::optional<std::vector<int64_t>> pads = box_pads(o, h);
+    if (!pads) return false;
+    const size_t rank = h.sizes.size();
+    Tensor mask = zeros(IntList(h.sizes), {DType::Bool});
+    Tensor window = mask;
+    for (size_t d = 0; d < rank; ++d) {
+      window = window.narrow(static_cast<int64_t>(d), (*pads)[d], o.sizes[d]);
+    }
+    window.fill_(true);
+    const std::string mask_name = fresh("window");
+    initializer(mask_name, mask);
+    const Val part = reshape(v, vec(o.sizes));
+    const std::string padded = node1("Pad", {part.name, ints(*pads), scalar(0.0, o.dtype)});
+    h.name = node1("Where", {mask_name, padded, h.name});
     return true;
   }
 
@@ -504,22 +683,24 @@ class Exporter {
     if (rel < 0 || rel + 1 > m || count > m) refuse("outside the value");
     if (rel == 0 && count == m && contiguous(u)) return reshape(v, target);
     std::vector<int64_t> radix, starts, lengths;
-    int64_t rem = rel, outer = m;
-    for (size_t j = 0; j < dims.size(); ++j) {
-      const int64_t s = u.strides[dims[j]];
-      if (s <= 0 || outer % s != 0) refuse("strides that do not nest");
-      radix.push_back(outer / s);
-      starts.push_back(rem / s);
-      lengths.push_back(u.sizes[dims[j]]);
-      rem %= s;
-      outer = s;
-    }
-    if (outer > 1) {
-      radix.push_back(outer);
-      starts.push_back(rem);
-      lengths.push_back(1);
-    } else if (rem != 0) {
-      refuse("strides that do not nest");
+    if (!own_axes(h, u, dims, rel, radix, starts, lengths)) {
+      int64_t rem = rel, outer = m;
+      for (size_t j = 0; j < dims.size(); ++j) {
+        const int64_t s = u.strides[dims[j]];
+        if (s <= 0 || outer % s != 0) refuse("strides that do not nest");
+        radix.push_back(outer / s);
+        starts.push_back(rem / s);
+        lengths.push_back(u.sizes[dims[j]]);
+        rem %= s;
+        outer = s;
+      }
+      if (outer > 1) {
+        radix.push_back(outer);
+        starts.push_back(rem);
+        lengths.push_back(1);
+      } else if (rem != 0) {
+        refuse("strides that do not nest");
+      }
     }
     std::vector<int64_t> s_axes, s_starts, s_ends;
     for (size_t a = 0; a < radix.size(); ++a) {
@@ -531,7 +712,11 @@ class Exporter {
     }
     if (!s_axes.empty()) {
       v = reshape(v, radix);
-      v = {node1("Slice", {v.name, ints(s_starts), ints(s_ends), ints(s_axes)}), lengths};
+      std::vector<int64_t> extents;
+      for (int64_t a : s_axes) extents.push_back(radix[static_cast<size_t>(a)]);
+      const std::string first = ints(s_starts), last = ints(s_ends);
+      slice_extents_[first] = slice_extents_[last] = extents;
+      v = {node1("Slice", {v.name, first, last, ints(s_axes)}), lengths};
     }
     std::vector<int64_t> perm(dims.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
@@ -555,17 +740,14 @@ class Exporter {
     return reshape(v, target);
   }
 
-  Val reshape(const Val& v, const std::vector<int64_t>& sizes) {
-    if (v.sizes == sizes) return v;
-    return {node1("Reshape", {v.name, ints(sizes, true)}), sizes};
-  }
-
   const Recording& rec_;
   onnx::GraphProto* g_;
   std::vector<Held> held_;
   std::map<const StorageImpl*, std::vector<std::pair<std::string, Tensor>>> params_;
   std::map<std::pair<int32_t, std::string>, std::string> constants_;
-  std::set<std::string> written_, shape_constants_;
+  std::map<std::string, Projection> projections_;
+  std::map<std::string, std::vector<int64_t>> slice_extents_;
+  std::set<std::string> written_, shape_constants_, exact_shapes_;
   size_t step_ = 0;
   int64_t counter_ = 0;
 };
@@ -711,10 +893,12 @@ void emit_clamp(Exporter& x, const Step& s, const char* op) {
 
 /** matmul's fused form: {x [M, K], w [N, K], optional b} -> act(x w^T + b), ints {activation}. */
 void emit_fused_linear(Exporter& x, const Step& s, const char* op) {
-  std::vector<std::string> ins = {x.in(s, 0).name, x.in(s, 1).name};
+  const Val in = x.in(s, 0);
+  std::vector<std::string> ins = {in.name, x.in(s, 1).name};
   if (Exporter::has(s, 2)) ins.push_back(x.in(s, 2).name);
   onnx::NodeProto* n = x.node(op, ins);
   Exporter::attr(n, "transB", int64_t{1});
+  if (s.ints[0] == 0) x.note_projection(n->output(0), {in, ins[1], ins.size() > 2 ? ins[2] : ""});
   x.out(s, 0, {activation(x, n->output(0), s.dtype, s.ints[0]), vec(s.outputs[0].sizes)});
 }
 
@@ -910,6 +1094,214 @@ void emit_attention(Exporter& x, const Step& s, const char* op) {
   x.unreadable(s, 1, "the attention's logsumexp, which the export does not write");
 }
 
+/** conv2d_backward_input, which conv_transpose2d runs: {x [N, C, H, W], w [C, O/g, kH, kW]} ->
+ *  {y [N, O, OH, OW]}, ints as conv2d's. The output size beyond the one stride, padding and
+ *  kernel give is ConvTranspose's output_padding. */
+void emit_conv_transpose(Exporter& x, const Step& s, const char* op) {
+  const Shape &in = s.inputs[0].sizes, &w = s.inputs[1].sizes, &out = s.outputs[0].sizes;
+  std::vector<int64_t> extra(2);
+  for (size_t a = 0; a < 2; ++a) {
+    const int64_t stride = s.ints[a], pad = s.ints[2 + a], dil = s.ints[4 + a];
+    extra[a] = out[2 + a] - ((in[2 + a] - 1) * stride - 2 * pad + dil * (w[2 + a] - 1) + 1);
+    EMBER_CHECK_NOT_IMPLEMENTED(extra[a] >= 0 && extra[a] < std::max(stride, dil),
+                                "{} conv2d_backward_input to {} from {} is no ConvTranspose "
+                                "(output_padding {} must be in [0, max(stride, dilation)))",
+                                kWho, shape_str(out), shape_str(in), extra[a]);
+  }
+  onnx::NodeProto* n = x.node(op, {x.in(s, 0).name, x.in(s, 1).name});
+  Exporter::attr(n, "strides", std::vector<int64_t>{s.ints[0], s.ints[1]});
+  Exporter::attr(n, "pads", std::vector<int64_t>{s.ints[2], s.ints[3], s.ints[2], s.ints[3]});
+  Exporter::attr(n, "dilations", std::vector<int64_t>{s.ints[4], s.ints[5]});
+  Exporter::attr(n, "group", s.ints[6]);
+  Exporter::attr(n, "kernel_shape", std::vector<int64_t>{w[2], w[3]});
+  Exporter::attr(n, "output_padding", extra);
+  x.out(s, 0, {n->output(0), vec(out)});
+}
+
+/** sort {x, the sorted dim last} -> {values, indices}, ints {descending}; topk likewise, ints
+ *  {k, largest, sorted}. Both are TopK over the last axis (sort's k the whole dim), whose ties go
+ *  to the lower index as the kernels' do; topk's unsorted results keep the elements' order in
+ *  the input, which a second TopK over the indices gives. */
+void emit_topk(Exporter& x, const Step& s, const char* op) {
+  const bool sort = s.op->name() == "sort";
+  const Val v = x.in(s, 0);
+  const int64_t k = sort ? v.sizes.back() : s.ints[0];
+  const int64_t largest = sort ? s.ints[0] : s.ints[1];
+  const bool sorted = sort || s.ints[2] != 0;
+  onnx::NodeProto* n = x.node(op, {v.name, x.ints({k})}, 2);
+  Exporter::attr(n, "axis", int64_t{-1});
+  Exporter::attr(n, "largest", largest);
+  Exporter::attr(n, "sorted", int64_t{1});
+  std::string values = n->output(0), indices = n->output(1);
+  if (!sorted) {
+    onnx::NodeProto* by_place = x.node(op, {indices, x.ints({k})}, 2);
+    Exporter::attr(by_place, "axis", int64_t{-1});
+    Exporter::attr(by_place, "largest", int64_t{0});
+    Exporter::attr(by_place, "sorted", int64_t{1});
+    onnx::NodeProto* g = x.node("GatherElements", {values, by_place->output(1)});
+    Exporter::attr(g, "axis", int64_t{-1});
+    values = g->output(0);
+    indices = by_place->output(0);
+  }
+  x.out(s, 0, {values, vec(s.outputs[0].sizes)});
+  x.out(s, 1, {indices, vec(s.outputs[1].sizes)});
+}
+
+/** scatter and scatter_add: {index, src} -> {y}, ints {dim}, y holding x already (the core
+ *  copied it there). src may be larger than index: its window of index's sizes is read. */
+void emit_scatter(Exporter& x, const Step& s, const char* op) {
+  const Val data = x.before(s, 0);
+  Operand src = s.inputs[1];
+  src.sizes = s.inputs[0].sizes;
+  onnx::NodeProto* n = x.node(op, {data.name, x.in(s, 0).name, x.result(src).name});
+  Exporter::attr(n, "axis", s.ints[0]);
+  if (s.op->name() == "scatter_add") Exporter::attr(n, "reduction", std::string_view("add"));
+  x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
+}
+
+// Note [Recurrent layers as ONNX nodes]
+// The core runs a recurrent layer as an input projection (a linear kernel over every step) and
+// a recurrence kernel, lstm_layer {gates_x, w_hh, h0, c0} or gru_layer {gates_x, w_hh, b_hh,
+// h0}, or as one kernel, rnn_layer {x, w_ih, w_hh, b_ih, b_hh, h0, c0}, where a backend has it
+// (core/ops/rnn.cpp). ONNX's LSTM and GRU take the projection's weights themselves: when a
+// recurrence kernel's gates_x is the whole output of a linear kernel (Exporter::projection), its
+// node reads that kernel's input and weights, and the projection's own Gemm, read by nothing
+// else, is pruned; otherwise the node reads gates_x through an identity W (exact: each gate is a
+// sum of one term). ONNX's conventions are not PyTorch's: the gates come in the order i, o, f, c
+// (PyTorch's i, f, g, o) and z, r, h (r, z, n), reordered with Split and Concat; the biases are
+// B = [Wb; Rb] (the LSTM's projection holds both of PyTorch's, so Rb is then zeros); PyTorch's
+// GRU is linear_before_reset = 1; Y is [L, num_directions, N, H]. Each direction is its own
+// kernel call and so its own node, its Y squeezed to the kernel's [L, N, H] (the core
+// concatenates the directions itself). lstm_layer's cell states of every step are not ONNX's,
+// which gives the last step's (Y_c): that one is readable, the others are refused by name.
+// The Elman RNN has no kernel (the core composes it: Note [Whole recurrent layers in a
+// backend]) and is written as the steps' MatMul, Add and Tanh or Relu.
+
+/** What one direction of a recurrent node reads: PyTorch's weights, in its gate order. */
+struct RecurrentInputs {
+  Val x;               // [L, N, I]
+  std::string w, r;    // [G H, I], [G H, H]
+  std::string wb, rb;  // [G H] each, either empty for none
+  std::string h0, c0;  // [N, H]; c0 the LSTM's only
+  int64_t hidden = 0;
+  bool reverse = false;
+  DType dtype = DType::Float32;
+};
+
+/** `v` [G H, ...] with its G gate blocks from PyTorch's order into ONNX's: block j of the result
+ *  is block order[j] of `v`. */
+std::string regate(Exporter& x, const std::string& v, int64_t hidden,
+                   const std::vector<int64_t>& order) {
+  const auto gates = static_cast<int>(order.size());
+  onnx::NodeProto* split =
+      x.node("Split", {v, x.ints(std::vector<int64_t>(order.size(), hidden))}, gates);
+  Exporter::attr(split, "axis", int64_t{0});
+  std::vector<std::string> parts;
+  for (int64_t k : order) parts.push_back(split->output(static_cast<int>(k)));
+  onnx::NodeProto* cat = x.node("Concat", parts);
+  Exporter::attr(cat, "axis", int64_t{0});
+  return cat->output(0);
+}
+
+/** `v` with a leading dim of 1 (ONNX's num_directions). */
+std::string unsqueeze0(Exporter& x, const std::string& v) {
+  return x.node1("Unsqueeze", {v, x.ints({0})});
+}
+
+/** Writes one direction of an LSTM or GRU node; returns {Y [L, N, H], Y_h [N, H]} and, for the
+ *  LSTM, Y_c [N, H]. */
+std::vector<Val> recurrent_node(Exporter& x, const char* op, const RecurrentInputs& in) {
+  const bool lstm = std::string_view(op) == "LSTM";
+  const std::vector<int64_t> order =
+      lstm ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{1, 0, 2};
+  const int64_t h = in.hidden, gh = static_cast<int64_t>(order.size()) * h;
+  const int64_t steps = in.x.sizes[0], batch = in.x.sizes[1];
+  const auto weight = [&](const std::string& w) { return unsqueeze0(x, regate(x, w, h, order)); };
+  std::string b;
+  if (!in.wb.empty() || !in.rb.empty()) {
+    const auto half = [&](const std::string& v) {
+      if (!v.empty()) return regate(x, v, h, order);
+      const std::string name = x.fresh("zeros");
+      x.initializer(name, zeros({gh}, {in.dtype}));
+      return name;
+    };
+    onnx::NodeProto* cat = x.node("Concat", {half(in.wb), half(in.rb)});
+    Exporter::attr(cat, "axis", int64_t{0});
+    b = unsqueeze0(x, cat->output(0));
+  }
+  std::vector<std::string> ins = {in.x.name, weight(in.w), weight(in.r),
+                                  b,         "",           unsqueeze0(x, in.h0)};
+  if (lstm) ins.push_back(unsqueeze0(x, in.c0));
+  onnx::NodeProto* n = x.node(op, ins, lstm ? 3 : 2);
+  Exporter::attr(n, "hidden_size", h);
+  Exporter::attr(n, "direction", std::string_view(in.reverse ? "reverse" : "forward"));
+  if (!lstm) Exporter::attr(n, "linear_before_reset", int64_t{1});
+  std::vector<Val> outs = {{x.node1("Squeeze", {n->output(0), x.ints({1})}), {steps, batch, h}}};
+  for (int k = 1; k < n->output_size(); ++k) {
+    outs.push_back({x.node1("Squeeze", {n->output(k), x.ints({0})}), {batch, h}});
+  }
+  return outs;
+}
+
+/** lstm_layer {gates_x [L, N, 4H], w_hh, h0, c0} -> {h, c, gates} and gru_layer {gates_x
+ *  [L, N, 3H], w_hh, b_hh, h0} -> {h, gates}, ints {reverse} (Note [Recurrent layers as ONNX
+ *  nodes]). */
+void emit_recurrence(Exporter& x, const Step& s, const char* op) {
+  const bool lstm = std::string_view(op) == "LSTM";
+  const Shape& gates = s.inputs[0].sizes;
+  const int64_t steps = gates[0], batch = gates[1], gh = gates[2];
+  RecurrentInputs in;
+  in.hidden = s.inputs[1].sizes[1];
+  in.reverse = s.ints[0] != 0;
+  in.dtype = s.dtype;
+  in.r = x.in(s, 1).name;
+  if (const Projection* p = x.projection(s, 0)) {
+    in.x = x.reshape(p->x, {steps, batch, p->x.sizes[1]});
+    in.w = p->w;
+    in.wb = p->b;
+  } else {
+    in.x = x.in(s, 0);
+    in.w = x.fresh("identity");
+    x.initializer(in.w, eye(gh, gh, {s.dtype}));
+  }
+  if (!lstm && Exporter::has(s, 2)) in.rb = x.in(s, 2).name;
+  in.h0 = x.in(s, lstm ? 2 : 3).name;
+  if (lstm) in.c0 = x.in(s, 3).name;
+  const std::vector<Val> ys = recurrent_node(x, op, in);
+  x.out(s, 0, ys[0]);
+  if (lstm) {
+    const int64_t last = in.reverse ? 0 : steps - 1;
+    x.out_window(s, 1, ys[2], s.outputs[1].offset + last * batch * in.hidden,
+                 "an LSTM's cell state before its last step, which ONNX's LSTM does not give");
+    x.unreadable(s, 2, "the LSTM's gates, which ONNX's LSTM does not give");
+  } else {
+    x.unreadable(s, 1, "the GRU's gates, which ONNX's GRU does not give");
+  }
+}
+
+/** rnn_layer {x [L, N, I], w_ih, w_hh, b_ih, b_hh, h0, c0 (LSTM)} -> {y, h_n, c_n (LSTM)}, ints
+ *  {mode}: 0 LSTM, 1 GRU, forward only (the core flips a reverse direction's time axis). */
+void emit_rnn_layer(Exporter& x, const Step& s, const char*) {
+  const int64_t mode = s.ints[0];
+  EMBER_CHECK_NOT_IMPLEMENTED(mode == 0 || mode == 1,
+                              "{} rnn_layer of mode {} has no ONNX form in the exporter (0, the "
+                              "LSTM, and 1, the GRU, have)",
+                              kWho, mode);
+  const bool lstm = mode == 0;
+  RecurrentInputs in;
+  in.x = x.in(s, 0);
+  in.w = x.in(s, 1).name;
+  in.r = x.in(s, 2).name;
+  in.wb = x.in(s, 3).name;
+  in.rb = x.in(s, 4).name;
+  in.h0 = x.in(s, 5).name;
+  if (lstm) in.c0 = x.in(s, 6).name;
+  in.hidden = s.inputs[2].sizes[1];
+  in.dtype = s.dtype;
+  const std::vector<Val> ys = recurrent_node(x, lstm ? "LSTM" : "GRU", in);
+  for (size_t i = 0; i < ys.size(); ++i) x.out(s, i, ys[i]);
+}
+
 // The export table: each kernel Ember writes as ONNX, and the ONNX op its emitter uses.
 const ExportRule kExportRules[] = {
     {"copy", emit_copy, "Cast"},
@@ -965,6 +1357,7 @@ const ExportRule kExportRules[] = {
     {"conv2d", emit_conv, "Conv"},
     {"conv2d_relu", emit_conv, "Conv"},
     {"conv2d_add_relu", emit_conv, "Conv"},
+    {"conv2d_backward_input", emit_conv_transpose, "ConvTranspose"},
     {"max_pool2d", emit_pool, "MaxPool"},
     {"avg_pool2d", emit_pool, "AveragePool"},
     {"adaptive_avg_pool2d", emit_adaptive_avg_pool, "GlobalAveragePool"},
@@ -976,6 +1369,13 @@ const ExportRule kExportRules[] = {
     {"cumsum", emit_cumsum, "CumSum"},
     {"index_select", emit_gather, "Gather"},
     {"gather", emit_gather, "GatherElements"},
+    {"scatter", emit_scatter, "ScatterElements"},
+    {"scatter_add", emit_scatter, "ScatterElements"},
+    {"sort", emit_topk, "TopK"},
+    {"topk", emit_topk, "TopK"},
+    {"lstm_layer", emit_recurrence, "LSTM"},
+    {"gru_layer", emit_recurrence, "GRU"},
+    {"rnn_layer", emit_rnn_layer, "LSTM"},
     {"scaled_dot_product_attention", emit_attention, "Softmax"},
 };
 
@@ -1008,12 +1408,37 @@ struct DynamicDim {
   int64_t axis, size, grown;
 };
 
+/** Removes the nodes no output depends on (a projection a recurrent node took over: Note
+ *  [Recurrent layers as ONNX nodes]) and the initializers no node reads. */
+void prune(onnx::GraphProto& g, const std::vector<std::string>& outputs) {
+  std::set<std::string> needed(outputs.begin(), outputs.end());
+  std::vector<bool> live(static_cast<size_t>(g.node_size()), false);
+  for (int i = g.node_size(); i-- > 0;) {
+    const onnx::NodeProto& n = g.node(i);
+    live[static_cast<size_t>(i)] =
+        std::any_of(n.output().begin(), n.output().end(),
+                    [&](const std::string& o) { return needed.count(o); });
+    if (live[static_cast<size_t>(i)]) needed.insert(n.input().begin(), n.input().end());
+  }
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (int i = 0; i < g.node_size(); ++i) {
+    if (live[static_cast<size_t>(i)]) nodes.Add()->Swap(g.mutable_node(i));
+  }
+  g.mutable_node()->Swap(&nodes);
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> inits;
+  for (onnx::TensorProto& t : *g.mutable_initializer()) {
+    if (needed.count(t.name())) inits.Add()->Swap(&t);
+  }
+  g.mutable_initializer()->Swap(&inits);
+}
+
 /** One run of the function, written as an ONNX graph. */
 struct Trace {
   onnx::GraphProto graph;
   std::vector<std::vector<int64_t>> output_sizes;
   std::vector<DType> output_dtypes;
-  std::set<std::string> shape_constants;
+  std::set<std::string> shape_constants, exact_shapes;
+  std::map<std::string, std::vector<int64_t>> slice_extents;
   std::vector<std::string> output_names;
 };
 
@@ -1053,7 +1478,10 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
     t.output_sizes.push_back(vec(outputs[i].sizes()));
     t.output_dtypes.push_back(outputs[i].dtype());
   }
+  prune(t.graph, t.output_names);
   t.shape_constants = x.shape_constants();
+  t.exact_shapes = x.exact_shapes();
+  t.slice_extents = x.slice_extents();
   return t;
 }
 
@@ -1066,8 +1494,38 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
 // and is refused. Initializers may differ only in Reshape targets. A dim of a target that is a
 // dynamic input axis in both runs (its size there and its size grown) is read from that input
 // (Shape, Gather, and a Concat of the target's dims, at the head of the graph); one other dim
-// that differs (a product such as batch * sequence) becomes -1, which ONNX infers. Any other
-// difference (a constant of the batch's size, two such products in one target) is refused.
+// that differs (a product such as batch * sequence) becomes -1, which ONNX infers. A fill's
+// shape (ConstantOfShape's: the zero initial state of a recurrent layer, sized by the batch) is
+// such a target too, but one whose every dim must come from an input (it infers none). Any
+// other difference (a constant of the batch's size, two such products in one target, a fill of
+// a product's size) is refused.
+/** Whether `ta`, a Slice's starts or ends that differ in the second run `tb`, is the same
+ *  distance from the end of its axes in both (the last step of a sequence, of another length
+ *  there): then it is rewritten counted from the end (an end at the end: INT64_MAX). */
+bool relative_slice(onnx::TensorProto* ta, const onnx::TensorProto& tb, const Trace& a,
+                    const Trace& b) {
+  const auto ea = a.slice_extents.find(ta->name());
+  const auto eb = b.slice_extents.find(tb.name());
+  if (ea == a.slice_extents.end() || eb == b.slice_extents.end() || ta->dims_size() != 1 ||
+      tb.dims_size() != 1 || ta->dims(0) != tb.dims(0) ||
+      ea->second.size() != static_cast<size_t>(ta->dims(0)) ||
+      eb->second.size() != ea->second.size()) {
+    return false;
+  }
+  std::vector<int64_t> va(ea->second.size()), vb(va.size());
+  std::memcpy(va.data(), ta->raw_data().data(), va.size() * sizeof(int64_t));
+  std::memcpy(vb.data(), tb.raw_data().data(), vb.size() * sizeof(int64_t));
+  for (size_t d = 0; d < va.size(); ++d) {
+    if (va[d] == vb[d]) continue;
+    const int64_t from_end = va[d] - ea->second[d];
+    if (from_end != vb[d] - eb->second[d]) return false;
+    va[d] = from_end == 0 ? std::numeric_limits<int64_t>::max() : from_end;
+  }
+  ta->set_raw_data(
+      std::string(reinterpret_cast<const char*>(va.data()), va.size() * sizeof(int64_t)));
+  return true;
+}
+
 void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources) {
   EMBER_CHECK_NOT_IMPLEMENTED(a.graph.node_size() == b.graph.node_size(),
                               "{} dynamic_axes: the function runs {} ONNX nodes at the example "
@@ -1106,6 +1564,7 @@ void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources
         ta->raw_data() == tb.raw_data()) {
       continue;
     }
+    if (relative_slice(ta, tb, a, b)) continue;
     const bool shape = a.shape_constants.count(ta->name()) != 0;
     EMBER_CHECK_NOT_IMPLEMENTED(
         shape && ta->dims_size() == 1 && tb.dims_size() == 1 && ta->dims(0) == tb.dims(0),
@@ -1116,13 +1575,14 @@ void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources
     std::memcpy(va.data(), ta->raw_data().data(), va.size() * sizeof(int64_t));
     std::memcpy(vb.data(), tb.raw_data().data(), vb.size() * sizeof(int64_t));
     std::vector<const DynamicDim*> from(va.size(), nullptr);
+    const bool exact = a.exact_shapes.count(ta->name()) != 0;
     size_t inferred = 0;
     const auto differ = std::inner_product(va.begin(), va.end(), vb.begin(), size_t{0},
                                            std::plus<>(), std::not_equal_to<>());
     for (size_t d = 0; d < va.size(); ++d) {
       if (va[d] == vb[d]) continue;
       for (const DynamicDim& src : sources) {
-        if (differ == 1) break;  // the one dim that differs is inferred
+        if (differ == 1 && !exact) break;  // the one dim that differs is inferred
         if (src.size == va[d] && src.grown == vb[d]) {
           from[d] = &src;
           break;
@@ -1133,6 +1593,11 @@ void generalize(Trace& a, const Trace& b, const std::vector<DynamicDim>& sources
         ++inferred;
       }
     }
+    EMBER_CHECK_NOT_IMPLEMENTED(!exact || inferred == 0,
+                                "{} dynamic_axes: a tensor of sizes {} made inside the function "
+                                "has {} dims that are products of the dynamic axes (only a size "
+                                "an input has can follow them)",
+                                kWho, va, inferred);
     EMBER_CHECK_NOT_IMPLEMENTED(inferred <= 1,
                                 "{} dynamic_axes: a reshape to {} has {} dims that are products "
                                 "of the dynamic axes; ONNX infers one",

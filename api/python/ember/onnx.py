@@ -25,7 +25,7 @@ __all__ = ["InferenceSession", "export", "load"]
 
 def export(
     model: Any,
-    args: Union[Tensor, Sequence[Tensor]],
+    args: Union[Tensor, Sequence[Any]],
     f: Union[str, "os.PathLike[str]", IO[bytes]],
     input_names: Optional[Sequence[str]] = None,
     output_names: Optional[Sequence[str]] = None,
@@ -33,7 +33,8 @@ def export(
     opset_version: Optional[int] = None,
 ) -> None:
     """Exports ``model`` (an nn.Module, in eval mode, its parameters and buffers as named
-    initializers; or a function of tensors) called on ``args`` (a tensor or a tuple of them) as
+    initializers; or a function of tensors) called on ``args`` (a tensor or a tuple of them;
+    nested tuples and lists, an LSTM's ``(h0, c0)``, are graph inputs in order) as
     an ONNX model file at ``f`` (a path, or a binary file object it is written to), as
     torch.onnx.export. ``dynamic_axes`` maps an input or output
     name to its symbolic axes, ``{axis: name}`` or a list of axes (named as PyTorch names

@@ -51,19 +51,39 @@ std::vector<Tensor> run_session(const OnnxSession& s, std::map<std::string, Tens
   return picked;
 }
 
-/** The tensors a Python function returned: one tensor, or a tuple or list of them. */
+/** Appends the tensors of `item` (a tensor, or a tuple or list of such items) to `tensors`,
+ *  depth first; `where` names what holds them ("the model's outputs"). */
+void flatten_tensors(nb::handle item, std::vector<Tensor>& tensors, const char* where) {
+  if (nb::isinstance<PyTensor>(item)) {
+    tensors.push_back(nb::cast<const PyTensor&>(item));
+    return;
+  }
+  EMBER_CHECK_TYPE(nb::isinstance<nb::tuple>(item) || nb::isinstance<nb::list>(item),
+                   "[onnx.export] {} hold a {}, not a tensor (tensors, and tuples and lists of "
+                   "them, are taken)",
+                   where, nb::type_name(item.type()).c_str());
+  for (nb::handle inner : item) flatten_tensors(inner, tensors, where);
+}
+
+/** `item` (as flatten_tensors reads it) with its tensors replaced, in the same order, by those
+ *  of `in` from `next` on: tuples stay tuples, lists lists. */
+nb::object unflatten_tensors(nb::handle item, const std::vector<Tensor>& in, size_t& next) {
+  if (nb::isinstance<PyTensor>(item)) return wrap_tensor(in.at(next++));
+  nb::list items;
+  for (nb::handle inner : item) items.append(unflatten_tensors(inner, in, next));
+  if (nb::isinstance<nb::tuple>(item)) return nb::tuple(items);
+  return items;
+}
+
+/** The tensors a Python function returned: one tensor, or a tuple or list of them, nested ones
+ *  (an LSTM's (output, (h_n, c_n))) flattened in order, as torch.onnx.export does. */
 std::vector<Tensor> returned_tensors(nb::handle out) {
-  if (nb::isinstance<PyTensor>(out)) return {nb::cast<const PyTensor&>(out)};
-  EMBER_CHECK_TYPE(nb::isinstance<nb::tuple>(out) || nb::isinstance<nb::list>(out),
+  EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(out) || nb::isinstance<nb::tuple>(out) ||
+                       nb::isinstance<nb::list>(out),
                    "[onnx.export] the model returned {}, not a tensor or a tuple of tensors",
                    nb::type_name(out.type()).c_str());
   std::vector<Tensor> tensors;
-  for (nb::handle item : out) {
-    EMBER_CHECK_TYPE(nb::isinstance<PyTensor>(item),
-                     "[onnx.export] the model returned a {} among its outputs, not a tensor",
-                     nb::type_name(item.type()).c_str());
-    tensors.push_back(nb::cast<const PyTensor&>(item));
-  }
+  flatten_tensors(out, tensors, "the model's outputs");
   return tensors;
 }
 
@@ -144,9 +164,8 @@ void bind_onnx(nb::module_& root) {
       "onnxruntime's levels).");
   m.def(
       "_export",
-      [](nb::object model, const std::vector<Tensor>& args,
-         std::optional<std::filesystem::path> path, std::vector<std::string> input_names,
-         std::vector<std::string> output_names,
+      [](nb::object model, nb::list args, std::optional<std::filesystem::path> path,
+         std::vector<std::string> input_names, std::vector<std::string> output_names,
          std::map<std::string, std::map<int64_t, std::string>> dynamic_axes,
          std::optional<int64_t> opset_version) -> std::optional<nb::bytes> {
         graph::ExportOptions opts;
@@ -154,29 +173,35 @@ void bind_onnx(nb::module_& root) {
         opts.output_names = std::move(output_names);
         opts.dynamic_axes = std::move(dynamic_axes);
         opts.opset_version = opset_version.value_or(graph::kOnnxExportOpset);
+        // The graph's inputs are the arguments' tensors, nested tuples and lists (an LSTM's
+        // (h0, c0)) flattened in order, as torch.onnx.export takes them; the model is called
+        // with the arguments' own structure.
+        std::vector<Tensor> inputs;
+        flatten_tensors(args, inputs, "the arguments");
         // The model is called from Python, with the GIL held: the export runs on this thread.
-        TensorFn fn = [&model](const std::vector<Tensor>& in) {
-          nb::list items;
-          for (const Tensor& t : in) items.append(wrap_tensor(t));
-          return returned_tensors(model(*nb::tuple(items)));
+        TensorFn fn = [&model, &args](const std::vector<Tensor>& in) {
+          size_t next = 0;
+          const nb::object call_args = unflatten_tensors(nb::tuple(args), in, next);
+          return returned_tensors(model(*call_args));
         };
         const bool is_module = nb::isinstance<nn::Module>(model);
         if (path) {
           if (is_module) {
-            graph::export_onnx(nb::cast<nn::Module&>(model), args, *path, std::move(opts), fn);
+            graph::export_onnx(nb::cast<nn::Module&>(model), inputs, *path, std::move(opts), fn);
           } else {
-            graph::export_onnx(fn, args, *path, opts);
+            graph::export_onnx(fn, inputs, *path, opts);
           }
           return std::nullopt;
         }
         const std::string bytes = is_module ? graph::export_onnx_bytes(nb::cast<nn::Module&>(model),
-                                                                       args, std::move(opts), fn)
-                                            : graph::export_onnx_bytes(fn, args, opts);
+                                                                       inputs, std::move(opts), fn)
+                                            : graph::export_onnx_bytes(fn, inputs, opts);
         return nb::bytes(bytes.data(), bytes.size());
       },
       "model"_a, "args"_a, "f"_a.none(), "input_names"_a, "output_names"_a, "dynamic_axes"_a,
       "opset_version"_a.none(),
-      "Runs `model` once on `args`, recording it, and writes it as an ONNX model to the file "
+      "Runs `model` once on `args` (tensors, or tuples and lists of them), recording it, and "
+      "writes it as an ONNX model to the file "
       "`f`, or returns its bytes when `f` is None (ember::graph::export_onnx; ember.onnx.export "
       "is the public form).");
 }

@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -77,13 +79,31 @@ auto export_module(Module& module, ExportOptions options, TensorFn fn, Write wri
   }
   for (auto& named : module.named_parameters()) options.parameters.push_back(named);
   for (auto& named : module.named_buffers()) options.parameters.push_back(named);
-  struct Restore {
-    Module& m;
-    bool on;
-    ~Restore() { m.train(on); }
-  } restore{module, module.is_training()};
+  // The mode is restored by hand, not by a destructor: train() may throw (a Python module's
+  // override), and a throw while unwinding would end the process.
+  const bool was_training = module.is_training();
   module.train(false);
-  return write(fn, options);
+  const auto restore = [&] { module.train(was_training); };
+  using Result = decltype(write(fn, options));
+  if constexpr (std::is_void_v<Result>) {
+    try {
+      write(fn, options);
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+  } else {
+    std::optional<Result> result;
+    try {
+      result.emplace(write(fn, options));
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+    return std::move(*result);
+  }
 }
 }  // namespace detail
 
