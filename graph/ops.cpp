@@ -614,10 +614,8 @@ Tensors op_conv_transpose(const Node& n, const Tensors& in, Device) {
               "more): got shapes {} and {}",
               label(n), x.sizes(), weight.sizes());
   const int64_t d = x.dim() - 2;
-  EMBER_CHECK_NOT_IMPLEMENTED(d <= 2,
-                              "{} {}-d transposed convolution is not supported (1-d and "
-                              "2-d are)",
-                              label(n), d);
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      d <= 3, "{} {}-d transposed convolution is not supported (1-d to 3-d are)", label(n), d);
   auto ints = [&](std::string_view name, int64_t count, int64_t fill) {
     std::vector<int64_t> v = attr_ints(n, name).value_or(std::vector<int64_t>(count, fill));
     EMBER_CHECK(static_cast<int64_t>(v.size()) == count, "{} {} must have {} values: got {}",
@@ -659,7 +657,9 @@ Tensors op_conv_transpose(const Node& n, const Tensors& in, Device) {
     st = Shape{1, stride[0]};
     dl = Shape{1, dilation[0]};
   }
-  Tensor y = conv_transpose2d(xs, ws, {}, st, {0, 0}, {0, 0}, attr_int(n, "group", 1), dl);
+  const int64_t group = attr_int(n, "group", 1);
+  Tensor y = d == 3 ? conv_transpose3d(xs, ws, {}, st, {0}, {0}, group, dl)
+                    : conv_transpose2d(xs, ws, {}, st, {0, 0}, {0, 0}, group, dl);
   if (d == 1) y = y.squeeze(2);
   Shape crop;
   for (int64_t i = d - 1; i >= 0; --i) {

@@ -410,12 +410,61 @@ Tensor ConvTranspose1d::forward(const Tensor& x, IntList output_size) {
   return conv_transpose1d(x, weight, bias, o.stride, o.padding, pad[0], o.groups, o.dilation);
 }
 
+ConvTranspose3d::ConvTranspose3d(int64_t in, int64_t out, Triple k, Conv3dOptions o)
+    : Module("ConvTranspose3d"),
+      in_channels(in),
+      out_channels(out),
+      kernel_size(k),
+      options(o),
+      weight(register_parameter(
+          "weight", (check_conv("ConvTranspose3d", in, out, Pair(k.h, k.w), {.groups = o.groups}),
+                     check_positive("ConvTranspose3d", "kernel_size", k.d),
+                     check_transposed_padding("ConvTranspose3d", o.padding_mode, o.named_padding),
+                     empty({in, out / o.groups, k.d, k.h, k.w})))),
+      bias(register_parameter("bias", o.bias ? empty({out}) : Tensor())) {
+  reset_parameters();
+}
+
+void ConvTranspose3d::reset_parameters() {
+  reset_weight_and_bias(weight, bias);
+}
+
+Tensor ConvTranspose3d::forward(const Tensor& x) {
+  const Conv3dOptions& o = options;
+  const Triple& op = o.output_padding;
+  return conv_transpose3d(x, weight, bias, {o.stride.d, o.stride.h, o.stride.w},
+                          {o.padding.d, o.padding.h, o.padding.w}, {op.d, op.h, op.w}, o.groups,
+                          {o.dilation.d, o.dilation.h, o.dilation.w});
+}
+
+Tensor ConvTranspose3d::forward(const Tensor& x, IntList output_size) {
+  const Conv3dOptions& o = options;
+  const Shape s{o.stride.d, o.stride.h, o.stride.w}, p{o.padding.d, o.padding.h, o.padding.w},
+      d{o.dilation.d, o.dilation.h, o.dilation.w};
+  const Shape pad = conv_transpose_output_padding(
+      x, output_size, {kernel_size.d, kernel_size.h, kernel_size.w}, s, p, d);
+  return conv_transpose3d(x, weight, bias, s, p, pad, o.groups, d);
+}
+
+std::string ConvTranspose3d::extra_repr() const {
+  const Conv3dOptions& o = options;
+  const auto t = [](const Triple& v) { return fmt::format("({}, {}, {})", v.d, v.h, v.w); };
+  std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", in_channels, out_channels,
+                              t(kernel_size), t(o.stride));
+  if (o.padding != Triple(0)) s += ", padding=" + t(o.padding);
+  if (o.dilation != Triple(1)) s += ", dilation=" + t(o.dilation);
+  if (o.output_padding != Triple(0)) s += ", output_padding=" + t(o.output_padding);
+  if (o.groups != 1) s += fmt::format(", groups={}", o.groups);
+  if (!bias.defined()) s += ", bias=false";
+  return s;
+}
+
 std::string ConvTranspose1d::extra_repr() const {
   std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels,
                               kernel_size, options.stride);
   if (options.padding) s += fmt::format(", padding=({},)", options.padding);
-  if (options.output_padding) s += fmt::format(", output_padding=({},)", options.output_padding);
   if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
+  if (options.output_padding) s += fmt::format(", output_padding=({},)", options.output_padding);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
   if (!bias.defined()) s += ", bias=false";
   return s;

@@ -586,6 +586,64 @@ Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bia
       .squeeze(-2);
 }
 
+// Note [conv_transpose3d as depth taps of conv_transpose2d]
+// Input depth j reaches output depths s j - p + d t, one per depth tap t, and within each depth
+// the planes transpose-convolve as in 2-d. So each tap is one conv_transpose2d of all the input
+// depths at once (batched as [N D, C, H, W]) with that tap's [C, O/groups, kH, kW] weights, added
+// along depth at s j + d t of an uncropped output by index_add; the depth padding then crops p
+// from each end (output_padding extends the far end). kD conv_transpose2d calls, every backend,
+// the 2-d kernels' gradients, no kernel of its own.
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias, IntList stride,
+                        IntList padding, IntList output_padding, int64_t groups, IntList dilation) {
+  constexpr const char* kOp = "conv_transpose3d";
+  EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[{}] undefined tensor argument", kOp);
+  EMBER_CHECK(x.dim() == 4 || x.dim() == 5,
+              "[{}] expected a 4-d [C, D, H, W] or 5-d [N, C, D, H, W] input: got shape {}", kOp,
+              shape_str(x.sizes()));
+  EMBER_CHECK(weight.dim() == 5,
+              "[{}] expected a 5-d weight [C, O/groups, kD, kH, kW]: got shape {}", kOp,
+              shape_str(weight.sizes()));
+  const auto s = per_dim<3>(stride, kOp, "stride");
+  const auto p = per_dim<3>(padding, kOp, "padding");
+  const auto op = per_dim<3>(output_padding, kOp, "output_padding");
+  const auto d = per_dim<3>(dilation, kOp, "dilation");
+  EMBER_CHECK(s[0] >= 1 && d[0] >= 1 && p[0] >= 0 && op[0] >= 0 && op[0] < std::max(s[0], d[0]),
+              "[{}] depth stride and dilation must be >= 1, padding >= 0 and output_padding "
+              "smaller than stride or dilation: got stride {}, padding {}, output_padding {}, "
+              "dilation {}",
+              kOp, s[0], p[0], op[0], d[0]);
+  const bool batched = x.dim() == 5;
+  const Tensor x5 = batched ? x : x.unsqueeze(0);
+  const int64_t n = x5.size(0), c = x5.size(1), depth = x5.size(2), kd = weight.size(2);
+  const WideInt full_wide = WideInt(depth - 1) * s[0] + WideInt(d[0]) * (kd - 1) + 1 + op[0];
+  const int64_t full = fit_int64(full_wide, kOp, "output depth");
+  const int64_t out_depth = full - 2 * p[0];
+  EMBER_CHECK(out_depth >= 1,
+              "[{}] computed output depth is too small: input depth {}, kernel depth {}, stride "
+              "{}, padding {}, dilation {} give {}",
+              kOp, depth, kd, s[0], p[0], d[0], out_depth);
+  // Every depth of the input as a batch of planes: [N D, C, H, W].
+  const Tensor planes = x5.transpose(1, 2).reshape({n * depth, c, x5.size(3), x5.size(4)});
+  Tensor y;
+  for (int64_t t = 0; t < kd; ++t) {
+    const Tensor part = conv_transpose2d(planes, weight.select(2, t), {}, {s[1], s[2]},
+                                         {p[1], p[2]}, {op[1], op[2]}, groups, {d[1], d[2]});
+    const int64_t o = part.size(1), oh = part.size(2), ow = part.size(3);
+    if (!y.defined()) y = zeros({n, o, full, oh, ow}, TensorOptions(part.dtype(), part.device()));
+    const Tensor at = arange(d[0] * t, d[0] * t + s[0] * (depth - 1) + 1, s[0],
+                             TensorOptions(DType::Int64, part.device()));
+    y = index_add(y, 2, at, part.reshape({n, depth, o, oh, ow}).transpose(1, 2));
+  }
+  y = y.narrow(2, p[0], out_depth);
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == y.size(1),
+                "[{}] bias should have shape [{}]: got shape {}", kOp, y.size(1),
+                shape_str(bias.sizes()));
+    y = add(y, bias.reshape({1, -1, 1, 1, 1}));
+  }
+  return batched ? y : y.squeeze(0);
+}
+
 Shape conv_transpose_output_padding(const Tensor& x, IntList output_size, IntList kernel_size,
                                     IntList stride, IntList padding, IntList dilation) {
   constexpr const char* kOp = "conv_transpose";

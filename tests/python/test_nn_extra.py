@@ -706,7 +706,7 @@ def np_conv_transpose1d(x, w, b, stride, padding, output_padding, dilation):
 def test_conv_transpose1d_matches_numpy_and_output_size(rng):
     m = nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1, dilation=2).double()
     assert repr(m) == ("ConvTranspose1d(3, 4, kernel_size=(3,), stride=(2,), padding=(1,), "
-                       "output_padding=(1,), dilation=(2,))")
+                       "dilation=(2,), output_padding=(1,))")  # PyTorch's order
     x = rng.standard_normal((2, 3, 5))
     w, b = m.weight.detach().numpy(), m.bias.detach().numpy()
     assert_close(m(f64(x)), np_conv_transpose1d(x, w, b, 2, 1, 1, 2), rtol=1e-12, atol=1e-12)
@@ -777,3 +777,31 @@ def test_lp_pool_channel_shuffle_softmax2d_and_upsampling_names(rng):
         out = getattr(F, name)(t, *args)
         assert out is t
         assert_close(t, getattr(F, name[:-1])(f64(x), *args), rtol=0, atol=0)
+
+
+def test_conv_transpose3d_matches_conv_transpose1d_along_each_dim_and_gradcheck(rng):
+    # A kernel of extent 1 in two dims reduces the 3-d transposed convolution to a 1-d one along
+    # the third, which the NumPy loop above checks; strides and paddings act per dim.
+    x = rng.standard_normal((2, 3, 4, 2, 3))
+    for dim in range(3):
+        k = [1, 1, 1]
+        k[dim] = 3
+        m = nn.ConvTranspose3d(3, 2, tuple(k), stride=2, padding=tuple(1 if i == dim else 0 for i in range(3)),
+                               output_padding=tuple(1 if i == dim else 0 for i in range(3)), bias=False).double()
+        w = m.weight.detach().numpy().reshape(3, 2, 3)
+        moved = np.moveaxis(x, 2 + dim, -1)
+        lead = moved.shape[:-1]
+        flat = moved.reshape(2, 3, -1, moved.shape[-1]).transpose(0, 2, 1, 3).reshape(-1, 3, moved.shape[-1])
+        want = np_conv_transpose1d(flat, w, None, 2, 1, 1, 1)
+        want = want.reshape(2, -1, 2, want.shape[-1]).transpose(0, 2, 1, 3)
+        other = [lead[2 + i] * 2 - 1 for i in range(2)]  # stride 2, kernel 1: every other place
+        got = np.moveaxis(m(f64(x)).detach().numpy(), 2 + dim, -1)
+        picked = got[:, :, ::2, ::2, :]
+        assert got.shape[2:4] == tuple(other)
+        assert_close(f64(picked.reshape(2, 2, -1, got.shape[-1])), want.reshape(2, 2, -1, got.shape[-1]),
+                     rtol=1e-12, atol=1e-12)
+    t = nn.ConvTranspose3d(2, 2, 2, stride=2).double()
+    assert repr(t) == "ConvTranspose3d(2, 2, kernel_size=(2, 2, 2), stride=(2, 2, 2))"
+    assert t(f64(x[:1, :2]), output_size=(9, 5, 7)).shape == (1, 2, 9, 5, 7)
+    gradcheck(lambda v: F.conv_transpose3d(v, t.weight.detach(), stride=(2, 1, 1), padding=(0, 1, 0)),
+              f64(x[:1, :2, :2, :2, :2], True))

@@ -1518,6 +1518,54 @@ void bind_layers(nb::module_& m) {
               false);
   conv2d_like(std::type_identity<nn::ConvTranspose2d>{}, "ConvTranspose2d",
               "Transposed 2-d convolution.", true);
+  auto transposed3d = layer<nn::ConvTranspose3d>(
+      m, "ConvTranspose3d", "Transposed 3-d convolution over [N, C, D, H, W].");
+  bind_transposed_forward<nn::ConvTranspose3d>(transposed3d);
+  transposed3d
+      .def(
+          "__init__",
+          [](nb::pointer_and_handle<nn::ConvTranspose3d> v, int64_t in, int64_t out,
+             Ints kernel_size, Ints stride, Ints padding, Ints output_padding, int64_t groups,
+             bool bias, Ints dilation, std::string_view padding_mode, std::optional<Device> device,
+             std::optional<DType> dtype) {
+            nn::Conv3dOptions o;
+            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose3d");
+            o.stride = triple_of(stride);
+            o.padding = triple_of(padding);
+            o.output_padding = triple_of(output_padding);
+            o.dilation = triple_of(dilation);
+            o.groups = groups;
+            o.bias = bias;
+            construct<nn::ConvTranspose3d>(v, in, out, triple_of(kernel_size), o);
+            place(*v.p, device, dtype);
+          },
+          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
+          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(),
+          "Transposed 3-d convolution.", record_init())
+      .def_ro("in_channels", &nn::ConvTranspose3d::in_channels, "Input channels.")
+      .def_ro("out_channels", &nn::ConvTranspose3d::out_channels, "Output channels.")
+      .def_prop_ro(
+          "kernel_size", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.kernel_size); },
+          "(kD, kH, kW).")
+      .def_prop_ro(
+          "stride", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.stride); },
+          "Window steps.")
+      .def_prop_ro(
+          "padding", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.padding); },
+          "Padding per side.")
+      .def_prop_ro(
+          "output_padding",
+          [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.output_padding); },
+          "Added to one side of each output dim.")
+      .def_prop_ro(
+          "dilation", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.dilation); },
+          "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const nn::ConvTranspose3d& l) { return l.options.groups; },
+          "Channel groups.")
+      .def("reset_parameters", &nn::ConvTranspose3d::reset_parameters,
+           "PyTorch's default initialisation.");
   auto transposed1d = layer<nn::ConvTranspose1d>(m, "ConvTranspose1d",
                                                  "Transposed 1-d convolution over [N, C, L].");
   bind_transposed_forward<nn::ConvTranspose1d>(transposed1d);

@@ -425,6 +425,15 @@ void bind_functional(nb::module_& f) {
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");
   f.def(
+      "conv_transpose3d",
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
+         Ints output_padding, int64_t groups, Ints dilation) {
+        return conv_transpose3d(x, w, opt(b), stride, padding, output_padding, groups, dilation);
+      },
+      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+      "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
+      "Transposed 3-d convolution over [N, C, D, H, W].");
+  f.def(
       "conv_transpose1d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
          Ints output_padding, int64_t groups, Ints dilation) {

@@ -315,6 +315,53 @@ EMBER_GRADCHECK_CASE({"conv_transpose1d", "stride 2, padding 1, output_padding 1
                         return V{input({2, 4, 3}, 920), input({4, 3, 3}, 921), input({6}, 922)};
                       }});
 
+EMBER_GRADCHECK_CASE(
+    {"conv_transpose3d", "stride (2, 1, 2), padding 1, output_padding, groups 2",
+     [](const V& in) {
+       return conv_transpose3d(in[0], in[1], in[2], {2, 1, 2}, {1, 0, 1}, {1, 0, 0}, 2, {1, 2, 1});
+     },
+     [] {
+       return V{input({1, 4, 2, 2, 3}, 925), input({4, 1, 2, 2, 2}, 926), input({2}, 927)};
+     }});
+
+TEST(ConvTranspose3d, EqualsTheLoops) {
+  // y[o, s z + d t - p] += x[c, z] w[c, o, t] per dim, the three dims at once.
+  const int64_t c = 2, o = 2;
+  const std::array<int64_t, 3> in{2, 3, 2}, k{2, 3, 2}, s{2, 1, 3}, p{1, 0, 1}, d{1, 2, 1},
+      op{1, 0, 2};
+  const Tensor x = input({1, c, in[0], in[1], in[2]}, 928).detach();
+  const Tensor w = input({c, o, k[0], k[1], k[2]}, 929).detach();
+  const Tensor y = conv_transpose3d(x, w, {}, {s[0], s[1], s[2]}, {p[0], p[1], p[2]},
+                                    {op[0], op[1], op[2]}, 1, {d[0], d[1], d[2]});
+  std::array<int64_t, 3> out{};
+  for (int i = 0; i < 3; ++i)
+    out[i] = (in[i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1;
+  ASSERT_EQ(y.sizes(), (Shape{1, o, out[0], out[1], out[2]}));
+  std::vector<double> want(static_cast<size_t>(o * out[0] * out[1] * out[2]), 0.0);
+  const std::vector<double> xv = values(x), wv = values(w);
+  for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t oi = 0; oi < o; ++oi)
+      for (int64_t z0 = 0; z0 < in[0]; ++z0)
+        for (int64_t z1 = 0; z1 < in[1]; ++z1)
+          for (int64_t z2 = 0; z2 < in[2]; ++z2)
+            for (int64_t t0 = 0; t0 < k[0]; ++t0)
+              for (int64_t t1 = 0; t1 < k[1]; ++t1)
+                for (int64_t t2 = 0; t2 < k[2]; ++t2) {
+                  const int64_t a = s[0] * z0 + d[0] * t0 - p[0], b = s[1] * z1 + d[1] * t1 - p[1],
+                                e = s[2] * z2 + d[2] * t2 - p[2];
+                  if (a < 0 || a >= out[0] || b < 0 || b >= out[1] || e < 0 || e >= out[2])
+                    continue;
+                  want[static_cast<size_t>(((oi * out[0] + a) * out[1] + b) * out[2] + e)] +=
+                      xv[static_cast<size_t>(((ci * in[0] + z0) * in[1] + z1) * in[2] + z2)] *
+                      wv[static_cast<size_t>((((ci * o + oi) * k[0] + t0) * k[1] + t1) * k[2] +
+                                             t2)];
+                }
+  const std::vector<double> got = values(y);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-13) << i;
+  EXPECT_THROW(conv_transpose3d(ones({2, 2, 2}), w), ValueError);       // a 3-d input
+  EXPECT_THROW(conv_transpose3d(x, w, {}, {1}, {0}, {1}), ValueError);  // output_padding >= stride
+}
+
 TEST(ConvTranspose1d, EqualsTheLoops) {
   // y[o, s j - p + d k] += x[c, j] w[c, o, k]: every input position spreads its kernel.
   const int64_t c = 2, o = 3, len = 4, k = 3, s = 2, p = 1, d = 2, op = 1;

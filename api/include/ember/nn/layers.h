@@ -29,6 +29,8 @@ struct Triple {
   Triple(int64_t v) : d(v), h(v), w(v) {}  // NOLINT(google-explicit-constructor)
   /** Depth, height and width. */
   Triple(int64_t d_, int64_t h_, int64_t w_) : d(d_), h(h_), w(w_) {}
+  /** Equal in every dim. */
+  bool operator==(const Triple&) const = default;
 };
 
 /** y = x W^T + b; weight [out, in] and bias [out] from U(-1/sqrt(in), 1/sqrt(in)). */
@@ -147,11 +149,12 @@ class Conv1d : public Module {
 
 /** Options of Conv3d beyond channel counts and kernel size. */
 struct Conv3dOptions {
-  Triple stride = 1;    ///< step between windows
-  Triple padding = 0;   ///< added on each side (by padding_mode)
-  Triple dilation = 1;  ///< spacing between kernel taps
-  int64_t groups = 1;   ///< channel groups (in and out channels divisible by it)
-  bool bias = true;     ///< whether to add a learned bias
+  Triple stride = 1;          ///< step between windows
+  Triple padding = 0;         ///< added on each side (by padding_mode)
+  Triple dilation = 1;        ///< spacing between kernel taps
+  int64_t groups = 1;         ///< channel groups (in and out channels divisible by it)
+  bool bias = true;           ///< whether to add a learned bias
+  Triple output_padding = 0;  ///< ConvTranspose3d only: added to one side of each output dim
   /** 'same' or 'valid' in place of `padding` (PyTorch's string padding). */
   std::optional<ConvPadding> named_padding;
   /** What the padding holds (Zero, Reflection, Replication or Circular). */
@@ -212,6 +215,26 @@ class ConvTranspose1d : public Module {
   const int64_t in_channels, out_channels, kernel_size;
   const Conv1dOptions options;
   Tensor& weight;  ///< [in, out/groups, K]
+  Tensor& bias;    ///< [out], undefined without bias
+};
+
+/** Transposed 3-d convolution over [N, C, D, H, W]; weight [in, out/groups, kD, kH, kW]. */
+class ConvTranspose3d : public Module {
+ public:
+  /** A transposed convolution from `in_channels` to `out_channels`. */
+  ConvTranspose3d(int64_t in_channels, int64_t out_channels, Triple kernel_size,
+                  Conv3dOptions options = {});
+  Tensor forward(const Tensor& x) override;
+  /** The output sized `output_size` ([D, H, W], or with x's leading dims). */
+  Tensor forward(const Tensor& x, IntList output_size);
+  std::string extra_repr() const override;
+  /** Resets weight and bias to PyTorch's default initialisation. */
+  void reset_parameters();
+
+  const int64_t in_channels, out_channels;
+  const Triple kernel_size;
+  const Conv3dOptions options;
+  Tensor& weight;  ///< [in, out/groups, kD, kH, kW]
   Tensor& bias;    ///< [out], undefined without bias
 };
 

@@ -37,6 +37,7 @@ from ember._C.nn import (  # noqa: F401
     Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     CosineEmbeddingLoss,
     CosineSimilarity,
     CTCLoss,

@@ -78,6 +78,14 @@ EMBER_API Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const T
                                   int64_t output_padding = 0, int64_t groups = 1,
                                   int64_t dilation = 1);
 
+/** Transposed 3-d convolution of x [N, C, D, H, W] (or [C, D, H, W]) with weight
+ *  [C, O/groups, kD, kH, kW] and an optional bias [O]; sizes one value or one per dim (Note
+ *  [conv_transpose3d as depth taps of conv_transpose2d] in core/ops/conv.cpp). */
+EMBER_API Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                                  IntList stride = {1}, IntList padding = {0},
+                                  IntList output_padding = {0}, int64_t groups = 1,
+                                  IntList dilation = {1});
+
 /** The output_padding that makes a transposed convolution of x (its trailing spatial dims, one
  *  per entry of kernel_size) produce `output_size` (the spatial sizes, or with x's leading
  *  dims), as PyTorch's ConvTranspose forward(input, output_size) picks it; an error for a size
