@@ -68,22 +68,15 @@ void AdamaxOptions::check() const {
 }
 
 void Adamax::step() {
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
-    const AdamaxOptions o = options_of(group);
-    for (Tensor& p : group.params) {
-      if (!p.grad().defined()) continue;
-      ParamState& s = state_for(p);
-      ++s.step;
-      Tensor& exp_avg = zeros_buffer(s, 0, p);
-      Tensor& exp_inf = zeros_buffer(s, 1, p);
-      const Tensor g = decayed_grad(p, o.lr, o.weight_decay, false);
-      lerp_(exp_avg, g, 1 - o.beta1);
-      exp_inf = maximum(mul(exp_inf, o.beta2), add(abs(g), o.eps));
-      const double clr = o.lr / (1 - std::pow(o.beta1, static_cast<double>(s.step)));
-      sub_(p, mul(div(exp_avg, exp_inf), clr));
-    }
-  }
+  each_param([](Tensor& p, ParamState& s, const AdamaxOptions& o) {
+    Tensor& exp_avg = zeros_buffer(s, 0, p);
+    Tensor& exp_inf = zeros_buffer(s, 1, p);
+    const Tensor g = decayed_grad(p, o.lr, o.weight_decay, false);
+    lerp_(exp_avg, g, 1 - o.beta1);
+    exp_inf = maximum(mul(exp_inf, o.beta2), add(abs(g), o.eps));
+    const double clr = o.lr / (1 - std::pow(o.beta1, static_cast<double>(s.step)));
+    sub_(p, mul(div(exp_avg, exp_inf), clr));
+  });
 }
 
 // ---- NAdam -------------------------------------------------------------------------------------
@@ -105,33 +98,26 @@ void NAdamOptions::check() const {
 }
 
 void NAdam::step() {
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
-    const NAdamOptions o = options_of(group);
-    for (Tensor& p : group.params) {
-      if (!p.grad().defined()) continue;
-      ParamState& s = state_for(p);
-      ++s.step;
-      Tensor& exp_avg = zeros_buffer(s, 0, p);
-      Tensor& exp_avg_sq = zeros_buffer(s, 1, p);
-      Tensor& mu_product = s.buffers[2];
-      if (!mu_product.defined()) mu_product = ones({}, DType::Float64);
-      const double t = static_cast<double>(s.step);
-      const Tensor g = decayed_grad(p, o.lr, o.weight_decay, o.decoupled_weight_decay);
-      // The momentum schedule mu_t = beta1 (1 - 0.96^(t psi) / 2) and the product of its values.
-      const double mu = o.beta1 * (1 - 0.5 * std::pow(0.96, t * o.momentum_decay));
-      const double mu_next = o.beta1 * (1 - 0.5 * std::pow(0.96, (t + 1) * o.momentum_decay));
-      const double product = mu_product.item<double>() * mu;
-      mu_product = full({}, product, DType::Float64);
-      lerp_(exp_avg, g, 1 - o.beta1);
-      mul_(exp_avg_sq, o.beta2);
-      add_(exp_avg_sq, mul(mul(g, g), 1 - o.beta2));
-      const double bias_correction2 = 1 - std::pow(o.beta2, t);
-      const Tensor denom = add(sqrt(div(exp_avg_sq, bias_correction2)), o.eps);
-      sub_(p, mul(div(g, denom), o.lr * (1 - mu) / (1 - product)));
-      sub_(p, mul(div(exp_avg, denom), o.lr * mu_next / (1 - product * mu_next)));
-    }
-  }
+  each_param([](Tensor& p, ParamState& s, const NAdamOptions& o) {
+    Tensor& exp_avg = zeros_buffer(s, 0, p);
+    Tensor& exp_avg_sq = zeros_buffer(s, 1, p);
+    Tensor& mu_product = s.buffers[2];
+    if (!mu_product.defined()) mu_product = ones({}, DType::Float64);
+    const double t = static_cast<double>(s.step);
+    const Tensor g = decayed_grad(p, o.lr, o.weight_decay, o.decoupled_weight_decay);
+    // The momentum schedule mu_t = beta1 (1 - 0.96^(t psi) / 2) and the product of its values.
+    const double mu = o.beta1 * (1 - 0.5 * std::pow(0.96, t * o.momentum_decay));
+    const double mu_next = o.beta1 * (1 - 0.5 * std::pow(0.96, (t + 1) * o.momentum_decay));
+    const double product = mu_product.item<double>() * mu;
+    mu_product = full({}, product, DType::Float64);
+    lerp_(exp_avg, g, 1 - o.beta1);
+    mul_(exp_avg_sq, o.beta2);
+    add_(exp_avg_sq, mul(mul(g, g), 1 - o.beta2));
+    const double bias_correction2 = 1 - std::pow(o.beta2, t);
+    const Tensor denom = add(sqrt(div(exp_avg_sq, bias_correction2)), o.eps);
+    sub_(p, mul(div(g, denom), o.lr * (1 - mu) / (1 - product)));
+    sub_(p, mul(div(exp_avg, denom), o.lr * mu_next / (1 - product * mu_next)));
+  });
 }
 
 Tensor NAdam::load_buffer(size_t buffer, const Tensor& value, const Tensor& param,
@@ -159,37 +145,30 @@ void RAdamOptions::check() const {
 }
 
 void RAdam::step() {
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
-    const RAdamOptions o = options_of(group);
-    for (Tensor& p : group.params) {
-      if (!p.grad().defined()) continue;
-      ParamState& s = state_for(p);
-      ++s.step;
-      Tensor& exp_avg = zeros_buffer(s, 0, p);
-      Tensor& exp_avg_sq = zeros_buffer(s, 1, p);
-      const double t = static_cast<double>(s.step);
-      const Tensor g = decayed_grad(p, o.lr, o.weight_decay, o.decoupled_weight_decay);
-      lerp_(exp_avg, g, 1 - o.beta1);
-      mul_(exp_avg_sq, o.beta2);
-      add_(exp_avg_sq, mul(mul(g, g), 1 - o.beta2));
-      const double bias_correction1 = 1 - std::pow(o.beta1, t);
-      const double bias_correction2 = 1 - std::pow(o.beta2, t);
-      const Tensor corrected = div(exp_avg, bias_correction1);
-      // The length of the approximated simple moving average: rectify once it passes 5.
-      const double rho_inf = 2 / (1 - o.beta2) - 1;
-      const double rho_t = rho_inf - 2 * t * std::pow(o.beta2, t) / bias_correction2;
-      if (rho_t > 5) {
-        const double rect = std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf /
-                                      ((rho_inf - 4) * (rho_inf - 2) * rho_t));
-        const Tensor denom = add(sqrt(exp_avg_sq), o.eps);
-        const Tensor adaptive = div(full_like(denom, std::sqrt(bias_correction2)), denom);
-        sub_(p, mul(mul(mul(corrected, o.lr), adaptive), rect));
-      } else {
-        sub_(p, mul(corrected, o.lr));
-      }
+  each_param([](Tensor& p, ParamState& s, const RAdamOptions& o) {
+    Tensor& exp_avg = zeros_buffer(s, 0, p);
+    Tensor& exp_avg_sq = zeros_buffer(s, 1, p);
+    const double t = static_cast<double>(s.step);
+    const Tensor g = decayed_grad(p, o.lr, o.weight_decay, o.decoupled_weight_decay);
+    lerp_(exp_avg, g, 1 - o.beta1);
+    mul_(exp_avg_sq, o.beta2);
+    add_(exp_avg_sq, mul(mul(g, g), 1 - o.beta2));
+    const double bias_correction1 = 1 - std::pow(o.beta1, t);
+    const double bias_correction2 = 1 - std::pow(o.beta2, t);
+    const Tensor corrected = div(exp_avg, bias_correction1);
+    // The length of the approximated simple moving average: rectify once it passes 5.
+    const double rho_inf = 2 / (1 - o.beta2) - 1;
+    const double rho_t = rho_inf - 2 * t * std::pow(o.beta2, t) / bias_correction2;
+    if (rho_t > 5) {
+      const double rect =
+          std::sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+      const Tensor denom = add(sqrt(exp_avg_sq), o.eps);
+      const Tensor adaptive = div(full_like(denom, std::sqrt(bias_correction2)), denom);
+      sub_(p, mul(mul(mul(corrected, o.lr), adaptive), rect));
+    } else {
+      sub_(p, mul(corrected, o.lr));
     }
-  }
+  });
 }
 
 // ---- Rprop -------------------------------------------------------------------------------------
@@ -213,28 +192,21 @@ void RpropOptions::check() const {
 }
 
 void Rprop::step() {
-  autograd::NoGradGuard no_grad;
-  for (auto& group : param_groups()) {
-    const RpropOptions o = options_of(group);
-    for (Tensor& p : group.params) {
-      if (!p.grad().defined()) continue;
-      ParamState& s = state_for(p);
-      ++s.step;
-      Tensor& prev = zeros_buffer(s, 0, p);
-      Tensor& step_size = s.buffers[1];
-      if (!step_size.defined()) step_size = full_like(p.grad(), o.lr);
-      const Tensor g = p.grad();
-      // The product's sign: the gradient kept its sign (grow the step), flipped (shrink it and
-      // skip this coordinate's update) or one of them is zero (keep the step).
-      const Tensor agree = sign(mul(g, prev));
-      const Tensor factor = where(gt(agree, 0.0), full_like(g, o.etaplus),
-                                  where(lt(agree, 0.0), full_like(g, o.etaminus), ones_like(g)));
-      step_size = clamp(mul(step_size, factor), Scalar(o.step_size_min), Scalar(o.step_size_max));
-      const Tensor used = where(lt(agree, 0.0), zeros_like(g), g);
-      sub_(p, mul(sign(used), step_size));
-      prev = used.clone();
-    }
-  }
+  each_param([](Tensor& p, ParamState& s, const RpropOptions& o) {
+    Tensor& prev = zeros_buffer(s, 0, p);
+    Tensor& step_size = s.buffers[1];
+    if (!step_size.defined()) step_size = full_like(p.grad(), o.lr);
+    const Tensor g = p.grad();
+    // The product's sign: the gradient kept its sign (grow the step), flipped (shrink it and
+    // skip this coordinate's update) or one of them is zero (keep the step).
+    const Tensor agree = sign(mul(g, prev));
+    const Tensor factor = where(gt(agree, 0.0), full_like(g, o.etaplus),
+                                where(lt(agree, 0.0), full_like(g, o.etaminus), ones_like(g)));
+    step_size = clamp(mul(step_size, factor), Scalar(o.step_size_min), Scalar(o.step_size_max));
+    const Tensor used = where(lt(agree, 0.0), zeros_like(g), g);
+    sub_(p, mul(sign(used), step_size));
+    prev = used.clone();
+  });
 }
 
 }  // namespace ember::optim

@@ -424,38 +424,34 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");
-  f.def(
-      "conv_transpose3d",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
-         Ints output_padding, int64_t groups, Ints dilation) {
-        return conv_transpose3d(x, w, opt(b), stride, padding, output_padding, groups, dilation);
-      },
-      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
-      "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
-      "Transposed 3-d convolution over [N, C, D, H, W].");
-  f.def(
-      "conv_transpose1d",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
-         Ints output_padding, int64_t groups, Ints dilation) {
-        const char* name = "conv_transpose1d";
-        return conv_transpose1d(x, w, opt(b), single(stride, name, "stride"),
-                                single(padding, name, "padding"),
-                                single(output_padding, name, "output_padding"), groups,
-                                single(dilation, name, "dilation"));
-      },
-      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
-      "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
-      "Transposed 1-d convolution over [N, C, L].");
-  f.def(
-      "conv_transpose2d",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
-         Ints output_padding, int64_t groups, Ints dilation) {
-        return conv_transpose2d(x, w, opt(b), pair(stride), pair(padding), pair(output_padding),
-                                groups, pair(dilation));
-      },
-      "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
-      "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(),
-      "Transposed 2-d convolution.");
+  // F.conv_transpose1d/2d/3d: PyTorch's arguments, handed on as each core op takes its sizes.
+  const auto transposed = [&](const char* name, const char* doc, auto run) {
+    f.def(
+        name,
+        [run](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
+              Ints output_padding, int64_t groups, Ints dilation) {
+          return run(x, w, opt(b), stride, padding, output_padding, groups, dilation);
+        },
+        "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
+        "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(), doc);
+  };
+  transposed("conv_transpose1d", "Transposed 1-d convolution over [N, C, L].",
+             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
+                const Ints& op, int64_t groups, const Ints& d) {
+               const char* name = "conv_transpose1d";
+               return conv_transpose1d(
+                   x, w, b, single(s, name, "stride"), single(p, name, "padding"),
+                   single(op, name, "output_padding"), groups, single(d, name, "dilation"));
+             });
+  transposed("conv_transpose2d", "Transposed 2-d convolution.",
+             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
+                const Ints& op, int64_t groups, const Ints& d) {
+               return conv_transpose2d(x, w, b, pair(s), pair(p), pair(op), groups, pair(d));
+             });
+  transposed("conv_transpose3d", "Transposed 3-d convolution over [N, C, D, H, W].",
+             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
+                const Ints& op, int64_t groups,
+                const Ints& d) { return conv_transpose3d(x, w, b, s, p, op, groups, d); });
   f.def(
       "unfold",
       [](const Tensor& x, Ints kernel_size, Ints dilation, Ints padding, Ints stride) {

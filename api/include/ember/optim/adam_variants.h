@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/optim/optimizer.h"
 
 namespace ember::optim {
@@ -54,6 +55,21 @@ class OptimizerOf : public Optimizer {
  protected:
   /** Checks the group's hyperparameters. */
   void validate(const ParamGroup& group) const override { options_of(group).check(); }
+  /** Calls update(param, state, options) for every parameter with a gradient, its step counted,
+   *  without recording autograd history: the loop every step() here runs. */
+  template <class Update>
+  void each_param(Update&& update) {
+    autograd::NoGradGuard no_grad;
+    for (ParamGroup& group : param_groups()) {
+      const O o = options_of(group);
+      for (Tensor& p : group.params) {
+        if (!p.grad().defined()) continue;
+        ParamState& s = state_for(p);
+        ++s.step;
+        update(p, s, o);
+      }
+    }
+  }
 };
 
 /** Adamax hyperparameters (torch.optim.Adamax's defaults). */
