@@ -1812,26 +1812,24 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "size"_a, "stride"_a, "storage_offset"_a = nb::none(),
       "A view with explicit sizes, strides and offset.");
-  cls.def(
-      "repeat",
-      [](const Tensor& x, nb::args repeats) {
-        const Shape r = sizes_from_args(repeats, "repeat");
-        GilRelease release;
-        return repeat(x, r);
-      },
-      "repeats"_a,
-      nb::sig("def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "The tensor tiled `repeats` times along each dim (a copy).");
-  cls.def(
-      "flip",
-      [](const Tensor& x, nb::args dims) {
-        const Shape d = sizes_from_args(dims, "flip");
-        GilRelease release;
-        return flip(x, d);
-      },
-      "dims"_a,
-      nb::sig("def flip(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "The elements in reverse order along dims (a copy).");
+  // Tensor.repeat(*repeats) and Tensor.flip(*dims): the ints as arguments or one sequence.
+  for (const auto& [name, fn, sig, doc] :
+       {std::tuple{
+            "repeat", &repeat,
+            "def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor",
+            "The tensor tiled `repeats` times along each dim (a copy)."},
+        std::tuple{"flip", &flip,
+                   "def flip(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor",
+                   "The elements in reverse order along dims (a copy)."}}) {
+    cls.def(
+        name,
+        [name, fn](const Tensor& x, nb::args ints) {
+          const Shape v = sizes_from_args(ints, name);
+          GilRelease release;
+          return fn(x, v);
+        },
+        nb::sig(sig), doc);
+  }
   m.def(
       "flip", [](const Tensor& x, Ints dims) { return flip(x, dims.v); }, "input"_a, "dims"_a,
       release_gil(), "The elements in reverse order along dims (a copy).");
