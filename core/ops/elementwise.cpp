@@ -1257,4 +1257,27 @@ Tensor& clamp_(Tensor& x, const Tensor& lo, const Tensor& hi) {
   return apply_inplace(x, "clamp_", [&](const Tensor& v) { return clamp(v, lo, hi); });
 }
 
+Tensor round(const Tensor& x, int64_t decimals) {
+  if (decimals == 0) return round(x);
+  // As PyTorch: scale by an exact power of ten (10^|decimals|), never by an inexact 10^-k.
+  const double f = std::pow(10.0, static_cast<double>(decimals > 0 ? decimals : -decimals));
+  return decimals > 0 ? div(round(mul(x, f)), f) : mul(round(div(x, f)), f);
+}
+
+Tensor trunc(const Tensor& x) {
+  return mul(sign(x), floor(abs(x))).to(x.dtype());
+}
+
+Tensor reciprocal(const Tensor& x) {
+  return Scalar(1.0) / x;
+}
+
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  return ne(a.to(DType::Bool), b.to(DType::Bool));
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  return a.sizes() == b.sizes() && all(eq(a, b)).item() != 0;
+}
+
 }  // namespace ember

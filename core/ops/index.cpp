@@ -22,6 +22,7 @@
 #include "ember/ops/index.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "core/dispatch/call.h"
 #include "core/dispatch/capture.h"
@@ -1179,6 +1180,91 @@ Tensor repeat(const Tensor& x, IntList repeats) {
     out.push_back(repeats[i] * padded[i]);
   }
   return x.reshape(inter).expand(expanded).reshape(out);
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value) {
+  return scatter(x, dim, index, full(index.sizes(), value, TensorOptions(x.dtype(), x.device())));
+}
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_select");
+  const Tensor flat = x.expand(shape).reshape({-1});
+  return index_select(flat, 0, nonzero(mask.expand(shape).reshape({-1})).reshape({-1}));
+}
+
+Tensor movedim(const Tensor& x, IntList source, IntList destination) {
+  EMBER_CHECK(source.size() == destination.size(),
+              "[movedim] source and destination have {} and {} dims", source.size(),
+              destination.size());
+  // Note [Dims of a 0-d tensor]: a 0-d tensor moves dim 0 / -1 onto itself.
+  const int64_t n = x.dim();
+  std::vector<int64_t> order(static_cast<size_t>(n), -1);
+  std::vector<bool> used(static_cast<size_t>(n), false);
+  for (size_t i = 0; i < source.size(); ++i) {
+    const int64_t s = wrap_dim(source[i], std::max<int64_t>(n, 1), "movedim");
+    const int64_t d = wrap_dim(destination[i], std::max<int64_t>(n, 1), "movedim");
+    if (n == 0) continue;
+    EMBER_CHECK(order[d] == -1 && !used[s], "[movedim] repeated dim: source {}, destination {}",
+                source[i], destination[i]);
+    order[d] = s;
+    used[s] = true;
+  }
+  int64_t next = 0;
+  for (int64_t& o : order) {
+    if (o != -1) continue;
+    while (used[next]) ++next;
+    o = next++;
+  }
+  return x.permute(order);
+}
+
+namespace {
+
+/** `dims` wrapped against x and sorted from the last, so squeezing one leaves the others'
+ *  positions. */
+Shape squeeze_dims(const Tensor& x, IntList dims, const char* name) {
+  Shape ds;
+  for (int64_t d : dims) ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), name));
+  std::sort(ds.begin(), ds.end(), std::greater<>());
+  return ds;
+}
+
+}  // namespace
+
+Tensor squeeze(const Tensor& x, IntList dims) {
+  if (dims.empty()) return x.squeeze();
+  Tensor r = x;
+  for (int64_t d : squeeze_dims(x, dims, "squeeze")) r = r.squeeze(d);
+  return r;
+}
+
+Tensor& squeeze_(Tensor& x, IntList dims) {
+  if (dims.empty()) return x.squeeze_();
+  for (int64_t d : squeeze_dims(x, dims, "squeeze_")) x.squeeze_(d);
+  return x;
+}
+
+Tensor unflatten(const Tensor& x, int64_t dim, IntList sizes) {
+  const int64_t d = wrap_dim(dim, x.dim(), "unflatten");
+  Shape s;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i != d) {
+      s.push_back(x.size(i));
+      continue;
+    }
+    for (int64_t v : sizes) s.push_back(v);
+  }
+  return x.view(s);
+}
+
+Tensor hstack(const std::vector<Tensor>& tensors) {
+  return cat(tensors, !tensors.empty() && tensors[0].dim() == 1 ? 0 : 1);
+}
+
+Tensor vstack(const std::vector<Tensor>& tensors) {
+  std::vector<Tensor> rows;
+  for (const Tensor& t : tensors) rows.push_back(t.dim() == 1 ? t.unsqueeze(0) : t);
+  return cat(rows, 0);
 }
 
 }  // namespace ember

@@ -572,4 +572,28 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
   return norm(diff, p, {-1});
 }
 
+Tensor dot(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[dot] 1-d tensors expected, got {}-d and {}-d",
+              a.dim(), b.dim());
+  return matmul(a, b);
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[outer] 1-d tensors expected, got {}-d and {}-d",
+              a.dim(), b.dim());
+  return mul(a.unsqueeze(1), b.unsqueeze(0));
+}
+
+Tensor mv(const Tensor& mat, const Tensor& vec) {
+  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1,
+              "[mv] a 2-d matrix and a 1-d vector expected, got {}-d and {}-d", mat.dim(),
+              vec.dim());
+  return matmul(mat, vec);
+}
+
+Tensor trace(const Tensor& x) {
+  EMBER_CHECK(x.dim() == 2, "[trace] expected a 2-d tensor, got {}-d", x.dim());
+  return sum(diagonal(x, 0, 0, 1));
+}
+
 }  // namespace ember

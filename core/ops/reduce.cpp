@@ -596,4 +596,8 @@ Tensor cumprod(const Tensor& x, int64_t dim) {
       });
 }
 
+Tensor count_nonzero(const Tensor& x, IntList dims) {
+  return sum(ne(x, 0), dims);
+}
+
 }  // namespace ember

@@ -75,6 +75,10 @@ EMBER_API Tensor ge(const Tensor& a, const Tensor& b);
 EMBER_API Tensor ge(const Tensor& a, Scalar b);
 /** Truthiness of a and b. */
 EMBER_API Tensor logical_and(const Tensor& a, const Tensor& b);
+/** The truthiness of a xor b, as bool, broadcast. */
+EMBER_API Tensor logical_xor(const Tensor& a, const Tensor& b);
+/** True if a and b have the same shape and equal elements (torch.equal). */
+EMBER_API bool equal(const Tensor& a, const Tensor& b);
 /** Truthiness of a or b. */
 EMBER_API Tensor logical_or(const Tensor& a, const Tensor& b);
 /** Not truthiness of a. */
@@ -181,6 +185,12 @@ EMBER_API Tensor floor(const Tensor& x);
 EMBER_API Tensor ceil(const Tensor& x);
 /** Round half to even. */
 EMBER_API Tensor round(const Tensor& x);
+/** x rounded half to even at `decimals` places (negative: to tens, hundreds...): x's dtype. */
+EMBER_API Tensor round(const Tensor& x, int64_t decimals);
+/** Rounded toward zero, in x's dtype. */
+EMBER_API Tensor trunc(const Tensor& x);
+/** 1 / x (an integer x gives a floating result). */
+EMBER_API Tensor reciprocal(const Tensor& x);
 /** Error function. */
 EMBER_API Tensor erf(const Tensor& x);
 /** The inverse of erf: +-inf at +-1, NaN outside [-1, 1] (Note [erfinv] in

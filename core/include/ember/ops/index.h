@@ -17,6 +17,23 @@ EMBER_API Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index)
 EMBER_API Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /** Copy of `x` with out[index[i][j]][j] = src[i][j] for dim 0. */
 EMBER_API Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/** Copy of `x` with `value` at the indexed places (scatter with a number). */
+EMBER_API Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, Scalar value);
+/** The elements of x where `mask` (broadcast together with x) is true, as a 1-d tensor. */
+EMBER_API Tensor masked_select(const Tensor& x, const Tensor& mask);
+/** x with dims `source` moved to positions `destination` (a view; the other dims keep their
+ *  order): torch.movedim. */
+EMBER_API Tensor movedim(const Tensor& x, IntList source, IntList destination);
+/** x without those of `dims` that have size 1 (a view; every dim when `dims` is empty). */
+EMBER_API Tensor squeeze(const Tensor& x, IntList dims);
+/** In place: x becomes squeeze(x, dims). */
+EMBER_API Tensor& squeeze_(Tensor& x, IntList dims);
+/** x with dim `dim` split into `sizes` (one may be -1): a view (torch.unflatten). */
+EMBER_API Tensor unflatten(const Tensor& x, int64_t dim, IntList sizes);
+/** Tensors joined column-wise: along dim 1, or dim 0 for 1-d tensors (torch.hstack). */
+EMBER_API Tensor hstack(const std::vector<Tensor>& tensors);
+/** Tensors joined row-wise: along dim 0, 1-d tensors taken as rows (torch.vstack). */
+EMBER_API Tensor vstack(const std::vector<Tensor>& tensors);
 /** Copy of `x` with src added at the indexed places (repeats accumulate). */
 EMBER_API Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /** x with `value` where `mask` (broadcast) is true. */

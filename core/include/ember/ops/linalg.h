@@ -58,6 +58,14 @@ EMBER_API Tensor& addr_(Tensor& input, const Tensor& vec1, const Tensor& vec2, S
 /** The p-norm distances between the rows of x1 [..., P, M] and of x2 [..., R, M] as
  *  [..., P, R] (batch dims broadcast); p >= 0, inf included; floating inputs. */
 EMBER_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
+/** The inner product of two 1-d tensors of one length (torch.dot). */
+EMBER_API Tensor dot(const Tensor& a, const Tensor& b);
+/** The outer product of 1-d a [n] and b [m]: [n, m] (torch.outer). */
+EMBER_API Tensor outer(const Tensor& a, const Tensor& b);
+/** The product of a matrix [n, m] and a vector [m]: [n] (torch.mv). */
+EMBER_API Tensor mv(const Tensor& mat, const Tensor& vec);
+/** The sum of a 2-d tensor's diagonal (torch.trace). */
+EMBER_API Tensor trace(const Tensor& x);
 
 /** Determinant of a batch of square matrices: torch.det, linalg::det. */
 EMBER_API Tensor det(const Tensor& a);

@@ -47,6 +47,8 @@ EMBER_API Tensor norm(const Tensor& x, double p = 2.0, IntList dims = {}, bool k
 EMBER_API Tensor all(const Tensor& x, IntList dims = {}, bool keepdim = false);
 /** True if any element is truthy. */
 EMBER_API Tensor any(const Tensor& x, IntList dims = {}, bool keepdim = false);
+/** The number of non-zero elements over `dims` (all if empty), as int64. */
+EMBER_API Tensor count_nonzero(const Tensor& x, IntList dims = {});
 /** log(sum(exp(x))) over `dims`, computed stably. */
 EMBER_API Tensor logsumexp(const Tensor& x, IntList dims, bool keepdim = false);
 /** Running sum along `dim`; integers and bool sum to int64. */
