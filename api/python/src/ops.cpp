@@ -1,15 +1,34 @@
 // Every op with PyTorch's Python name, keywords and defaults: as a function of the ember module
-// (ember.add(input, other, alpha=1)) and, where PyTorch has one, as a Tensor method (x.add(other))
-// and an operator (x + other). Each op is written once and registered in both places (Binder).
-// The GIL is released inside every op (Note [The GIL around ops]).
+// (ember.add(input, other, alpha=1)), a Tensor method (x.add(other)), an in-place method, an
+// operator (x + other) and a function of ember.nn.functional, as PyTorch has them. Most are
+// written from ops.sig (Note [Bindings from one table]); what is left here is what a row cannot
+// say. The GIL is released inside every op (Note [The GIL around ops]).
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 
 #include "bind.h"
 
 namespace ember::python {
+
+// Note [Bindings from one table]
+// The Python surface of an op is one row of api/python/ops.sig: its names, PyTorch's parameters
+// with their types and defaults, the variants it has (function, method, in-place method,
+// operator, functional form) and the core call it makes. gen_bindings.py writes the
+// registrations from the rows at build time (ops_table.inc, included in bind_ops), so the
+// bindings hold no semantics: a type says how a Python argument converts (an int or a sequence
+// for int[2], None for every dim for int[]?, a tensor or a number for Tensor|Number, whose
+// expression is then read with whichever was given), and the expression only picks the core
+// function and orders its arguments; where an op needs more (trunc, movedim, squeeze of several
+// dims, dot, count_nonzero...), that is a function of the core, so C++ callers have it too. The
+// same row gives the method and the function their one lambda, so they cannot disagree, and an
+// in-place variant is the core's in-place op or, for an op without one, apply_inplace over the
+// method (Note [In-place forms of every op]). What stays written by hand below takes Python
+// objects apart (einsum's operands, view's dtype or sizes), returns a result whose kind depends
+// on its arguments (max with a dim or a tensor, unique, nonzero's as_tuple, max pooling's
+// return_indices) or has several signatures under one name that one row cannot hold.
 
 // Note [The GIL around ops]
 // Every op releases the GIL for its whole C++ call (release_gil), so Python threads (DataLoader
@@ -79,17 +98,36 @@ InterpolateOptions interpolate_options(const std::optional<Ints>& size, nb::hand
 
 namespace {
 
-Tensor add_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
-  return b.tensor ? add(a, *b.tensor, alpha) : add(a, b.scalar, alpha);
-}
-
-Tensor sub_op(const Tensor& a, const Operand& b, const Scalar& alpha) {
-  return b.tensor ? sub(a, *b.tensor, alpha) : sub(a, b.scalar, alpha);
+/** An optional string as the core's optional string_view (rounding_mode, indexing). */
+std::optional<std::string_view> opt_view(const std::optional<std::string>& s) {
+  return s ? std::optional<std::string_view>(*s) : std::nullopt;
 }
 
 /** The number `s` as a 0-d tensor that broadcasts against `like`. */
 Tensor scalar_like(const Scalar& s, const Tensor& like) {
   return detail::scalar_tensor(s, like.dtype(), like.device());
+}
+
+/** F.softmax's dim when none is given: PyTorch's legacy choice (0 for 0-, 1- and 3-d inputs,
+ *  else 1). */
+int64_t legacy_softmax_dim(const Tensor& x) {
+  return x.dim() <= 1 || x.dim() == 3 ? 0 : 1;
+}
+
+/** gaussian_nll_loss's var: a tensor, or a number as the core's double. */
+const Tensor& tensor_or_double(const Tensor& t) {
+  return t;
+}
+double tensor_or_double(const Scalar& s) {
+  return s.to_double();
+}
+
+/** An operand read as a tensor: itself, or (below) a number as a 0-d tensor against `like`. */
+const Tensor& tensor_like(const Tensor& t, const Tensor&) {
+  return t;
+}
+Tensor tensor_like(const Scalar& s, const Tensor& like) {
+  return scalar_like(s, like);
 }
 
 /** `b` as a tensor (a number becomes a 0-d tensor promoted against `a`). */
@@ -123,16 +161,6 @@ nb::object unique_result(std::tuple<Tensor, Tensor, Tensor> r, bool return_inver
   if (return_inverse) out.append(wrap_tensor(std::get<1>(r)));
   if (return_counts) out.append(wrap_tensor(std::get<2>(r)));
   return nb::tuple(out);
-}
-
-Tensor div_op(const Tensor& a, const Operand& b, const std::optional<std::string>& rounding_mode) {
-  const std::optional<std::string_view> mode =
-      rounding_mode ? std::optional<std::string_view>(*rounding_mode) : std::nullopt;
-  return b.tensor ? div(a, *b.tensor, mode) : div(a, b.scalar, mode);
-}
-
-Tensor pow_op(const Tensor& a, const Operand& b) {
-  return b.tensor ? pow(a, *b.tensor) : pow(a, b.scalar);
 }
 
 /** Dims for reductions: None -> all, an int or a sequence of ints. */
@@ -235,30 +263,7 @@ Tensor maybe_inplace(const Tensor& x, const Tensor& r, bool inplace) {
 }
 
 void bind_functional(nb::module_& f) {
-  // Layers.
-  f.def(
-      "linear",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b) {
-        return linear(x, w, opt(b));
-      },
-      "input"_a, "weight"_a, "bias"_a = nb::none(), release_gil(), "input @ weight.T + bias.");
-  f.def(
-      "dropout",
-      [](const Tensor& x, double p, bool training, bool inplace) {
-        return maybe_inplace(x, dropout(x, p, training), inplace);
-      },
-      "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
-      "Zeroes elements with probability p in training, scaling the rest by 1 / (1 - p).");
-  for (int64_t d = 1; d <= 3; ++d) {
-    static const char* const kNames[] = {"dropout1d", "dropout2d", "dropout3d"};
-    f.def(
-        kNames[d - 1],
-        [d](const Tensor& x, double p, bool training, bool inplace) {
-          return maybe_inplace(x, feature_dropout(x, p, d, training), inplace);
-        },
-        "input"_a, "p"_a = 0.5, "training"_a = true, "inplace"_a = false, release_gil(),
-        "Zeroes whole channels with probability p in training, scaling the rest by 1 / (1 - p).");
-  }
+  // The functional forms ops.sig cannot describe (the others are generated with the ops).
   f.def(
       "embedding",
       [](const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
@@ -287,17 +292,6 @@ void bind_functional(nb::module_& f) {
       "padding_idx"_a = nb::none(), release_gil(),
       "Sums, means or maxima of bags of weight's rows picked by input (and offsets).");
   f.def(
-      "one_hot", [](const Tensor& t, int64_t num_classes) { return one_hot(t, num_classes); },
-      "tensor"_a, "num_classes"_a = -1, release_gil(), "The classes as one-hot int64 rows.");
-  f.def(
-      "pad",
-      [](const Tensor& x, Ints pad_, std::string_view mode, std::optional<double> value) {
-        return pad(x, pad_, mode, value.value_or(0.0));
-      },
-      "input"_a, "pad"_a, "mode"_a = "constant", "value"_a = nb::none(), release_gil(),
-      "Pads the last dims: (left, right[, top, bottom]) with 'constant', 'reflect', "
-      "'replicate' or 'circular'.");
-  f.def(
       "interpolate",
       [](const Tensor& x, std::optional<Ints> size, nb::handle scale_factor, std::string mode,
          std::optional<bool> align_corners, std::optional<bool> recompute_scale_factor,
@@ -312,81 +306,6 @@ void bind_functional(nb::module_& f) {
       "antialias"_a = false,
       "Resizes input's spatial dims to size or by scale_factor (nearest, nearest-exact, linear, "
       "bilinear, bicubic, trilinear, area).");
-  f.def(
-      "affine_grid",
-      [](const Tensor& theta, Ints size, std::optional<bool> align_corners) {
-        return affine_grid(theta, size, align_corners.value_or(false));
-      },
-      "theta"_a, "size"_a, "align_corners"_a = nb::none(), release_gil(),
-      "The sampling grid [N, H, W, 2] (or [N, D, H, W, 3]) of affine matrices theta [N, 2, 3] "
-      "(or [N, 3, 4]) for an output of size (N, C, H, W) (or (N, C, D, H, W)).");
-  f.def(
-      "grid_sample",
-      [](const Tensor& input, const Tensor& grid, std::string_view mode,
-         std::string_view padding_mode, std::optional<bool> align_corners) {
-        return grid_sample(input, grid, mode, padding_mode, align_corners.value_or(false));
-      },
-      "input"_a, "grid"_a, "mode"_a = "bilinear", "padding_mode"_a = "zeros",
-      "align_corners"_a = nb::none(), release_gil(),
-      "Samples input at the normalized points of grid (bilinear, nearest or bicubic; zeros, "
-      "border or reflection padding).");
-  f.def(
-      "pixel_shuffle", [](const Tensor& x, int64_t r) { return pixel_shuffle(x, r); }, "input"_a,
-      "upscale_factor"_a, release_gil(), "[*, C r^2, H, W] into [*, C, H r, W r].");
-  f.def(
-      "channel_shuffle", [](const Tensor& x, int64_t groups) { return channel_shuffle(x, groups); },
-      "input"_a, "groups"_a, release_gil(), "ShuffleNet's shuffle of the channels across groups.");
-  f.def(
-      "max_unpool1d",
-      [](const Tensor& x, const Tensor& indices, Ints kernel_size, std::optional<Ints> stride,
-         Ints padding, std::optional<Ints> output_size) {
-        const char* name = "max_unpool1d";
-        return max_unpool1d(
-            x, indices, single(kernel_size, name, "kernel_size"),
-            stride && stride->size() ? std::optional(single(*stride, name, "stride"))
-                                     : std::nullopt,
-            single(padding, name, "padding"), output_size ? IntList(*output_size) : IntList());
-      },
-      "input"_a, "indices"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0,
-      "output_size"_a = nb::none(), release_gil(), "Max pooling's values back at their indices.");
-  for (const auto& [name, fn] :
-       {std::pair{"max_unpool2d", &max_unpool2d}, std::pair{"max_unpool3d", &max_unpool3d}}) {
-    f.def(
-        name,
-        [fn](const Tensor& x, const Tensor& indices, Ints kernel_size, std::optional<Ints> stride,
-             Ints padding, std::optional<Ints> output_size) {
-          return fn(x, indices, kernel_size, stride ? IntList(*stride) : IntList(), padding,
-                    output_size ? IntList(*output_size) : IntList());
-        },
-        "input"_a, "indices"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0,
-        "output_size"_a = nb::none(), release_gil(), "Max pooling's values back at their indices.");
-  }
-  f.def(
-      "lp_pool1d",
-      [](const Tensor& x, double norm_type, Ints kernel_size, std::optional<Ints> stride,
-         bool ceil_mode) {
-        const char* name = "lp_pool1d";
-        return lp_pool1d(x, norm_type, single(kernel_size, name, "kernel_size"),
-                         stride && stride->size() ? std::optional(single(*stride, name, "stride"))
-                                                  : std::nullopt,
-                         ceil_mode);
-      },
-      "input"_a, "norm_type"_a, "kernel_size"_a, "stride"_a = nb::none(), "ceil_mode"_a = false,
-      release_gil(), "Power-average pooling: (sum of x^p over each window)^(1/p).");
-  for (const auto& [name, fn] :
-       {std::pair{"lp_pool2d", &lp_pool2d}, std::pair{"lp_pool3d", &lp_pool3d}}) {
-    f.def(
-        name,
-        [fn](const Tensor& x, double norm_type, Ints kernel_size, std::optional<Ints> stride,
-             bool ceil_mode) {
-          return fn(x, norm_type, kernel_size, stride ? IntList(*stride) : IntList(), ceil_mode);
-        },
-        "input"_a, "norm_type"_a, "kernel_size"_a, "stride"_a = nb::none(), "ceil_mode"_a = false,
-        release_gil(), "Power-average pooling: (sum of x^p over each window)^(1/p).");
-  }
-  f.def(
-      "pixel_unshuffle", [](const Tensor& x, int64_t r) { return pixel_unshuffle(x, r); },
-      "input"_a, "downscale_factor"_a, release_gil(), "[*, C, H r, W r] into [*, C r^2, H, W].");
   f.def(
       "conv1d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, nb::handle padding,
@@ -424,50 +343,6 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
       "dilation"_a = 1, "groups"_a = 1, "3-d convolution over [N, C, D, H, W].");
-  // F.conv_transpose1d/2d/3d: PyTorch's arguments, handed on as each core op takes its sizes.
-  const auto transposed = [&](const char* name, const char* doc, auto run) {
-    f.def(
-        name,
-        [run](const Tensor& x, const Tensor& w, std::optional<Tensor> b, Ints stride, Ints padding,
-              Ints output_padding, int64_t groups, Ints dilation) {
-          return run(x, w, opt(b), stride, padding, output_padding, groups, dilation);
-        },
-        "input"_a, "weight"_a, "bias"_a = nb::none(), "stride"_a = 1, "padding"_a = 0,
-        "output_padding"_a = 0, "groups"_a = 1, "dilation"_a = 1, release_gil(), doc);
-  };
-  transposed("conv_transpose1d", "Transposed 1-d convolution over [N, C, L].",
-             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
-                const Ints& op, int64_t groups, const Ints& d) {
-               const char* name = "conv_transpose1d";
-               return conv_transpose1d(
-                   x, w, b, single(s, name, "stride"), single(p, name, "padding"),
-                   single(op, name, "output_padding"), groups, single(d, name, "dilation"));
-             });
-  transposed("conv_transpose2d", "Transposed 2-d convolution.",
-             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
-                const Ints& op, int64_t groups, const Ints& d) {
-               return conv_transpose2d(x, w, b, pair(s), pair(p), pair(op), groups, pair(d));
-             });
-  transposed("conv_transpose3d", "Transposed 3-d convolution over [N, C, D, H, W].",
-             [](const Tensor& x, const Tensor& w, const Tensor& b, const Ints& s, const Ints& p,
-                const Ints& op, int64_t groups,
-                const Ints& d) { return conv_transpose3d(x, w, b, s, p, op, groups, d); });
-  f.def(
-      "unfold",
-      [](const Tensor& x, Ints kernel_size, Ints dilation, Ints padding, Ints stride) {
-        return unfold(x, kernel_size.v, dilation.v, padding.v, stride.v);
-      },
-      "input"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0, "stride"_a = 1, release_gil(),
-      "The sliding blocks of [N, C, H, W] as columns [N, C kH kW, L] (im2col).");
-  f.def(
-      "fold",
-      [](const Tensor& x, Ints output_size, Ints kernel_size, Ints dilation, Ints padding,
-         Ints stride) {
-        return fold(x, output_size.v, kernel_size.v, dilation.v, padding.v, stride.v);
-      },
-      "input"_a, "output_size"_a, "kernel_size"_a, "dilation"_a = 1, "padding"_a = 0,
-      "stride"_a = 1, release_gil(),
-      "Columns [N, C kH kW, L] summed into images [N, C, output_size] (col2im).");
   f.def(
       "max_pool2d",
       [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding, Ints dilation,
@@ -481,24 +356,6 @@ void bind_functional(nb::module_& f) {
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
       "Max pooling over [N, C, H, W] (with the argmax indices if asked).");
-  f.def(
-      "avg_pool2d",
-      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-        return avg_pool2d(x, pair(kernel_size), stride ? pair(*stride) : Shape(), pair(padding),
-                          ceil_mode, count_include_pad, divisor_override);
-      },
-      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-      "count_include_pad"_a = true, "divisor_override"_a = nb::none(), release_gil(),
-      "Average pooling over [N, C, H, W].");
-  f.def(
-      "adaptive_avg_pool2d",
-      [](const Tensor& x, nb::handle output_size) {
-        const Shape out = adaptive_size(x, output_size, 2);
-        GilRelease release;
-        return adaptive_avg_pool2d(x, out);
-      },
-      "input"_a, "output_size"_a, "Average pooling to a fixed output size (None keeps a size).");
   f.def(
       "adaptive_max_pool2d",
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
@@ -522,25 +379,6 @@ void bind_functional(nb::module_& f) {
       "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "dilation"_a = 1,
       "ceil_mode"_a = false, "return_indices"_a = false,
       "Max pooling over [N, C, D, H, W] (with the argmax indices if asked).");
-  f.def(
-      "avg_pool3d",
-      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-         bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-        return avg_pool3d(x, pair(kernel_size, 3), stride ? pair(*stride, 3) : Shape(),
-                          pair(padding, 3), ceil_mode, count_include_pad, divisor_override);
-      },
-      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-      "count_include_pad"_a = true, "divisor_override"_a = nb::none(), release_gil(),
-      "Average pooling over [N, C, D, H, W].");
-  f.def(
-      "adaptive_avg_pool3d",
-      [](const Tensor& x, nb::handle output_size) {
-        const Shape out = adaptive_size(x, output_size, 3);
-        GilRelease release;
-        return adaptive_avg_pool3d(x, out);
-      },
-      "input"_a, "output_size"_a,
-      "Average pooling over [N, C, D, H, W] to a fixed output size (None keeps a size).");
   f.def(
       "adaptive_max_pool3d",
       [](const Tensor& x, nb::handle output_size, bool return_indices) {
@@ -569,28 +407,6 @@ void bind_functional(nb::module_& f) {
       "ceil_mode"_a = false, "return_indices"_a = false,
       "Max pooling over [N, C, L] (with the argmax indices if asked).");
   f.def(
-      "avg_pool1d",
-      [](const Tensor& x, Ints kernel_size, std::optional<Ints> stride, Ints padding,
-         bool ceil_mode, bool count_include_pad) {
-        const int64_t k = single(kernel_size, "avg_pool1d", "kernel_size");
-        const std::optional<int64_t> s =
-            stride && stride->size() ? std::optional(single(*stride, "avg_pool1d", "stride"))
-                                     : std::nullopt;
-        const int64_t p = single(padding, "avg_pool1d", "padding");
-        GilRelease release;
-        return avg_pool1d(x, k, s, p, ceil_mode, count_include_pad);
-      },
-      "input"_a, "kernel_size"_a, "stride"_a = nb::none(), "padding"_a = 0, "ceil_mode"_a = false,
-      "count_include_pad"_a = true, "Average pooling over [N, C, L].");
-  f.def(
-      "adaptive_avg_pool1d",
-      [](const Tensor& x, Ints output_size) {
-        const int64_t o = single(output_size, "adaptive_avg_pool1d", "output_size");
-        GilRelease release;
-        return adaptive_avg_pool1d(x, o);
-      },
-      "input"_a, "output_size"_a, "Average pooling over [N, C, L] to output_size.");
-  f.def(
       "adaptive_max_pool1d",
       [](const Tensor& x, Ints output_size, bool return_indices) {
         const int64_t o = single(output_size, "adaptive_max_pool1d", "output_size");
@@ -600,394 +416,6 @@ void bind_functional(nb::module_& f) {
       },
       "input"_a, "output_size"_a, "return_indices"_a = false,
       "Max pooling over [N, C, L] to output_size.");
-  f.def(
-      "batch_norm",
-      [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
-         std::optional<Tensor> weight, std::optional<Tensor> bias, bool training, double momentum,
-         double eps) {
-        return batch_norm(x, opt(weight), opt(bias), opt(running_mean), opt(running_var), training,
-                          momentum, eps);
-      },
-      "input"_a, "running_mean"_a.none(), "running_var"_a.none(), "weight"_a = nb::none(),
-      "bias"_a = nb::none(), "training"_a = false, "momentum"_a = 0.1, "eps"_a = 1e-5,
-      release_gil(), "Batch normalisation over channel dim 1.");
-  f.def(
-      "layer_norm",
-      [](const Tensor& x, Ints normalized_shape, std::optional<Tensor> weight,
-         std::optional<Tensor> bias,
-         double eps) { return layer_norm(x, normalized_shape, opt(weight), opt(bias), eps); },
-      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "bias"_a = nb::none(),
-      "eps"_a = 1e-5, release_gil(), "Layer normalisation over the trailing normalized_shape.");
-  f.def(
-      "rms_norm",
-      [](const Tensor& x, Ints normalized_shape, std::optional<Tensor> weight,
-         std::optional<double> eps) { return rms_norm(x, normalized_shape, opt(weight), eps); },
-      "input"_a, "normalized_shape"_a, "weight"_a = nb::none(), "eps"_a = nb::none(), release_gil(),
-      "RMS normalisation over the trailing normalized_shape.");
-  f.def(
-      "instance_norm",
-      [](const Tensor& x, std::optional<Tensor> running_mean, std::optional<Tensor> running_var,
-         std::optional<Tensor> weight, std::optional<Tensor> bias, bool use_input_stats,
-         double momentum, double eps) {
-        return instance_norm(x, opt(weight), opt(bias), opt(running_mean), opt(running_var),
-                             use_input_stats, momentum, eps);
-      },
-      "input"_a, "running_mean"_a = nb::none(), "running_var"_a = nb::none(),
-      "weight"_a = nb::none(), "bias"_a = nb::none(), "use_input_stats"_a = true,
-      "momentum"_a = 0.1, "eps"_a = 1e-5, release_gil(),
-      "Instance normalisation of [N, C, ...]: each sample's channels over their spatial dims.");
-  f.def(
-      "bilinear",
-      [](const Tensor& input1, const Tensor& input2, const Tensor& weight,
-         std::optional<Tensor> bias) { return bilinear(input1, input2, weight, opt(bias)); },
-      "input1"_a, "input2"_a, "weight"_a, "bias"_a = nb::none(), release_gil(),
-      "x1^T A x2 + b for each output feature.");
-  f.def(
-      "group_norm",
-      [](const Tensor& x, int64_t num_groups, std::optional<Tensor> weight,
-         std::optional<Tensor> bias,
-         double eps) { return group_norm(x, num_groups, opt(weight), opt(bias), eps); },
-      "input"_a, "num_groups"_a, "weight"_a = nb::none(), "bias"_a = nb::none(), "eps"_a = 1e-5,
-      release_gil(), "Group normalisation of [N, C, ...].");
-  f.def(
-      "normalize",
-      [](const Tensor& x, double p, int64_t dim, double eps) { return normalize(x, p, dim, eps); },
-      "input"_a, "p"_a = 2.0, "dim"_a = 1, "eps"_a = 1e-12, release_gil(),
-      "input / max(||input||_p along dim, eps).");
-  f.def(
-      "cosine_similarity",
-      [](const Tensor& a, const Tensor& b, int64_t dim, double eps) {
-        return cosine_similarity(a, b, dim, eps);
-      },
-      "x1"_a, "x2"_a, "dim"_a = 1, "eps"_a = 1e-8, release_gil(),
-      "Cosine of the angle between x1 and x2 along dim.");
-  f.def(
-      "pairwise_distance",
-      [](const Tensor& a, const Tensor& b, double p, double eps, bool keepdim) {
-        return pairwise_distance(a, b, p, eps, keepdim);
-      },
-      "x1"_a, "x2"_a, "p"_a = 2.0, "eps"_a = 1e-6, "keepdim"_a = false, release_gil(),
-      "The p-norm of x1 - x2 + eps over the last dim.");
-
-  // Activations.
-  auto activation = [&](const char* name, auto fn, const char* doc) {
-    f.def(
-        name, [fn](const Tensor& x, bool inplace) { return maybe_inplace(x, fn(x), inplace); },
-        "input"_a, "inplace"_a = false, release_gil(), doc);
-  };
-  activation(
-      "relu", [](const Tensor& x) { return relu(x); }, "max(input, 0).");
-  activation(
-      "relu6", [](const Tensor& x) { return relu6(x); }, "min(max(input, 0), 6).");
-  activation(
-      "selu", [](const Tensor& x) { return selu(x); }, "The self-normalising ELU.");
-  activation(
-      "silu", [](const Tensor& x) { return silu(x); }, "input * sigmoid(input).");
-  activation(
-      "mish", [](const Tensor& x) { return mish(x); }, "input * tanh(softplus(input)).");
-  activation(
-      "hardsigmoid", [](const Tensor& x) { return hardsigmoid(x); }, "relu6(input + 3) / 6.");
-  activation(
-      "hardswish", [](const Tensor& x) { return hardswish(x); }, "input * relu6(input + 3) / 6.");
-  f.def(
-      "leaky_relu",
-      [](const Tensor& x, double slope, bool inplace) {
-        return maybe_inplace(x, leaky_relu(x, slope), inplace);
-      },
-      "input"_a, "negative_slope"_a = 0.01, "inplace"_a = false, release_gil(),
-      "input where positive, else negative_slope * input.");
-  f.def(
-      "elu",
-      [](const Tensor& x, double alpha, bool inplace) {
-        return maybe_inplace(x, elu(x, alpha), inplace);
-      },
-      "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
-      "input where positive, else alpha * (exp(input) - 1).");
-  f.def(
-      "celu",
-      [](const Tensor& x, double alpha, bool inplace) {
-        return maybe_inplace(x, celu(x, alpha), inplace);
-      },
-      "input"_a, "alpha"_a = 1.0, "inplace"_a = false, release_gil(),
-      "max(0, input) + min(0, alpha * (exp(input / alpha) - 1)).");
-  f.def(
-      "gelu", [](const Tensor& x, std::string_view approximate) { return gelu(x, approximate); },
-      "input"_a, "approximate"_a = "none", release_gil(),
-      "input * Phi(input), or its tanh approximation.");
-  f.def(
-      "softplus",
-      [](const Tensor& x, double beta, double threshold) { return softplus(x, beta, threshold); },
-      "input"_a, "beta"_a = 1.0, "threshold"_a = 20.0, release_gil(),
-      "log(1 + exp(beta * input)) / beta.");
-  f.def(
-      "hardtanh",
-      [](const Tensor& x, double min_val, double max_val, bool inplace) {
-        return maybe_inplace(x, hardtanh(x, min_val, max_val), inplace);
-      },
-      "input"_a, "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, release_gil(),
-      "input clamped to [min_val, max_val].");
-  f.def(
-      "logsigmoid", [](const Tensor& x) { return logsigmoid(x); }, "input"_a, release_gil(),
-      "log(sigmoid(input)).");
-  f.def(
-      "threshold",
-      [](const Tensor& x, PyScalar th, PyScalar value, bool inplace) {
-        return maybe_inplace(x, threshold(x, th, value), inplace);
-      },
-      "input"_a, "threshold"_a, "value"_a, "inplace"_a = false, release_gil(),
-      "input where input > threshold, else value.");
-  f.def(
-      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); }, "input"_a,
-      "lambd"_a = 0.5, release_gil(), "input where |input| > lambd, else 0.");
-  f.def(
-      "softshrink", [](const Tensor& x, double lambd) { return softshrink(x, lambd); }, "input"_a,
-      "lambd"_a = 0.5, release_gil(), "input shrunk towards 0 by lambd (0 within it).");
-  f.def(
-      "tanhshrink", [](const Tensor& x) { return tanhshrink(x); }, "input"_a, release_gil(),
-      "input - tanh(input).");
-  f.def(
-      "glu", [](const Tensor& x, int64_t dim) { return glu(x, dim); }, "input"_a, "dim"_a = -1,
-      release_gil(), "a * sigmoid(b) for the halves a, b of input along dim.");
-  f.def(
-      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "input"_a, "weight"_a,
-      release_gil(), "input where positive, else weight * input (weight per channel or one).");
-  f.def(
-      "sigmoid", [](const Tensor& x) { return sigmoid(x); }, "input"_a, release_gil(),
-      "1 / (1 + exp(-input)).");
-  f.def(
-      "tanh", [](const Tensor& x) { return tanh(x); }, "input"_a, release_gil(), "tanh(input).");
-  f.def(
-      "softsign", [](const Tensor& x) { return div(x, add(abs(x), 1)); }, "input"_a, release_gil(),
-      "input / (1 + |input|).");
-  auto softmax_like = [&](const char* name, auto fn, const char* doc) {
-    f.def(
-        name,
-        [fn](const Tensor& x, std::optional<int64_t> dim, nb::handle, std::optional<DType> dtype) {
-          const int64_t d = dim.value_or(x.dim() <= 1 || x.dim() == 3 ? 0 : 1);
-          GilRelease release;
-          return fn(cast_input(x, dtype), d);
-        },
-        "input"_a, "dim"_a = nb::none(), "_stacklevel"_a = 3, "dtype"_a = nb::none(), doc);
-  };
-  softmax_like(
-      "softmax", [](const Tensor& x, int64_t d) { return softmax(x, d); },
-      "exp(input) / sum(exp(input)) along dim.");
-  softmax_like(
-      "log_softmax", [](const Tensor& x, int64_t d) { return log_softmax(x, d); },
-      "log(softmax(input)) along dim.");
-  softmax_like(
-      "softmin", [](const Tensor& x, int64_t d) { return softmin(x, d); },
-      "softmax(-input) along dim.");
-
-  // Losses.
-  f.def(
-      "cross_entropy",
-      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
-         std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
-         std::string_view reduction, double label_smoothing) {
-        return cross_entropy(input, target, opt(weight), ignore_index,
-                             loss_reduction(size_average, reduce, reduction, "cross_entropy"),
-                             label_smoothing);
-      },
-      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
-      "ignore_index"_a = -100, "reduce"_a = nb::none(), "reduction"_a = "mean",
-      "label_smoothing"_a = 0.0, release_gil(),
-      "Cross entropy of logits against class indices (or probabilities).");
-  f.def(
-      "nll_loss",
-      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
-         std::optional<bool> size_average, int64_t ignore_index, std::optional<bool> reduce,
-         std::string_view reduction) {
-        return nll_loss(input, target, opt(weight), ignore_index,
-                        loss_reduction(size_average, reduce, reduction, "nll_loss"));
-      },
-      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
-      "ignore_index"_a = -100, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "Negative log likelihood of log-probabilities.");
-  auto pointwise_loss = [&](const char* name, auto fn, const char* doc) {
-    f.def(
-        name,
-        [fn, name](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
-                   std::optional<bool> reduce, std::string_view reduction) {
-          return fn(input, target, loss_reduction(size_average, reduce, reduction, name));
-        },
-        "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-        "reduction"_a = "mean", release_gil(), doc);
-  };
-  pointwise_loss(
-      "soft_margin_loss",
-      [](const Tensor& a, const Tensor& b, Reduction r) { return soft_margin_loss(a, b, r); },
-      "log(1 + exp(-target * input)).");
-  f.def(
-      "hinge_embedding_loss",
-      [](const Tensor& input, const Tensor& target, double margin, std::optional<bool> size_average,
-         std::optional<bool> reduce, std::string_view reduction) {
-        return hinge_embedding_loss(
-            input, target, margin,
-            loss_reduction(size_average, reduce, reduction, "hinge_embedding_loss"));
-      },
-      "input"_a, "target"_a, "margin"_a = 1.0, "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "input where target is 1, max(0, margin - input) where it is -1.");
-  f.def(
-      "multilabel_soft_margin_loss",
-      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
-         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
-        return multilabel_soft_margin_loss(
-            input, target, opt(weight),
-            loss_reduction(size_average, reduce, reduction, "multilabel_soft_margin_loss"));
-      },
-      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "The per-class logistic loss averaged over the classes.");
-  f.def(
-      "poisson_nll_loss",
-      [](const Tensor& input, const Tensor& target, bool log_input, bool full,
-         std::optional<bool> size_average, double eps, std::optional<bool> reduce,
-         std::string_view reduction) {
-        return poisson_nll_loss(
-            input, target, log_input, full, eps,
-            loss_reduction(size_average, reduce, reduction, "poisson_nll_loss"));
-      },
-      "input"_a, "target"_a, "log_input"_a = true, "full"_a = false, "size_average"_a = nb::none(),
-      "eps"_a = 1e-8, "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "Poisson negative log-likelihood.");
-  f.def(
-      "gaussian_nll_loss",
-      [](const Tensor& input, const Tensor& target, const Operand& var, bool full, double eps,
-         std::string_view reduction) {
-        const Reduction r = parse_reduction(reduction, "gaussian_nll_loss");
-        return var.tensor ? gaussian_nll_loss(input, target, *var.tensor, full, eps, r)
-                          : gaussian_nll_loss(input, target, var.scalar.to_double(), full, eps, r);
-      },
-      "input"_a, "target"_a, "var"_a, "full"_a = false, "eps"_a = 1e-6, "reduction"_a = "mean",
-      release_gil(), "Gaussian negative log-likelihood of target under N(input, var).");
-  // ctc_loss's lengths are tensors or sequences of ints (an int for an unbatched input): one
-  // overload each, both straight to the core's.
-  auto bind_ctc_loss = [&]<class Lengths>(std::type_identity<Lengths>) {
-    f.def(
-        "ctc_loss",
-        [](const Tensor& log_probs, const Tensor& targets, const Lengths& input_lengths,
-           const Lengths& target_lengths, int64_t blank, std::string_view reduction,
-           bool zero_infinity) {
-          return ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                          parse_reduction(reduction, "ctc_loss"), zero_infinity);
-        },
-        "log_probs"_a, "targets"_a, "input_lengths"_a, "target_lengths"_a, "blank"_a = 0,
-        "reduction"_a = "mean", "zero_infinity"_a = false, release_gil(),
-        "Connectionist temporal classification loss of log_probs [T, N, C] against targets.");
-  };
-  bind_ctc_loss(std::type_identity<Tensor>{});
-  bind_ctc_loss(std::type_identity<Ints>{});
-  f.def(
-      "local_response_norm",
-      [](const Tensor& x, int64_t size, double alpha, double beta, double k) {
-        return local_response_norm(x, size, alpha, beta, k);
-      },
-      "input"_a, "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0, release_gil(),
-      "input / (k + alpha * mean of input^2 over size neighbouring channels)^beta.");
-  f.def(
-      "margin_ranking_loss",
-      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
-         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
-        return margin_ranking_loss(
-            x1, x2, target, margin,
-            loss_reduction(size_average, reduce, reduction, "margin_ranking_loss"));
-      },
-      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "max(0, -target * (input1 - input2) + margin).");
-  f.def(
-      "cosine_embedding_loss",
-      [](const Tensor& x1, const Tensor& x2, const Tensor& target, double margin,
-         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
-        return cosine_embedding_loss(
-            x1, x2, target, margin,
-            loss_reduction(size_average, reduce, reduction, "cosine_embedding_loss"));
-      },
-      "input1"_a, "input2"_a, "target"_a, "margin"_a = 0.0, "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "1 - cos where target is 1, max(0, cos - margin) where it is -1.");
-  f.def(
-      "triplet_margin_loss",
-      [](const Tensor& a, const Tensor& p, const Tensor& n, double margin, double norm, double eps,
-         bool swap, std::optional<bool> size_average, std::optional<bool> reduce,
-         std::string_view reduction) {
-        return triplet_margin_loss(
-            a, p, n, margin, norm, eps, swap,
-            loss_reduction(size_average, reduce, reduction, "triplet_margin_loss"));
-      },
-      "anchor"_a, "positive"_a, "negative"_a, "margin"_a = 1.0, "p"_a = 2.0, "eps"_a = 1e-6,
-      "swap"_a = false, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-      "reduction"_a = "mean", release_gil(),
-      "max(0, margin + d(anchor, positive) - d(anchor, negative)).");
-  pointwise_loss(
-      "mse_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return mse_loss(a, b, r); },
-      "Mean squared error.");
-  pointwise_loss(
-      "l1_loss", [](const Tensor& a, const Tensor& b, Reduction r) { return l1_loss(a, b, r); },
-      "Mean absolute error.");
-  f.def(
-      "huber_loss",
-      [](const Tensor& input, const Tensor& target, std::string_view reduction, double delta) {
-        return huber_loss(input, target, parse_reduction(reduction, "huber_loss"), delta);
-      },
-      "input"_a, "target"_a, "reduction"_a = "mean", "delta"_a = 1.0, release_gil(),
-      "Huber's loss: quadratic below delta, linear above.");
-  f.def(
-      "smooth_l1_loss",
-      [](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
-         std::optional<bool> reduce, std::string_view reduction, double beta) {
-        return smooth_l1_loss(
-            input, target, loss_reduction(size_average, reduce, reduction, "smooth_l1_loss"), beta);
-      },
-      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-      "reduction"_a = "mean", "beta"_a = 1.0, release_gil(),
-      "Quadratic below beta (divided by beta), linear above.");
-  f.def(
-      "kl_div",
-      [](const Tensor& input, const Tensor& target, std::optional<bool> size_average,
-         std::optional<bool> reduce, std::string_view reduction, bool log_target) {
-        return kl_div(input, target, loss_reduction(size_average, reduce, reduction, "kl_div"),
-                      log_target);
-      },
-      "input"_a, "target"_a, "size_average"_a = nb::none(), "reduce"_a = nb::none(),
-      "reduction"_a = "mean", "log_target"_a = false, release_gil(),
-      "Kullback-Leibler divergence of log-probabilities input from target.");
-  f.def(
-      "binary_cross_entropy",
-      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
-         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction) {
-        return binary_cross_entropy(
-            input, target, opt(weight),
-            loss_reduction(size_average, reduce, reduction, "binary_cross_entropy"));
-      },
-      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", release_gil(),
-      "Binary cross entropy of probabilities.");
-  f.def(
-      "binary_cross_entropy_with_logits",
-      [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
-         std::optional<bool> size_average, std::optional<bool> reduce, std::string_view reduction,
-         std::optional<Tensor> pos_weight) {
-        return binary_cross_entropy_with_logits(
-            input, target, opt(weight), opt(pos_weight),
-            loss_reduction(size_average, reduce, reduction, "binary_cross_entropy_with_logits"));
-      },
-      "input"_a, "target"_a, "weight"_a = nb::none(), "size_average"_a = nb::none(),
-      "reduce"_a = nb::none(), "reduction"_a = "mean", "pos_weight"_a = nb::none(), release_gil(),
-      "Binary cross entropy of logits, computed stably.");
-
-  // Attention.
-  f.def(
-      "scaled_dot_product_attention",
-      [](const Tensor& q, const Tensor& k, const Tensor& v, std::optional<Tensor> attn_mask,
-         double dropout_p, bool is_causal, std::optional<double> scale) {
-        return scaled_dot_product_attention(q, k, v, opt(attn_mask), dropout_p, is_causal, scale);
-      },
-      "query"_a, "key"_a, "value"_a, "attn_mask"_a = nb::none(), "dropout_p"_a = 0.0,
-      "is_causal"_a = false, "scale"_a = nb::none(), release_gil(),
-      "softmax(q @ k^T * scale + mask) @ v, fused.");
 }
 
 }  // namespace
@@ -996,150 +424,15 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   nb::module_ functional = m.def_submodule("functional", "The ops of ember.nn.functional.");
   bind_functional(functional);
   Binder b{m, cls};
-  const auto one = PyScalar{Scalar(int64_t{1})};
+  std::vector<const char*> inplace_forms;  // the methods whose x.<op>_() is apply_inplace
+  {
+    nb::module_& f = functional;
+    static_cast<void>(f);
+#include "ops_table.inc"
+  }
 
-  // --- Arithmetic ------------------------------------------------------------------------------
-  for (const char* name : {"add"}) {
-    b.both(
-        name, [](const Tensor& a, const Operand& o, PyScalar alpha) { return add_op(a, o, alpha); },
-        "other"_a, nb::kw_only(), "alpha"_a = one,
-        "input + alpha * other, broadcast and promoted.");
-  }
-  for (const char* name : {"sub", "subtract"}) {
-    b.both(
-        name, [](const Tensor& a, const Operand& o, PyScalar alpha) { return sub_op(a, o, alpha); },
-        "other"_a, nb::kw_only(), "alpha"_a = one, "input - alpha * other.");
-  }
-  for (const char* name : {"mul", "multiply"}) {
-    b.both(
-        name,
-        [](const Tensor& a, const Operand& o) {
-          return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar);
-        },
-        "other"_a, "input * other.");
-  }
-  for (const char* name : {"div", "divide"}) {
-    b.both(
-        name,
-        [](const Tensor& a, const Operand& o, std::optional<std::string> rounding_mode) {
-          return div_op(a, o, rounding_mode);
-        },
-        "other"_a, nb::kw_only(), "rounding_mode"_a = nb::none(),
-        "input / other: true division, or rounded 'trunc' or 'floor'.");
-  }
-  b.both(
-      "true_divide", [](const Tensor& a, const Operand& o) { return div_op(a, o, std::nullopt); },
-      "other"_a, "input / other (true division).");
-  b.both(
-      "floor_divide",
-      [](const Tensor& a, const Operand& o) {
-        return o.tensor ? floor_divide(a, *o.tensor) : floor_divide(a, o.scalar);
-      },
-      "other"_a, "floor(input / other).");
-  b.both(
-      "remainder",
-      [](const Tensor& a, const Operand& o) {
-        return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar);
-      },
-      "other"_a, "input - floor(input / other) * other (Python's %).");
-  b.both(
-      "fmod",
-      [](const Tensor& a, const Operand& o) {
-        return o.tensor ? fmod(a, *o.tensor) : fmod(a, o.scalar);
-      },
-      "other"_a, "input - trunc(input / other) * other (C's fmod).");
-  b.both(
-      "pow", [](const Tensor& a, const Operand& e) { return pow_op(a, e); }, "exponent"_a,
-      "input ** exponent.");
-  b.function(
-      "pow",
-      [](PyScalar base, const Tensor& e) {
-        return pow(detail::scalar_tensor(base, e.dtype(), e.device()), e);
-      },
-      "self"_a, "exponent"_a, "base ** exponent for a number base.");
-  b.both(
-      "maximum", [](const Tensor& a, const Tensor& o) { return maximum(a, o); }, "other"_a,
-      "Elementwise larger (NaN propagates).");
-  b.both(
-      "minimum", [](const Tensor& a, const Tensor& o) { return minimum(a, o); }, "other"_a,
-      "Elementwise smaller (NaN propagates).");
-  b.both(
-      "atan2", [](const Tensor& a, const Tensor& o) { return atan2(a, o); }, "other"_a,
-      "The angle of the point (other, input), in the right quadrant.");
-  b.both(
-      "arctan2", [](const Tensor& a, const Tensor& o) { return atan2(a, o); }, "other"_a,
-      "The angle of the point (other, input), in the right quadrant.");
-  b.both(
-      "hypot", [](const Tensor& a, const Tensor& o) { return hypot(a, o); }, "other"_a,
-      "sqrt(input ** 2 + other ** 2), without overflow.");
-  b.both(
-      "logaddexp", [](const Tensor& a, const Tensor& o) { return logaddexp(a, o); }, "other"_a,
-      "log(exp(input) + exp(other)), without overflow.");
-
-  // Comparisons and logic.
-  auto comparison = [&](const char* name, const char* alias, auto tt, auto ts, const char* doc) {
-    auto fn = [tt, ts](const Tensor& a, const Operand& o) {
-      return o.tensor ? tt(a, *o.tensor) : ts(a, o.scalar);
-    };
-    b.both(name, fn, "other"_a, doc);
-    if (alias) b.both(alias, fn, "other"_a, doc);
-  };
-  comparison(
-      "eq", nullptr, [](const Tensor& a, const Tensor& o) { return eq(a, o); },
-      [](const Tensor& a, Scalar s) { return eq(a, s); }, "input == other, as bool.");
-  comparison(
-      "ne", "not_equal", [](const Tensor& a, const Tensor& o) { return ne(a, o); },
-      [](const Tensor& a, Scalar s) { return ne(a, s); }, "input != other, as bool.");
-  comparison(
-      "lt", "less", [](const Tensor& a, const Tensor& o) { return lt(a, o); },
-      [](const Tensor& a, Scalar s) { return lt(a, s); }, "input < other, as bool.");
-  comparison(
-      "le", "less_equal", [](const Tensor& a, const Tensor& o) { return le(a, o); },
-      [](const Tensor& a, Scalar s) { return le(a, s); }, "input <= other, as bool.");
-  comparison(
-      "gt", "greater", [](const Tensor& a, const Tensor& o) { return gt(a, o); },
-      [](const Tensor& a, Scalar s) { return gt(a, s); }, "input > other, as bool.");
-  comparison(
-      "ge", "greater_equal", [](const Tensor& a, const Tensor& o) { return ge(a, o); },
-      [](const Tensor& a, Scalar s) { return ge(a, s); }, "input >= other, as bool.");
-  b.both(
-      "equal",
-      [](const Tensor& a, const Tensor& o) {
-        return a.sizes() == o.sizes() && all(eq(a, o)).item() != 0;
-      },
-      "other"_a, "True if both have the same shape and elements.");
-  b.both(
-      "logical_and", [](const Tensor& a, const Tensor& o) { return logical_and(a, o); }, "other"_a,
-      "Truthiness of input and other.");
-  b.both(
-      "logical_or", [](const Tensor& a, const Tensor& o) { return logical_or(a, o); }, "other"_a,
-      "Truthiness of input or other.");
-  b.both(
-      "logical_xor",
-      [](const Tensor& a, const Tensor& o) { return ne(a.to(DType::Bool), o.to(DType::Bool)); },
-      "other"_a, "Truthiness of input xor other.");
-  b.both(
-      "logical_not", [](const Tensor& a) { return logical_not(a); }, "Not truthiness of input.");
-  b.both(
-      "isnan", [](const Tensor& a) { return isnan(a); }, "True where input is NaN.");
-  b.both(
-      "isinf", [](const Tensor& a) { return isinf(a); }, "True where input is +-inf.");
-  b.both(
-      "isfinite", [](const Tensor& a) { return isfinite(a); }, "True where input is finite.");
-  b.both(
-      "isclose",
-      [](const Tensor& a, const Tensor& o, double rtol, double atol, bool equal_nan) {
-        return isclose(a, o, rtol, atol, equal_nan);
-      },
-      "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
-      "|input - other| <= atol + rtol * |other|, elementwise, as bool.");
-  b.both(
-      "allclose",
-      [](const Tensor& a, const Tensor& o, double rtol, double atol, bool equal_nan) {
-        return allclose(a, o, rtol, atol, equal_nan);
-      },
-      "other"_a, "rtol"_a = 1e-05, "atol"_a = 1e-08, "equal_nan"_a = false,
-      "True if isclose(input, other) everywhere.");
+  // --- What the table cannot say: a result whose kind depends on the arguments, Python
+  // objects taken apart, several signatures under one name.
   auto where_fn = [](const Tensor& cond, const Operand& x, const Operand& y) {
     if (x.tensor && y.tensor) return where(cond, *x.tensor, *y.tensor);
     if (x.tensor) return where(cond, *x.tensor, y.scalar);
@@ -1165,64 +458,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         return out;
       },
       "condition"_a, release_gil(), "The indices where condition is true, one tensor per dim.");
-
-  // --- Unary math ------------------------------------------------------------------------------
-  auto unary = [&](const char* name, Tensor (*fn)(const Tensor&), const char* doc) {
-    b.both(
-        name, [fn](const Tensor& x) { return fn(x); }, doc);
-  };
-  unary("neg", &neg, "-input.");
-  unary("negative", &neg, "-input.");
-  unary("abs", &abs, "|input|.");
-  unary("absolute", &abs, "|input|.");
-  unary("exp", &exp, "e ** input.");
-  unary("log", &log, "Natural logarithm.");
-  unary("log1p", &log1p, "log(1 + input).");
-  unary("sqrt", &sqrt, "Square root.");
-  unary("rsqrt", &rsqrt, "1 / sqrt(input).");
-  unary("sin", &sin, "Sine.");
-  unary("cos", &cos, "Cosine.");
-  unary("tanh", &tanh, "Hyperbolic tangent.");
-  unary("sigmoid", &sigmoid, "1 / (1 + exp(-input)).");
-  unary("relu", &relu, "max(input, 0).");
-  unary("sign", &sign, "-1, 0 or 1.");
-  unary("floor", &floor, "Round down.");
-  unary("ceil", &ceil, "Round up.");
-  unary("erf", &erf, "Error function.");
-  unary("square", &square, "input * input.");
-  b.both(
-      "round",
-      [](const Tensor& x, int64_t decimals) {
-        if (decimals == 0) return round(x);
-        const double f = std::pow(10.0, static_cast<double>(decimals));
-        return div(round(mul(x, f)), f);
-      },
-      nb::kw_only(), "decimals"_a = 0, "Round half to even (to `decimals` places).");
-  b.both(
-      "trunc", [](const Tensor& x) { return mul(sign(x), floor(abs(x))).to(x.dtype()); },
-      "Round toward zero.");
-  b.both(
-      "reciprocal", [](const Tensor& x) { return Scalar(1.0) / x; }, "1 / input.");
-  unary("log2", &log2, "Base-2 logarithm.");
-  unary("log10", &log10, "Base-10 logarithm.");
-  unary("exp2", &exp2, "2 ** input.");
-  unary("expm1", &expm1, "exp(input) - 1, accurate near 0.");
-  unary("tan", &tan, "Tangent.");
-  // The inverse functions under their names and NumPy's (PyTorch binds both).
-  auto inverse = [&](const char* name, const char* alias, Tensor (*fn)(const Tensor&),
-                     const char* doc) {
-    unary(name, fn, doc);
-    unary(alias, fn, doc);
-  };
-  inverse("asin", "arcsin", &asin, "Inverse sine (NaN outside [-1, 1]).");
-  inverse("acos", "arccos", &acos, "Inverse cosine (NaN outside [-1, 1]).");
-  inverse("atan", "arctan", &atan, "Inverse tangent.");
-  unary("sinh", &sinh, "Hyperbolic sine.");
-  unary("cosh", &cosh, "Hyperbolic cosine.");
-  inverse("asinh", "arcsinh", &asinh, "Inverse hyperbolic sine.");
-  inverse("acosh", "arccosh", &acosh, "Inverse hyperbolic cosine (NaN below 1).");
-  inverse("atanh", "arctanh", &atanh, "Inverse hyperbolic tangent (+-inf at +-1).");
-  unary("erfinv", &erfinv, "Inverse error function (+-inf at +-1, NaN outside [-1, 1]).");
   for (const char* name : {"clamp", "clip"}) {
     b.both(
         name,
@@ -1232,58 +467,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         "min"_a = nb::none(), "max"_a = nb::none(),
         "input clamped to [min, max] (numbers or tensors, broadcast).");
   }
-  b.both(
-      "clamp_min",
-      [](const Tensor& x, PyScalar min) { return clamp(x, Scalar(min), std::nullopt); }, "min"_a,
-      "max(input, min).");
-  b.both(
-      "clamp_max",
-      [](const Tensor& x, PyScalar max) { return clamp(x, std::nullopt, Scalar(max)); }, "max"_a,
-      "min(input, max).");
-  b.both(
-      "lerp",
-      [](const Tensor& x, const Tensor& end, const Operand& weight) {
-        return weight.tensor ? lerp(x, end, *weight.tensor) : lerp(x, end, weight.scalar);
-      },
-      "end"_a, "weight"_a, "input + weight * (end - input).");
-
-  // In place.
-  b.method(
-      "add_",
-      [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
-        return o.tensor ? add_(a, *o.tensor, alpha) : add_(a, o.scalar, alpha);
-      },
-      "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input += alpha * other.");
-  b.method(
-      "sub_",
-      [](Tensor& a, const Operand& o, PyScalar alpha) -> Tensor& {
-        return o.tensor ? sub_(a, *o.tensor, alpha) : sub_(a, o.scalar, alpha);
-      },
-      "other"_a, nb::kw_only(), "alpha"_a = one, "In place: input -= alpha * other.");
-  b.method(
-      "mul_",
-      [](Tensor& a, const Operand& o) -> Tensor& {
-        return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar);
-      },
-      "other"_a, "In place: input *= other.");
-  b.method(
-      "div_",
-      [](Tensor& a, const Operand& o) -> Tensor& {
-        return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar);
-      },
-      "other"_a, "In place: input /= other.");
-  auto unary_ = [&](const char* name, Tensor& (*fn)(Tensor&), const char* doc) {
-    b.method(
-        name, [fn](Tensor& x) -> Tensor& { return fn(x); }, doc);
-  };
-  unary_("neg_", &neg_, "In place: -input.");
-  unary_("abs_", &abs_, "In place: |input|.");
-  unary_("exp_", &exp_, "In place: exp(input).");
-  unary_("log_", &log_, "In place: log(input).");
-  unary_("sqrt_", &sqrt_, "In place: sqrt(input).");
-  unary_("tanh_", &tanh_, "In place: tanh(input).");
-  unary_("sigmoid_", &sigmoid_, "In place: sigmoid(input).");
-  unary_("relu_", &relu_, "In place: max(input, 0).");
   b.method(
       "clamp_",
       [](Tensor& x, std::optional<Operand> min, std::optional<Operand> max) -> Tensor& {
@@ -1295,153 +478,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
                       max ? std::optional<Scalar>(max->scalar) : std::nullopt);
       },
       "min"_a = nb::none(), "max"_a = nb::none(), "In place: clamp to [min, max].");
-  b.method(
-      "masked_fill_",
-      [](Tensor& x, const Tensor& mask, PyScalar value) -> Tensor& {
-        return masked_fill_(x, mask, value);
-      },
-      "mask"_a, "value"_a, "In place: value where mask is true.");
-  m.def(
-      "relu_", [](Tensor& x) -> Tensor& { return relu_(x); }, "input"_a, release_gil(),
-      "In place: max(input, 0).");
-
-  // Operators.
-  b.op("__add__",
-       [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
-      .op("__radd__",
-          [](const Tensor& a, const Operand& o) { return add_op(a, o, Scalar(int64_t{1})); })
-      .op("__sub__",
-          [](const Tensor& a, const Operand& o) { return sub_op(a, o, Scalar(int64_t{1})); })
-      .op("__rsub__", [](const Tensor& a,
-                         const Operand& o) { return o.tensor ? sub(*o.tensor, a) : o.scalar - a; })
-      .op("__mul__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? mul(a, *o.tensor) : mul(a, o.scalar);
-          })
-      .op("__rmul__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? mul(*o.tensor, a) : mul(a, o.scalar);
-          })
-      .op("__truediv__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? div(a, *o.tensor) : div(a, o.scalar);
-          })
-      .op("__rtruediv__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? div(*o.tensor, a) : o.scalar / a;
-          })
-      .op("__floordiv__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? floor_divide(a, *o.tensor) : floor_divide(a, o.scalar);
-          })
-      .op("__rfloordiv__",
-          [](const Tensor& a, const Operand& o) {
-            return floor_divide(as_tensor_operand(o, a), a);
-          })
-      .op("__mod__",
-          [](const Tensor& a, const Operand& o) {
-            return o.tensor ? remainder(a, *o.tensor) : remainder(a, o.scalar);
-          })
-      .op("__rmod__",
-          [](const Tensor& a, const Operand& o) { return remainder(as_tensor_operand(o, a), a); })
-      .op("__pow__", [](const Tensor& a, const Operand& o) { return pow_op(a, o); })
-      .op("__rpow__",
-          [](const Tensor& a, const Operand& o) { return pow(as_tensor_operand(o, a), a); })
-      .op("__matmul__", [](const Tensor& a, const Tensor& o) { return matmul(a, o); })
-      .op("__rmatmul__", [](const Tensor& a, const Tensor& o) { return matmul(o, a); })
-      .op("__neg__", [](const Tensor& a) { return neg(a); })
-      .op("__pos__", [](const Tensor& a) { return a; })
-      .op("__abs__", [](const Tensor& a) { return abs(a); })
-      .op("__invert__",
-          [](const Tensor& a) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[~] bitwise not is supported for bool tensors only, got {}",
-                             a.dtype());
-            return logical_not(a);
-          })
-      .op("__and__",
-          [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[&] supported for bool tensors only, got {}", a.dtype());
-            return logical_and(a, as_tensor_operand(o, a));
-          })
-      .op("__or__",
-          [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[|] supported for bool tensors only, got {}", a.dtype());
-            return logical_or(a, as_tensor_operand(o, a));
-          })
-      .op("__xor__",
-          [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[^] supported for bool tensors only, got {}", a.dtype());
-            return ne(a, as_tensor_operand(o, a).to(DType::Bool));
-          })
-      .op("__eq__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? eq(a, *o.tensor) : eq(a, o.scalar); })
-      .op("__ne__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? ne(a, *o.tensor) : ne(a, o.scalar); })
-      .op("__lt__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? lt(a, *o.tensor) : lt(a, o.scalar); })
-      .op("__le__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? le(a, *o.tensor) : le(a, o.scalar); })
-      .op("__gt__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? gt(a, *o.tensor) : gt(a, o.scalar); })
-      .op("__ge__", [](const Tensor& a,
-                       const Operand& o) { return o.tensor ? ge(a, *o.tensor) : ge(a, o.scalar); })
-      .op("__iadd__",
-          [](Tensor& a, const Operand& o) -> Tensor& {
-            return o.tensor ? add_(a, *o.tensor) : add_(a, o.scalar);
-          })
-      .op("__isub__",
-          [](Tensor& a, const Operand& o) -> Tensor& {
-            return o.tensor ? sub_(a, *o.tensor) : sub_(a, o.scalar);
-          })
-      .op("__imul__",
-          [](Tensor& a, const Operand& o) -> Tensor& {
-            return o.tensor ? mul_(a, *o.tensor) : mul_(a, o.scalar);
-          })
-      .op("__itruediv__", [](Tensor& a, const Operand& o) -> Tensor& {
-        return o.tensor ? div_(a, *o.tensor) : div_(a, o.scalar);
-      });
-  // Note: __eq__ makes Python drop the inherited __hash__; tensor.cpp defines it again below.
-  cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
-
-  // --- Reductions ------------------------------------------------------------------------------
-  b.both(
-      "sum",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
-        return sum(cast_input(x, dtype), dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
-      "Sum over dim (all dims if None); ints and bool sum to int64.");
-  b.both(
-      "mean",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
-        return mean(cast_input(x, dtype), dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
-      "Mean over dim (all dims if None).");
-  b.both(
-      "prod",
-      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim, std::optional<DType> dtype) {
-        const Tensor in = cast_input(x, dtype);
-        return dim ? prod(in, {*dim}, keepdim) : prod(in);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
-      "Product over dim (all elements if None).");
-  b.both(
-      "amax",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
-        return amax(x, dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "Largest value over dim.");
-  b.both(
-      "amin",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
-        return amin(x, dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "Smallest value over dim.");
   for (const char* name : {"max", "min"}) {
     const bool is_max = std::string_view(name) == "max";
     b.both_py(
@@ -1476,34 +512,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         is_max ? "The largest element; (values, indices) along dim; or max(input, other)."
                : "The smallest element; (values, indices) along dim; or min(input, other).");
   }
-  b.both(
-      "argmax",
-      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-        return argmax(x, dim, keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "Index of the largest element.");
-  b.both(
-      "argmin",
-      [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
-        return argmin(x, dim, keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "Index of the smallest element.");
-  b.both(
-      "var",
-      [](const Tensor& x, std::optional<Ints> dim, std::optional<bool> unbiased, bool keepdim,
-         std::optional<int64_t> correction) {
-        return var(x, dims_of(dim), correction_of(correction, unbiased), keepdim);
-      },
-      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
-      "correction"_a = nb::none(), "Variance over dim with `correction` (1: unbiased).");
-  b.both(
-      "std",
-      [](const Tensor& x, std::optional<Ints> dim, std::optional<bool> unbiased, bool keepdim,
-         std::optional<int64_t> correction) {
-        return std(x, dims_of(dim), correction_of(correction, unbiased), keepdim);
-      },
-      "dim"_a = nb::none(), "unbiased"_a = nb::none(), "keepdim"_a = false, nb::kw_only(),
-      "correction"_a = nb::none(), "Standard deviation over dim with `correction`.");
   b.both_py(
       "norm",
       [](const Tensor& x, nb::handle p, std::optional<Ints> dim, bool keepdim) {
@@ -1521,115 +529,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "p"_a = nb::str("fro"), "dim"_a = nb::none(), "keepdim"_a = false,
       "The p-norm over dim (all elements if None); 'fro' is the 2-norm.");
-  b.both(
-      "all",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
-        return all(x, dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "True if every element is truthy.");
-  b.both(
-      "any",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim) {
-        return any(x, dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, "True if any element is truthy.");
-  b.both(
-      "logsumexp",
-      [](const Tensor& x, Ints dim, bool keepdim) { return logsumexp(x, dim, keepdim); }, "dim"_a,
-      "keepdim"_a = false, "log(sum(exp(input))) over dim, computed stably.");
-  b.both(
-      "cumsum",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-        return cumsum(cast_input(x, dtype), dim);
-      },
-      "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running sum along dim.");
-  b.both(
-      "cumprod",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-        return cumprod(cast_input(x, dtype), dim);
-      },
-      "dim"_a, nb::kw_only(), "dtype"_a = nb::none(), "Running product along dim.");
-  b.both(
-      "count_nonzero",
-      [](const Tensor& x, std::optional<Ints> dim) { return sum(ne(x, 0), dims_of(dim)); },
-      "dim"_a = nb::none(), "Number of non-zero elements over dim.");
-  b.both(
-      "softmax",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-        return softmax(cast_input(x, dtype), dim);
-      },
-      "dim"_a, "dtype"_a = nb::none(), "exp(input) / sum(exp(input)) along dim.");
-  b.both(
-      "hardshrink", [](const Tensor& x, double lambd) { return hardshrink(x, lambd); },
-      "lambd"_a = 0.5, "input where |input| > lambd, else 0.");
-  b.both(
-      "prelu", [](const Tensor& x, const Tensor& w) { return prelu(x, w); }, "weight"_a,
-      "input where positive, else weight * input.");
-  b.both(
-      "log_softmax",
-      [](const Tensor& x, int64_t dim, std::optional<DType> dtype) {
-        return log_softmax(cast_input(x, dtype), dim);
-      },
-      "dim"_a, "dtype"_a = nb::none(), "log(softmax(input)) along dim, computed stably.");
-
-  // --- Products --------------------------------------------------------------------------------
-  b.both(
-      "matmul", [](const Tensor& a, const Tensor& o) { return matmul(a, o); }, "other"_a,
-      "Matrix product with NumPy's broadcasting rules.");
-  b.both(
-      "mm", [](const Tensor& a, const Tensor& o) { return mm(a, o); }, "mat2"_a,
-      "2-d matrix product.");
-  b.both(
-      "bmm", [](const Tensor& a, const Tensor& o) { return bmm(a, o); }, "mat2"_a,
-      "Batched matrix product [b, n, k] x [b, k, m].");
-  b.both(
-      "mv", [](const Tensor& a, const Tensor& v) { return matmul(a, v); }, "vec"_a,
-      "Matrix-vector product.");
-  b.both(
-      "dot",
-      [](const Tensor& a, const Tensor& o) {
-        EMBER_CHECK(a.dim() == 1 && o.dim() == 1, "[dot] 1-d tensors expected, got {}-d and {}-d",
-                    a.dim(), o.dim());
-        return matmul(a, o);
-      },
-      "other"_a, "Inner product of two 1-d tensors.");
-  b.both(
-      "outer", [](const Tensor& a, const Tensor& o) { return mul(a.unsqueeze(1), o.unsqueeze(0)); },
-      "vec2"_a, "Outer product of two 1-d tensors.");
-  // The add*-products, beta * input + alpha * (a product): a function, a method and an
-  // in-place method each, bound from one table.
-  struct AddProduct {
-    const char *name, *name_, *a, *b, *doc, *doc_;
-    Tensor (*fn)(const Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
-    Tensor& (*fn_)(Tensor&, const Tensor&, const Tensor&, Scalar, Scalar);
-  };
-  static constexpr AddProduct kAddProducts[] = {
-      {"addmm", "addmm_", "mat1", "mat2", "beta * input + alpha * (mat1 @ mat2).",
-       "In place: input = addmm(input, mat1, mat2, beta=beta, alpha=alpha).", &addmm, &addmm_},
-      {"baddbmm", "baddbmm_", "batch1", "batch2", "beta * input + alpha * bmm(batch1, batch2).",
-       "In place: input = baddbmm(input, batch1, batch2, beta=beta, alpha=alpha).", &baddbmm,
-       &baddbmm_},
-      {"addbmm", "addbmm_", "batch1", "batch2",
-       "beta * input + alpha * the sum over b of batch1[b] @ batch2[b].",
-       "In place: input = addbmm(input, batch1, batch2, beta=beta, alpha=alpha).", &addbmm,
-       &addbmm_},
-      {"addmv", "addmv_", "mat", "vec", "beta * input + alpha * (mat @ vec).",
-       "In place: input = addmv(input, mat, vec, beta=beta, alpha=alpha).", &addmv, &addmv_},
-      {"addr", "addr_", "vec1", "vec2", "beta * input + alpha * outer(vec1, vec2).",
-       "In place: input = addr(input, vec1, vec2, beta=beta, alpha=alpha).", &addr, &addr_},
-  };
-  for (const AddProduct& p : kAddProducts) {
-    b.both(
-        p.name,
-        [fn = p.fn](const Tensor& input, const Tensor& x1, const Tensor& x2, PyScalar beta,
-                    PyScalar alpha) { return fn(input, x1, x2, beta, alpha); },
-        nb::arg(p.a), nb::arg(p.b), nb::kw_only(), "beta"_a = one, "alpha"_a = one, p.doc);
-    b.method(
-        p.name_,
-        [fn = p.fn_](Tensor& x, const Tensor& x1, const Tensor& x2, PyScalar beta,
-                     PyScalar alpha) -> Tensor& { return fn(x, x1, x2, beta, alpha); },
-        nb::arg(p.a), nb::arg(p.b), nb::kw_only(), "beta"_a = one, "alpha"_a = one, p.doc_);
-  }
   m.def(
       "einsum",
       [](std::string_view equation, nb::args operands) {
@@ -1651,8 +550,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       nb::sig("def einsum(equation: str, *operands: ember.Tensor | "
               "collections.abc.Sequence[ember.Tensor]) -> ember.Tensor"),
       "Einstein summation, as torch.einsum.");
-
-  // --- Views and shapes -------------------------------------------------------------------------
   cls.def(
       "view",
       [](const Tensor& x, nb::args shape) {
@@ -1669,32 +566,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "shape"_a,
       nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
       "The same data with a new shape (one size may be -1).");
-  cls.def(
-      "reshape",
-      [](const Tensor& x, nb::args shape) {
-        const Shape s = sizes_from_args(shape, "reshape");
-        GilRelease release;
-        return x.reshape(s);
-      },
-      "shape"_a,
-      nb::sig("def reshape(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "A view with a new shape when strides allow, else a copy.");
-  m.def(
-      "reshape", [](const Tensor& x, Ints shape) { return x.reshape(shape); }, "input"_a, "shape"_a,
-      release_gil(), "input with a new shape.");
-  b.method(
-      "view_as", [](const Tensor& x, const Tensor& o) { return x.view(o.sizes()); }, "other"_a,
-      "A view with other's shape.");
-  b.method(
-      "reshape_as", [](const Tensor& x, const Tensor& o) { return x.reshape(o.sizes()); },
-      "other"_a, "input reshaped to other's shape.");
-  for (const char* name : {"transpose", "swapaxes", "swapdims"}) {
-    b.both(
-        name, [](const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }, "dim0"_a,
-        "dim1"_a, "Swaps two dims (a view).");
-  }
-  b.both(
-      "t", [](const Tensor& x) { return x.t(); }, "Transpose of a tensor of at most 2 dims.");
   cls.def_prop_ro(
       "T",
       [](const Tensor& x) {
@@ -1705,183 +576,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "The dims reversed.");
   cls.def_prop_ro(
       "mT", [](const Tensor& x) { return x.transpose(-2, -1); }, "The last two dims swapped.");
-  cls.def(
-      "permute",
-      [](const Tensor& x, nb::args dims) {
-        const Shape d = sizes_from_args(dims, "permute");
-        GilRelease release;
-        return x.permute(d);
-      },
-      "dims"_a,
-      nb::sig("def permute(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "Reorders the dims (a view).");
-  m.def(
-      "permute", [](const Tensor& x, Ints dims) { return x.permute(dims); }, "input"_a, "dims"_a,
-      release_gil(), "Reorders the dims (a view).");
-  b.both(
-      "movedim",
-      [](const Tensor& x, Ints source, Ints destination) {
-        EMBER_CHECK(source.size() == destination.size(),
-                    "[movedim] source and destination have {} and {} dims", source.size(),
-                    destination.size());
-        // Note [Dims of a 0-d tensor]: a 0-d tensor moves dim 0 / -1 onto itself.
-        const int64_t n = x.dim();
-        std::vector<int64_t> order(static_cast<size_t>(n), -1);
-        std::vector<bool> used(static_cast<size_t>(n), false);
-        for (size_t i = 0; i < source.size(); ++i) {
-          const int64_t s = wrap_dim(source.v[i], std::max<int64_t>(n, 1), "movedim");
-          const int64_t d = wrap_dim(destination.v[i], std::max<int64_t>(n, 1), "movedim");
-          if (n == 0) continue;
-          EMBER_CHECK(order[d] == -1 && !used[s], "[movedim] repeated dim");
-          order[d] = s;
-          used[s] = true;
-        }
-        int64_t next = 0;
-        for (int64_t& o : order) {
-          if (o != -1) continue;
-          while (used[next]) ++next;
-          o = next++;
-        }
-        return x.permute(order);
-      },
-      "source"_a, "destination"_a, "Moves dims to new positions (a view).");
-  b.both(
-      "narrow",
-      [](const Tensor& x, int64_t dim, int64_t start, int64_t length) {
-        return x.narrow(dim, start, length);
-      },
-      "dim"_a, "start"_a, "length"_a, "`length` elements from `start` along dim (a view).");
-  b.both(
-      "select", [](const Tensor& x, int64_t dim, int64_t index) { return x.select(dim, index); },
-      "dim"_a, "index"_a, "Removes dim by picking one index (a view).");
-  cls.def(
-      "expand",
-      [](const Tensor& x, nb::args sizes) {
-        const Shape s = sizes_from_args(sizes, "expand");
-        GilRelease release;
-        return x.expand(s);
-      },
-      "sizes"_a,
-      nb::sig("def expand(self, *sizes: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "Broadcasts size-1 dims to sizes (-1 keeps a size), without copying.");
-  b.method(
-      "expand_as", [](const Tensor& x, const Tensor& o) { return x.expand_as(o); }, "other"_a,
-      "Broadcasts to other's shape.");
-  b.both(
-      "broadcast_to", [](const Tensor& x, Ints size) { return x.expand(size); }, "size"_a,
-      "Broadcasts to size.");
-  b.both(
-      "squeeze",
-      [](const Tensor& x, std::optional<Ints> dim) {
-        if (!dim) return x.squeeze();
-        Shape ds;
-        for (int64_t d : dim->v)
-          ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze"));
-        std::sort(ds.begin(), ds.end(), std::greater<>());
-        Tensor r = x;
-        for (int64_t d : ds) r = r.squeeze(d);
-        return r;
-      },
-      "dim"_a = nb::none(), "Drops size-1 dims (all, or those in dim).");
-  b.both(
-      "unsqueeze", [](const Tensor& x, int64_t dim) { return x.unsqueeze(dim); }, "dim"_a,
-      "Inserts a size-1 dim at dim.");
-  b.both(
-      "flatten",
-      [](const Tensor& x, int64_t start_dim, int64_t end_dim) {
-        return x.flatten(start_dim, end_dim);
-      },
-      "start_dim"_a = 0, "end_dim"_a = -1, "Merges dims start_dim..end_dim into one.");
-  b.both(
-      "unflatten",
-      [](const Tensor& x, int64_t dim, Ints sizes) {
-        const int64_t d = wrap_dim(dim, x.dim(), "unflatten");
-        Shape s;
-        for (int64_t i = 0; i < d; ++i) s.push_back(x.size(i));
-        for (int64_t v : sizes.v) s.push_back(v);
-        for (int64_t i = d + 1; i < x.dim(); ++i) s.push_back(x.size(i));
-        return x.view(s);
-      },
-      "dim"_a, "sizes"_a, "Splits dim into sizes.");
-  b.both(
-      "ravel", [](const Tensor& x) { return x.reshape({-1}); }, "input as one dim.");
-  b.both(
-      "as_strided",
-      [](const Tensor& x, Ints size, Ints stride, std::optional<int64_t> storage_offset) {
-        return x.as_strided(size, stride, storage_offset);
-      },
-      "size"_a, "stride"_a, "storage_offset"_a = nb::none(),
-      "A view with explicit sizes, strides and offset.");
-  // Tensor.repeat(*repeats) and Tensor.flip(*dims): the ints as arguments or one sequence.
-  for (const auto& [name, fn, sig, doc] :
-       {std::tuple{
-            "repeat", &repeat,
-            "def repeat(self, *repeats: int | collections.abc.Sequence[int]) -> ember.Tensor",
-            "The tensor tiled `repeats` times along each dim (a copy)."},
-        std::tuple{"flip", &flip,
-                   "def flip(self, *dims: int | collections.abc.Sequence[int]) -> ember.Tensor",
-                   "The elements in reverse order along dims (a copy)."}}) {
-    cls.def(
-        name,
-        [name, fn](const Tensor& x, nb::args ints) {
-          const Shape v = sizes_from_args(ints, name);
-          GilRelease release;
-          return fn(x, v);
-        },
-        nb::sig(sig), doc);
-  }
-  m.def(
-      "flip", [](const Tensor& x, Ints dims) { return flip(x, dims.v); }, "input"_a, "dims"_a,
-      release_gil(), "The elements in reverse order along dims (a copy).");
-  b.both(
-      "roll",
-      [](const Tensor& x, Ints shifts, std::optional<Ints> dims) {
-        return roll(x, shifts.v, dims ? IntList(dims->v) : IntList());
-      },
-      "shifts"_a, "dims"_a = nb::none(), "Elements shifted cyclically along dims.");
-  b.both(
-      "tril", [](const Tensor& x, int64_t diagonal) { return tril(x, diagonal); }, "diagonal"_a = 0,
-      "The lower triangle of the last two dims.");
-  b.both(
-      "triu", [](const Tensor& x, int64_t diagonal) { return triu(x, diagonal); }, "diagonal"_a = 0,
-      "The upper triangle of the last two dims.");
-  b.both(
-      "diagonal",
-      [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
-        return diagonal(x, offset, dim1, dim2);
-      },
-      "offset"_a = 0, "dim1"_a = 0, "dim2"_a = 1, "The diagonal of dims dim1, dim2 (a view).");
-  b.both(
-      "trace",
-      [](const Tensor& x) {
-        EMBER_CHECK(x.dim() == 2, "[trace] expected a 2-d tensor, got {}-d", x.dim());
-        return einsum("ii->", {x});
-      },
-      "The sum of the diagonal of a 2-d tensor.");
-
-  // Joining and splitting.
-  for (const char* name : {"cat", "concat", "concatenate"}) {
-    b.function(
-        name, [](const std::vector<Tensor>& tensors, int64_t dim) { return cat(tensors, dim); },
-        "tensors"_a, "dim"_a = 0, "Joins tensors along an existing dim.");
-  }
-  b.function(
-      "stack", [](const std::vector<Tensor>& tensors, int64_t dim) { return stack(tensors, dim); },
-      "tensors"_a, "dim"_a = 0, "Joins tensors along a new dim.");
-  b.function(
-      "hstack",
-      [](const std::vector<Tensor>& tensors) {
-        return cat(tensors, !tensors.empty() && tensors[0].dim() == 1 ? 0 : 1);
-      },
-      "tensors"_a, "Joins tensors column-wise.");
-  b.function(
-      "vstack",
-      [](const std::vector<Tensor>& tensors) {
-        std::vector<Tensor> rows;
-        for (const Tensor& t : tensors) rows.push_back(t.dim() == 1 ? t.unsqueeze(0) : t);
-        return cat(rows, 0);
-      },
-      "tensors"_a, "Joins tensors row-wise.");
   b.both_py(
       "split",
       [](const Tensor& x, nb::handle split_size_or_sections, int64_t dim) {
@@ -1893,52 +587,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "split_size_or_sections"_a, "dim"_a = 0,
       "Views of equal size (or the given sizes) along dim.");
-  b.both(
-      "chunk", [](const Tensor& x, int64_t chunks, int64_t dim) { return chunk(x, chunks, dim); },
-      "chunks"_a, "dim"_a = 0, "`chunks` nearly equal views along dim.");
-  b.both(
-      "unbind", [](const Tensor& x, int64_t dim) { return unbind(x, dim); }, "dim"_a = 0,
-      "The slices along dim, as views.");
-
-  // Indexing ops.
-  b.both(
-      "index_select",
-      [](const Tensor& x, int64_t dim, const Tensor& index) { return index_select(x, dim, index); },
-      "dim"_a, "index"_a, "The entries at index (1-d int64) along dim.");
-  b.both(
-      "gather",
-      [](const Tensor& x, int64_t dim, const Tensor& index) { return gather(x, dim, index); },
-      "dim"_a, "index"_a, "out[i][j] = input[index[i][j]][j] (for dim 0).");
-  b.both(
-      "scatter",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Operand& src) {
-        return scatter(x, dim, index,
-                       src.tensor
-                           ? *src.tensor
-                           : full(index.sizes(), src.scalar, TensorOptions(x.dtype(), x.device())));
-      },
-      "dim"_a, "index"_a, "src"_a, "A copy with src written at index along dim.");
-  b.both(
-      "scatter_add",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-        return scatter_add(x, dim, index, src);
-      },
-      "dim"_a, "index"_a, "src"_a, "A copy with src added at index along dim.");
-  b.both(
-      "masked_fill",
-      [](const Tensor& x, const Tensor& mask, PyScalar value) {
-        return masked_fill(x, mask, value);
-      },
-      "mask"_a, "value"_a, "A copy with value where mask is true.");
-  b.both(
-      "masked_select",
-      [](const Tensor& x, const Tensor& mask) {
-        const Shape shape = broadcast_shapes(x.sizes(), mask.sizes(), "masked_select");
-        const Tensor xb = x.expand(shape).reshape({-1});
-        const Tensor idx = nonzero(mask.expand(shape).reshape({-1})).reshape({-1});
-        return index_select(xb, 0, idx);
-      },
-      "mask"_a, "The elements where mask is true, as a 1-d tensor.");
   auto nonzero_fn = [](const Tensor& x, bool as_tuple) -> nb::object {
     Tensor nz;
     {
@@ -1954,146 +602,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
   m.def("nonzero", nonzero_fn, "input"_a, nb::kw_only(), "as_tuple"_a = false,
         "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
-  cls.def(
-      "sort",
-      [](const Tensor& x, int64_t dim, bool descending, bool) {
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = sort(x, dim, descending);
-        }
-        return values_indices(std::move(r), "sort");
-      },
-      "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
-      "(values, indices) sorted along dim (stable).");
-  m.def(
-      "sort",
-      [](const Tensor& x, int64_t dim, bool descending, bool) {
-        std::tuple<Tensor, Tensor> r;
-        {
-          GilRelease release;
-          r = sort(x, dim, descending);
-        }
-        return values_indices(std::move(r), "sort");
-      },
-      "input"_a, "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
-      "(values, indices) sorted along dim (stable).");
-  b.both(
-      "argsort",
-      [](const Tensor& x, int64_t dim, bool descending, bool) {
-        return std::get<1>(sort(x, dim, descending));
-      },
-      "dim"_a = -1, "descending"_a = false, nb::kw_only(), "stable"_a = false,
-      "The indices that sort input along dim.");
-  auto topk_fn = [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
-    std::tuple<Tensor, Tensor> r;
-    {
-      GilRelease release;
-      r = topk(x, k, dim, largest, sorted);
-    }
-    return values_indices(std::move(r), "topk");
-  };
-  cls.def("topk", topk_fn, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
-          "(values, indices) of the k largest (or smallest) along dim.");
-  m.def("topk", topk_fn, "input"_a, "k"_a, "dim"_a = -1, "largest"_a = true, "sorted"_a = true,
-        "(values, indices) of the k largest (or smallest) along dim.");
-
-  // --- Tensor functions made of core composites
-  // ---------------------------------------------------
-  b.both(
-      "nan_to_num",
-      [](const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
-         std::optional<double> neginf) { return nan_to_num(x, nan.value_or(0.0), posinf, neginf); },
-      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none(),
-      "NaN, +inf and -inf replaced by nan, posinf and neginf (default: the dtype's extremes).");
-  b.method(
-      "nan_to_num_",
-      [](Tensor& x, std::optional<double> nan, std::optional<double> posinf,
-         std::optional<double> neginf) -> Tensor& {
-        return nan_to_num_(x, nan.value_or(0.0), posinf, neginf);
-      },
-      "nan"_a = 0.0, "posinf"_a = nb::none(), "neginf"_a = nb::none(), "In place: nan_to_num.");
-  b.both(
-      "nansum",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
-        return nansum(cast_input(x, dtype), dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
-      "Sum over dim treating NaN as 0.");
-  b.both(
-      "nanmean",
-      [](const Tensor& x, std::optional<Ints> dim, bool keepdim, std::optional<DType> dtype) {
-        return nanmean(cast_input(x, dtype), dims_of(dim), keepdim);
-      },
-      "dim"_a = nb::none(), "keepdim"_a = false, nb::kw_only(), "dtype"_a = nb::none(),
-      "Mean over dim of the elements that are not NaN.");
-  b.both(
-      "addcmul",
-      [](const Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) {
-        return addcmul(x, t1, t2, value);
-      },
-      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
-      "input + value * tensor1 * tensor2.");
-  b.both(
-      "addcdiv",
-      [](const Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) {
-        return addcdiv(x, t1, t2, value);
-      },
-      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
-      "input + value * tensor1 / tensor2.");
-  b.method(
-      "addcmul_",
-      [](Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) -> Tensor& {
-        return addcmul_(x, t1, t2, value);
-      },
-      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
-      "In place: input += value * tensor1 * tensor2.");
-  b.method(
-      "addcdiv_",
-      [](Tensor& x, const Tensor& t1, const Tensor& t2, PyScalar value) -> Tensor& {
-        return addcdiv_(x, t1, t2, value);
-      },
-      "tensor1"_a, "tensor2"_a, nb::kw_only(), "value"_a = one,
-      "In place: input += value * tensor1 / tensor2.");
-  b.both(
-      "diag", [](const Tensor& x, int64_t diagonal) { return diag(x, diagonal); }, "diagonal"_a = 0,
-      "A 1-d input as a diagonal matrix, or a 2-d input's diagonal.");
-  b.both(
-      "diag_embed",
-      [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
-        return diag_embed(x, offset, dim1, dim2);
-      },
-      "offset"_a = 0, "dim1"_a = -2, "dim2"_a = -1,
-      "The last dim as diagonals of matrices in dims dim1, dim2.");
-  m.def(
-      "meshgrid",
-      [](nb::args tensors, std::optional<std::string> indexing) {
-        const std::vector<Tensor> ts = tensors_from_args(tensors, "meshgrid");
-        GilRelease release;
-        return meshgrid(ts, indexing.value_or("ij"));
-      },
-      "tensors"_a, nb::kw_only(), "indexing"_a = nb::none(),
-      nb::sig("def meshgrid(*tensors: ember.Tensor | collections.abc.Sequence[ember.Tensor], "
-              "indexing: str | None = None) -> tuple[ember.Tensor, ...]"),
-      "Coordinate grids of 1-d tensors ('ij' indexing unless told 'xy').");
-  m.def(
-      "_pad_sequence",
-      [](const std::vector<Tensor>& sequences, bool batch_first, double padding_value,
-         std::string_view padding_side) {
-        return pad_sequence(sequences, batch_first, padding_value, padding_side);
-      },
-      "sequences"_a, "batch_first"_a = false, "padding_value"_a = 0.0, "padding_side"_a = "right",
-      release_gil(), "torch.nn.utils.rnn.pad_sequence (ember.nn.utils.rnn's).");
-  m.def(
-      "broadcast_tensors",
-      [](nb::args tensors) {
-        const std::vector<Tensor> ts = tensors_from_args(tensors, "broadcast_tensors");
-        GilRelease release;
-        return broadcast_tensors(ts);
-      },
-      "tensors"_a,
-      nb::sig("def broadcast_tensors(*tensors: ember.Tensor) -> tuple[ember.Tensor, ...]"),
-      "Every tensor expanded (a view) to the shape they broadcast to together.");
   m.def(
       "broadcast_shapes",
       [](nb::args shapes) {
@@ -2135,22 +643,9 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "repeats"_a, "dim"_a = nb::none(), nb::kw_only(), "output_size"_a = nb::none(),
       "Each element (slice along dim) repeated `repeats` times in a row.");
-  b.function(
-      "repeat_interleave",
-      [](const Tensor& repeats, std::optional<int64_t> output_size) {
-        return repeat_interleave(repeats, output_size);
-      },
-      "repeats"_a, nb::kw_only(), "output_size"_a = nb::none(),
-      "i repeated repeats[i] times (the indices repeat_interleave picks).");
-  b.function(
-      "cdist",
-      [](const Tensor& x1, const Tensor& x2, double p, nb::handle) { return cdist(x1, x2, p); },
-      "x1"_a, "x2"_a, "p"_a = 2.0, "compute_mode"_a = nb::none(),
-      "p-norm distances between the rows of x1 and x2.");
   auto searchsorted_fn = [](const Tensor& seq, const Operand& values, bool out_int32, bool right,
                             std::optional<std::string> side, std::optional<Tensor> sorter) {
-    const std::optional<std::string_view> s =
-        side ? std::optional<std::string_view>(*side) : std::nullopt;
+    const std::optional<std::string_view> s = opt_view(side);
     if (values.tensor) return searchsorted(seq, *values.tensor, out_int32, right, s, opt(sorter));
     return searchsorted(seq, values.scalar, out_int32, right, s, opt(sorter));
   };
@@ -2168,13 +663,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "input"_a, "boundaries"_a, nb::kw_only(), "out_int32"_a = false, "right"_a = false,
       "The bucket of each element between sorted 1-d boundaries.");
-  b.both(
-      "histc",
-      [](const Tensor& x, int64_t bins, double min, double max) {
-        return histc(x, bins, min, max);
-      },
-      "bins"_a = 100, "min"_a = 0.0, "max"_a = 0.0,
-      "Histogram in `bins` equal bins over [min, max] (the data's range if min == max).");
   b.both_py(
       "unique",
       [](const Tensor& x, bool sorted, bool return_inverse, bool return_counts,
@@ -2201,94 +689,32 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = nb::none(),
       "One element of every run of equal consecutive elements (slices along dim).");
-  b.both(
-      "index_add",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, PyScalar alpha) {
-        return index_add(x, dim, index, source, alpha);
-      },
-      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = one,
-      "A copy with alpha * source added at index along dim.");
-  b.method(
-      "index_add_",
-      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
-         PyScalar alpha) -> Tensor& { return index_add_(x, dim, index, source, alpha); },
-      "dim"_a, "index"_a, "source"_a, nb::kw_only(), "alpha"_a = one,
-      "In place: alpha * source added at index along dim.");
-  b.both(
-      "index_copy",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) {
-        return index_copy(x, dim, index, source);
-      },
-      "dim"_a, "index"_a, "source"_a, "A copy with source's slices at index along dim.");
-  b.method(
-      "index_copy_",
-      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& source) -> Tensor& {
-        return index_copy_(x, dim, index, source);
-      },
-      "dim"_a, "index"_a, "source"_a, "In place: source's slices at index along dim.");
-  b.both(
-      "index_fill",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Operand& value) {
-        return value.tensor ? index_fill(x, dim, index, *value.tensor)
-                            : index_fill(x, dim, index, value.scalar);
-      },
-      "dim"_a, "index"_a, "value"_a, "A copy with the slices at index along dim set to value.");
-  b.method(
-      "index_fill_",
-      [](Tensor& x, int64_t dim, const Tensor& index, const Operand& value) -> Tensor& {
-        return value.tensor ? index_fill_(x, dim, index, *value.tensor)
-                            : index_fill_(x, dim, index, value.scalar);
-      },
-      "dim"_a, "index"_a, "value"_a, "In place: the slices at index along dim set to value.");
-  b.both(
-      "scatter_reduce",
-      [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
-         const std::string& reduce,
-         bool include_self) { return scatter_reduce(x, dim, index, src, reduce, include_self); },
-      "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true,
-      "A copy with src reduced ('sum', 'prod', 'mean', 'amax', 'amin') into index along dim.");
-  b.method(
-      "scatter_reduce_",
-      [](Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const std::string& reduce,
-         bool include_self) -> Tensor& {
-        return scatter_reduce_(x, dim, index, src, reduce, include_self);
-      },
-      "dim"_a, "index"_a, "src"_a, "reduce"_a, nb::kw_only(), "include_self"_a = true,
-      "In place: src reduced into index along dim.");
-  b.both(
-      "masked_scatter",
-      [](const Tensor& x, const Tensor& mask, const Tensor& source) {
-        return masked_scatter(x, mask, source);
-      },
-      "mask"_a, "source"_a, "A copy with source's elements, in order, where mask is true.");
-  b.method(
-      "masked_scatter_",
-      [](Tensor& x, const Tensor& mask, const Tensor& source) -> Tensor& {
-        return masked_scatter_(x, mask, source);
-      },
-      "mask"_a, "source"_a, "In place: source's elements, in order, where mask is true.");
-  b.method(
-      "unsqueeze_", [](Tensor& x, int64_t dim) -> Tensor& { return x.unsqueeze_(dim); }, "dim"_a,
-      "In place: a size-1 dim inserted at dim.");
-  b.method(
-      "squeeze_",
-      [](Tensor& x, std::optional<Ints> dim) -> Tensor& {
-        if (!dim) return x.squeeze_();
-        Shape ds;
-        for (int64_t d : dim->v)
-          ds.push_back(wrap_dim(d, std::max<int64_t>(x.dim(), 1), "squeeze_"));
-        std::sort(ds.begin(), ds.end(), std::greater<>());
-        for (int64_t d : ds) x.squeeze_(d);
-        return x;
-      },
-      "dim"_a = nb::none(), "In place: size-1 dims dropped (all, or those in dim).");
-  b.method(
-      "transpose_",
-      [](Tensor& x, int64_t dim0, int64_t dim1) -> Tensor& { return x.transpose_(dim0, dim1); },
-      "dim0"_a, "dim1"_a, "In place: two dims swapped.");
-  b.method(
-      "t_", [](Tensor& x) -> Tensor& { return x.t_(); },
-      "In place: the transpose of a tensor of at most 2 dims.");
+  // Bitwise operators, of bool tensors only.
+  b.op("__invert__",
+       [](const Tensor& a) {
+         EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                          "[~] bitwise not is supported for bool tensors only, got {}", a.dtype());
+         return logical_not(a);
+       })
+      .op("__and__",
+          [](const Tensor& a, const Operand& o) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[&] supported for bool tensors only, got {}", a.dtype());
+            return logical_and(a, as_tensor_operand(o, a));
+          })
+      .op("__or__",
+          [](const Tensor& a, const Operand& o) {
+            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
+                             "[|] supported for bool tensors only, got {}", a.dtype());
+            return logical_or(a, as_tensor_operand(o, a));
+          })
+      .op("__xor__", [](const Tensor& a, const Operand& o) {
+        EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[^] supported for bool tensors only, got {}",
+                         a.dtype());
+        return ne(a, as_tensor_operand(o, a).to(DType::Bool));
+      });
+  // Note: __eq__ makes Python drop the inherited __hash__; tensor.cpp defines it again below.
+  cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
 
   // Note [In-place forms of every op]
   // PyTorch has x.<op>_(...) for every op whose result has x's shape. Where the core has no
@@ -2296,49 +722,10 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   // out-of-place method, so the dtype and shape rules and autograd's in-place recording are the
   // core's, and no op's semantics is written twice. Bound after every op, so each name below
   // names a method bound above.
-  static constexpr const char* kInplaceForms[] = {"absolute",    "acos",
-                                                  "acosh",       "arccos",
-                                                  "arccosh",     "arcsin",
-                                                  "arcsinh",     "arctan",
-                                                  "arctan2",     "arctanh",
-                                                  "asin",        "asinh",
-                                                  "atan",        "atan2",
-                                                  "atanh",       "ceil",
-                                                  "clamp_max",   "clamp_min",
-                                                  "clip",        "cos",
-                                                  "cosh",        "divide",
-                                                  "erf",         "erfinv",
-                                                  "exp2",        "expm1",
-                                                  "floor",       "floor_divide",
-                                                  "fmod",        "hypot",
-                                                  "lerp",        "log10",
-                                                  "log1p",       "log2",
-                                                  "logaddexp",   "logical_and",
-                                                  "logical_not", "logical_or",
-                                                  "logical_xor", "multiply",
-                                                  "negative",    "pow",
-                                                  "reciprocal",  "remainder",
-                                                  "round",       "rsqrt",
-                                                  "sign",        "sin",
-                                                  "sinh",        "square",
-                                                  "subtract",    "tan",
-                                                  "trunc",       "true_divide",
-                                                  "eq",          "ne",
-                                                  "lt",          "le",
-                                                  "gt",          "ge",
-                                                  "greater",     "greater_equal",
-                                                  "less",        "less_equal",
-                                                  "not_equal",   "tril",
-                                                  "triu",        "scatter",
-                                                  "scatter_add", "masked_fill"};
-  static const std::vector<std::string> kInplaceNames = [] {
-    std::vector<std::string> out;
-    for (const char* name : kInplaceForms) out.push_back(std::string(name) + "_");
-    return out;
-  }();
-  for (size_t i = 0; i < std::size(kInplaceForms); ++i) {
-    const char* name = kInplaceForms[i];
-    const char* inplace_name = kInplaceNames[i].c_str();
+  inplace_forms.push_back("clip");
+  static std::deque<std::string> names;  // the functions' names outlive them
+  for (const char* name : inplace_forms) {
+    const char* inplace_name = names.emplace_back(std::string(name) + "_").c_str();
     if (nb::hasattr(cls, inplace_name)) continue;  // a kernel writes it in place
     nb::object method = nb::getattr(cls, name);
     cls.def(

@@ -730,9 +730,6 @@ void bind_tensor(nb::module_& m) {
          "Converted to a device, dtype or memory format: to(device), to(dtype), to(device, "
          "dtype), to(other), with non_blocking, copy and memory_format keywords.")
       .def(
-          "cpu", [](const Tensor& t) { return t.to(Device::cpu()); }, release_gil(),
-          "A copy on the CPU (the tensor if already there).")
-      .def(
           "cuda",
           [](const Tensor& t, std::optional<nb::object> device, bool non_blocking) {
             Device d("cuda");
@@ -743,49 +740,6 @@ void bind_tensor(nb::module_& m) {
             return t.to(d, non_blocking);
           },
           "device"_a = nb::none(), "non_blocking"_a = false, "A copy on a CUDA device.")
-      .def(
-          "float", [](const Tensor& t) { return t.to(DType::Float32); }, release_gil(),
-          "As float32.")
-      .def(
-          "double", [](const Tensor& t) { return t.to(DType::Float64); }, release_gil(),
-          "As float64.")
-      .def(
-          "half", [](const Tensor& t) { return t.to(DType::Float16); }, release_gil(),
-          "As float16.")
-      .def(
-          "bfloat16", [](const Tensor& t) { return t.to(DType::BFloat16); }, release_gil(),
-          "As bfloat16.")
-      .def(
-          "long", [](const Tensor& t) { return t.to(DType::Int64); }, release_gil(), "As int64.")
-      .def(
-          "int", [](const Tensor& t) { return t.to(DType::Int32); }, release_gil(), "As int32.")
-      .def(
-          "char", [](const Tensor& t) { return t.to(DType::Int8); }, release_gil(), "As int8.")
-      .def(
-          "byte", [](const Tensor& t) { return t.to(DType::UInt8); }, release_gil(), "As uint8.")
-      .def(
-          "bool", [](const Tensor& t) { return t.to(DType::Bool); }, release_gil(), "As bool.")
-      .def(
-          "type_as", [](const Tensor& t, const Tensor& o) { return t.to(o.dtype()); }, "other"_a,
-          release_gil(), "As the other tensor's dtype.")
-      .def(
-          "contiguous", [](const Tensor& t, MemoryFormat f) { return t.contiguous(f); },
-          "memory_format"_a = MemoryFormat::Contiguous, release_gil(),
-          "The tensor if dense in that format, else a copy that is.")
-      .def(
-          "clone", [](const Tensor& t, MemoryFormat f) { return t.clone(f); }, nb::kw_only(),
-          "memory_format"_a = MemoryFormat::Preserve, release_gil(), "A copy (differentiable).")
-      .def("detach", &Tensor::detach, "The same data, cut from the graph.")
-      .def(
-          "copy_", [](Tensor& t, const Tensor& src, bool) -> Tensor& { return t.copy_(src); },
-          "src"_a, "non_blocking"_a = false, release_gil(),
-          "Copies `src` (broadcast, converted) into this tensor; returns it.")
-      .def(
-          "fill_", [](Tensor& t, PyScalar v) -> Tensor& { return t.fill_(v); }, "value"_a,
-          release_gil(), "Sets every element to `value`; returns the tensor.")
-      .def(
-          "zero_", [](Tensor& t) -> Tensor& { return t.zero_(); }, release_gil(),
-          "Sets every element to zero; returns the tensor.")
       .def("item", &item_object, nb::sig("def item(self) -> float | int | bool"),
            "The one element as a Python number.")
       .def("tolist", &to_list, nb::sig("def tolist(self) -> typing.Any"),
