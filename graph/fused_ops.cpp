@@ -1,5 +1,6 @@
-// The fused graph ops (graph/passes/fuse.cpp writes them): each one call of the core's fused op
-// where the device has it, the composite otherwise, so a fused graph runs on every backend.
+// The graph ops only the passes write: the fused ops (graph/passes/fuse.cpp), each one call of the
+// core's fused op where the device has it and the composite otherwise, so a fused graph runs on
+// every backend; and `layout` (graph/passes/layout.cpp), a value's memory format.
 #include "graph/fused_ops.h"
 
 #include <ember/tensor.h>
@@ -74,6 +75,16 @@ Tensors op_attention(const Node& n, const Tensors& in, Device) {
                                        attr_float(n, "scale", 1.0))};
 }
 
+/** The input in the node's memory format (Note [Channels-last regions of a graph]): a 4-d value
+ *  made dense channels-last, or any value made row-major; other ranks pass through unchanged. */
+Tensors op_layout(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  if (attr_string(n, "format", "contiguous") == "channels_last") {
+    return {x.dim() == 4 ? x.contiguous(MemoryFormat::ChannelsLast) : x};
+  }
+  return {x.contiguous()};
+}
+
 }  // namespace
 
 std::vector<OpSchema> fused_op_schemas() {
@@ -96,6 +107,7 @@ std::vector<OpSchema> fused_op_schemas() {
        {{"activation", K::String, {"none", "relu", "gelu", "gelu_tanh"}}},
        op_fused_linear},
       {"attention", 3, 4, 1, {{"scale", K::Float}}, op_attention},
+      {"layout", 1, 1, 1, {{"format", K::String, {"channels_last", "contiguous"}}}, op_layout},
   };
 }
 

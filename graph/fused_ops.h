@@ -7,7 +7,8 @@
 
 namespace ember::graph::detail {
 
-/** The schemas of fused_conv, fused_linear and attention (added to the op table by ops.cpp). */
+/** The schemas of fused_conv, fused_linear, attention and layout (added to the op table by
+ *  ops.cpp). */
 std::vector<OpSchema> fused_op_schemas();
 
 }  // namespace ember::graph::detail

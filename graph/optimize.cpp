@@ -23,8 +23,9 @@ struct Pass {
 // Levels as ONNX Runtime's: basic passes remove work without changing any op (constant folding,
 // identities, common subexpressions, dead nodes), extended ones replace patterns by single ops
 // that compute the same on every backend, and all adds the convolution fusions whose fused
-// kernel a backend may lack (the core then runs the composite, as for any fused op). The basic
-// passes run again after the fusions, since a fusion leaves inner nodes unread and folding
+// kernel a backend may lack (the core then runs the composite, as for any fused op) and the
+// layout plan, which only changes storage order (Note [Channels-last regions of a graph]). The
+// basic passes run again after the fusions, since a fusion leaves inner nodes unread and folding
 // exposes more; a pass that finds nothing costs one walk over the nodes.
 const std::vector<Pass>& all_passes() {
   static const std::vector<Pass> passes = {
@@ -40,6 +41,7 @@ const std::vector<Pass>& all_passes() {
       {"cancel_transposes", detail::cancel_transposes, OptLevel::Extended},
       {"fuse_linear", detail::fuse_linear, OptLevel::Extended},
       {"fuse_conv_activation", detail::fuse_conv_activation, OptLevel::All},
+      {"plan_layout", detail::plan_layout, OptLevel::All},
   };
   return passes;
 }
@@ -72,7 +74,18 @@ std::vector<std::string_view> passes_of(OptLevel level) {
   return names;
 }
 
-Graph optimize(const Graph& g, OptLevel level, OptimizeReport* report) {
+Graph optimize(const Graph& g, OptLevel level, OptimizeReport* report,
+               const std::vector<std::string>& disabled) {
+  for (const std::string& name : disabled) {
+    if (find_pass(name) == nullptr) {
+      std::vector<std::string_view> names = passes_of(OptLevel::All);
+      EMBER_CHECK(false, "[graph.optimize] unknown pass '{}' to disable (the passes are: {})", name,
+                  fmt::join(names, ", "));
+    }
+  }
+  const auto enabled = [&](const Pass& p) {
+    return std::find(disabled.begin(), disabled.end(), p.name) == disabled.end();
+  };
   detail::Rewrite r(g);
   OptimizeReport local;
   local.nodes_before = g.nodes().size();
@@ -94,14 +107,14 @@ Graph optimize(const Graph& g, OptLevel level, OptimizeReport* report) {
       for (int round = 0; round < 8; ++round) {
         int64_t changed = 0;
         for (const Pass& p : all_passes()) {
-          if (p.level == OptLevel::Basic) changed += run(p);
+          if (p.level == OptLevel::Basic && enabled(p)) changed += run(p);
         }
         if (changed == 0) break;
       }
     };
     basic_rounds();
     for (const Pass& p : all_passes()) {
-      if (p.level != OptLevel::Basic && p.level <= level) run(p);
+      if (p.level != OptLevel::Basic && p.level <= level && enabled(p)) run(p);
     }
     basic_rounds();
   }

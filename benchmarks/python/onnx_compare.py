@@ -1,8 +1,9 @@
 """ONNX models on Ember beside onnxruntime and PyTorch, on the same machine in one run
 (benchmarks/README.md, "ONNX models"): torchvision's ResNet-18 and ResNet-50 and a small
 transformer-style MLP block, exported by PyTorch's ONNX exporter, at batch 1, timed as the median
-of several rounds after warm-up; Ember at optimization levels none and all, onnxruntime at its
-default level (all) and with its optimizations disabled, PyTorch eager in inference mode.
+of several rounds after warm-up, the runtimes taking turns round by round; Ember at optimization
+levels none and all, onnxruntime at its default level (all) and with its optimizations disabled,
+PyTorch eager in inference mode.
 
     PYTHONPATH=build/release/python python benchmarks/python/onnx_compare.py [--threads 1 2]
 
@@ -23,16 +24,20 @@ import torchvision
 import ember
 
 
-def median_ms(fn, iterations, rounds):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(iterations):
+def median_ms(fns, iterations, rounds):
+    """The median per-call time of each function, the functions taking turns round by round, so
+    that load from other processes falls on all of them alike."""
+    for fn in fns.values():
+        for _ in range(3):
             fn()
-        times.append((time.perf_counter() - t0) / iterations * 1e3)
-    return statistics.median(times)
+    times = {label: [] for label in fns}
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(iterations):
+                fn()
+            times[label].append((time.perf_counter() - t0) / iterations * 1e3)
+    return {label: statistics.median(t) for label, t in times.items()}
 
 
 class GeluMlp(torch.nn.Module):
@@ -76,13 +81,13 @@ def main():
         for threads in args.threads:
             torch.set_num_threads(threads)
             ember.set_num_threads(threads)
-            row = {}
+            fns = {}
+            xe = ember.tensor(xn)
             for level in ("none", "all"):
                 sess = ember.onnx.load(path, optimization_level=level)
-                xe = ember.tensor(xn)
                 got = sess(xe).numpy()
                 assert np.allclose(got, ref, rtol=1e-3, atol=1e-3), (name, level)
-                row[f"ember {level}"] = median_ms(lambda: sess(xe), iters, args.rounds)
+                fns[f"ember {level}"] = lambda sess=sess: sess(xe)
             for label, level in (("ort all", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
                                  ("ort disabled", ort.GraphOptimizationLevel.ORT_DISABLE_ALL)):
                 so = ort.SessionOptions()
@@ -90,9 +95,14 @@ def main():
                 so.intra_op_num_threads = threads
                 so.inter_op_num_threads = 1
                 s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-                row[label] = median_ms(lambda: s.run(None, {"x": xn}), iters, args.rounds)
-            with torch.inference_mode():
-                row["torch"] = median_ms(lambda: module(x), iters, args.rounds)
+                fns[label] = lambda s=s: s.run(None, {"x": xn})
+
+            def torch_call():
+                with torch.inference_mode():
+                    return module(x)
+
+            fns["torch"] = torch_call
+            row = median_ms(fns, iters, args.rounds)
             print(f"| {name} | {threads} | {row['ember none']:.2f} | {row['ember all']:.2f} | "
                   f"{row['ort all']:.2f} | {row['ort disabled']:.2f} | {row['torch']:.2f} | "
                   f"{row['ort all'] / row['ember all']:.2f}x |", flush=True)

@@ -66,5 +66,6 @@ int64_t fuse_silu(Rewrite& r);
 int64_t cancel_transposes(Rewrite& r);
 int64_t fuse_linear(Rewrite& r);
 int64_t fuse_conv_activation(Rewrite& r);
+int64_t plan_layout(Rewrite& r);
 
 }  // namespace ember::graph::detail

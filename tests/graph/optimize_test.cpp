@@ -227,6 +227,75 @@ TEST(GraphOptimize, LeavesConvolutionsFusedConvCannotRun) {
   run(g, "fuse_conv_activation", 0);
 }
 
+/** The ops of `g`'s nodes in order. */
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  return ops;
+}
+
+TEST(GraphOptimize, PlansChannelsLastRegionsAroundConvolutions) {
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {4, ""}, {8, ""}, {8, ""}}));
+  g.add_input(f32("r", {{-1, "N"}, {6, ""}, {4, ""}, {4, ""}}));
+  g.add_initializer("w1", randn_of({6, 4, 3, 3}, 60));
+  g.add_initializer("b1", randn_of({6}, 61));
+  g.add_initializer("w2", randn_of({6, 6, 1, 1}, 62));  // 1x1: dense in both orders already
+  const Attribute pads = std::vector<int64_t>{1, 1, 1, 1};
+  const Attribute two = std::vector<int64_t>{2, 2};
+  g.add_node({"conv", "c1", {"x", "w1", "b1"}, {"c1"}, {{"pads", pads}}});
+  g.add_node({"relu", "r1", {"c1"}, {"h"}, {}});
+  g.add_node({"max_pool", "p", {"h"}, {"p"}, {{"kernel_shape", two}, {"strides", two}}});
+  g.add_node({"conv", "c2", {"p", "w2"}, {"feat"}, {}});
+  g.add_node({"add", "a", {"feat", "r"}, {"s"}, {}});  // r enters the region
+  g.add_node({"transpose", "t", {"s"}, {"t"}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}});
+  g.add_node({"global_average_pool", "gap", {"s"}, {"g"}, {}});
+  g.add_node({"flatten", "f", {"g"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"feat", DType::Float32, std::nullopt});  // a region's value as an output
+  g.add_output({"t", DType::Float32, std::nullopt});
+  // Entries: x and r; w1 copied channels-last; the transpose reads s row-major. The pooled
+  // [N, C, 1, 1] leaves the region without a conversion.
+  const Graph f = run(g, "plan_layout", 4);
+  EXPECT_EQ(ops_of(f),
+            (std::vector<std::string>{"layout", "conv", "relu", "max_pool", "conv", "layout", "add",
+                                      "layout", "transpose", "global_average_pool", "flatten"}));
+  for (const Node& n : f.nodes()) {
+    if (n.op == "conv") {
+      const Tensor& w = f.initializers().at(n.inputs[1]);
+      EXPECT_TRUE(w.is_contiguous(MemoryFormat::ChannelsLast)) << n.name;
+    }
+  }
+  const std::map<std::string, Tensor> feeds{{"x", randn_of({2, 4, 8, 8}, 63)},
+                                            {"r", randn_of({2, 6, 4, 4}, 64)}};
+  expect_same_outputs(g, f, feeds);
+  // Outputs come back row-major whatever layout they ran in.
+  for (const auto& [name, t] : f.run(feeds)) EXPECT_TRUE(t.is_contiguous()) << name;
+  // A plan is kept as it is.
+  run(f, "plan_layout", 0);
+  // Optimized at level all: the same values through fused_conv.
+  OptimizeReport report;
+  const Graph all = optimize(g, OptLevel::All, &report);
+  EXPECT_EQ(count_op(all, "fused_conv"), 1);
+  EXPECT_EQ(count_op(all, "layout"), 3);
+  expect_same_outputs(g, all, feeds);
+}
+
+TEST(GraphOptimize, PlansNoLayoutWithoutConvolutionsItCanAnchor) {
+  Graph g;
+  g.add_input(f32("x", {{1, ""}, {2, ""}, {5, ""}, {5, ""}}));
+  g.add_input(f32("w", {{2, ""}, {2, ""}, {3, ""}, {3, ""}}));  // a fed weight: not a constant
+  g.add_node({"conv", "c", {"x", "w"}, {"c"}, {}});
+  g.add_node({"relu", "r", {"c"}, {"y"}, {}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  run(g, "plan_layout", 0);
+  Graph h;
+  h.add_input(f32("x", {{1, ""}, {2, ""}, {5, ""}, {5, ""}}));
+  h.add_node({"relu", "r", {"x"}, {"y"}, {}});
+  h.add_output({"y", DType::Float32, std::nullopt});
+  run(h, "plan_layout", 0);
+}
+
 /** gelu(x @ w + b) written as PyTorch's exporter writes gelu without a Gelu op. */
 Graph mlp_with_erf_gelu(bool half_first) {
   Graph g;
@@ -423,20 +492,29 @@ TEST(GraphOptimize, LevelsRunTheirPassesAndReportThem) {
   EXPECT_EQ(optimize(g, OptLevel::None, &none).nodes().size(), 3u);
   EXPECT_EQ(optimize(g, OptLevel::Basic, &basic).nodes().size(), 3u);
   const Graph f = optimize(g, OptLevel::All, &all);
-  ASSERT_EQ(f.nodes().size(), 1u);
-  EXPECT_EQ(f.nodes()[0].op, "fused_conv");
+  // The input enters the channels-last region (Note [Channels-last regions of a graph]).
+  EXPECT_EQ(ops_of(f), (std::vector<std::string>{"layout", "fused_conv"}));
   EXPECT_EQ(all.nodes_before, 3u);
-  EXPECT_EQ(all.nodes_after, 1u);
-  int64_t folded = 0, fused = 0;
+  EXPECT_EQ(all.nodes_after, 2u);
+  int64_t folded = 0, fused = 0, planned = 0;
   for (const PassCount& p : all.passes) {
     if (p.pass == "fold_conv_batchnorm") folded = p.changes;
     if (p.pass == "fuse_conv_activation") fused = p.changes;
+    if (p.pass == "plan_layout") planned = p.changes;
   }
   EXPECT_EQ(folded, 1);
   EXPECT_EQ(fused, 1);
+  EXPECT_EQ(planned, 2);  // the input's conversion and the weight's channels-last copy
   // Only the weights the fused graph reads are left.
   EXPECT_EQ(f.initializers().size(), 2u);
   expect_same_outputs(g, f, {{"x", randn_of({3, 3, 8, 8}, 42)}});
+  // A disabled pass does not run.
+  OptimizeReport without;
+  const Graph h = optimize(g, OptLevel::All, &without, {"plan_layout"});
+  EXPECT_EQ(ops_of(h), std::vector<std::string>{"fused_conv"});
+  for (const PassCount& p : without.passes) EXPECT_NE(p.pass, "plan_layout");
+  ember::testing::expect_error([&] { optimize(g, OptLevel::All, nullptr, {"fuse_everything"}); },
+                               {"unknown pass 'fuse_everything' to disable"});
   EXPECT_EQ(opt_level_from_name("extended"), OptLevel::Extended);
   ember::testing::expect_error([] { opt_level_from_name("max"); }, {"unknown optimization level"});
   ember::testing::expect_error([&] { run_pass(g, "nope"); }, {"unknown pass"});

@@ -39,11 +39,25 @@ def test_the_exporters_patterns_become_single_nodes():
     assert report["fuse_gelu"] == 1
     assert report["fuse_linear"] == 2
     assert report["fuse_conv_activation"] == 3  # two Conv+Relu, one Conv+Add+Relu
-    # conv+relu, conv+relu, conv+add+relu, flatten, linear+gelu, linear
-    assert full.node_count == 6
+    # the input and the flatten's input change layout; the three weights are made channels-last
+    assert report["plan_layout"] == 5
+    # layout, conv+relu, conv+relu, conv+add+relu, layout, flatten, linear+gelu, linear
+    assert full.node_count == 8
     extended = ember.onnx.load(FIXTURES / "resblock_bn.onnx", optimization_level="extended")
     assert "fuse_conv_activation" not in extended.optimizations
     assert extended.node_count == 10
+
+
+def test_disabled_optimizers_do_not_run(expected):
+    x, y = expected
+    sess = ember.onnx.load(FIXTURES / "resblock_bn.onnx", disabled_optimizers=["plan_layout"])
+    assert "plan_layout" not in sess.optimizations
+    assert sess.optimizations["fuse_conv_activation"] == 3
+    assert sess.node_count == 6  # the three fused convolutions without layout nodes
+    (got,) = sess.run(None, {"x": x})
+    np.testing.assert_allclose(got.numpy(), y, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="unknown pass 'nope' to disable"):
+        ember.onnx.load(FIXTURES / "resblock_bn.onnx", disabled_optimizers=["nope"])
 
 
 def test_an_unknown_level_is_refused():

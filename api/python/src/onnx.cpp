@@ -148,20 +148,24 @@ void bind_onnx(nb::module_& root) {
           "The outputs (one tensor, or a tuple of them) for the inputs in order or by name.");
   m.def(
       "load",
-      [](const std::filesystem::path& path, nb::handle device, const std::string& level) {
+      [](const std::filesystem::path& path, nb::handle device, const std::string& level,
+         const std::vector<std::string>& disabled) {
         OnnxSession s;
         s.device = device.is_none() ? Device::cpu() : device_from(device);
         const graph::OptLevel opt = graph::opt_level_from_name(level);
         GilRelease release;
-        s.graph = graph::optimize(graph::load_onnx(path), opt, &s.report);
+        s.graph = graph::optimize(graph::load_onnx(path), opt, &s.report, disabled);
         return s;
       },
       "path"_a, "device"_a = nb::none(), "optimization_level"_a = "all",
+      "disabled_optimizers"_a = std::vector<std::string>{},
       nb::sig("def load(path: str | os.PathLike[str], device: ember._C.device | str | int | None "
-              "= None, optimization_level: str = 'all') -> InferenceSession"),
+              "= None, optimization_level: str = 'all', disabled_optimizers: "
+              "collections.abc.Sequence[str] = []) -> InferenceSession"),
       "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
       "default), optimized at `optimization_level` ('none', 'basic', 'extended' or 'all', as "
-      "onnxruntime's levels).");
+      "onnxruntime's levels) without the passes named in `disabled_optimizers` (as "
+      "onnxruntime's option of that name).");
   m.def(
       "_export",
       [](nb::object model, nb::list args, std::optional<std::filesystem::path> path,

@@ -105,6 +105,8 @@ const std::vector<Cfg> kConvCases = {
     {3, 16, 12, 12, 32, 1, 1, 1, 1, 0, 0, 1, 1, 1, true},
     {1, 2, 3, 3, 3, 5, 5, 1, 1, 2, 2, 1, 1, 1, true},  // kernel larger than the input
     {2, 16, 14, 14, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
+    {2, 12, 9, 9, 20, 1, 1, 2, 2, 0, 0, 1, 1, 1, true},  // 1x1 strided
+    {1, 5, 6, 6, 7, 1, 1, 1, 1, 0, 0, 1, 1, 1, false},   // 1x1, channels not a multiple of 8
 };
 
 Tensor run_conv(const Cfg& k, const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -161,6 +163,12 @@ TEST(Conv2d, MatchesReference) {
       EXPECT_EQ(y.dtype(), dt);
       expect_close(y, r.want, dt == f32 ? 1e-5 : 1e-12,
                    k.str() + " " + std::string(dtype_name(dt)));
+      // Channels-last operands (Note [1x1 convolutions on AVX2] picks another kernel for them).
+      const auto cl = [](const Tensor& t) { return t.contiguous(MemoryFormat::ChannelsLast); };
+      const Tensor y_cl = run_conv(k, cl(r.x), cl(r.w), r.b);
+      EXPECT_EQ(y_cl.suggest_memory_format(), MemoryFormat::ChannelsLast) << k.str();
+      expect_close(y_cl, r.want, dt == f32 ? 1e-5 : 1e-12,
+                   k.str() + " channels-last " + std::string(dtype_name(dt)));
     }
   }
 }

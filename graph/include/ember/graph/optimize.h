@@ -16,7 +16,7 @@ enum class OptLevel {
   None,      ///< the graph as it is
   Basic,     ///< semantics-preserving clean-ups: constant folding, identities, CSE, dead nodes
   Extended,  ///< pattern fusions into single ops: Conv+BatchNorm, GELU, linear layers, transposes
-  All        ///< also convolutions fused with their ReLU and residual add
+  All        ///< also convolutions fused with their ReLU and residual add, and layout planned
 };
 
 /** The level named "none", "basic", "extended" or "all" (ValueError otherwise). */
@@ -39,9 +39,11 @@ struct OptimizeReport {
 };
 
 /** A graph computing the same outputs as `g` (same inputs, outputs and their names), rewritten
- *  by the passes of `level`; `report`, when given, says what each pass did. Folding runs ops on
- *  the CPU at this call; the result runs on any device, as `g` does. */
-Graph optimize(const Graph& g, OptLevel level = OptLevel::All, OptimizeReport* report = nullptr);
+ *  by the passes of `level` but those named in `disabled` (onnxruntime's disabled_optimizers;
+ *  ValueError for a name that is no pass); `report`, when given, says what each pass did.
+ *  Folding runs ops on the CPU at this call; the result runs on any device, as `g` does. */
+Graph optimize(const Graph& g, OptLevel level = OptLevel::All, OptimizeReport* report = nullptr,
+               const std::vector<std::string>& disabled = {});
 
 /** The names of the passes each level runs, in order (for documentation and tests). */
 std::vector<std::string_view> passes_of(OptLevel level);
