@@ -653,7 +653,8 @@ def test_in_place_forms_refuse_results_the_tensor_cannot_hold():
     assert i.tolist() == [1, 2, 3]
     i.eq_(2)  # a bool result fits an integer tensor, as in PyTorch
     assert i.tolist() == [0, 1, 0] and i.dtype == ember.int64
-    with pytest.raises(TypeError, match=r"\[multiply_\] result type int64 can't be cast to the "
+    # multiply_ is mul_'s other name: the core's in-place op says which op refused.
+    with pytest.raises(TypeError, match=r"\[mul_\] result type int64 can't be cast to the "
                                         r"desired output type bool"):
         ember.tensor([True]).multiply_(2)
 
