@@ -1,6 +1,10 @@
 #include "core/dispatch/call.h"
 
+#include <pthread.h>
+
 #include <array>
+#include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,7 @@
 #include "ember/dispatch/runtime.h"
 #include "ember/tensor/overlap.h"
 #include "ember/util/error.h"
+#include "ember/util/exit_gate.h"
 
 namespace ember {
 namespace {
@@ -224,6 +229,60 @@ DType common_dtype(std::initializer_list<const Tensor*> tensors, const char* op)
   return dtype;
 }
 
+// Note [Kernels at exit]
+// exit() runs every library's static destructors while threads the process does not wait for
+// (a detached C++ thread, a Python daemon thread) may still be inside kernels: oneDNN freed the
+// JIT code of its gemm kernels while another thread was executing it, and the process crashed
+// on its way out. The registries are ours and outlive exit (Note [Op registries outlive exit] in
+// op.cpp); a vendor library's statics are not, so instead no kernel runs once they go. Every
+// kernel call passes an ExitGate (Note [Exit gates]); an atexit handler closes it and waits (at
+// most 5 s) for the calls inside to return, and a thread that calls a kernel later parks for
+// good. The handler must run before the destructors it guards against, and exit runs handlers
+// in the reverse order of registration, while a library registers the destructor of a
+// function-local static when it first makes the static, typically within the first calls of a
+// kernel. So the handler is registered again after the first call of each kernel (each op,
+// device type and dtype, again when a plugin replaces it): everything made by then is destroyed
+// after the gate has closed, and the later handlers find it closed and return. A kernel call
+// nested in another (a kernel's host call running a kernel) passes as part of the outer one. A
+// forked child reopens the gate.
+
+namespace {
+
+ExitGate& kernel_gate() {
+  // Never destroyed, as the kernels may be called at exit; made with the fork handler.
+  static ExitGate* gate = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { kernel_gate().reset(); });
+    return new ExitGate();
+  }();
+  return *gate;
+}
+
+thread_local int t_kernel_depth = 0;  // kernel calls this thread is inside
+
+void close_kernel_gate() {
+  if (kernel_gate().close()) kernel_gate().wait_empty(std::chrono::seconds(5));
+}
+
+/** Passes the kernel gate for one kernel call. */
+class KernelCallScope {
+ public:
+  KernelCallScope() noexcept {
+    if (t_kernel_depth++ == 0) kernel_gate().enter();
+  }
+  ~KernelCallScope() {
+    if (--t_kernel_depth == 0) kernel_gate().leave();
+  }
+  KernelCallScope(const KernelCallScope&) = delete;
+  KernelCallScope& operator=(const KernelCallScope&) = delete;
+};
+
+/** After a kernel's first call: (re)registers the exit handler behind the statics it made. */
+void after_first_call(const KernelEntry& entry) {
+  if (!entry.called.exchange(true)) std::atexit(close_kernel_gate);
+}
+
+}  // namespace
+
 void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs,
                 std::span<const Tensor* const> outputs, KernelAttrs attrs) {
   EMBER_ASSERT(inputs.size() <= kMaxArgs && outputs.size() <= kMaxArgs);
@@ -264,11 +323,13 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
     describe(*src, &in[i], &in_id[i]);
   }
   for (size_t i = 0; i < outputs.size(); ++i) describe(*outputs[i], &out[i], &out_id[i]);
-  ember_kernel_fn fn = op.kernels().lookup(device.type, dtype).get();
+  const KernelEntry* entry = &op.kernels().lookup(device.type, dtype);
+  ember_kernel_fn fn = entry->get();
   if (__builtin_expect(fn == nullptr, 0)) {
     // A tensor made without allocating (from_blob, DLPack) can reach here before discovery.
     ensure_plugins_loaded();
-    fn = op.kernels().lookup(device.type, dtype).get();
+    entry = &op.kernels().lookup(device.type, dtype);
+    fn = entry->get();
     if (fn == nullptr) missing_kernel(op, device, dtype);
   }
   // The arity ember/ops.def declares for a core op (a plugin's op was checked against its
@@ -305,10 +366,16 @@ void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs
   call.stream = type.table.stream_get
                     ? type.table.stream_get(type.table.ctx, device.index, EMBER_STREAM_CURRENT)
                     : nullptr;
-  // Note [One branch when the profiler is off] in ember/dispatch/profiling.h.
-  const int32_t status = __builtin_expect(profiler::is_enabled(), 0)
-                             ? profiler::detail::run_kernel_profiled(op, dtype, device, fn, call)
-                             : fn(&call);
+  int32_t status;
+  {
+    KernelCallScope gate;  // Note [Kernels at exit]
+    // Note [One branch when the profiler is off] in ember/dispatch/profiling.h.
+    status = __builtin_expect(profiler::is_enabled(), 0)
+                 ? profiler::detail::run_kernel_profiled(op, dtype, device, fn, call)
+                 : fn(&call);
+  }
+  if (!entry->called.load(std::memory_order_relaxed)) [[unlikely]]
+    after_first_call(*entry);
   if (__builtin_expect(status != EMBER_OK, 0)) {
     // The kernel's status picks the kind (Note [Error kinds]); the message is the same for all.
     throw_error(status_error_kind(status),

@@ -157,7 +157,7 @@ Tensor wrapped(const Tensor& idx, int64_t dim, int64_t size) {
 
 /** The advanced part's plan: the permutation that moves the indexed dims first, the broadcast
  *  index shape, the linear index into the merged dims, and where B goes in the result. */
-struct Plan {
+struct AdvancedPlan {
   Shape perm;         // advanced dims first, in order, then the rest
   Shape rest_sizes;   // sizes of the other dims, in order
   int64_t merged;     // product of the advanced dims' sizes
@@ -167,8 +167,8 @@ struct Plan {
   int64_t before;     // non-advanced dims before the first advanced one
 };
 
-Plan plan(const Tensor& v, const std::vector<Advanced>& adv) {
-  Plan p;
+AdvancedPlan plan_advanced(const Tensor& v, const std::vector<Advanced>& adv) {
+  AdvancedPlan p;
   Shape b = adv[0].index.sizes();
   for (size_t i = 1; i < adv.size(); ++i) b = broadcast_shapes(b, adv[i].index.sizes(), "index");
   p.b = b;
@@ -203,7 +203,7 @@ Plan plan(const Tensor& v, const std::vector<Advanced>& adv) {
 }
 
 /** The rows picked by an advanced plan, shaped as the result of the index. */
-Tensor gather_advanced(const Tensor& v, const Plan& p) {
+Tensor gather_advanced(const Tensor& v, const AdvancedPlan& p) {
   Shape merged_shape{p.merged};
   for (int64_t s : p.rest_sizes) merged_shape.push_back(s);
   const Tensor rows = v.permute(p.perm).reshape(merged_shape);
@@ -240,7 +240,7 @@ void put(Tensor& self, std::span<const TensorIndex> items, const Tensor& src, Sc
     }
     return;
   }
-  const Plan p = plan(r.view, r.advanced);
+  const AdvancedPlan p = plan_advanced(r.view, r.advanced);
   // The value, broadcast to the result's shape and brought to [B..., rest...].
   Shape result_shape;
   if (p.insert_at == 0) {
@@ -292,7 +292,7 @@ Tensor index(const Tensor& self, std::span<const TensorIndex> items) {
     const Advanced& a = r.advanced[0];
     return index_select(r.view, a.dim, wrapped(a.index, a.dim, r.view.size(a.dim)));
   }
-  return gather_advanced(r.view, plan(r.view, r.advanced));
+  return gather_advanced(r.view, plan_advanced(r.view, r.advanced));
 }
 
 Tensor& index_put_(Tensor& x, std::span<const TensorIndex> items, const Tensor& value) {

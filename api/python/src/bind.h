@@ -167,16 +167,15 @@ Reduction parse_reduction(std::string_view reduction, const char* op);
 // stack with a forced unwind; our frames cannot pass it on (a destructor that takes the GIL back
 // is noexcept, nanobind's dispatcher catches everything), so the process aborts ("terminate called
 // without an active exception"). So no Ember frame waits for the GIL once exit has begun: every
-// place that takes the GIL (GilRelease's destructor, GilAcquire, PyRef) passes the gate of
-// gil_enter(). An atexit handler, which runs before finalisation starts, closes the gate, then
-// lets the threads already past it take the GIL (it waits for them with the GIL released);
-// a thread that finds the gate closed parks for good (the process ends around it, as CPython
-// 3.14 parks daemon threads itself), and PyRef leaks its reference instead. The thread running
-// the atexit handler (the one finalising) keeps using the GIL normally. The gate costs two atomic
-// operations per GIL acquisition, both sequentially consistent: a thread announces itself, then
-// reads the gate; the handler closes the gate, then waits until no announced thread is left, so
-// no thread can pass the gate unseen. A forked child starts with the gate open and no thread
-// announced.
+// place that takes the GIL (GilRelease's destructor, GilAcquire, PyRef) passes an ExitGate
+// (Note [Exit gates] in ember/util/exit_gate.h) in gil_enter(). A Python atexit handler, which
+// runs before finalisation starts, closes the gate, then lets the threads already past it take
+// the GIL (it waits for them with the GIL released); a thread that finds the gate closed parks
+// for good (the process ends around it, as CPython 3.14 parks daemon threads itself), and PyRef
+// leaks its reference instead. The thread running the atexit handler (the one finalising) keeps
+// using the GIL normally. The gate costs two atomic operations per GIL acquisition. A forked
+// child reopens it. The kernels have a gate of their own, closed by a C atexit handler after
+// finalisation (Note [Kernels at exit] in core/dispatch/call.cpp).
 
 /** Called before taking the GIL: returns if the caller may take it (then gil_entered() must
  *  follow once it holds it); parks the thread for good once the interpreter is exiting. */

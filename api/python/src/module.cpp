@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bind.h"
+#include "ember/util/exit_gate.h"
 
 namespace ember::python {
 namespace {
@@ -89,50 +90,35 @@ void bind_errors(nb::module_& m) {
 namespace {
 
 // Note [Threads at interpreter exit] in bind.h.
-std::atomic<int> g_gil_waiters{0};          // threads between gil_enter() and gil_entered()
-std::atomic<bool> g_exiting{false};         // set by the atexit handler
-std::atomic<unsigned long> g_finalizer{0};  // the thread that ran it (PyThread_get_thread_ident)
-
-bool parked_by_exit() noexcept {
-  return g_exiting.load() && PyThread_get_thread_ident() != g_finalizer.load();
-}
-
-[[noreturn]] void park() noexcept {
-  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+ExitGate& gil_gate() {
+  static ExitGate* gate = new ExitGate();  // never destroyed: threads pass it while Python exits
+  return *gate;
 }
 
 /** The atexit handler: closes the gate, then lets the threads already past it take the GIL. */
 void close_gil_gate() {
-  g_finalizer.store(PyThread_get_thread_ident());
-  g_exiting.store(true);
+  gil_gate().close();
   GilRelease release;  // this thread passes its own gate
-  for (int i = 0; i < 5000 && g_gil_waiters.load() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  gil_gate().wait_empty(std::chrono::seconds(5));
 }
 
 /** After fork: the child has only the forking thread, and its own exit ahead. */
 void reset_gil_gate() {
-  g_gil_waiters.store(0);
-  g_exiting.store(false);
+  gil_gate().reset();
 }
 
 }  // namespace
 
 void gil_enter() noexcept {
-  g_gil_waiters.fetch_add(1);
-  if (parked_by_exit()) {
-    g_gil_waiters.fetch_sub(1);
-    park();
-  }
+  gil_gate().enter();
 }
 
 void gil_entered() noexcept {
-  g_gil_waiters.fetch_sub(1);
+  gil_gate().leave();
 }
 
 bool gil_available() noexcept {
-  return nb::is_alive() && !parked_by_exit();
+  return nb::is_alive() && !gil_gate().parks_here();
 }
 
 void warn(PyObject* category, const char* message, int stack_level) {

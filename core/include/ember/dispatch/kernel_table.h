@@ -22,6 +22,8 @@ struct KernelEntry {
   std::atomic<ember_kernel_fn> fn{nullptr};  // published last (Note [Loading while computing])
   int32_t priority = std::numeric_limits<int32_t>::min();
   int16_t plugin = -1;  // index into the plugin report
+  /** Set by the first call of the kernel (Note [Kernels at exit] in dispatch/call.cpp). */
+  mutable std::atomic<bool> called{false};
   /** EMBER_KERNEL_* flags of the registration; written before fn. A reader that meets a kernel
    *  replaced while it reads may pair the new flags with the old function: the old kernel then
    *  refuses operands outside its contract with an error (its contract says to check them). */
@@ -37,6 +39,7 @@ struct KernelEntry {
     priority = prio;
     plugin = owner;
     flags.store(kernel_flags, std::memory_order_release);
+    called.store(false, std::memory_order_relaxed);
     fn.store(f, std::memory_order_release);
   }
 };
