@@ -48,6 +48,7 @@ from ember._C.functional import pixel_shuffle, pixel_unshuffle  # noqa: F401  (t
 from ember._C.functional import cosine_similarity, pairwise_distance  # noqa: F401
 from ember._C.functional import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d  # noqa: F401
 from ember._C.functional import threshold  # noqa: F401
+from ember._torch_functions import *  # noqa: F401,F403,E402  (torch.abs_, torch.conv2d, torch.pi...)
 
 __version__ = _C.version()
 
