@@ -125,7 +125,7 @@ def skip_init(module_cls, *args, **kwargs):
 
 
 from ember.nn.utils import rnn  # noqa: E402,F401  (torch.nn.utils.rnn)
-from ember.nn.utils import fusion  # noqa: E402,F401
+from ember.nn.utils import fusion, parametrizations, parametrize, stateless  # noqa: E402,F401
 from ember.nn.utils.fusion import (  # noqa: E402,F401
     fuse_conv_bn_eval,
     fuse_conv_bn_weights,
