@@ -7,7 +7,10 @@ plugins found next to it at import. See README.md and ARCHITECTURE.md, "Python".
 """
 
 from ember import _C
-from ember._C import *  # noqa: F401,F403  (tensors, dtypes, devices, factories, ops, errors)
+from ember import _spellings
+
+_spellings.install()  # before the names are copied below
+from ember._C import *  # noqa: F401,F403,E402  (tensors, dtypes, devices, factories, ops, errors)
 from ember._C import Tensor, dtype, device, Generator  # noqa: F401
 from ember._size import Size  # noqa: F401
 from ember._legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)

@@ -79,9 +79,17 @@ _NATIVE_GETITEMS_BATCH = inspect.getattr_static(_native.Dataset, "__getitems__")
 
 
 def _native_samples(dataset) -> bool:
-    """True for a C++ dataset whose samples are its C++ ones (__getitem__ not overridden)."""
-    return isinstance(dataset, _native.Dataset) and \
-        inspect.getattr_static(type(dataset), "__getitem__") in _NATIVE_GETITEMS
+    """True for a C++ dataset whose samples are its C++ ones (__getitem__ not overridden, or
+    overridden by one marked ``_native_without_transforms`` (ember.datasets') on a dataset given
+    no torchvision-style transform or target_transform)."""
+    if not isinstance(dataset, _native.Dataset):
+        return False
+    getitem = inspect.getattr_static(type(dataset), "__getitem__")
+    if getitem in _NATIVE_GETITEMS:
+        return True
+    return getattr(getitem, "_native_without_transforms", False) and \
+        getattr(dataset, "transform", None) is None and \
+        getattr(dataset, "target_transform", None) is None
 
 
 def _getitems(dataset):
