@@ -52,6 +52,9 @@ from ember._C.functional import cosine_similarity, pairwise_distance  # noqa: F4
 from ember._C.functional import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d  # noqa: F401
 from ember._C.functional import threshold  # noqa: F401
 from ember._torch_functions import *  # noqa: F401,F403,E402  (torch.abs_, torch.conv2d, torch.pi...)
+from ember import _composites  # noqa: E402
+
+_composites.install()  # torch.median, torch.kron, linalg.matrix_exp... and their Tensor methods
 
 __version__ = _C.version()
 
