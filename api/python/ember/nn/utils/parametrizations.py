@@ -5,7 +5,6 @@ parametrizations (torch.nn.utils.parametrize), with PyTorch's state-dict keys:
 norm), ``parametrizations.weight.original`` with ``parametrizations.weight.0.base`` (orthogonal).
 The older hook-based ``nn.utils.weight_norm``/``spectral_norm`` are Ember's C++ ones."""
 
-import math
 from enum import Enum, auto
 from typing import Optional
 
@@ -137,37 +136,6 @@ class _OrthMaps(Enum):
     householder = auto()
 
 
-def _matrix_exp(a: Tensor) -> Tensor:
-    """exp(a) of square matrices by scaling and squaring a Taylor series, over ops autograd
-    differentiates (torch.matrix_exp where Ember has none)."""
-    if hasattr(ember, "matrix_exp"):
-        return ember.matrix_exp(a)
-    # The 1-norm scaled to at most 1/2, where 17 terms leave an error below 1e-21.
-    norm = float(a.detach().abs().sum(-2).max()) if a.numel() else 0.0
-    squarings = math.ceil(math.log2(norm)) + 1 if norm > 0.5 else 0
-    a = a / (2 ** squarings)
-    eye = ember.eye(a.shape[-1], dtype=a.dtype, device=a.device)
-    result, term = eye + a, a
-    for k in range(2, 18):
-        term = term @ a / k
-        result = result + term
-    for _ in range(squarings):
-        result = result @ result
-    return result
-
-
-def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
-    """The first k columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T, v_i the i-th column of `a`
-    below its diagonal with a 1 on it (torch.linalg.householder_product, LAPACK's orgqr)."""
-    n, k = a.shape[-2], a.shape[-1]
-    eye = ember.eye(n, dtype=a.dtype, device=a.device)
-    q = eye[:, :k].expand(*a.shape[:-2], n, k)
-    for i in reversed(range(k)):
-        v = a[..., :, i:i + 1].tril(-i) * (1 - eye[:, i:i + 1]) + eye[:, i:i + 1]
-        q = q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.transpose(-2, -1) @ q))
-    return q
-
-
 def _is_orthogonal(q: Tensor) -> bool:
     n, k = q.shape[-2], q.shape[-1]
     eye = ember.eye(k, dtype=q.dtype, device=q.device)
@@ -206,7 +174,7 @@ class _Orthogonal(Module):
                 x = ember.cat([x, x.new_zeros(*x.shape[:-2], n, n - k)], dim=-1)
             a = x - x.transpose(-2, -1)
             if self.orthogonal_map == _OrthMaps.matrix_exp:
-                q = _matrix_exp(a)
+                q = ember.linalg.matrix_exp(a)
             else:
                 eye = ember.eye(n, dtype=a.dtype, device=a.device)
                 q = ember.linalg.solve(eye - 0.5 * a, eye + 0.5 * a)
@@ -215,7 +183,7 @@ class _Orthogonal(Module):
         else:
             a = x.tril(-1)
             tau = 2.0 / (1.0 + (a * a).sum(dim=-2))
-            q = _householder_product(a, tau)
+            q = ember.linalg.householder_product(a, tau)
             q = q * x.diagonal(dim1=-2, dim2=-1).to(ember.int32).unsqueeze(-2)
         base = getattr(self, "base", None)
         if base is not None:
