@@ -487,3 +487,54 @@ def test_deprecated_autocast_getters_and_tensor_resize():
     assert x.grad.tolist() == [0, 1, 2, 3, 4, 5]
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="preserving the number"):
         x.resize(4, 2)
+
+
+# ---- DataParallel, StackDataset, invert_permutation, ASGD -------------------------------------
+
+def test_data_parallel_wraps_its_module_as_pytorch_names_it():
+    inner = nn.Linear(3, 2)
+    dp = nn.DataParallel(inner)
+    assert dp.module is inner
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]
+    x = ember.randn(4, 3)
+    assert_close(dp(x), inner(x).detach().numpy())
+    if not ember.cuda.is_available():
+        assert dp.device_ids == []
+
+
+def test_stack_dataset_and_invert_permutation():
+    from ember.utils.data import DataLoader, StackDataset, TensorDataset
+    a = TensorDataset(ember.arange(5.0))
+    b = [f"s{i}" for i in range(5)]
+    pairs = StackDataset(a, b)
+    assert len(pairs) == 5 and pairs[2] == (a[2], "s2")
+    named = StackDataset(x=a, name=b)
+    assert named[4]["name"] == "s4"
+    batch = next(iter(DataLoader(named, batch_size=3)))
+    assert batch["name"] == ["s0", "s1", "s2"] and batch["x"][0].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="Size mismatch"):
+        StackDataset(a, b[:3])
+    perm = ember.tensor([2, 0, 3, 1])
+    inv = nn.utils.rnn.invert_permutation(perm)
+    assert inv.tolist() == [1, 3, 0, 2] and perm[inv].tolist() == [0, 1, 2, 3]
+    assert nn.utils.rnn.invert_permutation(None) is None
+
+
+def test_asgd_matches_pytorch():
+    w = nn.Parameter(ember.tensor([1.0, -2.0, 0.5], dtype=ember.float64))
+    opt = ember.optim.ASGD([w], lr=0.1, lambd=0.01, alpha=0.75, t0=2, weight_decay=0.05)
+    for _ in range(5):
+        opt.zero_grad()
+        ((w ** 2).sum() + w.sum()).backward()
+        opt.step()
+    # PyTorch 2.15, same arguments and steps.
+    assert_close(w, [-0.015759851442778614, -0.9643232887250098, -0.17385375765648386],
+                 rtol=1e-12)
+    state = opt.state[w]
+    assert_close(state["ax"], [0.044938801849344436, -1.0262121116895273, -0.13358635040713426],
+                 rtol=1e-12)
+    assert_close(state["eta"], 0.09962663054466248, rtol=1e-7)
+    assert_close(state["mu"], 0.3333333432674408, rtol=1e-7)
+    assert set(opt.state_dict()["state"][0]) == {"step", "eta", "mu", "ax"}
+    with pytest.raises(ValueError, match="Invalid learning rate"):
+        ember.optim.ASGD([w], lr=-1)
