@@ -2311,21 +2311,6 @@ const Graph& subgraph(const Node& n, std::string_view name) {
   return *std::get<std::shared_ptr<const Graph>>(*a);
 }
 
-/** The outer values the node's subgraphs read, in the order the node's inputs pass them after
- *  its own: each subgraph attribute's, by attribute name, each value once (Note [Subgraphs read
- *  the enclosing graph's values] in graph/graph.cpp). */
-std::vector<std::string> outer_names(const Node& n) {
-  std::vector<std::string> names;
-  for (const auto& [attr, value] : n.attrs) {
-    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
-    if (g == nullptr) continue;
-    for (const std::string& name : (*g)->outer()) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
-  }
-  return names;
-}
-
 /** The feeds of `g`'s outer values: the node's inputs from `first` on are `names`, by position
  *  (so a pass that renames a value in the enclosing graph leaves them right). */
 std::map<std::string, Tensor> outer_feeds(const Tensors& in, size_t first,
@@ -2349,7 +2334,7 @@ void check_if(const Node& n) {
                 "and gives {}",
                 branch, n.outputs.size(), g.inputs().size(), g.outputs().size());
   }
-  const size_t outer = outer_names(n).size();
+  const size_t outer = outer_values(n).size();
   EMBER_CHECK(n.inputs.size() == 1 + outer,
               "the node must take cond and the {} outer values its branches read: it takes {} "
               "inputs",
@@ -2359,7 +2344,7 @@ void check_if(const Node& n) {
 Tensors op_if(const Node& n, const Tensors& in, Device device) {
   const bool cond = host_scalar(n, in[0], "cond").to_double() != 0;
   const Graph& branch = subgraph(n, cond ? "then_branch" : "else_branch");
-  return branch.run_ordered(outer_feeds(in, 1, outer_names(n), branch), device);
+  return branch.run_ordered(outer_feeds(in, 1, outer_values(n), branch), device);
 }
 
 void check_loop(const Node& n) {
@@ -2398,7 +2383,7 @@ Tensors op_loop(const Node& n, const Tensors& in, Device device) {
   bool go = host_scalar(n, cond, "cond").to_double() != 0;
   std::vector<Tensor> values(in.begin() + 2, in.begin() + 2 + static_cast<int64_t>(carried));
   std::vector<std::vector<Tensor>> scanned(scans);
-  std::map<std::string, Tensor> feeds = outer_feeds(in, 2 + carried, outer_names(n), body);
+  std::map<std::string, Tensor> feeds = outer_feeds(in, 2 + carried, outer_values(n), body);
   for (int64_t i = 0; i < trip && go; ++i) {
     feeds[body.inputs()[0].name] = full({}, Scalar(i), TensorOptions(DType::Int64, device));
     feeds[body.inputs()[1].name] = cond;

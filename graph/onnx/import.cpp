@@ -613,18 +613,8 @@ Node onnx_node(const onnx::NodeProto& n, const Opsets& opsets, const fs::path& b
     }
     node.attrs[a.name()] = attribute(a, base_dir, where);
   }
-  // The outer values the subgraphs read follow the op's own inputs: each subgraph attribute's,
-  // by attribute name, each value once (as the graph ops read them).
-  std::vector<std::string> captures;
-  for (const auto& [attr, value] : node.attrs) {
-    const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value);
-    if (sub == nullptr) continue;
-    for (const std::string& name : (*sub)->outer()) {
-      if (std::find(captures.begin(), captures.end(), name) == captures.end()) {
-        captures.push_back(name);
-      }
-    }
-  }
+  // The outer values the subgraphs read follow the op's own inputs, as the graph ops read them.
+  const std::vector<std::string> captures = outer_values(node);
   node.inputs.insert(node.inputs.end(), captures.begin(), captures.end());
   return node;
 }

@@ -14,10 +14,19 @@ namespace ember::graph::detail {
 
 namespace {
 
-/** Ops whose result is not a function of their inputs alone, or that must not run early. */
+/** Ops whose result is not a function of their inputs alone, or that must not run early: dropout
+ *  draws random numbers when training (its third input), and so may an If or Loop whose
+ *  subgraphs hold one; the rest are pure. */
 bool foldable(const Node& n) {
-  // dropout draws random numbers when training (its third input); the rest are pure.
-  return n.op != "dropout";
+  if (n.op == "dropout") return false;
+  for (const auto& [name, value] : n.attrs) {
+    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (g == nullptr) continue;
+    for (const Node& inner : (*g)->nodes()) {
+      if (!foldable(inner)) return false;
+    }
+  }
+  return true;
 }
 
 /** The shape of declared input `name` when every dim is a fixed size. */
