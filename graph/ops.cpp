@@ -1196,6 +1196,67 @@ Tensors op_dropout(const Node& n, const Tensors& in, Device device) {
   return {y.to(x.dtype()), keep};
 }
 
+// Note [Random ops in a graph]
+// ONNX's RandomUniform and RandomNormal (of a `shape`), their Like forms (of the input's shape and,
+// by default, dtype) and Bernoulli (1 with the input's probability) draw from the core's
+// generators: without a `seed` from the device's default one, as the core's rand and randn do;
+// with one from a generator seeded with it, so that a seeded node gives the same values at every
+// run. ONNX leaves the stream to the runtime ("may not produce the same values in different
+// implementations, even if a seed is specified"): Ember's values are neither onnxruntime's nor
+// ONNX's reference's, only their distribution, so the node tests of these ops (which compare
+// values) cannot pass and they are not claimed. The draws are in float32 (float64 for a float64
+// output) and cast to the output's dtype. The optimizer neither folds nor merges such a node
+// (OpSchema::draws).
+
+/** The dtype attribute, when given. */
+std::optional<DType> dtype_attr(const Node& n) {
+  const Attribute* a = find_attr(n, "dtype");
+  if (a == nullptr) return std::nullopt;
+  return parse_dtype(std::get<std::string>(*a));
+}
+
+void check_random(const Node& n) {
+  const bool like = n.op != "random_uniform" && n.op != "random_normal";
+  EMBER_CHECK(like || find_attr(n, "shape") != nullptr, "attribute shape (ints) is required");
+  if (const std::optional<DType> dt = dtype_attr(n)) {
+    EMBER_CHECK_TYPE(n.op == "bernoulli" || is_floating(*dt),
+                     "dtype must be a floating type for {}: got {}", n.op, *dt);
+  }
+}
+
+Tensors op_random(const Node& n, const Tensors& in, Device device) {
+  const bool like = !in.empty();
+  const DType dtype =
+      dtype_attr(n).value_or(like && n.op != "bernoulli" ? in[0].dtype() : DType::Float32);
+  const DType out_dtype = n.op == "bernoulli" && !dtype_attr(n) ? in[0].dtype() : dtype;
+  EMBER_CHECK_TYPE(!like || n.op != "bernoulli" || is_floating(in[0].dtype()),
+                   "{} the probabilities must be floating: got {}", label(n), in[0].dtype());
+  Shape sizes;
+  if (like) {
+    sizes = in[0].sizes();
+  } else {
+    for (int64_t d : attr_ints(n, "shape").value_or(std::vector<int64_t>{})) sizes.push_back(d);
+  }
+  const DType draw = out_dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  const TensorOptions opts(draw, device);
+  std::optional<Generator> seeded;
+  if (const Attribute* seed = find_attr(n, "seed")) {
+    seeded.emplace(static_cast<uint64_t>(static_cast<int64_t>(std::get<double>(*seed))));
+  }
+  Generator* gen = seeded ? &*seeded : nullptr;
+  Tensor y;
+  if (n.op == "bernoulli") {
+    y = lt(rand(sizes, opts, gen), in[0].to(draw));
+  } else if (n.op == "random_uniform" || n.op == "random_uniform_like") {
+    const double low = attr_float(n, "low", 0.0), high = attr_float(n, "high", 1.0);
+    y = add(mul(rand(sizes, opts, gen), Scalar(high - low)), Scalar(low));
+  } else {
+    const double mean = attr_float(n, "mean", 0.0), scale = attr_float(n, "scale", 1.0);
+    y = add(mul(randn(sizes, opts, gen), Scalar(scale)), Scalar(mean));
+  }
+  return {y.to(out_dtype)};
+}
+
 Tensors op_flatten(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
   const int64_t r = x.dim();
@@ -2625,7 +2686,62 @@ const std::vector<OpSchema>& schemas() {
          op_space_to_depth},
         {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
         {"div", 2, 2, 1, {}, op_div},
-        {"dropout", 1, 3, 2, {{"ratio", K::Float}, {"seed", K::Int}}, op_dropout, check_dropout},
+        {"dropout",
+         1,
+         3,
+         2,
+         {{"ratio", K::Float}, {"seed", K::Int}},
+         op_dropout,
+         check_dropout,
+         /*draws=*/true},
+        {"random_uniform",
+         0,
+         0,
+         1,
+         {{"dtype", K::String},
+          {"high", K::Float},
+          {"low", K::Float},
+          {"seed", K::Float},
+          {"shape", K::Ints}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_normal",
+         0,
+         0,
+         1,
+         {{"dtype", K::String},
+          {"mean", K::Float},
+          {"scale", K::Float},
+          {"seed", K::Float},
+          {"shape", K::Ints}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_uniform_like",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"high", K::Float}, {"low", K::Float}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_normal_like",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"mean", K::Float}, {"scale", K::Float}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"bernoulli",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
         {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
         {"elu", 1, 1, 1, {{"alpha", K::Float}}, op_elu},
         {"equal", 2, 2, 1, {}, binary<eq2>},

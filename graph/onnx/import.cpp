@@ -30,7 +30,8 @@ namespace {
 // Each ONNX op Ember reads is one graph op (ember/graph/ops.h) with that ONNX op's semantics;
 // attributes keep their ONNX names and kinds, and the graph op's schema refuses any it does not
 // know, so an unsupported attribute is an error at load time, never an ignored one. Two change
-// form: Cast's `to` and EyeLike's `dtype` (ONNX dtype numbers) become Ember dtype names, and
+// form: Cast's `to` and the `dtype` of EyeLike and the random ops (ONNX dtype numbers) become
+// Ember dtype names, and
 // Constant's value_float, value_ints, ... become one tensor `value`.
 // ONNX versions each op: a node means the op's newest version at or below the model's opset.
 // The table lists, per op, the versions Ember implements: the one in force at opset 13 and every
@@ -80,6 +81,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Atanh", {"atanh", {9, 22}}},
       {"AveragePool", {"average_pool", {11, 19, 22}}},
       {"BatchNormalization", {"batch_normalization", {9, 14, 15}}},
+      {"Bernoulli", {"bernoulli", {15, 22}}},
       {"Cast", {"cast", {13, 19, 21, 23, 24, 25, 28}}},
       {"CastLike", {"cast_like", {15, 19, 21, 23, 24, 25}}},
       {"Ceil", {"ceil", {13}}},
@@ -156,6 +158,10 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Pow", {"pow", {13, 15}}},
       {"RMSNormalization", {"rms_normalization", {23}}},
       {"RNN", {"rnn", {7, 14, 22}}},
+      {"RandomNormal", {"random_normal", {1, 22}}},
+      {"RandomNormalLike", {"random_normal_like", {1, 22}}},
+      {"RandomUniform", {"random_uniform", {1, 22}}},
+      {"RandomUniformLike", {"random_uniform_like", {1, 22}}},
       {"Range", {"range", {11, 27}}},
       {"Reciprocal", {"reciprocal", {13}}},
       {"ReduceL1", {"reduce_l1", {13, 18}}},
@@ -568,8 +574,11 @@ Node onnx_node(const onnx::NodeProto& n, const Opsets& opsets, const fs::path& b
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
   for (const onnx::AttributeProto& a : n.attribute()) {
+    static const std::set<std::string, std::less<>> dtype_ops = {
+        "EyeLike",           "RandomUniform",    "RandomNormal",
+        "RandomUniformLike", "RandomNormalLike", "Bernoulli"};
     const bool dtype_attr = onnx_domain && ((n.op_type() == "Cast" && a.name() == "to") ||
-                                            (n.op_type() == "EyeLike" && a.name() == "dtype"));
+                                            (dtype_ops.count(n.op_type()) && a.name() == "dtype"));
     if (dtype_attr && a.type() == onnx::AttributeProto::INT) {
       const auto to = static_cast<int32_t>(a.i());
       node.attrs[a.name()] = std::string(
