@@ -177,6 +177,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Relu", {"relu", {13, 14}}},
       {"Reshape", {"reshape", {13, 14, 19, 21, 23, 24, 25}}},
       {"Resize", {"resize", {13, 18, 19}}},
+      {"RotaryEmbedding", {"rotary_embedding", {23}}},
       {"Round", {"round", {11, 22}}},
       {"ScatterElements", {"scatter_elements", {13, 16, 18}}},
       {"ScatterND", {"scatter_nd", {13, 16, 18}}},
@@ -227,6 +228,7 @@ const std::map<std::string, OnnxOp, std::less<>>& microsoft_ops() {
       {"Gelu", {"gelu", {1}}},
       {"MultiHeadAttention", {"multi_head_attention", {1}}},
       {"QuickGelu", {"quick_gelu", {1}}},
+      {"RotaryEmbedding", {"contrib_rotary_embedding", {1}}},
       {"SkipLayerNormalization", {"skip_layer_normalization", {1}}},
       {"SkipSimplifiedLayerNormalization", {"skip_simplified_layer_normalization", {1}}},
   };
