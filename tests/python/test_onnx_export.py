@@ -232,6 +232,27 @@ def test_recurrent_layers(tmp_path, layer, bidirectional, batch_first, states):
         assert attrs["linear_before_reset"].i == 1
 
 
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_off_the_cpu(tmp_path, layer):
+    # On the reference backend a layer runs its rnn_layer kernel, a reverse direction between two
+    # flips of time whose index the core copies to the device: still one node per direction.
+    ember.manual_seed(16)
+    net = getattr(nn, layer)(5, 6, num_layers=2, bidirectional=True).to("reference")
+    net.eval()
+    x = ember.randn(4, 3, 5).to("reference")
+    path = tmp_path / "rnn.onnx"
+    ember.onnx.export(net, x, path)
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    assert _ops(model).count(layer) == 4
+    with ember.no_grad():
+        want = [_numpy(t.cpu()) for t in _flat(net(x))]
+    got = _ort(path, {"input_0": _numpy(x.cpu())})
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
 def test_elman_rnn_with_relu_and_without_bias(tmp_path):
     ember.manual_seed(14)
     net = nn.RNN(4, 6, num_layers=2, nonlinearity="relu", bias=False, bidirectional=True)
