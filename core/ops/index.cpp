@@ -1107,8 +1107,14 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
     // Integers divide rounding down, as PyTorch's mean does for them.
     return is_floating(x.dtype()) ? div(total, count) : div(total, count, "floor");
   }
-  if (reduce == "prod") return scatter_reduce_forward(x, d, index, src, reduce, include_self);
-  return scatter_extremum(x, d, index, src, reduce, include_self);
+  // Composed of a sort and a scan: the op whole for a capture's consumer (ONNX's
+  // ScatterElements with a reduction; Note [Composite ops in a capture]).
+  capture::Composite region(fmt::format("scatter_reduce_{}", reduce), {&x, &index, &src},
+                            {d, include_self ? 1 : 0});
+  Tensor out = reduce == "prod" ? scatter_reduce_forward(x, d, index, src, reduce, include_self)
+                                : scatter_extremum(x, d, index, src, reduce, include_self);
+  region.finish({&out});
+  return out;
 }
 Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                         std::string_view reduce, bool include_self) {
