@@ -65,6 +65,10 @@ std::map<std::string, Tensor> Graph::initializers_on(Device device) const {
   return it->second;
 }
 
+void Graph::prepare(Device device) const {
+  (void)initializers_on(device);
+}
+
 bool Graph::defines(const std::string& name) const {
   if (produced_.count(name) || initializers_.count(name)) return true;
   if (std::find(outer_.begin(), outer_.end(), name) != outer_.end()) return true;

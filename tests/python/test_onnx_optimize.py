@@ -60,6 +60,24 @@ def test_disabled_optimizers_do_not_run(expected):
         ember.onnx.load(FIXTURES / "resblock_bn.onnx", disabled_optimizers=["nope"])
 
 
+@pytest.mark.parametrize("device", ["cpu", "reference"])
+def test_runs_replay_a_memory_plan(device, expected):
+    x, y = expected
+    sess = ember.onnx.load(FIXTURES / "resblock_bn.onnx", device=device)
+    for _ in range(3):
+        (got,) = sess.run(None, {"x": x})
+        np.testing.assert_allclose(got.cpu().numpy(), y, rtol=1e-4, atol=1e-4)
+    plan = sess.memory_plan
+    assert (plan["plans"], plan["planned_runs"], plan["unplanned_runs"]) == (1, 2, 1)
+    assert 0 < plan["planned_bytes"] < plan["intermediate_bytes"]
+    assert plan["peak_bytes"] == plan["weight_bytes"] + plan["planned_bytes"]
+    off = ember.onnx.load(FIXTURES / "resblock_bn.onnx", device=device, enable_mem_pattern=False)
+    (got,) = off.run(None, {"x": x})
+    np.testing.assert_allclose(got.cpu().numpy(), y, rtol=1e-4, atol=1e-4)
+    assert off.memory_plan["planned_runs"] == 0
+    assert off.memory_plan["unplanned_reason"] == "[graph.session] memory planning is off"
+
+
 def test_an_unknown_level_is_refused():
     with pytest.raises(ValueError, match="unknown optimization level 'max'"):
         ember.onnx.load(FIXTURES / "resblock.onnx", optimization_level="max")

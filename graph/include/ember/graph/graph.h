@@ -100,6 +100,9 @@ class Graph {
    *  `device` are copied there; initializers are copied there on the first run on it, and kept. */
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
                                     Device device = Device::cpu()) const;
+  /** Copies the initializers to `device` now, as the first run there would (so that no later run
+   *  copies anything: a Session's recorded runs may not). */
+  void prepare(Device device) const;
   /** run() returning the outputs in declaration order. */
   std::vector<Tensor> run_ordered(const std::map<std::string, Tensor>& feeds,
                                   Device device = Device::cpu()) const;
