@@ -65,6 +65,10 @@ std::map<std::string, Tensor> Graph::initializers_on(Device device) const {
   return it->second;
 }
 
+void Graph::prepare(Device device) const {
+  (void)initializers_on(device);
+}
+
 bool Graph::defines(const std::string& name) const {
   if (produced_.count(name) || initializers_.count(name)) return true;
   if (std::find(outer_.begin(), outer_.end(), name) != outer_.end()) return true;
@@ -97,6 +101,18 @@ void Graph::add_input(ValueInfo info) {
 // pass may rename (an identity removed). A value read two scopes up is thereby an outer value of
 // the graph in between as well. Each run of a subgraph is a run() like the main graph's, on the
 // same device.
+std::vector<std::string> outer_values(const Node& node) {
+  std::vector<std::string> names;
+  for (const auto& [attr, value] : node.attrs) {
+    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (g == nullptr) continue;
+    for (const std::string& name : (*g)->outer()) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
 void Graph::add_outer(const std::string& name) {
   EMBER_CHECK(!name.empty(), "[graph] an outer value needs a name: got an empty one");
   EMBER_CHECK(!defines(name),

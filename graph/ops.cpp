@@ -755,14 +755,10 @@ Tensors op_skip_simplified_layer_normalization(const Node& n, const Tensors& in,
   Tensor sum = skip_sum(in, 3);
   Tensors norm =
       rms_norm_outputs(sum, sum.dim() - 1, in[2], attr_float(n, "epsilon", kSkipNormEpsilon));
-  return {norm[0], Tensor(), norm[1], sum};
-}
-
-/** SkipSimplifiedLayerNormalization has no mean to give (onnxruntime leaves it unwritten). */
-void check_skip_simplified_layer_normalization(const Node& n) {
-  EMBER_CHECK_NOT_IMPLEMENTED(n.outputs.size() < 2 || n.outputs[1].empty(),
-                              "output 1 (mean) is read, but a simplified layer norm computes "
-                              "no mean (read output 2, inv_std_var, or 3, input_skip_bias_sum)");
+  // A simplified norm has no centering term: onnxruntime writes its mean output as zeros, of the
+  // statistics' shape [..., 1] and dtype.
+  const bool mean = n.outputs.size() > 1 && !n.outputs[1].empty();
+  return {norm[0], mean ? zeros_like(norm[1]) : Tensor(), norm[1], sum};
 }
 
 Tensors op_fast_gelu(const Node&, const Tensors& in, Device) {
@@ -783,11 +779,28 @@ Tensors op_bias_add(const Node&, const Tensors& in, Device) {
   return {add(add(in[0], in[1]), in[2])};
 }
 
+/** FusedMatMul: alpha * A' B', where transBatchA moves A's first dim behind its other batch dims
+ *  ([d0, d1, ..., dn-2, dn-1] read as [d1, ..., dn-2, d0, dn-1], as onnxruntime's matmul
+ *  helper does, both operands then of one rank of at least 3) and transA swaps the last two;
+ *  likewise for B. */
 Tensors op_fused_matmul(const Node& n, const Tensors& in, Device) {
-  auto operand = [&](const Tensor& t, const char* trans) {
+  const bool batch_a = attr_int(n, "transBatchA", 0) != 0,
+             batch_b = attr_int(n, "transBatchB", 0) != 0;
+  EMBER_CHECK(!(batch_a || batch_b) || (in[0].dim() == in[1].dim() && in[0].dim() >= 3),
+              "{} transBatchA and transBatchB need A and B of one rank, at least 3: got shapes {} "
+              "and {}",
+              label(n), in[0].sizes(), in[1].sizes());
+  auto operand = [&](Tensor t, bool batch, const char* trans) {
+    if (batch) {
+      std::vector<int64_t> perm;
+      for (int64_t d = 1; d < t.dim() - 1; ++d) perm.push_back(d);
+      perm.push_back(0);
+      perm.push_back(t.dim() - 1);
+      t = t.permute(perm);
+    }
     return attr_int(n, trans, 0) != 0 && t.dim() >= 2 ? t.transpose(-2, -1) : t;
   };
-  Tensor y = matmul(operand(in[0], "transA"), operand(in[1], "transB"));
+  Tensor y = matmul(operand(in[0], batch_a, "transA"), operand(in[1], batch_b, "transB"));
   const double alpha = attr_float(n, "alpha", 1.0);
   return {alpha == 1.0 ? y : mul(y, Scalar(alpha))};
 }
@@ -833,10 +846,23 @@ void check_conv_activation(const Node& n) {
 // scaled_dot_product_attention with a float mask that onnxruntime's CPU kernels add to the
 // scaled scores: mask_filter_value (-10000) where a key is padding (a 1/0 mask [B, T] or
 // [B, S, T], or lengths [B] keeping the first keys), -inf where unidirectional hides
-// a later key (j > i), plus attention_bias. A row whose keys are all padding so attends as
+// a later key, plus attention_bias. A row whose keys are all padding so attends as
 // though none were (the mask shifts its scores alike), as onnxruntime's does, not sdpa's zeros.
-// What onnxruntime adds for decoding (past and present keys, rotary embedding, packed QKV, the
-// other mask forms) is refused by name.
+// For decoding, the keys and values of earlier steps come in as a cache: Attention's past
+// [2, B, N, P, H] (keys, values), MultiHeadAttention's past_key and past_value [B, N, P, H]. The
+// step's own keys and values are appended to them along the sequence (T = P + L keys in all),
+// and the result is the present output (present [2, B, N, T, H]; present_key, present_value),
+// which the next step reads as its past; the masks then cover all T keys, and unidirectional
+// lets query i see the keys up to P + i (none hidden for a single query, as onnxruntime skips
+// the causal mask then, nor for the last query, whose row onnxruntime's mask leaves open: that
+// differs only where the keys outnumber P + S, a unidirectional cross-attention). MultiHeadAttention's other forms, as ContribOperators.md defines them:
+// key and value already split into heads [B, N, L, H] (a cross-attention's cached keys: no bias,
+// no past), a packed QKV query [B, L, N, 3, H] (key and value omitted) and a packed KV key
+// [B, L, N, 2, H] (value omitted), each the same as the unpacked tensors (their bias, if any,
+// applied as to those). onnxruntime's CPU kernels have no packed forms, so its results for the
+// unpacked tensors are their reference. What is left (a shared past/present buffer with
+// past_sequence_length, cache_indirection for beam search, the qk output, Attention's
+// do_rotary, the 1-d mask forms but lengths) is refused by name.
 
 /** The heads of x [B, S, H * d] as [B, H, S, d]. */
 Tensor split_heads(const Node& n, const Tensor& x, int64_t heads, std::string_view what) {
@@ -847,22 +873,26 @@ Tensor split_heads(const Node& n, const Tensor& x, int64_t heads, std::string_vi
   return x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads}).transpose(1, 2);
 }
 
-/** Attention of q [B, S, H * dk] over k [B, T, H * dk] and v [B, T, H * dv] with onnxruntime's
- *  masks (Note [onnxruntime's attention ops]): [B, S, H * dv]. */
-Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& key_mask, const Tensor& attention_bias) {
+/** num_heads, checked. */
+int64_t num_heads(const Node& n) {
   const int64_t heads = attr_int(n, "num_heads", 0);
   EMBER_CHECK(heads > 0, "{} num_heads must be positive: got {}", label(n), heads);
-  const Tensor qh = split_heads(n, q, heads, "query"), kh = split_heads(n, k, heads, "key"),
-               vh = split_heads(n, v, heads, "value");
-  const int64_t B = q.size(0), S = q.size(1), T = k.size(1);
-  const TensorOptions opts(q.dtype(), q.device());
+  return heads;
+}
+
+/** Attention of the heads qh [B, N, S, dk] over kh [B, N, T, dk] and vh [B, N, T, dv], the first
+ *  `past` of the T keys a cache's, with onnxruntime's masks (Note [onnxruntime's attention
+ *  ops]): [B, S, N * dv]. */
+Tensor heads_attention(const Node& n, const Tensor& qh, const Tensor& kh, const Tensor& vh,
+                       const Tensor& key_mask, const Tensor& attention_bias, int64_t past) {
+  const int64_t B = qh.size(0), S = qh.size(2), T = kh.size(2);
+  const TensorOptions opts(qh.dtype(), qh.device());
   const double filter = attr_float(n, "mask_filter_value", -10000.0);
   Tensor mask;
   if (key_mask.defined()) {
     Tensor keep;
     if (key_mask.dim() == 1 && key_mask.size(0) == B) {
-      const Tensor positions = arange(T, TensorOptions(DType::Int64, q.device()));
+      const Tensor positions = arange(T, TensorOptions(DType::Int64, qh.device()));
       keep = lt(positions.reshape({1, T}), key_mask.to(DType::Int64).reshape({B, 1}))
                  .reshape({B, 1, 1, T});
     } else if (key_mask.dim() == 2 && key_mask.sizes() == Shape({B, T})) {
@@ -877,14 +907,18 @@ Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Te
     }
     mask = where(keep, zeros({}, opts), full({}, Scalar(filter), opts));
   }
-  if (attr_int(n, "unidirectional", 0) != 0) {
-    const TensorOptions longs(DType::Int64, q.device());
-    const Tensor later = gt(arange(T, longs).reshape({1, T}), arange(S, longs).reshape({S, 1}));
+  if (attr_int(n, "unidirectional", 0) != 0 && S > 1) {
+    const TensorOptions longs(DType::Int64, qh.device());
+    // onnxruntime masks the rows but the last (which has no later key unless the keys outnumber
+    // the past and the queries, as in a cross-attention; then it sees every key).
+    const Tensor rows = arange(S, longs).reshape({S, 1});
+    const Tensor later = logical_and(gt(arange(T, longs).reshape({1, T}), add(rows, Scalar(past))),
+                                     lt(rows, Scalar(S - 1)));
     const Tensor base = mask.defined() ? mask : zeros({1, 1, 1, T}, opts);
     mask = where(later, full({}, Scalar(-std::numeric_limits<double>::infinity()), opts), base);
   }
   if (attention_bias.defined()) {
-    mask = mask.defined() ? add(mask, attention_bias) : attention_bias.to(q.dtype());
+    mask = mask.defined() ? add(mask, attention_bias) : attention_bias.to(qh.dtype());
   }
   const Attribute* scale = find_attr(n, "scale");
   std::optional<double> sc;
@@ -893,8 +927,20 @@ Tensor heads_attention(const Node& n, const Tensor& q, const Tensor& k, const Te
   return out.transpose(1, 2).reshape({B, S, -1});
 }
 
+/** `cache` [B, N, P, H] with the step's `heads` [B, N, L, H] appended along the sequence. */
+Tensor append_to_cache(const Node& n, const Tensor& cache, const Tensor& heads,
+                       std::string_view what) {
+  EMBER_CHECK(cache.dim() == 4 && cache.size(0) == heads.size(0) &&
+                  cache.size(1) == heads.size(1) && cache.size(3) == heads.size(3),
+              "{} {} must be [batch, num_heads, past_sequence, head_size] = [{}, {}, P, {}]: got "
+              "shape {}",
+              label(n), what, heads.size(0), heads.size(1), heads.size(3), cache.sizes());
+  return cat({cache.to(heads.dtype()), heads}, 2);
+}
+
 Tensors op_qkv_attention(const Node& n, const Tensors& in, Device) {
   const Tensor& x = in[0];
+  const int64_t heads = num_heads(n);
   Tensor qkv = matmul(x, in[1]);
   if (Tensor bias = optional_input(in, 2); bias.defined()) qkv = add(qkv, bias);
   const int64_t total = qkv.size(-1);
@@ -904,20 +950,116 @@ Tensors op_qkv_attention(const Node& n, const Tensors& in, Device) {
               "{} qkv_hidden_sizes {} must be three sizes, q's and k's equal, summing to the "
               "weights' {} columns",
               label(n), fmt::join(sizes, ", "), total);
-  const Tensor q = qkv.narrow(-1, 0, sizes[0]), k = qkv.narrow(-1, sizes[0], sizes[1]),
-               v = qkv.narrow(-1, sizes[0] + sizes[1], sizes[2]);
-  return {heads_attention(n, q, k, v, optional_input(in, 3), optional_input(in, 5))};
+  const Tensor qh = split_heads(n, qkv.narrow(-1, 0, sizes[0]), heads, "query");
+  Tensor kh = split_heads(n, qkv.narrow(-1, sizes[0], sizes[1]), heads, "key");
+  Tensor vh = split_heads(n, qkv.narrow(-1, sizes[0] + sizes[1], sizes[2]), heads, "value");
+  int64_t past_length = 0;
+  if (Tensor past = optional_input(in, 4); past.defined()) {
+    EMBER_CHECK(sizes[2] == sizes[0] && past.dim() == 5 && past.size(0) == 2,
+                "{} past must be [2, batch, num_heads, past_sequence, head_size], with q, k and v "
+                "of one hidden size: got shape {} and qkv_hidden_sizes {}",
+                label(n), past.sizes(), fmt::join(sizes, ", "));
+    past_length = past.size(3);
+    kh = append_to_cache(n, past.select(0, 0), kh, "past's keys");
+    vh = append_to_cache(n, past.select(0, 1), vh, "past's values");
+  }
+  Tensor y =
+      heads_attention(n, qh, kh, vh, optional_input(in, 3), optional_input(in, 5), past_length);
+  const bool present = n.outputs.size() > 1 && !n.outputs[1].empty();
+  return {y, present ? stack({kh, vh}, 0) : Tensor()};
+}
+
+/** MultiHeadAttention's query, key and value in heads [B, N, L, H], from their plain
+ *  [B, L, N * H], packed or split forms (Note [onnxruntime's attention ops]), the bias
+ *  [q + k + v] added to the projected forms. */
+struct HeadsQkv {
+  Tensor q, k, v;
+};
+
+HeadsQkv mha_heads(const Node& n, const Tensors& in, int64_t heads) {
+  const Tensor& query = in[0];
+  const Tensor key = optional_input(in, 1), value = optional_input(in, 2);
+  const Tensor bias = optional_input(in, 3);
+  // The bias of part `part` (0 q, 1 k, 2 v) of `width` columns, after `before` columns.
+  const auto biased = [&](const Tensor& t, int64_t before, int64_t width) {
+    return bias.defined() ? add(t, bias.narrow(0, before, width)) : t;
+  };
+  const auto packed = [&](const Tensor& t, int64_t parts, std::string_view what) {
+    EMBER_CHECK(t.size(2) == heads,
+                "{} packed {} [batch, sequence, num_heads, {}, head_size] has {} heads, but "
+                "num_heads is {}",
+                label(n), what, parts, t.size(2), heads);
+    std::vector<Tensor> out;
+    for (int64_t p = 0; p < parts; ++p) {
+      out.push_back(t.select(3, p).reshape({t.size(0), t.size(1), heads * t.size(4)}));
+    }
+    return out;
+  };
+  HeadsQkv r;
+  if (query.dim() == 5) {
+    EMBER_CHECK(query.size(3) == 3 && !key.defined() && !value.defined(),
+                "{} a packed QKV query must be [batch, sequence, num_heads, 3, head_size], with "
+                "key and value omitted: got shape {}{}",
+                label(n), query.sizes(),
+                key.defined() || value.defined() ? " with a key or value" : "");
+    const std::vector<Tensor> qkv = packed(query, 3, "QKV");
+    const int64_t d = qkv[0].size(2);
+    r.q = split_heads(n, biased(qkv[0], 0, d), heads, "query");
+    r.k = split_heads(n, biased(qkv[1], d, d), heads, "key");
+    r.v = split_heads(n, biased(qkv[2], 2 * d, d), heads, "value");
+    return r;
+  }
+  EMBER_CHECK(key.defined(), "{} key must be given when the query is not packed QKV", label(n));
+  const int64_t dq = query.size(-1);
+  r.q = split_heads(n, biased(query, 0, dq), heads, "query");
+  if (key.dim() == 5) {
+    EMBER_CHECK(key.size(3) == 2 && !value.defined(),
+                "{} a packed KV key must be [batch, sequence, num_heads, 2, head_size], with value "
+                "omitted: got shape {}{}",
+                label(n), key.sizes(), value.defined() ? " with a value" : "");
+    const std::vector<Tensor> kv = packed(key, 2, "KV");
+    const int64_t d = kv[0].size(2);
+    r.k = split_heads(n, biased(kv[0], dq, d), heads, "key");
+    r.v = split_heads(n, biased(kv[1], dq + d, d), heads, "value");
+    return r;
+  }
+  EMBER_CHECK(value.defined(), "{} value must be given with an unpacked key", label(n));
+  if (key.dim() == 4) {
+    // Keys and values already in heads (a cross-attention's cached ones).
+    EMBER_CHECK(
+        value.dim() == 4 && key.size(1) == heads && value.size(1) == heads && !bias.defined(),
+        "{} key and value in heads must both be [batch, num_heads, sequence, head_size] "
+        "with num_heads {} and no bias: got shapes {} and {}{}",
+        label(n), heads, key.sizes(), value.sizes(), bias.defined() ? " with a bias" : "");
+    r.k = key;
+    r.v = value;
+    return r;
+  }
+  const int64_t dk = key.size(-1);
+  r.k = split_heads(n, biased(key, dq, dk), heads, "key");
+  r.v = split_heads(
+      n, bias.defined() ? add(value, bias.narrow(0, dq + dk, bias.size(0) - dq - dk)) : value,
+      heads, "value");
+  return r;
 }
 
 Tensors op_multi_head_attention(const Node& n, const Tensors& in, Device) {
-  Tensor q = in[0], k = in[1], v = in[2];
-  if (Tensor bias = optional_input(in, 3); bias.defined()) {
-    const int64_t dq = q.size(-1), dk = k.size(-1);
-    q = add(q, bias.narrow(0, 0, dq));
-    k = add(k, bias.narrow(0, dq, dk));
-    v = add(v, bias.narrow(0, dq + dk, bias.size(0) - dq - dk));
+  HeadsQkv h = mha_heads(n, in, num_heads(n));
+  const Tensor past_key = optional_input(in, 6), past_value = optional_input(in, 7);
+  EMBER_CHECK(past_key.defined() == past_value.defined(),
+              "{} past_key and past_value come together: got only {}", label(n),
+              past_key.defined() ? "past_key" : "past_value");
+  int64_t past_length = 0;
+  if (past_key.defined()) {
+    EMBER_CHECK(in[1].dim() != 4, "{} a key already in heads takes no past_key", label(n));
+    past_length = past_key.size(2);
+    h.k = append_to_cache(n, past_key, h.k, "past_key");
+    h.v = append_to_cache(n, past_value, h.v, "past_value");
   }
-  return {heads_attention(n, q, k, v, optional_input(in, 4), optional_input(in, 5))};
+  Tensor y =
+      heads_attention(n, h.q, h.k, h.v, optional_input(in, 4), optional_input(in, 5), past_length);
+  const auto read = [&](size_t o) { return n.outputs.size() > o && !n.outputs[o].empty(); };
+  return {y, read(1) ? h.k : Tensor(), read(2) ? h.v : Tensor()};
 }
 
 /** Refuses a node that gives input `i` (named `what`) or reads output `o`: what onnxruntime's
@@ -926,8 +1068,8 @@ void refuse_io(const Node& n, std::initializer_list<std::pair<size_t, const char
                std::initializer_list<std::pair<size_t, const char*>> outputs) {
   for (auto [i, what] : inputs) {
     EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() <= i || n.inputs[i].empty(),
-                                "input {} ({}) is not supported (Ember runs attention without a "
-                                "key/value cache)",
+                                "input {} ({}) is not supported (Ember reads the key/value cache "
+                                "as past and present tensors, not a shared buffer)",
                                 i, what);
   }
   for (auto [o, what] : outputs) {
@@ -937,7 +1079,7 @@ void refuse_io(const Node& n, std::initializer_list<std::pair<size_t, const char
 }
 
 void check_qkv_attention(const Node& n) {
-  refuse_io(n, {{4, "past"}, {6, "past_sequence_length"}}, {{1, "present"}});
+  refuse_io(n, {{6, "past_sequence_length"}}, {});
   for (const char* name : {"do_rotary", "past_present_share_buffer"}) {
     EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0, "attribute {} = {} is not supported",
                                 name, attr_int(n, name, 0));
@@ -945,23 +1087,122 @@ void check_qkv_attention(const Node& n) {
 }
 
 void check_multi_head_attention(const Node& n) {
-  EMBER_CHECK_NOT_IMPLEMENTED(n.inputs.size() >= 3 && !n.inputs[1].empty() && !n.inputs[2].empty(),
-                              "query, key and value must all be given (packed QKV or KV is not "
-                              "supported)");
-  refuse_io(
-      n,
-      {{6, "past_key"}, {7, "past_value"}, {8, "past_sequence_length"}, {9, "cache_indirection"}},
-      {{1, "present_key"}, {2, "present_value"}, {3, "qk"}});
+  refuse_io(n, {{8, "past_sequence_length"}, {9, "cache_indirection"}}, {{3, "qk"}});
 }
 
-/** FusedMatMul's transBatchA/B (batch dims moved behind the matrix dims) are not implemented. */
-void check_fused_matmul(const Node& n) {
-  for (const char* name : {"transBatchA", "transBatchB"}) {
-    EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, name, 0) == 0,
-                                "attribute {} = {} is not supported (Ember implements transA, "
-                                "transB and alpha; {} must be 0)",
-                                name, attr_int(n, name, 0), name);
+// Note [Rotary embeddings]
+// RoPE rotates pairs of each head's first rotary_embedding_dim (default: all) features by an angle
+// of the token's position: with cos and sin the caches' rows at that position (rot / 2 values),
+// a pair (a, b) becomes (a cos - b sin, b cos + a sin). The pairs are a feature and the one half
+// a rotation later (a = x[i], b = x[i + rot / 2]) or, interleaved, neighbours (x[2 i],
+// x[2 i + 1]); the features past rot pass through. ONNX's RotaryEmbedding (opset 23) and
+// onnxruntime's com.microsoft one compute this alike and differ in form: ONNX's takes (X,
+// cos_cache, sin_cache, position_ids), position_ids [B, S] optional (without it the caches are
+// already [B, S, rot / 2]); onnxruntime's takes (input, position_ids, cos_cache, sin_cache),
+// position_ids [B, S] or one offset [1] (positions offset + s), num_heads optional for a 3-d input
+// (the head size is then the caches' width times 2), and a `scale` its kernels do not use, nor
+// does Ember. The input is [B, S, N * H] (num_heads N) or [B, N, S, H].
+
+/** x [B, S, N * H] or [B, N, S, H] rotated (Note [Rotary embeddings]) by cos and sin
+ *  [B or 1, S, rot / 2]. */
+Tensor rotary(const Node& n, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t heads) {
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4,
+              "{} input must be [batch, sequence, hidden] or [batch, num_heads, sequence, "
+              "head_size]: got shape {}",
+              label(n), x.sizes());
+  EMBER_CHECK(x.dim() == 4 || (heads > 0 && x.size(2) % heads == 0),
+              "{} a 3-d input needs num_heads dividing its hidden size: got shape {} and "
+              "num_heads {}",
+              label(n), x.sizes(), heads);
+  // As [B, S, N, H].
+  const Tensor x4 = x.dim() == 4 ? x.transpose(1, 2)
+                                 : x.reshape({x.size(0), x.size(1), heads, x.size(2) / heads});
+  const int64_t H = x4.size(3), rot = attr_int(n, "rotary_embedding_dim", 0) > 0
+                                          ? attr_int(n, "rotary_embedding_dim", 0)
+                                          : H;
+  EMBER_CHECK(rot % 2 == 0 && rot <= H && cos.dim() == 3 && cos.size(-1) == rot / 2 &&
+                  cos.sizes() == sin.sizes() && cos.size(1) == x4.size(1),
+              "{} the rotated dims {} must be even and at most the head size {}, with cos and sin "
+              "[batch, sequence, {}]: got cos {} and sin {}",
+              label(n), rot, H, rot / 2, cos.sizes(), sin.sizes());
+  const Tensor c = cos.unsqueeze(2).to(x.dtype()), s = sin.unsqueeze(2).to(x.dtype());
+  const Tensor xr = x4.narrow(3, 0, rot);
+  Tensor a, b;
+  if (attr_int(n, "interleaved", 0) != 0) {
+    const Tensor pairs = xr.reshape({x4.size(0), x4.size(1), x4.size(2), rot / 2, 2});
+    a = pairs.select(4, 0);
+    b = pairs.select(4, 1);
+  } else {
+    a = xr.narrow(3, 0, rot / 2);
+    b = xr.narrow(3, rot / 2, rot / 2);
   }
+  const Tensor ra = sub(mul(a, c), mul(b, s)), rb = add(mul(b, c), mul(a, s));
+  Tensor rotated = attr_int(n, "interleaved", 0) != 0 ? stack({ra, rb}, 4).reshape(xr.sizes())
+                                                      : cat({ra, rb}, 3);
+  if (rot < H) rotated = cat({rotated, x4.narrow(3, rot, H - rot)}, 3);
+  return x.dim() == 4 ? rotated.transpose(1, 2).contiguous() : rotated.reshape(x.sizes());
+}
+
+/** The caches' rows at `positions` [B, S] (int64): [B, S, width]. */
+Tensor cache_rows(const Tensor& cache, const Tensor& positions) {
+  const Tensor flat = positions.to(DType::Int64).reshape({-1});
+  return index_select(cache, 0, flat).reshape({positions.size(0), positions.size(1), -1});
+}
+
+Tensors op_rotary_embedding(const Node& n, const Tensors& in, Device) {
+  const Tensor& x = in[0];
+  Tensor cos = in[1], sin = in[2];
+  if (Tensor positions = optional_input(in, 3); positions.defined()) {
+    EMBER_CHECK(positions.dim() == 2 && cos.dim() == 2,
+                "{} with position_ids [batch, sequence], cos_cache and sin_cache are [positions, "
+                "rot / 2]: got position_ids {} and cos_cache {}",
+                label(n), positions.sizes(), cos.sizes());
+    cos = cache_rows(cos, positions);
+    sin = cache_rows(sin, positions);
+  }
+  return {rotary(n, x, cos, sin, attr_int(n, "num_heads", 0))};
+}
+
+Tensors op_contrib_rotary_embedding(const Node& n, const Tensors& in, Device device) {
+  const Tensor& x = in[0];
+  const Tensor& positions = in[1];
+  const Tensor &cos_cache = in[2], &sin_cache = in[3];
+  EMBER_CHECK(cos_cache.dim() == 2 && sin_cache.sizes() == cos_cache.sizes(),
+              "{} cos_cache and sin_cache must be [max_sequence, rot / 2] alike: got {} and {}",
+              label(n), cos_cache.sizes(), sin_cache.sizes());
+  const int64_t S = x.dim() == 4 ? x.size(2) : x.size(1), B = x.size(0);
+  Tensor rows;
+  if (positions.dim() == 1 && positions.numel() == 1) {
+    // One offset: the positions are offset + s for every sequence.
+    const Tensor steps =
+        add(arange(S, TensorOptions(DType::Int64, device)), positions.to(DType::Int64).reshape({}));
+    rows = steps.reshape({1, S}).expand({B, S});
+  } else {
+    EMBER_CHECK(positions.dim() == 2 && positions.size(0) == B && positions.size(1) == S,
+                "{} position_ids must be one offset [1] or [batch, sequence] = [{}, {}]: got "
+                "shape {}",
+                label(n), B, S, positions.sizes());
+    rows = positions;
+  }
+  int64_t heads = attr_int(n, "num_heads", 0);
+  if (heads == 0 && x.dim() == 3 && attr_int(n, "rotary_embedding_dim", 0) == 0) {
+    const int64_t head_size = 2 * cos_cache.size(1);
+    EMBER_CHECK(head_size > 0 && x.size(2) % head_size == 0,
+                "{} without num_heads the head size is twice the caches' width, {}, which must "
+                "divide the hidden size {}",
+                label(n), head_size, x.size(2));
+    heads = x.size(2) / head_size;
+  }
+  return {rotary(n, x, cache_rows(cos_cache, rows), cache_rows(sin_cache, rows), heads)};
+}
+
+void check_contrib_rotary_embedding(const Node& n) {
+  EMBER_CHECK_NOT_IMPLEMENTED(attr_int(n, "is_packed_batching", 0) == 0,
+                              "attribute is_packed_batching = {} (ragged batches) is not "
+                              "supported",
+                              attr_int(n, "is_packed_batching", 0));
+  EMBER_CHECK(attr_int(n, "rotary_embedding_dim", 0) == 0 || attr_int(n, "num_heads", 0) > 0,
+              "rotary_embedding_dim needs num_heads");
 }
 
 Tensors op_mean_variance_normalization(const Node& n, const Tensors& in, Device) {
@@ -1194,6 +1435,67 @@ Tensors op_dropout(const Node& n, const Tensors& in, Device device) {
   }
   Tensor y = mul(mul(x, keep.to(x.dtype())), Scalar(1.0 / (1.0 - ratio)));
   return {y.to(x.dtype()), keep};
+}
+
+// Note [Random ops in a graph]
+// ONNX's RandomUniform and RandomNormal (of a `shape`), their Like forms (of the input's shape and,
+// by default, dtype) and Bernoulli (1 with the input's probability) draw from the core's
+// generators: without a `seed` from the device's default one, as the core's rand and randn do;
+// with one from a generator seeded with it, so that a seeded node gives the same values at every
+// run. ONNX leaves the stream to the runtime ("may not produce the same values in different
+// implementations, even if a seed is specified"): Ember's values are neither onnxruntime's nor
+// ONNX's reference's, only their distribution, so the node tests of these ops (which compare
+// values) cannot pass and they are not claimed. The draws are in float32 (float64 for a float64
+// output) and cast to the output's dtype. The optimizer neither folds nor merges such a node
+// (OpSchema::draws).
+
+/** The dtype attribute, when given. */
+std::optional<DType> dtype_attr(const Node& n) {
+  const Attribute* a = find_attr(n, "dtype");
+  if (a == nullptr) return std::nullopt;
+  return parse_dtype(std::get<std::string>(*a));
+}
+
+void check_random(const Node& n) {
+  const bool like = n.op != "random_uniform" && n.op != "random_normal";
+  EMBER_CHECK(like || find_attr(n, "shape") != nullptr, "attribute shape (ints) is required");
+  if (const std::optional<DType> dt = dtype_attr(n)) {
+    EMBER_CHECK_TYPE(n.op == "bernoulli" || is_floating(*dt),
+                     "dtype must be a floating type for {}: got {}", n.op, *dt);
+  }
+}
+
+Tensors op_random(const Node& n, const Tensors& in, Device device) {
+  const bool like = !in.empty();
+  const DType dtype =
+      dtype_attr(n).value_or(like && n.op != "bernoulli" ? in[0].dtype() : DType::Float32);
+  const DType out_dtype = n.op == "bernoulli" && !dtype_attr(n) ? in[0].dtype() : dtype;
+  EMBER_CHECK_TYPE(!like || n.op != "bernoulli" || is_floating(in[0].dtype()),
+                   "{} the probabilities must be floating: got {}", label(n), in[0].dtype());
+  Shape sizes;
+  if (like) {
+    sizes = in[0].sizes();
+  } else {
+    for (int64_t d : attr_ints(n, "shape").value_or(std::vector<int64_t>{})) sizes.push_back(d);
+  }
+  const DType draw = out_dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  const TensorOptions opts(draw, device);
+  std::optional<Generator> seeded;
+  if (const Attribute* seed = find_attr(n, "seed")) {
+    seeded.emplace(static_cast<uint64_t>(static_cast<int64_t>(std::get<double>(*seed))));
+  }
+  Generator* gen = seeded ? &*seeded : nullptr;
+  Tensor y;
+  if (n.op == "bernoulli") {
+    y = lt(rand(sizes, opts, gen), in[0].to(draw));
+  } else if (n.op == "random_uniform" || n.op == "random_uniform_like") {
+    const double low = attr_float(n, "low", 0.0), high = attr_float(n, "high", 1.0);
+    y = add(mul(rand(sizes, opts, gen), Scalar(high - low)), Scalar(low));
+  } else {
+    const double mean = attr_float(n, "mean", 0.0), scale = attr_float(n, "scale", 1.0);
+    y = add(mul(randn(sizes, opts, gen), Scalar(scale)), Scalar(mean));
+  }
+  return {y.to(out_dtype)};
 }
 
 Tensors op_flatten(const Node& n, const Tensors& in, Device) {
@@ -2311,21 +2613,6 @@ const Graph& subgraph(const Node& n, std::string_view name) {
   return *std::get<std::shared_ptr<const Graph>>(*a);
 }
 
-/** The outer values the node's subgraphs read, in the order the node's inputs pass them after
- *  its own: each subgraph attribute's, by attribute name, each value once (Note [Subgraphs read
- *  the enclosing graph's values] in graph/graph.cpp). */
-std::vector<std::string> outer_names(const Node& n) {
-  std::vector<std::string> names;
-  for (const auto& [attr, value] : n.attrs) {
-    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
-    if (g == nullptr) continue;
-    for (const std::string& name : (*g)->outer()) {
-      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
-    }
-  }
-  return names;
-}
-
 /** The feeds of `g`'s outer values: the node's inputs from `first` on are `names`, by position
  *  (so a pass that renames a value in the enclosing graph leaves them right). */
 std::map<std::string, Tensor> outer_feeds(const Tensors& in, size_t first,
@@ -2349,7 +2636,7 @@ void check_if(const Node& n) {
                 "and gives {}",
                 branch, n.outputs.size(), g.inputs().size(), g.outputs().size());
   }
-  const size_t outer = outer_names(n).size();
+  const size_t outer = outer_values(n).size();
   EMBER_CHECK(n.inputs.size() == 1 + outer,
               "the node must take cond and the {} outer values its branches read: it takes {} "
               "inputs",
@@ -2359,7 +2646,7 @@ void check_if(const Node& n) {
 Tensors op_if(const Node& n, const Tensors& in, Device device) {
   const bool cond = host_scalar(n, in[0], "cond").to_double() != 0;
   const Graph& branch = subgraph(n, cond ? "then_branch" : "else_branch");
-  return branch.run_ordered(outer_feeds(in, 1, outer_names(n), branch), device);
+  return branch.run_ordered(outer_feeds(in, 1, outer_values(n), branch), device);
 }
 
 void check_loop(const Node& n) {
@@ -2398,7 +2685,7 @@ Tensors op_loop(const Node& n, const Tensors& in, Device device) {
   bool go = host_scalar(n, cond, "cond").to_double() != 0;
   std::vector<Tensor> values(in.begin() + 2, in.begin() + 2 + static_cast<int64_t>(carried));
   std::vector<std::vector<Tensor>> scanned(scans);
-  std::map<std::string, Tensor> feeds = outer_feeds(in, 2 + carried, outer_names(n), body);
+  std::map<std::string, Tensor> feeds = outer_feeds(in, 2 + carried, outer_values(n), body);
   for (int64_t i = 0; i < trip && go; ++i) {
     feeds[body.inputs()[0].name] = full({}, Scalar(i), TensorOptions(DType::Int64, device));
     feeds[body.inputs()[1].name] = cond;
@@ -2574,8 +2861,7 @@ const std::vector<OpSchema>& schemas() {
          4,
          4,
          {{"epsilon", K::Float}},
-         op_skip_simplified_layer_normalization,
-         check_skip_simplified_layer_normalization},
+         op_skip_simplified_layer_normalization},
         {"qkv_attention",
          2,
          7,
@@ -2616,6 +2902,23 @@ const std::vector<OpSchema>& schemas() {
           {"strides", K::Ints}},
          op_conv_activation,
          check_conv_activation},
+        {"rotary_embedding",
+         3,
+         4,
+         1,
+         {{"interleaved", K::Int}, {"num_heads", K::Int}, {"rotary_embedding_dim", K::Int}},
+         op_rotary_embedding},
+        {"contrib_rotary_embedding",
+         4,
+         4,
+         1,
+         {{"interleaved", K::Int},
+          {"is_packed_batching", K::Int},
+          {"num_heads", K::Int},
+          {"rotary_embedding_dim", K::Int},
+          {"scale", K::Float}},
+         op_contrib_rotary_embedding,
+         check_contrib_rotary_embedding},
         {"fast_gelu", 1, 2, 1, {}, op_fast_gelu},
         {"bias_gelu", 2, 2, 1, {}, op_bias_gelu},
         {"quick_gelu", 1, 1, 1, {{"alpha", K::Float}}, op_quick_gelu},
@@ -2629,8 +2932,7 @@ const std::vector<OpSchema>& schemas() {
           {"transB", K::Int},
           {"transBatchA", K::Int},
           {"transBatchB", K::Int}},
-         op_fused_matmul,
-         check_fused_matmul},
+         op_fused_matmul},
         {"shrink", 1, 1, 1, {{"bias", K::Float}, {"lambd", K::Float}}, op_shrink},
         {"space_to_depth",
          1,
@@ -2640,7 +2942,62 @@ const std::vector<OpSchema>& schemas() {
          op_space_to_depth},
         {"swish", 1, 1, 1, {{"alpha", K::Float}}, op_swish},
         {"div", 2, 2, 1, {}, op_div},
-        {"dropout", 1, 3, 2, {{"ratio", K::Float}, {"seed", K::Int}}, op_dropout, check_dropout},
+        {"dropout",
+         1,
+         3,
+         2,
+         {{"ratio", K::Float}, {"seed", K::Int}},
+         op_dropout,
+         check_dropout,
+         /*draws=*/true},
+        {"random_uniform",
+         0,
+         0,
+         1,
+         {{"dtype", K::String},
+          {"high", K::Float},
+          {"low", K::Float},
+          {"seed", K::Float},
+          {"shape", K::Ints}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_normal",
+         0,
+         0,
+         1,
+         {{"dtype", K::String},
+          {"mean", K::Float},
+          {"scale", K::Float},
+          {"seed", K::Float},
+          {"shape", K::Ints}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_uniform_like",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"high", K::Float}, {"low", K::Float}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"random_normal_like",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"mean", K::Float}, {"scale", K::Float}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
+        {"bernoulli",
+         1,
+         1,
+         1,
+         {{"dtype", K::String}, {"seed", K::Float}},
+         op_random,
+         check_random,
+         /*draws=*/true},
         {"einsum", 1, -1, 1, {{"equation", K::String}}, op_einsum},
         {"elu", 1, 1, 1, {{"alpha", K::Float}}, op_elu},
         {"equal", 2, 2, 1, {}, binary<eq2>},

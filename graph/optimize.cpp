@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <functional>
+#include <map>
+
 #include "graph/passes/rewrite.h"
 
 namespace ember::graph {
@@ -74,6 +78,115 @@ std::vector<std::string_view> passes_of(OptLevel level) {
   return names;
 }
 
+namespace {
+
+// Note [Optimizing subgraphs]
+// An If's branches and a Loop's body are graphs of their own, and run far more often than the
+// node holding them (a body once per iteration): each is taken apart and optimized by the same
+// passes, after the enclosing graph's (whose folding may have made more of its values constant),
+// and then put back into the node. Three rules keep that sound:
+//  - A subgraph's inputs (a Loop's iteration number, cond and loop-carried values) are inputs:
+//    nothing that depends on them is folded, and neither is anything read from the enclosing
+//    graph that is not a constant there.
+//  - An outer value that is a constant of the enclosing graph (an initializer no feed can
+//    override, or a value folded there) becomes the subgraph's own initializer, sharing its
+//    storage: so a body's weights fold and fuse as the main graph's do (MatMul+Add into
+//    fused_linear with the weight transposed once, not per iteration), and are copied to a device
+//    once (Note [Initializers on the device] in graph/graph.cpp).
+//  - The node passes its subgraphs' outer values after its own inputs, in the order
+//    outer_values() gives, paired with the subgraph's names by position: after the subgraphs
+//    change, the outer values they still read are listed again and each is passed the tensor it
+//    was passed before (the enclosing graph's name for it may differ from the subgraph's).
+// Then the enclosing graph's basic passes run once more, since weights now inside subgraphs may
+// be read by nothing else, and a node whose inputs all became constants (an If whose branches read
+// only constants, with a constant cond) folds. Subgraphs inside subgraphs are optimized the same
+// way, from the outside in.
+void rewrite_subgraphs(detail::Rewrite& r, const std::function<void(detail::Rewrite&)>& passes) {
+  for (Node& n : r.nodes) {
+    if (n.op.empty()) continue;
+    const bool holds_graph = std::any_of(n.attrs.begin(), n.attrs.end(), [](const auto& a) {
+      return std::holds_alternative<std::shared_ptr<const Graph>>(a.second);
+    });
+    if (!holds_graph) continue;
+    const std::vector<std::string> before = outer_values(n);
+    EMBER_ASSERT(n.inputs.size() >= before.size());
+    const size_t own = n.inputs.size() - before.size();
+    std::map<std::string, std::string> passed;  // a subgraph's outer name -> the value passed
+    for (size_t k = 0; k < before.size(); ++k) passed[before[k]] = n.inputs[own + k];
+    for (auto& [attr, value] : n.attrs) {
+      auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
+      if (g == nullptr) continue;
+      detail::Rewrite sub(**g);
+      std::vector<std::string> still_outer;
+      for (const std::string& name : sub.outer) {
+        const std::string& from = passed.at(name);
+        if (const Tensor* t = from.empty() ? nullptr : r.constant(from)) {
+          sub.initializers[name] = *t;
+        } else {
+          still_outer.push_back(name);
+        }
+      }
+      sub.outer = std::move(still_outer);
+      passes(sub);
+      std::erase_if(sub.outer, [&](const std::string& name) { return sub.uses(name) == 0; });
+      value = std::make_shared<const Graph>(sub.to_graph());
+    }
+    n.inputs.resize(own);
+    for (const std::string& name : outer_values(n)) n.inputs.push_back(passed.at(name));
+  }
+}
+
+/** The passes of `level` but `disabled` on `r` and, after them, on its subgraphs (Note [Optimizing subgraphs]);
+ *  each pass's changes counted into `report`. */
+void optimize_rewrite(detail::Rewrite& r, OptLevel level, OptimizeReport& report,
+                      const std::vector<std::string>& disabled) {
+  const auto enabled = [&](const Pass& p) {
+    return std::find(disabled.begin(), disabled.end(), p.name) == disabled.end();
+  };
+  auto run = [&](const Pass& p) {
+    const int64_t changes = p.fn(r);
+    auto it = std::find_if(report.passes.begin(), report.passes.end(),
+                           [&](const PassCount& c) { return c.pass == p.name; });
+    if (it == report.passes.end()) {
+      report.passes.push_back({std::string(p.name), changes});
+    } else {
+      it->changes += changes;
+    }
+    return changes;
+  };
+  // Basic passes to a fixed point (bounded: each round removes a node or stops), then each
+  // fusion once, then the basic passes again for what the fusions left.
+  auto basic_rounds = [&] {
+    for (int round = 0; round < 8; ++round) {
+      int64_t changed = 0;
+      for (const Pass& p : all_passes()) {
+        if (p.level == OptLevel::Basic && enabled(p)) changed += run(p);
+      }
+      if (changed == 0) break;
+    }
+  };
+  basic_rounds();
+  for (const Pass& p : all_passes()) {
+    if (p.level != OptLevel::Basic && p.level <= level && enabled(p)) run(p);
+  }
+  basic_rounds();
+  bool any = false;
+  rewrite_subgraphs(r, [&](detail::Rewrite& sub) {
+    any = true;
+    optimize_rewrite(sub, level, report, disabled);
+  });
+  if (any) basic_rounds();
+}
+
+/** Pass `p` on `r` and on its subgraphs; returns its changes in all of them. */
+int64_t run_pass_everywhere(detail::Rewrite& r, const Pass& p) {
+  int64_t n = p.fn(r);
+  rewrite_subgraphs(r, [&](detail::Rewrite& sub) { n += run_pass_everywhere(sub, p); });
+  return n;
+}
+
+}  // namespace
+
 Graph optimize(const Graph& g, OptLevel level, OptimizeReport* report,
                const std::vector<std::string>& disabled) {
   for (const std::string& name : disabled) {
@@ -83,41 +196,10 @@ Graph optimize(const Graph& g, OptLevel level, OptimizeReport* report,
                   fmt::join(names, ", "));
     }
   }
-  const auto enabled = [&](const Pass& p) {
-    return std::find(disabled.begin(), disabled.end(), p.name) == disabled.end();
-  };
   detail::Rewrite r(g);
   OptimizeReport local;
   local.nodes_before = g.nodes().size();
-  auto run = [&](const Pass& p) {
-    const int64_t changes = p.fn(r);
-    auto it = std::find_if(local.passes.begin(), local.passes.end(),
-                           [&](const PassCount& c) { return c.pass == p.name; });
-    if (it == local.passes.end()) {
-      local.passes.push_back({std::string(p.name), changes});
-    } else {
-      it->changes += changes;
-    }
-    return changes;
-  };
-  if (level != OptLevel::None) {
-    // Basic passes to a fixed point (bounded: each round removes a node or stops), then each
-    // fusion once, then the basic passes again for what the fusions left.
-    auto basic_rounds = [&] {
-      for (int round = 0; round < 8; ++round) {
-        int64_t changed = 0;
-        for (const Pass& p : all_passes()) {
-          if (p.level == OptLevel::Basic && enabled(p)) changed += run(p);
-        }
-        if (changed == 0) break;
-      }
-    };
-    basic_rounds();
-    for (const Pass& p : all_passes()) {
-      if (p.level != OptLevel::Basic && p.level <= level && enabled(p)) run(p);
-    }
-    basic_rounds();
-  }
+  if (level != OptLevel::None) optimize_rewrite(r, level, local, disabled);
   Graph out = r.to_graph();
   local.nodes_after = out.nodes().size();
   if (report != nullptr) *report = std::move(local);
@@ -132,7 +214,7 @@ Graph run_pass(const Graph& g, std::string_view pass, int64_t* changes) {
                 fmt::join(names, ", "));
   }
   detail::Rewrite r(g);
-  const int64_t n = p->fn(r);
+  const int64_t n = run_pass_everywhere(r, *p);
   if (changes != nullptr) *changes = n;
   return r.to_graph();
 }

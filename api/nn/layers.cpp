@@ -41,6 +41,60 @@ void check_positive(const char* module, const char* what, int64_t v) {
   EMBER_CHECK(v > 0, "[nn.{}] {} must be positive: got {}", module, what, v);
 }
 
+// Note [Lazy layers]
+// PyTorch's LazyLinear and LazyConv1d/2d/3d. A layer made with kLazy is first made as usual with
+// a stand-in input size (the groups), then has its input size set to 0, its weight replaced by
+// an empty placeholder of the same rank (size 0 in dim 1), its bias zeroed, and its type named
+// "Lazy<Name>". Its first forward (or initialize_parameters) reads the input size from that input
+// (a Linear's last dim, a convolution's channel dim), sizes the weight in place (set_data: the
+// parameter stays the same tensor, so handles to it keep it, as PyTorch's UninitializedParameter
+// becomes a Parameter in place), initialises weight and bias as reset_parameters does and renames
+// the type "<Name>", as PyTorch's lazy module becomes its cls_to_become (the Python Lazy* classes
+// also become the bound class then: ember/nn/_lazy.py). A weight that already has its size (a
+// state restored into a copied or unpickled lazy layer) is kept, its size read from it.
+
+/** Makes a layer just made with a stand-in input size lazy (Note [Lazy layers]). */
+void make_lazy_layer(Module& layer, int64_t& in, Tensor& weight, Tensor& bias) {
+  autograd::NoGradGuard no_grad;
+  in = 0;
+  Shape placeholder = weight.sizes();
+  placeholder[1] = 0;
+  weight.set_data(empty(placeholder, TensorOptions(weight.dtype(), weight.device())));
+  if (bias.defined()) bias.zero_();
+  layer.set_type_name("Lazy" + layer.type_name());
+}
+
+/** Gives a lazy layer its input size `in`, read from dim `dim` of `x` (counted from the end), or
+ *  from a weight restored with its size, which is then kept; a weight sized here is initialised
+ *  by `reset` (Note [Lazy layers]). `name` is the layer's type once it has its size. */
+template <class Reset>
+void size_lazy_layer(Module& layer, int64_t& in, Tensor& weight, const Tensor& x, int64_t dim,
+                     int64_t groups, const char* name, Reset&& reset) {
+  if (weight.size(1) > 0) {
+    in = weight.size(1) * groups;
+  } else {
+    EMBER_CHECK(x.dim() >= dim,
+                "[nn.{}] cannot read the input size from an input of shape {}: it needs at least "
+                "{} dims",
+                layer.type_name(), shape_str(x.sizes()), dim);
+    const int64_t size = x.size(x.dim() - dim);
+    EMBER_CHECK(size > 0 && size % groups == 0,
+                "[nn.{}] the input size read from the input must be positive and divisible by "
+                "groups={}: got {} (input shape {})",
+                layer.type_name(), groups, size, shape_str(x.sizes()));
+    {
+      autograd::NoGradGuard no_grad;
+      Shape sized = weight.sizes();
+      sized[1] = size / groups;
+      weight.set_data(empty(sized, TensorOptions(weight.dtype(), weight.device())));
+    }
+    in = size;
+    reset();
+  }
+  bump_structure_version();
+  layer.set_type_name(name);
+}
+
 // Note [Default initialisation of linear and convolution layers]
 // PyTorch initialises the weight with kaiming_uniform_(a = sqrt(5)), which works out to
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias with the same bound. fan_in is computed
@@ -76,11 +130,21 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
   reset_parameters();
 }
 
+Linear::Linear(LazyInput, int64_t out, bool with_bias) : Linear(1, out, with_bias) {
+  make_lazy_layer(*this, in_features, weight, bias);
+}
+
 void Linear::reset_parameters() {
   reset_weight_and_bias(weight, bias);
 }
 
+void Linear::initialize_parameters(const Tensor& x) {
+  if (in_features != 0) return;
+  size_lazy_layer(*this, in_features, weight, x, 1, 1, "Linear", [this] { reset_parameters(); });
+}
+
 Tensor Linear::forward(const Tensor& x) {
+  if (in_features == 0) initialize_parameters(x);
   if (fused_activation_ == Activation::None) return linear(x, weight, bias);
   return fused_linear(x, weight, bias, fused_activation_);
 }
@@ -241,11 +305,22 @@ Conv2d::Conv2d(int64_t in, int64_t out, Pair k, Conv2dOptions o)
   reset_parameters();
 }
 
+Conv2d::Conv2d(LazyInput, int64_t out, Pair k, Conv2dOptions o) : Conv2d(o.groups, out, k, o) {
+  make_lazy_layer(*this, in_channels, weight, bias);
+}
+
 void Conv2d::reset_parameters() {
   reset_weight_and_bias(weight, bias);
 }
 
+void Conv2d::initialize_parameters(const Tensor& x) {
+  if (in_channels != 0) return;
+  size_lazy_layer(*this, in_channels, weight, x, 3, options.groups, "Conv2d",
+                  [this] { reset_parameters(); });
+}
+
 Tensor Conv2d::forward(const Tensor& x) {
+  if (in_channels == 0) initialize_parameters(x);
   const Conv2dOptions& o = options;
   const ConvInput in = conv_input(x, geometry(kernel_size, o), "Conv2d");
   const auto op = fused_relu_ ? conv2d_relu
@@ -282,11 +357,22 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o)
   reset_parameters();
 }
 
+Conv1d::Conv1d(LazyInput, int64_t out, int64_t k, Conv1dOptions o) : Conv1d(o.groups, out, k, o) {
+  make_lazy_layer(*this, in_channels, weight, bias);
+}
+
 void Conv1d::reset_parameters() {
   reset_weight_and_bias(weight, bias);
 }
 
+void Conv1d::initialize_parameters(const Tensor& x) {
+  if (in_channels != 0) return;
+  size_lazy_layer(*this, in_channels, weight, x, 2, options.groups, "Conv1d",
+                  [this] { reset_parameters(); });
+}
+
 Tensor Conv1d::forward(const Tensor& x) {
+  if (in_channels == 0) initialize_parameters(x);
   const Conv1dOptions& o = options;
   const ConvInput in = conv_input(x, geometry1d(kernel_size, o), "Conv1d");
   return conv1d(in.x, weight, bias, o.stride, in.padding[0], o.dilation, o.groups);
@@ -319,11 +405,22 @@ Conv3d::Conv3d(int64_t in, int64_t out, Triple k, Conv3dOptions o)
   reset_parameters();
 }
 
+Conv3d::Conv3d(LazyInput, int64_t out, Triple k, Conv3dOptions o) : Conv3d(o.groups, out, k, o) {
+  make_lazy_layer(*this, in_channels, weight, bias);
+}
+
 void Conv3d::reset_parameters() {
   reset_weight_and_bias(weight, bias);
 }
 
+void Conv3d::initialize_parameters(const Tensor& x) {
+  if (in_channels != 0) return;
+  size_lazy_layer(*this, in_channels, weight, x, 4, options.groups, "Conv3d",
+                  [this] { reset_parameters(); });
+}
+
 Tensor Conv3d::forward(const Tensor& x) {
+  if (in_channels == 0) initialize_parameters(x);
   const Conv3dOptions& o = options;
   const ConvInput in = conv_input(x, geometry3d(kernel_size, o), "Conv3d");
   return conv3d(in.x, weight, bias, {o.stride.d, o.stride.h, o.stride.w}, in.padding,
@@ -789,28 +886,67 @@ std::string AvgPool2d::extra_repr() const {
                      pair_str(options.stride.value_or(kernel_size)), pair_str(options.padding));
 }
 
-AdaptiveAvgPool2d::AdaptiveAvgPool2d(Pair size) : Module("AdaptiveAvgPool2d"), output_size(size) {}
+template <size_t N>
+AdaptiveSize<N>::AdaptiveSize(std::initializer_list<std::optional<int64_t>> v) {
+  EMBER_CHECK(v.size() == N, "[nn] an adaptive pooling's output_size needs {} entries: got {}", N,
+              v.size());
+  std::copy(v.begin(), v.end(), dims.begin());
+}
+
+template <size_t N>
+std::vector<int64_t> AdaptiveSize<N>::resolve(const Tensor& x, const char* layer) const {
+  const bool keeps = std::any_of(dims.begin(), dims.end(), [](auto d) { return !d; });
+  EMBER_CHECK(!keeps || x.dim() >= static_cast<int64_t>(N),
+              "[nn.{}] output_size {} keeps input sizes, but the input of shape {} has fewer "
+              "than {} dims",
+              layer, str(), shape_str(x.sizes()), N);
+  std::vector<int64_t> out(N);
+  for (size_t i = 0; i < N; ++i) {
+    out[i] = dims[i] ? *dims[i] : x.size(x.dim() - static_cast<int64_t>(N - i));
+  }
+  return out;
+}
+
+template <size_t N>
+std::string AdaptiveSize<N>::str() const {
+  auto entry = [](const std::optional<int64_t>& d) {
+    return d ? std::to_string(*d) : std::string("None");
+  };
+  if (dims[0] && std::all_of(dims.begin(), dims.end(), [&](auto d) { return d == dims[0]; })) {
+    return entry(dims[0]);
+  }
+  std::string s = "(";
+  for (size_t i = 0; i < N; ++i) s += (i ? ", " : "") + entry(dims[i]);
+  return s + ")";
+}
+
+template struct AdaptiveSize<2>;
+template struct AdaptiveSize<3>;
+
+AdaptiveAvgPool2d::AdaptiveAvgPool2d(AdaptiveSize<2> size)
+    : Module("AdaptiveAvgPool2d"), output_size(size) {}
 
 Tensor AdaptiveAvgPool2d::forward(const Tensor& x) {
-  return adaptive_avg_pool2d(x, {output_size.h, output_size.w});
+  return adaptive_avg_pool2d(x, output_size.resolve(x, "AdaptiveAvgPool2d"));
 }
 
 std::string AdaptiveAvgPool2d::extra_repr() const {
-  return "output_size=" + pair_str(output_size);
+  return "output_size=" + output_size.str();
 }
 
-AdaptiveMaxPool2d::AdaptiveMaxPool2d(Pair size) : Module("AdaptiveMaxPool2d"), output_size(size) {}
+AdaptiveMaxPool2d::AdaptiveMaxPool2d(AdaptiveSize<2> size)
+    : Module("AdaptiveMaxPool2d"), output_size(size) {}
 
 Tensor AdaptiveMaxPool2d::forward(const Tensor& x) {
-  return adaptive_max_pool2d(x, {output_size.h, output_size.w});
+  return adaptive_max_pool2d(x, output_size.resolve(x, "AdaptiveMaxPool2d"));
 }
 
 std::tuple<Tensor, Tensor> AdaptiveMaxPool2d::forward_with_indices(const Tensor& x) {
-  return adaptive_max_pool2d_with_indices(x, {output_size.h, output_size.w});
+  return adaptive_max_pool2d_with_indices(x, output_size.resolve(x, "AdaptiveMaxPool2d"));
 }
 
 std::string AdaptiveMaxPool2d::extra_repr() const {
-  return "output_size=" + pair_str(output_size);
+  return "output_size=" + output_size.str();
 }
 
 MaxPool3d::MaxPool3d(Triple k, Pool3dOptions o) : Module("MaxPool3d"), kernel_size(k), options(o) {}
@@ -852,30 +988,30 @@ std::string AvgPool3d::extra_repr() const {
                      triple_str(options.stride.value_or(kernel_size)), triple_str(options.padding));
 }
 
-AdaptiveAvgPool3d::AdaptiveAvgPool3d(Triple size)
+AdaptiveAvgPool3d::AdaptiveAvgPool3d(AdaptiveSize<3> size)
     : Module("AdaptiveAvgPool3d"), output_size(size) {}
 
 Tensor AdaptiveAvgPool3d::forward(const Tensor& x) {
-  return adaptive_avg_pool3d(x, {output_size.d, output_size.h, output_size.w});
+  return adaptive_avg_pool3d(x, output_size.resolve(x, "AdaptiveAvgPool3d"));
 }
 
 std::string AdaptiveAvgPool3d::extra_repr() const {
-  return "output_size=" + triple_str(output_size);
+  return "output_size=" + output_size.str();
 }
 
-AdaptiveMaxPool3d::AdaptiveMaxPool3d(Triple size)
+AdaptiveMaxPool3d::AdaptiveMaxPool3d(AdaptiveSize<3> size)
     : Module("AdaptiveMaxPool3d"), output_size(size) {}
 
 Tensor AdaptiveMaxPool3d::forward(const Tensor& x) {
-  return adaptive_max_pool3d(x, {output_size.d, output_size.h, output_size.w});
+  return adaptive_max_pool3d(x, output_size.resolve(x, "AdaptiveMaxPool3d"));
 }
 
 std::tuple<Tensor, Tensor> AdaptiveMaxPool3d::forward_with_indices(const Tensor& x) {
-  return adaptive_max_pool3d_with_indices(x, {output_size.d, output_size.h, output_size.w});
+  return adaptive_max_pool3d_with_indices(x, output_size.resolve(x, "AdaptiveMaxPool3d"));
 }
 
 std::string AdaptiveMaxPool3d::extra_repr() const {
-  return "output_size=" + triple_str(output_size);
+  return "output_size=" + output_size.str();
 }
 
 MaxPool1d::MaxPool1d(int64_t k, Pool1dOptions o)

@@ -494,18 +494,31 @@ std::vector<ForwardPreHook> Module::forward_pre_hooks() const {
 }
 
 std::string Module::repr() const {
-  std::string out = type_name_ + "(" + extra_repr();
-  if (children_.empty()) return out + ")";
-  out += "\n";
+  // As PyTorch's Module.__repr__: a one-line extra_repr of a module without submodules follows
+  // the name; otherwise each line of extra_repr and each submodule (its own lines indented) is a
+  // line of its own, indented by two spaces.
+  std::vector<std::string> lines;
+  const std::string extra = extra_repr();
+  for (size_t start = 0; !extra.empty() && start <= extra.size();) {
+    const size_t end = std::min(extra.find('\n', start), extra.size());
+    lines.push_back(extra.substr(start, end - start));
+    start = end + 1;
+  }
+  const size_t extra_lines = lines.size();
   for (const auto& [name, child] : children_) {
-    std::string sub = child->repr();
-    // Indent the child's continuation lines by two spaces.
     std::string indented;
-    for (char c : sub) {
+    for (char c : child->repr()) {
       indented += c;
       if (c == '\n') indented += "  ";
     }
-    out += "  (" + name + "): " + indented + "\n";
+    lines.push_back("(" + name + "): " + indented);
+  }
+  std::string out = type_name_ + "(";
+  if (extra_lines == 1 && lines.size() == 1) {
+    out += lines[0];
+  } else if (!lines.empty()) {
+    out += "\n";
+    for (const std::string& line : lines) out += "  " + line + "\n";
   }
   return out + ")";
 }

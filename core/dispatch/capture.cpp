@@ -1,6 +1,7 @@
 // Capture: recording the kernel calls of one thread (core/dispatch/capture.h).
 #include "core/dispatch/capture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -19,6 +20,20 @@ namespace ember::capture {
 // Intermediate when a kernel writes it first, a Constant when host code fills it first); one made
 // before is an input or external (a weight), read in place by a replay.
 
+// Note [Composite ops in a capture]
+// Some core ops have no kernel of their own and run as other ops: the Elman RNN's layer is a
+// matmul and an activation per step, scatter_reduce's prod a sort and a scan, rand a fill on the
+// host where the device has no random kernel. A capture records those kernel calls, which is all
+// a replay needs; but a consumer that knows the op as a whole (the ONNX exporter, which writes an
+// Elman layer as one RNN node) needs its identity and attributes, which the calls have lost. So
+// such an op marks its calls as a Region (capture::Composite, around its body): the op's name,
+// its tensors in and out as operands, its attributes, and the steps it spans. Regions nest (a
+// region inside a region records its parent); one left by an exception stays incomplete. A
+// replay ignores them. What the op's body does that a capture cannot stand for (a host read, a
+// random draw, a copy between devices) is recorded as usual, as a guard or a refusal, with the
+// innermost region open then: a consumer that writes the region whole knows the op itself needs
+// none of it (the steps it replaces are what read or drew), and a replay is refused as before.
+
 std::atomic<int> detail::g_active{0};
 
 struct CaptureScope::State {
@@ -26,6 +41,7 @@ struct CaptureScope::State {
   std::unordered_map<const StorageImpl*, int32_t> slot_of;
   uint64_t marker = 0;  // storages with a larger id were made during the capture
   bool device_set = false;
+  std::vector<int32_t> open;  // the regions open, innermost last
 };
 
 namespace {
@@ -118,7 +134,57 @@ bool capturing() {
 }
 
 void refuse(std::string_view why) {
-  if (t_state != nullptr && t_state->rec.refused.empty()) t_state->rec.refused = why;
+  CaptureScope::State* st = t_state;
+  if (st == nullptr) return;
+  if (st->rec.refused.empty()) st->rec.refused = why;
+  const int32_t region = st->open.empty() ? -1 : st->open.back();
+  if (st->rec.refusals.empty() || st->rec.refusals.back().region != region) {
+    st->rec.refusals.push_back({std::string(why), region});
+  }
+}
+
+Composite::Composite(std::string_view op, std::initializer_list<const Tensor*> inputs,
+                     std::vector<int64_t> ints, std::vector<double> floats) {
+  CaptureScope::State* st = t_state;
+  if (st == nullptr) return;
+  Suppress quiet;  // reading the operands is no host access
+  const size_t at = st->rec.steps.size();
+  Region r;
+  r.op = std::string(op);
+  for (const Tensor* t : inputs) {
+    r.inputs.push_back(t == nullptr ? Operand() : operand(*st, *t, false, at));
+  }
+  r.ints = std::move(ints);
+  r.floats = std::move(floats);
+  r.begin = r.end = at;
+  r.parent = st->open.empty() ? -1 : st->open.back();
+  index_ = static_cast<int32_t>(st->rec.regions.size());
+  st->rec.regions.push_back(std::move(r));
+  st->open.push_back(index_);
+  state_ = st;
+}
+
+void Composite::finish(std::initializer_list<const Tensor*> outputs) {
+  auto* st = static_cast<CaptureScope::State*>(state_);
+  if (st == nullptr || st != t_state || index_ < 0) return;
+  Suppress quiet;
+  Region& r = st->rec.regions[static_cast<size_t>(index_)];
+  const size_t at = st->rec.steps.size();
+  r.outputs.clear();
+  for (const Tensor* t : outputs) {
+    r.outputs.push_back(t == nullptr ? Operand() : operand(*st, *t, false, at));
+  }
+  r.end = at;
+  r.complete = true;
+}
+
+Composite::~Composite() {
+  auto* st = static_cast<CaptureScope::State*>(state_);
+  if (st == nullptr || st != t_state || index_ < 0) return;
+  Region& r = st->rec.regions[static_cast<size_t>(index_)];
+  if (!r.complete) r.end = st->rec.steps.size();
+  auto it = std::find(st->open.begin(), st->open.end(), index_);
+  if (it != st->open.end()) st->open.erase(it);
 }
 
 Suppress::Suppress() : saved_(t_state) {
@@ -182,6 +248,7 @@ void detail::on_host_access(const Tensor& t) {
   Guard g;
   g.after = after;
   g.value = operand(*st, t, false, after == 0 ? 0 : after - 1);
+  g.region = st->open.empty() ? -1 : st->open.back();
   const Tensor dense = t.contiguous();
   g.bytes.resize(dense.nbytes());
   if (!g.bytes.empty()) std::memcpy(g.bytes.data(), dense.impl()->data(), g.bytes.size());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <span>
 #include <string>
@@ -56,6 +57,31 @@ struct Step {
   std::vector<double> floats;
 };
 
+/** A composite op's kernel calls: a core op with no kernel of its own, run as other ops (the
+ *  Elman RNN's layer, scatter_reduce's prod), whose identity and attributes a consumer that knows
+ *  the op as a whole can use instead of its steps (Note [Composite ops in a capture]). */
+struct Region {
+  /** The op's name ("rnn_layer"). */
+  std::string op;
+  /** Its tensors as it was called, and those it returned (an undefined one: slot -1). */
+  std::vector<Operand> inputs, outputs;
+  /** Its attributes. */
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  /** Its kernel calls: steps [begin, end). */
+  size_t begin = 0, end = 0;
+  /** The region it lies in, or -1. */
+  int32_t parent = -1;
+  /** Whether it returned (one left by an exception has no outputs). */
+  bool complete = false;
+};
+
+/** Why a capture cannot stand for its function, and the innermost region then open (-1: none). */
+struct Refusal {
+  std::string why;
+  int32_t region = -1;
+};
+
 /** A value host code read during the capture: a replay must see the same bytes there, after the
  *  same number of steps, or the function might have gone another way (Note [Host reads in a
  *  capture]). */
@@ -66,6 +92,8 @@ struct Guard {
   Operand value;
   /** Its bytes then, row-major. */
   std::vector<uint8_t> bytes;
+  /** The innermost region open at the read, or -1. */
+  int32_t region = -1;
 };
 
 /** What a capture saw. */
@@ -75,8 +103,12 @@ struct Recording {
   std::vector<Guard> guards;
   /** The device every step ran on. */
   Device device = Device::cpu();
-  /** Why the calls cannot stand for the function (empty: they can). */
+  /** Why the calls cannot stand for the function (empty: they can): the first refusal's. */
   std::string refused;
+  /** Every refusal, at most one in a row for one region. */
+  std::vector<Refusal> refusals;
+  /** The composite ops called, in the order they were called (a region before those inside it). */
+  std::vector<Region> regions;
 };
 
 /** Records, while alive, every kernel call this thread makes; `inputs` are the function's
@@ -107,6 +139,26 @@ EMBER_API bool capturing();
 /** Marks the capture on this thread, if any, as unable to stand for its function, saying why
  *  ("[compile] random numbers were drawn ..."). */
 EMBER_API void refuse(std::string_view why);
+
+/** Marks, while alive, the kernel calls this thread makes as those of one composite op (Note
+ *  [Composite ops in a capture]); records nothing when the thread does not capture. */
+class EMBER_API Composite {
+ public:
+  /** Opens the region of op `op` called on `inputs` (null or undefined: omitted) with its
+   *  attributes. */
+  Composite(std::string_view op, std::initializer_list<const Tensor*> inputs,
+            std::vector<int64_t> ints = {}, std::vector<double> floats = {});
+  /** Closes the region: the op returned `outputs`. */
+  void finish(std::initializer_list<const Tensor*> outputs);
+  /** Closes the region; without finish() it stays incomplete (the op threw). */
+  ~Composite();
+  Composite(const Composite&) = delete;
+  Composite& operator=(const Composite&) = delete;
+
+ private:
+  void* state_ = nullptr;
+  int32_t index_ = -1;
+};
 
 /** Stops recording on this thread while alive (work the core does for itself: a snapshot). */
 class EMBER_API Suppress {

@@ -227,6 +227,9 @@ DefaultGenerators& default_generators() {
   return *g;
 }
 
+Tensor philox_draw(const char* op, IntList sizes, TensorOptions opts, Generator* gen, int64_t kind,
+                   double p, double scale);
+
 // Note [Random numbers on every device]
 // rand, randn and dropout masks are Philox4x32-10 (plugin_sdk_random.hpp): element i of a draw
 // is word i % 4 (float64: a pair of words) of the block at counter offset + i / 4 under the
@@ -240,6 +243,17 @@ DefaultGenerators& default_generators() {
 // GPU does not move the CPU's stream, and manual_seed seeds them all, as PyTorch's does.
 Tensor philox_tensor(const char* op, IntList sizes, TensorOptions opts, Generator* gen,
                      int64_t kind, double p, double scale) {
+  // A draw whole, named `op` (rand, randn, dropout's mask) with floats {p, scale}, whether a
+  // kernel or the host makes it (a capture's consumer writes it as a random op of its own: Note
+  // [Composite ops in a capture]).
+  capture::Composite region(op, {}, {}, {p, scale});
+  Tensor out = philox_draw(op, sizes, opts, gen, kind, p, scale);
+  region.finish({&out});
+  return out;
+}
+
+Tensor philox_draw(const char* op, IntList sizes, TensorOptions opts, Generator* gen, int64_t kind,
+                   double p, double scale) {
   Generator& g = gen ? *gen : default_generator(opts.device);
   const int64_t n = shape_numel(sizes, op);
   const bool f64 = opts.dtype == DType::Float64;

@@ -207,7 +207,36 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
       });
 }
 
+namespace {
+
+// Note [0-d tensors in scatter and gather]
+// PyTorch counts a 0-d tensor as 1-d of one element in scatter and gather (ATen's
+// ensure_nonempty_dim): zeros(5).scatter_(0, tensor(3), value=1) writes one value, and
+// arange(5).gather(0, tensor(3)) reads one. When every tensor involved is 0-d or 1-d and one is
+// 0-d, the op runs on their 1-d views and its result takes the shape it has in PyTorch (the
+// input's for scatter, the index's for gather); other dim mismatches stay errors.
+
+/** Whether the tensors are all 0-d or 1-d with at least one 0-d. */
+bool mixes_0d_and_1d(std::initializer_list<const Tensor*> ts) {
+  bool zero = false;
+  for (const Tensor* t : ts) {
+    if (!t->defined() || t->dim() > 1) return false;
+    zero = zero || t->dim() == 0;
+  }
+  return zero;
+}
+
+/** A 0-d tensor as 1-d of one element; others as they are. */
+Tensor nonempty_dims(const Tensor& t) {
+  return t.dim() == 0 ? t.reshape({1}) : t;
+}
+
+}  // namespace
+
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (mixes_0d_and_1d({&x, &index})) {  // Note [0-d tensors in scatter and gather]
+    return gather(nonempty_dims(x), dim, nonempty_dims(index)).reshape(index.sizes());
+  }
   return differentiable(
       "GatherBackward", "gather", {&x}, [&] { return gather_forward(x, dim, index); },
       [&] {
@@ -222,6 +251,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 // Note: with repeated indices scatter keeps one of the written values, so its gradient for
 // src is only meaningful for distinct indices (as in PyTorch).
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (mixes_0d_and_1d({&x, &index, &src})) {  // Note [0-d tensors in scatter and gather]
+    return scatter(nonempty_dims(x), dim, nonempty_dims(index), nonempty_dims(src))
+        .reshape(x.sizes());
+  }
   return differentiable(
       "ScatterBackward", "scatter", {&x, &src},
       [&] { return scatter_impl(core_op(ops::scatter), "scatter", x, dim, index, src); },
@@ -238,6 +271,10 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (mixes_0d_and_1d({&x, &index, &src})) {  // Note [0-d tensors in scatter and gather]
+    return scatter_add(nonempty_dims(x), dim, nonempty_dims(index), nonempty_dims(src))
+        .reshape(x.sizes());
+  }
   return differentiable(
       "ScatterAddBackward", "scatter_add", {&x, &src},
       [&] { return scatter_impl(core_op(ops::scatter_add), "scatter_add", x, dim, index, src); },
@@ -1070,8 +1107,14 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
     // Integers divide rounding down, as PyTorch's mean does for them.
     return is_floating(x.dtype()) ? div(total, count) : div(total, count, "floor");
   }
-  if (reduce == "prod") return scatter_reduce_forward(x, d, index, src, reduce, include_self);
-  return scatter_extremum(x, d, index, src, reduce, include_self);
+  // Composed of a sort and a scan: the op whole for a capture's consumer (ONNX's
+  // ScatterElements with a reduction; Note [Composite ops in a capture]).
+  capture::Composite region(fmt::format("scatter_reduce_{}", reduce), {&x, &index, &src},
+                            {d, include_self ? 1 : 0});
+  Tensor out = reduce == "prod" ? scatter_reduce_forward(x, d, index, src, reduce, include_self)
+                                : scatter_extremum(x, d, index, src, reduce, include_self);
+  region.finish({&out});
+  return out;
 }
 Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                         std::string_view reduce, bool include_self) {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "core/dispatch/call.h"
+#include "core/dispatch/capture.h"
 #include "ember/amp/autocast.h"
 #include "ember/autograd/engine.h"
 #include "ember/autograd/grad_mode.h"
@@ -492,11 +493,17 @@ std::tuple<Tensor, Tensor, Tensor> rnn_layer(RnnMode mode, const Tensor& x, cons
               shape_str(state), shape_str(h0.sizes()),
               lstm ? " and " + shape_str(c0.sizes()) : std::string());
   if (L == 0) return {empty({0, N, H}, {x.dtype(), x.device()}), h0, c0};
-  if ((lstm || gru) && N > 0 && H > 0 && I > 0 &&
-      has_kernel(core_op(ops::rnn_layer), x.device(), x.dtype())) {
-    return layer_fused(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
-  }
-  return layer_composite(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+  // The layer whole, whichever way it runs (a capture's consumer writes it as one recurrent
+  // node: Note [Composite ops in a capture]).
+  capture::Composite region(op, {&x, &w_ih, &w_hh, &b_ih, &b_hh, &h0, &c0},
+                            {static_cast<int64_t>(mode), reverse ? 1 : 0});
+  std::tuple<Tensor, Tensor, Tensor> out =
+      (lstm || gru) && N > 0 && H > 0 && I > 0 &&
+              has_kernel(core_op(ops::rnn_layer), x.device(), x.dtype())
+          ? layer_fused(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse)
+          : layer_composite(mode, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse);
+  region.finish({&std::get<0>(out), &std::get<1>(out), &std::get<2>(out)});
+  return out;
 }
 
 Tensor gru_layer(const Tensor& gates_x, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,

@@ -46,10 +46,14 @@ using capture::Step;
 // before the capture is an initializer: a parameter or buffer under its name, any other tensor
 // as a constant. What cannot be written exactly is refused with an [onnx.export] error naming
 // the kernel: a kernel with no row, a host read of a tensor's values (the branch it decides
-// would be frozen), random numbers, an in-place update of a window of a tensor that is no box
-// of it (a box written into a fill is a Pad, into a computed value a Where), a view no reshape,
-// slice and transpose chain gives. A dynamic axis is found by running the function a second
-// time with that axis larger (Note [Dynamic axes by a second run]).
+// would be frozen), random numbers but the draws ONNX has ops for (Note [Random draws in an
+// export]), an in-place update of a window of a tensor that is no box of it (a box written into a
+// fill is a Pad, into a computed value a Where), a view no reshape, slice and transpose chain
+// gives. A composite op that marks its kernel calls as a region (the recurrent layers,
+// scatter_reduce's prod, amax and amin, the random draws) is written whole by the region's row
+// of kRegionRules instead, its calls skipped, whatever they read on the host (Note [Composite ops
+// in a capture]). A dynamic axis is found by running the function a second time with that axis
+// larger (Note [Dynamic axes by a second run]).
 
 constexpr char kWho[] = "[onnx.export]";
 
@@ -108,13 +112,38 @@ struct ExportRule {
 
 const ExportRule* find_rule(std::string_view kernel);
 std::string rule_names();
+/** The row for a composite op's region (Note [Composite ops in a capture]), or null. */
+const ExportRule* find_region_rule(std::string_view op);
+
+/** Per region of `rec`, whether the exporter writes it whole by its row (a complete region with a
+ *  row, inside no region written whole) instead of its kernel calls. */
+std::vector<bool> written_whole(const Recording& rec) {
+  std::vector<bool> whole(rec.regions.size(), false), inside(rec.regions.size(), false);
+  for (size_t k = 0; k < rec.regions.size(); ++k) {
+    const capture::Region& r = rec.regions[k];
+    if (r.parent >= 0) {
+      const auto p = static_cast<size_t>(r.parent);
+      inside[k] = whole[p] || inside[p];
+    }
+    whole[k] = !inside[k] && r.complete && find_region_rule(r.op) != nullptr;
+  }
+  return whole;
+}
+
+/** Whether something recorded inside region `region` (-1: none) is inside one written whole. */
+bool within_whole(const Recording& rec, const std::vector<bool>& whole, int32_t region) {
+  for (int32_t k = region; k >= 0; k = rec.regions[static_cast<size_t>(k)].parent) {
+    if (whole[static_cast<size_t>(k)]) return true;
+  }
+  return false;
+}
 
 class Exporter {
  public:
   /** Writes `rec` into `g`; the inputs (contiguous) hold the graph inputs of those names. */
   Exporter(const Recording& rec, onnx::GraphProto* g, const ExportOptions& opts,
            const std::vector<Tensor>& inputs, const std::vector<std::string>& input_names)
-      : rec_(rec), g_(g), held_(rec.slots.size()) {
+      : rec_(rec), g_(g), held_(rec.slots.size()), opset_(opts.opset_version) {
     for (const auto& [name, t] : opts.parameters) {
       if (t.defined() && t.storage()) params_[t.storage().get()].push_back({name, t});
     }
@@ -128,32 +157,76 @@ class Exporter {
     }
   }
 
-  /** Writes every recorded kernel call, by its row of the export table. */
+  /** Writes every recorded kernel call, by its row of the export table, but those of a composite
+   *  op written whole, by its region's row. */
   void run() {
-    for (size_t i = 0; i < rec_.steps.size(); ++i) {
-      const Step& s = rec_.steps[i];
-      step_ = i;
-      const ExportRule* rule = find_rule(s.op->name());
-      EMBER_CHECK_NOT_IMPLEMENTED(rule != nullptr,
-                                  "{} Ember's kernel '{}' (call {} of {}) has no ONNX form in "
-                                  "the exporter (it writes: {})",
-                                  kWho, s.op->name(), i + 1, rec_.steps.size(), rule_names());
-      for (const Operand& o : s.outputs) {
-        if (o.slot < 0) continue;
-        const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
-        EMBER_CHECK_NOT_IMPLEMENTED(
-            kind == SlotKind::Intermediate,
-            "{} kernel '{}' (call {}) writes in place into {}: an ONNX graph cannot update "
-            "its inputs or weights (export a function that leaves them unchanged; a batch norm "
-            "in training mode updates its running statistics: export in eval mode)",
-            kWho, s.op->name(), i + 1,
-            kind == SlotKind::Input      ? "an input"
-            : kind == SlotKind::External ? "a tensor made outside the function"
-                                         : "a tensor the function filled on the host");
+    const std::vector<bool> whole = written_whole(rec_);
+    size_t next = 0;  // the first region not yet passed
+    for (size_t i = 0;;) {
+      bool wrote = false;
+      while (next < rec_.regions.size() && rec_.regions[next].begin <= i) {
+        const size_t k = next++;
+        if (!whole[k]) continue;
+        write_region(rec_.regions[k]);
+        i = rec_.regions[k].end;
+        wrote = true;
+        break;
       }
-      rule->emit(*this, s, rule->onnx_op);
+      if (wrote) continue;
+      if (i >= rec_.steps.size()) break;
+      write_step(i++);
     }
     step_ = rec_.steps.size();  // what is read from here on is the function's outputs
+  }
+
+  /** Writes kernel call `i` by its row. */
+  void write_step(size_t i) {
+    const Step& s = rec_.steps[i];
+    step_ = i;
+    const ExportRule* rule = find_rule(s.op->name());
+    EMBER_CHECK_NOT_IMPLEMENTED(rule != nullptr,
+                                "{} Ember's kernel '{}' (call {} of {}) has no ONNX form in the "
+                                "exporter (it writes: {})",
+                                kWho, s.op->name(), i + 1, rec_.steps.size(), rule_names());
+    for (const Operand& o : s.outputs) {
+      if (o.slot < 0) continue;
+      const SlotKind kind = rec_.slots[static_cast<size_t>(o.slot)].kind;
+      EMBER_CHECK_NOT_IMPLEMENTED(
+          kind == SlotKind::Intermediate,
+          "{} kernel '{}' (call {}) writes in place into {}: an ONNX graph cannot update its "
+          "inputs or weights (export a function that leaves them unchanged; a batch norm in "
+          "training mode updates its running statistics: export in eval mode)",
+          kWho, s.op->name(), i + 1,
+          kind == SlotKind::Input      ? "an input"
+          : kind == SlotKind::External ? "a tensor made outside the function"
+                                       : "a tensor the function filled on the host");
+    }
+    rule->emit(*this, s, rule->onnx_op);
+  }
+
+  /** Writes the composite op of region `r` by its row: its kernel calls are not written, and
+   *  what they made is unreadable but for the op's outputs. */
+  void write_region(const capture::Region& r) {
+    for (size_t j = r.begin; j < r.end; ++j) {
+      for (const Operand& o : rec_.steps[j].outputs) {
+        if (o.slot < 0) continue;
+        Held& h = held_[static_cast<size_t>(o.slot)];
+        h = Held{};
+        h.unreadable = fmt::format(
+            "a value {} computes inside, which the export writes whole as its ONNX op", r.op);
+      }
+    }
+    const ExportRule* rule = find_region_rule(r.op);
+    EMBER_ASSERT(rule != nullptr);
+    Step s;
+    s.inputs = r.inputs;
+    s.outputs = r.outputs;
+    s.ints = r.ints;
+    s.floats = r.floats;
+    s.dtype = !r.outputs.empty() ? r.outputs[0].dtype : DType::Float32;
+    region_ = &r;
+    rule->emit(*this, s, rule->onnx_op);
+    region_ = nullptr;
   }
 
   // ---- nodes and constants ----
@@ -221,6 +294,10 @@ class Exporter {
                                 DType dtype) {
     const std::string shape = ints(sizes, true);
     exact_shapes_.insert(shape);
+    return constant_like(shape, value, dtype);
+  }
+  /** A ConstantOfShape of the shape the value `shape` holds, `value` everywhere. */
+  std::string constant_like(const std::string& shape, const Scalar& value, DType dtype) {
     onnx::NodeProto* n = node("ConstantOfShape", {shape});
     onnx::AttributeProto* a = n->add_attribute();
     a->set_name("value");
@@ -350,10 +427,10 @@ class Exporter {
       return;
     }
     EMBER_CHECK_NOT_IMPLEMENTED(h.name.empty() && !h.fill,
-                                "{} kernel '{}' (call {}) updates part of a tensor that already "
-                                "holds values, in a window that is no box of it (a strided or "
-                                "lower-rank slice): ONNX has no such update Ember writes",
-                                kWho, s.op->name(), step_ + 1);
+                                "{} {} updates part of a tensor that already holds values, in a "
+                                "window that is no box of it (a strided or lower-rank slice): "
+                                "ONNX has no such update Ember writes",
+                                kWho, where());
     h.parts.push_back({o, std::move(v)});
   }
   /** Makes output `i` of `s` the constant `value` everywhere (a fill kernel's). */
@@ -419,9 +496,56 @@ class Exporter {
   /** A new value name; the exporter's own names begin with '/', which user names may not. */
   std::string fresh(std::string_view what) { return fmt::format("/{}_{}", what, counter_++); }
   std::string where() const {
+    if (region_ != nullptr) {
+      return fmt::format("{} (kernel calls {} to {})", region_->op, region_->begin + 1,
+                         region_->end);
+    }
     return step_ < rec_.steps.size()
                ? fmt::format("kernel '{}' (call {})", rec_.steps[step_].op->name(), step_ + 1)
                : std::string("an output");
+  }
+  /** The opset written. */
+  int64_t opset() const { return opset_; }
+  /** The composite op being written, or "" for a kernel call. */
+  std::string_view region_op() const { return region_ != nullptr ? region_->op : ""; }
+
+  /** Writes output `i` of a composite op (a region's step) as `v`: a view of an earlier output
+   *  (an RNN's last state, a step of its outputs) is read from that one; one that is a window of
+   *  a value the op computed inside (the LSTM's last cell state among every step's) holds `v`
+   *  there, reading the rest of it refused, saying `beyond`. */
+  void out_composite(const Step& s, size_t i, const Val& v, std::string beyond) {
+    const Operand& o = s.outputs[i];
+    if (o.slot < 0) return;
+    for (size_t j = 0; j < i; ++j) {
+      if (s.outputs[j].slot == o.slot) return;
+    }
+    const capture::Slot& slot = rec_.slots[static_cast<size_t>(o.slot)];
+    const bool whole =
+        o.offset == 0 &&
+        static_cast<size_t>(numel(vec(o.sizes))) * itemsize(o.dtype) == slot.storage->bytes();
+    if (whole) {
+      out(s, i, v);
+      return;
+    }
+    EMBER_CHECK_NOT_IMPLEMENTED(contiguous(o),
+                                "{} {} returns a strided view of a value it computes inside, "
+                                "which the export cannot write",
+                                kWho, where());
+    out_window(s, i, v, o.offset, std::move(beyond));
+  }
+  /** A reduction `op` of `v` over `axes`: the axes an input from opset 18 on (ReduceSum's from
+   *  13), an attribute before. */
+  onnx::NodeProto* reduce(std::string_view op, const std::string& v,
+                          const std::vector<int64_t>& axes, bool keepdims) {
+    onnx::NodeProto* n;
+    if (op == "ReduceSum" || opset_ >= 18) {
+      n = node(op, {v, ints(axes)});
+    } else {
+      n = node(op, {v});
+      attr(n, "axes", axes);
+    }
+    attr(n, "keepdims", int64_t{keepdims ? 1 : 0});
+    return n;
   }
 
  private:
@@ -750,6 +874,8 @@ class Exporter {
   std::set<std::string> written_, shape_constants_, exact_shapes_;
   size_t step_ = 0;
   int64_t counter_ = 0;
+  int64_t opset_ = kOnnxExportOpset;
+  const capture::Region* region_ = nullptr;  // the composite op being written, if any
 };
 
 // ---- the emitters: one per form a kernel takes ----
@@ -799,23 +925,15 @@ void emit_softmax(Exporter& x, const Step& s, const char* op) {
   x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
 }
 
-/** Reductions over the trailing ints[0] dims; ReduceSum takes its axes as an input (opset 13),
- *  the others as an attribute (until opset 18). */
+/** Reductions over the trailing ints[0] dims (Exporter::reduce: the axes an input or an
+ *  attribute by opset). */
 void emit_reduce(Exporter& x, const Step& s, const char* op) {
   const Val v = x.in(s, 0);
   const int64_t k = s.ints[0], rank = static_cast<int64_t>(v.sizes.size());
   std::vector<int64_t> axes;
   for (int64_t a = rank - k; a < rank; ++a) axes.push_back(a);
-  onnx::NodeProto* n;
-  if (k == 0) {
-    n = x.node("Identity", {v.name});
-  } else if (std::string_view(op) == "ReduceSum") {
-    n = x.node(op, {v.name, x.ints(axes)});
-  } else {
-    n = x.node(op, {v.name});
-    Exporter::attr(n, "axes", axes);
-  }
-  if (k != 0) Exporter::attr(n, "keepdims", int64_t{0});
+  onnx::NodeProto* n =
+      k == 0 ? x.node("Identity", {v.name}) : x.reduce(op, v.name, axes, /*keepdims=*/false);
   x.out(s, 0, {n->output(0), vec(s.outputs[0].sizes)});
 }
 
@@ -1022,10 +1140,7 @@ void emit_group_norm(Exporter& x, const Step& s, const char* op) {
   const int64_t g = s.ints[0], k = s.ints[1], sp = s.ints[2];
   const Val v = x.in(s, 0);
   const auto mean_of = [&](const std::string& t) {
-    onnx::NodeProto* n = x.node(op, {t});
-    Exporter::attr(n, "axes", std::vector<int64_t>{1});
-    Exporter::attr(n, "keepdims", int64_t{1});
-    return n->output(0);
+    return x.reduce(op, t, {1}, /*keepdims=*/true)->output(0);
   };
   const std::string d = x.node1("Sub", {v.name, mean_of(v.name)});
   const std::string var = mean_of(x.node1("Mul", {d, d}));
@@ -1058,9 +1173,7 @@ void emit_cumsum(Exporter& x, const Step& s, const char* op) {
 /** max_dim, min_dim: the extreme over the one trailing reduced dim and its first index. */
 void emit_extreme_dim(Exporter& x, const Step& s, const char* op) {
   const std::string v = x.in(s, 0).name;
-  onnx::NodeProto* values = x.node(op, {v});
-  Exporter::attr(values, "axes", std::vector<int64_t>{-1});
-  Exporter::attr(values, "keepdims", int64_t{0});
+  onnx::NodeProto* values = x.reduce(op, v, {-1}, /*keepdims=*/false);
   x.out(s, 0, {values->output(0), vec(s.outputs[0].sizes)});
   onnx::NodeProto* index = x.node(std::string_view(op) == "ReduceMax" ? "ArgMax" : "ArgMin", {v});
   Exporter::attr(index, "axis", int64_t{-1});
@@ -1160,22 +1273,26 @@ void emit_scatter(Exporter& x, const Step& s, const char* op) {
 }
 
 // Note [Recurrent layers as ONNX nodes]
-// The core runs a recurrent layer as an input projection (a linear kernel over every step) and
-// a recurrence kernel, lstm_layer {gates_x, w_hh, h0, c0} or gru_layer {gates_x, w_hh, b_hh,
-// h0}, or as one kernel, rnn_layer {x, w_ih, w_hh, b_ih, b_hh, h0, c0}, where a backend has it
-// (core/ops/rnn.cpp). ONNX's LSTM and GRU take the projection's weights themselves: when a
-// recurrence kernel's gates_x is the whole output of a linear kernel (Exporter::projection), its
+// A whole recurrent layer, the core's rnn_layer (nn.LSTM, nn.GRU and nn.RNN call it once per
+// layer and direction), is a composite op's region in the capture (Note [Composite ops in a
+// capture]): however it ran (a backend's rnn_layer kernel, which gets a reverse direction's
+// sequence flipped by an index the core makes on the host and copies to the device; or the input
+// projection, a linear kernel, then the lstm_layer or gru_layer kernel or the Elman RNN's matmul
+// and activation per step), the exporter writes it as one ONNX LSTM, GRU or RNN node with its
+// direction, from PyTorch's weights, on any device, and none of its steps. So the Elman RNN is one
+// node too, and its sequence length can be a dynamic axis. The recurrence kernels called alone
+// (lstm_layer {gates_x, w_hh, h0, c0}, gru_layer {gates_x, w_hh, b_hh, h0}) are written as such
+// nodes as well: when gates_x is the whole output of a linear kernel (Exporter::projection), the
 // node reads that kernel's input and weights, and the projection's own Gemm, read by nothing
 // else, is pruned; otherwise the node reads gates_x through an identity W (exact: each gate is a
 // sum of one term). ONNX's conventions are not PyTorch's: the gates come in the order i, o, f, c
 // (PyTorch's i, f, g, o) and z, r, h (r, z, n), reordered with Split and Concat; the biases are
-// B = [Wb; Rb] (the LSTM's projection holds both of PyTorch's, so Rb is then zeros); PyTorch's
-// GRU is linear_before_reset = 1; Y is [L, num_directions, N, H]. Each direction is its own
-// kernel call and so its own node, its Y squeezed to the kernel's [L, N, H] (the core
-// concatenates the directions itself). lstm_layer's cell states of every step are not ONNX's,
-// which gives the last step's (Y_c): that one is readable, the others are refused by name.
-// The Elman RNN has no kernel (the core composes it: Note [Whole recurrent layers in a
-// backend]) and is written as the steps' MatMul, Add and Tanh or Relu.
+// B = [Wb; Rb] (zeros for a half the layer lacks); PyTorch's GRU is linear_before_reset = 1, its
+// RNN with nonlinearity='relu' activations = [Relu]; Y is [L, num_directions, N, H]. Each
+// direction is its own call and so its own node, its Y squeezed to [L, N, H] (the core
+// concatenates the directions itself). The cell states of every step (lstm_layer's second output)
+// are not ONNX's, which gives the last step's (Y_c): that one is readable, the others are refused
+// by name.
 
 /** What one direction of a recurrent node reads: PyTorch's weights, in its gate order. */
 struct RecurrentInputs {
@@ -1185,6 +1302,7 @@ struct RecurrentInputs {
   std::string h0, c0;  // [N, H]; c0 the LSTM's only
   int64_t hidden = 0;
   bool reverse = false;
+  bool relu = false;  // the Elman RNN's activation: relu, else tanh
   DType dtype = DType::Float32;
 };
 
@@ -1208,19 +1326,24 @@ std::string unsqueeze0(Exporter& x, const std::string& v) {
   return x.node1("Unsqueeze", {v, x.ints({0})});
 }
 
-/** Writes one direction of an LSTM or GRU node; returns {Y [L, N, H], Y_h [N, H]} and, for the
- *  LSTM, Y_c [N, H]. */
+/** Writes one direction of an LSTM, GRU or RNN node; returns {Y [L, N, H], Y_h [N, H]} and, for
+ *  the LSTM, Y_c [N, H]. */
 std::vector<Val> recurrent_node(Exporter& x, const char* op, const RecurrentInputs& in) {
-  const bool lstm = std::string_view(op) == "LSTM";
-  const std::vector<int64_t> order =
-      lstm ? std::vector<int64_t>{0, 3, 1, 2} : std::vector<int64_t>{1, 0, 2};
+  const bool lstm = std::string_view(op) == "LSTM", gru = std::string_view(op) == "GRU";
+  const std::vector<int64_t> order = lstm  ? std::vector<int64_t>{0, 3, 1, 2}
+                                     : gru ? std::vector<int64_t>{1, 0, 2}
+                                           : std::vector<int64_t>{0};
   const int64_t h = in.hidden, gh = static_cast<int64_t>(order.size()) * h;
   const int64_t steps = in.x.sizes[0], batch = in.x.sizes[1];
-  const auto weight = [&](const std::string& w) { return unsqueeze0(x, regate(x, w, h, order)); };
+  // One gate (the Elman RNN's) needs no reordering.
+  const auto ordered = [&](const std::string& v) {
+    return order.size() == 1 ? v : regate(x, v, h, order);
+  };
+  const auto weight = [&](const std::string& w) { return unsqueeze0(x, ordered(w)); };
   std::string b;
   if (!in.wb.empty() || !in.rb.empty()) {
     const auto half = [&](const std::string& v) {
-      if (!v.empty()) return regate(x, v, h, order);
+      if (!v.empty()) return ordered(v);
       const std::string name = x.fresh("zeros");
       x.initializer(name, zeros({gh}, {in.dtype}));
       return name;
@@ -1235,7 +1358,13 @@ std::vector<Val> recurrent_node(Exporter& x, const char* op, const RecurrentInpu
   onnx::NodeProto* n = x.node(op, ins, lstm ? 3 : 2);
   Exporter::attr(n, "hidden_size", h);
   Exporter::attr(n, "direction", std::string_view(in.reverse ? "reverse" : "forward"));
-  if (!lstm) Exporter::attr(n, "linear_before_reset", int64_t{1});
+  if (gru) Exporter::attr(n, "linear_before_reset", int64_t{1});
+  if (in.relu) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("activations");
+    a->set_type(onnx::AttributeProto::STRINGS);
+    a->add_strings("Relu");
+  }
   std::vector<Val> outs = {{x.node1("Squeeze", {n->output(0), x.ints({1})}), {steps, batch, h}}};
   for (int k = 1; k < n->output_size(); ++k) {
     outs.push_back({x.node1("Squeeze", {n->output(k), x.ints({0})}), {batch, h}});
@@ -1279,27 +1408,125 @@ void emit_recurrence(Exporter& x, const Step& s, const char* op) {
   }
 }
 
-/** rnn_layer {x [L, N, I], w_ih, w_hh, b_ih, b_hh, h0, c0 (LSTM)} -> {y, h_n, c_n (LSTM)}, ints
- *  {mode}: 0 LSTM, 1 GRU, forward only (the core flips a reverse direction's time axis). */
+/** The region of rnn_layer {x [L, N, I], w_ih, w_hh, b_ih, b_hh, h0, c0 (LSTM)} -> {y, h_n, c_n
+ *  (LSTM)}, ints {mode: 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu; reverse} (Note [Recurrent layers as
+ *  ONNX nodes]). */
 void emit_rnn_layer(Exporter& x, const Step& s, const char*) {
   const int64_t mode = s.ints[0];
-  EMBER_CHECK_NOT_IMPLEMENTED(mode == 0 || mode == 1,
-                              "{} rnn_layer of mode {} has no ONNX form in the exporter (0, the "
-                              "LSTM, and 1, the GRU, have)",
+  EMBER_CHECK_NOT_IMPLEMENTED(mode >= 0 && mode <= 3,
+                              "{} rnn_layer of mode {} has no ONNX form in the exporter (0 to 3, "
+                              "the LSTM, GRU and Elman RNN with tanh or relu, have)",
                               kWho, mode);
-  const bool lstm = mode == 0;
+  const char* op = mode == 0 ? "LSTM" : mode == 1 ? "GRU" : "RNN";
   RecurrentInputs in;
   in.x = x.in(s, 0);
   in.w = x.in(s, 1).name;
   in.r = x.in(s, 2).name;
-  in.wb = x.in(s, 3).name;
-  in.rb = x.in(s, 4).name;
+  if (Exporter::has(s, 3)) in.wb = x.in(s, 3).name;
+  if (Exporter::has(s, 4)) in.rb = x.in(s, 4).name;
   in.h0 = x.in(s, 5).name;
-  if (lstm) in.c0 = x.in(s, 6).name;
+  if (mode == 0) in.c0 = x.in(s, 6).name;
   in.hidden = s.inputs[2].sizes[1];
+  in.reverse = s.ints[1] != 0;
+  in.relu = mode == 3;
   in.dtype = s.dtype;
-  const std::vector<Val> ys = recurrent_node(x, lstm ? "LSTM" : "GRU", in);
-  for (size_t i = 0; i < ys.size(); ++i) x.out(s, i, ys[i]);
+  const std::vector<Val> ys = recurrent_node(x, op, in);
+  for (size_t i = 0; i < ys.size(); ++i) {
+    x.out_composite(
+        s, i, ys[i],
+        fmt::format("an {}'s state before its last step, which ONNX's {} does not give", op, op));
+  }
+}
+
+/** The regions of scatter_reduce {x, index, src} with reduce prod, amax or amin, ints {dim,
+ *  include_self}: ScatterElements with reduction `reduction` (mul from opset 16, max and min from
+ *  18). Without include_self the places index names first take the reduction's identity (1, the
+ *  lowest or the highest value), so that only src's values meet there, as scatter_reduce's. */
+void emit_scatter_reduce(Exporter& x, const Step& s, const char* reduction) {
+  const std::string_view red(reduction);
+  const std::string_view reduce = red == "mul" ? "prod" : red == "max" ? "amax" : "amin";
+  EMBER_CHECK_NOT_IMPLEMENTED(
+      red == "mul" || x.opset() >= 18,
+      "{} scatter_reduce with reduce='{}' is ScatterElements with reduction='{}', which ONNX "
+      "has from opset 18 on: export with opset_version=18 (opset {} has only 'add' and 'mul')",
+      kWho, reduce, red, x.opset());
+  const DType dt = s.inputs[0].dtype;
+  EMBER_CHECK_NOT_IMPLEMENTED(dt != DType::Bool,
+                              "{} scatter_reduce with reduce='{}' on a bool tensor has no "
+                              "ScatterElements form (ONNX's reductions are arithmetic)",
+                              kWho, reduce);
+  const std::string index = x.in(s, 1).name;
+  Operand window = s.inputs[2];
+  window.sizes = s.inputs[1].sizes;  // src may be larger than index: its window is read
+  const std::string src = x.result(window).name;
+  std::string data = x.in(s, 0).name;
+  const int64_t dim = s.ints[0];
+  if (s.ints[1] == 0) {
+    Scalar identity(1.0);
+    if (red != "mul") {
+      const bool max = red == "max";
+      if (is_floating(dt)) {
+        const double inf = std::numeric_limits<double>::infinity();
+        identity = Scalar(max ? -inf : inf);
+      } else {
+        identity =
+            Scalar(max ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max());
+        if (dt == DType::Int32) {
+          identity = Scalar(static_cast<int64_t>(max ? std::numeric_limits<int32_t>::min()
+                                                     : std::numeric_limits<int32_t>::max()));
+        } else if (dt == DType::Int8) {
+          identity = Scalar(static_cast<int64_t>(max ? -128 : 127));
+        } else if (dt == DType::UInt8) {
+          identity = Scalar(static_cast<int64_t>(max ? 0 : 255));
+        }
+      }
+    }
+    const std::string fill = x.constant_like(x.node1("Shape", {index}), identity, dt);
+    onnx::NodeProto* reset = x.node("ScatterElements", {data, index, fill});
+    Exporter::attr(reset, "axis", dim);
+    data = reset->output(0);
+  }
+  onnx::NodeProto* n = x.node("ScatterElements", {data, index, src});
+  Exporter::attr(n, "axis", dim);
+  Exporter::attr(n, "reduction", red);
+  x.out_composite(s, 0, {n->output(0), vec(s.inputs[0].sizes)}, "");
+}
+
+// Note [Random draws in an export]
+// rand, randn and dropout's mask in training mode draw from Ember's generator (Note [Random
+// numbers on every device] in core/ops/factory.cpp), each a region of its own (Note [Composite ops
+// in a capture]). ONNX has random ops that draw from the runtime's generator: RandomUniformLike
+// and RandomNormalLike (the mask: where a uniform draw is >= p; not Bernoulli, which onnxruntime
+// 1.32's CPU kernel draws as 1 with probability 1 - p, against ONNX's definition and reference).
+// As torch.onnx does, the exporter writes those, without a seed,
+// so that the graph draws afresh at every run as the function does at every call; a seed would
+// freeze one stream into the file, and Ember's own values could not be reproduced by another
+// runtime anyway. What the file promises is the distribution, not the values: a model with
+// random draws matches Ember in the outputs that do not depend on them (and in the draws'
+// statistics), never value for value. The other draws (randint, randperm, normal_ on the host's
+// stream) have no region and no ONNX op that gives their distribution: they are refused as
+// random numbers, as a replay refuses every draw.
+
+/** The regions of a random draw of floats {p, scale}, named rand (uniform in [0, 1)), randn
+ *  (standard normal) or dropout (its mask: 0 with probability p, else scale): ONNX's
+ *  RandomUniformLike or RandomNormalLike on a tensor of the draw's shape, drawn in float32
+ *  (float64 for a float64 draw) and cast; the mask is scale where a uniform draw is >= p, else 0
+ *  (Note [Random draws in an export]). */
+void emit_random(Exporter& x, const Step& s, const char* op) {
+  const Operand& o = s.outputs[0];
+  const DType dt = o.dtype, draw = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+  const std::vector<int64_t> sizes = vec(o.sizes);
+  std::string v = x.node1(op, {x.constant_of_shape(sizes, Scalar(0.0), draw)});
+  if (x.region_op() == "dropout") {
+    const std::string kept = x.node1("GreaterOrEqual", {v, x.scalar(s.floats[0], draw)});
+    v = x.node1("Where", {kept, x.scalar(s.floats[1], draw), x.scalar(0.0, draw)});
+  }
+  if (draw != dt) {
+    onnx::NodeProto* cast = x.node("Cast", {v});
+    Exporter::attr(cast, "to", static_cast<int64_t>(onnx_dtype(dt)));
+    v = cast->output(0);
+  }
+  x.out_composite(s, 0, {v, sizes}, "");
 }
 
 // The export table: each kernel Ember writes as ONNX, and the ONNX op its emitter uses.
@@ -1375,9 +1602,27 @@ const ExportRule kExportRules[] = {
     {"topk", emit_topk, "TopK"},
     {"lstm_layer", emit_recurrence, "LSTM"},
     {"gru_layer", emit_recurrence, "GRU"},
-    {"rnn_layer", emit_rnn_layer, "LSTM"},
     {"scaled_dot_product_attention", emit_attention, "Softmax"},
 };
+
+// The composite ops Ember writes whole (Note [Composite ops in a capture]), by their regions'
+// names, and the ONNX op each emitter writes.
+const ExportRule kRegionRules[] = {
+    {"rnn_layer", emit_rnn_layer, "LSTM"},
+    {"scatter_reduce_prod", emit_scatter_reduce, "mul"},
+    {"scatter_reduce_amax", emit_scatter_reduce, "max"},
+    {"scatter_reduce_amin", emit_scatter_reduce, "min"},
+    {"rand", emit_random, "RandomUniformLike"},
+    {"randn", emit_random, "RandomNormalLike"},
+    {"dropout", emit_random, "RandomUniformLike"},
+};
+
+const ExportRule* find_region_rule(std::string_view op) {
+  for (const ExportRule& r : kRegionRules) {
+    if (r.kernel == op) return &r;
+  }
+  return nullptr;
+}
 
 const ExportRule* find_rule(std::string_view kernel) {
   for (const ExportRule& r : kExportRules) {
@@ -1458,14 +1703,21 @@ Trace trace(const TensorFn& fn, const std::vector<Tensor>& inputs, const ExportO
     }
     rec = scope.finish();
   }
-  EMBER_CHECK_NOT_IMPLEMENTED(rec.refused.empty(), "{} the function cannot be recorded: {}", kWho,
-                              rec.refused);
-  EMBER_CHECK_NOT_IMPLEMENTED(
-      rec.guards.empty(),
-      "{} the function read a tensor's values on the host after {} kernel calls (item(), a "
-      "Python comparison, printing, an index check): the ONNX graph would freeze what it "
-      "decided (compute it with tensor ops instead)",
-      kWho, rec.guards.empty() ? 0 : rec.guards[0].after);
+  // What a composite op written whole did inside (Note [Composite ops in a capture]) is its own
+  // business; anything else the capture could not stand for is refused.
+  const std::vector<bool> whole = written_whole(rec);
+  for (const capture::Refusal& r : rec.refusals) {
+    EMBER_CHECK_NOT_IMPLEMENTED(within_whole(rec, whole, r.region),
+                                "{} the function cannot be recorded: {}", kWho, r.why);
+  }
+  for (const capture::Guard& g : rec.guards) {
+    EMBER_CHECK_NOT_IMPLEMENTED(
+        within_whole(rec, whole, g.region),
+        "{} the function read a tensor's values on the host after {} kernel calls (item(), a "
+        "Python comparison, printing, an index check): the ONNX graph would freeze what it "
+        "decided (compute it with tensor ops instead)",
+        kWho, g.after);
+  }
   Trace t;
   t.output_names = names_or(output_names, outputs.size(), "output", "output_names");
   Exporter x(rec, &t.graph, opts, inputs, input_names);
@@ -1674,9 +1926,11 @@ void set_type(onnx::ValueInfoProto* v, const std::string& name, DType dtype,
 
 std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
                               const ExportOptions& options) {
-  EMBER_CHECK(options.opset_version == kOnnxExportOpset,
-              "{} opset_version {}: Ember writes opset {} (pass it, or leave it unset)", kWho,
-              options.opset_version, kOnnxExportOpset);
+  EMBER_CHECK(
+      options.opset_version >= kOnnxExportOpset && options.opset_version <= kOnnxExportMaxOpset,
+      "{} opset_version {}: Ember writes opset {} (the default) or {} (pass one, or leave "
+      "it unset)",
+      kWho, options.opset_version, kOnnxExportOpset, kOnnxExportMaxOpset);
   const std::vector<std::string> input_names =
       names_or(options.input_names, example_inputs.size(), "input", "input_names");
   // Every name the graph declares is its own: inputs, outputs and parameters apart, and none
@@ -1758,7 +2012,7 @@ std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& exa
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.set_producer_name("ember");
-  model.add_opset_import()->set_version(kOnnxExportOpset);
+  model.add_opset_import()->set_version(options.opset_version);
   onnx::GraphProto* g = model.mutable_graph();
   *g = std::move(t.graph);
   g->set_name("ember");

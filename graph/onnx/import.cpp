@@ -30,7 +30,8 @@ namespace {
 // Each ONNX op Ember reads is one graph op (ember/graph/ops.h) with that ONNX op's semantics;
 // attributes keep their ONNX names and kinds, and the graph op's schema refuses any it does not
 // know, so an unsupported attribute is an error at load time, never an ignored one. Two change
-// form: Cast's `to` and EyeLike's `dtype` (ONNX dtype numbers) become Ember dtype names, and
+// form: Cast's `to` and the `dtype` of EyeLike and the random ops (ONNX dtype numbers) become
+// Ember dtype names, and
 // Constant's value_float, value_ints, ... become one tensor `value`.
 // ONNX versions each op: a node means the op's newest version at or below the model's opset.
 // The table lists, per op, the versions Ember implements: the one in force at opset 13 and every
@@ -80,6 +81,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Atanh", {"atanh", {9, 22}}},
       {"AveragePool", {"average_pool", {11, 19, 22}}},
       {"BatchNormalization", {"batch_normalization", {9, 14, 15}}},
+      {"Bernoulli", {"bernoulli", {15, 22}}},
       {"Cast", {"cast", {13, 19, 21, 23, 24, 25, 28}}},
       {"CastLike", {"cast_like", {15, 19, 21, 23, 24, 25}}},
       {"Ceil", {"ceil", {13}}},
@@ -156,6 +158,10 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Pow", {"pow", {13, 15}}},
       {"RMSNormalization", {"rms_normalization", {23}}},
       {"RNN", {"rnn", {7, 14, 22}}},
+      {"RandomNormal", {"random_normal", {1, 22}}},
+      {"RandomNormalLike", {"random_normal_like", {1, 22}}},
+      {"RandomUniform", {"random_uniform", {1, 22}}},
+      {"RandomUniformLike", {"random_uniform_like", {1, 22}}},
       {"Range", {"range", {11, 27}}},
       {"Reciprocal", {"reciprocal", {13}}},
       {"ReduceL1", {"reduce_l1", {13, 18}}},
@@ -171,6 +177,7 @@ const std::map<std::string, OnnxOp, std::less<>>& onnx_ops() {
       {"Relu", {"relu", {13, 14}}},
       {"Reshape", {"reshape", {13, 14, 19, 21, 23, 24, 25}}},
       {"Resize", {"resize", {13, 18, 19}}},
+      {"RotaryEmbedding", {"rotary_embedding", {23}}},
       {"Round", {"round", {11, 22}}},
       {"ScatterElements", {"scatter_elements", {13, 16, 18}}},
       {"ScatterND", {"scatter_nd", {13, 16, 18}}},
@@ -221,6 +228,7 @@ const std::map<std::string, OnnxOp, std::less<>>& microsoft_ops() {
       {"Gelu", {"gelu", {1}}},
       {"MultiHeadAttention", {"multi_head_attention", {1}}},
       {"QuickGelu", {"quick_gelu", {1}}},
+      {"RotaryEmbedding", {"contrib_rotary_embedding", {1}}},
       {"SkipLayerNormalization", {"skip_layer_normalization", {1}}},
       {"SkipSimplifiedLayerNormalization", {"skip_simplified_layer_normalization", {1}}},
   };
@@ -568,8 +576,11 @@ Node onnx_node(const onnx::NodeProto& n, const Opsets& opsets, const fs::path& b
   node.inputs.assign(n.input().begin(), n.input().end());
   node.outputs.assign(n.output().begin(), n.output().end());
   for (const onnx::AttributeProto& a : n.attribute()) {
+    static const std::set<std::string, std::less<>> dtype_ops = {
+        "EyeLike",           "RandomUniform",    "RandomNormal",
+        "RandomUniformLike", "RandomNormalLike", "Bernoulli"};
     const bool dtype_attr = onnx_domain && ((n.op_type() == "Cast" && a.name() == "to") ||
-                                            (n.op_type() == "EyeLike" && a.name() == "dtype"));
+                                            (dtype_ops.count(n.op_type()) && a.name() == "dtype"));
     if (dtype_attr && a.type() == onnx::AttributeProto::INT) {
       const auto to = static_cast<int32_t>(a.i());
       node.attrs[a.name()] = std::string(
@@ -613,18 +624,8 @@ Node onnx_node(const onnx::NodeProto& n, const Opsets& opsets, const fs::path& b
     }
     node.attrs[a.name()] = attribute(a, base_dir, where);
   }
-  // The outer values the subgraphs read follow the op's own inputs: each subgraph attribute's,
-  // by attribute name, each value once (as the graph ops read them).
-  std::vector<std::string> captures;
-  for (const auto& [attr, value] : node.attrs) {
-    const auto* sub = std::get_if<std::shared_ptr<const Graph>>(&value);
-    if (sub == nullptr) continue;
-    for (const std::string& name : (*sub)->outer()) {
-      if (std::find(captures.begin(), captures.end(), name) == captures.end()) {
-        captures.push_back(name);
-      }
-    }
-  }
+  // The outer values the subgraphs read follow the op's own inputs, as the graph ops read them.
+  const std::vector<std::string> captures = outer_values(node);
   node.inputs.insert(node.inputs.end(), captures.begin(), captures.end());
   return node;
 }

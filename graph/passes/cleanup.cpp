@@ -14,10 +14,20 @@ namespace ember::graph::detail {
 
 namespace {
 
-/** Ops whose result is not a function of their inputs alone, or that must not run early. */
+/** Ops whose result is not a function of their inputs alone, or that must not run early: those
+ *  that draw random numbers (OpSchema::draws: dropout when training, the random ops), and an If
+ *  or Loop whose subgraphs hold one; the rest are pure. */
 bool foldable(const Node& n) {
-  // dropout draws random numbers when training (its third input); the rest are pure.
-  return n.op != "dropout";
+  const OpSchema* op = find_op(n.op);
+  if (op == nullptr || op->draws) return false;
+  for (const auto& [name, value] : n.attrs) {
+    const auto* g = std::get_if<std::shared_ptr<const Graph>>(&value);
+    if (g == nullptr) continue;
+    for (const Node& inner : (*g)->nodes()) {
+      if (!foldable(inner)) return false;
+    }
+  }
+  return true;
 }
 
 /** The shape of declared input `name` when every dim is a fixed size. */
@@ -144,8 +154,8 @@ std::string attr_key(const Attribute& a) {
 
 // Note [Common subexpressions]
 // Two nodes with the same op, inputs and attributes compute the same values (every graph op is
-// a function of those, dropout aside): the later one's readers read the earlier one's outputs.
-// Nodes writing a graph output keep their names, so they stay.
+// a function of those, those that draw random numbers aside): the later one's readers read the
+// earlier one's outputs. Nodes writing a graph output keep their names, so they stay.
 int64_t eliminate_common_subexpressions(Rewrite& r) {
   int64_t removed = 0;
   std::map<std::string, size_t> seen;

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ember::graph::detail {
 
 Rewrite::Rewrite(const Graph& g)
@@ -92,7 +94,10 @@ void Rewrite::replace_uses(const std::string& from, const std::string& to) {
 std::string Rewrite::fresh_name(const std::string& stem) {
   for (;;) {
     std::string name = fmt::format("{}__ember{}", stem, counter_++);
-    if (initializers.count(name) || is_input(name) || producer(name)) continue;
+    if (initializers.count(name) || is_input(name) || producer(name) ||
+        std::find(outer.begin(), outer.end(), name) != outer.end()) {
+      continue;
+    }
     return name;
   }
 }

@@ -480,6 +480,191 @@ TEST(GraphOptimize, LeavesAttentionWhoseScoresAreReadElsewhere) {
   run(g, "fuse_attention", 0);
 }
 
+// ---- subgraphs -----------------------------------------------------------------------------
+
+const Graph& subgraph_of(const Graph& g, std::string_view op, const char* attr) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == op) return *std::get<std::shared_ptr<const Graph>>(n.attrs.at(attr));
+  }
+  ADD_FAILURE() << "no " << op << " node";
+  return g;
+}
+
+const Node& node_of(const Graph& g, std::string_view op) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == op) return n;
+  }
+  ADD_FAILURE() << "no " << op << " node";
+  return g.nodes().front();
+}
+
+/** A Loop whose body holds what the passes rewrite: relu(v @ W + b) (fused_linear with the
+ *  weight read from the enclosing graph), c1 * c2 (two outer constants: folds) and that times
+ *  `scale`, an enclosing graph's input (not a constant: stays), added to the loop-carried v
+ *  (which nothing folds into). The main graph passes `scale` through an identity, so after the
+ *  passes the Loop passes another name than the body reads. */
+Graph loop_with_patterns() {
+  auto body = std::make_shared<Graph>();
+  body->add_input({"i", DType::Int64, std::vector<Dim>{}});
+  body->add_input({"cond", DType::Bool, std::vector<Dim>{}});
+  body->add_input(f32("v", {{-1, "N"}, {5, ""}}));
+  for (const char* outer : {"W", "scale", "b", "c1", "c2"}) body->add_outer(outer);
+  body->add_node({"matmul", "mm", {"v", "W"}, {"vw"}, {}});
+  body->add_node({"add", "bias", {"vw", "b"}, {"z"}, {}});
+  body->add_node({"relu", "r", {"z"}, {"h"}, {}});
+  body->add_node({"mul", "cc", {"c1", "c2"}, {"s"}, {}});        // outer constants: folds
+  body->add_node({"mul", "scaled", {"s", "scale"}, {"t"}, {}});  // an outer input: stays
+  body->add_node({"add", "next", {"h", "t"}, {"v2"}, {}});       // the carried value: stays
+  body->add_node({"add", "scan", {"v2", "v"}, {"u"}, {}});
+  body->add_node({"identity", "go", {"cond"}, {"cond_out"}, {}});
+  body->add_output({"cond_out", DType::Bool, std::nullopt});
+  body->add_output({"v2", DType::Float32, std::nullopt});
+  body->add_output({"u", DType::Float32, std::nullopt});
+  Graph g;
+  g.add_input({"M", DType::Int64, std::vector<Dim>{}});
+  g.add_input(f32("x", {{-1, "N"}, {5, ""}}));
+  g.add_input(f32("scale_in", {{5, ""}}));
+  g.add_initializer("W", mul(randn_of({5, 5}, 50), 0.4));
+  g.add_initializer("b", randn_of({5}, 51));
+  g.add_initializer("c1", randn_of({5}, 52));
+  g.add_initializer("c2", randn_of({5}, 53));
+  g.add_node({"identity", "pass", {"scale_in"}, {"scale"}, {}});
+  g.add_node(
+      {"loop", "l", {"M", "", "x", "W", "scale", "b", "c1", "c2"}, {"y", "ys"}, {{"body", body}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  g.add_output({"ys", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, RewritesALoopsBodyAndKeepsItsOuterValuesPaired) {
+  const Graph g = loop_with_patterns();
+  OptimizeReport report;
+  const Graph f = optimize(g, OptLevel::All, &report);
+  const Graph& body = subgraph_of(f, "loop", "body");
+  EXPECT_EQ(count_op(body, "fused_linear"), 1);
+  EXPECT_EQ(count_op(body, "matmul"), 0);
+  EXPECT_EQ(count_op(body, "relu"), 0);
+  EXPECT_EQ(count_op(body, "mul"), 1);            // s * scale: scale is no constant
+  EXPECT_EQ(count_op(body, "add"), 2);            // what reads the loop-carried value
+  EXPECT_EQ(body.initializers().count("s"), 1u);  // c1 * c2, folded
+  // The weights moved into the body; the one value still read from outside is scale, passed
+  // under the enclosing graph's own name now that the identity is gone.
+  EXPECT_EQ(body.outer(), std::vector<std::string>{"scale"});
+  const Node& loop = node_of(f, "loop");
+  EXPECT_EQ(loop.inputs, (std::vector<std::string>{"M", "", "x", "scale_in"}));
+  EXPECT_TRUE(f.initializers().empty());
+  EXPECT_EQ(count_op(f, "identity"), 0);
+  int64_t fused = 0, folded = 0;
+  for (const PassCount& p : report.passes) {
+    if (p.pass == "fuse_linear") fused = p.changes;
+    if (p.pass == "fold_constants") folded = p.changes;
+  }
+  EXPECT_EQ(fused, 1);
+  EXPECT_GE(folded, 1);
+  for (int64_t trips : {0, 1, 3}) {
+    expect_same_outputs(g, f,
+                        {{"M", full({}, trips, {DType::Int64})},
+                         {"x", randn_of({4, 5}, 54)},
+                         {"scale_in", randn_of({5}, 55)}});
+  }
+  // One pass alone reaches the body too.
+  int64_t changes = 0;
+  const Graph once = run_pass(g, "fold_constants", &changes);
+  EXPECT_EQ(changes, 1);
+  EXPECT_EQ(count_op(subgraph_of(once, "loop", "body"), "mul"), 1);
+  expect_same_outputs(g, once,
+                      {{"M", full({}, int64_t{2}, {DType::Int64})},
+                       {"x", randn_of({2, 5}, 56)},
+                       {"scale_in", randn_of({5}, 57)}});
+}
+
+/** A branch of an If: relu(x @ w + b) when `linear`, else x + k1 * k2; all but x constants of
+ *  the enclosing graph. */
+std::shared_ptr<const Graph> branch_with_patterns(bool linear) {
+  auto g = std::make_shared<Graph>();
+  g->add_outer("x");
+  if (linear) {
+    g->add_outer("w");
+    g->add_outer("b");
+    g->add_node({"matmul", "mm", {"x", "w"}, {"xw"}, {}});
+    g->add_node({"add", "bias", {"xw", "b"}, {"z"}, {}});
+    g->add_node({"relu", "r", {"z"}, {"out"}, {}});
+  } else {
+    g->add_outer("k1");
+    g->add_outer("k2");
+    g->add_node({"mul", "kk", {"k1", "k2"}, {"k"}, {}});
+    g->add_node({"add", "plus", {"x", "k"}, {"out"}, {}});
+  }
+  g->add_output({"out", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, RewritesBothBranchesOfAnIf) {
+  Graph g;
+  g.add_input({"c", DType::Bool, std::vector<Dim>{}});
+  g.add_input(f32("x", {{-1, "N"}, {4, ""}}));
+  g.add_initializer("w", randn_of({4, 4}, 60));
+  g.add_initializer("b", randn_of({4}, 61));
+  g.add_initializer("k1", randn_of({4}, 62));
+  g.add_initializer("k2", randn_of({4}, 63));
+  // else_branch's outer values come first: the attributes are read by name.
+  g.add_node({"if",
+              "pick",
+              {"c", "x", "k1", "k2", "w", "b"},
+              {"y"},
+              {{"then_branch", branch_with_patterns(true)},
+               {"else_branch", branch_with_patterns(false)}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = optimize(g, OptLevel::Extended);
+  const Graph& then_branch = subgraph_of(f, "if", "then_branch");
+  const Graph& else_branch = subgraph_of(f, "if", "else_branch");
+  EXPECT_EQ(then_branch.nodes().size(), 1u);
+  EXPECT_EQ(then_branch.nodes()[0].op, "fused_linear");
+  EXPECT_EQ(else_branch.nodes().size(), 1u);
+  EXPECT_EQ(else_branch.nodes()[0].op, "add");
+  EXPECT_EQ(node_of(f, "if").inputs, (std::vector<std::string>{"c", "x"}));
+  for (bool c : {false, true}) {
+    expect_same_outputs(g, f,
+                        {{"c", full({}, c ? 1 : 0, {DType::Bool})}, {"x", randn_of({3, 4}, 64)}});
+  }
+  // With a constant cond and branches reading constants only, the If itself folds.
+  Graph k;
+  k.add_initializer("c", full({}, 0, {DType::Bool}));
+  k.add_initializer("x", randn_of({2, 4}, 65));
+  for (const char* name : {"w", "b", "k1", "k2"})
+    k.add_initializer(name, g.initializers().at(name));
+  k.add_node(node_of(g, "if"));
+  k.add_output({"y", DType::Float32, std::nullopt});
+  const Graph kf = optimize(k, OptLevel::Basic);
+  EXPECT_TRUE(kf.nodes().empty());
+  expect_same_outputs(k, kf, {});
+}
+
+TEST(GraphOptimize, NeverFoldsALoopWhoseBodyDrawsRandomNumbers) {
+  // Every input of the Loop is a constant, but its body's dropout trains: running it once at
+  // optimization would freeze one draw into the model.
+  auto body = std::make_shared<Graph>();
+  body->add_input({"i", DType::Int64, std::vector<Dim>{}});
+  body->add_input({"cond", DType::Bool, std::vector<Dim>{}});
+  body->add_input(f32("v", {{8, ""}}));
+  body->add_outer("ratio");
+  body->add_outer("training");
+  body->add_node({"dropout", "d", {"v", "ratio", "training"}, {"v2"}, {}});
+  body->add_node({"identity", "go", {"cond"}, {"cond_out"}, {}});
+  body->add_output({"cond_out", DType::Bool, std::nullopt});
+  body->add_output({"v2", DType::Float32, std::nullopt});
+  Graph g;
+  g.add_initializer("M", full({}, int64_t{2}, {DType::Int64}));
+  g.add_initializer("v0", ones({8}));
+  g.add_initializer("ratio", full({}, 0.5));
+  g.add_initializer("training", full({}, 1, {DType::Bool}));
+  g.add_node({"loop", "l", {"M", "", "v0", "ratio", "training"}, {"y"}, {{"body", body}}});
+  g.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = optimize(g, OptLevel::All);
+  EXPECT_EQ(count_op(f, "loop"), 1);
+  EXPECT_EQ(count_op(subgraph_of(f, "loop", "body"), "dropout"), 1);
+}
+
 // ---- levels --------------------------------------------------------------------------------
 
 TEST(GraphOptimize, LevelsRunTheirPassesAndReportThem) {

@@ -484,3 +484,44 @@ def test_3d_convolution_matches_onnx_reference(tmp_path, rng, device, attrs):
     got = got.cpu().numpy()
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_ops_draw_their_distributions(tmp_path, device):
+    # RandomUniform, RandomNormal, their Like forms and Bernoulli draw from Ember's generators:
+    # the values are Ember's own (ONNX leaves them to the runtime), the distribution ONNX's, a
+    # seeded node the same at every run, and the optimizer neither folds nor merges them.
+    n = 60000
+    f32 = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("RandomUniform", [], ["u"], shape=[n], low=-1.0, high=3.0, seed=5.0),
+        helper.make_node("RandomUniform", [], ["u2"], shape=[n], low=-1.0, high=3.0, seed=5.0),
+        helper.make_node("RandomNormal", [], ["z"], shape=[n], mean=2.0, scale=0.5,
+                         dtype=TensorProto.DOUBLE),
+        helper.make_node("RandomUniformLike", ["p"], ["ul"]),
+        helper.make_node("RandomNormalLike", ["p"], ["zl"], dtype=TensorProto.FLOAT16),
+        helper.make_node("Bernoulli", ["p"], ["b"], dtype=TensorProto.INT64),
+    ]
+    outputs = [("u", f32), ("u2", f32), ("z", TensorProto.DOUBLE), ("ul", f32),
+               ("zl", TensorProto.FLOAT16), ("b", TensorProto.INT64)]
+    graph = helper.make_graph(nodes, "random", [helper.make_tensor_value_info("p", f32, [n])],
+                              [helper.make_tensor_value_info(o, t, None) for o, t in outputs])
+    path = str(tmp_path / "random.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    sess = ember.onnx.load(path, device=device)
+    assert sess.node_count == 6 and sess.optimizations.get("fold_constants", 0) == 0
+    p = np.linspace(0.0, 1.0, n, dtype=np.float32)
+    u, u2, z, ul, zl, b = [t.cpu().numpy() for t in sess.run(None, {"p": p})]
+    assert u.dtype == np.float32 and z.dtype == np.float64 and zl.dtype == np.float16
+    assert b.dtype == np.int64
+    assert u.min() >= -1 and u.max() < 3 and abs(u.mean() - 1.0) < 0.03
+    np.testing.assert_array_equal(u, u2)  # one seed, one stream
+    np.testing.assert_array_equal(u, sess.run(None, {"p": p})[0].cpu().numpy())  # every run
+    assert abs(z.mean() - 2.0) < 0.01 and abs(z.std() - 0.5) < 0.01
+    assert ul.min() >= 0 and ul.max() < 1 and abs(ul.mean() - 0.5) < 0.01
+    assert abs(zl.astype(np.float64).mean()) < 0.02
+    # 1 with probability p (ONNX's definition and reference): more often where p is larger.
+    assert set(np.unique(b)) <= {0, 1}
+    assert abs(b.mean() - 0.5) < 0.01
+    assert b[: n // 4].mean() < 0.2 and b[-n // 4:].mean() > 0.8
+    assert not np.array_equal(ul, sess.run(None, {"p": p})[3].cpu().numpy())  # unseeded

@@ -45,10 +45,12 @@ CLAIMED = [
     "NonZero", "EyeLike", "DepthToSpace", "SpaceToDepth", "CumProd", "GatherND",
     "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "LSTM", "GRU", "RNN",
     "Resize", "If", "Loop", "ScatterElements", "ScatterND", "Dropout", "GridSample",
-    "AffineGrid", "ConvTranspose",
+    "AffineGrid", "ConvTranspose", "RotaryEmbedding",
 ]
-# Read but not claimed, with why (none at present).
-MEASURED = []
+# Read but not claimed, with why. Bernoulli draws Ember's own values (ONNX leaves the stream to
+# each runtime, Note [Random ops in a graph]), so its tests, which compare NumPy's draws, fail; the
+# other random ops have no node tests (tests/python/test_onnx.py checks their distributions).
+MEASURED = ["Bernoulli"]
 
 # ONNX's dtypes that Ember has, by TensorProto.DataType.
 EMBER_DTYPES = {1, 2, 3, 6, 7, 9, 10, 11, 16}
@@ -187,4 +189,4 @@ def test_claimed_ops_pass_every_node_test(node_cases, device):
     assert not claimed, "\n".join(f"{op} {name}: {msg}" for op, name, msg in claimed)
     # What the measured ops pass, as graph/README.md states it.
     passed = {op: rows[op][0] for op in MEASURED}
-    assert passed == {}
+    assert passed == {"Bernoulli": 0}

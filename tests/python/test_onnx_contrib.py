@@ -75,6 +75,13 @@ def test_bias_add_matches_numpy(tmp_path, rng, device):
     ({"transA": 1}, (2, 4, 3), (4, 5)),
     ({"transB": 1, "alpha": 0.125}, (2, 3, 4), (2, 5, 4)),
     ({"transA": 1, "transB": 1, "alpha": -2.0}, (4, 3), (5, 4)),
+    # transBatch moves the first dim behind the other batch dims: [d0, ..., dn-1] is read as
+    # [d1, ..., dn-2, d0, dn-1].
+    ({"transBatchA": 1}, (4, 2, 3, 5), (2, 3, 5, 6)),
+    ({"transBatchB": 1}, (2, 3, 4, 5), (5, 2, 3, 6)),
+    ({"transBatchA": 1, "transBatchB": 1, "alpha": 0.5}, (4, 2, 5), (5, 2, 6)),
+    ({"transBatchA": 1, "transA": 1}, (5, 2, 3, 4), (2, 3, 5, 6)),
+    ({"transBatchB": 1, "transB": 1}, (2, 3, 4, 5), (6, 2, 3, 5)),
 ])
 def test_fused_matmul_matches_onnxruntime(tmp_path, rng, device, attrs, a_shape, b_shape):
     feeds = {"a": _r(rng, *a_shape), "b": _r(rng, *b_shape)}
@@ -127,6 +134,10 @@ def test_skip_simplified_layer_normalization_matches_onnxruntime(tmp_path, rng, 
     node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, ["y", "", "inv", "sum"],
                             domain=MS, epsilon=1e-6)
     _compare(tmp_path, _model(node, feeds, ["y", "inv", "sum"], init), feeds, device)
+    # The mean output: a simplified norm has none, and onnxruntime writes zeros [2, 5, 1].
+    outputs = ["y", "mean", "inv", "sum"]
+    node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, outputs, domain=MS)
+    _compare(tmp_path, _model(node, feeds, outputs, init), feeds, device)
     node = helper.make_node("SkipSimplifiedLayerNormalization", inputs, ["y"], domain=MS)
     _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
 
@@ -280,21 +291,135 @@ def test_multi_head_attention_matches_onnxruntime(tmp_path, rng, device, mask, a
     _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("past_length,mask,attrs", [
+    (3, None, {}),
+    (3, None, {"unidirectional": 1}),
+    (2, "2d", {"unidirectional": 1}),
+    (4, "lengths", {}),
+    (0, None, {"unidirectional": 1}),  # the first step: an empty past
+])
+def test_attention_with_a_key_value_cache_matches_onnxruntime(tmp_path, rng, device, past_length,
+                                                              mask, attrs):
+    # Decoding: past [2, B, N, P, H] holds the earlier steps' keys and values; present appends
+    # this step's, and the masks cover all P + S keys.
+    b, s, d, heads = 2, 3, 16, 4
+    feeds = {"x": _r(rng, b, s, d), "past": _r(rng, 2, b, heads, past_length, d // heads)}
+    init = [("w", _r(rng, d, 3 * d) * 0.5), ("bias", _r(rng, 3 * d))]
+    inputs = ["x", "w", "bias", "", "past"]
+    if mask is not None:
+        feeds["mask"] = _padding(mask, b, s, past_length + s)
+        inputs[3] = "mask"
+    outputs = ["y", "present"]  # onnxruntime requires present with past
+    node = helper.make_node("Attention", inputs, outputs, domain=MS, num_heads=heads, **attrs)
+    _compare(tmp_path, _model(node, feeds, outputs, init), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("past_length,with_bias,attrs", [
+    (4, True, {}), (2, False, {"unidirectional": 1}), (3, True, {"scale": 0.3}),
+])
+def test_multi_head_attention_with_a_key_value_cache_matches_onnxruntime(tmp_path, rng, device,
+                                                                         past_length, with_bias,
+                                                                         attrs):
+    b, s, heads, h = 2, 3, 2, 4
+    d = heads * h
+    feeds = {"q": _r(rng, b, s, d), "k": _r(rng, b, s, d), "v": _r(rng, b, s, d),
+             "past_key": _r(rng, b, heads, past_length, h),
+             "past_value": _r(rng, b, heads, past_length, h)}
+    init = [("bias", _r(rng, 3 * d))] if with_bias else []
+    inputs = ["q", "k", "v", "bias" if with_bias else "", "", "", "past_key", "past_value"]
+    outputs = ["y", "present_key", "present_value"]
+    node = helper.make_node("MultiHeadAttention", inputs, outputs, domain=MS, num_heads=heads,
+                            **attrs)
+    _compare(tmp_path, _model(node, feeds, outputs, init), feeds, device)
+    # A cross-attention's keys and values already in heads [B, N, L, H] (no bias, no past).
+    feeds = {"q": feeds["q"], "k": _r(rng, b, heads, 5, h), "v": _r(rng, b, heads, 5, h)}
+    node = helper.make_node("MultiHeadAttention", ["q", "k", "v"], ["y"], domain=MS,
+                            num_heads=heads, **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"]), feeds, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("form", ["qkv", "kv"])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_multi_head_attentions_packed_forms_are_its_unpacked_ones(tmp_path, rng, device, form,
+                                                                  with_bias):
+    # onnxruntime's CPU kernel has no packed QKV [B, L, N, 3, H] or KV [B, L, N, 2, H]; by
+    # ContribOperators.md they are the same tensors as query, key and value, so onnxruntime's
+    # output for those unpacked is the reference.
+    b, s, heads, h = 2, 4, 2, 4
+    d = heads * h
+    init = [("bias", _r(rng, 3 * d))] if with_bias else []
+    bias = "bias" if with_bias else ""
+    if form == "qkv":
+        packed = {"qkv": _r(rng, b, s, heads, 3, h)}
+        node = helper.make_node("MultiHeadAttention", ["qkv", "", "", bias], ["y"], domain=MS,
+                                num_heads=heads)
+        q, k, v = (packed["qkv"][:, :, :, i, :].reshape(b, s, d) for i in range(3))
+    else:
+        packed = {"q": _r(rng, b, s, d), "kv": _r(rng, b, 5, heads, 2, h)}
+        node = helper.make_node("MultiHeadAttention", ["q", "kv", "", bias], ["y"], domain=MS,
+                                num_heads=heads)
+        q = packed["q"]
+        k, v = (packed["kv"][:, :, :, i, :].reshape(b, 5, d) for i in range(2))
+    unpacked = {"q": q, "k": k, "v": v}
+    plain = helper.make_node("MultiHeadAttention", ["q", "k", "v", bias], ["y"], domain=MS,
+                             num_heads=heads)
+    path = str(tmp_path / "plain.onnx")
+    onnx.save(_model(plain, unpacked, ["y"], init), path)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, unpacked)
+    _compare(tmp_path, _model(node, packed, ["y"], init), packed, device, expected=expected)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout,positions,attrs", [
+    ("bsd", "offset", {}),
+    ("bsd", "ids", {"interleaved": 1}),
+    ("bnsh", "ids", {}),
+    ("bnsh", "offset", {"interleaved": 1}),
+    ("bsd", "ids", {"num_heads": 2, "rotary_embedding_dim": 4}),  # partial: 4 of 8 rotate
+])
+def test_rotary_embedding_matches_onnxruntime(tmp_path, rng, device, layout, positions, attrs):
+    b, s, heads, h, max_len = 2, 5, 2, 8, 16
+    rot = attrs.get("rotary_embedding_dim", h)
+    x = _r(rng, b, s, heads * h) if layout == "bsd" else _r(rng, b, heads, s, h)
+    angles = np.arange(max_len)[:, None] * (0.1 + np.arange(rot // 2)[None, :])
+    feeds = {"x": x}
+    if positions == "offset":
+        feeds["pos"] = np.array([3], np.int64)
+    else:
+        feeds["pos"] = rng.integers(0, max_len, (b, s)).astype(np.int64)
+    init = [("cos", np.cos(angles).astype(np.float32)), ("sin", np.sin(angles).astype(np.float32))]
+    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], domain=MS,
+                            **attrs)
+    _compare(tmp_path, _model(node, feeds, ["y"], init), feeds, device)
+    # ONNX's own RotaryEmbedding (opset 23): (X, cos_cache, sin_cache, position_ids).
+    if positions == "ids":
+        attrs = dict(attrs)
+        if layout == "bsd":
+            attrs["num_heads"] = heads
+        node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], **attrs)
+        _compare(tmp_path, _model(node, feeds, ["y"], init, opset=23), feeds, device)
+
+
 def test_attentions_decoding_inputs_are_refused_at_load_time(tmp_path):
     path = str(tmp_path / "m.onnx")
     x = np.zeros((1, 2, 4), np.float32)
-    node = helper.make_node("Attention", ["x", "w", "", "", "past"], ["y", "present"], name="att",
-                            domain=MS, num_heads=2)
+    node = helper.make_node("Attention", ["x", "w", "", "", "past", "", "plen"],
+                            ["y", "present"], name="att", domain=MS, num_heads=2,
+                            past_present_share_buffer=1)
     onnx.save(_model(node, {"x": x, "w": np.zeros((4, 12), np.float32),
-                            "past": np.zeros((2, 1, 2, 1, 2), np.float32)}, ["y"]), path)
+                            "past": np.zeros((2, 1, 2, 1, 2), np.float32),
+                            "plen": np.zeros(1, np.int32)}, ["y"]), path)
     with pytest.raises(ember.NotImplementedError,
-                       match=r"\[onnx\] node 'att' \(Attention at com.microsoft opset 1\): input 4 "
-                             r"\(past\) is not supported"):
+                       match=r"\[onnx\] node 'att' \(Attention at com.microsoft opset 1\): input 6 "
+                             r"\(past_sequence_length\) is not supported"):
         ember.onnx.load(path)
-    node = helper.make_node("MultiHeadAttention", ["x"], ["y"], name="mha", domain=MS,
-                            num_heads=2)
-    onnx.save(_model(node, {"x": x}, ["y"]), path)
-    with pytest.raises(ember.NotImplementedError, match=r"packed QKV or KV is not supported"):
+    node = helper.make_node("MultiHeadAttention", ["x", "x", "x"], ["y", "", "", "qk"], name="mha",
+                            domain=MS, num_heads=2)
+    onnx.save(_model(node, {"x": x}, ["y", "qk"]), path)
+    with pytest.raises(ember.NotImplementedError, match=r"output 3 \(qk\) is read"):
         ember.onnx.load(path)
 
 
@@ -334,10 +459,9 @@ def test_what_a_contrib_op_cannot_do_is_refused_at_load_time(tmp_path):
     x = np.zeros((2, 2), np.float32)
     node = helper.make_node("FusedMatMul", ["x", "x"], ["y"], name="mm", domain=MS, transBatchA=1)
     onnx.save(_model(node, {"x": x}, ["y"]), path)
-    with pytest.raises(ember.NotImplementedError,
-                       match=r"\[onnx\] node 'mm' \(FusedMatMul at com.microsoft opset 1\): "
-                             r"attribute transBatchA = 1 is not supported"):
-        ember.onnx.load(path)
+    with pytest.raises(ValueError, match=r"transBatchA and transBatchB need A and B of one rank, "
+                                         r"at least 3: got shapes \[2, 2\] and \[2, 2\]"):
+        ember.onnx.load(path).run(None, {"x": x})
     w = np.zeros((1, 1, 1, 1), np.float32)
     x4 = np.zeros((1, 1, 2, 2), np.float32)
     node = helper.make_node("FusedConv", ["x", "w"], ["y"], name="fc", domain=MS,
@@ -352,10 +476,10 @@ def test_what_a_contrib_op_cannot_do_is_refused_at_load_time(tmp_path):
     with pytest.raises(ember.NotImplementedError, match=r"attribute activation='Elu' is not "
                                                         r"supported"):
         ember.onnx.load(path)
-    node = helper.make_node("SkipSimplifiedLayerNormalization", ["x", "x", "g"], ["y", "mean"],
-                            name="sn", domain=MS)
-    onnx.save(_model(node, {"x": x, "g": np.ones(2, np.float32)}, ["y", "mean"]), path)
+    node = helper.make_node("RotaryEmbedding", ["x", "p", "c", "c"], ["y"], name="rope",
+                            domain=MS, is_packed_batching=1)
+    onnx.save(_model(node, {"x": x, "p": np.zeros(1, np.int64), "c": x}, ["y"]), path)
     with pytest.raises(ember.NotImplementedError,
-                       match=r"\(SkipSimplifiedLayerNormalization at com.microsoft opset 1\): "
-                             r"output 1 \(mean\) is read"):
+                       match=r"\(RotaryEmbedding at com.microsoft opset 1\): attribute "
+                             r"is_packed_batching = 1 \(ragged batches\) is not supported"):
         ember.onnx.load(path)

@@ -158,10 +158,11 @@ def test_what_has_no_onnx_form_is_refused(tmp_path):
     with pytest.raises(NotImplementedError, match=r"read a tensor's values on the host"):
         ember.onnx.export(lambda t: t if t.sum().item() > 0 else -t, x, tmp_path / "b.onnx")
     with pytest.raises(NotImplementedError, match=r"cannot be recorded: .*random"):
-        ember.onnx.export(lambda t: F.dropout(t, 0.5, training=True), x, tmp_path / "r.onnx")
+        ember.onnx.export(lambda t: t + ember.randint(0, 3, (3, 4)).float(), x,
+                          tmp_path / "r.onnx")
     with pytest.raises(KeyError, match=r"dynamic_axes names 'y'"):
         ember.onnx.export(lambda t: t + 1, x, tmp_path / "c.onnx", dynamic_axes={"y": [0]})
-    with pytest.raises(ValueError, match=r"opset_version 11"):
+    with pytest.raises(ValueError, match=r"opset_version 11: Ember writes opset 17 .* or 18"):
         ember.onnx.export(lambda t: t + 1, x, tmp_path / "d.onnx", opset_version=11)
     with pytest.raises(TypeError, match=r"not a tensor"):
         ember.onnx.export(lambda t: 3, x, tmp_path / "e.onnx")
@@ -222,15 +223,47 @@ def test_recurrent_layers(tmp_path, layer, bidirectional, batch_first, states):
     else:
         model = _exported(net, (x, h0), tmp_path)
     ops = _ops(model)
-    if layer == "RNN":  # the core composes the Elman RNN: its steps are written out
-        assert "RNN" not in ops and "Tanh" in ops
-    else:
-        assert ops.count(layer) == 2 * dirs and "Gemm" not in ops
-        node = next(n for n in model.graph.node if n.op_type == layer)
-        attrs = {a.name: a for a in node.attribute}
-        assert attrs["hidden_size"].i == 7
-        if layer == "GRU":
-            assert attrs["linear_before_reset"].i == 1
+    # One node per layer and direction, the Elman RNN's too (the core composes it of matmuls).
+    assert ops.count(layer) == 2 * dirs and "Gemm" not in ops and "MatMul" not in ops
+    node = next(n for n in model.graph.node if n.op_type == layer)
+    attrs = {a.name: a for a in node.attribute}
+    assert attrs["hidden_size"].i == 7
+    if layer == "GRU":
+        assert attrs["linear_before_reset"].i == 1
+
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "RNN"])
+def test_recurrent_layers_off_the_cpu(tmp_path, layer):
+    # On the reference backend a layer runs its rnn_layer kernel, a reverse direction between two
+    # flips of time whose index the core copies to the device: still one node per direction.
+    ember.manual_seed(16)
+    net = getattr(nn, layer)(5, 6, num_layers=2, bidirectional=True).to("reference")
+    net.eval()
+    x = ember.randn(4, 3, 5).to("reference")
+    path = tmp_path / "rnn.onnx"
+    ember.onnx.export(net, x, path)
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    assert _ops(model).count(layer) == 4
+    with ember.no_grad():
+        want = [_numpy(t.cpu()) for t in _flat(net(x))]
+    got = _ort(path, {"input_0": _numpy(x.cpu())})
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+def test_elman_rnn_with_relu_and_without_bias(tmp_path):
+    ember.manual_seed(14)
+    net = nn.RNN(4, 6, num_layers=2, nonlinearity="relu", bias=False, bidirectional=True)
+    net.eval()
+    model = _exported(net, (ember.randn(5, 3, 4),), tmp_path)
+    nodes = [n for n in model.graph.node if n.op_type == "RNN"]
+    assert len(nodes) == 4
+    for n in nodes:
+        attrs = {a.name: a for a in n.attribute}
+        assert [s.decode() for s in attrs["activations"].strings] == ["Relu"]
+        assert n.input[3] == ""  # no bias
 
 
 def test_recurrent_layer_with_dynamic_batch_and_sequence(tmp_path):
@@ -248,11 +281,20 @@ def test_recurrent_layer_with_dynamic_batch_and_sequence(tmp_path):
         for got in (_ort(path, {"x": _numpy(x)}), [_numpy(t) for t in ember.onnx.load(path)(x)]):
             for g, w in zip(got, want):
                 _same(g, w)
-    # The Elman RNN's steps are written out: a longer sequence is another graph.
-    rnn = nn.RNN(3, 4)
-    with pytest.raises(NotImplementedError, match=r"dynamic_axes: the function runs \d+ ONNX nodes"):
-        ember.onnx.export(rnn, ember.randn(3, 2, 3), tmp_path / "rnn.onnx",
-                          dynamic_axes={"input_0": {0: "sequence"}})
+    # The Elman RNN is one node per layer and direction too: its sequence is dynamic as well.
+    rnn = nn.RNN(3, 4, num_layers=2, bidirectional=True)
+    rnn.eval()
+    path = tmp_path / "rnn.onnx"
+    ember.onnx.export(rnn, ember.randn(3, 2, 3), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "sequence", 1: "batch"}})
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    for shape in [(3, 2, 3), (9, 4, 3), (1, 1, 3)]:
+        x = ember.randn(*shape)
+        with ember.no_grad():
+            want = [_numpy(w) for w in rnn(x)]
+        for got in (_ort(path, {"x": _numpy(x)}), [_numpy(t) for t in ember.onnx.load(path)(x)]):
+            for g, w in zip(got, want):
+                _same(g, w)
 
 
 @pytest.mark.parametrize("options", [
@@ -304,10 +346,71 @@ def test_scatter(tmp_path):
     reductions = [next((a.s for a in n.attribute if a.name == "reduction"), b"none")
                   for n in model.graph.node if n.op_type == "ScatterElements"]
     assert reductions.count(b"add") == 5 and reductions.count(b"none") == 4
-    # Only sum and mean are kernels of their own; prod, amax and amin read values on the host.
-    with pytest.raises(NotImplementedError, match=r"read a tensor's values on the host"):
-        ember.onnx.export(lambda x, i, s: ember.scatter_reduce(x, 0, i, s, "prod"),
-                          (ember.randn(3, 4), index, ember.randn(3, 5)), tmp_path / "p.onnx")
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce_as_scatter_elements(tmp_path, reduce, include_self):
+    # Composed in the core of a sort and a scan, written as ScatterElements with a reduction:
+    # "mul" from opset 16, "max" and "min" from 18, which torch.onnx refuses below 18 as well.
+    ember.manual_seed(15)
+    index = ember.tensor([[0, 1, 2, 0], [2, 0, 1, 1]])
+
+    def fn(x, index, src):
+        return ember.scatter_reduce(x, 0, index, src, reduce, include_self=include_self)
+
+    args = (ember.randn(3, 4), index, ember.randn(3, 5))
+    opsets = [17, 18] if reduce == "prod" else [18]
+    for opset in opsets:
+        model = _exported(fn, args, tmp_path, opset_version=opset)
+        assert model.opset_import[0].version == opset
+        red = [next((a.s for a in n.attribute if a.name == "reduction"), b"none")
+               for n in model.graph.node if n.op_type == "ScatterElements"]
+        onnx_reduce = {"prod": b"mul", "amax": b"max", "amin": b"min"}[reduce]
+        assert red == ([onnx_reduce] if include_self else [b"none", onnx_reduce])
+    if reduce != "prod":
+        with pytest.raises(NotImplementedError,
+                           match=rf"scatter_reduce with reduce='{reduce}' is ScatterElements .* "
+                                 r"from opset 18 on: export with opset_version=18"):
+            ember.onnx.export(fn, args, tmp_path / "r.onnx")
+    # Integer tensors: the identity of max and min is the dtype's own extreme.
+    ints = (ember.tensor([[5, -2, 7, 1], [0, 3, 9, -4], [2, 2, 2, 2]]), index,
+            ember.tensor([[4, 9, -8, 2, 6], [-1, 0, 3, 5, 7], [1, 1, 1, 1, 1]]))
+    _exported(fn, ints, tmp_path, opset_version=18)
+
+
+def test_random_draws_as_onnx_random_ops(tmp_path):
+    # ember.rand_like, randn_like and dropout in training mode (its mask: a uniform draw >= p)
+    # become RandomUniformLike and RandomNormalLike without a seed: onnxruntime draws afresh at
+    # every run, so its outputs are compared by their statistics, and exactly where no draw
+    # enters.
+    def fn(x):
+        return (ember.rand_like(x), ember.randn_like(x) * 2.0 + 1.0,
+                F.dropout(ember.ones_like(x), 0.25, training=True), x * 3.0)
+
+    path = tmp_path / "random.onnx"
+    ember.onnx.export(fn, ember.randn(4, 6), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "n"}})
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    ops = _ops(model)
+    for op, count in (("RandomUniformLike", 2), ("RandomNormalLike", 1)):
+        assert ops.count(op) == count, op
+        node = next(n for n in model.graph.node if n.op_type == op)
+        assert "seed" not in {a.name for a in node.attribute}
+    x = np.random.default_rng(0).standard_normal((20000, 6)).astype(np.float32)
+    reference = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = ember.onnx.load(path)
+    for run in (lambda: reference.run(None, {"x": x}),
+                lambda: [_numpy(t) for t in session(ember.tensor(x))]):
+        u, z, d, y = run()
+        assert u.shape == z.shape == d.shape == x.shape
+        assert u.min() >= 0 and u.max() < 1 and abs(u.mean() - 0.5) < 0.02
+        assert abs(z.mean() - 1.0) < 0.03 and abs(z.std() - 2.0) < 0.05
+        assert set(np.unique(d)) <= {0.0, np.float32(1 / 0.75)}
+        assert abs((d != 0).mean() - 0.75) < 0.02
+        _same(y, x * 3.0)
+        assert not np.array_equal(run()[0], u)  # a fresh draw at each run of a session
 
 
 def test_channels_last(tmp_path):
@@ -368,7 +471,8 @@ def _forward_forward():
 def _vae_parts():
     vae = _example("ported/vae.py").VAE()
     vae.eval()
-    # forward draws the reparameterization's noise, which an export refuses; its two halves.
+    # forward draws the reparameterization's noise, which the export writes as a random op whose
+    # values are not Ember's (test_vae_forward_exports_with_its_noise): its halves compared here.
     return (lambda x, z: (*vae.encode(x), vae.decode(z))), (ember.randn(2, 784), ember.randn(2, 20))
 
 
@@ -419,6 +523,27 @@ def test_models_and_examples_export(tmp_path, name):
     if isinstance(model, nn.Module):
         model.eval()
     _exported(model, args, tmp_path, tol=1e-4)
+
+
+def test_vae_forward_exports_with_its_noise(tmp_path):
+    # The reparameterization draws its noise with randn_like: a RandomNormalLike node, so the
+    # reconstruction differs per run, while mu and logvar are the model's own.
+    vae = _example("ported/vae.py").VAE()
+    vae.eval()
+    x = ember.rand(3, 784)
+    path = tmp_path / "vae.onnx"
+    ember.onnx.export(vae, x, path, input_names=["x"], dynamic_axes={"x": {0: "n"}})
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model, full_check=True)
+    assert _ops(model).count("RandomNormalLike") == 1
+    with ember.no_grad():
+        _, mu, logvar = vae(x)
+    for got in (_ort(path, {"x": _numpy(x)}),
+                [_numpy(t) for t in ember.onnx.load(path)(x)]):
+        recon, m, lv = got
+        assert recon.shape == (3, 784) and ((recon > 0) & (recon < 1)).all()
+        _same(m, _numpy(mu), 1e-5)
+        _same(lv, _numpy(logvar), 1e-5)
 
 
 def test_time_sequence_prediction_exports(tmp_path):

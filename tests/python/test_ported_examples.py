@@ -211,3 +211,99 @@ def test_learn_the_basics_tensors_build_model_and_autograd_pages():
     # d/dinp sum((inp + 1)^2) = 2 (inp + 1): 4 on the diagonal, 2 elsewhere, accumulated twice.
     assert "[4., 2., 2., 2., 2.]" in calls[1] and "[8., 4., 4., 4., 4.]" in calls[2], out
     assert "[4., 2., 2., 2., 2.]" in calls[3] and out.count("False") == 2, out
+
+
+BASICS = PORTED / "learn_the_basics"
+
+
+def run_page(page, inspect="", cwd=None, env=None, timeout=600):
+    """Runs a "Learn the Basics" page as `python page.py` would (its folder on sys.path), then
+    `inspect`, Python code that sees the page's globals as `page`; returns stdout."""
+    code = ("import runpy, sys\n"
+            f"sys.path.insert(0, {str(BASICS)!r})\n"
+            f"sys.argv = [{str(BASICS / page)!r}]\n"
+            f"page = runpy.run_path(sys.argv[0], run_name='__main__')\n" + inspect)
+    r = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                       text=True, cwd=cwd, timeout=timeout, env={**worker_env(), **(env or {})})
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_learn_the_basics_data_page_batches_and_its_custom_dataset_reads_image_files(tmp_path):
+    # The page's CustomImageDataset (pandas.read_csv, torchvision.io.read_image) over PNG files
+    # of Fashion-MNIST's test images and a labels CSV, as the page describes them.
+    out = run_page("data.py", cwd=tmp_path, inspect="""
+import os
+import ember
+from ember.utils.data import DataLoader
+from _vision import write_png
+test = ember.datasets.FashionMNIST(train=False, limit=10)
+os.makedirs("img")
+with open("labels.csv", "w") as f:
+    f.write("file,label\\n")
+    for i in range(10):
+        write_png(f"img/item{i}.png", test.data[i].numpy())
+        f.write(f"item{i}.png, {int(test.targets[i])}\\n")
+ds = page["CustomImageDataset"]("labels.csv", "img")
+image, label = ds[3]
+assert len(ds) == 10 and image.dtype == ember.uint8 and image.shape == (1, 28, 28)
+assert ember.equal(image[0], test.data[3]) and label == int(test.targets[3])
+images, labels = next(iter(DataLoader(ds, batch_size=4)))
+assert images.shape == (4, 1, 28, 28) and ember.equal(labels, test.targets[:4])
+scaled = page["CustomImageDataset"]("labels.csv", "img", transform=lambda t: t.float() / 255,
+                                    target_transform=lambda y: y + 100)
+image, label = scaled[9]
+assert ember.allclose(image, test[9][0]) and label == int(test.targets[9]) + 100
+print("custom dataset ok")
+""")
+    assert "Feature batch shape: ember.Size([64, 1, 28, 28])" in out, out
+    assert "Labels batch shape: ember.Size([64])" in out and "custom dataset ok" in out, out
+    assert re.search(r"Label: [0-9]\n", out), out  # a 0-d tensor formats as its value
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:  # the figures were written instead of shown: 9 samples, then 1
+        for name, width in (("figure1.png", 9 * 30), ("figure2.png", 30)):
+            png = (tmp_path / name).read_bytes()
+            assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == width
+
+
+def test_learn_the_basics_transforms_page_makes_float_images_and_one_hot_labels():
+    out = run_page("transforms.py", inspect="""
+import ember
+image, target = page["ds"][7]
+plain_image, label = ember.datasets.FashionMNIST(train=True)[7]
+assert image.dtype == ember.float32 and image.shape == (1, 28, 28)
+assert ember.allclose(image, plain_image) and float(image.max()) <= 1.0
+assert target.dtype == ember.float32 and target.tolist() == [float(i == int(label)) for i in range(10)]
+assert page["target_transform"](3).tolist() == [float(i == 3) for i in range(10)]
+print("transforms ok")
+""")
+    assert "transforms ok" in out
+
+
+def test_learn_the_basics_optimization_page_trains_with_sgd_and_cross_entropy():
+    out = run_page("optimization.py", env={"EMBER_EXAMPLE_LIMIT": "2000",
+                                           "EMBER_EXAMPLE_EPOCHS": "3"})
+    losses = numbers(r"Avg loss: ([0-9.]+)", out)
+    accuracy = numbers(r"Accuracy: ([0-9.]+)%", out)
+    # PyTorch 2.15, same data: avg loss 2.3017, 2.2971, 2.2925, accuracy 9.1%, 10.6%, 13.0%.
+    assert len(losses) == 3 and losses[0] > losses[1] > losses[2], out
+    assert accuracy[-1] > accuracy[0] and out.count("loss: ") == 6 and "Done!" in out, out
+
+
+def test_learn_the_basics_save_and_load_page_saves_weights_and_the_whole_model(tmp_path):
+    run_page("saveloadrun.py", cwd=tmp_path, inspect="""
+import ember
+model, = page["model"]  # the page's last line ends in a comma: a 1-tuple
+assert type(model) is ember.models.VGG and not model.training
+weights = ember.load("model_weights.pth", weights_only=True)
+names = [n for n, _ in model.named_parameters()]
+assert set(weights) == set(names) and len(names) == 32  # (a dict of tensors: safetensors)
+assert names[:2] == ["features.0.weight", "features.0.bias"] and names[-1] == "classifier.6.bias"
+assert weights["features.0.weight"].shape == (64, 3, 3, 3)
+assert weights["classifier.0.weight"].shape == (4096, 25088)
+for name, p in model.named_parameters():
+    assert ember.equal(p, weights[name]), name
+print("save and load ok")
+""")
+    assert (tmp_path / "model.pth").read_bytes()[:2] == b"PK"

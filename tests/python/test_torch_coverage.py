@@ -15,8 +15,8 @@ from helpers import SUMMARY_LINES
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 # Names Ember covered when the floors were last raised: a drop fails the test.
-FLOOR_ALL = 987
-FLOOR_USED = 214
+FLOOR_ALL = 1245
+FLOOR_USED = 216
 
 
 def _read(name):

@@ -7,7 +7,10 @@ plugins found next to it at import. See README.md and ARCHITECTURE.md, "Python".
 """
 
 from ember import _C
-from ember._C import *  # noqa: F401,F403  (tensors, dtypes, devices, factories, ops, errors)
+from ember import _spellings
+
+_spellings.install()  # before the names are copied below
+from ember._C import *  # noqa: F401,F403,E402  (tensors, dtypes, devices, factories, ops, errors)
 from ember._C import Tensor, dtype, device, Generator  # noqa: F401
 from ember._size import Size  # noqa: F401
 from ember._legacy_types import *  # noqa: F401,F403  (FloatTensor, LongTensor, ...)
@@ -48,6 +51,10 @@ from ember._C.functional import pixel_shuffle, pixel_unshuffle  # noqa: F401  (t
 from ember._C.functional import cosine_similarity, pairwise_distance  # noqa: F401
 from ember._C.functional import adaptive_avg_pool1d, adaptive_max_pool1d, avg_pool1d, max_pool1d  # noqa: F401
 from ember._C.functional import threshold  # noqa: F401
+from ember._torch_functions import *  # noqa: F401,F403,E402  (torch.abs_, torch.conv2d, torch.pi...)
+from ember import _composites  # noqa: E402
+
+_composites.install()  # torch.median, torch.kron, linalg.matrix_exp... and their Tensor methods
 
 __version__ = _C.version()
 

@@ -11,7 +11,8 @@
 
 The model is imported by the C++ graph library (ember::graph::load_onnx) and run there, op by op,
 through the backend of the session's device; run() returns ember Tensors. Export runs the model
-once and writes the kernel calls it made (ember::graph::export_onnx, opset 17).
+once and writes the kernel calls it made (ember::graph::export_onnx, opset 17, or 18 with
+opset_version=18).
 """
 
 import os
@@ -38,7 +39,9 @@ def export(
     an ONNX model file at ``f`` (a path, or a binary file object it is written to), as
     torch.onnx.export. ``dynamic_axes`` maps an input or output
     name to its symbolic axes, ``{axis: name}`` or a list of axes (named as PyTorch names
-    them). What has no ONNX form is a NotImplementedError naming it."""
+    them). ``opset_version`` is 17 (the default) or 18 (for scatter_reduce's amax and amin).
+    Random draws (rand, randn, dropout in training) become ONNX's random ops, which draw afresh
+    at every run. What has no ONNX form is a NotImplementedError naming it."""
     inputs: List[Tensor] = [args] if isinstance(args, Tensor) else list(args)
     axes: Dict[str, Dict[int, str]] = {}
     for name, dims in (dynamic_axes or {}).items():

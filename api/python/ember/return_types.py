@@ -84,3 +84,63 @@ class IncompatibleKeys(NamedTuple):
 
     missing_keys: list
     unexpected_keys: list
+
+
+class median(NamedTuple):
+    """median(input, dim): the lower medians and their indices."""
+    values: Tensor
+    indices: Tensor
+
+
+class nanmedian(NamedTuple):
+    """nanmedian(input, dim): the lower medians of the non-NaN values and their indices."""
+    values: Tensor
+    indices: Tensor
+
+
+class kthvalue(NamedTuple):
+    """kthvalue(input, k, dim): the k-th smallest values and their indices."""
+    values: Tensor
+    indices: Tensor
+
+
+class mode(NamedTuple):
+    """mode(input, dim): the most frequent values and where each last occurs."""
+    values: Tensor
+    indices: Tensor
+
+
+class aminmax(NamedTuple):
+    """aminmax(input): the smallest and the largest values."""
+    min: Tensor
+    max: Tensor
+
+
+class cummax(NamedTuple):
+    """cummax(input, dim): the running maxima and where each was reached."""
+    values: Tensor
+    indices: Tensor
+
+
+class cummin(NamedTuple):
+    """cummin(input, dim): the running minima and where each was reached."""
+    values: Tensor
+    indices: Tensor
+
+
+class linalg_solve_ex(NamedTuple):
+    """linalg.solve_ex(A, B): the solution and the LAPACK-style info (0: success)."""
+    result: Tensor
+    info: Tensor
+
+
+class linalg_inv_ex(NamedTuple):
+    """linalg.inv_ex(A): the inverse and the LAPACK-style info (0: success)."""
+    inverse: Tensor
+    info: Tensor
+
+
+class linalg_cholesky_ex(NamedTuple):
+    """linalg.cholesky_ex(A): the Cholesky factor and the LAPACK-style info (0: success)."""
+    L: Tensor
+    info: Tensor

@@ -99,6 +99,19 @@ void construct(nb::pointer_and_handle<T> v, A&&... a) {
   p->set_type_name(nb::cast<std::string>(v.h.type().attr("__name__")));
 }
 
+/** Constructs T with input size `in`, or lazily (nn::kLazy) when it is None: the layers whose
+ *  input size may come from their first input (Note [Lazy layers] in api/nn/layers.cpp). */
+template <class T, class... A>
+void construct_maybe_lazy(nb::pointer_and_handle<T> v, std::optional<int64_t> in, A&&... a) {
+  if constexpr (std::is_constructible_v<T, nn::LazyInput, A...>) {
+    if (!in) return construct<T>(v, nn::kLazy, std::forward<A>(a)...);
+  } else {
+    EMBER_CHECK_TYPE(in.has_value(), "[nn.{}] the input size must be an int: got None",
+                     type_name_of(v.h));
+  }
+  construct<T>(v, *in, std::forward<A>(a)...);
+}
+
 // Note [Modules before Module.__init__]
 // A Python subclass whose __init__ does not call super().__init__() (or has not yet) has no C++
 // module: nanobind's instance is not ready, and a bound method would reach a C++ object that does
@@ -886,6 +899,36 @@ nb::tuple size_tuple(const nn::Triple& t) {
   return triple_tuple(t);
 }
 
+/** An adaptive pooling layer's output_size argument: an int, or a sequence of N ints or Nones
+ *  (None keeps the input's size there). */
+template <class Size>
+Size adaptive_size_arg(nb::handle v, const char* layer) {
+  constexpr size_t n = std::tuple_size_v<decltype(Size::dims)>;
+  if (!PySequence_Check(v.ptr())) return Size(nb::cast<int64_t>(v));
+  const nb::sequence seq = nb::borrow<nb::sequence>(v);
+  EMBER_CHECK(nb::len(seq) == n,
+              "[nn.{}] output_size must be an int or a sequence of {} ints or Nones: got {} values",
+              layer, n, nb::len(seq));
+  Size out(1);
+  size_t i = 0;
+  for (nb::handle d : seq) {
+    if (d.is_none()) {
+      out.dims[i++] = std::nullopt;
+    } else {
+      out.dims[i++] = nb::cast<int64_t>(d);
+    }
+  }
+  return out;
+}
+
+/** An adaptive pooling layer's output_size as a tuple, None where the input's size is kept. */
+template <class Size>
+nb::tuple adaptive_size_value(const Size& size) {
+  nb::list out;
+  for (const auto& v : size.dims) out.append(v ? nb::object(nb::int_(*v)) : nb::none());
+  return nb::tuple(out);
+}
+
 /** PyTorch's padding_mode names, indexed by PadKind ("constant" is no convolution's). */
 constexpr const char* kConvPaddingModes[] = {"zeros", "constant", "reflect", "replicate",
                                              "circular"};
@@ -1192,7 +1235,39 @@ void bind_module_base(nb::module_& m) {
             m.register_buffer(name, tensor.value_or(Tensor()), persistent);
           },
           "name"_a, "tensor"_a.none(), "persistent"_a = true,
-          "Adds a buffer: moved with the module, saved in the state dict if persistent.");
+          "Adds a buffer: moved with the module, saved in the state dict if persistent.")
+      // The derived tensors of Note [Derived tensors] (module.h), for reparametrizations written
+      // in Python (ember/nn/utils/parametrize.py).
+      .def(
+          "_make_derived", [](nn::Module& m, const std::string& name) { m.make_derived(name); },
+          "name"_a,
+          "Makes parameter `name` a derived tensor: no longer a parameter, its slot kept for the "
+          "layer to read and written by _write_slot.")
+      .def(
+          "_write_slot",
+          [](nn::Module& m, const std::string& name, const Tensor& value) {
+            Tensor* slot = m.find_derived(name);
+            if (!slot) slot = m.find_parameter(name);
+            EMBER_CHECK_KEY(slot != nullptr,
+                            "[nn.{}] '{}' is neither a derived tensor nor a parameter of this "
+                            "module",
+                            m.type_name(), name);
+            *slot = value;
+          },
+          "name"_a, "value"_a,
+          "Writes `value` itself (its autograd history kept) into the slot of derived tensor or "
+          "parameter `name`: what the layer reads next.")
+      .def(
+          "_make_parameter",
+          [](nn::Module& m, const std::string& name, const Tensor& value) {
+            m.make_parameter(name, value, value.requires_grad());
+          },
+          "name"_a, "value"_a,
+          "Makes derived tensor `name` a parameter again, holding `value` (itself, if a leaf).")
+      .def(
+          "_set_type_name",
+          [](nn::Module& m, std::string name) { m.set_type_name(std::move(name)); }, "name"_a,
+          "Renames the module's type (repr, errors): for code that changes its __class__.");
   for (const char* method_name : {"add_module", "register_module"}) {
     const char* method = method_name;
     cls.def(
@@ -1431,16 +1506,21 @@ void bind_layers(nb::module_& m) {
   layer<nn::Linear>(m, "Linear", "y = x W^T + b.")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Linear> v, int64_t in, int64_t out, bool bias,
-             std::optional<Device> device, std::optional<DType> dtype) {
-            construct<nn::Linear>(v, in, out, bias);
+          [](nb::pointer_and_handle<nn::Linear> v, std::optional<int64_t> in, int64_t out,
+             bool bias, std::optional<Device> device, std::optional<DType> dtype) {
+            construct_maybe_lazy<nn::Linear>(v, in, out, bias);
             place(*v.p, device, dtype);
           },
           "in_features"_a, "out_features"_a, "bias"_a = true, "device"_a = nb::none(),
-          "dtype"_a = nb::none(), "A layer from in_features to out_features.", record_init())
+          "dtype"_a = nb::none(),
+          "A layer from in_features to out_features (None: read from the first input, as "
+          "LazyLinear does).",
+          record_init())
       .def_ro("in_features", &nn::Linear::in_features, "Input features.")
       .def_ro("out_features", &nn::Linear::out_features, "Output features.")
-      .def("reset_parameters", &nn::Linear::reset_parameters, "PyTorch's default initialisation.");
+      .def("reset_parameters", &nn::Linear::reset_parameters, "PyTorch's default initialisation.")
+      .def("initialize_parameters", &nn::Linear::initialize_parameters, "input"_a, release_gil(),
+           "Gives a lazy layer its in_features from input's last dim (then initialises it).");
 
   auto conv2d_like = [&](auto tag, const char* name, const char* doc, bool transposed) {
     using T = typename decltype(tag)::type;
@@ -1451,9 +1531,9 @@ void bind_layers(nb::module_& m) {
     if (!transposed) {
       c.def(
           "__init__",
-          [name](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size,
-                 Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
-                 std::string_view padding_mode, std::optional<Device> device,
+          [name](nb::pointer_and_handle<T> v, std::optional<int64_t> in, int64_t out,
+                 Ints kernel_size, Ints stride, nb::handle padding, Ints dilation, int64_t groups,
+                 bool bias, std::string_view padding_mode, std::optional<Device> device,
                  std::optional<DType> dtype) {
             nn::Conv2dOptions o;
             const nn::Pair k = pair_of(kernel_size);
@@ -1466,12 +1546,16 @@ void bind_layers(nb::module_& m) {
             o.padding_mode = conv_padding_mode(padding_mode, name);
             o.groups = groups;
             o.bias = bias;
-            construct<T>(v, in, out, k, o);
+            construct_maybe_lazy<T>(v, in, out, k, o);
             place(*v.p, device, dtype);
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
           "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
           "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init());
+      if constexpr (requires(T & l, const Tensor& x) { l.initialize_parameters(x); }) {
+        c.def("initialize_parameters", &T::initialize_parameters, "input"_a, release_gil(),
+              "Gives a lazy layer its in_channels from input (then initialises it).");
+      }
     } else {
       c.def(
           "__init__",
@@ -1619,9 +1703,9 @@ void bind_layers(nb::module_& m) {
   layer<nn::Conv1d>(m, "Conv1d", "1-d convolution over [N, C, L].")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Conv1d> v, int64_t in, int64_t out, int64_t kernel_size,
-             int64_t stride, nb::handle padding, int64_t dilation, int64_t groups, bool bias,
-             std::string_view padding_mode, std::optional<Device> device,
+          [](nb::pointer_and_handle<nn::Conv1d> v, std::optional<int64_t> in, int64_t out,
+             int64_t kernel_size, int64_t stride, nb::handle padding, int64_t dilation,
+             int64_t groups, bool bias, std::string_view padding_mode, std::optional<Device> device,
              std::optional<DType> dtype) {
             nn::Conv1dOptions o;
             o.stride = stride;
@@ -1632,7 +1716,7 @@ void bind_layers(nb::module_& m) {
             o.padding_mode = conv_padding_mode(padding_mode, "Conv1d");
             o.groups = groups;
             o.bias = bias;
-            construct<nn::Conv1d>(v, in, out, kernel_size, o);
+            construct_maybe_lazy<nn::Conv1d>(v, in, out, kernel_size, o);
             place(*v.p, device, dtype);
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
@@ -1659,14 +1743,16 @@ void bind_layers(nb::module_& m) {
           "Tap spacing.")
       .def_prop_ro(
           "groups", [](const nn::Conv1d& l) { return l.options.groups; }, "Channel groups.")
-      .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.");
+      .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.")
+      .def("initialize_parameters", &nn::Conv1d::initialize_parameters, "input"_a, release_gil(),
+           "Gives a lazy layer its in_channels from input (then initialises it).");
 
   layer<nn::Conv3d>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].")
       .def(
           "__init__",
-          [](nb::pointer_and_handle<nn::Conv3d> v, int64_t in, int64_t out, Ints kernel_size,
-             Ints stride, nb::handle padding, Ints dilation, int64_t groups, bool bias,
-             std::string_view padding_mode, std::optional<Device> device,
+          [](nb::pointer_and_handle<nn::Conv3d> v, std::optional<int64_t> in, int64_t out,
+             Ints kernel_size, Ints stride, nb::handle padding, Ints dilation, int64_t groups,
+             bool bias, std::string_view padding_mode, std::optional<Device> device,
              std::optional<DType> dtype) {
             nn::Conv3dOptions o;
             const nn::Triple k = triple_of(kernel_size);
@@ -1678,7 +1764,7 @@ void bind_layers(nb::module_& m) {
             o.padding_mode = conv_padding_mode(padding_mode, "Conv3d");
             o.groups = groups;
             o.bias = bias;
-            construct<nn::Conv3d>(v, in, out, k, o);
+            construct_maybe_lazy<nn::Conv3d>(v, in, out, k, o);
             place(*v.p, device, dtype);
           },
           "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
@@ -1706,7 +1792,9 @@ void bind_layers(nb::module_& m) {
           "Tap spacing.")
       .def_prop_ro(
           "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
-      .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.");
+      .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.")
+      .def("initialize_parameters", &nn::Conv3d::initialize_parameters, "input"_a, release_gil(),
+           "Gives a lazy layer its in_channels from input (then initialises it).");
 
   // The batch and instance norms: their shared base with PyTorch's attributes, a class per
   // family, and the 1d, 2d and 3d classes taking its constructor's arguments with the family's
@@ -2054,29 +2142,35 @@ void bind_layers(nb::module_& m) {
       l.forward_with_indices(x);
     };
     auto c = layer<T>(m, name, doc, !is_max);
-    const auto size_arg = [name](const Ints& v) {
+    const auto size_arg = [name](nb::handle v) {
       if constexpr (std::is_same_v<Size, int64_t>) {
-        return single(v, name, "output_size");
+        EMBER_CHECK_TYPE(!v.is_none(),
+                         "[nn.{}] output_size must be an int: got None (None keeps "
+                         "a size of the 2-d and 3-d poolings only)",
+                         name);
+        return single(nb::cast<Ints>(v), name, "output_size");
       } else {
-        return size_of<Size>(v);
+        return adaptive_size_arg<Size>(v, name);
       }
     };
     if constexpr (is_max) {
       bind_max_pool_forward<T>(c);
       c.def(
           "__init__",
-          [size_arg](nb::pointer_and_handle<T> v, Ints output_size, bool return_indices) {
+          [size_arg](nb::pointer_and_handle<T> v, nb::handle output_size, bool return_indices) {
             construct<T>(v, size_arg(output_size));
             nb::setattr(v.h, "return_indices", nb::bool_(return_indices));
           },
-          "output_size"_a, "return_indices"_a = false, "Pools to output_size.", record_init());
+          nb::arg("output_size").none(), "return_indices"_a = false,
+          "Pools to output_size (a None entry keeps the input's size).", record_init());
     } else {
       c.def(
           "__init__",
-          [size_arg](nb::pointer_and_handle<T> v, Ints output_size) {
+          [size_arg](nb::pointer_and_handle<T> v, nb::handle output_size) {
             construct<T>(v, size_arg(output_size));
           },
-          "output_size"_a, "Pools to output_size.", record_init());
+          nb::arg("output_size").none(),
+          "Pools to output_size (a None entry keeps the input's size).", record_init());
     }
     c.def_prop_ro(
         "output_size",
@@ -2084,10 +2178,10 @@ void bind_layers(nb::module_& m) {
           if constexpr (std::is_same_v<Size, int64_t>) {
             return nb::int_(l.output_size);
           } else {
-            return size_tuple(l.output_size);
+            return adaptive_size_value(l.output_size);
           }
         },
-        "The output's spatial size: L, (H, W) or (D, H, W).");
+        "The output's spatial size: L, (H, W) or (D, H, W), None where it keeps the input's.");
   };
   adaptive_layer(std::type_identity<nn::AdaptiveAvgPool1d>{}, "AdaptiveAvgPool1d",
                  "Average pooling over [N, C, L] to a fixed length.");

@@ -2,6 +2,7 @@
 // with onnxruntime's InferenceSession calls; and modules exported (ember::graph::export_onnx).
 #include <ember/graph/onnx.h>
 #include <ember/graph/optimize.h>
+#include <ember/graph/session.h>
 
 #include <nanobind/stl/filesystem.h>
 
@@ -11,10 +12,9 @@ namespace ember::python {
 
 namespace {
 
-/** A loaded model and the device it runs on. */
+/** A loaded model, run on its device from a memory plan per input shape (graph::Session). */
 struct OnnxSession {
-  graph::Graph graph;
-  Device device;
+  graph::Session session;
   graph::OptimizeReport report;
 };
 
@@ -34,18 +34,18 @@ std::vector<Tensor> run_session(const OnnxSession& s, std::map<std::string, Tens
   std::map<std::string, Tensor> out;
   {
     GilRelease release;
-    out = s.graph.run(feeds, s.device);
+    out = s.session.run(feeds);
   }
   if (!output_names) {
     std::vector<Tensor> all;
-    for (const graph::ValueInfo& v : s.graph.outputs()) all.push_back(out.at(v.name));
+    for (const graph::ValueInfo& v : s.session.graph().outputs()) all.push_back(out.at(v.name));
     return all;
   }
   std::vector<Tensor> picked;
   for (const std::string& name : *output_names) {
     auto it = out.find(name);
     EMBER_CHECK_KEY(it != out.end(), "[onnx] unknown output '{}' (the model's outputs are: {})",
-                    name, fmt::join(names_of(s.graph.outputs()), ", "));
+                    name, fmt::join(names_of(s.session.graph().outputs()), ", "));
     picked.push_back(it->second);
   }
   return picked;
@@ -96,13 +96,15 @@ void bind_onnx(nb::module_& root) {
                           "A loaded ONNX model and the device it runs on; run() as "
                           "onnxruntime's InferenceSession, or call it with the inputs in order.")
       .def_prop_ro(
-          "input_names", [](const OnnxSession& s) { return names_of(s.graph.inputs()); },
+          "input_names", [](const OnnxSession& s) { return names_of(s.session.graph().inputs()); },
           "The names of the inputs run() takes, in order.")
       .def_prop_ro(
-          "output_names", [](const OnnxSession& s) { return names_of(s.graph.outputs()); },
+          "output_names",
+          [](const OnnxSession& s) { return names_of(s.session.graph().outputs()); },
           "The names of the outputs, in order.")
       .def_prop_ro(
-          "device", [](const OnnxSession& s) { return s.device; }, "The device the model runs on.")
+          "device", [](const OnnxSession& s) { return s.session.device(); },
+          "The device the model runs on.")
       .def_prop_ro(
           "optimizations",
           [](const OnnxSession& s) {
@@ -112,8 +114,26 @@ void bind_onnx(nb::module_& root) {
           },
           "What the graph optimizer did at load: rewrites made by each pass that ran.")
       .def_prop_ro(
-          "node_count", [](const OnnxSession& s) { return s.graph.nodes().size(); },
+          "node_count", [](const OnnxSession& s) { return s.session.graph().nodes().size(); },
           "How many nodes the (optimized) graph runs.")
+      .def_prop_ro(
+          "memory_plan",
+          [](const OnnxSession& s) {
+            const graph::MemoryPlan m = s.session.memory_plan();
+            nb::dict d;
+            d["planned_bytes"] = m.planned_bytes;
+            d["intermediate_bytes"] = m.intermediate_bytes;
+            d["weight_bytes"] = m.weight_bytes;
+            d["peak_bytes"] = m.peak_bytes;
+            d["plans"] = m.plans;
+            d["planned_runs"] = m.planned_runs;
+            d["unplanned_runs"] = m.unplanned_runs;
+            d["unplanned_reason"] = m.unplanned_reason;
+            return d;
+          },
+          "How runs use memory: the intermediates' planned buffers (planned_bytes, against "
+          "intermediate_bytes with a buffer each), the weights, their sum (peak_bytes), and how "
+          "many runs replayed a plan (graph::MemoryPlan).")
       .def(
           "run",
           [](const OnnxSession& s, std::optional<std::vector<std::string>> output_names,
@@ -128,7 +148,7 @@ void bind_onnx(nb::module_& root) {
       .def(
           "__call__",
           [](const OnnxSession& s, nb::args args, nb::kwargs kwargs) -> nb::object {
-            const std::vector<graph::ValueInfo>& inputs = s.graph.inputs();
+            const std::vector<graph::ValueInfo>& inputs = s.session.graph().inputs();
             EMBER_CHECK(args.size() <= inputs.size(),
                         "[onnx] the model takes {} inputs ({}): got {} positional arguments",
                         inputs.size(), fmt::join(names_of(inputs), ", "), args.size());
@@ -149,23 +169,25 @@ void bind_onnx(nb::module_& root) {
   m.def(
       "load",
       [](const std::filesystem::path& path, nb::handle device, const std::string& level,
-         const std::vector<std::string>& disabled) {
-        OnnxSession s;
-        s.device = device.is_none() ? Device::cpu() : device_from(device);
+         const std::vector<std::string>& disabled, bool mem_pattern) {
+        const Device d = device.is_none() ? Device::cpu() : device_from(device);
         const graph::OptLevel opt = graph::opt_level_from_name(level);
         GilRelease release;
-        s.graph = graph::optimize(graph::load_onnx(path), opt, &s.report, disabled);
-        return s;
+        graph::OptimizeReport report;
+        graph::Graph g = graph::optimize(graph::load_onnx(path), opt, &report, disabled);
+        return OnnxSession{graph::Session(std::move(g), d, mem_pattern), std::move(report)};
       },
       "path"_a, "device"_a = nb::none(), "optimization_level"_a = "all",
-      "disabled_optimizers"_a = std::vector<std::string>{},
+      "disabled_optimizers"_a = std::vector<std::string>{}, "enable_mem_pattern"_a = true,
       nb::sig("def load(path: str | os.PathLike[str], device: ember._C.device | str | int | None "
               "= None, optimization_level: str = 'all', disabled_optimizers: "
-              "collections.abc.Sequence[str] = []) -> InferenceSession"),
+              "collections.abc.Sequence[str] = [], enable_mem_pattern: bool = True) -> "
+              "InferenceSession"),
       "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
       "default), optimized at `optimization_level` ('none', 'basic', 'extended' or 'all', as "
-      "onnxruntime's levels) without the passes named in `disabled_optimizers` (as "
-      "onnxruntime's option of that name).");
+      "onnxruntime's levels) without the passes named in `disabled_optimizers`; runs replay a "
+      "memory plan made by the first run of each input shape unless `enable_mem_pattern` is "
+      "False (both as onnxruntime's options of those names).");
   m.def(
       "_export",
       [](nb::object model, nb::list args, std::optional<std::filesystem::path> path,

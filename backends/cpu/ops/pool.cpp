@@ -202,6 +202,16 @@ Layout layout_of(std::initializer_list<const ember_tensor*> ts) {
   return rows ? Layout::kRows : cl ? Layout::kNhwc : Layout::kBad;
 }
 
+/** v != v: true for a NaN (never for an integer type). */
+template <typename V>
+inline bool is_nan_value(V v) {
+  if constexpr (std::is_floating_point_v<V>) {
+    return v != v;
+  } else {
+    return false;
+  }
+}
+
 // Max pooling of NHWC x [N, H, W, C] into y and idx [N, oH, oW, C] (Note [Channels-last pooling]).
 template <typename T>
 void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -222,8 +232,9 @@ void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t
       // Channels in blocks held in local arrays, which nothing aliases, with 32-bit indices
       // (planes below 2^31 elements, checked by the caller), so the selects vectorise.
       constexpr int64_t kBlock = 32;
-      for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
-        const int64_t nb = std::min(kBlock, C - c0);
+      // A full block's count is a constant, so its loops compile to whole vectors.
+      const auto block = [&](int64_t c0, auto count) {
+        const int64_t nb = count;
         Cm best[kBlock];
         int32_t bi[kBlock];
         bool first = true;
@@ -241,14 +252,18 @@ void max_pool_nhwc(const T* x, T* y, int64_t* idx, int64_t N, int64_t C, int64_t
             // NaN wins (the last NaN's index, as row-major); the first maximum wins ties.
             for (int64_t c = 0; c < nb; ++c) {
               const Cm v = static_cast<Cm>(xp[c]);
-              const bool take = (v > best[c]) | (v != v);  // no branch: the selects vectorise
+              const bool take =
+                  (v > best[c]) | is_nan_value(v);  // no branch: the selects vectorise
               best[c] = take ? v : best[c];
               bi[c] = take ? at32 : bi[c];
             }
           }
         }
         for (int64_t c = 0; c < nb; ++c) yp[c0 + c] = static_cast<T>(best[c]), ip[c0 + c] = bi[c];
-      }
+      };
+      int64_t c0 = 0;
+      for (; c0 + kBlock <= C; c0 += kBlock) block(c0, std::integral_constant<int64_t, kBlock>{});
+      if (c0 < C) block(c0, C - c0);
     }
   }
 }

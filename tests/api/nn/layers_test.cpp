@@ -530,6 +530,68 @@ TEST(Pooling, ThreeDimModulesForwardTheirOptions) {
   EXPECT_EQ(AdaptiveAvgPool3d({1, 2, 3}).extra_repr(), "output_size=(1, 2, 3)");
 }
 
+TEST(Pooling, AdaptiveSizesKeepTheInputSizeWhereAnEntryIsEmpty) {
+  const Tensor x = randn({1, 2, 6, 8});
+  AdaptiveAvgPool2d keep_w({3, std::nullopt});
+  EXPECT_EQ(values(keep_w(x)), values(adaptive_avg_pool2d(x, {3, 8})));
+  EXPECT_EQ(keep_w(x).sizes(), (Shape{1, 2, 3, 8}));
+  EXPECT_EQ(keep_w.extra_repr(), "output_size=(3, None)");
+  AdaptiveMaxPool2d keep_h({std::nullopt, 2});
+  EXPECT_EQ(values(keep_h(x)), values(adaptive_max_pool2d(x, {6, 2})));
+  EXPECT_EQ(values(std::get<1>(keep_h.forward_with_indices(x))),
+            values(std::get<1>(adaptive_max_pool2d_with_indices(x, {6, 2}))));
+  const Tensor v = randn({2, 4, 6, 8});
+  AdaptiveAvgPool3d keep({std::nullopt, 2, std::nullopt});
+  EXPECT_EQ(values(keep(v)), values(adaptive_avg_pool3d(v, {4, 2, 8})));
+  EXPECT_EQ(keep.extra_repr(), "output_size=(None, 2, None)");
+  EXPECT_EQ(AdaptiveAvgPool2d(1).extra_repr(), "output_size=1");
+  expect_error(
+      [] {
+        AdaptiveAvgPool2d({std::nullopt, 2})(randn({5}));
+      },
+      {"[nn.AdaptiveAvgPool2d]", "(None, 2)", "fewer than 2 dims"});
+}
+
+TEST(LazyLayers, ReadTheInputSizeFromTheFirstInputAndKeepTheirParameterTensors) {
+  manual_seed(3);
+  Linear lazy(kLazy, 4);
+  EXPECT_EQ(lazy.type_name(), "LazyLinear");
+  EXPECT_EQ(lazy.extra_repr(), "in_features=0, out_features=4, bias=true");
+  EXPECT_EQ(lazy.weight.sizes(), (Shape{4, 0}));
+  const Tensor weight = lazy.weight;  // a handle: the same tensor once it is sized
+  const Tensor x = randn({2, 5, 3});
+  const Tensor y = lazy(x);
+  EXPECT_EQ(lazy.in_features, 3);
+  EXPECT_EQ(lazy.type_name(), "Linear");
+  EXPECT_EQ(weight.sizes(), (Shape{4, 3}));
+  EXPECT_EQ(weight.impl(), lazy.weight.impl());
+  EXPECT_TRUE(weight.requires_grad());
+  EXPECT_EQ(values(y), values(linear(x, lazy.weight, lazy.bias)));
+  const Stats w = stats(weight), b = stats(lazy.bias);  // PyTorch's bound 1/sqrt(in_features)
+  EXPECT_LE(std::max(-w.min, w.max), 1 / std::sqrt(3.0));
+  EXPECT_GT(w.max - w.min, 0.1);
+  EXPECT_LE(std::max(-b.min, b.max), 1 / std::sqrt(3.0));
+  EXPECT_EQ(values(lazy(x)), values(y));  // sized once
+
+  Conv2d conv(kLazy, 8, 3, {.groups = 2});
+  EXPECT_EQ(conv.extra_repr(), "0, 8, kernel_size=(3, 3), stride=(1, 1), groups=2");
+  EXPECT_EQ(conv(randn({1, 4, 5, 5})).sizes(), (Shape{1, 8, 3, 3}));
+  EXPECT_EQ(conv.in_channels, 4);
+  EXPECT_EQ(conv.weight.sizes(), (Shape{8, 2, 3, 3}));
+  Conv1d conv1(kLazy, 2, 3);
+  EXPECT_EQ(conv1(randn({3, 7})).sizes(), (Shape{2, 5}));  // unbatched [C, L]
+  EXPECT_EQ(conv1.in_channels, 3);
+  Conv3d conv3(kLazy, 2, 1);
+  EXPECT_EQ(conv3(randn({1, 5, 2, 2, 2})).sizes(), (Shape{1, 2, 2, 2, 2}));
+  EXPECT_EQ(conv3.weight.sizes(), (Shape{2, 5, 1, 1, 1}));
+  expect_error(
+      [] {
+        Conv2d(kLazy, 4, 3, {.groups = 2})(randn({1, 3, 5, 5}));
+      },
+      {"[nn.LazyConv2d]", "divisible by groups=2", "got 3"});
+  expect_error([] { Conv2d(kLazy, 4, 3)(randn({5, 5})); }, {"[nn.LazyConv2d]", "at least 3 dims"});
+}
+
 TEST(EmbeddingBag, ReducesBagsWithItsModeAndZeroesThePaddingRow) {
   manual_seed(5);
   EmbeddingBag bag(20, 8, {}, 2.0, "sum", false, /*padding_idx=*/-1);

@@ -304,6 +304,23 @@ TEST(Module, PrintsLikePyTorch) {
             "  (1): ReLU()\n"
             "  (2): Linear(in_features=3, out_features=2, bias=false)\n"
             ")");
+  // A module with arguments and submodules (or arguments on several lines) puts each on a line
+  // of its own, as PyTorch's Module.__repr__ does.
+  struct Block : Module {
+    Block() : Module("Block") { register_module("fc", std::make_shared<Linear>(2, 2)); }
+    std::string extra_repr() const override { return "width=2\nmode=fast"; }
+  };
+  EXPECT_EQ(Block().repr(),
+            "Block(\n"
+            "  width=2\n"
+            "  mode=fast\n"
+            "  (fc): Linear(in_features=2, out_features=2, bias=true)\n"
+            ")");
+  struct Plain : Module {
+    Plain() : Module("Plain") {}
+    std::string extra_repr() const override { return "a=1\nb=2"; }
+  };
+  EXPECT_EQ(Plain().repr(), "Plain(\n  a=1\n  b=2\n)");
 }
 
 TEST(Sequential, ChainsModulesAndIndexes) {

@@ -348,6 +348,31 @@ TEST(Index, ScatterErrors) {
       {"[scatter] index sizes [1, 3] must not exceed src sizes [1, 2]"});
 }
 
+TEST(Index, ScatterAndGatherCountA0dTensorAs1dAsPyTorchDoes) {
+  // zeros(5).scatter_(0, tensor(3), value=1): a 0-d index and source write one value.
+  const Tensor one_hot = scatter(zeros({5}), 0, i64({3}, {}), full({}, 1.0));
+  EXPECT_EQ(one_hot.sizes(), (Shape{5}));
+  EXPECT_EQ(values(one_hot), (std::vector<double>{0, 0, 0, 1, 0}));
+  EXPECT_EQ(values(scatter_add(ones({4}), 0, i64({1}, {}), full({}, 2.0))),
+            (std::vector<double>{1, 3, 1, 1}));
+  const Tensor into_0d = scatter(zeros({}), 0, i64({0}, {1}), full({1}, 7.0));
+  EXPECT_EQ(into_0d.sizes(), Shape{});
+  EXPECT_EQ(values(into_0d), std::vector<double>{7});
+  const Tensor picked = gather(arange(5).to(DType::Float32), 0, i64({3}, {}));
+  EXPECT_EQ(picked.sizes(), Shape{});
+  EXPECT_EQ(values(picked), std::vector<double>{3});
+  // The gradient reaches the 0-d source.
+  const Tensor src = full({}, 2.0).requires_grad_(true);
+  sum(scatter(zeros({3}), 0, i64({2}, {}), src)).backward();
+  EXPECT_EQ(values(src.grad()), std::vector<double>{1});
+  // Beyond 1-d, the dims must match.
+  expect_error(
+      [] {
+        scatter(zeros({2, 3}), 1, i64({1}, {}), full({}, 1.0));
+      },
+      {"[scatter] index and src must have the input's number of dims 2"});
+}
+
 // ---- masked_fill / nonzero --------------------------------------------------------------------
 
 TEST(Index, MaskedFillBroadcastsMask) {

@@ -252,13 +252,18 @@ TEST(MemoryFormat, ChannelsLastPoolsGiveTheRowMajorBits) {
     bool ceil, include_pad;
     std::optional<int64_t> divisor;
   };
-  for (DType dt : {DType::Float32, DType::Float64, DType::BFloat16, DType::Float16}) {
+  // 40 channels: a whole block of the NHWC loops' channels and a part of one.
+  for (const auto& [dt, ch] : std::vector<std::pair<DType, int64_t>>{{DType::Float32, 5},
+                                                                     {DType::Float64, 5},
+                                                                     {DType::BFloat16, 5},
+                                                                     {DType::Float16, 5},
+                                                                     {DType::Float32, 40}}) {
     // Values on a grid of 1/4, so windows hold ties, and two NaNs.
-    std::vector<double> v = values(round(mul(uniform({2, 5, 9, 8}, 30, DType::Float64), 8.0)));
+    std::vector<double> v = values(round(mul(uniform({2, ch, 9, 8}, 30, DType::Float64), 8.0)));
     for (double& e : v) e /= 4;
-    v[((0 * 5 + 1) * 9 + 4) * 8 + 4] = std::nan("");
-    v[((1 * 5 + 3) * 9 + 0) * 8 + 7] = std::nan("");
-    const Tensor x = make(v, {2, 5, 9, 8}, dt);
+    v[static_cast<size_t>(((0 * ch + 1) * 9 + 4) * 8 + 4)] = std::nan("");
+    v[static_cast<size_t>(((1 * ch + 3) * 9 + 0) * 8 + 7)] = std::nan("");
+    const Tensor x = make(v, {2, ch, 9, 8}, dt);
     // Both layouts through `pool`, the gradient of sum(y * r) included.
     auto check = [&](const std::string& what, auto pool) {
       Tensor xr = x.clone().requires_grad_(), xl = x.contiguous(kCl).requires_grad_();

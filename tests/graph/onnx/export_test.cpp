@@ -275,6 +275,201 @@ TEST(OnnxExport, RecurrentLayersWithDynamicBatchAndSequence) {
   }
 }
 
+TEST(OnnxExport, ElmanRnnAsRnnNodes) {
+  // The core composes the Elman RNN from matmuls and activations; its layer is still one RNN node
+  // per layer and direction, with its activation.
+  manual_seed(14);
+  for (const char* nonlinearity : {"tanh", "relu"}) {
+    for (bool bidirectional : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << nonlinearity << ", bidirectional " << bidirectional);
+      nn::RNN rnn(5, 7, nn::RNNOptions{.num_layers = 2, .bidirectional = bidirectional},
+                  nonlinearity);
+      rnn.eval();
+      const int64_t dirs = bidirectional ? 2 : 1;
+      const std::string bytes = round_trip(
+          [&](const std::vector<Tensor>& in) {
+            auto [y, h] = rnn.forward(in[0], in[1]);
+            return std::vector<Tensor>{y, h};
+          },
+          {randn({3, 4, 5}), randn({2 * dirs, 4, 7})});
+      const std::vector<onnx::NodeProto> rnns = nodes_of(bytes, "RNN");
+      ASSERT_EQ(rnns.size(), static_cast<size_t>(2 * dirs));
+      EXPECT_EQ(attribute(rnns.back(), "direction"), bidirectional ? "reverse" : "forward");
+      const std::set<std::string> ops = op_types(bytes);
+      EXPECT_FALSE(ops.count("MatMul") || ops.count("Gemm") || ops.count("Tanh") ||
+                   ops.count("Relu"));
+      bool relu = false;
+      for (const auto& a : rnns[0].attribute()) {
+        if (a.name() == "activations") relu = a.strings_size() == 1 && a.strings(0) == "Relu";
+      }
+      EXPECT_EQ(relu, std::string_view(nonlinearity) == "relu");
+    }
+  }
+  // One node, so the sequence length is a dynamic axis like the batch.
+  nn::RNN rnn(3, 4, nn::RNNOptions{.batch_first = true, .bidirectional = true});
+  rnn.eval();
+  const TensorFn fn = [&](const std::vector<Tensor>& in) {
+    auto [y, h] = rnn.forward(in[0], Tensor());
+    return std::vector<Tensor>{y, h};
+  };
+  ExportOptions opts;
+  opts.dynamic_axes = {{"input_0", {{0, "batch"}, {1, "sequence"}}}};
+  const std::string bytes = export_onnx_bytes(fn, {randn({2, 3, 3})}, opts);
+  autograd::NoGradGuard no_grad;
+  for (const Tensor& in : {randn({2, 3, 3}), randn({5, 8, 3}), randn({1, 1, 3})}) {
+    const std::vector<Tensor> got = run_loaded(bytes, {in}), want = fn({in});
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) expect_near(got[i], want[i]);
+  }
+}
+
+TEST(OnnxExport, RecurrentLayersOffTheCpu) {
+  // On the reference backend the layer runs the backend's rnn_layer kernel, a reverse direction
+  // between two flips of time whose index the core makes on the host and copies over: the
+  // export writes the layer whole all the same, one node per direction.
+  manual_seed(15);
+  const Device ref("reference");
+  const nn::RNNOptions o{.num_layers = 2, .bidirectional = true};
+  nn::LSTM lstm(5, 6, o);
+  nn::GRU gru(5, 6, o);
+  nn::RNN rnn(5, 6, o);
+  for (nn::Module* m : std::initializer_list<nn::Module*>{&lstm, &gru, &rnn}) {
+    m->to(ref);
+    m->eval();
+  }
+  const Tensor x = randn({4, 3, 5}).to(ref);
+  const std::string lb = export_onnx_bytes(
+      [&](const std::vector<Tensor>& in) {
+        auto [y, h, c] = lstm.forward(in[0], Tensor(), Tensor());
+        return std::vector<Tensor>{y, h, c};
+      },
+      {x});
+  const std::string gb = export_onnx_bytes(
+      [&](const std::vector<Tensor>& in) {
+        auto [y, h] = gru.forward(in[0], Tensor());
+        return std::vector<Tensor>{y, h};
+      },
+      {x});
+  const std::string rb = export_onnx_bytes(
+      [&](const std::vector<Tensor>& in) {
+        auto [y, h] = rnn.forward(in[0], Tensor());
+        return std::vector<Tensor>{y, h};
+      },
+      {x});
+  EXPECT_EQ(nodes_of(lb, "LSTM").size(), 4u);
+  EXPECT_EQ(nodes_of(gb, "GRU").size(), 4u);
+  EXPECT_EQ(nodes_of(rb, "RNN").size(), 4u);
+  autograd::NoGradGuard no_grad;
+  const Tensor xc = x.to(Device::cpu());
+  auto [ly, lh, lc] = lstm.forward(x, Tensor(), Tensor());
+  auto [gy, gh] = gru.forward(x, Tensor());
+  auto [ry, rh] = rnn.forward(x, Tensor());
+  const std::vector<Tensor> lg = run_loaded(lb, {xc}), gg = run_loaded(gb, {xc}),
+                            rg = run_loaded(rb, {xc});
+  expect_near(lg[0], ly.to(Device::cpu()));
+  expect_near(lg[1], lh.to(Device::cpu()));
+  expect_near(lg[2], lc.to(Device::cpu()));
+  expect_near(gg[0], gy.to(Device::cpu()));
+  expect_near(gg[1], gh.to(Device::cpu()));
+  expect_near(rg[0], ry.to(Device::cpu()));
+  expect_near(rg[1], rh.to(Device::cpu()));
+}
+
+TEST(OnnxExport, ScatterReduceProdAmaxAmin) {
+  manual_seed(16);
+  const Tensor x = randn({3, 4}), src = randn({3, 5});
+  const Tensor index = ember::testing::make({0, 1, 2, 0, 2, 0, 1, 1}, {2, 4}, DType::Int64);
+  const auto fn = [](std::string_view reduce) {
+    return [reduce](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{scatter_reduce(in[0], 0, in[1], in[2], reduce),
+                                 scatter_reduce(in[0], 1, in[1], in[2], reduce, false)};
+    };
+  };
+  // prod is ScatterElements' reduction "mul" at opset 17 already.
+  const std::string prod = round_trip(fn("prod"), {x, index, src});
+  std::multiset<std::string> reductions;
+  for (const onnx::NodeProto& n : nodes_of(prod, "ScatterElements")) {
+    reductions.insert(attribute(n, "reduction"));
+  }
+  EXPECT_EQ(reductions.count("mul"), 2u);
+  EXPECT_EQ(reductions.count(""), 1u);  // include_self=false: the places start at 1
+  // amax and amin need opset 18's "max" and "min": refused at 17 saying so, written at 18.
+  for (const char* reduce : {"amax", "amin"}) {
+    expect_error(
+        [&] {
+          export_onnx_bytes(fn(reduce), {x, index, src});
+        },
+        {"[onnx.export] scatter_reduce with reduce='", reduce, "which ONNX has from opset 18",
+         "opset_version=18"});
+    ExportOptions opts;
+    opts.opset_version = 18;
+    const std::string bytes = round_trip(fn(reduce), {x, index, src}, opts);
+    EXPECT_EQ(nodes_of(bytes, "ScatterElements").size(), 3u);
+  }
+  // Integers, and the in-place form.
+  const Tensor xi = ember::testing::make({5, -2, 7, 1, 0, 3}, {2, 3}, DType::Int64);
+  const Tensor si = ember::testing::make({4, 9, -8, 2, 6, -1}, {2, 3}, DType::Int64);
+  const Tensor ii = ember::testing::make({1, 0, 1, 1, 1, 0}, {2, 3}, DType::Int64);
+  ExportOptions opts;
+  opts.opset_version = 18;
+  round_trip(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = in[0] * 1;
+        scatter_reduce_(y, 0, in[2], in[1], "amax", false);
+        return std::vector<Tensor>{y, scatter_reduce(in[0], 0, in[2], in[1], "amin")};
+      },
+      {xi, si, ii}, opts);
+}
+
+TEST(OnnxExport, RandomDrawsAsOnnxRandomOps) {
+  // rand, randn and dropout's mask become ONNX's random ops: the loaded model draws afresh, so
+  // only the shapes and the draws' statistics can be compared, and what does not depend on
+  // them exactly.
+  manual_seed(17);
+  const TensorFn fn = [](const std::vector<Tensor>& in) {
+    const Tensor u = rand(in[0].sizes()), z = randn(in[0].sizes());
+    return std::vector<Tensor>{u, z, dropout(ones_like(in[0]), 0.25, /*training=*/true),
+                               in[0] * 2.0};
+  };
+  ExportOptions opts;
+  opts.dynamic_axes = {{"input_0", {{0, "n"}}}};
+  const std::string bytes = export_onnx_bytes(fn, {randn({4, 5})}, opts);
+  EXPECT_EQ(nodes_of(bytes, "RandomUniformLike").size(), 2u);  // rand, and the mask's draw
+  EXPECT_EQ(nodes_of(bytes, "RandomNormalLike").size(), 1u);
+  const Tensor big = randn({4000, 5});
+  const std::vector<Tensor> got = run_loaded(bytes, {big});
+  ASSERT_EQ(got.size(), 4u);
+  for (const Tensor& t : got) EXPECT_EQ(t.sizes(), big.sizes());
+  const std::vector<double> u = values(got[0]), z = values(got[1]), d = values(got[2]);
+  double mu = 0, mz = 0, vz = 0, kept = 0;
+  for (size_t i = 0; i < u.size(); ++i) {
+    EXPECT_TRUE(u[i] >= 0 && u[i] < 1);
+    EXPECT_TRUE(d[i] == 0 || std::abs(d[i] - 1 / 0.75) < 1e-6);
+    mu += u[i];
+    mz += z[i];
+    vz += z[i] * z[i];
+    kept += d[i] != 0 ? 1 : 0;
+  }
+  const auto n = static_cast<double>(u.size());
+  EXPECT_NEAR(mu / n, 0.5, 0.02);
+  EXPECT_NEAR(mz / n, 0.0, 0.03);
+  EXPECT_NEAR(vz / n, 1.0, 0.05);
+  EXPECT_NEAR(kept / n, 0.75, 0.02);
+  expect_near(got[3], big * 2.0);
+  // Each run draws afresh.
+  EXPECT_NE(values(run_loaded(bytes, {big})[0]), u);
+  // A draw ONNX has no op for stays refused.
+  expect_error(
+      [&] {
+        export_onnx_bytes(
+            [](const std::vector<Tensor>& in) {
+              return std::vector<Tensor>{in[0] + randint(0, 3, {3, 4}).to(DType::Float32)};
+            },
+            {randn({3, 4})});
+      },
+      {"[onnx.export] the function cannot be recorded", "random numbers"});
+}
+
 TEST(OnnxExport, LstmCellStatesOfEarlierStepsAreRefused) {
   manual_seed(8);
   // gates_x an input, not a projection: the node reads it through an identity W.

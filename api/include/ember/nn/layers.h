@@ -1,6 +1,8 @@
 // Layers: linear, convolution, normalisation, dropout, embedding, pooling and activations.
 #pragma once
 
+#include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -33,12 +35,41 @@ struct Triple {
   bool operator==(const Triple&) const = default;
 };
 
+/** Passed in place of a layer's input size to read it from the first input instead (PyTorch's
+ *  Lazy* modules; Note [Lazy layers] in api/nn/layers.cpp): `Linear(kLazy, 10)`. */
+struct LazyInput {};
+/** The LazyInput value. */
+inline constexpr LazyInput kLazy{};
+
+/** An adaptive pooling's output size over N spatial dims: one size for every dim or one per dim,
+ *  where an empty entry keeps the input's size in that dim (PyTorch's None). */
+template <size_t N>
+struct AdaptiveSize {
+  std::array<std::optional<int64_t>, N> dims;
+  /** The same size in every dim. */
+  AdaptiveSize(int64_t v) { dims.fill(v); }  // NOLINT(google-explicit-constructor)
+  /** One entry per dim ({5, std::nullopt}: 5, and the input's size in the second dim). */
+  AdaptiveSize(std::initializer_list<std::optional<int64_t>> v);
+  /** The sizes for input `x`, whose last N dims fill the empty entries (`layer` names the layer
+   *  in errors). */
+  std::vector<int64_t> resolve(const Tensor& x, const char* layer) const;
+  /** As PyTorch prints it: "5" when every dim is 5, else "(5, None)". */
+  std::string str() const;
+  /** Equal in every entry. */
+  bool operator==(const AdaptiveSize&) const = default;
+};
+
 /** y = x W^T + b; weight [out, in] and bias [out] from U(-1/sqrt(in), 1/sqrt(in)). */
 class Linear : public Module {
  public:
   /** A layer from `in_features` to `out_features`, with a bias unless `bias` is false. */
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  /** A lazy layer (PyTorch's LazyLinear): in_features comes from the first input's last dim. */
+  Linear(LazyInput, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  /** Gives a lazy layer its in_features from `input` (Note [Lazy layers]); nothing once it has
+   *  them. */
+  void initialize_parameters(const Tensor& input);
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
@@ -48,7 +79,8 @@ class Linear : public Module {
   /** Makes forward() apply `activation` to its output; used by nn::fuse_for_inference. */
   void set_fused_activation(Activation activation) { fused_activation_ = activation; }
 
-  const int64_t in_features, out_features;
+  int64_t in_features;  ///< 0 while lazy (Note [Lazy layers])
+  const int64_t out_features;
   Tensor& weight;  ///< [out_features, in_features]
   Tensor& bias;    ///< [out_features], undefined without bias
 
@@ -93,7 +125,11 @@ class Conv2d : public Module {
  public:
   /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
   Conv2d(int64_t in_channels, int64_t out_channels, Pair kernel_size, Conv2dOptions options = {});
+  /** A lazy convolution (PyTorch's LazyConv2d): in_channels comes from the first input. */
+  Conv2d(LazyInput, int64_t out_channels, Pair kernel_size, Conv2dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** Gives a lazy layer its in_channels from `input` (Note [Lazy layers]). */
+  void initialize_parameters(const Tensor& input);
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
@@ -106,7 +142,8 @@ class Conv2d : public Module {
    *  add and ReLU] in core/ops/conv.cpp): how a residual block fused for inference ends. */
   Tensor forward_add_relu(const Tensor& x, const Tensor& residual);
 
-  const int64_t in_channels, out_channels;
+  int64_t in_channels;  ///< 0 while lazy (Note [Lazy layers])
+  const int64_t out_channels;
   const Pair kernel_size;
   const Conv2dOptions options;
   Tensor& weight;  ///< [out, in/groups, kH, kW]
@@ -136,12 +173,17 @@ class Conv1d : public Module {
   /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
   Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
          Conv1dOptions options = {});
+  /** A lazy convolution (PyTorch's LazyConv1d): in_channels comes from the first input. */
+  Conv1d(LazyInput, int64_t out_channels, int64_t kernel_size, Conv1dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** Gives a lazy layer its in_channels from `input` (Note [Lazy layers]). */
+  void initialize_parameters(const Tensor& input);
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
 
-  const int64_t in_channels, out_channels, kernel_size;
+  int64_t in_channels;  ///< 0 while lazy (Note [Lazy layers])
+  const int64_t out_channels, kernel_size;
   const Conv1dOptions options;
   Tensor& weight;  ///< [out, in/groups, K]
   Tensor& bias;    ///< [out], undefined without bias
@@ -166,12 +208,17 @@ class Conv3d : public Module {
  public:
   /** A convolution from `in_channels` to `out_channels` with a `kernel_size` window. */
   Conv3d(int64_t in_channels, int64_t out_channels, Triple kernel_size, Conv3dOptions options = {});
+  /** A lazy convolution (PyTorch's LazyConv3d): in_channels comes from the first input. */
+  Conv3d(LazyInput, int64_t out_channels, Triple kernel_size, Conv3dOptions options = {});
   Tensor forward(const Tensor& x) override;
+  /** Gives a lazy layer its in_channels from `input` (Note [Lazy layers]). */
+  void initialize_parameters(const Tensor& input);
   std::string extra_repr() const override;
   /** Resets weight and bias to PyTorch's default initialisation. */
   void reset_parameters();
 
-  const int64_t in_channels, out_channels;
+  int64_t in_channels;  ///< 0 while lazy (Note [Lazy layers])
+  const int64_t out_channels;
   const Triple kernel_size;
   const Conv3dOptions options;
   Tensor& weight;  ///< [out, in/groups, kD, kH, kW]
@@ -566,11 +613,11 @@ class AvgPool2d : public Module {
 class AdaptiveAvgPool2d : public Module {
  public:
   /** Pools to `output_size`. */
-  explicit AdaptiveAvgPool2d(Pair output_size);
+  explicit AdaptiveAvgPool2d(AdaptiveSize<2> output_size);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
-  const Pair output_size;
+  const AdaptiveSize<2> output_size;
 };
 
 /** Max pooling to a fixed output size (window i of in spans [floor(i in / out), ceil((i+1) in /
@@ -578,14 +625,14 @@ class AdaptiveAvgPool2d : public Module {
 class AdaptiveMaxPool2d : public Module {
  public:
   /** Pools to `output_size`. */
-  explicit AdaptiveMaxPool2d(Pair output_size);
+  explicit AdaptiveMaxPool2d(AdaptiveSize<2> output_size);
   Tensor forward(const Tensor& x) override;
   /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
    *  each input plane or volume, the first maximum of each window). */
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
-  const Pair output_size;
+  const AdaptiveSize<2> output_size;
 };
 
 /** The options of the 1-d poolings (Note [1-d pooling is 2-d pooling of height 1]). */
@@ -680,25 +727,25 @@ class AvgPool3d : public Module {
 class AdaptiveAvgPool3d : public Module {
  public:
   /** Pools to `output_size`. */
-  explicit AdaptiveAvgPool3d(Triple output_size);
+  explicit AdaptiveAvgPool3d(AdaptiveSize<3> output_size);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
 
-  const Triple output_size;
+  const AdaptiveSize<3> output_size;
 };
 
 /** Max pooling over [N, C, D, H, W] to a fixed output size. */
 class AdaptiveMaxPool3d : public Module {
  public:
   /** Pools to `output_size`. */
-  explicit AdaptiveMaxPool3d(Triple output_size);
+  explicit AdaptiveMaxPool3d(AdaptiveSize<3> output_size);
   Tensor forward(const Tensor& x) override;
   /** The pooled values and where each came from (PyTorch's return_indices: flat positions in
    *  each input plane or volume, the first maximum of each window). */
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
 
-  const Triple output_size;
+  const AdaptiveSize<3> output_size;
 };
 
 /** Max unpooling over 1, 2 or 3 spatial dims (max_unpool1d/2d/3d): the values of a max pooling

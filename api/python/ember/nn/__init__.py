@@ -141,7 +141,9 @@ from ember._C.nn import (  # noqa: F401
     fuse_for_inference,
 )
 from ember.nn import functional, init, parallel, utils  # noqa: F401
-from ember.nn.parallel import DistributedDataParallel  # noqa: F401
+from ember.nn._layers import AlphaDropout, FeatureAlphaDropout, MultiMarginLoss, RReLU  # noqa: F401
+from ember.nn._lazy import LazyConv1d, LazyConv2d, LazyConv3d, LazyLinear  # noqa: F401
+from ember.nn.parallel import DataParallel, DistributedDataParallel  # noqa: F401
 
 
 def _pretrained_table(cls_name: str, embeddings: Tensor) -> None:

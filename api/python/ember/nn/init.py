@@ -41,3 +41,74 @@ def eye_(tensor: Tensor) -> Tensor:
     with no_grad():
         tensor.copy_(ember.eye(tensor.shape[0], tensor.shape[1], dtype=tensor.dtype, device=tensor.device))
     return tensor
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fills a 3-, 4- or 5-d convolution weight with the Dirac delta: each of the first
+    min(out/groups, in) output channels of each group passes its input channel through, unchanged,
+    at the kernel's centre."""
+    from ember._errors import ValueError
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError(f"[nn.init.dirac_] only tensors with 3, 4, or 5 dimensions are "
+                         f"supported: got {dims}")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError(f"[nn.init.dirac_] dim 0 ({sizes[0]}) must be divisible by "
+                         f"groups={groups}")
+    out_per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(out_per_group, sizes[1])):
+                tensor[(g * out_per_group + d, d) + centre] = 1
+    return tensor
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fills a 2-d tensor from N(0, std^2) and zeroes ceil(sparsity * rows) random entries of each
+    column (Martens, 2010)."""
+    import math
+
+    import ember
+    from ember._errors import ValueError
+    if tensor.dim() != 2:
+        raise ValueError(f"[nn.init.sparse_] only tensors with 2 dimensions are supported: got "
+                         f"{tensor.dim()}")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        normal_(tensor, 0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = ember.randperm(rows, generator=generator, device=tensor.device)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
+def _deprecated(meth, old_name: str):
+    """PyTorch's deprecated name of an initialiser: meth, with a FutureWarning."""
+    new_name = meth.__name__
+
+    def deprecated_init(*args, **kwargs):
+        import warnings
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__name__ = old_name
+    deprecated_init.__doc__ = f"{new_name}, under its deprecated name (a FutureWarning)."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_, "uniform")
+normal = _deprecated(normal_, "normal")
+constant = _deprecated(constant_, "constant")
+eye = _deprecated(eye_, "eye")
+dirac = _deprecated(dirac_, "dirac")
+xavier_uniform = _deprecated(xavier_uniform_, "xavier_uniform")
+xavier_normal = _deprecated(xavier_normal_, "xavier_normal")
+kaiming_uniform = _deprecated(kaiming_uniform_, "kaiming_uniform")
+kaiming_normal = _deprecated(kaiming_normal_, "kaiming_normal")
+orthogonal = _deprecated(orthogonal_, "orthogonal")
+sparse = _deprecated(sparse_, "sparse")

@@ -19,7 +19,7 @@ from ember._C import Tensor
 from ember._C import optim as _native
 from ember.autograd import enable_grad, no_grad
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam",
+__all__ = ["Optimizer", "ASGD", "SGD", "Adam", "AdamW", "RMSprop", "Adadelta", "Adagrad", "Adamax", "NAdam",
            "RAdam", "Rprop", "LBFGS", "lr_scheduler"]
 
 
@@ -584,6 +584,61 @@ class LBFGS(_NativeOptimizer):
         """Up to max_iter iterations, each evaluating closure (with gradients enabled); returns
         the loss closure first returned."""
         return self._native.step(closure)
+
+
+class ASGD(Optimizer):
+    """Averaged stochastic gradient descent (Polyak and Juditsky, 1992), PyTorch's formulas: each
+    step decays the parameter by 1 - lambd * eta, moves it by -eta * grad, averages it into
+    state['ax'] (plainly copied until step t0), then sets eta = lr / (1 + lambd lr step)^alpha
+    and mu = 1 / max(1, step - t0). Written in Python over this base class."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0, foreach: Optional[bool] = None,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise _errors.ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise _errors.ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def step(self, closure: Optional[Callable[[], Any]] = None) -> Any:
+        """Applies one update; closure (with gradients enabled) re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    grad = -p.grad if group["maximize"] else p.grad
+                    state = self.state[p]
+                    if not state:  # scalars in the default dtype, as PyTorch keeps them
+                        scalar = ember.get_default_dtype()
+                        state["step"] = ember.zeros((), dtype=scalar)
+                        state["eta"] = ember.tensor(float(lr), dtype=scalar)
+                        state["mu"] = ember.ones((), dtype=scalar)
+                        state["ax"] = ember.zeros_like(p)
+                    state["step"].add_(1)
+                    step = state["step"].item()
+                    if group["weight_decay"] != 0:
+                        grad = grad.add(p, alpha=group["weight_decay"])
+                    eta, mu = state["eta"].item(), state["mu"].item()
+                    p.mul_(1 - lambd * eta)
+                    p.add_(grad, alpha=-eta)
+                    if mu != 1:
+                        state["ax"].add_(p.sub(state["ax"]).mul_(mu))
+                    else:
+                        state["ax"].copy_(p)
+                    state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
+                    state["mu"].fill_(1 / max(1, step - t0))
+        return loss
 
 
 from ember.optim import lr_scheduler  # noqa: E402  (it uses the classes above)

@@ -54,6 +54,11 @@ struct Node {
   std::map<std::string, Attribute> attrs;
 };
 
+/** The enclosing graph's values that `node`'s subgraphs read, in the order the node passes them
+ *  after its own inputs: each subgraph attribute's outer values, by attribute name, each value
+ *  once (Note [Subgraphs read the enclosing graph's values] in graph/graph.cpp). */
+std::vector<std::string> outer_values(const Node& node);
+
 /** A graph: inputs, initializers (named constant tensors), nodes in topological order, outputs.
  *  Nodes are checked against their op's schema as they are added; `run` evaluates them in order
  *  on one device, and may be called from several threads at once. Copying a Graph shares its
@@ -95,6 +100,9 @@ class Graph {
    *  `device` are copied there; initializers are copied there on the first run on it, and kept. */
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds,
                                     Device device = Device::cpu()) const;
+  /** Copies the initializers to `device` now, as the first run there would (so that no later run
+   *  copies anything: a Session's recorded runs may not). */
+  void prepare(Device device) const;
   /** run() returning the outputs in declaration order. */
   std::vector<Tensor> run_ordered(const std::map<std::string, Tensor>& feeds,
                                   Device device = Device::cpu()) const;

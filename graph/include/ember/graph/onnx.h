@@ -29,8 +29,10 @@ Graph load_onnx(const std::filesystem::path& path);
  *  are read from; empty, a model with external data is refused. */
 Graph load_onnx_bytes(std::string_view bytes, const std::filesystem::path& base_dir = {});
 
-/** The ai.onnx opset the exporter writes. */
+/** The ai.onnx opset the exporter writes by default. */
 inline constexpr int64_t kOnnxExportOpset = 17;
+/** The newest ai.onnx opset the exporter writes when asked (ScatterElements' max and min). */
+inline constexpr int64_t kOnnxExportMaxOpset = 18;
 
 /** What export_onnx writes besides the nodes, as torch.onnx.export's arguments. */
 struct ExportOptions {
@@ -40,7 +42,7 @@ struct ExportOptions {
   std::vector<std::string> output_names;
   /** Per input or output name, its symbolic dims: axis -> symbol ("batch"). */
   std::map<std::string, std::map<int64_t, std::string>> dynamic_axes;
-  /** The opset written; only kOnnxExportOpset. */
+  /** The opset written: kOnnxExportOpset (17) or kOnnxExportMaxOpset (18). */
   int64_t opset_version = kOnnxExportOpset;
   /** Tensors the function reads that are weights, by name: each becomes an initializer of that
    *  name (other tensors it reads become constants). */
@@ -48,11 +50,11 @@ struct ExportOptions {
 };
 
 /** Runs `fn` once on (copies of) `example_inputs`, records the kernel calls it makes and writes
- *  them as an ONNX model (opset 17): the inputs are the graph's inputs, the tensors it returns
- *  its outputs, parameters and other tensors it reads initializers. With dynamic_axes the
- *  function runs again with those axes one larger (Note [Dynamic axes by a second run] in
- *  graph/onnx/export.cpp). A kernel, view or host read with no exact ONNX form is a
- *  NotImplementedError naming it ("[onnx.export] ..."), never a wrong model. */
+ *  them as an ONNX model (opset 17, or 18 when asked): the inputs are the graph's inputs, the
+ *  tensors it returns its outputs, parameters and other tensors it reads initializers. With
+ *  dynamic_axes the function runs again with those axes one larger (Note [Dynamic axes by a
+ *  second run] in graph/onnx/export.cpp). A kernel, view or host read with no exact ONNX form
+ *  is a NotImplementedError naming it ("[onnx.export] ..."), never a wrong model. */
 std::string export_onnx_bytes(const TensorFn& fn, const std::vector<Tensor>& example_inputs,
                               const ExportOptions& options = {});
 

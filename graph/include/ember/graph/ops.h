@@ -46,6 +46,9 @@ struct OpSchema {
   OpFn run;
   /** Checks the node's attribute values beyond their kinds (null: none to check). */
   OpCheck check = nullptr;
+  /** Whether it may draw random numbers: such a node is never run early nor merged with another
+   *  by the optimizer. */
+  bool draws = false;
 };
 
 /** The schema of the op named `name`, or nullptr. */

@@ -7,7 +7,16 @@ from ember._C import Tensor
 from ember._C.nn import PackedSequence
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
-           "unpack_sequence", "pad_sequence", "unpad_sequence"]
+           "unpack_sequence", "pad_sequence", "unpad_sequence", "invert_permutation"]
+
+
+def invert_permutation(permutation: Optional[Tensor]) -> Optional[Tensor]:
+    """The permutation that undoes `permutation` (None stays None), as a PackedSequence's
+    unsorted_indices undo its sorted_indices."""
+    if permutation is None:
+        return None
+    out = _C.empty_like(permutation)
+    return out.scatter_(0, permutation, _C.arange(permutation.numel(), device=permutation.device))
 
 
 def pack_padded_sequence(input: Tensor, lengths: Union[Tensor, Sequence[int]],

@@ -16,7 +16,7 @@ from ember._C import data as _native
 T_co = TypeVar("T_co", covariant=True)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
-           "random_split"]
+           "StackDataset", "random_split"]
 
 
 class Dataset(Generic[T_co]):
@@ -79,9 +79,17 @@ _NATIVE_GETITEMS_BATCH = inspect.getattr_static(_native.Dataset, "__getitems__")
 
 
 def _native_samples(dataset) -> bool:
-    """True for a C++ dataset whose samples are its C++ ones (__getitem__ not overridden)."""
-    return isinstance(dataset, _native.Dataset) and \
-        inspect.getattr_static(type(dataset), "__getitem__") in _NATIVE_GETITEMS
+    """True for a C++ dataset whose samples are its C++ ones (__getitem__ not overridden, or
+    overridden by one marked ``_native_without_transforms`` (ember.datasets') on a dataset given
+    no torchvision-style transform or target_transform)."""
+    if not isinstance(dataset, _native.Dataset):
+        return False
+    getitem = inspect.getattr_static(type(dataset), "__getitem__")
+    if getitem in _NATIVE_GETITEMS:
+        return True
+    return getattr(getitem, "_native_without_transforms", False) and \
+        getattr(dataset, "transform", None) is None and \
+        getattr(dataset, "target_transform", None) is None
 
 
 def _getitems(dataset):
@@ -155,6 +163,43 @@ class ChainDataset(IterableDataset):
 
     def __len__(self) -> int:
         return sum(len(d) for d in self.datasets)  # type: ignore[arg-type, misc]
+
+
+class StackDataset(Dataset[T_co]):
+    """Several datasets of one length side by side: sample i is the tuple of their samples i
+    (``StackDataset(a, b)``) or the dict of them by name (``StackDataset(image=a, text=b)``)."""
+
+    def __init__(self, *args: Dataset, **kwargs: Dataset) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        datasets = args or tuple(kwargs.values())
+        if not datasets:
+            raise ValueError("At least one dataset should be passed")
+        self._length = len(datasets[0])
+        if any(self._length != len(d) for d in datasets):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args if args else dict(kwargs)
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: List[int]) -> list:
+        """The samples at `indices`, each dataset's through its own __getitems__ if it has one."""
+        items = self.datasets.items() if isinstance(self.datasets, dict) else \
+            enumerate(self.datasets)
+        columns = {}
+        for key, d in items:
+            getitems = _getitems(d)
+            columns[key] = getitems(indices) if getitems is not None else [d[i] for i in indices]
+        if isinstance(self.datasets, dict):
+            return [{k: columns[k][j] for k in columns} for j in range(len(indices))]
+        return [tuple(columns[k][j] for k in range(len(columns))) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class Subset(Dataset[T_co]):

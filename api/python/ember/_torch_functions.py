@@ -1,0 +1,243 @@
+"""torch's own function forms of what Ember has as Tensor methods or nn.functional: the in-place
+ops as functions (``torch.abs_(x)`` is ``x.abs_()``), the functionals torch also exposes (some
+with torch's argument order, or its losses' integer reductions), the deprecated autocast getters,
+math constants, and ``Tensor.resize``. Each is a translation, with no behaviour of its own."""
+
+import builtins
+import math
+import warnings
+from typing import Any
+
+from ember._C import Tensor
+from ember.amp import get_autocast_dtype, is_autocast_enabled
+from ember.nn import functional as F
+
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+# torch.X(input, ...) is input.X(...) for these.
+_METHOD_FORMS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_",
+    "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_",
+    "clamp_min_", "clip_", "cos_", "cosh_", "detach", "erf_", "exp2_", "exp_", "expm1_", "fill_",
+    "floor_", "is_complex", "is_floating_point", "is_inference", "log10_", "log1p_", "log2_",
+    "log_", "nan_to_num_", "neg_", "negative_", "reciprocal_", "round_", "rsqrt_", "sigmoid_",
+    "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_")
+
+
+def _method_form(name: str):
+    def call(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"input.{name}(...) (Tensor.{name})."
+    return call
+
+
+for _name in _METHOD_FORMS:
+    globals()[_name] = _method_form(_name)
+
+# The functionals torch exposes with nn.functional's arguments.
+from ember.nn.functional import (  # noqa: E402,F401
+    bilinear,
+    celu,
+    celu_,
+    channel_shuffle,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool3d,
+    rms_norm,
+    selu,
+    selu_,
+    threshold_,
+)
+
+
+def dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """nn.functional.dropout(input, p, train)."""
+    return F.dropout(input, p, train)
+
+
+def dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """dropout in place."""
+    return F.dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """nn.functional.alpha_dropout(input, p, train)."""
+    return F.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """alpha_dropout in place."""
+    return F.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float, train: bool) -> Tensor:
+    """nn.functional.feature_alpha_dropout(input, p, train)."""
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input: Tensor, p: float, train: bool) -> Tensor:
+    """feature_alpha_dropout in place."""
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          generator: Any = None) -> Tensor:
+    """nn.functional.rrelu: random slopes for the negative part in training, their mean in eval."""
+    return F.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+           generator: Any = None) -> Tensor:
+    """rrelu in place."""
+    return F.rrelu(input, lower, upper, training, inplace=True)
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """nn.functional.pdist: the distances between the rows of input, each pair i < j once."""
+    return F.pdist(input, p)
+
+
+def batch_norm(input: Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+               training: bool, momentum: float, eps: float, cudnn_enabled: bool = True) -> Tensor:
+    """nn.functional.batch_norm with torch's argument order (weight and bias first)."""
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input: Tensor, weight: Any, bias: Any, running_mean: Any, running_var: Any,
+                  use_input_stats: bool, momentum: float, eps: float,
+                  cudnn_enabled: bool = True) -> Tensor:
+    """nn.functional.instance_norm with torch's argument order (weight and bias first)."""
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                           momentum, eps)
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5, cudnn_enable: bool = True) -> Tensor:
+    """nn.functional.layer_norm."""
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> Tensor:
+    """nn.functional.group_norm."""
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """nn.functional.embedding with torch's argument order (the table first; padding_idx -1 for
+    none)."""
+    return F.embedding(indices, weight, None if padding_idx < 0 else padding_idx,
+                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+# torch's losses take the reduction as ATen's enum: 0 none, 1 mean, 2 sum.
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(reduction: int) -> str:
+    if not isinstance(reduction, builtins.int) or not 0 <= reduction < 3:
+        from ember._errors import ValueError
+        raise ValueError(f"reduction must be 0 (none), 1 (mean) or 2 (sum): got {reduction!r}")
+    return _REDUCTIONS[reduction]
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: int = 1, log_target: bool = False) -> Tensor:
+    """nn.functional.kl_div with an integer reduction."""
+    return F.kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Any = None,
+                                     pos_weight: Any = None, reduction: int = 1) -> Tensor:
+    """nn.functional.binary_cross_entropy_with_logits with an integer reduction."""
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+                                              pos_weight=pos_weight)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          reduction: int = 1) -> Tensor:
+    """nn.functional.cosine_embedding_loss with an integer reduction."""
+    return F.cosine_embedding_loss(input1, input2, target, margin,
+                                   reduction=_reduction(reduction))
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         reduction: int = 1) -> Tensor:
+    """nn.functional.hinge_embedding_loss with an integer reduction."""
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: int = 1) -> Tensor:
+    """nn.functional.margin_ranking_loss with an integer reduction."""
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool, full: bool, eps: float,
+                     reduction: int) -> Tensor:
+    """nn.functional.poisson_nll_loss with an integer reduction."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                              reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False,
+                        reduction: int = 1) -> Tensor:
+    """nn.functional.triplet_margin_loss with an integer reduction."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction(reduction))
+
+
+def get_autocast_gpu_dtype() -> Any:
+    """get_autocast_dtype("cuda") under its deprecated name (a DeprecationWarning)."""
+    warnings.warn("torch.get_autocast_gpu_dtype() is deprecated. Please use "
+                  "torch.get_autocast_dtype('cuda') instead.", DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype() -> Any:
+    """get_autocast_dtype("cpu") under its deprecated name (a DeprecationWarning)."""
+    warnings.warn("torch.get_autocast_cpu_dtype() is deprecated. Please use "
+                  "torch.get_autocast_dtype('cpu') instead.", DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cpu")
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """is_autocast_enabled("cpu") under its deprecated name (a DeprecationWarning)."""
+    warnings.warn("torch.is_autocast_cpu_enabled() is deprecated. Please use "
+                  "torch.is_autocast_enabled('cpu') instead.", DeprecationWarning, stacklevel=2)
+    return is_autocast_enabled("cpu")
+
+
+def _tensor_resize(self: Tensor, *sizes: Any) -> Tensor:
+    """The tensor's elements in shape `sizes`, a view where possible (deprecated: reshape)."""
+    from ember._errors import ValueError
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    if len(sizes) == 1 and not isinstance(sizes[0], builtins.int):
+        sizes = tuple(sizes[0])
+    if math.prod(sizes) != self.numel():
+        raise ValueError(f"[resize] requested resize to {'x'.join(map(str, sizes))} "
+                         f"({math.prod(sizes)} elements in total), but the given tensor has a "
+                         f"size of {'x'.join(map(str, self.shape))} ({self.numel()} elements); "
+                         f"autograd's resize can only change the shape of a given tensor, while "
+                         f"preserving the number of elements")
+    return self.reshape(sizes)
+
+
+Tensor.resize = _tensor_resize
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in (
+    "builtins", "math", "warnings", "Any", "Tensor", "F", "get_autocast_dtype",
+    "is_autocast_enabled")]
