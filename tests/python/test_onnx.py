@@ -525,3 +525,78 @@ def test_random_ops_draw_their_distributions(tmp_path, device):
     assert abs(b.mean() - 0.5) < 0.01
     assert b[: n // 4].mean() < 0.2 and b[-n // 4:].mean() > 0.8
     assert not np.array_equal(ul, sess.run(None, {"p": p})[3].cpu().numpy())  # unseeded
+
+
+def test_inference_session_mirrors_onnxruntimes_class(tmp_path):
+    """InferenceSession(path, sess_options, providers): inputs and outputs described as
+    onnxruntime describes them, NumPy arrays out in the order asked, bytes as well as paths."""
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(3)
+    model, params = _cnn(rng)
+    path = tmp_path / "cnn.onnx"
+    onnx.save(model, str(path))
+    x = rng.standard_normal((3, 2, 6, 6)).astype(np.float32)
+
+    theirs = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ours = ember.onnx.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for mine, other in [(ours.get_inputs(), theirs.get_inputs()),
+                        (ours.get_outputs(), theirs.get_outputs())]:
+        assert [(a.name, a.shape, a.type) for a in mine] == \
+               [(a.name, a.shape, a.type) for a in other]
+    assert ours.get_providers() == ["CPUExecutionProvider"]
+
+    (y,) = ours.run(None, {"x": x})
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == (3, 5)
+    np.testing.assert_allclose(y, _cnn_numpy(x, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, theirs.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
+    (again,) = ours.run(["y"], {"x": ember.tensor(x)})  # an Ember tensor in, by output name
+    np.testing.assert_array_equal(again, y)
+
+    from_bytes = ember.onnx.InferenceSession(model.SerializeToString())
+    np.testing.assert_array_equal(from_bytes.run([], {"x": x})[0], y)
+
+
+def test_session_options_reach_the_session(tmp_path):
+    """The optimization level, memory planning and threads within an op come from
+    SessionOptions; a run's thread count is the calling thread's and is put back after it."""
+    rng = np.random.default_rng(4)
+    model, params = _cnn(rng)
+    path = tmp_path / "cnn.onnx"
+    onnx.save(model, str(path))
+    x = rng.standard_normal((2, 2, 6, 6)).astype(np.float32)
+
+    options = ember.onnx.SessionOptions()
+    options.graph_optimization_level = ember.onnx.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.enable_mem_pattern = False
+    options.intra_op_num_threads = 1
+    plain = ember.onnx.InferenceSession(path, options)
+    assert plain.session.optimizations == {}
+    assert plain.session.node_count == len(model.graph.node)
+    before = ember.get_num_threads()
+    (y,) = plain.run(None, {"x": x})
+    assert ember.get_num_threads() == before
+    assert plain.session.memory_plan["planned_runs"] == 0
+    np.testing.assert_allclose(y, _cnn_numpy(x, params), rtol=1e-4, atol=1e-4)
+
+    optimized = ember.onnx.InferenceSession(path)  # ORT_ENABLE_ALL, planned
+    assert sum(optimized.session.optimizations.values()) > 0  # BatchNormalization folded, at least
+    optimized.run(None, {"x": x})
+    (z,) = optimized.run(None, {"x": x})
+    assert optimized.session.memory_plan["planned_runs"] >= 1
+    np.testing.assert_allclose(z, y, rtol=1e-5, atol=1e-5)
+
+
+def test_inference_session_refuses_what_it_cannot_run(tmp_path):
+    model, _ = _cnn(np.random.default_rng(5))
+    path = tmp_path / "cnn.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(ValueError, match="none of the providers"):
+        ember.onnx.InferenceSession(path, providers=["TensorrtExecutionProvider"])
+    options = ember.onnx.SessionOptions()
+    options.intra_op_num_threads = -2
+    with pytest.raises(ValueError, match="intra_op_num_threads"):
+        ember.onnx.InferenceSession(path, options)
+    with pytest.raises(ember.KeyError, match="unknown output 'z'"):
+        ember.onnx.InferenceSession(path).run(["z"], {"x": np.zeros((1, 2, 6, 6), np.float32)})
+    with pytest.raises(ember.Error, match="unknown pass 'no_such_pass'"):
+        ember.onnx.InferenceSession(path, disabled_optimizers=["no_such_pass"])

@@ -29,6 +29,30 @@ std::vector<std::string> names_of(const std::vector<graph::ValueInfo>& infos) {
   return names;
 }
 
+/** The declared inputs or outputs as (name, dtype, shape) tuples; shape None when even the rank
+ *  is unknown, else a list of sizes, a symbolic dim as its name, an unnamed unknown one None. */
+nb::list value_infos(const std::vector<graph::ValueInfo>& infos) {
+  nb::list out;
+  for (const graph::ValueInfo& v : infos) {
+    nb::object shape = nb::none();
+    if (v.shape) {
+      nb::list dims;
+      for (const graph::Dim& d : *v.shape) {
+        if (d.size >= 0) {
+          dims.append(d.size);
+        } else if (!d.symbol.empty()) {
+          dims.append(d.symbol);
+        } else {
+          dims.append(nb::none());
+        }
+      }
+      shape = dims;
+    }
+    out.append(nb::make_tuple(v.name, v.dtype, shape));
+  }
+  return out;
+}
+
 std::vector<Tensor> run_session(const OnnxSession& s, std::map<std::string, Tensor> feeds,
                                 const std::optional<std::vector<std::string>>& output_names) {
   std::map<std::string, Tensor> out;
@@ -92,9 +116,10 @@ std::vector<Tensor> returned_tensors(nb::handle out) {
 void bind_onnx(nb::module_& root) {
   nb::module_ m = root.def_submodule(
       "onnx", "ONNX models run as Ember graphs on any device (ember::graph::load_onnx).");
-  nb::class_<OnnxSession>(m, "InferenceSession",
+  nb::class_<OnnxSession>(m, "Session",
                           "A loaded ONNX model and the device it runs on; run() as "
-                          "onnxruntime's InferenceSession, or call it with the inputs in order.")
+                          "onnxruntime's InferenceSession but returning tensors, or call it with "
+                          "the inputs in order.")
       .def_prop_ro(
           "input_names", [](const OnnxSession& s) { return names_of(s.session.graph().inputs()); },
           "The names of the inputs run() takes, in order.")
@@ -102,6 +127,12 @@ void bind_onnx(nb::module_& root) {
           "output_names",
           [](const OnnxSession& s) { return names_of(s.session.graph().outputs()); },
           "The names of the outputs, in order.")
+      .def_prop_ro(
+          "inputs", [](const OnnxSession& s) { return value_infos(s.session.graph().inputs()); },
+          "The declared inputs as (name, dtype, shape) tuples; a symbolic dim is its name.")
+      .def_prop_ro(
+          "outputs", [](const OnnxSession& s) { return value_infos(s.session.graph().outputs()); },
+          "The declared outputs as (name, dtype, shape) tuples; a symbolic dim is its name.")
       .def_prop_ro(
           "device", [](const OnnxSession& s) { return s.session.device(); },
           "The device the model runs on.")
@@ -168,23 +199,33 @@ void bind_onnx(nb::module_& root) {
           "The outputs (one tensor, or a tuple of them) for the inputs in order or by name.");
   m.def(
       "load",
-      [](const std::filesystem::path& path, nb::handle device, const std::string& level,
+      [](nb::handle path_or_bytes, nb::handle device, const std::string& level,
          const std::vector<std::string>& disabled, bool mem_pattern) {
         const Device d = device.is_none() ? Device::cpu() : device_from(device);
         const graph::OptLevel opt = graph::opt_level_from_name(level);
+        std::optional<std::string> bytes;
+        std::filesystem::path path;
+        if (nb::isinstance<nb::bytes>(path_or_bytes)) {
+          const auto b = nb::borrow<nb::bytes>(path_or_bytes);
+          bytes.emplace(b.c_str(), b.size());
+        } else {
+          path = nb::cast<std::filesystem::path>(path_or_bytes);
+        }
         GilRelease release;
         graph::OptimizeReport report;
-        graph::Graph g = graph::optimize(graph::load_onnx(path), opt, &report, disabled);
+        graph::Graph g =
+            graph::optimize(bytes ? graph::load_onnx_bytes(*bytes) : graph::load_onnx(path), opt,
+                            &report, disabled);
         return OnnxSession{graph::Session(std::move(g), d, mem_pattern), std::move(report)};
       },
       "path"_a, "device"_a = nb::none(), "optimization_level"_a = "all",
       "disabled_optimizers"_a = std::vector<std::string>{}, "enable_mem_pattern"_a = true,
-      nb::sig("def load(path: str | os.PathLike[str], device: ember._C.device | str | int | None "
-              "= None, optimization_level: str = 'all', disabled_optimizers: "
-              "collections.abc.Sequence[str] = [], enable_mem_pattern: bool = True) -> "
-              "InferenceSession"),
-      "Loads an ONNX model file (ai.onnx opsets 13 to 28) to run on `device` (the CPU by "
-      "default), optimized at `optimization_level` ('none', 'basic', 'extended' or 'all', as "
+      nb::sig("def load(path: str | os.PathLike[str] | bytes, device: ember._C.device | str | "
+              "int | None = None, optimization_level: str = 'all', disabled_optimizers: "
+              "collections.abc.Sequence[str] = [], enable_mem_pattern: bool = True) -> Session"),
+      "Loads an ONNX model (ai.onnx opsets 13 to 28) from a file, or from its bytes when it has no "
+      "external data, to run on `device` (the CPU by default), optimized at `optimization_level` "
+      "('none', 'basic', 'extended' or 'all', as "
       "onnxruntime's levels) without the passes named in `disabled_optimizers`; runs replay a "
       "memory plan made by the first run of each input shape unless `enable_mem_pattern` is "
       "False (both as onnxruntime's options of those names).");
