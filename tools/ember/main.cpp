@@ -1,5 +1,5 @@
-// The `ember` command: devices, plugins, ops, conformance, train, generate, predict, run,
-// convert, --version.
+// The `ember` command: devices, plugins, ops, conformance, train, generate, predict, inspect,
+// bench, run, convert, --version.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "ember/dispatch/device_registry.h"
 #include "tools/ember/conformance.h"
 #include "tools/ember/launch.h"
+#include "tools/ember/onnx_cli.h"
 #include "tools/ember/predict.h"
 #include "tools/ember/train.h"
 
@@ -434,15 +435,15 @@ int main(int argc, char** argv) {
       "predict",
       "Classify 28x28 greyscale images (IDX files, PGM images) with a checkpoint of ember train "
       "or a torch.save file: top-k classes, accuracy when labels are known, throughput");
-  predict
-      ->add_option("checkpoint", p.checkpoint,
-                   "<out>/<model>.safetensors of ember train, or a .pt/.pth state dict")
-      ->required();
+  predict->add_option("checkpoint", p.checkpoint,
+                      "<out>/<model>.safetensors of ember train, a .pt/.pth state dict, or an "
+                      ".onnx model (or give that as --model)");
   predict->add_option("inputs", p.inputs,
                       "IDX images files (gzipped or not) and PGM images (P5, P2) (default: the "
                       "Fashion-MNIST test set)");
   predict->add_option("--model", p.model,
-                      "lenet, cnn, mlp, resnet18, resnet50 or vit (default: the checkpoint's)");
+                      "lenet, cnn, mlp, resnet18, resnet50 or vit (default: the checkpoint's), or "
+                      "an .onnx model file taking [N, 1, 28, 28] or [N, 784] images");
   predict->add_option("--labels", p.labels,
                       "IDX labels of the IDX input (default: *-labels-idx1-ubyte[.gz] beside it)");
   predict->add_option("--data", p.data,
@@ -465,6 +466,32 @@ int main(int argc, char** argv) {
                       "image)");
   bool quiet = false;
   predict->add_flag("-q,--quiet", quiet, "Only the summary, no line per image");
+  ember::tools::InspectOptions ins;
+  auto* inspect = app.add_subcommand(
+      "inspect",
+      "List an ONNX model's inputs, outputs, weights and op counts, and which loaded device runs "
+      "each node");
+  inspect->add_option("model", ins.model, "The .onnx file")->required();
+  inspect->add_option("--dim", ins.dims, "NAME=SIZE for a symbolic dim (others are 1)");
+  inspect->add_flag("!--no-run", ins.run_nodes,
+                    "Only read the model; do not run its nodes on each device");
+  ember::tools::BenchOptions b;
+  auto* bench = app.add_subcommand(
+      "bench",
+      "Time an ONNX model on random inputs, as onnxruntime_perf_test: latency percentiles, "
+      "throughput, peak memory");
+  bench->add_option("model", b.model, "The .onnx file")->required();
+  bench->add_option("--device", b.device, "cpu, cuda, cuda:1, ... (default: the best available)");
+  bench->add_option("--batch", b.batch, "Size of each input's symbolic first dim")
+      ->capture_default_str();
+  bench->add_option("--dim", b.dims, "NAME=SIZE for another symbolic dim (others are 1)");
+  bench->add_option("--threads", b.threads, "CPU threads (0: Ember's default)");
+  bench->add_option("--runs", b.runs, "Timed runs")->capture_default_str();
+  bench->add_option("--warmup", b.warmup, "Untimed runs first")->capture_default_str();
+  bench->add_option("--optimization-level", b.level, "none, basic, extended or all")
+      ->capture_default_str();
+  bench->add_flag("!--no-memory-plan", b.plan,
+                  "Run node by node instead of replaying a memory plan");
   std::string convert_in, convert_out;
   auto* convert = app.add_subcommand(
       "convert",
@@ -507,8 +534,24 @@ int main(int argc, char** argv) {
     if (*ops) return cmd_ops(json);
     if (*conformance) return ember::conformance::run_cli(conf);
     if (*convert) return cmd_convert(convert_in, convert_out);
+    if (*inspect) {
+      ember::tools::inspect(ins);
+      return 0;
+    }
+    if (*bench) {
+      ember::tools::bench(b);
+      return 0;
+    }
     if (*predict) {
       if (quiet) p.show = 0;
+      if (p.model.ends_with(".onnx")) {  // --model FILE.onnx: a positional is then an input
+        if (!p.checkpoint.empty()) p.inputs.insert(p.inputs.begin(), p.checkpoint);
+        p.checkpoint = p.model;
+      }
+      if (p.checkpoint.empty()) {
+        fmt::print(stderr, "ember: [predict] a checkpoint or an .onnx model is required\n");
+        return 106;
+      }
       ember::tools::predict(p);
       return 0;
     }

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -16,6 +18,9 @@
 #include <ember/amp.h>
 #include <ember/data.h>
 #include <ember/ember.h>
+#include <ember/graph/onnx.h>
+#include <ember/graph/optimize.h>
+#include <ember/graph/session.h>
 #include <ember/io.h>
 #include <ember/models.h>
 #include <ember/nn/fuse.h>
@@ -378,18 +383,18 @@ std::string image_line(const std::string& name, int64_t label, const float* prob
 
 }  // namespace
 
-double predict(const PredictOptions& o) {
-  EMBER_CHECK(o.batch_size >= 1, "[predict] --batch-size must be at least 1: got {}", o.batch_size);
-  EMBER_CHECK(o.top_k >= 1 && o.top_k <= kClasses,
-              "[predict] --top-k must be in 1..{} (the model has {} classes): got {}", kClasses,
-              kClasses, o.top_k);
-  EMBER_CHECK(o.limit >= 0, "[predict] --limit must not be negative: got {}", o.limit);
-  EMBER_CHECK(o.amp == "none" || o.amp == "bf16" || o.amp == "f16",
-              "[predict] unknown --amp '{}' (none, bf16, f16)", o.amp);
-  init();
-  if (o.threads > 0) set_num_threads(o.threads);
-  const Device device = pick_device(o.device, "predict");
+/** The classifier predict runs: its forward pass and what the summary line says of it. */
+struct Model {
+  std::function<Tensor(const Tensor&)> forward;  // [N, 1, 28, 28] images to [N, 10] logits
+  std::string name;
+  int64_t parameters = 0;
+  std::string fused;  // what fuse_for_inference or the graph optimizer did, ", ..." or ""
+  double trained_accuracy = NAN;
+  std::shared_ptr<nn::Module> module;  // an Ember model's module (null for an ONNX graph)
+};
 
+/** A model of ember train from its checkpoint, on `device` in `format`, in eval mode. */
+Model ember_model(const PredictOptions& o, Device device, MemoryFormat format) {
   // The model: its name from --model or the checkpoint, built as ember train builds it.
   const Checkpoint ckpt = read_checkpoint(o.checkpoint);
   const auto meta = [&](const std::string& key) {
@@ -418,11 +423,70 @@ double predict(const PredictOptions& o) {
   }
   const int64_t parameters = model->num_parameters();  // before folding adds biases
   model->to(device);
-  const MemoryFormat format =
-      o.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
   model->to(format);
   model->eval();
 
+  const std::string trained = meta("test_accuracy");
+  Model m;
+  m.name = name;
+  m.parameters = parameters;
+  m.module = model;
+  m.trained_accuracy = trained.empty() ? NAN : std::strtod(trained.c_str(), nullptr);
+  m.forward = [model](const Tensor& images) { return (*model)(images); };
+  return m;
+}
+
+/** An ONNX model file (ember::graph::load_onnx), optimized and run by a graph::Session on
+ *  `device`; its first input takes the images as [N, 1, 28, 28] or flattened [N, 784]. */
+Model onnx_model(const PredictOptions& o, Device device) {
+  EMBER_CHECK(o.amp == "none",
+              "[predict] --amp is for Ember's own models: an ONNX model runs in "
+              "the dtypes it was exported with");
+  graph::OptimizeReport report;
+  auto session = std::make_shared<graph::Session>(
+      graph::optimize(graph::load_onnx(o.checkpoint), graph::OptLevel::All, &report), device);
+  const graph::Graph& g = session->graph();
+  EMBER_CHECK(!g.inputs().empty() && !g.outputs().empty(),
+              "[predict] {} has no inputs or no outputs", o.checkpoint);
+  const graph::ValueInfo input = g.inputs()[0];
+  const size_t rank = input.shape ? input.shape->size() : 4;
+  EMBER_CHECK(rank == 4 || rank == 2,
+              "[predict] {} takes its input '{}' with {} dims; 28x28 images go in as [N, 1, 28, "
+              "28] or [N, 784]",
+              o.checkpoint, input.name, rank);
+  EMBER_CHECK(is_floating(input.dtype),
+              "[predict] {} takes its input '{}' as {}, not as floating-point images", o.checkpoint,
+              input.name, input.dtype);
+  Model m;
+  m.name = o.checkpoint;
+  for (const auto& [name, t] : g.initializers()) m.parameters += t.numel();
+  m.fused = fmt::format(", ONNX graph of {} nodes, {} before optimizing", report.nodes_after,
+                        report.nodes_before);
+  const std::string output = g.outputs()[0].name;
+  m.forward = [session, input, rank, output](const Tensor& images) {
+    Tensor x = rank == 2 ? images.reshape({images.size(0), kSide * kSide}) : images.contiguous();
+    const std::map<std::string, Tensor> out = session->run({{input.name, x.to(input.dtype)}});
+    return out.at(output);
+  };
+  return m;
+}
+
+double predict(const PredictOptions& o) {
+  EMBER_CHECK(o.batch_size >= 1, "[predict] --batch-size must be at least 1: got {}", o.batch_size);
+  EMBER_CHECK(o.top_k >= 1 && o.top_k <= kClasses,
+              "[predict] --top-k must be in 1..{} (the model has {} classes): got {}", kClasses,
+              kClasses, o.top_k);
+  EMBER_CHECK(o.limit >= 0, "[predict] --limit must not be negative: got {}", o.limit);
+  EMBER_CHECK(o.amp == "none" || o.amp == "bf16" || o.amp == "f16",
+              "[predict] unknown --amp '{}' (none, bf16, f16)", o.amp);
+  init();
+  if (o.threads > 0) set_num_threads(o.threads);
+  const Device device = pick_device(o.device, "predict");
+
+  const MemoryFormat format =
+      o.channels_last ? MemoryFormat::ChannelsLast : MemoryFormat::Contiguous;
+  Model m =
+      o.checkpoint.ends_with(".onnx") ? onnx_model(o, device) : ember_model(o, device, format);
   Inputs in = read_inputs(o);
   const int64_t n = in.size();
   const Tensor pixels =
@@ -433,16 +497,15 @@ double predict(const PredictOptions& o) {
     const int64_t b = std::min(o.batch_size, n - start);
     return to_device(data::to_float_images(pixels.narrow(0, start, b)), device, format);
   };
-
   // --fuse (the default) folds each batch norm into the convolution or linear layer before it,
   // merges the activations after them and fuses ResNet blocks' ends (nn::fuse_for_inference,
   // checked on the first batch):
   // the logits change only by float32 rounding (the default CNN predicts the same class for all
   // 10,000 test images either way), and a model it cannot fold runs as it is.
-  std::string fused;
-  if (o.fuse && n > 0) {
+  std::string& fused = m.fused;
+  if (m.module && o.fuse && n > 0) {
     try {
-      const nn::FuseReport r = nn::fuse_for_inference(*model, batch(0));
+      const nn::FuseReport r = nn::fuse_for_inference(*m.module, batch(0));
       if (!r.folded.empty()) fused = fmt::format(", {} batch norms folded", r.folded.size());
       if (const size_t acts = r.relus.size() + r.activations.size(); acts > 0) {
         fused += fmt::format(", {} activations merged", acts);
@@ -456,13 +519,11 @@ double predict(const PredictOptions& o) {
   }
   const bool amp_on = o.amp != "none";
   const DType amp_dtype = o.amp == "f16" ? DType::Float16 : DType::BFloat16;
-  const std::string trained = meta("test_accuracy");
-  const double trained_acc = trained.empty() ? NAN : std::strtod(trained.c_str(), nullptr);
   fmt::print("ember predict: {} ({} parameters{}) from {} on {}, {} threads{}{}{}; {} images: {}\n",
-             name, parameters, fused, o.checkpoint, device, get_num_threads(),
+             m.name, m.parameters, m.fused, o.checkpoint, device, get_num_threads(),
              o.channels_last ? ", channels-last" : "", amp_on ? ", amp " + o.amp : "",
-             std::isfinite(trained_acc)
-                 ? fmt::format(", trained to {:.2f}% test accuracy", 100 * trained_acc)
+             std::isfinite(m.trained_accuracy)
+                 ? fmt::format(", trained to {:.2f}% test accuracy", 100 * m.trained_accuracy)
                  : "",
              n, fmt::join(in.sources, "; "));
   std::fflush(stdout);
@@ -474,7 +535,7 @@ double predict(const PredictOptions& o) {
   double compute_s = 0;
   for (int64_t start = 0; start < n; start += o.batch_size) {
     const Clock::time_point t0 = Clock::now();
-    const Tensor logits = (*model)(batch(start));
+    const Tensor logits = m.forward(batch(start));
     // As ember train's evaluation counts: argmax of the logits.
     const Tensor predicted = argmax(logits, 1).to(Device::cpu()).contiguous();
     const Tensor probs = softmax(logits.to(DType::Float32), 1).to(Device::cpu()).contiguous();

@@ -20,6 +20,7 @@
 
 #include <ember/data.h>
 #include <ember/ember.h>
+#include <ember/graph/onnx.h>
 #include <ember/io.h>
 #include <ember/models.h>
 
@@ -221,6 +222,66 @@ TEST_F(Predict, TorchSaveCheckpointPredictsTheSame) {
   EXPECT_NE(out2.find("[predict] " + pt + ": the checkpoint does not say which model"),
             std::string::npos)
       << out2;
+}
+
+// The trained CNN exported to ONNX (batch axis symbolic) predicts what its checkpoint predicts
+// when given as the checkpoint or as --model; `ember bench` times it and `ember inspect`
+// describes it and finds every loaded device running all of its nodes.
+TEST_F(Predict, AnOnnxExportPredictsTheSameAndBenchAndInspectReadIt) {
+  std::shared_ptr<nn::Module> cnn = models::by_name("cnn");
+  StateDict weights;
+  for (const auto& [name, t] : io::load(checkpoint("cnn"))) weights.emplace(name, t);
+  cnn->load_state_dict(weights);
+  cnn->eval();
+  const std::string onnx = (dir_->path / "cnn.onnx").string();
+  graph::ExportOptions options;
+  options.input_names = {"images"};
+  options.dynamic_axes = {{"images", {{0, "batch"}}}};
+  graph::export_onnx(*cnn, {zeros({2, 1, 28, 28})}, onnx, options);
+
+  const std::string images = fashion_file("t10k-images-idx3-ubyte");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"predict", onnx, images},
+        std::vector<std::string>{"predict", "--model", onnx, images, "--batch-size", "7"}}) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), {"--limit", "300", "--threads", "1"});
+    const auto [status, out] = run_cli(all);
+    ASSERT_EQ(status, 0) << out;
+    EXPECT_EQ(figure(out, "; accuracy "), trained_["cnn"]) << out;
+    EXPECT_NE(out.find("ONNX graph of "), std::string::npos) << out;
+  }
+
+  const auto [bench_status, bench] =
+      run_cli({"bench", onnx, "--runs", "3", "--warmup", "1", "--batch", "4", "--threads", "1"});
+  ASSERT_EQ(bench_status, 0) << bench;
+  EXPECT_NE(bench.find("input images float32 [4, 1, 28, 28]"), std::string::npos) << bench;
+  EXPECT_NE(bench.find("3 runs after 1 warm-up: latency ms min "), std::string::npos) << bench;
+  EXPECT_NE(bench.find(" samples/s (batch 4)"), std::string::npos) << bench;
+  EXPECT_NE(bench.find("memory: peak RSS "), std::string::npos) << bench;
+  // The warm-up run records the plan; the timed runs replay it.
+  EXPECT_NE(bench.find("(3 runs planned, 1 not)"), std::string::npos) << bench;
+
+  const auto [inspect_status, inspect] = run_cli({"inspect", onnx});
+  ASSERT_EQ(inspect_status, 0) << inspect;
+  EXPECT_NE(inspect.find("input  images"), std::string::npos) << inspect;
+  EXPECT_NE(inspect.find("[batch, 1, 28, 28]"), std::string::npos) << inspect;
+  const std::string nodes = figure(inspect, ": ", ' ');  // "<n>" of "<file>: <n> nodes"
+  ASSERT_FALSE(nodes.empty()) << inspect;
+  for (const std::string device : {"cpu", "reference"}) {
+    const std::regex all_nodes(device + " +runs " + nodes + " of " + nodes + " nodes\n");
+    EXPECT_TRUE(std::regex_search(inspect, all_nodes)) << device << ": " << inspect;
+  }
+
+  // Bad input: one clear line, status 1.
+  const auto [s1, o1] = run_cli({"bench", onnx, "--dim", "batch"});
+  EXPECT_TRUE(WIFEXITED(s1) && WEXITSTATUS(s1) == 1) << s1;
+  EXPECT_NE(o1.find("ember: [bench] --dim expects NAME=SIZE"), std::string::npos) << o1;
+  const auto [s2, o2] = run_cli({"inspect", checkpoint("cnn")});
+  EXPECT_TRUE(WIFEXITED(s2) && WEXITSTATUS(s2) == 1) << s2;
+  EXPECT_NE(o2.find("ember: [onnx"), std::string::npos) << o2;
+  const auto [s3, o3] = run_cli({"predict", onnx, images, "--amp", "bf16"});
+  EXPECT_TRUE(WIFEXITED(s3) && WEXITSTATUS(s3) == 1) << s3;
+  EXPECT_NE(o3.find("ember: [predict] --amp is for Ember's own models"), std::string::npos) << o3;
 }
 
 // Every bad input is one "ember: [predict] ..." line and exit status 1, never a crash.
