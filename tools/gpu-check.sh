@@ -72,6 +72,8 @@ if [[ $mode == pack ]]; then
   idx_head "$src/train-labels-idx1-ubyte.gz" "$stage/data/fashion-mnist/train-labels-idx1-ubyte.gz" 25600
   cp "$src"/t10k-*.gz "$stage/data/fashion-mnist/"
   cp benchmarks/cuda/*.py "$stage/scripts/"
+  mkdir -p "$stage/data/onnx"
+  cp tests/python/fixtures/{resblock,vit,gpt2,bert,lstm_tagger,unet}.onnx "$stage/data/onnx/"
   tar -C "$stage" -cJf "$bundle" . && rm -rf "$stage"
   echo "[gpu-check] packed $(du -h "$bundle" | cut -f1) into $bundle"
   exit 0
@@ -87,12 +89,14 @@ if [[ -f $bundle ]]; then
   scripts=$work/scripts
   export EMBER_TEST_EXAMPLE_PLUGIN=$work/lib/ember-extensions/libember-fused_bias_gelu.so
   export EMBER_DATA_DIR=$work/data/fashion-mnist
+  onnx_dir=$work/data/onnx
   sys_libs=$work/sys
 else
   echo "[gpu-check] no bundle: building here"
   build_release || exit 1
   bin=$root/build/release/bin
   scripts=$root/benchmarks/cuda
+  onnx_dir=$root/tests/python/fixtures
   sys_libs=
 fi
 # The CUDA libraries of this machine: the toolkit's, then NVIDIA's Python packages.
@@ -129,6 +133,28 @@ step gpu_tests "$bin/cuda_gpu_tests" --gtest_brief=1
 step gradcheck_cuda "$bin/autograd_tests" --gtest_filter='GradcheckCuda.*'
 step train "$bin/ember" train --device cuda --epochs 1 --limit 25600 --test-limit 10000 \
   --no-progress --out "$out/train"
+# ONNX models exported from PyTorch (tests/python/fixtures/make_onnx_zoo.py) on the GPU: `ember
+# inspect` runs every node on cuda beside the CPU (each must run, within 1e-3 of the CPU's
+# values), then `ember bench` times the whole graph there.
+onnx_on_cuda() {
+  local fail=0 model report
+  for model in resblock vit gpt2 bert lstm_tagger unet; do
+    report=$("$bin/ember" inspect "$onnx_dir/$model.onnx" --dim sequence=8 2>&1)
+    echo "$report" | grep -E '^(cpu|cuda) '
+    echo "$report" | awk -v m="$model" '$1 == "cuda" {
+        ok = ($3 == $5);
+        if (match($0, /from the CPU [0-9.e+-]+/)) ok = ok && substr($0, RSTART + 13, RLENGTH - 13) + 0 < 1e-3;
+        found = 1 }
+      END { if (!found || !ok) { print m ": cuda did not run every node within 1e-3"; exit 1 } }' ||
+      fail=1
+    "$bin/ember" bench "$onnx_dir/$model.onnx" --device cuda --batch 4 --dim sequence=32 \
+      --runs 20 | tail -n 3 || fail=1
+  done
+  return $fail
+}
+export -f onnx_on_cuda
+export bin onnx_dir
+step onnx_cuda bash -c onnx_on_cuda
 step ember_bench "$bin/cuda_bench" --benchmark_out="$out/ember_cuda.json" \
   --benchmark_out_format=json --benchmark_min_time=0.3
 # Note [NCCL in the GPU check]
@@ -160,13 +186,14 @@ fi
 
 echo
 echo "==== summary"
-for s in plugins gpu_tests gradcheck_cuda train ember_bench nccl_world1 nccl_two_ranks torch_bench; do
+for s in plugins gpu_tests gradcheck_cuda train onnx_cuda ember_bench nccl_world1 nccl_two_ranks \
+  torch_bench; do
   printf '%-16s %s\n' "$s" "${status[$s]:-not run}"
 done
 grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/gpu_tests.log" | head -n 5
 grep -E 'test accuracy' "$out/train.log" | tail -n 1
 [[ -f $out/ember_cuda.json ]] && python3 "$scripts/gpu_table.py" "$out/ember_cuda.json" \
   "$out/torch_cuda.json" | tee "$out/table.md"
-for s in plugins gpu_tests gradcheck_cuda train ember_bench; do
+for s in plugins gpu_tests gradcheck_cuda train onnx_cuda ember_bench; do
   [[ ${status[$s]:-} == ok ]] || exit 1
 done

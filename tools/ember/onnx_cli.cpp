@@ -60,15 +60,35 @@ double peak_rss_bytes() {
   return static_cast<double>(u.ru_maxrss) * 1024.0;  // kilobytes on Linux
 }
 
-/** Every device a loaded backend has (index 0 of each device type with devices). */
+/** Every device a loaded backend has (index 0 of each device type with devices), the CPU first. */
 std::vector<Device> loaded_devices() {
-  std::vector<Device> out;
+  std::vector<Device> out = {Device::cpu()};
   for (const DeviceTypeEntry& e : device_types()) {
-    if (e.count > 0 && find_device_type(e.name) != pinned_memory_device_type()) {
+    const int16_t type = find_device_type(e.name);
+    if (e.count > 0 && type != pinned_memory_device_type() && type != Device::cpu().type) {
       out.push_back(Device(e.name));
     }
   }
   return out;
+}
+
+/** The largest difference between `out` (on any device) and the CPU's `ref`, over their
+ *  floating-point tensors of equal shapes, relative to the largest magnitude in `ref` (at least
+ *  1). */
+double difference(const std::vector<Tensor>& out, const std::vector<Tensor>& ref) {
+  double diff = 0;
+  for (size_t k = 0; k < out.size() && k < ref.size(); ++k) {
+    const Tensor& a = out[k];
+    const Tensor& b = ref[k];
+    if (!a.defined() || !b.defined() || !is_floating(b.dtype()) || a.sizes() != b.sizes() ||
+        b.numel() == 0) {
+      continue;
+    }
+    const Tensor b64 = b.to(DType::Float64);
+    const double scale = std::max(1.0, max(abs(b64)).item());
+    diff = std::max(diff, max(abs(a.to(Device::cpu()).to(DType::Float64) - b64)).item() / scale);
+  }
+  return diff;
 }
 
 }  // namespace
@@ -108,7 +128,9 @@ std::map<std::string, Tensor> example_inputs(const graph::Graph& g, int64_t batc
 // which a backend may lack for a dtype, or refuse for an attribute. So `ember inspect` runs the
 // model once on the CPU node by node (inputs from example_inputs), then runs every node alone on
 // every other loaded device from the CPU's values for its inputs, and reports each refusal with
-// its error. A node the CPU could not run leaves what reads it unreached on every device.
+// its error and the largest difference of any node's outputs from the CPU's (relative to their
+// magnitude), so a backend's wrong kernel shows as one node. A node the CPU could not run leaves
+// what reads it unreached on every device.
 void inspect(const InspectOptions& o) {
   init();
   const graph::Graph g = graph::load_onnx(o.model);
@@ -136,8 +158,9 @@ void inspect(const InspectOptions& o) {
   const std::vector<Device> devices = loaded_devices();
   std::map<std::string, Tensor> values = example_inputs(g, 1, o.dims, Device::cpu(), "inspect");
   for (const auto& [name, t] : g.initializers()) values.emplace(name, t);
-  // Per device, the nodes it refused ("" when it ran them all).
+  // Per device, the nodes it refused, and its largest difference from the CPU and where.
   std::map<std::string, std::vector<std::string>> refused;
+  std::map<std::string, std::pair<double, std::string>> largest;
   int64_t unreached = 0;
   const auto node_label = [](const graph::Node& n, size_t i) {
     return fmt::format("node {} ({}{})", i, n.op, n.name.empty() ? "" : " '" + n.name + "'");
@@ -163,15 +186,19 @@ void inspect(const InspectOptions& o) {
       continue;
     }
     const graph::OpSchema* op = graph::find_op(n.op);
+    std::vector<Tensor> on_cpu;
     for (const Device d : devices) {
       try {
         std::vector<Tensor> moved;
         for (const Tensor& t : in) moved.push_back(t.defined() ? t.to(d) : t);
         std::vector<Tensor> out = op->run(n, moved, d);
         if (d == Device::cpu()) {
+          on_cpu = out;
           for (size_t k = 0; k < out.size() && k < n.outputs.size(); ++k) {
             if (!n.outputs[k].empty()) values[n.outputs[k]] = out[k];
           }
+        } else if (const double diff = difference(out, on_cpu); diff > largest[d.str()].first) {
+          largest[d.str()] = {diff, node_label(n, i)};
         }
       } catch (const Error& e) {
         refused[d.str()].push_back(fmt::format("{}: {}", node_label(n, i), e.what()));
@@ -182,8 +209,13 @@ void inspect(const InspectOptions& o) {
     const auto it = refused.find(d.str());
     const size_t bad = it == refused.end() ? 0 : it->second.size();
     const size_t ran = g.nodes().size() - static_cast<size_t>(unreached) - bad;
-    fmt::print("{:<10} runs {} of {} nodes{}\n", device_type(d.type).name, ran, g.nodes().size(),
-               bad == 0 ? "" : fmt::format(", refuses {}:", bad));
+    const auto& [diff, where] = largest[d.str()];
+    const std::string compared =
+        d == Device::cpu() ? ""
+        : diff == 0        ? "; the CPU's values exactly"
+                    : fmt::format("; largest difference from the CPU {:.2g}, at {}", diff, where);
+    fmt::print("{:<10} runs {} of {} nodes{}{}\n", device_type(d.type).name, ran, g.nodes().size(),
+               compared, bad == 0 ? "" : fmt::format(", refuses {}:", bad));
     if (bad != 0) {
       for (const std::string& line : it->second) fmt::print("    {}\n", line);
     }
