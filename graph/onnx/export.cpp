@@ -507,7 +507,9 @@ class Exporter {
   /** The opset written. */
   int64_t opset() const { return opset_; }
   /** The composite op being written, or "" for a kernel call. */
-  std::string_view region_op() const { return region_ != nullptr ? region_->op : ""; }
+  std::string_view region_op() const {
+    return region_ != nullptr ? std::string_view(region_->op) : std::string_view();
+  }
 
   /** Writes output `i` of a composite op (a region's step) as `v`: a view of an earlier output
    *  (an RNN's last state, a step of its outputs) is read from that one; one that is a window of
