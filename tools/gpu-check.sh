@@ -73,7 +73,7 @@ if [[ $mode == pack ]]; then
   cp "$src"/t10k-*.gz "$stage/data/fashion-mnist/"
   cp benchmarks/cuda/*.py "$stage/scripts/"
   mkdir -p "$stage/data/onnx"
-  cp tests/python/fixtures/{resblock,vit,gpt2,bert,lstm_tagger,unet}.onnx "$stage/data/onnx/"
+  cp tests/python/fixtures/{resblock,mobilenet_v3,vit,gpt2,bert,lstm_tagger,unet}.onnx "$stage/data/onnx/"
   tar -C "$stage" -cJf "$bundle" . && rm -rf "$stage"
   echo "[gpu-check] packed $(du -h "$bundle" | cut -f1) into $bundle"
   exit 0
@@ -138,7 +138,7 @@ step train "$bin/ember" train --device cuda --epochs 1 --limit 25600 --test-limi
 # values), then `ember bench` times the whole graph there.
 onnx_on_cuda() {
   local fail=0 model report
-  for model in resblock vit gpt2 bert lstm_tagger unet; do
+  for model in resblock mobilenet_v3 vit gpt2 bert lstm_tagger unet; do
     report=$("$bin/ember" inspect "$onnx_dir/$model.onnx" --dim sequence=8 2>&1)
     echo "$report" | grep -E '^(cpu|cuda) '
     echo "$report" | awk -v m="$model" '$1 == "cuda" {

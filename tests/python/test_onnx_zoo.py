@@ -1,8 +1,8 @@
 """Real model classes exported by PyTorch's ONNX exporters (tests/python/fixtures/make_onnx_zoo.py:
-timm's VisionTransformer, Hugging Face Transformers' GPT-2 with a dynamic batch and sequence and
-BERT, an LSTM tagger, a U-Net with ConvTranspose and Resize) run by Ember's InferenceSession
-match PyTorch's outputs and onnxruntime's on the same file within 1e-4 relative, at every
-optimization level, on the CPU and the reference backend."""
+torchvision's MobileNetV3, timm's VisionTransformer, Hugging Face Transformers' GPT-2 with a
+dynamic batch and sequence and BERT, an LSTM tagger, a U-Net with ConvTranspose and Resize) run
+by Ember's InferenceSession match PyTorch's outputs and onnxruntime's on the same file within
+1e-4 relative, at every optimization level, on the CPU and the reference backend."""
 
 import pathlib
 
@@ -36,7 +36,7 @@ def _close(actual, expected, what):
 
 
 def test_the_zoo_has_every_kind_of_model():
-    assert MODELS == ["bert", "gpt2", "lstm_tagger", "unet", "vit"]
+    assert MODELS == ["bert", "gpt2", "lstm_tagger", "mobilenet_v3", "unet", "vit"]
 
 
 @pytest.mark.parametrize("name", MODELS)
