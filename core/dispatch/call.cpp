@@ -13,6 +13,7 @@
 #include "core/dispatch/capture.h"
 #include "core/dispatch/profiled.h"
 #include "ember/dispatch/device_registry.h"
+#include "ember/dispatch/exit.h"
 #include "ember/dispatch/runtime.h"
 #include "ember/tensor/overlap.h"
 #include "ember/util/error.h"
@@ -242,9 +243,13 @@ DType common_dtype(std::initializer_list<const Tensor*> tensors, const char* op)
 // function-local static when it first makes the static, typically within the first calls of a
 // kernel. So the handler is registered again after the first call of each kernel (each op,
 // device type and dtype, again when a plugin replaces it): everything made by then is destroyed
-// after the gate has closed, and the later handlers find it closed and return. A kernel call
-// nested in another (a kernel's host call running a kernel) passes as part of the outer one. A
-// forked child reopens the gate.
+// after the gate has closed, and the later handlers find it closed and return. A library may
+// still make a static after a kernel's first call (a weight packed on its second), so an
+// embedding interpreter closes the gate where its own exit starts, before any destructor: Python's
+// atexit handler does (close_kernels_for_exit; Note [Threads at interpreter exit]). A thread that
+// parks first calls the gate's park hook, where Python lets go of the GIL if the thread holds it.
+// A kernel call nested in another (a kernel's host call running a kernel) passes as part of the
+// outer one. A forked child reopens the gate.
 
 namespace {
 
@@ -260,7 +265,7 @@ ExitGate& kernel_gate() {
 thread_local int t_kernel_depth = 0;  // kernel calls this thread is inside
 
 void close_kernel_gate() {
-  if (kernel_gate().close()) kernel_gate().wait_empty(std::chrono::seconds(5));
+  close_kernels_for_exit();
 }
 
 /** Passes the kernel gate for one kernel call. */
@@ -282,6 +287,10 @@ void after_first_call(const KernelEntry& entry) {
 }
 
 }  // namespace
+
+void close_kernels_for_exit(std::chrono::milliseconds limit) {
+  if (kernel_gate().close()) kernel_gate().wait_empty(limit);
+}
 
 void run_kernel(const Op& op, DType dtype, std::span<const Tensor* const> inputs,
                 std::span<const Tensor* const> outputs, KernelAttrs attrs) {

@@ -3,7 +3,16 @@
 
 namespace ember {
 
+namespace {
+std::atomic<void (*)() noexcept> g_park_hook{nullptr};
+}  // namespace
+
+void set_park_hook(void (*hook)() noexcept) noexcept {
+  g_park_hook.store(hook);
+}
+
 void park_for_exit() noexcept {
+  if (auto* hook = g_park_hook.load()) hook();
   for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bind.h"
+#include "ember/dispatch/exit.h"
 #include "ember/util/exit_gate.h"
 
 namespace ember::python {
@@ -95,11 +96,19 @@ ExitGate& gil_gate() {
   return *gate;
 }
 
-/** The atexit handler: closes the gate, then lets the threads already past it take the GIL. */
+/** The atexit handler: closes the gate, then lets the threads already past it take the GIL;
+ *  closes the kernels' gate too, before any C++ static destructor (Note [Kernels at exit]). */
 void close_gil_gate() {
   gil_gate().close();
   GilRelease release;  // this thread passes its own gate
+  close_kernels_for_exit();
   gil_gate().wait_empty(std::chrono::seconds(5));
+}
+
+/** Before a thread parks for good: a thread that holds the GIL (a kernel called without
+ *  releasing it) lets go of it, so the exiting thread is never left waiting for it. */
+void release_gil_to_park() noexcept {
+  if (Py_IsInitialized() && nb::is_alive() && PyGILState_Check()) (void)PyEval_SaveThread();
 }
 
 /** After fork: the child has only the forking thread, and its own exit ahead. */
@@ -149,6 +158,7 @@ NB_MODULE(_C, m) {
   // interpreter runs (tests/python/test_memory.py).
   nb::set_leak_warnings(false);
   nb::module_::import_("atexit").attr("register")(nb::cpp_function(&close_gil_gate));
+  ember::set_park_hook(&release_gil_to_park);
   nb::module_::import_("os").attr("register_at_fork")("after_in_child"_a =
                                                           nb::cpp_function(&reset_gil_gate));
   bind_errors(m);

@@ -42,7 +42,11 @@ class EMBER_API ExitGate {
   std::atomic<std::thread::id> closer_{};
 };
 
-/** Parks the calling thread for good (the process is exiting around it). */
+/** Parks the calling thread for good (the process is exiting around it), after the park hook. */
 [[noreturn]] EMBER_API void park_for_exit() noexcept;
+
+/** Sets what a thread runs just before it parks for good (null: nothing); an interpreter lets go
+ *  of its lock there, so that the exiting thread never waits for a parked one. */
+EMBER_API void set_park_hook(void (*hook)() noexcept) noexcept;
 
 }  // namespace ember
