@@ -174,8 +174,9 @@ Reduction parse_reduction(std::string_view reduction, const char* op);
 // for good (the process ends around it, as CPython 3.14 parks daemon threads itself), and PyRef
 // leaks its reference instead. The thread running the atexit handler (the one finalising) keeps
 // using the GIL normally. The gate costs two atomic operations per GIL acquisition. A forked
-// child reopens it. The kernels have a gate of their own, closed by a C atexit handler after
-// finalisation (Note [Kernels at exit] in core/dispatch/call.cpp).
+// child reopens it. The kernels have a gate of their own, which the same handler closes
+// (close_kernels_for_exit, Note [Kernels at exit] in core/dispatch/call.cpp): a daemon thread's
+// next kernel call parks it, letting go of the GIL first if it holds it.
 
 /** Called before taking the GIL: returns if the caller may take it (then gil_entered() must
  *  follow once it holds it); parks the thread for good once the interpreter is exiting. */
