@@ -136,8 +136,8 @@ void rewrite_subgraphs(detail::Rewrite& r, const std::function<void(detail::Rewr
   }
 }
 
-/** The passes of `level` but `disabled` on `r` and, after them, on its subgraphs (Note [Optimizing subgraphs]);
- *  each pass's changes counted into `report`. */
+/** The passes of `level` but `disabled` on `r`, then on its subgraphs (Note [Optimizing
+ *  subgraphs]); each pass's changes counted into `report`. */
 void optimize_rewrite(detail::Rewrite& r, OptLevel level, OptimizeReport& report,
                       const std::vector<std::string>& disabled) {
   const auto enabled = [&](const Pass& p) {
