@@ -855,14 +855,15 @@ void check_conv_activation(const Node& n) {
 // which the next step reads as its past; the masks then cover all T keys, and unidirectional
 // lets query i see the keys up to P + i (none hidden for a single query, as onnxruntime skips
 // the causal mask then, nor for the last query, whose row onnxruntime's mask leaves open: that
-// differs only where the keys outnumber P + S, a unidirectional cross-attention). MultiHeadAttention's other forms, as ContribOperators.md defines them:
-// key and value already split into heads [B, N, L, H] (a cross-attention's cached keys: no bias,
-// no past), a packed QKV query [B, L, N, 3, H] (key and value omitted) and a packed KV key
-// [B, L, N, 2, H] (value omitted), each the same as the unpacked tensors (their bias, if any,
-// applied as to those). onnxruntime's CPU kernels have no packed forms, so its results for the
-// unpacked tensors are their reference. What is left (a shared past/present buffer with
-// past_sequence_length, cache_indirection for beam search, the qk output, Attention's
-// do_rotary, the 1-d mask forms but lengths) is refused by name.
+// differs only where the keys outnumber P + S, a unidirectional cross-attention).
+// MultiHeadAttention's other forms, as ContribOperators.md defines them: key and value already
+// split into heads [B, N, L, H] (a cross-attention's cached keys: no bias, no past), a packed QKV
+// query [B, L, N, 3, H] (key and value omitted) and a packed KV key [B, L, N, 2, H] (value
+// omitted), each the same as the unpacked tensors (their bias, if any, applied as to those).
+// onnxruntime's CPU kernels have no packed forms, so its results for the unpacked tensors are their
+// reference. What is left (a shared past/present buffer with past_sequence_length,
+// cache_indirection for beam search, the qk output, Attention's do_rotary, the 1-d mask forms but
+// lengths) is refused by name.
 
 /** The heads of x [B, S, H * d] as [B, H, S, d]. */
 Tensor split_heads(const Node& n, const Tensor& x, int64_t heads, std::string_view what) {
