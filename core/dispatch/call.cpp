@@ -264,10 +264,6 @@ ExitGate& kernel_gate() {
 
 thread_local int t_kernel_depth = 0;  // kernel calls this thread is inside
 
-void close_kernel_gate() {
-  close_kernels_for_exit();
-}
-
 /** Passes the kernel gate for one kernel call. */
 class KernelCallScope {
  public:
@@ -283,7 +279,7 @@ class KernelCallScope {
 
 /** After a kernel's first call: (re)registers the exit handler behind the statics it made. */
 void after_first_call(const KernelEntry& entry) {
-  if (!entry.called.exchange(true)) std::atexit(close_kernel_gate);
+  if (!entry.called.exchange(true)) std::atexit([] { close_kernels_for_exit(); });
 }
 
 }  // namespace

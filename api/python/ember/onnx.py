@@ -6,7 +6,7 @@
     (y,) = sess.run(None, {"x": numpy_array})          # NumPy arrays out, as onnxruntime's
     [i.name for i in sess.get_inputs()]                # .name, .shape, .type as onnxruntime's
 
-    s = ember.onnx.load("model.onnx")                  # Ember's own: device="cuda", optimization_level="basic"
+    s = ember.onnx.load("model.onnx", device="cuda")   # Ember's own Session; optimization_level=
     (y,) = s.run(None, {"x": numpy_array})             # ember Tensors out
     y = s(x)                                           # the inputs in order, or by name
 
@@ -161,10 +161,14 @@ class InferenceSession:
 
     def get_providers(self) -> List[str]:
         """The provider name of the session's device."""
-        return ["CUDAExecutionProvider" if self.session.device.type == "cuda" else "CPUExecutionProvider"]
+        on_cuda = self.session.device.type == "cuda"
+        return ["CUDAExecutionProvider" if on_cuda else "CPUExecutionProvider"]
 
     def run(
-        self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any], run_options: Any = None
+        self,
+        output_names: Optional[Sequence[str]],
+        input_feed: Mapping[str, Any],
+        run_options: Any = None,
     ) -> List[Any]:
         """The outputs named (all for None or an empty list) as NumPy arrays, in that order, for
         inputs given by name as NumPy arrays, Ember tensors or anything ember.tensor reads."""
