@@ -9,29 +9,93 @@
 
 namespace ember::optim {
 
-LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
-  for (const auto& g : optimizer_.param_groups()) base_lrs_.push_back(g.lr());
+LRScheduler::LRScheduler(HyperparameterGroups& groups, int64_t last_epoch)
+    : groups_(groups), last_epoch_(last_epoch) {
+  EMBER_CHECK(last_epoch >= -1, "[optim.LRScheduler] invalid last_epoch: {} (must be >= -1)",
+              last_epoch);
+  // PyTorch's: the first scheduler of an optimizer records each group's lr as 'initial_lr', and
+  // every schedule starts from it, also one made after another scheduler changed the lrs (the
+  // parts of a SequentialLR). Resuming needs it recorded.
+  const bool recorded = groups_.has_hyperparameter("initial_lr");
+  EMBER_CHECK(recorded || last_epoch == -1,
+              "[optim.LRScheduler] resuming at last_epoch={} needs 'initial_lr' in param group 0 "
+              "(set it to the lr the schedule started from)",
+              last_epoch);
+  for (size_t i = 0; i < groups_.num_groups(); ++i) {
+    if (!recorded) groups_.set_hyperparameter(i, "initial_lr", groups_.hyperparameter(i, "lr"));
+    base_lrs_.push_back(groups_.hyperparameter(i, "initial_lr"));
+  }
 }
 
 void LRScheduler::init() {
   step();
 }
 
+void LRScheduler::set_base_lrs(std::vector<double> lrs) {
+  EMBER_CHECK(lrs.size() == groups_.num_groups(),
+              "[optim.LRScheduler] got {} base lrs for {} param groups", lrs.size(),
+              groups_.num_groups());
+  base_lrs_ = std::move(lrs);
+}
+
+std::vector<double> LRScheduler::current_lrs() const {
+  std::vector<double> lrs;
+  for (size_t i = 0; i < groups_.num_groups(); ++i) lrs.push_back(groups_.hyperparameter(i, "lr"));
+  return lrs;
+}
+
+std::string LRScheduler::momentum_key(const char* op) const {
+  if (groups_.has_hyperparameter("momentum")) return "momentum";
+  if (groups_.has_hyperparameter("beta1")) return "beta1";
+  throw ValueError(
+      fmt::format("[{}] {} has no momentum or beta1 to cycle (pass cycle_momentum=false)", op,
+                  groups_.optimizer_name()));
+}
+
+std::vector<double> LRScheduler::per_group(std::vector<double> values, const char* op,
+                                           const char* what) const {
+  const size_t n = groups_.num_groups();
+  if (values.size() == 1) values.assign(n, values.front());
+  EMBER_CHECK(values.size() == n, "[{}] got {} {} values for {} param groups", op, values.size(),
+              what, n);
+  return values;
+}
+
 // Note [Recursive schedules]
-// As PyTorch's get_lr, a scheduler whose PyTorch form is recursive (StepLR, CosineAnnealingLR)
-// computes the next lr from the lr the group holds now, not from base_lrs alone: an lr changed by
-// hand between steps, or by another scheduler stepping the same optimizer (a warm-up chained
-// before a cosine), carries on along the schedule instead of being overwritten. Left alone, the
-// recursion gives the closed form's values (PyTorch's _get_closed_form_lr). OneCycleLR is a
-// closed form in PyTorch too, and overwrites such a change.
+// As PyTorch's get_lr, a scheduler whose PyTorch form is recursive (StepLR, CosineAnnealingLR,
+// MultiStepLR, ExponentialLR, LinearLR, ConstantLR, PolynomialLR, MultiplicativeLR) computes the
+// next lr from the lr the group holds now, not from base_lrs alone: an lr changed by hand between
+// steps, or by another scheduler stepping the same optimizer (a warm-up chained before a cosine),
+// carries on along the schedule instead of being overwritten. Left alone, the recursion gives the
+// closed form's values (closed_form_lr, PyTorch's _get_closed_form_lr), which a restart uses.
+// OneCycleLR, CyclicLR, LambdaLR and CosineAnnealingWarmRestarts are closed forms in PyTorch too,
+// and overwrite such a change.
 void LRScheduler::step() {
   ++last_epoch_;
-  std::vector<double> lrs = compute_lr();
-  auto& groups = optimizer_.param_groups();
-  EMBER_ASSERT(lrs.size() == groups.size());
-  for (size_t i = 0; i < groups.size(); ++i) groups[i].set_lr(lrs[i]);
+  apply(compute_lr());
+}
+
+void LRScheduler::restart() {
+  last_epoch_ = 0;
+  apply(closed_form_lr());
+}
+
+void LRScheduler::apply(std::vector<double> lrs) {
+  EMBER_CHECK(lrs.size() == groups_.num_groups(),
+              "[optim.LRScheduler] the schedule gave {} lrs for {} param groups", lrs.size(),
+              groups_.num_groups());
+  for (size_t i = 0; i < lrs.size(); ++i) groups_.set_hyperparameter(i, "lr", lrs[i]);
   schedule_other_hyperparameters();
   last_lr_ = std::move(lrs);
+}
+
+FunctionLR::FunctionLR(HyperparameterGroups& groups, Function fn, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), fn_(std::move(fn)) {
+  EMBER_CHECK(static_cast<bool>(fn_), "[optim.LRScheduler] no schedule function given");
+}
+
+std::vector<double> FunctionLR::compute_lr() const {
+  return fn_(*this);
 }
 
 // Note [Scheduler states]
@@ -76,7 +140,7 @@ StateDict LRScheduler::state_dict() const {
 
 void LRScheduler::load_state_dict(const StateDict& dict) {
   const char* op = "optim.LRScheduler";
-  const size_t n = optimizer_.param_groups().size();
+  const size_t n = groups_.num_groups();
   std::vector<double> base = read_f64_vector(dict, "base_lrs", n, op);
   std::vector<double> last = read_f64_vector(dict, "last_lr", n, op);
   const double epoch = read_scalar(dict, "last_epoch", op);
@@ -87,21 +151,30 @@ void LRScheduler::load_state_dict(const StateDict& dict) {
   last_lr_ = std::move(last);
 }
 
-StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
-    : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
+StepLR::StepLR(HyperparameterGroups& groups, int64_t step_size, double gamma, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), step_size_(step_size), gamma_(gamma) {
   EMBER_CHECK(step_size > 0, "[optim.StepLR] invalid step_size: {} (must be > 0)", step_size);
   init();
 }
 
 std::vector<double> StepLR::compute_lr() const {
-  std::vector<double> lrs;
-  const bool decay = last_epoch() > 0 && last_epoch() % step_size_ == 0;
-  for (const auto& g : optimizer_.param_groups()) lrs.push_back(decay ? g.lr() * gamma_ : g.lr());
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch() > 0 && last_epoch() % step_size_ == 0) {
+    for (double& lr : lrs) lr *= gamma_;
+  }
   return lrs;
 }
 
-CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min)
-    : LRScheduler(optimizer), t_max_(T_max), eta_min_(eta_min) {
+std::vector<double> StepLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  const double factor = std::pow(gamma_, static_cast<double>(last_epoch() / step_size_));
+  for (double base : base_lrs_) lrs.push_back(base * factor);
+  return lrs;
+}
+
+CosineAnnealingLR::CosineAnnealingLR(HyperparameterGroups& groups, int64_t T_max, double eta_min,
+                                     int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), t_max_(T_max), eta_min_(eta_min) {
   EMBER_CHECK(T_max > 0, "[optim.CosineAnnealingLR] invalid T_max: {} (must be > 0)", T_max);
   init();
 }
@@ -109,75 +182,77 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double
 std::vector<double> CosineAnnealingLR::compute_lr() const {
   const int64_t e = last_epoch();
   const double pi = std::numbers::pi, t = static_cast<double>(t_max_);
-  const auto& groups = optimizer_.param_groups();
-  std::vector<double> lrs;
-  for (size_t i = 0; i < groups.size(); ++i) {
-    const double lr = groups[i].lr();
-    if (e == 0) {
-      lrs.push_back(lr);
-    } else if ((e - 1 - t_max_) % (2 * t_max_) == 0) {
+  std::vector<double> lrs = current_lrs();
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    const double lr = lrs[i];
+    if (e == 0) continue;
+    if ((e - 1 - t_max_) % (2 * t_max_) == 0) {
       // The step out of a trough, where the ratio below would divide by 1 + cos(pi) = 0.
-      lrs.push_back(lr + (base_lrs_[i] - eta_min_) * (1 - std::cos(pi / t)) / 2);
+      lrs[i] = lr + (base_lrs_[i] - eta_min_) * (1 - std::cos(pi / t)) / 2;
     } else {
       const double ratio = (1 + std::cos(pi * static_cast<double>(e) / t)) /
                            (1 + std::cos(pi * static_cast<double>(e - 1) / t));
-      lrs.push_back(ratio * (lr - eta_min_) + eta_min_);
+      lrs[i] = ratio * (lr - eta_min_) + eta_min_;
     }
   }
   return lrs;
 }
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps,
-                       OneCycleOptions options)
-    : OneCycleLR(optimizer, std::vector<double>(optimizer.param_groups().size(), max_lr),
-                 total_steps, options) {}
+std::vector<double> CosineAnnealingLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  const double c =
+      std::cos(std::numbers::pi * static_cast<double>(last_epoch()) / static_cast<double>(t_max_));
+  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + c) / 2);
+  return lrs;
+}
 
-OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_t total_steps,
-                       OneCycleOptions options)
-    : LRScheduler(optimizer),
+OneCycleLR::OneCycleLR(HyperparameterGroups& groups, double max_lr, int64_t total_steps,
+                       OneCycleOptions options, int64_t last_epoch)
+    : OneCycleLR(groups, std::vector<double>(groups.num_groups(), max_lr), total_steps,
+                 std::move(options), last_epoch) {}
+
+OneCycleLR::OneCycleLR(HyperparameterGroups& groups, std::vector<double> max_lrs,
+                       int64_t total_steps, OneCycleOptions options, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch),
       max_lrs_(std::move(max_lrs)),
       total_steps_(total_steps),
-      options_(options) {
-  EMBER_CHECK(total_steps > 0, "[optim.OneCycleLR] invalid total_steps: {} (must be > 0)",
-              total_steps);
-  EMBER_CHECK(options.pct_start >= 0 && options.pct_start <= 1,
-              "[optim.OneCycleLR] invalid pct_start: {} (must be in [0, 1])", options.pct_start);
-  EMBER_CHECK(options.div_factor > 0 && options.final_div_factor > 0,
-              "[optim.OneCycleLR] div_factor and final_div_factor must be > 0, got {} and {}",
-              options.div_factor, options.final_div_factor);
-  auto& groups = optimizer.param_groups();
-  EMBER_CHECK(max_lrs_.size() == groups.size(),
-              "[optim.OneCycleLR] got {} max_lr values for {} param groups", max_lrs_.size(),
-              groups.size());
+      options_(std::move(options)) {
+  const char* op = "optim.OneCycleLR";
+  EMBER_CHECK(total_steps > 0, "[{}] invalid total_steps: {} (must be > 0)", op, total_steps);
+  EMBER_CHECK(options_.pct_start >= 0 && options_.pct_start <= 1,
+              "[{}] invalid pct_start: {} (must be in [0, 1])", op, options_.pct_start);
+  EMBER_CHECK(options_.div_factor > 0 && options_.final_div_factor > 0,
+              "[{}] div_factor and final_div_factor must be > 0, got {} and {}", op,
+              options_.div_factor, options_.final_div_factor);
+  EMBER_CHECK(max_lrs_.size() == groups_.num_groups(),
+              "[{}] got {} max_lr values for {} param groups", op, max_lrs_.size(),
+              groups_.num_groups());
   for (double m : max_lrs_) {
-    EMBER_CHECK(m >= 0, "[optim.OneCycleLR] invalid max_lr: {} (must be >= 0)", m);
+    EMBER_CHECK(m >= 0, "[{}] invalid max_lr: {} (must be >= 0)", op, m);
   }
-  // The schedule starts at max_lr / div_factor whatever lr the groups had.
-  for (size_t i = 0; i < max_lrs_.size(); ++i) base_lrs_[i] = max_lrs_[i] / options.div_factor;
+  // The schedule starts at max_lr / div_factor whatever lr the groups had; PyTorch records it as
+  // the 'initial_lr'.
+  for (size_t i = 0; i < max_lrs_.size(); ++i) {
+    base_lrs_[i] = max_lrs_[i] / options_.div_factor;
+    if (last_epoch == -1) groups_.set_hyperparameter(i, "initial_lr", base_lrs_[i]);
+  }
   const double total = static_cast<double>(total_steps);
-  if (options.three_phase) {
-    phases_ = {{options.pct_start * total - 1, 0, 1},
-               {2 * options.pct_start * total - 2, 1, 0},
+  if (options_.three_phase) {
+    phases_ = {{options_.pct_start * total - 1, 0, 1},
+               {2 * options_.pct_start * total - 2, 1, 0},
                {total - 1, 0, 2}};
   } else {
-    phases_ = {{options.pct_start * total - 1, 0, 1}, {total - 1, 1, 2}};
+    phases_ = {{options_.pct_start * total - 1, 0, 1}, {total - 1, 1, 2}};
   }
-  if (options.cycle_momentum) {
-    const Options& d = optimizer.defaults();
-    momentum_key_ = d.count("momentum") ? "momentum" : d.count("beta1") ? "beta1" : "";
-    EMBER_CHECK(!momentum_key_.empty(),
-                "[optim.OneCycleLR] {} has no momentum or beta1 to cycle (pass "
-                "cycle_momentum=false)",
-                optimizer.name());
-    for (auto* v : {&options_.base_momentum, &options_.max_momentum}) {
-      const char* what = v == &options_.base_momentum ? "base_momentum" : "max_momentum";
-      if (v->size() == 1) v->assign(groups.size(), v->front());
-      EMBER_CHECK(v->size() == groups.size(),
-                  "[optim.OneCycleLR] got {} {} values for {} param groups", v->size(), what,
-                  groups.size());
+  if (options_.cycle_momentum) {
+    momentum_key_ = momentum_key(op);
+    options_.base_momentum = per_group(std::move(options_.base_momentum), op, "base_momentum");
+    options_.max_momentum = per_group(std::move(options_.max_momentum), op, "max_momentum");
+    if (last_epoch == -1) {
+      for (size_t i = 0; i < groups_.num_groups(); ++i) {
+        groups_.set_hyperparameter(i, momentum_key_, options_.max_momentum[i]);
+      }
     }
-    for (size_t i = 0; i < groups.size(); ++i)
-      groups[i].set(momentum_key_, options_.max_momentum[i]);
   }
   init();
 }
@@ -204,13 +279,13 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 void OneCycleLR::schedule_other_hyperparameters() {
   if (momentum_key_.empty()) return;
   const auto [phase, pct] = locate(last_epoch());
-  auto& groups = optimizer_.param_groups();
-  for (size_t i = 0; i < groups.size(); ++i) {
+  for (size_t i = 0; i < groups_.num_groups(); ++i) {
     // Endpoint 1 (the peak lr) has the lowest momentum; 0 and 2 the highest.
     auto momentum = [&](int at) {
       return at == 1 ? options_.base_momentum[i] : options_.max_momentum[i];
     };
-    groups[i].set(momentum_key_, anneal(momentum(phase->start), momentum(phase->end), pct));
+    groups_.set_hyperparameter(i, momentum_key_,
+                               anneal(momentum(phase->start), momentum(phase->end), pct));
   }
 }
 
@@ -234,8 +309,8 @@ std::vector<double> OneCycleLR::compute_lr() const {
   return lrs;
 }
 
-ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, PlateauOptions options)
-    : optimizer_(optimizer), options_(options) {
+ReduceLROnPlateau::ReduceLROnPlateau(HyperparameterGroups& groups, PlateauOptions options)
+    : groups_(groups), options_(options) {
   EMBER_CHECK(options.factor < 1 && options.factor >= 0,
               "[optim.ReduceLROnPlateau] invalid factor: {} (must be in [0, 1))", options.factor);
   EMBER_CHECK(options.patience >= 0,
@@ -248,7 +323,9 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, PlateauOptions option
               options.min_lr);
   best_ = options.mode == PlateauMode::Min ? std::numeric_limits<double>::infinity()
                                            : -std::numeric_limits<double>::infinity();
-  for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.lr());
+  for (size_t i = 0; i < groups_.num_groups(); ++i) {
+    last_lr_.push_back(groups_.hyperparameter(i, "lr"));
+  }
 }
 
 bool ReduceLROnPlateau::is_better(double a) const {
@@ -271,16 +348,18 @@ void ReduceLROnPlateau::step(double metric) {
     num_bad_epochs_ = 0;
   }
   if (num_bad_epochs_ > options_.patience) {
-    for (auto& g : optimizer_.param_groups()) {
-      const double old_lr = g.lr();
+    for (size_t i = 0; i < groups_.num_groups(); ++i) {
+      const double old_lr = groups_.hyperparameter(i, "lr");
       const double new_lr = std::max(old_lr * options_.factor, options_.min_lr);
-      if (old_lr - new_lr > options_.eps) g.set_lr(new_lr);
+      if (old_lr - new_lr > options_.eps) groups_.set_hyperparameter(i, "lr", new_lr);
     }
     cooldown_counter_ = options_.cooldown;
     num_bad_epochs_ = 0;
   }
   last_lr_.clear();
-  for (const auto& g : optimizer_.param_groups()) last_lr_.push_back(g.lr());
+  for (size_t i = 0; i < groups_.num_groups(); ++i) {
+    last_lr_.push_back(groups_.hyperparameter(i, "lr"));
+  }
 }
 
 StateDict ReduceLROnPlateau::state_dict() const {
@@ -294,7 +373,7 @@ StateDict ReduceLROnPlateau::state_dict() const {
 
 void ReduceLROnPlateau::load_state_dict(const StateDict& dict) {
   const char* op = "optim.ReduceLROnPlateau";
-  std::vector<double> last = read_f64_vector(dict, "last_lr", optimizer_.param_groups().size(), op);
+  std::vector<double> last = read_f64_vector(dict, "last_lr", groups_.num_groups(), op);
   const double best = read_scalar(dict, "best", op);
   const double bad = read_scalar(dict, "num_bad_epochs", op);
   const double cooldown = read_scalar(dict, "cooldown_counter", op);
@@ -308,6 +387,413 @@ void ReduceLROnPlateau::load_state_dict(const StateDict& dict) {
   cooldown_counter_ = static_cast<int64_t>(cooldown);
   last_epoch_ = static_cast<int64_t>(epoch);
   last_lr_ = std::move(last);
+}
+
+LambdaLR::LambdaLR(HyperparameterGroups& groups, std::vector<LrLambda> lr_lambdas,
+                   int64_t last_epoch)
+    : LambdaLR(groups, std::move(lr_lambdas), last_epoch, "optim.LambdaLR") {
+  init();
+}
+
+LambdaLR::LambdaLR(HyperparameterGroups& groups, std::vector<LrLambda> lr_lambdas,
+                   int64_t last_epoch, const char* op)
+    : LRScheduler(groups, last_epoch), lr_lambdas_(std::move(lr_lambdas)) {
+  const size_t n = groups_.num_groups();
+  if (lr_lambdas_.size() == 1) lr_lambdas_.assign(n, lr_lambdas_.front());
+  EMBER_CHECK(lr_lambdas_.size() == n, "[{}] expected {} lr_lambdas (one per param group), got {}",
+              op, n, lr_lambdas_.size());
+  for (const LrLambda& fn : lr_lambdas_) {
+    EMBER_CHECK(static_cast<bool>(fn), "[{}] an lr_lambda is empty", op);
+  }
+}
+
+std::vector<double> LambdaLR::compute_lr() const {
+  std::vector<double> lrs;
+  for (size_t i = 0; i < base_lrs_.size(); ++i) {
+    lrs.push_back(base_lrs_[i] * lr_lambdas_[i](last_epoch()));
+  }
+  return lrs;
+}
+
+MultiplicativeLR::MultiplicativeLR(HyperparameterGroups& groups, std::vector<LrLambda> lr_lambdas,
+                                   int64_t last_epoch)
+    : LambdaLR(groups, std::move(lr_lambdas), last_epoch, "optim.MultiplicativeLR") {
+  init();
+}
+
+std::vector<double> MultiplicativeLR::compute_lr() const {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch() > 0) {
+    for (size_t i = 0; i < lrs.size(); ++i) lrs[i] *= lr_lambdas_[i](last_epoch());
+  }
+  return lrs;
+}
+
+MultiStepLR::MultiStepLR(HyperparameterGroups& groups, std::vector<int64_t> milestones,
+                         double gamma, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), milestones_(std::move(milestones)), gamma_(gamma) {
+  std::sort(milestones_.begin(), milestones_.end());
+  init();
+}
+
+std::vector<double> MultiStepLR::compute_lr() const {
+  const auto hits = std::count(milestones_.begin(), milestones_.end(), last_epoch());
+  std::vector<double> lrs = current_lrs();
+  for (double& lr : lrs) lr *= std::pow(gamma_, static_cast<double>(hits));
+  return lrs;
+}
+
+std::vector<double> MultiStepLR::closed_form_lr() const {
+  const auto passed =
+      std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch()) - milestones_.begin();
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(passed)));
+  return lrs;
+}
+
+ExponentialLR::ExponentialLR(HyperparameterGroups& groups, double gamma, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), gamma_(gamma) {
+  init();
+}
+
+std::vector<double> ExponentialLR::compute_lr() const {
+  std::vector<double> lrs = current_lrs();
+  if (last_epoch() > 0) {
+    for (double& lr : lrs) lr *= gamma_;
+  }
+  return lrs;
+}
+
+std::vector<double> ExponentialLR::closed_form_lr() const {
+  std::vector<double> lrs;
+  for (double base : base_lrs_) {
+    lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch())));
+  }
+  return lrs;
+}
+
+LinearLR::LinearLR(HyperparameterGroups& groups, double start_factor, double end_factor,
+                   int64_t total_iters, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch),
+      start_factor_(start_factor),
+      end_factor_(end_factor),
+      total_iters_(total_iters) {
+  EMBER_CHECK(start_factor > 0 && start_factor <= 1,
+              "[optim.LinearLR] start_factor must be in (0, 1]: got {}", start_factor);
+  EMBER_CHECK(end_factor >= 0 && end_factor <= 1,
+              "[optim.LinearLR] end_factor must be in [0, 1]: got {}", end_factor);
+  EMBER_CHECK(total_iters >= 0, "[optim.LinearLR] total_iters must be >= 0: got {}", total_iters);
+  init();
+}
+
+std::vector<double> LinearLR::compute_lr() const {
+  std::vector<double> lrs = current_lrs();
+  const int64_t e = last_epoch();
+  if (e == 0) {
+    for (double& lr : lrs) lr *= start_factor_;
+    return lrs;
+  }
+  if (e > total_iters_) return lrs;
+  const double delta = end_factor_ - start_factor_;
+  const double factor = 1.0 + delta / (static_cast<double>(total_iters_) * start_factor_ +
+                                       static_cast<double>(e - 1) * delta);
+  for (double& lr : lrs) lr *= factor;
+  return lrs;
+}
+
+std::vector<double> LinearLR::closed_form_lr() const {
+  const double t = total_iters_ == 0 ? 1.0
+                                     : static_cast<double>(std::min(total_iters_, last_epoch())) /
+                                           static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_) {
+    lrs.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * t));
+  }
+  return lrs;
+}
+
+ConstantLR::ConstantLR(HyperparameterGroups& groups, double factor, int64_t total_iters,
+                       int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), factor_(factor), total_iters_(total_iters) {
+  EMBER_CHECK(factor >= 0 && factor <= 1, "[optim.ConstantLR] factor must be in [0, 1]: got {}",
+              factor);
+  EMBER_CHECK(total_iters >= 0, "[optim.ConstantLR] total_iters must be >= 0: got {}", total_iters);
+  init();
+}
+
+std::vector<double> ConstantLR::compute_lr() const {
+  const int64_t e = last_epoch();
+  if (e == total_iters_ && factor_ == 0) return closed_form_lr();  // lr / 0: the base lrs back
+  std::vector<double> lrs = current_lrs();
+  if (e == 0) {
+    for (double& lr : lrs) lr *= factor_;
+  } else if (e == total_iters_) {
+    for (double& lr : lrs) lr /= factor_;
+  }
+  return lrs;
+}
+
+std::vector<double> ConstantLR::closed_form_lr() const {
+  const double scale = last_epoch() < total_iters_ ? factor_ : 1.0;
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * scale);
+  return lrs;
+}
+
+PolynomialLR::PolynomialLR(HyperparameterGroups& groups, int64_t total_iters, double power,
+                           int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), total_iters_(total_iters), power_(power) {
+  EMBER_CHECK(total_iters > 0, "[optim.PolynomialLR] total_iters must be > 0: got {}", total_iters);
+  init();
+}
+
+std::vector<double> PolynomialLR::compute_lr() const {
+  std::vector<double> lrs = current_lrs();
+  const int64_t e = last_epoch();
+  if (e == 0 || e > total_iters_) return lrs;
+  const double t = static_cast<double>(total_iters_);
+  const double factor =
+      std::pow((1.0 - static_cast<double>(e) / t) / (1.0 - static_cast<double>(e - 1) / t), power_);
+  for (double& lr : lrs) lr *= factor;
+  return lrs;
+}
+
+std::vector<double> PolynomialLR::closed_form_lr() const {
+  const double left = 1.0 - static_cast<double>(std::min(total_iters_, last_epoch())) /
+                                static_cast<double>(total_iters_);
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(left, power_));
+  return lrs;
+}
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(HyperparameterGroups& groups, int64_t T_0,
+                                                         int64_t T_mult, double eta_min,
+                                                         int64_t last_epoch)
+    : LRScheduler(groups, last_epoch),
+      t_0_(T_0),
+      t_i_(T_0),
+      t_mult_(T_mult),
+      eta_min_(eta_min),
+      t_cur_(static_cast<double>(last_epoch)) {
+  EMBER_CHECK(T_0 > 0,
+              "[optim.CosineAnnealingWarmRestarts] expected a positive integer T_0: got {}", T_0);
+  EMBER_CHECK(T_mult >= 1,
+              "[optim.CosineAnnealingWarmRestarts] expected an integer T_mult >= 1: got {}",
+              T_mult);
+  init();
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::compute_lr() const {
+  const double c = std::cos(std::numbers::pi * t_cur_ / static_cast<double>(t_i_));
+  std::vector<double> lrs;
+  for (double base : base_lrs_) lrs.push_back(eta_min_ + (base - eta_min_) * (1 + c) / 2);
+  return lrs;
+}
+
+void CosineAnnealingWarmRestarts::step() {
+  if (last_epoch() < 0) {
+    step(0.0);
+    return;
+  }
+  t_cur_ += 1;
+  if (t_cur_ >= static_cast<double>(t_i_)) {
+    t_cur_ -= static_cast<double>(t_i_);
+    t_i_ *= t_mult_;
+  }
+  set_last_epoch(last_epoch() + 1);
+  apply(compute_lr());
+}
+
+void CosineAnnealingWarmRestarts::step(double epoch) {
+  EMBER_CHECK(epoch >= 0 && std::isfinite(epoch),
+              "[optim.CosineAnnealingWarmRestarts] expected a non-negative epoch: got {}", epoch);
+  const double t0 = static_cast<double>(t_0_);
+  if (epoch >= t0) {
+    if (t_mult_ == 1) {
+      t_cur_ = std::fmod(epoch, t0);
+    } else {
+      const double m = static_cast<double>(t_mult_);
+      const auto n = static_cast<int64_t>(std::log(epoch / t0 * (m - 1) + 1) / std::log(m));
+      const double grown = std::pow(m, static_cast<double>(n));
+      t_cur_ = epoch - t0 * (grown - 1) / (m - 1);
+      t_i_ = t_0_ * static_cast<int64_t>(grown);
+    }
+  } else {
+    t_i_ = t_0_;
+    t_cur_ = epoch;
+  }
+  set_last_epoch(static_cast<int64_t>(std::floor(epoch)));
+  apply(compute_lr());
+}
+
+StateDict CosineAnnealingWarmRestarts::state_dict() const {
+  StateDict d = LRScheduler::state_dict();
+  d["T_cur"] = full({}, t_cur_, TensorOptions(DType::Float64, Device::cpu()));
+  d["T_i"] = full({}, t_i_, TensorOptions(DType::Int64, Device::cpu()));
+  return d;
+}
+
+void CosineAnnealingWarmRestarts::load_state_dict(const StateDict& dict) {
+  const char* op = "optim.CosineAnnealingWarmRestarts";
+  const double t_cur = read_scalar(dict, "T_cur", op);
+  const double t_i = read_scalar(dict, "T_i", op);
+  EMBER_CHECK(t_i >= 1 && t_i == std::floor(t_i) && t_cur >= 0,
+              "[{}] load_state_dict: T_i must be a positive integer and T_cur >= 0: got {} and {}",
+              op, t_i, t_cur);
+  LRScheduler::load_state_dict(dict);
+  t_cur_ = t_cur;
+  t_i_ = static_cast<int64_t>(t_i);
+}
+
+CyclicLR::CyclicLR(HyperparameterGroups& groups, std::vector<double> base_lr,
+                   std::vector<double> max_lr, CyclicOptions options, int64_t last_epoch)
+    : LRScheduler(groups, last_epoch), options_(std::move(options)) {
+  const char* op = "optim.CyclicLR";
+  base_lr = per_group(std::move(base_lr), op, "base_lr");
+  max_lrs_ = per_group(std::move(max_lr), op, "max_lr");
+  const int64_t up = options_.step_size_up;
+  const int64_t down = options_.step_size_down.value_or(up);
+  EMBER_CHECK(up > 0 && down > 0, "[{}] step_size_up and step_size_down must be > 0: got {} and {}",
+              op, up, down);
+  total_size_ = static_cast<double>(up + down);
+  step_ratio_ = static_cast<double>(up) / total_size_;
+  if (last_epoch == -1) {
+    // PyTorch's: the lrs start at base_lr, which is also the 'initial_lr' recorded.
+    for (size_t i = 0; i < base_lr.size(); ++i) {
+      groups_.set_hyperparameter(i, "lr", base_lr[i]);
+      groups_.set_hyperparameter(i, "initial_lr", base_lr[i]);
+    }
+  }
+  base_lrs_ = std::move(base_lr);
+  if (options_.cycle_momentum) {
+    momentum_key_ = momentum_key(op);
+    options_.base_momentum = per_group(std::move(options_.base_momentum), op, "base_momentum");
+    options_.max_momentum = per_group(std::move(options_.max_momentum), op, "max_momentum");
+    if (last_epoch == -1) {
+      for (size_t i = 0; i < groups_.num_groups(); ++i) {
+        groups_.set_hyperparameter(i, momentum_key_, options_.max_momentum[i]);
+      }
+    }
+  }
+  init();
+}
+
+double CyclicLR::scale(double x) const {
+  if (options_.scale_fn) return options_.scale_fn(x);
+  switch (options_.mode) {
+    case CyclicMode::Triangular:
+      return 1.0;
+    case CyclicMode::Triangular2:
+      return 1.0 / std::pow(2.0, x - 1);
+    case CyclicMode::ExpRange:
+      return std::pow(options_.gamma, x);
+  }
+  return 1.0;
+}
+
+std::pair<double, double> CyclicLR::position() const {
+  const double e = static_cast<double>(last_epoch());
+  const double cycle = std::floor(1 + e / total_size_);
+  const double x = 1.0 + e / total_size_ - cycle;
+  const double factor = x <= step_ratio_ ? x / step_ratio_ : (x - 1) / (step_ratio_ - 1);
+  // The modes' own scales: triangular and triangular2 by cycle, exp_range by iteration.
+  const bool by_cycle =
+      options_.scale_fn ? options_.scale_by_cycle : options_.mode != CyclicMode::ExpRange;
+  return {factor, scale(by_cycle ? cycle : e)};
+}
+
+std::vector<double> CyclicLR::compute_lr() const {
+  const auto [factor, s] = position();
+  std::vector<double> lrs;
+  for (size_t i = 0; i < base_lrs_.size(); ++i) {
+    lrs.push_back(base_lrs_[i] + (max_lrs_[i] - base_lrs_[i]) * factor * s);
+  }
+  return lrs;
+}
+
+void CyclicLR::schedule_other_hyperparameters() {
+  if (momentum_key_.empty()) return;
+  const auto [factor, s] = position();
+  for (size_t i = 0; i < groups_.num_groups(); ++i) {
+    const double top = options_.max_momentum[i], bottom = options_.base_momentum[i];
+    groups_.set_hyperparameter(i, momentum_key_, top - (top - bottom) * factor * s);
+  }
+}
+
+namespace {
+
+/** Checks that every scheduler of a composite drives `groups`. */
+void check_same_groups(const HyperparameterGroups& groups,
+                       const std::vector<LRScheduler*>& schedulers, const char* op) {
+  EMBER_CHECK(!schedulers.empty(), "[{}] expects at least one scheduler", op);
+  for (size_t i = 0; i < schedulers.size(); ++i) {
+    EMBER_CHECK(schedulers[i] != nullptr, "[{}] scheduler {} is null", op, i);
+    EMBER_CHECK(schedulers[i]->groups().identity() == groups.identity(),
+                "[{}] scheduler {} schedules another optimizer", op, i);
+  }
+}
+
+}  // namespace
+
+SequentialLR::SequentialLR(HyperparameterGroups& groups, std::vector<LRScheduler*> schedulers,
+                           std::vector<int64_t> milestones, int64_t last_epoch)
+    : LRScheduler(groups, -1),
+      schedulers_(std::move(schedulers)),
+      milestones_(std::move(milestones)) {
+  const char* op = "optim.SequentialLR";
+  check_same_groups(groups_, schedulers_, op);
+  EMBER_CHECK(milestones_.size() + 1 == schedulers_.size(),
+              "[{}] expects {} milestones for {} schedulers, got {}", op, schedulers_.size() - 1,
+              schedulers_.size(), milestones_.size());
+  // PyTorch's SequentialLR sets the lrs back to where the schedule starts, then starts the first.
+  if (groups_.has_hyperparameter("initial_lr")) {
+    for (size_t i = 0; i < base_lrs_.size(); ++i) {
+      base_lrs_[i] = groups_.hyperparameter(i, "initial_lr");
+    }
+  }
+  set_last_epoch(last_epoch + 1);
+  for (size_t i = 0; i < base_lrs_.size(); ++i) groups_.set_hyperparameter(i, "lr", base_lrs_[i]);
+  schedulers_.front()->restart();
+  apply(schedulers_.front()->get_last_lr());
+}
+
+void SequentialLR::step() {
+  set_last_epoch(last_epoch() + 1);
+  const auto index = static_cast<size_t>(
+      std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch()) - milestones_.begin());
+  LRScheduler* s = schedulers_[index];
+  if (index > 0 && milestones_[index - 1] == last_epoch()) {
+    s->restart();
+  } else {
+    s->step();
+  }
+  apply(s->get_last_lr());
+}
+
+void SequentialLR::restart() {
+  set_last_epoch(0);
+  schedulers_.front()->restart();
+  apply(schedulers_.front()->get_last_lr());
+}
+
+ChainedScheduler::ChainedScheduler(HyperparameterGroups& groups,
+                                   std::vector<LRScheduler*> schedulers)
+    : LRScheduler(groups, -1), schedulers_(std::move(schedulers)) {
+  check_same_groups(groups_, schedulers_, "optim.ChainedScheduler");
+  set_last_epoch(0);
+  apply(current_lrs());
+}
+
+void ChainedScheduler::step() {
+  for (LRScheduler* s : schedulers_) s->step();
+  set_last_epoch(last_epoch() + 1);
+  apply(current_lrs());
+}
+
+void ChainedScheduler::restart() {
+  for (LRScheduler* s : schedulers_) s->restart();
+  set_last_epoch(0);
+  apply(current_lrs());
 }
 
 }  // namespace ember::optim

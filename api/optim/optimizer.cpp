@@ -1,5 +1,6 @@
 #include "ember/optim/optimizer.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <set>
@@ -27,6 +28,34 @@ Optimizer::Optimizer(std::string name, Options defaults, std::vector<std::string
       buffer_names_(std::move(buffer_names)),
       counts_steps_(counts_steps) {}
 
+double Optimizer::hyperparameter(size_t index, const std::string& name) const {
+  EMBER_CHECK_INDEX(index < groups_.size(),
+                    "[{}] param group {} is out of range (the optimizer has {})", name_, index,
+                    groups_.size());
+  return groups_[index].get(name);
+}
+
+void Optimizer::set_hyperparameter(size_t index, const std::string& name, double value) {
+  EMBER_CHECK_INDEX(index < groups_.size(),
+                    "[{}] param group {} is out of range (the optimizer has {})", name_, index,
+                    groups_.size());
+  groups_[index].set(name, value);
+}
+
+// A group may also hold "initial_lr", the lr a learning-rate schedule started from, which the
+// first scheduler of an optimizer records as PyTorch's does (Note [One owner of a learning rate]);
+// it is saved and loaded with the groups, so a resumed schedule finds it.
+bool Optimizer::known_hyperparameter(const std::string& name) const {
+  return defaults_.count(name) != 0 || name == "initial_lr";
+}
+
+bool Optimizer::has_hyperparameter(const std::string& name) const {
+  if (defaults_.count(name) != 0) return true;
+  return !groups_.empty() && std::all_of(groups_.begin(), groups_.end(), [&](const ParamGroup& g) {
+    return g.options.count(name) != 0;
+  });
+}
+
 void Optimizer::init_groups(std::vector<ParamGroup> groups) {
   size_t n = 0;
   for (const auto& g : groups) n += g.params.size();
@@ -37,7 +66,7 @@ void Optimizer::init_groups(std::vector<ParamGroup> groups) {
 void Optimizer::add_param_group(ParamGroup group) {
   const size_t index = groups_.size();
   for (const auto& [key, value] : group.options) {
-    EMBER_CHECK(defaults_.count(key), "[{}] param group {} has an unknown hyperparameter '{}'",
+    EMBER_CHECK(known_hyperparameter(key), "[{}] param group {} has an unknown hyperparameter '{}'",
                 name_, index, key);
   }
   for (const auto& [key, value] : defaults_) group.options.try_emplace(key, value);
@@ -187,7 +216,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
         seen_groups.insert(index);
         continue;
       }
-      EMBER_CHECK(defaults_.count(std::string(rest)),
+      EMBER_CHECK(known_hyperparameter(std::string(rest)),
                   "{} entry '{}' names an unknown hyperparameter '{}'", who, key, rest);
       EMBER_CHECK(value.numel() == 1, "{} entry '{}' must hold one number, got shape {}", who, key,
                   value.sizes());

@@ -1,6 +1,7 @@
 // LR schedulers against hand-computed values, and gradient clipping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -350,6 +351,180 @@ TEST(OptimLRScheduler, StateDictContinuesTheSchedule) {
   plateau.step(0.7);
   plateau2.step(0.7);
   EXPECT_EQ(plateau2.get_last_lr(), plateau.get_last_lr());
+}
+
+// The groups of an optimizer that is not a C++ Optimizer (as Python's are): plain maps the test
+// reads and writes between steps. The schedulers must keep no copy of them.
+class MapGroups final : public HyperparameterGroups {
+ public:
+  explicit MapGroups(std::vector<Options> groups) : groups_(std::move(groups)) {}
+  size_t num_groups() const override { return groups_.size(); }
+  double hyperparameter(size_t i, const std::string& name) const override {
+    auto it = groups_.at(i).find(name);
+    EMBER_CHECK(it != groups_.at(i).end(), "[test] no '{}'", name);
+    return it->second;
+  }
+  void set_hyperparameter(size_t i, const std::string& name, double value) override {
+    groups_.at(i)[name] = value;
+  }
+  bool has_hyperparameter(const std::string& name) const override {
+    return std::all_of(groups_.begin(), groups_.end(),
+                       [&](const Options& g) { return g.count(name) != 0; });
+  }
+  std::string optimizer_name() const override { return "optim.Maps"; }
+  std::vector<Options> groups_;
+};
+
+double lr(const MapGroups& g, size_t i = 0) {
+  return g.hyperparameter(i, "lr");
+}
+
+/** The lrs of `steps` + 1 epochs of `s` (epoch 0 first). */
+template <class S>
+Vec run(S& s, const MapGroups& g, int steps) {
+  Vec out = {lr(g)};
+  for (int i = 0; i < steps; ++i) {
+    s.step();
+    out.push_back(lr(g));
+  }
+  return out;
+}
+
+void expect_near(const Vec& got, const Vec& want, double tol = 1e-12) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "epoch " << i;
+}
+
+TEST(OptimSchedulers, RecursiveOnesFollowTheirClosedFormsAndAnLrSetByHand) {
+  MapGroups g({{{"lr", 0.1}}});
+  MultiStepLR multi(g, {5, 2, 5}, 0.1);
+  expect_near(run(multi, g, 6), {0.1, 0.1, 0.01, 0.01, 0.01, 1e-4, 1e-4});
+  g = MapGroups({{{"lr", 0.1}}});
+  ExponentialLR exp(g, 0.8);
+  Vec want;
+  for (int e = 0; e <= 4; ++e) want.push_back(0.1 * std::pow(0.8, e));
+  expect_near(run(exp, g, 4), want);
+  g.groups_[0]["lr"] = 1.0;  // by hand: the schedule carries on from it
+  exp.step();
+  EXPECT_NEAR(lr(g), 0.8, 1e-15);
+  g = MapGroups({{{"lr", 0.1}}});
+  LinearLR linear(g, 0.25, 0.75, 4);
+  expect_near(run(linear, g, 6), {0.025, 0.0375, 0.05, 0.0625, 0.075, 0.075, 0.075});
+  g = MapGroups({{{"lr", 0.1}}});
+  ConstantLR constant(g, 0.5, 3);
+  expect_near(run(constant, g, 4), {0.05, 0.05, 0.05, 0.1, 0.1});
+  g = MapGroups({{{"lr", 0.1}}});
+  PolynomialLR poly(g, 4, 2.0);
+  want.clear();
+  for (int e = 0; e <= 6; ++e) want.push_back(0.1 * std::pow(1 - std::min(e, 4) / 4.0, 2));
+  expect_near(run(poly, g, 6), want, 1e-15);
+  expect_error([&] { LinearLR(g, 0.0); }, "[optim.LinearLR] start_factor must be in (0, 1]: got 0");
+  expect_error([&] { PolynomialLR(g, 0); }, "[optim.PolynomialLR] total_iters must be > 0");
+}
+
+TEST(OptimSchedulers, LambdaAndMultiplicativePerGroup) {
+  MapGroups g({{{"lr", 1.0}}, {{"lr", 0.5}}});
+  LambdaLR lambda(g, {[](int64_t e) { return 1.0 / (1 + e); }, [](int64_t e) { return 0.5 * e; }});
+  EXPECT_EQ(lambda.get_last_lr(), (Vec{1.0, 0.0}));
+  lambda.step();
+  lambda.step();
+  EXPECT_EQ(lambda.get_last_lr(), (Vec{1.0 / 3, 0.5}));
+  MapGroups h({{{"lr", 1.0}}, {{"lr", 0.5}}});
+  MultiplicativeLR mult(h, {[](int64_t) { return 0.9; }});
+  mult.step();
+  mult.step();
+  EXPECT_NEAR(lr(h, 0), 0.81, 1e-15);
+  EXPECT_NEAR(lr(h, 1), 0.405, 1e-15);
+  expect_error(
+      [&] {
+        LambdaLR(g, {LrLambda{}, LrLambda{}, LrLambda{}});
+      },
+      "[optim.LambdaLR] expected 2 lr_lambdas (one per param group), got 3");
+}
+
+TEST(OptimSchedulers, WarmRestartsByStepAndByEpoch) {
+  MapGroups g({{{"lr", 0.1}}});
+  CosineAnnealingWarmRestarts s(g, 2, 2, 0.01);
+  // Cycles of 2, 4, 8 epochs: epoch t sits at T_cur of its cycle.
+  const std::vector<std::pair<int, int>> cur = {{0, 2}, {1, 2}, {0, 4}, {1, 4}, {2, 4},
+                                                {3, 4}, {0, 8}, {1, 8}, {2, 8}};
+  Vec want;
+  for (auto [c, t] : cur) {
+    want.push_back(0.01 + 0.09 * (1 + std::cos(std::numbers::pi * c / t)) / 2);
+  }
+  expect_near(run(s, g, 8), want);
+  s.step(5.5);  // T_cur = 5.5 - 2 within the 4-epoch cycle
+  EXPECT_NEAR(lr(g), 0.01 + 0.09 * (1 + std::cos(std::numbers::pi * 3.5 / 4)) / 2, 1e-15);
+  EXPECT_EQ(s.last_epoch(), 5);
+  EXPECT_EQ(s.T_i(), 4);
+  MapGroups h({{{"lr", 0.1}}});
+  CosineAnnealingWarmRestarts resumed(h, 2, 2, 0.01);
+  resumed.load_state_dict(s.state_dict());
+  s.step();
+  resumed.step();
+  EXPECT_EQ(lr(h), lr(g));
+  expect_error([&] { s.step(-1.0); }, "expected a non-negative epoch: got -1");
+}
+
+TEST(OptimSchedulers, CyclicCyclesLrAndMomentum) {
+  MapGroups g({{{"lr", 0.1}, {"momentum", 0.0}}});
+  CyclicLR s(g, {0.01}, {0.05}, {.step_size_up = 2, .step_size_down = 4});
+  expect_near(run(s, g, 8), {0.01, 0.03, 0.05, 0.04, 0.03, 0.02, 0.01, 0.03, 0.05});
+  EXPECT_NEAR(g.hyperparameter(0, "momentum"), 0.8, 1e-15);  // lowest at the peak lr
+  MapGroups h({{{"lr", 0.1}}});
+  CyclicLR tri2(h, {0.01}, {0.05},
+                {.step_size_up = 1, .mode = CyclicMode::Triangular2, .cycle_momentum = false});
+  expect_near(run(tri2, h, 6), {0.01, 0.05, 0.01, 0.03, 0.01, 0.02, 0.01});
+  expect_error([&] { CyclicLR(h, {0.01}, {0.05}); },
+               "[optim.CyclicLR] optim.Maps has no momentum or beta1 to cycle");
+}
+
+TEST(OptimSchedulers, SequentialRestartsEachAtItsMilestoneAndChainedComposes) {
+  MapGroups g({{{"lr", 0.1}}});
+  LinearLR warm(g, 0.1, 1.0, 3);
+  CosineAnnealingLR cos(g, 5);
+  ExponentialLR exp(g, 0.5);
+  SequentialLR seq(g, {&warm, &cos, &exp}, {3, 8});
+  Vec want;
+  for (int e = 0; e < 3; ++e) want.push_back(0.1 * (0.1 + 0.9 * e / 3));
+  for (int e = 0; e < 5; ++e) want.push_back(0.05 * (1 + std::cos(std::numbers::pi * e / 5)));
+  for (int e = 0; e < 3; ++e) want.push_back(0.1 * std::pow(0.5, e));
+  expect_near(run(seq, g, 10), want, 1e-15);
+  EXPECT_EQ(seq.get_last_lr(), Vec{lr(g)});
+  MapGroups other({{{"lr", 0.1}}});
+  ExponentialLR elsewhere(other, 0.5);
+  expect_error(
+      [&] {
+        SequentialLR(g, {&warm, &elsewhere}, {2});
+      },
+      "[optim.SequentialLR] scheduler 1 schedules another optimizer");
+  expect_error([&] { SequentialLR(g, {&warm, &cos}, {}); }, "expects 1 milestones for 2");
+
+  MapGroups h({{{"lr", 0.1}}});
+  ExponentialLR a(h, 0.5);
+  PolynomialLR b(h, 2);
+  ChainedScheduler chained(h, {&a, &b});
+  expect_near(run(chained, h, 3), {0.1, 0.1 * 0.5 * 0.5, 0.0, 0.0}, 1e-15);
+}
+
+TEST(OptimSchedulers, ResumeFromInitialLrAndAFunctionSchedule) {
+  MapGroups g({{{"lr", 0.05}, {"initial_lr", 0.1}}});
+  StepLR resumed(g, 2, 0.5, /*last_epoch=*/3);  // continues after epoch 3: epoch 4 decays
+  EXPECT_EQ(resumed.last_epoch(), 4);
+  EXPECT_EQ(resumed.base_lrs(), Vec{0.1});
+  EXPECT_NEAR(lr(g), 0.025, 1e-15);
+  MapGroups h({{{"lr", 0.1}}});
+  expect_error([&] { ExponentialLR(h, 0.5, 3); }, "needs 'initial_lr' in param group 0");
+  int calls = 0;
+  FunctionLR fn(h, [&](const FunctionLR& s) {
+    ++calls;
+    return Vec{s.base_lrs()[0] / (1.0 + static_cast<double>(s.last_epoch()))};
+  });
+  EXPECT_EQ(calls, 0);  // not stepped until its owner steps it
+  fn.step();
+  fn.step();
+  EXPECT_EQ(calls, 2);
+  EXPECT_NEAR(lr(h), 0.05, 1e-15);
 }
 
 }  // namespace

@@ -41,10 +41,30 @@ struct ParamState {
   std::vector<Tensor> buffers;
 };
 
-/** Base of all optimizers: holds the groups and state; subclasses implement step(). */
-class Optimizer {
+/** The hyperparameters of an optimizer's groups as a learning-rate scheduler reads and sets them
+ *  (Note [One owner of a learning rate] in lr_scheduler.h): a C++ Optimizer, or an optimizer whose
+ *  groups live elsewhere (one written in Python). */
+class HyperparameterGroups {
  public:
-  virtual ~Optimizer() = default;
+  virtual ~HyperparameterGroups() = default;
+  /** The number of groups. */
+  virtual size_t num_groups() const = 0;
+  /** Hyperparameter `name` of group `index`; throws ember::Error if the group has none. */
+  virtual double hyperparameter(size_t index, const std::string& name) const = 0;
+  /** Sets hyperparameter `name` of group `index`, used as is by the next step. */
+  virtual void set_hyperparameter(size_t index, const std::string& name, double value) = 0;
+  /** Whether the groups have hyperparameter `name` ("momentum", "beta1"). */
+  virtual bool has_hyperparameter(const std::string& name) const = 0;
+  /** The optimizer's name in messages ("optim.SGD"). */
+  virtual std::string optimizer_name() const = 0;
+  /** The same address for every view of one optimizer (schedulers combined must share it). */
+  virtual const void* identity() const { return this; }
+};
+
+/** Base of all optimizers: holds the groups and state; subclasses implement step(). */
+class Optimizer : public HyperparameterGroups {
+ public:
+  ~Optimizer() override = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
@@ -77,6 +97,17 @@ class Optimizer {
   /** The name used in error messages, e.g. "optim.SGD". */
   const std::string& name() const { return name_; }
 
+  /** The number of param groups. */
+  size_t num_groups() const override { return groups_.size(); }
+  /** Hyperparameter `name` of group `index` (ParamGroup::get). */
+  double hyperparameter(size_t index, const std::string& name) const override;
+  /** Sets hyperparameter `name` of group `index` (ParamGroup::set). */
+  void set_hyperparameter(size_t index, const std::string& name, double value) override;
+  /** Whether the defaults name `name`, or every group sets it ("initial_lr"). */
+  bool has_hyperparameter(const std::string& name) const override;
+  /** name(). */
+  std::string optimizer_name() const override { return name_; }
+
  protected:
   /** Makes an optimizer called `name` whose state has the given buffers (and a step count). */
   Optimizer(std::string name, Options defaults, std::vector<std::string> buffer_names,
@@ -91,6 +122,8 @@ class Optimizer {
                              const std::string& key, size_t index) const;
   /** The state of `param`, created (buffers undefined) if it has none yet. */
   ParamState& state_for(const Tensor& param);
+  /** Whether a group may hold `name`: a default's name, or "initial_lr". */
+  bool known_hyperparameter(const std::string& name) const;
 
  private:
   std::string name_;
