@@ -122,6 +122,12 @@ std::vector<double> read_f64_vector(const StateDict& dict, const std::string& ke
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + n);
 }
 
+/** Every lr of `lrs` times `factor`: the step of a recursive schedule, or base_lrs_ scaled. */
+std::vector<double> times(std::vector<double> lrs, double factor) {
+  for (double& lr : lrs) lr *= factor;
+  return lrs;
+}
+
 double read_scalar(const StateDict& dict, const std::string& key, const char* op) {
   auto it = dict.find(key);
   EMBER_CHECK(it != dict.end(), "[{}] load_state_dict: missing '{}'", op, key);
@@ -158,18 +164,12 @@ StepLR::StepLR(HyperparameterGroups& groups, int64_t step_size, double gamma, in
 }
 
 std::vector<double> StepLR::compute_lr() const {
-  std::vector<double> lrs = current_lrs();
-  if (last_epoch() > 0 && last_epoch() % step_size_ == 0) {
-    for (double& lr : lrs) lr *= gamma_;
-  }
-  return lrs;
+  const bool decay = last_epoch() > 0 && last_epoch() % step_size_ == 0;
+  return times(current_lrs(), decay ? gamma_ : 1.0);
 }
 
 std::vector<double> StepLR::closed_form_lr() const {
-  std::vector<double> lrs;
-  const double factor = std::pow(gamma_, static_cast<double>(last_epoch() / step_size_));
-  for (double base : base_lrs_) lrs.push_back(base * factor);
-  return lrs;
+  return times(base_lrs_, std::pow(gamma_, static_cast<double>(last_epoch() / step_size_)));
 }
 
 CosineAnnealingLR::CosineAnnealingLR(HyperparameterGroups& groups, int64_t T_max, double eta_min,
@@ -438,17 +438,13 @@ MultiStepLR::MultiStepLR(HyperparameterGroups& groups, std::vector<int64_t> mile
 
 std::vector<double> MultiStepLR::compute_lr() const {
   const auto hits = std::count(milestones_.begin(), milestones_.end(), last_epoch());
-  std::vector<double> lrs = current_lrs();
-  for (double& lr : lrs) lr *= std::pow(gamma_, static_cast<double>(hits));
-  return lrs;
+  return times(current_lrs(), std::pow(gamma_, static_cast<double>(hits)));
 }
 
 std::vector<double> MultiStepLR::closed_form_lr() const {
   const auto passed =
       std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch()) - milestones_.begin();
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(passed)));
-  return lrs;
+  return times(base_lrs_, std::pow(gamma_, static_cast<double>(passed)));
 }
 
 ExponentialLR::ExponentialLR(HyperparameterGroups& groups, double gamma, int64_t last_epoch)
@@ -457,19 +453,11 @@ ExponentialLR::ExponentialLR(HyperparameterGroups& groups, double gamma, int64_t
 }
 
 std::vector<double> ExponentialLR::compute_lr() const {
-  std::vector<double> lrs = current_lrs();
-  if (last_epoch() > 0) {
-    for (double& lr : lrs) lr *= gamma_;
-  }
-  return lrs;
+  return times(current_lrs(), last_epoch() > 0 ? gamma_ : 1.0);
 }
 
 std::vector<double> ExponentialLR::closed_form_lr() const {
-  std::vector<double> lrs;
-  for (double base : base_lrs_) {
-    lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch())));
-  }
-  return lrs;
+  return times(base_lrs_, std::pow(gamma_, static_cast<double>(last_epoch())));
 }
 
 LinearLR::LinearLR(HyperparameterGroups& groups, double start_factor, double end_factor,
@@ -487,29 +475,19 @@ LinearLR::LinearLR(HyperparameterGroups& groups, double start_factor, double end
 }
 
 std::vector<double> LinearLR::compute_lr() const {
-  std::vector<double> lrs = current_lrs();
   const int64_t e = last_epoch();
-  if (e == 0) {
-    for (double& lr : lrs) lr *= start_factor_;
-    return lrs;
-  }
-  if (e > total_iters_) return lrs;
+  if (e == 0) return times(current_lrs(), start_factor_);
+  if (e > total_iters_) return current_lrs();
   const double delta = end_factor_ - start_factor_;
-  const double factor = 1.0 + delta / (static_cast<double>(total_iters_) * start_factor_ +
-                                       static_cast<double>(e - 1) * delta);
-  for (double& lr : lrs) lr *= factor;
-  return lrs;
+  return times(current_lrs(), 1.0 + delta / (static_cast<double>(total_iters_) * start_factor_ +
+                                             static_cast<double>(e - 1) * delta));
 }
 
 std::vector<double> LinearLR::closed_form_lr() const {
   const double t = total_iters_ == 0 ? 1.0
                                      : static_cast<double>(std::min(total_iters_, last_epoch())) /
                                            static_cast<double>(total_iters_);
-  std::vector<double> lrs;
-  for (double base : base_lrs_) {
-    lrs.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * t));
-  }
-  return lrs;
+  return times(base_lrs_, start_factor_ + (end_factor_ - start_factor_) * t);
 }
 
 ConstantLR::ConstantLR(HyperparameterGroups& groups, double factor, int64_t total_iters,
@@ -523,21 +501,13 @@ ConstantLR::ConstantLR(HyperparameterGroups& groups, double factor, int64_t tota
 
 std::vector<double> ConstantLR::compute_lr() const {
   const int64_t e = last_epoch();
+  if (e == 0) return times(current_lrs(), factor_);
   if (e == total_iters_ && factor_ == 0) return closed_form_lr();  // lr / 0: the base lrs back
-  std::vector<double> lrs = current_lrs();
-  if (e == 0) {
-    for (double& lr : lrs) lr *= factor_;
-  } else if (e == total_iters_) {
-    for (double& lr : lrs) lr /= factor_;
-  }
-  return lrs;
+  return times(current_lrs(), e == total_iters_ ? 1.0 / factor_ : 1.0);
 }
 
 std::vector<double> ConstantLR::closed_form_lr() const {
-  const double scale = last_epoch() < total_iters_ ? factor_ : 1.0;
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * scale);
-  return lrs;
+  return times(base_lrs_, last_epoch() < total_iters_ ? factor_ : 1.0);
 }
 
 PolynomialLR::PolynomialLR(HyperparameterGroups& groups, int64_t total_iters, double power,
@@ -548,22 +518,18 @@ PolynomialLR::PolynomialLR(HyperparameterGroups& groups, int64_t total_iters, do
 }
 
 std::vector<double> PolynomialLR::compute_lr() const {
-  std::vector<double> lrs = current_lrs();
   const int64_t e = last_epoch();
-  if (e == 0 || e > total_iters_) return lrs;
+  if (e == 0 || e > total_iters_) return current_lrs();
   const double t = static_cast<double>(total_iters_);
-  const double factor =
-      std::pow((1.0 - static_cast<double>(e) / t) / (1.0 - static_cast<double>(e - 1) / t), power_);
-  for (double& lr : lrs) lr *= factor;
-  return lrs;
+  return times(current_lrs(),
+               std::pow((1.0 - static_cast<double>(e) / t) / (1.0 - static_cast<double>(e - 1) / t),
+                        power_));
 }
 
 std::vector<double> PolynomialLR::closed_form_lr() const {
   const double left = 1.0 - static_cast<double>(std::min(total_iters_, last_epoch())) /
                                 static_cast<double>(total_iters_);
-  std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(left, power_));
-  return lrs;
+  return times(base_lrs_, std::pow(left, power_));
 }
 
 CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(HyperparameterGroups& groups, int64_t T_0,
