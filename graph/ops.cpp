@@ -125,7 +125,7 @@ Tensors op_reciprocal(const Node&, const Tensors& in, Device) {
 }
 
 Tensors op_softsign(const Node&, const Tensors& in, Device) {
-  return {div(in[0], add(abs(in[0]), Scalar(1)))};
+  return {softsign(in[0])};
 }
 
 Tensors op_leaky_relu(const Node& n, const Tensors& in, Device) {
@@ -2153,7 +2153,7 @@ Tensor rnn_activate(const RnnActivation& a, const Tensor& x) {
     return clamp(add(mul(x, Scalar(a.alpha)), Scalar(a.beta)), Scalar(0), Scalar(1));
   }
   if (name == "Elu") return elu(x, a.alpha);
-  if (name == "Softsign") return div(x, add(abs(x), Scalar(1)));
+  if (name == "Softsign") return softsign(x);
   EMBER_ASSERT(name == "Softplus");
   return add(clamp(x, Scalar(0), std::nullopt), log1p(exp(neg(abs(x)))));
 }

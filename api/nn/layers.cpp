@@ -1449,6 +1449,10 @@ Tensor Tanhshrink::forward(const Tensor& x) {
   return tanhshrink(x);
 }
 
+Tensor Softsign::forward(const Tensor& x) {
+  return softsign(x);
+}
+
 Tensor GLU::forward(const Tensor& x) {
   return glu(x, dim);
 }

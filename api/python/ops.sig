@@ -389,7 +389,7 @@ F    glu(Tensor input, int dim=-1) | a * sigmoid(b) for the halves a, b of input
 F    prelu(Tensor input, Tensor weight) | input where positive, else weight * input (weight per channel or one).
 F    sigmoid(Tensor input) | 1 / (1 + exp(-input)).
 F    tanh(Tensor input) | tanh(input).
-F    softsign(Tensor input) = div(input, add(abs(input), 1)) | input / (1 + |input|).
+F    softsign(Tensor input) | input / (1 + |input|).
 F    softmax(Tensor input, int? dim=None, int _stacklevel=3, dtype? dtype=None)
        = softmax(cast_input(input, dtype), dim.value_or(legacy_softmax_dim(input))) | exp(input) / sum(exp(input)) along dim.
 F    log_softmax(Tensor input, int? dim=None, int _stacklevel=3, dtype? dtype=None)

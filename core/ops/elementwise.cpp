@@ -817,6 +817,11 @@ Tensor tanhshrink(const Tensor& x) {
   return sub(x, tanh(x));
 }
 
+Tensor softsign(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[softsign] undefined tensor argument");
+  return div(x, add(abs(x), Scalar(1)));
+}
+
 Tensor prelu(const Tensor& x, const Tensor& weight) {
   EMBER_CHECK_TYPE(x.defined() && weight.defined(), "[prelu] undefined tensor argument");
   EMBER_CHECK(weight.dim() <= 1, "[prelu] weight must be a scalar or 1-d, got shape {}",

@@ -325,6 +325,7 @@ def test_functional_activations(rng):
     assert_close(F.mish(x), a * np.tanh(np.log1p(np.exp(a))), rtol=1e-6)
     assert_close(F.hardsigmoid(x), np.clip(a + 3, 0, 6) / 6, rtol=1e-6)
     assert_close(F.softsign(x), a / (1 + np.abs(a)), rtol=1e-6)
+    assert_close(ember.nn.Softsign()(x), a / (1 + np.abs(a)), rtol=1e-6)  # the C++ layer
     assert_close(F.normalize(ember.tensor(a.reshape(4, 5))), a.reshape(4, 5) /
                  np.linalg.norm(a.reshape(4, 5), axis=1, keepdims=True), rtol=1e-6)
     y = x.clone()

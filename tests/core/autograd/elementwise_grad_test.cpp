@@ -467,6 +467,10 @@ EMBER_GRADCHECK_CASE({"softshrink", "lambd 0.3", [](const V& in) { return softsh
                       }});
 EMBER_GRADCHECK_CASE({"tanhshrink", "", [](const V& in) { return tanhshrink(in[0]); },
                       [] { return V{input({5}, 753)}; }});
+EMBER_GRADCHECK_CASE({"softsign", "", [](const V& in) { return softsign(in[0]); },
+                      [] {
+                        return V{input({3, 4}, 790)};
+                      }});
 EMBER_GRADCHECK_CASE({"prelu", "one weight per channel",
                       [](const V& in) { return prelu(in[0], in[1]); },
                       [] {

@@ -1255,6 +1255,13 @@ class Tanhshrink : public Module {
   Tensor forward(const Tensor& x) override;
 };
 
+/** x / (1 + |x|). */
+class Softsign : public Module {
+ public:
+  Softsign() : Module("Softsign") {}
+  Tensor forward(const Tensor& x) override;
+};
+
 /** The gated linear unit along `dim`. */
 class GLU : public Module {
  public:

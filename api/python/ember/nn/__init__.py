@@ -124,6 +124,7 @@ from ember._C.nn import (  # noqa: F401
     Softmin,
     Softplus,
     Softshrink,
+    Softsign,
     Tanh,
     Tanhshrink,
     Threshold,
@@ -353,13 +354,6 @@ class Unflatten(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
-
-
-class Softsign(Module):
-    """x / (1 + |x|)."""
-
-    def forward(self, input: Tensor) -> Tensor:
-        return functional.softsign(input)
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("OrderedDict", "Any", "Dict", "Iterable", "Iterator", "Mapping", "Optional", "Tuple")]

@@ -171,6 +171,8 @@ EMBER_API Tensor hardshrink(const Tensor& x, double lambd = 0.5);
 EMBER_API Tensor softshrink(const Tensor& x, double lambd = 0.5);
 /** x - tanh(x). */
 EMBER_API Tensor tanhshrink(const Tensor& x);
+/** x / (1 + |x|) (F.softsign). */
+EMBER_API Tensor softsign(const Tensor& x);
 /** x where x > 0, else weight * x, with weight one value or one per channel (dim 1; F.prelu). */
 EMBER_API Tensor prelu(const Tensor& x, const Tensor& weight);
 /** The gated linear unit: a * sigmoid(b) for the halves a, b of x along dim (F.glu). */
