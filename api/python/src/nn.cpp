@@ -999,6 +999,154 @@ void bind_transposed_forward(Cls& cls) {
       "The output, sized output_size (spatial sizes, or with the input's leading dims).");
 }
 
+// Note [Layers from one row]
+// A layer whose constructor takes plain values, each kept in a member of the same name, is bound
+// from one row: its class, Python name and doc, and its parameters in the constructor's order,
+// each param(name, &Class::member, doc) or param(name, &Class::member, default, doc). The row
+// makes the __init__ (PyTorch's keywords and defaults) and one read-only attribute per
+// parameter, so the Python constructor and the C++ one cannot disagree, and a layer is one line.
+
+/** A parameter of a layer's constructor kept in member `member` (of T or a base of T). */
+template <class C, class M, bool HasDefault>
+struct LayerParam {
+  using Value = std::remove_cv_t<M>;  ///< what __init__ takes
+  const char* name;                   ///< the keyword, and the attribute
+  M C::*member;                       ///< where the layer keeps it
+  std::optional<Value> def;           ///< PyTorch's default, with HasDefault
+  const char* doc;                    ///< the attribute's docstring
+  /** The keyword argument, with its default when it has one. */
+  auto arg() const {
+    if constexpr (HasDefault) {
+      return nb::arg(name) = *def;
+    } else {
+      return nb::arg(name);
+    }
+  }
+};
+
+/** A required constructor parameter. */
+template <class C, class M>
+LayerParam<C, M, false> param(const char* name, M C::*member, const char* doc) {
+  return {name, member, std::nullopt, doc};
+}
+
+/** A constructor parameter with PyTorch's default. */
+template <class C, class M, class D>
+LayerParam<C, M, true> param(const char* name, M C::*member, D def, const char* doc) {
+  return {name, member, std::remove_cv_t<M>(def), doc};
+}
+
+/** Binds layer T from its row (Note [Layers from one row]). */
+template <class T, class... P>
+void plain_layer(nb::module_& m, const char* name, const char* doc, P... params) {
+  auto c = layer<T>(m, name, doc);
+  c.def(
+      "__init__",
+      [](nb::pointer_and_handle<T> v, typename P::Value... a) { construct<T>(v, std::move(a)...); },
+      params.arg()..., doc, record_init());
+  (c.def_ro(params.name, params.member, params.doc), ...);
+}
+
+/** A convolution's size argument over N spatial dims: an int (N = 1), a Pair or a Triple. */
+template <int N>
+auto conv_size(const Ints& v, const char* layer, const char* what) {
+  if constexpr (N == 1) {
+    return single(v, layer, what);
+  } else if constexpr (N == 2) {
+    return pair_of(v);
+  } else {
+    return triple_of(v);
+  }
+}
+
+/** A 1-d convolution's size as the 1-tuple PyTorch shows. */
+nb::tuple size_tuple(int64_t v) {
+  return nb::make_tuple(v);
+}
+
+/** Conv1d, Conv2d, Conv3d (Transposed false) and ConvTranspose1d, 2d, 3d over N spatial dims:
+ *  PyTorch's constructor (lazy in_channels=None for the convolutions), attributes, and for the
+ *  transposed ones forward(input, output_size). One template for the six, which differ only in
+ *  N and in the arguments of the two kinds. */
+template <class T, int N, bool Transposed>
+void bind_conv(nb::module_& m, const char* name, const char* doc) {
+  using Options = std::remove_cvref_t<decltype(std::declval<T&>().options)>;
+  auto c = layer<T>(m, name, doc);
+  if constexpr (Transposed) {
+    bind_transposed_forward<T>(c);
+    c.def(
+         "__init__",
+         [name](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
+                Ints padding, Ints output_padding, int64_t groups, bool bias, Ints dilation,
+                std::string_view padding_mode, std::optional<Device> device,
+                std::optional<DType> dtype) {
+           const std::string op = fmt::format("nn.{}", name);
+           Options o;
+           o.padding_mode = conv_padding_mode(padding_mode, name);
+           o.stride = conv_size<N>(stride, op.c_str(), "stride");
+           o.padding = conv_size<N>(padding, op.c_str(), "padding");
+           o.output_padding = conv_size<N>(output_padding, op.c_str(), "output_padding");
+           o.dilation = conv_size<N>(dilation, op.c_str(), "dilation");
+           o.groups = groups;
+           o.bias = bias;
+           construct<T>(v, in, out, conv_size<N>(kernel_size, op.c_str(), "kernel_size"), o);
+           place(*v.p, device, dtype);
+         },
+         "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+         "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
+         "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(), doc,
+         record_init())
+        .def_prop_ro(
+            "output_padding", [](const T& l) { return size_tuple(l.options.output_padding); },
+            "Added to one side of each output dim.");
+  } else {
+    c.def(
+         "__init__",
+         [name](nb::pointer_and_handle<T> v, std::optional<int64_t> in, int64_t out,
+                Ints kernel_size, Ints stride, nb::handle padding, Ints dilation, int64_t groups,
+                bool bias, std::string_view padding_mode, std::optional<Device> device,
+                std::optional<DType> dtype) {
+           const std::string op = fmt::format("nn.{}", name);
+           Options o;
+           o.stride = conv_size<N>(stride, op.c_str(), "stride");
+           o.dilation = conv_size<N>(dilation, op.c_str(), "dilation");
+           const ConvPaddingArg p = conv_padding_arg(padding, N, op.c_str());
+           if (!p.named) o.padding = conv_size<N>(Ints{p.numbers}, op.c_str(), "padding");
+           o.named_padding = p.named;
+           o.padding_mode = conv_padding_mode(padding_mode, name);
+           o.groups = groups;
+           o.bias = bias;
+           construct_maybe_lazy<T>(v, in, out, conv_size<N>(kernel_size, op.c_str(), "kernel_size"),
+                                   o);
+           place(*v.p, device, dtype);
+         },
+         "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
+         "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
+         "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init())
+        .def("initialize_parameters", &T::initialize_parameters, "input"_a, release_gil(),
+             "Gives a lazy layer its in_channels from input (then initialises it).");
+  }
+  c.def_ro("in_channels", &T::in_channels, "Input channels.")
+      .def_ro("out_channels", &T::out_channels, "Output channels.")
+      .def_prop_ro(
+          "kernel_size", [](const T& l) { return size_tuple(l.kernel_size); },
+          "The kernel's size per spatial dim.")
+      .def_prop_ro(
+          "stride", [](const T& l) { return size_tuple(l.options.stride); }, "Window steps.")
+      .def_prop_ro(
+          "padding",
+          [](const T& l) { return conv_padding_value(l.options, size_tuple(l.options.padding)); },
+          "Padding per side, or 'same' / 'valid'.")
+      .def_prop_ro(
+          "padding_mode", [](const T& l) { return conv_padding_mode_name(l.options); },
+          "What the padding holds: zeros, reflect, replicate or circular.")
+      .def_prop_ro(
+          "dilation", [](const T& l) { return size_tuple(l.options.dilation); }, "Tap spacing.")
+      .def_prop_ro(
+          "groups", [](const T& l) { return l.options.groups; }, "Channel groups.")
+      .def("reset_parameters", &T::reset_parameters, "PyTorch's default initialisation.");
+}
+
 void bind_module_base(nb::module_& m) {
   auto cls = nb::class_<nn::Module, PyLayer<nn::Module>>(
       m, "Module", nb::dynamic_attr(), nb::is_weak_referenceable(),
@@ -1522,279 +1670,15 @@ void bind_layers(nb::module_& m) {
       .def("initialize_parameters", &nn::Linear::initialize_parameters, "input"_a, release_gil(),
            "Gives a lazy layer its in_features from input's last dim (then initialises it).");
 
-  auto conv2d_like = [&](auto tag, const char* name, const char* doc, bool transposed) {
-    using T = typename decltype(tag)::type;
-    auto c = layer<T>(m, name, doc);
-    if constexpr (requires(T & l, const Tensor& x) { l.forward(x, IntList{}); }) {
-      bind_transposed_forward<T>(c);
-    }
-    if (!transposed) {
-      c.def(
-          "__init__",
-          [name](nb::pointer_and_handle<T> v, std::optional<int64_t> in, int64_t out,
-                 Ints kernel_size, Ints stride, nb::handle padding, Ints dilation, int64_t groups,
-                 bool bias, std::string_view padding_mode, std::optional<Device> device,
-                 std::optional<DType> dtype) {
-            nn::Conv2dOptions o;
-            const nn::Pair k = pair_of(kernel_size);
-            o.stride = pair_of(stride);
-            o.dilation = pair_of(dilation);
-            const ConvPaddingArg p =
-                conv_padding_arg(padding, 2, ("nn." + std::string(name)).c_str());
-            if (!p.named) o.padding = nn::Pair(p.numbers[0], p.numbers[1]);
-            o.named_padding = p.named;
-            o.padding_mode = conv_padding_mode(padding_mode, name);
-            o.groups = groups;
-            o.bias = bias;
-            construct_maybe_lazy<T>(v, in, out, k, o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
-          "device"_a = nb::none(), "dtype"_a = nb::none(), doc, record_init());
-      if constexpr (requires(T & l, const Tensor& x) { l.initialize_parameters(x); }) {
-        c.def("initialize_parameters", &T::initialize_parameters, "input"_a, release_gil(),
-              "Gives a lazy layer its in_channels from input (then initialises it).");
-      }
-    } else {
-      c.def(
-          "__init__",
-          [](nb::pointer_and_handle<T> v, int64_t in, int64_t out, Ints kernel_size, Ints stride,
-             Ints padding, Ints output_padding, int64_t groups, bool bias, Ints dilation,
-             std::string_view padding_mode, std::optional<Device> device,
-             std::optional<DType> dtype) {
-            nn::Conv2dOptions o;
-            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose2d");
-            o.stride = pair_of(stride);
-            o.padding = pair_of(padding);
-            o.output_padding = pair_of(output_padding);
-            o.dilation = pair_of(dilation);
-            o.groups = groups;
-            o.bias = bias;
-            construct<T>(v, in, out, pair_of(kernel_size), o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
-          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(), doc,
-          record_init());
-    }
-    c.def_ro("in_channels", &T::in_channels, "Input channels.")
-        .def_ro("out_channels", &T::out_channels, "Output channels.")
-        .def_prop_ro(
-            "kernel_size", [](const T& l) { return pair_tuple(l.kernel_size); }, "(kH, kW).")
-        .def_prop_ro(
-            "stride", [](const T& l) { return pair_tuple(l.options.stride); }, "Window steps.")
-        .def_prop_ro(
-            "padding",
-            [](const T& l) { return conv_padding_value(l.options, pair_tuple(l.options.padding)); },
-            "Padding per side, or 'same' / 'valid'.")
-        .def_prop_ro(
-            "padding_mode", [](const T& l) { return conv_padding_mode_name(l.options); },
-            "What the padding holds: zeros, reflect, replicate or circular.")
-        .def_prop_ro(
-            "dilation", [](const T& l) { return pair_tuple(l.options.dilation); }, "Tap spacing.")
-        .def_prop_ro(
-            "groups", [](const T& l) { return l.options.groups; }, "Channel groups.")
-        .def("reset_parameters", &T::reset_parameters, "PyTorch's default initialisation.");
-  };
-  conv2d_like(std::type_identity<nn::Conv2d>{}, "Conv2d", "2-d convolution over [N, C, H, W].",
-              false);
-  conv2d_like(std::type_identity<nn::ConvTranspose2d>{}, "ConvTranspose2d",
-              "Transposed 2-d convolution.", true);
-  auto transposed3d = layer<nn::ConvTranspose3d>(
-      m, "ConvTranspose3d", "Transposed 3-d convolution over [N, C, D, H, W].");
-  bind_transposed_forward<nn::ConvTranspose3d>(transposed3d);
-  transposed3d
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::ConvTranspose3d> v, int64_t in, int64_t out,
-             Ints kernel_size, Ints stride, Ints padding, Ints output_padding, int64_t groups,
-             bool bias, Ints dilation, std::string_view padding_mode, std::optional<Device> device,
-             std::optional<DType> dtype) {
-            nn::Conv3dOptions o;
-            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose3d");
-            o.stride = triple_of(stride);
-            o.padding = triple_of(padding);
-            o.output_padding = triple_of(output_padding);
-            o.dilation = triple_of(dilation);
-            o.groups = groups;
-            o.bias = bias;
-            construct<nn::ConvTranspose3d>(v, in, out, triple_of(kernel_size), o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
-          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "Transposed 3-d convolution.", record_init())
-      .def_ro("in_channels", &nn::ConvTranspose3d::in_channels, "Input channels.")
-      .def_ro("out_channels", &nn::ConvTranspose3d::out_channels, "Output channels.")
-      .def_prop_ro(
-          "kernel_size", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.kernel_size); },
-          "(kD, kH, kW).")
-      .def_prop_ro(
-          "stride", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.stride); },
-          "Window steps.")
-      .def_prop_ro(
-          "padding", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.padding); },
-          "Padding per side.")
-      .def_prop_ro(
-          "output_padding",
-          [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.output_padding); },
-          "Added to one side of each output dim.")
-      .def_prop_ro(
-          "dilation", [](const nn::ConvTranspose3d& l) { return triple_tuple(l.options.dilation); },
-          "Tap spacing.")
-      .def_prop_ro(
-          "groups", [](const nn::ConvTranspose3d& l) { return l.options.groups; },
-          "Channel groups.")
-      .def("reset_parameters", &nn::ConvTranspose3d::reset_parameters,
-           "PyTorch's default initialisation.");
-  auto transposed1d = layer<nn::ConvTranspose1d>(m, "ConvTranspose1d",
-                                                 "Transposed 1-d convolution over [N, C, L].");
-  bind_transposed_forward<nn::ConvTranspose1d>(transposed1d);
-  transposed1d
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::ConvTranspose1d> v, int64_t in, int64_t out,
-             Ints kernel_size, Ints stride, Ints padding, Ints output_padding, int64_t groups,
-             bool bias, Ints dilation, std::string_view padding_mode, std::optional<Device> device,
-             std::optional<DType> dtype) {
-            const char* name = "nn.ConvTranspose1d";
-            nn::Conv1dOptions o;
-            o.padding_mode = conv_padding_mode(padding_mode, "ConvTranspose1d");
-            o.stride = single(stride, name, "stride");
-            o.padding = single(padding, name, "padding");
-            o.output_padding = single(output_padding, name, "output_padding");
-            o.dilation = single(dilation, name, "dilation");
-            o.groups = groups;
-            o.bias = bias;
-            construct<nn::ConvTranspose1d>(v, in, out, single(kernel_size, name, "kernel_size"), o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "output_padding"_a = 0, "groups"_a = 1, "bias"_a = true, "dilation"_a = 1,
-          "padding_mode"_a = "zeros", "device"_a = nb::none(), "dtype"_a = nb::none(),
-          "Transposed 1-d convolution.", record_init())
-      .def_ro("in_channels", &nn::ConvTranspose1d::in_channels, "Input channels.")
-      .def_ro("out_channels", &nn::ConvTranspose1d::out_channels, "Output channels.")
-      .def_prop_ro(
-          "kernel_size", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.kernel_size); },
-          "(K,).")
-      .def_prop_ro(
-          "stride", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.stride); },
-          "Window step.")
-      .def_prop_ro(
-          "padding", [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.padding); },
-          "Padding per side.")
-      .def_prop_ro(
-          "output_padding",
-          [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.output_padding); },
-          "Added to one side of the output.")
-      .def_prop_ro(
-          "dilation",
-          [](const nn::ConvTranspose1d& l) { return nb::make_tuple(l.options.dilation); },
-          "Tap spacing.")
-      .def_prop_ro(
-          "groups", [](const nn::ConvTranspose1d& l) { return l.options.groups; },
-          "Channel groups.")
-      .def("reset_parameters", &nn::ConvTranspose1d::reset_parameters,
-           "PyTorch's default initialisation.");
-  layer<nn::Conv1d>(m, "Conv1d", "1-d convolution over [N, C, L].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Conv1d> v, std::optional<int64_t> in, int64_t out,
-             int64_t kernel_size, int64_t stride, nb::handle padding, int64_t dilation,
-             int64_t groups, bool bias, std::string_view padding_mode, std::optional<Device> device,
-             std::optional<DType> dtype) {
-            nn::Conv1dOptions o;
-            o.stride = stride;
-            o.dilation = dilation;
-            const ConvPaddingArg p = conv_padding_arg(padding, 1, "nn.Conv1d");
-            if (!p.named) o.padding = p.numbers[0];
-            o.named_padding = p.named;
-            o.padding_mode = conv_padding_mode(padding_mode, "Conv1d");
-            o.groups = groups;
-            o.bias = bias;
-            construct_maybe_lazy<nn::Conv1d>(v, in, out, kernel_size, o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "1-d convolution.", record_init())
-      .def_ro("in_channels", &nn::Conv1d::in_channels, "Input channels.")
-      .def_ro("out_channels", &nn::Conv1d::out_channels, "Output channels.")
-      .def_prop_ro(
-          "kernel_size", [](const nn::Conv1d& l) { return nb::make_tuple(l.kernel_size); }, "(K,).")
-      .def_prop_ro(
-          "stride", [](const nn::Conv1d& l) { return nb::make_tuple(l.options.stride); },
-          "Window step.")
-      .def_prop_ro(
-          "padding",
-          [](const nn::Conv1d& l) {
-            return conv_padding_value(l.options, nb::make_tuple(l.options.padding));
-          },
-          "Padding per side, or 'same' / 'valid'.")
-      .def_prop_ro(
-          "padding_mode", [](const nn::Conv1d& l) { return conv_padding_mode_name(l.options); },
-          "What the padding holds: zeros, reflect, replicate or circular.")
-      .def_prop_ro(
-          "dilation", [](const nn::Conv1d& l) { return nb::make_tuple(l.options.dilation); },
-          "Tap spacing.")
-      .def_prop_ro(
-          "groups", [](const nn::Conv1d& l) { return l.options.groups; }, "Channel groups.")
-      .def("reset_parameters", &nn::Conv1d::reset_parameters, "PyTorch's default initialisation.")
-      .def("initialize_parameters", &nn::Conv1d::initialize_parameters, "input"_a, release_gil(),
-           "Gives a lazy layer its in_channels from input (then initialises it).");
-
-  layer<nn::Conv3d>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Conv3d> v, std::optional<int64_t> in, int64_t out,
-             Ints kernel_size, Ints stride, nb::handle padding, Ints dilation, int64_t groups,
-             bool bias, std::string_view padding_mode, std::optional<Device> device,
-             std::optional<DType> dtype) {
-            nn::Conv3dOptions o;
-            const nn::Triple k = triple_of(kernel_size);
-            o.stride = triple_of(stride);
-            o.dilation = triple_of(dilation);
-            const ConvPaddingArg p = conv_padding_arg(padding, 3, "nn.Conv3d");
-            if (!p.named) o.padding = triple_of(Ints{p.numbers});
-            o.named_padding = p.named;
-            o.padding_mode = conv_padding_mode(padding_mode, "Conv3d");
-            o.groups = groups;
-            o.bias = bias;
-            construct_maybe_lazy<nn::Conv3d>(v, in, out, k, o);
-            place(*v.p, device, dtype);
-          },
-          "in_channels"_a, "out_channels"_a, "kernel_size"_a, "stride"_a = 1, "padding"_a = 0,
-          "dilation"_a = 1, "groups"_a = 1, "bias"_a = true, "padding_mode"_a = "zeros",
-          "device"_a = nb::none(), "dtype"_a = nb::none(), "3-d convolution.", record_init())
-      .def_ro("in_channels", &nn::Conv3d::in_channels, "Input channels.")
-      .def_ro("out_channels", &nn::Conv3d::out_channels, "Output channels.")
-      .def_prop_ro(
-          "kernel_size", [](const nn::Conv3d& l) { return triple_tuple(l.kernel_size); },
-          "(kD, kH, kW).")
-      .def_prop_ro(
-          "stride", [](const nn::Conv3d& l) { return triple_tuple(l.options.stride); },
-          "Window steps.")
-      .def_prop_ro(
-          "padding",
-          [](const nn::Conv3d& l) {
-            return conv_padding_value(l.options, triple_tuple(l.options.padding));
-          },
-          "Padding per side, or 'same' / 'valid'.")
-      .def_prop_ro(
-          "padding_mode", [](const nn::Conv3d& l) { return conv_padding_mode_name(l.options); },
-          "What the padding holds: zeros, reflect, replicate or circular.")
-      .def_prop_ro(
-          "dilation", [](const nn::Conv3d& l) { return triple_tuple(l.options.dilation); },
-          "Tap spacing.")
-      .def_prop_ro(
-          "groups", [](const nn::Conv3d& l) { return l.options.groups; }, "Channel groups.")
-      .def("reset_parameters", &nn::Conv3d::reset_parameters, "PyTorch's default initialisation.")
-      .def("initialize_parameters", &nn::Conv3d::initialize_parameters, "input"_a, release_gil(),
-           "Gives a lazy layer its in_channels from input (then initialises it).");
+  bind_conv<nn::Conv1d, 1, false>(m, "Conv1d", "1-d convolution over [N, C, L].");
+  bind_conv<nn::Conv2d, 2, false>(m, "Conv2d", "2-d convolution over [N, C, H, W].");
+  bind_conv<nn::Conv3d, 3, false>(m, "Conv3d", "3-d convolution over [N, C, D, H, W].");
+  bind_conv<nn::ConvTranspose1d, 1, true>(m, "ConvTranspose1d",
+                                          "Transposed 1-d convolution over [N, C, L].");
+  bind_conv<nn::ConvTranspose2d, 2, true>(m, "ConvTranspose2d",
+                                          "Transposed 2-d convolution over [N, C, H, W].");
+  bind_conv<nn::ConvTranspose3d, 3, true>(m, "ConvTranspose3d",
+                                          "Transposed 3-d convolution over [N, C, D, H, W].");
 
   // The batch and instance norms: their shared base with PyTorch's attributes, a class per
   // family, and the 1d, 2d and 3d classes taking its constructor's arguments with the family's
@@ -2262,26 +2146,11 @@ void bind_layers(nb::module_& m) {
   nd_layer(std::type_identity<nn::LPPool1d>{}, lp, "LPPool1d", 1, "Power-average pooling, 1-d.");
   nd_layer(std::type_identity<nn::LPPool2d>{}, lp, "LPPool2d", 2, "Power-average pooling, 2-d.");
   nd_layer(std::type_identity<nn::LPPool3d>{}, lp, "LPPool3d", 3, "Power-average pooling, 3-d.");
-  layer<nn::ChannelShuffle>(m, "ChannelShuffle", "ShuffleNet's channel shuffle.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::ChannelShuffle> v, int64_t groups) {
-            construct<nn::ChannelShuffle>(v, groups);
-          },
-          "groups"_a, "Shuffles the channels across groups.", record_init())
-      .def_ro("groups", &nn::ChannelShuffle::groups, "The groups.");
-  layer<nn::Softmax2d>(m, "Softmax2d", "softmax over the channels of [N, C, H, W].")
-      .def(
-          "__init__", [](nb::pointer_and_handle<nn::Softmax2d> v) { construct<nn::Softmax2d>(v); },
-          record_init());
-  layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::PixelShuffle> v, int64_t upscale_factor) {
-            construct<nn::PixelShuffle>(v, upscale_factor);
-          },
-          "upscale_factor"_a, "The shuffle by upscale_factor.", record_init())
-      .def_ro("upscale_factor", &nn::PixelShuffle::upscale_factor, "r.");
+  plain_layer<nn::ChannelShuffle>(m, "ChannelShuffle", "ShuffleNet's channel shuffle.",
+                                  param("groups", &nn::ChannelShuffle::groups, "The groups."));
+  plain_layer<nn::Softmax2d>(m, "Softmax2d", "softmax over the channels of [N, C, H, W].");
+  plain_layer<nn::PixelShuffle>(m, "PixelShuffle", "[*, C r^2, H, W] into [*, C, H r, W r].",
+                                param("upscale_factor", &nn::PixelShuffle::upscale_factor, "r."));
   layer<nn::Upsample>(m, "Upsample", "Resizes its input as F.interpolate does.")
       .def(
           "__init__",
@@ -2297,25 +2166,15 @@ void bind_layers(nb::module_& m) {
           "The resize to size or by scale_factor.", record_init())
       .def_prop_ro(
           "mode", [](const nn::Upsample& u) { return u.options.mode; }, "The interpolation mode.");
-  layer<nn::PixelUnshuffle>(m, "PixelUnshuffle", "[*, C, H r, W r] into [*, C r^2, H, W].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::PixelUnshuffle> v, int64_t downscale_factor) {
-            construct<nn::PixelUnshuffle>(v, downscale_factor);
-          },
-          "downscale_factor"_a, "The unshuffle by downscale_factor.", record_init())
-      .def_ro("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r.");
-  layer<nn::LocalResponseNorm>(m, "LocalResponseNorm", "local_response_norm across channels.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::LocalResponseNorm> v, int64_t size, double alpha,
-             double beta, double k) { construct<nn::LocalResponseNorm>(v, size, alpha, beta, k); },
-          "size"_a, "alpha"_a = 1e-4, "beta"_a = 0.75, "k"_a = 1.0,
-          "Normalises over size neighbouring channels.", record_init())
-      .def_ro("size", &nn::LocalResponseNorm::size, "Channels in each window.")
-      .def_ro("alpha", &nn::LocalResponseNorm::alpha, "Scale of the mean square.")
-      .def_ro("beta", &nn::LocalResponseNorm::beta, "Exponent.")
-      .def_ro("k", &nn::LocalResponseNorm::k, "Additive constant.");
+  plain_layer<nn::PixelUnshuffle>(
+      m, "PixelUnshuffle", "[*, C, H r, W r] into [*, C r^2, H, W].",
+      param("downscale_factor", &nn::PixelUnshuffle::downscale_factor, "r."));
+  plain_layer<nn::LocalResponseNorm>(
+      m, "LocalResponseNorm", "local_response_norm across channels.",
+      param("size", &nn::LocalResponseNorm::size, "Channels in each window."),
+      param("alpha", &nn::LocalResponseNorm::alpha, 1e-4, "Scale of the mean square."),
+      param("beta", &nn::LocalResponseNorm::beta, 0.75, "Exponent."),
+      param("k", &nn::LocalResponseNorm::k, 1.0, "Additive constant."));
   layer<nn::Unfold>(m, "Unfold", "The sliding blocks of [N, C, H, W] as columns (im2col).")
       .def(
           "__init__",
@@ -2442,99 +2301,62 @@ void bind_layers(nb::module_& m) {
             "Circular padding of 2 dims.");
   pad_layer(std::type_identity<PadNd<PadKind::Circular, 3>>{}, "CircularPad3d",
             "Circular padding of 3 dims.");
-  layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Flatten> v, int64_t start_dim, int64_t end_dim) {
-            construct<nn::Flatten>(v, start_dim, end_dim);
-          },
-          "start_dim"_a = 1, "end_dim"_a = -1, "Flatten.", record_init())
-      .def_ro("start_dim", &nn::Flatten::start_dim, "First dim merged.")
-      .def_ro("end_dim", &nn::Flatten::end_dim, "Last dim merged.");
+  plain_layer<nn::Flatten>(m, "Flatten", "Flattens dims start_dim..end_dim into one.",
+                           param("start_dim", &nn::Flatten::start_dim, 1, "First dim merged."),
+                           param("end_dim", &nn::Flatten::end_dim, -1, "Last dim merged."));
 
   // Activations.
-  auto simple = [&](auto tag, const char* name, const char* doc) {
-    using T = typename decltype(tag)::type;
-    layer<T>(m, name, doc)
-        .def(
-            "__init__", [](nb::pointer_and_handle<T> v, bool inplace) { construct<T>(v, inplace); },
-            "inplace"_a = false, doc, record_init())
-        .def_ro("inplace", &T::inplace, "Whether the input tensor becomes the output.");
-  };
-  simple(std::type_identity<nn::ReLU>{}, "ReLU", "max(x, 0).");
-  simple(std::type_identity<nn::SiLU>{}, "SiLU", "x * sigmoid(x).");
-  simple(std::type_identity<nn::SELU>{}, "SELU", "The self-normalising ELU.");
-  simple(std::type_identity<nn::ReLU6>{}, "ReLU6", "min(max(x, 0), 6).");
-  simple(std::type_identity<nn::Mish>{}, "Mish", "x * tanh(softplus(x)).");
-  simple(std::type_identity<nn::Hardsigmoid>{}, "Hardsigmoid", "relu6(x + 3) / 6.");
-  simple(std::type_identity<nn::Hardswish>{}, "Hardswish", "x * relu6(x + 3) / 6.");
-  layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::LogSigmoid> v) { construct<nn::LogSigmoid>(v); },
-          record_init());
-  layer<nn::Tanh>(m, "Tanh", "tanh(x).")
-      .def(
-          "__init__", [](nb::pointer_and_handle<nn::Tanh> v) { construct<nn::Tanh>(v); },
-          record_init());
-  layer<nn::Sigmoid>(m, "Sigmoid", "1 / (1 + exp(-x)).")
-      .def(
-          "__init__", [](nb::pointer_and_handle<nn::Sigmoid> v) { construct<nn::Sigmoid>(v); },
-          record_init());
-  layer<nn::GELU>(m, "GELU", "x * Phi(x), or its tanh approximation.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::GELU> v, std::string approximate) {
-            construct<nn::GELU>(v, std::move(approximate));
-          },
-          "approximate"_a = "none", record_init())
-      .def_ro("approximate", &nn::GELU::approximate, "'none' or 'tanh'.");
-  layer<nn::LeakyReLU>(m, "LeakyReLU", "x where positive, else negative_slope * x.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::LeakyReLU> v, double slope, bool inplace) {
-            construct<nn::LeakyReLU>(v, slope, inplace);
-          },
-          "negative_slope"_a = 0.01, "inplace"_a = false, record_init())
-      .def_ro("negative_slope", &nn::LeakyReLU::negative_slope, "The slope below zero.")
-      .def_ro("inplace", &nn::LeakyReLU::inplace, "Whether the input tensor becomes the output.");
-  layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::ELU> v, double alpha, bool inplace) {
-            construct<nn::ELU>(v, alpha, inplace);
-          },
-          "alpha"_a = 1.0, "inplace"_a = false, record_init())
-      .def_ro("alpha", &nn::ELU::alpha, "Alpha.")
-      .def_ro("inplace", &nn::ELU::inplace, "Whether the input tensor becomes the output.");
-  layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::CELU> v, double alpha, bool inplace) {
-            construct<nn::CELU>(v, alpha, inplace);
-          },
-          "alpha"_a = 1.0, "inplace"_a = false, record_init())
-      .def_ro("alpha", &nn::CELU::alpha, "Alpha.")
-      .def_ro("inplace", &nn::CELU::inplace, "Whether the input tensor becomes the output.");
-  layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Hardtanh> v, double lo, double hi, bool inplace) {
-            construct<nn::Hardtanh>(v, lo, hi, inplace);
-          },
-          "min_val"_a = -1.0, "max_val"_a = 1.0, "inplace"_a = false, record_init())
-      .def_ro("min_val", &nn::Hardtanh::min_val, "Lower bound.")
-      .def_ro("max_val", &nn::Hardtanh::max_val, "Upper bound.")
-      .def_ro("inplace", &nn::Hardtanh::inplace, "Whether the input tensor becomes the output.");
-  layer<nn::Softplus>(m, "Softplus", "log(1 + exp(beta x)) / beta.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Softplus> v, double beta, double threshold) {
-            construct<nn::Softplus>(v, beta, threshold);
-          },
-          "beta"_a = 1.0, "threshold"_a = 20.0, record_init())
-      .def_ro("beta", &nn::Softplus::beta, "Beta.")
-      .def_ro("threshold", &nn::Softplus::threshold, "Above it the function is linear.");
+  constexpr const char* kInplace = "Whether the input tensor becomes the output.";
+  plain_layer<nn::ReLU>(m, "ReLU", "max(x, 0).",
+                        param("inplace", &nn::ReLU::inplace, false, kInplace));
+  plain_layer<nn::SiLU>(m, "SiLU", "x * sigmoid(x).",
+                        param("inplace", &nn::SiLU::inplace, false, kInplace));
+  plain_layer<nn::SELU>(m, "SELU", "The self-normalising ELU.",
+                        param("inplace", &nn::SELU::inplace, false, kInplace));
+  plain_layer<nn::ReLU6>(m, "ReLU6", "min(max(x, 0), 6).",
+                         param("inplace", &nn::ReLU6::inplace, false, kInplace));
+  plain_layer<nn::Mish>(m, "Mish", "x * tanh(softplus(x)).",
+                        param("inplace", &nn::Mish::inplace, false, kInplace));
+  plain_layer<nn::Hardsigmoid>(m, "Hardsigmoid", "relu6(x + 3) / 6.",
+                               param("inplace", &nn::Hardsigmoid::inplace, false, kInplace));
+  plain_layer<nn::Hardswish>(m, "Hardswish", "x * relu6(x + 3) / 6.",
+                             param("inplace", &nn::Hardswish::inplace, false, kInplace));
+  plain_layer<nn::LogSigmoid>(m, "LogSigmoid", "log(sigmoid(x)).");
+  plain_layer<nn::Tanh>(m, "Tanh", "tanh(x).");
+  plain_layer<nn::Sigmoid>(m, "Sigmoid", "1 / (1 + exp(-x)).");
+  plain_layer<nn::Tanhshrink>(m, "Tanhshrink", "x - tanh(x).");
+  plain_layer<nn::Softsign>(m, "Softsign", "x / (1 + |x|).");
+  plain_layer<nn::GELU>(m, "GELU", "x * Phi(x), or its tanh approximation.",
+                        param("approximate", &nn::GELU::approximate, "none", "'none' or 'tanh'."));
+  plain_layer<nn::LeakyReLU>(
+      m, "LeakyReLU", "x where positive, else negative_slope * x.",
+      param("negative_slope", &nn::LeakyReLU::negative_slope, 0.01, "The slope below zero."),
+      param("inplace", &nn::LeakyReLU::inplace, false, kInplace));
+  plain_layer<nn::ELU>(m, "ELU", "x where positive, else alpha * (exp(x) - 1).",
+                       param("alpha", &nn::ELU::alpha, 1.0, "Alpha."),
+                       param("inplace", &nn::ELU::inplace, false, kInplace));
+  plain_layer<nn::CELU>(m, "CELU", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).",
+                        param("alpha", &nn::CELU::alpha, 1.0, "Alpha."),
+                        param("inplace", &nn::CELU::inplace, false, kInplace));
+  plain_layer<nn::Hardtanh>(m, "Hardtanh", "x clamped to [min_val, max_val].",
+                            param("min_val", &nn::Hardtanh::min_val, -1.0, "Lower bound."),
+                            param("max_val", &nn::Hardtanh::max_val, 1.0, "Upper bound."),
+                            param("inplace", &nn::Hardtanh::inplace, false, kInplace));
+  plain_layer<nn::Softplus>(
+      m, "Softplus", "log(1 + exp(beta x)) / beta.",
+      param("beta", &nn::Softplus::beta, 1.0, "Beta."),
+      param("threshold", &nn::Softplus::threshold, 20.0, "Above it the function is linear."));
+  plain_layer<nn::Threshold>(
+      m, "Threshold", "x where x > threshold, else value.",
+      param("threshold", &nn::Threshold::threshold, "The cut."),
+      param("value", &nn::Threshold::value, "What replaces x at or below the cut."),
+      param("inplace", &nn::Threshold::inplace, false, kInplace));
+  plain_layer<nn::Hardshrink>(m, "Hardshrink", "x where |x| > lambd, else 0.",
+                              param("lambd", &nn::Hardshrink::lambd, 0.5, "Lambda."));
+  plain_layer<nn::Softshrink>(m, "Softshrink", "x shrunk towards 0 by lambd.",
+                              param("lambd", &nn::Softshrink::lambd, 0.5, "Lambda."));
+  plain_layer<nn::GLU>(m, "GLU", "The gated linear unit along dim.",
+                       param("dim", &nn::GLU::dim, -1, "The dim halved."));
   auto dim_layer = [&](auto tag, const char* name, const char* doc) {
     using T = typename decltype(tag)::type;
     layer<T>(m, name, doc)
@@ -2549,42 +2371,6 @@ void bind_layers(nb::module_& m) {
   dim_layer(std::type_identity<nn::Softmax>{}, "Softmax", "softmax along dim.");
   dim_layer(std::type_identity<nn::LogSoftmax>{}, "LogSoftmax", "log_softmax along dim.");
   dim_layer(std::type_identity<nn::Softmin>{}, "Softmin", "softmin along dim.");
-  layer<nn::Threshold>(m, "Threshold", "x where x > threshold, else value.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Threshold> v, double threshold, double value,
-             bool inplace) { construct<nn::Threshold>(v, threshold, value, inplace); },
-          "threshold"_a, "value"_a, "inplace"_a = false, record_init())
-      .def_ro("threshold", &nn::Threshold::threshold, "The cut.")
-      .def_ro("value", &nn::Threshold::value, "What replaces x at or below the cut.")
-      .def_ro("inplace", &nn::Threshold::inplace, "Whether the input tensor becomes the output.");
-  layer<nn::Hardshrink>(m, "Hardshrink", "x where |x| > lambd, else 0.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Hardshrink> v, double lambd) {
-            construct<nn::Hardshrink>(v, lambd);
-          },
-          "lambd"_a = 0.5, record_init())
-      .def_ro("lambd", &nn::Hardshrink::lambd, "Lambda.");
-  layer<nn::Softshrink>(m, "Softshrink", "x shrunk towards 0 by lambd.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Softshrink> v, double lambd) {
-            construct<nn::Softshrink>(v, lambd);
-          },
-          "lambd"_a = 0.5, record_init())
-      .def_ro("lambd", &nn::Softshrink::lambd, "Lambda.");
-  layer<nn::Tanhshrink>(m, "Tanhshrink", "x - tanh(x).")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::Tanhshrink> v) { construct<nn::Tanhshrink>(v); },
-          record_init());
-  layer<nn::GLU>(m, "GLU", "The gated linear unit along dim.")
-      .def(
-          "__init__",
-          [](nb::pointer_and_handle<nn::GLU> v, int64_t dim) { construct<nn::GLU>(v, dim); },
-          "dim"_a = -1, record_init())
-      .def_ro("dim", &nn::GLU::dim, "The dim halved.");
   layer<nn::PReLU>(m, "PReLU", "x where positive, else a learnt slope times x.")
       .def(
           "__init__",
