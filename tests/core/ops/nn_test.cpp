@@ -564,6 +564,26 @@ TEST(FusedLinear, AnOptimizerStepBetweenEvaluationsIsSeen) {
   }
 }
 
+// A weight 512 outputs wide: where oneDNN wants B dense row-major (AVX2's gemm), its rows are
+// 2 KiB and the packed copy gets padded rows (Note [Packed linear weights]); every call and a
+// weight changed in place between calls must still give the reference.
+TEST(FusedLinear, PowerOfTwoWideWeightsPackedWithPaddedRows) {
+  Tensor w = uniform({512, 64}, 80, f32);
+  const Tensor b = uniform({512}, 81, f32);
+  const Tensor xs[] = {uniform({64, 64}, 82, f32), uniform({5, 64}, 83, f32)};
+  for (int round = 0; round < 2; ++round) {
+    {
+      autograd::InferenceMode guard;
+      for (int sight = 0; sight < kSights; ++sight)
+        for (const Tensor& x : xs)
+          for (const Activation act : {Activation::None, Activation::GELU})
+            expect_linear(x, w, b, act, 2e-5,
+                          fmt::format("round {}, call {}, {} rows", round, sight, x.size(0)));
+    }
+    mul_(w, -0.5);  // in place: the copy must be made again
+  }
+}
+
 // Many layers of one geometry (a deep Transformer's) share the packed copies' slots: more layers
 // than slots evict one another and must still give each layer's own result.
 TEST(FusedLinear, ManyWeightsOfOneShapeKeepTheirOwnResults) {
