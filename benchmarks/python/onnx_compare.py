@@ -1,13 +1,17 @@
 """ONNX models on Ember beside onnxruntime and PyTorch, on the same machine in one run
-(benchmarks/README.md, "ONNX models"): torchvision's ResNet-18 and ResNet-50 and a small
-transformer-style MLP block, exported by PyTorch's ONNX exporter, at batch 1, timed as the median
-of several rounds after warm-up, the runtimes taking turns round by round; Ember at optimization
-levels none and all, onnxruntime at its default level (all) and with its optimizations disabled,
-PyTorch eager in inference mode.
+(benchmarks/README.md, "ONNX models"): torchvision's ResNet-18, ResNet-50, MobileNetV3-large,
+EfficientNet-B0, ConvNeXt-T and ViT-B/16, Transformers' BERT-base and GPT-2 small (random
+weights, sequence 128), and a small transformer-style MLP block, exported by PyTorch's ONNX
+exporters with a dynamic batch, timed as the median of several rounds after warm-up, the runtimes
+taking turns round by round; Ember at optimization levels none and all, onnxruntime at its
+default level (all) and with its optimizations disabled, PyTorch eager in inference mode.
 
-    PYTHONPATH=build/release/python python benchmarks/python/onnx_compare.py [--threads 1 2]
+    PYTHONPATH=build/release/python python benchmarks/python/onnx_compare.py \
+        [--threads 1 2] [--models resnet50 bert ...] [--batches 1 32]
 
-Needs torch, torchvision, onnx and onnxruntime importable beside ember.
+--batches replaces each model's own batch sizes (1, and 32 for the vision models or 8 for the
+language models). Needs torch, torchvision, transformers, onnx and
+onnxruntime importable beside ember.
 """
 
 import argparse
@@ -52,60 +56,110 @@ class GeluMlp(torch.nn.Module):
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
 
 
-def models():
-    torch.manual_seed(0)
-    return [
-        ("resnet18", torchvision.models.resnet18().eval(), (1, 3, 224, 224), 20),
-        ("resnet50", torchvision.models.resnet50().eval(), (1, 3, 224, 224), 5),
-        ("gelu_mlp", GeluMlp().eval(), (1, 64, 512), 50),
-    ]
+class Logits(torch.nn.Module):
+    """A Transformers model's first output (logits or hidden states) as a plain tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, return_dict=False)[0]
+
+
+def language_model(kind):
+    import transformers
+
+    if kind == "bert":
+        config = transformers.BertConfig(attn_implementation="eager")
+        return Logits(transformers.BertModel(config, add_pooling_layer=False))
+    config = transformers.GPT2Config(attn_implementation="eager", use_cache=False)
+    return Logits(transformers.GPT2LMHeadModel(config))
+
+
+# name -> (make the module, input of batch b, batch sizes, dynamo exporter)
+MODELS = {
+    "resnet18": (torchvision.models.resnet18, lambda b: torch.randn(b, 3, 224, 224), (1,), False),
+    "resnet50": (torchvision.models.resnet50, lambda b: torch.randn(b, 3, 224, 224), (1, 32), False),
+    "mobilenet_v3_large": (torchvision.models.mobilenet_v3_large, lambda b: torch.randn(b, 3, 224, 224),
+                           (1, 32), False),
+    "efficientnet_b0": (torchvision.models.efficientnet_b0, lambda b: torch.randn(b, 3, 224, 224),
+                        (1, 32), False),
+    "convnext_tiny": (torchvision.models.convnext_tiny, lambda b: torch.randn(b, 3, 224, 224), (1, 32),
+                      False),
+    "vit_b_16": (torchvision.models.vit_b_16, lambda b: torch.randn(b, 3, 224, 224), (1, 32), False),
+    "bert": (lambda: language_model("bert"), lambda b: torch.randint(0, 30000, (b, 128)), (1, 8), False),
+    # Transformers 5 builds GPT-2's causal mask with aten::diff, which only the dynamo exporter writes.
+    "gpt2": (lambda: language_model("gpt2"), lambda b: torch.randint(0, 50000, (b, 128)), (1, 8), True),
+    "gelu_mlp": (GeluMlp, lambda b: torch.randn(b, 64, 512), (1,), False),
+}
+
+
+def export(module, x, path, dynamo):
+    """The model as ONNX with a dynamic batch (opset 17; 18 through the dynamo exporter)."""
+    torch.onnx.export(module, (x,), path, dynamo=dynamo, opset_version=18 if dynamo else 17,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}},
+                      external_data=False)
+
+
+def iterations(seconds_per_call):
+    """Calls per round so that a round takes about a quarter of a second."""
+    return max(1, int(0.25 / max(seconds_per_call, 1e-6)))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--models", nargs="+", default=list(MODELS))
+    ap.add_argument("--batches", type=int, nargs="+", default=None)
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp())
-    print("| model | threads | ember none (ms) | ember all (ms) | onnxruntime all (ms) "
-          "| onnxruntime disabled (ms) | pytorch eager (ms) | ember all / ort all |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, module, shape, iters in models():
+    print("| model | batch | threads | ember none (ms) | ember all (ms) | onnxruntime all (ms) "
+          "| onnxruntime disabled (ms) | pytorch eager (ms) | ember all / ort all | ember all / pytorch |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.models:
+        make, example, batches, dynamo = MODELS[name]
+        torch.manual_seed(0)
+        module = make().eval()
         path = tmp / f"{name}.onnx"
-        x = torch.randn(*shape)
-        torch.onnx.export(module, (x,), path, dynamo=False, opset_version=17,
-                          input_names=["x"], output_names=["y"])
-        xn = x.numpy()
-        with torch.inference_mode():
-            ref = module(x).numpy()
-        for threads in args.threads:
-            torch.set_num_threads(threads)
-            ember.set_num_threads(threads)
-            fns = {}
+        export(module, example(2), path, dynamo)
+        sessions = {level: ember.onnx.load(path, optimization_level=level) for level in ("none", "all")}
+        for batch in args.batches or batches:
+            x = example(batch)
+            xn = x.numpy()
+            with torch.inference_mode():
+                t0 = time.perf_counter()
+                ref = module(x).numpy()
+                iters = iterations(time.perf_counter() - t0)
             xe = ember.tensor(xn)
-            for level in ("none", "all"):
-                sess = ember.onnx.load(path, optimization_level=level)
-                got = sess(xe).numpy()
-                assert np.allclose(got, ref, rtol=1e-3, atol=1e-3), (name, level)
-                fns[f"ember {level}"] = lambda sess=sess: sess(xe)
-            for label, level in (("ort all", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
-                                 ("ort disabled", ort.GraphOptimizationLevel.ORT_DISABLE_ALL)):
-                so = ort.SessionOptions()
-                so.graph_optimization_level = level
-                so.intra_op_num_threads = threads
-                so.inter_op_num_threads = 1
-                s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-                fns[label] = lambda s=s: s.run(None, {"x": xn})
+            for threads in args.threads:
+                torch.set_num_threads(threads)
+                ember.set_num_threads(threads)
+                fns = {}
+                for level, sess in sessions.items():
+                    got = sess(xe).numpy()
+                    assert np.allclose(got, ref, rtol=1e-3, atol=1e-3), (name, level, np.abs(got - ref).max())
+                    fns[f"ember {level}"] = lambda sess=sess: sess(xe)
+                for label, level in (("ort all", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
+                                     ("ort disabled", ort.GraphOptimizationLevel.ORT_DISABLE_ALL)):
+                    so = ort.SessionOptions()
+                    so.graph_optimization_level = level
+                    so.intra_op_num_threads = threads
+                    so.inter_op_num_threads = 1
+                    s = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+                    fns[label] = lambda s=s: s.run(None, {"x": xn})
 
-            def torch_call():
-                with torch.inference_mode():
-                    return module(x)
+                def torch_call():
+                    with torch.inference_mode():
+                        return module(x)
 
-            fns["torch"] = torch_call
-            row = median_ms(fns, iters, args.rounds)
-            print(f"| {name} | {threads} | {row['ember none']:.2f} | {row['ember all']:.2f} | "
-                  f"{row['ort all']:.2f} | {row['ort disabled']:.2f} | {row['torch']:.2f} | "
-                  f"{row['ort all'] / row['ember all']:.2f}x |", flush=True)
+                fns["torch"] = torch_call
+                row = median_ms(fns, iters, args.rounds)
+                print(f"| {name} | {batch} | {threads} | {row['ember none']:.2f} | {row['ember all']:.2f} | "
+                      f"{row['ort all']:.2f} | {row['ort disabled']:.2f} | {row['torch']:.2f} | "
+                      f"{row['ember all'] / row['ort all']:.2f} | {row['ember all'] / row['torch']:.2f} |",
+                      flush=True)
 
 
 if __name__ == "__main__":
