@@ -1,6 +1,7 @@
 // The extended and all-level passes: patterns of several nodes replaced by one op.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "graph/attrs.h"
@@ -99,61 +100,122 @@ int64_t fold_conv_batchnorm(Rewrite& r) {
 // Note [The GELU pattern]
 // Exporters without a Gelu op write gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2))) as five nodes:
 // Div(x, 1.4142...) or Mul(x, 0.7071...), Erf, Add(., 1), and the two Muls by x and by 0.5 in
-// either order. Every intermediate read only inside the pattern, it becomes one gelu node where
-// the last Mul was.
+// either order. GPT-2's and BERT-style "gelu_new", the tanh form x * 0.5 * (1 + tanh(sqrt(2 / pi)
+// * (x + 0.044715 x^3))), is Pow(x, 3), Mul(0.044715), Add(x), Mul(0.7978...), Tanh and the same
+// three nodes after it. Every intermediate read only inside the pattern, it becomes one gelu node
+// (approximate "tanh" for the second) where the last Mul was: the kernel's one vectorized pass
+// instead of eight, with pow and tanh among them.
+
+namespace {
+
+/** The nodes of x * 0.5 * (1 + act) after `act_out` (the output of erf or tanh, read only by
+ *  them), or nothing: the Add, the Mul by x (m1), the last Mul and a Mul(x, 0.5) made first. */
+struct GeluTail {
+  size_t plus, m1, last;
+  std::vector<size_t> extra;
+};
+
+std::optional<GeluTail> gelu_tail(Rewrite& r, const std::string& act_out, const std::string& x) {
+  std::optional<size_t> plus = read_only_by(r, act_out, "add");
+  if (!plus || !is_scalar_constant(r, other_operand(r.nodes[*plus], act_out), 1.0)) return {};
+  const std::string one_plus = r.nodes[*plus].outputs[0];
+  std::optional<size_t> m1 = read_only_by(r, one_plus, "mul");
+  if (!m1) return {};
+  const std::string m1_other = other_operand(r.nodes[*m1], one_plus);
+  if (m1_other == x) {
+    // (x * (1 + act)) * 0.5
+    std::optional<size_t> last = read_only_by(r, r.nodes[*m1].outputs[0], "mul");
+    if (!last ||
+        !is_scalar_constant(r, other_operand(r.nodes[*last], r.nodes[*m1].outputs[0]), 0.5)) {
+      return {};
+    }
+    return GeluTail{*plus, *m1, *last, {}};
+  }
+  // (x * 0.5) * (1 + act)
+  std::optional<size_t> half = r.producer(m1_other);
+  if (!half || r.nodes[*half].op != "mul" || r.only_reader(m1_other) != *m1) return {};
+  if (other_operand(r.nodes[*half], x).empty() ||
+      !is_scalar_constant(r, other_operand(r.nodes[*half], x), 0.5)) {
+    return {};
+  }
+  return GeluTail{*plus, *m1, *m1, {*half}};
+}
+
+/** The x of `name` = x * k (either operand order) for the scalar constant k, read only by
+ *  `reader`; empty if it is not that. */
+std::string scaled_operand(Rewrite& r, const std::string& name, double k, size_t reader,
+                           std::optional<size_t>* node) {
+  *node = r.producer(name);
+  if (!*node || r.only_reader(name) != reader || r.nodes[**node].op != "mul") return {};
+  for (int i = 0; i < 2; ++i) {
+    if (is_scalar_constant(r, r.nodes[**node].inputs[1 - i], k)) return r.nodes[**node].inputs[i];
+  }
+  return {};
+}
+
+/** x for tanh's input sqrt(2 / pi) * (x + 0.044715 * pow(x, 3)), each node read only by the
+ *  next; the nodes found go into `found`. Empty if the input is not that. */
+std::string gelu_tanh_input(Rewrite& r, size_t tanh, std::vector<size_t>* found) {
+  std::optional<size_t> outer, cube_mul, cube;
+  const std::string sum =
+      scaled_operand(r, r.nodes[tanh].inputs[0], std::sqrt(2.0 / std::numbers::pi), tanh, &outer);
+  if (sum.empty()) return {};
+  std::optional<size_t> add = r.producer(sum);
+  if (!add || r.nodes[*add].op != "add" || r.only_reader(sum) != *outer) return {};
+  for (int i = 0; i < 2; ++i) {
+    const std::string x = r.nodes[*add].inputs[i], scaled = r.nodes[*add].inputs[1 - i];
+    const std::string cubed = scaled_operand(r, scaled, 0.044715, *add, &cube_mul);
+    if (cubed.empty()) continue;
+    cube = r.producer(cubed);
+    if (!cube || r.only_reader(cubed) != *cube_mul || r.nodes[*cube].op != "pow" ||
+        r.nodes[*cube].inputs[0] != x || !is_scalar_constant(r, r.nodes[*cube].inputs[1], 3.0)) {
+      continue;
+    }
+    *found = {*outer, *add, *cube_mul, *cube};
+    return x;
+  }
+  return {};
+}
+
+}  // namespace
+
 int64_t fuse_gelu(Rewrite& r) {
   int64_t fused = 0;
   for (size_t i = 0; i < r.nodes.size(); ++i) {
-    if (r.nodes[i].op != "erf") continue;
-    const Node& erf = r.nodes[i];
-    const std::string erf_in = erf.inputs[0], erf_out = erf.outputs[0];
-    // x / sqrt(2) or x * (1 / sqrt(2)).
-    std::optional<size_t> scaled = r.producer(erf_in);
-    if (!scaled || r.only_reader(erf_in) != i) continue;
-    const Node& sn = r.nodes[*scaled];
+    const std::string op = r.nodes[i].op;
+    if (op != "erf" && op != "tanh") continue;
     std::string x;
-    if (sn.op == "div" && is_scalar_constant(r, sn.inputs[1], std::sqrt(2.0))) {
-      x = sn.inputs[0];
-    } else if (sn.op == "mul") {
-      for (int k = 0; k < 2 && x.empty(); ++k) {
-        if (is_scalar_constant(r, sn.inputs[1 - k], std::sqrt(0.5))) x = sn.inputs[k];
+    std::vector<size_t> front;  // the nodes before the erf or tanh
+    if (op == "erf") {
+      // x / sqrt(2) or x * (1 / sqrt(2)).
+      const std::string erf_in = r.nodes[i].inputs[0];
+      std::optional<size_t> scaled = r.producer(erf_in);
+      if (!scaled || r.only_reader(erf_in) != i) continue;
+      const Node& sn = r.nodes[*scaled];
+      if (sn.op == "div" && is_scalar_constant(r, sn.inputs[1], std::sqrt(2.0))) {
+        x = sn.inputs[0];
+      } else if (sn.op == "mul") {
+        for (int k = 0; k < 2 && x.empty(); ++k) {
+          if (is_scalar_constant(r, sn.inputs[1 - k], std::sqrt(0.5))) x = sn.inputs[k];
+        }
       }
+      front = {*scaled};
+    } else {
+      x = gelu_tanh_input(r, i, &front);
     }
     if (x.empty()) continue;
-    // 1 + erf(...)
-    std::optional<size_t> plus = read_only_by(r, erf_out, "add");
-    if (!plus || !is_scalar_constant(r, other_operand(r.nodes[*plus], erf_out), 1.0)) continue;
-    const std::string one_plus = r.nodes[*plus].outputs[0];
-    std::optional<size_t> m1 = read_only_by(r, one_plus, "mul");
-    if (!m1) continue;
-    const std::string m1_other = other_operand(r.nodes[*m1], one_plus);
-    std::optional<size_t> last;
-    std::vector<size_t> extra;  // a Mul(x, 0.5) made before the product
-    if (m1_other == x) {
-      // (x * (1 + erf)) * 0.5
-      last = read_only_by(r, r.nodes[*m1].outputs[0], "mul");
-      if (!last ||
-          !is_scalar_constant(r, other_operand(r.nodes[*last], r.nodes[*m1].outputs[0]), 0.5)) {
-        continue;
-      }
-    } else {
-      // (x * 0.5) * (1 + erf)
-      std::optional<size_t> half = r.producer(m1_other);
-      if (!half || r.nodes[*half].op != "mul" || r.only_reader(m1_other) != *m1) continue;
-      if (other_operand(r.nodes[*half], x).empty() ||
-          !is_scalar_constant(r, other_operand(r.nodes[*half], x), 0.5)) {
-        continue;
-      }
-      last = m1;
-      extra.push_back(*half);
-    }
-    Node& out = r.nodes[*last];
+    const std::optional<GeluTail> tail = gelu_tail(r, r.nodes[i].outputs[0], x);
+    if (!tail) continue;
+    Node& out = r.nodes[tail->last];
     out.op = "gelu";
     out.inputs = {x};
     out.attrs.clear();
-    for (size_t k : {*scaled, i, *plus}) r.remove(k);
-    if (*m1 != *last) r.remove(*m1);
-    for (size_t k : extra) r.remove(k);
+    if (op == "tanh") out.attrs["approximate"] = std::string("tanh");
+    for (size_t k : front) r.remove(k);
+    r.remove(i);
+    r.remove(tail->plus);
+    if (tail->m1 != tail->last) r.remove(tail->m1);
+    for (size_t k : tail->extra) r.remove(k);
     ++fused;
   }
   return fused;

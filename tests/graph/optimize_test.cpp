@@ -3,6 +3,9 @@
 // backends.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
+
 #include <ember/graph/graph.h>
 #include <ember/graph/optimize.h>
 
@@ -330,6 +333,55 @@ TEST(GraphOptimize, FusesTheErfGeluPatternInBothOrders) {
     EXPECT_EQ(f.nodes().size(), 3u);
     expect_same_outputs(g, f, {{"x", randn_of({3, 5}, 32)}});
   }
+}
+
+/** GPT-2's gelu_new, x * 0.5 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), after a
+ *  linear layer, as the dynamo exporter writes it. */
+Graph mlp_with_tanh_gelu(bool half_first, double c = 0.044715) {
+  Graph g;
+  g.add_input(f32("x", {{-1, "N"}, {5, ""}}));
+  g.add_initializer("w", randn_of({5, 6}, 34));
+  g.add_initializer("b", randn_of({6}, 35));
+  g.add_initializer("three", full({}, 3.0));
+  g.add_initializer("c", full({}, c));
+  g.add_initializer("k", full({}, std::sqrt(2.0 / std::numbers::pi)));
+  g.add_initializer("one", full({}, 1.0));
+  g.add_initializer("half", full({}, 0.5));
+  g.add_node({"matmul", "mm", {"x", "w"}, {"xw"}, {}});
+  g.add_node({"add", "bias", {"xw", "b"}, {"z"}, {}});
+  g.add_node({"pow", "cube", {"z", "three"}, {"z3"}, {}});
+  g.add_node({"mul", "cz3", {"c", "z3"}, {"cz"}, {}});
+  g.add_node({"add", "sum", {"z", "cz"}, {"s"}, {}});
+  g.add_node({"mul", "ks", {"s", "k"}, {"ts"}, {}});
+  g.add_node({"tanh", "t", {"ts"}, {"tz"}, {}});
+  g.add_node({"add", "p", {"one", "tz"}, {"pz"}, {}});
+  if (half_first) {
+    g.add_node({"mul", "h", {"half", "z"}, {"hz"}, {}});
+    g.add_node({"mul", "m", {"hz", "pz"}, {"y"}, {}});
+  } else {
+    g.add_node({"mul", "m", {"z", "pz"}, {"mz"}, {}});
+    g.add_node({"mul", "h", {"mz", "half"}, {"y"}, {}});
+  }
+  g.add_output({"y", DType::Float32, std::nullopt});
+  return g;
+}
+
+TEST(GraphOptimize, FusesTheTanhGeluPatternInBothOrders) {
+  for (bool half_first : {false, true}) {
+    const Graph g = mlp_with_tanh_gelu(half_first);
+    const Graph f = run(g, "fuse_gelu", 1);
+    EXPECT_EQ(count_op(f, "gelu"), 1);
+    EXPECT_EQ(count_op(f, "tanh") + count_op(f, "pow"), 0);
+    EXPECT_EQ(f.nodes().size(), 3u);
+    for (const Node& n : f.nodes()) {
+      if (n.op == "gelu") {
+        EXPECT_EQ(std::get<std::string>(n.attrs.at("approximate")), "tanh");
+      }
+    }
+    expect_same_outputs(g, f, {{"x", randn_of({3, 5}, 36)}});
+  }
+  // A tanh whose input is not the pattern's (the constant off) stays as it is.
+  run(mlp_with_tanh_gelu(false, 0.05), "fuse_gelu", 0);
 }
 
 TEST(GraphOptimize, FusesLinearLayersWithTheirActivation) {
