@@ -234,7 +234,8 @@ TEST(ElementwiseUnary, LargeTensorsUseEveryThread) {
   // > 100k elements: the kernels split the work over OpenMP (a representative few ops).
   for (const UnaryCase& c : unary_cases()) {
     const std::string name = c.name;
-    if (name == "exp" || name == "gelu" || name == "clamp" || name == "neg") {
+    if (name == "exp" || name == "gelu" || name == "clamp" || name == "neg" || name == "silu" ||
+        name == "tanh" || name == "sigmoid") {
       check_unary(c, f32, {400, 300}, Layout::Contiguous, 7);
     }
     if (name == "sigmoid" || name == "round") {
@@ -242,6 +243,41 @@ TEST(ElementwiseUnary, LargeTensorsUseEveryThread) {
       check_unary(c, f16, {200, 600}, Layout::Sliced, 9);
     }
     if (name == "abs") check_unary(c, i32, {120001}, Layout::Contiguous, 10);
+  }
+}
+
+// Note [Vectorized sigmoid, SiLU and tanh]: the float32 loops on their approximations keep
+// NaN, give the limits at +-inf and stay within float32 rounding of the float64 functions, in a
+// dense row-major and a channels-last tensor; a result below float32's normal range (sigmoid and
+// silu near -88, where exp underflows) may be 0.
+TEST(ElementwiseUnary, SigmoidSiluAndTanhAtTheEdges) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> edges = {std::nan(""), inf,  -inf,  0.0,   -0.0,   1e-30, -1e-30, 1e-7,
+                                     -1e-7,        0.3,  -0.3,  0.625, -0.625, 9.0,   -9.0,   20.0,
+                                     -20.0,        88.0, -88.0, 100.0, -100.0, -87.5, 87.5,   3.0};
+  const std::vector<std::pair<const char*, double (*)(double)>> refs = {
+      {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }},
+      {"silu", [](double x) { return x / (1 + std::exp(-x)); }},
+      {"tanh", [](double x) { return std::tanh(x); }}};
+  for (const auto& [name, ref] : refs) {
+    for (bool channels_last : {false, true}) {
+      Tensor x = from_vector(edges, {1, 4, 3, 2}, DType::Float64).to(f32);
+      if (channels_last) x = x.contiguous(MemoryFormat::ChannelsLast);
+      const std::string op = name;
+      const Tensor y = op == "sigmoid" ? sigmoid(x) : op == "silu" ? silu(x) : tanh(x);
+      const std::vector<double> in = values(x), got = values(y);
+      for (size_t i = 0; i < in.size(); ++i) {
+        const double want = ref(in[i]);
+        const std::string what = fmt::format("{}({}) channels_last {}", op, in[i], channels_last);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got[i])) << what << " = " << got[i];
+        } else if (std::isinf(want)) {
+          EXPECT_EQ(got[i], want) << what;
+        } else {
+          EXPECT_NEAR(got[i], want, 1e-6 * std::abs(want) + 1e-35) << what;
+        }
+      }
+    }
   }
 }
 
