@@ -299,6 +299,24 @@ TEST(GraphOptimize, PlansNoLayoutWithoutConvolutionsItCanAnchor) {
   run(h, "plan_layout", 0);
 }
 
+/** y = z * 0.5 * (1 + act) after the activation's output `act`, the two Muls in either order;
+ *  `constants_first` writes 1 and 0.5 as the first operands of their nodes. */
+void add_gelu_tail(Graph& g, const std::string& act, bool half_first, bool constants_first) {
+  const auto operands = [&](const std::string& value, const std::string& constant) {
+    return constants_first ? std::vector<std::string>{constant, value}
+                           : std::vector<std::string>{value, constant};
+  };
+  g.add_node({"add", "p", operands(act, "one"), {"pz"}, {}});
+  if (half_first) {
+    g.add_node({"mul", "h", operands("z", "half"), {"hz"}, {}});
+    g.add_node({"mul", "m", {"hz", "pz"}, {"y"}, {}});
+  } else {
+    g.add_node({"mul", "m", {"z", "pz"}, {"mz"}, {}});
+    g.add_node({"mul", "h", {"mz", "half"}, {"y"}, {}});
+  }
+  g.add_output({"y", DType::Float32, std::nullopt});
+}
+
 /** gelu(x @ w + b) written as PyTorch's exporter writes gelu without a Gelu op. */
 Graph mlp_with_erf_gelu(bool half_first) {
   Graph g;
@@ -312,15 +330,7 @@ Graph mlp_with_erf_gelu(bool half_first) {
   g.add_node({"add", "bias", {"b", "xw"}, {"z"}, {}});
   g.add_node({"div", "d", {"z", "sqrt2"}, {"zs"}, {}});
   g.add_node({"erf", "e", {"zs"}, {"ez"}, {}});
-  g.add_node({"add", "p", {"ez", "one"}, {"pz"}, {}});
-  if (half_first) {
-    g.add_node({"mul", "h", {"z", "half"}, {"hz"}, {}});
-    g.add_node({"mul", "m", {"hz", "pz"}, {"y"}, {}});
-  } else {
-    g.add_node({"mul", "m", {"z", "pz"}, {"mz"}, {}});
-    g.add_node({"mul", "h", {"mz", "half"}, {"y"}, {}});
-  }
-  g.add_output({"y", DType::Float32, std::nullopt});
+  add_gelu_tail(g, "ez", half_first, false);
   return g;
 }
 
@@ -354,15 +364,7 @@ Graph mlp_with_tanh_gelu(bool half_first, double c = 0.044715) {
   g.add_node({"add", "sum", {"z", "cz"}, {"s"}, {}});
   g.add_node({"mul", "ks", {"s", "k"}, {"ts"}, {}});
   g.add_node({"tanh", "t", {"ts"}, {"tz"}, {}});
-  g.add_node({"add", "p", {"one", "tz"}, {"pz"}, {}});
-  if (half_first) {
-    g.add_node({"mul", "h", {"half", "z"}, {"hz"}, {}});
-    g.add_node({"mul", "m", {"hz", "pz"}, {"y"}, {}});
-  } else {
-    g.add_node({"mul", "m", {"z", "pz"}, {"mz"}, {}});
-    g.add_node({"mul", "h", {"mz", "half"}, {"y"}, {}});
-  }
-  g.add_output({"y", DType::Float32, std::nullopt});
+  add_gelu_tail(g, "tz", half_first, true);
   return g;
 }
 
