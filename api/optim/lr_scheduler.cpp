@@ -9,6 +9,23 @@
 
 namespace ember::optim {
 
+namespace {
+
+/** Every lr of `lrs` times `factor`: the step of a recursive schedule, or base_lrs_ scaled. */
+std::vector<double> times(std::vector<double> lrs, double factor) {
+  for (double& lr : lrs) lr *= factor;
+  return lrs;
+}
+
+/** The lr of every group of `groups`. */
+std::vector<double> lrs_of(const HyperparameterGroups& groups) {
+  std::vector<double> lrs;
+  for (size_t i = 0; i < groups.num_groups(); ++i) lrs.push_back(groups.hyperparameter(i, "lr"));
+  return lrs;
+}
+
+}  // namespace
+
 LRScheduler::LRScheduler(HyperparameterGroups& groups, int64_t last_epoch)
     : groups_(groups), last_epoch_(last_epoch) {
   EMBER_CHECK(last_epoch >= -1, "[optim.LRScheduler] invalid last_epoch: {} (must be >= -1)",
@@ -16,12 +33,12 @@ LRScheduler::LRScheduler(HyperparameterGroups& groups, int64_t last_epoch)
   // PyTorch's: the first scheduler of an optimizer records each group's lr as 'initial_lr', and
   // every schedule starts from it, also one made after another scheduler changed the lrs (the
   // parts of a SequentialLR). Resuming needs it recorded.
-  const bool recorded = groups_.has_hyperparameter("initial_lr");
-  EMBER_CHECK(recorded || last_epoch == -1,
-              "[optim.LRScheduler] resuming at last_epoch={} needs 'initial_lr' in param group 0 "
-              "(set it to the lr the schedule started from)",
-              last_epoch);
   for (size_t i = 0; i < groups_.num_groups(); ++i) {
+    const bool recorded = groups_.group_has(i, "initial_lr");
+    EMBER_CHECK(recorded || last_epoch == -1,
+                "[optim.LRScheduler] resuming at last_epoch={} needs 'initial_lr' in param group "
+                "{} (set it to the lr the schedule started from)",
+                last_epoch, i);
     if (!recorded) groups_.set_hyperparameter(i, "initial_lr", groups_.hyperparameter(i, "lr"));
     base_lrs_.push_back(groups_.hyperparameter(i, "initial_lr"));
   }
@@ -39,9 +56,7 @@ void LRScheduler::set_base_lrs(std::vector<double> lrs) {
 }
 
 std::vector<double> LRScheduler::current_lrs() const {
-  std::vector<double> lrs;
-  for (size_t i = 0; i < groups_.num_groups(); ++i) lrs.push_back(groups_.hyperparameter(i, "lr"));
-  return lrs;
+  return lrs_of(groups_);
 }
 
 std::string LRScheduler::momentum_key(const char* op) const {
@@ -120,12 +135,6 @@ std::vector<double> read_f64_vector(const StateDict& dict, const std::string& ke
               "[{}] load_state_dict: '{}' has shape {} but the optimizer has {} param groups", op,
               key, shape_str(t.sizes()), n);
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + n);
-}
-
-/** Every lr of `lrs` times `factor`: the step of a recursive schedule, or base_lrs_ scaled. */
-std::vector<double> times(std::vector<double> lrs, double factor) {
-  for (double& lr : lrs) lr *= factor;
-  return lrs;
 }
 
 double read_scalar(const StateDict& dict, const std::string& key, const char* op) {
@@ -323,9 +332,7 @@ ReduceLROnPlateau::ReduceLROnPlateau(HyperparameterGroups& groups, PlateauOption
               options.min_lr);
   best_ = options.mode == PlateauMode::Min ? std::numeric_limits<double>::infinity()
                                            : -std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < groups_.num_groups(); ++i) {
-    last_lr_.push_back(groups_.hyperparameter(i, "lr"));
-  }
+  last_lr_ = lrs_of(groups_);
 }
 
 bool ReduceLROnPlateau::is_better(double a) const {
@@ -356,10 +363,7 @@ void ReduceLROnPlateau::step(double metric) {
     cooldown_counter_ = options_.cooldown;
     num_bad_epochs_ = 0;
   }
-  last_lr_.clear();
-  for (size_t i = 0; i < groups_.num_groups(); ++i) {
-    last_lr_.push_back(groups_.hyperparameter(i, "lr"));
-  }
+  last_lr_ = lrs_of(groups_);
 }
 
 StateDict ReduceLROnPlateau::state_dict() const {
@@ -711,16 +715,12 @@ SequentialLR::SequentialLR(HyperparameterGroups& groups, std::vector<LRScheduler
   EMBER_CHECK(milestones_.size() + 1 == schedulers_.size(),
               "[{}] expects {} milestones for {} schedulers, got {}", op, schedulers_.size() - 1,
               schedulers_.size(), milestones_.size());
-  // PyTorch's SequentialLR sets the lrs back to where the schedule starts, then starts the first.
-  if (groups_.has_hyperparameter("initial_lr")) {
-    for (size_t i = 0; i < base_lrs_.size(); ++i) {
-      base_lrs_[i] = groups_.hyperparameter(i, "initial_lr");
-    }
-  }
+  // PyTorch's SequentialLR sets the lrs back to where the schedule starts (base_lrs_: the
+  // groups' 'initial_lr'), then starts the first.
   set_last_epoch(last_epoch + 1);
   for (size_t i = 0; i < base_lrs_.size(); ++i) groups_.set_hyperparameter(i, "lr", base_lrs_[i]);
   schedulers_.front()->restart();
-  apply(schedulers_.front()->get_last_lr());
+  set_last_lr(schedulers_.front()->get_last_lr());
 }
 
 void SequentialLR::step() {
@@ -733,13 +733,13 @@ void SequentialLR::step() {
   } else {
     s->step();
   }
-  apply(s->get_last_lr());
+  set_last_lr(s->get_last_lr());
 }
 
 void SequentialLR::restart() {
   set_last_epoch(0);
   schedulers_.front()->restart();
-  apply(schedulers_.front()->get_last_lr());
+  set_last_lr(schedulers_.front()->get_last_lr());
 }
 
 ChainedScheduler::ChainedScheduler(HyperparameterGroups& groups,
@@ -747,19 +747,19 @@ ChainedScheduler::ChainedScheduler(HyperparameterGroups& groups,
     : LRScheduler(groups, -1), schedulers_(std::move(schedulers)) {
   check_same_groups(groups_, schedulers_, "optim.ChainedScheduler");
   set_last_epoch(0);
-  apply(current_lrs());
+  set_last_lr(current_lrs());
 }
 
 void ChainedScheduler::step() {
   for (LRScheduler* s : schedulers_) s->step();
   set_last_epoch(last_epoch() + 1);
-  apply(current_lrs());
+  set_last_lr(current_lrs());
 }
 
 void ChainedScheduler::restart() {
   for (LRScheduler* s : schedulers_) s->restart();
   set_last_epoch(0);
-  apply(current_lrs());
+  set_last_lr(current_lrs());
 }
 
 }  // namespace ember::optim

@@ -28,17 +28,19 @@ Optimizer::Optimizer(std::string name, Options defaults, std::vector<std::string
       buffer_names_(std::move(buffer_names)),
       counts_steps_(counts_steps) {}
 
-double Optimizer::hyperparameter(size_t index, const std::string& name) const {
+void Optimizer::check_group_index(size_t index) const {
   EMBER_CHECK_INDEX(index < groups_.size(),
                     "[{}] param group {} is out of range (the optimizer has {})", name_, index,
                     groups_.size());
+}
+
+double Optimizer::hyperparameter(size_t index, const std::string& name) const {
+  check_group_index(index);
   return groups_[index].get(name);
 }
 
 void Optimizer::set_hyperparameter(size_t index, const std::string& name, double value) {
-  EMBER_CHECK_INDEX(index < groups_.size(),
-                    "[{}] param group {} is out of range (the optimizer has {})", name_, index,
-                    groups_.size());
+  check_group_index(index);
   groups_[index].set(name, value);
 }
 
@@ -47,6 +49,11 @@ void Optimizer::set_hyperparameter(size_t index, const std::string& name, double
 // it is saved and loaded with the groups, so a resumed schedule finds it.
 bool Optimizer::known_hyperparameter(const std::string& name) const {
   return defaults_.count(name) != 0 || name == "initial_lr";
+}
+
+bool Optimizer::group_has(size_t index, const std::string& name) const {
+  check_group_index(index);
+  return groups_[index].options.count(name) != 0;
 }
 
 bool Optimizer::has_hyperparameter(const std::string& name) const {

@@ -106,6 +106,10 @@ class PythonGroups final : public optim::HyperparameterGroups {
     return true;
   }
 
+  bool group_has(size_t index, const std::string& name) const override {
+    return nb::cast<bool>(group(index).attr("__contains__")(name == "beta1" ? "betas" : name));
+  }
+
   std::string optimizer_name() const override {
     return "optim." + std::string(nb::type_name(optimizer_.type()).c_str());
   }

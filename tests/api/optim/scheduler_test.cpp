@@ -371,6 +371,9 @@ class MapGroups final : public HyperparameterGroups {
     return std::all_of(groups_.begin(), groups_.end(),
                        [&](const Options& g) { return g.count(name) != 0; });
   }
+  bool group_has(size_t i, const std::string& name) const override {
+    return groups_.at(i).count(name) != 0;
+  }
   std::string optimizer_name() const override { return "optim.Maps"; }
   std::vector<Options> groups_;
 };

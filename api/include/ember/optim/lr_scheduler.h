@@ -75,6 +75,8 @@ class LRScheduler {
   virtual void schedule_other_hyperparameters() {}
   /** Writes `lrs` into the groups, then the other hyperparameters; they become get_last_lr(). */
   void apply(std::vector<double> lrs);
+  /** Records `lrs` as get_last_lr() without writing them (a composite whose part just set them). */
+  void set_last_lr(std::vector<double> lrs) { last_lr_ = std::move(lrs); }
   /** The current lr of every group. */
   std::vector<double> current_lrs() const;
   /** The momentum hyperparameter of the groups ("momentum", or Adam's "beta1"), or an

@@ -55,6 +55,8 @@ class HyperparameterGroups {
   virtual void set_hyperparameter(size_t index, const std::string& name, double value) = 0;
   /** Whether the groups have hyperparameter `name` ("momentum", "beta1"). */
   virtual bool has_hyperparameter(const std::string& name) const = 0;
+  /** Whether group `index` holds hyperparameter `name` ("initial_lr"). */
+  virtual bool group_has(size_t index, const std::string& name) const = 0;
   /** The optimizer's name in messages ("optim.SGD"). */
   virtual std::string optimizer_name() const = 0;
   /** The same address for every view of one optimizer (schedulers combined must share it). */
@@ -105,6 +107,8 @@ class Optimizer : public HyperparameterGroups {
   void set_hyperparameter(size_t index, const std::string& name, double value) override;
   /** Whether the defaults name `name`, or every group sets it ("initial_lr"). */
   bool has_hyperparameter(const std::string& name) const override;
+  /** Whether group `index` holds `name`. */
+  bool group_has(size_t index, const std::string& name) const override;
   /** name(). */
   std::string optimizer_name() const override { return name_; }
 
@@ -126,6 +130,9 @@ class Optimizer : public HyperparameterGroups {
   bool known_hyperparameter(const std::string& name) const;
 
  private:
+  /** Throws ember::IndexError unless `index` names a group. */
+  void check_group_index(size_t index) const;
+
   std::string name_;
   Options defaults_;
   std::vector<std::string> buffer_names_;

@@ -70,16 +70,10 @@ class LRScheduler:
         self._native.step()
 
     def _attach(self, optimizer: Optimizer, last_epoch: int, make: Callable[[Any], Any]) -> None:
-        """Records 'initial_lr' as PyTorch does and builds the C++ scheduler over the groups."""
-        who = type(self).__name__
-        _check_optimizer(optimizer, who)
+        """Builds the C++ scheduler over the optimizer's groups (which records their
+        'initial_lr', or reads it when resuming, as PyTorch does)."""
+        _check_optimizer(optimizer, type(self).__name__)
         self.optimizer = optimizer
-        for i, group in enumerate(optimizer.param_groups):
-            if last_epoch == -1:
-                group.setdefault("initial_lr", group["lr"])
-            elif "initial_lr" not in group:
-                raise _errors.ValueError(f"[optim.{who}] resuming at last_epoch={last_epoch} needs "
-                                         f"'initial_lr' in param group {i}")
         self._groups = _native.PythonGroups(optimizer)
         self._native = make(self._groups)
 
