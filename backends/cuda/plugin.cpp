@@ -462,7 +462,7 @@ int32_t init(const ember_host_v1* host, const ember_registrar_v1* reg, char* err
 const ember_plugin_v1 kDescriptor = sdk::plugin_descriptor(
     0, "cuda", "0.1.0",
     "CUDA runtime " EMBER_STR(CUDART_VERSION) ", cuDNN " EMBER_STR(CUDNN_MAJOR) "." EMBER_STR(
-        CUDNN_MINOR) ", sm_90 + PTX, " __VERSION__,
+        CUDNN_MINOR) ", CUDA architectures " EMBER_CUDA_ARCHS ", " __VERSION__,
     init);
 
 }  // namespace
