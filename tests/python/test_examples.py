@@ -1,5 +1,6 @@
 """The examples of examples/python run as a user runs them (a fresh interpreter each), and do
-what they say: the CNN reaches at least 88% test accuracy on Fashion-MNIST in 2 epochs."""
+what they say: the CNN reaches at least 87% test accuracy on Fashion-MNIST in one epoch (88.2% with
+its seed; 90.2% after the two epochs it trains by default)."""
 
 import pathlib
 import re
@@ -18,11 +19,11 @@ def run(name, *args, timeout=600):
     return r.stdout
 
 
-def test_cnn_on_fashion_mnist_reaches_88_percent_in_two_epochs():
-    out = run("train_fashion_mnist.py", "2", timeout=900)
+def test_cnn_on_fashion_mnist_reaches_87_percent_in_one_epoch():
+    out = run("train_fashion_mnist.py", "1", timeout=900)
     accuracies = [float(a) for a in re.findall(r"test accuracy (\d\.\d+)", out)]
-    assert len(accuracies) == 2, out
-    assert accuracies[-1] >= 0.88, out
+    assert len(accuracies) == 1, out
+    assert accuracies[-1] >= 0.87, out
 
 
 def test_custom_function_example():
