@@ -59,13 +59,15 @@ int32_t register_kernels(const ember_registrar_v1* reg, int32_t cpu) {
   EMBER_CPU_CHANNELS_LAST(adaptive_avg_pool2d_backward)
 #undef EMBER_CPU_CHANNELS_LAST
   // Optional ops: the fused ReLU and GELU backwards (elementwise.cpp); the max pooling backward,
-  // the indices' scatter plane by plane (pool.cpp), is registered above. No random kernel: the core
-  // fills random tensors on the host (Note [Random numbers on every device]).
+  // the indices' scatter plane by plane (pool.cpp), is registered above.
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, relu_backward)
   EMBER_REGISTER_KERNEL(reg, cpu, kPriority, gelu_backward)
   // The optimizers' fused steps (optim.cpp), float32 and float64: one OpenMP pass per parameter
   // (Note [Optimizer steps through kernels]); half-precision parameters take the tensor ops.
   constexpr uint32_t kF32F64 = sdk::dtype_bit(EMBER_F32) | sdk::dtype_bit(EMBER_F64);
+  // rand, randn and dropout masks in parallel (random.cpp); the core draws the half types on
+  // the host (Note [Random numbers on every device]).
+  EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, random, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, sgd_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, adam_step, kF32F64)
   EMBER_REGISTER_KERNEL_DTYPES(reg, cpu, kPriority, rmsprop_step, kF32F64)

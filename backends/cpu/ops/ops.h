@@ -21,7 +21,7 @@ namespace ember::cpu {
 // fills, arithmetic, comparison, unary math), reduce.cpp, matmul.cpp and softmax.cpp (oneDNN),
 // index.cpp and sort.cpp, conv.cpp (oneDNN for float32, own loops otherwise), pool.cpp,
 // norm.cpp and optim.cpp (own loops), attention.cpp and rnn.cpp (sgemm or oneDNN's matmul, and own
-// loops). "random" is declared but has no CPU kernel: the op is optional.
+// loops), random.cpp (Philox draws).
 #define EMBER_OP(name, ...) EMBER_KERNEL(name);
 #include "ember/ops.def"
 #undef EMBER_OP

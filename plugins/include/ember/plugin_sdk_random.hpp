@@ -109,7 +109,9 @@ EMBER_SDK_HOST_DEVICE inline double random_value(const PhiloxBlock& b, int k, in
   }
   // Dropout masks decide with 24 bits (53 for float64) whatever the dtype's precision.
   const int used = kind == kRandomDropoutMask ? (f64 ? 53 : 24) : bits;
-  const double u = f64 ? random_unit53(b.w[2 * k], b.w[2 * k + 1])
+  // float64 has k < 2; the mask only tells the compiler so (it sees k up to 3 where a caller
+  // unrolls a float32 block).
+  const double u = f64 ? random_unit53(b.w[(2 * k) & 3], b.w[(2 * k + 1) & 3])
                        : static_cast<double>(b.w[k] >> (32 - used)) * (1.0 / (1u << used));
   if (kind == kRandomDropoutMask) return u < p ? 0.0 : scale;
   return u;
