@@ -106,12 +106,23 @@ cmake --build --preset asan -j "$jobs"
 
 # Note [Each test in one pass] (tests/CMakeLists.txt): the release pass runs only the tests the
 # sanitizer build lacks, labelled `unsanitized`; every other test must be in the sanitizer build.
-test_names() { ctest --preset "$1" -N "${@:2}" | sed -n 's/^ *Test *#[0-9]*: //p' | sort; }
-missing=$(comm -23 <(test_names "$preset" -LE unsanitized) <(test_names asan))
+# Compared by GoogleTest binary (the sanitizer build runs them in shards, Note [Test shards]) and
+# by name for the other tests, from ctest's JSON listing of the tests of preset $1.
+test_keys() {
+  ctest --preset "$1" --show-only=json-v1 "${@:2}" | "$python" -c '
+import json, os, sys
+for t in json.load(sys.stdin)["tests"]:
+    command = t.get("command") or [t["name"]]
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    gtest = any(a.startswith("--gtest_filter=") for a in command[1:]) or any(
+        str(e).startswith("GTEST_TOTAL_SHARDS=") for e in props.get("ENVIRONMENT", []))
+    print(os.path.basename(command[0]) if gtest else t["name"])' | sort -u
+}
+missing=$(comm -23 <(test_keys "$preset" -LE unsanitized) <(test_keys asan))
 if [[ -n $missing ]]; then
   echo "[test] these tests of the $preset build are not in the sanitizer build, and are not" \
     "labelled 'unsanitized' (Note [Each test in one pass]):" >&2
-  echo "$missing" | head -20 >&2
+  head -20 <<<"$missing" >&2
   exit 1
 fi
 section "$preset tests that the sanitizer build lacks"
