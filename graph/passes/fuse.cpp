@@ -286,8 +286,9 @@ std::optional<size_t> absorb_activation(Rewrite& r, const std::string& value, st
 // Gemm(x, B, C) with alpha = beta = 1 and no transposed x, and MatMul(x, W) followed by
 // Add(., b), with constant weights and a 1-d bias, are linear(x, weight [out, in], bias): one
 // fused_linear node (the weight transposed once here where the model stores [in, out]), which
-// also takes a ReLU or GELU that only it feeds. fused_linear is one oneDNN primitive with the
-// weight packed once on the CPU (Note [Packed linear weights]).
+// also takes a ReLU or GELU that only it feeds, directly or through a Reshape that only it feeds.
+// fused_linear is one oneDNN primitive with the weight packed once on the CPU (Note [Packed linear
+// weights]).
 int64_t fuse_linear(Rewrite& r) {
   int64_t fused = 0;
   for (size_t i = 0; i < r.nodes.size(); ++i) {
@@ -337,6 +338,15 @@ int64_t fuse_linear(Rewrite& r) {
     if (std::optional<size_t> a = absorb_activation(r, r.nodes[last].outputs[0], &act)) {
       gone.push_back(last);
       last = *a;
+    } else if (std::optional<size_t> reshape =
+                   read_only_by(r, r.nodes[last].outputs[0], "reshape")) {
+      // The activation of a product reshaped back to the input's batch dims (GPT-2's MLP:
+      // Reshape, Gemm, Reshape, GELU): elementwise, it commutes with the reshape, which then
+      // writes the activation's output.
+      if (std::optional<size_t> a = absorb_activation(r, r.nodes[*reshape].outputs[0], &act)) {
+        r.nodes[*reshape].outputs[0] = r.nodes[*a].outputs[0];
+        r.remove(*a);
+      }
     }
     Node fusedn{"fused_linear", r.nodes[last].name, {x, weight}, {r.nodes[last].outputs[0]}, {}};
     if (!bias.empty()) fusedn.inputs.push_back(bias);

@@ -409,6 +409,34 @@ TEST(GraphOptimize, FusesLinearLayersWithTheirActivation) {
   }
 }
 
+TEST(GraphOptimize, FusesTheActivationOfALinearLayerThroughAReshape) {
+  // GPT-2's MLP as exported: the 3-d input flattened for a Gemm, reshaped back, then the GELU.
+  using ember::testing::make;
+  Graph m;
+  m.add_input(f32("x", {{-1, "N"}, {4, ""}, {5, ""}}));
+  m.add_initializer("flat", make({-1, 5}, {2}, DType::Int64));
+  m.add_initializer("back", make({-1, 4, 7}, {3}, DType::Int64));
+  m.add_initializer("B", randn_of({5, 7}, 37));
+  m.add_initializer("C", randn_of({7}, 38));
+  m.add_node({"reshape", "r0", {"x", "flat"}, {"x2"}, {}});
+  m.add_node({"gemm", "g", {"x2", "B", "C"}, {"z2"}, {}});
+  m.add_node({"reshape", "r1", {"z2", "back"}, {"z"}, {}});
+  m.add_node({"gelu", "act", {"z"}, {"y"}, {{"approximate", std::string("tanh")}}});
+  m.add_output({"y", DType::Float32, std::nullopt});
+  const Graph f = run(m, "fuse_linear", 1);
+  ASSERT_EQ(f.nodes().size(), 3u);
+  EXPECT_EQ(count_op(f, "gelu"), 0);
+  EXPECT_EQ(f.nodes()[1].op, "fused_linear");
+  EXPECT_EQ(std::get<std::string>(f.nodes()[1].attrs.at("activation")), "gelu_tanh");
+  EXPECT_EQ(f.nodes()[2].outputs[0], "y");
+  expect_same_outputs(m, f, {{"x", randn_of({3, 4, 5}, 39)}});
+  // A reshape that something else reads too keeps the activation where it is.
+  m.add_output({"z", DType::Float32, std::nullopt});
+  const Graph kept = run(m, "fuse_linear", 1);
+  EXPECT_EQ(count_op(kept, "gelu"), 1);
+  expect_same_outputs(m, kept, {{"x", randn_of({3, 4, 5}, 39)}});
+}
+
 TEST(GraphOptimize, CancelsTransposeAndReshapeChains) {
   using ember::testing::make;
   Graph g;
