@@ -37,6 +37,21 @@ void BM_AddInPlace(benchmark::State& state) {
 }
 BENCHMARK(BM_AddInPlace)->Arg(16 << 20)->UseRealTime();
 
+// 16M random floats, uniform and normal (the "random" kernel: Philox blocks over the threads).
+void BM_Rand(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(rand({n}));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Rand)->Arg(16 << 20)->UseRealTime();
+
+void BM_Randn(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(randn({n}));
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_Randn)->Arg(16 << 20)->UseRealTime();
+
 void BM_ReluAlloc(benchmark::State& state) {
   const int64_t n = state.range(0);
   Tensor a = randn({n});
