@@ -37,10 +37,6 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 section() { echo; echo "==== $* ($(date +%T))"; }
 
-# Runs the tests of preset $1. When some fail, the end of the log (all a reader of a long CI log
-# may see) also shows why: the first 40 lines from the first failure message of each of the first
-# three failed tests, taken from ctest's own log of the run. The status stays ctest's.
-# Further arguments go to ctest.
 # Note [Test costs]
 # ctest -j starts the tests in decreasing order of their measured time, which it keeps in the
 # build tree; a fresh clone has none, and started tests in file order, so the longest (the
@@ -48,6 +44,11 @@ section() { echo; echo "==== $* ($(date +%T))"; }
 # run alone on one core at the end. A build tree that has never run its tests starts from
 # tests/ctest-costs.txt instead: the seconds each test that takes 3 s or more took on a 2-core
 # machine, in ctest's own format. It only orders the tests; stale entries cost nothing.
+
+# Runs the tests of preset $1; further arguments go to ctest. When some fail, the end of the log
+# (all a reader of a long CI log may see) also shows why: the first 40 lines from the first
+# failure message of each of the first three failed tests, taken from ctest's own log of the run.
+# The status stays ctest's.
 run_ctest() {
   local status=0 dir=build/$1/Testing/Temporary
   mkdir -p "$dir"
