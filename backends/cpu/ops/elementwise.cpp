@@ -222,6 +222,28 @@ EMBER_KERNEL(logical_not) {
   return EMBER_OK;
 }
 
+EMBER_KERNEL(integer_binary) {
+  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
+  int32_t status = EMBER_OK;
+  if (!sdk::visit_integer_binary(kind, [&](auto op) { status = binary<decltype(op)>(call); })) {
+    return sdk::fail(call, EMBER_ERR_INVALID, "integer_binary: unknown kind %lld",
+                     static_cast<long long>(kind));
+  }
+  return status;
+}
+EMBER_KERNEL(bitwise_not) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>)
+      map<T, T>(call, [](T x) { return sdk::bitwise_not(x); });
+    else
+      status =
+          sdk::fail(call, EMBER_ERR_UNSUPPORTED, "bitwise_not: needs an integer or bool dtype");
+  });
+  return status;
+}
+
 EMBER_KERNEL(where) {
   sdk::visit_dtype(call->inputs[1].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -303,7 +325,16 @@ EMBER_CPU_UNARY_FLOAT(ceil, std::ceil(x))
 EMBER_CPU_UNARY_FLOAT(round, std::nearbyint(x))
 EMBER_CPU_UNARY_FLOAT(erf, std::erf(x))
 EMBER_CPU_UNARY_FLOAT(erfinv, sdk::erfinv(x))
+EMBER_CPU_UNARY_FLOAT(erfc, std::erfc(x))
+EMBER_CPU_UNARY_FLOAT(lgamma, sdk::lgamma(x))
+EMBER_CPU_UNARY_FLOAT(hardsigmoid, sdk::hardsigmoid(x))
+EMBER_CPU_UNARY_FLOAT(hardswish, sdk::hardswish(x))
 #undef EMBER_CPU_UNARY_FLOAT
+
+EMBER_KERNEL(polygamma) {
+  const int64_t n = sdk::attrs<attrs::polygamma>(call).n;
+  return unary_float(call, [n](auto x) { return sdk::polygamma(n, x); });
+}
 
 EMBER_KERNEL(neg) {
   return unary_numeric(call, [](auto x) { return sdk::wrap_neg(x); });

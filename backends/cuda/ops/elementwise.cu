@@ -472,6 +472,10 @@ EMBER_CUDA_FLOAT_OP(RoundOp, rintf(x), ::rint(x));  // half to even, as std::nea
 EMBER_CUDA_FLOAT_OP(ErfOp, erff(x), ::erf(x));
 // The SDK's (Note [erfinv]), so every backend gives the same digits.
 EMBER_CUDA_FLOAT_OP(ErfinvOp, sdk::erfinv(x), sdk::erfinv(x));
+EMBER_CUDA_FLOAT_OP(ErfcOp, erfcf(x), ::erfc(x));
+EMBER_CUDA_FLOAT_OP(LgammaOp, sdk::lgamma(x), sdk::lgamma(x));
+EMBER_CUDA_FLOAT_OP(HardsigmoidOp, sdk::hardsigmoid(x), sdk::hardsigmoid(x));
+EMBER_CUDA_FLOAT_OP(HardswishOp, sdk::hardswish(x), sdk::hardswish(x));
 EMBER_CUDA_FLOAT_OP(GeluErfOp, 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)),
                     0.5 * x * (1.0 + ::erf(x * 0.7071067811865476)));
 EMBER_CUDA_FLOAT_OP(GeluTanhOp,
@@ -489,6 +493,21 @@ struct LeakyReluOp {
     return x > 0.0f ? x : static_cast<float>(slope) * x;
   }
   __device__ double operator()(double x) const { return x > 0.0 ? x : slope * x; }
+};
+// The n-th derivative of digamma (Note [Polygamma]).
+struct PolygammaOp {
+  int64_t n;
+  template <typename A>
+  __device__ A operator()(A x) const {
+    return sdk::polygamma(n, x);
+  }
+};
+// ~x (bool: not x).
+struct BitNotOp {
+  template <typename A>
+  __device__ A operator()(A x) const {
+    return sdk::bitwise_not(x);
+  }
 };
 // scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 struct EluOp {
@@ -609,13 +628,22 @@ struct WhereOp {
   __device__ T operator()(bool c, T a, T b) const { return c ? a : b; }
 };
 
-// Which storage dtypes an op takes, as the CPU plugin's registrations.
-enum class Kinds { kAll, kNumeric, kFloating };
+// Which storage dtypes an op takes, as the CPU plugin's registrations: kIntegral is the
+// integers and bool; kOwn, those the functor's `supports<T>` names (the SDK's functors).
+enum class Kinds { kAll, kNumeric, kFloating, kIntegral, kOwn };
 
 template <typename T>
 constexpr bool admits(Kinds k) {
   return k == Kinds::kAll || (k == Kinds::kNumeric && !std::is_same_v<T, bool>) ||
-         (k == Kinds::kFloating && kFloating<T>);
+         (k == Kinds::kFloating && kFloating<T>) || (k == Kinds::kIntegral && !kFloating<T>);
+}
+/** Whether functor F of kinds K takes storage dtype T. */
+template <Kinds K, typename F, typename T>
+constexpr bool takes() {
+  if constexpr (K == Kinds::kOwn)
+    return F::template supports<T>;
+  else
+    return admits<T>(K);
 }
 
 // Checks that every operand of `call` has `dtype` (output: `out_dtype`).
@@ -645,7 +673,9 @@ int32_t binary_same(const ember_kernel_call* call, const char* name) {
   s = dtype_error(name, dtype);
   visit(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (admits<T>(K)) s = run_binary<T, T, T>(name, call, stream, Widened<T, F>{F{}});
+    if constexpr (takes<K, F, T>()) {
+      s = run_binary<T, T, T>(name, call, stream, Widened<T, F>{F{}});
+    }
   });
   return write_status(s, call);
 }
@@ -843,6 +873,24 @@ EMBER_CUDA_BINARY(div_floor, Kinds::kNumeric, DivFloorOp)
 EMBER_CUDA_BINARY(div_trunc, Kinds::kNumeric, DivTruncOp)
 #undef EMBER_CUDA_BINARY
 
+// Note [Integer binary ops] (plugin_sdk_binary_ops.hpp) says what each kind is.
+int32_t integer_binary(const ember_kernel_call* call) {
+  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
+  int32_t status = EMBER_OK;
+  const bool known = sdk::visit_integer_binary(kind, [&](auto op) {
+    status = binary_same<Kinds::kOwn, decltype(op)>(call, "integer_binary");
+  });
+  if (known) return status;
+  return write_status(status_error(EMBER_ERR_INVALID, "[cuda] integer_binary: unknown kind %lld",
+                                   static_cast<long long>(kind)),
+                      call);
+}
+
+int32_t polygamma(const ember_kernel_call* call) {
+  const auto a = sdk::attrs<attrs::polygamma>(call);
+  return unary_same<Kinds::kFloating, PolygammaOp>(call, "polygamma", PolygammaOp{a.n});
+}
+
 #define EMBER_CUDA_PREDICATE(name, Op)          \
   int32_t name(const ember_kernel_call* call) { \
     return binary_predicate<Op>(call, #name);   \
@@ -893,6 +941,11 @@ EMBER_CUDA_UNARY(ceil, Kinds::kFloating, CeilOp)
 EMBER_CUDA_UNARY(round, Kinds::kFloating, RoundOp)
 EMBER_CUDA_UNARY(erf, Kinds::kFloating, ErfOp)
 EMBER_CUDA_UNARY(erfinv, Kinds::kFloating, ErfinvOp)
+EMBER_CUDA_UNARY(erfc, Kinds::kFloating, ErfcOp)
+EMBER_CUDA_UNARY(lgamma, Kinds::kFloating, LgammaOp)
+EMBER_CUDA_UNARY(hardsigmoid, Kinds::kFloating, HardsigmoidOp)
+EMBER_CUDA_UNARY(hardswish, Kinds::kFloating, HardswishOp)
+EMBER_CUDA_UNARY(bitwise_not, Kinds::kIntegral, BitNotOp)
 EMBER_CUDA_UNARY(logsigmoid, Kinds::kFloating, LogsigmoidOp)
 EMBER_CUDA_UNARY(mish, Kinds::kFloating, MishOp)
 #undef EMBER_CUDA_UNARY

@@ -195,6 +195,29 @@ int32_t logical_not(const ember_kernel_call* call) {
   });
 }
 
+// Note [Integer binary ops] (plugin_sdk_binary_ops.hpp) says what each kind is.
+int32_t integer_binary(const ember_kernel_call* call) {
+  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
+  int32_t status = EMBER_OK;
+  const bool known = sdk::visit_integer_binary(
+      kind, [&](auto op) { status = binary<decltype(op)>(call, "integer_binary"); });
+  return known ? status
+               : sdk::fail(call, EMBER_ERR_INVALID, "integer_binary: unknown kind %lld",
+                           static_cast<long long>(kind));
+}
+int32_t bitwise_not(const ember_kernel_call* call) {
+  int32_t status = EMBER_OK;
+  sdk::visit_dtype(call->inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>)
+      map<T, T>(call, [](T x) { return sdk::bitwise_not(x); });
+    else
+      status = sdk::fail(call, EMBER_ERR_UNSUPPORTED, "bitwise_not: dtype %s is not supported",
+                         sdk::dtype_name(call->inputs[0].dtype));
+  });
+  return status;
+}
+
 // inputs: {cond (bool), a, b}; dispatched on the dtype of a.
 int32_t where(const ember_kernel_call* call) {
   return visit_any(call, call->inputs[1].dtype, "where", [&](auto tag) {
@@ -238,7 +261,16 @@ EMBER_REF_UNARY_FLOAT(ceil, std::ceil(x))
 EMBER_REF_UNARY_FLOAT(round, std::nearbyint(x))  // halves to even
 EMBER_REF_UNARY_FLOAT(erf, std::erf(x))
 EMBER_REF_UNARY_FLOAT(erfinv, sdk::erfinv(x))
+EMBER_REF_UNARY_FLOAT(erfc, std::erfc(x))
+EMBER_REF_UNARY_FLOAT(lgamma, sdk::lgamma(x))
+EMBER_REF_UNARY_FLOAT(hardsigmoid, sdk::hardsigmoid(x))
+EMBER_REF_UNARY_FLOAT(hardswish, sdk::hardswish(x))
 #undef EMBER_REF_UNARY_FLOAT
+
+int32_t polygamma(const ember_kernel_call* c) {
+  const int64_t n = sdk::attrs<attrs::polygamma>(c).n;
+  return unary<true>(c, "polygamma", [n](auto x) { return sdk::polygamma(n, x); });
+}
 
 int32_t neg(const ember_kernel_call* c) {
   return unary<false>(c, "neg", [](auto x) { return sdk::wrap_neg(x); });

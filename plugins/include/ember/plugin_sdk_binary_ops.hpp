@@ -453,4 +453,283 @@ EMBER_SDK_HD C erfinv(C x_in) {
   return static_cast<C>(x < 0 ? -y : y);
 }
 
+// Note [Integer binary ops]
+// The kinds of the integer_binary kernel, PyTorch's semantics in each:
+// - and, or, xor: bitwise on integers, logical on bool.
+// - shift left and right (integers only): the count is read as unsigned, so a negative count,
+//   like one of the type's width or more, shifts every bit out: left gives 0, right gives 0,
+//   or -1 for a negative signed value (the sign fills). A left shift wraps (Note [Integer
+//   overflow wraps]); a right shift of a signed value is arithmetic.
+// - gcd and lcm (integers only): gcd is of the absolute values (gcd(0, 0) = 0); lcm is
+//   |a / gcd(a, b) * b|, wrapping, and 0 if either is 0. -INT64_MIN wraps to itself, so
+//   gcd(INT64_MIN, 0) is INT64_MIN, as in PyTorch.
+// Each kind is its own functor, so a loop is specialised for one kind; visit_integer_binary
+// turns the kernel's `kind` attribute into that functor once per call.
+
+/** Kinds of the integer_binary op (Note [Integer binary ops]). */
+enum IntegerBinaryKind : int64_t {
+  kBitAnd = 0,
+  kBitOr = 1,
+  kBitXor = 2,
+  kShiftLeft = 3,
+  kShiftRight = 4,
+  kGcd = 5,
+  kLcm = 6,
+};
+
+/** The integer dtypes, signed or not (bool excluded). */
+template <typename T>
+constexpr bool kIsInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+/** a & b (bool: and). */
+struct BitAndOp {
+  template <typename T>
+  static constexpr bool supports = std::is_integral_v<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+/** a | b (bool: or). */
+struct BitOrOp {
+  template <typename T>
+  static constexpr bool supports = std::is_integral_v<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+/** a ^ b (bool: xor). */
+struct BitXorOp {
+  template <typename T>
+  static constexpr bool supports = std::is_integral_v<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+/** a << b, wrapping; 0 for a count outside [0, bits) (Note [Integer binary ops]). */
+struct ShiftLeftOp {
+  template <typename T>
+  static constexpr bool supports = kIsInteger<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    using U = WrapType<C>;
+    constexpr int kBits = 8 * static_cast<int>(sizeof(C));
+    if (static_cast<std::make_unsigned_t<C>>(b) >= static_cast<unsigned>(kBits)) return C(0);
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) << static_cast<int>(b)));
+  }
+};
+/** a >> b, arithmetic for signed a; the sign alone for a count outside [0, bits). */
+struct ShiftRightOp {
+  template <typename T>
+  static constexpr bool supports = kIsInteger<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    constexpr int kBits = 8 * static_cast<int>(sizeof(C));
+    if (static_cast<std::make_unsigned_t<C>>(b) >= static_cast<unsigned>(kBits)) {
+      if constexpr (std::is_signed_v<C>) return a < C(0) ? C(-1) : C(0);
+      return C(0);
+    }
+    return static_cast<C>(a >> static_cast<int>(b));
+  }
+};
+/** |a|, wrapping (|INT64_MIN| is INT64_MIN). */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_abs(C a) {
+  if constexpr (std::is_signed_v<C>)
+    return a < C(0) ? wrap_neg(a) : a;
+  else
+    return a;
+}
+/** The greatest common divisor of |a| and |b| (Note [Integer binary ops]). */
+struct GcdOp {
+  template <typename T>
+  static constexpr bool supports = kIsInteger<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    using P = decltype(C() + 0);  // C promoted, where |C's minimum| fits for the narrow types
+    using U = std::make_unsigned_t<P>;
+    U x = static_cast<U>(wrap_abs(static_cast<P>(a)));
+    U y = static_cast<U>(wrap_abs(static_cast<P>(b)));
+    while (x != 0) {
+      const U r = y % x;
+      y = x;
+      x = r;
+    }
+    return static_cast<C>(y);
+  }
+};
+/** |a / gcd(a, b) * b|, wrapping; 0 if either is 0. */
+struct LcmOp {
+  template <typename T>
+  static constexpr bool supports = kIsInteger<T>;
+  template <typename C>
+  EMBER_SDK_HD C operator()(C a, C b) const {
+    const C g = GcdOp{}(a, b);
+    if (g == C(0)) return C(0);
+    return wrap_abs(wrap_mul(static_cast<C>(a / g), b));
+  }
+};
+
+/** Calls f(Op{}) with the functor of an integer_binary kind; false for an unknown kind. */
+template <typename F>
+bool visit_integer_binary(int64_t kind, F&& f) {
+  switch (kind) {
+    case kBitAnd:
+      f(BitAndOp{});
+      return true;
+    case kBitOr:
+      f(BitOrOp{});
+      return true;
+    case kBitXor:
+      f(BitXorOp{});
+      return true;
+    case kShiftLeft:
+      f(ShiftLeftOp{});
+      return true;
+    case kShiftRight:
+      f(ShiftRightOp{});
+      return true;
+    case kGcd:
+      f(GcdOp{});
+      return true;
+    case kLcm:
+      f(LcmOp{});
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** ~x (bool: not x). */
+template <typename C>
+EMBER_SDK_HD constexpr C bitwise_not(C x) {
+  if constexpr (std::is_same_v<C, bool>)
+    return !x;
+  else
+    return static_cast<C>(~x);
+}
+
+/** x * relu6(x + 3) / 6; NaN stays NaN. */
+template <typename C>
+EMBER_SDK_HD C hardswish(C x) {
+  return x <= C(-3) ? C(0) * x : x >= C(3) ? x : x * (x + C(3)) / C(6);
+}
+/** relu6(x + 3) / 6; NaN stays NaN. */
+template <typename C>
+EMBER_SDK_HD C hardsigmoid(C x) {
+  return x <= C(-3) ? C(0) : x >= C(3) ? C(1) : (x + C(3)) / C(6);
+}
+
+/** log|Gamma(x)|, without C's lgamma's global sign variable (a data race between threads). */
+template <typename C>
+EMBER_SDK_HD C lgamma(C x) {
+#if defined(__CUDA_ARCH__)
+  return ::lgamma(x);
+#elif defined(__GLIBC__)
+  int sign = 0;
+  if constexpr (std::is_same_v<C, float>)
+    return ::lgammaf_r(x, &sign);
+  else
+    return ::lgamma_r(x, &sign);
+#else
+  return std::lgamma(x);
+#endif
+}
+
+// Note [Polygamma]
+// polygamma(n, x) is the n-th derivative of digamma = Gamma'/Gamma, PyTorch's definitions,
+// computed in double for every dtype:
+// - digamma (n = 0): -inf at +0 and +inf at -0, NaN at the negative integers; below 0 the
+//   reflection psi(x) = psi(1 - x) - pi / tan(pi x); above, the recurrence psi(x) = psi(x + 1)
+//   - 1/x up to x >= 10, then the asymptotic series ln x - 1/(2x) - sum B_2k / (2k x^2k)
+//   (seven terms: the next, 3617 / (8160 x^16), is below 5e-17 there).
+// - n >= 1: (-1)^(n+1) n! zeta(n + 1, x), with the Hurwitz zeta function summed directly
+//   until x + i >= 9 (and at least 9 terms), then the Euler-Maclaurin tail with the Bernoulli
+//   numbers' coefficients, as Cephes' zeta does; a pole (+inf) at x = 0 and the negative
+//   integers.
+// The derivative of polygamma(n) is polygamma(n + 1), so every order has a gradient.
+
+/** digamma in double (Note [Polygamma]). */
+EMBER_SDK_HD inline double digamma_f64(double x) {
+  constexpr double kPi = 3.141592653589793;
+  if (x == 0)
+    return std::signbit(x) ? static_cast<double>(INFINITY) : -static_cast<double>(INFINITY);
+  double result = 0;
+  if (x < 0) {
+    if (x == std::floor(x)) return static_cast<double>(NAN);
+    result = -kPi / std::tan(kPi * x);
+    x = 1 - x;
+  }
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  const double z = 1 / (x * x);
+  const double tail =
+      z * (1.0 / 12 -
+           z * (1.0 / 120 -
+                z * (1.0 / 252 -
+                     z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12)))))));
+  return result + std::log(x) - 0.5 / x - tail;
+}
+
+/** The Hurwitz zeta function zeta(s, q) = sum over k >= 0 of (q + k)^-s, for s > 1. */
+EMBER_SDK_HD inline double hurwitz_zeta(double s, double q) {
+  if (q <= 0) {
+    if (q == std::floor(q)) return static_cast<double>(INFINITY);
+    if (s != std::floor(s)) return static_cast<double>(NAN);
+  }
+  // (2k)! / B_2k, the Euler-Maclaurin coefficients.
+  const double kA[12] = {12.0,
+                         -720.0,
+                         30240.0,
+                         -1209600.0,
+                         47900160.0,
+                         -1.8924375803183791606e9,
+                         7.47242496e10,
+                         -2.950130727918164224e12,
+                         1.1646782814350067249e14,
+                         -4.5979787224074726105e15,
+                         1.8152105401943546773e17,
+                         -7.1661652561756670113e18};
+  constexpr double kEps = 1.11022302462515654042e-16;
+  double sum = std::pow(q, -s), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= 9) {
+    ++i;
+    a += 1;
+    b = std::pow(a, -s);
+    sum += b;
+    if (std::fabs(b / sum) < kEps) return sum;
+  }
+  const double w = a;
+  sum += b * w / (s - 1) - 0.5 * b;
+  double fac = 1, k = 0;
+  for (int j = 0; j < 12; ++j) {
+    fac *= s + k;
+    b /= w;
+    const double t = fac * b / kA[j];
+    sum += t;
+    if (std::fabs(t / sum) < kEps) break;
+    k += 1;
+    fac *= s + k;
+    b /= w;
+    k += 1;
+  }
+  return sum;
+}
+
+/** The n-th derivative of digamma at x (Note [Polygamma]). */
+template <typename C>
+EMBER_SDK_HD C polygamma(int64_t n, C x_in) {
+  const double x = static_cast<double>(x_in);
+  if (n == 0) return static_cast<C>(digamma_f64(x));
+  double factorial = 1;
+  for (int64_t k = 2; k <= n; ++k) factorial *= static_cast<double>(k);
+  const double sign = n % 2 == 1 ? 1.0 : -1.0;
+  return static_cast<C>(sign * factorial * hurwitz_zeta(static_cast<double>(n + 1), x));
+}
+
 }  // namespace ember::sdk

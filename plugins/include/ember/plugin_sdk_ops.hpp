@@ -28,12 +28,15 @@
 // the same count. The semantics stay in core/ops/<family>.cpp, where the kernel contract at the
 // top of the file says what each input, output and attribute means.
 
-/** Dtype sets of ops.def: every dtype, every one but bool, the floating ones, float32/64. */
+/** Dtype sets of ops.def: every dtype, every one but bool, the floating ones, float32/64, the
+ *  integers and bool. */
 #define EMBER_DT_ALL (::ember::sdk::kAllMask)
 #define EMBER_DT_NUMERIC (::ember::sdk::kNumericMask)
 #define EMBER_DT_FLOATING (::ember::sdk::kFloatingMask)
 /** float32 and float64 only (the factorizations, as LAPACK's). */
 #define EMBER_DT_F32F64 (::ember::sdk::dtype_bit(EMBER_F32) | ::ember::sdk::dtype_bit(EMBER_F64))
+/** Integer dtypes and bool (the bitwise ops). */
+#define EMBER_DT_INTEGRAL (::ember::sdk::kIntegerMask | ::ember::sdk::dtype_bit(EMBER_BOOL))
 /** Flags of ops.def: differentiable; optional for a backend (the core has a composite). */
 #define EMBER_OPF_GRAD 1u
 #define EMBER_OPF_OPTIONAL 2u
