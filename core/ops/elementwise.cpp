@@ -19,6 +19,7 @@
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/reduce.h"
+#include "ember/plugin_sdk_binary_ops.hpp"
 
 namespace ember {
 namespace {
@@ -27,16 +28,6 @@ enum class Kind { Arith, TrueDiv, Compare, Logical };
 
 int category(DType d) {
   return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2;
-}
-
-// PyTorch's result_type for two tensors: 0-d tensors only raise the category.
-DType result_type(const Tensor& a, const Tensor& b) {
-  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
-  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
-  const Tensor& dim_t = a0 ? b : a;
-  const Tensor& zero_t = a0 ? a : b;
-  if (category(zero_t.dtype()) > category(dim_t.dtype())) return zero_t.dtype();
-  return dim_t.dtype();
 }
 
 // bool + bool is "or" and bool * bool is "and", as in PyTorch; subtraction and powers have no
@@ -57,7 +48,8 @@ MemoryFormat result_format(IntList shape, std::initializer_list<const Tensor*> o
   return MemoryFormat::Contiguous;
 }
 
-Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind) {
+Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, Kind kind,
+              KernelAttrs attrs = {}) {
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
@@ -68,7 +60,7 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
     Tensor out = empty(a.sizes(), {out_dtype, device}, result_format(a.sizes(), {&a, &b}));
     if (out.numel() == 0) return out;
     const Tensor a2 = a.to(ct), b2 = b.to(ct);
-    run_kernel(op, ct, {&a2, &b2}, {&out});
+    run_kernel(op, ct, {&a2, &b2}, {&out}, attrs);
     return out;
   }
   const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), name);
@@ -76,7 +68,7 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
   if (out.numel() == 0) return out;
   const Tensor a2 = detail::expand_for_kernel(a.to(ct), shape),
                b2 = detail::expand_for_kernel(b.to(ct), shape);
-  run_kernel(op, ct, {&a2, &b2}, {&out});
+  run_kernel(op, ct, {&a2, &b2}, {&out}, attrs);
   return out;
 }
 
@@ -128,6 +120,34 @@ Tensor& unary_(const Op& op, const char* name, Tensor& x, bool needs_float,
 }
 
 }  // namespace
+
+// PyTorch's result_type for two tensors: 0-d tensors only raise the category.
+DType result_type(const Tensor& a, const Tensor& b) {
+  const bool a0 = a.dim() == 0, b0 = b.dim() == 0;
+  if (a0 == b0) return promote_types(a.dtype(), b.dtype());
+  const Tensor& dim_t = a0 ? b : a;
+  const Tensor& zero_t = a0 ? a : b;
+  if (category(zero_t.dtype()) > category(dim_t.dtype())) return zero_t.dtype();
+  return dim_t.dtype();
+}
+DType result_type(const Tensor& a, Scalar b) {
+  return detail::promote_with_scalar(a.dtype(), b);
+}
+DType result_type(Scalar a, const Tensor& b) {
+  return detail::promote_with_scalar(b.dtype(), a);
+}
+DType result_type(Scalar a, Scalar b) {
+  return promote_types(a.natural_dtype(), b.natural_dtype());
+}
+
+bool is_nonzero(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[is_nonzero] undefined tensor argument");
+  EMBER_CHECK(x.numel() == 1,
+              "[bool] the truth value of a tensor with {} elements is ambiguous (use any() or "
+              "all())",
+              x.numel());
+  return x.item_scalar().to_double() != 0;
+}
 
 Tensor& apply_inplace(Tensor& x, const char* op, const std::function<Tensor(const Tensor&)>& fn) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
@@ -495,6 +515,48 @@ Tensor logical_not(const Tensor& a) {
   return out;
 }
 
+// The integer ops: one kernel, its kind an attribute (Note [Integer binary ops] in
+// plugin_sdk_binary_ops.hpp). and, or and xor also take bool; the others integers only.
+namespace {
+Tensor integer_binary(sdk::IntegerBinaryKind kind, const char* name, const Tensor& a,
+                      const Tensor& b) {
+  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
+  const DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
+  const bool takes_bool = kind == sdk::kBitAnd || kind == sdk::kBitOr || kind == sdk::kBitXor;
+  EMBER_CHECK_TYPE(is_integral(ct) || (takes_bool && ct == DType::Bool),
+                   "[{}] takes integer{} tensors: got {} and {}", name,
+                   takes_bool ? " or bool" : "", a.dtype(), b.dtype());
+  return binary(core_op(ops::integer_binary), name, a, b, Kind::Arith,
+                PackedAttrs(attrs::integer_binary{.kind = kind}));
+}
+}  // namespace
+
+#define EMBER_INTEGER_BINARY(name, kind)                             \
+  Tensor name(const Tensor& a, const Tensor& b) {                    \
+    return integer_binary(kind, #name, a, b);                        \
+  }                                                                  \
+  Tensor name(const Tensor& a, Scalar b) {                           \
+    return name(a, detail::scalar_tensor(b, a.dtype(), a.device())); \
+  }
+EMBER_INTEGER_BINARY(bitwise_and, sdk::kBitAnd)
+EMBER_INTEGER_BINARY(bitwise_or, sdk::kBitOr)
+EMBER_INTEGER_BINARY(bitwise_xor, sdk::kBitXor)
+EMBER_INTEGER_BINARY(bitwise_left_shift, sdk::kShiftLeft)
+EMBER_INTEGER_BINARY(bitwise_right_shift, sdk::kShiftRight)
+#undef EMBER_INTEGER_BINARY
+Tensor gcd(const Tensor& a, const Tensor& b) {
+  return integer_binary(sdk::kGcd, "gcd", a, b);
+}
+Tensor lcm(const Tensor& a, const Tensor& b) {
+  return integer_binary(sdk::kLcm, "lcm", a, b);
+}
+Tensor bitwise_not(const Tensor& a) {
+  EMBER_CHECK_TYPE(a.defined(), "[bitwise_not] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_integral(a.dtype()) || a.dtype() == DType::Bool,
+                   "[bitwise_not] takes integer or bool tensors: got {}", a.dtype());
+  return unary(core_op(ops::bitwise_not), "bitwise_not", a, false);
+}
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   EMBER_CHECK_TYPE(cond.defined() && a.defined() && b.defined(),
                    "[where] undefined tensor argument");
@@ -718,6 +780,27 @@ Tensor erfinv(const Tensor& x) {
   return unary_ad(ops::erfinv, x, true, Save::Output, [](const Tensor& g, const Tensor& y) {
     return mul(g, mul(exp(mul(y, y)), 0.886226925452758));
   });
+}
+Tensor erfc(const Tensor& x) {
+  // d erfc = -2/sqrt(pi) exp(-x^2)
+  return unary_ad(ops::erfc, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return mul(g, mul(exp(neg(mul(x, x))), -1.1283791670955126));
+  });
+}
+Tensor lgamma(const Tensor& x) {
+  return unary_ad(ops::lgamma, x, true, Save::Input,
+                  [](const Tensor& g, const Tensor& x) { return mul(g, digamma(x)); });
+}
+Tensor digamma(const Tensor& x) {
+  return polygamma(0, x);
+}
+// d polygamma(n, x) = polygamma(n + 1, x): every order differentiates (Note [Polygamma]).
+Tensor polygamma(int64_t n, const Tensor& x) {
+  EMBER_CHECK(n >= 0, "[polygamma] n must be non-negative: got {}", n);
+  return unary_ad(
+      ops::polygamma, x, true, Save::Input,
+      [n](const Tensor& g, const Tensor& x) { return mul(g, polygamma(n + 1, x)); },
+      PackedAttrs(attrs::polygamma{.n = n}));
 }
 // Note [Fused GELU backward]
 // GELU's gradient as public ops is an erf, an exp and six multiplies and adds over the input:
@@ -954,11 +1037,19 @@ Tensor hardtanh(const Tensor& x, double min_val, double max_val) {
 Tensor relu6(const Tensor& x) {
   return hardtanh(x, 0, 6);
 }
+// hardsigmoid and hardswish are one pass each (MobileNetV3's activations); their gradients are
+// PyTorch's: hardsigmoid' is 1/6 strictly inside (-3, 3), hardswish' is (2x + 3) / 6 on
+// (-3, 3), 0 at and below -3 and 1 from 3 on.
 Tensor hardsigmoid(const Tensor& x) {
-  return div(relu6(add(x, 3)), 6);
+  return unary_ad(ops::hardsigmoid, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1.0 / 6), zeros_like(g));
+  });
 }
 Tensor hardswish(const Tensor& x) {
-  return mul(x, hardsigmoid(x));
+  return unary_ad(ops::hardswish, x, true, Save::Input, [](const Tensor& g, const Tensor& x) {
+    const Tensor inside = mul(g, add(mul(x, 1.0 / 3), 0.5));
+    return where(le(x, -3.0), zeros_like(g), where(lt(x, 3.0), inside, g));
+  });
 }
 
 // In-place forms: below autograd they run the kernel into `a`; while recording they are the

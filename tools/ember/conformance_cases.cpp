@@ -100,6 +100,28 @@ std::vector<Variant> whole_binary_variants() {
   };
 }
 
+/** The integer_binary kernel's inputs: whole numbers in [-40, 40] and, second, in [lo, hi]. */
+std::vector<Variant> integer_variants(double lo, double hi) {
+  return {
+      {"same",
+       [=](Gen& g) {
+         return Inputs{whole(g, {3, 4}, -40, 40), whole(g, {3, 4}, lo, hi)};
+       }},
+      {"broadcast",
+       [=](Gen& g) {
+         return Inputs{whole(g, {2, 3, 4}, -40, 40), whole(g, {4}, lo, hi)};
+       }},
+      {"transposed",
+       [=](Gen& g) {
+         return Inputs{whole(g, {4, 3}, -40, 40).transpose(0, 1), whole(g, {3, 4}, lo, hi)};
+       }},
+      {"empty",
+       [=](Gen& g) {
+         return Inputs{whole(g, {0, 2}, -40, 40), whole(g, {0, 2}, lo, hi)};
+       }},
+  };
+}
+
 /** Reduction inputs: [3, 4, 5] plain and permuted, zero-size kept or (optionally) reduced dims. */
 std::vector<Variant> reduce_variants(Range r, bool empty_reduction, bool whole_values = false) {
   auto make = [=](Gen& g, IntList sizes) {
@@ -137,6 +159,18 @@ Case binary(const std::string& name, std::function<Tensor(const Tensor&, const T
           binary_variants(ra, rb),
           one([f](const Inputs& in) { return f(in[0], in[1]); }),
           grad};
+}
+
+/** An op of the integer_binary kernel; `with_bool`: bool is one of its dtypes. */
+Case integer(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f,
+             double lo, double hi, bool with_bool) {
+  Case c{name,
+         {"integer_binary"},
+         integer_variants(lo, hi),
+         one([f](const Inputs& in) { return f(in[0], in[1]); }),
+         /*grad=*/false};
+  if (!with_bool) c.dtypes = {DType::Int64, DType::Int32, DType::Int8, DType::UInt8};
+  return c;
 }
 
 Case compare(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f) {
@@ -249,6 +283,41 @@ std::vector<Case> make_cases() {
                 {"empty", [](Gen& g) { return Inputs{whole(g, {0}, -1, 1)}; }}},
                one([](const Inputs& in) { return logical_not(in[0]); }),
                /*grad=*/false});
+  // ---- integer ops (Note [Integer binary ops])
+  // ----------------------------------------------------
+  c.push_back(integer(
+      "bitwise_and", [](const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }, -40, 40,
+      true));
+  c.push_back(integer(
+      "bitwise_or", [](const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }, -40, 40,
+      true));
+  c.push_back(integer(
+      "bitwise_xor", [](const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }, -40, 40,
+      true));
+  // Shift counts past every width and negative ones, which shift everything out.
+  c.push_back(integer(
+      "bitwise_left_shift",
+      [](const Tensor& a, const Tensor& b) { return bitwise_left_shift(a, b); }, -2, 70, false));
+  c.push_back(integer(
+      "bitwise_right_shift",
+      [](const Tensor& a, const Tensor& b) { return bitwise_right_shift(a, b); }, -2, 70, false));
+  c.push_back(integer(
+      "gcd", [](const Tensor& a, const Tensor& b) { return gcd(a, b); }, -40, 40, false));
+  c.push_back(integer(
+      "lcm", [](const Tensor& a, const Tensor& b) { return lcm(a, b); }, -40, 40, false));
+  c.push_back({"bitwise_not",
+               {"bitwise_not"},
+               {{"contiguous",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {3, 4}, -40, 40)};
+                 }},
+                {"transposed",
+                 [](Gen& g) {
+                   return Inputs{whole(g, {4, 3}, -40, 40).t()};
+                 }},
+                {"empty", [](Gen& g) { return Inputs{whole(g, {0}, -1, 1)}; }}},
+               one([](const Inputs& in) { return bitwise_not(in[0]); }),
+               /*grad=*/false});
   c.push_back({"where",
                {"where"},
                {{"same",
@@ -344,6 +413,13 @@ std::vector<Case> make_cases() {
       "round", [](const Tensor& x) { return round(x); }, {-3, 3}, false));
   c.push_back(unary("erf", [](const Tensor& x) { return erf(x); }, {-2, 2}));
   c.push_back(unary("erfinv", [](const Tensor& x) { return erfinv(x); }, {-0.95, 0.95}));
+  c.push_back(unary("erfc", [](const Tensor& x) { return erfc(x); }, {-3, 3}));
+  c.push_back(unary("lgamma", [](const Tensor& x) { return lgamma(x); }, {-2.9, 4}));
+  c.push_back(unary("polygamma", [](const Tensor& x) { return polygamma(1, x); }, {0.2, 4}));
+  c.push_back(unary("digamma", [](const Tensor& x) { return digamma(x); }, {-2.9, 4}));
+  c.back().kernels = {"polygamma"};
+  c.push_back(unary("hardsigmoid", [](const Tensor& x) { return hardsigmoid(x); }, {-4, 4}));
+  c.push_back(unary("hardswish", [](const Tensor& x) { return hardswish(x); }, {-4, 4}));
 
   // ---- reductions -----------------------------------------------------------------------------
   c.push_back({"sum", {"sum"}, reduce_variants({}, /*empty_reduction=*/true), [](const Inputs& in) {

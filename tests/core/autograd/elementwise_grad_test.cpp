@@ -107,6 +107,18 @@ UNARY_CASE(relu, 0.1, 1.0);
 UNARY_CASE(silu, -3.0, 3.0);
 UNARY_CASE(erf, -2.0, 2.0);
 UNARY_CASE(erfinv, -0.9, 0.9);
+UNARY_CASE(erfc, -2.0, 2.0);
+UNARY_CASE(lgamma, 0.5, 3.0);
+UNARY_CASE(digamma, 0.5, 3.0);
+EMBER_GRADCHECK_CASE({"lgamma", "negative, between poles",
+                      [](const V& in) { return lgamma(in[0]); },
+                      [] {
+                        return V{input({2, 3}, 132, -2.9, -2.1)};
+                      }});
+EMBER_GRADCHECK_CASE({"polygamma", "n = 2", [](const V& in) { return polygamma(2, in[0]); },
+                      [] {
+                        return V{input({2, 3}, 133, 0.5, 3.0)};
+                      }});
 UNARY_CASE(sign, 0.1, 1.0);
 UNARY_CASE(floor, 0.1, 0.9);
 UNARY_CASE(ceil, 0.1, 0.9);

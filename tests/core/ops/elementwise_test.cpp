@@ -1228,5 +1228,160 @@ TEST(BinaryMath, Atan2HypotLogaddexpMatchStdAndBroadcast) {
   }
 }
 
+TEST(IntegerBinary, BitwiseOpsShiftsGcdAndLcmFollowPyTorch) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    const Tensor a = tensor({12, -7, 0, 255, kMin}, DType::Int64).to(d);
+    const Tensor b = tensor({10, 3, -1, 15, 0}, DType::Int64).to(d);
+    EXPECT_EQ(int64s(bitwise_and(a, b)), (std::vector<int64_t>{8, 1, 0, 15, 0}));
+    EXPECT_EQ(int64s(bitwise_or(a, b)), (std::vector<int64_t>{14, -5, -1, 255, kMin}));
+    EXPECT_EQ(int64s(bitwise_xor(a, b)), (std::vector<int64_t>{6, -6, -1, 240, kMin}));
+    EXPECT_EQ(int64s(bitwise_not(a)),
+              (std::vector<int64_t>{-13, 6, -1, -256, std::numeric_limits<int64_t>::max()}));
+    // gcd of the absolute values, gcd(0, 0) = 0, -INT64_MIN wraps to itself; lcm wraps.
+    EXPECT_EQ(int64s(gcd(a, b)), (std::vector<int64_t>{2, 1, 1, 15, kMin}));
+    EXPECT_EQ(int64s(lcm(a, b)), (std::vector<int64_t>{60, 21, 0, 255, 0}));
+    EXPECT_EQ(int64s(lcm(tensor({int64_t{1} << 62}, DType::Int64).to(d),
+                         tensor({3}, DType::Int64).to(d))),
+              (std::vector<int64_t>{int64_t{1} << 62}));
+    EXPECT_EQ(int64s(gcd(tensor({0}, DType::Int64).to(d), tensor({0}, DType::Int64).to(d))),
+              (std::vector<int64_t>{0}));
+    // Shifts: counts outside [0, width) shift everything out; right shifts keep the sign.
+    for (const DType dt : {DType::Int8, DType::Int32, DType::Int64}) {
+      SCOPED_TRACE(fmt::format("{}", dt));
+      const int64_t width = 8 * static_cast<int64_t>(itemsize(dt));
+      const Tensor x = tensor({-8, 8, 3, -1, 1, 5}, dt).to(d);
+      const Tensor n = tensor({1, 1, width - 2, width, width + 100, -1}, dt).to(d);
+      const int64_t top = int64_t{3} << (width - 2);  // wraps to the type's range below
+      const int64_t wrapped = width == 64 ? top : (top << (64 - width)) >> (64 - width);
+      EXPECT_EQ(int64s(bitwise_left_shift(x, n)),
+                (std::vector<int64_t>{-16, 16, wrapped, 0, 0, 0}));
+      EXPECT_EQ(int64s(bitwise_right_shift(x, n)), (std::vector<int64_t>{-4, 4, 0, -1, 0, 0}));
+      EXPECT_EQ(bitwise_left_shift(x, n).dtype(), dt);
+    }
+    const Tensor u = tensor({200, 1}, DType::UInt8).to(d);
+    EXPECT_EQ(int64s(bitwise_left_shift(u, 1)), (std::vector<int64_t>{144, 2}));
+    EXPECT_EQ(int64s(bitwise_right_shift(u, tensor({1, 8}, DType::UInt8).to(d))),
+              (std::vector<int64_t>{100, 0}));
+    EXPECT_EQ(int64s(bitwise_not(u)), (std::vector<int64_t>{55, 254}));
+    // bool: logical and/or/xor/not; a bool and an integer promote to the integer.
+    const Tensor t = tensor({1, 1, 0, 0}, DType::Bool).to(d),
+                 f = tensor({1, 0, 1, 0}, DType::Bool).to(d);
+    EXPECT_EQ(values(bitwise_and(t, f)), (std::vector<double>{1, 0, 0, 0}));
+    EXPECT_EQ(values(bitwise_or(t, f)), (std::vector<double>{1, 1, 1, 0}));
+    EXPECT_EQ(values(bitwise_xor(t, f)), (std::vector<double>{0, 1, 1, 0}));
+    EXPECT_EQ(values(bitwise_not(t)), (std::vector<double>{0, 0, 1, 1}));
+    EXPECT_EQ(bitwise_and(t, f).dtype(), DType::Bool);
+    EXPECT_EQ(bitwise_and(t, tensor({3, 3, 3, 3}, DType::Int32).to(d)).dtype(), DType::Int32);
+    // Promotion and broadcasting as arithmetic: int8 with int64 is int64; a number keeps int8.
+    const Tensor i8 = tensor({-1, 6}, DType::Int8).to(d);
+    EXPECT_EQ(bitwise_and(i8, tensor({{255}, {3}}, DType::Int64).to(d)).dtype(), DType::Int64);
+    EXPECT_EQ(int64s(bitwise_and(i8, tensor({{255}, {3}}, DType::Int64).to(d))),
+              (std::vector<int64_t>{255, 6, 3, 2}));
+    EXPECT_EQ(bitwise_xor(i8, 1).dtype(), DType::Int8);
+    EXPECT_EQ(int64s(bitwise_xor(i8, 1)), (std::vector<int64_t>{-2, 7}));
+    // Floating operands, and bool where only integers make sense, are refused by name.
+    const Tensor fl = tensor({1.0}, DType::Float32).to(d);
+    expect_error([&] { bitwise_and(fl, fl); }, {"[bitwise_and]", "integer or bool", "float32"});
+    expect_error([&] { bitwise_and(a, 1.5); }, {"[bitwise_and]", "float32"});
+    expect_error([&] { bitwise_not(fl); }, {"[bitwise_not]", "float32"});
+    expect_error([&] { bitwise_left_shift(t, t); }, {"[bitwise_left_shift]", "integer", "bool"});
+    expect_error([&] { gcd(t, t); }, {"[gcd]", "bool"});
+  }
+}
+
+TEST(SpecialFunctions, LgammaDigammaPolygammaAndErfcMatchKnownValues) {
+  // To 20 digits (closed forms: Euler's gamma, pi^2/6, zeta(3), pi^4/15, sqrt(pi)...).
+  struct Row {
+    std::function<Tensor(const Tensor&)> op;
+    const char* name;
+    double x, want;
+  };
+  const std::vector<Row> rows = {
+      {[](const Tensor& x) { return digamma(x); }, "digamma", 1.0, -0.57721566490153286061},
+      {[](const Tensor& x) { return digamma(x); }, "digamma", 0.5, -1.9635100260214234794},
+      {[](const Tensor& x) { return digamma(x); }, "digamma", 10.0, 2.2517525890667211077},
+      {[](const Tensor& x) { return digamma(x); }, "digamma", -2.5, 1.1031566406452431872},
+      {[](const Tensor& x) { return digamma(x); }, "digamma", 1e-30, -1e30},
+      {[](const Tensor& x) { return polygamma(1, x); }, "trigamma", 1.0, 1.6449340668482264365},
+      {[](const Tensor& x) { return polygamma(1, x); }, "trigamma", 0.5, 4.9348022005446793094},
+      {[](const Tensor& x) { return polygamma(1, x); }, "trigamma", -1.5, 9.3792466449891237540},
+      {[](const Tensor& x) { return polygamma(2, x); }, "polygamma(2)", 1.0,
+       -2.4041138063191885708},
+      {[](const Tensor& x) { return polygamma(3, x); }, "polygamma(3)", 1.0, 6.4939394022668291491},
+      {[](const Tensor& x) { return lgamma(x); }, "lgamma", 0.5, 0.57236494292470008707},
+      {[](const Tensor& x) { return lgamma(x); }, "lgamma", -2.5, -0.056243716497674054},
+      {[](const Tensor& x) { return lgamma(x); }, "lgamma", 10.0, 12.801827480081469611},
+      {[](const Tensor& x) { return lgamma(x); }, "lgamma", 100.0, 359.13420536957539878},
+      {[](const Tensor& x) { return erfc(x); }, "erfc", 10.0, 2.0884875837625447570e-45},
+      {[](const Tensor& x) { return erfc(x); }, "erfc", -1.0, 1.8427007929497148693},
+      {[](const Tensor& x) { return erfc(x); }, "erfc", 0.5, 0.47950012218695346232},
+  };
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    for (const Row& r : rows) {
+      const double got = values(r.op(tensor({r.x}, DType::Float64).to(d)))[0];
+      EXPECT_NEAR(got, r.want, 1e-14 * std::abs(r.want)) << r.name << "(" << r.x << ")";
+      const double got32 = values(r.op(tensor({r.x}, DType::Float32).to(d)))[0];
+      // float32 within its rounding (and its denormal step, for erfc(10)).
+      EXPECT_NEAR(got32, r.want, 3e-7 * std::abs(r.want) + 1.5e-45)
+          << r.name << "(float " << r.x << ")";
+    }
+    // Poles and edges, as PyTorch: digamma is -inf at +0, +inf at -0, NaN at the negative
+    // integers; lgamma and the higher polygammas are +inf there.
+    const std::vector<double> dg = values(digamma(tensor({0.0, -0.0, -2.0}, DType::Float64).to(d)));
+    EXPECT_EQ(dg[0], -kInf);
+    EXPECT_EQ(dg[1], kInf);
+    EXPECT_TRUE(std::isnan(dg[2]));
+    EXPECT_EQ(values(lgamma(tensor({0.0, -3.0, -kInf}, DType::Float64).to(d))),
+              (std::vector<double>{kInf, kInf, kInf}));
+    EXPECT_EQ(values(polygamma(1, tensor({0.0, -2.0}, DType::Float64).to(d))),
+              (std::vector<double>{kInf, kInf}));
+    EXPECT_EQ(digamma(tensor({1}, DType::Int64).to(d)).dtype(), default_dtype());
+    expect_error([&] { polygamma(-1, tensor({1.0}).to(d)); }, {"[polygamma]", "-1"});
+  }
+}
+
+TEST(Activations, HardswishAndHardsigmoidAreOnePassWithPyTorchsGradients) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const Device d : cpu_and_reference()) {
+    SCOPED_TRACE(d.str());
+    const Tensor x =
+        tensor({-kInf, -4.0, -3.0, -1.0, 0.0, 1.0, 3.0, 4.0, kInf, nan}, DType::Float64)
+            .to(d)
+            .requires_grad_(true);
+    const std::vector<double> hs = values(hardswish(x).detach());
+    const std::vector<double> want_hs = {nan,     0.0, 0.0, -1.0 / 3, 0.0,
+                                         2.0 / 3, 3.0, 4.0, kInf,     nan};
+    const std::vector<double> hg = values(hardsigmoid(x).detach());
+    const std::vector<double> want_hg = {0.0, 0.0, 0.0, 1.0 / 3, 0.5, 2.0 / 3, 1.0, 1.0, 1.0, nan};
+    for (size_t i = 0; i < hs.size(); ++i) {
+      // -inf * 0 is NaN in PyTorch's formula too.
+      if (std::isnan(want_hs[i])) {
+        EXPECT_TRUE(std::isnan(hs[i])) << i;
+      } else if (std::isinf(want_hs[i])) {
+        EXPECT_EQ(hs[i], want_hs[i]) << i;
+      } else {
+        EXPECT_NEAR(hs[i], want_hs[i], 1e-15) << i;
+      }
+      if (std::isnan(want_hg[i])) {
+        EXPECT_TRUE(std::isnan(hg[i])) << i;
+      } else {
+        EXPECT_NEAR(hg[i], want_hg[i], 1e-15) << i;
+      }
+    }
+    // Gradients at the kinks, PyTorch's: hardswish' is 0 at -3 and 1 at 3; hardsigmoid' is 0
+    // at both.
+    const Tensor k = tensor({-3.0, -1.0, 3.0}, DType::Float64).to(d).requires_grad_(true);
+    sum(hardswish(k)).backward();
+    testing::expect_close(k.grad(), {0.0, 1.0 / 6, 1.0}, 1e-15, "hardswish'");
+    const Tensor k2 = tensor({-3.0, -1.0, 3.0}, DType::Float64).to(d).requires_grad_(true);
+    sum(hardsigmoid(k2)).backward();
+    testing::expect_close(k2.grad(), {0.0, 1.0 / 6, 0.0}, 1e-15, "hardsigmoid'");
+    EXPECT_EQ(hardswish(tensor({1.0}, DType::Float16).to(d)).dtype(), DType::Float16);
+  }
+}
+
 }  // namespace
 }  // namespace ember

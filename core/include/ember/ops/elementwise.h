@@ -77,12 +77,44 @@ EMBER_API Tensor ge(const Tensor& a, Scalar b);
 EMBER_API Tensor logical_and(const Tensor& a, const Tensor& b);
 /** The truthiness of a xor b, as bool, broadcast. */
 EMBER_API Tensor logical_xor(const Tensor& a, const Tensor& b);
+/** The dtype an elementwise op of a and b computes in (PyTorch's result_type: a 0-d tensor or a
+ *  number raises the result only to a higher category: bool, integer, floating). */
+EMBER_API DType result_type(const Tensor& a, const Tensor& b);
+EMBER_API DType result_type(const Tensor& a, Scalar b);
+EMBER_API DType result_type(Scalar a, const Tensor& b);
+EMBER_API DType result_type(Scalar a, Scalar b);
+/** The truth of a one-element tensor (Python's bool(x)); any other size is an error. */
+EMBER_API bool is_nonzero(const Tensor& x);
 /** True if a and b have the same shape and equal elements (torch.equal). */
 EMBER_API bool equal(const Tensor& a, const Tensor& b);
 /** Truthiness of a or b. */
 EMBER_API Tensor logical_or(const Tensor& a, const Tensor& b);
 /** Not truthiness of a. */
 EMBER_API Tensor logical_not(const Tensor& a);
+
+// Integer ops (Note [Integer binary ops] in plugin_sdk_binary_ops.hpp): integer or bool operands
+// promoted to their common dtype; a floating operand is a TypeError. No gradient.
+/** a & b: bitwise for integers, logical for bool (torch.bitwise_and). */
+EMBER_API Tensor bitwise_and(const Tensor& a, const Tensor& b);
+EMBER_API Tensor bitwise_and(const Tensor& a, Scalar b);
+/** a | b: bitwise for integers, logical for bool. */
+EMBER_API Tensor bitwise_or(const Tensor& a, const Tensor& b);
+EMBER_API Tensor bitwise_or(const Tensor& a, Scalar b);
+/** a ^ b: bitwise for integers, logical for bool. */
+EMBER_API Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+EMBER_API Tensor bitwise_xor(const Tensor& a, Scalar b);
+/** ~a: every bit flipped for integers, not for bool. */
+EMBER_API Tensor bitwise_not(const Tensor& a);
+/** a << b, wrapping; 0 where b is negative or at least the width (integers only). */
+EMBER_API Tensor bitwise_left_shift(const Tensor& a, const Tensor& b);
+EMBER_API Tensor bitwise_left_shift(const Tensor& a, Scalar b);
+/** a >> b, arithmetic for signed a; the sign alone where b is negative or at least the width. */
+EMBER_API Tensor bitwise_right_shift(const Tensor& a, const Tensor& b);
+EMBER_API Tensor bitwise_right_shift(const Tensor& a, Scalar b);
+/** The greatest common divisor of |a| and |b| (integers only; gcd(0, 0) = 0). */
+EMBER_API Tensor gcd(const Tensor& a, const Tensor& b);
+/** The least common multiple |a / gcd(a, b) * b|, wrapping; 0 where a or b is 0. */
+EMBER_API Tensor lcm(const Tensor& a, const Tensor& b);
 /** cond ? a : b, broadcast over all three. */
 EMBER_API Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 EMBER_API Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
@@ -157,9 +189,9 @@ EMBER_API Tensor mish(const Tensor& x);
 EMBER_API Tensor hardtanh(const Tensor& x, double min_val = -1, double max_val = 1);
 /** hardtanh(x, 0, 6). */
 EMBER_API Tensor relu6(const Tensor& x);
-/** relu6(x + 3) / 6 (F.hardsigmoid). */
+/** relu6(x + 3) / 6 (F.hardsigmoid), one pass. */
 EMBER_API Tensor hardsigmoid(const Tensor& x);
-/** x * hardsigmoid(x) (F.hardswish). */
+/** x * hardsigmoid(x) (F.hardswish), one pass. */
 EMBER_API Tensor hardswish(const Tensor& x);
 /** x * sigmoid(x). */
 EMBER_API Tensor silu(const Tensor& x);
@@ -198,6 +230,14 @@ EMBER_API Tensor erf(const Tensor& x);
 /** The inverse of erf: +-inf at +-1, NaN outside [-1, 1] (Note [erfinv] in
  * plugin_sdk_binary_ops.hpp). */
 EMBER_API Tensor erfinv(const Tensor& x);
+/** 1 - erf(x), without erf's cancellation for large x. */
+EMBER_API Tensor erfc(const Tensor& x);
+/** log |Gamma(x)| (+inf at 0 and the negative integers). */
+EMBER_API Tensor lgamma(const Tensor& x);
+/** Gamma'(x) / Gamma(x), lgamma's derivative (Note [Polygamma] in plugin_sdk_binary_ops.hpp). */
+EMBER_API Tensor digamma(const Tensor& x);
+/** The n-th derivative of digamma (n >= 0; polygamma(0, x) is digamma). */
+EMBER_API Tensor polygamma(int64_t n, const Tensor& x);
 /** x * x. */
 EMBER_API Tensor square(const Tensor& x);
 /** True where x is NaN (never for integer and bool x). */
