@@ -248,6 +248,38 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
       });
 }
 
+Tensor take(const Tensor& x, const Tensor& index) {
+  EMBER_CHECK_TYPE(x.defined() && index.defined(), "[take] undefined tensor argument");
+  check_index_dtype(index, "take");
+  const Tensor flat = x.reshape({-1});
+  const int64_t n = flat.size(0);
+  if (index.numel() > 0) {
+    const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+    EMBER_CHECK_INDEX(lo >= -n && hi < n,
+                      "[take] index {} is out of range for a tensor of {} elements",
+                      lo < -n ? lo : hi, n);
+  }
+  const Tensor wrapped = where(lt(index, 0), add(index, n), index);
+  return index_select(flat, 0, wrapped.reshape({-1})).reshape(index.sizes());
+}
+
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  EMBER_CHECK_TYPE(x.defined() && indices.defined(), "[take_along_dim] undefined tensor argument");
+  if (!dim) return take_along_dim(x.reshape({-1}), indices.reshape({-1}), 0);
+  EMBER_CHECK(x.dim() == indices.dim(),
+              "[take_along_dim] input and indices need the same number of dims: got {} and {}",
+              x.dim(), indices.dim());
+  if (x.dim() == 0) return gather(x, 0, indices);
+  const int64_t d = wrap_dim(*dim, x.dim(), "take_along_dim");
+  Shape xs = x.sizes(), is = indices.sizes();
+  xs[d] = 1;
+  is[d] = 1;
+  Shape x_to = broadcast_shapes(xs, is, "take_along_dim"), i_to = x_to;
+  x_to[d] = x.size(d);
+  i_to[d] = indices.size(d);
+  return gather(x.expand(x_to), d, indices.expand(i_to));
+}
+
 // Note: with repeated indices scatter keeps one of the written values, so its gradient for
 // src is only meaningful for distinct indices (as in PyTorch).
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {

@@ -484,6 +484,28 @@ Tensor Tensor::as_strided(IntList sizes, IntList strides, std::optional<int64_t>
   });
 }
 
+// unfold is as_strided with the window's dim stepped and the window appended, so its backward is
+// as_strided's, which sums the gradient of elements that several windows read.
+Tensor Tensor::unfold(int64_t dim, int64_t size, int64_t step) const {
+  check_defined(*this, "unfold");
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(this->dim(), 1), "unfold");
+  const int64_t n = this->dim() == 0 ? 1 : sizes()[d];
+  EMBER_CHECK(size >= 0 && size <= n,
+              "[unfold] size {} must be between 0 and the size {} of dim {} (sizes {})", size, n, d,
+              shape_str(sizes()));
+  EMBER_CHECK(step > 0, "[unfold] step must be positive: got {}", step);
+  check_ndim(sizes().size() + 1, "unfold");
+  Shape sizes = this->sizes(), strides = this->strides();
+  const int64_t stride = this->dim() == 0 ? 1 : strides[d];
+  if (this->dim() > 0) {
+    sizes[d] = (n - size) / step + 1;
+    strides[d] = stride * step;
+  }
+  sizes.push_back(size);
+  strides.push_back(stride);
+  return as_strided(sizes, strides, storage_offset());
+}
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   return os << t.str();
 }

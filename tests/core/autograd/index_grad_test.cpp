@@ -19,6 +19,28 @@ std::vector<double> values(const Tensor& t) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// take, take_along_dim and Tensor::unfold (a view whose windows overlap)
+EMBER_GRADCHECK_CASE({"take", "negative and repeated indices, 2-d index",
+                      [](const V& in) {
+                        return take(in[0].t(), on(in[0], tensor({{-1, 0}, {5, -1}})));
+                      },
+                      [] {
+                        return V{input({2, 3}, 140)};
+                      }});
+EMBER_GRADCHECK_CASE({"take_along_dim", "broadcast in the other dims",
+                      [](const V& in) {
+                        return take_along_dim(in[0], on(in[0], tensor({{2, 0}})), 1);
+                      },
+                      [] {
+                        return V{input({3, 4}, 141)};
+                      }});
+EMBER_GRADCHECK_CASE({"unfold", "overlapping windows",
+                      [](const V& in) { return in[0].unfold(1, 3, 2); },
+                      [] {
+                        return V{input({2, 7}, 142)};
+                      }});
+
+// ---------------------------------------------------------------------------------------------
 // index_select
 EMBER_GRADCHECK_CASE({"index_select", "dim 0, repeated indices",
                       [](const V& in) {

@@ -888,5 +888,46 @@ TEST(OneHot, ClassesOutsideTheRangeAreIndexErrors) {
   EXPECT_THROW(one_hot(tensor({0.0})), TypeError);
 }
 
+TEST(Take, ReadsRowMajorElementsAndWrapsNegativeIndices) {
+  const Tensor x = arange(0, 6, 1, DType::Int64).reshape({2, 3});
+  EXPECT_EQ(ints(take(x, i64({0, -1, 4, -6}, {2, 2}))), (std::vector<int64_t>{0, 5, 4, 0}));
+  EXPECT_EQ(take(x, i64({0, -1, 4, -6}, {2, 2})).sizes(), (Shape{2, 2}));
+  // A transposed input is read in its own row-major order, as PyTorch's take.
+  EXPECT_EQ(ints(take(x.t(), i64({1, 2}))), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(take(x, zeros({0}, DType::Int64)).numel(), 0);
+  expect_error([&] { take(x, i64({6})); }, {"[take]", "6", "6 elements"});
+  expect_error([&] { take(x, i64({-7})); }, {"[take]", "-7"});
+  EXPECT_THROW(take(x, tensor({0.0})), TypeError);
+}
+
+TEST(TakeAlongDim, GathersWithBroadcastingAndFlattensWithoutADim) {
+  const Tensor x = arange(0, 12, 1, DType::Int64).reshape({3, 4});
+  // The argmax of each row, as torch.take_along_dim(x, x.argmax(1, keepdim=True), 1).
+  EXPECT_EQ(ints(take_along_dim(x, i64({3, 3, 3}, {3, 1}), 1)), (std::vector<int64_t>{3, 7, 11}));
+  // indices [1, 2] broadcast over the three rows.
+  EXPECT_EQ(ints(take_along_dim(x, i64({2, 0}, {1, 2}), 1)),
+            (std::vector<int64_t>{2, 0, 6, 4, 10, 8}));
+  EXPECT_EQ(take_along_dim(x, i64({2, 0}, {1, 2}), 1).sizes(), (Shape{3, 2}));
+  EXPECT_EQ(ints(take_along_dim(x, i64({11, 0, 5}))), (std::vector<int64_t>{11, 0, 5}));
+  expect_error([&] { take_along_dim(x, i64({0}), 0); }, {"[take_along_dim]", "2 and 1"});
+}
+
+TEST(Unfold, WindowsAreAViewWithANewLastDim) {
+  const Tensor x = arange(0, 7, 1, DType::Int64);
+  const Tensor w = x.unfold(0, 3, 2);
+  EXPECT_EQ(w.sizes(), (Shape{3, 3}));
+  EXPECT_EQ(ints(w), (std::vector<int64_t>{0, 1, 2, 2, 3, 4, 4, 5, 6}));
+  EXPECT_EQ(w.data_ptr(), x.data_ptr());  // a view, as PyTorch's
+  // Along a middle dim of a 3-d tensor: [2, 5, 2] -> [2, 2, 2, 2].
+  const Tensor y = arange(0, 20, 1, DType::Int64).reshape({2, 5, 2});
+  const Tensor u = y.unfold(1, 2, 3);
+  EXPECT_EQ(u.sizes(), (Shape{2, 2, 2, 2}));
+  EXPECT_EQ(ints(u.select(0, 1).select(0, 1)), (std::vector<int64_t>{16, 18, 17, 19}));
+  EXPECT_EQ(x.unfold(0, 0, 1).sizes(), (Shape{8, 0}));
+  EXPECT_EQ(tensor(5.0).unfold(0, 1, 1).sizes(), (Shape{1}));
+  expect_error([&] { x.unfold(0, 8, 1); }, {"[unfold]", "size 8", "7"});
+  expect_error([&] { x.unfold(0, 2, 0); }, {"[unfold]", "step"});
+}
+
 }  // namespace
 }  // namespace ember

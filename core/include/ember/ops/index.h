@@ -15,6 +15,13 @@ namespace ember {
 EMBER_API Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 /** out[i][j] = x[index[i][j]][j] for dim 0 (and likewise for other dims). */
 EMBER_API Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/** x's elements, in row-major order, at `index` (any shape; negative from the end): the result
+ *  has index's shape (torch.take). */
+EMBER_API Tensor take(const Tensor& x, const Tensor& index);
+/** gather along `dim` with x and indices broadcast in the other dims; without a dim, take over
+ *  the flattened tensors (torch.take_along_dim). */
+EMBER_API Tensor take_along_dim(const Tensor& x, const Tensor& indices,
+                                std::optional<int64_t> dim = std::nullopt);
 /** Copy of `x` with out[index[i][j]][j] = src[i][j] for dim 0. */
 EMBER_API Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 /** Copy of `x` with `value` at the indexed places (scatter with a number). */

@@ -46,6 +46,10 @@ constexpr bool is_floating(DType d) {
 constexpr bool is_integral(DType d) {
   return d == DType::Int64 || d == DType::Int32 || d == DType::Int8 || d == DType::UInt8;
 }
+/** True for the dtypes with negative values: the floating ones and int8..int64. */
+constexpr bool is_signed(DType d) {
+  return is_floating(d) || d == DType::Int64 || d == DType::Int32 || d == DType::Int8;
+}
 /** Name as PyTorch prints it: "float32", "int64", "bool". */
 EMBER_API std::string_view dtype_name(DType d);
 /** The dtype two operands promote to, on PyTorch's rules. */

@@ -157,6 +157,9 @@ class EMBER_API Tensor {
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
   /** A view with explicit geometry over the same storage. */
   Tensor as_strided(IntList sizes, IntList strides, std::optional<int64_t> offset = {}) const;
+  /** The windows of `size` elements every `step` along `dim`, as a view with a new last dim of
+   *  `size` (torch.Tensor.unfold; windows may overlap). */
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
 
   // Copies and conversions.
   /** This tensor if already contiguous, otherwise a contiguous copy. */
