@@ -155,12 +155,19 @@ Tensors op_thresholded_relu(const Node& n, const Tensors& in, Device) {
 
 Tensors op_hard_sigmoid(const Node& n, const Tensors& in, Device) {
   const double alpha = attr_float(n, "alpha", 0.2), beta = attr_float(n, "beta", 0.5);
+  // PyTorch exports its hardsigmoid with alpha 1/6 (rounded to float) and beta 0.5: the core's
+  // one-pass kernel then.
+  if (std::abs(alpha - 1.0 / 6) < 1e-7 && beta == 0.5) return {hardsigmoid(in[0])};
   return {clamp(add(mul(in[0], Scalar(alpha)), Scalar(beta)), Scalar(0), Scalar(1))};
 }
 
 Tensors op_hard_swish(const Node&, const Tensors& in, Device) {
-  const Tensor& x = in[0];
-  return {mul(x, clamp(add(mul(x, Scalar(1.0 / 6)), Scalar(0.5)), Scalar(0), Scalar(1)))};
+  return {hardswish(in[0])};
+}
+
+Tensors op_bit_shift(const Node& n, const Tensors& in, Device) {
+  return {attr_string(n, "direction", "") == "LEFT" ? bitwise_left_shift(in[0], in[1])
+                                                    : bitwise_right_shift(in[0], in[1])};
 }
 
 Tensors op_gelu(const Node& n, const Tensors& in, Device) {
@@ -2754,6 +2761,11 @@ const std::vector<OpSchema>& schemas() {
         {"acosh", 1, 1, 1, {}, unary<acosh>},
         {"add", 2, 2, 1, {}, binary<add2>},
         {"and", 2, 2, 1, {}, op_and},
+        {"bit_shift", 2, 2, 1, {{"direction", K::String, {"LEFT", "RIGHT"}}}, op_bit_shift},
+        {"bitwise_and", 2, 2, 1, {}, binary<bitwise_and>},
+        {"bitwise_not", 1, 1, 1, {}, unary<bitwise_not>},
+        {"bitwise_or", 2, 2, 1, {}, binary<bitwise_or>},
+        {"bitwise_xor", 2, 2, 1, {}, binary<bitwise_xor>},
         {"argmax", 1, 1, 1, arg_attrs, arg_reduce<true>},
         {"argmin", 1, 1, 1, arg_attrs, arg_reduce<false>},
         {"asin", 1, 1, 1, {}, unary<asin>},

@@ -45,7 +45,8 @@ CLAIMED = [
     "NonZero", "EyeLike", "DepthToSpace", "SpaceToDepth", "CumProd", "GatherND",
     "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "LSTM", "GRU", "RNN",
     "Resize", "If", "Loop", "ScatterElements", "ScatterND", "Dropout", "GridSample",
-    "AffineGrid", "ConvTranspose", "RotaryEmbedding",
+    "AffineGrid", "ConvTranspose", "RotaryEmbedding", "BitShift", "BitwiseAnd", "BitwiseOr",
+    "BitwiseXor", "BitwiseNot",
 ]
 # Read but not claimed, with why. Bernoulli draws Ember's own values (ONNX leaves the stream to
 # each runtime, Note [Random ops in a graph]), so its tests, which compare NumPy's draws, fail; the
