@@ -35,6 +35,7 @@ TYPES = {
     "dtype": ("DType", None),
     "dtype?": ("std::optional<DType>", None),
     "device?": ("std::optional<Device>", None),
+    "Generator?": ("Generator*", None),
     "memory_format": ("MemoryFormat", None),
     "any": ("nb::handle", None),
     # A size per spatial dim, given as an int or a sequence (PyTorch's int[N]): one value for
@@ -50,6 +51,8 @@ TYPES = {
     "int?[2]": ("nb::handle", "adaptive_size(input, {}, 2)"),
     "int?[3]": ("nb::handle", "adaptive_size(input, {}, 3)"),
 }
+# Types whose parameter takes None without being std::optional (pointers, Tensor?'s default).
+NONE_TYPES = ("Tensor?", "Generator?")
 # The stub's spelling of the types nanobind cannot name itself (*args).
 STUB = {"Tensor...": "ember.Tensor | collections.abc.Sequence[ember.Tensor]",
         "int...": "int | collections.abc.Sequence[int]"}
@@ -74,10 +77,12 @@ class Param:
     def arg(self):
         """The nanobind annotation: "name"_a, with its default."""
         if self.default is None:  # a Tensor? without a default still takes None
-            return f'"{self.name}"_a' + (".none()" if self.type == "Tensor?" else "")
+            return f'"{self.name}"_a' + (".none()" if self.type in NONE_TYPES else "")
         d = self.default
         if d == "None":
             value = "nb::none()"
+            if self.type in NONE_TYPES:  # a pointer that takes None
+                return f'"{self.name}"_a.none() = {value}'
         elif d in ("True", "False"):
             value = d.lower()
         elif d.startswith("'"):
@@ -117,7 +122,7 @@ def lambda_of(op, params, expr, ret, inplace):
     else:
         lines.append("GilRelease release;")
         lines.append(f"return {body};")
-        result = "Tensor&" if inplace else {"bool": "bool", "float": "double", "int": "int64_t",
+        result = "Tensor&" if inplace else {"bool": "bool", "float": "double", "int": "int64_t", "dtype": "DType",
                                             "Tensor[]": "std::vector<Tensor>"}.get(ret, "Tensor")
     return f"[]({decl}) -> {result} {{ " + " ".join(lines) + " }"
 

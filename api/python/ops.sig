@@ -11,8 +11,8 @@
 #           (*args), Number, Number?, Tensor|Number (the expression is read with a tensor or a
 #           number there, whichever was given), int, int?, int[], int[]? (None: every dim, an
 #           empty list to the core), int... (*sizes), float, float?, bool, bool?, str, str?,
-#           dtype, dtype?, device?, any.
-# result    Tensor (the default), Tensor[] (a tuple), bool, float, int, or `(Tensor, Tensor) name`
+#           dtype, dtype?, device?, Generator?, any.
+# result    Tensor (the default), Tensor[] (a tuple), bool, float, int, dtype, or `(Tensor, Tensor) name`
 #           for ember.return_types.<name>.
 # expression  the core call, with the parameters by name; by default <name>(<params in order>).
 # A row may go on over indented lines. The semantics are the core's: an expression only picks
@@ -46,9 +46,26 @@ fm~  le|less_equal(Tensor input, Tensor|Number other) | input <= other, as bool.
 fm~  gt|greater(Tensor input, Tensor|Number other) | input > other, as bool.
 fm~  ge|greater_equal(Tensor input, Tensor|Number other) | input >= other, as bool.
 fm   equal(Tensor input, Tensor other) -> bool | True if both have the same shape and elements.
+fm   is_nonzero(Tensor input) -> bool | The truth of a one-element tensor.
+m    is_same_size(Tensor input, Tensor other) -> bool = input.sizes() == other.sizes() | True if both have the same shape.
+m    is_signed(Tensor input) -> bool = is_signed(input.dtype()) | True for a dtype with negative values.
+f    promote_types(dtype type1, dtype type2) -> dtype | The dtype two dtypes promote to.
+f    can_cast(dtype from_, dtype to) -> bool | Whether casting `from_` to `to` keeps the kind of value (PyTorch's rule).
+f    result_type(Tensor|Number tensor1, Tensor|Number tensor2) -> dtype
+       | The dtype an elementwise op of the two computes in.
 fm~  logical_and(Tensor input, Tensor other) | Truthiness of input and other.
 fm~  logical_or(Tensor input, Tensor other) | Truthiness of input or other.
 fm~  logical_xor(Tensor input, Tensor other) | Truthiness of input xor other.
+fm~  bitwise_and(Tensor input, Tensor|Number other) | input & other: bitwise for integers, logical for bool.
+fm~  bitwise_or(Tensor input, Tensor|Number other) | input | other: bitwise for integers, logical for bool.
+fm~  bitwise_xor(Tensor input, Tensor|Number other) | input ^ other: bitwise for integers, logical for bool.
+fm~  bitwise_not(Tensor input) | ~input: every bit flipped for integers, not for bool.
+fm~  bitwise_left_shift(Tensor input, Tensor|Number other)
+       | input << other, wrapping; 0 where other is negative or at least the width.
+fm~  bitwise_right_shift(Tensor input, Tensor|Number other)
+       | input >> other, keeping the sign; the sign alone where other is negative or at least the width.
+fm~  gcd(Tensor input, Tensor other) | Greatest common divisor of |input| and |other| (integers).
+fm~  lcm(Tensor input, Tensor other) | Least common multiple of |input| and |other| (integers).
 fm~  logical_not(Tensor input) | Not truthiness of input.
 fm   isnan(Tensor input) | True where input is NaN.
 fm   isinf(Tensor input) | True where input is +-inf.
@@ -96,6 +113,11 @@ fm~  asinh|arcsinh(Tensor input) | Inverse hyperbolic sine.
 fm~  acosh|arccosh(Tensor input) | Inverse hyperbolic cosine (NaN below 1).
 fm~  atanh|arctanh(Tensor input) | Inverse hyperbolic tangent (+-inf at +-1).
 fm~  erfinv(Tensor input) | Inverse error function (+-inf at +-1, NaN outside [-1, 1]).
+fm~  erfc(Tensor input) | 1 - erf(input), accurate where erf(input) is close to 1.
+fm~  lgamma(Tensor input) | log |Gamma(input)|.
+fm~  digamma(Tensor input) | Gamma'(input) / Gamma(input).
+f    polygamma(int n, Tensor input) | The n-th derivative of digamma.
+m~   polygamma(Tensor input, int n) = polygamma(n, input) | The n-th derivative of digamma.
 fm~  clamp_min(Tensor input, Number min) = clamp(input, min, std::nullopt) | max(input, min).
 fm~  clamp_max(Tensor input, Number max) = clamp(input, std::nullopt, max) | min(input, max).
 fm~  lerp(Tensor input, Tensor end, Tensor|Number weight) | input + weight * (end - input).
@@ -216,6 +238,11 @@ f    _pad_sequence(Tensor[] sequences, bool batch_first=False, float padding_val
 # --- Indexing -----------------------------------------------------------------------------------
 fm   index_select(Tensor input, int dim, Tensor index) | The entries at index (1-d int64) along dim.
 fm   gather(Tensor input, int dim, Tensor index) | out[i][j] = input[index[i][j]][j] (for dim 0).
+fm   take(Tensor input, Tensor index) | The elements at index in row-major order (negative from the end), of index's shape.
+fm   take_along_dim(Tensor input, Tensor indices, int? dim=None)
+       | gather along dim with input and indices broadcast in the other dims (flattened without dim).
+m    unfold(Tensor input, int dimension, int size, int step) = input.unfold(dimension, size, step)
+       | The windows of `size` elements every `step` along dimension, as a view with a new last dim.
 fm~  scatter(Tensor input, int dim, Tensor index, Tensor|Number src) | A copy with src written at index along dim.
 fm~  scatter_add(Tensor input, int dim, Tensor index, Tensor src) | A copy with src added at index along dim.
 fm_  scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)
@@ -269,10 +296,35 @@ o    __lt__(Tensor input, Tensor|Number other) = lt(input, other) | input < othe
 o    __le__(Tensor input, Tensor|Number other) = le(input, other) | input <= other.
 o    __gt__(Tensor input, Tensor|Number other) = gt(input, other) | input > other.
 o    __ge__(Tensor input, Tensor|Number other) = ge(input, other) | input >= other.
+o    __and__|__rand__(Tensor input, Tensor|Number other) = bitwise_and(input, other) | input & other.
+o    __or__|__ror__(Tensor input, Tensor|Number other) = bitwise_or(input, other) | input | other.
+o    __xor__|__rxor__(Tensor input, Tensor|Number other) = bitwise_xor(input, other) | input ^ other.
+o    __invert__(Tensor input) = bitwise_not(input) | ~input.
+o    __lshift__(Tensor input, Tensor|Number other) = bitwise_left_shift(input, other) | input << other.
+o    __rlshift__(Tensor input, Tensor|Number other) = bitwise_left_shift(tensor_like(other, input), input)
+       | other << input.
+o    __rshift__(Tensor input, Tensor|Number other) = bitwise_right_shift(input, other) | input >> other.
+o    __rrshift__(Tensor input, Tensor|Number other) = bitwise_right_shift(tensor_like(other, input), input)
+       | other >> input.
 o    __iadd__(Tensor! input, Tensor|Number other) = add_(input, other) | input += other.
 o    __isub__(Tensor! input, Tensor|Number other) = sub_(input, other) | input -= other.
 o    __imul__(Tensor! input, Tensor|Number other) = mul_(input, other) | input *= other.
 o    __itruediv__(Tensor! input, Tensor|Number other) = div_(input, other) | input /= other.
+o    __iand__(Tensor! input, Tensor|Number other)
+       = apply_inplace(input, "bitwise_and_", [&](const Tensor& v) { return bitwise_and(v, other); })
+       | input &= other.
+o    __ior__(Tensor! input, Tensor|Number other)
+       = apply_inplace(input, "bitwise_or_", [&](const Tensor& v) { return bitwise_or(v, other); })
+       | input |= other.
+o    __ixor__(Tensor! input, Tensor|Number other)
+       = apply_inplace(input, "bitwise_xor_", [&](const Tensor& v) { return bitwise_xor(v, other); })
+       | input ^= other.
+o    __ilshift__(Tensor! input, Tensor|Number other)
+       = apply_inplace(input, "bitwise_left_shift_", [&](const Tensor& v) { return bitwise_left_shift(v, other); })
+       | input <<= other.
+o    __irshift__(Tensor! input, Tensor|Number other)
+       = apply_inplace(input, "bitwise_right_shift_", [&](const Tensor& v) { return bitwise_right_shift(v, other); })
+       | input >>= other.
 
 # --- ember.nn.functional: layers ----------------------------------------------------------------
 F    linear(Tensor input, Tensor weight, Tensor? bias=None) | input @ weight.T + bias.
@@ -474,3 +526,13 @@ m    copy_(Tensor! input, Tensor src, bool non_blocking=False) = input.copy_(src
        | Copies `src` (broadcast, converted) into this tensor; returns it.
 m    fill_(Tensor! input, Number value) = input.fill_(value) | Sets every element to `value`; returns the tensor.
 m    zero_(Tensor! input) = input.zero_() | Sets every element to zero; returns the tensor.
+
+# --- Random sampling as Tensor methods (the functions are ember.bernoulli and ember.multinomial) ---
+m    bernoulli(Tensor input, float? p=None, *, Generator? generator=None)
+       = p ? bernoulli(input, *p, generator) : bernoulli(input, generator)
+       | 1 with probability input (or p), else 0, elementwise.
+m    bernoulli_(Tensor! input, float p=0.5, *, Generator? generator=None)
+       = apply_inplace(input, "bernoulli_", [&](const Tensor& v) { return bernoulli(v, p, generator); })
+       | In place: 1 with probability p, else 0.
+m    multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)
+       | Indices drawn from each row of input's weights.

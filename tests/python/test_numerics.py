@@ -382,3 +382,131 @@ def test_gradients_of_binary_math_are_the_textbooks():
         fn(a, b).sum().backward()
         np.testing.assert_allclose(a.grad.numpy(), ga, rtol=1e-14)
         np.testing.assert_allclose(b.grad.numpy(), gb, rtol=1e-14)
+
+
+# --- integer ops: bitwise, shifts, gcd and lcm --------------------------------------------------
+
+def _wrap(v, bits, signed=True):
+    """Python's unbounded int as a `bits`-wide integer wraps it."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bitwise_operators_on_integers_match_pythons_ints(device):
+    rng = np.random.default_rng(7)
+    for dtype, bits, signed in [(ember.int64, 64, True), (ember.int32, 32, True),
+                                (ember.int8, 8, True), (ember.uint8, 8, False)]:
+        lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if signed else (0, 1 << bits)
+        a_vals = [int(v) for v in rng.integers(lo, hi, 40, dtype=np.int64)]
+        b_vals = [int(v) for v in rng.integers(lo, hi, 40, dtype=np.int64)]
+        a = ember.tensor(a_vals, dtype=dtype, device=device)
+        b = ember.tensor(b_vals, dtype=dtype, device=device)
+        assert (a & b).tolist() == [x & y for x, y in zip(a_vals, b_vals)]
+        assert (a | b).tolist() == [x | y for x, y in zip(a_vals, b_vals)]
+        assert (a ^ b).tolist() == [x ^ y for x, y in zip(a_vals, b_vals)]
+        assert (~a).tolist() == [_wrap(~x, bits, signed) for x in a_vals]
+        assert (a & b).dtype is dtype and (~a).dtype is dtype
+        # Shift counts from 0 past the width, and negative ones (signed types): PyTorch's rule
+        # shifts every bit out for a count outside [0, width).
+        counts = [int(c) for c in rng.integers(-3 if signed else 0, bits + 4, 40)]
+        n = ember.tensor(counts, dtype=dtype, device=device)
+        left = [_wrap(x << c, bits, signed) if 0 <= c < bits else 0
+                for x, c in zip(a_vals, counts)]
+        right = [x >> c if 0 <= c < bits else (-1 if x < 0 else 0)
+                 for x, c in zip(a_vals, counts)]
+        assert (a << n).tolist() == left
+        assert (a >> n).tolist() == right
+        assert ember.bitwise_left_shift(a, n).tolist() == left
+        assert a.bitwise_right_shift(n).tolist() == right
+        if signed:
+            g = [math.gcd(x, y) for x, y in zip(a_vals, b_vals)]
+            assert ember.gcd(a, b).tolist() == [_wrap(v, bits) for v in g]
+            small = ember.tensor([v % 1000 - 500 for v in a_vals], dtype=ember.int64, device=device)
+            other = ember.tensor([v % 700 - 350 for v in b_vals], dtype=ember.int64, device=device)
+            want = [abs(x * y) // math.gcd(x, y) if x and y else 0
+                    for x, y in zip(small.tolist(), other.tolist())]
+            assert ember.lcm(small, other).tolist() == want
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bitwise_operators_on_bool_numbers_and_in_place_forms(device):
+    t = ember.tensor([True, True, False, False], device=device)
+    f = ember.tensor([True, False, True, False], device=device)
+    assert (t & f).tolist() == [True, False, False, False]
+    assert (t | f).tolist() == [True, True, True, False]
+    assert (t ^ f).tolist() == [False, True, True, False]
+    assert (~t).tolist() == [False, False, True, True]
+    assert (t & f).dtype is ember.bool
+    # Numbers on either side; a number keeps the tensor's integer dtype.
+    i8 = ember.tensor([-1, 6, 5], dtype=ember.int8, device=device)
+    assert (i8 & 3).tolist() == [3, 2, 1] and (i8 & 3).dtype is ember.int8
+    assert (12 | i8).tolist() == [-1, 14, 13]
+    assert (1 << ember.tensor([0, 3, 62], device=device)).tolist() == [1, 8, 1 << 62]
+    assert (256 >> ember.tensor([1, 4], device=device)).tolist() == [128, 16]
+    # bool with an integer promotes to the integer.
+    assert (t & ember.tensor([3, 3, 3, 3], device=device)).tolist() == [1, 1, 0, 0]
+    # In place: the tensor itself changes, views included.
+    x = ember.tensor([[12, 5], [7, 1]], device=device)
+    y = x
+    x &= 6
+    assert y is x and x.tolist() == [[4, 4], [6, 0]]
+    x.t()[0] |= 1
+    assert x.tolist() == [[5, 4], [7, 0]]
+    x <<= 2
+    x >>= 1
+    x ^= ember.tensor([1, 0], device=device)
+    assert x.tolist() == [[11, 8], [15, 0]]
+    x.bitwise_and_(9)
+    assert x.tolist() == [[9, 8], [9, 0]]
+    # Floats are refused by name, as PyTorch refuses them.
+    fl = ember.tensor([1.0], device=device)
+    with pytest.raises(TypeError, match=r"\[bitwise_and\] takes integer or bool tensors"):
+        fl & fl
+    with pytest.raises(TypeError, match=r"\[bitwise_not\]"):
+        ~fl
+    with pytest.raises(TypeError, match=r"\[bitwise_left_shift\] takes integer tensors"):
+        t << t
+    with pytest.raises(TypeError, match=r"\[bitwise_or\]"):
+        ember.tensor([1], device=device) | 1.5
+
+
+# --- lgamma, digamma, polygamma, erfc -----------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_lgamma_erfc_and_digamma_match_pythons_math(device):
+    xs = [0.1, 0.5, 1.0, 2.5, 7.25, 30.0, 171.5, -0.5, -2.5, -7.3]
+    x = ember.tensor(xs, dtype=ember.float64, device=device)
+    np.testing.assert_allclose(ember.lgamma(x).cpu().numpy(), [math.lgamma(v) for v in xs],
+                               rtol=1e-14)
+    es = [-3.0, -0.5, 0.0, 0.5, 3.0, 9.0, 26.0]
+    np.testing.assert_allclose(
+        ember.tensor(es, dtype=ember.float64, device=device).erfc().cpu().numpy(),
+        [math.erfc(v) for v in es], rtol=1e-14)
+    # digamma is lgamma's derivative: a central difference of math.lgamma (h = 1e-5, error
+    # ~h^2 psi''' / 6) agrees to 1e-9.
+    h = 1e-5
+    want = [(math.lgamma(v + h) - math.lgamma(v - h)) / (2 * h) for v in xs]
+    np.testing.assert_allclose(ember.digamma(x).cpu().numpy(), want, rtol=1e-8, atol=1e-8)
+    # and trigamma digamma's: polygamma(1) against a difference of digamma, which the test above
+    # pinned; and the sums that define them: psi(1) = -gamma, psi'(1) = pi^2 / 6.
+    d = ember.digamma
+    fd = (d(x + h) - d(x - h)) / (2 * h)
+    np.testing.assert_allclose(ember.polygamma(1, x).cpu().numpy(), fd.cpu().numpy(), rtol=1e-7)
+    np.testing.assert_allclose(x.polygamma(1).cpu().numpy(), fd.cpu().numpy(), rtol=1e-7)
+    one = ember.tensor([1.0], dtype=ember.float64, device=device)
+    assert abs(ember.digamma(one).item() + 0.5772156649015329) < 1e-15
+    assert abs(ember.polygamma(1, one).item() - math.pi**2 / 6) < 1e-14
+    # float32 keeps its dtype; integers promote.
+    assert ember.lgamma(ember.tensor([3], device=device)).dtype is ember.float32
+    assert abs(ember.lgamma(ember.tensor([3], device=device)).item() - math.log(2)) < 1e-6
+
+
+def test_special_functions_have_gradients_and_polygamma_checks_n():
+    x = ember.tensor([0.7, 1.9, 3.3], dtype=ember.float64, requires_grad=True)
+    assert ember.autograd.gradcheck(ember.lgamma, (x,))
+    assert ember.autograd.gradcheck(ember.digamma, (x,))
+    assert ember.autograd.gradcheck(lambda v: ember.polygamma(2, v), (x,))
+    assert ember.autograd.gradgradcheck(ember.erfc, (x,))
+    with pytest.raises(RuntimeError, match=r"\[polygamma\] n must be non-negative"):
+        ember.polygamma(-1, x)

@@ -791,3 +791,52 @@ def test_interpolate_refuses_what_pytorch_refuses():
         F.interpolate(x, size=2, mode="cubic")
     with pytest.raises(ValueError, match="3-d, 4-d or 5-d input"):
         F.interpolate(ember.rand(4, 4), size=2)
+
+
+# ---- take, unfold, dtype queries and Tensor predicates ----------------------------------------
+
+def test_take_take_along_dim_and_unfold_follow_pytorch():
+    x = ember.arange(6).reshape(2, 3)
+    assert ember.take(x, ember.tensor([[0, -1], [4, -6]])).tolist() == [[0, 5], [4, 0]]
+    assert x.take(ember.tensor([1])).tolist() == [1]
+    assert ember.take_along_dim(x, x.argmax(1, keepdim=True), dim=1).tolist() == [[2], [5]]
+    assert x.take_along_dim(ember.tensor([5, 0])).tolist() == [5, 0]
+    with pytest.raises(IndexError, match=r"\[take\] index 6 is out of range"):
+        ember.take(x, ember.tensor([6]))
+    w = ember.arange(7.0).unfold(0, 3, 2)
+    assert w.tolist() == [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+    # Elements that several windows read get the sum of their gradients.
+    a = ember.arange(5.0, requires_grad=True)
+    a.unfold(0, 2, 1).sum().backward()
+    assert a.grad.tolist() == [1, 2, 2, 2, 1]
+
+
+def test_dtype_queries_and_tensor_predicates_follow_pytorch():
+    assert ember.promote_types(ember.int32, ember.float16) is ember.float16
+    assert ember.promote_types(ember.bool, ember.int8) is ember.int8
+    assert ember.can_cast(ember.int32, ember.float32) and not ember.can_cast(ember.float32, ember.int32)
+    assert ember.result_type(ember.tensor(1.0, dtype=ember.float64),
+                             ember.tensor([1], dtype=ember.int32)) is ember.float64
+    assert ember.result_type(ember.tensor([1], dtype=ember.int8), 1000) is ember.int8
+    assert ember.result_type(2, 3.5) is ember.float32
+    assert ember.result_type(ember.tensor([1]), 1.0) is ember.float32
+    assert [ember.zeros(1, dtype=d).is_signed() for d in (ember.uint8, ember.int8, ember.bool,
+                                                          ember.float16)] == [False, True, False, True]
+    assert not ember.is_nonzero(ember.tensor([0])) and ember.tensor([1.5]).is_nonzero()
+    with pytest.raises(RuntimeError, match=r"ambiguous"):
+        ember.is_nonzero(ember.tensor([1, 2]))
+    assert ember.zeros(2, 3).is_same_size(ember.ones(2, 3))
+    assert not ember.zeros(2, 3).is_same_size(ember.ones(3, 2))
+
+
+def test_random_sampling_methods_draw_from_the_generator():
+    g = ember.Generator().manual_seed(4)
+    p = ember.full((20000,), 0.3)
+    b = p.bernoulli(generator=g)
+    assert b.dtype is ember.float32 and abs(b.mean().item() - 0.3) < 0.02
+    g.manual_seed(4)
+    assert p.bernoulli(generator=g).tolist() == b.tolist()
+    x = ember.zeros(20000, dtype=ember.float64)
+    assert x.bernoulli_(0.7) is x and x.dtype is ember.float64
+    assert abs(x.mean().item() - 0.7) < 0.02 and set(x.unique().tolist()) == {0.0, 1.0}
+    assert ember.tensor([0.0, 1.0, 0.0]).multinomial(5, replacement=True).tolist() == [1] * 5

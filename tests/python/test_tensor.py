@@ -166,6 +166,39 @@ def test_random_numbers_are_seeded():
     assert abs(n.mean().item()) < 0.02 and abs(n.std().item() - 1) < 0.02
 
 
+def test_default_generator_state_and_fork_rng_are_pytorchs():
+    g = ember.default_generator
+    assert isinstance(g, ember.Generator) and ember.random.default_generator is g
+    assert ember.manual_seed(11) is g and ember.initial_seed() == 11
+    state = ember.get_rng_state()
+    assert state.dtype is ember.uint8 and state.dim() == 1
+    a = ember.rand(4)
+    ember.set_rng_state(state)
+    assert ember.rand(4).tolist() == a.tolist()
+    # The generator object is the one the factories use.
+    ember.manual_seed(5)
+    x = ember.rand(2, generator=ember.default_generator)
+    ember.manual_seed(5)
+    assert ember.rand(2).tolist() == x.tolist()
+    # fork_rng: the block's draws do not advance the generator, also when the block raises.
+    with ember.random.fork_rng():
+        inside = ember.rand(3)
+    assert ember.rand(3).tolist() == inside.tolist()
+    with pytest.raises(KeyError):
+        with ember.random.fork_rng(devices=[]):
+            inside = ember.rand(3)
+            raise KeyError("out")
+    assert ember.rand(3).tolist() == inside.tolist()
+    with ember.random.fork_rng(enabled=False):
+        ember.rand(3)
+    assert ember.rand(3).tolist() != inside.tolist()
+    # seed() draws a fresh seed for every device and reports it.
+    s = ember.seed()
+    assert ember.initial_seed() == s and ember.random.initial_seed() == s
+    with pytest.raises(ValueError):
+        ember.set_rng_state(ember.zeros(3, dtype=ember.uint8))
+
+
 def test_from_numpy_shares_memory_both_ways():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     t = ember.from_numpy(a)

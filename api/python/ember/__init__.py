@@ -44,6 +44,8 @@ from ember.autograd import (  # noqa: F401
 from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, models, cuda, datasets, ops  # noqa: F401
 from ember import accelerator, backends, distributions, jit, linalg, onnx, serialization  # noqa: F401
 from ember import multiprocessing  # noqa: F401  (tensors through shared memory between processes)
+from ember import random  # noqa: F401  (torch.random)
+from ember.random import default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401
 from ember._compile import compile  # noqa: F401  (torch.compile)
@@ -55,6 +57,7 @@ from ember._torch_functions import *  # noqa: F401,F403,E402  (torch.abs_, torch
 from ember import _composites  # noqa: E402
 
 _composites.install()  # torch.median, torch.kron, linalg.matrix_exp... and their Tensor methods
+from ember import special  # noqa: F401,E402  (torch.special, over the ops and composites above)
 
 __version__ = _C.version()
 

@@ -99,6 +99,36 @@ def empty_cache() -> None:
         _C.empty_cache(_C.device("cuda"))
 
 
+def _generator(device: _Device) -> _C.Generator:
+    return _C._default_generator(_device(device))
+
+
+def get_rng_state(device: _Device = "cuda") -> _C.Tensor:
+    """The state of a CUDA device's default generator, as a uint8 tensor."""
+    return _generator(device).get_state()
+
+
+def set_rng_state(new_state: _C.Tensor, device: _Device = "cuda") -> None:
+    """Restores a CUDA device's default generator from get_rng_state()."""
+    _generator(device).set_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    """The states of every CUDA device's default generator."""
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    """Restores every CUDA device's default generator, in device order."""
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def initial_seed() -> int:
+    """The seed the current CUDA device's default generator was last given."""
+    return _generator(None).initial_seed()
+
+
 def manual_seed(seed: int) -> None:
     """Seeds every device's default generator (Ember seeds all devices together)."""
     _C.manual_seed(seed)

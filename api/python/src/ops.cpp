@@ -69,12 +69,6 @@ struct Binder {
     cls.def(name, std::forward<Fn>(fn), extra..., release_gil());
     return *this;
   }
-  /** A Python operator (__add__, ...): NotImplemented when the other operand does not fit. */
-  template <typename Fn>
-  Binder& op(const char* name, Fn&& fn) {
-    cls.def(name, std::forward<Fn>(fn), nb::is_operator(), release_gil());
-    return *this;
-  }
 };
 
 }  // namespace
@@ -689,30 +683,6 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       },
       "return_inverse"_a = false, "return_counts"_a = false, "dim"_a = nb::none(),
       "One element of every run of equal consecutive elements (slices along dim).");
-  // Bitwise operators, of bool tensors only.
-  b.op("__invert__",
-       [](const Tensor& a) {
-         EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                          "[~] bitwise not is supported for bool tensors only, got {}", a.dtype());
-         return logical_not(a);
-       })
-      .op("__and__",
-          [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[&] supported for bool tensors only, got {}", a.dtype());
-            return logical_and(a, as_tensor_operand(o, a));
-          })
-      .op("__or__",
-          [](const Tensor& a, const Operand& o) {
-            EMBER_CHECK_TYPE(a.dtype() == DType::Bool,
-                             "[|] supported for bool tensors only, got {}", a.dtype());
-            return logical_or(a, as_tensor_operand(o, a));
-          })
-      .op("__xor__", [](const Tensor& a, const Operand& o) {
-        EMBER_CHECK_TYPE(a.dtype() == DType::Bool, "[^] supported for bool tensors only, got {}",
-                         a.dtype());
-        return ne(a, as_tensor_operand(o, a).to(DType::Bool));
-      });
   // Note: __eq__ makes Python drop the inherited __hash__; tensor.cpp defines it again below.
   cls.def("__hash__", [](nb::handle self) { return reinterpret_cast<intptr_t>(self.ptr()) >> 4; });
 

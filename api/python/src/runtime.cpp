@@ -190,8 +190,13 @@ void bind_runtime(nb::module_& m) {
       .def("get_state", &Generator::get_state, "The whole state as a uint8 tensor.")
       .def("set_state", &Generator::set_state, "state"_a, "Restores a get_state() result.");
   m.def(
-      "default_generator", []() -> Generator& { return default_generator(); },
-      nb::rv_policy::reference, "The CPU's default generator.");
+      "_default_generator",
+      [](std::optional<Device> device) -> Generator& {
+        return device ? default_generator(*device) : default_generator();
+      },
+      "device"_a = nb::none(), nb::rv_policy::reference,
+      "The default generator of `device` (the CPU's by default); ember.random holds the CPU's "
+      "as ember.default_generator.");
   m.def("manual_seed", &manual_seed, "seed"_a,
         "Seeds the default generators of every device, including those created later.");
 

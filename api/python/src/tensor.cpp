@@ -849,14 +849,7 @@ void bind_tensor(nb::module_& m) {
             return nb::str(tensor_repr(t).c_str());
           },
           "spec"_a)
-      .def("__bool__",
-           [](const Tensor& t) {
-             EMBER_CHECK(t.numel() == 1,
-                         "[bool] the truth value of a tensor with {} elements is ambiguous (use "
-                         "any() or all())",
-                         t.numel());
-             return t.item_scalar().to_double() != 0;
-           })
+      .def("__bool__", &is_nonzero)
       .def("__float__",
            [](const Tensor& t) {
              EMBER_CHECK(t.numel() == 1,
