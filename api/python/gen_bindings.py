@@ -122,7 +122,8 @@ def lambda_of(op, params, expr, ret, inplace):
     else:
         lines.append("GilRelease release;")
         lines.append(f"return {body};")
-        result = "Tensor&" if inplace else {"bool": "bool", "float": "double", "int": "int64_t", "dtype": "DType",
+        result = "Tensor&" if inplace else {"bool": "bool", "float": "double", "int": "int64_t",
+                                            "dtype": "DType",
                                             "Tensor[]": "std::vector<Tensor>"}.get(ret, "Tensor")
     return f"[]({decl}) -> {result} {{ " + " ".join(lines) + " }"
 

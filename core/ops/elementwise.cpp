@@ -24,7 +24,10 @@
 namespace ember {
 namespace {
 
-enum class Kind { Arith, TrueDiv, Compare, Logical };
+// How a binary op treats dtypes: Arith keeps the common dtype (bool only where it means
+// something); TrueDiv computes integers in the default float; Compare and Logical give bool;
+// Bitwise takes integers or bool and Integer integers only (Note [Integer binary ops]).
+enum class Kind { Arith, TrueDiv, Compare, Logical, Bitwise, Integer };
 
 int category(DType d) {
   return d == DType::Bool ? 0 : is_integral(d) ? 1 : 2;
@@ -53,6 +56,10 @@ Tensor binary(const Op& op, const char* name, const Tensor& a, const Tensor& b, 
   EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
   DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
   if (kind == Kind::TrueDiv && !is_floating(ct)) ct = default_dtype();
+  EMBER_CHECK_TYPE((kind != Kind::Bitwise && kind != Kind::Integer) || is_integral(ct) ||
+                       (kind == Kind::Bitwise && ct == DType::Bool),
+                   "[{}] takes integer{} tensors: got {} and {}", name,
+                   kind == Kind::Bitwise ? " or bool" : "", a.dtype(), b.dtype());
   const DType out_dtype = kind == Kind::Compare || kind == Kind::Logical ? DType::Bool : ct;
   const Device device = common_device({&a, &b}, name);
   if (ct == DType::Bool && kind == Kind::Arith) check_bool_arith(name);
@@ -520,13 +527,9 @@ Tensor logical_not(const Tensor& a) {
 namespace {
 Tensor integer_binary(sdk::IntegerBinaryKind kind, const char* name, const Tensor& a,
                       const Tensor& b) {
-  EMBER_CHECK_TYPE(a.defined() && b.defined(), "[{}] undefined tensor argument", name);
-  const DType ct = a.dtype() == b.dtype() ? a.dtype() : result_type(a, b);
   const bool takes_bool = kind == sdk::kBitAnd || kind == sdk::kBitOr || kind == sdk::kBitXor;
-  EMBER_CHECK_TYPE(is_integral(ct) || (takes_bool && ct == DType::Bool),
-                   "[{}] takes integer{} tensors: got {} and {}", name,
-                   takes_bool ? " or bool" : "", a.dtype(), b.dtype());
-  return binary(core_op(ops::integer_binary), name, a, b, Kind::Arith,
+  return binary(core_op(ops::integer_binary), name, a, b,
+                takes_bool ? Kind::Bitwise : Kind::Integer,
                 PackedAttrs(attrs::integer_binary{.kind = kind}));
 }
 }  // namespace

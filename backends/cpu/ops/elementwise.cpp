@@ -223,13 +223,8 @@ EMBER_KERNEL(logical_not) {
 }
 
 EMBER_KERNEL(integer_binary) {
-  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
-  int32_t status = EMBER_OK;
-  if (!sdk::visit_integer_binary(kind, [&](auto op) { status = binary<decltype(op)>(call); })) {
-    return sdk::fail(call, EMBER_ERR_INVALID, "integer_binary: unknown kind %lld",
-                     static_cast<long long>(kind));
-  }
-  return status;
+  return sdk::run_integer_binary(call, sdk::attrs<attrs::integer_binary>(call).kind,
+                                 [&](auto op) { return binary<decltype(op)>(call); });
 }
 EMBER_KERNEL(bitwise_not) {
   int32_t status = EMBER_OK;
@@ -340,12 +335,7 @@ EMBER_KERNEL(neg) {
   return unary_numeric(call, [](auto x) { return sdk::wrap_neg(x); });
 }
 EMBER_KERNEL(abs) {
-  return unary_numeric(call, [](auto x) {
-    if constexpr (std::is_unsigned_v<decltype(x)>)
-      return x;
-    else
-      return x < 0 ? sdk::wrap_neg(x) : x;
-  });
+  return unary_numeric(call, [](auto x) { return sdk::wrap_abs(x); });
 }
 EMBER_KERNEL(sign) {
   return unary_numeric(call, [](auto x) {

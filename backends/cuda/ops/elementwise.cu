@@ -544,10 +544,7 @@ struct NegOp {
 struct AbsOp {
   template <typename A>
   __device__ A operator()(A x) const {
-    if constexpr (std::is_unsigned_v<A>)
-      return x;
-    else
-      return x < A(0) ? sdk::wrap_neg(x) : x;
+    return sdk::wrap_abs(x);
   }
 };
 struct SignOp {
@@ -875,15 +872,9 @@ EMBER_CUDA_BINARY(div_trunc, Kinds::kNumeric, DivTruncOp)
 
 // Note [Integer binary ops] (plugin_sdk_binary_ops.hpp) says what each kind is.
 int32_t integer_binary(const ember_kernel_call* call) {
-  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
-  int32_t status = EMBER_OK;
-  const bool known = sdk::visit_integer_binary(kind, [&](auto op) {
-    status = binary_same<Kinds::kOwn, decltype(op)>(call, "integer_binary");
+  return sdk::run_integer_binary(call, sdk::attrs<attrs::integer_binary>(call).kind, [&](auto op) {
+    return binary_same<Kinds::kOwn, decltype(op)>(call, "integer_binary");
   });
-  if (known) return status;
-  return write_status(status_error(EMBER_ERR_INVALID, "[cuda] integer_binary: unknown kind %lld",
-                                   static_cast<long long>(kind)),
-                      call);
 }
 
 int32_t polygamma(const ember_kernel_call* call) {

@@ -197,13 +197,9 @@ int32_t logical_not(const ember_kernel_call* call) {
 
 // Note [Integer binary ops] (plugin_sdk_binary_ops.hpp) says what each kind is.
 int32_t integer_binary(const ember_kernel_call* call) {
-  const int64_t kind = sdk::attrs<attrs::integer_binary>(call).kind;
-  int32_t status = EMBER_OK;
-  const bool known = sdk::visit_integer_binary(
-      kind, [&](auto op) { status = binary<decltype(op)>(call, "integer_binary"); });
-  return known ? status
-               : sdk::fail(call, EMBER_ERR_INVALID, "integer_binary: unknown kind %lld",
-                           static_cast<long long>(kind));
+  return sdk::run_integer_binary(call, sdk::attrs<attrs::integer_binary>(call).kind, [&](auto op) {
+    return binary<decltype(op)>(call, "integer_binary");
+  });
 }
 int32_t bitwise_not(const ember_kernel_call* call) {
   int32_t status = EMBER_OK;
@@ -276,12 +272,7 @@ int32_t neg(const ember_kernel_call* c) {
   return unary<false>(c, "neg", [](auto x) { return sdk::wrap_neg(x); });
 }
 int32_t abs(const ember_kernel_call* c) {
-  return unary<false>(c, "abs", [](auto x) {
-    if constexpr (std::is_unsigned_v<decltype(x)>)
-      return x;
-    else
-      return x < 0 ? sdk::wrap_neg(x) : x;
-  });
+  return unary<false>(c, "abs", [](auto x) { return sdk::wrap_abs(x); });
 }
 // sign: -1, 0 or 1; NaN stays NaN.
 int32_t sign(const ember_kernel_call* c) {

@@ -72,6 +72,15 @@ EMBER_SDK_HD constexpr C wrap_neg(C a) {
     return -a;
 }
 
+/** |a|, wrapping (|INT64_MIN| is INT64_MIN). */
+template <typename C>
+EMBER_SDK_HD constexpr C wrap_abs(C a) {
+  if constexpr (std::is_signed_v<C>)
+    return a < C(0) ? wrap_neg(a) : a;
+  else
+    return a;
+}
+
 /** Every dtype but bool. */
 template <typename T>
 constexpr bool kNotBool = !std::is_same_v<T, bool>;
@@ -463,7 +472,7 @@ EMBER_SDK_HD C erfinv(C x_in) {
 // - gcd and lcm (integers only): gcd is of the absolute values (gcd(0, 0) = 0); lcm is
 //   |a / gcd(a, b) * b|, wrapping, and 0 if either is 0. -INT64_MIN wraps to itself, so
 //   gcd(INT64_MIN, 0) is INT64_MIN, as in PyTorch.
-// Each kind is its own functor, so a loop is specialised for one kind; visit_integer_binary
+// Each kind is its own functor, so a loop is specialised for one kind; run_integer_binary
 // turns the kernel's `kind` attribute into that functor once per call.
 
 /** Kinds of the integer_binary op (Note [Integer binary ops]). */
@@ -534,14 +543,6 @@ struct ShiftRightOp {
     return static_cast<C>(a >> static_cast<int>(b));
   }
 };
-/** |a|, wrapping (|INT64_MIN| is INT64_MIN). */
-template <typename C>
-EMBER_SDK_HD constexpr C wrap_abs(C a) {
-  if constexpr (std::is_signed_v<C>)
-    return a < C(0) ? wrap_neg(a) : a;
-  else
-    return a;
-}
 /** The greatest common divisor of |a| and |b| (Note [Integer binary ops]). */
 struct GcdOp {
   template <typename T>
@@ -572,33 +573,28 @@ struct LcmOp {
   }
 };
 
-/** Calls f(Op{}) with the functor of an integer_binary kind; false for an unknown kind. */
+/** A backend's integer_binary kernel: returns f(Op{}) (a status) with the functor of `kind`, or
+ *  fails the call for an unknown kind. */
 template <typename F>
-bool visit_integer_binary(int64_t kind, F&& f) {
+int32_t run_integer_binary(const ember_kernel_call* call, int64_t kind, F&& f) {
   switch (kind) {
     case kBitAnd:
-      f(BitAndOp{});
-      return true;
+      return f(BitAndOp{});
     case kBitOr:
-      f(BitOrOp{});
-      return true;
+      return f(BitOrOp{});
     case kBitXor:
-      f(BitXorOp{});
-      return true;
+      return f(BitXorOp{});
     case kShiftLeft:
-      f(ShiftLeftOp{});
-      return true;
+      return f(ShiftLeftOp{});
     case kShiftRight:
-      f(ShiftRightOp{});
-      return true;
+      return f(ShiftRightOp{});
     case kGcd:
-      f(GcdOp{});
-      return true;
+      return f(GcdOp{});
     case kLcm:
-      f(LcmOp{});
-      return true;
+      return f(LcmOp{});
     default:
-      return false;
+      return fail(call, EMBER_ERR_INVALID, "integer_binary: unknown kind %lld",
+                  static_cast<long long>(kind));
   }
 }
 
