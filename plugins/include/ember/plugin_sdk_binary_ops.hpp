@@ -72,10 +72,13 @@ EMBER_SDK_HD constexpr C wrap_neg(C a) {
     return -a;
 }
 
-/** |a|, wrapping (|INT64_MIN| is INT64_MIN). */
+/** |a|: wrapping for integers (|INT64_MIN| is INT64_MIN), the sign bit cleared for floating types
+ *  (|-0.0| is +0.0, as fabs and PyTorch give). */
 template <typename C>
 EMBER_SDK_HD constexpr C wrap_abs(C a) {
-  if constexpr (std::is_signed_v<C>)
+  if constexpr (std::is_floating_point_v<C>)
+    return std::fabs(a);
+  else if constexpr (std::is_signed_v<C>)
     return a < C(0) ? wrap_neg(a) : a;
   else
     return a;

@@ -854,6 +854,22 @@ std::vector<int64_t> int64s(const Tensor& t) {
   return std::vector<int64_t>(p, p + c.numel());
 }
 
+TEST(ElementwiseUnary, AbsClearsTheSignBitOfEveryFloat) {
+  // abs(-0.0) is +0.0 and abs(-NaN) a NaN without its sign, as fabs and PyTorch give; a
+  // compare-and-negate form keeps both signs.
+  for (const Device d : cpu_and_reference()) {
+    for (const DType dt : {DType::Float32, DType::Float64, DType::Float16, DType::BFloat16}) {
+      SCOPED_TRACE(d.str() + " " + std::string(dtype_name(dt)));
+      const Tensor x = tensor({-0.0, 0.0, -NAN, -INFINITY, -2.5}, DType::Float64).to(dt).to(d);
+      const std::vector<double> got = values(abs(x));
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_FALSE(std::signbit(got[i])) << i;
+      EXPECT_TRUE(std::isnan(got[2]));
+      EXPECT_EQ(got[3], INFINITY);
+      EXPECT_EQ(got[4], 2.5);
+    }
+  }
+}
+
 TEST(IntegerDivision, RoundsTowardMinusInfinityOrZeroExactly) {
   constexpr int64_t kBig = (int64_t{1} << 62) + 1;  // not a double
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
