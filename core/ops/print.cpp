@@ -3,43 +3,53 @@
 //           [3.0000, 4.0000]], dtype=float64)
 //
 // Note [Printing follows torch/_tensor_str.py]
-// The rules are PyTorch's (precision 4, threshold 1000, edge items 3, line width 80):
+// The rules are PyTorch's, with its print options (PrintOptions: by default precision 4,
+// threshold 1000, edge items 3, line width 80; shown below with those numbers):
 // - One format for the whole tensor, chosen from the elements that are printed (the edges
 //   when summarising) and, for floats, only from the finite non-zero ones: "1." when all are
 //   whole numbers, "1.0000" otherwise, "1.0000e+00" when max/min > 1000, max > 1e8, or (not
 //   whole) min < 1e-4. Every element is right-aligned to the widest formatted one.
 // - Rows wrap at 80 columns; above 1000 elements each dim longer than 6 shows its first and
 //   last 3 entries around "...".
+// - A sci_mode set in the options overrides the choice of notation but not the width, which
+//   comes from the chosen notation, as in PyTorch.
+// The options are one process-wide value under a mutex; each str() call reads a copy once.
 // - Suffixes: device if not the CPU, then for empty tensors size=(..) unless 1-d and dtype
 //   unless float32; for others dtype unless float32, int64 or bool. Dtypes print by their
 //   Ember names ("float64", not "torch.float64").
 #include <cmath>
+#include <limits>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "ember/ops/factory.h"
+#include "ember/ops/print.h"
 #include "ember/tensor/tensor.h"
 
 namespace ember {
 namespace {
 
-constexpr int64_t kSummarizeAbove = 1000;
-constexpr int64_t kEdgeItems = 3;
-constexpr int64_t kLineWidth = 80;
+std::mutex print_options_mutex;
+PrintOptions current_print_options;
 
-// Visits the flat indices of the elements that get printed, in order.
+// Visits the flat indices of the elements that get printed, in order (edge: the entries kept at
+// each end of a summarised dim).
 template <typename Fn>
 void for_each_printed(const Shape& sizes, const Shape& strides, size_t dim, int64_t offset,
-                      bool summarize, Fn&& fn) {
+                      int64_t edge, Fn&& fn) {
   if (dim == sizes.size()) {
     fn(offset);
     return;
   }
   const int64_t n = sizes[dim];
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
-    for_each_printed(sizes, strides, dim + 1, offset + i * strides[dim], summarize, fn);
+    if (edge >= 0 && n > 2 * edge && i == edge) {
+      i = n - edge;
+      if (i == n) break;  // no edge items: nothing of this dim is printed
+    }
+    for_each_printed(sizes, strides, dim + 1, offset + i * strides[dim], edge, fn);
   }
 }
 
@@ -52,7 +62,8 @@ struct Elem {
 
 class Formatter {
  public:
-  Formatter(DType dtype, const std::vector<Elem>& printed) : dtype_(dtype) {
+  Formatter(DType dtype, const std::vector<Elem>& printed, const PrintOptions& o)
+      : dtype_(dtype), precision_(static_cast<int>(o.precision)) {
     floating_ = is_floating(dtype);
     if (!floating_) {
       for (const Elem& e : printed) width_ = std::max(width_, raw(e).size());
@@ -68,11 +79,13 @@ class Formatter {
       hi = std::max(hi, std::fabs(v));
       if (v != std::ceil(v)) int_mode_ = false;
     }
-    if (!any) return;
-    sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!int_mode_ && lo < 1.0e-4);
-    for (const Elem& e : printed) {
-      if (std::isfinite(e.d) && e.d != 0) width_ = std::max(width_, raw(e).size());
+    if (any) {
+      sci_ = hi / lo > 1000.0 || hi > 1.0e8 || (!int_mode_ && lo < 1.0e-4);
+      for (const Elem& e : printed) {
+        if (std::isfinite(e.d) && e.d != 0) width_ = std::max(width_, raw(e).size());
+      }
     }
+    if (o.sci_mode) sci_ = *o.sci_mode;
   }
 
   size_t width() const { return width_; }
@@ -91,12 +104,13 @@ class Formatter {
     const double v = e.d;
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (sci_) return fmt::format("{:.4e}", v);
+    if (sci_) return fmt::format("{:.{}e}", v, precision_);
     if (int_mode_) return fmt::format("{:.0f}.", v);
-    return fmt::format("{:.4f}", v);
+    return fmt::format("{:.{}f}", v, precision_);
   }
 
   DType dtype_;
+  int precision_;
   bool floating_ = false;
   bool int_mode_ = true;
   bool sci_ = false;
@@ -107,18 +121,20 @@ struct Printer {
   const std::vector<Elem>& vals;
   const Shape& sizes;
   const Shape& strides;
-  bool summarize;
+  int64_t edge;  // entries kept at each end of a summarised dim; -1: not summarised
+  int64_t line_width;
   const Formatter& formatter;
 
   std::string vector_str(int64_t offset, int64_t indent) const {
     const int64_t n = sizes.back(), stride = strides.back();
     const int64_t element_length = static_cast<int64_t>(formatter.width()) + 2;
-    const int64_t per_line = std::max<int64_t>(1, (kLineWidth - indent) / element_length);
+    const int64_t per_line = std::max<int64_t>(1, (line_width - indent) / element_length);
     std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
-      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      if (edge >= 0 && n > 2 * edge && i == edge) {
         items.emplace_back(" ...");
-        i = n - kEdgeItems;
+        i = n - edge;
+        if (i == n) break;  // no edge items: only the ellipsis
       }
       items.push_back(formatter.format(vals[offset + i * stride]));
     }
@@ -140,9 +156,13 @@ struct Printer {
     std::string out = "[";
     for (int64_t i = 0; i < n; ++i) {
       if (i > 0) out += sep;
-      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      if (edge >= 0 && n > 2 * edge && i == edge) {
+        if (edge == 0) {
+          out += "...";
+          break;
+        }
         out += "..." + sep;
-        i = n - kEdgeItems;
+        i = n - edge;
       }
       out += tensor_str(dim + 1, offset + i * strides[dim], indent + 1);
     }
@@ -152,8 +172,43 @@ struct Printer {
 
 }  // namespace
 
+PrintOptions print_options() {
+  std::lock_guard lock(print_options_mutex);
+  return current_print_options;
+}
+
+void set_print_options(const PrintOptions& options) {
+  EMBER_CHECK(options.precision >= 0 && options.threshold >= 0 && options.edgeitems >= 0 &&
+                  options.linewidth >= 1,
+              "[set_printoptions] a negative number, or a line width under 1: precision={}, "
+              "threshold={}, edgeitems={}, linewidth={}",
+              options.precision, options.threshold, options.edgeitems, options.linewidth);
+  // fmt takes a precision up to INT_MAX; more digits than a double has are noise anyway.
+  EMBER_CHECK(options.precision <= 1000,
+              "[set_printoptions] precision={} is more digits than can print (at most 1000)",
+              options.precision);
+  std::lock_guard lock(print_options_mutex);
+  current_print_options = options;
+}
+
+PrintOptions print_profile(std::string_view name) {
+  PrintOptions o;
+  if (name == "short") {
+    o.precision = 2;
+    o.edgeitems = 2;
+  } else if (name == "full") {
+    o.threshold = std::numeric_limits<int64_t>::max();
+  } else {
+    EMBER_CHECK(name == "default",
+                "[set_printoptions] unknown profile '{}' (one of 'default', 'short', 'full')",
+                name);
+  }
+  return o;
+}
+
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  const PrintOptions opts = print_options();
   const Tensor host = to(Device::cpu()).contiguous();
   std::vector<Elem> vals(static_cast<size_t>(numel()));
   visit_dtype(dtype(), [&](auto tag) {
@@ -180,15 +235,15 @@ std::string Tensor::str() const {
     }
     if (dtype() != default_dtype()) suffixes.push_back(fmt::format("dtype={}", dtype()));
   } else {
-    const bool summarize = numel() > kSummarizeAbove;
+    const int64_t edge = numel() > opts.threshold ? opts.edgeitems : -1;
     std::vector<Elem> printed;
-    for_each_printed(sizes(), host.strides(), 0, 0, summarize,
+    for_each_printed(sizes(), host.strides(), 0, 0, edge,
                      [&](int64_t i) { printed.push_back(vals[static_cast<size_t>(i)]); });
-    const Formatter formatter(dtype(), printed);
+    const Formatter formatter(dtype(), printed, opts);
     if (dim() == 0) {
       out += formatter.format(vals[0]);
     } else {
-      const Printer p{vals, sizes(), host.strides(), summarize, formatter};
+      const Printer p{vals, sizes(), host.strides(), edge, opts.linewidth, formatter};
       out += p.tensor_str(0, 0, static_cast<int64_t>(prefix.size()));
     }
     if (dtype() != default_dtype() && dtype() != DType::Int64 && dtype() != DType::Bool) {

@@ -85,6 +85,34 @@ def test_repr_matches_pytorchs_format():
     assert f"{ember.tensor(3.14159):.2f}" == "3.14"
 
 
+def test_set_printoptions_as_torch():
+    from ember._tensor_str import get_printoptions, printoptions
+
+    x = ember.tensor([1.0, 2.5])
+    try:
+        ember.set_printoptions(precision=2)
+        assert repr(x) == "tensor([1.00, 2.50])"
+        ember.set_printoptions(threshold=5, edgeitems=1)  # precision stays 2
+        assert repr(ember.arange(10)) == "tensor([0,  ..., 9])" and repr(x) == "tensor([1.00, 2.50])"
+        ember.set_printoptions(profile="full")  # a profile resets the rest
+        assert get_printoptions()["precision"] == 4 and "..." not in repr(ember.arange(2000))
+        ember.set_printoptions(threshold=float("inf"), sci_mode=True)
+        assert repr(x) == "tensor([1.0000e+00, 2.5000e+00])"
+        ember.set_printoptions(linewidth=20)  # sci_mode is always set: None again
+        assert repr(ember.arange(6)) == "tensor([0, 1, 2, 3,\n        4, 5])" and "e+00" not in repr(x)
+        with printoptions(precision=1, linewidth=80):
+            assert repr(x) == "tensor([1.0, 2.5])"
+        assert get_printoptions()["precision"] == 4 and repr(x) == "tensor([1.0000,\n        2.5000])"
+        for bad, error in (({"precision": -1}, ValueError), ({"profile": "long"}, ValueError),
+                           ({"edgeitems": 1.5}, TypeError), ({"sci_mode": "yes"}, TypeError)):
+            with pytest.raises(error, match="set_printoptions"):
+                ember.set_printoptions(**bad)
+        assert get_printoptions()["linewidth"] == 20  # refused calls change nothing
+    finally:
+        ember.set_printoptions(profile="default")
+    assert repr(ember.arange(2000)) == "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])"
+
+
 def test_item_tolist_and_python_number_protocols():
     assert ember.tensor(2.5).item() == 2.5 and isinstance(ember.tensor(2.5).item(), float)
     assert ember.tensor(7).item() == 7 and isinstance(ember.tensor(7).item(), int)

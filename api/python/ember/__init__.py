@@ -45,6 +45,7 @@ from ember import autograd, nn, optim, amp, utils, io, profiler, distributed, mo
 from ember import accelerator, backends, distributions, jit, linalg, onnx, serialization  # noqa: F401
 from ember import multiprocessing  # noqa: F401  (tensors through shared memory between processes)
 from ember import random  # noqa: F401  (torch.random)
+from ember._tensor_str import set_printoptions  # noqa: F401
 from ember.random import default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
 from ember.amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: F401
 from ember.io import save, load  # noqa: F401

@@ -377,6 +377,17 @@ void bind_runtime(nb::module_& m) {
       "device"_a = Device::cpu(), "The device allocator's statistics (bytes and counts).");
   m.def("empty_cache", &empty_cache, "device"_a = Device::cpu(),
         "Returns cached, unused memory of `device` to the system.");
+  // Printing (ember._tensor_str turns PyTorch's keyword arguments into these).
+  nb::class_<PrintOptions>(m, "_PrintOptions", "How tensors print (ember.set_printoptions).")
+      .def(nb::init<>())
+      .def_rw("precision", &PrintOptions::precision, "Digits after the point of a float.")
+      .def_rw("threshold", &PrintOptions::threshold, "Summarise above this many elements.")
+      .def_rw("edgeitems", &PrintOptions::edgeitems, "Entries kept at each end when summarised.")
+      .def_rw("linewidth", &PrintOptions::linewidth, "Characters per line.")
+      .def_rw("sci_mode", &PrintOptions::sci_mode, "Scientific notation on/off; None: chosen.");
+  m.def("_print_options", &print_options, "The print options in force.");
+  m.def("_set_print_options", &set_print_options, "options"_a, "Sets the print options.");
+  m.def("_print_profile", &print_profile, "name"_a, "PyTorch's named print profile.");
   m.def("set_backend_option", &set_backend_option, "type"_a, "key"_a, "value"_a,
         "Sets a backend option ('cuda', 'cudnn.benchmark', '1').");
   m.def("backend_option", &backend_option, "type"_a, "key"_a, "A backend option's value.");

@@ -27,6 +27,7 @@
 #include "ember/ops/nn.h"
 #include "ember/ops/norm.h"
 #include "ember/ops/pool.h"
+#include "ember/ops/print.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/rnn.h"
 #include "ember/ops/search.h"

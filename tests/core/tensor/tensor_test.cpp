@@ -812,6 +812,71 @@ TEST(Print, LargeTensorsAreSummarised) {
   EXPECT_EQ(zeros({1000}).str().find("..."), std::string::npos);  // 1000 is not above the limit
 }
 
+/** Sets print options for one test and puts the earlier ones back after it. */
+struct PrintOptionsFor {
+  PrintOptions saved = print_options();
+  explicit PrintOptionsFor(const PrintOptions& o) { set_print_options(o); }
+  ~PrintOptionsFor() { set_print_options(saved); }
+};
+
+TEST(Print, OptionsAsTorchSetPrintoptions) {
+  const Tensor x = tensor({1.0, 2.5});
+  {
+    PrintOptions o;
+    o.precision = 2;
+    PrintOptionsFor with(o);
+    EXPECT_EQ(x.str(), "tensor([1.00, 2.50])");
+  }
+  EXPECT_EQ(x.str(), "tensor([1.0000, 2.5000])");
+  {
+    PrintOptions o;
+    o.sci_mode = true;
+    PrintOptionsFor with(o);
+    EXPECT_EQ(x.str(), "tensor([1.0000e+00, 2.5000e+00])");
+  }
+  {
+    // Forced off, the width still comes from the notation chosen (PyTorch's padding).
+    PrintOptions o;
+    o.sci_mode = false;
+    PrintOptionsFor with(o);
+    EXPECT_EQ(tensor({1e-5, 1.0}).str(), "tensor([    0.0000,     1.0000])");
+  }
+  {
+    PrintOptions o;
+    o.threshold = 5;
+    o.edgeitems = 1;
+    PrintOptionsFor with(o);
+    EXPECT_EQ(arange(10).str(), "tensor([0,  ..., 9])");
+    EXPECT_EQ(arange(5).str(), "tensor([0, 1, 2, 3, 4])");
+    o.edgeitems = 0;  // only the ellipsis, in every dim
+    set_print_options(o);
+    EXPECT_EQ(arange(10).str(), "tensor([ ...])");
+    EXPECT_EQ(arange(12).reshape({3, 4}).str(), "tensor([...])");
+  }
+  {
+    PrintOptions o;
+    o.linewidth = 20;
+    PrintOptionsFor with(o);
+    EXPECT_EQ(arange(6).str(), "tensor([0, 1, 2, 3,\n        4, 5])");
+  }
+  {
+    PrintOptionsFor with(print_profile("full"));
+    EXPECT_EQ(arange(2000).str().find("..."), std::string::npos);
+    set_print_options(print_profile("short"));
+    EXPECT_EQ(arange(2000).str(), "tensor([   0,    1,  ..., 1998, 1999])");
+    EXPECT_EQ(x.str(), "tensor([1.00, 2.50])");
+  }
+  EXPECT_EQ(print_options().precision, 4);
+  PrintOptions bad;
+  bad.precision = -1;
+  EXPECT_THROW(set_print_options(bad), ValueError);
+  bad = PrintOptions{};
+  bad.linewidth = 0;
+  EXPECT_THROW(set_print_options(bad), ValueError);
+  EXPECT_THROW(print_profile("long"), ValueError);
+  EXPECT_EQ(print_options().linewidth, 80);  // a refused call changes nothing
+}
+
 // ---- float -> integer conversion (Note [Float to integer conversion]) -------------------------
 
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
