@@ -47,8 +47,8 @@ fm~  gt|greater(Tensor input, Tensor|Number other) | input > other, as bool.
 fm~  ge|greater_equal(Tensor input, Tensor|Number other) | input >= other, as bool.
 fm   equal(Tensor input, Tensor other) -> bool | True if both have the same shape and elements.
 fm   is_nonzero(Tensor input) -> bool | The truth of a one-element tensor.
-m    is_same_size(Tensor input, Tensor other) -> bool = input.sizes() == other.sizes() | True if both have the same shape.
-m    is_signed(Tensor input) -> bool = is_signed(input.dtype()) | True for a dtype with negative values.
+fm   is_same_size(Tensor input, Tensor other) -> bool = input.sizes() == other.sizes() | True if both have the same shape.
+fm   is_signed(Tensor input) -> bool = is_signed(input.dtype()) | True for a dtype with negative values.
 f    promote_types(dtype type1, dtype type2) -> dtype | The dtype two dtypes promote to.
 f    can_cast(dtype from_, dtype to) -> bool | Whether casting `from_` to `to` keeps the kind of value (PyTorch's rule).
 f    result_type(Tensor|Number tensor1, Tensor|Number tensor2) -> dtype
@@ -92,6 +92,8 @@ fm_  sigmoid(Tensor input) | 1 / (1 + exp(-input)).
 fm_  relu(Tensor input) | max(input, 0).
 f    relu_(Tensor! input) | In place: max(input, 0).
 fm~  sign(Tensor input) | -1, 0 or 1.
+fm~  sgn(Tensor input) | sign(input) (for real dtypes, torch.sgn is sign).
+fm   positive(Tensor input) | input itself (unary +); refused for bool, as in PyTorch.
 fm~  floor(Tensor input) | Round down.
 fm~  ceil(Tensor input) | Round up.
 fm~  erf(Tensor input) | Error function.
@@ -148,9 +150,9 @@ fm   std(Tensor input, int[]? dim=None, bool? unbiased=None, bool keepdim=False,
 fm   all(Tensor input, int[]? dim=None, bool keepdim=False) | True if every element is truthy.
 fm   any(Tensor input, int[]? dim=None, bool keepdim=False) | True if any element is truthy.
 fm   logsumexp(Tensor input, int[] dim, bool keepdim=False) | log(sum(exp(input))) over dim, computed stably.
-fm   cumsum(Tensor input, int dim, *, dtype? dtype=None) = cumsum(cast_input(input, dtype), dim)
+fm~  cumsum(Tensor input, int dim, *, dtype? dtype=None) = cumsum(cast_input(input, dtype), dim)
        | Running sum along dim.
-fm   cumprod(Tensor input, int dim, *, dtype? dtype=None) = cumprod(cast_input(input, dtype), dim)
+fm~  cumprod(Tensor input, int dim, *, dtype? dtype=None) = cumprod(cast_input(input, dtype), dim)
        | Running product along dim.
 fm   count_nonzero(Tensor input, int[]? dim=None) | Number of non-zero elements over dim.
 fm   softmax(Tensor input, int dim, dtype? dtype=None) = softmax(cast_input(input, dtype), dim)
@@ -166,6 +168,8 @@ fm   mm(Tensor input, Tensor mat2) | 2-d matrix product.
 fm   bmm(Tensor input, Tensor mat2) | Batched matrix product [b, n, k] x [b, k, m].
 fm   mv(Tensor input, Tensor vec) | Matrix-vector product.
 fm   dot(Tensor input, Tensor other) | Inner product of two 1-d tensors.
+fm   vdot(Tensor input, Tensor other) | Inner product of two 1-d tensors (the first conjugated: itself for real ones).
+fm   logdet(Tensor input) | log(det(input)) of square matrices: NaN where det < 0, -inf where it is 0.
 fm   outer|ger(Tensor input, Tensor vec2) | Outer product of two 1-d tensors.
 fm_  addmm(Tensor input, Tensor mat1, Tensor mat2, *, Number beta=1, Number alpha=1)
        | beta * input + alpha * (mat1 @ mat2).
@@ -268,6 +272,15 @@ f    cdist(Tensor x1, Tensor x2, float p=2.0, any compute_mode=None) = cdist(x1,
        | p-norm distances between the rows of x1 and x2.
 fm   histc(Tensor input, int bins=100, float min=0.0, float max=0.0)
        | Histogram in `bins` equal bins over [min, max] (the data's range if min == max).
+fm   bincount(Tensor input, Tensor? weights=None, int minlength=0)
+       | How often each value 0..max occurs in a 1-d non-negative integer tensor (with weights: their sums).
+f    isin(Tensor elements, Tensor|Number test_elements, *, bool assume_unique=False, bool invert=False)
+       | True where an element is among test_elements (invert: where it is not).
+f    isin(Number element, Tensor test_elements, *, bool assume_unique=False, bool invert=False)
+       | True if element is among test_elements (invert: if not), as a 0-d tensor.
+fm   argwhere(Tensor input) | The indices of the non-zero elements, as an [n, ndim] int64 tensor.
+f    unravel_index(Tensor indices, int[] shape) -> Tensor[]
+       | The coordinates in a tensor of `shape` of each flat index, one tensor per dim.
 f    repeat_interleave(Tensor repeats, *, int? output_size=None)
        | i repeated repeats[i] times (the indices repeat_interleave picks).
 
@@ -288,7 +301,7 @@ o    __rpow__(Tensor input, Tensor|Number other) = pow(tensor_like(other, input)
 o    __matmul__(Tensor input, Tensor other) = matmul(input, other) | input @ other.
 o    __rmatmul__(Tensor input, Tensor other) = matmul(other, input) | other @ input.
 o    __neg__(Tensor input) = neg(input) | -input.
-o    __pos__(Tensor input) = input | +input (input itself).
+o    __pos__(Tensor input) = positive(input) | +input (input itself; refused for bool).
 o    __abs__(Tensor input) = abs(input) | abs(input).
 o    __eq__(Tensor input, Tensor|Number other) = eq(input, other) | input == other.
 o    __ne__(Tensor input, Tensor|Number other) = ne(input, other) | input != other.
@@ -526,6 +539,35 @@ m    copy_(Tensor! input, Tensor src, bool non_blocking=False) = input.copy_(src
        | Copies `src` (broadcast, converted) into this tensor; returns it.
 m    fill_(Tensor! input, Number value) = input.fill_(value) | Sets every element to `value`; returns the tensor.
 m    zero_(Tensor! input) = input.zero_() | Sets every element to zero; returns the tensor.
+
+# --- Factories (with the keywords every factory takes) --------------------------------------------
+f    logspace(float start, float end, int steps, float base=10.0, *, dtype? dtype=None, device? device=None,
+              bool requires_grad=False)
+       = finish(logspace(start, end, steps, base, options(dtype, device, false)), requires_grad)
+       | base ** each of `steps` evenly spaced exponents from start to end.
+f    scalar_tensor(Number s, *, dtype? dtype=None, device? device=None, bool requires_grad=False)
+       = finish(scalar_tensor(s, options(dtype, device, false)), requires_grad) | A 0-d tensor holding s.
+f    hann_window(int window_length, bool periodic=True, *, dtype? dtype=None, device? device=None,
+                 bool requires_grad=False)
+       = finish(hann_window(window_length, periodic, options(dtype, device, false)), requires_grad)
+       | The Hann window (periodic: the symmetric window of window_length + 1 points without the last).
+f    hamming_window(int window_length, bool periodic=True, float alpha=0.54, float beta=0.46, *,
+                    dtype? dtype=None, device? device=None, bool requires_grad=False)
+       = finish(hamming_window(window_length, periodic, alpha, beta, options(dtype, device, false)),
+                requires_grad)
+       | The Hamming window alpha - beta cos(2 pi n / (N - 1)).
+f    blackman_window(int window_length, bool periodic=True, *, dtype? dtype=None, device? device=None,
+                     bool requires_grad=False)
+       = finish(blackman_window(window_length, periodic, options(dtype, device, false)), requires_grad)
+       | The Blackman window.
+f    bartlett_window(int window_length, bool periodic=True, *, dtype? dtype=None, device? device=None,
+                     bool requires_grad=False)
+       = finish(bartlett_window(window_length, periodic, options(dtype, device, false)), requires_grad)
+       | The Bartlett (triangular) window.
+f    kaiser_window(int window_length, bool periodic=True, float beta=12.0, *, dtype? dtype=None,
+                   device? device=None, bool requires_grad=False)
+       = finish(kaiser_window(window_length, periodic, beta, options(dtype, device, false)), requires_grad)
+       | The Kaiser window with shape parameter beta.
 
 # --- Random sampling as Tensor methods (the functions are ember.bernoulli and ember.multinomial) ---
 m    bernoulli(Tensor input, float? p=None, *, Generator? generator=None)

@@ -635,6 +635,15 @@ Tensor sign(const Tensor& x) {
   return unary_ad(ops::sign, x, false, Save::Input,
                   [](const Tensor& g, const Tensor&) { return zeros_like(g); });
 }
+Tensor sgn(const Tensor& x) {
+  return sign(x);
+}
+Tensor positive(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[positive] undefined tensor argument");
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool,
+                   "[positive] the unary + of a bool tensor is not supported (use x.clone())");
+  return x;
+}
 // Note [Fused ReLU backward]
 // ReLU's gradient is g where the output y > 0, else 0 (a NaN y passes g, as PyTorch's
 // threshold_backward). As public ops that is a bool mask, a zero tensor and a where: three

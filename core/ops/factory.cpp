@@ -2,6 +2,7 @@
 // and moved to the target device; constant fills run the device's "fill" kernel.
 #include "ember/ops/factory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -113,6 +114,64 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions opts) {
     if (steps == 1) return start;
     return i < steps / 2 ? start + step * static_cast<double>(i)
                          : end - step * static_cast<double>(steps - 1 - i);
+  });
+}
+
+Tensor logspace(double start, double end, int64_t steps, double base, TensorOptions opts) {
+  EMBER_CHECK(steps >= 0, "[logspace] number of steps must be non-negative: got {}", steps);
+  const Tensor exponents = linspace(start, end, steps, {DType::Float64, Device::cpu()});
+  const double* e = exponents.data_ptr<double>();
+  return host_generate({steps}, opts, [&](int64_t i) { return std::pow(base, e[i]); });
+}
+
+Tensor scalar_tensor(Scalar value, TensorOptions opts) {
+  return full({}, value, opts);
+}
+
+namespace {
+// A window (Note [Window functions]): w(n, N - 1) for n in [0, length) of the symmetric window of
+// length N (length + 1 when periodic).
+template <typename W>
+Tensor window(const char* op, int64_t length, bool periodic, TensorOptions opts, W&& w) {
+  EMBER_CHECK_TYPE(is_floating(opts.dtype), "[{}] expects a floating point dtype: got {}", op,
+                   opts.dtype);
+  EMBER_CHECK(length >= 0, "[{}] requires a non-negative window length: got {}", op, length);
+  if (length == 1) return ones({1}, opts);
+  const double last = static_cast<double>(periodic ? length : length - 1);
+  return host_generate({length}, opts, [&](int64_t n) { return w(static_cast<double>(n), last); });
+}
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+}  // namespace
+
+Tensor hann_window(int64_t length, bool periodic, TensorOptions opts) {
+  return window("hann_window", length, periodic, opts,
+                [](double n, double last) { return 0.5 - 0.5 * std::cos(kTwoPi * n / last); });
+}
+
+Tensor hamming_window(int64_t length, bool periodic, double alpha, double beta,
+                      TensorOptions opts) {
+  return window("hamming_window", length, periodic, opts,
+                [&](double n, double last) { return alpha - beta * std::cos(kTwoPi * n / last); });
+}
+
+Tensor blackman_window(int64_t length, bool periodic, TensorOptions opts) {
+  return window("blackman_window", length, periodic, opts, [](double n, double last) {
+    return 0.42 - 0.5 * std::cos(kTwoPi * n / last) + 0.08 * std::cos(2 * kTwoPi * n / last);
+  });
+}
+
+Tensor bartlett_window(int64_t length, bool periodic, TensorOptions opts) {
+  return window("bartlett_window", length, periodic, opts,
+                [](double n, double last) { return 1.0 - std::fabs(2.0 * n / last - 1.0); });
+}
+
+Tensor kaiser_window(int64_t length, bool periodic, double beta, TensorOptions opts) {
+  EMBER_CHECK(beta >= 0, "[kaiser_window] beta must be non-negative: got {}", beta);
+  const double i0_beta = std::cyl_bessel_i(0.0, beta);
+  return window("kaiser_window", length, periodic, opts, [&](double n, double last) {
+    const double r = 2.0 * n / last - 1.0;
+    return std::cyl_bessel_i(0.0, beta * std::sqrt(std::max(0.0, 1.0 - r * r))) / i0_beta;
   });
 }
 

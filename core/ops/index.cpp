@@ -23,10 +23,12 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "core/dispatch/call.h"
 #include "core/dispatch/capture.h"
 #include "ember/amp/autocast.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
@@ -391,6 +393,43 @@ Tensor nonzero(const Tensor& x) {
   const int64_t n = count.to(Device::cpu()).data_ptr<int64_t>()[0];
   Tensor out = empty({n, x.dim()}, {DType::Int64, x.device()});
   if (out.numel() > 0) run_kernel(core_op(ops::nonzero), x.dtype(), {&x}, {&out});
+  return out;
+}
+
+Tensor argwhere(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[argwhere] undefined tensor argument");
+  return nonzero(x);
+}
+
+std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape) {
+  EMBER_CHECK_TYPE(indices.defined(), "[unravel_index] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_integral(indices.dtype()),
+                   "[unravel_index] expects an integer tensor of indices: got {}", indices.dtype());
+  int64_t numel = 1;
+  for (const int64_t s : shape) {
+    EMBER_CHECK(s >= 0, "[unravel_index] shape must be non-negative: got {}", shape_str(shape));
+    EMBER_CHECK(s == 0 || numel <= std::numeric_limits<int64_t>::max() / s,
+                "[unravel_index] the shape's element count {} overflows int64", shape_str(shape));
+    numel *= s;
+  }
+  autograd::NoGradGuard no_grad;  // integer coordinates: no gradient
+  Tensor flat = indices.to(DType::Int64);
+  if (flat.numel() > 0) {
+    const int64_t lo = amin(flat).item<int64_t>(), hi = amax(flat).item<int64_t>();
+    EMBER_CHECK_INDEX(lo >= -numel && hi < numel,
+                      "[unravel_index] index {} is out of bounds for shape {} ({} elements)",
+                      lo < -numel ? lo : hi, shape_str(shape), numel);
+    flat = where(lt(flat, 0), add(flat, numel), flat);
+  }
+  std::vector<Tensor> out(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) {  // no index is in bounds: flat is empty
+      out[d] = flat;
+      continue;
+    }
+    out[d] = remainder(flat, shape[d]);
+    flat = floor_divide(flat, shape[d]);
+  }
   return out;
 }
 

@@ -578,6 +578,12 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
+Tensor vdot(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[vdot] 1-d tensors expected, got {}-d and {}-d",
+              a.dim(), b.dim());
+  return matmul(a, b);
+}
+
 Tensor outer(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[outer] 1-d tensors expected, got {}-d and {}-d",
               a.dim(), b.dim());

@@ -849,4 +849,9 @@ std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
   return linalg::slogdet(a);
 }
 
+Tensor logdet(const Tensor& a) {
+  auto [sign, logabs] = linalg::slogdet(a);
+  return where(ge(sign, 0), logabs, std::nan(""));
+}
+
 }  // namespace ember

@@ -2,6 +2,7 @@
 // every backend runs them, and a binary search is replaced by one stable sort of both operands.
 #include "ember/ops/search.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ember/autograd/grad_mode.h"
@@ -177,6 +178,72 @@ std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& x, bool, std::optional<i
 
 std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& x, std::optional<int64_t> dim) {
   return unique_impl("unique_consecutive", x, dim, /*sort_rows=*/false);
+}
+
+Tensor isin(const Tensor& elements, const Tensor& test_elements, bool assume_unique, bool invert) {
+  static_cast<void>(assume_unique);  // a hint only: the sort below needs no unique elements
+  EMBER_CHECK_TYPE(elements.defined() && test_elements.defined(),
+                   "[isin] undefined tensor argument");
+  EMBER_CHECK(elements.device() == test_elements.device(),
+              "[isin] elements and test_elements are on different devices: {} and {}",
+              elements.device(), test_elements.device());
+  autograd::NoGradGuard no_grad;
+  DType common = result_type(elements, test_elements);
+  if (common == DType::Bool) common = DType::UInt8;  // sorted and searched as numbers
+  const Tensor flat = elements.reshape({-1}).to(common);
+  const Tensor test = test_elements.reshape({-1}).to(common);
+  Tensor found;
+  if (test.numel() == 0 || flat.numel() == 0) {
+    found = zeros(elements.sizes(), TensorOptions{DType::Bool, elements.device()});
+  } else {
+    // Each element's place in the sorted test elements holds it, or it is in none (NaN sorts
+    // last and equals nothing, as in PyTorch).
+    const Tensor sorted = std::get<0>(sort(test, 0));
+    const Tensor at = clamp(searchsorted(sorted, flat), Scalar(0), Scalar(test.numel() - 1));
+    found = eq(index_select(sorted, 0, at), flat).reshape(elements.sizes());
+  }
+  return invert ? logical_not(found) : found;
+}
+
+Tensor isin(const Tensor& elements, Scalar test_element, bool assume_unique, bool invert) {
+  EMBER_CHECK_TYPE(elements.defined(), "[isin] undefined tensor argument");
+  const DType common = result_type(elements, test_element);
+  return isin(elements, full({}, test_element, TensorOptions{common, elements.device()}),
+              assume_unique, invert);
+}
+
+Tensor isin(Scalar element, const Tensor& test_elements, bool assume_unique, bool invert) {
+  EMBER_CHECK_TYPE(test_elements.defined(), "[isin] undefined tensor argument");
+  const DType common = result_type(element, test_elements);
+  return isin(full({}, element, TensorOptions{common, test_elements.device()}), test_elements,
+              assume_unique, invert);
+}
+
+Tensor bincount(const Tensor& x, const Tensor& weights, int64_t minlength) {
+  EMBER_CHECK_TYPE(x.defined(), "[bincount] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_integral(x.dtype()), "[bincount] needs an integer input: got {}", x.dtype());
+  EMBER_CHECK(x.dim() == 1, "[bincount] needs a 1-d input: got shape {}", shape_str(x.sizes()));
+  EMBER_CHECK(minlength >= 0, "[bincount] minlength must be non-negative: got {}", minlength);
+  DType out = DType::Int64;
+  if (weights.defined()) {
+    EMBER_CHECK(weights.dim() == 1 && weights.size(0) == x.size(0),
+                "[bincount] weights must be 1-d and as long as the input: got shape {} for an "
+                "input of {} elements",
+                shape_str(weights.sizes()), x.size(0));
+    EMBER_CHECK(weights.device() == x.device(),
+                "[bincount] input and weights are on different devices: {} and {}", x.device(),
+                weights.device());
+    out = weights.dtype() == DType::Float32 ? DType::Float32 : DType::Float64;
+  }
+  autograd::NoGradGuard no_grad;  // counts: PyTorch defines no gradient
+  const TensorOptions opts{out, x.device()};
+  if (x.numel() == 0) return zeros({minlength}, opts);
+  const Tensor xl = x.to(DType::Int64);
+  const int64_t lo = amin(xl).item<int64_t>(), hi = amax(xl).item<int64_t>();
+  EMBER_CHECK(lo >= 0, "[bincount] needs non-negative values: got {}", lo);
+  const int64_t bins = std::max(hi + 1, minlength);
+  const Tensor w = weights.defined() ? weights.to(out) : ones({x.numel()}, opts);
+  return scatter_add(zeros({bins}, opts), 0, xl, w);
 }
 
 }  // namespace ember

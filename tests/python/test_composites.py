@@ -232,3 +232,42 @@ def test_linalg_conveniences():
     a2 = np.array([[9.0, 9.0], [0.5, 9.0], [-0.25, 2.0]])
     assert_close(ember.linalg.householder_product(f64(a2), f64([0.7, 0.3])), (h1 @ h2)[:, :2],
                  rtol=1e-12)
+
+
+def test_inplace_forms_of_the_composites_follow_the_in_place_rules():
+    x = ember.tensor([0.25, 0.5, 0.75])
+    for name, args in (("logit", ()), ("xlogy", (ember.tensor([2.0, 3.0, 4.0]),)), ("sinc", ()),
+                       ("frac", ()), ("deg2rad", ()), ("rad2deg", ()),
+                       ("copysign", (ember.tensor([-1.0, 1.0, -0.0]),)),
+                       ("heaviside", (ember.tensor([9.0, 9.0, 9.0]),))):
+        y = x.clone()
+        assert getattr(y, name + "_")(*args) is y, name
+        assert_close(y, getattr(ember, name)(x, *args))
+    # Integer self with a floating result: refused, as PyTorch refuses, and left unchanged.
+    i = ember.tensor([1, 2])
+    with pytest.raises(TypeError, match="sinc_.*can't be cast"):
+        i.sinc_()
+    assert i.tolist() == [1, 2]
+    with pytest.raises(TypeError, match="float_power_.*float64"):
+        x.clone().float_power_(2)
+    d = ember.tensor([2.0, 3.0], dtype=ember.float64)
+    assert d.float_power_(2) is d and d.tolist() == [4.0, 9.0]
+    # Recorded by autograd as an in-place op: the gradient flows through it.
+    leaf = ember.tensor([1.0, 2.0], requires_grad=True)
+    a = leaf * 1
+    a.deg2rad_()
+    a.sum().backward()
+    assert_close(leaf.grad, ember.full((2,), math.pi / 180))
+    with pytest.raises(RuntimeError, match="leaf"):
+        leaf.deg2rad_()
+    # torch's function forms and the other in-place names.
+    e = ember.tensor([0.5, 1.0])
+    assert ember.erfc_(e) is e and abs(e[0].item() - math.erfc(0.5)) < 1e-6
+    g = ember.tensor([12, 18])
+    assert ember.gcd_(g, ember.tensor([8, 27])).tolist() == [4, 9]
+    assert ember.lcm_(ember.tensor([4, 6]), ember.tensor([6, 4])).tolist() == [12, 12]
+    c = ember.tensor([[1, 2], [3, 4]])
+    assert c.cumsum_(1) is c and c.tolist() == [[1, 3], [3, 7]]
+    assert c.cumprod_(0).tolist() == [[1, 3], [3, 21]]
+    assert ember.is_same_size(c, ember.zeros(2, 2)) and not ember.is_same_size(c, ember.zeros(4))
+    assert ember.is_signed(c) and not ember.is_signed(ember.zeros(1, dtype=ember.uint8))

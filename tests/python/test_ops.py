@@ -840,3 +840,65 @@ def test_random_sampling_methods_draw_from_the_generator():
     assert x.bernoulli_(0.7) is x and x.dtype is ember.float64
     assert abs(x.mean().item() - 0.7) < 0.02 and set(x.unique().tolist()) == {0.0, 1.0}
     assert ember.tensor([0.0, 1.0, 0.0]).multinomial(5, replacement=True).tolist() == [1] * 5
+
+
+def test_isin_bincount_unravel_index_and_argwhere_match_numpy():
+    rng = np.random.default_rng(3)
+    x = rng.integers(-10, 10, size=(4, 25)).astype(np.float32) / 2
+    t = rng.integers(-10, 10, size=12).astype(np.float32) / 2
+    assert ember.isin(ember.tensor(x), ember.tensor(t)).numpy().tolist() == np.isin(x, t).tolist()
+    assert (ember.isin(ember.tensor(x), ember.tensor(t), invert=True).numpy() == ~np.isin(x, t)).all()
+    assert ember.isin(ember.tensor([1.0, 2.0]), 2).tolist() == [False, True]
+    assert ember.isin(3, ember.tensor([1, 3])).item() is True
+    assert not ember.isin(ember.tensor([math.nan]), ember.tensor([math.nan])).item()
+    ints = rng.integers(0, 9, size=50)
+    w = rng.random(50).astype(np.float32)
+    assert ember.bincount(ember.tensor(ints)).tolist() == np.bincount(ints).tolist()
+    assert ember.tensor(ints).bincount(minlength=12).tolist() == np.bincount(ints, minlength=12).tolist()
+    got = ember.bincount(ember.tensor(ints), ember.tensor(w))
+    assert got.dtype is ember.float32
+    assert_close(got, ember.tensor(np.bincount(ints, w).astype(np.float32)), atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="bincount.*non-negative"):
+        ember.bincount(ember.tensor([1, -2]))
+    flat = rng.integers(-24, 24, size=10)
+    got = ember.unravel_index(ember.tensor(flat), (2, 3, 4))
+    assert isinstance(got, tuple) and len(got) == 3
+    want = np.unravel_index(flat % 24, (2, 3, 4))
+    assert all(g.tolist() == w.tolist() for g, w in zip(got, want))
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.unravel_index(ember.tensor([24]), (2, 3, 4))
+    m = rng.integers(0, 2, size=(3, 4))
+    assert ember.argwhere(ember.tensor(m)).tolist() == np.argwhere(m).tolist()
+    assert ember.tensor(m).argwhere().tolist() == np.argwhere(m).tolist()
+
+
+def test_windows_logspace_and_scalar_tensor_match_numpy():
+    # NumPy's windows are the symmetric ones (periodic=False).
+    for name, ref in (("hann_window", np.hanning), ("hamming_window", np.hamming),
+                      ("blackman_window", np.blackman), ("bartlett_window", np.bartlett)):
+        got = getattr(ember, name)(9, periodic=False, dtype=ember.float64)
+        assert_close(got, ember.tensor(ref(9)), atol=1e-12, rtol=0)
+        periodic = getattr(ember, name)(8, dtype=ember.float64)
+        assert_close(periodic, ember.tensor(ref(9)[:-1]), atol=1e-12, rtol=0)
+    assert_close(ember.kaiser_window(9, periodic=False, beta=5.0, dtype=ember.float64),
+                 ember.tensor(np.kaiser(9, 5.0)), atol=1e-12, rtol=0)
+    h = ember.hann_window(4, requires_grad=True)
+    assert h.dtype is ember.float32 and h.requires_grad
+    with pytest.raises(TypeError, match="floating point"):
+        ember.hann_window(4, dtype=ember.int64)
+    assert_close(ember.logspace(-2, 2, 5, dtype=ember.float64), ember.tensor(np.logspace(-2, 2, 5)))
+    assert_close(ember.logspace(0, 4, 5, base=2), ember.tensor([1.0, 2, 4, 8, 16]))
+    s = ember.scalar_tensor(7, dtype=ember.int64)
+    assert s.dim() == 0 and s.item() == 7 and s.dtype is ember.int64
+
+
+def test_logdet_vdot_sgn_and_positive():
+    a = np.array([[4.0, 1.0], [2.0, 3.0]])
+    assert abs(ember.logdet(ember.tensor(a)).item() - math.log(np.linalg.det(a))) < 1e-5
+    assert math.isnan(ember.tensor([[0.0, 1.0], [1.0, 0.0]]).logdet().item())
+    assert ember.vdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0])).item() == 11.0
+    x = ember.tensor([-1.5, 0.0, 2.0])
+    assert ember.sgn(x).tolist() == [-1.0, 0.0, 1.0] and x.clone().sgn_().tolist() == [-1.0, 0.0, 1.0]
+    assert ember.positive(x) is not None and (+x).tolist() == x.tolist()
+    with pytest.raises(TypeError, match="positive.*bool"):
+        +ember.tensor([True])

@@ -783,6 +783,29 @@ _METHODS = ("median", "nanmedian", "kthvalue", "mode", "quantile", "nanquantile"
             "xlogy", "sinc", "frac", "fix", "deg2rad", "rad2deg", "signbit", "copysign",
             "heaviside", "fmax", "fmin", "float_power", "isneginf", "isposinf", "isreal", "diff",
             "cross", "kron", "inner", "ger", "diagflat", "dist", "matrix_exp", "matrix_power")
+# The methods with an in-place form, x.<name>_(...) (float_power_ below, for its dtype rule).
+_INPLACE = ("logit", "xlogy", "sinc", "frac", "deg2rad", "rad2deg", "copysign", "heaviside")
+
+
+def _inplace_method(name: str) -> Any:
+    op = globals()[name]
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return ember._C._apply_inplace(self, name + "_", lambda value: op(value, *args, **kwargs))
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In place: this tensor becomes {name}(self, ...) (its dtype and shape kept)."
+    return method
+
+
+def float_power_(self: Tensor, exponent: Any) -> Tensor:
+    """In place: self = self ** exponent, for a float64 self (float_power's result dtype)."""
+    if self.dtype != ember.float64:
+        raise TypeError(f"[float_power_] the base given to float_power_ has dtype {self.dtype} but "
+                        f"the operation's result requires dtype ember.float64")
+    return ember._C._apply_inplace(self, "float_power_", lambda value: float_power(value, exponent))
+
+
 _LINALG = {"matrix_exp": matrix_exp, "matrix_power": matrix_power,
            "householder_product": householder_product, "vecdot": vecdot,
            "multi_dot": multi_dot, "cross": linalg_cross, "diagonal": linalg_diagonal,
@@ -800,6 +823,11 @@ def install() -> None:
     for name in _METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
+    for name in _INPLACE:
+        if not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _inplace_method(name))
+    if not hasattr(Tensor, "float_power_"):
+        Tensor.float_power_ = float_power_
     for name, fn in _LINALG.items():
         if not hasattr(linalg, name):
             setattr(linalg, name, fn)

@@ -133,6 +133,11 @@ struct DTypeObject {
 
 /** The ember.dtype object of `d`. */
 nb::object dtype_object(DType d);
+/** A factory's TensorOptions from its dtype / device keywords (fallback: the dtype when none). */
+TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
+                      DType fallback = default_dtype());
+/** t, made to require grad when a factory's requires_grad keyword says so. */
+Tensor finish(Tensor t, bool requires_grad);
 
 /** A device from Python: an ember.device, a string ("cuda:1", parsed and checked by the core,
  *  so a bad one raises its DeviceError) or an int (a CUDA index, as PyTorch takes it). */

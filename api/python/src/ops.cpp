@@ -709,6 +709,18 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
         nb::sig(fmt::format("def {}(self, *args, **kwargs) -> ember.Tensor", inplace_name).c_str()),
         "In place: this tensor becomes the out-of-place op's result (its dtype and shape kept).");
   }
+  // The same for the ops written in Python (ember._composites): fn(value) is the op's result.
+  m.def(
+      "_apply_inplace",
+      [](Tensor& self, const std::string& op, nb::callable fn) -> Tensor& {
+        const char* name = nullptr;
+        for (const std::string& n : names) name = n == op ? n.c_str() : name;
+        if (name == nullptr) name = names.emplace_back(op).c_str();
+        return apply_inplace(self, name,
+                             [&](const Tensor& value) { return nb::cast<Tensor>(fn(value)); });
+      },
+      "self"_a, "op"_a, "fn"_a, nb::rv_policy::reference,
+      "self = fn(self) in place under the core's in-place rules (apply_inplace).");
 }
 
 }  // namespace ember::python

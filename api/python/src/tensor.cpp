@@ -8,6 +8,18 @@
 
 namespace ember::python {
 
+TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
+                      DType fallback) {
+  TensorOptions o(dtype.value_or(fallback));  // on default_device() unless given
+  if (device) o.device = *device;
+  return o.pinned_memory(pin);
+}
+
+Tensor finish(Tensor t, bool requires_grad) {
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
 /** A tensor over the memory of a buffer-protocol object (a NumPy array), which it keeps;
  *  `read_only` (if given) says whether that memory is read-only. */
 Tensor tensor_from_buffer(nb::handle obj, const char* op, bool* read_only);
@@ -262,18 +274,6 @@ nb::object to_list(const Tensor& t) {
     return out;
   };
   return rec(0, 0);
-}
-
-TensorOptions options(std::optional<DType> dtype, std::optional<Device> device, bool pin,
-                      DType fallback = default_dtype()) {
-  TensorOptions o(dtype.value_or(fallback));  // on default_device() unless given
-  if (device) o.device = *device;
-  return o.pinned_memory(pin);
-}
-
-Tensor finish(Tensor t, bool requires_grad) {
-  if (requires_grad) t.requires_grad_(true);
-  return t;
 }
 
 /** The dtype a fill value gives a new tensor: bool, int64 or the default float. */

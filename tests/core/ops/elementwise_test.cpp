@@ -870,6 +870,13 @@ TEST(ElementwiseUnary, AbsClearsTheSignBitOfEveryFloat) {
   }
 }
 
+TEST(ElementwiseUnary, PositiveIsTheTensorAndSgnTheSign) {
+  const Tensor x = tensor({-2.0, 0.0, 3.0});
+  EXPECT_TRUE(positive(x).is_same(x));
+  EXPECT_EQ(values(sgn(x)), (std::vector<double>{-1, 0, 1}));
+  expect_error([] { positive(tensor({1}, DType::Bool)); }, {"[positive]", "bool"});
+}
+
 TEST(IntegerDivision, RoundsTowardMinusInfinityOrZeroExactly) {
   constexpr int64_t kBig = (int64_t{1} << 62) + 1;  // not a double
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();

@@ -4,6 +4,8 @@
 // runs everywhere.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
 #include <vector>
 
 #include <ember/ember.h>
@@ -166,6 +168,55 @@ TEST(DefaultDevice, SetRefusesAMissingDeviceAndResetGoesBackToTheCpu) {
   reset_default_device();
   EXPECT_EQ(default_device(), Device::cpu());
   EXPECT_EQ(zeros({1}).device(), Device::cpu());
+}
+
+TEST(Windows, MatchTheirFormulasInFloat64) {
+  const double pi = 3.14159265358979323846;
+  auto check = [](const Tensor& got, const std::function<double(double)>& w, int64_t n) {
+    const std::vector<double> v = values(got);
+    ASSERT_EQ(static_cast<int64_t>(v.size()), n);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(v[i], w(static_cast<double>(i)), 1e-15) << i;
+  };
+  const TensorOptions f64(DType::Float64);
+  // Symmetric windows of 7 points (N - 1 = 6) and periodic ones of 6 (the 7-point one, cut).
+  check(
+      hann_window(7, false, f64), [&](double n) { return 0.5 - 0.5 * std::cos(2 * pi * n / 6); },
+      7);
+  check(
+      hann_window(6, true, f64), [&](double n) { return 0.5 - 0.5 * std::cos(2 * pi * n / 6); }, 6);
+  check(
+      hamming_window(7, false, 0.6, 0.3, f64),
+      [&](double n) { return 0.6 - 0.3 * std::cos(2 * pi * n / 6); }, 7);
+  check(
+      blackman_window(7, false, f64),
+      [&](double n) {
+        return 0.42 - 0.5 * std::cos(2 * pi * n / 6) + 0.08 * std::cos(4 * pi * n / 6);
+      },
+      7);
+  check(
+      bartlett_window(7, false, f64), [](double n) { return 1 - std::fabs(n / 3 - 1); }, 7);
+  // Kaiser with beta 0 is all ones; the middle point of a symmetric one is 1 for any beta.
+  check(
+      kaiser_window(5, true, 0.0, f64), [](double) { return 1.0; }, 5);
+  EXPECT_NEAR(values(kaiser_window(7, false, 8.0, f64))[3], 1.0, 1e-15);
+  EXPECT_NEAR(values(kaiser_window(7, false, 8.0, f64))[0], 1.0 / std::cyl_bessel_i(0.0, 8.0),
+              1e-18);
+  EXPECT_EQ(values(hann_window(1)), (std::vector<double>{1}));
+  EXPECT_EQ(hann_window(0).numel(), 0);
+  EXPECT_EQ(hann_window(4).dtype(), default_dtype());
+  EXPECT_THROW(hann_window(4, true, DType::Int64), TypeError);
+  EXPECT_THROW(bartlett_window(-1), ValueError);
+}
+
+TEST(Logspace, IsBaseToTheEvenlySpacedExponents) {
+  EXPECT_EQ(values(logspace(0, 3, 4, 10.0, DType::Float64)),
+            (std::vector<double>{1, 10, 100, 1000}));
+  EXPECT_EQ(values(logspace(-1, 1, 3, 2.0)), (std::vector<double>{0.5, 1, 2}));
+  EXPECT_EQ(logspace(0, 1, 0).numel(), 0);
+  const Tensor s = scalar_tensor(3);
+  EXPECT_EQ(s.dim(), 0);
+  EXPECT_EQ(s.dtype(), default_dtype());
+  EXPECT_EQ(s.item(), 3);
 }
 
 }  // namespace

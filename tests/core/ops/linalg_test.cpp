@@ -247,5 +247,19 @@ TEST(Matmul, MmAndBmmCheckRanks) {
   expect_error([&] { bmm(x, randn({2, 3, 5})); }, {"[bmm] shapes [2, 3, 4] and [2, 3, 5]"});
 }
 
+TEST(Logdet, IsLogOfTheDeterminantNaNForANegativeOne) {
+  const Tensor a = tensor({{2.0, 1.0}, {1.0, 3.0}}, DType::Float64);  // det 5
+  EXPECT_NEAR(logdet(a).item(), std::log(5.0), 1e-14);
+  EXPECT_TRUE(std::isnan(logdet(tensor({{0.0, 1.0}, {1.0, 0.0}}, DType::Float64)).item()));
+  EXPECT_EQ(logdet(zeros({2, 2}, DType::Float64)).item(), -INFINITY);
+  // d log det A / dA = A^-T.
+  const Tensor leaf = a.clone().requires_grad_(true);
+  logdet(leaf).backward();
+  const std::vector<double> g = values(leaf.grad()), want{0.6, -0.2, -0.2, 0.4};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-14) << i;
+  EXPECT_EQ(vdot(tensor({1.0, 2.0}), tensor({3.0, 4.0})).item(), 11);
+  expect_error([] { vdot(ones({2, 2}), ones({2})); }, {"[vdot]", "1-d"});
+}
+
 }  // namespace
 }  // namespace ember

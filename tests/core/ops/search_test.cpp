@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
 #include <vector>
 
 #include <ember/ember.h>
@@ -102,6 +103,67 @@ TEST(Unique, SlicesAlongADimAndConsecutiveRuns) {
   EXPECT_EQ(einv.sizes(), (Shape{0, 3}));
   // Each NaN is its own value, as in PyTorch.
   EXPECT_EQ(std::get<0>(unique(tensor({NAN, 1.0, NAN}))).numel(), 3);
+}
+
+TEST(Isin, MatchesAPlainSearchWithPyTorchsPromotionAndNaN) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pick(-20, 20);
+  Vals xs(300), ts(40);
+  for (double& v : xs) v = pick(rng) / 2.0;
+  for (double& v : ts) v = pick(rng) / 2.0;
+  xs[0] = NAN;
+  ts[0] = NAN;  // NaN equals nothing, itself included
+  const Tensor x = from_vector(xs, {3, 100}, DType::Float64).to(DType::Float32);
+  const Tensor t = from_vector(ts, {4, 10}, DType::Float64).to(DType::Float32);
+  Vals want(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) {
+    want[i] = std::find(ts.begin(), ts.end(), xs[i]) != ts.end() ? 1 : 0;
+  }
+  const Tensor got = isin(x, t);
+  EXPECT_EQ(got.dtype(), DType::Bool);
+  EXPECT_EQ(got.sizes(), x.sizes());
+  EXPECT_EQ(values(got), want);
+  Vals inverted = want;
+  for (double& v : inverted) v = 1 - v;
+  EXPECT_EQ(values(isin(x, t, false, true)), inverted);
+  // int64 elements against float test elements compare as floats: 2 is in {2.0}, 3 not in {2.5}.
+  EXPECT_EQ(values(isin(tensor({2, 3}, DType::Int64), tensor({2.0, 2.5}))), (Vals{1, 0}));
+  EXPECT_EQ(values(isin(tensor({1, 0}, DType::Bool), tensor({1}, DType::Bool))), (Vals{1, 0}));
+  EXPECT_EQ(values(isin(tensor({1.0, 5.0}), Scalar(5))), (Vals{0, 1}));
+  const Tensor one = isin(Scalar(4), tensor({1, 4}, DType::Int64));
+  EXPECT_EQ(one.dim(), 0);
+  EXPECT_EQ(one.item(), 1);
+  EXPECT_EQ(values(isin(tensor({1.0}), zeros({0}))), (Vals{0}));
+}
+
+TEST(Bincount, CountsOrSumsWeightsWithPyTorchsDtypes) {
+  const Tensor x = tensor({0, 1, 1, 3, 1}, DType::Int64);
+  const Tensor c = bincount(x);
+  EXPECT_EQ(c.dtype(), DType::Int64);
+  EXPECT_EQ(values(c), (Vals{1, 3, 0, 1}));
+  EXPECT_EQ(values(bincount(x, {}, 6)), (Vals{1, 3, 0, 1, 0, 0}));
+  const Tensor w32 = bincount(x, tensor({0.5, 1.0, 2.0, 4.0, 8.0}));
+  EXPECT_EQ(w32.dtype(), DType::Float32);
+  EXPECT_EQ(values(w32), (Vals{0.5, 11.0, 0, 4.0}));
+  EXPECT_EQ(bincount(x, tensor({1, 1, 1, 1, 1}, DType::Int64)).dtype(), DType::Float64);
+  EXPECT_EQ(values(bincount(zeros({0}, DType::Int32), {}, 2)), (Vals{0, 0}));
+  EXPECT_THROW(bincount(tensor({1, -1}, DType::Int64)), ValueError);
+  EXPECT_THROW(bincount(tensor({1.0})), TypeError);
+  EXPECT_THROW(bincount(x.reshape({5, 1})), ValueError);
+  EXPECT_THROW(bincount(x, tensor({1.0})), ValueError);
+}
+
+TEST(UnravelIndex, CoordinatesOfFlatIndicesNegativeOnesFromTheEnd) {
+  const std::vector<Tensor> rc = unravel_index(tensor({0, 5, 7, -1}, DType::Int64), {2, 4});
+  ASSERT_EQ(rc.size(), 2u);
+  EXPECT_EQ(values(rc[0]), (Vals{0, 1, 1, 1}));
+  EXPECT_EQ(values(rc[1]), (Vals{0, 1, 3, 3}));
+  EXPECT_EQ(rc[0].dtype(), DType::Int64);
+  EXPECT_THROW(unravel_index(tensor({8}, DType::Int64), {2, 4}), IndexError);
+  EXPECT_THROW(unravel_index(tensor({-9}, DType::Int64), {2, 4}), IndexError);
+  EXPECT_THROW(unravel_index(tensor({1.0}), {2, 4}), TypeError);
+  EXPECT_EQ(unravel_index(zeros({0}, DType::Int64), {0, 3})[0].numel(), 0);
+  EXPECT_EQ(values(argwhere(tensor({{0.0, 1.0}, {2.0, 0.0}}))), (Vals{0, 1, 1, 0}));
 }
 
 }  // namespace

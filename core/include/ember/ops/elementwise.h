@@ -213,6 +213,10 @@ EMBER_API Tensor glu(const Tensor& x, int64_t dim = -1);
 EMBER_API Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi);
 /** -1, 0 or 1. */
 EMBER_API Tensor sign(const Tensor& x);
+/** sign(x) (torch.sgn, which for real dtypes is sign). */
+EMBER_API Tensor sgn(const Tensor& x);
+/** x itself (unary +); a bool x is a TypeError, as in PyTorch. */
+EMBER_API Tensor positive(const Tensor& x);
 /** Round down. */
 EMBER_API Tensor floor(const Tensor& x);
 /** Round up. */

@@ -58,6 +58,30 @@ EMBER_API Tensor arange(Scalar start, Scalar end, Scalar step = 1,
 EMBER_API Tensor arange(Scalar end, std::optional<TensorOptions> opts = {});
 /** `steps` evenly spaced values from start to end inclusive. */
 EMBER_API Tensor linspace(double start, double end, int64_t steps, TensorOptions opts = {});
+/** base ** each of linspace(start, end, steps), computed in float64. */
+EMBER_API Tensor logspace(double start, double end, int64_t steps, double base = 10.0,
+                          TensorOptions opts = {});
+/** A 0-d tensor holding value (the default dtype unless opts say otherwise). */
+EMBER_API Tensor scalar_tensor(Scalar value, TensorOptions opts = {});
+
+// Note [Window functions]
+// PyTorch's windows for spectral analysis, of a floating dtype: a periodic window (the default)
+// is the symmetric window of length + 1 without its last point, and a window of length 1 is [1].
+// Each point is computed in float64 and rounded once to the dtype.
+
+/** The Hann window: 0.5 - 0.5 cos(2 pi n / (N - 1)). */
+EMBER_API Tensor hann_window(int64_t length, bool periodic = true, TensorOptions opts = {});
+/** The Hamming window: alpha - beta cos(2 pi n / (N - 1)). */
+EMBER_API Tensor hamming_window(int64_t length, bool periodic = true, double alpha = 0.54,
+                                double beta = 0.46, TensorOptions opts = {});
+/** The Blackman window: 0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1)). */
+EMBER_API Tensor blackman_window(int64_t length, bool periodic = true, TensorOptions opts = {});
+/** The Bartlett (triangular) window: 1 - |2 n / (N - 1) - 1|. */
+EMBER_API Tensor bartlett_window(int64_t length, bool periodic = true, TensorOptions opts = {});
+/** The Kaiser window: I0(beta sqrt(1 - (2 n / (N - 1) - 1)^2)) / I0(beta). */
+EMBER_API Tensor kaiser_window(int64_t length, bool periodic = true, double beta = 12.0,
+                               TensorOptions opts = {});
+
 /** n x m identity (m defaults to n). */
 EMBER_API Tensor eye(int64_t n, int64_t m = -1, TensorOptions opts = {});
 

@@ -140,6 +140,11 @@ EMBER_API Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tenso
 EMBER_API Tensor& masked_scatter_(Tensor& x, const Tensor& mask, const Tensor& source);
 /** Indices of the non-zero elements, as an [n, ndim] int64 tensor in row-major order. */
 EMBER_API Tensor nonzero(const Tensor& x);
+/** nonzero(x): PyTorch's argwhere. */
+EMBER_API Tensor argwhere(const Tensor& x);
+/** The coordinates in a tensor of `shape` of each flat index (in [-numel, numel), negative ones
+ *  counted from the end), one int64 tensor of indices' shape per dim. */
+EMBER_API std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape);
 /** Joins tensors along an existing dim. */
 EMBER_API Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 /** Joins tensors along a new dim. */

@@ -60,6 +60,8 @@ EMBER_API Tensor& addr_(Tensor& input, const Tensor& vec1, const Tensor& vec2, S
 EMBER_API Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2.0);
 /** The inner product of two 1-d tensors of one length (torch.dot). */
 EMBER_API Tensor dot(const Tensor& a, const Tensor& b);
+/** dot(a, b) (torch.vdot; the conjugate of a is a itself for real dtypes). */
+EMBER_API Tensor vdot(const Tensor& a, const Tensor& b);
 /** The outer product of 1-d a [n] and b [m]: [n, m] (torch.outer). */
 EMBER_API Tensor outer(const Tensor& a, const Tensor& b);
 /** The product of a matrix [n, m] and a vector [m]: [n] (torch.mv). */
@@ -73,6 +75,8 @@ EMBER_API Tensor det(const Tensor& a);
 EMBER_API Tensor inverse(const Tensor& a);
 /** (sign, log|det|) of a batch of square matrices: torch.slogdet, linalg::slogdet. */
 EMBER_API std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
+/** log(det(a)) of a batch of square matrices: NaN where det < 0, -inf where it is 0. */
+EMBER_API Tensor logdet(const Tensor& a);
 
 }  // namespace ember
 

@@ -34,4 +34,19 @@ EMBER_API std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& x, bool sorted
 EMBER_API std::tuple<Tensor, Tensor, Tensor> unique_consecutive(const Tensor& x,
                                                                 std::optional<int64_t> dim = {});
 
+/** True where an element of `elements` equals some element of test_elements (both promoted to
+ *  their common dtype; NaN equals nothing); invert: where it does not. elements' shape, bool. */
+EMBER_API Tensor isin(const Tensor& elements, const Tensor& test_elements,
+                      bool assume_unique = false, bool invert = false);
+/** isin() against one number. */
+EMBER_API Tensor isin(const Tensor& elements, Scalar test_element, bool assume_unique = false,
+                      bool invert = false);
+/** isin() of one number: a 0-d result. */
+EMBER_API Tensor isin(Scalar element, const Tensor& test_elements, bool assume_unique = false,
+                      bool invert = false);
+/** How often each value 0..max(x) occurs in the 1-d non-negative integer x (at least minlength
+ *  bins); with 1-d weights of x's length, their sums instead: int64 counts, float32 sums for
+ *  float32 weights, float64 otherwise. No gradient, as in PyTorch. */
+EMBER_API Tensor bincount(const Tensor& x, const Tensor& weights = {}, int64_t minlength = 0);
+
 }  // namespace ember
