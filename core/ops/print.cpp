@@ -13,10 +13,10 @@
 //   last 3 entries around "...".
 // - A sci_mode set in the options overrides the choice of notation but not the width, which
 //   comes from the chosen notation, as in PyTorch.
-// The options are one process-wide value under a mutex; each str() call reads a copy once.
 // - Suffixes: device if not the CPU, then for empty tensors size=(..) unless 1-d and dtype
 //   unless float32; for others dtype unless float32, int64 or bool. Dtypes print by their
 //   Ember names ("float64", not "torch.float64").
+// The options are one process-wide value under a mutex; each str() call reads a copy once.
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -34,8 +34,13 @@ namespace {
 std::mutex print_options_mutex;
 PrintOptions current_print_options;
 
-// Visits the flat indices of the elements that get printed, in order (edge: the entries kept at
-// each end of a summarised dim).
+// True at entry i of a dim of n entries where a summary leaves out the middle: entries
+// [edge, n - edge) are not printed (edge: the entries kept at each end; -1, not summarised).
+bool gap_at(int64_t i, int64_t n, int64_t edge) {
+  return edge >= 0 && n > 2 * edge && i == edge;
+}
+
+// Visits the flat indices of the elements that get printed, in order.
 template <typename Fn>
 void for_each_printed(const Shape& sizes, const Shape& strides, size_t dim, int64_t offset,
                       int64_t edge, Fn&& fn) {
@@ -45,7 +50,7 @@ void for_each_printed(const Shape& sizes, const Shape& strides, size_t dim, int6
   }
   const int64_t n = sizes[dim];
   for (int64_t i = 0; i < n; ++i) {
-    if (edge >= 0 && n > 2 * edge && i == edge) {
+    if (gap_at(i, n, edge)) {
       i = n - edge;
       if (i == n) break;  // no edge items: nothing of this dim is printed
     }
@@ -131,7 +136,7 @@ struct Printer {
     const int64_t per_line = std::max<int64_t>(1, (line_width - indent) / element_length);
     std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
-      if (edge >= 0 && n > 2 * edge && i == edge) {
+      if (gap_at(i, n, edge)) {
         items.emplace_back(" ...");
         i = n - edge;
         if (i == n) break;  // no edge items: only the ellipsis
@@ -156,7 +161,7 @@ struct Printer {
     std::string out = "[";
     for (int64_t i = 0; i < n; ++i) {
       if (i > 0) out += sep;
-      if (edge >= 0 && n > 2 * edge && i == edge) {
+      if (gap_at(i, n, edge)) {
         if (edge == 0) {
           out += "...";
           break;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <set>
 
 #include "bind.h"
 
@@ -713,9 +714,8 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
   m.def(
       "_apply_inplace",
       [](Tensor& self, const std::string& op, nb::callable fn) -> Tensor& {
-        const char* name = nullptr;
-        for (const std::string& n : names) name = n == op ? n.c_str() : name;
-        if (name == nullptr) name = names.emplace_back(op).c_str();
+        static std::set<std::string, std::less<>> interned;  // the names outlive the graph
+        const char* name = interned.emplace(op).first->c_str();
         return apply_inplace(self, name,
                              [&](const Tensor& value) { return nb::cast<Tensor>(fn(value)); });
       },
