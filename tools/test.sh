@@ -19,6 +19,8 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 # Test binaries precompile their common headers (Note [Test compile time] in tests/CMakeLists.txt);
 # ccache caches such compiles only with this sloppiness.
 export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
+# ... and keys them on the header's checksum file (Note [The precompiled header's checksum]).
+export CCACHE_PCH_EXTSUM=${CCACHE_PCH_EXTSUM:-true}
 # The Python package is built and tested in the release pass (tests/python, the wheel), with the
 # interpreter tools/setup.sh prepared (Note [Python build dependencies]).
 python=${EMBER_DEPS_DIR:-$HOME/.cache/ember-deps}/python/bin/python
