@@ -21,6 +21,7 @@
 # --- Arithmetic ---------------------------------------------------------------------------------
 fm_  add(Tensor input, Tensor|Number other, *, Number alpha=1) | input + alpha * other, broadcast and promoted.
 fm_  sub|subtract(Tensor input, Tensor|Number other, *, Number alpha=1) | input - alpha * other.
+f    rsub(Tensor input, Tensor|Number other, *, Number alpha=1) | other - alpha * input.
 fm_  mul|multiply(Tensor input, Tensor|Number other) | input * other.
 fm~  div|divide(Tensor input, Tensor|Number other, *, str? rounding_mode=None)
        | input / other: true division, or rounded 'trunc' or 'floor'.
@@ -155,6 +156,17 @@ fm~  cumsum(Tensor input, int dim, *, dtype? dtype=None) = cumsum(cast_input(inp
 fm~  cumprod(Tensor input, int dim, *, dtype? dtype=None) = cumprod(cast_input(input, dtype), dim)
        | Running product along dim.
 fm   count_nonzero(Tensor input, int[]? dim=None) | Number of non-zero elements over dim.
+f    trapezoid|trapz(Tensor y, Tensor x, *, int dim=-1)
+       | The integral of y along dim by the trapezoidal rule at sample points x.
+f    trapezoid|trapz(Tensor y, *, Number dx=1, int dim=-1)
+       | The integral of y along dim by the trapezoidal rule at spacing dx.
+f    cumulative_trapezoid(Tensor y, Tensor x, *, int dim=-1)
+       | The running integrals of y along dim by the trapezoidal rule at sample points x.
+f    cumulative_trapezoid(Tensor y, *, Number dx=1, int dim=-1)
+       | The running integrals of y along dim by the trapezoidal rule at spacing dx.
+fm   cov(Tensor input, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None)
+       | Covariance matrix of the variables in input's rows over the observations in its columns.
+fm   corrcoef(Tensor input) | Pearson's correlation coefficients of the variables in input's rows.
 fm   softmax(Tensor input, int dim, dtype? dtype=None) = softmax(cast_input(input, dtype), dim)
        | exp(input) / sum(exp(input)) along dim.
 fm   log_softmax(Tensor input, int dim, dtype? dtype=None) = log_softmax(cast_input(input, dtype), dim)
@@ -170,6 +182,10 @@ fm   mv(Tensor input, Tensor vec) | Matrix-vector product.
 fm   dot(Tensor input, Tensor other) | Inner product of two 1-d tensors.
 fm   vdot(Tensor input, Tensor other) | Inner product of two 1-d tensors (the first conjugated: itself for real ones).
 fm   logdet(Tensor input) | log(det(input)) of square matrices: NaN where det < 0, -inf where it is 0.
+fm   adjoint(Tensor input) | The last two dims swapped (the conjugate transpose of real matrices).
+fm~  renorm(Tensor input, float p, int dim, float maxnorm)
+       | input with each slice along dim whose p-norm exceeds maxnorm scaled down to it.
+fm~  ldexp(Tensor input, Tensor other) | input * 2 ** other.
 fm   outer|ger(Tensor input, Tensor vec2) | Outer product of two 1-d tensors.
 fm_  addmm(Tensor input, Tensor mat1, Tensor mat2, *, Number beta=1, Number alpha=1)
        | beta * input + alpha * (mat1 @ mat2).
@@ -281,6 +297,14 @@ f    isin(Number element, Tensor test_elements, *, bool assume_unique=False, boo
 fm   argwhere(Tensor input) | The indices of the non-zero elements, as an [n, ndim] int64 tensor.
 f    unravel_index(Tensor indices, int[] shape) -> Tensor[]
        | The coordinates in a tensor of `shape` of each flat index, one tensor per dim.
+fm   slice_scatter(Tensor input, Tensor src, int dim=0, int? start=None, int? end=None, int step=1)
+       | A copy of input with src in place of input[start:end:step] along dim.
+fm   select_scatter(Tensor input, Tensor src, int dim, int index)
+       | A copy of input with src in place of input.select(dim, index).
+fm   diagonal_scatter(Tensor input, Tensor src, int offset=0, int dim1=0, int dim2=1)
+       | A copy of input with src in place of its diagonal(offset, dim1, dim2).
+f    combinations(Tensor input, int r=2, bool with_replacement=False)
+       | The r-element combinations of a 1-d tensor's elements, as rows.
 f    repeat_interleave(Tensor repeats, *, int? output_size=None)
        | i repeated repeats[i] times (the indices repeat_interleave picks).
 

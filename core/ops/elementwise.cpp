@@ -644,6 +644,22 @@ Tensor positive(const Tensor& x) {
                    "[positive] the unary + of a bool tensor is not supported (use x.clone())");
   return x;
 }
+
+Tensor rsub(const Tensor& x, const Tensor& other, Scalar alpha) {
+  return sub(other, x, alpha);
+}
+
+Tensor rsub(const Tensor& x, Scalar other, Scalar alpha) {
+  EMBER_CHECK_TYPE(x.defined(), "[rsub] undefined tensor argument");
+  return sub(detail::scalar_tensor(other, x.dtype(), x.device()), x, alpha);
+}
+
+// As PyTorch computes it: 2 ** other as a number base raised to a tensor, then a product.
+Tensor ldexp(const Tensor& x, const Tensor& other) {
+  EMBER_CHECK_TYPE(x.defined() && other.defined(), "[ldexp] undefined tensor argument");
+  return mul(x, pow(detail::scalar_tensor(2.0, other.dtype(), other.device()), other));
+}
+
 // Note [Fused ReLU backward]
 // ReLU's gradient is g where the output y > 0, else 0 (a NaN y passes g, as PyTorch's
 // threshold_backward). As public ops that is a bool mask, a zero tensor and a where: three

@@ -435,6 +435,68 @@ std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape) {
 
 namespace {
 
+// Note [Scatter into a view]
+// slice_scatter, select_scatter and diagonal_scatter are PyTorch's out-of-place forms of
+// assigning to a view: a clone of x whose view (made by `view`) gets src through copy_. Autograd
+// records that as a copy into a slice of the clone, so x's gradient is g outside the view and
+// src's is g's view. src must have the view's shape exactly (no broadcasting) and converts to x's
+// dtype as in copy_, as in PyTorch.
+Tensor scatter_into_view(const Tensor& x, const Tensor& src, const char* op,
+                         const std::function<Tensor(const Tensor&)>& view) {
+  EMBER_CHECK_TYPE(x.defined() && src.defined(), "[{}] undefined tensor argument", op);
+  Tensor out = x.clone();
+  Tensor part = view(out);
+  EMBER_CHECK(src.sizes() == part.sizes(),
+              "[{}] src must have the shape of the part of the input it replaces: src {}, part {}",
+              op, shape_str(src.sizes()), shape_str(part.sizes()));
+  part.copy_(src);
+  return out;
+}
+
+}  // namespace
+
+Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim, std::optional<int64_t> start,
+                     std::optional<int64_t> end, int64_t step) {
+  EMBER_CHECK(step > 0, "[slice_scatter] step must be positive: got {}", step);
+  return scatter_into_view(x, src, "slice_scatter", [&](const Tensor& t) {
+    return t.slice(dim, start.value_or(0), end.value_or(std::numeric_limits<int64_t>::max()), step);
+  });
+}
+
+Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index) {
+  return scatter_into_view(x, src, "select_scatter",
+                           [&](const Tensor& t) { return t.select(dim, index); });
+}
+
+Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset, int64_t dim1,
+                        int64_t dim2) {
+  return scatter_into_view(x, src, "diagonal_scatter",
+                           [&](const Tensor& t) { return diagonal(t, offset, dim1, dim2); });
+}
+
+// As PyTorch computes it: the r-fold grid of positions, kept where they increase (or do not
+// decrease, with_replacement), read off x's r-fold grid in row-major order.
+Tensor combinations(const Tensor& x, int64_t r, bool with_replacement) {
+  EMBER_CHECK_TYPE(x.defined(), "[combinations] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 1, "[combinations] expects a 1-d tensor: got shape {}",
+              shape_str(x.sizes()));
+  EMBER_CHECK(r >= 0, "[combinations] r must be non-negative: got {}", r);
+  if (r == 0) return empty({0}, TensorOptions{x.dtype(), x.device()});
+  const Tensor positions = arange(x.size(0), TensorOptions{DType::Int64, x.device()});
+  const std::vector<Tensor> grid = meshgrid(std::vector<Tensor>(r, x), "ij");
+  const std::vector<Tensor> at = meshgrid(std::vector<Tensor>(r, positions), "ij");
+  Tensor keep = ones(at[0].sizes(), TensorOptions{DType::Bool, x.device()});
+  for (int64_t k = 1; k < r; ++k) {
+    keep = logical_and(keep, with_replacement ? le(at[k - 1], at[k]) : lt(at[k - 1], at[k]));
+  }
+  std::vector<Tensor> columns;
+  columns.reserve(r);
+  for (const Tensor& g : grid) columns.push_back(masked_select(g, keep));
+  return stack(columns, 1);
+}
+
+namespace {
+
 // Gives cat's output `out` (joined along `d`) its history when an input requires grad: the
 // gradient of each input is its narrow() of g (a skipped empty 1-d input gets an empty one).
 Tensor cat_record(const std::vector<Tensor>& tensors, Tensor out, int64_t d) {

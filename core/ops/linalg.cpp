@@ -584,6 +584,35 @@ Tensor vdot(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
+Tensor adjoint(const Tensor& a) {
+  EMBER_CHECK_TYPE(a.defined(), "[adjoint] undefined tensor argument");
+  EMBER_CHECK(a.dim() >= 2,
+              "[adjoint] expects a matrix or a batch of matrices: got shape {} (use .t() or "
+              ".mT for other dims)",
+              shape_str(a.sizes()));
+  return a.transpose(-2, -1);
+}
+
+// As PyTorch computes it: one norm per slice along dim (over every other dim), and a factor of
+// maxnorm / (norm + 1e-7) where the norm exceeds maxnorm; the gradient goes through both.
+Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {
+  EMBER_CHECK_TYPE(x.defined(), "[renorm] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(x.dtype()), "[renorm] needs a floating tensor: got {}", x.dtype());
+  EMBER_CHECK(x.dim() >= 2, "[renorm] needs at least 2 dims: got shape {}", shape_str(x.sizes()));
+  EMBER_CHECK(p > 0, "[renorm] the norm's order p must be positive: got {}", p);
+  EMBER_CHECK(maxnorm >= 0, "[renorm] maxnorm must be non-negative: got {}", maxnorm);
+  const int64_t d = wrap_dim(dim, x.dim(), "renorm");
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < x.dim(); ++i) {
+    if (i != d) others.push_back(i);
+  }
+  const Tensor norm = linalg::vector_norm(x, p, others, /*keepdim=*/true);
+  const Tensor scaled =
+      div(detail::scalar_tensor(maxnorm, norm.dtype(), norm.device()), add(norm, 1e-7));
+  const Tensor factor = where(gt(norm, maxnorm), scaled, 1.0);
+  return mul(x, factor);
+}
+
 Tensor outer(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[outer] 1-d tensors expected, got {}-d and {}-d",
               a.dim(), b.dim());

@@ -19,9 +19,12 @@
 
 #include "core/dispatch/call.h"
 #include "ember/amp/autocast.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/elementwise.h"
 #include "ember/ops/factory.h"
+#include "ember/ops/index.h"
+#include "ember/ops/linalg.h"
 
 namespace ember {
 namespace {
@@ -598,6 +601,152 @@ Tensor cumprod(const Tensor& x, int64_t dim) {
 
 Tensor count_nonzero(const Tensor& x, IntList dims) {
   return sum(ne(x, 0), dims);
+}
+
+// Note [Trapezoid as PyTorch computes it]
+// trapezoid and cumulative_trapezoid follow PyTorch's formulas, so that results (and the dtype
+// an integer y promotes to) agree: at spacing dx, (sum(y) - (y[0] + y[-1]) / 2) * dx and the
+// running sums of dx / 2 * (y[i] + y[i+1]); at points x, the sum (running sum) of
+// (x[i+1] - x[i]) * (y[i] + y[i+1]) / 2.
+namespace {
+
+// y's dim, wrapped, for op; y defined and not bool.
+int64_t trapezoid_dim(const Tensor& y, int64_t dim, const char* op) {
+  EMBER_CHECK_TYPE(y.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK_TYPE(y.dtype() != DType::Bool, "[{}] a bool y is not supported", op);
+  return wrap_dim(dim, y.dim(), op);
+}
+
+// The spacing of sample points x along d, laid out against y: a 1-d x along d, an x of fewer
+// dims than y aligned at y's last dims.
+Tensor trapezoid_spacing(const Tensor& y, const Tensor& x, int64_t d, const char* op) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK_TYPE(x.dtype() != DType::Bool, "[{}] a bool x is not supported", op);
+  Tensor laid = x;
+  if (x.dim() == 1) {
+    EMBER_CHECK(x.size(0) == y.size(d),
+                "[{}] a 1-d x needs one point per element of y along dim {}: got {} points for {}",
+                op, d, x.size(0), y.size(d));
+    std::vector<int64_t> shape(y.dim(), 1);
+    shape[d] = x.size(0);
+    laid = x.reshape(shape);
+  } else if (x.dim() < y.dim()) {
+    std::vector<int64_t> shape(y.dim() - x.dim(), 1);
+    shape.insert(shape.end(), x.sizes().begin(), x.sizes().end());
+    laid = x.reshape(shape);
+  }
+  EMBER_CHECK(laid.dim() != y.dim() || laid.size(d) == y.size(d),
+              "[{}] x needs one point per element of y along dim {}: x {}, y {}", op, d,
+              shape_str(x.sizes()), shape_str(y.sizes()));
+  return sub(laid.slice(d, 1, std::numeric_limits<int64_t>::max()), laid.slice(d, 0, -1));
+}
+
+// y[i] + y[i+1] along d.
+Tensor pair_sums(const Tensor& y, int64_t d) {
+  return add(y.slice(d, 0, -1), y.slice(d, 1, std::numeric_limits<int64_t>::max()));
+}
+
+// Zeros of y's dtype with dim d removed: the integral over no samples.
+Tensor no_samples(const Tensor& y, int64_t d) {
+  std::vector<int64_t> shape(y.sizes().begin(), y.sizes().end());
+  shape.erase(shape.begin() + d);
+  return zeros(shape, TensorOptions{y.dtype(), y.device()});
+}
+
+}  // namespace
+
+Tensor trapezoid(const Tensor& y, Scalar dx, int64_t dim) {
+  const int64_t d = trapezoid_dim(y, dim, "trapezoid");
+  if (y.size(d) == 0) return no_samples(y, d);
+  const Tensor ends = add(y.select(d, 0), y.select(d, -1));
+  return mul(sub(sum(y, {d}), mul(ends, 0.5)), dx);
+}
+
+Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  const int64_t d = trapezoid_dim(y, dim, "trapezoid");
+  const Tensor dx = trapezoid_spacing(y, x, d, "trapezoid");
+  if (y.size(d) == 0) return no_samples(y, d);
+  return div(sum(mul(dx, pair_sums(y, d)), {d}), 2.0);
+}
+
+Tensor cumulative_trapezoid(const Tensor& y, Scalar dx, int64_t dim) {
+  const int64_t d = trapezoid_dim(y, dim, "cumulative_trapezoid");
+  return cumsum(mul(pair_sums(y, d), dx.to_double() / 2.0), d);
+}
+
+Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
+  const int64_t d = trapezoid_dim(y, dim, "cumulative_trapezoid");
+  const Tensor dx = trapezoid_spacing(y, x, d, "cumulative_trapezoid");
+  return cumsum(div(mul(dx, pair_sums(y, d)), 2.0), d);
+}
+
+namespace {
+
+// A weight vector of cov: 1-d (or 0-d), one per observation, non-negative, of the kind named.
+void check_cov_weights(const Tensor& w, int64_t observations, const char* name, bool integral) {
+  EMBER_CHECK(w.dim() <= 1, "[cov] {} must be 1-d: got shape {}", name, shape_str(w.sizes()));
+  EMBER_CHECK(w.numel() == observations,
+              "[cov] {} needs one weight per observation: got {} for {} observations", name,
+              w.numel(), observations);
+  EMBER_CHECK_TYPE(integral ? is_integral(w.dtype()) : is_floating(w.dtype()),
+                   "[cov] {} must be {}: got {}", name, integral ? "integers" : "floating-point",
+                   w.dtype());
+  autograd::NoGradGuard no_grad;
+  EMBER_CHECK(w.numel() == 0 || amin(w).item<double>() >= 0,
+              "[cov] {} must be non-negative: got a minimum of {}", name, amin(w).item<double>());
+}
+
+}  // namespace
+
+// As PyTorch computes it: weights w = fweights * aweights, the weighted mean, and the normaliser
+// sum(w) - correction * sum(w * aweights) / sum(w) (sum(w) - correction without aweights,
+// observations - correction without weights), clamped at 0.
+Tensor cov(const Tensor& input, int64_t correction, const Tensor& fweights,
+           const Tensor& aweights) {
+  EMBER_CHECK_TYPE(input.defined(), "[cov] undefined tensor argument");
+  EMBER_CHECK(input.dim() <= 2,
+              "[cov] expects at most 2 dims (variables by observations): got shape {}",
+              shape_str(input.sizes()));
+  Tensor in = input.dim() < 2 ? input.reshape({1, -1}) : input;
+  if (!is_floating(in.dtype())) in = in.to(default_dtype());
+  const int64_t observations = in.size(1);
+  Tensor w;
+  if (fweights.defined()) {
+    check_cov_weights(fweights, observations, "fweights", true);
+    w = fweights.reshape({observations});
+  }
+  if (aweights.defined()) {
+    check_cov_weights(aweights, observations, "aweights", false);
+    const Tensor a = aweights.reshape({observations});
+    w = w.defined() ? mul(w, a) : a;
+  }
+  Tensor mean_of, normaliser;
+  if (w.defined()) {
+    const Tensor w_sum = sum(w);
+    mean_of = div(sum(mul(in, w), {1}), w_sum);
+    normaliser = w_sum;
+    if (correction != 0) {
+      normaliser = aweights.defined()
+                       ? sub(w_sum, mul(div(sum(mul(w, aweights.reshape({observations}))), w_sum),
+                                        correction))
+                       : sub(w_sum, correction);
+    }
+  } else {
+    mean_of = mean(in, {1});
+    normaliser = scalar_tensor(observations - correction, TensorOptions{in.dtype(), in.device()});
+  }
+  normaliser = where(le(normaliser, 0), zeros_like(normaliser), normaliser);
+  const Tensor centred = sub(in, mean_of.unsqueeze(1));
+  const Tensor c = matmul(centred, (w.defined() ? mul(centred, w) : centred).t());
+  return div(c, normaliser).squeeze();
+}
+
+Tensor corrcoef(const Tensor& input) {
+  Tensor c = cov(input);
+  if (c.dim() == 0) return div(c, c);
+  const Tensor stddev = sqrt(diagonal(c));
+  c = div(div(c, stddev.unsqueeze(1)), stddev.unsqueeze(0));
+  return clamp(c, Scalar(-1), Scalar(1));
 }
 
 }  // namespace ember

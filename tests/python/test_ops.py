@@ -902,3 +902,96 @@ def test_logdet_vdot_sgn_and_positive():
     assert ember.positive(x) is not None and (+x).tolist() == x.tolist()
     with pytest.raises(TypeError, match="positive.*bool"):
         +ember.tensor([True])
+
+
+def test_trapezoid_cov_and_corrcoef_match_numpy():
+    rng = np.random.default_rng(5)
+    y = rng.standard_normal((3, 7))
+    x = np.sort(rng.standard_normal(7))
+    ey, ex = ember.tensor(y), ember.tensor(x)
+    np.testing.assert_allclose(ember.trapezoid(ey, ex).numpy(), np.trapezoid(y, x), rtol=1e-12)
+    np.testing.assert_allclose(ember.trapz(ey, dx=0.5).numpy(), np.trapezoid(y, dx=0.5), rtol=1e-12)
+    np.testing.assert_allclose(ember.trapezoid(ey, dim=0).numpy(), np.trapezoid(y, axis=0), rtol=1e-12)
+    running = np.cumsum(np.diff(x) * (y[:, 1:] + y[:, :-1]) / 2, axis=-1)
+    np.testing.assert_allclose(ember.cumulative_trapezoid(ey, ex).numpy(), running, rtol=1e-12)
+    np.testing.assert_allclose(ember.cumulative_trapezoid(ey, dx=2).numpy(),
+                               np.cumsum(y[:, 1:] + y[:, :-1], axis=-1), rtol=1e-12)
+    assert ember.trapezoid(ember.tensor([1, 2, 3])).dtype is ember.float32
+    with pytest.raises(TypeError):
+        ember.trapezoid(ey, ex, dx=1.0)  # PyTorch's overloads take one or the other
+    with pytest.raises(ValueError, match=r"\[trapezoid\] a 1-d x needs one point"):
+        ember.trapezoid(ey, ember.tensor([0.0, 1.0]))
+    f = rng.integers(0, 4, size=7)
+    a = rng.random(7)
+    for correction in (0, 1, 2):
+        np.testing.assert_allclose(ember.cov(ey, correction=correction).numpy(),
+                                   np.cov(y, ddof=correction), rtol=1e-12)
+    got = ember.cov(ey, fweights=ember.tensor(f), aweights=ember.tensor(a))
+    np.testing.assert_allclose(got.numpy(), np.cov(y, fweights=f, aweights=a), rtol=1e-12)
+    np.testing.assert_allclose(ey.cov(correction=0, aweights=ember.tensor(a)).numpy(),
+                               np.cov(y, ddof=0, aweights=a), rtol=1e-12)
+    np.testing.assert_allclose(ey.corrcoef().numpy(), np.corrcoef(y), rtol=1e-12)
+    np.testing.assert_allclose(ember.corrcoef(ey[0]).item(), 1.0)
+    with pytest.raises(TypeError, match=r"\[cov\] fweights must be integers"):
+        ember.cov(ey, fweights=ember.tensor(a))
+
+
+def test_scatter_into_views_and_combinations_follow_pytorch():
+    import itertools
+
+    x = np.arange(20.0).reshape(4, 5)
+    ex = ember.tensor(x)
+    src = -np.arange(8.0).reshape(4, 2)
+    want = x.copy()
+    want[:, 1::3] = src
+    assert ember.slice_scatter(ex, ember.tensor(src), 1, 1, None, 3).tolist() == want.tolist()
+    assert ex.slice_scatter(ember.tensor(src), dim=1, start=1, step=3).tolist() == want.tolist()
+    want = x.copy()
+    want[2] = 7
+    assert ember.select_scatter(ex, ember.full((5,), 7.0, dtype=ember.float64), 0, 2).tolist() == want.tolist()
+    want = x.copy()
+    np.fill_diagonal(want[1:], [-1, -2, -3])
+    assert ex.diagonal_scatter(ember.tensor([-1.0, -2.0, -3.0]), -1).tolist() == want.tolist()
+    with pytest.raises(ValueError, match=r"\[slice_scatter\] src must have the shape"):
+        ember.slice_scatter(ex, ember.tensor(src), 1, 0)
+    leaf = ember.tensor(x, requires_grad=True)
+    part = ember.tensor(src, requires_grad=True)
+    (ember.slice_scatter(leaf, part, 1, 1, None, 3) * ember.tensor(x)).sum().backward()
+    grad = x.copy()
+    grad[:, 1::3] = 0
+    assert leaf.grad.tolist() == grad.tolist()
+    assert part.grad.tolist() == x[:, 1::3].tolist()
+    v = [3, 1, 4, 1, 5]
+    ev = ember.tensor(v)
+    for r in (1, 2, 3):
+        assert ember.combinations(ev, r).tolist() == [list(c) for c in itertools.combinations(v, r)]
+        assert ember.combinations(ev, r, with_replacement=True).tolist() == [
+            list(c) for c in itertools.combinations_with_replacement(v, r)]
+    assert ember.combinations(ev, 0).shape == (0,)
+
+
+def test_rsub_ldexp_adjoint_and_renorm_follow_pytorch():
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 3))
+    ea = ember.tensor(a)
+    np.testing.assert_allclose(ember.rsub(ea, 5, alpha=2).numpy(), 5 - 2 * a)
+    np.testing.assert_allclose(ember.rsub(ea, ember.tensor(a * 3)).numpy(), 2 * a)
+    e = np.array([3, -2, 0, 10])
+    np.testing.assert_array_equal(ember.ldexp(ember.tensor([1.5, 1.5, 1.5, 1.5]), ember.tensor(e)).numpy(),
+                                  np.ldexp(np.float32(1.5), e).astype(np.float32))
+    ints = ember.tensor([1, 2])
+    with pytest.raises(TypeError):
+        ints.ldexp_(ember.tensor([1, 1]))  # the float result cannot go back into int64
+    m = ember.tensor([1.0, 2.0])
+    m.ldexp_(ember.tensor([2, 3]))
+    assert m.tolist() == [4.0, 16.0]
+    b = rng.standard_normal((2, 3, 4))
+    assert ember.adjoint(ember.tensor(b)).tolist() == np.swapaxes(b, -1, -2).tolist()
+    assert ember.tensor(b).adjoint().shape == (2, 4, 3)
+    w = rng.standard_normal((4, 3)) * 3
+    norms = np.linalg.norm(w, axis=1, keepdims=True)
+    want = np.where(norms > 1.5, w * 1.5 / (norms + 1e-7), w)
+    np.testing.assert_allclose(ember.renorm(ember.tensor(w), 2, 0, 1.5).numpy(), want, rtol=1e-12)
+    ew = ember.tensor(w)
+    ew.renorm_(2, 0, 1.5)
+    np.testing.assert_allclose(ew.numpy(), want, rtol=1e-12)

@@ -26,7 +26,7 @@ _METHOD_FORMS = (
     "floor_", "is_complex", "is_floating_point", "is_inference", "log10_", "log1p_", "log2_",
     "log_", "nan_to_num_", "neg_", "negative_", "reciprocal_", "round_", "rsqrt_", "sigmoid_",
     "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_", "erfc_", "fix_",
-    "gcd_", "lcm_", "deg2rad_", "rad2deg_", "frac_", "logit_", "sinc_", "xlogy_")
+    "gcd_", "lcm_", "deg2rad_", "rad2deg_", "frac_", "logit_", "sinc_", "xlogy_", "ldexp_")
 
 
 def _method_form(name: str):

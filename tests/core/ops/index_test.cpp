@@ -929,5 +929,66 @@ TEST(Unfold, WindowsAreAViewWithANewLastDim) {
   expect_error([&] { x.unfold(0, 2, 0); }, {"[unfold]", "step"});
 }
 
+TEST(ScatterIntoView, SliceSelectAndDiagonalReplaceTheirPartAndDifferentiate) {
+  const Tensor x = arange(12).to(DType::Float64).reshape({3, 4});
+  // Columns 0 and 2.
+  const Tensor cols = tensor({{-1.0, -2.0}, {-3.0, -4.0}, {-5.0, -6.0}}, DType::Float64);
+  EXPECT_EQ(values(slice_scatter(x, cols, 1, 0, std::nullopt, 2)),
+            std::vector<double>({-1, 1, -2, 3, -3, 5, -4, 7, -5, 9, -6, 11}));
+  // Rows 1.. with no start or end given: every row but the first.
+  EXPECT_EQ(values(slice_scatter(x, zeros({2, 4}, DType::Float64), 0, 1)),
+            std::vector<double>({0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(values(select_scatter(x, tensor({9.0, 9.0, 9.0, 9.0}, DType::Float64), 0, -1)),
+            std::vector<double>({0, 1, 2, 3, 4, 5, 6, 7, 9, 9, 9, 9}));
+  EXPECT_EQ(values(diagonal_scatter(x, tensor({-1.0, -2.0, -3.0}, DType::Float64), 1)),
+            std::vector<double>({0, -1, 2, 3, 4, 5, -2, 7, 8, 9, 10, -3}));
+  EXPECT_EQ(values(x), values(arange(12).to(DType::Float64)));  // x itself is unchanged
+  // src converts to x's dtype, as in copy_.
+  EXPECT_EQ(select_scatter(x, ones({3}, DType::Float32), 1, 0).dtype(), DType::Float64);
+  expect_error([&] { slice_scatter(x, cols, 1, 0, 2, 2); },
+               {"[slice_scatter] src must have the shape of the part", "part [3, 1]"});
+  expect_error([&] { select_scatter(x, ones({3}, DType::Float64), 0, 0); },
+               {"[select_scatter]", "part [4]"});
+  expect_error([&] { diagonal_scatter(x, ones({3}, DType::Float64), 2); }, {"[diagonal_scatter]"});
+  expect_error([&] { select_scatter(x, ones({4}, DType::Float64), 0, 3); }, {"[select]"});
+  expect_error([&] { slice_scatter(x, cols, 1, 0, 4, 0); }, {"[slice_scatter] step"});
+  // x's gradient is g outside the part, src's is g's part.
+  const Tensor xl = x.clone().requires_grad_(true);
+  const Tensor sl = cols.clone().requires_grad_(true);
+  for (const autograd::TensorFn& fn : {autograd::TensorFn([](const std::vector<Tensor>& in) {
+                                         return slice_scatter(in[0], in[1], 1, 0, std::nullopt, 2);
+                                       }),
+                                       autograd::TensorFn([](const std::vector<Tensor>& in) {
+                                         return select_scatter(in[0], in[1].select(1, 0), 1, 2);
+                                       }),
+                                       autograd::TensorFn([](const std::vector<Tensor>& in) {
+                                         return diagonal_scatter(in[0], in[1].select(1, 1), -1, 1,
+                                                                 0);
+                                       })}) {
+    const autograd::GradcheckResult r = autograd::gradcheck(fn, {xl, sl});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+}
+
+TEST(Combinations, RowsInLexicographicOrderOfPositions) {
+  const Tensor x = tensor({10.0, 20.0, 30.0, 40.0}, DType::Int64);
+  const Tensor pairs = combinations(x);
+  EXPECT_EQ(pairs.sizes(), Shape({6, 2}));
+  EXPECT_EQ(ints(pairs), std::vector<int64_t>({10, 20, 10, 30, 10, 40, 20, 30, 20, 40, 30, 40}));
+  const Tensor repeated = combinations(x.slice(0, 0, 3), 2, true);
+  EXPECT_EQ(ints(repeated), std::vector<int64_t>({10, 10, 10, 20, 10, 30, 20, 20, 20, 30, 30, 30}));
+  const Tensor triples = combinations(x, 3);
+  EXPECT_EQ(ints(triples), std::vector<int64_t>({10, 20, 30, 10, 20, 40, 10, 30, 40, 20, 30, 40}));
+  EXPECT_EQ(combinations(x, 1).sizes(), Shape({4, 1}));
+  EXPECT_EQ(combinations(x, 0).sizes(), Shape({0}));
+  EXPECT_EQ(combinations(x, 5).sizes(), Shape({0, 5}));  // more than there are
+  expect_error([&] { combinations(x.reshape({2, 2})); }, {"[combinations] expects a 1-d tensor"});
+  expect_error([&] { combinations(x, -1); }, {"[combinations] r must be non-negative"});
+  const Tensor leaf = tensor({0.5, -1.0, 2.0}, DType::Float64).requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return combinations(in[0], 2, true); }, {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
 }  // namespace
 }  // namespace ember

@@ -261,5 +261,55 @@ TEST(Logdet, IsLogOfTheDeterminantNaNForANegativeOne) {
   expect_error([] { vdot(ones({2, 2}), ones({2})); }, {"[vdot]", "1-d"});
 }
 
+TEST(Adjoint, SwapsTheLastTwoDimsOfMatricesOnly) {
+  const Tensor a = arange(24).to(DType::Float64).reshape({2, 3, 4});
+  const Tensor t = adjoint(a);
+  EXPECT_EQ(t.sizes(), Shape({2, 4, 3}));
+  EXPECT_EQ(values(t.contiguous()), values(a.transpose(1, 2).contiguous()));
+  EXPECT_EQ(t.data_ptr<double>(), a.data_ptr<double>());  // a view
+  expect_error([] { adjoint(ones({3})); }, {"[adjoint] expects a matrix", "[3]"});
+}
+
+TEST(Renorm, ScalesSlicesAbovePToMaxnorm) {
+  // Rows (slices along dim 0) of 2-norms 5, 0.5 and 13.
+  const Tensor x = tensor({{3.0, 4.0}, {0.3, 0.4}, {5.0, -12.0}}, DType::Float64);
+  const std::vector<double> got = values(renorm(x, 2, 0, 1.0));
+  const std::vector<double> want{3 / (5 + 1e-7),  4 / (5 + 1e-7),   0.3, 0.4,
+                                 5 / (13 + 1e-7), -12 / (13 + 1e-7)};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-15) << i;
+  // Columns by the 1-norm: 3.3 + 5 + 0.3 ... each column over the rows.
+  const std::vector<double> cols = values(renorm(x, 1, 1, 8.0));
+  const double c0 = 3 + 0.3 + 5, c1 = 4 + 0.4 + 12;
+  EXPECT_NEAR(cols[0], 3.0 * 8 / (c0 + 1e-7), 1e-14);
+  EXPECT_NEAR(cols[1], 4.0 * 8 / (c1 + 1e-7), 1e-14);
+  expect_error([&] { renorm(x, 0, 0, 1); }, {"[renorm] the norm's order p must be positive"});
+  expect_error([&] { renorm(x, 2, 0, -1); }, {"[renorm] maxnorm must be non-negative"});
+  expect_error([&] { renorm(ones({3}), 2, 0, 1); }, {"[renorm] needs at least 2 dims"});
+  expect_error([&] { renorm(ones({2, 2}, DType::Int64), 2, 0, 1); }, {"[renorm] needs a floating"});
+  const Tensor leaf = x.clone().requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return renorm(in[0], 2, 0, 1.0); }, {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(Rsub, IsSubWithItsOperandsSwapped) {
+  const Tensor x = tensor({1.0, 2.0}, DType::Float64);
+  EXPECT_EQ(values(rsub(x, tensor({10.0, 20.0}, DType::Float64), 2)), std::vector<double>({8, 16}));
+  EXPECT_EQ(values(rsub(x, 5)), std::vector<double>({4, 3}));
+  const Tensor ints = rsub(tensor({1.0, 2.0}, DType::Int64), 0.5);
+  EXPECT_EQ(ints.dtype(), DType::Float32);
+  EXPECT_EQ(values(ints), std::vector<double>({-0.5, -1.5}));
+}
+
+TEST(Ldexp, MultipliesByPowersOfTwo) {
+  const Tensor got = ldexp(tensor({1.5, -2.0, 3.0}), tensor({3.0, -1.0, 0.0}, DType::Int64));
+  EXPECT_EQ(got.dtype(), DType::Float32);
+  EXPECT_EQ(values(got), std::vector<double>({12, -1, 3}));
+  EXPECT_EQ(ldexp(tensor({1.0}, DType::Int64), tensor({2.0}, DType::Int64)).dtype(),
+            DType::Float32);
+  EXPECT_EQ(ldexp(tensor({1.0}, DType::Float64), tensor({1.0}, DType::Int64)).dtype(),
+            DType::Float64);
+}
+
 }  // namespace
 }  // namespace ember

@@ -645,5 +645,146 @@ TEST(ReduceErrors, BadAndRepeatedDims) {
   EXPECT_ERROR(max(x, 3), "[max] dim 3 out of range");
 }
 
+// ---- trapezoid, cov, corrcoef ------------------------------------------------------------------
+
+TEST(Trapezoid, MatchesFloat64LoopsAtSpacingAndAtPoints) {
+  const std::vector<double> pts{0.0, 0.5, 1.5, 3.0, 3.25};
+  Tensor y = empty({3, 5}, DType::Float64);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 5; ++j) y.data_ptr<double>()[i * 5 + j] = std::sin(1.0 + i * 5 + j) * 3;
+  }
+  const Tensor x = tensor({0.0, 0.5, 1.5, 3.0, 3.25}, DType::Float64);
+  const std::vector<double> v = values(y);
+  for (const bool at_points : {false, true}) {
+    const Tensor got = at_points ? trapezoid(y, x) : trapezoid(y, 0.5);
+    const Tensor running = at_points ? cumulative_trapezoid(y, x) : cumulative_trapezoid(y, 0.5);
+    ASSERT_EQ(got.sizes(), Shape({3}));
+    ASSERT_EQ(running.sizes(), Shape({3, 4}));
+    const std::vector<double> g = values(got), r = values(running);
+    for (int64_t i = 0; i < 3; ++i) {
+      double total = 0;
+      for (int64_t j = 0; j + 1 < 5; ++j) {
+        const double h = at_points ? pts[j + 1] - pts[j] : 0.5;
+        total += h * (v[i * 5 + j] + v[i * 5 + j + 1]) / 2;
+        EXPECT_NEAR(r[i * 4 + j], total, 1e-13) << at_points << " " << i << " " << j;
+      }
+      EXPECT_NEAR(g[i], total, 1e-13) << at_points << " " << i;
+    }
+  }
+  // Along dim 0, x of y's shape (aligned as is) and of fewer dims (aligned at the last dims).
+  const Tensor xs = tensor({0.0, 1.0, 3.0}, DType::Float64).reshape({3, 1}).expand({3, 5});
+  const Tensor along0 = trapezoid(y, xs, 0);
+  const std::vector<double> a0 = values(along0);
+  for (int64_t j = 0; j < 5; ++j) {
+    const double want = 1.0 * (v[j] + v[5 + j]) / 2 + 2.0 * (v[5 + j] + v[10 + j]) / 2;
+    EXPECT_NEAR(a0[j], want, 1e-13) << j;
+  }
+  EXPECT_EQ(values(trapezoid(y, x.reshape({1, 5}))), values(trapezoid(y, x)));
+  // Integers promote as y * 0.5 does; no samples integrate to zeros of y's dtype.
+  const Tensor ints = trapezoid(tensor({1.0, 2.0, 3.0}, DType::Int64));
+  EXPECT_EQ(ints.dtype(), DType::Float32);
+  EXPECT_EQ(ints.item(), 4.0);
+  const Tensor none = trapezoid(zeros({2, 0}));
+  EXPECT_EQ(none.sizes(), Shape({2}));
+  EXPECT_EQ(values(none), std::vector<double>({0, 0}));
+  EXPECT_ERROR(trapezoid(tensor({1.0, 0.0}, DType::Bool)), "[trapezoid] a bool y is not supported");
+  EXPECT_ERROR(trapezoid(y, tensor({0.0, 1.0})), "[trapezoid] a 1-d x needs one point per element");
+  EXPECT_ERROR(cumulative_trapezoid(y, x, 3), "[cumulative_trapezoid]");
+  // Gradients of y and of the points.
+  const Tensor yl = y.clone().requires_grad_(true), xl = x.clone().requires_grad_(true);
+  for (const autograd::TensorFn& fn :
+       {autograd::TensorFn([](const std::vector<Tensor>& in) { return trapezoid(in[0], in[1]); }),
+        autograd::TensorFn(
+            [](const std::vector<Tensor>& in) { return cumulative_trapezoid(in[0], in[1]); })}) {
+    const autograd::GradcheckResult r = autograd::gradcheck(fn, {yl, xl});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+}
+
+// cov's definition with weights, as numpy.cov and torch.cov state it, in float64 loops.
+std::vector<double> cov_reference(const std::vector<double>& x, int64_t vars, int64_t obs,
+                                  int64_t correction, const std::vector<double>& f,
+                                  const std::vector<double>& a) {
+  std::vector<double> w(obs, 1.0);
+  for (int64_t j = 0; j < obs; ++j) {
+    if (!f.empty()) w[j] *= f[j];
+    if (!a.empty()) w[j] *= a[j];
+  }
+  double w_sum = 0, wa_sum = 0;
+  for (int64_t j = 0; j < obs; ++j) {
+    w_sum += w[j];
+    wa_sum += w[j] * (a.empty() ? 1.0 : a[j]);
+  }
+  const double norm = w_sum - correction * (a.empty() ? 1.0 : wa_sum / w_sum);
+  std::vector<double> mean(vars, 0.0), out(vars * vars, 0.0);
+  for (int64_t i = 0; i < vars; ++i) {
+    for (int64_t j = 0; j < obs; ++j) mean[i] += w[j] * x[i * obs + j] / w_sum;
+  }
+  for (int64_t i = 0; i < vars; ++i) {
+    for (int64_t k = 0; k < vars; ++k) {
+      for (int64_t j = 0; j < obs; ++j) {
+        out[i * vars + k] += w[j] * (x[i * obs + j] - mean[i]) * (x[k * obs + j] - mean[k]) / norm;
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Cov, MatchesFloat64LoopsWithWeightsAndCorrections) {
+  const int64_t vars = 3, obs = 6;
+  Tensor x = empty({vars, obs}, DType::Float64);
+  for (int64_t i = 0; i < vars * obs; ++i) x.data_ptr<double>()[i] = std::cos(0.7 * i) + 0.1 * i;
+  const std::vector<double> xv = values(x), f{1, 2, 1, 3, 1, 2}, a{0.5, 1, 2, 1, 0.25, 1};
+  const Tensor fw = tensor({1.0, 2.0, 1.0, 3.0, 1.0, 2.0}, DType::Int64);
+  const Tensor aw = tensor({0.5, 1.0, 2.0, 1.0, 0.25, 1.0}, DType::Float64);
+  struct Case {
+    int64_t correction;
+    bool with_f, with_a;
+  };
+  for (const Case c :
+       {Case{1, false, false}, Case{0, false, false}, Case{2, false, false}, Case{1, true, false},
+        Case{1, false, true}, Case{1, true, true}, Case{0, true, true}}) {
+    const Tensor got = cov(x, c.correction, c.with_f ? fw : Tensor(), c.with_a ? aw : Tensor());
+    ASSERT_EQ(got.sizes(), Shape({vars, vars}));
+    const std::vector<double> want =
+        cov_reference(xv, vars, obs, c.correction, c.with_f ? f : std::vector<double>{},
+                      c.with_a ? a : std::vector<double>{});
+    const std::vector<double> g = values(got);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR(g[i], want[i], 1e-12) << c.correction << c.with_f << c.with_a << " " << i;
+    }
+  }
+  // A 1-d input is one variable: its variance, 0-d; integers compute in the default dtype.
+  const Tensor var1 = cov(tensor({1.0, 2.0, 4.0}, DType::Int64));
+  EXPECT_EQ(var1.dim(), 0);
+  EXPECT_EQ(var1.dtype(), DType::Float32);
+  EXPECT_NEAR(var1.item(), 7.0 / 3.0, 1e-6);
+  // No degrees of freedom left: the normaliser is clamped at 0, as in PyTorch.
+  EXPECT_TRUE(std::isinf(cov(tensor({1.0, 2.0}), 2).item()));
+  // corrcoef: cov over the products of the standard deviations, 1 on the diagonal.
+  const std::vector<double> c = cov_reference(xv, vars, obs, 1, {}, {});
+  const std::vector<double> r = values(corrcoef(x));
+  for (int64_t i = 0; i < vars; ++i) {
+    for (int64_t k = 0; k < vars; ++k) {
+      const double want = c[i * vars + k] / std::sqrt(c[i * vars + i] * c[k * vars + k]);
+      EXPECT_NEAR(r[i * vars + k], want, 1e-12) << i << " " << k;
+    }
+  }
+  EXPECT_EQ(corrcoef(tensor({1.0, 2.0, 5.0})).item(), 1.0);
+  EXPECT_ERROR(cov(zeros({2, 2, 2})), "[cov] expects at most 2 dims");
+  EXPECT_ERROR(cov(x, 1, aw), "[cov] fweights must be integers");
+  EXPECT_ERROR(cov(x, 1, Tensor(), fw), "[cov] aweights must be floating-point");
+  EXPECT_ERROR(cov(x, 1, tensor({1.0, 2.0}, DType::Int64)), "[cov] fweights needs one weight");
+  EXPECT_ERROR(cov(x, 1, tensor({1.0, 2.0, 1.0, -3.0, 1.0, 2.0}, DType::Int64)),
+               "[cov] fweights must be non-negative");
+  const Tensor leaf = x.clone().requires_grad_(true);
+  const autograd::GradcheckResult g = autograd::gradcheck(
+      [&](const std::vector<Tensor>& in) { return cov(in[0], 1, fw, aw); }, {leaf});
+  EXPECT_TRUE(g.ok) << g.message;
+  const autograd::GradcheckResult gc =
+      autograd::gradcheck([](const std::vector<Tensor>& in) { return corrcoef(in[0]); }, {leaf});
+  EXPECT_TRUE(gc.ok) << gc.message;
+}
+
 }  // namespace
 }  // namespace ember

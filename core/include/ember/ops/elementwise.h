@@ -217,6 +217,12 @@ EMBER_API Tensor sign(const Tensor& x);
 EMBER_API Tensor sgn(const Tensor& x);
 /** x itself (unary +); a bool x is a TypeError, as in PyTorch. */
 EMBER_API Tensor positive(const Tensor& x);
+/** other - alpha * x (torch.rsub: sub with its operands swapped). */
+EMBER_API Tensor rsub(const Tensor& x, const Tensor& other, Scalar alpha = 1);
+/** other - alpha * x for a number other. */
+EMBER_API Tensor rsub(const Tensor& x, Scalar other, Scalar alpha = 1);
+/** x * 2 ** other (torch.ldexp; 2 ** other in the default floating dtype for integer other). */
+EMBER_API Tensor ldexp(const Tensor& x, const Tensor& other);
 /** Round down. */
 EMBER_API Tensor floor(const Tensor& x);
 /** Round up. */

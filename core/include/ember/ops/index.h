@@ -145,6 +145,20 @@ EMBER_API Tensor argwhere(const Tensor& x);
 /** The coordinates in a tensor of `shape` of each flat index (in [-numel, numel), negative ones
  *  counted from the end), one int64 tensor of indices' shape per dim. */
 EMBER_API std::vector<Tensor> unravel_index(const Tensor& indices, IntList shape);
+/** A copy of x whose slice(dim, start, end, step) is src, of exactly that slice's shape
+ *  (torch.slice_scatter; no start: 0, no end: the dim's size). */
+EMBER_API Tensor slice_scatter(const Tensor& x, const Tensor& src, int64_t dim = 0,
+                               std::optional<int64_t> start = {}, std::optional<int64_t> end = {},
+                               int64_t step = 1);
+/** A copy of x whose select(dim, index) is src, of exactly that view's shape. */
+EMBER_API Tensor select_scatter(const Tensor& x, const Tensor& src, int64_t dim, int64_t index);
+/** A copy of x whose diagonal(offset, dim1, dim2) is src, of exactly that view's shape. */
+EMBER_API Tensor diagonal_scatter(const Tensor& x, const Tensor& src, int64_t offset = 0,
+                                  int64_t dim1 = 0, int64_t dim2 = 1);
+/** The r-element combinations of a 1-d x as rows of an [n, r] tensor, in lexicographic order of
+ *  positions, with or without repeated positions (torch.combinations; r = 0 gives an empty
+ *  tensor). */
+EMBER_API Tensor combinations(const Tensor& x, int64_t r = 2, bool with_replacement = false);
 /** Joins tensors along an existing dim. */
 EMBER_API Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 /** Joins tensors along a new dim. */

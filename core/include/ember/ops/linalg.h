@@ -77,6 +77,11 @@ EMBER_API Tensor inverse(const Tensor& a);
 EMBER_API std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
 /** log(det(a)) of a batch of square matrices: NaN where det < 0, -inf where it is 0. */
 EMBER_API Tensor logdet(const Tensor& a);
+/** The last two dims swapped (torch.adjoint: the conjugate transpose, for real dtypes a view). */
+EMBER_API Tensor adjoint(const Tensor& a);
+/** x with each slice along dim whose p-norm exceeds maxnorm scaled down to maxnorm (torch.renorm,
+ *  PyTorch's 1e-7 in the divisor included). */
+EMBER_API Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm);
 
 }  // namespace ember
 

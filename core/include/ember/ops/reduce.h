@@ -56,4 +56,22 @@ EMBER_API Tensor cumsum(const Tensor& x, int64_t dim);
 /** Running product along dim (integers and bool as int64). */
 EMBER_API Tensor cumprod(const Tensor& x, int64_t dim);
 
+/** The integral of y along dim by the trapezoidal rule at spacing dx (torch.trapezoid and
+ *  trapz); integers promote as y * 0.5 does, bool is refused, a dim of size 0 gives zeros. */
+EMBER_API Tensor trapezoid(const Tensor& y, Scalar dx = 1, int64_t dim = -1);
+/** trapezoid at sample points x: a 1-d x has one point per element of y along dim, another x
+ *  broadcasts against y (aligned at the last dims). */
+EMBER_API Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+/** The running integrals of trapezoid along dim: y.size(dim) - 1 of them. */
+EMBER_API Tensor cumulative_trapezoid(const Tensor& y, Scalar dx = 1, int64_t dim = -1);
+/** The running integrals of trapezoid at sample points x (trapezoid's rules for x). */
+EMBER_API Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+/** The covariance matrix of the variables in the rows of a 2-d input (a 1-d one is one variable)
+ *  over the observations in its columns, with integer frequency and floating importance weights
+ *  per observation (torch.cov); fewer degrees of freedom than one give inf or NaN. */
+EMBER_API Tensor cov(const Tensor& input, int64_t correction = 1, const Tensor& fweights = {},
+                     const Tensor& aweights = {});
+/** Pearson's correlation coefficients of cov's variables, clipped to [-1, 1] (torch.corrcoef). */
+EMBER_API Tensor corrcoef(const Tensor& input);
+
 }  // namespace ember
