@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/dispatch/call.h"
 #include "ember/amp/autocast.h"
@@ -617,6 +618,11 @@ int64_t trapezoid_dim(const Tensor& y, int64_t dim, const char* op) {
   return wrap_dim(dim, y.dim(), op);
 }
 
+// (t[:-1], t[1:]) along d: each sample and the next.
+std::pair<Tensor, Tensor> neighbours(const Tensor& t, int64_t d) {
+  return {t.slice(d, 0, -1), t.slice(d, 1, std::numeric_limits<int64_t>::max())};
+}
+
 // The spacing of sample points x along d, laid out against y: a 1-d x along d, an x of fewer
 // dims than y aligned at y's last dims.
 Tensor trapezoid_spacing(const Tensor& y, const Tensor& x, int64_t d, const char* op) {
@@ -638,12 +644,14 @@ Tensor trapezoid_spacing(const Tensor& y, const Tensor& x, int64_t d, const char
   EMBER_CHECK(laid.dim() != y.dim() || laid.size(d) == y.size(d),
               "[{}] x needs one point per element of y along dim {}: x {}, y {}", op, d,
               shape_str(x.sizes()), shape_str(y.sizes()));
-  return sub(laid.slice(d, 1, std::numeric_limits<int64_t>::max()), laid.slice(d, 0, -1));
+  const auto [left, right] = neighbours(laid, d);
+  return sub(right, left);
 }
 
 // y[i] + y[i+1] along d.
 Tensor pair_sums(const Tensor& y, int64_t d) {
-  return add(y.slice(d, 0, -1), y.slice(d, 1, std::numeric_limits<int64_t>::max()));
+  const auto [left, right] = neighbours(y, d);
+  return add(left, right);
 }
 
 // Zeros of y's dtype with dim d removed: the integral over no samples.
@@ -710,14 +718,14 @@ Tensor cov(const Tensor& input, int64_t correction, const Tensor& fweights,
   Tensor in = input.dim() < 2 ? input.reshape({1, -1}) : input;
   if (!is_floating(in.dtype())) in = in.to(default_dtype());
   const int64_t observations = in.size(1);
-  Tensor w;
+  Tensor w, a;
   if (fweights.defined()) {
     check_cov_weights(fweights, observations, "fweights", true);
     w = fweights.reshape({observations});
   }
   if (aweights.defined()) {
     check_cov_weights(aweights, observations, "aweights", false);
-    const Tensor a = aweights.reshape({observations});
+    a = aweights.reshape({observations});
     w = w.defined() ? mul(w, a) : a;
   }
   Tensor mean_of, normaliser;
@@ -726,10 +734,8 @@ Tensor cov(const Tensor& input, int64_t correction, const Tensor& fweights,
     mean_of = div(sum(mul(in, w), {1}), w_sum);
     normaliser = w_sum;
     if (correction != 0) {
-      normaliser = aweights.defined()
-                       ? sub(w_sum, mul(div(sum(mul(w, aweights.reshape({observations}))), w_sum),
-                                        correction))
-                       : sub(w_sum, correction);
+      normaliser = a.defined() ? sub(w_sum, mul(div(sum(mul(w, a)), w_sum), correction))
+                               : sub(w_sum, correction);
     }
   } else {
     mean_of = mean(in, {1});
