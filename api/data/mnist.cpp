@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "api/io/open_file.h"
 #include "ember/ops/factory.h"
 

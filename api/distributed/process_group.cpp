@@ -13,6 +13,8 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "ember/autograd/grad_mode.h"
 #include "ember/dispatch/device_registry.h"
 #include "ember/dispatch/stream.h"

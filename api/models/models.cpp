@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "ember/ops/elementwise.h"
 #include "ember/util/error.h"
 

@@ -11,6 +11,8 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "core/dispatch/call.h"
 #include "ember/dispatch/runtime.h"
 #include "ember/util/error.h"

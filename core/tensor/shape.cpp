@@ -1,5 +1,7 @@
 #include "ember/tensor/shape.h"
 
+#include <fmt/format.h>
+
 #include "ember/util/error.h"
 
 namespace ember {

@@ -1,9 +1,16 @@
 #include "ember/util/error.h"
 
+#include <fmt/format.h>
+
 #include "ember/plugin_abi.h"
 #include "ember/util/enum_name.h"
 
 namespace ember {
+
+fmt::format_context::iterator TextFormatter::format_text(std::string_view text,
+                                                         fmt::format_context& ctx) const {
+  return fmt::formatter<fmt::string_view>::format(fmt::string_view(text.data(), text.size()), ctx);
+}
 
 // The destructors are the key functions: each class's typeinfo lives in the core library, so
 // catching by type and dynamic_cast work from any library that includes this header.

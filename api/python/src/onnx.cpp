@@ -6,6 +6,8 @@
 
 #include <nanobind/stl/filesystem.h>
 
+#include <fmt/format.h>
+
 #include "bind.h"
 
 namespace ember::python {

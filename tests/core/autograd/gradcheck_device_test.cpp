@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ember/autograd/gradcheck.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 

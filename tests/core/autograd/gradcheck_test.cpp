@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "ember/autograd/gradcheck.h"
 #include "tests/core/autograd/gradcheck_cases.h"
 

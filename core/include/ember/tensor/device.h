@@ -6,9 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "ember/util/export.h"
+#include "ember/util/text_formatter.h"
 
 namespace ember {
 
@@ -85,8 +84,8 @@ class EMBER_API DeviceGuard {
 
 /** Formats a Device as "cpu" or "cuda:0". */
 template <>
-struct fmt::formatter<ember::Device> : fmt::formatter<std::string> {
+struct fmt::formatter<ember::Device> : ember::TextFormatter {
   auto format(const ember::Device& d, format_context& ctx) const {
-    return fmt::formatter<std::string>::format(d.str(), ctx);
+    return format_text(d.str(), ctx);
   }
 };

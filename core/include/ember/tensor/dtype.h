@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include <fmt/format.h>
-
 #include "ember/plugin_sdk.hpp"
 #include "ember/util/export.h"
+#include "ember/util/text_formatter.h"
 
 namespace ember {
 
@@ -143,8 +142,8 @@ void visit_dtype(DType d, Fn&& fn) {
 
 /** Formats a DType by name. */
 template <>
-struct fmt::formatter<ember::DType> : fmt::formatter<std::string_view> {
+struct fmt::formatter<ember::DType> : ember::TextFormatter {
   auto format(ember::DType d, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(ember::dtype_name(d), ctx);
+    return format_text(ember::dtype_name(d), ctx);
   }
 };

@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "ember/plugin_abi.h"
 #include "ember/util/export.h"
 #include "ember/util/small_vec.h"
+#include "ember/util/text_formatter.h"
 
 namespace ember {
 
@@ -81,8 +80,8 @@ EMBER_API std::string shape_str(IntList sizes);
 
 /** Formats a Shape like "[2, 3]". */
 template <>
-struct fmt::formatter<ember::Shape> : fmt::formatter<std::string> {
+struct fmt::formatter<ember::Shape> : ember::TextFormatter {
   auto format(const ember::Shape& s, format_context& ctx) const {
-    return fmt::formatter<std::string>::format(ember::shape_str(s), ctx);
+    return format_text(ember::shape_str(s), ctx);
   }
 };

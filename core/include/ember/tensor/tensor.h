@@ -9,8 +9,6 @@
 #include <ostream>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "ember/tensor/device.h"
 #include "ember/tensor/dtype.h"
 #include "ember/tensor/scalar.h"
@@ -18,6 +16,7 @@
 #include "ember/tensor/tensor_impl.h"
 #include "ember/util/error.h"
 #include "ember/util/export.h"
+#include "ember/util/text_formatter.h"
 
 namespace ember {
 
@@ -267,8 +266,8 @@ EMBER_API std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 /** Formats a Tensor in its printed form. */
 template <>
-struct fmt::formatter<ember::Tensor> : fmt::formatter<std::string> {
+struct fmt::formatter<ember::Tensor> : ember::TextFormatter {
   auto format(const ember::Tensor& t, format_context& ctx) const {
-    return fmt::formatter<std::string>::format(t.str(), ctx);
+    return format_text(t.str(), ctx);
   }
 };

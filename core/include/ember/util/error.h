@@ -5,9 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "ember/util/export.h"
+#include "ember/util/text_formatter.h"
 
 namespace ember {
 
