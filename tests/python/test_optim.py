@@ -1054,3 +1054,34 @@ def test_cyclic_lr_cycles_lr_and_momentum_and_chained_composes():
     state = s.state_dict()
     assert len(state["_schedulers"]) == 2
     s.load_state_dict(state)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9),
+    lambda ps: optim.Adam([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.01, "tag": "head"}],
+                          lr=0.05),
+    lambda ps: optim.ASGD(ps, lr=0.1),
+])
+def test_deepcopy_and_pickle_of_an_optimizer_continue_identically(make):
+    import copy
+    import pickle
+
+    def train(model, opt, steps):
+        for i in range(steps):
+            opt.zero_grad()
+            loss = (model(ember.full((4, 3), float(i + 1))) ** 2).mean()
+            loss.backward()
+            opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    ember.manual_seed(0)
+    model = nn.Linear(3, 2)
+    opt = make(list(model.parameters()))
+    train(model, opt, 2)
+    model2, opt2 = copy.deepcopy((model, opt))  # one memo: the copy steps the copied parameters
+    model3, opt3 = pickle.loads(pickle.dumps((model, opt)))
+    assert opt3.state_dict()["param_groups"] == opt.state_dict()["param_groups"]
+    want = train(model, opt, 2)
+    for m, o in ((model2, opt2), (model3, opt3)):
+        for got, w in zip(train(m, o, 2), want):
+            np.testing.assert_allclose(got.numpy(), w.numpy(), rtol=1e-6)

@@ -319,6 +319,23 @@ class _NativeOptimizer(Optimizer):
                 extra[key] = value
         return native, extra
 
+    # Note [Copying and pickling optimizers]
+    # A C++ optimizer is rebuilt, not copied: the state is its parameters' Python objects per
+    # group and its state_dict() (hyperparameters, other keys, per-parameter state). copy.deepcopy
+    # and pickle copy that (so parameters shared with a model copied in the same call stay shared,
+    # through the memo), and __setstate__ makes a new C++ optimizer over the copied parameters and
+    # loads the state into it, as PyTorch's optimizers are copied and pickled.
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"defaults": self.defaults, "params": [list(ps) for ps in self._objects],
+                "state_dict": self.state_dict()}
+
+    def __setstate__(self, saved: Dict[str, Any]) -> None:
+        groups = []
+        for params, group in zip(saved["params"], saved["state_dict"]["param_groups"]):
+            groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": params})
+        _NativeOptimizer.__init__(self, groups, saved["defaults"])
+        self.load_state_dict(saved["state_dict"])
+
     @property
     def param_groups(self) -> List[_ParamGroup]:  # type: ignore[override]
         """The groups, as dicts whose hyperparameters are the C++ group's."""
