@@ -59,6 +59,10 @@ Tensor HingeEmbeddingLoss::forward(const Tensor& input, const Tensor& target) {
   return hinge_embedding_loss(input, target, margin, reduction);
 }
 
+Tensor MultiLabelMarginLoss::forward(const Tensor& input, const Tensor& target) {
+  return multilabel_margin_loss(input, target, reduction);
+}
+
 Tensor SoftMarginLoss::forward(const Tensor& input, const Tensor& target) {
   return soft_margin_loss(input, target, reduction);
 }

@@ -7,11 +7,12 @@
 #           _: Tensor.<name>_(...) through the core's in-place op (<name>_ of the expression)
 #           ~: Tensor.<name>_(...) as the core's apply_inplace over the method (no kernel)
 # params    PyTorch's: `Type name[=default]`, `*` before the keyword-only ones. A method's first
-#           parameter is `Tensor input` (self). Types: Tensor, Tensor?, Tensor[], Tensor...
-#           (*args), Number, Number?, Tensor|Number (the expression is read with a tensor or a
-#           number there, whichever was given), int, int?, int[], int[]? (None: every dim, an
-#           empty list to the core), int... (*sizes), float, float?, bool, bool?, str, str?,
-#           dtype, dtype?, device?, Generator?, any.
+#           parameter is `Tensor input` (self). Types: Tensor, Tensor?, Tensor[], Tensor?[]
+#           (None entries undefined), Tensor... (*args), Number, Number?, Tensor|Number (the
+#           expression is read with a tensor or a number there, whichever was given), int, int?,
+#           int[], int[]? (None: every dim, an empty list to the core), int... (*sizes), float,
+#           float?, float[2]? (a (min, max) range), bool, bool?, str, str?, dtype, dtype?,
+#           device?, Generator?, any.
 # result    Tensor (the default), Tensor[] (a tuple), bool, float, int, dtype, or `(Tensor, Tensor) name`
 #           for ember.return_types.<name>.
 # expression  the core call, with the parameters by name; by default <name>(<params in order>).
@@ -174,6 +175,7 @@ fm   log_softmax(Tensor input, int dim, dtype? dtype=None) = log_softmax(cast_in
 fm   hardshrink(Tensor input, float lambd=0.5) | input where |input| > lambd, else 0.
 fm   prelu(Tensor input, Tensor weight) | input where positive, else weight * input.
 
+m    sum_to_size(Tensor input, int... size) = sum_to_size(input, size) | Summed down to size, a shape that broadcasts to input's.
 # --- Products -----------------------------------------------------------------------------------
 fm   matmul(Tensor input, Tensor other) | Matrix product with NumPy's broadcasting rules.
 fm   mm(Tensor input, Tensor mat2) | 2-d matrix product.
@@ -186,6 +188,29 @@ fm   adjoint(Tensor input) | The last two dims swapped (the conjugate transpose 
 fm~  renorm(Tensor input, float p, int dim, float maxnorm)
        | input with each slice along dim whose p-norm exceeds maxnorm scaled down to it.
 fm~  ldexp(Tensor input, Tensor other) | input * 2 ** other.
+fm   angle(Tensor input) | The argument as a complex number: 0 for input >= 0, pi below, NaN for NaN.
+f    real(Tensor input) | The real part: input itself (Ember's dtypes are real).
+f    imag(Tensor input) | The imaginary part: an error, as in PyTorch for a real tensor.
+fm   conj|conj_physical|resolve_conj|resolve_neg(Tensor input) = input
+       | The complex conjugate (no conjugate or negative bit to resolve): input itself for real dtypes.
+fm   is_conj|is_neg(Tensor input) -> bool = false | False: a real tensor has no conjugate or negative bit.
+fm   frexp(Tensor input) -> (Tensor, Tensor) frexp
+       | (mantissa, exponent): input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1), exponent int32.
+fm   triangular_solve(Tensor input, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False)
+       -> (Tensor, Tensor) triangular_solve = triangular_solve(input, A, upper, transpose, unitriangular)
+       | (solution, cloned_coefficient): X with A X = input (A^T X with transpose) for triangular A.
+fm   cholesky(Tensor input, bool upper=False) = linalg::cholesky(input, upper)
+       | The Cholesky factor (linalg.cholesky): lower L with A = L L^T, or upper.
+fm   qr(Tensor input, bool some=True) -> (Tensor, Tensor) qr = linalg::qr(input, some ? "reduced" : "complete")
+       | (Q, R) by Householder reflections (linalg.qr, reduced unless some=False).
+fm   pinverse(Tensor input, float rcond=1e-15) = linalg::pinv(input, std::nullopt, rcond)
+       | The Moore-Penrose pseudo-inverse (linalg.pinv with rtol=rcond).
+f    vander(Tensor x, int? N=None, bool increasing=False) = vander(x, N, increasing)
+       | The Vandermonde matrix of 1-d x: powers N-1 down to 0 (up with increasing).
+fm   cholesky_solve(Tensor input, Tensor input2, bool upper=False)
+       | X with A X = input for A = L L^T given its Cholesky factor L = input2 (U^T U with upper).
+fm   cholesky_inverse(Tensor input, bool upper=False)
+       | The inverse of A = L L^T given its Cholesky factor L = input (U^T U with upper).
 fm   outer|ger(Tensor input, Tensor vec2) | Outer product of two 1-d tensors.
 fm_  addmm(Tensor input, Tensor mat1, Tensor mat2, *, Number beta=1, Number alpha=1)
        | beta * input + alpha * (mat1 @ mat2).
@@ -246,6 +271,12 @@ f    stack(Tensor[] tensors, int dim=0) | Joins tensors along a new dim.
 f    hstack(Tensor[] tensors) | Joins tensors column-wise.
 f    vstack(Tensor[] tensors) | Joins tensors row-wise.
 fm   chunk(Tensor input, int chunks, int dim=0) -> Tensor[] | `chunks` nearly equal views along dim.
+fm   split_with_sizes|unsafe_split_with_sizes(Tensor input, int[] split_sizes, int dim=0) -> Tensor[]
+       = split(input, split_sizes, dim) | Views of the given sizes along dim.
+fm   unsafe_split(Tensor input, int split_size, int dim=0) -> Tensor[] = split(input, split_size, dim)
+       | Views of split_size along dim (the last may be smaller).
+fm   unsafe_chunk(Tensor input, int chunks, int dim=0) -> Tensor[] = chunk(input, chunks, dim)
+       | `chunks` nearly equal views along dim (chunk).
 fm   unbind(Tensor input, int dim=0) -> Tensor[] | The slices along dim, as views.
 f    broadcast_tensors(Tensor... tensors) -> Tensor[]
        | Every tensor expanded (a view) to the shape they broadcast to together.
@@ -259,6 +290,12 @@ f    _pad_sequence(Tensor[] sequences, bool batch_first=False, float padding_val
 fm   index_select(Tensor input, int dim, Tensor index) | The entries at index (1-d int64) along dim.
 fm   gather(Tensor input, int dim, Tensor index) | out[i][j] = input[index[i][j]][j] (for dim 0).
 fm   take(Tensor input, Tensor index) | The elements at index in row-major order (negative from the end), of index's shape.
+m    fill_diagonal_(Tensor! input, Number fill_value, bool wrap=False)
+       | In place: the main diagonal set to fill_value (wrap: again every columns + 1 rows of a tall matrix).
+fm_  put(Tensor input, Tensor index, Tensor source, bool accumulate=False)
+       | A copy with source's elements at the flat positions index (accumulate: added, repeats adding up).
+fm_  index_put(Tensor input, Tensor?[] indices, Tensor values, bool accumulate=False)
+       | A copy with input[indices] = values (accumulate: +=, repeated positions adding up; None: a full slice).
 fm   take_along_dim(Tensor input, Tensor indices, int? dim=None)
        | gather along dim with input and indices broadcast in the other dims (flattened without dim).
 m    unfold(Tensor input, int dimension, int size, int step) = input.unfold(dimension, size, step)
@@ -288,6 +325,11 @@ f    cdist(Tensor x1, Tensor x2, float p=2.0, any compute_mode=None) = cdist(x1,
        | p-norm distances between the rows of x1 and x2.
 fm   histc(Tensor input, int bins=100, float min=0.0, float max=0.0)
        | Histogram in `bins` equal bins over [min, max] (the data's range if min == max).
+fm   histogram(Tensor input, int bins=100, *, float[2]? range=None, Tensor? weight=None, bool density=False)
+       -> (Tensor, Tensor) histogram
+       | (hist, bin_edges): `bins` equal bins over range (the data's), the last closed; weighted, or a density.
+fm   histogram(Tensor input, Tensor bins, *, Tensor? weight=None, bool density=False)
+       -> (Tensor, Tensor) histogram | (hist, bin_edges) over the given increasing bin edges.
 fm   bincount(Tensor input, Tensor? weights=None, int minlength=0)
        | How often each value 0..max occurs in a 1-d non-negative integer tensor (with weights: their sums).
 f    isin(Tensor elements, Tensor|Number test_elements, *, bool assume_unique=False, bool invert=False)
@@ -503,6 +545,9 @@ F    l1_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=
 F    hinge_embedding_loss(Tensor input, Tensor target, float margin=1.0, bool? size_average=None, bool? reduce=None, str reduction='mean')
        = hinge_embedding_loss(input, target, margin, loss_reduction(size_average, reduce, reduction, "hinge_embedding_loss"))
        | input where target is 1, max(0, margin - input) where it is -1.
+F    multilabel_margin_loss(Tensor input, Tensor target, bool? size_average=None, bool? reduce=None, str reduction='mean')
+       = multilabel_margin_loss(input, target, loss_reduction(size_average, reduce, reduction, "multilabel_margin_loss"))
+       | The multi-class hinge loss over each sample's target classes (ended by -1), averaged over the classes.
 F    multilabel_soft_margin_loss(Tensor input, Tensor target, Tensor? weight=None, bool? size_average=None, bool? reduce=None, str reduction='mean')
        = multilabel_soft_margin_loss(input, target, weight, loss_reduction(size_average, reduce, reduction, "multilabel_soft_margin_loss"))
        | The per-class logistic loss averaged over the classes.
@@ -600,5 +645,19 @@ m    bernoulli(Tensor input, float? p=None, *, Generator? generator=None)
 m    bernoulli_(Tensor! input, float p=0.5, *, Generator? generator=None)
        = apply_inplace(input, "bernoulli_", [&](const Tensor& v) { return bernoulli(v, p, generator); })
        | In place: 1 with probability p, else 0.
+m    exponential_(Tensor! input, float lambd=1.0, *, Generator? generator=None)
+       | In place: draws of the exponential distribution of rate lambd.
+m    geometric_(Tensor! input, float p, *, Generator? generator=None)
+       | In place: draws of the geometric distribution (trials to the first success) with p.
+m    log_normal_(Tensor! input, float mean=1.0, float std=2.0, *, Generator? generator=None)
+       | In place: draws of exp(N(mean, std^2)).
+m    cauchy_(Tensor! input, float median=0.0, float sigma=1.0, *, Generator? generator=None)
+       | In place: draws of the Cauchy distribution at median with scale sigma.
+m    random_(Tensor! input, *, Generator? generator=None) = random_(input, 0, std::nullopt, generator)
+       | In place: integers uniform from 0 up to the largest the dtype holds exactly.
+m    random_(Tensor! input, int to, *, Generator? generator=None) = random_(input, 0, to, generator)
+       | In place: integers uniform in [0, to).
+m    random_(Tensor! input, int from_, int? to, *, Generator? generator=None)
+       = random_(input, from_, to, generator) | In place: integers uniform in [from_, to).
 m    multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)
        | Indices drawn from each row of input's weights.

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string_view>
 
 #include "core/dispatch/call.h"
@@ -658,6 +659,56 @@ Tensor rsub(const Tensor& x, Scalar other, Scalar alpha) {
 Tensor ldexp(const Tensor& x, const Tensor& other) {
   EMBER_CHECK_TYPE(x.defined() && other.defined(), "[ldexp] undefined tensor argument");
   return mul(x, pow(detail::scalar_tensor(2.0, other.dtype(), other.device()), other));
+}
+
+Tensor angle(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[angle] undefined tensor argument");
+  const Tensor f = is_floating(x.dtype()) ? x : x.to(default_dtype());
+  return where(lt(f, 0.0), full_like(f, std::numbers::pi), where(isnan(f), f, zeros_like(f)));
+}
+
+Tensor real(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[real] undefined tensor argument");
+  return x;
+}
+
+Tensor imag(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[imag] undefined tensor argument");
+  EMBER_CHECK_NOT_IMPLEMENTED(false,
+                              "[imag] is not implemented for tensors with non-complex dtypes: got "
+                              "{} (Ember's dtypes are real; the imaginary part of a real tensor "
+                              "is zeros_like(x))",
+                              x.dtype());
+  return x;
+}
+
+// Note [frexp as a composite]
+// The exponent is floor(log2|x|) + 1, computed in float64 (exact for every float32 and half
+// value), then corrected by one either way where log2 rounded across a power of two; the
+// mantissa is x scaled by 2 ** -exponent in two halves, as 2 ** 1074 (the smallest subnormal
+// double's exponent) is beyond float64's range while each half is not. Zero, inf and NaN keep
+// exponent 0 and are their own mantissa, as C's frexp and PyTorch give. Not differentiable (as
+// in PyTorch): the results never require grad.
+std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
+  EMBER_CHECK_TYPE(x.defined(), "[frexp] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[frexp] expected a floating tensor: got {} (convert it with .float() first)",
+                   x.dtype());
+  autograd::NoGradGuard no_grad;
+  const Tensor x64 = x.to(DType::Float64);
+  const Tensor regular = logical_and(isfinite(x64), ne(x64, 0.0));
+  const Tensor a = where(regular, abs(x64), ones_like(x64));
+  Tensor e = add(floor(log2(a)), 1.0);
+  const auto scaled = [&](const Tensor& by) {  // x64 * 2 ** -by, in two halves
+    const Tensor half = trunc(div(by, 2.0));
+    return mul(mul(x64, exp2(neg(half))), exp2(sub(half, by)));
+  };
+  Tensor m = scaled(e);
+  const Tensor high = ge(abs(m), 1.0), low = lt(abs(m), 0.5);
+  e = add(e, sub(high.to(DType::Float64), low.to(DType::Float64)));
+  m = where(regular, scaled(e), x64);
+  e = where(regular, e, zeros_like(e));
+  return {m.to(x.dtype()), e.to(DType::Int32)};
 }
 
 // Note [Fused ReLU backward]

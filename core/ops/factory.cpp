@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numbers>
 #include <random>
 #include <sstream>
 #include <string>
@@ -469,6 +471,82 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Gen
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
   return host_generate(sizes, opts, [&](int64_t) {
     return static_cast<int64_t>(static_cast<uint64_t>(low) + g.next() % range);
+  });
+}
+
+namespace {
+
+/** x replaced in place by draw(u): u uniform in [0, 1) of x's shape in float64, converted to
+ *  x's dtype after the draw. */
+template <typename Draw>
+Tensor& draw_into(Tensor& x, const char* op, Generator* gen, Draw&& draw) {
+  EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK_NOT_IMPLEMENTED(is_floating(x.dtype()),
+                              "[{}] not implemented for {} (a floating dtype only)", op, x.dtype());
+  return apply_inplace(x, op, [&](const Tensor& v) {
+    autograd::NoGradGuard no_grad;
+    return draw(rand(v.sizes(), {DType::Float64, v.device()}, gen)).to(v.dtype());
+  });
+}
+
+}  // namespace
+
+Tensor& exponential_(Tensor& x, double lambd, Generator* gen) {
+  EMBER_CHECK(lambd > 0, "[exponential_] expects lambd > 0: got {}", lambd);
+  return draw_into(x, "exponential_", gen,
+                   [&](const Tensor& u) { return div(neg(log1p(neg(u))), lambd); });
+}
+
+Tensor& geometric_(Tensor& x, double p, Generator* gen) {
+  EMBER_CHECK(p > 0 && p < 1, "[geometric_] expects p in (0, 1): got {}", p);
+  // 1 - u is in (0, 1], so the count is at least 1 but for 1 - u == 1 exactly (0 trials).
+  return draw_into(x, "geometric_", gen, [&](const Tensor& u) {
+    return clamp(ceil(div(log1p(neg(u)), std::log1p(-p))), Scalar(1.0), std::nullopt);
+  });
+}
+
+Tensor& log_normal_(Tensor& x, double mean, double std, Generator* gen) {
+  EMBER_CHECK(std > 0, "[log_normal_] expects std > 0: got {}", std);
+  EMBER_CHECK_TYPE(x.defined(), "[log_normal_] undefined tensor argument");
+  EMBER_CHECK_NOT_IMPLEMENTED(is_floating(x.dtype()),
+                              "[log_normal_] not implemented for {} (a floating dtype only)",
+                              x.dtype());
+  return apply_inplace(x, "log_normal_", [&](const Tensor& v) {
+    autograd::NoGradGuard no_grad;
+    return exp(normal(mean, std, v.sizes(), {DType::Float64, v.device()}, gen)).to(v.dtype());
+  });
+}
+
+Tensor& cauchy_(Tensor& x, double median, double sigma, Generator* gen) {
+  EMBER_CHECK(sigma > 0, "[cauchy_] expects sigma > 0: got {}", sigma);
+  return draw_into(x, "cauchy_", gen, [&](const Tensor& u) {
+    return add(mul(tan(mul(sub(u, 0.5), std::numbers::pi)), sigma), median);
+  });
+}
+
+Tensor& random_(Tensor& x, int64_t from, std::optional<int64_t> to, Generator* gen) {
+  EMBER_CHECK_TYPE(x.defined(), "[random_] undefined tensor argument");
+  int64_t high = 0;
+  if (to) {
+    high = *to;
+  } else if (x.dtype() == DType::Bool) {
+    high = 2;
+  } else if (is_floating(x.dtype())) {
+    high = (int64_t{1} << std::numeric_limits<double>::digits) + 1;
+    if (x.dtype() == DType::Float32) high = (int64_t{1} << 24) + 1;
+    if (x.dtype() == DType::Float16) high = (int64_t{1} << 11) + 1;
+    if (x.dtype() == DType::BFloat16) high = (int64_t{1} << 8) + 1;
+  } else {
+    high = std::numeric_limits<int64_t>::max();
+    if (x.dtype() == DType::Int32) high = int64_t{std::numeric_limits<int32_t>::max()} + 1;
+    if (x.dtype() == DType::Int8) high = int64_t{std::numeric_limits<int8_t>::max()} + 1;
+    if (x.dtype() == DType::UInt8) high = int64_t{std::numeric_limits<uint8_t>::max()} + 1;
+  }
+  EMBER_CHECK(from < high, "[random_] expects 'from' to be less than 'to': got from={} >= to={}",
+              from, high);
+  return apply_inplace(x, "random_", [&](const Tensor& v) {
+    autograd::NoGradGuard no_grad;
+    return randint(from, high, v.sizes(), {DType::Int64, v.device()}, gen).to(v.dtype());
   });
 }
 

@@ -265,6 +265,59 @@ Tensor take(const Tensor& x, const Tensor& index) {
   return index_select(flat, 0, wrapped.reshape({-1})).reshape(index.sizes());
 }
 
+Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  EMBER_CHECK_TYPE(x.defined() && index.defined() && source.defined(),
+                   "[put] undefined tensor argument");
+  check_index_dtype(index, "put");
+  EMBER_CHECK(index.numel() == source.numel(),
+              "[put] source and index need as many elements: got {} and {} (shapes {} and {})",
+              source.numel(), index.numel(), shape_str(source.sizes()), shape_str(index.sizes()));
+  const Tensor flat = x.reshape({-1});
+  const int64_t n = flat.size(0);
+  if (index.numel() > 0) {
+    const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
+    EMBER_CHECK_INDEX(lo >= -n && hi < n,
+                      "[put] index {} is out of range for a tensor of {} elements",
+                      lo < -n ? lo : hi, n);
+  }
+  const Tensor wrapped = where(lt(index, 0), add(index, n), index).reshape({-1});
+  const Tensor src = source.reshape({-1}).to(x.dtype());
+  const Tensor out =
+      accumulate ? index_add(flat, 0, wrapped, src) : index_copy(flat, 0, wrapped, src);
+  return out.view(x.sizes());
+}
+
+Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
+  EMBER_CHECK_TYPE(x.defined(), "[put_] undefined tensor argument");
+  return x.copy_(put(x, index, source, accumulate));
+}
+
+// The diagonal's flat positions step by the sum of x's contiguous strides (columns + 1 for a
+// matrix); PyTorch's fill_diagonal_ stops after min(rows, columns) of them unless wrap, which
+// goes on through the whole of a tall matrix.
+Tensor& fill_diagonal_(Tensor& x, Scalar value, bool wrap) {
+  EMBER_CHECK_TYPE(x.defined(), "[fill_diagonal_] undefined tensor argument");
+  EMBER_CHECK(x.dim() >= 2, "[fill_diagonal_] dimensions must be larger than 1: got {}", x.dim());
+  if (x.dim() > 2) {
+    for (int64_t d = 1; d < x.dim(); ++d) {
+      EMBER_CHECK(x.size(d) == x.size(0),
+                  "[fill_diagonal_] all dimensions of input must be of equal length: got shape {}",
+                  shape_str(x.sizes()));
+    }
+  }
+  int64_t step = 0, stride = 1;
+  for (int64_t d = x.dim() - 1; d >= 0; --d) {
+    step += stride;
+    stride *= x.size(d);
+  }
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const int64_t end = x.dim() == 2 && !wrap ? std::min(rows, cols) * cols : x.numel();
+  if (end == 0) return x;
+  const Tensor positions = arange(Scalar(int64_t{0}), Scalar(end), Scalar(step),
+                                  TensorOptions{DType::Int64, x.device()});
+  return put_(x, positions, full(positions.sizes(), value, {x.dtype(), x.device()}));
+}
+
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
   EMBER_CHECK_TYPE(x.defined() && indices.defined(), "[take_along_dim] undefined tensor argument");
   if (!dim) return take_along_dim(x.reshape({-1}), indices.reshape({-1}), 0);

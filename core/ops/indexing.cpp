@@ -306,4 +306,46 @@ Tensor& index_put_(Tensor& x, std::span<const TensorIndex> items, Scalar value) 
   return x;
 }
 
+// Note [index_put with accumulate]
+// Which elements x[indices] reaches, and in which order, is what index() computes; indexing a
+// tensor of x's flat positions the same way gives them, laid out as x[indices] is. The values,
+// broadcast to that layout, are then added at those positions by index_add, which adds repeated
+// positions up (a plain assignment keeps one of them) and is differentiable in x and values.
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
+                 bool accumulate) {
+  EMBER_CHECK_TYPE(x.defined() && values.defined(), "[index_put] undefined tensor argument");
+  EMBER_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= std::max<int64_t>(x.dim(), 1),
+                    "[index_put] too many indices for a tensor of {} dims: got {}", x.dim(),
+                    indices.size());
+  std::vector<TensorIndex> items;
+  for (const Tensor& t : indices) items.push_back(t.defined() ? TensorIndex(t) : Slice());
+  if (!accumulate) {
+    Tensor out = x.clone();
+    index_put_(out, items, values);
+    return out;
+  }
+  Tensor positions;
+  {
+    autograd::NoGradGuard no_grad;
+    positions =
+        index(arange(x.numel(), TensorOptions{DType::Int64, x.device()}).view(x.sizes()), items);
+  }
+  EMBER_CHECK(broadcast_shapes(values.sizes(), positions.sizes(), "index_put") == positions.sizes(),
+              "[index_put] values of shape {} do not broadcast to the indexed shape {}",
+              shape_str(values.sizes()), shape_str(positions.sizes()));
+  const Tensor v = values.to(x.dtype()).expand(positions.sizes());
+  return index_add(x.reshape({-1}), 0, positions.reshape({-1}), v.reshape({-1})).view(x.sizes());
+}
+
+Tensor& index_put_(Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate) {
+  EMBER_CHECK_TYPE(x.defined(), "[index_put_] undefined tensor argument");
+  if (!accumulate) {
+    std::vector<TensorIndex> items;
+    for (const Tensor& t : indices) items.push_back(t.defined() ? TensorIndex(t) : Slice());
+    return index_put_(x, items, values);
+  }
+  return x.copy_(index_put(x, indices, values, true));
+}
+
 }  // namespace ember

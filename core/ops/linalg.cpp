@@ -595,6 +595,21 @@ Tensor adjoint(const Tensor& a) {
 
 // As PyTorch computes it: one norm per slice along dim (over every other dim), and a factor of
 // maxnorm / (norm + 1e-7) where the norm exceeds maxnorm; the gradient goes through both.
+// As PyTorch builds it: ones, then the running products of x (so integer x stays exact), in the
+// promotion of x's dtype with int64, flipped unless increasing.
+Tensor vander(const Tensor& x, std::optional<int64_t> n, bool increasing) {
+  EMBER_CHECK_TYPE(x.defined(), "[vander] undefined tensor argument");
+  EMBER_CHECK(x.dim() == 1, "[vander] x must be a one-dimensional tensor: got shape {}",
+              shape_str(x.sizes()));
+  const int64_t cols = n.value_or(x.size(0));
+  EMBER_CHECK(cols >= 0, "[vander] N must be non-negative: got {}", cols);
+  const Tensor v = x.to(promote_types(x.dtype(), DType::Int64));
+  const int64_t m = x.size(0);
+  Tensor out = ones({m, std::min<int64_t>(cols, 1)}, {v.dtype(), v.device()});
+  if (cols > 1) out = cat({out, cumprod(v.unsqueeze(1).expand({m, cols - 1}), 1)}, 1);
+  return increasing ? out : flip(out, {1});
+}
+
 Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm) {
   EMBER_CHECK_TYPE(x.defined(), "[renorm] undefined tensor argument");
   EMBER_CHECK_TYPE(is_floating(x.dtype()), "[renorm] needs a floating tensor: got {}", x.dtype());

@@ -28,6 +28,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/dispatch/call.h"
 #include "ember/autograd/record.h"
@@ -316,6 +317,83 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left) {
   check_batches(a, y, b, op);
   const Tensor x = solve_matrix(a, y, op);
   return vector ? x.squeeze(-1) : x;
+}
+
+// Note [Triangular solves through LU]
+// Gaussian elimination of an upper triangular matrix has nothing to eliminate: every multiplier
+// is exactly 0, partial pivoting never swaps (the column below the diagonal is zeros), and the
+// LU factors are the matrix itself, so the LU solve is back substitution, with its rounding.
+// A lower triangular L is solved as the upper triangular J L J (J reverses the order of rows and
+// columns, flip() of both dims): L X = B is (J L J)(J X) = J B. So the solve needs no kernel of its
+// own, and its gradients are solve's, passed through tril/triu (gA is triangular, as PyTorch's).
+Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
+                        bool unitriangular) {
+  const char* op = "linalg.solve_triangular";
+  check_matrix(a, op, true);
+  check_float(b, op);
+  common_device({&a, &b}, op);
+  EMBER_CHECK_TYPE(a.dtype() == b.dtype(), "[{}] A and B must have one dtype: got {} and {}", op,
+                   a.dtype(), b.dtype());
+  EMBER_CHECK(b.dim() >= 2, "[{}] B must be a matrix or a batch of matrices: got shape {}", op,
+              shape_str(b.sizes()));
+  if (!left) return mT(solve_triangular(mT(a), mT(b), !upper, true, unitriangular));
+  EMBER_CHECK(b.size(-2) == a.size(-1), "[{}] incompatible shapes: A {} and B {} (B needs {} rows)",
+              op, shape_str(a.sizes()), shape_str(b.sizes()), a.size(-1));
+  check_batches(a, b, b, op);
+  const int64_t n = a.size(-1);
+  Tensor t = upper ? triu(a, unitriangular ? 1 : 0) : tril(a, unitriangular ? -1 : 0);
+  if (unitriangular) t = add(t, eye(n, n, {a.dtype(), a.device()}));
+  if (upper) return solve_matrix(t, b, op);
+  return flip(solve_matrix(flip(t, {-2, -1}), flip(b, {-2}), op), {-2});
+}
+
+namespace {
+
+/** Sizes [from, to) of `sizes`. */
+Shape sizes_between(IntList sizes, int64_t from, int64_t to) {
+  Shape out;
+  for (int64_t i = from; i < to; ++i) out.push_back(sizes[i]);
+  return out;
+}
+
+}  // namespace
+
+Tensor tensorinv(const Tensor& a, int64_t ind) {
+  const char* op = "linalg.tensorinv";
+  check_float(a, op);
+  EMBER_CHECK(ind > 0 && ind <= a.dim(), "[{}] expected ind in 1..{}: got {}", op, a.dim(), ind);
+  const Shape rows = sizes_between(a.sizes(), 0, ind), cols = sizes_between(a.sizes(), ind, a.dim());
+  const int64_t p = count_of(rows), q = count_of(cols);
+  EMBER_CHECK(p == q,
+              "[{}] the product of the first ind dims must equal that of the rest: got {} and {} "
+              "for shape {} and ind {}",
+              op, p, q, shape_str(a.sizes()), ind);
+  Shape out = cols;
+  for (int64_t d : rows) out.push_back(d);
+  return inv(a.reshape({p, q})).reshape(out);
+}
+
+Tensor tensorsolve(const Tensor& a, const Tensor& b, IntList dims) {
+  const char* op = "linalg.tensorsolve";
+  check_float(a, op);
+  check_float(b, op);
+  Tensor moved = a;
+  if (!dims.empty()) {
+    std::vector<int64_t> to;
+    const int64_t k = static_cast<int64_t>(dims.size());
+    for (int64_t i = 0; i < k; ++i) to.push_back(a.dim() - k + i);
+    moved = movedim(a, dims, to);
+  }
+  EMBER_CHECK(b.dim() <= moved.dim() && sizes_between(moved.sizes(), 0, b.dim()) == b.sizes(),
+              "[{}] A's leading dims must be B's shape: got A {} and B {}", op,
+              shape_str(moved.sizes()), shape_str(b.sizes()));
+  const Shape out = sizes_between(moved.sizes(), b.dim(), moved.dim());
+  const int64_t m = b.numel(), n = count_of(out);
+  EMBER_CHECK(m == n,
+              "[{}] the product of A's trailing dims must equal B's number of elements: got {} "
+              "and {} (A {}, B {})",
+              op, n, m, shape_str(moved.sizes()), shape_str(b.sizes()));
+  return solve(moved.reshape({m, n}), b.reshape({m})).reshape(out);
 }
 
 Tensor det(const Tensor& a) {
@@ -847,6 +925,33 @@ Tensor inverse(const Tensor& a) {
 
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
   return linalg::slogdet(a);
+}
+
+std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a, bool upper,
+                                            bool transpose, bool unitriangular) {
+  const Tensor x =
+      transpose ? linalg::solve_triangular(a.transpose(-2, -1), b, !upper, true, unitriangular)
+                : linalg::solve_triangular(a, b, upper, true, unitriangular);
+  Shape batch = x.sizes();
+  batch[batch.size() - 2] = a.size(-2);
+  batch[batch.size() - 1] = a.size(-1);
+  return {x, a.expand(batch).clone()};
+}
+
+Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper) {
+  EMBER_CHECK_TYPE(b.defined() && factor.defined(), "[cholesky_solve] undefined tensor argument");
+  const Tensor l = upper ? factor.transpose(-2, -1) : factor;
+  const Tensor y = linalg::solve_triangular(l, b, false);
+  return linalg::solve_triangular(l.transpose(-2, -1), y, true);
+}
+
+Tensor cholesky_inverse(const Tensor& factor, bool upper) {
+  EMBER_CHECK_TYPE(factor.defined(), "[cholesky_inverse] undefined tensor argument");
+  EMBER_CHECK(factor.dim() >= 2 && factor.size(-1) == factor.size(-2),
+              "[cholesky_inverse] expected a batch of square matrices: got shape {}",
+              shape_str(factor.sizes()));
+  const int64_t n = factor.size(-1);
+  return cholesky_solve(eye(n, n, {factor.dtype(), factor.device()}), factor, upper);
 }
 
 Tensor logdet(const Tensor& a) {

@@ -597,6 +597,43 @@ Tensor multilabel_soft_margin_loss(const Tensor& x, const Tensor& target, const 
   return reduce_loss("multilabel_soft_margin_loss", l, reduction);
 }
 
+// As PyTorch's kernel counts: each listed target j (a repeated one twice) against every class
+// that is not among the targets, the list ending at its first -1.
+Tensor multilabel_margin_loss(const Tensor& x, const Tensor& target, Reduction reduction) {
+  const char* op = "multilabel_margin_loss";
+  check_defined(op, {&x, &target});
+  EMBER_CHECK(x.dim() == 1 || x.dim() == 2,
+              "[multilabel_margin_loss] expects a 1-d [C] or 2-d [N, C] input: got shape {}",
+              shape_str(x.sizes()));
+  EMBER_CHECK(target.sizes() == x.sizes(),
+              "[multilabel_margin_loss] target must have the input's shape: got {} for {}",
+              shape_str(target.sizes()), shape_str(x.sizes()));
+  EMBER_CHECK_TYPE(target.dtype() == DType::Int64,
+                   "[multilabel_margin_loss] target must hold int64 class indices: got {}",
+                   target.dtype());
+  const Tensor x2 = x.dim() == 1 ? x.unsqueeze(0) : x;
+  const Tensor t2 = target.dim() == 1 ? target.unsqueeze(0) : target;
+  const int64_t c = x2.size(1);
+  if (t2.numel() > 0) {
+    EMBER_CHECK_INDEX(amin(t2).item<int64_t>() >= -1 && amax(t2).item<int64_t>() < c,
+                      "[multilabel_margin_loss] target holds a class outside [-1, {}): got {}", c,
+                      amin(t2).item<int64_t>() < -1 ? amin(t2).item<int64_t>()
+                                                    : amax(t2).item<int64_t>());
+  }
+  // listed[n, j]: target[n, j] comes before the first -1 of row n.
+  const Tensor listed = cumprod(ge(t2, Scalar(0)).to(DType::Int64), 1).to(DType::Bool);
+  const Tensor cls = where(listed, t2, Scalar(0));
+  const Tensor is_target = gt(scatter_add(zeros_like(t2), 1, cls, listed.to(DType::Int64)), 0);
+  // margins[n, j, i] = 1 - (x[n, target[n, j]] - x[n, i]), counted where j is listed and i is not
+  // a target.
+  const Tensor xj = gather(x2, 1, cls).unsqueeze(2);
+  const Tensor margins = clamp(add(sub(x2.unsqueeze(1), xj), Scalar(1)), Scalar(0), {});
+  const Tensor counted = logical_and(listed.unsqueeze(2), logical_not(is_target).unsqueeze(1));
+  Tensor l = div(sum(where(counted, margins, Scalar(0)), {1, 2}), Scalar(c));
+  if (x.dim() == 1) l = l.squeeze(0);
+  return reduce_loss(op, l, reduction);
+}
+
 Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,
                              double margin, Reduction reduction) {
   check_defined("cosine_embedding_loss", {&x1, &x2, &target});

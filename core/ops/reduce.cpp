@@ -688,6 +688,133 @@ Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim) {
   return cumsum(div(mul(dx, pair_sums(y, d)), 2.0), d);
 }
 
+Tensor sum_to_size(const Tensor& x, IntList sizes) {
+  EMBER_CHECK_TYPE(x.defined(), "[sum_to_size] undefined tensor argument");
+  const int64_t lead = x.dim() - static_cast<int64_t>(sizes.size());
+  bool expandable = lead >= 0;
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; expandable && d < x.dim(); ++d) {
+    if (d < lead) {
+      dims.push_back(d);
+    } else if (sizes[d - lead] == 1 && x.size(d) != 1) {
+      dims.push_back(d);
+    } else {
+      expandable = sizes[d - lead] == x.size(d);
+    }
+  }
+  EMBER_CHECK(expandable, "[sum_to_size] size {} is not expandable to size {}", shape_str(sizes),
+              shape_str(x.sizes()));
+  return dims.empty() ? x : sum(x, dims, true).reshape(sizes);
+}
+
+// Note [gradient as NumPy and PyTorch compute it]
+// Inside, at coordinates with steps l = x[i] - x[i-1] and r = x[i+1] - x[i], the second-order
+// estimate is (-r / (l (l + r))) y[i-1] + ((r - l) / (l r)) y[i] + (l / (r (l + r))) y[i+1],
+// which at a uniform spacing h is (y[i+1] - y[i-1]) / (2 h), computed so. The ends take the
+// first difference (edge_order 1) or the second-order one-sided estimate over three samples
+// (edge_order 2), with NumPy's coefficients; PyTorch's are the same.
+namespace {
+
+// The per-dim spacing of gradient(): h, or coordinates x (defined).
+struct Spacing {
+  double h = 1;
+  Tensor x;
+};
+
+std::vector<Tensor> gradient_of(const Tensor& y_in, const std::vector<Spacing>& spacing,
+                                IntList dims_in, int64_t edge_order) {
+  const char* op = "gradient";
+  EMBER_CHECK_TYPE(y_in.defined(), "[gradient] undefined tensor argument");
+  EMBER_CHECK_TYPE(y_in.dtype() != DType::Bool, "[gradient] a bool input is not supported");
+  EMBER_CHECK(edge_order == 1 || edge_order == 2,
+              "[gradient] only edge_order 1 and 2 are supported: got {}", edge_order);
+  const Tensor y = is_floating(y_in.dtype()) ? y_in : y_in.to(default_dtype());
+  std::vector<int64_t> dims;
+  if (dims_in.empty()) {
+    for (int64_t d = 0; d < y.dim(); ++d) dims.push_back(d);
+  } else {
+    for (int64_t d : dims_in) dims.push_back(wrap_dim(d, y.dim(), op));
+  }
+  EMBER_CHECK(spacing.size() == 1 || spacing.size() == dims.size(),
+              "[gradient] expected spacing to be a number or to have one entry per dim: got {} "
+              "for {} dims",
+              spacing.size(), dims.size());
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const int64_t d = dims[k], n = y.size(d);
+    const Spacing& s = spacing.size() == 1 ? spacing[0] : spacing[k];
+    EMBER_CHECK(n >= edge_order + 1,
+                "[gradient] each dimension size must be at least edge_order+1: dim {} has size {} "
+                "(edge_order {})",
+                d, n, edge_order);
+    const auto at = [&](int64_t i, int64_t len) { return y.narrow(d, i < 0 ? n + i : i, len); };
+    // a y[i] + b y[i+1] + c y[i+2] from position i on, len positions.
+    const auto comb = [&](int64_t i, int64_t len, const Tensor& a, const Tensor& b,
+                          const Tensor& c) {
+      return add(add(mul(at(i, len), a), mul(at(i + 1, len), b)), mul(at(i + 2, len), c));
+    };
+    Tensor first, inner, last;
+    if (!s.x.defined()) {
+      const double h = s.h;
+      inner = div(sub(at(2, n - 2), at(0, n - 2)), 2 * h);
+      if (edge_order == 1) {
+        first = div(sub(at(1, 1), at(0, 1)), h);
+        last = div(sub(at(-1, 1), at(-2, 1)), h);
+      } else {
+        first = div(add(add(mul(at(0, 1), -1.5), mul(at(1, 1), 2.0)), mul(at(2, 1), -0.5)), h);
+        last = div(add(add(mul(at(-3, 1), 0.5), mul(at(-2, 1), -2.0)), mul(at(-1, 1), 1.5)), h);
+      }
+    } else {
+      EMBER_CHECK(s.x.dim() == 1 && s.x.size(0) == n,
+                  "[gradient] the coordinates of dim {} must be 1-d with {} points: got shape {}",
+                  d, n, shape_str(s.x.sizes()));
+      std::vector<int64_t> laid(y.dim(), 1);
+      const auto along = [&](const Tensor& v) {
+        laid[d] = v.numel();
+        return v.reshape(laid);
+      };
+      const Tensor x = s.x.to(y.dtype());
+      const auto [left_x, right_x] = neighbours(x, 0);
+      const Tensor dx = sub(right_x, left_x);
+      const Tensor l = dx.slice(0, 0, n - 2), r = dx.slice(0, 1, n - 1), lr = add(l, r);
+      inner = comb(0, n - 2, along(div(neg(r), mul(l, lr))), along(div(sub(r, l), mul(l, r))),
+                   along(div(l, mul(r, lr))));
+      if (edge_order == 1) {
+        first = div(sub(at(1, 1), at(0, 1)), dx.select(0, 0));
+        last = div(sub(at(-1, 1), at(-2, 1)), dx.select(0, n - 2));
+      } else {
+        const Tensor a = dx.select(0, 0), b = dx.select(0, 1), ab = add(a, b);
+        first = comb(0, 1, div(neg(add(mul(a, 2.0), b)), mul(a, ab)), div(ab, mul(a, b)),
+                     div(neg(a), mul(b, ab)));
+        const Tensor p = dx.select(0, n - 3), q = dx.select(0, n - 2), pq = add(p, q);
+        last = comb(n - 3, 1, div(q, mul(p, pq)), div(neg(pq), mul(p, q)),
+                    div(add(mul(q, 2.0), p), mul(q, pq)));
+      }
+    }
+    out.push_back(cat({first, inner, last}, d));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Tensor> gradient(const Tensor& y, const std::vector<double>& spacing, IntList dims,
+                             int64_t edge_order) {
+  std::vector<Spacing> s;
+  for (double h : spacing) s.push_back({h, Tensor()});
+  return gradient_of(y, s, dims, edge_order);
+}
+
+std::vector<Tensor> gradient(const Tensor& y, const std::vector<Tensor>& coordinates, IntList dims,
+                             int64_t edge_order) {
+  std::vector<Spacing> s;
+  for (const Tensor& x : coordinates) {
+    EMBER_CHECK_TYPE(x.defined(), "[gradient] undefined coordinates");
+    s.push_back({1, x});
+  }
+  return gradient_of(y, s, dims, edge_order);
+}
+
 namespace {
 
 // A weight vector of cov: 1-d (or 0-d), one per observation, non-negative, of the kind named.

@@ -120,6 +120,88 @@ Tensor histc(const Tensor& x, int64_t bins, double min, double max) {
 
 namespace {
 
+void check_histogram_args(const Tensor& x, const Tensor& weight) {
+  EMBER_CHECK_TYPE(x.defined(), "[histogram] undefined tensor argument");
+  EMBER_CHECK_TYPE(is_floating(x.dtype()),
+                   "[histogram] expects a floating point input: got {} (convert with .float())",
+                   x.dtype());
+  if (weight.defined()) {
+    EMBER_CHECK(weight.sizes() == x.sizes(),
+                "[histogram] weight must have the input's shape: got {} for input {}",
+                shape_str(weight.sizes()), shape_str(x.sizes()));
+    EMBER_CHECK_TYPE(weight.dtype() == x.dtype() && weight.device() == x.device(),
+                     "[histogram] weight must have the input's dtype and device: got {} on {} for "
+                     "{} on {}",
+                     weight.dtype(), weight.device(), x.dtype(), x.device());
+  }
+}
+
+// Note [histogram as PyTorch counts]
+// An element e in [edges[0], edges[n]] goes to the bin b with edges[b] <= e < edges[b + 1], the
+// last bin closed (PyTorch's binary search over the edges, and for equal bins its interpolation
+// refined against the same edges, agree on this); others and NaN are not counted. The bin is
+// searchsorted(edges, e, right) - 1, clamped below n for e == edges[n]; the weights add up at
+// the bins by index_add.
+std::tuple<Tensor, Tensor> histogram_over(const Tensor& x, const Tensor& edges,
+                                          const Tensor& weight, bool density) {
+  const int64_t n = edges.numel() - 1;
+  const Tensor xs = x.reshape({-1});
+  const Tensor inside = logical_and(ge(xs, edges.select(0, 0)), le(xs, edges.select(0, n)));
+  const Tensor bin = clamp(sub(searchsorted(edges, xs, false, true), 1), Scalar(0), Scalar(n - 1));
+  const Tensor w = weight.defined() ? weight.reshape({-1}) : ones_like(xs);
+  Tensor hist =
+      index_add(zeros({n}, {x.dtype(), x.device()}), 0, bin, where(inside, w, zeros_like(w)));
+  if (density) {
+    const Tensor widths = sub(edges.narrow(0, 1, n), edges.narrow(0, 0, n));
+    hist = div(hist, mul(sum(hist), widths));
+  }
+  return {hist, edges};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins,
+                                     std::optional<std::pair<double, double>> range,
+                                     const Tensor& weight, bool density) {
+  check_histogram_args(x, weight);
+  EMBER_CHECK(bins > 0, "[histogram] bins must be > 0: got {}", bins);
+  autograd::NoGradGuard no_grad;  // counts: PyTorch defines no gradient
+  double lo = 0, hi = 0;
+  if (range) {
+    std::tie(lo, hi) = *range;
+  } else if (x.numel() > 0) {
+    lo = amin(x).to(DType::Float64).item();
+    hi = amax(x).to(DType::Float64).item();
+  }
+  EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi),
+              "[histogram] range of [{}, {}] is not finite (NaN or inf in the input, or give "
+              "range=)",
+              lo, hi);
+  EMBER_CHECK(lo <= hi, "[histogram] max must be larger than min: got range [{}, {}]", lo, hi);
+  if (lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  return histogram_over(x, linspace(lo, hi, bins + 1, {x.dtype(), x.device()}), weight, density);
+}
+
+std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins, const Tensor& weight,
+                                     bool density) {
+  check_histogram_args(x, weight);
+  EMBER_CHECK_TYPE(bins.defined(), "[histogram] undefined tensor argument");
+  EMBER_CHECK(bins.dim() == 1 && bins.numel() >= 2,
+              "[histogram] bins must be a 1-d tensor of at least 2 edges: got shape {}",
+              shape_str(bins.sizes()));
+  EMBER_CHECK_TYPE(bins.dtype() == x.dtype() && bins.device() == x.device(),
+                   "[histogram] bins must have the input's dtype and device: got {} on {} for {} "
+                   "on {}",
+                   bins.dtype(), bins.device(), x.dtype(), x.device());
+  autograd::NoGradGuard no_grad;
+  return histogram_over(x, bins.contiguous(), weight, density);
+}
+
+namespace {
+
 // (values, inverse, counts) of the rows of `rows` [n, k] taken in the order `perm`, where equal
 // rows are next to each other in that order.
 std::tuple<Tensor, Tensor, Tensor> runs(const Tensor& rows, const Tensor& perm) {

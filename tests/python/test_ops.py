@@ -995,3 +995,179 @@ def test_rsub_ldexp_adjoint_and_renorm_follow_pytorch():
     ew = ember.tensor(w)
     ew.renorm_(2, 0, 1.5)
     np.testing.assert_allclose(ew.numpy(), want, rtol=1e-12)
+
+
+def test_frexp_histogram_put_and_index_put_match_numpy():
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.standard_normal(20) * 1e3, [0.0, -0.0, np.inf, 5e-324, 1.0, -0.5]])
+    m, e = ember.frexp(ember.tensor(x))
+    want_m, want_e = np.frexp(x)
+    np.testing.assert_array_equal(m.numpy(), want_m)
+    np.testing.assert_array_equal(e.numpy(), np.where(np.isfinite(x), want_e, 0))
+    assert e.dtype is ember.int32 and ember.tensor(x).frexp().mantissa.dtype is ember.float64
+
+    data = rng.standard_normal(300)
+    w = rng.random(300)
+    for kwargs in ({}, {"range": (-1.0, 2.0)}, {"density": True}):
+        hist, edges = ember.histogram(ember.tensor(data), 9, **kwargs)
+        want_h, want_edges = np.histogram(data, 9, **kwargs)
+        np.testing.assert_allclose(hist.numpy(), want_h, rtol=1e-12)
+        np.testing.assert_allclose(edges.numpy(), want_edges, rtol=1e-12)
+    bins = np.array([-3.0, -1.0, 0.0, 0.5, 3.0])
+    got = ember.tensor(data).histogram(ember.tensor(bins), weight=ember.tensor(w))
+    np.testing.assert_allclose(got.hist.numpy(), np.histogram(data, bins, weights=w)[0], rtol=1e-12)
+    np.testing.assert_array_equal(got.bin_edges.numpy(), bins)
+
+    base = rng.standard_normal((3, 4))
+    index = np.array([0, -1, 5, 5])
+    src = rng.standard_normal(4)
+    added = base.copy().ravel()
+    np.add.at(added, index % base.size, src)
+    np.testing.assert_allclose(
+        ember.tensor(base).put(ember.tensor(index), ember.tensor(src), accumulate=True).numpy(),
+        added.reshape(3, 4), rtol=1e-12)
+    t = ember.tensor(base)
+    t.put_(ember.tensor(index[:2]), ember.tensor(src[:2]))
+    want = base.copy()
+    np.put(want, index[:2], src[:2])
+    np.testing.assert_array_equal(t.numpy(), want)
+
+    rows, cols = np.array([0, 2, 0, 0]), np.array([1, 3, 1, 1])
+    vals = rng.standard_normal(4)
+    acc = base.copy()
+    np.add.at(acc, (rows, cols), vals)
+    got = ember.index_put(ember.tensor(base), (ember.tensor(rows), ember.tensor(cols)),
+                          ember.tensor(vals), accumulate=True)
+    np.testing.assert_allclose(got.numpy(), acc, rtol=1e-12)
+    # None is a full slice: x[:, cols] += v.
+    acc = base.copy()
+    np.add.at(acc, (slice(None), cols), 1.0)
+    t = ember.tensor(base)
+    t.index_put_((None, ember.tensor(cols)), ember.tensor(1.0), True)
+    np.testing.assert_allclose(t.numpy(), acc, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"\[histogram\] bins must be > 0"):
+        ember.histogram(ember.tensor(data), 0)
+    with pytest.raises(IndexError, match=r"\[put\] index 12 is out of range"):
+        ember.tensor(base).put(ember.tensor([12]), ember.tensor([1.0]))
+
+
+def test_triangular_and_cholesky_solves_match_numpy():
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((4, 3))
+    for upper in (False, True):
+        tri = np.triu(a) if upper else np.tril(a)
+        got = ember.linalg.solve_triangular(ember.tensor(a), ember.tensor(b), upper=upper)
+        np.testing.assert_allclose(got.numpy(), np.linalg.solve(tri, b), rtol=1e-10)
+        right = ember.linalg.solve_triangular(ember.tensor(a), ember.tensor(b.T), upper=upper,
+                                              left=False)
+        np.testing.assert_allclose(right.numpy(), b.T @ np.linalg.inv(tri), rtol=1e-10)
+        unit = tri - np.diag(np.diag(tri)) + np.eye(4)
+        got = ember.linalg.solve_triangular(ember.tensor(a), ember.tensor(b), upper=upper,
+                                            unitriangular=True)
+        np.testing.assert_allclose(got.numpy(), np.linalg.solve(unit, b), rtol=1e-10)
+    solution, coefficient = ember.triangular_solve(ember.tensor(b), ember.tensor(a), transpose=True)
+    np.testing.assert_allclose(solution.numpy(), np.linalg.solve(np.triu(a).T, b), rtol=1e-10)
+    np.testing.assert_array_equal(coefficient.numpy(), a)
+    spd = a @ a.T + np.eye(4)
+    factor = np.linalg.cholesky(spd)
+    np.testing.assert_allclose(ember.cholesky_solve(ember.tensor(b), ember.tensor(factor)).numpy(),
+                               np.linalg.solve(spd, b), rtol=1e-9)
+    np.testing.assert_allclose(ember.tensor(factor.T).cholesky_inverse(upper=True).numpy(),
+                               np.linalg.inv(spd), rtol=1e-9)
+
+
+def test_gradient_vander_angle_and_fill_diagonal_match_numpy():
+    rng = np.random.default_rng(10)
+    y = rng.standard_normal((5, 6))
+    x = np.sort(rng.random(6)) * 4
+    for edge_order in (1, 2):
+        got = ember.gradient(ember.tensor(y), spacing=(0.5, 2.0), edge_order=edge_order)
+        want = np.gradient(y, 0.5, 2.0, edge_order=edge_order)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12)
+        (at_x,) = ember.gradient(ember.tensor(y), spacing=[ember.tensor(x)], dim=1,
+                                 edge_order=edge_order)
+        np.testing.assert_allclose(at_x.numpy(), np.gradient(y, x, axis=1, edge_order=edge_order),
+                                   rtol=1e-10)
+    (one,) = ember.gradient(ember.tensor(y), spacing=3.0, dim=0)
+    np.testing.assert_allclose(one.numpy(), np.gradient(y, 3.0, axis=0), rtol=1e-12)
+    v = np.array([2, 3, -1, 5])
+    np.testing.assert_array_equal(ember.vander(ember.tensor(v)).numpy(), np.vander(v))
+    np.testing.assert_array_equal(ember.vander(ember.tensor(v), N=3, increasing=True).numpy(),
+                                  np.vander(v, 3, increasing=True))
+    a = np.array([-2.0, 0.0, 1.5])
+    np.testing.assert_array_equal(ember.tensor(a).angle().numpy(), np.angle(a))
+    t = ember.tensor(a)
+    assert ember.equal(t.real, t) and ember.equal(ember.conj(t), t)
+    assert not t.is_conj() and not ember.is_neg(t)
+    with pytest.raises(NotImplementedError, match=r"\[imag\]"):
+        t.imag
+    m = np.zeros((7, 3))
+    np.fill_diagonal(m, 4.0, wrap=True)
+    e = ember.zeros(7, 3, dtype=ember.float64)
+    e.fill_diagonal_(4.0, wrap=True)
+    np.testing.assert_array_equal(e.numpy(), m)
+
+
+def test_linalg_extras_and_old_names_follow_numpy():
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((6, 6)) + 4 * np.eye(6)
+    np.testing.assert_allclose(ember.linalg.tensorinv(ember.tensor(a.reshape(2, 3, 6)), ind=2).numpy(),
+                               np.linalg.tensorinv(a.reshape(2, 3, 6), ind=2), rtol=1e-10)
+    b = rng.standard_normal((2, 3))
+    np.testing.assert_allclose(
+        ember.linalg.tensorsolve(ember.tensor(a.reshape(2, 3, 2, 3)), ember.tensor(b)).numpy(),
+        np.linalg.tensorsolve(a.reshape(2, 3, 2, 3), b), rtol=1e-10)
+    m = rng.standard_normal((5, 3))
+    u, s, v = ember.svd(ember.tensor(m))
+    assert u.shape == (5, 3) and v.shape == (3, 3)
+    np.testing.assert_allclose((u.numpy() * s.numpy()) @ v.numpy().T, m, rtol=1e-10, atol=1e-12)
+    full = ember.tensor(m).svd(some=False)
+    assert full.U.shape == (5, 5)
+    q, r = ember.qr(ember.tensor(m))
+    np.testing.assert_allclose(q.numpy() @ r.numpy(), m, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ember.pinverse(ember.tensor(m)).numpy(), np.linalg.pinv(m),
+                               rtol=1e-10, atol=1e-12)
+    spd = a @ a.T
+    np.testing.assert_allclose(ember.cholesky(ember.tensor(spd)).numpy(), np.linalg.cholesky(spd),
+                               rtol=1e-10)
+    mats = [rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal((2, 5))]
+    np.testing.assert_allclose(ember.chain_matmul(*map(ember.tensor, mats)).numpy(),
+                               mats[0] @ mats[1] @ mats[2], rtol=1e-12)
+    x = ember.arange(24.0).view(2, 3, 4)
+    np.testing.assert_array_equal(x.sum_to_size(3, 1).numpy(),
+                                  np.arange(24.0).reshape(2, 3, 4).sum((0, 2)).reshape(3, 1))
+    assert [p.shape for p in x.split_with_sizes([1, 2], 1)] == [(2, 1, 4), (2, 2, 4)]
+    assert len(ember.unsafe_chunk(x, 2, 2)) == 2
+    assert ember.get_float32_matmul_precision() == "highest"
+    try:
+        ember.set_float32_matmul_precision("high")
+        assert ember.get_float32_matmul_precision() == "high"
+        assert ember.backends.cuda.matmul.allow_tf32
+    finally:
+        ember.set_float32_matmul_precision("highest")
+    assert not ember.backends.cuda.matmul.allow_tf32
+    with pytest.raises(ValueError, match="set_float32_matmul_precision"):
+        ember.set_float32_matmul_precision("low")
+
+
+def test_in_place_draws_and_random_():
+    g = ember.Generator()
+    g.manual_seed(1)
+    e = ember.empty(20000, dtype=ember.float64).exponential_(4.0, generator=g)
+    assert abs(e.mean().item() - 0.25) < 0.01
+    r = ember.empty(1000, dtype=ember.int64).random_(10)
+    assert r.min().item() >= 0 and r.max().item() == 9
+    r.random_(5, 8)
+    assert set(r.tolist()) == {5, 6, 7}
+    assert ember.empty(100).geometric_(0.5).min().item() >= 1
+    assert ember.empty(100).cauchy_().isfinite().all()
+    assert (ember.empty(100).log_normal_() > 0).all()
+
+
+def test_multilabel_margin_loss_as_pytorch_documents_it():
+    x = ember.tensor([[0.1, 0.2, 0.4, 0.8]])
+    y = ember.tensor([[3, 0, -1, 1]])
+    assert abs(ember.nn.functional.multilabel_margin_loss(x, y).item() - 0.85) < 1e-6
+    assert abs(ember.nn.MultiLabelMarginLoss(reduction="sum")(x, y).item() - 0.85) < 1e-6

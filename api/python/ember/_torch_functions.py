@@ -222,6 +222,43 @@ def is_autocast_cpu_enabled() -> bool:
     return is_autocast_enabled("cpu")
 
 
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """The product of the matrices, in order (deprecated: linalg.multi_dot)."""
+    from ember import linalg
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return linalg.multi_dot(matrices)
+
+
+# Note [float32 matmul precision]
+# torch.set_float32_matmul_precision says how much precision float32 matmuls may give up for
+# speed: "highest" none, "high" TF32 or the like, "medium" bfloat16-level. Ember's only such trade
+# is TF32 in the CUDA backend's cuBLAS matmuls, the option backends.cuda.matmul.allow_tf32, so the
+# setting turns that option on ("high", "medium") or off ("highest"), as PyTorch's does; the
+# getter reads the option, so either way of setting it is seen.
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """How much precision float32 matmuls may give up: "highest", "high" or "medium"."""
+    global _matmul_precision
+    from ember import backends
+    from ember._errors import ValueError
+    if precision not in ("highest", "high", "medium"):
+        raise ValueError(f"[set_float32_matmul_precision] expected 'highest', 'high' or 'medium': "
+                         f"got {precision!r}")
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The float32 matmul precision: "highest" unless TF32 is allowed."""
+    from ember import backends
+    if not backends.cuda.matmul.allow_tf32:
+        return "highest"
+    return "high" if _matmul_precision == "highest" else _matmul_precision
+
+
 def _tensor_resize(self: Tensor, *sizes: Any) -> Tensor:
     """The tensor's elements in shape `sizes`, a view where possible (deprecated: reshape)."""
     from ember._errors import ValueError

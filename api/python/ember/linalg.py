@@ -14,13 +14,17 @@ from ember._C.linalg import (  # noqa: F401
     qr,
     slogdet,
     solve,
+    solve_triangular,
     svd,
     svdvals,
+    tensorinv,
+    tensorsolve,
     vector_norm,
 )
 from ember._errors import LinAlgError  # noqa: F401
 
 __all__ = [
     "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "norm",
-    "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "tensorinv",
+    "tensorsolve", "vector_norm",
 ]

@@ -144,3 +144,39 @@ class linalg_cholesky_ex(NamedTuple):
     """linalg.cholesky_ex(A): the Cholesky factor and the LAPACK-style info (0: success)."""
     L: Tensor
     info: Tensor
+
+
+class frexp(NamedTuple):
+    """frexp(input): the mantissa in [0.5, 1) and the int32 exponent, input = mantissa * 2 ** exponent."""
+
+    mantissa: Tensor
+    exponent: Tensor
+
+
+class histogram(NamedTuple):
+    """histogram(input, bins): the counts (or weights, or density) of each bin, and the bin edges."""
+
+    hist: Tensor
+    bin_edges: Tensor
+
+
+class triangular_solve(NamedTuple):
+    """triangular_solve(b, A): the solution X and a copy of A."""
+
+    solution: Tensor
+    cloned_coefficient: Tensor
+
+
+class qr(NamedTuple):
+    """qr(A): Q with orthonormal columns and upper triangular R."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class svd(NamedTuple):
+    """svd(A): U, S and V (not V^T) with A = U diag(S) V^T."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor

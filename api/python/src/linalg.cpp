@@ -66,6 +66,18 @@ void bind_linalg(nb::module_& root, nb::class_<PyTensor>& cls) {
       "(sign, logabsdet) of a batch of square matrices.");
   m.def("solve", &linalg::solve, "A"_a, "B"_a, nb::kw_only(), "left"_a = true, release_gil(),
         "X with A X = B (left) or X A = B; B may be a batch of vectors.");
+  m.def("solve_triangular", &linalg::solve_triangular, "A"_a, "B"_a, nb::kw_only(), "upper"_a,
+        "left"_a = true, "unitriangular"_a = false, release_gil(),
+        "X with A X = B (left) or X A = B for triangular A.");
+  m.def("tensorinv", &linalg::tensorinv, "A"_a, "ind"_a = 2, release_gil(),
+        "The inverse of A as a map from its first ind dims to the rest.");
+  m.def(
+      "tensorsolve",
+      [](const Tensor& a, const Tensor& b, std::optional<Ints> dims) {
+        GilRelease release;
+        return linalg::tensorsolve(a, b, dims_or(dims));
+      },
+      "A"_a, "B"_a, "dims"_a = nb::none(), "X with tensordot(A, X, X.dim()) = B.");
   m.def("cholesky", &linalg::cholesky, "A"_a, nb::kw_only(), "upper"_a = false, release_gil(),
         "Cholesky factor of symmetric positive-definite matrices.");
   m.def(
@@ -163,6 +175,21 @@ void bind_linalg(nb::module_& root, nb::class_<PyTensor>& cls) {
   cls.def(
       "slogdet", [slogdet](const Tensor& a) { return slogdet(a, "slogdet"); },
       "(sign, logabsdet) (linalg.slogdet).");
+  // torch.svd: V rather than Vh, reduced unless some=False; without compute_uv, U and V are
+  // zeros of their shapes, as in PyTorch.
+  const auto svd = [](const Tensor& a, bool some, bool compute_uv) {
+    auto [u, s, vh] = released([&] { return linalg::svd(a, !some); });
+    Tensor v = vh.transpose(-2, -1);
+    if (!compute_uv) {
+      u = zeros_like(u);
+      v = zeros_like(v);
+    }
+    return named("svd", u, s, v);
+  };
+  root.def("svd", svd, "input"_a, "some"_a = true, "compute_uv"_a = true,
+           "(U, S, V) with input = U diag(S) V^T (linalg.svd, V transposed).");
+  cls.def("svd", svd, "some"_a = true, "compute_uv"_a = true,
+          "(U, S, V) with self = U diag(S) V^T (linalg.svd, V transposed).");
 }
 
 }  // namespace ember::python

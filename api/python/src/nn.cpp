@@ -2443,6 +2443,8 @@ void bind_losses(nb::module_& m) {
   plain_loss(std::type_identity<nn::MSELoss>{}, "MSELoss", "Mean squared error.");
   plain_loss(std::type_identity<nn::SoftMarginLoss>{}, "SoftMarginLoss",
              "The two-class logistic loss.");
+  plain_loss(std::type_identity<nn::MultiLabelMarginLoss>{}, "MultiLabelMarginLoss",
+             "The multi-class hinge loss over each sample's target classes.");
   loss(std::type_identity<nn::HingeEmbeddingLoss>{}, "HingeEmbeddingLoss",
        "hinge_embedding_loss as a module.")
       .def(

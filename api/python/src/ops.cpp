@@ -98,6 +98,21 @@ std::optional<std::string_view> opt_view(const std::optional<std::string>& s) {
   return s ? std::optional<std::string_view>(*s) : std::nullopt;
 }
 
+/** A sequence of tensors and Nones (index_put's indices) as the core's list, None undefined. */
+std::vector<Tensor> opt_tensors(const std::vector<std::optional<Tensor>>& ts) {
+  std::vector<Tensor> out;
+  for (const auto& t : ts) out.push_back(opt(t));
+  return out;
+}
+
+/** A (min, max) pair given as a sequence of two numbers (histogram's range), or None. */
+std::optional<std::pair<double, double>> range_of(const std::optional<std::vector<double>>& r,
+                                                  const char* op) {
+  if (!r) return std::nullopt;
+  EMBER_CHECK(r->size() == 2, "[{}] range must be a (min, max) pair: got {} values", op, r->size());
+  return std::pair((*r)[0], (*r)[1]);
+}
+
 /** The number `s` as a 0-d tensor that broadcasts against `like`. */
 Tensor scalar_like(const Scalar& s, const Tensor& like) {
   return detail::scalar_tensor(s, like.dtype(), like.device());
@@ -571,6 +586,24 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       "The dims reversed.");
   cls.def_prop_ro(
       "mT", [](const Tensor& x) { return x.transpose(-2, -1); }, "The last two dims swapped.");
+  cls.def_prop_ro(
+      "mH", [](const Tensor& x) { return adjoint(x); },
+      "The conjugate transpose of the last two dims (mT, as Ember's dtypes are real).");
+  cls.def_prop_ro(
+      "H",
+      [](const Tensor& x) {
+        EMBER_CHECK(x.dim() == 0 || x.dim() == 2,
+                    "[H] expects a matrix or a number (0-d or 2-d): got {} dims (use mH for a "
+                    "batch of matrices)",
+                    x.dim());
+        return x.dim() == 2 ? adjoint(x) : x;
+      },
+      "The conjugate transpose of a matrix.");
+  cls.def_prop_ro(
+      "real", [](const Tensor& x) { return real(x); }, "The real part: the tensor itself.");
+  cls.def_prop_ro(
+      "imag", [](const Tensor& x) { return imag(x); },
+      "The imaginary part: an error, as Ember's dtypes are real.");
   b.both_py(
       "split",
       [](const Tensor& x, nb::handle split_size_or_sections, int64_t dim) {
@@ -597,6 +630,48 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
           "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
   m.def("nonzero", nonzero_fn, "input"_a, nb::kw_only(), "as_tuple"_a = false,
         "Indices of the non-zero elements ([n, ndim], or one tensor per dim).");
+  // torch.gradient's spacing: a number, a sequence of numbers (one per dim), or a sequence of
+  // coordinate tensors; dim: None, an int or a sequence of ints.
+  m.def(
+      "gradient",
+      [](const Tensor& y, nb::handle spacing, nb::handle dim, int64_t edge_order) {
+        Shape dims;
+        if (!dim.is_none()) dims = nb::cast<Ints>(dim).v;
+        std::vector<Tensor> coordinates;
+        std::vector<double> steps;
+        if (PySequence_Check(spacing.ptr()) && !nb::isinstance<PyTensor>(spacing)) {
+          for (nb::handle s : nb::borrow<nb::sequence>(spacing)) {
+            if (nb::isinstance<PyTensor>(s)) {
+              coordinates.push_back(nb::cast<Tensor>(s));
+            } else {
+              steps.push_back(nb::cast<double>(s));
+            }
+          }
+          EMBER_CHECK_TYPE(coordinates.empty() || steps.empty(),
+                           "[gradient] spacing must be numbers or tensors, not both");
+        } else if (nb::isinstance<PyTensor>(spacing)) {
+          const Tensor s = nb::cast<Tensor>(spacing);
+          EMBER_CHECK_TYPE(s.dim() == 0,
+                           "[gradient] a tensor spacing must be one of a sequence, one per dim");
+          steps.push_back(s.item());
+        } else {
+          steps.push_back(nb::cast<double>(spacing));
+        }
+        std::vector<Tensor> out;
+        {
+          GilRelease release;
+          out = coordinates.empty() ? gradient(y, steps, dims, edge_order)
+                                    : gradient(y, coordinates, dims, edge_order);
+        }
+        nb::list items;
+        for (const Tensor& t : out) items.append(wrap_tensor(t));
+        return nb::tuple(items);
+      },
+      "input"_a, nb::kw_only(), "spacing"_a = 1, "dim"_a = nb::none(), "edge_order"_a = 1,
+      nb::sig("def gradient(input: ember.Tensor, *, spacing: typing.Any = 1, dim: typing.Any = "
+              "None, edge_order: int = 1) -> tuple[ember.Tensor, ...]"),
+      "The derivative of input along each dim (central differences inside, edge_order at the "
+      "ends).");
   m.def(
       "broadcast_shapes",
       [](nb::args shapes) {

@@ -1406,5 +1406,49 @@ TEST(Activations, HardswishAndHardsigmoidAreOnePassWithPyTorchsGradients) {
   }
 }
 
+TEST(Frexp, MatchesCsFrexpAtEdges) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> xs{1.0,
+                               -3.0,
+                               0.75,
+                               1024.0,
+                               std::nextafter(1.0, 0.0),
+                               std::nextafter(2.0, 0.0),
+                               std::nextafter(0.5, 1.0),
+                               1e300,
+                               -1e-300,
+                               std::numeric_limits<double>::denorm_min(),
+                               -std::numeric_limits<double>::denorm_min() * 3,
+                               std::numeric_limits<double>::max(),
+                               0.0,
+                               -0.0,
+                               inf,
+                               -inf};
+  const Tensor x = make(xs, {static_cast<int64_t>(xs.size())}, DType::Float64);
+  auto [m, e] = frexp(x);
+  EXPECT_EQ(m.dtype(), DType::Float64);
+  EXPECT_EQ(e.dtype(), DType::Int32);
+  const std::vector<double> mv = values(m), ev = values(e);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    int want_e = 0;
+    const double want_m = std::frexp(xs[i], &want_e);
+    EXPECT_EQ(mv[i], want_m) << xs[i];
+    EXPECT_EQ(ev[i], std::isfinite(xs[i]) ? want_e : 0) << xs[i];
+  }
+  EXPECT_TRUE(std::isnan(values(std::get<0>(frexp(tensor({NAN}))))[0]));
+  // float32, subnormals included, computed exactly.
+  const std::vector<float> fs{3.5f, std::numeric_limits<float>::denorm_min(),
+                              std::nextafter(1.0f, 0.0f), -std::numeric_limits<float>::max()};
+  std::vector<double> fd(fs.begin(), fs.end());
+  auto [fm, fe] = frexp(make(fd, {4}, DType::Float32));
+  EXPECT_EQ(fm.dtype(), DType::Float32);
+  for (size_t i = 0; i < fs.size(); ++i) {
+    int want_e = 0;
+    EXPECT_EQ(values(fm)[i], static_cast<double>(std::frexp(fs[i], &want_e))) << fs[i];
+    EXPECT_EQ(values(fe)[i], want_e) << fs[i];
+  }
+  expect_error([] { frexp(tensor({1.0}, DType::Int64)); }, {"[frexp] expected a floating tensor"});
+}
+
 }  // namespace
 }  // namespace ember

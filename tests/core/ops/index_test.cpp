@@ -990,5 +990,110 @@ TEST(Combinations, RowsInLexicographicOrderOfPositions) {
   EXPECT_TRUE(r.ok) << r.message;
 }
 
+TEST(Put, FlatPositionsFromEitherEndAndAccumulate) {
+  const Tensor x = arange(6).to(DType::Float64).view({2, 3});
+  EXPECT_EQ(values(put(x, i64({0, -1}), tensor({10.0, 20.0}, DType::Float64))),
+            std::vector<double>({10, 1, 2, 3, 4, 20}));
+  // Repeated positions add up; index and source need only as many elements.
+  const Tensor acc = put(x, i64({1, 1, 4}, {3, 1}), tensor({1.0, 2.0, 3.0}, DType::Float64), true);
+  EXPECT_EQ(acc.sizes(), Shape({2, 3}));
+  EXPECT_EQ(values(acc), std::vector<double>({0, 4, 2, 3, 7, 5}));
+  EXPECT_EQ(values(x), std::vector<double>({0, 1, 2, 3, 4, 5}));  // a copy
+  Tensor y = x.clone();
+  put_(y, i64({2}), tensor({-1.0}, DType::Float64), true);
+  EXPECT_EQ(values(y), std::vector<double>({0, 1, 1, 3, 4, 5}));
+  expect_error([&] { put(x, i64({6}), tensor({1.0})); },
+               {"[put] index 6 is out of range for a tensor of 6 elements"});
+  expect_error(
+      [&] {
+        put(x, i64({0, 1}), tensor({1.0}));
+      },
+      {"[put] source and index need as many elements: got 1 and 2"});
+  const Tensor xl = x.clone().requires_grad_(true);
+  const Tensor sl = tensor({0.5, -1.5, 2.0}, DType::Float64).requires_grad_(true);
+  for (bool accumulate : {false, true}) {
+    const autograd::GradcheckResult r = autograd::gradcheck(
+        [accumulate](const std::vector<Tensor>& in) {
+          return put(in[0], i64({5, 0, 3}), in[1], accumulate);
+        },
+        {xl, sl});
+    EXPECT_TRUE(r.ok) << r.message;
+  }
+}
+
+TEST(IndexPut, AccumulateAddsRepeatsAsALoopDoes) {
+  // x[i0, :, i2] += v with repeated (i0, i2) pairs: the advanced dims, split by a slice, come
+  // first, so v is [7, 5] and element (k, j) goes to (i0[k], j, i2[k]).
+  const Tensor x = pattern({4, 5, 6}, DType::Float64);
+  const std::vector<int64_t> i0{0, 3, 0, 1, 3, -1, 2}, i2{5, 0, 5, 2, 0, 0, -6};
+  const Tensor v = pattern({7, 5}, DType::Float64);
+  const Tensor got = index_put(x, {i64(i0), Tensor(), i64(i2)}, v, true);
+  std::vector<double> want = values(x);
+  const std::vector<double> vs = values(v);
+  for (size_t k = 0; k < i0.size(); ++k) {
+    const int64_t a = (i0[k] + 4) % 4, c = (i2[k] + 6) % 6;
+    for (int64_t j = 0; j < 5; ++j) want[(a * 5 + j) * 6 + c] += vs[k * 5 + j];
+  }
+  EXPECT_EQ(values(got), want);
+  // A mask and a broadcast number; in place.
+  Tensor y = zeros({2, 3}, DType::Float64);
+  index_put_(y, {gt(pattern({2, 3}, DType::Float64), 50.0)}, tensor({1.5}, DType::Float64), true);
+  const std::vector<double> p = values(pattern({2, 3}, DType::Float64));
+  for (size_t i = 0; i < p.size(); ++i) EXPECT_EQ(values(y)[i], p[i] > 50 ? 1.5 : 0.0) << i;
+  // Without accumulate: a plain assignment.
+  const Tensor set =
+      index_put(zeros({3}, DType::Float64), {i64({2})}, tensor({7.0}, DType::Float64));
+  EXPECT_EQ(values(set), std::vector<double>({0, 0, 7}));
+  expect_error(
+      [&] {
+        index_put(zeros({3}), {i64({0}), i64({0})}, tensor({1.0}), true);
+      },
+      {"[index_put] too many indices for a tensor of 1 dims: got 2"});
+  expect_error(
+      [&] {
+        index_put(zeros({3}), {i64({0, 1})}, tensor({1.0, 2.0, 3.0}), true);
+      },
+      {"[index_put] shapes [3] and [2] cannot be broadcast"});
+  expect_error(
+      [&] {
+        index_put(zeros({3}), {i64({0, 1})}, ones({2, 2}), true);
+      },
+      {"[index_put] values of shape [2, 2] do not broadcast to the indexed shape [2]"});
+  const Tensor xl = pattern({3, 4}, DType::Float64).requires_grad_(true);
+  const Tensor vl = pattern({3}, DType::Float64).requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return index_put(in[0], {i64({0, 2, 0}), i64({1, 1, 1})}, in[1], true);
+      },
+      {xl, vl});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(FillDiagonal, MatricesTallWithWrapAndCubes) {
+  Tensor m = zeros({3, 4}, DType::Float64);
+  fill_diagonal_(m, 5.0);
+  EXPECT_EQ(values(m), std::vector<double>({5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 0}));
+  Tensor tall = zeros({7, 3}, DType::Float64);
+  fill_diagonal_(tall, 1.0, true);
+  std::vector<double> want(21, 0.0);
+  for (int64_t k : {0, 4, 8, 12, 16, 20}) want[k] = 1;  // rows 0-2, then again from row 4
+  EXPECT_EQ(values(tall), want);
+  Tensor unwrapped = zeros({7, 3}, DType::Float64);
+  fill_diagonal_(unwrapped, 1.0);
+  EXPECT_EQ(sum(unwrapped).item(), 3.0);
+  Tensor cube = zeros({3, 3, 3}, DType::Int64);
+  fill_diagonal_(cube, 2);
+  EXPECT_EQ(ints(cube)[0], 2);
+  EXPECT_EQ(ints(cube)[13], 2);
+  EXPECT_EQ(ints(cube)[26], 2);
+  EXPECT_EQ(sum(cube).item<int64_t>(), 6);
+  Tensor slab = cube.narrow(2, 0, 2);
+  expect_error([&] { fill_diagonal_(slab, 1); },
+               {"[fill_diagonal_] all dimensions of input must be of equal length"});
+  Tensor v = zeros({3});
+  expect_error([&] { fill_diagonal_(v, 1); },
+               {"[fill_diagonal_] dimensions must be larger than 1"});
+}
+
 }  // namespace
 }  // namespace ember

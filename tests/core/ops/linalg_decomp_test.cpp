@@ -257,6 +257,116 @@ TEST_P(Linalg, MatricesThatCannotBeFactoredAreLinAlgErrors) {
   EXPECT_TRUE(std::isnan(values(linalg::inv(t({nan, 1, 1, 1}, {2, 2})))[0]));
 }
 
+/** X with T X = B by substitution in float64 (T n x n triangular, read from its `upper` or lower
+ *  triangle, with a unit diagonal if `unit`; B n x k), row-major. */
+std::vector<double> substitute(const std::vector<double>& t, const std::vector<double>& b,
+                               int64_t n, int64_t k, bool upper, bool unit) {
+  std::vector<double> x(b);
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t i = upper ? n - 1 - s : s;
+    for (int64_t c = 0; c < k; ++c) {
+      double v = b[i * k + c];
+      for (int64_t j = 0; j < n; ++j) {
+        if (j != i && (upper ? j > i : j < i)) v -= t[i * n + j] * x[j * k + c];
+      }
+      x[i * k + c] = unit ? v : v / t[i * n + i];
+    }
+  }
+  return x;
+}
+
+TEST_P(Linalg, TriangularSolvesMatchSubstitution) {
+  const int64_t n = 5, k = 3;
+  // A well-conditioned matrix whose other triangle is garbage the solve must not read.
+  const Tensor a = add(randn_({n, n}, 1), mul(eye_(n), 4.0));
+  const Tensor b = randn_({n, k}, 2);
+  const std::vector<double> av = values(a), bv = values(b);
+  for (bool upper : {false, true}) {
+    for (bool unit : {false, true}) {
+      const std::vector<double> want = substitute(av, bv, n, k, upper, unit);
+      const std::vector<double> got = values(linalg::solve_triangular(a, b, upper, true, unit));
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol()) << i;
+      // X A = B is A^T X^T = B^T.
+      const Tensor bt = randn_({k, n}, 3);
+      const Tensor right = linalg::solve_triangular(a, bt, upper, false, unit);
+      const Tensor tri = upper ? triu(a, unit ? 1 : 0) : tril(a, unit ? -1 : 0);
+      const Tensor full = unit ? add(tri, eye_(n)) : tri;
+      EXPECT_LT(max_diff(matmul(right, full), bt), 10 * tol());
+      // triangular_solve: A^T X = B with transpose, and a copy of A.
+      auto [x, copy] = triangular_solve(b, a, upper, true, unit);
+      EXPECT_LT(max_diff(matmul(mT(full), x), b), 10 * tol());
+      EXPECT_EQ(max_diff(copy, a), 0.0);
+    }
+  }
+  // Batch dims broadcast; a zero on the diagonal is a LinAlgError.
+  const Tensor batched = linalg::solve_triangular(stack({a, mul(a, 2.0)}), b, false);
+  EXPECT_EQ(batched.sizes(), Shape({2, n, k}));
+  EXPECT_LT(max_diff(batched.select(0, 1), mul(linalg::solve_triangular(a, b, false), 0.5)),
+            10 * tol());
+  EXPECT_THROW(linalg::solve_triangular(t({1, 0, 0, 0}, {2, 2}), eye_(2), true), LinAlgError);
+}
+
+TEST_P(Linalg, CholeskySolveAndInverseOfAFactor) {
+  const int64_t n = 4;
+  const Tensor m = randn_({n, n}, 5);
+  const Tensor spd = add(matmul(m, mT(m)), mul(eye_(n), 0.5));
+  const Tensor l = linalg::cholesky(spd), u = linalg::cholesky(spd, true);
+  const Tensor b = randn_({n, 2}, 6);
+  const Tensor want = linalg::solve(spd, b);
+  EXPECT_LT(max_diff(cholesky_solve(b, l), want), 100 * tol());
+  EXPECT_LT(max_diff(cholesky_solve(b, u, true), want), 100 * tol());
+  EXPECT_LT(max_diff(cholesky_inverse(l), linalg::inv(spd)), 100 * tol());
+  EXPECT_LT(max_diff(cholesky_inverse(u, true), linalg::inv(spd)), 100 * tol());
+}
+
+TEST(LinalgComposites, TriangularSolvesAndCholeskySolveDifferentiate) {
+  init();
+  Generator gen(11);
+  const Tensor a = add(randn({3, 3}, DType::Float64, &gen), mul(eye(3, 3, DType::Float64), 3.0))
+                       .requires_grad_(true);
+  const Tensor b = randn({3, 2}, DType::Float64, &gen).requires_grad_(true);
+  for (bool upper : {false, true}) {
+    for (bool left : {false, true}) {
+      const Tensor rhs = left ? b : mT(b).detach().contiguous().requires_grad_(true);
+      const autograd::GradcheckResult r = autograd::gradcheck(
+          [upper, left](const std::vector<Tensor>& in) {
+            return linalg::solve_triangular(in[0], in[1], upper, left);
+          },
+          {a, rhs});
+      EXPECT_TRUE(r.ok) << r.message;
+    }
+  }
+  // The gradient of A lies in the triangle read.
+  sum(linalg::solve_triangular(a, b, true)).backward();
+  EXPECT_EQ(values(tril(a.grad(), -1)), std::vector<double>(9, 0.0));
+  const Tensor l =
+      tril(add(randn({3, 3}, DType::Float64, &gen), mul(eye(3, 3, DType::Float64), 3.0)))
+          .requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return cholesky_solve(in[1], in[0]); }, {l, b});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(LinalgComposites, TensorinvAndTensorsolveReshapeToInvAndSolve) {
+  init();
+  Generator gen(13);
+  const Tensor a = add(randn({6, 6}, DType::Float64, &gen), mul(eye(6, 6, DType::Float64), 4.0));
+  const Tensor a4 = a.reshape({2, 3, 6});
+  const Tensor ainv = linalg::tensorinv(a4, 2);
+  EXPECT_EQ(ainv.sizes(), Shape({6, 2, 3}));
+  EXPECT_LT(max_diff(ainv.reshape({6, 6}), linalg::inv(a)), 1e-12);
+  const Tensor b = randn({2, 3}, DType::Float64, &gen);
+  const Tensor x = linalg::tensorsolve(a.reshape({2, 3, 2, 3}), b);
+  EXPECT_EQ(x.sizes(), Shape({2, 3}));
+  EXPECT_LT(max_diff(x.reshape({6}), linalg::solve(a, b.reshape({6}))), 1e-12);
+  // dims of A moved to the end first.
+  const Tensor moved =
+      linalg::tensorsolve(a.reshape({2, 3, 2, 3}).permute({2, 3, 0, 1}), b, {0, 1});
+  EXPECT_LT(max_diff(moved, x), 1e-12);
+  EXPECT_THROW(linalg::tensorinv(a.reshape({4, 9}), 1), ValueError);
+  EXPECT_THROW(linalg::tensorsolve(a, randn({5}, DType::Float64, &gen)), ValueError);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, Linalg,
     ::testing::Values(Param{"cpu", DType::Float64}, Param{"cpu", DType::Float32},

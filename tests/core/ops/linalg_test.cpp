@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -309,6 +310,40 @@ TEST(Ldexp, MultipliesByPowersOfTwo) {
             DType::Float32);
   EXPECT_EQ(ldexp(tensor({1.0}, DType::Float64), tensor({1.0}, DType::Int64)).dtype(),
             DType::Float64);
+}
+
+TEST(Vander, PowersAsPyTorchLaysThemOut) {
+  const Tensor x = tensor({2.0, 3.0, -1.0}, DType::Int64);
+  const Tensor v = vander(x);
+  EXPECT_EQ(v.dtype(), DType::Int64);
+  EXPECT_EQ(values(v), std::vector<double>({4, 2, 1, 9, 3, 1, 1, -1, 1}));
+  EXPECT_EQ(values(vander(x, 4, true)),
+            std::vector<double>({1, 2, 4, 8, 1, 3, 9, 27, 1, -1, 1, -1}));
+  EXPECT_EQ(vander(tensor({0.5, 2.0}), 0).sizes(), Shape({2, 0}));
+  EXPECT_EQ(vander(tensor({0.5, 2.0})).dtype(), DType::Float32);
+  EXPECT_EQ(values(vander(tensor({0.5}, DType::Float64), 3)), std::vector<double>({0.25, 0.5, 1}));
+  const Tensor leaf = tensor({0.5, -1.5, 2.0}, DType::Float64).requires_grad_(true);
+  const autograd::GradcheckResult r =
+      autograd::gradcheck([](const std::vector<Tensor>& in) { return vander(in[0], 4); }, {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(Angle, ZeroOrPiAndRealParts) {
+  const Tensor x = tensor({-2.0, 0.0, 3.0, std::nan("")}, DType::Float64);
+  const std::vector<double> a = values(angle(x));
+  EXPECT_EQ(a[0], std::numbers::pi);
+  EXPECT_EQ(a[1], 0.0);
+  EXPECT_EQ(a[2], 0.0);
+  EXPECT_TRUE(std::isnan(a[3]));
+  EXPECT_EQ(angle(tensor({-1.0}, DType::Int64)).dtype(), default_dtype());
+  EXPECT_TRUE(real(x).is_same(x));
+  try {
+    imag(x);
+    ADD_FAILURE() << "expected an error";
+  } catch (const NotImplementedError& e) {
+    EXPECT_NE(std::string(e.what()).find("[imag] is not implemented for tensors with non-complex"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

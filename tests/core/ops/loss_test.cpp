@@ -262,6 +262,51 @@ TEST(BinaryCrossEntropy, BadArguments) {
 
 // ---- regression losses ------------------------------------------------------------------------
 
+TEST(MultiLabelMarginLoss, PyTorchsExampleAndALoop) {
+  // PyTorch's documented example: targets 3 and 0 (then -1 ends the list) give 0.85.
+  const Tensor x = tensor({{0.1, 0.2, 0.4, 0.8}}, f64);
+  const Tensor y = tensor({{3.0, 0.0, -1.0, 1.0}}, DType::Int64);
+  EXPECT_NEAR(multilabel_margin_loss(x, y).item(), 0.85, 1e-12);
+  EXPECT_NEAR(multilabel_margin_loss(x.select(0, 0), y.select(0, 0), Reduction::None).item(), 0.85, 1e-12);
+  // A batch against a loop, repeated targets counted twice as PyTorch's kernel does.
+  const Tensor xb = uniform({3, 5}, 4);
+  const std::vector<std::vector<int64_t>> rows{{4, 1, -1, 0, 2}, {2, 2, 0, 1, 3}, {-1, 0, 0, 0, 0}};
+  Tensor yb = empty({3, 5}, DType::Int64);
+  for (int64_t n = 0; n < 3; ++n) {
+    for (int64_t k = 0; k < 5; ++k) yb.data_ptr<int64_t>()[n * 5 + k] = rows[n][k];
+  }
+  const std::vector<double> xv = values(xb);
+  std::vector<double> want;
+  for (int64_t n = 0; n < 3; ++n) {
+    std::vector<int64_t> listed;
+    for (int64_t t : rows[n]) {
+      if (t < 0) break;
+      listed.push_back(t);
+    }
+    double l = 0;
+    for (int64_t j : listed) {
+      for (int64_t i = 0; i < 5; ++i) {
+        if (std::find(listed.begin(), listed.end(), i) != listed.end()) continue;
+        l += std::max(0.0, 1 - (xv[n * 5 + j] - xv[n * 5 + i]));
+      }
+    }
+    want.push_back(l / 5);
+  }
+  expect_near(values(multilabel_margin_loss(xb, yb, Reduction::None)), want, 1e-12);
+  EXPECT_NEAR(multilabel_margin_loss(xb, yb, Reduction::Sum).item(), want[0] + want[1] + want[2],
+              1e-12);
+  expect_error([&] { multilabel_margin_loss(xb, tensor({{7.0, 0.0, 0.0, 0.0, 0.0}}, DType::Int64)); },
+               {"[multilabel_margin_loss] target must have the input's shape"});
+  Tensor bad = yb.clone();
+  bad.data_ptr<int64_t>()[0] = 5;
+  expect_error([&] { multilabel_margin_loss(xb, bad); },
+               {"[multilabel_margin_loss] target holds a class outside [-1, 5): got 5"});
+  const Tensor leaf = xb.clone().requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [&yb](const std::vector<Tensor>& in) { return multilabel_margin_loss(in[0], yb); }, {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
 TEST(RegressionLosses, MseAndL1MatchReference) {
   const Tensor x = uniform({3, 5}, 40), t = uniform({5, 3}, 41).t();  // t non-contiguous
   const std::vector<double> xv = values(x), tv = values(t);

@@ -318,5 +318,47 @@ TEST(WriteOut, CopiesCastsAndResizesAsPyTorchDoes) {
   EXPECT_FALSE(can_cast(DType::UInt8, DType::Bool));
 }
 
+TEST(InPlaceDraws, FollowTheirDistributions) {
+  init();
+  Generator gen(7);
+  const int64_t n = 40000;
+  const auto mean_of = [](const Tensor& t) { return mean(t.to(DType::Float64)).item(); };
+  Tensor e = empty({n}, DType::Float64);
+  exponential_(e, 2.0, &gen);
+  EXPECT_NEAR(mean_of(e), 0.5, 0.02);
+  EXPECT_GE(min(e).item(), 0.0);
+  Tensor g = empty({n}, DType::Float32);
+  geometric_(g, 0.25, &gen);
+  EXPECT_NEAR(mean_of(g), 4.0, 0.1);  // 1 / p
+  EXPECT_GE(min(g).item(), 1.0);
+  EXPECT_EQ(values(sub(g, floor(g))), std::vector<double>(n, 0.0));
+  Tensor l = empty({n}, DType::Float64);
+  log_normal_(l, 0.5, 0.25, &gen);
+  EXPECT_NEAR(mean_of(log(l)), 0.5, 0.01);
+  Tensor c = empty({n}, DType::Float64);
+  cauchy_(c, 1.0, 2.0, &gen);
+  EXPECT_NEAR(mean_of(lt(c, 1.0)), 0.5, 0.02);  // the median
+  EXPECT_NEAR(mean_of(lt(abs(sub(c, 1.0)), 2.0)), 0.5, 0.02);  // the quartiles at median +- sigma
+  Tensor r = empty({n}, DType::Int64);
+  random_(r, 3, 7, &gen);
+  EXPECT_EQ(min(r).item<int64_t>(), 3);
+  EXPECT_EQ(max(r).item<int64_t>(), 6);
+  Tensor u8 = empty({n}, DType::UInt8);
+  random_(u8, 0, std::nullopt, &gen);
+  EXPECT_EQ(max(u8.to(DType::Int64)).item<int64_t>(), 255);
+  Tensor b = empty({64}, DType::Bool);
+  random_(b, 0, std::nullopt, &gen);
+  EXPECT_GT(sum(b).item<int64_t>(), 0);
+  // The same generator state gives the same draws.
+  Generator g1(3), g2(3);
+  Tensor a1 = empty({5}), a2 = empty({5});
+  EXPECT_EQ(values(exponential_(a1, 1.0, &g1)), values(exponential_(a2, 1.0, &g2)));
+  testing::expect_error([&] { exponential_(e, 0.0); }, {"[exponential_] expects lambd > 0"});
+  testing::expect_error([&] { geometric_(e, 1.0); }, {"[geometric_] expects p in (0, 1)"});
+  testing::expect_error([&] { random_(r, 5, 5); },
+                        {"[random_] expects 'from' to be less than 'to'"});
+  testing::expect_error([&] { exponential_(r); }, {"[exponential_] not implemented for int64"});
+}
+
 }  // namespace
 }  // namespace ember

@@ -786,5 +786,83 @@ TEST(Cov, MatchesFloat64LoopsWithWeightsAndCorrections) {
   EXPECT_TRUE(gc.ok) << gc.message;
 }
 
+// ---- gradient, sum_to_size ----------------------------------------------------------------------
+
+/** NumPy's gradient of samples f at coordinates x (1-d), edge_order 1 or 2, in float64. */
+std::vector<double> gradient_loop(const std::vector<double>& f, const std::vector<double>& x,
+                                  int edge_order) {
+  const size_t n = f.size();
+  std::vector<double> g(n);
+  for (size_t i = 1; i + 1 < n; ++i) {
+    const double l = x[i] - x[i - 1], r = x[i + 1] - x[i];
+    g[i] = -r / (l * (l + r)) * f[i - 1] + (r - l) / (l * r) * f[i] + l / (r * (l + r)) * f[i + 1];
+  }
+  if (edge_order == 1) {
+    g[0] = (f[1] - f[0]) / (x[1] - x[0]);
+    g[n - 1] = (f[n - 1] - f[n - 2]) / (x[n - 1] - x[n - 2]);
+  } else {
+    double a = x[1] - x[0], b = x[2] - x[1];
+    g[0] =
+        -(2 * a + b) / (a * (a + b)) * f[0] + (a + b) / (a * b) * f[1] - a / (b * (a + b)) * f[2];
+    a = x[n - 2] - x[n - 3];
+    b = x[n - 1] - x[n - 2];
+    g[n - 1] = b / (a * (a + b)) * f[n - 3] - (a + b) / (a * b) * f[n - 2] +
+               (2 * b + a) / (b * (a + b)) * f[n - 1];
+  }
+  return g;
+}
+
+TEST(Gradient, MatchesNumPysFormulasAtSpacingsAndCoordinates) {
+  const std::vector<double> xs{0.0, 0.3, 1.0, 1.2, 2.5, 4.0};
+  std::vector<double> f(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) f[i] = std::sin(xs[i]) * 3 + xs[i] * xs[i];
+  const Tensor y = tensor({f[0], f[1], f[2], f[3], f[4], f[5]}, DType::Float64);
+  const Tensor x = tensor({xs[0], xs[1], xs[2], xs[3], xs[4], xs[5]}, DType::Float64);
+  std::vector<double> uniform(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) uniform[i] = 0.5 * static_cast<double>(i);
+  for (int order : {1, 2}) {
+    const std::vector<double> at_x = values(gradient(y, std::vector<Tensor>{x}, {}, order)[0]);
+    const std::vector<double> at_h = values(gradient(y, std::vector<double>{0.5}, {}, order)[0]);
+    const std::vector<double> want_x = gradient_loop(f, xs, order);
+    const std::vector<double> want_h = gradient_loop(f, uniform, order);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      EXPECT_NEAR(at_x[i], want_x[i], 1e-12) << order << " " << i;
+      EXPECT_NEAR(at_h[i], want_h[i], 1e-12) << order << " " << i;
+    }
+  }
+  // Every dim of a 2-d y, one spacing each; one dim; integers give the default dtype.
+  const Tensor y2 =
+      mul(arange(12).to(DType::Float64).view({3, 4}), arange(12).to(DType::Float64).view({3, 4}));
+  const std::vector<Tensor> both = gradient(y2, std::vector<double>{2.0, 1.0});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(values(both[1]).front(), 1.0);  // (1 - 0) / 1
+  EXPECT_EQ(values(both[0]).front(), (16.0 - 0.0) / 2.0);
+  EXPECT_EQ(gradient(y2, std::vector<double>{1.0}, {-1}).size(), 1u);
+  EXPECT_EQ(gradient(arange(4), std::vector<double>{1.0})[0].dtype(), default_dtype());
+  EXPECT_ERROR(gradient(y, std::vector<double>{1.0}, {}, 3), "[gradient] only edge_order 1 and 2");
+  EXPECT_ERROR(gradient(ones({2}), std::vector<double>{1.0}, {}, 2),
+               "[gradient] each dimension size must be at least edge_order+1");
+  EXPECT_ERROR(gradient(y2, std::vector<double>{1.0, 2.0, 3.0}),
+               "[gradient] expected spacing to be a number or to have one entry per dim");
+  EXPECT_ERROR(gradient(y, std::vector<Tensor>{ones({4}, DType::Float64)}),
+               "[gradient] the coordinates of dim 0 must be 1-d with 6 points");
+  const Tensor leaf = y.clone().requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [&x](const std::vector<Tensor>& in) {
+        return gradient(in[0], std::vector<Tensor>{x}, {}, 2)[0];
+      },
+      {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+TEST(SumToSize, SumsTheBroadcastDims) {
+  const Tensor x = arange(24).to(DType::Float64).view({2, 3, 4});
+  EXPECT_EQ(values(sum_to_size(x, {3, 1})), values(sum(x, {0, 2}).view({3, 1})));
+  EXPECT_EQ(sum_to_size(x, {1, 1, 1}).sizes(), Shape({1, 1, 1}));
+  EXPECT_EQ(values(sum_to_size(x, {2, 3, 4})), values(x));
+  EXPECT_ERROR(sum_to_size(x, {2, 4}),
+               "[sum_to_size] size [2, 4] is not expandable to size [2, 3, 4]");
+}
+
 }  // namespace
 }  // namespace ember

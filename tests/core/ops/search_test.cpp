@@ -69,6 +69,81 @@ TEST(Histc, CountsAsPyTorchDoes) {
   EXPECT_EQ(histc(tensor({1.0}, DType::Float64)).dtype(), DType::Float64);
 }
 
+/** The histogram of `xs` over increasing `edges` by a plain loop: bin b holds edges[b] <= x <
+ *  edges[b + 1], the last bin closed, each x counted with its weight. */
+Vals histogram_loop(const Vals& xs, const Vals& edges, const Vals& ws) {
+  const size_t n = edges.size() - 1;
+  Vals h(n, 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    if (!(x >= edges.front() && x <= edges.back())) continue;
+    size_t b = 0;
+    while (b + 1 < n && x >= edges[b + 1]) ++b;
+    h[b] += ws.empty() ? 1.0 : ws[i];
+  }
+  return h;
+}
+
+TEST(Histogram, EqualBinsWeightsAndDensityMatchALoop) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> normal;
+  Vals xs(500), ws(500);
+  for (double& x : xs) x = normal(rng);
+  for (double& w : ws) w = std::abs(normal(rng));
+  xs[7] = NAN;
+  const Tensor x = make(xs, {20, 25}, DType::Float64), w = make(ws, {20, 25}, DType::Float64);
+  // A NaN makes the data's range not finite (PyTorch's error); with a range given it is skipped.
+  expect_error([&] { histogram(x, 10); }, {"[histogram] range of", "is not finite"});
+  auto [h, edges] = histogram(x, 12, std::pair(-2.0, 2.5), w);
+  EXPECT_EQ(h.dtype(), DType::Float64);
+  EXPECT_EQ(edges.sizes(), Shape({13}));
+  const Vals e = values(edges);
+  EXPECT_DOUBLE_EQ(e.front(), -2.0);
+  EXPECT_DOUBLE_EQ(e.back(), 2.5);
+  const Vals want = histogram_loop(xs, e, ws);
+  const Vals got = values(h);
+  for (size_t b = 0; b < want.size(); ++b) EXPECT_NEAR(got[b], want[b], 1e-12) << b;
+  // density: hist / (sum * width), so it integrates to 1.
+  const Vals d = values(std::get<0>(histogram(x, 12, std::pair(-2.0, 2.5), w, true)));
+  double total = 0;
+  for (size_t b = 0; b < d.size(); ++b) total += d[b] * (e[b + 1] - e[b]);
+  EXPECT_NEAR(total, 1.0, 1e-12);
+  // The data's range, with the largest element in the last (closed) bin.
+  auto [h2, e2] = histogram(tensor({1.0, 2.0, 2.0, 4.0}), 3);
+  EXPECT_EQ(values(h2), (Vals{1, 2, 1}));
+  EXPECT_EQ(values(e2), (Vals{1, 2, 3, 4}));
+  EXPECT_EQ(h2.dtype(), DType::Float32);
+  // One value widens by 0.5 each way (NumPy's rule); an empty input has [-0.5, 0.5].
+  EXPECT_EQ(values(std::get<1>(histogram(tensor({3.0}), 2))), (Vals{2.5, 3, 3.5}));
+  EXPECT_EQ(values(std::get<1>(histogram(zeros({0}), 2))), (Vals{-0.5, 0, 0.5}));
+}
+
+TEST(Histogram, GivenEdgesAndErrors) {
+  const Vals xs{0.0, 0.5, 1.0, 1.5, 3.0, 9.0, -1.0, 10.0};
+  const Vals edges{0.0, 1.0, 3.0, 10.0};
+  auto [h, e] = histogram(make(xs, {8}, DType::Float32), make(edges, {4}, DType::Float32));
+  EXPECT_EQ(values(h), histogram_loop(xs, edges, {}));
+  EXPECT_EQ(values(h), (Vals{2, 2, 3}));
+  EXPECT_EQ(values(e), edges);
+  expect_error([&] { histogram(tensor({1.0}, DType::Int64), 3); },
+               {"[histogram] expects a floating point input"});
+  expect_error([&] { histogram(tensor({1.0}), 0); }, {"[histogram] bins must be > 0"});
+  expect_error([&] { histogram(tensor({1.0}), 2, std::pair(2.0, 1.0)); },
+               {"[histogram] max must be larger than min"});
+  expect_error([&] { histogram(tensor({1.0}), tensor({1.0})); },
+               {"[histogram] bins must be a 1-d tensor of at least 2 edges"});
+  expect_error(
+      [&] {
+        histogram(tensor({1.0}), tensor({0.0, 1.0}, DType::Float64));
+      },
+      {"[histogram] bins must have the input's dtype"});
+  expect_error(
+      [&] {
+        histogram(tensor({1.0, 2.0}), 2, std::nullopt, tensor({1.0}));
+      },
+      {"[histogram] weight must have the input's shape"});
+}
+
 TEST(Unique, ValuesInverseAndCountsMatchAMap) {
   Generator gen(3);
   const Tensor x = randint(-3, 4, {4, 5}, TensorOptions(DType::Int64), &gen);

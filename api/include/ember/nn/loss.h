@@ -137,6 +137,15 @@ class SoftMarginLoss : public Loss {
   Tensor forward(const Tensor& input, const Tensor& target) override;
 };
 
+/** multilabel_margin_loss as a module. */
+class MultiLabelMarginLoss : public Loss {
+ public:
+  /** The loss with `reduction`. */
+  explicit MultiLabelMarginLoss(Reduction reduction = Reduction::Mean)
+      : Loss("MultiLabelMarginLoss", reduction) {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+};
+
 /** multilabel_soft_margin_loss with optional class weights. */
 class MultiLabelSoftMarginLoss : public Loss {
  public:

@@ -93,6 +93,7 @@ from ember._C.nn import (  # noqa: F401
     ModuleList,
     MSELoss,
     MultiheadAttention,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
     PairwiseDistance,

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string_view>
+#include <tuple>
 
 #include "ember/tensor/tensor.h"
 
@@ -223,6 +224,17 @@ EMBER_API Tensor rsub(const Tensor& x, const Tensor& other, Scalar alpha = 1);
 EMBER_API Tensor rsub(const Tensor& x, Scalar other, Scalar alpha = 1);
 /** x * 2 ** other (torch.ldexp; 2 ** other in the default floating dtype for integer other). */
 EMBER_API Tensor ldexp(const Tensor& x, const Tensor& other);
+/** The argument of each element as a complex number: 0 for x >= 0, pi for x < 0, NaN for NaN
+ *  (torch.angle of a real tensor; an integer x gives default_dtype()). */
+EMBER_API Tensor angle(const Tensor& x);
+/** The real part: x itself, as Ember's dtypes are real (torch.real). */
+EMBER_API Tensor real(const Tensor& x);
+/** The imaginary part: a NotImplementedError, as Ember has no complex dtypes (torch.imag of a
+ *  real tensor raises too). */
+EMBER_API Tensor imag(const Tensor& x);
+/** (mantissa, exponent) with x = mantissa * 2 ** exponent, |mantissa| in [0.5, 1) (torch.frexp;
+ *  a floating x; 0, inf and NaN give themselves and exponent 0; exponent is int32). */
+EMBER_API std::tuple<Tensor, Tensor> frexp(const Tensor& x);
 /** Round down. */
 EMBER_API Tensor floor(const Tensor& x);
 /** Round up. */

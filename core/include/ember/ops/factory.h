@@ -152,6 +152,21 @@ EMBER_API Tensor randint(int64_t low, int64_t high, IntList sizes,
                          TensorOptions opts = TensorOptions(DType::Int64),
                          Generator* gen = nullptr);
 
+// In place, x's elements replaced by draws (Tensor.exponential_ and the like; a floating x except
+// for random_): apply_inplace's rules, so a leaf that requires grad is refused outside no_grad.
+/** Draws of the exponential distribution of rate lambd > 0. */
+EMBER_API Tensor& exponential_(Tensor& x, double lambd = 1, Generator* gen = nullptr);
+/** Draws of the geometric distribution (trials to the first success, from 1) with p in (0, 1). */
+EMBER_API Tensor& geometric_(Tensor& x, double p, Generator* gen = nullptr);
+/** Draws of exp(N(mean, std^2)), std > 0. */
+EMBER_API Tensor& log_normal_(Tensor& x, double mean = 1, double std = 2, Generator* gen = nullptr);
+/** Draws of the Cauchy distribution median + sigma * tan(pi (u - 1/2)), sigma > 0. */
+EMBER_API Tensor& cauchy_(Tensor& x, double median = 0, double sigma = 1, Generator* gen = nullptr);
+/** Integers uniform in [from, to) in x's dtype; without `to`, up to the largest integer the dtype
+ *  holds exactly (2^24 for float32, 2^53 for float64, the type's maximum for integers), with it. */
+EMBER_API Tensor& random_(Tensor& x, int64_t from = 0, std::optional<int64_t> to = {},
+                          Generator* gen = nullptr);
+
 /** Indices drawn from each row of `probs` (1-D or [rows, k], non-negative weights, not
  *  necessarily normalised): `num_samples` per row, with or without replacement, as
  *  torch.multinomial. */

@@ -18,6 +18,17 @@ EMBER_API Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 /** x's elements, in row-major order, at `index` (any shape; negative from the end): the result
  *  has index's shape (torch.take). */
 EMBER_API Tensor take(const Tensor& x, const Tensor& index);
+/** torch.put: a copy of x with the elements at the flat positions `index` (x read as 1-d;
+ *  negative counts from the end) set to source's (as many elements as index), or increased by them
+ *  with accumulate (repeated positions add up). */
+EMBER_API Tensor put(const Tensor& x, const Tensor& index, const Tensor& source,
+                     bool accumulate = false);
+/** In place: the main diagonal of x (2-d, or every dim of one size) set to value; with wrap, a
+ *  tall matrix's diagonal starts again every columns + 1 rows (Tensor.fill_diagonal_). */
+EMBER_API Tensor& fill_diagonal_(Tensor& x, Scalar value, bool wrap = false);
+/** put() in place. */
+EMBER_API Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source,
+                       bool accumulate = false);
 /** gather along `dim` with x and indices broadcast in the other dims; without a dim, take over
  *  the flattened tensors (torch.take_along_dim). */
 EMBER_API Tensor take_along_dim(const Tensor& x, const Tensor& indices,

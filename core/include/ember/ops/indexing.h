@@ -8,6 +8,7 @@
 #include <span>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "ember/tensor/scalar.h"
 #include "ember/tensor/tensor.h"
@@ -96,6 +97,13 @@ EMBER_API Tensor& index_put_(Tensor& x, std::span<const indexing::TensorIndex> i
                              const Tensor& value);
 /** x[items] = value for a number. */
 EMBER_API Tensor& index_put_(Tensor& x, std::span<const indexing::TensorIndex> items, Scalar value);
+/** torch.index_put: a copy of x with x[indices] = values, or x[indices] += values with accumulate
+ *  (repeated positions add up); an undefined tensor in indices is a full slice (None there). */
+EMBER_API Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices,
+                           const Tensor& values, bool accumulate = false);
+/** index_put() in place. */
+EMBER_API Tensor& index_put_(Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
+                             bool accumulate = false);
 /** index_put_ with a braced list. */
 inline Tensor& index_put_(Tensor& x, std::initializer_list<indexing::TensorIndex> items,
                           const Tensor& value) {

@@ -82,6 +82,18 @@ EMBER_API Tensor adjoint(const Tensor& a);
 /** x with each slice along dim whose p-norm exceeds maxnorm scaled down to maxnorm (torch.renorm,
  *  PyTorch's 1e-7 in the divisor included). */
 EMBER_API Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm);
+/** The Vandermonde matrix of 1-d x: columns x^(N-1), ..., x^1, x^0 (x^0 first with increasing),
+ *  N = x's length by default (torch.vander; integers and bools give int64). */
+EMBER_API Tensor vander(const Tensor& x, std::optional<int64_t> n = {}, bool increasing = false);
+/** (X, A) with op(A) X = b for triangular A (upper or lower; op(A) = A^T with transpose; a unit
+ *  diagonal assumed with unitriangular): torch.triangular_solve, A broadcast to the batch. */
+EMBER_API std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a,
+                                                      bool upper = true, bool transpose = false,
+                                                      bool unitriangular = false);
+/** X with A X = b for A = L L^T (or U^T U with upper) given its Cholesky factor. */
+EMBER_API Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper = false);
+/** A^-1 for A = L L^T (or U^T U with upper) given its Cholesky factor. */
+EMBER_API Tensor cholesky_inverse(const Tensor& factor, bool upper = false);
 
 }  // namespace ember
 
@@ -104,6 +116,17 @@ EMBER_API std::tuple<Tensor, Tensor> slogdet(const Tensor& a);
 /** X with A X = B (left) or X A = B; B is a batch of vectors when b.dim() == 1 or b's shape is
  *  a's without the last dim. Batch dims broadcast; a singular A is a LinAlgError. */
 EMBER_API Tensor solve(const Tensor& a, const Tensor& b, bool left = true);
+/** X with A X = B (left) or X A = B for triangular A, reading only its upper or lower triangle
+ *  (and taking its diagonal as ones with unitriangular); B is a batch of matrices, batch dims
+ *  broadcast. A zero on the diagonal is a LinAlgError. */
+EMBER_API Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left = true,
+                                  bool unitriangular = false);
+/** The inverse of A as a tensor map: A's first `ind` dims against the rest (their sizes' products
+ *  equal), the result shaped A.shape[ind:] + A.shape[:ind]. */
+EMBER_API Tensor tensorinv(const Tensor& a, int64_t ind = 2);
+/** X with tensordot(A, X, X.dim()) = B, X of shape A.shape[B.dim():]; `dims` of A are moved to
+ *  the end first. */
+EMBER_API Tensor tensorsolve(const Tensor& a, const Tensor& b, IntList dims = {});
 /** Cholesky factor of symmetric positive-definite matrices: lower L (A = L L^T), or upper U
  *  (A = U^T U); only the lower triangle of A is read. Not positive-definite: a LinAlgError. */
 EMBER_API Tensor cholesky(const Tensor& a, bool upper = false);

@@ -64,6 +64,11 @@ EMBER_API Tensor soft_margin_loss(const Tensor& x, const Tensor& target,
 EMBER_API Tensor multilabel_soft_margin_loss(const Tensor& x, const Tensor& target,
                                              const Tensor& weight = {},
                                              Reduction reduction = Reduction::Mean);
+/** The multi-class hinge loss over each sample's target classes: target [C] or [N, C] holds class
+ *  indices, the first -1 ending them; the sum over target classes j and non-target classes i of
+ *  max(0, 1 - (x[j] - x[i])), divided by C. */
+EMBER_API Tensor multilabel_margin_loss(const Tensor& x, const Tensor& target,
+                                        Reduction reduction = Reduction::Mean);
 /** 1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1; x1, x2 [N, D] or
  *  [D], y [N] or []. */
 EMBER_API Tensor cosine_embedding_loss(const Tensor& x1, const Tensor& x2, const Tensor& target,

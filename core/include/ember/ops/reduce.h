@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #include "ember/tensor/tensor.h"
 
@@ -66,6 +67,17 @@ EMBER_API Tensor trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
 EMBER_API Tensor cumulative_trapezoid(const Tensor& y, Scalar dx = 1, int64_t dim = -1);
 /** The running integrals of trapezoid at sample points x (trapezoid's rules for x). */
 EMBER_API Tensor cumulative_trapezoid(const Tensor& y, const Tensor& x, int64_t dim = -1);
+/** x summed down to `sizes`, a shape that broadcasts to x's (Tensor.sum_to_size). */
+EMBER_API Tensor sum_to_size(const Tensor& x, IntList sizes);
+/** torch.gradient: the derivative of y estimated along each of dims (every dim when empty) by
+ *  second-order central differences inside and one-sided differences of edge_order (1 or 2) at
+ *  the ends, at spacing h (one value for every dim, or one per dim); integer y gives
+ *  default_dtype(). */
+EMBER_API std::vector<Tensor> gradient(const Tensor& y, const std::vector<double>& spacing = {1.0},
+                                       IntList dims = {}, int64_t edge_order = 1);
+/** gradient() at sample coordinates: one 1-d tensor per dim, as long as y along it. */
+EMBER_API std::vector<Tensor> gradient(const Tensor& y, const std::vector<Tensor>& coordinates,
+                                       IntList dims = {}, int64_t edge_order = 1);
 /** The covariance matrix of the variables in the rows of a 2-d input (a 1-d one is one variable)
  *  over the observations in its columns, with integer frequency and floating importance weights
  *  per observation (torch.cov); fewer degrees of freedom than one give inf or NaN. */

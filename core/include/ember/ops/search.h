@@ -4,6 +4,7 @@
 #include <optional>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "ember/tensor/tensor.h"
 
@@ -26,6 +27,16 @@ EMBER_API Tensor bucketize(const Tensor& x, const Tensor& boundaries, bool out_i
 /** The histogram of a floating x in `bins` equal bins over [min, max] (min == max: the data's
  *  range), the last bin closed; elements outside, and NaN, are not counted; x's dtype. */
 EMBER_API Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
+/** (hist, bin_edges): the histogram of a floating x in `bins` equal bins over [min, max] of
+ *  `range` (or of the data; a range of one value widens by 0.5 each way, as NumPy's), each element
+ *  counted with its weight (weight: x's shape and dtype, or undefined for 1), the last bin
+ *  closed, elements outside and NaN not counted; with density, hist / (its sum * bin width). */
+EMBER_API std::tuple<Tensor, Tensor> histogram(const Tensor& x, int64_t bins = 100,
+                                               std::optional<std::pair<double, double>> range = {},
+                                               const Tensor& weight = {}, bool density = false);
+/** histogram() over given increasing bin edges (1-d, x's dtype). */
+EMBER_API std::tuple<Tensor, Tensor> histogram(const Tensor& x, const Tensor& bins,
+                                               const Tensor& weight = {}, bool density = false);
 /** (values, inverse, counts): the distinct elements of x in ascending order (of its slices along
  *  dim when given), the index of each element's (slice's) value, and how often each occurs. */
 EMBER_API std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& x, bool sorted = true,
