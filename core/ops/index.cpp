@@ -250,37 +250,37 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
       });
 }
 
-Tensor take(const Tensor& x, const Tensor& index) {
-  EMBER_CHECK_TYPE(x.defined() && index.defined(), "[take] undefined tensor argument");
-  check_index_dtype(index, "take");
-  const Tensor flat = x.reshape({-1});
-  const int64_t n = flat.size(0);
+namespace {
+
+/** `index` (an integer tensor of any shape) as positions in a flat tensor of n elements, 1-d and
+ *  wrapped into [0, n); an index outside [-n, n) is an IndexError naming op (take, put). */
+Tensor flat_positions(const Tensor& index, int64_t n, const char* op) {
+  check_index_dtype(index, op);
   if (index.numel() > 0) {
     const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
     EMBER_CHECK_INDEX(lo >= -n && hi < n,
-                      "[take] index {} is out of range for a tensor of {} elements",
+                      "[{}] index {} is out of range for a tensor of {} elements", op,
                       lo < -n ? lo : hi, n);
   }
-  const Tensor wrapped = where(lt(index, 0), add(index, n), index);
-  return index_select(flat, 0, wrapped.reshape({-1})).reshape(index.sizes());
+  return where(lt(index, 0), add(index, n), index).reshape({-1});
+}
+
+}  // namespace
+
+Tensor take(const Tensor& x, const Tensor& index) {
+  EMBER_CHECK_TYPE(x.defined() && index.defined(), "[take] undefined tensor argument");
+  const Tensor flat = x.reshape({-1});
+  return index_select(flat, 0, flat_positions(index, flat.size(0), "take")).reshape(index.sizes());
 }
 
 Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
   EMBER_CHECK_TYPE(x.defined() && index.defined() && source.defined(),
                    "[put] undefined tensor argument");
-  check_index_dtype(index, "put");
   EMBER_CHECK(index.numel() == source.numel(),
               "[put] source and index need as many elements: got {} and {} (shapes {} and {})",
               source.numel(), index.numel(), shape_str(source.sizes()), shape_str(index.sizes()));
   const Tensor flat = x.reshape({-1});
-  const int64_t n = flat.size(0);
-  if (index.numel() > 0) {
-    const int64_t lo = amin(index).item<int64_t>(), hi = amax(index).item<int64_t>();
-    EMBER_CHECK_INDEX(lo >= -n && hi < n,
-                      "[put] index {} is out of range for a tensor of {} elements",
-                      lo < -n ? lo : hi, n);
-  }
-  const Tensor wrapped = where(lt(index, 0), add(index, n), index).reshape({-1});
+  const Tensor wrapped = flat_positions(index, flat.size(0), "put");
   const Tensor src = source.reshape({-1}).to(x.dtype());
   const Tensor out =
       accumulate ? index_add(flat, 0, wrapped, src) : index_copy(flat, 0, wrapped, src);
