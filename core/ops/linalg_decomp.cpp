@@ -68,6 +68,15 @@ void check_matrix(const Tensor& a, const char* op, bool square) {
               shape_str(a.sizes()), a.size(-2), a.size(-1));
 }
 
+/** The operands of a system A X = B: A square float matrices, B of A's dtype and device. */
+void check_system(const Tensor& a, const Tensor& b, const char* op) {
+  check_matrix(a, op, true);
+  check_float(b, op);
+  common_device({&a, &b}, op);
+  EMBER_CHECK_TYPE(a.dtype() == b.dtype(), "[{}] A and B must have one dtype: got {} and {}", op,
+                   a.dtype(), b.dtype());
+}
+
 Shape batch_of(const Tensor& a) {
   Shape b;
   for (int64_t i = 0; i + 2 < a.dim(); ++i) b.push_back(a.size(i));
@@ -293,11 +302,7 @@ Tensor inv(const Tensor& a) {
 
 Tensor solve(const Tensor& a, const Tensor& b, bool left) {
   const char* op = "linalg.solve";
-  check_matrix(a, op, true);
-  check_float(b, op);
-  common_device({&a, &b}, op);
-  EMBER_CHECK_TYPE(a.dtype() == b.dtype(), "[{}] A and B must have one dtype: got {} and {}", op,
-                   a.dtype(), b.dtype());
+  check_system(a, b, op);
   if (!left) {
     EMBER_CHECK(b.dim() >= 2, "[{}] B must be a batch of matrices when left=False: got shape {}",
                 op, shape_str(b.sizes()));
@@ -329,11 +334,7 @@ Tensor solve(const Tensor& a, const Tensor& b, bool left) {
 Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
                         bool unitriangular) {
   const char* op = "linalg.solve_triangular";
-  check_matrix(a, op, true);
-  check_float(b, op);
-  common_device({&a, &b}, op);
-  EMBER_CHECK_TYPE(a.dtype() == b.dtype(), "[{}] A and B must have one dtype: got {} and {}", op,
-                   a.dtype(), b.dtype());
+  check_system(a, b, op);
   EMBER_CHECK(b.dim() >= 2, "[{}] B must be a matrix or a batch of matrices: got shape {}", op,
               shape_str(b.sizes()));
   if (!left) return mT(solve_triangular(mT(a), mT(b), !upper, true, unitriangular));
@@ -345,6 +346,119 @@ Tensor solve_triangular(const Tensor& a, const Tensor& b, bool upper, bool left,
   if (unitriangular) t = add(t, eye(n, n, {a.dtype(), a.device()}));
   if (upper) return solve_matrix(t, b, op);
   return flip(solve_matrix(flip(t, {-2, -1}), flip(b, {-2}), op), {-2});
+}
+
+// ---- LU -----------------------------------------------------------------------------------------
+
+namespace {
+
+/** The permutation matrices [.., m, m] of LAPACK's pivots [.., k] (1-based, row i swapped with
+ *  row pivots[i] in turn): A = P L U, so P[perm[c], c] = 1 where row c of L U is row perm[c]
+ *  of A. */
+Tensor permutation_of(const Tensor& pivots, int64_t m, DType dtype, Device device) {
+  const int64_t k = pivots.dim() == 0 ? 0 : pivots.size(-1);
+  const Tensor piv =
+      pivots.reshape({-1, std::max<int64_t>(k, 1)}).to(Device::cpu()).to(DType::Int64).contiguous();
+  const int64_t count = k == 0 ? 0 : piv.size(0);
+  Tensor perm = empty({count, m}, DType::Int64);
+  const int64_t* p = piv.data_ptr<int64_t>();
+  int64_t* out = perm.data_ptr<int64_t>();
+  for (int64_t b = 0; b < count; ++b) {
+    int64_t* row = out + b * m;
+    for (int64_t i = 0; i < m; ++i) row[i] = i;
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t j = p[b * k + i] - 1;
+      EMBER_CHECK_INDEX(j >= i && j < m,
+                        "[lu_unpack] pivots[{}] = {} is out of range: a pivot of row {} is in "
+                        "[{}, {}] (1-based)",
+                        i, j + 1, i, i + 1, m);
+      std::swap(row[i], row[j]);
+    }
+  }
+  Shape batch;
+  for (int64_t d = 0; d + 1 < pivots.dim(); ++d) batch.push_back(pivots.size(d));
+  Shape full = batch;
+  full.push_back(m);
+  full.push_back(m);
+  if (count == 0) return eye(m, m, {dtype, device}).expand(full).contiguous();
+  const Tensor index = perm.to(device).view({count, 1, m});
+  return scatter(zeros({count, m, m}, {dtype, device}), 1, index, Scalar(1)).view(full);
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot, bool check_errors) {
+  const char* op = "linalg.lu_factor";
+  check_matrix(a, op, true);
+  EMBER_CHECK_NOT_IMPLEMENTED(pivot,
+                              "[{}] LU without pivoting is not implemented (pass pivot=True)", op);
+  const Shape batch = batch_of(a);
+  const int64_t n = a.size(-1);
+  Shape piv_shape = batch;
+  piv_shape.push_back(n);
+  Tensor piv, info;
+  const Tensor packed = autograd::differentiable(
+      "LinalgLuFactorExBackward", op, {&a},
+      [&] {
+        if (a.numel() == 0) {
+          piv = ones(piv_shape, {DType::Int32, a.device()});
+          info = zeros(batch, {DType::Int32, a.device()});
+          return empty(a.sizes(), {a.dtype(), a.device()});
+        }
+        auto [lu3, piv3, info3] = lu_factor_raw(flat3(a), op);
+        if (check_errors) check_singular(info3, batch, op);
+        piv = piv3.to(DType::Int32).view(piv_shape);
+        info = info3.to(DType::Int32).view(batch);
+        return lu3.view(a.sizes());
+      },
+      [&] {
+        // Note [Backward of lu_factor]
+        // PyTorch's, for square A = P L U: gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T
+        // with gL = tril(gLU, -1) and gU = triu(gLU); the solves are the public triangular ones.
+        return [piv](const Grads& g, const LambdaNode& self) {
+          const Tensor packed = self.saved_output(0);
+          auto [p, l, u] = lu_unpack(packed, piv);
+          Tensor phi =
+              add(tril(matmul(mT(l), tril(g[0], -1)), -1), triu(matmul(triu(g[0]), mT(u))));
+          phi = solve_triangular(mT(u), phi, false, false);
+          phi = solve_triangular(mT(l), phi, true, true, true);
+          return Grads{matmul(p, phi)};
+        };
+      },
+      /*save_output=*/true);
+  return {packed, piv, info};
+}
+
+std::tuple<Tensor, Tensor> lu_factor(const Tensor& a, bool pivot) {
+  auto [packed, piv, info] = lu_factor_ex(a, pivot, true);
+  return {packed, piv};
+}
+
+std::tuple<Tensor, Tensor, Tensor> lu(const Tensor& a, bool pivot) {
+  auto [packed, piv, info] = lu_factor_ex(a, pivot, false);
+  return lu_unpack(packed, piv);
+}
+
+// With A = P L U: A X = B is X = U^-1 L^-1 P^T B, A^T X = B is X = P L^-T U^-T B, and X A = B is
+// the transpose of A^T X^T = B^T; the triangular solves differentiate in LU, P is constant.
+Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool left, bool adjoint) {
+  const char* op = "linalg.lu_solve";
+  check_system(lu, b, op);
+  EMBER_CHECK(b.dim() >= 2, "[{}] B must be a matrix or a batch of matrices: got shape {}", op,
+              shape_str(b.sizes()));
+  EMBER_CHECK_TYPE(pivots.defined() && is_integral(pivots.dtype()),
+                   "[{}] pivots must be an integer tensor (lu_factor's)", op);
+  EMBER_CHECK(pivots.dim() == lu.dim() - 1 && pivots.size(-1) == lu.size(-1),
+              "[{}] pivots must have LU's batch and one entry per row: got {} for LU {}", op,
+              shape_str(pivots.sizes()), shape_str(lu.sizes()));
+  if (!left) return mT(lu_solve(lu, pivots, mT(b), true, !adjoint));
+  auto [p, l, u] = lu_unpack(lu, pivots);
+  if (!adjoint) {
+    const Tensor y = solve_triangular(l, matmul(mT(p), b), false, true, true);
+    return solve_triangular(u, y, true);
+  }
+  const Tensor y = solve_triangular(mT(u), b, false);
+  return matmul(p, solve_triangular(mT(l), y, true, true, true));
 }
 
 namespace {
@@ -362,7 +476,8 @@ Tensor tensorinv(const Tensor& a, int64_t ind) {
   const char* op = "linalg.tensorinv";
   check_float(a, op);
   EMBER_CHECK(ind > 0 && ind <= a.dim(), "[{}] expected ind in 1..{}: got {}", op, a.dim(), ind);
-  const Shape rows = sizes_between(a.sizes(), 0, ind), cols = sizes_between(a.sizes(), ind, a.dim());
+  const Shape rows = sizes_between(a.sizes(), 0, ind),
+              cols = sizes_between(a.sizes(), ind, a.dim());
   const int64_t p = count_of(rows), q = count_of(cols);
   EMBER_CHECK(p == q,
               "[{}] the product of the first ind dims must equal that of the rest: got {} and {} "
@@ -925,6 +1040,31 @@ Tensor inverse(const Tensor& a) {
 
 std::tuple<Tensor, Tensor> slogdet(const Tensor& a) {
   return linalg::slogdet(a);
+}
+
+std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& pivots,
+                                             bool unpack_data, bool unpack_pivots) {
+  const char* op = "lu_unpack";
+  EMBER_CHECK_TYPE(lu.defined() && pivots.defined(), "[{}] undefined tensor argument", op);
+  EMBER_CHECK(lu.dim() >= 2, "[{}] LU must be a matrix or a batch of matrices: got shape {}", op,
+              shape_str(lu.sizes()));
+  const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
+  EMBER_CHECK_TYPE(is_integral(pivots.dtype()), "[{}] pivots must be an integer tensor: got {}", op,
+                   pivots.dtype());
+  EMBER_CHECK(pivots.dim() == lu.dim() - 1 && pivots.size(-1) == k,
+              "[{}] pivots must have LU's batch and min(m, n) = {} entries: got shape {}", op, k,
+              shape_str(pivots.sizes()));
+  Tensor p, l, u;
+  if (unpack_pivots) p = linalg::permutation_of(pivots, m, lu.dtype(), lu.device());
+  if (unpack_data) {
+    l = add(tril(lu.narrow(-1, 0, k), -1), eye(m, k, {lu.dtype(), lu.device()}));
+    u = triu(lu.narrow(-2, 0, k));
+  } else {
+    l = empty({0}, {lu.dtype(), lu.device()});
+    u = empty({0}, {lu.dtype(), lu.device()});
+  }
+  if (!unpack_pivots) p = empty({0}, {lu.dtype(), lu.device()});
+  return {p, l, u};
 }
 
 std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a, bool upper,

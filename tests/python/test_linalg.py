@@ -290,3 +290,30 @@ def test_named_tuples_and_empty_inputs():
     assert LA.det(ember.zeros(2, 0, 0)).tolist() == [1.0, 1.0]
     assert LA.inv(ember.zeros(0, 3, 3)).shape == (0, 3, 3)
     assert LA.svdvals(ember.zeros(2, 0, 4)).shape == (2, 0)
+
+
+def test_lu_factor_lu_and_lu_solve_reconstruct_and_solve():
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((3, 4, 4))
+    b = rng.standard_normal((3, 4, 2))
+    LU, pivots = ember.linalg.lu_factor(ember.tensor(a))
+    assert pivots.dtype is ember.int32 and pivots.shape == (3, 4)
+    P, L, U = ember.lu_unpack(LU, pivots)
+    np.testing.assert_allclose((P @ L @ U).numpy(), a, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ember.linalg.lu_solve(LU, pivots, ember.tensor(b)).numpy(),
+                               np.linalg.solve(a, b), rtol=1e-10)
+    np.testing.assert_allclose(ember.lu_solve(ember.tensor(b), LU, pivots).numpy(),
+                               np.linalg.solve(a, b), rtol=1e-10)
+    np.testing.assert_allclose(
+        ember.linalg.lu_solve(LU, pivots, ember.tensor(b), adjoint=True).numpy(),
+        np.linalg.solve(np.swapaxes(a, -1, -2), b), rtol=1e-10)
+    got = ember.linalg.lu(ember.tensor(a))
+    np.testing.assert_allclose((got.P @ got.L @ got.U).numpy(), a, rtol=1e-10, atol=1e-12)
+    # Row pivoting as LAPACK's getrf: |L| <= 1 below the diagonal.
+    assert float(got.L.abs().max()) <= 1.0
+    ex = ember.linalg.lu_factor_ex(ember.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    assert ex.info.item() == 2
+    with pytest.raises(ember.linalg.LinAlgError):
+        ember.linalg.lu_factor(ember.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    packed, piv = ember.tensor(a[0]).lu()
+    np.testing.assert_allclose(packed.numpy(), LU[0].numpy())

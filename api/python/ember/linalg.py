@@ -8,6 +8,10 @@ from ember._C.linalg import (  # noqa: F401
     eigvalsh,
     inv,
     lstsq,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
     matrix_norm,
     norm,
     pinv,
@@ -24,7 +28,8 @@ from ember._C.linalg import (  # noqa: F401
 from ember._errors import LinAlgError  # noqa: F401
 
 __all__ = [
-    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "norm",
+    "LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "lu", "lu_factor",
+    "lu_factor_ex", "lu_solve", "matrix_norm", "norm",
     "pinv", "qr", "slogdet", "solve", "solve_triangular", "svd", "svdvals", "tensorinv",
     "tensorsolve", "vector_norm",
 ]

@@ -180,3 +180,34 @@ class svd(NamedTuple):
     U: Tensor
     S: Tensor
     V: Tensor
+
+
+class linalg_lu_factor(NamedTuple):
+    """linalg.lu_factor(A): L and U packed in one matrix, and the pivots (1-based)."""
+
+    LU: Tensor
+    pivots: Tensor
+
+
+class linalg_lu_factor_ex(NamedTuple):
+    """linalg.lu_factor_ex(A): LU, pivots, and info (k where U[k-1, k-1] is zero, else 0)."""
+
+    LU: Tensor
+    pivots: Tensor
+    info: Tensor
+
+
+class linalg_lu(NamedTuple):
+    """linalg.lu(A): P, L and U with A = P L U."""
+
+    P: Tensor
+    L: Tensor
+    U: Tensor
+
+
+class lu_unpack(NamedTuple):
+    """lu_unpack(LU, pivots): P, L and U with A = P L U."""
+
+    P: Tensor
+    L: Tensor
+    U: Tensor

@@ -78,6 +78,31 @@ void bind_linalg(nb::module_& root, nb::class_<PyTensor>& cls) {
         return linalg::tensorsolve(a, b, dims_or(dims));
       },
       "A"_a, "B"_a, "dims"_a = nb::none(), "X with tensordot(A, X, X.dim()) = B.");
+  m.def(
+      "lu_factor",
+      [](const Tensor& a, bool pivot) {
+        auto [packed, piv] = released([&] { return linalg::lu_factor(a, pivot); });
+        return named("linalg_lu_factor", packed, piv);
+      },
+      "A"_a, nb::kw_only(), "pivot"_a = true, "(LU, pivots): LU with partial pivoting, packed.");
+  m.def(
+      "lu_factor_ex",
+      [](const Tensor& a, bool pivot, bool check_errors) {
+        auto [packed, piv, info] =
+            released([&] { return linalg::lu_factor_ex(a, pivot, check_errors); });
+        return named("linalg_lu_factor_ex", packed, piv, info);
+      },
+      "A"_a, nb::kw_only(), "pivot"_a = true, "check_errors"_a = false,
+      "(LU, pivots, info): lu_factor without its error check unless check_errors.");
+  m.def(
+      "lu",
+      [](const Tensor& a, bool pivot) {
+        auto [p, l, u] = released([&] { return linalg::lu(a, pivot); });
+        return named("linalg_lu", p, l, u);
+      },
+      "A"_a, nb::kw_only(), "pivot"_a = true, "(P, L, U) with A = P L U.");
+  m.def("lu_solve", &linalg::lu_solve, "LU"_a, "pivots"_a, "B"_a, nb::kw_only(), "left"_a = true,
+        "adjoint"_a = false, release_gil(), "X with A X = B for the A that LU and pivots factor.");
   m.def("cholesky", &linalg::cholesky, "A"_a, nb::kw_only(), "upper"_a = false, release_gil(),
         "Cholesky factor of symmetric positive-definite matrices.");
   m.def(
@@ -175,6 +200,30 @@ void bind_linalg(nb::module_& root, nb::class_<PyTensor>& cls) {
   cls.def(
       "slogdet", [slogdet](const Tensor& a) { return slogdet(a, "slogdet"); },
       "(sign, logabsdet) (linalg.slogdet).");
+  const auto lu_unpack = [](const Tensor& lu, const Tensor& pivots, bool data, bool pivots_too) {
+    auto [p, l, u] = released([&] { return ember::lu_unpack(lu, pivots, data, pivots_too); });
+    return named("lu_unpack", p, l, u);
+  };
+  root.def("lu_unpack", lu_unpack, "LU_data"_a, "LU_pivots"_a, "unpack_data"_a = true,
+           "unpack_pivots"_a = true, "(P, L, U) from lu_factor's LU and pivots.");
+  // torch.lu (deprecated): (LU, pivots), with the infos if asked.
+  const auto lu_old = [](const Tensor& a, bool pivot, bool get_infos) -> nb::object {
+    auto [packed, piv, info] = released([&] { return linalg::lu_factor_ex(a, pivot, !get_infos); });
+    if (get_infos) return nb::make_tuple(packed, piv, info);
+    return nb::make_tuple(packed, piv);
+  };
+  root.def("lu", lu_old, "A"_a, "pivot"_a = true, "get_infos"_a = false,
+           "(LU, pivots) (linalg.lu_factor), with infos if get_infos.");
+  cls.def("lu", lu_old, "pivot"_a = true, "get_infos"_a = false,
+          "(LU, pivots) (linalg.lu_factor), with infos if get_infos.");
+  const auto lu_solve_old = [](const Tensor& b, const Tensor& lu, const Tensor& pivots) {
+    GilRelease release;
+    return linalg::lu_solve(lu, pivots, b);
+  };
+  root.def("lu_solve", lu_solve_old, "b"_a, "LU_data"_a, "LU_pivots"_a,
+           "X with A X = b for the A that LU_data and LU_pivots factor (linalg.lu_solve).");
+  cls.def("lu_solve", lu_solve_old, "LU_data"_a, "LU_pivots"_a,
+          "X with A X = self for the A that LU_data and LU_pivots factor (linalg.lu_solve).");
   // torch.svd: V rather than Vh, reduced unless some=False; without compute_uv, U and V are
   // zeros of their shapes, as in PyTorch.
   const auto svd = [](const Tensor& a, bool some, bool compute_uv) {

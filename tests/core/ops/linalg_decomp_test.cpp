@@ -367,6 +367,62 @@ TEST(LinalgComposites, TensorinvAndTensorsolveReshapeToInvAndSolve) {
   EXPECT_THROW(linalg::tensorsolve(a, randn({5}, DType::Float64, &gen)), ValueError);
 }
 
+TEST_P(Linalg, LuFactorUnpackAndSolve) {
+  const int64_t n = 4;
+  const Tensor a = randn_({2, n, n}, 21);
+  auto [packed, piv] = linalg::lu_factor(a);
+  EXPECT_EQ(piv.dtype(), DType::Int32);
+  EXPECT_EQ(piv.sizes(), Shape({2, n}));
+  auto [p, l, u] = lu_unpack(packed, piv);
+  EXPECT_LT(max_diff(matmul(matmul(p, l), u), a), 10 * tol());
+  EXPECT_EQ(max_diff(tril(u, -1), zeros_like(u)), 0.0);
+  EXPECT_EQ(max_diff(diagonal(l, 0, -2, -1), ones({2, n}, {dt(), dev()})), 0.0);
+  // P is a permutation: P^T P = I.
+  EXPECT_EQ(max_diff(matmul(mT(p), p), eye_(n).expand({2, n, n})), 0.0);
+  auto [p2, l2, u2] = linalg::lu(a);
+  EXPECT_EQ(max_diff(l2, l), 0.0);
+  const Tensor b = randn_({2, n, 3}, 22);
+  EXPECT_LT(max_diff(linalg::lu_solve(packed, piv, b), linalg::solve(a, b)), 100 * tol());
+  EXPECT_LT(max_diff(linalg::lu_solve(packed, piv, b, true, true), linalg::solve(mT(a), b)),
+            100 * tol());
+  const Tensor bt = randn_({2, 3, n}, 23);
+  EXPECT_LT(max_diff(matmul(linalg::lu_solve(packed, piv, bt, false), a), bt), 100 * tol());
+  // A singular matrix: lu_factor refuses, lu_factor_ex reports it in info.
+  const Tensor singular = t({1, 2, 2, 4}, {2, 2});
+  EXPECT_THROW(linalg::lu_factor(singular), LinAlgError);
+  auto [sp, spiv, info] = linalg::lu_factor_ex(singular);
+  EXPECT_EQ(info.item<int32_t>(), 2);
+  EXPECT_THROW(linalg::lu_factor(a, false), NotImplementedError);
+}
+
+TEST(LinalgComposites, LuFactorAndLuSolveDifferentiate) {
+  init();
+  Generator gen(17);
+  const Tensor a = add(randn({3, 3}, DType::Float64, &gen), mul(eye(3, 3, DType::Float64), 2.0))
+                       .requires_grad_(true);
+  const autograd::GradcheckResult r = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return std::get<0>(linalg::lu_factor(in[0])); }, {a});
+  EXPECT_TRUE(r.ok) << r.message;
+  const autograd::GradcheckResult plu = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        auto [p, l, u] = linalg::lu(in[0]);
+        return add(l, u);
+      },
+      {a});
+  EXPECT_TRUE(plu.ok) << plu.message;
+  auto [packed, piv] = linalg::lu_factor(a.detach());
+  const Tensor lu_leaf = packed.clone().requires_grad_(true);
+  const Tensor b = randn({3, 2}, DType::Float64, &gen).requires_grad_(true);
+  for (bool adjoint : {false, true}) {
+    const autograd::GradcheckResult s = autograd::gradcheck(
+        [piv = piv, adjoint](const std::vector<Tensor>& in) {
+          return linalg::lu_solve(in[0], piv, in[1], true, adjoint);
+        },
+        {lu_leaf, b});
+    EXPECT_TRUE(s.ok) << s.message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, Linalg,
     ::testing::Values(Param{"cpu", DType::Float64}, Param{"cpu", DType::Float32},

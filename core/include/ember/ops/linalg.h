@@ -85,6 +85,12 @@ EMBER_API Tensor renorm(const Tensor& x, double p, int64_t dim, double maxnorm);
 /** The Vandermonde matrix of 1-d x: columns x^(N-1), ..., x^1, x^0 (x^0 first with increasing),
  *  N = x's length by default (torch.vander; integers and bools give int64). */
 EMBER_API Tensor vander(const Tensor& x, std::optional<int64_t> n = {}, bool increasing = false);
+/** (P, L, U) from lu_factor's LU [.., m, n] and pivots (torch.lu_unpack): P [m, m], L [m, k]
+ *  unit lower, U [k, n] upper, k = min(m, n); P is empty without unpack_pivots, L and U without
+ *  unpack_data. */
+EMBER_API std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& pivots,
+                                                       bool unpack_data = true,
+                                                       bool unpack_pivots = true);
 /** (X, A) with op(A) X = b for triangular A (upper or lower; op(A) = A^T with transpose; a unit
  *  diagonal assumed with unitriangular): torch.triangular_solve, A broadcast to the batch. */
 EMBER_API std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a,
@@ -127,6 +133,21 @@ EMBER_API Tensor tensorinv(const Tensor& a, int64_t ind = 2);
 /** X with tensordot(A, X, X.dim()) = B, X of shape A.shape[B.dim():]; `dims` of A are moved to
  *  the end first. */
 EMBER_API Tensor tensorsolve(const Tensor& a, const Tensor& b, IntList dims = {});
+/** LU with partial pivoting of square matrices, as torch.linalg.lu_factor_ex: (LU, pivots, info)
+ *  with L (unit, below the diagonal) and U packed in LU, pivots 1-based int32 (row i swapped with
+ *  pivots[i] in turn), info int32, k where U[k-1, k-1] is exactly zero, else 0; with
+ *  check_errors such a matrix is a LinAlgError. pivot=false (no pivoting) is a
+ *  NotImplementedError, as on PyTorch's CPU. Differentiable in A. */
+EMBER_API std::tuple<Tensor, Tensor, Tensor> lu_factor_ex(const Tensor& a, bool pivot = true,
+                                                          bool check_errors = false);
+/** (LU, pivots) of lu_factor_ex; a singular matrix is a LinAlgError (torch.linalg.lu_factor). */
+EMBER_API std::tuple<Tensor, Tensor> lu_factor(const Tensor& a, bool pivot = true);
+/** (P, L, U) with A = P L U, L unit lower and U upper triangular (torch.linalg.lu). */
+EMBER_API std::tuple<Tensor, Tensor, Tensor> lu(const Tensor& a, bool pivot = true);
+/** X with A X = B (A^T X = B with adjoint; X A = B unless left) for the A that lu_factor's LU
+ *  and pivots factor. Differentiable in LU and B. */
+EMBER_API Tensor lu_solve(const Tensor& lu, const Tensor& pivots, const Tensor& b, bool left = true,
+                          bool adjoint = false);
 /** Cholesky factor of symmetric positive-definite matrices: lower L (A = L L^T), or upper U
  *  (A = U^T U); only the lower triangle of A is read. Not positive-definite: a LinAlgError. */
 EMBER_API Tensor cholesky(const Tensor& a, bool upper = false);
