@@ -1078,11 +1078,34 @@ std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a, bo
   return {x, a.expand(batch).clone()};
 }
 
+// Note [Backward of cholesky_solve]
+// The forward reads only the factor's triangle (two triangular solves); the gradient is
+// PyTorch's, which takes A = L L^T of the whole factor: gB = cholesky_solve(gX, L) and, with
+// G = gB X^T + X gB^T, gL = -G L (gU = -U G with upper). On a triangular factor, the usual
+// input, its triangle agrees with the derivative of the forward; the other entries are
+// PyTorch's too.
 Tensor cholesky_solve(const Tensor& b, const Tensor& factor, bool upper) {
   EMBER_CHECK_TYPE(b.defined() && factor.defined(), "[cholesky_solve] undefined tensor argument");
-  const Tensor l = upper ? factor.transpose(-2, -1) : factor;
-  const Tensor y = linalg::solve_triangular(l, b, false);
-  return linalg::solve_triangular(l.transpose(-2, -1), y, true);
+  return autograd::differentiable(
+      "CholeskySolveBackward", "cholesky_solve", {&b, &factor},
+      [&] {
+        const Tensor l = upper ? factor.transpose(-2, -1) : factor;
+        const Tensor y = linalg::solve_triangular(l, b, false);
+        return linalg::solve_triangular(l.transpose(-2, -1), y, true);
+      },
+      [&] {
+        return [sf = autograd::SavedTensor(factor), mb = autograd::TensorMeta(b),
+                mf = autograd::TensorMeta(factor),
+                upper](const std::vector<Tensor>& g, const autograd::LambdaNode& self) {
+          const Tensor f = self.unpack(sf), x = self.saved_output(0);
+          const Tensor gb = cholesky_solve(g[0], f, upper);
+          const Tensor gx = matmul(gb, x.transpose(-2, -1));
+          const Tensor common = add(gx, gx.transpose(-2, -1));
+          const Tensor gf = neg(upper ? matmul(f, common) : matmul(common, f));
+          return std::vector<Tensor>{autograd::reduce_grad(gb, mb), autograd::reduce_grad(gf, mf)};
+        };
+      },
+      /*save_output=*/true);
 }
 
 Tensor cholesky_inverse(const Tensor& factor, bool upper) {
