@@ -484,3 +484,51 @@ def test_shape_changes_in_place_keep_the_object_and_its_data():
     assert w.shape == (1, 3)
     with pytest.raises(ValueError, match=r"\[t\]"):
         ember.zeros(2, 2, 2).t_()
+
+
+def test_rnn_cells_match_the_layers_step():
+    import numpy as np
+    ember.manual_seed(0)
+    x, h, c = ember.randn(3, 4), ember.randn(3, 5), ember.randn(3, 5)
+    lstm = ember.nn.LSTMCell(4, 5)
+    h1, c1 = ember.lstm_cell(x, (h, c), lstm.weight_ih, lstm.weight_hh, lstm.bias_ih, lstm.bias_hh)
+    h2, c2 = lstm(x, (h, c))
+    np.testing.assert_allclose(h1.detach().numpy(), h2.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c1.detach().numpy(), c2.detach().numpy(), rtol=1e-5, atol=1e-6)
+    gru = ember.nn.GRUCell(4, 5)
+    np.testing.assert_allclose(
+        ember.gru_cell(x, h, gru.weight_ih, gru.weight_hh, gru.bias_ih, gru.bias_hh).detach().numpy(),
+        gru(x, h).detach().numpy(), rtol=1e-5, atol=1e-6)
+    rnn = ember.nn.RNNCell(4, 5, nonlinearity="relu")
+    np.testing.assert_allclose(
+        ember.rnn_relu_cell(x, h, rnn.weight_ih, rnn.weight_hh, rnn.bias_ih, rnn.bias_hh)
+        .detach().numpy(), rnn(x, h).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_level_translations():
+    import numpy as np
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ember.range(1, 4).tolist() == [1.0, 2.0, 3.0, 4.0]
+        assert ember.range(0, 1, 0.25).dtype is ember.float32
+    s = ember.empty_strided((2, 3), (1, 2))
+    assert s.shape == (2, 3) and s.stride() == (1, 2)
+    x = ember.arange(6.0).view(2, 3)
+    np.testing.assert_array_equal(ember.constant_pad_nd(x, [1, 1], -1.0).numpy(),
+                                  np.pad(np.arange(6.0).reshape(2, 3), ((0, 0), (1, 1)),
+                                         constant_values=-1.0))
+    w = ember.randn(4, 2, 3, 3)
+    img = ember.randn(1, 2, 6, 6)
+    np.testing.assert_allclose(
+        ember.convolution(img, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1).numpy(),
+        ember.nn.functional.conv2d(img, w, padding=1).numpy(), rtol=1e-6)
+    assert x.get_device() == -1 and ember.get_device(x) == -1
+    assert ember.asarray(x) is x and ember.asarray([1, 2]).dtype is ember.int64
+    assert x.new_empty_strided((2, 2), (2, 1)).dtype is x.dtype
+    assert not ember.is_anomaly_enabled()
+    ember.set_anomaly_enabled(True)
+    try:
+        assert ember.is_anomaly_enabled()
+    finally:
+        ember.set_anomaly_enabled(False)

@@ -259,6 +259,156 @@ def get_float32_matmul_precision() -> str:
     return "high" if _matmul_precision == "highest" else _matmul_precision
 
 
+def get_device(input: Tensor) -> int:
+    """The index of input's device: -1 for the CPU (Tensor.get_device)."""
+    d = input.device
+    return -1 if d.type == "cpu" else (d.index or 0)
+
+
+def is_anomaly_enabled() -> bool:
+    """True while autograd's anomaly detection is on (autograd.detect_anomaly)."""
+    from ember import _C
+    return _C.autograd.is_anomaly_enabled()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turns autograd's anomaly detection on or off (autograd.set_detect_anomaly)."""
+    from ember import autograd
+    autograd.set_detect_anomaly(enabled)
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """True while anomaly detection checks backward results for NaN (always, when it is on)."""
+    return is_anomaly_enabled()
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: int = 0, zero_infinity: bool = False) -> Tensor:
+    """F.ctc_loss with torch's integer reduction (0 none, 1 mean, 2 sum); none by default, as
+    torch.ctc_loss gives (F.ctc_loss's default is the mean)."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      reduction=_reduction(reduction), zero_infinity=zero_infinity)
+
+
+def constant_pad_nd(input: Tensor, pad: Any, value: float = 0) -> Tensor:
+    """input padded with value: pad holds (before, after) pairs from the last dim (F.pad)."""
+    return F.pad(input, list(pad), "constant", value)
+
+
+def convolution(input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any,
+                dilation: Any, transposed: bool, output_padding: Any, groups: int) -> Tensor:
+    """The convolution (or transposed convolution) over weight.dim() - 2 spatial dims."""
+    n = weight.dim() - 2
+    if n not in (1, 2, 3):
+        from ember._errors import ValueError
+        raise ValueError(f"[convolution] expected a weight of 3 to 5 dims: got {weight.dim()}")
+    if transposed:
+        conv = getattr(F, f"conv_transpose{n}d")
+        return conv(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return getattr(F, f"conv{n}d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _gates(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any, b_hh: Any) -> Any:
+    return F.linear(input, w_ih, b_ih), F.linear(hx, w_hh, b_hh)
+
+
+def lstm_cell(input: Tensor, hx: Any, w_ih: Tensor, w_hh: Tensor, b_ih: Any = None,
+              b_hh: Any = None) -> Any:
+    """One LSTM step: (h, c) from hx = (h, c), gates in PyTorch's order i, f, g, o."""
+    h, c = hx
+    gi, gh = _gates(input, h, w_ih, w_hh, b_ih, b_hh)
+    i, f, g, o = (gi + gh).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any = None,
+             b_hh: Any = None) -> Tensor:
+    """One GRU step, gates in PyTorch's order r, z, n (n = tanh(W_in x + r * (W_hn h + b_hn)))."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    ir, iz, in_ = gi.chunk(3, -1)
+    hr, hz, hn = gh.chunk(3, -1)
+    r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+    n = (in_ + r * hn).tanh()
+    return (1 - z) * n + z * hx
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any = None,
+                  b_hh: Any = None) -> Tensor:
+    """One Elman RNN step with tanh."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).tanh()
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Any = None,
+                  b_hh: Any = None) -> Tensor:
+    """One Elman RNN step with ReLU."""
+    gi, gh = _gates(input, hx, w_ih, w_hh, b_ih, b_hh)
+    return (gi + gh).relu()
+
+
+def range(start: float = 0, end: Any = None, step: float = 1, *, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False) -> Tensor:
+    """start, start + step, ... up to end included (deprecated: arange, whose end is excluded),
+    in the default floating dtype unless told otherwise."""
+    import ember
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0 or (end - start) * step < 0:
+        from ember._errors import ValueError
+        raise ValueError(f"[range] upper bound and step sign are inconsistent: start {start}, "
+                         f"end {end}, step {step}")
+    count = math.floor((end - start) / step) + 1
+    out = ember.arange(count, dtype=ember.float64, device=device) * step + start
+    out = out.to(dtype or ember.get_default_dtype())
+    return out.requires_grad_() if requires_grad else out
+
+
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    """An uninitialised tensor of `size` laid out with `stride` over just enough memory."""
+    import ember
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        from ember._errors import ValueError
+        raise ValueError(f"[empty_strided] size and stride must have the same length: got "
+                         f"{len(size)} and {len(stride)}")
+    extent = 0 if 0 in size else 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    out = ember.empty(extent, dtype=dtype, device=device).as_strided(size, stride)
+    return out.requires_grad_() if requires_grad else out
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: Any = None,
+            requires_grad: bool = False) -> Tensor:
+    """obj as a tensor: a tensor itself (converted only if dtype or device say so), else
+    as_tensor (sharing a buffer's memory where it can) unless copy=True."""
+    import ember
+    if isinstance(obj, Tensor):
+        out = obj.to(dtype=dtype or obj.dtype, device=device or obj.device)
+        if copy and out is obj:
+            out = obj.clone()
+    elif copy:
+        out = ember.tensor(obj, dtype=dtype, device=device)
+    else:
+        out = ember.as_tensor(obj, dtype=dtype, device=device)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _new_empty_strided(self: Tensor, size: Any, stride: Any, *, dtype: Any = None,
+                       device: Any = None, requires_grad: bool = False) -> Tensor:
+    """empty_strided with this tensor's dtype and device unless given."""
+    return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                         requires_grad=requires_grad)
+
+
+Tensor.get_device = get_device
+Tensor.new_empty_strided = _new_empty_strided
+
+
 def _tensor_resize(self: Tensor, *sizes: Any) -> Tensor:
     """The tensor's elements in shape `sizes`, a view where possible (deprecated: reshape)."""
     from ember._errors import ValueError
