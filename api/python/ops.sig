@@ -188,6 +188,7 @@ fm   adjoint(Tensor input) | The last two dims swapped (the conjugate transpose 
 fm~  renorm(Tensor input, float p, int dim, float maxnorm)
        | input with each slice along dim whose p-norm exceeds maxnorm scaled down to it.
 fm~  ldexp(Tensor input, Tensor other) | input * 2 ** other.
+fm~  mvlgamma(Tensor input, int p) | The multivariate log-gamma of dimension p (every element above (p - 1) / 2).
 fm   angle(Tensor input) | The argument as a complex number: 0 for input >= 0, pi below, NaN for NaN.
 f    real(Tensor input) | The real part: input itself (Ember's dtypes are real).
 f    imag(Tensor input) | The imaginary part: an error, as in PyTorch for a real tensor.
@@ -302,6 +303,8 @@ m    unfold(Tensor input, int dimension, int size, int step) = input.unfold(dime
        | The windows of `size` elements every `step` along dimension, as a view with a new last dim.
 fm~  scatter(Tensor input, int dim, Tensor index, Tensor|Number src) | A copy with src written at index along dim.
 fm~  scatter_add(Tensor input, int dim, Tensor index, Tensor src) | A copy with src added at index along dim.
+fm_  index_reduce(Tensor input, int dim, Tensor index, Tensor source, str reduce, *, bool include_self=True)
+       | A copy with source's slices reduced ('prod', 'mean', 'amax', 'amin') into the slices index names along dim.
 fm_  scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)
        | A copy with src reduced ('sum', 'prod', 'mean', 'amax', 'amin') into index along dim.
 fm   masked_select(Tensor input, Tensor mask) | The elements where mask is true, as a 1-d tensor.

@@ -661,6 +661,18 @@ Tensor ldexp(const Tensor& x, const Tensor& other) {
   return mul(x, pow(detail::scalar_tensor(2.0, other.dtype(), other.device()), other));
 }
 
+Tensor mvlgamma(const Tensor& x, int64_t p) {
+  EMBER_CHECK_TYPE(x.defined(), "[mvlgamma] undefined tensor argument");
+  EMBER_CHECK(p >= 1, "[mvlgamma] p has to be greater than or equal to 1: got {}", p);
+  const Tensor f = is_floating(x.dtype()) ? x : x.to(default_dtype());
+  const double bound = static_cast<double>(p - 1) / 2;
+  EMBER_CHECK(f.numel() == 0 || all(gt(f, bound)).item<bool>(),
+              "[mvlgamma] all elements must be greater than (p-1)/2 = {}", bound);
+  Tensor out = full_like(f, static_cast<double>(p * (p - 1)) / 4 * std::log(std::numbers::pi));
+  for (int64_t j = 0; j < p; ++j) out = add(out, lgamma(sub(f, static_cast<double>(j) / 2)));
+  return out;
+}
+
 Tensor angle(const Tensor& x) {
   EMBER_CHECK_TYPE(x.defined(), "[angle] undefined tensor argument");
   const Tensor f = is_floating(x.dtype()) ? x : x.to(default_dtype());

@@ -1245,6 +1245,45 @@ Tensor scatter_extremum(const Tensor& x, int64_t d, const Tensor& index, const T
 }
 }  // namespace
 
+// index_reduce is scatter_reduce with the index of each slice repeated over the slice: index[k]
+// laid along dim and expanded to source's shape.
+Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                    std::string_view reduce, bool include_self) {
+  EMBER_CHECK_TYPE(x.defined() && index.defined() && source.defined(),
+                   "[index_reduce] undefined tensor argument");
+  EMBER_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+              "[index_reduce] reduce must be one of 'prod', 'mean', 'amax' or 'amin': got '{}'",
+              reduce);
+  check_index_dtype(index, "index_reduce");
+  EMBER_CHECK(index.dim() <= 1, "[index_reduce] index must be 1-d: got shape {}",
+              shape_str(index.sizes()));
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "index_reduce");
+  EMBER_CHECK(source.dim() == x.dim(),
+              "[index_reduce] source must have as many dims as input: got {} and {}", source.dim(),
+              x.dim());
+  if (x.dim() == 0) return scatter_reduce(x, 0, index.reshape({}), source, reduce, include_self);
+  EMBER_CHECK(source.size(d) == index.numel(),
+              "[index_reduce] source needs one slice per index along dim {}: got {} slices and {} "
+              "indices",
+              d, source.size(d), index.numel());
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    EMBER_CHECK(k == d || source.size(k) == x.size(k),
+                "[index_reduce] source must have input's size in dims other than {}: got {} "
+                "for {}",
+                d, shape_str(source.sizes()), shape_str(x.sizes()));
+  }
+  std::vector<int64_t> laid(x.dim(), 1);
+  laid[d] = index.numel();
+  const Tensor expanded = index.reshape(laid).expand(source.sizes());
+  return scatter_reduce(x, d, expanded, source, reduce, include_self);
+}
+
+Tensor& index_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                      std::string_view reduce, bool include_self) {
+  EMBER_CHECK_TYPE(x.defined(), "[index_reduce_] undefined tensor argument");
+  return x.copy_(index_reduce(x, dim, index, source, reduce, include_self));
+}
+
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                       std::string_view reduce, bool include_self) {
   EMBER_CHECK_TYPE(x.defined() && index.defined() && src.defined(),

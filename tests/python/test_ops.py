@@ -1171,3 +1171,23 @@ def test_multilabel_margin_loss_as_pytorch_documents_it():
     y = ember.tensor([[3, 0, -1, 1]])
     assert abs(ember.nn.functional.multilabel_margin_loss(x, y).item() - 0.85) < 1e-6
     assert abs(ember.nn.MultiLabelMarginLoss(reduction="sum")(x, y).item() - 0.85) < 1e-6
+
+
+def test_index_reduce_and_mvlgamma():
+    x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    src = ember.tensor([[5.0, 1.0], [2.0, 8.0], [0.5, 3.0]])
+    idx = ember.tensor([1, 0, 1])
+    np.testing.assert_array_equal(x.index_reduce(0, idx, src, "amax").numpy(),
+                                  [[2.0, 8.0], [5.0, 4.0]])
+    np.testing.assert_array_equal(x.index_reduce(0, idx, src, "prod", include_self=False).numpy(),
+                                  [[2.0, 8.0], [2.5, 3.0]])
+    y = x.clone()
+    y.index_reduce_(0, idx, src, "mean")
+    np.testing.assert_allclose(y.numpy(), [[(1.0 + 2.0) / 2, (2.0 + 8.0) / 2],
+                                           [(3.0 + 5.0 + 0.5) / 3, (4.0 + 1.0 + 3.0) / 3]])
+    v = [1.5, 2.0, 7.25]
+    want = [sum(math.lgamma(t - j / 2) for j in range(3)) + 3 * 2 / 4 * math.log(math.pi) for t in v]
+    np.testing.assert_allclose(ember.mvlgamma(ember.tensor(v, dtype=ember.float64), 3).numpy(), want,
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match=r"\[mvlgamma\] all elements must be greater"):
+        ember.tensor(v).mvlgamma(5)

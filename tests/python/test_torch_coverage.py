@@ -15,7 +15,7 @@ from helpers import SUMMARY_LINES
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 # Names Ember covered when the floors were last raised: a drop fails the test.
-FLOOR_ALL = 1470
+FLOOR_ALL = 1476
 FLOOR_USED = 216
 
 

@@ -1450,5 +1450,24 @@ TEST(Frexp, MatchesCsFrexpAtEdges) {
   expect_error([] { frexp(tensor({1.0}, DType::Int64)); }, {"[frexp] expected a floating tensor"});
 }
 
+TEST(Mvlgamma, SumsLgammaAtHalfSteps) {
+  const std::vector<double> xs{1.5, 2.0, 7.25};
+  const Tensor x = make(xs, {3}, DType::Float64);
+  for (int64_t p : {1, 2, 3}) {
+    const std::vector<double> got = values(mvlgamma(x, p));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double want = static_cast<double>(p * (p - 1)) / 4 * std::log(3.14159265358979323846);
+      for (int64_t j = 0; j < p; ++j) want += std::lgamma(xs[i] - static_cast<double>(j) / 2);
+      EXPECT_NEAR(got[i], want, 1e-12) << p << " " << xs[i];
+    }
+  }
+  expect_error([&] { mvlgamma(x, 4); }, {"[mvlgamma] all elements must be greater than (p-1)/2"});
+  expect_error([&] { mvlgamma(x, 0); }, {"[mvlgamma] p has to be greater than or equal to 1"});
+  const Tensor leaf = x.clone().requires_grad_(true);
+  const autograd::GradcheckResult r =
+      autograd::gradcheck([](const std::vector<Tensor>& in) { return mvlgamma(in[0], 3); }, {leaf});
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
 }  // namespace
 }  // namespace ember

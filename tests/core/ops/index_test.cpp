@@ -1095,5 +1095,53 @@ TEST(FillDiagonal, MatricesTallWithWrapAndCubes) {
                {"[fill_diagonal_] dimensions must be larger than 1"});
 }
 
+TEST(IndexReduce, MatchesALoopForEachReduction) {
+  const Tensor x = add(pattern({4, 3}, DType::Float64), 1.0);
+  const Tensor src = add(pattern({5, 3}, DType::Float64), 2.0);
+  const std::vector<int64_t> idx{0, 2, 0, 3, 2};
+  const std::vector<double> xv = values(x), sv = values(src);
+  for (const char* reduce : {"prod", "mean", "amax", "amin"}) {
+    for (bool include_self : {true, false}) {
+      std::vector<double> want = xv;
+      for (int64_t r = 0; r < 4; ++r) {
+        for (int64_t c = 0; c < 3; ++c) {
+          std::vector<double> vals;
+          if (include_self) vals.push_back(xv[r * 3 + c]);
+          for (size_t k = 0; k < idx.size(); ++k) {
+            if (idx[k] == r) vals.push_back(sv[k * 3 + c]);
+          }
+          if (vals.empty()) continue;  // no source slice there, and x's own left out
+          const std::string op = reduce;
+          double v = op == "prod" ? 1 : op == "mean" ? 0 : vals[0];
+          for (double e : vals) {
+            if (op == "prod") v *= e;
+            if (op == "mean") v += e / static_cast<double>(vals.size());
+            if (op == "amax") v = std::max(v, e);
+            if (op == "amin") v = std::min(v, e);
+          }
+          want[r * 3 + c] = v;
+        }
+      }
+      const std::vector<double> got =
+          values(index_reduce(x, 0, i64(idx), src, reduce, include_self));
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(got[i], want[i], 1e-9 * std::abs(want[i])) << reduce << include_self << i;
+      }
+    }
+  }
+  Tensor y = x.clone();
+  index_reduce_(y, 1, i64({2, 2}), ones({4, 2}, DType::Float64), "amin");
+  EXPECT_EQ(values(y)[2], 1.0);
+  expect_error([&] { index_reduce(x, 0, i64(idx), src, "sum"); },
+               {"[index_reduce] reduce must be one of 'prod', 'mean', 'amax' or 'amin'"});
+  expect_error([&] { index_reduce(x, 0, i64({0}), src, "prod"); },
+               {"[index_reduce] source needs one slice per index along dim 0: got 5 slices and 1"});
+  expect_error(
+      [&] {
+        index_reduce(x, 0, i64(idx), ones({5, 2}, DType::Float64), "prod");
+      },
+      {"[index_reduce] source must have input's size in dims other than 0"});
+}
+
 }  // namespace
 }  // namespace ember

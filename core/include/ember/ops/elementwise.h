@@ -256,6 +256,9 @@ EMBER_API Tensor erfinv(const Tensor& x);
 EMBER_API Tensor erfc(const Tensor& x);
 /** log |Gamma(x)| (+inf at 0 and the negative integers). */
 EMBER_API Tensor lgamma(const Tensor& x);
+/** The multivariate log-gamma of dimension p >= 1: the sum over j < p of lgamma(x - j / 2), plus
+ *  p (p - 1) / 4 log(pi); every element must exceed (p - 1) / 2 (torch.mvlgamma). */
+EMBER_API Tensor mvlgamma(const Tensor& x, int64_t p);
 /** Gamma'(x) / Gamma(x), lgamma's derivative (Note [Polygamma] in plugin_sdk_binary_ops.hpp). */
 EMBER_API Tensor digamma(const Tensor& x);
 /** The n-th derivative of digamma (n >= 0; polygamma(0, x) is digamma). */

@@ -144,6 +144,15 @@ EMBER_API Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& inde
 /** In place: x = scatter_reduce(x, dim, index, src, reduce, include_self). */
 EMBER_API Tensor& scatter_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,
                                   std::string_view reduce, bool include_self = true);
+/** Copy of x with the slices of source along dim reduced into the slices index (1-d, one per
+ *  slice of source) names: reduce is "prod", "mean", "amax" or "amin"; include_self false leaves
+ *  x's own values out of the slices written to (torch.index_reduce). */
+EMBER_API Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index,
+                              const Tensor& source, std::string_view reduce,
+                              bool include_self = true);
+/** In place: x = index_reduce(x, dim, index, source, reduce, include_self). */
+EMBER_API Tensor& index_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                                std::string_view reduce, bool include_self = true);
 /** Copy of x with the places where mask (broadcast to x) is true taken, in row-major order, from
  *  the first elements of source. */
 EMBER_API Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
