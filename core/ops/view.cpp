@@ -3,6 +3,7 @@
 #include "ember/tensor/tensor.h"
 
 #include "core/ops/kernel_view.h"
+#include "core/ops/size_math.h"
 #include "ember/autograd/record.h"
 #include "ember/ops/factory.h"
 #include "ember/ops/index.h"
@@ -154,6 +155,59 @@ int64_t Tensor::size(int64_t d) const {
 int64_t Tensor::stride(int64_t d) const {
   check_defined(*this, "stride");
   return strides()[wrap_dim(d, dim(), "stride")];
+}
+
+// Note [Viewing memory as another dtype]
+// view(dtype) is a new TensorImpl over the same storage (so it shares the version counter, which
+// lives there), read as `dtype`. With another element size only the last dim changes, which must
+// be contiguous: its size, the other strides and the offset scale by the ratio, and going to a
+// larger element each must divide evenly (PyTorch's rules and messages). Like PyTorch's, the
+// result does not require grad and is not a differentiable view: reinterpreted bits have no
+// derivative.
+Tensor Tensor::view_dtype(DType dtype) const {
+  check_defined(*this, "view");
+  const int64_t from = static_cast<int64_t>(element_size());
+  const int64_t to = static_cast<int64_t>(itemsize(dtype));
+  Shape sizes = this->sizes(), strides = this->strides();
+  int64_t offset = storage_offset();
+  if (from != to) {
+    EMBER_CHECK(dim() > 0,
+                "[view] self.dim() cannot be 0 to view {} as {} (different element sizes)",
+                this->dtype(), dtype);
+    EMBER_CHECK(strides.back() == 1,
+                "[view] self.stride(-1) must be 1 to view {} as {} (different element sizes), but "
+                "got {}",
+                this->dtype(), dtype, strides.back());
+    const size_t last = sizes.size() - 1;
+    if (to < from) {
+      const int64_t r = from / to;
+      sizes[last] = fit_int64(WideInt{sizes[last]} * r, "view", "the last size");
+      for (size_t d = 0; d < last; ++d)
+        strides[d] = fit_int64(WideInt{strides[d]} * r, "view", "a stride");
+      offset = fit_int64(WideInt{offset} * r, "view", "the offset");
+    } else {
+      const int64_t r = to / from;
+      EMBER_CHECK(sizes[last] % r == 0,
+                  "[view] self.size(-1) must be divisible by {} to view {} as {} (different "
+                  "element sizes), but got {}",
+                  r, this->dtype(), dtype, sizes[last]);
+      EMBER_CHECK(offset % r == 0,
+                  "[view] self.storage_offset() must be divisible by {} to view {} as {} "
+                  "(different element sizes), but got {}",
+                  r, this->dtype(), dtype, offset);
+      for (size_t d = 0; d < last; ++d) {
+        EMBER_CHECK(strides[d] % r == 0,
+                    "[view] self.stride({}) must be divisible by {} to view {} as {} (different "
+                    "element sizes), but got {}",
+                    d, r, this->dtype(), dtype, strides[d]);
+        strides[d] /= r;
+      }
+      sizes[last] /= r;
+      offset /= r;
+    }
+  }
+  return Tensor(
+      make_intrusive<TensorImpl>(storage(), std::move(sizes), std::move(strides), offset, dtype));
 }
 
 Tensor Tensor::view(IntList sizes_in) const {

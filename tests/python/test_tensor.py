@@ -651,3 +651,16 @@ def test_set_default_device_none_resets_and_a_missing_device_is_refused(default_
     assert ember.nn.Linear(2, 3).weight.device == ember.device("cpu")
     # The best device is another question, which set_default_device does not answer.
     assert ember.best_device().type != "reference"
+
+
+def test_view_as_another_dtype_matches_numpy():
+    import numpy as np
+    a = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, -0.25]], dtype=np.float32)
+    t = ember.tensor(a)
+    np.testing.assert_array_equal(t.view(ember.int32).numpy(), a.view(np.int32))
+    np.testing.assert_array_equal(t.view(ember.uint8).numpy(), a.view(np.uint8))
+    np.testing.assert_array_equal(t.view(ember.float16).numpy(), a.view(np.float16))
+    np.testing.assert_array_equal(t.view(ember.uint8).view(ember.float32).numpy(), a)
+    assert not ember.ones(2, requires_grad=True).view(ember.int32).requires_grad
+    with pytest.raises(ValueError, match=r"self.stride\(-1\) must be 1"):
+        t.t().view(ember.uint8)

@@ -565,17 +565,16 @@ void bind_ops(nb::module_& m, nb::class_<PyTensor>& cls) {
       [](const Tensor& x, nb::args shape) {
         if (shape.size() == 1 && nb::isinstance<DTypeObject>(shape[0])) {
           const DType d = nb::cast<DType>(shape[0]);
-          EMBER_CHECK_NOT_IMPLEMENTED(
-              d == x.dtype(), "[view] reinterpreting {} as {} is not supported", x.dtype(), d);
-          return x;
+          return x.view(d);
         }
         const Shape s = sizes_from_args(shape, "view");
         GilRelease release;
         return x.view(s);
       },
       "shape"_a,
-      nb::sig("def view(self, *shape: int | collections.abc.Sequence[int]) -> ember.Tensor"),
-      "The same data with a new shape (one size may be -1).");
+      nb::sig("def view(self, *shape: int | collections.abc.Sequence[int] | ember.dtype) -> "
+              "ember.Tensor"),
+      "The same data with a new shape (one size may be -1), or read as another dtype.");
   cls.def_prop_ro(
       "T",
       [](const Tensor& x) {

@@ -250,6 +250,40 @@ TEST(View, IncompatibleViewSuggestsReshape) {
   expect_error([&] { p.view({6, 4}); }, {"reshape"});
 }
 
+TEST(View, AsAnotherDtypeReadsTheSameBytes) {
+  const Tensor f = tensor({1.0, -2.0, 0.5, 0.0});  // float32
+  const Tensor i = f.view(DType::Int32);
+  EXPECT_TRUE(i.is_same_storage(f));
+  for (int64_t k = 0; k < 4; ++k) {
+    int32_t bits = 0;
+    const float v = f.data_ptr<float>()[k];
+    std::memcpy(&bits, &v, sizeof bits);
+    EXPECT_EQ(i.data_ptr<int32_t>()[k], bits);
+  }
+  // Smaller elements: the last dim grows and the other strides scale.
+  const Tensor m = arange(6).to(DType::Int32).view({2, 3});
+  const Tensor bytes = m.view(DType::UInt8);
+  EXPECT_EQ(bytes.sizes(), Shape({2, 12}));
+  EXPECT_EQ(bytes.strides(), Shape({12, 1}));
+  EXPECT_EQ(values(bytes.select(1, 4)), (std::vector<double>{1, 4}));  // little-endian low bytes
+  // Larger elements: back again, and through a slice with an offset.
+  EXPECT_EQ(values(bytes.view(DType::Int32)), values(m));
+  EXPECT_EQ(values(bytes.narrow(1, 4, 8).view(DType::Int32)), (std::vector<double>{1, 2, 4, 5}));
+  // Writing through the view changes the original (one storage, one version counter).
+  Tensor w = zeros({2});
+  const uint32_t before = w.version();
+  w.view(DType::Int32).fill_(1);
+  EXPECT_GT(w.version(), before);
+  EXPECT_EQ(w.data_ptr<float>()[0], std::numeric_limits<float>::denorm_min());
+  EXPECT_FALSE(tensor({1.0}).requires_grad_(true).view(DType::Float32).requires_grad());
+  expect_error([&] { m.t().view(DType::UInt8); }, {"[view] self.stride(-1) must be 1"});
+  expect_error([&] { bytes.narrow(1, 0, 6).view(DType::Int32); },
+               {"[view] self.size(-1) must be divisible by 4"});
+  expect_error([&] { bytes.narrow(1, 1, 8).view(DType::Int32); },
+               {"[view] self.storage_offset() must be divisible by 4"});
+  expect_error([&] { tensor({1.0}).reshape({}).view(DType::Float16); }, {"self.dim() cannot be 0"});
+}
+
 TEST(View, TransposeAndPermute) {
   Tensor t = arange(24).reshape({2, 3, 4});
   Tensor p = t.permute({2, 0, 1});

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -117,6 +118,14 @@ class EMBER_API Tensor {
   // Views: share storage, no kernel runs.
   /** Same data with new sizes (one may be -1); needs compatible strides. */
   Tensor view(IntList sizes) const;
+  /** The same memory read as `dtype` (Tensor.view(dtype)): of an element size that differs,
+   *  the last dim (contiguous) holds proportionally more or fewer elements. Not differentiable.
+   *  A template so that view({}) still means sizes (a 0-d view), not DType{}. */
+  template <typename D>
+  requires std::same_as<D, DType> Tensor view(D dtype)
+  const { return view_dtype(dtype); }
+  /** view(dtype) by name. */
+  Tensor view_dtype(DType dtype) const;
   /** A view when strides allow, otherwise a contiguous copy. */
   Tensor reshape(IntList sizes) const;
   /** Swaps two dims. */
