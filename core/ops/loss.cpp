@@ -615,10 +615,10 @@ Tensor multilabel_margin_loss(const Tensor& x, const Tensor& target, Reduction r
   const Tensor t2 = target.dim() == 1 ? target.unsqueeze(0) : target;
   const int64_t c = x2.size(1);
   if (t2.numel() > 0) {
-    EMBER_CHECK_INDEX(amin(t2).item<int64_t>() >= -1 && amax(t2).item<int64_t>() < c,
+    const int64_t lo = amin(t2).item<int64_t>(), hi = amax(t2).item<int64_t>();
+    EMBER_CHECK_INDEX(lo >= -1 && hi < c,
                       "[multilabel_margin_loss] target holds a class outside [-1, {}): got {}", c,
-                      amin(t2).item<int64_t>() < -1 ? amin(t2).item<int64_t>()
-                                                    : amax(t2).item<int64_t>());
+                      lo < -1 ? lo : hi);
   }
   // listed[n, j]: target[n, j] comes before the first -1 of row n.
   const Tensor listed = cumprod(ge(t2, Scalar(0)).to(DType::Int64), 1).to(DType::Bool);

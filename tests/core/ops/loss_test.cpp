@@ -267,7 +267,8 @@ TEST(MultiLabelMarginLoss, PyTorchsExampleAndALoop) {
   const Tensor x = tensor({{0.1, 0.2, 0.4, 0.8}}, f64);
   const Tensor y = tensor({{3.0, 0.0, -1.0, 1.0}}, DType::Int64);
   EXPECT_NEAR(multilabel_margin_loss(x, y).item(), 0.85, 1e-12);
-  EXPECT_NEAR(multilabel_margin_loss(x.select(0, 0), y.select(0, 0), Reduction::None).item(), 0.85, 1e-12);
+  EXPECT_NEAR(multilabel_margin_loss(x.select(0, 0), y.select(0, 0), Reduction::None).item(), 0.85,
+              1e-12);
   // A batch against a loop, repeated targets counted twice as PyTorch's kernel does.
   const Tensor xb = uniform({3, 5}, 4);
   const std::vector<std::vector<int64_t>> rows{{4, 1, -1, 0, 2}, {2, 2, 0, 1, 3}, {-1, 0, 0, 0, 0}};
@@ -295,8 +296,11 @@ TEST(MultiLabelMarginLoss, PyTorchsExampleAndALoop) {
   expect_near(values(multilabel_margin_loss(xb, yb, Reduction::None)), want, 1e-12);
   EXPECT_NEAR(multilabel_margin_loss(xb, yb, Reduction::Sum).item(), want[0] + want[1] + want[2],
               1e-12);
-  expect_error([&] { multilabel_margin_loss(xb, tensor({{7.0, 0.0, 0.0, 0.0, 0.0}}, DType::Int64)); },
-               {"[multilabel_margin_loss] target must have the input's shape"});
+  expect_error(
+      [&] {
+        multilabel_margin_loss(xb, tensor({{7.0, 0.0, 0.0, 0.0, 0.0}}, DType::Int64));
+      },
+      {"[multilabel_margin_loss] target must have the input's shape"});
   Tensor bad = yb.clone();
   bad.data_ptr<int64_t>()[0] = 5;
   expect_error([&] { multilabel_margin_loss(xb, bad); },

@@ -337,7 +337,7 @@ TEST(InPlaceDraws, FollowTheirDistributions) {
   EXPECT_NEAR(mean_of(log(l)), 0.5, 0.01);
   Tensor c = empty({n}, DType::Float64);
   cauchy_(c, 1.0, 2.0, &gen);
-  EXPECT_NEAR(mean_of(lt(c, 1.0)), 0.5, 0.02);  // the median
+  EXPECT_NEAR(mean_of(lt(c, 1.0)), 0.5, 0.02);                 // the median
   EXPECT_NEAR(mean_of(lt(abs(sub(c, 1.0)), 2.0)), 0.5, 0.02);  // the quartiles at median +- sigma
   Tensor r = empty({n}, DType::Int64);
   random_(r, 3, 7, &gen);
