@@ -698,7 +698,8 @@ Tensor imag(const Tensor& x) {
 // The exponent is floor(log2|x|) + 1, computed in float64 (exact for every float32 and half
 // value), then corrected by one either way where log2 rounded across a power of two; the
 // mantissa is x scaled by 2 ** -exponent in two halves, as 2 ** 1074 (the smallest subnormal
-// double's exponent) is beyond float64's range while each half is not. Zero, inf and NaN keep
+// double's exponent) is beyond float64's range while each half is not, then halved or doubled
+// with the exponent's correction. Zero, inf and NaN keep
 // exponent 0 and are their own mantissa, as C's frexp and PyTorch give. Not differentiable (as
 // in PyTorch): the results never require grad.
 std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
@@ -716,9 +717,10 @@ std::tuple<Tensor, Tensor> frexp(const Tensor& x) {
     return mul(mul(x64, exp2(neg(half))), exp2(sub(half, by)));
   };
   Tensor m = scaled(e);
+  // The correction scales by a power of two, which is exact for a mantissa near [0.5, 1).
   const Tensor high = ge(abs(m), 1.0), low = lt(abs(m), 0.5);
   e = add(e, sub(high.to(DType::Float64), low.to(DType::Float64)));
-  m = where(regular, scaled(e), x64);
+  m = where(regular, where(high, mul(m, 0.5), where(low, mul(m, 2.0), m)), x64);
   e = where(regular, e, zeros_like(e));
   return {m.to(x.dtype()), e.to(DType::Int32)};
 }

@@ -476,50 +476,51 @@ Tensor randint(int64_t low, int64_t high, IntList sizes, TensorOptions opts, Gen
 
 namespace {
 
-/** x replaced in place by draw(u): u uniform in [0, 1) of x's shape in float64, converted to
- *  x's dtype after the draw. */
+/** x, floating, replaced in place by draw(sizes, options): draws of x's shape in float64 on its
+ *  device, converted to x's dtype after the draw. */
 template <typename Draw>
-Tensor& draw_into(Tensor& x, const char* op, Generator* gen, Draw&& draw) {
+Tensor& draw_into(Tensor& x, const char* op, Draw&& draw) {
   EMBER_CHECK_TYPE(x.defined(), "[{}] undefined tensor argument", op);
   EMBER_CHECK_NOT_IMPLEMENTED(is_floating(x.dtype()),
                               "[{}] not implemented for {} (a floating dtype only)", op, x.dtype());
   return apply_inplace(x, op, [&](const Tensor& v) {
     autograd::NoGradGuard no_grad;
-    return draw(rand(v.sizes(), {DType::Float64, v.device()}, gen)).to(v.dtype());
+    return draw(v.sizes(), TensorOptions{DType::Float64, v.device()}).to(v.dtype());
   });
+}
+
+/** draw_into() of f(u), u uniform in [0, 1). */
+template <typename F>
+Tensor& uniform_draw_into(Tensor& x, const char* op, Generator* gen, F&& f) {
+  return draw_into(x, op, [&](IntList sizes, TensorOptions o) { return f(rand(sizes, o, gen)); });
 }
 
 }  // namespace
 
 Tensor& exponential_(Tensor& x, double lambd, Generator* gen) {
   EMBER_CHECK(lambd > 0, "[exponential_] expects lambd > 0: got {}", lambd);
-  return draw_into(x, "exponential_", gen,
-                   [&](const Tensor& u) { return div(neg(log1p(neg(u))), lambd); });
+  return uniform_draw_into(x, "exponential_", gen,
+                           [&](const Tensor& u) { return div(neg(log1p(neg(u))), lambd); });
 }
 
 Tensor& geometric_(Tensor& x, double p, Generator* gen) {
   EMBER_CHECK(p > 0 && p < 1, "[geometric_] expects p in (0, 1): got {}", p);
   // 1 - u is in (0, 1], so the count is at least 1 but for 1 - u == 1 exactly (0 trials).
-  return draw_into(x, "geometric_", gen, [&](const Tensor& u) {
+  return uniform_draw_into(x, "geometric_", gen, [&](const Tensor& u) {
     return clamp(ceil(div(log1p(neg(u)), std::log1p(-p))), Scalar(1.0), std::nullopt);
   });
 }
 
 Tensor& log_normal_(Tensor& x, double mean, double std, Generator* gen) {
   EMBER_CHECK(std > 0, "[log_normal_] expects std > 0: got {}", std);
-  EMBER_CHECK_TYPE(x.defined(), "[log_normal_] undefined tensor argument");
-  EMBER_CHECK_NOT_IMPLEMENTED(is_floating(x.dtype()),
-                              "[log_normal_] not implemented for {} (a floating dtype only)",
-                              x.dtype());
-  return apply_inplace(x, "log_normal_", [&](const Tensor& v) {
-    autograd::NoGradGuard no_grad;
-    return exp(normal(mean, std, v.sizes(), {DType::Float64, v.device()}, gen)).to(v.dtype());
+  return draw_into(x, "log_normal_", [&](IntList sizes, TensorOptions o) {
+    return exp(normal(mean, std, sizes, o, gen));
   });
 }
 
 Tensor& cauchy_(Tensor& x, double median, double sigma, Generator* gen) {
   EMBER_CHECK(sigma > 0, "[cauchy_] expects sigma > 0: got {}", sigma);
-  return draw_into(x, "cauchy_", gen, [&](const Tensor& u) {
+  return uniform_draw_into(x, "cauchy_", gen, [&](const Tensor& u) {
     return add(mul(tan(mul(sub(u, 0.5), std::numbers::pi)), sigma), median);
   });
 }

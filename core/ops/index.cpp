@@ -288,8 +288,8 @@ Tensor put(const Tensor& x, const Tensor& index, const Tensor& source, bool accu
 }
 
 Tensor& put_(Tensor& x, const Tensor& index, const Tensor& source, bool accumulate) {
-  EMBER_CHECK_TYPE(x.defined(), "[put_] undefined tensor argument");
-  return x.copy_(put(x, index, source, accumulate));
+  return apply_inplace(x, "put_",
+                       [&](const Tensor& v) { return put(v, index, source, accumulate); });
 }
 
 // The diagonal's flat positions step by the sum of x's contiguous strides (columns + 1 for a
@@ -315,7 +315,9 @@ Tensor& fill_diagonal_(Tensor& x, Scalar value, bool wrap) {
   if (end == 0) return x;
   const Tensor positions = arange(Scalar(int64_t{0}), Scalar(end), Scalar(step),
                                   TensorOptions{DType::Int64, x.device()});
-  return put_(x, positions, full(positions.sizes(), value, {x.dtype(), x.device()}));
+  const Tensor values = full(positions.sizes(), value, {x.dtype(), x.device()});
+  return apply_inplace(x, "fill_diagonal_",
+                       [&](const Tensor& v) { return put(v, positions, values); });
 }
 
 Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
@@ -1280,8 +1282,9 @@ Tensor index_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Ten
 
 Tensor& index_reduce_(Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
                       std::string_view reduce, bool include_self) {
-  EMBER_CHECK_TYPE(x.defined(), "[index_reduce_] undefined tensor argument");
-  return x.copy_(index_reduce(x, dim, index, source, reduce, include_self));
+  return apply_inplace(x, "index_reduce_", [&](const Tensor& v) {
+    return index_reduce(v, dim, index, source, reduce, include_self);
+  });
 }
 
 Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src,

@@ -306,6 +306,17 @@ Tensor& index_put_(Tensor& x, std::span<const TensorIndex> items, Scalar value) 
   return x;
 }
 
+namespace {
+
+/** index_put's indices as index() items: each tensor, or a full slice where it is undefined. */
+std::vector<TensorIndex> items_of(const std::vector<Tensor>& indices) {
+  std::vector<TensorIndex> items;
+  for (const Tensor& t : indices) items.push_back(t.defined() ? TensorIndex(t) : Slice());
+  return items;
+}
+
+}  // namespace
+
 // Note [index_put with accumulate]
 // Which elements x[indices] reaches, and in which order, is what index() computes; indexing a
 // tensor of x's flat positions the same way gives them, laid out as x[indices] is. The values,
@@ -317,8 +328,7 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
   EMBER_CHECK_INDEX(static_cast<int64_t>(indices.size()) <= std::max<int64_t>(x.dim(), 1),
                     "[index_put] too many indices for a tensor of {} dims: got {}", x.dim(),
                     indices.size());
-  std::vector<TensorIndex> items;
-  for (const Tensor& t : indices) items.push_back(t.defined() ? TensorIndex(t) : Slice());
+  const std::vector<TensorIndex> items = items_of(indices);
   if (!accumulate) {
     Tensor out = x.clone();
     index_put_(out, items, values);
@@ -340,12 +350,9 @@ Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tens
 Tensor& index_put_(Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
                    bool accumulate) {
   EMBER_CHECK_TYPE(x.defined(), "[index_put_] undefined tensor argument");
-  if (!accumulate) {
-    std::vector<TensorIndex> items;
-    for (const Tensor& t : indices) items.push_back(t.defined() ? TensorIndex(t) : Slice());
-    return index_put_(x, items, values);
-  }
-  return x.copy_(index_put(x, indices, values, true));
+  if (!accumulate) return index_put_(x, items_of(indices), values);
+  return apply_inplace(x, "index_put_",
+                       [&](const Tensor& v) { return index_put(v, indices, values, true); });
 }
 
 }  // namespace ember

@@ -1054,24 +1054,18 @@ std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& lu, const Tensor& piv
   EMBER_CHECK(pivots.dim() == lu.dim() - 1 && pivots.size(-1) == k,
               "[{}] pivots must have LU's batch and min(m, n) = {} entries: got shape {}", op, k,
               shape_str(pivots.sizes()));
-  Tensor p, l, u;
-  if (unpack_pivots) p = linalg::permutation_of(pivots, m, lu.dtype(), lu.device());
-  if (unpack_data) {
-    l = add(tril(lu.narrow(-1, 0, k), -1), eye(m, k, {lu.dtype(), lu.device()}));
-    u = triu(lu.narrow(-2, 0, k));
-  } else {
-    l = empty({0}, {lu.dtype(), lu.device()});
-    u = empty({0}, {lu.dtype(), lu.device()});
-  }
-  if (!unpack_pivots) p = empty({0}, {lu.dtype(), lu.device()});
-  return {p, l, u};
+  const TensorOptions o{lu.dtype(), lu.device()};
+  const Tensor p =
+      unpack_pivots ? linalg::permutation_of(pivots, m, lu.dtype(), lu.device()) : empty({0}, o);
+  if (!unpack_data) return {p, empty({0}, o), empty({0}, o)};
+  return {p, add(tril(lu.narrow(-1, 0, k), -1), eye(m, k, o)), triu(lu.narrow(-2, 0, k))};
 }
 
 std::tuple<Tensor, Tensor> triangular_solve(const Tensor& b, const Tensor& a, bool upper,
                                             bool transpose, bool unitriangular) {
-  const Tensor x =
-      transpose ? linalg::solve_triangular(a.transpose(-2, -1), b, !upper, true, unitriangular)
-                : linalg::solve_triangular(a, b, upper, true, unitriangular);
+  // A^T of an upper triangular A is lower triangular, and the other way round.
+  const Tensor x = linalg::solve_triangular(transpose ? a.transpose(-2, -1) : a, b,
+                                            upper != transpose, true, unitriangular);
   Shape batch = x.sizes();
   batch[batch.size() - 2] = a.size(-2);
   batch[batch.size() - 1] = a.size(-1);

@@ -692,19 +692,12 @@ Tensor sum_to_size(const Tensor& x, IntList sizes) {
   EMBER_CHECK_TYPE(x.defined(), "[sum_to_size] undefined tensor argument");
   const int64_t lead = x.dim() - static_cast<int64_t>(sizes.size());
   bool expandable = lead >= 0;
-  std::vector<int64_t> dims;
-  for (int64_t d = 0; expandable && d < x.dim(); ++d) {
-    if (d < lead) {
-      dims.push_back(d);
-    } else if (sizes[d - lead] == 1 && x.size(d) != 1) {
-      dims.push_back(d);
-    } else {
-      expandable = sizes[d - lead] == x.size(d);
-    }
+  for (int64_t d = std::max<int64_t>(lead, 0); expandable && d < x.dim(); ++d) {
+    expandable = sizes[d - lead] == 1 || sizes[d - lead] == x.size(d);
   }
   EMBER_CHECK(expandable, "[sum_to_size] size {} is not expandable to size {}", shape_str(sizes),
               shape_str(x.sizes()));
-  return dims.empty() ? x : sum(x, dims, true).reshape(sizes);
+  return autograd::sum_to(x, sizes);
 }
 
 // Note [gradient as NumPy and PyTorch compute it]

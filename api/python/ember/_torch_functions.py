@@ -272,7 +272,8 @@ def is_anomaly_enabled() -> bool:
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
-    """Turns autograd's anomaly detection on or off (autograd.set_detect_anomaly)."""
+    """Turns autograd's anomaly detection on or off (autograd.set_detect_anomaly); it always
+    checks backward results for NaN, whatever check_nan says."""
     from ember import autograd
     autograd.set_detect_anomaly(enabled)
 
